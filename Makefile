@@ -1,0 +1,169 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+#
+# make              build build/bpfprof
+# make test         every test suite (unit, unit under ASan+UBSan, fuzz, integration)
+# make demo         install what is missing, build, profile this machine for 10 s
+# make vmlinux      regenerate vmlinux/$(ARCH)/vmlinux.h from the running kernel's BTF
+# make V=1          show the commands
+#
+# Layout of build/: obj/ objects, libcore.a (everything but main and the
+# collector: no libbpf, testable without root), tests/ unit tests, fixtures/
+# ELF fixtures, workloads/ test workloads, asan/ and fuzz/ sub-builds.
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+OUT	?= build
+ARCH	?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' -e 's/ppc64le/powerpc/' \
+			-e 's/s390x/s390/' -e 's/riscv64/riscv/' -e 's/loongarch64/loongarch/')
+VMLINUX	:= vmlinux/$(ARCH)/vmlinux.h
+CLANG	?= clang
+BPFTOOL	?= bpftool
+CC	?= cc
+AR	?= ar
+PYTHON	?= /usr/bin/python3
+
+VERSION	:= $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+GITREV	:= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+
+WARNINGS := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter \
+	    -Wformat=2 -Wno-format-nonliteral
+CFLAGS	?= -O2 -g
+EXTRA_CFLAGS ?=
+EXTRA_LDFLAGS ?=
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARNINGS) -Isrc -Ibpf -I$(OUT) $(CFLAGS) $(EXTRA_CFLAGS) \
+	      -DBPFPROF_VERSION='"$(VERSION) ($(GITREV))"' -MMD -MP
+LDLIBS_CORE := -lelf -lz -lm
+LDLIBS_BPF  := -lbpf
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+CORE_SRCS := $(filter-out src/main.c src/collector.c,$(wildcard src/*.c src/*/*.c))
+CORE_OBJS := $(patsubst src/%.c,$(OUT)/obj/%.o,$(CORE_SRCS))
+MAIN_OBJS := $(OUT)/obj/main.o $(OUT)/obj/collector.o
+BPF_OBJ   := $(OUT)/profile.bpf.o
+SKEL	  := $(OUT)/profile.skel.h
+
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
+FIXTURE_SRCS := $(wildcard tests/unit/fixtures/*.c)
+WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
+WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(WORKLOAD_SRCS))
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+
+.PHONY: all
+all: $(OUT)/bpfprof
+
+$(OUT) $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out $(OUT)/tests $(OUT)/fixtures $(OUT)/workloads:
+	$(Q)mkdir -p $@
+
+# --- BPF ------------------------------------------------------------------
+$(BPF_OBJ): bpf/profile.bpf.c $(wildcard bpf/*.h) $(VMLINUX) | $(OUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(dir $(VMLINUX)) -Ibpf \
+		-Wall -Werror -c $< -o $@
+
+$(SKEL): $(BPF_OBJ)
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name profile_bpf > $@
+
+.PHONY: vmlinux
+vmlinux:
+	$(Q)tools/gen-vmlinux.sh $(VMLINUX)
+
+# --- userspace ------------------------------------------------------------
+$(OUT)/obj/%.o: src/%.c | $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(OUT)/obj/collector.o: $(SKEL)
+
+$(OUT)/libcore.a: $(CORE_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(OUT)/bpfprof: $(MAIN_OBJS) $(OUT)/libcore.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $(EXTRA_LDFLAGS) $^ $(LDLIBS_BPF) $(LDLIBS_CORE) -o $@
+
+# --- tests ----------------------------------------------------------------
+$(OUT)/tests/test_%: tests/unit/test_%.c tests/unit/testutil.h $(OUT)/libcore.a | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $< $(OUT)/libcore.a $(EXTRA_LDFLAGS) -lcmocka \
+		$(LDLIBS_CORE) -o $@
+
+# ELF fixtures for the symbolizer tests, built at test time with known layouts.
+FIXTURES := $(OUT)/fixtures/pie $(OUT)/fixtures/nopie $(OUT)/fixtures/libfix.so \
+	    $(OUT)/fixtures/stripped
+$(OUT)/fixtures/pie: tests/unit/fixtures/prog.c | $(OUT)/fixtures
+	$(Q)$(CC) -O0 -g -fPIE -pie $< -o $@
+$(OUT)/fixtures/nopie: tests/unit/fixtures/prog.c | $(OUT)/fixtures
+	$(Q)$(CC) -O0 -g -fno-pie -no-pie $< -o $@
+$(OUT)/fixtures/libfix.so: tests/unit/fixtures/lib.c | $(OUT)/fixtures
+	$(Q)$(CC) -O0 -g -fPIC -shared $< -o $@
+$(OUT)/fixtures/stripped: $(OUT)/fixtures/pie
+	$(Q)strip -s $< -o $@
+
+# Workloads for the integration tests: clang keeps leaf frame pointers.
+WL_CFLAGS := -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline-functions \
+	     -fno-optimize-sibling-calls
+$(OUT)/workloads/%: tests/workloads/%.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CLANG) $(WL_CFLAGS) $< -o $@ -lpthread -lm
+$(OUT)/workloads/libwl.so: tests/workloads/lib/libwl.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CLANG) $(WL_CFLAGS) -fPIC -shared $< -o $@
+$(OUT)/workloads/pieapp: tests/workloads/pieapp.c $(OUT)/workloads/libwl.so | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CLANG) $(WL_CFLAGS) -fPIE -pie $< -o $@ -L$(OUT)/workloads -lwl -Wl,-rpath,'$$ORIGIN'
+
+.PHONY: unit-tests test-deps
+unit-tests: $(UNIT_BINS) $(FIXTURES)
+test-deps: all unit-tests $(WORKLOADS) $(OUT)/workloads/libwl.so
+
+# The same unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+.PHONY: asan
+asan:
+	$(Q)$(MAKE) --no-print-directory OUT=$(OUT)/asan \
+		EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+		EXTRA_LDFLAGS="-fsanitize=address,undefined" unit-tests
+
+# libFuzzer targets: the parsers built with coverage and sanitizers.
+.PHONY: fuzz
+fuzz:
+	$(Q)$(MAKE) --no-print-directory OUT=$(OUT)/fuzz CC=$(CLANG) CFLAGS="-O1 -g" \
+		EXTRA_CFLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
+		fuzz-bins
+
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(OUT)/fuzzers/%,$(FUZZ_SRCS))
+.PHONY: fuzz-bins
+fuzz-bins: $(FUZZ_BINS)
+$(OUT)/fuzzers/%: tests/fuzz/%.c $(OUT)/libcore.a
+	$(Q)mkdir -p $(dir $@)
+	$(call msg,FUZZ,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer,address,undefined $< $(OUT)/libcore.a \
+		$(LDLIBS_CORE) -o $@
+
+.PHONY: test check
+test check: test-deps asan fuzz
+	$(Q)OUT=$(OUT) PYTHON=$(PYTHON) tests/run
+
+.PHONY: demo
+demo:
+	$(Q)tools/demo.sh
+
+.PHONY: clean
+clean:
+	$(Q)rm -rf $(OUT)
+
+.PHONY: format
+format:
+	$(Q)clang-format -i $(wildcard src/*.[ch] src/*/*.[ch] bpf/*.[ch] tests/unit/*.[ch] tests/fuzz/*.c)
+
+-include $(wildcard $(OUT)/obj/*.d $(OUT)/obj/*/*.d $(OUT)/tests/*.d)

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * profile.bpf.c - the sampler. Runs on every cpu-clock perf_event overflow,
+ * reads the kernel and user stacks and counts them in the kernel, so userspace
+ * only sees one record per distinct (process, stacks) pair per drain.
+ *
+ * Stacks: bpf_get_stack() into per-CPU scratch, then a 64-bit hash of the
+ * frames is the stack id. The stacks map is keyed by that id. Unlike
+ * BPF_MAP_TYPE_STACK_TRACE (one stack per bucket, -EEXIST on a bucket clash)
+ * distinct stacks never evict or reject each other; a full map is counted.
+ *
+ * Double buffering: there are two (counts, stacks) map sets. Every run reads
+ * active_buf once and writes only into that set. Userspace flips active_buf,
+ * waits for an RCU grace period (a map-in-map update does synchronize_rcu(),
+ * and perf_event programs run under rcu_read_lock()), and only then drains
+ * and clears the other set. No sample is lost or counted twice at a drain.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "profile.h"
+
+#define PF_KTHREAD 0x00200000
+#define EEXIST	   17
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Filters, set by userspace before load. */
+const volatile bool filter_tgids = false; /* only tgids in the tgids map */
+const volatile bool drop_kernel = false;  /* -U: keep the sample, drop kernel frames */
+const volatile bool drop_user = false;	  /* -K: keep the sample, drop user frames */
+const volatile bool include_idle = false; /* count the idle task (pid 0) */
+const volatile bool per_thread = false;	  /* put the tid in the key */
+
+/* Which map set runs write to; flipped by userspace at every drain. */
+volatile __u32 active_buf = 0;
+
+struct counts_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct bp_sample_key);
+	__type(value, __u64);
+} counts_0 SEC(".maps"), counts_1 SEC(".maps");
+
+struct stacks_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* ~1 KiB a stack: pay only for what is used */
+	__type(key, __u64);
+	__type(value, struct bp_stack);
+} stacks_0 SEC(".maps"), stacks_1 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, PROFILE_NR_BUFS);
+	__type(key, __u32);
+	__array(values, struct counts_map);
+} counts SEC(".maps") = {
+	.values = { &counts_0, &counts_1 },
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, PROFILE_NR_BUFS);
+	__type(key, __u32);
+	__array(values, struct stacks_map);
+} stacks SEC(".maps") = {
+	.values = { &stacks_0, &stacks_1 },
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+struct scratch {
+	struct bp_stack kernel;
+	struct bp_stack user;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* resized by userspace to the number of targets */
+	__type(key, __u32);
+	__type(value, __u8);
+} tgids SEC(".maps");
+
+/* tgid -> the image we last told userspace about. LRU: an evicted entry only
+ * costs a repeated (idempotent) notice. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct bp_proc_seen);
+} seen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		*v += 1; /* per-CPU slot, and perf_event programs do not nest on a CPU */
+}
+
+/* splitmix64-style mixing per frame; 0 is reserved for "no stack". */
+static __always_inline __u64 stack_hash(const struct bp_stack *st, __u64 seed)
+{
+	__u64 h = seed ^ ((__u64)st->nr * 0x9e3779b97f4a7c15ULL);
+
+	for (__u32 i = 0; i < PROFILE_MAX_DEPTH; i++) {
+		if (i >= st->nr)
+			break;
+		h ^= st->ips[i];
+		h *= 0xbf58476d1ce4e5b9ULL;
+		h ^= h >> 31;
+	}
+	h ^= h >> 30;
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 31;
+	return h ? h : 1;
+}
+
+/*
+ * Fills st and sets *id (STACK_ID_NONE for an empty stack, e.g. the kernel
+ * stack of a sample taken in user mode). Returns false if the stack could not
+ * be read at all.
+ */
+static __always_inline bool read_stack(void *ctx, struct bp_stack *st, __u64 flags, __u64 seed,
+				       __u64 *id)
+{
+	long n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), flags);
+
+	*id = STACK_ID_NONE;
+	st->nr = 0;
+	if (n < 0)
+		return false;
+	st->nr = n / sizeof(__u64);
+	if (st->nr)
+		*id = stack_hash(st, seed);
+	return true;
+}
+
+static __always_inline void notify_new_image(__u32 tgid, __u64 start_time, __u64 exec_id,
+					     const char *comm)
+{
+	struct bp_proc_seen *old = bpf_map_lookup_elem(&seen, &tgid);
+	struct bp_proc_seen cur = { .start_time = start_time, .exec_id = exec_id };
+	struct bp_proc_event *e;
+
+	if (old && old->start_time == start_time && old->exec_id == exec_id)
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		stat_inc(STAT_NOTIFY_LOST); /* retried at the next sample: seen not updated */
+		return;
+	}
+	e->tgid = tgid;
+	e->pad = 0;
+	e->start_time = start_time;
+	e->exec_id = exec_id;
+	__builtin_memcpy(e->comm, comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+	bpf_map_update_elem(&seen, &tgid, &cur, BPF_ANY);
+}
+
+/* Returns 0 if the stack is (now) in the map, -1 if it could not be stored. */
+static __always_inline int store_stack(void *smap, __u64 id, const struct bp_stack *st)
+{
+	long err;
+
+	if (id == STACK_ID_NONE)
+		return 0;
+	err = bpf_map_update_elem(smap, &id, st, BPF_NOEXIST);
+	return (err == 0 || err == -EEXIST) ? 0 : -1;
+}
+
+SEC("perf_event")
+int do_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct bp_sample_key key = {};
+	struct task_struct *task;
+	struct scratch *scr;
+	__u32 zero = 0, buf;
+	void *cmap, *smap;
+	__u64 *cnt, one = 1;
+	long err;
+
+	if (tid == 0 && !include_idle) {
+		stat_inc(STAT_IDLE);
+		return 0;
+	}
+	if (filter_tgids && !bpf_map_lookup_elem(&tgids, &tgid)) {
+		stat_inc(STAT_FILTERED);
+		return 0;
+	}
+	stat_inc(STAT_SAMPLES);
+
+	scr = bpf_map_lookup_elem(&scratch, &zero);
+	if (!scr) {
+		stat_inc(STAT_LOST_NO_MAP);
+		return 0;
+	}
+
+	task = (struct task_struct *)bpf_get_current_task();
+	key.tgid = tgid;
+	key.tid = per_thread ? tid : 0;
+	key.start_time = BPF_CORE_READ(task, group_leader, start_boottime);
+	key.exec_id = BPF_CORE_READ(task, group_leader, self_exec_id);
+	key.cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(&key.comm, sizeof(key.comm));
+
+	if (!drop_kernel) {
+		if (!read_stack(ctx, &scr->kernel, 0, 0x6b, &key.kstack)) {
+			key.flags |= SAMPLE_F_KSTACK_ERR;
+			stat_inc(STAT_KSTACK_ERR);
+		}
+	}
+	if (BPF_CORE_READ(task, flags) & PF_KTHREAD) {
+		key.flags |= SAMPLE_F_KTHREAD;
+	} else if (!drop_user) {
+		if (!read_stack(ctx, &scr->user, BPF_F_USER_STACK, 0x75, &key.ustack) ||
+		    key.ustack == STACK_ID_NONE) {
+			key.flags |= SAMPLE_F_USTACK_ERR;
+			stat_inc(STAT_USTACK_ERR);
+		}
+		notify_new_image(tgid, key.start_time, key.exec_id, key.comm);
+	}
+
+	buf = active_buf & (PROFILE_NR_BUFS - 1);
+	cmap = bpf_map_lookup_elem(&counts, &buf);
+	smap = bpf_map_lookup_elem(&stacks, &buf);
+	if (!cmap || !smap) {
+		stat_inc(STAT_LOST_NO_MAP);
+		return 0;
+	}
+
+	/* Hot path: a known (process, stacks) pair; its stacks are stored already. */
+	cnt = bpf_map_lookup_elem(cmap, &key);
+	if (cnt) {
+		__sync_fetch_and_add(cnt, 1);
+		stat_inc(STAT_COUNTED);
+		return 0;
+	}
+
+	if (store_stack(smap, key.kstack, &scr->kernel) || store_stack(smap, key.ustack, &scr->user)) {
+		stat_inc(STAT_LOST_STACKS_FULL);
+		return 0;
+	}
+	err = bpf_map_update_elem(cmap, &key, &one, BPF_NOEXIST);
+	if (err == -EEXIST) { /* another CPU created it just now */
+		cnt = bpf_map_lookup_elem(cmap, &key);
+		if (cnt) {
+			__sync_fetch_and_add(cnt, 1);
+			err = 0;
+		}
+	}
+	if (err) {
+		stat_inc(STAT_LOST_COUNTS_FULL);
+		return 0;
+	}
+	stat_inc(STAT_COUNTED);
+	return 0;
+}

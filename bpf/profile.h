@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * profile.h - the ABI shared by bpf/profile.bpf.c and src/collector.c.
+ *
+ * Fixed-width types only: this header is compiled once for the BPF target and
+ * once for the host, and both sides must agree on every byte of the map keys
+ * and values below.
+ */
+#ifndef BPFPROF_PROFILE_H
+#define BPFPROF_PROFILE_H
+
+#define PROFILE_MAX_DEPTH 127 /* frames per stack, the kernel's own limit */
+#define PROFILE_COMM_LEN  16  /* TASK_COMM_LEN */
+#define PROFILE_NR_BUFS	  2   /* count/stack map sets, see "double buffering" */
+
+/*
+ * Stack ids are 64-bit hashes of the frames computed in BPF. 0 means "no
+ * stack" (not collected, or a kernel thread has no user stack).
+ */
+#define STACK_ID_NONE 0ULL
+
+/* struct bp_sample_key.flags */
+#define SAMPLE_F_KSTACK_ERR (1U << 0) /* kernel stack could not be read */
+#define SAMPLE_F_USTACK_ERR (1U << 1) /* user stack could not be read */
+#define SAMPLE_F_KTHREAD    (1U << 2) /* kernel thread: no user stack exists */
+
+/*
+ * One aggregation bucket: the counts map holds sample_key -> __u64 count.
+ *
+ * (tgid, start_time, exec_id) names one program image: start_time tells a
+ * recycled pid from the old one, exec_id tells the images before and after an
+ * execve() in the same pid apart. Userspace keys its process cache by it.
+ */
+struct bp_sample_key {
+	__u32 tgid;
+	__u32 tid;	  /* 0 unless per-thread keys were requested */
+	__u64 start_time; /* group leader's start_boottime, ns */
+	__u64 exec_id;	  /* group leader's self_exec_id */
+	__u64 cgroup_id;  /* cgroup v2 id of the task */
+	__u64 kstack;	  /* stack id of the kernel stack */
+	__u64 ustack;	  /* stack id of the user stack */
+	__u32 flags;	  /* SAMPLE_F_* */
+	__u32 pad;
+	char comm[PROFILE_COMM_LEN];
+};
+
+/* The stacks map holds stack id -> stack_trace. */
+struct bp_stack {
+	__u32 nr; /* valid entries in ips[] */
+	__u32 pad;
+	__u64 ips[PROFILE_MAX_DEPTH];
+};
+
+/* Per-CPU counters, indexed by enum bp_stat. */
+enum bp_stat {
+	STAT_SAMPLES = 0,	  /* samples that passed the filters */
+	STAT_COUNTED,		  /* ... and were added to a count */
+	STAT_LOST_COUNTS_FULL,	  /* counts map full: sample dropped */
+	STAT_LOST_STACKS_FULL,	  /* stacks map full: sample dropped */
+	STAT_LOST_NO_MAP,	  /* internal: map-in-map lookup failed */
+	STAT_KSTACK_ERR,	  /* kept, kernel stack missing */
+	STAT_USTACK_ERR,	  /* kept, user stack missing */
+	STAT_IDLE,		  /* idle task, excluded (not an error) */
+	STAT_FILTERED,		  /* not a target process (per-task events only) */
+	STAT_NOTIFY_LOST,	  /* ring buffer full: a process notice dropped */
+	STAT_MAX,
+};
+
+/*
+ * Process notices sent through the ring buffer: the first sample of a new
+ * program image (new pid, pid reuse or exec) so userspace can read its
+ * mappings while the process is still alive.
+ */
+struct bp_proc_event {
+	__u32 tgid;
+	__u32 pad;
+	__u64 start_time;
+	__u64 exec_id;
+	char comm[PROFILE_COMM_LEN];
+};
+
+/* Value of the per-tgid "seen" map. */
+struct bp_proc_seen {
+	__u64 start_time;
+	__u64 exec_id;
+};
+
+#endif /* BPFPROF_PROFILE_H */

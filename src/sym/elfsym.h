@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * elfsym.h - function symbols of one ELF file, read with libelf.
+ *
+ * Reads .symtab and .dynsym (merged, deduplicated), keeps STT_FUNC and
+ * STT_GNU_IFUNC symbols with a defined section, and answers "which function
+ * contains this virtual address", respecting st_size: an address past a
+ * symbol's end is not that symbol. Symbols of size 0 extend to the next symbol
+ * (capped at the end of their section), as perf does.
+ *
+ * Also maps a file offset to the ELF virtual address through the PT_LOAD
+ * program headers, which is what makes PIE executables, non-PIE executables
+ * and shared libraries work the same way:
+ *   vaddr = file_offset - p_offset + p_vaddr   (for the segment holding it)
+ * where file_offset = ip - mapping.start + mapping.offset.
+ *
+ * The file is untrusted: reads are bounded pread()s (no mmap, so a file
+ * truncated under us cannot SIGBUS the agent), every offset and size is
+ * checked, and a corrupt file yields an error, not a crash.
+ */
+#ifndef BPFPROF_ELFSYM_H
+#define BPFPROF_ELFSYM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct elfsym;
+
+/* Reads symbols from an open fd (not closed, not kept). NULL with errno:
+ * ENOEXEC not an ELF file or unsupported class/machine, EINVAL corrupt,
+ * ENOMEM. */
+struct elfsym *elfsym__open_fd(int fd);
+struct elfsym *elfsym__open(const char *path);
+void elfsym__free(struct elfsym *es);
+
+/*
+ * The function containing vaddr, or NULL. *offset (if given) receives
+ * vaddr - symbol start. The returned name lives as long as es.
+ */
+const char *elfsym__lookup(const struct elfsym *es, uint64_t vaddr, uint64_t *offset);
+
+/* File offset -> virtual address via PT_LOAD; 0 or -ENOENT if no segment holds it. */
+int elfsym__off_to_vaddr(const struct elfsym *es, uint64_t file_off, uint64_t *vaddr);
+
+size_t elfsym__count(const struct elfsym *es);
+/* GNU build id (raw bytes), or NULL when the file has none. */
+const uint8_t *elfsym__build_id(const struct elfsym *es, size_t *len);
+/* ELF type: ET_EXEC, ET_DYN, ... */
+int elfsym__type(const struct elfsym *es);
+
+#endif

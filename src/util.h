@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * util.h - small helpers shared by every module: bounded file reading, a
+ * growable string buffer, number and CPU-list parsing, clocks.
+ */
+#ifndef BPFPROF_UTIL_H
+#define BPFPROF_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b)     ((a) < (b) ? (a) : (b))
+#define MAX(a, b)     ((a) > (b) ? (a) : (b))
+
+/*
+ * Reads at most max bytes of a file into a NUL-terminated malloc'd buffer.
+ * Works for /proc files (size 0 in stat). Returns 0, -errno, or -EFBIG if the
+ * file is longer than max. dirfd may be AT_FDCWD.
+ */
+int read_file_at(int dirfd, const char *path, size_t max, char **buf, size_t *len);
+int read_file(const char *path, size_t max, char **buf, size_t *len);
+
+/* A growable, always NUL-terminated string. Zero-initialise to start. */
+struct sbuf {
+	char *buf;
+	size_t len, cap;
+};
+int sbuf_add(struct sbuf *sb, const char *s, size_t n);
+int sbuf_puts(struct sbuf *sb, const char *s);
+int sbuf_printf(struct sbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sbuf_reset(struct sbuf *sb);
+void sbuf_free(struct sbuf *sb);
+
+/* Strict decimal/hex parsers: whole string, no sign, no overflow. */
+int parse_u64(const char *s, int base, uint64_t *out);
+/* Parses the hex digits of s[0..n) (optional 0x prefix); -EINVAL/-ERANGE. */
+int parse_hex_n(const char *s, size_t n, uint64_t *out);
+
+/*
+ * Parses a CPU list ("0-3,8,10-11") into mask[nr]. -EINVAL on bad syntax,
+ * -ERANGE if a CPU is >= nr.
+ */
+int parse_cpulist(const char *s, bool *mask, int nr);
+
+/* Clocks. */
+uint64_t now_ns(void);	      /* CLOCK_MONOTONIC */
+uint64_t boottime_ns(void);   /* CLOCK_BOOTTIME (what task start_boottime uses) */
+uint64_t realtime_ns(void);   /* CLOCK_REALTIME */
+
+/* Basename of a path, without allocating (pointer into path). */
+const char *path_basename(const char *path);
+
+#endif

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * testutil.h - helpers for the cmocka unit tests: fixture paths and temp files.
+ * Fixtures built by the Makefile live in $BPFPROF_FIXTURES (build/fixtures).
+ */
+#ifndef BPFPROF_TESTUTIL_H
+#define BPFPROF_TESTUTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+/* Path of a fixture built by the Makefile (static buffer). */
+static inline const char *fixture_path(const char *name)
+{
+	static char buf[4096];
+	const char *dir = getenv("BPFPROF_FIXTURES");
+
+	snprintf(buf, sizeof(buf), "%s/%s", dir ? dir : "build/fixtures", name);
+	return buf;
+}
+
+/* Writes len bytes to a new temp file; returns its malloc'd path. */
+static inline char *write_temp(const void *data, size_t len)
+{
+	char tmpl[] = "/tmp/bpfprof-test-XXXXXX";
+	int fd = mkstemp(tmpl);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	close(fd);
+	return strdup(tmpl);
+}
+
+static inline char *write_temp_str(const char *s)
+{
+	return write_temp(s, strlen(s));
+}
+
+#endif

@@ -18,7 +18,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
-#include "profile.h"
+#include "profile_abi.h"
 
 #define PF_KTHREAD 0x00200000
 #define EEXIST	   17

@@ -225,7 +225,7 @@ int parse_cpulist(const char *s, bool *mask, int nr)
 
 	if (!s || !*s)
 		return -EINVAL;
-	for (int i = 0; i < nr; i++)
+	for (int i = 0; mask && i < nr; i++)
 		mask[i] = false;
 	while (*s) {
 		int a, b;
@@ -242,9 +242,9 @@ int parse_cpulist(const char *s, bool *mask, int nr)
 			if (b < a)
 				return -EINVAL;
 		}
-		if (b >= nr)
+		if (mask && b >= nr)
 			return -ERANGE;
-		for (int i = a; i <= b; i++)
+		for (int i = a; mask && i <= b; i++)
 			mask[i] = true;
 		if (*s == ',') {
 			s++;

@@ -40,7 +40,7 @@ int parse_hex_n(const char *s, size_t n, uint64_t *out);
 
 /*
  * Parses a CPU list ("0-3,8,10-11") into mask[nr]. -EINVAL on bad syntax,
- * -ERANGE if a CPU is >= nr.
+ * -ERANGE if a CPU is >= nr. With mask NULL only the syntax is checked.
  */
 int parse_cpulist(const char *s, bool *mask, int nr);
 

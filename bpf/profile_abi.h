@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * profile.h - the ABI shared by bpf/profile.bpf.c and src/collector.c.
+ * profile_abi.h - the ABI shared by bpf/profile.bpf.c and src/collector.c.
  *
  * Fixed-width types only: this header is compiled once for the BPF target and
  * once for the host, and both sides must agree on every byte of the map keys
  * and values below.
  */
-#ifndef BPFPROF_PROFILE_H
-#define BPFPROF_PROFILE_H
+#ifndef BPFPROF_PROFILE_ABI_H
+#define BPFPROF_PROFILE_ABI_H
 
 #define PROFILE_MAX_DEPTH 127 /* frames per stack, the kernel's own limit */
 #define PROFILE_COMM_LEN  16  /* TASK_COMM_LEN */
@@ -85,4 +85,4 @@ struct bp_proc_seen {
 	__u64 exec_id;
 };
 
-#endif /* BPFPROF_PROFILE_H */
+#endif /* BPFPROF_PROFILE_ABI_H */

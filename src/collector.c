@@ -1,0 +1,605 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * collector.c - owns the skeleton: load, perf events, attach, drain.
+ *
+ * Drain protocol (see also bpf/profile.bpf.c): every program run reads
+ * active_buf once and uses only that (counts, stacks) pair. To drain:
+ *
+ *   1. store active_buf = other           (new runs go to the other pair)
+ *   2. re-store the old inner map into its ARRAY_OF_MAPS slot: the kernel
+ *      does synchronize_rcu() after a map-in-map update, and perf_event
+ *      programs run inside an RCU read-side section, so when the syscall
+ *      returns no run that saw the old index is still going
+ *   3. read the old counts and the stacks they name, hand them out
+ *   4. delete every entry of the old pair
+ *
+ * Nothing is lost between 1 and 4 and nothing is counted twice.
+ */
+#include "collector.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "htab.h"
+#include "util.h"
+#include "profile.skel.h"
+
+struct collector {
+	struct collector_opts opts;
+	struct profile_bpf *skel;
+	struct ring_buffer *rb;
+	int *pfds;	   /* perf event fds */
+	struct bpf_link **links;
+	size_t nr_events, cap_events;
+	uint32_t active;   /* mirror of bss->active_buf */
+	int counts_fd[PROFILE_NR_BUFS];
+	int stacks_fd[PROFILE_NR_BUFS];
+	collector_proc_fn proc_fn;
+	void *proc_ctx;
+	uint64_t drains, drain_ns, missing_stacks;
+};
+
+static void set_err(struct collector_error *ce, int err, const char *hint, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!ce)
+		return;
+	ce->err = err;
+	va_start(ap, fmt);
+	vsnprintf(ce->msg, sizeof(ce->msg), fmt, ap);
+	va_end(ap);
+	snprintf(ce->hint, sizeof(ce->hint), "%s", hint ? hint : "");
+}
+
+static bool libbpf_debug_on;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG && !libbpf_debug_on)
+		return 0;
+	if (level == LIBBPF_WARN || libbpf_debug_on)
+		return vfprintf(stderr, fmt, args);
+	return 0;
+}
+
+struct collector *collector__open(const struct collector_opts *opts, struct collector_error *ce)
+{
+	struct collector *c;
+	int err;
+
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		set_err(ce, -ENOMEM, NULL, "out of memory");
+		return NULL;
+	}
+	c->opts = *opts;
+	libbpf_debug_on = opts->libbpf_debug;
+	libbpf_set_print(libbpf_print);
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		set_err(ce, -ENOENT, "bpfprof needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (5.4 or later, as every major distribution ships)",
+			"this kernel has no BTF type information (/sys/kernel/btf/vmlinux is missing)");
+		goto err_free;
+	}
+
+	c->skel = profile_bpf__open();
+	if (!c->skel) {
+		err = -errno;
+		set_err(ce, err, NULL, "cannot open the BPF object: %s", strerror(-err));
+		goto err_free;
+	}
+
+	/* Configure: filters are read-only data, map sizes are set before load. */
+	c->skel->rodata->filter_tgids = opts->nr_pids > 0;
+	c->skel->rodata->drop_kernel = opts->drop_kernel;
+	c->skel->rodata->drop_user = opts->drop_user;
+	c->skel->rodata->include_idle = opts->include_idle;
+	c->skel->rodata->per_thread = opts->per_thread;
+
+	if (opts->max_counts) {
+		bpf_map__set_max_entries(c->skel->maps.counts_0, opts->max_counts);
+		bpf_map__set_max_entries(c->skel->maps.counts_1, opts->max_counts);
+	}
+	if (opts->max_stacks) {
+		bpf_map__set_max_entries(c->skel->maps.stacks_0, opts->max_stacks);
+		bpf_map__set_max_entries(c->skel->maps.stacks_1, opts->max_stacks);
+	}
+	bpf_map__set_max_entries(c->skel->maps.tgids, opts->nr_pids ? opts->nr_pids : 1);
+
+	err = profile_bpf__load(c->skel);
+	if (err) {
+		if (err == -EPERM || err == -EACCES)
+			set_err(ce, err, "run as root, or grant CAP_BPF and CAP_PERFMON (CAP_SYS_ADMIN on kernels before 5.8)",
+				"loading the BPF program was refused: %s", strerror(-err));
+		else
+			set_err(ce, err, "run with -v -v to see the verifier log",
+				"loading the BPF program failed: %s", strerror(-err));
+		goto err_destroy;
+	}
+
+	for (uint32_t i = 0; i < opts->nr_pids; i++) {
+		uint8_t one = 1;
+
+		if (bpf_map__update_elem(c->skel->maps.tgids, &opts->pids[i], sizeof(uint32_t),
+					 &one, sizeof(one), BPF_ANY)) {
+			err = -errno;
+			set_err(ce, err, NULL, "cannot add pid %u to the filter: %s", opts->pids[i],
+				strerror(-err));
+			goto err_destroy;
+		}
+	}
+	c->counts_fd[0] = bpf_map__fd(c->skel->maps.counts_0);
+	c->counts_fd[1] = bpf_map__fd(c->skel->maps.counts_1);
+	c->stacks_fd[0] = bpf_map__fd(c->skel->maps.stacks_0);
+	c->stacks_fd[1] = bpf_map__fd(c->skel->maps.stacks_1);
+	c->active = 0;
+	return c;
+
+err_destroy:
+	profile_bpf__destroy(c->skel);
+err_free:
+	free(c);
+	return NULL;
+}
+
+static int perf_event_open_cpu_clock(uint32_t freq, pid_t pid, int cpu, bool inherit)
+{
+	struct perf_event_attr attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_CPU_CLOCK;
+	attr.freq = 1;
+	attr.sample_freq = freq;
+	attr.inherit = inherit;
+	return syscall(__NR_perf_event_open, &attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int add_event(struct collector *c, int pfd, struct collector_error *ce, const char *what)
+{
+	struct bpf_link *link;
+	int err;
+
+	if (c->nr_events == c->cap_events) {
+		size_t ncap = c->cap_events ? c->cap_events * 2 : 16;
+		int *pf = realloc(c->pfds, ncap * sizeof(*pf));
+		struct bpf_link **lk;
+
+		if (!pf) {
+			close(pfd);
+			set_err(ce, -ENOMEM, NULL, "out of memory");
+			return -ENOMEM;
+		}
+		c->pfds = pf;
+		lk = realloc(c->links, ncap * sizeof(*lk));
+		if (!lk) {
+			close(pfd);
+			set_err(ce, -ENOMEM, NULL, "out of memory");
+			return -ENOMEM;
+		}
+		c->links = lk;
+		c->cap_events = ncap;
+	}
+	link = bpf_program__attach_perf_event(c->skel->progs.do_sample, pfd);
+	if (!link) {
+		err = -errno;
+		close(pfd);
+		set_err(ce, err, NULL, "attaching the BPF program to %s failed: %s", what,
+			strerror(-err));
+		return err;
+	}
+	c->pfds[c->nr_events] = pfd;
+	c->links[c->nr_events] = link;
+	c->nr_events++;
+	return 0;
+}
+
+static void perf_open_error(struct collector_error *ce, int err, const char *what)
+{
+	if (err == -EACCES || err == -EPERM)
+		set_err(ce, err, "run as root, or grant CAP_PERFMON (or lower kernel.perf_event_paranoid)",
+			"perf_event_open for %s was refused: %s", what, strerror(-err));
+	else if (err == -EINVAL)
+		set_err(ce, err, "check -F against kernel.perf_event_max_sample_rate",
+			"perf_event_open for %s failed: %s", what, strerror(-err));
+	else
+		set_err(ce, err, NULL, "perf_event_open for %s failed: %s", what, strerror(-err));
+}
+
+static bool cpu_online(int cpu)
+{
+	char path[64], *buf;
+	bool online = true;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
+	if (!read_file(path, 64, &buf, NULL)) {
+		online = buf[0] != '0';
+		free(buf);
+	}
+	return online; /* cpu0 usually has no "online" file: it cannot go offline */
+}
+
+static int attach_cpus(struct collector *c, struct collector_error *ce)
+{
+	int nr = libbpf_num_possible_cpus();
+	char what[32];
+
+	if (nr < 0) {
+		set_err(ce, nr, NULL, "cannot count the possible CPUs: %s", strerror(-nr));
+		return nr;
+	}
+	for (int cpu = 0; cpu < nr; cpu++) {
+		int pfd, err;
+
+		if (c->opts.cpus && (cpu >= c->opts.nr_cpus || !c->opts.cpus[cpu]))
+			continue;
+		pfd = perf_event_open_cpu_clock(c->opts.freq, -1, cpu, false);
+		if (pfd < 0) {
+			err = -errno;
+			if (err == -ENODEV || !cpu_online(cpu))
+				continue; /* offline CPU */
+			snprintf(what, sizeof(what), "CPU %d", cpu);
+			perf_open_error(ce, err, what);
+			return err;
+		}
+		snprintf(what, sizeof(what), "CPU %d", cpu);
+		err = add_event(c, pfd, ce, what);
+		if (err)
+			return err;
+	}
+	if (!c->nr_events) {
+		set_err(ce, -ENODEV, "check -C against /sys/devices/system/cpu/online",
+			"none of the selected CPUs is online");
+		return -ENODEV;
+	}
+	return 0;
+}
+
+/*
+ * Opens an inherited per-task event on every thread of tgid. New threads of
+ * threads that have an event inherit it; the task list is re-read until no
+ * thread is missing, closing the race with threads created meanwhile.
+ */
+static int attach_process(struct collector *c, uint32_t tgid, struct htab *done,
+			  struct collector_error *ce)
+{
+	char path[64], what[48];
+	bool added;
+	int rounds = 0;
+
+	do {
+		struct dirent *de;
+		DIR *dir;
+
+		added = false;
+		snprintf(path, sizeof(path), "/proc/%u/task", tgid);
+		dir = opendir(path);
+		if (!dir) {
+			if (rounds)
+				return 0; /* exited meanwhile: nothing more to sample */
+			set_err(ce, -ESRCH, "check the pid with ps", "process %u does not exist", tgid);
+			return -ESRCH;
+		}
+		while ((de = readdir(dir))) {
+			uint64_t tid;
+			bool created;
+			int pfd, err;
+
+			if (parse_u64(de->d_name, 10, &tid) || !tid || tid > UINT32_MAX)
+				continue;
+			if (!htab__upsert(done, &tid, sizeof(tid), &created)) {
+				closedir(dir);
+				set_err(ce, -ENOMEM, NULL, "out of memory");
+				return -ENOMEM;
+			}
+			if (!created)
+				continue;
+			pfd = perf_event_open_cpu_clock(c->opts.freq, (pid_t)tid, -1, true);
+			if (pfd < 0) {
+				err = -errno;
+				if (err == -ESRCH)
+					continue; /* thread exited */
+				closedir(dir);
+				snprintf(what, sizeof(what), "thread %u of process %u", (uint32_t)tid,
+					 tgid);
+				perf_open_error(ce, err, what);
+				return err;
+			}
+			snprintf(what, sizeof(what), "thread %u", (uint32_t)tid);
+			err = add_event(c, pfd, ce, what);
+			if (err) {
+				closedir(dir);
+				return err;
+			}
+			added = true;
+		}
+		closedir(dir);
+	} while (added && ++rounds < 100);
+	return 0;
+}
+
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	struct collector *c = ctx;
+
+	if (size < sizeof(struct bp_proc_event) || !c->proc_fn)
+		return 0;
+	c->proc_fn(c->proc_ctx, data);
+	return 0;
+}
+
+int collector__attach(struct collector *c, struct collector_error *ce)
+{
+	int err = 0;
+
+	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.events), handle_event, c, NULL);
+	if (!c->rb) {
+		err = -errno;
+		set_err(ce, err, NULL, "cannot set up the ring buffer: %s", strerror(-err));
+		return err;
+	}
+
+	if (c->opts.child) {
+		char what[48];
+		int pfd = perf_event_open_cpu_clock(c->opts.freq, c->opts.child, -1, true);
+
+		snprintf(what, sizeof(what), "the command (pid %d)", (int)c->opts.child);
+		if (pfd < 0) {
+			err = -errno;
+			perf_open_error(ce, err, what);
+		} else {
+			err = add_event(c, pfd, ce, what);
+		}
+	} else if (c->opts.nr_pids && !c->opts.cpus) {
+		struct htab *done = htab__new();
+
+		if (!done) {
+			set_err(ce, -ENOMEM, NULL, "out of memory");
+			err = -ENOMEM;
+		}
+		for (size_t i = 0; done && i < c->opts.nr_pids && !err; i++)
+			err = attach_process(c, c->opts.pids[i], done, ce);
+		htab__free(done);
+	} else {
+		err = attach_cpus(c, ce);
+	}
+	if (err)
+		collector__detach(c);
+	return err;
+}
+
+int collector__poll(struct collector *c, int timeout_ms, collector_proc_fn fn, void *ctx)
+{
+	int n;
+
+	c->proc_fn = fn;
+	c->proc_ctx = ctx;
+	n = ring_buffer__poll(c->rb, timeout_ms);
+	c->proc_fn = NULL;
+	return n;
+}
+
+struct count_rec {
+	struct bp_sample_key key;
+	uint64_t count;
+};
+
+/* Reads every key of a hash map into a growing array. */
+static int read_keys(int fd, size_t key_size, void **keys, size_t *nr)
+{
+	size_t cap = 0, n = 0;
+	unsigned char *arr = NULL, *prev = NULL;
+	int err = 0;
+
+	for (;;) {
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			unsigned char *na = realloc(arr, ncap * key_size);
+
+			if (!na) {
+				err = -ENOMEM;
+				break;
+			}
+			arr = na;
+			cap = ncap;
+			prev = n ? arr + (n - 1) * key_size : NULL;
+		}
+		if (bpf_map_get_next_key(fd, prev, arr + n * key_size)) {
+			if (errno != ENOENT)
+				err = -errno;
+			break;
+		}
+		prev = arr + n * key_size;
+		n++;
+	}
+	if (err) {
+		free(arr);
+		return err;
+	}
+	*keys = arr;
+	*nr = n;
+	return 0;
+}
+
+static int clear_map(int fd, size_t key_size)
+{
+	void *keys = NULL;
+	size_t nr = 0;
+	int err = read_keys(fd, key_size, &keys, &nr);
+
+	if (err)
+		return err;
+	if (nr) {
+		uint32_t count = (uint32_t)nr;
+		DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts);
+
+		/* One syscall for all keys when the kernel has batch ops (5.6+). */
+		if (bpf_map_delete_batch(fd, keys, &count, &opts)) {
+			for (size_t i = 0; i < nr; i++)
+				bpf_map_delete_elem(fd, (unsigned char *)keys + i * key_size);
+		}
+	}
+	free(keys);
+	return 0;
+}
+
+struct stack_cache {
+	struct htab *h; /* stack id -> struct bp_stack* (NULL: not found) */
+};
+
+static const struct bp_stack *get_stack(struct collector *c, struct stack_cache *sc, int fd,
+					uint64_t id)
+{
+	struct htab_entry *e;
+	struct bp_stack *st;
+	bool created;
+
+	if (id == STACK_ID_NONE)
+		return NULL;
+	e = htab__upsert(sc->h, &id, sizeof(id), &created);
+	if (!e)
+		return NULL;
+	if (!created)
+		return e->value;
+	st = malloc(sizeof(*st));
+	if (!st)
+		return NULL;
+	if (bpf_map_lookup_elem(fd, &id, st) || st->nr > PROFILE_MAX_DEPTH) {
+		free(st);
+		c->missing_stacks++;
+		return NULL;
+	}
+	e->value = st;
+	return st;
+}
+
+int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx)
+{
+	uint32_t old = c->active, next = old ^ 1;
+	uint64_t t0 = now_ns();
+	struct stack_cache sc = { 0 };
+	struct bp_sample_key *keys = NULL;
+	struct htab_entry *e;
+	size_t nr = 0, pos = 0;
+	int inner, err;
+
+	/* 1-2: flip, then wait out every run that may still use the old pair. */
+	__atomic_store_n(&c->skel->bss->active_buf, next, __ATOMIC_SEQ_CST);
+	c->active = next;
+	inner = c->counts_fd[old];
+	if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.counts), &old, &inner, BPF_ANY))
+		return -errno;
+
+	/* 3: read. */
+	err = read_keys(c->counts_fd[old], sizeof(*keys), (void **)&keys, &nr);
+	if (err)
+		return err;
+	sc.h = htab__new();
+	if (!sc.h) {
+		free(keys);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nr && !err; i++) {
+		struct collector_sample s = { .key = &keys[i] };
+		const struct bp_stack *ks, *us;
+
+		if (bpf_map_lookup_elem(c->counts_fd[old], &keys[i], &s.count) || !s.count)
+			continue;
+		ks = get_stack(c, &sc, c->stacks_fd[old], keys[i].kstack);
+		us = get_stack(c, &sc, c->stacks_fd[old], keys[i].ustack);
+		if (ks) {
+			s.kips = ks->ips;
+			s.nr_kips = ks->nr;
+		}
+		if (us) {
+			s.uips = us->ips;
+			s.nr_uips = us->nr;
+		}
+		err = fn(ctx, &s);
+	}
+	while ((e = htab__next(sc.h, &pos)))
+		free(e->value);
+	htab__free(sc.h);
+	free(keys);
+
+	/* 4: empty the old pair for its next turn. */
+	if (!err)
+		err = clear_map(c->counts_fd[old], sizeof(struct bp_sample_key));
+	if (!err)
+		err = clear_map(c->stacks_fd[old], sizeof(uint64_t));
+	c->drains++;
+	c->drain_ns = now_ns() - t0;
+	return err;
+}
+
+void collector__stats(struct collector *c, struct collector_stats *st)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals;
+
+	memset(st, 0, sizeof(*st));
+	st->drains = c->drains;
+	st->drain_ns = c->drain_ns;
+	st->missing_stacks = c->missing_stacks;
+	st->nr_events = c->nr_events;
+	if (ncpu <= 0)
+		return;
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return;
+	for (uint32_t i = 0; i < STAT_MAX; i++) {
+		if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.stats), &i, vals))
+			continue;
+		for (int cpu = 0; cpu < ncpu; cpu++)
+			st->v[i] += vals[cpu];
+	}
+	free(vals);
+}
+
+int collector__prog_runtime(struct collector *c, uint64_t *run_ns, uint64_t *run_cnt)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(c->skel->progs.do_sample), &info, &len))
+		return -errno;
+	*run_ns = info.run_time_ns;
+	*run_cnt = info.run_cnt;
+	return 0;
+}
+
+void collector__detach(struct collector *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nr_events; i++) {
+		bpf_link__destroy(c->links[i]);
+		close(c->pfds[i]);
+	}
+	c->nr_events = 0;
+}
+
+void collector__free(struct collector *c)
+{
+	if (!c)
+		return;
+	collector__detach(c);
+	ring_buffer__free(c->rb);
+	profile_bpf__destroy(c->skel);
+	free(c->pfds);
+	free(c->links);
+	free(c);
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * output.h - the table of profile writers and how a file gets written.
+ *
+ * Each format is one file in src/out/ that provides a struct writer. The
+ * format of "-o FILE" comes from its extension unless -f names one; without
+ * -o, folded text goes to stdout.
+ *
+ * Files are written atomically: into a temporary file in the same directory,
+ * fsync'd, then renamed over the target, so a reader (or a crash, or a full
+ * disk) never sees half a profile. Targets that are not regular files (a
+ * FIFO, /dev/stdout) are written directly.
+ */
+#ifndef BPFPROF_OUTPUT_H
+#define BPFPROF_OUTPUT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "profile.h"
+
+struct out_opts {
+	const char *title;  /* flame graph title, NULL for a default */
+	bool inverted;	    /* icicle graph */
+	bool merge;	    /* speedscope: one profile for all processes */
+	unsigned top;	    /* report: rows per table */
+	const char *sort;   /* report: "self" or "total" */
+};
+
+struct writer {
+	const char *name;	  /* for -f */
+	const char *exts[4];	  /* file name endings that select it */
+	const char *description;  /* one line for --help */
+	int (*write)(const struct profile *p, FILE *f, const struct out_opts *o);
+};
+
+/* The writer called name, or NULL. */
+const struct writer *output__find(const char *name);
+/* The writer whose extension ends path, or NULL. */
+const struct writer *output__for_path(const char *path);
+/* Writers in table order, NULL-terminated. */
+const struct writer *const *output__all(void);
+
+/*
+ * Writes p to path ("-" or NULL: stdout) atomically as described above.
+ * Returns 0 or -errno; on error no partial file is left behind.
+ */
+int output__write_path(const struct writer *w, const struct profile *p, const char *path,
+		       const struct out_opts *o);
+
+/* Checks early (before profiling) that path can be written; 0 or -errno. */
+int output__check_path(const char *path);
+
+/* The writers. */
+extern const struct writer writer_folded;
+
+/* Shared by the text writers: a frame name as folded/flame graph tools see it
+ * (kernel "_[k]", JIT "_[j]" suffixes; ';' and control characters replaced). */
+void output__frame_label(const struct pframe *f, char *buf, size_t size);
+
+#endif

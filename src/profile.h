@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * profile.h - the in-memory profile every writer reads and every reader builds.
+ *
+ * A profile is a multiset of samples. Each sample has its process identity
+ * (pid, tid, comm, optional cgroup and container labels), a stack of frames
+ * (root first), and a count. Strings, frames and stacks are interned: equal
+ * frames have one id, equal stacks one id, and adding a sample whose identity
+ * and stack already exist adds to its count. That makes merging profiles
+ * (intervals, several input files) and writing any format cheap.
+ *
+ * Ownership: the profile owns every string it returns; they live until
+ * profile__free(). Ids are dense indexes from 0.
+ */
+#ifndef BPFPROF_PROFILE_H
+#define BPFPROF_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum frame_kind {
+	FRAME_USER = 0, /* native user code */
+	FRAME_KERNEL,	/* kernel (folded: "_[k]" suffix) */
+	FRAME_JIT,	/* JIT code named by a perf map (folded: "_[j]") */
+	FRAME_OTHER,	/* [unknown], process roots, markers */
+	FRAME_KIND_MAX,
+};
+
+struct pframe {
+	const char *name;   /* never NULL */
+	const char *module; /* file or kernel module, or NULL */
+	enum frame_kind kind;
+};
+
+struct psample {
+	uint32_t pid, tid;   /* tid 0 when not collected */
+	const char *comm;    /* never NULL */
+	const char *cgroup;  /* NULL when unknown */
+	const char *container; /* container id, NULL when none */
+	uint32_t stack;	     /* stack id */
+	uint64_t count;
+};
+
+/* Descriptive data about the whole profile; set by whoever builds it. */
+struct profile_meta {
+	uint32_t freq_hz;	 /* sampling frequency, 0 if unknown */
+	uint64_t start_ns;	 /* CLOCK_REALTIME at start, 0 if unknown */
+	uint64_t duration_ns;	 /* 0 if unknown */
+	uint64_t lost;		 /* samples the kernel could not count */
+	char hostname[256];
+	char unwind[16];	 /* "fp", "dwarf", ... ("" if unknown) */
+};
+
+struct profile;
+
+struct profile *profile__new(void);
+void profile__free(struct profile *p);
+
+struct profile_meta *profile__meta(struct profile *p);
+const struct profile_meta *profile__meta_c(const struct profile *p);
+
+/* Interned copy of s (NULL for NULL); NULL with errno ENOMEM on failure. */
+const char *profile__intern(struct profile *p, const char *s);
+
+/* Frame id for (kind, name, module); -ENOMEM on failure. */
+int64_t profile__frame(struct profile *p, enum frame_kind kind, const char *name,
+		       const char *module);
+/* Stack id for frames[0..n) (root first); -ENOMEM on failure. */
+int64_t profile__stack(struct profile *p, const uint32_t *frames, uint32_t n);
+
+/*
+ * Adds count to the sample with this identity and stack. id->stack is set by
+ * the call from frames/n; comm/cgroup/container need not be interned.
+ * Returns 0 or -ENOMEM.
+ */
+int profile__add(struct profile *p, const struct psample *id, const uint32_t *frames, uint32_t n,
+		 uint64_t count);
+/* Adds every sample of src into dst (frames re-interned). 0 or -ENOMEM. */
+int profile__merge(struct profile *dst, const struct profile *src);
+
+size_t profile__nr_samples(const struct profile *p);
+const struct psample *profile__sample(const struct profile *p, size_t i);
+size_t profile__nr_frames(const struct profile *p);
+const struct pframe *profile__frame_get(const struct profile *p, uint32_t id);
+size_t profile__nr_stacks(const struct profile *p);
+const uint32_t *profile__stack_get(const struct profile *p, uint32_t id, uint32_t *n);
+uint64_t profile__total(const struct profile *p); /* sum of counts */
+
+/* Sorts samples by (comm, pid, frames...) so writers give stable output. */
+void profile__sort(struct profile *p);
+
+#endif

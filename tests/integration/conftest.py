@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""Helpers for the integration tests: run bpfprof and workloads, parse output.
+
+These tests need root and real BPF. They never skip: on a machine where they
+cannot run, they fail and say why.
+"""
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / os.environ.get("OUT", "build")
+BPFPROF = OUT / "bpfprof"
+WORKLOADS = OUT / "workloads"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: long-running test")
+
+
+@pytest.fixture(autouse=True)
+def _need_root_and_binary():
+    assert os.geteuid() == 0, "integration tests need root (BPF and perf_event_open)"
+    assert BPFPROF.exists(), f"{BPFPROF} is missing: run make first"
+
+
+def wl(name):
+    path = WORKLOADS / name
+    assert path.exists(), f"{path} is missing: run make test-deps"
+    return str(path)
+
+
+def run_bpfprof(args, timeout=120, check=True, **kw):
+    """Runs bpfprof; returns CompletedProcess (text)."""
+    p = subprocess.run([str(BPFPROF)] + [str(a) for a in args], capture_output=True,
+                       text=True, timeout=timeout, **kw)
+    if check and p.returncode != 0:
+        raise AssertionError(f"bpfprof {args} exited {p.returncode}\nstderr:\n{p.stderr}")
+    return p
+
+
+def parse_folded(text):
+    """{stack text: count}; the count is after the last space."""
+    out = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        stack, _, count = line.rpartition(" ")
+        assert stack and count.isdigit(), f"malformed folded line: {line!r}"
+        out[stack] = out.get(stack, 0) + int(count)
+    return out
+
+
+def total(folded, comm=None):
+    return sum(c for s, c in folded.items() if comm is None or s.split(";")[0] == comm)
+
+
+def frames_of(stack):
+    return stack.split(";")
+
+
+def count_with(folded, pred):
+    return sum(c for s, c in folded.items() if pred(s))
+
+
+def has_chain(stack, chain):
+    """True if frames `chain` appear contiguously in stack, ending at the leaf."""
+    fr = frames_of(stack)
+    n = len(chain)
+    return len(fr) >= n and fr[-n:] == list(chain)
+
+
+def leaf(stack):
+    return frames_of(stack)[-1]
+
+
+def sampled_seconds(stderr):
+    m = re.search(r"(\d+) samples in ([0-9.]+) s", stderr)
+    assert m, f"no summary line in stderr:\n{stderr}"
+    return int(m.group(1)), float(m.group(2))
+
+
+def cpu_seconds(pid):
+    """utime + stime of a whole process (all threads), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+class Workload:
+    """Starts a workload process; kills it on exit."""
+
+    def __init__(self, *argv, cpu=None):
+        cmd = [str(a) for a in argv]
+        if cpu is not None:
+            cmd = ["taskset", "-c", str(cpu)] + cmd
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        self.pid = self.proc.pid
+        time.sleep(0.3)  # let it reach its hot loop
+        assert self.proc.poll() is None, f"workload {argv} died at start"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()

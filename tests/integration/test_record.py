@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""bpfprof record on real processes with known call chains (root, real BPF)."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import (Workload, cpu_seconds, count_with, frames_of, has_chain, leaf,
+                      parse_folded, run_bpfprof, sampled_seconds, total, wl)
+
+FREQ = 99
+
+
+def test_pid_busy_thread_count_chain_and_split(tmp_path):
+    """-p on one busy thread: ~F samples per CPU second, exact chain, 2:1 leaf split."""
+    with Workload(wl("busy"), 30) as w:
+        cpu0 = cpu_seconds(w.pid)
+        p = run_bpfprof(["-p", w.pid, "-d", 4])
+        cpu1 = cpu_seconds(w.pid)
+    folded = parse_folded(p.stdout)
+    n = total(folded, "busy")
+    samples, secs = sampled_seconds(p.stderr)
+    assert samples == n, "summary disagrees with the output"
+    # Expected: the CPU time the process used while sampled, times F.
+    share = min(1.0, (cpu1 - cpu0) / max(secs, 0.1))
+    expected = FREQ * secs * share
+    assert abs(n - expected) <= 0.15 * expected, f"{n} samples, expected ~{expected:.0f}"
+
+    a = count_with(folded, lambda s: has_chain(s, ["main", "run", "outer_loop", "leaf_a"]))
+    b = count_with(folded, lambda s: has_chain(s, ["main", "run", "outer_loop", "leaf_b"]))
+    assert a + b >= 0.9 * n, f"only {a + b} of {n} samples have main;run;outer_loop;leaf_*:\n{p.stdout}"
+    ratio = a / (a + b)
+    assert 0.58 <= ratio <= 0.75, f"leaf_a share {ratio:.2f}, expected ~0.67"
+    # Nothing else may appear: -p means this process only.
+    assert set(s.split(";")[0] for s in folded) == {"busy"}
+
+
+def test_pid_multithreaded_counts_every_thread():
+    with Workload(wl("busy"), 30, 2) as w:
+        cpu0 = cpu_seconds(w.pid)
+        p = run_bpfprof(["-p", w.pid, "-d", 3, "--per-thread"])
+        cpu1 = cpu_seconds(w.pid)
+    folded = parse_folded(p.stdout)
+    n = total(folded)
+    _, secs = sampled_seconds(p.stderr)
+    expected = FREQ * (cpu1 - cpu0) * (secs / (secs + 0.5))  # cpu time includes start-up
+    assert n >= 0.8 * expected and n <= 1.15 * FREQ * (cpu1 - cpu0), \
+        f"{n} samples for {cpu1 - cpu0:.2f} CPU seconds"
+    assert count_with(folded, lambda s: has_chain(s, ["thread_main", "outer_loop", "leaf_a"])) > 0
+    # Two threads on two CPUs: clearly more than one thread could produce alone.
+    if cpu1 - cpu0 > 1.5 * secs:
+        assert n > 1.3 * FREQ * secs
+
+
+def test_all_cpus_sees_cpu_and_syscall_workloads():
+    with Workload(wl("busy"), 30), Workload(wl("syscalls"), 30):
+        p = run_bpfprof(["-a", "-d", 3])
+    folded = parse_folded(p.stdout)
+    assert total(folded, "busy") > 0.5 * FREQ * 3
+    sys_total = total(folded, "syscalls")
+    assert sys_total > 0.5 * FREQ * 3
+    in_read = count_with(folded, lambda s: s.startswith("syscalls;") and "vfs_read_[k]" in s)
+    assert in_read > 0.3 * sys_total, f"vfs_read_[k] in {in_read} of {sys_total} samples"
+    # Kernel frames sit leafward of user frames, entered through the syscall path.
+    chain = next(s for s in folded if s.startswith("syscalls;") and "vfs_read_[k]" in s)
+    fr = frames_of(chain)
+    first_k = next(i for i, f in enumerate(fr) if f.endswith("_[k]"))
+    assert all(f.endswith("_[k]") for f in fr[first_k:]), chain
+    assert "do_reads" in fr[:first_k], chain
+
+
+def test_user_only_and_kernel_only():
+    with Workload(wl("syscalls"), 30) as w:
+        u = parse_folded(run_bpfprof(["-p", w.pid, "-d", 2, "-U"]).stdout)
+        k = parse_folded(run_bpfprof(["-p", w.pid, "-d", 2, "-K"]).stdout)
+    assert total(u) > 0.5 * FREQ * 2 and total(k) > 0.5 * FREQ * 2
+    assert not any("_[k]" in s for s in u), "kernel frames with -U"
+    assert any("do_reads" in s for s in u)
+    for s in k:
+        fr = frames_of(s)[1:]
+        assert all(f.endswith("_[k]") for f in fr), f"user frame with -K: {s}"
+    # -K keeps samples taken in user mode too: as a bare "comm" line.
+    assert any(s == "syscalls" for s in k) or total(k) > 0
+
+
+def test_cpu_list_restricts_cpus():
+    if os.cpu_count() < 2:
+        pytest.fail("this test needs 2 CPUs")
+    with Workload(wl("busy"), 30, cpu=1):
+        on0 = parse_folded(run_bpfprof(["-C", "0", "-d", 2]).stdout)
+        on1 = parse_folded(run_bpfprof(["-C", "1", "-d", 2]).stdout)
+    assert total(on0, "busy") == 0
+    assert total(on1, "busy") > 0.7 * FREQ * 2
+
+
+def test_command_pie_with_shared_library(tmp_path):
+    out = tmp_path / "run.folded"
+    p = run_bpfprof(["-o", out, "--", wl("pieapp"), 2])
+    folded = parse_folded(out.read_text())
+    n = total(folded, "pieapp")
+    assert n > 0.8 * FREQ * 2, p.stderr
+    chain = count_with(folded, lambda s: has_chain(s, ["main", "app_work", "wl_compute", "wl_leaf"])
+                       or has_chain(s, ["main", "app_work", "wl_compute"]))
+    assert chain > 0.9 * n, p.stdout + out.read_text()
+    assert "samples in" in p.stderr
+
+
+def test_command_follows_children(tmp_path):
+    out = tmp_path / "children.folded"
+    p = run_bpfprof(["-o", out, "--", "sh", "-c", f"{wl('busy')} 1.5 & {wl('busy')} 1.5; wait"])
+    folded = parse_folded(out.read_text())
+    # Two busy processes at once: more than one alone could produce.
+    assert total(folded, "busy") > 1.2 * FREQ * 1.5, p.stdout
+
+
+def test_command_exit_status_and_missing_command():
+    p = run_bpfprof(["--", "/nonexistent/cmd"], check=False)
+    assert p.returncode == 1
+    assert "cannot run '/nonexistent/cmd'" in p.stderr
+
+
+def test_sigint_writes_profile(tmp_path):
+    out = tmp_path / "sig.folded"
+    with Workload(wl("busy"), 30) as w:
+        proc = subprocess.Popen([str(run_bpfprof.__globals__["BPFPROF"]), "-p", str(w.pid), "-o",
+                                 str(out)], stderr=subprocess.PIPE, text=True)
+        time.sleep(2.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "stopping on" in err
+    assert total(parse_folded(out.read_text()), "busy") > 0.5 * FREQ * 1.5
+
+
+def test_sigterm_writes_profile(tmp_path):
+    out = tmp_path / "term.folded"
+    with Workload(wl("busy"), 30) as w:
+        proc = subprocess.Popen([str(run_bpfprof.__globals__["BPFPROF"]), "-p", str(w.pid), "-o",
+                                 str(out)], stderr=subprocess.PIPE, text=True)
+        time.sleep(2)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert total(parse_folded(out.read_text()), "busy") > 0
+
+
+def test_idle_excluded_by_default_and_included_on_request():
+    default = parse_folded(run_bpfprof(["-a", "-d", 1]).stdout)
+    assert not any(s.startswith("swapper") for s in default)
+    idle = parse_folded(run_bpfprof(["-a", "-d", 1, "--include-idle"]).stdout)
+    assert any(s.startswith("swapper") for s in idle)
+
+
+def test_cross_check_against_perf(tmp_path):
+    """Leaf shares agree with perf record -g on the same process."""
+    data = tmp_path / "perf.data"
+    with Workload(wl("busy"), 30) as w:
+        perf = subprocess.Popen(["perf", "record", "-e", "cpu-clock", "-F", str(FREQ), "-g",
+                                 "-p", str(w.pid), "-o", str(data), "--", "sleep", "4"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = run_bpfprof(["-p", w.pid, "-d", 4])
+        perf.wait(timeout=60)
+    ours = parse_folded(p.stdout)
+    script = subprocess.run(["perf", "script", "-i", str(data), "-F", "ip,sym"],
+                            capture_output=True, text=True, timeout=300).stdout
+    # perf script: each sample is a block of frame lines, leaf first.
+    leaves = {}
+    for block in script.strip().split("\n\n"):
+        lines = [l.split() for l in block.strip().splitlines() if l.strip()]
+        if lines and len(lines[0]) >= 2:
+            sym = lines[0][1]
+            leaves[sym] = leaves.get(sym, 0) + 1
+    perf_n = sum(leaves.values())
+    assert perf_n > 100, f"perf recorded only {perf_n} samples"
+    our_n = total(ours)
+    for fn in ("leaf_a", "leaf_b"):
+        ours_share = count_with(ours, lambda s: leaf(s) == fn) / our_n
+        perf_share = leaves.get(fn, 0) / perf_n
+        assert abs(ours_share - perf_share) < 0.05, f"{fn}: bpfprof {ours_share:.3f} vs perf {perf_share:.3f}"

@@ -324,6 +324,8 @@ int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errle
 			return usage_err(err, errlen, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
+	if (optind == argc && optind > 1 && !strcmp(argv[optind - 1], "--"))
+		return usage_err(err, errlen, "no command after --");
 	if (optind < argc) {
 		/* getopt stops at "--" (consumed) or at the first non-option. */
 		if (strcmp(argv[optind - 1], "--") != 0)

@@ -6,6 +6,7 @@
 #ifndef BPFPROF_TESTUTIL_H
 #define BPFPROF_TESTUTIL_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+
+#include "util.h"
 
 /* Path of a fixture built by the Makefile (static buffer). */
 static inline const char *fixture_path(const char *name)

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/* test_cli.c - option parsing rules of "bpfprof record". */
+#include "testutil.h"
+
+#include "cli.h"
+
+static int parse(struct options *o, char *err, const char *first, ...)
+{
+	char *argv[32] = { "bpfprof" };
+	int argc = 1;
+	va_list ap;
+
+	va_start(ap, first);
+	for (const char *a = first; a; a = va_arg(ap, const char *))
+		argv[argc++] = (char *)a;
+	va_end(ap);
+	return cli__parse(argc, argv, o, err, 256);
+}
+
+static void test_defaults(void **state)
+{
+	struct options o;
+	char err[256];
+
+	assert_int_equal(parse(&o, err, NULL), CLI_OK);
+	assert_int_equal(o.freq, 99);
+	assert_null(o.output);
+	assert_null(o.cmd);
+	assert_int_equal(o.nr_pids, 0);
+	assert_true(o.duration == 0);
+	cli__free(&o);
+}
+
+static void test_full_record_line(void **state)
+{
+	struct options o;
+	char err[256];
+
+	assert_int_equal(parse(&o, err, "-F", "49", "-p", "30,10,20,10", "-d", "2.5", "-U", "-o",
+			       "x.folded", "--per-thread", "--max-stacks", "1000", NULL),
+			 CLI_OK);
+	assert_int_equal(o.freq, 49);
+	assert_int_equal(o.nr_pids, 3); /* sorted, duplicates removed */
+	assert_int_equal(o.pids[0], 10);
+	assert_int_equal(o.pids[1], 20);
+	assert_int_equal(o.pids[2], 30);
+	assert_true(o.duration == 2.5);
+	assert_true(o.user_only);
+	assert_string_equal(o.output, "x.folded");
+	assert_true(o.per_thread);
+	assert_int_equal(o.max_stacks, 1000);
+	cli__free(&o);
+}
+
+static void test_command_after_dashdash(void **state)
+{
+	struct options o;
+	char err[256];
+
+	assert_int_equal(parse(&o, err, "-F", "10", "--", "./prog", "-F", "5", NULL), CLI_OK);
+	assert_non_null(o.cmd);
+	assert_string_equal(o.cmd[0], "./prog");
+	assert_string_equal(o.cmd[1], "-F"); /* the command's own options stay its own */
+	assert_int_equal(o.freq, 10);
+	cli__free(&o);
+}
+
+static void expect_usage(const char *needle, const char *a, const char *b, const char *c)
+{
+	struct options o;
+	char err[256] = "";
+
+	assert_int_equal(parse(&o, err, a, b, c, NULL), CLI_USAGE);
+	if (!strstr(err, needle))
+		fail_msg("'%s' not in '%s'", needle, err);
+	cli__free(&o);
+}
+
+static void test_bad_options(void **state)
+{
+	expect_usage("invalid frequency", "-F", "99x", NULL);
+	expect_usage("invalid frequency", "-F", "0", NULL);
+	expect_usage("invalid frequency", "-F", "-1", NULL);
+	expect_usage("invalid frequency", "-F", "2147483648", NULL);
+	expect_usage("invalid frequency", "-F", "", NULL);
+	expect_usage("invalid CPU list", "-C", "-5", NULL);
+	expect_usage("invalid CPU list", "-C", "1-", NULL);
+	expect_usage("invalid CPU list", "-C", "3-1", NULL);
+	expect_usage("invalid CPU list", "-C", "0,", NULL);
+	expect_usage("invalid duration", "-d", "0", NULL);
+	expect_usage("invalid duration", "-d", "-3", NULL);
+	expect_usage("invalid duration", "-d", "5x", NULL);
+	expect_usage("invalid duration", "-d", "nan", NULL);
+	expect_usage("invalid pid", "-p", "12,", NULL);
+	expect_usage("invalid pid", "-p", "0", NULL);
+	expect_usage("invalid pid", "-p", "99999999999999999999", NULL);
+	expect_usage("invalid pid", "-p", "1,,2", NULL);
+	expect_usage("exclude each other", "-U", "-K", NULL);
+	expect_usage("exclude each other", "-a", "-p", "1");
+	expect_usage("no command after --", "-p", "1", "--");
+	expect_usage("unknown option", "--nope", NULL, NULL);
+	expect_usage("unknown option", "-Z", NULL, NULL);
+	expect_usage("needs a value", "-F", NULL, NULL);
+	expect_usage("unknown format", "-f", "gif", NULL);
+	expect_usage("unexpected argument", "stray", NULL, NULL);
+	expect_usage("--max-stacks", "--max-stacks", "1", NULL);
+}
+
+static void test_pids_and_durations(void **state)
+{
+	uint32_t *pids;
+	size_t n;
+	double d;
+
+	assert_int_equal(cli__parse_pids("7", &pids, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(pids[0], 7);
+	free(pids);
+	assert_int_equal(cli__parse_pids("4194305", &pids, &n), -ERANGE);
+	assert_int_equal(cli__parse_pids("1 2", &pids, &n), -EINVAL);
+	assert_int_equal(cli__parse_duration("500ms", &d), 0);
+	assert_true(d == 0.5);
+	assert_int_equal(cli__parse_duration("2m", &d), 0);
+	assert_true(d == 120);
+	assert_int_equal(cli__parse_duration("1h", &d), 0);
+	assert_true(d == 3600);
+	assert_int_equal(cli__parse_duration("inf", &d), -EINVAL);
+	assert_int_equal(cli__parse_duration(" 1", &d), -EINVAL);
+}
+
+static void test_help_and_version(void **state)
+{
+	struct options o;
+	char err[256];
+
+	assert_int_equal(parse(&o, err, "-p", "1", "--", "x", NULL), CLI_USAGE);
+	assert_non_null(strstr(err, "exclude each other"));
+	cli__free(&o);
+	assert_int_equal(parse(&o, err, "-h", NULL), CLI_EXIT);
+	assert_true(o.show_help);
+	assert_int_equal(parse(&o, err, "--version", NULL), CLI_EXIT);
+	assert_true(o.show_version);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_full_record_line),
+		cmocka_unit_test(test_command_after_dashdash),
+		cmocka_unit_test(test_bad_options),
+		cmocka_unit_test(test_pids_and_durations),
+		cmocka_unit_test(test_help_and_version),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

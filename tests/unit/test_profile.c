@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/* test_profile.c - interning, merging and the folded writer (golden output). */
+#include "testutil.h"
+
+#include "out/output.h"
+#include "profile.h"
+
+/* Adds comm;frames... where a frame ending in "_[k]" is a kernel frame. */
+static void add(struct profile *p, const char *comm, uint32_t pid, uint64_t count, int n, ...)
+{
+	uint32_t ids[16];
+	struct psample s = { .pid = pid, .comm = comm };
+	va_list ap;
+
+	va_start(ap, n);
+	for (int i = 0; i < n; i++) {
+		const char *name = va_arg(ap, const char *);
+		size_t l = strlen(name);
+		int64_t id;
+
+		if (l > 4 && !strcmp(name + l - 4, "_[k]")) {
+			char buf[256];
+
+			snprintf(buf, sizeof(buf), "%.*s", (int)(l - 4), name);
+			id = profile__frame(p, FRAME_KERNEL, buf, NULL);
+		} else {
+			id = profile__frame(p, FRAME_USER, name, "/bin/x");
+		}
+		assert_true(id >= 0);
+		ids[i] = (uint32_t)id;
+	}
+	va_end(ap);
+	assert_int_equal(profile__add(p, &s, ids, n, count), 0);
+}
+
+static char *write_to_string(const struct writer *w, const struct profile *p)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_int_equal(w->write(p, f, NULL), 0);
+	fclose(f);
+	return buf;
+}
+
+static void test_interning_and_merge(void **state)
+{
+	struct profile *p = profile__new();
+
+	add(p, "app", 1, 3, 2, "main", "work");
+	add(p, "app", 1, 2, 2, "main", "work"); /* same identity and stack: merged */
+	add(p, "app", 2, 1, 2, "main", "work"); /* other pid: a separate sample */
+	assert_int_equal(profile__nr_samples(p), 2);
+	assert_int_equal(profile__nr_stacks(p), 1);
+	assert_int_equal(profile__nr_frames(p), 2);
+	assert_int_equal(profile__total(p), 6);
+	/* A kernel frame and a user frame with the same name are different frames. */
+	assert_true(profile__frame(p, FRAME_KERNEL, "work", NULL) !=
+		    profile__frame(p, FRAME_USER, "work", "/bin/x"));
+	{
+		struct profile *q = profile__new();
+
+		add(q, "app", 1, 10, 2, "main", "work");
+		add(q, "other", 9, 4, 1, "solo");
+		assert_int_equal(profile__merge(p, q), 0);
+		assert_int_equal(profile__total(p), 20);
+		assert_int_equal(profile__nr_samples(p), 3);
+		profile__free(q);
+	}
+	profile__free(p);
+	profile__free(NULL);
+}
+
+static void test_folded_golden(void **state)
+{
+	struct profile *p = profile__new();
+	char *out;
+
+	add(p, "worker", 10, 5, 3, "main", "compute", "leaf_a");
+	add(p, "worker", 11, 2, 3, "main", "compute", "leaf_a"); /* other pid, same text: summed */
+	add(p, "worker", 10, 1, 4, "main", "do_read", "vfs_read_[k]", "read_zero_[k]");
+	add(p, "my;comm", 12, 1, 1, "fn;with;semis"); /* ';' would split frames */
+	add(p, "idle", 13, 0, 1, "never"); /* zero counts are not printed */
+	add(p, "kthread", 14, 4, 0);		 /* no frames: just the comm */
+	profile__sort(p);
+	out = write_to_string(&writer_folded, p);
+	assert_string_equal(out, "kthread 4\n"
+				 "my:comm;fn:with:semis 1\n"
+				 "worker;main;compute;leaf_a 7\n"
+				 "worker;main;do_read;vfs_read_[k];read_zero_[k] 1\n");
+	free(out);
+	profile__free(p);
+}
+
+static void test_writer_table(void **state)
+{
+	assert_ptr_equal(output__find("folded"), &writer_folded);
+	assert_null(output__find("nope"));
+	assert_ptr_equal(output__for_path("/tmp/x.folded"), &writer_folded);
+	assert_null(output__for_path("/tmp/x.unknown"));
+}
+
+static void test_atomic_write(void **state)
+{
+	char dir[] = "/tmp/bpfprof-out-XXXXXX", path[256], *buf;
+	struct profile *p = profile__new();
+	size_t len;
+
+	assert_non_null(mkdtemp(dir));
+	add(p, "a", 1, 1, 1, "f");
+	snprintf(path, sizeof(path), "%s/p.folded", dir);
+	assert_int_equal(output__write_path(&writer_folded, p, path, NULL), 0);
+	assert_int_equal(read_file(path, 1 << 20, &buf, &len), 0);
+	assert_string_equal(buf, "a;f 1\n");
+	free(buf);
+	assert_int_equal(output__check_path(path), 0);
+	/* Missing directory: reported before profiling starts. */
+	snprintf(path, sizeof(path), "%s/missing/p.folded", dir);
+	assert_int_equal(output__check_path(path), -ENOENT);
+	assert_true(output__write_path(&writer_folded, p, path, NULL) < 0);
+	assert_int_equal(output__check_path(dir), -EISDIR);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	assert_int_equal(system(path), 0);
+	profile__free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_interning_and_merge),
+		cmocka_unit_test(test_folded_golden),
+		cmocka_unit_test(test_writer_table),
+		cmocka_unit_test(test_atomic_write),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

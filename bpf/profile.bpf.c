@@ -217,11 +217,12 @@ int do_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 
-	task = (struct task_struct *)bpf_get_current_task();
+	/* BTF pointer: plain (CO-RE relocated) loads, no probe-read helper calls. */
+	task = bpf_get_current_task_btf();
 	key.tgid = tgid;
 	key.tid = per_thread ? tid : 0;
-	key.start_time = BPF_CORE_READ(task, group_leader, start_boottime);
-	key.exec_id = BPF_CORE_READ(task, group_leader, self_exec_id);
+	key.start_time = task->group_leader->start_boottime;
+	key.exec_id = task->group_leader->self_exec_id;
 	key.cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(&key.comm, sizeof(key.comm));
 
@@ -231,7 +232,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 			stat_inc(STAT_KSTACK_ERR);
 		}
 	}
-	if (BPF_CORE_READ(task, flags) & PF_KTHREAD) {
+	if (task->flags & PF_KTHREAD) {
 		key.flags |= SAMPLE_F_KTHREAD;
 	} else if (!drop_user) {
 		if (!read_stack(ctx, &scr->user, BPF_F_USER_STACK, 0x75, &key.ustack) ||

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""bench_overhead.py - bpfprof vs bpftrace vs perf, side by side on one workload.
+
+For each profiler, in turn, on the same running workload (a CPU-bound process
+with a deep-ish call chain and a syscall-heavy one, busy on every CPU):
+
+  * per-sample BPF cost: run_time_ns / run_cnt of its perf_event program
+    (kernel.bpf_stats_enabled=1; perf has no BPF program, so "-")
+  * the profiler's own CPU time (user+sys) and peak RSS, from wait4()
+  * stop-to-output: from SIGINT (end of sampling) to the finished output
+    (for perf: record's exit plus the whole "perf script" run)
+  * samples in the output
+
+Usage: sudo tools/bench_overhead.py [--seconds 10] [--rounds 1] [--freq 99]
+Prints a Markdown table (the README has the latest one).
+"""
+import argparse
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BPFPROF = ROOT / "build" / "bpfprof"
+WL = ROOT / "build" / "workloads"
+
+
+def prog_stats(name_prefixes):
+    """{prog id: (name, run_time_ns, run_cnt)} for perf_event programs."""
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    res = {}
+    for p in json.loads(out.stdout or "[]"):
+        if p.get("type") != "perf_event":
+            continue
+        name = p.get("name", "")
+        if any(name.startswith(x) for x in name_prefixes):
+            res[p["id"]] = (name, p.get("run_time_ns", 0), p.get("run_cnt", 0))
+    return res
+
+
+def measure(label, argv, seconds, prog_names, post_argv=None, count=None):
+    """Runs a profiler in a fresh helper process so RUSAGE_CHILDREN is its own."""
+    helper = [sys.executable, __file__, "--_one", json.dumps({
+        "argv": argv, "seconds": seconds, "progs": prog_names, "post": post_argv})]
+    out = subprocess.run(helper, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{label} failed:\n{out.stderr}")
+    r = json.loads(out.stdout)
+    r["label"] = label
+    return r
+
+
+def one(spec):
+    """Child side of measure(): start profiler, sample, stop, post-process."""
+    argv, seconds, progs, post = spec["argv"], spec["seconds"], spec["progs"], spec["post"]
+    before = set(prog_stats(progs)) if progs else set()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    t0 = time.monotonic()
+    while progs and time.monotonic() - t0 < 15:
+        if any(k not in before for k in prog_stats(progs)):
+            break
+        time.sleep(0.05)
+    if not progs:
+        time.sleep(1.0)
+    time.sleep(seconds)
+    last = {k: v for k, v in prog_stats(progs).items() if k not in before} if progs else {}
+    t_stop = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate()
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t_out = time.monotonic()
+    cpu = ru.ru_utime + ru.ru_stime
+    rss = ru.ru_maxrss
+    text = stdout.decode(errors="replace")
+    if post:
+        p = subprocess.run(post, capture_output=True)
+        text = p.stdout.decode(errors="replace")
+        t_out = time.monotonic()
+        ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = ru2.ru_utime + ru2.ru_stime
+        rss = max(rss, ru2.ru_maxrss)
+    run_ns = sum(v[1] for v in last.values())
+    run_cnt = sum(v[2] for v in last.values())
+    print(json.dumps({
+        "rc": proc.returncode,
+        "stop_to_output_s": t_out - t_stop,
+        "cpu_s": cpu,
+        "maxrss_kb": rss,
+        "bpf_ns_per_sample": (run_ns / run_cnt) if run_cnt else None,
+        "bpf_runs": run_cnt,
+        "output": text[-2_000_000:],
+        "stderr": stderr.decode(errors="replace")[-4000:],
+    }))
+
+
+def folded_samples(text):
+    n = 0
+    for line in text.splitlines():
+        _, _, c = line.rpartition(" ")
+        if c.isdigit():
+            n += int(c)
+    return n
+
+
+def bpftrace_samples(text):
+    # @[ ...stacks..., comm]: N
+    n = 0
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("]:") or (line.endswith(tuple("0123456789")) and "]: " in line):
+            try:
+                n += int(line.rsplit(":", 1)[1])
+            except ValueError:
+                pass
+    return n
+
+
+def perf_script_samples(text):
+    return sum(1 for block in text.split("\n\n") if block.strip())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--freq", type=int, default=99)
+    ap.add_argument("--_one")
+    args = ap.parse_args()
+    if args._one:
+        one(json.loads(args._one))
+        return
+    if os.geteuid() != 0:
+        raise SystemExit("bench_overhead: run as root")
+    for tool in ("bpftrace", "perf", "bpftool"):
+        if subprocess.run(["which", tool], capture_output=True).returncode:
+            raise SystemExit(f"bench_overhead: {tool} is missing (tools/install-deps.sh)")
+    subprocess.run(["make", "-s", "-C", str(ROOT), "build/bpfprof", "build/workloads/busy",
+                    "build/workloads/syscalls"], check=True)
+    old_stats = Path("/proc/sys/kernel/bpf_stats_enabled").read_text().strip()
+    Path("/proc/sys/kernel/bpf_stats_enabled").write_text("1")
+    ncpu = os.cpu_count()
+    workloads = [subprocess.Popen([str(WL / "busy"), "100000", str(max(1, ncpu - 1))],
+                                  stdout=subprocess.DEVNULL),
+                 subprocess.Popen([str(WL / "syscalls"), "100000"])]
+    tmp = Path(tempfile.mkdtemp(prefix="bpfprof-bench-"))
+    F, S = args.freq, args.seconds
+    try:
+        time.sleep(0.5)
+        results = [
+            measure("bpfprof", [str(BPFPROF), "-F", str(F), "-a", "-q"], S, ["do_sample"]),
+            measure("bpftrace", ["bpftrace", "-e",
+                                 f"profile:hz:{F} {{ @[kstack, ustack, comm] = count(); }}"],
+                    S, ["profile_hz", "profile"]),
+            measure("perf record -g + perf script",
+                    ["perf", "record", "-e", "cpu-clock", "-F", str(F), "-a", "-g", "-q",
+                     "-o", str(tmp / "perf.data")], S, [],
+                    post_argv=["perf", "script", "-i", str(tmp / "perf.data")]),
+        ]
+    finally:
+        for w in workloads:
+            w.kill()
+            w.wait()
+        Path("/proc/sys/kernel/bpf_stats_enabled").write_text(old_stats)
+        subprocess.run(["rm", "-rf", str(tmp)])
+
+    counters = {"bpfprof": folded_samples, "bpftrace": bpftrace_samples}
+    print(f"\nWorkload: busy ({max(1, ncpu - 1)} threads) + syscalls on {ncpu} CPUs, "
+          f"-F {F}, {S:g} s of sampling, kernel {os.uname().release}\n")
+    print("| profiler | BPF ns/sample | profiler CPU (s) | peak RSS (MiB) | stop-to-output (s) | samples |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for r in results:
+        n = counters.get(r["label"], perf_script_samples)(r["output"])
+        ns = f"{r['bpf_ns_per_sample']:.0f}" if r["bpf_ns_per_sample"] else "-"
+        print(f"| {r['label']} | {ns} | {r['cpu_s']:.2f} | {r['maxrss_kb'] / 1024:.1f} | "
+              f"{r['stop_to_output_s']:.2f} | {n} |")
+
+
+if __name__ == "__main__":
+    main()

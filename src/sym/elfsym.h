@@ -17,6 +17,28 @@
  * The file is untrusted: reads are bounded pread()s (no mmap, so a file
  * truncated under us cannot SIGBUS the agent), every offset and size is
  * checked, and a corrupt file yields an error, not a crash.
+ *
+ * What is fatal and what degrades:
+ *   - not a regular file, not ELF, or not ET_EXEC/ET_DYN (ET_REL, ET_CORE):
+ *     ENOEXEC. Any class, byte order and machine libelf reads is accepted.
+ *   - unreadable ELF header, program header table or section header table
+ *     (truncated file, e_shoff/e_phoff past EOF, counts that cannot fit in
+ *     the file): EINVAL.
+ *   - a bad symbol table (sh_entsize 0 or wrong, size not a multiple of it,
+ *     data past EOF, sh_link not a SHT_STRTAB, compressed, too large) is
+ *     skipped; so is a bad symbol (st_name past the last NUL of the string
+ *     table, section index out of range, value + size overflowing). Both are
+ *     counted in elfsym__bad(); the other table may still provide symbols.
+ *   - a file without symbols (stripped, no exported functions) is valid:
+ *     elfsym__count() is 0, segments and build id still work.
+ * Symbols: STT_FUNC and STT_GNU_IFUNC, not SHN_UNDEF (imports) nor SHN_ABS
+ * nor other reserved indices (no section to bound them; not relocated with a
+ * PIE), value not 0, non-empty name. Aliases at one address are merged,
+ * preferring GLOBAL (and GNU_UNIQUE) > WEAK > LOCAL, then fewer leading
+ * underscores, then the smaller name by strcmp; a size-0 preferred alias
+ * borrows the size of another. When the symbol nearest below an address ends
+ * before it, up to 16 earlier symbols are checked for one that encloses it
+ * (functions with inner FUNC entry points).
  */
 #ifndef BPFPROF_ELFSYM_H
 #define BPFPROF_ELFSYM_H
@@ -43,6 +65,8 @@ const char *elfsym__lookup(const struct elfsym *es, uint64_t vaddr, uint64_t *of
 int elfsym__off_to_vaddr(const struct elfsym *es, uint64_t file_off, uint64_t *vaddr);
 
 size_t elfsym__count(const struct elfsym *es);
+/* Symbol tables and symbols skipped as corrupt. */
+size_t elfsym__bad(const struct elfsym *es);
 /* GNU build id (raw bytes), or NULL when the file has none. */
 const uint8_t *elfsym__build_id(const struct elfsym *es, size_t *len);
 /* ELF type: ET_EXEC, ET_DYN, ... */

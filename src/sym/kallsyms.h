@@ -9,7 +9,23 @@
  *
  * Input is hostile-tolerant: names of any length (KSYM_NAME_LEN is 512 and
  * Rust symbols use it), malformed lines are skipped and counted, no final
- * newline is fine.
+ * newline is fine, CRLF and tabs are accepted, blank lines are ignored.
+ * "__pfx_" and "__cfi_" symbols (padding and CFI preambles in front of every
+ * function) are dropped. Names live in one string pool owned by the ksyms.
+ *
+ * Bounding: /proc/kallsyms has no sizes, so a symbol extends to the next
+ * symbol, with two limits so that an address in a gap is not blamed on a
+ * far-away symbol:
+ *   - "_etext" and "_einittext" of the core kernel are end markers: an
+ *     address at or past one (up to the next symbol) resolves to NULL;
+ *   - no symbol extends more than 1 MiB past its start. This bounds the last
+ *     symbol of a module or BPF program group, and the core kernel's last
+ *     symbol when the markers are missing.
+ * Among aliases at one address the lookup returns a non-weak over a weak, then
+ * the one with fewer leading underscores (section labels like _stext and
+ * _sinittext share their address with a real function), then a global (T)
+ * over a local (t), then the first in the file. Symbols at address 0 are
+ * never returned.
  */
 #ifndef BPFPROF_KALLSYMS_H
 #define BPFPROF_KALLSYMS_H
@@ -26,7 +42,10 @@ struct ksym {
 	const char *module; /* NULL for the core kernel */
 };
 
-/* Parses a kallsyms text; NULL with errno on allocation failure only. */
+/*
+ * Parses a kallsyms text (need not be NUL-terminated); NULL with errno ENOMEM,
+ * or EFBIG for more than 4G lines.
+ */
 struct ksyms *ksyms__parse(const char *buf, size_t len);
 /* Reads and parses a file (normally "/proc/kallsyms"); NULL with errno. */
 struct ksyms *ksyms__load(const char *path);
@@ -38,7 +57,10 @@ void ksyms__free(struct ksyms *ks);
  * region, or all addresses are zero.
  */
 const struct ksym *ksyms__lookup(const struct ksyms *ks, uint64_t addr);
-/* The symbol with exactly this name (first of duplicates), or NULL. */
+/*
+ * The symbol with exactly this name (of duplicates, the one at the lowest
+ * address), or NULL. A linear scan: meant for a few names, not per sample.
+ */
 const struct ksym *ksyms__find(const struct ksyms *ks, const char *name);
 
 size_t ksyms__count(const struct ksyms *ks);

@@ -6,7 +6,20 @@
  * everything after the inode column's padding, spaces included; a trailing
  * " (deleted)" is stripped and recorded. Paths may be pseudo names ("[vdso]",
  * "[heap]", "[anon:name]", "/memfd:x (deleted)"). Malformed lines are skipped
- * and counted, never fatal.
+ * and counted, never fatal: bad hex or decimal, a range with start >= end,
+ * perms other than [r-][w-][x-][ps], a path containing NUL. Blank lines are
+ * ignored. '\r' is kept (it is a legal file name character and the kernel
+ * does not escape it).
+ *
+ * " (deleted)" is ambiguous: the kernel appends it unescaped, so a file named
+ * "x (deleted)" reads exactly like a deleted "x". One suffix is always
+ * stripped and `deleted` set; a caller that needs certainty stats the
+ * stripped path and compares dev/inode (a deleted file's path may also name
+ * a newer file by now, e.g. after a package upgrade).
+ *
+ * The result is ordered by start and non-overlapping: if a racing read of a
+ * live process produced unordered or overlapping lines, they are sorted and
+ * the overlapping ones dropped (and counted as bad).
  */
 #ifndef BPFPROF_PROCMAPS_H
 #define BPFPROF_PROCMAPS_H
@@ -27,7 +40,7 @@ struct procmap {
 	uint32_t dev_major, dev_minor;
 	uint32_t perms; /* PROCMAP_* */
 	bool deleted;	/* path ended in " (deleted)" */
-	char *path;	/* NULL for anonymous memory */
+	char *path;	/* NULL for anonymous memory; owned by the procmaps */
 };
 
 struct procmaps {
@@ -36,7 +49,10 @@ struct procmaps {
 	size_t bad_lines;
 };
 
-/* Parses buf[0..len); 0 or -ENOMEM. *out must be zeroed or freed first. */
+/*
+ * Parses buf[0..len) (need not be NUL-terminated); 0 or -ENOMEM. *out must be
+ * zeroed or freed first; it is zeroed on error.
+ */
 int procmaps__parse(const char *buf, size_t len, struct procmaps *out);
 /* Reads and parses a maps file; 0 or -errno. */
 int procmaps__read(const char *path, struct procmaps *out);
@@ -45,7 +61,16 @@ void procmaps__free(struct procmaps *m);
 /* The mapping containing addr, or NULL (binary search). */
 const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr);
 
-/* True for a mapping backed by a regular file we can read symbols from. */
+/*
+ * True for a mapping backed by a regular file we can read symbols from: the
+ * path starts with '/', the inode is not 0, and it is not a kernel-internal
+ * file that only looks like a path ("/memfd:", "/SYSV", "/anon_hugepage",
+ * "/[aio]", "/dmabuf:") or a device ("/dev/...", which also covers shared
+ * anonymous memory, shown as "/dev/zero (deleted)"). The device major is not
+ * used: btrfs, overlayfs and NFS files have major 0 too. Deleted files count
+ * as files (see `deleted`). This is a cheap pre-filter: the reader must still
+ * open without blocking, fstat() and require S_ISREG and the ELF magic.
+ */
 bool procmap__is_file(const struct procmap *pm);
 
 #endif

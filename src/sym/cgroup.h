@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * cgroup.h - which cgroup and which container a process belongs to, from the
+ * text of /proc/PID/cgroup (cgroup v1, v2 and hybrid hosts).
+ *
+ * Container ids are the 64-hex-digit ids runtimes put in cgroup names:
+ *   docker      .../docker-<id>.scope (systemd driver), /docker/<id> (cgroupfs)
+ *   containerd  .../cri-containerd-<id>.scope, /kubepods/.../pod<uid>/<id>
+ *   CRI-O       .../crio-<id>.scope, /crio-<id>
+ *   podman      .../libpod-<id>.scope, /libpod_parent/libpod-<id>
+ * A 64-hex component with another prefix is reported with runtime "".
+ */
+#ifndef BPFPROF_CGROUP_H
+#define BPFPROF_CGROUP_H
+
+#include <stddef.h>
+
+#define CONTAINER_ID_LEN 64
+
+struct cgroup_info {
+	char path[512];			      /* v2 path, else a v1 one; "" if none */
+	char container_id[CONTAINER_ID_LEN + 1]; /* "" if not in a container */
+	const char *runtime;		      /* "docker", "containerd", "cri-o", "podman", "" */
+};
+
+/* Parses /proc/PID/cgroup text. 0, or -EINVAL if no line parses. */
+int cgroup__parse(const char *text, struct cgroup_info *out);
+/* Container id and runtime from one cgroup path; 0 or -ENOENT. */
+int cgroup__container_of(const char *path, char *id, size_t idlen, const char **runtime);
+/* Reads <proc_root>/PID/cgroup; 0 or -errno. */
+int cgroup__read(const char *proc_root, unsigned pid, struct cgroup_info *out);
+
+#endif

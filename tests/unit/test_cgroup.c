@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/* test_cgroup.c - container ids and cgroup paths from /proc/PID/cgroup text. */
+#include "testutil.h"
+
+#include "sym/cgroup.h"
+
+#define ID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static void expect(const char *text, const char *path, const char *id, const char *runtime)
+{
+	struct cgroup_info ci;
+
+	assert_int_equal(cgroup__parse(text, &ci), 0);
+	assert_string_equal(ci.path, path);
+	assert_string_equal(ci.container_id, id);
+	assert_string_equal(ci.runtime, runtime);
+}
+
+static void test_runtimes(void **state)
+{
+	expect("0::/system.slice/docker-" ID ".scope\n", "/system.slice/docker-" ID ".scope", ID,
+	       "docker");
+	expect("12:cpu,cpuacct:/docker/" ID "\n1:name=systemd:/docker/" ID "\n", "/docker/" ID, ID,
+	       "docker");
+	expect("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234.slice/"
+	       "cri-containerd-" ID ".scope\n",
+	       "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234.slice/"
+	       "cri-containerd-" ID ".scope",
+	       ID, "containerd");
+	expect("3:memory:/kubepods/burstable/pod8a2f-11/" ID "\n",
+	       "/kubepods/burstable/pod8a2f-11/" ID, ID, "containerd");
+	expect("0::/kubepods.slice/crio-" ID ".scope\n", "/kubepods.slice/crio-" ID ".scope", ID,
+	       "cri-o");
+	expect("0::/machine.slice/libpod-" ID ".scope/container\n",
+	       "/machine.slice/libpod-" ID ".scope/container", ID, "podman");
+	expect("0::/weird/runtime-" ID "\n", "/weird/runtime-" ID, ID, "");
+}
+
+static void test_not_containers(void **state)
+{
+	expect("0::/user.slice/user-1000.slice/session-2.scope\n",
+	       "/user.slice/user-1000.slice/session-2.scope", "", "");
+	expect("0::/\n", "/", "", "");
+	/* Hybrid host: v2 root, the v1 memory hierarchy says more. */
+	expect("4:memory:/process_api/2dd2\n1:cpu:/\n0::/\n", "/process_api/2dd2", "", "");
+	/* 63 or 65 hex digits, upper case: not ids. */
+	expect("0::/docker-" ID "a.scope\n", "/docker-" ID "a.scope", "", "");
+	expect("0::/docker-0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef.scope\n",
+	       "/docker-0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef.scope",
+	       "", "");
+}
+
+static void test_malformed(void **state)
+{
+	struct cgroup_info ci;
+
+	assert_int_equal(cgroup__parse("", &ci), -EINVAL);
+	assert_int_equal(cgroup__parse("garbage\nno colons here\n", &ci), -EINVAL);
+	assert_int_equal(cgroup__parse("0::relative\n", &ci), -EINVAL);
+	assert_int_equal(cgroup__read("/proc", getpid(), &ci), 0);
+	assert_true(ci.path[0] == '/');
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_runtimes),
+		cmocka_unit_test(test_not_containers),
+		cmocka_unit_test(test_malformed),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -41,7 +41,7 @@
 /* Build-id notes are tens of bytes; a bigger note area is not worth reading. */
 #define ELFSYM_MAX_NOTES    (1u << 20)
 #define ELFSYM_NOTES_BUDGET (4u << 20)
-#define BUILD_ID_MAX	 64
+#define BUILD_ID_MAX	    64
 /*
  * How many preceding symbols a lookup checks when the nearest one ends
  * before the address: covers a function containing smaller FUNC symbols

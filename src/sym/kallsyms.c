@@ -155,14 +155,14 @@ static bool next_token(const char **p, const char *end, const char **tok, size_t
 
 struct parse_state {
 	struct ksyms *ks;
-	size_t cap;	   /* of ks->ents */
-	char *pool;	   /* scratch pool, large enough for every name of the input */
+	size_t cap; /* of ks->ents */
+	char *pool; /* scratch pool, large enough for every name of the input */
 	size_t pool_len;
-	size_t mod_off;	   /* last module name written to the pool, to share it */
+	size_t mod_off; /* last module name written to the pool, to share it */
 	size_t mod_len;
 	bool have_mod;
-	size_t valid;	   /* well-formed lines of any type */
-	bool any_nonzero;  /* some well-formed line had a non-zero address */
+	size_t valid;	  /* well-formed lines of any type */
+	bool any_nonzero; /* some well-formed line had a non-zero address */
 	uint32_t seq;
 };
 
@@ -306,7 +306,8 @@ struct ksyms *ksyms__parse(const char *buf, size_t len)
 		s->module = mod ? pool + (mod - 1) : NULL;
 	}
 	if (ks->nr < st.cap) {
-		struct ksym_ent *shrunk = realloc(ks->ents, (ks->nr ? ks->nr : 1) * sizeof(*ks->ents));
+		struct ksym_ent *shrunk =
+			realloc(ks->ents, (ks->nr ? ks->nr : 1) * sizeof(*ks->ents));
 
 		if (shrunk)
 			ks->ents = shrunk;

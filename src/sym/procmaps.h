@@ -54,7 +54,7 @@ struct procmaps {
  * zeroed or freed first; it is zeroed on error.
  */
 int procmaps__parse(const char *buf, size_t len, struct procmaps *out);
-/* Reads and parses a maps file; 0 or -errno. */
+/* Reads (at most 64 MiB, else -EFBIG) and parses a maps file; 0 or -errno. */
 int procmaps__read(const char *path, struct procmaps *out);
 void procmaps__free(struct procmaps *m);
 
@@ -65,11 +65,12 @@ const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr);
  * True for a mapping backed by a regular file we can read symbols from: the
  * path starts with '/', the inode is not 0, and it is not a kernel-internal
  * file that only looks like a path ("/memfd:", "/SYSV", "/anon_hugepage",
- * "/[aio]", "/dmabuf:") or a device ("/dev/...", which also covers shared
- * anonymous memory, shown as "/dev/zero (deleted)"). The device major is not
- * used: btrfs, overlayfs and NFS files have major 0 too. Deleted files count
- * as files (see `deleted`). This is a cheap pre-filter: the reader must still
- * open without blocking, fstat() and require S_ISREG and the ELF magic.
+ * "/[aio]", "/dmabuf:") or under /dev (device nodes, POSIX shared memory in
+ * /dev/shm, and shared anonymous memory, shown as "/dev/zero (deleted)").
+ * The device major is not used: btrfs, overlayfs and NFS files have major 0
+ * too. Deleted files count as files (see `deleted`). This is a cheap
+ * pre-filter: the reader must still open without blocking, fstat() and
+ * require S_ISREG and the ELF magic (elfsym__open does).
  */
 bool procmap__is_file(const struct procmap *pm);
 

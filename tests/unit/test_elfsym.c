@@ -558,26 +558,56 @@ static void test_bad_symtab(void **state)
 	free(path);
 
 	static const char *const cases[] = {
-		"entsize 0", "entsize wrong", "size not a multiple", "offset past EOF",
-		"offset+size overflow", "size past EOF", "link to itself", "link to section 0",
-		"link out of range", "SHT_NOBITS (stripped debug file)", "compressed",
+		"entsize 0",
+		"entsize wrong",
+		"size not a multiple",
+		"offset past EOF",
+		"offset+size overflow",
+		"size past EOF",
+		"link to itself",
+		"link to section 0",
+		"link out of range",
+		"SHT_NOBITS (stripped debug file)",
+		"compressed",
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		Elf64_Shdr *sh = shdr(&im, symidx);
 
 		switch (i) {
-		case 0: sh->sh_entsize = 0; break;
-		case 1: sh->sh_entsize = 16; break;
-		case 2: sh->sh_size -= 1; break;
-		case 3: sh->sh_offset = im.len + 100; break;
-		case 4: sh->sh_offset = UINT64_MAX - 8; break;
-		case 5: sh->sh_size = (im.len * 2) / 24 * 24; break;
-		case 6: sh->sh_link = (uint32_t)symidx; break;
-		case 7: sh->sh_link = 0; break;
-		case 8: sh->sh_link = 0xfffe; break;
-		case 9: sh->sh_type = SHT_NOBITS; break;
-		case 10: sh->sh_flags |= SHF_COMPRESSED; break;
+		case 0:
+			sh->sh_entsize = 0;
+			break;
+		case 1:
+			sh->sh_entsize = 16;
+			break;
+		case 2:
+			sh->sh_size -= 1;
+			break;
+		case 3:
+			sh->sh_offset = im.len + 100;
+			break;
+		case 4:
+			sh->sh_offset = UINT64_MAX - 8;
+			break;
+		case 5:
+			sh->sh_size = (im.len * 2) / 24 * 24;
+			break;
+		case 6:
+			sh->sh_link = (uint32_t)symidx;
+			break;
+		case 7:
+			sh->sh_link = 0;
+			break;
+		case 8:
+			sh->sh_link = 0xfffe;
+			break;
+		case 9:
+			sh->sh_type = SHT_NOBITS;
+			break;
+		case 10:
+			sh->sh_flags |= SHF_COMPRESSED;
+			break;
 		}
 		es = expect_degraded(&im);
 		/* nopie exports nothing: with .symtab gone, fixture_* are unknown. */
@@ -726,7 +756,7 @@ static void test_not_elf(void **state)
 {
 	static const char text[] = "this is not an ELF file, just text\n";
 	static const uint8_t ttf[] = {0x00, 0x01, 0x00, 0x00, 0x00, 0x0c, 0x00, 0x80,
-				      0x00, 0x03, 0x00, 0x40, 'G',  'D',  'E',  'F'};
+				      0x00, 0x03, 0x00, 0x40, 'G',  'D',  'E',	'F'};
 	struct img im = {(uint8_t *)text, sizeof(text) - 1};
 	struct elfsym *es;
 	int fd;
@@ -737,7 +767,8 @@ static void test_not_elf(void **state)
 	im.len = sizeof(ttf);
 	expect_errno(&im, im.len, ENOEXEC);
 	/* Magic alone is not enough. */
-	im.buf = (uint8_t *)"\x7f" "ELF";
+	im.buf = (uint8_t *)"\x7f"
+			    "ELF";
 	im.len = 4;
 	expect_errno(&im, im.len, ENOEXEC);
 
@@ -782,12 +813,18 @@ static void test_not_elf(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pie),	       cmocka_unit_test(test_nopie),
-		cmocka_unit_test(test_shared_lib),     cmocka_unit_test(test_stripped),
-		cmocka_unit_test(test_dlopen_pipeline), cmocka_unit_test(test_libc),
-		cmocka_unit_test(test_truncated),      cmocka_unit_test(test_bad_headers),
-		cmocka_unit_test(test_bad_symtab),     cmocka_unit_test(test_bad_strtab),
-		cmocka_unit_test(test_bad_notes),      cmocka_unit_test(test_not_elf),
+		cmocka_unit_test(test_pie),
+		cmocka_unit_test(test_nopie),
+		cmocka_unit_test(test_shared_lib),
+		cmocka_unit_test(test_stripped),
+		cmocka_unit_test(test_dlopen_pipeline),
+		cmocka_unit_test(test_libc),
+		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_bad_headers),
+		cmocka_unit_test(test_bad_symtab),
+		cmocka_unit_test(test_bad_strtab),
+		cmocka_unit_test(test_bad_notes),
+		cmocka_unit_test(test_not_elf),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,7 +21,8 @@ static void assert_lookup(const struct ksyms *ks, uint64_t addr, const char *nam
 
 	if (!name) {
 		if (s)
-			fail_msg("0x%llx: expected NULL, got %s", (unsigned long long)addr, s->name);
+			fail_msg("0x%llx: expected NULL, got %s", (unsigned long long)addr,
+				 s->name);
 		return;
 	}
 	if (!s)
@@ -90,8 +91,8 @@ static void test_lookup_boundaries(void **state)
 	/* The __pfx_ padding belongs to the previous symbol, not a name of its own. */
 	assert_lookup(ks, 0xffffffff81000100ULL, "startup_64");
 	assert_lookup(ks, 0xffffffff8100010fULL, "startup_64");
-	assert_lookup(ks, 0xffffffff81000110ULL, "do_one");		/* exact start */
-	assert_lookup(ks, 0xffffffff810002ffULL, "do_one");		/* start of next - 1 */
+	assert_lookup(ks, 0xffffffff81000110ULL, "do_one"); /* exact start */
+	assert_lookup(ks, 0xffffffff810002ffULL, "do_one"); /* start of next - 1 */
 	assert_lookup(ks, 0xffffffff81000300ULL, "weak_fn");
 	assert_lookup(ks, 0xffffffff81000550ULL, "last_core");
 	assert_lookup(ks, 0xffffffff810005ffULL, "last_core");
@@ -249,20 +250,20 @@ static void test_unsorted(void **state)
 static void test_malformed(void **state)
 {
 	static const char text[] = "ffffffff81000000 T good_one\n"
-				   "ffffffff81000100\n"		     /* no type */
-				   "ffffffff81000200 T\n"		     /* no name */
-				   "xyz T bad_hex\n"			     /* bad address */
-				   "1ffffffff81000300 T too_long\n"	     /* 17 digits */
+				   "ffffffff81000100\n"			   /* no type */
+				   "ffffffff81000200 T\n"		   /* no name */
+				   "xyz T bad_hex\n"			   /* bad address */
+				   "1ffffffff81000300 T too_long\n"	   /* 17 digits */
 				   "ffffffff81000400 TT two_char_type\n"   /* type not one char */
 				   "ffffffff81000500 T name [mod] extra\n" /* trailing junk */
 				   "ffffffff81000600 T name2 notamodule\n" /* not [..] */
-				   "ffffffff81000700 T name3 []\n"	     /* empty module */
-				   "\n"					     /* blank: ignored */
-				   "   \t \n"				     /* blank: ignored */
-				   "ffffffff81000800 b bss_thing\n"	     /* valid, not text */
-				   "ffffffff81000900 U undefined\n"	     /* valid, not text */
+				   "ffffffff81000700 T name3 []\n"	   /* empty module */
+				   "\n"					   /* blank: ignored */
+				   "   \t \n"				   /* blank: ignored */
+				   "ffffffff81000800 b bss_thing\n"	   /* valid, not text */
+				   "ffffffff81000900 U undefined\n"	   /* valid, not text */
 				   "  ffffffff81000a00  T  spaced_out  \n" /* extra blanks: ok */
-				   "ffffffff81000b00 T good_two";	     /* no final newline */
+				   "ffffffff81000b00 T good_two";	   /* no final newline */
 	struct ksyms *ks = parse_str(text);
 
 	(void)state;
@@ -376,11 +377,11 @@ static void test_real_kallsyms(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_basic),	   cmocka_unit_test(test_lookup_boundaries),
-		cmocka_unit_test(test_no_etext),   cmocka_unit_test(test_restricted),
-		cmocka_unit_test(test_long_names), cmocka_unit_test(test_duplicates),
-		cmocka_unit_test(test_unsorted),   cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_crlf_tabs),  cmocka_unit_test(test_load_file),
+		cmocka_unit_test(test_basic),	      cmocka_unit_test(test_lookup_boundaries),
+		cmocka_unit_test(test_no_etext),      cmocka_unit_test(test_restricted),
+		cmocka_unit_test(test_long_names),    cmocka_unit_test(test_duplicates),
+		cmocka_unit_test(test_unsorted),      cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_crlf_tabs),     cmocka_unit_test(test_load_file),
 		cmocka_unit_test(test_real_kallsyms),
 	};
 

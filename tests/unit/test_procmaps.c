@@ -16,14 +16,20 @@ static const char sample[] =
 	"55d4c3a00000-55d4c3a02000 r--p 00000000 fe:00 247134                     /usr/bin/cat\n"
 	"55d4c3a02000-55d4c3a07000 r-xp 00002000 fe:00 247134                     /usr/bin/cat\n"
 	"55d4c4c4c000-55d4c4c6d000 rw-p 00000000 00:00 0                          [heap]\n"
-	"7f0000000000-7f0000001000 rw-s 00000000 00:01 1055                       /memfd:jit (deleted)\n"
-	"7f0000001000-7f0000002000 r-xp 00001000 fe:01 42                         /opt/my app/lib x.so\n"
-	"7f0000002000-7f0000003000 r-xp 00000000 fe:01 43                         /tmp/gone.so (deleted)\n"
+	"7f0000000000-7f0000001000 rw-s 00000000 00:01 1055                       /memfd:jit "
+	"(deleted)\n"
+	"7f0000001000-7f0000002000 r-xp 00001000 fe:01 42                         /opt/my app/lib "
+	"x.so\n"
+	"7f0000002000-7f0000003000 r-xp 00000000 fe:01 43                         /tmp/gone.so "
+	"(deleted)\n"
 	"7f0000003000-7f0000004000 rw-p 00000000 00:00 0 \n"
 	"7f0000004000-7f0000005000 rw-p 00000000 00:00 0                          [anon:foo bar]\n"
-	"7f0000005000-7f0000006000 rw-s 00000000 00:01 7                          /dev/zero (deleted)\n"
-	"7f0000006000-7f0000007000 r--s 00000000 00:05 5                          /dev/dri/renderD128\n"
-	"7f0000007000-7f0000008000 rw-s 00000000 00:01 32769                      /SYSV00000000 (deleted)\n"
+	"7f0000005000-7f0000006000 rw-s 00000000 00:01 7                          /dev/zero "
+	"(deleted)\n"
+	"7f0000006000-7f0000007000 r--s 00000000 00:05 5                          "
+	"/dev/dri/renderD128\n"
+	"7f0000007000-7f0000008000 rw-s 00000000 00:01 32769                      /SYSV00000000 "
+	"(deleted)\n"
 	"7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0                          [vdso]\n"
 	"ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]";
 
@@ -307,10 +313,14 @@ static void test_self(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sample),	     cmocka_unit_test(test_find_boundaries),
-		cmocka_unit_test(test_deleted_ambiguity), cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_empty),	     cmocka_unit_test(test_unsorted_overlap),
-		cmocka_unit_test(test_read_file),    cmocka_unit_test(test_self),
+		cmocka_unit_test(test_sample),
+		cmocka_unit_test(test_find_boundaries),
+		cmocka_unit_test(test_deleted_ambiguity),
+		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_unsorted_overlap),
+		cmocka_unit_test(test_read_file),
+		cmocka_unit_test(test_self),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

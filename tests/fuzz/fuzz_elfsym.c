@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * fuzz_elfsym.c - libFuzzer target for the ELF symbol reader. The input is
+ * written to a memfd (elfsym reads through an fd, like it reads mapped
+ * files), then symbols, segments and the build id are exercised.
+ *
+ * Seeds in corpus/elfsym/: tiny ELFs (a few KB) of three functions and a
+ * _start, built with
+ *   cc -Os -nostdlib -fno-asynchronous-unwind-tables -Wl,--build-id
+ *      -Wl,-z,noseparate-code -Wl,-z,max-page-size=16 -Wl,-z,common-page-size=16
+ * as ET_EXEC (-no-pie -Wl,-n), ET_DYN (-shared), a stripped PIE, a 32-bit
+ * (-m32) executable, a truncated .so, and a non-ELF text file.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "sym/elfsym.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int memfd = -1;
+
+static void check(const struct elfsym *es, uint64_t addr)
+{
+	uint64_t off = 0;
+	const char *name = elfsym__lookup(es, addr, &off);
+
+	if (name && (off > addr || !name[0]))
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct elfsym *es;
+	size_t done = 0, len;
+	uint64_t v;
+
+	if (memfd < 0) {
+		memfd = memfd_create("fuzz_elfsym", MFD_CLOEXEC);
+		if (memfd < 0)
+			abort();
+	}
+	if (ftruncate(memfd, 0))
+		abort();
+	while (done < size) {
+		ssize_t n = pwrite(memfd, data + done, size - done, (off_t)done);
+
+		if (n <= 0)
+			abort();
+		done += (size_t)n;
+	}
+	es = elfsym__open_fd(memfd);
+	if (!es) {
+		if (errno != ENOEXEC && errno != EINVAL && errno != ENOMEM)
+			abort();
+		return 0;
+	}
+	for (size_t i = 0; i + 8 <= size && i < 512; i += 8) {
+		memcpy(&v, data + i, 8);
+		check(es, v);
+		check(es, v & 0xffffff);
+		if (!elfsym__off_to_vaddr(es, v & 0xffffff, &v))
+			check(es, v);
+	}
+	for (uint64_t a = 0; a < 0x2000; a += 0x11) {
+		check(es, a);
+		check(es, a + 0x400000);
+		if (!elfsym__off_to_vaddr(es, a, &v))
+			check(es, v);
+	}
+	if (elfsym__build_id(es, &len) && (len < 1 || len > 64))
+		abort();
+	(void)elfsym__count(es);
+	(void)elfsym__type(es);
+	elfsym__free(es);
+	return 0;
+}

@@ -63,7 +63,7 @@ def test_all_cpus_sees_cpu_and_syscall_workloads():
     sys_total = total(folded, "syscalls")
     assert sys_total > 0.5 * FREQ * 3
     in_read = count_with(folded, lambda s: s.startswith("syscalls;") and "vfs_read_[k]" in s)
-    assert in_read > 0.3 * sys_total, f"vfs_read_[k] in {in_read} of {sys_total} samples"
+    assert in_read > 0.15 * sys_total, f"vfs_read_[k] in {in_read} of {sys_total} samples"
     # Kernel frames sit leafward of user frames, entered through the syscall path.
     chain = next(s for s in folded if s.startswith("syscalls;") and "vfs_read_[k]" in s)
     fr = frames_of(chain)

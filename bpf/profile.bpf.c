@@ -22,6 +22,7 @@
 
 #define PF_KTHREAD 0x00200000
 #define EEXIST	   17
+#define E2BIG	   7
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -44,8 +45,10 @@ struct counts_map {
 
 struct stacks_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	/* Preallocated: allocating in interrupt context can fail (and did, about
+	 * once per thousand new stacks). Userspace sizes it from F x CPUs x the
+	 * drain period, so it stays small. */
 	__uint(max_entries, 16384);
-	__uint(map_flags, BPF_F_NO_PREALLOC); /* ~1 KiB a stack: pay only for what is used */
 	__type(key, __u64);
 	__type(value, struct bp_stack);
 } stacks_0 SEC(".maps"), stacks_1 SEC(".maps");
@@ -177,15 +180,15 @@ static __always_inline void notify_new_image(__u32 tgid, __u64 start_time, __u64
 	bpf_map_update_elem(&seen, &tgid, &cur, BPF_ANY);
 }
 
-/* Returns 0 if the stack is (now) in the map, -1 if it could not be stored. */
-static __always_inline int store_stack(void *smap, __u64 id, const struct bp_stack *st)
+/* Returns 0 if the stack is (now) in the map, else the map's error. */
+static __always_inline long store_stack(void *smap, __u64 id, const struct bp_stack *st)
 {
 	long err;
 
 	if (id == STACK_ID_NONE)
 		return 0;
 	err = bpf_map_update_elem(smap, &id, st, BPF_NOEXIST);
-	return (err == 0 || err == -EEXIST) ? 0 : -1;
+	return err == -EEXIST ? 0 : err;
 }
 
 SEC("perf_event")
@@ -240,7 +243,6 @@ int do_sample(struct bpf_perf_event_data *ctx)
 			key.flags |= SAMPLE_F_USTACK_ERR;
 			stat_inc(STAT_USTACK_ERR);
 		}
-		notify_new_image(tgid, key.start_time, key.exec_id, key.comm);
 	}
 
 	buf = active_buf & (PROFILE_NR_BUFS - 1);
@@ -255,12 +257,19 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	cnt = bpf_map_lookup_elem(cmap, &key);
 	if (cnt) {
 		__sync_fetch_and_add(cnt, 1);
-		stat_inc(STAT_COUNTED);
 		return 0;
 	}
 
-	if (store_stack(smap, key.kstack, &scr->kernel) || store_stack(smap, key.ustack, &scr->user)) {
-		stat_inc(STAT_LOST_STACKS_FULL);
+	/* A new key in this buffer: the only place a new program image can show
+	 * up first, so the notice check costs nothing on the hot path. */
+	if (!(key.flags & SAMPLE_F_KTHREAD) && !drop_user)
+		notify_new_image(tgid, key.start_time, key.exec_id, key.comm);
+
+	err = store_stack(smap, key.kstack, &scr->kernel);
+	if (!err)
+		err = store_stack(smap, key.ustack, &scr->user);
+	if (err) {
+		stat_inc(err == -E2BIG ? STAT_LOST_STACKS_FULL : STAT_LOST_STACK_ERR);
 		return 0;
 	}
 	err = bpf_map_update_elem(cmap, &key, &one, BPF_NOEXIST);
@@ -271,10 +280,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 			err = 0;
 		}
 	}
-	if (err) {
+	if (err)
 		stat_inc(STAT_LOST_COUNTS_FULL);
-		return 0;
-	}
-	stat_inc(STAT_COUNTED);
 	return 0;
 }

@@ -53,11 +53,11 @@ struct bp_stack {
 
 /* Per-CPU counters, indexed by enum bp_stat. */
 enum bp_stat {
-	STAT_SAMPLES = 0,	  /* samples that passed the filters */
-	STAT_COUNTED,		  /* ... and were added to a count */
+	STAT_SAMPLES = 0,	  /* samples that passed the filters (counted or lost) */
 	STAT_LOST_COUNTS_FULL,	  /* counts map full: sample dropped */
 	STAT_LOST_STACKS_FULL,	  /* stacks map full: sample dropped */
 	STAT_LOST_NO_MAP,	  /* internal: map-in-map lookup failed */
+	STAT_LOST_STACK_ERR,	  /* stacks map refused the stack (not full: e.g. -ENOMEM) */
 	STAT_KSTACK_ERR,	  /* kept, kernel stack missing */
 	STAT_USTACK_ERR,	  /* kept, user stack missing */
 	STAT_IDLE,		  /* idle task, excluded (not an error) */

@@ -132,20 +132,10 @@ static int check_pids(const struct options *o)
 
 static bool *parse_cpus(const char *list, int *nr_out)
 {
-	int nr = sysconf(_SC_NPROCESSORS_CONF);
-	char *buf;
+	int nr = possible_cpus();
 	bool *mask;
 	int err;
 
-	/* Possible CPUs, not online ones: ids go up to the highest possible. */
-	if (!read_file("/sys/devices/system/cpu/possible", 256, &buf, NULL)) {
-		const char *last = strrchr(buf, '-') ? strrchr(buf, '-') + 1 : buf;
-
-		nr = atoi(last) + 1;
-		free(buf);
-	}
-	if (nr <= 0)
-		nr = 1;
 	mask = calloc(nr, sizeof(*mask));
 	if (!mask)
 		return NULL;
@@ -332,6 +322,7 @@ static void print_summary(const struct collector_stats *st, const struct profile
 		{ STAT_LOST_STACKS_FULL, "stack map full" },
 		{ STAT_LOST_COUNTS_FULL, "count map full" },
 		{ STAT_LOST_NO_MAP, "internal map error" },
+		{ STAT_LOST_STACK_ERR, "stack store failed" },
 	};
 	uint64_t nlost = 0, samples = st->v[STAT_SAMPLES];
 	struct sbuf sb = { 0 };
@@ -364,10 +355,10 @@ static void print_summary(const struct collector_stats *st, const struct profile
 		       st->v[STAT_IDLE]);
 	if (st->missing_stacks)
 		p_warn("%" PRIu64 " counted stacks were missing from the stack map", st->missing_stacks);
-	if (samples != st->v[STAT_COUNTED] + nlost)
+	if (samples != profile__total(prof) + nlost)
 		p_warn("sample accounting mismatch: %" PRIu64 " samples, %" PRIu64
-		       " counted, %" PRIu64 " lost",
-		       samples, st->v[STAT_COUNTED], nlost);
+		       " in the profile, %" PRIu64 " lost",
+		       samples, profile__total(prof), nlost);
 }
 
 static void describe_target(const struct options *o, const struct collector_stats *st)
@@ -392,6 +383,23 @@ static void describe_target(const struct options *o, const struct collector_stat
 
 /* --- the run ------------------------------------------------------------------ */
 
+/*
+ * The kernel maps are drained every DRAIN_PERIOD_NS even in one-shot mode: a
+ * drain holds at most F x CPUs x period samples, so maps sized for a few
+ * periods cannot fill up while the agent keeps up, stay small enough to be
+ * preallocated, and most symbolization is done by the time sampling stops.
+ */
+#define DRAIN_PERIOD_NS	 1000000000ULL
+#define SWEEP_PERIOD_NS	 10000000000ULL
+#define MAP_HEADROOM_SEC 4
+
+static uint32_t default_map_entries(uint32_t freq)
+{
+	uint64_t n = roundup_pow2((uint64_t)freq * possible_cpus() * MAP_HEADROOM_SEC);
+
+	return (uint32_t)MIN(MAX(n, 1024), 65536);
+}
+
 static const struct writer *pick_writer(const struct options *o)
 {
 	const struct writer *w = NULL;
@@ -414,7 +422,7 @@ int cmd_record(int argc, char **argv)
 	struct collector *col = NULL;
 	const struct writer *w;
 	struct options o;
-	uint64_t t_start, t_stop, deadline = 0;
+	uint64_t t_start, t_stop, deadline = 0, next_drain, next_sweep;
 	bool *cpus = NULL;
 	int nr_cpus = 0, ret = 1, err;
 	char msg[512];
@@ -491,8 +499,9 @@ int cmd_record(int argc, char **argv)
 	copts.drop_user = o.kernel_only;
 	copts.include_idle = o.include_idle;
 	copts.per_thread = o.per_thread;
-	copts.max_stacks = o.max_stacks;
-	copts.max_counts = o.max_counts;
+	/* Each sample stores at most two stacks (kernel, user). */
+	copts.max_counts = o.max_counts ? o.max_counts : default_map_entries(o.freq);
+	copts.max_stacks = o.max_stacks ? o.max_stacks : 2 * copts.max_counts;
 	copts.libbpf_debug = o.verbosity >= 2;
 
 	col = collector__open(&copts, &ce);
@@ -519,9 +528,24 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 
+	next_drain = t_start + DRAIN_PERIOD_NS;
+	next_sweep = t_start + SWEEP_PERIOD_NS;
 	while (!stop_signal) {
 		int timeout = 200;
 		uint64_t now = now_ns();
+
+		if (now >= next_drain) {
+			err = collector__drain(col, on_sample, &rc);
+			if (err) {
+				p_err("draining the kernel maps failed: %s", strerror(-err));
+				goto out;
+			}
+			next_drain = now + DRAIN_PERIOD_NS;
+			if (now >= next_sweep) {
+				symbolizer__sweep(rc.sym);
+				next_sweep = now + SWEEP_PERIOD_NS;
+			}
+		}
 
 		if (deadline) {
 			if (now >= deadline)
@@ -563,7 +587,7 @@ int cmd_record(int argc, char **argv)
 		m->freq_hz = o.freq;
 		m->duration_ns = t_stop - t_start;
 		m->lost = st.v[STAT_LOST_STACKS_FULL] + st.v[STAT_LOST_COUNTS_FULL] +
-			  st.v[STAT_LOST_NO_MAP];
+			  st.v[STAT_LOST_NO_MAP] + st.v[STAT_LOST_STACK_ERR];
 		gethostname(m->hostname, sizeof(m->hostname) - 1);
 		snprintf(m->unwind, sizeof(m->unwind), "fp");
 	}

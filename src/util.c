@@ -288,3 +288,33 @@ const char *path_basename(const char *path)
 
 	return slash ? slash + 1 : path;
 }
+
+int possible_cpus(void)
+{
+	char *buf;
+	int nr = 0;
+
+	/* "0-127" or "0,2-3": the highest id counts, offline or not. */
+	if (!read_file("/sys/devices/system/cpu/possible", 4096, &buf, NULL)) {
+		const char *p = buf + strlen(buf);
+
+		while (p > buf && (p[-1] < '0' || p[-1] > '9'))
+			p--;
+		while (p > buf && p[-1] >= '0' && p[-1] <= '9')
+			p--;
+		nr = atoi(p) + 1;
+		free(buf);
+	}
+	if (nr <= 0)
+		nr = (int)sysconf(_SC_NPROCESSORS_CONF);
+	return nr > 0 ? nr : 1;
+}
+
+uint64_t roundup_pow2(uint64_t v)
+{
+	uint64_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}

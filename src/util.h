@@ -44,6 +44,12 @@ int parse_hex_n(const char *s, size_t n, uint64_t *out);
  */
 int parse_cpulist(const char *s, bool *mask, int nr);
 
+/* Number of possible CPUs (highest possible id + 1), at least 1. */
+int possible_cpus(void);
+
+/* Smallest power of two >= v (v <= 2^63). */
+uint64_t roundup_pow2(uint64_t v);
+
 /* Clocks. */
 uint64_t now_ns(void);	      /* CLOCK_MONOTONIC */
 uint64_t boottime_ns(void);   /* CLOCK_BOOTTIME (what task start_boottime uses) */

@@ -69,7 +69,9 @@ def test_all_cpus_sees_cpu_and_syscall_workloads():
     fr = frames_of(chain)
     first_k = next(i for i, f in enumerate(fr) if f.endswith("_[k]"))
     assert all(f.endswith("_[k]") for f in fr[first_k:]), chain
-    assert "do_reads" in fr[:first_k], chain
+    # User part: main, then libc's read (built without frame pointers, so the
+    # walk skips its caller do_reads; see the README's limits).
+    assert "main" in fr[:first_k], chain
 
 
 def test_user_only_and_kernel_only():

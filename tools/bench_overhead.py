@@ -99,6 +99,15 @@ def one(spec):
     }))
 
 
+def median_run(rs):
+    """One result whose numeric fields are the medians over the rounds."""
+    out = dict(rs[len(rs) // 2])
+    for k in ("stop_to_output_s", "cpu_s", "maxrss_kb", "bpf_ns_per_sample"):
+        vals = sorted(r[k] for r in rs if r[k] is not None)
+        out[k] = vals[len(vals) // 2] if vals else None
+    return out
+
+
 def folded_samples(text):
     n = 0
     for line in text.splitlines():
@@ -109,15 +118,12 @@ def folded_samples(text):
 
 
 def bpftrace_samples(text):
-    # @[ ...stacks..., comm]: N
+    """Sums the counts of bpftrace's map print: entries end in "]: N"."""
     n = 0
     for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("]:") or (line.endswith(tuple("0123456789")) and "]: " in line):
-            try:
-                n += int(line.rsplit(":", 1)[1])
-            except ValueError:
-                pass
+        head, sep, num = line.rpartition("]: ")
+        if sep and num.strip().isdigit():
+            n += int(num)
     return n
 
 
@@ -129,6 +135,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--freq", type=int, default=99)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternate the profilers this many times; report medians")
     ap.add_argument("--_one")
     args = ap.parse_args()
     if args._one:
@@ -151,16 +159,20 @@ def main():
     F, S = args.freq, args.seconds
     try:
         time.sleep(0.5)
-        results = [
-            measure("bpfprof", [str(BPFPROF), "-F", str(F), "-a", "-q"], S, ["do_sample"]),
-            measure("bpftrace", ["bpftrace", "-e",
-                                 f"profile:hz:{F} {{ @[kstack, ustack, comm] = count(); }}"],
-                    S, ["profile_hz", "profile"]),
-            measure("perf record -g + perf script",
-                    ["perf", "record", "-e", "cpu-clock", "-F", str(F), "-a", "-g", "-q",
-                     "-o", str(tmp / "perf.data")], S, [],
-                    post_argv=["perf", "script", "-i", str(tmp / "perf.data")]),
-        ]
+        runs = {}
+        for _ in range(args.rounds):
+            for r in [
+                measure("bpfprof", [str(BPFPROF), "-F", str(F), "-a", "-q"], S, ["do_sample"]),
+                measure("bpftrace", ["bpftrace", "-e",
+                                     f"profile:hz:{F} {{ @[kstack, ustack, comm] = count(); }}"],
+                        S, [str(F)]),  # bpftrace names the program after the probe: "99"
+                measure("perf record -g + perf script",
+                        ["perf", "record", "-e", "cpu-clock", "-F", str(F), "-a", "-g", "-q",
+                         "-o", str(tmp / "perf.data")], S, [],
+                        post_argv=["perf", "script", "-i", str(tmp / "perf.data")]),
+            ]:
+                runs.setdefault(r["label"], []).append(r)
+        results = [median_run(v) for v in runs.values()]
     finally:
         for w in workloads:
             w.kill()
@@ -170,7 +182,8 @@ def main():
 
     counters = {"bpfprof": folded_samples, "bpftrace": bpftrace_samples}
     print(f"\nWorkload: busy ({max(1, ncpu - 1)} threads) + syscalls on {ncpu} CPUs, "
-          f"-F {F}, {S:g} s of sampling, kernel {os.uname().release}\n")
+          f"-F {F}, {S:g} s of sampling, medians of {args.rounds} rounds, "
+          f"kernel {os.uname().release}, load average {os.getloadavg()[0]:.2f}\n")
     print("| profiler | BPF ns/sample | profiler CPU (s) | peak RSS (MiB) | stop-to-output (s) | samples |")
     print("|---|---:|---:|---:|---:|---:|")
     for r in results:

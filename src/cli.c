@@ -18,6 +18,15 @@ enum {
 	OPT_MAX_STACKS,
 	OPT_MAX_COUNTS,
 	OPT_VERSION,
+	OPT_INTERVAL,
+	OPT_OUTPUT_DIR,
+	OPT_KEEP,
+	OPT_MAX_DISK,
+	OPT_PUSH,
+	OPT_APP_NAME,
+	OPT_TOKEN_FILE,
+	OPT_LISTEN,
+	OPT_CGROUP,
 };
 
 static const struct option long_opts[] = {
@@ -38,6 +47,15 @@ static const struct option long_opts[] = {
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+	{ "keep", required_argument, NULL, OPT_KEEP },
+	{ "max-disk", required_argument, NULL, OPT_MAX_DISK },
+	{ "push", required_argument, NULL, OPT_PUSH },
+	{ "app-name", required_argument, NULL, OPT_APP_NAME },
+	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -87,6 +105,23 @@ void cli__usage(FILE *f)
 	}
 	fprintf(f,
 		"\n"
+		"Continuous mode (always on):\n"
+		"      --interval SECS     drain and emit a profile every SECS (default 10 when\n"
+		"                          --output-dir or --push is given)\n"
+		"      --output-dir DIR    write one gzip pprof per interval, named by UTC start\n"
+		"                          time (bpfprof-YYYYMMDDTHHMMSSZ.pb.gz), atomically\n"
+		"      --keep N            keep at most N files in DIR (oldest removed first)\n"
+		"      --max-disk SIZE     keep DIR's profiles under SIZE bytes (K, M, G suffixes)\n"
+		"      --push URL          send each interval to a Pyroscope server (URL/ingest),\n"
+		"                          one series per container; never blocks sampling\n"
+		"      --app-name NAME     series name for --push (default bpfprof)\n"
+		"      --token-file FILE   bearer token for --push (or $BPFPROF_PUSH_TOKEN)\n"
+		"      --listen [ADDR:]PORT  serve /debug/pprof/profile?seconds=N, /metrics and\n"
+		"                          /healthz (ADDR defaults to 127.0.0.1)\n"
+		"      --cgroup PATH       only tasks in this cgroup v2 (and its descendants);\n"
+		"                          repeatable; PATH absolute or relative to the cgroup2 mount\n");
+	fprintf(f,
+		"\n"
 		"General:\n"
 		"  -v, --verbose           more messages (twice: libbpf and verifier messages)\n"
 		"  -q, --quiet             only errors\n"
@@ -100,6 +135,8 @@ void cli__usage(FILE *f)
 		"  sudo bpfprof -C 0-1 -K -d 5                  kernel stacks of CPUs 0 and 1\n"
 		"  sudo bpfprof -o run.folded -- ./my-benchmark --iterations 100\n"
 		"  flamegraph.pl cpu.folded > cpu.svg           (any folded-stack tool reads the output)\n"
+		"  sudo bpfprof -F 99 -a --interval 10 --output-dir /var/lib/bpfprof --keep 8640\n"
+		"  sudo bpfprof -a --push http://pyroscope:4040 --listen 6060   always on, shipped\n"
 		"\n"
 		"Exit status: 0 profile written, 1 failure, 2 usage error.\n");
 }
@@ -218,11 +255,44 @@ static int parse_u32_opt(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
 	return 0;
 }
 
+int cli__parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mult = 1;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (*end == 'K' || *end == 'k')
+		mult = 1ULL << 10;
+	else if (*end == 'M' || *end == 'm')
+		mult = 1ULL << 20;
+	else if (*end == 'G' || *end == 'g')
+		mult = 1ULL << 30;
+	else if (*end == 'T' || *end == 't')
+		mult = 1ULL << 40;
+	else if (*end)
+		return -EINVAL;
+	if (*end && end[1] && strcmp(end + 1, "B") && strcmp(end + 1, "iB"))
+		return -EINVAL;
+	if (v == 0 || v > UINT64_MAX / mult)
+		return -EINVAL;
+	*out = v * mult;
+	return 0;
+}
+
 void cli__free(struct options *o)
 {
 	free(o->pids);
 	o->pids = NULL;
 	o->nr_pids = 0;
+	free(o->cgroups);
+	o->cgroups = NULL;
+	o->nr_cgroups = 0;
 }
 
 int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errlen)
@@ -314,6 +384,62 @@ int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errle
 		case OPT_VERSION:
 			o->show_version = true;
 			return CLI_EXIT;
+		case OPT_INTERVAL:
+			if (cli__parse_duration(optarg, &o->interval) || o->interval < 1)
+				return usage_err(err, errlen,
+						 "invalid interval '%s': expected at least 1 second", optarg);
+			break;
+		case OPT_OUTPUT_DIR:
+			if (!*optarg)
+				return usage_err(err, errlen, "empty --output-dir");
+			o->output_dir = optarg;
+			break;
+		case OPT_KEEP: {
+			uint32_t v;
+
+			if (parse_u32_opt(optarg, 1, 100000000, &v))
+				return usage_err(err, errlen, "invalid --keep '%s': expected a count >= 1",
+						 optarg);
+			o->keep = v;
+			break;
+		}
+		case OPT_MAX_DISK:
+			if (cli__parse_size(optarg, &o->max_disk))
+				return usage_err(err, errlen,
+						 "invalid --max-disk '%s': expected bytes, e.g. 500M or 2G",
+						 optarg);
+			break;
+		case OPT_PUSH:
+			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8))
+				return usage_err(err, errlen,
+						 "invalid --push URL '%s': expected http://HOST[:PORT] or https://...",
+						 optarg);
+			o->push_url = optarg;
+			break;
+		case OPT_APP_NAME:
+			if (!*optarg || strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != strlen(optarg))
+				return usage_err(err, errlen,
+						 "invalid --app-name '%s': use letters, digits, '_', '-', '.'",
+						 optarg);
+			o->app_name = optarg;
+			break;
+		case OPT_TOKEN_FILE:
+			o->token_file = optarg;
+			break;
+		case OPT_LISTEN:
+			if (!*optarg)
+				return usage_err(err, errlen, "empty --listen");
+			o->listen = optarg;
+			break;
+		case OPT_CGROUP: {
+			const char **n = realloc(o->cgroups, (o->nr_cgroups + 1) * sizeof(*n));
+
+			if (!n)
+				return usage_err(err, errlen, "out of memory");
+			o->cgroups = n;
+			o->cgroups[o->nr_cgroups++] = optarg;
+			break;
+		}
 		case 'h':
 			o->show_help = true;
 			return CLI_EXIT;
@@ -346,6 +472,20 @@ int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errle
 	if (o->all_cpus && o->nr_pids)
 		return usage_err(err, errlen,
 				 "-a and -p exclude each other (-p already follows the process on every CPU)");
+	if ((o->output_dir || o->push_url) && !o->interval)
+		o->interval = 10;
+	if (o->interval && !o->output_dir && !o->push_url && !o->listen)
+		return usage_err(err, errlen,
+				 "--interval needs somewhere to send profiles: --output-dir, --push or --listen");
+	if (o->output && (o->output_dir || o->push_url))
+		return usage_err(err, errlen,
+				 "-o writes one profile at the end; with --output-dir or --push, profiles go there");
+	if ((o->keep || o->max_disk) && !o->output_dir)
+		return usage_err(err, errlen, "--keep and --max-disk need --output-dir");
+	if (o->token_file && !o->push_url)
+		return usage_err(err, errlen, "--token-file needs --push");
+	if (o->nr_cgroups && (o->cmd || o->nr_pids))
+		return usage_err(err, errlen, "--cgroup cannot be combined with -p or -- COMMAND");
 	if (o->output && !o->format && !output__for_path(o->output))
 		o->format = NULL; /* unknown extension: folded, like stdout */
 	return CLI_OK;

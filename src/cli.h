@@ -32,6 +32,17 @@ struct options {
 	int verbosity;	      /* 0 default, -1 quiet, 1.. -v count */
 	uint32_t max_stacks;
 	uint32_t max_counts;
+	/* Continuous mode. */
+	double interval;	  /* seconds; 0 = one-shot */
+	const char *output_dir;	  /* --output-dir */
+	unsigned keep;		  /* --keep N files (0 = no limit) */
+	uint64_t max_disk;	  /* --max-disk BYTES (0 = no limit) */
+	const char *push_url;	  /* --push URL (Pyroscope) */
+	const char *app_name;	  /* --app-name (default "bpfprof") */
+	const char *token_file;	  /* --token-file */
+	const char *listen;	  /* --listen [ADDR:]PORT */
+	const char **cgroups;	  /* --cgroup PATH (repeatable) */
+	size_t nr_cgroups;
 	bool show_version;
 	bool show_help;
 };
@@ -52,5 +63,7 @@ void cli__usage(FILE *f);
 int cli__parse_pids(const char *s, uint32_t **pids, size_t *nr);
 /* Parses seconds ("10", "0.5", "2m", "1h"); 0 or -EINVAL. */
 int cli__parse_duration(const char *s, double *out);
+/* Parses a size ("1048576", "512K", "100M", "2G"; powers of 1024); 0 or -EINVAL. */
+int cli__parse_size(const char *s, uint64_t *out);
 
 #endif

@@ -22,9 +22,11 @@
 #include "cli.h"
 #include "collector.h"
 #include "htab.h"
+#include "labels.h"
 #include "log.h"
 #include "out/output.h"
 #include "profile.h"
+#include "store.h"
 #include "sym/procfs.h"
 #include "sym/symbolizer.h"
 #include "util.h"
@@ -246,8 +248,9 @@ static void child_abort(struct child *ch)
 /* --- symbolization ------------------------------------------------------- */
 
 struct record_ctx {
-	struct profile *prof;
+	struct profile *prof; /* the whole run, or the current interval */
 	struct symbolizer *sym;
+	struct labels *labels;
 	const struct options *o;
 	uint64_t notices;
 };
@@ -258,7 +261,9 @@ static void on_proc_notice(void *ctx, const struct bp_proc_event *e)
 	struct proc_id id = { .pid = e->tgid, .start_time = e->start_time, .exec_id = e->exec_id };
 
 	rc->notices++;
+	/* Read what we need from /proc now, while the process is alive. */
 	symbolizer__note_process(rc->sym, &id);
+	labels__get(rc->labels, e->tgid, e->start_time);
 }
 
 static int64_t frame_of(struct record_ctx *rc, const struct sym *s)
@@ -307,6 +312,14 @@ static int on_sample(void *ctx, const struct collector_sample *s)
 	ps.pid = k->tgid;
 	ps.tid = k->tid;
 	ps.comm = comm;
+	if (!(k->flags & SAMPLE_F_KTHREAD)) {
+		const struct cgroup_info *ci = labels__get(rc->labels, k->tgid, k->start_time);
+
+		if (ci) {
+			ps.cgroup = ci->path[0] ? ci->path : NULL;
+			ps.container = ci->container_id[0] ? ci->container_id : NULL;
+		}
+	}
 	return profile__add(rc->prof, &ps, frames, n, s->count);
 }
 
@@ -393,6 +406,74 @@ static void describe_target(const struct options *o, const struct collector_stat
 #define SWEEP_PERIOD_NS	 10000000000ULL
 #define MAP_HEADROOM_SEC 4
 
+static uint64_t lost_total(const struct collector_stats *st)
+{
+	return st->v[STAT_LOST_STACKS_FULL] + st->v[STAT_LOST_COUNTS_FULL] + st->v[STAT_LOST_NO_MAP] +
+	       st->v[STAT_LOST_STACK_ERR];
+}
+
+/* Continuous mode: where intervals go, and the bookkeeping of the current one. */
+struct continuous {
+	struct store *store;
+	uint64_t start_mono, start_real;
+	uint64_t lost_at_start;
+	uint64_t intervals;
+	struct ratelimit write_rl;
+};
+
+static void fill_meta(struct profile *p, const struct options *o, uint64_t start_real,
+		      uint64_t duration_ns, uint64_t lost)
+{
+	struct profile_meta *m = profile__meta(p);
+
+	m->freq_hz = o->freq;
+	m->start_ns = start_real;
+	m->duration_ns = duration_ns;
+	m->lost = lost;
+	gethostname(m->hostname, sizeof(m->hostname) - 1);
+	snprintf(m->unwind, sizeof(m->unwind), "fp");
+}
+
+/*
+ * Ends the current interval: stamps it, hands it to the sinks, starts the next.
+ * A sink failing (full disk, unreachable server) is logged and counted; the
+ * agent keeps sampling.
+ */
+static int finish_interval(struct record_ctx *rc, struct continuous *ct, struct collector *col,
+			   uint64_t now_mono)
+{
+	struct collector_stats st;
+	struct profile *next;
+	char path[4096] = "";
+	uint64_t lost;
+	int err;
+
+	collector__stats(col, &st);
+	lost = lost_total(&st) - ct->lost_at_start;
+	fill_meta(rc->prof, rc->o, ct->start_real, now_mono - ct->start_mono, lost);
+	profile__sort(rc->prof);
+	if (ct->store) {
+		err = store__write(ct->store, rc->prof, ct->start_real, path, sizeof(path));
+		if (err)
+			p_warn_rl(&ct->write_rl, 60, "writing the interval profile to %s failed: %s",
+				  rc->o->output_dir, strerror(-err));
+	}
+	p_debug("interval %" PRIu64 ": %" PRIu64 " samples, %" PRIu64 " lost, %zu stacks, "
+		"drain %.1f ms%s%s",
+		ct->intervals, profile__total(rc->prof), lost, profile__nr_stacks(rc->prof),
+		st.drain_ns / 1e6, path[0] ? ", wrote " : "", path);
+	next = profile__new();
+	if (!next)
+		return -ENOMEM;
+	profile__free(rc->prof);
+	rc->prof = next;
+	ct->intervals++;
+	ct->start_mono = now_mono;
+	ct->start_real = realtime_ns();
+	ct->lost_at_start = lost_total(&st);
+	return 0;
+}
+
 static uint32_t default_map_entries(uint32_t freq)
 {
 	uint64_t n = roundup_pow2((uint64_t)freq * possible_cpus() * MAP_HEADROOM_SEC);
@@ -419,6 +500,7 @@ int cmd_record(int argc, char **argv)
 	struct symbolizer_opts sopts = { 0 };
 	struct record_ctx rc = { 0 };
 	struct child ch = { .go_fd = -1, .err_fd = -1 };
+	struct continuous ct = { 0 };
 	struct collector *col = NULL;
 	const struct writer *w;
 	struct options o;
@@ -463,10 +545,29 @@ int cmd_record(int argc, char **argv)
 	if (check_privileges())
 		goto out;
 
+	if (o.output_dir) {
+		const struct writer *pw = output__find("pprof");
+		struct store_opts so = {
+			.dir = o.output_dir,
+			.writer = pw ? pw : &writer_folded,
+			.ext = pw ? ".pb.gz" : ".folded",
+			.keep = o.keep,
+			.max_disk = o.max_disk,
+		};
+
+		ct.store = store__open(&so);
+		if (!ct.store) {
+			p_err("cannot use --output-dir %s: %s", o.output_dir, strerror(errno));
+			ret = 2;
+			goto out;
+		}
+	}
+
 	rc.o = &o;
 	rc.prof = profile__new();
 	rc.sym = symbolizer__new(&sopts);
-	if (!rc.prof || !rc.sym) {
+	rc.labels = labels__new("/proc", 0);
+	if (!rc.prof || !rc.sym || !rc.labels) {
 		p_err("out of memory");
 		goto out;
 	}
@@ -517,6 +618,8 @@ int cmd_record(int argc, char **argv)
 
 	t_start = now_ns();
 	profile__meta(rc.prof)->start_ns = realtime_ns();
+	ct.start_mono = t_start;
+	ct.start_real = profile__meta(rc.prof)->start_ns;
 	if (o.duration)
 		deadline = t_start + (uint64_t)(o.duration * 1e9);
 	if (ch.pid) {
@@ -541,8 +644,14 @@ int cmd_record(int argc, char **argv)
 				goto out;
 			}
 			next_drain = now + DRAIN_PERIOD_NS;
+			if (o.interval && now - ct.start_mono >= (uint64_t)(o.interval * 1e9) &&
+			    finish_interval(&rc, &ct, col, now)) {
+				p_err("out of memory");
+				goto out;
+			}
 			if (now >= next_sweep) {
 				symbolizer__sweep(rc.sym);
+				labels__sweep(rc.labels);
 				next_sweep = now + SWEEP_PERIOD_NS;
 			}
 		}
@@ -580,17 +689,33 @@ int cmd_record(int argc, char **argv)
 		child_reap(&ch, true);
 	}
 
-	collector__stats(col, &st);
-	{
-		struct profile_meta *m = profile__meta(rc.prof);
+	if (o.interval) {
+		/* The partial last interval is flushed like any other. */
+		uint64_t total = 0;
 
-		m->freq_hz = o.freq;
-		m->duration_ns = t_stop - t_start;
-		m->lost = st.v[STAT_LOST_STACKS_FULL] + st.v[STAT_LOST_COUNTS_FULL] +
-			  st.v[STAT_LOST_NO_MAP] + st.v[STAT_LOST_STACK_ERR];
-		gethostname(m->hostname, sizeof(m->hostname) - 1);
-		snprintf(m->unwind, sizeof(m->unwind), "fp");
+		if (finish_interval(&rc, &ct, col, t_stop)) {
+			p_err("out of memory");
+			goto out;
+		}
+		collector__stats(col, &st);
+		total = st.v[STAT_SAMPLES] - lost_total(&st);
+		p_info("%" PRIu64 " samples in %.1f s, %" PRIu64 " lost, %" PRIu64 " intervals",
+		       st.v[STAT_SAMPLES], (t_stop - t_start) / 1e9, lost_total(&st), ct.intervals);
+		if (ct.store) {
+			struct store_stats ss;
+
+			store__stats(ct.store, &ss);
+			p_info("%" PRIu64 " profiles written to %s (%u kept, %" PRIu64
+			       " bytes), %" PRIu64 " failed",
+			       ss.written, o.output_dir, ss.files, ss.bytes, ss.errors);
+		}
+		(void)total;
+		ret = 0;
+		goto out;
 	}
+
+	collector__stats(col, &st);
+	fill_meta(rc.prof, &o, profile__meta(rc.prof)->start_ns, t_stop - t_start, lost_total(&st));
 	print_summary(&st, rc.prof, (t_stop - t_start) / 1e9);
 	if (profile__total(rc.prof) == 0)
 		p_warn("no samples were collected: was the target idle?");
@@ -613,6 +738,8 @@ out:
 		child_abort(&ch);
 	collector__free(col);
 	symbolizer__free(rc.sym);
+	labels__free(rc.labels);
+	store__close(ct.store);
 	profile__free(rc.prof);
 	free(cpus);
 	cli__free(&o);

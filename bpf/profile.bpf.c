@@ -32,6 +32,9 @@ const volatile bool drop_kernel = false;  /* -U: keep the sample, drop kernel fr
 const volatile bool drop_user = false;	  /* -K: keep the sample, drop user frames */
 const volatile bool include_idle = false; /* count the idle task (pid 0) */
 const volatile bool per_thread = false;	  /* put the tid in the key */
+const volatile __u32 nr_cgroups = 0;	  /* --cgroup: only tasks under one of these */
+
+#define MAX_CGROUPS 16
 
 /* Which map set runs write to; flipped by userspace at every drain. */
 volatile __u32 active_buf = 0;
@@ -96,6 +99,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } tgids SEC(".maps");
+
+/* --cgroup filter: cgroup v2 directories (fds set by userspace). */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, MAX_CGROUPS);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroups SEC(".maps");
 
 /* tgid -> the image we last told userspace about. LRU: an evicted entry only
  * costs a repeated (idempotent) notice. */
@@ -191,6 +202,18 @@ static __always_inline long store_stack(void *smap, __u64 id, const struct bp_st
 	return err == -EEXIST ? 0 : err;
 }
 
+/* True if the current task is in one of the --cgroup cgroups or below. */
+static __always_inline bool in_cgroups(void)
+{
+	for (__u32 i = 0; i < MAX_CGROUPS; i++) {
+		if (i >= nr_cgroups)
+			break;
+		if (bpf_current_task_under_cgroup(&cgroups, i) == 1)
+			return true;
+	}
+	return false;
+}
+
 SEC("perf_event")
 int do_sample(struct bpf_perf_event_data *ctx)
 {
@@ -209,6 +232,10 @@ int do_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	if (filter_tgids && !bpf_map_lookup_elem(&tgids, &tgid)) {
+		stat_inc(STAT_FILTERED);
+		return 0;
+	}
+	if (nr_cgroups && !in_cgroups()) {
 		stat_inc(STAT_FILTERED);
 		return 0;
 	}

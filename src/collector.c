@@ -106,6 +106,12 @@ struct collector *collector__open(const struct collector_opts *opts, struct coll
 	c->skel->rodata->drop_user = opts->drop_user;
 	c->skel->rodata->include_idle = opts->include_idle;
 	c->skel->rodata->per_thread = opts->per_thread;
+	c->skel->rodata->nr_cgroups = (uint32_t)opts->nr_cgroups;
+	if (opts->nr_cgroups > bpf_map__max_entries(c->skel->maps.cgroups)) {
+		set_err(ce, -E2BIG, NULL, "at most %u --cgroup options",
+			bpf_map__max_entries(c->skel->maps.cgroups));
+		goto err_destroy;
+	}
 
 	if (opts->max_counts) {
 		bpf_map__set_max_entries(c->skel->maps.counts_0, opts->max_counts);
@@ -135,6 +141,15 @@ struct collector *collector__open(const struct collector_opts *opts, struct coll
 					 &one, sizeof(one), BPF_ANY)) {
 			err = -errno;
 			set_err(ce, err, NULL, "cannot add pid %u to the filter: %s", opts->pids[i],
+				strerror(-err));
+			goto err_destroy;
+		}
+	}
+	for (uint32_t i = 0; i < opts->nr_cgroups; i++) {
+		if (bpf_map__update_elem(c->skel->maps.cgroups, &i, sizeof(i), &opts->cgroup_fds[i],
+					 sizeof(int), BPF_ANY)) {
+			err = -errno;
+			set_err(ce, err, NULL, "cannot add cgroup %u to the filter: %s", i,
 				strerror(-err));
 			goto err_destroy;
 		}

@@ -43,6 +43,8 @@ struct collector_opts {
 	bool drop_user;		/* -K */
 	bool include_idle;
 	bool per_thread;
+	const int *cgroup_fds;	/* --cgroup: open cgroup v2 directories (not closed) */
+	size_t nr_cgroups;
 	uint32_t max_counts;	/* distinct (process, stack) pairs per interval */
 	uint32_t max_stacks;	/* distinct stacks per interval */
 	bool libbpf_debug;	/* libbpf's own messages on stderr */

@@ -27,6 +27,7 @@
 #include "out/output.h"
 #include "profile.h"
 #include "store.h"
+#include "sym/cgroup.h"
 #include "sym/procfs.h"
 #include "sym/symbolizer.h"
 #include "util.h"
@@ -506,6 +507,7 @@ int cmd_record(int argc, char **argv)
 	struct options o;
 	uint64_t t_start, t_stop, deadline = 0, next_drain, next_sweep;
 	bool *cpus = NULL;
+	int *cgroup_fds = NULL;
 	int nr_cpus = 0, ret = 1, err;
 	char msg[512];
 
@@ -544,6 +546,29 @@ int cmd_record(int argc, char **argv)
 	}
 	if (check_privileges())
 		goto out;
+	if (o.nr_cgroups) {
+		cgroup_fds = calloc(o.nr_cgroups, sizeof(*cgroup_fds));
+		if (!cgroup_fds) {
+			p_err("out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < o.nr_cgroups; i++)
+			cgroup_fds[i] = -1;
+		for (size_t i = 0; i < o.nr_cgroups; i++) {
+			char resolved[1024];
+
+			cgroup_fds[i] = cgroup__open_v2(NULL, o.cgroups[i], resolved, sizeof(resolved));
+			if (cgroup_fds[i] < 0) {
+				p_err("--cgroup %s: %s", o.cgroups[i],
+				      cgroup_fds[i] == -ENOTDIR ? "not a cgroup v2 directory"
+								: strerror(-cgroup_fds[i]));
+				p_hint("give a path under the cgroup2 mount, e.g. /system.slice/docker-ID.scope");
+				ret = 2;
+				goto out;
+			}
+			p_debug("--cgroup %s: %s", o.cgroups[i], resolved);
+		}
+	}
 
 	if (o.output_dir) {
 		const struct writer *pw = output__find("pprof");
@@ -600,6 +625,8 @@ int cmd_record(int argc, char **argv)
 	copts.drop_user = o.kernel_only;
 	copts.include_idle = o.include_idle;
 	copts.per_thread = o.per_thread;
+	copts.cgroup_fds = cgroup_fds;
+	copts.nr_cgroups = o.nr_cgroups;
 	/* Each sample stores at most two stacks (kernel, user). */
 	copts.max_counts = o.max_counts ? o.max_counts : default_map_entries(o.freq);
 	copts.max_stacks = o.max_stacks ? o.max_stacks : 2 * copts.max_counts;
@@ -742,6 +769,10 @@ out:
 	store__close(ct.store);
 	profile__free(rc.prof);
 	free(cpus);
+	for (size_t i = 0; cgroup_fds && i < o.nr_cgroups; i++)
+		if (cgroup_fds[i] >= 0)
+			close(cgroup_fds[i]);
+	free(cgroup_fds);
 	cli__free(&o);
 	return ret;
 }

@@ -7,8 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 #include "util.h"
+
+#define CGROUP2_MAGIC 0x63677270
 
 static bool is_hex64(const char *s, size_t n)
 {
@@ -151,4 +157,79 @@ int cgroup__read(const char *proc_root, unsigned pid, struct cgroup_info *out)
 	err = cgroup__parse(buf, out);
 	free(buf);
 	return err;
+}
+
+int cgroup__v2_mount(const char *mountinfo, char *out, size_t size)
+{
+	const char *line = mountinfo;
+
+	/* "36 25 0:30 / /sys/fs/cgroup rw,... shared:9 - cgroup2 cgroup2 rw" */
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		const char *sep = NULL, *p = line;
+		char mnt[512];
+		int field = 0;
+
+		for (size_t i = 0; i + 3 <= len; i++)
+			if (!memcmp(line + i, " - ", 3)) {
+				sep = line + i + 3;
+				break;
+			}
+		if (sep && (size_t)(line + len - sep) >= 8 && !strncmp(sep, "cgroup2 ", 8)) {
+			/* Field 5 (1-based) is the mount point; octal escapes stay as-is. */
+			while (field < 4 && p < line + len) {
+				p = memchr(p, ' ', line + len - p);
+				if (!p)
+					break;
+				p++;
+				field++;
+			}
+			if (p && field == 4) {
+				size_t n = strcspn(p, " \n");
+
+				if (n < sizeof(mnt) && n < size) {
+					memcpy(mnt, p, n);
+					mnt[n] = '\0';
+					snprintf(out, size, "%s", mnt);
+					return 0;
+				}
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return -ENOENT;
+}
+
+int cgroup__open_v2(const char *mountinfo_path, const char *path, char *resolved, size_t size)
+{
+	char mnt[512], *mi;
+	struct statfs sfs;
+	struct stat st;
+	int fd, err;
+
+	if (path[0] == '/' && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(resolved, size, "%s", path);
+	} else {
+		err = read_file(mountinfo_path ? mountinfo_path : "/proc/self/mountinfo", 4 << 20,
+				&mi, NULL);
+		if (err)
+			return err;
+		err = cgroup__v2_mount(mi, mnt, sizeof(mnt));
+		free(mi);
+		if (err)
+			return err;
+		while (*path == '/')
+			path++;
+		if (snprintf(resolved, size, "%s/%s", mnt, path) >= (int)size)
+			return -ENAMETOOLONG;
+	}
+	fd = open(resolved, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstatfs(fd, &sfs) || sfs.f_type != CGROUP2_MAGIC) {
+		close(fd);
+		return -ENOTDIR;
+	}
+	return fd;
 }

@@ -27,6 +27,16 @@ struct cgroup_info {
 int cgroup__parse(const char *text, struct cgroup_info *out);
 /* Container id and runtime from one cgroup path; 0 or -ENOENT. */
 int cgroup__container_of(const char *path, char *id, size_t idlen, const char **runtime);
+/*
+ * Opens a cgroup v2 directory for the --cgroup filter: an absolute path that
+ * exists, else a path relative to the cgroup2 mount (from mountinfo). Returns
+ * an O_RDONLY|O_DIRECTORY fd, or -errno (-ENOTDIR: not cgroup v2). The path
+ * used is copied to resolved.
+ */
+int cgroup__open_v2(const char *mountinfo_path, const char *path, char *resolved, size_t size);
+/* The cgroup2 mount point named in a mountinfo text; 0 or -ENOENT. */
+int cgroup__v2_mount(const char *mountinfo, char *out, size_t size);
+
 /* Reads <proc_root>/PID/cgroup; 0 or -errno. */
 int cgroup__read(const char *proc_root, unsigned pid, struct cgroup_info *out);
 

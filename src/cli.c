@@ -106,8 +106,8 @@ void cli__usage(FILE *f)
 	fprintf(f,
 		"\n"
 		"Continuous mode (always on):\n"
-		"      --interval SECS     drain and emit a profile every SECS (default 10 when\n"
-		"                          --output-dir or --push is given)\n"
+		"      --interval SECS     drain and emit a profile every SECS (default 10 with\n"
+		"                          --output-dir, --push, or --listen without -o)\n"
 		"      --output-dir DIR    write one gzip pprof per interval, named by UTC start\n"
 		"                          time (bpfprof-YYYYMMDDTHHMMSSZ.pb.gz), atomically\n"
 		"      --keep N            keep at most N files in DIR (oldest removed first)\n"
@@ -472,7 +472,8 @@ int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errle
 	if (o->all_cpus && o->nr_pids)
 		return usage_err(err, errlen,
 				 "-a and -p exclude each other (-p already follows the process on every CPU)");
-	if ((o->output_dir || o->push_url) && !o->interval)
+	/* Always-on modes work in intervals, so memory stays bounded. */
+	if ((o->output_dir || o->push_url || (o->listen && !o->output)) && !o->interval)
 		o->interval = 10;
 	if (o->interval && !o->output_dir && !o->push_url && !o->listen)
 		return usage_err(err, errlen,

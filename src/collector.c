@@ -46,7 +46,7 @@ struct collector {
 	int stacks_fd[PROFILE_NR_BUFS];
 	collector_proc_fn proc_fn;
 	void *proc_ctx;
-	uint64_t drains, drain_ns, missing_stacks;
+	uint64_t drains, drain_ns, drain_ns_total, missing_stacks;
 };
 
 static void set_err(struct collector_error *ce, int err, const char *hint, const char *fmt, ...)
@@ -556,6 +556,7 @@ int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx)
 		err = clear_map(c->stacks_fd[old], sizeof(uint64_t));
 	c->drains++;
 	c->drain_ns = now_ns() - t0;
+	c->drain_ns_total += c->drain_ns;
 	return err;
 }
 
@@ -567,6 +568,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->drains = c->drains;
 	st->drain_ns = c->drain_ns;
+	st->drain_ns_total = c->drain_ns_total;
 	st->missing_stacks = c->missing_stacks;
 	st->nr_events = c->nr_events;
 	if (ncpu <= 0)

@@ -70,6 +70,7 @@ struct collector_stats {
 	uint64_t v[STAT_MAX]; /* enum bp_stat, summed over CPUs, since open */
 	uint64_t drains;
 	uint64_t drain_ns;    /* time spent in the last drain */
+	uint64_t drain_ns_total;
 	uint64_t missing_stacks; /* samples whose stack was not in the map (bug guard) */
 	size_t nr_events;     /* perf events attached */
 };

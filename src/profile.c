@@ -221,6 +221,12 @@ int profile__add(struct profile *p, const struct psample *id, const uint32_t *fr
 
 int profile__merge(struct profile *dst, const struct profile *src)
 {
+	return profile__merge_if(dst, src, NULL, NULL);
+}
+
+int profile__merge_if(struct profile *dst, const struct profile *src,
+		      bool (*keep)(const struct psample *s, void *ctx), void *ctx)
+{
 	uint32_t *ids = NULL;
 	size_t cap = 0;
 	int err = 0;
@@ -228,7 +234,11 @@ int profile__merge(struct profile *dst, const struct profile *src)
 	for (size_t i = 0; i < src->nr_samples && !err; i++) {
 		const struct psample *s = &src->samples[i];
 		uint32_t n;
-		const uint32_t *fr = profile__stack_get(src, s->stack, &n);
+		const uint32_t *fr;
+
+		if (keep && !keep(s, ctx))
+			continue;
+		fr = profile__stack_get(src, s->stack, &n);
 
 		if (grow((void **)&ids, &cap, n + 1, sizeof(*ids))) {
 			err = -ENOMEM;

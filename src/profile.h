@@ -78,6 +78,9 @@ int profile__add(struct profile *p, const struct psample *id, const uint32_t *fr
 		 uint64_t count);
 /* Adds every sample of src into dst (frames re-interned). 0 or -ENOMEM. */
 int profile__merge(struct profile *dst, const struct profile *src);
+/* The same for the samples keep() accepts (keep NULL: all). */
+int profile__merge_if(struct profile *dst, const struct profile *src,
+		      bool (*keep)(const struct psample *s, void *ctx), void *ctx);
 
 size_t profile__nr_samples(const struct profile *p);
 const struct psample *profile__sample(const struct profile *p, size_t i);

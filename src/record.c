@@ -22,10 +22,14 @@
 #include "cli.h"
 #include "collector.h"
 #include "htab.h"
+#include "httpd.h"
 #include "labels.h"
+#include "live.h"
 #include "log.h"
+#include "metrics.h"
 #include "out/output.h"
 #include "profile.h"
+#include "push.h"
 #include "store.h"
 #include "sym/cgroup.h"
 #include "sym/procfs.h"
@@ -416,6 +420,10 @@ static uint64_t lost_total(const struct collector_stats *st)
 /* Continuous mode: where intervals go, and the bookkeeping of the current one. */
 struct continuous {
 	struct store *store;
+	struct pusher *pusher;
+	struct live *live;
+	struct httpd *httpd;
+	struct metrics metrics;
 	uint64_t start_mono, start_real;
 	uint64_t lost_at_start;
 	uint64_t intervals;
@@ -459,6 +467,9 @@ static int finish_interval(struct record_ctx *rc, struct continuous *ct, struct 
 			p_warn_rl(&ct->write_rl, 60, "writing the interval profile to %s failed: %s",
 				  rc->o->output_dir, strerror(-err));
 	}
+	if (ct->pusher && profile__total(rc->prof) &&
+	    pusher__submit(ct->pusher, rc->prof, ct->start_real, ct->start_real + (now_mono - ct->start_mono)))
+		p_warn_rl(&ct->write_rl, 60, "cannot queue the interval for --push: out of memory");
 	p_debug("interval %" PRIu64 ": %" PRIu64 " samples, %" PRIu64 " lost, %zu stacks, "
 		"drain %.1f ms%s%s",
 		ct->intervals, profile__total(rc->prof), lost, profile__nr_stacks(rc->prof),
@@ -472,6 +483,104 @@ static int finish_interval(struct record_ctx *rc, struct continuous *ct, struct 
 	ct->start_mono = now_mono;
 	ct->start_real = realtime_ns();
 	ct->lost_at_start = lost_total(&st);
+	return 0;
+}
+
+static void publish_metrics(struct record_ctx *rc, struct continuous *ct, struct collector *col)
+{
+	struct metrics_snapshot m = { 0 };
+	struct symbolizer_stats ss;
+	struct collector_stats st;
+
+	collector__stats(col, &st);
+	m.samples = st.v[STAT_SAMPLES];
+	m.lost_stacks_full = st.v[STAT_LOST_STACKS_FULL];
+	m.lost_counts_full = st.v[STAT_LOST_COUNTS_FULL];
+	m.lost_stack_err = st.v[STAT_LOST_STACK_ERR];
+	m.lost_other = st.v[STAT_LOST_NO_MAP];
+	m.idle = st.v[STAT_IDLE];
+	m.filtered = st.v[STAT_FILTERED];
+	m.ustack_errors = st.v[STAT_USTACK_ERR];
+	m.notices_lost = st.v[STAT_NOTIFY_LOST];
+	m.drains = st.drains;
+	m.drain_ns_last = st.drain_ns;
+	m.drain_ns_total = st.drain_ns_total;
+	m.last_drain_unix = realtime_ns() / 1000000000ULL;
+	m.intervals = ct->intervals;
+	m.freq = rc->o->freq;
+	if (ct->store) {
+		struct store_stats sst;
+
+		store__stats(ct->store, &sst);
+		m.files_written = sst.written;
+		m.file_errors = sst.errors;
+		m.files_pruned = sst.pruned;
+		m.files_kept = sst.files;
+		m.store_bytes = sst.bytes;
+	}
+	if (ct->pusher) {
+		struct pusher_stats ps;
+
+		pusher__stats(ct->pusher, &ps);
+		m.push_sent = ps.sent;
+		m.push_failed = ps.failed;
+		m.push_dropped = ps.dropped;
+		m.push_queued = ps.queued;
+	}
+	symbolizer__stats(rc->sym, &ss);
+	m.procs_cached = ss.procs;
+	m.files_cached = ss.files;
+	m.labels_cached = labels__count(rc->labels);
+	metrics__publish(&ct->metrics, &m);
+}
+
+/*
+ * One drain. While /debug/pprof/profile requests wait, the drain goes into a
+ * separate delta first, so it can be handed to them too; otherwise straight
+ * into the run's (or interval's) profile.
+ */
+static int drain_once(struct record_ctx *rc, struct continuous *ct, struct collector *col)
+{
+	struct profile *main_prof = rc->prof, *delta = NULL;
+	int err;
+
+	if (ct->live && live__pending(ct->live)) {
+		delta = profile__new();
+		if (!delta)
+			return -ENOMEM;
+		rc->prof = delta;
+	}
+	err = collector__drain(col, on_sample, rc);
+	rc->prof = main_prof;
+	if (delta) {
+		if (!err)
+			err = profile__merge(main_prof, delta);
+		live__feed(ct->live, delta, now_ns());
+		profile__free(delta);
+	} else if (ct->live) {
+		live__feed(ct->live, NULL, now_ns());
+	}
+	return err;
+}
+
+/* The push token: --token-file, else $BPFPROF_PUSH_TOKEN. Never from argv. */
+static int read_token(const char *file, char **out)
+{
+	const char *env = getenv("BPFPROF_PUSH_TOKEN");
+	char *buf = NULL;
+	int err;
+
+	*out = NULL;
+	if (!file) {
+		if (env && *env && !(*out = strdup(env)))
+			return -ENOMEM;
+		return 0;
+	}
+	err = read_file(file, 64 * 1024, &buf, NULL);
+	if (err)
+		return err;
+	buf[strcspn(buf, "\r\n")] = '\0';
+	*out = buf;
 	return 0;
 }
 
@@ -588,6 +697,49 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 
+	metrics__init(&ct.metrics);
+	if (o.push_url) {
+		const struct writer *pw = output__find("pprof");
+		struct pusher_opts po = {
+			.url = o.push_url,
+			.app = o.app_name ? o.app_name : "bpfprof",
+			.freq = o.freq,
+			.writer = pw ? pw : &writer_folded,
+		};
+		char *token = NULL;
+
+		err = read_token(o.token_file, &token);
+		if (err) {
+			p_err("cannot read --token-file %s: %s", o.token_file, strerror(-err));
+			ret = 2;
+			goto out;
+		}
+		po.token = token;
+		ct.pusher = pusher__start(&po, msg, sizeof(msg));
+		free(token);
+		if (!ct.pusher) {
+			p_err("--push: %s", msg);
+			goto out;
+		}
+	}
+	if (o.listen) {
+		const struct writer *pw = output__find("pprof");
+
+		ct.live = live__new(pw ? pw : &writer_folded, o.freq);
+		if (!ct.live) {
+			p_err("out of memory");
+			goto out;
+		}
+		ct.httpd = httpd__start(o.listen, ct.live, &ct.metrics,
+					pw ? "application/octet-stream" : "text/plain; charset=utf-8",
+					msg, sizeof(msg));
+		if (!ct.httpd) {
+			p_err("--listen: %s", msg);
+			ret = 2;
+			goto out;
+		}
+	}
+
 	rc.o = &o;
 	rc.prof = profile__new();
 	rc.sym = symbolizer__new(&sopts);
@@ -665,7 +817,7 @@ int cmd_record(int argc, char **argv)
 		uint64_t now = now_ns();
 
 		if (now >= next_drain) {
-			err = collector__drain(col, on_sample, &rc);
+			err = drain_once(&rc, &ct, col);
 			if (err) {
 				p_err("draining the kernel maps failed: %s", strerror(-err));
 				goto out;
@@ -681,6 +833,7 @@ int cmd_record(int argc, char **argv)
 				labels__sweep(rc.labels);
 				next_sweep = now + SWEEP_PERIOD_NS;
 			}
+			publish_metrics(&rc, &ct, col);
 		}
 
 		if (deadline) {
@@ -706,7 +859,7 @@ int cmd_record(int argc, char **argv)
 	/* Stop sampling, take the last notices, then drain everything. */
 	collector__detach(col);
 	collector__poll(col, 0, on_proc_notice, &rc);
-	err = collector__drain(col, on_sample, &rc);
+	err = drain_once(&rc, &ct, col);
 	if (err) {
 		p_err("draining the kernel maps failed: %s", strerror(-err));
 		goto out;
@@ -728,6 +881,15 @@ int cmd_record(int argc, char **argv)
 		total = st.v[STAT_SAMPLES] - lost_total(&st);
 		p_info("%" PRIu64 " samples in %.1f s, %" PRIu64 " lost, %" PRIu64 " intervals",
 		       st.v[STAT_SAMPLES], (t_stop - t_start) / 1e9, lost_total(&st), ct.intervals);
+		if (ct.pusher) {
+			struct pusher_stats ps;
+
+			pusher__stop(ct.pusher, 5000, &ps); /* give the last interval a chance */
+			ct.pusher = NULL;
+			p_info("pushed %" PRIu64 " profiles to %s, %" PRIu64 " attempts failed, %" PRIu64
+			       " dropped",
+			       ps.sent, o.push_url, ps.failed, ps.dropped);
+		}
 		if (ct.store) {
 			struct store_stats ss;
 
@@ -763,6 +925,11 @@ int cmd_record(int argc, char **argv)
 out:
 	if (ch.pid && !ch.exited)
 		child_abort(&ch);
+	if (ct.live)
+		live__shutdown(ct.live);
+	httpd__stop(ct.httpd);
+	live__free(ct.live);
+	pusher__stop(ct.pusher, 0, NULL);
 	collector__free(col);
 	symbolizer__free(rc.sym);
 	labels__free(rc.labels);

@@ -1,0 +1,251 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""Continuous mode (root, real BPF): lossless interval draining, the local
+store (rotation, retention, SIGTERM flush, full disk), container labels and
+the --cgroup filter, Pyroscope push, and the HTTP endpoint."""
+import glob
+import http.server
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import pprof
+from conftest import (BPFPROF, Workload, cpu_seconds, parse_folded, run_bpfprof, total, wl)
+
+FREQ = 99
+CID = "c0ffee" + "0123456789abcdef" * 3 + "abcdef0123"  # 64 hex digits
+
+
+def read_profile(path):
+    """{stack: count} and the per-sample labels of one stored interval."""
+    data = Path(path).read_bytes()
+    if path.endswith(".pb.gz") or data[:2] == b"\x1f\x8b":
+        p = pprof.decode(data)
+        return pprof.to_folded(p), [s["label"] for s in p["sample"]]
+    return parse_folded(data.decode()), []
+
+
+def stored(dir_):
+    return sorted(f for f in glob.glob(f"{dir_}/bpfprof-*") if ".tmp." not in f)
+
+
+def summary_samples(stderr):
+    m = re.search(r"(\d+) samples in [0-9.]+ s, (\d+) lost, (\d+) intervals", stderr)
+    assert m, stderr
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def test_intervals_sum_to_one_long_run(tmp_path):
+    """Across many drains and intervals no sample is lost or counted twice."""
+    d = tmp_path / "store"
+    with Workload(wl("busy"), 60) as w:
+        cpu0 = cpu_seconds(w.pid)
+        p = run_bpfprof(["-p", w.pid, "--interval", 1, "--output-dir", d, "-d", 6.5, "-v"])
+        cpu1 = cpu_seconds(w.pid)
+    files = stored(d)
+    assert len(files) >= 6, files
+    n = sum(total(read_profile(f)[0]) for f in files)
+    samples, lost, intervals = summary_samples(p.stderr)
+    assert lost == 0
+    assert intervals == len(files)
+    # Exact: everything the kernel counted is in exactly one file.
+    assert n == samples, f"files hold {n}, the kernel counted {samples}"
+    expected = FREQ * (cpu1 - cpu0)
+    assert abs(n - expected) <= 0.05 * expected + 10, f"{n} samples for {cpu1 - cpu0:.2f} CPU s"
+
+
+def test_rotation_and_retention(tmp_path):
+    d = tmp_path / "store"
+    with Workload(wl("busy"), 30):
+        run_bpfprof(["-a", "--interval", 1, "--output-dir", d, "--keep", 2, "-d", 5.5])
+    files = stored(d)
+    assert len(files) == 2, files
+    names = [os.path.basename(f) for f in files]
+    assert all(re.fullmatch(r"bpfprof-\d{8}T\d{6}Z(-\d+)?\.(pb\.gz|folded)", n) for n in names), names
+    for f in files:
+        assert total(read_profile(f)[0]) > 0
+
+
+def test_sigterm_flushes_partial_interval(tmp_path):
+    d = tmp_path / "store"
+    with Workload(wl("busy"), 30) as w:
+        proc = subprocess.Popen([str(BPFPROF), "-p", str(w.pid), "--interval", "300",
+                                 "--output-dir", str(d)], stderr=subprocess.PIPE, text=True)
+        time.sleep(2.5)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    files = stored(d)
+    assert len(files) == 1, (files, err)
+    folded, _ = read_profile(files[0])
+    assert total(folded, "busy") > 0.6 * FREQ * 2, folded
+
+
+def test_full_disk_keeps_agent_running(tmp_path):
+    d = tmp_path / "tiny"
+    d.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24k", "tmpfs", str(d)], check=True)
+    try:
+        with Workload(wl("busy"), 30), Workload(wl("syscalls"), 30):
+            p = run_bpfprof(["-a", "--interval", 1, "--output-dir", d, "-d", 8, "-v"],
+                            check=False)
+        assert p.returncode == 0, p.stderr
+        m = re.search(r"(\d+) profiles written to .* (\d+) failed", p.stderr)
+        assert m, p.stderr
+        assert int(m.group(2)) > 0, "the disk never filled up: make the tmpfs smaller"
+        assert "failed" in p.stderr and "No space left on device" in p.stderr
+        # What is there is whole: every file parses, no temp file is left.
+        files = stored(d)
+        assert files
+        for f in files:
+            read_profile(f)
+        assert not glob.glob(f"{d}/*.tmp.*")
+    finally:
+        subprocess.run(["umount", str(d)])
+
+
+def cgroup2_root():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            if post.startswith("cgroup2 "):
+                return pre.split()[4]
+    pytest.fail("no cgroup2 mount on this machine")
+
+
+def test_container_label_and_cgroup_filter(tmp_path):
+    root = cgroup2_root()
+    rel = f"bpfprof-test.slice/docker-{CID}.scope"
+    cg = Path(root) / rel
+    cg.mkdir(parents=True, exist_ok=True)
+    d = tmp_path / "store"
+    try:
+        with Workload(wl("busy"), 30) as inside, Workload(wl("syscalls"), 30):
+            (cg / "cgroup.procs").write_text(str(inside.pid))
+            assert CID in Path(f"/proc/{inside.pid}/cgroup").read_text()
+            p = run_bpfprof(["-a", "--cgroup", "/" + rel, "--interval", 2, "--output-dir", d,
+                             "-d", 3])
+            (Path(root) / "cgroup.procs").write_text(str(inside.pid))
+        files = stored(d)
+        comms = {}
+        labels = []
+        for f in files:
+            folded, labs = read_profile(f)
+            for s, c in folded.items():
+                comms[s.split(";")[0]] = comms.get(s.split(";")[0], 0) + c
+            labels += labs
+        assert set(comms) == {"busy"}, comms  # only the cgroup's task
+        assert comms["busy"] > 0.6 * FREQ * 3
+        if labels:  # pprof output carries labels
+            assert all(l.get("container_id") == CID for l in labels), labels[:3]
+    finally:
+        cg.rmdir()
+        cg.parent.rmdir()
+
+
+class _Ingest(http.server.BaseHTTPRequestHandler):
+    """A test double for Grafana Pyroscope's /ingest (no real server here)."""
+    requests = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *a):
+        pass
+
+
+def test_push_to_pyroscope_ingest(tmp_path):
+    _Ingest.requests = []
+    srv = http.server.HTTPServer(("127.0.0.1", 0), _Ingest)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    token = tmp_path / "token"
+    token.write_text("t0ps3cret\n")
+    try:
+        with Workload(wl("busy"), 30):
+            p = run_bpfprof(["-a", "--push", f"http://127.0.0.1:{srv.server_port}",
+                             "--token-file", token, "--app-name", "fleet", "--interval", 1,
+                             "-d", 3.5, "-v"])
+    finally:
+        srv.shutdown()
+    reqs = _Ingest.requests
+    assert len(reqs) >= 3, p.stderr
+    assert "t0ps3cret" not in p.stderr and "t0ps3cret" not in p.stdout
+    got = 0
+    for r in reqs:
+        u = urllib.parse.urlparse(r["path"])
+        assert u.path == "/ingest"
+        q = urllib.parse.parse_qs(u.query)
+        assert re.fullmatch(r"fleet\.cpu\{hostname=[^,}]+(,container_id=[0-9a-f]{64})?\}",
+                            q["name"][0]), q["name"]
+        assert int(q["from"][0]) < int(q["until"][0])
+        assert q["sampleRate"] == ["99"] and q["spyName"] == ["bpfprof"]
+        assert q["units"] == ["samples"] and q["aggregationType"] == ["sum"]
+        assert r["headers"].get("Authorization") == "Bearer t0ps3cret"
+        if q.get("format") == ["pprof"]:
+            folded = pprof.to_folded(pprof.decode(r["body"]))
+        else:
+            folded = parse_folded(r["body"].decode())
+        got += total(folded, "busy")
+    assert got > 0.6 * FREQ * 3
+
+
+def test_push_server_down_does_not_stop_agent(tmp_path):
+    with Workload(wl("busy"), 30):
+        p = run_bpfprof(["-a", "--push", "http://127.0.0.1:9", "--interval", 1, "-d", 2.5])
+    assert "pushed 0 profiles" in p.stderr
+
+
+def test_http_endpoint_metrics_health_and_profile():
+    port = 16000 + os.getpid() % 1000
+    with Workload(wl("busy"), 30):
+        proc = subprocess.Popen([str(BPFPROF), "-a", "--listen", str(port), "-d", "12"],
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            for _ in range(50):
+                try:
+                    urllib.request.urlopen(base + "/healthz", timeout=1)
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            assert urllib.request.urlopen(base + "/healthz").read() == b"ok\n"
+            time.sleep(2)
+            metrics = urllib.request.urlopen(base + "/metrics").read().decode()
+            body = urllib.request.urlopen(base + "/debug/pprof/profile?seconds=2",
+                                          timeout=20).read()
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(base + "/debug/pprof/profile?seconds=0")
+            assert e.value.code == 400
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=30)
+    # Prometheus text: every sample line is "name{labels} value".
+    names = set()
+    for line in metrics.splitlines():
+        if line.startswith("#"):
+            assert re.fullmatch(r"# (HELP|TYPE) bpfprof_\w+ .+", line), line
+            continue
+        m = re.fullmatch(r"(bpfprof_\w+)(\{[a-z_]+=\"[^\"]*\"(,[a-z_]+=\"[^\"]*\")*\})? (\S+)", line)
+        assert m, line
+        float(m.group(4))
+        names.add(m.group(1))
+    for n in ("bpfprof_samples_total", "bpfprof_lost_samples_total", "bpfprof_drain_duration_seconds",
+              "bpfprof_symbolizer_processes", "bpfprof_resident_memory_bytes"):
+        assert n in names, n
+    if body[:2] == b"\x1f\x8b":
+        folded = pprof.to_folded(pprof.decode(body))
+    else:
+        folded = parse_folded(body.decode())
+    n = total(folded, "busy")
+    assert 0.6 * FREQ * 2 < n < 1.3 * FREQ * 2 * 1.5, n

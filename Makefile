@@ -33,7 +33,7 @@ EXTRA_CFLAGS ?=
 EXTRA_LDFLAGS ?=
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARNINGS) -Isrc -Ibpf -I$(OUT) $(CFLAGS) $(EXTRA_CFLAGS) \
 	      -DBPFPROF_VERSION='"$(VERSION) ($(GITREV))"' -MMD -MP
-LDLIBS_CORE := -lelf -lz -lm -lmicrohttpd -lcurl -lpthread
+LDLIBS_CORE := -lelf -lz -lm -lmicrohttpd -lcurl -lcap -lpthread
 LDLIBS_BPF  := -lbpf
 
 ifeq ($(V),1)

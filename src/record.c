@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "caps.h"
 #include "cli.h"
 #include "collector.h"
 #include "htab.h"
@@ -63,35 +64,21 @@ static void install_signals(void)
 
 /* --- preflight ------------------------------------------------------------ */
 
-static bool has_cap(int cap)
-{
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[2];
-
-	memset(data, 0, sizeof(data));
-	if (syscall(SYS_capget, &hdr, data))
-		return false;
-	return data[cap / 32].effective & (1u << (cap % 32));
-}
-
-#ifndef CAP_PERFMON
-#define CAP_PERFMON 38
-#endif
-#ifndef CAP_BPF
-#define CAP_BPF 39
-#endif
-
 static int check_privileges(void)
 {
-	if (geteuid() == 0 || has_cap(CAP_SYS_ADMIN))
-		return 0;
-	if (has_cap(CAP_BPF) && has_cap(CAP_PERFMON))
-		return 0;
-	p_err("bpfprof needs root (missing %s%s%s)", has_cap(CAP_BPF) ? "" : "CAP_BPF",
-	      !has_cap(CAP_BPF) && !has_cap(CAP_PERFMON) ? " and " : "",
-	      has_cap(CAP_PERFMON) ? "" : "CAP_PERFMON");
-	p_hint("run it with sudo, or grant CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE and CAP_SYSLOG");
-	return -EPERM;
+	struct caps_report cr;
+
+	caps__check(&cr);
+	if (cr.missing[0]) {
+		p_err("bpfprof needs root (missing %s)", cr.missing);
+		p_hint("run it with sudo, or grant CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE and CAP_SYSLOG");
+		return -EPERM;
+	}
+	if (!cr.can_ptrace)
+		p_warn("no CAP_SYS_PTRACE: other users' processes will show module+offset or [unknown] frames");
+	if (!cr.can_map_files)
+		p_debug("no CAP_CHECKPOINT_RESTORE: files are opened by path, checked by device and inode");
+	return 0;
 }
 
 static int check_freq(uint32_t freq)
@@ -791,6 +778,11 @@ int cmd_record(int argc, char **argv)
 			p_hint("%s", ce.hint);
 		goto out;
 	}
+	/* Everything privileged is open now: keep only what reading needs. */
+	err = caps__drop_after_attach(o.output || o.output_dir);
+	if (err)
+		p_warn("cannot drop capabilities: %s", strerror(-err));
+	p_debug("effective capabilities after attach: %#llx", caps__effective());
 	install_signals();
 	collector__stats(col, &st);
 	describe_target(&o, &st);

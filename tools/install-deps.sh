@@ -8,7 +8,7 @@ PACKAGES=(
 	make gcc clang llvm libc6-dev pkg-config binutils
 	libbpf-dev bpftool linux-libc-dev
 	libelf-dev libdw-dev zlib1g-dev liblzma-dev libzstd-dev
-	libcurl4-openssl-dev libmicrohttpd-dev ca-certificates
+	libcurl4-openssl-dev libmicrohttpd-dev libcap-dev ca-certificates
 	# tests: unit (cmocka, sanitizers, libFuzzer), integration (pytest, perf, bpftrace)
 	libcmocka-dev libclang-rt-14-dev
 	python3 python3-pytest

@@ -81,3 +81,36 @@ def test_help_lists_every_option_with_examples():
                 "--kernel-only", "--output", "--format", "--include-idle", "Examples:"]:
         assert opt in p.stdout, opt
     assert run_bpfprof(["--version"]).stdout.startswith("bpfprof ")
+
+
+def test_least_privilege_caps_only_and_named_missing_cap():
+    """Works as an unprivileged user with just the four capabilities; a missing
+    one is named; after attach the agent holds none of the powerful ones."""
+    caps = "+bpf,+perfmon,+sys_ptrace,+syslog"
+    ok = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                         f"--inh-caps={caps}", f"--ambient-caps={caps}", str(BPFPROF), "-a",
+                         "-d", "1.5"], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    assert "_[k]" in ok.stdout  # CAP_SYSLOG: kernel names
+    no_perfmon = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                 "--inh-caps=+bpf,+sys_ptrace", "--ambient-caps=+bpf,+sys_ptrace",
+                                 str(BPFPROF), "-a", "-d", "1"],
+                                capture_output=True, text=True, timeout=60)
+    assert no_perfmon.returncode == 1
+    assert "missing CAP_PERFMON" in no_perfmon.stderr
+
+
+def test_capabilities_dropped_after_attach():
+    proc = subprocess.Popen([str(BPFPROF), "-a", "-d", "4"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        import time
+        time.sleep(2)
+        with open(f"/proc/{proc.pid}/status") as f:
+            eff = int(next(l for l in f if l.startswith("CapEff:")).split()[1], 16)
+    finally:
+        proc.wait(timeout=30)
+    CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF, CAP_NET_ADMIN, CAP_SYS_MODULE = 21, 38, 39, 12, 16
+    assert eff & (1 << CAP_BPF), hex(eff)
+    for cap in (CAP_SYS_ADMIN, CAP_PERFMON, CAP_NET_ADMIN, CAP_SYS_MODULE):
+        assert not eff & (1 << cap), f"capability {cap} still held: {eff:#x}"

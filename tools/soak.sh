@@ -30,7 +30,7 @@ trap 'kill $agent $churn 2>/dev/null || true; rm -rf "$dir"' EXIT
 ) &
 churn=$!
 end=$(( $(date +%s) + minutes * 60 ))
-echo "time_s rss_kib fds procs_cached" > "$dir/log"
+echo "time_s rss_kib fds" > "$dir/log"
 t0=$(date +%s)
 while [ "$(date +%s)" -lt "$end" ]; do
 	sleep 10

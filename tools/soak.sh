@@ -13,19 +13,19 @@ dir=$(mktemp -d /tmp/bpfprof-soak-XXXXXX)
 build/bpfprof -F 99 -a --interval 10 --output-dir "$dir/store" --keep 30 -q &
 agent=$!
 trap 'kill $agent $churn 2>/dev/null || true; rm -rf "$dir"' EXIT
-# Short-lived processes: each runs ~20 ms of CPU in its own binary copy, so
-# every one is a new program image for the symbolizer.
+# Short-lived processes (~25 a second): each runs ~10 ms of CPU, so every one
+# is a new process for the symbolizer and label caches.
 (
 	n=0
 	while :; do
-		for i in $(seq 1 20); do
-			build/workloads/busy 0.02 >/dev/null &
+		for i in $(seq 1 10); do
+			build/workloads/busy 0.01 >/dev/null &
 		done
 		sh -c 'true' ; /bin/true
 		wait
-		n=$((n + 22))
+		n=$((n + 12))
 		echo "$n" > "$dir/spawned"
-		sleep 0.1
+		sleep 0.4
 	done
 ) &
 churn=$!

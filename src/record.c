@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -151,6 +152,7 @@ struct child {
 	int err_fd;  /* exec errno, or EOF when exec succeeded */
 	bool exited;
 	int status;
+	double cpu_s; /* user + system CPU of the command and its waited-for children */
 };
 
 static int child_spawn(struct child *ch, char **cmd)
@@ -215,13 +217,16 @@ static int child_start(struct child *ch)
 
 static void child_reap(struct child *ch, bool block)
 {
+	struct rusage ru;
 	int status;
 
 	if (!ch->pid || ch->exited)
 		return;
-	if (waitpid(ch->pid, &status, block ? 0 : WNOHANG) == ch->pid) {
+	if (wait4(ch->pid, &status, block ? 0 : WNOHANG, &ru) == ch->pid) {
 		ch->exited = true;
 		ch->status = status;
+		ch->cpu_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+			    ru.ru_stime.tv_usec / 1e6;
 	}
 }
 
@@ -900,8 +905,9 @@ int cmd_record(int argc, char **argv)
 	print_summary(&st, rc.prof, (t_stop - t_start) / 1e9);
 	if (profile__total(rc.prof) == 0)
 		p_warn("no samples were collected: was the target idle?");
-	if (ch.exited && WIFEXITED(ch.status) && WEXITSTATUS(ch.status))
-		p_info("'%s' exited with status %d", o.cmd[0], WEXITSTATUS(ch.status));
+	if (ch.exited && WIFEXITED(ch.status))
+		p_info("'%s' exited with status %d after %.2f s of CPU (about %.0f samples at %u Hz)",
+		       o.cmd[0], WEXITSTATUS(ch.status), ch.cpu_s, ch.cpu_s * o.freq, o.freq);
 	else if (ch.exited && WIFSIGNALED(ch.status))
 		p_info("'%s' was killed by %s", o.cmd[0], strsignal(WTERMSIG(ch.status)));
 

@@ -36,6 +36,27 @@ def wl(name):
     return str(path)
 
 
+_UNIQUE_DIR = None
+
+
+def uwl(name):
+    """A copy of workload `name` with a command name no other process on the
+    machine has ("busy" -> "busy_1a2b"), for whole-machine (-a, -C) tests that
+    must not count someone else's workload. Returns (path, comm)."""
+    global _UNIQUE_DIR
+    import shutil
+    import tempfile
+    if _UNIQUE_DIR is None:
+        _UNIQUE_DIR = Path(tempfile.mkdtemp(prefix="bpfprof-wl-"))
+        for lib in WORKLOADS.glob("*.so"):
+            shutil.copy2(lib, _UNIQUE_DIR / lib.name)
+    comm = f"{name}_{os.getpid() % 0x10000:04x}"[:15]
+    dst = _UNIQUE_DIR / comm
+    if not dst.exists():
+        shutil.copy2(wl(name), dst)
+    return str(dst), comm
+
+
 def run_bpfprof(args, timeout=120, check=True, **kw):
     """Runs bpfprof; returns CompletedProcess (text)."""
     p = subprocess.run([str(BPFPROF)] + [str(a) for a in args], capture_output=True,

@@ -8,10 +8,16 @@ import time
 
 import pytest
 
-from conftest import (Workload, cpu_seconds, count_with, frames_of, has_chain, leaf,
+from conftest import (Workload, cpu_seconds, uwl, count_with, frames_of, has_chain, leaf,
                       parse_folded, run_bpfprof, sampled_seconds, total, wl)
 
 FREQ = 99
+
+
+def command_cpu(stderr):
+    m = re.search(r"exited with status \d+ after ([0-9.]+) s of CPU", stderr)
+    assert m, stderr
+    return float(m.group(1))
 
 
 def test_pid_busy_thread_count_chain_and_split(tmp_path):
@@ -56,16 +62,20 @@ def test_pid_multithreaded_counts_every_thread():
 
 
 def test_all_cpus_sees_cpu_and_syscall_workloads():
-    with Workload(wl("busy"), 30), Workload(wl("syscalls"), 30):
+    (busy, BUSY), (sysc, SYSC) = uwl("busy"), uwl("syscalls")
+    with Workload(busy, 30) as b, Workload(sysc, 30) as s:
+        b0, s0 = cpu_seconds(b.pid), cpu_seconds(s.pid)
         p = run_bpfprof(["-a", "-d", 3])
+        b1, s1 = cpu_seconds(b.pid), cpu_seconds(s.pid)
     folded = parse_folded(p.stdout)
-    assert total(folded, "busy") > 0.5 * FREQ * 3
-    sys_total = total(folded, "syscalls")
-    assert sys_total > 0.5 * FREQ * 3
-    in_read = count_with(folded, lambda s: s.startswith("syscalls;") and "vfs_read_[k]" in s)
+    # Each workload: F samples per CPU second it got (the machine may be shared).
+    assert total(folded, BUSY) > 0.7 * FREQ * (b1 - b0) * 3 / (3 + 0.5)
+    sys_total = total(folded, SYSC)
+    assert sys_total > 0.7 * FREQ * (s1 - s0) * 3 / (3 + 0.5)
+    in_read = count_with(folded, lambda s: s.startswith(SYSC + ";") and "vfs_read_[k]" in s)
     assert in_read > 0.15 * sys_total, f"vfs_read_[k] in {in_read} of {sys_total} samples"
     # Kernel frames sit leafward of user frames, entered through the syscall path.
-    chain = next(s for s in folded if s.startswith("syscalls;") and "vfs_read_[k]" in s)
+    chain = next(s for s in folded if s.startswith(SYSC + ";") and "vfs_read_[k]" in s)
     fr = frames_of(chain)
     first_k = next(i for i, f in enumerate(fr) if f.endswith("_[k]"))
     assert all(f.endswith("_[k]") for f in fr[first_k:]), chain
@@ -91,11 +101,14 @@ def test_user_only_and_kernel_only():
 def test_cpu_list_restricts_cpus():
     if os.cpu_count() < 2:
         pytest.fail("this test needs 2 CPUs")
-    with Workload(wl("busy"), 30, cpu=1):
+    busy, BUSY = uwl("busy")
+    with Workload(busy, 30, cpu=1) as w:
         on0 = parse_folded(run_bpfprof(["-C", "0", "-d", 2]).stdout)
+        c0 = cpu_seconds(w.pid)
         on1 = parse_folded(run_bpfprof(["-C", "1", "-d", 2]).stdout)
-    assert total(on0, "busy") == 0
-    assert total(on1, "busy") > 0.7 * FREQ * 2
+        c1 = cpu_seconds(w.pid)
+    assert total(on0, BUSY) == 0
+    assert total(on1, BUSY) > 0.7 * FREQ * (c1 - c0) * 2 / 2.5
 
 
 def test_command_pie_with_shared_library(tmp_path):
@@ -103,10 +116,16 @@ def test_command_pie_with_shared_library(tmp_path):
     p = run_bpfprof(["-o", out, "--", wl("pieapp"), 2])
     folded = parse_folded(out.read_text())
     n = total(folded, "pieapp")
-    assert n > 0.8 * FREQ * 2, p.stderr
-    chain = count_with(folded, lambda s: has_chain(s, ["main", "app_work", "wl_compute", "wl_leaf"])
+    cpu = command_cpu(p.stderr)
+    assert abs(n - FREQ * cpu) <= 0.15 * FREQ * cpu + 5, (n, cpu, p.stderr)
+    exact = count_with(folded, lambda s: has_chain(s, ["main", "app_work", "wl_compute", "wl_leaf"])
                        or has_chain(s, ["main", "app_work", "wl_compute"]))
-    assert chain > 0.9 * n, p.stdout + out.read_text()
+    assert exact > 0.6 * n, out.read_text()
+    # The rest: the PLT stub between wl_compute and wl_leaf (libwl.so+0x...), whose
+    # caller frame-pointer walking cannot see; still under main;app_work in libwl.so.
+    in_lib = count_with(folded, lambda s: "main;app_work;" in s and
+                        (s.split(";")[-1].startswith(("wl_", "libwl.so+0x")) or "_[k]" in s))
+    assert in_lib > 0.95 * n, out.read_text()
     assert "samples in" in p.stderr
 
 
@@ -114,8 +133,11 @@ def test_command_follows_children(tmp_path):
     out = tmp_path / "children.folded"
     p = run_bpfprof(["-o", out, "--", "sh", "-c", f"{wl('busy')} 1.5 & {wl('busy')} 1.5; wait"])
     folded = parse_folded(out.read_text())
-    # Two busy processes at once: more than one alone could produce.
-    assert total(folded, "busy") > 1.2 * FREQ * 1.5, p.stdout
+    # The shell's CPU time includes both children it waited for.
+    cpu = command_cpu(p.stderr)
+    assert cpu > 0.3, f"the two children did not run: {cpu} CPU s"
+    n = total(folded, "busy")
+    assert abs(n - FREQ * cpu) <= 0.15 * FREQ * cpu, (n, cpu)
 
 
 def test_command_exit_status_and_missing_command():
@@ -150,10 +172,18 @@ def test_sigterm_writes_profile(tmp_path):
 
 
 def test_idle_excluded_by_default_and_included_on_request():
-    default = parse_folded(run_bpfprof(["-a", "-d", 1]).stdout)
-    assert not any(s.startswith("swapper") for s in default)
-    idle = parse_folded(run_bpfprof(["-a", "-d", 1, "--include-idle"]).stdout)
-    assert any(s.startswith("swapper") for s in idle)
+    """Idle samples are counted apart by default; with --include-idle every
+    timer tick of every CPU is in the profile: F x CPUs x seconds."""
+    d = parse_folded((p := run_bpfprof(["-a", "-d", 2, "-v"])).stdout)
+    assert not any(s.startswith("swapper") for s in d)
+    m = re.search(r"(\d+) idle samples excluded", p.stderr)
+    idle_excluded = int(m.group(1)) if m else 0
+    _, secs = sampled_seconds(p.stderr)
+    assert abs(total(d) + idle_excluded - FREQ * os.cpu_count() * secs) < 0.1 * FREQ * os.cpu_count() * secs
+    p = run_bpfprof(["-a", "-d", 2, "--include-idle"])
+    inc = parse_folded(p.stdout)
+    _, secs = sampled_seconds(p.stderr)
+    assert abs(total(inc) - FREQ * os.cpu_count() * secs) < 0.1 * FREQ * os.cpu_count() * secs
 
 
 def test_cross_check_against_perf(tmp_path):

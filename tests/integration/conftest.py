@@ -48,6 +48,7 @@ def uwl(name):
     import tempfile
     if _UNIQUE_DIR is None:
         _UNIQUE_DIR = Path(tempfile.mkdtemp(prefix="bpfprof-wl-"))
+        _UNIQUE_DIR.chmod(0o755)  # like /usr/bin: readable without CAP_DAC_READ_SEARCH
         for lib in WORKLOADS.glob("*.so"):
             shutil.copy2(lib, _UNIQUE_DIR / lib.name)
     comm = f"{name}_{os.getpid() % 0x10000:04x}"[:15]

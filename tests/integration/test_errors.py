@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import BPFPROF, Workload, run_bpfprof, wl
+from conftest import BPFPROF, Workload, run_bpfprof, uwl, wl
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -87,11 +87,15 @@ def test_least_privilege_caps_only_and_named_missing_cap():
     """Works as an unprivileged user with just the four capabilities; a missing
     one is named; after attach the agent holds none of the powerful ones."""
     caps = "+bpf,+perfmon,+sys_ptrace,+syslog"
-    ok = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                         f"--inh-caps={caps}", f"--ambient-caps={caps}", str(BPFPROF), "-a",
-                         "-d", "1.5"], capture_output=True, text=True, timeout=60)
+    sysc, SYSC = uwl("syscalls")
+    with Workload(sysc, 30):
+        ok = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                             f"--inh-caps={caps}", f"--ambient-caps={caps}", str(BPFPROF), "-a",
+                             "-d", "1.5"], capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0, ok.stderr
-    assert "_[k]" in ok.stdout  # CAP_SYSLOG: kernel names
+    # CAP_SYSLOG: kernel names; CAP_SYS_PTRACE: root's process is symbolized.
+    assert any(l.startswith(SYSC + ";") and ";main;" in l and "do_syscall_64_[k]" in l
+               for l in ok.stdout.splitlines()), ok.stdout
     no_perfmon = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                                  "--inh-caps=+bpf,+sys_ptrace", "--ambient-caps=+bpf,+sys_ptrace",
                                  str(BPFPROF), "-a", "-d", "1"],

@@ -202,6 +202,18 @@ static __always_inline long store_stack(void *smap, __u64 id, const struct bp_st
 	return err == -EEXIST ? 0 : err;
 }
 
+static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx)
+{
+	/* Full-width loads: the verifier rejects narrowed context accesses. */
+#if defined(__TARGET_ARCH_x86)
+	return (*(volatile __u64 *)&ctx->regs.cs & 3) == 3;
+#elif defined(__TARGET_ARCH_arm64)
+	return (*(volatile __u64 *)&ctx->regs.pstate & 0xf) == 0; /* EL0 */
+#else
+	return false; /* unknown: always ask the kernel */
+#endif
+}
+
 /* True if the current task is in one of the --cgroup cgroups or below. */
 static __always_inline bool in_cgroups(void)
 {
@@ -256,7 +268,8 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	key.cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(&key.comm, sizeof(key.comm));
 
-	if (!drop_kernel) {
+	/* A sample taken in user mode has no kernel stack: skip the helper call. */
+	if (!drop_kernel && !in_user_mode(ctx)) {
 		if (!read_stack(ctx, &scr->kernel, 0, 0x6b, &key.kstack)) {
 			key.flags |= SAMPLE_F_KSTACK_ERR;
 			stat_inc(STAT_KSTACK_ERR);

@@ -394,14 +394,29 @@ static void describe_target(const struct options *o, const struct collector_stat
 /* --- the run ------------------------------------------------------------------ */
 
 /*
- * The kernel maps are drained every DRAIN_PERIOD_NS even in one-shot mode: a
- * drain holds at most F x CPUs x period samples, so maps sized for a few
- * periods cannot fill up while the agent keeps up, stay small enough to be
+ * The kernel maps are drained every few seconds even in one-shot mode: a
+ * drain holds at most F x CPUs x period samples, so maps sized for twice the
+ * period cannot fill up while the agent keeps up, stay small enough to be
  * preallocated, and most symbolization is done by the time sampling stops.
+ * Not every second: each drain makes every hot stack take the BPF program's
+ * slower new-key path once more. While /debug/pprof/profile requests wait,
+ * drains are every second so they end on time.
  */
-#define DRAIN_PERIOD_NS	 1000000000ULL
-#define SWEEP_PERIOD_NS	 10000000000ULL
-#define MAP_HEADROOM_SEC 4
+#define DRAIN_PERIOD_NS	     5000000000ULL
+#define DRAIN_PERIOD_LIVE_NS 1000000000ULL
+#define SWEEP_PERIOD_NS	     10000000000ULL
+#define MAP_HEADROOM_SEC     10
+
+static uint64_t drain_period(const struct options *o, struct live *live)
+{
+	uint64_t p = DRAIN_PERIOD_NS;
+
+	if (o->interval)
+		p = MIN(p, (uint64_t)(o->interval * 1e9));
+	if (live && live__pending(live))
+		p = MIN(p, DRAIN_PERIOD_LIVE_NS);
+	return p;
+}
 
 static uint64_t lost_total(const struct collector_stats *st)
 {
@@ -606,7 +621,7 @@ int cmd_record(int argc, char **argv)
 	struct collector *col = NULL;
 	const struct writer *w;
 	struct options o;
-	uint64_t t_start, t_stop, deadline = 0, next_drain, next_sweep;
+	uint64_t t_start, t_stop, deadline = 0, last_drain, next_sweep;
 	bool *cpus = NULL;
 	int *cgroup_fds = NULL;
 	int nr_cpus = 0, ret = 1, err;
@@ -807,19 +822,20 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 
-	next_drain = t_start + DRAIN_PERIOD_NS;
+	last_drain = t_start;
 	next_sweep = t_start + SWEEP_PERIOD_NS;
 	while (!stop_signal) {
 		int timeout = 200;
 		uint64_t now = now_ns();
 
-		if (now >= next_drain) {
+		/* The period is re-evaluated every turn: a new HTTP request shortens it. */
+		if (now - last_drain >= drain_period(&o, ct.live)) {
 			err = drain_once(&rc, &ct, col);
 			if (err) {
 				p_err("draining the kernel maps failed: %s", strerror(-err));
 				goto out;
 			}
-			next_drain = now + DRAIN_PERIOD_NS;
+			last_drain = now;
 			if (o.interval && now - ct.start_mono >= (uint64_t)(o.interval * 1e9) &&
 			    finish_interval(&rc, &ct, col, now)) {
 				p_err("out of memory");

@@ -16,8 +16,8 @@ PACKAGES=(
 	python3 python3-pytest
 	linux-perf bpftrace util-linux procps
 	# tests of the output formats: go tool pprof reads the pprof files, headless
-	# Chromium draws the SVG flame graphs
-	golang-go chromium
+	# Chromium draws the SVG flame graphs (with the monospace font they name)
+	golang-go chromium fonts-dejavu-core
 )
 # Node.js and npm (speedscope's schema, ajv, playwright-core): Debian's, unless a
 # node and npm are already installed (e.g. from NodeSource, whose nodejs

@@ -479,7 +479,7 @@ static void add_build_ids(struct profile *p)
 
 				snprintf(path, sizeof(path), "/proc/%u/comm", s->pid);
 				if (read_file(path, 64, &comm, NULL) ||
-				    strncmp(comm, s->comm, strcspn(comm, "\n"))) {
+				    (comm[strcspn(comm, "\n")] = '\0', strcmp(comm, s->comm))) {
 					free(comm);
 					dead_pid = s->pid; /* gone, or the pid was reused */
 					break;

@@ -60,7 +60,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 .PHONY: all
 all: $(OUT)/bpfprof
 
-$(OUT) $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out $(OUT)/tests $(OUT)/fixtures $(OUT)/workloads:
+$(OUT) $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out $(OUT)/obj/in $(OUT)/gen $(OUT)/tests $(OUT)/fixtures $(OUT)/workloads:
 	$(Q)mkdir -p $@
 
 # --- BPF ------------------------------------------------------------------
@@ -78,9 +78,20 @@ vmlinux:
 	$(Q)tools/gen-vmlinux.sh $(VMLINUX)
 
 # --- userspace ------------------------------------------------------------
-$(OUT)/obj/%.o: src/%.c | $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out
+$(OUT)/obj/%.o: src/%.c | $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out $(OUT)/obj/in
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# The flame graph's script, compiled into svg.o as a C string. It goes into a
+# CDATA section, so it must not contain "]]>".
+$(OUT)/gen/flamegraph_js.h: src/out/flamegraph.js | $(OUT)/gen
+	$(call msg,GEN,$@)
+	$(Q)! grep -q ']]>' $< || { echo "$<: contains ]]>" >&2; exit 1; }
+	$(Q){ echo '/* Generated from $< by the Makefile. */'; \
+	      echo 'static const char flamegraph_js[] ='; \
+	      sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
+	      echo ';'; } > $@
+$(OUT)/obj/out/svg.o: $(OUT)/gen/flamegraph_js.h
 
 $(OUT)/obj/collector.o: $(SKEL)
 

@@ -57,6 +57,7 @@ static const struct option long_opts[] = {
 	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "cgroup", required_argument, NULL, OPT_CGROUP },
 	{ "help", no_argument, NULL, 'h' },
+	CLI_OUT_OPTIONS,
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -103,6 +104,7 @@ void cli__usage(FILE *f)
 		}
 		fprintf(f, "      %-10s %-28s %s\n", (*w)->name, exts, (*w)->description);
 	}
+	cli__out_usage(f);
 	fprintf(f,
 		"\n"
 		"Continuous mode (always on):\n"
@@ -134,6 +136,9 @@ void cli__usage(FILE *f)
 		"  sudo bpfprof -p 1234,5678 -U                 two processes, user stacks, Ctrl-C to stop\n"
 		"  sudo bpfprof -C 0-1 -K -d 5                  kernel stacks of CPUs 0 and 1\n"
 		"  sudo bpfprof -o run.folded -- ./my-benchmark --iterations 100\n"
+		"  sudo bpfprof -p 1234 -d 30 -o app.svg        interactive flame graph (open in a browser)\n"
+		"  sudo bpfprof -p 1234 -d 30 -o app.pb.gz      pprof: go tool pprof -top app.pb.gz\n"
+		"  sudo bpfprof -a -d 10 -f report              top functions and processes as text\n"
 		"  flamegraph.pl cpu.folded > cpu.svg           (any folded-stack tool reads the output)\n"
 		"  sudo bpfprof -F 99 -a --interval 10 --output-dir /var/lib/bpfprof --keep 8640\n"
 		"  sudo bpfprof -a --push http://pyroscope:4040 --listen 6060   always on, shipped\n"
@@ -301,6 +306,7 @@ int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errle
 
 	memset(o, 0, sizeof(*o));
 	o->freq = 99;
+	cli__out_defaults(&o->out);
 	optind = 1;
 	opterr = 0;
 	/* "+": stop at the first non-option, so "-- cmd -x" and "cmd -x" keep -x for cmd. */
@@ -380,6 +386,14 @@ int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errle
 			break;
 		case 'q':
 			o->verbosity = -1;
+			break;
+		case OPT_OUT_TITLE:
+		case OPT_OUT_INVERTED:
+		case OPT_OUT_MERGE:
+		case OPT_OUT_TOP:
+		case OPT_OUT_SORT:
+			if (cli__out_option(c, optarg, &o->out, err, errlen) != CLI_OK)
+				return CLI_USAGE;
 			break;
 		case OPT_VERSION:
 			o->show_version = true;
@@ -490,4 +504,51 @@ int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errle
 	if (o->output && !o->format && !output__for_path(o->output))
 		o->format = NULL; /* unknown extension: folded, like stdout */
 	return CLI_OK;
+}
+
+void cli__out_defaults(struct out_opts *oo)
+{
+	memset(oo, 0, sizeof(*oo));
+	oo->top = OUT_DEFAULT_TOP;
+}
+
+int cli__out_option(int opt, const char *arg, struct out_opts *oo, char *err, size_t errlen)
+{
+	uint32_t v;
+
+	switch (opt) {
+	case OPT_OUT_TITLE:
+		oo->title = arg;
+		return CLI_OK;
+	case OPT_OUT_INVERTED:
+		oo->inverted = true;
+		return CLI_OK;
+	case OPT_OUT_MERGE:
+		oo->merge = true;
+		return CLI_OK;
+	case OPT_OUT_TOP:
+		if (parse_u32_opt(arg, 0, 1000000, &v))
+			return usage_err(err, errlen,
+					 "invalid --top '%s': expected a number of rows (0: all)", arg);
+		oo->top = v;
+		return CLI_OK;
+	case OPT_OUT_SORT:
+		if (strcmp(arg, "self") && strcmp(arg, "total"))
+			return usage_err(err, errlen, "invalid --sort '%s': expected self or total",
+					 arg);
+		oo->sort = arg;
+		return CLI_OK;
+	default:
+		return 1;
+	}
+}
+
+void cli__out_usage(FILE *f)
+{
+	fprintf(f, "      --title TEXT        flame graph title\n"
+		   "      --inverted          icicle graph: roots at the top (svg)\n"
+		   "      --merge             one speedscope profile for all processes, not one each\n"
+		   "      --top N             report: rows per table (default %u, 0: all)\n"
+		   "      --sort self|total   report: only the table sorted by self or total samples\n",
+		OUT_DEFAULT_TOP);
 }

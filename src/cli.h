@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "out/output.h"
+
 #define CLI_MAX_FREQ 1000000u /* sanity cap; the kernel's sysctl limit is checked later */
 
 struct options {
@@ -45,6 +47,7 @@ struct options {
 	size_t nr_cgroups;
 	bool show_version;
 	bool show_help;
+	struct out_opts out;  /* --title, --inverted, --merge, --top, --sort */
 };
 
 /* Parse results. */
@@ -58,6 +61,30 @@ enum {
 int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errlen);
 void cli__free(struct options *o);
 void cli__usage(FILE *f);
+
+/*
+ * Output options every command takes (long options only). CLI_OUT_OPTIONS
+ * goes into a struct option table; cli__out_option() handles one of them.
+ */
+enum {
+	OPT_OUT_TITLE = 400,
+	OPT_OUT_INVERTED,
+	OPT_OUT_MERGE,
+	OPT_OUT_TOP,
+	OPT_OUT_SORT,
+};
+#define CLI_OUT_OPTIONS                                                                            \
+	{ "title", required_argument, NULL, OPT_OUT_TITLE },                                       \
+		{ "inverted", no_argument, NULL, OPT_OUT_INVERTED },                               \
+		{ "merge", no_argument, NULL, OPT_OUT_MERGE },                                     \
+		{ "top", required_argument, NULL, OPT_OUT_TOP },                                   \
+		{ "sort", required_argument, NULL, OPT_OUT_SORT }
+/* Defaults: no title, not inverted, not merged, 20 rows, both tables. */
+void cli__out_defaults(struct out_opts *oo);
+/* CLI_OK if opt was one of them (applied), CLI_USAGE with err, or 1 if not one. */
+int cli__out_option(int opt, const char *arg, struct out_opts *oo, char *err, size_t errlen);
+/* The --help lines describing them. */
+void cli__out_usage(FILE *f);
 
 /* Parses "1234,5678" into a deduplicated array; 0 or -EINVAL/-ERANGE. */
 int cli__parse_pids(const char *s, uint32_t **pids, size_t *nr);

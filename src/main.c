@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "convert.h"
 #include "log.h"
 #include "record.h"
 
@@ -16,6 +17,9 @@ struct command {
 
 static const struct command commands[] = {
 	{ "record", cmd_record },
+	{ "report", cmd_report },
+	{ "convert", cmd_convert },
+	{ "diff", cmd_diff },
 };
 
 int main(int argc, char **argv)

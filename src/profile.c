@@ -21,6 +21,7 @@ struct profile {
 	struct htab *frame_idx;
 	struct htab *stack_idx;
 	struct htab *sample_idx;
+	struct htab *build_ids; /* module bytes -> interned hex */
 
 	struct pframe *frames;
 	size_t nr_frames, cap_frames;
@@ -76,7 +77,8 @@ struct profile *profile__new(void)
 	p->frame_idx = htab__new();
 	p->stack_idx = htab__new();
 	p->sample_idx = htab__new();
-	if (!p->strings || !p->frame_idx || !p->stack_idx || !p->sample_idx) {
+	p->build_ids = htab__new();
+	if (!p->strings || !p->frame_idx || !p->stack_idx || !p->sample_idx || !p->build_ids) {
 		profile__free(p);
 		errno = ENOMEM;
 		return NULL;
@@ -92,6 +94,7 @@ void profile__free(struct profile *p)
 	htab__free(p->frame_idx);
 	htab__free(p->stack_idx);
 	htab__free(p->sample_idx);
+	htab__free(p->build_ids);
 	free(p->frames);
 	free(p->stack_pool);
 	free(p->stacks);
@@ -258,6 +261,14 @@ int profile__merge_if(struct profile *dst, const struct profile *src,
 			err = profile__add(dst, s, ids, n, s->count);
 	}
 	free(ids);
+	for (size_t pos = 0; !err;) {
+		struct htab_entry *e = htab__next(src->build_ids, &pos);
+
+		if (!e)
+			break;
+		if (!profile__build_id(dst, (const char *)e->key))
+			err = profile__set_build_id(dst, (const char *)e->key, e->value);
+	}
 	return err;
 }
 
@@ -371,4 +382,30 @@ void profile__sort(struct profile *p)
 		if (e)
 			e->value = (void *)(uintptr_t)i;
 	}
+}
+
+int profile__set_build_id(struct profile *p, const char *module, const char *hex)
+{
+	const char *ihex = profile__intern(p, hex);
+	struct htab_entry *e;
+
+	if (!module || !hex)
+		return -EINVAL;
+	if (!ihex)
+		return -ENOMEM;
+	e = htab__upsert(p->build_ids, module, strlen(module), NULL);
+	if (!e)
+		return -ENOMEM;
+	e->value = (void *)ihex;
+	return 0;
+}
+
+const char *profile__build_id(const struct profile *p, const char *module)
+{
+	struct htab_entry *e;
+
+	if (!module)
+		return NULL;
+	e = htab__find(p->build_ids, module, strlen(module));
+	return e ? e->value : NULL;
 }

@@ -93,4 +93,13 @@ uint64_t profile__total(const struct profile *p); /* sum of counts */
 /* Sorts samples by (comm, pid, frames...) so writers give stable output. */
 void profile__sort(struct profile *p);
 
+/*
+ * Build ids of modules (the files frames name in pframe.module), as lower-case
+ * hex, for writers that carry them (pprof mappings). Optional: a module
+ * without one simply has none. profile__merge() copies them.
+ */
+int profile__set_build_id(struct profile *p, const char *module, const char *hex);
+/* The build id of module, or NULL. */
+const char *profile__build_id(const struct profile *p, const char *module);
+
 #endif

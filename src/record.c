@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buildid.h"
 #include "caps.h"
 #include "cli.h"
 #include "collector.h"
@@ -30,6 +31,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "out/output.h"
+#include "out/pprof_proto.h"
 #include "profile.h"
 #include "push.h"
 #include "store.h"
@@ -391,6 +393,112 @@ static void describe_target(const struct options *o, const struct collector_stat
 	sbuf_free(&sb);
 }
 
+/* --- live status ------------------------------------------------------------ */
+
+/*
+ * On a terminal, one line rewritten in place about once a second: elapsed
+ * time and samples so far. Cleared before anything else is printed, so the
+ * summary line starts on a clean line; never shown when stderr is not a
+ * terminal (logs, pipes, tests) or with -q.
+ */
+struct status_line {
+	bool on, shown;
+	uint64_t next_ns;
+};
+
+static void status_init(struct status_line *sl, uint64_t t_start)
+{
+	const char *term = getenv("TERM");
+
+	sl->on = isatty(STDERR_FILENO) && log_level() >= LOG_INFO && !(term && !strcmp(term, "dumb"));
+	sl->shown = false;
+	sl->next_ns = t_start + 1000000000ull;
+}
+
+static void status_update(struct status_line *sl, struct collector *col, const struct options *o,
+			  uint64_t t_start, uint64_t now)
+{
+	struct collector_stats st;
+
+	if (!sl->on || now < sl->next_ns)
+		return;
+	while (sl->next_ns <= now)
+		sl->next_ns += 1000000000ull; /* on the second, without drifting */
+	collector__stats(col, &st);
+	fprintf(stderr, "\r\033[Kbpfprof: %.0f s", (now - t_start) / 1e9);
+	if (o->duration)
+		fprintf(stderr, " of %g s", o->duration);
+	fprintf(stderr, ", %" PRIu64 " samples", st.v[STAT_SAMPLES]);
+	fflush(stderr);
+	sl->shown = true;
+}
+
+static void status_clear(struct status_line *sl)
+{
+	if (sl->shown)
+		fputs("\r\033[K", stderr);
+	sl->shown = false;
+}
+
+/* --- build ids ----------------------------------------------------------------- */
+
+/*
+ * Build ids for pprof's mappings (servers such as Parca symbolize by them).
+ * The kernel's comes from /sys/kernel/notes. A file's is read at exit through
+ * /proc/PID/root of a process still running with the sample's name, so
+ * container paths resolve to the container's file. A module seen only in
+ * processes that have exited gets none: the symbolizer read the file while
+ * they ran but does not hand build ids out (yet).
+ */
+static void add_build_ids(struct profile *p)
+{
+	struct htab *done = htab__new(); /* module (interned pointer) -> tried */
+	char hex[BUILDID_HEX_MAX], path[4096];
+	uint32_t alive_pid = 0, dead_pid = 0;
+
+	if (!done)
+		return;
+	if (!buildid__kernel(hex))
+		profile__set_build_id(p, PPROF_KERNEL_MAPPING, hex);
+	for (size_t i = 0; i < profile__nr_samples(p); i++) {
+		const struct psample *s = profile__sample(p, i);
+		const uint32_t *fr;
+		uint32_t n;
+
+		if (!s->pid || s->pid == dead_pid)
+			continue;
+		fr = profile__stack_get(p, s->stack, &n);
+		for (uint32_t j = 0; j < n; j++) {
+			const struct pframe *f = profile__frame_get(p, fr[j]);
+			bool created;
+
+			if (f->kind == FRAME_KERNEL || !f->module || f->module[0] != '/' ||
+			    htab__find(done, &f->module, sizeof(f->module)))
+				continue;
+			if (s->pid != alive_pid) {
+				char *comm = NULL;
+
+				snprintf(path, sizeof(path), "/proc/%u/comm", s->pid);
+				if (read_file(path, 64, &comm, NULL) ||
+				    (comm[strcspn(comm, "\n")] = '\0', strcmp(comm, s->comm))) {
+					free(comm);
+					dead_pid = s->pid; /* gone, or the pid was reused */
+					break;
+				}
+				free(comm);
+				alive_pid = s->pid;
+			}
+			if (!htab__upsert(done, &f->module, sizeof(f->module), &created))
+				break;
+			if (snprintf(path, sizeof(path), "/proc/%u/root%s", s->pid, f->module) <
+				    (int)sizeof(path) &&
+			    !buildid__read_path(path, hex))
+				profile__set_build_id(p, f->module, hex);
+		}
+	}
+	htab__free(done);
+}
+
 /* --- the run ------------------------------------------------------------------ */
 
 /*
@@ -618,6 +726,7 @@ int cmd_record(int argc, char **argv)
 	struct record_ctx rc = { 0 };
 	struct child ch = { .go_fd = -1, .err_fd = -1 };
 	struct continuous ct = { 0 };
+	struct status_line sl = { 0 };
 	struct collector *col = NULL;
 	const struct writer *w;
 	struct options o;
@@ -813,6 +922,7 @@ int cmd_record(int argc, char **argv)
 	ct.start_real = profile__meta(rc.prof)->start_ns;
 	if (o.duration)
 		deadline = t_start + (uint64_t)(o.duration * 1e9);
+	status_init(&sl, t_start);
 	if (ch.pid) {
 		err = child_start(&ch);
 		if (err) {
@@ -856,6 +966,7 @@ int cmd_record(int argc, char **argv)
 		}
 		err = collector__poll(col, timeout, on_proc_notice, &rc);
 		if (err < 0 && err != -EINTR) {
+			status_clear(&sl);
 			p_err("polling the ring buffer failed: %s", strerror(-err));
 			break;
 		}
@@ -864,7 +975,9 @@ int cmd_record(int argc, char **argv)
 			if (ch.exited)
 				break;
 		}
+		status_update(&sl, col, &o, t_start, now_ns());
 	}
+	status_clear(&sl);
 	t_stop = now_ns();
 	if (stop_signal)
 		p_info("stopping on %s", strsignal(stop_signal));
@@ -928,7 +1041,9 @@ int cmd_record(int argc, char **argv)
 		p_info("'%s' was killed by %s", o.cmd[0], strsignal(WTERMSIG(ch.status)));
 
 	profile__sort(rc.prof);
-	err = output__write_path(w, rc.prof, o.output, NULL);
+	if (w == &writer_pprof)
+		add_build_ids(rc.prof);
+	err = output__write_path(w, rc.prof, o.output, &o.out);
 	if (err) {
 		p_err("writing %s failed: %s", o.output ? o.output : "to stdout", strerror(-err));
 		goto out;

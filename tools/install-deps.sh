@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # tools/install-deps.sh - installs the Debian 12 packages bpfprof needs to build,
-# test and demo. Idempotent: runs apt-get only when something is missing.
+# test and demo, and the test-only npm packages pinned in tests/package-lock.json.
+# Idempotent: runs apt-get only when something is missing, npm only when
+# tests/node_modules does not match the lock file.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 PACKAGES=(
 	# build
@@ -13,20 +16,44 @@ PACKAGES=(
 	libcmocka-dev libclang-rt-14-dev
 	python3 python3-pytest
 	linux-perf bpftrace util-linux procps curl
+	# tests of the output formats: go tool pprof reads the pprof files, headless
+	# Chromium draws the SVG flame graphs (with the monospace font they name)
+	golang-go chromium fonts-dejavu-core
 )
+# Node.js and npm (speedscope's schema, ajv, playwright-core): Debian's, unless a
+# node and npm are already installed (e.g. from NodeSource, whose nodejs
+# package conflicts with Debian's npm package).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	PACKAGES+=(nodejs npm)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-	exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "install-deps: missing packages: ${missing[*]}; run as root to install them" >&2
+		exit 1
+	fi
+	echo "install-deps: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q
+	apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-if [ "$(id -u)" -ne 0 ]; then
-	echo "install-deps: missing packages: ${missing[*]}; run as root to install them" >&2
-	exit 1
+
+# npm ci writes node_modules/.package-lock.json; when it equals the lock file
+# (same packages, same versions) there is nothing to do.
+lock=tests/package-lock.json
+installed=tests/node_modules/.package-lock.json
+if [ ! -f "$installed" ] ||
+	! python3 - "$lock" "$installed" <<'PY'
+import json, sys
+want = {k: v.get("version") for k, v in json.load(open(sys.argv[1]))["packages"].items() if k}
+have = {k: v.get("version") for k, v in json.load(open(sys.argv[2]))["packages"].items() if k}
+sys.exit(want != have)
+PY
+then
+	echo "install-deps: installing test npm packages (tests/package-lock.json)"
+	npm ci --prefix tests --no-audit --no-fund --loglevel=error
 fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends "${missing[@]}"

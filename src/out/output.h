@@ -23,9 +23,12 @@ struct out_opts {
 	const char *title;  /* flame graph title, NULL for a default */
 	bool inverted;	    /* icicle graph */
 	bool merge;	    /* speedscope: one profile for all processes */
-	unsigned top;	    /* report: rows per table */
-	const char *sort;   /* report: "self" or "total" */
+	unsigned top;	    /* report: rows per table, 0 for all */
+	const char *sort;   /* report: "self" or "total", NULL for both tables */
 };
+
+/* Rows per report table when no options are given (o == NULL). */
+#define OUT_DEFAULT_TOP 20
 
 struct writer {
 	const char *name;	  /* for -f */
@@ -53,9 +56,46 @@ int output__check_path(const char *path);
 
 /* The writers. */
 extern const struct writer writer_folded;
+extern const struct writer writer_svg;
+extern const struct writer writer_pprof;
+extern const struct writer writer_speedscope;
+extern const struct writer writer_report;
+
+/*
+ * Differential writers ("bpfprof diff"): two profiles of the same program,
+ * before and after a change. Shares are normalized to each profile's total,
+ * so profiles of different lengths compare.
+ */
+struct diff_writer {
+	const char *name;
+	const char *exts[4];
+	const char *description;
+	int (*write)(const struct profile *before, const struct profile *after, FILE *f,
+		     const struct out_opts *o);
+};
+
+extern const struct diff_writer diff_writer_svg;
+extern const struct diff_writer diff_writer_report;
+
+const struct diff_writer *output__find_diff(const char *name);
+const struct diff_writer *output__diff_for_path(const char *path);
+const struct diff_writer *const *output__all_diff(void);
+/* As output__write_path(), for a differential writer. */
+int output__write_diff_path(const struct diff_writer *w, const struct profile *before,
+			    const struct profile *after, const char *path,
+			    const struct out_opts *o);
 
 /* Shared by the text writers: a frame name as folded/flame graph tools see it
  * (kernel "_[k]", JIT "_[j]" suffixes; ';' and control characters replaced). */
 void output__frame_label(const struct pframe *f, char *buf, size_t size);
+
+/*
+ * Writes s as a JSON string literal (quotes included). Invalid UTF-8 becomes
+ * U+FFFD, so the result is always valid JSON; '<', '>' and '&' are escaped
+ * too, so the literal is safe inside XML/HTML (CDATA, <script>).
+ */
+void output__json_string(FILE *f, const char *s);
+/* Copies s with invalid UTF-8 replaced by U+FFFD and control characters by '?'. */
+void output__clean_utf8(const char *s, char *buf, size_t size);
 
 #endif

@@ -142,6 +142,43 @@ static void test_help_and_version(void **state)
 	assert_true(o.show_version);
 }
 
+static void test_output_options(void **state)
+{
+	struct options o;
+	char err[256];
+
+	assert_int_equal(parse(&o, err, NULL), CLI_OK);
+	assert_int_equal(o.out.top, OUT_DEFAULT_TOP);
+	assert_null(o.out.sort);
+	assert_false(o.out.inverted || o.out.merge);
+	cli__free(&o);
+	assert_int_equal(parse(&o, err, "-o", "x.svg", "--title", "T", "--inverted", "--merge", "--top",
+			       "0", "--sort", "total", NULL),
+			 CLI_OK);
+	assert_string_equal(o.out.title, "T");
+	assert_true(o.out.inverted && o.out.merge);
+	assert_int_equal(o.out.top, 0);
+	assert_string_equal(o.out.sort, "total");
+	cli__free(&o);
+	assert_int_equal(parse(&o, err, "--sort", "avg", NULL), CLI_USAGE);
+	assert_non_null(strstr(err, "invalid --sort 'avg'"));
+	cli__free(&o);
+	assert_int_equal(parse(&o, err, "--top", "x", NULL), CLI_USAGE);
+	assert_non_null(strstr(err, "invalid --top 'x'"));
+	cli__free(&o);
+	/* Every writer is reachable by name and by its file endings. */
+	assert_ptr_equal(output__for_path("a.pb.gz"), output__find("pprof"));
+	assert_ptr_equal(output__for_path("a.pprof"), output__find("pprof"));
+	assert_ptr_equal(output__for_path("a.speedscope.json"), output__find("speedscope"));
+	assert_ptr_equal(output__for_path("a.json"), output__find("speedscope"));
+	assert_ptr_equal(output__for_path("a.svg"), output__find("svg"));
+	assert_ptr_equal(output__for_path("a.txt"), output__find("report"));
+	assert_ptr_equal(output__for_path("a.folded"), output__find("folded"));
+	assert_ptr_equal(output__diff_for_path("d.svg"), output__find_diff("svg"));
+	assert_ptr_equal(output__diff_for_path("d.txt"), output__find_diff("report"));
+	assert_null(output__diff_for_path("d.folded"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -151,6 +188,7 @@ int main(void)
 		cmocka_unit_test(test_bad_options),
 		cmocka_unit_test(test_pids_and_durations),
 		cmocka_unit_test(test_help_and_version),
+		cmocka_unit_test(test_output_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * fuzz_pprof_reader.c - libFuzzer target for the pprof reader, fed raw
+ * protobuf (most inputs) or gzip (inputs starting with the gzip magic). A
+ * profile that parses is written back as pprof and must parse again to the
+ * same samples; the other writers must cope with whatever it holds.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "in/input.h"
+#include "out/output.h"
+#include "out/pprof_proto.h"
+#include "profile.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct profile *p = profile__new(), *q = NULL;
+	const struct writer *const *w;
+	char err[256];
+	uint8_t *msg = NULL;
+	size_t len;
+
+	if (!p)
+		return 0;
+	err[0] = '\0';
+	if (reader_pprof.read(data, size, p, err, sizeof(err))) {
+		if (!err[0])
+			abort(); /* every failure says why */
+		goto out;
+	}
+	profile__sort(p);
+	if (pprof__encode(p, &msg, &len))
+		abort();
+	q = profile__new();
+	if (reader_pprof.read(msg, len, q, err, sizeof(err)) ||
+	    profile__total(q) != profile__total(p) ||
+	    profile__nr_samples(q) != profile__nr_samples(p))
+		abort();
+	for (w = output__all(); *w; w++) {
+		char *buf = NULL;
+		size_t blen = 0;
+		FILE *f = open_memstream(&buf, &blen);
+
+		if (!f || (*w)->write(p, f, NULL))
+			abort();
+		fclose(f);
+		free(buf);
+	}
+out:
+	free(msg);
+	profile__free(q);
+	profile__free(p);
+	return 0;
+}

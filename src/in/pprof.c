@@ -623,7 +623,7 @@ static int label(struct pctx *c, struct pbr *m, struct sample_acc *s)
 		s->comm = v;
 	else if (!strcmp(k, "cgroup") && v[0])
 		s->cgroup = v;
-	else if (!strcmp(k, "container") && v[0])
+	else if ((!strcmp(k, "container_id") || !strcmp(k, "container")) && v[0])
 		s->container = v;
 	return 0;
 }

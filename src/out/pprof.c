@@ -361,7 +361,7 @@ static int encode(struct enc *e)
 		if (s->cgroup)
 			label(e, "cgroup", s->cgroup, 0);
 		if (s->container)
-			label(e, "container", s->container, 0);
+			label(e, "container_id", s->container, 0);
 		pb_msg(&e->out, PPROF_SAMPLE, &e->sub);
 	}
 	free(locs);

@@ -232,3 +232,13 @@ def test_cross_check_against_perf(tmp_path):
         ours_share = count_with(ours, lambda s: leaf(s) == fn) / our_n
         perf_share = leaves.get(fn, 0) / perf_n
         assert abs(ours_share - perf_share) < 0.05, f"{fn}: bpfprof {ours_share:.3f} vs perf {perf_share:.3f}"
+
+
+def test_vdso_frames_are_named(tmp_path):
+    out = tmp_path / "vdso.folded"
+    run_bpfprof(["-o", out, "--", wl("vdsocall"), 2])
+    folded = parse_folded(out.read_text())
+    n = total(folded)
+    named = count_with(folded, lambda s: "__vdso_clock_gettime" in s)
+    assert named > 0.5 * n, out.read_text()
+    assert not any("[vdso]+0x" in s for s in folded), out.read_text()

@@ -17,10 +17,10 @@ build/workloads/syscalls 12 &
 sys=$!
 trap 'kill $busy $sys 2>/dev/null || true' EXIT
 build/bpfprof -F 99 -a -d 10 -o "$out"
+svg=${out%.folded}.svg
+build/bpfprof convert "$out" -o "$svg" --title "bpfprof demo: $(hostname), 10 s"
 echo
-echo "Top functions by self samples (leaf frames):"
-awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); self[f[k]] += n; all += n }
-     END { for (s in self) printf "%7d %5.1f%%  %s\n", self[s], 100 * self[s] / all, s }' "$out" |
-	sort -rn | head -15
+build/bpfprof report --top 15 --sort self "$out"
 echo
-echo "demo: the folded profile is in $out (flamegraph.pl, speedscope and inferno read it)"
+echo "demo: folded profile: $out (flamegraph.pl, speedscope and inferno read it)"
+echo "demo: flame graph:    $svg (open it in a browser: click to zoom, Ctrl-F to search)"

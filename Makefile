@@ -33,7 +33,7 @@ EXTRA_CFLAGS ?=
 EXTRA_LDFLAGS ?=
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARNINGS) -Isrc -Ibpf -I$(OUT) $(CFLAGS) $(EXTRA_CFLAGS) \
 	      -DBPFPROF_VERSION='"$(VERSION) ($(GITREV))"' -MMD -MP
-LDLIBS_CORE := -lelf -lz -lm
+LDLIBS_CORE := -ldw -lelf -lz -lm
 LDLIBS_BPF  := -lbpf
 
 ifeq ($(V),1)
@@ -60,7 +60,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 .PHONY: all
 all: $(OUT)/bpfprof
 
-$(OUT) $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out $(OUT)/tests $(OUT)/fixtures $(OUT)/workloads:
+$(OUT) $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out $(OUT)/obj/unwind $(OUT)/tests $(OUT)/fixtures $(OUT)/workloads:
 	$(Q)mkdir -p $@
 
 # --- BPF ------------------------------------------------------------------
@@ -78,7 +78,7 @@ vmlinux:
 	$(Q)tools/gen-vmlinux.sh $(VMLINUX)
 
 # --- userspace ------------------------------------------------------------
-$(OUT)/obj/%.o: src/%.c | $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out
+$(OUT)/obj/%.o: src/%.c | $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out $(OUT)/obj/unwind
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 

@@ -17,6 +17,7 @@ enum {
 	OPT_PER_THREAD,
 	OPT_MAX_STACKS,
 	OPT_MAX_COUNTS,
+	OPT_UNWIND,
 	OPT_VERSION,
 };
 
@@ -35,6 +36,7 @@ static const struct option long_opts[] = {
 	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
 	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 	{ "max-entries", required_argument, NULL, OPT_MAX_COUNTS },
+	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -70,6 +72,9 @@ void cli__usage(FILE *f)
 		"      --per-thread        keep threads apart (tid in the key)\n"
 		"      --max-stacks N      distinct stacks per drain in the kernel (default 16384)\n"
 		"      --max-entries N     distinct (process, stack) pairs per drain (default 16384)\n"
+		"      --unwind MODE       user stacks: auto (.eh_frame tables where available, frame\n"
+		"                          pointers elsewhere; default), fp (frame pointers only),\n"
+		"                          dwarf (tables only)\n"
 		"\n"
 		"Output:\n"
 		"  -o, --output FILE       write here instead of stdout (written atomically)\n"
@@ -98,6 +103,7 @@ void cli__usage(FILE *f)
 		"  sudo bpfprof -p 1234,5678 -U                 two processes, user stacks, Ctrl-C to stop\n"
 		"  sudo bpfprof -C 0-1 -K -d 5                  kernel stacks of CPUs 0 and 1\n"
 		"  sudo bpfprof -o run.folded -- ./my-benchmark --iterations 100\n"
+		"  sudo bpfprof -p 1234 --unwind fp -d 10      user stacks by frame pointers only\n"
 		"  flamegraph.pl cpu.folded > cpu.svg           (any folded-stack tool reads the output)\n"
 		"\n"
 		"Exit status: 0 profile written, 1 failure, 2 usage error.\n");
@@ -217,6 +223,28 @@ static int parse_u32_opt(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
 	return 0;
 }
 
+static const char *const unwind_names[] = {
+	[UNWIND_OPT_AUTO] = "auto",
+	[UNWIND_OPT_FP] = "fp",
+	[UNWIND_OPT_DWARF] = "dwarf",
+};
+
+int cli__parse_unwind(const char *s, enum unwind_opt *out)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(unwind_names); i++) {
+		if (s && !strcmp(s, unwind_names[i])) {
+			*out = (enum unwind_opt)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *cli__unwind_name(enum unwind_opt u)
+{
+	return (size_t)u < ARRAY_SIZE(unwind_names) ? unwind_names[u] : "?";
+}
+
 void cli__free(struct options *o)
 {
 	free(o->pids);
@@ -301,6 +329,11 @@ int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errle
 			if (parse_u32_opt(optarg, 64, 1u << 24, &o->max_counts))
 				return usage_err(err, errlen,
 						 "invalid --max-entries '%s': expected 64 to 16777216", optarg);
+			break;
+		case OPT_UNWIND:
+			if (cli__parse_unwind(optarg, &o->unwind))
+				return usage_err(err, errlen,
+						 "invalid --unwind '%s': expected auto, fp or dwarf", optarg);
 			break;
 		case 'v':
 			if (o->verbosity < 0)

@@ -15,6 +15,13 @@
 
 #define CLI_MAX_FREQ 1000000u /* sanity cap; the kernel's sysctl limit is checked later */
 
+/* --unwind: how user stacks are walked. */
+enum unwind_opt {
+	UNWIND_OPT_AUTO = 0, /* .eh_frame tables where loaded, frame pointers elsewhere */
+	UNWIND_OPT_FP,	     /* frame pointers only (bpf_get_stack) */
+	UNWIND_OPT_DWARF,    /* tables only */
+};
+
 struct options {
 	uint32_t freq;
 	bool all_cpus;
@@ -32,6 +39,7 @@ struct options {
 	int verbosity;	      /* 0 default, -1 quiet, 1.. -v count */
 	uint32_t max_stacks;
 	uint32_t max_counts;
+	enum unwind_opt unwind;
 	bool show_version;
 	bool show_help;
 };
@@ -52,5 +60,8 @@ void cli__usage(FILE *f);
 int cli__parse_pids(const char *s, uint32_t **pids, size_t *nr);
 /* Parses seconds ("10", "0.5", "2m", "1h"); 0 or -EINVAL. */
 int cli__parse_duration(const char *s, double *out);
+/* "auto", "fp", "dwarf" -> enum unwind_opt; -EINVAL otherwise. */
+int cli__parse_unwind(const char *s, enum unwind_opt *out);
+const char *cli__unwind_name(enum unwind_opt u);
 
 #endif

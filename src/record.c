@@ -27,6 +27,7 @@
 #include "profile.h"
 #include "sym/procfs.h"
 #include "sym/symbolizer.h"
+#include "unwind/unwinder.h"
 #include "util.h"
 
 static volatile sig_atomic_t stop_signal;
@@ -258,6 +259,7 @@ static void child_abort(struct child *ch)
 struct record_ctx {
 	struct profile *prof;
 	struct symbolizer *sym;
+	struct unwinder *uw; /* NULL with --unwind fp */
 	const struct options *o;
 	uint64_t notices;
 };
@@ -267,7 +269,15 @@ static void on_proc_notice(void *ctx, const struct bp_proc_event *e)
 	struct record_ctx *rc = ctx;
 	struct proc_id id = { .pid = e->tgid, .start_time = e->start_time, .exec_id = e->exec_id };
 
+	if (e->kind == PROC_EVENT_REFRESH) {
+		if (rc->uw)
+			unwinder__refresh(rc->uw, e->tgid, e->start_time, e->exec_id);
+		return;
+	}
 	rc->notices++;
+	/* Tables first: until they are in, the process's stacks use frame pointers. */
+	if (rc->uw)
+		unwinder__note_process(rc->uw, e->tgid, e->start_time, e->exec_id);
 	symbolizer__note_process(rc->sym, &id);
 }
 
@@ -390,6 +400,69 @@ static void describe_target(const struct options *o, const struct collector_stat
 	sbuf_free(&sb);
 }
 
+/* --- unwind tables ------------------------------------------------------------ */
+
+static uint32_t unwind_mode_of(enum unwind_opt u)
+{
+	return u == UNWIND_OPT_FP ? UNWIND_MODE_FP :
+	       u == UNWIND_OPT_DWARF ? UNWIND_MODE_DWARF : UNWIND_MODE_AUTO;
+}
+
+/*
+ * Starts the unwinder when the walker is loaded, with the tables most
+ * processes share (ours: libc, the dynamic loader) and those of the -p
+ * targets built before sampling starts.
+ */
+static int unwind_start(struct record_ctx *rc, struct collector *col, const struct options *o)
+{
+	struct unwind_kops k;
+	int fallback;
+	uint32_t mode = collector__unwind_mode(col, &fallback);
+
+	if (fallback)
+		p_warn("the .eh_frame stack walker could not be loaded (%s): user stacks use frame pointers",
+		       strerror(-fallback));
+	if (mode == UNWIND_MODE_FP)
+		return 0;
+	collector__unwind_kops(col, &k);
+	rc->uw = unwinder__new(NULL, &k);
+	if (!rc->uw) {
+		p_err("cannot set up the stack walker's tables: %s", strerror(errno));
+		return -ENOMEM;
+	}
+	unwinder__prefetch(rc->uw, (uint32_t)getpid());
+	for (size_t i = 0; i < o->nr_pids; i++)
+		unwinder__prefetch(rc->uw, o->pids[i]);
+	return 0;
+}
+
+static void print_unwind_summary(const struct record_ctx *rc, const struct collector_stats *st)
+{
+	struct unwinder_stats us;
+
+	if (!rc->uw)
+		return;
+	unwinder__stats(rc->uw, &us);
+	p_debug("unwind: %" PRIu64 " stacks walked with tables, %" PRIu64
+		" with frame pointers before the tables were in",
+		st->v[STAT_UNWIND_WALKS], st->v[STAT_UNWIND_NOT_READY]);
+	p_debug("unwind: stops: %" PRIu64 " outermost frame, %" PRIu64 " frame-pointer end, %" PRIu64
+		" truncated, %" PRIu64 " unreadable, %" PRIu64 " no mapping, %" PRIu64
+		" no table, %" PRIu64 " unsupported rule, %" PRIu64 " bad CFA",
+		st->v[STAT_UNWIND_END], st->v[STAT_UNWIND_FP_END], st->v[STAT_UNWIND_TRUNCATED],
+		st->v[STAT_UNWIND_ERR_READ], st->v[STAT_UNWIND_ERR_NO_MAP],
+		st->v[STAT_UNWIND_ERR_NO_TABLE], st->v[STAT_UNWIND_ERR_UNSUPPORTED],
+		st->v[STAT_UNWIND_ERR_CFA]);
+	p_debug("unwind: %" PRIu64 " frames from tables, %" PRIu64 " by frame pointers, %" PRIu64
+		" refresh requests",
+		st->v[STAT_UNWIND_DWARF_FRAMES], st->v[STAT_UNWIND_FP_FRAMES],
+		st->v[STAT_UNWIND_REFRESH]);
+	p_debug("unwind: %" PRIu64 " tables (%" PRIu64 " rows) in %.1f MiB of kernel memory (%.1f MiB used), built in %.1f ms; %" PRIu64
+		" files without a table, %" PRIu64 " processes",
+		us.tables, us.rows, us.kernel_bytes / 1048576.0, us.used_bytes / 1048576.0,
+		us.build_ns / 1e6, us.tables_failed, us.procs_loaded);
+}
+
 /* --- the run ------------------------------------------------------------------ */
 
 static const struct writer *pick_writer(const struct options *o)
@@ -494,8 +567,11 @@ int cmd_record(int argc, char **argv)
 	copts.max_stacks = o.max_stacks;
 	copts.max_counts = o.max_counts;
 	copts.libbpf_debug = o.verbosity >= 2;
+	copts.unwind_mode = unwind_mode_of(o.unwind);
 
 	col = collector__open(&copts, &ce);
+	if (col && unwind_start(&rc, col, &o))
+		goto out;
 	if (!col || collector__attach(col, &ce)) {
 		p_err("%s", ce.msg);
 		if (ce.hint[0])
@@ -533,6 +609,8 @@ int cmd_record(int argc, char **argv)
 			p_err("polling the ring buffer failed: %s", strerror(-err));
 			break;
 		}
+		if (rc.uw)
+			unwinder__tick(rc.uw);
 		if (ch.pid) {
 			child_reap(&ch, false);
 			if (ch.exited)
@@ -565,9 +643,12 @@ int cmd_record(int argc, char **argv)
 		m->lost = st.v[STAT_LOST_STACKS_FULL] + st.v[STAT_LOST_COUNTS_FULL] +
 			  st.v[STAT_LOST_NO_MAP];
 		gethostname(m->hostname, sizeof(m->hostname) - 1);
-		snprintf(m->unwind, sizeof(m->unwind), "fp");
+		snprintf(m->unwind, sizeof(m->unwind), "%s",
+			 cli__unwind_name(collector__unwind_mode(col, NULL) == UNWIND_MODE_FP ?
+						  UNWIND_OPT_FP : o.unwind));
 	}
 	print_summary(&st, rc.prof, (t_stop - t_start) / 1e9);
+	print_unwind_summary(&rc, &st);
 	if (profile__total(rc.prof) == 0)
 		p_warn("no samples were collected: was the target idle?");
 	if (ch.exited && WIFEXITED(ch.status) && WEXITSTATUS(ch.status))
@@ -587,6 +668,7 @@ int cmd_record(int argc, char **argv)
 out:
 	if (ch.pid && !ch.exited)
 		child_abort(&ch);
+	unwinder__free(rc.uw);
 	collector__free(col);
 	symbolizer__free(rc.sym);
 	profile__free(rc.prof);

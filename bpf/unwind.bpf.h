@@ -328,13 +328,19 @@ done:
 
 /*
  * The process's unwind entry, if userspace has loaded one for exactly this
- * program image (same start time and exec count).
+ * program image (same start time and exec count). An entry installed ahead
+ * of the first sample (-p targets, read just before sampling started) has
+ * no ids yet; the first sample's notice makes userspace fill them in.
  */
 static __always_inline struct bp_uproc *uw_proc(__u32 tgid, __u64 start_time, __u64 exec_id)
 {
 	struct bp_uproc *p = bpf_map_lookup_elem(&unwind_procs, &tgid);
 
-	if (!p || p->start_time != start_time || p->exec_id != exec_id)
+	if (!p)
+		return NULL;
+	if (p->flags & UPROC_F_ANY_IMAGE)
+		return p;
+	if (p->start_time != start_time || p->exec_id != exec_id)
 		return NULL;
 	return p;
 }

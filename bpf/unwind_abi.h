@@ -96,6 +96,9 @@ struct bp_umap {
 	__u32 nr_pages;
 };
 
+/* bp_uproc.flags */
+#define UPROC_F_ANY_IMAGE 1 /* installed before the first notice (-p): ids not known yet */
+
 /* unwind_procs: tgid -> the image's mappings. */
 struct bp_uproc {
 	__u64 start_time; /* must match the sampled image, else frame pointers */
@@ -103,6 +106,8 @@ struct bp_uproc {
 	__u64 refresh_ns; /* BPF: when it last asked userspace to re-read the maps */
 	__u32 maps;	  /* global slot of the first bp_umap */
 	__u32 nr_maps;
+	__u32 flags;	  /* UPROC_F_* */
+	__u32 pad;
 };
 
 #endif /* BPFPROF_UNWIND_ABI_H */

@@ -432,7 +432,7 @@ static int unwind_start(struct record_ctx *rc, struct collector *col, const stru
 	}
 	unwinder__prefetch(rc->uw, (uint32_t)getpid());
 	for (size_t i = 0; i < o->nr_pids; i++)
-		unwinder__prefetch(rc->uw, o->pids[i]);
+		unwinder__install(rc->uw, o->pids[i]);
 	return 0;
 }
 

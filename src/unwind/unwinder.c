@@ -70,6 +70,8 @@ struct uproc {
 	size_t nr_files;
 	uint64_t sig;	       /* hash of the executable mappings */
 	uint64_t last_used, last_refresh;
+	uint64_t start_ticks; /* for an entry installed ahead (ids unknown): /proc start time */
+	bool any_image;	      /* UPROC_F_ANY_IMAGE: installed by unwinder__prefetch() */
 	bool in_kernel;
 };
 
@@ -493,6 +495,15 @@ static bool proc_alive(struct unwinder *u, uint32_t pid, uint64_t start_time)
 	return !start_time || ticks == procfs__ns_to_ticks(start_time);
 }
 
+static bool uproc_alive(struct unwinder *u, const struct uproc *p)
+{
+	uint64_t ticks;
+
+	if (!p->any_image)
+		return proc_alive(u, p->pid, p->start_time);
+	return !procfs__starttime(u->proc_root, p->pid, &ticks) && ticks == p->start_ticks;
+}
+
 /* x86-64 processes only: a 32-bit one is walked by bpf_get_stack. */
 static int check_exe(struct unwinder *u, uint32_t pid)
 {
@@ -682,6 +693,7 @@ static int load_maps(struct unwinder *u, struct uproc *p)
 	kp.exec_id = p->exec_id;
 	kp.maps = r.slot;
 	kp.nr_maps = (uint32_t)n;
+	kp.flags = p->any_image ? UPROC_F_ANY_IMAGE : 0;
 	if (!p->in_kernel && u->nr_in_kernel >= u->max_procs)
 		evict_one_proc(u, p);
 	err = u->k.proc_set ? u->k.proc_set(u->k.ctx, p->pid, &kp) : 0;
@@ -750,10 +762,23 @@ int unwinder__note_process(struct unwinder *u, uint32_t pid, uint64_t start_time
 	if (!p)
 		return -ENOMEM;
 	p->last_used = now_ns();
+	if (!created && p->any_image && p->in_kernel && uproc_alive(u, p) &&
+	    proc_alive(u, pid, start_time)) {
+		/* Installed ahead: now the ids are known. Rewrite the entry in
+		 * place (no window without one), re-reading the mappings. */
+		p->any_image = false;
+		p->start_time = start_time;
+		p->exec_id = exec_id;
+		p->sig = 0;
+		err = load_maps(u, p);
+		if (!err)
+			return 0;
+	}
 	if (!created && p->start_time == start_time && p->exec_id == exec_id && p->in_kernel)
 		return 0;
-	if (!created && (p->start_time != start_time || p->exec_id != exec_id))
+	if (!created && (p->any_image || p->start_time != start_time || p->exec_id != exec_id))
 		proc_unload(u, p); /* exec, or a new process under a recycled pid */
+	p->any_image = false;
 	p->start_time = start_time;
 	p->exec_id = exec_id;
 	if (!proc_alive(u, pid, start_time)) {
@@ -787,6 +812,34 @@ int unwinder__refresh(struct unwinder *u, uint32_t pid, uint64_t start_time, uin
 	p->last_refresh = now;
 	u->st.refreshes++;
 	return load_maps(u, p);
+}
+
+int unwinder__install(struct unwinder *u, uint32_t pid)
+{
+	struct uproc *p;
+	uint64_t ticks;
+	bool created;
+	int err;
+
+	err = procfs__starttime(u->proc_root, pid, &ticks);
+	if (!err)
+		err = check_exe(u, pid);
+	if (err)
+		return err;
+	p = proc_get(u, pid, &created);
+	if (!p)
+		return -ENOMEM;
+	if (!created)
+		return 0;
+	p->any_image = true;
+	p->start_ticks = ticks;
+	p->last_used = now_ns();
+	err = load_maps(u, p);
+	if (err) {
+		u->st.procs_skipped++;
+		proc_forget(u, p);
+	}
+	return err;
 }
 
 int unwinder__prefetch(struct unwinder *u, uint32_t pid)
@@ -827,7 +880,7 @@ void unwinder__tick(struct unwinder *u)
 	while ((e = htab__next(u->procs, &pos))) {
 		struct uproc *p = e->value;
 
-		if (!proc_alive(u, p->pid, p->start_time)) {
+		if (!uproc_alive(u, p)) {
 			proc_unload(u, p);
 			htab__remove(u->procs, &p->pid, sizeof(p->pid));
 			free(p);

@@ -90,6 +90,14 @@ int unwinder__note_process(struct unwinder *u, uint32_t pid, uint64_t start_time
 int unwinder__refresh(struct unwinder *u, uint32_t pid, uint64_t start_time, uint64_t exec_id);
 /* Builds (and uploads) the tables of pid's files ahead of its first sample. */
 int unwinder__prefetch(struct unwinder *u, uint32_t pid);
+/*
+ * Installs pid's entry ahead of its first sample (for -p targets, just
+ * before sampling starts), so even that sample is walked with tables. Its
+ * image ids are not known yet: the entry matches whatever pid runs
+ * (UPROC_F_ANY_IMAGE) until the first notice supplies them; pid reuse is
+ * caught by the /proc start time at every tick.
+ */
+int unwinder__install(struct unwinder *u, uint32_t pid);
 
 /* Periodic upkeep (call every few hundred ms): frees what exited processes
  * and idle tables held. */

@@ -646,6 +646,7 @@ int cmd_record(int argc, char **argv)
 		snprintf(m->unwind, sizeof(m->unwind), "%s",
 			 cli__unwind_name(collector__unwind_mode(col, NULL) == UNWIND_MODE_FP ?
 						  UNWIND_OPT_FP : o.unwind));
+		p_debug("user stacks walked with --unwind %s", m->unwind);
 	}
 	print_summary(&st, rc.prof, (t_stop - t_start) / 1e9);
 	print_unwind_summary(&rc, &st);

@@ -12,6 +12,9 @@ PACKAGES=(
 	libcmocka-dev libclang-rt-14-dev
 	python3 python3-pytest
 	linux-perf bpftrace util-linux procps
+	# --unwind tests: Debian binaries without frame pointers, libc's debug symbols
+	# (__libc_start_call_main is a local symbol) for perf and for the tests
+	xz-utils sqlite3 libc6-dbg
 )
 
 missing=()

@@ -110,6 +110,20 @@ $(OUT)/fixtures/libfix.so: tests/unit/fixtures/lib.c | $(OUT)/fixtures
 $(OUT)/fixtures/stripped: $(OUT)/fixtures/pie
 	$(Q)strip -s $< -o $@
 
+# Unwind table fixtures: every CFI rule kind (hand-written), with and without
+# .eh_frame_hdr; CFI only in .debug_frame; no CFI at all.
+FIXTURES += $(addprefix $(OUT)/fixtures/,libcfi.so libcfi-nohdr.so libfix-dbgframe.so libnocfi.so)
+$(OUT)/fixtures/libcfi.so: tests/unit/fixtures/cfi.S | $(OUT)/fixtures
+	$(Q)$(CC) -shared -nostdlib -Wl,-z,noexecstack $< -o $@
+$(OUT)/fixtures/libcfi-nohdr.so: tests/unit/fixtures/cfi.S | $(OUT)/fixtures
+	$(Q)$(CC) -shared -nostdlib -Wl,-z,noexecstack -Wl,--no-eh-frame-hdr $< -o $@
+$(OUT)/fixtures/libfix-dbgframe.so: tests/unit/fixtures/lib.c | $(OUT)/fixtures
+	$(Q)$(CC) -O0 -g -fPIC -shared -nostdlib -fno-asynchronous-unwind-tables -fno-unwind-tables \
+		$< -o $@
+$(OUT)/fixtures/libnocfi.so: tests/unit/fixtures/lib.c | $(OUT)/fixtures
+	$(Q)$(CC) -O0 -fPIC -shared -nostdlib -fno-asynchronous-unwind-tables -fno-unwind-tables \
+		$< -o $@
+
 # Workloads for the integration tests: clang keeps leaf frame pointers.
 WL_CFLAGS := -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline-functions \
 	     -fno-optimize-sibling-calls

@@ -348,7 +348,8 @@ static void settle_fdes(struct build *b)
 	size_t w = 0;
 	uint64_t last_end = 0;
 
-	qsort(b->fdes, b->nr_fdes, sizeof(*b->fdes), cmp_fde);
+	if (b->nr_fdes)
+		qsort(b->fdes, b->nr_fdes, sizeof(*b->fdes), cmp_fde);
 	for (size_t i = 0; i < b->nr_fdes; i++) {
 		if (w && b->fdes[i].begin < last_end) {
 			b->t->st.fdes_skipped++;

@@ -34,7 +34,7 @@
 
 #define REFRESH_MIN_NS	(250ull * 1000000) /* per process */
 #define TICK_SWEEP_NS	(1000ull * 1000000)
-#define SEG_ROWS	(UNWIND_CHUNK_SLOTS / 8) /* row run size when a table is split */
+#define SEG_ROWS	(UNWIND_CHUNK_SLOTS / 8) /* rows per run: tables are split in pieces */
 #define MAX_MAPS_FILE	(64u << 20)
 
 struct run {
@@ -79,6 +79,7 @@ struct unwinder {
 	char proc_root[256];
 	struct unwind_kops k;
 	uint32_t max_procs;
+	uint32_t seg_rows;
 	uint64_t idle_ns;
 	struct upool *pool;
 	struct htab *files;	  /* file_key -> ufile */
@@ -237,9 +238,10 @@ static int upload_rows(struct unwinder *u, struct ufile *f, const struct utable 
 }
 
 /*
- * Puts t into the pool: the page index in one run, the rows in one run if
- * one fits, else in runs of up to SEG_ROWS rows split at page boundaries
- * (each starting with the row in force at its first page).
+ * Puts t into the pool: the page index in one run, the rows in runs of up
+ * to seg_rows rows split at page boundaries (each starting with the row in
+ * force at its first page). Small runs fit the gaps that freed tables leave,
+ * so the pool does not fragment into unusable pieces.
  */
 static int upload_table(struct unwinder *u, struct ufile *f, const struct utable *t)
 {
@@ -255,16 +257,8 @@ static int upload_table(struct unwinder *u, struct ufile *f, const struct utable
 	err = alloc_run(u, (uint32_t)t->nr_pages, f, &pr);
 	if (!err)
 		err = add_run(f, pr);
-	if (err)
-		goto out;
-	if (t->nr_rows <= UNWIND_CHUNK_SLOTS &&
-	    (t->nr_rows <= upool__largest_free(u->pool) || t->nr_rows > SEG_ROWS)) {
-		err = upload_rows(u, f, t, 0, t->nr_rows, 0, t->nr_pages, pages);
-		if (err != -ENOSPC)
-			goto write_pages;
-	}
-	/* Split: greedy groups of whole pages. */
-	err = 0;
+	/* Greedy groups of whole pages, at most seg_rows rows each (a page has
+	 * at most UNWIND_PAGE_MAX_ROWS, so a group always takes one page). */
 	for (size_t p0 = 0; p0 < t->nr_pages && !err;) {
 		size_t p1 = p0, first = SIZE_MAX, end = 0;
 
@@ -276,27 +270,22 @@ static int upload_table(struct unwinder *u, struct ufile *f, const struct utable
 				nf = MIN(first, (size_t)pg->first);
 				ne = MAX(end, (size_t)pg->first + pg->count);
 			}
-			if (nf != SIZE_MAX && ne - nf > SEG_ROWS && p1 > p0)
+			if (nf != SIZE_MAX && ne - nf > u->seg_rows && p1 > p0)
 				break;
 			first = nf;
 			end = ne;
 			p1++;
 		}
-		if (first == SIZE_MAX) { /* pages without rows */
-			p0 = p1;
-			continue;
-		}
-		err = upload_rows(u, f, t, first, end - first, p0, p1, pages);
+		if (first != SIZE_MAX) /* else: pages without rows, count 0 */
+			err = upload_rows(u, f, t, first, end - first, p0, p1, pages);
 		p0 = p1;
 	}
-write_pages:
 	if (!err)
 		err = kwrite(u, pr.slot, pages, (uint32_t)t->nr_pages);
 	if (!err) {
 		f->pages = pr.slot;
 		f->nr_pages = (uint32_t)t->nr_pages;
 	}
-out:
 	free(pages);
 	if (err) {
 		for (size_t i = 0; i < f->nr_runs; i++)
@@ -894,7 +883,8 @@ void unwinder__tick(struct unwinder *u)
 		while ((e = htab__next(u->files, &pos))) {
 			struct ufile *f = e->value;
 
-			if (!f->refs && f != u->vdso && now - f->last_used > u->idle_ns) {
+			/* (last_used may be later than now: set by the sweep above) */
+			if (!f->refs && f != u->vdso && f->last_used + u->idle_ns < now) {
 				victim = f;
 				break;
 			}
@@ -919,6 +909,9 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts, const struct un
 	if (kops)
 		u->k = *kops;
 	u->max_procs = opts && opts->max_procs ? opts->max_procs : 4096;
+	u->seg_rows = opts && opts->seg_rows ? opts->seg_rows : SEG_ROWS;
+	if (u->seg_rows < UNWIND_PAGE_MAX_ROWS)
+		u->seg_rows = UNWIND_PAGE_MAX_ROWS;
 	u->idle_ns = (uint64_t)(opts && opts->idle_table_secs ? opts->idle_table_secs : 60) *
 		     1000000000ull;
 	if (max_chunks > UNWIND_MAX_CHUNKS)

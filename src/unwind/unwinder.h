@@ -51,6 +51,7 @@ struct unwinder_opts {
 	uint32_t max_procs;	  /* kernel entries; default 4096 */
 	uint32_t max_chunks;	  /* pool cap in 1 MiB chunks; default 128 */
 	uint32_t idle_table_secs; /* unused tables kept this long; default 60 */
+	uint32_t seg_rows;	  /* rows per pool run (tables are split); default 16384 */
 };
 
 struct unwinder_stats {

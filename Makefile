@@ -164,6 +164,11 @@ $(OUT)/workloads/uw_%: tests/workloads/unwind/%.c | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UW_NOFP) $< -o $@
 
+# tools/uwtable: prints the unwind table of ELF files (used by tools/bench_unwind.py).
+$(OUT)/uwtable: tools/uwtable.c $(OUT)/libcore.a
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(OUT)/libcore.a $(LDLIBS_CORE) -o $@
+
 .PHONY: unit-tests test-deps
 unit-tests: $(UNIT_BINS) $(FIXTURES)
 test-deps: all unit-tests $(WORKLOADS) $(OUT)/workloads/libwl.so $(UW_WORKLOADS)

@@ -26,8 +26,10 @@
 
 const volatile __u32 unwind_mode = UNWIND_MODE_FP;
 
+/* Mmapable: userspace writes tables straight into the chunk's memory. */
 struct unwind_chunk {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, UNWIND_CHUNK_SLOTS);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -66,6 +68,7 @@ struct uw_state {
 	__u32 flags;
 	__u32 stop; /* enum bp_stat of the stop, 0 while walking */
 	__u32 nr;
+	__u32 dwarf_frames, fp_frames; /* counted into stats once per walk */
 };
 
 struct {
@@ -93,6 +96,14 @@ static __always_inline void *uw_chunk(__u32 global_slot)
 }
 
 /* Asks userspace to re-read the process's mappings (dlopen, new JIT code). */
+static __always_inline void stat_add(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v && n)
+		*v += n;
+}
+
 static __always_inline void uw_request_refresh(__u32 tgid)
 {
 	struct bp_uproc *p = bpf_map_lookup_elem(&unwind_procs, &tgid);
@@ -215,7 +226,7 @@ static __always_inline long uw_fp_step(struct uw_state *st)
 		return uw_stop(st, STAT_UNWIND_ERR_CFA);
 	if (bpf_probe_read_user(fr, sizeof(fr), (void *)st->bp))
 		return uw_stop(st, STAT_UNWIND_ERR_READ);
-	stat_inc(STAT_UNWIND_FP_FRAMES);
+	st->fp_frames++;
 	st->sp = st->bp + 16;
 	st->bp = fr[0];
 	st->pc = fr[1];
@@ -278,7 +289,7 @@ static long uw_step(__u64 index, void *data)
 		/* ucontext gregs: rbp at -40, rsp at 0, rip at +8 from rsp + cfa. */
 		if (bpf_probe_read_user(fr, sizeof(fr), (void *)(st->sp + row.cfa - 40)))
 			return uw_stop(st, STAT_UNWIND_ERR_READ);
-		stat_inc(STAT_UNWIND_DWARF_FRAMES);
+		st->dwarf_frames++;
 		st->bp = fr[0];
 		st->sp = fr[5];
 		st->pc = fr[6];
@@ -318,7 +329,7 @@ static long uw_step(__u64 index, void *data)
 	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
 		return uw_stop(st, STAT_UNWIND_ERR_READ);
 done:
-	stat_inc(STAT_UNWIND_DWARF_FRAMES);
+	st->dwarf_frames++;
 	st->pc = ra;
 	st->sp = cfa;
 	st->bp = nbp;
@@ -395,10 +406,13 @@ static __always_inline bool uw_walk(struct bpf_perf_event_data *ctx, struct task
 	st->flags = UW_F_EXACT | UW_F_TRUSTED;
 	st->stop = 0;
 	st->nr = 0;
+	st->dwarf_frames = st->fp_frames = 0;
 	c.st = st;
 	bpf_loop(PROFILE_MAX_DEPTH + 1, uw_step, &c, 0);
 	out->nr = st->nr;
 	stat_inc(st->stop ? st->stop : STAT_UNWIND_TRUNCATED);
+	stat_add(STAT_UNWIND_DWARF_FRAMES, st->dwarf_frames);
+	stat_add(STAT_UNWIND_FP_FRAMES, st->fp_frames);
 	return true;
 }
 

@@ -53,11 +53,11 @@ struct {
 	__type(value, struct bp_uproc);
 } unwind_procs SEC(".maps");
 
-#define UW_REFRESH_NS	  500000000ULL /* at most two refresh requests a second per process */
-#define UW_MAP_PROBES	  14	       /* log2(UNWIND_MAX_MAPS) + 1 */
-#define UW_ROW_PROBES	  13	       /* ceil(log2(UNWIND_PAGE_MAX_ROWS)) */
-#define UW_F_EXACT	  1	       /* pc is not a return address (leaf, after a signal frame) */
-#define UW_F_TRUSTED	  2	       /* pc came from a table step or the registers */
+#define UW_REFRESH_NS 500000000ULL /* at most two refresh requests a second per process */
+#define UW_MAP_PROBES 14	   /* log2(UNWIND_MAX_MAPS) + 1 */
+#define UW_ROW_PROBES 13	   /* ceil(log2(UNWIND_PAGE_MAX_ROWS)) */
+#define UW_F_EXACT    1		   /* pc is not a return address (leaf, after a signal frame) */
+#define UW_F_TRUSTED  2		   /* pc came from a table step or the registers */
 
 struct uw_state {
 	__u64 pc, sp, bp;
@@ -293,7 +293,8 @@ static long uw_step(__u64 index, void *data)
 		st->bp = fr[0];
 		st->sp = fr[5];
 		st->pc = fr[6];
-		st->flags = UW_F_EXACT | UW_F_TRUSTED; /* the interrupted pc, not a return address */
+		st->flags =
+			UW_F_EXACT | UW_F_TRUSTED; /* the interrupted pc, not a return address */
 		return 0;
 	case UROW_CFA_END:
 		return uw_stop(st, STAT_UNWIND_END);
@@ -364,7 +365,7 @@ static __always_inline struct bp_uproc *uw_proc(__u32 tgid, __u64 start_time, __
 static __always_inline bool uw_walk(struct bpf_perf_event_data *ctx, struct task_struct *task,
 				    const struct bp_uproc *p, struct bp_stack *out)
 {
-	struct uw_ctx c = { .out = out };
+	struct uw_ctx c = {.out = out};
 	struct uw_state *st;
 	__u32 zero = 0;
 	__u64 cs, ip, sp, bp;

@@ -72,9 +72,9 @@ enum bp_urow_rbp {
 
 /* One unwind row: the rule from pc up to the next row's pc. 8 bytes. */
 struct bp_urow {
-	__u32 pc; /* offset from the table's base vaddr */
-	__u8 op;  /* UROW_OP(cfa kind, rbp kind) */
-	__s8 rbp; /* rbp slot offset in 8-byte units; PLT: the rip & 15 threshold */
+	__u32 pc;  /* offset from the table's base vaddr */
+	__u8 op;   /* UROW_OP(cfa kind, rbp kind) */
+	__s8 rbp;  /* rbp slot offset in 8-byte units; PLT: the rip & 15 threshold */
 	__u16 cfa; /* CFA offset in bytes (s16 for UROW_CFA_DEREF_RBP) */
 };
 
@@ -106,7 +106,7 @@ struct bp_uproc {
 	__u64 refresh_ns; /* BPF: when it last asked userspace to re-read the maps */
 	__u32 maps;	  /* global slot of the first bp_umap */
 	__u32 nr_maps;
-	__u32 flags;	  /* UPROC_F_* */
+	__u32 flags; /* UPROC_F_* */
 	__u32 pad;
 };
 

@@ -15,7 +15,7 @@ vs perf --call-graph=dwarf, table build time and size, kernel memory for a host.
 3. Kernel memory with 200 idle processes of 10 different programs, all
    profiled with -p (their tables are installed before sampling starts).
 
-Usage: sudo tools/bench_unwind.py [--seconds 10] [--skip-host]
+Usage: sudo tools/bench_unwind.py [--seconds 10] [--rounds 3] [--skip-host]
 Prints Markdown (the README has the latest numbers).
 """
 import argparse
@@ -23,6 +23,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -123,7 +124,7 @@ def perf_stats(text, comms):
     return n, reach, total
 
 
-def cost_table(title, seconds, freq, tmp, bottom, comms, with_perf=True):
+def cost_table(title, seconds, freq, tmp, bottom, comms, rounds, with_perf=True):
     rows = []
     runs = [
         ("bpfprof --unwind fp", [str(BPFPROF), "-F", str(freq), "-a", "-q", "--unwind", "fp"],
@@ -132,7 +133,8 @@ def cost_table(title, seconds, freq, tmp, bottom, comms, with_perf=True):
          ["do_sample"], None),
         ("bpftrace (ustack, kstack)",
          ["bpftrace", "-e", f"profile:hz:{freq} {{ @[kstack, ustack, comm] = count(); }}"],
-         ["profile_hz", "profile"], None),
+         # bpftrace 0.17 names the program after the probe's last part ("99")
+         ["profile_hz", "profile", str(freq)], None),
     ]
     if with_perf:
         data = tmp / "perf.data"
@@ -142,17 +144,32 @@ def cost_table(title, seconds, freq, tmp, bottom, comms, with_perf=True):
                      # to a file: measure() keeps only the tail of what it captures
                      ["sh", "-c", f"perf script -i {data} --no-inline -F comm,ip,sym,dso "
                                   f"> {tmp / 'perf.txt'}"]))
-    for label, argv, progs, post in runs:
-        r = measure(label, argv, seconds, progs, post_argv=post)
-        if label.startswith("bpfprof"):
-            n, reach = folded_stats(r["output"], bottom, comms)
-        elif label.startswith("bpftrace"):
-            n, reach = bpftrace_stats(r["output"], comms)
-        else:
-            n, reach, r["bpf_runs"] = perf_stats((tmp / "perf.txt").read_text(errors="replace"),
-                                                 comms)
-            r["bytes"] = data.stat().st_size if data.exists() else 0
-        r["n"], r["reach"] = n, reach
+    # Rounds alternate the profilers, so drifting load from other jobs on the
+    # machine hits them alike; the table shows medians.
+    results = {label: [] for label, _, _, _ in runs}
+    for _ in range(rounds):
+        for label, argv, progs, post in runs:
+            r = measure(label, argv, seconds, progs, post_argv=post)
+            if label.startswith("bpfprof"):
+                n, reach = folded_stats(r["output"], bottom, comms)
+            elif label.startswith("bpftrace"):
+                n, reach = bpftrace_stats(r["output"], comms)
+            else:
+                n, reach, r["bpf_runs"] = perf_stats(
+                    (tmp / "perf.txt").read_text(errors="replace"), comms)
+                r["bytes"] = data.stat().st_size if data.exists() else 0
+            r["n"], r["reach"] = n, reach
+            results[label].append(r)
+    for label, rs in results.items():
+        r = dict(rs[0])
+        ns = [x["bpf_ns_per_sample"] for x in rs if x["bpf_ns_per_sample"]]
+        r["bpf_ns_per_sample"] = statistics.median(ns) if ns else None
+        r["cpu_s"] = statistics.median(x["cpu_s"] for x in rs)
+        r["bpf_runs"] = statistics.median((x.get("bpf_runs") or x["n"]) for x in rs)
+        r["n"] = statistics.median(x["n"] for x in rs)
+        r["reach"] = statistics.median(x["reach"] / max(x["n"], 1) for x in rs) * r["n"]
+        if "bytes" in r:
+            r["bytes"] = statistics.median(x["bytes"] for x in rs)
         rows.append(r)
     print(f"\n{title}\n")
     print("| profiler | BPF ns/sample | profiler CPU s | CPU µs/sample | perf.data bytes/sample "
@@ -164,7 +181,7 @@ def cost_table(title, seconds, freq, tmp, bottom, comms, with_perf=True):
         runs_all = max(r.get("bpf_runs") or n, n)
         per = f"{r['cpu_s'] * 1e6 / runs_all:.0f}"
         bps = f"{r['bytes'] / runs_all:.0f}" if "bytes" in r else "-"
-        print(f"| {r['label']} | {ns} | {r['cpu_s']:.2f} | {per} | {bps} | {r['n']} | "
+        print(f"| {r['label']} | {ns} | {r['cpu_s']:.2f} | {per} | {bps} | {r['n']:.0f} | "
               f"{100 * r['reach'] / n:.1f}% |")
     return rows
 
@@ -188,8 +205,9 @@ def table_sizes():
         rss = subprocess.run(["/usr/bin/time", "-f", "%M", str(tool), f[0]], capture_output=True,
                              text=True).stderr.strip().splitlines()[-1]
         text_kib = int(f[2]) * 4
+        extra = int(rss) - int(base)
         print(f"| {os.path.basename(f[0])} | {text_kib} | {f[1]} | {f[3]} | {f[5]} | "
-              f"{int(rss) - int(base)} |")
+              f"{extra if extra >= 100 else '< 100'} |")
 
 
 def map_ids():
@@ -246,6 +264,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--freq", type=int, default=99)
+    ap.add_argument("--rounds", type=int, default=1, help="alternating rounds; medians shown")
     ap.add_argument("--skip-host", action="store_true")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -260,13 +279,13 @@ def main():
     Path("/proc/sys/kernel/bpf_stats_enabled").write_text("1")
     tmp = Path(tempfile.mkdtemp(prefix="bpfprof-bench-"))
     print(f"Kernel {os.uname().release}, {os.cpu_count()} CPUs, -F {args.freq}, "
-          f"{args.seconds:g} s per profiler")
+          f"{args.seconds:g} s per profiler, median of {args.rounds} round(s)")
     try:
         wl = start_debian_workloads(tmp)
         try:
             time.sleep(1)
             cost_table("Debian binaries without frame pointers (xz -9e, python3):",
-                       args.seconds, args.freq, tmp, bottom, {"xz", "python3"})
+                       args.seconds, args.freq, tmp, bottom, {"xz", "python3"}, args.rounds)
         finally:
             stop(wl)
         wl = [subprocess.Popen([str(WL / "busy"), "100000"], stdout=subprocess.DEVNULL,
@@ -275,7 +294,8 @@ def main():
             time.sleep(1)
             cost_table("Frame-pointer build (2 x busy, clang -fno-omit-frame-pointer "
                        "-mno-omit-leaf-frame-pointer):",
-                       args.seconds, args.freq, tmp, bottom, {"busy"}, with_perf=False)
+                       args.seconds, args.freq, tmp, bottom, {"busy"}, args.rounds,
+                       with_perf=False)
         finally:
             stop(wl)
         table_sizes()

@@ -16,8 +16,8 @@
 
 #include "unwind/table.h"
 
-static const char *const cfa_names[] = { "none", "rsp", "rbp", "plt", "*rbp", "signal",
-					 "end", "unsupported", "rsp*8" };
+static const char *const cfa_names[] = {"none",	  "rsp", "rbp",		"plt",	"*rbp",
+					"signal", "end", "unsupported", "rsp*8"};
 
 int main(int argc, char **argv)
 {
@@ -71,8 +71,8 @@ int main(int argc, char **argv)
 
 			printf("  0x%" PRIx64 " cfa=%s%+d rbp=%d@%d\n", t->base + w->pc,
 			       k < sizeof(cfa_names) / sizeof(cfa_names[0]) ? cfa_names[k] : "?",
-			       k == UROW_CFA_DEREF_RBP ? (int16_t)w->cfa : w->cfa, UROW_RBP_OF(w->op),
-			       w->rbp * 8);
+			       k == UROW_CFA_DEREF_RBP ? (int16_t)w->cfa : w->cfa,
+			       UROW_RBP_OF(w->op), w->rbp * 8);
 		}
 		utable__free(t);
 	}

@@ -89,7 +89,7 @@ static int extent_insert(struct chunk *c, size_t at, uint32_t start, uint32_t le
 		c->cap_free = ncap;
 	}
 	memmove(&c->free[at + 1], &c->free[at], (c->nr_free - at) * sizeof(*c->free));
-	c->free[at] = (struct extent){ .start = start, .len = len };
+	c->free[at] = (struct extent){.start = start, .len = len};
 	c->nr_free++;
 	return 0;
 }
@@ -218,7 +218,7 @@ void upool__release(struct upool *p, uint32_t slot, uint32_t n)
 		p->park[1] = np;
 		p->cap_park[1] = ncap;
 	}
-	p->park[1][p->nr_park[1]++] = (struct parked){ .slot = slot, .n = n };
+	p->park[1][p->nr_park[1]++] = (struct parked){.slot = slot, .n = n};
 }
 
 void upool__reclaim(struct upool *p)

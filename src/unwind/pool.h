@@ -27,9 +27,9 @@ struct upool;
 typedef int (*upool_chunk_fn)(void *ctx, uint32_t chunk);
 
 struct upool_stats {
-	uint32_t chunks;	/* chunks allocated in the kernel */
-	uint64_t used_slots;	/* in live runs */
-	uint64_t parked_slots;	/* released, waiting for reclaim */
+	uint32_t chunks;       /* chunks allocated in the kernel */
+	uint64_t used_slots;   /* in live runs */
+	uint64_t parked_slots; /* released, waiting for reclaim */
 	uint64_t peak_chunks;
 	uint64_t failed_allocs; /* -ENOSPC: the cap was reached */
 };

@@ -25,13 +25,13 @@
 
 #include "util.h"
 
-#define PAGE_SIZE_U   (1u << UNWIND_PAGE_SHIFT)
-#define MAX_ENTRIES   (8u << 20)  /* CIEs + FDEs read from one section */
-#define MAX_NOTES     (1u << 20)  /* note bytes read for the build id */
+#define PAGE_SIZE_U    (1u << UNWIND_PAGE_SHIFT)
+#define MAX_ENTRIES    (8u << 20) /* CIEs + FDEs read from one section */
+#define MAX_NOTES      (1u << 20) /* note bytes read for the build id */
 #define UTABLE_PAD_GAP 31	  /* bytes between FDEs taken for padding */
-#define X86_64_RSP    7
-#define X86_64_RBP    6
-#define X86_64_RA     16
+#define X86_64_RSP     7
+#define X86_64_RBP     6
+#define X86_64_RA      16
 
 enum { SRC_EH = 0, SRC_DEBUG = 1 };
 
@@ -259,7 +259,7 @@ static int add_fde(struct build *b, uint64_t begin, uint64_t end, uint8_t src)
 	if (!nf)
 		return -ENOMEM;
 	b->fdes = nf;
-	b->fdes[b->nr_fdes++] = (struct fde_info){ .begin = begin, .end = end, .src = src };
+	b->fdes[b->nr_fdes++] = (struct fde_info){.begin = begin, .end = end, .src = src};
 	return 0;
 }
 
@@ -296,26 +296,30 @@ static int collect_fdes(struct build *b, Elf_Data *data, bool eh, uint64_t sec_a
 				break;
 			if (dwarf_cfi_cie_p(&ent)) {
 				if (pass == 0) {
-					struct cie_info *nc = grow(b->cies, &b->cap_cies, b->nr_cies + 1,
-								   sizeof(*nc));
+					struct cie_info *nc = grow(b->cies, &b->cap_cies,
+								   b->nr_cies + 1, sizeof(*nc));
 
 					if (!nc)
 						return -ENOMEM;
 					b->cies = nc;
 					nc[b->nr_cies].off = off;
-					nc[b->nr_cies].ok = cie_fde_encoding(&ent.cie, &nc[b->nr_cies].enc);
+					nc[b->nr_cies].ok =
+						cie_fde_encoding(&ent.cie, &nc[b->nr_cies].enc);
 					b->nr_cies++;
 				}
 			} else if (pass == 1) {
 				const struct cie_info *ci = find_cie(b, ent.fde.CIE_pointer);
 				const uint8_t *p = ent.fde.start;
 				uint64_t begin, range;
-				uint64_t faddr = sec_addr + (uint64_t)(p - (const uint8_t *)data->d_buf);
+				uint64_t faddr =
+					sec_addr + (uint64_t)(p - (const uint8_t *)data->d_buf);
 
 				if (!ci || !ci->ok ||
 				    read_encoded(ci->enc, &p, ent.fde.end, true, faddr, &begin) ||
-				    read_encoded(ci->enc & 0x0f, &p, ent.fde.end, false, 0, &range) ||
-				    range == 0 || range > UTABLE_MAX_SPAN || begin + range < begin ||
+				    read_encoded(ci->enc & 0x0f, &p, ent.fde.end, false, 0,
+						 &range) ||
+				    range == 0 || range > UTABLE_MAX_SPAN ||
+				    begin + range < begin ||
 				    !in_exec_segment(b->t, begin, begin + range)) {
 					b->t->st.fdes_skipped++;
 				} else {
@@ -435,7 +439,7 @@ static bool cfa_is_plt(const Dwarf_Op *ops, size_t n, int64_t *a, int *k)
 
 static struct bp_urow urow(uint8_t cfa_kind, uint8_t rbp_kind, int rbp, uint16_t cfa)
 {
-	struct bp_urow r = { .op = UROW_OP(cfa_kind, rbp_kind), .rbp = (int8_t)rbp, .cfa = cfa };
+	struct bp_urow r = {.op = UROW_OP(cfa_kind, rbp_kind), .rbp = (int8_t)rbp, .cfa = cfa};
 
 	return r;
 }
@@ -776,7 +780,7 @@ static uint64_t mono_ns(void)
 
 static struct utable *build(Elf *elf)
 {
-	struct build b = { .elf = elf };
+	struct build b = {.elf = elf};
 	Dwarf_CFI *cfi_eh = NULL, *cfi_dbg = NULL;
 	Dwarf *dw = NULL;
 	Elf_Data *eh, *dbg;

@@ -40,11 +40,11 @@
 
 #include "unwind_abi.h"
 
-#define UTABLE_MAX_ROWS	     (16u << 20) /* rows per table */
-#define UTABLE_MAX_FDE_ROWS  4096	 /* rows per FDE; the rest is UNSUPPORTED */
+#define UTABLE_MAX_ROWS	    (16u << 20) /* rows per table */
+#define UTABLE_MAX_FDE_ROWS 4096	/* rows per FDE; the rest is UNSUPPORTED */
 /* Bytes of text a table may span: its page index must fit one pool chunk (512 MiB). */
-#define UTABLE_MAX_SPAN	     ((uint64_t)UNWIND_CHUNK_SLOTS << UNWIND_PAGE_SHIFT)
-#define UTABLE_BUILD_ID_MAX  64
+#define UTABLE_MAX_SPAN	    ((uint64_t)UNWIND_CHUNK_SLOTS << UNWIND_PAGE_SHIFT)
+#define UTABLE_BUILD_ID_MAX 64
 
 struct utable_seg {
 	uint64_t vaddr, memsz, offset, filesz;
@@ -57,10 +57,10 @@ struct utable_page {
 };
 
 struct utable_stats {
-	uint32_t fdes;		 /* FDEs used from .eh_frame */
-	uint32_t fdes_debug;	 /* FDEs used from .debug_frame */
-	uint32_t fdes_skipped;	 /* outside executable segments, overlapping, bad encoding */
-	uint32_t fdes_bad;	 /* entries libdw rejected */
+	uint32_t fdes;	       /* FDEs used from .eh_frame */
+	uint32_t fdes_debug;   /* FDEs used from .debug_frame */
+	uint32_t fdes_skipped; /* outside executable segments, overlapping, bad encoding */
+	uint32_t fdes_bad;     /* entries libdw rejected */
 	uint32_t rows_unsupported;
 	uint32_t rows_plt, rows_signal, rows_end, rows_gap;
 	uint32_t max_cfa; /* largest rsp/rbp CFA offset seen */
@@ -68,8 +68,8 @@ struct utable_stats {
 };
 
 struct utable {
-	uint64_t base;	     /* vaddr of pc offset 0; page aligned */
-	uint64_t end;	     /* vaddr just past the last covered byte */
+	uint64_t base;	      /* vaddr of pc offset 0; page aligned */
+	uint64_t end;	      /* vaddr just past the last covered byte */
 	struct bp_urow *rows; /* strictly increasing pc */
 	size_t nr_rows;
 	struct utable_page *pages; /* (end - base) / page size, rounded up */

@@ -32,10 +32,10 @@
 #include "unwind/table.h"
 #include "util.h"
 
-#define REFRESH_MIN_NS	(250ull * 1000000) /* per process */
-#define TICK_SWEEP_NS	(1000ull * 1000000)
-#define SEG_ROWS	(UNWIND_CHUNK_SLOTS / 8) /* rows per run: tables are split in pieces */
-#define MAX_MAPS_FILE	(64u << 20)
+#define REFRESH_MIN_NS (250ull * 1000000) /* per process */
+#define TICK_SWEEP_NS  (1000ull * 1000000)
+#define SEG_ROWS       (UNWIND_CHUNK_SLOTS / 8) /* rows per run: tables are split in pieces */
+#define MAX_MAPS_FILE  (64u << 20)
 
 struct run {
 	uint32_t slot, n;
@@ -48,27 +48,27 @@ struct file_key {
 
 /* One file's table (in the kernel), or the remembered failure to make one. */
 struct ufile {
-	int err;	     /* 0: loaded; else why there is no table */
-	struct utable *t;    /* segments and base only: rows and pages are in the kernel */
+	int err;	  /* 0: loaded; else why there is no table */
+	struct utable *t; /* segments and base only: rows and pages are in the kernel */
 	uint32_t pages, nr_pages;
 	struct run *runs;
 	size_t nr_runs;
 	size_t rows;
-	unsigned refs;	     /* processes whose mapping lists name it */
-	uint64_t last_used;  /* ns */
+	unsigned refs;	       /* processes whose mapping lists name it */
+	uint64_t last_used;    /* ns */
 	struct file_key *keys; /* htab keys naming it (inode aliases) */
 	size_t nr_keys;
-	bool by_build_id;    /* also in u->by_build_id */
+	bool by_build_id; /* also in u->by_build_id */
 };
 
 struct uproc {
 	uint32_t pid;
 	uint64_t start_time, exec_id;
-	struct run maps;       /* the mapping list's slots; n == 0: none */
+	struct run maps; /* the mapping list's slots; n == 0: none */
 	uint32_t nr_maps;
-	struct ufile **files;  /* references held by the list */
+	struct ufile **files; /* references held by the list */
 	size_t nr_files;
-	uint64_t sig;	       /* hash of the executable mappings */
+	uint64_t sig; /* hash of the executable mappings */
 	uint64_t last_used, last_refresh;
 	uint64_t start_ticks; /* for an entry installed ahead (ids unknown): /proc start time */
 	bool any_image;	      /* UPROC_F_ANY_IMAGE: installed by unwinder__prefetch() */
@@ -232,7 +232,8 @@ static int upload_rows(struct unwinder *u, struct ufile *f, const struct utable 
 		return err;
 	for (size_t p = p0; p < p1; p++) {
 		pages[p].count = t->pages[p].count;
-		pages[p].first = t->pages[p].count ? r.slot + (uint32_t)(t->pages[p].first - first) : 0;
+		pages[p].first =
+			t->pages[p].count ? r.slot + (uint32_t)(t->pages[p].first - first) : 0;
 	}
 	return 0;
 }
@@ -381,7 +382,7 @@ static int add_key(struct unwinder *u, struct ufile *f, const struct file_key *k
  * NULL only when out of memory. */
 static struct ufile *get_file(struct unwinder *u, uint32_t pid, const struct procmap *m)
 {
-	struct file_key k = { .major = m->dev_major, .minor = m->dev_minor, .inode = m->inode };
+	struct file_key k = {.major = m->dev_major, .minor = m->dev_minor, .inode = m->inode};
 	uint8_t bid[UTABLE_BUILD_ID_MAX];
 	struct htab_entry *e = htab__find(u->files, &k, sizeof(k));
 	struct ufile *f;
@@ -448,7 +449,7 @@ static struct ufile *get_file(struct unwinder *u, uint32_t pid, const struct pro
 static void load_vdso(struct unwinder *u)
 {
 	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-	struct procmaps self = { 0 };
+	struct procmaps self = {0};
 	struct utable *t = NULL;
 
 	if (!base || procmaps__read("/proc/self/maps", &self))
@@ -611,12 +612,12 @@ static uint64_t mix(uint64_t h, uint64_t v)
  */
 static int load_maps(struct unwinder *u, struct uproc *p)
 {
-	struct procmaps maps = { 0 };
+	struct procmaps maps = {0};
 	struct bp_umap *um = NULL;
 	struct ufile **files = NULL;
 	size_t n = 0, nf = 0;
 	struct bp_uproc kp;
-	struct run r = { 0 };
+	struct run r = {0};
 	uint64_t sig = 0x5157, now = now_ns();
 	int err;
 
@@ -740,8 +741,7 @@ static struct uproc *proc_get(struct unwinder *u, uint32_t pid, bool *created)
 	return p;
 }
 
-int unwinder__note_process(struct unwinder *u, uint32_t pid, uint64_t start_time,
-			   uint64_t exec_id)
+int unwinder__note_process(struct unwinder *u, uint32_t pid, uint64_t start_time, uint64_t exec_id)
 {
 	struct uproc *p;
 	bool created;
@@ -833,7 +833,7 @@ int unwinder__install(struct unwinder *u, uint32_t pid)
 
 int unwinder__prefetch(struct unwinder *u, uint32_t pid)
 {
-	struct procmaps maps = { 0 };
+	struct procmaps maps = {0};
 	int err = read_maps(u, pid, &maps);
 
 	if (err)

@@ -85,8 +85,7 @@ void unwinder__free(struct unwinder *u);
  * 0 or -errno (-ESRCH gone or pid reused, -ENOTSUP not an x86-64 process).
  * Idempotent.
  */
-int unwinder__note_process(struct unwinder *u, uint32_t pid, uint64_t start_time,
-			   uint64_t exec_id);
+int unwinder__note_process(struct unwinder *u, uint32_t pid, uint64_t start_time, uint64_t exec_id);
 /* The walker met an address in no known mapping: re-read the mappings. */
 int unwinder__refresh(struct unwinder *u, uint32_t pid, uint64_t start_time, uint64_t exec_id);
 /* Builds (and uploads) the tables of pid's files ahead of its first sample. */

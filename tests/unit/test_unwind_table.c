@@ -125,8 +125,8 @@ static void test_realigned_stack(void **state)
 	assert_row(row_at(t, "libcfi.so", "cfi_realign_1", 0), UROW_CFA_UNSUPPORTED, UROW_RBP_SAME,
 		   0, 0);
 	/* CFA = *(rbp - 8), rbp saved at rbp + 0. */
-	assert_row(row_at(t, "libcfi.so", "cfi_realign_3", 0), UROW_CFA_DEREF_RBP, UROW_RBP_DEREF, 0,
-		   (uint16_t)-8);
+	assert_row(row_at(t, "libcfi.so", "cfi_realign_3", 0), UROW_CFA_DEREF_RBP, UROW_RBP_DEREF,
+		   0, (uint16_t)-8);
 	utable__free(t);
 }
 
@@ -223,9 +223,9 @@ static void check_lookup_exhaustive(const struct utable *t, uint64_t step)
 		while (r + 1 < t->nr_rows && t->base + t->rows[r + 1].pc <= a)
 			r++;
 		want = t->nr_rows && t->base + t->rows[0].pc <= a &&
-				       a - t->base < (t->nr_pages << UNWIND_PAGE_SHIFT) ?
-			       &t->rows[r] :
-			       NULL;
+				       a - t->base < (t->nr_pages << UNWIND_PAGE_SHIFT)
+			       ? &t->rows[r]
+			       : NULL;
 		if (got != want)
 			fail_msg("lookup 0x%llx: row %td, want %td", (unsigned long long)a,
 				 got ? got - t->rows : -1, want ? want - t->rows : -1);
@@ -250,8 +250,8 @@ static void check_invariants(const struct utable *t)
 
 static void test_page_index_matches_linear_search(void **state)
 {
-	static const char *const fixtures[] = { "libcfi.so", "pie", "nopie", "libfix.so",
-						"libfix-dbgframe.so" };
+	static const char *const fixtures[] = {"libcfi.so", "pie", "nopie", "libfix.so",
+					       "libfix-dbgframe.so"};
 
 	for (size_t i = 0; i < ARRAY_SIZE(fixtures); i++) {
 		struct utable *t = build_fixture(fixtures[i]);
@@ -302,8 +302,8 @@ static void test_bias(void **state)
 	assert_int_equal(utable__bias(pie, 0x555555555000ull, 0x1000, &bias), 0);
 	assert_int_equal(bias, 0x555555554000ull);
 	/* A non-PIE executable runs at its link addresses. */
-	assert_int_equal(utable__bias(nopie, text & ~0xfffull, (text & ~0xfffull) - 0x400000, &bias),
-			 0);
+	assert_int_equal(
+		utable__bias(nopie, text & ~0xfffull, (text & ~0xfffull) - 0x400000, &bias), 0);
 	assert_int_equal(bias, 0);
 	assert_int_equal(utable__bias(pie, 0x1000, 1ull << 40, &bias), -ENOENT);
 	utable__free(pie);

@@ -173,7 +173,8 @@ static void maps_line(char *buf, size_t size, uint64_t start, uint64_t end, uint
 
 	assert_int_equal(stat(path, &st), 0);
 	snprintf(buf + l, size - l, "%" PRIx64 "-%" PRIx64 " r-xp %08" PRIx64 " %02x:%02x %lu %s\n",
-		 start, end, off, major(st.st_dev), minor(st.st_dev), (unsigned long)st.st_ino, path);
+		 start, end, off, major(st.st_dev), minor(st.st_dev), (unsigned long)st.st_ino,
+		 path);
 }
 
 /* A process: stat (start time), exe, root -> /, maps from the given text. */
@@ -231,9 +232,12 @@ static int setup(void **state)
 	assert_non_null(mkdtemp(e->root));
 	e->k.slots = calloc((size_t)MAX_CHUNKS * UNWIND_CHUNK_SLOTS, 8);
 	assert_non_null(e->k.slots);
-	e->kops = (struct unwind_kops){ .ctx = &e->k, .chunk_add = k_chunk_add,
-					.chunk_drop = k_chunk_drop, .slots_write = k_write,
-					.proc_set = k_proc_set, .proc_del = k_proc_del };
+	e->kops = (struct unwind_kops){.ctx = &e->k,
+				       .chunk_add = k_chunk_add,
+				       .chunk_drop = k_chunk_drop,
+				       .slots_write = k_write,
+				       .proc_set = k_proc_set,
+				       .proc_del = k_proc_del};
 	*state = e;
 	return 0;
 }
@@ -252,8 +256,10 @@ static int teardown(void **state)
 
 static struct unwinder *new_unwinder(struct env *e, uint32_t max_procs, uint32_t seg_rows)
 {
-	struct unwinder_opts o = { .proc_root = e->root, .max_procs = max_procs,
-				   .max_chunks = MAX_CHUNKS, .seg_rows = seg_rows };
+	struct unwinder_opts o = {.proc_root = e->root,
+				  .max_procs = max_procs,
+				  .max_chunks = MAX_CHUNKS,
+				  .seg_rows = seg_rows};
 	struct unwinder *u = unwinder__new(&o, &e->kops);
 
 	assert_non_null(u);

@@ -103,7 +103,7 @@ void cli__usage(FILE *f)
 		"  sudo bpfprof -p 1234,5678 -U                 two processes, user stacks, Ctrl-C to stop\n"
 		"  sudo bpfprof -C 0-1 -K -d 5                  kernel stacks of CPUs 0 and 1\n"
 		"  sudo bpfprof -o run.folded -- ./my-benchmark --iterations 100\n"
-		"  sudo bpfprof -p 1234 --unwind fp -d 10      user stacks by frame pointers only\n"
+		"  sudo bpfprof -p 1234 --unwind fp -d 10       user stacks by frame pointers only\n"
 		"  flamegraph.pl cpu.folded > cpu.svg           (any folded-stack tool reads the output)\n"
 		"\n"
 		"Exit status: 0 profile written, 1 failure, 2 usage error.\n");

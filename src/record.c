@@ -409,9 +409,10 @@ static uint32_t unwind_mode_of(enum unwind_opt u)
 }
 
 /*
- * Starts the unwinder when the walker is loaded, with the tables most
- * processes share (ours: libc, the dynamic loader) and those of the -p
- * targets built before sampling starts.
+ * Starts the unwinder when the walker is loaded. Before sampling starts, it
+ * installs the -p targets and bpfprof itself (busiest at start-up, building
+ * tables) - whose files include what most processes share: libc, the
+ * dynamic loader.
  */
 static int unwind_start(struct record_ctx *rc, struct collector *col, const struct options *o)
 {
@@ -430,7 +431,7 @@ static int unwind_start(struct record_ctx *rc, struct collector *col, const stru
 		p_err("cannot set up the stack walker's tables: %s", strerror(errno));
 		return -ENOMEM;
 	}
-	unwinder__prefetch(rc->uw, (uint32_t)getpid());
+	unwinder__install(rc->uw, (uint32_t)getpid());
 	for (size_t i = 0; i < o->nr_pids; i++)
 		unwinder__install(rc->uw, o->pids[i]);
 	return 0;

@@ -210,7 +210,7 @@ def test_command_and_children_get_tables(bottom):
     for comm, chain in (("uw_leaf", ["leaf_caller", "leaf_nofp"]),
                         ("uw_maps", ["maps_outer", "maps_leaf"])):
         n = total(folded, comm)
-        assert n > 50, p.stderr
+        assert n >= 10, p.stderr  # ~150 on an idle machine
         ok = count_with(folded, lambda s: s.startswith(comm + ";") and has_chain(s, chain)
                         and bottom.reaches(s))
         # The very first sample of each image is taken before its notice.

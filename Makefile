@@ -33,7 +33,7 @@ EXTRA_CFLAGS ?=
 EXTRA_LDFLAGS ?=
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARNINGS) -Isrc -Ibpf -I$(OUT) $(CFLAGS) $(EXTRA_CFLAGS) \
 	      -DBPFPROF_VERSION='"$(VERSION) ($(GITREV))"' -MMD -MP
-LDLIBS_CORE := -lelf -lz -lm -lmicrohttpd -lcurl -lcap -lpthread
+LDLIBS_CORE := -ldw -lelf -lz -lm -lmicrohttpd -lcurl -lcap -lpthread
 LDLIBS_BPF  := -lbpf
 
 ifeq ($(V),1)
@@ -60,7 +60,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 .PHONY: all
 all: $(OUT)/bpfprof
 
-$(OUT) $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out $(OUT)/obj/in $(OUT)/gen $(OUT)/tests $(OUT)/fixtures $(OUT)/workloads:
+$(OUT) $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out $(OUT)/obj/in $(OUT)/obj/unwind $(OUT)/gen $(OUT)/tests $(OUT)/fixtures $(OUT)/workloads:
 	$(Q)mkdir -p $@
 
 # --- BPF ------------------------------------------------------------------
@@ -78,7 +78,7 @@ vmlinux:
 	$(Q)tools/gen-vmlinux.sh $(VMLINUX)
 
 # --- userspace ------------------------------------------------------------
-$(OUT)/obj/%.o: src/%.c | $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out $(OUT)/obj/in
+$(OUT)/obj/%.o: src/%.c | $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out $(OUT)/obj/in $(OUT)/obj/unwind
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -121,6 +121,20 @@ $(OUT)/fixtures/libfix.so: tests/unit/fixtures/lib.c | $(OUT)/fixtures
 $(OUT)/fixtures/stripped: $(OUT)/fixtures/pie
 	$(Q)strip -s $< -o $@
 
+# Unwind table fixtures: every CFI rule kind (hand-written), with and without
+# .eh_frame_hdr; CFI only in .debug_frame; no CFI at all.
+FIXTURES += $(addprefix $(OUT)/fixtures/,libcfi.so libcfi-nohdr.so libfix-dbgframe.so libnocfi.so)
+$(OUT)/fixtures/libcfi.so: tests/unit/fixtures/cfi.S | $(OUT)/fixtures
+	$(Q)$(CC) -shared -nostdlib -Wl,-z,noexecstack $< -o $@
+$(OUT)/fixtures/libcfi-nohdr.so: tests/unit/fixtures/cfi.S | $(OUT)/fixtures
+	$(Q)$(CC) -shared -nostdlib -Wl,-z,noexecstack -Wl,--no-eh-frame-hdr $< -o $@
+$(OUT)/fixtures/libfix-dbgframe.so: tests/unit/fixtures/lib.c | $(OUT)/fixtures
+	$(Q)$(CC) -O0 -g -fPIC -shared -nostdlib -fno-asynchronous-unwind-tables -fno-unwind-tables \
+		$< -o $@
+$(OUT)/fixtures/libnocfi.so: tests/unit/fixtures/lib.c | $(OUT)/fixtures
+	$(Q)$(CC) -O0 -fPIC -shared -nostdlib -fno-asynchronous-unwind-tables -fno-unwind-tables \
+		$< -o $@
+
 # Workloads for the integration tests: clang keeps leaf frame pointers.
 WL_CFLAGS := -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline-functions \
 	     -fno-optimize-sibling-calls
@@ -134,9 +148,41 @@ $(OUT)/workloads/pieapp: tests/workloads/pieapp.c $(OUT)/workloads/libwl.so | $(
 	$(call msg,CC,$@)
 	$(Q)$(CLANG) $(WL_CFLAGS) -fPIE -pie $< -o $@ -L$(OUT)/workloads -lwl -Wl,-rpath,'$$ORIGIN'
 
+# Workloads for the unwinder tests, built the way distributions build code
+# (gcc -O2, no frame pointers, .eh_frame only), except uw_mixed's own code:
+# frame pointers and no unwind tables at all (no -g: no .debug_frame either).
+UW_NOFP := -O2 -g -fomit-frame-pointer -fno-inline -fno-optimize-sibling-calls
+UW_WORKLOADS := $(addprefix $(OUT)/workloads/,uw_mixed libuw_nofp.so uw_leaf uw_dlopen \
+		libuw_plugin.so uw_maps uw_signal)
+$(OUT)/workloads/libuw_%.so: tests/workloads/unwind/%.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UW_NOFP) -fPIC -shared $< -o $@
+$(OUT)/workloads/libuw_nofp.so: tests/workloads/unwind/nofp_lib.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UW_NOFP) -fPIC -shared $< -o $@
+$(OUT)/workloads/uw_mixed: tests/workloads/unwind/mixed.c $(OUT)/workloads/libuw_nofp.so
+	$(call msg,CC,$@)
+	$(Q)$(CLANG) -O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline-functions \
+		-fno-optimize-sibling-calls -fno-asynchronous-unwind-tables -fno-unwind-tables $< -o $@ \
+		-L$(OUT)/workloads -luw_nofp -Wl,-rpath,'$$ORIGIN'
+$(OUT)/workloads/uw_leaf: tests/workloads/unwind/leaf.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls $< -o $@
+$(OUT)/workloads/uw_dlopen: tests/workloads/unwind/dlopen.c $(OUT)/workloads/libuw_plugin.so
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UW_NOFP) $< -o $@ -ldl
+$(OUT)/workloads/uw_%: tests/workloads/unwind/%.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UW_NOFP) $< -o $@
+
+# tools/uwtable: prints the unwind table of ELF files (used by tools/bench_unwind.py).
+$(OUT)/uwtable: tools/uwtable.c $(OUT)/libcore.a
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(OUT)/libcore.a $(LDLIBS_CORE) -o $@
+
 .PHONY: unit-tests test-deps
 unit-tests: $(UNIT_BINS) $(FIXTURES)
-test-deps: all unit-tests $(WORKLOADS) $(OUT)/workloads/libwl.so
+test-deps: all unit-tests $(WORKLOADS) $(OUT)/workloads/libwl.so $(UW_WORKLOADS)
 
 # The same unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 .PHONY: asan

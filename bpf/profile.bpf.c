@@ -183,13 +183,15 @@ static __always_inline void notify_new_image(__u32 tgid, __u64 start_time, __u64
 		return;
 	}
 	e->tgid = tgid;
-	e->pad = 0;
+	e->kind = PROC_EVENT_NEW_IMAGE;
 	e->start_time = start_time;
 	e->exec_id = exec_id;
 	__builtin_memcpy(e->comm, comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, 0);
 	bpf_map_update_elem(&seen, &tgid, &cur, BPF_ANY);
 }
+
+#include "unwind.bpf.h"
 
 /* Returns 0 if the stack is (now) in the map, else the map's error. */
 static __always_inline long store_stack(void *smap, __u64 id, const struct bp_stack *st)
@@ -224,6 +226,31 @@ static __always_inline bool in_cgroups(void)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * The user stack: frame pointers (bpf_get_stack) with --unwind fp, and for
+ * processes whose unwind tables are not loaded yet; else the table walker.
+ */
+static __always_inline bool read_user_stack(struct bpf_perf_event_data *ctx,
+					    struct task_struct *task, struct bp_stack *st,
+					    struct bp_sample_key *key)
+{
+	struct bp_uproc *p = NULL;
+
+	if (unwind_mode != UNWIND_MODE_FP) {
+		p = uw_proc(key->tgid, key->start_time, key->exec_id);
+		stat_inc(p ? STAT_UNWIND_WALKS : STAT_UNWIND_NOT_READY);
+	}
+	if (!p && unwind_mode != UNWIND_MODE_DWARF)
+		return read_stack(ctx, st, BPF_F_USER_STACK, 0x75, &key->ustack);
+	key->ustack = STACK_ID_NONE;
+	st->nr = 0;
+	if (!uw_walk(ctx, task, p, st))
+		return false;
+	if (st->nr)
+		key->ustack = stack_hash(st, 0x75);
+	return true;
 }
 
 SEC("perf_event")
@@ -278,8 +305,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	if (task->flags & PF_KTHREAD) {
 		key.flags |= SAMPLE_F_KTHREAD;
 	} else if (!drop_user) {
-		if (!read_stack(ctx, &scr->user, BPF_F_USER_STACK, 0x75, &key.ustack) ||
-		    key.ustack == STACK_ID_NONE) {
+		if (!read_user_stack(ctx, task, &scr->user, &key) || key.ustack == STACK_ID_NONE) {
 			key.flags |= SAMPLE_F_USTACK_ERR;
 			stat_inc(STAT_USTACK_ERR);
 		}

@@ -63,6 +63,20 @@ enum bp_stat {
 	STAT_IDLE,		  /* idle task, excluded (not an error) */
 	STAT_FILTERED,		  /* not a target process (per-task events only) */
 	STAT_NOTIFY_LOST,	  /* ring buffer full: a process notice dropped */
+	/* --unwind auto|dwarf: how each table walk of a user stack ended (bpf/unwind.bpf.h). */
+	STAT_UNWIND_WALKS,	     /* user stacks walked with unwind tables */
+	STAT_UNWIND_NOT_READY,	     /* ... not: no tables for the process yet (frame pointers) */
+	STAT_UNWIND_END,	     /* reached the outermost frame (_start, thread start) */
+	STAT_UNWIND_FP_END,	     /* a frame-pointer step met rbp == 0 */
+	STAT_UNWIND_TRUNCATED,	     /* PROFILE_MAX_DEPTH frames */
+	STAT_UNWIND_ERR_READ,	     /* stack memory unreadable */
+	STAT_UNWIND_ERR_NO_MAP,	     /* pc in no known executable mapping */
+	STAT_UNWIND_ERR_NO_TABLE,    /* --unwind dwarf: a frame in code without a table */
+	STAT_UNWIND_ERR_UNSUPPORTED, /* a CFI rule the walker cannot follow */
+	STAT_UNWIND_ERR_CFA,	     /* the CFA did not move up the stack */
+	STAT_UNWIND_DWARF_FRAMES,    /* frames unwound with a table row */
+	STAT_UNWIND_FP_FRAMES,	     /* frames unwound with frame pointers inside table walks */
+	STAT_UNWIND_REFRESH,	     /* requests to re-read a process's mappings */
 	STAT_MAX,
 };
 
@@ -73,11 +87,15 @@ enum bp_stat {
  */
 struct bp_proc_event {
 	__u32 tgid;
-	__u32 pad;
+	__u32 kind; /* PROC_EVENT_* */
 	__u64 start_time;
 	__u64 exec_id;
 	char comm[PROFILE_COMM_LEN];
 };
+
+/* bp_proc_event.kind */
+#define PROC_EVENT_NEW_IMAGE 0 /* first sample of a new program image */
+#define PROC_EVENT_REFRESH   1 /* the unwinder met code in no known mapping (dlopen) */
 
 /* Value of the per-tgid "seen" map. */
 struct bp_proc_seen {

@@ -17,6 +17,7 @@ enum {
 	OPT_PER_THREAD,
 	OPT_MAX_STACKS,
 	OPT_MAX_COUNTS,
+	OPT_UNWIND,
 	OPT_VERSION,
 	OPT_INTERVAL,
 	OPT_OUTPUT_DIR,
@@ -44,6 +45,7 @@ static const struct option long_opts[] = {
 	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
 	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 	{ "max-entries", required_argument, NULL, OPT_MAX_COUNTS },
+	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -88,8 +90,11 @@ void cli__usage(FILE *f)
 		"      --include-idle      count the idle task too (excluded by default)\n"
 		"      --per-thread        keep threads apart (tid in the key)\n"
 		"      --max-stacks N      kernel stack map size per drain (default: 2 x entries)\n"
-		"      --max-entries N     kernel count map size per drain (default: F x CPUs x 4\n"
+		"      --max-entries N     kernel count map size per drain (default: F x CPUs x 10\n"
 		"                          rounded up to a power of two, 1024 to 65536)\n"
+		"      --unwind MODE       user stacks: auto (.eh_frame tables where available, frame\n"
+		"                          pointers elsewhere; default), fp (frame pointers only),\n"
+		"                          dwarf (tables only)\n"
 		"\n"
 		"Output:\n"
 		"  -o, --output FILE       write here instead of stdout (written atomically)\n"
@@ -139,6 +144,7 @@ void cli__usage(FILE *f)
 		"  sudo bpfprof -p 1234 -d 30 -o app.svg        interactive flame graph (open in a browser)\n"
 		"  sudo bpfprof -p 1234 -d 30 -o app.pb.gz      pprof: go tool pprof -top app.pb.gz\n"
 		"  sudo bpfprof -a -d 10 -f report              top functions and processes as text\n"
+		"  sudo bpfprof -p 1234 --unwind fp -d 10       user stacks by frame pointers only\n"
 		"  flamegraph.pl cpu.folded > cpu.svg           (any folded-stack tool reads the output)\n"
 		"  sudo bpfprof -F 99 -a --interval 10 --output-dir /var/lib/bpfprof --keep 8640\n"
 		"  sudo bpfprof -a --push http://pyroscope:4040 --listen 6060   always on, shipped\n"
@@ -290,6 +296,28 @@ int cli__parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+static const char *const unwind_names[] = {
+	[UNWIND_OPT_AUTO] = "auto",
+	[UNWIND_OPT_FP] = "fp",
+	[UNWIND_OPT_DWARF] = "dwarf",
+};
+
+int cli__parse_unwind(const char *s, enum unwind_opt *out)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(unwind_names); i++) {
+		if (s && !strcmp(s, unwind_names[i])) {
+			*out = (enum unwind_opt)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *cli__unwind_name(enum unwind_opt u)
+{
+	return (size_t)u < ARRAY_SIZE(unwind_names) ? unwind_names[u] : "?";
+}
+
 void cli__free(struct options *o)
 {
 	free(o->pids);
@@ -378,6 +406,11 @@ int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errle
 			if (parse_u32_opt(optarg, 64, 1u << 24, &o->max_counts))
 				return usage_err(err, errlen,
 						 "invalid --max-entries '%s': expected 64 to 16777216", optarg);
+			break;
+		case OPT_UNWIND:
+			if (cli__parse_unwind(optarg, &o->unwind))
+				return usage_err(err, errlen,
+						 "invalid --unwind '%s': expected auto, fp or dwarf", optarg);
 			break;
 		case 'v':
 			if (o->verbosity < 0)

@@ -17,6 +17,13 @@
 
 #define CLI_MAX_FREQ 1000000u /* sanity cap; the kernel's sysctl limit is checked later */
 
+/* --unwind: how user stacks are walked. */
+enum unwind_opt {
+	UNWIND_OPT_AUTO = 0, /* .eh_frame tables where loaded, frame pointers elsewhere */
+	UNWIND_OPT_FP,	     /* frame pointers only (bpf_get_stack) */
+	UNWIND_OPT_DWARF,    /* tables only */
+};
+
 struct options {
 	uint32_t freq;
 	bool all_cpus;
@@ -45,6 +52,7 @@ struct options {
 	const char *listen;	  /* --listen [ADDR:]PORT */
 	const char **cgroups;	  /* --cgroup PATH (repeatable) */
 	size_t nr_cgroups;
+	enum unwind_opt unwind;
 	bool show_version;
 	bool show_help;
 	struct out_opts out;  /* --title, --inverted, --merge, --top, --sort */
@@ -92,5 +100,8 @@ int cli__parse_pids(const char *s, uint32_t **pids, size_t *nr);
 int cli__parse_duration(const char *s, double *out);
 /* Parses a size ("1048576", "512K", "100M", "2G"; powers of 1024); 0 or -EINVAL. */
 int cli__parse_size(const char *s, uint64_t *out);
+/* "auto", "fp", "dwarf" -> enum unwind_opt; -EINVAL otherwise. */
+int cli__parse_unwind(const char *s, enum unwind_opt *out);
+const char *cli__unwind_name(enum unwind_opt u);
 
 #endif

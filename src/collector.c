@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -31,6 +32,7 @@
 #include <bpf/libbpf.h>
 
 #include "htab.h"
+#include "unwind/unwinder.h"
 #include "util.h"
 #include "profile.skel.h"
 
@@ -47,6 +49,9 @@ struct collector {
 	collector_proc_fn proc_fn;
 	void *proc_ctx;
 	uint64_t drains, drain_ns, drain_ns_total, missing_stacks;
+	uint32_t unwind_mode;	/* in effect (auto falls back to fp if the walker cannot load) */
+	int unwind_err;		/* why it fell back */
+	int chunk_fd[UNWIND_MAX_CHUNKS]; /* unwind slot pool chunks, 0 = none */
 };
 
 static void set_err(struct collector_error *ce, int err, const char *hint, const char *fmt, ...)
@@ -93,6 +98,8 @@ struct collector *collector__open(const struct collector_opts *opts, struct coll
 		goto err_free;
 	}
 
+	c->unwind_mode = opts->unwind_mode;
+retry:
 	c->skel = profile_bpf__open();
 	if (!c->skel) {
 		err = -errno;
@@ -122,8 +129,19 @@ struct collector *collector__open(const struct collector_opts *opts, struct coll
 		bpf_map__set_max_entries(c->skel->maps.stacks_1, opts->max_stacks);
 	}
 	bpf_map__set_max_entries(c->skel->maps.tgids, opts->nr_pids ? opts->nr_pids : 1);
+	c->skel->rodata->unwind_mode = c->unwind_mode;
+	if (opts->unwind_max_procs)
+		bpf_map__set_max_entries(c->skel->maps.unwind_procs, opts->unwind_max_procs);
 
 	err = profile_bpf__load(c->skel);
+	if (err && c->unwind_mode == UNWIND_MODE_AUTO) {
+		/* The table walker needs bpf_loop() and bpf_task_pt_regs() (5.17+):
+		 * without them, --unwind auto still profiles, with frame pointers. */
+		c->unwind_err = err;
+		c->unwind_mode = UNWIND_MODE_FP;
+		profile_bpf__destroy(c->skel);
+		goto retry;
+	}
 	if (err) {
 		if (err == -EPERM || err == -EACCES)
 			set_err(ce, err, "run as root, or grant CAP_BPF and CAP_PERFMON (CAP_SYS_ADMIN on kernels before 5.8)",
@@ -614,9 +632,142 @@ void collector__free(struct collector *c)
 	if (!c)
 		return;
 	collector__detach(c);
+	for (size_t i = 0; i < UNWIND_MAX_CHUNKS; i++)
+		if (c->chunk_fd[i] > 0)
+			close(c->chunk_fd[i]);
 	ring_buffer__free(c->rb);
 	profile_bpf__destroy(c->skel);
 	free(c->pfds);
 	free(c->links);
 	free(c);
+}
+
+/* --- unwind tables: the kernel side of src/unwind/unwinder.c ----------------- */
+
+uint32_t collector__unwind_mode(const struct collector *c, int *fallback_err)
+{
+	if (fallback_err)
+		*fallback_err = c->unwind_err;
+	return c->unwind_mode;
+}
+
+/* A chunk of the slot pool is an ARRAY map installed in unwind_chunks[chunk]. */
+static int uw_chunk_add(void *ctx, uint32_t chunk)
+{
+	struct collector *c = ctx;
+	int fd, err;
+
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
+
+	if (chunk >= UNWIND_MAX_CHUNKS || c->chunk_fd[chunk] > 0)
+		return -EINVAL;
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "uw_chunk", sizeof(__u32), sizeof(__u64),
+			    UNWIND_CHUNK_SLOTS, &mo);
+	if (fd < 0)
+		return -errno;
+	if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.unwind_chunks), &chunk, &fd, BPF_ANY)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	c->chunk_fd[chunk] = fd;
+	return 0;
+}
+
+static int uw_chunk_drop(void *ctx, uint32_t chunk)
+{
+	struct collector *c = ctx;
+
+	if (chunk >= UNWIND_MAX_CHUNKS || c->chunk_fd[chunk] <= 0)
+		return -EINVAL;
+	if (bpf_map_delete_elem(bpf_map__fd(c->skel->maps.unwind_chunks), &chunk))
+		return -errno;
+	close(c->chunk_fd[chunk]);
+	c->chunk_fd[chunk] = 0;
+	return 0;
+}
+
+/*
+ * Chunks are mmapable ARRAY maps: map just the pages to write, copy, unmap
+ * (so the pool never counts in our RSS). A table of 50k rows is one memcpy
+ * instead of 50k element updates.
+ */
+static int uw_slots_mmap_write(int fd, uint32_t idx, const void *vals, uint32_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t start = (size_t)idx * 8, end = start + (size_t)n * 8;
+	size_t off = start & ~(page - 1), len = ((end + page - 1) & ~(page - 1)) - off;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+
+	if (m == MAP_FAILED)
+		return -errno;
+	memcpy((char *)m + (start - off), vals, (size_t)n * 8);
+	munmap(m, len);
+	return 0;
+}
+
+static int uw_slots_write(void *ctx, uint32_t slot, const void *vals, uint32_t n)
+{
+	struct collector *c = ctx;
+	uint32_t chunk = slot >> UNWIND_CHUNK_SHIFT, idx = slot & (UNWIND_CHUNK_SLOTS - 1);
+	DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	uint32_t *keys, count = n;
+	int fd, err = 0;
+
+	if (chunk >= UNWIND_MAX_CHUNKS || (fd = c->chunk_fd[chunk]) <= 0 ||
+	    (uint64_t)idx + n > UNWIND_CHUNK_SLOTS)
+		return -EINVAL;
+	if (!n)
+		return 0;
+	if (!uw_slots_mmap_write(fd, idx, vals, n))
+		return 0;
+	keys = calloc(n, sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		keys[i] = idx + i;
+	/* One syscall for the whole run (5.6+), else one per slot. */
+	if (bpf_map_update_batch(fd, keys, vals, &count, &opts)) {
+		for (uint32_t i = 0; i < n && !err; i++)
+			if (bpf_map_update_elem(fd, &keys[i], (const char *)vals + 8 * (size_t)i,
+						BPF_ANY))
+				err = -errno;
+	}
+	free(keys);
+	return err;
+}
+
+static int uw_proc_set(void *ctx, uint32_t tgid, const struct bp_uproc *p)
+{
+	struct collector *c = ctx;
+
+	if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.unwind_procs), &tgid, p, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/*
+ * Also forgets that the process was noticed: if it is still running (it was
+ * evicted to make room), its next sample sends a new notice and it gets its
+ * entry back.
+ */
+static int uw_proc_del(void *ctx, uint32_t tgid)
+{
+	struct collector *c = ctx;
+
+	bpf_map_delete_elem(bpf_map__fd(c->skel->maps.seen), &tgid);
+	if (bpf_map_delete_elem(bpf_map__fd(c->skel->maps.unwind_procs), &tgid) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+void collector__unwind_kops(struct collector *c, struct unwind_kops *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->ctx = c;
+	k->chunk_add = uw_chunk_add;
+	k->chunk_drop = uw_chunk_drop;
+	k->slots_write = uw_slots_write;
+	k->proc_set = uw_proc_set;
+	k->proc_del = uw_proc_del;
 }

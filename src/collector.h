@@ -47,6 +47,8 @@ struct collector_opts {
 	size_t nr_cgroups;
 	uint32_t max_counts;	/* distinct (process, stack) pairs per interval */
 	uint32_t max_stacks;	/* distinct stacks per interval */
+	uint32_t unwind_mode;	/* enum bp_unwind_mode: user stack walking */
+	uint32_t unwind_max_procs; /* processes with unwind tables in the kernel */
 	bool libbpf_debug;	/* libbpf's own messages on stderr */
 };
 
@@ -92,6 +94,16 @@ int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx);
 void collector__stats(struct collector *c, struct collector_stats *st);
 /* Cumulative BPF run time and count of the program (needs bpf_stats_enabled). */
 int collector__prog_runtime(struct collector *c, uint64_t *run_ns, uint64_t *run_cnt);
+
+/*
+ * Unwind tables (--unwind auto|dwarf). The mode in effect: auto falls back
+ * to frame pointers when the table walker cannot be loaded (the reason in
+ * *fallback_err, else 0). The kernel operations the unwinder needs
+ * (src/unwind/unwinder.h) are filled into k; valid until collector__free.
+ */
+struct unwind_kops;
+uint32_t collector__unwind_mode(const struct collector *c, int *fallback_err);
+void collector__unwind_kops(struct collector *c, struct unwind_kops *k);
 
 void collector__detach(struct collector *c);
 void collector__free(struct collector *c);

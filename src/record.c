@@ -38,6 +38,7 @@
 #include "sym/cgroup.h"
 #include "sym/procfs.h"
 #include "sym/symbolizer.h"
+#include "unwind/unwinder.h"
 #include "util.h"
 
 static volatile sig_atomic_t stop_signal;
@@ -250,6 +251,8 @@ struct record_ctx {
 	struct profile *prof; /* the whole run, or the current interval */
 	struct symbolizer *sym;
 	struct labels *labels;
+	struct unwinder *uw; /* NULL with --unwind fp */
+	const char *unwind_name; /* the mode in effect, for the profile's metadata */
 	const struct options *o;
 	uint64_t notices;
 };
@@ -259,7 +262,15 @@ static void on_proc_notice(void *ctx, const struct bp_proc_event *e)
 	struct record_ctx *rc = ctx;
 	struct proc_id id = { .pid = e->tgid, .start_time = e->start_time, .exec_id = e->exec_id };
 
+	if (e->kind == PROC_EVENT_REFRESH) {
+		if (rc->uw)
+			unwinder__refresh(rc->uw, e->tgid, e->start_time, e->exec_id);
+		return;
+	}
 	rc->notices++;
+	/* Tables first: until they are in, the process's stacks use frame pointers. */
+	if (rc->uw)
+		unwinder__note_process(rc->uw, e->tgid, e->start_time, e->exec_id);
 	/* Read what we need from /proc now, while the process is alive. */
 	symbolizer__note_process(rc->sym, &id);
 	labels__get(rc->labels, e->tgid, e->start_time);
@@ -499,6 +510,70 @@ static void add_build_ids(struct profile *p)
 	htab__free(done);
 }
 
+/* --- unwind tables ------------------------------------------------------------ */
+
+static uint32_t unwind_mode_of(enum unwind_opt u)
+{
+	return u == UNWIND_OPT_FP ? UNWIND_MODE_FP :
+	       u == UNWIND_OPT_DWARF ? UNWIND_MODE_DWARF : UNWIND_MODE_AUTO;
+}
+
+/*
+ * Starts the unwinder when the walker is loaded. Before sampling starts, it
+ * installs the -p targets and bpfprof itself (busiest at start-up, building
+ * tables) - whose files include what most processes share: libc, the
+ * dynamic loader.
+ */
+static int unwind_start(struct record_ctx *rc, struct collector *col, const struct options *o)
+{
+	struct unwind_kops k;
+	int fallback;
+	uint32_t mode = collector__unwind_mode(col, &fallback);
+
+	if (fallback)
+		p_warn("the .eh_frame stack walker could not be loaded (%s): user stacks use frame pointers",
+		       strerror(-fallback));
+	if (mode == UNWIND_MODE_FP)
+		return 0;
+	collector__unwind_kops(col, &k);
+	rc->uw = unwinder__new(NULL, &k);
+	if (!rc->uw) {
+		p_err("cannot set up the stack walker's tables: %s", strerror(errno));
+		return -ENOMEM;
+	}
+	unwinder__install(rc->uw, (uint32_t)getpid());
+	for (size_t i = 0; i < o->nr_pids; i++)
+		unwinder__install(rc->uw, o->pids[i]);
+	return 0;
+}
+
+static void print_unwind_summary(const struct record_ctx *rc, const struct collector_stats *st)
+{
+	struct unwinder_stats us;
+
+	if (!rc->uw)
+		return;
+	unwinder__stats(rc->uw, &us);
+	p_debug("unwind: %" PRIu64 " stacks walked with tables, %" PRIu64
+		" with frame pointers before the tables were in",
+		st->v[STAT_UNWIND_WALKS], st->v[STAT_UNWIND_NOT_READY]);
+	p_debug("unwind: stops: %" PRIu64 " outermost frame, %" PRIu64 " frame-pointer end, %" PRIu64
+		" truncated, %" PRIu64 " unreadable, %" PRIu64 " no mapping, %" PRIu64
+		" no table, %" PRIu64 " unsupported rule, %" PRIu64 " bad CFA",
+		st->v[STAT_UNWIND_END], st->v[STAT_UNWIND_FP_END], st->v[STAT_UNWIND_TRUNCATED],
+		st->v[STAT_UNWIND_ERR_READ], st->v[STAT_UNWIND_ERR_NO_MAP],
+		st->v[STAT_UNWIND_ERR_NO_TABLE], st->v[STAT_UNWIND_ERR_UNSUPPORTED],
+		st->v[STAT_UNWIND_ERR_CFA]);
+	p_debug("unwind: %" PRIu64 " frames from tables, %" PRIu64 " by frame pointers, %" PRIu64
+		" refresh requests",
+		st->v[STAT_UNWIND_DWARF_FRAMES], st->v[STAT_UNWIND_FP_FRAMES],
+		st->v[STAT_UNWIND_REFRESH]);
+	p_debug("unwind: %" PRIu64 " tables (%" PRIu64 " rows) in %.1f MiB of kernel memory (%.1f MiB used), built in %.1f ms; %" PRIu64
+		" files without a table, %" PRIu64 " processes",
+		us.tables, us.rows, us.kernel_bytes / 1048576.0, us.used_bytes / 1048576.0,
+		us.build_ns / 1e6, us.tables_failed, us.procs_loaded);
+}
+
 /* --- the run ------------------------------------------------------------------ */
 
 /*
@@ -545,17 +620,17 @@ struct continuous {
 	struct ratelimit write_rl;
 };
 
-static void fill_meta(struct profile *p, const struct options *o, uint64_t start_real,
+static void fill_meta(struct profile *p, const struct record_ctx *rc, uint64_t start_real,
 		      uint64_t duration_ns, uint64_t lost)
 {
 	struct profile_meta *m = profile__meta(p);
 
-	m->freq_hz = o->freq;
+	m->freq_hz = rc->o->freq;
 	m->start_ns = start_real;
 	m->duration_ns = duration_ns;
 	m->lost = lost;
 	gethostname(m->hostname, sizeof(m->hostname) - 1);
-	snprintf(m->unwind, sizeof(m->unwind), "fp");
+	snprintf(m->unwind, sizeof(m->unwind), "%s", rc->unwind_name ? rc->unwind_name : "fp");
 }
 
 /*
@@ -574,7 +649,7 @@ static int finish_interval(struct record_ctx *rc, struct continuous *ct, struct 
 
 	collector__stats(col, &st);
 	lost = lost_total(&st) - ct->lost_at_start;
-	fill_meta(rc->prof, rc->o, ct->start_real, now_mono - ct->start_mono, lost);
+	fill_meta(rc->prof, rc, ct->start_real, now_mono - ct->start_mono, lost);
 	profile__sort(rc->prof);
 	if (ct->store) {
 		err = store__write(ct->store, rc->prof, ct->start_real, path, sizeof(path));
@@ -899,8 +974,17 @@ int cmd_record(int argc, char **argv)
 	copts.max_counts = o.max_counts ? o.max_counts : default_map_entries(o.freq);
 	copts.max_stacks = o.max_stacks ? o.max_stacks : 2 * copts.max_counts;
 	copts.libbpf_debug = o.verbosity >= 2;
+	copts.unwind_mode = unwind_mode_of(o.unwind);
 
 	col = collector__open(&copts, &ce);
+	if (col && unwind_start(&rc, col, &o))
+		goto out;
+	if (col) {
+		rc.unwind_name = cli__unwind_name(collector__unwind_mode(col, NULL) == UNWIND_MODE_FP
+							  ? UNWIND_OPT_FP
+							  : o.unwind);
+		p_debug("user stacks walked with --unwind %s", rc.unwind_name);
+	}
 	if (!col || collector__attach(col, &ce)) {
 		p_err("%s", ce.msg);
 		if (ce.hint[0])
@@ -970,6 +1054,8 @@ int cmd_record(int argc, char **argv)
 			p_err("polling the ring buffer failed: %s", strerror(-err));
 			break;
 		}
+		if (rc.uw)
+			unwinder__tick(rc.uw);
 		if (ch.pid) {
 			child_reap(&ch, false);
 			if (ch.exited)
@@ -1030,8 +1116,9 @@ int cmd_record(int argc, char **argv)
 	}
 
 	collector__stats(col, &st);
-	fill_meta(rc.prof, &o, profile__meta(rc.prof)->start_ns, t_stop - t_start, lost_total(&st));
+	fill_meta(rc.prof, &rc, profile__meta(rc.prof)->start_ns, t_stop - t_start, lost_total(&st));
 	print_summary(&st, rc.prof, (t_stop - t_start) / 1e9);
+	print_unwind_summary(&rc, &st);
 	if (profile__total(rc.prof) == 0)
 		p_warn("no samples were collected: was the target idle?");
 	if (ch.exited && WIFEXITED(ch.status))
@@ -1059,6 +1146,7 @@ out:
 	httpd__stop(ct.httpd);
 	live__free(ct.live);
 	pusher__stop(ct.pusher, 0, NULL);
+	unwinder__free(rc.uw);
 	collector__free(col);
 	symbolizer__free(rc.sym);
 	labels__free(rc.labels);

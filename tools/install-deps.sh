@@ -19,6 +19,9 @@ PACKAGES=(
 	# tests of the output formats: go tool pprof reads the pprof files, headless
 	# Chromium draws the SVG flame graphs (with the monospace font they name)
 	golang-go chromium fonts-dejavu-core
+	# --unwind tests: Debian binaries without frame pointers, libc's debug symbols
+	# (__libc_start_call_main is a local symbol) for perf and for the tests
+	xz-utils sqlite3 libc6-dbg
 )
 # Node.js and npm (speedscope's schema, ajv, playwright-core): Debian's, unless a
 # node and npm are already installed (e.g. from NodeSource, whose nodejs

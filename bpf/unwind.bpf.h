@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * unwind.bpf.h - the user-stack walker that follows .eh_frame unwind tables
+ * (built in userspace by src/unwind/, format in unwind_abi.h). Included by
+ * profile.bpf.c after its maps and stat_inc(); only BPF code sees it.
+ *
+ * Per frame: find the mapping holding the pc (cached between frames, else
+ * a binary search over the process's sorted mappings), then the table row
+ * (page index, then a binary search among that page's rows - at most 13
+ * probes), compute the CFA, read the return address at CFA - 8 and the
+ * caller's rbp where the row says, and continue. A frame in code without a
+ * table (JIT, anonymous, files built with frame pointers and no CFI) takes
+ * a frame-pointer step instead, so the two mix freely in one stack
+ * (--unwind auto); with --unwind dwarf such a frame ends the stack.
+ *
+ * Verifier strategy: one frame is one bpf_loop() callback, verified once,
+ * whatever the depth; the two searches inside are bounded loops of 13 and
+ * 14 iterations. Tables live in 1 MiB ARRAY chunks behind an ARRAY_OF_MAPS,
+ * so every probe is an inlined array access, no hashing. Every stop has a
+ * counted reason (STAT_UNWIND_*).
+ */
+#ifndef BPFPROF_UNWIND_BPF_H
+#define BPFPROF_UNWIND_BPF_H
+
+#include "unwind_abi.h"
+
+const volatile __u32 unwind_mode = UNWIND_MODE_FP;
+
+/* Mmapable: userspace writes tables straight into the chunk's memory. */
+struct unwind_chunk {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, UNWIND_CHUNK_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+};
+
+/* Slot pool: chunk i is created and installed by userspace when first needed. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, UNWIND_MAX_CHUNKS);
+	__type(key, __u32);
+	__array(values, struct unwind_chunk);
+} unwind_chunks SEC(".maps");
+
+/* tgid -> its executable mappings; bounded, userspace evicts the least
+ * recently noticed processes when it is full. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096); /* set by userspace */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct bp_uproc);
+} unwind_procs SEC(".maps");
+
+#define UW_REFRESH_NS 500000000ULL /* at most two refresh requests a second per process */
+#define UW_MAP_PROBES 14	   /* log2(UNWIND_MAX_MAPS) + 1 */
+#define UW_ROW_PROBES 13	   /* ceil(log2(UNWIND_PAGE_MAX_ROWS)) */
+#define UW_F_EXACT    1		   /* pc is not a return address (leaf, after a signal frame) */
+#define UW_F_TRUSTED  2		   /* pc came from a table step or the registers */
+
+struct uw_state {
+	__u64 pc, sp, bp;
+	__u64 m_start, m_end, m_bias; /* the mapping of the previous frame */
+	__u32 m_pages, m_nr_pages;
+	__u32 maps, nr_maps;
+	__u32 tgid;
+	__u32 flags;
+	__u32 stop; /* enum bp_stat of the stop, 0 while walking */
+	__u32 nr;
+	__u32 dwarf_frames, fp_frames; /* counted into stats once per walk */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct uw_state);
+} unwind_state SEC(".maps");
+
+struct uw_ctx {
+	struct uw_state *st;
+	struct bp_stack *out;
+};
+
+static __always_inline __u64 *uw_slot(void *chunk_map, __u32 idx)
+{
+	return bpf_map_lookup_elem(chunk_map, &idx);
+}
+
+static __always_inline void *uw_chunk(__u32 global_slot)
+{
+	__u32 c = global_slot >> UNWIND_CHUNK_SHIFT;
+
+	return bpf_map_lookup_elem(&unwind_chunks, &c);
+}
+
+/* Asks userspace to re-read the process's mappings (dlopen, new JIT code). */
+static __always_inline void stat_add(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v && n)
+		*v += n;
+}
+
+static __always_inline void uw_request_refresh(__u32 tgid)
+{
+	struct bp_uproc *p = bpf_map_lookup_elem(&unwind_procs, &tgid);
+	struct bp_proc_event *e;
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!p || now - p->refresh_ns < UW_REFRESH_NS)
+		return;
+	p->refresh_ns = now;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e)
+		return;
+	__builtin_memset(e, 0, sizeof(*e));
+	e->tgid = tgid;
+	e->kind = PROC_EVENT_REFRESH;
+	e->start_time = p->start_time;
+	e->exec_id = p->exec_id;
+	bpf_ringbuf_submit(e, 0);
+	stat_inc(STAT_UNWIND_REFRESH);
+}
+
+/* Finds the mapping holding pc and caches it in st; false if none does. */
+static __always_inline bool uw_find_mapping(struct uw_state *st, __u64 pc)
+{
+	__u32 base = st->maps & (UNWIND_CHUNK_SLOTS - 1), lo = 0, n = st->nr_maps;
+	__u64 *start, *end, *bias, *tab;
+	void *chunk;
+
+	if (!n || n > UNWIND_MAX_MAPS)
+		return false;
+	chunk = uw_chunk(st->maps);
+	if (!chunk)
+		return false;
+	for (int i = 0; i < UW_MAP_PROBES; i++) {
+		__u32 half = n / 2;
+
+		if (n <= 1)
+			break;
+		start = uw_slot(chunk, base + (lo + half) * UNWIND_MAP_SLOTS);
+		if (!start)
+			return false;
+		if (*start <= pc)
+			lo += half;
+		n -= half;
+	}
+	base += lo * UNWIND_MAP_SLOTS;
+	start = uw_slot(chunk, base);
+	end = uw_slot(chunk, base + 1);
+	bias = uw_slot(chunk, base + 2);
+	tab = uw_slot(chunk, base + 3);
+	if (!start || !end || !bias || !tab || pc < *start || pc >= *end)
+		return false;
+	st->m_start = *start;
+	st->m_end = *end;
+	st->m_bias = *bias;
+	st->m_pages = (__u32)*tab;
+	st->m_nr_pages = (__u32)(*tab >> 32);
+	return true;
+}
+
+/* The row for table offset off; false if the table has none there. */
+static __always_inline bool uw_find_row(struct uw_state *st, __u64 off, struct bp_urow *row)
+{
+	__u32 page, pslot, lo, n;
+	struct bp_upage *pg;
+	struct bp_urow *r;
+	void *chunk;
+
+	if ((off >> UNWIND_PAGE_SHIFT) >= st->m_nr_pages)
+		return false;
+	page = (__u32)(off >> UNWIND_PAGE_SHIFT);
+	pslot = st->m_pages + page;
+	chunk = uw_chunk(pslot);
+	if (!chunk)
+		return false;
+	pg = (struct bp_upage *)uw_slot(chunk, pslot & (UNWIND_CHUNK_SLOTS - 1));
+	if (!pg || !pg->count || pg->count > UNWIND_PAGE_MAX_ROWS)
+		return false;
+	lo = pg->first;
+	n = pg->count;
+	chunk = uw_chunk(lo);
+	if (!chunk)
+		return false;
+	lo &= UNWIND_CHUNK_SLOTS - 1;
+	for (int i = 0; i < UW_ROW_PROBES; i++) {
+		__u32 half = n / 2;
+
+		if (n <= 1)
+			break;
+		r = (struct bp_urow *)uw_slot(chunk, lo + half);
+		if (!r)
+			return false;
+		if (r->pc <= (__u32)off)
+			lo += half;
+		n -= half;
+	}
+	r = (struct bp_urow *)uw_slot(chunk, lo);
+	if (!r || r->pc > (__u32)off)
+		return false;
+	*row = *r;
+	return true;
+}
+
+static __always_inline long uw_stop(struct uw_state *st, __u32 reason)
+{
+	st->stop = reason;
+	return 1;
+}
+
+/* A frame-pointer step: [rbp] = caller's rbp, [rbp + 8] = return address. */
+static __always_inline long uw_fp_step(struct uw_state *st)
+{
+	__u64 fr[2];
+
+	if (unwind_mode == UNWIND_MODE_DWARF)
+		return uw_stop(st, STAT_UNWIND_ERR_NO_TABLE);
+	if (!st->bp)
+		return uw_stop(st, STAT_UNWIND_FP_END);
+	if (st->bp < st->sp || (st->bp & 7))
+		return uw_stop(st, STAT_UNWIND_ERR_CFA);
+	if (bpf_probe_read_user(fr, sizeof(fr), (void *)st->bp))
+		return uw_stop(st, STAT_UNWIND_ERR_READ);
+	st->fp_frames++;
+	st->sp = st->bp + 16;
+	st->bp = fr[0];
+	st->pc = fr[1];
+	st->flags = 0; /* a frame-pointer pc may be junk: no refresh requests for it */
+	return 0;
+}
+
+static long uw_step(__u64 index, void *data)
+{
+	struct uw_ctx *c = data;
+	struct uw_state *st = c->st;
+	struct bp_stack *out = c->out;
+	struct bp_urow row;
+	__u64 lookup, cfa, ra, nbp, fr[7];
+	__u32 nr = st->nr;
+	__u8 kind;
+
+	if (!st->pc)
+		return uw_stop(st, STAT_UNWIND_END);
+	if (nr >= PROFILE_MAX_DEPTH)
+		return uw_stop(st, STAT_UNWIND_TRUNCATED);
+	out->ips[nr] = st->pc;
+	st->nr = nr + 1;
+
+	/* A return address is looked up at address - 1: the call may be the
+	 * last instruction of its function. */
+	lookup = st->pc - ((st->flags & UW_F_EXACT) ? 0 : 1);
+	if (lookup < st->m_start || lookup >= st->m_end) {
+		if (!uw_find_mapping(st, lookup)) {
+			st->m_start = st->m_end = 0;
+			if (st->flags & UW_F_TRUSTED)
+				uw_request_refresh(st->tgid);
+			if (unwind_mode == UNWIND_MODE_DWARF)
+				return uw_stop(st, STAT_UNWIND_ERR_NO_MAP);
+			return uw_fp_step(st);
+		}
+	}
+	if (st->m_pages == UNWIND_NO_TABLE || !uw_find_row(st, lookup - st->m_bias, &row))
+		return uw_fp_step(st);
+
+	kind = UROW_CFA_OF(row.op);
+	switch (kind) {
+	case UROW_CFA_RSP:
+		cfa = st->sp + row.cfa;
+		break;
+	case UROW_CFA_RSP_X8:
+		cfa = st->sp + ((__u64)row.cfa << 3);
+		break;
+	case UROW_CFA_RBP:
+		cfa = st->bp + row.cfa;
+		break;
+	case UROW_CFA_PLT:
+		cfa = st->sp + row.cfa + (((st->pc & 15) >= (__u64)(__u8)row.rbp) ? 8 : 0);
+		break;
+	case UROW_CFA_DEREF_RBP:
+		if (bpf_probe_read_user(&cfa, sizeof(cfa), (void *)(st->bp + (__s16)row.cfa)))
+			return uw_stop(st, STAT_UNWIND_ERR_READ);
+		break;
+	case UROW_CFA_SIGNAL:
+		/* ucontext gregs: rbp at -40, rsp at 0, rip at +8 from rsp + cfa. */
+		if (bpf_probe_read_user(fr, sizeof(fr), (void *)(st->sp + row.cfa - 40)))
+			return uw_stop(st, STAT_UNWIND_ERR_READ);
+		st->dwarf_frames++;
+		st->bp = fr[0];
+		st->sp = fr[5];
+		st->pc = fr[6];
+		st->flags =
+			UW_F_EXACT | UW_F_TRUSTED; /* the interrupted pc, not a return address */
+		return 0;
+	case UROW_CFA_END:
+		return uw_stop(st, STAT_UNWIND_END);
+	case UROW_CFA_NONE:
+		return uw_fp_step(st);
+	default:
+		return uw_stop(st, STAT_UNWIND_ERR_UNSUPPORTED);
+	}
+	if (cfa <= st->sp)
+		return uw_stop(st, STAT_UNWIND_ERR_CFA); /* must move up the stack */
+
+	nbp = st->bp;
+	switch (UROW_RBP_OF(row.op)) {
+	case UROW_RBP_CFA:
+		if (row.rbp == -2) {
+			/* push %rbp right after the call: one read for both. */
+			if (bpf_probe_read_user(fr, 16, (void *)(cfa - 16)))
+				return uw_stop(st, STAT_UNWIND_ERR_READ);
+			nbp = fr[0];
+			ra = fr[1];
+			goto done;
+		}
+		if (bpf_probe_read_user(&nbp, sizeof(nbp), (void *)(cfa + (__s64)row.rbp * 8)))
+			return uw_stop(st, STAT_UNWIND_ERR_READ);
+		break;
+	case UROW_RBP_DEREF:
+		if (bpf_probe_read_user(&nbp, sizeof(nbp), (void *)(st->bp + (__s64)row.rbp * 8)))
+			return uw_stop(st, STAT_UNWIND_ERR_READ);
+		break;
+	default:
+		break;
+	}
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+		return uw_stop(st, STAT_UNWIND_ERR_READ);
+done:
+	st->dwarf_frames++;
+	st->pc = ra;
+	st->sp = cfa;
+	st->bp = nbp;
+	st->flags = UW_F_TRUSTED;
+	return 0;
+}
+
+/*
+ * The process's unwind entry, if userspace has loaded one for exactly this
+ * program image (same start time and exec count). An entry installed ahead
+ * of the first sample (-p targets, read just before sampling started) has
+ * no ids yet; the first sample's notice makes userspace fill them in.
+ */
+static __always_inline struct bp_uproc *uw_proc(__u32 tgid, __u64 start_time, __u64 exec_id)
+{
+	struct bp_uproc *p = bpf_map_lookup_elem(&unwind_procs, &tgid);
+
+	if (!p)
+		return NULL;
+	if (p->flags & UPROC_F_ANY_IMAGE)
+		return p;
+	if (p->start_time != start_time || p->exec_id != exec_id)
+		return NULL;
+	return p;
+}
+
+/*
+ * Walks the user stack of the current task into out. p may be NULL (no
+ * tables loaded yet: only with --unwind dwarf, which then keeps just the
+ * leaf). Returns false if the user registers could not be read.
+ */
+static __always_inline bool uw_walk(struct bpf_perf_event_data *ctx, struct task_struct *task,
+				    const struct bp_uproc *p, struct bp_stack *out)
+{
+	struct uw_ctx c = {.out = out};
+	struct uw_state *st;
+	__u32 zero = 0;
+	__u64 cs, ip, sp, bp;
+
+	st = bpf_map_lookup_elem(&unwind_state, &zero);
+	if (!st)
+		return false;
+	/*
+	 * pt_regs.cs is 16 bits wide, but the context can only be read in
+	 * 8-byte words: read the word holding it. The barriers keep the
+	 * compiler from merging these context loads with the pt_regs loads
+	 * below into one load through a selected pointer, which the verifier
+	 * refuses for the context.
+	 */
+	cs = *(__u64 *)((void *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
+	ip = ctx->regs.ip;
+	sp = ctx->regs.sp;
+	bp = ctx->regs.bp;
+	barrier_var(ip);
+	barrier_var(sp);
+	barrier_var(bp);
+	if ((cs & 3) != 3) {
+		/* In the kernel (syscall, fault): the user registers saved at entry. */
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+		if (!regs)
+			return false;
+		ip = regs->ip;
+		sp = regs->sp;
+		bp = regs->bp;
+	}
+	st->pc = ip;
+	st->sp = sp;
+	st->bp = bp;
+	st->m_start = st->m_end = 0;
+	st->maps = p ? p->maps : 0;
+	st->nr_maps = p ? p->nr_maps : 0;
+	st->tgid = task->tgid;
+	st->flags = UW_F_EXACT | UW_F_TRUSTED;
+	st->stop = 0;
+	st->nr = 0;
+	st->dwarf_frames = st->fp_frames = 0;
+	c.st = st;
+	bpf_loop(PROFILE_MAX_DEPTH + 1, uw_step, &c, 0);
+	out->nr = st->nr;
+	stat_inc(st->stop ? st->stop : STAT_UNWIND_TRUNCATED);
+	stat_add(STAT_UNWIND_DWARF_FRAMES, st->dwarf_frames);
+	stat_add(STAT_UNWIND_FP_FRAMES, st->fp_frames);
+	return true;
+}
+
+#endif /* BPFPROF_UNWIND_BPF_H */

@@ -1,0 +1,1001 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * table.c - unwind tables from .eh_frame / .debug_frame via libdw; see
+ * table.h for the format and unwind_abi.h for what each row kind means.
+ *
+ * libdw interprets the CFI programs (dwarf_cfi_addrframe executes the CIE's
+ * and FDE's instructions up to a pc, dwarf_frame_info says how far that
+ * state holds). The one thing libdw does not offer is a list of the FDEs
+ * and their ranges: dwarf_next_cfi() walks the entries but leaves an FDE's
+ * initial location encoded per its CIE's 'R' augmentation, so that one
+ * field is decoded here (absolute or pc-relative, the two encodings
+ * toolchains emit for it). .debug_frame FDEs only fill ranges .eh_frame
+ * leaves uncovered.
+ */
+#include "unwind/table.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <gelf.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util.h"
+
+#define PAGE_SIZE_U    (1u << UNWIND_PAGE_SHIFT)
+#define MAX_ENTRIES    (8u << 20) /* CIEs + FDEs read from one section */
+#define MAX_NOTES      (1u << 20) /* note bytes read for the build id */
+#define UTABLE_PAD_GAP 31	  /* bytes between FDEs taken for padding */
+#define X86_64_RSP     7
+#define X86_64_RBP     6
+#define X86_64_RA      16
+
+enum { SRC_EH = 0, SRC_DEBUG = 1 };
+
+struct cie_info {
+	uint64_t off;
+	uint8_t enc; /* FDE pointer encoding, DW_EH_PE_* */
+	bool ok;
+};
+
+struct fde_info {
+	uint64_t begin, end;
+	uint8_t src;
+};
+
+struct build {
+	Elf *elf;
+	unsigned char ident[EI_NIDENT];
+	struct utable *t;
+	struct cie_info *cies;
+	size_t nr_cies, cap_cies;
+	struct fde_info *fdes;
+	size_t nr_fdes, cap_fdes;
+	size_t cap_rows;
+	bool full; /* UTABLE_MAX_ROWS reached */
+};
+
+static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
+static bool elf_ok;
+
+static void elf_init(void)
+{
+	elf_ok = elf_version(EV_CURRENT) != EV_NONE;
+}
+
+static void *grow(void *arr, size_t *cap, size_t need, size_t size)
+{
+	size_t ncap;
+	void *na;
+
+	if (need <= *cap)
+		return arr;
+	ncap = *cap ? *cap * 2 : 64;
+	while (ncap < need)
+		ncap *= 2;
+	na = realloc(arr, ncap * size);
+	if (!na)
+		return NULL;
+	*cap = ncap;
+	return na;
+}
+
+/* --- pointer encodings ------------------------------------------------------ */
+
+/* Size of an encoded value at p (for LEB128 it depends on the bytes); -1 if unknown. */
+static ssize_t enc_size(uint8_t enc, const uint8_t *p, const uint8_t *end)
+{
+	if (enc == DW_EH_PE_omit)
+		return 0;
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr:
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
+		return 8;
+	case DW_EH_PE_udata2:
+	case DW_EH_PE_sdata2:
+		return 2;
+	case DW_EH_PE_udata4:
+	case DW_EH_PE_sdata4:
+		return 4;
+	case DW_EH_PE_uleb128:
+	case DW_EH_PE_sleb128:
+		for (ssize_t n = 0; p + n < end && n < 10; n++)
+			if (!(p[n] & 0x80))
+				return n + 1;
+		return -1;
+	default:
+		return -1;
+	}
+}
+
+static uint64_t rd_le(const uint8_t *p, size_t n)
+{
+	uint64_t v = 0;
+
+	for (size_t i = n; i-- > 0;)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/*
+ * Reads a value with format (enc & 0x0f) at *pp; applies pc-relative
+ * addressing if asked (field_addr = vaddr of the field). Only the encodings
+ * an FDE's initial location uses in practice are accepted.
+ */
+static int read_encoded(uint8_t enc, const uint8_t **pp, const uint8_t *end, bool apply,
+			uint64_t field_addr, uint64_t *out)
+{
+	const uint8_t *p = *pp;
+	ssize_t n = enc_size(enc, p, end);
+	uint64_t v;
+
+	if (enc == DW_EH_PE_omit || (enc & DW_EH_PE_indirect) || n <= 0 || end - p < n)
+		return -EINVAL;
+	switch (enc & 0x0f) {
+	case DW_EH_PE_uleb128:
+	case DW_EH_PE_sleb128: {
+		unsigned shift = 0;
+
+		v = 0;
+		for (ssize_t i = 0; i < n; i++, shift += 7)
+			if (shift < 64)
+				v |= (uint64_t)(p[i] & 0x7f) << shift;
+		if ((enc & 0x0f) == DW_EH_PE_sleb128 && shift < 64 && (p[n - 1] & 0x40))
+			v |= ~0ull << shift;
+		break;
+	}
+	case DW_EH_PE_sdata2:
+		v = (uint64_t)(int64_t)(int16_t)rd_le(p, 2);
+		break;
+	case DW_EH_PE_sdata4:
+		v = (uint64_t)(int64_t)(int32_t)rd_le(p, 4);
+		break;
+	default:
+		v = rd_le(p, (size_t)n);
+		break;
+	}
+	if (apply) {
+		switch (enc & 0x70) {
+		case DW_EH_PE_absptr:
+			break;
+		case DW_EH_PE_pcrel:
+			v += field_addr;
+			break;
+		default:
+			return -EINVAL; /* textrel/datarel/funcrel: not used for FDEs on x86-64 */
+		}
+	}
+	*pp = p + n;
+	*out = v;
+	return 0;
+}
+
+/* The FDE pointer encoding of a CIE, from its augmentation ("zR", "zPLR", ...). */
+static bool cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
+{
+	const char *a = cie->augmentation;
+	const uint8_t *d = cie->augmentation_data;
+	const uint8_t *end = d ? d + cie->augmentation_data_size : NULL;
+
+	*enc = DW_EH_PE_absptr;
+	if (!a || !*a)
+		return true;
+	if (a[0] != 'z' || !d)
+		return false; /* "eh" and other pre-'z' forms: layout unknown */
+	for (a++; *a; a++) {
+		switch (*a) {
+		case 'R':
+			if (d >= end)
+				return false;
+			*enc = *d++;
+			break;
+		case 'L':
+			if (d >= end)
+				return false;
+			d++;
+			break;
+		case 'P': {
+			uint8_t pe;
+			ssize_t n;
+
+			if (d >= end)
+				return false;
+			pe = *d++;
+			n = enc_size(pe, d, end);
+			if (n < 0 || end - d < n)
+				return false;
+			d += n;
+			break;
+		}
+		case 'S': /* signal frame */
+		case 'B': /* aarch64 BTI */
+		case 'G': /* MTE */
+			break;
+		default:
+			return false;
+		}
+	}
+	return true;
+}
+
+/* --- FDE enumeration ------------------------------------------------------- */
+
+static const struct cie_info *find_cie(const struct build *b, uint64_t off)
+{
+	size_t lo = 0, hi = b->nr_cies;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->cies[mid].off == off)
+			return &b->cies[mid];
+		if (b->cies[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static bool in_exec_segment(const struct utable *t, uint64_t begin, uint64_t end)
+{
+	for (size_t i = 0; i < t->nr_segs; i++) {
+		const struct utable_seg *s = &t->segs[i];
+
+		if (s->exec && begin >= s->vaddr && end <= s->vaddr + s->memsz)
+			return true;
+	}
+	return false;
+}
+
+static int add_fde(struct build *b, uint64_t begin, uint64_t end, uint8_t src)
+{
+	struct fde_info *nf = grow(b->fdes, &b->cap_fdes, b->nr_fdes + 1, sizeof(*nf));
+
+	if (!nf)
+		return -ENOMEM;
+	b->fdes = nf;
+	b->fdes[b->nr_fdes++] = (struct fde_info){.begin = begin, .end = end, .src = src};
+	return 0;
+}
+
+/*
+ * Reads every entry of one CFI section: CIEs first (their offsets and FDE
+ * encodings), then the FDEs' ranges. sec_addr is the section's vaddr, for
+ * pc-relative initial locations.
+ */
+static int collect_fdes(struct build *b, Elf_Data *data, bool eh, uint64_t sec_addr, uint8_t src)
+{
+	Dwarf_CFI_Entry ent;
+	Dwarf_Off off;
+	int err;
+
+	for (int pass = 0; pass < 2; pass++) {
+		size_t n = 0;
+
+		off = 0;
+		while (off != (Dwarf_Off)-1 && n++ < MAX_ENTRIES) {
+			Dwarf_Off next = (Dwarf_Off)-1;
+			int r = dwarf_next_cfi(b->ident, data, eh, off, &next, &ent);
+
+			if (r > 0)
+				break;
+			if (r < 0) {
+				if (pass == 1)
+					b->t->st.fdes_bad++;
+				if (next == (Dwarf_Off)-1 || next <= off)
+					break; /* cannot resync */
+				off = next;
+				continue;
+			}
+			if (next <= off)
+				break;
+			if (dwarf_cfi_cie_p(&ent)) {
+				if (pass == 0) {
+					struct cie_info *nc = grow(b->cies, &b->cap_cies,
+								   b->nr_cies + 1, sizeof(*nc));
+
+					if (!nc)
+						return -ENOMEM;
+					b->cies = nc;
+					nc[b->nr_cies].off = off;
+					nc[b->nr_cies].ok =
+						cie_fde_encoding(&ent.cie, &nc[b->nr_cies].enc);
+					b->nr_cies++;
+				}
+			} else if (pass == 1) {
+				const struct cie_info *ci = find_cie(b, ent.fde.CIE_pointer);
+				const uint8_t *p = ent.fde.start;
+				uint64_t begin, range;
+				uint64_t faddr =
+					sec_addr + (uint64_t)(p - (const uint8_t *)data->d_buf);
+
+				if (!ci || !ci->ok ||
+				    read_encoded(ci->enc, &p, ent.fde.end, true, faddr, &begin) ||
+				    read_encoded(ci->enc & 0x0f, &p, ent.fde.end, false, 0,
+						 &range) ||
+				    range == 0 || range > UTABLE_MAX_SPAN ||
+				    begin + range < begin ||
+				    !in_exec_segment(b->t, begin, begin + range)) {
+					b->t->st.fdes_skipped++;
+				} else {
+					err = add_fde(b, begin, begin + range, src);
+					if (err)
+						return err;
+				}
+			}
+			off = next;
+		}
+	}
+	b->nr_cies = 0; /* CIE offsets are per section (and increasing: find_cie bisects) */
+	return 0;
+}
+
+static int cmp_fde(const void *a, const void *b)
+{
+	const struct fde_info *x = a, *y = b;
+
+	if (x->begin != y->begin)
+		return x->begin < y->begin ? -1 : 1;
+	if (x->src != y->src)
+		return x->src < y->src ? -1 : 1; /* .eh_frame first */
+	return x->end < y->end ? 1 : x->end > y->end ? -1 : 0;
+}
+
+/* Sorts FDEs and drops every one overlapping an earlier kept one. */
+static void settle_fdes(struct build *b)
+{
+	size_t w = 0;
+	uint64_t last_end = 0;
+
+	if (b->nr_fdes)
+		qsort(b->fdes, b->nr_fdes, sizeof(*b->fdes), cmp_fde);
+	for (size_t i = 0; i < b->nr_fdes; i++) {
+		if (w && b->fdes[i].begin < last_end) {
+			b->t->st.fdes_skipped++;
+			continue;
+		}
+		b->fdes[w++] = b->fdes[i];
+		last_end = b->fdes[i].end;
+	}
+	b->nr_fdes = w;
+	for (size_t i = 0; i < w; i++) {
+		if (b->fdes[i].src == SRC_EH)
+			b->t->st.fdes++;
+		else
+			b->t->st.fdes_debug++;
+	}
+}
+
+/* --- rule classification ----------------------------------------------------- */
+
+static bool op_breg(const Dwarf_Op *op, int *reg, int64_t *off)
+{
+	if (op->atom >= DW_OP_breg0 && op->atom <= DW_OP_breg31) {
+		*reg = op->atom - DW_OP_breg0;
+		*off = (int64_t)op->number;
+		return true;
+	}
+	if (op->atom == DW_OP_bregx) {
+		if (op->number > 64)
+			return false;
+		*reg = (int)op->number;
+		*off = (int64_t)op->number2;
+		return true;
+	}
+	return false;
+}
+
+/* A register saved at CFA + off: libdw gives "call_frame_cfa [plus_uconst off]". */
+static bool rule_at_cfa(const Dwarf_Op *ops, size_t n, int64_t *off)
+{
+	if (n == 1 && ops[0].atom == DW_OP_call_frame_cfa) {
+		*off = 0;
+		return true;
+	}
+	if (n == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_plus_uconst) {
+		*off = (int64_t)ops[1].number;
+		return true;
+	}
+	return false;
+}
+
+/* A register saved at reg + off (DW_CFA_expression "bregN off"; libdw puts the
+ * CFA push it implies in front). */
+static bool rule_at_breg(const Dwarf_Op *ops, size_t n, int want_reg, int64_t *off)
+{
+	int reg;
+
+	if (n == 2 && ops[0].atom == DW_OP_call_frame_cfa) {
+		ops++;
+		n--;
+	}
+	return n == 1 && op_breg(&ops[0], &reg, off) && reg == want_reg;
+}
+
+/* The PLT stub expression: rsp + A + ((rip & 15) >= K ? 8 : 0), written as
+ * "breg7 A; breg16 0; lit15; and; litK; ge; lit3; shl; plus". */
+static bool cfa_is_plt(const Dwarf_Op *ops, size_t n, int64_t *a, int *k)
+{
+	int reg;
+	int64_t off;
+
+	if (n != 9 || !op_breg(&ops[0], &reg, a) || reg != X86_64_RSP)
+		return false;
+	if (!op_breg(&ops[1], &reg, &off) || reg != X86_64_RA || off != 0)
+		return false;
+	if (ops[2].atom != DW_OP_lit15 || ops[3].atom != DW_OP_and)
+		return false;
+	if (ops[4].atom < DW_OP_lit0 || ops[4].atom > DW_OP_lit31)
+		return false;
+	*k = ops[4].atom - DW_OP_lit0;
+	return ops[5].atom == DW_OP_ge && ops[6].atom == DW_OP_lit3 && ops[7].atom == DW_OP_shl &&
+	       ops[8].atom == DW_OP_plus;
+}
+
+static struct bp_urow urow(uint8_t cfa_kind, uint8_t rbp_kind, int rbp, uint16_t cfa)
+{
+	struct bp_urow r = {.op = UROW_OP(cfa_kind, rbp_kind), .rbp = (int8_t)rbp, .cfa = cfa};
+
+	return r;
+}
+
+static struct bp_urow unsupported(struct build *b)
+{
+	b->t->st.rows_unsupported++;
+	return urow(UROW_CFA_UNSUPPORTED, UROW_RBP_SAME, 0, 0);
+}
+
+/* One libdw frame state -> one row (pc filled in by the caller). */
+static struct bp_urow classify(struct build *b, Dwarf_Frame *fr, bool signal)
+{
+	Dwarf_Op mem[3], *ops;
+	size_t n;
+	int reg, k = 0;
+	int64_t off, a = 0, ra_off, rbp_off = 0;
+	uint8_t kind, rbp_kind = UROW_RBP_SAME;
+
+	/* Return address first: undefined marks the outermost frame. */
+	if (dwarf_frame_register(fr, X86_64_RA, mem, &ops, &n))
+		return unsupported(b);
+	if (n == 0) {
+		if (!ops)
+			return unsupported(b); /* "same value": meaningless for the RA */
+		b->t->st.rows_end++;
+		return urow(UROW_CFA_END, UROW_RBP_SAME, 0, 0);
+	}
+	if (rule_at_cfa(ops, n, &ra_off)) {
+		if (ra_off != -8 || signal)
+			return unsupported(b);
+	} else if (!(signal && rule_at_breg(ops, n, X86_64_RSP, &ra_off))) {
+		return unsupported(b);
+	}
+
+	if (dwarf_frame_cfa(fr, &ops, &n) || n == 0)
+		return unsupported(b);
+	if (n == 1 && op_breg(&ops[0], &reg, &off)) {
+		if ((reg != X86_64_RSP && reg != X86_64_RBP) || off < 0)
+			return unsupported(b);
+		kind = reg == X86_64_RSP ? UROW_CFA_RSP : UROW_CFA_RBP;
+		a = off;
+		if (off > UINT16_MAX) {
+			/* A frame of 64 KiB or more (a big local array). */
+			if (reg != X86_64_RSP || off % 8 || off / 8 > UINT16_MAX)
+				return unsupported(b);
+			kind = UROW_CFA_RSP_X8;
+			a = off / 8;
+		}
+		if ((uint64_t)off > b->t->st.max_cfa)
+			b->t->st.max_cfa = (uint32_t)MIN(off, (int64_t)UINT32_MAX);
+	} else if (cfa_is_plt(ops, n, &a, &k)) {
+		if (a < 0 || a > UINT16_MAX)
+			return unsupported(b);
+		b->t->st.rows_plt++;
+		return urow(UROW_CFA_PLT, UROW_RBP_SAME, k, (uint16_t)a);
+	} else if (n == 2 && op_breg(&ops[0], &reg, &off) && ops[1].atom == DW_OP_deref) {
+		if (reg == X86_64_RBP && !signal && off >= INT16_MIN && off <= INT16_MAX) {
+			kind = UROW_CFA_DEREF_RBP;
+			a = (int16_t)off;
+		} else if (reg == X86_64_RSP && signal && off >= 40 && off <= UINT16_MAX &&
+			   ra_off == off + 8) {
+			/* rt_sigframe: the interrupted rsp, rip and rbp are in the
+			 * ucontext's gregs, in glibc's REG_RBP/RSP/RIP order. */
+			if (dwarf_frame_register(fr, X86_64_RBP, mem, &ops, &n) ||
+			    !rule_at_breg(ops, n, X86_64_RSP, &rbp_off) || rbp_off != off - 40)
+				return unsupported(b);
+			b->t->st.rows_signal++;
+			return urow(UROW_CFA_SIGNAL, UROW_RBP_SAME, 0, (uint16_t)off);
+		} else {
+			return unsupported(b);
+		}
+	} else {
+		return unsupported(b);
+	}
+	if (signal)
+		return unsupported(b);
+
+	if (dwarf_frame_register(fr, X86_64_RBP, mem, &ops, &n))
+		return unsupported(b);
+	if (n == 0) {
+		rbp_kind = UROW_RBP_SAME; /* same value, or undefined: keep what we have */
+	} else if (rule_at_cfa(ops, n, &rbp_off)) {
+		rbp_kind = UROW_RBP_CFA;
+	} else if (kind == UROW_CFA_DEREF_RBP && rule_at_breg(ops, n, X86_64_RBP, &rbp_off)) {
+		rbp_kind = UROW_RBP_DEREF;
+	} else {
+		return unsupported(b);
+	}
+	if (rbp_kind != UROW_RBP_SAME) {
+		if (rbp_off % 8 || rbp_off / 8 < INT8_MIN || rbp_off / 8 > INT8_MAX)
+			return unsupported(b);
+		rbp_off /= 8;
+	}
+	return urow(kind, rbp_kind, (int)rbp_off, (uint16_t)a);
+}
+
+/* --- rows ------------------------------------------------------------------ */
+
+static bool same_rule(const struct bp_urow *x, const struct bp_urow *y)
+{
+	return x->op == y->op && x->rbp == y->rbp && x->cfa == y->cfa;
+}
+
+/* Appends a row at vaddr; merges with an equal predecessor. */
+static int emit(struct build *b, uint64_t vaddr, struct bp_urow r)
+{
+	struct utable *t = b->t;
+	struct bp_urow *nr;
+
+	if (b->full)
+		return 0;
+	r.pc = (uint32_t)(vaddr - t->base);
+	if (t->nr_rows) {
+		struct bp_urow *last = &t->rows[t->nr_rows - 1];
+
+		if (last->pc == r.pc) {
+			*last = r; /* a zero-length row: the later rule wins */
+			if (t->nr_rows >= 2 && same_rule(&t->rows[t->nr_rows - 2], last))
+				t->nr_rows--;
+			return 0;
+		}
+		if (same_rule(last, &r))
+			return 0;
+	}
+	if (t->nr_rows >= UTABLE_MAX_ROWS) {
+		b->full = true;
+		return 0;
+	}
+	nr = grow(t->rows, &b->cap_rows, t->nr_rows + 1, sizeof(*nr));
+	if (!nr)
+		return -ENOMEM;
+	t->rows = nr;
+	t->rows[t->nr_rows++] = r;
+	return 0;
+}
+
+/* Walks one FDE's range row by row. */
+static int walk_fde(struct build *b, Dwarf_CFI *cfi, const struct fde_info *f)
+{
+	uint64_t pc = f->begin;
+	unsigned rows = 0;
+	int err;
+
+	while (pc < f->end) {
+		Dwarf_Addr start, end;
+		Dwarf_Frame *fr;
+		bool signal = false;
+		struct bp_urow r;
+
+		if (rows++ >= UTABLE_MAX_FDE_ROWS || dwarf_cfi_addrframe(cfi, pc, &fr)) {
+			if (rows == 1)
+				b->t->st.fdes_bad++;
+			return emit(b, pc, unsupported(b));
+		}
+		if (dwarf_frame_info(fr, &start, &end, &signal) < 0 || end <= pc || start > pc) {
+			free(fr);
+			return emit(b, pc, unsupported(b));
+		}
+		r = classify(b, fr, signal);
+		free(fr);
+		err = emit(b, pc, r);
+		if (err)
+			return err;
+		pc = end < f->end ? end : f->end;
+	}
+	return 0;
+}
+
+/*
+ * Page p covers [p * 4096, (p + 1) * 4096) of the table: its rows are the
+ * one in force at the page start (if any) and every row starting inside.
+ */
+static int build_pages(struct utable *t)
+{
+	uint64_t span = t->end - t->base;
+	size_t at_start = 0, before_end = 0; /* rows with pc <= page start, pc < page end */
+
+	t->nr_pages = (size_t)((span + PAGE_SIZE_U - 1) >> UNWIND_PAGE_SHIFT);
+	t->pages = calloc(t->nr_pages ? t->nr_pages : 1, sizeof(*t->pages));
+	if (!t->pages)
+		return -ENOMEM;
+	for (size_t p = 0; p < t->nr_pages; p++) {
+		uint64_t ps = (uint64_t)p << UNWIND_PAGE_SHIFT, pe = ps + PAGE_SIZE_U;
+		size_t first;
+
+		while (at_start < t->nr_rows && t->rows[at_start].pc <= ps)
+			at_start++;
+		if (before_end < at_start)
+			before_end = at_start;
+		while (before_end < t->nr_rows && t->rows[before_end].pc < pe)
+			before_end++;
+		if (at_start)
+			first = at_start - 1;
+		else if (before_end)
+			first = 0;
+		else
+			continue; /* no row yet: count 0 */
+		t->pages[p].first = (uint32_t)first;
+		t->pages[p].count = (uint32_t)(before_end - first);
+	}
+	return 0;
+}
+
+/* --- ELF ---------------------------------------------------------------------- */
+
+static int read_segments(struct build *b)
+{
+	size_t n;
+
+	if (elf_getphdrnum(b->elf, &n) || n == 0 || n > 65535)
+		return -EINVAL;
+	b->t->segs = calloc(n, sizeof(*b->t->segs));
+	if (!b->t->segs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(b->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (ph.p_vaddr + ph.p_memsz < ph.p_vaddr || ph.p_offset + ph.p_filesz < ph.p_offset)
+			continue;
+		b->t->segs[b->t->nr_segs++] = (struct utable_seg){
+			.vaddr = ph.p_vaddr,
+			.memsz = ph.p_memsz,
+			.offset = ph.p_offset,
+			.filesz = ph.p_filesz,
+			.exec = ph.p_flags & PF_X,
+		};
+	}
+	return b->t->nr_segs ? 0 : -EINVAL;
+}
+
+static int note_build_id(Elf_Data *d, uint8_t *buf, size_t size)
+{
+	size_t off = 0, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	while (off < d->d_size && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    !memcmp((const char *)d->d_buf + name_off, "GNU", 4) && nh.n_descsz > 0 &&
+		    nh.n_descsz <= size) {
+			memcpy(buf, (const char *)d->d_buf + desc_off, nh.n_descsz);
+			return (int)nh.n_descsz;
+		}
+	}
+	return 0;
+}
+
+static int elf_build_id(Elf *elf, uint8_t *buf, size_t size)
+{
+	Elf_Scn *scn = NULL;
+	size_t budget = MAX_NOTES, n;
+	int len;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || sh.sh_size > budget)
+			continue;
+		budget -= sh.sh_size;
+		d = elf_getdata(scn, NULL);
+		if (d && d->d_buf && (len = note_build_id(d, buf, size)) > 0)
+			return len;
+	}
+	if (elf_getphdrnum(elf, &n))
+		return 0;
+	for (size_t i = 0; i < n && i < 65535; i++) {
+		GElf_Phdr ph;
+		Elf_Data *d;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE || ph.p_filesz > budget)
+			continue;
+		budget -= ph.p_filesz;
+		d = elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz, ELF_T_NHDR);
+		if (d && d->d_buf && (len = note_build_id(d, buf, size)) > 0)
+			return len;
+	}
+	return 0;
+}
+
+/* A CFI section's data, or NULL if absent, empty, compressed or unreadable. */
+static Elf_Data *cfi_section(Elf *elf, const char *name, uint64_t *addr)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *sn;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		sn = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!sn || strcmp(sn, name))
+			continue;
+		if ((sh.sh_flags & SHF_COMPRESSED) || sh.sh_size == 0)
+			return NULL;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf || d->d_size == 0)
+			return NULL;
+		*addr = sh.sh_addr;
+		return d;
+	}
+	return NULL;
+}
+
+static int check_header(Elf *elf, unsigned char *ident)
+{
+	GElf_Ehdr eh;
+	const char *id;
+
+	if (elf_kind(elf) != ELF_K_ELF)
+		return -ENOEXEC;
+	id = elf_getident(elf, NULL);
+	if (!id || !gelf_getehdr(elf, &eh))
+		return -EINVAL;
+	memcpy(ident, id, EI_NIDENT);
+	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)
+		return -ENOEXEC;
+	if (ident[EI_CLASS] != ELFCLASS64 || ident[EI_DATA] != ELFDATA2LSB ||
+	    eh.e_machine != EM_X86_64)
+		return -ENOTSUP;
+	return 0;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct utable *build(Elf *elf)
+{
+	struct build b = {.elf = elf};
+	Dwarf_CFI *cfi_eh = NULL, *cfi_dbg = NULL;
+	Dwarf *dw = NULL;
+	Elf_Data *eh, *dbg;
+	uint64_t eh_addr = 0, dbg_addr = 0, t0 = mono_ns();
+	int err;
+
+	b.t = calloc(1, sizeof(*b.t));
+	if (!b.t) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = check_header(elf, b.ident);
+	if (err)
+		goto out;
+	err = read_segments(&b);
+	if (err)
+		goto out;
+	b.t->build_id_len = (size_t)elf_build_id(elf, b.t->build_id, sizeof(b.t->build_id));
+
+	eh = cfi_section(elf, ".eh_frame", &eh_addr);
+	dbg = cfi_section(elf, ".debug_frame", &dbg_addr);
+	if (eh) {
+		cfi_eh = dwarf_getcfi_elf(elf);
+		if (cfi_eh) {
+			err = collect_fdes(&b, eh, true, eh_addr, SRC_EH);
+			if (err)
+				goto out;
+		}
+	}
+	if (dbg) {
+		dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+		cfi_dbg = dw ? dwarf_getcfi(dw) : NULL;
+		if (cfi_dbg) {
+			err = collect_fdes(&b, dbg, false, dbg_addr, SRC_DEBUG);
+			if (err)
+				goto out;
+		}
+	}
+	settle_fdes(&b);
+	if (!b.nr_fdes) {
+		err = -ENODATA;
+		goto out;
+	}
+	b.t->base = b.fdes[0].begin & ~(uint64_t)(PAGE_SIZE_U - 1);
+	b.t->end = b.fdes[b.nr_fdes - 1].end;
+	if (b.t->end - b.t->base > UTABLE_MAX_SPAN) {
+		err = -E2BIG;
+		goto out;
+	}
+	for (size_t i = 0; i < b.nr_fdes; i++) {
+		const struct fde_info *f = &b.fdes[i];
+
+		err = walk_fde(&b, f->src == SRC_EH ? cfi_eh : cfi_dbg, f);
+		if (err)
+			goto out;
+		/*
+		 * Bytes up to the next FDE (or past the last) have no CFI. A short
+		 * gap is alignment padding that never runs (a return address just
+		 * past a function is looked up at address - 1): let the last row
+		 * cover it rather than spend a row.
+		 */
+		if (i + 1 == b.nr_fdes || b.fdes[i + 1].begin - f->end > UTABLE_PAD_GAP) {
+			b.t->st.rows_gap++;
+			err = emit(&b, f->end, urow(UROW_CFA_NONE, UROW_RBP_SAME, 0, 0));
+			if (err)
+				goto out;
+		}
+	}
+	if (b.full) {
+		err = -E2BIG;
+		goto out;
+	}
+	err = build_pages(b.t);
+	if (err)
+		goto out;
+	b.t->st.build_ns = mono_ns() - t0;
+out:
+	if (dw)
+		dwarf_end(dw);
+	if (cfi_eh)
+		dwarf_cfi_end(cfi_eh);
+	free(b.cies);
+	free(b.fdes);
+	if (err) {
+		utable__free(b.t);
+		errno = -err;
+		return NULL;
+	}
+	return b.t;
+}
+
+struct utable *utable__build_fd(int fd)
+{
+	struct utable *t;
+	Elf *elf;
+
+	pthread_once(&elf_once, elf_init);
+	if (!elf_ok) {
+		errno = ENOTSUP;
+		return NULL;
+	}
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf) {
+		errno = ENOEXEC;
+		return NULL;
+	}
+	t = build(elf);
+	elf_end(elf);
+	return t;
+}
+
+struct utable *utable__build_mem(const void *image, size_t size)
+{
+	struct utable *t;
+	char *copy;
+	Elf *elf;
+	int err;
+
+	pthread_once(&elf_once, elf_init);
+	if (!elf_ok) {
+		errno = ENOTSUP;
+		return NULL;
+	}
+	/* libelf may convert data in place: give it a private copy. */
+	copy = malloc(size ? size : 1);
+	if (!copy) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memcpy(copy, image, size);
+	elf = elf_memory(copy, size);
+	if (!elf) {
+		free(copy);
+		errno = ENOEXEC;
+		return NULL;
+	}
+	t = build(elf);
+	err = errno;
+	elf_end(elf);
+	free(copy);
+	errno = err;
+	return t;
+}
+
+int utable__read_build_id(int fd, uint8_t *buf, size_t size)
+{
+	Elf *elf;
+	int len;
+
+	pthread_once(&elf_once, elf_init);
+	if (!elf_ok)
+		return -ENOTSUP;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf)
+		return -ENOEXEC;
+	len = elf_kind(elf) == ELF_K_ELF ? elf_build_id(elf, buf, size) : -ENOEXEC;
+	elf_end(elf);
+	return len;
+}
+
+void utable__free(struct utable *t)
+{
+	if (!t)
+		return;
+	free(t->rows);
+	free(t->pages);
+	free(t->segs);
+	free(t);
+}
+
+const struct bp_urow *utable__lookup(const struct utable *t, uint64_t vaddr)
+{
+	uint64_t off = vaddr - t->base;
+	const struct utable_page *pg;
+	uint32_t lo, n;
+
+	if (vaddr < t->base || (off >> UNWIND_PAGE_SHIFT) >= t->nr_pages)
+		return NULL;
+	pg = &t->pages[off >> UNWIND_PAGE_SHIFT];
+	if (!pg->count)
+		return NULL;
+	/* The walker's search: halve [lo, lo + n) keeping rows[lo].pc <= off. */
+	lo = pg->first;
+	n = pg->count;
+	while (n > 1) {
+		uint32_t half = n / 2;
+
+		if (t->rows[lo + half].pc <= off)
+			lo += half;
+		n -= half;
+	}
+	return t->rows[lo].pc <= off ? &t->rows[lo] : NULL;
+}
+
+int utable__bias(const struct utable *t, uint64_t start, uint64_t offset, uint64_t *bias)
+{
+	const struct utable_seg *best = NULL;
+
+	for (size_t i = 0; i < t->nr_segs; i++) {
+		const struct utable_seg *s = &t->segs[i];
+		uint64_t lo = s->offset & ~(uint64_t)4095;
+
+		if (offset < lo || offset >= s->offset + (s->filesz ? s->filesz : 1))
+			continue;
+		if (!best || (s->exec && !best->exec))
+			best = s;
+	}
+	if (!best)
+		return -ENOENT;
+	*bias = start - offset + best->offset - best->vaddr;
+	return 0;
+}
+
+size_t utable__mem(const struct utable *t)
+{
+	return sizeof(*t) + t->nr_rows * sizeof(*t->rows) + t->nr_pages * sizeof(*t->pages) +
+	       t->nr_segs * sizeof(*t->segs);
+}

@@ -1,0 +1,994 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * unwinder.c - the table cache, the slot pool and the per-process mapping
+ * lists behind the BPF walker; see unwinder.h for the life cycle.
+ *
+ * Ordering against the walker, which may run on another CPU at any time:
+ * a table's slots are written before any mapping list names them, and a
+ * mapping list before the process entry that names it (each write is a
+ * bpf() syscall, which orders them); slots a list or table stops using are
+ * only parked (upool__release) and reused two ticks later, long after any
+ * walk that could still read them has finished.
+ */
+#include "unwind/unwinder.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "htab.h"
+#include "sym/procfs.h"
+#include "sym/procmaps.h"
+#include "unwind/pool.h"
+#include "unwind/table.h"
+#include "util.h"
+
+#define REFRESH_MIN_NS (250ull * 1000000) /* per process */
+#define TICK_SWEEP_NS  (1000ull * 1000000)
+#define SEG_ROWS       (UNWIND_CHUNK_SLOTS / 8) /* rows per run: tables are split in pieces */
+#define MAX_MAPS_FILE  (64u << 20)
+
+struct run {
+	uint32_t slot, n;
+};
+
+struct file_key {
+	uint32_t major, minor;
+	uint64_t inode;
+};
+
+/* One file's table (in the kernel), or the remembered failure to make one. */
+struct ufile {
+	int err;	  /* 0: loaded; else why there is no table */
+	struct utable *t; /* segments and base only: rows and pages are in the kernel */
+	uint32_t pages, nr_pages;
+	struct run *runs;
+	size_t nr_runs;
+	size_t rows;
+	unsigned refs;	       /* processes whose mapping lists name it */
+	uint64_t last_used;    /* ns */
+	struct file_key *keys; /* htab keys naming it (inode aliases) */
+	size_t nr_keys;
+	bool by_build_id; /* also in u->by_build_id */
+};
+
+struct uproc {
+	uint32_t pid;
+	uint64_t start_time, exec_id;
+	struct run maps; /* the mapping list's slots; n == 0: none */
+	uint32_t nr_maps;
+	struct ufile **files; /* references held by the list */
+	size_t nr_files;
+	uint64_t sig; /* hash of the executable mappings */
+	uint64_t last_used, last_refresh;
+	uint64_t start_ticks; /* for an entry installed ahead (ids unknown): /proc start time */
+	bool any_image;	      /* UPROC_F_ANY_IMAGE: installed by unwinder__prefetch() */
+	bool in_kernel;
+};
+
+struct unwinder {
+	char proc_root[256];
+	struct unwind_kops k;
+	uint32_t max_procs;
+	uint32_t seg_rows;
+	uint64_t idle_ns;
+	struct upool *pool;
+	struct htab *files;	  /* file_key -> ufile */
+	struct htab *by_build_id; /* build id bytes -> ufile */
+	struct htab *procs;	  /* pid -> uproc */
+	struct ufile *vdso;
+	size_t nr_in_kernel;
+	uint64_t last_sweep;
+	struct unwinder_stats st;
+};
+
+/* --- kernel callbacks through the pool ----------------------------------- */
+
+static int pool_grow(void *ctx, uint32_t chunk)
+{
+	struct unwinder *u = ctx;
+
+	return u->k.chunk_add ? u->k.chunk_add(u->k.ctx, chunk) : 0;
+}
+
+static int pool_shrink(void *ctx, uint32_t chunk)
+{
+	struct unwinder *u = ctx;
+
+	return u->k.chunk_drop ? u->k.chunk_drop(u->k.ctx, chunk) : 0;
+}
+
+static int kwrite(struct unwinder *u, uint32_t slot, const void *vals, uint32_t n)
+{
+	return u->k.slots_write ? u->k.slots_write(u->k.ctx, slot, vals, n) : 0;
+}
+
+/* --- tables --------------------------------------------------------------- */
+
+static void ufile_unload(struct unwinder *u, struct ufile *f)
+{
+	for (size_t i = 0; i < f->nr_runs; i++)
+		upool__release(u->pool, f->runs[i].slot, f->runs[i].n);
+	free(f->runs);
+	f->runs = NULL;
+	f->nr_runs = 0;
+	if (!f->err) {
+		u->st.tables--;
+		u->st.rows -= f->rows;
+	}
+}
+
+static void ufile_free(struct ufile *f)
+{
+	if (!f)
+		return;
+	utable__free(f->t);
+	free(f->runs);
+	free(f->keys);
+	free(f);
+}
+
+/* Forgets a file: its kernel slots, its keys. Only when nothing refers to it. */
+static void ufile_forget(struct unwinder *u, struct ufile *f)
+{
+	ufile_unload(u, f);
+	for (size_t i = 0; i < f->nr_keys; i++)
+		htab__remove(u->files, &f->keys[i], sizeof(f->keys[i]));
+	if (f->by_build_id && f->t)
+		htab__remove(u->by_build_id, f->t->build_id, f->t->build_id_len);
+	if (f != u->vdso)
+		ufile_free(f);
+}
+
+static void ufile_evict(struct unwinder *u, struct ufile *f)
+{
+	if (!f->err)
+		u->st.tables_evicted++;
+	ufile_forget(u, f);
+}
+
+/* Frees the least recently used table no process refers to; false if none. */
+static bool evict_one_table(struct unwinder *u, const struct ufile *keep)
+{
+	struct ufile *victim = NULL;
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	while ((e = htab__next(u->files, &pos))) {
+		struct ufile *f = e->value;
+
+		if (f == keep || f->refs || f->err || !f->nr_runs)
+			continue;
+		if (!victim || f->last_used < victim->last_used)
+			victim = f;
+	}
+	if (!victim)
+		return false;
+	ufile_evict(u, victim);
+	/* Its slots become free only after the grace period: reclaim twice so
+	 * an allocation under pressure can use them (no walk lasts that long
+	 * as the syscalls between). */
+	return true;
+}
+
+static int alloc_run(struct unwinder *u, uint32_t n, const struct ufile *keep, struct run *r)
+{
+	int err;
+
+	for (;;) {
+		err = upool__alloc(u->pool, n, &r->slot);
+		if (err != -ENOSPC)
+			break;
+		if (!evict_one_table(u, keep))
+			return -ENOSPC;
+		upool__reclaim(u->pool);
+		upool__reclaim(u->pool);
+	}
+	if (!err)
+		r->n = n;
+	return err;
+}
+
+static int add_run(struct ufile *f, struct run r)
+{
+	struct run *nr = realloc(f->runs, (f->nr_runs + 1) * sizeof(*nr));
+
+	if (!nr)
+		return -ENOMEM;
+	f->runs = nr;
+	f->runs[f->nr_runs++] = r;
+	return 0;
+}
+
+/*
+ * Copies rows [first, first + n) of t into a fresh run; fills page entries
+ * [p0, p1) (whose rows all lie in that range) with global row slots.
+ */
+static int upload_rows(struct unwinder *u, struct ufile *f, const struct utable *t, size_t first,
+		       size_t n, size_t p0, size_t p1, struct bp_upage *pages)
+{
+	struct run r;
+	int err;
+
+	err = alloc_run(u, (uint32_t)n, f, &r);
+	if (err)
+		return err;
+	err = add_run(f, r);
+	if (err) {
+		upool__release(u->pool, r.slot, r.n);
+		return err;
+	}
+	err = kwrite(u, r.slot, &t->rows[first], (uint32_t)n);
+	if (err)
+		return err;
+	for (size_t p = p0; p < p1; p++) {
+		pages[p].count = t->pages[p].count;
+		pages[p].first =
+			t->pages[p].count ? r.slot + (uint32_t)(t->pages[p].first - first) : 0;
+	}
+	return 0;
+}
+
+/*
+ * Puts t into the pool: the page index in one run, the rows in runs of up
+ * to seg_rows rows split at page boundaries (each starting with the row in
+ * force at its first page). Small runs fit the gaps that freed tables leave,
+ * so the pool does not fragment into unusable pieces.
+ */
+static int upload_table(struct unwinder *u, struct ufile *f, const struct utable *t)
+{
+	struct bp_upage *pages;
+	struct run pr;
+	int err;
+
+	if (!t->nr_pages || t->nr_pages > UNWIND_CHUNK_SLOTS || !t->nr_rows)
+		return -E2BIG;
+	pages = calloc(t->nr_pages, sizeof(*pages));
+	if (!pages)
+		return -ENOMEM;
+	err = alloc_run(u, (uint32_t)t->nr_pages, f, &pr);
+	if (!err)
+		err = add_run(f, pr);
+	/* Greedy groups of whole pages, at most seg_rows rows each (a page has
+	 * at most UNWIND_PAGE_MAX_ROWS, so a group always takes one page). */
+	for (size_t p0 = 0; p0 < t->nr_pages && !err;) {
+		size_t p1 = p0, first = SIZE_MAX, end = 0;
+
+		while (p1 < t->nr_pages) {
+			const struct utable_page *pg = &t->pages[p1];
+			size_t nf = first, ne = end;
+
+			if (pg->count) {
+				nf = MIN(first, (size_t)pg->first);
+				ne = MAX(end, (size_t)pg->first + pg->count);
+			}
+			if (nf != SIZE_MAX && ne - nf > u->seg_rows && p1 > p0)
+				break;
+			first = nf;
+			end = ne;
+			p1++;
+		}
+		if (first != SIZE_MAX) /* else: pages without rows, count 0 */
+			err = upload_rows(u, f, t, first, end - first, p0, p1, pages);
+		p0 = p1;
+	}
+	if (!err)
+		err = kwrite(u, pr.slot, pages, (uint32_t)t->nr_pages);
+	if (!err) {
+		f->pages = pr.slot;
+		f->nr_pages = (uint32_t)t->nr_pages;
+	}
+	free(pages);
+	if (err) {
+		for (size_t i = 0; i < f->nr_runs; i++)
+			upool__release(u->pool, f->runs[i].slot, f->runs[i].n);
+		free(f->runs);
+		f->runs = NULL;
+		f->nr_runs = 0;
+	}
+	return err;
+}
+
+/* Keeps only what mapping lists need from a built table: base and segments. */
+static void strip_table(struct utable *t)
+{
+	free(t->rows);
+	free(t->pages);
+	t->rows = NULL;
+	t->pages = NULL;
+}
+
+/* Builds and uploads; f->err says how it went. */
+static void load_table(struct unwinder *u, struct ufile *f, struct utable *t)
+{
+	int err;
+
+	f->t = t;
+	u->st.build_ns += t->st.build_ns;
+	u->st.tables_built++;
+	err = upload_table(u, f, t);
+	if (err) {
+		f->err = err;
+		if (err == -ENOSPC)
+			u->st.tables_no_room++;
+		else
+			u->st.tables_failed++;
+	} else {
+		f->err = 0;
+		f->rows = t->nr_rows;
+		u->st.tables++;
+		u->st.rows += t->nr_rows;
+	}
+	strip_table(t);
+}
+
+/* Opens the file behind mapping m of pid (as the symbolizer does): the very
+ * file object through map_files, else the path under the process's root if
+ * its device and inode match. */
+static int open_mapped_file(struct unwinder *u, uint32_t pid, const struct procmap *m)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u/map_files/%" PRIx64 "-%" PRIx64, u->proc_root, pid,
+		 m->start, m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		if (m->deleted)
+			return -ENOENT;
+		if (snprintf(path, sizeof(path), "%s/%u/root%s", u->proc_root, pid, m->path) >=
+		    (int)sizeof(path))
+			return -ENAMETOOLONG;
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+		if (fd < 0)
+			return -errno;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != m->inode ||
+	    major(st.st_dev) != m->dev_major || minor(st.st_dev) != m->dev_minor) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+static int add_key(struct unwinder *u, struct ufile *f, const struct file_key *k)
+{
+	struct file_key *nk = realloc(f->keys, (f->nr_keys + 1) * sizeof(*nk));
+	struct htab_entry *e;
+	bool created;
+
+	if (!nk)
+		return -ENOMEM;
+	f->keys = nk;
+	e = htab__upsert(u->files, k, sizeof(*k), &created);
+	if (!e)
+		return -ENOMEM;
+	e->value = f;
+	f->keys[f->nr_keys++] = *k;
+	return 0;
+}
+
+/* The table for the file of mapping m (built and uploaded on first use);
+ * NULL only when out of memory. */
+static struct ufile *get_file(struct unwinder *u, uint32_t pid, const struct procmap *m)
+{
+	struct file_key k = {.major = m->dev_major, .minor = m->dev_minor, .inode = m->inode};
+	uint8_t bid[UTABLE_BUILD_ID_MAX];
+	struct htab_entry *e = htab__find(u->files, &k, sizeof(k));
+	struct ufile *f;
+	struct utable *t;
+	int fd, len;
+
+	if (e) {
+		f = e->value;
+		/* A table that did not fit earlier may fit now. */
+		if (f->err != -ENOSPC)
+			return f;
+		ufile_forget(u, f);
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	if (add_key(u, f, &k)) {
+		ufile_free(f);
+		return NULL;
+	}
+	fd = open_mapped_file(u, pid, m);
+	if (fd < 0) {
+		f->err = fd;
+		u->st.tables_failed++;
+		return f;
+	}
+	len = utable__read_build_id(fd, bid, sizeof(bid));
+	if (len > 0) {
+		e = htab__find(u->by_build_id, bid, (size_t)len);
+		if (e && !((struct ufile *)e->value)->err) {
+			/* The same code under another inode (a copy in a container). */
+			struct ufile *shared = e->value;
+
+			close(fd);
+			htab__remove(u->files, &k, sizeof(k));
+			ufile_free(f);
+			if (add_key(u, shared, &k))
+				return NULL;
+			u->st.tables_shared++;
+			return shared;
+		}
+	}
+	t = utable__build_fd(fd);
+	close(fd);
+	if (!t) {
+		f->err = -errno;
+		u->st.tables_failed++;
+		return f;
+	}
+	load_table(u, f, t);
+	if (!f->err && f->t->build_id_len) {
+		bool created;
+
+		e = htab__upsert(u->by_build_id, f->t->build_id, f->t->build_id_len, &created);
+		if (e && created) {
+			e->value = f;
+			f->by_build_id = true;
+		}
+	}
+	return f;
+}
+
+/* Our own vDSO is the one every native process of this kernel maps. */
+static void load_vdso(struct unwinder *u)
+{
+	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	struct procmaps self = {0};
+	struct utable *t = NULL;
+
+	if (!base || procmaps__read("/proc/self/maps", &self))
+		return;
+	for (size_t i = 0; i < self.nr; i++) {
+		const struct procmap *m = &self.maps[i];
+
+		if (m->start == base && m->path && !strcmp(m->path, "[vdso]")) {
+			t = utable__build_mem((const void *)base, m->end - m->start);
+			break;
+		}
+	}
+	procmaps__free(&self);
+	if (!t)
+		return;
+	u->vdso = calloc(1, sizeof(*u->vdso));
+	if (!u->vdso) {
+		utable__free(t);
+		return;
+	}
+	load_table(u, u->vdso, t);
+	u->vdso->refs = 1; /* never evicted */
+}
+
+/* --- processes -------------------------------------------------------------- */
+
+static bool proc_alive(struct unwinder *u, uint32_t pid, uint64_t start_time)
+{
+	uint64_t ticks;
+
+	if (procfs__starttime(u->proc_root, pid, &ticks))
+		return false;
+	return !start_time || ticks == procfs__ns_to_ticks(start_time);
+}
+
+static bool uproc_alive(struct unwinder *u, const struct uproc *p)
+{
+	uint64_t ticks;
+
+	if (!p->any_image)
+		return proc_alive(u, p->pid, p->start_time);
+	return !procfs__starttime(u->proc_root, p->pid, &ticks) && ticks == p->start_ticks;
+}
+
+/* x86-64 processes only: a 32-bit one is walked by bpf_get_stack. */
+static int check_exe(struct unwinder *u, uint32_t pid)
+{
+	unsigned char id[20];
+	char path[PATH_MAX];
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%u/exe", u->proc_root, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, id, sizeof(id), 0);
+	close(fd);
+	if (n != (ssize_t)sizeof(id) || memcmp(id, "\177ELF", 4))
+		return -ENOEXEC;
+	if (id[4] != 2 /* ELFCLASS64 */ || id[5] != 1 /* LSB */ || id[18] != 62 /* EM_X86_64 */)
+		return -ENOTSUP;
+	return 0;
+}
+
+static int read_maps(struct unwinder *u, uint32_t pid, struct procmaps *out)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *dir;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%u/maps", u->proc_root, pid);
+	err = procmaps__read(path, out);
+	if (err || out->nr)
+		return err;
+	/* The main thread has exited: its maps file is empty, other threads' are not. */
+	snprintf(path, sizeof(path), "%s/%u/task", u->proc_root, pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while ((de = readdir(dir))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "%s/%u/task/%s/maps", u->proc_root, pid, de->d_name);
+		procmaps__free(out);
+		if (!procmaps__read(path, out) && out->nr)
+			break;
+	}
+	closedir(dir);
+	return 0;
+}
+
+static void drop_refs(struct ufile **files, size_t n, uint64_t now)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (files[i]->refs)
+			files[i]->refs--;
+		files[i]->last_used = now;
+	}
+}
+
+/* Removes p's kernel entry and frees its mapping list. */
+static void proc_unload(struct unwinder *u, struct uproc *p)
+{
+	if (p->in_kernel) {
+		if (u->k.proc_del)
+			u->k.proc_del(u->k.ctx, p->pid);
+		p->in_kernel = false;
+		u->nr_in_kernel--;
+	}
+	if (p->maps.n)
+		upool__release(u->pool, p->maps.slot, p->maps.n);
+	p->maps.n = 0;
+	p->nr_maps = 0;
+	drop_refs(p->files, p->nr_files, now_ns());
+	free(p->files);
+	p->files = NULL;
+	p->nr_files = 0;
+	p->sig = 0;
+}
+
+static void proc_forget(struct unwinder *u, struct uproc *p)
+{
+	proc_unload(u, p);
+	htab__remove(u->procs, &p->pid, sizeof(p->pid));
+	free(p);
+}
+
+/* Makes room for one more kernel entry: the least recently noticed goes. */
+static void evict_one_proc(struct unwinder *u, const struct uproc *keep)
+{
+	struct uproc *victim = NULL;
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	while ((e = htab__next(u->procs, &pos))) {
+		struct uproc *p = e->value;
+
+		if (p == keep || !p->in_kernel)
+			continue;
+		if (!victim || p->last_used < victim->last_used)
+			victim = p;
+	}
+	if (victim) {
+		proc_unload(u, victim);
+		u->st.procs_evicted++;
+	}
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h;
+}
+
+/*
+ * (Re)builds p's mapping list from /proc/PID/maps and installs it. Nothing
+ * changes in the kernel if the executable mappings are the same as last time.
+ */
+static int load_maps(struct unwinder *u, struct uproc *p)
+{
+	struct procmaps maps = {0};
+	struct bp_umap *um = NULL;
+	struct ufile **files = NULL;
+	size_t n = 0, nf = 0;
+	struct bp_uproc kp;
+	struct run r = {0};
+	uint64_t sig = 0x5157, now = now_ns();
+	int err;
+
+	err = read_maps(u, p->pid, &maps);
+	if (err)
+		return err;
+	for (size_t i = 0; i < maps.nr; i++) {
+		const struct procmap *m = &maps.maps[i];
+
+		if (!(m->perms & PROCMAP_X))
+			continue;
+		n++;
+		sig = mix(mix(mix(sig, m->start), m->end), mix(m->inode, m->offset));
+	}
+	if (p->in_kernel && sig == p->sig) {
+		procmaps__free(&maps);
+		return 0;
+	}
+	if (n > UNWIND_MAX_MAPS) {
+		u->st.maps_dropped += n - UNWIND_MAX_MAPS;
+		n = UNWIND_MAX_MAPS;
+	}
+	um = calloc(n ? n : 1, sizeof(*um));
+	files = calloc(n ? n : 1, sizeof(*files));
+	if (!um || !files) {
+		err = -ENOMEM;
+		goto out;
+	}
+	n = 0;
+	for (size_t i = 0; i < maps.nr && n < UNWIND_MAX_MAPS; i++) {
+		const struct procmap *m = &maps.maps[i];
+		struct bp_umap *x;
+		struct ufile *f = NULL;
+		uint64_t bias;
+
+		if (!(m->perms & PROCMAP_X))
+			continue;
+		x = &um[n++];
+		x->start = m->start;
+		x->end = m->end;
+		x->pages = UNWIND_NO_TABLE;
+		if (m->path && !strcmp(m->path, "[vdso]"))
+			f = u->vdso;
+		else if (procmap__is_file(m))
+			f = get_file(u, p->pid, m);
+		if (!f || f->err || !f->t || utable__bias(f->t, m->start, m->offset, &bias))
+			continue;
+		x->bias = bias + f->t->base;
+		x->pages = f->pages;
+		x->nr_pages = f->nr_pages;
+		f->refs++;
+		files[nf++] = f;
+	}
+	if (n) {
+		err = alloc_run(u, (uint32_t)(n * UNWIND_MAP_SLOTS), NULL, &r);
+		if (!err)
+			err = kwrite(u, r.slot, um, (uint32_t)(n * UNWIND_MAP_SLOTS));
+		if (err)
+			goto out_release;
+	}
+	memset(&kp, 0, sizeof(kp));
+	kp.start_time = p->start_time;
+	kp.exec_id = p->exec_id;
+	kp.maps = r.slot;
+	kp.nr_maps = (uint32_t)n;
+	kp.flags = p->any_image ? UPROC_F_ANY_IMAGE : 0;
+	if (!p->in_kernel && u->nr_in_kernel >= u->max_procs)
+		evict_one_proc(u, p);
+	err = u->k.proc_set ? u->k.proc_set(u->k.ctx, p->pid, &kp) : 0;
+	if (err == -E2BIG || err == -ENOMEM) {
+		evict_one_proc(u, p); /* map fuller than we thought: try once more */
+		err = u->k.proc_set(u->k.ctx, p->pid, &kp);
+	}
+	if (err)
+		goto out_release;
+	/* Installed: retire the previous list. */
+	if (p->maps.n)
+		upool__release(u->pool, p->maps.slot, p->maps.n);
+	drop_refs(p->files, p->nr_files, now);
+	free(p->files);
+	p->files = files;
+	p->nr_files = nf;
+	files = NULL;
+	p->maps = r;
+	p->nr_maps = (uint32_t)n;
+	p->sig = sig;
+	if (!p->in_kernel) {
+		p->in_kernel = true;
+		u->nr_in_kernel++;
+	}
+	u->st.procs_loaded++;
+	goto out;
+
+out_release:
+	if (r.n)
+		upool__release(u->pool, r.slot, r.n);
+	drop_refs(files, nf, now);
+out:
+	free(um);
+	free(files);
+	procmaps__free(&maps);
+	return err;
+}
+
+static struct uproc *proc_get(struct unwinder *u, uint32_t pid, bool *created)
+{
+	struct htab_entry *e = htab__upsert(u->procs, &pid, sizeof(pid), created);
+	struct uproc *p;
+
+	if (!e)
+		return NULL;
+	if (!*created)
+		return e->value;
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		htab__remove(u->procs, &pid, sizeof(pid));
+		return NULL;
+	}
+	p->pid = pid;
+	e->value = p;
+	return p;
+}
+
+int unwinder__note_process(struct unwinder *u, uint32_t pid, uint64_t start_time, uint64_t exec_id)
+{
+	struct uproc *p;
+	bool created;
+	int err;
+
+	p = proc_get(u, pid, &created);
+	if (!p)
+		return -ENOMEM;
+	p->last_used = now_ns();
+	if (!created && p->any_image && p->in_kernel && uproc_alive(u, p) &&
+	    proc_alive(u, pid, start_time)) {
+		/* Installed ahead: now the ids are known. Rewrite the entry in
+		 * place (no window without one), re-reading the mappings. */
+		p->any_image = false;
+		p->start_time = start_time;
+		p->exec_id = exec_id;
+		p->sig = 0;
+		err = load_maps(u, p);
+		if (!err)
+			return 0;
+	}
+	if (!created && p->start_time == start_time && p->exec_id == exec_id && p->in_kernel)
+		return 0;
+	if (!created && (p->any_image || p->start_time != start_time || p->exec_id != exec_id))
+		proc_unload(u, p); /* exec, or a new process under a recycled pid */
+	p->any_image = false;
+	p->start_time = start_time;
+	p->exec_id = exec_id;
+	if (!proc_alive(u, pid, start_time)) {
+		u->st.procs_skipped++;
+		proc_forget(u, p);
+		return -ESRCH;
+	}
+	err = check_exe(u, pid);
+	if (!err)
+		err = load_maps(u, p);
+	if (err) {
+		u->st.procs_skipped++;
+		proc_forget(u, p);
+	}
+	return err;
+}
+
+int unwinder__refresh(struct unwinder *u, uint32_t pid, uint64_t start_time, uint64_t exec_id)
+{
+	struct htab_entry *e = htab__find(u->procs, &pid, sizeof(pid));
+	struct uproc *p;
+	uint64_t now = now_ns();
+
+	if (!e)
+		return unwinder__note_process(u, pid, start_time, exec_id);
+	p = e->value;
+	if (p->start_time != start_time || p->exec_id != exec_id)
+		return unwinder__note_process(u, pid, start_time, exec_id);
+	if (now - p->last_refresh < REFRESH_MIN_NS)
+		return 0;
+	p->last_refresh = now;
+	u->st.refreshes++;
+	return load_maps(u, p);
+}
+
+int unwinder__install(struct unwinder *u, uint32_t pid)
+{
+	struct uproc *p;
+	uint64_t ticks;
+	bool created;
+	int err;
+
+	err = procfs__starttime(u->proc_root, pid, &ticks);
+	if (!err)
+		err = check_exe(u, pid);
+	if (err)
+		return err;
+	p = proc_get(u, pid, &created);
+	if (!p)
+		return -ENOMEM;
+	if (!created)
+		return 0;
+	p->any_image = true;
+	p->start_ticks = ticks;
+	p->last_used = now_ns();
+	err = load_maps(u, p);
+	if (err) {
+		u->st.procs_skipped++;
+		proc_forget(u, p);
+	}
+	return err;
+}
+
+int unwinder__prefetch(struct unwinder *u, uint32_t pid)
+{
+	struct procmaps maps = {0};
+	int err = read_maps(u, pid, &maps);
+
+	if (err)
+		return err;
+	for (size_t i = 0; i < maps.nr; i++) {
+		const struct procmap *m = &maps.maps[i];
+		struct ufile *f;
+
+		if (!(m->perms & PROCMAP_X) || !procmap__is_file(m))
+			continue;
+		f = get_file(u, pid, m);
+		if (!f) {
+			err = -ENOMEM;
+			break;
+		}
+		f->last_used = now_ns();
+	}
+	procmaps__free(&maps);
+	return err;
+}
+
+void unwinder__tick(struct unwinder *u)
+{
+	uint64_t now = now_ns();
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	upool__reclaim(u->pool);
+	if (now - u->last_sweep < TICK_SWEEP_NS)
+		return;
+	u->last_sweep = now;
+	/* Exited processes (or pid reused): their lists and references go. */
+	while ((e = htab__next(u->procs, &pos))) {
+		struct uproc *p = e->value;
+
+		if (!uproc_alive(u, p)) {
+			proc_unload(u, p);
+			htab__remove(u->procs, &p->pid, sizeof(p->pid));
+			free(p);
+		}
+	}
+	/* Tables nobody used for idle_ns. */
+	for (;;) {
+		struct ufile *victim = NULL;
+
+		pos = 0;
+		while ((e = htab__next(u->files, &pos))) {
+			struct ufile *f = e->value;
+
+			/* (last_used may be later than now: set by the sweep above) */
+			if (!f->refs && f != u->vdso && f->last_used + u->idle_ns < now) {
+				victim = f;
+				break;
+			}
+		}
+		if (!victim)
+			break;
+		ufile_evict(u, victim); /* a remembered failure is just forgotten */
+	}
+}
+
+/* --- life cycle ------------------------------------------------------------ */
+
+struct unwinder *unwinder__new(const struct unwinder_opts *opts, const struct unwind_kops *kops)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+	uint32_t max_chunks = opts && opts->max_chunks ? opts->max_chunks : 128;
+
+	if (!u)
+		return NULL;
+	snprintf(u->proc_root, sizeof(u->proc_root), "%s",
+		 opts && opts->proc_root ? opts->proc_root : "/proc");
+	if (kops)
+		u->k = *kops;
+	u->max_procs = opts && opts->max_procs ? opts->max_procs : 4096;
+	u->seg_rows = opts && opts->seg_rows ? opts->seg_rows : SEG_ROWS;
+	if (u->seg_rows < UNWIND_PAGE_MAX_ROWS)
+		u->seg_rows = UNWIND_PAGE_MAX_ROWS;
+	u->idle_ns = (uint64_t)(opts && opts->idle_table_secs ? opts->idle_table_secs : 60) *
+		     1000000000ull;
+	if (max_chunks > UNWIND_MAX_CHUNKS)
+		max_chunks = UNWIND_MAX_CHUNKS;
+	u->pool = upool__new(UNWIND_CHUNK_SLOTS, max_chunks, pool_grow, pool_shrink, u);
+	u->files = htab__new();
+	u->by_build_id = htab__new();
+	u->procs = htab__new();
+	if (!u->pool || !u->files || !u->by_build_id || !u->procs) {
+		unwinder__free(u);
+		errno = ENOMEM;
+		return NULL;
+	}
+	u->last_sweep = now_ns();
+	load_vdso(u);
+	return u;
+}
+
+void unwinder__free(struct unwinder *u)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	if (!u)
+		return;
+	if (u->procs) {
+		while ((e = htab__next(u->procs, &pos))) {
+			struct uproc *p = e->value;
+
+			free(p->files);
+			free(p);
+		}
+	}
+	/* A file may be listed under several keys: collect each once. */
+	if (u->files) {
+		struct ufile **all = NULL;
+		size_t n = 0, cap = 0;
+
+		pos = 0;
+		while ((e = htab__next(u->files, &pos))) {
+			struct ufile *f = e->value;
+			bool seen = false;
+
+			for (size_t i = 0; i < n && !seen; i++)
+				seen = all[i] == f;
+			if (seen || f == u->vdso)
+				continue;
+			if (n == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				struct ufile **na = realloc(all, ncap * sizeof(*na));
+
+				if (!na)
+					break; /* leak the rest at exit rather than double free */
+				all = na;
+				cap = ncap;
+			}
+			all[n++] = f;
+		}
+		for (size_t i = 0; i < n; i++)
+			ufile_free(all[i]);
+		free(all);
+	}
+	ufile_free(u->vdso);
+	htab__free(u->procs);
+	htab__free(u->files);
+	htab__free(u->by_build_id);
+	upool__free(u->pool);
+	free(u);
+}
+
+void unwinder__stats(const struct unwinder *u, struct unwinder_stats *st)
+{
+	struct upool_stats ps;
+
+	*st = u->st;
+	st->procs = u->nr_in_kernel;
+	upool__stats(u->pool, &ps);
+	st->kernel_bytes = (uint64_t)ps.chunks * UNWIND_CHUNK_SLOTS * 8;
+	st->used_bytes = ps.used_slots * 8;
+}

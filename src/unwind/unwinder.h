@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * unwinder.h - keeps the kernel's unwind tables and per-process mapping
+ * lists (unwind_abi.h) in step with the processes being sampled. No libbpf:
+ * the collector provides the few kernel operations (struct unwind_kops).
+ *
+ * Life cycle of a process: the BPF program reports a new program image
+ * (exec, new pid, pid reuse) -> unwinder__note_process() reads its
+ * executable mappings, builds the table of every file not seen before
+ * (once per file: keyed by device + inode, shared by build id across
+ * copies, e.g. the same libc in two containers), uploads it into the slot
+ * pool, and installs the process's sorted mapping list. Until then its
+ * samples are walked with frame pointers. When the walker meets code in no
+ * known mapping (dlopen, new JIT code) it asks for a refresh
+ * (unwinder__refresh(), rate-limited on both sides). unwinder__tick()
+ * forgets processes that exited, frees their mapping lists, and drops
+ * tables no process has used for a while.
+ *
+ * Bounds: at most max_procs processes have an entry in the kernel (the
+ * least recently noticed one is evicted for a new one: it falls back to
+ * frame pointers until its next notice), at most max_chunks MiB of slots
+ * (tables no live process uses are evicted first when the pool is full; a
+ * table that still does not fit is skipped, and its mappings use frame
+ * pointers). Failed builds (no .eh_frame, not x86-64, unreadable) are
+ * remembered so they are not retried for every process.
+ */
+#ifndef BPFPROF_UNWIND_UNWINDER_H
+#define BPFPROF_UNWIND_UNWINDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "unwind_abi.h"
+
+/* Kernel operations, implemented by the collector. Each returns 0 or -errno. */
+struct unwind_kops {
+	void *ctx;
+	int (*chunk_add)(void *ctx, uint32_t chunk);  /* create + install chunk */
+	int (*chunk_drop)(void *ctx, uint32_t chunk); /* uninstall + free chunk */
+	/* Writes n 8-byte slots from vals (n * 8 bytes) at global slot `slot`. */
+	int (*slots_write)(void *ctx, uint32_t slot, const void *vals, uint32_t n);
+	int (*proc_set)(void *ctx, uint32_t tgid, const struct bp_uproc *p);
+	int (*proc_del)(void *ctx, uint32_t tgid);
+};
+
+struct unwinder_opts {
+	const char *proc_root;	  /* default "/proc" */
+	uint32_t max_procs;	  /* kernel entries; default 4096 */
+	uint32_t max_chunks;	  /* pool cap in 1 MiB chunks; default 128 */
+	uint32_t idle_table_secs; /* unused tables kept this long; default 60 */
+	uint32_t seg_rows;	  /* rows per pool run (tables are split); default 16384 */
+};
+
+struct unwinder_stats {
+	uint64_t procs;		 /* processes with an entry in the kernel now */
+	uint64_t procs_loaded;	 /* entries installed (or updated) */
+	uint64_t procs_evicted;	 /* pushed out by max_procs */
+	uint64_t procs_skipped;	 /* not x86-64, gone, unreadable */
+	uint64_t refreshes;	 /* mapping lists re-read on request */
+	uint64_t maps_dropped;	 /* executable mappings over UNWIND_MAX_MAPS */
+	uint64_t tables;	 /* tables in the kernel now */
+	uint64_t tables_built;	 /* built (since start) */
+	uint64_t tables_shared;	 /* found by build id under another inode */
+	uint64_t tables_failed;	 /* files without a usable table */
+	uint64_t tables_evicted; /* dropped: idle, or to make room */
+	uint64_t tables_no_room; /* did not fit under max_chunks */
+	uint64_t rows;		 /* rows of the tables in the kernel now */
+	uint64_t build_ns;	 /* time spent building tables */
+	uint64_t kernel_bytes;	 /* pool chunks allocated in the kernel */
+	uint64_t used_bytes;	 /* ... of which in use */
+};
+
+struct unwinder;
+
+struct unwinder *unwinder__new(const struct unwinder_opts *opts, const struct unwind_kops *kops);
+/* Frees userspace state; the kernel maps go away with the collector. */
+void unwinder__free(struct unwinder *u);
+
+/*
+ * A new program image (from a BPF notice): install its tables and
+ * mappings. start_time is the task's start_boottime in ns, as BPF sees it.
+ * 0 or -errno (-ESRCH gone or pid reused, -ENOTSUP not an x86-64 process).
+ * Idempotent.
+ */
+int unwinder__note_process(struct unwinder *u, uint32_t pid, uint64_t start_time, uint64_t exec_id);
+/* The walker met an address in no known mapping: re-read the mappings. */
+int unwinder__refresh(struct unwinder *u, uint32_t pid, uint64_t start_time, uint64_t exec_id);
+/* Builds (and uploads) the tables of pid's files ahead of its first sample. */
+int unwinder__prefetch(struct unwinder *u, uint32_t pid);
+/*
+ * Installs pid's entry ahead of its first sample (for -p targets, just
+ * before sampling starts), so even that sample is walked with tables. Its
+ * image ids are not known yet: the entry matches whatever pid runs
+ * (UPROC_F_ANY_IMAGE) until the first notice supplies them; pid reuse is
+ * caught by the /proc start time at every tick.
+ */
+int unwinder__install(struct unwinder *u, uint32_t pid);
+
+/* Periodic upkeep (call every few hundred ms): frees what exited processes
+ * and idle tables held. */
+void unwinder__tick(struct unwinder *u);
+
+void unwinder__stats(const struct unwinder *u, struct unwinder_stats *st);
+
+#endif

@@ -1,0 +1,217 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""--unwind: user stacks through code without frame pointers (.eh_frame tables in BPF).
+
+Debian's binaries are built without frame pointers: frame-pointer walks stop
+after the leaf. The reference for complete stacks is perf record
+--call-graph=dwarf on the same process at the same time; see perfcmp.py for
+how frames are matched and what "reaching the bottom" means.
+"""
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import (BPFPROF, Workload, count_with, frames_of, has_chain, parse_folded,
+                      run_bpfprof, total, wl)
+from perfcmp import (Bottom, hottest_perf_chains, ours_has_chain, perf_reaches, perf_samples,
+                     start_perf)
+
+SECONDS = 4
+
+
+@pytest.fixture(scope="module")
+def bottom():
+    return Bottom()
+
+
+@pytest.fixture(scope="module")
+def xz_input(tmp_path_factory):
+    """~40 MB of compressible binary data: shared libraries back to back."""
+    path = tmp_path_factory.mktemp("xz") / "input.bin"
+    libs = sorted(Path("/usr/lib/x86_64-linux-gnu").glob("*.so*"))
+    with open(path, "wb") as out:
+        for lib in libs:
+            if out.tell() > 40 << 20:
+                break
+            if lib.is_file() and not lib.is_symlink():
+                out.write(lib.read_bytes())
+    assert path.stat().st_size > 10 << 20
+    return path
+
+
+PY_WORK = """
+import sys, time
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+def work(until):
+    while time.time() < until:
+        fib(18)
+        sorted(str(i) for i in range(2000))
+work(time.time() + float(sys.argv[1]))
+"""
+
+SQL = ("WITH RECURSIVE c(x) AS (VALUES(1) UNION ALL SELECT x+1 FROM c WHERE x<50000000) "
+       "SELECT sum(x*x%7), count(DISTINCT x%1000), max(length(printf('%x', x))) FROM c;")
+
+
+def workload_argv(name, xz_input, tmp_path):
+    if name == "xz":
+        return ["xz", "-9e", "-T1", "-c", str(xz_input)]
+    if name == "sqlite3":
+        return ["sqlite3", ":memory:", SQL]
+    script = tmp_path / "work.py"
+    script.write_text(PY_WORK)
+    return ["/usr/bin/python3", str(script), "60"]
+
+
+def bpfprof_bg(args):
+    return subprocess.Popen([str(BPFPROF)] + [str(a) for a in args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc, timeout=60):
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, f"bpfprof exited {proc.returncode}:\n{err}"
+    return out, err
+
+
+def share(folded, pred):
+    n = total(folded)
+    assert n > 0
+    return count_with(folded, pred) / n
+
+
+@pytest.mark.parametrize("name", ["xz", "sqlite3", "python3"])
+def test_debian_binaries_match_perf_dwarf(name, xz_input, tmp_path, bottom):
+    """Samples reaching __libc_start_call_main: >= 99% of perf --call-graph=dwarf's share,
+    the hottest caller chains identical; frame pointers (--unwind fp) reach it ~never."""
+    data = tmp_path / "perf.data"
+    with Workload(*workload_argv(name, xz_input, tmp_path)) as w:
+        perf = start_perf(w.pid, SECONDS, data)
+        fp = bpfprof_bg(["-p", w.pid, "-d", SECONDS, "--unwind", "fp"])
+        auto = run_bpfprof(["-p", w.pid, "-d", SECONDS, "-v"])
+        fp_out, _ = finish(fp)
+        perf.wait(timeout=60)
+        assert w.proc.poll() is None, f"{name} finished before the profile did"
+    ours = parse_folded(auto.stdout)
+    samples = perf_samples(data)
+    assert len(samples) > 100, f"perf recorded only {len(samples)} samples"
+    perf_share = sum(1 for s in samples if perf_reaches(s)) / len(samples)
+    our_share = share(ours, bottom.reaches)
+    fp_share = share(parse_folded(fp_out), bottom.reaches)
+    assert perf_share > 0.9, f"perf itself reached the bottom in only {perf_share:.1%}"
+    assert our_share >= 0.99 * perf_share, \
+        f"{name}: {our_share:.1%} of stacks reach __libc_start_call_main, perf {perf_share:.1%}\n" \
+        f"{auto.stderr}"
+    # The problem this solves, visible: Debian builds without frame pointers.
+    assert fp_share < 0.2, f"--unwind fp reached the bottom in {fp_share:.1%}?"
+
+    hot = hottest_perf_chains(samples)
+    assert hot, "perf has no hot complete chain"
+    for chain, sh in hot:
+        pretty = ";".join(f[1] if f[1] != "[unknown]" else f"{f[2]}+0x{f[0] + 1:x}"
+                          for f in reversed(chain))
+        assert ours_has_chain(ours, chain, bottom), \
+            f"perf's chain ({sh:.0%} of its samples) is not in bpfprof's output: {pretty}"
+
+
+def test_mixed_frame_pointer_code_and_fp_less_library(bottom):
+    """FP code without tables -> FP-less library with tables -> FP callback: one walk,
+    both kinds of steps."""
+    with Workload(wl("uw_mixed"), 30) as w:
+        p = run_bpfprof(["-p", w.pid, "-d", 3, "-v"])
+    folded = parse_folded(p.stdout)
+    n = total(folded)
+    full = ["main", "mixed_run", "nofp_outer", "nofp_inner", "mixed_cb", "mixed_leaf"]
+    in_cb = count_with(folded, lambda s: has_chain(s, full))
+    in_lib = count_with(folded, lambda s: has_chain(s, full[:4]))
+    assert in_cb + in_lib >= 0.95 * n, p.stdout
+    assert in_cb >= 0.5 * n, p.stdout
+    assert share(folded, bottom.reaches) >= 0.95
+    m = re.search(r"(\d+) frames from tables, (\d+) by frame pointers", p.stderr)
+    assert m and int(m.group(1)) > 0 and int(m.group(2)) > 0, p.stderr
+
+
+def test_leaf_without_frame_pointer_keeps_its_caller():
+    """gcc omits the frame pointer in leaves even with -fno-omit-frame-pointer."""
+    with Workload(wl("uw_leaf"), 30) as w:
+        fp = bpfprof_bg(["-p", w.pid, "-d", 3, "--unwind", "fp"])
+        auto = parse_folded(run_bpfprof(["-p", w.pid, "-d", 3]).stdout)
+        fp = parse_folded(finish(fp)[0])
+    chain = ["main", "leaf_caller", "leaf_nofp"]
+    assert share(auto, lambda s: has_chain(s, chain)) >= 0.95, auto
+    # Frame pointers skip leaf_caller: its frame is found through the leaf's rbp.
+    assert share(fp, lambda s: has_chain(s, chain)) < 0.2, fp
+    assert share(fp, lambda s: has_chain(s, ["main", "leaf_nofp"])) > 0.5, fp
+
+
+def test_dlopen_after_start():
+    """A library mapped after the process's tables were installed: the walker asks for a
+    refresh and the stacks through it become complete."""
+    with Workload(wl("uw_dlopen"), 30, 1.0) as w:
+        p = run_bpfprof(["-p", w.pid, "-d", SECONDS, "-v"])
+    folded = parse_folded(p.stdout)
+    in_plugin = count_with(folded, lambda s: frames_of(s)[-1] in ("plugin_leaf", "plugin_work"))
+    assert in_plugin > 0.5 * total(folded), p.stdout
+    complete = count_with(folded, lambda s: has_chain(s, ["main", "run_plugin", "plugin_work",
+                                                          "plugin_leaf"]))
+    assert complete >= 0.9 * in_plugin, p.stdout
+    m = re.search(r"(\d+) refresh requests", p.stderr)
+    assert m and int(m.group(1)) >= 1, p.stderr
+
+
+def test_process_with_thousands_of_mappings(bottom):
+    with Workload(wl("uw_maps"), 30, 6000, 500) as w:
+        with open(f"/proc/{w.pid}/maps") as f:
+            nmaps = sum(1 for _ in f)
+        p = run_bpfprof(["-p", w.pid, "-d", 3])
+    assert nmaps > 6000, f"only {nmaps} mappings"
+    folded = parse_folded(p.stdout)
+    assert share(folded, lambda s: has_chain(s, ["main", "maps_outer", "maps_leaf"])) >= 0.95, \
+        p.stdout
+    assert share(folded, bottom.reaches) >= 0.95
+
+
+def test_stacks_cross_signal_frames(bottom):
+    """Through libc's __restore_rt (a signal frame: registers restored from the ucontext)."""
+    with Workload(wl("uw_signal"), 30) as w:
+        p = run_bpfprof(["-p", w.pid, "-d", 3])
+    folded = parse_folded(p.stdout)
+    in_handler = count_with(folded, lambda s: "sig_handler" in frames_of(s))
+    assert in_handler > 0.3 * total(folded), p.stdout
+    crossed = count_with(folded, lambda s: "sig_handler" in frames_of(s) and
+                         "sig_wait_loop" in frames_of(s) and bottom.reaches(s))
+    assert crossed >= 0.9 * in_handler, p.stdout
+
+
+def test_dwarf_mode_uses_no_frame_pointers(xz_input, bottom):
+    """--unwind dwarf: tables only; frames in code without a table end the stack."""
+    with Workload(wl("uw_mixed"), 30) as w:
+        p = run_bpfprof(["-p", w.pid, "-d", 2, "--unwind", "dwarf", "-v"])
+    folded = parse_folded(p.stdout)
+    assert "--unwind dwarf" in p.stderr
+    # mixed_leaf is frame-pointer code without a table: nothing above it; a return
+    # address into mixed_run (found from nofp_outer's table row) is the last frame.
+    assert not any("main" in frames_of(s) for s in folded), p.stdout
+    assert count_with(folded, lambda s: frames_of(s)[1:2] == ["mixed_leaf"]) > 0.5 * total(folded)
+    with Workload("xz", "-9e", "-T1", "-c", xz_input) as w:
+        p = run_bpfprof(["-p", w.pid, "-d", 2, "--unwind", "dwarf"])
+    assert share(parse_folded(p.stdout), bottom.reaches) >= 0.95, p.stdout
+
+
+def test_command_and_children_get_tables(bottom):
+    """-- COMMAND: each new program image gets its tables from its first notice."""
+    p = run_bpfprof(["-v", "--", "sh", "-c",
+                     f"{wl('uw_leaf')} 1.5 & {wl('uw_maps')} 1.5 100 10; wait"])
+    folded = parse_folded(p.stdout)
+    for comm, chain in (("uw_leaf", ["leaf_caller", "leaf_nofp"]),
+                        ("uw_maps", ["maps_outer", "maps_leaf"])):
+        n = total(folded, comm)
+        assert n >= 10, p.stderr  # ~150 on an idle machine
+        ok = count_with(folded, lambda s: s.startswith(comm + ";") and has_chain(s, chain)
+                        and bottom.reaches(s))
+        # The very first sample of each image is taken before its notice.
+        assert ok >= n - 3, p.stdout

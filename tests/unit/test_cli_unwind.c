@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/* test_cli_unwind.c - the --unwind option: values, default, errors. */
+#include "testutil.h"
+
+#include "cli.h"
+
+static int parse(struct options *o, char *err, size_t len, int argc, const char **argv)
+{
+	return cli__parse(argc, (char **)argv, o, err, len);
+}
+
+static void test_unwind_values(void **state)
+{
+	struct options o;
+	char err[256];
+	const char *def[] = {"bpfprof", "-d", "1"};
+	const char *fp[] = {"bpfprof", "--unwind", "fp"};
+	const char *dw[] = {"bpfprof", "--unwind=dwarf"};
+	const char *au[] = {"bpfprof", "--unwind", "auto", "-p", "1"};
+
+	assert_int_equal(parse(&o, err, sizeof(err), 3, def), CLI_OK);
+	assert_int_equal(o.unwind, UNWIND_OPT_AUTO); /* the default */
+	cli__free(&o);
+	assert_int_equal(parse(&o, err, sizeof(err), 3, fp), CLI_OK);
+	assert_int_equal(o.unwind, UNWIND_OPT_FP);
+	cli__free(&o);
+	assert_int_equal(parse(&o, err, sizeof(err), 2, dw), CLI_OK);
+	assert_int_equal(o.unwind, UNWIND_OPT_DWARF);
+	cli__free(&o);
+	assert_int_equal(parse(&o, err, sizeof(err), 5, au), CLI_OK);
+	assert_int_equal(o.unwind, UNWIND_OPT_AUTO);
+	cli__free(&o);
+	assert_string_equal(cli__unwind_name(UNWIND_OPT_DWARF), "dwarf");
+	assert_string_equal(cli__unwind_name(UNWIND_OPT_FP), "fp");
+}
+
+static void test_unwind_errors(void **state)
+{
+	struct options o;
+	char err[256];
+	const char *bad[] = {"bpfprof", "--unwind", "frame-pointers"};
+	const char *empty[] = {"bpfprof", "--unwind", ""};
+	const char *missing[] = {"bpfprof", "--unwind"};
+	enum unwind_opt u;
+
+	assert_int_equal(parse(&o, err, sizeof(err), 3, bad), CLI_USAGE);
+	assert_non_null(strstr(err, "expected auto, fp or dwarf"));
+	cli__free(&o);
+	assert_int_equal(parse(&o, err, sizeof(err), 3, empty), CLI_USAGE);
+	cli__free(&o);
+	assert_int_equal(parse(&o, err, sizeof(err), 2, missing), CLI_USAGE);
+	cli__free(&o);
+	assert_int_equal(cli__parse_unwind("AUTO", &u), -EINVAL);
+	assert_int_equal(cli__parse_unwind(NULL, &u), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_unwind_values),
+		cmocka_unit_test(test_unwind_errors),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * test_unwind_table.c - unwind tables built from fixture binaries: every
+ * row kind from hand-written CFI (cfi.S), with and without .eh_frame_hdr,
+ * .debug_frame only, a PLT, a signal trampoline; the page index against a
+ * linear search; load biases; corrupt and truncated inputs.
+ */
+#include "testutil.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <sys/stat.h>
+
+#include "unwind/table.h"
+
+/* Value of a symbol (or with want_section, the address of a section). */
+static uint64_t elf_addr(const char *path, const char *name, bool want_section)
+{
+	int fd = open(path, O_RDONLY);
+	Elf_Scn *scn = NULL;
+	uint64_t addr = 0;
+	size_t shstrndx;
+	Elf *elf;
+
+	assert_true(fd >= 0);
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	assert_non_null(elf);
+	assert_int_equal(elf_getshdrstrndx(elf, &shstrndx), 0);
+	while (!addr && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		gelf_getshdr(scn, &sh);
+		if (want_section) {
+			if (!strcmp(elf_strptr(elf, shstrndx, sh.sh_name), name))
+				addr = sh.sh_addr;
+			continue;
+		}
+		if (sh.sh_type != SHT_SYMTAB)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+
+			gelf_getsym(d, (int)i, &s);
+			if (!strcmp(elf_strptr(elf, sh.sh_link, s.st_name), name))
+				addr = s.st_value;
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	if (!addr)
+		fail_msg("%s not found in %s", name, path);
+	return addr;
+}
+
+static struct utable *build_path(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	struct utable *t;
+
+	assert_true(fd >= 0);
+	t = utable__build_fd(fd);
+	close(fd);
+	return t;
+}
+
+static struct utable *build_fixture(const char *name)
+{
+	struct utable *t = build_path(fixture_path(name));
+
+	if (!t)
+		fail_msg("building %s: %s", name, strerror(errno));
+	return t;
+}
+
+static const struct bp_urow *row_at(const struct utable *t, const char *lib, const char *sym,
+				    int64_t delta)
+{
+	uint64_t a = elf_addr(fixture_path(lib), sym, false) + (uint64_t)delta;
+	const struct bp_urow *r = utable__lookup(t, a);
+
+	if (!r)
+		fail_msg("no row at %s%+lld", sym, (long long)delta);
+	return r;
+}
+
+static void assert_row(const struct bp_urow *r, int cfa_kind, int rbp_kind, int rbp, unsigned cfa)
+{
+	assert_int_equal(UROW_CFA_OF(r->op), cfa_kind);
+	assert_int_equal(UROW_RBP_OF(r->op), rbp_kind);
+	assert_int_equal(r->rbp, rbp);
+	assert_int_equal(r->cfa, cfa);
+}
+
+static void test_push_rbp_sequence(void **state)
+{
+	struct utable *t = build_fixture("libcfi.so");
+
+	assert_row(row_at(t, "libcfi.so", "cfi_push", 0), UROW_CFA_RSP, UROW_RBP_SAME, 0, 8);
+	assert_row(row_at(t, "libcfi.so", "cfi_push_1", 0), UROW_CFA_RSP, UROW_RBP_CFA, -2, 16);
+	assert_row(row_at(t, "libcfi.so", "cfi_push_1", 2), UROW_CFA_RSP, UROW_RBP_CFA, -2, 16);
+	assert_row(row_at(t, "libcfi.so", "cfi_push_2", 0), UROW_CFA_RBP, UROW_RBP_CFA, -2, 16);
+	assert_row(row_at(t, "libcfi.so", "cfi_push_3", 0), UROW_CFA_RSP, UROW_RBP_SAME, 0, 8);
+	assert_int_equal(t->st.fdes, 6);
+	utable__free(t);
+}
+
+static void test_big_frame_scaled(void **state)
+{
+	struct utable *t = build_fixture("libcfi.so");
+
+	assert_row(row_at(t, "libcfi.so", "cfi_big_1", 0), UROW_CFA_RSP_X8, UROW_RBP_SAME, 0,
+		   0x20008 / 8);
+	assert_int_equal(t->st.max_cfa, 0x20008);
+	utable__free(t);
+}
+
+static void test_realigned_stack(void **state)
+{
+	struct utable *t = build_fixture("libcfi.so");
+
+	/* CFA in r10: the walker cannot follow (prologue only). */
+	assert_row(row_at(t, "libcfi.so", "cfi_realign_1", 0), UROW_CFA_UNSUPPORTED, UROW_RBP_SAME,
+		   0, 0);
+	/* CFA = *(rbp - 8), rbp saved at rbp + 0. */
+	assert_row(row_at(t, "libcfi.so", "cfi_realign_3", 0), UROW_CFA_DEREF_RBP, UROW_RBP_DEREF,
+		   0, (uint16_t)-8);
+	utable__free(t);
+}
+
+static void test_outermost_gap_signal_unsupported(void **state)
+{
+	struct utable *t = build_fixture("libcfi.so");
+
+	assert_row(row_at(t, "libcfi.so", "cfi_outermost", 0), UROW_CFA_END, UROW_RBP_SAME, 0, 0);
+	assert_int_equal(t->st.rows_end, 1);
+	/* 64 bytes without CFI: no rule, the walker uses frame pointers. */
+	assert_row(row_at(t, "libcfi.so", "cfi_none", 10), UROW_CFA_NONE, UROW_RBP_SAME, 0, 0);
+	/* The trampoline and the nop before it (return address - 1). */
+	assert_row(row_at(t, "libcfi.so", "cfi_restore_rt", 0), UROW_CFA_SIGNAL, UROW_RBP_SAME, 0,
+		   160);
+	assert_row(row_at(t, "libcfi.so", "cfi_restore_rt", -1), UROW_CFA_SIGNAL, UROW_RBP_SAME, 0,
+		   160);
+	assert_int_equal(t->st.rows_signal, 1);
+	assert_row(row_at(t, "libcfi.so", "cfi_unsupported", 0), UROW_CFA_UNSUPPORTED,
+		   UROW_RBP_SAME, 0, 0);
+	/* Past the last FDE: nothing. */
+	assert_null(utable__lookup(t, t->base + (t->nr_pages << UNWIND_PAGE_SHIFT)));
+	assert_null(utable__lookup(t, t->base - 1));
+	utable__free(t);
+}
+
+static void test_without_eh_frame_hdr(void **state)
+{
+	struct utable *a = build_fixture("libcfi.so"), *b = build_fixture("libcfi-nohdr.so");
+
+	assert_int_equal(a->nr_rows, b->nr_rows);
+	assert_int_equal(a->base, b->base);
+	assert_memory_equal(a->rows, b->rows, a->nr_rows * sizeof(*a->rows));
+	utable__free(a);
+	utable__free(b);
+}
+
+static void test_plt(void **state)
+{
+	struct utable *t = build_fixture("pie");
+	uint64_t plt = elf_addr(fixture_path("pie"), ".plt", true);
+	const struct bp_urow *r;
+
+	assert_true(plt != 0);
+	/* PLT0 pushes once: CFA rsp + 16. */
+	r = utable__lookup(t, plt);
+	assert_non_null(r);
+	assert_row(r, UROW_CFA_RSP, UROW_RBP_SAME, 0, 16);
+	/* A PLT entry: rsp + 8, plus 8 once its push (at entry offset 11) ran. */
+	r = utable__lookup(t, plt + 16 + 11);
+	assert_non_null(r);
+	assert_row(r, UROW_CFA_PLT, UROW_RBP_SAME, 11, 8);
+	assert_int_equal(t->st.rows_plt, 1);
+	utable__free(t);
+}
+
+static void test_debug_frame_only(void **state)
+{
+	struct utable *t = build_fixture("libfix-dbgframe.so");
+	const struct bp_urow *r;
+
+	assert_int_equal(t->st.fdes, 0);
+	assert_true(t->st.fdes_debug >= 2);
+	r = row_at(t, "libfix-dbgframe.so", "fixture_lib_alpha", 0);
+	assert_row(r, UROW_CFA_RSP, UROW_RBP_SAME, 0, 8);
+	/* -O0: push %rbp; mov %rsp,%rbp - the body unwinds through rbp. */
+	r = row_at(t, "libfix-dbgframe.so", "fixture_lib_alpha", 4);
+	assert_int_equal(UROW_CFA_OF(r->op), UROW_CFA_RBP);
+	utable__free(t);
+}
+
+static void test_no_cfi_not_elf(void **state)
+{
+	char *p;
+
+	errno = 0;
+	assert_null(build_path(fixture_path("libnocfi.so")));
+	assert_int_equal(errno, ENODATA);
+	p = write_temp_str("#!/bin/sh\necho not an ELF file\n");
+	assert_null(build_path(p));
+	assert_int_equal(errno, ENOEXEC);
+	unlink(p);
+	free(p);
+	assert_null(utable__build_mem("", 0));
+}
+
+/* The page index answers exactly what a linear search over the rows does. */
+static void check_lookup_exhaustive(const struct utable *t, uint64_t step)
+{
+	size_t r = 0;
+
+	for (uint64_t a = t->base; a < t->end + 64; a += step) {
+		const struct bp_urow *got = utable__lookup(t, a), *want;
+
+		while (r + 1 < t->nr_rows && t->base + t->rows[r + 1].pc <= a)
+			r++;
+		want = t->nr_rows && t->base + t->rows[0].pc <= a &&
+				       a - t->base < (t->nr_pages << UNWIND_PAGE_SHIFT)
+			       ? &t->rows[r]
+			       : NULL;
+		if (got != want)
+			fail_msg("lookup 0x%llx: row %td, want %td", (unsigned long long)a,
+				 got ? got - t->rows : -1, want ? want - t->rows : -1);
+	}
+}
+
+static void check_invariants(const struct utable *t)
+{
+	for (size_t i = 1; i < t->nr_rows; i++)
+		assert_true(t->rows[i - 1].pc < t->rows[i].pc);
+	for (size_t p = 0; p < t->nr_pages; p++) {
+		const struct utable_page *pg = &t->pages[p];
+
+		assert_true(pg->count <= UNWIND_PAGE_MAX_ROWS);
+		if (!pg->count)
+			continue;
+		assert_true(pg->first + pg->count <= t->nr_rows);
+		/* The first row covers the page start, unless the table starts later. */
+		assert_true(t->rows[pg->first].pc <= (p << UNWIND_PAGE_SHIFT) || pg->first == 0);
+	}
+}
+
+static void test_page_index_matches_linear_search(void **state)
+{
+	static const char *const fixtures[] = {"libcfi.so", "pie", "nopie", "libfix.so",
+					       "libfix-dbgframe.so"};
+
+	for (size_t i = 0; i < ARRAY_SIZE(fixtures); i++) {
+		struct utable *t = build_fixture(fixtures[i]);
+
+		check_invariants(t);
+		check_lookup_exhaustive(t, 1);
+		utable__free(t);
+	}
+}
+
+static void test_system_libc(void **state)
+{
+	struct utable *t = build_path("/lib/x86_64-linux-gnu/libc.so.6");
+
+	assert_non_null(t);
+	assert_true(t->nr_rows > 1000);
+	assert_int_equal(t->st.rows_signal, 1); /* __restore_rt */
+	assert_true(t->st.rows_plt >= 1);
+	assert_true(t->build_id_len == 20);
+	check_invariants(t);
+	check_lookup_exhaustive(t, 7);
+	utable__free(t);
+}
+
+static void test_build_mem_equals_fd(void **state)
+{
+	struct utable *a = build_fixture("pie"), *b;
+	char *buf;
+	size_t len;
+
+	assert_int_equal(read_file(fixture_path("pie"), 64 << 20, &buf, &len), 0);
+	b = utable__build_mem(buf, len);
+	assert_non_null(b);
+	assert_int_equal(a->nr_rows, b->nr_rows);
+	assert_memory_equal(a->rows, b->rows, a->nr_rows * sizeof(*a->rows));
+	assert_int_equal(a->build_id_len, b->build_id_len);
+	free(buf);
+	utable__free(a);
+	utable__free(b);
+}
+
+static void test_bias(void **state)
+{
+	struct utable *pie = build_fixture("pie"), *nopie = build_fixture("nopie");
+	uint64_t bias = 0, text = elf_addr(fixture_path("nopie"), "fixture_alpha", false);
+
+	/* A PIE's text segment mapped at 0x555555555000 from file offset 0x1000. */
+	assert_int_equal(utable__bias(pie, 0x555555555000ull, 0x1000, &bias), 0);
+	assert_int_equal(bias, 0x555555554000ull);
+	/* A non-PIE executable runs at its link addresses. */
+	assert_int_equal(
+		utable__bias(nopie, text & ~0xfffull, (text & ~0xfffull) - 0x400000, &bias), 0);
+	assert_int_equal(bias, 0);
+	assert_int_equal(utable__bias(pie, 0x1000, 1ull << 40, &bias), -ENOENT);
+	utable__free(pie);
+	utable__free(nopie);
+}
+
+/* Every byte of .eh_frame flipped in turn, and truncations: no crash, and any
+ * table that comes out still keeps the walker's invariants. */
+static void test_corrupt_and_truncated(void **state)
+{
+	char *buf, *copy;
+	size_t len, built = 0;
+	uint64_t eh = elf_addr(fixture_path("libcfi.so"), ".eh_frame", true);
+	uint64_t hdr = elf_addr(fixture_path("libcfi.so"), ".eh_frame_hdr", true);
+
+	assert_int_equal(read_file(fixture_path("libcfi.so"), 1 << 20, &buf, &len), 0);
+	copy = malloc(len);
+	assert_non_null(copy);
+	/* In this fixture file offsets equal addresses for the read-only segment. */
+	for (uint64_t off = MIN(eh, hdr); off < eh + 0x180 && off < len; off++) {
+		for (int bit = 0; bit < 8; bit += 3) {
+			struct utable *t;
+
+			memcpy(copy, buf, len);
+			copy[off] ^= (char)(1 << bit);
+			t = utable__build_mem(copy, len);
+			if (t) {
+				check_invariants(t);
+				built++;
+			}
+			utable__free(t);
+		}
+	}
+	assert_true(built > 0);
+	for (size_t cut = 0; cut < len; cut += 97)
+		utable__free(utable__build_mem(buf, cut));
+	free(copy);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_push_rbp_sequence),
+		cmocka_unit_test(test_big_frame_scaled),
+		cmocka_unit_test(test_realigned_stack),
+		cmocka_unit_test(test_outermost_gap_signal_unsupported),
+		cmocka_unit_test(test_without_eh_frame_hdr),
+		cmocka_unit_test(test_plt),
+		cmocka_unit_test(test_debug_frame_only),
+		cmocka_unit_test(test_no_cfi_not_elf),
+		cmocka_unit_test(test_page_index_matches_linear_search),
+		cmocka_unit_test(test_system_libc),
+		cmocka_unit_test(test_build_mem_equals_fd),
+		cmocka_unit_test(test_bias),
+		cmocka_unit_test(test_corrupt_and_truncated),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -829,6 +829,10 @@ int cmd_record(int argc, char **argv)
 	log_set_level(o.verbosity < 0 ? LOG_ERROR : o.verbosity == 0 ? LOG_INFO : LOG_DEBUG);
 	w = pick_writer(&o);
 
+	/* From here on Ctrl-C / SIGTERM stop the run cleanly (before sampling
+	 * starts too: the loop then ends at once); a second one exits at once. */
+	install_signals();
+
 	/* Preflight: argument problems exit 2, machine problems exit 1. */
 	if (check_freq(o.freq) || check_pids(&o)) {
 		ret = 2;
@@ -996,7 +1000,6 @@ int cmd_record(int argc, char **argv)
 	if (err)
 		p_warn("cannot drop capabilities: %s", strerror(-err));
 	p_debug("effective capabilities after attach: %#llx", caps__effective());
-	install_signals();
 	collector__stats(col, &st);
 	describe_target(&o, &st);
 

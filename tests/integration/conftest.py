@@ -134,3 +134,17 @@ class Workload:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
+
+
+def wait_attached(proc, timeout=60):
+    """Reads proc's stderr until bpfprof says it is sampling; returns what it read."""
+    seen = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen.append(line)
+        if "sampling" in line:
+            return "".join(seen)
+    raise AssertionError("bpfprof never started sampling:\n" + "".join(seen))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import pprof
-from conftest import (BPFPROF, Workload, cpu_seconds, parse_folded, run_bpfprof, total, uwl, wl)
+from conftest import (wait_attached, BPFPROF, Workload, cpu_seconds, parse_folded, run_bpfprof, total, uwl, wl)
 
 FREQ = 99
 CID = "c0ffee" + "0123456789abcdef" * 3 + "abcdef0123"  # 64 hex digits
@@ -79,7 +79,8 @@ def test_sigterm_flushes_partial_interval(tmp_path):
     with Workload(wl("busy"), 30) as w:
         proc = subprocess.Popen([str(BPFPROF), "-p", str(w.pid), "--interval", "300",
                                  "--output-dir", str(d)], stderr=subprocess.PIPE, text=True)
-        time.sleep(2.5)
+        wait_attached(proc)
+        time.sleep(2)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import (CLK_TCK, Workload, cpu_seconds, uwl, count_with, frames_of, has_chain, leaf,
+from conftest import (wait_attached, CLK_TCK, Workload, cpu_seconds, uwl, count_with, frames_of, has_chain, leaf,
                       parse_folded, run_bpfprof, sampled_seconds, total, wl)
 
 FREQ = 99
@@ -156,7 +156,8 @@ def test_sigint_writes_profile(tmp_path):
     with Workload(wl("busy"), 30) as w:
         proc = subprocess.Popen([str(run_bpfprof.__globals__["BPFPROF"]), "-p", str(w.pid), "-o",
                                  str(out)], stderr=subprocess.PIPE, text=True)
-        time.sleep(2.5)
+        wait_attached(proc)
+        time.sleep(2)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
@@ -170,7 +171,8 @@ def test_sigterm_writes_profile(tmp_path):
     with Workload(wl("busy"), 30) as w:
         proc = subprocess.Popen([str(run_bpfprof.__globals__["BPFPROF"]), "-p", str(w.pid), "-o",
                                  str(out)], stderr=subprocess.PIPE, text=True)
-        time.sleep(2)
+        wait_attached(proc)
+        time.sleep(1)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err

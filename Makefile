@@ -33,7 +33,7 @@ EXTRA_CFLAGS ?=
 EXTRA_LDFLAGS ?=
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARNINGS) -Isrc -Ibpf -I$(OUT) $(CFLAGS) $(EXTRA_CFLAGS) \
 	      -DBPFPROF_VERSION='"$(VERSION) ($(GITREV))"' -MMD -MP
-LDLIBS_CORE := -lelf -lz -lm
+LDLIBS_CORE := -lelf -lz -llzma -lzstd -liberty -lm
 LDLIBS_BPF  := -lbpf
 
 ifeq ($(V),1)
@@ -110,12 +110,46 @@ $(OUT)/fixtures/libfix.so: tests/unit/fixtures/lib.c | $(OUT)/fixtures
 $(OUT)/fixtures/stripped: $(OUT)/fixtures/pie
 	$(Q)strip -s $< -o $@
 
+# Separate debug info fixtures: a stripped PIE with a build id and a
+# .gnu_debuglink to dbgprog.debug (objcopy --only-keep-debug, as Debian's
+# -dbgsym packages are made), and one with MiniDebugInfo (Fedora's recipe:
+# the local function symbols, xz-compressed into .gnu_debugdata).
+FIXTURES += $(OUT)/fixtures/dbgprog $(OUT)/fixtures/dbgprog.debug $(OUT)/fixtures/minidebug \
+	    $(OUT)/fixtures/cxx
+$(OUT)/fixtures/dbgprog.full: tests/unit/fixtures/prog.c | $(OUT)/fixtures
+	$(Q)$(CC) -O0 -g -fPIE -pie -Wl,--build-id=sha1 $< -o $@
+$(OUT)/fixtures/dbgprog.debug: $(OUT)/fixtures/dbgprog.full
+	$(Q)objcopy --only-keep-debug $< $@
+$(OUT)/fixtures/dbgprog: $(OUT)/fixtures/dbgprog.full $(OUT)/fixtures/dbgprog.debug
+	$(Q)strip -s $< -o $@.tmp && cd $(dir $@) && \
+		objcopy --add-gnu-debuglink=dbgprog.debug $(notdir $@).tmp $(notdir $@) && rm -f $(notdir $@).tmp
+$(OUT)/fixtures/minidebug: $(OUT)/fixtures/dbgprog.full
+	$(Q)set -e; d=$@.d.tmp; rm -rf $$d; mkdir -p $$d; \
+	nm -D $< --format=posix --defined-only | awk '{ print $$1 }' | sort > $$d/dynsyms; \
+	nm $< --format=posix --defined-only | awk '{ if ($$2 == "T" || $$2 == "t") print $$1 }' | sort > $$d/funcsyms; \
+	comm -13 $$d/dynsyms $$d/funcsyms > $$d/keep; \
+	objcopy --only-keep-debug $< $$d/mini; \
+	objcopy -S --remove-section .comment --keep-symbols=$$d/keep $$d/mini $$d/mini2; \
+	xz -f $$d/mini2; \
+	strip -s -R .comment $< -o $$d/bin; \
+	objcopy --add-section .gnu_debugdata=$$d/mini2.xz $$d/bin $@; rm -rf $$d
+$(OUT)/fixtures/cxx: tests/unit/fixtures/cxx.cc | $(OUT)/fixtures
+	$(Q)$(CLANG)++ -O1 -g $< -o $@
+
 # Workloads for the integration tests: clang keeps leaf frame pointers.
 WL_CFLAGS := -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline-functions \
 	     -fno-optimize-sibling-calls
 $(OUT)/workloads/%: tests/workloads/%.c | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CLANG) $(WL_CFLAGS) $< -o $@ -lpthread -lm
+$(OUT)/workloads/%: tests/workloads/%.cc | $(OUT)/workloads
+	$(call msg,CXX,$@)
+	$(Q)$(CLANG)++ $(WL_CFLAGS) $< -o $@ -lpthread
+# Two programs from one source, identical layout, different names: an exec
+# from one into the other must never lend the second's names to the first.
+$(OUT)/workloads/exec%: tests/workloads/exec/execpair.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CLANG) $(WL_CFLAGS) -DWHO=$* $< -o $@
 $(OUT)/workloads/libwl.so: tests/workloads/lib/libwl.c | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CLANG) $(WL_CFLAGS) -fPIC -shared $< -o $@

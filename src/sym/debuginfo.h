@@ -32,8 +32,8 @@ struct mountinfo;
 #define DEBUGINFO_MAX_FILE (1ull << 30)
 
 struct debuginfo_root {
-	int fd;				/* O_PATH directory fd, or -1 to skip */
-	const struct mountinfo *mi;	/* its mount table (FUSE guard), or NULL */
+	int fd;			    /* O_PATH directory fd, or -1 to skip */
+	const struct mountinfo *mi; /* its mount table (FUSE guard), or NULL */
 };
 
 struct debuginfo_query {

@@ -16,7 +16,7 @@
  * Names longer than this are not demangled (the demangler's time and stack
  * grow with the input, and a name this long is not read by a person anyway).
  */
-#define DEMANGLE_MAX_IN	 4096
+#define DEMANGLE_MAX_IN 4096
 /* Results longer than this are cut, ending in "..." (template soup). */
 #define DEMANGLE_MAX_OUT 1024
 

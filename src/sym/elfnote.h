@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BUILD_ID_MAX	  64
+#define BUILD_ID_MAX	   64
 #define DEBUGLINK_NAME_MAX 255 /* NAME_MAX: it is one file name */
 
 /*

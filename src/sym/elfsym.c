@@ -124,9 +124,9 @@ struct builder {
 	Elf *elf;
 	struct elfsym *es;
 	uint64_t file_size;
-	int cls;	 /* ELFCLASS32 or ELFCLASS64 */
-	int data;	 /* ELFDATA2LSB or ELFDATA2MSB */
-	bool nested;	 /* reading MiniDebugInfo: no .gnu_debugdata inside */
+	int cls;     /* ELFCLASS32 or ELFCLASS64 */
+	int data;    /* ELFDATA2LSB or ELFDATA2MSB */
+	bool nested; /* reading MiniDebugInfo: no .gnu_debugdata inside */
 	struct sec_info *secs;
 	size_t shnum;
 	struct cand *cands;
@@ -291,8 +291,8 @@ static int inflate_section(struct builder *b, Elf_Scn *scn, Elf_Type type, void 
 		goto bad;
 	}
 	if (type != ELF_T_BYTE && (b->data == ELFDATA2MSB) != host_is_big_endian()) {
-		Elf_Data src = { .d_buf = buf, .d_type = type, .d_size = ch_size,
-				 .d_version = EV_CURRENT };
+		Elf_Data src = {
+			.d_buf = buf, .d_type = type, .d_size = ch_size, .d_version = EV_CURRENT};
 		Elf_Data dst = src;
 
 		/* Same-size types: libelf converts in place. */
@@ -765,7 +765,7 @@ static bool table_fits(uint64_t file_size, uint64_t off, uint64_t num, uint64_t 
 /* Reads everything from an open libelf handle (not ended here). */
 static struct elfsym *open_elf(Elf *elf, uint64_t size, bool nested)
 {
-	struct builder b = { 0 };
+	struct builder b = {0};
 	struct elfsym *es;
 	GElf_Ehdr eh;
 	const char *ident;

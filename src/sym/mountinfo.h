@@ -20,9 +20,9 @@
 #include <stdint.h>
 
 struct mountinfo_ent {
-	uint64_t id;   /* mount id, as statx(STATX_MNT_ID) reports it */
-	char *point;   /* mount point, decoded, owned by the table */
-	bool fuse;     /* fstype fuse, fuseblk or fuse.* */
+	uint64_t id; /* mount id, as statx(STATX_MNT_ID) reports it */
+	char *point; /* mount point, decoded, owned by the table */
+	bool fuse;   /* fstype fuse, fuseblk or fuse.* */
 };
 
 struct mountinfo {

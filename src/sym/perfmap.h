@@ -55,9 +55,9 @@ struct perfmap *perfmap__parse(const char *buf, size_t len);
 /* The name of the code containing addr (newest entry), or NULL. *offset gets addr - start. */
 const char *perfmap__lookup(const struct perfmap *pm, uint64_t addr, uint64_t *offset);
 
-size_t perfmap__consumed(const struct perfmap *pm); /* bytes of the file used so far */
-size_t perfmap__count(const struct perfmap *pm);    /* entries kept */
+size_t perfmap__consumed(const struct perfmap *pm);  /* bytes of the file used so far */
+size_t perfmap__count(const struct perfmap *pm);     /* entries kept */
 size_t perfmap__bad_lines(const struct perfmap *pm); /* malformed or over the cap */
-size_t perfmap__bytes(const struct perfmap *pm);    /* heap bytes held */
+size_t perfmap__bytes(const struct perfmap *pm);     /* heap bytes held */
 
 #endif

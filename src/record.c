@@ -260,12 +260,27 @@ struct record_ctx {
 	struct symbolizer *sym;
 	const struct options *o;
 	uint64_t notices;
+	uint64_t frames; /* symbolized */
 };
+
+/*
+ * Drain and sweep this often while sampling, so that the symbolizer can
+ * forget processes that exited (flat memory with thousands of short-lived
+ * processes) and most symbolization is done before sampling ends.
+ */
+#define SYM_DRAIN_INTERVAL_NS 1000000000ULL
+
+static void on_sym_warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	p_warn("%s", msg);
+}
 
 static void on_proc_notice(void *ctx, const struct bp_proc_event *e)
 {
 	struct record_ctx *rc = ctx;
-	struct proc_id id = { .pid = e->tgid, .start_time = e->start_time, .exec_id = e->exec_id };
+	struct proc_id id = { .pid = e->tgid, .start_time = e->start_time, .exec_id = e->exec_id,
+			      .mm_sig = e->mm_sig };
 
 	rc->notices++;
 	symbolizer__note_process(rc->sym, &id);
@@ -294,6 +309,7 @@ static int on_sample(void *ctx, const struct collector_sample *s)
 	/* Root first: outermost user frame ... user leaf, then kernel entry ... kernel leaf. */
 	for (uint32_t i = s->nr_uips; i-- > 0;) {
 		symbolizer__user(rc->sym, &id, s->uips[i], i == 0 && !s->nr_kips, &sym);
+		rc->frames++;
 		f = frame_of(rc, &sym);
 		if (f < 0)
 			return (int)f;
@@ -307,6 +323,7 @@ static int on_sample(void *ctx, const struct collector_sample *s)
 	}
 	for (uint32_t i = s->nr_kips; i-- > 0;) {
 		symbolizer__kernel(rc->sym, s->kips[i], &sym);
+		rc->frames++;
 		f = frame_of(rc, &sym);
 		if (f < 0)
 			return (int)f;
@@ -414,7 +431,7 @@ int cmd_record(int argc, char **argv)
 	struct collector *col = NULL;
 	const struct writer *w;
 	struct options o;
-	uint64_t t_start, t_stop, deadline = 0;
+	uint64_t t_start, t_stop, deadline = 0, next_drain;
 	bool *cpus = NULL;
 	int nr_cpus = 0, ret = 1, err;
 	char msg[512];
@@ -456,6 +473,7 @@ int cmd_record(int argc, char **argv)
 		goto out;
 
 	rc.o = &o;
+	sopts.warn = on_sym_warn;
 	rc.prof = profile__new();
 	rc.sym = symbolizer__new(&sopts);
 	if (!rc.prof || !rc.sym) {
@@ -519,9 +537,21 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 
+	next_drain = t_start + SYM_DRAIN_INTERVAL_NS;
 	while (!stop_signal) {
 		int timeout = 200;
 		uint64_t now = now_ns();
+
+		if (now >= next_drain) {
+			next_drain = now + SYM_DRAIN_INTERVAL_NS;
+			collector__poll(col, 0, on_proc_notice, &rc);
+			err = collector__drain(col, on_sample, &rc);
+			if (err) {
+				p_err("draining the kernel maps failed: %s", strerror(-err));
+				goto out;
+			}
+			symbolizer__sweep(rc.sym);
+		}
 
 		if (deadline) {
 			if (now >= deadline)
@@ -583,6 +613,21 @@ int cmd_record(int argc, char **argv)
 	}
 	if (o.output)
 		p_info("wrote %s (%s)", o.output, w->name);
+	{
+		struct symbolizer_stats ss;
+		double ms = (now_ns() - t_stop) / 1e6;
+
+		symbolizer__stats(rc.sym, &ss);
+		p_debug("end of sampling to written profile: %.1f ms; %" PRIu64
+			" frames symbolized, %" PRIu64 " unnamed",
+			ms, rc.frames, ss.unknown);
+		p_debug("symbols: %zu processes, %zu files (%zu KiB), %" PRIu64
+			" debug files, %zu JIT maps (%zu KiB), %" PRIu64 " JIT frames, %" PRIu64
+			" files rejected, %" PRIu64 " images lost, %" PRIu64 " kallsyms reloads",
+			ss.procs, ss.files, ss.file_bytes >> 10, ss.debug_files, ss.perfmaps,
+			ss.perfmap_bytes >> 10, ss.jit_names, ss.rejected, ss.images_lost,
+			ss.kernel_reloads);
+	}
 	ret = 0;
 out:
 	if (ch.pid && !ch.exited)

@@ -52,6 +52,8 @@
 #define MNTNS_MAX 1024
 /* Kallsyms tables retired mid-drain, freed at the next sweep. */
 #define KSYMS_RETIRED_MAX 4
+/* Reloads of kallsyms for new BPF programs: at most this often. */
+#define KSYMS_BPF_RELOAD_NS (10ULL * 1000 * 1000 * 1000)
 /* Give freed memory back to the system after this much was freed. */
 #define TRIM_AFTER_BYTES (16u << 20)
 
@@ -90,6 +92,7 @@ struct symproc {
 	bool have_status;
 	uint32_t ns_pid, euid;
 	char pmap_path[40];
+	uint32_t tid; /* a live thread whose /proc files to use (main thread exited), or 0 */
 };
 
 struct proc_key {
@@ -106,6 +109,7 @@ struct mntns {
 /* What file opens for one process need, gathered once per operation. */
 struct pctx {
 	uint32_t pid;
+	char base[48]; /* "PID", or "PID/task/TID" once the main thread has exited */
 	int root_fd;			/* /proc/PID/root, O_PATH; -1 if unavailable */
 	const struct mountinfo *mi;	/* the process's mount table, or NULL */
 	const struct mountinfo *host_mi;
@@ -121,7 +125,8 @@ struct symbolizer {
 	struct ksyms *ks;
 	struct ksyms *retired[KSYMS_RETIRED_MAX];
 	size_t nr_retired;
-	uint64_t ksig, kcheck_gen, core_end;
+	uint64_t kmod_sig, kbpf_sig, kcheck_gen, core_end, kbpf_reload_ns;
+	bool kmiss; /* a lookup missed in module/BPF space since the last sweep */
 	struct htab *procs; /* proc_key -> symproc */
 	struct htab *files; /* file_key -> symfile */
 	struct htab *mntns; /* mount ns inode -> mntns */
@@ -129,6 +134,7 @@ struct symbolizer {
 	struct symfile vdso;
 	int host_fd;
 	struct stat host_st;
+	uint64_t self_mntns; /* inode of our mount namespace, 0 if unknown */
 	uint64_t gen;
 	size_t file_bytes, pmap_bytes, freed_bytes;
 	void (*warn)(void *ctx, const char *msg);
@@ -225,6 +231,12 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	if (s->host_fd >= 0 && fstat(s->host_fd, &s->host_st)) {
 		close(s->host_fd);
 		s->host_fd = -1;
+	}
+	{
+		struct stat ns;
+
+		if (s->real_proc && !stat("/proc/self/ns/mnt", &ns))
+			s->self_mntns = ns.st_ino;
 	}
 	if (!s->procs || !s->files || !s->mntns) {
 		symbolizer__free(s);
@@ -323,9 +335,9 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 /*
  * What kallsyms depends on, cheaply: the module list, and the ids of the
  * loaded BPF programs (their JIT images are "[bpf]" symbols). Reading and
- * parsing kallsyms costs ~50-100 ms; this costs a few syscalls.
+ * parsing kallsyms costs ~50-100 ms; these cost a few syscalls.
  */
-static uint64_t kernel_signature(struct symbolizer *s)
+static uint64_t modules_signature(struct symbolizer *s)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
 	char path[300], *buf;
@@ -336,18 +348,24 @@ static uint64_t kernel_signature(struct symbolizer *s)
 		h = fnv1a(h, buf, len);
 		free(buf);
 	}
-	if (s->real_proc) {
-		union bpf_attr attr;
-		uint32_t id = 0;
+	return h;
+}
 
-		for (int n = 0; n < 100000; n++) {
-			memset(&attr, 0, sizeof(attr));
-			attr.start_id = id;
-			if (syscall(__NR_bpf, BPF_PROG_GET_NEXT_ID, &attr, sizeof(attr)))
-				break; /* ENOENT at the end; EPERM without CAP_SYS_ADMIN */
-			id = attr.next_id;
-			h = fnv1a(h, &id, sizeof(id));
-		}
+static uint64_t bpf_signature(struct symbolizer *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	union bpf_attr attr;
+	uint32_t id = 0;
+
+	if (!s->real_proc)
+		return 0;
+	for (int n = 0; n < 100000; n++) {
+		memset(&attr, 0, sizeof(attr));
+		attr.start_id = id;
+		if (syscall(__NR_bpf, BPF_PROG_GET_NEXT_ID, &attr, sizeof(attr)))
+			break; /* ENOENT at the end; EPERM without CAP_SYS_ADMIN */
+		id = attr.next_id;
+		h = fnv1a(h, &id, sizeof(id));
 	}
 	return h;
 }
@@ -359,7 +377,8 @@ static void kernel_install(struct symbolizer *s, struct ksyms *ks)
 	if (s->ks) {
 		if (s->nr_retired == KSYMS_RETIRED_MAX) {
 			ksyms__free(s->retired[0]);
-			memmove(s->retired, s->retired + 1, (KSYMS_RETIRED_MAX - 1) * sizeof(*s->retired));
+			memmove(s->retired, s->retired + 1,
+				(KSYMS_RETIRED_MAX - 1) * sizeof(*s->retired));
 			s->nr_retired--;
 		}
 		/* Names handed out this drain stay valid until the sweep. */
@@ -372,13 +391,14 @@ static void kernel_install(struct symbolizer *s, struct ksyms *ks)
 
 int symbolizer__load_kernel(struct symbolizer *s)
 {
-	uint64_t sig = kernel_signature(s);
+	uint64_t mod = modules_signature(s), bpf = bpf_signature(s);
 	struct ksyms *ks = ksyms__load(s->kallsyms_path);
 
 	if (!ks)
 		return -errno;
 	kernel_install(s, ks);
-	s->ksig = sig;
+	s->kmod_sig = mod;
+	s->kbpf_sig = bpf;
 	s->kcheck_gen = s->gen + 1;
 	return 0;
 }
@@ -388,23 +408,34 @@ bool symbolizer__kernel_restricted(const struct symbolizer *s)
 	return s->ks && ksyms__restricted(s->ks);
 }
 
-/* Re-reads kallsyms if modules or BPF programs changed; at most once per drain. */
-static bool kernel_refresh(struct symbolizer *s)
+/*
+ * Re-reads kallsyms if it changed: at most once per drain, always when the
+ * module list changed, and for BPF programs only after a lookup missed in
+ * module/BPF space (`miss`) and at most every KSYMS_BPF_RELOAD_NS, because
+ * hosts load and unload BPF programs all the time and a reload costs tens of
+ * milliseconds.
+ */
+static bool kernel_refresh(struct symbolizer *s, bool miss)
 {
-	uint64_t sig;
+	uint64_t mod, bpf = s->kbpf_sig, now = now_ns();
 	struct ksyms *ks;
 
 	if (!s->ks || s->kcheck_gen == s->gen + 1)
 		return false;
 	s->kcheck_gen = s->gen + 1;
-	sig = kernel_signature(s);
-	if (sig == s->ksig)
+	mod = modules_signature(s);
+	if (miss && (!s->kbpf_reload_ns || now - s->kbpf_reload_ns >= KSYMS_BPF_RELOAD_NS))
+		bpf = bpf_signature(s);
+	if (mod == s->kmod_sig && bpf == s->kbpf_sig)
 		return false;
 	ks = ksyms__load(s->kallsyms_path);
 	if (!ks)
 		return false;
 	kernel_install(s, ks);
-	s->ksig = sig;
+	if (bpf != s->kbpf_sig)
+		s->kbpf_reload_ns = now;
+	s->kmod_sig = mod;
+	s->kbpf_sig = bpf;
 	s->kernel_reloads++;
 	return true;
 }
@@ -417,8 +448,11 @@ void symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out)
 	 * Beyond the core kernel's text: module and BPF JIT space. A miss there
 	 * may be a module or program loaded after kallsyms was read.
 	 */
-	if (!k && s->ks && !ksyms__restricted(s->ks) && ip >= s->core_end && kernel_refresh(s))
-		k = ksyms__lookup(s->ks, ip);
+	if (!k && s->ks && !ksyms__restricted(s->ks) && ip >= s->core_end) {
+		s->kmiss = true;
+		if (kernel_refresh(s, true))
+			k = ksyms__lookup(s->ks, ip);
+	}
 	s->lookups++;
 	memset(out, 0, sizeof(*out));
 	out->kind = FRAME_KERNEL;
@@ -472,21 +506,32 @@ static const struct mountinfo *mounts_of(struct symbolizer *s, const char *rel)
 	return m->ok ? &m->mi : NULL;
 }
 
-static void pctx_open(struct symbolizer *s, uint32_t pid, struct pctx *c)
+/*
+ * tid != 0: the main thread has exited, and with it /proc/PID/root, map_files
+ * and mountinfo; a live thread's /proc/PID/task/TID/ has them.
+ */
+static void pctx_open(struct symbolizer *s, uint32_t pid, uint32_t tid, struct pctx *c)
 {
 	char path[PATH_MAX];
 	struct stat st;
 
 	memset(c, 0, sizeof(*c));
 	c->pid = pid;
-	snprintf(path, sizeof(path), "%s/%u/root", s->proc_root, pid);
+	if (tid)
+		snprintf(c->base, sizeof(c->base), "%u/task/%u", pid, tid);
+	else
+		snprintf(c->base, sizeof(c->base), "%u", pid);
+	snprintf(path, sizeof(path), "%s/%s/root", s->proc_root, c->base);
 	c->root_fd = safeopen__dir(path);
 	/* The host table first: the process's may live in the scratch slot. */
 	c->host_mi = s->real_proc ? mounts_of(s, "self") : NULL;
-	snprintf(path, sizeof(path), "%u", pid);
-	c->mi = mounts_of(s, path);
+	c->mi = mounts_of(s, c->base);
 	c->root_is_host = c->root_fd >= 0 && s->host_fd >= 0 && !fstat(c->root_fd, &st) &&
 			  st.st_dev == s->host_st.st_dev && st.st_ino == s->host_st.st_ino;
+	/* The same root directory seen from another mount namespace is another view. */
+	snprintf(path, sizeof(path), "%s/%s/ns/mnt", s->proc_root, c->base);
+	if (c->root_is_host && s->self_mntns && !stat(path, &st) && st.st_ino != s->self_mntns)
+		c->root_is_host = false;
 }
 
 static void pctx_close(struct pctx *c)
@@ -511,7 +556,7 @@ static int open_mapped_file(struct symbolizer *s, const struct pctx *c, const st
 	bool dev_ok, ino_ok;
 	int opath, err;
 
-	snprintf(path, sizeof(path), "%s/%u/map_files/%" PRIx64 "-%" PRIx64, s->proc_root, c->pid,
+	snprintf(path, sizeof(path), "%s/%s/map_files/%" PRIx64 "-%" PRIx64, s->proc_root, c->base,
 		 m->start, m->end);
 	/* O_PATH: the magic link is procfs's own; no filesystem open runs yet. */
 	opath = open(path, O_PATH | O_CLOEXEC);
@@ -624,7 +669,7 @@ static bool file_changed(struct symbolizer *s, const struct pctx *c, const struc
 
 	if (f->err)
 		return false;
-	snprintf(path, sizeof(path), "%s/%u/map_files/%" PRIx64 "-%" PRIx64, s->proc_root, c->pid,
+	snprintf(path, sizeof(path), "%s/%s/map_files/%" PRIx64 "-%" PRIx64, s->proc_root, c->base,
 		 m->start, m->end);
 	fd = open(path, O_PATH | O_CLOEXEC);
 	if (fd < 0)
@@ -770,13 +815,15 @@ out:
 
 /* --- processes ------------------------------------------------------------------ */
 
-static int read_maps(struct symbolizer *s, uint32_t pid, struct procmaps *out)
+/* Reads the maps of pid; *tid is set to the thread used if the main thread has exited. */
+static int read_maps(struct symbolizer *s, uint32_t pid, struct procmaps *out, uint32_t *tid)
 {
 	char path[PATH_MAX];
 	struct dirent *de;
 	DIR *dir;
 	int err;
 
+	*tid = 0;
 	snprintf(path, sizeof(path), "%s/%u/maps", s->proc_root, pid);
 	err = procmaps__read(path, out);
 	if (err || out->nr)
@@ -791,8 +838,10 @@ static int read_maps(struct symbolizer *s, uint32_t pid, struct procmaps *out)
 			continue;
 		snprintf(path, sizeof(path), "%s/%u/task/%.20s/maps", s->proc_root, pid, de->d_name);
 		procmaps__free(out);
-		if (!procmaps__read(path, out) && out->nr)
+		if (!procmaps__read(path, out) && out->nr) {
+			*tid = (uint32_t)strtoul(de->d_name, NULL, 10);
 			break;
+		}
 	}
 	closedir(dir);
 	return 0;
@@ -835,13 +884,14 @@ static int load_maps(struct symbolizer *s, struct symproc *p)
 	struct procmaps maps = { 0 };
 	struct symfile **files;
 	uint64_t sig0 = 0, sig1 = 0;
+	uint32_t tid;
 	struct pctx c;
 	int err;
 
 	err = image_check(s, &p->id, &sig0);
 	if (err)
 		return err;
-	err = read_maps(s, p->id.pid, &maps);
+	err = read_maps(s, p->id.pid, &maps, &tid);
 	if (err)
 		return err == -ENOENT ? -ESRCH : err;
 	/* An exec (or exit) while we read: these mappings may be the next image's. */
@@ -861,7 +911,8 @@ static int load_maps(struct symbolizer *s, struct symproc *p)
 		procmaps__free(&maps);
 		return -ENOMEM;
 	}
-	pctx_open(s, p->id.pid, &c);
+	p->tid = tid;
+	pctx_open(s, p->id.pid, p->tid, &c);
 	p->jit = false;
 	for (size_t i = 0; i < maps.nr; i++) {
 		const struct procmap *m = &maps.maps[i];
@@ -1014,7 +1065,7 @@ static const char *jit_name(struct symbolizer *s, struct symproc *p, uint64_t ad
 	p->pmap_read_ns = now;
 	if (!proc_matches(s, &p->id))
 		return NULL;
-	pctx_open(s, p->id.pid, &c);
+	pctx_open(s, p->id.pid, p->tid, &c);
 	load_perfmap(s, p, &c);
 	pctx_close(&c);
 	return perfmap__lookup(p->pmap, addr, NULL);
@@ -1213,7 +1264,8 @@ void symbolizer__sweep(struct symbolizer *s)
 		ksyms__free(s->retired[i]);
 	s->nr_retired = 0;
 	/* Module unloads too: an address could now belong to another module. */
-	kernel_refresh(s);
+	kernel_refresh(s, s->kmiss);
+	s->kmiss = false;
 	/* Hand freed memory back, so RSS follows what is cached, not the peak. */
 	if (s->freed_bytes > TRIM_AFTER_BYTES) {
 		malloc_trim(0);

@@ -8,10 +8,13 @@ PACKAGES=(
 	make gcc clang llvm libc6-dev pkg-config binutils
 	libbpf-dev bpftool linux-libc-dev
 	libelf-dev libdw-dev zlib1g-dev liblzma-dev libzstd-dev
+	libiberty-dev g++ xz-utils
 	# tests: unit (cmocka, sanitizers, libFuzzer), integration (pytest, perf, bpftrace)
 	libcmocka-dev libclang-rt-14-dev
 	python3 python3-pytest
 	linux-perf bpftrace util-linux procps
+	# tests: symbols (node --perf-basic-prof, capsh to drop CAP_SYS_ADMIN)
+	nodejs libcap2-bin
 )
 
 missing=()

@@ -159,9 +159,15 @@ $(OUT)/workloads/pieapp: tests/workloads/pieapp.c $(OUT)/workloads/libwl.so | $(
 	$(call msg,CC,$@)
 	$(Q)$(CLANG) $(WL_CFLAGS) -fPIE -pie $< -o $@ -L$(OUT)/workloads -lwl -Wl,-rpath,'$$ORIGIN'
 
+# Symbolization benchmark harness (tools/bench_symbolize.py runs it).
+$(OUT)/tools/symbench: tools/symbench.c $(OUT)/libcore.a
+	$(Q)mkdir -p $(dir $@)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(OUT)/libcore.a $(EXTRA_LDFLAGS) $(LDLIBS_CORE) -o $@
+
 .PHONY: unit-tests test-deps
 unit-tests: $(UNIT_BINS) $(FIXTURES)
-test-deps: all unit-tests $(WORKLOADS) $(OUT)/workloads/libwl.so
+test-deps: all unit-tests $(WORKLOADS) $(OUT)/workloads/libwl.so $(OUT)/tools/symbench
 
 # The same unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 .PHONY: asan

@@ -388,6 +388,36 @@ def test_exec_in_same_pid_never_mixes_names(tmp_path):
     assert count_with(fb, lambda s: "b_work" in s) > 0.5 * total(fb) > 0, fb
 
 
+def test_pid_reuse_never_mixes_names(tmp_path):
+    """reusea exits and reuseb (same layout, other names) gets its pid, inside
+    one profile: each keeps its own names. The kernel is asked for the pid
+    through /proc/sys/kernel/ns_last_pid."""
+    a = copy_as(wl("execa"), tmp_path / "reusea")
+    b = copy_as(wl("execb"), tmp_path / "reuseb")
+    bp = start_bpfprof(["-a", "-d", 6])
+    pa = subprocess.Popen([a, "1.2", "0", "0"])
+    pa.wait()
+    pb = None
+    for _ in range(200):
+        Path("/proc/sys/kernel/ns_last_pid").write_text(str(pa.pid - 1))
+        pb = subprocess.Popen([b, "0", "1.2", "1"])
+        if pb.pid == pa.pid:
+            break
+        pb.kill()
+        pb.wait()
+        pb = None
+    assert pb, "could not get the same pid again"
+    pb.wait()
+    out, _ = finish(bp)
+    folded = parse_folded(out)
+    fa, fb = by_comm(folded, "reusea"), by_comm(folded, "reuseb")
+    assert total(fa) > 20 and total(fb) > 20, out
+    assert not any("b_work" in s or "b_leaf" in s for s in fa), fa
+    assert not any("a_work" in s or "a_leaf" in s for s in fb), fb
+    assert count_with(fa, lambda s: "a_work" in s) > 0.9 * total(fa), fa
+    assert count_with(fb, lambda s: "b_work" in s) > 0.9 * total(fb), fb
+
+
 # --- part 6: names people read -----------------------------------------------------------
 
 def test_cpp_template_method_is_demangled(tmp_path):

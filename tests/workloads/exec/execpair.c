@@ -7,7 +7,7 @@
  * mappings (or the reverse) would show b_* names under execa.
  *
  * Usage: execa SECONDS_A SECONDS_B ROUNDS  (execb runs SECONDS_B, then execs
- * execa again while ROUNDS > 1)
+ * execa again while ROUNDS > 1; ROUNDS 0: no exec at all, just the work)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +51,7 @@ int main(int argc, char **argv)
 	ssize_t n;
 
 	CAT(WHO, _work)(now() + (is_a ? a : b));
-	if (!is_a && rounds <= 1)
+	if (rounds <= 0 || (!is_a && rounds <= 1))
 		return 0;
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0)

@@ -54,6 +54,12 @@
 #define KSYMS_RETIRED_MAX 4
 /* Reloads of kallsyms for new BPF programs: at most this often. */
 #define KSYMS_BPF_RELOAD_NS (10ULL * 1000 * 1000 * 1000)
+/*
+ * A file no process entry has mapped for this many drains (~seconds) is
+ * dropped even under the caps: memory follows the live working set, and a
+ * program run again later costs one more read of its symbols.
+ */
+#define FILE_IDLE_GENS 30
 /* Give freed memory back to the system after this much was freed. */
 #define TRIM_AFTER_BYTES (16u << 20)
 
@@ -1163,17 +1169,24 @@ static int file_cmp(const void *a, const void *b)
 	return x->used_gen < y->used_gen ? -1 : x->used_gen > y->used_gen;
 }
 
-/* Over a cap: drop files no process entry maps, least recently used first. */
+/*
+ * Drops files no process entry maps: idle ones, and over a cap the least
+ * recently used first.
+ */
 static void evict_files(struct symbolizer *s)
 {
-	size_t n = htab__count(s->files), k = 0, pos = 0, count = n, bytes = 0;
+	size_t n = htab__count(s->files), k = 0, pos = 0, count = n, bytes = 0, idle = 0;
 	struct symfile **cand;
 	struct htab_entry *e;
 
-	while ((e = htab__next(s->files, &pos)))
-		bytes += elfsym__bytes(((struct symfile *)e->value)->es);
+	while ((e = htab__next(s->files, &pos))) {
+		struct symfile *f = e->value;
+
+		bytes += elfsym__bytes(f->es);
+		idle += !f->refs && f->used_gen + FILE_IDLE_GENS < s->gen;
+	}
 	s->file_bytes = bytes;
-	if (count <= s->max_files && bytes <= s->max_file_bytes)
+	if (count <= s->max_files && bytes <= s->max_file_bytes && !idle)
 		return;
 	cand = malloc((n + 1) * sizeof(*cand));
 	if (!cand)
@@ -1186,9 +1199,13 @@ static void evict_files(struct symbolizer *s)
 			cand[k++] = f;
 	}
 	qsort(cand, k, sizeof(*cand), file_cmp);
-	for (size_t i = 0; i < k && (count > s->max_files || bytes > s->max_file_bytes); i++) {
+	for (size_t i = 0; i < k; i++) {
 		size_t b = elfsym__bytes(cand[i]->es);
 
+		/* Oldest first: once under the caps, the rest are newer than idle. */
+		if (count <= s->max_files && bytes <= s->max_file_bytes &&
+		    cand[i]->used_gen + FILE_IDLE_GENS >= s->gen)
+			break;
 		htab__remove(s->files, &cand[i]->key, sizeof(cand[i]->key));
 		bytes -= MIN(bytes, b);
 		s->freed_bytes += b;

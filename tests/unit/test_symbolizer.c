@@ -670,6 +670,30 @@ static void test_file_cap_evicts_unused(void **state)
 	symbolizer__free(s);
 }
 
+static void test_idle_files_are_dropped_under_the_caps(void **state)
+{
+	struct symbolizer_opts o = { .proc_root = root };
+	struct proc_id a = { .pid = PID, .start_time = start_ns(TICKS), .exec_id = 1 };
+	struct symbolizer_stats st;
+	struct symbolizer *s = symbolizer__new(&o);
+
+	(void)state;
+	assert_non_null(s);
+	assert_int_equal(symbolizer__note_process(s, &a), 0);
+	write_stat(TICKS + 1); /* it exits */
+	for (int i = 0; i < 10; i++)
+		symbolizer__sweep(s);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.procs, 0);
+	assert_int_equal(st.files, 1); /* cached: another process may map it soon */
+	for (int i = 0; i < 40; i++)
+		symbolizer__sweep(s);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.files, 0); /* unused for ~30 drains: dropped */
+	write_stat(TICKS);
+	symbolizer__free(s);
+}
+
 static void test_kernel_modules_and_reload(void **state)
 {
 	char path[256];
@@ -735,6 +759,7 @@ int main(void)
 		cmocka_unit_test(test_exec_race_names_nothing),
 		cmocka_unit_test(test_process_cap),
 		cmocka_unit_test(test_file_cap_evicts_unused),
+		cmocka_unit_test(test_idle_files_are_dropped_under_the_caps),
 		cmocka_unit_test(test_kernel_modules_and_reload),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -15,7 +15,8 @@ while processes come and go.
    and frames per second (frames in the output / time).
 3. tools/symbench (build/tools/symbench): every process on the machine,
    every executable mapping, cold (new symbolizer: kallsyms, maps, ELF and
-   debug files) and warm (the same frames again).
+   debug files) and warm (the same frames again); wall and CPU time (the mix
+   still runs, so wall time includes waiting for a CPU).
 4. Memory (--churn SECONDS): bpfprof -a runs while short-lived processes
    (copies of one binary, and shells) are started and exit continuously; its
    RSS is sampled every few seconds.
@@ -212,12 +213,12 @@ def main():
     print(f"\nsymbench (every process on the machine, every executable mapping): "
           f"{sb['processes']} processes, {sb['files']} files, {sb['frames']} frames "
           f"({sb['named']} named), {sb['debug_files']} debug files\n")
-    print("| symbench | time | frames/s |")
-    print("|---|---:|---:|")
+    print("| symbench | wall time | CPU time | frames per CPU second |")
+    print("|---|---:|---:|---:|")
     print(f"| cold (kallsyms, maps, ELF and debug files, frames) | {float(sb['cold_ms']):.0f} ms | "
-          f"{int(sb['cold_fps']):,} |")
+          f"{float(sb['cold_cpu_ms']):.0f} ms | {int(sb['cold_fps']):,} |")
     print(f"| warm (the same frames again) | {float(sb['warm_ms']):.1f} ms | "
-          f"{int(sb['warm_fps']):,} |")
+          f"{float(sb['warm_cpu_ms']):.1f} ms | {int(sb['warm_fps']):,} |")
     if a.churn:
         c = bench_churn(tmp, a.churn)
         print(f"\nMemory: bpfprof -a for {a.churn} s while {c['started']} short-lived processes "

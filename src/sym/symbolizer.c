@@ -734,6 +734,19 @@ static struct symfile *get_file(struct symbolizer *s, const struct pctx *c, cons
 
 /* --- JIT perf maps ------------------------------------------------------------- */
 
+/* Whether a file was last written before the process started (1 s of slack). */
+static bool stale_for(const struct symproc *p, const struct stat *st)
+{
+	uint64_t start_real, mtime;
+
+	if (!p->id.start_time)
+		return false;
+	/* start_time is CLOCK_BOOTTIME; file times are CLOCK_REALTIME. */
+	start_real = realtime_ns() - boottime_ns() + p->id.start_time;
+	mtime = (uint64_t)st->st_mtim.tv_sec * 1000000000ULL + (uint64_t)st->st_mtim.tv_nsec;
+	return mtime + 1000000000ULL < start_real;
+}
+
 /* Reads (more of) the process's perf map. Called with the process alive. */
 static void load_perfmap(struct symbolizer *s, struct symproc *p, const struct pctx *c)
 {
@@ -761,6 +774,14 @@ static void load_perfmap(struct symbolizer *s, struct symproc *p, const struct p
 	err = safeopen__in_root(c->root_fd, c->mi, p->pmap_path, SAFEOPEN_NO_SYMLINKS, &sf);
 	if (err == -ENOENT || err == -ENOTDIR)
 		return;
+	/*
+	 * Left behind by an earlier process with this pid (JITs do not remove
+	 * their maps): not this process's until it writes it again.
+	 */
+	if (!err && stale_for(p, &sf.st)) {
+		close(sf.fd);
+		return;
+	}
 	if (!err && sf.st.st_uid != p->euid && sf.st.st_uid != 0)
 		err = -EPERM;
 	if (!err && (uint64_t)sf.st.st_size > PERFMAP_MAX_FILE)
@@ -1060,7 +1081,7 @@ int symbolizer__note_process(struct symbolizer *s, const struct proc_id *id)
 static const char *jit_name(struct symbolizer *s, struct symproc *p, uint64_t addr)
 {
 	const char *name = perfmap__lookup(p->pmap, addr, NULL);
-	uint64_t now;
+	uint64_t now, sig = 0;
 	struct pctx c;
 
 	if (name || p->pmap_rejected || p->gone)
@@ -1069,7 +1090,8 @@ static const char *jit_name(struct symbolizer *s, struct symproc *p, uint64_t ad
 	if (p->pmap_read_ns && now - p->pmap_read_ns < PERFMAP_RETRY_NS)
 		return NULL;
 	p->pmap_read_ns = now;
-	if (!proc_matches(s, &p->id))
+	/* Still this image: after an exec the same path names the next program's code. */
+	if (image_check(s, &p->id, &sig))
 		return NULL;
 	pctx_open(s, p->id.pid, p->tid, &c);
 	load_perfmap(s, p, &c);

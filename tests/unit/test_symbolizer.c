@@ -14,6 +14,8 @@
 #include <sys/sysmacros.h>
 
 #include <fcntl.h>
+#include <sys/time.h>
+#include <time.h>
 
 #include "sym/elfnote.h"
 #include "sym/elfsym.h"
@@ -476,6 +478,26 @@ static void test_jit_perf_map(void **state)
 	assert_true(st.jit_names >= 4);
 	assert_int_equal(w.n, 0);
 	symbolizer__free(s);
+
+	/* A map last written before the process started is an earlier process's. */
+	{
+		char path[256];
+		struct timespec now_b, now_r;
+		struct timeval tv[2];
+
+		clock_gettime(CLOCK_BOOTTIME, &now_b);
+		clock_gettime(CLOCK_REALTIME, &now_r);
+		snprintf(path, sizeof(path), "%s/tmp/perf-77.map", croot);
+		/* The fake process started CTICKS after boot; this is before boot. */
+		tv[0].tv_sec = tv[1].tv_sec = now_r.tv_sec - now_b.tv_sec - 3600;
+		tv[0].tv_usec = tv[1].tv_usec = 0;
+		assert_int_equal(utimes(path, tv), 0);
+		s = new_csym(&w);
+		symbolizer__user(s, &id, JIT + 0x10, true, &r);
+		assert_null(r.name);
+		assert_int_equal(w.n, 0); /* not hostile, just not this process's */
+		symbolizer__free(s);
+	}
 	sh("rm -f %s/tmp/perf-*.map", croot);
 }
 

@@ -64,7 +64,7 @@ def start_mix(tmp, seconds):
         js.write_text("function f(n){let s=0;for(let i=0;i<n;i++)s=(s+i*7)%1000003;return s}\n"
                       f"const e=Date.now()+{longer}*1000;let t=0;"
                       "while(Date.now()<e){t+=f(1e5);}\n")
-        spawn([node, "--perf-basic-prof", str(js)])
+        spawn([node, "--perf-basic-prof", str(js)], cwd=tmp)  # V8 logs to its cwd
     spawn([sys.executable, "-c", "import json,zlib\nwhile True:\n"
            " zlib.compress(json.dumps(list(range(20000))).encode())"])
     if shutil.which("perl"):
@@ -84,10 +84,8 @@ def stop_mix(procs):
         except ProcessLookupError:
             pass
         p.wait()
-    for f in Path("/tmp").glob("perf-*.map"):
-        if not any(str(p.pid) in f.name for p in procs):
-            continue
-        f.unlink(missing_ok=True)
+    for p in procs:
+        Path(f"/tmp/perf-{p.pid}.map").unlink(missing_ok=True)
 
 
 def timed(argv, **kw):

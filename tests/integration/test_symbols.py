@@ -208,11 +208,17 @@ def test_node_perf_basic_prof(tmp_path):
           "console.log(t);\n")
     script = tmp_path / "hot.js"
     script.write_text(js)
-    with Workload(node, "--perf-basic-prof", str(script)) as w:
-        time.sleep(1.0)  # let V8 optimize it
+    # In tmp_path: with --perf-basic-prof V8 also writes isolate-*.log to its cwd.
+    w = subprocess.Popen([node, "--perf-basic-prof", str(script)], cwd=tmp_path,
+                         stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(1.3)  # let V8 optimize it
+        assert w.poll() is None, "node died at start"
         p = run_bpfprof(["-p", w.pid, "-d", 3])
-        pid = w.pid
-    Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+    finally:
+        w.kill()
+        w.wait()
+        Path(f"/tmp/perf-{w.pid}.map").unlink(missing_ok=True)
     folded = parse_folded(p.stdout)
     n = total(folded)
     hot = count_with(folded, lambda s: any("hotFunctionForBpfprof" in f and f.endswith("_[j]")

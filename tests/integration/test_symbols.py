@@ -113,7 +113,8 @@ def rss_kib(pid):
 def test_stripped_binary_with_debug_file_under_build_id(tmp_path):
     """A stripped binary named through /usr/lib/debug/.build-id/xx/rest.debug,
     the layout Debian's -dbgsym packages install. /usr/lib/debug is a tmpfs in
-    a private mount namespace, so the machine's own is untouched."""
+    a private mount namespace, so the machine's own is untouched (an empty
+    /usr/lib/debug is created first if the machine has none)."""
     binp = tmp_path / "dbgbusy"
     dbg = tmp_path / "dbgbusy.debug"
     subprocess.run(["objcopy", "--only-keep-debug", wl("busy"), str(dbg)], check=True)

@@ -33,7 +33,7 @@ EXTRA_CFLAGS ?=
 EXTRA_LDFLAGS ?=
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARNINGS) -Isrc -Ibpf -I$(OUT) $(CFLAGS) $(EXTRA_CFLAGS) \
 	      -DBPFPROF_VERSION='"$(VERSION) ($(GITREV))"' -MMD -MP
-LDLIBS_CORE := -ldw -lelf -lz -lm -lmicrohttpd -lcurl -lcap -lpthread
+LDLIBS_CORE := -ldw -lelf -lz -llzma -lzstd -liberty -lm -lmicrohttpd -lcurl -lcap -lpthread
 LDLIBS_BPF  := -lbpf
 
 ifeq ($(V),1)
@@ -55,6 +55,8 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
 FIXTURE_SRCS := $(wildcard tests/unit/fixtures/*.c)
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(WORKLOAD_SRCS))
+WORKLOADS += $(patsubst tests/workloads/%.cc,$(OUT)/workloads/%,$(wildcard tests/workloads/*.cc))
+WORKLOADS += $(OUT)/workloads/execa $(OUT)/workloads/execb
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 
 .PHONY: all
@@ -134,6 +136,31 @@ $(OUT)/fixtures/libfix-dbgframe.so: tests/unit/fixtures/lib.c | $(OUT)/fixtures
 $(OUT)/fixtures/libnocfi.so: tests/unit/fixtures/lib.c | $(OUT)/fixtures
 	$(Q)$(CC) -O0 -fPIC -shared -nostdlib -fno-asynchronous-unwind-tables -fno-unwind-tables \
 		$< -o $@
+# Separate debug info fixtures: a stripped PIE with a build id and a
+# .gnu_debuglink to dbgprog.debug (objcopy --only-keep-debug, as Debian's
+# -dbgsym packages are made), and one with MiniDebugInfo (Fedora's recipe:
+# the local function symbols, xz-compressed into .gnu_debugdata).
+FIXTURES += $(OUT)/fixtures/dbgprog $(OUT)/fixtures/dbgprog.debug $(OUT)/fixtures/minidebug \
+	    $(OUT)/fixtures/cxx
+$(OUT)/fixtures/dbgprog.full: tests/unit/fixtures/prog.c | $(OUT)/fixtures
+	$(Q)$(CC) -O0 -g -fPIE -pie -Wl,--build-id=sha1 $< -o $@
+$(OUT)/fixtures/dbgprog.debug: $(OUT)/fixtures/dbgprog.full
+	$(Q)objcopy --only-keep-debug $< $@
+$(OUT)/fixtures/dbgprog: $(OUT)/fixtures/dbgprog.full $(OUT)/fixtures/dbgprog.debug
+	$(Q)strip -s $< -o $@.tmp && cd $(dir $@) && \
+		objcopy --add-gnu-debuglink=dbgprog.debug $(notdir $@).tmp $(notdir $@) && rm -f $(notdir $@).tmp
+$(OUT)/fixtures/minidebug: $(OUT)/fixtures/dbgprog.full
+	$(Q)set -e; d=$@.d.tmp; rm -rf $$d; mkdir -p $$d; \
+	nm -D $< --format=posix --defined-only | awk '{ print $$1 }' | sort > $$d/dynsyms; \
+	nm $< --format=posix --defined-only | awk '{ if ($$2 == "T" || $$2 == "t") print $$1 }' | sort > $$d/funcsyms; \
+	comm -13 $$d/dynsyms $$d/funcsyms > $$d/keep; \
+	objcopy --only-keep-debug $< $$d/mini; \
+	objcopy -S --remove-section .comment --keep-symbols=$$d/keep $$d/mini $$d/mini2; \
+	xz -f $$d/mini2; \
+	strip -s -R .comment $< -o $$d/bin; \
+	objcopy --add-section .gnu_debugdata=$$d/mini2.xz $$d/bin $@; rm -rf $$d
+$(OUT)/fixtures/cxx: tests/unit/fixtures/cxx.cc | $(OUT)/fixtures
+	$(Q)$(CLANG)++ -O1 -g $< -o $@
 
 # Workloads for the integration tests: clang keeps leaf frame pointers.
 WL_CFLAGS := -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline-functions \
@@ -141,6 +168,14 @@ WL_CFLAGS := -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-in
 $(OUT)/workloads/%: tests/workloads/%.c | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CLANG) $(WL_CFLAGS) $< -o $@ -lpthread -lm
+$(OUT)/workloads/%: tests/workloads/%.cc | $(OUT)/workloads
+	$(call msg,CXX,$@)
+	$(Q)$(CLANG)++ $(WL_CFLAGS) $< -o $@ -lpthread
+# Two programs from one source, identical layout, different names: an exec
+# from one into the other must never lend the second's names to the first.
+$(OUT)/workloads/exec%: tests/workloads/exec/execpair.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CLANG) $(WL_CFLAGS) -DWHO=$* $< -o $@
 $(OUT)/workloads/libwl.so: tests/workloads/lib/libwl.c | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CLANG) $(WL_CFLAGS) -fPIC -shared $< -o $@
@@ -148,41 +183,7 @@ $(OUT)/workloads/pieapp: tests/workloads/pieapp.c $(OUT)/workloads/libwl.so | $(
 	$(call msg,CC,$@)
 	$(Q)$(CLANG) $(WL_CFLAGS) -fPIE -pie $< -o $@ -L$(OUT)/workloads -lwl -Wl,-rpath,'$$ORIGIN'
 
-# Workloads for the unwinder tests, built the way distributions build code
-# (gcc -O2, no frame pointers, .eh_frame only), except uw_mixed's own code:
-# frame pointers and no unwind tables at all (no -g: no .debug_frame either).
-UW_NOFP := -O2 -g -fomit-frame-pointer -fno-inline -fno-optimize-sibling-calls
-UW_WORKLOADS := $(addprefix $(OUT)/workloads/,uw_mixed libuw_nofp.so uw_leaf uw_dlopen \
-		libuw_plugin.so uw_maps uw_signal)
-$(OUT)/workloads/libuw_%.so: tests/workloads/unwind/%.c | $(OUT)/workloads
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(UW_NOFP) -fPIC -shared $< -o $@
-$(OUT)/workloads/libuw_nofp.so: tests/workloads/unwind/nofp_lib.c | $(OUT)/workloads
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(UW_NOFP) -fPIC -shared $< -o $@
-$(OUT)/workloads/uw_mixed: tests/workloads/unwind/mixed.c $(OUT)/workloads/libuw_nofp.so
-	$(call msg,CC,$@)
-	$(Q)$(CLANG) -O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline-functions \
-		-fno-optimize-sibling-calls -fno-asynchronous-unwind-tables -fno-unwind-tables $< -o $@ \
-		-L$(OUT)/workloads -luw_nofp -Wl,-rpath,'$$ORIGIN'
-$(OUT)/workloads/uw_leaf: tests/workloads/unwind/leaf.c | $(OUT)/workloads
-	$(call msg,CC,$@)
-	$(Q)$(CC) -O2 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls $< -o $@
-$(OUT)/workloads/uw_dlopen: tests/workloads/unwind/dlopen.c $(OUT)/workloads/libuw_plugin.so
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(UW_NOFP) $< -o $@ -ldl
-$(OUT)/workloads/uw_%: tests/workloads/unwind/%.c | $(OUT)/workloads
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(UW_NOFP) $< -o $@
-
-# tools/uwtable: prints the unwind table of ELF files (used by tools/bench_unwind.py).
-$(OUT)/uwtable: tools/uwtable.c $(OUT)/libcore.a
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $< $(OUT)/libcore.a $(LDLIBS_CORE) -o $@
-
-.PHONY: unit-tests test-deps
-unit-tests: $(UNIT_BINS) $(FIXTURES)
-test-deps: all unit-tests $(WORKLOADS) $(OUT)/workloads/libwl.so $(UW_WORKLOADS)
+LDLIBS_CORE := -ldw -lelf -lz -llzma -lzstd -liberty -lm -lmicrohttpd -lcurl -lcap -lpthread
 
 # The same unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 .PHONY: asan

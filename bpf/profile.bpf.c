@@ -169,7 +169,7 @@ static __always_inline bool read_stack(void *ctx, struct bp_stack *st, __u64 fla
 }
 
 static __always_inline void notify_new_image(__u32 tgid, __u64 start_time, __u64 exec_id,
-					     const char *comm)
+					     const char *comm, struct task_struct *task)
 {
 	struct bp_proc_seen *old = bpf_map_lookup_elem(&seen, &tgid);
 	struct bp_proc_seen cur = { .start_time = start_time, .exec_id = exec_id };
@@ -187,6 +187,11 @@ static __always_inline void notify_new_image(__u32 tgid, __u64 start_time, __u64
 	e->start_time = start_time;
 	e->exec_id = exec_id;
 	__builtin_memcpy(e->comm, comm, sizeof(e->comm));
+	e->mm_sig = 0;
+	/* The sampled thread's mm: the leader's is gone once the main thread exits. */
+	if (task->mm)
+		e->mm_sig = bp_mm_sig(task->mm->start_code, task->mm->end_code,
+				      task->mm->start_brk, task->mm->arg_start, task->mm->env_end);
 	bpf_ringbuf_submit(e, 0);
 	bpf_map_update_elem(&seen, &tgid, &cur, BPF_ANY);
 }
@@ -329,7 +334,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	/* A new key in this buffer: the only place a new program image can show
 	 * up first, so the notice check costs nothing on the hot path. */
 	if (!(key.flags & SAMPLE_F_KTHREAD) && !drop_user)
-		notify_new_image(tgid, key.start_time, key.exec_id, key.comm);
+		notify_new_image(tgid, key.start_time, key.exec_id, key.comm, task);
 
 	err = store_stack(smap, key.kstack, &scr->kernel);
 	if (!err)

@@ -91,6 +91,7 @@ struct bp_proc_event {
 	__u64 start_time;
 	__u64 exec_id;
 	char comm[PROFILE_COMM_LEN];
+	__u64 mm_sig; /* bp_mm_sig() of the address space sampled, 0 if unknown */
 };
 
 /* bp_proc_event.kind */
@@ -102,5 +103,28 @@ struct bp_proc_seen {
 	__u64 start_time;
 	__u64 exec_id;
 };
+
+/*
+ * Identity of an address space, from mm fields /proc/PID/stat also shows
+ * (26 startcode, 27 endcode, 47 start_brk, 48 arg_start, 51 env_end). The BPF
+ * side puts it in a process notice; userspace reads the same fields before
+ * and after snapshotting /proc/PID/maps, and keeps the snapshot only if they
+ * match: an execve() in between replaces the address space (and with ASLR,
+ * every one of these), so a notice about one image can never be answered
+ * with the mappings of the next. 0 is "unknown".
+ */
+static inline __u64 bp_mm_sig(__u64 start_code, __u64 end_code, __u64 start_brk, __u64 arg_start,
+			      __u64 env_end)
+{
+	__u64 v[5] = { start_code, end_code, start_brk, arg_start, env_end };
+	__u64 h = 0x243f6a8885a308d3ULL;
+
+	for (int i = 0; i < 5; i++) {
+		h ^= v[i];
+		h *= 0xbf58476d1ce4e5b9ULL;
+		h ^= h >> 31;
+	}
+	return h ? h : 1;
+}
 
 #endif /* BPFPROF_PROFILE_ABI_H */

@@ -255,12 +255,20 @@ struct record_ctx {
 	const char *unwind_name; /* the mode in effect, for the profile's metadata */
 	const struct options *o;
 	uint64_t notices;
+	uint64_t frames; /* symbolized */
 };
+
+static void on_sym_warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	p_warn("%s", msg);
+}
 
 static void on_proc_notice(void *ctx, const struct bp_proc_event *e)
 {
 	struct record_ctx *rc = ctx;
-	struct proc_id id = { .pid = e->tgid, .start_time = e->start_time, .exec_id = e->exec_id };
+	struct proc_id id = { .pid = e->tgid, .start_time = e->start_time, .exec_id = e->exec_id,
+			      .mm_sig = e->mm_sig };
 
 	if (e->kind == PROC_EVENT_REFRESH) {
 		if (rc->uw)
@@ -299,6 +307,7 @@ static int on_sample(void *ctx, const struct collector_sample *s)
 	/* Root first: outermost user frame ... user leaf, then kernel entry ... kernel leaf. */
 	for (uint32_t i = s->nr_uips; i-- > 0;) {
 		symbolizer__user(rc->sym, &id, s->uips[i], i == 0 && !s->nr_kips, &sym);
+		rc->frames++;
 		f = frame_of(rc, &sym);
 		if (f < 0)
 			return (int)f;
@@ -312,6 +321,7 @@ static int on_sample(void *ctx, const struct collector_sample *s)
 	}
 	for (uint32_t i = s->nr_kips; i-- > 0;) {
 		symbolizer__kernel(rc->sym, s->kips[i], &sym);
+		rc->frames++;
 		f = frame_of(rc, &sym);
 		if (f < 0)
 			return (int)f;
@@ -587,7 +597,6 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
  */
 #define DRAIN_PERIOD_NS	     5000000000ULL
 #define DRAIN_PERIOD_LIVE_NS 1000000000ULL
-#define SWEEP_PERIOD_NS	     10000000000ULL
 #define MAP_HEADROOM_SEC     10
 
 static uint64_t drain_period(const struct options *o, struct live *live)
@@ -805,7 +814,7 @@ int cmd_record(int argc, char **argv)
 	struct collector *col = NULL;
 	const struct writer *w;
 	struct options o;
-	uint64_t t_start, t_stop, deadline = 0, last_drain, next_sweep;
+	uint64_t t_start, t_stop, deadline = 0, last_drain;
 	bool *cpus = NULL;
 	int *cgroup_fds = NULL;
 	int nr_cpus = 0, ret = 1, err;
@@ -936,6 +945,7 @@ int cmd_record(int argc, char **argv)
 	}
 
 	rc.o = &o;
+	sopts.warn = on_sym_warn;
 	rc.prof = profile__new();
 	rc.sym = symbolizer__new(&sopts);
 	rc.labels = labels__new("/proc", 0);
@@ -1020,13 +1030,14 @@ int cmd_record(int argc, char **argv)
 	}
 
 	last_drain = t_start;
-	next_sweep = t_start + SWEEP_PERIOD_NS;
 	while (!stop_signal) {
 		int timeout = 200;
 		uint64_t now = now_ns();
 
 		/* The period is re-evaluated every turn: a new HTTP request shortens it. */
 		if (now - last_drain >= drain_period(&o, ct.live)) {
+			/* Notices first: the drain may hold samples of processes they announce. */
+			collector__poll(col, 0, on_proc_notice, &rc);
 			err = drain_once(&rc, &ct, col);
 			if (err) {
 				p_err("draining the kernel maps failed: %s", strerror(-err));
@@ -1038,11 +1049,10 @@ int cmd_record(int argc, char **argv)
 				p_err("out of memory");
 				goto out;
 			}
-			if (now >= next_sweep) {
-				symbolizer__sweep(rc.sym);
-				labels__sweep(rc.labels);
-				next_sweep = now + SWEEP_PERIOD_NS;
-			}
+			/* Processes that exited before this drain are forgotten at the next:
+			 * samples between the buffer flip and the exit are drained then. */
+			symbolizer__sweep(rc.sym);
+			labels__sweep(rc.labels);
 			publish_metrics(&rc, &ct, col);
 		}
 
@@ -1140,6 +1150,21 @@ int cmd_record(int argc, char **argv)
 	}
 	if (o.output)
 		p_info("wrote %s (%s)", o.output, w->name);
+	{
+		struct symbolizer_stats ss;
+		double ms = (now_ns() - t_stop) / 1e6;
+
+		symbolizer__stats(rc.sym, &ss);
+		p_debug("end of sampling to written profile: %.1f ms; %" PRIu64
+			" frames symbolized, %" PRIu64 " unnamed",
+			ms, rc.frames, ss.unknown);
+		p_debug("symbols: %zu processes, %zu files (%zu KiB), %" PRIu64
+			" debug files, %zu JIT maps (%zu KiB), %" PRIu64 " JIT frames, %" PRIu64
+			" files rejected, %" PRIu64 " images lost, %" PRIu64 " kallsyms reloads",
+			ss.procs, ss.files, ss.file_bytes >> 10, ss.debug_files, ss.perfmaps,
+			ss.perfmap_bytes >> 10, ss.jit_names, ss.rejected, ss.images_lost,
+			ss.kernel_reloads);
+	}
 	ret = 0;
 out:
 	if (ch.pid && !ch.exited)

@@ -12,6 +12,7 @@ PACKAGES=(
 	libbpf-dev bpftool linux-libc-dev
 	libelf-dev libdw-dev zlib1g-dev liblzma-dev libzstd-dev
 	libcurl4-openssl-dev libmicrohttpd-dev libcap-dev ca-certificates
+	libiberty-dev g++
 	# tests: unit (cmocka, sanitizers, libFuzzer), integration (pytest, perf, bpftrace)
 	libcmocka-dev libclang-rt-14-dev
 	python3 python3-pytest
@@ -22,6 +23,8 @@ PACKAGES=(
 	# --unwind tests: Debian binaries without frame pointers, libc's debug symbols
 	# (__libc_start_call_main is a local symbol) for perf and for the tests
 	xz-utils sqlite3 libc6-dbg
+	# tests: symbols (node --perf-basic-prof, capsh to drop CAP_SYS_ADMIN)
+	libcap2-bin
 )
 # Node.js and npm (speedscope's schema, ajv, playwright-core): Debian's, unless a
 # node and npm are already installed (e.g. from NodeSource, whose nodejs

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /*
- * elfsym.c - function symbols, PT_LOAD segments and build id of one ELF file;
- * see elfsym.h.
+ * elfsym.c - function symbols, PT_LOAD segments, build id and debug links of
+ * one ELF file; see elfsym.h.
  *
  * libelf is opened with ELF_C_READ, never ELF_C_READ_MMAP: a mapped binary can
  * be truncated or rewritten under us (package upgrades), and touching a page
@@ -11,9 +11,15 @@
  * table link and termination, sizes that overflow), and a bad table or symbol
  * is skipped and counted rather than trusted.
  *
- * Everything needed later (symbols, names, segments, build id) is copied out
- * and the libelf handle closed before returning: an elfsym holds no fd and
- * no libelf memory.
+ * Symbol tables are read as bytes in host order (libelf's translated data, or
+ * our own inflated copy of an SHF_COMPRESSED section, translated with
+ * gelf_xlatetom) and decoded here, so compressed and plain tables take the
+ * same path. libelf 0.188 cannot inflate zstd sections itself, and would not
+ * bound what it inflates: both are done here, with zlib and libzstd.
+ *
+ * Everything needed later (symbols, names, segments, build id, debug link)
+ * is copied out and the libelf handle closed before returning: an elfsym
+ * holds no fd and no libelf memory.
  */
 #include "sym/elfsym.h"
 
@@ -21,13 +27,19 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <limits.h>
+#include <lzma.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
 
+#include "htab.h"
+#include "sym/demangle.h"
+#include "sym/elfnote.h"
 #include "util.h"
 
 /* Largest symbol or string table we read: ~10M symbols. Past that, skip it. */
@@ -41,7 +53,18 @@
 /* Build-id notes are tens of bytes; a bigger note area is not worth reading. */
 #define ELFSYM_MAX_NOTES    (1u << 20)
 #define ELFSYM_NOTES_BUDGET (4u << 20)
-#define BUILD_ID_MAX	    64
+/*
+ * Decompression (SHF_COMPRESSED sections, MiniDebugInfo): one section may
+ * inflate to at most ELFSYM_MAX_INFLATE bytes and one file to
+ * ELFSYM_INFLATE_BUDGET in all, checked against the size the header claims
+ * before anything is allocated; the decoders get exactly that much room, so a
+ * bomb that lies about its size fails instead of growing.
+ */
+#define ELFSYM_MAX_INFLATE    (64u << 20)
+#define ELFSYM_INFLATE_BUDGET (256u << 20)
+/* .gnu_debugdata: compressed bytes read, and the xz decoder's memory limit. */
+#define ELFSYM_MAX_DEBUGDATA (16u << 20)
+#define ELFSYM_XZ_MEMLIMIT   (64u << 20)
 /*
  * How many preceding symbols a lookup checks when the nearest one ends
  * before the address: covers a function containing smaller FUNC symbols
@@ -49,9 +72,14 @@
  */
 #define ELFSYM_WALK_BACK 16
 
+/* ELFCOMPRESS_ZSTD is missing from older <elf.h>. */
+#ifndef ELFCOMPRESS_ZSTD
+#define ELFCOMPRESS_ZSTD 2
+#endif
+
 struct elfsym_ent {
 	uint64_t start, end; /* [start, end) */
-	const char *name;    /* in pool */
+	const char *name;    /* in pool (or in a merged elfsym's pool) */
 };
 
 struct elfsym_seg {
@@ -66,8 +94,16 @@ struct elfsym {
 	char *pool;
 	size_t bad;
 	int type;
+	bool has_symtab;
+	bool has_debugdata;
+	bool has_debuglink;
+	uint32_t debuglink_crc;
+	char debuglink[DEBUGLINK_NAME_MAX + 1];
 	size_t build_id_len;
 	uint8_t build_id[BUILD_ID_MAX];
+	struct elfsym *merged; /* whose names syms may point to (chain) */
+	struct htab *pretty;   /* symbol index -> demangled name, filled lazily */
+	size_t bytes;	       /* heap bytes held, roughly */
 };
 
 /* A symbol as read, before aliases are merged; name points into libelf data. */
@@ -88,11 +124,17 @@ struct builder {
 	Elf *elf;
 	struct elfsym *es;
 	uint64_t file_size;
+	int cls;     /* ELFCLASS32 or ELFCLASS64 */
+	int data;    /* ELFDATA2LSB or ELFDATA2MSB */
+	bool nested; /* reading MiniDebugInfo: no .gnu_debugdata inside */
 	struct sec_info *secs;
 	size_t shnum;
 	struct cand *cands;
 	size_t nr_cands, cap_cands;
-	uint64_t table_budget, notes_budget;
+	uint64_t table_budget, notes_budget, inflate_budget;
+	void **owned; /* inflated buffers the candidates' names point into */
+	size_t nr_owned;
+	struct elfsym *mini; /* symbols from .gnu_debugdata */
 };
 
 static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
@@ -170,62 +212,170 @@ static int builder__add(struct builder *b, const struct cand *c)
 	return 0;
 }
 
-/* The data of a whole section, or NULL if libelf cannot produce it intact. */
-static Elf_Data *section_data(Elf_Scn *scn, const GElf_Shdr *sh, Elf_Type want)
+static int builder__own(struct builder *b, void *buf)
+{
+	void **n = reallocarray(b->owned, b->nr_owned + 1, sizeof(*n));
+
+	if (!n) {
+		free(buf);
+		return -ENOMEM;
+	}
+	b->owned = n;
+	b->owned[b->nr_owned++] = buf;
+	return 0;
+}
+
+static uint32_t rd32(const struct builder *b, const uint8_t *p)
+{
+	if (b->data == ELFDATA2MSB)
+		return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+}
+
+static uint64_t rd64(const struct builder *b, const uint8_t *p)
+{
+	uint64_t hi = rd32(b, p + (b->data == ELFDATA2MSB ? 0 : 4));
+	uint64_t lo = rd32(b, p + (b->data == ELFDATA2MSB ? 4 : 0));
+
+	return hi << 32 | lo;
+}
+
+static bool host_is_big_endian(void)
+{
+	const uint16_t one = 1;
+
+	return *(const uint8_t *)&one == 0;
+}
+
+/*
+ * Inflates an SHF_COMPRESSED section (zlib or zstd) into a new buffer of
+ * exactly the size its header claims, translated to host order for `type`.
+ */
+static int inflate_section(struct builder *b, Elf_Scn *scn, Elf_Type type, void **out,
+			   size_t *out_len)
+{
+	Elf_Data *raw = elf_rawdata(scn, NULL);
+	const uint8_t *d;
+	uint64_t ch_size;
+	uint32_t ch_type;
+	size_t hdr, len;
+	uint8_t *buf;
+
+	if (!raw || !raw->d_buf)
+		return -EINVAL;
+	d = raw->d_buf;
+	len = raw->d_size;
+	hdr = b->cls == ELFCLASS32 ? 12 : 24;
+	if (len < hdr)
+		return -EINVAL;
+	ch_type = rd32(b, d);
+	ch_size = b->cls == ELFCLASS32 ? rd32(b, d + 4) : rd64(b, d + 8);
+	if (!ch_size || ch_size > ELFSYM_MAX_INFLATE || ch_size > b->inflate_budget)
+		return -EFBIG;
+	b->inflate_budget -= ch_size;
+	buf = malloc(ch_size);
+	if (!buf)
+		return -ENOMEM;
+	if (ch_type == ELFCOMPRESS_ZLIB) {
+		uLongf dlen = (uLongf)ch_size;
+		uLong slen = (uLong)(len - hdr);
+
+		if (uncompress2(buf, &dlen, d + hdr, &slen) != Z_OK || dlen != ch_size)
+			goto bad;
+	} else if (ch_type == ELFCOMPRESS_ZSTD) {
+		size_t r = ZSTD_decompress(buf, ch_size, d + hdr, len - hdr);
+
+		if (ZSTD_isError(r) || r != ch_size)
+			goto bad;
+	} else {
+		goto bad;
+	}
+	if (type != ELF_T_BYTE && (b->data == ELFDATA2MSB) != host_is_big_endian()) {
+		Elf_Data src = {
+			.d_buf = buf, .d_type = type, .d_size = ch_size, .d_version = EV_CURRENT};
+		Elf_Data dst = src;
+
+		/* Same-size types: libelf converts in place. */
+		if (!gelf_xlatetom(b->elf, &dst, &src, (unsigned)b->data) || dst.d_size != ch_size)
+			goto bad;
+	}
+	*out = buf;
+	*out_len = ch_size;
+	return 0;
+bad:
+	free(buf);
+	return -EINVAL;
+}
+
+/*
+ * The contents of a whole section in host order: libelf's data, or an
+ * inflated copy (owned by the builder) for a compressed section. NULL if
+ * neither can be had intact.
+ */
+static const void *section_bytes(struct builder *b, Elf_Scn *scn, const GElf_Shdr *sh,
+				 Elf_Type want, size_t *len)
 {
 	Elf_Data *d;
 
-	if (sh->sh_flags & SHF_COMPRESSED)
+	if (sh->sh_type == SHT_NOBITS)
 		return NULL;
+	if (sh->sh_flags & SHF_COMPRESSED) {
+		void *buf;
+
+		if (inflate_section(b, scn, want, &buf, len) || builder__own(b, buf))
+			return NULL;
+		return buf;
+	}
 	d = elf_getdata(scn, NULL);
 	if (!d || !d->d_buf || d->d_type != want || d->d_size != sh->sh_size)
 		return NULL;
-	return d;
+	*len = d->d_size;
+	return d->d_buf;
 }
 
-/* Picks the NT_GNU_BUILD_ID out of a block of notes already in host byte order. */
-static bool parse_build_id(struct elfsym *es, const uint8_t *d, size_t len, size_t align)
+/* Symbol i of a host-order table of this file's class. */
+static void sym_at(const struct builder *b, const void *tab, size_t i, GElf_Sym *s)
 {
-	size_t off = 0;
+	if (b->cls == ELFCLASS32) {
+		Elf32_Sym e;
 
-	while (len - off >= 12) {
-		uint32_t namesz, descsz, type;
-		uint64_t name_off, desc_off, next;
+		memcpy(&e, (const char *)tab + i * sizeof(e), sizeof(e));
+		s->st_name = e.st_name;
+		s->st_value = e.st_value;
+		s->st_size = e.st_size;
+		s->st_info = e.st_info;
+		s->st_other = e.st_other;
+		s->st_shndx = e.st_shndx;
+	} else {
+		Elf64_Sym e;
 
-		memcpy(&namesz, d + off, 4);
-		memcpy(&descsz, d + off + 4, 4);
-		memcpy(&type, d + off + 8, 4);
-		/* In 64-bit arithmetic: 32-bit sizes cannot overflow it. */
-		name_off = off + 12;
-		desc_off = (name_off + namesz + align - 1) & ~(uint64_t)(align - 1);
-		next = (desc_off + descsz + align - 1) & ~(uint64_t)(align - 1);
-		if (name_off + namesz > len || desc_off + descsz > len)
-			return false;
-		if (type == NT_GNU_BUILD_ID && namesz == 4 && !memcmp(d + name_off, "GNU", 4) &&
-		    descsz >= 1 && descsz <= BUILD_ID_MAX) {
-			memcpy(es->build_id, d + desc_off, descsz);
-			es->build_id_len = descsz;
-			return true;
-		}
-		if (next >= len)
-			return false;
-		off = (size_t)next;
+		memcpy(&e, (const char *)tab + i * sizeof(e), sizeof(e));
+		s->st_name = e.st_name;
+		s->st_value = e.st_value;
+		s->st_size = e.st_size;
+		s->st_info = e.st_info;
+		s->st_other = e.st_other;
+		s->st_shndx = e.st_shndx;
 	}
-	return false;
 }
 
-/* SHT_SYMTAB_SHNDX data for symbol table `symidx`, if any (>65279 sections). */
-static Elf_Data *find_shndx(struct builder *b, size_t symidx)
+/* SHT_SYMTAB_SHNDX words for symbol table `symidx`, if any (>65279 sections). */
+static const uint32_t *find_shndx(struct builder *b, size_t symidx, size_t *nwords)
 {
-	size_t idx = b->secs[symidx].xndx_scn;
+	size_t idx = b->secs[symidx].xndx_scn, len;
+	const void *d;
 	Elf_Scn *scn;
 	GElf_Shdr sh;
 
 	if (!idx || !(scn = elf_getscn(b->elf, idx)) || !gelf_getshdr(scn, &sh) ||
-	    sh.sh_size > b->table_budget)
+	    sh.sh_size > b->table_budget || (sh.sh_flags & SHF_COMPRESSED))
 		return NULL;
 	b->table_budget -= sh.sh_size;
-	return section_data(scn, &sh, ELF_T_WORD);
+	d = section_bytes(b, scn, &sh, ELF_T_WORD, &len);
+	if (!d)
+		return NULL;
+	*nwords = len / 4;
+	return d;
 }
 
 /*
@@ -236,7 +386,8 @@ static void read_build_id_notes(struct builder *b, Elf_Data *d)
 {
 	if (!d || !d->d_buf || (d->d_type != ELF_T_NHDR && d->d_type != ELF_T_NHDR8))
 		return;
-	parse_build_id(b->es, d->d_buf, d->d_size, d->d_type == ELF_T_NHDR8 ? 8 : 4);
+	b->es->build_id_len = elfnote__build_id(d->d_buf, d->d_size,
+						d->d_type == ELF_T_NHDR8 ? 8 : 4, b->es->build_id);
 }
 
 /* Whether to read `size` bytes of notes: bounded per block and in total. */
@@ -252,15 +403,17 @@ static bool notes_affordable(struct builder *b, uint64_t size)
 static int builder__read_symtab(struct builder *b, Elf_Scn *scn, const GElf_Shdr *sh)
 {
 	size_t entsize = gelf_fsize(b->elf, ELF_T_SYM, 1, EV_CURRENT);
-	Elf_Data *syms, *strs, *shndx;
+	size_t str_len, nsyms, syms_len, nshndx = 0;
+	const uint32_t *shndx;
+	const void *syms;
 	const char *str;
-	size_t str_len, nsyms;
 	GElf_Shdr ssh;
 	Elf_Scn *sscn;
 
 	/* entsize 0 is elfutils CVE-2018-18521 (a division by zero). */
-	if (!entsize || sh->sh_entsize != entsize || sh->sh_size % entsize ||
-	    sh->sh_size > ELFSYM_MAX_TABLE)
+	if (!entsize || sh->sh_entsize != entsize || sh->sh_size > ELFSYM_MAX_TABLE)
+		goto bad_table;
+	if (!(sh->sh_flags & SHF_COMPRESSED) && sh->sh_size % entsize)
 		goto bad_table;
 	if (sh->sh_link == SHN_UNDEF || sh->sh_link >= b->shnum ||
 	    b->secs[sh->sh_link].type != SHT_STRTAB)
@@ -271,36 +424,32 @@ static int builder__read_symtab(struct builder *b, Elf_Scn *scn, const GElf_Shdr
 	if (sh->sh_size + ssh.sh_size > b->table_budget)
 		goto bad_table;
 	b->table_budget -= sh->sh_size + ssh.sh_size;
-	syms = section_data(scn, sh, ELF_T_SYM);
-	strs = section_data(sscn, &ssh, ELF_T_BYTE);
-	if (!syms || !strs || !strs->d_size)
+	syms = section_bytes(b, scn, sh, ELF_T_SYM, &syms_len);
+	str = section_bytes(b, sscn, &ssh, ELF_T_BYTE, &str_len);
+	if (!syms || !str || !str_len || syms_len % entsize)
 		goto bad_table;
 	/*
 	 * Names are only valid up to the last NUL: one check here instead of a
 	 * bounded scan per symbol (which an unterminated table of millions of
 	 * symbols would make quadratic).
 	 */
-	str = strs->d_buf;
-	str_len = strs->d_size;
 	while (str_len && str[str_len - 1] != '\0')
 		str_len--;
 	if (!str_len)
 		goto bad_table;
-	shndx = find_shndx(b, elf_ndxscn(scn));
-	nsyms = syms->d_size / entsize;
+	shndx = find_shndx(b, elf_ndxscn(scn), &nshndx);
+	nsyms = syms_len / entsize;
+	if (sh->sh_type == SHT_SYMTAB)
+		b->es->has_symtab = true;
 
 	/* Entry 0 is the reserved null symbol. */
 	for (size_t i = 1; i < nsyms; i++) {
-		GElf_Word xndx = 0;
 		unsigned char type;
 		struct cand c;
 		size_t sec;
 		GElf_Sym s;
 
-		if (!gelf_getsymshndx(syms, shndx, (int)i, &s, &xndx)) {
-			b->es->bad++;
-			continue;
-		}
+		sym_at(b, syms, i, &s);
 		type = GELF_ST_TYPE(s.st_info);
 		if (type != STT_FUNC && type != STT_GNU_IFUNC)
 			continue;
@@ -310,7 +459,7 @@ static int builder__read_symtab(struct builder *b, Elf_Scn *scn, const GElf_Shdr
 		 * get them wrong), and other reserved indices (COMMON) are not code.
 		 */
 		if (s.st_shndx == SHN_XINDEX)
-			sec = xndx;
+			sec = shndx && i < nshndx ? shndx[i] : SHN_UNDEF;
 		else if (s.st_shndx == SHN_UNDEF || s.st_shndx >= SHN_LORESERVE)
 			continue;
 		else
@@ -392,10 +541,93 @@ static int builder__read_phdrs(struct builder *b)
 	return 0;
 }
 
+static struct elfsym *open_elf(Elf *elf, uint64_t size, bool nested);
+
+/*
+ * MiniDebugInfo: .gnu_debugdata holds an xz-compressed ELF whose .symtab has
+ * the local functions a stripped binary lost (Fedora, and anything built
+ * with its recipe). Decoded with a memory limit and into at most
+ * ELFSYM_MAX_INFLATE bytes; its own .gnu_debugdata, if any, is ignored.
+ */
+static void builder__read_debugdata(struct builder *b, Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	lzma_stream xz = LZMA_STREAM_INIT;
+	size_t cap = 0, len = 0, in_len;
+	uint8_t *out = NULL;
+	const void *in;
+	lzma_ret r;
+	Elf *inner;
+
+	b->es->has_debugdata = true;
+	if (sh->sh_size > ELFSYM_MAX_DEBUGDATA || (sh->sh_flags & SHF_COMPRESSED))
+		goto bad;
+	in = section_bytes(b, scn, sh, ELF_T_BYTE, &in_len);
+	if (!in || !in_len)
+		goto bad;
+	if (lzma_stream_decoder(&xz, ELFSYM_XZ_MEMLIMIT, 0) != LZMA_OK)
+		goto bad;
+	xz.next_in = in;
+	xz.avail_in = in_len;
+	do {
+		if (len == cap) {
+			size_t ncap = cap ? cap * 2 : 64 * 1024;
+			uint8_t *n;
+
+			if (ncap > ELFSYM_MAX_INFLATE || ncap > b->inflate_budget)
+				goto bad_xz; /* a bomb, or simply too big */
+			n = realloc(out, ncap);
+			if (!n)
+				goto bad_xz;
+			out = n;
+			cap = ncap;
+		}
+		xz.next_out = out + len;
+		xz.avail_out = cap - len;
+		r = lzma_code(&xz, LZMA_FINISH);
+		len = cap - xz.avail_out;
+	} while (r == LZMA_OK);
+	lzma_end(&xz);
+	if (r != LZMA_STREAM_END || !len)
+		goto bad;
+	b->inflate_budget -= cap;
+	inner = elf_memory((char *)out, len);
+	if (!inner)
+		goto bad;
+	b->mini = open_elf(inner, len, true);
+	elf_end(inner);
+	free(out);
+	if (!b->mini)
+		b->es->bad++;
+	return;
+bad_xz:
+	lzma_end(&xz);
+bad:
+	free(out);
+	b->es->bad++;
+}
+
+static void builder__read_debuglink(struct builder *b, Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	const void *d;
+	size_t len;
+
+	if (sh->sh_size > 4096)
+		goto bad;
+	d = section_bytes(b, scn, sh, ELF_T_BYTE, &len);
+	if (!d || elfnote__debuglink(d, len, b->data == ELFDATA2MSB, b->es->debuglink,
+				     &b->es->debuglink_crc))
+		goto bad;
+	b->es->has_debuglink = true;
+	return;
+bad:
+	b->es->bad++;
+}
+
 static int builder__read_sections(struct builder *b)
 {
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
+	Elf_Scn *scn = NULL, *debugdata = NULL;
+	GElf_Shdr sh, ddsh;
+	size_t shstrndx = 0;
 	int err;
 
 	/* An entry is at least 40 bytes: more than fit in the file is corrupt. */
@@ -403,6 +635,9 @@ static int builder__read_sections(struct builder *b)
 		return -EINVAL;
 	if (!b->shnum)
 		return 0;
+	/* Names only pick optional sections: a bad name table just means none. */
+	if (elf_getshdrstrndx(b->elf, &shstrndx) || shstrndx >= b->shnum)
+		shstrndx = 0;
 	b->secs = calloc(b->shnum, sizeof(*b->secs));
 	if (!b->secs)
 		return -ENOMEM;
@@ -423,9 +658,13 @@ static int builder__read_sections(struct builder *b)
 			b->secs[sh.sh_link].xndx_scn = i;
 	}
 	for (size_t i = 1; i < b->shnum; i++) {
+		const char *name = NULL;
+
 		scn = elf_getscn(b->elf, i);
 		if (!scn || !gelf_getshdr(scn, &sh))
 			return -EINVAL;
+		if (shstrndx && sh.sh_type == SHT_PROGBITS)
+			name = elf_strptr(b->elf, shstrndx, sh.sh_name);
 		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) {
 			err = builder__read_symtab(b, scn, &sh);
 			if (err)
@@ -433,14 +672,22 @@ static int builder__read_sections(struct builder *b)
 		} else if (sh.sh_type == SHT_NOTE && !(sh.sh_flags & SHF_COMPRESSED) &&
 			   notes_affordable(b, sh.sh_size)) {
 			read_build_id_notes(b, elf_getdata(scn, NULL));
+		} else if (name && !strcmp(name, ".gnu_debuglink") && !b->es->has_debuglink) {
+			builder__read_debuglink(b, scn, &sh);
+		} else if (name && !strcmp(name, ".gnu_debugdata") && !b->nested && !debugdata) {
+			debugdata = scn;
+			ddsh = sh;
 		}
 	}
+	/* MiniDebugInfo only adds what a stripped file lacks. */
+	if (debugdata && !b->es->has_symtab)
+		builder__read_debugdata(b, debugdata, &ddsh);
 	return 0;
 }
 
 /*
  * Merges aliases, gives size-0 symbols an end, and copies the surviving names
- * into the pool. Must run while the libelf data the names point into is live.
+ * into the pool. Must run while the data the names point into is live.
  */
 static int builder__finish(struct builder *b)
 {
@@ -490,6 +737,7 @@ static int builder__finish(struct builder *b)
 	if (!pool)
 		return -ENOMEM;
 	es->pool = pool;
+	es->bytes += pool_len + n * sizeof(*es->syms);
 	for (size_t i = 0; i < es->nr; i++) {
 		size_t len = strlen(es->syms[i].name) + 1;
 
@@ -514,44 +762,40 @@ static bool table_fits(uint64_t file_size, uint64_t off, uint64_t num, uint64_t 
 	return entsize && off <= file_size && (file_size - off) / entsize >= num;
 }
 
-struct elfsym *elfsym__open_fd(int fd)
+/* Reads everything from an open libelf handle (not ended here). */
+static struct elfsym *open_elf(Elf *elf, uint64_t size, bool nested)
 {
 	struct builder b = {0};
 	struct elfsym *es;
 	GElf_Ehdr eh;
-	struct stat st;
+	const char *ident;
 	int err;
 
-	pthread_once(&elf_once, elf_init);
-	if (!elf_ok) {
-		errno = ENOSYS;
-		return NULL;
-	}
-	if (fstat(fd, &st))
-		return NULL;
-	/* A FIFO or device at a mapped path would block or never end. */
-	if (!S_ISREG(st.st_mode)) {
-		errno = ENOEXEC;
-		return NULL;
-	}
 	es = calloc(1, sizeof(*es));
 	if (!es)
 		return NULL;
+	es->bytes = sizeof(*es);
 	b.es = es;
-	b.file_size = (uint64_t)st.st_size;
+	b.elf = elf;
+	b.nested = nested;
+	b.file_size = size;
 	b.table_budget = ELFSYM_TABLE_BUDGET;
 	b.notes_budget = ELFSYM_NOTES_BUDGET;
-	b.elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!b.elf) {
-		err = -EINVAL;
-		goto out;
-	}
-	if (elf_kind(b.elf) != ELF_K_ELF) {
+	b.inflate_budget = ELFSYM_INFLATE_BUDGET;
+	if (elf_kind(elf) != ELF_K_ELF) {
 		err = -ENOEXEC;
 		goto out;
 	}
-	if (!gelf_getehdr(b.elf, &eh)) {
+	ident = elf_getident(elf, NULL);
+	if (!gelf_getehdr(elf, &eh) || !ident) {
 		err = -EINVAL;
+		goto out;
+	}
+	b.cls = ident[EI_CLASS];
+	b.data = ident[EI_DATA];
+	if ((b.cls != ELFCLASS32 && b.cls != ELFCLASS64) ||
+	    (b.data != ELFDATA2LSB && b.data != ELFDATA2MSB)) {
+		err = -ENOEXEC;
 		goto out;
 	}
 	/*
@@ -580,16 +824,85 @@ struct elfsym *elfsym__open_fd(int fd)
 		err = builder__read_sections(&b);
 	if (!err)
 		err = builder__finish(&b);
+	if (!err && b.mini) {
+		err = elfsym__merge(es, b.mini);
+		b.mini = NULL;
+	}
 out:
+	elfsym__free(b.mini);
 	free(b.cands);
 	free(b.secs);
-	if (b.elf)
-		elf_end(b.elf);
+	for (size_t i = 0; i < b.nr_owned; i++)
+		free(b.owned[i]);
+	free(b.owned);
 	if (err) {
 		elfsym__free(es);
 		errno = -err;
 		return NULL;
 	}
+	return es;
+}
+
+struct elfsym *elfsym__open_fd(int fd)
+{
+	struct elfsym *es;
+	struct stat st;
+	Elf *elf;
+	int err;
+
+	pthread_once(&elf_once, elf_init);
+	if (!elf_ok) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	if (fstat(fd, &st))
+		return NULL;
+	/* A FIFO or device at a mapped path would block or never end. */
+	if (!S_ISREG(st.st_mode)) {
+		errno = ENOEXEC;
+		return NULL;
+	}
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf) {
+		errno = EINVAL;
+		return NULL;
+	}
+	es = open_elf(elf, (uint64_t)st.st_size, false);
+	err = errno;
+	elf_end(elf);
+	errno = err;
+	return es;
+}
+
+struct elfsym *elfsym__open_mem(const void *data, size_t len)
+{
+	struct elfsym *es;
+	char *copy;
+	Elf *elf;
+	int err;
+
+	pthread_once(&elf_once, elf_init);
+	if (!elf_ok) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	/* libelf works on the image in place: give it our own copy. */
+	copy = malloc(len ? len : 1);
+	if (!copy)
+		return NULL;
+	if (len)
+		memcpy(copy, data, len);
+	elf = elf_memory(copy, len);
+	if (!elf) {
+		free(copy);
+		errno = EINVAL;
+		return NULL;
+	}
+	es = open_elf(elf, len, false);
+	err = errno;
+	elf_end(elf);
+	free(copy);
+	errno = err;
 	return es;
 }
 
@@ -609,22 +922,88 @@ struct elfsym *elfsym__open(const char *path)
 	return es;
 }
 
+static void free_pretty(struct elfsym *es)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	if (!es->pretty)
+		return;
+	while ((e = htab__next(es->pretty, &pos))) {
+		size_t i;
+
+		memcpy(&i, e->key, sizeof(i));
+		if (e->value && i < es->nr && e->value != es->syms[i].name)
+			free(e->value);
+	}
+	htab__free(es->pretty);
+	es->pretty = NULL;
+}
+
 void elfsym__free(struct elfsym *es)
 {
 	if (!es)
 		return;
+	free_pretty(es);
+	elfsym__free(es->merged);
 	free(es->syms);
 	free(es->segs);
 	free(es->pool);
 	free(es);
 }
 
-const char *elfsym__lookup(const struct elfsym *es, uint64_t vaddr, uint64_t *offset)
+int elfsym__merge(struct elfsym *dst, struct elfsym *src)
+{
+	struct elfsym_ent *all;
+	size_t i = 0, j = 0, n = 0;
+
+	if (!src)
+		return 0;
+	if (!src->nr) {
+		elfsym__free(src);
+		return 0;
+	}
+	all = calloc(dst->nr + src->nr, sizeof(*all));
+	if (!all) {
+		elfsym__free(src);
+		return -ENOMEM;
+	}
+	/* Both sorted by start: a merge; at one address the first file's name stays. */
+	while (i < dst->nr || j < src->nr) {
+		if (j == src->nr || (i < dst->nr && dst->syms[i].start <= src->syms[j].start)) {
+			if (j < src->nr && src->syms[j].start == dst->syms[i].start)
+				j++;
+			all[n++] = dst->syms[i++];
+		} else {
+			all[n++] = src->syms[j++];
+		}
+	}
+	free_pretty(dst);
+	free(dst->syms);
+	dst->syms = all;
+	dst->bytes += src->bytes + src->nr * sizeof(*all);
+	dst->nr = n;
+	dst->bad += src->bad;
+	dst->has_symtab |= src->has_symtab;
+	/* src's names stay where they are: dst keeps src (and its chain) alive. */
+	free(src->syms);
+	src->syms = NULL;
+	src->nr = 0;
+	free(src->segs);
+	src->segs = NULL;
+	src->nr_segs = 0;
+	src->merged = dst->merged;
+	dst->merged = src;
+	return 0;
+}
+
+/* Index of the symbol containing vaddr, or -1. */
+static ssize_t lookup_index(const struct elfsym *es, uint64_t vaddr)
 {
 	size_t lo = 0, hi;
 
 	if (!es || !es->nr)
-		return NULL;
+		return -1;
 	hi = es->nr;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -638,13 +1017,53 @@ const char *elfsym__lookup(const struct elfsym *es, uint64_t vaddr, uint64_t *of
 	for (size_t i = lo, k = 0; i > 0 && k < ELFSYM_WALK_BACK; i--, k++) {
 		const struct elfsym_ent *e = &es->syms[i - 1];
 
-		if (vaddr < e->end) {
-			if (offset)
-				*offset = vaddr - e->start;
-			return e->name;
-		}
+		if (vaddr < e->end)
+			return (ssize_t)(i - 1);
 	}
-	return NULL;
+	return -1;
+}
+
+const char *elfsym__lookup(const struct elfsym *es, uint64_t vaddr, uint64_t *offset)
+{
+	ssize_t i = lookup_index(es, vaddr);
+
+	if (i < 0)
+		return NULL;
+	if (offset)
+		*offset = vaddr - es->syms[i].start;
+	return es->syms[i].name;
+}
+
+const char *elfsym__lookup_demangled(struct elfsym *es, uint64_t vaddr, uint64_t *offset)
+{
+	ssize_t i = lookup_index(es, vaddr);
+	const char *raw;
+	struct htab_entry *e;
+	size_t idx;
+	bool created;
+	char *pretty;
+
+	if (i < 0)
+		return NULL;
+	if (offset)
+		*offset = vaddr - es->syms[i].start;
+	raw = es->syms[i].name;
+	if (!demangle__is_mangled(raw))
+		return raw;
+	/* Once per symbol, the first time it names a frame. */
+	idx = (size_t)i;
+	if (!es->pretty && !(es->pretty = htab__new()))
+		return raw;
+	e = htab__upsert(es->pretty, &idx, sizeof(idx), &created);
+	if (!e)
+		return raw;
+	if (!created)
+		return e->value;
+	pretty = demangle__name(raw);
+	e->value = pretty ? pretty : (char *)raw;
+	if (pretty)
+		es->bytes += strlen(pretty) + 1 + 48;
+	return e->value;
 }
 
 int elfsym__off_to_vaddr(const struct elfsym *es, uint64_t file_off, uint64_t *vaddr)
@@ -687,4 +1106,28 @@ const uint8_t *elfsym__build_id(const struct elfsym *es, size_t *len)
 int elfsym__type(const struct elfsym *es)
 {
 	return es ? es->type : ET_NONE;
+}
+
+bool elfsym__has_symtab(const struct elfsym *es)
+{
+	return es && es->has_symtab;
+}
+
+bool elfsym__has_debugdata(const struct elfsym *es)
+{
+	return es && es->has_debugdata;
+}
+
+const char *elfsym__debuglink(const struct elfsym *es, uint32_t *crc)
+{
+	if (!es || !es->has_debuglink)
+		return NULL;
+	if (crc)
+		*crc = es->debuglink_crc;
+	return es->debuglink;
+}
+
+size_t elfsym__bytes(const struct elfsym *es)
+{
+	return es ? es->bytes : 0;
 }

@@ -39,10 +39,23 @@
  * borrows the size of another. When the symbol nearest below an address ends
  * before it, up to 16 earlier symbols are checked for one that encloses it
  * (functions with inner FUNC entry points).
+ *
+ * Compressed sections (SHF_COMPRESSED, zlib or zstd) are inflated here, at
+ * most 64 MiB per section and 256 MiB per file, refused before allocating
+ * when the header claims more (decompression bombs). A stripped file (no
+ * .symtab) with MiniDebugInfo (.gnu_debugdata: an xz-compressed ELF holding
+ * the local function symbols, as Fedora ships) gets those symbols merged in.
+ * The .gnu_debuglink name and CRC and the build id are kept for the caller
+ * to find a separate debug file (see debuginfo.h), whose symbols it merges
+ * with elfsym__merge().
+ *
+ * Names are returned as stored; elfsym__lookup_demangled() demangles C++ and
+ * Rust names the first time a symbol is asked for and caches the result.
  */
 #ifndef BPFPROF_ELFSYM_H
 #define BPFPROF_ELFSYM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +66,8 @@ struct elfsym;
  * ENOMEM. */
 struct elfsym *elfsym__open_fd(int fd);
 struct elfsym *elfsym__open(const char *path);
+/* The same from an ELF image in memory (copied; the caller keeps data). */
+struct elfsym *elfsym__open_mem(const void *data, size_t len);
 void elfsym__free(struct elfsym *es);
 
 /*
@@ -60,6 +75,16 @@ void elfsym__free(struct elfsym *es);
  * vaddr - symbol start. The returned name lives as long as es.
  */
 const char *elfsym__lookup(const struct elfsym *es, uint64_t vaddr, uint64_t *offset);
+
+/* The same, demangled (C++, Rust) and cached; the name lives as long as es. */
+const char *elfsym__lookup_demangled(struct elfsym *es, uint64_t vaddr, uint64_t *offset);
+
+/*
+ * Adds src's symbols to dst (src is consumed, even on error): at an address
+ * both have, dst's symbol stays. For a separate debug file's .symtab merged
+ * into the stripped binary's .dynsym. 0 or -ENOMEM.
+ */
+int elfsym__merge(struct elfsym *dst, struct elfsym *src);
 
 /* File offset -> virtual address via PT_LOAD; 0 or -ENOENT if no segment holds it. */
 int elfsym__off_to_vaddr(const struct elfsym *es, uint64_t file_off, uint64_t *vaddr);
@@ -71,5 +96,13 @@ size_t elfsym__bad(const struct elfsym *es);
 const uint8_t *elfsym__build_id(const struct elfsym *es, size_t *len);
 /* ELF type: ET_EXEC, ET_DYN, ... */
 int elfsym__type(const struct elfsym *es);
+/* Had a usable .symtab (own, or merged in): no separate debug file needed. */
+bool elfsym__has_symtab(const struct elfsym *es);
+/* Had a .gnu_debugdata section (MiniDebugInfo), usable or not. */
+bool elfsym__has_debugdata(const struct elfsym *es);
+/* The .gnu_debuglink file name (a plain name, checked) and its CRC32, or NULL. */
+const char *elfsym__debuglink(const struct elfsym *es, uint32_t *crc);
+/* Heap bytes held (symbols, names, demangled names), for cache budgets. */
+size_t elfsym__bytes(const struct elfsym *es);
 
 #endif

@@ -2,12 +2,16 @@
 /* procfs.c - readers of /proc/PID/{stat,status}; see procfs.h. */
 #include "sym/procfs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <linux/types.h>
+
+#include "profile_abi.h"
 #include "util.h"
 
 #define STAT_MAX   (64 * 1024)
@@ -157,4 +161,110 @@ int procfs__status(const char *proc_root, uint32_t pid, struct proc_status *st)
 	err = procfs__parse_status(buf, st);
 	free(buf);
 	return err;
+}
+
+int procfs__parse_stat(const char *buf, struct proc_stat *st)
+{
+	const char *p = strrchr(buf, ')');
+	int field = 2; /* the comm field ends at the last ')' */
+
+	memset(st, 0, sizeof(*st));
+	if (!p)
+		return -EINVAL;
+	p++;
+	while (*p && field < 51) {
+		uint64_t *dst = NULL;
+
+		while (*p == ' ')
+			p++;
+		if (!*p || *p == '\n')
+			break;
+		field++;
+		switch (field) {
+		case 22:
+			dst = &st->start_time;
+			break;
+		case 26:
+			dst = &st->start_code;
+			break;
+		case 27:
+			dst = &st->end_code;
+			break;
+		case 47:
+			dst = &st->start_brk;
+			break;
+		case 48:
+			dst = &st->arg_start;
+			break;
+		case 51:
+			dst = &st->env_end;
+			break;
+		}
+		if (dst) {
+			char num[32];
+			size_t n = strcspn(p, " \n");
+
+			if (n == 0 || n >= sizeof(num))
+				return -EINVAL;
+			memcpy(num, p, n);
+			num[n] = '\0';
+			if (parse_u64(num, 10, dst))
+				return -EINVAL;
+		}
+		p += strcspn(p, " \n");
+	}
+	return field >= 22 ? 0 : -EINVAL;
+}
+
+int procfs__stat(const char *proc_root, const char *rel, struct proc_stat *st)
+{
+	char path[256], *buf;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%s/stat", proc_root, rel);
+	err = read_file(path, STAT_MAX, &buf, NULL);
+	if (err)
+		return err;
+	err = procfs__parse_stat(buf, st);
+	free(buf);
+	return err;
+}
+
+uint64_t procfs__mm_sig(const struct proc_stat *st)
+{
+	if (!st->start_code && !st->end_code && !st->start_brk && !st->arg_start && !st->env_end)
+		return 0;
+	return bp_mm_sig(st->start_code, st->end_code, st->start_brk, st->arg_start, st->env_end);
+}
+
+int procfs__image(const char *proc_root, uint32_t pid, uint64_t *start_ticks, uint64_t *mm_sig)
+{
+	struct proc_stat st, tst;
+	char rel[64], path[256];
+	struct dirent *de;
+	DIR *dir;
+	int err;
+
+	snprintf(rel, sizeof(rel), "%u", pid);
+	err = procfs__stat(proc_root, rel, &st);
+	if (err)
+		return err;
+	*start_ticks = st.start_time;
+	*mm_sig = procfs__mm_sig(&st);
+	if (*mm_sig)
+		return 0;
+	/* The main thread has exited and took its mm fields along: ask a live thread. */
+	snprintf(path, sizeof(path), "%s/%u/task", proc_root, pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while ((de = readdir(dir))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(rel, sizeof(rel), "%u/task/%.20s", pid, de->d_name);
+		if (!procfs__stat(proc_root, rel, &tst) && (*mm_sig = procfs__mm_sig(&tst)))
+			break;
+	}
+	closedir(dir);
+	return 0;
 }

@@ -30,6 +30,28 @@ struct proc_status {
 int procfs__status(const char *proc_root, uint32_t pid, struct proc_status *st);
 int procfs__parse_status(const char *buf, struct proc_status *st);
 
+/*
+ * The fields of /proc/PID/stat that identify a process image: its start time
+ * (field 22, clock ticks since boot) and the address-space layout fields the
+ * BPF side also reads for bp_mm_sig() (26 startcode, 27 endcode, 47 start_brk,
+ * 48 arg_start, 51 env_end). An exec replaces the address space, and with it
+ * these; they read 0 when the task has no mm (a zombie main thread).
+ */
+struct proc_stat {
+	uint64_t start_time;
+	uint64_t start_code, end_code, start_brk, arg_start, env_end;
+};
+int procfs__parse_stat(const char *buf, struct proc_stat *st);
+/* Reads <proc_root>/<rel>/stat, e.g. rel "123" or "123/task/456". */
+int procfs__stat(const char *proc_root, const char *rel, struct proc_stat *st);
+/* bp_mm_sig() of those fields, 0 when they are all 0. */
+uint64_t procfs__mm_sig(const struct proc_stat *st);
+/*
+ * Start time (ticks) and address-space signature of process pid; when the
+ * main thread has exited (no mm), from one of its live threads. 0 or -errno.
+ */
+int procfs__image(const char *proc_root, uint32_t pid, uint64_t *start_ticks, uint64_t *mm_sig);
+
 /* Converts a BPF task start_boottime (ns) to /proc's clock ticks. */
 uint64_t procfs__ns_to_ticks(uint64_t ns);
 

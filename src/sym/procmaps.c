@@ -329,3 +329,44 @@ bool procmap__is_file(const struct procmap *pm)
 			return false;
 	return true;
 }
+
+int procmaps__keep(struct procmaps *m, uint32_t perms)
+{
+	size_t kept = 0, pool_len = 0;
+	struct procmap *maps;
+	char *pool;
+
+	for (size_t i = 0; i < m->nr; i++) {
+		const struct procmap *pm = &m->maps[i];
+
+		if ((pm->perms & perms) != perms)
+			continue;
+		if (pm->path)
+			pool_len += strlen(pm->path) + 1;
+		kept++;
+	}
+	maps = malloc(kept * sizeof(*maps) + pool_len + 1);
+	if (!maps)
+		return -ENOMEM;
+	pool = (char *)(maps + kept);
+	kept = 0;
+	for (size_t i = 0; i < m->nr; i++) {
+		const struct procmap *pm = &m->maps[i];
+
+		if ((pm->perms & perms) != perms)
+			continue;
+		maps[kept] = *pm;
+		if (pm->path) {
+			size_t n = strlen(pm->path) + 1;
+
+			memcpy(pool, pm->path, n);
+			maps[kept].path = pool;
+			pool += n;
+		}
+		kept++;
+	}
+	free(m->maps);
+	m->maps = maps;
+	m->nr = kept;
+	return 0;
+}

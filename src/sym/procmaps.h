@@ -58,6 +58,12 @@ int procmaps__parse(const char *buf, size_t len, struct procmaps *out);
 int procmaps__read(const char *path, struct procmaps *out);
 void procmaps__free(struct procmaps *m);
 
+/*
+ * Keeps only the mappings that have every permission in perms (e.g.
+ * PROCMAP_X), in a new block of just their size. 0 or -ENOMEM (m unchanged).
+ */
+int procmaps__keep(struct procmaps *m, uint32_t perms);
+
 /* The mapping containing addr, or NULL (binary search). */
 const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr);
 

@@ -1,19 +1,42 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * symbolizer.h - turns sampled addresses into names; the caching facade over
- * kallsyms, procmaps and elfsym.
+ * kallsyms, procmaps, elfsym (+ debuginfo, demangle) and perfmap.
  *
  * Processes are identified by (pid, start time, exec id) - the same triple
  * the BPF program puts in every sample key - so a recycled pid or an exec in
- * the same pid can never borrow another image's mappings. Files are cached by
- * (device, inode), so one libc is read once for every process that maps it.
+ * the same pid can never borrow another image's mappings. The BPF notice of a
+ * new image also carries a signature of its address space (bp_mm_sig); the
+ * mappings are only kept if /proc shows that same address space before and
+ * after they are read, so an exec racing the read is caught too (the image is
+ * then remembered as unreadable: its frames stay unnamed, never misnamed).
+ * Files are cached by (device, inode), checked against size and times once
+ * per drain so a reused inode number cannot serve stale symbols, and shared
+ * by every process that maps them.
  *
  * Life cycle of a process entry: created by symbolizer__note_process() when
  * the BPF side reports a new image (while the process is alive, so short-lived
- * processes keep their mappings), used while its samples are symbolized, and
- * dropped by symbolizer__sweep() one drain after the process is seen gone:
- * samples taken between a drain's buffer flip and the exit are only drained
- * the next time.
+ * processes keep their mappings, files and JIT map), used while its samples
+ * are symbolized, and dropped by symbolizer__sweep() one drain after the
+ * process is seen gone: samples taken between a drain's buffer flip and the
+ * exit are only drained the next time.
+ *
+ * Where names come from (see README "Symbols"):
+ *   - ELF .symtab/.dynsym of the mapped file, read through
+ *     /proc/PID/map_files (or /proc/PID/root + dev/inode check), plus a
+ *     separate debug file (build id, .gnu_debuglink; container root first,
+ *     then the host's) or MiniDebugInfo when the file is stripped; C++ and
+ *     Rust names demangled;
+ *   - for anonymous executable memory (and memfd or other non-ELF code): the
+ *     process's perf map, /proc/PID/root/tmp/perf-NSPID.map, re-read when
+ *     it grows; a map that is a symlink, not a regular file, on FUSE, owned by
+ *     neither the process's euid nor root, or too large is rejected with one
+ *     warning and never read;
+ *   - kallsyms for the kernel, re-read when modules or BPF programs change.
+ *
+ * Memory is bounded: process entries (max_procs, least recently used out
+ * first), cached files (count and bytes, only unreferenced ones evicted), JIT
+ * maps (bytes, least recently used dropped and re-read on demand).
  */
 #ifndef BPFPROF_SYMBOLIZER_H
 #define BPFPROF_SYMBOLIZER_H
@@ -31,25 +54,43 @@ struct symbolizer_opts {
 	const char *kallsyms_path; /* default "<proc_root>/kallsyms" */
 	size_t max_procs;	   /* cap on process entries (default 16384) */
 	size_t max_files;	   /* cap on cached files (default 4096) */
+	size_t max_file_bytes;	   /* symbols of unreferenced cached files (default 512 MiB) */
+	size_t max_perfmap_bytes;  /* JIT maps of all processes (default 256 MiB) */
+	const char *host_root;	   /* the host's root for debug files (default "/") */
+	const char *debug_dir;	   /* default "/usr/lib/debug" */
+	/* Called once per rejected file (perf map, mapped file) with a sentence. */
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
 };
 
 struct proc_id {
 	uint32_t pid;
 	uint64_t start_time; /* task start_boottime, ns; 0 = unknown, not checked */
 	uint64_t exec_id;
+	uint64_t mm_sig;     /* bp_mm_sig() from the BPF notice; 0 = unknown */
 };
 
 /* The answer for one address. Strings live until the next sweep. */
 struct sym {
 	const char *name;   /* function name, or NULL if none is known */
-	const char *module; /* file path, "[vdso]", kernel module, or NULL */
+	const char *module; /* file path, "[vdso]", kernel module, perf map path, or NULL */
 	uint64_t addr;	    /* address within the module (ELF vaddr), or the ip */
-	enum frame_kind kind;
+	enum frame_kind kind; /* FRAME_USER, FRAME_KERNEL, or FRAME_JIT (perf map) */
+	const uint8_t *build_id; /* of the module's file, or NULL */
+	size_t build_id_len;
 };
 
 struct symbolizer_stats {
 	size_t procs, files, ksyms;
 	uint64_t lookups, unknown;
+	size_t file_bytes;     /* symbols held for cached files */
+	size_t perfmaps, perfmap_bytes;
+	uint64_t debug_files;  /* separate debug files found and used */
+	uint64_t jit_names;    /* frames named from perf maps */
+	uint64_t rejected;     /* files refused by the safety checks */
+	uint64_t images_lost;  /* images that exec'd or exited before they could be read */
+	uint64_t kernel_reloads;
+	uint64_t evicted_procs, evicted_files;
 };
 
 struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts);
@@ -60,9 +101,13 @@ int symbolizer__load_kernel(struct symbolizer *s);
 bool symbolizer__kernel_restricted(const struct symbolizer *s);
 
 /* Snapshots the process's mappings and loads its files now. 0 or -errno
- * (-ESRCH: gone, or a different process has the pid). Idempotent. */
+ * (-ESRCH: gone, exec'd, or a different process has the pid). Idempotent. */
 int symbolizer__note_process(struct symbolizer *s, const struct proc_id *id);
 
+/*
+ * A kernel module symbol has .module set ("nf_tables", "bpf" for BPF
+ * programs); sym__display() shows it as perf does: "name [module]".
+ */
 void symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out);
 /*
  * leaf: ip is the sampled instruction; otherwise it is a return address and
@@ -72,10 +117,17 @@ void symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out);
 void symbolizer__user(struct symbolizer *s, const struct proc_id *id, uint64_t ip, bool leaf,
 		      struct sym *out);
 
-/* Formats the frame name: the symbol, else "module+0xADDR", else "[unknown]". */
+/*
+ * Formats the frame name: the symbol ("name [module]" for kernel module
+ * symbols), else "module+0xADDR", else "[unknown]".
+ */
 const char *sym__display(const struct sym *sym, char *buf, size_t size);
 
-/* After a drain: forget processes that were already gone at the last sweep. */
+/*
+ * After a drain: forget processes that were already gone at the last sweep,
+ * enforce the memory caps, re-read kallsyms if modules or BPF programs
+ * changed, free what lookups handed out before.
+ */
 void symbolizer__sweep(struct symbolizer *s);
 
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st);

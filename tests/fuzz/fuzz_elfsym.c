@@ -9,7 +9,10 @@
  *   cc -Os -nostdlib -fno-asynchronous-unwind-tables -Wl,--build-id
  *      -Wl,-z,noseparate-code -Wl,-z,max-page-size=16 -Wl,-z,common-page-size=16
  * as ET_EXEC (-no-pie -Wl,-n), ET_DYN (-shared), a stripped PIE, a 32-bit
- * (-m32) executable, a truncated .so, and a non-ELF text file.
+ * (-m32) executable, a truncated .so, and a non-ELF text file; plus copies of
+ * tiny_exec with zlib- and zstd-compressed .symtab/.strtab (SHF_COMPRESSED),
+ * one whose compressed header claims 1 TiB, one with a .gnu_debuglink, and
+ * a stripped one carrying its symbols as MiniDebugInfo (.gnu_debugdata).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -24,12 +27,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int memfd = -1;
 
-static void check(const struct elfsym *es, uint64_t addr)
+static void check(struct elfsym *es, uint64_t addr)
 {
-	uint64_t off = 0;
+	uint64_t off = 0, off2 = 0;
 	const char *name = elfsym__lookup(es, addr, &off);
+	const char *pretty = elfsym__lookup_demangled(es, addr, &off2);
 
 	if (name && (off > addr || !name[0]))
+		abort();
+	if ((name == NULL) != (pretty == NULL) || (name && (!pretty[0] || off != off2)))
 		abort();
 }
 
@@ -74,6 +80,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (elfsym__build_id(es, &len) && (len < 1 || len > 64))
 		abort();
+	{
+		uint32_t crc;
+		const char *link = elfsym__debuglink(es, &crc);
+
+		if (link && (!link[0] || strchr(link, '/')))
+			abort();
+	}
+	(void)elfsym__has_symtab(es);
+	(void)elfsym__has_debugdata(es);
+	(void)elfsym__bytes(es);
+	/* The in-memory reader (MiniDebugInfo uses it) sees the same file. */
+	{
+		struct elfsym *m = elfsym__open_mem(data, size);
+
+		if (m && elfsym__count(m) != elfsym__count(es))
+			abort();
+		elfsym__free(m);
+	}
 	(void)elfsym__count(es);
 	(void)elfsym__type(es);
 	elfsym__free(es);

@@ -310,6 +310,35 @@ static void test_self(void **state)
 	procmaps__free(&m);
 }
 
+static void test_keep_executable(void **state)
+{
+	static const char text[] =
+		"555555554000-555555555000 r--p 00000000 fe:00 10   /usr/bin/prog\n"
+		"555555555000-555555556000 r-xp 00001000 fe:00 10   /usr/bin/prog\n"
+		"7f0000000000-7f0000001000 r-xp 00000000 00:00 0 \n"
+		"7f0000001000-7f0000002000 rw-p 00000000 00:00 0    [heap]\n"
+		"7f0000002000-7f0000003000 r-xp 00000000 00:01 77   /memfd:jit (deleted)\n"
+		"7ffff7fc1000-7ffff7fc3000 r-xp 00000000 00:00 0    [vdso]\n";
+	struct procmaps m;
+
+	(void)state;
+	assert_int_equal(procmaps__parse(text, sizeof(text) - 1, &m), 0);
+	assert_int_equal(m.nr, 6);
+	assert_int_equal(procmaps__keep(&m, PROCMAP_X), 0);
+	assert_int_equal(m.nr, 4);
+	assert_string_equal(m.maps[0].path, "/usr/bin/prog");
+	assert_true(m.maps[0].offset == 0x1000);
+	assert_null(m.maps[1].path);
+	assert_string_equal(m.maps[2].path, "/memfd:jit");
+	assert_true(m.maps[2].deleted);
+	assert_string_equal(m.maps[3].path, "[vdso]");
+	assert_non_null(procmaps__find(&m, 0x7f0000002010ULL));
+	assert_null(procmaps__find(&m, 0x7f0000001010ULL));
+	assert_int_equal(procmaps__keep(&m, PROCMAP_W), 0);
+	assert_int_equal(m.nr, 0);
+	procmaps__free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -321,6 +350,7 @@ int main(void)
 		cmocka_unit_test(test_unsorted_overlap),
 		cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_self),
+		cmocka_unit_test(test_keep_executable),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,13 +3,22 @@
  * test_symbolizer.c - the caching facade on a fake /proc tree: a process
  * that maps the PIE fixture at a high address, checked lookups, identity
  * (start time) checks, device/inode checks, non-executable and anonymous
- * memory, and the two-sweep life cycle.
+ * memory, and the two-sweep life cycle. A second fake process (4343) lives in
+ * its own root directory, a "container": JIT perf maps (NSpid, growth,
+ * symlinks, owners, FIFOs), separate debug files, exec races, kernel module
+ * names and kallsyms reloads, and the memory caps.
  */
 #include "testutil.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <fcntl.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "sym/elfnote.h"
+#include "sym/elfsym.h"
 #include "sym/procfs.h"
 #include "sym/symbolizer.h"
 
@@ -66,6 +75,107 @@ static void write_maps(const char *fixture, long ino_delta)
 	write_at("4242/maps", text);
 }
 
+#define CPID	   4343
+#define CNSPID	   77
+#define CTICKS	   23456
+#define JIT	   0x7e0000001000ULL
+#define DBG_TEXT   0x560000001000ULL /* dbgprog's r-x segment (offset 0x1000) */
+
+static char croot[128];
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (system(cmd))
+		fail_msg("command failed: %s", cmd);
+}
+
+/* A full stat line: start time and the mm fields bp_mm_sig() hashes. */
+static void write_cstat(uint64_t ticks, uint64_t start_code)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text),
+		 "%d (jit prog) S 1 %d %d 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 %llu 0 0 "
+		 "18446744073709551615 %llu %llu 140730000000000 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 "
+		 "4096 8192 1048576 140730000001000 140730000002000 140730000002000 "
+		 "140730000003000 0\n",
+		 CPID, CPID, CPID, (unsigned long long)ticks, (unsigned long long)start_code,
+		 (unsigned long long)start_code + 0x1000);
+	write_at("4343/stat", text);
+}
+
+static uint64_t cstat_sig(void)
+{
+	struct proc_stat st;
+
+	assert_int_equal(procfs__stat(root, "4343", &st), 0);
+	assert_int_equal(st.start_time, CTICKS);
+	assert_true(st.start_code != 0);
+	return procfs__mm_sig(&st);
+}
+
+static void write_cstatus(uint32_t euid)
+{
+	char text[512];
+
+	snprintf(text, sizeof(text),
+		 "Name:\tjit prog\nTgid:\t%d\nNgid:\t0\nPid:\t%d\nPPid:\t1\n"
+		 "Uid:\t%u\t%u\t%u\t%u\nNSpid:\t%d\t%d\n",
+		 CPID, CPID, euid, euid, euid, euid, CPID, CNSPID);
+	write_at("4343/status", text);
+}
+
+/* The container's process: dbgprog (stripped) at /bin/dbgprog in its root, and JIT memory. */
+static void write_cmaps(void)
+{
+	char path[256], text[2048];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/bin/dbgprog", croot);
+	assert_int_equal(stat(path, &st), 0);
+	snprintf(text, sizeof(text),
+		 "560000000000-560000001000 r--p 00000000 %02x:%02x %lu /bin/dbgprog\n"
+		 "560000001000-560000002000 r-xp 00001000 %02x:%02x %lu /bin/dbgprog\n"
+		 "7e0000000000-7e0000010000 r-xp 00000000 00:00 0 \n"
+		 "7e0000010000-7e0000020000 rw-p 00000000 00:00 0 \n",
+		 major(st.st_dev), minor(st.st_dev), (unsigned long)st.st_ino, major(st.st_dev),
+		 minor(st.st_dev), (unsigned long)st.st_ino);
+	write_at("4343/maps", text);
+}
+
+static void write_perfmap(const char *name, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/tmp/%s", croot, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void setup_container(void)
+{
+	char path[256];
+
+	snprintf(croot, sizeof(croot), "%s/rootfs", root);
+	sh("mkdir -p %s/4343 %s/bin %s/tmp %s/usr/lib/debug", root, croot, croot, croot);
+	sh("cp '%s' %s/bin/dbgprog", fixture_path("dbgprog"), croot);
+	snprintf(path, sizeof(path), "%s/4343/root", root);
+	assert_int_equal(symlink(croot, path), 0);
+	write_cstat(CTICKS, 0x560000001000ULL);
+	write_cstatus(geteuid());
+	write_cmaps();
+}
+
 static int setup(void **state)
 {
 	char path[256], fixture[4096];
@@ -80,6 +190,7 @@ static int setup(void **state)
 	assert_non_null(realpath(fixture_path("pie"), fixture));
 	write_stat(TICKS);
 	write_maps(fixture, 0);
+	setup_container();
 	*state = strdup(fixture);
 	return 0;
 }
@@ -183,8 +294,15 @@ static void test_pid_reuse_is_detected(void **state)
 
 	/* The sample's process started at another time: the pid was recycled. */
 	assert_int_equal(symbolizer__note_process(s, &other), -ESRCH);
+	assert_int_equal(symbolizer__note_process(s, &other), -ESRCH);
 	symbolizer__user(s, &other, rt(nm_addr(*state, "fixture_alpha")), true, &r);
 	assert_null(r.name);
+	/* Remembered as unreadable (its samples do not retry), then swept. */
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.procs, 1);
+	assert_int_equal(st.images_lost, 1);
+	symbolizer__sweep(s);
+	symbolizer__sweep(s);
 	symbolizer__stats(s, &st);
 	assert_int_equal(st.procs, 0);
 	symbolizer__free(s);
@@ -266,6 +384,389 @@ static void test_kernel_lookup_with_fixture_kallsyms(void **state)
 	symbolizer__free(s);
 }
 
+/* --- the "container" process ------------------------------------------------ */
+
+struct warnings {
+	int n;
+	char last[1024];
+};
+
+static void on_warn(void *ctx, const char *msg)
+{
+	struct warnings *w = ctx;
+
+	w->n++;
+	snprintf(w->last, sizeof(w->last), "%s", msg);
+}
+
+static struct symbolizer *new_csym(struct warnings *w)
+{
+	char host[256];
+	struct symbolizer_opts o = { .proc_root = root, .warn = on_warn, .warn_ctx = w,
+				     .host_root = host };
+	struct symbolizer *s;
+
+	/* An empty host root: debug files come from the container's root only. */
+	snprintf(host, sizeof(host), "%s/hostroot", root);
+	mkdir(host, 0755);
+	memset(w, 0, sizeof(*w));
+	s = symbolizer__new(&o);
+	assert_non_null(s);
+	return s;
+}
+
+static struct proc_id cid(void)
+{
+	struct proc_id id = { .pid = CPID, .start_time = start_ns(CTICKS), .exec_id = 3 };
+
+	return id;
+}
+
+static void test_jit_perf_map(void **state)
+{
+	struct proc_id id = cid();
+	struct symbolizer_stats st;
+	struct warnings w;
+	struct symbolizer *s;
+	struct sym r;
+	char buf[256];
+
+	(void)state;
+	/* Named with the pid the process sees (NSpid); the host-pid name is a decoy. */
+	write_perfmap("perf-77.map", "7e0000001000 100 LazyCompile:*hot app.js:1\n"
+				     "0x7e0000002000 0x80 Interpreter\r\n");
+	write_perfmap("perf-4343.map", "7e0000001000 100 decoy\n");
+	s = new_csym(&w);
+	assert_int_equal(symbolizer__note_process(s, &id), 0);
+	symbolizer__user(s, &id, JIT + 0x10, true, &r);
+	assert_int_equal(r.kind, FRAME_JIT);
+	assert_string_equal(r.name, "LazyCompile:*hot app.js:1");
+	assert_string_equal(r.module, "/tmp/perf-77.map");
+	assert_string_equal(sym__display(&r, buf, sizeof(buf)), "LazyCompile:*hot app.js:1");
+	symbolizer__user(s, &id, JIT + 0x1001, false, &r);
+	assert_string_equal(r.name, "Interpreter");
+	/* Anonymous executable memory the map does not cover: unknown. */
+	symbolizer__user(s, &id, JIT + 0x5000, true, &r);
+	assert_null(r.name);
+	assert_string_equal(sym__display(&r, buf, sizeof(buf)), "[unknown]");
+	/* Writable anonymous memory is never named, even if the map says so. */
+	symbolizer__user(s, &id, 0x7e0000010010ULL, true, &r);
+	assert_null(r.name);
+
+	/* The JIT adds code: a miss re-reads the grown map (at most every 50 ms). */
+	write_perfmap("perf-77.map", "7e0000001000 100 LazyCompile:*hot app.js:1\n"
+				     "0x7e0000002000 0x80 Interpreter\r\n"
+				     "7e0000003000 40 LazyCompile:*later app.js:9\n"
+				     "7e0000004000 40 partial_line_not_yet");
+	usleep(60000);
+	symbolizer__user(s, &id, JIT + 0x2010, true, &r);
+	assert_string_equal(r.name, "LazyCompile:*later app.js:9");
+	symbolizer__user(s, &id, JIT + 0x3010, true, &r);
+	assert_null(r.name); /* the writer has not finished that line */
+	write_perfmap("perf-77.map", "7e0000001000 100 LazyCompile:*hot app.js:1\n"
+				     "0x7e0000002000 0x80 Interpreter\r\n"
+				     "7e0000003000 40 LazyCompile:*later app.js:9\n"
+				     "7e0000004000 40 partial_line_now_done\n");
+	symbolizer__user(s, &id, JIT + 0x3010, true, &r);
+	assert_null(r.name); /* re-read just now: not again yet */
+	usleep(60000);
+	symbolizer__user(s, &id, JIT + 0x3010, true, &r);
+	assert_string_equal(r.name, "partial_line_now_done");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.perfmaps, 1);
+	assert_true(st.perfmap_bytes > 0);
+	assert_true(st.jit_names >= 4);
+	assert_int_equal(w.n, 0);
+	symbolizer__free(s);
+
+	/* A map last written before the process started is an earlier process's. */
+	{
+		char path[256];
+		struct timespec now_b, now_r;
+		struct timeval tv[2];
+
+		clock_gettime(CLOCK_BOOTTIME, &now_b);
+		clock_gettime(CLOCK_REALTIME, &now_r);
+		snprintf(path, sizeof(path), "%s/tmp/perf-77.map", croot);
+		/* The fake process started CTICKS after boot; this is before boot. */
+		tv[0].tv_sec = tv[1].tv_sec = now_r.tv_sec - now_b.tv_sec - 3600;
+		tv[0].tv_usec = tv[1].tv_usec = 0;
+		assert_int_equal(utimes(path, tv), 0);
+		s = new_csym(&w);
+		symbolizer__user(s, &id, JIT + 0x10, true, &r);
+		assert_null(r.name);
+		assert_int_equal(w.n, 0); /* not hostile, just not this process's */
+		symbolizer__free(s);
+	}
+	sh("rm -f %s/tmp/perf-*.map", croot);
+}
+
+/* Expects the perf map to be refused with one warning containing `why`. */
+static void expect_rejected(const char *why)
+{
+	struct proc_id id = cid();
+	struct warnings w;
+	struct symbolizer *s = new_csym(&w);
+	struct sym r;
+
+	assert_int_equal(symbolizer__note_process(s, &id), 0);
+	symbolizer__user(s, &id, JIT + 0x10, true, &r);
+	assert_null(r.name);
+	assert_int_equal(r.kind, FRAME_USER);
+	symbolizer__sweep(s);
+	symbolizer__user(s, &id, JIT + 0x10, true, &r);
+	assert_null(r.name);
+	/* One warning, however often it is asked. */
+	if (w.n != 1)
+		fail_msg("%d warnings for %s", w.n, why);
+	if (!strstr(w.last, why) || !strstr(w.last, "perf-77.map"))
+		fail_msg("warning '%s' does not say '%s'", w.last, why);
+	/* The rest of the process is still symbolized. */
+	symbolizer__user(s, &id, DBG_TEXT + 8, true, &r);
+	assert_string_equal(r.module, "/bin/dbgprog");
+	symbolizer__free(s);
+}
+
+static void test_hostile_perf_maps(void **state)
+{
+	char path[256];
+
+	(void)state;
+	/* A symlink, even to a perfectly good map inside the root. */
+	write_perfmap("real.map", "7e0000001000 100 via_symlink\n");
+	snprintf(path, sizeof(path), "%s/tmp/perf-77.map", croot);
+	assert_int_equal(symlink("/tmp/real.map", path), 0);
+	expect_rejected("symbolic link");
+	unlink(path);
+	/* A symlinked /tmp. */
+	sh("mv %s/tmp %s/realtmp && ln -s realtmp %s/tmp", croot, croot, croot);
+	write_perfmap("perf-77.map", "7e0000001000 100 via_symlinked_dir\n");
+	expect_rejected("symbolic link");
+	sh("rm %s/tmp && mv %s/realtmp %s/tmp && rm %s/tmp/perf-77.map", croot, croot, croot, croot);
+	/* A FIFO: opening it must not wait for a writer. */
+	assert_int_equal(mkfifo(path, 0600), 0);
+	expect_rejected("not a regular file");
+	unlink(path);
+	/* A directory. */
+	assert_int_equal(mkdir(path, 0755), 0);
+	expect_rejected("not a regular file");
+	rmdir(path);
+	/* Owned by someone who is neither the process's euid nor root. */
+	write_perfmap("perf-77.map", "7e0000001000 100 other_owner\n");
+	if (geteuid() == 0) {
+		assert_int_equal(chown(path, 65534, 65534), 0);
+	} else {
+		write_cstatus(geteuid() + 1);
+	}
+	expect_rejected("owned by uid");
+	write_cstatus(geteuid());
+	unlink(path);
+	sh("rm -f %s/tmp/real.map", croot);
+}
+
+static void test_separate_debug_file_in_container(void **state)
+{
+	char *full = strdup(fixture_path("dbgprog.full")), rel[256], hex[160];
+	uint64_t gamma = nm_addr(full, "fixture_static_gamma");
+	struct proc_id id = cid();
+	struct symbolizer_stats st;
+	struct elfsym *es = elfsym__open(fixture_path("dbgprog"));
+	const uint8_t *bid;
+	struct warnings w;
+	struct symbolizer *s;
+	struct sym r;
+	size_t len;
+
+	(void)state;
+	assert_non_null(es);
+	bid = elfsym__build_id(es, &len);
+	elfnote__build_id_hex(bid, len, hex, sizeof(hex));
+	snprintf(rel, sizeof(rel), "usr/lib/debug/.build-id/%s.debug", hex);
+	/* Without the debug file: a static function has no name in a stripped binary. */
+	s = new_csym(&w);
+	symbolizer__user(s, &id, DBG_TEXT + gamma - 0x1000, true, &r);
+	assert_null(r.name);
+	symbolizer__free(s);
+	/* A -dbgsym package in the container. */
+	sh("mkdir -p $(dirname %s/%s) && cp '%s' %s/%s", croot, rel, fixture_path("dbgprog.debug"),
+	   croot, rel);
+	s = new_csym(&w);
+	symbolizer__user(s, &id, DBG_TEXT + gamma - 0x1000, true, &r);
+	assert_non_null(r.name);
+	assert_string_equal(r.name, "fixture_static_gamma");
+	assert_non_null(r.build_id);
+	assert_int_equal(r.build_id_len, len);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.debug_files, 1);
+	symbolizer__free(s);
+	sh("rm -rf %s/usr/lib/debug/.build-id", croot);
+	elfsym__free(es);
+	free(full);
+}
+
+static void test_exec_race_names_nothing(void **state)
+{
+	struct proc_id id = cid(), lazy = cid();
+	struct symbolizer_stats st;
+	struct warnings w;
+	struct symbolizer *s;
+	struct sym r;
+
+	(void)state;
+	write_perfmap("perf-77.map", "7e0000001000 100 jit_fn\n");
+	/* The notice was about an address space /proc no longer shows: an exec. */
+	id.mm_sig = cstat_sig() ^ 1;
+	s = new_csym(&w);
+	assert_int_equal(symbolizer__note_process(s, &id), -ESRCH);
+	symbolizer__user(s, &id, JIT + 0x10, true, &r);
+	assert_null(r.name);
+	symbolizer__user(s, &id, DBG_TEXT + 8, true, &r);
+	assert_null(r.module);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.images_lost, 1);
+	/* The image after the exec (new exec id, its own signature) is fine. */
+	id.exec_id++;
+	id.mm_sig = cstat_sig();
+	assert_int_equal(symbolizer__note_process(s, &id), 0);
+	symbolizer__user(s, &id, JIT + 0x10, true, &r);
+	assert_string_equal(r.name, "jit_fn");
+	/* A sample of a third image without a notice, while another is known: refused. */
+	lazy.exec_id = id.exec_id + 5;
+	symbolizer__user(s, &lazy, JIT + 0x10, true, &r);
+	assert_null(r.name);
+	symbolizer__free(s);
+	/* With no other image known, a lost notice is read lazily. */
+	s = new_csym(&w);
+	symbolizer__user(s, &lazy, JIT + 0x10, true, &r);
+	assert_string_equal(r.name, "jit_fn");
+	symbolizer__free(s);
+	sh("rm -f %s/tmp/perf-77.map", croot);
+}
+
+static void test_process_cap(void **state)
+{
+	struct symbolizer_opts o = { .proc_root = root, .max_procs = 4 };
+	struct symbolizer_stats st;
+	struct symbolizer *s = symbolizer__new(&o);
+	struct proc_id id = cid();
+
+	(void)state;
+	assert_non_null(s);
+	id.mm_sig = cstat_sig();
+	for (int i = 0; i < 20; i++) {
+		id.exec_id = 100 + i;
+		assert_int_equal(symbolizer__note_process(s, &id), 0);
+		symbolizer__stats(s, &st);
+		assert_true(st.procs <= 4);
+	}
+	assert_true(st.evicted_procs >= 16);
+	symbolizer__free(s);
+}
+
+static void test_file_cap_evicts_unused(void **state)
+{
+	struct symbolizer_opts o = { .proc_root = root, .max_files = 1 };
+	struct proc_id a = { .pid = PID, .start_time = start_ns(TICKS), .exec_id = 1 };
+	struct proc_id b = cid();
+	struct symbolizer_stats st;
+	struct symbolizer *s = symbolizer__new(&o);
+
+	(void)state;
+	assert_non_null(s);
+	assert_int_equal(symbolizer__note_process(s, &a), 0);
+	assert_int_equal(symbolizer__note_process(s, &b), 0);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.files, 2); /* both in use: over the cap, nothing evictable */
+	symbolizer__sweep(s);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.files, 2);
+	/* 4242 exits: its entry goes after two sweeps, its file after that. */
+	write_stat(TICKS + 1);
+	for (int i = 0; i < 4; i++)
+		symbolizer__sweep(s);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.procs, 1);
+	assert_int_equal(st.files, 1);
+	assert_true(st.evicted_files >= 1);
+	write_stat(TICKS);
+	symbolizer__free(s);
+}
+
+static void test_idle_files_are_dropped_under_the_caps(void **state)
+{
+	struct symbolizer_opts o = { .proc_root = root };
+	struct proc_id a = { .pid = PID, .start_time = start_ns(TICKS), .exec_id = 1 };
+	struct symbolizer_stats st;
+	struct symbolizer *s = symbolizer__new(&o);
+
+	(void)state;
+	assert_non_null(s);
+	assert_int_equal(symbolizer__note_process(s, &a), 0);
+	write_stat(TICKS + 1); /* it exits */
+	for (int i = 0; i < 10; i++)
+		symbolizer__sweep(s);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.procs, 0);
+	assert_int_equal(st.files, 1); /* cached: another process may map it soon */
+	for (int i = 0; i < 40; i++)
+		symbolizer__sweep(s);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.files, 0); /* unused for ~30 drains: dropped */
+	write_stat(TICKS);
+	symbolizer__free(s);
+}
+
+static void test_kernel_modules_and_reload(void **state)
+{
+	char path[256];
+	struct symbolizer_opts o = { .proc_root = root, .kallsyms_path = path };
+	struct symbolizer_stats st;
+	struct symbolizer *s;
+	struct sym r;
+	char buf[256];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/kallsyms", root);
+	write_at("kallsyms", "ffffffff81000000 T _stext\n"
+			     "ffffffff81000100 T vfs_read\n"
+			     "ffffffff81001000 T _etext\n"
+			     "ffffffffc0000000 t nf_hook [nf_tables]\n"
+			     "ffffffffc0002000 t bpf_prog_6deef7357e7b4530_do_sample [bpf]\n");
+	write_at("modules", "nf_tables 1 0 - Live 0xffffffffc0000000\n");
+	s = symbolizer__new(&o);
+	assert_int_equal(symbolizer__load_kernel(s), 0);
+	symbolizer__kernel(s, 0xffffffffc0000010ULL, &r);
+	assert_string_equal(sym__display(&r, buf, sizeof(buf)), "nf_hook [nf_tables]");
+	symbolizer__kernel(s, 0xffffffffc0002010ULL, &r);
+	assert_string_equal(sym__display(&r, buf, sizeof(buf)),
+			    "bpf_prog_6deef7357e7b4530_do_sample [bpf]");
+	symbolizer__kernel(s, 0xffffffff81000150ULL, &r);
+	assert_string_equal(sym__display(&r, buf, sizeof(buf)), "vfs_read");
+	/* A module loads: its code is unknown until kallsyms is read again. */
+	write_at("kallsyms", "ffffffff81000000 T _stext\n"
+			     "ffffffff81000100 T vfs_read\n"
+			     "ffffffff81001000 T _etext\n"
+			     "ffffffffc0000000 t nf_hook [nf_tables]\n"
+			     "ffffffffc0400000 t dummy_xmit [dummy]\n");
+	symbolizer__kernel(s, 0xffffffffc0400010ULL, &r);
+	assert_null(r.name); /* /proc/modules did not change: no reload */
+	write_at("modules", "nf_tables 1 0 - Live 0xffffffffc0000000\n"
+			    "dummy 1 0 - Live 0xffffffffc0400000\n");
+	symbolizer__kernel(s, 0xffffffffc0400010ULL, &r);
+	assert_null(r.name); /* checked once per drain already */
+	symbolizer__sweep(s); /* the sweep notices the change */
+	symbolizer__kernel(s, 0xffffffffc0400010ULL, &r);
+	assert_string_equal(sym__display(&r, buf, sizeof(buf)), "dummy_xmit [dummy]");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.kernel_reloads, 1);
+	/* Misses in core kernel text never trigger a reload. */
+	write_at("modules", "x 1 0 - Live 0xffffffffc0200000\n");
+	symbolizer__sweep(s);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.kernel_reloads, 2);
+	symbolizer__free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +775,14 @@ int main(void)
 		cmocka_unit_test(test_inode_mismatch_rejects_file),
 		cmocka_unit_test(test_sweep_keeps_exited_process_for_one_drain),
 		cmocka_unit_test(test_kernel_lookup_with_fixture_kallsyms),
+		cmocka_unit_test(test_jit_perf_map),
+		cmocka_unit_test(test_hostile_perf_maps),
+		cmocka_unit_test(test_separate_debug_file_in_container),
+		cmocka_unit_test(test_exec_race_names_nothing),
+		cmocka_unit_test(test_process_cap),
+		cmocka_unit_test(test_file_cap_evicts_unused),
+		cmocka_unit_test(test_idle_files_are_dropped_under_the_caps),
+		cmocka_unit_test(test_kernel_modules_and_reload),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

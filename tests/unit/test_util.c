@@ -2,6 +2,9 @@
 /* test_util.c - htab, string buffer, number and CPU-list parsers, procfs. */
 #include "testutil.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <errno.h>
 
 #include "htab.h"
@@ -156,6 +159,71 @@ static void test_procfs_stat_and_status(void **state)
 	assert_int_equal(procfs__ns_to_ticks(2500000000ULL), 2500000000ULL / (1000000000ULL / sysconf(_SC_CLK_TCK)));
 }
 
+static void test_procfs_image_signature(void **state)
+{
+	struct proc_stat ps;
+	uint64_t ticks, t2, sig1, sig2;
+	char self_exe[256], exe[256], link[64];
+	int go[2];
+	pid_t pid;
+
+	(void)state;
+	/* Fields 22, 26, 27, 47, 48 and 51, after a comm with spaces and ')'. */
+	assert_int_equal(procfs__parse_stat("9 (a b) c)) S 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 "
+					    "0 0 0 4194304 4198400 140000 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 "
+					    "6291456 6295552 6299648 140001 140002 140003 140004 0\n",
+					    &ps),
+			 0);
+	assert_int_equal(ps.start_time, 777);
+	assert_int_equal(ps.start_code, 4194304);
+	assert_int_equal(ps.end_code, 4198400);
+	assert_int_equal(ps.start_brk, 6299648);
+	assert_int_equal(ps.arg_start, 140001);
+	assert_int_equal(ps.env_end, 140004);
+	assert_true(procfs__mm_sig(&ps) != 0);
+	/* An old kernel's short line: the mm fields read 0, no signature. */
+	assert_int_equal(procfs__parse_stat("9 (x) S 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0\n",
+					    &ps),
+			 0);
+	assert_int_equal(procfs__mm_sig(&ps), 0);
+	assert_int_equal(procfs__parse_stat("garbage", &ps), -EINVAL);
+
+	/* For real: an exec in the same pid changes the signature, not the start time. */
+	assert_int_equal(pipe(go), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char b;
+
+		close(go[1]);
+		if (read(go[0], &b, 1) != 1)
+			_exit(1);
+		execl("/bin/sleep", "sleep", "5", (char *)NULL);
+		_exit(1);
+	}
+	close(go[0]);
+	assert_int_equal(procfs__image("/proc", pid, &ticks, &sig1), 0);
+	assert_true(sig1 != 0);
+	assert_int_equal(write(go[1], "g", 1), 1);
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	assert_true(readlink("/proc/self/exe", self_exe, sizeof(self_exe)) > 0);
+	for (int i = 0; i < 500; i++) {
+		ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+
+		exe[n > 0 ? n : 0] = '\0';
+		if (n > 0 && strstr(exe, "sleep"))
+			break;
+		usleep(2000);
+	}
+	usleep(20000);
+	assert_int_equal(procfs__image("/proc", pid, &t2, &sig2), 0);
+	assert_int_equal(t2, ticks);
+	assert_true(sig2 != 0 && sig2 != sig1);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(go[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -165,6 +233,7 @@ int main(void)
 		cmocka_unit_test(test_cpulist),
 		cmocka_unit_test(test_read_file_limits),
 		cmocka_unit_test(test_procfs_stat_and_status),
+		cmocka_unit_test(test_procfs_image_signature),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

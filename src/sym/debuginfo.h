@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * debuginfo.h - finding the separate debug file of a stripped binary, the
+ * way gdb and perf do, and as Debian's -dbgsym packages (and Fedora's
+ * -debuginfo ones) install them:
+ *
+ *   1. by build id: DEBUG_DIR/.build-id/ab/cdef....debug, accepted only if
+ *      its own build id is the binary's;
+ *   2. by .gnu_debuglink: DIR/NAME, DIR/.debug/NAME, DEBUG_DIR/DIR/NAME,
+ *      where DIR is the binary's directory, accepted only if the file's CRC32
+ *      is the one in the link (and its build id, if both have one, matches).
+ *
+ * DEBUG_DIR is /usr/lib/debug. For a process in a container, each step looks
+ * in the container's root first (its packages match its binaries), then in
+ * the host's DEBUG_DIR (a debug file matched by build id or CRC is right
+ * wherever it lies). MiniDebugInfo (.gnu_debugdata) is read by elfsym itself.
+ *
+ * Debug files are opened with safeopen (symlinks may be followed, but only
+ * inside the root they are looked up in: Fedora's .build-id entries are
+ * relative links), must be regular files, and at most DEBUGINFO_MAX_FILE
+ * bytes to be CRC-checked. Only their symbol tables are read.
+ */
+#ifndef BPFPROF_DEBUGINFO_H
+#define BPFPROF_DEBUGINFO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct elfsym;
+struct mountinfo;
+
+#define DEBUGINFO_MAX_FILE (1ull << 30)
+
+struct debuginfo_root {
+	int fd;			    /* O_PATH directory fd, or -1 to skip */
+	const struct mountinfo *mi; /* its mount table (FUSE guard), or NULL */
+};
+
+struct debuginfo_query {
+	const struct elfsym *bin;	/* the stripped binary */
+	const char *path;		/* its path as the process sees it */
+	uint64_t dev, ino;		/* the binary itself: never its own debug file */
+	struct debuginfo_root roots[2]; /* container root, then host root */
+	const char *debug_dir;		/* "/usr/lib/debug" unless testing */
+};
+
+/*
+ * Symbols of the matching debug file, or NULL (errno ENOENT: none found).
+ * found (if not NULL) receives "root N: path" of the file used.
+ */
+struct elfsym *debuginfo__find(const struct debuginfo_query *q, char *found, size_t found_size);
+
+/* CRC32 (the .gnu_debuglink one, zlib's) of a whole open file of at most max bytes. */
+int debuginfo__crc32(int fd, uint64_t max, uint32_t *crc);
+
+#endif

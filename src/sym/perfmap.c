@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * perfmap.c - perf map parser and lookup; see perfmap.h.
+ *
+ * Entries are kept as read (start, end, name, file order) and flattened
+ * after each add into disjoint ranges, each naming the newest entry that
+ * covers it: a sweep over the entries sorted by start with a max-heap (by
+ * file order) of the entries open at the sweep point. O(n log n), at most 2n
+ * ranges, and exact for any pattern of overlaps.
+ */
+#include "sym/perfmap.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+struct pm_ent {
+	uint64_t start, end; /* [start, end) */
+	uint32_t name;	     /* offset in pool */
+	uint32_t seq;	     /* file order: larger is newer */
+};
+
+struct pm_range {
+	uint64_t start, end;
+	uint32_t ent; /* index into ents */
+};
+
+struct perfmap {
+	struct pm_ent *ents;
+	size_t nr, cap;
+	struct pm_range *ranges;
+	size_t nr_ranges;
+	char *pool;
+	size_t pool_len, pool_cap;
+	size_t consumed;
+	size_t bad_lines;
+	size_t flattened; /* entries the ranges were built from */
+};
+
+struct perfmap *perfmap__new(void)
+{
+	return calloc(1, sizeof(struct perfmap));
+}
+
+void perfmap__free(struct perfmap *pm)
+{
+	if (!pm)
+		return;
+	free(pm->ents);
+	free(pm->ranges);
+	free(pm->pool);
+	free(pm);
+}
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static bool next_field(const char **p, const char *end, const char **tok, size_t *n)
+{
+	const char *s = *p;
+
+	while (s < end && is_blank(*s))
+		s++;
+	if (s == end)
+		return false;
+	*tok = s;
+	while (s < end && !is_blank(*s))
+		s++;
+	*n = (size_t)(s - *tok);
+	*p = s;
+	return true;
+}
+
+static int pool_add(struct perfmap *pm, const char *s, size_t n, uint32_t *off)
+{
+	if (pm->pool_len + n + 1 > pm->pool_cap) {
+		size_t ncap = pm->pool_cap ? pm->pool_cap : 4096;
+		char *np;
+
+		while (ncap < pm->pool_len + n + 1)
+			ncap *= 2;
+		/* Offsets are 32-bit; PERFMAP_MAX_ENTRIES lines of PERFMAP_MAX_LINE fit. */
+		if (ncap > UINT32_MAX)
+			return -E2BIG;
+		np = realloc(pm->pool, ncap);
+		if (!np)
+			return -ENOMEM;
+		pm->pool = np;
+		pm->pool_cap = ncap;
+	}
+	*off = (uint32_t)pm->pool_len;
+	memcpy(pm->pool + pm->pool_len, s, n);
+	pm->pool[pm->pool_len + n] = '\0';
+	pm->pool_len += n + 1;
+	return 0;
+}
+
+/* One complete line without its '\n'. -EINVAL: malformed (counted by the caller). */
+static int parse_line(struct perfmap *pm, const char *p, const char *end)
+{
+	const char *stok, *ztok, *name;
+	size_t slen, zlen;
+	uint64_t start, size;
+	struct pm_ent *e;
+	int err;
+
+	if (end > p && end[-1] == '\r')
+		end--;
+	if (memchr(p, '\0', (size_t)(end - p)))
+		return -EINVAL;
+	if (!next_field(&p, end, &stok, &slen) || !next_field(&p, end, &ztok, &zlen))
+		return -EINVAL;
+	if (parse_hex_n(stok, slen, &start) || parse_hex_n(ztok, zlen, &size))
+		return -EINVAL;
+	if (!start || !size || size > UINT64_MAX - start)
+		return -EINVAL;
+	/* The name: everything after the separator, without surrounding blanks. */
+	name = p;
+	while (name < end && is_blank(*name))
+		name++;
+	while (end > name && (is_blank(end[-1]) || end[-1] == '\r'))
+		end--;
+	if (name == end)
+		return -EINVAL;
+	if (pm->nr >= PERFMAP_MAX_ENTRIES)
+		return -E2BIG;
+	if (pm->nr == pm->cap) {
+		size_t ncap = pm->cap ? pm->cap * 2 : 256;
+		struct pm_ent *n = reallocarray(pm->ents, ncap, sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		pm->ents = n;
+		pm->cap = ncap;
+	}
+	e = &pm->ents[pm->nr];
+	err = pool_add(pm, name, (size_t)(end - name), &e->name);
+	if (err)
+		return err;
+	e->start = start;
+	e->end = start + size;
+	e->seq = (uint32_t)pm->nr;
+	pm->nr++;
+	return 0;
+}
+
+static int ent_cmp(const void *a, const void *b)
+{
+	const struct pm_ent *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Max-heap of entry indexes by seq. */
+struct heap {
+	uint32_t *v;
+	size_t n;
+};
+
+static void heap_push(struct heap *h, const struct pm_ent *ents, uint32_t i)
+{
+	size_t k = h->n++;
+
+	h->v[k] = i;
+	while (k) {
+		size_t parent = (k - 1) / 2;
+
+		if (ents[h->v[parent]].seq >= ents[h->v[k]].seq)
+			break;
+		uint32_t t = h->v[parent];
+		h->v[parent] = h->v[k];
+		h->v[k] = t;
+		k = parent;
+	}
+}
+
+static void heap_pop(struct heap *h, const struct pm_ent *ents)
+{
+	size_t k = 0;
+
+	h->v[0] = h->v[--h->n];
+	for (;;) {
+		size_t l = 2 * k + 1, r = l + 1, m = k;
+
+		if (l < h->n && ents[h->v[l]].seq > ents[h->v[m]].seq)
+			m = l;
+		if (r < h->n && ents[h->v[r]].seq > ents[h->v[m]].seq)
+			m = r;
+		if (m == k)
+			break;
+		uint32_t t = h->v[m];
+		h->v[m] = h->v[k];
+		h->v[k] = t;
+		k = m;
+	}
+}
+
+static int flatten(struct perfmap *pm)
+{
+	struct pm_range *r;
+	struct heap h;
+	size_t i = 0, n = 0;
+	uint64_t x = 0;
+
+	qsort(pm->ents, pm->nr, sizeof(*pm->ents), ent_cmp);
+	r = malloc((2 * pm->nr + 1) * sizeof(*r));
+	h.v = malloc((pm->nr + 1) * sizeof(*h.v));
+	h.n = 0;
+	if (!r || !h.v) {
+		free(r);
+		free(h.v);
+		return -ENOMEM;
+	}
+	while (i < pm->nr || h.n) {
+		const struct pm_ent *top;
+		uint64_t next;
+
+		if (!h.n)
+			x = pm->ents[i].start;
+		while (i < pm->nr && pm->ents[i].start <= x)
+			heap_push(&h, pm->ents, (uint32_t)i++);
+		while (h.n && pm->ents[h.v[0]].end <= x)
+			heap_pop(&h, pm->ents);
+		if (!h.n)
+			continue;
+		top = &pm->ents[h.v[0]];
+		next = top->end;
+		if (i < pm->nr && pm->ents[i].start < next)
+			next = pm->ents[i].start;
+		if (n && r[n - 1].ent == h.v[0] && r[n - 1].end == x) {
+			r[n - 1].end = next;
+		} else {
+			r[n].start = x;
+			r[n].end = next;
+			r[n].ent = h.v[0];
+			n++;
+		}
+		x = next;
+	}
+	free(h.v);
+	free(pm->ranges);
+	pm->ranges = r;
+	pm->nr_ranges = n;
+	pm->flattened = pm->nr;
+	return 0;
+}
+
+int perfmap__finish(struct perfmap *pm)
+{
+	if (!pm || (pm->flattened == pm->nr && (pm->ranges || !pm->nr)))
+		return 0;
+	return flatten(pm);
+}
+
+int perfmap__add(struct perfmap *pm, const char *buf, size_t len)
+{
+	const char *p = buf, *end = buf + len;
+	int err;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		if (!nl)
+			break; /* partial last line: wait for the rest */
+		if ((size_t)(nl - p) > PERFMAP_MAX_LINE) {
+			pm->bad_lines++;
+		} else {
+			const char *q = p;
+
+			while (q < nl && (is_blank(*q) || *q == '\r'))
+				q++;
+			if (q < nl) {
+				err = parse_line(pm, p, nl);
+				if (err == -ENOMEM)
+					return err;
+				if (err)
+					pm->bad_lines++;
+			}
+		}
+		pm->consumed += (size_t)(nl + 1 - p);
+		p = nl + 1;
+	}
+	return 0;
+}
+
+struct perfmap *perfmap__parse(const char *buf, size_t len)
+{
+	struct perfmap *pm = perfmap__new();
+
+	if (!pm)
+		return NULL;
+	if (perfmap__add(pm, buf ? buf : "", buf ? len : 0) || perfmap__finish(pm)) {
+		perfmap__free(pm);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return pm;
+}
+
+const char *perfmap__lookup(const struct perfmap *pm, uint64_t addr, uint64_t *offset)
+{
+	size_t lo = 0, hi;
+	const struct pm_range *r;
+	const struct pm_ent *e;
+
+	if (!pm || !pm->nr_ranges)
+		return NULL;
+	hi = pm->nr_ranges;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pm->ranges[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	r = &pm->ranges[lo - 1];
+	if (addr >= r->end)
+		return NULL;
+	e = &pm->ents[r->ent];
+	if (offset)
+		*offset = addr - e->start;
+	return pm->pool + e->name;
+}
+
+size_t perfmap__consumed(const struct perfmap *pm)
+{
+	return pm ? pm->consumed : 0;
+}
+
+size_t perfmap__count(const struct perfmap *pm)
+{
+	return pm ? pm->nr : 0;
+}
+
+size_t perfmap__bad_lines(const struct perfmap *pm)
+{
+	return pm ? pm->bad_lines : 0;
+}
+
+size_t perfmap__bytes(const struct perfmap *pm)
+{
+	if (!pm)
+		return 0;
+	return sizeof(*pm) + pm->cap * sizeof(*pm->ents) + pm->nr_ranges * sizeof(*pm->ranges) +
+	       pm->pool_cap;
+}

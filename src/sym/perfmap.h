@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * perfmap.h - JIT symbol maps, /tmp/perf-PID.map, as written by Node
+ * (--perf-basic-prof), Java agents, SBCL's sb-perf, Python 3.12 (-X perf),
+ * .NET (DOTNET_PerfMapEnabled) and others: one "START SIZE name" line per
+ * piece of generated code, START and SIZE in hex, START an absolute address
+ * in the process (never rebased).
+ *
+ * The text is hostile input (any process can write its own map, and in a
+ * container the file lives in the container's /tmp). Parsing is tolerant of
+ * what real writers produce and strict about everything else:
+ *   - accepted: "0x"/"0X" prefixes (JDK 25), upper-case hex, CRLF, leading
+ *     blanks, tabs as separators, names with spaces, ';' or any byte but NUL
+ *     (writers sanitize names on output);
+ *   - skipped and counted: fewer than three fields, bad hex or more than 16
+ *     digits, START 0, SIZE 0, START + SIZE overflowing, an empty name, a NUL
+ *     byte, a line longer than PERFMAP_MAX_LINE;
+ *   - a last line without '\n' is not used yet: the writer may be in the
+ *     middle of it. It is read when the file grows (perfmap__add continues
+ *     where the complete lines ended).
+ * Entries may come unsorted and overlap (code is freed and its addresses
+ * reused): the newest entry (later in the file) wins wherever entries
+ * overlap. The table is rebuilt into sorted, disjoint ranges on every add, so
+ * lookups are a binary search.
+ *
+ * Bounded: at most PERFMAP_MAX_ENTRIES entries are kept (the rest counted as
+ * dropped); callers cap the file size they read.
+ */
+#ifndef BPFPROF_PERFMAP_H
+#define BPFPROF_PERFMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PERFMAP_MAX_LINE    4096
+#define PERFMAP_MAX_ENTRIES (1u << 21)
+
+struct perfmap;
+
+struct perfmap *perfmap__new(void);
+void perfmap__free(struct perfmap *pm);
+
+/*
+ * Parses the next bytes of the file, buf[0..len), which start at offset
+ * perfmap__consumed(pm) of the file. Complete lines are used and consumed;
+ * a trailing partial line is left for the next call. 0 or -ENOMEM.
+ * Lookups see the new entries after perfmap__finish().
+ */
+int perfmap__add(struct perfmap *pm, const char *buf, size_t len);
+/* Rebuilds the lookup table after adds (a no-op if nothing was added). 0 or -ENOMEM. */
+int perfmap__finish(struct perfmap *pm);
+/* A whole text at once (new + add); NULL with errno ENOMEM. */
+struct perfmap *perfmap__parse(const char *buf, size_t len);
+
+/* The name of the code containing addr (newest entry), or NULL. *offset gets addr - start. */
+const char *perfmap__lookup(const struct perfmap *pm, uint64_t addr, uint64_t *offset);
+
+size_t perfmap__consumed(const struct perfmap *pm);  /* bytes of the file used so far */
+size_t perfmap__count(const struct perfmap *pm);     /* entries kept */
+size_t perfmap__bad_lines(const struct perfmap *pm); /* malformed or over the cap */
+size_t perfmap__bytes(const struct perfmap *pm);     /* heap bytes held */
+
+#endif

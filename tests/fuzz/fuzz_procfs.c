@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * fuzz_procfs.c - libFuzzer target for the small /proc parsers the
+ * symbolizer trusts: mountinfo (the FUSE guard), /proc/PID/stat (start time
+ * and the address-space signature) and /proc/PID/status (NSpid, euid).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sym/mountinfo.h"
+#include "sym/procfs.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct mountinfo mi;
+	struct proc_stat ps;
+	struct proc_status st;
+	char *text = malloc(size + 1);
+	uint64_t t;
+
+	if (!text)
+		return 0;
+	memcpy(text, data, size);
+	text[size] = '\0';
+	if (!mountinfo__parse(text, size, &mi)) {
+		for (size_t i = 0; i < mi.nr; i++) {
+			if (!mi.ents[i].point || mi.ents[i].point[0] != '/')
+				abort();
+			/* A FUSE mount covers its own mount point. */
+			if (mi.ents[i].fuse && !mountinfo__path_on_fuse(&mi, mi.ents[i].point))
+				abort();
+			(void)mountinfo__id_is_fuse(&mi, mi.ents[i].id);
+		}
+		(void)mountinfo__path_on_fuse(&mi, "/tmp/perf-1.map");
+		mountinfo__free(&mi);
+	}
+	/* The stat and status parsers see NUL-terminated text, as read_file gives. */
+	if (!procfs__parse_stat(text, &ps))
+		(void)procfs__mm_sig(&ps);
+	(void)procfs__parse_stat_starttime(text, &t);
+	(void)procfs__parse_status(text, &st);
+	free(text);
+	return 0;
+}

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * symbench - symbolizes a synthetic whole-machine profile, cold and warm.
+ *
+ * For every process on the machine, every executable file mapping gets
+ * FRAMES_PER_MAPPING addresses spread over it (user frames), and as many
+ * kernel addresses are drawn from kallsyms' text: the mix a whole-machine
+ * profile asks a symbolizer for, over every process and library that runs.
+ *
+ *   cold: a new symbolizer: kallsyms, every process's maps, every file's
+ *         symbols (and debug files), then every frame;
+ *   warm: the same frames again through the same symbolizer.
+ *
+ * Prints one line of key=value pairs (tools/bench_symbolize.py reads it).
+ * Usage: symbench [FRAMES_PER_MAPPING]   (root: other processes' files)
+ */
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sym/kallsyms.h"
+#include "sym/procfs.h"
+#include "sym/procmaps.h"
+#include "sym/symbolizer.h"
+#include "util.h"
+
+struct frame {
+	struct proc_id id; /* pid 0: kernel */
+	uint64_t ip;
+};
+
+static struct frame *frames;
+static size_t nr_frames, cap_frames;
+
+static void add(const struct proc_id *id, uint64_t ip)
+{
+	if (nr_frames == cap_frames) {
+		cap_frames = cap_frames ? 2 * cap_frames : 65536;
+		frames = realloc(frames, cap_frames * sizeof(*frames));
+		if (!frames)
+			exit(1);
+	}
+	frames[nr_frames].id = *id;
+	frames[nr_frames].ip = ip;
+	nr_frames++;
+}
+
+static uint64_t rnd(void)
+{
+	static uint64_t x = 0x9e3779b97f4a7c15ULL;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return x;
+}
+
+static size_t collect(int per_mapping)
+{
+	struct proc_id kid = { 0 };
+	size_t procs = 0, user = 0;
+	struct ksyms *ks;
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+
+	while (d && (de = readdir(d))) {
+		struct proc_id id = { 0 };
+		struct procmaps m = { 0 };
+		char path[64];
+		uint64_t ticks, sig;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		id.pid = (uint32_t)strtoul(de->d_name, NULL, 10);
+		snprintf(path, sizeof(path), "/proc/%u/maps", id.pid);
+		if (procfs__image("/proc", id.pid, &ticks, &sig) || procmaps__read(path, &m))
+			continue;
+		id.start_time = ticks * (1000000000ULL / (uint64_t)sysconf(_SC_CLK_TCK));
+		id.exec_id = 1;
+		id.mm_sig = sig;
+		for (size_t i = 0; i < m.nr; i++) {
+			const struct procmap *pm = &m.maps[i];
+
+			if (!(pm->perms & PROCMAP_X) || !procmap__is_file(pm))
+				continue;
+			for (int k = 0; k < per_mapping; k++, user++)
+				add(&id, pm->start + rnd() % (pm->end - pm->start));
+		}
+		procs += m.nr > 0;
+		procmaps__free(&m);
+	}
+	if (d)
+		closedir(d);
+	/* As many kernel frames as user frames, at symbol starts plus a little. */
+	ks = ksyms__load("/proc/kallsyms");
+	if (ks && ksyms__count(ks)) {
+		const struct ksym *s;
+
+		for (size_t k = 0; k < user; k++) {
+			uint64_t a = 0xffffffff81000000ULL + rnd() % (32u << 20);
+
+			s = ksyms__lookup(ks, a);
+			add(&kid, s ? s->addr + rnd() % 64 : a);
+		}
+	}
+	ksyms__free(ks);
+	return procs;
+}
+
+static double ms_since(uint64_t t0)
+{
+	return (now_ns() - t0) / 1e6;
+}
+
+/* CPU time of this process, ns: on a busy machine wall time says little. */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static size_t pass(struct symbolizer *s, bool note)
+{
+	size_t named = 0;
+	struct sym r;
+	char buf[512];
+
+	for (size_t i = 0; i < nr_frames; i++) {
+		const struct frame *f = &frames[i];
+
+		if (!f->id.pid) {
+			symbolizer__kernel(s, f->ip, &r);
+		} else {
+			if (note)
+				symbolizer__note_process(s, &f->id);
+			symbolizer__user(s, &f->id, f->ip, true, &r);
+		}
+		named += strcmp(sym__display(&r, buf, sizeof(buf)), "[unknown]") != 0 && r.name;
+	}
+	return named;
+}
+
+int main(int argc, char **argv)
+{
+	int per = argc > 1 ? atoi(argv[1]) : 20;
+	struct symbolizer_stats st;
+	struct symbolizer *s;
+	struct rusage ru;
+	size_t procs, named;
+	double cold, warm, cold_cpu, warm_cpu;
+	uint64_t t0, c0;
+
+	procs = collect(per > 0 ? per : 20);
+	t0 = now_ns();
+	c0 = cpu_ns();
+	s = symbolizer__new(NULL);
+	if (!s || symbolizer__load_kernel(s))
+		return 1;
+	named = pass(s, true);
+	cold = ms_since(t0);
+	cold_cpu = (cpu_ns() - c0) / 1e6;
+	t0 = now_ns();
+	c0 = cpu_ns();
+	pass(s, false);
+	warm = ms_since(t0);
+	warm_cpu = (cpu_ns() - c0) / 1e6;
+	symbolizer__stats(s, &st);
+	getrusage(RUSAGE_SELF, &ru);
+	printf("processes=%zu files=%zu frames=%zu named=%zu cold_ms=%.1f warm_ms=%.1f "
+	       "cold_cpu_ms=%.1f warm_cpu_ms=%.1f cold_fps=%.0f warm_fps=%.0f debug_files=%" PRIu64
+	       " file_kib=%zu maxrss_kib=%ld\n",
+	       procs, st.files, nr_frames, named, cold, warm, cold_cpu, warm_cpu,
+	       nr_frames / (cold_cpu / 1e3), nr_frames / (warm_cpu / 1e3), st.debug_files,
+	       st.file_bytes >> 10, ru.ru_maxrss);
+	symbolizer__free(s);
+	free(frames);
+	return 0;
+}

@@ -183,7 +183,48 @@ $(OUT)/workloads/pieapp: tests/workloads/pieapp.c $(OUT)/workloads/libwl.so | $(
 	$(call msg,CC,$@)
 	$(Q)$(CLANG) $(WL_CFLAGS) -fPIE -pie $< -o $@ -L$(OUT)/workloads -lwl -Wl,-rpath,'$$ORIGIN'
 
-LDLIBS_CORE := -ldw -lelf -lz -llzma -lzstd -liberty -lm -lmicrohttpd -lcurl -lcap -lpthread
+# Workloads for the unwinder tests, built the way distributions build code
+# (gcc -O2, no frame pointers, .eh_frame only), except uw_mixed's own code:
+# frame pointers and no unwind tables at all (no -g: no .debug_frame either).
+UW_NOFP := -O2 -g -fomit-frame-pointer -fno-inline -fno-optimize-sibling-calls
+UW_WORKLOADS := $(addprefix $(OUT)/workloads/,uw_mixed libuw_nofp.so uw_leaf uw_dlopen \
+		libuw_plugin.so uw_maps uw_signal)
+$(OUT)/workloads/libuw_%.so: tests/workloads/unwind/%.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UW_NOFP) -fPIC -shared $< -o $@
+$(OUT)/workloads/libuw_nofp.so: tests/workloads/unwind/nofp_lib.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UW_NOFP) -fPIC -shared $< -o $@
+$(OUT)/workloads/uw_mixed: tests/workloads/unwind/mixed.c $(OUT)/workloads/libuw_nofp.so
+	$(call msg,CC,$@)
+	$(Q)$(CLANG) -O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline-functions \
+		-fno-optimize-sibling-calls -fno-asynchronous-unwind-tables -fno-unwind-tables $< -o $@ \
+		-L$(OUT)/workloads -luw_nofp -Wl,-rpath,'$$ORIGIN'
+$(OUT)/workloads/uw_leaf: tests/workloads/unwind/leaf.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls $< -o $@
+$(OUT)/workloads/uw_dlopen: tests/workloads/unwind/dlopen.c $(OUT)/workloads/libuw_plugin.so
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UW_NOFP) $< -o $@ -ldl
+$(OUT)/workloads/uw_%: tests/workloads/unwind/%.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UW_NOFP) $< -o $@
+
+# tools/uwtable: prints the unwind table of ELF files (used by tools/bench_unwind.py).
+$(OUT)/uwtable: tools/uwtable.c $(OUT)/libcore.a
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(OUT)/libcore.a $(LDLIBS_CORE) -o $@
+
+# Symbolization benchmark harness (tools/bench_symbolize.py runs it).
+$(OUT)/tools/symbench: tools/symbench.c $(OUT)/libcore.a
+	$(Q)mkdir -p $(dir $@)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(OUT)/libcore.a $(EXTRA_LDFLAGS) $(LDLIBS_CORE) -o $@
+
+.PHONY: unit-tests test-deps
+unit-tests: $(UNIT_BINS) $(FIXTURES)
+test-deps: all unit-tests $(WORKLOADS) $(OUT)/workloads/libwl.so $(UW_WORKLOADS) \
+	   $(OUT)/tools/symbench
 
 # The same unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 .PHONY: asan

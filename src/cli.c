@@ -90,7 +90,7 @@ void cli__usage(FILE *f)
 		"      --include-idle      count the idle task too (excluded by default)\n"
 		"      --per-thread        keep threads apart (tid in the key)\n"
 		"      --max-stacks N      kernel stack map size per drain (default: 2 x entries)\n"
-		"      --max-entries N     kernel count map size per drain (default: F x CPUs x 10\n"
+		"      --max-entries N     kernel count map size per drain (default: F x CPUs x 4\n"
 		"                          rounded up to a power of two, 1024 to 65536)\n"
 		"      --unwind MODE       user stacks: auto (.eh_frame tables where available, frame\n"
 		"                          pointers elsewhere; default), fp (frame pointers only),\n"

@@ -587,17 +587,18 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 /* --- the run ------------------------------------------------------------------ */
 
 /*
- * The kernel maps are drained every few seconds even in one-shot mode: a
- * drain holds at most F x CPUs x period samples, so maps sized for twice the
- * period cannot fill up while the agent keeps up, stay small enough to be
- * preallocated, and most symbolization is done by the time sampling stops.
- * Not every second: each drain makes every hot stack take the BPF program's
- * slower new-key path once more. While /debug/pprof/profile requests wait,
- * drains are every second so they end on time.
+ * The kernel maps are drained every second even in one-shot mode: a drain
+ * holds at most F x CPUs x period samples, so maps sized for a few periods
+ * cannot fill up while the agent keeps up and stay small enough to be
+ * preallocated; most symbolization is done by the time sampling stops; and
+ * what only exists for a while (a short-lived process, a BPF program loaded
+ * for a moment) is named while it exists. Each drain makes a hot stack take
+ * the BPF program's slower new-key path once more: ~2 us per distinct
+ * (process, stack) per second, negligible next to what the drain saves.
  */
-#define DRAIN_PERIOD_NS	     5000000000ULL
+#define DRAIN_PERIOD_NS	     1000000000ULL
 #define DRAIN_PERIOD_LIVE_NS 1000000000ULL
-#define MAP_HEADROOM_SEC     10
+#define MAP_HEADROOM_SEC     4
 
 static uint64_t drain_period(const struct options *o, struct live *live)
 {

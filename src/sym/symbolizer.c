@@ -357,6 +357,10 @@ static uint64_t modules_signature(struct symbolizer *s)
 	return h;
 }
 
+/* The BPF program set cannot be listed (no CAP_SYS_ADMIN, as after bpfprof
+ * drops it): every rate-limited check then counts as a change. */
+#define BPF_SIG_UNKNOWN UINT64_MAX
+
 static uint64_t bpf_signature(struct symbolizer *s)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
@@ -368,12 +372,15 @@ static uint64_t bpf_signature(struct symbolizer *s)
 	for (int n = 0; n < 100000; n++) {
 		memset(&attr, 0, sizeof(attr));
 		attr.start_id = id;
-		if (syscall(__NR_bpf, BPF_PROG_GET_NEXT_ID, &attr, sizeof(attr)))
-			break; /* ENOENT at the end; EPERM without CAP_SYS_ADMIN */
+		if (syscall(__NR_bpf, BPF_PROG_GET_NEXT_ID, &attr, sizeof(attr))) {
+			if (errno == EPERM || errno == EACCES)
+				return BPF_SIG_UNKNOWN;
+			break; /* ENOENT at the end */
+		}
 		id = attr.next_id;
 		h = fnv1a(h, &id, sizeof(id));
 	}
-	return h;
+	return h == BPF_SIG_UNKNOWN ? h - 1 : h;
 }
 
 static void kernel_install(struct symbolizer *s, struct ksyms *ks)
@@ -432,13 +439,15 @@ static bool kernel_refresh(struct symbolizer *s, bool miss)
 	mod = modules_signature(s);
 	if (miss && (!s->kbpf_reload_ns || now - s->kbpf_reload_ns >= KSYMS_BPF_RELOAD_NS))
 		bpf = bpf_signature(s);
-	if (mod == s->kmod_sig && bpf == s->kbpf_sig)
+	if (mod == s->kmod_sig && bpf == s->kbpf_sig &&
+	    !(bpf == BPF_SIG_UNKNOWN && miss &&
+	      (!s->kbpf_reload_ns || now - s->kbpf_reload_ns >= KSYMS_BPF_RELOAD_NS)))
 		return false;
 	ks = ksyms__load(s->kallsyms_path);
 	if (!ks)
 		return false;
 	kernel_install(s, ks);
-	if (bpf != s->kbpf_sig)
+	if (bpf != s->kbpf_sig || bpf == BPF_SIG_UNKNOWN)
 		s->kbpf_reload_ns = now;
 	s->kmod_sig = mod;
 	s->kbpf_sig = bpf;

@@ -251,6 +251,7 @@ struct record_ctx {
 	struct profile *prof; /* the whole run, or the current interval */
 	struct symbolizer *sym;
 	struct labels *labels;
+	char kernel_build_id[BUILDID_HEX_MAX]; /* "" if unknown */
 	struct unwinder *uw; /* NULL with --unwind fp */
 	const char *unwind_name; /* the mode in effect, for the profile's metadata */
 	const struct options *o;
@@ -288,6 +289,19 @@ static int64_t frame_of(struct record_ctx *rc, const struct sym *s)
 {
 	char buf[512];
 	const char *name = sym__display(s, buf, sizeof(buf));
+
+	/* pprof mappings carry build ids (servers such as Parca symbolize by them):
+	 * the symbolizer read them from the very file the process mapped. */
+	if (s->build_id && s->build_id_len && s->module && s->kind != FRAME_KERNEL &&
+	    !profile__build_id(rc->prof, s->module)) {
+		char hex[2 * 64 + 1];
+		size_t n = MIN(s->build_id_len, (size_t)64);
+
+		for (size_t i = 0; i < n; i++)
+			snprintf(hex + 2 * i, 3, "%02x", s->build_id[i]);
+		hex[2 * n] = '\0';
+		profile__set_build_id(rc->prof, s->module, hex);
+	}
 
 	return profile__frame(rc->prof, s->kind, name, s->module);
 }
@@ -461,64 +475,6 @@ static void status_clear(struct status_line *sl)
 	sl->shown = false;
 }
 
-/* --- build ids ----------------------------------------------------------------- */
-
-/*
- * Build ids for pprof's mappings (servers such as Parca symbolize by them).
- * The kernel's comes from /sys/kernel/notes. A file's is read at exit through
- * /proc/PID/root of a process still running with the sample's name, so
- * container paths resolve to the container's file. A module seen only in
- * processes that have exited gets none: the symbolizer read the file while
- * they ran but does not hand build ids out (yet).
- */
-static void add_build_ids(struct profile *p)
-{
-	struct htab *done = htab__new(); /* module (interned pointer) -> tried */
-	char hex[BUILDID_HEX_MAX], path[4096];
-	uint32_t alive_pid = 0, dead_pid = 0;
-
-	if (!done)
-		return;
-	if (!buildid__kernel(hex))
-		profile__set_build_id(p, PPROF_KERNEL_MAPPING, hex);
-	for (size_t i = 0; i < profile__nr_samples(p); i++) {
-		const struct psample *s = profile__sample(p, i);
-		const uint32_t *fr;
-		uint32_t n;
-
-		if (!s->pid || s->pid == dead_pid)
-			continue;
-		fr = profile__stack_get(p, s->stack, &n);
-		for (uint32_t j = 0; j < n; j++) {
-			const struct pframe *f = profile__frame_get(p, fr[j]);
-			bool created;
-
-			if (f->kind == FRAME_KERNEL || !f->module || f->module[0] != '/' ||
-			    htab__find(done, &f->module, sizeof(f->module)))
-				continue;
-			if (s->pid != alive_pid) {
-				char *comm = NULL;
-
-				snprintf(path, sizeof(path), "/proc/%u/comm", s->pid);
-				if (read_file(path, 64, &comm, NULL) ||
-				    (comm[strcspn(comm, "\n")] = '\0', strcmp(comm, s->comm))) {
-					free(comm);
-					dead_pid = s->pid; /* gone, or the pid was reused */
-					break;
-				}
-				free(comm);
-				alive_pid = s->pid;
-			}
-			if (!htab__upsert(done, &f->module, sizeof(f->module), &created))
-				break;
-			if (snprintf(path, sizeof(path), "/proc/%u/root%s", s->pid, f->module) <
-				    (int)sizeof(path) &&
-			    !buildid__read_path(path, hex))
-				profile__set_build_id(p, f->module, hex);
-		}
-	}
-	htab__free(done);
-}
 
 /* --- unwind tables ------------------------------------------------------------ */
 
@@ -641,6 +597,8 @@ static void fill_meta(struct profile *p, const struct record_ctx *rc, uint64_t s
 	m->lost = lost;
 	gethostname(m->hostname, sizeof(m->hostname) - 1);
 	snprintf(m->unwind, sizeof(m->unwind), "%s", rc->unwind_name ? rc->unwind_name : "fp");
+	if (rc->kernel_build_id[0])
+		profile__set_build_id(p, PPROF_KERNEL_MAPPING, rc->kernel_build_id);
 }
 
 /*
@@ -950,6 +908,8 @@ int cmd_record(int argc, char **argv)
 	rc.prof = profile__new();
 	rc.sym = symbolizer__new(&sopts);
 	rc.labels = labels__new("/proc", 0);
+	if (buildid__kernel(rc.kernel_build_id))
+		rc.kernel_build_id[0] = '\0';
 	if (!rc.prof || !rc.sym || !rc.labels) {
 		p_err("out of memory");
 		goto out;
@@ -1142,8 +1102,6 @@ int cmd_record(int argc, char **argv)
 		p_info("'%s' was killed by %s", o.cmd[0], strsignal(WTERMSIG(ch.status)));
 
 	profile__sort(rc.prof);
-	if (w == &writer_pprof)
-		add_build_ids(rc.prof);
 	err = output__write_path(w, rc.prof, o.output, &o.out);
 	if (err) {
 		p_err("writing %s failed: %s", o.output ? o.output : "to stdout", strerror(-err));

@@ -60,6 +60,14 @@ def test_intervals_sum_to_one_long_run(tmp_path):
     assert n == samples, f"files hold {n}, the kernel counted {samples}"
     expected = FREQ * (cpu1 - cpu0)
     assert abs(n - expected) <= 0.05 * expected + 10, f"{n} samples for {cpu1 - cpu0:.2f} CPU s"
+    # Interval files carry build ids too (read by the symbolizer while the process ran).
+    if files[0].endswith(".pb.gz"):
+        p = pprof.decode(Path(files[0]).read_bytes())
+        maps = {pprof.strings(p, m.get(5, 0)): pprof.strings(p, m.get(6, 0))
+                for m in p["mapping"].values()}
+        want = re.search(r"Build ID: ([0-9a-f]+)", subprocess.run(
+            ["readelf", "-n", wl("busy")], capture_output=True, text=True).stdout).group(1)
+        assert maps.get(wl("busy")) == want, maps
 
 
 def test_rotation_and_retention(tmp_path):

@@ -8,7 +8,8 @@ Runs a fixed-work throughput workload on every CPU, with a few hundred other
 -F 99 -a -g. Rounds alternate the order; medians are reported:
 
   * workload throughput relative to no profiler (loss = overhead on the host)
-  * the profiler's own CPU time as a % of one core, and its peak RSS
+  * the profiler's own CPU while the workload runs (after a 5 s start-up), as
+    a % of one core; its CPU in all (start-up and stop included); peak RSS
 
 Usage: sudo tools/bench_agent.py [--seconds 20] [--rounds 3] [--procs 300]
 """
@@ -28,26 +29,33 @@ BPFPROF = ROOT / "build" / "bpfprof"
 WL = ROOT / "build" / "workloads"
 
 
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
 def run_profiler(argv, seconds, ncpu):
-    """Starts argv (None: no profiler), runs the workload, stops argv. Returns
-    (units of work done, profiler CPU seconds, profiler max RSS KiB)."""
+    """Starts argv (None: no profiler), lets it settle, runs the workload,
+    stops argv. Returns (units of work done, profiler CPU seconds during the
+    workload (steady state), profiler CPU seconds in all, max RSS KiB)."""
     prof = None
+    steady = total = rss = 0.0
     if argv:
         prof = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(2)  # attached and steady
-    u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        time.sleep(5)  # start-up done: attached, kernel symbols and tables read
+        t0 = cpu_ticks(prof.pid)
     w = subprocess.run([str(WL / "throughput"), str(seconds), str(ncpu)], capture_output=True,
                        text=True, check=True)
     units = int(w.stdout.strip())
-    cpu = rss = 0.0
     if prof:
-        pid = prof.pid
+        steady = (cpu_ticks(prof.pid) - t0) / os.sysconf("SC_CLK_TCK")
         prof.send_signal(signal.SIGINT)
-        _, status, ru = os.wait4(pid, 0)
+        _, status, ru = os.wait4(prof.pid, 0)
         prof.returncode = status
-        cpu = ru.ru_utime + ru.ru_stime
+        total = ru.ru_utime + ru.ru_stime
         rss = ru.ru_maxrss
-    return units, cpu, rss
+    return units, steady, total, rss
 
 
 def main():
@@ -85,20 +93,23 @@ def main():
             s.kill()
             s.wait()
         subprocess.run(["rm", "-rf", str(tmp)])
-    base = statistics.median(u for u, _, _ in res["none"])
+    base = statistics.median(r[0] for r in res["none"])
     print(f"\n{ncpu} CPUs busy with the throughput workload, {args.procs} other processes, "
           f"{args.seconds:g} s per run, medians of {args.rounds} rounds, "
           f"kernel {os.uname().release}\n")
-    print("| profiler | workload throughput | profiler CPU (% of one core) | profiler peak RSS (MiB) |")
-    print("|---|---:|---:|---:|")
+    print("| profiler | workload throughput | profiler CPU, steady (% of one core) "
+          "| profiler CPU incl. start and stop (s) | profiler peak RSS (MiB) |")
+    print("|---|---:|---:|---:|---:|")
     for name, rs in res.items():
-        units = statistics.median(u for u, _, _ in rs)
-        cpu = statistics.median(c for _, c, _ in rs)
-        rss = statistics.median(m for _, _, m in rs)
-        # The profiler ran ~2 s before the workload and ~the workload's length.
-        pct = 100 * cpu / (args.seconds + 2) if name != "none" else 0
-        print(f"| {name} | {100 * units / base:.1f}% | {pct:.2f} | "
-              f"{rss / 1024:.1f} |" if name != "none" else f"| {name} | 100.0% | - | - |")
+        units = statistics.median(r[0] for r in rs)
+        if name == "none":
+            print(f"| {name} | 100.0% | - | - | - |")
+            continue
+        steady = statistics.median(r[1] for r in rs)
+        total = statistics.median(r[2] for r in rs)
+        rss = statistics.median(r[3] for r in rs)
+        print(f"| {name} | {100 * units / base:.1f}% | {100 * steady / args.seconds:.2f} | "
+              f"{total:.2f} | {rss / 1024:.1f} |")
 
 
 if __name__ == "__main__":

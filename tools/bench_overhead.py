@@ -163,6 +163,8 @@ def main():
         for _ in range(args.rounds):
             for r in [
                 measure("bpfprof", [str(BPFPROF), "-F", str(F), "-a", "-q"], S, ["do_sample"]),
+                measure("bpfprof --unwind fp", [str(BPFPROF), "-F", str(F), "-a", "-q",
+                                                "--unwind", "fp"], S, ["do_sample"]),
                 measure("bpftrace", ["bpftrace", "-e",
                                      f"profile:hz:{F} {{ @[kstack, ustack, comm] = count(); }}"],
                         S, [str(F)]),  # bpftrace names the program after the probe: "99"
@@ -180,7 +182,8 @@ def main():
         Path("/proc/sys/kernel/bpf_stats_enabled").write_text(old_stats)
         subprocess.run(["rm", "-rf", str(tmp)])
 
-    counters = {"bpfprof": folded_samples, "bpftrace": bpftrace_samples}
+    counters = {"bpfprof": folded_samples, "bpfprof --unwind fp": folded_samples,
+                "bpftrace": bpftrace_samples}
     print(f"\nWorkload: busy ({max(1, ncpu - 1)} threads) + syscalls on {ncpu} CPUs, "
           f"-F {F}, {S:g} s of sampling, medians of {args.rounds} rounds, "
           f"kernel {os.uname().release}, load average {os.getloadavg()[0]:.2f}\n")

@@ -272,8 +272,11 @@ static void on_proc_notice(void *ctx, const struct bp_proc_event *e)
 			      .mm_sig = e->mm_sig };
 
 	if (e->kind == PROC_EVENT_REFRESH) {
+		/* A pc in no known mapping (dlopen, new JIT code): re-read it now,
+		 * while the process is alive, for the walker and for names. */
 		if (rc->uw)
 			unwinder__refresh(rc->uw, e->tgid, e->start_time, e->exec_id);
+		symbolizer__refresh_process(rc->sym, &id);
 		return;
 	}
 	rc->notices++;

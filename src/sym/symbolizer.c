@@ -1082,6 +1082,20 @@ int symbolizer__note_process(struct symbolizer *s, const struct proc_id *id)
 	return err;
 }
 
+int symbolizer__refresh_process(struct symbolizer *s, const struct proc_id *id)
+{
+	struct proc_key k = proc_key_of(id);
+	struct htab_entry *e = htab__find(s->procs, &k, sizeof(k));
+	struct symproc *p;
+
+	if (!e)
+		return symbolizer__note_process(s, id);
+	p = e->value;
+	if (p->dead || p->gone || !proc_matches(s, &p->id))
+		return -ESRCH;
+	return load_maps(s, p);
+}
+
 /*
  * A perf map name for addr. On a miss the JIT may have written more since the
  * map was read: read on (from where the complete lines ended), but at most

@@ -108,6 +108,10 @@ int symbolizer__note_process(struct symbolizer *s, const struct proc_id *id);
  * A kernel module symbol has .module set ("nf_tables", "bpf" for BPF
  * programs); sym__display() shows it as perf does: "name [module]".
  */
+/* Re-reads the mappings of a known process now (it mapped something new:
+ * dlopen, a JIT region), while it is alive. 0 or -errno. */
+int symbolizer__refresh_process(struct symbolizer *s, const struct proc_id *id);
+
 void symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out);
 /*
  * leaf: ip is the sampled instruction; otherwise it is a return address and

@@ -215,3 +215,15 @@ def test_command_and_children_get_tables(bottom):
                         and bottom.reaches(s))
         # The very first sample of each image is taken before its notice.
         assert ok >= n - 3, p.stdout
+
+
+def test_dlopen_then_exit_between_drains_is_named(tmp_path):
+    """dlopen() and exit within one drain period: the walker's refresh request
+    makes the symbolizer re-read the maps while the process is alive, so the
+    plugin's frames are named although the process is gone at the drain."""
+    out = tmp_path / "dl.folded"
+    run_bpfprof(["-o", out, "--", wl("uw_dlopen"), 0.8, 0.2])
+    folded = parse_folded(out.read_text())
+    named = count_with(folded, lambda s: frames_of(s)[-1] in ("plugin_leaf", "plugin_work"))
+    unnamed = count_with(folded, lambda s: "libuw_plugin.so+0x" in s)
+    assert named > 20 and unnamed <= 0.1 * named, out.read_text()

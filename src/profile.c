@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "htab.h"
+#include "util.h"
 
 struct profile {
 	struct profile_meta meta;
@@ -49,23 +50,6 @@ struct sample_key {
 	uintptr_t comm, cgroup, container;
 	uint32_t pid, tid, stack, pad;
 };
-
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 16;
-	void *n;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	n = realloc(*arr, ncap * elem);
-	if (!n)
-		return -ENOMEM;
-	*arr = n;
-	*cap = ncap;
-	return 0;
-}
 
 struct profile *profile__new(void)
 {
@@ -145,7 +129,7 @@ int64_t profile__frame(struct profile *p, enum frame_kind kind, const char *name
 		return -ENOMEM;
 	if (!created)
 		return (int64_t)(uintptr_t)e->value;
-	if (grow((void **)&p->frames, &p->cap_frames, p->nr_frames + 1, sizeof(*p->frames))) {
+	if (array_grow((void **)&p->frames, &p->cap_frames, p->nr_frames + 1, sizeof(*p->frames))) {
 		htab__remove(p->frame_idx, &k, sizeof(k));
 		return -ENOMEM;
 	}
@@ -164,8 +148,8 @@ int64_t profile__stack(struct profile *p, const uint32_t *frames, uint32_t n)
 		return -ENOMEM;
 	if (!created)
 		return (int64_t)(uintptr_t)e->value;
-	if (grow((void **)&p->stacks, &p->cap_stacks, p->nr_stacks + 1, sizeof(*p->stacks)) ||
-	    grow((void **)&p->stack_pool, &p->pool_cap, p->pool_len + n, sizeof(*p->stack_pool))) {
+	if (array_grow((void **)&p->stacks, &p->cap_stacks, p->nr_stacks + 1, sizeof(*p->stacks)) ||
+	    array_grow((void **)&p->stack_pool, &p->pool_cap, p->pool_len + n, sizeof(*p->stack_pool))) {
 		htab__remove(p->stack_idx, frames, (size_t)n * sizeof(*frames));
 		return -ENOMEM;
 	}
@@ -201,7 +185,7 @@ int profile__add(struct profile *p, const struct psample *id, const uint32_t *fr
 	if (!e)
 		return -ENOMEM;
 	if (created) {
-		if (grow((void **)&p->samples, &p->cap_samples, p->nr_samples + 1,
+		if (array_grow((void **)&p->samples, &p->cap_samples, p->nr_samples + 1,
 			 sizeof(*p->samples))) {
 			htab__remove(p->sample_idx, &k, sizeof(k));
 			return -ENOMEM;
@@ -243,7 +227,7 @@ int profile__merge_if(struct profile *dst, const struct profile *src,
 			continue;
 		fr = profile__stack_get(src, s->stack, &n);
 
-		if (grow((void **)&ids, &cap, n + 1, sizeof(*ids))) {
+		if (array_grow((void **)&ids, &cap, n + 1, sizeof(*ids))) {
 			err = -ENOMEM;
 			break;
 		}

@@ -318,3 +318,23 @@ uint64_t roundup_pow2(uint64_t v)
 		p <<= 1;
 	return p;
 }
+
+int array_grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap = *cap ? *cap : 16;
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2 / elem)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	n = realloc(*arr, ncap * elem);
+	if (!n)
+		return -ENOMEM;
+	*arr = n;
+	*cap = ncap;
+	return 0;
+}

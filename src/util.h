@@ -22,6 +22,12 @@
 int read_file_at(int dirfd, const char *path, size_t max, char **buf, size_t *len);
 int read_file(const char *path, size_t max, char **buf, size_t *len);
 
+/*
+ * Makes room for `need` elements of `elem` bytes in a malloc'd array whose
+ * capacity is *cap (doubling, from 16). 0 or -ENOMEM (the array is intact).
+ */
+int array_grow(void **arr, size_t *cap, size_t need, size_t elem);
+
 /* A growable, always NUL-terminated string. Zero-initialise to start. */
 struct sbuf {
 	char *buf;

@@ -222,23 +222,6 @@ static int fail(struct pctx *c, int err, const char *fmt, ...)
 	return err;
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 16;
-	void *n;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	n = realloc(*arr, ncap * elem);
-	if (!n)
-		return -ENOMEM;
-	*arr = n;
-	*cap = ncap;
-	return 0;
-}
-
 static int value_type(struct pbr *m, uint64_t out[2])
 {
 	unsigned field, wire;
@@ -287,7 +270,7 @@ static int mapping(struct pctx *c, struct pbr *m)
 		if (dst ? pbr_uint(m, wire, dst) : pbr_skip(m, wire))
 			return -EINVAL;
 	}
-	if (grow((void **)&c->maps, &c->cap_maps, c->nr_maps + 1, sizeof(*c->maps)))
+	if (array_grow((void **)&c->maps, &c->cap_maps, c->nr_maps + 1, sizeof(*c->maps)))
 		return -ENOMEM;
 	c->maps[c->nr_maps++] = mp;
 	return 0;
@@ -338,7 +321,7 @@ static int location(struct pctx *c, struct pbr *m)
 				return -EINVAL;
 		}
 	}
-	if (grow((void **)&c->locs, &c->cap_locs, c->nr_locs + 1, sizeof(*c->locs)))
+	if (array_grow((void **)&c->locs, &c->cap_locs, c->nr_locs + 1, sizeof(*c->locs)))
 		return -ENOMEM;
 	c->locs[c->nr_locs++] = l;
 	return 0;
@@ -363,7 +346,7 @@ static int function(struct pctx *c, struct pbr *m)
 		if (dst ? pbr_uint(m, wire, dst) : pbr_skip(m, wire))
 			return -EINVAL;
 	}
-	if (grow((void **)&c->funcs, &c->cap_funcs, c->nr_funcs + 1, sizeof(*c->funcs)))
+	if (array_grow((void **)&c->funcs, &c->cap_funcs, c->nr_funcs + 1, sizeof(*c->funcs)))
 		return -ENOMEM;
 	c->funcs[c->nr_funcs++] = fn;
 	return 0;
@@ -417,7 +400,7 @@ static int scan(struct pctx *c, const uint8_t *buf, size_t len)
 			err = function(c, &m);
 			break;
 		case PPROF_STRING_TABLE:
-			if (grow((void **)&c->strs, &c->cap_strs, c->nr_strs + 1, sizeof(*c->strs)))
+			if (array_grow((void **)&c->strs, &c->cap_strs, c->nr_strs + 1, sizeof(*c->strs)))
 				return -ENOMEM;
 			c->strs[c->nr_strs++] = (struct pstring){m.p, (size_t)(m.end - m.p)};
 			break;

@@ -15,6 +15,7 @@
 
 #include "htab.h"
 #include "out/output.h"
+#include "util.h"
 
 struct flametree {
 	struct ftnode *nodes;
@@ -30,29 +31,12 @@ struct child_key {
 	uint32_t parent, label;
 };
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 64;
-	void *n;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	n = realloc(*arr, ncap * elem);
-	if (!n)
-		return -ENOMEM;
-	*arr = n;
-	*cap = ncap;
-	return 0;
-}
-
 static int64_t new_node(struct flametree *t, uint32_t parent, uint32_t label)
 {
 	struct ftnode *n;
 
 	if (t->nr_nodes >= FT_NONE - 1 ||
-	    grow((void **)&t->nodes, &t->cap_nodes, t->nr_nodes + 1, sizeof(*t->nodes)))
+	    array_grow((void **)&t->nodes, &t->cap_nodes, t->nr_nodes + 1, sizeof(*t->nodes)))
 		return -ENOMEM;
 	n = &t->nodes[t->nr_nodes];
 	memset(n, 0, sizeof(*n));
@@ -91,7 +75,7 @@ static int64_t label_of(struct flametree *t, enum frame_kind kind, const char *n
 		return (int64_t)(uintptr_t)e->value;
 	clean = malloc(csize);
 	if (!clean ||
-	    grow((void **)&t->labels, &t->cap_labels, t->nr_labels + 1, sizeof(*t->labels))) {
+	    array_grow((void **)&t->labels, &t->cap_labels, t->nr_labels + 1, sizeof(*t->labels))) {
 		free(clean);
 		htab__remove(t->label_idx, e->key, e->klen);
 		return -ENOMEM;
@@ -240,7 +224,7 @@ int flametree__finish(struct flametree *t, uint64_t min_value)
 
 		if (n->depth > t->max_depth)
 			t->max_depth = n->depth;
-		if (grow((void **)&kids, &cap, n->nr_children + 1, sizeof(*kids))) {
+		if (array_grow((void **)&kids, &cap, n->nr_children + 1, sizeof(*kids))) {
 			err = -ENOMEM;
 			break;
 		}

@@ -13,7 +13,10 @@
  */
 #include "sym/procmaps.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -368,5 +371,38 @@ int procmaps__keep(struct procmaps *m, uint32_t perms)
 	free(m->maps);
 	m->maps = maps;
 	m->nr = kept;
+	return 0;
+}
+
+int procmaps__read_pid(const char *proc_root, uint32_t pid, struct procmaps *out, uint32_t *tid)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *dir;
+	int err;
+
+	if (tid)
+		*tid = 0;
+	snprintf(path, sizeof(path), "%s/%u/maps", proc_root, pid);
+	err = procmaps__read(path, out);
+	if (err || out->nr)
+		return err;
+	/* The main thread has exited: its maps file is empty, other threads' are not. */
+	snprintf(path, sizeof(path), "%s/%u/task", proc_root, pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while ((de = readdir(dir))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "%s/%u/task/%.20s/maps", proc_root, pid, de->d_name);
+		procmaps__free(out);
+		if (!procmaps__read(path, out) && out->nr) {
+			if (tid)
+				*tid = (uint32_t)strtoul(de->d_name, NULL, 10);
+			break;
+		}
+	}
+	closedir(dir);
 	return 0;
 }

@@ -54,6 +54,13 @@ struct procmaps {
  * zeroed or freed first; it is zeroed on error.
  */
 int procmaps__parse(const char *buf, size_t len, struct procmaps *out);
+/*
+ * Reads <proc_root>/PID/maps; when the main thread has exited (its maps file
+ * is empty), a live thread's <proc_root>/PID/task/TID/maps, with *tid (if
+ * given) set to that TID, else 0. 0 or -errno.
+ */
+int procmaps__read_pid(const char *proc_root, uint32_t pid, struct procmaps *out, uint32_t *tid);
+
 /* Reads (at most 64 MiB, else -EFBIG) and parses a maps file; 0 or -errno. */
 int procmaps__read(const char *path, struct procmaps *out);
 void procmaps__free(struct procmaps *m);

@@ -854,33 +854,7 @@ out:
 /* Reads the maps of pid; *tid is set to the thread used if the main thread has exited. */
 static int read_maps(struct symbolizer *s, uint32_t pid, struct procmaps *out, uint32_t *tid)
 {
-	char path[PATH_MAX];
-	struct dirent *de;
-	DIR *dir;
-	int err;
-
-	*tid = 0;
-	snprintf(path, sizeof(path), "%s/%u/maps", s->proc_root, pid);
-	err = procmaps__read(path, out);
-	if (err || out->nr)
-		return err;
-	/* The main thread has exited: its maps file is empty, other threads' are not. */
-	snprintf(path, sizeof(path), "%s/%u/task", s->proc_root, pid);
-	dir = opendir(path);
-	if (!dir)
-		return 0;
-	while ((de = readdir(dir))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "%s/%u/task/%.20s/maps", s->proc_root, pid, de->d_name);
-		procmaps__free(out);
-		if (!procmaps__read(path, out) && out->nr) {
-			*tid = (uint32_t)strtoul(de->d_name, NULL, 10);
-			break;
-		}
-	}
-	closedir(dir);
-	return 0;
+	return procmaps__read_pid(s->proc_root, pid, out, tid);
 }
 
 /* The process with this id is still there (a recycled pid is not it). */

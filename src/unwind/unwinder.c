@@ -517,30 +517,7 @@ static int check_exe(struct unwinder *u, uint32_t pid)
 
 static int read_maps(struct unwinder *u, uint32_t pid, struct procmaps *out)
 {
-	char path[PATH_MAX];
-	struct dirent *de;
-	DIR *dir;
-	int err;
-
-	snprintf(path, sizeof(path), "%s/%u/maps", u->proc_root, pid);
-	err = procmaps__read(path, out);
-	if (err || out->nr)
-		return err;
-	/* The main thread has exited: its maps file is empty, other threads' are not. */
-	snprintf(path, sizeof(path), "%s/%u/task", u->proc_root, pid);
-	dir = opendir(path);
-	if (!dir)
-		return 0;
-	while ((de = readdir(dir))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "%s/%u/task/%s/maps", u->proc_root, pid, de->d_name);
-		procmaps__free(out);
-		if (!procmaps__read(path, out) && out->nr)
-			break;
-	}
-	closedir(dir);
-	return 0;
+	return procmaps__read_pid(u->proc_root, pid, out, NULL);
 }
 
 static void drop_refs(struct ufile **files, size_t n, uint64_t now)

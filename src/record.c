@@ -22,6 +22,7 @@
 
 #include "buildid.h"
 #include "caps.h"
+#include "child.h"
 #include "cli.h"
 #include "collector.h"
 #include "htab.h"
@@ -145,104 +146,6 @@ static bool *parse_cpus(const char *list, int *nr_out)
 	}
 	*nr_out = nr;
 	return mask;
-}
-
-/* --- the command ----------------------------------------------------------- */
-
-struct child {
-	pid_t pid;
-	int go_fd;   /* write a byte: the child may exec */
-	int err_fd;  /* exec errno, or EOF when exec succeeded */
-	bool exited;
-	int status;
-	double cpu_s; /* user + system CPU of the command and its waited-for children */
-};
-
-static int child_spawn(struct child *ch, char **cmd)
-{
-	int go[2], ep[2];
-
-	if (pipe2(go, O_CLOEXEC))
-		return -errno;
-	if (pipe2(ep, O_CLOEXEC)) {
-		close(go[0]);
-		close(go[1]);
-		return -errno;
-	}
-	ch->pid = fork();
-	if (ch->pid < 0) {
-		int err = -errno;
-
-		close(go[0]);
-		close(go[1]);
-		close(ep[0]);
-		close(ep[1]);
-		return err;
-	}
-	if (ch->pid == 0) {
-		char b;
-		int e;
-
-		close(go[1]);
-		close(ep[0]);
-		signal(SIGPIPE, SIG_DFL);
-		/* Wait until the profiler is attached (EOF: it gave up). */
-		if (read(go[0], &b, 1) != 1)
-			_exit(127);
-		execvp(cmd[0], cmd);
-		e = errno;
-		if (write(ep[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(go[0]);
-	close(ep[1]);
-	ch->go_fd = go[1];
-	ch->err_fd = ep[0];
-	return 0;
-}
-
-/* Lets the child exec; returns 0 or the exec errno (negated). */
-static int child_start(struct child *ch)
-{
-	int e = 0;
-	ssize_t n;
-
-	if (write(ch->go_fd, "g", 1) != 1)
-		return -errno;
-	close(ch->go_fd);
-	ch->go_fd = -1;
-	n = read(ch->err_fd, &e, sizeof(e));
-	close(ch->err_fd);
-	ch->err_fd = -1;
-	return n == sizeof(e) ? -e : 0;
-}
-
-static void child_reap(struct child *ch, bool block)
-{
-	struct rusage ru;
-	int status;
-
-	if (!ch->pid || ch->exited)
-		return;
-	if (wait4(ch->pid, &status, block ? 0 : WNOHANG, &ru) == ch->pid) {
-		ch->exited = true;
-		ch->status = status;
-		ch->cpu_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
-			    ru.ru_stime.tv_usec / 1e6;
-	}
-}
-
-static void child_abort(struct child *ch)
-{
-	if (!ch->pid)
-		return;
-	if (ch->go_fd >= 0)
-		close(ch->go_fd); /* not started: it sees EOF and exits 127 without exec */
-	else
-		kill(ch->pid, SIGTERM);
-	ch->go_fd = -1;
-	child_reap(ch, true);
 }
 
 /* --- symbolization ------------------------------------------------------- */
@@ -745,6 +648,116 @@ static int read_token(const char *file, char **out)
 	return 0;
 }
 
+/* Opens the --cgroup directories; NULL after printing why (usage error). */
+static int *open_cgroups(const struct options *o)
+{
+	int *fds = calloc(o->nr_cgroups, sizeof(*fds));
+
+	if (!fds) {
+		p_err("out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < o->nr_cgroups; i++) {
+		char resolved[1024];
+
+		fds[i] = cgroup__open_v2(NULL, o->cgroups[i], resolved, sizeof(resolved));
+		if (fds[i] < 0) {
+			p_err("--cgroup %s: %s", o->cgroups[i],
+			      fds[i] == -ENOTDIR ? "not a cgroup v2 directory" : strerror(-fds[i]));
+			p_hint("give a path under the cgroup2 mount, e.g. /system.slice/docker-ID.scope");
+			while (i-- > 0)
+				close(fds[i]);
+			free(fds);
+			return NULL;
+		}
+		p_debug("--cgroup %s: %s", o->cgroups[i], resolved);
+	}
+	return fds;
+}
+
+static void close_cgroups(int *fds, size_t nr)
+{
+	for (size_t i = 0; fds && i < nr; i++)
+		close(fds[i]);
+	free(fds);
+}
+
+/*
+ * Continuous mode's sinks: the local store, the Pyroscope pusher, the HTTP
+ * endpoint. Returns 0, or the exit status after printing why (2: the user's
+ * argument is wrong, 1: something failed).
+ */
+static int sinks_open(struct continuous *ct, const struct options *o)
+{
+	const struct writer *pw = output__find("pprof");
+	const struct writer *fmt = pw ? pw : &writer_folded;
+	char msg[512];
+	int err;
+
+	if (o->output_dir) {
+		struct store_opts so = {
+			.dir = o->output_dir,
+			.writer = fmt,
+			.ext = pw ? ".pb.gz" : ".folded",
+			.keep = o->keep,
+			.max_disk = o->max_disk,
+		};
+
+		ct->store = store__open(&so);
+		if (!ct->store) {
+			p_err("cannot use --output-dir %s: %s", o->output_dir, strerror(errno));
+			return 2;
+		}
+	}
+	if (o->push_url) {
+		struct pusher_opts po = {
+			.url = o->push_url,
+			.app = o->app_name ? o->app_name : "bpfprof",
+			.freq = o->freq,
+			.writer = fmt,
+		};
+		char *token = NULL;
+
+		err = read_token(o->token_file, &token);
+		if (err) {
+			p_err("cannot read --token-file %s: %s", o->token_file, strerror(-err));
+			return 2;
+		}
+		po.token = token;
+		ct->pusher = pusher__start(&po, msg, sizeof(msg));
+		free(token);
+		if (!ct->pusher) {
+			p_err("--push: %s", msg);
+			return 1;
+		}
+	}
+	if (o->listen) {
+		ct->live = live__new(fmt, o->freq);
+		if (!ct->live) {
+			p_err("out of memory");
+			return 1;
+		}
+		ct->httpd = httpd__start(o->listen, ct->live, &ct->metrics,
+					 pw ? "application/octet-stream" : "text/plain; charset=utf-8",
+					 msg, sizeof(msg));
+		if (!ct->httpd) {
+			p_err("--listen: %s", msg);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+static void sinks_close(struct continuous *ct)
+{
+	if (ct->live)
+		live__shutdown(ct->live); /* wakes HTTP requests still waiting */
+	httpd__stop(ct->httpd);
+	live__free(ct->live);
+	pusher__stop(ct->pusher, 0, NULL);
+	store__close(ct->store);
+}
+
 static uint32_t default_map_entries(uint32_t freq)
 {
 	uint64_t n = roundup_pow2((uint64_t)freq * possible_cpus() * MAP_HEADROOM_SEC);
@@ -770,7 +783,7 @@ int cmd_record(int argc, char **argv)
 	struct collector_stats st;
 	struct symbolizer_opts sopts = { 0 };
 	struct record_ctx rc = { 0 };
-	struct child ch = { .go_fd = -1, .err_fd = -1 };
+	struct child ch = CHILD_INIT;
 	struct continuous ct = { 0 };
 	struct status_line sl = { 0 };
 	struct collector *col = NULL;
@@ -821,89 +834,16 @@ int cmd_record(int argc, char **argv)
 	}
 	if (check_privileges())
 		goto out;
-	if (o.nr_cgroups) {
-		cgroup_fds = calloc(o.nr_cgroups, sizeof(*cgroup_fds));
-		if (!cgroup_fds) {
-			p_err("out of memory");
-			goto out;
-		}
-		for (size_t i = 0; i < o.nr_cgroups; i++)
-			cgroup_fds[i] = -1;
-		for (size_t i = 0; i < o.nr_cgroups; i++) {
-			char resolved[1024];
-
-			cgroup_fds[i] = cgroup__open_v2(NULL, o.cgroups[i], resolved, sizeof(resolved));
-			if (cgroup_fds[i] < 0) {
-				p_err("--cgroup %s: %s", o.cgroups[i],
-				      cgroup_fds[i] == -ENOTDIR ? "not a cgroup v2 directory"
-								: strerror(-cgroup_fds[i]));
-				p_hint("give a path under the cgroup2 mount, e.g. /system.slice/docker-ID.scope");
-				ret = 2;
-				goto out;
-			}
-			p_debug("--cgroup %s: %s", o.cgroups[i], resolved);
-		}
-	}
-
-	if (o.output_dir) {
-		const struct writer *pw = output__find("pprof");
-		struct store_opts so = {
-			.dir = o.output_dir,
-			.writer = pw ? pw : &writer_folded,
-			.ext = pw ? ".pb.gz" : ".folded",
-			.keep = o.keep,
-			.max_disk = o.max_disk,
-		};
-
-		ct.store = store__open(&so);
-		if (!ct.store) {
-			p_err("cannot use --output-dir %s: %s", o.output_dir, strerror(errno));
-			ret = 2;
-			goto out;
-		}
+	if (o.nr_cgroups && !(cgroup_fds = open_cgroups(&o))) {
+		ret = 2;
+		goto out;
 	}
 
 	metrics__init(&ct.metrics);
-	if (o.push_url) {
-		const struct writer *pw = output__find("pprof");
-		struct pusher_opts po = {
-			.url = o.push_url,
-			.app = o.app_name ? o.app_name : "bpfprof",
-			.freq = o.freq,
-			.writer = pw ? pw : &writer_folded,
-		};
-		char *token = NULL;
-
-		err = read_token(o.token_file, &token);
-		if (err) {
-			p_err("cannot read --token-file %s: %s", o.token_file, strerror(-err));
-			ret = 2;
-			goto out;
-		}
-		po.token = token;
-		ct.pusher = pusher__start(&po, msg, sizeof(msg));
-		free(token);
-		if (!ct.pusher) {
-			p_err("--push: %s", msg);
-			goto out;
-		}
-	}
-	if (o.listen) {
-		const struct writer *pw = output__find("pprof");
-
-		ct.live = live__new(pw ? pw : &writer_folded, o.freq);
-		if (!ct.live) {
-			p_err("out of memory");
-			goto out;
-		}
-		ct.httpd = httpd__start(o.listen, ct.live, &ct.metrics,
-					pw ? "application/octet-stream" : "text/plain; charset=utf-8",
-					msg, sizeof(msg));
-		if (!ct.httpd) {
-			p_err("--listen: %s", msg);
-			ret = 2;
-			goto out;
-		}
+	err = sinks_open(&ct, &o);
+	if (err) {
+		ret = err;
+		goto out;
 	}
 
 	rc.o = &o;
@@ -929,7 +869,7 @@ int cmd_record(int argc, char **argv)
 	}
 
 	if (o.cmd) {
-		err = child_spawn(&ch, o.cmd);
+		err = child__spawn(&ch, o.cmd);
 		if (err) {
 			p_err("cannot start '%s': %s", o.cmd[0], strerror(-err));
 			goto out;
@@ -985,10 +925,10 @@ int cmd_record(int argc, char **argv)
 		deadline = t_start + (uint64_t)(o.duration * 1e9);
 	status_init(&sl, t_start);
 	if (ch.pid) {
-		err = child_start(&ch);
+		err = child__start(&ch);
 		if (err) {
 			p_err("cannot run '%s': %s", o.cmd[0], strerror(-err));
-			child_reap(&ch, true);
+			child__reap(&ch, true);
 			goto out;
 		}
 	}
@@ -1034,7 +974,7 @@ int cmd_record(int argc, char **argv)
 		if (rc.uw)
 			unwinder__tick(rc.uw);
 		if (ch.pid) {
-			child_reap(&ch, false);
+			child__reap(&ch, false);
 			if (ch.exited)
 				break;
 		}
@@ -1055,7 +995,7 @@ int cmd_record(int argc, char **argv)
 	}
 	if (ch.pid && !ch.exited) {
 		kill(ch.pid, SIGTERM); /* as perf record does with its workload */
-		child_reap(&ch, true);
+		child__reap(&ch, true);
 	}
 
 	if (o.interval) {
@@ -1130,23 +1070,15 @@ int cmd_record(int argc, char **argv)
 	ret = 0;
 out:
 	if (ch.pid && !ch.exited)
-		child_abort(&ch);
-	if (ct.live)
-		live__shutdown(ct.live);
-	httpd__stop(ct.httpd);
-	live__free(ct.live);
-	pusher__stop(ct.pusher, 0, NULL);
+		child__abort(&ch);
+	sinks_close(&ct);
 	unwinder__free(rc.uw);
 	collector__free(col);
 	symbolizer__free(rc.sym);
 	labels__free(rc.labels);
-	store__close(ct.store);
 	profile__free(rc.prof);
 	free(cpus);
-	for (size_t i = 0; cgroup_fds && i < o.nr_cgroups; i++)
-		if (cgroup_fds[i] >= 0)
-			close(cgroup_fds[i]);
-	free(cgroup_fds);
+	close_cgroups(cgroup_fds, o.nr_cgroups);
 	cli__free(&o);
 	return ret;
 }

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <linux/capability.h>
 #include <signal.h>
 #include <stdio.h>
@@ -914,6 +915,9 @@ int cmd_record(int argc, char **argv)
 	if (err)
 		p_warn("cannot drop capabilities: %s", strerror(-err));
 	p_debug("effective capabilities after attach: %#llx", caps__effective());
+	/* Loading parsed the kernel's BTF (megabytes) and freed it: give the
+	 * pages back, an always-on agent's RSS is what it keeps, not its peak. */
+	malloc_trim(0);
 	collector__stats(col, &st);
 	describe_target(&o, &st);
 

@@ -132,20 +132,27 @@ def cgroup2_root():
 
 
 def test_container_label_and_cgroup_filter(tmp_path):
+    """A docker-style cgroup: its tasks, also in a nested cgroup below it, get
+    the container id label, and --cgroup keeps exactly them (in the kernel)."""
     root = cgroup2_root()
     rel = f"bpfprof-test.slice/docker-{CID}.scope"
     cg = Path(root) / rel
-    cg.mkdir(parents=True, exist_ok=True)
+    nested = cg / "worker"
+    nested.mkdir(parents=True, exist_ok=True)
     d = tmp_path / "store"
+    (busy, BUSY), (sysc, SYSC) = uwl("busy"), uwl("syscalls")
     try:
-        with Workload(wl("busy"), 30) as inside, Workload(wl("syscalls"), 30):
+        with Workload(busy, 30) as inside, Workload(sysc, 30) as below, \
+                Workload(wl("busy"), 30):
             (cg / "cgroup.procs").write_text(str(inside.pid))
+            (nested / "cgroup.procs").write_text(str(below.pid))
             assert CID in Path(f"/proc/{inside.pid}/cgroup").read_text()
-            c0 = cpu_seconds(inside.pid)
-            p = run_bpfprof(["-a", "--cgroup", "/" + rel, "--interval", 2, "--output-dir", d,
-                             "-d", 3])
-            c1 = cpu_seconds(inside.pid)
-            (Path(root) / "cgroup.procs").write_text(str(inside.pid))
+            c0, s0 = cpu_seconds(inside.pid), cpu_seconds(below.pid)
+            run_bpfprof(["-a", "--cgroup", "/" + rel, "--interval", 2, "--output-dir", d,
+                         "-d", 3])
+            c1, s1 = cpu_seconds(inside.pid), cpu_seconds(below.pid)
+            for pid in (inside.pid, below.pid):
+                (Path(root) / "cgroup.procs").write_text(str(pid))
         files = stored(d)
         comms = {}
         labels = []
@@ -154,11 +161,15 @@ def test_container_label_and_cgroup_filter(tmp_path):
             for s, c in folded.items():
                 comms[s.split(";")[0]] = comms.get(s.split(";")[0], 0) + c
             labels += labs
-        assert set(comms) == {"busy"}, comms  # only the cgroup's task
-        assert comms["busy"] > 0.7 * FREQ * (c1 - c0) * 3 / 3.5
-        if labels:  # pprof output carries labels
-            assert all(l.get("container_id") == CID for l in labels), labels[:3]
+        # Only the cgroup's tasks and its descendants' (not the other busy).
+        assert set(comms) == {BUSY, SYSC}, comms
+        assert comms[BUSY] > 0.7 * FREQ * (c1 - c0) * 3 / 3.5
+        assert comms[SYSC] > 0.7 * FREQ * (s1 - s0) * 3 / 3.5
+        assert labels, "pprof output carries labels"
+        assert all(l.get("container_id") == CID for l in labels), labels[:3]
+        assert {l.get("cgroup") for l in labels} == {"/" + rel, "/" + rel + "/worker"}, labels[:3]
     finally:
+        nested.rmdir()
         cg.rmdir()
         cg.parent.rmdir()
 

@@ -87,7 +87,10 @@ int metrics__render(const struct metrics_snapshot *s, struct sbuf *out)
 	err |= COUNTER("bpfprof_drains_total", "Kernel map drains.", s->drains);
 	err |= GAUGE("bpfprof_drain_duration_seconds", "Duration of the last drain.", "%.6f",
 		     s->drain_ns_last / 1e9);
-	err |= COUNTER("bpfprof_drain_seconds_total", "Time spent draining.", s->drain_ns_total / 1000000000ULL);
+	err |= sbuf_printf(out, "# HELP bpfprof_drain_seconds_total Time spent draining.\n"
+				"# TYPE bpfprof_drain_seconds_total counter\n"
+				"bpfprof_drain_seconds_total %.6f\n",
+			   s->drain_ns_total / 1e9);
 	err |= GAUGE("bpfprof_last_drain_timestamp_seconds", "Unix time of the last drain.",
 		     "%" PRIu64, s->last_drain_unix);
 	err |= COUNTER("bpfprof_intervals_total", "Intervals completed.", s->intervals);

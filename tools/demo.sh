@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" -eq 0 ] || { echo "demo: run as root (BPF needs it): sudo make demo" >&2; exit 1; }
-tools/install-deps.sh
+tools/install-deps.sh build
 make -s
 make -s build/workloads/busy build/workloads/syscalls
 

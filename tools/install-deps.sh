@@ -3,6 +3,9 @@
 # test and demo, and the test-only npm packages pinned in tests/package-lock.json.
 # Idempotent: runs apt-get only when something is missing, npm only when
 # tests/node_modules does not match the lock file.
+#
+#   tools/install-deps.sh          everything (build, tests, benchmarks)
+#   tools/install-deps.sh build    only what building and running bpfprof needs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +16,10 @@ PACKAGES=(
 	libelf-dev libdw-dev zlib1g-dev liblzma-dev libzstd-dev
 	libcurl4-openssl-dev libmicrohttpd-dev libcap-dev ca-certificates
 	libiberty-dev g++
+)
+BUILD_ONLY=false
+[ "${1:-}" = build ] && BUILD_ONLY=true
+$BUILD_ONLY || PACKAGES+=(
 	# tests: unit (cmocka, sanitizers, libFuzzer), integration (pytest, perf, bpftrace)
 	libcmocka-dev libclang-rt-14-dev
 	python3 python3-pytest
@@ -29,7 +36,7 @@ PACKAGES=(
 # Node.js and npm (speedscope's schema, ajv, playwright-core): Debian's, unless a
 # node and npm are already installed (e.g. from NodeSource, whose nodejs
 # package conflicts with Debian's npm package).
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+if ! $BUILD_ONLY && { ! command -v node >/dev/null || ! command -v npm >/dev/null; }; then
 	PACKAGES+=(nodejs npm)
 fi
 
@@ -47,6 +54,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get update -q
 	apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+$BUILD_ONLY && exit 0
 
 # npm ci writes node_modules/.package-lock.json; when it equals the lock file
 # (same packages, same versions) there is nothing to do.

@@ -567,11 +567,15 @@ int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx)
 	htab__free(sc.h);
 	free(keys);
 
-	/* 4: empty the old pair for its next turn. */
-	if (!err)
-		err = clear_map(c->counts_fd[old], sizeof(struct bp_sample_key));
-	if (!err)
-		err = clear_map(c->stacks_fd[old], sizeof(uint64_t));
+	/* 4: empty the old pair for its next turn - also after a failed callback,
+	 * or its next drain would hand the same counts out again. */
+	{
+		int e1 = clear_map(c->counts_fd[old], sizeof(struct bp_sample_key));
+		int e2 = clear_map(c->stacks_fd[old], sizeof(uint64_t));
+
+		if (!err)
+			err = e1 ? e1 : e2;
+	}
 	c->drains++;
 	c->drain_ns = now_ns() - t0;
 	c->drain_ns_total += c->drain_ns;

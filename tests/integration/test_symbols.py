@@ -227,11 +227,23 @@ def test_node_perf_basic_prof(tmp_path):
     assert n > 40 and hot > 0.5 * n, p.stdout[:3000]
 
 
+def outside_tmp():
+    """A new directory that is not under /tmp (nor the checkout, which may be)."""
+    import atexit
+    d = tempfile.mkdtemp(dir="/var/tmp", prefix="bpfprof-itest-")
+    os.chmod(d, 0o755)
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
 def test_perf_map_of_process_in_pid_and_mount_namespace(tmp_path):
     """The map is /proc/PID/root/tmp/perf-NSPID.map: the container's /tmp (a
     private tmpfs) and the pid the process sees. Decoys on the host, named
     after either pid, must not be used."""
-    script = f"mount -t tmpfs tmpfs /tmp && exec {wl('jitlike')} 8 normal ns_jit_name"
+    # The binary must not live under /tmp: the namespace mounts a tmpfs there
+    # (a checkout under /tmp, as CI's may be, would vanish).
+    exe = copy_as(wl("jitlike"), Path(outside_tmp()) / "jitlike")
+    script = f"mount -t tmpfs tmpfs /tmp && exec {exe} 8 normal ns_jit_name"
     proc = subprocess.Popen(["unshare", "-m", "-p", "-f", "--mount-proc", "--propagation",
                              "private", "sh", "-c", script], stdout=subprocess.PIPE, text=True,
                             start_new_session=True)
@@ -262,8 +274,7 @@ def test_fuse_that_never_answers_cannot_block(tmp_path):
     its perf map would block forever. bpfprof refuses it, says so once, and
     finishes on time with the rest of the profile."""
     # Not under /tmp: in that namespace /tmp is the FUSE mount.
-    d = tempfile.mkdtemp(dir=OUT, prefix="itest-")
-    exe = copy_as(wl("jitlike"), Path(d) / "fusejit")
+    exe = copy_as(wl("jitlike"), Path(outside_tmp()) / "fusejit")
     script = f"{wl('fusehang')} /tmp & sleep 0.5; exec {exe} 10 none"
     proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
                             stdout=subprocess.PIPE, text=True, start_new_session=True)

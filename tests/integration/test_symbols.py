@@ -286,7 +286,6 @@ def test_fuse_that_never_answers_cannot_block(tmp_path):
         elapsed = time.monotonic() - t0
     finally:
         kill_session(proc)
-        shutil.rmtree(d, ignore_errors=True)
     folded = by_comm(parse_folded(p.stdout), "fusejit")
     assert elapsed < 20, f"bpfprof took {elapsed:.1f} s"
     assert total(folded) > 50 and count_with(folded, lambda s: "run_jit" in s) > 0.9 * total(folded)

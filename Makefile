@@ -125,7 +125,10 @@ $(OUT)/fixtures/stripped: $(OUT)/fixtures/pie
 
 # Unwind table fixtures: every CFI rule kind (hand-written), with and without
 # .eh_frame_hdr; CFI only in .debug_frame; no CFI at all.
-FIXTURES += $(addprefix $(OUT)/fixtures/,libcfi.so libcfi-nohdr.so libfix-dbgframe.so libnocfi.so)
+FIXTURES += $(addprefix $(OUT)/fixtures/,libcfi.so libcfi-nohdr.so libfix-dbgframe.so libnocfi.so \
+	    libcfi-hugereg.so)
+$(OUT)/fixtures/libcfi-hugereg.so: tests/unit/fixtures/cfi_hugereg.S | $(OUT)/fixtures
+	$(Q)$(CC) -shared -nostdlib -Wl,-z,noexecstack $< -o $@
 $(OUT)/fixtures/libcfi.so: tests/unit/fixtures/cfi.S | $(OUT)/fixtures
 	$(Q)$(CC) -shared -nostdlib -Wl,-z,noexecstack $< -o $@
 $(OUT)/fixtures/libcfi-nohdr.so: tests/unit/fixtures/cfi.S | $(OUT)/fixtures

@@ -39,6 +39,7 @@ struct cie_info {
 	uint64_t off;
 	uint8_t enc; /* FDE pointer encoding, DW_EH_PE_* */
 	bool ok;
+	bool aug_z;  /* FDEs carry self-sized augmentation data */
 };
 
 struct fde_info {
@@ -222,6 +223,123 @@ static bool cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
 	return true;
 }
 
+/* --- CFI instruction screening ------------------------------------------------- */
+
+/*
+ * libdw sizes a frame's register-rule array by the largest register number an
+ * instruction names, up to 2^28 - gigabytes, zeroed, for a crafted file (the
+ * fuzzer found it: a 1.2 GB allocation from one FDE). Real code names fewer
+ * than 128 DWARF registers on every architecture bpfprof walks, so an entry
+ * whose instructions name a larger one (or that we cannot scan: DW_CFA_set_loc,
+ * vendor opcodes, truncation) is skipped before libdw runs it; its range then
+ * falls back to frame pointers.
+ */
+#define CFI_MAX_REG 128
+
+static bool uleb(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = 0;
+
+	for (int shift = 0; p < end && shift < 64; shift += 7) {
+		uint8_t b = *p++;
+
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*pp = p;
+			*out = v;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool reg_ok(const uint8_t **pp, const uint8_t *end)
+{
+	uint64_t r;
+
+	return uleb(pp, end, &r) && r < CFI_MAX_REG;
+}
+
+static bool skip_bytes(const uint8_t **pp, const uint8_t *end, uint64_t n)
+{
+	if ((uint64_t)(end - *pp) < n)
+		return false;
+	*pp += n;
+	return true;
+}
+
+static bool skip_block(const uint8_t **pp, const uint8_t *end)
+{
+	uint64_t n;
+
+	return uleb(pp, end, &n) && skip_bytes(pp, end, n);
+}
+
+static bool cfi_insns_sane(const uint8_t *p, const uint8_t *end)
+{
+	uint64_t v;
+
+	if (!p || !end || end < p)
+		return false;
+	while (p < end) {
+		uint8_t op = *p++;
+		bool ok = true;
+
+		switch (op >> 6) {
+		case 1: /* DW_CFA_advance_loc */
+		case 3: /* DW_CFA_restore: register in the low 6 bits */
+			continue;
+		case 2: /* DW_CFA_offset */
+			ok = uleb(&p, end, &v);
+			break;
+		default:
+			switch (op) {
+			case 0x00: /* nop */
+			case 0x0a: /* remember_state */
+			case 0x0b: /* restore_state */
+				break;
+			case 0x02: ok = skip_bytes(&p, end, 1); break; /* advance_loc1 */
+			case 0x03: ok = skip_bytes(&p, end, 2); break; /* advance_loc2 */
+			case 0x04: ok = skip_bytes(&p, end, 4); break; /* advance_loc4 */
+			case 0x05: /* offset_extended */
+			case 0x09: /* register: reg, reg */
+			case 0x0c: /* def_cfa */
+			case 0x11: /* offset_extended_sf */
+			case 0x12: /* def_cfa_sf */
+			case 0x14: /* val_offset */
+			case 0x15: /* val_offset_sf */
+			case 0x2f: /* GNU_negative_offset_extended */
+				ok = reg_ok(&p, end) && (op == 0x09 ? reg_ok(&p, end) : uleb(&p, end, &v));
+				break;
+			case 0x06: /* restore_extended */
+			case 0x07: /* undefined */
+			case 0x08: /* same_value */
+			case 0x0d: /* def_cfa_register */
+				ok = reg_ok(&p, end);
+				break;
+			case 0x0e: /* def_cfa_offset */
+			case 0x13: /* def_cfa_offset_sf */
+			case 0x2e: /* GNU_args_size */
+				ok = uleb(&p, end, &v);
+				break;
+			case 0x0f: /* def_cfa_expression */
+				ok = skip_block(&p, end);
+				break;
+			case 0x10: /* expression */
+			case 0x16: /* val_expression */
+				ok = reg_ok(&p, end) && skip_block(&p, end);
+				break;
+			default: /* set_loc (operand size unknown here), vendor opcodes */
+				return false;
+			}
+		}
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
 /* --- FDE enumeration ------------------------------------------------------- */
 
 static const struct cie_info *find_cie(const struct build *b, uint64_t off)
@@ -304,7 +422,11 @@ static int collect_fdes(struct build *b, Elf_Data *data, bool eh, uint64_t sec_a
 					b->cies = nc;
 					nc[b->nr_cies].off = off;
 					nc[b->nr_cies].ok =
-						cie_fde_encoding(&ent.cie, &nc[b->nr_cies].enc);
+						cie_fde_encoding(&ent.cie, &nc[b->nr_cies].enc) &&
+						cfi_insns_sane(ent.cie.initial_instructions,
+							       ent.cie.initial_instructions_end);
+					nc[b->nr_cies].aug_z = ent.cie.augmentation &&
+							       ent.cie.augmentation[0] == 'z';
 					b->nr_cies++;
 				}
 			} else if (pass == 1) {
@@ -318,6 +440,8 @@ static int collect_fdes(struct build *b, Elf_Data *data, bool eh, uint64_t sec_a
 				    read_encoded(ci->enc, &p, ent.fde.end, true, faddr, &begin) ||
 				    read_encoded(ci->enc & 0x0f, &p, ent.fde.end, false, 0,
 						 &range) ||
+				    (ci->aug_z && !skip_block(&p, ent.fde.end)) ||
+				    !cfi_insns_sane(p, ent.fde.end) ||
 				    range == 0 || range > UTABLE_MAX_SPAN ||
 				    begin + range < begin ||
 				    !in_exec_segment(b->t, begin, begin + range)) {

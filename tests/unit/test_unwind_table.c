@@ -7,6 +7,8 @@
  */
 #include "testutil.h"
 
+#include <sys/resource.h>
+
 #include <fcntl.h>
 #include <gelf.h>
 #include <sys/stat.h>
@@ -312,6 +314,23 @@ static void test_bias(void **state)
 
 /* Every byte of .eh_frame flipped in turn, and truncations: no crash, and any
  * table that comes out still keeps the walker's invariants. */
+/* A register number of 200 million would make libdw zero gigabytes: the FDE is
+ * skipped before libdw runs it, the good function keeps its rows. */
+static void test_huge_register_number_is_skipped(void **state)
+{
+	struct rusage before, after;
+	struct utable *t;
+
+	getrusage(RUSAGE_SELF, &before);
+	t = build_fixture("libcfi-hugereg.so");
+	getrusage(RUSAGE_SELF, &after);
+	assert_non_null(t);
+	assert_int_equal(t->st.fdes, 1);
+	assert_true(t->st.fdes_skipped >= 1);
+	assert_true(after.ru_maxrss - before.ru_maxrss < 64 * 1024); /* KiB */
+	utable__free(t);
+}
+
 static void test_corrupt_and_truncated(void **state)
 {
 	char *buf, *copy;
@@ -360,6 +379,7 @@ int main(void)
 		cmocka_unit_test(test_build_mem_equals_fd),
 		cmocka_unit_test(test_bias),
 		cmocka_unit_test(test_corrupt_and_truncated),
+		cmocka_unit_test(test_huge_register_number_is_skipped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -338,3 +338,19 @@ int array_grow(void **arr, size_t *cap, size_t need, size_t elem)
 	*cap = ncap;
 	return 0;
 }
+
+bool next_token(const char **p, const char *end, const char **tok, size_t *n)
+{
+	const char *s = *p;
+
+	while (s < end && is_blank(*s))
+		s++;
+	if (s == end)
+		return false;
+	*tok = s;
+	while (s < end && !is_blank(*s))
+		s++;
+	*n = (size_t)(s - *tok);
+	*p = s;
+	return true;
+}

@@ -39,6 +39,19 @@ int sbuf_printf(struct sbuf *sb, const char *fmt, ...) __attribute__((format(pri
 void sbuf_reset(struct sbuf *sb);
 void sbuf_free(struct sbuf *sb);
 
+/* A space or a tab. */
+static inline bool is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/*
+ * The next blank-separated token of [*p, end): sets *tok and *n, advances *p
+ * past it. False when only blanks are left. For the line parsers of kallsyms,
+ * mountinfo and perf maps.
+ */
+bool next_token(const char **p, const char *end, const char **tok, size_t *n);
+
 /* Strict decimal/hex parsers: whole string, no sign, no overflow. */
 int parse_u64(const char *s, int base, uint64_t *out);
 /* Parses the hex digits of s[0..n) (optional 0x prefix); -EINVAL/-ERANGE. */

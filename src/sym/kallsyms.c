@@ -48,11 +48,6 @@ struct ksyms {
 #define RANK_UNDERSCORE_SHIFT 1
 #define RANK_LOCAL	      (1u << 0)
 
-static bool is_blank(char c)
-{
-	return c == ' ' || c == '\t';
-}
-
 static bool has_prefix(const char *s, size_t n, const char *prefix)
 {
 	size_t pl = strlen(prefix);
@@ -134,23 +129,6 @@ static void ksyms__sort(struct ksyms *ks)
 		}
 		i = j;
 	}
-}
-
-/* Next blank-separated token of [*p, end): sets tok/n, advances *p. */
-static bool next_token(const char **p, const char *end, const char **tok, size_t *n)
-{
-	const char *s = *p;
-
-	while (s < end && is_blank(*s))
-		s++;
-	if (s == end)
-		return false;
-	*tok = s;
-	while (s < end && !is_blank(*s))
-		s++;
-	*n = (size_t)(s - *tok);
-	*p = s;
-	return true;
 }
 
 struct parse_state {

@@ -15,27 +15,6 @@
 
 #define MOUNTINFO_MAX_FILE (16u << 20)
 
-static bool is_blank(char c)
-{
-	return c == ' ' || c == '\t';
-}
-
-static bool field(const char **p, const char *end, const char **tok, size_t *n)
-{
-	const char *s = *p;
-
-	while (s < end && is_blank(*s))
-		s++;
-	if (s == end)
-		return false;
-	*tok = s;
-	while (s < end && !is_blank(*s))
-		s++;
-	*n = (size_t)(s - *tok);
-	*p = s;
-	return true;
-}
-
 /* Decodes the kernel's "\ooo" escapes; false on a bad escape or a NUL. */
 static bool unescape(const char *s, size_t n, char *out)
 {
@@ -81,7 +60,7 @@ static int parse_line(struct mountinfo *mi, const char *p, const char *end)
 	char num[24];
 	int i;
 
-	if (!field(&p, end, &tok, &n) || n >= sizeof(num))
+	if (!next_token(&p, end, &tok, &n) || n >= sizeof(num))
 		return -EINVAL;
 	memcpy(num, tok, n);
 	num[n] = '\0';
@@ -89,14 +68,14 @@ static int parse_line(struct mountinfo *mi, const char *p, const char *end)
 		return -EINVAL;
 	/* parent, maj:min, root */
 	for (i = 0; i < 3; i++)
-		if (!field(&p, end, &tok, &n))
+		if (!next_token(&p, end, &tok, &n))
 			return -EINVAL;
-	if (!field(&p, end, &point, &point_len) || point[0] != '/')
+	if (!next_token(&p, end, &point, &point_len) || point[0] != '/')
 		return -EINVAL;
 	/* options, optional fields, then "-" and the type */
-	while (field(&p, end, &tok, &n)) {
+	while (next_token(&p, end, &tok, &n)) {
 		if (n == 1 && tok[0] == '-') {
-			if (!field(&p, end, &type, &type_len))
+			if (!next_token(&p, end, &type, &type_len))
 				return -EINVAL;
 			break;
 		}

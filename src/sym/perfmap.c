@@ -55,27 +55,6 @@ void perfmap__free(struct perfmap *pm)
 	free(pm);
 }
 
-static bool is_blank(char c)
-{
-	return c == ' ' || c == '\t';
-}
-
-static bool next_field(const char **p, const char *end, const char **tok, size_t *n)
-{
-	const char *s = *p;
-
-	while (s < end && is_blank(*s))
-		s++;
-	if (s == end)
-		return false;
-	*tok = s;
-	while (s < end && !is_blank(*s))
-		s++;
-	*n = (size_t)(s - *tok);
-	*p = s;
-	return true;
-}
-
 static int pool_add(struct perfmap *pm, const char *s, size_t n, uint32_t *off)
 {
 	if (pm->pool_len + n + 1 > pm->pool_cap) {
@@ -113,7 +92,7 @@ static int parse_line(struct perfmap *pm, const char *p, const char *end)
 		end--;
 	if (memchr(p, '\0', (size_t)(end - p)))
 		return -EINVAL;
-	if (!next_field(&p, end, &stok, &slen) || !next_field(&p, end, &ztok, &zlen))
+	if (!next_token(&p, end, &stok, &slen) || !next_token(&p, end, &ztok, &zlen))
 		return -EINVAL;
 	if (parse_hex_n(stok, slen, &start) || parse_hex_n(ztok, zlen, &size))
 		return -EINVAL;

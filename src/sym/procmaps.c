@@ -38,11 +38,6 @@ struct pm_line {
 	size_t path_len;
 };
 
-static bool is_blank(char c)
-{
-	return c == ' ' || c == '\t';
-}
-
 static const char *skip_blanks(const char *p, const char *end)
 {
 	while (p < end && is_blank(*p))

@@ -225,9 +225,14 @@ static int on_sample(void *ctx, const struct collector_sample *s)
 	struct sym sym;
 	int64_t f;
 
-	/* Root first: outermost user frame ... user leaf, then kernel entry ... kernel leaf. */
+	/*
+	 * Root first: outermost user frame ... user leaf, then kernel entry ...
+	 * kernel leaf. The user leaf is the interrupted pc, not a return address,
+	 * also under a kernel stack: a page fault or an interrupt stops at the
+	 * instruction itself, which may be a function's first one.
+	 */
 	for (uint32_t i = s->nr_uips; i-- > 0;) {
-		symbolizer__user(rc->sym, &id, s->uips[i], i == 0 && !s->nr_kips, &sym);
+		symbolizer__user(rc->sym, &id, s->uips[i], i == 0, &sym);
 		rc->frames++;
 		f = frame_of(rc, &sym);
 		if (f < 0)

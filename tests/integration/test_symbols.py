@@ -368,6 +368,23 @@ def test_code_run_from_memfd(tmp_path):
     assert n > 40 and chain > 0.9 * n, p.stdout
 
 
+def test_user_pc_of_a_page_fault_is_not_a_return_address():
+    """faulter spends its time in page faults on touch_first's first instruction:
+    under the kernel's fault stack, the user leaf is that exact pc, so it is
+    named touch_first - not before_touch or faulter+0x... as pc - 1 would give."""
+    with Workload(wl("faulter"), 30) as w:
+        folded = parse_folded(run_bpfprof(["-p", w.pid, "-d", 2]).stdout)
+    faults = {s: c for s, c in folded.items() if "asm_exc_page_fault_[k]" in s}
+    assert total(faults) >= 0.2 * total(folded), folded
+    want = ["fault_loop", "touch_first", "asm_exc_page_fault_[k]"]
+
+    def through(s):
+        fr = frames_of(s)
+        return any(fr[i:i + 3] == want for i in range(len(fr) - 2))
+    named = count_with(faults, through)
+    assert named >= 0.95 * total(faults), faults
+
+
 # --- part 5: short-lived processes, exec, pid reuse ---------------------------------------
 
 def test_short_lived_processes_in_whole_machine_profile(tmp_path):

@@ -234,8 +234,9 @@ static __always_inline bool in_cgroups(void)
 }
 
 /*
- * The user stack: frame pointers (bpf_get_stack) with --unwind fp, and for
- * processes whose unwind tables are not loaded yet; else the table walker.
+ * The user stack: the walker, with the process's unwind tables when they are
+ * loaded (--unwind auto|dwarf), by frame pointers otherwise. 32-bit tasks
+ * and other architectures: the kernel's frame-pointer walk (bpf_get_stack).
  */
 static __always_inline bool read_user_stack(struct bpf_perf_event_data *ctx,
 					    struct task_struct *task, struct bp_stack *st,
@@ -247,15 +248,21 @@ static __always_inline bool read_user_stack(struct bpf_perf_event_data *ctx,
 		p = uw_proc(key->tgid, key->start_time, key->exec_id);
 		stat_inc(p ? STAT_UNWIND_WALKS : STAT_UNWIND_NOT_READY);
 	}
-	if (!p && unwind_mode != UNWIND_MODE_DWARF)
-		return read_stack(ctx, st, BPF_F_USER_STACK, 0x75, &key->ustack);
+#if defined(__TARGET_ARCH_x86)
 	key->ustack = STACK_ID_NONE;
 	st->nr = 0;
-	if (!uw_walk(ctx, task, p, st))
+	switch (uw_walk(ctx, task, p, st)) {
+	case UW_OK:
+		if (st->nr)
+			key->ustack = stack_hash(st, 0x75);
+		return true;
+	case UW_NO_REGS:
 		return false;
-	if (st->nr)
-		key->ustack = stack_hash(st, 0x75);
-	return true;
+	case UW_COMPAT:
+		break;
+	}
+#endif
+	return read_stack(ctx, st, BPF_F_USER_STACK, 0x75, &key->ustack);
 }
 
 SEC("perf_event")

@@ -304,7 +304,6 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	key.tid = per_thread ? tid : 0;
 	key.start_time = task->group_leader->start_boottime;
 	key.exec_id = task->group_leader->self_exec_id;
-	key.cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(&key.comm, sizeof(key.comm));
 
 	/* A sample taken in user mode has no kernel stack: skip the helper call. */
@@ -325,8 +324,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 
 	buf = active_buf & (PROFILE_NR_BUFS - 1);
 	cmap = bpf_map_lookup_elem(&counts, &buf);
-	smap = bpf_map_lookup_elem(&stacks, &buf);
-	if (!cmap || !smap) {
+	if (!cmap) {
 		stat_inc(STAT_LOST_NO_MAP);
 		return 0;
 	}
@@ -335,6 +333,11 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	cnt = bpf_map_lookup_elem(cmap, &key);
 	if (cnt) {
 		__sync_fetch_and_add(cnt, 1);
+		return 0;
+	}
+	smap = bpf_map_lookup_elem(&stacks, &buf);
+	if (!smap) {
+		stat_inc(STAT_LOST_NO_MAP);
 		return 0;
 	}
 

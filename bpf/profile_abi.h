@@ -36,7 +36,6 @@ struct bp_sample_key {
 	__u32 tid;	  /* 0 unless per-thread keys were requested */
 	__u64 start_time; /* group leader's start_boottime, ns */
 	__u64 exec_id;	  /* group leader's self_exec_id */
-	__u64 cgroup_id;  /* cgroup v2 id of the task */
 	__u64 kstack;	  /* stack id of the kernel stack */
 	__u64 ustack;	  /* stack id of the user stack */
 	__u32 flags;	  /* SAMPLE_F_* */

@@ -121,6 +121,9 @@ def bpftrace_samples(text):
     """Sums the counts of bpftrace's map print: entries end in "]: N"."""
     n = 0
     for line in text.splitlines():
+        if line.startswith("@: ") and line[3:].strip().isdigit():  # @ = count()
+            n += int(line[3:])
+            continue
         head, sep, num = line.rpartition("]: ")
         if sep and num.strip().isdigit():
             n += int(num)
@@ -168,6 +171,14 @@ def main():
                 measure("bpftrace", ["bpftrace", "-e",
                                      f"profile:hz:{F} {{ @[kstack, ustack, comm] = count(); }}"],
                         S, [str(F)]),  # bpftrace names the program after the probe: "99"
+                # What bpftrace's cost is made of: the program alone, then each
+                # stack walk alone. Half of the full line is below these floors.
+                measure("bpftrace @ = count() (reference)", ["bpftrace", "-e",
+                        f"profile:hz:{F} {{ @ = count(); }}"], S, [str(F)]),
+                measure("bpftrace @[kstack] = count() (reference)", ["bpftrace", "-e",
+                        f"profile:hz:{F} {{ @[kstack] = count(); }}"], S, [str(F)]),
+                measure("bpftrace @[ustack] = count() (reference)", ["bpftrace", "-e",
+                        f"profile:hz:{F} {{ @[ustack] = count(); }}"], S, [str(F)]),
                 measure("perf record -g + perf script",
                         ["perf", "record", "-e", "cpu-clock", "-F", str(F), "-a", "-g", "-q",
                          "-o", str(tmp / "perf.data")], S, [],
@@ -190,7 +201,11 @@ def main():
     print("| profiler | BPF ns/sample | profiler CPU (s) | peak RSS (MiB) | stop-to-output (s) | samples |")
     print("|---|---:|---:|---:|---:|---:|")
     for r in results:
-        n = counters.get(r["label"], perf_script_samples)(r["output"])
+        if r["label"].endswith("(reference)"):
+            count = bpftrace_samples
+        else:
+            count = counters.get(r["label"], perf_script_samples)
+        n = count(r["output"])
         ns = f"{r['bpf_ns_per_sample']:.0f}" if r["bpf_ns_per_sample"] else "-"
         print(f"| {r['label']} | {ns} | {r['cpu_s']:.2f} | {r['maxrss_kb'] / 1024:.1f} | "
               f"{r['stop_to_output_s']:.2f} | {n} |")

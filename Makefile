@@ -31,6 +31,7 @@ WARNINGS := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno
 CFLAGS	?= -O2 -g
 EXTRA_CFLAGS ?=
 EXTRA_LDFLAGS ?=
+BPF_EXTRA_CFLAGS ?= # e.g. -DBPFPROF_TIMING (tools/bench_breakdown.py)
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARNINGS) -Isrc -Ibpf -I$(OUT) $(CFLAGS) $(EXTRA_CFLAGS) \
 	      -DBPFPROF_VERSION='"$(VERSION) ($(GITREV))"' -MMD -MP
 LDLIBS_CORE := -ldw -lelf -lz -llzma -lzstd -liberty -lm -lmicrohttpd -lcurl -lcap -lpthread
@@ -69,7 +70,7 @@ $(OUT) $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out $(OUT)/obj/in $(OUT)/obj/unwind 
 $(BPF_OBJ): bpf/profile.bpf.c $(wildcard bpf/*.h) $(VMLINUX) | $(OUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(dir $(VMLINUX)) -Ibpf \
-		-Wall -Werror -c $< -o $@
+		-Wall -Werror $(BPF_EXTRA_CFLAGS) -c $< -o $@
 
 $(SKEL): $(BPF_OBJ)
 	$(call msg,GEN-SKEL,$@)

@@ -130,6 +130,45 @@ static __always_inline void stat_inc(__u32 idx)
 		*v += 1; /* per-CPU slot, and perf_event programs do not nest on a CPU */
 }
 
+/*
+ * Where a sample's time goes, for tools/bench_breakdown.py only: built with
+ * -DBPFPROF_TIMING, the program adds the time of each part into this array
+ * (index: enum bp_timing). Costs a few clock reads per sample; off by default.
+ */
+#ifdef BPFPROF_TIMING
+enum bp_timing {
+	TM_SAMPLES,	  /* samples timed (not idle, not filtered) */
+	TM_IDENTITY,	  /* task identity: ids, comm */
+	TM_KSTACK,	  /* kernel stack (0 when the sample was in user mode) */
+	TM_USTACK,	  /* user stack */
+	TM_HOT,		  /* aggregation, key already counted ... */
+	TM_HOT_N,	  /* ... how many */
+	TM_NEW,		  /* aggregation, new key: notice check, stacks stored, key inserted ... */
+	TM_NEW_N,	  /* ... how many */
+	TM_MAX,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TM_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} timing SEC(".maps");
+
+static __always_inline void tm_add(__u32 idx, __u64 v)
+{
+	__u64 *p = bpf_map_lookup_elem(&timing, &idx);
+
+	if (p)
+		__sync_fetch_and_add(p, v);
+}
+#define TM_NOW(t)	 __u64 t = bpf_ktime_get_ns()
+#define TM_ADD(idx, v) tm_add(idx, v)
+#else
+#define TM_NOW(t)	 do { } while (0)
+#define TM_ADD(idx, v) do { } while (0)
+#endif
+
 /* splitmix64-style mixing per frame; 0 is reserved for "no stack". */
 static __always_inline __u64 stack_hash(const struct bp_stack *st, __u64 seed)
 {
@@ -242,16 +281,23 @@ static __always_inline bool read_user_stack(struct bpf_perf_event_data *ctx,
 					    struct task_struct *task, struct bp_stack *st,
 					    struct bp_sample_key *key)
 {
-	struct bp_uproc *p = NULL;
+	/* Both before the process entry: see the caches in unwind.bpf.h. */
+	__u64 gen = uw_gen, pgen = uw_proc_gen;
+	struct uw_state *ws;
+	bool tables = false;
 
+	barrier();
+	ws = uw_state_get();
+	if (!ws)
+		return false;
 	if (unwind_mode != UNWIND_MODE_FP) {
-		p = uw_proc(key->tgid, key->start_time, key->exec_id);
-		stat_inc(p ? STAT_UNWIND_WALKS : STAT_UNWIND_NOT_READY);
+		tables = uw_proc(ws, key->tgid, key->start_time, key->exec_id, pgen);
+		stat_inc(tables ? STAT_UNWIND_WALKS : STAT_UNWIND_NOT_READY);
 	}
 #if defined(__TARGET_ARCH_x86)
 	key->ustack = STACK_ID_NONE;
 	st->nr = 0;
-	switch (uw_walk(ctx, task, p, st)) {
+	switch (uw_walk(ctx, task, ws, tables, gen, st)) {
 	case UW_OK:
 		if (st->nr)
 			key->ustack = stack_hash(st, 0x75);
@@ -277,6 +323,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	void *cmap, *smap;
 	__u64 *cnt, one = 1;
 	long err;
+	TM_NOW(t_start);
 
 	if (tid == 0 && !include_idle) {
 		stat_inc(STAT_IDLE);
@@ -306,6 +353,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	key.exec_id = task->group_leader->self_exec_id;
 	bpf_get_current_comm(&key.comm, sizeof(key.comm));
 
+	TM_NOW(t_ids);
 	/* A sample taken in user mode has no kernel stack: skip the helper call. */
 	if (!drop_kernel && !in_user_mode(ctx)) {
 		if (!read_stack(ctx, &scr->kernel, 0, 0x6b, &key.kstack)) {
@@ -313,6 +361,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 			stat_inc(STAT_KSTACK_ERR);
 		}
 	}
+	TM_NOW(t_kstack);
 	if (task->flags & PF_KTHREAD) {
 		key.flags |= SAMPLE_F_KTHREAD;
 	} else if (!drop_user) {
@@ -322,6 +371,11 @@ int do_sample(struct bpf_perf_event_data *ctx)
 		}
 	}
 
+	TM_NOW(t_ustack);
+	TM_ADD(TM_SAMPLES, 1);
+	TM_ADD(TM_IDENTITY, t_ids - t_start);
+	TM_ADD(TM_KSTACK, t_kstack - t_ids);
+	TM_ADD(TM_USTACK, t_ustack - t_kstack);
 	buf = active_buf & (PROFILE_NR_BUFS - 1);
 	cmap = bpf_map_lookup_elem(&counts, &buf);
 	if (!cmap) {
@@ -333,6 +387,8 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	cnt = bpf_map_lookup_elem(cmap, &key);
 	if (cnt) {
 		__sync_fetch_and_add(cnt, 1);
+		TM_ADD(TM_HOT, bpf_ktime_get_ns() - t_ustack);
+		TM_ADD(TM_HOT_N, 1);
 		return 0;
 	}
 	smap = bpf_map_lookup_elem(&stacks, &buf);
@@ -363,5 +419,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (err)
 		stat_inc(STAT_LOST_COUNTS_FULL);
+	TM_ADD(TM_NEW, bpf_ktime_get_ns() - t_ustack);
+	TM_ADD(TM_NEW_N, 1);
 	return 0;
 }

@@ -76,6 +76,8 @@ enum bp_stat {
 	STAT_UNWIND_DWARF_FRAMES,    /* frames unwound with a table row */
 	STAT_UNWIND_FP_FRAMES,	     /* frames unwound with frame pointers inside table walks */
 	STAT_UNWIND_REFRESH,	     /* requests to re-read a process's mappings */
+	STAT_UNWIND_CACHE_HITS,	     /* frames whose mapping and row came from the row cache */
+	STAT_UNWIND_CACHE_MISSES,    /* ... that were searched */
 	STAT_MAX,
 };
 

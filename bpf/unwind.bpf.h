@@ -13,6 +13,14 @@
  * a frame-pointer step instead, so the two mix freely in one stack
  * (--unwind auto); with --unwind dwarf such a frame ends the stack.
  *
+ * Row cache: the searches cost a dozen or more dependent reads of cold
+ * memory per frame, while a profiled program's return addresses repeat from
+ * sample to sample. A per-CPU direct-mapped cache remembers, per (mapping
+ * list, pc), the mapping and the row found. Mapping lists and tables never
+ * change in place; their slots are only rewritten after being freed, and
+ * userspace bumps uw_gen (read before the process entry is looked up)
+ * whenever slots are freed, so an entry of an older generation is never used.
+ *
  * Verifier strategy: one frame is one bpf_loop() callback, verified once,
  * whatever the depth; the two searches inside are bounded loops of 13 and
  * 14 iterations. Tables live in 1 MiB ARRAY chunks behind an ARRAY_OF_MAPS,
@@ -25,6 +33,11 @@
 #include "unwind_abi.h"
 
 const volatile __u32 unwind_mode = UNWIND_MODE_FP;
+
+/* Slot pool generation: set by userspace whenever slots are freed. */
+volatile __u64 uw_gen = 0;
+/* Bumped by userspace after every change to unwind_procs. */
+volatile __u64 uw_proc_gen = 0;
 
 /* Mmapable: userspace writes tables straight into the chunk's memory. */
 struct unwind_chunk {
@@ -58,6 +71,18 @@ struct {
 #define UW_ROW_PROBES 13	   /* ceil(log2(UNWIND_PAGE_MAX_ROWS)) */
 #define UW_F_EXACT    1		   /* pc is not a return address (leaf, after a signal frame) */
 #define UW_F_TRUSTED  2		   /* pc came from a table step or the registers */
+#define UW_CACHE_SIZE 256	   /* row cache entries per CPU (16 KiB) */
+#define UW_NO_ROW     0xff	   /* cached: the mapping has no row for the pc */
+
+struct uw_cent {
+	__u64 pc;	 /* the lookup address; 0: empty */
+	__u64 gen;	 /* uw_gen when filled */
+	__u64 m_start, m_end, m_bias;
+	__u32 m_pages, m_nr_pages;
+	__u32 maps;	 /* the process's mapping list */
+	__u32 pad;
+	struct bp_urow row; /* row.op == UW_NO_ROW: frame pointers */
+};
 
 struct uw_state {
 	__u64 pc, sp, bp;
@@ -69,6 +94,14 @@ struct uw_state {
 	__u32 stop; /* enum bp_stat of the stop, 0 while walking */
 	__u32 nr;
 	__u32 dwarf_frames, fp_frames; /* counted into stats once per walk */
+	__u32 cache_hits, cache_misses;
+	__u64 gen;
+	/* The last process entry looked up on this CPU (uw_proc_gen checks it). */
+	struct {
+		__u64 gen, start_time, exec_id;
+		__u32 tgid, found, maps, nr_maps;
+	} proc;
+	struct uw_cent cache[UW_CACHE_SIZE];
 };
 
 struct {
@@ -234,14 +267,21 @@ static __always_inline long uw_fp_step(struct uw_state *st)
 	return 0;
 }
 
+static __always_inline __u32 uw_cache_idx(__u64 lookup, __u32 maps)
+{
+	return (__u32)(((lookup ^ maps) * 0x9e3779b97f4a7c15ULL) >> 56) & (UW_CACHE_SIZE - 1);
+}
+
 static long uw_step(__u64 index, void *data)
 {
 	struct uw_ctx *c = data;
 	struct uw_state *st = c->st;
 	struct bp_stack *out = c->out;
+	struct uw_cent *ce;
 	struct bp_urow row;
 	__u64 lookup, cfa, ra, nbp, fr[7];
 	__u32 nr = st->nr;
+	bool found;
 	__u8 kind;
 
 	if (!st->pc)
@@ -254,18 +294,47 @@ static long uw_step(__u64 index, void *data)
 	/* A return address is looked up at address - 1: the call may be the
 	 * last instruction of its function. */
 	lookup = st->pc - ((st->flags & UW_F_EXACT) ? 0 : 1);
-	if (lookup < st->m_start || lookup >= st->m_end) {
-		if (!uw_find_mapping(st, lookup)) {
-			st->m_start = st->m_end = 0;
-			if ((st->flags & UW_F_TRUSTED) && st->nr_maps)
-				uw_request_refresh(st->tgid);
-			if (unwind_mode == UNWIND_MODE_DWARF)
-				return uw_stop(st, STAT_UNWIND_ERR_NO_MAP);
+	if (!st->nr_maps) /* no tables for this process: frame pointers */
+		return uw_fp_step(st);
+	ce = &st->cache[uw_cache_idx(lookup, st->maps)];
+	if (ce->pc == lookup && ce->gen == st->gen && ce->maps == st->maps) {
+		st->cache_hits++;
+		st->m_start = ce->m_start;
+		st->m_end = ce->m_end;
+		st->m_bias = ce->m_bias;
+		st->m_pages = ce->m_pages;
+		st->m_nr_pages = ce->m_nr_pages;
+		if (ce->row.op == UW_NO_ROW)
+			return uw_fp_step(st);
+		row = ce->row;
+	} else {
+		st->cache_misses++;
+		if (lookup < st->m_start || lookup >= st->m_end) {
+			if (!uw_find_mapping(st, lookup)) {
+				st->m_start = st->m_end = 0;
+				if (st->flags & UW_F_TRUSTED)
+					uw_request_refresh(st->tgid);
+				if (unwind_mode == UNWIND_MODE_DWARF)
+					return uw_stop(st, STAT_UNWIND_ERR_NO_MAP);
+				return uw_fp_step(st);
+			}
+		}
+		found = st->m_pages != UNWIND_NO_TABLE &&
+			uw_find_row(st, lookup - st->m_bias, &row);
+		ce->pc = lookup;
+		ce->gen = st->gen;
+		ce->maps = st->maps;
+		ce->m_start = st->m_start;
+		ce->m_end = st->m_end;
+		ce->m_bias = st->m_bias;
+		ce->m_pages = st->m_pages;
+		ce->m_nr_pages = st->m_nr_pages;
+		if (!found) {
+			ce->row.op = UW_NO_ROW;
 			return uw_fp_step(st);
 		}
+		ce->row = row;
 	}
-	if (st->m_pages == UNWIND_NO_TABLE || !uw_find_row(st, lookup - st->m_bias, &row))
-		return uw_fp_step(st);
 
 	kind = UROW_CFA_OF(row.op);
 	switch (kind) {
@@ -338,23 +407,43 @@ done:
 	return 0;
 }
 
-/*
- * The process's unwind entry, if userspace has loaded one for exactly this
- * program image (same start time and exec count). An entry installed ahead
- * of the first sample (-p targets, read just before sampling started) has
- * no ids yet; the first sample's notice makes userspace fill them in.
- */
-static __always_inline struct bp_uproc *uw_proc(__u32 tgid, __u64 start_time, __u64 exec_id)
+static __always_inline struct uw_state *uw_state_get(void)
 {
-	struct bp_uproc *p = bpf_map_lookup_elem(&unwind_procs, &tgid);
+	__u32 zero = 0;
 
-	if (!p)
-		return NULL;
-	if (p->flags & UPROC_F_ANY_IMAGE)
-		return p;
-	if (p->start_time != start_time || p->exec_id != exec_id)
-		return NULL;
-	return p;
+	return bpf_map_lookup_elem(&unwind_state, &zero);
+}
+
+/*
+ * The mapping list of the process's unwind entry, if userspace has loaded
+ * one for exactly this program image (same start time and exec count). An
+ * entry installed ahead of the first sample (-p targets, read just before
+ * sampling started) has no ids yet; the first sample's notice makes
+ * userspace fill them in. The answer is kept per CPU until unwind_procs
+ * changes (pgen: uw_proc_gen, read before this lookup): the hash lookup
+ * costs a few hundred ns of cache misses, and a CPU mostly samples the same
+ * process again.
+ */
+static __always_inline bool uw_proc(struct uw_state *st, __u32 tgid, __u64 start_time,
+				    __u64 exec_id, __u64 pgen)
+{
+	struct bp_uproc *p;
+	bool found;
+
+	if (st->proc.gen == pgen && st->proc.tgid == tgid && st->proc.start_time == start_time &&
+	    st->proc.exec_id == exec_id)
+		return st->proc.found;
+	p = bpf_map_lookup_elem(&unwind_procs, &tgid);
+	found = p && ((p->flags & UPROC_F_ANY_IMAGE) ||
+		      (p->start_time == start_time && p->exec_id == exec_id));
+	st->proc.gen = pgen;
+	st->proc.tgid = tgid;
+	st->proc.start_time = start_time;
+	st->proc.exec_id = exec_id;
+	st->proc.found = found;
+	st->proc.maps = found ? p->maps : 0;
+	st->proc.nr_maps = found ? p->nr_maps : 0;
+	return found;
 }
 
 #define USER32_CS 0x23 /* __USER32_CS: a 32-bit (compat) task */
@@ -366,24 +455,18 @@ enum uw_result {
 };
 
 /*
- * Walks the user stack of the current task into out. p may be NULL: no
- * tables (--unwind fp, or not loaded yet), so a frame-pointer walk - done
- * here rather than by bpf_get_stack(BPF_F_USER_STACK), which costs about a
- * microsecond more per sample on the same frames (tools/bench_overhead.py);
- * --unwind dwarf then keeps just the leaf.
+ * Walks the user stack of the current task into out, with the mapping list
+ * uw_proc() found (tables) or none: a frame-pointer walk - done here rather
+ * than by bpf_get_stack(BPF_F_USER_STACK), which costs about a microsecond
+ * more per sample on the same frames (tools/bench_breakdown.py); --unwind
+ * dwarf then keeps just the leaf. gen: uw_gen, read before uw_proc().
  */
 static __always_inline enum uw_result uw_walk(struct bpf_perf_event_data *ctx,
-					      struct task_struct *task, const struct bp_uproc *p,
-					      struct bp_stack *out)
+					      struct task_struct *task, struct uw_state *st,
+					      bool tables, __u64 gen, struct bp_stack *out)
 {
 	struct uw_ctx c = {.out = out};
-	struct uw_state *st;
-	__u32 zero = 0;
 	__u64 cs, ip, sp, bp;
-
-	st = bpf_map_lookup_elem(&unwind_state, &zero);
-	if (!st)
-		return UW_NO_REGS;
 	/*
 	 * pt_regs.cs is 16 bits wide, but the context can only be read in
 	 * 8-byte words: read the word holding it. The barriers keep the
@@ -415,20 +498,24 @@ static __always_inline enum uw_result uw_walk(struct bpf_perf_event_data *ctx,
 	st->sp = sp;
 	st->bp = bp;
 	st->m_start = st->m_end = 0;
-	st->maps = p ? p->maps : 0;
-	st->nr_maps = p ? p->nr_maps : 0;
+	st->maps = tables ? st->proc.maps : 0;
+	st->nr_maps = tables ? st->proc.nr_maps : 0;
 	st->tgid = task->tgid;
 	st->flags = UW_F_EXACT | UW_F_TRUSTED;
 	st->stop = 0;
 	st->nr = 0;
 	st->dwarf_frames = st->fp_frames = 0;
+	st->cache_hits = st->cache_misses = 0;
+	st->gen = gen;
 	c.st = st;
 	bpf_loop(PROFILE_MAX_DEPTH + 1, uw_step, &c, 0);
 	out->nr = st->nr;
-	if (p) { /* the unwinding statistics are about table walks */
+	if (tables) { /* the unwinding statistics are about table walks */
 		stat_inc(st->stop ? st->stop : STAT_UNWIND_TRUNCATED);
 		stat_add(STAT_UNWIND_DWARF_FRAMES, st->dwarf_frames);
 		stat_add(STAT_UNWIND_FP_FRAMES, st->fp_frames);
+		stat_add(STAT_UNWIND_CACHE_HITS, st->cache_hits);
+		stat_add(STAT_UNWIND_CACHE_MISSES, st->cache_misses);
 	}
 	return UW_OK;
 }

@@ -747,6 +747,8 @@ static int uw_proc_set(void *ctx, uint32_t tgid, const struct bp_uproc *p)
 
 	if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.unwind_procs), &tgid, p, BPF_ANY))
 		return -errno;
+	/* After the update: the walker's per-CPU copy of the old entry is stale. */
+	__atomic_add_fetch(&c->skel->bss->uw_proc_gen, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -762,7 +764,16 @@ static int uw_proc_del(void *ctx, uint32_t tgid)
 	bpf_map_delete_elem(bpf_map__fd(c->skel->maps.seen), &tgid);
 	if (bpf_map_delete_elem(bpf_map__fd(c->skel->maps.unwind_procs), &tgid) && errno != ENOENT)
 		return -errno;
+	__atomic_add_fetch(&c->skel->bss->uw_proc_gen, 1, __ATOMIC_SEQ_CST);
 	return 0;
+}
+
+/* The walker's row cache keeps only entries of the current generation. */
+static void uw_pool_changed(void *ctx, uint64_t generation)
+{
+	struct collector *c = ctx;
+
+	__atomic_store_n(&c->skel->bss->uw_gen, generation, __ATOMIC_SEQ_CST);
 }
 
 void collector__unwind_kops(struct collector *c, struct unwind_kops *k)
@@ -773,5 +784,6 @@ void collector__unwind_kops(struct collector *c, struct unwind_kops *k)
 	k->chunk_drop = uw_chunk_drop;
 	k->slots_write = uw_slots_write;
 	k->proc_set = uw_proc_set;
+	k->pool_changed = uw_pool_changed;
 	k->proc_del = uw_proc_del;
 }

@@ -443,9 +443,10 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 		st->v[STAT_UNWIND_ERR_NO_TABLE], st->v[STAT_UNWIND_ERR_UNSUPPORTED],
 		st->v[STAT_UNWIND_ERR_CFA]);
 	p_debug("unwind: %" PRIu64 " frames from tables, %" PRIu64 " by frame pointers, %" PRIu64
-		" refresh requests",
+		" refresh requests; row cache: %" PRIu64 " hits, %" PRIu64 " misses",
 		st->v[STAT_UNWIND_DWARF_FRAMES], st->v[STAT_UNWIND_FP_FRAMES],
-		st->v[STAT_UNWIND_REFRESH]);
+		st->v[STAT_UNWIND_REFRESH], st->v[STAT_UNWIND_CACHE_HITS],
+		st->v[STAT_UNWIND_CACHE_MISSES]);
 	p_debug("unwind: %" PRIu64 " tables (%" PRIu64 " rows) in %.1f MiB of kernel memory (%.1f MiB used), built in %.1f ms; %" PRIu64
 		" files without a table, %" PRIu64 " processes",
 		us.tables, us.rows, us.kernel_bytes / 1048576.0, us.used_bytes / 1048576.0,

@@ -34,6 +34,7 @@ struct upool {
 	struct parked *park[2];
 	size_t nr_park[2], cap_park[2];
 	uint64_t peak_chunks, failed;
+	uint64_t generation; /* bumped whenever slots become free for reuse */
 };
 
 struct upool *upool__new(uint32_t chunk_slots, uint32_t max_chunks, upool_chunk_fn grow,
@@ -192,6 +193,7 @@ static void give_back(struct upool *p, uint32_t slot, uint32_t n)
 		return; /* out of memory: the run leaks (stays used), nothing breaks */
 	}
 	c->used -= n;
+	p->generation++;
 	if (!c->used && c->nr_free == 1 && c->free[0].len == p->chunk_slots) {
 		/* Entirely free: give the memory back. */
 		if (!p->shrink || !p->shrink(p->ctx, ci)) {
@@ -239,6 +241,11 @@ void upool__reclaim(struct upool *p)
 	p->park[1] = tmp;
 	p->cap_park[1] = cap;
 	p->nr_park[1] = 0;
+}
+
+uint64_t upool__generation(const struct upool *p)
+{
+	return p ? p->generation : 0;
 }
 
 uint32_t upool__largest_free(const struct upool *p)

@@ -49,6 +49,11 @@ int upool__alloc(struct upool *p, uint32_t n, uint32_t *slot);
 void upool__release(struct upool *p, uint32_t slot, uint32_t n);
 /* Frees the runs parked before the previous reclaim; drops empty chunks. */
 void upool__reclaim(struct upool *p);
+/*
+ * Changes whenever slots become free for reuse (never while no slot is
+ * freed): what was read from slots before a change may be stale after it.
+ */
+uint64_t upool__generation(const struct upool *p);
 /* Largest run an allocation could get now without creating a chunk. */
 uint32_t upool__largest_free(const struct upool *p);
 

@@ -88,10 +88,33 @@ struct unwinder {
 	struct ufile *vdso;
 	size_t nr_in_kernel;
 	uint64_t last_sweep;
+	uint64_t pool_gen; /* the pool generation the walker was last told */
 	struct unwinder_stats st;
 };
 
 /* --- kernel callbacks through the pool ----------------------------------- */
+
+/*
+ * If any slot became reusable since the walker was last told, tell it now:
+ * its cached rows may name slots about to be rewritten. Called after every
+ * reclaim and before any freshly allocated run is written.
+ */
+static void sync_pool_gen(struct unwinder *u)
+{
+	uint64_t gen = upool__generation(u->pool);
+
+	if (gen != u->pool_gen) {
+		u->pool_gen = gen;
+		if (u->k.pool_changed)
+			u->k.pool_changed(u->k.ctx, gen);
+	}
+}
+
+static void reclaim(struct unwinder *u)
+{
+	upool__reclaim(u->pool);
+	sync_pool_gen(u);
+}
 
 static int pool_grow(void *ctx, uint32_t chunk)
 {
@@ -190,11 +213,13 @@ static int alloc_run(struct unwinder *u, uint32_t n, const struct ufile *keep, s
 			break;
 		if (!evict_one_table(u, keep))
 			return -ENOSPC;
-		upool__reclaim(u->pool);
-		upool__reclaim(u->pool);
+		reclaim(u);
+		reclaim(u);
 	}
-	if (!err)
+	if (!err) {
 		r->n = n;
+		sync_pool_gen(u);
+	}
 	return err;
 }
 
@@ -838,7 +863,7 @@ void unwinder__tick(struct unwinder *u)
 	struct htab_entry *e;
 	size_t pos = 0;
 
-	upool__reclaim(u->pool);
+	reclaim(u);
 	if (now - u->last_sweep < TICK_SWEEP_NS)
 		return;
 	u->last_sweep = now;

@@ -44,6 +44,8 @@ struct unwind_kops {
 	int (*slots_write)(void *ctx, uint32_t slot, const void *vals, uint32_t n);
 	int (*proc_set)(void *ctx, uint32_t tgid, const struct bp_uproc *p);
 	int (*proc_del)(void *ctx, uint32_t tgid);
+	/* Tells the walker that slots were freed: its cached rows are stale. */
+	void (*pool_changed)(void *ctx, uint64_t generation);
 };
 
 struct unwinder_opts {

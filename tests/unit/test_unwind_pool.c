@@ -70,13 +70,21 @@ static void test_release_is_deferred(void **state)
 
 	assert_int_equal(upool__alloc(p, SLOTS / 2, &a), 0);
 	assert_int_equal(upool__alloc(p, SLOTS / 2, &b), 0);
+	uint64_t gen = upool__generation(p);
+
 	upool__release(p, a, SLOTS / 2);
 	/* A walk may still read the run: not reusable yet, nor after one reclaim. */
 	assert_int_equal(upool__alloc(p, 1, &x), -ENOSPC);
 	upool__reclaim(p);
 	assert_int_equal(upool__alloc(p, 1, &x), -ENOSPC);
+	/* Nothing freed yet: the walker's cached rows are still good. */
+	assert_true(upool__generation(p) == gen);
 	upool__reclaim(p);
+	/* Freed: the generation moves before the slots can be handed out again. */
+	assert_true(upool__generation(p) != gen);
+	gen = upool__generation(p);
 	assert_int_equal(upool__alloc(p, SLOTS / 2, &x), 0);
+	assert_true(upool__generation(p) == gen);
 	assert_int_equal(x, a);
 	upool__free(p);
 }

@@ -29,10 +29,22 @@ struct kproc {
 
 struct fake_kernel {
 	uint64_t *slots;
+	/* The walker's row cache contract: a slot written before is rewritten
+	 * only after pool_changed() announced a newer generation. */
+	uint64_t *slot_gen; /* gen_told when the slot was last written, 0: never */
+	uint64_t gen_told;  /* last pool_changed() value, starts at 1 */
+	int rewrites;	    /* slots written a second time */
 	bool chunk[MAX_CHUNKS];
 	struct kproc procs[16];
 	int sets, dels, chunk_adds;
 };
+
+static void k_pool_changed(void *ctx, uint64_t generation)
+{
+	struct fake_kernel *k = ctx;
+
+	k->gen_told = generation + 1;
+}
 
 static int k_chunk_add(void *ctx, uint32_t c)
 {
@@ -60,6 +72,14 @@ static int k_write(void *ctx, uint32_t slot, const void *vals, uint32_t n)
 	assert_true(k->chunk[slot >> UNWIND_CHUNK_SHIFT]);
 	assert_true((slot & (UNWIND_CHUNK_SLOTS - 1)) + n <= UNWIND_CHUNK_SLOTS);
 	memcpy(&k->slots[slot], vals, (size_t)n * 8);
+	for (uint32_t i = slot; i < slot + n; i++) {
+		if (k->slot_gen[i]) {
+			if (k->slot_gen[i] >= k->gen_told)
+				fail_msg("slot %u rewritten without a new pool generation", i);
+			k->rewrites++;
+		}
+		k->slot_gen[i] = k->gen_told;
+	}
 	return 0;
 }
 
@@ -232,12 +252,16 @@ static int setup(void **state)
 	assert_non_null(mkdtemp(e->root));
 	e->k.slots = calloc((size_t)MAX_CHUNKS * UNWIND_CHUNK_SLOTS, 8);
 	assert_non_null(e->k.slots);
+	e->k.slot_gen = calloc((size_t)MAX_CHUNKS * UNWIND_CHUNK_SLOTS, 8);
+	assert_non_null(e->k.slot_gen);
+	e->k.gen_told = 1;
 	e->kops = (struct unwind_kops){.ctx = &e->k,
 				       .chunk_add = k_chunk_add,
 				       .chunk_drop = k_chunk_drop,
 				       .slots_write = k_write,
 				       .proc_set = k_proc_set,
-				       .proc_del = k_proc_del};
+				       .proc_del = k_proc_del,
+				       .pool_changed = k_pool_changed};
 	*state = e;
 	return 0;
 }
@@ -250,6 +274,7 @@ static int teardown(void **state)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", e->root);
 	assert_int_equal(system(cmd), 0);
 	free(e->k.slots);
+	free(e->k.slot_gen);
 	free(e);
 	return 0;
 }
@@ -457,6 +482,11 @@ static void test_pid_reuse_exec_and_exit(void **state)
 	unwinder__tick(u);
 	unwinder__stats(u, &st);
 	assert_true(st.tables >= 2); /* tables stay cached for the next process */
+	/* A new process's list reuses freed slots, announced first (k_write checks). */
+	e->k.rewrites = 0;
+	fake_proc(e, 101, 5100, maps);
+	assert_int_equal(unwinder__note_process(u, 101, 5100 * TICK_NS, 1), 0);
+	assert_true(e->k.rewrites > 0);
 	unwinder__free(u);
 }
 

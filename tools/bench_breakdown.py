@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""bench_breakdown.py - where one sample's time goes inside bpfprof's BPF program.
+
+Builds a second bpfprof under build/timing/ with -DBPFPROF_TIMING (the program
+then adds the time of each of its parts into a "timing" array map; the normal
+build has none of it), runs it with -F 99 -a on the same workload as
+tools/bench_overhead.py (a CPU-bound and a syscall-heavy process on every
+CPU), and prints the average per sample of:
+
+  identity   pid, process start time and exec count, comm
+  kstack     the kernel stack (bpf_get_stack; skipped for samples in user mode)
+  ustack     the user stack (unwind tables or frame pointers, in the program)
+  hot        aggregation when the key is already counted in this drain
+  new        aggregation for a new key (notice check, stacks stored, key inserted)
+
+The clock reads themselves add ~30 ns each, so the parts add up to a little
+more than bench_overhead.py's "BPF ns/sample" for the same run.
+
+Usage: sudo tools/bench_breakdown.py [--seconds 10] [--rounds 3]
+"""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "build" / "timing"
+WL = ROOT / "build" / "workloads"
+PARTS = ["samples", "identity", "kstack", "ustack", "hot", "hot_n", "new", "new_n"]
+
+
+def timing_maps():
+    out = subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True, text=True)
+    return {m["id"] for m in json.loads(out.stdout or "[]") if m.get("name") == "timing"}
+
+
+def read_map(map_id):
+    out = subprocess.run(["bpftool", "-j", "map", "dump", "id", str(map_id)],
+                         capture_output=True, text=True, check=True)
+    vals = {}
+    for e in json.loads(out.stdout):
+        k, v = e["key"], e["value"]
+        if isinstance(k, list):  # no BTF: hex byte strings
+            k = int.from_bytes(bytes(int(x, 16) for x in k), "little")
+            v = int.from_bytes(bytes(int(x, 16) for x in v), "little")
+        vals[k] = v
+    return [vals.get(i, 0) for i in range(len(PARTS))]
+
+
+def one_run(mode, seconds):
+    before = timing_maps()
+    p = subprocess.Popen([str(OUT / "bpfprof"), "-F", "99", "-a", "-q", "--unwind", mode,
+                          "-o", "/dev/null"])
+    t0 = time.monotonic()
+    new = set()
+    while not new and time.monotonic() - t0 < 15:
+        time.sleep(0.1)
+        new = timing_maps() - before
+    if not new:
+        p.kill()
+        raise SystemExit("bench_breakdown: the timing build did not start")
+    mid = max(new)
+    time.sleep(1.0)  # past start-up: first tables, first notices
+    a = read_map(mid)
+    time.sleep(seconds)
+    b = read_map(mid)
+    p.send_signal(signal.SIGINT)
+    p.wait()
+    return [y - x for x, y in zip(a, b)]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("bench_breakdown: run as root")
+    subprocess.run(["make", "-s", "-C", str(ROOT), f"OUT={OUT}",
+                    "BPF_EXTRA_CFLAGS=-DBPFPROF_TIMING", f"{OUT}/bpfprof"], check=True)
+    subprocess.run(["make", "-s", "-C", str(ROOT), "build/workloads/busy",
+                    "build/workloads/syscalls"], check=True)
+    ncpu = os.cpu_count()
+    wls = [subprocess.Popen([str(WL / "busy"), "100000", str(max(1, ncpu - 1))],
+                            stdout=subprocess.DEVNULL),
+           subprocess.Popen([str(WL / "syscalls"), "100000"])]
+    sums = {"auto": [0] * len(PARTS), "fp": [0] * len(PARTS)}
+    try:
+        time.sleep(0.5)
+        for _ in range(args.rounds):
+            for mode in sums:
+                d = one_run(mode, args.seconds)
+                sums[mode] = [x + y for x, y in zip(sums[mode], d)]
+    finally:
+        for w in wls:
+            w.kill()
+            w.wait()
+
+    print(f"\n-F 99 -a, {args.seconds:g} s x {args.rounds} rounds per mode, busy + syscalls "
+          f"on {ncpu} CPUs, kernel {os.uname().release}; ns per sample\n")
+    print("| --unwind | samples | identity | kstack | ustack | hot key (share) "
+          "| new key (share) | sum |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for mode, v in sums.items():
+        s = dict(zip(PARTS, v))
+        n = max(s["samples"], 1)
+        hot = s["hot"] / max(s["hot_n"], 1)
+        new = s["new"] / max(s["new_n"], 1)
+        total = (s["identity"] + s["kstack"] + s["ustack"] + s["hot"] + s["new"]) / n
+        print(f"| {mode} | {s['samples']} | {s['identity'] / n:.0f} | {s['kstack'] / n:.0f} "
+              f"| {s['ustack'] / n:.0f} | {hot:.0f} ({100 * s['hot_n'] / n:.0f}%) "
+              f"| {new:.0f} ({100 * s['new_n'] / n:.0f}%) | {total:.0f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -72,7 +72,16 @@ def one(spec):
     last = {k: v for k, v in prog_stats(progs).items() if k not in before} if progs else {}
     t_stop = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate()
+    # bpftrace 0.17 now and then sleeps through its SIGINT (seen once in
+    # ~30 runs, woken by a ptrace attach): ask again rather than hang.
+    for attempt in range(4):
+        try:
+            stdout, stderr = proc.communicate(timeout=30)
+            break
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT if attempt < 2 else signal.SIGKILL)
+    else:
+        stdout, stderr = proc.communicate()
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     t_out = time.monotonic()
     cpu = ru.ru_utime + ru.ru_stime

@@ -123,6 +123,10 @@ $(OUT)/fixtures/libfix.so: tests/unit/fixtures/lib.c | $(OUT)/fixtures
 	$(Q)$(CC) -O0 -g -fPIC -shared $< -o $@
 $(OUT)/fixtures/stripped: $(OUT)/fixtures/pie
 	$(Q)strip -s $< -o $@
+# IBT build: PLT stubs in .plt.sec, lazy-binding halves in .plt.
+FIXTURES += $(OUT)/fixtures/pie-ibt
+$(OUT)/fixtures/pie-ibt: tests/unit/fixtures/prog.c | $(OUT)/fixtures
+	$(Q)$(CC) -O0 -g -fPIE -pie -fcf-protection=full -Wl,-z,ibtplt $< -o $@
 
 # Unwind table fixtures: every CFI rule kind (hand-written), with and without
 # .eh_frame_hdr; CFI only in .debug_frame; no CFI at all.

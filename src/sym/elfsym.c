@@ -488,6 +488,137 @@ bad_table:
 	return 0;
 }
 
+/* Longest symbol name given a "@plt" twin; longer ones get no PLT symbol. */
+#define ELFSYM_PLT_NAME_MAX 4096
+#define ELFSYM_PLT_ENTRY    16 /* x86-64 .plt and .plt.sec entries */
+
+/* Whether section i is a stub section of whole 16-byte entries. */
+static bool plt_section(struct builder *b, size_t i, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = i ? elf_getscn(b->elf, i) : NULL;
+
+	return scn && gelf_getshdr(scn, sh) && (sh->sh_flags & SHF_EXECINSTR) &&
+	       (sh->sh_entsize == ELFSYM_PLT_ENTRY || !sh->sh_entsize) &&
+	       sh->sh_size / ELFSYM_PLT_ENTRY && sh->sh_addr <= UINT64_MAX - sh->sh_size;
+}
+
+/*
+ * PLT stubs get "name@plt" symbols, as perf and objdump show them (else a
+ * sample in a stub is unnamed, "module+0x..."). On x86-64 the i-th relocation
+ * of .rela.plt belongs to entry i of .plt.sec (IBT builds) and to entry i + 1
+ * of .plt (entry 0 is the lazy resolver's). The layout, not libelf, says
+ * which stub is whose - libelf has no notion of it - so this is hand-written;
+ * perf's dso__synthesize_plt_symbols() works the same way. .plt.got stubs
+ * (functions whose address is also taken) are not named.
+ */
+static int builder__read_plt(struct builder *b, size_t rela_i, size_t plt_i, size_t pltsec_i)
+{
+	size_t entsize = gelf_fsize(b->elf, ELF_T_RELA, 1, EV_CURRENT), rel_len, syms_len, str_len;
+	size_t symsize = gelf_fsize(b->elf, ELF_T_SYM, 1, EV_CURRENT), nrel, nsyms, pool_len = 0;
+	GElf_Shdr rsh, ssh, tsh, psh, qsh;
+	Elf_Scn *rscn, *sscn, *tscn;
+	const void *rel, *syms;
+	const char *str;
+	bool have_plt, have_sec;
+	GElf_Ehdr eh;
+	char *pool, *p;
+
+	if (!rela_i || !gelf_getehdr(b->elf, &eh) || eh.e_machine != EM_X86_64 ||
+	    b->cls != ELFCLASS64 || !entsize || !symsize)
+		return 0;
+	have_plt = plt_section(b, plt_i, &psh);
+	have_sec = plt_section(b, pltsec_i, &qsh);
+	if (!have_plt && !have_sec)
+		return 0;
+	rscn = elf_getscn(b->elf, rela_i);
+	if (!rscn || !gelf_getshdr(rscn, &rsh) || rsh.sh_type != SHT_RELA)
+		return 0; /* e.g. SHT_NOBITS in a separate debug file */
+	if (rsh.sh_entsize != entsize || rsh.sh_link == SHN_UNDEF || rsh.sh_link >= b->shnum ||
+	    b->secs[rsh.sh_link].type != SHT_DYNSYM)
+		goto bad;
+	sscn = elf_getscn(b->elf, rsh.sh_link);
+	if (!sscn || !gelf_getshdr(sscn, &ssh) || ssh.sh_entsize != symsize ||
+	    ssh.sh_link == SHN_UNDEF || ssh.sh_link >= b->shnum ||
+	    b->secs[ssh.sh_link].type != SHT_STRTAB)
+		goto bad;
+	tscn = elf_getscn(b->elf, ssh.sh_link);
+	if (!tscn || !gelf_getshdr(tscn, &tsh) || rsh.sh_size > ELFSYM_MAX_TABLE ||
+	    ssh.sh_size > ELFSYM_MAX_TABLE || tsh.sh_size > ELFSYM_MAX_TABLE ||
+	    rsh.sh_size + ssh.sh_size + tsh.sh_size > b->table_budget)
+		goto bad;
+	b->table_budget -= rsh.sh_size + ssh.sh_size + tsh.sh_size;
+	rel = section_bytes(b, rscn, &rsh, ELF_T_RELA, &rel_len);
+	syms = section_bytes(b, sscn, &ssh, ELF_T_SYM, &syms_len);
+	str = section_bytes(b, tscn, &tsh, ELF_T_BYTE, &str_len);
+	if (!rel || !syms || !str || rel_len % entsize || syms_len % symsize)
+		goto bad;
+	while (str_len && str[str_len - 1] != '\0')
+		str_len--;
+	nrel = rel_len / entsize;
+	nsyms = syms_len / symsize;
+
+	/* Names first, in one buffer the candidates point into until finish. */
+	for (size_t i = 0; i < nrel; i++) {
+		Elf64_Rela r;
+		GElf_Sym s;
+		size_t len;
+
+		memcpy(&r, (const char *)rel + i * entsize, sizeof(r));
+		if (ELF64_R_TYPE(r.r_info) != R_X86_64_JUMP_SLOT || !ELF64_R_SYM(r.r_info) ||
+		    ELF64_R_SYM(r.r_info) >= nsyms)
+			continue;
+		sym_at(b, syms, ELF64_R_SYM(r.r_info), &s);
+		if (s.st_name >= str_len || !str[s.st_name])
+			continue;
+		len = strnlen(str + s.st_name, ELFSYM_PLT_NAME_MAX + 1);
+		if (len <= ELFSYM_PLT_NAME_MAX)
+			pool_len += len + sizeof("@plt");
+	}
+	if (!pool_len)
+		return 0;
+	pool = malloc(pool_len);
+	if (!pool || builder__own(b, pool))
+		return -ENOMEM;
+	p = pool;
+	for (size_t i = 0; i < nrel; i++) {
+		struct cand c = { .size = ELFSYM_PLT_ENTRY, .rank = bind_rank(STB_LOCAL) };
+		Elf64_Rela r;
+		GElf_Sym s;
+		size_t len;
+
+		memcpy(&r, (const char *)rel + i * entsize, sizeof(r));
+		if (ELF64_R_TYPE(r.r_info) != R_X86_64_JUMP_SLOT || !ELF64_R_SYM(r.r_info) ||
+		    ELF64_R_SYM(r.r_info) >= nsyms)
+			continue;
+		sym_at(b, syms, ELF64_R_SYM(r.r_info), &s);
+		if (s.st_name >= str_len || !str[s.st_name])
+			continue;
+		len = strnlen(str + s.st_name, ELFSYM_PLT_NAME_MAX + 1);
+		if (len > ELFSYM_PLT_NAME_MAX)
+			continue;
+		memcpy(p, str + s.st_name, len);
+		memcpy(p + len, "@plt", sizeof("@plt"));
+		c.name = p;
+		p += len + sizeof("@plt");
+		if (have_sec && i < qsh.sh_size / ELFSYM_PLT_ENTRY) {
+			c.start = qsh.sh_addr + i * ELFSYM_PLT_ENTRY;
+			c.sec_end = qsh.sh_addr + qsh.sh_size;
+			if (builder__add(b, &c))
+				return -ENOMEM;
+		}
+		if (have_plt && i + 1 < psh.sh_size / ELFSYM_PLT_ENTRY) {
+			c.start = psh.sh_addr + (i + 1) * ELFSYM_PLT_ENTRY;
+			c.sec_end = psh.sh_addr + psh.sh_size;
+			if (builder__add(b, &c))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+bad:
+	b->es->bad++;
+	return 0;
+}
+
 static Elf_Type note_type(uint64_t align)
 {
 	return align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
@@ -626,8 +757,8 @@ bad:
 static int builder__read_sections(struct builder *b)
 {
 	Elf_Scn *scn = NULL, *debugdata = NULL;
+	size_t shstrndx = 0, rela_plt = 0, plt = 0, plt_sec = 0;
 	GElf_Shdr sh, ddsh;
-	size_t shstrndx = 0;
 	int err;
 
 	/* An entry is at least 40 bytes: more than fit in the file is corrupt. */
@@ -663,8 +794,14 @@ static int builder__read_sections(struct builder *b)
 		scn = elf_getscn(b->elf, i);
 		if (!scn || !gelf_getshdr(scn, &sh))
 			return -EINVAL;
-		if (shstrndx && sh.sh_type == SHT_PROGBITS)
+		if (shstrndx && (sh.sh_type == SHT_PROGBITS || sh.sh_type == SHT_RELA))
 			name = elf_strptr(b->elf, shstrndx, sh.sh_name);
+		if (name && sh.sh_type == SHT_RELA && !strcmp(name, ".rela.plt"))
+			rela_plt = i;
+		else if (name && !strcmp(name, ".plt"))
+			plt = i;
+		else if (name && !strcmp(name, ".plt.sec"))
+			plt_sec = i;
 		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) {
 			err = builder__read_symtab(b, scn, &sh);
 			if (err)
@@ -682,7 +819,7 @@ static int builder__read_sections(struct builder *b)
 	/* MiniDebugInfo only adds what a stripped file lacks. */
 	if (debugdata && !b->es->has_symtab)
 		builder__read_debugdata(b, debugdata, &ddsh);
-	return 0;
+	return builder__read_plt(b, rela_plt, plt, plt_sec);
 }
 
 /*

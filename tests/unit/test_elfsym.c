@@ -117,6 +117,39 @@ static void assert_resolves(const struct elfsym *es, uint64_t addr, const char *
 	assert_true(got_off == off);
 }
 
+/* PLT stubs objdump names "name@plt" in .plt and .plt.sec (not .plt.got). */
+struct plt_stub {
+	uint64_t addr;
+	char name[256];
+};
+
+static size_t run_objdump_plt(const char *path, struct plt_stub *out, size_t max)
+{
+	char cmd[4200], line[512], name[256];
+	unsigned long long a;
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "objdump -d -j .plt -j .plt.sec '%s' 2>/dev/null", path);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		size_t len;
+
+		/* Not "<printf@plt-0x10>:", objdump's name for the resolver stub. */
+		if (sscanf(line, "%llx <%255[^>]>:", &a, name) != 2 ||
+		    (len = strlen(name)) < 5 || strcmp(name + len - 4, "@plt"))
+			continue;
+		if (n < max) {
+			out[n].addr = a;
+			snprintf(out[n].name, sizeof(out[n].name), "%s", name);
+			n++;
+		}
+	}
+	pclose(f);
+	return n;
+}
+
 static void assert_not_sym(const struct elfsym *es, uint64_t addr, const char *name)
 {
 	const char *got = elfsym__lookup(es, addr, NULL);
@@ -252,10 +285,13 @@ static void test_stripped(void **state)
 	uint64_t text_addr, text_off, v;
 	int fd;
 
+	struct plt_stub plt[8];
+
 	(void)state;
 	es = elfsym__open(stripped);
 	assert_non_null(es);
-	assert_int_equal(elfsym__count(es), 0);
+	/* Only the PLT stubs are left to name. */
+	assert_int_equal(elfsym__count(es), run_objdump_plt(stripped, plt, 8));
 	assert_int_equal(elfsym__bad(es), 0);
 	run_nm(pie, "fixture_alpha", &s);
 	assert_null(elfsym__lookup(es, s.addr, NULL));
@@ -285,6 +321,38 @@ static void test_stripped(void **state)
 	free(pie);
 	free(stripped);
 	free(lib);
+}
+
+/*
+ * Every stub objdump names in .plt / .plt.sec resolves to the same
+ * "name@plt" over its 16 bytes: a plain PIE and non-PIE (lazy .plt), an IBT
+ * build (.plt.sec, and .plt holding the lazy-binding halves), and a
+ * stripped file, whose PLT stubs are then its only names.
+ */
+static void test_plt_stubs(void **state)
+{
+	const char *names[] = { "pie", "nopie", "pie-ibt", "stripped" };
+	struct plt_stub plt[16];
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		char *path = fixture(names[i]);
+		struct elfsym *es = elfsym__open(path);
+		size_t n = run_objdump_plt(path, plt, 16);
+		bool printf_seen = false;
+
+		assert_non_null(es);
+		assert_true(n > 0);
+		for (size_t j = 0; j < n; j++) {
+			assert_resolves(es, plt[j].addr, plt[j].name, 0);
+			assert_resolves(es, plt[j].addr + 15, plt[j].name, 15);
+			printf_seen |= !strcmp(plt[j].name, "printf@plt");
+		}
+		assert_true(printf_seen);
+		assert_int_equal(elfsym__bad(es), 0);
+		elfsym__free(es);
+		free(path);
+	}
 }
 
 /* The whole path a profiler takes: ip -> maps -> file offset -> vaddr -> symbol. */
@@ -698,10 +766,15 @@ static void test_bad_strtab(void **state)
 	assert_true(elfsym__count(es) <= elfsym__count(ref));
 	elfsym__free(es);
 
-	/* Not a single NUL: the table is unusable. */
+	/* Not a single NUL: the table is unusable (the PLT stubs, named from
+	 * .dynsym, remain). */
 	memset(s, 'A', str->sh_size);
 	es = expect_degraded(&im);
-	assert_int_equal(elfsym__count(es), 0);
+	{
+		struct plt_stub plt[8];
+
+		assert_int_equal(elfsym__count(es), run_objdump_plt(fixture_path("nopie"), plt, 8));
+	}
 	assert_true(elfsym__bad(es) >= 1);
 	elfsym__free(es);
 	elfsym__free(ref);
@@ -817,6 +890,7 @@ int main(void)
 		cmocka_unit_test(test_nopie),
 		cmocka_unit_test(test_shared_lib),
 		cmocka_unit_test(test_stripped),
+		cmocka_unit_test(test_plt_stubs),
 		cmocka_unit_test(test_dlopen_pipeline),
 		cmocka_unit_test(test_libc),
 		cmocka_unit_test(test_truncated),

@@ -33,6 +33,7 @@ const volatile bool drop_user = false;	  /* -K: keep the sample, drop user frame
 const volatile bool include_idle = false; /* count the idle task (pid 0) */
 const volatile bool per_thread = false;	  /* put the tid in the key */
 const volatile __u32 nr_cgroups = 0;	  /* --cgroup: only tasks under one of these */
+const volatile bool fp_walker = true;	  /* false: bpf_get_stack() walks user frame pointers */
 
 #define MAX_CGROUPS 16
 
@@ -295,17 +296,19 @@ static __always_inline bool read_user_stack(struct bpf_perf_event_data *ctx,
 		stat_inc(tables ? STAT_UNWIND_WALKS : STAT_UNWIND_NOT_READY);
 	}
 #if defined(__TARGET_ARCH_x86)
-	key->ustack = STACK_ID_NONE;
-	st->nr = 0;
-	switch (uw_walk(ctx, task, ws, tables, gen, st)) {
-	case UW_OK:
-		if (st->nr)
-			key->ustack = stack_hash(st, 0x75);
-		return true;
-	case UW_NO_REGS:
-		return false;
-	case UW_COMPAT:
-		break;
+	if (fp_walker) { /* false on kernels without bpf_loop(): see the collector */
+		key->ustack = STACK_ID_NONE;
+		st->nr = 0;
+		switch (uw_walk(ctx, task, ws, tables, gen, st)) {
+		case UW_OK:
+			if (st->nr)
+				key->ustack = stack_hash(st, 0x75);
+			return true;
+		case UW_NO_REGS:
+			return false;
+		case UW_COMPAT:
+			break;
+		}
 	}
 #endif
 	return read_stack(ctx, st, BPF_F_USER_STACK, 0x75, &key->ustack);

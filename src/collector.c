@@ -51,6 +51,7 @@ struct collector {
 	uint64_t drains, drain_ns, drain_ns_total, missing_stacks;
 	uint32_t unwind_mode;	/* in effect (auto falls back to fp if the walker cannot load) */
 	int unwind_err;		/* why it fell back */
+	bool fp_walker;		/* frame pointers walked by the program, not bpf_get_stack() */
 	int chunk_fd[UNWIND_MAX_CHUNKS]; /* unwind slot pool chunks, 0 = none */
 };
 
@@ -99,6 +100,12 @@ struct collector *collector__open(const struct collector_opts *opts, struct coll
 	}
 
 	c->unwind_mode = opts->unwind_mode;
+	c->fp_walker = true;
+	/* Tests: the program a kernel without bpf_loop() gets (see below). */
+	if (getenv("BPFPROF_TEST_NO_WALKER") && c->unwind_mode != UNWIND_MODE_DWARF) {
+		c->unwind_mode = UNWIND_MODE_FP;
+		c->fp_walker = false;
+	}
 retry:
 	c->skel = profile_bpf__open();
 	if (!c->skel) {
@@ -130,15 +137,24 @@ retry:
 	}
 	bpf_map__set_max_entries(c->skel->maps.tgids, opts->nr_pids ? opts->nr_pids : 1);
 	c->skel->rodata->unwind_mode = c->unwind_mode;
+	c->skel->rodata->fp_walker = c->fp_walker;
 	if (opts->unwind_max_procs)
 		bpf_map__set_max_entries(c->skel->maps.unwind_procs, opts->unwind_max_procs);
 
 	err = profile_bpf__load(c->skel);
-	if (err && c->unwind_mode == UNWIND_MODE_AUTO) {
-		/* The table walker needs bpf_loop() and bpf_task_pt_regs() (5.17+):
-		 * without them, --unwind auto still profiles, with frame pointers. */
-		c->unwind_err = err;
-		c->unwind_mode = UNWIND_MODE_FP;
+	if (err && c->fp_walker && c->unwind_mode != UNWIND_MODE_DWARF) {
+		/*
+		 * The walker needs bpf_loop() and bpf_task_pt_regs() (5.17+):
+		 * without them, --unwind auto and fp still profile, with the
+		 * kernel's frame-pointer walk (bpf_get_stack). The verifier never
+		 * sees the walker's helper calls then: they sit behind rodata
+		 * constants, in branches it prunes.
+		 */
+		if (c->unwind_mode == UNWIND_MODE_AUTO) {
+			c->unwind_err = err;
+			c->unwind_mode = UNWIND_MODE_FP;
+		}
+		c->fp_walker = false;
 		profile_bpf__destroy(c->skel);
 		goto retry;
 	}
@@ -647,6 +663,11 @@ void collector__free(struct collector *c)
 }
 
 /* --- unwind tables: the kernel side of src/unwind/unwinder.c ----------------- */
+
+bool collector__kernel_fp_walk(const struct collector *c)
+{
+	return !c->fp_walker;
+}
 
 uint32_t collector__unwind_mode(const struct collector *c, int *fallback_err)
 {

@@ -103,6 +103,9 @@ int collector__prog_runtime(struct collector *c, uint64_t *run_ns, uint64_t *run
  */
 struct unwind_kops;
 uint32_t collector__unwind_mode(const struct collector *c, int *fallback_err);
+/* True if user frame pointers are walked by bpf_get_stack(), not the program's
+ * walker (kernels without bpf_loop()). */
+bool collector__kernel_fp_walk(const struct collector *c);
 void collector__unwind_kops(struct collector *c, struct unwind_kops *k);
 
 void collector__detach(struct collector *c);

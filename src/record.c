@@ -411,6 +411,8 @@ static int unwind_start(struct record_ctx *rc, struct collector *col, const stru
 	if (fallback)
 		p_warn("the .eh_frame stack walker could not be loaded (%s): user stacks use frame pointers",
 		       strerror(-fallback));
+	if (collector__kernel_fp_walk(col))
+		p_debug("user stacks: frame pointers, walked by the kernel (bpf_get_stack)");
 	if (mode == UNWIND_MODE_FP)
 		return 0;
 	collector__unwind_kops(col, &k);

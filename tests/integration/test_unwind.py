@@ -230,3 +230,22 @@ def test_dlopen_then_exit_between_drains_is_named(tmp_path):
     named = count_with(folded, lambda s: frames_of(s)[-1] in ("plugin_leaf", "plugin_work"))
     unnamed = count_with(folded, lambda s: "libuw_plugin.so+0x" in s)
     assert named > 20 and unnamed <= 0.1 * named, out.read_text()
+
+
+@pytest.mark.parametrize("mode", ["fp", "auto"])
+def test_frame_pointers_by_the_kernel_where_the_walker_cannot_load(mode):
+    """Kernels without bpf_loop() (before 5.17) cannot load the walker; bpfprof
+    then loads the program with the kernel's frame-pointer walk
+    (bpf_get_stack) instead. BPFPROF_TEST_NO_WALKER picks that program here:
+    it must load and give the same frame-pointer stacks."""
+    env = dict(os.environ, BPFPROF_TEST_NO_WALKER="1")
+    with Workload(wl("busy"), 30) as w:
+        p = run_bpfprof(["-p", w.pid, "-d", 2, "-v", "--unwind", mode], env=env)
+    folded = parse_folded(p.stdout)
+    chain = ["main", "run", "outer_loop"]
+    leaves = count_with(folded, lambda s: has_chain(s, chain + ["leaf_a"])
+                        or has_chain(s, chain + ["leaf_b"]))
+    assert total(folded) > 100, p.stderr
+    assert leaves >= 0.95 * total(folded), p.stdout
+    assert "walked by the kernel (bpf_get_stack)" in p.stderr, p.stderr
+    assert "stacks walked with tables" not in p.stderr, p.stderr

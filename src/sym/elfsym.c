@@ -619,6 +619,155 @@ bad:
 	return 0;
 }
 
+struct got_sym {
+	uint64_t got;	  /* GOT slot address */
+	const char *name; /* in the string table */
+};
+
+static int got_sym__cmp(const void *a, const void *b)
+{
+	const struct got_sym *x = a, *y = b;
+
+	return x->got < y->got ? -1 : x->got > y->got;
+}
+
+/* The GOT slot an x86-64 .plt.got stub jumps through: jmp *disp32(%rip). */
+static bool plt_got_target(const uint8_t *e, size_t len, uint64_t addr, uint64_t *got)
+{
+	for (size_t i = 0; i + 6 <= len; i++) {
+		if (e[i] == 0xff && e[i + 1] == 0x25) {
+			int32_t disp = (int32_t)((uint32_t)e[i + 2] | (uint32_t)e[i + 3] << 8 |
+						 (uint32_t)e[i + 4] << 16 | (uint32_t)e[i + 5] << 24);
+
+			*got = addr + i + 6 + (uint64_t)(int64_t)disp;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * .plt.got stubs (a function called through the PLT whose address is also
+ * taken) have no .rela.plt entry: each jumps through a GOT slot that a
+ * GLOB_DAT relocation in .rela.dyn fills. Decode the jump, find the slot's
+ * relocation, name the stub after its symbol (perf 6.4+ and objdump do).
+ */
+static int builder__read_plt_got(struct builder *b, size_t got_i, size_t rela_i)
+{
+	size_t entsize = gelf_fsize(b->elf, ELF_T_RELA, 1, EV_CURRENT), rel_len, syms_len, str_len;
+	size_t symsize = gelf_fsize(b->elf, ELF_T_SYM, 1, EV_CURRENT), code_len, nrel, nsyms;
+	size_t nr = 0, pool_len = 0, ent;
+	GElf_Shdr gsh, rsh, ssh, tsh;
+	Elf_Scn *gscn, *rscn, *sscn, *tscn;
+	const void *rel, *syms;
+	const uint8_t *code;
+	struct got_sym *gs;
+	const char *str;
+	char *pool, *p = NULL;
+	GElf_Ehdr eh;
+	int err = 0;
+
+	if (!got_i || !rela_i || !entsize || !symsize || !gelf_getehdr(b->elf, &eh) ||
+	    eh.e_machine != EM_X86_64 || b->cls != ELFCLASS64)
+		return 0;
+	gscn = elf_getscn(b->elf, got_i);
+	rscn = elf_getscn(b->elf, rela_i);
+	if (!gscn || !gelf_getshdr(gscn, &gsh) || gsh.sh_type != SHT_PROGBITS ||
+	    !(gsh.sh_flags & SHF_EXECINSTR) || !rscn || !gelf_getshdr(rscn, &rsh) ||
+	    rsh.sh_type != SHT_RELA)
+		return 0;
+	ent = gsh.sh_entsize == 8 || gsh.sh_entsize == 16 ? gsh.sh_entsize : 0;
+	if (!ent || gsh.sh_addr > UINT64_MAX - gsh.sh_size || gsh.sh_size > ELFSYM_MAX_TABLE)
+		return 0;
+	if (rsh.sh_entsize != entsize || rsh.sh_link == SHN_UNDEF || rsh.sh_link >= b->shnum ||
+	    b->secs[rsh.sh_link].type != SHT_DYNSYM)
+		goto bad;
+	sscn = elf_getscn(b->elf, rsh.sh_link);
+	if (!sscn || !gelf_getshdr(sscn, &ssh) || ssh.sh_entsize != symsize ||
+	    ssh.sh_link == SHN_UNDEF || ssh.sh_link >= b->shnum ||
+	    b->secs[ssh.sh_link].type != SHT_STRTAB)
+		goto bad;
+	tscn = elf_getscn(b->elf, ssh.sh_link);
+	if (!tscn || !gelf_getshdr(tscn, &tsh) || rsh.sh_size > ELFSYM_MAX_TABLE ||
+	    ssh.sh_size > ELFSYM_MAX_TABLE || tsh.sh_size > ELFSYM_MAX_TABLE ||
+	    gsh.sh_size + rsh.sh_size + ssh.sh_size + tsh.sh_size > b->table_budget)
+		goto bad;
+	b->table_budget -= gsh.sh_size + rsh.sh_size + ssh.sh_size + tsh.sh_size;
+	code = section_bytes(b, gscn, &gsh, ELF_T_BYTE, &code_len);
+	rel = section_bytes(b, rscn, &rsh, ELF_T_RELA, &rel_len);
+	syms = section_bytes(b, sscn, &ssh, ELF_T_SYM, &syms_len);
+	str = section_bytes(b, tscn, &tsh, ELF_T_BYTE, &str_len);
+	if (!code || !rel || !syms || !str || rel_len % entsize || syms_len % symsize)
+		goto bad;
+	while (str_len && str[str_len - 1] != '\0')
+		str_len--;
+	nrel = rel_len / entsize;
+	nsyms = syms_len / symsize;
+
+	/* The GLOB_DAT slots with a named symbol, sorted for lookups. */
+	gs = calloc(nrel ? nrel : 1, sizeof(*gs));
+	if (!gs)
+		return -ENOMEM;
+	for (size_t i = 0; i < nrel; i++) {
+		Elf64_Rela r;
+		GElf_Sym s;
+
+		memcpy(&r, (const char *)rel + i * entsize, sizeof(r));
+		if (ELF64_R_TYPE(r.r_info) != R_X86_64_GLOB_DAT || !ELF64_R_SYM(r.r_info) ||
+		    ELF64_R_SYM(r.r_info) >= nsyms)
+			continue;
+		sym_at(b, syms, ELF64_R_SYM(r.r_info), &s);
+		if (s.st_name >= str_len || !str[s.st_name] ||
+		    strnlen(str + s.st_name, ELFSYM_PLT_NAME_MAX + 1) > ELFSYM_PLT_NAME_MAX)
+			continue;
+		gs[nr].got = r.r_offset;
+		gs[nr].name = str + s.st_name;
+		nr++;
+	}
+	qsort(gs, nr, sizeof(*gs), got_sym__cmp);
+	for (int pass = 0; pass < 2 && nr; pass++) {
+		for (size_t k = 0; k < code_len / ent; k++) {
+			uint64_t addr = gsh.sh_addr + k * ent;
+			struct got_sym key, *hit;
+			size_t len;
+
+			if (!plt_got_target(code + k * ent, ent, addr, &key.got))
+				continue;
+			hit = bsearch(&key, gs, nr, sizeof(*gs), got_sym__cmp);
+			if (!hit)
+				continue;
+			len = strlen(hit->name);
+			if (!pass) {
+				pool_len += len + sizeof("@plt");
+				continue;
+			}
+			memcpy(p, hit->name, len);
+			memcpy(p + len, "@plt", sizeof("@plt"));
+			err = builder__add(b, &(struct cand){ .start = addr, .size = ent,
+							      .sec_end = gsh.sh_addr + gsh.sh_size,
+							      .name = p, .rank = bind_rank(STB_LOCAL) });
+			if (err)
+				break;
+			p += len + sizeof("@plt");
+		}
+		if (!pass) {
+			if (!pool_len)
+				break;
+			pool = malloc(pool_len);
+			if (!pool || builder__own(b, pool)) {
+				err = -ENOMEM;
+				break;
+			}
+			p = pool;
+		}
+	}
+	free(gs);
+	return err;
+bad:
+	b->es->bad++;
+	return 0;
+}
+
 static Elf_Type note_type(uint64_t align)
 {
 	return align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
@@ -757,7 +906,7 @@ bad:
 static int builder__read_sections(struct builder *b)
 {
 	Elf_Scn *scn = NULL, *debugdata = NULL;
-	size_t shstrndx = 0, rela_plt = 0, plt = 0, plt_sec = 0;
+	size_t shstrndx = 0, rela_plt = 0, plt = 0, plt_sec = 0, rela_dyn = 0, plt_got = 0;
 	GElf_Shdr sh, ddsh;
 	int err;
 
@@ -802,6 +951,10 @@ static int builder__read_sections(struct builder *b)
 			plt = i;
 		else if (name && !strcmp(name, ".plt.sec"))
 			plt_sec = i;
+		else if (name && !strcmp(name, ".plt.got"))
+			plt_got = i;
+		else if (name && sh.sh_type == SHT_RELA && !strcmp(name, ".rela.dyn"))
+			rela_dyn = i;
 		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) {
 			err = builder__read_symtab(b, scn, &sh);
 			if (err)
@@ -819,7 +972,10 @@ static int builder__read_sections(struct builder *b)
 	/* MiniDebugInfo only adds what a stripped file lacks. */
 	if (debugdata && !b->es->has_symtab)
 		builder__read_debugdata(b, debugdata, &ddsh);
-	return builder__read_plt(b, rela_plt, plt, plt_sec);
+	err = builder__read_plt(b, rela_plt, plt, plt_sec);
+	if (err)
+		return err;
+	return builder__read_plt_got(b, plt_got, rela_dyn);
 }
 
 /*

@@ -117,7 +117,7 @@ static void assert_resolves(const struct elfsym *es, uint64_t addr, const char *
 	assert_true(got_off == off);
 }
 
-/* PLT stubs objdump names "name@plt" in .plt and .plt.sec (not .plt.got). */
+/* PLT stubs objdump names "name@plt" in .plt, .plt.sec and .plt.got. */
 struct plt_stub {
 	uint64_t addr;
 	char name[256];
@@ -130,7 +130,7 @@ static size_t run_objdump_plt(const char *path, struct plt_stub *out, size_t max
 	size_t n = 0;
 	FILE *f;
 
-	snprintf(cmd, sizeof(cmd), "objdump -d -j .plt -j .plt.sec '%s' 2>/dev/null", path);
+	snprintf(cmd, sizeof(cmd), "objdump -d -j .plt -j .plt.sec -j .plt.got '%s' 2>/dev/null", path);
 	f = popen(cmd, "r");
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f)) {
@@ -336,19 +336,27 @@ static void test_plt_stubs(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		/* .plt.got entries: 8 bytes, 16 in IBT builds (endbr64 first). */
+		uint64_t plt_got_size = strcmp(names[i], "pie-ibt") ? 8 : 16;
 		char *path = fixture(names[i]);
 		struct elfsym *es = elfsym__open(path);
 		size_t n = run_objdump_plt(path, plt, 16);
-		bool printf_seen = false;
+		bool printf_seen = false, got_seen = false;
 
 		assert_non_null(es);
 		assert_true(n > 0);
 		for (size_t j = 0; j < n; j++) {
+			uint64_t size = strcmp(plt[j].name, "__cxa_finalize@plt") ? 16 : plt_got_size;
+
 			assert_resolves(es, plt[j].addr, plt[j].name, 0);
-			assert_resolves(es, plt[j].addr + 15, plt[j].name, 15);
+			assert_resolves(es, plt[j].addr + size - 1, plt[j].name, size - 1);
 			printf_seen |= !strcmp(plt[j].name, "printf@plt");
+			got_seen |= size == plt_got_size;
 		}
 		assert_true(printf_seen);
+		/* PIEs call __cxa_finalize through .plt.got (crtstuff takes its address). */
+		if (strcmp(names[i], "nopie"))
+			assert_true(got_seen);
 		assert_int_equal(elfsym__bad(es), 0);
 		elfsym__free(es);
 		free(path);

@@ -112,6 +112,7 @@ struct cand {
 	uint64_t sec_end; /* end of its section; 0 if unknown */
 	const char *name;
 	uint32_t rank;
+	bool plt; /* a PLT stub: the name gets "@plt" when copied */
 };
 
 struct sec_info {
@@ -445,7 +446,7 @@ static int builder__read_symtab(struct builder *b, Elf_Scn *scn, const GElf_Shdr
 	/* Entry 0 is the reserved null symbol. */
 	for (size_t i = 1; i < nsyms; i++) {
 		unsigned char type;
-		struct cand c;
+		struct cand c = { 0 };
 		size_t sec;
 		GElf_Sym s;
 
@@ -488,9 +489,7 @@ bad_table:
 	return 0;
 }
 
-/* Longest symbol name given a "@plt" twin; longer ones get no PLT symbol. */
-#define ELFSYM_PLT_NAME_MAX 4096
-#define ELFSYM_PLT_ENTRY    16 /* x86-64 .plt and .plt.sec entries */
+#define ELFSYM_PLT_ENTRY 16 /* x86-64 .plt and .plt.sec entries */
 
 /* Whether section i is a stub section of whole 16-byte entries. */
 static bool plt_section(struct builder *b, size_t i, GElf_Shdr *sh)
@@ -502,120 +501,133 @@ static bool plt_section(struct builder *b, size_t i, GElf_Shdr *sh)
 	       sh->sh_size / ELFSYM_PLT_ENTRY && sh->sh_addr <= UINT64_MAX - sh->sh_size;
 }
 
+/* A SHT_RELA section with its dynamic symbols and their names, host order. */
+struct relocs {
+	const void *rel, *syms;
+	const char *str;
+	size_t nrel, nsyms, str_len, relsize, symsize;
+};
+
+/*
+ * Reads relocation section rela_i and the symbol and string tables it links
+ * to, within the table budget. 1: read; 0: nothing to read (no section, or
+ * not SHT_RELA, e.g. SHT_NOBITS in a separate debug file); -1: corrupt.
+ */
+static int read_relocs(struct builder *b, size_t rela_i, struct relocs *r)
+{
+	GElf_Shdr rsh, ssh, tsh;
+	Elf_Scn *rscn, *sscn, *tscn;
+	size_t rel_len, syms_len;
+
+	r->relsize = gelf_fsize(b->elf, ELF_T_RELA, 1, EV_CURRENT);
+	r->symsize = gelf_fsize(b->elf, ELF_T_SYM, 1, EV_CURRENT);
+	rscn = rela_i ? elf_getscn(b->elf, rela_i) : NULL;
+	if (!r->relsize || !r->symsize || !rscn || !gelf_getshdr(rscn, &rsh) ||
+	    rsh.sh_type != SHT_RELA)
+		return 0;
+	if (rsh.sh_entsize != r->relsize || rsh.sh_link == SHN_UNDEF || rsh.sh_link >= b->shnum ||
+	    b->secs[rsh.sh_link].type != SHT_DYNSYM)
+		return -1;
+	sscn = elf_getscn(b->elf, rsh.sh_link);
+	if (!sscn || !gelf_getshdr(sscn, &ssh) || ssh.sh_entsize != r->symsize ||
+	    ssh.sh_link == SHN_UNDEF || ssh.sh_link >= b->shnum ||
+	    b->secs[ssh.sh_link].type != SHT_STRTAB)
+		return -1;
+	tscn = elf_getscn(b->elf, ssh.sh_link);
+	if (!tscn || !gelf_getshdr(tscn, &tsh) || rsh.sh_size > ELFSYM_MAX_TABLE ||
+	    ssh.sh_size > ELFSYM_MAX_TABLE || tsh.sh_size > ELFSYM_MAX_TABLE ||
+	    rsh.sh_size + ssh.sh_size + tsh.sh_size > b->table_budget)
+		return -1;
+	b->table_budget -= rsh.sh_size + ssh.sh_size + tsh.sh_size;
+	r->rel = section_bytes(b, rscn, &rsh, ELF_T_RELA, &rel_len);
+	r->syms = section_bytes(b, sscn, &ssh, ELF_T_SYM, &syms_len);
+	r->str = section_bytes(b, tscn, &tsh, ELF_T_BYTE, &r->str_len);
+	if (!r->rel || !r->syms || !r->str || rel_len % r->relsize || syms_len % r->symsize)
+		return -1;
+	/* Names are only valid up to the last NUL (as in builder__read_symtab). */
+	while (r->str_len && r->str[r->str_len - 1] != '\0')
+		r->str_len--;
+	r->nrel = rel_len / r->relsize;
+	r->nsyms = syms_len / r->symsize;
+	return 1;
+}
+
+/* The symbol name of relocation i if it has this type and a named symbol. */
+static const char *reloc_name(const struct builder *b, const struct relocs *r, size_t i,
+			      uint32_t type, uint64_t *offset)
+{
+	Elf64_Rela rel;
+	GElf_Sym s;
+
+	memcpy(&rel, (const char *)r->rel + i * r->relsize, sizeof(rel));
+	if (ELF64_R_TYPE(rel.r_info) != type || !ELF64_R_SYM(rel.r_info) ||
+	    ELF64_R_SYM(rel.r_info) >= r->nsyms)
+		return NULL;
+	sym_at(b, r->syms, ELF64_R_SYM(rel.r_info), &s);
+	if (s.st_name >= r->str_len || !r->str[s.st_name])
+		return NULL;
+	*offset = rel.r_offset;
+	return r->str + s.st_name;
+}
+
+static bool x86_64(struct builder *b)
+{
+	GElf_Ehdr eh;
+
+	return b->cls == ELFCLASS64 && gelf_getehdr(b->elf, &eh) && eh.e_machine == EM_X86_64;
+}
+
+/* A stub candidate: builder__finish() names it "name@plt". */
+static int add_stub(struct builder *b, const char *name, uint64_t start, uint64_t size,
+		    uint64_t sec_end)
+{
+	struct cand c = { .start = start, .size = size, .sec_end = sec_end, .name = name,
+			  .rank = bind_rank(STB_LOCAL), .plt = true };
+
+	return builder__add(b, &c);
+}
+
 /*
  * PLT stubs get "name@plt" symbols, as perf and objdump show them (else a
  * sample in a stub is unnamed, "module+0x..."). On x86-64 the i-th relocation
  * of .rela.plt belongs to entry i of .plt.sec (IBT builds) and to entry i + 1
  * of .plt (entry 0 is the lazy resolver's). The layout, not libelf, says
  * which stub is whose - libelf has no notion of it - so this is hand-written;
- * perf's dso__synthesize_plt_symbols() works the same way. .plt.got stubs
- * (functions whose address is also taken) are not named.
+ * perf's dso__synthesize_plt_symbols() works the same way.
  */
 static int builder__read_plt(struct builder *b, size_t rela_i, size_t plt_i, size_t pltsec_i)
 {
-	size_t entsize = gelf_fsize(b->elf, ELF_T_RELA, 1, EV_CURRENT), rel_len, syms_len, str_len;
-	size_t symsize = gelf_fsize(b->elf, ELF_T_SYM, 1, EV_CURRENT), nrel, nsyms, pool_len = 0;
-	GElf_Shdr rsh, ssh, tsh, psh, qsh;
-	Elf_Scn *rscn, *sscn, *tscn;
-	const void *rel, *syms;
-	const char *str;
+	GElf_Shdr psh, qsh;
 	bool have_plt, have_sec;
-	GElf_Ehdr eh;
-	char *pool, *p;
+	struct relocs r;
+	int ok;
 
-	if (!rela_i || !gelf_getehdr(b->elf, &eh) || eh.e_machine != EM_X86_64 ||
-	    b->cls != ELFCLASS64 || !entsize || !symsize)
+	if (!x86_64(b))
 		return 0;
 	have_plt = plt_section(b, plt_i, &psh);
 	have_sec = plt_section(b, pltsec_i, &qsh);
 	if (!have_plt && !have_sec)
 		return 0;
-	rscn = elf_getscn(b->elf, rela_i);
-	if (!rscn || !gelf_getshdr(rscn, &rsh) || rsh.sh_type != SHT_RELA)
-		return 0; /* e.g. SHT_NOBITS in a separate debug file */
-	if (rsh.sh_entsize != entsize || rsh.sh_link == SHN_UNDEF || rsh.sh_link >= b->shnum ||
-	    b->secs[rsh.sh_link].type != SHT_DYNSYM)
-		goto bad;
-	sscn = elf_getscn(b->elf, rsh.sh_link);
-	if (!sscn || !gelf_getshdr(sscn, &ssh) || ssh.sh_entsize != symsize ||
-	    ssh.sh_link == SHN_UNDEF || ssh.sh_link >= b->shnum ||
-	    b->secs[ssh.sh_link].type != SHT_STRTAB)
-		goto bad;
-	tscn = elf_getscn(b->elf, ssh.sh_link);
-	if (!tscn || !gelf_getshdr(tscn, &tsh) || rsh.sh_size > ELFSYM_MAX_TABLE ||
-	    ssh.sh_size > ELFSYM_MAX_TABLE || tsh.sh_size > ELFSYM_MAX_TABLE ||
-	    rsh.sh_size + ssh.sh_size + tsh.sh_size > b->table_budget)
-		goto bad;
-	b->table_budget -= rsh.sh_size + ssh.sh_size + tsh.sh_size;
-	rel = section_bytes(b, rscn, &rsh, ELF_T_RELA, &rel_len);
-	syms = section_bytes(b, sscn, &ssh, ELF_T_SYM, &syms_len);
-	str = section_bytes(b, tscn, &tsh, ELF_T_BYTE, &str_len);
-	if (!rel || !syms || !str || rel_len % entsize || syms_len % symsize)
-		goto bad;
-	while (str_len && str[str_len - 1] != '\0')
-		str_len--;
-	nrel = rel_len / entsize;
-	nsyms = syms_len / symsize;
-
-	/* Names first, in one buffer the candidates point into until finish. */
-	for (size_t i = 0; i < nrel; i++) {
-		Elf64_Rela r;
-		GElf_Sym s;
-		size_t len;
-
-		memcpy(&r, (const char *)rel + i * entsize, sizeof(r));
-		if (ELF64_R_TYPE(r.r_info) != R_X86_64_JUMP_SLOT || !ELF64_R_SYM(r.r_info) ||
-		    ELF64_R_SYM(r.r_info) >= nsyms)
-			continue;
-		sym_at(b, syms, ELF64_R_SYM(r.r_info), &s);
-		if (s.st_name >= str_len || !str[s.st_name])
-			continue;
-		len = strnlen(str + s.st_name, ELFSYM_PLT_NAME_MAX + 1);
-		if (len <= ELFSYM_PLT_NAME_MAX)
-			pool_len += len + sizeof("@plt");
-	}
-	if (!pool_len)
+	ok = read_relocs(b, rela_i, &r);
+	if (ok <= 0) {
+		b->es->bad += ok < 0;
 		return 0;
-	pool = malloc(pool_len);
-	if (!pool || builder__own(b, pool))
-		return -ENOMEM;
-	p = pool;
-	for (size_t i = 0; i < nrel; i++) {
-		struct cand c = { .size = ELFSYM_PLT_ENTRY, .rank = bind_rank(STB_LOCAL) };
-		Elf64_Rela r;
-		GElf_Sym s;
-		size_t len;
-
-		memcpy(&r, (const char *)rel + i * entsize, sizeof(r));
-		if (ELF64_R_TYPE(r.r_info) != R_X86_64_JUMP_SLOT || !ELF64_R_SYM(r.r_info) ||
-		    ELF64_R_SYM(r.r_info) >= nsyms)
-			continue;
-		sym_at(b, syms, ELF64_R_SYM(r.r_info), &s);
-		if (s.st_name >= str_len || !str[s.st_name])
-			continue;
-		len = strnlen(str + s.st_name, ELFSYM_PLT_NAME_MAX + 1);
-		if (len > ELFSYM_PLT_NAME_MAX)
-			continue;
-		memcpy(p, str + s.st_name, len);
-		memcpy(p + len, "@plt", sizeof("@plt"));
-		c.name = p;
-		p += len + sizeof("@plt");
-		if (have_sec && i < qsh.sh_size / ELFSYM_PLT_ENTRY) {
-			c.start = qsh.sh_addr + i * ELFSYM_PLT_ENTRY;
-			c.sec_end = qsh.sh_addr + qsh.sh_size;
-			if (builder__add(b, &c))
-				return -ENOMEM;
-		}
-		if (have_plt && i + 1 < psh.sh_size / ELFSYM_PLT_ENTRY) {
-			c.start = psh.sh_addr + (i + 1) * ELFSYM_PLT_ENTRY;
-			c.sec_end = psh.sh_addr + psh.sh_size;
-			if (builder__add(b, &c))
-				return -ENOMEM;
-		}
 	}
-	return 0;
-bad:
-	b->es->bad++;
+	for (size_t i = 0; i < r.nrel; i++) {
+		uint64_t slot;
+		const char *name = reloc_name(b, &r, i, R_X86_64_JUMP_SLOT, &slot);
+
+		if (!name)
+			continue;
+		if (have_sec && i < qsh.sh_size / ELFSYM_PLT_ENTRY &&
+		    add_stub(b, name, qsh.sh_addr + i * ELFSYM_PLT_ENTRY, ELFSYM_PLT_ENTRY,
+			     qsh.sh_addr + qsh.sh_size))
+			return -ENOMEM;
+		if (have_plt && i + 1 < psh.sh_size / ELFSYM_PLT_ENTRY &&
+		    add_stub(b, name, psh.sh_addr + (i + 1) * ELFSYM_PLT_ENTRY, ELFSYM_PLT_ENTRY,
+			     psh.sh_addr + psh.sh_size))
+			return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -654,118 +666,51 @@ static bool plt_got_target(const uint8_t *e, size_t len, uint64_t addr, uint64_t
  */
 static int builder__read_plt_got(struct builder *b, size_t got_i, size_t rela_i)
 {
-	size_t entsize = gelf_fsize(b->elf, ELF_T_RELA, 1, EV_CURRENT), rel_len, syms_len, str_len;
-	size_t symsize = gelf_fsize(b->elf, ELF_T_SYM, 1, EV_CURRENT), code_len, nrel, nsyms;
-	size_t nr = 0, pool_len = 0, ent;
-	GElf_Shdr gsh, rsh, ssh, tsh;
-	Elf_Scn *gscn, *rscn, *sscn, *tscn;
-	const void *rel, *syms;
+	Elf_Scn *gscn = got_i ? elf_getscn(b->elf, got_i) : NULL;
+	size_t code_len, nr = 0, ent;
 	const uint8_t *code;
 	struct got_sym *gs;
-	const char *str;
-	char *pool, *p = NULL;
-	GElf_Ehdr eh;
-	int err = 0;
+	struct relocs r;
+	GElf_Shdr gsh;
+	int ok, err = 0;
 
-	if (!got_i || !rela_i || !entsize || !symsize || !gelf_getehdr(b->elf, &eh) ||
-	    eh.e_machine != EM_X86_64 || b->cls != ELFCLASS64)
-		return 0;
-	gscn = elf_getscn(b->elf, got_i);
-	rscn = elf_getscn(b->elf, rela_i);
-	if (!gscn || !gelf_getshdr(gscn, &gsh) || gsh.sh_type != SHT_PROGBITS ||
-	    !(gsh.sh_flags & SHF_EXECINSTR) || !rscn || !gelf_getshdr(rscn, &rsh) ||
-	    rsh.sh_type != SHT_RELA)
+	if (!x86_64(b) || !gscn || !gelf_getshdr(gscn, &gsh) || gsh.sh_type != SHT_PROGBITS ||
+	    !(gsh.sh_flags & SHF_EXECINSTR))
 		return 0;
 	ent = gsh.sh_entsize == 8 || gsh.sh_entsize == 16 ? gsh.sh_entsize : 0;
-	if (!ent || gsh.sh_addr > UINT64_MAX - gsh.sh_size || gsh.sh_size > ELFSYM_MAX_TABLE)
+	if (!ent || gsh.sh_addr > UINT64_MAX - gsh.sh_size || gsh.sh_size > ELFSYM_MAX_TABLE ||
+	    gsh.sh_size > b->table_budget)
 		return 0;
-	if (rsh.sh_entsize != entsize || rsh.sh_link == SHN_UNDEF || rsh.sh_link >= b->shnum ||
-	    b->secs[rsh.sh_link].type != SHT_DYNSYM)
-		goto bad;
-	sscn = elf_getscn(b->elf, rsh.sh_link);
-	if (!sscn || !gelf_getshdr(sscn, &ssh) || ssh.sh_entsize != symsize ||
-	    ssh.sh_link == SHN_UNDEF || ssh.sh_link >= b->shnum ||
-	    b->secs[ssh.sh_link].type != SHT_STRTAB)
-		goto bad;
-	tscn = elf_getscn(b->elf, ssh.sh_link);
-	if (!tscn || !gelf_getshdr(tscn, &tsh) || rsh.sh_size > ELFSYM_MAX_TABLE ||
-	    ssh.sh_size > ELFSYM_MAX_TABLE || tsh.sh_size > ELFSYM_MAX_TABLE ||
-	    gsh.sh_size + rsh.sh_size + ssh.sh_size + tsh.sh_size > b->table_budget)
-		goto bad;
-	b->table_budget -= gsh.sh_size + rsh.sh_size + ssh.sh_size + tsh.sh_size;
+	ok = read_relocs(b, rela_i, &r);
+	if (ok <= 0) {
+		b->es->bad += ok < 0;
+		return 0;
+	}
+	b->table_budget -= gsh.sh_size;
 	code = section_bytes(b, gscn, &gsh, ELF_T_BYTE, &code_len);
-	rel = section_bytes(b, rscn, &rsh, ELF_T_RELA, &rel_len);
-	syms = section_bytes(b, sscn, &ssh, ELF_T_SYM, &syms_len);
-	str = section_bytes(b, tscn, &tsh, ELF_T_BYTE, &str_len);
-	if (!code || !rel || !syms || !str || rel_len % entsize || syms_len % symsize)
-		goto bad;
-	while (str_len && str[str_len - 1] != '\0')
-		str_len--;
-	nrel = rel_len / entsize;
-	nsyms = syms_len / symsize;
-
+	if (!code) {
+		b->es->bad++;
+		return 0;
+	}
 	/* The GLOB_DAT slots with a named symbol, sorted for lookups. */
-	gs = calloc(nrel ? nrel : 1, sizeof(*gs));
+	gs = calloc(r.nrel ? r.nrel : 1, sizeof(*gs));
 	if (!gs)
 		return -ENOMEM;
-	for (size_t i = 0; i < nrel; i++) {
-		Elf64_Rela r;
-		GElf_Sym s;
-
-		memcpy(&r, (const char *)rel + i * entsize, sizeof(r));
-		if (ELF64_R_TYPE(r.r_info) != R_X86_64_GLOB_DAT || !ELF64_R_SYM(r.r_info) ||
-		    ELF64_R_SYM(r.r_info) >= nsyms)
-			continue;
-		sym_at(b, syms, ELF64_R_SYM(r.r_info), &s);
-		if (s.st_name >= str_len || !str[s.st_name] ||
-		    strnlen(str + s.st_name, ELFSYM_PLT_NAME_MAX + 1) > ELFSYM_PLT_NAME_MAX)
-			continue;
-		gs[nr].got = r.r_offset;
-		gs[nr].name = str + s.st_name;
-		nr++;
+	for (size_t i = 0; i < r.nrel; i++) {
+		gs[nr].name = reloc_name(b, &r, i, R_X86_64_GLOB_DAT, &gs[nr].got);
+		nr += gs[nr].name != NULL;
 	}
 	qsort(gs, nr, sizeof(*gs), got_sym__cmp);
-	for (int pass = 0; pass < 2 && nr; pass++) {
-		for (size_t k = 0; k < code_len / ent; k++) {
-			uint64_t addr = gsh.sh_addr + k * ent;
-			struct got_sym key, *hit;
-			size_t len;
+	for (size_t k = 0; nr && k < code_len / ent && !err; k++) {
+		uint64_t addr = gsh.sh_addr + k * ent;
+		struct got_sym key, *hit;
 
-			if (!plt_got_target(code + k * ent, ent, addr, &key.got))
-				continue;
-			hit = bsearch(&key, gs, nr, sizeof(*gs), got_sym__cmp);
-			if (!hit)
-				continue;
-			len = strlen(hit->name);
-			if (!pass) {
-				pool_len += len + sizeof("@plt");
-				continue;
-			}
-			memcpy(p, hit->name, len);
-			memcpy(p + len, "@plt", sizeof("@plt"));
-			err = builder__add(b, &(struct cand){ .start = addr, .size = ent,
-							      .sec_end = gsh.sh_addr + gsh.sh_size,
-							      .name = p, .rank = bind_rank(STB_LOCAL) });
-			if (err)
-				break;
-			p += len + sizeof("@plt");
-		}
-		if (!pass) {
-			if (!pool_len)
-				break;
-			pool = malloc(pool_len);
-			if (!pool || builder__own(b, pool)) {
-				err = -ENOMEM;
-				break;
-			}
-			p = pool;
-		}
+		if (plt_got_target(code + k * ent, ent, addr, &key.got) &&
+		    (hit = bsearch(&key, gs, nr, sizeof(*gs), got_sym__cmp)))
+			err = add_stub(b, hit->name, addr, ent, gsh.sh_addr + gsh.sh_size);
 	}
 	free(gs);
 	return err;
-bad:
-	b->es->bad++;
-	return 0;
 }
 
 static Elf_Type note_type(uint64_t align)
@@ -1021,10 +966,9 @@ static int builder__finish(struct builder *b)
 		}
 		es->syms[es->nr].start = c->start;
 		es->syms[es->nr].end = end;
-		/* The name pointer is replaced by its pool copy below. */
-		es->syms[es->nr].name = c->name;
+		b->cands[es->nr] = *c; /* its name, copied below (es->nr <= i) */
 		es->nr++;
-		pool_len += strlen(c->name) + 1;
+		pool_len += strlen(c->name) + (c->plt ? sizeof("@plt") : 1);
 	}
 	pool = malloc(pool_len ? pool_len : 1);
 	if (!pool)
@@ -1032,9 +976,16 @@ static int builder__finish(struct builder *b)
 	es->pool = pool;
 	es->bytes += pool_len + n * sizeof(*es->syms);
 	for (size_t i = 0; i < es->nr; i++) {
-		size_t len = strlen(es->syms[i].name) + 1;
+		const struct cand *c = &b->cands[i];
+		size_t len = strlen(c->name);
 
-		memcpy(pool, es->syms[i].name, len);
+		memcpy(pool, c->name, len);
+		if (c->plt) {
+			memcpy(pool + len, "@plt", sizeof("@plt"));
+			len += sizeof("@plt");
+		} else {
+			pool[len++] = '\0';
+		}
 		es->syms[i].name = pool;
 		pool += len;
 	}

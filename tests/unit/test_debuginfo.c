@@ -54,28 +54,6 @@ static void sh(const char *fmt, ...)
 		fail_msg("command failed: %s", cmd);
 }
 
-static uint64_t nm_addr(const char *file, const char *name)
-{
-	char cmd[4200], line[512];
-	uint64_t addr = 0;
-	FILE *p;
-
-	snprintf(cmd, sizeof(cmd), "nm '%s'", file);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	while (fgets(line, sizeof(line), p)) {
-		char sym[256], type;
-		unsigned long long a;
-
-		if (sscanf(line, "%llx %c %255s", &a, &type, sym) == 3 && !strcmp(sym, name))
-			addr = a;
-	}
-	pclose(p);
-	if (!addr)
-		fail_msg("nm found no %s in %s", name, file);
-	return addr;
-}
-
 /* --- parsers --------------------------------------------------------------- */
 
 static void test_build_id_note(void **state)

@@ -205,28 +205,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Address of symbol `name` in the fixture (ELF vaddr), via nm. */
-static uint64_t nm_addr(const char *file, const char *name)
-{
-	char cmd[4200], line[512];
-	uint64_t addr = 0;
-	FILE *p;
-
-	snprintf(cmd, sizeof(cmd), "nm %s", file);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	while (fgets(line, sizeof(line), p)) {
-		char sym[256], type;
-		unsigned long long a;
-
-		if (sscanf(line, "%llx %c %255s", &a, &type, sym) == 3 && !strcmp(sym, name))
-			addr = a;
-	}
-	pclose(p);
-	assert_true(addr != 0);
-	return addr;
-}
-
 static struct symbolizer *new_sym(void)
 {
 	struct symbolizer_opts o = { .proc_root = root };

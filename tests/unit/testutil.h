@@ -29,6 +29,29 @@ static inline const char *fixture_path(const char *name)
 	return buf;
 }
 
+/* ELF vaddr of symbol `name` in `file`, from binutils' nm (fails the test if absent). */
+static inline uint64_t nm_addr(const char *file, const char *name)
+{
+	char cmd[4200], line[512];
+	uint64_t addr = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "nm '%s'", file);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		char sym[256], type;
+		unsigned long long a;
+
+		if (sscanf(line, "%llx %c %255s", &a, &type, sym) == 3 && !strcmp(sym, name))
+			addr = a;
+	}
+	pclose(p);
+	if (!addr)
+		fail_msg("nm found no %s in %s", name, file);
+	return addr;
+}
+
 /* Writes len bytes to a new temp file; returns its malloc'd path. */
 static inline char *write_temp(const void *data, size_t len)
 {

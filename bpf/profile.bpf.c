@@ -4,8 +4,9 @@
  * reads the kernel and user stacks and counts them in the kernel, so userspace
  * only sees one record per distinct (process, stacks) pair per drain.
  *
- * Stacks: bpf_get_stack() into per-CPU scratch, then a 64-bit hash of the
- * frames is the stack id. The stacks map is keyed by that id. Unlike
+ * Stacks: the kernel stack by bpf_get_stack(), the user stack by the walker
+ * in unwind.bpf.h (tables or frame pointers), into per-CPU scratch; a 64-bit
+ * hash of the frames is the stack id. The stacks map is keyed by that id. Unlike
  * BPF_MAP_TYPE_STACK_TRACE (one stack per bucket, -EEXIST on a bucket clash)
  * distinct stacks never evict or reject each other; a full map is counted.
  *

@@ -37,7 +37,7 @@
 
 /* --unwind modes (rodata unwind_mode). */
 enum bp_unwind_mode {
-	UNWIND_MODE_FP = 0,    /* bpf_get_stack() only: frame pointers, as before */
+	UNWIND_MODE_FP = 0,    /* frame pointers only (bpf_get_stack() if the walker cannot load) */
 	UNWIND_MODE_AUTO = 1,  /* tables where loaded, frame pointers elsewhere */
 	UNWIND_MODE_DWARF = 2, /* tables only: a frame without one ends the stack */
 };

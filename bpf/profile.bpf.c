@@ -11,10 +11,13 @@
  * distinct stacks never evict or reject each other; a full map is counted.
  *
  * Double buffering: there are two (counts, stacks) map sets. Every run reads
- * active_buf once and writes only into that set. Userspace flips active_buf,
+ * active_buf once and writes only into that set. Counts only grow: userspace
+ * reads the active set in place at most drains (keys and stacks stay, so a
+ * stack seen once takes the cheap path below for as long as the set lives).
+ * When the set is half full, or sampling stopped, userspace flips active_buf,
  * waits for an RCU grace period (a map-in-map update does synchronize_rcu(),
- * and perf_event programs run under rcu_read_lock()), and only then drains
- * and clears the other set. No sample is lost or counted twice at a drain.
+ * and perf_event programs run under rcu_read_lock()), and only then reads and
+ * clears the other set. No sample is lost or counted twice (collector.c).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -387,7 +390,8 @@ int do_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 
-	/* Hot path: a known (process, stacks) pair; its stacks are stored already. */
+	/* Hot path: a (process, stacks) pair counted before in this set; its
+	 * stacks are stored already. */
 	cnt = bpf_map_lookup_elem(cmap, &key);
 	if (cnt) {
 		__sync_fetch_and_add(cnt, 1);
@@ -401,8 +405,9 @@ int do_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 
-	/* A new key in this buffer: the only place a new program image can show
-	 * up first, so the notice check costs nothing on the hot path. */
+	/* A new key in this set: the only place a new program image can show up
+	 * first, so the notice check costs nothing on the hot path. */
+	stat_inc(STAT_NEW_KEYS);
 	if (!(key.flags & SAMPLE_F_KTHREAD) && !drop_user)
 		notify_new_image(tgid, key.start_time, key.exec_id, key.comm, task);
 

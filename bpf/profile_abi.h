@@ -62,6 +62,7 @@ enum bp_stat {
 	STAT_IDLE,		  /* idle task, excluded (not an error) */
 	STAT_FILTERED,		  /* not a target process (per-task events only) */
 	STAT_NOTIFY_LOST,	  /* ring buffer full: a process notice dropped */
+	STAT_NEW_KEYS,		  /* samples that took the new-key path (stacks stored) */
 	/* --unwind auto|dwarf: how each table walk of a user stack ended (bpf/unwind.bpf.h). */
 	STAT_UNWIND_WALKS,	     /* user stacks walked with unwind tables */
 	STAT_UNWIND_NOT_READY,	     /* ... not: no tables for the process yet (frame pointers) */

@@ -3,17 +3,26 @@
  * collector.c - owns the skeleton: load, perf events, attach, drain.
  *
  * Drain protocol (see also bpf/profile.bpf.c): every program run reads
- * active_buf once and uses only that (counts, stacks) pair. To drain:
+ * active_buf once and uses only that (counts, stacks) pair. Counts only grow
+ * while their key is in the map, so most drains read the active pair in place
+ * and hand out what each count gained since the last read (a mirror here holds
+ * the last value per key). Keys and stacks stay in the kernel: a stack seen
+ * before takes the program's cheap path instead of being inserted again after
+ * every drain. When the active pair is half full, or sampling has stopped, the
+ * drain flips instead:
  *
- *   1. store active_buf = other           (new runs go to the other pair)
+ *   1. store active_buf = other           (new runs go to the other pair, empty)
  *   2. re-store the old inner map into its ARRAY_OF_MAPS slot: the kernel
  *      does synchronize_rcu() after a map-in-map update, and perf_event
  *      programs run inside an RCU read-side section, so when the syscall
  *      returns no run that saw the old index is still going
- *   3. read the old counts and the stacks they name, hand them out
- *   4. delete every entry of the old pair
+ *   3. read the old counts and the stacks they name, hand out the gains
+ *   4. delete every entry of the old pair, forget the mirror
  *
- * Nothing is lost between 1 and 4 and nothing is counted twice.
+ * Nothing is lost and nothing is counted twice: an increment the in-place
+ * read misses is seen by the next read or by the flip, which happens after
+ * the last run that can increment. Keys are never deleted from the active
+ * pair, so a run never increments an element that is being freed.
  */
 #include "collector.h"
 
@@ -48,7 +57,10 @@ struct collector {
 	int stacks_fd[PROFILE_NR_BUFS];
 	collector_proc_fn proc_fn;
 	void *proc_ctx;
-	uint64_t drains, drain_ns, drain_ns_total, missing_stacks;
+	uint64_t drains, drain_ns, drain_ns_total, missing_stacks, flips;
+	struct htab *last;	/* key in the active counts map -> uint64_t *: count at the last read */
+	size_t flip_at;		/* keys in the active pair that make the next drain flip */
+	bool sampling;		/* attached: runs may still come */
 	uint32_t unwind_mode;	/* in effect (auto falls back to fp if the walker cannot load) */
 	int unwind_err;		/* why it fell back */
 	bool fp_walker;		/* frame pointers walked by the program, not bpf_get_stack() */
@@ -193,6 +205,15 @@ retry:
 	c->stacks_fd[0] = bpf_map__fd(c->skel->maps.stacks_0);
 	c->stacks_fd[1] = bpf_map__fd(c->skel->maps.stacks_1);
 	c->active = 0;
+	/* Flip at half of the smaller map (a key names up to two stacks): what the
+	 * other half holds is what one drain period may bring before a flip. */
+	c->flip_at = MIN(bpf_map__max_entries(c->skel->maps.counts_0),
+			 bpf_map__max_entries(c->skel->maps.stacks_0) / 2) / 2;
+	c->last = htab__new();
+	if (!c->last) {
+		set_err(ce, -ENOMEM, NULL, "out of memory");
+		goto err_destroy;
+	}
 	return c;
 
 err_destroy:
@@ -393,6 +414,8 @@ int collector__attach(struct collector *c, struct collector_error *ce)
 {
 	int err = 0;
 
+	c->sampling = true;
+
 	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.events), handle_event, c, NULL);
 	if (!c->rb) {
 		err = -errno;
@@ -440,10 +463,17 @@ int collector__poll(struct collector *c, int timeout_ms, collector_proc_fn fn, v
 	return n;
 }
 
-struct count_rec {
-	struct bp_sample_key key;
-	uint64_t count;
-};
+/* Drops the mirror of the active counts; renew: start an empty one. */
+static void forget_last(struct collector *c, bool renew)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	while (c->last && (e = htab__next(c->last, &pos)))
+		free(e->value);
+	htab__free(c->last);
+	c->last = renew ? htab__new() : NULL; /* NULL on ENOMEM: the next drain flips */
+}
 
 /* Reads every key of a hash map into a growing array. */
 static int read_keys(int fd, size_t key_size, void **keys, size_t *nr)
@@ -534,40 +564,156 @@ static const struct bp_stack *get_stack(struct collector *c, struct stack_cache 
 	return st;
 }
 
+/*
+ * Reads every (key, count) of a counts map: batch lookups where the kernel has
+ * them (5.6+; one syscall per 1024 keys), else key by key.
+ */
+static int read_counts(int fd, struct bp_sample_key **keys, uint64_t **vals, size_t *nr)
+{
+	enum { CHUNK = 1024 };
+	struct bp_sample_key *k = NULL;
+	uint64_t *v = NULL;
+	size_t n = 0, cap = 0;
+	uint32_t token = 0;
+	bool first = true;
+	int err = 0;
+
+	for (;;) {
+		DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		uint32_t count = CHUNK;
+
+		if (cap - n < CHUNK) {
+			struct bp_sample_key *nk = realloc(k, (cap + CHUNK) * sizeof(*k));
+			uint64_t *nv = nk ? realloc(v, (cap + CHUNK) * sizeof(*v)) : NULL;
+
+			if (nk)
+				k = nk;
+			if (!nv) {
+				err = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap += CHUNK;
+		}
+		if (!bpf_map_lookup_batch(fd, first ? NULL : &token, &token, k + n, v + n, &count,
+					  &opts)) {
+			n += count;
+			first = false;
+			continue;
+		}
+		if (errno == ENOENT) { /* the end; count holds the last entries */
+			n += count;
+			break;
+		}
+		if (first && (errno == EINVAL || errno == ENOTSUP || errno == ENOSYS)) {
+			/* No batch ops: key by key. An entry removed meanwhile is skipped. */
+			void *ka = NULL;
+			size_t nk = 0;
+
+			free(k);
+			free(v);
+			k = NULL;
+			v = NULL;
+			err = read_keys(fd, sizeof(*k), &ka, &nk);
+			if (err)
+				break;
+			k = ka;
+			v = calloc(nk ? nk : 1, sizeof(*v));
+			if (!v) {
+				err = -ENOMEM;
+				break;
+			}
+			for (size_t i = 0; i < nk; i++) {
+				if (bpf_map_lookup_elem(fd, &k[i], &v[n]))
+					continue;
+				k[n++] = k[i];
+			}
+			break;
+		}
+		err = -errno; /* ENOSPC: a bucket longer than CHUNK entries - cannot happen */
+		break;
+	}
+	if (err) {
+		free(k);
+		free(v);
+		return err;
+	}
+	*keys = k;
+	*vals = v;
+	*nr = n;
+	return 0;
+}
+
+/*
+ * What key's count gained since the last read of this pair (the whole count
+ * the first time), remembering the new value. 0 if the mirror cannot grow: the
+ * next flip then hands the rest out, as it reads against the same mirror.
+ */
+static uint64_t gained(struct collector *c, const struct bp_sample_key *key, uint64_t count)
+{
+	struct htab_entry *e;
+	uint64_t *last, d;
+	bool created;
+
+	if (!c->last)
+		return count;
+	e = htab__upsert(c->last, key, sizeof(*key), &created);
+	if (!e)
+		return 0;
+	last = e->value;
+	if (!last) {
+		last = calloc(1, sizeof(*last));
+		if (!last) {
+			htab__remove(c->last, key, sizeof(*key));
+			return 0;
+		}
+		e->value = last;
+	}
+	d = count >= *last ? count - *last : 0;
+	*last = count;
+	return d;
+}
+
 int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx)
 {
-	uint32_t old = c->active, next = old ^ 1;
+	uint32_t buf = c->active;
 	uint64_t t0 = now_ns();
 	struct stack_cache sc = { 0 };
 	struct bp_sample_key *keys = NULL;
+	uint64_t *counts = NULL;
 	struct htab_entry *e;
 	size_t nr = 0, pos = 0;
-	int inner, err;
+	bool flip = !c->sampling || !c->last || htab__count(c->last) >= c->flip_at;
+	int err;
 
-	/* 1-2: flip, then wait out every run that may still use the old pair. */
-	__atomic_store_n(&c->skel->bss->active_buf, next, __ATOMIC_SEQ_CST);
-	c->active = next;
-	inner = c->counts_fd[old];
-	if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.counts), &old, &inner, BPF_ANY))
-		return -errno;
+	if (flip) {
+		/* 1-2: flip, then wait out every run that may still use the old pair. */
+		uint32_t next = buf ^ 1;
+		int inner = c->counts_fd[buf];
 
-	/* 3: read. */
-	err = read_keys(c->counts_fd[old], sizeof(*keys), (void **)&keys, &nr);
+		__atomic_store_n(&c->skel->bss->active_buf, next, __ATOMIC_SEQ_CST);
+		c->active = next;
+		if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.counts), &buf, &inner, BPF_ANY))
+			return -errno;
+		c->flips++;
+	}
+
+	/* 3: read; in place, the pair's keys and stacks stay where they are. */
+	err = read_counts(c->counts_fd[buf], &keys, &counts, &nr);
 	if (err)
 		return err;
 	sc.h = htab__new();
-	if (!sc.h) {
-		free(keys);
-		return -ENOMEM;
-	}
+	if (!sc.h)
+		err = -ENOMEM;
 	for (size_t i = 0; i < nr && !err; i++) {
 		struct collector_sample s = { .key = &keys[i] };
 		const struct bp_stack *ks, *us;
 
-		if (bpf_map_lookup_elem(c->counts_fd[old], &keys[i], &s.count) || !s.count)
+		s.count = gained(c, &keys[i], counts[i]);
+		if (!s.count)
 			continue;
-		ks = get_stack(c, &sc, c->stacks_fd[old], keys[i].kstack);
-		us = get_stack(c, &sc, c->stacks_fd[old], keys[i].ustack);
+		ks = get_stack(c, &sc, c->stacks_fd[buf], keys[i].kstack);
+		us = get_stack(c, &sc, c->stacks_fd[buf], keys[i].ustack);
 		if (ks) {
 			s.kips = ks->ips;
 			s.nr_kips = ks->nr;
@@ -578,17 +724,19 @@ int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx)
 		}
 		err = fn(ctx, &s);
 	}
-	while ((e = htab__next(sc.h, &pos)))
+	while (sc.h && (e = htab__next(sc.h, &pos)))
 		free(e->value);
 	htab__free(sc.h);
 	free(keys);
+	free(counts);
 
 	/* 4: empty the old pair for its next turn - also after a failed callback,
 	 * or its next drain would hand the same counts out again. */
-	{
-		int e1 = clear_map(c->counts_fd[old], sizeof(struct bp_sample_key));
-		int e2 = clear_map(c->stacks_fd[old], sizeof(uint64_t));
+	if (flip) {
+		int e1 = clear_map(c->counts_fd[buf], sizeof(struct bp_sample_key));
+		int e2 = clear_map(c->stacks_fd[buf], sizeof(uint64_t));
 
+		forget_last(c, true);
 		if (!err)
 			err = e1 ? e1 : e2;
 	}
@@ -608,6 +756,8 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->drain_ns = c->drain_ns;
 	st->drain_ns_total = c->drain_ns_total;
 	st->missing_stacks = c->missing_stacks;
+	st->flips = c->flips;
+	st->held = c->last ? htab__count(c->last) : 0;
 	st->nr_events = c->nr_events;
 	if (ncpu <= 0)
 		return;
@@ -645,7 +795,9 @@ void collector__detach(struct collector *c)
 		close(c->pfds[i]);
 	}
 	c->nr_events = 0;
+	c->sampling = false;
 }
+
 
 void collector__free(struct collector *c)
 {
@@ -656,6 +808,7 @@ void collector__free(struct collector *c)
 		if (c->chunk_fd[i] > 0)
 			close(c->chunk_fd[i]);
 	ring_buffer__free(c->rb);
+	forget_last(c, false);
 	profile_bpf__destroy(c->skel);
 	free(c->pfds);
 	free(c->links);

@@ -8,7 +8,7 @@
  *     collector__open()    open the skeleton, set filters and map sizes, load
  *     collector__attach()  open the perf events and attach the program
  *     collector__poll()    deliver process notices (new program images)
- *     collector__drain()   flip buffers, hand every counted stack to a callback
+ *     collector__drain()   hand what every stack gained to a callback
  *     collector__detach()  stop sampling (close events), keep the maps
  *     collector__free()
  *
@@ -74,6 +74,8 @@ struct collector_stats {
 	uint64_t drain_ns;    /* time spent in the last drain */
 	uint64_t drain_ns_total;
 	uint64_t missing_stacks; /* samples whose stack was not in the map (bug guard) */
+	uint64_t flips;	      /* drains that switched buffers (the others read in place) */
+	size_t held;	      /* (process, stacks) keys kept in the kernel's active map */
 	size_t nr_events;     /* perf events attached */
 };
 
@@ -87,8 +89,10 @@ int collector__attach(struct collector *c, struct collector_error *ce);
  * Returns the number handled or -errno (-EINTR on a signal). */
 int collector__poll(struct collector *c, int timeout_ms, collector_proc_fn fn, void *ctx);
 
-/* Drains everything counted since the previous drain. Sampling continues into
- * the other buffer meanwhile. Returns 0 or -errno (of fn or of a map call). */
+/* Hands out everything counted since the previous drain, each key with what
+ * its count gained. Reads the active buffer in place, or flips buffers when it
+ * is half full and after collector__detach() (so the last drain gets every
+ * sample). Returns 0 or -errno (of fn or of a map call). */
 int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx);
 
 void collector__stats(struct collector *c, struct collector_stats *st);

@@ -314,6 +314,9 @@ static void print_summary(const struct collector_stats *st, const struct profile
 		       st->v[STAT_IDLE]);
 	if (st->missing_stacks)
 		p_warn("%" PRIu64 " counted stacks were missing from the stack map", st->missing_stacks);
+	p_debug("%" PRIu64 " drains, %" PRIu64 " of them emptied the kernel maps (buffer flips); "
+		"%" PRIu64 " samples stored a new key",
+		st->drains, st->flips, st->v[STAT_NEW_KEYS]);
 	if (samples != profile__total(prof) + nlost)
 		p_warn("sample accounting mismatch: %" PRIu64 " samples, %" PRIu64
 		       " in the profile, %" PRIu64 " lost",
@@ -458,14 +461,14 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 /* --- the run ------------------------------------------------------------------ */
 
 /*
- * The kernel maps are drained every second even in one-shot mode: a drain
- * holds at most F x CPUs x period samples, so maps sized for a few periods
- * cannot fill up while the agent keeps up and stay small enough to be
- * preallocated; most symbolization is done by the time sampling stops; and
- * what only exists for a while (a short-lived process, a BPF program loaded
- * for a moment) is named while it exists. Each drain makes a hot stack take
- * the BPF program's slower new-key path once more: ~2 us per distinct
- * (process, stack) per second, negligible next to what the drain saves.
+ * The kernel maps are drained every second even in one-shot mode: most
+ * symbolization is done by the time sampling stops, and what only exists for
+ * a while (a short-lived process, a BPF program loaded for a moment) is named
+ * while it exists. A drain reads the counts in place and leaves the keys in
+ * the kernel (see collector.c), so it does not make hot stacks take the BPF
+ * program's slower new-key path again; the maps are emptied (by flipping to
+ * the other pair) only when half full, which MAP_HEADROOM_SEC keeps rare: the
+ * free half holds two seconds of samples even if every one is a new stack.
  */
 #define DRAIN_PERIOD_NS	     1000000000ULL
 #define DRAIN_PERIOD_LIVE_NS 1000000000ULL

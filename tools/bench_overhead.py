@@ -12,7 +12,14 @@ with a deep-ish call chain and a syscall-heavy one, busy on every CPU):
     (for perf: record's exit plus the whole "perf script" run)
   * samples in the output
 
-Usage: sudo tools/bench_overhead.py [--seconds 10] [--rounds 1] [--freq 99]
+With --together, the BPF programs run at the same time instead, over the
+same seconds of the same workload: bpfprof (auto), bpfprof --unwind fp and
+bpftrace each attach their own events, and each program's run_time_ns /
+run_cnt is taken over one common window (after a second of start-up). The
+VM's slow and fast spells then hit all three alike, so the per-round ratio
+to bpftrace is stable where back-to-back runs swing by +-50%.
+
+Usage: sudo tools/bench_overhead.py [--seconds 10] [--rounds 3] [--freq 99] [--together]
 Prints a Markdown table (the README has the latest one).
 """
 import argparse
@@ -117,6 +124,70 @@ def median_run(rs):
     return out
 
 
+TOGETHER = [
+    ("bpfprof", lambda F: [str(BPFPROF), "-F", str(F), "-a", "-q", "-o", "/dev/null"], "do_sample"),
+    ("bpfprof --unwind fp", lambda F: [str(BPFPROF), "-F", str(F), "-a", "-q", "--unwind", "fp",
+                                       "-o", "/dev/null"], "do_sample"),
+    ("bpftrace", lambda F: ["bpftrace", "-e", f"profile:hz:{F} {{ @[kstack, ustack, comm] = count(); }}"],
+     None),  # bpftrace names the program after the probe: "99"
+]
+
+
+def together_round(F, seconds):
+    """{label: ns per sample} for the TOGETHER programs over one common window."""
+    procs, ids = [], {}
+    try:
+        for label, argv, prog in TOGETHER:
+            name = prog or str(F)
+            before = set(prog_stats([name]))
+            procs.append(subprocess.Popen(argv(F), stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 15:
+                new = set(prog_stats([name])) - before
+                if new:
+                    ids[label] = max(new)
+                    break
+                time.sleep(0.05)
+            else:
+                raise SystemExit(f"bench_overhead: {label} did not start")
+        time.sleep(1.0)  # past start-up: first notices, unwind tables
+        names = [p or str(F) for _, _, p in TOGETHER]
+        a = prog_stats(names)
+        time.sleep(seconds)
+        b = prog_stats(names)
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGINT)
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # bpftrace 0.17 may sleep through SIGINT
+                p.kill()
+                p.wait()
+    out = {}
+    for label, pid in ids.items():
+        dn, dc = b[pid][1] - a[pid][1], b[pid][2] - a[pid][2]
+        out[label] = (dn / dc if dc else float("nan"), dc)
+    return out
+
+
+def together(F, seconds, rounds):
+    per = []
+    for _ in range(rounds):
+        per.append(together_round(F, seconds))
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    print(f"\nAt the same time on the same workload: -F {F}, {seconds:g} s windows, "
+          f"{rounds} rounds, kernel {os.uname().release}\n")
+    print("| program | BPF ns/sample (median) | per round | x bpftrace (median of per-round ratios) | runs per window |")
+    print("|---|---:|---|---:|---:|")
+    for label, _, _ in TOGETHER:
+        ns = [r[label][0] for r in per]
+        ratio = [r[label][0] / r["bpftrace"][0] for r in per]
+        print(f"| {label} | {med(ns):,.0f} | {' / '.join(f'{x:,.0f}' for x in ns)} | "
+              f"{med(ratio):.2f} | {med([r[label][1] for r in per])} |")
+
+
 def folded_samples(text):
     n = 0
     for line in text.splitlines():
@@ -149,6 +220,8 @@ def main():
     ap.add_argument("--freq", type=int, default=99)
     ap.add_argument("--rounds", type=int, default=3,
                     help="alternate the profilers this many times; report medians")
+    ap.add_argument("--together", action="store_true",
+                    help="run the BPF programs at the same time, over one window")
     ap.add_argument("--_one")
     args = ap.parse_args()
     if args._one:
@@ -169,6 +242,17 @@ def main():
                  subprocess.Popen([str(WL / "syscalls"), "100000"])]
     tmp = Path(tempfile.mkdtemp(prefix="bpfprof-bench-"))
     F, S = args.freq, args.seconds
+    if args.together:
+        try:
+            time.sleep(0.5)
+            together(F, S, args.rounds)
+        finally:
+            for w in workloads:
+                w.kill()
+                w.wait()
+            Path("/proc/sys/kernel/bpf_stats_enabled").write_text(old_stats)
+            subprocess.run(["rm", "-rf", str(tmp)])
+        return
     try:
         time.sleep(0.5)
         runs = {}

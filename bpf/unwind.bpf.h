@@ -101,12 +101,19 @@ struct uw_state {
 		__u64 gen, start_time, exec_id;
 		__u32 tgid, found, maps, nr_maps;
 	} proc;
-	struct uw_cent cache[UW_CACHE_SIZE];
+	/* One cache line per entry: each probe touches one line, not two. */
+	struct uw_cent cache[UW_CACHE_SIZE] __attribute__((aligned(64)));
 };
 
+/*
+ * One uw_state per CPU, indexed by CPU number (perf_event programs do not nest
+ * on a CPU). Not a PERCPU_ARRAY: per-CPU values are only 8-byte aligned,
+ * while an mmapable array's values start on a page, so the cache lines up.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* set by userspace to the number of possible CPUs */
 	__type(key, __u32);
 	__type(value, struct uw_state);
 } unwind_state SEC(".maps");
@@ -409,9 +416,9 @@ done:
 
 static __always_inline struct uw_state *uw_state_get(void)
 {
-	__u32 zero = 0;
+	__u32 cpu = bpf_get_smp_processor_id();
 
-	return bpf_map_lookup_elem(&unwind_state, &zero);
+	return bpf_map_lookup_elem(&unwind_state, &cpu);
 }
 
 /*

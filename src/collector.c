@@ -148,6 +148,10 @@ retry:
 		bpf_map__set_max_entries(c->skel->maps.stacks_1, opts->max_stacks);
 	}
 	bpf_map__set_max_entries(c->skel->maps.tgids, opts->nr_pids ? opts->nr_pids : 1);
+	if (bpf_map__set_max_entries(c->skel->maps.unwind_state, MAX(libbpf_num_possible_cpus(), 1))) {
+		set_err(ce, -EINVAL, NULL, "cannot size the unwinder's per-CPU state");
+		goto err_destroy;
+	}
 	c->skel->rodata->unwind_mode = c->unwind_mode;
 	c->skel->rodata->fp_walker = c->fp_walker;
 	if (opts->unwind_max_procs)

@@ -5,7 +5,7 @@
  * only sees one record per distinct (process, stacks) pair per drain.
  *
  * Stacks: the kernel stack by bpf_get_stack(), the user stack by the walker
- * in unwind.bpf.h (tables or frame pointers), into per-CPU scratch; a 64-bit
+ * in unwind.bpf.h (tables or frame pointers), into per-CPU state; a 64-bit
  * hash of the frames is the stack id. The stacks map is keyed by that id. Unlike
  * BPF_MAP_TYPE_STACK_TRACE (one stack per bucket, -EEXIST on a bucket clash)
  * distinct stacks never evict or reject each other; a full map is counted.
@@ -23,6 +23,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "profile_abi.h"
+#include "unwind_state.bpf.h"
 
 #define PF_KTHREAD 0x00200000
 #define EEXIST	   17
@@ -79,24 +80,30 @@ struct {
 	.values = { &stacks_0, &stacks_1 },
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} stats SEC(".maps");
-
-struct scratch {
-	struct bp_stack kernel;
+/*
+ * Everything a sample writes on its CPU, in one place: the counters, the
+ * stacks being read, the walker's registers and caches. At 99 Hz every
+ * sample starts with cold caches and TLB, so what matters is how many lines
+ * and pages it touches: one array value per CPU, indexed by CPU number
+ * (perf_event programs do not nest on a CPU), instead of three per-CPU maps
+ * on three pages. Not PERCPU_ARRAY values, which are only 8-byte aligned: an
+ * mmapable array's values start on a page, so the row cache lines up.
+ * Userspace reads the counters through an mmap of this map.
+ */
+struct cpu_state {
+	__u64 stats[STAT_MAX]; /* enum bp_stat; first: userspace reads it at offset 0 */
+	struct bp_stack kernel; /* this sample's stacks */
 	struct bp_stack user;
+	struct uw_state uw;	/* its header still on the first page */
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* set by userspace to the number of possible CPUs */
 	__type(key, __u32);
-	__type(value, struct scratch);
-} scratch SEC(".maps");
+	__type(value, struct cpu_state);
+} cpu_state SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -127,12 +134,24 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } events SEC(".maps");
 
+static __always_inline struct cpu_state *cpu_state_get(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return bpf_map_lookup_elem(&cpu_state, &cpu);
+}
+
+static __always_inline void stat_add(__u32 idx, __u64 n)
+{
+	struct cpu_state *cs = cpu_state_get();
+
+	if (cs && idx < STAT_MAX)
+		cs->stats[idx] += n; /* this CPU's, and runs do not nest on a CPU */
+}
+
 static __always_inline void stat_inc(__u32 idx)
 {
-	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
-
-	if (v)
-		*v += 1; /* per-CPU slot, and perf_event programs do not nest on a CPU */
+	stat_add(idx, 1);
 }
 
 /*
@@ -325,8 +344,8 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	struct bp_sample_key key = {};
 	struct task_struct *task;
-	struct scratch *scr;
-	__u32 zero = 0, buf;
+	struct cpu_state *scr;
+	__u32 buf;
 	void *cmap, *smap;
 	__u64 *cnt, one = 1;
 	long err;
@@ -346,7 +365,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	}
 	stat_inc(STAT_SAMPLES);
 
-	scr = bpf_map_lookup_elem(&scratch, &zero);
+	scr = cpu_state_get();
 	if (!scr) {
 		stat_inc(STAT_LOST_NO_MAP);
 		return 0;

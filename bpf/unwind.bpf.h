@@ -30,93 +30,7 @@
 #ifndef BPFPROF_UNWIND_BPF_H
 #define BPFPROF_UNWIND_BPF_H
 
-#include "unwind_abi.h"
-
-const volatile __u32 unwind_mode = UNWIND_MODE_FP;
-
-/* Slot pool generation: set by userspace whenever slots are freed. */
-volatile __u64 uw_gen = 0;
-/* Bumped by userspace after every change to unwind_procs. */
-volatile __u64 uw_proc_gen = 0;
-
-/* Mmapable: userspace writes tables straight into the chunk's memory. */
-struct unwind_chunk {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, UNWIND_CHUNK_SLOTS);
-	__type(key, __u32);
-	__type(value, __u64);
-};
-
-/* Slot pool: chunk i is created and installed by userspace when first needed. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, UNWIND_MAX_CHUNKS);
-	__type(key, __u32);
-	__array(values, struct unwind_chunk);
-} unwind_chunks SEC(".maps");
-
-/* tgid -> its executable mappings; bounded, userspace evicts the least
- * recently noticed processes when it is full. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096); /* set by userspace */
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u32);
-	__type(value, struct bp_uproc);
-} unwind_procs SEC(".maps");
-
-#define UW_REFRESH_NS 500000000ULL /* at most two refresh requests a second per process */
-#define UW_MAP_PROBES 14	   /* log2(UNWIND_MAX_MAPS) + 1 */
-#define UW_ROW_PROBES 13	   /* ceil(log2(UNWIND_PAGE_MAX_ROWS)) */
-#define UW_F_EXACT    1		   /* pc is not a return address (leaf, after a signal frame) */
-#define UW_F_TRUSTED  2		   /* pc came from a table step or the registers */
-#define UW_CACHE_SIZE 256	   /* row cache entries per CPU (16 KiB) */
-#define UW_NO_ROW     0xff	   /* cached: the mapping has no row for the pc */
-
-struct uw_cent {
-	__u64 pc;	 /* the lookup address; 0: empty */
-	__u64 gen;	 /* uw_gen when filled */
-	__u64 m_start, m_end, m_bias;
-	__u32 m_pages, m_nr_pages;
-	__u32 maps;	 /* the process's mapping list */
-	__u32 pad;
-	struct bp_urow row; /* row.op == UW_NO_ROW: frame pointers */
-};
-
-struct uw_state {
-	__u64 pc, sp, bp;
-	__u64 m_start, m_end, m_bias; /* the mapping of the previous frame */
-	__u32 m_pages, m_nr_pages;
-	__u32 maps, nr_maps;
-	__u32 tgid;
-	__u32 flags;
-	__u32 stop; /* enum bp_stat of the stop, 0 while walking */
-	__u32 nr;
-	__u32 dwarf_frames, fp_frames; /* counted into stats once per walk */
-	__u32 cache_hits, cache_misses;
-	__u64 gen;
-	/* The last process entry looked up on this CPU (uw_proc_gen checks it). */
-	struct {
-		__u64 gen, start_time, exec_id;
-		__u32 tgid, found, maps, nr_maps;
-	} proc;
-	/* One cache line per entry: each probe touches one line, not two. */
-	struct uw_cent cache[UW_CACHE_SIZE] __attribute__((aligned(64)));
-};
-
-/*
- * One uw_state per CPU, indexed by CPU number (perf_event programs do not nest
- * on a CPU). Not a PERCPU_ARRAY: per-CPU values are only 8-byte aligned,
- * while an mmapable array's values start on a page, so the cache lines up.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1); /* set by userspace to the number of possible CPUs */
-	__type(key, __u32);
-	__type(value, struct uw_state);
-} unwind_state SEC(".maps");
+#include "unwind_state.bpf.h"
 
 struct uw_ctx {
 	struct uw_state *st;
@@ -136,14 +50,6 @@ static __always_inline void *uw_chunk(__u32 global_slot)
 }
 
 /* Asks userspace to re-read the process's mappings (dlopen, new JIT code). */
-static __always_inline void stat_add(__u32 idx, __u64 n)
-{
-	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
-
-	if (v && n)
-		*v += n;
-}
-
 static __always_inline void uw_request_refresh(__u32 tgid)
 {
 	struct bp_uproc *p = bpf_map_lookup_elem(&unwind_procs, &tgid);
@@ -416,9 +322,9 @@ done:
 
 static __always_inline struct uw_state *uw_state_get(void)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
+	struct cpu_state *cs = cpu_state_get();
 
-	return bpf_map_lookup_elem(&unwind_state, &cpu);
+	return cs ? &cs->uw : NULL;
 }
 
 /*

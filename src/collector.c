@@ -65,7 +65,26 @@ struct collector {
 	int unwind_err;		/* why it fell back */
 	bool fp_walker;		/* frame pointers walked by the program, not bpf_get_stack() */
 	int chunk_fd[UNWIND_MAX_CHUNKS]; /* unwind slot pool chunks, 0 = none */
+	int ncpu;		/* possible CPUs: entries of cpu_state */
+	void *cpu_state;	/* its mmap (read only), NULL: read by lookups */
+	size_t cpu_state_len;
 };
+
+/* Maps the per-CPU state read only, so stats are plain loads (see profile.bpf.c). */
+static void map_cpu_state(struct collector *c)
+{
+	struct bpf_map *m = c->skel->maps.cpu_state;
+	size_t len = (size_t)bpf_map__value_size(m) * bpf_map__max_entries(m);
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	len = (len + page - 1) / page * page;
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, bpf_map__fd(m), 0);
+	if (p == MAP_FAILED)
+		return;
+	c->cpu_state = p;
+	c->cpu_state_len = len;
+}
 
 static void set_err(struct collector_error *ce, int err, const char *hint, const char *fmt, ...)
 {
@@ -148,8 +167,9 @@ retry:
 		bpf_map__set_max_entries(c->skel->maps.stacks_1, opts->max_stacks);
 	}
 	bpf_map__set_max_entries(c->skel->maps.tgids, opts->nr_pids ? opts->nr_pids : 1);
-	if (bpf_map__set_max_entries(c->skel->maps.unwind_state, MAX(libbpf_num_possible_cpus(), 1))) {
-		set_err(ce, -EINVAL, NULL, "cannot size the unwinder's per-CPU state");
+	c->ncpu = libbpf_num_possible_cpus();
+	if (c->ncpu <= 0 || bpf_map__set_max_entries(c->skel->maps.cpu_state, c->ncpu)) {
+		set_err(ce, -EINVAL, NULL, "cannot size the per-CPU state map");
 		goto err_destroy;
 	}
 	c->skel->rodata->unwind_mode = c->unwind_mode;
@@ -209,6 +229,7 @@ retry:
 	c->stacks_fd[0] = bpf_map__fd(c->skel->maps.stacks_0);
 	c->stacks_fd[1] = bpf_map__fd(c->skel->maps.stacks_1);
 	c->active = 0;
+	map_cpu_state(c);
 	/* Flip at half of the smaller map (a key names up to two stacks): what the
 	 * other half holds is what one drain period may bring before a flip. */
 	c->flip_at = MIN(bpf_map__max_entries(c->skel->maps.counts_0),
@@ -752,9 +773,6 @@ int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx)
 
 void collector__stats(struct collector *c, struct collector_stats *st)
 {
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t *vals;
-
 	memset(st, 0, sizeof(*st));
 	st->drains = c->drains;
 	st->drain_ns = c->drain_ns;
@@ -763,18 +781,26 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->flips = c->flips;
 	st->held = c->last ? htab__count(c->last) : 0;
 	st->nr_events = c->nr_events;
-	if (ncpu <= 0)
-		return;
-	vals = calloc(ncpu, sizeof(*vals));
-	if (!vals)
-		return;
-	for (uint32_t i = 0; i < STAT_MAX; i++) {
-		if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.stats), &i, vals))
-			continue;
-		for (int cpu = 0; cpu < ncpu; cpu++)
-			st->v[i] += vals[cpu];
+	for (int cpu = 0; cpu < c->ncpu; cpu++) {
+		size_t vsz = bpf_map__value_size(c->skel->maps.cpu_state);
+		const volatile uint64_t *v; /* the program's counters: aligned 8-byte loads */
+		void *buf = NULL;
+		uint32_t key = cpu;
+
+		if (c->cpu_state) {
+			v = (const volatile uint64_t *)((const char *)c->cpu_state + (size_t)cpu * vsz);
+		} else {
+			buf = malloc(vsz);
+			if (!buf || bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.cpu_state), &key, buf)) {
+				free(buf);
+				continue;
+			}
+			v = buf;
+		}
+		for (uint32_t i = 0; i < STAT_MAX; i++)
+			st->v[i] += v[i]; /* stats[] is the value's first member */
+		free(buf);
 	}
-	free(vals);
 }
 
 int collector__prog_runtime(struct collector *c, uint64_t *run_ns, uint64_t *run_cnt)
@@ -813,6 +839,8 @@ void collector__free(struct collector *c)
 			close(c->chunk_fd[i]);
 	ring_buffer__free(c->rb);
 	forget_last(c, false);
+	if (c->cpu_state)
+		munmap(c->cpu_state, c->cpu_state_len);
 	profile_bpf__destroy(c->skel);
 	free(c->pfds);
 	free(c->links);

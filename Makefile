@@ -11,6 +11,7 @@
 # ELF fixtures, workloads/ test workloads, asan/ and fuzz/ sub-builds.
 
 .DELETE_ON_ERROR:
+.SECONDARY: # keep intermediates (build/*.bpf.o) between runs
 .SUFFIXES:
 
 OUT	?= build
@@ -50,6 +51,7 @@ CORE_OBJS := $(patsubst src/%.c,$(OUT)/obj/%.o,$(CORE_SRCS))
 MAIN_OBJS := $(OUT)/obj/main.o $(OUT)/obj/collector.o
 BPF_OBJ   := $(OUT)/profile.bpf.o
 SKEL	  := $(OUT)/profile.skel.h
+KREAD_SKEL := $(OUT)/kread.skel.h
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
@@ -67,14 +69,14 @@ $(OUT) $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out $(OUT)/obj/in $(OUT)/obj/unwind 
 	$(Q)mkdir -p $@
 
 # --- BPF ------------------------------------------------------------------
-$(BPF_OBJ): bpf/profile.bpf.c $(wildcard bpf/*.h) $(VMLINUX) | $(OUT)
+$(OUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(VMLINUX) | $(OUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(dir $(VMLINUX)) -Ibpf \
 		-Wall -Werror $(BPF_EXTRA_CFLAGS) -c $< -o $@
 
-$(SKEL): $(BPF_OBJ)
+$(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
-	$(Q)$(BPFTOOL) gen skeleton $< name profile_bpf > $@
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 
 .PHONY: vmlinux
 vmlinux:
@@ -96,7 +98,7 @@ $(OUT)/gen/flamegraph_js.h: src/out/flamegraph.js | $(OUT)/gen
 	      echo ';'; } > $@
 $(OUT)/obj/out/svg.o: $(OUT)/gen/flamegraph_js.h
 
-$(OUT)/obj/collector.o: $(SKEL)
+$(OUT)/obj/collector.o: $(SKEL) $(KREAD_SKEL)
 
 $(OUT)/libcore.a: $(CORE_OBJS)
 	$(call msg,AR,$@)

@@ -95,6 +95,7 @@ struct cpu_state {
 	struct bp_stack kernel; /* this sample's stacks */
 	struct bp_stack user;
 	struct uw_state uw;	/* its header still on the first page */
+	struct bp_stack check;	/* kw_verify: the kernel stack from bpf_get_stack() */
 };
 
 struct {
@@ -260,6 +261,29 @@ static __always_inline void notify_new_image(__u32 tgid, __u64 start_time, __u64
 }
 
 #include "unwind.bpf.h"
+#if defined(__TARGET_ARCH_x86)
+#include "kwalk.bpf.h"
+#endif
+
+#if defined(__TARGET_ARCH_x86)
+/* kw_verify (tests): the walk must equal bpf_get_stack(); if not, counted,
+ * and the kernel's stack is used. */
+static __always_inline bool kw_check(struct bpf_perf_event_data *ctx, struct cpu_state *scr)
+{
+	long n = bpf_get_stack(ctx, scr->check.ips, sizeof(scr->check.ips), 0);
+	bool same = n >= 0 && (__u32)(n / sizeof(__u64)) == scr->kernel.nr;
+
+	for (__u32 i = 0; same && i < PROFILE_MAX_DEPTH; i++) {
+		if (i >= scr->kernel.nr)
+			break;
+		if (scr->kernel.ips[i] != scr->check.ips[i])
+			same = false;
+	}
+	if (!same)
+		stat_inc(STAT_KWALK_DIFF);
+	return same;
+}
+#endif
 
 /* Returns 0 if the stack is (now) in the map, else the map's error. */
 static __always_inline long store_stack(void *smap, __u64 id, const struct bp_stack *st)
@@ -382,7 +406,19 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	TM_NOW(t_ids);
 	/* A sample taken in user mode has no kernel stack: skip the helper call. */
 	if (!drop_kernel && !in_user_mode(ctx)) {
-		if (!read_stack(ctx, &scr->kernel, 0, 0x6b, &key.kstack)) {
+		bool walked = false;
+
+#if defined(__TARGET_ARCH_x86)
+		if (kw_enabled) {
+			walked = kw_walk(ctx, &scr->uw, &scr->kernel);
+			stat_inc(walked ? STAT_KWALK_OK : STAT_KWALK_FALLBACK);
+			if (walked && kw_verify)
+				walked = kw_check(ctx, scr);
+			if (walked && scr->kernel.nr)
+				key.kstack = stack_hash(&scr->kernel, 0x6b);
+		}
+#endif
+		if (!walked && !read_stack(ctx, &scr->kernel, 0, 0x6b, &key.kstack)) {
 			key.flags |= SAMPLE_F_KSTACK_ERR;
 			stat_inc(STAT_KSTACK_ERR);
 		}

@@ -50,6 +50,45 @@ struct bp_stack {
 	__u64 ips[PROFILE_MAX_DEPTH];
 };
 
+/*
+ * The kernel's ORC unwind table, reshaped by src/unwind/korc.c for the
+ * kernel stack walker. korc_ents: one per ORC entry, sorted by ip (offset
+ * from korc_base); uniq: index into korc_uniq, which holds each distinct
+ * raw orc_entry (6 bytes, zero-extended). korc_blocks: per 4 KiB of text,
+ * the run of korc_ents that can hold a pc in it.
+ */
+#define KORC_BLOCK_SHIFT 12
+
+struct bp_korc_ent {
+	__u32 ip;
+	__u32 uniq;
+};
+
+struct bp_korc_block {
+	__u32 first;
+	__u32 count;
+};
+
+/* struct orc_entry, kernels 6.3+: s16 sp_offset, s16 bp_offset, then
+ * sp_reg:4 bp_reg:4 type:3 signal:1 (checked against BTF before use). */
+#define KORC_SP_OFF(v)	((__s16)((v)&0xffff))
+#define KORC_BP_OFF(v)	((__s16)(((v) >> 16) & 0xffff))
+#define KORC_SP_REG(v)	(((v) >> 32) & 0xf)
+#define KORC_BP_REG(v)	(((v) >> 36) & 0xf)
+#define KORC_TYPE(v)	(((v) >> 40) & 0x7)
+#define KORC_SIGNAL(v)	(((v) >> 43) & 0x1)
+#define KORC_REG_UNDEFINED   0
+#define KORC_REG_PREV_SP     1
+#define KORC_REG_BP	     4
+#define KORC_REG_SP	     5
+#define KORC_REG_BP_INDIRECT 8
+#define KORC_REG_SP_INDIRECT 9
+#define KORC_TYPE_UNDEFINED    0
+#define KORC_TYPE_END_OF_STACK 1
+#define KORC_TYPE_CALL	       2
+#define KORC_TYPE_REGS	       3
+#define KORC_TYPE_REGS_PARTIAL 4
+
 /* Per-CPU counters, indexed by enum bp_stat. */
 enum bp_stat {
 	STAT_SAMPLES = 0,	  /* samples that passed the filters (counted or lost) */
@@ -63,6 +102,9 @@ enum bp_stat {
 	STAT_FILTERED,		  /* not a target process (per-task events only) */
 	STAT_NOTIFY_LOST,	  /* ring buffer full: a process notice dropped */
 	STAT_NEW_KEYS,		  /* samples that took the new-key path (stacks stored) */
+	STAT_KWALK_OK,		  /* kernel stacks walked with the ORC table */
+	STAT_KWALK_FALLBACK,	  /* ... that needed bpf_get_stack() (module, BPF, irq stack) */
+	STAT_KWALK_DIFF,	  /* --verify: the walk disagreed with bpf_get_stack() */
 	/* --unwind auto|dwarf: how each table walk of a user stack ended (bpf/unwind.bpf.h). */
 	STAT_UNWIND_WALKS,	     /* user stacks walked with unwind tables */
 	STAT_UNWIND_NOT_READY,	     /* ... not: no tables for the process yet (frame pointers) */

@@ -28,6 +28,7 @@ enum {
 	OPT_TOKEN_FILE,
 	OPT_LISTEN,
 	OPT_CGROUP,
+	OPT_KERNEL_UNWIND,
 };
 
 static const struct option long_opts[] = {
@@ -46,6 +47,7 @@ static const struct option long_opts[] = {
 	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 	{ "max-entries", required_argument, NULL, OPT_MAX_COUNTS },
 	{ "unwind", required_argument, NULL, OPT_UNWIND },
+	{ "kernel-unwind", required_argument, NULL, OPT_KERNEL_UNWIND },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -96,6 +98,10 @@ void cli__usage(FILE *f)
 		"      --unwind MODE       user stacks: auto (.eh_frame tables where available, frame\n"
 		"                          pointers elsewhere; default), fp (frame pointers only),\n"
 		"                          dwarf (tables only)\n"
+		"      --kernel-unwind MODE\n"
+		"                          kernel stacks: orc (walked by the program with the\n"
+		"                          kernel's own ORC table, the same frames for less;\n"
+		"                          default), kernel (bpf_get_stack() for every sample)\n"
 		"\n"
 		"Output:\n"
 		"  -o, --output FILE       write here instead of stdout (written atomically)\n"
@@ -412,6 +418,15 @@ int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errle
 			if (cli__parse_unwind(optarg, &o->unwind))
 				return usage_err(err, errlen,
 						 "invalid --unwind '%s': expected auto, fp or dwarf", optarg);
+			break;
+		case OPT_KERNEL_UNWIND:
+			if (!strcmp(optarg, "orc"))
+				o->kernel_helper = false;
+			else if (!strcmp(optarg, "kernel"))
+				o->kernel_helper = true;
+			else
+				return usage_err(err, errlen,
+						 "invalid --kernel-unwind '%s': expected orc or kernel", optarg);
 			break;
 		case 'v':
 			if (o->verbosity < 0)

@@ -53,6 +53,7 @@ struct options {
 	const char **cgroups;	  /* --cgroup PATH (repeatable) */
 	size_t nr_cgroups;
 	enum unwind_opt unwind;
+	bool kernel_helper;	  /* --kernel-unwind kernel: bpf_get_stack(), not the ORC walk */
 	bool show_version;
 	bool show_help;
 	struct out_opts out;  /* --title, --inverted, --merge, --top, --sort */

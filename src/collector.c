@@ -40,9 +40,13 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <bpf/btf.h>
+
 #include "htab.h"
+#include "unwind/korc.h"
 #include "unwind/unwinder.h"
 #include "util.h"
+#include "kread.skel.h"
 #include "profile.skel.h"
 
 struct collector {
@@ -65,10 +69,140 @@ struct collector {
 	int unwind_err;		/* why it fell back */
 	bool fp_walker;		/* frame pointers walked by the program, not bpf_get_stack() */
 	int chunk_fd[UNWIND_MAX_CHUNKS]; /* unwind slot pool chunks, 0 = none */
+	struct korc korc;	/* kernel ORC table, until it is in the kernel */
+	size_t korc_entries;
+	uint64_t korc_tramp[3];
+	int kw_err;		/* why it does not (0: it does) */
 	int ncpu;		/* possible CPUs: entries of cpu_state */
 	void *cpu_state;	/* its mmap (read only), NULL: read by lookups */
 	size_t cpu_state_len;
 };
+
+/* --- kernel stacks with the kernel's ORC table (src/unwind/korc.h) --------- */
+
+/* The orc_entry layout the walker decodes (KORC_* in profile_abi.h), 6.3+. */
+static int orc_layout_ok(void)
+{
+	static const struct {
+		const char *name;
+		uint32_t off, bits;
+	} want[] = { { "sp_offset", 0, 0 }, { "bp_offset", 16, 0 }, { "sp_reg", 32, 4 },
+		     { "bp_reg", 36, 4 },    { "type", 40, 3 },	     { "signal", 43, 1 } };
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	const struct btf_member *m;
+	int id, ok = 0;
+
+	if (!btf)
+		return -errno ? -errno : -ENOENT;
+	id = btf__find_by_name_kind(btf, "orc_entry", BTF_KIND_STRUCT);
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	if (!t || t->size != 6 || btf_vlen(t) < ARRAY_SIZE(want)) {
+		btf__free(btf);
+		return -ENOTSUP;
+	}
+	m = btf_members(t);
+	for (uint32_t i = 0; i < ARRAY_SIZE(want); i++) {
+		const char *name = btf__name_by_offset(btf, m[i].name_off);
+
+		if (name && !strcmp(name, want[i].name) &&
+		    btf_member_bit_offset(t, i) == want[i].off &&
+		    btf_member_bitfield_size(t, i) == want[i].bits)
+			ok++;
+	}
+	btf__free(btf);
+	return ok == (int)ARRAY_SIZE(want) ? 0 : -ENOTSUP;
+}
+
+/* Copies len bytes of kernel memory at addr (kread.bpf.c). */
+static int kread(struct kread_bpf *sk, void *dst, uint64_t addr, size_t len)
+{
+	struct {
+		uint64_t addr;
+		uint32_t len, pad;
+	} a = { 0 };
+
+	for (size_t off = 0; off < len;) {
+		size_t n = MIN(len - off, sizeof(sk->bss->buf));
+		LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a, .ctx_size_in = sizeof(a));
+
+		a.addr = addr + off;
+		a.len = (uint32_t)n;
+		if (bpf_prog_test_run_opts(bpf_program__fd(sk->progs.kread), &o))
+			return -errno;
+		if (o.retval)
+			return (int)o.retval;
+		memcpy((char *)dst + off, sk->bss->buf, n);
+		off += n;
+	}
+	return 0;
+}
+
+/* Builds c->korc from the running kernel's tables. 0 or -errno. */
+static int kw_prepare(struct collector *c)
+{
+	struct korc_syms ks;
+	struct kread_bpf *sk = NULL;
+	int32_t *ip = NULL;
+	uint8_t *orc = NULL;
+	char *buf = NULL;
+	size_t len, n;
+	int err;
+
+#if !defined(__x86_64__)
+	return -ENOTSUP;
+#endif
+	err = read_file("/proc/kallsyms", 256u << 20, &buf, &len);
+	if (err)
+		return err;
+	korc__syms_parse(buf, len, &ks);
+	free(buf);
+	if (!ks.orc_ip_start || !ks.orc_ip_stop || !ks.orc_start || !ks.stext || !ks.etext ||
+	    ks.orc_ip_stop <= ks.orc_ip_start)
+		return -ENOENT; /* no ORC (frame-pointer kernel), or kptr_restrict */
+	err = orc_layout_ok();
+	if (err)
+		return err;
+	n = (ks.orc_ip_stop - ks.orc_ip_start) / 4;
+	if (n > (8u << 20))
+		return -E2BIG;
+	ip = malloc(n * 4);
+	orc = malloc(n * 6);
+	sk = kread_bpf__open_and_load();
+	if (!sk)
+		err = -errno;
+	else if (!ip || !orc)
+		err = -ENOMEM;
+	else
+		err = kread(sk, ip, ks.orc_ip_start, n * 4);
+	if (!err)
+		err = kread(sk, orc, ks.orc_start, n * 6);
+	if (!err)
+		err = korc__build(ip, orc, (uint32_t)n, ks.orc_ip_start, ks.stext, ks.etext, &c->korc);
+	kread_bpf__destroy(sk);
+	free(ip);
+	free(orc);
+	memcpy(c->korc_tramp, ks.trampolines, sizeof(c->korc_tramp));
+	return err;
+}
+
+/* Writes an mmapable array's contents. */
+static int fill_mmap(struct bpf_map *m, const void *data, size_t len)
+{
+	size_t size = (size_t)bpf_map__value_size(m) * bpf_map__max_entries(m);
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	size = (size + page - 1) / page * page;
+	if (len > size)
+		return -E2BIG;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	memcpy(p, data, len);
+	munmap(p, size);
+	return 0;
+}
 
 /* Maps the per-CPU state read only, so stats are plain loads (see profile.bpf.c). */
 static void map_cpu_state(struct collector *c)
@@ -174,10 +308,34 @@ retry:
 	}
 	c->skel->rodata->unwind_mode = c->unwind_mode;
 	c->skel->rodata->fp_walker = c->fp_walker;
+	if ((opts->drop_kernel || opts->kernel_helper) && !c->kw_err)
+		c->kw_err = -ECANCELED; /* -U: no kernel stacks to walk */
+	if (c->fp_walker && !c->kw_err && !c->korc.nents)
+		c->kw_err = kw_prepare(c);
+	if (c->fp_walker && !c->kw_err) {
+		c->skel->rodata->kw_enabled = true;
+		c->skel->rodata->kw_verify = getenv("BPFPROF_TEST_KWALK_VERIFY") != NULL;
+		c->skel->rodata->kw_base = c->korc.base;
+		c->skel->rodata->kw_end = c->korc.end;
+		c->skel->rodata->kw_nblocks = c->korc.nblocks;
+		c->skel->rodata->kw_tramp0 = c->korc_tramp[0];
+		c->skel->rodata->kw_tramp1 = c->korc_tramp[1];
+		c->skel->rodata->kw_tramp2 = c->korc_tramp[2];
+		bpf_map__set_max_entries(c->skel->maps.korc_ents, c->korc.nents);
+		bpf_map__set_max_entries(c->skel->maps.korc_uniq, c->korc.nuniq);
+		bpf_map__set_max_entries(c->skel->maps.korc_blocks, c->korc.nblocks);
+	}
 	if (opts->unwind_max_procs)
 		bpf_map__set_max_entries(c->skel->maps.unwind_procs, opts->unwind_max_procs);
 
 	err = profile_bpf__load(c->skel);
+	if (err && c->skel->rodata->kw_enabled) {
+		/* The kernel stack walk costs verifier budget: keep the rest. */
+		c->kw_err = err;
+		korc__free(&c->korc);
+		profile_bpf__destroy(c->skel);
+		goto retry;
+	}
 	if (err && c->fp_walker && c->unwind_mode != UNWIND_MODE_DWARF) {
 		/*
 		 * The walker needs bpf_loop() and bpf_task_pt_regs() (5.17+):
@@ -202,6 +360,23 @@ retry:
 			set_err(ce, err, "run with -v -v to see the verifier log",
 				"loading the BPF program failed: %s", strerror(-err));
 		goto err_destroy;
+	}
+
+	if (c->skel->rodata->kw_enabled) {
+		err = fill_mmap(c->skel->maps.korc_ents, c->korc.ents,
+				c->korc.nents * sizeof(*c->korc.ents));
+		if (!err)
+			err = fill_mmap(c->skel->maps.korc_uniq, c->korc.uniq,
+					c->korc.nuniq * sizeof(*c->korc.uniq));
+		if (!err)
+			err = fill_mmap(c->skel->maps.korc_blocks, c->korc.blocks,
+					c->korc.nblocks * sizeof(*c->korc.blocks));
+		if (err) {
+			set_err(ce, err, NULL, "cannot fill the kernel unwind table: %s", strerror(-err));
+			goto err_destroy;
+		}
+		c->korc_entries = c->korc.nents;
+		korc__free(&c->korc); /* in the kernel now */
 	}
 
 	for (uint32_t i = 0; i < opts->nr_pids; i++) {
@@ -243,6 +418,7 @@ retry:
 
 err_destroy:
 	profile_bpf__destroy(c->skel);
+	korc__free(&c->korc);
 err_free:
 	free(c);
 	return NULL;
@@ -839,6 +1015,7 @@ void collector__free(struct collector *c)
 			close(c->chunk_fd[i]);
 	ring_buffer__free(c->rb);
 	forget_last(c, false);
+	korc__free(&c->korc);
 	if (c->cpu_state)
 		munmap(c->cpu_state, c->cpu_state_len);
 	profile_bpf__destroy(c->skel);
@@ -848,6 +1025,15 @@ void collector__free(struct collector *c)
 }
 
 /* --- unwind tables: the kernel side of src/unwind/unwinder.c ----------------- */
+
+bool collector__kernel_walk(const struct collector *c, int *err, size_t *entries)
+{
+	if (err)
+		*err = c->kw_err;
+	if (entries)
+		*entries = c->korc_entries;
+	return c->skel->rodata->kw_enabled;
+}
 
 bool collector__kernel_fp_walk(const struct collector *c)
 {

@@ -49,6 +49,7 @@ struct collector_opts {
 	uint32_t max_stacks;	/* distinct stacks per interval */
 	uint32_t unwind_mode;	/* enum bp_unwind_mode: user stack walking */
 	uint32_t unwind_max_procs; /* processes with unwind tables in the kernel */
+	bool kernel_helper;	/* kernel stacks by bpf_get_stack() only (no ORC walk) */
 	bool libbpf_debug;	/* libbpf's own messages on stderr */
 };
 
@@ -110,6 +111,10 @@ uint32_t collector__unwind_mode(const struct collector *c, int *fallback_err);
 /* True if user frame pointers are walked by bpf_get_stack(), not the program's
  * walker (kernels without bpf_loop()). */
 bool collector__kernel_fp_walk(const struct collector *c);
+/* Kernel stacks walked by the program with the kernel's ORC table (else by
+ * bpf_get_stack(); *err says why: -ECANCELED not asked for, -ENOENT
+ * no ORC table or addresses hidden, -ENOTSUP another orc_entry layout). */
+bool collector__kernel_walk(const struct collector *c, int *err, size_t *entries);
 void collector__unwind_kops(struct collector *c, struct unwind_kops *k);
 
 void collector__detach(struct collector *c);

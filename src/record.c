@@ -314,6 +314,10 @@ static void print_summary(const struct collector_stats *st, const struct profile
 		       st->v[STAT_IDLE]);
 	if (st->missing_stacks)
 		p_warn("%" PRIu64 " counted stacks were missing from the stack map", st->missing_stacks);
+	if (st->v[STAT_KWALK_OK] || st->v[STAT_KWALK_FALLBACK])
+		p_debug("kernel stacks: %" PRIu64 " walked with the ORC table, %" PRIu64
+			" by bpf_get_stack(), %" PRIu64 " disagreed (checked only in tests)",
+			st->v[STAT_KWALK_OK], st->v[STAT_KWALK_FALLBACK], st->v[STAT_KWALK_DIFF]);
 	p_debug("%" PRIu64 " drains, %" PRIu64 " of them emptied the kernel maps (buffer flips); "
 		"%" PRIu64 " samples stored a new key",
 		st->drains, st->flips, st->v[STAT_NEW_KEYS]);
@@ -416,6 +420,17 @@ static int unwind_start(struct record_ctx *rc, struct collector *col, const stru
 		       strerror(-fallback));
 	if (collector__kernel_fp_walk(col))
 		p_debug("user stacks: frame pointers, walked by the kernel (bpf_get_stack)");
+	{
+		size_t entries;
+		int kerr;
+
+		if (collector__kernel_walk(col, &kerr, &entries))
+			p_debug("kernel stacks: walked by the program with the kernel's ORC table "
+				"(%zu entries)", entries);
+		else
+			p_debug("kernel stacks: bpf_get_stack() (%s)",
+				kerr == -ECANCELED ? "not asked for" : strerror(-kerr));
+	}
 	if (mode == UNWIND_MODE_FP)
 		return 0;
 	collector__unwind_kops(col, &k);
@@ -905,6 +920,7 @@ int cmd_record(int argc, char **argv)
 	copts.max_stacks = o.max_stacks ? o.max_stacks : 2 * copts.max_counts;
 	copts.libbpf_debug = o.verbosity >= 2;
 	copts.unwind_mode = unwind_mode_of(o.unwind);
+	copts.kernel_helper = o.kernel_helper;
 
 	col = collector__open(&copts, &ce);
 	if (col && unwind_start(&rc, col, &o))

@@ -84,6 +84,40 @@ def test_all_cpus_sees_cpu_and_syscall_workloads():
     assert "main" in fr[:first_k], chain
 
 
+def kwalk_stats(stderr):
+    m = re.search(r"kernel stacks: (\d+) walked with the ORC table, (\d+) by bpf_get_stack\(\), "
+                  r"(\d+) disagreed", stderr)
+    assert m, stderr
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def test_kernel_stacks_walked_with_the_orc_table_match_the_kernel():
+    """The program walks kernel stacks with the kernel's own ORC table. With
+    BPFPROF_TEST_KWALK_VERIFY every walked stack is also taken with
+    bpf_get_stack() and compared: none may differ. Syscalls, page faults (the
+    faulter workload) and kernel threads on every CPU."""
+    (sysc, SYSC), (flt, FLT) = uwl("syscalls"), uwl("faulter")
+    env = dict(os.environ, BPFPROF_TEST_KWALK_VERIFY="1")
+    with Workload(sysc, 30), Workload(flt, 30):
+        p = run_bpfprof(["-a", "-d", 4, "-v"], env=env)
+    assert "walked by the program with the kernel's ORC table" in p.stderr, p.stderr
+    walked, fallback, differ = kwalk_stats(p.stderr)
+    assert differ == 0, p.stderr
+    assert walked > 100 and walked > 4 * fallback, p.stderr
+    folded = parse_folded(p.stdout)
+    chain = next(s for s in folded if s.startswith(SYSC + ";") and "vfs_read_[k]" in s)
+    assert re.search(r"entry_SYSCALL_64[a-z_]*_\[k\];do_syscall_64_\[k\];.*vfs_read_\[k\]", chain), chain
+    assert count_with(folded, lambda s: s.startswith(FLT + ";") and "_[k]" in s) > 0
+
+    # Switched off: the kernel's walk, and the same kernel frames.
+    with Workload(sysc, 30):
+        p = run_bpfprof(["-a", "-d", 2, "-v", "--kernel-unwind", "kernel"])
+    assert "kernel stacks: bpf_get_stack() (not asked for)" in p.stderr, p.stderr
+    assert "walked with the ORC table" not in p.stderr
+    folded = parse_folded(p.stdout)
+    assert any(s.startswith(SYSC + ";") and "vfs_read_[k]" in s for s in folded)
+
+
 def test_user_only_and_kernel_only():
     with Workload(wl("syscalls"), 30) as w:
         c0 = cpu_seconds(w.pid)

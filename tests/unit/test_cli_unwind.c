@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-/* test_cli_unwind.c - the --unwind option: values, default, errors. */
+/* test_cli_unwind.c - the --unwind and --kernel-unwind options: values, defaults, errors. */
 #include "testutil.h"
 
 #include "cli.h"
@@ -54,11 +54,36 @@ static void test_unwind_errors(void **state)
 	assert_int_equal(cli__parse_unwind(NULL, &u), -EINVAL);
 }
 
+static void test_kernel_unwind(void **state)
+{
+	struct options o;
+	char err[256];
+	const char *def[] = {"bpfprof", "-d", "1"};
+	const char *helper[] = {"bpfprof", "--kernel-unwind", "kernel"};
+	const char *orc[] = {"bpfprof", "--kernel-unwind=orc"};
+	const char *bad[] = {"bpfprof", "--kernel-unwind", "fp"};
+
+	(void)state;
+	assert_int_equal(parse(&o, err, sizeof(err), 3, def), CLI_OK);
+	assert_false(o.kernel_helper); /* the ORC walk by default */
+	cli__free(&o);
+	assert_int_equal(parse(&o, err, sizeof(err), 3, helper), CLI_OK);
+	assert_true(o.kernel_helper);
+	cli__free(&o);
+	assert_int_equal(parse(&o, err, sizeof(err), 2, orc), CLI_OK);
+	assert_false(o.kernel_helper);
+	cli__free(&o);
+	assert_int_equal(parse(&o, err, sizeof(err), 3, bad), CLI_USAGE);
+	assert_non_null(strstr(err, "expected orc or kernel"));
+	cli__free(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unwind_values),
 		cmocka_unit_test(test_unwind_errors),
+		cmocka_unit_test(test_kernel_unwind),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * kwalk.bpf.h - walks the kernel stack of a sample taken in kernel mode with
+ * the kernel's own ORC table (copied and reshaped by src/unwind/korc.c),
+ * giving exactly what bpf_get_stack() gives - [interrupted ip, return
+ * address, ...] up to the user-mode registers or the end-of-stack hint -
+ * at a fraction of its cost: the kernel's unwinder searches several MiB of
+ * cold tables for every frame, this walk finds most frames in the per-CPU
+ * row cache it shares with the user-stack walker (one cache line each).
+ *
+ * Only what the table fully describes is walked: CALL and full REGS frames
+ * with their CFA on rsp or rbp, in [_stext, _etext). Anything else - a
+ * module or BPF program on the stack, an ftrace or kretprobe return
+ * trampoline, an iret frame, a switch to another stack - makes the caller
+ * take bpf_get_stack() for the whole stack, so the result is the kernel's
+ * in every case (tests run with kw_verify, which checks every stack).
+ * Included by profile.bpf.c after unwind.bpf.h; x86-64 only.
+ */
+#ifndef BPFPROF_KWALK_BPF_H
+#define BPFPROF_KWALK_BPF_H
+
+const volatile bool kw_enabled = false;
+const volatile bool kw_verify = false; /* tests: compare with bpf_get_stack() */
+const volatile __u64 kw_base = 0, kw_end = 0;
+const volatile __u32 kw_nblocks = 0;
+const volatile __u64 kw_tramp0 = 0, kw_tramp1 = 0, kw_tramp2 = 0;
+
+/* Filled by userspace through mmap before attach, then never written. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* set by userspace */
+	__type(key, __u32);
+	__type(value, struct bp_korc_ent);
+} korc_ents SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} korc_uniq SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bp_korc_block);
+} korc_blocks SEC(".maps");
+
+#define KW_MAPS	  0xffffffffu /* row cache entries of kernel frames: no mapping list is */
+#define KW_GEN	  (~0ULL)     /* ... and no pool generation is */
+#define KW_PROBES 13	      /* entries per 4 KiB block <= 4096 */
+#define KW_FAIL	  STAT_KWALK_FALLBACK /* st->stop: take bpf_get_stack() */
+
+/* The raw orc_entry covering lookup (see korc__lookup()). */
+static __always_inline bool kw_find(__u64 lookup, __u64 *raw)
+{
+	__u32 off = (__u32)(lookup - kw_base), b = off >> KORC_BLOCK_SHIFT, lo, n;
+	struct bp_korc_block *blk;
+	struct bp_korc_ent *e;
+	__u64 *u;
+
+	if (b >= kw_nblocks)
+		return false;
+	blk = bpf_map_lookup_elem(&korc_blocks, &b);
+	if (!blk || !blk->count)
+		return false;
+	lo = blk->first;
+	n = blk->count;
+	for (int i = 0; i < KW_PROBES; i++) {
+		__u32 half = n / 2, mid;
+
+		if (n <= 1)
+			break;
+		mid = lo + half;
+		e = bpf_map_lookup_elem(&korc_ents, &mid);
+		if (!e)
+			return false;
+		if (e->ip <= off)
+			lo = mid;
+		n -= half;
+	}
+	e = bpf_map_lookup_elem(&korc_ents, &lo);
+	if (!e || e->ip > off)
+		return false;
+	u = bpf_map_lookup_elem(&korc_uniq, &e->uniq);
+	if (!u)
+		return false;
+	*raw = *u;
+	return true;
+}
+
+static __always_inline bool kw_read(void *dst, __u32 size, __u64 addr)
+{
+	return bpf_probe_read_kernel(dst, size, (void *)addr) == 0;
+}
+
+static long kw_step(__u64 index, void *data)
+{
+	struct uw_ctx *c = data;
+	struct uw_state *st = c->st;
+	struct bp_stack *out = c->out;
+	__u64 lookup, raw, cfa, ip, sp, nbp, regs[5];
+	__u32 nr = st->nr, type;
+	struct uw_cent *ce;
+	bool found, is_regs;
+
+	if (nr >= PROFILE_MAX_DEPTH)
+		return uw_stop(st, STAT_UNWIND_TRUNCATED); /* as deep as the kernel's */
+	out->ips[nr] = st->pc;
+	st->nr = nr + 1;
+
+	lookup = st->pc - ((st->flags & UW_F_EXACT) ? 0 : 1);
+	if (lookup < kw_base || lookup >= kw_end)
+		return uw_stop(st, KW_FAIL);
+	ce = &st->cache[uw_cache_idx(lookup, KW_MAPS)];
+	if (ce->pc == lookup && ce->maps == KW_MAPS && ce->gen == KW_GEN) {
+		raw = ce->m_bias;
+		found = ce->row.op != UW_NO_ROW;
+	} else {
+		found = kw_find(lookup, &raw);
+		ce->pc = lookup;
+		ce->maps = KW_MAPS;
+		ce->gen = KW_GEN;
+		ce->m_bias = found ? raw : 0;
+		ce->row.op = found ? 0 : UW_NO_ROW;
+	}
+	if (!found)
+		return uw_stop(st, KW_FAIL);
+
+	type = KORC_TYPE(raw);
+	if (type == KORC_TYPE_END_OF_STACK)
+		return uw_stop(st, STAT_UNWIND_END);
+	if (type != KORC_TYPE_CALL && type != KORC_TYPE_REGS)
+		return uw_stop(st, KW_FAIL);
+	switch (KORC_SP_REG(raw)) {
+	case KORC_REG_SP:
+		cfa = st->sp + KORC_SP_OFF(raw);
+		break;
+	case KORC_REG_BP:
+		cfa = st->bp + KORC_SP_OFF(raw);
+		break;
+	case KORC_REG_BP_INDIRECT:
+		if (!kw_read(&cfa, sizeof(cfa), st->bp + KORC_SP_OFF(raw)))
+			return uw_stop(st, KW_FAIL);
+		break;
+	default: /* SP_INDIRECT (a stack switch), registers only a full regs frame has */
+		return uw_stop(st, KW_FAIL);
+	}
+	is_regs = type == KORC_TYPE_REGS;
+	/* A call frame's CFA is above sp; a regs frame may start at sp. */
+	if (cfa < st->sp || (cfa == st->sp && !is_regs))
+		return uw_stop(st, KW_FAIL);
+
+	nbp = st->bp;
+	if (is_regs) {
+		/* struct pt_regs at cfa: bp at 4, ip at 16, cs at 17, sp at 19 (x8). */
+		if (!kw_read(&regs[0], 8, cfa + 4 * 8) || !kw_read(&regs[1], 16, cfa + 16 * 8) ||
+		    !kw_read(&regs[3], 8, cfa + 19 * 8))
+			return uw_stop(st, KW_FAIL);
+		if ((regs[2] & 3) == 3)
+			return uw_stop(st, STAT_UNWIND_END); /* user registers: the kernel stack ends */
+		ip = regs[1];
+		sp = regs[3];
+		if (KORC_BP_REG(raw) == KORC_REG_UNDEFINED)
+			nbp = regs[0];
+	} else {
+		if (!kw_read(&ip, sizeof(ip), cfa - 8))
+			return uw_stop(st, KW_FAIL);
+		if (ip == kw_tramp0 || ip == kw_tramp1 || ip == kw_tramp2)
+			return uw_stop(st, KW_FAIL); /* the kernel would recover the real address */
+		sp = cfa;
+	}
+	switch (KORC_BP_REG(raw)) {
+	case KORC_REG_UNDEFINED:
+		break;
+	case KORC_REG_PREV_SP:
+		if (!kw_read(&nbp, sizeof(nbp), cfa + KORC_BP_OFF(raw)))
+			return uw_stop(st, KW_FAIL);
+		break;
+	case KORC_REG_BP:
+		if (!kw_read(&nbp, sizeof(nbp), st->bp + KORC_BP_OFF(raw)))
+			return uw_stop(st, KW_FAIL);
+		break;
+	default:
+		return uw_stop(st, KW_FAIL);
+	}
+	if (sp <= st->sp)
+		return uw_stop(st, KW_FAIL);
+	st->pc = ip;
+	st->sp = sp;
+	st->bp = nbp;
+	st->flags = KORC_SIGNAL(raw) ? UW_F_EXACT : 0;
+	return 0;
+}
+
+/* The kernel stack of a sample taken in kernel mode; false: use bpf_get_stack(). */
+static __always_inline bool kw_walk(struct bpf_perf_event_data *ctx, struct uw_state *st,
+				    struct bp_stack *out)
+{
+	struct uw_ctx c = { .st = st, .out = out };
+
+	st->pc = ctx->regs.ip;
+	st->sp = ctx->regs.sp;
+	st->bp = ctx->regs.bp;
+	barrier_var(st->pc);
+	st->flags = UW_F_EXACT; /* interrupted: not a return address */
+	st->stop = 0;
+	st->nr = 0;
+	bpf_loop(PROFILE_MAX_DEPTH + 1, kw_step, &c, 0);
+	out->nr = st->nr;
+	return st->stop == STAT_UNWIND_END || st->stop == STAT_UNWIND_TRUNCATED;
+}
+
+#endif /* BPFPROF_KWALK_BPF_H */

@@ -170,10 +170,10 @@ static long kw_step(__u64 index, void *data)
 	} else {
 		if (!kw_read(&ip, sizeof(ip), cfa - 8))
 			return uw_stop(st, KW_FAIL);
-		if (ip == kw_tramp0 || ip == kw_tramp1 || ip == kw_tramp2)
-			return uw_stop(st, KW_FAIL); /* the kernel would recover the real address */
 		sp = cfa;
 	}
+	if (ip == kw_tramp0 || ip == kw_tramp1 || ip == kw_tramp2)
+		return uw_stop(st, KW_FAIL); /* the kernel would recover the real address */
 	switch (KORC_BP_REG(raw)) {
 	case KORC_REG_UNDEFINED:
 		break;

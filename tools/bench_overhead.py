@@ -12,12 +12,14 @@ with a deep-ish call chain and a syscall-heavy one, busy on every CPU):
     (for perf: record's exit plus the whole "perf script" run)
   * samples in the output
 
-With --together, the BPF programs run at the same time instead, over the
-same seconds of the same workload: bpfprof (auto), bpfprof --unwind fp and
-bpftrace each attach their own events, and each program's run_time_ns /
-run_cnt is taken over one common window (after a second of start-up). The
-VM's slow and fast spells then hit all three alike, so the per-round ratio
-to bpftrace is stable where back-to-back runs swing by +-50%.
+With --together, each bpfprof variant - the default, --unwind fp, and
+--kernel-unwind kernel (kernel stacks by bpf_get_stack()) - runs at the same
+time as bpftrace instead, each on its own events over the same seconds of
+the same workload, and both programs' run_time_ns / run_cnt are taken over
+one common window (after a second of start-up). The VM's slow and fast
+spells then hit both alike, so the per-window ratio to bpftrace is stable
+where back-to-back runs swing by +-50%. Pairs, not all at once: programs
+that both call the kernel's unwinder warm its tables for each other.
 
 Usage: sudo tools/bench_overhead.py [--seconds 10] [--rounds 3] [--freq 99] [--together]
 Prints a Markdown table (the README has the latest one).
@@ -128,16 +130,20 @@ TOGETHER = [
     ("bpfprof", lambda F: [str(BPFPROF), "-F", str(F), "-a", "-q", "-o", "/dev/null"], "do_sample"),
     ("bpfprof --unwind fp", lambda F: [str(BPFPROF), "-F", str(F), "-a", "-q", "--unwind", "fp",
                                        "-o", "/dev/null"], "do_sample"),
+    ("bpfprof --kernel-unwind kernel", lambda F: [str(BPFPROF), "-F", str(F), "-a", "-q",
+                                                  "--kernel-unwind", "kernel", "-o", "/dev/null"],
+     "do_sample"),
     ("bpftrace", lambda F: ["bpftrace", "-e", f"profile:hz:{F} {{ @[kstack, ustack, comm] = count(); }}"],
      None),  # bpftrace names the program after the probe: "99"
 ]
 
 
-def together_round(F, seconds):
-    """{label: ns per sample} for the TOGETHER programs over one common window."""
+def together_round(F, seconds, members):
+    """{label: (ns per sample, runs)} for members (TOGETHER entries) over one
+    common window."""
     procs, ids = [], {}
     try:
-        for label, argv, prog in TOGETHER:
+        for label, argv, prog in members:
             name = prog or str(F)
             before = set(prog_stats([name]))
             procs.append(subprocess.Popen(argv(F), stdout=subprocess.DEVNULL,
@@ -152,7 +158,7 @@ def together_round(F, seconds):
             else:
                 raise SystemExit(f"bench_overhead: {label} did not start")
         time.sleep(1.0)  # past start-up: first notices, unwind tables
-        names = [p or str(F) for _, _, p in TOGETHER]
+        names = [p or str(F) for _, _, p in members]
         a = prog_stats(names)
         time.sleep(seconds)
         b = prog_stats(names)
@@ -173,19 +179,26 @@ def together_round(F, seconds):
 
 
 def together(F, seconds, rounds):
-    per = []
+    """Each bpfprof variant paired with bpftrace, round after round. Pairs,
+    not all at once: two programs that both call the kernel's unwinder warm
+    its tables for each other, which would flatter whichever shares them."""
+    bt = TOGETHER[-1]
+    per = {label: [] for label, _, _ in TOGETHER[:-1]}
     for _ in range(rounds):
-        per.append(together_round(F, seconds))
+        for m in TOGETHER[:-1]:
+            r = together_round(F, seconds, [m, bt])
+            per[m[0]].append((r[m[0]][0], r[bt[0]][0], r[m[0]][1]))
     med = lambda xs: sorted(xs)[len(xs) // 2]
-    print(f"\nAt the same time on the same workload: -F {F}, {seconds:g} s windows, "
-          f"{rounds} rounds, kernel {os.uname().release}\n")
-    print("| program | BPF ns/sample (median) | per round | x bpftrace (median of per-round ratios) | runs per window |")
-    print("|---|---:|---|---:|---:|")
-    for label, _, _ in TOGETHER:
-        ns = [r[label][0] for r in per]
-        ratio = [r[label][0] / r["bpftrace"][0] for r in per]
-        print(f"| {label} | {med(ns):,.0f} | {' / '.join(f'{x:,.0f}' for x in ns)} | "
-              f"{med(ratio):.2f} | {med([r[label][1] for r in per])} |")
+    print(f"\nEach with bpftrace at the same time on the same workload: -F {F}, "
+          f"{seconds:g} s windows, {rounds} rounds, kernel {os.uname().release}\n")
+    print("| program | BPF ns/sample (median) | bpftrace in the same windows (median) "
+          "| x bpftrace (median of per-window ratios) | per-window ratios | runs per window |")
+    print("|---|---:|---:|---:|---|---:|")
+    for label, rs in per.items():
+        ratios = [a / b for a, b, _ in rs]
+        print(f"| {label} | {med([a for a, _, _ in rs]):,.0f} | {med([b for _, b, _ in rs]):,.0f} | "
+              f"{med(ratios):.2f} | {' / '.join(f'{x:.2f}' for x in ratios)} | "
+              f"{med([n for _, _, n in rs])} |")
 
 
 def folded_samples(text):
@@ -261,6 +274,9 @@ def main():
                 measure("bpfprof", [str(BPFPROF), "-F", str(F), "-a", "-q"], S, ["do_sample"]),
                 measure("bpfprof --unwind fp", [str(BPFPROF), "-F", str(F), "-a", "-q",
                                                 "--unwind", "fp"], S, ["do_sample"]),
+                measure("bpfprof --kernel-unwind kernel", [str(BPFPROF), "-F", str(F), "-a", "-q",
+                                                           "--kernel-unwind", "kernel"],
+                        S, ["do_sample"]),
                 measure("bpftrace", ["bpftrace", "-e",
                                      f"profile:hz:{F} {{ @[kstack, ustack, comm] = count(); }}"],
                         S, [str(F)]),  # bpftrace names the program after the probe: "99"
@@ -287,6 +303,7 @@ def main():
         subprocess.run(["rm", "-rf", str(tmp)])
 
     counters = {"bpfprof": folded_samples, "bpfprof --unwind fp": folded_samples,
+                "bpfprof --kernel-unwind kernel": folded_samples,
                 "bpftrace": bpftrace_samples}
     print(f"\nWorkload: busy ({max(1, ncpu - 1)} threads) + syscalls on {ncpu} CPUs, "
           f"-F {F}, {S:g} s of sampling, medians of {args.rounds} rounds, "

@@ -116,6 +116,10 @@ int korc__build(const int32_t *ip_rel, const uint8_t *orc, uint32_t n, uint64_t 
 		/* Equal ips: the kernel's search takes the last; so do we. */
 		if (m && k->ents[m - 1].ip == (uint32_t)(ip - k->base))
 			m--;
+		/* The same rule as the entry before: a lookup finds the same raw
+		 * value either way, so one entry covers both ranges. */
+		if (m && k->ents[m - 1].uniq == (uint32_t)(uintptr_t)e->value - 1)
+			continue;
 		k->ents[m].ip = (uint32_t)(ip - k->base);
 		k->ents[m].uniq = (uint32_t)(uintptr_t)e->value - 1;
 		m++;

@@ -51,7 +51,7 @@ struct {
 } korc_blocks SEC(".maps");
 
 #define KW_MAPS	  0xffffffffu /* row cache entries of kernel frames: no mapping list is */
-#define KW_GEN	  (~0ULL)     /* ... and no pool generation is */
+#define KW_GEN	  0xffffffffu /* (and the maps field alone tells them apart) */
 #define KW_PROBES 13	      /* entries per 4 KiB block <= 4096 */
 #define KW_FAIL	  STAT_KWALK_FALLBACK /* st->stop: take bpf_get_stack() */
 
@@ -116,16 +116,16 @@ static long kw_step(__u64 index, void *data)
 	lookup = st->pc - ((st->flags & UW_F_EXACT) ? 0 : 1);
 	if (lookup < kw_base || lookup >= kw_end)
 		return uw_stop(st, KW_FAIL);
-	ce = &st->cache[uw_cache_idx(lookup, KW_MAPS)];
+	ce = &uw_cache_of(st)[uw_cache_idx(lookup, KW_MAPS)];
 	if (ce->pc == lookup && ce->maps == KW_MAPS && ce->gen == KW_GEN) {
-		raw = ce->m_bias;
+		raw = ce->aux;
 		found = ce->row.op != UW_NO_ROW;
 	} else {
 		found = kw_find(lookup, &raw);
 		ce->pc = lookup;
 		ce->maps = KW_MAPS;
 		ce->gen = KW_GEN;
-		ce->m_bias = found ? raw : 0;
+		ce->aux = found ? raw : 0;
 		ce->row.op = found ? 0 : UW_NO_ROW;
 	}
 	if (!found)

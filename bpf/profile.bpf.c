@@ -94,8 +94,11 @@ struct cpu_state {
 	__u64 stats[STAT_MAX]; /* enum bp_stat; first: userspace reads it at offset 0 */
 	struct bp_stack kernel; /* this sample's stacks */
 	struct bp_stack user;
-	struct uw_state uw;	/* its header still on the first page */
+	struct uw_state uw;	/* the walkers' registers */
 	struct bp_stack check;	/* kw_verify: the kernel stack from bpf_get_stack() */
+	/* The walkers' row cache on a page of its own: 32-byte entries, two per
+	 * cache line, so a probe touches one line and every probe one page. */
+	struct uw_cent uw_cache[UW_CACHE_SIZE] __attribute__((aligned(4096)));
 };
 
 struct {

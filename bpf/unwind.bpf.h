@@ -180,6 +180,12 @@ static __always_inline long uw_fp_step(struct uw_state *st)
 	return 0;
 }
 
+/* The row cache of the CPU whose state st is (the same map value). */
+static __always_inline struct uw_cent *uw_cache_of(struct uw_state *st)
+{
+	return ((struct cpu_state *)((void *)st - __builtin_offsetof(struct cpu_state, uw)))->uw_cache;
+}
+
 static __always_inline __u32 uw_cache_idx(__u64 lookup, __u32 maps)
 {
 	return (__u32)(((lookup ^ maps) * 0x9e3779b97f4a7c15ULL) >> 56) & (UW_CACHE_SIZE - 1);
@@ -209,14 +215,10 @@ static long uw_step(__u64 index, void *data)
 	lookup = st->pc - ((st->flags & UW_F_EXACT) ? 0 : 1);
 	if (!st->nr_maps) /* no tables for this process: frame pointers */
 		return uw_fp_step(st);
-	ce = &st->cache[uw_cache_idx(lookup, st->maps)];
-	if (ce->pc == lookup && ce->gen == st->gen && ce->maps == st->maps) {
+	ce = &uw_cache_of(st)[uw_cache_idx(lookup, st->maps)];
+	if (ce->pc == lookup && ce->gen == (__u32)st->gen && ce->maps == st->maps) {
+		/* st->m_* keep the mapping of the last search: still this process's. */
 		st->cache_hits++;
-		st->m_start = ce->m_start;
-		st->m_end = ce->m_end;
-		st->m_bias = ce->m_bias;
-		st->m_pages = ce->m_pages;
-		st->m_nr_pages = ce->m_nr_pages;
 		if (ce->row.op == UW_NO_ROW)
 			return uw_fp_step(st);
 		row = ce->row;
@@ -235,13 +237,8 @@ static long uw_step(__u64 index, void *data)
 		found = st->m_pages != UNWIND_NO_TABLE &&
 			uw_find_row(st, lookup - st->m_bias, &row);
 		ce->pc = lookup;
-		ce->gen = st->gen;
+		ce->gen = (__u32)st->gen;
 		ce->maps = st->maps;
-		ce->m_start = st->m_start;
-		ce->m_end = st->m_end;
-		ce->m_bias = st->m_bias;
-		ce->m_pages = st->m_pages;
-		ce->m_nr_pages = st->m_nr_pages;
 		if (!found) {
 			ce->row.op = UW_NO_ROW;
 			return uw_fp_step(st);

@@ -48,17 +48,15 @@ struct {
 #define UW_ROW_PROBES 13	   /* ceil(log2(UNWIND_PAGE_MAX_ROWS)) */
 #define UW_F_EXACT    1		   /* pc is not a return address (leaf, after a signal frame) */
 #define UW_F_TRUSTED  2		   /* pc came from a table step or the registers */
-#define UW_CACHE_SIZE 256	   /* row cache entries per CPU (16 KiB) */
+#define UW_CACHE_SIZE 128	   /* row cache entries per CPU (4 KiB: one page) */
 #define UW_NO_ROW     0xff	   /* cached: the mapping has no row for the pc */
 
 struct uw_cent {
 	__u64 pc;	 /* the lookup address; 0: empty */
-	__u64 gen;	 /* uw_gen when filled */
-	__u64 m_start, m_end, m_bias;
-	__u32 m_pages, m_nr_pages;
+	__u32 gen;	 /* uw_gen when filled (low 32 bits) */
 	__u32 maps;	 /* the process's mapping list */
-	__u32 pad;
 	struct bp_urow row; /* row.op == UW_NO_ROW: frame pointers */
+	__u64 aux;	 /* kernel frames (kwalk.bpf.h): the raw orc_entry */
 };
 
 struct uw_state {
@@ -78,8 +76,6 @@ struct uw_state {
 		__u64 gen, start_time, exec_id;
 		__u32 tgid, found, maps, nr_maps;
 	} proc;
-	/* One cache line per entry: each probe touches one line, not two. */
-	struct uw_cent cache[UW_CACHE_SIZE] __attribute__((aligned(64)));
 };
 
 #endif /* BPFPROF_UNWIND_STATE_BPF_H */

@@ -9,7 +9,7 @@ tools/bench_overhead.py (a CPU-bound and a syscall-heavy process on every
 CPU), and prints the average per sample of:
 
   identity   pid, process start time and exec count, comm
-  kstack     the kernel stack (bpf_get_stack; skipped for samples in user mode)
+  kstack     the kernel stack (the ORC walk, else bpf_get_stack; none in user mode)
   ustack     the user stack (unwind tables or frame pointers, in the program)
   hot        aggregation when the key is already counted in this drain
   new        aggregation for a new key (notice check, stacks stored, key inserted)

@@ -255,19 +255,11 @@ def main():
                  subprocess.Popen([str(WL / "syscalls"), "100000"])]
     tmp = Path(tempfile.mkdtemp(prefix="bpfprof-bench-"))
     F, S = args.freq, args.seconds
-    if args.together:
-        try:
-            time.sleep(0.5)
-            together(F, S, args.rounds)
-        finally:
-            for w in workloads:
-                w.kill()
-                w.wait()
-            Path("/proc/sys/kernel/bpf_stats_enabled").write_text(old_stats)
-            subprocess.run(["rm", "-rf", str(tmp)])
-        return
     try:
         time.sleep(0.5)
+        if args.together:
+            together(F, S, args.rounds)
+            return
         runs = {}
         for _ in range(args.rounds):
             for r in [
@@ -281,7 +273,7 @@ def main():
                                      f"profile:hz:{F} {{ @[kstack, ustack, comm] = count(); }}"],
                         S, [str(F)]),  # bpftrace names the program after the probe: "99"
                 # What bpftrace's cost is made of: the program alone, then each
-                # stack walk alone. Half of the full line is below these floors.
+                # stack walk alone.
                 measure("bpftrace @ = count() (reference)", ["bpftrace", "-e",
                         f"profile:hz:{F} {{ @ = count(); }}"], S, [str(F)]),
                 measure("bpftrace @[kstack] = count() (reference)", ["bpftrace", "-e",

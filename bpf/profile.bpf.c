@@ -329,18 +329,16 @@ static __always_inline bool in_cgroups(void)
  * and other architectures: the kernel's frame-pointer walk (bpf_get_stack).
  */
 static __always_inline bool read_user_stack(struct bpf_perf_event_data *ctx,
-					    struct task_struct *task, struct bp_stack *st,
+					    struct task_struct *task, struct cpu_state *cs,
 					    struct bp_sample_key *key)
 {
 	/* Both before the process entry: see the caches in unwind.bpf.h. */
 	__u64 gen = uw_gen, pgen = uw_proc_gen;
-	struct uw_state *ws;
+	struct uw_state *ws = &cs->uw;
+	struct bp_stack *st = &cs->user;
 	bool tables = false;
 
 	barrier();
-	ws = uw_state_get();
-	if (!ws)
-		return false;
 	if (unwind_mode != UNWIND_MODE_FP) {
 		tables = uw_proc(ws, key->tgid, key->start_time, key->exec_id, pgen);
 		stat_inc(tables ? STAT_UNWIND_WALKS : STAT_UNWIND_NOT_READY);
@@ -430,7 +428,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	if (task->flags & PF_KTHREAD) {
 		key.flags |= SAMPLE_F_KTHREAD;
 	} else if (!drop_user) {
-		if (!read_user_stack(ctx, task, &scr->user, &key) || key.ustack == STACK_ID_NONE) {
+		if (!read_user_stack(ctx, task, scr, &key) || key.ustack == STACK_ID_NONE) {
 			key.flags |= SAMPLE_F_USTACK_ERR;
 			stat_inc(STAT_USTACK_ERR);
 		}

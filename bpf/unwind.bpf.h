@@ -317,13 +317,6 @@ done:
 	return 0;
 }
 
-static __always_inline struct uw_state *uw_state_get(void)
-{
-	struct cpu_state *cs = cpu_state_get();
-
-	return cs ? &cs->uw : NULL;
-}
-
 /*
  * The mapping list of the process's unwind entry, if userspace has loaded
  * one for exactly this program image (same start time and exec count). An

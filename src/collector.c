@@ -62,7 +62,7 @@ struct collector {
 	collector_proc_fn proc_fn;
 	void *proc_ctx;
 	uint64_t drains, drain_ns, drain_ns_total, missing_stacks, flips;
-	struct htab *last;	/* key in the active counts map -> uint64_t *: count at the last read */
+	struct htab *last;	/* key in the active counts map -> its count at the last read (in value) */
 	size_t flip_at;		/* keys in the active pair that make the next drain flip */
 	bool sampling;		/* attached: runs may still come */
 	uint32_t unwind_mode;	/* in effect (auto falls back to fp if the walker cannot load) */
@@ -79,6 +79,12 @@ struct collector {
 };
 
 /* --- kernel stacks with the kernel's ORC table (src/unwind/korc.h) --------- */
+
+#if defined(__x86_64__)
+#define IS_X86_64 1
+#else
+#define IS_X86_64 0
+#endif
 
 /* The orc_entry layout the walker decodes (KORC_* in profile_abi.h), 6.3+. */
 static int orc_layout_ok(void)
@@ -149,9 +155,8 @@ static int kw_prepare(struct collector *c)
 	size_t len, n;
 	int err;
 
-#if !defined(__x86_64__)
-	return -ENOTSUP;
-#endif
+	if (!IS_X86_64)
+		return -ENOTSUP; /* the walker and the orc_entry decoding are x86-64's */
 	err = read_file("/proc/kallsyms", 256u << 20, &buf, &len);
 	if (err)
 		return err;
@@ -186,38 +191,30 @@ static int kw_prepare(struct collector *c)
 	return err;
 }
 
+/* Maps an mmapable array map whole; *len: the mapping's length. */
+static void *map_array(struct bpf_map *m, int prot, size_t *len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	*len = (size_t)bpf_map__value_size(m) * bpf_map__max_entries(m);
+	*len = (*len + page - 1) / page * page;
+	p = mmap(NULL, *len, prot, MAP_SHARED, bpf_map__fd(m), 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
 /* Writes an mmapable array's contents. */
 static int fill_mmap(struct bpf_map *m, const void *data, size_t len)
 {
-	size_t size = (size_t)bpf_map__value_size(m) * bpf_map__max_entries(m);
-	long page = sysconf(_SC_PAGESIZE);
-	void *p;
+	size_t size;
+	void *p = map_array(m, PROT_READ | PROT_WRITE, &size);
 
-	size = (size + page - 1) / page * page;
-	if (len > size)
-		return -E2BIG;
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
-	if (p == MAP_FAILED)
+	if (!p)
 		return -errno;
-	memcpy(p, data, len);
+	if (len <= size)
+		memcpy(p, data, len);
 	munmap(p, size);
-	return 0;
-}
-
-/* Maps the per-CPU state read only, so stats are plain loads (see profile.bpf.c). */
-static void map_cpu_state(struct collector *c)
-{
-	struct bpf_map *m = c->skel->maps.cpu_state;
-	size_t len = (size_t)bpf_map__value_size(m) * bpf_map__max_entries(m);
-	long page = sysconf(_SC_PAGESIZE);
-	void *p;
-
-	len = (len + page - 1) / page * page;
-	p = mmap(NULL, len, PROT_READ, MAP_SHARED, bpf_map__fd(m), 0);
-	if (p == MAP_FAILED)
-		return;
-	c->cpu_state = p;
-	c->cpu_state_len = len;
+	return len <= size ? 0 : -E2BIG;
 }
 
 static void set_err(struct collector_error *ce, int err, const char *hint, const char *fmt, ...)
@@ -404,7 +401,8 @@ retry:
 	c->stacks_fd[0] = bpf_map__fd(c->skel->maps.stacks_0);
 	c->stacks_fd[1] = bpf_map__fd(c->skel->maps.stacks_1);
 	c->active = 0;
-	map_cpu_state(c);
+	/* Counters as plain loads (see profile.bpf.c); NULL: read by lookups. */
+	c->cpu_state = map_array(c->skel->maps.cpu_state, PROT_READ, &c->cpu_state_len);
 	/* Flip at half of the smaller map (a key names up to two stacks): what the
 	 * other half holds is what one drain period may bring before a flip. */
 	c->flip_at = MIN(bpf_map__max_entries(c->skel->maps.counts_0),
@@ -664,14 +662,12 @@ int collector__poll(struct collector *c, int timeout_ms, collector_proc_fn fn, v
 	return n;
 }
 
+/* The mirror keeps each count in its entry's value pointer. */
+_Static_assert(sizeof(uintptr_t) >= sizeof(uint64_t), "counts fit a pointer (64-bit targets)");
+
 /* Drops the mirror of the active counts; renew: start an empty one. */
 static void forget_last(struct collector *c, bool renew)
 {
-	struct htab_entry *e;
-	size_t pos = 0;
-
-	while (c->last && (e = htab__next(c->last, &pos)))
-		free(e->value);
 	htab__free(c->last);
 	c->last = renew ? htab__new() : NULL; /* NULL on ENOMEM: the next drain flips */
 }
@@ -853,7 +849,7 @@ static int read_counts(int fd, struct bp_sample_key **keys, uint64_t **vals, siz
 static uint64_t gained(struct collector *c, const struct bp_sample_key *key, uint64_t count)
 {
 	struct htab_entry *e;
-	uint64_t *last, d;
+	uint64_t last;
 	bool created;
 
 	if (!c->last)
@@ -861,18 +857,9 @@ static uint64_t gained(struct collector *c, const struct bp_sample_key *key, uin
 	e = htab__upsert(c->last, key, sizeof(*key), &created);
 	if (!e)
 		return 0;
-	last = e->value;
-	if (!last) {
-		last = calloc(1, sizeof(*last));
-		if (!last) {
-			htab__remove(c->last, key, sizeof(*key));
-			return 0;
-		}
-		e->value = last;
-	}
-	d = count >= *last ? count - *last : 0;
-	*last = count;
-	return d;
+	last = (uint64_t)(uintptr_t)e->value; /* 0 when created */
+	e->value = (void *)(uintptr_t)count;
+	return count >= last ? count - last : 0;
 }
 
 int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx)
@@ -955,7 +942,6 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->drain_ns_total = c->drain_ns_total;
 	st->missing_stacks = c->missing_stacks;
 	st->flips = c->flips;
-	st->held = c->last ? htab__count(c->last) : 0;
 	st->nr_events = c->nr_events;
 	for (int cpu = 0; cpu < c->ncpu; cpu++) {
 		size_t vsz = bpf_map__value_size(c->skel->maps.cpu_state);

@@ -76,7 +76,6 @@ struct collector_stats {
 	uint64_t drain_ns_total;
 	uint64_t missing_stacks; /* samples whose stack was not in the map (bug guard) */
 	uint64_t flips;	      /* drains that switched buffers (the others read in place) */
-	size_t held;	      /* (process, stacks) keys kept in the kernel's active map */
 	size_t nr_events;     /* perf events attached */
 };
 

@@ -47,13 +47,21 @@ def test_intervals_sum_to_one_long_run(tmp_path):
     """Across many drains and intervals no sample is lost or counted twice."""
     d = tmp_path / "store"
     with Workload(wl("busy"), 60) as w:
+        # CPU time from the start of sampling: the agent's start-up (unwind
+        # and kernel tables) is not sampled and must not be expected to be.
+        proc = subprocess.Popen([str(BPFPROF), "-p", str(w.pid), "--interval", "1",
+                                 "--output-dir", str(d), "-d", "6.5", "-v"],
+                                stderr=subprocess.PIPE, text=True)
+        head = wait_attached(proc)
         cpu0 = cpu_seconds(w.pid)
-        p = run_bpfprof(["-p", w.pid, "--interval", 1, "--output-dir", d, "-d", 6.5, "-v"])
+        _, tail = proc.communicate(timeout=60)
         cpu1 = cpu_seconds(w.pid)
+    assert proc.returncode == 0, head + tail
+    stderr = head + tail
     files = stored(d)
     assert len(files) >= 6, files
     n = sum(total(read_profile(f)[0]) for f in files)
-    samples, lost, intervals = summary_samples(p.stderr)
+    samples, lost, intervals = summary_samples(stderr)
     assert lost == 0
     assert intervals == len(files)
     # Exact: everything the kernel counted is in exactly one file.

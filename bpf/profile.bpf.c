@@ -173,6 +173,8 @@ enum bp_timing {
 	TM_HOT_N,	  /* ... how many */
 	TM_NEW,		  /* aggregation, new key: notice check, stacks stored, key inserted ... */
 	TM_NEW_N,	  /* ... how many */
+	TM_UPROC,	  /* user stack: finding the process's tables (part of TM_USTACK) */
+	TM_UFRAMES,	  /* user stack: frames */
 	TM_MAX,
 };
 
@@ -340,8 +342,10 @@ static __always_inline bool read_user_stack(struct bpf_perf_event_data *ctx,
 
 	barrier();
 	if (unwind_mode != UNWIND_MODE_FP) {
+		TM_NOW(t0);
 		tables = uw_proc(ws, key->tgid, key->start_time, key->exec_id, pgen);
 		stat_inc(tables ? STAT_UNWIND_WALKS : STAT_UNWIND_NOT_READY);
+		TM_ADD(TM_UPROC, bpf_ktime_get_ns() - t0);
 	}
 #if defined(__TARGET_ARCH_x86)
 	if (fp_walker) { /* false on kernels without bpf_loop(): see the collector */
@@ -349,6 +353,7 @@ static __always_inline bool read_user_stack(struct bpf_perf_event_data *ctx,
 		st->nr = 0;
 		switch (uw_walk(ctx, task, ws, tables, gen, st)) {
 		case UW_OK:
+			TM_ADD(TM_UFRAMES, st->nr);
 			if (st->nr)
 				key->ustack = stack_hash(st, 0x75);
 			return true;

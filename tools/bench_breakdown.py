@@ -4,13 +4,16 @@
 
 Builds a second bpfprof under build/timing/ with -DBPFPROF_TIMING (the program
 then adds the time of each of its parts into a "timing" array map; the normal
-build has none of it), runs it with -F 99 -a on the same workload as
+build has none of it), runs it with -a in both --unwind modes at the same time
+(at 99 and 97 Hz, swapped every round) on the same workload as
 tools/bench_overhead.py (a CPU-bound and a syscall-heavy process on every
 CPU), and prints the average per sample of:
 
   identity   pid, process start time and exec count, comm
   kstack     the kernel stack (the ORC walk, else bpf_get_stack; none in user mode)
-  ustack     the user stack (unwind tables or frame pointers, in the program)
+  ustack     the user stack (unwind tables or frame pointers, in the program);
+             in brackets the part spent finding the process's tables, and
+             the frames per sample
   hot        aggregation when the key is already counted in this drain
   new        aggregation for a new key (notice check, stacks stored, key inserted)
 
@@ -30,7 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "build" / "timing"
 WL = ROOT / "build" / "workloads"
-PARTS = ["samples", "identity", "kstack", "ustack", "hot", "hot_n", "new", "new_n"]
+PARTS = ["samples", "identity", "kstack", "ustack", "hot", "hot_n", "new", "new_n", "uproc",
+         "uframes"]
 
 
 def timing_maps():
@@ -51,9 +55,10 @@ def read_map(map_id):
     return [vals.get(i, 0) for i in range(len(PARTS))]
 
 
-def one_run(mode, seconds):
+def start(mode, freq):
+    """Starts the timing build; returns (process, its timing map id)."""
     before = timing_maps()
-    p = subprocess.Popen([str(OUT / "bpfprof"), "-F", "99", "-a", "-q", "--unwind", mode,
+    p = subprocess.Popen([str(OUT / "bpfprof"), "-F", str(freq), "-a", "-q", "--unwind", mode,
                           "-o", "/dev/null"])
     t0 = time.monotonic()
     new = set()
@@ -63,14 +68,28 @@ def one_run(mode, seconds):
     if not new:
         p.kill()
         raise SystemExit("bench_breakdown: the timing build did not start")
-    mid = max(new)
-    time.sleep(1.0)  # past start-up: first tables, first notices
-    a = read_map(mid)
-    time.sleep(seconds)
-    b = read_map(mid)
-    p.send_signal(signal.SIGINT)
-    p.wait()
-    return [y - x for x, y in zip(a, b)]
+    return p, max(new)
+
+
+def one_round(modes, seconds, swap):
+    """Both modes at once over one window, at 99 and 97 Hz (swapped every
+    round): the VM's slow spells hit both alike, and the two timers' phase
+    turns so neither always runs just after the other on warm caches."""
+    freqs = [97, 99] if swap else [99, 97]
+    runs = []
+    try:
+        for mode, f in zip(modes, freqs):
+            runs.append(start(mode, f))
+        time.sleep(1.0)  # past start-up: first tables, first notices
+        a = [read_map(m) for _, m in runs]
+        time.sleep(seconds)
+        b = [read_map(m) for _, m in runs]
+    finally:
+        for p, _ in runs:
+            p.send_signal(signal.SIGINT)
+        for p, _ in runs:
+            p.wait()
+    return {mode: [y - x for x, y in zip(xa, xb)] for mode, xa, xb in zip(modes, a, b)}
 
 
 def main():
@@ -92,19 +111,18 @@ def main():
     sums = {"auto": [0] * len(PARTS), "fp": [0] * len(PARTS)}
     try:
         time.sleep(0.5)
-        for _ in range(args.rounds):
-            for mode in sums:
-                d = one_run(mode, args.seconds)
+        for i in range(args.rounds):
+            for mode, d in one_round(list(sums), args.seconds, i % 2).items():
                 sums[mode] = [x + y for x, y in zip(sums[mode], d)]
     finally:
         for w in wls:
             w.kill()
             w.wait()
 
-    print(f"\n-F 99 -a, {args.seconds:g} s x {args.rounds} rounds per mode, busy + syscalls "
+    print(f"\n-F 99/97 -a, {args.seconds:g} s x {args.rounds} rounds, both modes at once, busy + syscalls "
           f"on {ncpu} CPUs, kernel {os.uname().release}; ns per sample\n")
-    print("| --unwind | samples | identity | kstack | ustack | hot key (share) "
-          "| new key (share) | sum |")
+    print("| --unwind | samples | identity | kstack | ustack (process lookup; frames) | "
+          "hot key (share) | new key (share) | sum |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for mode, v in sums.items():
         s = dict(zip(PARTS, v))
@@ -113,7 +131,7 @@ def main():
         new = s["new"] / max(s["new_n"], 1)
         total = (s["identity"] + s["kstack"] + s["ustack"] + s["hot"] + s["new"]) / n
         print(f"| {mode} | {s['samples']} | {s['identity'] / n:.0f} | {s['kstack'] / n:.0f} "
-              f"| {s['ustack'] / n:.0f} | {hot:.0f} ({100 * s['hot_n'] / n:.0f}%) "
+              f"| {s['ustack'] / n:.0f} ({s['uproc'] / n:.0f}; {s['uframes'] / n:.1f}) | {hot:.0f} ({100 * s['hot_n'] / n:.0f}%) "
               f"| {new:.0f} ({100 * s['new_n'] / n:.0f}%) | {total:.0f} |")
 
 

@@ -19,9 +19,20 @@ the same workload, and both programs' run_time_ns / run_cnt are taken over
 one common window (after a second of start-up). The VM's slow and fast
 spells then hit both alike, so the per-window ratio to bpftrace is stable
 where back-to-back runs swing by +-50%. Pairs, not all at once: programs
-that both call the kernel's unwinder warm its tables for each other.
+that both call the kernel's unwinder warm its tables for each other. The
+two run at F and F - 2 Hz, swapped every round: at one frequency their
+timers keep one phase for the whole window, and whichever fires just after
+the other finds the task, its stack and the kernel's unwind data in the
+cache (per-window ratios then swing from 0.35 to 0.7; two apart, the phase
+turns twice a second and evens out).
+
+With --compare OTHER, this build and another bpfprof binary run in pairs the
+same way (alternating which starts first), to judge a change to the program:
+  git worktree add /tmp/old HEAD && make -C /tmp/old build/bpfprof
+  sudo tools/bench_overhead.py --compare /tmp/old/build/bpfprof --rounds 8
 
 Usage: sudo tools/bench_overhead.py [--seconds 10] [--rounds 3] [--freq 99] [--together]
+       [--compare BPFPROF [--compare-args '...']]
 Prints a Markdown table (the README has the latest one).
 """
 import argparse
@@ -138,15 +149,16 @@ TOGETHER = [
 ]
 
 
-def together_round(F, seconds, members):
+def together_round(F, seconds, members, freqs=None):
     """{label: (ns per sample, runs)} for members (TOGETHER entries) over one
-    common window."""
+    common window; freqs: each member's frequency (default F for all)."""
     procs, ids = [], {}
+    freqs = freqs or [F] * len(members)
     try:
-        for label, argv, prog in members:
-            name = prog or str(F)
+        for (label, argv, prog), f in zip(members, freqs):
+            name = prog or str(f)
             before = set(prog_stats([name]))
-            procs.append(subprocess.Popen(argv(F), stdout=subprocess.DEVNULL,
+            procs.append(subprocess.Popen(argv(f), stdout=subprocess.DEVNULL,
                                           stderr=subprocess.DEVNULL))
             t0 = time.monotonic()
             while time.monotonic() - t0 < 15:
@@ -158,7 +170,7 @@ def together_round(F, seconds, members):
             else:
                 raise SystemExit(f"bench_overhead: {label} did not start")
         time.sleep(1.0)  # past start-up: first notices, unwind tables
-        names = [p or str(F) for _, _, p in members]
+        names = [p or str(f) for (_, _, p), f in zip(members, freqs)]
         a = prog_stats(names)
         time.sleep(seconds)
         b = prog_stats(names)
@@ -184,9 +196,9 @@ def together(F, seconds, rounds):
     its tables for each other, which would flatter whichever shares them."""
     bt = TOGETHER[-1]
     per = {label: [] for label, _, _ in TOGETHER[:-1]}
-    for _ in range(rounds):
+    for i in range(rounds):
         for m in TOGETHER[:-1]:
-            r = together_round(F, seconds, [m, bt])
+            r = together_round(F, seconds, [m, bt], [F, F - 2] if i % 2 else [F - 2, F])
             per[m[0]].append((r[m[0]][0], r[bt[0]][0], r[m[0]][1]))
     med = lambda xs: sorted(xs)[len(xs) // 2]
     print(f"\nEach with bpftrace at the same time on the same workload: -F {F}, "
@@ -199,6 +211,32 @@ def together(F, seconds, rounds):
         print(f"| {label} | {med([a for a, _, _ in rs]):,.0f} | {med([b for _, b, _ in rs]):,.0f} | "
               f"{med(ratios):.2f} | {' / '.join(f'{x:.2f}' for x in ratios)} | "
               f"{med([n for _, _, n in rs])} |")
+
+
+def compare(F, seconds, rounds, other, extra):
+    """This build and another bpfprof binary at the same time, same options:
+    per-window ratio of their per-sample BPF cost (for judging a change)."""
+    # F and F - 2 Hz, swapped every round: at one frequency the two programs'
+    # timers keep one phase for a whole window, and whichever runs just after
+    # the other finds the task and its stack in the cache. Two apart, the
+    # phase turns twice a second and that evens out.
+    args = lambda F: ["-F", str(F), "-a", "-q", "-o", "/dev/null"] + extra
+    a = ("this build", lambda f: [str(BPFPROF)] + args(f), "do_sample")
+    b = (other, lambda f: [other] + args(f), "do_sample")
+    rs = []
+    for i in range(rounds):
+        if i % 2 == 0:
+            r = together_round(F, seconds, [a, b], [F, F - 2])
+        else:
+            r = together_round(F, seconds, [b, a], [F, F - 2])
+        rs.append((r[a[0]][0], r[b[0]][0]))
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    ratios = [x / y for x, y in rs]
+    print(f"\n{' '.join(args(F))}: this build vs {other}, {seconds:g} s windows, {rounds} rounds\n")
+    print("| this build ns/sample (median) | other (median) | ratio (median) | per-window ratios |")
+    print("|---:|---:|---:|---|")
+    print(f"| {med([x for x, _ in rs]):,.0f} | {med([y for _, y in rs]):,.0f} | {med(ratios):.2f} "
+          f"| {' / '.join(f'{x:.2f}' for x in ratios)} |")
 
 
 def folded_samples(text):
@@ -235,6 +273,10 @@ def main():
                     help="alternate the profilers this many times; report medians")
     ap.add_argument("--together", action="store_true",
                     help="run the BPF programs at the same time, over one window")
+    ap.add_argument("--compare", metavar="BPFPROF",
+                    help="instead: this build against another bpfprof binary, in pairs")
+    ap.add_argument("--compare-args", default="",
+                    help="extra options for both sides of --compare, e.g. '--unwind fp'")
     ap.add_argument("--_one")
     args = ap.parse_args()
     if args._one:
@@ -257,6 +299,9 @@ def main():
     F, S = args.freq, args.seconds
     try:
         time.sleep(0.5)
+        if args.compare:
+            compare(F, S, args.rounds, args.compare, args.compare_args.split())
+            return
         if args.together:
             together(F, S, args.rounds)
             return

@@ -106,7 +106,7 @@ static long kw_step(__u64 index, void *data)
 	__u64 lookup, raw, cfa, ip, sp, nbp, regs[5];
 	__u32 nr = st->nr, type;
 	struct uw_cent *ce;
-	bool found, is_regs;
+	bool found, is_regs, hit;
 
 	if (nr >= PROFILE_MAX_DEPTH)
 		return uw_stop(st, STAT_UNWIND_TRUNCATED); /* as deep as the kernel's */
@@ -116,8 +116,8 @@ static long kw_step(__u64 index, void *data)
 	lookup = st->pc - ((st->flags & UW_F_EXACT) ? 0 : 1);
 	if (lookup < kw_base || lookup >= kw_end)
 		return uw_stop(st, KW_FAIL);
-	ce = &uw_cache_of(st)[uw_cache_idx(lookup, KW_MAPS)];
-	if (ce->pc == lookup && ce->maps == KW_MAPS && ce->gen == KW_GEN) {
+	ce = uw_cache_find(st, lookup, KW_GEN, KW_MAPS, &hit);
+	if (hit) {
 		raw = ce->aux;
 		found = ce->row.op != UW_NO_ROW;
 	} else {

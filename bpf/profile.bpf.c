@@ -175,11 +175,17 @@ enum bp_timing {
 	TM_NEW_N,	  /* ... how many */
 	TM_UPROC,	  /* user stack: finding the process's tables (part of TM_USTACK) */
 	TM_UFRAMES,	  /* user stack: frames */
+	TM_UW_HIT,	  /* user frames: row cache probe that hit ... */
+	TM_UW_HIT_N,	  /* ... how many */
+	TM_UW_MISS,	  /* user frames: probe that missed, and the searches ... */
+	TM_UW_MISS_N,	  /* ... how many */
+	TM_UW_REST,	  /* user table frames: the step after the row was found */
 	TM_MAX,
 };
 
+/* Per CPU: no atomic adds on lines shared between CPUs inside the times. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, TM_MAX);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -190,7 +196,7 @@ static __always_inline void tm_add(__u32 idx, __u64 v)
 	__u64 *p = bpf_map_lookup_elem(&timing, &idx);
 
 	if (p)
-		__sync_fetch_and_add(p, v);
+		*p += v;
 }
 #define TM_NOW(t)	 __u64 t = bpf_ktime_get_ns()
 #define TM_ADD(idx, v) tm_add(idx, v)
@@ -444,6 +450,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	TM_ADD(TM_IDENTITY, t_ids - t_start);
 	TM_ADD(TM_KSTACK, t_kstack - t_ids);
 	TM_ADD(TM_USTACK, t_ustack - t_kstack);
+	TM_NOW(t_agg);
 	buf = active_buf & (PROFILE_NR_BUFS - 1);
 	cmap = bpf_map_lookup_elem(&counts, &buf);
 	if (!cmap) {
@@ -456,7 +463,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	cnt = bpf_map_lookup_elem(cmap, &key);
 	if (cnt) {
 		__sync_fetch_and_add(cnt, 1);
-		TM_ADD(TM_HOT, bpf_ktime_get_ns() - t_ustack);
+		TM_ADD(TM_HOT, bpf_ktime_get_ns() - t_agg);
 		TM_ADD(TM_HOT_N, 1);
 		return 0;
 	}
@@ -489,7 +496,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (err)
 		stat_inc(STAT_LOST_COUNTS_FULL);
-	TM_ADD(TM_NEW, bpf_ktime_get_ns() - t_ustack);
+	TM_ADD(TM_NEW, bpf_ktime_get_ns() - t_agg);
 	TM_ADD(TM_NEW_N, 1);
 	return 0;
 }

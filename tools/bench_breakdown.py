@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "build" / "timing"
 WL = ROOT / "build" / "workloads"
 PARTS = ["samples", "identity", "kstack", "ustack", "hot", "hot_n", "new", "new_n", "uproc",
-         "uframes"]
+         "uframes", "uw_hit", "uw_hit_n", "uw_miss", "uw_miss_n", "uw_rest"]
 
 
 def timing_maps():
@@ -45,13 +45,14 @@ def timing_maps():
 def read_map(map_id):
     out = subprocess.run(["bpftool", "-j", "map", "dump", "id", str(map_id)],
                          capture_output=True, text=True, check=True)
+    num = lambda x: int.from_bytes(bytes(int(b, 16) for b in x), "little") \
+        if isinstance(x, list) else x  # no BTF: hex byte strings
     vals = {}
     for e in json.loads(out.stdout):
-        k, v = e["key"], e["value"]
-        if isinstance(k, list):  # no BTF: hex byte strings
-            k = int.from_bytes(bytes(int(x, 16) for x in k), "little")
-            v = int.from_bytes(bytes(int(x, 16) for x in v), "little")
-        vals[k] = v
+        if "formatted" in e:
+            e = e["formatted"]
+        v = num(e["value"]) if "value" in e else sum(num(x["value"]) for x in e["values"])
+        vals[num(e["key"])] = v
     return [vals.get(i, 0) for i in range(len(PARTS))]
 
 
@@ -133,6 +134,11 @@ def main():
         print(f"| {mode} | {s['samples']} | {s['identity'] / n:.0f} | {s['kstack'] / n:.0f} "
               f"| {s['ustack'] / n:.0f} ({s['uproc'] / n:.0f}; {s['uframes'] / n:.1f}) | {hot:.0f} ({100 * s['hot_n'] / n:.0f}%) "
               f"| {new:.0f} ({100 * s['new_n'] / n:.0f}%) | {total:.0f} |")
+    s = dict(zip(PARTS, sums["auto"]))
+    hn, mn = max(s["uw_hit_n"], 1), max(s["uw_miss_n"], 1)
+    print(f"\nauto, per user frame looked up in the row cache: hit {s['uw_hit'] / hn:.0f} ns "
+          f"({s['uw_hit_n']}), miss and search {s['uw_miss'] / mn:.0f} ns ({s['uw_miss_n']}); "
+          f"the step after the row: {s['uw_rest'] / max(hn + mn, 1):.0f} ns")
 
 
 if __name__ == "__main__":

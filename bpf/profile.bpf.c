@@ -44,6 +44,8 @@ const volatile bool fp_walker = true;	  /* false: bpf_get_stack() walks user fra
 
 /* Which map set runs write to; flipped by userspace at every drain. */
 volatile __u32 active_buf = 0;
+/* Set by userspace once it can read and clear the hot slots (its mmap). */
+volatile __u32 hot_slots = 0;
 
 struct counts_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -99,7 +101,13 @@ struct cpu_state {
 	/* The walkers' row cache on a page of its own: 32-byte entries, two per
 	 * cache line, so a probe touches one line and every probe one page. */
 	struct uw_cent uw_cache[UW_CACHE_SIZE] __attribute__((aligned(4096)));
+	/* Hot keys (profile_abi.h), per buffer set: the value's last page. */
+	struct bp_hot_slot hot[PROFILE_NR_BUFS][PROFILE_HOT_SLOTS] __attribute__((aligned(4096)));
 };
+
+_Static_assert(sizeof(((struct cpu_state *)0)->hot) == 4096, "hot slots: one page");
+_Static_assert(__builtin_offsetof(struct cpu_state, hot) + 4096 == sizeof(struct cpu_state),
+	       "hot slots: the last page of a cpu_state value (collector.c finds them there)");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -296,6 +304,15 @@ static __always_inline bool kw_check(struct bpf_perf_event_data *ctx, struct cpu
 }
 #endif
 
+/* A free hot slot taken by a key now in the counts map: count first, then
+ * the hash, so a reader that sees the hash sees a count of this claim. */
+static __always_inline void hot_claim(struct bp_hot_slot *slot, __u64 khash)
+{
+	slot->count = 0;
+	barrier();
+	slot->khash = khash;
+}
+
 /* Returns 0 if the stack is (now) in the map, else the map's error. */
 static __always_inline long store_stack(void *smap, __u64 id, const struct bp_stack *st)
 {
@@ -383,7 +400,8 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	struct cpu_state *scr;
 	__u32 buf;
 	void *cmap, *smap;
-	__u64 *cnt, one = 1;
+	__u64 *cnt, one = 1, khash = 0;
+	struct bp_hot_slot *slot = NULL;
 	long err;
 	TM_NOW(t_start);
 
@@ -452,6 +470,19 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	TM_ADD(TM_USTACK, t_ustack - t_kstack);
 	TM_NOW(t_agg);
 	buf = active_buf & (PROFILE_NR_BUFS - 1);
+	/* Hottest path: a key this CPU counts in a slot of its own. Runs do
+	 * not nest on a CPU and only this CPU writes its slots: plain adds. */
+	if (hot_slots) {
+		khash = bp_key_hash(&key);
+		slot = &scr->hot[buf][khash & (PROFILE_HOT_SLOTS - 1)];
+		if (slot->khash == khash) {
+			slot->count++;
+			scr->stats[STAT_HOT_HITS]++;
+			TM_ADD(TM_HOT, bpf_ktime_get_ns() - t_agg);
+			TM_ADD(TM_HOT_N, 1);
+			return 0;
+		}
+	}
 	cmap = bpf_map_lookup_elem(&counts, &buf);
 	if (!cmap) {
 		stat_inc(STAT_LOST_NO_MAP);
@@ -459,10 +490,14 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	}
 
 	/* Hot path: a (process, stacks) pair counted before in this set; its
-	 * stacks are stored already. */
+	 * stacks are stored already. Counted in the map, and from now on in
+	 * the CPU's slot if that is free (the key is in the map: userspace
+	 * finds it there). */
 	cnt = bpf_map_lookup_elem(cmap, &key);
 	if (cnt) {
 		__sync_fetch_and_add(cnt, 1);
+		if (slot && !slot->khash)
+			hot_claim(slot, khash);
 		TM_ADD(TM_HOT, bpf_ktime_get_ns() - t_agg);
 		TM_ADD(TM_HOT_N, 1);
 		return 0;
@@ -496,6 +531,8 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (err)
 		stat_inc(STAT_LOST_COUNTS_FULL);
+	else if (slot && !slot->khash)
+		hot_claim(slot, khash);
 	TM_ADD(TM_NEW, bpf_ktime_get_ns() - t_agg);
 	TM_ADD(TM_NEW_N, 1);
 	return 0;

@@ -43,6 +43,40 @@ struct bp_sample_key {
 	char comm[PROFILE_COMM_LEN];
 };
 
+/*
+ * Hot keys: each CPU counts the keys it sees most in slots of its own
+ * (struct cpu_state in profile.bpf.c, the last page of each value, read
+ * by userspace through an mmap), so the usual sample costs one cache line
+ * instead of a hash map lookup (~1 us of cold lines on a VM). A slot is
+ * claimed, once per buffer set, by a key that is already in that set's
+ * counts map; from then on the CPU counts the key in the slot. A key's
+ * count is its counts map value plus its slots on every CPU, all of which
+ * only grow until the set is flipped and emptied (collector.c).
+ */
+#define PROFILE_HOT_SLOTS 128 /* per CPU and buffer set: 2 x 128 x 16 bytes = one page */
+
+struct bp_hot_slot {
+	__u64 khash; /* bp_key_hash() of the key; 0: free */
+	__u64 count;
+};
+
+/* A 64-bit hash of a whole sample key, the same on both sides. */
+static inline __u64 bp_key_hash(const struct bp_sample_key *k)
+{
+	const __u64 *w = (const __u64 *)k;
+	__u64 h = 0x243f6a8885a308d3ULL;
+
+	for (int i = 0; i < (int)(sizeof(*k) / sizeof(__u64)); i++) {
+		h ^= w[i];
+		h *= 0xbf58476d1ce4e5b9ULL;
+		h ^= h >> 31;
+	}
+	h ^= h >> 30;
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 31;
+	return h ? h : 1;
+}
+
 /* The stacks map holds stack id -> stack_trace. */
 struct bp_stack {
 	__u32 nr; /* valid entries in ips[] */
@@ -102,6 +136,7 @@ enum bp_stat {
 	STAT_FILTERED,		  /* not a target process (per-task events only) */
 	STAT_NOTIFY_LOST,	  /* ring buffer full: a process notice dropped */
 	STAT_NEW_KEYS,		  /* samples that took the new-key path (stacks stored) */
+	STAT_HOT_HITS,		  /* samples counted in a per-CPU hot slot (no map lookup) */
 	STAT_KWALK_OK,		  /* kernel stacks walked with the ORC table */
 	STAT_KWALK_FALLBACK,	  /* ... that needed bpf_get_stack() (module, BPF, irq stack) */
 	STAT_KWALK_DIFF,	  /* --verify: the walk disagreed with bpf_get_stack() */

@@ -74,7 +74,7 @@ struct collector {
 	uint64_t korc_tramp[3];
 	int kw_err;		/* why it does not (0: it does) */
 	int ncpu;		/* possible CPUs: entries of cpu_state */
-	void *cpu_state;	/* its mmap (read only), NULL: read by lookups */
+	void *cpu_state;	/* its mmap, NULL: read by lookups (and no hot slots) */
 	size_t cpu_state_len;
 };
 
@@ -401,8 +401,13 @@ retry:
 	c->stacks_fd[0] = bpf_map__fd(c->skel->maps.stacks_0);
 	c->stacks_fd[1] = bpf_map__fd(c->skel->maps.stacks_1);
 	c->active = 0;
-	/* Counters as plain loads (see profile.bpf.c); NULL: read by lookups. */
-	c->cpu_state = map_array(c->skel->maps.cpu_state, PROT_READ, &c->cpu_state_len);
+	/* Counters as plain loads (see profile.bpf.c); NULL: read by lookups.
+	 * Writable: the hot slots are read and emptied through it, so the
+	 * program only uses them once it is there. */
+	c->cpu_state = map_array(c->skel->maps.cpu_state, PROT_READ | PROT_WRITE,
+				 &c->cpu_state_len);
+	if (c->cpu_state && !getenv("BPFPROF_TEST_NO_HOT_SLOTS"))
+		__atomic_store_n(&c->skel->bss->hot_slots, 1, __ATOMIC_SEQ_CST);
 	/* Flip at half of the smaller map (a key names up to two stacks): what the
 	 * other half holds is what one drain period may bring before a flip. */
 	c->flip_at = MIN(bpf_map__max_entries(c->skel->maps.counts_0),
@@ -862,6 +867,71 @@ static uint64_t gained(struct collector *c, const struct bp_sample_key *key, uin
 	return count >= last ? count - last : 0;
 }
 
+/* CPU cpu's hot slots of buffer set buf (the last page of its cpu_state value). */
+static struct bp_hot_slot *hot_slots(struct collector *c, int cpu, uint32_t buf)
+{
+	size_t vsz = bpf_map__value_size(c->skel->maps.cpu_state);
+	char *v = (char *)c->cpu_state + (size_t)cpu * vsz;
+
+	return (struct bp_hot_slot *)(v + vsz - sizeof(struct bp_hot_slot) * PROFILE_NR_BUFS *
+					      PROFILE_HOT_SLOTS) +
+	       (size_t)buf * PROFILE_HOT_SLOTS;
+}
+
+/*
+ * Adds what every CPU counted in its hot slots of set buf to the counts just
+ * read from the set's map. A slot is claimed only by a key already in the
+ * map, so its key is among those read - unless it was claimed after the
+ * read: then it is left for the next drain. Every part only grows until the
+ * set is emptied, so the sums only grow and gained() hands out the rest.
+ */
+static int add_hot(struct collector *c, uint32_t buf, const struct bp_sample_key *keys,
+		   uint64_t *counts, size_t nr)
+{
+	struct htab *by_hash;
+	int err = 0;
+
+	if (!__atomic_load_n(&c->skel->bss->hot_slots, __ATOMIC_RELAXED) || !nr)
+		return 0;
+	by_hash = htab__new();
+	if (!by_hash)
+		return -ENOMEM;
+	for (size_t i = 0; i < nr && !err; i++) {
+		uint64_t h = bp_key_hash(&keys[i]);
+		bool created;
+		struct htab_entry *e = htab__upsert(by_hash, &h, sizeof(h), &created);
+
+		if (!e)
+			err = -ENOMEM;
+		else
+			e->value = (void *)(uintptr_t)(i + 1);
+	}
+	for (int cpu = 0; cpu < c->ncpu && !err; cpu++) {
+		const struct bp_hot_slot *hs = hot_slots(c, cpu, buf);
+
+		for (uint32_t i = 0; i < PROFILE_HOT_SLOTS; i++) {
+			uint64_t h = __atomic_load_n(&hs[i].khash, __ATOMIC_ACQUIRE);
+			struct htab_entry *e;
+
+			if (!h || !(e = htab__find(by_hash, &h, sizeof(h))))
+				continue;
+			counts[(uintptr_t)e->value - 1] += __atomic_load_n(&hs[i].count,
+									  __ATOMIC_RELAXED);
+		}
+	}
+	htab__free(by_hash);
+	return err;
+}
+
+/* Empties every CPU's hot slots of set buf, which no run uses any more. */
+static void clear_hot(struct collector *c, uint32_t buf)
+{
+	if (!__atomic_load_n(&c->skel->bss->hot_slots, __ATOMIC_RELAXED))
+		return;
+	for (int cpu = 0; cpu < c->ncpu; cpu++)
+		memset(hot_slots(c, cpu, buf), 0, sizeof(struct bp_hot_slot) * PROFILE_HOT_SLOTS);
+}
+
 int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx)
 {
 	uint32_t buf = c->active;
@@ -890,6 +960,12 @@ int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx)
 	err = read_counts(c->counts_fd[buf], &keys, &counts, &nr);
 	if (err)
 		return err;
+	err = add_hot(c, buf, keys, counts, nr);
+	if (err) {
+		free(keys);
+		free(counts);
+		return err;
+	}
 	sc.h = htab__new();
 	if (!sc.h)
 		err = -ENOMEM;
@@ -924,6 +1000,7 @@ int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx)
 		int e1 = clear_map(c->counts_fd[buf], sizeof(struct bp_sample_key));
 		int e2 = clear_map(c->stacks_fd[buf], sizeof(uint64_t));
 
+		clear_hot(c, buf);
 		forget_last(c, true);
 		if (!err)
 			err = e1 ? e1 : e2;

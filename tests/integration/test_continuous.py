@@ -85,6 +85,12 @@ def drain_stats(stderr):
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
+def hot_hits(stderr):
+    m = re.search(r"(\d+) were counted in per-CPU hot slots", stderr)
+    assert m, stderr
+    return int(m.group(1))
+
+
 def test_drains_leave_hot_stacks_in_the_kernel():
     """A drain reads the counts in place: a stack counted once stays a known key
     in the kernel (cheap path) instead of being stored again after every drain,
@@ -104,6 +110,48 @@ def test_drains_leave_hot_stacks_in_the_kernel():
     assert n == samples and abs(n - expected) <= 0.1 * expected + 10, (n, samples, expected)
 
 
+def test_hot_slots_count_exactly():
+    """Most samples of a steady loop are counted in per-CPU slots, not in the
+    counts map; the drains add the slots back: the same totals and the same
+    split as with the map alone (BPFPROF_TEST_NO_HOT_SLOTS), every sample once."""
+    runs = {}
+    for name, env in [("hot", None),
+                      ("map only", dict(os.environ, BPFPROF_TEST_NO_HOT_SLOTS="1"))]:
+        with Workload(wl("busy"), 60) as w:
+            cpu0 = cpu_seconds(w.pid)
+            p = run_bpfprof(["-p", w.pid, "-d", 6, "-v"], env=env)
+            cpu1 = cpu_seconds(w.pid)
+        folded = parse_folded(p.stdout)
+        samples = int(re.search(r"(\d+) samples in", p.stderr).group(1))
+        n = total(folded)
+        expected = FREQ * (cpu1 - cpu0)
+        assert "accounting mismatch" not in p.stderr, p.stderr
+        assert n == samples and abs(n - expected) <= 0.1 * expected + 10, (name, n, samples, expected)
+        leaf_a = sum(c for s, c in folded.items() if s.endswith(";leaf_a")) / max(n, 1)
+        runs[name] = (hot_hits(p.stderr), samples, leaf_a)
+    (hot, samples, leaf_a), (hot_off, _, leaf_a_off) = runs["hot"], runs["map only"]
+    assert hot > 0.7 * samples, f"{hot} of {samples} samples in hot slots"
+    assert hot_off == 0
+    # busy: leaf_a does 2/3 of the work, whichever way it is counted.
+    assert 0.58 < leaf_a < 0.75 and 0.58 < leaf_a_off < 0.75, runs
+
+
+def test_hot_slots_emptied_with_their_buffer_set():
+    """Small maps make drains flip again and again: each set's slots are emptied
+    with it and claimed again when it is back in use. A slot left full would
+    count a key the new set's map does not hold, and its samples would vanish."""
+    path, comm = uwl("syscalls")
+    with Workload(path, 60) as w:
+        p = run_bpfprof(["-p", w.pid, "-d", 8, "-v", "--max-entries", 64, "--max-stacks", 64])
+    drains, flips, _ = drain_stats(p.stderr)
+    m = re.search(r"(\d+) samples in [0-9.]+ s, (\d+) lost", p.stderr)
+    samples, lost = int(m.group(1)), int(m.group(2))
+    assert flips >= 3, p.stderr  # both sets back in use after being emptied
+    assert hot_hits(p.stderr) > 0.3 * samples, p.stderr
+    assert "accounting mismatch" not in p.stderr, p.stderr
+    assert total(parse_folded(p.stdout)) == samples - lost, p.stderr
+
+
 def test_small_maps_flip_when_half_full():
     """With maps too small for the run the drains switch buffers whenever the
     active one is half full; every sample is still in the profile or counted
@@ -115,6 +163,7 @@ def test_small_maps_flip_when_half_full():
     m = re.search(r"(\d+) samples in [0-9.]+ s, (\d+) lost", p.stderr)
     samples, lost = int(m.group(1)), int(m.group(2))
     assert flips >= 2, p.stderr  # the syscall workload's kernel stacks fill 16 keys fast
+    assert hot_hits(p.stderr) > 0, p.stderr  # slots emptied and claimed again at flips
     assert "accounting mismatch" not in p.stderr, p.stderr
     assert total(parse_folded(p.stdout)) == samples - lost, p.stderr
     assert total(parse_folded(p.stdout), comm) > 0

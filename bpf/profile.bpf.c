@@ -213,7 +213,7 @@ static __always_inline void tm_add(__u32 idx, __u64 v)
 #define TM_ADD(idx, v) do { } while (0)
 #endif
 
-/* splitmix64-style mixing per frame; 0 is reserved for "no stack". */
+/* One mixing step per frame; 0 is reserved for "no stack". */
 static __always_inline __u64 stack_hash(const struct bp_stack *st, __u64 seed)
 {
 	__u64 h = seed ^ ((__u64)st->nr * 0x9e3779b97f4a7c15ULL);
@@ -221,14 +221,9 @@ static __always_inline __u64 stack_hash(const struct bp_stack *st, __u64 seed)
 	for (__u32 i = 0; i < PROFILE_MAX_DEPTH; i++) {
 		if (i >= st->nr)
 			break;
-		h ^= st->ips[i];
-		h *= 0xbf58476d1ce4e5b9ULL;
-		h ^= h >> 31;
+		h = bp_hash_step(h, st->ips[i]);
 	}
-	h ^= h >> 30;
-	h *= 0x94d049bb133111ebULL;
-	h ^= h >> 31;
-	return h ? h : 1;
+	return bp_hash_end(h);
 }
 
 /*

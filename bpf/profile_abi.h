@@ -60,21 +60,31 @@ struct bp_hot_slot {
 	__u64 count;
 };
 
+/* splitmix64-style mixing, one 64-bit word at a time; never 0 at the end. */
+static inline __u64 bp_hash_step(__u64 h, __u64 w)
+{
+	h ^= w;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	return h ^ (h >> 31);
+}
+
+static inline __u64 bp_hash_end(__u64 h)
+{
+	h ^= h >> 30;
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 31;
+	return h ? h : 1;
+}
+
 /* A 64-bit hash of a whole sample key, the same on both sides. */
 static inline __u64 bp_key_hash(const struct bp_sample_key *k)
 {
 	const __u64 *w = (const __u64 *)k;
 	__u64 h = 0x243f6a8885a308d3ULL;
 
-	for (int i = 0; i < (int)(sizeof(*k) / sizeof(__u64)); i++) {
-		h ^= w[i];
-		h *= 0xbf58476d1ce4e5b9ULL;
-		h ^= h >> 31;
-	}
-	h ^= h >> 30;
-	h *= 0x94d049bb133111ebULL;
-	h ^= h >> 31;
-	return h ? h : 1;
+	for (int i = 0; i < (int)(sizeof(*k) / sizeof(__u64)); i++)
+		h = bp_hash_step(h, w[i]);
+	return bp_hash_end(h);
 }
 
 /* The stacks map holds stack id -> stack_trace. */

@@ -55,8 +55,11 @@ struct {
 #define KW_PROBES 13	      /* entries per 4 KiB block <= 4096 */
 #define KW_FAIL	  STAT_KWALK_FALLBACK /* st->stop: take bpf_get_stack() */
 
-/* The raw orc_entry covering lookup (see korc__lookup()). */
-static __always_inline bool kw_find(__u64 lookup, __u64 *raw)
+/*
+ * The raw orc_entry covering lookup (see korc__lookup()), and the range it
+ * covers: [*lo, *hi), offsets from kw_base (up to the next entry's ip).
+ */
+static __always_inline bool kw_find(__u64 lookup, __u64 *raw, __u32 *rlo, __u32 *rhi)
 {
 	__u32 off = (__u32)(lookup - kw_base), b = off >> KORC_BLOCK_SHIFT, lo, n;
 	struct bp_korc_block *blk;
@@ -90,8 +93,21 @@ static __always_inline bool kw_find(__u64 lookup, __u64 *raw)
 	if (!u)
 		return false;
 	*raw = *u;
+	*rlo = e->ip;
+	lo++;
+	e = bpf_map_lookup_elem(&korc_ents, &lo); /* the next entry: usually the same line */
+	*rhi = e && e->ip > off ? e->ip : off + 1;
 	return true;
 }
+
+/*
+ * Kernel frames are cached by 64-byte granule, each entry holding the part
+ * of its ORC entry's range inside the granule (row.pc to row.cfa, offsets
+ * in the granule): a sample taken in kernel mode has a new leaf pc almost
+ * every time, and a pc near an earlier one mostly shares its entry. Return
+ * addresses repeat anyway.
+ */
+#define KW_GRANULE 64
 
 static __always_inline bool kw_read(void *dst, __u32 size, __u64 addr)
 {
@@ -103,8 +119,8 @@ static long kw_step(__u64 index, void *data)
 	struct uw_ctx *c = data;
 	struct uw_state *st = c->st;
 	struct bp_stack *out = c->out;
-	__u64 lookup, raw, cfa, ip, sp, nbp, regs[5];
-	__u32 nr = st->nr, type;
+	__u64 lookup, raw, cfa, ip, sp, nbp, regs[5], g, lo_abs, hi_abs;
+	__u32 nr = st->nr, type, at, rlo = 0, rhi = 0;
 	struct uw_cent *ce;
 	bool found, is_regs, hit;
 
@@ -116,17 +132,29 @@ static long kw_step(__u64 index, void *data)
 	lookup = st->pc - ((st->flags & UW_F_EXACT) ? 0 : 1);
 	if (lookup < kw_base || lookup >= kw_end)
 		return uw_stop(st, KW_FAIL);
-	ce = uw_cache_find(st, lookup, KW_GEN, KW_MAPS, &hit);
-	if (hit) {
+	g = lookup & ~(__u64)(KW_GRANULE - 1);
+	at = (__u32)(lookup - g);
+	ce = uw_cache_find(st, g, KW_GEN, KW_MAPS, &hit);
+	if (hit && at >= ce->row.pc && at < ce->row.cfa) {
 		raw = ce->aux;
 		found = ce->row.op != UW_NO_ROW;
 	} else {
-		found = kw_find(lookup, &raw);
-		ce->pc = lookup;
+		/* A miss, or the granule's entry is another range: (re)fill it. */
+		found = kw_find(lookup, &raw, &rlo, &rhi);
+		ce->pc = g;
 		ce->maps = KW_MAPS;
 		ce->gen = KW_GEN;
 		ce->aux = found ? raw : 0;
 		ce->row.op = found ? 0 : UW_NO_ROW;
+		if (found) {
+			lo_abs = kw_base + rlo;
+			hi_abs = kw_base + rhi;
+			ce->row.pc = lo_abs > g ? (__u32)(lo_abs - g) : 0;
+			ce->row.cfa = hi_abs - g < KW_GRANULE ? (__u16)(hi_abs - g) : KW_GRANULE;
+		} else {
+			ce->row.pc = at;
+			ce->row.cfa = at + 1;
+		}
 	}
 	if (!found)
 		return uw_stop(st, KW_FAIL);

@@ -56,7 +56,8 @@ struct uw_cent {
 	__u64 pc;	 /* the lookup address; 0: empty */
 	__u32 gen;	 /* uw_gen when filled (low 32 bits) */
 	__u32 maps;	 /* the process's mapping list */
-	struct bp_urow row; /* row.op == UW_NO_ROW: frame pointers */
+	struct bp_urow row; /* row.op == UW_NO_ROW: frame pointers; kernel frames:
+			     * row.pc to row.cfa, the range inside the granule pc */
 	__u64 aux;	 /* kernel frames (kwalk.bpf.h): the raw orc_entry */
 };
 

@@ -880,44 +880,47 @@ static struct bp_hot_slot *hot_slots(struct collector *c, int cpu, uint32_t buf)
 
 /*
  * Adds what every CPU counted in its hot slots of set buf to the counts just
- * read from the set's map. A slot is claimed only by a key already in the
- * map, so its key is among those read - unless it was claimed after the
- * read: then it is left for the next drain. Every part only grows until the
+ * read from the set's map: the claimed slots summed per key hash (at most
+ * CPUs x 128, usually a few dozen), then each key read looked up there. A
+ * slot is claimed only by a key already in the map, so its key is among
+ * those read - unless it was claimed after the read: then it is left for
+ * the next drain. Every part only grows until the
  * set is emptied, so the sums only grow and gained() hands out the rest.
  */
 static int add_hot(struct collector *c, uint32_t buf, const struct bp_sample_key *keys,
 		   uint64_t *counts, size_t nr)
 {
-	struct htab *by_hash;
+	struct htab *by_hash = NULL; /* khash -> its slots' sum over the CPUs (in value) */
 	int err = 0;
 
 	if (!__atomic_load_n(&c->skel->bss->hot_slots, __ATOMIC_RELAXED) || !nr)
 		return 0;
-	by_hash = htab__new();
-	if (!by_hash)
-		return -ENOMEM;
-	for (size_t i = 0; i < nr && !err; i++) {
-		uint64_t h = bp_key_hash(&keys[i]);
-		bool created;
-		struct htab_entry *e = htab__upsert(by_hash, &h, sizeof(h), &created);
-
-		if (!e)
-			err = -ENOMEM;
-		else
-			e->value = (void *)(uintptr_t)(i + 1);
-	}
 	for (int cpu = 0; cpu < c->ncpu && !err; cpu++) {
 		const struct bp_hot_slot *hs = hot_slots(c, cpu, buf);
 
-		for (uint32_t i = 0; i < PROFILE_HOT_SLOTS; i++) {
+		for (uint32_t i = 0; i < PROFILE_HOT_SLOTS && !err; i++) {
+			/* The hash first: a claim writes the count before it. */
 			uint64_t h = __atomic_load_n(&hs[i].khash, __ATOMIC_ACQUIRE);
 			struct htab_entry *e;
 
-			if (!h || !(e = htab__find(by_hash, &h, sizeof(h))))
+			if (!h)
 				continue;
-			counts[(uintptr_t)e->value - 1] += __atomic_load_n(&hs[i].count,
-									  __ATOMIC_RELAXED);
+			if (!by_hash && !(by_hash = htab__new()))
+				return -ENOMEM;
+			e = htab__upsert(by_hash, &h, sizeof(h), NULL);
+			if (!e)
+				err = -ENOMEM;
+			else
+				e->value = (void *)((uintptr_t)e->value +
+						    __atomic_load_n(&hs[i].count, __ATOMIC_RELAXED));
 		}
+	}
+	for (size_t i = 0; by_hash && i < nr && !err; i++) {
+		uint64_t h = bp_key_hash(&keys[i]);
+		struct htab_entry *e = htab__find(by_hash, &h, sizeof(h));
+
+		if (e)
+			counts[i] += (uintptr_t)e->value;
 	}
 	htab__free(by_hash);
 	return err;

@@ -23,7 +23,7 @@
 #include "sym/symbolizer.h"
 
 #define PID	 4242
-#define TICKS	 12345
+#define TICKS	 123
 #define TEXT	 0x555555555000ULL /* where the fixture's r-x segment (offset 0x1000) lives */
 #define ANON	 0x7f0000000000ULL
 
@@ -77,7 +77,7 @@ static void write_maps(const char *fixture, long ino_delta)
 
 #define CPID	   4343
 #define CNSPID	   77
-#define CTICKS	   23456
+#define CTICKS	   234 /* ticks after boot: a machine up for 3 s runs these tests */
 #define JIT	   0x7e0000001000ULL
 #define DBG_TEXT   0x560000001000ULL /* dbgprog's r-x segment (offset 0x1000) */
 
@@ -466,7 +466,7 @@ static void test_jit_perf_map(void **state)
 		clock_gettime(CLOCK_BOOTTIME, &now_b);
 		clock_gettime(CLOCK_REALTIME, &now_r);
 		snprintf(path, sizeof(path), "%s/tmp/perf-77.map", croot);
-		/* The fake process started CTICKS after boot; this is before boot. */
+		/* The fake process started CTICKS (2.34 s) after boot; this is before boot. */
 		tv[0].tv_sec = tv[1].tv_sec = now_r.tv_sec - now_b.tv_sec - 3600;
 		tv[0].tv_usec = tv[1].tv_usec = 0;
 		assert_int_equal(utimes(path, tv), 0);

@@ -7,7 +7,7 @@
 # make V=1          show the commands
 #
 # Layout of build/: obj/ objects, libcore.a (everything but main and the
-# collector: no libbpf, testable without root), tests/ unit tests, fixtures/
+# the collector: no libbpf, testable without root), tests/ unit tests, fixtures/
 # ELF fixtures, workloads/ test workloads, asan/ and fuzz/ sub-builds.
 
 .DELETE_ON_ERROR:
@@ -46,9 +46,9 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-CORE_SRCS := $(filter-out src/main.c src/collector.c,$(wildcard src/*.c src/*/*.c))
+CORE_SRCS := $(filter-out src/cmd/main.c src/collector/%.c,$(wildcard src/*/*.c))
 CORE_OBJS := $(patsubst src/%.c,$(OUT)/obj/%.o,$(CORE_SRCS))
-MAIN_OBJS := $(OUT)/obj/main.o $(OUT)/obj/collector.o
+MAIN_OBJS := $(OUT)/obj/cmd/main.o $(patsubst src/%.c,$(OUT)/obj/%.o,$(wildcard src/collector/*.c))
 BPF_OBJ   := $(OUT)/profile.bpf.o
 SKEL	  := $(OUT)/profile.skel.h
 KREAD_SKEL := $(OUT)/kread.skel.h
@@ -65,7 +65,9 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 .PHONY: all
 all: $(OUT)/bpfprof
 
-$(OUT) $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out $(OUT)/obj/in $(OUT)/obj/unwind $(OUT)/gen $(OUT)/tests $(OUT)/fixtures $(OUT)/workloads:
+SRC_DIRS  := $(patsubst src/%,$(OUT)/obj/%,$(wildcard src/*))
+
+$(OUT) $(OUT)/obj $(SRC_DIRS) $(OUT)/gen $(OUT)/tests $(OUT)/fixtures $(OUT)/workloads:
 	$(Q)mkdir -p $@
 
 # --- BPF ------------------------------------------------------------------
@@ -83,22 +85,22 @@ vmlinux:
 	$(Q)tools/gen-vmlinux.sh $(VMLINUX)
 
 # --- userspace ------------------------------------------------------------
-$(OUT)/obj/%.o: src/%.c | $(OUT)/obj $(OUT)/obj/sym $(OUT)/obj/out $(OUT)/obj/in $(OUT)/obj/unwind
+$(OUT)/obj/%.o: src/%.c | $(OUT)/obj $(SRC_DIRS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # The flame graph's script, compiled into svg.o as a C string. It goes into a
 # CDATA section, so it must not contain "]]>".
-$(OUT)/gen/flamegraph_js.h: src/out/flamegraph.js | $(OUT)/gen
+$(OUT)/gen/flamegraph_js.h: src/format/flamegraph.js | $(OUT)/gen
 	$(call msg,GEN,$@)
 	$(Q)! grep -q ']]>' $< || { echo "$<: contains ]]>" >&2; exit 1; }
 	$(Q){ echo '/* Generated from $< by the Makefile. */'; \
 	      echo 'static const char flamegraph_js[] ='; \
 	      sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
 	      echo ';'; } > $@
-$(OUT)/obj/out/svg.o: $(OUT)/gen/flamegraph_js.h
+$(OUT)/obj/format/svg.o: $(OUT)/gen/flamegraph_js.h
 
-$(OUT)/obj/collector.o: $(SKEL) $(KREAD_SKEL)
+$(OUT)/obj/collector/collector.o: $(SKEL) $(KREAD_SKEL)
 
 $(OUT)/libcore.a: $(CORE_OBJS)
 	$(call msg,AR,$@)
@@ -273,6 +275,6 @@ clean:
 
 .PHONY: format
 format:
-	$(Q)clang-format -i $(wildcard src/*.[ch] src/*/*.[ch] bpf/*.[ch] tests/unit/*.[ch] tests/fuzz/*.c)
+	$(Q)clang-format -i $(wildcard src/*/*.[ch] bpf/*.[ch] tests/unit/*.[ch] tests/fuzz/*.c)
 
--include $(wildcard $(OUT)/obj/*.d $(OUT)/obj/*/*.d $(OUT)/tests/*.d)
+-include $(wildcard $(OUT)/obj/*/*.d $(OUT)/tests/*.d)

@@ -24,10 +24,10 @@
 #include <unistd.h>
 
 #include "sym/kallsyms.h"
-#include "sym/procfs.h"
-#include "sym/procmaps.h"
+#include "proc/procfs.h"
+#include "proc/procmaps.h"
 #include "sym/symbolizer.h"
-#include "util.h"
+#include "base/util.h"
 
 struct frame {
 	struct proc_id id; /* pid 0: kernel */

@@ -13,7 +13,7 @@
 
 #include "sym/elfnote.h"
 #include "sym/elfsym.h"
-#include "sym/safeopen.h"
+#include "proc/safeopen.h"
 
 int debuginfo__crc32(int fd, uint64_t max, uint32_t *crc)
 {

@@ -37,10 +37,10 @@
 #include <zlib.h>
 #include <zstd.h>
 
-#include "htab.h"
+#include "base/htab.h"
 #include "sym/demangle.h"
 #include "sym/elfnote.h"
-#include "util.h"
+#include "base/util.h"
 
 /* Largest symbol or string table we read: ~10M symbols. Past that, skip it. */
 #define ELFSYM_MAX_TABLE (256u << 20)

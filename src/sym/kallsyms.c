@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 
 /* Reading /proc/kallsyms: ~5 MiB today; anything near this cap is not kallsyms. */
 #define KSYMS_MAX_FILE (64u << 20)

@@ -32,16 +32,16 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "htab.h"
+#include "base/htab.h"
 #include "sym/debuginfo.h"
 #include "sym/elfsym.h"
 #include "sym/kallsyms.h"
-#include "sym/mountinfo.h"
+#include "proc/mountinfo.h"
 #include "sym/perfmap.h"
-#include "sym/procfs.h"
-#include "sym/procmaps.h"
-#include "sym/safeopen.h"
-#include "util.h"
+#include "proc/procfs.h"
+#include "proc/procmaps.h"
+#include "proc/safeopen.h"
+#include "base/util.h"
 
 /* A perf map larger than this is refused (Node's grow to tens of MiB). */
 #define PERFMAP_MAX_FILE  (256u << 20)

@@ -45,7 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "base/profile.h"
 
 struct symbolizer;
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "htab.h"
+#include "base/htab.h"
 
 void korc__syms_parse(const char *buf, size_t len, struct korc_syms *s)
 {

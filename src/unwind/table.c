@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "util.h"
+#include "base/util.h"
 
 #define PAGE_SIZE_U    (1u << UNWIND_PAGE_SHIFT)
 #define MAX_ENTRIES    (8u << 20) /* CIEs + FDEs read from one section */

@@ -25,12 +25,12 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "htab.h"
-#include "sym/procfs.h"
-#include "sym/procmaps.h"
+#include "base/htab.h"
+#include "proc/procfs.h"
+#include "proc/procmaps.h"
 #include "unwind/pool.h"
 #include "unwind/table.h"
-#include "util.h"
+#include "base/util.h"
 
 #define REFRESH_MIN_NS (250ull * 1000000) /* per process */
 #define TICK_SWEEP_NS  (1000ull * 1000000)

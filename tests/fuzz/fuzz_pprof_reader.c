@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "in/input.h"
-#include "out/output.h"
-#include "out/pprof_proto.h"
-#include "profile.h"
+#include "format/reader.h"
+#include "format/writer.h"
+#include "format/pprof_proto.h"
+#include "base/profile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sym/mountinfo.h"
-#include "sym/procfs.h"
+#include "proc/mountinfo.h"
+#include "proc/procfs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,8 +14,8 @@
 
 #include "testutil.h"
 
-#include "out/output.h"
-#include "profile.h"
+#include "format/writer.h"
+#include "base/profile.h"
 
 struct fx_frame {
 	enum frame_kind kind;

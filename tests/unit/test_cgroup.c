@@ -2,7 +2,7 @@
 /* test_cgroup.c - container ids and cgroup paths from /proc/PID/cgroup text. */
 #include "testutil.h"
 
-#include "sym/cgroup.h"
+#include "proc/cgroup.h"
 
 #define ID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

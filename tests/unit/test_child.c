@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "child.h"
+#include "proc/child.h"
 
 static void test_runs_only_when_started(void **state)
 {

@@ -2,7 +2,7 @@
 /* test_cli.c - option parsing rules of "bpfprof record". */
 #include "testutil.h"
 
-#include "cli.h"
+#include "cmd/cli.h"
 
 static int parse(struct options *o, char *err, const char *first, ...)
 {

@@ -2,7 +2,7 @@
 /* test_cli_unwind.c - the --unwind and --kernel-unwind options: values, defaults, errors. */
 #include "testutil.h"
 
-#include "cli.h"
+#include "cmd/cli.h"
 
 static int parse(struct options *o, char *err, size_t len, int argc, const char **argv)
 {

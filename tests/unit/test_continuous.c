@@ -10,15 +10,15 @@
 #include <pthread.h>
 #include <sys/stat.h>
 
-#include "cli.h"
-#include "httpd.h"
-#include "live.h"
-#include "metrics.h"
-#include "out/output.h"
-#include "profile.h"
-#include "push.h"
-#include "store.h"
-#include "sym/cgroup.h"
+#include "cmd/cli.h"
+#include "agent/httpd.h"
+#include "agent/live.h"
+#include "agent/metrics.h"
+#include "format/writer.h"
+#include "base/profile.h"
+#include "agent/push.h"
+#include "agent/store.h"
+#include "proc/cgroup.h"
 
 static struct profile *small_profile(uint64_t count)
 {

@@ -19,7 +19,7 @@
 #include "sym/demangle.h"
 #include "sym/elfnote.h"
 #include "sym/elfsym.h"
-#include "sym/safeopen.h"
+#include "proc/safeopen.h"
 
 static char tmp[64];
 

@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 
 #include "sym/elfsym.h"
-#include "sym/procmaps.h"
-#include "util.h"
+#include "proc/procmaps.h"
+#include "base/util.h"
 
 /* --- expectations from binutils ---------------------------------------- */
 

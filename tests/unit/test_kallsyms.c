@@ -5,7 +5,7 @@
 #include <errno.h>
 
 #include "sym/kallsyms.h"
-#include "util.h"
+#include "base/util.h"
 
 static struct ksyms *parse_str(const char *s)
 {

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 
-#include "sym/procmaps.h"
+#include "proc/procmaps.h"
 
 static void parse_ok(const char *s, struct procmaps *m)
 {

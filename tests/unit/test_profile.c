@@ -2,8 +2,8 @@
 /* test_profile.c - interning, merging and the folded writer (golden output). */
 #include "testutil.h"
 
-#include "out/output.h"
-#include "profile.h"
+#include "format/writer.h"
+#include "base/profile.h"
 
 /* Adds comm;frames... where a frame ending in "_[k]" is a kernel frame. */
 static void add(struct profile *p, const char *comm, uint32_t pid, uint64_t count, int n, ...)

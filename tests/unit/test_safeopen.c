@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "sym/mountinfo.h"
-#include "sym/safeopen.h"
+#include "proc/mountinfo.h"
+#include "proc/safeopen.h"
 
 static char root[64];
 static int root_fd = -1;

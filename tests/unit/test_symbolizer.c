@@ -19,7 +19,7 @@
 
 #include "sym/elfnote.h"
 #include "sym/elfsym.h"
-#include "sym/procfs.h"
+#include "proc/procfs.h"
 #include "sym/symbolizer.h"
 
 #define PID	 4242

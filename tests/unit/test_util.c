@@ -7,9 +7,9 @@
 
 #include <errno.h>
 
-#include "htab.h"
-#include "sym/procfs.h"
-#include "util.h"
+#include "base/htab.h"
+#include "proc/procfs.h"
+#include "base/util.h"
 
 static void test_htab_insert_find_remove_grow(void **state)
 {

@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "util.h"
+#include "base/util.h"
 
 /* Path of a fixture built by the Makefile (static buffer). */
 static inline const char *fixture_path(const char *name)

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/* live.c - N-second profiles on demand; see live.h. */
+#include "agent/live.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/util.h"
+
+struct live_req {
+	bool used, done;
+	int err;
+	uint64_t start_mono, deadline, start_real;
+	struct profile *prof;
+	char *body;
+	size_t len;
+};
+
+struct live {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	const struct writer *w;
+	uint32_t freq;
+	bool shutdown;
+	struct live_req req[LIVE_MAX_REQUESTS];
+};
+
+struct live *live__new(const struct writer *w, uint32_t freq)
+{
+	struct live *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->cond, NULL);
+	l->w = w;
+	l->freq = freq;
+	return l;
+}
+
+void live__free(struct live *l)
+{
+	if (!l)
+		return;
+	for (int i = 0; i < LIVE_MAX_REQUESTS; i++) {
+		profile__free(l->req[i].prof);
+		free(l->req[i].body);
+	}
+	pthread_cond_destroy(&l->cond);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}
+
+static void complete(struct live *l, struct live_req *r, uint64_t now_mono)
+{
+	struct profile_meta *m = profile__meta(r->prof);
+	FILE *f;
+
+	m->freq_hz = l->freq;
+	m->start_ns = r->start_real;
+	m->duration_ns = now_mono - r->start_mono;
+	gethostname(m->hostname, sizeof(m->hostname) - 1);
+	profile__sort(r->prof);
+	f = open_memstream(&r->body, &r->len);
+	if (!f) {
+		r->err = -ENOMEM;
+	} else {
+		r->err = l->w->write(r->prof, f, NULL);
+		if (fclose(f) && !r->err)
+			r->err = -ENOMEM;
+	}
+	profile__free(r->prof);
+	r->prof = NULL;
+	r->done = true;
+}
+
+int live__collect(struct live *l, unsigned seconds, char **body, size_t *len)
+{
+	struct live_req *r = NULL;
+	int err;
+
+	pthread_mutex_lock(&l->lock);
+	for (int i = 0; i < LIVE_MAX_REQUESTS && !r; i++)
+		if (!l->req[i].used)
+			r = &l->req[i];
+	if (l->shutdown || !r) {
+		pthread_mutex_unlock(&l->lock);
+		return l->shutdown ? -ESHUTDOWN : -EBUSY;
+	}
+	memset(r, 0, sizeof(*r));
+	r->prof = profile__new();
+	if (!r->prof) {
+		pthread_mutex_unlock(&l->lock);
+		return -ENOMEM;
+	}
+	r->used = true;
+	r->start_mono = now_ns();
+	r->start_real = realtime_ns();
+	r->deadline = r->start_mono + (uint64_t)seconds * 1000000000ULL;
+	while (!r->done && !l->shutdown)
+		pthread_cond_wait(&l->cond, &l->lock);
+	err = r->done ? r->err : -ESHUTDOWN;
+	if (!err) {
+		*body = r->body;
+		*len = r->len;
+		r->body = NULL;
+	}
+	free(r->body);
+	r->body = NULL;
+	profile__free(r->prof);
+	r->prof = NULL;
+	r->used = false;
+	pthread_mutex_unlock(&l->lock);
+	return err;
+}
+
+void live__feed(struct live *l, const struct profile *delta, uint64_t now_mono)
+{
+	bool woke = false;
+
+	pthread_mutex_lock(&l->lock);
+	for (int i = 0; i < LIVE_MAX_REQUESTS; i++) {
+		struct live_req *r = &l->req[i];
+
+		if (!r->used || r->done)
+			continue;
+		if (delta && profile__merge(r->prof, delta))
+			r->err = -ENOMEM;
+		if (now_mono >= r->deadline || r->err) {
+			if (!r->err)
+				complete(l, r, now_mono);
+			r->done = true;
+			woke = true;
+		}
+	}
+	if (woke)
+		pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+}
+
+int live__pending(struct live *l)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&l->lock);
+	for (int i = 0; i < LIVE_MAX_REQUESTS; i++)
+		n += l->req[i].used && !l->req[i].done;
+	pthread_mutex_unlock(&l->lock);
+	return n;
+}
+
+void live__shutdown(struct live *l)
+{
+	pthread_mutex_lock(&l->lock);
+	l->shutdown = true;
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+}

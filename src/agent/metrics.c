@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/* metrics.c - Prometheus text for the agent's counters; see metrics.h. */
+#include "agent/metrics.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void metrics__init(struct metrics *m)
+{
+	memset(m, 0, sizeof(*m));
+	pthread_mutex_init(&m->lock, NULL);
+}
+
+void metrics__publish(struct metrics *m, const struct metrics_snapshot *s)
+{
+	pthread_mutex_lock(&m->lock);
+	m->s = *s;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void metrics__get(struct metrics *m, struct metrics_snapshot *out)
+{
+	pthread_mutex_lock(&m->lock);
+	*out = m->s;
+	pthread_mutex_unlock(&m->lock);
+}
+
+static uint64_t rss_bytes(void)
+{
+	unsigned long size = 0, resident = 0;
+	char *buf;
+
+	if (!read_file("/proc/self/statm", 256, &buf, NULL)) {
+		if (sscanf(buf, "%lu %lu", &size, &resident) != 2)
+			resident = 0;
+		free(buf);
+	}
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static uint64_t open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	uint64_t n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n > 0 ? n - 1 : 0; /* minus the one opendir holds */
+}
+
+#define COUNTER(name, help, v)                                                                     \
+	sbuf_printf(out, "# HELP " name " " help "\n# TYPE " name " counter\n" name " %" PRIu64 "\n", \
+		    (uint64_t)(v))
+#define GAUGE(name, help, fmt, v)                                                                  \
+	sbuf_printf(out, "# HELP " name " " help "\n# TYPE " name " gauge\n" name " " fmt "\n", v)
+
+int metrics__render(const struct metrics_snapshot *s, struct sbuf *out)
+{
+	int err = 0;
+
+	err |= COUNTER("bpfprof_samples_total", "Samples taken (counted or lost).", s->samples);
+	err |= sbuf_printf(out,
+			   "# HELP bpfprof_lost_samples_total Samples the kernel could not count, by reason.\n"
+			   "# TYPE bpfprof_lost_samples_total counter\n"
+			   "bpfprof_lost_samples_total{reason=\"stack_map_full\"} %" PRIu64 "\n"
+			   "bpfprof_lost_samples_total{reason=\"count_map_full\"} %" PRIu64 "\n"
+			   "bpfprof_lost_samples_total{reason=\"stack_store_failed\"} %" PRIu64 "\n"
+			   "bpfprof_lost_samples_total{reason=\"other\"} %" PRIu64 "\n",
+			   s->lost_stacks_full, s->lost_counts_full, s->lost_stack_err, s->lost_other);
+	err |= COUNTER("bpfprof_idle_samples_total", "Idle samples excluded.", s->idle);
+	err |= COUNTER("bpfprof_filtered_samples_total", "Samples of tasks outside the targets.",
+		       s->filtered);
+	err |= COUNTER("bpfprof_user_stack_errors_total",
+		       "Samples kept without a readable user stack.", s->ustack_errors);
+	err |= COUNTER("bpfprof_process_notices_lost_total",
+		       "New-process notices dropped (ring buffer full).", s->notices_lost);
+	err |= COUNTER("bpfprof_drains_total", "Kernel map drains.", s->drains);
+	err |= GAUGE("bpfprof_drain_duration_seconds", "Duration of the last drain.", "%.6f",
+		     s->drain_ns_last / 1e9);
+	err |= sbuf_printf(out, "# HELP bpfprof_drain_seconds_total Time spent draining.\n"
+				"# TYPE bpfprof_drain_seconds_total counter\n"
+				"bpfprof_drain_seconds_total %.6f\n",
+			   s->drain_ns_total / 1e9);
+	err |= GAUGE("bpfprof_last_drain_timestamp_seconds", "Unix time of the last drain.",
+		     "%" PRIu64, s->last_drain_unix);
+	err |= COUNTER("bpfprof_intervals_total", "Intervals completed.", s->intervals);
+	err |= COUNTER("bpfprof_profiles_written_total", "Interval profiles written to --output-dir.",
+		       s->files_written);
+	err |= COUNTER("bpfprof_profile_write_errors_total", "Failed interval profile writes.",
+		       s->file_errors);
+	err |= COUNTER("bpfprof_profiles_pruned_total", "Profiles removed by retention.",
+		       s->files_pruned);
+	err |= GAUGE("bpfprof_store_files", "Profiles kept in --output-dir.", "%" PRIu64,
+		     s->files_kept);
+	err |= GAUGE("bpfprof_store_bytes", "Bytes of profiles kept in --output-dir.", "%" PRIu64,
+		     s->store_bytes);
+	err |= COUNTER("bpfprof_push_sent_total", "Profiles accepted by the push server.",
+		       s->push_sent);
+	err |= COUNTER("bpfprof_push_failed_total", "Push attempts that failed.", s->push_failed);
+	err |= COUNTER("bpfprof_push_dropped_total", "Profiles dropped (queue full or rejected).",
+		       s->push_dropped);
+	err |= GAUGE("bpfprof_push_queue_length", "Profiles waiting to be pushed.", "%" PRIu64,
+		     s->push_queued);
+	err |= GAUGE("bpfprof_symbolizer_processes", "Processes in the symbol cache.", "%" PRIu64,
+		     s->procs_cached);
+	err |= GAUGE("bpfprof_symbolizer_files", "Files in the symbol cache.", "%" PRIu64,
+		     s->files_cached);
+	err |= GAUGE("bpfprof_label_cache_entries", "Processes in the label cache.", "%" PRIu64,
+		     s->labels_cached);
+	err |= GAUGE("bpfprof_sample_frequency_hertz", "Sampling frequency.", "%u", s->freq);
+	err |= GAUGE("bpfprof_resident_memory_bytes", "Resident set size of the agent.", "%" PRIu64,
+		     rss_bytes());
+	err |= GAUGE("bpfprof_open_fds", "Open file descriptors of the agent.", "%" PRIu64,
+		     open_fds());
+	return err ? -ENOMEM : 0;
+}

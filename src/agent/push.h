@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * push.h - ships interval profiles to a Grafana Pyroscope server (--push).
+ *
+ *   POST {URL}/ingest?name=<app>.cpu{hostname=H,container_id=C}&from=S&until=S
+ *        &sampleRate=F&spyName=bpfprof&units=samples&aggregationType=sum[&format=pprof]
+ *
+ * One series per container (and one for the host's own processes). Profiles
+ * are serialized on submit and queued (bounded: the oldest is dropped and
+ * counted when full); one worker thread sends them with libcurl, retrying
+ * failures with exponential backoff. TLS peers are verified. The bearer token
+ * (from --token-file or $BPFPROF_PUSH_TOKEN) is sent in a header and never
+ * logged. Nothing here blocks sampling or draining.
+ */
+#ifndef BPFPROF_PUSH_H
+#define BPFPROF_PUSH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format/writer.h"
+#include "base/profile.h"
+
+struct pusher;
+
+struct pusher_opts {
+	const char *url;
+	const char *app;
+	const char *token;	  /* NULL: no Authorization header */
+	uint32_t freq;
+	const struct writer *writer; /* pprof (preferred) or folded */
+	size_t max_queue;	  /* default 64 */
+	unsigned max_attempts;	  /* per profile; default 5 */
+	unsigned timeout_s;	  /* per request; default 10 */
+};
+
+struct pusher_stats {
+	uint64_t sent, failed, dropped, retries;
+	size_t queued;
+	long last_status; /* HTTP status of the last attempt, 0 if none */
+};
+
+struct pusher *pusher__start(const struct pusher_opts *o, char *err, size_t errlen);
+/* Splits p by container and queues one request per series. 0 or -ENOMEM. */
+int pusher__submit(struct pusher *ps, const struct profile *p, uint64_t from_ns,
+		   uint64_t until_ns);
+/* Stops the worker, giving queued profiles up to flush_ms to go out; the
+ * final counters go to *final if given. */
+void pusher__stop(struct pusher *ps, unsigned flush_ms, struct pusher_stats *final);
+void pusher__stats(struct pusher *ps, struct pusher_stats *st);
+
+/* "app.cpu{hostname=h,container_id=c}" (unescaped); 0 or -ENAMETOOLONG. */
+int pusher__series_name(const char *app, const char *hostname, const char *container, char *out,
+			size_t size);
+
+#endif

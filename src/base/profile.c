@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * profile.c - interned frames, stacks and samples; see profile.h.
+ *
+ * Interning uses htab with byte keys: strings by their bytes, frames by
+ * (kind, name pointer, module pointer) - interned pointers are stable, so the
+ * pointer values are a valid identity - stacks by their frame ids, samples by
+ * (identity pointers, pid, tid, stack id).
+ */
+#include "base/profile.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/htab.h"
+#include "base/util.h"
+
+struct profile {
+	struct profile_meta meta;
+	struct htab *strings; /* bytes -> entry whose key is the string */
+	struct htab *frame_idx;
+	struct htab *stack_idx;
+	struct htab *sample_idx;
+	struct htab *build_ids; /* module bytes -> interned hex */
+
+	struct pframe *frames;
+	size_t nr_frames, cap_frames;
+
+	uint32_t *stack_pool; /* frames of all stacks, back to back */
+	size_t pool_len, pool_cap;
+	struct {
+		size_t off;
+		uint32_t n;
+	} *stacks;
+	size_t nr_stacks, cap_stacks;
+
+	struct psample *samples;
+	size_t nr_samples, cap_samples;
+	uint64_t total;
+};
+
+struct frame_key {
+	uintptr_t name, module;
+	uint32_t kind;
+	uint32_t pad;
+};
+
+struct sample_key {
+	uintptr_t comm, cgroup, container;
+	uint32_t pid, tid, stack, pad;
+};
+
+struct profile *profile__new(void)
+{
+	struct profile *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->strings = htab__new();
+	p->frame_idx = htab__new();
+	p->stack_idx = htab__new();
+	p->sample_idx = htab__new();
+	p->build_ids = htab__new();
+	if (!p->strings || !p->frame_idx || !p->stack_idx || !p->sample_idx || !p->build_ids) {
+		profile__free(p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return p;
+}
+
+void profile__free(struct profile *p)
+{
+	if (!p)
+		return;
+	htab__free(p->strings);
+	htab__free(p->frame_idx);
+	htab__free(p->stack_idx);
+	htab__free(p->sample_idx);
+	htab__free(p->build_ids);
+	free(p->frames);
+	free(p->stack_pool);
+	free(p->stacks);
+	free(p->samples);
+	free(p);
+}
+
+struct profile_meta *profile__meta(struct profile *p)
+{
+	return &p->meta;
+}
+
+const struct profile_meta *profile__meta_c(const struct profile *p)
+{
+	return &p->meta;
+}
+
+const char *profile__intern(struct profile *p, const char *s)
+{
+	struct htab_entry *e;
+
+	if (!s)
+		return NULL;
+	e = htab__upsert(p->strings, s, strlen(s), NULL);
+	if (!e)
+		return NULL;
+	return (const char *)e->key; /* NUL-terminated copy owned by the table */
+}
+
+int64_t profile__frame(struct profile *p, enum frame_kind kind, const char *name,
+		       const char *module)
+{
+	struct frame_key k = { 0 };
+	struct htab_entry *e;
+	const char *iname, *imod = NULL;
+	bool created;
+
+	iname = profile__intern(p, name ? name : "[unknown]");
+	if (!iname)
+		return -ENOMEM;
+	if (module && !(imod = profile__intern(p, module)))
+		return -ENOMEM;
+	k.name = (uintptr_t)iname;
+	k.module = (uintptr_t)imod;
+	k.kind = kind;
+	e = htab__upsert(p->frame_idx, &k, sizeof(k), &created);
+	if (!e)
+		return -ENOMEM;
+	if (!created)
+		return (int64_t)(uintptr_t)e->value;
+	if (array_grow((void **)&p->frames, &p->cap_frames, p->nr_frames + 1, sizeof(*p->frames))) {
+		htab__remove(p->frame_idx, &k, sizeof(k));
+		return -ENOMEM;
+	}
+	p->frames[p->nr_frames] = (struct pframe){ .name = iname, .module = imod, .kind = kind };
+	e->value = (void *)(uintptr_t)p->nr_frames;
+	return p->nr_frames++;
+}
+
+int64_t profile__stack(struct profile *p, const uint32_t *frames, uint32_t n)
+{
+	struct htab_entry *e;
+	bool created;
+
+	e = htab__upsert(p->stack_idx, frames, (size_t)n * sizeof(*frames), &created);
+	if (!e)
+		return -ENOMEM;
+	if (!created)
+		return (int64_t)(uintptr_t)e->value;
+	if (array_grow((void **)&p->stacks, &p->cap_stacks, p->nr_stacks + 1, sizeof(*p->stacks)) ||
+	    array_grow((void **)&p->stack_pool, &p->pool_cap, p->pool_len + n, sizeof(*p->stack_pool))) {
+		htab__remove(p->stack_idx, frames, (size_t)n * sizeof(*frames));
+		return -ENOMEM;
+	}
+	if (n)
+		memcpy(p->stack_pool + p->pool_len, frames, (size_t)n * sizeof(*frames));
+	p->stacks[p->nr_stacks].off = p->pool_len;
+	p->stacks[p->nr_stacks].n = n;
+	p->pool_len += n;
+	e->value = (void *)(uintptr_t)p->nr_stacks;
+	return p->nr_stacks++;
+}
+
+int profile__add(struct profile *p, const struct psample *id, const uint32_t *frames, uint32_t n,
+		 uint64_t count)
+{
+	struct sample_key k = { 0 };
+	struct htab_entry *e;
+	int64_t stack;
+	bool created;
+
+	stack = profile__stack(p, frames, n);
+	if (stack < 0)
+		return (int)stack;
+	k.comm = (uintptr_t)profile__intern(p, id->comm ? id->comm : "");
+	k.cgroup = (uintptr_t)profile__intern(p, id->cgroup);
+	k.container = (uintptr_t)profile__intern(p, id->container);
+	if (!k.comm || (id->cgroup && !k.cgroup) || (id->container && !k.container))
+		return -ENOMEM;
+	k.pid = id->pid;
+	k.tid = id->tid;
+	k.stack = (uint32_t)stack;
+	e = htab__upsert(p->sample_idx, &k, sizeof(k), &created);
+	if (!e)
+		return -ENOMEM;
+	if (created) {
+		if (array_grow((void **)&p->samples, &p->cap_samples, p->nr_samples + 1,
+			 sizeof(*p->samples))) {
+			htab__remove(p->sample_idx, &k, sizeof(k));
+			return -ENOMEM;
+		}
+		p->samples[p->nr_samples] = (struct psample){
+			.pid = id->pid,
+			.tid = id->tid,
+			.comm = (const char *)k.comm,
+			.cgroup = (const char *)k.cgroup,
+			.container = (const char *)k.container,
+			.stack = (uint32_t)stack,
+			.count = 0,
+		};
+		e->value = (void *)(uintptr_t)p->nr_samples++;
+	}
+	p->samples[(uintptr_t)e->value].count += count;
+	p->total += count;
+	return 0;
+}
+
+int profile__merge(struct profile *dst, const struct profile *src)
+{
+	return profile__merge_if(dst, src, NULL, NULL);
+}
+
+int profile__merge_if(struct profile *dst, const struct profile *src,
+		      bool (*keep)(const struct psample *s, void *ctx), void *ctx)
+{
+	uint32_t *ids = NULL;
+	size_t cap = 0;
+	int err = 0;
+
+	for (size_t i = 0; i < src->nr_samples && !err; i++) {
+		const struct psample *s = &src->samples[i];
+		uint32_t n;
+		const uint32_t *fr;
+
+		if (keep && !keep(s, ctx))
+			continue;
+		fr = profile__stack_get(src, s->stack, &n);
+
+		if (array_grow((void **)&ids, &cap, n + 1, sizeof(*ids))) {
+			err = -ENOMEM;
+			break;
+		}
+		for (uint32_t j = 0; j < n; j++) {
+			const struct pframe *f = &src->frames[fr[j]];
+			int64_t id = profile__frame(dst, f->kind, f->name, f->module);
+
+			if (id < 0) {
+				err = (int)id;
+				break;
+			}
+			ids[j] = (uint32_t)id;
+		}
+		if (!err)
+			err = profile__add(dst, s, ids, n, s->count);
+	}
+	free(ids);
+	for (size_t pos = 0; !err;) {
+		struct htab_entry *e = htab__next(src->build_ids, &pos);
+
+		if (!e)
+			break;
+		if (!profile__build_id(dst, (const char *)e->key))
+			err = profile__set_build_id(dst, (const char *)e->key, e->value);
+	}
+	return err;
+}
+
+size_t profile__nr_samples(const struct profile *p)
+{
+	return p->nr_samples;
+}
+
+const struct psample *profile__sample(const struct profile *p, size_t i)
+{
+	return i < p->nr_samples ? &p->samples[i] : NULL;
+}
+
+size_t profile__nr_frames(const struct profile *p)
+{
+	return p->nr_frames;
+}
+
+const struct pframe *profile__frame_get(const struct profile *p, uint32_t id)
+{
+	return id < p->nr_frames ? &p->frames[id] : NULL;
+}
+
+size_t profile__nr_stacks(const struct profile *p)
+{
+	return p->nr_stacks;
+}
+
+const uint32_t *profile__stack_get(const struct profile *p, uint32_t id, uint32_t *n)
+{
+	if (id >= p->nr_stacks) {
+		*n = 0;
+		return NULL;
+	}
+	*n = p->stacks[id].n;
+	return p->stack_pool + p->stacks[id].off;
+}
+
+uint64_t profile__total(const struct profile *p)
+{
+	return p->total;
+}
+
+static const struct profile *sort_ctx;
+
+static int cmp_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+static int cmp_samples(const void *a, const void *b)
+{
+	const struct psample *x = a, *y = b;
+	const uint32_t *fx, *fy;
+	uint32_t nx, ny;
+	int c;
+
+	c = strcmp(x->comm, y->comm);
+	if (c)
+		return c;
+	c = cmp_u32(x->pid, y->pid);
+	if (c)
+		return c;
+	c = cmp_u32(x->tid, y->tid);
+	if (c)
+		return c;
+	fx = profile__stack_get(sort_ctx, x->stack, &nx);
+	fy = profile__stack_get(sort_ctx, y->stack, &ny);
+	for (uint32_t i = 0; i < nx && i < ny; i++) {
+		if (fx[i] == fy[i])
+			continue;
+		c = strcmp(sort_ctx->frames[fx[i]].name, sort_ctx->frames[fy[i]].name);
+		if (c)
+			return c;
+		c = cmp_u32(sort_ctx->frames[fx[i]].kind, sort_ctx->frames[fy[i]].kind);
+		if (c)
+			return c;
+		c = cmp_u32(fx[i], fy[i]);
+		if (c)
+			return c;
+	}
+	c = cmp_u32(nx, ny);
+	if (c)
+		return c;
+	c = strcmp(x->cgroup ? x->cgroup : "", y->cgroup ? y->cgroup : "");
+	if (c)
+		return c;
+	return strcmp(x->container ? x->container : "", y->container ? y->container : "");
+}
+
+void profile__sort(struct profile *p)
+{
+	struct sample_key k;
+
+	sort_ctx = p;
+	qsort(p->samples, p->nr_samples, sizeof(*p->samples), cmp_samples);
+	sort_ctx = NULL;
+	/* Reindex: the sample index maps identities to positions. */
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		const struct psample *s = &p->samples[i];
+		struct htab_entry *e;
+
+		memset(&k, 0, sizeof(k));
+		k.comm = (uintptr_t)s->comm;
+		k.cgroup = (uintptr_t)s->cgroup;
+		k.container = (uintptr_t)s->container;
+		k.pid = s->pid;
+		k.tid = s->tid;
+		k.stack = s->stack;
+		e = htab__find(p->sample_idx, &k, sizeof(k));
+		if (e)
+			e->value = (void *)(uintptr_t)i;
+	}
+}
+
+int profile__set_build_id(struct profile *p, const char *module, const char *hex)
+{
+	const char *ihex = profile__intern(p, hex);
+	struct htab_entry *e;
+
+	if (!module || !hex)
+		return -EINVAL;
+	if (!ihex)
+		return -ENOMEM;
+	e = htab__upsert(p->build_ids, module, strlen(module), NULL);
+	if (!e)
+		return -ENOMEM;
+	e->value = (void *)ihex;
+	return 0;
+}
+
+const char *profile__build_id(const struct profile *p, const char *module)
+{
+	struct htab_entry *e;
+
+	if (!module)
+		return NULL;
+	e = htab__find(p->build_ids, module, strlen(module));
+	return e ? e->value : NULL;
+}

@@ -1,0 +1,603 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/* cli.c - option parsing for "bpfprof record"; see cli.h. */
+#include "cmd/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/writer.h"
+#include "base/util.h"
+
+enum {
+	OPT_INCLUDE_IDLE = 256,
+	OPT_PER_THREAD,
+	OPT_MAX_STACKS,
+	OPT_MAX_COUNTS,
+	OPT_UNWIND,
+	OPT_VERSION,
+	OPT_INTERVAL,
+	OPT_OUTPUT_DIR,
+	OPT_KEEP,
+	OPT_MAX_DISK,
+	OPT_PUSH,
+	OPT_APP_NAME,
+	OPT_TOKEN_FILE,
+	OPT_LISTEN,
+	OPT_CGROUP,
+	OPT_KERNEL_UNWIND,
+};
+
+static const struct option long_opts[] = {
+	{ "freq", required_argument, NULL, 'F' },
+	{ "frequency", required_argument, NULL, 'F' },
+	{ "all-cpus", no_argument, NULL, 'a' },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "cpu", required_argument, NULL, 'C' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "user-only", no_argument, NULL, 'U' },
+	{ "kernel-only", no_argument, NULL, 'K' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "include-idle", no_argument, NULL, OPT_INCLUDE_IDLE },
+	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
+	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
+	{ "max-entries", required_argument, NULL, OPT_MAX_COUNTS },
+	{ "unwind", required_argument, NULL, OPT_UNWIND },
+	{ "kernel-unwind", required_argument, NULL, OPT_KERNEL_UNWIND },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+	{ "keep", required_argument, NULL, OPT_KEEP },
+	{ "max-disk", required_argument, NULL, OPT_MAX_DISK },
+	{ "push", required_argument, NULL, OPT_PUSH },
+	{ "app-name", required_argument, NULL, OPT_APP_NAME },
+	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },
+	{ "help", no_argument, NULL, 'h' },
+	CLI_OUT_OPTIONS,
+	{ NULL, 0, NULL, 0 },
+};
+
+void cli__usage(FILE *f)
+{
+	const struct writer *const *w;
+
+	fprintf(f,
+		"Usage: bpfprof [record] [OPTIONS] [-- COMMAND [ARGS...]]\n"
+		"       bpfprof report|convert|diff ...   (see bpfprof COMMAND --help)\n"
+		"\n"
+		"Samples the CPU with BPF (perf_event cpu-clock), counts kernel + user stacks in\n"
+		"the kernel, and writes symbolized stacks when it stops.\n"
+		"\n"
+		"Targets (default: the whole machine, -a):\n"
+		"  -a, --all-cpus          every online CPU\n"
+		"  -p, --pid PID[,PID...]  only these processes (all their threads)\n"
+		"  -C, --cpu LIST          only these CPUs, e.g. 0-3,8\n"
+		"  -- COMMAND [ARGS...]    run COMMAND and profile it and everything it starts;\n"
+		"                          stops when it exits\n"
+		"\n"
+		"Sampling:\n"
+		"  -F, --freq HZ           samples per second per CPU (default 99)\n"
+		"  -d, --duration SECONDS  stop after this long (also 500ms, 2m, 1h); default:\n"
+		"                          until Ctrl-C, SIGTERM or the command's exit\n"
+		"  -U, --user-only         drop kernel frames (every sample is still counted)\n"
+		"  -K, --kernel-only       drop user frames (every sample is still counted)\n"
+		"      --include-idle      count the idle task too (excluded by default)\n"
+		"      --per-thread        keep threads apart (tid in the key)\n"
+		"      --max-stacks N      kernel stack map size (default: 2 x entries)\n"
+		"      --max-entries N     kernel count map size: distinct (process, stacks) pairs\n"
+		"                          kept in the kernel, emptied when half full (default:\n"
+		"                          F x CPUs x 4 rounded up to a power of two, 1024-65536)\n"
+		"      --unwind MODE       user stacks: auto (.eh_frame tables where available, frame\n"
+		"                          pointers elsewhere; default), fp (frame pointers only),\n"
+		"                          dwarf (tables only)\n"
+		"      --kernel-unwind MODE\n"
+		"                          kernel stacks: orc (walked by the program with the\n"
+		"                          kernel's own ORC table, the same frames for less;\n"
+		"                          default), kernel (bpf_get_stack() for every sample)\n"
+		"\n"
+		"Output:\n"
+		"  -o, --output FILE       write here instead of stdout (written atomically)\n"
+		"  -f, --format NAME       output format; default from FILE's extension, else folded\n");
+	for (w = output__all(); *w; w++) {
+		char exts[64] = "";
+
+		for (size_t i = 0; i < ARRAY_SIZE((*w)->exts) && (*w)->exts[i]; i++) {
+			size_t l = strlen(exts);
+
+			snprintf(exts + l, sizeof(exts) - l, "%s%s", i ? " " : "", (*w)->exts[i]);
+		}
+		fprintf(f, "      %-10s %-28s %s\n", (*w)->name, exts, (*w)->description);
+	}
+	cli__out_usage(f);
+	fprintf(f,
+		"\n"
+		"Continuous mode (always on):\n"
+		"      --interval SECS     drain and emit a profile every SECS (default 10 with\n"
+		"                          --output-dir, --push, or --listen without -o)\n"
+		"      --output-dir DIR    write one gzip pprof per interval, named by UTC start\n"
+		"                          time (bpfprof-YYYYMMDDTHHMMSSZ.pb.gz), atomically\n"
+		"      --keep N            keep at most N files in DIR (oldest removed first)\n"
+		"      --max-disk SIZE     keep DIR's profiles under SIZE bytes (K, M, G suffixes)\n"
+		"      --push URL          send each interval to a Pyroscope server (URL/ingest),\n"
+		"                          one series per container; never blocks sampling\n"
+		"      --app-name NAME     series name for --push (default bpfprof)\n"
+		"      --token-file FILE   bearer token for --push (or $BPFPROF_PUSH_TOKEN)\n"
+		"      --listen [ADDR:]PORT  serve /debug/pprof/profile?seconds=N, /metrics and\n"
+		"                          /healthz (ADDR defaults to 127.0.0.1)\n"
+		"      --cgroup PATH       only tasks in this cgroup v2 (and its descendants);\n"
+		"                          repeatable; PATH absolute or relative to the cgroup2 mount\n");
+	fprintf(f,
+		"\n"
+		"General:\n"
+		"  -v, --verbose           more messages (twice: libbpf and verifier messages)\n"
+		"  -q, --quiet             only errors\n"
+		"      --version           print the version\n"
+		"  -h, --help              this help\n"
+		"\n"
+		"Examples:\n"
+		"  sudo bpfprof -F 99 -a -d 10 > cpu.folded     whole machine for 10 s, folded\n"
+		"  sudo bpfprof -p 1234 -d 30 -o app.folded     one process (all threads), 30 s\n"
+		"  sudo bpfprof -p 1234,5678 -U                 two processes, user stacks, Ctrl-C to stop\n"
+		"  sudo bpfprof -C 0-1 -K -d 5                  kernel stacks of CPUs 0 and 1\n"
+		"  sudo bpfprof -o run.folded -- ./my-benchmark --iterations 100\n"
+		"  sudo bpfprof -p 1234 -d 30 -o app.svg        interactive flame graph (open in a browser)\n"
+		"  sudo bpfprof -p 1234 -d 30 -o app.pb.gz      pprof: go tool pprof -top app.pb.gz\n"
+		"  sudo bpfprof -a -d 10 -f report              top functions and processes as text\n"
+		"  sudo bpfprof -p 1234 --unwind fp -d 10       user stacks by frame pointers only\n"
+		"  flamegraph.pl cpu.folded > cpu.svg           (any folded-stack tool reads the output)\n"
+		"  sudo bpfprof -F 99 -a --interval 10 --output-dir /var/lib/bpfprof --keep 8640\n"
+		"  sudo bpfprof -a --push http://pyroscope:4040 --listen 6060   always on, shipped\n"
+		"\n"
+		"Exit status: 0 profile written, 1 failure, 2 usage error.\n");
+}
+
+static int usage_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return CLI_USAGE;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int cli__parse_pids(const char *s, uint32_t **pids, size_t *nr)
+{
+	uint32_t *arr = NULL;
+	size_t n = 0, cap = 0;
+	const char *p = s;
+
+	if (!s || !*s)
+		return -EINVAL;
+	while (*p) {
+		char num[16];
+		size_t len = strcspn(p, ",");
+		uint64_t v;
+
+		if (len == 0 || len >= sizeof(num))
+			goto err_inval;
+		memcpy(num, p, len);
+		num[len] = '\0';
+		if (parse_u64(num, 10, &v))
+			goto err_inval;
+		if (v == 0 || v > 4194304) { /* PID_MAX_LIMIT */
+			free(arr);
+			return -ERANGE;
+		}
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 8;
+			uint32_t *na = realloc(arr, ncap * sizeof(*na));
+
+			if (!na) {
+				free(arr);
+				return -ENOMEM;
+			}
+			arr = na;
+			cap = ncap;
+		}
+		arr[n++] = (uint32_t)v;
+		p += len;
+		if (*p == ',') {
+			p++;
+			if (!*p)
+				goto err_inval;
+		}
+	}
+	qsort(arr, n, sizeof(*arr), cmp_u32);
+	{
+		size_t w = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (!w || arr[w - 1] != arr[i])
+				arr[w++] = arr[i];
+		n = w;
+	}
+	*pids = arr;
+	*nr = n;
+	return 0;
+err_inval:
+	free(arr);
+	return -EINVAL;
+}
+
+int cli__parse_duration(const char *s, double *out)
+{
+	char *end;
+	double v, mult = 1;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v))
+		return -EINVAL;
+	if (!strcmp(end, "ms"))
+		mult = 0.001;
+	else if (!strcmp(end, "s") || !*end)
+		mult = 1;
+	else if (!strcmp(end, "m"))
+		mult = 60;
+	else if (!strcmp(end, "h"))
+		mult = 3600;
+	else
+		return -EINVAL;
+	v *= mult;
+	if (v <= 0 || v > 365.0 * 86400)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_u32_opt(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	uint64_t v;
+
+	if (parse_u64(s, 10, &v) || v < lo || v > hi)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int cli__parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mult = 1;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (*end == 'K' || *end == 'k')
+		mult = 1ULL << 10;
+	else if (*end == 'M' || *end == 'm')
+		mult = 1ULL << 20;
+	else if (*end == 'G' || *end == 'g')
+		mult = 1ULL << 30;
+	else if (*end == 'T' || *end == 't')
+		mult = 1ULL << 40;
+	else if (*end)
+		return -EINVAL;
+	if (*end && end[1] && strcmp(end + 1, "B") && strcmp(end + 1, "iB"))
+		return -EINVAL;
+	if (v == 0 || v > UINT64_MAX / mult)
+		return -EINVAL;
+	*out = v * mult;
+	return 0;
+}
+
+static const char *const unwind_names[] = {
+	[UNWIND_OPT_AUTO] = "auto",
+	[UNWIND_OPT_FP] = "fp",
+	[UNWIND_OPT_DWARF] = "dwarf",
+};
+
+int cli__parse_unwind(const char *s, enum unwind_opt *out)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(unwind_names); i++) {
+		if (s && !strcmp(s, unwind_names[i])) {
+			*out = (enum unwind_opt)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *cli__unwind_name(enum unwind_opt u)
+{
+	return (size_t)u < ARRAY_SIZE(unwind_names) ? unwind_names[u] : "?";
+}
+
+void cli__free(struct options *o)
+{
+	free(o->pids);
+	o->pids = NULL;
+	o->nr_pids = 0;
+	free(o->cgroups);
+	o->cgroups = NULL;
+	o->nr_cgroups = 0;
+}
+
+int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errlen)
+{
+	int c, rc;
+
+	memset(o, 0, sizeof(*o));
+	o->freq = 99;
+	cli__out_defaults(&o->out);
+	optind = 1;
+	opterr = 0;
+	/* "+": stop at the first non-option, so "-- cmd -x" and "cmd -x" keep -x for cmd. */
+	while ((c = getopt_long(argc, argv, "+:F:ap:C:d:UKo:f:vqh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'F':
+			if (parse_u32_opt(optarg, 1, CLI_MAX_FREQ, &o->freq))
+				return usage_err(err, errlen,
+						 "invalid frequency '%s': expected a whole number of Hz from 1 to %u",
+						 optarg, CLI_MAX_FREQ);
+			break;
+		case 'a':
+			o->all_cpus = true;
+			break;
+		case 'p':
+			free(o->pids);
+			o->pids = NULL;
+			rc = cli__parse_pids(optarg, &o->pids, &o->nr_pids);
+			if (rc == -ERANGE)
+				return usage_err(err, errlen, "invalid pid in '%s': pids are 1 to 4194304",
+						 optarg);
+			if (rc)
+				return usage_err(err, errlen,
+						 "invalid pid list '%s': expected PID[,PID...]", optarg);
+			break;
+		case 'C':
+			/* Syntax now; range against this machine's CPUs in record. */
+			rc = parse_cpulist(optarg, NULL, 0);
+			if (rc == -EINVAL)
+				return usage_err(err, errlen,
+						 "invalid CPU list '%s': expected e.g. 0-3,8", optarg);
+			o->cpu_list = optarg;
+			break;
+		case 'd':
+			if (cli__parse_duration(optarg, &o->duration))
+				return usage_err(err, errlen,
+						 "invalid duration '%s': expected seconds > 0 (or 500ms, 2m, 1h)",
+						 optarg);
+			break;
+		case 'U':
+			o->user_only = true;
+			break;
+		case 'K':
+			o->kernel_only = true;
+			break;
+		case 'o':
+			if (!*optarg)
+				return usage_err(err, errlen, "empty output file name");
+			o->output = optarg;
+			break;
+		case 'f':
+			if (!output__find(optarg))
+				return usage_err(err, errlen,
+						 "unknown format '%s' (see --help for the list)", optarg);
+			o->format = optarg;
+			break;
+		case OPT_INCLUDE_IDLE:
+			o->include_idle = true;
+			break;
+		case OPT_PER_THREAD:
+			o->per_thread = true;
+			break;
+		case OPT_MAX_STACKS:
+			if (parse_u32_opt(optarg, 64, 1u << 24, &o->max_stacks))
+				return usage_err(err, errlen,
+						 "invalid --max-stacks '%s': expected 64 to 16777216", optarg);
+			break;
+		case OPT_MAX_COUNTS:
+			if (parse_u32_opt(optarg, 64, 1u << 24, &o->max_counts))
+				return usage_err(err, errlen,
+						 "invalid --max-entries '%s': expected 64 to 16777216", optarg);
+			break;
+		case OPT_UNWIND:
+			if (cli__parse_unwind(optarg, &o->unwind))
+				return usage_err(err, errlen,
+						 "invalid --unwind '%s': expected auto, fp or dwarf", optarg);
+			break;
+		case OPT_KERNEL_UNWIND:
+			if (!strcmp(optarg, "orc"))
+				o->kernel_helper = false;
+			else if (!strcmp(optarg, "kernel"))
+				o->kernel_helper = true;
+			else
+				return usage_err(err, errlen,
+						 "invalid --kernel-unwind '%s': expected orc or kernel", optarg);
+			break;
+		case 'v':
+			if (o->verbosity < 0)
+				o->verbosity = 0;
+			o->verbosity++;
+			break;
+		case 'q':
+			o->verbosity = -1;
+			break;
+		case OPT_OUT_TITLE:
+		case OPT_OUT_INVERTED:
+		case OPT_OUT_MERGE:
+		case OPT_OUT_TOP:
+		case OPT_OUT_SORT:
+			if (cli__out_option(c, optarg, &o->out, err, errlen) != CLI_OK)
+				return CLI_USAGE;
+			break;
+		case OPT_VERSION:
+			o->show_version = true;
+			return CLI_EXIT;
+		case OPT_INTERVAL:
+			if (cli__parse_duration(optarg, &o->interval) || o->interval < 1)
+				return usage_err(err, errlen,
+						 "invalid interval '%s': expected at least 1 second", optarg);
+			break;
+		case OPT_OUTPUT_DIR:
+			if (!*optarg)
+				return usage_err(err, errlen, "empty --output-dir");
+			o->output_dir = optarg;
+			break;
+		case OPT_KEEP: {
+			uint32_t v;
+
+			if (parse_u32_opt(optarg, 1, 100000000, &v))
+				return usage_err(err, errlen, "invalid --keep '%s': expected a count >= 1",
+						 optarg);
+			o->keep = v;
+			break;
+		}
+		case OPT_MAX_DISK:
+			if (cli__parse_size(optarg, &o->max_disk))
+				return usage_err(err, errlen,
+						 "invalid --max-disk '%s': expected bytes, e.g. 500M or 2G",
+						 optarg);
+			break;
+		case OPT_PUSH:
+			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8))
+				return usage_err(err, errlen,
+						 "invalid --push URL '%s': expected http://HOST[:PORT] or https://...",
+						 optarg);
+			o->push_url = optarg;
+			break;
+		case OPT_APP_NAME:
+			if (!*optarg || strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != strlen(optarg))
+				return usage_err(err, errlen,
+						 "invalid --app-name '%s': use letters, digits, '_', '-', '.'",
+						 optarg);
+			o->app_name = optarg;
+			break;
+		case OPT_TOKEN_FILE:
+			o->token_file = optarg;
+			break;
+		case OPT_LISTEN:
+			if (!*optarg)
+				return usage_err(err, errlen, "empty --listen");
+			o->listen = optarg;
+			break;
+		case OPT_CGROUP: {
+			const char **n = realloc(o->cgroups, (o->nr_cgroups + 1) * sizeof(*n));
+
+			if (!n)
+				return usage_err(err, errlen, "out of memory");
+			o->cgroups = n;
+			o->cgroups[o->nr_cgroups++] = optarg;
+			break;
+		}
+		case 'h':
+			o->show_help = true;
+			return CLI_EXIT;
+		case ':':
+			return usage_err(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+		default:
+			if (optopt)
+				return usage_err(err, errlen, "unknown option '-%c'", optopt);
+			return usage_err(err, errlen, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind == argc && optind > 1 && !strcmp(argv[optind - 1], "--"))
+		return usage_err(err, errlen, "no command after --");
+	if (optind < argc) {
+		/* getopt stops at "--" (consumed) or at the first non-option. */
+		if (strcmp(argv[optind - 1], "--") != 0)
+			return usage_err(err, errlen,
+					 "unexpected argument '%s' (to profile a command, put it after --)",
+					 argv[optind]);
+		o->cmd = &argv[optind];
+	}
+
+	if (o->user_only && o->kernel_only)
+		return usage_err(err, errlen, "-U and -K exclude each other");
+	if (o->cmd && o->nr_pids)
+		return usage_err(err, errlen, "-p and -- COMMAND exclude each other");
+	if (o->cmd && (o->all_cpus || o->cpu_list))
+		return usage_err(err, errlen,
+				 "-- COMMAND profiles the command and its children; it cannot be combined with -a or -C");
+	if (o->all_cpus && o->nr_pids)
+		return usage_err(err, errlen,
+				 "-a and -p exclude each other (-p already follows the process on every CPU)");
+	/* Always-on modes work in intervals, so memory stays bounded. */
+	if ((o->output_dir || o->push_url || (o->listen && !o->output)) && !o->interval)
+		o->interval = 10;
+	if (o->interval && !o->output_dir && !o->push_url && !o->listen)
+		return usage_err(err, errlen,
+				 "--interval needs somewhere to send profiles: --output-dir, --push or --listen");
+	if (o->output && (o->output_dir || o->push_url))
+		return usage_err(err, errlen,
+				 "-o writes one profile at the end; with --output-dir or --push, profiles go there");
+	if ((o->keep || o->max_disk) && !o->output_dir)
+		return usage_err(err, errlen, "--keep and --max-disk need --output-dir");
+	if (o->token_file && !o->push_url)
+		return usage_err(err, errlen, "--token-file needs --push");
+	if (o->nr_cgroups && (o->cmd || o->nr_pids))
+		return usage_err(err, errlen, "--cgroup cannot be combined with -p or -- COMMAND");
+	if (o->output && !o->format && !output__for_path(o->output))
+		o->format = NULL; /* unknown extension: folded, like stdout */
+	return CLI_OK;
+}
+
+void cli__out_defaults(struct out_opts *oo)
+{
+	memset(oo, 0, sizeof(*oo));
+	oo->top = OUT_DEFAULT_TOP;
+}
+
+int cli__out_option(int opt, const char *arg, struct out_opts *oo, char *err, size_t errlen)
+{
+	uint32_t v;
+
+	switch (opt) {
+	case OPT_OUT_TITLE:
+		oo->title = arg;
+		return CLI_OK;
+	case OPT_OUT_INVERTED:
+		oo->inverted = true;
+		return CLI_OK;
+	case OPT_OUT_MERGE:
+		oo->merge = true;
+		return CLI_OK;
+	case OPT_OUT_TOP:
+		if (parse_u32_opt(arg, 0, 1000000, &v))
+			return usage_err(err, errlen,
+					 "invalid --top '%s': expected a number of rows (0: all)", arg);
+		oo->top = v;
+		return CLI_OK;
+	case OPT_OUT_SORT:
+		if (strcmp(arg, "self") && strcmp(arg, "total"))
+			return usage_err(err, errlen, "invalid --sort '%s': expected self or total",
+					 arg);
+		oo->sort = arg;
+		return CLI_OK;
+	default:
+		return 1;
+	}
+}
+
+void cli__out_usage(FILE *f)
+{
+	fprintf(f, "      --title TEXT        flame graph title\n"
+		   "      --inverted          icicle graph: roots at the top (svg)\n"
+		   "      --merge             one speedscope profile for all processes, not one each\n"
+		   "      --top N             report: rows per table (default %u, 0: all)\n"
+		   "      --sort self|total   report: only the table sorted by self or total samples\n",
+		OUT_DEFAULT_TOP);
+}

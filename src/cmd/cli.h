@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * cli.h - command-line options of "bpfprof record" (the default command),
+ * parsed into one validated struct. Pure: no /proc, no BPF, so every rule is
+ * unit-tested. Checks that need the machine (does the pid exist, is -F above
+ * the kernel's limit, does CPU 7 exist) happen in record.c.
+ */
+#ifndef BPFPROF_CLI_H
+#define BPFPROF_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "format/writer.h"
+
+#define CLI_MAX_FREQ 1000000u /* sanity cap; the kernel's sysctl limit is checked later */
+
+/* --unwind: how user stacks are walked. */
+enum unwind_opt {
+	UNWIND_OPT_AUTO = 0, /* .eh_frame tables where loaded, frame pointers elsewhere */
+	UNWIND_OPT_FP,	     /* frame pointers only (bpf_get_stack) */
+	UNWIND_OPT_DWARF,    /* tables only */
+};
+
+struct options {
+	uint32_t freq;
+	bool all_cpus;
+	const char *cpu_list; /* -C, validated syntax; NULL = all */
+	uint32_t *pids;	      /* -p, deduplicated */
+	size_t nr_pids;
+	double duration;      /* seconds; 0 = until Ctrl-C / command exit */
+	bool user_only;	      /* -U */
+	bool kernel_only;     /* -K */
+	bool include_idle;
+	bool per_thread;
+	const char *output;   /* NULL = stdout */
+	const char *format;   /* NULL = from extension, else folded */
+	char **cmd;	      /* after "--", NULL-terminated; NULL if none */
+	int verbosity;	      /* 0 default, -1 quiet, 1.. -v count */
+	uint32_t max_stacks;
+	uint32_t max_counts;
+	/* Continuous mode. */
+	double interval;	  /* seconds; 0 = one-shot */
+	const char *output_dir;	  /* --output-dir */
+	unsigned keep;		  /* --keep N files (0 = no limit) */
+	uint64_t max_disk;	  /* --max-disk BYTES (0 = no limit) */
+	const char *push_url;	  /* --push URL (Pyroscope) */
+	const char *app_name;	  /* --app-name (default "bpfprof") */
+	const char *token_file;	  /* --token-file */
+	const char *listen;	  /* --listen [ADDR:]PORT */
+	const char **cgroups;	  /* --cgroup PATH (repeatable) */
+	size_t nr_cgroups;
+	enum unwind_opt unwind;
+	bool kernel_helper;	  /* --kernel-unwind kernel: bpf_get_stack(), not the ORC walk */
+	bool show_version;
+	bool show_help;
+	struct out_opts out;  /* --title, --inverted, --merge, --top, --sort */
+};
+
+/* Parse results. */
+enum {
+	CLI_OK = 0,
+	CLI_EXIT = 1,	/* --help / --version printed: exit 0 */
+	CLI_USAGE = -1, /* bad usage: message in err, exit 2 */
+};
+
+/* Parses argv (argv[0] is the program or sub-command name). */
+int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errlen);
+void cli__free(struct options *o);
+void cli__usage(FILE *f);
+
+/*
+ * Output options every command takes (long options only). CLI_OUT_OPTIONS
+ * goes into a struct option table; cli__out_option() handles one of them.
+ */
+enum {
+	OPT_OUT_TITLE = 400,
+	OPT_OUT_INVERTED,
+	OPT_OUT_MERGE,
+	OPT_OUT_TOP,
+	OPT_OUT_SORT,
+};
+#define CLI_OUT_OPTIONS                                                                            \
+	{ "title", required_argument, NULL, OPT_OUT_TITLE },                                       \
+		{ "inverted", no_argument, NULL, OPT_OUT_INVERTED },                               \
+		{ "merge", no_argument, NULL, OPT_OUT_MERGE },                                     \
+		{ "top", required_argument, NULL, OPT_OUT_TOP },                                   \
+		{ "sort", required_argument, NULL, OPT_OUT_SORT }
+/* Defaults: no title, not inverted, not merged, 20 rows, both tables. */
+void cli__out_defaults(struct out_opts *oo);
+/* CLI_OK if opt was one of them (applied), CLI_USAGE with err, or 1 if not one. */
+int cli__out_option(int opt, const char *arg, struct out_opts *oo, char *err, size_t errlen);
+/* The --help lines describing them. */
+void cli__out_usage(FILE *f);
+
+/* Parses "1234,5678" into a deduplicated array; 0 or -EINVAL/-ERANGE. */
+int cli__parse_pids(const char *s, uint32_t **pids, size_t *nr);
+/* Parses seconds ("10", "0.5", "2m", "1h"); 0 or -EINVAL. */
+int cli__parse_duration(const char *s, double *out);
+/* Parses a size ("1048576", "512K", "100M", "2G"; powers of 1024); 0 or -EINVAL. */
+int cli__parse_size(const char *s, uint64_t *out);
+/* "auto", "fp", "dwarf" -> enum unwind_opt; -EINVAL otherwise. */
+int cli__parse_unwind(const char *s, enum unwind_opt *out);
+const char *cli__unwind_name(enum unwind_opt u);
+
+#endif

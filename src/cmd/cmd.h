@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * cmd.h - bpfprof's commands. Each takes its own argv (argv[0] is the
+ * command name) and returns the process exit status: 0, 1 failure, 2 usage
+ * error. Commands wire the layers below together and are the only code that
+ * prints to the user.
+ *
+ *   record   (the default) profile processes or CPUs with BPF; needs root
+ *   report   top functions of profiles already written
+ *   convert  any format to any format
+ *   diff     compare two profiles
+ *
+ * report, convert and diff work on files and need no privileges.
+ */
+#ifndef BPFPROF_CMD_H
+#define BPFPROF_CMD_H
+
+int cmd_record(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+
+#endif

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * convert.c - "bpfprof convert": profiles in any format read, added up and
+ * written in another.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "cmd/cli.h"
+#include "cmd/cmd.h"
+#include "cmd/offline.h"
+
+static void convert_usage(FILE *f)
+{
+	const struct writer *const *w;
+
+	fprintf(f,
+		"Usage: bpfprof convert [OPTIONS] INPUT... [-o OUTPUT]\n"
+		"\n"
+		"Reads profiles (folded text, or pprof gzipped or not: detected from the content;\n"
+		"'-' is stdin), adds them up, and writes them in another format. No root needed.\n"
+		"\n"
+		"  -o, --output FILE       write here (atomically) instead of stdout\n"
+		"  -f, --format NAME       output format; default from FILE's extension, else "
+		"folded\n");
+	for (w = output__all(); *w; w++)
+		fprintf(f, "      %-10s %s\n", (*w)->name, (*w)->description);
+	cli__out_usage(f);
+	fprintf(f,
+		"  -v, --verbose           say what was read and written\n"
+		"  -q, --quiet             only errors\n"
+		"  -h, --help              this help\n"
+		"\n"
+		"Examples:\n"
+		"  bpfprof convert cpu.folded -o cpu.svg          flame graph of a folded profile\n"
+		"  bpfprof convert cpu.pb.gz -o cpu.folded        pprof back to folded stacks\n"
+		"  bpfprof convert host1.pb.gz host2.pb.gz -o fleet.svg   several profiles, added\n"
+		"  bpfprof convert cpu.folded -o cpu.speedscope.json --merge\n"
+		"  perf script | stackcollapse-perf.pl | bpfprof convert - -o perf.svg\n"
+		"\n"
+		"Exit status: 0 written, 1 an input could not be read or the output written,\n"
+		"2 usage error.\n");
+}
+
+int cmd_convert(int argc, char **argv)
+{
+	const struct writer *w = NULL;
+	struct offline_opts o;
+	struct profile *p;
+	int ret;
+
+	ret = offline__parse(argc, argv, "convert", &o, true);
+	if (ret)
+		return ret;
+	if (o.help) {
+		convert_usage(stdout);
+		return 0;
+	}
+	if (!o.nr_inputs)
+		return offline__usage("convert", "no input files");
+	if (o.format && !(w = output__find(o.format)))
+		return offline__usage("convert", "unknown format '%s' (see --help for the list)", o.format);
+	if (!w && o.output)
+		w = output__for_path(o.output);
+	if (!w)
+		w = &writer_folded;
+	ret = offline__check_output("convert", o.output);
+	if (ret)
+		return ret;
+	p = offline__load(o.inputs, o.nr_inputs);
+	if (!p)
+		return 1;
+	ret = offline__write_or_fail(w, p, &o);
+	profile__free(p);
+	return ret;
+}

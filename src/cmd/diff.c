@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * diff.c - "bpfprof diff BEFORE AFTER": what changed between two profiles,
+ * as text or a differential flame graph.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "cmd/cli.h"
+#include "cmd/cmd.h"
+#include "cmd/offline.h"
+
+static void diff_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: bpfprof diff [OPTIONS] BEFORE AFTER [-o OUTPUT]\n"
+		"\n"
+		"Compares two profiles of the same program (folded or pprof), e.g. before and\n"
+		"after a change. Shares are normalized to each profile's total, so profiles of\n"
+		"different lengths compare. Functions are matched by name.\n"
+		"\n"
+		"  -o, --output FILE       write here instead of stdout\n"
+		"  -f, --format NAME       default from FILE's extension, else report:\n"
+		"      svg        .svg     differential flame graph: frame widths from AFTER,\n"
+		"                          colour by change in share: red grew, blue shrank\n"
+		"      report     .txt     text table of the functions whose share changed most\n"
+		"      --title TEXT        flame graph title\n"
+		"      --inverted          icicle graph\n"
+		"      --top N             report: rows (default %u, 0: all)\n"
+		"  -q, --quiet             only errors\n"
+		"  -h, --help              this help\n"
+		"\n"
+		"Examples:\n"
+		"  bpfprof diff before.folded after.folded            biggest changes, as text\n"
+		"  bpfprof diff before.pb.gz after.pb.gz -o diff.svg  differential flame graph\n"
+		"\n"
+		"Exit status: 0 written, 1 an input could not be read or the output written,\n"
+		"2 usage error.\n",
+		OUT_DEFAULT_TOP);
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	const struct diff_writer *w = NULL;
+	struct profile *before, *after;
+	struct offline_opts o;
+	int ret;
+
+	ret = offline__parse(argc, argv, "diff", &o, true);
+	if (ret)
+		return ret;
+	if (o.help) {
+		diff_usage(stdout);
+		return 0;
+	}
+	if (o.nr_inputs != 2)
+		return offline__usage("diff", "expected two profiles, BEFORE and AFTER (got %d)",
+			     o.nr_inputs);
+	if (o.out.merge || o.out.sort)
+		return offline__usage("diff", "--merge and --sort do not apply to diff");
+	if (o.format && !(w = output__find_diff(o.format)))
+		return offline__usage("diff", "unknown diff format '%s': expected svg or report", o.format);
+	if (!w && o.output && !(w = output__diff_for_path(o.output)))
+		return offline__usage("diff", "cannot tell the format of %s: use -f svg or -f report",
+			     o.output);
+	if (!w)
+		w = &diff_writer_report;
+	ret = offline__check_output("diff", o.output);
+	if (ret)
+		return ret;
+	before = offline__load(&o.inputs[0], 1);
+	if (!before)
+		return 1;
+	after = offline__load(&o.inputs[1], 1);
+	if (!after) {
+		profile__free(before);
+		return 1;
+	}
+	ret = output__write_diff_path(w, before, after, o.output, &o.out);
+	if (ret) {
+		p_err("writing %s failed: %s", o.output ? o.output : "to stdout", strerror(-ret));
+		ret = 1;
+	} else if (o.output) {
+		p_info("wrote %s (%s)", o.output, w->name);
+	}
+	profile__free(before);
+	profile__free(after);
+	return ret;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * offline.h - what "bpfprof convert", "report" and "diff" share: their
+ * options, reading and merging the input profiles, writing the result.
+ * Every function prints its own error; the int ones return 0 to go on or
+ * the exit status to return.
+ */
+#ifndef BPFPROF_CMD_OFFLINE_H
+#define BPFPROF_CMD_OFFLINE_H
+
+#include <stdbool.h>
+
+#include "base/profile.h"
+#include "format/writer.h"
+
+struct offline_opts {
+	const char *output; /* NULL: stdout */
+	const char *format; /* -f, NULL: from the output's extension */
+	struct out_opts out;
+	char **inputs;
+	int nr_inputs;
+	int verbosity;
+	bool help;
+};
+
+/* A usage error: the message, a hint to the command's --help; returns 2. */
+int offline__usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Options and inputs of `cmd`; o->help set when --help was asked. */
+int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *o,
+		   bool takes_format);
+/* 2 if the output path cannot be written. */
+int offline__check_output(const char *cmd, const char *path);
+/* Reads and adds up the inputs; NULL after printing why. */
+struct profile *offline__load(char **paths, int n);
+/* 1 if writing failed. */
+int offline__write_or_fail(const struct writer *w, const struct profile *p,
+			   const struct offline_opts *o);
+
+#endif

@@ -1,0 +1,1247 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * collector.c - owns the skeleton: load, perf events, attach, drain.
+ *
+ * Drain protocol (see also bpf/profile.bpf.c): every program run reads
+ * active_buf once and uses only that (counts, stacks) pair. Counts only grow
+ * while their key is in the map, so most drains read the active pair in place
+ * and hand out what each count gained since the last read (a mirror here holds
+ * the last value per key). Keys and stacks stay in the kernel: a stack seen
+ * before takes the program's cheap path instead of being inserted again after
+ * every drain. When the active pair is half full, or sampling has stopped, the
+ * drain flips instead:
+ *
+ *   1. store active_buf = other           (new runs go to the other pair, empty)
+ *   2. re-store the old inner map into its ARRAY_OF_MAPS slot: the kernel
+ *      does synchronize_rcu() after a map-in-map update, and perf_event
+ *      programs run inside an RCU read-side section, so when the syscall
+ *      returns no run that saw the old index is still going
+ *   3. read the old counts and the stacks they name, hand out the gains
+ *   4. delete every entry of the old pair, forget the mirror
+ *
+ * Nothing is lost and nothing is counted twice: an increment the in-place
+ * read misses is seen by the next read or by the flip, which happens after
+ * the last run that can increment. Keys are never deleted from the active
+ * pair, so a run never increments an element that is being freed.
+ */
+#include "collector/collector.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <bpf/btf.h>
+
+#include "base/htab.h"
+#include "unwind/korc.h"
+#include "unwind/unwinder.h"
+#include "base/util.h"
+#include "kread.skel.h"
+#include "profile.skel.h"
+
+struct collector {
+	struct collector_opts opts;
+	struct profile_bpf *skel;
+	struct ring_buffer *rb;
+	int *pfds;	   /* perf event fds */
+	struct bpf_link **links;
+	size_t nr_events, cap_events;
+	uint32_t active;   /* mirror of bss->active_buf */
+	int counts_fd[PROFILE_NR_BUFS];
+	int stacks_fd[PROFILE_NR_BUFS];
+	collector_proc_fn proc_fn;
+	void *proc_ctx;
+	uint64_t drains, drain_ns, drain_ns_total, missing_stacks, flips;
+	struct htab *last;	/* key in the active counts map -> its count at the last read (in value) */
+	size_t flip_at;		/* keys in the active pair that make the next drain flip */
+	bool sampling;		/* attached: runs may still come */
+	uint32_t unwind_mode;	/* in effect (auto falls back to fp if the walker cannot load) */
+	int unwind_err;		/* why it fell back */
+	bool fp_walker;		/* frame pointers walked by the program, not bpf_get_stack() */
+	int chunk_fd[UNWIND_MAX_CHUNKS]; /* unwind slot pool chunks, 0 = none */
+	struct korc korc;	/* kernel ORC table, until it is in the kernel */
+	size_t korc_entries;
+	uint64_t korc_tramp[3];
+	int kw_err;		/* why it does not (0: it does) */
+	int ncpu;		/* possible CPUs: entries of cpu_state */
+	void *cpu_state;	/* its mmap, NULL: read by lookups (and no hot slots) */
+	size_t cpu_state_len;
+};
+
+/* --- kernel stacks with the kernel's ORC table (src/unwind/korc.h) --------- */
+
+#if defined(__x86_64__)
+#define IS_X86_64 1
+#else
+#define IS_X86_64 0
+#endif
+
+/* The orc_entry layout the walker decodes (KORC_* in profile_abi.h), 6.3+. */
+static int orc_layout_ok(void)
+{
+	static const struct {
+		const char *name;
+		uint32_t off, bits;
+	} want[] = { { "sp_offset", 0, 0 }, { "bp_offset", 16, 0 }, { "sp_reg", 32, 4 },
+		     { "bp_reg", 36, 4 },    { "type", 40, 3 },	     { "signal", 43, 1 } };
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	const struct btf_member *m;
+	int id, ok = 0;
+
+	if (!btf)
+		return -errno ? -errno : -ENOENT;
+	id = btf__find_by_name_kind(btf, "orc_entry", BTF_KIND_STRUCT);
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	if (!t || t->size != 6 || btf_vlen(t) < ARRAY_SIZE(want)) {
+		btf__free(btf);
+		return -ENOTSUP;
+	}
+	m = btf_members(t);
+	for (uint32_t i = 0; i < ARRAY_SIZE(want); i++) {
+		const char *name = btf__name_by_offset(btf, m[i].name_off);
+
+		if (name && !strcmp(name, want[i].name) &&
+		    btf_member_bit_offset(t, i) == want[i].off &&
+		    btf_member_bitfield_size(t, i) == want[i].bits)
+			ok++;
+	}
+	btf__free(btf);
+	return ok == (int)ARRAY_SIZE(want) ? 0 : -ENOTSUP;
+}
+
+/* Copies len bytes of kernel memory at addr (kread.bpf.c). */
+static int kread(struct kread_bpf *sk, void *dst, uint64_t addr, size_t len)
+{
+	struct {
+		uint64_t addr;
+		uint32_t len, pad;
+	} a = { 0 };
+
+	for (size_t off = 0; off < len;) {
+		size_t n = MIN(len - off, sizeof(sk->bss->buf));
+		LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a, .ctx_size_in = sizeof(a));
+
+		a.addr = addr + off;
+		a.len = (uint32_t)n;
+		if (bpf_prog_test_run_opts(bpf_program__fd(sk->progs.kread), &o))
+			return -errno;
+		if (o.retval)
+			return (int)o.retval;
+		memcpy((char *)dst + off, sk->bss->buf, n);
+		off += n;
+	}
+	return 0;
+}
+
+/* Builds c->korc from the running kernel's tables. 0 or -errno. */
+static int kw_prepare(struct collector *c)
+{
+	struct korc_syms ks;
+	struct kread_bpf *sk = NULL;
+	int32_t *ip = NULL;
+	uint8_t *orc = NULL;
+	char *buf = NULL;
+	size_t len, n;
+	int err;
+
+	if (!IS_X86_64)
+		return -ENOTSUP; /* the walker and the orc_entry decoding are x86-64's */
+	err = read_file("/proc/kallsyms", 256u << 20, &buf, &len);
+	if (err)
+		return err;
+	korc__syms_parse(buf, len, &ks);
+	free(buf);
+	if (!ks.orc_ip_start || !ks.orc_ip_stop || !ks.orc_start || !ks.stext || !ks.etext ||
+	    ks.orc_ip_stop <= ks.orc_ip_start)
+		return -ENOENT; /* no ORC (frame-pointer kernel), or kptr_restrict */
+	err = orc_layout_ok();
+	if (err)
+		return err;
+	n = (ks.orc_ip_stop - ks.orc_ip_start) / 4;
+	if (n > (8u << 20))
+		return -E2BIG;
+	ip = malloc(n * 4);
+	orc = malloc(n * 6);
+	sk = kread_bpf__open_and_load();
+	if (!sk)
+		err = -errno;
+	else if (!ip || !orc)
+		err = -ENOMEM;
+	else
+		err = kread(sk, ip, ks.orc_ip_start, n * 4);
+	if (!err)
+		err = kread(sk, orc, ks.orc_start, n * 6);
+	if (!err)
+		err = korc__build(ip, orc, (uint32_t)n, ks.orc_ip_start, ks.stext, ks.etext, &c->korc);
+	kread_bpf__destroy(sk);
+	free(ip);
+	free(orc);
+	memcpy(c->korc_tramp, ks.trampolines, sizeof(c->korc_tramp));
+	return err;
+}
+
+/* Maps an mmapable array map whole; *len: the mapping's length. */
+static void *map_array(struct bpf_map *m, int prot, size_t *len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	*len = (size_t)bpf_map__value_size(m) * bpf_map__max_entries(m);
+	*len = (*len + page - 1) / page * page;
+	p = mmap(NULL, *len, prot, MAP_SHARED, bpf_map__fd(m), 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Writes an mmapable array's contents. */
+static int fill_mmap(struct bpf_map *m, const void *data, size_t len)
+{
+	size_t size;
+	void *p = map_array(m, PROT_READ | PROT_WRITE, &size);
+
+	if (!p)
+		return -errno;
+	if (len <= size)
+		memcpy(p, data, len);
+	munmap(p, size);
+	return len <= size ? 0 : -E2BIG;
+}
+
+static void set_err(struct collector_error *ce, int err, const char *hint, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!ce)
+		return;
+	ce->err = err;
+	va_start(ap, fmt);
+	vsnprintf(ce->msg, sizeof(ce->msg), fmt, ap);
+	va_end(ap);
+	snprintf(ce->hint, sizeof(ce->hint), "%s", hint ? hint : "");
+}
+
+static bool libbpf_debug_on;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG && !libbpf_debug_on)
+		return 0;
+	if (level == LIBBPF_WARN || libbpf_debug_on)
+		return vfprintf(stderr, fmt, args);
+	return 0;
+}
+
+struct collector *collector__open(const struct collector_opts *opts, struct collector_error *ce)
+{
+	struct collector *c;
+	int err;
+
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		set_err(ce, -ENOMEM, NULL, "out of memory");
+		return NULL;
+	}
+	c->opts = *opts;
+	libbpf_debug_on = opts->libbpf_debug;
+	libbpf_set_print(libbpf_print);
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		set_err(ce, -ENOENT, "bpfprof needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (5.4 or later, as every major distribution ships)",
+			"this kernel has no BTF type information (/sys/kernel/btf/vmlinux is missing)");
+		goto err_free;
+	}
+
+	c->unwind_mode = opts->unwind_mode;
+	c->fp_walker = true;
+	/* Tests: the program a kernel without bpf_loop() gets (see below). */
+	if (getenv("BPFPROF_TEST_NO_WALKER") && c->unwind_mode != UNWIND_MODE_DWARF) {
+		c->unwind_mode = UNWIND_MODE_FP;
+		c->fp_walker = false;
+	}
+retry:
+	c->skel = profile_bpf__open();
+	if (!c->skel) {
+		err = -errno;
+		set_err(ce, err, NULL, "cannot open the BPF object: %s", strerror(-err));
+		goto err_free;
+	}
+
+	/* Configure: filters are read-only data, map sizes are set before load. */
+	c->skel->rodata->filter_tgids = opts->nr_pids > 0;
+	c->skel->rodata->drop_kernel = opts->drop_kernel;
+	c->skel->rodata->drop_user = opts->drop_user;
+	c->skel->rodata->include_idle = opts->include_idle;
+	c->skel->rodata->per_thread = opts->per_thread;
+	c->skel->rodata->nr_cgroups = (uint32_t)opts->nr_cgroups;
+	if (opts->nr_cgroups > bpf_map__max_entries(c->skel->maps.cgroups)) {
+		set_err(ce, -E2BIG, NULL, "at most %u --cgroup options",
+			bpf_map__max_entries(c->skel->maps.cgroups));
+		goto err_destroy;
+	}
+
+	if (opts->max_counts) {
+		bpf_map__set_max_entries(c->skel->maps.counts_0, opts->max_counts);
+		bpf_map__set_max_entries(c->skel->maps.counts_1, opts->max_counts);
+	}
+	if (opts->max_stacks) {
+		bpf_map__set_max_entries(c->skel->maps.stacks_0, opts->max_stacks);
+		bpf_map__set_max_entries(c->skel->maps.stacks_1, opts->max_stacks);
+	}
+	bpf_map__set_max_entries(c->skel->maps.tgids, opts->nr_pids ? opts->nr_pids : 1);
+	c->ncpu = libbpf_num_possible_cpus();
+	if (c->ncpu <= 0 || bpf_map__set_max_entries(c->skel->maps.cpu_state, c->ncpu)) {
+		set_err(ce, -EINVAL, NULL, "cannot size the per-CPU state map");
+		goto err_destroy;
+	}
+	c->skel->rodata->unwind_mode = c->unwind_mode;
+	c->skel->rodata->fp_walker = c->fp_walker;
+	if ((opts->drop_kernel || opts->kernel_helper) && !c->kw_err)
+		c->kw_err = -ECANCELED; /* -U: no kernel stacks to walk */
+	if (c->fp_walker && !c->kw_err && !c->korc.nents)
+		c->kw_err = kw_prepare(c);
+	if (c->fp_walker && !c->kw_err) {
+		c->skel->rodata->kw_enabled = true;
+		c->skel->rodata->kw_verify = getenv("BPFPROF_TEST_KWALK_VERIFY") != NULL;
+		c->skel->rodata->kw_base = c->korc.base;
+		c->skel->rodata->kw_end = c->korc.end;
+		c->skel->rodata->kw_nblocks = c->korc.nblocks;
+		c->skel->rodata->kw_tramp0 = c->korc_tramp[0];
+		c->skel->rodata->kw_tramp1 = c->korc_tramp[1];
+		c->skel->rodata->kw_tramp2 = c->korc_tramp[2];
+		bpf_map__set_max_entries(c->skel->maps.korc_ents, c->korc.nents);
+		bpf_map__set_max_entries(c->skel->maps.korc_uniq, c->korc.nuniq);
+		bpf_map__set_max_entries(c->skel->maps.korc_blocks, c->korc.nblocks);
+	}
+	if (opts->unwind_max_procs)
+		bpf_map__set_max_entries(c->skel->maps.unwind_procs, opts->unwind_max_procs);
+
+	err = profile_bpf__load(c->skel);
+	if (err && c->skel->rodata->kw_enabled) {
+		/* The kernel stack walk costs verifier budget: keep the rest. */
+		c->kw_err = err;
+		korc__free(&c->korc);
+		profile_bpf__destroy(c->skel);
+		goto retry;
+	}
+	if (err && c->fp_walker && c->unwind_mode != UNWIND_MODE_DWARF) {
+		/*
+		 * The walker needs bpf_loop() and bpf_task_pt_regs() (5.17+):
+		 * without them, --unwind auto and fp still profile, with the
+		 * kernel's frame-pointer walk (bpf_get_stack). The verifier never
+		 * sees the walker's helper calls then: they sit behind rodata
+		 * constants, in branches it prunes.
+		 */
+		if (c->unwind_mode == UNWIND_MODE_AUTO) {
+			c->unwind_err = err;
+			c->unwind_mode = UNWIND_MODE_FP;
+		}
+		c->fp_walker = false;
+		profile_bpf__destroy(c->skel);
+		goto retry;
+	}
+	if (err) {
+		if (err == -EPERM || err == -EACCES)
+			set_err(ce, err, "run as root, or grant CAP_BPF and CAP_PERFMON (CAP_SYS_ADMIN on kernels before 5.8)",
+				"loading the BPF program was refused: %s", strerror(-err));
+		else
+			set_err(ce, err, "run with -v -v to see the verifier log",
+				"loading the BPF program failed: %s", strerror(-err));
+		goto err_destroy;
+	}
+
+	if (c->skel->rodata->kw_enabled) {
+		err = fill_mmap(c->skel->maps.korc_ents, c->korc.ents,
+				c->korc.nents * sizeof(*c->korc.ents));
+		if (!err)
+			err = fill_mmap(c->skel->maps.korc_uniq, c->korc.uniq,
+					c->korc.nuniq * sizeof(*c->korc.uniq));
+		if (!err)
+			err = fill_mmap(c->skel->maps.korc_blocks, c->korc.blocks,
+					c->korc.nblocks * sizeof(*c->korc.blocks));
+		if (err) {
+			set_err(ce, err, NULL, "cannot fill the kernel unwind table: %s", strerror(-err));
+			goto err_destroy;
+		}
+		c->korc_entries = c->korc.nents;
+		korc__free(&c->korc); /* in the kernel now */
+	}
+
+	for (uint32_t i = 0; i < opts->nr_pids; i++) {
+		uint8_t one = 1;
+
+		if (bpf_map__update_elem(c->skel->maps.tgids, &opts->pids[i], sizeof(uint32_t),
+					 &one, sizeof(one), BPF_ANY)) {
+			err = -errno;
+			set_err(ce, err, NULL, "cannot add pid %u to the filter: %s", opts->pids[i],
+				strerror(-err));
+			goto err_destroy;
+		}
+	}
+	for (uint32_t i = 0; i < opts->nr_cgroups; i++) {
+		if (bpf_map__update_elem(c->skel->maps.cgroups, &i, sizeof(i), &opts->cgroup_fds[i],
+					 sizeof(int), BPF_ANY)) {
+			err = -errno;
+			set_err(ce, err, NULL, "cannot add cgroup %u to the filter: %s", i,
+				strerror(-err));
+			goto err_destroy;
+		}
+	}
+	c->counts_fd[0] = bpf_map__fd(c->skel->maps.counts_0);
+	c->counts_fd[1] = bpf_map__fd(c->skel->maps.counts_1);
+	c->stacks_fd[0] = bpf_map__fd(c->skel->maps.stacks_0);
+	c->stacks_fd[1] = bpf_map__fd(c->skel->maps.stacks_1);
+	c->active = 0;
+	/* Counters as plain loads (see profile.bpf.c); NULL: read by lookups.
+	 * Writable: the hot slots are read and emptied through it, so the
+	 * program only uses them once it is there. */
+	c->cpu_state = map_array(c->skel->maps.cpu_state, PROT_READ | PROT_WRITE,
+				 &c->cpu_state_len);
+	if (c->cpu_state && !getenv("BPFPROF_TEST_NO_HOT_SLOTS"))
+		__atomic_store_n(&c->skel->bss->hot_slots, 1, __ATOMIC_SEQ_CST);
+	/* Flip at half of the smaller map (a key names up to two stacks): what the
+	 * other half holds is what one drain period may bring before a flip. */
+	c->flip_at = MIN(bpf_map__max_entries(c->skel->maps.counts_0),
+			 bpf_map__max_entries(c->skel->maps.stacks_0) / 2) / 2;
+	c->last = htab__new();
+	if (!c->last) {
+		set_err(ce, -ENOMEM, NULL, "out of memory");
+		goto err_destroy;
+	}
+	return c;
+
+err_destroy:
+	profile_bpf__destroy(c->skel);
+	korc__free(&c->korc);
+err_free:
+	free(c);
+	return NULL;
+}
+
+static int perf_event_open_cpu_clock(uint32_t freq, pid_t pid, int cpu, bool inherit)
+{
+	struct perf_event_attr attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_CPU_CLOCK;
+	attr.freq = 1;
+	attr.sample_freq = freq;
+	attr.inherit = inherit;
+	return syscall(__NR_perf_event_open, &attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int add_event(struct collector *c, int pfd, struct collector_error *ce, const char *what)
+{
+	struct bpf_link *link;
+	int err;
+
+	if (c->nr_events == c->cap_events) {
+		size_t ncap = c->cap_events ? c->cap_events * 2 : 16;
+		int *pf = realloc(c->pfds, ncap * sizeof(*pf));
+		struct bpf_link **lk;
+
+		if (!pf) {
+			close(pfd);
+			set_err(ce, -ENOMEM, NULL, "out of memory");
+			return -ENOMEM;
+		}
+		c->pfds = pf;
+		lk = realloc(c->links, ncap * sizeof(*lk));
+		if (!lk) {
+			close(pfd);
+			set_err(ce, -ENOMEM, NULL, "out of memory");
+			return -ENOMEM;
+		}
+		c->links = lk;
+		c->cap_events = ncap;
+	}
+	link = bpf_program__attach_perf_event(c->skel->progs.do_sample, pfd);
+	if (!link) {
+		err = -errno;
+		close(pfd);
+		set_err(ce, err, NULL, "attaching the BPF program to %s failed: %s", what,
+			strerror(-err));
+		return err;
+	}
+	c->pfds[c->nr_events] = pfd;
+	c->links[c->nr_events] = link;
+	c->nr_events++;
+	return 0;
+}
+
+static void perf_open_error(struct collector_error *ce, int err, const char *what)
+{
+	if (err == -EACCES || err == -EPERM)
+		set_err(ce, err, "run as root, or grant CAP_PERFMON (or lower kernel.perf_event_paranoid)",
+			"perf_event_open for %s was refused: %s", what, strerror(-err));
+	else if (err == -EINVAL)
+		set_err(ce, err, "check -F against kernel.perf_event_max_sample_rate",
+			"perf_event_open for %s failed: %s", what, strerror(-err));
+	else
+		set_err(ce, err, NULL, "perf_event_open for %s failed: %s", what, strerror(-err));
+}
+
+static bool cpu_online(int cpu)
+{
+	char path[64], *buf;
+	bool online = true;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
+	if (!read_file(path, 64, &buf, NULL)) {
+		online = buf[0] != '0';
+		free(buf);
+	}
+	return online; /* cpu0 usually has no "online" file: it cannot go offline */
+}
+
+static int attach_cpus(struct collector *c, struct collector_error *ce)
+{
+	int nr = libbpf_num_possible_cpus();
+	char what[32];
+
+	if (nr < 0) {
+		set_err(ce, nr, NULL, "cannot count the possible CPUs: %s", strerror(-nr));
+		return nr;
+	}
+	for (int cpu = 0; cpu < nr; cpu++) {
+		int pfd, err;
+
+		if (c->opts.cpus && (cpu >= c->opts.nr_cpus || !c->opts.cpus[cpu]))
+			continue;
+		pfd = perf_event_open_cpu_clock(c->opts.freq, -1, cpu, false);
+		if (pfd < 0) {
+			err = -errno;
+			if (err == -ENODEV || !cpu_online(cpu))
+				continue; /* offline CPU */
+			snprintf(what, sizeof(what), "CPU %d", cpu);
+			perf_open_error(ce, err, what);
+			return err;
+		}
+		snprintf(what, sizeof(what), "CPU %d", cpu);
+		err = add_event(c, pfd, ce, what);
+		if (err)
+			return err;
+	}
+	if (!c->nr_events) {
+		set_err(ce, -ENODEV, "check -C against /sys/devices/system/cpu/online",
+			"none of the selected CPUs is online");
+		return -ENODEV;
+	}
+	return 0;
+}
+
+/*
+ * Opens an inherited per-task event on every thread of tgid. New threads of
+ * threads that have an event inherit it; the task list is re-read until no
+ * thread is missing, closing the race with threads created meanwhile.
+ */
+static int attach_process(struct collector *c, uint32_t tgid, struct htab *done,
+			  struct collector_error *ce)
+{
+	char path[64], what[48];
+	bool added;
+	int rounds = 0;
+
+	do {
+		struct dirent *de;
+		DIR *dir;
+
+		added = false;
+		snprintf(path, sizeof(path), "/proc/%u/task", tgid);
+		dir = opendir(path);
+		if (!dir) {
+			if (rounds)
+				return 0; /* exited meanwhile: nothing more to sample */
+			set_err(ce, -ESRCH, "check the pid with ps", "process %u does not exist", tgid);
+			return -ESRCH;
+		}
+		while ((de = readdir(dir))) {
+			uint64_t tid;
+			bool created;
+			int pfd, err;
+
+			if (parse_u64(de->d_name, 10, &tid) || !tid || tid > UINT32_MAX)
+				continue;
+			if (!htab__upsert(done, &tid, sizeof(tid), &created)) {
+				closedir(dir);
+				set_err(ce, -ENOMEM, NULL, "out of memory");
+				return -ENOMEM;
+			}
+			if (!created)
+				continue;
+			pfd = perf_event_open_cpu_clock(c->opts.freq, (pid_t)tid, -1, true);
+			if (pfd < 0) {
+				err = -errno;
+				if (err == -ESRCH)
+					continue; /* thread exited */
+				closedir(dir);
+				snprintf(what, sizeof(what), "thread %u of process %u", (uint32_t)tid,
+					 tgid);
+				perf_open_error(ce, err, what);
+				return err;
+			}
+			snprintf(what, sizeof(what), "thread %u", (uint32_t)tid);
+			err = add_event(c, pfd, ce, what);
+			if (err) {
+				closedir(dir);
+				return err;
+			}
+			added = true;
+		}
+		closedir(dir);
+	} while (added && ++rounds < 100);
+	return 0;
+}
+
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	struct collector *c = ctx;
+
+	if (size < sizeof(struct bp_proc_event) || !c->proc_fn)
+		return 0;
+	c->proc_fn(c->proc_ctx, data);
+	return 0;
+}
+
+int collector__attach(struct collector *c, struct collector_error *ce)
+{
+	int err = 0;
+
+	c->sampling = true;
+
+	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.events), handle_event, c, NULL);
+	if (!c->rb) {
+		err = -errno;
+		set_err(ce, err, NULL, "cannot set up the ring buffer: %s", strerror(-err));
+		return err;
+	}
+
+	if (c->opts.child) {
+		char what[48];
+		int pfd = perf_event_open_cpu_clock(c->opts.freq, c->opts.child, -1, true);
+
+		snprintf(what, sizeof(what), "the command (pid %d)", (int)c->opts.child);
+		if (pfd < 0) {
+			err = -errno;
+			perf_open_error(ce, err, what);
+		} else {
+			err = add_event(c, pfd, ce, what);
+		}
+	} else if (c->opts.nr_pids && !c->opts.cpus) {
+		struct htab *done = htab__new();
+
+		if (!done) {
+			set_err(ce, -ENOMEM, NULL, "out of memory");
+			err = -ENOMEM;
+		}
+		for (size_t i = 0; done && i < c->opts.nr_pids && !err; i++)
+			err = attach_process(c, c->opts.pids[i], done, ce);
+		htab__free(done);
+	} else {
+		err = attach_cpus(c, ce);
+	}
+	if (err)
+		collector__detach(c);
+	return err;
+}
+
+int collector__poll(struct collector *c, int timeout_ms, collector_proc_fn fn, void *ctx)
+{
+	int n;
+
+	c->proc_fn = fn;
+	c->proc_ctx = ctx;
+	n = ring_buffer__poll(c->rb, timeout_ms);
+	c->proc_fn = NULL;
+	return n;
+}
+
+/* The mirror keeps each count in its entry's value pointer. */
+_Static_assert(sizeof(uintptr_t) >= sizeof(uint64_t), "counts fit a pointer (64-bit targets)");
+
+/* Drops the mirror of the active counts; renew: start an empty one. */
+static void forget_last(struct collector *c, bool renew)
+{
+	htab__free(c->last);
+	c->last = renew ? htab__new() : NULL; /* NULL on ENOMEM: the next drain flips */
+}
+
+/* Reads every key of a hash map into a growing array. */
+static int read_keys(int fd, size_t key_size, void **keys, size_t *nr)
+{
+	size_t cap = 0, n = 0;
+	unsigned char *arr = NULL, *prev = NULL;
+	int err = 0;
+
+	for (;;) {
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			unsigned char *na = realloc(arr, ncap * key_size);
+
+			if (!na) {
+				err = -ENOMEM;
+				break;
+			}
+			arr = na;
+			cap = ncap;
+			prev = n ? arr + (n - 1) * key_size : NULL;
+		}
+		if (bpf_map_get_next_key(fd, prev, arr + n * key_size)) {
+			if (errno != ENOENT)
+				err = -errno;
+			break;
+		}
+		prev = arr + n * key_size;
+		n++;
+	}
+	if (err) {
+		free(arr);
+		return err;
+	}
+	*keys = arr;
+	*nr = n;
+	return 0;
+}
+
+static int clear_map(int fd, size_t key_size)
+{
+	void *keys = NULL;
+	size_t nr = 0;
+	int err = read_keys(fd, key_size, &keys, &nr);
+
+	if (err)
+		return err;
+	if (nr) {
+		uint32_t count = (uint32_t)nr;
+		DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts);
+
+		/* One syscall for all keys when the kernel has batch ops (5.6+). */
+		if (bpf_map_delete_batch(fd, keys, &count, &opts)) {
+			for (size_t i = 0; i < nr; i++)
+				bpf_map_delete_elem(fd, (unsigned char *)keys + i * key_size);
+		}
+	}
+	free(keys);
+	return 0;
+}
+
+struct stack_cache {
+	struct htab *h; /* stack id -> struct bp_stack* (NULL: not found) */
+};
+
+static const struct bp_stack *get_stack(struct collector *c, struct stack_cache *sc, int fd,
+					uint64_t id)
+{
+	struct htab_entry *e;
+	struct bp_stack *st;
+	bool created;
+
+	if (id == STACK_ID_NONE)
+		return NULL;
+	e = htab__upsert(sc->h, &id, sizeof(id), &created);
+	if (!e)
+		return NULL;
+	if (!created)
+		return e->value;
+	st = malloc(sizeof(*st));
+	if (!st)
+		return NULL;
+	if (bpf_map_lookup_elem(fd, &id, st) || st->nr > PROFILE_MAX_DEPTH) {
+		free(st);
+		c->missing_stacks++;
+		return NULL;
+	}
+	e->value = st;
+	return st;
+}
+
+/*
+ * Reads every (key, count) of a counts map: batch lookups where the kernel has
+ * them (5.6+; one syscall per 1024 keys), else key by key.
+ */
+static int read_counts(int fd, struct bp_sample_key **keys, uint64_t **vals, size_t *nr)
+{
+	enum { CHUNK = 1024 };
+	struct bp_sample_key *k = NULL;
+	uint64_t *v = NULL;
+	size_t n = 0, cap = 0;
+	uint32_t token = 0;
+	bool first = true;
+	int err = 0;
+
+	for (;;) {
+		DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		uint32_t count = CHUNK;
+
+		if (cap - n < CHUNK) {
+			struct bp_sample_key *nk = realloc(k, (cap + CHUNK) * sizeof(*k));
+			uint64_t *nv = nk ? realloc(v, (cap + CHUNK) * sizeof(*v)) : NULL;
+
+			if (nk)
+				k = nk;
+			if (!nv) {
+				err = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap += CHUNK;
+		}
+		if (!bpf_map_lookup_batch(fd, first ? NULL : &token, &token, k + n, v + n, &count,
+					  &opts)) {
+			n += count;
+			first = false;
+			continue;
+		}
+		if (errno == ENOENT) { /* the end; count holds the last entries */
+			n += count;
+			break;
+		}
+		if (first && (errno == EINVAL || errno == ENOTSUP || errno == ENOSYS)) {
+			/* No batch ops: key by key. An entry removed meanwhile is skipped. */
+			void *ka = NULL;
+			size_t nk = 0;
+
+			free(k);
+			free(v);
+			k = NULL;
+			v = NULL;
+			err = read_keys(fd, sizeof(*k), &ka, &nk);
+			if (err)
+				break;
+			k = ka;
+			v = calloc(nk ? nk : 1, sizeof(*v));
+			if (!v) {
+				err = -ENOMEM;
+				break;
+			}
+			for (size_t i = 0; i < nk; i++) {
+				if (bpf_map_lookup_elem(fd, &k[i], &v[n]))
+					continue;
+				k[n++] = k[i];
+			}
+			break;
+		}
+		err = -errno; /* ENOSPC: a bucket longer than CHUNK entries - cannot happen */
+		break;
+	}
+	if (err) {
+		free(k);
+		free(v);
+		return err;
+	}
+	*keys = k;
+	*vals = v;
+	*nr = n;
+	return 0;
+}
+
+/*
+ * What key's count gained since the last read of this pair (the whole count
+ * the first time), remembering the new value. 0 if the mirror cannot grow: the
+ * next flip then hands the rest out, as it reads against the same mirror.
+ */
+static uint64_t gained(struct collector *c, const struct bp_sample_key *key, uint64_t count)
+{
+	struct htab_entry *e;
+	uint64_t last;
+	bool created;
+
+	if (!c->last)
+		return count;
+	e = htab__upsert(c->last, key, sizeof(*key), &created);
+	if (!e)
+		return 0;
+	last = (uint64_t)(uintptr_t)e->value; /* 0 when created */
+	e->value = (void *)(uintptr_t)count;
+	return count >= last ? count - last : 0;
+}
+
+/* CPU cpu's hot slots of buffer set buf (the last page of its cpu_state value). */
+static struct bp_hot_slot *hot_slots(struct collector *c, int cpu, uint32_t buf)
+{
+	size_t vsz = bpf_map__value_size(c->skel->maps.cpu_state);
+	char *v = (char *)c->cpu_state + (size_t)cpu * vsz;
+
+	return (struct bp_hot_slot *)(v + vsz - sizeof(struct bp_hot_slot) * PROFILE_NR_BUFS *
+					      PROFILE_HOT_SLOTS) +
+	       (size_t)buf * PROFILE_HOT_SLOTS;
+}
+
+/*
+ * Adds what every CPU counted in its hot slots of set buf to the counts just
+ * read from the set's map: the claimed slots summed per key hash (at most
+ * CPUs x 128, usually a few dozen), then each key read looked up there. A
+ * slot is claimed only by a key already in the map, so its key is among
+ * those read - unless it was claimed after the read: then it is left for
+ * the next drain. Every part only grows until the
+ * set is emptied, so the sums only grow and gained() hands out the rest.
+ */
+static int add_hot(struct collector *c, uint32_t buf, const struct bp_sample_key *keys,
+		   uint64_t *counts, size_t nr)
+{
+	struct htab *by_hash = NULL; /* khash -> its slots' sum over the CPUs (in value) */
+	int err = 0;
+
+	if (!__atomic_load_n(&c->skel->bss->hot_slots, __ATOMIC_RELAXED) || !nr)
+		return 0;
+	for (int cpu = 0; cpu < c->ncpu && !err; cpu++) {
+		const struct bp_hot_slot *hs = hot_slots(c, cpu, buf);
+
+		for (uint32_t i = 0; i < PROFILE_HOT_SLOTS && !err; i++) {
+			/* The hash first: a claim writes the count before it. */
+			uint64_t h = __atomic_load_n(&hs[i].khash, __ATOMIC_ACQUIRE);
+			struct htab_entry *e;
+
+			if (!h)
+				continue;
+			if (!by_hash && !(by_hash = htab__new()))
+				return -ENOMEM;
+			e = htab__upsert(by_hash, &h, sizeof(h), NULL);
+			if (!e)
+				err = -ENOMEM;
+			else
+				e->value = (void *)((uintptr_t)e->value +
+						    __atomic_load_n(&hs[i].count, __ATOMIC_RELAXED));
+		}
+	}
+	for (size_t i = 0; by_hash && i < nr && !err; i++) {
+		uint64_t h = bp_key_hash(&keys[i]);
+		struct htab_entry *e = htab__find(by_hash, &h, sizeof(h));
+
+		if (e)
+			counts[i] += (uintptr_t)e->value;
+	}
+	htab__free(by_hash);
+	return err;
+}
+
+/* Empties every CPU's hot slots of set buf, which no run uses any more. */
+static void clear_hot(struct collector *c, uint32_t buf)
+{
+	if (!__atomic_load_n(&c->skel->bss->hot_slots, __ATOMIC_RELAXED))
+		return;
+	for (int cpu = 0; cpu < c->ncpu; cpu++)
+		memset(hot_slots(c, cpu, buf), 0, sizeof(struct bp_hot_slot) * PROFILE_HOT_SLOTS);
+}
+
+int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx)
+{
+	uint32_t buf = c->active;
+	uint64_t t0 = now_ns();
+	struct stack_cache sc = { 0 };
+	struct bp_sample_key *keys = NULL;
+	uint64_t *counts = NULL;
+	struct htab_entry *e;
+	size_t nr = 0, pos = 0;
+	bool flip = !c->sampling || !c->last || htab__count(c->last) >= c->flip_at;
+	int err;
+
+	if (flip) {
+		/* 1-2: flip, then wait out every run that may still use the old pair. */
+		uint32_t next = buf ^ 1;
+		int inner = c->counts_fd[buf];
+
+		__atomic_store_n(&c->skel->bss->active_buf, next, __ATOMIC_SEQ_CST);
+		c->active = next;
+		if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.counts), &buf, &inner, BPF_ANY))
+			return -errno;
+		c->flips++;
+	}
+
+	/* 3: read; in place, the pair's keys and stacks stay where they are. */
+	err = read_counts(c->counts_fd[buf], &keys, &counts, &nr);
+	if (err)
+		return err;
+	err = add_hot(c, buf, keys, counts, nr);
+	if (err) {
+		free(keys);
+		free(counts);
+		return err;
+	}
+	sc.h = htab__new();
+	if (!sc.h)
+		err = -ENOMEM;
+	for (size_t i = 0; i < nr && !err; i++) {
+		struct collector_sample s = { .key = &keys[i] };
+		const struct bp_stack *ks, *us;
+
+		s.count = gained(c, &keys[i], counts[i]);
+		if (!s.count)
+			continue;
+		ks = get_stack(c, &sc, c->stacks_fd[buf], keys[i].kstack);
+		us = get_stack(c, &sc, c->stacks_fd[buf], keys[i].ustack);
+		if (ks) {
+			s.kips = ks->ips;
+			s.nr_kips = ks->nr;
+		}
+		if (us) {
+			s.uips = us->ips;
+			s.nr_uips = us->nr;
+		}
+		err = fn(ctx, &s);
+	}
+	while (sc.h && (e = htab__next(sc.h, &pos)))
+		free(e->value);
+	htab__free(sc.h);
+	free(keys);
+	free(counts);
+
+	/* 4: empty the old pair for its next turn - also after a failed callback,
+	 * or its next drain would hand the same counts out again. */
+	if (flip) {
+		int e1 = clear_map(c->counts_fd[buf], sizeof(struct bp_sample_key));
+		int e2 = clear_map(c->stacks_fd[buf], sizeof(uint64_t));
+
+		clear_hot(c, buf);
+		forget_last(c, true);
+		if (!err)
+			err = e1 ? e1 : e2;
+	}
+	c->drains++;
+	c->drain_ns = now_ns() - t0;
+	c->drain_ns_total += c->drain_ns;
+	return err;
+}
+
+void collector__stats(struct collector *c, struct collector_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->drains = c->drains;
+	st->drain_ns = c->drain_ns;
+	st->drain_ns_total = c->drain_ns_total;
+	st->missing_stacks = c->missing_stacks;
+	st->flips = c->flips;
+	st->nr_events = c->nr_events;
+	for (int cpu = 0; cpu < c->ncpu; cpu++) {
+		size_t vsz = bpf_map__value_size(c->skel->maps.cpu_state);
+		const volatile uint64_t *v; /* the program's counters: aligned 8-byte loads */
+		void *buf = NULL;
+		uint32_t key = cpu;
+
+		if (c->cpu_state) {
+			v = (const volatile uint64_t *)((const char *)c->cpu_state + (size_t)cpu * vsz);
+		} else {
+			buf = malloc(vsz);
+			if (!buf || bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.cpu_state), &key, buf)) {
+				free(buf);
+				continue;
+			}
+			v = buf;
+		}
+		for (uint32_t i = 0; i < STAT_MAX; i++)
+			st->v[i] += v[i]; /* stats[] is the value's first member */
+		free(buf);
+	}
+}
+
+int collector__prog_runtime(struct collector *c, uint64_t *run_ns, uint64_t *run_cnt)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(c->skel->progs.do_sample), &info, &len))
+		return -errno;
+	*run_ns = info.run_time_ns;
+	*run_cnt = info.run_cnt;
+	return 0;
+}
+
+void collector__detach(struct collector *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nr_events; i++) {
+		bpf_link__destroy(c->links[i]);
+		close(c->pfds[i]);
+	}
+	c->nr_events = 0;
+	c->sampling = false;
+}
+
+
+void collector__free(struct collector *c)
+{
+	if (!c)
+		return;
+	collector__detach(c);
+	for (size_t i = 0; i < UNWIND_MAX_CHUNKS; i++)
+		if (c->chunk_fd[i] > 0)
+			close(c->chunk_fd[i]);
+	ring_buffer__free(c->rb);
+	forget_last(c, false);
+	korc__free(&c->korc);
+	if (c->cpu_state)
+		munmap(c->cpu_state, c->cpu_state_len);
+	profile_bpf__destroy(c->skel);
+	free(c->pfds);
+	free(c->links);
+	free(c);
+}
+
+/* --- unwind tables: the kernel side of src/unwind/unwinder.c ----------------- */
+
+bool collector__kernel_walk(const struct collector *c, int *err, size_t *entries)
+{
+	if (err)
+		*err = c->kw_err;
+	if (entries)
+		*entries = c->korc_entries;
+	return c->skel->rodata->kw_enabled;
+}
+
+bool collector__kernel_fp_walk(const struct collector *c)
+{
+	return !c->fp_walker;
+}
+
+uint32_t collector__unwind_mode(const struct collector *c, int *fallback_err)
+{
+	if (fallback_err)
+		*fallback_err = c->unwind_err;
+	return c->unwind_mode;
+}
+
+/* A chunk of the slot pool is an ARRAY map installed in unwind_chunks[chunk]. */
+static int uw_chunk_add(void *ctx, uint32_t chunk)
+{
+	struct collector *c = ctx;
+	int fd, err;
+
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
+
+	if (chunk >= UNWIND_MAX_CHUNKS || c->chunk_fd[chunk] > 0)
+		return -EINVAL;
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "uw_chunk", sizeof(__u32), sizeof(__u64),
+			    UNWIND_CHUNK_SLOTS, &mo);
+	if (fd < 0)
+		return -errno;
+	if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.unwind_chunks), &chunk, &fd, BPF_ANY)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	c->chunk_fd[chunk] = fd;
+	return 0;
+}
+
+static int uw_chunk_drop(void *ctx, uint32_t chunk)
+{
+	struct collector *c = ctx;
+
+	if (chunk >= UNWIND_MAX_CHUNKS || c->chunk_fd[chunk] <= 0)
+		return -EINVAL;
+	if (bpf_map_delete_elem(bpf_map__fd(c->skel->maps.unwind_chunks), &chunk))
+		return -errno;
+	close(c->chunk_fd[chunk]);
+	c->chunk_fd[chunk] = 0;
+	return 0;
+}
+
+/*
+ * Chunks are mmapable ARRAY maps: map just the pages to write, copy, unmap
+ * (so the pool never counts in our RSS). A table of 50k rows is one memcpy
+ * instead of 50k element updates.
+ */
+static int uw_slots_mmap_write(int fd, uint32_t idx, const void *vals, uint32_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t start = (size_t)idx * 8, end = start + (size_t)n * 8;
+	size_t off = start & ~(page - 1), len = ((end + page - 1) & ~(page - 1)) - off;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+
+	if (m == MAP_FAILED)
+		return -errno;
+	memcpy((char *)m + (start - off), vals, (size_t)n * 8);
+	munmap(m, len);
+	return 0;
+}
+
+static int uw_slots_write(void *ctx, uint32_t slot, const void *vals, uint32_t n)
+{
+	struct collector *c = ctx;
+	uint32_t chunk = slot >> UNWIND_CHUNK_SHIFT, idx = slot & (UNWIND_CHUNK_SLOTS - 1);
+	DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	uint32_t *keys, count = n;
+	int fd, err = 0;
+
+	if (chunk >= UNWIND_MAX_CHUNKS || (fd = c->chunk_fd[chunk]) <= 0 ||
+	    (uint64_t)idx + n > UNWIND_CHUNK_SLOTS)
+		return -EINVAL;
+	if (!n)
+		return 0;
+	if (!uw_slots_mmap_write(fd, idx, vals, n))
+		return 0;
+	keys = calloc(n, sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		keys[i] = idx + i;
+	/* One syscall for the whole run (5.6+), else one per slot. */
+	if (bpf_map_update_batch(fd, keys, vals, &count, &opts)) {
+		for (uint32_t i = 0; i < n && !err; i++)
+			if (bpf_map_update_elem(fd, &keys[i], (const char *)vals + 8 * (size_t)i,
+						BPF_ANY))
+				err = -errno;
+	}
+	free(keys);
+	return err;
+}
+
+static int uw_proc_set(void *ctx, uint32_t tgid, const struct bp_uproc *p)
+{
+	struct collector *c = ctx;
+
+	if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.unwind_procs), &tgid, p, BPF_ANY))
+		return -errno;
+	/* After the update: the walker's per-CPU copy of the old entry is stale. */
+	__atomic_add_fetch(&c->skel->bss->uw_proc_gen, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+/*
+ * Also forgets that the process was noticed: if it is still running (it was
+ * evicted to make room), its next sample sends a new notice and it gets its
+ * entry back.
+ */
+static int uw_proc_del(void *ctx, uint32_t tgid)
+{
+	struct collector *c = ctx;
+
+	bpf_map_delete_elem(bpf_map__fd(c->skel->maps.seen), &tgid);
+	if (bpf_map_delete_elem(bpf_map__fd(c->skel->maps.unwind_procs), &tgid) && errno != ENOENT)
+		return -errno;
+	__atomic_add_fetch(&c->skel->bss->uw_proc_gen, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+/* The walker's row cache keeps only entries of the current generation. */
+static void uw_pool_changed(void *ctx, uint64_t generation)
+{
+	struct collector *c = ctx;
+
+	__atomic_store_n(&c->skel->bss->uw_gen, generation, __ATOMIC_SEQ_CST);
+}
+
+void collector__unwind_kops(struct collector *c, struct unwind_kops *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->ctx = c;
+	k->chunk_add = uw_chunk_add;
+	k->chunk_drop = uw_chunk_drop;
+	k->slots_write = uw_slots_write;
+	k->proc_set = uw_proc_set;
+	k->pool_changed = uw_pool_changed;
+	k->proc_del = uw_proc_del;
+}

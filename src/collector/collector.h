@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * collector.h - the BPF side, seen from userspace. The only module that
+ * touches libbpf and the skeleton.
+ *
+ * Life cycle, each step checked, every exit path undoing what was done:
+ *
+ *     collector__open()    open the skeleton, set filters and map sizes, load
+ *     collector__attach()  open the perf events and attach the program
+ *     collector__poll()    deliver process notices (new program images)
+ *     collector__drain()   hand what every stack gained to a callback
+ *     collector__detach()  stop sampling (close events), keep the maps
+ *     collector__free()
+ *
+ * Sampling targets: per-CPU events on every online CPU (or the -C list), or
+ * per-task events on the threads of the -p processes, or on a launched
+ * command (inherited by everything it forks), so a few profiled processes do
+ * not wake idle CPUs 99 times a second.
+ */
+#ifndef BPFPROF_COLLECTOR_H
+#define BPFPROF_COLLECTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/profile.h"
+#include <linux/types.h>
+
+#include "profile_abi.h"
+
+struct collector;
+
+struct collector_opts {
+	uint32_t freq;		/* Hz */
+	const bool *cpus;	/* NULL: all online CPUs; else cpus[nr_cpus] */
+	int nr_cpus;
+	const uint32_t *pids;	/* -p: tgids to profile (all their threads) */
+	size_t nr_pids;
+	pid_t child;		/* launched command (stopped), 0 if none */
+	bool drop_kernel;	/* -U */
+	bool drop_user;		/* -K */
+	bool include_idle;
+	bool per_thread;
+	const int *cgroup_fds;	/* --cgroup: open cgroup v2 directories (not closed) */
+	size_t nr_cgroups;
+	uint32_t max_counts;	/* distinct (process, stack) pairs per interval */
+	uint32_t max_stacks;	/* distinct stacks per interval */
+	uint32_t unwind_mode;	/* enum bp_unwind_mode: user stack walking */
+	uint32_t unwind_max_procs; /* processes with unwind tables in the kernel */
+	bool kernel_helper;	/* kernel stacks by bpf_get_stack() only (no ORC walk) */
+	bool libbpf_debug;	/* libbpf's own messages on stderr */
+};
+
+/* What went wrong, for the CLI layer to print. */
+struct collector_error {
+	int err; /* -errno */
+	char msg[256];
+	char hint[256];
+};
+
+struct collector_sample {
+	const struct bp_sample_key *key;
+	const __u64 *kips; /* leaf first */
+	uint32_t nr_kips;
+	const __u64 *uips; /* leaf first */
+	uint32_t nr_uips;
+	uint64_t count;
+};
+
+struct collector_stats {
+	uint64_t v[STAT_MAX]; /* enum bp_stat, summed over CPUs, since open */
+	uint64_t drains;
+	uint64_t drain_ns;    /* time spent in the last drain */
+	uint64_t drain_ns_total;
+	uint64_t missing_stacks; /* samples whose stack was not in the map (bug guard) */
+	uint64_t flips;	      /* drains that switched buffers (the others read in place) */
+	size_t nr_events;     /* perf events attached */
+};
+
+typedef int (*collector_sample_fn)(void *ctx, const struct collector_sample *s);
+typedef void (*collector_proc_fn)(void *ctx, const struct bp_proc_event *e);
+
+struct collector *collector__open(const struct collector_opts *opts, struct collector_error *ce);
+int collector__attach(struct collector *c, struct collector_error *ce);
+
+/* Waits up to timeout_ms for process notices and passes each to fn.
+ * Returns the number handled or -errno (-EINTR on a signal). */
+int collector__poll(struct collector *c, int timeout_ms, collector_proc_fn fn, void *ctx);
+
+/* Hands out everything counted since the previous drain, each key with what
+ * its count gained. Reads the active buffer in place, or flips buffers when it
+ * is half full and after collector__detach() (so the last drain gets every
+ * sample). Returns 0 or -errno (of fn or of a map call). */
+int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx);
+
+void collector__stats(struct collector *c, struct collector_stats *st);
+/* Cumulative BPF run time and count of the program (needs bpf_stats_enabled). */
+int collector__prog_runtime(struct collector *c, uint64_t *run_ns, uint64_t *run_cnt);
+
+/*
+ * Unwind tables (--unwind auto|dwarf). The mode in effect: auto falls back
+ * to frame pointers when the table walker cannot be loaded (the reason in
+ * *fallback_err, else 0). The kernel operations the unwinder needs
+ * (src/unwind/unwinder.h) are filled into k; valid until collector__free.
+ */
+struct unwind_kops;
+uint32_t collector__unwind_mode(const struct collector *c, int *fallback_err);
+/* True if user frame pointers are walked by bpf_get_stack(), not the program's
+ * walker (kernels without bpf_loop()). */
+bool collector__kernel_fp_walk(const struct collector *c);
+/* Kernel stacks walked by the program with the kernel's ORC table (else by
+ * bpf_get_stack(); *err says why: -ECANCELED not asked for, -ENOENT
+ * no ORC table or addresses hidden, -ENOTSUP another orc_entry layout). */
+bool collector__kernel_walk(const struct collector *c, int *err, size_t *entries);
+void collector__unwind_kops(struct collector *c, struct unwind_kops *k);
+
+void collector__detach(struct collector *c);
+void collector__free(struct collector *c);
+
+#endif

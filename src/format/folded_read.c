@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * folded_read.c - reads collapsed stacks ("comm;root;...;leaf COUNT" lines), what
+ * bpfprof, stackcollapse-*.pl, inferno and many other tools write.
+ *
+ * The count is after the last space of the line (frames may contain spaces).
+ * The first frame is the process name (folded files have no pid: it is 0).
+ * Frames ending in "_[k]" are kernel frames and "_[j]" JIT frames, the
+ * suffix removed; everything else is a user frame, so folded output of the
+ * profile read is the text read. Empty lines and CRLF endings are accepted;
+ * anything else malformed is an error naming the line.
+ */
+#include "format/reader.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+static bool ends_with(const char *s, size_t len, const char *suffix)
+{
+	size_t l = strlen(suffix);
+
+	return len > l && !memcmp(s + len - l, suffix, l);
+}
+
+/* Parses one line (NUL-terminated, no newline) into p. */
+static int read_line(char *line, size_t len, struct profile *p, uint32_t **frames, size_t *cap,
+		     char *err, size_t errlen, size_t lineno)
+{
+	struct psample id = {0};
+	char *space, *s, *next;
+	uint64_t count;
+	uint32_t n = 0;
+	int rc;
+
+	space = memrchr(line, ' ', len);
+	if (!space || space == line) {
+		snprintf(err, errlen, "line %zu: expected \"frame;frame;... COUNT\"", lineno);
+		return -EINVAL;
+	}
+	if (parse_u64(space + 1, 10, &count)) {
+		snprintf(err, errlen, "line %zu: bad sample count '%.32s'", lineno, space + 1);
+		return -EINVAL;
+	}
+	*space = '\0';
+	if (profile__total(p) + count < profile__total(p)) {
+		snprintf(err, errlen, "line %zu: sample counts overflow", lineno);
+		return -ERANGE;
+	}
+	/* The process name, then frames root first. */
+	s = line;
+	next = strchr(s, ';');
+	if (next)
+		*next++ = '\0';
+	id.comm = s;
+	for (s = next; s; s = next) {
+		enum frame_kind kind = FRAME_USER;
+		size_t flen;
+		int64_t f;
+
+		next = strchr(s, ';');
+		if (next)
+			*next++ = '\0';
+		flen = strlen(s);
+		if (ends_with(s, flen, "_[k]"))
+			kind = FRAME_KERNEL;
+		else if (ends_with(s, flen, "_[j]"))
+			kind = FRAME_JIT;
+		if (kind != FRAME_USER)
+			s[flen - 4] = '\0';
+		if (n >= INPUT_MAX_DEPTH) {
+			snprintf(err, errlen, "line %zu: more than %d frames", lineno,
+				 INPUT_MAX_DEPTH);
+			return -EFBIG;
+		}
+		if (n == *cap) {
+			size_t ncap = *cap ? *cap * 2 : 128;
+			uint32_t *nf = realloc(*frames, ncap * sizeof(*nf));
+
+			if (!nf)
+				return -ENOMEM;
+			*frames = nf;
+			*cap = ncap;
+		}
+		f = profile__frame(p, kind, s[0] ? s : "[unknown]", NULL);
+		if (f < 0)
+			return (int)f;
+		(*frames)[n++] = (uint32_t)f;
+	}
+	/* A line with only a process name has no frames (and maybe no array yet). */
+	rc = profile__add(p, &id, n ? *frames : &(uint32_t){0}, n, count);
+	return rc;
+}
+
+static int read_folded(const uint8_t *buf, size_t len, struct profile *p, char *err, size_t errlen)
+{
+	uint32_t *frames = NULL;
+	size_t cap = 0, lineno = 0, pos = 0, lines = 0;
+	char *line = NULL;
+	size_t line_cap = 0;
+	int rc = 0;
+
+	if (memchr(buf, '\0', len)) {
+		snprintf(err, errlen, "not a folded text file (it has NUL bytes)");
+		return -EINVAL;
+	}
+	while (pos < len && !rc) {
+		const uint8_t *nl = memchr(buf + pos, '\n', len - pos);
+		size_t l = nl ? (size_t)(nl - (buf + pos)) : len - pos;
+
+		lineno++;
+		/* A copy, NUL-terminated, without the CR and trailing blanks. */
+		if (l + 1 > line_cap) {
+			char *nlb = realloc(line, l + 1);
+
+			if (!nlb) {
+				rc = -ENOMEM;
+				break;
+			}
+			line = nlb;
+			line_cap = l + 1;
+		}
+		memcpy(line, buf + pos, l);
+		pos += l + (nl ? 1 : 0);
+		while (l && (line[l - 1] == '\r' || line[l - 1] == ' ' || line[l - 1] == '\t'))
+			l--;
+		line[l] = '\0';
+		if (!l)
+			continue;
+		rc = read_line(line, l, p, &frames, &cap, err, errlen, lineno);
+		lines++;
+	}
+	free(line);
+	free(frames);
+	if (!rc && !lines) {
+		snprintf(err, errlen, "no stacks in the file");
+		rc = -EINVAL;
+	}
+	return rc;
+}
+
+const struct reader reader_folded = {
+	.name = "folded",
+	.read = read_folded,
+};

@@ -1,0 +1,471 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * pprof_write.c - the profile as google/pprof's profile.proto, gzip-compressed:
+ * what `go tool pprof`, Parca, Pyroscope and Grafana read.
+ *
+ * The protobuf encoding is written by hand. The schema subset is tiny (eight
+ * message types, varints and length-delimited fields only) and fixed, and
+ * protobuf-c would need protoc and a code generator at build time plus a
+ * runtime library for ~150 lines of encoder. Nested messages are encoded into
+ * a scratch buffer first, then copied behind their length.
+ *
+ * What goes where:
+ *   sample types  samples/count, cpu/nanoseconds (= count x period); with an
+ *                 unknown frequency (e.g. converted folded input) only
+ *                 samples/count, and period type samples/count, period 1
+ *   period        cpu/nanoseconds, 1e9 / F
+ *   sample        location ids leaf first; labels pid and thread (numbers,
+ *                 when known), comm, cgroup, container (strings, when known)
+ *   mapping       one per module file (with its build id when the profile
+ *                 has one), "[kernel.kallsyms]" for every kernel frame,
+ *                 "[jit]" for JIT frames without a perf map file; frames
+ *                 without a module have none (mapping id 0)
+ *   location      one per frame, one line, no address (frames are symbolized)
+ *   function      one per (kind, name); system_name = name; no file name
+ *                 (bpfprof does not read DWARF line tables yet)
+ *   comment       "bpfprof host=NAME", "bpfprof lost=N" when known
+ */
+#include "format/writer.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "base/htab.h"
+#include "format/pprof_proto.h"
+#include "base/util.h"
+
+/* --- encoder ---------------------------------------------------------------- */
+
+struct pb {
+	uint8_t *buf;
+	size_t len, cap;
+	bool oom;
+};
+
+static void pb_raw(struct pb *b, const void *d, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n > b->cap) {
+		size_t ncap = b->cap ? b->cap : 256;
+		uint8_t *nb;
+
+		while (ncap < b->len + n)
+			ncap *= 2;
+		nb = realloc(b->buf, ncap);
+		if (!nb) {
+			b->oom = true;
+			return;
+		}
+		b->buf = nb;
+		b->cap = ncap;
+	}
+	memcpy(b->buf + b->len, d, n);
+	b->len += n;
+}
+
+static void pb_varint(struct pb *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	size_t n = 0;
+
+	do {
+		tmp[n] = (uint8_t)(v & 0x7f);
+		v >>= 7;
+		if (v)
+			tmp[n] |= 0x80;
+		n++;
+	} while (v);
+	pb_raw(b, tmp, n);
+}
+
+static void pb_tag(struct pb *b, unsigned field, unsigned wire)
+{
+	pb_varint(b, ((uint64_t)field << 3) | wire);
+}
+
+/* A varint field; zero is the default and is left out, as proto3 does. */
+static void pb_uint(struct pb *b, unsigned field, uint64_t v)
+{
+	if (!v)
+		return;
+	pb_tag(b, field, PB_VARINT);
+	pb_varint(b, v);
+}
+
+static void pb_bytes(struct pb *b, unsigned field, const void *d, size_t n)
+{
+	pb_tag(b, field, PB_LEN);
+	pb_varint(b, n);
+	pb_raw(b, d, n);
+}
+
+/* Appends sub as embedded message `field` of b and empties sub. */
+static void pb_msg(struct pb *b, unsigned field, struct pb *sub)
+{
+	if (sub->oom)
+		b->oom = true;
+	pb_bytes(b, field, sub->buf, sub->len);
+	sub->len = 0;
+}
+
+/* A packed repeated varint field. */
+static void pb_packed(struct pb *b, struct pb *scratch, unsigned field, const uint64_t *v, size_t n)
+{
+	if (!n)
+		return;
+	scratch->len = 0;
+	for (size_t i = 0; i < n; i++)
+		pb_varint(scratch, v[i]);
+	pb_msg(b, field, scratch);
+}
+
+/* --- string table ------------------------------------------------------------- */
+
+struct strtab {
+	struct htab *idx;  /* string -> index + 1 */
+	const char **strs; /* by index; point into idx's keys */
+	size_t nr, cap;
+};
+
+static uint64_t str_id_raw(struct strtab *t, const char *s, bool *oom);
+
+/*
+ * Index of s in the table (added if new); 0 is always "". profile.proto is
+ * proto3, whose strings must be UTF-8 (C++ and Java parsers reject others):
+ * invalid sequences become U+FFFD, control characters '?'.
+ */
+static uint64_t str_id(struct strtab *t, const char *s, bool *oom)
+{
+	char small[256], *buf = small;
+	size_t size;
+	uint64_t id;
+
+	if (!s)
+		s = "";
+	size = 3 * strlen(s) + 1;
+	if (size > sizeof(small) && !(buf = malloc(size))) {
+		*oom = true;
+		return 0;
+	}
+	output__clean_utf8(s, buf, size);
+	id = str_id_raw(t, buf, oom);
+	if (buf != small)
+		free(buf);
+	return id;
+}
+
+static uint64_t str_id_raw(struct strtab *t, const char *s, bool *oom)
+{
+	struct htab_entry *e;
+	bool created;
+
+	e = htab__upsert(t->idx, s, strlen(s), &created);
+	if (!e) {
+		*oom = true;
+		return 0;
+	}
+	if (!created)
+		return (uintptr_t)e->value - 1;
+	if (t->nr == t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 64;
+		const char **n = realloc(t->strs, ncap * sizeof(*n));
+
+		if (!n) {
+			htab__remove(t->idx, s, strlen(s));
+			*oom = true;
+			return 0;
+		}
+		t->strs = n;
+		t->cap = ncap;
+	}
+	t->strs[t->nr] = (const char *)e->key;
+	e->value = (void *)(uintptr_t)(t->nr + 1);
+	return t->nr++;
+}
+
+/* --- the profile ----------------------------------------------------------- */
+
+struct enc {
+	const struct profile *p;
+	struct pb out, sub, sub2, scratch;
+	struct strtab st;
+	struct htab *mappings;	/* mapping file name -> id */
+	struct htab *functions; /* kind byte + name -> id */
+	uint32_t *loc_of_frame; /* frame id -> location id, 0 = not yet */
+	uint64_t nr_mappings, nr_functions, nr_locations;
+	bool oom;
+};
+
+static const char *mapping_name(const struct pframe *f)
+{
+	if (f->kind == FRAME_KERNEL)
+		return PPROF_KERNEL_MAPPING;
+	if (f->kind == FRAME_JIT)
+		return f->module ? f->module : PPROF_JIT_MAPPING;
+	return f->module;
+}
+
+static uint64_t mapping_id(struct enc *e, const struct pframe *f)
+{
+	const char *name = mapping_name(f), *build_id;
+	struct htab_entry *he;
+	bool created;
+
+	if (!name)
+		return 0;
+	he = htab__upsert(e->mappings, name, strlen(name), &created);
+	if (!he) {
+		e->oom = true;
+		return 0;
+	}
+	if (!created)
+		return (uintptr_t)he->value;
+	he->value = (void *)(uintptr_t)++e->nr_mappings;
+	build_id = f->kind == FRAME_KERNEL ? profile__build_id(e->p, PPROF_KERNEL_MAPPING)
+					   : profile__build_id(e->p, name);
+	pb_uint(&e->sub, PPROF_MAPPING_ID, e->nr_mappings);
+	pb_uint(&e->sub, PPROF_MAPPING_FILENAME, str_id(&e->st, name, &e->oom));
+	pb_uint(&e->sub, PPROF_MAPPING_BUILD_ID, build_id ? str_id(&e->st, build_id, &e->oom) : 0);
+	pb_uint(&e->sub, PPROF_MAPPING_HAS_FUNCTIONS, 1);
+	pb_msg(&e->out, PPROF_MAPPING, &e->sub);
+	return e->nr_mappings;
+}
+
+static uint64_t function_id(struct enc *e, const struct pframe *f)
+{
+	size_t len = strlen(f->name);
+	struct htab_entry *he;
+	bool created;
+	char *key = malloc(len + 1);
+	uint64_t name;
+
+	if (!key) {
+		e->oom = true;
+		return 0;
+	}
+	key[0] = (char)f->kind;
+	memcpy(key + 1, f->name, len);
+	he = htab__upsert(e->functions, key, len + 1, &created);
+	free(key);
+	if (!he) {
+		e->oom = true;
+		return 0;
+	}
+	if (!created)
+		return (uintptr_t)he->value;
+	he->value = (void *)(uintptr_t)++e->nr_functions;
+	name = str_id(&e->st, f->name, &e->oom);
+	pb_uint(&e->sub, PPROF_FUNCTION_ID, e->nr_functions);
+	pb_uint(&e->sub, PPROF_FUNCTION_NAME, name);
+	pb_uint(&e->sub, PPROF_FUNCTION_SYSTEM_NAME, name);
+	pb_msg(&e->out, PPROF_FUNCTION, &e->sub);
+	return e->nr_functions;
+}
+
+static uint64_t location_id(struct enc *e, uint32_t frame)
+{
+	const struct pframe *f = profile__frame_get(e->p, frame);
+	uint64_t mid, fid;
+
+	if (e->loc_of_frame[frame])
+		return e->loc_of_frame[frame];
+	mid = mapping_id(e, f);
+	fid = function_id(e, f);
+	e->loc_of_frame[frame] = (uint32_t)++e->nr_locations;
+	pb_uint(&e->sub, PPROF_LOCATION_ID, e->nr_locations);
+	pb_uint(&e->sub, PPROF_LOCATION_MAPPING_ID, mid);
+	pb_uint(&e->sub2, PPROF_LINE_FUNCTION_ID, fid);
+	pb_msg(&e->sub, PPROF_LOCATION_LINE, &e->sub2);
+	pb_msg(&e->out, PPROF_LOCATION, &e->sub);
+	return e->nr_locations;
+}
+
+static void value_type(struct enc *e, unsigned field, const char *type, const char *unit)
+{
+	pb_uint(&e->sub, PPROF_VT_TYPE, str_id(&e->st, type, &e->oom));
+	pb_uint(&e->sub, PPROF_VT_UNIT, str_id(&e->st, unit, &e->oom));
+	pb_msg(&e->out, field, &e->sub);
+}
+
+static void label(struct enc *e, const char *key, const char *str, uint64_t num)
+{
+	pb_uint(&e->sub2, PPROF_LABEL_KEY, str_id(&e->st, key, &e->oom));
+	if (str)
+		pb_uint(&e->sub2, PPROF_LABEL_STR, str_id(&e->st, str, &e->oom));
+	else
+		pb_uint(&e->sub2, PPROF_LABEL_NUM, num);
+	pb_msg(&e->sub, PPROF_SAMPLE_LABEL, &e->sub2);
+}
+
+static void comment(struct enc *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void comment(struct enc *e, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	pb_uint(&e->out, PPROF_COMMENT, str_id(&e->st, buf, &e->oom));
+}
+
+/* Encodes the uncompressed Profile message into e->out. */
+static int encode(struct enc *e)
+{
+	const struct profile_meta *m = profile__meta_c(e->p);
+	uint64_t period = m->freq_hz ? (1000000000ull + m->freq_hz / 2) / m->freq_hz : 0;
+	uint64_t *locs = NULL;
+	size_t cap = 0;
+
+	str_id(&e->st, "", &e->oom); /* index 0 */
+	value_type(e, PPROF_SAMPLE_TYPE, "samples", "count");
+	if (period)
+		value_type(e, PPROF_SAMPLE_TYPE, "cpu", "nanoseconds");
+
+	for (size_t i = 0; i < profile__nr_samples(e->p) && !e->oom; i++) {
+		const struct psample *s = profile__sample(e->p, i);
+		uint64_t values[2] = {s->count, s->count * period};
+		const uint32_t *fr;
+		uint32_t n;
+
+		if (!s->count)
+			continue;
+		fr = profile__stack_get(e->p, s->stack, &n);
+		if (n > cap) {
+			uint64_t *nl = realloc(locs, n * sizeof(*locs));
+
+			if (!nl) {
+				e->oom = true;
+				break;
+			}
+			locs = nl;
+			cap = n;
+		}
+		/* Location messages go out as frames are first seen, before the
+		 * sample that uses them: any order is valid protobuf. */
+		for (uint32_t j = 0; j < n; j++)
+			locs[j] = location_id(e, fr[n - 1 - j]); /* leaf first */
+		pb_packed(&e->sub, &e->scratch, PPROF_SAMPLE_LOCATION_ID, locs, n);
+		pb_packed(&e->sub, &e->scratch, PPROF_SAMPLE_VALUE, values, period ? 2 : 1);
+		if (s->pid)
+			label(e, "pid", NULL, s->pid);
+		if (s->tid)
+			label(e, "thread", NULL, s->tid);
+		label(e, "comm", s->comm, 0);
+		if (s->cgroup)
+			label(e, "cgroup", s->cgroup, 0);
+		if (s->container)
+			label(e, "container_id", s->container, 0);
+		pb_msg(&e->out, PPROF_SAMPLE, &e->sub);
+	}
+	free(locs);
+
+	pb_uint(&e->out, PPROF_TIME_NANOS, m->start_ns);
+	pb_uint(&e->out, PPROF_DURATION_NANOS, m->duration_ns);
+	if (period) {
+		value_type(e, PPROF_PERIOD_TYPE, "cpu", "nanoseconds");
+		pb_uint(&e->out, PPROF_PERIOD, period);
+	} else {
+		value_type(e, PPROF_PERIOD_TYPE, "samples", "count");
+		pb_uint(&e->out, PPROF_PERIOD, 1);
+	}
+	if (m->hostname[0])
+		comment(e, PPROF_COMMENT_PREFIX "host=%s", m->hostname);
+	if (m->lost)
+		comment(e, PPROF_COMMENT_PREFIX "lost=%" PRIu64, m->lost);
+	/* The string table last: by now it holds every string used above. */
+	for (size_t i = 0; i < e->st.nr && !e->oom; i++)
+		pb_bytes(&e->out, PPROF_STRING_TABLE, e->st.strs[i], strlen(e->st.strs[i]));
+	return e->oom || e->out.oom || e->sub.oom || e->sub2.oom || e->scratch.oom ? -ENOMEM : 0;
+}
+
+int pprof__encode(const struct profile *p, uint8_t **buf, size_t *len)
+{
+	struct enc e = {.p = p};
+	int err = -ENOMEM;
+
+	e.st.idx = htab__new();
+	e.mappings = htab__new();
+	e.functions = htab__new();
+	e.loc_of_frame = calloc(profile__nr_frames(p) + 1, sizeof(*e.loc_of_frame));
+	if (e.st.idx && e.mappings && e.functions && e.loc_of_frame)
+		err = encode(&e);
+	htab__free(e.st.idx);
+	htab__free(e.mappings);
+	htab__free(e.functions);
+	free(e.st.strs);
+	free(e.loc_of_frame);
+	free(e.sub.buf);
+	free(e.sub2.buf);
+	free(e.scratch.buf);
+	if (err) {
+		free(e.out.buf);
+		return err;
+	}
+	*buf = e.out.buf;
+	*len = e.out.len;
+	return 0;
+}
+
+/* gzip (RFC 1952, mtime 0 so output is reproducible) straight into f. */
+static int gzip_to(FILE *f, const uint8_t *buf, size_t len)
+{
+	uint8_t out[65536];
+	z_stream zs;
+	int zr, err = 0;
+
+	memset(&zs, 0, sizeof(zs));
+	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+	    Z_OK)
+		return -ENOMEM;
+	zs.next_in = (Bytef *)buf;
+	do {
+		/* avail_in is 32-bit: feed at most 1 GiB at a time. */
+		size_t chunk = MIN(len, (size_t)1 << 30);
+
+		zs.avail_in = (uInt)chunk;
+		len -= chunk;
+		do {
+			zs.next_out = out;
+			zs.avail_out = sizeof(out);
+			zr = deflate(&zs, len ? Z_NO_FLUSH : Z_FINISH);
+			if (zr == Z_STREAM_ERROR) {
+				err = -EIO;
+				break;
+			}
+			if (fwrite(out, 1, sizeof(out) - zs.avail_out, f) !=
+			    sizeof(out) - zs.avail_out) {
+				err = -errno ?: -EIO;
+				break;
+			}
+		} while (zs.avail_out == 0);
+	} while (len && !err);
+	deflateEnd(&zs);
+	return err;
+}
+
+static int write_pprof(const struct profile *p, FILE *f, const struct out_opts *o)
+{
+	uint8_t *buf;
+	size_t len;
+	int err = pprof__encode(p, &buf, &len);
+
+	if (err)
+		return err;
+	err = gzip_to(f, buf, len);
+	free(buf);
+	return err;
+}
+
+const struct writer writer_pprof = {
+	.name = "pprof",
+	.exts = {".pb.gz", ".pprof"},
+	.description = "gzipped profile.proto for go tool pprof, Parca, Pyroscope",
+	.write = write_pprof,
+};

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/* readers.c - reader table, format sniffing, bounded file reading; see reader.h. */
+#include "format/reader.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "base/util.h"
+
+static const struct reader *const readers[] = {
+	&reader_folded,
+	&reader_pprof,
+	NULL,
+};
+
+const struct reader *input__find(const char *name)
+{
+	for (size_t i = 0; readers[i]; i++)
+		if (!strcmp(readers[i]->name, name))
+			return readers[i];
+	return NULL;
+}
+
+const struct reader *input__sniff(const uint8_t *buf, size_t len)
+{
+	if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b)
+		return &reader_pprof; /* gzip: pprof on disk */
+	/* Text never has these bytes; a raw (uncompressed) protobuf soon does. */
+	for (size_t i = 0; i < len && i < 64; i++)
+		if (buf[i] < 0x09 || (buf[i] > 0x0d && buf[i] < 0x20))
+			return &reader_pprof;
+	return &reader_folded;
+}
+
+static int read_stdin(size_t max, uint8_t **out, size_t *out_len)
+{
+	size_t len = 0, cap = 65536;
+	uint8_t *buf = malloc(cap);
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			uint8_t *nb;
+
+			if (cap > max) {
+				free(buf);
+				return -EFBIG;
+			}
+			nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		n = read(STDIN_FILENO, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int err = -errno;
+
+			free(buf);
+			return err;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max) {
+			free(buf);
+			return -EFBIG;
+		}
+	}
+	*out = buf;
+	*out_len = len;
+	return 0;
+}
+
+struct profile *input__read_path(const char *path, char *err, size_t errlen)
+{
+	const struct reader *r;
+	struct profile *p;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!strcmp(path, "-"))
+		rc = read_stdin(INPUT_MAX_BYTES, &buf, &len);
+	else
+		rc = read_file(path, INPUT_MAX_BYTES, (char **)&buf, &len);
+	if (rc) {
+		snprintf(err, errlen, "%s", rc == -EFBIG ? "larger than 1 GiB" : strerror(-rc));
+		errno = -rc;
+		return NULL;
+	}
+	if (!len) {
+		free(buf);
+		snprintf(err, errlen, "empty file");
+		errno = EINVAL;
+		return NULL;
+	}
+	r = input__sniff(buf, len);
+	p = profile__new();
+	if (!p) {
+		free(buf);
+		snprintf(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	err[0] = '\0';
+	rc = r->read(buf, len, p, err, errlen);
+	free(buf);
+	if (rc) {
+		if (!err[0])
+			snprintf(err, errlen, "%s", strerror(-rc));
+		profile__free(p);
+		errno = -rc;
+		return NULL;
+	}
+	return p;
+}
+
+int input__gunzip(const uint8_t *buf, size_t len, size_t max, uint8_t **out, size_t *out_len)
+{
+	size_t cap = len < max / 4 ? MAX(len * 4, (size_t)4096) : max, olen = 0;
+	uint8_t *o = malloc(cap ? cap : 1);
+	z_stream zs;
+	int zr = Z_OK, err = 0;
+
+	if (!o)
+		return -ENOMEM;
+	memset(&zs, 0, sizeof(zs));
+	/* 15 + 32: zlib or gzip header, detected. */
+	if (inflateInit2(&zs, 15 + 32) != Z_OK) {
+		free(o);
+		return -ENOMEM;
+	}
+	zs.next_in = (Bytef *)buf;
+	zs.avail_in = (uInt)MIN(len, (size_t)UINT32_MAX);
+	len -= zs.avail_in;
+	for (;;) {
+		if (olen == cap) {
+			uint8_t *no;
+
+			if (cap >= max) {
+				err = -EFBIG;
+				break;
+			}
+			cap = cap * 2 > max ? max : cap * 2;
+			no = realloc(o, cap);
+			if (!no) {
+				err = -ENOMEM;
+				break;
+			}
+			o = no;
+		}
+		zs.next_out = o + olen;
+		zs.avail_out = (uInt)MIN(cap - olen, (size_t)UINT32_MAX);
+		zr = inflate(&zs, Z_NO_FLUSH);
+		olen = (size_t)(zs.next_out - o);
+		if (zr == Z_STREAM_END) {
+			/* Concatenated gzip members are one stream (RFC 1952). */
+			if (!zs.avail_in && !len)
+				break;
+			if (inflateReset(&zs) != Z_OK) {
+				err = -EINVAL;
+				break;
+			}
+			continue;
+		}
+		if (zr == Z_BUF_ERROR && zs.avail_in == 0) {
+			if (!len) {
+				err = -EINVAL; /* truncated */
+				break;
+			}
+		} else if (zr != Z_OK) {
+			err = zr == Z_MEM_ERROR ? -ENOMEM : -EINVAL;
+			break;
+		}
+		if (!zs.avail_in && len) {
+			zs.avail_in = (uInt)MIN(len, (size_t)UINT32_MAX);
+			len -= zs.avail_in;
+		}
+	}
+	inflateEnd(&zs);
+	if (err) {
+		free(o);
+		return err;
+	}
+	*out = o;
+	*out_len = olen;
+	return 0;
+}

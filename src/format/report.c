@@ -1,0 +1,556 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * report.c - a text summary for a terminal, in the spirit of
+ * `perf report --stdio` but short: the hottest functions by self samples
+ * (the function was running) and by total samples (it was on the stack,
+ * counted once per stack even when it recurses), then samples per process.
+ * Also the differential table of "bpfprof diff -f report".
+ *
+ * Functions are (kind, name, module file name): two programs' main() are
+ * two rows. Rows fit 80 columns; longer names lose template arguments and
+ * parameter lists first, then their end ("…").
+ */
+#include "format/writer.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/htab.h"
+#include "base/util.h"
+
+#define REPORT_WIDTH 80
+
+struct fstat {
+	const char *name;   /* the profile's string */
+	const char *module; /* basename, or NULL */
+	enum frame_kind kind;
+	uint64_t self, total;
+	uint64_t seen; /* last sample (+1) that counted it in total */
+};
+
+struct fstats {
+	struct fstat *v;
+	size_t nr;
+	uint64_t no_frames; /* samples with only a process name */
+};
+
+static void fstats_free(struct fstats *fs)
+{
+	free(fs->v);
+	fs->v = NULL;
+}
+
+/*
+ * Self and total samples per function. by_module: functions of the same name
+ * in different files are different rows (report); else they are one (diff).
+ */
+static int fstats_build(const struct profile *p, bool by_module, struct fstats *fs)
+{
+	size_t nr_frames = profile__nr_frames(p), cap = 0;
+	uint32_t *fn_of = calloc(nr_frames + 1, sizeof(*fn_of)); /* frame -> function + 1 */
+	struct htab *idx = htab__new();
+	struct sbuf key = {0};
+	int err = 0;
+
+	memset(fs, 0, sizeof(*fs));
+	if (!fn_of || !idx) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t id = 0; id < nr_frames && !err; id++) {
+		const struct pframe *f = profile__frame_get(p, id);
+		const char *mod = by_module && f->module ? path_basename(f->module) : NULL;
+		struct htab_entry *e;
+		bool created;
+		char kind = (char)('0' + f->kind);
+
+		sbuf_reset(&key);
+		/* kind, module, NUL, name: unambiguous since names have no NUL. */
+		if (sbuf_add(&key, &kind, 1) || sbuf_puts(&key, mod ? mod : "") ||
+		    sbuf_add(&key, "", 1) || sbuf_puts(&key, f->name)) {
+			err = -ENOMEM;
+			break;
+		}
+		e = htab__upsert(idx, key.buf, key.len + 1, &created);
+		if (!e) {
+			err = -ENOMEM;
+			break;
+		}
+		if (created) {
+			if (fs->nr == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				struct fstat *nv = realloc(fs->v, ncap * sizeof(*nv));
+
+				if (!nv) {
+					err = -ENOMEM;
+					break;
+				}
+				fs->v = nv;
+				cap = ncap;
+			}
+			fs->v[fs->nr] =
+				(struct fstat){.name = f->name, .module = mod, .kind = f->kind};
+			e->value = (void *)(uintptr_t)fs->nr++;
+		}
+		fn_of[id] = (uint32_t)(uintptr_t)e->value + 1;
+	}
+	for (size_t i = 0; i < profile__nr_samples(p) && !err; i++) {
+		const struct psample *s = profile__sample(p, i);
+		const uint32_t *fr;
+		uint32_t n;
+
+		if (!s->count)
+			continue;
+		fr = profile__stack_get(p, s->stack, &n);
+		if (!n) {
+			fs->no_frames += s->count;
+			continue;
+		}
+		fs->v[fn_of[fr[n - 1]] - 1].self += s->count;
+		for (uint32_t j = 0; j < n; j++) {
+			struct fstat *st = &fs->v[fn_of[fr[j]] - 1];
+
+			if (st->seen == i + 1)
+				continue; /* recursion: once per stack */
+			st->seen = i + 1;
+			st->total += s->count;
+		}
+	}
+out:
+	if (err)
+		fstats_free(fs);
+	free(fn_of);
+	htab__free(idx);
+	sbuf_free(&key);
+	return err;
+}
+
+static int cmp_self(const void *a, const void *b)
+{
+	const struct fstat *x = a, *y = b;
+	int c;
+
+	if (x->self != y->self)
+		return x->self < y->self ? 1 : -1;
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	c = strcmp(x->name, y->name);
+	return c ? c : strcmp(x->module ? x->module : "", y->module ? y->module : "");
+}
+
+static int cmp_total(const void *a, const void *b)
+{
+	const struct fstat *x = a, *y = b;
+
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	return cmp_self(a, b);
+}
+
+static double pct(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * (double)a / (double)b : 0;
+}
+
+/* Display width of UTF-8 text, one column per code point. */
+static size_t columns(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+/* Drops template arguments and parameter lists: ns::f<T>(int) -> ns::f(). */
+static void simplify(char *s)
+{
+	int angle = 0, paren = 0;
+	char *w = s;
+
+	for (const char *r = s; *r; r++) {
+		if (*r == '<' && !(r - s >= 8 && !strncmp(r - 8, "operator", 8)))
+			angle++;
+		else if (*r == '>' && angle)
+			angle--;
+		else if (*r == '(' && !angle) {
+			if (!paren++)
+				*w++ = '(';
+		} else if (*r == ')' && paren) {
+			if (!--paren)
+				*w++ = ')';
+		} else if (!angle && !paren)
+			*w++ = *r;
+	}
+	*w = '\0';
+}
+
+/* Prints name cleaned and fitted to width columns. */
+static void put_name(FILE *f, const char *name, size_t width)
+{
+	size_t size = 3 * strlen(name) + 4, cols;
+	char *buf = malloc(size);
+
+	if (!buf)
+		return;
+	output__clean_utf8(name, buf, size);
+	if (columns(buf) > width) {
+		simplify(buf);
+		if (columns(buf) > width && width > 1) {
+			/* Cut at a code point boundary after width - 1 columns. */
+			char *p = buf;
+
+			for (cols = 0; *p && cols < width - 1; p++)
+				cols += ((unsigned char)*p & 0xc0) != 0x80;
+			while (((unsigned char)*p & 0xc0) == 0x80)
+				p++;
+			strcpy(p, "\u2026");
+		}
+	}
+	fputs(buf, f);
+	free(buf);
+}
+
+static const char *module_col(const struct fstat *st)
+{
+	if (st->kind == FRAME_KERNEL)
+		return st->module ? st->module : "[kernel]";
+	if (st->kind == FRAME_JIT)
+		return "[jit]";
+	return st->module ? st->module : "";
+}
+
+static void put_count(FILE *f, int width, uint64_t v)
+{
+	char digits[32], out[48];
+	int n = snprintf(digits, sizeof(digits), "%" PRIu64, v), k = 0;
+
+	for (int i = 0; i < n; i++) {
+		out[k++] = digits[i];
+		if ((n - i - 1) % 3 == 0 && i + 1 < n)
+			out[k++] = ',';
+	}
+	out[k] = '\0';
+	fprintf(f, "%*s", width, out);
+}
+
+/* "bpfprof report: 1,980 samples, 3 lost" then "host, date, 10.0 s at 99 Hz". */
+static void header(FILE *f, const char *what, const struct profile *p)
+{
+	const struct profile_meta *m = profile__meta_c(p);
+	const char *sep = "";
+
+	fprintf(f, "%s ", what);
+	put_count(f, 0, profile__total(p));
+	fputs(profile__total(p) == 1 ? " sample" : " samples", f);
+	if (m->lost) {
+		fputs(", ", f);
+		put_count(f, 0, m->lost);
+		fputs(" lost", f);
+	}
+	fputc('\n', f);
+	if (m->hostname[0]) {
+		char host[64];
+
+		output__clean_utf8(m->hostname, host, sizeof(host));
+		fprintf(f, "%s", host);
+		sep = ", ";
+	}
+	if (m->start_ns) {
+		time_t t = (time_t)(m->start_ns / 1000000000ull);
+		struct tm tm;
+		char when[32];
+
+		if (gmtime_r(&t, &tm) && strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", &tm)) {
+			fprintf(f, "%s%s", sep, when);
+			sep = ", ";
+		}
+	}
+	if (m->duration_ns) {
+		fprintf(f, "%s%.1f s", sep, m->duration_ns / 1e9);
+		sep = " at ";
+	}
+	if (m->freq_hz)
+		fprintf(f, "%s%u Hz", m->duration_ns ? " at " : sep, m->freq_hz);
+	if (m->hostname[0] || m->start_ns || m->duration_ns || m->freq_hz)
+		fputc('\n', f);
+}
+
+static void function_table(FILE *f, struct fstats *fs, uint64_t total, bool by_total, unsigned top)
+{
+	size_t rows = 0;
+
+	if (fs->nr)
+		qsort(fs->v, fs->nr, sizeof(*fs->v), by_total ? cmp_total : cmp_self);
+	for (size_t i = 0; i < fs->nr; i++)
+		rows += (by_total ? fs->v[i].total : fs->v[i].self) != 0;
+	if (top && rows > top)
+		rows = top;
+	fprintf(f, "\nTop %zu functions by %s:\n", rows,
+		by_total ? "total samples (running or calling)" : "self samples (running)");
+	/* 49 columns of numbers and module, 31 for the name. */
+	fprintf(f, "%9s %6s %9s %6s  %-12s  %s\n", "Self", "%", "Total", "%", "Module", "Function");
+	for (size_t i = 0; i < rows; i++) {
+		const struct fstat *st = &fs->v[i];
+		char mod[13];
+
+		put_count(f, 9, st->self);
+		fprintf(f, " %6.2f ", pct(st->self, total));
+		put_count(f, 9, st->total);
+		output__clean_utf8(module_col(st), mod, sizeof(mod));
+		fprintf(f, " %6.2f  %-12s  ", pct(st->total, total), mod);
+		put_name(f, st->name, REPORT_WIDTH - 49);
+		fputc('\n', f);
+	}
+	if (fs->no_frames && !by_total) {
+		put_count(f, 9, fs->no_frames);
+		fprintf(f, " %6.2f  samples with no frames (process name only)\n",
+			pct(fs->no_frames, total));
+	}
+}
+
+struct pstat {
+	const char *comm;
+	uint32_t pid;
+	uint64_t count;
+};
+
+static int cmp_pstat(const void *a, const void *b)
+{
+	const struct pstat *x = a, *y = b;
+	int c;
+
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	c = strcmp(x->comm, y->comm);
+	return c ? c : (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static int process_table(FILE *f, const struct profile *p, unsigned top)
+{
+	struct htab *idx = htab__new();
+	struct pstat *v = NULL;
+	size_t nr = 0, cap = 0, rows;
+	int err = 0;
+
+	if (!idx)
+		return -ENOMEM;
+	for (size_t i = 0; i < profile__nr_samples(p); i++) {
+		const struct psample *s = profile__sample(p, i);
+		struct {
+			uintptr_t comm;
+			uint32_t pid, pad;
+		} k = {(uintptr_t)s->comm, s->pid, 0};
+		struct htab_entry *e;
+		bool created;
+
+		if (!s->count)
+			continue;
+		e = htab__upsert(idx, &k, sizeof(k), &created);
+		if (!e) {
+			err = -ENOMEM;
+			break;
+		}
+		if (created) {
+			if (nr == cap) {
+				size_t ncap = cap ? cap * 2 : 16;
+				struct pstat *nv = realloc(v, ncap * sizeof(*nv));
+
+				if (!nv) {
+					err = -ENOMEM;
+					break;
+				}
+				v = nv;
+				cap = ncap;
+			}
+			v[nr] = (struct pstat){.comm = s->comm, .pid = s->pid};
+			e->value = (void *)(uintptr_t)nr++;
+		}
+		v[(uintptr_t)e->value].count += s->count;
+	}
+	if (!err) {
+		if (nr)
+			qsort(v, nr, sizeof(*v), cmp_pstat);
+		rows = top && nr > top ? top : nr;
+		fprintf(f, "\nSamples by process (%zu of %zu):\n", rows, nr);
+		fprintf(f, "%9s %6s %8s  %s\n", "Samples", "%", "PID", "Command");
+		for (size_t i = 0; i < rows; i++) {
+			put_count(f, 9, v[i].count);
+			fprintf(f, " %6.2f ", pct(v[i].count, profile__total(p)));
+			if (v[i].pid)
+				fprintf(f, "%8u  ", v[i].pid);
+			else
+				fprintf(f, "%8s  ", "-");
+			put_name(f, v[i].comm[0] ? v[i].comm : "[unknown]", REPORT_WIDTH - 28);
+			fputc('\n', f);
+		}
+	}
+	free(v);
+	htab__free(idx);
+	return err;
+}
+
+static int write_report(const struct profile *p, FILE *f, const struct out_opts *o)
+{
+	unsigned top = o ? o->top : OUT_DEFAULT_TOP;
+	const char *sort = o ? o->sort : NULL;
+	struct fstats fs;
+	int err;
+
+	err = fstats_build(p, true, &fs);
+	if (err)
+		return err;
+	header(f, "bpfprof report:", p);
+	if (!profile__total(p))
+		fputs("\nNo samples.\n", f);
+	else {
+		if (!sort || !strcmp(sort, "self"))
+			function_table(f, &fs, profile__total(p), false, top);
+		if (!sort || !strcmp(sort, "total"))
+			function_table(f, &fs, profile__total(p), true, top);
+		err = process_table(f, p, top);
+	}
+	fstats_free(&fs);
+	return err;
+}
+
+/* --- diff ------------------------------------------------------------------ */
+
+struct drow {
+	const char *name;
+	enum frame_kind kind;
+	double self[2], total[2]; /* shares in percent: [0] before, [1] after */
+};
+
+static double drow_size(const struct drow *r)
+{
+	double s = r->self[1] - r->self[0], t = r->total[1] - r->total[0];
+
+	if (s < 0)
+		s = -s;
+	if (t < 0)
+		t = -t;
+	return s > t ? s : t;
+}
+
+static int cmp_drow(const void *a, const void *b)
+{
+	const struct drow *x = a, *y = b;
+	double dx = drow_size(x), dy = drow_size(y);
+	int c;
+
+	if (dx != dy)
+		return dx < dy ? 1 : -1;
+	c = strcmp(x->name, y->name);
+	return c ? c : (x->kind > y->kind) - (x->kind < y->kind);
+}
+
+static int write_diff_report(const struct profile *before, const struct profile *after, FILE *f,
+			     const struct out_opts *o)
+{
+	unsigned top = o ? o->top : OUT_DEFAULT_TOP;
+	uint64_t tot[2] = {profile__total(before), profile__total(after)};
+	struct fstats fs[2];
+	struct htab *idx = NULL;
+	struct drow *rows = NULL;
+	size_t nr = 0, shown = 0;
+	int err;
+
+	err = fstats_build(before, false, &fs[0]);
+	if (err)
+		return err;
+	err = fstats_build(after, false, &fs[1]);
+	if (err) {
+		fstats_free(&fs[0]);
+		return err;
+	}
+	idx = htab__new();
+	rows = calloc(fs[0].nr + fs[1].nr + 1, sizeof(*rows));
+	if (!idx || !rows) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (int side = 0; side < 2 && !err; side++) {
+		for (size_t i = 0; i < fs[side].nr; i++) {
+			const struct fstat *st = &fs[side].v[i];
+			size_t len = strlen(st->name);
+			char *key = malloc(len + 2);
+			struct htab_entry *e;
+			bool created;
+
+			if (!key) {
+				err = -ENOMEM;
+				break;
+			}
+			key[0] = (char)('0' + st->kind);
+			memcpy(key + 1, st->name, len + 1);
+			e = htab__upsert(idx, key, len + 1, &created);
+			free(key);
+			if (!e) {
+				err = -ENOMEM;
+				break;
+			}
+			if (created) {
+				rows[nr] = (struct drow){.name = st->name, .kind = st->kind};
+				e->value = (void *)(uintptr_t)nr++;
+			}
+			rows[(uintptr_t)e->value].self[side] += pct(st->self, tot[side]);
+			rows[(uintptr_t)e->value].total[side] += pct(st->total, tot[side]);
+		}
+	}
+	if (err)
+		goto out;
+	if (nr)
+		qsort(rows, nr, sizeof(*rows), cmp_drow);
+	while (shown < nr && drow_size(&rows[shown]) >= 0.005 && (!top || shown < top))
+		shown++;
+
+	fputs("bpfprof diff: ", f);
+	put_count(f, 0, tot[0]);
+	fputs(" samples before, ", f);
+	put_count(f, 0, tot[1]);
+	fputs(" after\nShares are of each profile's total; changes in percentage points.\n", f);
+	if (!shown) {
+		fputs("\nNo function's share changed.\n", f);
+		goto out;
+	}
+	fprintf(f, "\nBiggest changes (%zu of %zu functions):\n", shown, nr);
+	fprintf(f, "%s  %s\n", "-------- Self % --------", "------- Total % --------");
+	fprintf(f, "%7s %7s %8s  %7s %7s %8s  %s\n", "before", "after", "change", "before", "after",
+		"change", "Function");
+	for (size_t i = 0; i < shown; i++) {
+		const struct drow *r = &rows[i];
+		struct pframe pf = {.name = r->name, .kind = r->kind};
+		char label[4096];
+
+		fprintf(f, "%7.2f %7.2f %+8.2f  %7.2f %7.2f %+8.2f  ", r->self[0], r->self[1],
+			r->self[1] - r->self[0], r->total[0], r->total[1],
+			r->total[1] - r->total[0]);
+		output__frame_label(&pf, label, sizeof(label));
+		put_name(f, label, REPORT_WIDTH - 52);
+		fputc('\n', f);
+	}
+out:
+	free(rows);
+	htab__free(idx);
+	fstats_free(&fs[0]);
+	fstats_free(&fs[1]);
+	return err;
+}
+
+const struct writer writer_report = {
+	.name = "report",
+	.exts = {".txt", ".report"},
+	.description = "text summary: top functions (self, total), processes",
+	.write = write_report,
+};
+
+const struct diff_writer diff_writer_report = {
+	.name = "report",
+	.exts = {".txt", ".report"},
+	.description = "text table of the functions whose share changed most",
+	.write = write_diff_report,
+};

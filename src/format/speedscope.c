@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * speedscope.c - speedscope's JSON file format
+ * (https://www.speedscope.app/file-format-schema.json): drop the file on
+ * https://www.speedscope.app or open it with the `speedscope` CLI, which
+ * runs offline.
+ *
+ * One "sampled" profile per process (comm and pid), largest first, or with
+ * --merge one profile for everything with the process name as the root
+ * frame, as folded output has it. Frames are shared; names carry the folded
+ * kind suffixes (kernel "_[k]", JIT "_[j]") and "file" is the module when
+ * known.
+ * Weights are sample counts (unit "none"); identical stacks of one profile
+ * (threads of a process) are summed. Samples carry no time order: bpfprof
+ * counts in the kernel, so the "Time Order" view shows aggregated stacks.
+ */
+#include "format/writer.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/htab.h"
+#include "base/util.h"
+
+struct sprof {
+	const char *comm;
+	uint32_t pid;
+	uint64_t total;
+	size_t *samples; /* indexes into the profile's samples */
+	size_t nr, cap;
+};
+
+struct sskey {
+	uintptr_t comm;
+	uint32_t pid, pad;
+};
+
+static int cmp_sprof(const void *a, const void *b)
+{
+	const struct sprof *x = a, *y = b;
+	int c;
+
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	c = strcmp(x->comm, y->comm);
+	if (c)
+		return c;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* Groups samples into profiles: by (comm, pid), or all in one when merged. */
+static int group(const struct profile *p, bool merge, struct sprof **out, size_t *nr_out)
+{
+	struct htab *idx = htab__new();
+	struct sprof *v = NULL;
+	size_t nr = 0, cap = 0;
+	int err = 0;
+
+	if (!idx)
+		return -ENOMEM;
+	for (size_t i = 0; i < profile__nr_samples(p) && !err; i++) {
+		const struct psample *s = profile__sample(p, i);
+		struct sskey k = {0};
+		struct htab_entry *e;
+		struct sprof *sp;
+		bool created;
+
+		if (!s->count)
+			continue;
+		if (!merge) {
+			k.comm = (uintptr_t)s->comm;
+			k.pid = s->pid;
+		}
+		e = htab__upsert(idx, &k, sizeof(k), &created);
+		if (!e) {
+			err = -ENOMEM;
+			break;
+		}
+		if (created) {
+			if (nr == cap) {
+				size_t ncap = cap ? cap * 2 : 8;
+				struct sprof *nv = realloc(v, ncap * sizeof(*nv));
+
+				if (!nv) {
+					err = -ENOMEM;
+					break;
+				}
+				v = nv;
+				cap = ncap;
+			}
+			v[nr] = (struct sprof){.comm = merge ? "all processes" : s->comm,
+					       .pid = merge ? 0 : s->pid};
+			e->value = (void *)(uintptr_t)nr++;
+		}
+		sp = &v[(uintptr_t)e->value];
+		if (sp->nr == sp->cap) {
+			size_t ncap = sp->cap ? sp->cap * 2 : 16;
+			size_t *ns = realloc(sp->samples, ncap * sizeof(*ns));
+
+			if (!ns) {
+				err = -ENOMEM;
+				break;
+			}
+			sp->samples = ns;
+			sp->cap = ncap;
+		}
+		sp->samples[sp->nr++] = i;
+		sp->total += s->count;
+	}
+	htab__free(idx);
+	if (err) {
+		for (size_t i = 0; i < nr; i++)
+			free(v[i].samples);
+		free(v);
+		return err;
+	}
+	if (nr)
+		qsort(v, nr, sizeof(*v), cmp_sprof);
+	*out = v;
+	*nr_out = nr;
+	return 0;
+}
+
+/* Frame index of comm in merged profiles: after the profile's frames. */
+static int64_t comm_frame(struct htab *comms, size_t base, const char *comm)
+{
+	struct htab_entry *e;
+	bool created;
+
+	e = htab__upsert(comms, &comm, sizeof(comm), &created);
+	if (!e)
+		return -ENOMEM;
+	if (created)
+		e->value = (void *)(uintptr_t)(base + htab__count(comms) - 1);
+	return (int64_t)(uintptr_t)e->value;
+}
+
+struct skey {
+	uintptr_t comm;
+	uint32_t stack, pad;
+};
+
+static int write_one(FILE *f, const struct profile *p, const struct sprof *sp, bool merge,
+		     struct htab *comms)
+{
+	struct htab *stacks = htab__new(); /* (comm if merged, stack) -> index */
+	struct {
+		const struct psample *s;
+		uint64_t weight;
+	} *rows = calloc(sp->nr + 1, sizeof(*rows));
+	size_t nr = 0;
+	int err = 0;
+
+	if (!stacks || !rows) {
+		htab__free(stacks);
+		free(rows);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < sp->nr; i++) {
+		const struct psample *s = profile__sample(p, sp->samples[i]);
+		struct skey k = {.comm = merge ? (uintptr_t)s->comm : 0, .stack = s->stack};
+		struct htab_entry *e;
+		bool created;
+
+		e = htab__upsert(stacks, &k, sizeof(k), &created);
+		if (!e) {
+			err = -ENOMEM;
+			break;
+		}
+		if (created) {
+			rows[nr].s = s;
+			e->value = (void *)(uintptr_t)nr++;
+		}
+		rows[(uintptr_t)e->value].weight += s->count;
+	}
+	if (!err) {
+		struct sbuf name = {0};
+
+		if (sp->pid)
+			err = sbuf_printf(&name, "%s (pid %u)", sp->comm, sp->pid);
+		else
+			err = sbuf_puts(&name, sp->comm);
+		fputs("{\"type\":\"sampled\",\"name\":", f);
+		output__json_string(f, err ? "" : name.buf);
+		sbuf_free(&name);
+		fprintf(f,
+			",\"unit\":\"none\",\"startValue\":0,\"endValue\":%" PRIu64
+			",\n\"samples\":[",
+			sp->total);
+	}
+	for (size_t i = 0; i < nr && !err; i++) {
+		const uint32_t *fr;
+		uint32_t n;
+		bool first = true;
+
+		fputs(i ? ",[" : "[", f);
+		if (merge) {
+			int64_t c = comm_frame(comms, profile__nr_frames(p), rows[i].s->comm);
+
+			if (c < 0) {
+				err = (int)c;
+				break;
+			}
+			fprintf(f, "%" PRId64, c);
+			first = false;
+		}
+		fr = profile__stack_get(p, rows[i].s->stack, &n);
+		for (uint32_t j = 0; j < n; j++) {
+			fprintf(f, "%s%u", first ? "" : ",", fr[j]);
+			first = false;
+		}
+		fputc(']', f);
+	}
+	if (!err) {
+		fputs("],\n\"weights\":[", f);
+		for (size_t i = 0; i < nr; i++)
+			fprintf(f, "%s%" PRIu64, i ? "," : "", rows[i].weight);
+		fputs("]}", f);
+	}
+	htab__free(stacks);
+	free(rows);
+	return err;
+}
+
+static int write_speedscope(const struct profile *p, FILE *f, const struct out_opts *o)
+{
+	const struct profile_meta *m = profile__meta_c(p);
+	bool merge = o && o->merge;
+	struct htab *comms = htab__new(); /* comm pointer -> frame index (merged) */
+	struct sprof *profs = NULL;
+	size_t nr = 0;
+	char label[4096];
+	int err;
+
+	if (!comms)
+		return -ENOMEM;
+	err = group(p, merge, &profs, &nr);
+	if (err) {
+		htab__free(comms);
+		return err;
+	}
+	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n"
+	      "\"exporter\":\"bpfprof\",\"name\":",
+	      f);
+	{
+		char name[512];
+
+		if (m->hostname[0] && m->duration_ns)
+			snprintf(name, sizeof(name), "CPU profile of %s, %.1f s", m->hostname,
+				 m->duration_ns / 1e9);
+		else if (m->hostname[0])
+			snprintf(name, sizeof(name), "CPU profile of %s", m->hostname);
+		else
+			snprintf(name, sizeof(name), "CPU profile");
+		output__json_string(f, name);
+	}
+	fputs(",\"activeProfileIndex\":0,\n\"profiles\":[\n", f);
+	for (size_t i = 0; i < nr && !err; i++) {
+		if (i)
+			fputs(",\n", f);
+		err = write_one(f, p, &profs[i], merge, comms);
+	}
+	if (!err) {
+		/* Frames last: merged profiles add process names as they go. */
+		const char **extra = calloc(htab__count(comms) + 1, sizeof(*extra));
+		size_t pos = 0;
+		struct htab_entry *e;
+
+		if (!extra) {
+			err = -ENOMEM;
+		} else {
+			fputs("],\n\"shared\":{\"frames\":[\n", f);
+			for (size_t i = 0; i < profile__nr_frames(p); i++) {
+				const struct pframe *fr = profile__frame_get(p, (uint32_t)i);
+
+				snprintf(label, sizeof(label), "%s%s", fr->name,
+					 fr->kind == FRAME_KERNEL ? "_[k]"
+					 : fr->kind == FRAME_JIT  ? "_[j]"
+								  : "");
+				fputs(i ? ",\n{\"name\":" : "{\"name\":", f);
+				output__json_string(f, label);
+				if (fr->module) {
+					fputs(",\"file\":", f);
+					output__json_string(f, fr->module);
+				}
+				fputc('}', f);
+			}
+			while ((e = htab__next(comms, &pos)))
+				extra[(uintptr_t)e->value - profile__nr_frames(p)] =
+					*(const char **)e->key;
+			for (size_t i = 0; i < htab__count(comms); i++) {
+				fputs(i || profile__nr_frames(p) ? ",\n{\"name\":" : "{\"name\":",
+				      f);
+				output__json_string(f, extra[i][0] ? extra[i] : "[unknown]");
+				fputc('}', f);
+			}
+			fputs("]}}\n", f);
+			free(extra);
+		}
+	}
+	for (size_t i = 0; i < nr; i++)
+		free(profs[i].samples);
+	free(profs);
+	htab__free(comms);
+	return err;
+}
+
+const struct writer writer_speedscope = {
+	.name = "speedscope",
+	.exts = {".speedscope.json", ".json"},
+	.description = "speedscope JSON (https://www.speedscope.app, offline CLI)",
+	.write = write_speedscope,
+};

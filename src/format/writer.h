@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * writer.h - the table of profile writers and how a file gets written.
+ *
+ * Each format has one file in src/format/ (NAME_write.c, or NAME.c for
+ * formats only written) that provides a struct writer. The
+ * format of "-o FILE" comes from its extension unless -f names one; without
+ * -o, folded text goes to stdout.
+ *
+ * Files are written atomically: into a temporary file in the same directory,
+ * fsync'd, then renamed over the target, so a reader (or a crash, or a full
+ * disk) never sees half a profile. Targets that are not regular files (a
+ * FIFO, /dev/stdout) are written directly.
+ */
+#ifndef BPFPROF_FORMAT_WRITER_H
+#define BPFPROF_FORMAT_WRITER_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "base/profile.h"
+
+struct out_opts {
+	const char *title;  /* flame graph title, NULL for a default */
+	bool inverted;	    /* icicle graph */
+	bool merge;	    /* speedscope: one profile for all processes */
+	unsigned top;	    /* report: rows per table, 0 for all */
+	const char *sort;   /* report: "self" or "total", NULL for both tables */
+};
+
+/* Rows per report table when no options are given (o == NULL). */
+#define OUT_DEFAULT_TOP 20
+
+struct writer {
+	const char *name;	  /* for -f */
+	const char *exts[4];	  /* file name endings that select it */
+	const char *description;  /* one line for --help */
+	int (*write)(const struct profile *p, FILE *f, const struct out_opts *o);
+};
+
+/* The writer called name, or NULL. */
+const struct writer *output__find(const char *name);
+/* The writer whose extension ends path, or NULL. */
+const struct writer *output__for_path(const char *path);
+/* Writers in table order, NULL-terminated. */
+const struct writer *const *output__all(void);
+
+/*
+ * Writes p to path ("-" or NULL: stdout) atomically as described above.
+ * Returns 0 or -errno; on error no partial file is left behind.
+ */
+int output__write_path(const struct writer *w, const struct profile *p, const char *path,
+		       const struct out_opts *o);
+
+/* Checks early (before profiling) that path can be written; 0 or -errno. */
+int output__check_path(const char *path);
+
+/* The writers. */
+extern const struct writer writer_folded;
+extern const struct writer writer_svg;
+extern const struct writer writer_pprof;
+extern const struct writer writer_speedscope;
+extern const struct writer writer_report;
+
+/*
+ * Differential writers ("bpfprof diff"): two profiles of the same program,
+ * before and after a change. Shares are normalized to each profile's total,
+ * so profiles of different lengths compare.
+ */
+struct diff_writer {
+	const char *name;
+	const char *exts[4];
+	const char *description;
+	int (*write)(const struct profile *before, const struct profile *after, FILE *f,
+		     const struct out_opts *o);
+};
+
+extern const struct diff_writer diff_writer_svg;
+extern const struct diff_writer diff_writer_report;
+
+const struct diff_writer *output__find_diff(const char *name);
+const struct diff_writer *output__diff_for_path(const char *path);
+const struct diff_writer *const *output__all_diff(void);
+/* As output__write_path(), for a differential writer. */
+int output__write_diff_path(const struct diff_writer *w, const struct profile *before,
+			    const struct profile *after, const char *path,
+			    const struct out_opts *o);
+
+/* Shared by the text writers: a frame name as folded/flame graph tools see it
+ * (kernel "_[k]", JIT "_[j]" suffixes; ';' and control characters replaced). */
+void output__frame_label(const struct pframe *f, char *buf, size_t size);
+
+/*
+ * Writes s as a JSON string literal (quotes included). Invalid UTF-8 becomes
+ * U+FFFD, so the result is always valid JSON; '<', '>' and '&' are escaped
+ * too, so the literal is safe inside XML/HTML (CDATA, <script>).
+ */
+void output__json_string(FILE *f, const char *s);
+/* Copies s with invalid UTF-8 replaced by U+FFFD and control characters by '?'. */
+void output__clean_utf8(const char *s, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/* writers.c - writer table and atomic file writing; see writer.h. */
+#include "format/writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/util.h"
+
+static const struct writer *const writers[] = {
+	&writer_folded,
+	&writer_svg,
+	&writer_pprof,
+	&writer_speedscope,
+	&writer_report,
+	NULL,
+};
+
+static const struct diff_writer *const diff_writers[] = {
+	&diff_writer_svg,
+	&diff_writer_report,
+	NULL,
+};
+
+const struct writer *const *output__all(void)
+{
+	return writers;
+}
+
+const struct writer *output__find(const char *name)
+{
+	for (size_t i = 0; writers[i]; i++)
+		if (!strcmp(writers[i]->name, name))
+			return writers[i];
+	return NULL;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t ls = strlen(s), lx = strlen(suffix);
+
+	return ls >= lx && !strcmp(s + ls - lx, suffix);
+}
+
+/* Longest matching ending wins: ".speedscope.json" before ".json". */
+static size_t ext_match(const char *path, const char *const *exts, size_t n)
+{
+	size_t best = 0;
+
+	for (size_t j = 0; j < n && exts[j]; j++)
+		if (ends_with(path, exts[j]) && strlen(exts[j]) > best)
+			best = strlen(exts[j]);
+	return best;
+}
+
+const struct writer *output__for_path(const char *path)
+{
+	const struct writer *best = NULL;
+	size_t best_len = 0;
+
+	for (size_t i = 0; writers[i]; i++) {
+		size_t l = ext_match(path, writers[i]->exts, ARRAY_SIZE(writers[i]->exts));
+
+		if (l > best_len) {
+			best = writers[i];
+			best_len = l;
+		}
+	}
+	return best;
+}
+
+const struct diff_writer *const *output__all_diff(void)
+{
+	return diff_writers;
+}
+
+const struct diff_writer *output__find_diff(const char *name)
+{
+	for (size_t i = 0; diff_writers[i]; i++)
+		if (!strcmp(diff_writers[i]->name, name))
+			return diff_writers[i];
+	return NULL;
+}
+
+const struct diff_writer *output__diff_for_path(const char *path)
+{
+	const struct diff_writer *best = NULL;
+	size_t best_len = 0;
+
+	for (size_t i = 0; diff_writers[i]; i++) {
+		size_t l = ext_match(path, diff_writers[i]->exts, ARRAY_SIZE(diff_writers[i]->exts));
+
+		if (l > best_len) {
+			best = diff_writers[i];
+			best_len = l;
+		}
+	}
+	return best;
+}
+
+void output__frame_label(const struct pframe *f, char *buf, size_t size)
+{
+	const char *suffix = f->kind == FRAME_KERNEL ? "_[k]" : f->kind == FRAME_JIT ? "_[j]" : "";
+	size_t i = 0;
+
+	if (!size)
+		return;
+	for (const char *s = f->name; *s && i + 1 < size; s++) {
+		unsigned char c = *s;
+
+		buf[i++] = (c == ';') ? ':' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+	}
+	for (const char *s = suffix; *s && i + 1 < size; s++)
+		buf[i++] = *s;
+	buf[i] = '\0';
+}
+
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 if it is not one. */
+static size_t utf8_seq(const unsigned char *s)
+{
+	unsigned char c = s[0];
+	size_t n;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80) /* also stops at the NUL */
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates and values past U+10FFFF are not UTF-8. */
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+void output__clean_utf8(const char *s, char *buf, size_t size)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+
+	if (!size)
+		return;
+	while (*p) {
+		size_t n = utf8_seq(p);
+
+		if (n == 1) {
+			if (i + 2 > size)
+				break;
+			buf[i++] = (*p < 0x20 || *p == 0x7f) ? '?' : (char)*p;
+			p++;
+		} else if (n) {
+			if (i + n + 1 > size)
+				break;
+			memcpy(buf + i, p, n);
+			i += n;
+			p += n;
+		} else {
+			if (i + 4 > size)
+				break;
+			memcpy(buf + i, "\xef\xbf\xbd", 3);
+			i += 3;
+			p++;
+		}
+	}
+	buf[i] = '\0';
+}
+
+void output__json_string(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	fputc('"', f);
+	while (*p) {
+		size_t n = utf8_seq(p);
+
+		if (n > 1) {
+			fwrite(p, 1, n, f);
+			p += n;
+			continue;
+		}
+		if (!n) {
+			fputs("\\ufffd", f);
+		} else if (*p == '"' || *p == '\\') {
+			fputc('\\', f);
+			fputc(*p, f);
+		} else if (*p < 0x20 || *p == 0x7f || *p == '<' || *p == '>' || *p == '&') {
+			fprintf(f, "\\u%04x", *p);
+		} else {
+			fputc(*p, f);
+		}
+		p++;
+	}
+	fputc('"', f);
+}
+
+static int dir_of(const char *path, char *dir, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return snprintf(dir, size, ".") >= (int)size ? -ENAMETOOLONG : 0;
+	if (slash == path)
+		return snprintf(dir, size, "/") >= (int)size ? -ENAMETOOLONG : 0;
+	if ((size_t)(slash - path) >= size)
+		return -ENAMETOOLONG;
+	memcpy(dir, path, slash - path);
+	dir[slash - path] = '\0';
+	return 0;
+}
+
+int output__check_path(const char *path)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	int err;
+
+	if (!path || !strcmp(path, "-"))
+		return 0;
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return -EISDIR;
+		if (!S_ISREG(st.st_mode))
+			return access(path, W_OK) ? -errno : 0;
+	}
+	err = dir_of(path, dir, sizeof(dir));
+	if (err)
+		return err;
+	if (stat(dir, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	return access(dir, W_OK) ? -errno : 0;
+}
+
+/* What to write: one profile or a before/after pair. */
+struct write_job {
+	const struct writer *w;
+	const struct diff_writer *dw;
+	const struct profile *p, *before;
+	const struct out_opts *o;
+};
+
+static int write_stream(const struct write_job *j, FILE *f)
+{
+	int err = j->w ? j->w->write(j->p, f, j->o) : j->dw->write(j->before, j->p, f, j->o);
+
+	if (fflush(f) && !err)
+		err = -errno;
+	if (ferror(f) && !err)
+		err = -EIO;
+	return err;
+}
+
+static int write_job_path(const struct write_job *j, const char *path)
+{
+	char tmp[PATH_MAX];
+	struct stat st;
+	FILE *f;
+	int fd, err;
+
+	if (!path || !strcmp(path, "-"))
+		return write_stream(j, stdout);
+
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		f = fopen(path, "w");
+		if (!f)
+			return -errno;
+		err = write_stream(j, f);
+		if (fclose(f) && !err)
+			err = -errno;
+		return err;
+	}
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	fchmod(fd, 0644);
+	f = fdopen(fd, "w");
+	if (!f) {
+		err = -errno;
+		close(fd);
+		unlink(tmp);
+		return err;
+	}
+	err = write_stream(j, f);
+	if (!err && fsync(fileno(f)))
+		err = -errno;
+	if (fclose(f) && !err)
+		err = -errno;
+	/* rename() replaces a symlink at path rather than writing through it. */
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+int output__write_path(const struct writer *w, const struct profile *p, const char *path,
+		       const struct out_opts *o)
+{
+	struct write_job j = { .w = w, .p = p, .o = o };
+
+	return write_job_path(&j, path);
+}
+
+int output__write_diff_path(const struct diff_writer *w, const struct profile *before,
+			    const struct profile *after, const char *path,
+			    const struct out_opts *o)
+{
+	struct write_job j = { .dw = w, .p = after, .before = before, .o = o };
+
+	return write_job_path(&j, path);
+}

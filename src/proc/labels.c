@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/* labels.c - cgroup / container labels per process; see labels.h. */
+#include "proc/labels.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/htab.h"
+#include "proc/procfs.h"
+
+struct label_entry {
+	struct cgroup_info ci;
+	bool ok;
+	uint64_t used_gen;
+};
+
+struct labels {
+	char proc_root[256];
+	size_t max;
+	struct htab *h; /* {pid, start} -> label_entry */
+	uint64_t gen;
+};
+
+struct lkey {
+	uint32_t pid, pad;
+	uint64_t start_ns;
+};
+
+struct labels *labels__new(const char *proc_root, size_t max_entries)
+{
+	struct labels *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	snprintf(l->proc_root, sizeof(l->proc_root), "%s", proc_root ? proc_root : "/proc");
+	l->max = max_entries ? max_entries : 16384;
+	l->h = htab__new();
+	if (!l->h) {
+		free(l);
+		return NULL;
+	}
+	return l;
+}
+
+void labels__free(struct labels *l)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	if (!l)
+		return;
+	while ((e = htab__next(l->h, &pos)))
+		free(e->value);
+	htab__free(l->h);
+	free(l);
+}
+
+const struct cgroup_info *labels__get(struct labels *l, uint32_t pid, uint64_t start_ns)
+{
+	struct lkey k = { .pid = pid, .start_ns = start_ns };
+	struct label_entry *le;
+	struct htab_entry *e;
+	uint64_t ticks;
+	bool created;
+
+	e = htab__find(l->h, &k, sizeof(k));
+	if (e) {
+		le = e->value;
+		le->used_gen = l->gen;
+		return le->ok ? &le->ci : NULL;
+	}
+	if (htab__count(l->h) >= l->max)
+		return NULL; /* full until the next sweep: unlabeled, never wrong */
+	e = htab__upsert(l->h, &k, sizeof(k), &created);
+	if (!e)
+		return NULL;
+	le = calloc(1, sizeof(*le));
+	if (!le) {
+		htab__remove(l->h, &k, sizeof(k));
+		return NULL;
+	}
+	e->value = le;
+	le->used_gen = l->gen;
+	/* Only label the process the sample came from, not a recycled pid. */
+	if (!procfs__starttime(l->proc_root, pid, &ticks) &&
+	    (!start_ns || ticks == procfs__ns_to_ticks(start_ns)))
+		le->ok = cgroup__read(l->proc_root, pid, &le->ci) == 0;
+	return le->ok ? &le->ci : NULL;
+}
+
+void labels__sweep(struct labels *l)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	l->gen++;
+	while ((e = htab__next(l->h, &pos))) {
+		struct label_entry *le = e->value;
+
+		if (le->used_gen + 2 > l->gen)
+			continue;
+		htab__remove(l->h, e->key, e->klen);
+		free(le);
+	}
+}
+
+size_t labels__count(const struct labels *l)
+{
+	return htab__count(l->h);
+}

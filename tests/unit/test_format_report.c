@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * test_format_report.c - the text report and the differential report: golden
+ * output, recursion counted once in "total", --top and --sort, 80 columns.
+ */
+#include "outfixture.h"
+
+static void assert_fits_80(const char *text)
+{
+	for (const char *line = text; *line;) {
+		const char *nl = strchr(line, '\n');
+		size_t cols = 0;
+
+		assert_non_null(nl);
+		for (const char *c = line; c < nl; c++)
+			cols += ((unsigned char)*c & 0xc0) != 0x80;
+		if (cols > 80) {
+			print_error("line longer than 80 columns: %.*s\n", (int)(nl - line), line);
+			fail();
+		}
+		line = nl + 1;
+	}
+}
+
+static void test_report_golden(void **state)
+{
+	struct profile *p = fx_profile();
+	struct out_opts o = {.top = 20};
+	char *text = fx_write(&writer_report, p, &o, NULL);
+
+	assert_golden("fixture.report.txt", text, strlen(text));
+	assert_fits_80(text);
+	free(text);
+	profile__free(p);
+}
+
+static void test_report_top_sort_and_long_names(void **state)
+{
+	struct profile *p = fx_profile();
+	struct out_opts o = {.top = 2, .sort = "total"};
+	char *text;
+
+	FX(p, "app", 100, 0, 1,
+	   FX_USER("std::_Hashtable<std::__cxx11::basic_string<char>, std::pair<int, int>>::"
+		   "_M_find_before_node_tr(unsigned long, int const&, unsigned long) const"));
+	text = fx_write(&writer_report, p, &o, NULL);
+	assert_null(strstr(text, "by self"));
+	assert_non_null(strstr(text, "Top 2 functions by total"));
+	assert_fits_80(text);
+	free(text);
+
+	o.sort = "self";
+	o.top = 0; /* all rows */
+	text = fx_write(&writer_report, p, &o, NULL);
+	assert_null(strstr(text, "by total"));
+	/* Templates and parameters go first, then the end is cut. */
+	assert_non_null(strstr(text, "  std::_Hashtable::_M_find_befor\u2026\n"));
+	assert_fits_80(text);
+	free(text);
+	profile__free(p);
+}
+
+static void test_report_empty(void **state)
+{
+	struct profile *p = profile__new();
+	char *text = fx_write(&writer_report, p, NULL, NULL);
+
+	assert_string_equal(text, "bpfprof report: 0 samples\n\nNo samples.\n");
+	free(text);
+	profile__free(p);
+}
+
+static void test_diff_report_golden(void **state)
+{
+	struct profile *before = fx_profile(), *after = fx_profile();
+	char *text;
+
+	/* After: leaf_a doubled; a new function; kernel reads gone. */
+	FX(after, "app", 100, 101, 50, FX_LIB("__libc_start_main"), FX_USER("main"),
+	   FX_USER("compute"), FX_USER("leaf_a"));
+	FX(after, "app", 100, 101, 20, FX_LIB("__libc_start_main"), FX_USER("main"),
+	   FX_USER("new_fn"));
+	profile__sort(after);
+	text = fx_write_diff(&diff_writer_report, before, after, NULL);
+	assert_golden("fixture_diff.report.txt", text, strlen(text));
+	assert_fits_80(text);
+	free(text);
+
+	/* A profile against itself: nothing changed. */
+	text = fx_write_diff(&diff_writer_report, before, before, NULL);
+	assert_non_null(strstr(text, "No function's share changed."));
+	free(text);
+	profile__free(before);
+	profile__free(after);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_report_golden),
+		cmocka_unit_test(test_report_top_sort_and_long_names),
+		cmocka_unit_test(test_report_empty),
+		cmocka_unit_test(test_diff_report_golden),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

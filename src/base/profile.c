@@ -3,7 +3,7 @@
  * profile.c - interned frames, stacks and samples; see profile.h.
  *
  * Interning uses htab with byte keys: strings by their bytes, frames by
- * (kind, name pointer, module pointer) - interned pointers are stable, so the
+ * (kind, name, module, file pointers, line) - interned pointers are stable, so the
  * pointer values are a valid identity - stacks by their frame ids, samples by
  * (identity pointers, pid, tid, stack id).
  */
@@ -41,9 +41,9 @@ struct profile {
 };
 
 struct frame_key {
-	uintptr_t name, module;
+	uintptr_t name, module, file;
 	uint32_t kind;
-	uint32_t pad;
+	uint32_t line;
 };
 
 struct sample_key {
@@ -111,19 +111,30 @@ const char *profile__intern(struct profile *p, const char *s)
 int64_t profile__frame(struct profile *p, enum frame_kind kind, const char *name,
 		       const char *module)
 {
+	struct pframe f = { .name = name, .module = module, .kind = kind };
+
+	return profile__frame_src(p, &f);
+}
+
+int64_t profile__frame_src(struct profile *p, const struct pframe *f)
+{
 	struct frame_key k = { 0 };
 	struct htab_entry *e;
-	const char *iname, *imod = NULL;
+	const char *iname, *imod = NULL, *ifile = NULL;
 	bool created;
 
-	iname = profile__intern(p, name ? name : "[unknown]");
+	iname = profile__intern(p, f->name ? f->name : "[unknown]");
 	if (!iname)
 		return -ENOMEM;
-	if (module && !(imod = profile__intern(p, module)))
+	if (f->module && !(imod = profile__intern(p, f->module)))
+		return -ENOMEM;
+	if (f->file && !(ifile = profile__intern(p, f->file)))
 		return -ENOMEM;
 	k.name = (uintptr_t)iname;
 	k.module = (uintptr_t)imod;
-	k.kind = kind;
+	k.file = (uintptr_t)ifile;
+	k.kind = f->kind;
+	k.line = f->line;
 	e = htab__upsert(p->frame_idx, &k, sizeof(k), &created);
 	if (!e)
 		return -ENOMEM;
@@ -133,7 +144,8 @@ int64_t profile__frame(struct profile *p, enum frame_kind kind, const char *name
 		htab__remove(p->frame_idx, &k, sizeof(k));
 		return -ENOMEM;
 	}
-	p->frames[p->nr_frames] = (struct pframe){ .name = iname, .module = imod, .kind = kind };
+	p->frames[p->nr_frames] = (struct pframe){ .name = iname, .module = imod, .kind = f->kind,
+						   .file = ifile, .line = f->line };
 	e->value = (void *)(uintptr_t)p->nr_frames;
 	return p->nr_frames++;
 }
@@ -233,7 +245,7 @@ int profile__merge_if(struct profile *dst, const struct profile *src,
 		}
 		for (uint32_t j = 0; j < n; j++) {
 			const struct pframe *f = &src->frames[fr[j]];
-			int64_t id = profile__frame(dst, f->kind, f->name, f->module);
+			int64_t id = profile__frame_src(dst, f);
 
 			if (id < 0) {
 				err = (int)id;
@@ -328,6 +340,9 @@ static int cmp_samples(const void *a, const void *b)
 		if (c)
 			return c;
 		c = cmp_u32(sort_ctx->frames[fx[i]].kind, sort_ctx->frames[fy[i]].kind);
+		if (c)
+			return c;
+		c = cmp_u32(sort_ctx->frames[fx[i]].line, sort_ctx->frames[fy[i]].line);
 		if (c)
 			return c;
 		c = cmp_u32(fx[i], fy[i]);

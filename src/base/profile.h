@@ -24,13 +24,22 @@ enum frame_kind {
 	FRAME_KERNEL,	/* kernel (folded: "_[k]" suffix) */
 	FRAME_JIT,	/* JIT code named by a perf map (folded: "_[j]") */
 	FRAME_OTHER,	/* [unknown], process roots, markers */
+	FRAME_PYTHON,	/* a Python function; file is its source (folded: "name (app.py)_[py]") */
+	FRAME_INLINE,	/* native code the compiler inlined into the frame below it ("_[i]") */
 	FRAME_KIND_MAX,
 };
 
+/*
+ * A frame is identified by all of its fields: the same function at two
+ * source lines is two frames (writers without a place for lines merge them
+ * by their label).
+ */
 struct pframe {
 	const char *name;   /* never NULL */
 	const char *module; /* file or kernel module, or NULL */
 	enum frame_kind kind;
+	const char *file;   /* source file (Go, Python), or NULL */
+	uint32_t line;	    /* source line, 0 if unknown */
 };
 
 struct psample {
@@ -66,6 +75,8 @@ const char *profile__intern(struct profile *p, const char *s);
 /* Frame id for (kind, name, module); -ENOMEM on failure. */
 int64_t profile__frame(struct profile *p, enum frame_kind kind, const char *name,
 		       const char *module);
+/* Frame id for all of f's fields (name NULL: "[unknown]"); -ENOMEM on failure. */
+int64_t profile__frame_src(struct profile *p, const struct pframe *f);
 /* Stack id for frames[0..n) (root first); -ENOMEM on failure. */
 int64_t profile__stack(struct profile *p, const uint32_t *frames, uint32_t n);
 

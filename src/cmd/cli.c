@@ -575,6 +575,9 @@ int cli__out_option(int opt, const char *arg, struct out_opts *oo, char *err, si
 	case OPT_OUT_MERGE:
 		oo->merge = true;
 		return CLI_OK;
+	case OPT_OUT_LINES:
+		oo->lines = true;
+		return CLI_OK;
 	case OPT_OUT_TOP:
 		if (parse_u32_opt(arg, 0, 1000000, &v))
 			return usage_err(err, errlen,
@@ -598,6 +601,8 @@ void cli__out_usage(FILE *f)
 		   "      --inverted          icicle graph: roots at the top (svg)\n"
 		   "      --merge             one speedscope profile for all processes, not one each\n"
 		   "      --top N             report: rows per table (default %u, 0: all)\n"
-		   "      --sort self|total   report: only the table sorted by self or total samples\n",
+		   "      --sort self|total   report: only the table sorted by self or total samples\n"
+		   "      --lines             folded, svg: one frame per source line, \"f (app.py:12)\"\n"
+		   "                          (Python, Go; pprof and speedscope always carry lines)\n",
 		OUT_DEFAULT_TOP);
 }

@@ -56,7 +56,7 @@ struct options {
 	bool kernel_helper;	  /* --kernel-unwind kernel: bpf_get_stack(), not the ORC walk */
 	bool show_version;
 	bool show_help;
-	struct out_opts out;  /* --title, --inverted, --merge, --top, --sort */
+	struct out_opts out;  /* --title, --inverted, --merge, --top, --sort, --lines */
 };
 
 /* Parse results. */
@@ -81,13 +81,15 @@ enum {
 	OPT_OUT_MERGE,
 	OPT_OUT_TOP,
 	OPT_OUT_SORT,
+	OPT_OUT_LINES,
 };
 #define CLI_OUT_OPTIONS                                                                            \
 	{ "title", required_argument, NULL, OPT_OUT_TITLE },                                       \
 		{ "inverted", no_argument, NULL, OPT_OUT_INVERTED },                               \
 		{ "merge", no_argument, NULL, OPT_OUT_MERGE },                                     \
 		{ "top", required_argument, NULL, OPT_OUT_TOP },                                   \
-		{ "sort", required_argument, NULL, OPT_OUT_SORT }
+		{ "sort", required_argument, NULL, OPT_OUT_SORT },                                 \
+		{ "lines", no_argument, NULL, OPT_OUT_LINES }
 /* Defaults: no title, not inverted, not merged, 20 rows, both tables. */
 void cli__out_defaults(struct out_opts *oo);
 /* CLI_OK if opt was one of them (applied), CLI_USAGE with err, or 1 if not one. */

@@ -7,7 +7,7 @@
  * Data (JSON in <script id="fg-data">, written by svg.c): the call tree in
  * preorder, children sorted by name, as a flat array with `stride` numbers
  * per node: label index, samples, [samples before (diff)], number of
- * children. Labels and their kinds (0 user, 1 kernel, 2 JIT, 3 other) are
+ * children. Labels and their kinds (0 user, 1 kernel, 2 JIT, 3 other, 4 Python, 5 inlined) are
  * separate arrays. Only frames at least MIN_PX wide at the current zoom are
  * drawn, so even a huge profile draws a few thousand elements.
  */
@@ -119,12 +119,16 @@
 			return rgb(60 + 60 * v, 180 + 55 * w, 60 + 50 * v);
 		case 3: /* process names, [unknown], aggregates: greys */
 			return rgb(180 + 30 * v, 180 + 30 * v, 195 + 30 * v);
+		case 4: /* Python: aquas */
+			return rgb(50 + 60 * v, 185 + 50 * w, 185 + 50 * v);
+		case 5: /* inlined native code: the user colours, lighter */
+			return rgb(225 + 30 * v, 150 + 90 * w, 110 + 60 * v);
 		default: /* user code: reds to yellows */
 			return rgb(205 + 50 * v, 230 * w, 55 * v);
 		}
 	}
 
-	var KIND_NOTE = [' [user]', ' [kernel]', ' [JIT]', ''];
+	var KIND_NOTE = [' [user]', ' [kernel]', ' [JIT]', '', ' [Python]', ' [inlined]'];
 
 	function describe(i) {
 		var s = names[lab[i]] + KIND_NOTE[kinds[lab[i]]] + '\n' + fmt(val[i]) +

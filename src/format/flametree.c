@@ -25,6 +25,7 @@ struct flametree {
 	struct htab *label_idx; /* kind byte + name -> label index */
 	struct htab *child_idx; /* (parent, label) -> node index */
 	uint32_t max_depth;
+	bool lines; /* labels with source lines */
 };
 
 struct child_key {
@@ -137,6 +138,11 @@ void flametree__free(struct flametree *t)
 	free(t);
 }
 
+void flametree__set_lines(struct flametree *t, bool lines)
+{
+	t->lines = lines;
+}
+
 int flametree__add(struct flametree *t, const struct profile *p, int slot)
 {
 	size_t nr_frames = profile__nr_frames(p);
@@ -168,8 +174,10 @@ int flametree__add(struct flametree *t, const struct profile *p, int slot)
 		for (uint32_t j = 0; j < n; j++) {
 			if (!cache[fr[j]]) {
 				const struct pframe *f = profile__frame_get(p, fr[j]);
+				char name[4096];
 
-				l = label_of(t, f->kind, f->name);
+				output__frame_display(f, t->lines, name, sizeof(name));
+				l = label_of(t, f->kind, name);
 				if (l < 0) {
 					err = (int)l;
 					break;

@@ -21,6 +21,7 @@
 #ifndef BPFPROF_FLAMETREE_H
 #define BPFPROF_FLAMETREE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,8 @@ struct flametree;
 struct flametree *flametree__new(void);
 void flametree__free(struct flametree *t);
 
+/* Labels with source lines ("name (file:line)"); before any flametree__add(). */
+void flametree__set_lines(struct flametree *t, bool lines);
 /* Adds every sample of p into slot (0 or 1). 0 or -ENOMEM/-EINVAL. */
 int flametree__add(struct flametree *t, const struct profile *p, int slot);
 /* Sorts, prunes and aggregates as described above; call once, after adding. */

@@ -5,9 +5,11 @@
  *
  * The count is after the last space of the line (frames may contain spaces).
  * The first frame is the process name (folded files have no pid: it is 0).
- * Frames ending in "_[k]" are kernel frames and "_[j]" JIT frames, the
- * suffix removed; everything else is a user frame, so folded output of the
- * profile read is the text read. Empty lines and CRLF endings are accepted;
+ * Frames ending in "_[k]" are kernel frames, "_[j]" JIT frames, "_[py]"
+ * Python frames and "_[i]" inlined frames, the suffix removed; everything
+ * else is a user frame. A Python frame's "name (file)" or "name (file:line)",
+ * and any frame's "name (file:LINE)" (what --lines writes), are split into
+ * name, file and line. So folded output of the profile read is the text read. Empty lines and CRLF endings are accepted;
  * anything else malformed is an error naming the line.
  */
 #include "format/reader.h"
@@ -24,6 +26,38 @@ static bool ends_with(const char *s, size_t len, const char *suffix)
 	size_t l = strlen(suffix);
 
 	return len > l && !memcmp(s + len - l, suffix, l);
+}
+
+/*
+ * "name (file:LINE)" -> name, file, line (any kind); "name (file)" too for a
+ * Python frame. s is cut in place; f->name still points at it.
+ */
+static void split_source(struct pframe *f, char *s, size_t len)
+{
+	char *open, *colon, *end = s + len - 1;
+	uint64_t line = 0;
+
+	if (len < 5 || *end != ')')
+		return;
+	*end = '\0';
+	open = strrchr(s, '(');
+	if (!open || open < s + 2 || open[-1] != ' ' || open + 1 == end) {
+		*end = ')';
+		return;
+	}
+	colon = strrchr(open, ':');
+	if (colon && colon + 1 < end && !parse_u64(colon + 1, 10, &line) && line &&
+	    line <= UINT32_MAX) {
+		*colon = '\0';
+	} else if (f->kind != FRAME_PYTHON) {
+		*end = ')';
+		return;
+	} else {
+		line = 0;
+	}
+	open[-1] = '\0';
+	f->file = open + 1;
+	f->line = (uint32_t)line;
 }
 
 /* Parses one line (NUL-terminated, no newline) into p. */
@@ -58,6 +92,7 @@ static int read_line(char *line, size_t len, struct profile *p, uint32_t **frame
 	id.comm = s;
 	for (s = next; s; s = next) {
 		enum frame_kind kind = FRAME_USER;
+		struct pframe pf;
 		size_t flen;
 		int64_t f;
 
@@ -69,8 +104,12 @@ static int read_line(char *line, size_t len, struct profile *p, uint32_t **frame
 			kind = FRAME_KERNEL;
 		else if (ends_with(s, flen, "_[j]"))
 			kind = FRAME_JIT;
+		else if (ends_with(s, flen, "_[i]"))
+			kind = FRAME_INLINE;
+		else if (ends_with(s, flen, "_[py]"))
+			kind = FRAME_PYTHON;
 		if (kind != FRAME_USER)
-			s[flen - 4] = '\0';
+			s[flen -= kind == FRAME_PYTHON ? 5 : 4] = '\0';
 		if (n >= INPUT_MAX_DEPTH) {
 			snprintf(err, errlen, "line %zu: more than %d frames", lineno,
 				 INPUT_MAX_DEPTH);
@@ -85,7 +124,9 @@ static int read_line(char *line, size_t len, struct profile *p, uint32_t **frame
 			*frames = nf;
 			*cap = ncap;
 		}
-		f = profile__frame(p, kind, s[0] ? s : "[unknown]", NULL);
+		pf = (struct pframe){ .name = s[0] ? s : "[unknown]", .kind = kind };
+		split_source(&pf, s, flen);
+		f = profile__frame_src(p, &pf);
 		if (f < 0)
 			return (int)f;
 		(*frames)[n++] = (uint32_t)f;

@@ -26,7 +26,8 @@ static int cmp_entries(const void *a, const void *b)
 }
 
 /* Appends "comm;frame;...;frame" for sample s to sb. */
-static int format_stack(const struct profile *p, const struct psample *s, struct sbuf *sb)
+static int format_stack(const struct profile *p, const struct psample *s, bool lines,
+			struct sbuf *sb)
 {
 	struct pframe comm = { .name = s->comm, .kind = FRAME_OTHER };
 	char label[4096];
@@ -38,7 +39,7 @@ static int format_stack(const struct profile *p, const struct psample *s, struct
 	err = sbuf_puts(sb, label[0] ? label : "[unknown]");
 	fr = profile__stack_get(p, s->stack, &n);
 	for (uint32_t i = 0; i < n && !err; i++) {
-		output__frame_label(profile__frame_get(p, fr[i]), label, sizeof(label));
+		output__frame_label_lines(profile__frame_get(p, fr[i]), lines, label, sizeof(label));
 		err = sbuf_add(sb, ";", 1) ?: sbuf_puts(sb, label);
 	}
 	return err;
@@ -60,7 +61,7 @@ static int write_folded(const struct profile *p, FILE *f, const struct out_opts 
 		if (!s->count)
 			continue;
 		sbuf_reset(&sb);
-		err = format_stack(p, s, &sb);
+		err = format_stack(p, s, o && o->lines, &sb);
 		if (err)
 			break;
 		e = htab__upsert(lines, sb.buf, sb.len, NULL);

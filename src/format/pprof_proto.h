@@ -71,6 +71,7 @@ enum {
 /* Conventions bpfprof follows (and recognises when reading). */
 #define PPROF_KERNEL_MAPPING "[kernel.kallsyms]"
 #define PPROF_JIT_MAPPING    "[jit]"
+#define PPROF_PYTHON_MAPPING "[python]"
 #define PPROF_COMMENT_PREFIX "bpfprof "
 
 #include <stddef.h>

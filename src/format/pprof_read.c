@@ -178,7 +178,7 @@ struct plocation {
 };
 
 struct pfunction {
-	uint64_t id, name, system_name;
+	uint64_t id, name, system_name, filename;
 };
 
 struct pstring {
@@ -194,6 +194,7 @@ struct pctx {
 	struct u64vec sample_types; /* (type, unit) pairs of string indexes */
 	struct u64vec samples;	    /* offsets and lengths of Sample messages */
 	struct u64vec lines;	    /* function ids of all locations */
+	struct u64vec line_nos;	    /* ... and their source lines */
 	struct u64vec comments;
 	struct pmapping *maps;
 	size_t nr_maps, cap_maps;
@@ -299,19 +300,26 @@ static int location(struct pctx *c, struct pbr *m)
 				return -EINVAL;
 			break;
 		case PPROF_LOCATION_LINE: {
-			uint64_t fid = 0;
+			uint64_t fid = 0, lno = 0;
 			unsigned f2, w2;
 
 			if (wire != PB_LEN || pbr_len(m, &line))
 				return -EINVAL;
 			while (line.p < line.end) {
+				uint64_t *dst;
+
 				if (pbr_tag(&line, &f2, &w2))
 					return -EINVAL;
-				if (f2 == PPROF_LINE_FUNCTION_ID ? pbr_uint(&line, w2, &fid)
-								 : pbr_skip(&line, w2))
+				dst = f2 == PPROF_LINE_FUNCTION_ID ? &fid
+				      : f2 == PPROF_LINE_LINE	   ? &lno
+								   : NULL;
+				if (dst ? pbr_uint(&line, w2, dst) : pbr_skip(&line, w2))
 					return -EINVAL;
 			}
-			if (u64vec_push(&c->lines, fid))
+			/* int64 on the wire: a negative or huge line is no line. */
+			if (lno > UINT32_MAX)
+				lno = 0;
+			if (u64vec_push(&c->lines, fid) || u64vec_push(&c->line_nos, lno))
 				return -ENOMEM;
 			l.nr_lines++;
 			break;
@@ -343,6 +351,8 @@ static int function(struct pctx *c, struct pbr *m)
 			dst = &fn.name;
 		else if (field == PPROF_FUNCTION_SYSTEM_NAME)
 			dst = &fn.system_name;
+		else if (field == PPROF_FUNCTION_FILENAME)
+			dst = &fn.filename;
 		if (dst ? pbr_uint(m, wire, dst) : pbr_skip(m, wire))
 			return -EINVAL;
 	}
@@ -496,6 +506,8 @@ static enum frame_kind kind_of_mapping(const char *file)
 		return FRAME_KERNEL;
 	if (!strcmp(file, PPROF_JIT_MAPPING))
 		return FRAME_JIT;
+	if (!strcmp(file, PPROF_PYTHON_MAPPING))
+		return FRAME_PYTHON;
 	base = path_basename(file);
 	if (!strncmp(base, "perf-", 5) && strlen(base) > 9 &&
 	    !strcmp(base + strlen(base) - 4, ".map"))
@@ -549,7 +561,7 @@ static int location_frames(struct pctx *c, uint64_t loc_id, struct u64vec *fr)
 	for (size_t j = 0; j < l->nr_lines; j++) {
 		uint64_t fid = c->lines.v[l->line_off + j];
 		size_t fi = fid ? lookup(c->func_idx, fid) : 0;
-		const char *name = NULL;
+		struct pframe pf = { .module = module, .kind = kind };
 
 		if (fid && !fi)
 			return fail(c, -EINVAL,
@@ -558,14 +570,23 @@ static int location_frames(struct pctx *c, uint64_t loc_id, struct u64vec *fr)
 		if (fi) {
 			const struct pfunction *fn = &c->funcs[fi - 1];
 
-			name = str(c, fn->name);
-			if (name && !name[0])
-				name = str(c, fn->system_name);
-			if (!name)
+			pf.name = str(c, fn->name);
+			if (pf.name && !pf.name[0])
+				pf.name = str(c, fn->system_name);
+			pf.file = fn->filename ? str(c, fn->filename) : NULL;
+			if (!pf.name || (fn->filename && !pf.file))
 				return fail(c, -EINVAL, "function %" PRIu64 ": bad string index",
 					    fid);
+			if (pf.file && !pf.file[0])
+				pf.file = NULL;
 		}
-		f = profile__frame(c->p, kind, name && name[0] ? name : "[unknown]", module);
+		if (!pf.name || !pf.name[0])
+			pf.name = "[unknown]";
+		pf.line = (uint32_t)c->line_nos.v[l->line_off + j];
+		/* Lines before the last are code inlined into the last one. */
+		if (j + 1 < l->nr_lines && kind == FRAME_USER)
+			pf.kind = FRAME_INLINE;
+		f = profile__frame_src(c->p, &pf);
 		if (f < 0)
 			return (int)f;
 		if (u64vec_push(fr, (uint64_t)f))
@@ -797,6 +818,7 @@ static void pctx_free(struct pctx *c)
 	free(c->sample_types.v);
 	free(c->samples.v);
 	free(c->lines.v);
+	free(c->line_nos.v);
 	free(c->comments.v);
 	free(c->maps);
 	free(c->locs);

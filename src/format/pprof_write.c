@@ -20,9 +20,13 @@
  *                 has one), "[kernel.kallsyms]" for every kernel frame,
  *                 "[jit]" for JIT frames without a perf map file; frames
  *                 without a module have none (mapping id 0)
- *   location      one per frame, one line, no address (frames are symbolized)
- *   function      one per (kind, name); system_name = name; no file name
- *                 (bpfprof does not read DWARF line tables yet)
+ *                 "[python]" for Python frames
+ *   location      one per frame, no address (frames are symbolized), one line
+ *                 with the source line when known; inlined frames (Go) join
+ *                 the frame they were inlined into as its first lines,
+ *                 innermost first, as pprof represents inlining
+ *   function      one per (kind, name, source file); system_name = name;
+ *                 filename = the source file (Go, Python) when known
  *   comment       "bpfprof host=NAME", "bpfprof lost=N" when known
  */
 #include "format/writer.h"
@@ -191,6 +195,9 @@ static uint64_t str_id_raw(struct strtab *t, const char *s, bool *oom)
 
 /* --- the profile ----------------------------------------------------------- */
 
+/* Inlined frames joined into one location at most (deeper runs are split). */
+#define PPROF_MAX_INLINE 32
+
 struct enc {
 	const struct profile *p;
 	struct pb out, sub, sub2, scratch;
@@ -198,6 +205,7 @@ struct enc {
 	struct htab *mappings;	/* mapping file name -> id */
 	struct htab *functions; /* kind byte + name -> id */
 	uint32_t *loc_of_frame; /* frame id -> location id, 0 = not yet */
+	struct htab *loc_groups; /* frame ids of an inlined run, innermost first -> id */
 	uint64_t nr_mappings, nr_functions, nr_locations;
 	bool oom;
 };
@@ -208,6 +216,8 @@ static const char *mapping_name(const struct pframe *f)
 		return PPROF_KERNEL_MAPPING;
 	if (f->kind == FRAME_JIT)
 		return f->module ? f->module : PPROF_JIT_MAPPING;
+	if (f->kind == FRAME_PYTHON)
+		return PPROF_PYTHON_MAPPING;
 	return f->module;
 }
 
@@ -239,19 +249,22 @@ static uint64_t mapping_id(struct enc *e, const struct pframe *f)
 
 static uint64_t function_id(struct enc *e, const struct pframe *f)
 {
-	size_t len = strlen(f->name);
+	size_t len = strlen(f->name), flen = f->file ? strlen(f->file) : 0;
 	struct htab_entry *he;
 	bool created;
-	char *key = malloc(len + 1);
+	char *key = malloc(len + flen + 2);
 	uint64_t name;
 
 	if (!key) {
 		e->oom = true;
 		return 0;
 	}
+	/* kind, name, NUL, file: unambiguous since names have no NUL. */
 	key[0] = (char)f->kind;
-	memcpy(key + 1, f->name, len);
-	he = htab__upsert(e->functions, key, len + 1, &created);
+	memcpy(key + 1, f->name, len + 1);
+	if (flen)
+		memcpy(key + len + 2, f->file, flen);
+	he = htab__upsert(e->functions, key, len + 1 + (flen ? flen + 1 : 0), &created);
 	free(key);
 	if (!he) {
 		e->oom = true;
@@ -264,24 +277,52 @@ static uint64_t function_id(struct enc *e, const struct pframe *f)
 	pb_uint(&e->sub, PPROF_FUNCTION_ID, e->nr_functions);
 	pb_uint(&e->sub, PPROF_FUNCTION_NAME, name);
 	pb_uint(&e->sub, PPROF_FUNCTION_SYSTEM_NAME, name);
+	if (f->file)
+		pb_uint(&e->sub, PPROF_FUNCTION_FILENAME, str_id(&e->st, f->file, &e->oom));
 	pb_msg(&e->out, PPROF_FUNCTION, &e->sub);
 	return e->nr_functions;
 }
 
-static uint64_t location_id(struct enc *e, uint32_t frame)
+/*
+ * The location of frames[0..n): one frame, or inlined frames (innermost
+ * first) and the frame they were inlined into, which gives the mapping.
+ */
+static uint64_t location_id(struct enc *e, const uint32_t *frames, uint32_t n)
 {
-	const struct pframe *f = profile__frame_get(e->p, frame);
-	uint64_t mid, fid;
+	const struct pframe *outer = profile__frame_get(e->p, frames[n - 1]);
+	struct htab_entry *he = NULL;
+	uint64_t mid, fids[PPROF_MAX_INLINE];
+	bool created;
 
-	if (e->loc_of_frame[frame])
-		return e->loc_of_frame[frame];
-	mid = mapping_id(e, f);
-	fid = function_id(e, f);
-	e->loc_of_frame[frame] = (uint32_t)++e->nr_locations;
+	if (n == 1 && e->loc_of_frame[frames[0]])
+		return e->loc_of_frame[frames[0]];
+	if (n > 1) {
+		he = htab__upsert(e->loc_groups, frames, n * sizeof(*frames), &created);
+		if (!he) {
+			e->oom = true;
+			return 0;
+		}
+		if (!created)
+			return (uintptr_t)he->value;
+	}
+	mid = mapping_id(e, outer);
+	/* Functions first: their messages must not interleave with this one's. */
+	for (uint32_t i = 0; i < n; i++)
+		fids[i] = function_id(e, profile__frame_get(e->p, frames[i]));
+	++e->nr_locations;
+	if (he)
+		he->value = (void *)(uintptr_t)e->nr_locations;
+	else
+		e->loc_of_frame[frames[0]] = (uint32_t)e->nr_locations;
 	pb_uint(&e->sub, PPROF_LOCATION_ID, e->nr_locations);
 	pb_uint(&e->sub, PPROF_LOCATION_MAPPING_ID, mid);
-	pb_uint(&e->sub2, PPROF_LINE_FUNCTION_ID, fid);
-	pb_msg(&e->sub, PPROF_LOCATION_LINE, &e->sub2);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct pframe *f = profile__frame_get(e->p, frames[i]);
+
+		pb_uint(&e->sub2, PPROF_LINE_FUNCTION_ID, fids[i]);
+		pb_uint(&e->sub2, PPROF_LINE_LINE, f->line);
+		pb_msg(&e->sub, PPROF_LOCATION_LINE, &e->sub2);
+	}
 	pb_msg(&e->out, PPROF_LOCATION, &e->sub);
 	return e->nr_locations;
 }
@@ -332,26 +373,35 @@ static int encode(struct enc *e)
 		const struct psample *s = profile__sample(e->p, i);
 		uint64_t values[2] = {s->count, s->count * period};
 		const uint32_t *fr;
-		uint32_t n;
+		uint32_t n, nl;
 
 		if (!s->count)
 			continue;
 		fr = profile__stack_get(e->p, s->stack, &n);
 		if (n > cap) {
-			uint64_t *nl = realloc(locs, n * sizeof(*locs));
+			uint64_t *grown = realloc(locs, n * sizeof(*locs));
 
-			if (!nl) {
+			if (!grown) {
 				e->oom = true;
 				break;
 			}
-			locs = nl;
+			locs = grown;
 			cap = n;
 		}
 		/* Location messages go out as frames are first seen, before the
 		 * sample that uses them: any order is valid protobuf. */
-		for (uint32_t j = 0; j < n; j++)
-			locs[j] = location_id(e, fr[n - 1 - j]); /* leaf first */
-		pb_packed(&e->sub, &e->scratch, PPROF_SAMPLE_LOCATION_ID, locs, n);
+		nl = 0;
+		for (uint32_t j = 0; j < n;) {
+			uint32_t group[PPROF_MAX_INLINE], g = 0;
+
+			/* Leaf first: inlined frames, then the frame they are part of. */
+			do {
+				group[g++] = fr[n - 1 - j];
+			} while (++j < n && g < PPROF_MAX_INLINE &&
+				 profile__frame_get(e->p, group[g - 1])->kind == FRAME_INLINE);
+			locs[nl++] = location_id(e, group, g);
+		}
+		pb_packed(&e->sub, &e->scratch, PPROF_SAMPLE_LOCATION_ID, locs, nl);
 		pb_packed(&e->sub, &e->scratch, PPROF_SAMPLE_VALUE, values, period ? 2 : 1);
 		if (s->pid)
 			label(e, "pid", NULL, s->pid);
@@ -393,9 +443,11 @@ int pprof__encode(const struct profile *p, uint8_t **buf, size_t *len)
 	e.st.idx = htab__new();
 	e.mappings = htab__new();
 	e.functions = htab__new();
+	e.loc_groups = htab__new();
 	e.loc_of_frame = calloc(profile__nr_frames(p) + 1, sizeof(*e.loc_of_frame));
-	if (e.st.idx && e.mappings && e.functions && e.loc_of_frame)
+	if (e.st.idx && e.mappings && e.functions && e.loc_groups && e.loc_of_frame)
 		err = encode(&e);
+	htab__free(e.loc_groups);
 	htab__free(e.st.idx);
 	htab__free(e.mappings);
 	htab__free(e.functions);

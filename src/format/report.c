@@ -44,8 +44,10 @@ static void fstats_free(struct fstats *fs)
 }
 
 /*
- * Self and total samples per function. by_module: functions of the same name
- * in different files are different rows (report); else they are one (diff).
+ * Self and total samples per function (lines of one function are one row).
+ * by_module: functions of the same name in different files are different rows
+ * (report); else they are one (diff), except Python functions, whose file is
+ * part of their name.
  */
 static int fstats_build(const struct profile *p, bool by_module, struct fstats *fs)
 {
@@ -67,6 +69,9 @@ static int fstats_build(const struct profile *p, bool by_module, struct fstats *
 		bool created;
 		char kind = (char)('0' + f->kind);
 
+		/* A Python function is known by its file: "run" in two scripts is two rows. */
+		if (f->kind == FRAME_PYTHON && f->file)
+			mod = output__short_file(f->file);
 		sbuf_reset(&key);
 		/* kind, module, NUL, name: unambiguous since names have no NUL. */
 		if (sbuf_add(&key, &kind, 1) || sbuf_puts(&key, mod ? mod : "") ||

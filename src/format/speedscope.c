@@ -8,8 +8,9 @@
  * One "sampled" profile per process (comm and pid), largest first, or with
  * --merge one profile for everything with the process name as the root
  * frame, as folded output has it. Frames are shared; names carry the folded
- * kind suffixes (kernel "_[k]", JIT "_[j]") and "file" is the module when
- * known.
+ * kind suffixes (kernel "_[k]", JIT "_[j]", Python "_[py]", inlined "_[i]"),
+ * "file" is the source file (Go, Python) or else the module, and "line" the
+ * source line when known: a function sampled at two lines is two frames.
  * Weights are sample counts (unit "none"); identical stacks of one profile
  * (threads of a process) are summed. Samples carry no time order: bpfprof
  * counts in the kernel, so the "Time Order" view shows aggregated stacks.
@@ -275,16 +276,17 @@ static int write_speedscope(const struct profile *p, FILE *f, const struct out_o
 			for (size_t i = 0; i < profile__nr_frames(p); i++) {
 				const struct pframe *fr = profile__frame_get(p, (uint32_t)i);
 
-				snprintf(label, sizeof(label), "%s%s", fr->name,
-					 fr->kind == FRAME_KERNEL ? "_[k]"
-					 : fr->kind == FRAME_JIT  ? "_[j]"
-								  : "");
+				output__frame_display(fr, false, label, sizeof(label));
+				snprintf(label + strlen(label), sizeof(label) - strlen(label), "%s",
+					 output__kind_suffix(fr->kind));
 				fputs(i ? ",\n{\"name\":" : "{\"name\":", f);
 				output__json_string(f, label);
-				if (fr->module) {
+				if (fr->file || fr->module) {
 					fputs(",\"file\":", f);
-					output__json_string(f, fr->module);
+					output__json_string(f, fr->file ? fr->file : fr->module);
 				}
+				if (fr->line)
+					fprintf(f, ",\"line\":%u", fr->line);
 				fputc('}', f);
 			}
 			while ((e = htab__next(comms, &pos)))

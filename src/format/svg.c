@@ -226,6 +226,7 @@ static int write_svg(const struct profile *p, FILE *f, const struct out_opts *o)
 
 	if (!t)
 		return -ENOMEM;
+	flametree__set_lines(t, o && o->lines);
 	err = flametree__add(t, p, 0);
 	if (!err)
 		err = flametree__finish(t, min_value(profile__total(p)));
@@ -250,6 +251,7 @@ static int write_diff_svg(const struct profile *before, const struct profile *af
 
 	if (!t)
 		return -ENOMEM;
+	flametree__set_lines(t, o && o->lines);
 	err = flametree__add(t, after, 0) ?: flametree__add(t, before, 1);
 	if (!err)
 		err = flametree__finish(t, min_value(profile__total(after)));

@@ -26,6 +26,7 @@ struct out_opts {
 	bool merge;	    /* speedscope: one profile for all processes */
 	unsigned top;	    /* report: rows per table, 0 for all */
 	const char *sort;   /* report: "self" or "total", NULL for both tables */
+	bool lines;	    /* folded, svg: one frame per source line */
 };
 
 /* Rows per report table when no options are given (o == NULL). */
@@ -86,9 +87,21 @@ int output__write_diff_path(const struct diff_writer *w, const struct profile *b
 			    const struct profile *after, const char *path,
 			    const struct out_opts *o);
 
-/* Shared by the text writers: a frame name as folded/flame graph tools see it
- * (kernel "_[k]", JIT "_[j]" suffixes; ';' and control characters replaced). */
+/*
+ * Shared by the text writers: a frame name as folded/flame graph tools see it
+ * (kernel "_[k]", JIT "_[j]", Python "_[py]", inlined "_[i]" suffixes; ';'
+ * and control characters replaced). A Python frame shows its file,
+ * "name (app.py)"; with lines, any frame with a file and line shows both,
+ * "name (app.py:12)", "main.leaf (main.go:30)".
+ */
 void output__frame_label(const struct pframe *f, char *buf, size_t size);
+void output__frame_label_lines(const struct pframe *f, bool lines, char *buf, size_t size);
+/* The same without the kind suffix and without cleaning (for labelled formats). */
+void output__frame_display(const struct pframe *f, bool lines, char *buf, size_t size);
+/* "_[k]", "_[j]", "_[py]", "_[i]" or "". */
+const char *output__kind_suffix(enum frame_kind kind);
+/* A source file as labels show it: its base name ("pkg/__init__.py" for a package). */
+const char *output__short_file(const char *file);
 
 /*
  * Writes s as a JSON string literal (quotes included). Invalid UTF-8 becomes

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -104,14 +105,59 @@ const struct diff_writer *output__diff_for_path(const char *path)
 	return best;
 }
 
-void output__frame_label(const struct pframe *f, char *buf, size_t size)
+const char *output__kind_suffix(enum frame_kind kind)
 {
-	const char *suffix = f->kind == FRAME_KERNEL ? "_[k]" : f->kind == FRAME_JIT ? "_[j]" : "";
+	switch (kind) {
+	case FRAME_KERNEL:
+		return "_[k]";
+	case FRAME_JIT:
+		return "_[j]";
+	case FRAME_PYTHON:
+		return "_[py]";
+	case FRAME_INLINE:
+		return "_[i]";
+	default:
+		return "";
+	}
+}
+
+const char *output__short_file(const char *file)
+{
+	const char *base = path_basename(file);
+
+	/* A package's __init__.py or __main__.py says little without its directory. */
+	if (base != file && (!strcmp(base, "__init__.py") || !strcmp(base, "__main__.py"))) {
+		const char *p = base - 1;
+
+		while (p > file && p[-1] != '/')
+			p--;
+		return p;
+	}
+	return base;
+}
+
+void output__frame_display(const struct pframe *f, bool lines, char *buf, size_t size)
+{
+	bool with_file = f->file && f->file[0] && (f->kind == FRAME_PYTHON || (lines && f->line));
+
+	if (!with_file)
+		snprintf(buf, size, "%s", f->name);
+	else if (lines && f->line)
+		snprintf(buf, size, "%s (%s:%u)", f->name, output__short_file(f->file), f->line);
+	else
+		snprintf(buf, size, "%s (%s)", f->name, output__short_file(f->file));
+}
+
+void output__frame_label_lines(const struct pframe *f, bool lines, char *buf, size_t size)
+{
+	const char *suffix = output__kind_suffix(f->kind);
+	char name[4096];
 	size_t i = 0;
 
 	if (!size)
 		return;
-	for (const char *s = f->name; *s && i + 1 < size; s++) {
+	output__frame_display(f, lines, name, sizeof(name));
+	for (const char *s = name; *s && i + 1 < size; s++) {
 		unsigned char c = *s;
 
 		buf[i++] = (c == ';') ? ':' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
@@ -119,6 +165,11 @@ void output__frame_label(const struct pframe *f, char *buf, size_t size)
 	for (const char *s = suffix; *s && i + 1 < size; s++)
 		buf[i++] = *s;
 	buf[i] = '\0';
+}
+
+void output__frame_label(const struct pframe *f, char *buf, size_t size)
+{
+	output__frame_label_lines(f, false, buf, size);
 }
 
 /* Length of the valid UTF-8 sequence at s (1-4), or 0 if it is not one. */

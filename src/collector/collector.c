@@ -241,10 +241,214 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
+/*
+ * What the program is loaded with, most first. A kernel that refuses one
+ * (verifier budget, a missing helper) gets the next; the collector keeps why
+ * for the user. The kernel stack walk with the ORC table costs verifier
+ * budget and goes first; the program's own stack walker needs bpf_loop() and
+ * bpf_task_pt_regs() (5.17+): without them, --unwind auto and fp still
+ * profile, with the kernel's frame-pointer walk (bpf_get_stack). The verifier
+ * never sees the walker's helper calls then: they sit behind rodata
+ * constants, in branches it prunes.
+ */
+static const struct load_attempt {
+	bool walker;	  /* the program walks user stacks itself */
+	bool kernel_walk; /* and kernel stacks, with the kernel's ORC table */
+} load_attempts[] = {
+	{ .walker = true, .kernel_walk = true },
+	{ .walker = true, .kernel_walk = false },
+	{ .walker = false, .kernel_walk = false },
+};
+
+/* Whether attempt a can be tried at all; prepares the ORC table when it needs it. */
+static bool attempt_possible(struct collector *c, const struct load_attempt *a, bool walker_ok)
+{
+	if (a->walker && !walker_ok)
+		return false;
+	if (!a->walker && c->opts.unwind_mode == UNWIND_MODE_DWARF)
+		return false; /* tables need the program's walker */
+	if (!a->kernel_walk)
+		return true;
+	if (!c->kw_err && !c->korc.nents)
+		c->kw_err = kw_prepare(c);
+	return !c->kw_err;
+}
+
+/* Filters are read-only data, map sizes are set before load. */
+static int skel_configure(struct collector *c, const struct load_attempt *a,
+			  struct collector_error *ce)
+{
+	const struct collector_opts *opts = &c->opts;
+	struct profile_bpf *s = c->skel;
+
+	s->rodata->filter_tgids = opts->nr_pids > 0;
+	s->rodata->drop_kernel = opts->drop_kernel;
+	s->rodata->drop_user = opts->drop_user;
+	s->rodata->include_idle = opts->include_idle;
+	s->rodata->per_thread = opts->per_thread;
+	s->rodata->nr_cgroups = (uint32_t)opts->nr_cgroups;
+	if (opts->nr_cgroups > bpf_map__max_entries(s->maps.cgroups)) {
+		set_err(ce, -E2BIG, NULL, "at most %u --cgroup options",
+			bpf_map__max_entries(s->maps.cgroups));
+		return -E2BIG;
+	}
+	if (opts->max_counts) {
+		bpf_map__set_max_entries(s->maps.counts_0, opts->max_counts);
+		bpf_map__set_max_entries(s->maps.counts_1, opts->max_counts);
+	}
+	if (opts->max_stacks) {
+		bpf_map__set_max_entries(s->maps.stacks_0, opts->max_stacks);
+		bpf_map__set_max_entries(s->maps.stacks_1, opts->max_stacks);
+	}
+	bpf_map__set_max_entries(s->maps.tgids, opts->nr_pids ? opts->nr_pids : 1);
+	c->ncpu = libbpf_num_possible_cpus();
+	if (c->ncpu <= 0 || bpf_map__set_max_entries(s->maps.cpu_state, c->ncpu)) {
+		set_err(ce, -EINVAL, NULL, "cannot size the per-CPU state map");
+		return -EINVAL;
+	}
+	s->rodata->unwind_mode = c->unwind_mode;
+	s->rodata->fp_walker = a->walker;
+	if (a->kernel_walk) {
+		s->rodata->kw_enabled = true;
+		s->rodata->kw_verify = getenv("BPFPROF_TEST_KWALK_VERIFY") != NULL;
+		s->rodata->kw_base = c->korc.base;
+		s->rodata->kw_end = c->korc.end;
+		s->rodata->kw_nblocks = c->korc.nblocks;
+		s->rodata->kw_tramp0 = c->korc_tramp[0];
+		s->rodata->kw_tramp1 = c->korc_tramp[1];
+		s->rodata->kw_tramp2 = c->korc_tramp[2];
+		bpf_map__set_max_entries(s->maps.korc_ents, c->korc.nents);
+		bpf_map__set_max_entries(s->maps.korc_uniq, c->korc.nuniq);
+		bpf_map__set_max_entries(s->maps.korc_blocks, c->korc.nblocks);
+	}
+	if (opts->unwind_max_procs)
+		bpf_map__set_max_entries(s->maps.unwind_procs, opts->unwind_max_procs);
+	return 0;
+}
+
+static void load_error(struct collector_error *ce, int err)
+{
+	if (err == -EPERM || err == -EACCES)
+		set_err(ce, err, "run as root, or grant CAP_BPF and CAP_PERFMON (CAP_SYS_ADMIN on kernels before 5.8)",
+			"loading the BPF program was refused: %s", strerror(-err));
+	else
+		set_err(ce, err, "run with -v -v to see the verifier log",
+			"loading the BPF program failed: %s", strerror(-err));
+}
+
+/*
+ * Opens, configures and loads the skeleton with the first attempt the kernel
+ * takes. Leaves c->skel loaded, or NULL with ce set.
+ */
+static int skel_load(struct collector *c, struct collector_error *ce)
+{
+	/* Tests: the program a kernel without bpf_loop() gets. */
+	bool walker_ok = !(getenv("BPFPROF_TEST_NO_WALKER") && c->unwind_mode != UNWIND_MODE_DWARF);
+	int err = -ENOENT, walker_err = 0;
+
+	if (!walker_ok)
+		c->unwind_mode = UNWIND_MODE_FP;
+	if (c->opts.drop_kernel || c->opts.kernel_helper)
+		c->kw_err = -ECANCELED; /* -U: no kernel stacks to walk */
+	for (size_t i = 0; i < ARRAY_SIZE(load_attempts); i++) {
+		const struct load_attempt *a = &load_attempts[i];
+
+		if (!attempt_possible(c, a, walker_ok))
+			continue;
+		if (!a->walker && walker_err && c->unwind_mode == UNWIND_MODE_AUTO) {
+			c->unwind_err = walker_err; /* auto falls back to frame pointers */
+			c->unwind_mode = UNWIND_MODE_FP;
+		}
+		c->skel = profile_bpf__open();
+		if (!c->skel) {
+			err = -errno;
+			set_err(ce, err, NULL, "cannot open the BPF object: %s", strerror(-err));
+			return err;
+		}
+		err = skel_configure(c, a, ce);
+		if (err)
+			goto out_destroy;
+		err = profile_bpf__load(c->skel);
+		if (!err) {
+			c->fp_walker = a->walker;
+			if (!a->kernel_walk && !c->kw_err)
+				c->kw_err = -ENOTSUP; /* the ORC walk is part of the walker */
+			return 0;
+		}
+		profile_bpf__destroy(c->skel);
+		c->skel = NULL;
+		if (a->kernel_walk) {
+			c->kw_err = err;
+			korc__free(&c->korc);
+		}
+		if (a->walker)
+			walker_err = err;
+	}
+	load_error(ce, err);
+	return err;
+
+out_destroy:
+	profile_bpf__destroy(c->skel);
+	c->skel = NULL;
+	return err;
+}
+
+/* Hands the kernel ORC table to its maps, then drops the copy. */
+static int korc_fill(struct collector *c, struct collector_error *ce)
+{
+	int err;
+
+	if (!c->skel->rodata->kw_enabled)
+		return 0;
+	err = fill_mmap(c->skel->maps.korc_ents, c->korc.ents,
+			c->korc.nents * sizeof(*c->korc.ents));
+	if (!err)
+		err = fill_mmap(c->skel->maps.korc_uniq, c->korc.uniq,
+				c->korc.nuniq * sizeof(*c->korc.uniq));
+	if (!err)
+		err = fill_mmap(c->skel->maps.korc_blocks, c->korc.blocks,
+				c->korc.nblocks * sizeof(*c->korc.blocks));
+	if (err) {
+		set_err(ce, err, NULL, "cannot fill the kernel unwind table: %s", strerror(-err));
+		return err;
+	}
+	c->korc_entries = c->korc.nents;
+	korc__free(&c->korc);
+	return 0;
+}
+
+/* The -p and --cgroup filters. */
+static int filters_fill(struct collector *c, struct collector_error *ce)
+{
+	const struct collector_opts *opts = &c->opts;
+	int err;
+
+	for (uint32_t i = 0; i < opts->nr_pids; i++) {
+		uint8_t one = 1;
+
+		if (bpf_map__update_elem(c->skel->maps.tgids, &opts->pids[i], sizeof(uint32_t),
+					 &one, sizeof(one), BPF_ANY)) {
+			err = -errno;
+			set_err(ce, err, NULL, "cannot add pid %u to the filter: %s", opts->pids[i],
+				strerror(-err));
+			return err;
+		}
+	}
+	for (uint32_t i = 0; i < opts->nr_cgroups; i++) {
+		if (bpf_map__update_elem(c->skel->maps.cgroups, &i, sizeof(i), &opts->cgroup_fds[i],
+					 sizeof(int), BPF_ANY)) {
+			err = -errno;
+			set_err(ce, err, NULL, "cannot add cgroup %u to the filter: %s", i,
+				strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
 struct collector *collector__open(const struct collector_opts *opts, struct collector_error *ce)
 {
 	struct collector *c;
-	int err;
 
 	c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -258,144 +462,14 @@ struct collector *collector__open(const struct collector_opts *opts, struct coll
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		set_err(ce, -ENOENT, "bpfprof needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (5.4 or later, as every major distribution ships)",
 			"this kernel has no BTF type information (/sys/kernel/btf/vmlinux is missing)");
-		goto err_free;
+		goto out_free;
 	}
-
 	c->unwind_mode = opts->unwind_mode;
-	c->fp_walker = true;
-	/* Tests: the program a kernel without bpf_loop() gets (see below). */
-	if (getenv("BPFPROF_TEST_NO_WALKER") && c->unwind_mode != UNWIND_MODE_DWARF) {
-		c->unwind_mode = UNWIND_MODE_FP;
-		c->fp_walker = false;
-	}
-retry:
-	c->skel = profile_bpf__open();
-	if (!c->skel) {
-		err = -errno;
-		set_err(ce, err, NULL, "cannot open the BPF object: %s", strerror(-err));
-		goto err_free;
-	}
+	if (skel_load(c, ce))
+		goto out_free;
+	if (korc_fill(c, ce) || filters_fill(c, ce))
+		goto out_destroy;
 
-	/* Configure: filters are read-only data, map sizes are set before load. */
-	c->skel->rodata->filter_tgids = opts->nr_pids > 0;
-	c->skel->rodata->drop_kernel = opts->drop_kernel;
-	c->skel->rodata->drop_user = opts->drop_user;
-	c->skel->rodata->include_idle = opts->include_idle;
-	c->skel->rodata->per_thread = opts->per_thread;
-	c->skel->rodata->nr_cgroups = (uint32_t)opts->nr_cgroups;
-	if (opts->nr_cgroups > bpf_map__max_entries(c->skel->maps.cgroups)) {
-		set_err(ce, -E2BIG, NULL, "at most %u --cgroup options",
-			bpf_map__max_entries(c->skel->maps.cgroups));
-		goto err_destroy;
-	}
-
-	if (opts->max_counts) {
-		bpf_map__set_max_entries(c->skel->maps.counts_0, opts->max_counts);
-		bpf_map__set_max_entries(c->skel->maps.counts_1, opts->max_counts);
-	}
-	if (opts->max_stacks) {
-		bpf_map__set_max_entries(c->skel->maps.stacks_0, opts->max_stacks);
-		bpf_map__set_max_entries(c->skel->maps.stacks_1, opts->max_stacks);
-	}
-	bpf_map__set_max_entries(c->skel->maps.tgids, opts->nr_pids ? opts->nr_pids : 1);
-	c->ncpu = libbpf_num_possible_cpus();
-	if (c->ncpu <= 0 || bpf_map__set_max_entries(c->skel->maps.cpu_state, c->ncpu)) {
-		set_err(ce, -EINVAL, NULL, "cannot size the per-CPU state map");
-		goto err_destroy;
-	}
-	c->skel->rodata->unwind_mode = c->unwind_mode;
-	c->skel->rodata->fp_walker = c->fp_walker;
-	if ((opts->drop_kernel || opts->kernel_helper) && !c->kw_err)
-		c->kw_err = -ECANCELED; /* -U: no kernel stacks to walk */
-	if (c->fp_walker && !c->kw_err && !c->korc.nents)
-		c->kw_err = kw_prepare(c);
-	if (c->fp_walker && !c->kw_err) {
-		c->skel->rodata->kw_enabled = true;
-		c->skel->rodata->kw_verify = getenv("BPFPROF_TEST_KWALK_VERIFY") != NULL;
-		c->skel->rodata->kw_base = c->korc.base;
-		c->skel->rodata->kw_end = c->korc.end;
-		c->skel->rodata->kw_nblocks = c->korc.nblocks;
-		c->skel->rodata->kw_tramp0 = c->korc_tramp[0];
-		c->skel->rodata->kw_tramp1 = c->korc_tramp[1];
-		c->skel->rodata->kw_tramp2 = c->korc_tramp[2];
-		bpf_map__set_max_entries(c->skel->maps.korc_ents, c->korc.nents);
-		bpf_map__set_max_entries(c->skel->maps.korc_uniq, c->korc.nuniq);
-		bpf_map__set_max_entries(c->skel->maps.korc_blocks, c->korc.nblocks);
-	}
-	if (opts->unwind_max_procs)
-		bpf_map__set_max_entries(c->skel->maps.unwind_procs, opts->unwind_max_procs);
-
-	err = profile_bpf__load(c->skel);
-	if (err && c->skel->rodata->kw_enabled) {
-		/* The kernel stack walk costs verifier budget: keep the rest. */
-		c->kw_err = err;
-		korc__free(&c->korc);
-		profile_bpf__destroy(c->skel);
-		goto retry;
-	}
-	if (err && c->fp_walker && c->unwind_mode != UNWIND_MODE_DWARF) {
-		/*
-		 * The walker needs bpf_loop() and bpf_task_pt_regs() (5.17+):
-		 * without them, --unwind auto and fp still profile, with the
-		 * kernel's frame-pointer walk (bpf_get_stack). The verifier never
-		 * sees the walker's helper calls then: they sit behind rodata
-		 * constants, in branches it prunes.
-		 */
-		if (c->unwind_mode == UNWIND_MODE_AUTO) {
-			c->unwind_err = err;
-			c->unwind_mode = UNWIND_MODE_FP;
-		}
-		c->fp_walker = false;
-		profile_bpf__destroy(c->skel);
-		goto retry;
-	}
-	if (err) {
-		if (err == -EPERM || err == -EACCES)
-			set_err(ce, err, "run as root, or grant CAP_BPF and CAP_PERFMON (CAP_SYS_ADMIN on kernels before 5.8)",
-				"loading the BPF program was refused: %s", strerror(-err));
-		else
-			set_err(ce, err, "run with -v -v to see the verifier log",
-				"loading the BPF program failed: %s", strerror(-err));
-		goto err_destroy;
-	}
-
-	if (c->skel->rodata->kw_enabled) {
-		err = fill_mmap(c->skel->maps.korc_ents, c->korc.ents,
-				c->korc.nents * sizeof(*c->korc.ents));
-		if (!err)
-			err = fill_mmap(c->skel->maps.korc_uniq, c->korc.uniq,
-					c->korc.nuniq * sizeof(*c->korc.uniq));
-		if (!err)
-			err = fill_mmap(c->skel->maps.korc_blocks, c->korc.blocks,
-					c->korc.nblocks * sizeof(*c->korc.blocks));
-		if (err) {
-			set_err(ce, err, NULL, "cannot fill the kernel unwind table: %s", strerror(-err));
-			goto err_destroy;
-		}
-		c->korc_entries = c->korc.nents;
-		korc__free(&c->korc); /* in the kernel now */
-	}
-
-	for (uint32_t i = 0; i < opts->nr_pids; i++) {
-		uint8_t one = 1;
-
-		if (bpf_map__update_elem(c->skel->maps.tgids, &opts->pids[i], sizeof(uint32_t),
-					 &one, sizeof(one), BPF_ANY)) {
-			err = -errno;
-			set_err(ce, err, NULL, "cannot add pid %u to the filter: %s", opts->pids[i],
-				strerror(-err));
-			goto err_destroy;
-		}
-	}
-	for (uint32_t i = 0; i < opts->nr_cgroups; i++) {
-		if (bpf_map__update_elem(c->skel->maps.cgroups, &i, sizeof(i), &opts->cgroup_fds[i],
-					 sizeof(int), BPF_ANY)) {
-			err = -errno;
-			set_err(ce, err, NULL, "cannot add cgroup %u to the filter: %s", i,
-				strerror(-err));
-			goto err_destroy;
-		}
-	}
 	c->counts_fd[0] = bpf_map__fd(c->skel->maps.counts_0);
 	c->counts_fd[1] = bpf_map__fd(c->skel->maps.counts_1);
 	c->stacks_fd[0] = bpf_map__fd(c->skel->maps.stacks_0);
@@ -415,14 +489,16 @@ retry:
 	c->last = htab__new();
 	if (!c->last) {
 		set_err(ce, -ENOMEM, NULL, "out of memory");
-		goto err_destroy;
+		goto out_destroy;
 	}
 	return c;
 
-err_destroy:
+out_destroy:
+	if (c->cpu_state)
+		munmap(c->cpu_state, c->cpu_state_len);
 	profile_bpf__destroy(c->skel);
+out_free:
 	korc__free(&c->korc);
-err_free:
 	free(c);
 	return NULL;
 }

@@ -112,7 +112,8 @@ uint32_t collector__unwind_mode(const struct collector *c, int *fallback_err);
 bool collector__kernel_fp_walk(const struct collector *c);
 /* Kernel stacks walked by the program with the kernel's ORC table (else by
  * bpf_get_stack(); *err says why: -ECANCELED not asked for, -ENOENT
- * no ORC table or addresses hidden, -ENOTSUP another orc_entry layout). */
+ * no ORC table or addresses hidden, -ENOTSUP another orc_entry layout or
+ * no program walker, else why the kernel refused to load it). */
 bool collector__kernel_walk(const struct collector *c, int *err, size_t *entries);
 void collector__unwind_kops(struct collector *c, struct unwind_kops *k);
 

@@ -199,16 +199,9 @@ int cli__parse_pids(const char *s, uint32_t **pids, size_t *nr)
 			free(arr);
 			return -ERANGE;
 		}
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 8;
-			uint32_t *na = realloc(arr, ncap * sizeof(*na));
-
-			if (!na) {
-				free(arr);
-				return -ENOMEM;
-			}
-			arr = na;
-			cap = ncap;
+		if (array_grow((void **)&arr, &cap, n + 1, sizeof(*arr))) {
+			free(arr);
+			return -ENOMEM;
 		}
 		arr[n++] = (uint32_t)v;
 		p += len;
@@ -333,187 +326,185 @@ void cli__free(struct options *o)
 	free(o->cgroups);
 	o->cgroups = NULL;
 	o->nr_cgroups = 0;
+	o->cap_cgroups = 0;
 }
 
-int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errlen)
+enum { NOT_AN_OPTION = 2 }; /* beside CLI_OK, CLI_EXIT, CLI_USAGE */
+
+/*
+ * Applies one option. CLI_OK, CLI_EXIT (--help, --version), CLI_USAGE with
+ * err, or NOT_AN_OPTION.
+ */
+static int parse_option(int c, const char *arg, struct options *o, char *err, size_t errlen)
 {
-	int c, rc;
+	int rc;
 
-	memset(o, 0, sizeof(*o));
-	o->freq = 99;
-	cli__out_defaults(&o->out);
-	optind = 1;
-	opterr = 0;
-	/* "+": stop at the first non-option, so "-- cmd -x" and "cmd -x" keep -x for cmd. */
-	while ((c = getopt_long(argc, argv, "+:F:ap:C:d:UKo:f:vqh", long_opts, NULL)) != -1) {
-		switch (c) {
-		case 'F':
-			if (parse_u32_opt(optarg, 1, CLI_MAX_FREQ, &o->freq))
-				return usage_err(err, errlen,
-						 "invalid frequency '%s': expected a whole number of Hz from 1 to %u",
-						 optarg, CLI_MAX_FREQ);
-			break;
-		case 'a':
-			o->all_cpus = true;
-			break;
-		case 'p':
-			free(o->pids);
-			o->pids = NULL;
-			rc = cli__parse_pids(optarg, &o->pids, &o->nr_pids);
-			if (rc == -ERANGE)
-				return usage_err(err, errlen, "invalid pid in '%s': pids are 1 to 4194304",
-						 optarg);
-			if (rc)
-				return usage_err(err, errlen,
-						 "invalid pid list '%s': expected PID[,PID...]", optarg);
-			break;
-		case 'C':
-			/* Syntax now; range against this machine's CPUs in record. */
-			rc = parse_cpulist(optarg, NULL, 0);
-			if (rc == -EINVAL)
-				return usage_err(err, errlen,
-						 "invalid CPU list '%s': expected e.g. 0-3,8", optarg);
-			o->cpu_list = optarg;
-			break;
-		case 'd':
-			if (cli__parse_duration(optarg, &o->duration))
-				return usage_err(err, errlen,
-						 "invalid duration '%s': expected seconds > 0 (or 500ms, 2m, 1h)",
-						 optarg);
-			break;
-		case 'U':
-			o->user_only = true;
-			break;
-		case 'K':
-			o->kernel_only = true;
-			break;
-		case 'o':
-			if (!*optarg)
-				return usage_err(err, errlen, "empty output file name");
-			o->output = optarg;
-			break;
-		case 'f':
-			if (!output__find(optarg))
-				return usage_err(err, errlen,
-						 "unknown format '%s' (see --help for the list)", optarg);
-			o->format = optarg;
-			break;
-		case OPT_INCLUDE_IDLE:
-			o->include_idle = true;
-			break;
-		case OPT_PER_THREAD:
-			o->per_thread = true;
-			break;
-		case OPT_MAX_STACKS:
-			if (parse_u32_opt(optarg, 64, 1u << 24, &o->max_stacks))
-				return usage_err(err, errlen,
-						 "invalid --max-stacks '%s': expected 64 to 16777216", optarg);
-			break;
-		case OPT_MAX_COUNTS:
-			if (parse_u32_opt(optarg, 64, 1u << 24, &o->max_counts))
-				return usage_err(err, errlen,
-						 "invalid --max-entries '%s': expected 64 to 16777216", optarg);
-			break;
-		case OPT_UNWIND:
-			if (cli__parse_unwind(optarg, &o->unwind))
-				return usage_err(err, errlen,
-						 "invalid --unwind '%s': expected auto, fp or dwarf", optarg);
-			break;
-		case OPT_KERNEL_UNWIND:
-			if (!strcmp(optarg, "orc"))
-				o->kernel_helper = false;
-			else if (!strcmp(optarg, "kernel"))
-				o->kernel_helper = true;
-			else
-				return usage_err(err, errlen,
-						 "invalid --kernel-unwind '%s': expected orc or kernel", optarg);
-			break;
-		case 'v':
-			if (o->verbosity < 0)
-				o->verbosity = 0;
-			o->verbosity++;
-			break;
-		case 'q':
-			o->verbosity = -1;
-			break;
-		case OPT_OUT_TITLE:
-		case OPT_OUT_INVERTED:
-		case OPT_OUT_MERGE:
-		case OPT_OUT_TOP:
-		case OPT_OUT_SORT:
-			if (cli__out_option(c, optarg, &o->out, err, errlen) != CLI_OK)
-				return CLI_USAGE;
-			break;
-		case OPT_VERSION:
-			o->show_version = true;
-			return CLI_EXIT;
-		case OPT_INTERVAL:
-			if (cli__parse_duration(optarg, &o->interval) || o->interval < 1)
-				return usage_err(err, errlen,
-						 "invalid interval '%s': expected at least 1 second", optarg);
-			break;
-		case OPT_OUTPUT_DIR:
-			if (!*optarg)
-				return usage_err(err, errlen, "empty --output-dir");
-			o->output_dir = optarg;
-			break;
-		case OPT_KEEP: {
-			uint32_t v;
+	switch (c) {
+	case 'F':
+		if (parse_u32_opt(arg, 1, CLI_MAX_FREQ, &o->freq))
+			return usage_err(err, errlen,
+					 "invalid frequency '%s': expected a whole number of Hz from 1 to %u",
+					 arg, CLI_MAX_FREQ);
+		break;
+	case 'a':
+		o->all_cpus = true;
+		break;
+	case 'p':
+		free(o->pids);
+		o->pids = NULL;
+		rc = cli__parse_pids(arg, &o->pids, &o->nr_pids);
+		if (rc == -ERANGE)
+			return usage_err(err, errlen, "invalid pid in '%s': pids are 1 to 4194304",
+					 arg);
+		if (rc)
+			return usage_err(err, errlen,
+					 "invalid pid list '%s': expected PID[,PID...]", arg);
+		break;
+	case 'C':
+		/* Syntax now; range against this machine's CPUs in record. */
+		rc = parse_cpulist(arg, NULL, 0);
+		if (rc == -EINVAL)
+			return usage_err(err, errlen,
+					 "invalid CPU list '%s': expected e.g. 0-3,8", arg);
+		o->cpu_list = arg;
+		break;
+	case 'd':
+		if (cli__parse_duration(arg, &o->duration))
+			return usage_err(err, errlen,
+					 "invalid duration '%s': expected seconds > 0 (or 500ms, 2m, 1h)",
+					 arg);
+		break;
+	case 'U':
+		o->user_only = true;
+		break;
+	case 'K':
+		o->kernel_only = true;
+		break;
+	case 'o':
+		if (!*arg)
+			return usage_err(err, errlen, "empty output file name");
+		o->output = arg;
+		break;
+	case 'f':
+		if (!output__find(arg))
+			return usage_err(err, errlen,
+					 "unknown format '%s' (see --help for the list)", arg);
+		o->format = arg;
+		break;
+	case OPT_INCLUDE_IDLE:
+		o->include_idle = true;
+		break;
+	case OPT_PER_THREAD:
+		o->per_thread = true;
+		break;
+	case OPT_MAX_STACKS:
+		if (parse_u32_opt(arg, 64, 1u << 24, &o->max_stacks))
+			return usage_err(err, errlen,
+					 "invalid --max-stacks '%s': expected 64 to 16777216", arg);
+		break;
+	case OPT_MAX_COUNTS:
+		if (parse_u32_opt(arg, 64, 1u << 24, &o->max_counts))
+			return usage_err(err, errlen,
+					 "invalid --max-entries '%s': expected 64 to 16777216", arg);
+		break;
+	case OPT_UNWIND:
+		if (cli__parse_unwind(arg, &o->unwind))
+			return usage_err(err, errlen,
+					 "invalid --unwind '%s': expected auto, fp or dwarf", arg);
+		break;
+	case OPT_KERNEL_UNWIND:
+		if (!strcmp(arg, "orc"))
+			o->kernel_helper = false;
+		else if (!strcmp(arg, "kernel"))
+			o->kernel_helper = true;
+		else
+			return usage_err(err, errlen,
+					 "invalid --kernel-unwind '%s': expected orc or kernel", arg);
+		break;
+	case 'v':
+		if (o->verbosity < 0)
+			o->verbosity = 0;
+		o->verbosity++;
+		break;
+	case 'q':
+		o->verbosity = -1;
+		break;
+	case OPT_OUT_TITLE:
+	case OPT_OUT_INVERTED:
+	case OPT_OUT_MERGE:
+	case OPT_OUT_TOP:
+	case OPT_OUT_SORT:
+		if (cli__out_option(c, arg, &o->out, err, errlen) != CLI_OK)
+			return CLI_USAGE;
+		break;
+	case OPT_VERSION:
+		o->show_version = true;
+		return CLI_EXIT;
+	case OPT_INTERVAL:
+		if (cli__parse_duration(arg, &o->interval) || o->interval < 1)
+			return usage_err(err, errlen,
+					 "invalid interval '%s': expected at least 1 second", arg);
+		break;
+	case OPT_OUTPUT_DIR:
+		if (!*arg)
+			return usage_err(err, errlen, "empty --output-dir");
+		o->output_dir = arg;
+		break;
+	case OPT_KEEP: {
+		uint32_t v;
 
-			if (parse_u32_opt(optarg, 1, 100000000, &v))
-				return usage_err(err, errlen, "invalid --keep '%s': expected a count >= 1",
-						 optarg);
-			o->keep = v;
-			break;
-		}
-		case OPT_MAX_DISK:
-			if (cli__parse_size(optarg, &o->max_disk))
-				return usage_err(err, errlen,
-						 "invalid --max-disk '%s': expected bytes, e.g. 500M or 2G",
-						 optarg);
-			break;
-		case OPT_PUSH:
-			if (strncmp(optarg, "http://", 7) && strncmp(optarg, "https://", 8))
-				return usage_err(err, errlen,
-						 "invalid --push URL '%s': expected http://HOST[:PORT] or https://...",
-						 optarg);
-			o->push_url = optarg;
-			break;
-		case OPT_APP_NAME:
-			if (!*optarg || strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != strlen(optarg))
-				return usage_err(err, errlen,
-						 "invalid --app-name '%s': use letters, digits, '_', '-', '.'",
-						 optarg);
-			o->app_name = optarg;
-			break;
-		case OPT_TOKEN_FILE:
-			o->token_file = optarg;
-			break;
-		case OPT_LISTEN:
-			if (!*optarg)
-				return usage_err(err, errlen, "empty --listen");
-			o->listen = optarg;
-			break;
-		case OPT_CGROUP: {
-			const char **n = realloc(o->cgroups, (o->nr_cgroups + 1) * sizeof(*n));
-
-			if (!n)
-				return usage_err(err, errlen, "out of memory");
-			o->cgroups = n;
-			o->cgroups[o->nr_cgroups++] = optarg;
-			break;
-		}
-		case 'h':
-			o->show_help = true;
-			return CLI_EXIT;
-		case ':':
-			return usage_err(err, errlen, "option '%s' needs a value", argv[optind - 1]);
-		default:
-			if (optopt)
-				return usage_err(err, errlen, "unknown option '-%c'", optopt);
-			return usage_err(err, errlen, "unknown option '%s'", argv[optind - 1]);
-		}
+		if (parse_u32_opt(arg, 1, 100000000, &v))
+			return usage_err(err, errlen, "invalid --keep '%s': expected a count >= 1",
+					 arg);
+		o->keep = v;
+		break;
 	}
+	case OPT_MAX_DISK:
+		if (cli__parse_size(arg, &o->max_disk))
+			return usage_err(err, errlen,
+					 "invalid --max-disk '%s': expected bytes, e.g. 500M or 2G",
+					 arg);
+		break;
+	case OPT_PUSH:
+		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
+			return usage_err(err, errlen,
+					 "invalid --push URL '%s': expected http://HOST[:PORT] or https://...",
+					 arg);
+		o->push_url = arg;
+		break;
+	case OPT_APP_NAME:
+		if (!*arg || strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != strlen(arg))
+			return usage_err(err, errlen,
+					 "invalid --app-name '%s': use letters, digits, '_', '-', '.'",
+					 arg);
+		o->app_name = arg;
+		break;
+	case OPT_TOKEN_FILE:
+		o->token_file = arg;
+		break;
+	case OPT_LISTEN:
+		if (!*arg)
+			return usage_err(err, errlen, "empty --listen");
+		o->listen = arg;
+		break;
+	case OPT_CGROUP:
+		if (array_grow((void **)&o->cgroups, &o->cap_cgroups, o->nr_cgroups + 1,
+			       sizeof(*o->cgroups)))
+			return usage_err(err, errlen, "out of memory");
+		o->cgroups[o->nr_cgroups++] = arg;
+		break;
+	case 'h':
+		o->show_help = true;
+		return CLI_EXIT;
+	default:
+		return NOT_AN_OPTION;
+	}
+	return CLI_OK;
+}
+
+/* What follows the options: nothing, or "-- COMMAND ARGS". */
+static int parse_command(int argc, char **argv, struct options *o, char *err, size_t errlen)
+{
 	if (optind == argc && optind > 1 && !strcmp(argv[optind - 1], "--"))
 		return usage_err(err, errlen, "no command after --");
 	if (optind < argc) {
@@ -524,7 +515,11 @@ int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errle
 					 argv[optind]);
 		o->cmd = &argv[optind];
 	}
+	return CLI_OK;
+}
 
+int cli__validate(struct options *o, char *err, size_t errlen)
+{
 	if (o->user_only && o->kernel_only)
 		return usage_err(err, errlen, "-U and -K exclude each other");
 	if (o->cmd && o->nr_pids)
@@ -550,9 +545,32 @@ int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errle
 		return usage_err(err, errlen, "--token-file needs --push");
 	if (o->nr_cgroups && (o->cmd || o->nr_pids))
 		return usage_err(err, errlen, "--cgroup cannot be combined with -p or -- COMMAND");
-	if (o->output && !o->format && !output__for_path(o->output))
-		o->format = NULL; /* unknown extension: folded, like stdout */
 	return CLI_OK;
+}
+
+int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errlen)
+{
+	int c, rc;
+
+	memset(o, 0, sizeof(*o));
+	o->freq = 99;
+	cli__out_defaults(&o->out);
+	optind = 1;
+	opterr = 0;
+	/* "+": stop at the first non-option, so "-- cmd -x" and "cmd -x" keep -x for cmd. */
+	while ((c = getopt_long(argc, argv, "+:F:ap:C:d:UKo:f:vqh", long_opts, NULL)) != -1) {
+		if (c == ':')
+			return usage_err(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+		rc = parse_option(c, optarg, o, err, errlen);
+		if (rc == NOT_AN_OPTION && optopt)
+			return usage_err(err, errlen, "unknown option '-%c'", optopt);
+		if (rc == NOT_AN_OPTION)
+			return usage_err(err, errlen, "unknown option '%s'", argv[optind - 1]);
+		if (rc != CLI_OK)
+			return rc;
+	}
+	rc = parse_command(argc, argv, o, err, errlen);
+	return rc != CLI_OK ? rc : cli__validate(o, err, errlen);
 }
 
 void cli__out_defaults(struct out_opts *oo)

@@ -51,7 +51,7 @@ struct options {
 	const char *token_file;	  /* --token-file */
 	const char *listen;	  /* --listen [ADDR:]PORT */
 	const char **cgroups;	  /* --cgroup PATH (repeatable) */
-	size_t nr_cgroups;
+	size_t nr_cgroups, cap_cgroups;
 	enum unwind_opt unwind;
 	bool kernel_helper;	  /* --kernel-unwind kernel: bpf_get_stack(), not the ORC walk */
 	bool show_version;
@@ -66,8 +66,17 @@ enum {
 	CLI_USAGE = -1, /* bad usage: message in err, exit 2 */
 };
 
-/* Parses argv (argv[0] is the program or sub-command name). */
+/*
+ * Parses argv (argv[0] is the program or sub-command name): each option on
+ * its own, then cli__validate(). CLI_OK, CLI_EXIT or CLI_USAGE (message in err).
+ */
 int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errlen);
+/*
+ * Checks how the parsed options combine (-U with -K, a command with -p, ...)
+ * and fills the defaults that depend on others (--interval for the
+ * always-on sinks). CLI_OK or CLI_USAGE with err.
+ */
+int cli__validate(struct options *o, char *err, size_t errlen);
 void cli__free(struct options *o);
 void cli__usage(FILE *f);
 

@@ -332,10 +332,13 @@ void cli__free(struct options *o)
 enum { NOT_AN_OPTION = 2 }; /* beside CLI_OK, CLI_EXIT, CLI_USAGE */
 
 /*
- * Applies one option. CLI_OK, CLI_EXIT (--help, --version), CLI_USAGE with
- * err, or NOT_AN_OPTION.
+ * Each applies one option: CLI_OK, CLI_EXIT (--help, --version), CLI_USAGE
+ * with err, or NOT_AN_OPTION if c is not one of theirs.
  */
-static int parse_option(int c, const char *arg, struct options *o, char *err, size_t errlen)
+
+/* What is sampled, and how. */
+static int parse_sampling_option(int c, const char *arg, struct options *o, char *err,
+				 size_t errlen)
 {
 	int rc;
 
@@ -380,17 +383,6 @@ static int parse_option(int c, const char *arg, struct options *o, char *err, si
 	case 'K':
 		o->kernel_only = true;
 		break;
-	case 'o':
-		if (!*arg)
-			return usage_err(err, errlen, "empty output file name");
-		o->output = arg;
-		break;
-	case 'f':
-		if (!output__find(arg))
-			return usage_err(err, errlen,
-					 "unknown format '%s' (see --help for the list)", arg);
-		o->format = arg;
-		break;
 	case OPT_INCLUDE_IDLE:
 		o->include_idle = true;
 		break;
@@ -420,6 +412,34 @@ static int parse_option(int c, const char *arg, struct options *o, char *err, si
 		else
 			return usage_err(err, errlen,
 					 "invalid --kernel-unwind '%s': expected orc or kernel", arg);
+		break;
+	case OPT_CGROUP:
+		if (array_grow((void **)&o->cgroups, &o->cap_cgroups, o->nr_cgroups + 1,
+			       sizeof(*o->cgroups)))
+			return usage_err(err, errlen, "out of memory");
+		o->cgroups[o->nr_cgroups++] = arg;
+		break;
+	default:
+		return NOT_AN_OPTION;
+	}
+	return CLI_OK;
+}
+
+/* Where profiles go (one file, or the continuous-mode sinks), and messages. */
+static int parse_output_option(int c, const char *arg, struct options *o, char *err,
+			       size_t errlen)
+{
+	switch (c) {
+	case 'o':
+		if (!*arg)
+			return usage_err(err, errlen, "empty output file name");
+		o->output = arg;
+		break;
+	case 'f':
+		if (!output__find(arg))
+			return usage_err(err, errlen,
+					 "unknown format '%s' (see --help for the list)", arg);
+		o->format = arg;
 		break;
 	case 'v':
 		if (o->verbosity < 0)
@@ -487,12 +507,6 @@ static int parse_option(int c, const char *arg, struct options *o, char *err, si
 			return usage_err(err, errlen, "empty --listen");
 		o->listen = arg;
 		break;
-	case OPT_CGROUP:
-		if (array_grow((void **)&o->cgroups, &o->cap_cgroups, o->nr_cgroups + 1,
-			       sizeof(*o->cgroups)))
-			return usage_err(err, errlen, "out of memory");
-		o->cgroups[o->nr_cgroups++] = arg;
-		break;
 	case 'h':
 		o->show_help = true;
 		return CLI_EXIT;
@@ -500,6 +514,13 @@ static int parse_option(int c, const char *arg, struct options *o, char *err, si
 		return NOT_AN_OPTION;
 	}
 	return CLI_OK;
+}
+
+static int parse_option(int c, const char *arg, struct options *o, char *err, size_t errlen)
+{
+	int rc = parse_sampling_option(c, arg, o, err, errlen);
+
+	return rc == NOT_AN_OPTION ? parse_output_option(c, arg, o, err, errlen) : rc;
 }
 
 /* What follows the options: nothing, or "-- COMMAND ARGS". */

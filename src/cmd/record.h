@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * record.h - the pieces of "bpfprof record", shared by its three files:
+ *
+ *   record.c          the run: checks, open, the main loop, stop, one-shot output
+ *   record_samples.c  drained samples and process notices into the profile
+ *   record_sinks.c    continuous mode: intervals, store, push, HTTP, metrics
+ *
+ * Private to src/cmd/. Everything here is owned by one struct record that
+ * lives on cmd_record's stack; the functions print what went wrong (they are
+ * the CLI layer) and return 0 or the process exit status (1 failure, 2 usage).
+ */
+#ifndef BPFPROF_RECORD_H
+#define BPFPROF_RECORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent/metrics.h"
+#include "base/log.h"
+#include "cmd/cli.h"
+#include "collector/collector.h"
+#include "proc/child.h"
+#include "sym/kbuildid.h"
+
+struct profile;
+struct symbolizer;
+struct labels;
+struct unwinder;
+struct store;
+struct pusher;
+struct live;
+struct httpd;
+
+/* Turning drained samples into the profile (record_samples.c). */
+struct record_ctx {
+	struct profile *prof; /* the whole run, or the current interval */
+	struct symbolizer *sym;
+	struct labels *labels;
+	char kernel_build_id[BUILDID_HEX_MAX]; /* "" if unknown */
+	struct unwinder *uw; /* NULL with --unwind fp */
+	const char *unwind_name; /* the mode in effect, for the profile's metadata */
+	const struct options *o;
+	uint64_t notices;
+	uint64_t frames; /* symbolized */
+};
+
+/* Continuous mode: where intervals go, and the bookkeeping of the current one. */
+struct continuous {
+	struct store *store;
+	struct pusher *pusher;
+	struct live *live;
+	struct httpd *httpd;
+	struct metrics metrics;
+	uint64_t start_mono, start_real;
+	uint64_t lost_at_start;
+	uint64_t intervals;
+	struct ratelimit write_rl;
+};
+
+/* Collector callbacks: a process notice, a drained sample. */
+void record__on_proc_notice(void *ctx, const struct bp_proc_event *e);
+int record__on_sample(void *ctx, const struct collector_sample *s);
+/* Stamps a profile with what it covers (and the kernel's build id). */
+void record__fill_meta(struct profile *p, const struct record_ctx *rc, uint64_t start_real,
+		       uint64_t duration_ns, uint64_t lost);
+/* Samples the kernel dropped, every reason summed. */
+uint64_t record__lost(const struct collector_stats *st);
+
+/* Opens the sinks the options ask for (0, or the exit status after printing why). */
+int sinks__open(struct continuous *ct, const struct options *o);
+/* Sinks that wait for the next drain (a pending HTTP request) shorten the period. */
+bool sinks__want_drain(const struct continuous *ct);
+/* One drain, handed to the profile and to waiting HTTP requests. 0 or -errno. */
+int sinks__drain(struct continuous *ct, struct record_ctx *rc, struct collector *col);
+/* Ends the current interval: stamps it, hands it to the sinks, starts the next. */
+int sinks__finish_interval(struct continuous *ct, struct record_ctx *rc, struct collector *col,
+			   uint64_t now_mono);
+void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct collector *col);
+/* At the end of a run: the last push, and what the sinks did. */
+void sinks__summary(struct continuous *ct, const struct options *o);
+void sinks__close(struct continuous *ct);
+
+#endif

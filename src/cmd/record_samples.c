@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * record_samples.c - what the collector hands "bpfprof record": process
+ * notices (read /proc and load unwind tables while the process is alive) and
+ * drained samples (symbolized, labelled with their cgroup, added to the
+ * profile). See record.h.
+ */
+#include "cmd/record.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/profile.h"
+#include "base/util.h"
+#include "format/pprof_proto.h"
+#include "proc/cgroup.h"
+#include "proc/labels.h"
+#include "sym/symbolizer.h"
+#include "unwind/unwinder.h"
+
+void record__on_proc_notice(void *ctx, const struct bp_proc_event *e)
+{
+	struct record_ctx *rc = ctx;
+	struct proc_id id = { .pid = e->tgid, .start_time = e->start_time, .exec_id = e->exec_id,
+			      .mm_sig = e->mm_sig };
+
+	if (e->kind == PROC_EVENT_REFRESH) {
+		/* A pc in no known mapping (dlopen, new JIT code): re-read it now,
+		 * while the process is alive, for the walker and for names. */
+		if (rc->uw)
+			unwinder__refresh(rc->uw, e->tgid, e->start_time, e->exec_id);
+		symbolizer__refresh_process(rc->sym, &id);
+		return;
+	}
+	rc->notices++;
+	/* Tables first: until they are in, the process's stacks use frame pointers. */
+	if (rc->uw)
+		unwinder__note_process(rc->uw, e->tgid, e->start_time, e->exec_id);
+	/* Read what we need from /proc now, while the process is alive. */
+	symbolizer__note_process(rc->sym, &id);
+	labels__get(rc->labels, e->tgid, e->start_time);
+}
+
+static int64_t frame_of(struct record_ctx *rc, const struct sym *s)
+{
+	char buf[512];
+	const char *name = sym__display(s, buf, sizeof(buf));
+
+	/* pprof mappings carry build ids (servers such as Parca symbolize by them):
+	 * the symbolizer read them from the very file the process mapped. */
+	if (s->build_id && s->build_id_len && s->module && s->kind != FRAME_KERNEL &&
+	    !profile__build_id(rc->prof, s->module)) {
+		char hex[2 * 64 + 1];
+		size_t n = MIN(s->build_id_len, (size_t)64);
+
+		for (size_t i = 0; i < n; i++)
+			snprintf(hex + 2 * i, 3, "%02x", s->build_id[i]);
+		hex[2 * n] = '\0';
+		profile__set_build_id(rc->prof, s->module, hex);
+	}
+
+	return profile__frame(rc->prof, s->kind, name, s->module);
+}
+
+int record__on_sample(void *ctx, const struct collector_sample *s)
+{
+	struct record_ctx *rc = ctx;
+	const struct bp_sample_key *k = s->key;
+	struct proc_id id = { .pid = k->tgid, .start_time = k->start_time, .exec_id = k->exec_id };
+	uint32_t frames[2 * PROFILE_MAX_DEPTH + 1];
+	char comm[PROFILE_COMM_LEN + 1];
+	struct psample ps = { 0 };
+	uint32_t n = 0;
+	struct sym sym;
+	int64_t f;
+
+	/*
+	 * Root first: outermost user frame ... user leaf, then kernel entry ...
+	 * kernel leaf. The user leaf is the interrupted pc, not a return address,
+	 * also under a kernel stack: a page fault or an interrupt stops at the
+	 * instruction itself, which may be a function's first one.
+	 */
+	for (uint32_t i = s->nr_uips; i-- > 0;) {
+		symbolizer__user(rc->sym, &id, s->uips[i], i == 0, &sym);
+		rc->frames++;
+		f = frame_of(rc, &sym);
+		if (f < 0)
+			return (int)f;
+		frames[n++] = (uint32_t)f;
+	}
+	if ((k->flags & SAMPLE_F_USTACK_ERR) && !rc->o->kernel_only) {
+		f = profile__frame(rc->prof, FRAME_USER, "[unknown]", NULL);
+		if (f < 0)
+			return (int)f;
+		frames[n++] = (uint32_t)f;
+	}
+	for (uint32_t i = s->nr_kips; i-- > 0;) {
+		symbolizer__kernel(rc->sym, s->kips[i], &sym);
+		rc->frames++;
+		f = frame_of(rc, &sym);
+		if (f < 0)
+			return (int)f;
+		frames[n++] = (uint32_t)f;
+	}
+	memcpy(comm, k->comm, PROFILE_COMM_LEN);
+	comm[PROFILE_COMM_LEN] = '\0';
+	ps.pid = k->tgid;
+	ps.tid = k->tid;
+	ps.comm = comm;
+	if (!(k->flags & SAMPLE_F_KTHREAD)) {
+		const struct cgroup_info *ci = labels__get(rc->labels, k->tgid, k->start_time);
+
+		if (ci) {
+			ps.cgroup = ci->path[0] ? ci->path : NULL;
+			ps.container = ci->container_id[0] ? ci->container_id : NULL;
+		}
+	}
+	return profile__add(rc->prof, &ps, frames, n, s->count);
+}
+
+uint64_t record__lost(const struct collector_stats *st)
+{
+	return st->v[STAT_LOST_STACKS_FULL] + st->v[STAT_LOST_COUNTS_FULL] + st->v[STAT_LOST_NO_MAP] +
+	       st->v[STAT_LOST_STACK_ERR];
+}
+
+void record__fill_meta(struct profile *p, const struct record_ctx *rc, uint64_t start_real,
+		       uint64_t duration_ns, uint64_t lost)
+{
+	struct profile_meta *m = profile__meta(p);
+
+	m->freq_hz = rc->o->freq;
+	m->start_ns = start_real;
+	m->duration_ns = duration_ns;
+	m->lost = lost;
+	gethostname(m->hostname, sizeof(m->hostname) - 1);
+	snprintf(m->unwind, sizeof(m->unwind), "%s", rc->unwind_name ? rc->unwind_name : "fp");
+	if (rc->kernel_build_id[0])
+		profile__set_build_id(p, PPROF_KERNEL_MAPPING, rc->kernel_build_id);
+}

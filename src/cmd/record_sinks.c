@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * record_sinks.c - continuous mode of "bpfprof record": where each interval
+ * goes (the local store, the Pyroscope pusher, the HTTP endpoint), the
+ * interval bookkeeping, and the metrics the endpoint serves. A sink failing
+ * (full disk, unreachable server) is logged and counted; the agent keeps
+ * sampling. See record.h.
+ */
+#include "cmd/record.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/httpd.h"
+#include "agent/live.h"
+#include "agent/push.h"
+#include "agent/store.h"
+#include "base/profile.h"
+#include "base/util.h"
+#include "format/writer.h"
+#include "proc/labels.h"
+#include "sym/symbolizer.h"
+
+/* The push token: --token-file, else $BPFPROF_PUSH_TOKEN. Never from argv. */
+static int read_token(const char *file, char **out)
+{
+	const char *env = getenv("BPFPROF_PUSH_TOKEN");
+	char *buf = NULL;
+	int err;
+
+	*out = NULL;
+	if (!file) {
+		if (env && *env && !(*out = strdup(env)))
+			return -ENOMEM;
+		return 0;
+	}
+	err = read_file(file, 64 * 1024, &buf, NULL);
+	if (err)
+		return err;
+	buf[strcspn(buf, "\r\n")] = '\0';
+	*out = buf;
+	return 0;
+}
+
+/*
+ * The local store, the Pyroscope pusher, the HTTP endpoint. 2: the user's
+ * argument is wrong, 1: something failed.
+ */
+int sinks__open(struct continuous *ct, const struct options *o)
+{
+	const struct writer *pw = output__find("pprof");
+	const struct writer *fmt = pw ? pw : &writer_folded;
+	char msg[512];
+	int err;
+
+	if (o->output_dir) {
+		struct store_opts so = {
+			.dir = o->output_dir,
+			.writer = fmt,
+			.ext = pw ? ".pb.gz" : ".folded",
+			.keep = o->keep,
+			.max_disk = o->max_disk,
+		};
+
+		ct->store = store__open(&so);
+		if (!ct->store) {
+			p_err("cannot use --output-dir %s: %s", o->output_dir, strerror(errno));
+			return 2;
+		}
+	}
+	if (o->push_url) {
+		struct pusher_opts po = {
+			.url = o->push_url,
+			.app = o->app_name ? o->app_name : "bpfprof",
+			.freq = o->freq,
+			.writer = fmt,
+		};
+		char *token = NULL;
+
+		err = read_token(o->token_file, &token);
+		if (err) {
+			p_err("cannot read --token-file %s: %s", o->token_file, strerror(-err));
+			return 2;
+		}
+		po.token = token;
+		ct->pusher = pusher__start(&po, msg, sizeof(msg));
+		free(token);
+		if (!ct->pusher) {
+			p_err("--push: %s", msg);
+			return 1;
+		}
+	}
+	if (o->listen) {
+		ct->live = live__new(fmt, o->freq);
+		if (!ct->live) {
+			p_err("out of memory");
+			return 1;
+		}
+		ct->httpd = httpd__start(o->listen, ct->live, &ct->metrics,
+					 pw ? "application/octet-stream" : "text/plain; charset=utf-8",
+					 msg, sizeof(msg));
+		if (!ct->httpd) {
+			p_err("--listen: %s", msg);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+void sinks__close(struct continuous *ct)
+{
+	if (ct->live)
+		live__shutdown(ct->live); /* wakes HTTP requests still waiting */
+	httpd__stop(ct->httpd);
+	live__free(ct->live);
+	pusher__stop(ct->pusher, 0, NULL);
+	store__close(ct->store);
+}
+
+bool sinks__want_drain(const struct continuous *ct)
+{
+	return ct->live && live__pending(ct->live);
+}
+
+/*
+ * One drain. While /debug/pprof/profile requests wait, the drain goes into a
+ * separate delta first, so it can be handed to them too; otherwise straight
+ * into the run's (or interval's) profile.
+ */
+int sinks__drain(struct continuous *ct, struct record_ctx *rc, struct collector *col)
+{
+	struct profile *main_prof = rc->prof, *delta = NULL;
+	int err;
+
+	if (ct->live && live__pending(ct->live)) {
+		delta = profile__new();
+		if (!delta)
+			return -ENOMEM;
+		rc->prof = delta;
+	}
+	err = collector__drain(col, record__on_sample, rc);
+	rc->prof = main_prof;
+	if (delta) {
+		if (!err)
+			err = profile__merge(main_prof, delta);
+		live__feed(ct->live, delta, now_ns());
+		profile__free(delta);
+	} else if (ct->live) {
+		live__feed(ct->live, NULL, now_ns());
+	}
+	return err;
+}
+
+/*
+ * A sink failing (full disk, unreachable server) is logged and counted; the
+ * agent keeps sampling.
+ */
+int sinks__finish_interval(struct continuous *ct, struct record_ctx *rc, struct collector *col,
+			   uint64_t now_mono)
+{
+	struct collector_stats st;
+	struct profile *next;
+	char path[4096] = "";
+	uint64_t lost;
+	int err;
+
+	collector__stats(col, &st);
+	lost = record__lost(&st) - ct->lost_at_start;
+	record__fill_meta(rc->prof, rc, ct->start_real, now_mono - ct->start_mono, lost);
+	profile__sort(rc->prof);
+	if (ct->store) {
+		err = store__write(ct->store, rc->prof, ct->start_real, path, sizeof(path));
+		if (err)
+			p_warn_rl(&ct->write_rl, 60, "writing the interval profile to %s failed: %s",
+				  rc->o->output_dir, strerror(-err));
+	}
+	if (ct->pusher && profile__total(rc->prof) &&
+	    pusher__submit(ct->pusher, rc->prof, ct->start_real, ct->start_real + (now_mono - ct->start_mono)))
+		p_warn_rl(&ct->write_rl, 60, "cannot queue the interval for --push: out of memory");
+	p_debug("interval %" PRIu64 ": %" PRIu64 " samples, %" PRIu64 " lost, %zu stacks, "
+		"drain %.1f ms%s%s",
+		ct->intervals, profile__total(rc->prof), lost, profile__nr_stacks(rc->prof),
+		st.drain_ns / 1e6, path[0] ? ", wrote " : "", path);
+	next = profile__new();
+	if (!next)
+		return -ENOMEM;
+	profile__free(rc->prof);
+	rc->prof = next;
+	ct->intervals++;
+	ct->start_mono = now_mono;
+	ct->start_real = realtime_ns();
+	ct->lost_at_start = record__lost(&st);
+	return 0;
+}
+
+void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct collector *col)
+{
+	struct metrics_snapshot m = { 0 };
+	struct symbolizer_stats ss;
+	struct collector_stats st;
+
+	collector__stats(col, &st);
+	m.samples = st.v[STAT_SAMPLES];
+	m.lost_stacks_full = st.v[STAT_LOST_STACKS_FULL];
+	m.lost_counts_full = st.v[STAT_LOST_COUNTS_FULL];
+	m.lost_stack_err = st.v[STAT_LOST_STACK_ERR];
+	m.lost_other = st.v[STAT_LOST_NO_MAP];
+	m.idle = st.v[STAT_IDLE];
+	m.filtered = st.v[STAT_FILTERED];
+	m.ustack_errors = st.v[STAT_USTACK_ERR];
+	m.notices_lost = st.v[STAT_NOTIFY_LOST];
+	m.drains = st.drains;
+	m.drain_ns_last = st.drain_ns;
+	m.drain_ns_total = st.drain_ns_total;
+	m.last_drain_unix = realtime_ns() / 1000000000ULL;
+	m.intervals = ct->intervals;
+	m.freq = rc->o->freq;
+	if (ct->store) {
+		struct store_stats sst;
+
+		store__stats(ct->store, &sst);
+		m.files_written = sst.written;
+		m.file_errors = sst.errors;
+		m.files_pruned = sst.pruned;
+		m.files_kept = sst.files;
+		m.store_bytes = sst.bytes;
+	}
+	if (ct->pusher) {
+		struct pusher_stats ps;
+
+		pusher__stats(ct->pusher, &ps);
+		m.push_sent = ps.sent;
+		m.push_failed = ps.failed;
+		m.push_dropped = ps.dropped;
+		m.push_queued = ps.queued;
+	}
+	symbolizer__stats(rc->sym, &ss);
+	m.procs_cached = ss.procs;
+	m.files_cached = ss.files;
+	m.labels_cached = labels__count(rc->labels);
+	metrics__publish(&ct->metrics, &m);
+}
+
+void sinks__summary(struct continuous *ct, const struct options *o)
+{
+	if (ct->pusher) {
+		struct pusher_stats ps;
+
+		pusher__stop(ct->pusher, 5000, &ps); /* give the last interval a chance */
+		ct->pusher = NULL;
+		p_info("pushed %" PRIu64 " profiles to %s, %" PRIu64 " attempts failed, %" PRIu64
+		       " dropped",
+		       ps.sent, o->push_url, ps.failed, ps.dropped);
+	}
+	if (ct->store) {
+		struct store_stats ss;
+
+		store__stats(ct->store, &ss);
+		p_info("%" PRIu64 " profiles written to %s (%u kept, %" PRIu64
+		       " bytes), %" PRIu64 " failed",
+		       ss.written, o->output_dir, ss.files, ss.bytes, ss.errors);
+	}
+}

@@ -449,14 +449,6 @@ static int parse_output_option(int c, const char *arg, struct options *o, char *
 	case 'q':
 		o->verbosity = -1;
 		break;
-	case OPT_OUT_TITLE:
-	case OPT_OUT_INVERTED:
-	case OPT_OUT_MERGE:
-	case OPT_OUT_TOP:
-	case OPT_OUT_SORT:
-		if (cli__out_option(c, arg, &o->out, err, errlen) != CLI_OK)
-			return CLI_USAGE;
-		break;
 	case OPT_VERSION:
 		o->show_version = true;
 		return CLI_EXIT;
@@ -520,7 +512,14 @@ static int parse_option(int c, const char *arg, struct options *o, char *err, si
 {
 	int rc = parse_sampling_option(c, arg, o, err, errlen);
 
-	return rc == NOT_AN_OPTION ? parse_output_option(c, arg, o, err, errlen) : rc;
+	if (rc == NOT_AN_OPTION)
+		rc = parse_output_option(c, arg, o, err, errlen);
+	if (rc == NOT_AN_OPTION) { /* the output options every command takes */
+		rc = cli__out_option(c, arg, &o->out, err, errlen);
+		if (rc == 1)
+			rc = NOT_AN_OPTION;
+	}
+	return rc;
 }
 
 /* What follows the options: nothing, or "-- COMMAND ARGS". */

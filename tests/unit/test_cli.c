@@ -153,10 +153,10 @@ static void test_output_options(void **state)
 	assert_false(o.out.inverted || o.out.merge);
 	cli__free(&o);
 	assert_int_equal(parse(&o, err, "-o", "x.svg", "--title", "T", "--inverted", "--merge", "--top",
-			       "0", "--sort", "total", NULL),
+			       "0", "--sort", "total", "--lines", NULL),
 			 CLI_OK);
 	assert_string_equal(o.out.title, "T");
-	assert_true(o.out.inverted && o.out.merge);
+	assert_true(o.out.inverted && o.out.merge && o.out.lines);
 	assert_int_equal(o.out.top, 0);
 	assert_string_equal(o.out.sort, "total");
 	cli__free(&o);

@@ -5,7 +5,7 @@
  * Interning uses htab with byte keys: strings by their bytes, frames by
  * (kind, name, module, file pointers, line) - interned pointers are stable, so the
  * pointer values are a valid identity - stacks by their frame ids, samples by
- * (identity pointers, pid, tid, stack id).
+ * (identity pointers, pid, tid, stack id, leaf address).
  */
 #include "base/profile.h"
 
@@ -49,6 +49,7 @@ struct frame_key {
 struct sample_key {
 	uintptr_t comm, cgroup, container;
 	uint32_t pid, tid, stack, pad;
+	uint64_t addr;
 };
 
 struct profile *profile__new(void)
@@ -193,6 +194,7 @@ int profile__add(struct profile *p, const struct psample *id, const uint32_t *fr
 	k.pid = id->pid;
 	k.tid = id->tid;
 	k.stack = (uint32_t)stack;
+	k.addr = id->addr;
 	e = htab__upsert(p->sample_idx, &k, sizeof(k), &created);
 	if (!e)
 		return -ENOMEM;
@@ -210,6 +212,7 @@ int profile__add(struct profile *p, const struct psample *id, const uint32_t *fr
 			.container = (const char *)k.container,
 			.stack = (uint32_t)stack,
 			.count = 0,
+			.addr = id->addr,
 		};
 		e->value = (void *)(uintptr_t)p->nr_samples++;
 	}
@@ -355,7 +358,10 @@ static int cmp_samples(const void *a, const void *b)
 	c = strcmp(x->cgroup ? x->cgroup : "", y->cgroup ? y->cgroup : "");
 	if (c)
 		return c;
-	return strcmp(x->container ? x->container : "", y->container ? y->container : "");
+	c = strcmp(x->container ? x->container : "", y->container ? y->container : "");
+	if (c)
+		return c;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
 void profile__sort(struct profile *p)
@@ -377,6 +383,7 @@ void profile__sort(struct profile *p)
 		k.pid = s->pid;
 		k.tid = s->tid;
 		k.stack = s->stack;
+		k.addr = s->addr;
 		e = htab__find(p->sample_idx, &k, sizeof(k));
 		if (e)
 			e->value = (void *)(uintptr_t)i;

@@ -49,6 +49,15 @@ struct psample {
 	const char *container; /* container id, NULL when none */
 	uint32_t stack;	     /* stack id */
 	uint64_t count;
+	/*
+	 * The leaf frame's address, when the profile keeps addresses (record
+	 * --addresses, pprof Location.address): the ELF virtual address in the
+	 * leaf's module file (what addr2line and objdump take), or the kernel
+	 * address of a kernel leaf. 0: not kept. Part of the sample's identity:
+	 * one sample per distinct leaf address, so per-instruction counts
+	 * (annotate) survive while every writer that ignores it sums them.
+	 */
+	uint64_t addr;
 };
 
 /* Descriptive data about the whole profile; set by whoever builds it. */

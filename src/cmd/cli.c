@@ -29,6 +29,7 @@ enum {
 	OPT_LISTEN,
 	OPT_CGROUP,
 	OPT_KERNEL_UNWIND,
+	OPT_ADDRESSES,
 };
 
 static const struct option long_opts[] = {
@@ -60,6 +61,7 @@ static const struct option long_opts[] = {
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "cgroup", required_argument, NULL, OPT_CGROUP },
+	{ "addresses", no_argument, NULL, OPT_ADDRESSES },
 	{ "help", no_argument, NULL, 'h' },
 	CLI_OUT_OPTIONS,
 	{ NULL, 0, NULL, 0 },
@@ -105,7 +107,9 @@ void cli__usage(FILE *f)
 		"\n"
 		"Output:\n"
 		"  -o, --output FILE       write here instead of stdout (written atomically)\n"
-		"  -f, --format NAME       output format; default from FILE's extension, else folded\n");
+		"  -f, --format NAME       output format; default from FILE's extension, else folded\n"
+		"      --addresses         keep each sample's leaf address (pprof Location.address)\n"
+		"                          for 'bpfprof annotate PROFILE FUNCTION'\n");
 	for (w = output__all(); *w; w++) {
 		char exts[64] = "";
 
@@ -388,6 +392,9 @@ static int parse_sampling_option(int c, const char *arg, struct options *o, char
 		break;
 	case OPT_PER_THREAD:
 		o->per_thread = true;
+		break;
+	case OPT_ADDRESSES:
+		o->addresses = true;
 		break;
 	case OPT_MAX_STACKS:
 		if (parse_u32_opt(arg, 64, 1u << 24, &o->max_stacks))

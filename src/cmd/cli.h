@@ -35,6 +35,7 @@ struct options {
 	bool kernel_only;     /* -K */
 	bool include_idle;
 	bool per_thread;
+	bool addresses;	      /* --addresses: samples keep their leaf address */
 	const char *output;   /* NULL = stdout */
 	const char *format;   /* NULL = from extension, else folded */
 	char **cmd;	      /* after "--", NULL-terminated; NULL if none */

@@ -88,13 +88,18 @@ int record__on_sample(void *ctx, const struct collector_sample *s)
 		if (f < 0)
 			return (int)f;
 		frames[n++] = (uint32_t)f;
+		if (i == 0 && rc->o->addresses)
+			ps.addr = sym.addr; /* the leaf's address in its file */
 	}
 	if ((k->flags & SAMPLE_F_USTACK_ERR) && !rc->o->kernel_only) {
 		f = profile__frame(rc->prof, FRAME_USER, "[unknown]", NULL);
 		if (f < 0)
 			return (int)f;
 		frames[n++] = (uint32_t)f;
+		ps.addr = 0;
 	}
+	if (s->nr_kips && rc->o->addresses)
+		ps.addr = s->kips[0];
 	for (uint32_t i = s->nr_kips; i-- > 0;) {
 		symbolizer__kernel(rc->sym, s->kips[i], &sym);
 		rc->frames++;

@@ -521,6 +521,27 @@ struct sample_acc {
 	const char *comm, *cgroup, *container;
 };
 
+/*
+ * The leaf address a sample keeps (psample.addr): the address of its first
+ * location when that is already file-relative - a mapping starting at 0, as
+ * bpfprof writes them (Location.address = ELF virtual address). A runtime
+ * address of another producer would need the binary's load segments to
+ * become one: 0 (not kept).
+ */
+static uint64_t leaf_address(struct pctx *c, uint64_t loc_id)
+{
+	size_t li = lookup(c->loc_idx, loc_id), mi;
+	const struct plocation *l;
+
+	if (!li)
+		return 0;
+	l = &c->locs[li - 1];
+	mi = l->mapping_id ? lookup(c->map_idx, l->mapping_id) : 0;
+	if (mi && (c->maps[mi - 1].start || c->maps[mi - 1].offset))
+		return 0;
+	return l->address;
+}
+
 /* Frames of one location, leaf first, appended to fr. */
 static int location_frames(struct pctx *c, uint64_t loc_id, struct u64vec *fr)
 {
@@ -700,6 +721,7 @@ static int sample(struct pctx *c, struct pbr *m, size_t value_index, uint64_t di
 	id.comm = s.comm ? s.comm : default_comm;
 	id.cgroup = s.cgroup;
 	id.container = s.container;
+	id.addr = s.locs.nr ? leaf_address(c, s.locs.v[0]) : 0;
 	err = profile__add(c->p, &id, fr->nr ? *ids : &(uint32_t){0}, (uint32_t)fr->nr, count);
 out:
 	free(s.locs.v);

@@ -24,7 +24,12 @@
  *   location      one per frame, no address (frames are symbolized), one line
  *                 with the source line when known; inlined frames (Go) join
  *                 the frame they were inlined into as its first lines,
- *                 innermost first, as pprof represents inlining
+ *                 innermost first, as pprof represents inlining. A sample's
+ *                 leaf gets one location per distinct address when the
+ *                 profile keeps them (psample.addr, record --addresses):
+ *                 Location.address is the ELF virtual address in the
+ *                 mapping's file (the kernel address for [kernel.kallsyms]),
+ *                 the mapping starting at 0
  *   function      one per (kind, name, source file); system_name = name;
  *                 filename = the source file (Go, Python) when known
  *   comment       "bpfprof host=NAME", "bpfprof lost=N" when known
@@ -206,6 +211,7 @@ struct enc {
 	struct htab *functions; /* kind byte + name -> id */
 	uint32_t *loc_of_frame; /* frame id -> location id, 0 = not yet */
 	struct htab *loc_groups; /* frame ids of an inlined run, innermost first -> id */
+	struct htab *leaf_locs;	 /* the same with a leaf address after them -> id */
 	uint64_t nr_mappings, nr_functions, nr_locations;
 	bool oom;
 };
@@ -287,16 +293,28 @@ static uint64_t function_id(struct enc *e, const struct pframe *f)
  * The location of frames[0..n): one frame, or inlined frames (innermost
  * first) and the frame they were inlined into, which gives the mapping.
  */
-static uint64_t location_id(struct enc *e, const uint32_t *frames, uint32_t n)
+static uint64_t location_id(struct enc *e, const uint32_t *frames, uint32_t n, uint64_t addr)
 {
 	const struct pframe *outer = profile__frame_get(e->p, frames[n - 1]);
 	struct htab_entry *he = NULL;
 	uint64_t mid, fids[PPROF_MAX_INLINE];
+	uint32_t key[PPROF_MAX_INLINE + 2];
 	bool created;
 
-	if (n == 1 && e->loc_of_frame[frames[0]])
+	if (n == 1 && !addr && e->loc_of_frame[frames[0]])
 		return e->loc_of_frame[frames[0]];
-	if (n > 1) {
+	if (addr) {
+		/* A leaf address: one location per (frames, address). */
+		memcpy(key, frames, n * sizeof(*frames));
+		memcpy(key + n, &addr, sizeof(addr));
+		he = htab__upsert(e->leaf_locs, key, n * sizeof(*frames) + sizeof(addr), &created);
+		if (!he) {
+			e->oom = true;
+			return 0;
+		}
+		if (!created)
+			return (uintptr_t)he->value;
+	} else if (n > 1) {
 		he = htab__upsert(e->loc_groups, frames, n * sizeof(*frames), &created);
 		if (!he) {
 			e->oom = true;
@@ -316,6 +334,7 @@ static uint64_t location_id(struct enc *e, const uint32_t *frames, uint32_t n)
 		e->loc_of_frame[frames[0]] = (uint32_t)e->nr_locations;
 	pb_uint(&e->sub, PPROF_LOCATION_ID, e->nr_locations);
 	pb_uint(&e->sub, PPROF_LOCATION_MAPPING_ID, mid);
+	pb_uint(&e->sub, PPROF_LOCATION_ADDRESS, addr);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct pframe *f = profile__frame_get(e->p, frames[i]);
 
@@ -399,7 +418,9 @@ static int encode(struct enc *e)
 				group[g++] = fr[n - 1 - j];
 			} while (++j < n && g < PPROF_MAX_INLINE &&
 				 profile__frame_get(e->p, group[g - 1])->kind == FRAME_INLINE);
-			locs[nl++] = location_id(e, group, g);
+			/* The sample's leaf address (if kept) goes on the leaf's location. */
+			locs[nl] = location_id(e, group, g, nl ? 0 : s->addr);
+			nl++;
 		}
 		pb_packed(&e->sub, &e->scratch, PPROF_SAMPLE_LOCATION_ID, locs, nl);
 		pb_packed(&e->sub, &e->scratch, PPROF_SAMPLE_VALUE, values, period ? 2 : 1);
@@ -445,9 +466,11 @@ int pprof__encode(const struct profile *p, uint8_t **buf, size_t *len)
 	e.functions = htab__new();
 	e.loc_groups = htab__new();
 	e.loc_of_frame = calloc(profile__nr_frames(p) + 1, sizeof(*e.loc_of_frame));
-	if (e.st.idx && e.mappings && e.functions && e.loc_groups && e.loc_of_frame)
+	e.leaf_locs = htab__new();
+	if (e.st.idx && e.mappings && e.functions && e.loc_groups && e.leaf_locs && e.loc_of_frame)
 		err = encode(&e);
 	htab__free(e.loc_groups);
+	htab__free(e.leaf_locs);
 	htab__free(e.st.idx);
 	htab__free(e.mappings);
 	htab__free(e.functions);

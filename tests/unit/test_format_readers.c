@@ -231,6 +231,69 @@ static void test_pprof_folded_round_trip(void **state)
 	profile__free(q);
 }
 
+/* Leaf addresses (record --addresses) survive pprof; writers without them sum. */
+static void test_pprof_leaf_addresses(void **state)
+{
+	struct profile *p = profile__new(), *q;
+	struct psample s = {.pid = 7, .comm = "app"};
+	uint32_t ids[3];
+	uint64_t by_addr[4] = {0};
+	char err[256], *gz, *folded;
+	size_t zlen;
+
+	ids[0] = (uint32_t)profile__frame(p, FRAME_USER, "main", "/bin/app");
+	ids[1] = (uint32_t)profile__frame(p, FRAME_USER, "loop", "/bin/app");
+	s.addr = 0x1130;
+	assert_int_equal(profile__add(p, &s, ids, 2, 5), 0);
+	s.addr = 0x1134;
+	assert_int_equal(profile__add(p, &s, ids, 2, 3), 0);
+	s.addr = 0x1130;
+	assert_int_equal(profile__add(p, &s, ids, 2, 1), 0); /* same address: one sample */
+	ids[2] = (uint32_t)profile__frame(p, FRAME_KERNEL, "do_syscall_64", NULL);
+	s.addr = 0xffffffff81001234ull;
+	assert_int_equal(profile__add(p, &s, ids, 3, 2), 0);
+	s.addr = 0;
+	assert_int_equal(profile__add(p, &s, ids, 2, 4), 0); /* no address kept */
+	assert_int_equal(profile__nr_samples(p), 4);
+	assert_int_equal(profile__nr_stacks(p), 2);
+
+	folded = folded_of(p);
+	assert_string_equal(folded, "app;main;loop 13\napp;main;loop;do_syscall_64_[k] 2\n");
+	free(folded);
+
+	gz = fx_write(&writer_pprof, p, NULL, &zlen);
+	q = read_buf(&reader_pprof, gz, zlen, 0, err, sizeof(err));
+	assert_int_equal(profile__nr_samples(q), 4);
+	for (size_t i = 0; i < profile__nr_samples(q); i++) {
+		const struct psample *t = profile__sample(q, i);
+
+		switch (t->addr) {
+		case 0x1130: by_addr[0] += t->count; break;
+		case 0x1134: by_addr[1] += t->count; break;
+		case 0xffffffff81001234ull: by_addr[2] += t->count; break;
+		case 0: by_addr[3] += t->count; break;
+		default: fail();
+		}
+	}
+	assert_int_equal(by_addr[0], 6);
+	assert_int_equal(by_addr[1], 3);
+	assert_int_equal(by_addr[2], 2);
+	assert_int_equal(by_addr[3], 4);
+	/* A merge keeps them apart too. */
+	{
+		struct profile *m = profile__new();
+
+		assert_int_equal(profile__merge(m, q), 0);
+		assert_int_equal(profile__merge(m, q), 0);
+		assert_int_equal(profile__nr_samples(m), 4);
+		assert_int_equal(profile__total(m), 30);
+		profile__free(m);
+	}
+	free(gz);
+	profile__free(p);
+	profile__free(q);
+}
+
 /* A hand-built message: sample types, one sample, strings. */
 struct msg {
 	uint8_t b[512];
@@ -453,6 +516,7 @@ int main(void)
 		cmocka_unit_test(test_folded_depth_limit),
 		cmocka_unit_test(test_pprof_round_trip),
 		cmocka_unit_test(test_pprof_folded_round_trip),
+		cmocka_unit_test(test_pprof_leaf_addresses),
 		cmocka_unit_test(test_pprof_hand_built),
 		cmocka_unit_test(test_pprof_malformed),
 		cmocka_unit_test(test_pprof_every_truncation_fails_cleanly),

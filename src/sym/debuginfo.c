@@ -85,7 +85,10 @@ static struct elfsym *try_file(const struct debuginfo_query *q, const struct deb
 		es = NULL;
 	}
 out:
-	close(f.fd);
+	if (es && q->fd_out)
+		*q->fd_out = f.fd;
+	else
+		close(f.fd);
 	return es;
 }
 
@@ -105,6 +108,8 @@ struct elfsym *debuginfo__find(const struct debuginfo_query *q, char *found, siz
 	size_t id_len;
 	uint32_t crc;
 
+	if (q->fd_out)
+		*q->fd_out = -1;
 	id = elfsym__build_id(q->bin, &id_len);
 	if (id && id_len >= 2) {
 		elfnote__build_id_hex(id, id_len, hex, sizeof(hex));

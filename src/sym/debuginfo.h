@@ -18,7 +18,8 @@
  * Debug files are opened with safeopen (symlinks may be followed, but only
  * inside the root they are looked up in: Fedora's .build-id entries are
  * relative links), must be regular files, and at most DEBUGINFO_MAX_FILE
- * bytes to be CRC-checked. Only their symbol tables are read.
+ * bytes to be CRC-checked. Only their symbol tables are read here; a caller
+ * that wants their DWARF (annotate's source lines) asks for the open fd.
  */
 #ifndef BPFPROF_DEBUGINFO_H
 #define BPFPROF_DEBUGINFO_H
@@ -42,6 +43,8 @@ struct debuginfo_query {
 	uint64_t dev, ino;		/* the binary itself: never its own debug file */
 	struct debuginfo_root roots[2]; /* container root, then host root */
 	const char *debug_dir;		/* "/usr/lib/debug" unless testing */
+	int *fd_out;			/* if set: the debug file's fd, kept open for the
+					 * caller to read its DWARF and close; -1 if none */
 };
 
 /*

@@ -94,6 +94,7 @@ struct elfsym {
 	char *pool;
 	size_t bad;
 	int type;
+	int machine; /* e_machine */
 	bool has_symtab;
 	bool has_debugdata;
 	bool has_debuglink;
@@ -1053,6 +1054,7 @@ static struct elfsym *open_elf(Elf *elf, uint64_t size, bool nested)
 		goto out;
 	}
 	es->type = eh.e_type;
+	es->machine = eh.e_machine;
 	/*
 	 * libelf quietly reports no sections when the section header table
 	 * lies past EOF, which is exactly what a truncated file looks like
@@ -1278,6 +1280,17 @@ const char *elfsym__lookup(const struct elfsym *es, uint64_t vaddr, uint64_t *of
 	return es->syms[i].name;
 }
 
+int elfsym__range(const struct elfsym *es, uint64_t vaddr, uint64_t *start, uint64_t *end)
+{
+	ssize_t i = lookup_index(es, vaddr);
+
+	if (i < 0)
+		return -ENOENT;
+	*start = es->syms[i].start;
+	*end = es->syms[i].end;
+	return 0;
+}
+
 const char *elfsym__lookup_demangled(struct elfsym *es, uint64_t vaddr, uint64_t *offset)
 {
 	ssize_t i = lookup_index(es, vaddr);
@@ -1323,6 +1336,29 @@ int elfsym__off_to_vaddr(const struct elfsym *es, uint64_t file_off, uint64_t *v
 		}
 	}
 	return -ENOENT;
+}
+
+int elfsym__vaddr_to_off(const struct elfsym *es, uint64_t vaddr, uint64_t *file_off,
+			 uint64_t *avail)
+{
+	if (!es)
+		return -ENOENT;
+	for (size_t i = 0; i < es->nr_segs; i++) {
+		const struct elfsym_seg *s = &es->segs[i];
+
+		if (vaddr >= s->vaddr && vaddr - s->vaddr < s->filesz) {
+			*file_off = vaddr - s->vaddr + s->off;
+			if (avail)
+				*avail = s->filesz - (vaddr - s->vaddr);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int elfsym__machine(const struct elfsym *es)
+{
+	return es ? es->machine : EM_NONE;
 }
 
 size_t elfsym__count(const struct elfsym *es)

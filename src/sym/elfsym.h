@@ -86,6 +86,22 @@ const char *elfsym__lookup_demangled(struct elfsym *es, uint64_t vaddr, uint64_t
  */
 int elfsym__merge(struct elfsym *dst, struct elfsym *src);
 
+/*
+ * The function containing vaddr: [*start, *end), as elfsym__lookup() finds
+ * it (a size-0 symbol ends at the next one). 0 or -ENOENT.
+ */
+int elfsym__range(const struct elfsym *es, uint64_t vaddr, uint64_t *start, uint64_t *end);
+
+/*
+ * Virtual address -> file offset via PT_LOAD (the bytes the file holds for it,
+ * not .bss); *avail (if given) receives how many bytes of the segment follow.
+ * 0 or -ENOENT.
+ */
+int elfsym__vaddr_to_off(const struct elfsym *es, uint64_t vaddr, uint64_t *file_off,
+			 uint64_t *avail);
+/* ELF e_machine (EM_X86_64, EM_AARCH64, ...). */
+int elfsym__machine(const struct elfsym *es);
+
 /* File offset -> virtual address via PT_LOAD; 0 or -ENOENT if no segment holds it. */
 int elfsym__off_to_vaddr(const struct elfsym *es, uint64_t file_off, uint64_t *vaddr);
 

@@ -365,6 +365,21 @@ const struct ksym *ksyms__lookup(const struct ksyms *ks, uint64_t addr)
 	return &e->sym;
 }
 
+uint64_t ksyms__end(const struct ksyms *ks, const struct ksym *sym)
+{
+	const struct ksym_ent *e = (const struct ksym_ent *)sym; /* sym is an entry's first member */
+	size_t i;
+	uint64_t cap;
+
+	if (!ks || !sym || e < ks->ents || e >= ks->ents + ks->nr)
+		return 0;
+	cap = sym->addr + KSYMS_MAX_EXTENT;
+	for (i = (size_t)(e - ks->ents) + 1; i < ks->nr; i++)
+		if (ks->ents[i].sym.addr > sym->addr)
+			return ks->ents[i].sym.addr < cap ? ks->ents[i].sym.addr : cap;
+	return cap;
+}
+
 const struct ksym *ksyms__find(const struct ksyms *ks, const char *name)
 {
 	if (!ks || !name)

@@ -58,6 +58,12 @@ void ksyms__free(struct ksyms *ks);
  */
 const struct ksym *ksyms__lookup(const struct ksyms *ks, uint64_t addr);
 /*
+ * Where sym (a symbol ksyms__lookup() or ksyms__find() returned) ends: the
+ * next symbol's address, at most KSYMS_MAX_EXTENT (1 MiB) past its start;
+ * 0 for a symbol not of ks.
+ */
+uint64_t ksyms__end(const struct ksyms *ks, const struct ksym *sym);
+/*
  * The symbol with exactly this name (of duplicates, the one at the lowest
  * address), or NULL. A linear scan: meant for a few names, not per sample.
  */

@@ -478,6 +478,17 @@ void symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out)
 		s->unknown++;
 }
 
+int symbolizer__kernel_range(struct symbolizer *s, uint64_t ip, uint64_t *start, uint64_t *end)
+{
+	const struct ksym *k = s->ks ? ksyms__lookup(s->ks, ip) : NULL;
+
+	if (!k)
+		return -ENOENT;
+	*start = k->addr;
+	*end = ksyms__end(s->ks, k);
+	return 0;
+}
+
 /* --- mount tables, process roots -------------------------------------------- */
 
 static const struct mountinfo *mounts_of(struct symbolizer *s, const char *rel)
@@ -1161,6 +1172,70 @@ void symbolizer__user(struct symbolizer *s, const struct proc_id *id, uint64_t i
 	out->addr = vaddr + (leaf ? 0 : 1);
 	if (!out->name)
 		s->unknown++;
+}
+
+/* --- files for annotate --------------------------------------------------------- */
+
+int symbolizer__open_files(struct symbolizer *s, uint32_t pid, const char *module,
+			   struct sym_files *out)
+{
+	struct symproc *p = NULL;
+	const struct procmap *m = NULL;
+	struct htab_entry *e;
+	struct safe_file sf;
+	struct pctx c;
+	struct elfsym *es, *dbg;
+	size_t pos = 0;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	out->fd = out->debug_fd = -1;
+	/* The newest live image of the pid (an exec'd one is another image). */
+	while ((e = htab__next(s->procs, &pos))) {
+		struct symproc *q = e->value;
+
+		if (q->id.pid == pid && !q->dead && !q->gone &&
+		    (!p || q->id.exec_id > p->id.exec_id || q->id.start_time > p->id.start_time))
+			p = q;
+	}
+	if (!p || !proc_matches(s, &p->id))
+		return -ESRCH;
+	for (size_t i = 0; i < p->maps.nr && !m; i++)
+		if (p->maps.maps[i].path && !strcmp(p->maps.maps[i].path, module))
+			m = &p->maps.maps[i];
+	if (!m)
+		return -ENOENT;
+	pctx_open(s, pid, p->tid, &c);
+	err = open_mapped_file(s, &c, m, &sf);
+	if (err) {
+		pctx_close(&c);
+		return err;
+	}
+	out->fd = sf.fd;
+	/* The debug file even when the binary has symbols: its DWARF is what counts. */
+	es = elfsym__open_fd(sf.fd);
+	if (es && (elfsym__build_id(es, NULL) || elfsym__debuglink(es, NULL))) {
+		struct debuginfo_query q = {
+			.bin = es,
+			.path = m->path,
+			.dev = (uint64_t)sf.st.st_dev,
+			.ino = (uint64_t)sf.st.st_ino,
+			.roots = { { c.root_fd, c.mi },
+				   { c.root_is_host || c.root_fd < 0 ? -1 : s->host_fd, c.host_mi } },
+			.debug_dir = s->debug_dir,
+			.fd_out = &out->debug_fd,
+		};
+
+		if (c.root_fd < 0) {
+			q.roots[0].fd = s->host_fd;
+			q.roots[0].mi = c.host_mi;
+		}
+		dbg = debuginfo__find(&q, out->debug_path, sizeof(out->debug_path));
+		elfsym__free(dbg);
+	}
+	elfsym__free(es);
+	pctx_close(&c);
+	return 0;
 }
 
 const char *sym__display(const struct sym *sym, char *buf, size_t size)

@@ -121,6 +121,28 @@ void symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out);
 void symbolizer__user(struct symbolizer *s, const struct proc_id *id, uint64_t ip, bool leaf,
 		      struct sym *out);
 
+/* The kernel function containing ip: [*start, *end). 0 or -ENOENT. */
+int symbolizer__kernel_range(struct symbolizer *s, uint64_t ip, uint64_t *start, uint64_t *end);
+
+/*
+ * The files behind a module of a process the symbolizer knows, for reading
+ * its code and DWARF (annotate): the file the process maps as `module` (a
+ * struct sym.module path), opened now the way its symbols were read
+ * (map_files, or the process's root with device and inode checked), and its
+ * separate debug file if one exists (by build id or .gnu_debuglink,
+ * container root first), whether or not the binary has a symbol table.
+ * Needs the process alive. 0 or -errno (-ESRCH: no live image of pid known,
+ * -ENOENT: it maps no such file, or a safety check's error); the caller
+ * closes both fds.
+ */
+struct sym_files {
+	int fd;		      /* the mapped file, read-only */
+	int debug_fd;	      /* its separate debug file, or -1 */
+	char debug_path[512]; /* where that was found, "" if none */
+};
+int symbolizer__open_files(struct symbolizer *s, uint32_t pid, const char *module,
+			   struct sym_files *out);
+
 /*
  * Formats the frame name: the symbol ("name [module]" for kernel module
  * symbols), else "module+0xADDR", else "[unknown]".

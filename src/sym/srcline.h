@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * srcline.h - source file and line of machine code addresses, from the DWARF
+ * line tables (.debug_line) of an ELF file, read with libdw: the binary
+ * itself when built with -g, or its separate debug file (objcopy
+ * --only-keep-debug, Debian's -dbgsym packages), whose addresses are the
+ * binary's.
+ *
+ * Only the line tables of the compile units whose address ranges overlap the
+ * range asked for are decoded. Rows of inlined code carry the inlined
+ * function's file and line, as addr2line -i's innermost line does.
+ *
+ * The file is untrusted: libdw bounds every read of the sections; a file
+ * with no or corrupt line tables gives no rows, never a crash. At most
+ * SRCLINE_MAX_ROWS rows are returned per range.
+ */
+#ifndef BPFPROF_SRCLINE_H
+#define BPFPROF_SRCLINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SRCLINE_MAX_ROWS (1u << 20)
+
+struct srcline;
+
+struct srcline_row {
+	uint64_t addr;	  /* first address of the row */
+	const char *file; /* as the line table names it (often absolute); lives as long as sl */
+	uint32_t line;	  /* 0: no line (compiler-generated code) */
+};
+
+/*
+ * Reads the DWARF of an open ELF file (fd not closed; it must stay open
+ * while sl is used). NULL with errno: ENOENT no DWARF, ENOEXEC not ELF,
+ * EINVAL string sections libdw cannot read safely, ENOMEM.
+ */
+struct srcline *srcline__open_fd(int fd);
+/* The same from an ELF image in memory (kept by reference: keep it alive). */
+struct srcline *srcline__open_mem(const void *data, size_t len);
+void srcline__free(struct srcline *sl);
+
+/*
+ * The line table rows with an address in [lo, hi), sorted by address (ties:
+ * the table's order; end-of-sequence rows left out). *rows is malloc'd (free
+ * it). 0, -ENOENT (no line table covers the range) or -ENOMEM.
+ */
+int srcline__rows(struct srcline *sl, uint64_t lo, uint64_t hi, struct srcline_row **rows,
+		  size_t *nr);
+
+/* The row that covers addr (the last row at or below it), or NULL. */
+const struct srcline_row *srcline__find(const struct srcline_row *rows, size_t nr, uint64_t addr);
+
+#endif

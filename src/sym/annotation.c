@@ -29,7 +29,7 @@ int annotation__build(struct annotation *a, const struct elfcode *code, struct s
 	size_t len, cap = 0, ci = 0;
 	ssize_t got;
 	bool is64;
-	int err = 0;
+	int machine, err = 0;
 
 	memset(a, 0, sizeof(*a));
 	a->start = start;
@@ -51,7 +51,8 @@ int annotation__build(struct annotation *a, const struct elfcode *code, struct s
 		goto out;
 	}
 	len = (size_t)got; /* a function cut short by its segment's end: what there is */
-	d = disasm__new(elfcode__machine(code, &is64), is64);
+	machine = elfcode__machine(code, &is64);
+	d = disasm__new(machine, is64);
 	if (!d) {
 		err = -errno;
 		goto out;

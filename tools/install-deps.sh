@@ -16,6 +16,8 @@ PACKAGES=(
 	libelf-dev libdw-dev zlib1g-dev liblzma-dev libzstd-dev
 	libcurl4-openssl-dev libmicrohttpd-dev libcap-dev ca-certificates
 	libiberty-dev g++
+	# annotate (capstone: disassembly) and top (ncurses: the full-screen view)
+	libcapstone-dev libncurses-dev
 )
 BUILD_ONLY=false
 [ "${1:-}" = build ] && BUILD_ONLY=true

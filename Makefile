@@ -35,7 +35,7 @@ EXTRA_LDFLAGS ?=
 BPF_EXTRA_CFLAGS ?= # e.g. -DBPFPROF_TIMING (tools/bench_breakdown.py)
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARNINGS) -Isrc -Ibpf -I$(OUT) $(CFLAGS) $(EXTRA_CFLAGS) \
 	      -DBPFPROF_VERSION='"$(VERSION) ($(GITREV))"' -MMD -MP
-LDLIBS_CORE := -lcapstone -lncursesw -ltinfo -ldw -lelf -lz -llzma -lzstd -liberty -lm -lmicrohttpd -lcurl -lcap -lpthread
+LDLIBS_CORE := -lcapstone -lncursesw -ltinfo -ldw -lelf -lz -llzma -lzstd -liberty -lm -lcurl -lcap -lpthread
 LDLIBS_BPF  := -lbpf
 
 ifeq ($(V),1)

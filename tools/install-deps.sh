@@ -14,7 +14,7 @@ PACKAGES=(
 	make gcc clang llvm libc6-dev pkg-config binutils
 	libbpf-dev bpftool linux-libc-dev
 	libelf-dev libdw-dev zlib1g-dev liblzma-dev libzstd-dev
-	libcurl4-openssl-dev libmicrohttpd-dev libcap-dev ca-certificates
+	libcurl4-openssl-dev libcap-dev ca-certificates
 	libiberty-dev g++
 	# annotate (capstone: disassembly) and top (ncurses: the full-screen view)
 	libcapstone-dev libncurses-dev

@@ -1,24 +1,100 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-/* httpd.c - /debug/pprof/profile, /metrics, /healthz; see httpd.h. */
+/*
+ * httpd.c - /debug/pprof/profile, /metrics, /healthz on one epoll thread;
+ * see httpd.h for what it guarantees against hostile clients.
+ *
+ * A connection goes READ (collecting its header, deadline 10 s after accept)
+ * -> WAIT (a profile thread is collecting) -> WRITE (deadline 60 s) -> LINGER
+ * (write side shut, the rest of the client's bytes read and dropped for up to
+ * 2 s so that closing does not turn into a reset that loses our answer) ->
+ * closed. Connections are kept in accept order, so the first READ one is the
+ * oldest: the one evicted when room is needed. Closed connections are parked
+ * until the end of the loop turn, as an epoll batch may still name them.
+ */
 #include "agent/httpd.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "base/log.h"
+#include "base/selfstat.h"
 #include "base/util.h"
 
-struct httpd {
-	struct MHD_Daemon *d;
-	struct live *live;
-	struct metrics *metrics;
-	const char *content_type;
+#define LINGER_MS    2000
+#define ACCEPT_REST  1000 /* ms the listening socket rests after accept() ran out */
+#define SWEEP_MS     250
+#define FDCOUNT_MS   1000
+#define ACCEPT_BATCH 64
+
+enum conn_state { C_READ, C_WAIT, C_WRITE, C_LINGER, C_DEAD };
+
+struct conn {
+	struct conn *prev, *next; /* accept order */
+	int fd;
+	enum conn_state st;
+	uint64_t accepted, deadline; /* ms, CLOCK_MONOTONIC */
+	char *in;
+	size_t in_len, in_cap;
+	char hdr[512];
+	size_t hdr_len;
+	char *body; /* owned unless body_static */
+	size_t body_len, off;
+	bool body_static;
+	int worker; /* profile slot, -1 if none */
 };
+
+struct worker {
+	struct httpd *h;
+	pthread_t th;
+	bool busy, done;
+	struct conn *conn; /* NULL once the client is gone */
+	unsigned seconds;
+	bool head;
+	bool cancel; /* set atomically when the client hangs up */
+	int err;
+	char *body;
+	size_t len;
+};
+
+struct httpd_counters {
+	uint64_t accepted, requests, timeouts, evicted, refused, accept_errors;
+};
+
+struct httpd {
+	struct httpd_opts o;
+	int lfd, epfd, evfd;
+	pthread_t loop;
+	bool loop_started;
+	struct conn *first, *last, *dead;
+	size_t nconns;
+	bool listening; /* listening socket armed in epoll */
+	uint64_t rest_until;
+	uint64_t fd_limit;
+	long other_fds; /* descriptors not ours, counted once a second */
+	uint64_t next_fdcount, next_sweep;
+	struct ratelimit rl_accept, rl_budget;
+	struct httpd_counters c;
+	pthread_mutex_t lock; /* workers[], stop */
+	bool stop;
+	struct worker workers[LIVE_MAX_REQUESTS];
+};
+
+/* Markers for epoll data: the listening socket and the wake-up eventfd. */
+static char tag_listen, tag_wake;
 
 int httpd__parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 {
@@ -66,92 +142,773 @@ int httpd__parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *l
 	return 0;
 }
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
-			     void *body, size_t len, enum MHD_ResponseMemoryMode mode)
+static uint64_t now_ms(void)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
-	enum MHD_Result ret;
-
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, "Content-Type", type);
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
-	return ret;
+	return now_ns() / 1000000ULL;
 }
 
-static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const char *msg)
+static void warn_rl(struct httpd *h, struct ratelimit *rl, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void warn_rl(struct httpd *h, struct ratelimit *rl, const char *fmt, ...)
 {
-	return reply(c, status, "text/plain; charset=utf-8", (void *)msg, strlen(msg),
-		     MHD_RESPMEM_PERSISTENT);
+	unsigned long suppressed;
+	char msg[512];
+	size_t n;
+	va_list ap;
+
+	if (!h->o.warn || !ratelimit__pass(rl, 60, &suppressed))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	n = strlen(msg);
+	if (suppressed)
+		snprintf(msg + n, sizeof(msg) - n, " (%lu times since the last warning)",
+			 suppressed + 1);
+	h->o.warn(h->o.warn_ctx, msg);
 }
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
-			      const char *method, const char *version, const char *upload,
-			      size_t *upload_size, void **state)
-{
-	struct httpd *h = cls;
+/* ---- connections ---- */
 
-	if (!*state) {
-		/* First call for this request: headers only. */
-		*state = (void *)1;
-		return MHD_YES;
+static void set_events(struct httpd *h, struct conn *c, uint32_t ev)
+{
+	struct epoll_event e = { .events = ev, .data.ptr = c };
+
+	epoll_ctl(h->epfd, EPOLL_CTL_MOD, c->fd, &e);
+}
+
+static void conn_close(struct httpd *h, struct conn *c)
+{
+	if (c->st == C_DEAD)
+		return;
+	if (c->worker >= 0) {
+		struct worker *w = &h->workers[c->worker];
+
+		pthread_mutex_lock(&h->lock);
+		w->conn = NULL; /* its result, if any, is dropped */
+		pthread_mutex_unlock(&h->lock);
+		/* Nobody waits for it any more: free the live slot now. */
+		__atomic_store_n(&w->cancel, true, __ATOMIC_RELEASE);
+		live__wake(h->o.live);
+		c->worker = -1;
 	}
-	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET\n");
+	close(c->fd); /* also removes it from the epoll set */
+	c->fd = -1;
+	c->st = C_DEAD;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		h->first = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		h->last = c->prev;
+	h->nconns--;
+	c->next = h->dead;
+	c->prev = NULL;
+	h->dead = c;
+}
 
-	if (!strcmp(url, "/healthz")) {
+static void conn_free(struct conn *c)
+{
+	free(c->in);
+	if (!c->body_static)
+		free(c->body);
+	free(c);
+}
+
+static void bury_dead(struct httpd *h)
+{
+	while (h->dead) {
+		struct conn *c = h->dead;
+
+		h->dead = c->next;
+		conn_free(c);
+	}
+}
+
+/* Writes what the socket takes; on completion shuts the write side and lingers. */
+static void conn_flush(struct httpd *h, struct conn *c)
+{
+	while (c->off < c->hdr_len + c->body_len) {
+		struct iovec iov[2];
+		int n = 0;
+		ssize_t w;
+
+		if (c->off < c->hdr_len) {
+			iov[n].iov_base = c->hdr + c->off;
+			iov[n++].iov_len = c->hdr_len - c->off;
+			if (c->body_len) {
+				iov[n].iov_base = c->body;
+				iov[n++].iov_len = c->body_len;
+			}
+		} else {
+			iov[n].iov_base = c->body + (c->off - c->hdr_len);
+			iov[n++].iov_len = c->body_len - (c->off - c->hdr_len);
+		}
+		w = writev(c->fd, iov, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				set_events(h, c, EPOLLOUT | EPOLLRDHUP);
+				return;
+			}
+			conn_close(h, c);
+			return;
+		}
+		c->off += (size_t)w;
+	}
+	if (!c->body_static)
+		free(c->body);
+	c->body = NULL;
+	c->body_len = 0;
+	shutdown(c->fd, SHUT_WR);
+	c->st = C_LINGER;
+	c->deadline = now_ms() + LINGER_MS;
+	set_events(h, c, EPOLLIN | EPOLLRDHUP);
+}
+
+static const char *reason(unsigned status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 503: return "Service Unavailable";
+	default: return "Error";
+	}
+}
+
+/*
+ * Queues a response and starts sending it. body is taken over (freed when
+ * sent) unless is_static. HEAD gets the headers only.
+ */
+static void respond(struct httpd *h, struct conn *c, unsigned status, const char *type,
+		    char *body, size_t len, bool is_static, bool head)
+{
+	int n = snprintf(c->hdr, sizeof(c->hdr),
+			 "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+			 "Cache-Control: no-store\r\nConnection: close\r\n%s\r\n",
+			 status, reason(status), type, len,
+			 status == 405 ? "Allow: GET, HEAD\r\n" : "");
+
+	c->hdr_len = n > 0 && (size_t)n < sizeof(c->hdr) ? (size_t)n : 0;
+	if (head) {
+		if (!is_static)
+			free(body);
+		body = NULL;
+		len = 0;
+		is_static = true;
+	}
+	c->body = body;
+	c->body_len = len;
+	c->body_static = is_static;
+	c->off = 0;
+	c->st = C_WRITE;
+	c->deadline = now_ms() + HTTPD_WRITE_TIMEOUT;
+	conn_flush(h, c);
+}
+
+static void text(struct httpd *h, struct conn *c, unsigned status, const char *msg, bool head)
+{
+	respond(h, c, status, "text/plain; charset=utf-8", (char *)msg, strlen(msg), true, head);
+}
+
+/* A connection we cannot keep: a best-effort status line, then close. */
+static void refuse_fd(int fd, unsigned status, const char *msg)
+{
+	char buf[256];
+	int n = snprintf(buf, sizeof(buf),
+			 "HTTP/1.1 %u %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+			 "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+			 status, reason(status), strlen(msg), msg);
+
+	if (n > 0 && (size_t)n < sizeof(buf) && write(fd, buf, (size_t)n) < 0) {
+		/* nothing more to do: the client is told by the close */
+	}
+	close(fd);
+}
+
+/* ---- /debug/pprof/profile threads ---- */
+
+static void *profile_thread(void *arg)
+{
+	struct worker *w = arg;
+	char *body = NULL;
+	size_t len = 0;
+	uint64_t one = 1;
+	int err;
+
+	err = live__collect_or_cancel(w->h->o.live, w->seconds, &w->cancel, &body, &len);
+	pthread_mutex_lock(&w->h->lock);
+	w->err = err;
+	w->body = body;
+	w->len = len;
+	w->done = true;
+	pthread_mutex_unlock(&w->h->lock);
+	if (write(w->h->evfd, &one, sizeof(one)) < 0) {
+		/* the eventfd counter cannot overflow here; the loop also polls */
+	}
+	return NULL;
+}
+
+/* Answers the connections whose profile is ready; joins finished threads. */
+static void reap_workers(struct httpd *h)
+{
+	for (int i = 0; i < LIVE_MAX_REQUESTS; i++) {
+		struct worker *w = &h->workers[i];
+		struct conn *c;
+		char *body;
+		size_t len;
+		int err;
+
+		pthread_mutex_lock(&h->lock);
+		if (!w->busy || !w->done) {
+			pthread_mutex_unlock(&h->lock);
+			continue;
+		}
+		c = w->conn;
+		body = w->body;
+		len = w->len;
+		err = w->err;
+		w->body = NULL;
+		w->conn = NULL;
+		pthread_mutex_unlock(&h->lock);
+		pthread_join(w->th, NULL);
+		pthread_mutex_lock(&h->lock);
+		w->busy = w->done = false;
+		pthread_mutex_unlock(&h->lock);
+		if (!c) {
+			free(body);
+			continue;
+		}
+		c->worker = -1;
+		if (err == -EBUSY)
+			text(h, c, 429, "too many profile requests at once\n", w->head);
+		else if (err)
+			text(h, c, 503, "profiler is stopping\n", w->head);
+		else
+			respond(h, c, 200, h->o.content_type, body, len, false, w->head);
+		if (err)
+			free(body);
+	}
+}
+
+static void start_profile(struct httpd *h, struct conn *c, unsigned seconds, bool head)
+{
+	struct worker *w = NULL;
+	pthread_attr_t attr;
+
+	pthread_mutex_lock(&h->lock);
+	for (int i = 0; i < LIVE_MAX_REQUESTS && !w; i++) {
+		if (!h->workers[i].busy) {
+			w = &h->workers[i];
+			c->worker = i;
+		}
+	}
+	if (w) {
+		w->busy = true;
+		w->done = false;
+		w->cancel = false;
+		w->conn = c;
+		w->seconds = seconds;
+		w->head = head;
+		w->h = h;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (!w) {
+		text(h, c, 429, "too many profile requests at once\n", head);
+		return;
+	}
+	c->st = C_WAIT;
+	c->deadline = UINT64_MAX;
+	set_events(h, c, EPOLLIN | EPOLLRDHUP);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	if (pthread_create(&w->th, &attr, profile_thread, w)) {
+		pthread_mutex_lock(&h->lock);
+		w->busy = false;
+		w->conn = NULL;
+		pthread_mutex_unlock(&h->lock);
+		c->worker = -1;
+		text(h, c, 503, "cannot start a profile thread\n", head);
+	}
+	pthread_attr_destroy(&attr);
+}
+
+/* ---- requests ---- */
+
+static void render_http_metrics(struct httpd *h, struct sbuf *out)
+{
+	sbuf_printf(out,
+		    "# HELP bpfprof_http_connections HTTP connections open.\n"
+		    "# TYPE bpfprof_http_connections gauge\n"
+		    "bpfprof_http_connections %zu\n"
+		    "# HELP bpfprof_http_requests_total HTTP requests answered.\n"
+		    "# TYPE bpfprof_http_requests_total counter\n"
+		    "bpfprof_http_requests_total %" PRIu64 "\n"
+		    "# HELP bpfprof_http_connections_closed_total HTTP connections closed by the agent before a request, by reason.\n"
+		    "# TYPE bpfprof_http_connections_closed_total counter\n"
+		    "bpfprof_http_connections_closed_total{reason=\"header_timeout\"} %" PRIu64 "\n"
+		    "bpfprof_http_connections_closed_total{reason=\"evicted\"} %" PRIu64 "\n"
+		    "bpfprof_http_connections_closed_total{reason=\"no_room\"} %" PRIu64 "\n"
+		    "# HELP bpfprof_http_accept_errors_total Failed accept() calls (e.g. out of descriptors).\n"
+		    "# TYPE bpfprof_http_accept_errors_total counter\n"
+		    "bpfprof_http_accept_errors_total %" PRIu64 "\n",
+		    h->nconns, h->c.requests, h->c.timeouts, h->c.evicted, h->c.refused,
+		    h->c.accept_errors);
+}
+
+/* The value of `key` in a query string (not decoded; the values used here are digits). */
+static bool query_value(const char *q, size_t qlen, const char *key, char *out, size_t size)
+{
+	size_t klen = strlen(key);
+	const char *p = q, *end = q + qlen;
+
+	while (p < end) {
+		const char *amp = memchr(p, '&', (size_t)(end - p));
+		const char *e = amp ? amp : end;
+
+		if ((size_t)(e - p) > klen && !memcmp(p, key, klen) && p[klen] == '=') {
+			size_t vlen = (size_t)(e - p) - klen - 1;
+
+			if (vlen >= size)
+				vlen = size - 1;
+			memcpy(out, p + klen + 1, vlen);
+			out[vlen] = '\0';
+			return true;
+		}
+		p = e + 1;
+	}
+	return false;
+}
+
+static bool is_tchar(char ch)
+{
+	return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+	       (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
+/* A complete header is in c->in: parse the request line and answer. */
+static void handle_request(struct httpd *h, struct conn *c)
+{
+	const char *p = c->in, *end = memchr(c->in, '\n', c->in_len);
+	const char *method = p, *target, *version, *path, *q;
+	size_t mlen, tlen, plen, qlen = 0;
+	bool head;
+
+	h->c.requests++;
+	if (!end)
+		end = c->in + c->in_len;
+	if (end > p && end[-1] == '\r')
+		end--;
+	/* METHOD SP request-target SP HTTP/x.y */
+	while (p < end && is_tchar(*p))
+		p++;
+	mlen = (size_t)(p - method);
+	if (!mlen || mlen > 16 || p >= end || *p != ' ') {
+		text(h, c, 400, "bad request line\n", false);
+		return;
+	}
+	target = ++p;
+	while (p < end && *p != ' ')
+		p++;
+	tlen = (size_t)(p - target);
+	version = p + 1;
+	if (!tlen || p >= end || end - version != 8 || memcmp(version, "HTTP/1.", 7)) {
+		text(h, c, 400, "bad request line\n", false);
+		return;
+	}
+	head = mlen == 4 && !memcmp(method, "HEAD", 4);
+	if (!head && !(mlen == 3 && !memcmp(method, "GET", 3))) {
+		text(h, c, 405, "only GET and HEAD\n", false);
+		return;
+	}
+	/* Absolute form ("http://host/path"), as proxies send it. */
+	path = target;
+	if (tlen > 7 && (!memcmp(target, "http://", 7) || !memcmp(target, "https://", 8))) {
+		const char *slash = memchr(target + 8, '/', tlen - 8);
+
+		path = slash ? slash : target + tlen;
+	}
+	plen = (size_t)(target + tlen - path);
+	q = memchr(path, '?', plen);
+	if (q) {
+		qlen = plen - (size_t)(q - path) - 1;
+		plen = (size_t)(q - path);
+		q++;
+	}
+#define PATH_IS(s) (plen == sizeof(s) - 1 && !memcmp(path, s, plen))
+	if (PATH_IS("/healthz")) {
 		struct metrics_snapshot s;
 
-		metrics__get(h->metrics, &s);
+		metrics__get(h->o.metrics, &s);
 		if (s.last_drain_unix && (uint64_t)time(NULL) > s.last_drain_unix + 30)
-			return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "stalled: no drain for 30 s\n");
-		return text(c, MHD_HTTP_OK, "ok\n");
-	}
-	if (!strcmp(url, "/metrics")) {
+			text(h, c, 503, "stalled: no drain for 30 s\n", head);
+		else
+			text(h, c, 200, "ok\n", head);
+	} else if (PATH_IS("/metrics")) {
 		struct metrics_snapshot s;
 		struct sbuf sb = { 0 };
 
-		metrics__get(h->metrics, &s);
-		if (metrics__render(&s, &sb))
-			return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
-		return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", sb.buf, sb.len,
-			     MHD_RESPMEM_MUST_FREE);
-	}
-	if (!strcmp(url, "/debug/pprof/profile")) {
-		const char *sec = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "seconds");
+		metrics__get(h->o.metrics, &s);
+		if (metrics__render(&s, &sb)) {
+			sbuf_free(&sb);
+			text(h, c, 500, "out of memory\n", head);
+			return;
+		}
+		render_http_metrics(h, &sb);
+		respond(h, c, 200, "text/plain; version=0.0.4; charset=utf-8", sb.buf, sb.len,
+			false, head);
+	} else if (PATH_IS("/debug/pprof/profile")) {
+		char sec[24];
 		uint64_t seconds = 30;
-		char *body = NULL;
-		size_t len = 0;
-		int err;
 
-		if (sec && (parse_u64(sec, 10, &seconds) || seconds == 0 || seconds > LIVE_MAX_SECONDS))
-			return text(c, MHD_HTTP_BAD_REQUEST, "seconds must be 1 to 3600\n");
-		err = live__collect(h->live, (unsigned)seconds, &body, &len);
-		if (err == -EBUSY)
-			return text(c, MHD_HTTP_TOO_MANY_REQUESTS, "too many profile requests at once\n");
-		if (err)
-			return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "profiler is stopping\n");
-		return reply(c, MHD_HTTP_OK, h->content_type, body, len, MHD_RESPMEM_MUST_FREE);
+		if (q && query_value(q, qlen, "seconds", sec, sizeof(sec)) &&
+		    (parse_u64(sec, 10, &seconds) || seconds == 0 || seconds > LIVE_MAX_SECONDS)) {
+			text(h, c, 400, "seconds must be 1 to 3600\n", head);
+			return;
+		}
+		start_profile(h, c, (unsigned)seconds, head);
+	} else if (PATH_IS("/")) {
+		text(h, c, 200, "bpfprof: /debug/pprof/profile?seconds=N, /metrics, /healthz\n",
+		     head);
+	} else {
+		text(h, c, 404, "not found\n", head);
 	}
-	if (!strcmp(url, "/"))
-		return text(c, MHD_HTTP_OK,
-			    "bpfprof: /debug/pprof/profile?seconds=N, /metrics, /healthz\n");
-	return text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+#undef PATH_IS
 }
 
-struct httpd *httpd__start(const char *listen, struct live *live, struct metrics *metrics,
-			   const char *content_type, char *err, size_t errlen)
+/* End of the header: "\n\r\n" or "\n\n" (bare LF lines are accepted, as most servers do). */
+static bool header_complete(const struct conn *c)
 {
-	struct sockaddr_storage ss;
-	socklen_t len;
-	struct httpd *h;
-	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-			 MHD_USE_ERROR_LOG;
+	for (size_t i = 1; i < c->in_len; i++) {
+		if (c->in[i] != '\n')
+			continue;
+		if (c->in[i - 1] == '\n')
+			return true;
+		if (i >= 2 && c->in[i - 1] == '\r' && c->in[i - 2] == '\n')
+			return true;
+	}
+	return false;
+}
 
-	if (httpd__parse_listen(listen, &ss, &len)) {
-		snprintf(err, errlen, "invalid --listen '%s': expected [ADDR:]PORT", listen);
+/* Reads into the header buffer; answers once the header is complete. */
+static void conn_read(struct httpd *h, struct conn *c)
+{
+	for (;;) {
+		ssize_t r;
+
+		if (c->in_len == c->in_cap) {
+			size_t cap = c->in_cap ? c->in_cap * 2 : 1024;
+			char *n;
+
+			if (c->in_cap >= HTTPD_HEADER_MAX) {
+				text(h, c, 431, "request header too large\n", false);
+				return;
+			}
+			n = realloc(c->in, MIN(cap, (size_t)HTTPD_HEADER_MAX));
+			if (!n) {
+				conn_close(h, c);
+				return;
+			}
+			c->in = n;
+			c->in_cap = MIN(cap, (size_t)HTTPD_HEADER_MAX);
+		}
+		r = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EAGAIN)
+			return;
+		if (r <= 0) {
+			conn_close(h, c);
+			return;
+		}
+		c->in_len += (size_t)r;
+		if (header_complete(c)) {
+			handle_request(h, c);
+			/* The header buffer is not needed any more. */
+			free(c->in);
+			c->in = NULL;
+			c->in_len = c->in_cap = 0;
+			return;
+		}
+	}
+}
+
+/* Reads and drops what the client still sends; closes at its EOF. */
+static void conn_drain(struct httpd *h, struct conn *c)
+{
+	char buf[4096];
+
+	for (int i = 0; i < 16; i++) {
+		ssize_t r = read(c->fd, buf, sizeof(buf));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EAGAIN)
+			return;
+		if (r <= 0) {
+			conn_close(h, c);
+			return;
+		}
+	}
+}
+
+static void conn_event(struct httpd *h, struct conn *c, uint32_t ev)
+{
+	switch (c->st) {
+	case C_READ:
+		conn_read(h, c);
+		break;
+	case C_WAIT:
+		/* The client gave up (or sends more than one request): stop waiting for it. */
+		if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+			conn_close(h, c);
+		else
+			conn_drain(h, c);
+		break;
+	case C_WRITE:
+		if (ev & (EPOLLHUP | EPOLLERR))
+			conn_close(h, c);
+		else
+			conn_flush(h, c);
+		break;
+	case C_LINGER:
+		conn_drain(h, c);
+		break;
+	case C_DEAD:
+		break;
+	}
+}
+
+/* ---- accepting, under a connection cap and a descriptor budget ---- */
+
+/*
+ * Closes the oldest connection still sending its header. A real client sends
+ * its request with the connection (a new one is read at once, in the same
+ * turn), so the oldest silent one is the likeliest to be an idle hog.
+ */
+static bool evict_one(struct httpd *h)
+{
+	for (struct conn *c = h->first; c; c = c->next) {
+		if (c->st != C_READ)
+			continue;
+		h->c.evicted++;
+		conn_close(h, c);
+		return true;
+	}
+	return false;
+}
+
+static void count_fds(struct httpd *h, uint64_t now)
+{
+	long n = selfstat__open_fds();
+
+	h->fd_limit = selfstat__fd_limit(); /* prlimit(1) may change it under us */
+	if (n >= 0)
+		h->other_fds = MAX(0L, n - (long)h->nconns);
+	h->next_fdcount = now + FDCOUNT_MS;
+}
+
+/* May a connection be kept in descriptor fd? */
+static bool have_room(struct httpd *h, int fd)
+{
+	uint64_t used = (uint64_t)h->other_fds + h->nconns + 1;
+
+	if (h->nconns >= h->o.max_conns)
+		return false;
+	/* Linux hands out the lowest free descriptor: all below fd are taken. */
+	if ((uint64_t)fd + HTTPD_FD_RESERVE >= h->fd_limit)
+		return false;
+	return used + HTTPD_FD_RESERVE <= h->fd_limit;
+}
+
+static void listen_arm(struct httpd *h, bool on)
+{
+	struct epoll_event e = { .events = on ? EPOLLIN : 0, .data.ptr = &tag_listen };
+
+	if (h->listening != on && !epoll_ctl(h->epfd, EPOLL_CTL_MOD, h->lfd, &e))
+		h->listening = on;
+}
+
+static void conn_new(struct httpd *h, int fd, uint64_t now)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+	struct epoll_event e = { .events = EPOLLIN | EPOLLRDHUP };
+
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->fd = fd;
+	c->worker = -1;
+	c->st = C_READ;
+	c->accepted = now;
+	c->deadline = now + HTTPD_HEADER_TIMEOUT;
+	e.data.ptr = c;
+	if (epoll_ctl(h->epfd, EPOLL_CTL_ADD, fd, &e)) {
+		close(fd);
+		free(c);
+		return;
+	}
+	c->prev = h->last;
+	if (h->last)
+		h->last->next = c;
+	else
+		h->first = c;
+	h->last = c;
+	h->nconns++;
+	h->c.accepted++;
+	/* A client that sent its request with the connection is answered now. */
+	conn_read(h, c);
+}
+
+static void accept_some(struct httpd *h, uint64_t now)
+{
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
+		int fd = accept4(h->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			int err = errno;
+
+			if (err == EAGAIN || err == EWOULDBLOCK)
+				return;
+			if (err == EINTR || err == ECONNABORTED || err == EPROTO)
+				continue;
+			h->c.accept_errors++;
+			/* Out of descriptors (or memory): make room from an idle client,
+			 * else rest the listening socket instead of spinning on it. */
+			if ((err == EMFILE || err == ENFILE) && evict_one(h))
+				continue;
+			listen_arm(h, false);
+			h->rest_until = now + ACCEPT_REST;
+			warn_rl(h, &h->rl_accept,
+				"HTTP endpoint: cannot accept connections: %s (%ld descriptors open, "
+				"limit %" PRIu64 "); new clients wait - raise the limit with ulimit -n",
+				strerror(err), selfstat__open_fds(), selfstat__fd_limit());
+			return;
+		}
+		if (now >= h->next_fdcount)
+			count_fds(h, now);
+		if (!have_room(h, fd) && !evict_one(h)) {
+			h->c.refused++;
+			refuse_fd(fd, 503, "too many connections\n");
+			warn_rl(h, &h->rl_budget,
+				"HTTP endpoint: %zu connections open, no room for more (at most %u; "
+				"%" PRIu64 " descriptors, %u kept for profiles and files)",
+				h->nconns, h->o.max_conns, h->fd_limit, HTTPD_FD_RESERVE);
+			continue;
+		}
+		conn_new(h, fd, now);
+	}
+}
+
+/* Deadlines: header, write and linger timeouts. */
+static void sweep(struct httpd *h, uint64_t now)
+{
+	for (struct conn *c = h->first, *next; c; c = next) {
+		next = c->next;
+		if (now < c->deadline)
+			continue;
+		if (c->st == C_READ) {
+			h->c.timeouts++;
+			/* Best effort: the client learns why before the close. */
+			text(h, c, 408, "request header timeout\n", false);
+			if (c->st == C_WRITE)
+				conn_close(h, c); /* it did not take even that */
+		} else {
+			conn_close(h, c);
+		}
+	}
+	h->next_sweep = now + SWEEP_MS;
+}
+
+static void *loop(void *arg)
+{
+	struct httpd *h = arg;
+	struct epoll_event ev[64];
+
+	for (;;) {
+		uint64_t now = now_ms();
+		int timeout = -1, n;
+
+		pthread_mutex_lock(&h->lock);
+		if (h->stop) {
+			pthread_mutex_unlock(&h->lock);
+			break;
+		}
+		pthread_mutex_unlock(&h->lock);
+		if (h->nconns)
+			timeout = h->next_sweep > now ? (int)MIN(h->next_sweep - now, (uint64_t)SWEEP_MS)
+						      : 0;
+		if (!h->listening) {
+			int rest = h->rest_until > now ? (int)(h->rest_until - now) : 0;
+
+			timeout = timeout < 0 ? rest : MIN(timeout, rest);
+		}
+		n = epoll_wait(h->epfd, ev, (int)ARRAY_SIZE(ev), timeout);
+		now = now_ms();
+		for (int i = 0; i < n; i++) {
+			void *p = ev[i].data.ptr;
+
+			if (p == &tag_listen) {
+				accept_some(h, now);
+			} else if (p == &tag_wake) {
+				uint64_t v;
+
+				if (read(h->evfd, &v, sizeof(v)) < 0) {
+					/* EAGAIN: another turn already took it */
+				}
+				reap_workers(h);
+			} else {
+				conn_event(h, p, ev[i].events);
+			}
+		}
+		if (!h->listening && now >= h->rest_until)
+			listen_arm(h, true);
+		if (now >= h->next_sweep)
+			sweep(h, now);
+		bury_dead(h);
+	}
+	return NULL;
+}
+
+/* ---- start and stop ---- */
+
+static int listen_socket(const struct sockaddr_storage *ss, socklen_t len)
+{
+	int one = 1, fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)ss, len) || listen(fd, 511)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+struct httpd *httpd__start(const struct httpd_opts *o, char *err, size_t errlen)
+{
+	struct epoll_event e = { .events = EPOLLIN };
+	struct sockaddr_storage ss;
+	struct httpd *h;
+	socklen_t len;
+	int r;
+
+	if (httpd__parse_listen(o->listen, &ss, &len)) {
+		snprintf(err, errlen, "invalid --listen '%s': expected [ADDR:]PORT", o->listen);
 		return NULL;
 	}
 	h = calloc(1, sizeof(*h));
@@ -159,26 +916,80 @@ struct httpd *httpd__start(const char *listen, struct live *live, struct metrics
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	h->live = live;
-	h->metrics = metrics;
-	h->content_type = content_type;
-	if (ss.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
-	h->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR,
-				(struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, 16U,
-				MHD_OPTION_CONNECTION_TIMEOUT, 60U, MHD_OPTION_END);
-	if (!h->d) {
-		snprintf(err, errlen, "cannot listen on %s: %s", listen, strerror(errno));
-		free(h);
-		return NULL;
+	h->o = *o;
+	if (!h->o.max_conns)
+		h->o.max_conns = HTTPD_MAX_CONNS;
+	h->lfd = h->epfd = h->evfd = -1;
+	pthread_mutex_init(&h->lock, NULL);
+	selfstat__init();
+	h->fd_limit = selfstat__fd_limit();
+	r = listen_socket(&ss, len);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot listen on %s: %s", o->listen, strerror(-r));
+		goto err_free;
 	}
+	h->lfd = r;
+	h->epfd = epoll_create1(EPOLL_CLOEXEC);
+	h->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (h->epfd < 0 || h->evfd < 0) {
+		snprintf(err, errlen, "cannot set up the HTTP event loop: %s", strerror(errno));
+		goto err_free;
+	}
+	e.data.ptr = &tag_listen;
+	r = epoll_ctl(h->epfd, EPOLL_CTL_ADD, h->lfd, &e);
+	e.data.ptr = &tag_wake;
+	if (r || epoll_ctl(h->epfd, EPOLL_CTL_ADD, h->evfd, &e)) {
+		snprintf(err, errlen, "cannot set up the HTTP event loop: %s", strerror(errno));
+		goto err_free;
+	}
+	h->listening = true;
+	count_fds(h, now_ms());
+	if (pthread_create(&h->loop, NULL, loop, h)) {
+		snprintf(err, errlen, "cannot start the HTTP thread");
+		goto err_free;
+	}
+	h->loop_started = true;
 	return h;
+
+err_free:
+	if (h->lfd >= 0)
+		close(h->lfd);
+	if (h->epfd >= 0)
+		close(h->epfd);
+	if (h->evfd >= 0)
+		close(h->evfd);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+	return NULL;
 }
 
 void httpd__stop(struct httpd *h)
 {
+	uint64_t one = 1;
+
 	if (!h)
 		return;
-	MHD_stop_daemon(h->d);
+	pthread_mutex_lock(&h->lock);
+	h->stop = true;
+	pthread_mutex_unlock(&h->lock);
+	if (write(h->evfd, &one, sizeof(one)) < 0) {
+		/* the loop also wakes on its own timeout */
+	}
+	if (h->loop_started)
+		pthread_join(h->loop, NULL);
+	while (h->first)
+		conn_close(h, h->first);
+	bury_dead(h);
+	/* live__shutdown() has woken them: they end at once. */
+	for (int i = 0; i < LIVE_MAX_REQUESTS; i++) {
+		if (h->workers[i].busy) {
+			pthread_join(h->workers[i].th, NULL);
+			free(h->workers[i].body);
+		}
+	}
+	close(h->lfd);
+	close(h->epfd);
+	close(h->evfd);
+	pthread_mutex_destroy(&h->lock);
 	free(h);
 }

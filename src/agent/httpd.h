@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * httpd.h - the agent's HTTP endpoint (--listen), on libmicrohttpd:
+ * httpd.h - the agent's HTTP endpoint (--listen):
  *
  *   GET /debug/pprof/profile?seconds=N   gzip pprof of the next N seconds
  *                                        (default 30), as Go services serve it,
@@ -8,8 +8,23 @@
  *   GET /metrics                         Prometheus text
  *   GET /healthz                         "ok" while drains are recent
  *
- * Requests run on libmicrohttpd's threads; they never block sampling or
- * draining (see live.h). Binds to loopback unless an address is given.
+ * Anyone who can connect is a client, so the endpoint is built to stay up
+ * under hostile ones: one event-loop thread (epoll, non-blocking sockets)
+ * serves every connection; a request's header must arrive whole within 10 s
+ * (a client trickling a byte a second is cut off); when the connection cap
+ * or the descriptor budget is reached, the oldest connection still sending
+ * its header gives way to the new one, so /healthz and /metrics answer while
+ * hundreds of idle or slow clients hold connections. Descriptors are shared
+ * with the rest of the agent, which comes first: HTTP leaves HTTPD_FD_RESERVE
+ * of them free for interval files, symbol files and the push client, and when
+ * accept() itself fails for lack of them the listening socket rests a second
+ * (no busy loop) and one warning a minute goes to the warn callback.
+ *
+ * Only GET and HEAD are served (405 with "Allow: GET, HEAD" otherwise); one
+ * request per connection ("Connection: close"). A profile request waits on a
+ * thread of its own (at most LIVE_MAX_REQUESTS, 429 beyond), never in the
+ * loop. Nothing here blocks sampling or draining (see live.h). Binds to
+ * loopback unless an address is given.
  */
 #ifndef BPFPROF_HTTPD_H
 #define BPFPROF_HTTPD_H
@@ -20,13 +35,33 @@
 #include "agent/live.h"
 #include "agent/metrics.h"
 
+#define HTTPD_MAX_CONNS	      1024  /* connections at once (fewer if descriptors are short) */
+#define HTTPD_FD_RESERVE      16    /* descriptors HTTP never takes */
+#define HTTPD_HEADER_MAX      8192  /* request line and headers */
+#define HTTPD_HEADER_TIMEOUT  10000 /* ms from accept to a complete header */
+#define HTTPD_WRITE_TIMEOUT   60000 /* ms to send a response */
+
 struct httpd;
+
+/* Called on the HTTP thread with a complete sentence; at most once a minute per kind. */
+typedef void (*httpd_warn_fn)(void *ctx, const char *msg);
+
+struct httpd_opts {
+	const char *listen; /* "[ADDR:]PORT" */
+	struct live *live;
+	struct metrics *metrics;
+	const char *content_type; /* of profiles */
+	httpd_warn_fn warn;	  /* may be NULL */
+	void *warn_ctx;
+	unsigned max_conns;	  /* 0: HTTPD_MAX_CONNS */
+};
 
 /* "[ADDR:]PORT" or "[IPV6]:PORT"; ADDR defaults to 127.0.0.1. 0 or -EINVAL. */
 int httpd__parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len);
 
-struct httpd *httpd__start(const char *listen, struct live *live, struct metrics *metrics,
-			   const char *content_type, char *err, size_t errlen);
+/* Binds and starts serving; NULL with a reason in err. */
+struct httpd *httpd__start(const struct httpd_opts *o, char *err, size_t errlen);
+/* Closes every connection and waits for profile threads (call live__shutdown first). */
 void httpd__stop(struct httpd *h);
 
 #endif

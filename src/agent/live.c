@@ -80,6 +80,24 @@ static void complete(struct live *l, struct live_req *r, uint64_t now_mono)
 
 int live__collect(struct live *l, unsigned seconds, char **body, size_t *len)
 {
+	return live__collect_or_cancel(l, seconds, NULL, body, len);
+}
+
+static bool cancelled(const bool *cancel)
+{
+	return cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE);
+}
+
+void live__wake(struct live *l)
+{
+	pthread_mutex_lock(&l->lock);
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+}
+
+int live__collect_or_cancel(struct live *l, unsigned seconds, const bool *cancel, char **body,
+			    size_t *len)
+{
 	struct live_req *r = NULL;
 	int err;
 
@@ -101,9 +119,9 @@ int live__collect(struct live *l, unsigned seconds, char **body, size_t *len)
 	r->start_mono = now_ns();
 	r->start_real = realtime_ns();
 	r->deadline = r->start_mono + (uint64_t)seconds * 1000000000ULL;
-	while (!r->done && !l->shutdown)
+	while (!r->done && !l->shutdown && !cancelled(cancel))
 		pthread_cond_wait(&l->cond, &l->lock);
-	err = r->done ? r->err : -ESHUTDOWN;
+	err = r->done ? r->err : l->shutdown ? -ESHUTDOWN : -ECANCELED;
 	if (!err) {
 		*body = r->body;
 		*len = r->len;

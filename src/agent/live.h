@@ -9,6 +9,7 @@
 #ifndef BPFPROF_LIVE_H
 #define BPFPROF_LIVE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,14 @@ void live__free(struct live *l);
  * (malloc'd). -EBUSY: too many requests at once; -ESHUTDOWN: agent stopping.
  */
 int live__collect(struct live *l, unsigned seconds, char **body, size_t *len);
+/*
+ * The same, given up with -ECANCELED (its slot freed at once) when another
+ * thread sets *cancel (atomically) and then calls live__wake(): for a client
+ * that hung up, so it does not hold one of the few slots for its seconds.
+ */
+int live__collect_or_cancel(struct live *l, unsigned seconds, const bool *cancel, char **body,
+			    size_t *len);
+void live__wake(struct live *l);
 
 /* Main loop, after a drain: adds delta to every open request, completes due ones. */
 void live__feed(struct live *l, const struct profile *delta, uint64_t now_mono);

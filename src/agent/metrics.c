@@ -2,7 +2,6 @@
 /* metrics.c - Prometheus text for the agent's counters; see metrics.h. */
 #include "agent/metrics.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <inttypes.h>
@@ -10,10 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/selfstat.h"
+
 void metrics__init(struct metrics *m)
 {
 	memset(m, 0, sizeof(*m));
 	pthread_mutex_init(&m->lock, NULL);
+	selfstat__init(); /* now, while descriptors are plentiful */
 }
 
 void metrics__publish(struct metrics *m, const struct metrics_snapshot *s)
@@ -30,34 +32,6 @@ void metrics__get(struct metrics *m, struct metrics_snapshot *out)
 	pthread_mutex_unlock(&m->lock);
 }
 
-static uint64_t rss_bytes(void)
-{
-	unsigned long size = 0, resident = 0;
-	char *buf;
-
-	if (!read_file("/proc/self/statm", 256, &buf, NULL)) {
-		if (sscanf(buf, "%lu %lu", &size, &resident) != 2)
-			resident = 0;
-		free(buf);
-	}
-	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
-static uint64_t open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	uint64_t n = 0;
-
-	if (!d)
-		return 0;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n > 0 ? n - 1 : 0; /* minus the one opendir holds */
-}
-
 #define COUNTER(name, help, v)                                                                     \
 	sbuf_printf(out, "# HELP " name " " help "\n# TYPE " name " counter\n" name " %" PRIu64 "\n", \
 		    (uint64_t)(v))
@@ -66,6 +40,8 @@ static uint64_t open_fds(void)
 
 int metrics__render(const struct metrics_snapshot *s, struct sbuf *out)
 {
+	long long rss;
+	long fds;
 	int err = 0;
 
 	err |= COUNTER("bpfprof_samples_total", "Samples taken (counted or lost).", s->samples);
@@ -118,9 +94,16 @@ int metrics__render(const struct metrics_snapshot *s, struct sbuf *out)
 	err |= GAUGE("bpfprof_label_cache_entries", "Processes in the label cache.", "%" PRIu64,
 		     s->labels_cached);
 	err |= GAUGE("bpfprof_sample_frequency_hertz", "Sampling frequency.", "%u", s->freq);
-	err |= GAUGE("bpfprof_resident_memory_bytes", "Resident set size of the agent.", "%" PRIu64,
-		     rss_bytes());
-	err |= GAUGE("bpfprof_open_fds", "Open file descriptors of the agent.", "%" PRIu64,
-		     open_fds());
+	/* Read through descriptors kept since start: honest when none are left.
+	 * A figure that cannot be had is left out, never reported as 0. */
+	rss = selfstat__rss_bytes();
+	fds = selfstat__open_fds();
+	if (rss >= 0)
+		err |= GAUGE("bpfprof_resident_memory_bytes", "Resident set size of the agent.",
+			     "%lld", rss);
+	if (fds >= 0)
+		err |= GAUGE("bpfprof_open_fds", "Open file descriptors of the agent.", "%ld", fds);
+	err |= GAUGE("bpfprof_max_fds", "The agent's file descriptor limit (RLIMIT_NOFILE).",
+		     "%" PRIu64, selfstat__fd_limit());
 	return err ? -ENOMEM : 0;
 }

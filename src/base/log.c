@@ -20,11 +20,20 @@ int log_level(void)
 
 static void vlog(int level, const char *prefix, const char *fmt, va_list ap)
 {
+	char line[4096];
+	int n, m;
+
 	if (level > cur_level)
 		return;
-	fprintf(stderr, "%s", prefix);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	/* One write per line: the HTTP and push threads warn too. */
+	n = snprintf(line, sizeof(line), "%s", prefix);
+	m = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	n += m > 0 ? m : 0;
+	if (n > (int)sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	line[n] = '\0';
+	fputs(line, stderr);
 }
 
 #define DEFINE_LOGGER(fn, level, prefix)                                                           \
@@ -42,23 +51,33 @@ DEFINE_LOGGER(p_warn, LOG_WARN, "bpfprof: warning: ")
 DEFINE_LOGGER(p_info, LOG_INFO, "bpfprof: ")
 DEFINE_LOGGER(p_debug, LOG_DEBUG, "bpfprof: debug: ")
 
-void p_warn_rl(struct ratelimit *rl, double interval_s, const char *fmt, ...)
+bool ratelimit__pass(struct ratelimit *rl, double interval_s, unsigned long *suppressed)
 {
 	struct timespec ts;
 	double now;
-	va_list ap;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = ts.tv_sec + ts.tv_nsec / 1e9;
 	if (rl->last != 0 && now - rl->last < interval_s) {
 		rl->suppressed++;
-		return;
+		return false;
 	}
 	rl->last = now;
+	*suppressed = rl->suppressed;
+	rl->suppressed = 0;
+	return true;
+}
+
+void p_warn_rl(struct ratelimit *rl, double interval_s, const char *fmt, ...)
+{
+	unsigned long suppressed;
+	va_list ap;
+
+	if (!ratelimit__pass(rl, interval_s, &suppressed))
+		return;
 	va_start(ap, fmt);
 	vlog(LOG_WARN, "bpfprof: warning: ", fmt, ap);
 	va_end(ap);
-	if (rl->suppressed && cur_level >= LOG_WARN)
-		fprintf(stderr, "bpfprof: (%lu similar warnings suppressed)\n", rl->suppressed);
-	rl->suppressed = 0;
+	if (suppressed && cur_level >= LOG_WARN)
+		fprintf(stderr, "bpfprof: (%lu similar warnings suppressed)\n", suppressed);
 }

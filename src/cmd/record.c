@@ -32,8 +32,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/httpd.h"
 #include "base/log.h"
 #include "base/profile.h"
+#include "base/selfstat.h"
 #include "base/util.h"
 #include "format/writer.h"
 #include "proc/caps.h"
@@ -85,6 +87,48 @@ static int check_privileges(void)
 	if (!cr.can_map_files)
 		p_debug("no CAP_CHECKPOINT_RESTORE: files are opened by path, checked by device and inode");
 	return 0;
+}
+
+/*
+ * File descriptors, checked before libbpf runs out of them halfway (its
+ * messages would hide the cause). The soft limit is raised to the hard one
+ * first. A run needs about FDS_BPF for the BPF objects (measured: the peak
+ * while loading, 2 CPUs), two per perf event (the event and its link), and in
+ * continuous mode HTTPD_FD_RESERVE kept free for interval files and symbol
+ * files, plus a few HTTP clients with --listen.
+ */
+#define FDS_BPF	     24
+#define FDS_HTTP_MIN 8
+
+static int check_fd_limit(const struct options *o, const bool *cpus, int nr_cpus)
+{
+	uint64_t limit = selfstat__raise_fd_limit(), need, events = 0;
+	long open_now;
+
+	selfstat__init(); /* its two descriptors are counted as open below */
+	open_now = selfstat__open_fds();
+	if (open_now < 0)
+		return 0;
+	if (o->cmd)
+		events = 1;
+	else if (o->nr_pids && !cpus)
+		events = o->nr_pids; /* at least one thread each */
+	else if (cpus)
+		for (int i = 0; i < nr_cpus; i++)
+			events += cpus[i];
+	else
+		events = (uint64_t)possible_cpus();
+	need = (uint64_t)open_now + 2 + FDS_BPF + 2 * events;
+	if (o->interval)
+		need += HTTPD_FD_RESERVE;
+	if (o->listen)
+		need += FDS_HTTP_MIN;
+	if (limit >= need)
+		return 0;
+	p_err("too few file descriptors: the limit is %" PRIu64 ", this run needs about %" PRIu64,
+	      limit, need);
+	p_hint("raise it with 'ulimit -n 4096' (LimitNOFILE= in a systemd unit)");
+	return -EMFILE;
 }
 
 static int check_freq(uint32_t freq)
@@ -471,7 +515,7 @@ static int record__check(struct record *r)
 		p_err("cannot write %s: %s", o->output, strerror(-err));
 		return 2;
 	}
-	if (check_privileges())
+	if (check_privileges() || check_fd_limit(o, r->cpus, r->nr_cpus))
 		return 1;
 	if (o->nr_cgroups && !(r->cgroup_fds = open_cgroups(o)))
 		return 2;

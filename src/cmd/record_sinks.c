@@ -23,6 +23,12 @@
 #include "proc/labels.h"
 #include "sym/symbolizer.h"
 
+/* Warnings of the agent's threads (HTTP, push), already rate-limited there. */
+static void on_agent_warn(void *ctx, const char *msg)
+{
+	p_warn("%s", msg);
+}
+
 /* The push token: --token-file, else $BPFPROF_PUSH_TOKEN. Never from argv. */
 static int read_token(const char *file, char **out)
 {
@@ -98,9 +104,15 @@ int sinks__open(struct continuous *ct, const struct options *o)
 			p_err("out of memory");
 			return 1;
 		}
-		ct->httpd = httpd__start(o->listen, ct->live, &ct->metrics,
-					 pw ? "application/octet-stream" : "text/plain; charset=utf-8",
-					 msg, sizeof(msg));
+		struct httpd_opts ho = {
+			.listen = o->listen,
+			.live = ct->live,
+			.metrics = &ct->metrics,
+			.content_type = pw ? "application/octet-stream" : "text/plain; charset=utf-8",
+			.warn = on_agent_warn,
+		};
+
+		ct->httpd = httpd__start(&ho, msg, sizeof(msg));
 		if (!ct->httpd) {
 			p_err("--listen: %s", msg);
 			return 2;

@@ -43,6 +43,7 @@
 #include <bpf/btf.h>
 
 #include "base/htab.h"
+#include "base/selfstat.h"
 #include "unwind/korc.h"
 #include "unwind/unwinder.h"
 #include "base/util.h"
@@ -230,6 +231,8 @@ static void set_err(struct collector_error *ce, int err, const char *hint, const
 	snprintf(ce->hint, sizeof(ce->hint), "%s", hint ? hint : "");
 }
 
+#define FD_LIMIT_HINT "raise it with 'ulimit -n 4096' (LimitNOFILE= in a systemd unit)"
+
 static bool libbpf_debug_on;
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
@@ -331,6 +334,10 @@ static void load_error(struct collector_error *ce, int err)
 	if (err == -EPERM || err == -EACCES)
 		set_err(ce, err, "run as root, or grant CAP_BPF and CAP_PERFMON (CAP_SYS_ADMIN on kernels before 5.8)",
 			"loading the BPF program was refused: %s", strerror(-err));
+	else if (err == -EMFILE || err == -ENFILE)
+		set_err(ce, err, FD_LIMIT_HINT,
+			"out of file descriptors loading the BPF program (the limit is %llu)",
+			(unsigned long long)selfstat__fd_limit());
 	else
 		set_err(ce, err, "run with -v -v to see the verifier log",
 			"loading the BPF program failed: %s", strerror(-err));
@@ -369,6 +376,12 @@ static int skel_load(struct collector *c, struct collector_error *ce)
 		if (err)
 			goto out_destroy;
 		err = profile_bpf__load(c->skel);
+		if (err == -EMFILE || err == -ENFILE) {
+			/* Not the program's fault: the next attempts would fail the same way. */
+			profile_bpf__destroy(c->skel);
+			c->skel = NULL;
+			break;
+		}
 		if (!err) {
 			c->fp_walker = a->walker;
 			if (!a->kernel_walk && !c->kw_err)
@@ -564,6 +577,10 @@ static void perf_open_error(struct collector_error *ce, int err, const char *wha
 	else if (err == -EINVAL)
 		set_err(ce, err, "check -F against kernel.perf_event_max_sample_rate",
 			"perf_event_open for %s failed: %s", what, strerror(-err));
+	else if (err == -EMFILE || err == -ENFILE)
+		set_err(ce, err, FD_LIMIT_HINT,
+			"out of file descriptors opening the perf event for %s (the limit is %llu)",
+			what, (unsigned long long)selfstat__fd_limit());
 	else
 		set_err(ce, err, NULL, "perf_event_open for %s failed: %s", what, strerror(-err));
 }

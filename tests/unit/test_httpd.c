@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * test_httpd.c - the HTTP endpoint against hostile clients, on loopback (no
+ * root, no BPF): malformed and oversized requests, every method but GET and
+ * HEAD, more idle connections than the cap, a client that stops reading.
+ */
+#include "testutil.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include "agent/httpd.h"
+#include "agent/live.h"
+#include "agent/metrics.h"
+#include "format/writer.h"
+
+struct fixture {
+	struct metrics metrics;
+	struct live *live;
+	struct httpd *h;
+	int port;
+};
+
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct httpd_opts o = { .content_type = "text/plain" };
+	char listen[16], err[256];
+
+	metrics__init(&f->metrics);
+	f->live = live__new(&writer_folded, 99);
+	f->port = free_port();
+	snprintf(listen, sizeof(listen), "%d", f->port);
+	o.listen = listen;
+	o.live = f->live;
+	o.metrics = &f->metrics;
+	o.max_conns = 64;
+	f->h = httpd__start(&o, err, sizeof(err));
+	assert_non_null(f->h);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	live__shutdown(f->live);
+	httpd__stop(f->h);
+	live__free(f->live);
+	free(f);
+	return 0;
+}
+
+static int connect_to(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+/* Sends req (len bytes) and reads the answer until the server closes (5 s at most). */
+static char *exchange(int port, const char *req, size_t len)
+{
+	static char buf[65536];
+	size_t n = 0;
+	int fd = connect_to(port);
+
+	if (len)
+		assert_int_equal(write(fd, req, len), (ssize_t)len);
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t r;
+
+		assert_int_equal(poll(&p, 1, 5000), 1);
+		r = read(fd, buf + n, sizeof(buf) - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	close(fd);
+	return buf;
+}
+
+static char *get(int port, const char *req)
+{
+	return exchange(port, req, strlen(req));
+}
+
+static void test_get_and_head(void **state)
+{
+	struct fixture *f = *state;
+	char *r;
+
+	r = get(f->port, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+	assert_non_null(strstr(r, "Connection: close\r\n"));
+	assert_non_null(strstr(r, "\r\n\r\nok\n"));
+	/* Bare LF lines, HTTP/1.0, an absolute target: all fine. */
+	r = get(f->port, "GET http://h:1/healthz HTTP/1.0\n\n");
+	assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+	r = get(f->port, "HEAD /metrics HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+	assert_null(strstr(r, "bpfprof_samples_total"));
+	assert_null(strstr(r, "Content-Length: 0\r\n"));
+	r = get(f->port, "GET /metrics HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "bpfprof_samples_total 0\n"));
+	assert_non_null(strstr(r, "bpfprof_http_connections "));
+	r = get(f->port, "GET /nope HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 404 "));
+	r = get(f->port, "GET /debug/pprof/profile?seconds=0 HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 400 "));
+	r = get(f->port, "GET /debug/pprof/profile?x=1&seconds=99999 HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 400 "));
+}
+
+static void test_other_methods_get_405_with_allow(void **state)
+{
+	static const char *methods[] = { "POST", "PUT", "DELETE", "PATCH", "OPTIONS",
+					 "TRACE", "CONNECT", "PROPFIND", "get" };
+	struct fixture *f = *state;
+	char req[256];
+
+	for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {
+		char *r;
+
+		snprintf(req, sizeof(req),
+			 "%s /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nx=1", methods[i]);
+		r = get(f->port, req);
+		assert_non_null(strstr(r, "HTTP/1.1 405 Method Not Allowed\r\n"));
+		assert_non_null(strstr(r, "\r\nAllow: GET, HEAD\r\n"));
+	}
+}
+
+static void test_malformed_and_oversized(void **state)
+{
+	struct fixture *f = *state;
+	static char big[HTTPD_HEADER_MAX + 512];
+	static const char *bad[] = {
+		"GARBAGE\r\n\r\n",	    "GET\r\n\r\n",	      "GET / HTTP/2.0\r\n\r\n",
+		"GET /  HTTP/1.1\r\n\r\n", " GET / HTTP/1.1\r\n\r\n", "G\x01T / HTTP/1.1\r\n\r\n",
+		"GET / HTTP/1.1x\r\n\r\n", "\r\n\r\n",
+	};
+	char *r;
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		r = get(f->port, bad[i]);
+		assert_non_null(strstr(r, "HTTP/1.1 400 "));
+	}
+	memcpy(big, "GET / HTTP/1.1\r\nX: ", 19);
+	memset(big + 19, 'a', sizeof(big) - 19);
+	r = exchange(f->port, big, sizeof(big));
+	assert_non_null(strstr(r, "HTTP/1.1 431 "));
+	/* A NUL in the header is just a byte. */
+	r = exchange(f->port, "GET /healthz HTTP/1.1\r\nX: a\0b\r\n\r\n", 33);
+	assert_non_null(strstr(r, "HTTP/1.1 200 "));
+}
+
+static void test_more_idle_clients_than_the_cap(void **state)
+{
+	struct fixture *f = *state;
+	int fds[200];
+	char *r;
+
+	/* 200 silent connections against a cap of 64: the oldest give way. */
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		fds[i] = connect_to(f->port);
+	usleep(200000);
+	for (int k = 0; k < 5; k++) {
+		r = get(f->port, "GET /healthz HTTP/1.1\r\n\r\n");
+		assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+	}
+	r = get(f->port, "GET /metrics HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "bpfprof_http_connections_closed_total{reason=\"evicted\"} "));
+	assert_null(strstr(r, "bpfprof_http_connections_closed_total{reason=\"evicted\"} 0\n"));
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		close(fds[i]);
+}
+
+static void test_client_gone_while_profiling(void **state)
+{
+	struct fixture *f = *state;
+	char *r;
+
+	/* Four profile requests hang up: their slots come back at once, not after their seconds. */
+	for (int i = 0; i < LIVE_MAX_REQUESTS; i++) {
+		int fd = connect_to(f->port);
+		const char *req = "GET /debug/pprof/profile?seconds=3600 HTTP/1.1\r\n\r\n";
+
+		assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+		close(fd);
+	}
+	r = get(f->port, "GET /healthz HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+	/* Nothing feeds this live: only the hang-ups can free the slots. */
+	for (int i = 0; i < 200 && live__pending(f->live); i++)
+		usleep(10000);
+	assert_int_equal(live__pending(f->live), 0);
+}
+
+int main(void)
+{
+	struct rlimit rl;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_get_and_head, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_other_methods_get_405_with_allow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_malformed_and_oversized, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_more_idle_clients_than_the_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_client_gone_while_profiling, setup, teardown),
+	};
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < 1024) {
+		rl.rlim_cur = MIN(rl.rlim_max, 1024);
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "base/util.h"
 
 struct push_item {
@@ -26,6 +28,7 @@ struct push_item {
 struct pusher {
 	struct pusher_opts o;
 	char url[1024];
+	char shown_url[1024]; /* url without user:password@, for messages */
 	char *auth_header; /* "Authorization: Bearer ..." */
 	pthread_t thread;
 	pthread_mutex_t lock;
@@ -35,7 +38,18 @@ struct pusher {
 	bool stopping;
 	uint64_t flush_deadline; /* CLOCK_MONOTONIC ns, while stopping */
 	struct pusher_stats st;
+	uint64_t not_before; /* CLOCK_MONOTONIC ns: no request before (backoff, Retry-After) */
+	struct ratelimit warn_rl;
 	char hostname[256];
+};
+
+/* What one POST came back with. */
+struct post_result {
+	long status; /* HTTP status, 0 for a transport error */
+	char error[CURL_ERROR_SIZE];
+	char body[160]; /* the server's first words, printable ASCII only */
+	size_t body_len;
+	long retry_after; /* seconds, -1 if none */
 };
 
 int pusher__series_name(const char *app, const char *hostname, const char *container, char *out,
@@ -60,17 +74,93 @@ static void item_free(struct push_item *it)
 	free(it);
 }
 
-static size_t discard(char *ptr, size_t size, size_t nmemb, void *ud)
+long pusher__retry_after(const char *v, time_t now)
 {
+	uint64_t secs;
+	struct tm tm = { 0 };
+	const char *end;
+	char buf[64];
+	size_t n;
+
+	while (*v == ' ' || *v == '\t')
+		v++;
+	n = strcspn(v, "\r\n");
+	while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	if (!n || n >= sizeof(buf))
+		return -1;
+	memcpy(buf, v, n);
+	buf[n] = '\0';
+	if (buf[0] >= '0' && buf[0] <= '9') {
+		if (n > 12 || parse_u64(buf, 10, &secs))
+			return -1;
+		return (long)MIN(secs, (uint64_t)PUSH_MAX_RETRY_AFTER);
+	}
+	/* IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT" (the form servers must send). */
+	end = strptime(buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	if (!end || *end)
+		return -1;
+	{
+		time_t at = timegm(&tm);
+
+		if (at <= now)
+			return 0;
+		return (long)MIN((uint64_t)(at - now), (uint64_t)PUSH_MAX_RETRY_AFTER);
+	}
+}
+
+void pusher__shown_url(const char *url, char *out, size_t size)
+{
+	const char *host = strstr(url, "://"), *at, *end;
+
+	host = host ? host + 3 : url;
+	end = host + strcspn(host, "/?#");
+	at = memchr(host, '@', (size_t)(end - host));
+	if (at)
+		snprintf(out, size, "%.*s%s", (int)(host - url), url, at + 1);
+	else
+		snprintf(out, size, "%s", url);
+}
+
+static size_t keep_body(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct post_result *r = ud;
+
+	for (size_t i = 0; i < size * nmemb && r->body_len + 1 < sizeof(r->body); i++) {
+		char ch = ptr[i];
+
+		if (ch == '\n' || ch == '\r' || ch == '\t')
+			ch = ' ';
+		if (ch >= ' ' && ch < 0x7f)
+			r->body[r->body_len++] = ch;
+	}
+	r->body[r->body_len] = '\0';
 	return size * nmemb;
 }
 
-/* One POST; returns the HTTP status, or 0 for a transport error. */
-static long post(struct pusher *ps, CURL *curl, const struct push_item *it)
+static size_t read_header(char *buf, size_t size, size_t nitems, void *ud)
+{
+	struct post_result *r = ud;
+	size_t n = size * nitems;
+	char line[128];
+
+	if (n > 12 && n < sizeof(line) && !strncasecmp(buf, "Retry-After:", 12)) {
+		memcpy(line, buf + 12, n - 12);
+		line[n - 12] = '\0';
+		r->retry_after = pusher__retry_after(line, time(NULL));
+	}
+	return n;
+}
+
+/* One POST; r->status is the HTTP status, or 0 for a transport error. */
+static void post(struct pusher *ps, CURL *curl, const struct push_item *it, struct post_result *r)
 {
 	struct curl_slist *hdrs = NULL;
 	char url[4096];
-	long status = 0;
+	CURLcode cc;
+
+	memset(r, 0, sizeof(*r));
+	r->retry_after = -1;
 
 	snprintf(url, sizeof(url), "%s/ingest?%s", ps->url, it->query);
 	curl_easy_reset(curl);
@@ -85,15 +175,52 @@ static long post(struct pusher *ps, CURL *curl, const struct push_item *it)
 	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
 	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(curl, CURLOPT_USERAGENT, "bpfprof/" BPFPROF_VERSION);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, keep_body);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, read_header);
+	curl_easy_setopt(curl, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, r->error);
 	hdrs = curl_slist_append(hdrs, "Content-Type: application/octet-stream");
 	if (ps->auth_header)
 		hdrs = curl_slist_append(hdrs, ps->auth_header);
 	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
-	if (curl_easy_perform(curl) == CURLE_OK)
-		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+	cc = curl_easy_perform(curl);
+	if (cc == CURLE_OK)
+		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r->status);
+	else if (!r->error[0])
+		snprintf(r->error, sizeof(r->error), "%s", curl_easy_strerror(cc));
 	curl_slist_free_all(hdrs);
-	return status;
+}
+
+/* Under ps->lock: the sentence for a failed attempt, if one is due (once a minute). */
+static bool failure_message(struct pusher *ps, struct post_result *r, bool dropped,
+			    uint64_t wait_s, char *msg, size_t size)
+{
+	unsigned long suppressed;
+	char what[256];
+
+	if (!ps->o.warn || !ratelimit__pass(&ps->warn_rl, 60, &suppressed))
+		return false;
+	while (r->body_len && r->body[r->body_len - 1] == ' ')
+		r->body[--r->body_len] = '\0';
+	if (r->status)
+		snprintf(what, sizeof(what), "HTTP %ld%s%s%s", r->status, r->body_len ? " \"" : "",
+			 r->body, r->body_len ? "\"" : "");
+	else
+		snprintf(what, sizeof(what), "%s", r->error[0] ? r->error : "no response");
+	snprintf(msg, size,
+		 "push to %.1023s failed: %s; %s (%" PRIu64 " attempts failed, %" PRIu64
+		 " profiles dropped so far)",
+		 ps->shown_url, what,
+		 dropped ? "the profile is dropped" : "retrying", ps->st.failed, ps->st.dropped);
+	if (!dropped && wait_s) {
+		size_t n = strlen(msg);
+
+		snprintf(msg + n, size - n, "; next attempt in %" PRIu64 " s%s", wait_s,
+			 r->retry_after >= 0 ? " (Retry-After)" : "");
+	}
+	(void)suppressed; /* the running totals above say how many */
+	return true;
 }
 
 static void *worker(void *arg)
@@ -103,13 +230,34 @@ static void *worker(void *arg)
 
 	pthread_mutex_lock(&ps->lock);
 	for (;;) {
+		struct post_result r;
 		struct push_item *it;
-		long status;
+		uint64_t now, wait_s = 0;
+		bool drop, warn;
+		char msg[1600];
 
 		while (!ps->head && !ps->stopping)
 			pthread_cond_wait(&ps->cond, &ps->lock);
-		if (!ps->head || (ps->stopping && now_ns() >= ps->flush_deadline))
+		now = now_ns();
+		if (!ps->head || (ps->stopping && now >= ps->flush_deadline))
 			break;
+		if (now < ps->not_before) {
+			/* Backing off, or the server asked for a pause: nothing goes out. */
+			struct timespec ts;
+			uint64_t until = ps->not_before;
+
+			if (ps->stopping && ps->flush_deadline < until)
+				break; /* it would not be due before we must be gone */
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += (time_t)((until - now) / 1000000000ULL);
+			ts.tv_nsec += (long)((until - now) % 1000000000ULL);
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&ps->cond, &ps->lock, &ts);
+			continue;
+		}
 		it = ps->head;
 		ps->head = it->next;
 		if (!ps->head)
@@ -117,41 +265,50 @@ static void *worker(void *arg)
 		ps->queued--;
 		pthread_mutex_unlock(&ps->lock);
 
-		status = curl ? post(ps, curl, it) : 0;
+		if (curl) {
+			post(ps, curl, it, &r);
+		} else {
+			memset(&r, 0, sizeof(r));
+			r.retry_after = -1;
+			snprintf(r.error, sizeof(r.error), "cannot initialise libcurl");
+		}
 		it->attempts++;
 
 		pthread_mutex_lock(&ps->lock);
-		ps->st.last_status = status;
-		if (status >= 200 && status < 300) {
+		ps->st.last_status = r.status;
+		if (r.status >= 200 && r.status < 300) {
 			ps->st.sent++;
 			item_free(it);
 			continue;
 		}
 		ps->st.failed++;
 		/* Client errors other than 408/429 will not get better by retrying. */
-		if ((status >= 400 && status < 500 && status != 408 && status != 429) ||
-		    it->attempts >= ps->o.max_attempts || ps->queued >= ps->o.max_queue) {
+		drop = (r.status >= 400 && r.status < 500 && r.status != 408 && r.status != 429) ||
+		       it->attempts >= ps->o.max_attempts || ps->queued >= ps->o.max_queue;
+		/* The server's Retry-After (bounded), else 1, 2, 4, ... s, at most 60. */
+		if (r.retry_after >= 0)
+			wait_s = (uint64_t)r.retry_after;
+		else if (!drop)
+			wait_s = MIN(1u << MIN(it->attempts - 1, 6u), 60u);
+		ps->not_before = now_ns() + wait_s * 1000000000ULL;
+		if (drop) {
 			ps->st.dropped++;
 			item_free(it);
-			continue;
+		} else {
+			/* Retried ahead of newer ones. */
+			ps->st.retries++;
+			it->next = ps->head;
+			ps->head = it;
+			if (!ps->tail)
+				ps->tail = it;
+			ps->queued++;
 		}
-		/* Back off (1, 2, 4, ... s, at most 60), then retry ahead of newer ones. */
-		ps->st.retries++;
-		{
-			unsigned delay = 1u << MIN(it->attempts - 1, 6u);
-			struct timespec ts;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += MIN(delay, 60u);
-			while (!ps->stopping &&
-			       pthread_cond_timedwait(&ps->cond, &ps->lock, &ts) != ETIMEDOUT)
-				;
+		warn = failure_message(ps, &r, drop, wait_s, msg, sizeof(msg));
+		if (warn) {
+			pthread_mutex_unlock(&ps->lock);
+			ps->o.warn(ps->o.warn_ctx, msg);
+			pthread_mutex_lock(&ps->lock);
 		}
-		it->next = ps->head;
-		ps->head = it;
-		if (!ps->tail)
-			ps->tail = it;
-		ps->queued++;
 	}
 	pthread_mutex_unlock(&ps->lock);
 	if (curl)
@@ -181,6 +338,7 @@ struct pusher *pusher__start(const struct pusher_opts *o, char *err, size_t errl
 		ps->url[--n] = '\0';
 	if (n >= 7 && !strcmp(ps->url + n - 7, "/ingest"))
 		ps->url[n - 7] = '\0';
+	pusher__shown_url(ps->url, ps->shown_url, sizeof(ps->shown_url));
 	if (o->token && *o->token) {
 		size_t l = strlen(o->token) + 32;
 

@@ -8,7 +8,10 @@
  * One series per container (and one for the host's own processes). Profiles
  * are serialized on submit and queued (bounded: the oldest is dropped and
  * counted when full); one worker thread sends them with libcurl, retrying
- * failures with exponential backoff. TLS peers are verified. The bearer token
+ * failures with exponential backoff, or after the server's Retry-After (at
+ * most PUSH_MAX_RETRY_AFTER s) when it gives one; failures are reported to a
+ * warn callback at most once a minute, with the HTTP status or the transport
+ * error and the server's first words. TLS peers are verified. The bearer token
  * (from --token-file or $BPFPROF_PUSH_TOKEN) is sent in a header and never
  * logged. Nothing here blocks sampling or draining.
  */
@@ -17,11 +20,18 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "format/writer.h"
 #include "base/profile.h"
 
 struct pusher;
+
+/* Called on the push thread with a complete sentence (never the token). */
+typedef void (*pusher_warn_fn)(void *ctx, const char *msg);
+
+/* Longest wait a server's Retry-After is honoured for; longer ones are cut to it. */
+#define PUSH_MAX_RETRY_AFTER 120
 
 struct pusher_opts {
 	const char *url;
@@ -32,6 +42,8 @@ struct pusher_opts {
 	size_t max_queue;	  /* default 64 */
 	unsigned max_attempts;	  /* per profile; default 5 */
 	unsigned timeout_s;	  /* per request; default 10 */
+	pusher_warn_fn warn;	  /* failures, at most once a minute; may be NULL */
+	void *warn_ctx;
 };
 
 struct pusher_stats {
@@ -48,6 +60,16 @@ int pusher__submit(struct pusher *ps, const struct profile *p, uint64_t from_ns,
  * final counters go to *final if given. */
 void pusher__stop(struct pusher *ps, unsigned flush_ms, struct pusher_stats *final);
 void pusher__stats(struct pusher *ps, struct pusher_stats *st);
+
+/*
+ * Seconds to wait for a Retry-After header value (delta-seconds or an
+ * HTTP-date, RFC 9110 10.2.3) at unix time now, at most PUSH_MAX_RETRY_AFTER;
+ * -1 if it is neither.
+ */
+long pusher__retry_after(const char *value, time_t now);
+
+/* The URL without "user:password@", for messages. */
+void pusher__shown_url(const char *url, char *out, size_t size);
 
 /* "app.cpu{hostname=h,container_id=c}" (unescaped); 0 or -ENAMETOOLONG. */
 int pusher__series_name(const char *app, const char *hostname, const char *container, char *out,

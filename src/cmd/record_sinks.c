@@ -82,6 +82,7 @@ int sinks__open(struct continuous *ct, const struct options *o)
 			.app = o->app_name ? o->app_name : "bpfprof",
 			.freq = o->freq,
 			.writer = fmt,
+			.warn = on_agent_warn,
 		};
 		char *token = NULL;
 
@@ -259,12 +260,14 @@ void sinks__summary(struct continuous *ct, const struct options *o)
 {
 	if (ct->pusher) {
 		struct pusher_stats ps;
+		char url[1024];
 
 		pusher__stop(ct->pusher, 5000, &ps); /* give the last interval a chance */
 		ct->pusher = NULL;
+		pusher__shown_url(o->push_url, url, sizeof(url));
 		p_info("pushed %" PRIu64 " profiles to %s, %" PRIu64 " attempts failed, %" PRIu64
 		       " dropped",
-		       ps.sent, o->push_url, ps.failed, ps.dropped);
+		       ps.sent, url, ps.failed, ps.dropped);
 	}
 	if (ct->store) {
 		struct store_stats ss;

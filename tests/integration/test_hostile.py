@@ -314,3 +314,68 @@ def test_accept_out_of_descriptors_rests_instead_of_spinning(tmp_path):
     assert "Too many open files" in warned[0] and "ulimit -n" in warned[0]
     assert metric(body.decode(), "bpfprof_http_accept_errors_total") >= 1
     prefixed(stderr)
+
+
+# --- push ------------------------------------------------------------------
+
+class FailingIngest:
+    """A Pyroscope double that fails every request: `status`, with
+    Retry-After `retry_after` if given. Records when each request came."""
+
+    def __init__(self, status, retry_after=None, body=b"ingester unavailable\n"):
+        import http.server
+        outer = self
+        self.times = []
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                outer.times.append(time.monotonic())
+                self.send_response(status)
+                if retry_after is not None:
+                    self.send_header("Retry-After", str(retry_after))
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://pyro:s3cret@127.0.0.1:{self.srv.server_port}"
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.srv.shutdown()
+
+
+def test_push_failures_are_warned_with_their_status_once_a_minute():
+    srv = FailingIngest(500)
+    try:
+        with Workload(wl("busy"), 30):
+            p = run_bpfprof(["-a", "--push", srv.url, "--interval", 1, "-d", 8])
+    finally:
+        srv.close()
+    assert len(srv.times) >= 3  # it kept trying
+    warned = [l for l in p.stderr.splitlines() if "push to" in l]
+    # Default verbosity, rate-limited: one line for a run shorter than a minute.
+    assert len(warned) == 1, p.stderr
+    assert warned[0].startswith("bpfprof: warning: push to http://127.0.0.1:")
+    assert 'HTTP 500 "ingester unavailable"' in warned[0], warned[0]
+    assert "s3cret" not in p.stderr and "pyro:" not in p.stderr
+    prefixed(p.stderr)
+
+
+def test_push_honours_retry_after():
+    srv = FailingIngest(429, retry_after=3)
+    try:
+        with Workload(wl("busy"), 30):
+            p = run_bpfprof(["-a", "--push", srv.url, "--interval", 1, "-d", 11])
+    finally:
+        srv.close()
+    gaps = [b - a for a, b in zip(srv.times, srv.times[1:])]
+    # One request per Retry-After, not one per interval (10 here) or backoff step.
+    assert 2 <= len(srv.times) <= 5, srv.times
+    assert min(gaps) >= 2.9, gaps
+    assert "next attempt in 3 s (Retry-After)" in p.stderr, p.stderr
+    prefixed(p.stderr)

@@ -32,8 +32,9 @@ $BUILD_ONLY || PACKAGES+=(
 	# --unwind tests: Debian binaries without frame pointers, libc's debug symbols
 	# (__libc_start_call_main is a local symbol) for perf and for the tests
 	xz-utils sqlite3 libc6-dbg
-	# tests: symbols (node --perf-basic-prof, capsh to drop CAP_SYS_ADMIN)
-	libcap2-bin
+	# tests: symbols (node --perf-basic-prof, capsh to drop CAP_SYS_ADMIN; bindfs:
+	# a FUSE mount serving a program, whose daemon the test then stops)
+	libcap2-bin bindfs
 )
 # Node.js and npm (speedscope's schema, ajv, playwright-core): Debian's, unless a
 # node and npm are already installed (e.g. from NodeSource, whose nodejs

@@ -42,6 +42,7 @@
 #include "proc/cgroup.h"
 #include "proc/labels.h"
 #include "proc/procfs.h"
+#include "proc/ptab.h"
 #include "sym/symbolizer.h"
 #include "unwind/unwinder.h"
 
@@ -400,7 +401,11 @@ static int unwind_start(struct record_ctx *rc, struct collector *col, const stru
 	if (mode == UNWIND_MODE_FP)
 		return 0;
 	collector__unwind_kops(col, &k);
-	rc->uw = unwinder__new(NULL, &k);
+	{
+		struct unwinder_opts uo = {.ptab = rc->pt};
+
+		rc->uw = unwinder__new(&uo, &k);
+	}
 	if (!rc->uw) {
 		p_err("cannot set up the stack walker's tables: %s", strerror(errno));
 		return -ENOMEM;
@@ -539,7 +544,9 @@ static void load_kernel_symbols(struct record_ctx *rc)
 /* Everything but the collector: sinks, symbolizer, labels, the (stopped) command. */
 static int record__setup(struct record *r)
 {
-	struct symbolizer_opts sopts = { .warn = on_sym_warn };
+	struct symbolizer_opts sopts = { 0 };
+	/* Everything a profiled process controls is read through this table. */
+	struct ptab_opts po = { .warn = on_sym_warn };
 	struct record_ctx *rc = &r->rc;
 	int err;
 
@@ -549,7 +556,9 @@ static int record__setup(struct record *r)
 		return err;
 	rc->o = &r->o;
 	rc->prof = profile__new();
-	rc->sym = symbolizer__new(&sopts);
+	rc->pt = ptab__new(&po);
+	sopts.ptab = rc->pt;
+	rc->sym = rc->pt ? symbolizer__new(&sopts) : NULL;
 	rc->labels = labels__new("/proc", 0);
 	if (buildid__kernel(rc->kernel_build_id))
 		rc->kernel_build_id[0] = '\0';
@@ -672,6 +681,7 @@ static int record__drain(struct record *r, uint64_t now)
 	/* Processes that exited before this drain are forgotten at the next:
 	 * samples between the buffer flip and the exit are drained then. */
 	symbolizer__sweep(r->rc.sym);
+	ptab__sweep(r->rc.pt);
 	labels__sweep(r->rc.labels);
 	sinks__publish_metrics(&r->ct, &r->rc, r->col);
 	return 0;
@@ -820,6 +830,7 @@ static void record__close(struct record *r)
 	unwinder__free(r->rc.uw);
 	collector__free(r->col);
 	symbolizer__free(r->rc.sym);
+	ptab__free(r->rc.pt);
 	labels__free(r->rc.labels);
 	profile__free(r->rc.prof);
 	free(r->cpus);

@@ -27,6 +27,7 @@ struct profile;
 struct symbolizer;
 struct labels;
 struct unwinder;
+struct ptab;
 struct store;
 struct pusher;
 struct live;
@@ -35,6 +36,7 @@ struct httpd;
 /* Turning drained samples into the profile (record_samples.c). */
 struct record_ctx {
 	struct profile *prof; /* the whole run, or the current interval */
+	struct ptab *pt;      /* the process table: shared by the symbolizer and the unwinder */
 	struct symbolizer *sym;
 	struct labels *labels;
 	char kernel_build_id[BUILDID_HEX_MAX]; /* "" if unknown */

@@ -29,14 +29,14 @@ void record__on_proc_notice(void *ctx, const struct bp_proc_event *e)
 		/* A pc in no known mapping (dlopen, new JIT code): re-read it now,
 		 * while the process is alive, for the walker and for names. */
 		if (rc->uw)
-			unwinder__refresh(rc->uw, e->tgid, e->start_time, e->exec_id);
+			unwinder__refresh(rc->uw, &id);
 		symbolizer__refresh_process(rc->sym, &id);
 		return;
 	}
 	rc->notices++;
 	/* Tables first: until they are in, the process's stacks use frame pointers. */
 	if (rc->uw)
-		unwinder__note_process(rc->uw, e->tgid, e->start_time, e->exec_id);
+		unwinder__note_process(rc->uw, &id);
 	/* Read what we need from /proc now, while the process is alive. */
 	symbolizer__note_process(rc->sym, &id);
 	labels__get(rc->labels, e->tgid, e->start_time);

@@ -47,6 +47,7 @@
 #include "unwind/korc.h"
 #include "unwind/unwinder.h"
 #include "base/util.h"
+#include "proc/procfs.h"
 #include "kread.skel.h"
 #include "profile.skel.h"
 
@@ -642,59 +643,60 @@ static int attach_cpus(struct collector *c, struct collector_error *ce)
 static int attach_process(struct collector *c, uint32_t tgid, struct htab *done,
 			  struct collector_error *ce)
 {
-	char path[64], what[48];
+	/* Threads per round; a process with more gets the rest in the next rounds. */
+	enum { TIDS_MAX = 4096 };
+	uint32_t *tids = malloc(TIDS_MAX * sizeof(*tids));
+	char what[48];
 	bool added;
-	int rounds = 0;
+	int rounds = 0, err = 0;
 
+	if (!tids) {
+		set_err(ce, -ENOMEM, NULL, "out of memory");
+		return -ENOMEM;
+	}
 	do {
-		struct dirent *de;
-		DIR *dir;
+		size_t n;
 
 		added = false;
-		snprintf(path, sizeof(path), "/proc/%u/task", tgid);
-		dir = opendir(path);
-		if (!dir) {
-			if (rounds)
-				return 0; /* exited meanwhile: nothing more to sample */
-			set_err(ce, -ESRCH, "check the pid with ps", "process %u does not exist", tgid);
-			return -ESRCH;
+		if (procfs__tasks("/proc", tgid, tids, TIDS_MAX, &n)) {
+			if (!rounds) {
+				set_err(ce, -ESRCH, "check the pid with ps", "process %u does not exist",
+					tgid);
+				err = -ESRCH;
+			}
+			break; /* else: exited meanwhile, nothing more to sample */
 		}
-		while ((de = readdir(dir))) {
-			uint64_t tid;
+		for (size_t i = 0; i < n && !err; i++) {
+			uint64_t tid = tids[i];
 			bool created;
-			int pfd, err;
+			int pfd;
 
-			if (parse_u64(de->d_name, 10, &tid) || !tid || tid > UINT32_MAX)
-				continue;
 			if (!htab__upsert(done, &tid, sizeof(tid), &created)) {
-				closedir(dir);
 				set_err(ce, -ENOMEM, NULL, "out of memory");
-				return -ENOMEM;
+				err = -ENOMEM;
+				break;
 			}
 			if (!created)
 				continue;
 			pfd = perf_event_open_cpu_clock(c->opts.freq, (pid_t)tid, -1, true);
 			if (pfd < 0) {
 				err = -errno;
-				if (err == -ESRCH)
+				if (err == -ESRCH) {
+					err = 0;
 					continue; /* thread exited */
-				closedir(dir);
+				}
 				snprintf(what, sizeof(what), "thread %u of process %u", (uint32_t)tid,
 					 tgid);
 				perf_open_error(ce, err, what);
-				return err;
+				break;
 			}
 			snprintf(what, sizeof(what), "thread %u", (uint32_t)tid);
 			err = add_event(c, pfd, ce, what);
-			if (err) {
-				closedir(dir);
-				return err;
-			}
-			added = true;
+			added = !err;
 		}
-		closedir(dir);
-	} while (added && ++rounds < 100);
-	return 0;
+	} while (!err && added && ++rounds < 100);
+	free(tids);
+	return err;
 }
 
 static int handle_event(void *ctx, void *data, size_t size)

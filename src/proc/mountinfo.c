@@ -8,6 +8,7 @@
 #include "proc/mountinfo.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,10 +46,40 @@ static bool unescape(const char *s, size_t n, char *out)
 	return true;
 }
 
-static bool is_fuse_type(const char *t, size_t n)
+/* "maj:min", decimal. */
+static bool parse_devno(const char *t, size_t n, uint32_t *major, uint32_t *minor)
 {
-	return (n == 4 && !memcmp(t, "fuse", 4)) || (n == 7 && !memcmp(t, "fuseblk", 7)) ||
-	       (n > 5 && !memcmp(t, "fuse.", 5));
+	const char *colon = memchr(t, ':', n);
+	char a[12], b[12];
+	uint64_t x, y;
+
+	if (!colon || colon == t || (size_t)(colon - t) >= sizeof(a) ||
+	    (size_t)(t + n - colon - 1) >= sizeof(b) || colon + 1 == t + n)
+		return false;
+	memcpy(a, t, (size_t)(colon - t));
+	a[colon - t] = '\0';
+	memcpy(b, colon + 1, (size_t)(t + n - colon - 1));
+	b[t + n - colon - 1] = '\0';
+	if (parse_u64(a, 10, &x) || parse_u64(b, 10, &y) || x > UINT32_MAX || y > UINT32_MAX)
+		return false;
+	*major = (uint32_t)x;
+	*minor = (uint32_t)y;
+	return true;
+}
+
+bool mountinfo__type_may_block(const char *t, size_t n)
+{
+	static const char *const types[] = {
+		"fuse", "fuseblk", "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph",
+		"afs", "coda", "ncpfs", "lustre", "glusterfs",
+	};
+
+	if (n > 5 && !memcmp(t, "fuse.", 5))
+		return true;
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (strlen(types[i]) == n && !memcmp(t, types[i], n))
+			return true;
+	return false;
 }
 
 static int parse_line(struct mountinfo *mi, const char *p, const char *end)
@@ -56,6 +87,7 @@ static int parse_line(struct mountinfo *mi, const char *p, const char *end)
 	const char *tok, *point, *type = NULL;
 	size_t n, point_len, type_len = 0;
 	struct mountinfo_ent *e;
+	uint32_t major = 0, minor = 0;
 	uint64_t id;
 	char num[24];
 	int i;
@@ -67,9 +99,12 @@ static int parse_line(struct mountinfo *mi, const char *p, const char *end)
 	if (parse_u64(num, 10, &id))
 		return -EINVAL;
 	/* parent, maj:min, root */
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 3; i++) {
 		if (!next_token(&p, end, &tok, &n))
 			return -EINVAL;
+		if (i == 1 && !parse_devno(tok, n, &major, &minor))
+			return -EINVAL;
+	}
 	if (!next_token(&p, end, &point, &point_len) || point[0] != '/')
 		return -EINVAL;
 	/* options, optional fields, then "-" and the type */
@@ -92,8 +127,12 @@ static int parse_line(struct mountinfo *mi, const char *p, const char *end)
 		return -EINVAL;
 	}
 	e->id = id;
-	e->fuse = is_fuse_type(type, type_len);
-	mi->any_fuse |= e->fuse;
+	e->major = major;
+	e->minor = minor;
+	e->may_block = mountinfo__type_may_block(type, type_len);
+	snprintf(e->fstype, sizeof(e->fstype), "%.*s", (int)MIN(type_len, sizeof(e->fstype) - 1),
+		 type);
+	mi->any_block |= e->may_block;
 	mi->nr++;
 	return 0;
 }
@@ -170,22 +209,33 @@ static bool covers(const char *mp, const char *path)
 	return !strncmp(mp, path, n) && (path[n] == '\0' || path[n] == '/');
 }
 
-bool mountinfo__path_on_fuse(const struct mountinfo *mi, const char *path)
+const struct mountinfo_ent *mountinfo__path_may_block(const struct mountinfo *mi,
+						       const char *path)
 {
-	if (!mi || !mi->any_fuse || !path)
-		return false;
+	if (!mi || !mi->any_block || !path)
+		return NULL;
 	for (size_t i = 0; i < mi->nr; i++)
-		if (mi->ents[i].fuse && covers(mi->ents[i].point, path))
-			return true;
-	return false;
+		if (mi->ents[i].may_block && covers(mi->ents[i].point, path))
+			return &mi->ents[i];
+	return NULL;
 }
 
-bool mountinfo__id_is_fuse(const struct mountinfo *mi, uint64_t id)
+const struct mountinfo_ent *mountinfo__dev_may_block(const struct mountinfo *mi, uint32_t major,
+						      uint32_t minor)
 {
-	if (!mi || !mi->any_fuse)
-		return false;
+	if (!mi || !mi->any_block)
+		return NULL;
 	for (size_t i = 0; i < mi->nr; i++)
+		if (mi->ents[i].may_block && mi->ents[i].major == major &&
+		    mi->ents[i].minor == minor)
+			return &mi->ents[i];
+	return NULL;
+}
+
+const struct mountinfo_ent *mountinfo__find_id(const struct mountinfo *mi, uint64_t id)
+{
+	for (size_t i = 0; mi && i < mi->nr; i++)
 		if (mi->ents[i].id == id)
-			return mi->ents[i].fuse;
-	return false;
+			return &mi->ents[i];
+	return NULL;
 }

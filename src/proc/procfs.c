@@ -268,3 +268,25 @@ int procfs__image(const char *proc_root, uint32_t pid, uint64_t *start_ticks, ui
 	closedir(dir);
 	return 0;
 }
+
+int procfs__tasks(const char *proc_root, uint32_t pid, uint32_t *tids, size_t max, size_t *n)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *dir;
+
+	*n = 0;
+	snprintf(path, sizeof(path), "%s/%u/task", proc_root, pid);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	while ((de = readdir(dir)) && *n < max) {
+		uint64_t tid;
+
+		if (parse_u64(de->d_name, 10, &tid) || !tid || tid > UINT32_MAX)
+			continue;
+		tids[(*n)++] = (uint32_t)tid;
+	}
+	closedir(dir);
+	return 0;
+}

@@ -52,6 +52,12 @@ uint64_t procfs__mm_sig(const struct proc_stat *st);
  */
 int procfs__image(const char *proc_root, uint32_t pid, uint64_t *start_ticks, uint64_t *mm_sig);
 
+/*
+ * The thread ids of process pid (<proc_root>/PID/task), at most max, into
+ * tids; *n receives the count. 0, or -errno (-ENOENT: no such process).
+ */
+int procfs__tasks(const char *proc_root, uint32_t pid, uint32_t *tids, size_t max, size_t *n);
+
 /* Converts a BPF task start_boottime (ns) to /proc's clock ticks. */
 uint64_t procfs__ns_to_ticks(uint64_t ns);
 

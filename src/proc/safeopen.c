@@ -112,7 +112,26 @@ static int open_path(int root_fd, const char *path, bool no_symlinks)
 	return walk_nofollow(root_fd, rel);
 }
 
-static int check_and_reopen(int opath_fd, const struct mountinfo *mi, struct safe_file *f)
+/*
+ * Whether the file on mount `id` may block: the root's table first, then the
+ * host's (mount ids are unique system-wide). A mount neither knows (a
+ * private mount of a process whose table could not be read) is refused.
+ */
+static bool mount_may_block(const struct safe_root *r, uint64_t id, struct safe_file *f)
+{
+	const struct mountinfo_ent *e = mountinfo__find_id(r->mi, id);
+
+	if (r->shm_known && id == r->shm_mnt_id)
+		return false;
+	if (!e)
+		e = mountinfo__find_id(r->host_mi, id);
+	if (e && !e->may_block)
+		return false;
+	snprintf(f->fstype, sizeof(f->fstype), "%s", e ? e->fstype : "");
+	return true;
+}
+
+static int check_and_reopen(int opath_fd, const struct safe_root *r, struct safe_file *f)
 {
 	struct statx sx;
 	char self[64];
@@ -124,7 +143,8 @@ static int check_and_reopen(int opath_fd, const struct mountinfo *mi, struct saf
 		return -errno;
 	if (!S_ISREG(sx.stx_mode))
 		return S_ISLNK(sx.stx_mode) ? -ELOOP : -EINVAL;
-	if ((sx.stx_mask & STATX_MNT_ID) && mountinfo__id_is_fuse(mi, sx.stx_mnt_id))
+	/* Without a mount id (kernels before 5.8) only the path checks hold. */
+	if ((sx.stx_mask & STATX_MNT_ID) && mount_may_block(r, sx.stx_mnt_id, f))
 		return -EREMOTE;
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", opath_fd);
 	fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -139,10 +159,11 @@ static int check_and_reopen(int opath_fd, const struct mountinfo *mi, struct saf
 	return 0;
 }
 
-int safeopen__reopen(int opath_fd, const struct mountinfo *mi, struct safe_file *f)
+int safeopen__reopen(int opath_fd, const struct safe_root *root, struct safe_file *f)
 {
 	f->fd = -1;
-	return check_and_reopen(opath_fd, mi, f);
+	f->fstype[0] = '\0';
+	return check_and_reopen(opath_fd, root, f);
 }
 
 /* Whether a ".." component appears: lexical checks would not hold past one. */
@@ -154,25 +175,32 @@ static bool has_dotdot(const char *path)
 	return false;
 }
 
-int safeopen__in_root(int root_fd, const struct mountinfo *mi, const char *path, unsigned flags,
+int safeopen__in_root(const struct safe_root *root, const char *path, unsigned flags,
 		      struct safe_file *f)
 {
-	bool no_symlinks = (flags & SAFEOPEN_NO_SYMLINKS) || (mi && mi->any_fuse);
+	bool no_symlinks = (flags & SAFEOPEN_NO_SYMLINKS) || (root->mi && root->mi->any_block);
+	const struct mountinfo_ent *blk;
 	int opath, err;
 
 	f->fd = -1;
+	f->fstype[0] = '\0';
+	if (root->fd < 0)
+		return -EBADF;
 	if (!path || path[0] != '/')
 		return -EINVAL;
 	if (strlen(path) >= PATH_MAX)
 		return -ENAMETOOLONG;
 	if (has_dotdot(path))
 		return -EINVAL;
-	if (mountinfo__path_on_fuse(mi, path))
+	blk = mountinfo__path_may_block(root->mi, path);
+	if (blk) {
+		snprintf(f->fstype, sizeof(f->fstype), "%s", blk->fstype);
 		return -EREMOTE;
-	opath = open_path(root_fd, path, no_symlinks);
+	}
+	opath = open_path(root->fd, path, no_symlinks);
 	if (opath < 0)
 		return opath;
-	err = check_and_reopen(opath, mi, f);
+	err = check_and_reopen(opath, root, f);
 	close(opath);
 	return err;
 }

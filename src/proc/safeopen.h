@@ -16,17 +16,23 @@
  *     a regular file, on no FUSE mount - with statx(AT_STATX_DONT_SYNC), which
  *     does not ask a FUSE daemon either, and only then re-opened for reading
  *     through /proc/self/fd (O_RDONLY | O_NONBLOCK | O_NOCTTY);
- *   - never on a FUSE mount: a path below a FUSE mount point is refused
- *     before the walk, and when the mount table has any FUSE mount at all,
- *     symlinks are not followed (a link could lead the walk into it). A FUSE
- *     daemon that does not answer would otherwise block the agent forever.
+ *   - never on a mount that may block (FUSE, network file systems: see
+ *     mountinfo.h): a path below such a mount point is refused before the
+ *     walk, and when the mount table has any such mount at all, symlinks are
+ *     not followed (a link could lead the walk into it). The opened file's
+ *     mount (statx STATX_MNT_ID, unique system-wide) is looked up in the
+ *     root's table, then in the host's; a file on a mount neither table
+ *     knows is refused too, since nothing says it cannot block. A FUSE daemon
+ *     or a server that does not answer would otherwise block the agent
+ *     forever.
  *
  * Paths are absolute as the process sees them and may not contain ".."
  * components (none we build or read from /proc/PID/maps do).
  *
  * Errors: -ELOOP a symlink where none is allowed, -EXDEV an escape attempt,
  * -EINVAL not a regular file (FIFO, device, directory) or a ".." path,
- * -EREMOTE on a FUSE mount, or the errno of the failing call.
+ * -EREMOTE on a mount that may block (or an unknown one), or the errno of the
+ * failing call.
  */
 #ifndef BPFPROF_SAFEOPEN_H
 #define BPFPROF_SAFEOPEN_H
@@ -36,30 +42,47 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-struct mountinfo;
+#include "proc/mountinfo.h"
 
 #define SAFEOPEN_NO_SYMLINKS 1u
+
+/* A root directory to open files in, and what is mounted where below it. */
+struct safe_root {
+	int fd;			     /* O_PATH directory fd, or -1: none */
+	const struct mountinfo *mi;  /* the mount table seen from it, or NULL: unknown */
+	const struct mountinfo *host_mi; /* the agent's own table, or NULL */
+	/*
+	 * The mount id of the kernel's internal tmpfs, which no table lists and
+	 * which cannot block: where memfd_create() files live (what JITs and
+	 * programs run from memory map). Kernels report 0 for such internal
+	 * mounts. Only used when shm_known.
+	 */
+	uint64_t shm_mnt_id;
+	bool shm_known;
+};
 
 /* The checked, re-opened file. */
 struct safe_file {
 	int fd; /* O_RDONLY, or -1 */
 	struct stat st;
 	uint64_t mnt_id;
+	/* With -EREMOTE: the file system type that may block, "" if unknown. */
+	char fstype[MOUNTINFO_FSTYPE_MAX];
 };
 
 /*
- * Opens path (absolute, as the process sees it) inside root_fd, checked as
- * above; mi is the mount table as seen from that root (NULL: none known).
- * Returns 0 and fills f, or -errno.
+ * Opens path (absolute, as the process sees it) inside root, checked as
+ * above. Returns 0 and fills f, or -errno.
  */
-int safeopen__in_root(int root_fd, const struct mountinfo *mi, const char *path, unsigned flags,
+int safeopen__in_root(const struct safe_root *root, const char *path, unsigned flags,
 		      struct safe_file *f);
 
 /*
  * Checks and re-opens an O_PATH fd obtained elsewhere (/proc/PID/map_files/..:
- * the very file a mapping maps). Does not close opath_fd.
+ * the very file a mapping maps), with root's mount tables. Does not close
+ * opath_fd.
  */
-int safeopen__reopen(int opath_fd, const struct mountinfo *mi, struct safe_file *f);
+int safeopen__reopen(int opath_fd, const struct safe_root *root, struct safe_file *f);
 
 /* Opens a directory (e.g. "/proc/PID/root") as an O_PATH fd, following links. */
 int safeopen__dir(const char *path);

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "sym/elfnote.h"
+#include "proc/elfnote.h"
 #include "sym/elfsym.h"
 #include "proc/safeopen.h"
 
@@ -59,14 +59,14 @@ static bool same_build_id(const struct elfsym *a, const struct elfsym *b)
  * Opens one candidate. crc: NULL for a build-id match, else the debuglink's
  * CRC to check. Returns the symbols or NULL.
  */
-static struct elfsym *try_file(const struct debuginfo_query *q, const struct debuginfo_root *r,
+static struct elfsym *try_file(const struct debuginfo_query *q, const struct safe_root *r,
 			       const char *path, const uint32_t *crc)
 {
 	struct safe_file f;
 	struct elfsym *es = NULL;
 	uint32_t got;
 
-	if (r->fd < 0 || safeopen__in_root(r->fd, r->mi, path, 0, &f))
+	if (r->fd < 0 || safeopen__in_root(r, path, 0, &f))
 		return NULL;
 	if ((uint64_t)f.st.st_dev == q->dev && (uint64_t)f.st.st_ino == q->ino)
 		goto out; /* the binary itself ("prog" linking to "prog") */

@@ -27,21 +27,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proc/safeopen.h"
+
 struct elfsym;
-struct mountinfo;
 
 #define DEBUGINFO_MAX_FILE (1ull << 30)
 
-struct debuginfo_root {
-	int fd;			    /* O_PATH directory fd, or -1 to skip */
-	const struct mountinfo *mi; /* its mount table (FUSE guard), or NULL */
-};
-
 struct debuginfo_query {
-	const struct elfsym *bin;	/* the stripped binary */
-	const char *path;		/* its path as the process sees it */
-	uint64_t dev, ino;		/* the binary itself: never its own debug file */
-	struct debuginfo_root roots[2]; /* container root, then host root */
+	const struct elfsym *bin;    /* the stripped binary */
+	const char *path;	     /* its path as the process sees it */
+	uint64_t dev, ino;	     /* the binary itself: never its own debug file */
+	struct safe_root roots[2];   /* container root, then host root; fd -1 to skip */
 	const char *debug_dir;		/* "/usr/lib/debug" unless testing */
 	int *fd_out;			/* if set: the debug file's fd, kept open for the
 					 * caller to read its DWARF and close; -1 if none */

@@ -39,8 +39,8 @@
 
 #include "base/htab.h"
 #include "sym/demangle.h"
-#include "sym/elfnote.h"
 #include "base/util.h"
+#include "proc/elffile.h"
 
 /* Largest symbol or string table we read: ~10M symbols. Past that, skip it. */
 #define ELFSYM_MAX_TABLE (256u << 20)
@@ -51,8 +51,6 @@
  */
 #define ELFSYM_TABLE_BUDGET (1024u << 20)
 /* Build-id notes are tens of bytes; a bigger note area is not worth reading. */
-#define ELFSYM_MAX_NOTES    (1u << 20)
-#define ELFSYM_NOTES_BUDGET (4u << 20)
 /*
  * Decompression (SHF_COMPRESSED sections, MiniDebugInfo): one section may
  * inflate to at most ELFSYM_MAX_INFLATE bytes and one file to
@@ -133,19 +131,12 @@ struct builder {
 	size_t shnum;
 	struct cand *cands;
 	size_t nr_cands, cap_cands;
-	uint64_t table_budget, notes_budget, inflate_budget;
+	uint64_t table_budget, inflate_budget;
 	void **owned; /* inflated buffers the candidates' names point into */
 	size_t nr_owned;
 	struct elfsym *mini; /* symbols from .gnu_debugdata */
 };
 
-static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
-static bool elf_ok;
-
-static void elf_init(void)
-{
-	elf_ok = elf_version(EV_CURRENT) != EV_NONE;
-}
 
 /* Preference among aliases at one address: GLOBAL, then WEAK, then LOCAL. */
 static uint32_t bind_rank(unsigned char bind)
@@ -378,27 +369,6 @@ static const uint32_t *find_shndx(struct builder *b, size_t symidx, size_t *nwor
 		return NULL;
 	*nwords = len / 4;
 	return d;
-}
-
-/*
- * The notes of a section or segment, in host byte order (libelf converts the
- * headers), with the alignment libelf chose for them.
- */
-static void read_build_id_notes(struct builder *b, Elf_Data *d)
-{
-	if (!d || !d->d_buf || (d->d_type != ELF_T_NHDR && d->d_type != ELF_T_NHDR8))
-		return;
-	b->es->build_id_len = elfnote__build_id(d->d_buf, d->d_size,
-						d->d_type == ELF_T_NHDR8 ? 8 : 4, b->es->build_id);
-}
-
-/* Whether to read `size` bytes of notes: bounded per block and in total. */
-static bool notes_affordable(struct builder *b, uint64_t size)
-{
-	if (b->es->build_id_len || !size || size > ELFSYM_MAX_NOTES || size > b->notes_budget)
-		return false;
-	b->notes_budget -= size;
-	return true;
 }
 
 /* Adds the function symbols of one SHT_SYMTAB/SHT_DYNSYM; a bad table is skipped. */
@@ -714,12 +684,7 @@ static int builder__read_plt_got(struct builder *b, size_t got_i, size_t rela_i)
 	return err;
 }
 
-static Elf_Type note_type(uint64_t align)
-{
-	return align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
-}
-
-/* PT_LOAD segments, and the build id from PT_NOTE (present even without sections). */
+/* PT_LOAD segments. */
 static int builder__read_phdrs(struct builder *b)
 {
 	struct elfsym *es = b->es;
@@ -757,11 +722,6 @@ static int builder__read_phdrs(struct builder *b)
 			es->segs[es->nr_segs].vaddr = ph.p_vaddr;
 			es->segs[es->nr_segs].filesz = ph.p_filesz;
 			es->nr_segs++;
-		} else if (ph.p_type == PT_NOTE && ph.p_offset <= INT64_MAX &&
-			   notes_affordable(b, ph.p_filesz)) {
-			read_build_id_notes(b, elf_getdata_rawchunk(b->elf, (int64_t)ph.p_offset,
-								    ph.p_filesz,
-								    note_type(ph.p_align)));
 		}
 	}
 	return 0;
@@ -905,9 +865,6 @@ static int builder__read_sections(struct builder *b)
 			err = builder__read_symtab(b, scn, &sh);
 			if (err)
 				return err;
-		} else if (sh.sh_type == SHT_NOTE && !(sh.sh_flags & SHF_COMPRESSED) &&
-			   notes_affordable(b, sh.sh_size)) {
-			read_build_id_notes(b, elf_getdata(scn, NULL));
 		} else if (name && !strcmp(name, ".gnu_debuglink") && !b->es->has_debuglink) {
 			builder__read_debuglink(b, scn, &sh);
 		} else if (name && !strcmp(name, ".gnu_debugdata") && !b->nested && !debugdata) {
@@ -1025,7 +982,6 @@ static struct elfsym *open_elf(Elf *elf, uint64_t size, bool nested)
 	b.nested = nested;
 	b.file_size = size;
 	b.table_budget = ELFSYM_TABLE_BUDGET;
-	b.notes_budget = ELFSYM_NOTES_BUDGET;
 	b.inflate_budget = ELFSYM_INFLATE_BUDGET;
 	if (elf_kind(elf) != ELF_K_ELF) {
 		err = -ENOEXEC;
@@ -1055,6 +1011,7 @@ static struct elfsym *open_elf(Elf *elf, uint64_t size, bool nested)
 	}
 	es->type = eh.e_type;
 	es->machine = eh.e_machine;
+	es->build_id_len = elffile__build_id(elf, es->build_id);
 	/*
 	 * libelf quietly reports no sections when the section header table
 	 * lies past EOF, which is exactly what a truncated file looks like
@@ -1089,6 +1046,11 @@ out:
 	return es;
 }
 
+struct elfsym *elfsym__open_elf(Elf *elf, uint64_t file_size)
+{
+	return open_elf(elf, file_size, false);
+}
+
 struct elfsym *elfsym__open_fd(int fd)
 {
 	struct elfsym *es;
@@ -1096,26 +1058,14 @@ struct elfsym *elfsym__open_fd(int fd)
 	Elf *elf;
 	int err;
 
-	pthread_once(&elf_once, elf_init);
-	if (!elf_ok) {
-		errno = ENOSYS;
-		return NULL;
-	}
 	if (fstat(fd, &st))
 		return NULL;
-	/* A FIFO or device at a mapped path would block or never end. */
-	if (!S_ISREG(st.st_mode)) {
-		errno = ENOEXEC;
+	elf = elffile__begin(fd);
+	if (!elf)
 		return NULL;
-	}
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf) {
-		errno = EINVAL;
-		return NULL;
-	}
 	es = open_elf(elf, (uint64_t)st.st_size, false);
 	err = errno;
-	elf_end(elf);
+	elffile__end(elf, NULL);
 	errno = err;
 	return es;
 }
@@ -1123,31 +1073,15 @@ struct elfsym *elfsym__open_fd(int fd)
 struct elfsym *elfsym__open_mem(const void *data, size_t len)
 {
 	struct elfsym *es;
-	char *copy;
-	Elf *elf;
+	void *copy;
+	Elf *elf = elffile__begin_mem(data, len, &copy);
 	int err;
 
-	pthread_once(&elf_once, elf_init);
-	if (!elf_ok) {
-		errno = ENOSYS;
+	if (!elf)
 		return NULL;
-	}
-	/* libelf works on the image in place: give it our own copy. */
-	copy = malloc(len ? len : 1);
-	if (!copy)
-		return NULL;
-	if (len)
-		memcpy(copy, data, len);
-	elf = elf_memory(copy, len);
-	if (!elf) {
-		free(copy);
-		errno = EINVAL;
-		return NULL;
-	}
 	es = open_elf(elf, len, false);
 	err = errno;
-	elf_end(elf);
-	free(copy);
+	elffile__end(elf, copy);
 	errno = err;
 	return es;
 }

@@ -59,11 +59,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <libelf.h>
+
 struct elfsym;
 
-/* Reads symbols from an open fd (not closed, not kept). NULL with errno:
- * ENOEXEC not an ELF file or unsupported class/machine, EINVAL corrupt,
- * ENOMEM. */
+/*
+ * Reads symbols from a libelf handle on a file of file_size bytes (the
+ * handle is not ended: the process-and-file layer's mfile__elf() shares it
+ * with the unwinder), or from an open fd (not closed, not kept). NULL with
+ * errno: ENOEXEC not an ELF file or unsupported class/machine, EINVAL
+ * corrupt, ENOMEM.
+ */
+struct elfsym *elfsym__open_elf(Elf *elf, uint64_t file_size);
 struct elfsym *elfsym__open_fd(int fd);
 struct elfsym *elfsym__open(const char *path);
 /* The same from an ELF image in memory (copied; the caller keeps data). */

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "sym/elfnote.h"
+#include "proc/elfnote.h"
 #include "base/util.h"
 
 #define NOTES_MAX (64 * 1024) /* /sys/kernel/notes is a few hundred bytes */

@@ -1,35 +1,28 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /*
- * symbolizer.c - process, file, mount-table and kernel caches in front of the
- * parsers; see symbolizer.h for the life cycle of entries and where names
- * come from.
+ * symbolizer.c - symbol caches in front of the parsers: per process image
+ * (its mappings and the symbols of the files behind them, its JIT map), per
+ * file (symbols, by the mfile's serial), and the kernel's; see symbolizer.h
+ * for the life cycle of entries and where names come from.
  *
- * Files are opened through /proc/PID/map_files/START-END when possible: that
- * is the very file object the process mapped, even if it was deleted,
- * replaced, or lives in another mount namespace. Otherwise through
- * /proc/PID/root/PATH (safeopen: no escape from that root, no magic links,
- * nothing on FUSE), and then only if its device and inode match the maps
- * entry, so a different binary at the same path is never used.
+ * Everything a process controls - its /proc files, the files it maps, its
+ * perf map, its root for debug files - is read through the process table
+ * (proc/ptab.h), which opens and checks it; nothing here opens such a path.
  */
 #include "sym/symbolizer.h"
 
 #include <linux/bpf.h>
-#include <linux/stat.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "base/htab.h"
@@ -43,13 +36,9 @@
 #include "proc/safeopen.h"
 #include "base/util.h"
 
-/* A perf map larger than this is refused (Node's grow to tens of MiB). */
-#define PERFMAP_MAX_FILE  (256u << 20)
 #define PERFMAP_READ_CHUNK (4u << 20)
 /* A miss in JIT memory re-reads the map at most this often per process. */
 #define PERFMAP_RETRY_NS (50u * 1000 * 1000)
-/* Mount tables cached (one per mount namespace). */
-#define MNTNS_MAX 1024
 /* Kallsyms tables retired mid-drain, freed at the next sweep. */
 #define KSYMS_RETIRED_MAX 4
 /* Reloads of kallsyms for new BPF programs: at most this often. */
@@ -63,26 +52,19 @@
 /* Give freed memory back to the system after this much was freed. */
 #define TRIM_AFTER_BYTES (16u << 20)
 
-struct file_key {
-	uint32_t major, minor;
-	uint64_t inode;
-};
-
 struct symfile {
 	struct elfsym *es; /* NULL when unreadable or not ELF */
 	int err;
 	unsigned refs;	   /* process entries pointing at it */
-	bool orphan;	   /* replaced in the cache: freed when refs drop to 0 */
 	bool is_vdso;
-	uint64_t used_gen, checked_gen;
-	uint64_t size;	   /* identity beyond (dev, inode): a reused inode differs */
-	struct timespec mtime, ctime;
-	struct file_key key;
+	uint64_t used_gen;
+	uint64_t serial;   /* the mfile's: a reused inode is another serial */
 };
 
 struct symproc {
 	struct proc_id id;
-	struct procmaps maps;	/* executable mappings only */
+	struct pproc *pp;	/* the process table's entry; NULL when dead */
+	struct pmaps *maps;	/* the snapshot files[] follows; NULL when dead */
 	struct symfile **files; /* per mapping; NULL if not a readable file */
 	bool gone;		/* seen gone at a sweep: freed at the next */
 	bool refreshed;		/* maps re-read since the last sweep */
@@ -95,10 +77,6 @@ struct symproc {
 	uint64_t pmap_dev, pmap_ino;
 	uint64_t pmap_read_ns; /* last read attempt (now_ns), 0: never */
 	bool pmap_rejected;
-	bool have_status;
-	uint32_t ns_pid, euid;
-	char pmap_path[40];
-	uint32_t tid; /* a live thread whose /proc files to use (main thread exited), or 0 */
 };
 
 struct proc_key {
@@ -106,27 +84,13 @@ struct proc_key {
 	uint64_t start_time, exec_id;
 };
 
-struct mntns {
-	struct mountinfo mi;
-	uint64_t gen;
-	bool ok;
-};
-
-/* What file opens for one process need, gathered once per operation. */
-struct pctx {
-	uint32_t pid;
-	char base[48]; /* "PID", or "PID/task/TID" once the main thread has exited */
-	int root_fd;			/* /proc/PID/root, O_PATH; -1 if unavailable */
-	const struct mountinfo *mi;	/* the process's mount table, or NULL */
-	const struct mountinfo *host_mi;
-	bool root_is_host;
-};
-
 struct symbolizer {
 	char proc_root[256];
 	char kallsyms_path[256];
 	char debug_dir[256];
-	bool real_proc; /* proc_root is the real /proc: BPF ids, /proc/self */
+	bool real_proc; /* proc_root is the real /proc: BPF ids */
+	struct ptab *pt;
+	bool own_pt; /* made here (no ptab in the options): freed and swept here */
 	size_t max_procs, max_files, max_file_bytes, max_perfmap_bytes;
 	struct ksyms *ks;
 	struct ksyms *retired[KSYMS_RETIRED_MAX];
@@ -134,18 +98,11 @@ struct symbolizer {
 	uint64_t kmod_sig, kbpf_sig, kcheck_gen, core_end, kbpf_reload_ns;
 	bool kmiss; /* a lookup missed in module/BPF space since the last sweep */
 	struct htab *procs; /* proc_key -> symproc */
-	struct htab *files; /* file_key -> symfile */
-	struct htab *mntns; /* mount ns inode -> mntns */
-	struct mountinfo scratch_mi;
+	struct htab *files; /* mfile serial -> symfile */
 	struct symfile vdso;
-	int host_fd;
-	struct stat host_st;
-	uint64_t self_mntns; /* inode of our mount namespace, 0 if unknown */
 	uint64_t gen;
 	size_t file_bytes, pmap_bytes, freed_bytes;
-	void (*warn)(void *ctx, const char *msg);
-	void *warn_ctx;
-	uint64_t lookups, unknown, debug_files, jit_names, rejected, images_lost;
+	uint64_t lookups, unknown, debug_files, jit_names, images_lost;
 	uint64_t kernel_reloads, evicted_procs, evicted_files;
 };
 
@@ -160,56 +117,12 @@ static struct proc_key proc_key_of(const struct proc_id *id)
 	return k;
 }
 
-static void warnf(struct symbolizer *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void warnf(struct symbolizer *s, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	s->rejected++;
-	if (!s->warn)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	s->warn(s->warn_ctx, msg);
-}
-
-/* Our own vDSO is the one every native process of this kernel maps. */
-static void load_vdso(struct symbolizer *s)
-{
-	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-	struct procmaps self = { 0 };
-	int fd;
-
-	s->vdso.err = -ENOENT;
-	s->vdso.is_vdso = true;
-	if (!base || procmaps__read("/proc/self/maps", &self))
-		return;
-	for (size_t i = 0; i < self.nr; i++) {
-		const struct procmap *m = &self.maps[i];
-
-		if (m->start != base || !m->path || strcmp(m->path, "[vdso]"))
-			continue;
-		fd = memfd_create("bpfprof-vdso", MFD_CLOEXEC);
-		if (fd < 0)
-			break;
-		if (write(fd, (const void *)base, m->end - m->start) == (ssize_t)(m->end - m->start)) {
-			s->vdso.es = elfsym__open_fd(fd);
-			s->vdso.err = s->vdso.es ? 0 : -errno;
-		}
-		close(fd);
-		break;
-	}
-	procmaps__free(&self);
-}
-
 struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 {
 	struct symbolizer *s = calloc(1, sizeof(*s));
 	const char *root = opts && opts->proc_root ? opts->proc_root : "/proc";
-	const char *host = opts && opts->host_root ? opts->host_root : "/";
+	const void *vdso;
+	size_t vdso_len;
 
 	if (!s)
 		return NULL;
@@ -226,30 +139,33 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	s->max_file_bytes = opts && opts->max_file_bytes ? opts->max_file_bytes : 512u << 20;
 	s->max_perfmap_bytes =
 		opts && opts->max_perfmap_bytes ? opts->max_perfmap_bytes : 256u << 20;
-	if (opts) {
-		s->warn = opts->warn;
-		s->warn_ctx = opts->warn_ctx;
+	if (opts && opts->ptab) {
+		s->pt = opts->ptab;
+	} else {
+		struct ptab_opts po = {
+			.proc_root = root,
+			.host_root = opts ? opts->host_root : NULL,
+			.warn = opts ? opts->warn : NULL,
+			.warn_ctx = opts ? opts->warn_ctx : NULL,
+		};
+
+		s->pt = ptab__new(&po);
+		s->own_pt = true;
 	}
 	s->procs = htab__new();
 	s->files = htab__new();
-	s->mntns = htab__new();
-	s->host_fd = safeopen__dir(host);
-	if (s->host_fd >= 0 && fstat(s->host_fd, &s->host_st)) {
-		close(s->host_fd);
-		s->host_fd = -1;
-	}
-	{
-		struct stat ns;
-
-		if (s->real_proc && !stat("/proc/self/ns/mnt", &ns))
-			s->self_mntns = ns.st_ino;
-	}
-	if (!s->procs || !s->files || !s->mntns) {
+	if (!s->pt || !s->procs || !s->files) {
 		symbolizer__free(s);
 		errno = ENOMEM;
 		return NULL;
 	}
-	load_vdso(s);
+	s->vdso.is_vdso = true;
+	s->vdso.err = -ENOENT;
+	vdso = ptab__vdso(s->pt, &vdso_len);
+	if (vdso) {
+		s->vdso.es = elfsym__open_mem(vdso, vdso_len);
+		s->vdso.err = s->vdso.es ? 0 : -errno;
+	}
 	return s;
 }
 
@@ -263,15 +179,13 @@ static void symfile_free(struct symfile *f)
 
 static void symfile_unref(struct symfile *f)
 {
-	if (!f || !f->refs)
-		return;
-	if (--f->refs == 0 && f->orphan)
-		symfile_free(f);
+	if (f && f->refs)
+		f->refs--;
 }
 
 static void release_files(struct symproc *p)
 {
-	for (size_t i = 0; p->files && i < p->maps.nr; i++)
+	for (size_t i = 0; p->files && p->maps && i < p->maps->m.nr; i++)
 		symfile_unref(p->files[i]);
 	free(p->files);
 	p->files = NULL;
@@ -282,9 +196,9 @@ static void symproc_free(struct symbolizer *s, struct symproc *p)
 	if (!p)
 		return;
 	release_files(p);
-	procmaps__free(&p->maps);
-	if (s)
-		s->pmap_bytes -= MIN(s->pmap_bytes, p->pmap_bytes);
+	pmaps__put(p->maps);
+	ptab__put(s->pt, p->pp);
+	s->pmap_bytes -= MIN(s->pmap_bytes, p->pmap_bytes);
 	perfmap__free(p->pmap);
 	free(p);
 }
@@ -298,29 +212,19 @@ void symbolizer__free(struct symbolizer *s)
 		return;
 	if (s->procs)
 		while ((e = htab__next(s->procs, &pos)))
-			symproc_free(NULL, e->value);
+			symproc_free(s, e->value);
 	pos = 0;
 	if (s->files)
 		while ((e = htab__next(s->files, &pos)))
 			symfile_free(e->value);
-	pos = 0;
-	if (s->mntns)
-		while ((e = htab__next(s->mntns, &pos))) {
-			struct mntns *m = e->value;
-
-			mountinfo__free(&m->mi);
-			free(m);
-		}
 	htab__free(s->procs);
 	htab__free(s->files);
-	htab__free(s->mntns);
-	mountinfo__free(&s->scratch_mi);
 	elfsym__free(s->vdso.es);
 	ksyms__free(s->ks);
 	for (size_t i = 0; i < s->nr_retired; i++)
 		ksyms__free(s->retired[i]);
-	if (s->host_fd >= 0)
-		close(s->host_fd);
+	if (s->own_pt)
+		ptab__free(s->pt);
 	free(s);
 }
 
@@ -489,84 +393,6 @@ int symbolizer__kernel_range(struct symbolizer *s, uint64_t ip, uint64_t *start,
 	return 0;
 }
 
-/* --- mount tables, process roots -------------------------------------------- */
-
-static const struct mountinfo *mounts_of(struct symbolizer *s, const char *rel)
-{
-	char path[PATH_MAX];
-	struct htab_entry *e;
-	struct mntns *m;
-	struct stat st;
-	uint64_t key[2];
-	bool created;
-
-	snprintf(path, sizeof(path), "%s/%s/ns/mnt", s->proc_root, rel);
-	if (stat(path, &st)) {
-		/* No namespace id to cache by (a test tree): read it for this use only. */
-		mountinfo__free(&s->scratch_mi);
-		snprintf(path, sizeof(path), "%s/%s/mountinfo", s->proc_root, rel);
-		return mountinfo__read(path, &s->scratch_mi) ? NULL : &s->scratch_mi;
-	}
-	key[0] = st.st_dev;
-	key[1] = st.st_ino;
-	e = htab__upsert(s->mntns, key, sizeof(key), &created);
-	if (!e)
-		return NULL;
-	if (created) {
-		m = calloc(1, sizeof(*m));
-		if (!m) {
-			htab__remove(s->mntns, key, sizeof(key));
-			return NULL;
-		}
-		e->value = m;
-		m->gen = s->gen + 1;
-	}
-	m = e->value;
-	/* Mounts change: one read per mount namespace per drain. */
-	if (created || m->gen != s->gen) {
-		mountinfo__free(&m->mi);
-		snprintf(path, sizeof(path), "%s/%s/mountinfo", s->proc_root, rel);
-		m->ok = !mountinfo__read(path, &m->mi);
-		m->gen = s->gen;
-	}
-	return m->ok ? &m->mi : NULL;
-}
-
-/*
- * tid != 0: the main thread has exited, and with it /proc/PID/root, map_files
- * and mountinfo; a live thread's /proc/PID/task/TID/ has them.
- */
-static void pctx_open(struct symbolizer *s, uint32_t pid, uint32_t tid, struct pctx *c)
-{
-	char path[PATH_MAX];
-	struct stat st;
-
-	memset(c, 0, sizeof(*c));
-	c->pid = pid;
-	if (tid)
-		snprintf(c->base, sizeof(c->base), "%u/task/%u", pid, tid);
-	else
-		snprintf(c->base, sizeof(c->base), "%u", pid);
-	snprintf(path, sizeof(path), "%s/%s/root", s->proc_root, c->base);
-	c->root_fd = safeopen__dir(path);
-	/* The host table first: the process's may live in the scratch slot. */
-	c->host_mi = s->real_proc ? mounts_of(s, "self") : NULL;
-	c->mi = mounts_of(s, c->base);
-	c->root_is_host = c->root_fd >= 0 && s->host_fd >= 0 && !fstat(c->root_fd, &st) &&
-			  st.st_dev == s->host_st.st_dev && st.st_ino == s->host_st.st_ino;
-	/* The same root directory seen from another mount namespace is another view. */
-	snprintf(path, sizeof(path), "%s/%s/ns/mnt", s->proc_root, c->base);
-	if (c->root_is_host && s->self_mntns && !stat(path, &st) && st.st_ino != s->self_mntns)
-		c->root_is_host = false;
-}
-
-static void pctx_close(struct pctx *c)
-{
-	if (c->root_fd >= 0)
-		close(c->root_fd);
-	c->root_fd = -1;
-}
-
 /* --- files -------------------------------------------------------------------- */
 
 static bool is_memfd(const struct procmap *m)
@@ -574,252 +400,125 @@ static bool is_memfd(const struct procmap *m)
 	return m->path && !strncmp(m->path, "/memfd:", 7);
 }
 
-/* Opens the file behind mapping m of the process; -errno if it cannot be trusted. */
-static int open_mapped_file(struct symbolizer *s, const struct pctx *c, const struct procmap *m,
-			    struct safe_file *f)
+/*
+ * The separate debug file of mf (whose symbols es holds), or NULL: looked up
+ * in p's root first (its packages match its binaries), then in the host's.
+ * fd_out (if set) keeps the debug file open for the caller.
+ */
+static struct elfsym *find_debug_file(struct symbolizer *s, struct pproc *pp, struct mfile *mf,
+				      const struct elfsym *es, int *fd_out, char *found,
+				      size_t found_size)
 {
-	char path[PATH_MAX];
-	bool dev_ok, ino_ok;
-	int opath, err;
-
-	snprintf(path, sizeof(path), "%s/%s/map_files/%" PRIx64 "-%" PRIx64, s->proc_root, c->base,
-		 m->start, m->end);
-	/* O_PATH: the magic link is procfs's own; no filesystem open runs yet. */
-	opath = open(path, O_PATH | O_CLOEXEC);
-	if (opath >= 0) {
-		err = safeopen__reopen(opath, c->mi, f);
-		close(opath);
-		if (err)
-			return err;
-	} else {
-		/* No map_files (no CAP_SYS_ADMIN, or an old kernel): by path, then checked. */
-		if (m->deleted || !procmap__is_file(m))
-			return -ENOENT;
-		if (c->root_fd < 0)
-			return -EACCES;
-		err = safeopen__in_root(c->root_fd, c->mi, m->path, 0, f);
-		if (err)
-			return err;
-	}
-	/*
-	 * The file must be the one the maps line names. overlayfs reports its
-	 * own device (and, with xino, its own inode numbers) for a file whose
-	 * maps line shows the layer's: one of the two matching is enough.
-	 */
-	dev_ok = major(f->st.st_dev) == m->dev_major && minor(f->st.st_dev) == m->dev_minor;
-	ino_ok = f->st.st_ino == m->inode;
-	if (!(dev_ok && ino_ok) && (opath < 0 || (!dev_ok && !ino_ok))) {
-		close(f->fd);
-		f->fd = -1;
-		return -ESTALE;
-	}
-	return 0;
-}
-
-static bool rejection(int err)
-{
-	return err == -ELOOP || err == -EXDEV || err == -EINVAL || err == -EREMOTE;
-}
-
-static const char *reason(int err)
-{
-	switch (err) {
-	case -ELOOP:
-		return "it is a symbolic link";
-	case -EXDEV:
-		return "its path leaves the process's root";
-	case -EINVAL:
-		return "it is not a regular file";
-	case -EREMOTE:
-		return "it is on a FUSE file system, which could block the profiler";
-	case -EFBIG:
-		return "it is too large";
-	default:
-		return strerror(-err);
-	}
-}
-
-static void load_file(struct symbolizer *s, const struct pctx *c, const struct procmap *m,
-		      struct symfile *f)
-{
-	struct safe_file sf;
+	const struct stat *st = mfile__stat(mf);
+	const struct safe_root *host = ptab__host_root(s->pt);
+	struct safe_root root;
 	struct elfsym *dbg;
+	struct debuginfo_query q = {
+		.bin = es,
+		.path = mfile__path(mf),
+		.dev = (uint64_t)st->st_dev,
+		.ino = (uint64_t)st->st_ino,
+		.debug_dir = s->debug_dir,
+		.fd_out = fd_out,
+	};
+
+	if (ptab__root_open(s->pt, pp, &root)) {
+		q.roots[0] = *host; /* a process whose root we cannot open still has the host's */
+		q.roots[1].fd = -1;
+	} else {
+		q.roots[0] = root;
+		q.roots[1] = *host;
+		if (ptab__root_is_host(s->pt, &root))
+			q.roots[1].fd = -1;
+	}
+	dbg = debuginfo__find(&q, found, found_size);
+	ptab__root_close(&root);
+	return dbg;
+}
+
+/* Symbols of the stripped file mf's separate debug file, merged into es. */
+static void load_debug_file(struct symbolizer *s, struct pproc *pp, struct mfile *mf,
+			    struct elfsym *es)
+{
 	char found[PATH_MAX];
-	int err;
+	struct elfsym *dbg = find_debug_file(s, pp, mf, es, NULL, found, sizeof(found));
 
-	err = open_mapped_file(s, c, m, &sf);
-	if (err) {
-		f->err = err;
-		if (rejection(err))
-			warnf(s, "not reading %s mapped by process %u: %s", m->path, c->pid,
-			      reason(err));
-		return;
-	}
-	f->size = (uint64_t)sf.st.st_size;
-	f->mtime = sf.st.st_mtim;
-	f->ctime = sf.st.st_ctim;
-	f->es = elfsym__open_fd(sf.fd);
-	f->err = f->es ? 0 : -errno;
-	if (f->es && !elfsym__has_symtab(f->es) &&
-	    (elfsym__build_id(f->es, NULL) || elfsym__debuglink(f->es, NULL))) {
-		struct debuginfo_query q = {
-			.bin = f->es,
-			.path = m->path,
-			.dev = (uint64_t)sf.st.st_dev,
-			.ino = (uint64_t)sf.st.st_ino,
-			.roots = { { c->root_fd, c->mi },
-				   { c->root_is_host || c->root_fd < 0 ? -1 : s->host_fd,
-				     c->host_mi } },
-			.debug_dir = s->debug_dir,
-		};
-
-		/* A process whose root we cannot open still has the host's files. */
-		if (c->root_fd < 0) {
-			q.roots[0].fd = s->host_fd;
-			q.roots[0].mi = c->host_mi;
-		}
-		dbg = debuginfo__find(&q, found, sizeof(found));
-		if (dbg && !elfsym__merge(f->es, dbg))
-			s->debug_files++;
-	}
-	close(sf.fd);
+	if (dbg && !elfsym__merge(es, dbg))
+		s->debug_files++;
 }
 
-/* Whether cached file f is still what (dev, inode) names now; false if unsure it is not. */
-static bool file_changed(struct symbolizer *s, const struct pctx *c, const struct procmap *m,
-			 const struct symfile *f)
+/* The symbols of the file behind mapping m (read once per file); NULL if unreadable. */
+static struct symfile *get_file(struct symbolizer *s, struct pproc *pp, const struct procmap *m)
 {
-	char path[PATH_MAX];
-	struct statx sx;
-	int fd;
-
-	if (f->err)
-		return false;
-	snprintf(path, sizeof(path), "%s/%s/map_files/%" PRIx64 "-%" PRIx64, s->proc_root, c->base,
-		 m->start, m->end);
-	fd = open(path, O_PATH | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_SIZE | STATX_MTIME | STATX_CTIME,
-		  &sx)) {
-		close(fd);
-		return false;
-	}
-	close(fd);
-	return sx.stx_size != f->size || sx.stx_mtime.tv_sec != f->mtime.tv_sec ||
-	       sx.stx_mtime.tv_nsec != (uint32_t)f->mtime.tv_nsec ||
-	       sx.stx_ctime.tv_sec != f->ctime.tv_sec ||
-	       sx.stx_ctime.tv_nsec != (uint32_t)f->ctime.tv_nsec;
-}
-
-static struct symfile *get_file(struct symbolizer *s, const struct pctx *c, const struct procmap *m)
-{
-	struct file_key k = { .major = m->dev_major, .minor = m->dev_minor, .inode = m->inode };
 	struct htab_entry *e;
 	struct symfile *f;
+	struct mfile *mf;
+	uint64_t serial;
 	bool created;
+	Elf *elf;
 
-	e = htab__upsert(s->files, &k, sizeof(k), &created);
-	if (!e)
+	if (ptab__file(s->pt, pp, m, &mf))
+		return NULL; /* refused (the table warned once), or not readable now */
+	serial = mfile__serial(mf);
+	e = htab__upsert(s->files, &serial, sizeof(serial), &created);
+	if (!e) {
+		mfile__put(s->pt, mf);
 		return NULL;
+	}
 	if (!created) {
 		f = e->value;
-		if (f->checked_gen != s->gen + 1) {
-			f->checked_gen = s->gen + 1;
-			if (file_changed(s, c, m, f)) {
-				/* An inode number reused by a new file: start over. */
-				f->orphan = true;
-				if (!f->refs)
-					symfile_free(f);
-				created = true;
-			}
-		}
-		if (!created) {
-			f->used_gen = s->gen;
-			return f;
-		}
+		f->used_gen = s->gen;
+		mfile__put(s->pt, mf);
+		return f;
 	}
 	f = calloc(1, sizeof(*f));
 	if (!f) {
-		htab__remove(s->files, &k, sizeof(k));
+		htab__remove(s->files, &serial, sizeof(serial));
+		mfile__put(s->pt, mf);
 		return NULL;
 	}
 	e->value = f;
-	f->key = k;
+	f->serial = serial;
 	f->used_gen = s->gen;
-	f->checked_gen = s->gen + 1;
-	load_file(s, c, m, f);
+	elf = mfile__elf(mf);
+	f->es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(mf)->st_size) : NULL;
+	f->err = f->es ? 0 : -errno;
+	if (f->es && !elfsym__has_symtab(f->es) &&
+	    (elfsym__build_id(f->es, NULL) || elfsym__debuglink(f->es, NULL)))
+		load_debug_file(s, pp, mf, f->es);
+	mfile__put(s->pt, mf);
 	return f;
 }
 
 /* --- JIT perf maps ------------------------------------------------------------- */
 
-/* Whether a file was last written before the process started (1 s of slack). */
-static bool stale_for(const struct symproc *p, const struct stat *st)
+static void drop_perfmap(struct symbolizer *s, struct symproc *p)
 {
-	uint64_t start_real, mtime;
-
-	if (!p->id.start_time)
-		return false;
-	/* start_time is CLOCK_BOOTTIME; file times are CLOCK_REALTIME. */
-	start_real = realtime_ns() - boottime_ns() + p->id.start_time;
-	mtime = (uint64_t)st->st_mtim.tv_sec * 1000000000ULL + (uint64_t)st->st_mtim.tv_nsec;
-	return mtime + 1000000000ULL < start_real;
+	s->pmap_bytes -= MIN(s->pmap_bytes, p->pmap_bytes);
+	perfmap__free(p->pmap);
+	p->pmap = NULL;
+	p->pmap_bytes = 0;
 }
 
 /* Reads (more of) the process's perf map. Called with the process alive. */
-static void load_perfmap(struct symbolizer *s, struct symproc *p, const struct pctx *c)
+static void load_perfmap(struct symbolizer *s, struct symproc *p)
 {
-	struct proc_status ps;
 	struct safe_file sf;
 	struct perfmap *pm;
 	char *buf = NULL;
 	size_t before;
 	int err;
 
-	if (p->pmap_rejected)
+	if (p->pmap_rejected || !p->pp)
 		return;
 	p->pmap_read_ns = now_ns();
-	if (!p->have_status) {
-		if (procfs__status(s->proc_root, p->id.pid, &ps))
-			return;
-		p->ns_pid = ps.ns_pid;
-		p->euid = ps.euid;
-		p->have_status = true;
-		/* The process writes it in its own /tmp, named with its own pid. */
-		snprintf(p->pmap_path, sizeof(p->pmap_path), "/tmp/perf-%u.map", p->ns_pid);
-	}
-	if (c->root_fd < 0)
-		return;
-	err = safeopen__in_root(c->root_fd, c->mi, p->pmap_path, SAFEOPEN_NO_SYMLINKS, &sf);
-	if (err == -ENOENT || err == -ENOTDIR)
-		return;
-	/*
-	 * Left behind by an earlier process with this pid (JITs do not remove
-	 * their maps): not this process's until it writes it again.
-	 */
-	if (!err && stale_for(p, &sf.st)) {
-		close(sf.fd);
-		return;
-	}
-	if (!err && sf.st.st_uid != p->euid && sf.st.st_uid != 0)
-		err = -EPERM;
-	if (!err && (uint64_t)sf.st.st_size > PERFMAP_MAX_FILE)
-		err = -EFBIG;
+	err = ptab__open_perfmap(s->pt, p->pp, &sf);
 	if (err) {
-		p->pmap_rejected = true;
-		s->pmap_bytes -= MIN(s->pmap_bytes, p->pmap_bytes);
-		perfmap__free(p->pmap);
-		p->pmap = NULL;
-		p->pmap_bytes = 0;
-		if (err == -EPERM)
-			warnf(s, "ignoring JIT map %s of process %u: owned by uid %u, the process runs as uid %u",
-			      p->pmap_path, p->id.pid, (unsigned)sf.st.st_uid, p->euid);
-		else
-			warnf(s, "ignoring JIT map %s of process %u: %s", p->pmap_path, p->id.pid,
-			      reason(err));
-		if (sf.fd >= 0)
-			close(sf.fd);
+		if (ptab__refusal(err)) {
+			/* The table warned; this map is never read for this image. */
+			p->pmap_rejected = true;
+			drop_perfmap(s, p);
+		}
 		return;
 	}
 	pm = p->pmap;
@@ -862,86 +561,36 @@ out:
 
 /* --- processes ------------------------------------------------------------------ */
 
-/* Reads the maps of pid; *tid is set to the thread used if the main thread has exited. */
-static int read_maps(struct symbolizer *s, uint32_t pid, struct procmaps *out, uint32_t *tid)
-{
-	return procmaps__read_pid(s->proc_root, pid, out, tid);
-}
-
-/* The process with this id is still there (a recycled pid is not it). */
-static bool proc_matches(struct symbolizer *s, const struct proc_id *id)
-{
-	uint64_t ticks;
-
-	if (procfs__starttime(s->proc_root, id->pid, &ticks))
-		return false;
-	return !id->start_time || ticks == procfs__ns_to_ticks(id->start_time);
-}
-
-/* The image /proc shows now is id's: same start time, same address space. */
-static int image_check(struct symbolizer *s, const struct proc_id *id, uint64_t *sig)
-{
-	uint64_t ticks;
-
-	if (procfs__image(s->proc_root, id->pid, &ticks, sig))
-		return -ESRCH;
-	if (id->start_time && ticks != procfs__ns_to_ticks(id->start_time))
-		return -ESRCH;
-	if (id->mm_sig && *sig && *sig != id->mm_sig)
-		return -ESRCH;
-	return 0;
-}
-
-/* Executable mappings are all a lookup ever names: keep only those. */
+/* Executable mappings are all a lookup ever names (the table keeps only those). */
 static bool jit_candidate(const struct procmap *m)
 {
 	return !m->path || (!procmap__is_file(m) && strcmp(m->path, "[vdso]") &&
 			    strcmp(m->path, "[vsyscall]"));
 }
 
-/* (Re)reads the mappings of p and resolves the files they map. */
-static int load_maps(struct symbolizer *s, struct symproc *p)
+/* Takes the process table's latest snapshot of p's mappings and resolves their files. */
+static int attach_maps(struct symbolizer *s, struct symproc *p)
 {
-	struct procmaps maps = { 0 };
+	struct pmaps *maps = ptab__maps(s->pt, p->pp);
 	struct symfile **files;
-	uint64_t sig0 = 0, sig1 = 0;
-	uint32_t tid;
-	struct pctx c;
-	int err;
 
-	err = image_check(s, &p->id, &sig0);
-	if (err)
-		return err;
-	err = read_maps(s, p->id.pid, &maps, &tid);
-	if (err)
-		return err == -ENOENT ? -ESRCH : err;
-	/* An exec (or exit) while we read: these mappings may be the next image's. */
-	if (image_check(s, &p->id, &sig1) || sig1 != sig0) {
-		procmaps__free(&maps);
-		return -ESRCH;
+	if (p->maps == maps) {
+		pmaps__put(maps);
+		return 0;
 	}
-	if (!p->id.mm_sig)
-		p->id.mm_sig = sig0; /* later refreshes must find this same image */
-	err = procmaps__keep(&maps, PROCMAP_X);
-	if (err) {
-		procmaps__free(&maps);
-		return err;
-	}
-	files = calloc(maps.nr ? maps.nr : 1, sizeof(*files));
+	files = calloc(maps->m.nr ? maps->m.nr : 1, sizeof(*files));
 	if (!files) {
-		procmaps__free(&maps);
+		pmaps__put(maps);
 		return -ENOMEM;
 	}
-	p->tid = tid;
-	pctx_open(s, p->id.pid, p->tid, &c);
 	p->jit = false;
-	for (size_t i = 0; i < maps.nr; i++) {
-		const struct procmap *m = &maps.maps[i];
+	for (size_t i = 0; i < maps->m.nr; i++) {
+		const struct procmap *m = &maps->m.maps[i];
 
 		if (m->path && !strcmp(m->path, "[vdso]"))
 			files[i] = s->vdso.es ? &s->vdso : NULL;
 		else if (procmap__is_file(m) || (is_memfd(m) && m->inode))
-			files[i] = get_file(s, &c, m);
+			files[i] = get_file(s, p->pp, m);
 		if (files[i])
 			files[i]->refs++;
 		if (jit_candidate(m) && (!files[i] || !files[i]->es))
@@ -949,12 +598,11 @@ static int load_maps(struct symbolizer *s, struct symproc *p)
 	}
 	/* Release the old snapshot only after the new one took its references. */
 	release_files(p);
-	procmaps__free(&p->maps);
+	pmaps__put(p->maps);
 	p->maps = maps;
 	p->files = files;
 	if (p->jit)
-		load_perfmap(s, p, &c);
-	pctx_close(&c);
+		load_perfmap(s, p);
 	return 0;
 }
 
@@ -992,22 +640,6 @@ static void evict_procs(struct symbolizer *s)
 	free(all);
 }
 
-/* Another image of the same process is known: the current one may not be id's. */
-static bool other_image_known(struct symbolizer *s, const struct proc_id *id)
-{
-	struct htab_entry *e;
-	size_t pos = 0;
-
-	while ((e = htab__next(s->procs, &pos))) {
-		const struct symproc *p = e->value;
-
-		if (p->id.pid == id->pid && p->id.start_time == id->start_time &&
-		    p->id.exec_id != id->exec_id)
-			return true;
-	}
-	return false;
-}
-
 static struct symproc *add_proc(struct symbolizer *s, const struct proc_id *id, int *errp)
 {
 	struct proc_key k = proc_key_of(id);
@@ -1023,15 +655,11 @@ static struct symproc *add_proc(struct symbolizer *s, const struct proc_id *id, 
 	}
 	p->id = *id;
 	p->used_gen = s->gen;
-	/*
-	 * Without the notice's signature (it was lost), an exec since the
-	 * sample cannot be ruled out; if another image of this process is
-	 * known, refuse rather than guess.
-	 */
-	if (!id->mm_sig && other_image_known(s, id))
-		err = -ESRCH;
-	else
-		err = load_maps(s, p);
+	err = ptab__get(s->pt, id, &p->pp);
+	if (!err) {
+		p->id = *pproc__id(p->pp);
+		err = attach_maps(s, p);
+	}
 	if (err == -ENOMEM) {
 		symproc_free(s, p);
 		*errp = err;
@@ -1039,6 +667,8 @@ static struct symproc *add_proc(struct symbolizer *s, const struct proc_id *id, 
 	}
 	if (err) {
 		/* Remembered, so its samples do not retry (and cannot misname). */
+		ptab__put(s->pt, p->pp);
+		p->pp = NULL;
 		p->dead = true;
 		s->images_lost++;
 	}
@@ -1067,18 +697,25 @@ int symbolizer__note_process(struct symbolizer *s, const struct proc_id *id)
 	return err;
 }
 
+/* Re-reads p's mappings (through the table) and resolves new files. */
+static int refresh(struct symbolizer *s, struct symproc *p)
+{
+	int err;
+
+	if (p->dead || p->gone || !ptab__alive(s->pt, &p->id))
+		return -ESRCH;
+	err = ptab__refresh(s->pt, p->pp);
+	return err ? err : attach_maps(s, p);
+}
+
 int symbolizer__refresh_process(struct symbolizer *s, const struct proc_id *id)
 {
 	struct proc_key k = proc_key_of(id);
 	struct htab_entry *e = htab__find(s->procs, &k, sizeof(k));
-	struct symproc *p;
 
 	if (!e)
 		return symbolizer__note_process(s, id);
-	p = e->value;
-	if (p->dead || p->gone || !proc_matches(s, &p->id))
-		return -ESRCH;
-	return load_maps(s, p);
+	return refresh(s, e->value);
 }
 
 /*
@@ -1089,21 +726,17 @@ int symbolizer__refresh_process(struct symbolizer *s, const struct proc_id *id)
 static const char *jit_name(struct symbolizer *s, struct symproc *p, uint64_t addr)
 {
 	const char *name = perfmap__lookup(p->pmap, addr, NULL);
-	uint64_t now, sig = 0;
-	struct pctx c;
+	uint64_t now;
 
 	if (name || p->pmap_rejected || p->gone)
 		return name;
 	now = now_ns();
 	if (p->pmap_read_ns && now - p->pmap_read_ns < PERFMAP_RETRY_NS)
 		return NULL;
-	p->pmap_read_ns = now;
 	/* Still this image: after an exec the same path names the next program's code. */
-	if (image_check(s, &p->id, &sig))
+	if (!ptab__alive(s->pt, &p->id))
 		return NULL;
-	pctx_open(s, p->id.pid, p->tid, &c);
-	load_perfmap(s, p, &c);
-	pctx_close(&c);
+	load_perfmap(s, p);
 	return perfmap__lookup(p->pmap, addr, NULL);
 }
 
@@ -1127,12 +760,12 @@ void symbolizer__user(struct symbolizer *s, const struct proc_id *id, uint64_t i
 	p = e ? e->value : add_proc(s, id, &err);
 	if (p && !p->dead) {
 		p->used_gen = s->gen;
-		m = procmaps__find(&p->maps, addr);
+		m = procmaps__find(&p->maps->m, addr);
 		/* Mapped after our snapshot (dlopen, new JIT region)? Re-read once per drain. */
-		if (!m && !p->refreshed && !p->gone && proc_matches(s, &p->id)) {
+		if (!m && !p->refreshed && !p->gone) {
 			p->refreshed = true;
-			if (!load_maps(s, p))
-				m = procmaps__find(&p->maps, addr);
+			if (!refresh(s, p))
+				m = procmaps__find(&p->maps->m, addr);
 		}
 	}
 	/* Frame-pointer walks through code built without them yield junk that
@@ -1141,14 +774,14 @@ void symbolizer__user(struct symbolizer *s, const struct proc_id *id, uint64_t i
 		s->unknown++;
 		return;
 	}
-	f = p->files[m - p->maps.maps];
+	f = p->files[m - p->maps->m.maps];
 	if ((!f || !f->es) && jit_candidate(m)) {
 		const char *name = jit_name(s, p, addr);
 
 		if (name) {
 			out->kind = FRAME_JIT;
 			out->name = name;
-			out->module = p->pmap_path;
+			out->module = pproc__perfmap_path(p->pp);
 			s->jit_names++;
 			return;
 		}
@@ -1182,11 +815,11 @@ int symbolizer__open_files(struct symbolizer *s, uint32_t pid, const char *modul
 	struct symproc *p = NULL;
 	const struct procmap *m = NULL;
 	struct htab_entry *e;
-	struct safe_file sf;
-	struct pctx c;
-	struct elfsym *es, *dbg;
+	struct elfsym *es;
+	struct mfile *mf;
 	size_t pos = 0;
-	int err;
+	Elf *elf;
+	int err, fd;
 
 	memset(out, 0, sizeof(*out));
 	out->fd = out->debug_fd = -1;
@@ -1198,43 +831,31 @@ int symbolizer__open_files(struct symbolizer *s, uint32_t pid, const char *modul
 		    (!p || q->id.exec_id > p->id.exec_id || q->id.start_time > p->id.start_time))
 			p = q;
 	}
-	if (!p || !proc_matches(s, &p->id))
+	if (!p || !ptab__alive(s->pt, &p->id))
 		return -ESRCH;
-	for (size_t i = 0; i < p->maps.nr && !m; i++)
-		if (p->maps.maps[i].path && !strcmp(p->maps.maps[i].path, module))
-			m = &p->maps.maps[i];
+	for (size_t i = 0; i < p->maps->m.nr && !m; i++)
+		if (p->maps->m.maps[i].path && !strcmp(p->maps->m.maps[i].path, module))
+			m = &p->maps->m.maps[i];
 	if (!m)
 		return -ENOENT;
-	pctx_open(s, pid, p->tid, &c);
-	err = open_mapped_file(s, &c, m, &sf);
-	if (err) {
-		pctx_close(&c);
+	err = ptab__file(s->pt, p->pp, m, &mf);
+	if (err)
+		return err;
+	fd = mfile__fd(mf);
+	out->fd = fd < 0 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (out->fd < 0) {
+		err = fd < 0 ? fd : -errno;
+		mfile__put(s->pt, mf);
 		return err;
 	}
-	out->fd = sf.fd;
 	/* The debug file even when the binary has symbols: its DWARF is what counts. */
-	es = elfsym__open_fd(sf.fd);
-	if (es && (elfsym__build_id(es, NULL) || elfsym__debuglink(es, NULL))) {
-		struct debuginfo_query q = {
-			.bin = es,
-			.path = m->path,
-			.dev = (uint64_t)sf.st.st_dev,
-			.ino = (uint64_t)sf.st.st_ino,
-			.roots = { { c.root_fd, c.mi },
-				   { c.root_is_host || c.root_fd < 0 ? -1 : s->host_fd, c.host_mi } },
-			.debug_dir = s->debug_dir,
-			.fd_out = &out->debug_fd,
-		};
-
-		if (c.root_fd < 0) {
-			q.roots[0].fd = s->host_fd;
-			q.roots[0].mi = c.host_mi;
-		}
-		dbg = debuginfo__find(&q, out->debug_path, sizeof(out->debug_path));
-		elfsym__free(dbg);
-	}
+	elf = mfile__elf(mf);
+	es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(mf)->st_size) : NULL;
+	if (es && (elfsym__build_id(es, NULL) || elfsym__debuglink(es, NULL)))
+		elfsym__free(find_debug_file(s, p->pp, mf, es, &out->debug_fd, out->debug_path,
+					     sizeof(out->debug_path)));
 	elfsym__free(es);
-	pctx_close(&c);
+	mfile__put(s->pt, mf);
 	return 0;
 }
 
@@ -1300,7 +921,7 @@ static void evict_files(struct symbolizer *s)
 		if (count <= s->max_files && bytes <= s->max_file_bytes &&
 		    cand[i]->used_gen + FILE_IDLE_GENS >= s->gen)
 			break;
-		htab__remove(s->files, &cand[i]->key, sizeof(cand[i]->key));
+		htab__remove(s->files, &cand[i]->serial, sizeof(cand[i]->serial));
 		bytes -= MIN(bytes, b);
 		s->freed_bytes += b;
 		count--;
@@ -1351,26 +972,18 @@ void symbolizer__sweep(struct symbolizer *s)
 			struct proc_key k = proc_key_of(&p->id);
 
 			htab__remove(s->procs, &k, sizeof(k));
-			s->freed_bytes += p->pmap_bytes + p->maps.nr * 64;
+			s->freed_bytes += p->pmap_bytes + (p->maps ? p->maps->m.nr * 64 : 0);
 			symproc_free(s, p);
 			continue;
 		}
 		p->refreshed = false;
-		if (!proc_matches(s, &p->id))
+		if (!ptab__alive(s->pt, &p->id))
 			p->gone = true;
 	}
 	evict_files(s);
 	evict_perfmaps(s);
-	pos = 0;
-	while ((e = htab__next(s->mntns, &pos))) {
-		struct mntns *m = e->value;
-
-		if (m->gen + 1 < s->gen || htab__count(s->mntns) > MNTNS_MAX) {
-			htab__remove(s->mntns, e->key, e->klen);
-			mountinfo__free(&m->mi);
-			free(m);
-		}
-	}
+	if (s->own_pt)
+		ptab__sweep(s->pt);
 	for (size_t i = 0; i < s->nr_retired; i++)
 		ksyms__free(s->retired[i]);
 	s->nr_retired = 0;
@@ -1403,7 +1016,12 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->perfmap_bytes = s->pmap_bytes;
 	st->debug_files = s->debug_files;
 	st->jit_names = s->jit_names;
-	st->rejected = s->rejected;
+	{
+		struct ptab_stats ps;
+
+		ptab__stats(s->pt, &ps);
+		st->rejected = ps.refused;
+	}
 	st->images_lost = s->images_lost;
 	st->kernel_reloads = s->kernel_reloads;
 	st->evicted_procs = s->evicted_procs;

@@ -46,10 +46,18 @@
 #include <stdint.h>
 
 #include "base/profile.h"
+#include "proc/ptab.h"
 
 struct symbolizer;
+struct ptab;
 
 struct symbolizer_opts {
+	/*
+	 * The process table every process-controlled file is read through,
+	 * shared with the unwinder; NULL: the symbolizer makes its own from
+	 * proc_root, host_root and warn (and sweeps it).
+	 */
+	struct ptab *ptab;
 	const char *proc_root;	   /* default "/proc" */
 	const char *kallsyms_path; /* default "<proc_root>/kallsyms" */
 	size_t max_procs;	   /* cap on process entries (default 16384) */
@@ -61,13 +69,6 @@ struct symbolizer_opts {
 	/* Called once per rejected file (perf map, mapped file) with a sentence. */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
-};
-
-struct proc_id {
-	uint32_t pid;
-	uint64_t start_time; /* task start_boottime, ns; 0 = unknown, not checked */
-	uint64_t exec_id;
-	uint64_t mm_sig;     /* bp_mm_sig() from the BPF notice; 0 = unknown */
 };
 
 /* The answer for one address. Strings live until the next sweep. */

@@ -18,16 +18,15 @@
 #include <elfutils/libdw.h>
 #include <errno.h>
 #include <gelf.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/util.h"
+#include "proc/elffile.h"
 
 #define PAGE_SIZE_U    (1u << UNWIND_PAGE_SHIFT)
 #define MAX_ENTRIES    (8u << 20) /* CIEs + FDEs read from one section */
-#define MAX_NOTES      (1u << 20) /* note bytes read for the build id */
 #define UTABLE_PAD_GAP 31	  /* bytes between FDEs taken for padding */
 #define X86_64_RSP     7
 #define X86_64_RBP     6
@@ -59,13 +58,6 @@ struct build {
 	bool full; /* UTABLE_MAX_ROWS reached */
 };
 
-static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
-static bool elf_ok;
-
-static void elf_init(void)
-{
-	elf_ok = elf_version(EV_CURRENT) != EV_NONE;
-}
 
 static void *grow(void *arr, size_t *cap, size_t need, size_t size)
 {
@@ -797,55 +789,6 @@ static int read_segments(struct build *b)
 	return b->t->nr_segs ? 0 : -EINVAL;
 }
 
-static int note_build_id(Elf_Data *d, uint8_t *buf, size_t size)
-{
-	size_t off = 0, name_off, desc_off;
-	GElf_Nhdr nh;
-
-	while (off < d->d_size && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-		    !memcmp((const char *)d->d_buf + name_off, "GNU", 4) && nh.n_descsz > 0 &&
-		    nh.n_descsz <= size) {
-			memcpy(buf, (const char *)d->d_buf + desc_off, nh.n_descsz);
-			return (int)nh.n_descsz;
-		}
-	}
-	return 0;
-}
-
-static int elf_build_id(Elf *elf, uint8_t *buf, size_t size)
-{
-	Elf_Scn *scn = NULL;
-	size_t budget = MAX_NOTES, n;
-	int len;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || sh.sh_size > budget)
-			continue;
-		budget -= sh.sh_size;
-		d = elf_getdata(scn, NULL);
-		if (d && d->d_buf && (len = note_build_id(d, buf, size)) > 0)
-			return len;
-	}
-	if (elf_getphdrnum(elf, &n))
-		return 0;
-	for (size_t i = 0; i < n && i < 65535; i++) {
-		GElf_Phdr ph;
-		Elf_Data *d;
-
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE || ph.p_filesz > budget)
-			continue;
-		budget -= ph.p_filesz;
-		d = elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz, ELF_T_NHDR);
-		if (d && d->d_buf && (len = note_build_id(d, buf, size)) > 0)
-			return len;
-	}
-	return 0;
-}
-
 /* A CFI section's data, or NULL if absent, empty, compressed or unreadable. */
 static Elf_Data *cfi_section(Elf *elf, const char *name, uint64_t *addr)
 {
@@ -922,7 +865,7 @@ static struct utable *build(Elf *elf)
 	err = read_segments(&b);
 	if (err)
 		goto out;
-	b.t->build_id_len = (size_t)elf_build_id(elf, b.t->build_id, sizeof(b.t->build_id));
+	b.t->build_id_len = elffile__build_id(elf, b.t->build_id);
 
 	eh = cfi_section(elf, ".eh_frame", &eh_addr);
 	dbg = cfi_section(elf, ".debug_frame", &dbg_addr);
@@ -996,73 +939,37 @@ out:
 	return b.t;
 }
 
+struct utable *utable__build_elf(Elf *elf)
+{
+	return build(elf);
+}
+
 struct utable *utable__build_fd(int fd)
 {
 	struct utable *t;
-	Elf *elf;
+	Elf *elf = elffile__begin(fd);
 
-	pthread_once(&elf_once, elf_init);
-	if (!elf_ok) {
-		errno = ENOTSUP;
+	if (!elf)
 		return NULL;
-	}
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf) {
-		errno = ENOEXEC;
-		return NULL;
-	}
 	t = build(elf);
-	elf_end(elf);
+	elffile__end(elf, NULL);
 	return t;
 }
 
 struct utable *utable__build_mem(const void *image, size_t size)
 {
 	struct utable *t;
-	char *copy;
-	Elf *elf;
+	void *copy;
+	Elf *elf = elffile__begin_mem(image, size, &copy);
 	int err;
 
-	pthread_once(&elf_once, elf_init);
-	if (!elf_ok) {
-		errno = ENOTSUP;
+	if (!elf)
 		return NULL;
-	}
-	/* libelf may convert data in place: give it a private copy. */
-	copy = malloc(size ? size : 1);
-	if (!copy) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	memcpy(copy, image, size);
-	elf = elf_memory(copy, size);
-	if (!elf) {
-		free(copy);
-		errno = ENOEXEC;
-		return NULL;
-	}
 	t = build(elf);
 	err = errno;
-	elf_end(elf);
-	free(copy);
+	elffile__end(elf, copy);
 	errno = err;
 	return t;
-}
-
-int utable__read_build_id(int fd, uint8_t *buf, size_t size)
-{
-	Elf *elf;
-	int len;
-
-	pthread_once(&elf_once, elf_init);
-	if (!elf_ok)
-		return -ENOTSUP;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf)
-		return -ENOEXEC;
-	len = elf_kind(elf) == ELF_K_ELF ? elf_build_id(elf, buf, size) : -ENOEXEC;
-	elf_end(elf);
-	return len;
 }
 
 void utable__free(struct utable *t)

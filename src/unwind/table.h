@@ -38,13 +38,14 @@
 
 #include <linux/types.h>
 
+#include "proc/elffile.h"
 #include "unwind_abi.h"
 
 #define UTABLE_MAX_ROWS	    (16u << 20) /* rows per table */
 #define UTABLE_MAX_FDE_ROWS 4096	/* rows per FDE; the rest is UNSUPPORTED */
 /* Bytes of text a table may span: its page index must fit one pool chunk (512 MiB). */
 #define UTABLE_MAX_SPAN	    ((uint64_t)UNWIND_CHUNK_SLOTS << UNWIND_PAGE_SHIFT)
-#define UTABLE_BUILD_ID_MAX 64
+#define UTABLE_BUILD_ID_MAX BUILD_ID_MAX
 
 struct utable_seg {
 	uint64_t vaddr, memsz, offset, filesz;
@@ -82,18 +83,16 @@ struct utable {
 };
 
 /*
- * Builds the table of an open ELF file (fd not closed, not kept) or of an
- * ELF image in memory. NULL with errno: ENOEXEC not ELF or not
+ * Builds the table of an ELF file: from a libelf handle (elffile.h; the
+ * process-and-file layer's mfile__elf()), an open file (fd not closed, not
+ * kept), or an ELF image in memory. NULL with errno: ENOEXEC not ELF or not
  * ET_EXEC/ET_DYN, ENOTSUP not x86-64 ELF64, ENODATA no usable CFI, EINVAL
  * corrupt beyond use, E2BIG over a size cap, ENOMEM.
  */
+struct utable *utable__build_elf(Elf *elf);
 struct utable *utable__build_fd(int fd);
 struct utable *utable__build_mem(const void *image, size_t size);
 void utable__free(struct utable *t);
-
-/* Reads just the GNU build id of an ELF file (cheap: notes only).
- * Returns its length (0: none) or -errno. */
-int utable__read_build_id(int fd, uint8_t *buf, size_t size);
 
 /*
  * The row for vaddr, found as the BPF walker finds it: page index, then a

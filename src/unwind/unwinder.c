@@ -12,38 +12,23 @@
  */
 #include "unwind/unwinder.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <unistd.h>
 
 #include "base/htab.h"
-#include "proc/procfs.h"
-#include "proc/procmaps.h"
+#include "base/util.h"
+#include "proc/ptab.h"
 #include "unwind/pool.h"
 #include "unwind/table.h"
-#include "base/util.h"
 
 #define REFRESH_MIN_NS (250ull * 1000000) /* per process */
 #define TICK_SWEEP_NS  (1000ull * 1000000)
 #define SEG_ROWS       (UNWIND_CHUNK_SLOTS / 8) /* rows per run: tables are split in pieces */
-#define MAX_MAPS_FILE  (64u << 20)
 
 struct run {
 	uint32_t slot, n;
-};
-
-struct file_key {
-	uint32_t major, minor;
-	uint64_t inode;
 };
 
 /* One file's table (in the kernel), or the remembered failure to make one. */
@@ -54,9 +39,9 @@ struct ufile {
 	struct run *runs;
 	size_t nr_runs;
 	size_t rows;
-	unsigned refs;	       /* processes whose mapping lists name it */
-	uint64_t last_used;    /* ns */
-	struct file_key *keys; /* htab keys naming it (inode aliases) */
+	unsigned refs;	    /* processes whose mapping lists name it */
+	uint64_t last_used; /* ns */
+	uint64_t *keys;	    /* mfile serials naming it (copies shared by build id) */
 	size_t nr_keys;
 	bool by_build_id; /* also in u->by_build_id */
 };
@@ -64,6 +49,7 @@ struct ufile {
 struct uproc {
 	uint32_t pid;
 	uint64_t start_time, exec_id;
+	struct pproc *pp; /* the process table's entry, held while installed */
 	struct run maps; /* the mapping list's slots; n == 0: none */
 	uint32_t nr_maps;
 	struct ufile **files; /* references held by the list */
@@ -76,13 +62,14 @@ struct uproc {
 };
 
 struct unwinder {
-	char proc_root[256];
+	struct ptab *pt;
+	bool own_pt;
 	struct unwind_kops k;
 	uint32_t max_procs;
 	uint32_t seg_rows;
 	uint64_t idle_ns;
 	struct upool *pool;
-	struct htab *files;	  /* file_key -> ufile */
+	struct htab *files;	  /* mfile serial -> ufile */
 	struct htab *by_build_id; /* build id bytes -> ufile */
 	struct htab *procs;	  /* pid -> uproc */
 	struct ufile *vdso;
@@ -356,39 +343,9 @@ static void load_table(struct unwinder *u, struct ufile *f, struct utable *t)
 	strip_table(t);
 }
 
-/* Opens the file behind mapping m of pid (as the symbolizer does): the very
- * file object through map_files, else the path under the process's root if
- * its device and inode match. */
-static int open_mapped_file(struct unwinder *u, uint32_t pid, const struct procmap *m)
+static int add_key(struct unwinder *u, struct ufile *f, const uint64_t *k)
 {
-	char path[PATH_MAX];
-	struct stat st;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%u/map_files/%" PRIx64 "-%" PRIx64, u->proc_root, pid,
-		 m->start, m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		if (m->deleted)
-			return -ENOENT;
-		if (snprintf(path, sizeof(path), "%s/%u/root%s", u->proc_root, pid, m->path) >=
-		    (int)sizeof(path))
-			return -ENAMETOOLONG;
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-		if (fd < 0)
-			return -errno;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != m->inode ||
-	    major(st.st_dev) != m->dev_major || minor(st.st_dev) != m->dev_minor) {
-		close(fd);
-		return -ESTALE;
-	}
-	return fd;
-}
-
-static int add_key(struct unwinder *u, struct ufile *f, const struct file_key *k)
-{
-	struct file_key *nk = realloc(f->keys, (f->nr_keys + 1) * sizeof(*nk));
+	uint64_t *nk = realloc(f->keys, (f->nr_keys + 1) * sizeof(*nk));
 	struct htab_entry *e;
 	bool created;
 
@@ -403,45 +360,55 @@ static int add_key(struct unwinder *u, struct ufile *f, const struct file_key *k
 	return 0;
 }
 
-/* The table for the file of mapping m (built and uploaded on first use);
- * NULL only when out of memory. */
-static struct ufile *get_file(struct unwinder *u, uint32_t pid, const struct procmap *m)
+/*
+ * The table for the file of mapping m of p (built and uploaded on first
+ * use); NULL only when out of memory. The file is the process table's
+ * mfile, opened and checked there; its build id finds copies already built.
+ */
+static struct ufile *get_file(struct unwinder *u, struct pproc *pp, const struct procmap *m)
 {
-	struct file_key k = {.major = m->dev_major, .minor = m->dev_minor, .inode = m->inode};
-	uint8_t bid[UTABLE_BUILD_ID_MAX];
-	struct htab_entry *e = htab__find(u->files, &k, sizeof(k));
+	struct htab_entry *e;
 	struct ufile *f;
+	struct mfile *mf;
 	struct utable *t;
-	int fd, len;
+	const uint8_t *bid;
+	uint64_t k;
+	size_t len;
+	Elf *elf;
+	int err;
 
+	err = ptab__file(u->pt, pp, m, &mf);
+	if (err) {
+		/* Refused (warned once by the table) or unreadable now: frame pointers. */
+		u->st.tables_failed++;
+		return NULL;
+	}
+	k = mfile__serial(mf);
+	e = htab__find(u->files, &k, sizeof(k));
 	if (e) {
 		f = e->value;
 		/* A table that did not fit earlier may fit now. */
-		if (f->err != -ENOSPC)
+		if (f->err != -ENOSPC) {
+			mfile__put(u->pt, mf);
 			return f;
+		}
 		ufile_forget(u, f);
 	}
 	f = calloc(1, sizeof(*f));
-	if (!f)
-		return NULL;
-	if (add_key(u, f, &k)) {
+	if (!f || add_key(u, f, &k)) {
 		ufile_free(f);
+		mfile__put(u->pt, mf);
 		return NULL;
 	}
-	fd = open_mapped_file(u, pid, m);
-	if (fd < 0) {
-		f->err = fd;
-		u->st.tables_failed++;
-		return f;
-	}
-	len = utable__read_build_id(fd, bid, sizeof(bid));
-	if (len > 0) {
-		e = htab__find(u->by_build_id, bid, (size_t)len);
+	elf = mfile__elf(mf);
+	len = elf ? mfile__build_id(mf, &bid) : 0;
+	if (len) {
+		e = htab__find(u->by_build_id, bid, len);
 		if (e && !((struct ufile *)e->value)->err) {
 			/* The same code under another inode (a copy in a container). */
 			struct ufile *shared = e->value;
 
-			close(fd);
+			mfile__put(u->pt, mf);
 			htab__remove(u->files, &k, sizeof(k));
 			ufile_free(f);
 			if (add_key(u, shared, &k))
@@ -450,8 +417,8 @@ static struct ufile *get_file(struct unwinder *u, uint32_t pid, const struct pro
 			return shared;
 		}
 	}
-	t = utable__build_fd(fd);
-	close(fd);
+	t = elf ? utable__build_elf(elf) : NULL;
+	mfile__put(u->pt, mf);
 	if (!t) {
 		f->err = -errno;
 		u->st.tables_failed++;
@@ -473,21 +440,10 @@ static struct ufile *get_file(struct unwinder *u, uint32_t pid, const struct pro
 /* Our own vDSO is the one every native process of this kernel maps. */
 static void load_vdso(struct unwinder *u)
 {
-	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-	struct procmaps self = {0};
-	struct utable *t = NULL;
+	size_t len;
+	const void *image = ptab__vdso(u->pt, &len);
+	struct utable *t = image ? utable__build_mem(image, len) : NULL;
 
-	if (!base || procmaps__read("/proc/self/maps", &self))
-		return;
-	for (size_t i = 0; i < self.nr; i++) {
-		const struct procmap *m = &self.maps[i];
-
-		if (m->start == base && m->path && !strcmp(m->path, "[vdso]")) {
-			t = utable__build_mem((const void *)base, m->end - m->start);
-			break;
-		}
-	}
-	procmaps__free(&self);
 	if (!t)
 		return;
 	u->vdso = calloc(1, sizeof(*u->vdso));
@@ -503,11 +459,9 @@ static void load_vdso(struct unwinder *u)
 
 static bool proc_alive(struct unwinder *u, uint32_t pid, uint64_t start_time)
 {
-	uint64_t ticks;
+	struct proc_id id = {.pid = pid, .start_time = start_time};
 
-	if (procfs__starttime(u->proc_root, pid, &ticks))
-		return false;
-	return !start_time || ticks == procfs__ns_to_ticks(start_time);
+	return ptab__alive(u->pt, &id);
 }
 
 static bool uproc_alive(struct unwinder *u, const struct uproc *p)
@@ -516,33 +470,7 @@ static bool uproc_alive(struct unwinder *u, const struct uproc *p)
 
 	if (!p->any_image)
 		return proc_alive(u, p->pid, p->start_time);
-	return !procfs__starttime(u->proc_root, p->pid, &ticks) && ticks == p->start_ticks;
-}
-
-/* x86-64 processes only: a 32-bit one is walked by bpf_get_stack. */
-static int check_exe(struct unwinder *u, uint32_t pid)
-{
-	unsigned char id[20];
-	char path[PATH_MAX];
-	int fd;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "%s/%u/exe", u->proc_root, pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	n = pread(fd, id, sizeof(id), 0);
-	close(fd);
-	if (n != (ssize_t)sizeof(id) || memcmp(id, "\177ELF", 4))
-		return -ENOEXEC;
-	if (id[4] != 2 /* ELFCLASS64 */ || id[5] != 1 /* LSB */ || id[18] != 62 /* EM_X86_64 */)
-		return -ENOTSUP;
-	return 0;
-}
-
-static int read_maps(struct unwinder *u, uint32_t pid, struct procmaps *out)
-{
-	return procmaps__read_pid(u->proc_root, pid, out, NULL);
+	return !ptab__starttime(u->pt, p->pid, &ticks) && ticks == p->start_ticks;
 }
 
 static void drop_refs(struct ufile **files, size_t n, uint64_t now)
@@ -572,6 +500,8 @@ static void proc_unload(struct unwinder *u, struct uproc *p)
 	p->files = NULL;
 	p->nr_files = 0;
 	p->sig = 0;
+	ptab__put(u->pt, p->pp);
+	p->pp = NULL;
 }
 
 static void proc_forget(struct unwinder *u, struct uproc *p)
@@ -614,18 +544,16 @@ static uint64_t mix(uint64_t h, uint64_t v)
  */
 static int load_maps(struct unwinder *u, struct uproc *p)
 {
-	struct procmaps maps = {0};
+	struct pmaps *pm = ptab__maps(u->pt, p->pp);
+	const struct procmaps maps = pm->m;
 	struct bp_umap *um = NULL;
 	struct ufile **files = NULL;
 	size_t n = 0, nf = 0;
 	struct bp_uproc kp;
 	struct run r = {0};
 	uint64_t sig = 0x5157, now = now_ns();
-	int err;
+	int err = 0;
 
-	err = read_maps(u, p->pid, &maps);
-	if (err)
-		return err;
 	for (size_t i = 0; i < maps.nr; i++) {
 		const struct procmap *m = &maps.maps[i];
 
@@ -635,7 +563,7 @@ static int load_maps(struct unwinder *u, struct uproc *p)
 		sig = mix(mix(mix(sig, m->start), m->end), mix(m->inode, m->offset));
 	}
 	if (p->in_kernel && sig == p->sig) {
-		procmaps__free(&maps);
+		pmaps__put(pm);
 		return 0;
 	}
 	if (n > UNWIND_MAX_MAPS) {
@@ -664,7 +592,7 @@ static int load_maps(struct unwinder *u, struct uproc *p)
 		if (m->path && !strcmp(m->path, "[vdso]"))
 			f = u->vdso;
 		else if (procmap__is_file(m))
-			f = get_file(u, p->pid, m);
+			f = get_file(u, p->pp, m);
 		if (!f || f->err || !f->t || utable__bias(f->t, m->start, m->offset, &bias))
 			continue;
 		x->bias = bias + f->t->base;
@@ -720,7 +648,7 @@ out_release:
 out:
 	free(um);
 	free(files);
-	procmaps__free(&maps);
+	pmaps__put(pm);
 	return err;
 }
 
@@ -743,8 +671,22 @@ static struct uproc *proc_get(struct unwinder *u, uint32_t pid, bool *created)
 	return p;
 }
 
-int unwinder__note_process(struct unwinder *u, uint32_t pid, uint64_t start_time, uint64_t exec_id)
+/* Takes the process table's entry for id into p (dropping another image's). */
+static int hold_image(struct unwinder *u, struct uproc *p, const struct proc_id *id)
 {
+	struct pproc *pp;
+	int err = ptab__get(u->pt, id, &pp);
+
+	if (err)
+		return err;
+	ptab__put(u->pt, p->pp);
+	p->pp = pp;
+	return 0;
+}
+
+int unwinder__note_process(struct unwinder *u, const struct proc_id *id)
+{
+	uint32_t pid = id->pid;
 	struct uproc *p;
 	bool created;
 	int err;
@@ -754,30 +696,29 @@ int unwinder__note_process(struct unwinder *u, uint32_t pid, uint64_t start_time
 		return -ENOMEM;
 	p->last_used = now_ns();
 	if (!created && p->any_image && p->in_kernel && uproc_alive(u, p) &&
-	    proc_alive(u, pid, start_time)) {
+	    proc_alive(u, pid, id->start_time) && !hold_image(u, p, id)) {
 		/* Installed ahead: now the ids are known. Rewrite the entry in
-		 * place (no window without one), re-reading the mappings. */
+		 * place (no window without one), with this image's mappings. */
 		p->any_image = false;
-		p->start_time = start_time;
-		p->exec_id = exec_id;
+		p->start_time = id->start_time;
+		p->exec_id = id->exec_id;
 		p->sig = 0;
 		err = load_maps(u, p);
 		if (!err)
 			return 0;
 	}
-	if (!created && p->start_time == start_time && p->exec_id == exec_id && p->in_kernel)
+	if (!created && p->start_time == id->start_time && p->exec_id == id->exec_id &&
+	    p->in_kernel)
 		return 0;
-	if (!created && (p->any_image || p->start_time != start_time || p->exec_id != exec_id))
+	if (!created && (p->any_image || p->start_time != id->start_time ||
+			 p->exec_id != id->exec_id))
 		proc_unload(u, p); /* exec, or a new process under a recycled pid */
 	p->any_image = false;
-	p->start_time = start_time;
-	p->exec_id = exec_id;
-	if (!proc_alive(u, pid, start_time)) {
-		u->st.procs_skipped++;
-		proc_forget(u, p);
-		return -ESRCH;
-	}
-	err = check_exe(u, pid);
+	p->start_time = id->start_time;
+	p->exec_id = id->exec_id;
+	err = ptab__check_x86_64(u->pt, pid);
+	if (!err)
+		err = hold_image(u, p, id);
 	if (!err)
 		err = load_maps(u, p);
 	if (err) {
@@ -787,22 +728,32 @@ int unwinder__note_process(struct unwinder *u, uint32_t pid, uint64_t start_time
 	return err;
 }
 
-int unwinder__refresh(struct unwinder *u, uint32_t pid, uint64_t start_time, uint64_t exec_id)
+int unwinder__refresh(struct unwinder *u, const struct proc_id *id)
 {
-	struct htab_entry *e = htab__find(u->procs, &pid, sizeof(pid));
+	struct htab_entry *e = htab__find(u->procs, &id->pid, sizeof(id->pid));
 	struct uproc *p;
 	uint64_t now = now_ns();
+	int err;
 
 	if (!e)
-		return unwinder__note_process(u, pid, start_time, exec_id);
+		return unwinder__note_process(u, id);
 	p = e->value;
-	if (p->start_time != start_time || p->exec_id != exec_id)
-		return unwinder__note_process(u, pid, start_time, exec_id);
+	if (p->start_time != id->start_time || p->exec_id != id->exec_id || !p->pp)
+		return unwinder__note_process(u, id);
 	if (now - p->last_refresh < REFRESH_MIN_NS)
 		return 0;
 	p->last_refresh = now;
 	u->st.refreshes++;
-	return load_maps(u, p);
+	err = ptab__refresh(u->pt, p->pp);
+	return err ? err : load_maps(u, p);
+}
+
+/* The entry of whatever image pid runs now, before its ids are known. */
+static int hold_any_image(struct unwinder *u, uint32_t pid, struct pproc **pp)
+{
+	struct proc_id id = {.pid = pid, .exec_id = PROC_EXEC_ANY};
+
+	return ptab__get(u->pt, &id, pp);
 }
 
 int unwinder__install(struct unwinder *u, uint32_t pid)
@@ -812,9 +763,9 @@ int unwinder__install(struct unwinder *u, uint32_t pid)
 	bool created;
 	int err;
 
-	err = procfs__starttime(u->proc_root, pid, &ticks);
+	err = ptab__starttime(u->pt, pid, &ticks);
 	if (!err)
-		err = check_exe(u, pid);
+		err = ptab__check_x86_64(u->pt, pid);
 	if (err)
 		return err;
 	p = proc_get(u, pid, &created);
@@ -825,7 +776,9 @@ int unwinder__install(struct unwinder *u, uint32_t pid)
 	p->any_image = true;
 	p->start_ticks = ticks;
 	p->last_used = now_ns();
-	err = load_maps(u, p);
+	err = hold_any_image(u, pid, &p->pp);
+	if (!err)
+		err = load_maps(u, p);
 	if (err) {
 		u->st.procs_skipped++;
 		proc_forget(u, p);
@@ -835,25 +788,28 @@ int unwinder__install(struct unwinder *u, uint32_t pid)
 
 int unwinder__prefetch(struct unwinder *u, uint32_t pid)
 {
-	struct procmaps maps = {0};
-	int err = read_maps(u, pid, &maps);
+	struct pproc *pp;
+	struct pmaps *pm;
+	int err = hold_any_image(u, pid, &pp);
 
 	if (err)
 		return err;
-	for (size_t i = 0; i < maps.nr; i++) {
-		const struct procmap *m = &maps.maps[i];
+	pm = ptab__maps(u->pt, pp);
+	for (size_t i = 0; i < pm->m.nr; i++) {
+		const struct procmap *m = &pm->m.maps[i];
 		struct ufile *f;
 
-		if (!(m->perms & PROCMAP_X) || !procmap__is_file(m))
+		if (!procmap__is_file(m))
 			continue;
-		f = get_file(u, pid, m);
+		f = get_file(u, pp, m);
 		if (!f) {
 			err = -ENOMEM;
 			break;
 		}
 		f->last_used = now_ns();
 	}
-	procmaps__free(&maps);
+	pmaps__put(pm);
+	ptab__put(u->pt, pp);
 	return err;
 }
 
@@ -871,11 +827,8 @@ void unwinder__tick(struct unwinder *u)
 	while ((e = htab__next(u->procs, &pos))) {
 		struct uproc *p = e->value;
 
-		if (!uproc_alive(u, p)) {
-			proc_unload(u, p);
-			htab__remove(u->procs, &p->pid, sizeof(p->pid));
-			free(p);
-		}
+		if (!uproc_alive(u, p))
+			proc_forget(u, p);
 	}
 	/* Tables nobody used for idle_ns. */
 	for (;;) {
@@ -906,8 +859,14 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts, const struct un
 
 	if (!u)
 		return NULL;
-	snprintf(u->proc_root, sizeof(u->proc_root), "%s",
-		 opts && opts->proc_root ? opts->proc_root : "/proc");
+	if (opts && opts->ptab) {
+		u->pt = opts->ptab;
+	} else {
+		struct ptab_opts po = {.proc_root = opts ? opts->proc_root : NULL};
+
+		u->pt = ptab__new(&po);
+		u->own_pt = true;
+	}
 	if (kops)
 		u->k = *kops;
 	u->max_procs = opts && opts->max_procs ? opts->max_procs : 4096;
@@ -922,7 +881,7 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts, const struct un
 	u->files = htab__new();
 	u->by_build_id = htab__new();
 	u->procs = htab__new();
-	if (!u->pool || !u->files || !u->by_build_id || !u->procs) {
+	if (!u->pt || !u->pool || !u->files || !u->by_build_id || !u->procs) {
 		unwinder__free(u);
 		errno = ENOMEM;
 		return NULL;
@@ -943,6 +902,7 @@ void unwinder__free(struct unwinder *u)
 		while ((e = htab__next(u->procs, &pos))) {
 			struct uproc *p = e->value;
 
+			ptab__put(u->pt, p->pp);
 			free(p->files);
 			free(p);
 		}
@@ -981,6 +941,8 @@ void unwinder__free(struct unwinder *u)
 	htab__free(u->files);
 	htab__free(u->by_build_id);
 	upool__free(u->pool);
+	if (u->own_pt)
+		ptab__free(u->pt);
 	free(u);
 }
 

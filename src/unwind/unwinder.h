@@ -5,10 +5,11 @@
  * the collector provides the few kernel operations (struct unwind_kops).
  *
  * Life cycle of a process: the BPF program reports a new program image
- * (exec, new pid, pid reuse) -> unwinder__note_process() reads its
- * executable mappings, builds the table of every file not seen before
- * (once per file: keyed by device + inode, shared by build id across
- * copies, e.g. the same libc in two containers), uploads it into the slot
+ * (exec, new pid, pid reuse) -> unwinder__note_process() takes its
+ * executable mappings from the process table (proc/ptab.h, which reads and
+ * checks everything a process controls), builds the table of every file not
+ * seen before (once per file: keyed by the table's mfile serial, shared by
+ * build id across copies, e.g. the same libc in two containers), uploads it into the slot
  * pool, and installs the process's sorted mapping list. Until then its
  * samples are walked with frame pointers. When the walker meets code in no
  * known mapping (dlopen, new JIT code) it asks for a refresh
@@ -33,6 +34,7 @@
 
 #include <linux/types.h>
 
+#include "proc/ptab.h"
 #include "unwind_abi.h"
 
 /* Kernel operations, implemented by the collector. Each returns 0 or -errno. */
@@ -48,8 +50,13 @@ struct unwind_kops {
 	void (*pool_changed)(void *ctx, uint64_t generation);
 };
 
+struct ptab;
+
 struct unwinder_opts {
-	const char *proc_root;	  /* default "/proc" */
+	/* The process table files are read through (shared with the symbolizer);
+	 * NULL: one of its own on proc_root. */
+	struct ptab *ptab;
+	const char *proc_root;	  /* default "/proc", without ptab */
 	uint32_t max_procs;	  /* kernel entries; default 4096 */
 	uint32_t max_chunks;	  /* pool cap in 1 MiB chunks; default 128 */
 	uint32_t idle_table_secs; /* unused tables kept this long; default 60 */
@@ -83,13 +90,13 @@ void unwinder__free(struct unwinder *u);
 
 /*
  * A new program image (from a BPF notice): install its tables and
- * mappings. start_time is the task's start_boottime in ns, as BPF sees it.
- * 0 or -errno (-ESRCH gone or pid reused, -ENOTSUP not an x86-64 process).
- * Idempotent.
+ * mappings. id->start_time is the task's start_boottime in ns, as BPF sees
+ * it. 0 or -errno (-ESRCH gone or pid reused, -ENOTSUP not an x86-64
+ * process). Idempotent.
  */
-int unwinder__note_process(struct unwinder *u, uint32_t pid, uint64_t start_time, uint64_t exec_id);
+int unwinder__note_process(struct unwinder *u, const struct proc_id *id);
 /* The walker met an address in no known mapping: re-read the mappings. */
-int unwinder__refresh(struct unwinder *u, uint32_t pid, uint64_t start_time, uint64_t exec_id);
+int unwinder__refresh(struct unwinder *u, const struct proc_id *id);
 /* Builds (and uploads) the tables of pid's files ahead of its first sample. */
 int unwinder__prefetch(struct unwinder *u, uint32_t pid);
 /*

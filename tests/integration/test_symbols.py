@@ -293,6 +293,58 @@ def test_fuse_that_never_answers_cannot_block(tmp_path):
     assert len(warnings) == 1 and "perf-" in warnings[0], p.stderr
 
 
+@pytest.mark.parametrize("mode", ["auto", "fp", "dwarf"])
+def test_binary_on_a_fuse_mount_that_stops_answering(tmp_path, mode):
+    """A program runs from a FUSE mount (bindfs) whose daemon is then stopped:
+    every open, read or stat of that file would block forever. In every
+    --unwind mode bpfprof refuses the file with one warning, finishes on time,
+    and the rest of the machine's profile is intact."""
+    src, mnt = tmp_path / "src", tmp_path / "mnt"
+    src.mkdir()
+    mnt.mkdir()
+    copy_as(wl("busy"), src / "fuseapp")
+    other = copy_as(wl("busy"), Path(outside_tmp()) / f"fuseother_{mode}")
+    daemon = subprocess.Popen(["bindfs", "-f", str(src), str(mnt)], start_new_session=True)
+    app = None
+    try:
+        deadline = time.monotonic() + 10
+        while not (mnt / "fuseapp").exists():
+            assert time.monotonic() < deadline and daemon.poll() is None, "bindfs did not mount"
+            time.sleep(0.05)
+        assert "fuse" in subprocess.run(["stat", "-f", "-c", "%T", str(mnt)],
+                                        capture_output=True, text=True).stdout
+        app = subprocess.Popen([str(mnt / "fuseapp"), "30"], start_new_session=True)
+        with Workload(str(other), 30) as w:
+            time.sleep(0.5)  # both running, their code paged in
+            os.kill(daemon.pid, signal.SIGSTOP)
+            t0 = time.monotonic()
+            p = run_bpfprof(["-a", "--unwind", mode, "-d", 3], timeout=60)
+            elapsed = time.monotonic() - t0
+            assert w.proc.poll() is None
+    finally:
+        os.kill(daemon.pid, signal.SIGCONT)
+        if app:
+            app.kill()
+            app.wait()
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        daemon.kill()
+        daemon.wait()
+    assert elapsed < 15, f"bpfprof took {elapsed:.1f} s for a 3 s profile"
+    # The other process: its known call chain, as in any profile.
+    folded = by_comm(parse_folded(p.stdout), Path(other).name[:15])
+    n = total(folded)
+    # (a shared machine may give it little CPU: present, with its stacks whole)
+    assert n > 20, p.stdout
+    assert count_with(folded, lambda s: leaf(s) in ("leaf_a", "leaf_b")) > 0.9 * n, p.stdout
+    # (with --unwind dwarf, samples before its tables were in are the leaf alone)
+    assert count_with(folded, lambda s: "main;run;outer_loop;leaf_" in s) > 0.5 * n, p.stdout
+    # The FUSE program is still profiled (sampled, unnamed), and refused once, by name.
+    assert total(by_comm(parse_folded(p.stdout), "fuseapp")) > 20, p.stdout
+    warnings = [l for l in p.stderr.splitlines() if "fuseapp" in l]
+    assert len(warnings) == 1, p.stderr
+    assert "FUSE file system" in warnings[0] and "could block" in warnings[0], warnings
+
+
 # --- part 4: containers and odd mappings -------------------------------------------------
 
 @pytest.mark.parametrize("caps", ["root", "no_cap_sys_admin"])

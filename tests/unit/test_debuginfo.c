@@ -15,9 +15,10 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "proc/mountinfo.h"
 #include "sym/debuginfo.h"
 #include "sym/demangle.h"
-#include "sym/elfnote.h"
+#include "proc/elfnote.h"
 #include "sym/elfsym.h"
 #include "proc/safeopen.h"
 
@@ -386,8 +387,12 @@ struct tree {
 	int fd;
 };
 
+static struct mountinfo self_mi;
+
 static void tree_new(struct tree *t, const char *name)
 {
+	if (!self_mi.nr)
+		assert_int_equal(mountinfo__read("/proc/self/mountinfo", &self_mi), 0);
 	snprintf(t->dir, sizeof(t->dir), "%s/%s", tmp, name);
 	sh("mkdir -p %s/bin %s/usr/lib/debug", t->dir, t->dir);
 	sh("cp '%s' %s/bin/dbgprog", fixture_path("dbgprog"), t->dir);
@@ -437,8 +442,11 @@ static const char *search(const struct tree *container, const struct tree *host,
 	q.path = "/bin/dbgprog";
 	q.dev = st.st_dev;
 	q.ino = st.st_ino;
+	/* Both trees live on the test machine's own mounts: the agent's table knows them. */
 	q.roots[0].fd = container->fd;
+	q.roots[0].host_mi = &self_mi;
 	q.roots[1].fd = host ? host->fd : -1;
+	q.roots[1].host_mi = &self_mi;
 	found[0] = '\0';
 	dbg = debuginfo__find(&q, found, sizeof(found));
 	*gamma_ok = false;

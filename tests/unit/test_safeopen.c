@@ -45,6 +45,8 @@ static void link_(const char *target, const char *rel)
 	assert_int_equal(symlink(target, path), 0);
 }
 
+static struct mountinfo host_mi; /* the real table: where the fake root's files live */
+
 static int setup(void **state)
 {
 	char path[256];
@@ -65,6 +67,7 @@ static int setup(void **state)
 	assert_int_equal(mkfifo(path, 0600), 0);
 	root_fd = safeopen__dir(root);
 	assert_true(root_fd >= 0);
+	assert_int_equal(mountinfo__read("/proc/self/mountinfo", &host_mi), 0);
 	return 0;
 }
 
@@ -74,6 +77,7 @@ static int teardown(void **state)
 
 	(void)state;
 	close(root_fd);
+	mountinfo__free(&host_mi);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
 	assert_int_equal(system(cmd), 0);
 	return 0;
@@ -84,11 +88,12 @@ static const char *read_in_root(const char *path, unsigned flags, const struct m
 				int *err)
 {
 	static char buf[64];
+	struct safe_root r = {.fd = root_fd, .mi = mi, .host_mi = &host_mi};
 	struct safe_file f;
 	ssize_t n;
 
 	buf[0] = '\0';
-	*err = safeopen__in_root(root_fd, mi, path, flags, &f);
+	*err = safeopen__in_root(&r, path, flags, &f);
 	if (*err) {
 		assert_int_equal(f.fd, -1);
 		return buf;
@@ -130,11 +135,12 @@ static void test_symlinks_stay_inside_root(void **state)
 static void test_magic_links_refused(void **state)
 {
 	int host = safeopen__dir("/"), err;
+	struct safe_root r = {.fd = host, .host_mi = &host_mi};
 	struct safe_file f;
 
 	(void)state;
 	assert_true(host >= 0);
-	err = safeopen__in_root(host, NULL, "/proc/self/exe", 0, &f);
+	err = safeopen__in_root(&r, "/proc/self/exe", 0, &f);
 	assert_int_equal(err, -ELOOP);
 	close(host);
 }
@@ -168,7 +174,7 @@ static void test_fuse_mounts_are_not_touched(void **state)
 		 "22 1 0:21 / / rw - ext4 /dev/root rw\n"
 		 "40 22 0:50 / /fusemnt rw,nosuid shared:9 - fuse.sshfs host:/x rw\n");
 	assert_int_equal(mountinfo__parse(table, strlen(table), &mi), 0);
-	assert_true(mi.any_fuse);
+	assert_true(mi.any_block);
 	read_in_root("/fusemnt/file", 0, &mi, &err);
 	assert_int_equal(err, -EREMOTE);
 	read_in_root("/fusemnt", 0, &mi, &err);
@@ -178,6 +184,53 @@ static void test_fuse_mounts_are_not_touched(void **state)
 	read_in_root("/abs_link", 0, &mi, &err);
 	assert_int_equal(err, -ELOOP);
 	mountinfo__free(&mi);
+}
+
+/* Network file systems block like FUSE when the server stops answering. */
+static void test_network_mounts_are_not_touched(void **state)
+{
+	const char *table = "22 1 0:21 / / rw - ext4 /dev/root rw\n"
+			    "41 22 0:51 / /srv/nfs rw - nfs4 host:/export rw\n"
+			    "42 22 0:52 / /srv/smb rw - cifs //h/s rw\n"
+			    "43 22 0:53 / /srv/tmp rw - tmpfs tmpfs rw\n";
+	struct safe_root r = {.fd = root_fd};
+	struct mountinfo mi;
+	struct safe_file f;
+	int err;
+
+	(void)state;
+	assert_int_equal(mountinfo__parse(table, strlen(table), &mi), 0);
+	r.mi = &mi;
+	r.host_mi = &host_mi;
+	assert_int_equal(safeopen__in_root(&r, "/srv/nfs/bin/app", 0, &f), -EREMOTE);
+	assert_string_equal(f.fstype, "nfs4");
+	assert_int_equal(safeopen__in_root(&r, "/srv/smb/x", 0, &f), -EREMOTE);
+	assert_string_equal(f.fstype, "cifs");
+	read_in_root("/srv/tmp/x", 0, &mi, &err);
+	assert_int_equal(err, -ENOENT); /* looked up: tmpfs cannot block */
+	/* The device numbers of the mounts that may block, as maps lines show them. */
+	assert_non_null(mountinfo__dev_may_block(&mi, 0, 51));
+	assert_non_null(mountinfo__dev_may_block(&mi, 0, 52));
+	assert_null(mountinfo__dev_may_block(&mi, 0, 53));
+	assert_null(mountinfo__dev_may_block(&mi, 0, 21));
+	mountinfo__free(&mi);
+}
+
+/* A file on a mount neither table knows could be anything: refused. */
+static void test_unknown_mount_is_refused(void **state)
+{
+	struct mountinfo empty = {0};
+	struct safe_root r = {.fd = root_fd, .mi = &empty, .host_mi = NULL};
+	struct safe_file f;
+
+	(void)state;
+	assert_int_equal(safeopen__in_root(&r, "/etc/passwd", 0, &f), -EREMOTE);
+	assert_string_equal(f.fstype, "");
+	assert_int_equal(f.fd, -1);
+	/* Known through the host's table: fine. */
+	r.host_mi = &host_mi;
+	assert_int_equal(safeopen__in_root(&r, "/etc/passwd", 0, &f), 0);
+	close(f.fd);
 }
 
 static void test_walk_without_openat2(void **state)
@@ -206,12 +259,16 @@ static void test_reopen_checks_type(void **state)
 	snprintf(path, sizeof(path), "%s/fifo", root);
 	fd = open(path, O_PATH | O_CLOEXEC);
 	assert_true(fd >= 0);
-	assert_int_equal(safeopen__reopen(fd, NULL, &f), -EINVAL);
-	close(fd);
-	snprintf(path, sizeof(path), "%s/etc/passwd", root);
-	fd = open(path, O_PATH | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(safeopen__reopen(fd, NULL, &f), 0);
+	{
+		struct safe_root r = {.fd = -1, .host_mi = &host_mi};
+
+		assert_int_equal(safeopen__reopen(fd, &r, &f), -EINVAL);
+		close(fd);
+		snprintf(path, sizeof(path), "%s/etc/passwd", root);
+		fd = open(path, O_PATH | O_CLOEXEC);
+		assert_true(fd >= 0);
+		assert_int_equal(safeopen__reopen(fd, &r, &f), 0);
+	}
 	assert_true(f.fd >= 0 && f.fd != fd);
 	close(f.fd);
 	close(fd);
@@ -236,21 +293,24 @@ static void test_mountinfo_parser(void **state)
 	assert_int_equal(mountinfo__parse(text, sizeof(text) - 1, &mi), 0);
 	assert_int_equal(mi.nr, 5);
 	assert_int_equal(mi.bad_lines, 4);
-	assert_true(mi.any_fuse);
+	assert_true(mi.any_block);
 	assert_string_equal(mi.ents[2].point, "/mnt/with space");
-	assert_true(mi.ents[2].fuse);
-	assert_true(mi.ents[3].fuse);
-	assert_false(mi.ents[4].fuse);
-	assert_true(mountinfo__id_is_fuse(&mi, 50));
-	assert_true(mountinfo__id_is_fuse(&mi, 51));
-	assert_false(mountinfo__id_is_fuse(&mi, 52));
-	assert_false(mountinfo__id_is_fuse(&mi, 999));
-	assert_true(mountinfo__path_on_fuse(&mi, "/mnt/with space/a/b"));
-	assert_true(mountinfo__path_on_fuse(&mi, "/media/usb"));
+	assert_true(mi.ents[2].may_block);
+	assert_string_equal(mi.ents[2].fstype, "fuse");
+	assert_int_equal(mi.ents[2].major, 0);
+	assert_int_equal(mi.ents[2].minor, 60);
+	assert_true(mi.ents[3].may_block);
+	assert_false(mi.ents[4].may_block);
+	assert_true(mountinfo__find_id(&mi, 50)->may_block);
+	assert_true(mountinfo__find_id(&mi, 51)->may_block);
+	assert_false(mountinfo__find_id(&mi, 52)->may_block);
+	assert_null(mountinfo__find_id(&mi, 999));
+	assert_non_null(mountinfo__path_may_block(&mi, "/mnt/with space/a/b"));
+	assert_non_null(mountinfo__path_may_block(&mi, "/media/usb"));
 	/* Component-wise: /media/usbstick is not under /media/usb. */
-	assert_false(mountinfo__path_on_fuse(&mi, "/media/usbstick/x"));
-	assert_false(mountinfo__path_on_fuse(&mi, "/mnt/fu/x"));
-	assert_false(mountinfo__path_on_fuse(&mi, "/usr/bin/ls"));
+	assert_null(mountinfo__path_may_block(&mi, "/media/usbstick/x"));
+	assert_null(mountinfo__path_may_block(&mi, "/mnt/fu/x"));
+	assert_null(mountinfo__path_may_block(&mi, "/usr/bin/ls"));
 	mountinfo__free(&mi);
 
 	/* A FUSE file system mounted on / covers everything. */
@@ -259,10 +319,10 @@ static void test_mountinfo_parser(void **state)
 
 		assert_int_equal(mountinfo__parse(t, strlen(t), &mi), 0);
 	}
-	assert_true(mountinfo__path_on_fuse(&mi, "/tmp/perf-1.map"));
+	assert_non_null(mountinfo__path_may_block(&mi, "/tmp/perf-1.map"));
 	mountinfo__free(&mi);
 	assert_int_equal(mountinfo__parse(NULL, 0, &mi), 0);
-	assert_false(mountinfo__path_on_fuse(&mi, "/x"));
+	assert_null(mountinfo__path_may_block(&mi, "/x"));
 	mountinfo__free(&mi);
 	/* The real one parses. */
 	assert_int_equal(mountinfo__read("/proc/self/mountinfo", &mi), 0);
@@ -279,6 +339,8 @@ int main(void)
 		cmocka_unit_test(test_fuse_mounts_are_not_touched),
 		cmocka_unit_test(test_walk_without_openat2),
 		cmocka_unit_test(test_reopen_checks_type),
+		cmocka_unit_test(test_network_mounts_are_not_touched),
+		cmocka_unit_test(test_unknown_mount_is_refused),
 		cmocka_unit_test(test_mountinfo_parser),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

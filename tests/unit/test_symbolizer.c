@@ -17,7 +17,7 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include "sym/elfnote.h"
+#include "proc/elfnote.h"
 #include "sym/elfsym.h"
 #include "proc/procfs.h"
 #include "sym/symbolizer.h"

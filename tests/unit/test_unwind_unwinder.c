@@ -20,6 +20,8 @@
 
 #define MAX_CHUNKS 4
 #define TICK_NS	   10000000ull /* CLK_TCK 100 */
+/* The id a BPF notice carries (no address-space signature: not checked). */
+#define PROC_ID(p, s, e) ((struct proc_id){.pid = (p), .start_time = (s), .exec_id = (e)})
 
 struct kproc {
 	uint32_t tgid;
@@ -333,7 +335,7 @@ static void test_install_and_lookup(void **state)
 
 	std_maps(maps, sizeof(maps), fixture_path("libfix.so"));
 	fake_proc(e, 100, 5000, maps);
-	assert_int_equal(unwinder__note_process(u, 100, 5000 * TICK_NS, 1), 0);
+	assert_int_equal(unwinder__note_process(u, &PROC_ID(100, 5000 * TICK_NS, 1)), 0);
 	kp = kproc_find(&e->k, 100);
 	assert_non_null(kp);
 	assert_int_equal(kp->p.nr_maps, 3);
@@ -347,7 +349,7 @@ static void test_install_and_lookup(void **state)
 	assert_int_equal(m.pages, UNWIND_NO_TABLE);
 	assert_null(k_mapping(&e->k, 100, 0x1000, &m));
 	/* Idempotent. */
-	assert_int_equal(unwinder__note_process(u, 100, 5000 * TICK_NS, 1), 0);
+	assert_int_equal(unwinder__note_process(u, &PROC_ID(100, 5000 * TICK_NS, 1)), 0);
 	assert_int_equal(e->k.sets, 1);
 	unwinder__stats(u, &st);
 	assert_int_equal(st.procs, 1);
@@ -367,9 +369,9 @@ static void test_tables_shared(void **state)
 	std_maps(maps, sizeof(maps), fixture_path("libfix.so"));
 	fake_proc(e, 100, 5000, maps);
 	fake_proc(e, 101, 5001, maps);
-	assert_int_equal(unwinder__note_process(u, 100, 5000 * TICK_NS, 1), 0);
+	assert_int_equal(unwinder__note_process(u, &PROC_ID(100, 5000 * TICK_NS, 1)), 0);
 	unwinder__stats(u, &a);
-	assert_int_equal(unwinder__note_process(u, 101, 5001 * TICK_NS, 1), 0);
+	assert_int_equal(unwinder__note_process(u, &PROC_ID(101, 5001 * TICK_NS, 1)), 0);
 	unwinder__stats(u, &b);
 	assert_int_equal(a.tables_built, b.tables_built); /* same inodes */
 	/* A copy of libfix.so (another inode, same build id): shared, not rebuilt. */
@@ -385,7 +387,7 @@ static void test_tables_shared(void **state)
 	free(buf);
 	std_maps(maps, sizeof(maps), copy);
 	fake_proc(e, 102, 5002, maps);
-	assert_int_equal(unwinder__note_process(u, 102, 5002 * TICK_NS, 1), 0);
+	assert_int_equal(unwinder__note_process(u, &PROC_ID(102, 5002 * TICK_NS, 1)), 0);
 	unwinder__stats(u, &b);
 	assert_int_equal(b.tables_shared, 1);
 	assert_int_equal(a.tables_built, b.tables_built);
@@ -417,7 +419,7 @@ static void test_split_table(void **state)
 		maps_line(maps, sizeof(maps), start, start + ((s->memsz + 0xfff) & ~0xfffull),
 			  s->offset & ~0xfffull, libc);
 		fake_proc(e, 200, 7000, maps);
-		assert_int_equal(unwinder__note_process(u, 200, 7000 * TICK_NS, 3), 0);
+		assert_int_equal(unwinder__note_process(u, &PROC_ID(200, 7000 * TICK_NS, 3)), 0);
 		check_mapping(e, 200, libc, start, start + s->memsz, s->vaddr & ~0xfffull, 3);
 	}
 	utable__free(t);
@@ -434,19 +436,19 @@ static void test_refresh_after_dlopen(void **state)
 
 	std_maps(maps, sizeof(maps), fixture_path("libfix.so"));
 	fake_proc(e, 100, 5000, maps);
-	assert_int_equal(unwinder__note_process(u, 100, 5000 * TICK_NS, 1), 0);
+	assert_int_equal(unwinder__note_process(u, &PROC_ID(100, 5000 * TICK_NS, 1)), 0);
 	/* Unchanged maps: nothing to rewrite. */
-	assert_int_equal(unwinder__refresh(u, 100, 5000 * TICK_NS, 1), 0);
+	assert_int_equal(unwinder__refresh(u, &PROC_ID(100, 5000 * TICK_NS, 1)), 0);
 	assert_int_equal(e->k.sets, 1);
 	maps_line(maps, sizeof(maps), 0x7f0000100000ull, 0x7f0000101000ull, 0x1000,
 		  fixture_path("libcfi.so"));
 	fake_proc(e, 100, 5000, maps);
 	/* Rate-limited: the refresh just done counts. */
-	assert_int_equal(unwinder__refresh(u, 100, 5000 * TICK_NS, 1), 0);
+	assert_int_equal(unwinder__refresh(u, &PROC_ID(100, 5000 * TICK_NS, 1)), 0);
 	assert_int_equal(e->k.sets, 1);
 	usleep(300000);
 	sets = e->k.sets;
-	assert_int_equal(unwinder__refresh(u, 100, 5000 * TICK_NS, 1), 0);
+	assert_int_equal(unwinder__refresh(u, &PROC_ID(100, 5000 * TICK_NS, 1)), 0);
 	assert_int_equal(e->k.sets, sets + 1);
 	kp = kproc_find(&e->k, 100);
 	assert_int_equal(kp->p.nr_maps, 4);
@@ -465,11 +467,11 @@ static void test_pid_reuse_exec_and_exit(void **state)
 	std_maps(maps, sizeof(maps), fixture_path("libfix.so"));
 	fake_proc(e, 100, 5000, maps);
 	/* A notice for an older process with this pid: not this one. */
-	assert_int_equal(unwinder__note_process(u, 100, 4000 * TICK_NS, 1), -ESRCH);
+	assert_int_equal(unwinder__note_process(u, &PROC_ID(100, 4000 * TICK_NS, 1)), -ESRCH);
 	assert_null(kproc_find(&e->k, 100));
-	assert_int_equal(unwinder__note_process(u, 100, 5000 * TICK_NS, 1), 0);
+	assert_int_equal(unwinder__note_process(u, &PROC_ID(100, 5000 * TICK_NS, 1)), 0);
 	/* exec: a new image in the same process replaces the entry. */
-	assert_int_equal(unwinder__note_process(u, 100, 5000 * TICK_NS, 2), 0);
+	assert_int_equal(unwinder__note_process(u, &PROC_ID(100, 5000 * TICK_NS, 2)), 0);
 	assert_int_equal(kproc_find(&e->k, 100)->p.exec_id, 2);
 	/* Exit: gone at the next sweep (sweeps are at most once a second). */
 	gone(e, 100);
@@ -485,7 +487,7 @@ static void test_pid_reuse_exec_and_exit(void **state)
 	/* A new process's list reuses freed slots, announced first (k_write checks). */
 	e->k.rewrites = 0;
 	fake_proc(e, 101, 5100, maps);
-	assert_int_equal(unwinder__note_process(u, 101, 5100 * TICK_NS, 1), 0);
+	assert_int_equal(unwinder__note_process(u, &PROC_ID(101, 5100 * TICK_NS, 1)), 0);
 	assert_true(e->k.rewrites > 0);
 	unwinder__free(u);
 }
@@ -500,7 +502,7 @@ static void test_eviction_and_install_ahead(void **state)
 	std_maps(maps, sizeof(maps), fixture_path("libfix.so"));
 	for (uint32_t pid = 300; pid < 303; pid++) {
 		fake_proc(e, pid, 6000 + pid, maps);
-		assert_int_equal(unwinder__note_process(u, pid, (6000 + pid) * TICK_NS, 1), 0);
+		assert_int_equal(unwinder__note_process(u, &PROC_ID(pid, (6000 + pid) * TICK_NS, 1)), 0);
 		usleep(1000);
 	}
 	/* max_procs 2: the least recently noticed (300) made room for 302. */
@@ -516,7 +518,7 @@ static void test_eviction_and_install_ahead(void **state)
 	assert_int_equal(unwinder__install(u, 400), 0);
 	assert_int_equal(kproc_find(&e->k, 400)->p.flags, UPROC_F_ANY_IMAGE);
 	check_mapping(e, 400, fixture_path("pie"), PIE_START, PIE_START + 0x1000, 0x1000, 7);
-	assert_int_equal(unwinder__note_process(u, 400, 9000 * TICK_NS, 5), 0);
+	assert_int_equal(unwinder__note_process(u, &PROC_ID(400, 9000 * TICK_NS, 5)), 0);
 	assert_int_equal(kproc_find(&e->k, 400)->p.flags, 0);
 	assert_int_equal(kproc_find(&e->k, 400)->p.exec_id, 5);
 	unwinder__free(u);
@@ -532,14 +534,14 @@ static void test_files_without_tables(void **state)
 
 	std_maps(maps, sizeof(maps), fixture_path("libnocfi.so"));
 	fake_proc(e, 100, 5000, maps);
-	assert_int_equal(unwinder__note_process(u, 100, 5000 * TICK_NS, 1), 0);
+	assert_int_equal(unwinder__note_process(u, &PROC_ID(100, 5000 * TICK_NS, 1)), 0);
 	assert_non_null(k_mapping(&e->k, 100, LIB_START + 16, &m));
 	assert_int_equal(m.pages, UNWIND_NO_TABLE);
 	unwinder__stats(u, &st);
 	assert_int_equal(st.tables_failed, 1);
 	/* Remembered: a second process does not retry the build. */
 	fake_proc(e, 101, 5001, maps);
-	assert_int_equal(unwinder__note_process(u, 101, 5001 * TICK_NS, 1), 0);
+	assert_int_equal(unwinder__note_process(u, &PROC_ID(101, 5001 * TICK_NS, 1)), 0);
 	unwinder__stats(u, &st);
 	assert_int_equal(st.tables_failed, 1);
 	unwinder__free(u);

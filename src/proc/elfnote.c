@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* elfnote.c - build-id notes and .gnu_debuglink; see elfnote.h. */
-#include "sym/elfnote.h"
+#include "proc/elfnote.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/* elffile.c - libelf handles and build ids; see elffile.h. */
+#include "proc/elffile.h"
+
+#include <errno.h>
+#include <gelf.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
+static bool elf_ok;
+
+static void elf_init(void)
+{
+	elf_ok = elf_version(EV_CURRENT) != EV_NONE;
+}
+
+Elf *elffile__begin(int fd)
+{
+	struct stat st;
+	Elf *elf;
+
+	pthread_once(&elf_once, elf_init);
+	if (!elf_ok) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	if (fstat(fd, &st))
+		return NULL;
+	if (!S_ISREG(st.st_mode)) {
+		errno = ENOEXEC;
+		return NULL;
+	}
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
+		errno = ENOEXEC;
+		return NULL;
+	}
+	return elf;
+}
+
+Elf *elffile__begin_mem(const void *image, size_t size, void **copy)
+{
+	Elf *elf;
+	char *c;
+
+	*copy = NULL;
+	pthread_once(&elf_once, elf_init);
+	if (!elf_ok) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	c = malloc(size ? size : 1);
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (size)
+		memcpy(c, image, size);
+	elf = elf_memory(c, size);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		if (elf)
+			elf_end(elf);
+		free(c);
+		errno = elf ? ENOEXEC : EINVAL;
+		return NULL;
+	}
+	*copy = c;
+	return elf;
+}
+
+void elffile__end(Elf *elf, void *copy)
+{
+	if (elf)
+		elf_end(elf);
+	free(copy);
+}
+
+/* A block of notes whose headers libelf converted to host order (ELF_T_NHDR*). */
+static size_t notes_build_id(Elf_Data *d, uint8_t id[BUILD_ID_MAX])
+{
+	if (!d || !d->d_buf || (d->d_type != ELF_T_NHDR && d->d_type != ELF_T_NHDR8))
+		return 0;
+	return elfnote__build_id(d->d_buf, d->d_size, d->d_type == ELF_T_NHDR8 ? 8 : 4, id);
+}
+
+size_t elffile__build_id(Elf *elf, uint8_t id[BUILD_ID_MAX])
+{
+	uint64_t budget = ELFFILE_MAX_NOTES;
+	Elf_Scn *scn = NULL;
+	size_t n, len;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
+		    (sh.sh_flags & SHF_COMPRESSED) || !sh.sh_size || sh.sh_size > budget)
+			continue;
+		budget -= sh.sh_size;
+		len = notes_build_id(elf_getdata(scn, NULL), id);
+		if (len)
+			return len;
+	}
+	if (elf_getphdrnum(elf, &n))
+		return 0;
+	for (size_t i = 0; i < n && i < 65535; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE || !ph.p_filesz ||
+		    ph.p_filesz > budget || ph.p_offset > INT64_MAX)
+			continue;
+		budget -= ph.p_filesz;
+		len = notes_build_id(elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+							  ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR),
+				     id);
+		if (len)
+			return len;
+	}
+	return 0;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * elffile.h - the one way bpfprof hands an ELF file to libelf, and the one
+ * reader of its GNU build id. Both the symbolizer (symbols) and the unwinder
+ * (CFI tables) read files through here, usually the same mfile's handle.
+ *
+ * Files are untrusted and may be truncated under us: libelf reads them with
+ * pread (ELF_C_READ), never mmap (a truncated mapping would SIGBUS the
+ * agent), and only regular files are accepted (a FIFO or a device would
+ * block or never end). Memory images get a private copy, since libelf may
+ * convert data in place.
+ */
+#ifndef BPFPROF_PROC_ELFFILE_H
+#define BPFPROF_PROC_ELFFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libelf.h>
+
+#include "proc/elfnote.h"
+
+/* Note bytes read when looking for the build id, in all. */
+#define ELFFILE_MAX_NOTES (1u << 20)
+
+/*
+ * A libelf handle on an open regular file (fd is not closed, and must stay
+ * open until elffile__end). NULL with errno: ENOSYS libelf unusable, ENOEXEC
+ * not a regular file or not ELF, EINVAL libelf refused it.
+ */
+Elf *elffile__begin(int fd);
+/* A handle on a private copy of image[0..size); *copy is freed by elffile__end. */
+Elf *elffile__begin_mem(const void *image, size_t size, void **copy);
+/* Ends the handle and frees the copy (either may be NULL). */
+void elffile__end(Elf *elf, void *copy);
+
+/*
+ * The NT_GNU_BUILD_ID of elf: from SHT_NOTE sections, else from PT_NOTE
+ * segments (present even in files without sections), at most
+ * ELFFILE_MAX_NOTES bytes of notes read. Returns its length (1..64), 0 if
+ * there is none.
+ */
+size_t elffile__build_id(Elf *elf, uint8_t id[BUILD_ID_MAX]);
+
+#endif

@@ -1,0 +1,1157 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * ptab.c - the process table and its mapped files; see ptab.h for the rules
+ * every read here follows and why.
+ */
+#include "proc/ptab.h"
+
+#include <linux/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "base/htab.h"
+#include "base/util.h"
+#include "proc/elffile.h"
+#include "proc/mountinfo.h"
+
+/* Two readers asking for the same event share one read of the maps. */
+#define REFRESH_SHARE_NS (20ull * 1000 * 1000)
+/* Mount tables cached (one per mount namespace). */
+#define MNTNS_MAX 1024
+
+struct file_key {
+	uint32_t major, minor;
+	uint64_t inode;
+};
+
+struct mfile {
+	struct ptab *t;
+	struct file_key key;
+	uint64_t serial;
+	unsigned refs;
+	/* While held: the process and mapping to open it through, when it is read. */
+	struct pproc *via;
+	struct procmap via_m; /* path owned */
+	bool orphan;	  /* replaced in the table: freed when the last reader puts it */
+	int err;	  /* a refusal, remembered; 0 if the file passed the checks */
+	int fd;		  /* -1 while closed */
+	Elf *elf;	  /* made on first use, ended on close */
+	struct stat st;	  /* as opened: its identity beyond (dev, inode) */
+	uint64_t checked_gen;
+	uint64_t used_ns; /* for closing the least recently used */
+	bool have_bid;
+	size_t bid_len;
+	uint8_t bid[BUILD_ID_MAX];
+	char *path;
+};
+
+struct proc_key {
+	uint32_t pid, pad;
+	uint64_t start_time, exec_id;
+};
+
+struct pproc {
+	struct proc_id id;
+	unsigned refs;
+	struct pmaps *maps;
+	uint64_t maps_ns; /* when the latest snapshot was read */
+	uint64_t maps_gen;
+	uint32_t tid; /* a live thread whose /proc files to use (main thread exited), or 0 */
+	char base[48]; /* "PID", or "PID/task/TID" */
+	/* Files of mounts that may block, mapped anywhere: memory reads avoid them. */
+	struct { uint64_t start, end; } *blocked;
+	size_t nr_blocked;
+	bool have_status;
+	struct proc_status status;
+	int pmap_err; /* a refusal of the perf map, remembered */
+	char pmap_path[40];
+};
+
+struct mntns {
+	struct mountinfo mi;
+	uint64_t gen;
+	bool ok;
+};
+
+struct ptab {
+	char proc_root[256];
+	bool real_proc; /* proc_root is the real /proc: /proc/self, namespaces */
+	struct htab *procs; /* proc_key -> pproc */
+	struct htab *files; /* file_key -> mfile */
+	struct htab *mntns; /* mount ns (dev, inode), or a fake tree's path -> mntns */
+	struct safe_root host;
+	struct stat host_st;
+	uint64_t self_mntns; /* inode of our mount namespace, 0 if unknown */
+	uint64_t shm_mnt_id; /* the kernel's internal tmpfs (memfd files) */
+	bool shm_known;
+	unsigned max_open;
+	struct mfile **open; /* files with an open fd */
+	size_t nr_open, cap_open;
+	uint64_t gen, serial;
+	void *vdso;
+	size_t vdso_len;
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
+	struct ptab_stats st;
+};
+
+static void warnf(struct ptab *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void warnf(struct ptab *t, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	t->st.refused++;
+	if (!t->warn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	t->warn(t->warn_ctx, msg);
+}
+
+bool ptab__refusal(int err)
+{
+	return err == -ELOOP || err == -EXDEV || err == -EINVAL || err == -EREMOTE ||
+	       err == -EFBIG || err == -EPERM;
+}
+
+const char *ptab__reason(int err, const char *fstype)
+{
+	static __thread char buf[160];
+
+	switch (err) {
+	case -ELOOP:
+		return "it is a symbolic link";
+	case -EXDEV:
+		return "its path leaves the process's root";
+	case -EINVAL:
+		return "it is not a regular file";
+	case -EREMOTE:
+		if (!fstype || !*fstype)
+			return "it is on a mount whose type is unknown, which could block the profiler";
+		if (!strncmp(fstype, "fuse", 4))
+			snprintf(buf, sizeof(buf),
+				 "it is on a FUSE file system (%s), which could block the profiler",
+				 fstype);
+		else
+			snprintf(buf, sizeof(buf),
+				 "it is on a network file system (%s), which could block the profiler",
+				 fstype);
+		return buf;
+	case -EFBIG:
+		return "it is too large";
+	default:
+		return strerror(-err);
+	}
+}
+
+/* --- the agent's own vDSO ----------------------------------------------------- */
+
+/* Our own vDSO is the one every native process of this kernel maps. */
+static void load_vdso(struct ptab *t)
+{
+	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	struct procmaps self = {0};
+
+	if (!base || procmaps__read("/proc/self/maps", &self))
+		return;
+	for (size_t i = 0; i < self.nr; i++) {
+		const struct procmap *m = &self.maps[i];
+
+		if (m->start != base || !m->path || strcmp(m->path, "[vdso]"))
+			continue;
+		t->vdso = malloc(m->end - m->start);
+		if (t->vdso) {
+			memcpy(t->vdso, (const void *)base, m->end - m->start);
+			t->vdso_len = m->end - m->start;
+		}
+		break;
+	}
+	procmaps__free(&self);
+}
+
+const void *ptab__vdso(const struct ptab *t, size_t *len)
+{
+	*len = t->vdso_len;
+	return t->vdso;
+}
+
+/* --- life cycle ------------------------------------------------------------------ */
+
+/*
+ * The mount id of the kernel's internal tmpfs, read off a memfd of our own:
+ * memfd files (JIT code, programs exec'd from memory) live there, on a mount
+ * no mount table lists.
+ */
+static bool shm_mount_id(uint64_t *id)
+{
+	struct statx sx;
+	bool ok = false;
+	int fd = memfd_create("bpfprof-probe", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	if (!statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &sx) &&
+	    (sx.stx_mask & STATX_MNT_ID)) {
+		*id = sx.stx_mnt_id;
+		ok = true;
+	}
+	close(fd);
+	return ok;
+}
+
+struct ptab *ptab__new(const struct ptab_opts *opts)
+{
+	struct ptab *t = calloc(1, sizeof(*t));
+	const char *host = opts && opts->host_root ? opts->host_root : "/";
+	struct stat ns;
+
+	if (!t)
+		return NULL;
+	snprintf(t->proc_root, sizeof(t->proc_root), "%s",
+		 opts && opts->proc_root ? opts->proc_root : "/proc");
+	t->real_proc = !strcmp(t->proc_root, "/proc");
+	t->max_open = opts && opts->max_open ? opts->max_open : 8;
+	if (opts) {
+		t->warn = opts->warn;
+		t->warn_ctx = opts->warn_ctx;
+	}
+	t->procs = htab__new();
+	t->files = htab__new();
+	t->mntns = htab__new();
+	t->host.fd = safeopen__dir(host);
+	if (t->host.fd >= 0 && fstat(t->host.fd, &t->host_st)) {
+		close(t->host.fd);
+		t->host.fd = -1;
+	}
+	if (t->real_proc && !stat("/proc/self/ns/mnt", &ns))
+		t->self_mntns = ns.st_ino;
+	t->shm_known = shm_mount_id(&t->shm_mnt_id);
+	t->host.shm_mnt_id = t->shm_mnt_id;
+	t->host.shm_known = t->shm_known;
+	if (!t->procs || !t->files || !t->mntns) {
+		ptab__free(t);
+		errno = ENOMEM;
+		return NULL;
+	}
+	load_vdso(t);
+	return t;
+}
+
+static void mfile_close(struct ptab *t, struct mfile *f)
+{
+	if (f->elf) {
+		elffile__end(f->elf, NULL);
+		f->elf = NULL;
+	}
+	if (f->fd >= 0) {
+		close(f->fd);
+		f->fd = -1;
+		for (size_t i = 0; i < t->nr_open; i++)
+			if (t->open[i] == f) {
+				t->open[i] = t->open[--t->nr_open];
+				break;
+			}
+	}
+}
+
+static void mfile_free(struct ptab *t, struct mfile *f)
+{
+	if (!f)
+		return;
+	mfile_close(t, f);
+	free(f->via_m.path);
+	free(f->path);
+	free(f);
+}
+
+static void pmaps_free(struct pmaps *m)
+{
+	procmaps__free(&m->m);
+	free(m);
+}
+
+void pmaps__put(struct pmaps *m)
+{
+	if (m && !--m->refs)
+		pmaps_free(m);
+}
+
+static void pproc_free(struct pproc *p)
+{
+	pmaps__put(p->maps);
+	free(p->blocked);
+	free(p);
+}
+
+void ptab__free(struct ptab *t)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	if (!t)
+		return;
+	while (t->procs && (e = htab__next(t->procs, &pos)))
+		pproc_free(e->value);
+	pos = 0;
+	while (t->files && (e = htab__next(t->files, &pos)))
+		mfile_free(t, e->value);
+	pos = 0;
+	while (t->mntns && (e = htab__next(t->mntns, &pos))) {
+		struct mntns *m = e->value;
+
+		mountinfo__free(&m->mi);
+		free(m);
+	}
+	htab__free(t->procs);
+	htab__free(t->files);
+	htab__free(t->mntns);
+	if (t->host.fd >= 0)
+		close(t->host.fd);
+	free(t->open);
+	free(t->vdso);
+	free(t);
+}
+
+/* --- mount tables and roots ---------------------------------------------------- */
+
+/*
+ * The mount table of <proc>/<rel>, one read per mount namespace per drain.
+ * proc is the table's proc root, or the real /proc for the agent's own.
+ */
+static const struct mountinfo *mounts_in(struct ptab *t, const char *proc, const char *rel)
+{
+	char path[PATH_MAX];
+	struct htab_entry *e;
+	struct mntns *m;
+	struct stat st;
+	uint64_t key[2];
+	const void *k = key;
+	size_t klen = sizeof(key);
+	bool created;
+
+	snprintf(path, sizeof(path), "%s/%s/ns/mnt", proc, rel);
+	if (!stat(path, &st)) {
+		key[0] = st.st_dev;
+		key[1] = st.st_ino;
+	} else {
+		/* No namespace to key by (a fake tree): key by the path. */
+		k = rel;
+		klen = strlen(rel);
+	}
+	e = htab__upsert(t->mntns, k, klen, &created);
+	if (!e)
+		return NULL;
+	if (created) {
+		m = calloc(1, sizeof(*m));
+		if (!m) {
+			htab__remove(t->mntns, k, klen);
+			return NULL;
+		}
+		e->value = m;
+		m->gen = t->gen + 1;
+	}
+	m = e->value;
+	/* Mounts change: read again once per drain. */
+	if (created || m->gen != t->gen) {
+		mountinfo__free(&m->mi);
+		snprintf(path, sizeof(path), "%s/%s/mountinfo", proc, rel);
+		m->ok = !mountinfo__read(path, &m->mi);
+		m->gen = t->gen;
+	}
+	return m->ok ? &m->mi : NULL;
+}
+
+static const struct mountinfo *mounts_of(struct ptab *t, const char *rel)
+{
+	return mounts_in(t, t->proc_root, rel);
+}
+
+/* The agent's own table: where mount ids other tables lack are looked up. */
+static const struct mountinfo *host_mounts(struct ptab *t)
+{
+	return mounts_in(t, "/proc", "self");
+}
+
+const struct safe_root *ptab__host_root(struct ptab *t)
+{
+	t->host.mi = t->host.host_mi = host_mounts(t);
+	return &t->host;
+}
+
+/* The root of /proc/<base>: fd, the process's table, the host's. */
+static int root_open(struct ptab *t, const char *base, struct safe_root *r)
+{
+	char path[PATH_MAX];
+
+	/* The host table first: both are cached, neither moves. */
+	r->host_mi = host_mounts(t);
+	r->shm_mnt_id = t->shm_mnt_id;
+	r->shm_known = t->shm_known;
+	r->mi = mounts_of(t, base);
+	snprintf(path, sizeof(path), "%s/%s/root", t->proc_root, base);
+	r->fd = safeopen__dir(path);
+	return r->fd < 0 ? r->fd : 0;
+}
+
+int ptab__root_open(struct ptab *t, struct pproc *p, struct safe_root *root)
+{
+	return root_open(t, p->base, root);
+}
+
+void ptab__root_close(struct safe_root *root)
+{
+	if (root->fd >= 0)
+		close(root->fd);
+	root->fd = -1;
+}
+
+bool ptab__root_is_host(struct ptab *t, const struct safe_root *root)
+{
+	struct stat st;
+
+	if (root->fd < 0 || t->host.fd < 0 || fstat(root->fd, &st) ||
+	    st.st_dev != t->host_st.st_dev || st.st_ino != t->host_st.st_ino)
+		return false;
+	/*
+	 * The same directory seen from another mount namespace is another view:
+	 * only a root whose table is ours counts as the host's.
+	 */
+	return !t->self_mntns || root->mi == root->host_mi;
+}
+
+/* --- processes ----------------------------------------------------------------- */
+
+static struct proc_key key_of(const struct proc_id *id)
+{
+	struct proc_key k;
+
+	memset(&k, 0, sizeof(k));
+	k.pid = id->pid;
+	k.start_time = id->start_time;
+	k.exec_id = id->exec_id;
+	return k;
+}
+
+int ptab__starttime(struct ptab *t, uint32_t pid, uint64_t *ticks)
+{
+	return procfs__starttime(t->proc_root, pid, ticks);
+}
+
+bool ptab__alive(struct ptab *t, const struct proc_id *id)
+{
+	uint64_t ticks;
+
+	if (procfs__starttime(t->proc_root, id->pid, &ticks))
+		return false;
+	return !id->start_time || ticks == procfs__ns_to_ticks(id->start_time);
+}
+
+/* The image /proc shows now is id's: same start time, same address space. */
+static int image_check(struct ptab *t, const struct proc_id *id, uint64_t *sig)
+{
+	uint64_t ticks;
+
+	if (procfs__image(t->proc_root, id->pid, &ticks, sig))
+		return -ESRCH;
+	if (id->start_time && ticks != procfs__ns_to_ticks(id->start_time))
+		return -ESRCH;
+	if (id->mm_sig && *sig && *sig != id->mm_sig)
+		return -ESRCH;
+	return 0;
+}
+
+/* The file-backed mappings on mounts that may block (any permissions). */
+static int find_blocked(struct ptab *t, struct pproc *p, const struct procmaps *all)
+{
+	const struct mountinfo *mi = mounts_of(t, p->base);
+	size_t n = 0;
+
+	free(p->blocked);
+	p->blocked = NULL;
+	p->nr_blocked = 0;
+	for (size_t i = 0; i < all->nr; i++) {
+		const struct procmap *m = &all->maps[i];
+
+		/* Without the process's table every file mapping is suspect. */
+		if (m->inode && (!mi || mountinfo__dev_may_block(mi, m->dev_major, m->dev_minor)))
+			n++;
+	}
+	if (!n)
+		return 0;
+	p->blocked = calloc(n, sizeof(*p->blocked));
+	if (!p->blocked)
+		return -ENOMEM;
+	for (size_t i = 0; i < all->nr; i++) {
+		const struct procmap *m = &all->maps[i];
+
+		if (m->inode && (!mi || mountinfo__dev_may_block(mi, m->dev_major, m->dev_minor))) {
+			p->blocked[p->nr_blocked].start = m->start;
+			p->blocked[p->nr_blocked].end = m->end;
+			p->nr_blocked++;
+		}
+	}
+	return 0;
+}
+
+/* Reads p's mappings into a new snapshot, the image checked before and after. */
+static int read_maps(struct ptab *t, struct pproc *p)
+{
+	struct procmaps maps = {0};
+	uint64_t sig0 = 0, sig1 = 0;
+	struct pmaps *pm;
+	uint32_t tid;
+	int err;
+
+	err = image_check(t, &p->id, &sig0);
+	if (err)
+		return err;
+	t->st.maps_reads++;
+	err = procmaps__read_pid(t->proc_root, p->id.pid, &maps, &tid);
+	if (err)
+		return err == -ENOENT ? -ESRCH : err;
+	/* An exec (or exit) while we read: these mappings may be the next image's. */
+	if (image_check(t, &p->id, &sig1) || sig1 != sig0) {
+		procmaps__free(&maps);
+		return -ESRCH;
+	}
+	if (!p->id.mm_sig)
+		p->id.mm_sig = sig0; /* later reads must find this same image */
+	p->tid = tid;
+	if (tid)
+		snprintf(p->base, sizeof(p->base), "%u/task/%u", p->id.pid, tid);
+	else
+		snprintf(p->base, sizeof(p->base), "%u", p->id.pid);
+	err = find_blocked(t, p, &maps);
+	if (!err)
+		err = procmaps__keep(&maps, PROCMAP_X);
+	pm = err ? NULL : calloc(1, sizeof(*pm));
+	if (!pm) {
+		procmaps__free(&maps);
+		return err ? err : -ENOMEM;
+	}
+	pm->m = maps;
+	pm->refs = 1;
+	pm->gen = ++p->maps_gen;
+	pmaps__put(p->maps);
+	p->maps = pm;
+	p->maps_ns = now_ns();
+	return 0;
+}
+
+/* Another image of the same process is held: without mm_sig, id's cannot be told apart. */
+static bool other_image_held(struct ptab *t, const struct proc_id *id)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	while ((e = htab__next(t->procs, &pos))) {
+		const struct pproc *p = e->value;
+
+		if (p->id.pid == id->pid && p->id.start_time == id->start_time &&
+		    p->id.exec_id != id->exec_id)
+			return true;
+	}
+	return false;
+}
+
+int ptab__get(struct ptab *t, const struct proc_id *id, struct pproc **out)
+{
+	struct proc_key k = key_of(id);
+	struct htab_entry *e = htab__find(t->procs, &k, sizeof(k));
+	struct pproc *p;
+	bool created;
+	int err;
+
+	*out = NULL;
+	if (e) {
+		p = e->value;
+		p->refs++;
+		*out = p;
+		return 0;
+	}
+	if (!id->mm_sig && id->exec_id != PROC_EXEC_ANY && other_image_held(t, id)) {
+		t->st.images_lost++;
+		return -ESRCH;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->id = *id;
+	err = read_maps(t, p);
+	if (err) {
+		if (err == -ESRCH)
+			t->st.images_lost++;
+		pproc_free(p);
+		return err;
+	}
+	e = htab__upsert(t->procs, &k, sizeof(k), &created);
+	if (!e) {
+		pproc_free(p);
+		return -ENOMEM;
+	}
+	e->value = p;
+	p->refs = 1;
+	*out = p;
+	return 0;
+}
+
+void ptab__put(struct ptab *t, struct pproc *p)
+{
+	struct proc_key k;
+
+	if (!p || --p->refs)
+		return;
+	k = key_of(&p->id);
+	htab__remove(t->procs, &k, sizeof(k));
+	pproc_free(p);
+}
+
+const struct proc_id *pproc__id(const struct pproc *p)
+{
+	return &p->id;
+}
+
+struct pmaps *ptab__maps(struct ptab *t, struct pproc *p)
+{
+	(void)t;
+	p->maps->refs++;
+	return p->maps;
+}
+
+int ptab__refresh(struct ptab *t, struct pproc *p)
+{
+	if (now_ns() - p->maps_ns < REFRESH_SHARE_NS)
+		return 0;
+	if (!ptab__alive(t, &p->id))
+		return -ESRCH;
+	return read_maps(t, p);
+}
+
+int pproc__status(struct ptab *t, struct pproc *p, struct proc_status *st)
+{
+	int err;
+
+	if (!p->have_status) {
+		err = procfs__status(t->proc_root, p->id.pid, &p->status);
+		if (err)
+			return err;
+		p->have_status = true;
+	}
+	*st = p->status;
+	return 0;
+}
+
+int ptab__check_x86_64(struct ptab *t, uint32_t pid)
+{
+	unsigned char id[20];
+	struct safe_file f;
+	struct safe_root r;
+	char rel[24], path[PATH_MAX];
+	ssize_t n;
+	int opath, err;
+
+	snprintf(rel, sizeof(rel), "%u", pid);
+	snprintf(path, sizeof(path), "%s/%u/exe", t->proc_root, pid);
+	/* O_PATH on the magic link: procfs's own; the file system is not asked yet. */
+	opath = open(path, O_PATH | O_CLOEXEC);
+	if (opath < 0)
+		return -errno;
+	r.fd = -1;
+	r.shm_mnt_id = t->shm_mnt_id;
+	r.shm_known = t->shm_known;
+	r.host_mi = host_mounts(t);
+	r.mi = mounts_of(t, rel);
+	err = safeopen__reopen(opath, &r, &f);
+	close(opath);
+	if (err)
+		return err;
+	n = pread(f.fd, id, sizeof(id), 0);
+	close(f.fd);
+	if (n != (ssize_t)sizeof(id) || memcmp(id, "\177ELF", 4))
+		return -ENOEXEC;
+	if (id[4] != 2 /* ELFCLASS64 */ || id[5] != 1 /* LSB */ || id[18] != 62 /* EM_X86_64 */)
+		return -ENOTSUP;
+	return 0;
+}
+
+/* --- perf maps ------------------------------------------------------------------ */
+
+/* Whether a file was last written before the process started (1 s of slack). */
+static bool stale_for(const struct pproc *p, const struct stat *st)
+{
+	uint64_t start_real, mtime;
+
+	if (!p->id.start_time)
+		return false;
+	/* start_time is CLOCK_BOOTTIME; file times are CLOCK_REALTIME. */
+	start_real = realtime_ns() - boottime_ns() + p->id.start_time;
+	mtime = (uint64_t)st->st_mtim.tv_sec * 1000000000ULL + (uint64_t)st->st_mtim.tv_nsec;
+	return mtime + 1000000000ULL < start_real;
+}
+
+const char *pproc__perfmap_path(const struct pproc *p)
+{
+	return p->pmap_path;
+}
+
+int ptab__open_perfmap(struct ptab *t, struct pproc *p, struct safe_file *f)
+{
+	struct proc_status ps;
+	struct safe_root root;
+	uint64_t sig;
+	int err;
+
+
+	f->fd = -1;
+	if (p->pmap_err)
+		return p->pmap_err;
+	/* Still this image: after an exec the same path names the next program's map. */
+	if (image_check(t, &p->id, &sig))
+		return -ESRCH;
+	err = pproc__status(t, p, &ps);
+	if (err)
+		return err == -ENOENT ? -ESRCH : err;
+	/* The process writes it in its own /tmp, named with its own pid. */
+	snprintf(p->pmap_path, sizeof(p->pmap_path), "/tmp/perf-%u.map", ps.ns_pid);
+	err = ptab__root_open(t, p, &root);
+	if (!err)
+		err = safeopen__in_root(&root, p->pmap_path, SAFEOPEN_NO_SYMLINKS, f);
+	ptab__root_close(&root);
+	if (err == -ENOENT || err == -ENOTDIR || err == -EBADF || err == -EACCES)
+		return err == -ENOTDIR ? -ENOENT : err;
+	/*
+	 * Left behind by an earlier process with this pid (JITs do not remove
+	 * their maps): not this process's until it writes it again.
+	 */
+	if (!err && stale_for(p, &f->st)) {
+		close(f->fd);
+		f->fd = -1;
+		return -ENOENT;
+	}
+	if (!err && f->st.st_uid != ps.euid && f->st.st_uid != 0)
+		err = -EPERM;
+	if (!err && (uint64_t)f->st.st_size > PTAB_PERFMAP_MAX)
+		err = -EFBIG;
+	if (!err)
+		return 0;
+	if (err == -EPERM)
+		warnf(t, "ignoring JIT map %s of process %u: owned by uid %u, the process runs as uid %u",
+		      p->pmap_path, p->id.pid, (unsigned)f->st.st_uid, ps.euid);
+	else
+		warnf(t, "ignoring JIT map %s of process %u: %s", p->pmap_path, p->id.pid,
+		      ptab__reason(err, f->fstype));
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	p->pmap_err = err;
+	return err;
+}
+
+/* --- memory ---------------------------------------------------------------------- */
+
+ssize_t ptab__read_mem(struct ptab *t, struct pproc *p, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = {.iov_base = buf, .iov_len = len};
+	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
+	ssize_t n;
+
+	(void)t;
+	if (len > PTAB_MEM_MAX)
+		return -E2BIG;
+	if (!len)
+		return 0;
+	if (addr + len < addr)
+		return -EFAULT;
+	/* A page of a file on a mount that may block would block this read. */
+	for (size_t i = 0; i < p->nr_blocked; i++)
+		if (addr < p->blocked[i].end && addr + len > p->blocked[i].start)
+			return -EREMOTE;
+	n = process_vm_readv((pid_t)p->id.pid, &local, 1, &remote, 1, 0);
+	if (n < 0)
+		return errno == ESRCH ? -ESRCH : -EFAULT;
+	return n;
+}
+
+/* --- mapped files ----------------------------------------------------------------- */
+
+uint64_t mfile__serial(const struct mfile *f)
+{
+	return f->serial;
+}
+
+const struct stat *mfile__stat(const struct mfile *f)
+{
+	return &f->st;
+}
+
+const char *mfile__path(const struct mfile *f)
+{
+	return f->path ? f->path : "";
+}
+
+static int mfile_open(struct ptab *t, struct pproc *p, const struct procmap *m, struct mfile *f);
+
+int mfile__fd(struct mfile *f)
+{
+	int err;
+
+	if (f->fd >= 0)
+		return f->fd;
+	if (!f->via)
+		return -EBADF;
+	err = mfile_open(f->t, f->via, &f->via_m, f);
+	return err ? err : f->fd;
+}
+
+Elf *mfile__elf(struct mfile *f)
+{
+	int fd;
+
+	if (!f->elf) {
+		fd = mfile__fd(f);
+		if (fd < 0) {
+			errno = -fd;
+			return NULL;
+		}
+		f->elf = elffile__begin(fd);
+	}
+	return f->elf;
+}
+
+size_t mfile__build_id(struct mfile *f, const uint8_t **id)
+{
+	Elf *elf;
+
+	if (!f->have_bid && (elf = mfile__elf(f))) {
+		f->bid_len = elffile__build_id(elf, f->bid);
+		f->have_bid = true;
+	}
+	*id = f->bid;
+	return f->have_bid ? f->bid_len : 0;
+}
+
+/* Closes the least recently used files nobody holds, down to max_open - 1. */
+static void make_room(struct ptab *t)
+{
+	while (t->nr_open >= t->max_open) {
+		struct mfile *victim = NULL;
+
+		for (size_t i = 0; i < t->nr_open; i++)
+			if (!t->open[i]->refs && (!victim || t->open[i]->used_ns < victim->used_ns))
+				victim = t->open[i];
+		if (!victim)
+			return; /* all held: go over the cap rather than fail */
+		mfile_close(t, victim);
+	}
+}
+
+static int track_open(struct ptab *t, struct mfile *f)
+{
+	if (t->nr_open == t->cap_open) {
+		size_t ncap = t->cap_open ? t->cap_open * 2 : 16;
+		struct mfile **n = realloc(t->open, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		t->open = n;
+		t->cap_open = ncap;
+	}
+	t->open[t->nr_open++] = f;
+	return 0;
+}
+
+/*
+ * Opens the file behind mapping m of p; -errno if it cannot be trusted. The
+ * file must be the one the maps line names.
+ */
+static int open_mapped(struct ptab *t, struct pproc *p, const struct procmap *m,
+		       struct safe_file *sf)
+{
+	char path[PATH_MAX];
+	struct safe_root r;
+	bool dev_ok, ino_ok;
+	int opath, err;
+
+	snprintf(path, sizeof(path), "%s/%s/map_files/%" PRIx64 "-%" PRIx64, t->proc_root,
+		 p->base, m->start, m->end);
+	/* O_PATH: the magic link is procfs's own; no file system open runs yet. */
+	opath = open(path, O_PATH | O_CLOEXEC);
+	err = root_open(t, p->base, &r);
+	if (opath >= 0) {
+		err = safeopen__reopen(opath, &r, sf);
+		close(opath);
+	} else if (m->deleted || !procmap__is_file(m)) {
+		/* No map_files (no CAP_SYS_ADMIN, or an old kernel) and no path to use. */
+		err = -ENOENT;
+	} else if (!err) {
+		err = safeopen__in_root(&r, m->path, 0, sf);
+	}
+	ptab__root_close(&r);
+	if (err)
+		return err;
+	/*
+	 * overlayfs reports its own device (and, with xino, its own inode
+	 * numbers) for a file whose maps line shows the layer's: through
+	 * map_files (the very file) one of the two matching is enough.
+	 */
+	dev_ok = major(sf->st.st_dev) == m->dev_major && minor(sf->st.st_dev) == m->dev_minor;
+	ino_ok = sf->st.st_ino == m->inode;
+	if (!(dev_ok && ino_ok) && (opath < 0 || (!dev_ok && !ino_ok))) {
+		close(sf->fd);
+		sf->fd = -1;
+		return -ESTALE;
+	}
+	return 0;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* Whether cached f is no longer what (dev, inode) names: an inode number reused. */
+static bool changed(struct ptab *t, struct pproc *p, const struct procmap *m,
+		    const struct mfile *f)
+{
+	char path[PATH_MAX];
+	struct statx sx;
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s/map_files/%" PRIx64 "-%" PRIx64, t->proc_root,
+		 p->base, m->start, m->end);
+	fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return false; /* cannot tell: keep it */
+	/* DONT_SYNC: cached attributes, no file system is asked. */
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_SIZE | STATX_MTIME | STATX_CTIME,
+		  &sx)) {
+		close(fd);
+		return false;
+	}
+	close(fd);
+	memset(&st, 0, sizeof(st));
+	st.st_size = (off_t)sx.stx_size;
+	st.st_mtim.tv_sec = sx.stx_mtime.tv_sec;
+	st.st_mtim.tv_nsec = sx.stx_mtime.tv_nsec;
+	st.st_ctim.tv_sec = sx.stx_ctime.tv_sec;
+	st.st_ctim.tv_nsec = sx.stx_ctime.tv_nsec;
+	return !same_file(&st, &f->st);
+}
+
+/* (Re)opens f through p's mapping m; 0 or -errno (a refusal is remembered). */
+static int mfile_open(struct ptab *t, struct pproc *p, const struct procmap *m, struct mfile *f)
+{
+	struct safe_file sf;
+	bool first = !f->serial;
+	int err;
+
+	make_room(t);
+	err = open_mapped(t, p, m, &sf);
+	if (err == -EMFILE || err == -ENFILE) {
+		/* Out of descriptors: give back every file nobody holds, once. */
+		for (size_t i = t->nr_open; i-- > 0;)
+			if (!t->open[i]->refs)
+				mfile_close(t, t->open[i]);
+		err = open_mapped(t, p, m, &sf);
+	}
+	if (ptab__refusal(err)) {
+		f->err = err;
+		warnf(t, "not reading %s mapped by process %u: %s", m->path ? m->path : "?",
+		      p->id.pid, ptab__reason(err, sf.fstype));
+		return err;
+	}
+	if (err)
+		return err;
+	/* A re-open must find the file it had: else the caller starts a new one. */
+	if (!first && !same_file(&sf.st, &f->st)) {
+		close(sf.fd);
+		return -ESTALE;
+	}
+	if (track_open(t, f)) {
+		close(sf.fd);
+		return -ENOMEM;
+	}
+	f->fd = sf.fd;
+	f->st = sf.st;
+	t->st.files_opened++;
+	if (first)
+		f->serial = ++t->serial;
+	return 0;
+}
+
+static struct mfile *mfile_new(struct ptab *t, const struct file_key *k, const struct procmap *m)
+{
+	struct mfile *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->t = t;
+	f->key = *k;
+	f->fd = -1;
+	f->checked_gen = t->gen;
+	f->path = m->path ? strdup(m->path) : NULL;
+	return f;
+}
+
+/* Replaces f in the table by nothing: its readers keep it until they put it. */
+static void mfile_orphan(struct ptab *t, struct mfile *f)
+{
+	htab__remove(t->files, &f->key, sizeof(f->key));
+	t->st.changed++;
+	if (f->refs)
+		f->orphan = true;
+	else
+		mfile_free(t, f);
+}
+
+/* Remembers p and m as the way to open f when it is read; 0 or -ENOMEM. */
+static int hold_via(struct mfile *f, struct pproc *p, const struct procmap *m)
+{
+	char *path = NULL;
+
+	if (f->refs)
+		return 0; /* the first holder's way is as good as any */
+	if (m->path && !(path = strdup(m->path)))
+		return -ENOMEM;
+	free(f->via_m.path);
+	f->via_m = *m;
+	f->via_m.path = path;
+	f->via = p;
+	p->refs++;
+	return 0;
+}
+
+int ptab__file(struct ptab *t, struct pproc *p, const struct procmap *m, struct mfile **out)
+{
+	struct file_key k = {.major = m->dev_major, .minor = m->dev_minor, .inode = m->inode};
+	struct htab_entry *e;
+	struct mfile *f;
+	bool created;
+	int err;
+
+	*out = NULL;
+	if (!m->inode)
+		return -ENOENT;
+	e = htab__upsert(t->files, &k, sizeof(k), &created);
+	if (!e)
+		return -ENOMEM;
+	if (!created) {
+		f = e->value;
+		if (f->err) {
+			f->checked_gen = t->gen; /* still in use: keep remembering it */
+			return f->err;		 /* refused: warned once, not opened again */
+		}
+		/* Once per drain: is it still the file we read? (statx, nothing opened) */
+		if (f->checked_gen != t->gen) {
+			f->checked_gen = t->gen;
+			if (changed(t, p, m, f)) {
+				mfile_orphan(t, f);
+				return ptab__file(t, p, m, out);
+			}
+		}
+		/* Opened again only when a reader reads it (mfile__fd, mfile__elf). */
+	} else {
+		f = mfile_new(t, &k, m);
+		if (!f) {
+			htab__remove(t->files, &k, sizeof(k));
+			return -ENOMEM;
+		}
+		e->value = f;
+		err = mfile_open(t, p, m, f);
+		if (err && !f->err) {
+			/* Not readable now (gone, no access): nothing to remember. */
+			htab__remove(t->files, &k, sizeof(k));
+			mfile_free(t, f);
+			return err;
+		}
+		if (err)
+			return err;
+	}
+	if (hold_via(f, p, m))
+		return -ENOMEM;
+	f->refs++;
+	f->used_ns = now_ns();
+	*out = f;
+	return 0;
+}
+
+void mfile__put(struct ptab *t, struct mfile *f)
+{
+	struct pproc *via;
+
+	if (!f || !f->refs || --f->refs)
+		return;
+	via = f->via;
+	f->via = NULL;
+	if (f->orphan)
+		mfile_free(t, f);
+	else {
+		f->used_ns = now_ns();
+		if (t->nr_open > t->max_open)
+			mfile_close(t, f);
+	}
+	ptab__put(t, via);
+}
+
+/* --- upkeep ---------------------------------------------------------------------------- */
+
+void ptab__sweep(struct ptab *t)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	t->gen++;
+	/* Unheld files are closed (re-opened, and checked, at their next use). */
+	for (size_t i = t->nr_open; i-- > 0;)
+		if (!t->open[i]->refs)
+			mfile_close(t, t->open[i]);
+	/*
+	 * Files no process used for 30 drains are forgotten (refusals too: a
+	 * fixed file is read again); readers keep their own caches by serial.
+	 */
+	while ((e = htab__next(t->files, &pos))) {
+		struct mfile *f = e->value;
+
+		if (!f->refs && f->checked_gen + 30 < t->gen) {
+			htab__remove(t->files, &f->key, sizeof(f->key));
+			mfile_free(t, f);
+		}
+	}
+	pos = 0;
+	while ((e = htab__next(t->mntns, &pos))) {
+		struct mntns *m = e->value;
+
+		if (m->gen + 1 < t->gen || htab__count(t->mntns) > MNTNS_MAX) {
+			htab__remove(t->mntns, e->key, e->klen);
+			mountinfo__free(&m->mi);
+			free(m);
+		}
+	}
+}
+
+void ptab__stats(const struct ptab *t, struct ptab_stats *st)
+{
+	*st = t->st;
+	st->procs = htab__count(t->procs);
+	st->files = htab__count(t->files);
+	st->open_files = t->nr_open;
+	st->mount_tables = htab__count(t->mntns);
+}

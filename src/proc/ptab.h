@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * ptab.h - the process table: the one place through which bpfprof reads what
+ * a profiled process controls - its /proc/PID files, the files it maps, its
+ * perf map, its root and mount table, its memory. The symbolizer (names), the
+ * unwinder (CFI tables) and the runtime readers all go through here, so the
+ * hostile-input rules below hold for every reader by construction; a lint
+ * check (tests/lint/opens.py) fails the build if code outside src/proc/
+ * opens such a path itself.
+ *
+ * Processes. An entry is one program image, keyed by (pid, start time, exec
+ * id) - the triple the BPF program puts in every sample - so a recycled pid
+ * or an exec in the same pid never borrows another image's files. Its
+ * executable mappings are read when the entry is made, and only kept if
+ * /proc shows the same image (start time, address-space signature) before
+ * and after the read: an exec racing the read yields -ESRCH, never the next
+ * program's mappings. The mappings are an immutable, reference-counted
+ * snapshot; a refresh (dlopen, new JIT code) makes a new one, so a reader
+ * holding the old one is never surprised. When the main thread has exited,
+ * a live thread's /proc/PID/task/TID/ files are used.
+ *
+ * Mapped files. One mfile per (device, inode) of a maps line, opened once:
+ * through /proc/PID/map_files/START-END (the very file the process mapped,
+ * even deleted or in another mount namespace) or else by path inside the
+ * process's root (openat2 RESOLVE_IN_ROOT) and then only if device and inode
+ * match the maps line. Either way O_PATH first, checked to be a regular file
+ * on a mount that cannot block (not FUSE, not a network file system: see
+ * safeopen.h), and only then re-opened for reading, non-blocking; readers get
+ * a libelf handle (pread, never mmap) or bounded preads. A refused file is
+ * warned about once, with its reason, and refused again without a word for
+ * every other reader and process. Each drain (ptab__sweep) the identity of a
+ * cached file is checked again (size, mtime, ctime): a reused inode number
+ * gets a new mfile (and a new serial), so caches keyed by serial never serve
+ * another file's contents.
+ *
+ * Bounds. Open descriptors: at most max_open files are kept open while
+ * nobody holds them (least recently used closed first); roots are opened per
+ * operation. Memory: entries live as long as a reader holds them; mount
+ * tables one per mount namespace, dropped when unused for a drain; snapshots
+ * hold executable mappings only. Time: nothing here opens, stats or reads a
+ * file that could block; /proc files are bounded reads of kernel text.
+ */
+#ifndef BPFPROF_PROC_PTAB_H
+#define BPFPROF_PROC_PTAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <libelf.h>
+
+#include "proc/procfs.h"
+#include "proc/procmaps.h"
+#include "proc/safeopen.h"
+
+/* An exec id that matches any image (an entry installed before the first sample). */
+#define PROC_EXEC_ANY UINT64_MAX
+
+struct proc_id {
+	uint32_t pid;
+	uint64_t start_time; /* task start_boottime, ns; 0 = unknown, not checked */
+	uint64_t exec_id;    /* PROC_EXEC_ANY: unknown */
+	uint64_t mm_sig;     /* bp_mm_sig() from the BPF notice; 0 = unknown */
+};
+
+struct ptab_opts {
+	const char *proc_root; /* default "/proc" (tests use a fake tree) */
+	const char *host_root; /* the host's root, for debug files (default "/") */
+	unsigned max_open;     /* files kept open while unheld (default 8) */
+	/* Called once per refused file or perf map, with one sentence. */
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
+};
+
+struct ptab_stats {
+	size_t procs, files, open_files, mount_tables;
+	uint64_t maps_reads;   /* /proc/PID/maps read */
+	uint64_t images_lost;  /* gone, exec'd or pid reused before it could be read */
+	uint64_t files_opened; /* mapped files opened (re-opens included) */
+	uint64_t refused;      /* files and perf maps refused by the safety checks */
+	uint64_t changed;      /* cached files found replaced (inode reused) */
+};
+
+struct ptab;
+struct pproc;
+struct mfile;
+
+struct ptab *ptab__new(const struct ptab_opts *opts);
+void ptab__free(struct ptab *t);
+
+/* --- processes ----------------------------------------------------------- */
+
+/*
+ * The image id names, with its executable mappings read: made now if new.
+ * 0 and a reference (ptab__put it), or -ESRCH (gone, exec'd, pid reused, or
+ * - without mm_sig - another image of the pid is held, so this one cannot
+ * be told apart), -ENOMEM.
+ */
+int ptab__get(struct ptab *t, const struct proc_id *id, struct pproc **out);
+void ptab__put(struct ptab *t, struct pproc *p);
+/* The id, with mm_sig filled in from the first read. */
+const struct proc_id *pproc__id(const struct pproc *p);
+
+/* A snapshot of executable mappings; immutable, shared, reference-counted. */
+struct pmaps {
+	struct procmaps m;
+	uint64_t gen; /* increases with every read of this process's maps */
+	unsigned refs;
+};
+/* The latest snapshot of p, referenced: pmaps__put() it. */
+struct pmaps *ptab__maps(struct ptab *t, struct pproc *p);
+void pmaps__put(struct pmaps *m);
+/*
+ * Re-reads p's mappings now (still the same image), unless they were read
+ * within the last few milliseconds (two readers asking for the same event).
+ * 0, or -ESRCH if the image is gone.
+ */
+int ptab__refresh(struct ptab *t, struct pproc *p);
+
+/* Whether the process id names still runs that image (start time check). */
+bool ptab__alive(struct ptab *t, const struct proc_id *id);
+/* Start time of pid in clock ticks (/proc/PID/stat). 0 or -errno. */
+int ptab__starttime(struct ptab *t, uint32_t pid, uint64_t *ticks);
+/* Fields of /proc/PID/status (cached per entry). 0 or -errno. */
+int pproc__status(struct ptab *t, struct pproc *p, struct proc_status *st);
+/* 0 if the process's executable is x86-64 ELF64; -ENOTSUP another machine or class. */
+int ptab__check_x86_64(struct ptab *t, uint32_t pid);
+
+/*
+ * Opens the root of p (its /proc/PID/root: the container's file system, as
+ * the process sees it) with its mount table and the host's. 0, or -errno
+ * with root->fd -1; ptab__root_close() either way.
+ */
+int ptab__root_open(struct ptab *t, struct pproc *p, struct safe_root *root);
+void ptab__root_close(struct safe_root *root);
+/* The host's root (fd owned by the table), for files looked up outside containers. */
+const struct safe_root *ptab__host_root(struct ptab *t);
+/* Whether root (from ptab__root_open) is the host's own root, in the host's mount namespace. */
+bool ptab__root_is_host(struct ptab *t, const struct safe_root *root);
+
+/*
+ * The process's perf map, /tmp/perf-NSPID.map in its own root (NSPID: its
+ * pid in its namespace), opened with no symlink anywhere on the path and
+ * checked: a regular file owned by the process's effective uid or root, at
+ * most PTAB_PERFMAP_MAX bytes, written since the process started (else it
+ * is an earlier process's: -ENOENT, no warning). 0 and f; -ENOENT none; any
+ * other error is a refusal, warned about once and returned again for this
+ * image without opening anything.
+ */
+#define PTAB_PERFMAP_MAX (256ull << 20)
+int ptab__open_perfmap(struct ptab *t, struct pproc *p, struct safe_file *f);
+/* "/tmp/perf-NSPID.map" as the process names it, or "" before the first open. */
+const char *pproc__perfmap_path(const struct pproc *p);
+
+/*
+ * Reads len bytes of p's memory at addr (process_vm_readv), at most
+ * PTAB_MEM_MAX per call, only from anonymous or file mappings whose file
+ * passed the checks above (a page of a file on a blocked FUSE mount would
+ * block the read). Returns the bytes read (short at an unmapped page) or
+ * -errno (-EFAULT nothing readable, -E2BIG len too large).
+ */
+#define PTAB_MEM_MAX (1u << 20)
+ssize_t ptab__read_mem(struct ptab *t, struct pproc *p, uint64_t addr, void *buf, size_t len);
+
+/* --- mapped files ------------------------------------------------------------ */
+
+/*
+ * The file behind mapping m of p (from a snapshot of p), opened and checked
+ * as above: 0 and a reference (mfile__put it), or -errno: -ELOOP, -EXDEV,
+ * -EINVAL, -EREMOTE, -EFBIG are refusals (warned about once per file),
+ * others (-ENOENT, -EACCES, -ESTALE: not the file the maps line names,
+ * -ESRCH) mean it cannot be read now.
+ */
+int ptab__file(struct ptab *t, struct pproc *p, const struct procmap *m, struct mfile **out);
+void mfile__put(struct ptab *t, struct mfile *f);
+/* A number no other mfile has had: what caches of file contents key by. */
+uint64_t mfile__serial(const struct mfile *f);
+/* The file as opened (fstat). */
+const struct stat *mfile__stat(const struct mfile *f);
+/* The path the first mapping of it named. */
+const char *mfile__path(const struct mfile *f);
+/* A descriptor for bounded preads (O_RDONLY | O_NONBLOCK); valid while held. */
+int mfile__fd(struct mfile *f);
+/*
+ * The libelf handle (elffile.h: pread, no mmap), made on first use and
+ * shared by every reader; valid while held. NULL with errno (ENOEXEC: not
+ * ELF).
+ */
+Elf *mfile__elf(struct mfile *f);
+/* Its GNU build id (read once): the length (0: none), *id pointing into f. */
+size_t mfile__build_id(struct mfile *f, const uint8_t **id);
+
+/* A sentence for an error of ptab__file() or ptab__open_perfmap(). */
+const char *ptab__reason(int err, const char *fstype);
+/* Whether err from ptab__file() is a refusal by the safety checks. */
+bool ptab__refusal(int err);
+
+/* --- the agent's own vDSO ------------------------------------------------------ */
+
+/* Our vDSO image, which every native process of this kernel maps; NULL if unknown. */
+const void *ptab__vdso(const struct ptab *t, size_t *len);
+
+/* --- upkeep -------------------------------------------------------------------- */
+
+/*
+ * After a drain: cached files are checked for replacement again at their next
+ * use, unheld files are closed, unused mount tables dropped.
+ */
+void ptab__sweep(struct ptab *t);
+void ptab__stats(const struct ptab *t, struct ptab_stats *st);
+
+#endif

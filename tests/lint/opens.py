@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""tests/lint/opens.py - nothing outside src/proc/ opens what a profiled process
+controls. src/proc/ (ptab.h: the process table, its mapped files, perf maps,
+roots, memory) is the one layer through which /proc/PID/*, mapped files,
+perf maps and container roots are read, under the rules in ptab.h; this
+check keeps it so:
+
+1. A call that opens or inspects a path - open, openat, openat2, fopen,
+   opendir, stat, lstat, statx, access, readlink, realpath, read_file,
+   procmaps__read, mountinfo__read, elfsym__open - may appear outside
+   src/proc/ only in the files of ALLOWED, each with the reason it is not
+   process-controlled, and at most as many times as listed.
+2. A string literal naming /proc/ outside src/proc/ must be one of the
+   kernel's own files (GLOBAL_PROC), never a per-process one.
+
+Prints one line per violation and "opens: ok".
+"""
+import pathlib
+import re
+import sys
+
+CALLS = re.compile(r"(?<![\w.>])(open|openat|openat2|fopen|fdopen|opendir|stat|lstat|statx|access|"
+                   r"readlink|realpath|read_file|procmaps__read|mountinfo__read|elfsym__open)\s*\(")
+
+# file -> (allowed calls, why none of them reads what a profiled process controls)
+ALLOWED = {
+    "src/base/util.c": (3, "read_file() itself and the helpers behind it: callers are checked here"),
+    "src/base/util.h": (1, "read_file()'s declaration"),
+    "src/sym/elfsym.h": (1, "elfsym__open()'s declaration"),
+    "src/format/readers.c": (1, "profiles the user names on the command line"),
+    "src/format/writers.c": (7, "the output file the user names"),
+    "src/agent/store.c": (6, "the agent's own --output-dir"),
+    "src/agent/metrics.c": (2, "the agent's own /proc/self/statm and /proc/self/fd"),
+    "src/sym/kallsyms.c": (1, "/proc/kallsyms, the kernel's"),
+    "src/sym/kbuildid.c": (1, "/sys/kernel/notes, the kernel's"),
+    "src/sym/symbolizer.c": (1, "/proc/modules, the kernel's"),
+    "src/sym/elfsym.c": (2, "elfsym__open(path): tools and tests name the file; processes' files come as mfile handles"),
+    "src/collector/collector.c": (3, "/proc/kallsyms and /sys/kernel files, the kernel's"),
+    "src/cmd/record.c": (2, "/proc/sys/kernel/perf_event_max_sample_rate; --token-file, the operator's"),
+}
+
+GLOBAL_PROC = re.compile(r'"/proc/(kallsyms|modules|self/[a-z]+|sys/[a-z_/]+|cpuinfo|stat|mounts)?"')
+
+
+def strip_comments(text):
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def main():
+    top = pathlib.Path(__file__).resolve().parents[2]
+    bad = 0
+    for f in sorted((top / "src").glob("*/*.[ch]")):
+        rel = str(f.relative_to(top))
+        if rel.startswith("src/proc/"):
+            continue
+        text = strip_comments(f.read_text())
+        calls = [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in CALLS.finditer(text)]
+        limit = ALLOWED.get(rel, (0, ""))[0]
+        if len(calls) > limit:
+            for line, name in calls:
+                print(f"opens: {rel}:{line}: {name}() outside src/proc/"
+                      + (f" ({len(calls)} calls, {limit} allowed)" if limit else ""))
+            bad += 1
+        for m in re.finditer(r'"/proc/[^"]*"', text):
+            if not GLOBAL_PROC.fullmatch(m.group(0)):
+                line = text.count("\n", 0, m.start()) + 1
+                print(f"opens: {rel}:{line}: {m.group(0)} names a process's /proc files "
+                      "outside src/proc/")
+                bad += 1
+    if bad:
+        print(f"opens: {bad} violation(s): read it through src/proc/ (ptab.h), or add the file "
+              "to ALLOWED with the reason it is not process-controlled")
+        return 1
+    print("opens: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * test_ptab.c - the process-and-file layer, attacked the way a profiled
+ * process could: a mapped file on a FUSE mount (refused once, for every
+ * reader and every process, with the mount type in the warning), memory
+ * reads that would page in such a file, reads out of bounds; and what it
+ * promises its readers: a file opened once for all of them, one libelf
+ * handle, the build id, a file replaced under the same inode getting a new
+ * serial.
+ *
+ * Tests on the real /proc use this test process itself; the attacks use a
+ * fake /proc tree naming this process's pid, whose mount table says the
+ * test's files are on FUSE.
+ */
+#include "testutil.h"
+
+#include <linux/stat.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "proc/ptab.h"
+#include "sym/elfsym.h"
+
+struct warnings {
+	int n;
+	char last[512];
+};
+
+static void on_warn(void *ctx, const char *msg)
+{
+	struct warnings *w = ctx;
+
+	w->n++;
+	snprintf(w->last, sizeof(w->last), "%s", msg);
+}
+
+static struct pproc *get_self(struct ptab *t)
+{
+	struct proc_id id = {.pid = (uint32_t)getpid(), .exec_id = PROC_EXEC_ANY};
+	struct pproc *p;
+
+	assert_int_equal(ptab__get(t, &id, &p), 0);
+	return p;
+}
+
+/* The executable mapping of the file whose path ends in `suffix`. */
+static const struct procmap *mapping_of(const struct pmaps *pm, const char *suffix)
+{
+	for (size_t i = 0; i < pm->m.nr; i++) {
+		const char *p = pm->m.maps[i].path;
+
+		if (p && strlen(p) >= strlen(suffix) && !strcmp(p + strlen(p) - strlen(suffix), suffix))
+			return &pm->m.maps[i];
+	}
+	fail_msg("no mapping of *%s", suffix);
+	return NULL;
+}
+
+static void test_a_file_is_opened_once_for_every_reader(void **state)
+{
+	struct ptab *t = ptab__new(NULL);
+	struct mfile *a, *b;
+	struct ptab_stats st;
+	const uint8_t *id;
+	struct elfsym *es;
+	const struct procmap *m;
+	struct pproc *p;
+	struct pmaps *pm;
+	size_t len, es_len;
+
+	(void)state;
+	assert_non_null(t);
+	p = get_self(t);
+	pm = ptab__maps(t, p);
+	m = mapping_of(pm, "/libc.so.6");
+	assert_true(m->perms & PROCMAP_X);
+	/* The symbolizer, then the unwinder, for the same notice. */
+	assert_int_equal(ptab__file(t, p, m, &a), 0);
+	assert_int_equal(ptab__file(t, p, m, &b), 0);
+	assert_ptr_equal(a, b);
+	ptab__stats(t, &st);
+	assert_int_equal(st.files_opened, 1);
+	/* One libelf handle for both, and the build id from it. */
+	assert_non_null(mfile__elf(a));
+	assert_ptr_equal(mfile__elf(a), mfile__elf(b));
+	len = mfile__build_id(a, &id);
+	es = elfsym__open_elf(mfile__elf(a), (uint64_t)mfile__stat(a)->st_size);
+	assert_non_null(es);
+	assert_int_equal(len, 20); /* Debian builds with --build-id=sha1 */
+	assert_memory_equal(elfsym__build_id(es, &es_len), id, len);
+	assert_int_equal(es_len, len);
+	elfsym__free(es);
+	mfile__put(t, a);
+	mfile__put(t, b);
+	/* After a drain it is closed; a reader that only needs its serial opens nothing. */
+	ptab__sweep(t);
+	assert_int_equal(ptab__file(t, p, m, &a), 0);
+	ptab__stats(t, &st);
+	assert_int_equal(st.files_opened, 1);
+	assert_int_equal(st.open_files, 0);
+	/* One that reads it gets it opened again, checked again. */
+	assert_true(mfile__fd(a) >= 0);
+	ptab__stats(t, &st);
+	assert_int_equal(st.files_opened, 2);
+	mfile__put(t, a);
+	pmaps__put(pm);
+	ptab__put(t, p);
+	ptab__free(t);
+}
+
+static void test_read_mem_is_bounded(void **state)
+{
+	static char big[PTAB_MEM_MAX + 1];
+	struct ptab *t = ptab__new(NULL);
+	char secret[] = "what the walker reads", got[sizeof(secret)];
+	struct pproc *p;
+
+	(void)state;
+	p = get_self(t);
+	assert_int_equal(ptab__read_mem(t, p, (uintptr_t)secret, got, sizeof(got)),
+			 (ssize_t)sizeof(got));
+	assert_string_equal(got, secret);
+	assert_int_equal(ptab__read_mem(t, p, (uintptr_t)big, big, sizeof(big)), -E2BIG);
+	assert_int_equal(ptab__read_mem(t, p, 0, got, sizeof(got)), -EFAULT);
+	assert_int_equal(ptab__read_mem(t, p, UINT64_MAX - 3, got, sizeof(got)), -EFAULT);
+	ptab__put(t, p);
+	ptab__free(t);
+}
+
+/* --- a fake /proc whose mount table puts the test's files on FUSE ------------------ */
+
+static char root[64], file[128], other[128];
+static uint64_t file_mnt_id;
+
+static void write_at(const char *rel, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Process pid of the fake tree maps `path` at 0x400000 (r-x) and `extra` maps lines. */
+static void fake_process(unsigned pid, const char *path, const char *extra)
+{
+	char rel[160], text[2048], link[256];
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	snprintf(rel, sizeof(rel), "%s/%u/map_files", root, pid);
+	snprintf(text, sizeof(text), "mkdir -p %s", rel);
+	assert_int_equal(system(text), 0);
+	snprintf(text, sizeof(text), "%u (victim) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0\n",
+		 pid);
+	snprintf(rel, sizeof(rel), "%u/stat", pid);
+	write_at(rel, text);
+	snprintf(text, sizeof(text), "400000-401000 r-xp 00000000 %02x:%02x %lu %s\n%s",
+		 major(st.st_dev), minor(st.st_dev), (unsigned long)st.st_ino, path, extra);
+	snprintf(rel, sizeof(rel), "%u/maps", pid);
+	write_at(rel, text);
+	/* The mount the files are really on, said to be FUSE. */
+	snprintf(text, sizeof(text), "%llu 1 %u:%u / / rw - fuse.evil evil rw\n",
+		 (unsigned long long)file_mnt_id, major(st.st_dev), minor(st.st_dev));
+	snprintf(rel, sizeof(rel), "%u/mountinfo", pid);
+	write_at(rel, text);
+	snprintf(link, sizeof(link), "%s/%u/map_files/400000-401000", root, pid);
+	assert_int_equal(symlink(path, link), 0);
+	snprintf(link, sizeof(link), "%s/%u/root", root, pid);
+	assert_int_equal(symlink("/", link), 0);
+}
+
+static int setup_fake(void **state)
+{
+	struct statx sx;
+	char cmd[16384];
+
+	(void)state;
+	snprintf(root, sizeof(root), "/tmp/bpfprof-ptab-XXXXXX");
+	assert_non_null(mkdtemp(root));
+	snprintf(file, sizeof(file), "%s/app", root);
+	snprintf(other, sizeof(other), "%s/other", root);
+	snprintf(cmd, sizeof(cmd), "cp '%s' %s && cp '%s' %s", fixture_path("pie"), file,
+		 fixture_path("pie"), other);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(statx(AT_FDCWD, file, 0, STATX_MNT_ID, &sx), 0);
+	assert_true(sx.stx_mask & STATX_MNT_ID);
+	file_mnt_id = sx.stx_mnt_id;
+	return 0;
+}
+
+static int teardown_fake(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	assert_int_equal(system(cmd), 0);
+	return 0;
+}
+
+static void test_a_file_on_fuse_is_refused_once(void **state)
+{
+	struct warnings w = {0};
+	struct ptab_opts o = {.proc_root = root, .warn = on_warn, .warn_ctx = &w};
+	struct ptab *t;
+	struct proc_id a = {.pid = 100}, b = {.pid = 101};
+	struct pproc *pa, *pb;
+	struct pmaps *ma, *mb;
+	struct ptab_stats st;
+	struct mfile *f;
+
+	(void)state;
+	fake_process(100, file, "");
+	fake_process(101, file, "");
+	t = ptab__new(&o);
+	assert_non_null(t);
+	assert_int_equal(ptab__get(t, &a, &pa), 0);
+	assert_int_equal(ptab__get(t, &b, &pb), 0);
+	ma = ptab__maps(t, pa);
+	mb = ptab__maps(t, pb);
+	assert_int_equal(ma->m.nr, 1);
+	/* The symbolizer asks, the unwinder asks, another process maps it too. */
+	assert_int_equal(ptab__file(t, pa, &ma->m.maps[0], &f), -EREMOTE);
+	assert_null(f);
+	assert_int_equal(ptab__file(t, pa, &ma->m.maps[0], &f), -EREMOTE);
+	assert_int_equal(ptab__file(t, pb, &mb->m.maps[0], &f), -EREMOTE);
+	assert_int_equal(w.n, 1);
+	if (!strstr(w.last, "FUSE file system (fuse.evil)") || !strstr(w.last, "/app") ||
+	    !strstr(w.last, "process 100"))
+		fail_msg("warning: %s", w.last);
+	ptab__stats(t, &st);
+	assert_int_equal(st.refused, 1);
+	assert_int_equal(st.files_opened, 0);
+	pmaps__put(ma);
+	pmaps__put(mb);
+	ptab__put(t, pa);
+	ptab__put(t, pb);
+	ptab__free(t);
+}
+
+static void test_memory_backed_by_a_fuse_file_is_not_read(void **state)
+{
+	static char buf[8192] __attribute__((aligned(4096)));
+	struct proc_id id = {.pid = (uint32_t)getpid()};
+	struct ptab_opts o = {.proc_root = root};
+	char extra[256], got[16];
+	struct ptab *t;
+	struct pproc *p;
+	struct stat st;
+	uintptr_t a = (uintptr_t)buf;
+
+	(void)state;
+	memcpy(buf, "mapped from fuse", 16);
+	memcpy(buf + 4096, "anonymous memory", 16);
+	/* This process, as the fake tree tells it: buf's first page maps a FUSE file. */
+	assert_int_equal(stat(other, &st), 0);
+	snprintf(extra, sizeof(extra), "%lx-%lx rw-p 00000000 %02x:%02x %lu %s\n", (unsigned long)a,
+		 (unsigned long)a + 4096, major(st.st_dev), minor(st.st_dev),
+		 (unsigned long)st.st_ino, other);
+	fake_process((unsigned)getpid(), file, extra);
+	t = ptab__new(&o);
+	assert_int_equal(ptab__get(t, &id, &p), 0);
+	assert_int_equal(ptab__read_mem(t, p, a, got, sizeof(got)), -EREMOTE);
+	assert_int_equal(ptab__read_mem(t, p, a + 4090, got, sizeof(got)), -EREMOTE);
+	assert_int_equal(ptab__read_mem(t, p, a + 4096, got, sizeof(got)), (ssize_t)sizeof(got));
+	assert_memory_equal(got, "anonymous memory", 16);
+	ptab__put(t, p);
+	ptab__free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_a_file_is_opened_once_for_every_reader),
+		cmocka_unit_test(test_read_mem_is_bounded),
+		cmocka_unit_test_setup_teardown(test_a_file_on_fuse_is_refused_once, setup_fake,
+						teardown_fake),
+		cmocka_unit_test_setup_teardown(test_memory_backed_by_a_fuse_file_is_not_read,
+						setup_fake, teardown_fake),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

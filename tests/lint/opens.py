@@ -31,13 +31,14 @@ ALLOWED = {
     "src/format/readers.c": (1, "profiles the user names on the command line"),
     "src/format/writers.c": (7, "the output file the user names"),
     "src/agent/store.c": (6, "the agent's own --output-dir"),
-    "src/agent/metrics.c": (2, "the agent's own /proc/self/statm and /proc/self/fd"),
     "src/sym/kallsyms.c": (1, "/proc/kallsyms, the kernel's"),
     "src/sym/kbuildid.c": (1, "/sys/kernel/notes, the kernel's"),
     "src/sym/symbolizer.c": (1, "/proc/modules, the kernel's"),
     "src/sym/elfsym.c": (2, "elfsym__open(path): tools and tests name the file; processes' files come as mfile handles"),
     "src/collector/collector.c": (3, "/proc/kallsyms and /sys/kernel files, the kernel's"),
-    "src/cmd/record.c": (2, "/proc/sys/kernel/perf_event_max_sample_rate; --token-file, the operator's"),
+    "src/cmd/record.c": (1, "/proc/sys/kernel/perf_event_max_sample_rate, the kernel's"),
+    "src/cmd/record_sinks.c": (1, "--token-file, the operator's"),
+    "src/base/selfstat.c": (2, "the agent's own /proc/self/fd and /proc/self/statm"),
 }
 
 GLOBAL_PROC = re.compile(r'"/proc/(kallsyms|modules|self/[a-z]+|sys/[a-z_/]+|cpuinfo|stat|mounts)?"')

@@ -466,12 +466,13 @@ static void render_http_metrics(struct httpd *h, struct sbuf *out)
 		    h->c.accept_errors);
 }
 
-/* The value of `key` in a query string (not decoded; the values used here are digits). */
-static bool query_value(const char *q, size_t qlen, const char *key, char *out, size_t size)
+bool http_query__value(const char *q, size_t qlen, const char *key, char *out, size_t size)
 {
 	size_t klen = strlen(key);
 	const char *p = q, *end = q + qlen;
 
+	if (!size)
+		return false;
 	while (p < end) {
 		const char *amp = memchr(p, '&', (size_t)(end - p));
 		const char *e = amp ? amp : end;
@@ -496,55 +497,78 @@ static bool is_tchar(char ch)
 	       (ch && strchr("!#$%&'*+-.^_`|~", ch));
 }
 
-/* A complete header is in c->in: parse the request line and answer. */
-static void handle_request(struct httpd *h, struct conn *c)
+int http_request__parse(const char *buf, size_t len, struct http_request *r)
 {
-	const char *p = c->in, *end = memchr(c->in, '\n', c->in_len);
-	const char *method = p, *target, *version, *path, *q;
-	size_t mlen, tlen, plen, qlen = 0;
-	bool head;
+	const char *p = buf, *end = memchr(buf, '\n', len), *target, *version;
+	size_t mlen, tlen;
 
-	h->c.requests++;
+	memset(r, 0, sizeof(*r));
 	if (!end)
-		end = c->in + c->in_len;
+		end = buf + len;
 	if (end > p && end[-1] == '\r')
 		end--;
-	/* METHOD SP request-target SP HTTP/x.y */
+	/* METHOD SP request-target SP HTTP/1.x */
 	while (p < end && is_tchar(*p))
 		p++;
-	mlen = (size_t)(p - method);
-	if (!mlen || mlen > 16 || p >= end || *p != ' ') {
-		text(h, c, 400, "bad request line\n", false);
-		return;
-	}
+	mlen = (size_t)(p - buf);
+	if (!mlen || mlen > 16 || p >= end || *p != ' ')
+		return 400;
 	target = ++p;
 	while (p < end && *p != ' ')
 		p++;
 	tlen = (size_t)(p - target);
 	version = p + 1;
-	if (!tlen || p >= end || end - version != 8 || memcmp(version, "HTTP/1.", 7)) {
+	if (!tlen || p >= end || end - version != 8 || memcmp(version, "HTTP/1.", 7) ||
+	    version[7] < '0' || version[7] > '9')
+		return 400;
+	r->head = mlen == 4 && !memcmp(buf, "HEAD", 4);
+	if (!r->head && !(mlen == 3 && !memcmp(buf, "GET", 3)))
+		return 405;
+	/* Absolute form ("http://host/path"), as proxies send it. */
+	r->path = target;
+	if (tlen >= 7 && !memcmp(target, "http://", 7))
+		r->path = target + 7;
+	else if (tlen >= 8 && !memcmp(target, "https://", 8))
+		r->path = target + 8;
+	if (r->path != target) {
+		const char *slash = memchr(r->path, '/', (size_t)(target + tlen - r->path));
+
+		r->path = slash ? slash : target + tlen;
+	}
+	r->path_len = (size_t)(target + tlen - r->path);
+	r->query = memchr(r->path, '?', r->path_len);
+	if (r->query) {
+		r->query_len = r->path_len - (size_t)(r->query - r->path) - 1;
+		r->path_len = (size_t)(r->query - r->path);
+		r->query++;
+	}
+	return 0;
+}
+
+/* A complete header is in c->in: parse the request line and answer. */
+static void handle_request(struct httpd *h, struct conn *c)
+{
+	struct http_request rq;
+	const char *path, *q;
+	size_t plen, qlen;
+	bool head;
+	int status;
+
+	h->c.requests++;
+	status = http_request__parse(c->in, c->in_len, &rq);
+	if (status == 400) {
 		text(h, c, 400, "bad request line\n", false);
 		return;
 	}
-	head = mlen == 4 && !memcmp(method, "HEAD", 4);
-	if (!head && !(mlen == 3 && !memcmp(method, "GET", 3))) {
+	if (status == 405) {
 		text(h, c, 405, "only GET and HEAD\n", false);
 		return;
 	}
-	/* Absolute form ("http://host/path"), as proxies send it. */
-	path = target;
-	if (tlen > 7 && (!memcmp(target, "http://", 7) || !memcmp(target, "https://", 8))) {
-		const char *slash = memchr(target + 8, '/', tlen - 8);
-
-		path = slash ? slash : target + tlen;
-	}
-	plen = (size_t)(target + tlen - path);
-	q = memchr(path, '?', plen);
-	if (q) {
-		qlen = plen - (size_t)(q - path) - 1;
-		plen = (size_t)(q - path);
-		q++;
-	}
+	head = rq.head;
+	path = rq.path;
+	plen = rq.path_len;
+	q = rq.query;
+	qlen = rq.query_len;
 #define PATH_IS(s) (plen == sizeof(s) - 1 && !memcmp(path, s, plen))
 	if (PATH_IS("/healthz")) {
 		struct metrics_snapshot s;
@@ -571,7 +595,7 @@ static void handle_request(struct httpd *h, struct conn *c)
 		char sec[24];
 		uint64_t seconds = 30;
 
-		if (q && query_value(q, qlen, "seconds", sec, sizeof(sec)) &&
+		if (q && http_query__value(q, qlen, "seconds", sec, sizeof(sec)) &&
 		    (parse_u64(sec, 10, &seconds) || seconds == 0 || seconds > LIVE_MAX_SECONDS)) {
 			text(h, c, 400, "seconds must be 1 to 3600\n", head);
 			return;

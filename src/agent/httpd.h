@@ -29,6 +29,7 @@
 #ifndef BPFPROF_HTTPD_H
 #define BPFPROF_HTTPD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/socket.h>
 
@@ -58,6 +59,21 @@ struct httpd_opts {
 
 /* "[ADDR:]PORT" or "[IPV6]:PORT"; ADDR defaults to 127.0.0.1. 0 or -EINVAL. */
 int httpd__parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len);
+
+/* A request line, as http_request__parse() found it (pointers into its buffer). */
+struct http_request {
+	bool head; /* HEAD, else GET */
+	const char *path, *query; /* query NULL if none */
+	size_t path_len, query_len;
+};
+
+/* Parses the request line at the start of buf[0..len): 0, 400 (malformed) or
+ * 405 (a method other than GET and HEAD). For the server and its fuzz target. */
+int http_request__parse(const char *buf, size_t len, struct http_request *r);
+
+/* The value of key in a query string, not decoded (the values used here are
+ * digits), cut to size - 1 bytes. */
+bool http_query__value(const char *q, size_t qlen, const char *key, char *out, size_t size);
 
 /* Binds and starts serving; NULL with a reason in err. */
 struct httpd *httpd__start(const struct httpd_opts *o, char *err, size_t errlen);

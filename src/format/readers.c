@@ -127,46 +127,45 @@ struct profile *input__read_path(const char *path, char *err, size_t errlen)
 	return p;
 }
 
-int input__gunzip(const uint8_t *buf, size_t len, size_t max, uint8_t **out, size_t *out_len)
+/*
+ * Inflates buf (gzip or zlib, concatenated gzip members as one stream) into
+ * out[0..cap) - or, with out NULL, only counts, through a small scratch
+ * buffer. Stops with -EFBIG as soon as more than max bytes come out.
+ */
+static int inflate_into(const uint8_t *buf, size_t len, uint8_t *out, size_t cap, size_t max,
+			size_t *total)
 {
-	size_t cap = len < max / 4 ? MAX(len * 4, (size_t)4096) : max, olen = 0;
-	uint8_t *o = malloc(cap ? cap : 1);
+	uint8_t scratch[64 * 1024];
+	size_t olen = 0;
 	z_stream zs;
-	int zr = Z_OK, err = 0;
+	int zr, err = 0;
 
-	if (!o)
-		return -ENOMEM;
 	memset(&zs, 0, sizeof(zs));
 	/* 15 + 32: zlib or gzip header, detected. */
-	if (inflateInit2(&zs, 15 + 32) != Z_OK) {
-		free(o);
+	if (inflateInit2(&zs, 15 + 32) != Z_OK)
 		return -ENOMEM;
-	}
 	zs.next_in = (Bytef *)buf;
 	zs.avail_in = (uInt)MIN(len, (size_t)UINT32_MAX);
 	len -= zs.avail_in;
 	for (;;) {
-		if (olen == cap) {
-			uint8_t *no;
+		size_t room, got;
 
-			if (cap >= max) {
-				err = -EFBIG;
-				break;
-			}
-			cap = cap * 2 > max ? max : cap * 2;
-			no = realloc(o, cap);
-			if (!no) {
-				err = -ENOMEM;
-				break;
-			}
-			o = no;
+		if (out) {
+			zs.next_out = out + olen;
+			room = MIN(cap - olen, (size_t)UINT32_MAX);
+		} else {
+			zs.next_out = scratch;
+			room = sizeof(scratch);
 		}
-		zs.next_out = o + olen;
-		zs.avail_out = (uInt)MIN(cap - olen, (size_t)UINT32_MAX);
+		zs.avail_out = (uInt)room;
 		zr = inflate(&zs, Z_NO_FLUSH);
-		olen = (size_t)(zs.next_out - o);
+		got = room - zs.avail_out;
+		olen += got;
+		if (olen > max) {
+			err = -EFBIG;
+			break;
+		}
 		if (zr == Z_STREAM_END) {
-			/* Concatenated gzip members are one stream (RFC 1952). */
 			if (!zs.avail_in && !len)
 				break;
 			if (inflateReset(&zs) != Z_OK) {
@@ -190,11 +189,37 @@ int input__gunzip(const uint8_t *buf, size_t len, size_t max, uint8_t **out, siz
 		}
 	}
 	inflateEnd(&zs);
+	*total = olen;
+	return err;
+}
+
+int input__gunzip(const uint8_t *buf, size_t len, size_t max, uint8_t **out, size_t *out_len)
+{
+	size_t need, got;
+	uint8_t *o;
+	int err;
+
+	/*
+	 * Twice: first only counting, so that a decompression bomb (a few MB
+	 * that inflate to gigabytes) is refused once it passes max without a
+	 * byte allocated for it; then into a buffer of exactly the right size.
+	 * Inflating is fast next to parsing what comes out.
+	 */
+	err = inflate_into(buf, len, NULL, 0, max, &need);
+	if (err)
+		return err;
+	/* One byte more than needed: a trailing empty gzip member still has room. */
+	o = malloc(need + 1);
+	if (!o)
+		return -ENOMEM;
+	err = inflate_into(buf, len, o, need + 1, need, &got);
+	if (!err && got != need)
+		err = -EINVAL;
 	if (err) {
 		free(o);
 		return err;
 	}
 	*out = o;
-	*out_len = olen;
+	*out_len = got;
 	return 0;
 }

@@ -379,3 +379,28 @@ def test_push_honours_retry_after():
     assert min(gaps) >= 2.9, gaps
     assert "next attempt in 3 s (Retry-After)" in p.stderr, p.stderr
     prefixed(p.stderr)
+
+
+# --- convert ---------------------------------------------------------------
+
+def test_convert_refuses_a_gzip_bomb_before_spending_memory(tmp_path):
+    """10 MB of gzip that inflates to 10 GiB: refused at the 1 GiB limit with
+    a peak RSS far below it (the limit is checked while only counting)."""
+    import zlib
+    co = zlib.compressobj(9, zlib.DEFLATED, 31)
+    member = co.compress(b"\0" * (16 << 20)) + co.flush()  # 16 MiB of zeros, ~16 KB
+    bomb = tmp_path / "bomb.pb.gz"
+    with open(bomb, "wb") as f:
+        for _ in range(640):  # members concatenate into one stream: 10 GiB
+            f.write(member)
+    assert 8e6 < bomb.stat().st_size < 12e6
+    proc = subprocess.Popen([str(BPFPROF), "convert", str(bomb), "-o", str(tmp_path / "x.folded")],
+                            stderr=subprocess.PIPE, text=True)
+    err = proc.stderr.read()
+    _, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    assert proc.returncode == 1, err
+    assert "more than 1 GiB once decompressed" in err, err
+    assert ru.ru_maxrss < 300 * 1024, f"peak RSS {ru.ru_maxrss} KiB"
+    assert not (tmp_path / "x.folded").exists()
+    prefixed(err)

@@ -6,6 +6,8 @@
  */
 #include "outfixture.h"
 
+#include <zlib.h>
+
 #include "format/reader.h"
 #include "format/pprof_proto.h"
 
@@ -448,6 +450,60 @@ static void test_gunzip_limits(void **state)
 	profile__free(p);
 }
 
+/* gzip of n zero bytes (one member). */
+static uint8_t *gzip_zeros(size_t n, size_t *zlen)
+{
+	uint8_t *zero = calloc(1, n), *gz = malloc(n / 100 + 4096);
+	z_stream zs = { 0 };
+
+	assert_non_null(zero);
+	assert_non_null(gz);
+	assert_int_equal(deflateInit2(&zs, 9, Z_DEFLATED, 31, 9, Z_DEFAULT_STRATEGY), Z_OK);
+	zs.next_in = zero;
+	zs.avail_in = (uInt)n;
+	zs.next_out = gz;
+	zs.avail_out = (uInt)(n / 100 + 4096);
+	assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
+	*zlen = zs.total_out;
+	deflateEnd(&zs);
+	free(zero);
+	return gz;
+}
+
+static void test_gunzip_bomb_and_members(void **state)
+{
+	size_t zlen, olen, one;
+	uint8_t *gz = gzip_zeros(64 << 20, &zlen), *two, *out;
+
+	/* 64 MiB from ~64 KiB: refused at the limit, whatever the ratio. */
+	assert_true(zlen < (128 << 10));
+	assert_int_equal(input__gunzip(gz, zlen, 1 << 20, &out, &olen), -EFBIG);
+	assert_int_equal(input__gunzip(gz, zlen, (64 << 20) - 1, &out, &olen), -EFBIG);
+	/* Exactly at the limit is fine, and exactly that long. */
+	assert_int_equal(input__gunzip(gz, zlen, 64 << 20, &out, &olen), 0);
+	assert_int_equal(olen, 64 << 20);
+	assert_int_equal(out[0] | out[olen - 1], 0);
+	free(out);
+	free(gz);
+
+	/* Concatenated members, the last one empty: one stream (RFC 1952). */
+	gz = gzip_zeros(1000, &one);
+	two = malloc(2 * one + 64);
+	memcpy(two, gz, one);
+	memcpy(two + one, gz, one);
+	free(gz);
+	gz = gzip_zeros(0, &zlen);
+	memcpy(two + 2 * one, gz, zlen);
+	assert_int_equal(input__gunzip(two, 2 * one + zlen, 2000, &out, &olen), 0);
+	assert_int_equal(olen, 2000);
+	free(out);
+	assert_int_equal(input__gunzip(two, 2 * one + zlen, 1999, &out, &olen), -EFBIG);
+	/* Truncated in the second member. */
+	assert_int_equal(input__gunzip(two, one + one / 2, 1 << 20, &out, &olen), -EINVAL);
+	free(gz);
+	free(two);
+}
+
 static void test_pprof_from_go(void **state)
 {
 	/* A CPU profile written by Go's runtime/pprof (go 1.19), committed. */
@@ -521,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_pprof_malformed),
 		cmocka_unit_test(test_pprof_every_truncation_fails_cleanly),
 		cmocka_unit_test(test_gunzip_limits),
+		cmocka_unit_test(test_gunzip_bomb_and_members),
 		cmocka_unit_test(test_pprof_from_go),
 		cmocka_unit_test(test_read_path),
 	};

@@ -188,16 +188,9 @@ int procmaps__parse(const char *buf, size_t len, struct procmaps *out)
 		p = nl ? nl + 1 : end;
 		if (q == le)
 			continue; /* blank line: nothing to count */
-		if (nr == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct pm_line *nl2 = reallocarray(lines, ncap, sizeof(*lines));
-
-			if (!nl2) {
-				free(lines);
-				return -ENOMEM;
-			}
-			lines = nl2;
-			cap = ncap;
+		if (array_grow((void **)&lines, &cap, nr + 1, sizeof(*lines))) {
+			free(lines);
+			return -ENOMEM;
 		}
 		if (!parse_line(q, le, &lines[nr])) {
 			bad++;

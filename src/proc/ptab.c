@@ -862,15 +862,8 @@ static void make_room(struct ptab *t)
 
 static int track_open(struct ptab *t, struct mfile *f)
 {
-	if (t->nr_open == t->cap_open) {
-		size_t ncap = t->cap_open ? t->cap_open * 2 : 16;
-		struct mfile **n = realloc(t->open, ncap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		t->open = n;
-		t->cap_open = ncap;
-	}
+	if (array_grow((void **)&t->open, &t->cap_open, t->nr_open + 1, sizeof(*t->open)))
+		return -ENOMEM;
 	t->open[t->nr_open++] = f;
 	return 0;
 }

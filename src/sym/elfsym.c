@@ -192,15 +192,8 @@ static int cand__cmp(const void *a, const void *b)
 
 static int builder__add(struct builder *b, const struct cand *c)
 {
-	if (b->nr_cands == b->cap_cands) {
-		size_t ncap = b->cap_cands ? b->cap_cands * 2 : 256;
-		struct cand *n = reallocarray(b->cands, ncap, sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		b->cands = n;
-		b->cap_cands = ncap;
-	}
+	if (array_grow((void **)&b->cands, &b->cap_cands, b->nr_cands + 1, sizeof(*b->cands)))
+		return -ENOMEM;
 	b->cands[b->nr_cands++] = *c;
 	return 0;
 }

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
+
 struct extent {
 	uint32_t start, len; /* chunk-local */
 };
@@ -80,15 +82,8 @@ void upool__free(struct upool *p)
 
 static int extent_insert(struct chunk *c, size_t at, uint32_t start, uint32_t len)
 {
-	if (c->nr_free == c->cap_free) {
-		size_t ncap = c->cap_free ? c->cap_free * 2 : 8;
-		struct extent *ne = realloc(c->free, ncap * sizeof(*ne));
-
-		if (!ne)
-			return -ENOMEM;
-		c->free = ne;
-		c->cap_free = ncap;
-	}
+	if (array_grow((void **)&c->free, &c->cap_free, c->nr_free + 1, sizeof(*c->free)))
+		return -ENOMEM;
 	memmove(&c->free[at + 1], &c->free[at], (c->nr_free - at) * sizeof(*c->free));
 	c->free[at] = (struct extent){.start = start, .len = len};
 	c->nr_free++;
@@ -209,16 +204,9 @@ void upool__release(struct upool *p, uint32_t slot, uint32_t n)
 
 	if (!p || !n)
 		return;
-	if (p->nr_park[1] == p->cap_park[1]) {
-		size_t ncap = p->cap_park[1] ? p->cap_park[1] * 2 : 16;
-
-		np = realloc(p->park[1], ncap * sizeof(*np));
-		if (!np) {
-			give_back(p, slot, n); /* cannot park: free now rather than leak */
-			return;
-		}
-		p->park[1] = np;
-		p->cap_park[1] = ncap;
+	if (array_grow((void **)&p->park[1], &p->cap_park[1], p->nr_park[1] + 1, sizeof(*np))) {
+		give_back(p, slot, n); /* cannot park: free now rather than leak */
+		return;
 	}
 	p->park[1][p->nr_park[1]++] = (struct parked){.slot = slot, .n = n};
 }

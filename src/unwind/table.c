@@ -58,24 +58,6 @@ struct build {
 	bool full; /* UTABLE_MAX_ROWS reached */
 };
 
-
-static void *grow(void *arr, size_t *cap, size_t need, size_t size)
-{
-	size_t ncap;
-	void *na;
-
-	if (need <= *cap)
-		return arr;
-	ncap = *cap ? *cap * 2 : 64;
-	while (ncap < need)
-		ncap *= 2;
-	na = realloc(arr, ncap * size);
-	if (!na)
-		return NULL;
-	*cap = ncap;
-	return na;
-}
-
 /* --- pointer encodings ------------------------------------------------------ */
 
 /* Size of an encoded value at p (for LEB128 it depends on the bytes); -1 if unknown. */
@@ -364,11 +346,8 @@ static bool in_exec_segment(const struct utable *t, uint64_t begin, uint64_t end
 
 static int add_fde(struct build *b, uint64_t begin, uint64_t end, uint8_t src)
 {
-	struct fde_info *nf = grow(b->fdes, &b->cap_fdes, b->nr_fdes + 1, sizeof(*nf));
-
-	if (!nf)
+	if (array_grow((void **)&b->fdes, &b->cap_fdes, b->nr_fdes + 1, sizeof(*b->fdes)))
 		return -ENOMEM;
-	b->fdes = nf;
 	b->fdes[b->nr_fdes++] = (struct fde_info){.begin = begin, .end = end, .src = src};
 	return 0;
 }
@@ -406,12 +385,12 @@ static int collect_fdes(struct build *b, Elf_Data *data, bool eh, uint64_t sec_a
 				break;
 			if (dwarf_cfi_cie_p(&ent)) {
 				if (pass == 0) {
-					struct cie_info *nc = grow(b->cies, &b->cap_cies,
-								   b->nr_cies + 1, sizeof(*nc));
+					struct cie_info *nc;
 
-					if (!nc)
+					if (array_grow((void **)&b->cies, &b->cap_cies,
+						       b->nr_cies + 1, sizeof(*b->cies)))
 						return -ENOMEM;
-					b->cies = nc;
+					nc = b->cies;
 					nc[b->nr_cies].off = off;
 					nc[b->nr_cies].ok =
 						cie_fde_encoding(&ent.cie, &nc[b->nr_cies].enc) &&
@@ -664,7 +643,6 @@ static bool same_rule(const struct bp_urow *x, const struct bp_urow *y)
 static int emit(struct build *b, uint64_t vaddr, struct bp_urow r)
 {
 	struct utable *t = b->t;
-	struct bp_urow *nr;
 
 	if (b->full)
 		return 0;
@@ -685,10 +663,8 @@ static int emit(struct build *b, uint64_t vaddr, struct bp_urow r)
 		b->full = true;
 		return 0;
 	}
-	nr = grow(t->rows, &b->cap_rows, t->nr_rows + 1, sizeof(*nr));
-	if (!nr)
+	if (array_grow((void **)&t->rows, &b->cap_rows, t->nr_rows + 1, sizeof(*t->rows)))
 		return -ENOMEM;
-	t->rows = nr;
 	t->rows[t->nr_rows++] = r;
 	return 0;
 }

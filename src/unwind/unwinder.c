@@ -921,15 +921,8 @@ void unwinder__free(struct unwinder *u)
 				seen = all[i] == f;
 			if (seen || f == u->vdso)
 				continue;
-			if (n == cap) {
-				size_t ncap = cap ? cap * 2 : 64;
-				struct ufile **na = realloc(all, ncap * sizeof(*na));
-
-				if (!na)
-					break; /* leak the rest at exit rather than double free */
-				all = na;
-				cap = ncap;
-			}
+			if (array_grow((void **)&all, &cap, n + 1, sizeof(*all)))
+				break; /* leak the rest at exit rather than double free */
 			all[n++] = f;
 		}
 		for (size_t i = 0; i < n; i++)

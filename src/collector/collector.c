@@ -44,6 +44,7 @@
 
 #include "base/htab.h"
 #include "base/selfstat.h"
+#include "sym/kallsyms.h"
 #include "unwind/korc.h"
 #include "unwind/unwinder.h"
 #include "base/util.h"
@@ -146,10 +147,18 @@ static int kread(struct kread_bpf *sk, void *dst, uint64_t addr, size_t len)
 	return 0;
 }
 
+/* A kallsyms line for the ORC walker: core kernel symbols only. */
+static int take_korc_sym(void *ctx, const struct kallsyms_line *l)
+{
+	if (!l->module)
+		korc__syms_take(ctx, l->name, l->name_len, l->addr);
+	return 0;
+}
+
 /* Builds c->korc from the running kernel's tables. 0 or -errno. */
 static int kw_prepare(struct collector *c)
 {
-	struct korc_syms ks;
+	struct korc_syms ks = {0};
 	struct kread_bpf *sk = NULL;
 	int32_t *ip = NULL;
 	uint8_t *orc = NULL;
@@ -162,7 +171,7 @@ static int kw_prepare(struct collector *c)
 	err = read_file("/proc/kallsyms", 256u << 20, &buf, &len);
 	if (err)
 		return err;
-	korc__syms_parse(buf, len, &ks);
+	kallsyms__for_each(buf, len, take_korc_sym, &ks);
 	free(buf);
 	if (!ks.orc_ip_start || !ks.orc_ip_stop || !ks.orc_start || !ks.stext || !ks.etext ||
 	    ks.orc_ip_stop <= ks.orc_ip_start)

@@ -154,19 +154,12 @@ static size_t pool_add(struct parse_state *st, const char *s, size_t n)
 	return off;
 }
 
-/*
- * One line, without its terminator: "ADDR TYPE NAME" optionally followed by
- * "[MODULE]". Returns false for a malformed line. Pointers are stored as pool
- * offsets (cast through uintptr_t) until the pool has its final address.
- */
-static bool parse_line(struct parse_state *st, const char *p, const char *end)
+/* One line, without its terminator: "ADDR TYPE NAME" optionally followed by "[MODULE]". */
+bool kallsyms__parse_line(const char *p, const char *end, struct kallsyms_line *l)
 {
 	const char *atok, *ttok, *ntok, *mtok = NULL, *extra;
 	size_t alen, tlen, nlen, mlen = 0, xlen;
-	struct ksym_ent *e;
 	uint64_t addr;
-	bool marker;
-	char type;
 
 	if (!next_token(&p, end, &atok, &alen) || !next_token(&p, end, &ttok, &tlen) ||
 	    !next_token(&p, end, &ntok, &nlen))
@@ -180,45 +173,93 @@ static bool parse_line(struct parse_state *st, const char *p, const char *end)
 		mtok++;
 		mlen -= 2;
 	}
+	l->addr = addr;
+	l->type = ttok[0];
+	l->name = ntok;
+	l->name_len = nlen;
+	l->module = mtok;
+	l->module_len = mlen;
+	return true;
+}
+
+long kallsyms__for_each(const char *buf, size_t len,
+			int (*cb)(void *ctx, const struct kallsyms_line *l), void *ctx)
+{
+	const char *p = buf, *end = buf + len;
+	struct kallsyms_line l;
+	long bad = 0;
+	int err;
+
+	if (!buf)
+		return 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		const char *q = p;
+
+		if (le > p && le[-1] == '\r')
+			le--;
+		while (q < le && is_blank(*q))
+			q++;
+		/* Blank lines carry nothing and are not counted as malformed. */
+		if (q < le) {
+			if (!kallsyms__parse_line(q, le, &l))
+				bad++;
+			else if ((err = cb(ctx, &l)) < 0)
+				return err;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	return bad;
+}
+
+/* Keeps a text symbol of a well-formed line. Pointers are stored as pool
+ * offsets (cast through uintptr_t) until the pool has its final address. */
+static int keep_line(void *ctx, const struct kallsyms_line *l)
+{
+	struct parse_state *st = ctx;
+	struct ksym_ent *e;
+	bool marker;
+	char type = l->type;
 
 	st->valid++;
-	if (addr)
+	if (l->addr)
 		st->any_nonzero = true;
-	type = ttok[0];
 	if (type != 't' && type != 'T' && type != 'w' && type != 'W')
-		return true;
+		return 0;
 	/*
 	 * __pfx_ (and, with kCFI, __cfi_) symbols label the padding in front of
 	 * every function; keeping them would only shadow the real names.
 	 */
-	if (has_prefix(ntok, nlen, "__pfx_") || has_prefix(ntok, nlen, "__cfi_"))
-		return true;
+	if (has_prefix(l->name, l->name_len, "__pfx_") || has_prefix(l->name, l->name_len, "__cfi_"))
+		return 0;
 
 	e = &st->ks->ents[st->ks->nr++];
-	marker = !mtok && (name_is(ntok, nlen, "_etext") || name_is(ntok, nlen, "_einittext"));
-	e->sym.addr = addr;
-	e->sym.name = (const char *)(uintptr_t)pool_add(st, ntok, nlen);
+	marker = !l->module &&
+		 (name_is(l->name, l->name_len, "_etext") || name_is(l->name, l->name_len, "_einittext"));
+	e->sym.addr = l->addr;
+	e->sym.name = (const char *)(uintptr_t)pool_add(st, l->name, l->name_len);
 	e->sym.module = NULL;
-	e->rank = ksym_rank(type, ntok, nlen, marker);
+	e->rank = ksym_rank(type, l->name, l->name_len, marker);
 	e->seq = st->seq++;
-	if (mtok) {
+	if (l->module) {
 		/* Module symbols come in runs; one copy of the name per run. */
-		if (!st->have_mod || st->mod_len != mlen ||
-		    memcmp(st->pool + st->mod_off, mtok, mlen)) {
-			st->mod_off = pool_add(st, mtok, mlen);
-			st->mod_len = mlen;
+		if (!st->have_mod || st->mod_len != l->module_len ||
+		    memcmp(st->pool + st->mod_off, l->module, l->module_len)) {
+			st->mod_off = pool_add(st, l->module, l->module_len);
+			st->mod_len = l->module_len;
 			st->have_mod = true;
 		}
 		/* +1 so that offset 0 still means "no module". */
 		e->sym.module = (const char *)(uintptr_t)(st->mod_off + 1);
 	}
-	return true;
+	return 0;
 }
 
 struct ksyms *ksyms__parse(const char *buf, size_t len)
 {
 	struct parse_state st = {0};
-	const char *p, *end;
+	const char *end;
 	size_t lines = 1;
 	struct ksyms *ks;
 	char *pool;
@@ -228,7 +269,6 @@ struct ksyms *ksyms__parse(const char *buf, size_t len)
 		buf = "";
 		len = 0;
 	}
-	p = buf;
 	end = buf + len;
 	ks = calloc(1, sizeof(*ks));
 	if (!ks)
@@ -252,20 +292,7 @@ struct ksyms *ksyms__parse(const char *buf, size_t len)
 	if (!ks->ents || !st.pool)
 		goto out_nomem;
 
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *le = nl ? nl : end;
-		const char *q = p;
-
-		if (le > p && le[-1] == '\r')
-			le--;
-		while (q < le && is_blank(*q))
-			q++;
-		/* Blank lines carry nothing and are not counted as malformed. */
-		if (q < le && !parse_line(&st, q, le))
-			ks->bad_lines++;
-		p = nl ? nl + 1 : end;
-	}
+	ks->bad_lines = (size_t)kallsyms__for_each(buf, len, keep_line, &st);
 	ks->restricted = st.valid && !st.any_nonzero;
 
 	/* Exact-size pool, then turn the stored offsets into pointers into it. */

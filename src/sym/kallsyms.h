@@ -36,6 +36,29 @@
 
 struct ksyms;
 
+/*
+ * The one kallsyms line parser, for every reader of kernel symbols (the
+ * symbol table below, the ORC walker's addresses): "ADDR TYPE NAME" or
+ * "ADDR TYPE NAME\t[MODULE]". Fields point into the text (not NUL-terminated).
+ */
+struct kallsyms_line {
+	uint64_t addr;
+	char type;
+	const char *name;
+	size_t name_len;
+	const char *module; /* NULL for the core kernel */
+	size_t module_len;
+};
+/* Parses one line without its terminator; false if malformed. */
+bool kallsyms__parse_line(const char *p, const char *end, struct kallsyms_line *l);
+/*
+ * Calls cb for every well-formed line of buf[0..len) (CRLF, blank lines and
+ * no final newline are fine). Returns the number of malformed lines, or the
+ * first negative value cb returned (which stops the walk).
+ */
+long kallsyms__for_each(const char *buf, size_t len,
+			int (*cb)(void *ctx, const struct kallsyms_line *l), void *ctx);
+
 struct ksym {
 	uint64_t addr;
 	const char *name;

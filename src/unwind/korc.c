@@ -11,7 +11,7 @@
 
 #include "base/htab.h"
 
-void korc__syms_parse(const char *buf, size_t len, struct korc_syms *s)
+void korc__syms_take(struct korc_syms *s, const char *name, size_t len, uint64_t addr)
 {
 	static const struct {
 		const char *name;
@@ -26,32 +26,10 @@ void korc__syms_parse(const char *buf, size_t len, struct korc_syms *s)
 		{ "arch_rethook_trampoline", offsetof(struct korc_syms, trampolines[1]) },
 		{ "__kretprobe_trampoline", offsetof(struct korc_syms, trampolines[2]) },
 	};
-	const char *p = buf, *end = buf + len;
 
-	memset(s, 0, sizeof(*s));
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *le = nl ? nl : end, *name, *ne;
-		char *q;
-		uint64_t addr;
-
-		/* "ffffffff81000000 T _stext" (module lines have a "\t[mod]" after) */
-		addr = strtoull(p, &q, 16);
-		if (q == p || q + 3 > le || q[0] != ' ' || q[2] != ' ')
-			goto next;
-		name = q + 3;
-		for (ne = name; ne < le && *ne != '\t' && *ne != ' ' && *ne != '\r'; ne++)
-			;
-		if (ne < le && *ne == '\t')
-			goto next; /* a module's symbol */
-		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-			if (strlen(want[i].name) == (size_t)(ne - name) &&
-			    !memcmp(want[i].name, name, (size_t)(ne - name)))
-				*(uint64_t *)((char *)s + want[i].off) = addr;
-		}
-next:
-		p = le + 1;
-	}
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (strlen(want[i].name) == len && !memcmp(want[i].name, name, len))
+			*(uint64_t *)((char *)s + want[i].off) = addr;
 }
 
 static uint64_t raw_of(const uint8_t *e)

@@ -30,8 +30,12 @@ struct korc_syms {
 	uint64_t trampolines[3];	    /* return_to_handler, *rethook/kretprobe trampolines */
 };
 
-/* Scans kallsyms text for the names above (any symbol type). */
-void korc__syms_parse(const char *buf, size_t len, struct korc_syms *s);
+/*
+ * Takes one core-kernel symbol (any type) into s if it is one of the names
+ * above. Fed by the one kallsyms parser (sym/kallsyms.h kallsyms__for_each);
+ * start from a zeroed s.
+ */
+void korc__syms_take(struct korc_syms *s, const char *name, size_t len, uint64_t addr);
 
 struct korc {
 	uint64_t base;			/* lowest ip in [stext, etext), 4 KiB aligned */

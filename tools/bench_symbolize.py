@@ -21,7 +21,14 @@ while processes come and go.
    (copies of one binary, and shells) are started and exit continuously; its
    RSS is sampled every few seconds.
 
+5. --compare OTHER_BPFPROF: this build and another one (e.g. the commit
+   before a change, built in a git worktree) side by side instead: both
+   `-a -d S -v` on the same window of the mix while short-lived processes
+   come and go, --rounds times; end of sampling to output, peak RSS and CPU
+   time of each, medians and the per-round spread.
+
 Usage: sudo tools/bench_symbolize.py [--seconds 10] [--churn 60]
+       sudo tools/bench_symbolize.py --compare /tmp/old/build/bpfprof [--rounds 5]
 Prints Markdown tables (the README has the latest ones).
 """
 import argparse
@@ -174,11 +181,74 @@ def bench_churn(tmp, seconds):
     return {"rss": rss, "started": started, "procs_at_end": int(s.group(1)) if s else -1}
 
 
+def run_pair(tmp, builds, seconds, rnd):
+    """Both builds over the same window; per build: stop-to-output ms, peak RSS KiB, CPU s."""
+    procs = []
+    for i, b in enumerate(builds):
+        out = tmp / f"pair{rnd}_{i}.folded"
+        procs.append(subprocess.Popen([str(b), "-a", "-d", str(seconds), "-v", "-o", str(out)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                      text=True))
+    res = []
+    for p in procs:
+        err = p.stderr.read()
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode:
+            raise SystemExit(f"{p.args[0]} failed:\n{err}")
+        m = re.search(r"end of sampling to written profile: ([0-9.]+) ms", err)
+        res.append({"ms": float(m.group(1)), "rss": ru.ru_maxrss,
+                    "cpu": ru.ru_utime + ru.ru_stime})
+    return res
+
+
+def compare(tmp, other, seconds, rounds):
+    builds = [BPFPROF, Path(other)]
+    procs = start_mix(tmp, seconds * rounds * 2)
+    churn = subprocess.Popen(["sh", "-c", f"cp {WL / 'busy'} {tmp}/churn; "
+                              f"while :; do {tmp}/churn 0.05 >/dev/null; sh -c true; done"],
+                             start_new_session=True, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    rows = []
+    try:
+        for r in range(rounds):
+            order = builds if r % 2 == 0 else builds[::-1]
+            res = run_pair(tmp, order, seconds, r)
+            rows.append(res if r % 2 == 0 else res[::-1])
+    finally:
+        os.killpg(churn.pid, signal.SIGKILL)
+        stop_mix(procs)
+
+    def med(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2]
+    print(f"\n{time.strftime('%Y-%m-%d')}, {os.uname().release}, {os.cpu_count()} CPUs, "
+          f"{rounds} rounds of {seconds} s of -a at 99 Hz, both builds at once, "
+          "with the mix and short-lived processes\n")
+    print("| build | end of sampling → output, median (range) | peak RSS MiB, median (range) "
+          "| CPU s, median (range) |")
+    print("|---|---:|---:|---:|")
+    for i, b in enumerate(builds):
+        ms = [row[i]["ms"] for row in rows]
+        rss = [row[i]["rss"] / 1024 for row in rows]
+        cpu = [row[i]["cpu"] for row in rows]
+        print(f"| {b} | {med(ms):.0f} ms ({min(ms):.0f}-{max(ms):.0f}) | "
+              f"{med(rss):.1f} ({min(rss):.1f}-{max(rss):.1f}) | "
+              f"{med(cpu):.2f} ({min(cpu):.2f}-{max(cpu):.2f}) |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=10, help="sampling window")
     ap.add_argument("--churn", type=int, default=60, help="memory run length (0: skip)")
+    ap.add_argument("--compare", metavar="OTHER_BPFPROF", help="side by side with another build")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds with --compare")
     a = ap.parse_args()
+    if a.compare:
+        tmp = Path(tempfile.mkdtemp(prefix="bpfprof-symbench-"))
+        compare(tmp, a.compare, a.seconds, a.rounds)
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
     if os.geteuid():
         raise SystemExit("run as root")
     for f in (BPFPROF, SYMBENCH):

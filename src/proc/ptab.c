@@ -1094,10 +1094,19 @@ void mfile__put(struct ptab *t, struct mfile *f)
 		return;
 	via = f->via;
 	f->via = NULL;
-	if (f->orphan)
+	if (f->orphan) {
 		mfile_free(t, f);
-	else {
+	} else {
 		f->used_ns = now_ns();
+		/*
+		 * The libelf handle holds every section a reader loaded (symbol
+		 * tables, .eh_frame: megabytes for a large binary): end it now,
+		 * keep only the descriptor for the next reader.
+		 */
+		if (f->elf) {
+			elffile__end(f->elf, NULL);
+			f->elf = NULL;
+		}
 		if (t->nr_open > t->max_open)
 			mfile_close(t, f);
 	}

@@ -185,8 +185,9 @@ const char *mfile__path(const struct mfile *f);
 int mfile__fd(struct mfile *f);
 /*
  * The libelf handle (elffile.h: pread, no mmap), made on first use and
- * shared by every reader; valid while held. NULL with errno (ENOEXEC: not
- * ELF).
+ * shared by every reader holding f at the time; valid while held, ended
+ * when the last reader puts f (it holds the sections readers loaded). NULL
+ * with errno (ENOEXEC: not ELF).
  */
 Elf *mfile__elf(struct mfile *f);
 /* Its GNU build id (read once): the length (0: none), *id pointing into f. */

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/errmsg.h"
 #include "base/log.h"
 #include "base/selfstat.h"
 #include "base/util.h"
@@ -923,7 +924,7 @@ static int listen_socket(const struct sockaddr_storage *ss, socklen_t len)
 	return fd;
 }
 
-struct httpd *httpd__start(const struct httpd_opts *o, char *err, size_t errlen)
+struct httpd *httpd__start(const struct httpd_opts *o, struct errmsg *em)
 {
 	struct epoll_event e = { .events = EPOLLIN };
 	struct sockaddr_storage ss;
@@ -932,12 +933,13 @@ struct httpd *httpd__start(const struct httpd_opts *o, char *err, size_t errlen)
 	int r;
 
 	if (httpd__parse_listen(o->listen, &ss, &len)) {
-		snprintf(err, errlen, "invalid --listen '%s': expected [ADDR:]PORT", o->listen);
+		errno = -errmsg_set(em, -EINVAL, "invalid --listen '%s': expected [ADDR:]PORT",
+				    o->listen);
 		return NULL;
 	}
 	h = calloc(1, sizeof(*h));
 	if (!h) {
-		snprintf(err, errlen, "out of memory");
+		errmsg_set(em, -ENOMEM, "out of memory");
 		return NULL;
 	}
 	h->o = *o;
@@ -949,27 +951,28 @@ struct httpd *httpd__start(const struct httpd_opts *o, char *err, size_t errlen)
 	h->fd_limit = selfstat__fd_limit();
 	r = listen_socket(&ss, len);
 	if (r < 0) {
-		snprintf(err, errlen, "cannot listen on %s: %s", o->listen, strerror(-r));
+		errmsg_set(em, r, "cannot listen on %s: %s", o->listen, strerror(-r));
 		goto err_free;
 	}
 	h->lfd = r;
 	h->epfd = epoll_create1(EPOLL_CLOEXEC);
 	h->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (h->epfd < 0 || h->evfd < 0) {
-		snprintf(err, errlen, "cannot set up the HTTP event loop: %s", strerror(errno));
+		errmsg_set(em, -errno, "cannot set up the HTTP event loop: %s", strerror(errno));
 		goto err_free;
 	}
 	e.data.ptr = &tag_listen;
 	r = epoll_ctl(h->epfd, EPOLL_CTL_ADD, h->lfd, &e);
 	e.data.ptr = &tag_wake;
 	if (r || epoll_ctl(h->epfd, EPOLL_CTL_ADD, h->evfd, &e)) {
-		snprintf(err, errlen, "cannot set up the HTTP event loop: %s", strerror(errno));
+		errmsg_set(em, -errno, "cannot set up the HTTP event loop: %s", strerror(errno));
 		goto err_free;
 	}
 	h->listening = true;
 	count_fds(h, now_ms());
-	if (pthread_create(&h->loop, NULL, loop, h)) {
-		snprintf(err, errlen, "cannot start the HTTP thread");
+	r = pthread_create(&h->loop, NULL, loop, h);
+	if (r) {
+		errmsg_set(em, -r, "cannot start the HTTP thread: %s", strerror(r));
 		goto err_free;
 	}
 	h->loop_started = true;

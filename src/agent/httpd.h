@@ -43,6 +43,7 @@
 #define HTTPD_WRITE_TIMEOUT   60000 /* ms to send a response */
 
 struct httpd;
+struct errmsg;
 
 /* Called on the HTTP thread with a complete sentence; at most once a minute per kind. */
 typedef void (*httpd_warn_fn)(void *ctx, const char *msg);
@@ -75,8 +76,8 @@ int http_request__parse(const char *buf, size_t len, struct http_request *r);
  * digits), cut to size - 1 bytes. */
 bool http_query__value(const char *q, size_t qlen, const char *key, char *out, size_t size);
 
-/* Binds and starts serving; NULL with a reason in err. */
-struct httpd *httpd__start(const struct httpd_opts *o, char *err, size_t errlen);
+/* Binds and starts serving; NULL with the reason in em. */
+struct httpd *httpd__start(const struct httpd_opts *o, struct errmsg *em);
 /* Closes every connection and waits for profile threads (call live__shutdown first). */
 void httpd__stop(struct httpd *h);
 

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/errmsg.h"
 #include "base/log.h"
 #include "base/util.h"
 
@@ -316,13 +317,14 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-struct pusher *pusher__start(const struct pusher_opts *o, char *err, size_t errlen)
+struct pusher *pusher__start(const struct pusher_opts *o, struct errmsg *em)
 {
 	struct pusher *ps = calloc(1, sizeof(*ps));
 	size_t n;
+	int err;
 
 	if (!ps) {
-		snprintf(err, errlen, "out of memory");
+		errmsg_set(em, -ENOMEM, "out of memory");
 		return NULL;
 	}
 	ps->o = *o;
@@ -345,22 +347,24 @@ struct pusher *pusher__start(const struct pusher_opts *o, char *err, size_t errl
 		ps->auth_header = malloc(l);
 		if (!ps->auth_header) {
 			free(ps);
-			snprintf(err, errlen, "out of memory");
+			errmsg_set(em, -ENOMEM, "out of memory");
+			errno = ENOMEM;
 			return NULL;
 		}
 		snprintf(ps->auth_header, l, "Authorization: Bearer %s", o->token);
 	}
 	gethostname(ps->hostname, sizeof(ps->hostname) - 1);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
-		snprintf(err, errlen, "cannot initialise libcurl");
+		errno = -errmsg_set(em, -ENOMEM, "cannot initialise libcurl");
 		free(ps->auth_header);
 		free(ps);
 		return NULL;
 	}
 	pthread_mutex_init(&ps->lock, NULL);
 	pthread_cond_init(&ps->cond, NULL);
-	if (pthread_create(&ps->thread, NULL, worker, ps)) {
-		snprintf(err, errlen, "cannot start the push thread");
+	err = pthread_create(&ps->thread, NULL, worker, ps);
+	if (err) {
+		errno = -errmsg_set(em, -err, "cannot start the push thread: %s", strerror(err));
 		free(ps->auth_header);
 		free(ps);
 		return NULL;

@@ -26,6 +26,7 @@
 #include "base/profile.h"
 
 struct pusher;
+struct errmsg;
 
 /* Called on the push thread with a complete sentence (never the token). */
 typedef void (*pusher_warn_fn)(void *ctx, const char *msg);
@@ -52,7 +53,8 @@ struct pusher_stats {
 	long last_status; /* HTTP status of the last attempt, 0 if none */
 };
 
-struct pusher *pusher__start(const struct pusher_opts *o, char *err, size_t errlen);
+/* Starts the sending thread. NULL with errno set and em saying why. */
+struct pusher *pusher__start(const struct pusher_opts *o, struct errmsg *em);
 /* Splits p by container and queues one request per series. 0 or -ENOMEM. */
 int pusher__submit(struct pusher *ps, const struct profile *p, uint64_t from_ns,
 		   uint64_t until_ns);

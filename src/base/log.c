@@ -2,6 +2,8 @@
 /* log.c - stderr messages for the user; see log.h. */
 #include "base/log.h"
 
+#include "base/errmsg.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
@@ -50,6 +52,13 @@ DEFINE_LOGGER(p_hint, LOG_ERROR, "HINT: ")
 DEFINE_LOGGER(p_warn, LOG_WARN, "bpfprof: warning: ")
 DEFINE_LOGGER(p_info, LOG_INFO, "bpfprof: ")
 DEFINE_LOGGER(p_debug, LOG_DEBUG, "bpfprof: debug: ")
+
+void p_errmsg(const struct errmsg *em)
+{
+	p_err("%s", em->msg[0] ? em->msg : "failed");
+	if (em->hint[0])
+		p_hint("%s", em->hint);
+}
 
 bool ratelimit__pass(struct ratelimit *rl, double interval_s, unsigned long *suppressed)
 {

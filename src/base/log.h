@@ -27,6 +27,9 @@ void p_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void p_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void p_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void p_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The message and hint a library function left in a struct errmsg (base/errmsg.h). */
+struct errmsg;
+void p_errmsg(const struct errmsg *em);
 
 /*
  * A warning that prints at most once per `interval_s` seconds per call site;

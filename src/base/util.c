@@ -327,10 +327,12 @@ int array_grow(void **arr, size_t *cap, size_t need, size_t elem)
 	if (need <= *cap)
 		return 0;
 	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2 / elem)
+		if (ncap > SIZE_MAX / 2)
 			return -ENOMEM;
 		ncap *= 2;
 	}
+	if (!elem || ncap > SIZE_MAX / elem)
+		return -ENOMEM; /* the byte count would wrap */
 	n = realloc(*arr, ncap * elem);
 	if (!n)
 		return -ENOMEM;

@@ -24,7 +24,13 @@ int read_file(const char *path, size_t max, char **buf, size_t *len);
 
 /*
  * Makes room for `need` elements of `elem` bytes in a malloc'd array whose
- * capacity is *cap (doubling, from 16). 0 or -ENOMEM (the array is intact).
+ * capacity is *cap (doubling, from 16): the one growth helper, so no caller
+ * multiplies sizes itself. 0, or -ENOMEM when memory is short or the byte
+ * count would overflow (the array and *cap are then intact). Use:
+ *
+ *	if (array_grow((void **)&v, &cap, n + 1, sizeof(*v)))
+ *		return -ENOMEM;
+ *	v[n++] = x;
  */
 int array_grow(void **arr, size_t *cap, size_t need, size_t elem);
 

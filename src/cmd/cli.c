@@ -163,13 +163,15 @@ void cli__usage(FILE *f)
 		"Exit status: 0 profile written, 1 failure, 2 usage error.\n");
 }
 
-static int usage_err(char *err, size_t errlen, const char *fmt, ...)
+static int usage_err(struct errmsg *em, const char *fmt, ...)
 {
+	char msg[sizeof(em->msg)];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	errmsg_set(em, -EINVAL, "%s", msg);
 	return CLI_USAGE;
 }
 
@@ -337,19 +339,18 @@ enum { NOT_AN_OPTION = 2 }; /* beside CLI_OK, CLI_EXIT, CLI_USAGE */
 
 /*
  * Each applies one option: CLI_OK, CLI_EXIT (--help, --version), CLI_USAGE
- * with err, or NOT_AN_OPTION if c is not one of theirs.
+ * with em, or NOT_AN_OPTION if c is not one of theirs.
  */
 
 /* What is sampled, and how. */
-static int parse_sampling_option(int c, const char *arg, struct options *o, char *err,
-				 size_t errlen)
+static int parse_sampling_option(int c, const char *arg, struct options *o, struct errmsg *em)
 {
 	int rc;
 
 	switch (c) {
 	case 'F':
 		if (parse_u32_opt(arg, 1, CLI_MAX_FREQ, &o->freq))
-			return usage_err(err, errlen,
+			return usage_err(em,
 					 "invalid frequency '%s': expected a whole number of Hz from 1 to %u",
 					 arg, CLI_MAX_FREQ);
 		break;
@@ -361,23 +362,23 @@ static int parse_sampling_option(int c, const char *arg, struct options *o, char
 		o->pids = NULL;
 		rc = cli__parse_pids(arg, &o->pids, &o->nr_pids);
 		if (rc == -ERANGE)
-			return usage_err(err, errlen, "invalid pid in '%s': pids are 1 to 4194304",
+			return usage_err(em, "invalid pid in '%s': pids are 1 to 4194304",
 					 arg);
 		if (rc)
-			return usage_err(err, errlen,
+			return usage_err(em,
 					 "invalid pid list '%s': expected PID[,PID...]", arg);
 		break;
 	case 'C':
 		/* Syntax now; range against this machine's CPUs in record. */
 		rc = parse_cpulist(arg, NULL, 0);
 		if (rc == -EINVAL)
-			return usage_err(err, errlen,
+			return usage_err(em,
 					 "invalid CPU list '%s': expected e.g. 0-3,8", arg);
 		o->cpu_list = arg;
 		break;
 	case 'd':
 		if (cli__parse_duration(arg, &o->duration))
-			return usage_err(err, errlen,
+			return usage_err(em,
 					 "invalid duration '%s': expected seconds > 0 (or 500ms, 2m, 1h)",
 					 arg);
 		break;
@@ -398,17 +399,17 @@ static int parse_sampling_option(int c, const char *arg, struct options *o, char
 		break;
 	case OPT_MAX_STACKS:
 		if (parse_u32_opt(arg, 64, 1u << 24, &o->max_stacks))
-			return usage_err(err, errlen,
+			return usage_err(em,
 					 "invalid --max-stacks '%s': expected 64 to 16777216", arg);
 		break;
 	case OPT_MAX_COUNTS:
 		if (parse_u32_opt(arg, 64, 1u << 24, &o->max_counts))
-			return usage_err(err, errlen,
+			return usage_err(em,
 					 "invalid --max-entries '%s': expected 64 to 16777216", arg);
 		break;
 	case OPT_UNWIND:
 		if (cli__parse_unwind(arg, &o->unwind))
-			return usage_err(err, errlen,
+			return usage_err(em,
 					 "invalid --unwind '%s': expected auto, fp or dwarf", arg);
 		break;
 	case OPT_KERNEL_UNWIND:
@@ -417,13 +418,13 @@ static int parse_sampling_option(int c, const char *arg, struct options *o, char
 		else if (!strcmp(arg, "kernel"))
 			o->kernel_helper = true;
 		else
-			return usage_err(err, errlen,
+			return usage_err(em,
 					 "invalid --kernel-unwind '%s': expected orc or kernel", arg);
 		break;
 	case OPT_CGROUP:
 		if (array_grow((void **)&o->cgroups, &o->cap_cgroups, o->nr_cgroups + 1,
 			       sizeof(*o->cgroups)))
-			return usage_err(err, errlen, "out of memory");
+			return usage_err(em, "out of memory");
 		o->cgroups[o->nr_cgroups++] = arg;
 		break;
 	default:
@@ -433,18 +434,17 @@ static int parse_sampling_option(int c, const char *arg, struct options *o, char
 }
 
 /* Where profiles go (one file, or the continuous-mode sinks), and messages. */
-static int parse_output_option(int c, const char *arg, struct options *o, char *err,
-			       size_t errlen)
+static int parse_output_option(int c, const char *arg, struct options *o, struct errmsg *em)
 {
 	switch (c) {
 	case 'o':
 		if (!*arg)
-			return usage_err(err, errlen, "empty output file name");
+			return usage_err(em, "empty output file name");
 		o->output = arg;
 		break;
 	case 'f':
 		if (!output__find(arg))
-			return usage_err(err, errlen,
+			return usage_err(em,
 					 "unknown format '%s' (see --help for the list)", arg);
 		o->format = arg;
 		break;
@@ -461,39 +461,39 @@ static int parse_output_option(int c, const char *arg, struct options *o, char *
 		return CLI_EXIT;
 	case OPT_INTERVAL:
 		if (cli__parse_duration(arg, &o->interval) || o->interval < 1)
-			return usage_err(err, errlen,
+			return usage_err(em,
 					 "invalid interval '%s': expected at least 1 second", arg);
 		break;
 	case OPT_OUTPUT_DIR:
 		if (!*arg)
-			return usage_err(err, errlen, "empty --output-dir");
+			return usage_err(em, "empty --output-dir");
 		o->output_dir = arg;
 		break;
 	case OPT_KEEP: {
 		uint32_t v;
 
 		if (parse_u32_opt(arg, 1, 100000000, &v))
-			return usage_err(err, errlen, "invalid --keep '%s': expected a count >= 1",
+			return usage_err(em, "invalid --keep '%s': expected a count >= 1",
 					 arg);
 		o->keep = v;
 		break;
 	}
 	case OPT_MAX_DISK:
 		if (cli__parse_size(arg, &o->max_disk))
-			return usage_err(err, errlen,
+			return usage_err(em,
 					 "invalid --max-disk '%s': expected bytes, e.g. 500M or 2G",
 					 arg);
 		break;
 	case OPT_PUSH:
 		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
-			return usage_err(err, errlen,
+			return usage_err(em,
 					 "invalid --push URL '%s': expected http://HOST[:PORT] or https://...",
 					 arg);
 		o->push_url = arg;
 		break;
 	case OPT_APP_NAME:
 		if (!*arg || strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != strlen(arg))
-			return usage_err(err, errlen,
+			return usage_err(em,
 					 "invalid --app-name '%s': use letters, digits, '_', '-', '.'",
 					 arg);
 		o->app_name = arg;
@@ -503,7 +503,7 @@ static int parse_output_option(int c, const char *arg, struct options *o, char *
 		break;
 	case OPT_LISTEN:
 		if (!*arg)
-			return usage_err(err, errlen, "empty --listen");
+			return usage_err(em, "empty --listen");
 		o->listen = arg;
 		break;
 	case 'h':
@@ -515,14 +515,14 @@ static int parse_output_option(int c, const char *arg, struct options *o, char *
 	return CLI_OK;
 }
 
-static int parse_option(int c, const char *arg, struct options *o, char *err, size_t errlen)
+static int parse_option(int c, const char *arg, struct options *o, struct errmsg *em)
 {
-	int rc = parse_sampling_option(c, arg, o, err, errlen);
+	int rc = parse_sampling_option(c, arg, o, em);
 
 	if (rc == NOT_AN_OPTION)
-		rc = parse_output_option(c, arg, o, err, errlen);
+		rc = parse_output_option(c, arg, o, em);
 	if (rc == NOT_AN_OPTION) { /* the output options every command takes */
-		rc = cli__out_option(c, arg, &o->out, err, errlen);
+		rc = cli__out_option(c, arg, &o->out, em);
 		if (rc == 1)
 			rc = NOT_AN_OPTION;
 	}
@@ -530,14 +530,14 @@ static int parse_option(int c, const char *arg, struct options *o, char *err, si
 }
 
 /* What follows the options: nothing, or "-- COMMAND ARGS". */
-static int parse_command(int argc, char **argv, struct options *o, char *err, size_t errlen)
+static int parse_command(int argc, char **argv, struct options *o, struct errmsg *em)
 {
 	if (optind == argc && optind > 1 && !strcmp(argv[optind - 1], "--"))
-		return usage_err(err, errlen, "no command after --");
+		return usage_err(em, "no command after --");
 	if (optind < argc) {
 		/* getopt stops at "--" (consumed) or at the first non-option. */
 		if (strcmp(argv[optind - 1], "--") != 0)
-			return usage_err(err, errlen,
+			return usage_err(em,
 					 "unexpected argument '%s' (to profile a command, put it after --)",
 					 argv[optind]);
 		o->cmd = &argv[optind];
@@ -545,37 +545,37 @@ static int parse_command(int argc, char **argv, struct options *o, char *err, si
 	return CLI_OK;
 }
 
-int cli__validate(struct options *o, char *err, size_t errlen)
+int cli__validate(struct options *o, struct errmsg *em)
 {
 	if (o->user_only && o->kernel_only)
-		return usage_err(err, errlen, "-U and -K exclude each other");
+		return usage_err(em, "-U and -K exclude each other");
 	if (o->cmd && o->nr_pids)
-		return usage_err(err, errlen, "-p and -- COMMAND exclude each other");
+		return usage_err(em, "-p and -- COMMAND exclude each other");
 	if (o->cmd && (o->all_cpus || o->cpu_list))
-		return usage_err(err, errlen,
+		return usage_err(em,
 				 "-- COMMAND profiles the command and its children; it cannot be combined with -a or -C");
 	if (o->all_cpus && o->nr_pids)
-		return usage_err(err, errlen,
+		return usage_err(em,
 				 "-a and -p exclude each other (-p already follows the process on every CPU)");
 	/* Always-on modes work in intervals, so memory stays bounded. */
 	if ((o->output_dir || o->push_url || (o->listen && !o->output)) && !o->interval)
 		o->interval = 10;
 	if (o->interval && !o->output_dir && !o->push_url && !o->listen)
-		return usage_err(err, errlen,
+		return usage_err(em,
 				 "--interval needs somewhere to send profiles: --output-dir, --push or --listen");
 	if (o->output && (o->output_dir || o->push_url))
-		return usage_err(err, errlen,
+		return usage_err(em,
 				 "-o writes one profile at the end; with --output-dir or --push, profiles go there");
 	if ((o->keep || o->max_disk) && !o->output_dir)
-		return usage_err(err, errlen, "--keep and --max-disk need --output-dir");
+		return usage_err(em, "--keep and --max-disk need --output-dir");
 	if (o->token_file && !o->push_url)
-		return usage_err(err, errlen, "--token-file needs --push");
+		return usage_err(em, "--token-file needs --push");
 	if (o->nr_cgroups && (o->cmd || o->nr_pids))
-		return usage_err(err, errlen, "--cgroup cannot be combined with -p or -- COMMAND");
+		return usage_err(em, "--cgroup cannot be combined with -p or -- COMMAND");
 	return CLI_OK;
 }
 
-int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errlen)
+int cli__parse(int argc, char **argv, struct options *o, struct errmsg *em)
 {
 	int c, rc;
 
@@ -587,17 +587,17 @@ int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errle
 	/* "+": stop at the first non-option, so "-- cmd -x" and "cmd -x" keep -x for cmd. */
 	while ((c = getopt_long(argc, argv, "+:F:ap:C:d:UKo:f:vqh", long_opts, NULL)) != -1) {
 		if (c == ':')
-			return usage_err(err, errlen, "option '%s' needs a value", argv[optind - 1]);
-		rc = parse_option(c, optarg, o, err, errlen);
+			return usage_err(em, "option '%s' needs a value", argv[optind - 1]);
+		rc = parse_option(c, optarg, o, em);
 		if (rc == NOT_AN_OPTION && optopt)
-			return usage_err(err, errlen, "unknown option '-%c'", optopt);
+			return usage_err(em, "unknown option '-%c'", optopt);
 		if (rc == NOT_AN_OPTION)
-			return usage_err(err, errlen, "unknown option '%s'", argv[optind - 1]);
+			return usage_err(em, "unknown option '%s'", argv[optind - 1]);
 		if (rc != CLI_OK)
 			return rc;
 	}
-	rc = parse_command(argc, argv, o, err, errlen);
-	return rc != CLI_OK ? rc : cli__validate(o, err, errlen);
+	rc = parse_command(argc, argv, o, em);
+	return rc != CLI_OK ? rc : cli__validate(o, em);
 }
 
 void cli__out_defaults(struct out_opts *oo)
@@ -606,7 +606,7 @@ void cli__out_defaults(struct out_opts *oo)
 	oo->top = OUT_DEFAULT_TOP;
 }
 
-int cli__out_option(int opt, const char *arg, struct out_opts *oo, char *err, size_t errlen)
+int cli__out_option(int opt, const char *arg, struct out_opts *oo, struct errmsg *em)
 {
 	uint32_t v;
 
@@ -625,13 +625,13 @@ int cli__out_option(int opt, const char *arg, struct out_opts *oo, char *err, si
 		return CLI_OK;
 	case OPT_OUT_TOP:
 		if (parse_u32_opt(arg, 0, 1000000, &v))
-			return usage_err(err, errlen,
+			return usage_err(em,
 					 "invalid --top '%s': expected a number of rows (0: all)", arg);
 		oo->top = v;
 		return CLI_OK;
 	case OPT_OUT_SORT:
 		if (strcmp(arg, "self") && strcmp(arg, "total"))
-			return usage_err(err, errlen, "invalid --sort '%s': expected self or total",
+			return usage_err(em, "invalid --sort '%s': expected self or total",
 					 arg);
 		oo->sort = arg;
 		return CLI_OK;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/errmsg.h"
 #include "format/writer.h"
 
 #define CLI_MAX_FREQ 1000000u /* sanity cap; the kernel's sysctl limit is checked later */
@@ -64,20 +65,20 @@ struct options {
 enum {
 	CLI_OK = 0,
 	CLI_EXIT = 1,	/* --help / --version printed: exit 0 */
-	CLI_USAGE = -1, /* bad usage: message in err, exit 2 */
+	CLI_USAGE = -1, /* bad usage: message in em, exit 2 */
 };
 
 /*
  * Parses argv (argv[0] is the program or sub-command name): each option on
- * its own, then cli__validate(). CLI_OK, CLI_EXIT or CLI_USAGE (message in err).
+ * its own, then cli__validate(). CLI_OK, CLI_EXIT or CLI_USAGE (message in em).
  */
-int cli__parse(int argc, char **argv, struct options *o, char *err, size_t errlen);
+int cli__parse(int argc, char **argv, struct options *o, struct errmsg *em);
 /*
  * Checks how the parsed options combine (-U with -K, a command with -p, ...)
  * and fills the defaults that depend on others (--interval for the
- * always-on sinks). CLI_OK or CLI_USAGE with err.
+ * always-on sinks). CLI_OK or CLI_USAGE with em.
  */
-int cli__validate(struct options *o, char *err, size_t errlen);
+int cli__validate(struct options *o, struct errmsg *em);
 void cli__free(struct options *o);
 void cli__usage(FILE *f);
 
@@ -102,8 +103,8 @@ enum {
 		{ "lines", no_argument, NULL, OPT_OUT_LINES }
 /* Defaults: no title, not inverted, not merged, 20 rows, both tables. */
 void cli__out_defaults(struct out_opts *oo);
-/* CLI_OK if opt was one of them (applied), CLI_USAGE with err, or 1 if not one. */
-int cli__out_option(int opt, const char *arg, struct out_opts *oo, char *err, size_t errlen);
+/* CLI_OK if opt was one of them (applied), CLI_USAGE with em, or 1 if not one. */
+int cli__out_option(int opt, const char *arg, struct out_opts *oo, struct errmsg *em);
 /* The --help lines describing them. */
 void cli__out_usage(FILE *f);
 

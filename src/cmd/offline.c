@@ -51,7 +51,7 @@ int offline__usage(const char *cmd, const char *fmt, ...)
 /* Options and inputs; 0 to go on, else the exit status (help: 0 via *done). */
 int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *o, bool takes_format)
 {
-	char err[256];
+	struct errmsg em = { 0 };
 	int c;
 
 	memset(o, 0, sizeof(*o));
@@ -87,8 +87,8 @@ int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *
 				return offline__usage(cmd, "unknown option '-%c'", optopt);
 			return offline__usage(cmd, "unknown option '%s'", argv[optind - 1]);
 		default:
-			if (cli__out_option(c, optarg, &o->out, err, sizeof(err)) != CLI_OK)
-				return offline__usage(cmd, "%s", err);
+			if (cli__out_option(c, optarg, &o->out, &em) != CLI_OK)
+				return offline__usage(cmd, "%s", em.msg);
 		}
 	}
 	o->inputs = argv + optind;
@@ -134,12 +134,12 @@ struct profile *offline__load(char **paths, int n)
 	struct profile *all = NULL;
 
 	for (int i = 0; i < n; i++) {
-		char why[256];
-		struct profile *p = input__read_path(paths[i], why, sizeof(why));
+		struct errmsg em = { 0 };
+		struct profile *p = input__read_path(paths[i], &em);
 
 		if (!p) {
 			p_err("cannot read %s: %s", strcmp(paths[i], "-") ? paths[i] : "stdin",
-			      why);
+			      em.msg);
 			profile__free(all);
 			return NULL;
 		}

@@ -607,12 +607,12 @@ static void collector_options(const struct record *r, struct collector_opts *cop
 static int record__open(struct record *r)
 {
 	struct collector_opts copts;
-	struct collector_error ce = { 0 };
+	struct errmsg em = { 0 };
 	struct collector_stats st;
 	int err;
 
 	collector_options(r, &copts);
-	r->col = collector__open(&copts, &ce);
+	r->col = collector__open(&copts, &em);
 	if (r->col) {
 		if (unwind_start(&r->rc, r->col, &r->o))
 			return 1;
@@ -621,10 +621,8 @@ static int record__open(struct record *r)
 										r->o.unwind);
 		p_debug("user stacks walked with --unwind %s", r->rc.unwind_name);
 	}
-	if (!r->col || collector__attach(r->col, &ce)) {
-		p_err("%s", ce.msg);
-		if (ce.hint[0])
-			p_hint("%s", ce.hint);
+	if (!r->col || collector__attach(r->col, &em)) {
+		p_errmsg(&em);
 		return 1;
 	}
 	/* Everything privileged is open now: keep only what reading needs. */
@@ -841,12 +839,12 @@ static void record__close(struct record *r)
 int cmd_record(int argc, char **argv)
 {
 	struct record r = { .ch = CHILD_INIT };
-	char msg[512];
+	struct errmsg em = { 0 };
 	int ret;
 
-	ret = cli__parse(argc, argv, &r.o, msg, sizeof(msg));
+	ret = cli__parse(argc, argv, &r.o, &em);
 	if (ret == CLI_USAGE) {
-		p_err("%s", msg);
+		p_err("%s", em.msg);
 		p_hint("see 'bpfprof --help'");
 		cli__free(&r.o);
 		return 2;

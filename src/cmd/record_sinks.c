@@ -17,6 +17,7 @@
 #include "agent/live.h"
 #include "agent/push.h"
 #include "agent/store.h"
+#include "base/errmsg.h"
 #include "base/profile.h"
 #include "base/util.h"
 #include "format/writer.h"
@@ -58,7 +59,7 @@ int sinks__open(struct continuous *ct, const struct options *o)
 {
 	const struct writer *pw = output__find("pprof");
 	const struct writer *fmt = pw ? pw : &writer_folded;
-	char msg[512];
+	struct errmsg em = { 0 };
 	int err;
 
 	if (o->output_dir) {
@@ -92,10 +93,10 @@ int sinks__open(struct continuous *ct, const struct options *o)
 			return 2;
 		}
 		po.token = token;
-		ct->pusher = pusher__start(&po, msg, sizeof(msg));
+		ct->pusher = pusher__start(&po, &em);
 		free(token);
 		if (!ct->pusher) {
-			p_err("--push: %s", msg);
+			p_err("--push: %s", em.msg);
 			return 1;
 		}
 	}
@@ -113,9 +114,9 @@ int sinks__open(struct continuous *ct, const struct options *o)
 			.warn = on_agent_warn,
 		};
 
-		ct->httpd = httpd__start(&ho, msg, sizeof(msg));
+		ct->httpd = httpd__start(&ho, &em);
 		if (!ct->httpd) {
-			p_err("--listen: %s", msg);
+			p_err("--listen: %s", em.msg);
 			return 2;
 		}
 	}

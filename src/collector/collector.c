@@ -42,6 +42,7 @@
 
 #include <bpf/btf.h>
 
+#include "base/errmsg.h"
 #include "base/htab.h"
 #include "base/selfstat.h"
 #include "sym/kallsyms.h"
@@ -228,19 +229,6 @@ static int fill_mmap(struct bpf_map *m, const void *data, size_t len)
 	return len <= size ? 0 : -E2BIG;
 }
 
-static void set_err(struct collector_error *ce, int err, const char *hint, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!ce)
-		return;
-	ce->err = err;
-	va_start(ap, fmt);
-	vsnprintf(ce->msg, sizeof(ce->msg), fmt, ap);
-	va_end(ap);
-	snprintf(ce->hint, sizeof(ce->hint), "%s", hint ? hint : "");
-}
-
 #define FD_LIMIT_HINT "raise it with 'ulimit -n 4096' (LimitNOFILE= in a systemd unit)"
 
 static bool libbpf_debug_on;
@@ -289,7 +277,7 @@ static bool attempt_possible(struct collector *c, const struct load_attempt *a, 
 
 /* Filters are read-only data, map sizes are set before load. */
 static int skel_configure(struct collector *c, const struct load_attempt *a,
-			  struct collector_error *ce)
+			  struct errmsg *em)
 {
 	const struct collector_opts *opts = &c->opts;
 	struct profile_bpf *s = c->skel;
@@ -301,8 +289,8 @@ static int skel_configure(struct collector *c, const struct load_attempt *a,
 	s->rodata->per_thread = opts->per_thread;
 	s->rodata->nr_cgroups = (uint32_t)opts->nr_cgroups;
 	if (opts->nr_cgroups > bpf_map__max_entries(s->maps.cgroups)) {
-		set_err(ce, -E2BIG, NULL, "at most %u --cgroup options",
-			bpf_map__max_entries(s->maps.cgroups));
+		errmsg_set(em, -E2BIG, "at most %u --cgroup options",
+			   bpf_map__max_entries(s->maps.cgroups));
 		return -E2BIG;
 	}
 	if (opts->max_counts) {
@@ -316,7 +304,7 @@ static int skel_configure(struct collector *c, const struct load_attempt *a,
 	bpf_map__set_max_entries(s->maps.tgids, opts->nr_pids ? opts->nr_pids : 1);
 	c->ncpu = libbpf_num_possible_cpus();
 	if (c->ncpu <= 0 || bpf_map__set_max_entries(s->maps.cpu_state, c->ncpu)) {
-		set_err(ce, -EINVAL, NULL, "cannot size the per-CPU state map");
+		errmsg_set(em, -EINVAL, "cannot size the per-CPU state map");
 		return -EINVAL;
 	}
 	s->rodata->unwind_mode = c->unwind_mode;
@@ -339,25 +327,26 @@ static int skel_configure(struct collector *c, const struct load_attempt *a,
 	return 0;
 }
 
-static void load_error(struct collector_error *ce, int err)
+static void load_error(struct errmsg *em, int err)
 {
-	if (err == -EPERM || err == -EACCES)
-		set_err(ce, err, "run as root, or grant CAP_BPF and CAP_PERFMON (CAP_SYS_ADMIN on kernels before 5.8)",
-			"loading the BPF program was refused: %s", strerror(-err));
-	else if (err == -EMFILE || err == -ENFILE)
-		set_err(ce, err, FD_LIMIT_HINT,
-			"out of file descriptors loading the BPF program (the limit is %llu)",
-			(unsigned long long)selfstat__fd_limit());
-	else
-		set_err(ce, err, "run with -v -v to see the verifier log",
-			"loading the BPF program failed: %s", strerror(-err));
+	if (err == -EPERM || err == -EACCES) {
+		errmsg_set(em, err, "loading the BPF program was refused: %s", strerror(-err));
+		errmsg_hint(em, "run as root, or grant CAP_BPF and CAP_PERFMON (CAP_SYS_ADMIN on kernels before 5.8)");
+	} else if (err == -EMFILE || err == -ENFILE) {
+		errmsg_set(em, err, "out of file descriptors loading the BPF program (the limit is %llu)",
+			   (unsigned long long)selfstat__fd_limit());
+		errmsg_hint(em, FD_LIMIT_HINT);
+	} else {
+		errmsg_set(em, err, "loading the BPF program failed: %s", strerror(-err));
+		errmsg_hint(em, "run with -v -v to see the verifier log");
+	}
 }
 
 /*
  * Opens, configures and loads the skeleton with the first attempt the kernel
- * takes. Leaves c->skel loaded, or NULL with ce set.
+ * takes. Leaves c->skel loaded, or NULL with em set.
  */
-static int skel_load(struct collector *c, struct collector_error *ce)
+static int skel_load(struct collector *c, struct errmsg *em)
 {
 	/* Tests: the program a kernel without bpf_loop() gets. */
 	bool walker_ok = !(getenv("BPFPROF_TEST_NO_WALKER") && c->unwind_mode != UNWIND_MODE_DWARF);
@@ -379,10 +368,10 @@ static int skel_load(struct collector *c, struct collector_error *ce)
 		c->skel = profile_bpf__open();
 		if (!c->skel) {
 			err = -errno;
-			set_err(ce, err, NULL, "cannot open the BPF object: %s", strerror(-err));
+			errmsg_set(em, err, "cannot open the BPF object: %s", strerror(-err));
 			return err;
 		}
-		err = skel_configure(c, a, ce);
+		err = skel_configure(c, a, em);
 		if (err)
 			goto out_destroy;
 		err = profile_bpf__load(c->skel);
@@ -407,7 +396,7 @@ static int skel_load(struct collector *c, struct collector_error *ce)
 		if (a->walker)
 			walker_err = err;
 	}
-	load_error(ce, err);
+	load_error(em, err);
 	return err;
 
 out_destroy:
@@ -417,7 +406,7 @@ out_destroy:
 }
 
 /* Hands the kernel ORC table to its maps, then drops the copy. */
-static int korc_fill(struct collector *c, struct collector_error *ce)
+static int korc_fill(struct collector *c, struct errmsg *em)
 {
 	int err;
 
@@ -432,7 +421,7 @@ static int korc_fill(struct collector *c, struct collector_error *ce)
 		err = fill_mmap(c->skel->maps.korc_blocks, c->korc.blocks,
 				c->korc.nblocks * sizeof(*c->korc.blocks));
 	if (err) {
-		set_err(ce, err, NULL, "cannot fill the kernel unwind table: %s", strerror(-err));
+		errmsg_set(em, err, "cannot fill the kernel unwind table: %s", strerror(-err));
 		return err;
 	}
 	c->korc_entries = c->korc.nents;
@@ -441,7 +430,7 @@ static int korc_fill(struct collector *c, struct collector_error *ce)
 }
 
 /* The -p and --cgroup filters. */
-static int filters_fill(struct collector *c, struct collector_error *ce)
+static int filters_fill(struct collector *c, struct errmsg *em)
 {
 	const struct collector_opts *opts = &c->opts;
 	int err;
@@ -452,8 +441,8 @@ static int filters_fill(struct collector *c, struct collector_error *ce)
 		if (bpf_map__update_elem(c->skel->maps.tgids, &opts->pids[i], sizeof(uint32_t),
 					 &one, sizeof(one), BPF_ANY)) {
 			err = -errno;
-			set_err(ce, err, NULL, "cannot add pid %u to the filter: %s", opts->pids[i],
-				strerror(-err));
+			errmsg_set(em, err, "cannot add pid %u to the filter: %s", opts->pids[i],
+				   strerror(-err));
 			return err;
 		}
 	}
@@ -461,21 +450,21 @@ static int filters_fill(struct collector *c, struct collector_error *ce)
 		if (bpf_map__update_elem(c->skel->maps.cgroups, &i, sizeof(i), &opts->cgroup_fds[i],
 					 sizeof(int), BPF_ANY)) {
 			err = -errno;
-			set_err(ce, err, NULL, "cannot add cgroup %u to the filter: %s", i,
-				strerror(-err));
+			errmsg_set(em, err, "cannot add cgroup %u to the filter: %s", i,
+				   strerror(-err));
 			return err;
 		}
 	}
 	return 0;
 }
 
-struct collector *collector__open(const struct collector_opts *opts, struct collector_error *ce)
+struct collector *collector__open(const struct collector_opts *opts, struct errmsg *em)
 {
 	struct collector *c;
 
 	c = calloc(1, sizeof(*c));
 	if (!c) {
-		set_err(ce, -ENOMEM, NULL, "out of memory");
+		errmsg_set(em, -ENOMEM, "out of memory");
 		return NULL;
 	}
 	c->opts = *opts;
@@ -483,14 +472,15 @@ struct collector *collector__open(const struct collector_opts *opts, struct coll
 	libbpf_set_print(libbpf_print);
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		set_err(ce, -ENOENT, "bpfprof needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (5.4 or later, as every major distribution ships)",
-			"this kernel has no BTF type information (/sys/kernel/btf/vmlinux is missing)");
+		errmsg_set(em, -ENOENT,
+			   "this kernel has no BTF type information (/sys/kernel/btf/vmlinux is missing)");
+		errmsg_hint(em, "bpfprof needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (5.4 or later, as every major distribution ships)");
 		goto out_free;
 	}
 	c->unwind_mode = opts->unwind_mode;
-	if (skel_load(c, ce))
+	if (skel_load(c, em))
 		goto out_free;
-	if (korc_fill(c, ce) || filters_fill(c, ce))
+	if (korc_fill(c, em) || filters_fill(c, em))
 		goto out_destroy;
 
 	c->counts_fd[0] = bpf_map__fd(c->skel->maps.counts_0);
@@ -511,7 +501,7 @@ struct collector *collector__open(const struct collector_opts *opts, struct coll
 			 bpf_map__max_entries(c->skel->maps.stacks_0) / 2) / 2;
 	c->last = htab__new();
 	if (!c->last) {
-		set_err(ce, -ENOMEM, NULL, "out of memory");
+		errmsg_set(em, -ENOMEM, "out of memory");
 		goto out_destroy;
 	}
 	return c;
@@ -540,7 +530,7 @@ static int perf_event_open_cpu_clock(uint32_t freq, pid_t pid, int cpu, bool inh
 	return syscall(__NR_perf_event_open, &attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static int add_event(struct collector *c, int pfd, struct collector_error *ce, const char *what)
+static int add_event(struct collector *c, int pfd, struct errmsg *em, const char *what)
 {
 	struct bpf_link *link;
 	int err;
@@ -552,14 +542,14 @@ static int add_event(struct collector *c, int pfd, struct collector_error *ce, c
 
 		if (!pf) {
 			close(pfd);
-			set_err(ce, -ENOMEM, NULL, "out of memory");
+			errmsg_set(em, -ENOMEM, "out of memory");
 			return -ENOMEM;
 		}
 		c->pfds = pf;
 		lk = realloc(c->links, ncap * sizeof(*lk));
 		if (!lk) {
 			close(pfd);
-			set_err(ce, -ENOMEM, NULL, "out of memory");
+			errmsg_set(em, -ENOMEM, "out of memory");
 			return -ENOMEM;
 		}
 		c->links = lk;
@@ -569,8 +559,8 @@ static int add_event(struct collector *c, int pfd, struct collector_error *ce, c
 	if (!link) {
 		err = -errno;
 		close(pfd);
-		set_err(ce, err, NULL, "attaching the BPF program to %s failed: %s", what,
-			strerror(-err));
+		errmsg_set(em, err, "attaching the BPF program to %s failed: %s", what,
+			   strerror(-err));
 		return err;
 	}
 	c->pfds[c->nr_events] = pfd;
@@ -579,20 +569,21 @@ static int add_event(struct collector *c, int pfd, struct collector_error *ce, c
 	return 0;
 }
 
-static void perf_open_error(struct collector_error *ce, int err, const char *what)
+static void perf_open_error(struct errmsg *em, int err, const char *what)
 {
-	if (err == -EACCES || err == -EPERM)
-		set_err(ce, err, "run as root, or grant CAP_PERFMON (or lower kernel.perf_event_paranoid)",
-			"perf_event_open for %s was refused: %s", what, strerror(-err));
-	else if (err == -EINVAL)
-		set_err(ce, err, "check -F against kernel.perf_event_max_sample_rate",
-			"perf_event_open for %s failed: %s", what, strerror(-err));
-	else if (err == -EMFILE || err == -ENFILE)
-		set_err(ce, err, FD_LIMIT_HINT,
-			"out of file descriptors opening the perf event for %s (the limit is %llu)",
-			what, (unsigned long long)selfstat__fd_limit());
-	else
-		set_err(ce, err, NULL, "perf_event_open for %s failed: %s", what, strerror(-err));
+	if (err == -EACCES || err == -EPERM) {
+		errmsg_set(em, err, "perf_event_open for %s was refused: %s", what, strerror(-err));
+		errmsg_hint(em, "run as root, or grant CAP_PERFMON (or lower kernel.perf_event_paranoid)");
+	} else if (err == -EMFILE || err == -ENFILE) {
+		errmsg_set(em, err,
+			   "out of file descriptors opening the perf event for %s (the limit is %llu)",
+			   what, (unsigned long long)selfstat__fd_limit());
+		errmsg_hint(em, FD_LIMIT_HINT);
+	} else {
+		errmsg_set(em, err, "perf_event_open for %s failed: %s", what, strerror(-err));
+		if (err == -EINVAL)
+			errmsg_hint(em, "check -F against kernel.perf_event_max_sample_rate");
+	}
 }
 
 static bool cpu_online(int cpu)
@@ -608,13 +599,13 @@ static bool cpu_online(int cpu)
 	return online; /* cpu0 usually has no "online" file: it cannot go offline */
 }
 
-static int attach_cpus(struct collector *c, struct collector_error *ce)
+static int attach_cpus(struct collector *c, struct errmsg *em)
 {
 	int nr = libbpf_num_possible_cpus();
 	char what[32];
 
 	if (nr < 0) {
-		set_err(ce, nr, NULL, "cannot count the possible CPUs: %s", strerror(-nr));
+		errmsg_set(em, nr, "cannot count the possible CPUs: %s", strerror(-nr));
 		return nr;
 	}
 	for (int cpu = 0; cpu < nr; cpu++) {
@@ -628,17 +619,17 @@ static int attach_cpus(struct collector *c, struct collector_error *ce)
 			if (err == -ENODEV || !cpu_online(cpu))
 				continue; /* offline CPU */
 			snprintf(what, sizeof(what), "CPU %d", cpu);
-			perf_open_error(ce, err, what);
+			perf_open_error(em, err, what);
 			return err;
 		}
 		snprintf(what, sizeof(what), "CPU %d", cpu);
-		err = add_event(c, pfd, ce, what);
+		err = add_event(c, pfd, em, what);
 		if (err)
 			return err;
 	}
 	if (!c->nr_events) {
-		set_err(ce, -ENODEV, "check -C against /sys/devices/system/cpu/online",
-			"none of the selected CPUs is online");
+		errmsg_set(em, -ENODEV, "none of the selected CPUs is online");
+		errmsg_hint(em, "check -C against /sys/devices/system/cpu/online");
 		return -ENODEV;
 	}
 	return 0;
@@ -650,7 +641,7 @@ static int attach_cpus(struct collector *c, struct collector_error *ce)
  * thread is missing, closing the race with threads created meanwhile.
  */
 static int attach_process(struct collector *c, uint32_t tgid, struct htab *done,
-			  struct collector_error *ce)
+			  struct errmsg *em)
 {
 	/* Threads per round; a process with more gets the rest in the next rounds. */
 	enum { TIDS_MAX = 4096 };
@@ -660,7 +651,7 @@ static int attach_process(struct collector *c, uint32_t tgid, struct htab *done,
 	int rounds = 0, err = 0;
 
 	if (!tids) {
-		set_err(ce, -ENOMEM, NULL, "out of memory");
+		errmsg_set(em, -ENOMEM, "out of memory");
 		return -ENOMEM;
 	}
 	do {
@@ -669,8 +660,8 @@ static int attach_process(struct collector *c, uint32_t tgid, struct htab *done,
 		added = false;
 		if (procfs__tasks("/proc", tgid, tids, TIDS_MAX, &n)) {
 			if (!rounds) {
-				set_err(ce, -ESRCH, "check the pid with ps", "process %u does not exist",
-					tgid);
+				errmsg_set(em, -ESRCH, "process %u does not exist", tgid);
+				errmsg_hint(em, "check the pid with ps");
 				err = -ESRCH;
 			}
 			break; /* else: exited meanwhile, nothing more to sample */
@@ -681,7 +672,7 @@ static int attach_process(struct collector *c, uint32_t tgid, struct htab *done,
 			int pfd;
 
 			if (!htab__upsert(done, &tid, sizeof(tid), &created)) {
-				set_err(ce, -ENOMEM, NULL, "out of memory");
+				errmsg_set(em, -ENOMEM, "out of memory");
 				err = -ENOMEM;
 				break;
 			}
@@ -696,11 +687,11 @@ static int attach_process(struct collector *c, uint32_t tgid, struct htab *done,
 				}
 				snprintf(what, sizeof(what), "thread %u of process %u", (uint32_t)tid,
 					 tgid);
-				perf_open_error(ce, err, what);
+				perf_open_error(em, err, what);
 				break;
 			}
 			snprintf(what, sizeof(what), "thread %u", (uint32_t)tid);
-			err = add_event(c, pfd, ce, what);
+			err = add_event(c, pfd, em, what);
 			added = !err;
 		}
 	} while (!err && added && ++rounds < 100);
@@ -718,7 +709,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-int collector__attach(struct collector *c, struct collector_error *ce)
+int collector__attach(struct collector *c, struct errmsg *em)
 {
 	int err = 0;
 
@@ -727,7 +718,7 @@ int collector__attach(struct collector *c, struct collector_error *ce)
 	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.events), handle_event, c, NULL);
 	if (!c->rb) {
 		err = -errno;
-		set_err(ce, err, NULL, "cannot set up the ring buffer: %s", strerror(-err));
+		errmsg_set(em, err, "cannot set up the ring buffer: %s", strerror(-err));
 		return err;
 	}
 
@@ -738,22 +729,22 @@ int collector__attach(struct collector *c, struct collector_error *ce)
 		snprintf(what, sizeof(what), "the command (pid %d)", (int)c->opts.child);
 		if (pfd < 0) {
 			err = -errno;
-			perf_open_error(ce, err, what);
+			perf_open_error(em, err, what);
 		} else {
-			err = add_event(c, pfd, ce, what);
+			err = add_event(c, pfd, em, what);
 		}
 	} else if (c->opts.nr_pids && !c->opts.cpus) {
 		struct htab *done = htab__new();
 
 		if (!done) {
-			set_err(ce, -ENOMEM, NULL, "out of memory");
+			errmsg_set(em, -ENOMEM, "out of memory");
 			err = -ENOMEM;
 		}
 		for (size_t i = 0; done && i < c->opts.nr_pids && !err; i++)
-			err = attach_process(c, c->opts.pids[i], done, ce);
+			err = attach_process(c, c->opts.pids[i], done, em);
 		htab__free(done);
 	} else {
-		err = attach_cpus(c, ce);
+		err = attach_cpus(c, em);
 	}
 	if (err)
 		collector__detach(c);

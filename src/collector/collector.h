@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/errmsg.h"
 #include "base/profile.h"
 #include <linux/types.h>
 
@@ -53,12 +54,6 @@ struct collector_opts {
 	bool libbpf_debug;	/* libbpf's own messages on stderr */
 };
 
-/* What went wrong, for the CLI layer to print. */
-struct collector_error {
-	int err; /* -errno */
-	char msg[256];
-	char hint[256];
-};
 
 struct collector_sample {
 	const struct bp_sample_key *key;
@@ -82,8 +77,9 @@ struct collector_stats {
 typedef int (*collector_sample_fn)(void *ctx, const struct collector_sample *s);
 typedef void (*collector_proc_fn)(void *ctx, const struct bp_proc_event *e);
 
-struct collector *collector__open(const struct collector_opts *opts, struct collector_error *ce);
-int collector__attach(struct collector *c, struct collector_error *ce);
+/* Both fill em (base/errmsg.h) with what failed and what to do about it. */
+struct collector *collector__open(const struct collector_opts *opts, struct errmsg *em);
+int collector__attach(struct collector *c, struct errmsg *em);
 
 /* Waits up to timeout_ms for process notices and passes each to fn.
  * Returns the number handled or -errno (-EINTR on a signal). */

@@ -62,7 +62,7 @@ static void split_source(struct pframe *f, char *s, size_t len)
 
 /* Parses one line (NUL-terminated, no newline) into p. */
 static int read_line(char *line, size_t len, struct profile *p, uint32_t **frames, size_t *cap,
-		     char *err, size_t errlen, size_t lineno)
+		     struct errmsg *em, size_t lineno)
 {
 	struct psample id = {0};
 	char *space, *s, *next;
@@ -71,19 +71,15 @@ static int read_line(char *line, size_t len, struct profile *p, uint32_t **frame
 	int rc;
 
 	space = memrchr(line, ' ', len);
-	if (!space || space == line) {
-		snprintf(err, errlen, "line %zu: expected \"frame;frame;... COUNT\"", lineno);
-		return -EINVAL;
-	}
-	if (parse_u64(space + 1, 10, &count)) {
-		snprintf(err, errlen, "line %zu: bad sample count '%.32s'", lineno, space + 1);
-		return -EINVAL;
-	}
+	if (!space || space == line)
+		return errmsg_set(em, -EINVAL, "line %zu: expected \"frame;frame;... COUNT\"",
+				  lineno);
+	if (parse_u64(space + 1, 10, &count))
+		return errmsg_set(em, -EINVAL, "line %zu: bad sample count '%.32s'", lineno,
+				  space + 1);
 	*space = '\0';
-	if (profile__total(p) + count < profile__total(p)) {
-		snprintf(err, errlen, "line %zu: sample counts overflow", lineno);
-		return -ERANGE;
-	}
+	if (profile__total(p) + count < profile__total(p))
+		return errmsg_set(em, -ERANGE, "line %zu: sample counts overflow", lineno);
 	/* The process name, then frames root first. */
 	s = line;
 	next = strchr(s, ';');
@@ -110,11 +106,9 @@ static int read_line(char *line, size_t len, struct profile *p, uint32_t **frame
 			kind = FRAME_PYTHON;
 		if (kind != FRAME_USER)
 			s[flen -= kind == FRAME_PYTHON ? 5 : 4] = '\0';
-		if (n >= INPUT_MAX_DEPTH) {
-			snprintf(err, errlen, "line %zu: more than %d frames", lineno,
-				 INPUT_MAX_DEPTH);
-			return -EFBIG;
-		}
+		if (n >= INPUT_MAX_DEPTH)
+			return errmsg_set(em, -EFBIG, "line %zu: more than %d frames", lineno,
+					  INPUT_MAX_DEPTH);
 		if (n == *cap) {
 			size_t ncap = *cap ? *cap * 2 : 128;
 			uint32_t *nf = realloc(*frames, ncap * sizeof(*nf));
@@ -136,7 +130,7 @@ static int read_line(char *line, size_t len, struct profile *p, uint32_t **frame
 	return rc;
 }
 
-static int read_folded(const uint8_t *buf, size_t len, struct profile *p, char *err, size_t errlen)
+static int read_folded(const uint8_t *buf, size_t len, struct profile *p, struct errmsg *em)
 {
 	uint32_t *frames = NULL;
 	size_t cap = 0, lineno = 0, pos = 0, lines = 0;
@@ -144,10 +138,9 @@ static int read_folded(const uint8_t *buf, size_t len, struct profile *p, char *
 	size_t line_cap = 0;
 	int rc = 0;
 
-	if (memchr(buf, '\0', len)) {
-		snprintf(err, errlen, "not a folded text file (it has NUL bytes)");
-		return -EINVAL;
-	}
+	errmsg_clear(em);
+	if (memchr(buf, '\0', len))
+		return errmsg_set(em, -EINVAL, "not a folded text file (it has NUL bytes)");
 	while (pos < len && !rc) {
 		const uint8_t *nl = memchr(buf + pos, '\n', len - pos);
 		size_t l = nl ? (size_t)(nl - (buf + pos)) : len - pos;
@@ -171,15 +164,13 @@ static int read_folded(const uint8_t *buf, size_t len, struct profile *p, char *
 		line[l] = '\0';
 		if (!l)
 			continue;
-		rc = read_line(line, l, p, &frames, &cap, err, errlen, lineno);
+		rc = read_line(line, l, p, &frames, &cap, em, lineno);
 		lines++;
 	}
 	free(line);
 	free(frames);
-	if (!rc && !lines) {
-		snprintf(err, errlen, "no stacks in the file");
-		rc = -EINVAL;
-	}
+	if (!rc && !lines)
+		rc = errmsg_set(em, -EINVAL, "no stacks in the file");
 	return rc;
 }
 

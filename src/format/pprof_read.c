@@ -188,8 +188,7 @@ struct pstring {
 
 struct pctx {
 	struct profile *p;
-	char *err;
-	size_t errlen;
+	struct errmsg *em;
 
 	struct u64vec sample_types; /* (type, unit) pairs of string indexes */
 	struct u64vec samples;	    /* offsets and lengths of Sample messages */
@@ -215,12 +214,13 @@ static int fail(struct pctx *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static int fail(struct pctx *c, int err, const char *fmt, ...)
 {
+	char msg[sizeof(c->em->msg)];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(c->err, c->errlen, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return err;
+	return errmsg_set(c->em, err, "%s", msg);
 }
 
 static int value_type(struct pbr *m, uint64_t out[2])
@@ -726,7 +726,7 @@ static int sample(struct pctx *c, struct pbr *m, size_t value_index, uint64_t di
 out:
 	free(s.locs.v);
 	free(s.values.v);
-	return err == -EINVAL && !c->err[0] ? fail(c, err, "malformed sample") : err;
+	return err == -EINVAL && !errmsg_said(c->em) ? fail(c, err, "malformed sample") : err;
 }
 
 static void read_meta(struct pctx *c)
@@ -855,14 +855,14 @@ static void pctx_free(struct pctx *c)
 	htab__free(c->func_idx);
 }
 
-static int read_pprof(const uint8_t *buf, size_t len, struct profile *p, char *err, size_t errlen)
+static int read_pprof(const uint8_t *buf, size_t len, struct profile *p, struct errmsg *em)
 {
-	struct pctx c = {.p = p, .err = err, .errlen = errlen};
+	struct pctx c = {.p = p, .em = em};
 	uint8_t *msg = NULL;
 	size_t msg_len = len;
 	int rc;
 
-	err[0] = '\0';
+	errmsg_clear(em);
 	if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) {
 		rc = input__gunzip(buf, len, INPUT_MAX_INFLATED, &msg, &msg_len);
 		if (rc == -EFBIG)
@@ -876,8 +876,8 @@ static int read_pprof(const uint8_t *buf, size_t len, struct profile *p, char *e
 	rc = decode(&c, buf, msg_len);
 	pctx_free(&c);
 	free(msg);
-	if (rc == -ENOMEM && !err[0])
-		snprintf(err, errlen, "out of memory");
+	if (rc == -ENOMEM)
+		errmsg_set(em, rc, "out of memory");
 	return rc;
 }
 

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/errmsg.h"
 #include "base/profile.h"
 
 #define INPUT_MAX_BYTES	   (1ull << 30) /* a file as read */
@@ -31,9 +32,9 @@ struct reader {
 	/*
 	 * Parses buf[0..len) (not NUL-terminated) into p, which is empty.
 	 * Returns 0 or -errno (-EINVAL for malformed input, -EFBIG for input
-	 * over a limit, -ENOMEM); on error, err says what and where.
+	 * over a limit, -ENOMEM); on error, em (may be NULL) says what and where.
 	 */
-	int (*read)(const uint8_t *buf, size_t len, struct profile *p, char *err, size_t errlen);
+	int (*read)(const uint8_t *buf, size_t len, struct profile *p, struct errmsg *em);
 };
 
 extern const struct reader reader_folded;
@@ -46,10 +47,10 @@ const struct reader *input__sniff(const uint8_t *buf, size_t len);
 
 /*
  * Reads path ("-": stdin) with the sniffed reader into a new profile.
- * NULL on failure with errno set and err holding a one-line reason (without
+ * NULL on failure with errno set and em holding a one-line reason (without
  * the file name, which the caller prints).
  */
-struct profile *input__read_path(const char *path, char *err, size_t errlen);
+struct profile *input__read_path(const char *path, struct errmsg *em);
 
 /* For readers: gunzips buf into a malloc'd buffer of at most max bytes.
  * 0, -EINVAL (corrupt), -EFBIG (over max) or -ENOMEM. */

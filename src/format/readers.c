@@ -83,7 +83,7 @@ static int read_stdin(size_t max, uint8_t **out, size_t *out_len)
 	return 0;
 }
 
-struct profile *input__read_path(const char *path, char *err, size_t errlen)
+struct profile *input__read_path(const char *path, struct errmsg *em)
 {
 	const struct reader *r;
 	struct profile *p;
@@ -96,30 +96,28 @@ struct profile *input__read_path(const char *path, char *err, size_t errlen)
 	else
 		rc = read_file(path, INPUT_MAX_BYTES, (char **)&buf, &len);
 	if (rc) {
-		snprintf(err, errlen, "%s", rc == -EFBIG ? "larger than 1 GiB" : strerror(-rc));
+		errmsg_set(em, rc, "%s", rc == -EFBIG ? "larger than 1 GiB" : strerror(-rc));
 		errno = -rc;
 		return NULL;
 	}
 	if (!len) {
 		free(buf);
-		snprintf(err, errlen, "empty file");
-		errno = EINVAL;
+		errno = -errmsg_set(em, -EINVAL, "empty file");
 		return NULL;
 	}
 	r = input__sniff(buf, len);
 	p = profile__new();
 	if (!p) {
 		free(buf);
-		snprintf(err, errlen, "out of memory");
-		errno = ENOMEM;
+		errno = -errmsg_set(em, -ENOMEM, "out of memory");
 		return NULL;
 	}
-	err[0] = '\0';
-	rc = r->read(buf, len, p, err, errlen);
+	errmsg_clear(em);
+	rc = r->read(buf, len, p, em);
 	free(buf);
 	if (rc) {
-		if (!err[0])
-			snprintf(err, errlen, "%s", strerror(-rc));
+		if (!errmsg_said(em))
+			errmsg_set(em, rc, "%s", strerror(-rc));
 		profile__free(p);
 		errno = -rc;
 		return NULL;

@@ -44,13 +44,14 @@ static char *write_all(const struct profile *p, size_t *folded_len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct profile *p = profile__new(), *q;
-	char err[256], *folded;
+	struct errmsg err = { 0 };
+	char *folded;
 	size_t len = 0;
 
 	if (!p)
 		return 0;
-	if (reader_folded.read(data, size, p, err, sizeof(err))) {
-		if (!err[0])
+	if (reader_folded.read(data, size, p, &err)) {
+		if (!err.msg[0])
 			abort(); /* every failure says why */
 		profile__free(p);
 		return 0;
@@ -59,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	folded = write_all(p, &len);
 	q = profile__new();
 	if (len) {
-		if (reader_folded.read((const uint8_t *)folded, len, q, err, sizeof(err)) ||
+		if (reader_folded.read((const uint8_t *)folded, len, q, &err) ||
 		    profile__total(q) != profile__total(p))
 			abort();
 	}

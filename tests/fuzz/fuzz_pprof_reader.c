@@ -21,15 +21,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct profile *p = profile__new(), *q = NULL;
 	const struct writer *const *w;
-	char err[256];
+	struct errmsg err = { 0 };
 	uint8_t *msg = NULL;
 	size_t len;
 
 	if (!p)
 		return 0;
-	err[0] = '\0';
-	if (reader_pprof.read(data, size, p, err, sizeof(err))) {
-		if (!err[0])
+	err.msg[0] = '\0';
+	if (reader_pprof.read(data, size, p, &err)) {
+		if (!err.msg[0])
 			abort(); /* every failure says why */
 		goto out;
 	}
@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (pprof__encode(p, &msg, &len))
 		abort();
 	q = profile__new();
-	if (reader_pprof.read(msg, len, q, err, sizeof(err)) ||
+	if (reader_pprof.read(msg, len, q, &err) ||
 	    profile__total(q) != profile__total(p) ||
 	    profile__nr_samples(q) != profile__nr_samples(p))
 		abort();

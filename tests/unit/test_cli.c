@@ -4,7 +4,7 @@
 
 #include "cmd/cli.h"
 
-static int parse(struct options *o, char *err, const char *first, ...)
+static int parse(struct options *o, struct errmsg *err, const char *first, ...)
 {
 	char *argv[32] = { "bpfprof" };
 	int argc = 1;
@@ -14,15 +14,15 @@ static int parse(struct options *o, char *err, const char *first, ...)
 	for (const char *a = first; a; a = va_arg(ap, const char *))
 		argv[argc++] = (char *)a;
 	va_end(ap);
-	return cli__parse(argc, argv, o, err, 256);
+	return cli__parse(argc, argv, o, err);
 }
 
 static void test_defaults(void **state)
 {
 	struct options o;
-	char err[256];
+	struct errmsg err = { 0 };
 
-	assert_int_equal(parse(&o, err, NULL), CLI_OK);
+	assert_int_equal(parse(&o, &err, NULL), CLI_OK);
 	assert_int_equal(o.freq, 99);
 	assert_null(o.output);
 	assert_null(o.cmd);
@@ -34,9 +34,9 @@ static void test_defaults(void **state)
 static void test_full_record_line(void **state)
 {
 	struct options o;
-	char err[256];
+	struct errmsg err = { 0 };
 
-	assert_int_equal(parse(&o, err, "-F", "49", "-p", "30,10,20,10", "-d", "2.5", "-U", "-o",
+	assert_int_equal(parse(&o, &err, "-F", "49", "-p", "30,10,20,10", "-d", "2.5", "-U", "-o",
 			       "x.folded", "--per-thread", "--max-stacks", "1000", NULL),
 			 CLI_OK);
 	assert_int_equal(o.freq, 49);
@@ -55,9 +55,9 @@ static void test_full_record_line(void **state)
 static void test_command_after_dashdash(void **state)
 {
 	struct options o;
-	char err[256];
+	struct errmsg err = { 0 };
 
-	assert_int_equal(parse(&o, err, "-F", "10", "--", "./prog", "-F", "5", NULL), CLI_OK);
+	assert_int_equal(parse(&o, &err, "-F", "10", "--", "./prog", "-F", "5", NULL), CLI_OK);
 	assert_non_null(o.cmd);
 	assert_string_equal(o.cmd[0], "./prog");
 	assert_string_equal(o.cmd[1], "-F"); /* the command's own options stay its own */
@@ -68,11 +68,11 @@ static void test_command_after_dashdash(void **state)
 static void expect_usage(const char *needle, const char *a, const char *b, const char *c)
 {
 	struct options o;
-	char err[256] = "";
+	struct errmsg err = { 0 };
 
-	assert_int_equal(parse(&o, err, a, b, c, NULL), CLI_USAGE);
-	if (!strstr(err, needle))
-		fail_msg("'%s' not in '%s'", needle, err);
+	assert_int_equal(parse(&o, &err, a, b, c, NULL), CLI_USAGE);
+	if (!strstr(err.msg, needle))
+		fail_msg("'%s' not in '%s'", needle, err.msg);
 	cli__free(&o);
 }
 
@@ -131,28 +131,28 @@ static void test_pids_and_durations(void **state)
 static void test_help_and_version(void **state)
 {
 	struct options o;
-	char err[256];
+	struct errmsg err = { 0 };
 
-	assert_int_equal(parse(&o, err, "-p", "1", "--", "x", NULL), CLI_USAGE);
-	assert_non_null(strstr(err, "exclude each other"));
+	assert_int_equal(parse(&o, &err, "-p", "1", "--", "x", NULL), CLI_USAGE);
+	assert_non_null(strstr(err.msg, "exclude each other"));
 	cli__free(&o);
-	assert_int_equal(parse(&o, err, "-h", NULL), CLI_EXIT);
+	assert_int_equal(parse(&o, &err, "-h", NULL), CLI_EXIT);
 	assert_true(o.show_help);
-	assert_int_equal(parse(&o, err, "--version", NULL), CLI_EXIT);
+	assert_int_equal(parse(&o, &err, "--version", NULL), CLI_EXIT);
 	assert_true(o.show_version);
 }
 
 static void test_output_options(void **state)
 {
 	struct options o;
-	char err[256];
+	struct errmsg err = { 0 };
 
-	assert_int_equal(parse(&o, err, NULL), CLI_OK);
+	assert_int_equal(parse(&o, &err, NULL), CLI_OK);
 	assert_int_equal(o.out.top, OUT_DEFAULT_TOP);
 	assert_null(o.out.sort);
 	assert_false(o.out.inverted || o.out.merge);
 	cli__free(&o);
-	assert_int_equal(parse(&o, err, "-o", "x.svg", "--title", "T", "--inverted", "--merge", "--top",
+	assert_int_equal(parse(&o, &err, "-o", "x.svg", "--title", "T", "--inverted", "--merge", "--top",
 			       "0", "--sort", "total", "--lines", NULL),
 			 CLI_OK);
 	assert_string_equal(o.out.title, "T");
@@ -160,11 +160,11 @@ static void test_output_options(void **state)
 	assert_int_equal(o.out.top, 0);
 	assert_string_equal(o.out.sort, "total");
 	cli__free(&o);
-	assert_int_equal(parse(&o, err, "--sort", "avg", NULL), CLI_USAGE);
-	assert_non_null(strstr(err, "invalid --sort 'avg'"));
+	assert_int_equal(parse(&o, &err, "--sort", "avg", NULL), CLI_USAGE);
+	assert_non_null(strstr(err.msg, "invalid --sort 'avg'"));
 	cli__free(&o);
-	assert_int_equal(parse(&o, err, "--top", "x", NULL), CLI_USAGE);
-	assert_non_null(strstr(err, "invalid --top 'x'"));
+	assert_int_equal(parse(&o, &err, "--top", "x", NULL), CLI_USAGE);
+	assert_non_null(strstr(err.msg, "invalid --top 'x'"));
 	cli__free(&o);
 	/* Every writer is reachable by name and by its file endings. */
 	assert_ptr_equal(output__for_path("a.pb.gz"), output__find("pprof"));

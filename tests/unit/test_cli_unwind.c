@@ -4,30 +4,30 @@
 
 #include "cmd/cli.h"
 
-static int parse(struct options *o, char *err, size_t len, int argc, const char **argv)
+static int parse(struct options *o, struct errmsg *err, int argc, const char **argv)
 {
-	return cli__parse(argc, (char **)argv, o, err, len);
+	return cli__parse(argc, (char **)argv, o, err);
 }
 
 static void test_unwind_values(void **state)
 {
 	struct options o;
-	char err[256];
+	struct errmsg err = { 0 };
 	const char *def[] = {"bpfprof", "-d", "1"};
 	const char *fp[] = {"bpfprof", "--unwind", "fp"};
 	const char *dw[] = {"bpfprof", "--unwind=dwarf"};
 	const char *au[] = {"bpfprof", "--unwind", "auto", "-p", "1"};
 
-	assert_int_equal(parse(&o, err, sizeof(err), 3, def), CLI_OK);
+	assert_int_equal(parse(&o, &err, 3, def), CLI_OK);
 	assert_int_equal(o.unwind, UNWIND_OPT_AUTO); /* the default */
 	cli__free(&o);
-	assert_int_equal(parse(&o, err, sizeof(err), 3, fp), CLI_OK);
+	assert_int_equal(parse(&o, &err, 3, fp), CLI_OK);
 	assert_int_equal(o.unwind, UNWIND_OPT_FP);
 	cli__free(&o);
-	assert_int_equal(parse(&o, err, sizeof(err), 2, dw), CLI_OK);
+	assert_int_equal(parse(&o, &err, 2, dw), CLI_OK);
 	assert_int_equal(o.unwind, UNWIND_OPT_DWARF);
 	cli__free(&o);
-	assert_int_equal(parse(&o, err, sizeof(err), 5, au), CLI_OK);
+	assert_int_equal(parse(&o, &err, 5, au), CLI_OK);
 	assert_int_equal(o.unwind, UNWIND_OPT_AUTO);
 	cli__free(&o);
 	assert_string_equal(cli__unwind_name(UNWIND_OPT_DWARF), "dwarf");
@@ -37,18 +37,18 @@ static void test_unwind_values(void **state)
 static void test_unwind_errors(void **state)
 {
 	struct options o;
-	char err[256];
+	struct errmsg err = { 0 };
 	const char *bad[] = {"bpfprof", "--unwind", "frame-pointers"};
 	const char *empty[] = {"bpfprof", "--unwind", ""};
 	const char *missing[] = {"bpfprof", "--unwind"};
 	enum unwind_opt u;
 
-	assert_int_equal(parse(&o, err, sizeof(err), 3, bad), CLI_USAGE);
-	assert_non_null(strstr(err, "expected auto, fp or dwarf"));
+	assert_int_equal(parse(&o, &err, 3, bad), CLI_USAGE);
+	assert_non_null(strstr(err.msg, "expected auto, fp or dwarf"));
 	cli__free(&o);
-	assert_int_equal(parse(&o, err, sizeof(err), 3, empty), CLI_USAGE);
+	assert_int_equal(parse(&o, &err, 3, empty), CLI_USAGE);
 	cli__free(&o);
-	assert_int_equal(parse(&o, err, sizeof(err), 2, missing), CLI_USAGE);
+	assert_int_equal(parse(&o, &err, 2, missing), CLI_USAGE);
 	cli__free(&o);
 	assert_int_equal(cli__parse_unwind("AUTO", &u), -EINVAL);
 	assert_int_equal(cli__parse_unwind(NULL, &u), -EINVAL);
@@ -57,24 +57,24 @@ static void test_unwind_errors(void **state)
 static void test_kernel_unwind(void **state)
 {
 	struct options o;
-	char err[256];
+	struct errmsg err = { 0 };
 	const char *def[] = {"bpfprof", "-d", "1"};
 	const char *helper[] = {"bpfprof", "--kernel-unwind", "kernel"};
 	const char *orc[] = {"bpfprof", "--kernel-unwind=orc"};
 	const char *bad[] = {"bpfprof", "--kernel-unwind", "fp"};
 
 	(void)state;
-	assert_int_equal(parse(&o, err, sizeof(err), 3, def), CLI_OK);
+	assert_int_equal(parse(&o, &err, 3, def), CLI_OK);
 	assert_false(o.kernel_helper); /* the ORC walk by default */
 	cli__free(&o);
-	assert_int_equal(parse(&o, err, sizeof(err), 3, helper), CLI_OK);
+	assert_int_equal(parse(&o, &err, 3, helper), CLI_OK);
 	assert_true(o.kernel_helper);
 	cli__free(&o);
-	assert_int_equal(parse(&o, err, sizeof(err), 2, orc), CLI_OK);
+	assert_int_equal(parse(&o, &err, 2, orc), CLI_OK);
 	assert_false(o.kernel_helper);
 	cli__free(&o);
-	assert_int_equal(parse(&o, err, sizeof(err), 3, bad), CLI_USAGE);
-	assert_non_null(strstr(err, "expected orc or kernel"));
+	assert_int_equal(parse(&o, &err, 3, bad), CLI_USAGE);
+	assert_non_null(strstr(err.msg, "expected orc or kernel"));
 	cli__free(&o);
 }
 

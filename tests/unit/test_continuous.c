@@ -213,38 +213,39 @@ static void test_live_request_gets_fed_deltas(void **state)
 
 static void test_continuous_options(void **state)
 {
-	char *argv[16] = { "bpfprof" }, err[256];
+	char *argv[16] = { "bpfprof" };
+	struct errmsg err = { 0 };
 	struct options o;
 	uint64_t v;
 
 	argv[1] = "--output-dir";
 	argv[2] = "/tmp";
-	assert_int_equal(cli__parse(3, argv, &o, err, sizeof(err)), CLI_OK);
+	assert_int_equal(cli__parse(3, argv, &o, &err), CLI_OK);
 	assert_true(o.interval == 10); /* the default with --output-dir */
 	cli__free(&o);
 	argv[1] = "--interval";
 	argv[2] = "5";
-	assert_int_equal(cli__parse(3, argv, &o, err, sizeof(err)), CLI_USAGE);
-	assert_non_null(strstr(err, "needs somewhere"));
+	assert_int_equal(cli__parse(3, argv, &o, &err), CLI_USAGE);
+	assert_non_null(strstr(err.msg, "needs somewhere"));
 	argv[1] = "--push";
 	argv[2] = "ftp://x";
-	assert_int_equal(cli__parse(3, argv, &o, err, sizeof(err)), CLI_USAGE);
+	assert_int_equal(cli__parse(3, argv, &o, &err), CLI_USAGE);
 	argv[1] = "--keep";
 	argv[2] = "3";
-	assert_int_equal(cli__parse(3, argv, &o, err, sizeof(err)), CLI_USAGE);
-	assert_non_null(strstr(err, "need --output-dir"));
+	assert_int_equal(cli__parse(3, argv, &o, &err), CLI_USAGE);
+	assert_non_null(strstr(err.msg, "need --output-dir"));
 	argv[1] = "-o";
 	argv[2] = "x.folded";
 	argv[3] = "--output-dir";
 	argv[4] = "/tmp";
-	assert_int_equal(cli__parse(5, argv, &o, err, sizeof(err)), CLI_USAGE);
+	assert_int_equal(cli__parse(5, argv, &o, &err), CLI_USAGE);
 	argv[1] = "--cgroup";
 	argv[2] = "/a";
 	argv[3] = "--cgroup";
 	argv[4] = "/b";
 	argv[5] = "--listen";
 	argv[6] = "6060";
-	assert_int_equal(cli__parse(7, argv, &o, err, sizeof(err)), CLI_OK);
+	assert_int_equal(cli__parse(7, argv, &o, &err), CLI_OK);
 	assert_int_equal(o.nr_cgroups, 2);
 	assert_string_equal(o.cgroups[1], "/b");
 	cli__free(&o);

@@ -12,19 +12,18 @@
 #include "format/pprof_proto.h"
 
 static struct profile *read_buf(const struct reader *r, const void *buf, size_t len, int want_err,
-				char *err, size_t errlen)
+				struct errmsg *err)
 {
 	struct profile *p = profile__new();
 	int rc;
 
-	err[0] = '\0';
-	rc = r->read(buf, len, p, err, errlen);
+	rc = r->read(buf, len, p, err);
 	if (rc != want_err) {
-		print_error("read returned %d (%s), wanted %d\n", rc, err, want_err);
+		print_error("read returned %d (%s), wanted %d\n", rc, err->msg, want_err);
 		fail();
 	}
 	if (rc) {
-		assert_true(err[0] != '\0');
+		assert_true(err->msg[0] != '\0');
 		profile__free(p);
 		return NULL;
 	}
@@ -46,10 +45,11 @@ static void test_folded_round_trip_and_kinds(void **state)
 			   "kthread 4\n"
 			   "my app;frame with spaces;libc.so.6+0x1234 2\n";
 	struct profile *p;
-	char err[256], *out;
+	struct errmsg err = { 0 };
+	char *out;
 	size_t kinds[FRAME_KIND_MAX] = {0};
 
-	p = read_buf(&reader_folded, text, strlen(text), 0, err, sizeof(err));
+	p = read_buf(&reader_folded, text, strlen(text), 0, &err);
 	assert_int_equal(profile__total(p), 74);
 	for (size_t i = 0; i < profile__nr_frames(p); i++)
 		kinds[profile__frame_get(p, (uint32_t)i)->kind]++;
@@ -74,9 +74,10 @@ static void test_folded_tolerated_forms(void **state)
 	/* CRLF, blank lines, trailing blanks, no final newline, repeated stacks. */
 	const char *text = "\r\na;b 1\r\n\n   \na;b 2  \na;c 3";
 	struct profile *p;
-	char err[256], *out;
+	struct errmsg err = { 0 };
+	char *out;
 
-	p = read_buf(&reader_folded, text, strlen(text), 0, err, sizeof(err));
+	p = read_buf(&reader_folded, text, strlen(text), 0, &err);
 	profile__sort(p);
 	out = folded_of(p);
 	assert_string_equal(out, "a;b 3\na;c 3\n");
@@ -102,14 +103,14 @@ static void test_folded_malformed(void **state)
 		{"", 0, -EINVAL, "no stacks"},
 		{"\n\r\n  \n", 0, -EINVAL, "no stacks"},
 	};
-	char err[256];
+	struct errmsg err = { 0 };
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		size_t len = cases[i].len ? cases[i].len : strlen(cases[i].text);
 
-		read_buf(&reader_folded, cases[i].text, len, cases[i].err, err, sizeof(err));
-		if (!strstr(err, cases[i].msg)) {
-			print_error("case %zu: message '%s' lacks '%s'\n", i, err, cases[i].msg);
+		read_buf(&reader_folded, cases[i].text, len, cases[i].err, &err);
+		if (!strstr(err.msg, cases[i].msg)) {
+			print_error("case %zu: message '%s' lacks '%s'\n", i, err.msg, cases[i].msg);
 			fail();
 		}
 	}
@@ -118,7 +119,8 @@ static void test_folded_malformed(void **state)
 static void test_folded_depth_limit(void **state)
 {
 	size_t n = INPUT_MAX_DEPTH + 1, len = 2 * n + 8;
-	char *line = malloc(len), err[256];
+	char *line = malloc(len);
+	struct errmsg err = { 0 };
 	struct profile *p;
 	size_t k = 0;
 
@@ -129,11 +131,11 @@ static void test_folded_depth_limit(void **state)
 	}
 	memcpy(line + k, " 1\n", 3);
 	k += 3;
-	read_buf(&reader_folded, line, k, -EFBIG, err, sizeof(err));
-	assert_non_null(strstr(err, "more than 65536 frames"));
+	read_buf(&reader_folded, line, k, -EFBIG, &err);
+	assert_non_null(strstr(err.msg, "more than 65536 frames"));
 	/* One frame fewer is fine. */
 	memcpy(line + k - 5, " 1\n", 3);
-	p = read_buf(&reader_folded, line, k - 2, 0, err, sizeof(err));
+	p = read_buf(&reader_folded, line, k - 2, 0, &err);
 	profile__free(p);
 	free(line);
 }
@@ -171,14 +173,15 @@ static void test_pprof_round_trip(void **state)
 {
 	struct profile *p = fx_profile(), *q;
 	const struct profile_meta *m;
-	char err[256], *want, *got;
+	struct errmsg err = { 0 };
+	char *want, *got;
 	size_t zlen;
 	char *gz = fx_write(&writer_pprof, p, NULL, &zlen);
 	uint8_t *raw;
 	size_t rawlen;
 
 	assert_ptr_equal(input__sniff((const uint8_t *)gz, zlen), &reader_pprof);
-	q = read_buf(&reader_pprof, gz, zlen, 0, err, sizeof(err));
+	q = read_buf(&reader_pprof, gz, zlen, 0, &err);
 	/* Identity, stacks, counts, modules survive; invalid UTF-8 was replaced. */
 	want = identity_text(p);
 	got = identity_text(q);
@@ -201,7 +204,7 @@ static void test_pprof_round_trip(void **state)
 	/* Uncompressed protobuf is sniffed as pprof too. */
 	assert_int_equal(pprof__encode(p, &raw, &rawlen), 0);
 	assert_ptr_equal(input__sniff(raw, rawlen), &reader_pprof);
-	q = read_buf(&reader_pprof, raw, rawlen, 0, err, sizeof(err));
+	q = read_buf(&reader_pprof, raw, rawlen, 0, &err);
 	assert_int_equal(profile__total(q), profile__total(p));
 	profile__free(q);
 	free(raw);
@@ -217,12 +220,13 @@ static void test_pprof_folded_round_trip(void **state)
 			   "java;Interpreter;LFoo:::bar_[j] 8\n"
 			   "kthread 4\n";
 	struct profile *p, *q;
-	char err[256], *gz, *out;
+	struct errmsg err = { 0 };
+	char *gz, *out;
 	size_t zlen;
 
-	p = read_buf(&reader_folded, text, strlen(text), 0, err, sizeof(err));
+	p = read_buf(&reader_folded, text, strlen(text), 0, &err);
 	gz = fx_write(&writer_pprof, p, NULL, &zlen);
-	q = read_buf(&reader_pprof, gz, zlen, 0, err, sizeof(err));
+	q = read_buf(&reader_pprof, gz, zlen, 0, &err);
 	profile__sort(q);
 	out = folded_of(q);
 	assert_string_equal(out, text);
@@ -344,12 +348,13 @@ static void test_pprof_hand_built(void **state)
 {
 	struct msg m;
 	struct profile *p;
-	char err[256], *out;
+	struct errmsg err = { 0 };
+	char *out;
 
 	/* Unpacked repeated fields are accepted as well as packed ones. */
 	base(&m);
 	put_raw(&m, "\x12\x04\x08\x09\x10\x03", 6); /* sample {location 9, value 3} */
-	p = read_buf(&reader_pprof, m.b, m.n, 0, err, sizeof(err));
+	p = read_buf(&reader_pprof, m.b, m.n, 0, &err);
 	out = folded_of(p);
 	/* No comm label: the main binary's name. */
 	assert_string_equal(out, "prog;main 3\n");
@@ -362,7 +367,7 @@ static void test_pprof_hand_built(void **state)
 	put_raw(&m, "\x12\x0c\x0a\x01\x09\x12\x01\x05\x1a\x04\x08\x05\x10\x06", 14);
 	put_raw(&m, "\x12\x06\x0a\x01\x09\x12\x01\x00", 8);
 	put_raw(&m, "\xb8\x01\x2a", 3); /* field 23, varint: unknown */
-	p = read_buf(&reader_pprof, m.b, m.n, 0, err, sizeof(err));
+	p = read_buf(&reader_pprof, m.b, m.n, 0, &err);
 	out = folded_of(p);
 	assert_string_equal(out, "x;main 5\n");
 	free(out);
@@ -390,22 +395,22 @@ static void test_pprof_malformed(void **state)
 		{"\x1a\x04\x08\x08\x28\x63", 6, "mapping 8: bad string index"},
 	};
 	struct msg m;
-	char err[256];
+	struct errmsg err = { 0 };
 
 	for (size_t i = 0; i < ARRAY_SIZE(tails); i++) {
 		base(&m);
 		put_raw(&m, tails[i].bytes, tails[i].n);
-		read_buf(&reader_pprof, m.b, m.n, -EINVAL, err, sizeof(err));
-		if (!strstr(err, tails[i].msg)) {
-			print_error("case %zu: message '%s' lacks '%s'\n", i, err, tails[i].msg);
+		read_buf(&reader_pprof, m.b, m.n, -EINVAL, &err);
+		if (!strstr(err.msg, tails[i].msg)) {
+			print_error("case %zu: message '%s' lacks '%s'\n", i, err.msg, tails[i].msg);
 			fail();
 		}
 	}
 	/* string_table[0] must be "". */
 	m.n = 0;
 	put_str(&m, 6, "x");
-	read_buf(&reader_pprof, m.b, m.n, -EINVAL, err, sizeof(err));
-	assert_non_null(strstr(err, "string_table[0]"));
+	read_buf(&reader_pprof, m.b, m.n, -EINVAL, &err);
+	assert_non_null(strstr(err.msg, "string_table[0]"));
 }
 
 static void test_pprof_every_truncation_fails_cleanly(void **state)
@@ -413,20 +418,21 @@ static void test_pprof_every_truncation_fails_cleanly(void **state)
 	struct profile *p = fx_profile(), *q;
 	uint8_t *raw;
 	size_t len, zlen;
-	char err[256], *gz = fx_write(&writer_pprof, p, NULL, &zlen);
+	struct errmsg err = { 0 };
+	char *gz = fx_write(&writer_pprof, p, NULL, &zlen);
 
 	assert_int_equal(pprof__encode(p, &raw, &len), 0);
 	/* Any prefix either parses (it ends between fields) or fails with a reason. */
 	for (size_t cut = 0; cut < len; cut++) {
 		q = profile__new();
-		err[0] = '\0';
-		if (reader_pprof.read(raw, cut, q, err, sizeof(err)))
-			assert_true(err[0] != '\0');
+		err.msg[0] = '\0';
+		if (reader_pprof.read(raw, cut, q, &err))
+			assert_true(err.msg[0] != '\0');
 		profile__free(q);
 	}
 	for (size_t cut = 2; cut < zlen; cut++) {
 		q = profile__new();
-		assert_int_equal(reader_pprof.read((uint8_t *)gz, cut, q, err, sizeof(err)),
+		assert_int_equal(reader_pprof.read((uint8_t *)gz, cut, q, &err),
 				 -EINVAL);
 		profile__free(q);
 	}
@@ -507,8 +513,9 @@ static void test_gunzip_bomb_and_members(void **state)
 static void test_pprof_from_go(void **state)
 {
 	/* A CPU profile written by Go's runtime/pprof (go 1.19), committed. */
-	char err[256], *out;
-	struct profile *p = input__read_path("tests/unit/data/go-cpu.pb.gz", err, sizeof(err));
+	struct errmsg err = { 0 };
+	char *out;
+	struct profile *p = input__read_path("tests/unit/data/go-cpu.pb.gz", &err);
 
 	assert_non_null(p);
 	profile__sort(p);
@@ -527,32 +534,33 @@ static void test_pprof_from_go(void **state)
 
 static void test_read_path(void **state)
 {
-	char err[256], *path;
+	struct errmsg err = { 0 };
+	char *path;
 	struct profile *p;
 
 	path = write_temp_str("a;b 2\n");
-	p = input__read_path(path, err, sizeof(err));
+	p = input__read_path(path, &err);
 	assert_non_null(p);
 	assert_int_equal(profile__total(p), 2);
 	profile__free(p);
 	unlink(path);
 	free(path);
 
-	assert_null(input__read_path("/nonexistent/x.folded", err, sizeof(err)));
+	assert_null(input__read_path("/nonexistent/x.folded", &err));
 	assert_int_equal(errno, ENOENT);
-	assert_string_equal(err, "No such file or directory");
-	assert_null(input__read_path("/", err, sizeof(err)));
+	assert_string_equal(err.msg, "No such file or directory");
+	assert_null(input__read_path("/", &err));
 	assert_int_equal(errno, EISDIR);
 
 	path = write_temp_str("");
-	assert_null(input__read_path(path, err, sizeof(err)));
-	assert_string_equal(err, "empty file");
+	assert_null(input__read_path(path, &err));
+	assert_string_equal(err.msg, "empty file");
 	unlink(path);
 	free(path);
 
 	path = write_temp_str("a;b 1\nbroken\n");
-	assert_null(input__read_path(path, err, sizeof(err)));
-	assert_non_null(strstr(err, "line 2"));
+	assert_null(input__read_path(path, &err));
+	assert_non_null(strstr(err.msg, "line 2"));
 	unlink(path);
 	free(path);
 

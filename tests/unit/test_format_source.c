@@ -101,7 +101,8 @@ static void test_folded(void **state)
 {
 	struct profile *p = source_profile(), *q;
 	struct out_opts lines = { .lines = true };
-	char *out, *out2, err[256];
+	struct errmsg err = { 0 };
+	char *out, *out2;
 
 	(void)state;
 	out = fx_write(&writer_folded, p, NULL, NULL);
@@ -121,7 +122,7 @@ static void test_folded(void **state)
 			    "python3;Py_RunMain;<module> (app.py:30)_[py];alpha_leaf (app.py:13)_[py] 5\n");
 	/* Read back: kinds, files and lines survive, so the text is the same. */
 	q = profile__new();
-	assert_int_equal(reader_folded.read((const uint8_t *)out, strlen(out), q, err, sizeof(err)),
+	assert_int_equal(reader_folded.read((const uint8_t *)out, strlen(out), q, &err),
 			 0);
 	profile__sort(q);
 	out2 = fx_write(&writer_folded, q, &lines, NULL);
@@ -151,8 +152,7 @@ static void test_folded(void **state)
 		const char *names[] = { "f (x)", "g (y:z)", "h (a:0)", "k ()", "m (n:5" };
 
 		q = profile__new();
-		assert_int_equal(reader_folded.read((const uint8_t *)text, strlen(text), q, err,
-						    sizeof(err)),
+		assert_int_equal(reader_folded.read((const uint8_t *)text, strlen(text), q, &err),
 				 0);
 		assert_int_equal(profile__nr_frames(q), 5);
 		for (size_t i = 0; i < 5; i++) {
@@ -178,14 +178,15 @@ static const struct pframe *find(const struct profile *p, const char *name, uint
 static void test_pprof_round_trip(void **state)
 {
 	struct profile *p = source_profile(), *q;
-	char *out, *out2, err[256];
+	struct errmsg err = { 0 };
+	char *out, *out2;
 	const struct pframe *f;
 	size_t len;
 
 	(void)state;
 	out = fx_write(&writer_pprof, p, NULL, &len);
 	q = profile__new();
-	assert_int_equal(reader_pprof.read((const uint8_t *)out, len, q, err, sizeof(err)), 0);
+	assert_int_equal(reader_pprof.read((const uint8_t *)out, len, q, &err), 0);
 	assert_int_equal(profile__total(q), 17);
 	f = find(q, "alpha_leaf", 13);
 	assert_non_null(f);

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "agent/httpd.h"
+#include "base/errmsg.h"
 #include "agent/live.h"
 #include "agent/metrics.h"
 #include "format/writer.h"
@@ -42,7 +43,8 @@ static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	struct httpd_opts o = { .content_type = "text/plain" };
-	char listen[16], err[256];
+	struct errmsg err = { 0 };
+	char listen[16];
 
 	metrics__init(&f->metrics);
 	f->live = live__new(&writer_folded, 99);
@@ -52,7 +54,7 @@ static int setup(void **state)
 	o.live = f->live;
 	o.metrics = &f->metrics;
 	o.max_conns = 64;
-	f->h = httpd__start(&o, err, sizeof(err));
+	f->h = httpd__start(&o, &err);
 	assert_non_null(f->h);
 	*state = f;
 	return 0;

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 
+#include "base/errmsg.h"
 #include "base/htab.h"
 #include "proc/procfs.h"
 #include "base/util.h"
@@ -60,6 +61,55 @@ static void test_htab_insert_find_remove_grow(void **state)
 	}
 	htab__free(h);
 	htab__free(NULL);
+}
+
+static void test_array_grow(void **state)
+{
+	uint64_t *v = NULL;
+	size_t cap = 0;
+
+	assert_int_equal(array_grow((void **)&v, &cap, 1, sizeof(*v)), 0);
+	assert_int_equal(cap, 16);
+	assert_int_equal(array_grow((void **)&v, &cap, 17, sizeof(*v)), 0);
+	assert_int_equal(cap, 32);
+	for (size_t i = 0; i < 32; i++)
+		v[i] = i; /* ASan: all of it is there */
+	assert_int_equal(array_grow((void **)&v, &cap, 5, sizeof(*v)), 0); /* no shrink */
+	assert_int_equal(cap, 32);
+	/* Overflow of the element count or the byte count: refused, array intact. */
+	assert_int_equal(array_grow((void **)&v, &cap, SIZE_MAX, sizeof(*v)), -ENOMEM);
+	assert_int_equal(array_grow((void **)&v, &cap, SIZE_MAX / 8 + 1, 8), -ENOMEM);
+	assert_int_equal(array_grow((void **)&v, &cap, 64, SIZE_MAX / 32), -ENOMEM);
+	assert_int_equal(cap, 32);
+	assert_int_equal(v[31], 31);
+	free(v);
+}
+
+static void test_errmsg(void **state)
+{
+	struct errmsg em;
+	char big[600];
+
+	errmsg_clear(&em);
+	assert_false(errmsg_said(&em));
+	assert_int_equal(errmsg_set(&em, -EINVAL, "line %d: bad", 3), -EINVAL);
+	assert_true(errmsg_said(&em));
+	assert_int_equal(em.err, -EINVAL);
+	assert_string_equal(em.msg, "line 3: bad");
+	assert_string_equal(em.hint, "");
+	errmsg_hint(&em, "try %s", "this");
+	assert_string_equal(em.hint, "try this");
+	/* A new message drops the old hint; a long one is cut, NUL-terminated. */
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	errmsg_set(&em, -E2BIG, "%s", big);
+	assert_int_equal(strlen(em.msg), sizeof(em.msg) - 1);
+	assert_string_equal(em.hint, "");
+	/* NULL: the caller does not want the text; the errno still comes back. */
+	assert_int_equal(errmsg_set(NULL, -ENOENT, "x"), -ENOENT);
+	errmsg_hint(NULL, "y");
+	errmsg_clear(NULL);
+	assert_false(errmsg_said(NULL));
 }
 
 static void test_sbuf(void **state)
@@ -228,6 +278,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_htab_insert_find_remove_grow),
+		cmocka_unit_test(test_array_grow),
+		cmocka_unit_test(test_errmsg),
 		cmocka_unit_test(test_sbuf),
 		cmocka_unit_test(test_numbers),
 		cmocka_unit_test(test_cpulist),

@@ -86,17 +86,10 @@ static int list(struct store *s, struct entry **out, size_t *nr)
 		if (!is_ours(s, de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
 		    !S_ISREG(st.st_mode))
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct entry *na = realloc(arr, ncap * sizeof(*na));
-
-			if (!na) {
-				free(arr);
-				closedir(d);
-				return -ENOMEM;
-			}
-			arr = na;
-			cap = ncap;
+		if (array_grow((void **)&arr, &cap, n + 1, sizeof(*arr))) {
+			free(arr);
+			closedir(d);
+			return -ENOMEM;
 		}
 		snprintf(arr[n].name, sizeof(arr[n].name), "%s", de->d_name);
 		arr[n].size = (uint64_t)st.st_size;

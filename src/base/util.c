@@ -13,38 +13,23 @@
 
 int read_file_at(int dirfd, const char *path, size_t max, char **bufp, size_t *lenp)
 {
-	size_t len = 0, cap = 4096;
-	char *buf;
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
 	int fd, err = 0;
 
 	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
-	buf = malloc(cap + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
 	for (;;) {
 		ssize_t n;
 
-		if (len == cap) {
-			size_t ncap = cap * 2;
-			char *nb;
-
-			if (cap > max) {
-				err = -EFBIG;
-				break;
-			}
-			nb = realloc(buf, ncap + 1);
-			if (!nb) {
-				err = -ENOMEM;
-				break;
-			}
-			buf = nb;
-			cap = ncap;
+		/* Grown when full, a byte kept for the NUL: /proc files have no size to ask. */
+		if (len + 1 >= cap &&
+		    array_grow((void **)&buf, &cap, MAX(len + 2, (size_t)4097), 1)) {
+			err = -ENOMEM;
+			break;
 		}
-		n = read(fd, buf + len, cap - len);
+		n = read(fd, buf + len, cap - 1 - len);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -78,19 +63,9 @@ int read_file(const char *path, size_t max, char **buf, size_t *len)
 
 static int sbuf_grow(struct sbuf *sb, size_t extra)
 {
-	size_t need = sb->len + extra + 1, cap = sb->cap ? sb->cap : 64;
-	char *nb;
-
-	if (need <= sb->cap)
-		return 0;
-	while (cap < need)
-		cap *= 2;
-	nb = realloc(sb->buf, cap);
-	if (!nb)
+	if (extra > SIZE_MAX - 1 - sb->len)
 		return -ENOMEM;
-	sb->buf = nb;
-	sb->cap = cap;
-	return 0;
+	return array_grow((void **)&sb->buf, &sb->cap, sb->len + extra + 1, 1);
 }
 
 int sbuf_add(struct sbuf *sb, const char *s, size_t n)

@@ -57,8 +57,10 @@ struct collector {
 	struct collector_opts opts;
 	struct profile_bpf *skel;
 	struct ring_buffer *rb;
-	int *pfds;	   /* perf event fds */
-	struct bpf_link **links;
+	struct event {
+		int fd; /* perf event */
+		struct bpf_link *link;
+	} *events;
 	size_t nr_events, cap_events;
 	uint32_t active;   /* mirror of bss->active_buf */
 	int counts_fd[PROFILE_NR_BUFS];
@@ -535,25 +537,9 @@ static int add_event(struct collector *c, int pfd, struct errmsg *em, const char
 	struct bpf_link *link;
 	int err;
 
-	if (c->nr_events == c->cap_events) {
-		size_t ncap = c->cap_events ? c->cap_events * 2 : 16;
-		int *pf = realloc(c->pfds, ncap * sizeof(*pf));
-		struct bpf_link **lk;
-
-		if (!pf) {
-			close(pfd);
-			errmsg_set(em, -ENOMEM, "out of memory");
-			return -ENOMEM;
-		}
-		c->pfds = pf;
-		lk = realloc(c->links, ncap * sizeof(*lk));
-		if (!lk) {
-			close(pfd);
-			errmsg_set(em, -ENOMEM, "out of memory");
-			return -ENOMEM;
-		}
-		c->links = lk;
-		c->cap_events = ncap;
+	if (array_grow((void **)&c->events, &c->cap_events, c->nr_events + 1, sizeof(*c->events))) {
+		close(pfd);
+		return errmsg_set(em, -ENOMEM, "out of memory");
 	}
 	link = bpf_program__attach_perf_event(c->skel->progs.do_sample, pfd);
 	if (!link) {
@@ -563,9 +549,7 @@ static int add_event(struct collector *c, int pfd, struct errmsg *em, const char
 			   strerror(-err));
 		return err;
 	}
-	c->pfds[c->nr_events] = pfd;
-	c->links[c->nr_events] = link;
-	c->nr_events++;
+	c->events[c->nr_events++] = (struct event){ .fd = pfd, .link = link };
 	return 0;
 }
 
@@ -780,24 +764,16 @@ static int read_keys(int fd, size_t key_size, void **keys, size_t *nr)
 	int err = 0;
 
 	for (;;) {
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			unsigned char *na = realloc(arr, ncap * key_size);
-
-			if (!na) {
-				err = -ENOMEM;
-				break;
-			}
-			arr = na;
-			cap = ncap;
-			prev = n ? arr + (n - 1) * key_size : NULL;
+		if (array_grow((void **)&arr, &cap, n + 1, key_size)) {
+			err = -ENOMEM;
+			break;
 		}
+		prev = n ? arr + (n - 1) * key_size : NULL; /* the array may have moved */
 		if (bpf_map_get_next_key(fd, prev, arr + n * key_size)) {
 			if (errno != ENOENT)
 				err = -errno;
 			break;
 		}
-		prev = arr + n * key_size;
 		n++;
 	}
 	if (err) {
@@ -870,7 +846,7 @@ static int read_counts(int fd, struct bp_sample_key **keys, uint64_t **vals, siz
 	enum { CHUNK = 1024 };
 	struct bp_sample_key *k = NULL;
 	uint64_t *v = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap_k = 0, cap_v = 0;
 	uint32_t token = 0;
 	bool first = true;
 	int err = 0;
@@ -879,18 +855,10 @@ static int read_counts(int fd, struct bp_sample_key **keys, uint64_t **vals, siz
 		DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts);
 		uint32_t count = CHUNK;
 
-		if (cap - n < CHUNK) {
-			struct bp_sample_key *nk = realloc(k, (cap + CHUNK) * sizeof(*k));
-			uint64_t *nv = nk ? realloc(v, (cap + CHUNK) * sizeof(*v)) : NULL;
-
-			if (nk)
-				k = nk;
-			if (!nv) {
-				err = -ENOMEM;
-				break;
-			}
-			v = nv;
-			cap += CHUNK;
+		if (array_grow((void **)&k, &cap_k, n + CHUNK, sizeof(*k)) ||
+		    array_grow((void **)&v, &cap_v, n + CHUNK, sizeof(*v))) {
+			err = -ENOMEM;
+			break;
 		}
 		if (!bpf_map_lookup_batch(fd, first ? NULL : &token, &token, k + n, v + n, &count,
 					  &opts)) {
@@ -1158,8 +1126,8 @@ void collector__detach(struct collector *c)
 	if (!c)
 		return;
 	for (size_t i = 0; i < c->nr_events; i++) {
-		bpf_link__destroy(c->links[i]);
-		close(c->pfds[i]);
+		bpf_link__destroy(c->events[i].link);
+		close(c->events[i].fd);
 	}
 	c->nr_events = 0;
 	c->sampling = false;
@@ -1180,8 +1148,7 @@ void collector__free(struct collector *c)
 	if (c->cpu_state)
 		munmap(c->cpu_state, c->cpu_state_len);
 	profile_bpf__destroy(c->skel);
-	free(c->pfds);
-	free(c->links);
+	free(c->events);
 	free(c);
 }
 

@@ -109,15 +109,8 @@ static int read_line(char *line, size_t len, struct profile *p, uint32_t **frame
 		if (n >= INPUT_MAX_DEPTH)
 			return errmsg_set(em, -EFBIG, "line %zu: more than %d frames", lineno,
 					  INPUT_MAX_DEPTH);
-		if (n == *cap) {
-			size_t ncap = *cap ? *cap * 2 : 128;
-			uint32_t *nf = realloc(*frames, ncap * sizeof(*nf));
-
-			if (!nf)
-				return -ENOMEM;
-			*frames = nf;
-			*cap = ncap;
-		}
+		if (array_grow((void **)frames, cap, n + 1, sizeof(**frames)))
+			return -ENOMEM;
 		pf = (struct pframe){ .name = s[0] ? s : "[unknown]", .kind = kind };
 		split_source(&pf, s, flen);
 		f = profile__frame_src(p, &pf);
@@ -147,15 +140,9 @@ static int read_folded(const uint8_t *buf, size_t len, struct profile *p, struct
 
 		lineno++;
 		/* A copy, NUL-terminated, without the CR and trailing blanks. */
-		if (l + 1 > line_cap) {
-			char *nlb = realloc(line, l + 1);
-
-			if (!nlb) {
-				rc = -ENOMEM;
-				break;
-			}
-			line = nlb;
-			line_cap = l + 1;
+		if (array_grow((void **)&line, &line_cap, l + 1, 1)) {
+			rc = -ENOMEM;
+			break;
 		}
 		memcpy(line, buf + pos, l);
 		pos += l + (nl ? 1 : 0);

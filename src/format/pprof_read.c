@@ -155,15 +155,8 @@ static int u64vec_push(void *ctx, uint64_t x)
 {
 	struct u64vec *vec = ctx;
 
-	if (vec->nr == vec->cap) {
-		size_t ncap = vec->cap ? vec->cap * 2 : 16;
-		uint64_t *nv = realloc(vec->v, ncap * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		vec->v = nv;
-		vec->cap = ncap;
-	}
+	if (array_grow((void **)&vec->v, &vec->cap, vec->nr + 1, sizeof(*vec->v)))
+		return -ENOMEM;
 	vec->v[vec->nr++] = x;
 	return 0;
 }
@@ -704,15 +697,9 @@ static int sample(struct pctx *c, struct pbr *m, size_t value_index, uint64_t di
 	}
 	if (err)
 		goto out;
-	if (fr->nr > *ids_cap) {
-		uint32_t *n = realloc(*ids, fr->nr * sizeof(*n));
-
-		if (!n) {
-			err = -ENOMEM;
-			goto out;
-		}
-		*ids = n;
-		*ids_cap = fr->nr;
+	if (array_grow((void **)ids, ids_cap, fr->nr, sizeof(**ids))) {
+		err = -ENOMEM;
+		goto out;
 	}
 	for (size_t i = 0; i < fr->nr; i++) /* leaf first -> root first */
 		(*ids)[i] = (uint32_t)fr->v[fr->nr - 1 - i];

@@ -60,19 +60,9 @@ static void pb_raw(struct pb *b, const void *d, size_t n)
 {
 	if (b->oom)
 		return;
-	if (b->len + n > b->cap) {
-		size_t ncap = b->cap ? b->cap : 256;
-		uint8_t *nb;
-
-		while (ncap < b->len + n)
-			ncap *= 2;
-		nb = realloc(b->buf, ncap);
-		if (!nb) {
-			b->oom = true;
-			return;
-		}
-		b->buf = nb;
-		b->cap = ncap;
+	if (n > SIZE_MAX - b->len || array_grow((void **)&b->buf, &b->cap, b->len + n, 1)) {
+		b->oom = true;
+		return;
 	}
 	memcpy(b->buf + b->len, d, n);
 	b->len += n;
@@ -181,17 +171,10 @@ static uint64_t str_id_raw(struct strtab *t, const char *s, bool *oom)
 	}
 	if (!created)
 		return (uintptr_t)e->value - 1;
-	if (t->nr == t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 64;
-		const char **n = realloc(t->strs, ncap * sizeof(*n));
-
-		if (!n) {
-			htab__remove(t->idx, s, strlen(s));
-			*oom = true;
-			return 0;
-		}
-		t->strs = n;
-		t->cap = ncap;
+	if (array_grow((void **)&t->strs, &t->cap, t->nr + 1, sizeof(*t->strs))) {
+		htab__remove(t->idx, s, strlen(s));
+		*oom = true;
+		return 0;
 	}
 	t->strs[t->nr] = (const char *)e->key;
 	e->value = (void *)(uintptr_t)(t->nr + 1);
@@ -397,15 +380,9 @@ static int encode(struct enc *e)
 		if (!s->count)
 			continue;
 		fr = profile__stack_get(e->p, s->stack, &n);
-		if (n > cap) {
-			uint64_t *grown = realloc(locs, n * sizeof(*locs));
-
-			if (!grown) {
-				e->oom = true;
-				break;
-			}
-			locs = grown;
-			cap = n;
+		if (array_grow((void **)&locs, &cap, n, sizeof(*locs))) {
+			e->oom = true;
+			break;
 		}
 		/* Location messages go out as frames are first seen, before the
 		 * sample that uses them: any order is valid protobuf. */

@@ -38,28 +38,15 @@ const struct reader *input__sniff(const uint8_t *buf, size_t len)
 
 static int read_stdin(size_t max, uint8_t **out, size_t *out_len)
 {
-	size_t len = 0, cap = 65536;
-	uint8_t *buf = malloc(cap);
+	size_t len = 0, cap = 0;
+	uint8_t *buf = NULL;
 
-	if (!buf)
-		return -ENOMEM;
 	for (;;) {
 		ssize_t n;
 
-		if (len == cap) {
-			uint8_t *nb;
-
-			if (cap > max) {
-				free(buf);
-				return -EFBIG;
-			}
-			nb = realloc(buf, cap * 2);
-			if (!nb) {
-				free(buf);
-				return -ENOMEM;
-			}
-			buf = nb;
-			cap *= 2;
+		if (len == cap && array_grow((void **)&buf, &cap, MAX(len + 1, (size_t)65536), 1)) {
+			free(buf);
+			return -ENOMEM;
 		}
 		n = read(STDIN_FILENO, buf + len, cap - len);
 		if (n < 0 && errno == EINTR)

@@ -85,16 +85,9 @@ static int fstats_build(const struct profile *p, bool by_module, struct fstats *
 			break;
 		}
 		if (created) {
-			if (fs->nr == cap) {
-				size_t ncap = cap ? cap * 2 : 64;
-				struct fstat *nv = realloc(fs->v, ncap * sizeof(*nv));
-
-				if (!nv) {
-					err = -ENOMEM;
-					break;
-				}
-				fs->v = nv;
-				cap = ncap;
+			if (array_grow((void **)&fs->v, &cap, fs->nr + 1, sizeof(*fs->v))) {
+				err = -ENOMEM;
+				break;
 			}
 			fs->v[fs->nr] =
 				(struct fstat){.name = f->name, .module = mod, .kind = f->kind};
@@ -360,16 +353,9 @@ static int process_table(FILE *f, const struct profile *p, unsigned top)
 			break;
 		}
 		if (created) {
-			if (nr == cap) {
-				size_t ncap = cap ? cap * 2 : 16;
-				struct pstat *nv = realloc(v, ncap * sizeof(*nv));
-
-				if (!nv) {
-					err = -ENOMEM;
-					break;
-				}
-				v = nv;
-				cap = ncap;
+			if (array_grow((void **)&v, &cap, nr + 1, sizeof(*v))) {
+				err = -ENOMEM;
+				break;
 			}
 			v[nr] = (struct pstat){.comm = s->comm, .pid = s->pid};
 			e->value = (void *)(uintptr_t)nr++;

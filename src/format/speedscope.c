@@ -80,32 +80,18 @@ static int group(const struct profile *p, bool merge, struct sprof **out, size_t
 			break;
 		}
 		if (created) {
-			if (nr == cap) {
-				size_t ncap = cap ? cap * 2 : 8;
-				struct sprof *nv = realloc(v, ncap * sizeof(*nv));
-
-				if (!nv) {
-					err = -ENOMEM;
-					break;
-				}
-				v = nv;
-				cap = ncap;
+			if (array_grow((void **)&v, &cap, nr + 1, sizeof(*v))) {
+				err = -ENOMEM;
+				break;
 			}
 			v[nr] = (struct sprof){.comm = merge ? "all processes" : s->comm,
 					       .pid = merge ? 0 : s->pid};
 			e->value = (void *)(uintptr_t)nr++;
 		}
 		sp = &v[(uintptr_t)e->value];
-		if (sp->nr == sp->cap) {
-			size_t ncap = sp->cap ? sp->cap * 2 : 16;
-			size_t *ns = realloc(sp->samples, ncap * sizeof(*ns));
-
-			if (!ns) {
-				err = -ENOMEM;
-				break;
-			}
-			sp->samples = ns;
-			sp->cap = ncap;
+		if (array_grow((void **)&sp->samples, &sp->cap, sp->nr + 1, sizeof(*sp->samples))) {
+			err = -ENOMEM;
+			break;
 		}
 		sp->samples[sp->nr++] = i;
 		sp->total += s->count;

@@ -8,20 +8,14 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
+#include "profile_abi.h"
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-#define KREAD_MAX 65536
-
-struct kread_args {
-	__u64 addr;
-	__u32 len;
-	__u32 pad;
-};
 
 char buf[KREAD_MAX];
 
 SEC("syscall")
-int kread(struct kread_args *a)
+int kread(struct bp_kread_args *a)
 {
 	__u32 len = a->len;
 

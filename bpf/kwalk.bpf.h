@@ -14,10 +14,18 @@
  * trampoline, an iret frame, a switch to another stack - makes the caller
  * take bpf_get_stack() for the whole stack, so the result is the kernel's
  * in every case (tests run with kw_verify, which checks every stack).
- * Included by profile.bpf.c after unwind.bpf.h; x86-64 only.
+ * It shares the row cache and its search with the user-stack walker
+ * (unwind.bpf.h). x86-64 only.
  */
 #ifndef BPFPROF_KWALK_BPF_H
 #define BPFPROF_KWALK_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#include "profile_abi.h"
+#include "cpu_state.bpf.h"
+#include "unwind.bpf.h"
 
 const volatile bool kw_enabled = false;
 const volatile bool kw_verify = false; /* tests: compare with bpf_get_stack() */

@@ -22,8 +22,13 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+
 #include "profile_abi.h"
-#include "unwind_state.bpf.h"
+#include "cpu_state.bpf.h"
+#include "unwind.bpf.h"
+#if defined(__TARGET_ARCH_x86)
+#include "kwalk.bpf.h"
+#endif
 
 #define PF_KTHREAD 0x00200000
 #define EEXIST	   17
@@ -82,41 +87,6 @@ struct {
 	.values = { &stacks_0, &stacks_1 },
 };
 
-/*
- * Everything a sample writes on its CPU, in one place: the counters, the
- * stacks being read, the walker's registers and caches. At 99 Hz every
- * sample starts with cold caches and TLB, so what matters is how many lines
- * and pages it touches: one array value per CPU, indexed by CPU number
- * (perf_event programs do not nest on a CPU), instead of three per-CPU maps
- * on three pages. Not PERCPU_ARRAY values, which are only 8-byte aligned: an
- * mmapable array's values start on a page, so the row cache lines up.
- * Userspace reads the counters through an mmap of this map.
- */
-struct cpu_state {
-	__u64 stats[STAT_MAX]; /* enum bp_stat; first: userspace reads it at offset 0 */
-	struct bp_stack kernel; /* this sample's stacks */
-	struct bp_stack user;
-	struct uw_state uw;	/* the walkers' registers */
-	struct bp_stack check;	/* kw_verify: the kernel stack from bpf_get_stack() */
-	/* The walkers' row cache on a page of its own: 32-byte entries, two per
-	 * cache line, so a probe touches one line and every probe one page. */
-	struct uw_cent uw_cache[UW_CACHE_SIZE] __attribute__((aligned(4096)));
-	/* Hot keys (profile_abi.h), per buffer set: the value's last page. */
-	struct bp_hot_slot hot[PROFILE_NR_BUFS][PROFILE_HOT_SLOTS] __attribute__((aligned(4096)));
-};
-
-_Static_assert(sizeof(((struct cpu_state *)0)->hot) == 4096, "hot slots: one page");
-_Static_assert(__builtin_offsetof(struct cpu_state, hot) + 4096 == sizeof(struct cpu_state),
-	       "hot slots: the last page of a cpu_state value (collector.c finds them there)");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1); /* set by userspace to the number of possible CPUs */
-	__type(key, __u32);
-	__type(value, struct cpu_state);
-} cpu_state SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1); /* resized by userspace to the number of targets */
@@ -141,82 +111,10 @@ struct {
 	__type(value, struct bp_proc_seen);
 } seen SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
-} events SEC(".maps");
-
-static __always_inline struct cpu_state *cpu_state_get(void)
-{
-	__u32 cpu = bpf_get_smp_processor_id();
-
-	return bpf_map_lookup_elem(&cpu_state, &cpu);
-}
-
-static __always_inline void stat_add(__u32 idx, __u64 n)
-{
-	struct cpu_state *cs = cpu_state_get();
-
-	if (cs && idx < STAT_MAX)
-		cs->stats[idx] += n; /* this CPU's, and runs do not nest on a CPU */
-}
-
-static __always_inline void stat_inc(__u32 idx)
-{
-	stat_add(idx, 1);
-}
-
-/*
- * Where a sample's time goes, for tools/bench_breakdown.py only: built with
- * -DBPFPROF_TIMING, the program adds the time of each part into this array
- * (index: enum bp_timing). Costs a few clock reads per sample; off by default.
- */
-#ifdef BPFPROF_TIMING
-enum bp_timing {
-	TM_SAMPLES,	  /* samples timed (not idle, not filtered) */
-	TM_IDENTITY,	  /* task identity: ids, comm */
-	TM_KSTACK,	  /* kernel stack (0 when the sample was in user mode) */
-	TM_USTACK,	  /* user stack */
-	TM_HOT,		  /* aggregation, key already counted ... */
-	TM_HOT_N,	  /* ... how many */
-	TM_NEW,		  /* aggregation, new key: notice check, stacks stored, key inserted ... */
-	TM_NEW_N,	  /* ... how many */
-	TM_UPROC,	  /* user stack: finding the process's tables (part of TM_USTACK) */
-	TM_UFRAMES,	  /* user stack: frames */
-	TM_UW_HIT,	  /* user frames: row cache probe that hit ... */
-	TM_UW_HIT_N,	  /* ... how many */
-	TM_UW_MISS,	  /* user frames: probe that missed, and the searches ... */
-	TM_UW_MISS_N,	  /* ... how many */
-	TM_UW_REST,	  /* user table frames: the step after the row was found */
-	TM_MAX,
-};
-
-/* Per CPU: no atomic adds on lines shared between CPUs inside the times. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, TM_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} timing SEC(".maps");
-
-static __always_inline void tm_add(__u32 idx, __u64 v)
-{
-	__u64 *p = bpf_map_lookup_elem(&timing, &idx);
-
-	if (p)
-		*p += v;
-}
-#define TM_NOW(t)	 __u64 t = bpf_ktime_get_ns()
-#define TM_ADD(idx, v) tm_add(idx, v)
-#else
-#define TM_NOW(t)	 do { } while (0)
-#define TM_ADD(idx, v) do { } while (0)
-#endif
-
 /* One mixing step per frame; 0 is reserved for "no stack". */
 static __always_inline __u64 stack_hash(const struct bp_stack *st, __u64 seed)
 {
-	__u64 h = seed ^ ((__u64)st->nr * 0x9e3779b97f4a7c15ULL);
+	__u64 h = seed ^ ((__u64)st->nr * BP_GOLDEN);
 
 	for (__u32 i = 0; i < PROFILE_MAX_DEPTH; i++) {
 		if (i >= st->nr)
@@ -273,11 +171,6 @@ static __always_inline void notify_new_image(__u32 tgid, __u64 start_time, __u64
 	bpf_ringbuf_submit(e, 0);
 	bpf_map_update_elem(&seen, &tgid, &cur, BPF_ANY);
 }
-
-#include "unwind.bpf.h"
-#if defined(__TARGET_ARCH_x86)
-#include "kwalk.bpf.h"
-#endif
 
 #if defined(__TARGET_ARCH_x86)
 /* kw_verify (tests): the walk must equal bpf_get_stack(); if not, counted,
@@ -373,7 +266,7 @@ static __always_inline bool read_user_stack(struct bpf_perf_event_data *ctx,
 		case UW_OK:
 			TM_ADD(TM_UFRAMES, st->nr);
 			if (st->nr)
-				key->ustack = stack_hash(st, 0x75);
+				key->ustack = stack_hash(st, BP_SEED_USTACK);
 			return true;
 		case UW_NO_REGS:
 			return false;
@@ -382,7 +275,7 @@ static __always_inline bool read_user_stack(struct bpf_perf_event_data *ctx,
 		}
 	}
 #endif
-	return read_stack(ctx, st, BPF_F_USER_STACK, 0x75, &key->ustack);
+	return read_stack(ctx, st, BPF_F_USER_STACK, BP_SEED_USTACK, &key->ustack);
 }
 
 SEC("perf_event")
@@ -440,10 +333,10 @@ int do_sample(struct bpf_perf_event_data *ctx)
 			if (walked && kw_verify)
 				walked = kw_check(ctx, scr);
 			if (walked && scr->kernel.nr)
-				key.kstack = stack_hash(&scr->kernel, 0x6b);
+				key.kstack = stack_hash(&scr->kernel, BP_SEED_KSTACK);
 		}
 #endif
-		if (!walked && !read_stack(ctx, &scr->kernel, 0, 0x6b, &key.kstack)) {
+		if (!walked && !read_stack(ctx, &scr->kernel, 0, BP_SEED_KSTACK, &key.kstack)) {
 			key.flags |= SAMPLE_F_KSTACK_ERR;
 			stat_inc(STAT_KSTACK_ERR);
 		}

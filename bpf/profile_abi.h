@@ -4,10 +4,15 @@
  *
  * Fixed-width types only: this header is compiled once for the BPF target and
  * once for the host, and both sides must agree on every byte of the map keys
- * and values below.
+ * and values below; a _Static_assert after each struct pins its size, so a
+ * field added on one side only fails the build of both.
  */
 #ifndef BPFPROF_PROFILE_ABI_H
 #define BPFPROF_PROFILE_ABI_H
+
+#ifndef __VMLINUX_H__ /* BPF programs get the __u* types from vmlinux.h */
+#include <linux/types.h>
+#endif
 
 #define PROFILE_MAX_DEPTH 127 /* frames per stack, the kernel's own limit */
 #define PROFILE_COMM_LEN  16  /* TASK_COMM_LEN */
@@ -42,6 +47,7 @@ struct bp_sample_key {
 	__u32 pad;
 	char comm[PROFILE_COMM_LEN];
 };
+_Static_assert(sizeof(struct bp_sample_key) == 64, "bp_sample_key: whole 8-byte words (hashed)");
 
 /*
  * Hot keys: each CPU counts the keys it sees most in slots of its own
@@ -59,19 +65,36 @@ struct bp_hot_slot {
 	__u64 khash; /* bp_key_hash() of the key; 0: free */
 	__u64 count;
 };
+_Static_assert(sizeof(struct bp_hot_slot) == 16, "bp_hot_slot");
+_Static_assert(sizeof(struct bp_hot_slot) * PROFILE_HOT_SLOTS * PROFILE_NR_BUFS == 4096,
+	       "hot slots: one page per CPU");
 
-/* splitmix64-style mixing, one 64-bit word at a time; never 0 at the end. */
+/*
+ * Hashing. Stack ids, key hashes and address-space signatures all use the
+ * same mixing step (splitmix64's finalizer constants), each started from
+ * its own seed so that equal inputs of different kinds never share a value:
+ * a kernel and a user stack with the same addresses get different ids.
+ */
+#define BP_MIX_MUL1	  0xbf58476d1ce4e5b9ULL /* splitmix64 */
+#define BP_MIX_MUL2	  0x94d049bb133111ebULL
+#define BP_GOLDEN	  0x9e3779b97f4a7c15ULL /* 2^64 / golden ratio: spreads small values */
+#define BP_SEED_KEY	  0x243f6a8885a308d3ULL /* pi's fraction: sample keys, mm signatures */
+#define BP_SEED_KSTACK	  0x6bULL		/* 'k': kernel stacks */
+#define BP_SEED_USTACK	  0x75ULL		/* 'u': user stacks */
+
+/* One 64-bit word into the hash. */
 static inline __u64 bp_hash_step(__u64 h, __u64 w)
 {
 	h ^= w;
-	h *= 0xbf58476d1ce4e5b9ULL;
+	h *= BP_MIX_MUL1;
 	return h ^ (h >> 31);
 }
 
+/* The final avalanche; never 0 (0 means "no stack"). */
 static inline __u64 bp_hash_end(__u64 h)
 {
 	h ^= h >> 30;
-	h *= 0x94d049bb133111ebULL;
+	h *= BP_MIX_MUL2;
 	h ^= h >> 31;
 	return h ? h : 1;
 }
@@ -80,7 +103,7 @@ static inline __u64 bp_hash_end(__u64 h)
 static inline __u64 bp_key_hash(const struct bp_sample_key *k)
 {
 	const __u64 *w = (const __u64 *)k;
-	__u64 h = 0x243f6a8885a308d3ULL;
+	__u64 h = BP_SEED_KEY;
 
 	for (int i = 0; i < (int)(sizeof(*k) / sizeof(__u64)); i++)
 		h = bp_hash_step(h, w[i]);
@@ -93,6 +116,7 @@ struct bp_stack {
 	__u32 pad;
 	__u64 ips[PROFILE_MAX_DEPTH];
 };
+_Static_assert(sizeof(struct bp_stack) == 1024, "bp_stack: 8 + 8 x PROFILE_MAX_DEPTH");
 
 /*
  * The kernel's ORC unwind table, reshaped by src/unwind/korc.c for the
@@ -107,11 +131,13 @@ struct bp_korc_ent {
 	__u32 ip;
 	__u32 uniq;
 };
+_Static_assert(sizeof(struct bp_korc_ent) == 8, "bp_korc_ent");
 
 struct bp_korc_block {
 	__u32 first;
 	__u32 count;
 };
+_Static_assert(sizeof(struct bp_korc_block) == 8, "bp_korc_block");
 
 /* struct orc_entry, kernels 6.3+: s16 sp_offset, s16 bp_offset, then
  * sp_reg:4 bp_reg:4 type:3 signal:1 (checked against BTF before use). */
@@ -182,6 +208,7 @@ struct bp_proc_event {
 	char comm[PROFILE_COMM_LEN];
 	__u64 mm_sig; /* bp_mm_sig() of the address space sampled, 0 if unknown */
 };
+_Static_assert(sizeof(struct bp_proc_event) == 48, "bp_proc_event");
 
 /* bp_proc_event.kind */
 #define PROC_EVENT_NEW_IMAGE 0 /* first sample of a new program image */
@@ -192,6 +219,7 @@ struct bp_proc_seen {
 	__u64 start_time;
 	__u64 exec_id;
 };
+_Static_assert(sizeof(struct bp_proc_seen) == 16, "bp_proc_seen");
 
 /*
  * Identity of an address space, from mm fields /proc/PID/stat also shows
@@ -206,14 +234,21 @@ static inline __u64 bp_mm_sig(__u64 start_code, __u64 end_code, __u64 start_brk,
 			      __u64 env_end)
 {
 	__u64 v[5] = { start_code, end_code, start_brk, arg_start, env_end };
-	__u64 h = 0x243f6a8885a308d3ULL;
+	__u64 h = BP_SEED_KEY;
 
-	for (int i = 0; i < 5; i++) {
-		h ^= v[i];
-		h *= 0xbf58476d1ce4e5b9ULL;
-		h ^= h >> 31;
-	}
+	for (int i = 0; i < 5; i++)
+		h = bp_hash_step(h, v[i]);
 	return h ? h : 1;
 }
+
+/* kread.bpf.c's context (BPF_PROG_TEST_RUN ctx_in): copy len bytes at addr. */
+#define KREAD_MAX 65536 /* bytes per run */
+
+struct bp_kread_args {
+	__u64 addr;
+	__u32 len;
+	__u32 pad;
+};
+_Static_assert(sizeof(struct bp_kread_args) == 16, "bp_kread_args");
 
 #endif /* BPFPROF_PROFILE_ABI_H */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * unwind.bpf.h - the user-stack walker that follows .eh_frame unwind tables
- * (built in userspace by src/unwind/, format in unwind_abi.h). Included by
- * profile.bpf.c after its maps and stat_inc(); only BPF code sees it.
+ * (built in userspace by src/unwind/, format in unwind_abi.h). Only BPF code
+ * sees it; the per-CPU state, counters and ring buffer it uses are in
+ * cpu_state.bpf.h.
  *
  * Per frame: find the mapping holding the pc (cached between frames, else
  * a binary search over the process's sorted mappings), then the table row
@@ -30,6 +31,10 @@
 #ifndef BPFPROF_UNWIND_BPF_H
 #define BPFPROF_UNWIND_BPF_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#include "cpu_state.bpf.h"
 #include "unwind_state.bpf.h"
 
 struct uw_ctx {
@@ -200,7 +205,7 @@ static __always_inline struct uw_cent *uw_cache_of(struct uw_state *st)
 static __always_inline struct uw_cent *uw_cache_find(struct uw_state *st, __u64 pc, __u32 gen,
 						     __u32 maps, bool *hit)
 {
-	__u32 set = (__u32)(((pc ^ maps) * 0x9e3779b97f4a7c15ULL) >> 56) & (UW_CACHE_SETS - 1);
+	__u32 set = (__u32)(((pc ^ maps) * BP_GOLDEN) >> 56) & (UW_CACHE_SETS - 1);
 	struct uw_cent *ce = &uw_cache_of(st)[set * 2];
 	struct uw_cent t;
 

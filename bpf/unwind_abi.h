@@ -20,10 +20,14 @@
  *     by start address.
  *
  * The per-process entry (struct bp_uproc, hash map keyed by tgid) names the
- * mapping run. Fixed-width types only.
+ * mapping run. Fixed-width types only; every struct's size is pinned.
  */
 #ifndef BPFPROF_UNWIND_ABI_H
 #define BPFPROF_UNWIND_ABI_H
+
+#ifndef __VMLINUX_H__ /* BPF programs get the __u* types from vmlinux.h */
+#include <linux/types.h>
+#endif
 
 #define UNWIND_PAGE_SHIFT  12 /* page index granularity: 4 KiB of text */
 #define UNWIND_CHUNK_SHIFT 17
@@ -77,12 +81,14 @@ struct bp_urow {
 	__s8 rbp;  /* rbp slot offset in 8-byte units; PLT: the rip & 15 threshold */
 	__u16 cfa; /* CFA offset in bytes (s16 for UROW_CFA_DEREF_RBP) */
 };
+_Static_assert(sizeof(struct bp_urow) == 8, "bp_urow: one slot");
 
 /* One page of the page index: the rows covering [base + p * 4096, +4096). */
 struct bp_upage {
 	__u32 first; /* global slot of the row covering the page start */
 	__u32 count; /* rows, 0 if the page has no CFI at all */
 };
+_Static_assert(sizeof(struct bp_upage) == 8, "bp_upage: one slot");
 
 /*
  * One executable mapping of a process: vaddr (as in the table) =
@@ -95,6 +101,7 @@ struct bp_umap {
 	__u32 pages;	  /* global slot of page 0 of the table's page index */
 	__u32 nr_pages;
 };
+_Static_assert(sizeof(struct bp_umap) == 8 * UNWIND_MAP_SLOTS, "bp_umap: UNWIND_MAP_SLOTS slots");
 
 /* bp_uproc.flags */
 #define UPROC_F_ANY_IMAGE 1 /* installed before the first notice (-p): ids not known yet */
@@ -109,5 +116,6 @@ struct bp_uproc {
 	__u32 flags; /* UPROC_F_* */
 	__u32 pad;
 };
+_Static_assert(sizeof(struct bp_uproc) == 40, "bp_uproc");
 
 #endif /* BPFPROF_UNWIND_ABI_H */

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * unwind_state.bpf.h - the user-stack walker's settings, maps and per-CPU
- * state types. profile.bpf.c includes it before its own per-CPU state (which
+ * state types. cpu_state.bpf.h includes it for its per-CPU state (which
  * holds a struct uw_state); the walker's code is in unwind.bpf.h.
  */
 #ifndef BPFPROF_UNWIND_STATE_BPF_H
 #define BPFPROF_UNWIND_STATE_BPF_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#include "profile_abi.h"
 #include "unwind_abi.h"
 
 const volatile __u32 unwind_mode = UNWIND_MODE_FP;

@@ -129,10 +129,7 @@ static int orc_layout_ok(void)
 /* Copies len bytes of kernel memory at addr (kread.bpf.c). */
 static int kread(struct kread_bpf *sk, void *dst, uint64_t addr, size_t len)
 {
-	struct {
-		uint64_t addr;
-		uint32_t len, pad;
-	} a = { 0 };
+	struct bp_kread_args a = { 0 };
 
 	for (size_t off = 0; off < len;) {
 		size_t n = MIN(len - off, sizeof(sk->bss->buf));

@@ -244,7 +244,8 @@ static void test_pprof_leaf_addresses(void **state)
 	struct psample s = {.pid = 7, .comm = "app"};
 	uint32_t ids[3];
 	uint64_t by_addr[4] = {0};
-	char err[256], *gz, *folded;
+	struct errmsg err = { 0 };
+	char *gz, *folded;
 	size_t zlen;
 
 	ids[0] = (uint32_t)profile__frame(p, FRAME_USER, "main", "/bin/app");
@@ -268,7 +269,7 @@ static void test_pprof_leaf_addresses(void **state)
 	free(folded);
 
 	gz = fx_write(&writer_pprof, p, NULL, &zlen);
-	q = read_buf(&reader_pprof, gz, zlen, 0, err, sizeof(err));
+	q = read_buf(&reader_pprof, gz, zlen, 0, &err);
 	assert_int_equal(profile__nr_samples(q), 4);
 	for (size_t i = 0; i < profile__nr_samples(q); i++) {
 		const struct psample *t = profile__sample(q, i);

@@ -631,23 +631,21 @@ static void conn_read(struct httpd *h, struct conn *c)
 	for (;;) {
 		ssize_t r;
 
-		if (c->in_len == c->in_cap) {
-			size_t cap = c->in_cap ? c->in_cap * 2 : 1024;
-			char *n;
+		/* Never more than HTTPD_HEADER_MAX bytes read, whatever was allocated. */
+		size_t room = MIN(c->in_cap, (size_t)HTTPD_HEADER_MAX);
 
-			if (c->in_cap >= HTTPD_HEADER_MAX) {
+		if (c->in_len == room) {
+			if (room >= HTTPD_HEADER_MAX) {
 				text(h, c, 431, "request header too large\n", false);
 				return;
 			}
-			n = realloc(c->in, MIN(cap, (size_t)HTTPD_HEADER_MAX));
-			if (!n) {
+			if (array_grow((void **)&c->in, &c->in_cap, MAX(c->in_len + 1, (size_t)1024), 1)) {
 				conn_close(h, c);
 				return;
 			}
-			c->in = n;
-			c->in_cap = MIN(cap, (size_t)HTTPD_HEADER_MAX);
+			room = MIN(c->in_cap, (size_t)HTTPD_HEADER_MAX);
 		}
-		r = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+		r = read(c->fd, c->in + c->in_len, room - c->in_len);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0 && errno == EAGAIN)

@@ -195,6 +195,16 @@ $(OUT)/workloads/pieapp: tests/workloads/pieapp.c $(OUT)/workloads/libwl.so | $(
 	$(call msg,CC,$@)
 	$(Q)$(CLANG) $(WL_CFLAGS) -fPIE -pie $< -o $@ -L$(OUT)/workloads -lwl -Wl,-rpath,'$$ORIGIN'
 
+# The Go workload, with symbols and stripped as Go releases ship (-s -w).
+GO ?= go
+GO_WORKLOADS := $(OUT)/workloads/gohot $(OUT)/workloads/gohot-stripped
+$(OUT)/workloads/gohot: tests/workloads/gohot/main.go tests/workloads/gohot/go.mod | $(OUT)/workloads
+	$(call msg,GO,$@)
+	$(Q)cd tests/workloads/gohot && $(GO) build -o $(abspath $@) .
+$(OUT)/workloads/gohot-stripped: tests/workloads/gohot/main.go tests/workloads/gohot/go.mod | $(OUT)/workloads
+	$(call msg,GO,$@)
+	$(Q)cd tests/workloads/gohot && $(GO) build -ldflags='-s -w' -o $(abspath $@) .
+
 # Workloads for the unwinder tests, built the way distributions build code
 # (gcc -O2, no frame pointers, .eh_frame only), except uw_mixed's own code:
 # frame pointers and no unwind tables at all (no -g: no .debug_frame either).
@@ -234,7 +244,7 @@ $(OUT)/tools/symbench: tools/symbench.c $(OUT)/libcore.a
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(OUT)/libcore.a $(EXTRA_LDFLAGS) $(LDLIBS_CORE) -o $@
 
 .PHONY: unit-tests test-deps
-unit-tests: $(UNIT_BINS) $(FIXTURES)
+unit-tests: $(UNIT_BINS) $(FIXTURES) $(GO_WORKLOADS)
 test-deps: all unit-tests $(WORKLOADS) $(OUT)/workloads/libwl.so $(UW_WORKLOADS) \
 	   $(OUT)/tools/symbench
 

@@ -27,8 +27,9 @@ $BUILD_ONLY || PACKAGES+=(
 	python3 python3-pytest
 	linux-perf bpftrace util-linux procps curl
 	# tests of the output formats: go tool pprof reads the pprof files, headless
-	# Chromium draws the SVG flame graphs (with the monospace font they name)
-	golang-go chromium fonts-dejavu-core
+	# Chromium draws the SVG flame graphs (with the monospace font they name);
+	# Go also builds the Go workload (stripped Go binaries, .gopclntab)
+	golang-go golang-1.19-go chromium fonts-dejavu-core
 	# --unwind tests: Debian binaries without frame pointers, libc's debug symbols
 	# (__libc_start_call_main is a local symbol) for perf and for the tests
 	xz-utils sqlite3 libc6-dbg

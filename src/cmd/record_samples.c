@@ -60,15 +60,22 @@ static int64_t frame_of(struct record_ctx *rc, const struct sym *s)
 		profile__set_build_id(rc->prof, s->module, hex);
 	}
 
-	return profile__frame(rc->prof, s->kind, name, s->module);
+	return profile__frame_src(rc->prof, &(struct pframe){ .name = name, .module = s->module,
+							      .kind = s->kind, .file = s->file,
+							      .line = s->line });
 }
+
+/* Frames of a user stack with the inlined functions added (Go). */
+#define USER_FRAMES_MAX (2 * PROFILE_MAX_DEPTH)
 
 int record__on_sample(void *ctx, const struct collector_sample *s)
 {
 	struct record_ctx *rc = ctx;
 	const struct bp_sample_key *k = s->key;
 	struct proc_id id = { .pid = k->tgid, .start_time = k->start_time, .exec_id = k->exec_id };
-	uint32_t frames[2 * PROFILE_MAX_DEPTH + 1];
+	/* User frames with their inlined ones (at most USER_FRAMES_MAX), kernel frames. */
+	uint32_t frames[USER_FRAMES_MAX + 1 + PROFILE_MAX_DEPTH];
+	struct sym syms[SYM_MAX_FRAMES];
 	char comm[PROFILE_COMM_LEN + 1];
 	struct psample ps = { 0 };
 	uint32_t n = 0;
@@ -82,14 +89,21 @@ int record__on_sample(void *ctx, const struct collector_sample *s)
 	 * instruction itself, which may be a function's first one.
 	 */
 	for (uint32_t i = s->nr_uips; i-- > 0;) {
-		symbolizer__user(rc->sym, &id, s->uips[i], i == 0, &sym);
+		/* Inlined frames (Go) only while there is room for one frame per ip. */
+		size_t room = USER_FRAMES_MAX - n - i, nr;
+
+		nr = symbolizer__user_frames(rc->sym, &id, s->uips[i], i == 0, syms,
+					     MIN(room, ARRAY_SIZE(syms)));
 		rc->frames++;
-		f = frame_of(rc, &sym);
-		if (f < 0)
-			return (int)f;
-		frames[n++] = (uint32_t)f;
+		/* The function, then what was inlined into it, innermost last. */
+		for (size_t j = nr; j-- > 0;) {
+			f = frame_of(rc, &syms[j]);
+			if (f < 0)
+				return (int)f;
+			frames[n++] = (uint32_t)f;
+		}
 		if (i == 0 && rc->o->addresses)
-			ps.addr = sym.addr; /* the leaf's address in its file */
+			ps.addr = syms[nr - 1].addr; /* the leaf's address in its file */
 	}
 	if ((k->flags & SAMPLE_F_USTACK_ERR) && !rc->o->kernel_only) {
 		f = profile__frame(rc->prof, FRAME_USER, "[unknown]", NULL);

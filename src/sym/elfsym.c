@@ -38,6 +38,7 @@
 #include <zstd.h>
 
 #include "base/htab.h"
+#include "lang/gopclntab.h"
 #include "sym/demangle.h"
 #include "base/util.h"
 #include "proc/elffile.h"
@@ -70,6 +71,15 @@
  */
 #define ELFSYM_WALK_BACK 16
 
+/*
+ * Go's pc-line table and the read-only data holding its inline trees: at
+ * most this much of each is read (a large Go binary has tens of MiB), and
+ * the data searched for the runtime's moduledata.
+ */
+#define ELFSYM_GO_MAX_TABLE (256u << 20)
+#define ELFSYM_GO_MAX_DATA  (128u << 20)
+#define ELFSYM_GO_MAX_SCAN  (64u << 20)
+
 /* ELFCOMPRESS_ZSTD is missing from older <elf.h>. */
 #ifndef ELFCOMPRESS_ZSTD
 #define ELFCOMPRESS_ZSTD 2
@@ -101,6 +111,7 @@ struct elfsym {
 	size_t build_id_len;
 	uint8_t build_id[BUILD_ID_MAX];
 	struct elfsym *merged; /* whose names syms may point to (chain) */
+	struct gopclntab *go;  /* Go's pc-line table, or NULL */
 	struct htab *pretty;   /* symbol index -> demangled name, filled lazily */
 	size_t bytes;	       /* heap bytes held, roughly */
 };
@@ -118,6 +129,7 @@ struct sec_info {
 	uint64_t end;	 /* sh_addr + sh_size, 0 if that overflows */
 	size_t xndx_scn; /* for a symbol table: its SHT_SYMTAB_SHNDX section, or 0 */
 	uint32_t type;
+	uint64_t addr, offset, size, flags;
 };
 
 struct builder {
@@ -135,6 +147,8 @@ struct builder {
 	void **owned; /* inflated buffers the candidates' names point into */
 	size_t nr_owned;
 	struct elfsym *mini; /* symbols from .gnu_debugdata */
+	/* Sections Go binaries have (index, 0 if absent). */
+	size_t go_pclntab, go_noptrdata, go_text, go_rodata;
 };
 
 
@@ -802,6 +816,8 @@ bad:
 	b->es->bad++;
 }
 
+static int builder__read_go(struct builder *b);
+
 static int builder__read_sections(struct builder *b)
 {
 	Elf_Scn *scn = NULL, *debugdata = NULL;
@@ -813,7 +829,7 @@ static int builder__read_sections(struct builder *b)
 	if (elf_getshdrnum(b->elf, &b->shnum) || b->shnum > b->file_size / 40)
 		return -EINVAL;
 	if (!b->shnum)
-		return 0;
+		return builder__read_go(b);
 	/* Names only pick optional sections: a bad name table just means none. */
 	if (elf_getshdrstrndx(b->elf, &shstrndx) || shstrndx >= b->shnum)
 		shstrndx = 0;
@@ -826,6 +842,10 @@ static int builder__read_sections(struct builder *b)
 		if (!scn || !gelf_getshdr(scn, &sh))
 			return -EINVAL;
 		b->secs[i].type = sh.sh_type;
+		b->secs[i].addr = sh.sh_addr;
+		b->secs[i].offset = sh.sh_offset;
+		b->secs[i].size = sh.sh_size;
+		b->secs[i].flags = sh.sh_flags;
 		if (sh.sh_size <= UINT64_MAX - sh.sh_addr)
 			b->secs[i].end = sh.sh_addr + sh.sh_size;
 	}
@@ -844,6 +864,16 @@ static int builder__read_sections(struct builder *b)
 			return -EINVAL;
 		if (shstrndx && (sh.sh_type == SHT_PROGBITS || sh.sh_type == SHT_RELA))
 			name = elf_strptr(b->elf, shstrndx, sh.sh_name);
+		if (name && sh.sh_type == SHT_PROGBITS && !(sh.sh_flags & SHF_COMPRESSED)) {
+			if (!strcmp(name, ".gopclntab"))
+				b->go_pclntab = i;
+			else if (!strcmp(name, ".noptrdata"))
+				b->go_noptrdata = i;
+			else if (!strcmp(name, ".text"))
+				b->go_text = i;
+			else if (!strcmp(name, ".rodata"))
+				b->go_rodata = i;
+		}
 		if (name && sh.sh_type == SHT_RELA && !strcmp(name, ".rela.plt"))
 			rela_plt = i;
 		else if (name && !strcmp(name, ".plt"))
@@ -868,10 +898,168 @@ static int builder__read_sections(struct builder *b)
 	/* MiniDebugInfo only adds what a stripped file lacks. */
 	if (debugdata && !b->es->has_symtab)
 		builder__read_debugdata(b, debugdata, &ddsh);
+	err = builder__read_go(b);
+	if (err)
+		return err;
 	err = builder__read_plt(b, rela_plt, plt, plt_sec);
 	if (err)
 		return err;
 	return builder__read_plt_got(b, plt_got, rela_dyn);
+}
+
+/* --- Go ------------------------------------------------------------------------- */
+
+/* size bytes of the file at off (libelf's pread, owned by libelf), or NULL. */
+static const uint8_t *file_bytes(struct builder *b, uint64_t off, uint64_t size)
+{
+	Elf_Data *d;
+
+	if (!size || off > b->file_size || size > b->file_size - off || off > INT64_MAX)
+		return NULL;
+	d = elf_getdata_rawchunk(b->elf, (int64_t)off, size, ELF_T_BYTE);
+	return d && d->d_size == size ? d->d_buf : NULL;
+}
+
+/* The file bytes of section i, at most max (from its start). */
+static const uint8_t *section_raw(struct builder *b, size_t i, uint64_t max, uint64_t *len)
+{
+	const struct sec_info *si = &b->secs[i];
+
+	*len = si->size < max ? si->size : max;
+	return si->type == SHT_PROGBITS ? file_bytes(b, si->offset, *len) : NULL;
+}
+
+/* Where vaddr lies: a section (if there are any) else a PT_LOAD segment. */
+static const uint8_t *bytes_from(struct builder *b, uint64_t vaddr, uint64_t max, uint64_t *len)
+{
+	for (size_t i = 1; i < b->shnum; i++) {
+		const struct sec_info *si = &b->secs[i];
+
+		if (si->type == SHT_PROGBITS && (si->flags & SHF_ALLOC) && vaddr >= si->addr &&
+		    vaddr < si->end) {
+			*len = MIN(si->end - vaddr, max);
+			return file_bytes(b, si->offset + (vaddr - si->addr), *len);
+		}
+	}
+	for (size_t i = 0; i < b->es->nr_segs; i++) {
+		const struct elfsym_seg *sg = &b->es->segs[i];
+
+		if (vaddr >= sg->vaddr && vaddr - sg->vaddr < sg->filesz) {
+			*len = MIN(sg->filesz - (vaddr - sg->vaddr), max);
+			return file_bytes(b, sg->off + (vaddr - sg->vaddr), *len);
+		}
+	}
+	return NULL;
+}
+
+/*
+ * A table without its section header (sstrip, or a renamed section): the
+ * read-only segments are searched for its header. Only files without
+ * section headers pay for this.
+ */
+static struct gopclntab *scan_for_pclntab(struct builder *b)
+{
+	GElf_Phdr ph;
+	size_t phnum;
+
+	if (b->shnum || elf_getphdrnum(b->elf, &phnum))
+		return NULL;
+	for (size_t i = 0; i < phnum; i++) {
+		const uint8_t *d;
+		uint64_t len;
+
+		if (!gelf_getphdr(b->elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    (ph.p_flags & (PF_W | PF_X)) || !(ph.p_flags & PF_R))
+			continue;
+		len = MIN(ph.p_filesz, (uint64_t)ELFSYM_GO_MAX_TABLE);
+		d = file_bytes(b, ph.p_offset, len);
+		for (uint64_t off = (8 - ph.p_vaddr % 8) % 8; d && off + 64 <= len; off += 8) {
+			struct gopclntab *g;
+
+			if (!gopclntab__is_header(d + off, len - off))
+				continue;
+			g = gopclntab__new(d + off, len - off, ph.p_vaddr + off, 0);
+			if (g && gopclntab__nr_funcs(g))
+				return g;
+			gopclntab__free(g);
+		}
+	}
+	return NULL;
+}
+
+/* The inline trees' data: gofunc onward (1.18+), or all of .rodata (1.16, 1.17). */
+static void go_funcdata(struct builder *b, struct gopclntab *g)
+{
+	const uint8_t *d = NULL;
+	uint64_t len = 0, vaddr = 0, gofunc = 0;
+
+	if (gopclntab__version(g) >= GOPCLNTAB_V118) {
+		if (b->go_noptrdata)
+			d = section_raw(b, b->go_noptrdata, ELFSYM_GO_MAX_SCAN, &len);
+		if (d)
+			gofunc = gopclntab__find_gofunc(g, d, len, b->secs[b->go_noptrdata].addr);
+		/* No section headers: any writable segment. */
+		for (size_t i = 0; !gofunc && !b->shnum && i < b->es->nr_segs; i++) {
+			const struct elfsym_seg *sg = &b->es->segs[i];
+
+			len = MIN(sg->filesz, (uint64_t)ELFSYM_GO_MAX_SCAN);
+			d = file_bytes(b, sg->off, len);
+			if (d)
+				gofunc = gopclntab__find_gofunc(g, d, len, sg->vaddr);
+		}
+		if (!gofunc)
+			return;
+		vaddr = gofunc;
+		d = bytes_from(b, gofunc, ELFSYM_GO_MAX_DATA, &len);
+	} else if (gopclntab__version(g) == GOPCLNTAB_V116 && b->go_rodata) {
+		vaddr = b->secs[b->go_rodata].addr;
+		d = section_raw(b, b->go_rodata, ELFSYM_GO_MAX_DATA, &len);
+	}
+	if (d)
+		gopclntab__set_funcdata(g, d, len, vaddr, gofunc);
+}
+
+/*
+ * Go's pc-line table, if the file has one: kept for source lines and inlined
+ * frames, and its functions are the symbols of a file without .symtab.
+ */
+static int builder__read_go(struct builder *b)
+{
+	struct elfsym *es = b->es;
+	struct gopclntab *g = NULL;
+	uint64_t len, text = b->go_text ? b->secs[b->go_text].addr : 0;
+	const uint8_t *d;
+
+	if (b->nested)
+		return 0;
+	if (b->go_pclntab) {
+		d = section_raw(b, b->go_pclntab, ELFSYM_GO_MAX_TABLE, &len);
+		if (d)
+			g = gopclntab__new(d, len, b->secs[b->go_pclntab].addr, text);
+		if (!g && errno == ENOMEM)
+			return -ENOMEM;
+	} else {
+		g = scan_for_pclntab(b);
+	}
+	if (!g)
+		return 0;
+	go_funcdata(b, g);
+	es->go = g;
+	es->bytes += gopclntab__bytes(g);
+	if (es->has_symtab)
+		return 0;
+	for (size_t i = 0; i < gopclntab__nr_funcs(g); i++) {
+		struct cand c = { .rank = 1 };
+		uint64_t end;
+
+		if (gopclntab__func(g, i, &c.start, &end, &c.name) || !c.name || !c.name[0] ||
+		    end <= c.start || !c.start)
+			continue;
+		c.size = end - c.start;
+		if (builder__add(b, &c))
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 /*
@@ -1119,6 +1307,7 @@ void elfsym__free(struct elfsym *es)
 		return;
 	free_pretty(es);
 	elfsym__free(es->merged);
+	gopclntab__free(es->go);
 	free(es->syms);
 	free(es->segs);
 	free(es->pool);
@@ -1286,6 +1475,16 @@ int elfsym__vaddr_to_off(const struct elfsym *es, uint64_t vaddr, uint64_t *file
 int elfsym__machine(const struct elfsym *es)
 {
 	return es ? es->machine : EM_NONE;
+}
+
+size_t elfsym__source(const struct elfsym *es, uint64_t vaddr, struct gosrc *out, size_t max)
+{
+	return es && es->go ? gopclntab__frames(es->go, vaddr, out, max) : 0;
+}
+
+const struct gopclntab *elfsym__gopclntab(const struct elfsym *es)
+{
+	return es ? es->go : NULL;
 }
 
 size_t elfsym__count(const struct elfsym *es)

@@ -49,6 +49,10 @@
  * to find a separate debug file (see debuginfo.h), whose symbols it merges
  * with elfsym__merge().
  *
+ * Go binaries: the pc-line table (.gopclntab) is kept (bounded, counted in
+ * elfsym__bytes()) for source lines and inlined frames, and when the file
+ * has no .symtab (built with -ldflags=-s) its functions are the symbols.
+ *
  * Names are returned as stored; elfsym__lookup_demangled() demangles C++ and
  * Rust names the first time a symbol is asked for and caches the result.
  */
@@ -60,6 +64,8 @@
 #include <stdint.h>
 
 #include <libelf.h>
+
+#include "lang/gopclntab.h"
 
 struct elfsym;
 
@@ -108,6 +114,16 @@ int elfsym__vaddr_to_off(const struct elfsym *es, uint64_t vaddr, uint64_t *file
 			 uint64_t *avail);
 /* ELF e_machine (EM_X86_64, EM_AARCH64, ...). */
 int elfsym__machine(const struct elfsym *es);
+
+/*
+ * Source of vaddr in a Go binary (from its pc-line table, .gopclntab, or the
+ * table found by its header when sections are gone): the functions inlined
+ * there, innermost first, then the function itself, each with file and line.
+ * Returns how many were written (0: not Go, or no function there).
+ */
+size_t elfsym__source(const struct elfsym *es, uint64_t vaddr, struct gosrc *out, size_t max);
+/* The Go pc-line table, or NULL (lives as long as es). */
+const struct gopclntab *elfsym__gopclntab(const struct elfsym *es);
 
 /* File offset -> virtual address via PT_LOAD; 0 or -ENOENT if no segment holds it. */
 int elfsym__off_to_vaddr(const struct elfsym *es, uint64_t file_off, uint64_t *vaddr);

@@ -104,6 +104,7 @@ struct symbolizer {
 	size_t file_bytes, pmap_bytes, freed_bytes;
 	uint64_t lookups, unknown, debug_files, jit_names, images_lost;
 	uint64_t kernel_reloads, evicted_procs, evicted_files;
+	uint64_t inline_frames;
 };
 
 static struct proc_key proc_key_of(const struct proc_id *id)
@@ -743,6 +744,40 @@ static const char *jit_name(struct symbolizer *s, struct symproc *p, uint64_t ad
 void symbolizer__user(struct symbolizer *s, const struct proc_id *id, uint64_t ip, bool leaf,
 		      struct sym *out)
 {
+	symbolizer__user_frames(s, id, ip, leaf, out, 1);
+}
+
+/* Source lines and inlined frames of a Go binary: out[0] is the resolved frame. */
+static size_t go_frames(struct symbolizer *s, const struct symfile *f, uint64_t vaddr,
+			struct sym *out, size_t max)
+{
+	struct gosrc src[SYM_MAX_FRAMES];
+	size_t n = elfsym__source(f->es, vaddr, src, MIN(max, ARRAY_SIZE(src)));
+	struct sym outer;
+
+	if (!n)
+		return 1;
+	/* The function itself last; the inlined ones before it, innermost first. */
+	outer = out[0];
+	outer.file = src[n - 1].file;
+	outer.line = src[n - 1].line;
+	if (!outer.name)
+		outer.name = src[n - 1].name;
+	for (size_t i = 0; i + 1 < n; i++) {
+		out[i] = outer;
+		out[i].kind = FRAME_INLINE;
+		out[i].name = src[i].name;
+		out[i].file = src[i].file;
+		out[i].line = src[i].line;
+	}
+	out[n - 1] = outer;
+	s->inline_frames += n - 1;
+	return n;
+}
+
+size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, uint64_t ip,
+			       bool leaf, struct sym *out, size_t max)
+{
 	struct proc_key k = proc_key_of(id);
 	uint64_t addr = leaf ? ip : ip - 1, fileoff, vaddr;
 	const struct procmap *m = NULL;
@@ -751,6 +786,8 @@ void symbolizer__user(struct symbolizer *s, const struct proc_id *id, uint64_t i
 	struct symfile *f;
 	int err;
 
+	if (!max)
+		return 0;
 	s->lookups++;
 	memset(out, 0, sizeof(*out));
 	out->kind = FRAME_USER;
@@ -772,7 +809,7 @@ void symbolizer__user(struct symbolizer *s, const struct proc_id *id, uint64_t i
 	 * lands in data, stack or heap: only executable mappings name frames. */
 	if (!m || !(m->perms & PROCMAP_X)) {
 		s->unknown++;
-		return;
+		return 1;
 	}
 	f = p->files[m - p->maps->m.maps];
 	if ((!f || !f->es) && jit_candidate(m)) {
@@ -783,19 +820,19 @@ void symbolizer__user(struct symbolizer *s, const struct proc_id *id, uint64_t i
 			out->name = name;
 			out->module = pproc__perfmap_path(p->pp);
 			s->jit_names++;
-			return;
+			return 1;
 		}
 	}
 	if (!m->path) {
 		s->unknown++;
-		return;
+		return 1;
 	}
 	out->module = m->path;
 	fileoff = addr - m->start + m->offset;
 	if (!f || !f->es) {
 		out->addr = fileoff + (leaf ? 0 : 1);
 		s->unknown++;
-		return;
+		return 1;
 	}
 	f->used_gen = s->gen;
 	out->build_id = elfsym__build_id(f->es, &out->build_id_len);
@@ -803,8 +840,11 @@ void symbolizer__user(struct symbolizer *s, const struct proc_id *id, uint64_t i
 		vaddr = fileoff;
 	out->name = elfsym__lookup_demangled(f->es, vaddr, NULL);
 	out->addr = vaddr + (leaf ? 0 : 1);
+	if (elfsym__gopclntab(f->es))
+		return go_frames(s, f, vaddr, out, max);
 	if (!out->name)
 		s->unknown++;
+	return 1;
 }
 
 /* --- files for annotate --------------------------------------------------------- */

@@ -22,7 +22,8 @@
  * exit are only drained the next time.
  *
  * Where names come from (see README "Symbols"):
- *   - ELF .symtab/.dynsym of the mapped file, read through
+ *   - ELF .symtab/.dynsym of the mapped file (or Go's pc-line table, which
+ *     also gives source lines and inlined frames), read through
  *     /proc/PID/map_files (or /proc/PID/root + dev/inode check), plus a
  *     separate debug file (build id, .gnu_debuglink; container root first,
  *     then the host's) or MiniDebugInfo when the file is stripped; C++ and
@@ -76,9 +77,11 @@ struct sym {
 	const char *name;   /* function name, or NULL if none is known */
 	const char *module; /* file path, "[vdso]", kernel module, perf map path, or NULL */
 	uint64_t addr;	    /* address within the module (ELF vaddr), or the ip */
-	enum frame_kind kind; /* FRAME_USER, FRAME_KERNEL, or FRAME_JIT (perf map) */
+	enum frame_kind kind; /* FRAME_USER, FRAME_KERNEL, FRAME_JIT (perf map), FRAME_INLINE */
 	const uint8_t *build_id; /* of the module's file, or NULL */
 	size_t build_id_len;
+	const char *file;   /* source file (Go's pc-line table), or NULL */
+	uint32_t line;	    /* source line, 0 if unknown */
 };
 
 struct symbolizer_stats {
@@ -143,6 +146,17 @@ struct sym_files {
 };
 int symbolizer__open_files(struct symbolizer *s, uint32_t pid, const char *module,
 			   struct sym_files *out);
+
+/* Frames one address can stand for: inlined levels and the function itself. */
+#define SYM_MAX_FRAMES 33
+
+/*
+ * The same, with the functions the compiler inlined at ip (Go binaries):
+ * out[0..n-1] innermost first, kind FRAME_INLINE, then out[n-1] as
+ * symbolizer__user() answers. Returns n, at least 1 when max is.
+ */
+size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, uint64_t ip,
+			       bool leaf, struct sym *out, size_t max);
 
 /*
  * Formats the frame name: the symbol ("name [module]" for kernel module

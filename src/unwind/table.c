@@ -25,6 +25,8 @@
 #include "base/util.h"
 #include "proc/elffile.h"
 
+#include "lang/gopclntab.h"
+
 #define PAGE_SIZE_U    (1u << UNWIND_PAGE_SHIFT)
 #define MAX_ENTRIES    (8u << 20) /* CIEs + FDEs read from one section */
 #define UTABLE_PAD_GAP 31	  /* bytes between FDEs taken for padding */
@@ -32,7 +34,11 @@
 #define X86_64_RBP     6
 #define X86_64_RA      16
 
-enum { SRC_EH = 0, SRC_DEBUG = 1 };
+/* Where an FDE's rows come from; at one address the lower wins. */
+enum { SRC_EH = 0, SRC_GO = 1, SRC_DEBUG = 2 };
+
+/* A Go pc-line table read for its pcsp tables: at most this large. */
+#define GO_MAX_TABLE (256u << 20)
 
 struct cie_info {
 	uint64_t off;
@@ -44,6 +50,7 @@ struct cie_info {
 struct fde_info {
 	uint64_t begin, end;
 	uint8_t src;
+	uint32_t go_func; /* SRC_GO: the function's index in the pc-line table */
 };
 
 struct build {
@@ -56,6 +63,7 @@ struct build {
 	size_t nr_fdes, cap_fdes;
 	size_t cap_rows;
 	bool full; /* UTABLE_MAX_ROWS reached */
+	struct gopclntab *go;
 };
 
 /* --- pointer encodings ------------------------------------------------------ */
@@ -461,6 +469,8 @@ static void settle_fdes(struct build *b)
 	for (size_t i = 0; i < w; i++) {
 		if (b->fdes[i].src == SRC_EH)
 			b->t->st.fdes++;
+		else if (b->fdes[i].src == SRC_GO)
+			b->t->st.fdes_go++;
 		else
 			b->t->st.fdes_debug++;
 	}
@@ -701,6 +711,111 @@ static int walk_fde(struct build *b, Dwarf_CFI *cfi, const struct fde_info *f)
 	return 0;
 }
 
+/* --- Go ------------------------------------------------------------------------ */
+
+static Elf_Data *cfi_section(Elf *elf, const char *name, uint64_t *addr);
+static uint64_t section_addr(Elf *elf, const char *name);
+
+/*
+ * Functions whose caller cannot be found from their frame: goroutine and
+ * thread entry points, and the ones that switch stacks (to the system stack
+ * g0, for more stack, into cgo). The runtime's own traceback stops there.
+ */
+static bool go_outermost(const char *name)
+{
+	static const char *const top[] = {
+		"runtime.goexit",     "runtime.mstart",	  "runtime.rt0_go",
+		"runtime.morestack",  "runtime.systemstack", "runtime.mcall",
+		"runtime.asmcgocall", "runtime.cgocallback", "runtime.gogo",
+		"runtime.sigtramp",   "runtime.sigreturn",  "runtime.sigreturn__sigaction",
+		"runtime.cgoSigtramp", "runtime.systemstack_switch",
+	};
+	size_t len;
+
+	if (!name)
+		return false;
+	/* Assembly functions carry an ABI suffix since Go 1.17. */
+	len = strlen(name);
+	if (len > 5 && !strcmp(name + len - 5, ".abi0"))
+		len -= 5;
+	for (size_t i = 0; i < ARRAY_SIZE(top); i++)
+		if (strlen(top[i]) == len && !strncmp(name, top[i], len))
+			return true;
+	return false;
+}
+
+struct go_walk {
+	struct build *b;
+	int err;
+};
+
+/*
+ * One run of a Go function's stack-pointer delta: the return address is
+ * just above what the function pushed (CFA = rsp + delta + 8), and once it
+ * has a frame, Go keeps the caller's rbp right below the return address.
+ */
+static int go_run(uint64_t start, uint64_t end, int32_t delta, void *ctx)
+{
+	struct go_walk *w = ctx;
+	uint64_t cfa = (uint64_t)delta + 8;
+	struct bp_urow r;
+
+	(void)end;
+	if (delta < 0 || delta % 8 || cfa > 8ull * UINT16_MAX)
+		r = unsupported(w->b);
+	else if (cfa <= UINT16_MAX)
+		r = urow(UROW_CFA_RSP, delta ? UROW_RBP_CFA : UROW_RBP_SAME, delta ? -2 : 0,
+			 (uint16_t)cfa);
+	else
+		r = urow(UROW_CFA_RSP_X8, UROW_RBP_CFA, -2, (uint16_t)(cfa / 8));
+	w->err = emit(w->b, start, r);
+	return w->err;
+}
+
+static int walk_go(struct build *b, const struct fde_info *f)
+{
+	struct go_walk w = { .b = b };
+	uint64_t start, end;
+	const char *name;
+
+	if (gopclntab__func(b->go, f->go_func, &start, &end, &name))
+		return emit(b, f->begin, unsupported(b));
+	if (go_outermost(name)) {
+		b->t->st.rows_end++;
+		return emit(b, f->begin, urow(UROW_CFA_END, UROW_RBP_SAME, 0, 0));
+	}
+	if (gopclntab__pcsp(b->go, f->go_func, go_run, &w))
+		return w.err ? w.err : emit(b, f->begin, unsupported(b));
+	return 0;
+}
+
+/* Go's functions: their ranges, as FDEs .eh_frame (cgo's C code) takes precedence over. */
+static int collect_go(struct build *b, Elf *elf)
+{
+	uint64_t addr = 0, text = section_addr(elf, ".text");
+	Elf_Data *d = cfi_section(elf, ".gopclntab", &addr);
+	int err;
+
+	if (!d || d->d_size > GO_MAX_TABLE)
+		return 0;
+	b->go = gopclntab__new(d->d_buf, d->d_size, addr, text);
+	if (!b->go)
+		return errno == ENOMEM ? -ENOMEM : 0;
+	for (size_t i = 0; i < gopclntab__nr_funcs(b->go); i++) {
+		uint64_t start, end;
+		const char *name;
+
+		if (gopclntab__func(b->go, i, &start, &end, &name) || end <= start ||
+		    end - start > UTABLE_MAX_SPAN || !in_exec_segment(b->t, start, end))
+			continue;
+		err = add_fde(b, start, end, SRC_GO);
+		if (err)
+			return err;
+		b->fdes[b->nr_fdes - 1].go_func = (uint32_t)i;
+	}
+	return 0;
+}
+
 /*
  * Page p covers [p * 4096, (p + 1) * 4096) of the table: its rows are the
  * one in force at the page start (if any) and every row starting inside.
@@ -794,6 +909,25 @@ static Elf_Data *cfi_section(Elf *elf, const char *name, uint64_t *addr)
 	return NULL;
 }
 
+/* The address of a section, 0 if there is none of that name. */
+static uint64_t section_addr(Elf *elf, const char *name)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *sn;
+
+		if (gelf_getshdr(scn, &sh) && (sn = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+		    !strcmp(sn, name))
+			return sh.sh_addr;
+	}
+	return 0;
+}
+
 static int check_header(Elf *elf, unsigned char *ident)
 {
 	GElf_Ehdr eh;
@@ -862,6 +996,9 @@ static struct utable *build(Elf *elf)
 				goto out;
 		}
 	}
+	err = collect_go(&b, elf);
+	if (err)
+		goto out;
 	settle_fdes(&b);
 	if (!b.nr_fdes) {
 		err = -ENODATA;
@@ -876,7 +1013,8 @@ static struct utable *build(Elf *elf)
 	for (size_t i = 0; i < b.nr_fdes; i++) {
 		const struct fde_info *f = &b.fdes[i];
 
-		err = walk_fde(&b, f->src == SRC_EH ? cfi_eh : cfi_dbg, f);
+		err = f->src == SRC_GO ? walk_go(&b, f)
+				       : walk_fde(&b, f->src == SRC_EH ? cfi_eh : cfi_dbg, f);
 		if (err)
 			goto out;
 		/*
@@ -907,6 +1045,7 @@ out:
 		dwarf_cfi_end(cfi_eh);
 	free(b.cies);
 	free(b.fdes);
+	gopclntab__free(b.go);
 	if (err) {
 		utable__free(b.t);
 		errno = -err;

@@ -16,9 +16,13 @@
  * encoding), then each FDE's range is walked with dwarf_cfi_addrframe() +
  * dwarf_frame_info(), jumping from one rule change to the next; the CFA
  * and the rules for rbp (DWARF register 6) and the return address (16) are
- * classified into the row kinds of unwind_abi.h. Ranges that no FDE covers
- * get a UROW_CFA_NONE row (the walker uses frame pointers there). Equal
- * neighbours are merged.
+ * classified into the row kinds of unwind_abi.h. Go functions (Go emits
+ * no CFI) get rows from their pcsp tables in .gopclntab instead: CFA = rsp
+ * + delta + 8, the caller's rbp at CFA - 16 once the function has a frame,
+ * and an outermost row for the functions that start or switch stacks
+ * (goexit, mstart, systemstack, ...); .eh_frame (cgo's C code) wins where
+ * both cover a pc. Ranges that no FDE covers get a UROW_CFA_NONE row (the
+ * walker uses frame pointers there). Equal neighbours are merged.
  *
  * The file is untrusted: libelf reads it with pread (ELF_C_READ), FDEs
  * outside executable PT_LOAD segments are dropped (linkers leave FDEs of
@@ -60,6 +64,7 @@ struct utable_page {
 struct utable_stats {
 	uint32_t fdes;	       /* FDEs used from .eh_frame */
 	uint32_t fdes_debug;   /* FDEs used from .debug_frame */
+	uint32_t fdes_go;      /* Go functions, rows from their pcsp tables (.gopclntab) */
 	uint32_t fdes_skipped; /* outside executable segments, overlapping, bad encoding */
 	uint32_t fdes_bad;     /* entries libdw rejected */
 	uint32_t rows_unsupported;

@@ -9,6 +9,7 @@ sibling on the same floor. Prints one line per violation and "layers: ok".
     agent      continuous-mode sinks: store, push, HTTP endpoint, metrics
     format     readers and writers of profile formats
     sym unwind names for addresses; unwind tables (siblings: neither includes the other)
+    lang       language runtimes both of those read: Go's pc-line table, CPython's layouts
     proc       everything a profiled process controls is read through here
     base       util, htab, log, profile
 """
@@ -16,7 +17,7 @@ import pathlib
 import re
 import sys
 
-FLOORS = [["base"], ["proc"], ["sym", "unwind"], ["format"], ["agent"], ["collector"], ["cmd"]]
+FLOORS = [["base"], ["proc"], ["lang"], ["sym", "unwind"], ["format"], ["agent"], ["collector"], ["cmd"]]
 FLOOR = {d: i for i, ds in enumerate(FLOORS) for d in ds}
 
 

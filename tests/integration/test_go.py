@@ -1,0 +1,116 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""Go binaries: names from .gopclntab when the symbol tables are stripped
+(-ldflags="-s -w", as releases ship), complete stacks from the pcsp tables
+(Go omits the frame of small leaves, which loses their caller in a
+frame-pointer walk), source lines in pprof, inlined functions as frames.
+
+The workload (tests/workloads/gohot) splits its work 7:3:2 between
+main.alphaLeaf, main.betaLeaf and main.gammaLeaf (called from
+main.viaInlined, which the compiler inlines into main.main).
+"""
+import math
+import re
+import subprocess
+from pathlib import Path
+
+from conftest import Workload, count_with, cpu_seconds, parse_folded, run_bpfprof, total, wl
+
+SECONDS = 6
+HZ = 99
+
+
+def expected_samples(pid, before):
+    """What the workload's own CPU time since `before` is worth at HZ (the
+    machine is shared: tests compare with that, never with wall time)."""
+    return (cpu_seconds(pid) - before) * HZ
+LEAVES = ("main.alphaLeaf", "main.betaLeaf", "main.gammaLeaf")
+CHAINS = {
+    "main.alphaLeaf": ";runtime.main;main.main;main.alphaLeaf",
+    "main.betaLeaf": ";runtime.main;main.main;main.betaLeaf",
+    "main.gammaLeaf": ";runtime.main;main.main;main.viaInlined_[i];main.gammaLeaf",
+}
+
+
+def leaf_counts(folded, comm):
+    mine = {s: c for s, c in folded.items() if s.split(";")[0] == comm}
+    return {leaf: count_with(mine, lambda s, leaf=leaf: s.endswith(";" + leaf))
+            for leaf in LEAVES}, total(mine)
+
+
+def test_stripped_named_and_complete_like_unstripped():
+    full, stripped = wl("gohot"), wl("gohot-stripped")
+    with Workload(full, 60, cpu=0) as a, Workload(stripped, 60, cpu=1) as b:
+        t0 = {a.pid: cpu_seconds(a.pid), b.pid: cpu_seconds(b.pid)}
+        p = run_bpfprof(["-U", "-d", SECONDS, "-p", f"{a.pid},{b.pid}"])
+        want = {"gohot": expected_samples(a.pid, t0[a.pid]),
+                "gohot-stripped": expected_samples(b.pid, t0[b.pid])}
+    folded = parse_folded(p.stdout)
+    counts = {}
+    for comm in ("gohot", "gohot-stripped"):
+        mine = {s: c for s, c in folded.items() if s.split(";")[0] == comm}
+        n = total(mine)
+        assert n >= 0.7 * want[comm] and n >= 30, f"{comm}: {n} samples for {want[comm]:.0f}"
+        # No unnamed frames of the Go binary itself (other modules: the vdso).
+        unnamed = count_with(mine, lambda s: f"{comm}+0x" in s)
+        assert unnamed <= 0.02 * n, f"{comm}: {unnamed} of {n} samples with unnamed frames"
+        # Complete: the leaf's caller main.main is there (frame pointers lose it).
+        complete = sum(c for s, c in mine.items()
+                       if any(s.endswith(chain) for chain in CHAINS.values()))
+        assert complete >= 0.9 * n, \
+            f"{comm}: only {complete} of {n} samples complete\n" + \
+            "\n".join(f"{c} {s}" for s, c in sorted(mine.items(), key=lambda x: -x[1])[:10])
+        counts[comm] = leaf_counts(folded, comm)
+    # The stripped build has the unstripped build's shares, and both the design's.
+    (ca, na), (cb, nb) = counts["gohot"], counts["gohot-stripped"]
+    work = {"main.alphaLeaf": 7, "main.betaLeaf": 3, "main.gammaLeaf": 2}
+    for leaf in LEAVES:
+        pa, pb = ca[leaf] / na, cb[leaf] / nb
+        sd = math.sqrt(pa * (1 - pa) / na + pb * (1 - pb) / nb)
+        assert abs(pa - pb) <= 4 * sd + 0.01, (leaf, pa, pb, sd)
+        # The design's share, with room for loop overhead outside the leaves.
+        want = work[leaf] / 12
+        p_all = (ca[leaf] + cb[leaf]) / (na + nb)
+        sd1 = math.sqrt(want * (1 - want) / (na + nb))
+        assert abs(p_all - want) <= 4 * sd1 + 0.06, (leaf, p_all, want)
+
+
+def test_goroutines_complete():
+    """Goroutines on other threads: runtime.goexit;main.main.func1;main.work;leaf."""
+    with Workload(wl("gohot-stripped"), 60, 2) as w:
+        t0 = cpu_seconds(w.pid)
+        p = run_bpfprof(["-U", "-d", SECONDS, "-p", w.pid])
+        want = expected_samples(w.pid, t0)
+    folded = parse_folded(p.stdout)
+    n = total(folded)
+    assert n >= 0.7 * want and n >= 30, (n, want)
+    done = count_with(folded, lambda s: re.search(
+        r";runtime\.goexit;main\.main\.func1;main\.work;(main\.alphaLeaf|main\.betaLeaf|"
+        r"main\.viaInlined_\[i\];main\.gammaLeaf)$", s) is not None)
+    assert done >= 0.9 * n, f"{done} of {n}\n{p.stdout}"
+
+
+def test_pprof_lines_and_inlined(tmp_path):
+    out = tmp_path / "go.pb.gz"
+    with Workload(wl("gohot-stripped"), 60) as w:
+        run_bpfprof(["-U", "-d", SECONDS, "-p", w.pid, "-o", out])
+    lines = {}
+    main_go = Path(__file__).resolve().parents[1] / "workloads" / "gohot" / "main.go"
+    for i, text in enumerate(main_go.read_text().splitlines(), 1):
+        lines.setdefault(text.strip(), i)
+    top = subprocess.run(["go", "tool", "pprof", "-lines", "-top", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert top.returncode == 0, top.stderr
+    # The leaves' loop lines, as go tool pprof prints them.
+    alpha = [l for l in top.stdout.splitlines() if " main.alphaLeaf " in l]
+    assert alpha, top.stdout
+    body = {lines["s += uint64(i)*7 ^ s>>3"], lines["for i := 0; i < n; i++ {"]}
+    seen = {int(m.group(1)) for l in alpha for m in [re.search(r"main\.go:(\d+)", l)] if m}
+    assert seen & body, (seen, body, top.stdout)
+    # main.viaInlined is a line of main.main's location: pprof shows it with its line.
+    tree = subprocess.run(["go", "tool", "pprof", "-lines", "-traces", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert re.search(r"main\.viaInlined .*main\.go:%d" % lines["return gammaLeaf(n) + 1"],
+                     tree.stdout), tree.stdout[:3000]
+    # The folded conversion of the same file marks it inlined.
+    folded = run_bpfprof(["convert", "-f", "folded", out]).stdout
+    assert "main.main;main.viaInlined_[i];main.gammaLeaf" in folded

@@ -1,0 +1,3 @@
+module gohot
+
+go 1.19

@@ -147,8 +147,9 @@ struct builder {
 	void **owned; /* inflated buffers the candidates' names point into */
 	size_t nr_owned;
 	struct elfsym *mini; /* symbols from .gnu_debugdata */
-	/* Sections Go binaries have (index, 0 if absent). */
-	size_t go_pclntab, go_noptrdata, go_text, go_rodata;
+	/* Sections Go binaries have (index, 0 if absent); moduledata is in
+	 * .go.module since Go 1.26, in .noptrdata before. */
+	size_t go_pclntab, go_module, go_noptrdata, go_text, go_rodata;
 };
 
 
@@ -869,6 +870,8 @@ static int builder__read_sections(struct builder *b)
 				b->go_pclntab = i;
 			else if (!strcmp(name, ".noptrdata"))
 				b->go_noptrdata = i;
+			else if (!strcmp(name, ".go.module"))
+				b->go_module = i;
 			else if (!strcmp(name, ".text"))
 				b->go_text = i;
 			else if (!strcmp(name, ".rodata"))
@@ -994,10 +997,13 @@ static void go_funcdata(struct builder *b, struct gopclntab *g)
 	uint64_t len = 0, vaddr = 0, gofunc = 0;
 
 	if (gopclntab__version(g) >= GOPCLNTAB_V118) {
-		if (b->go_noptrdata)
-			d = section_raw(b, b->go_noptrdata, ELFSYM_GO_MAX_SCAN, &len);
-		if (d)
-			gofunc = gopclntab__find_gofunc(g, d, len, b->secs[b->go_noptrdata].addr);
+		size_t where[] = { b->go_module, b->go_noptrdata };
+
+		for (size_t i = 0; i < ARRAY_SIZE(where) && !gofunc; i++) {
+			d = where[i] ? section_raw(b, where[i], ELFSYM_GO_MAX_SCAN, &len) : NULL;
+			if (d)
+				gofunc = gopclntab__find_gofunc(g, d, len, b->secs[where[i]].addr);
+		}
 		/* No section headers: any writable segment. */
 		for (size_t i = 0; !gofunc && !b->shnum && i < b->es->nr_segs; i++) {
 			const struct elfsym_seg *sg = &b->es->segs[i];

@@ -114,3 +114,39 @@ def test_pprof_lines_and_inlined(tmp_path):
     # The folded conversion of the same file marks it inlined.
     folded = run_bpfprof(["convert", "-f", "folded", out]).stdout
     assert "main.main;main.viaInlined_[i];main.gammaLeaf" in folded
+
+
+ESBUILD = Path(__file__).resolve().parents[1] / "node_modules" / "@esbuild" / "linux-x64" / \
+    "bin" / "esbuild"
+
+
+def test_release_binary_of_a_recent_go(tmp_path):
+    """esbuild as npm ships it: stripped, built by Go 1.26 (the 1.20+ table
+    layout, moduledata in its own .go.module section, inline trees inside
+    .gopclntab). Named, complete to runtime.goexit, inlined frames."""
+    assert ESBUILD.exists(), "tests/node_modules is missing: run tools/install-deps.sh"
+    src = tmp_path / "big.js"
+    with open(src, "w") as f:
+        for i in range(60000):
+            f.write(f"export function f{i}(a, b) {{ const x = [a, b, {i}].map(v => v * {i % 7}); "
+                    f"return x.reduce((s, v) => s + v, 0) + '{i}'.length; }}\n")
+    script = tmp_path / "run.sh"
+    script.write_text(f"for i in 1 2 3 4; do {ESBUILD} {src} --minify --bundle "
+                      f"--format=esm --outfile={tmp_path}/out.js --log-level=error; done\n")
+    out = tmp_path / "esb.pb.gz"
+    p = run_bpfprof(["-U", "-o", out, "--", "sh", str(script)], timeout=300)
+    folded = run_bpfprof(["convert", "-f", "folded", out]).stdout
+    mine = {s: c for s, c in parse_folded(folded).items() if s.split(";")[0] == "esbuild"}
+    n = total(mine)
+    assert n >= 50, f"{n} esbuild samples\n{p.stderr}"
+    unnamed = count_with(mine, lambda s: "esbuild+0x" in s)
+    assert unnamed <= 0.02 * n, (unnamed, n)
+    ours = count_with(mine, lambda s: "github.com/evanw/esbuild/" in s)
+    assert ours >= 0.3 * n, (ours, n)
+    complete = count_with(mine, lambda s: s.split(";")[1] in ("runtime.goexit", "runtime.mstart",
+                                                              "runtime.rt0_go"))
+    assert complete >= 0.8 * n, (complete, n, sorted(mine.items(), key=lambda x: -x[1])[:5])
+    assert count_with(mine, lambda s: "_[i];" in s or s.endswith("_[i]")) > 0
+    top = subprocess.run(["go", "tool", "pprof", "-lines", "-top", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert re.search(r"github\.com/evanw/esbuild/\S+ \S+\.go:\d+", top.stdout), top.stdout

@@ -21,6 +21,7 @@
  */
 #include "cmd/cmd.h"
 #include "cmd/record.h"
+#include "cmd/stop.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -45,31 +46,6 @@
 #include "proc/ptab.h"
 #include "sym/symbolizer.h"
 #include "unwind/unwinder.h"
-
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig)
-{
-	if (stop_signal) {
-		/* Second Ctrl-C: the user wants out now. */
-		signal(sig, SIG_DFL);
-		raise(sig);
-	}
-	stop_signal = sig;
-}
-
-static void install_signals(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-}
 
 /* --- preflight ------------------------------------------------------------ */
 
@@ -692,7 +668,7 @@ static int record__loop(struct record *r)
 	uint64_t last_drain = r->t_start;
 	int err;
 
-	while (!stop_signal) {
+	while (!stop__requested()) {
 		int timeout = 200;
 		uint64_t now = now_ns();
 
@@ -732,8 +708,8 @@ static int record__stop(struct record *r)
 
 	status_clear(&r->sl);
 	r->t_stop = now_ns();
-	if (stop_signal)
-		p_info("stopping on %s", strsignal(stop_signal));
+	if (stop__requested())
+		p_info("stopping on %s", strsignal(stop__requested()));
 	collector__detach(r->col);
 	collector__poll(r->col, 0, record__on_proc_notice, &r->rc);
 	err = sinks__drain(&r->ct, &r->rc, r->col);
@@ -752,8 +728,12 @@ static int record__stop(struct record *r)
 static int record__finish_continuous(struct record *r)
 {
 	struct collector_stats st;
+	int err;
 
-	if (sinks__finish_interval(&r->ct, &r->rc, r->col, r->t_stop)) {
+	stop__writing(true);
+	err = sinks__finish_interval(&r->ct, &r->rc, r->col, r->t_stop);
+	stop__writing(false);
+	if (err) {
 		p_err("out of memory");
 		return 1;
 	}
@@ -808,7 +788,9 @@ static int record__write(struct record *r)
 	print_child_exit(&r->ch, &r->o);
 
 	profile__sort(rc->prof);
+	stop__writing(true);
 	err = output__write_path(r->w, rc->prof, r->o.output, &r->o.out);
+	stop__writing(false);
 	if (err) {
 		p_err("writing %s failed: %s", r->o.output ? r->o.output : "to stdout",
 		      strerror(-err));
@@ -861,8 +843,8 @@ int cmd_record(int argc, char **argv)
 	log_set_level(r.o.verbosity < 0 ? LOG_ERROR : r.o.verbosity == 0 ? LOG_INFO : LOG_DEBUG);
 	r.w = pick_writer(&r.o);
 	/* From here on Ctrl-C / SIGTERM stop the run cleanly (before sampling
-	 * starts too: the loop then ends at once); a second one exits at once. */
-	install_signals();
+	 * starts too: the loop then ends at once); see stop.h for repeats. */
+	stop__install();
 
 	ret = record__check(&r);
 	if (!ret)

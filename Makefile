@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 #
 # make              build build/bpfprof
-# make test         every test suite (unit, unit under ASan+UBSan, fuzz, integration)
+# make test         install what tests need, then every suite (lint, unit, ASan+UBSan,
+#                   fuzz, integration)
 # make demo         install what is missing, build, profile this machine for 10 s
 # make vmlinux      regenerate vmlinux/$(ARCH)/vmlinux.h from the running kernel's BTF
 # make V=1          show the commands
@@ -271,8 +272,16 @@ $(OUT)/fuzzers/%: tests/fuzz/%.c $(OUT)/libcore.a
 	$(Q)$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer,address,undefined $< $(OUT)/libcore.a \
 		$(LDLIBS_CORE) -o $@
 
-.PHONY: test check
-test check: test-deps asan fuzz
+# make test first installs what the tests need (tools/install-deps.sh: a
+# second when nothing is missing), so it works on a fresh machine before or
+# after make demo; TEST_DEPS=no skips that step (offline, no root).
+.PHONY: test check test-setup
+test-setup:
+ifneq ($(TEST_DEPS),no)
+	$(Q)tools/install-deps.sh
+endif
+test check: test-setup
+	$(Q)$(MAKE) --no-print-directory test-deps asan fuzz
 	$(Q)OUT=$(OUT) PYTHON=$(PYTHON) tests/run
 
 .PHONY: demo

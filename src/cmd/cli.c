@@ -30,6 +30,7 @@ enum {
 	OPT_CGROUP,
 	OPT_KERNEL_UNWIND,
 	OPT_ADDRESSES,
+	OPT_CALL_GRAPH,
 };
 
 static const struct option long_opts[] = {
@@ -49,6 +50,7 @@ static const struct option long_opts[] = {
 	{ "max-entries", required_argument, NULL, OPT_MAX_COUNTS },
 	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ "kernel-unwind", required_argument, NULL, OPT_KERNEL_UNWIND },
+	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -83,7 +85,8 @@ void cli__usage(FILE *f)
 		"  -p, --pid PID[,PID...]  only these processes (all their threads)\n"
 		"  -C, --cpu LIST          only these CPUs, e.g. 0-3,8\n"
 		"  -- COMMAND [ARGS...]    run COMMAND and profile it and everything it starts;\n"
-		"                          stops when it exits\n"
+		"                          stops when it exits. With -a, -C or -p (as perf\n"
+		"                          record does): profile that target while COMMAND runs\n"
 		"\n"
 		"Sampling:\n"
 		"  -F, --freq HZ           samples per second per CPU (default 99)\n"
@@ -100,6 +103,10 @@ void cli__usage(FILE *f)
 		"      --unwind MODE       user stacks: auto (.eh_frame tables where available, frame\n"
 		"                          pointers elsewhere; default), fp (frame pointers only),\n"
 		"                          dwarf (tables only)\n"
+		"  -g                      accepted for perf's sake: stacks are always collected\n"
+		"      --call-graph fp|dwarf[,SIZE]\n"
+		"                          perf's spelling of --unwind fp|dwarf (SIZE is not needed:\n"
+		"                          no stack is copied, it is walked in place)\n"
 		"      --kernel-unwind MODE\n"
 		"                          kernel stacks: orc (walked by the program with the\n"
 		"                          kernel's own ORC table, the same frames for less;\n"
@@ -152,6 +159,8 @@ void cli__usage(FILE *f)
 		"  sudo bpfprof -p 1234,5678 -U                 two processes, user stacks, Ctrl-C to stop\n"
 		"  sudo bpfprof -C 0-1 -K -d 5                  kernel stacks of CPUs 0 and 1\n"
 		"  sudo bpfprof -o run.folded -- ./my-benchmark --iterations 100\n"
+		"  sudo bpfprof -F 99 -a -g -- sleep 10         whole machine while 'sleep 10' runs\n"
+		"  sudo bpfprof -p 1234 -- sleep 30             process 1234 for 30 s\n"
 		"  sudo bpfprof -p 1234 -d 30 -o app.svg        interactive flame graph (open in a browser)\n"
 		"  sudo bpfprof -p 1234 -d 30 -o app.pb.gz      pprof: go tool pprof -top app.pb.gz\n"
 		"  sudo bpfprof -a -d 10 -f report              top functions and processes as text\n"
@@ -324,6 +333,33 @@ const char *cli__unwind_name(enum unwind_opt u)
 	return (size_t)u < ARRAY_SIZE(unwind_names) ? unwind_names[u] : "?";
 }
 
+/*
+ * perf record's --call-graph MODE[,SIZE]: fp and dwarf map to --unwind (the
+ * walker reads the stack in place with the process's .eh_frame tables, so
+ * SIZE, perf's stack copy per sample, is accepted and not needed).
+ */
+static int parse_call_graph(const char *arg, struct options *o)
+{
+	char mode[16];
+	size_t n = strcspn(arg, ",");
+	uint64_t size;
+
+	if (n >= sizeof(mode))
+		return -EINVAL;
+	memcpy(mode, arg, n);
+	mode[n] = '\0';
+	if (!strcmp(mode, "lbr"))
+		return -ENOTSUP;
+	if (strcmp(mode, "fp") && strcmp(mode, "dwarf"))
+		return -EINVAL;
+	if (arg[n]) {
+		if (strcmp(mode, "dwarf") || cli__parse_size(arg + n + 1, &size) || size > 65528)
+			return -EINVAL;
+		o->call_graph_size = (uint32_t)size;
+	}
+	return cli__parse_unwind(mode, &o->unwind);
+}
+
 void cli__free(struct options *o)
 {
 	free(o->pids);
@@ -411,6 +447,19 @@ static int parse_sampling_option(int c, const char *arg, struct options *o, stru
 		if (cli__parse_unwind(arg, &o->unwind))
 			return usage_err(em,
 					 "invalid --unwind '%s': expected auto, fp or dwarf", arg);
+		break;
+	case 'g':
+		break; /* perf's "with call graphs": stacks are always collected */
+	case OPT_CALL_GRAPH:
+		rc = parse_call_graph(arg, o);
+		if (rc == -ENOTSUP)
+			return usage_err(em,
+					 "--call-graph %s needs a hardware PMU's branch records: use fp or dwarf",
+					 arg);
+		if (rc)
+			return usage_err(em,
+					 "invalid --call-graph '%s': expected fp or dwarf[,SIZE] (as --unwind)",
+					 arg);
 		break;
 	case OPT_KERNEL_UNWIND:
 		if (!strcmp(arg, "orc"))
@@ -549,11 +598,8 @@ int cli__validate(struct options *o, struct errmsg *em)
 {
 	if (o->user_only && o->kernel_only)
 		return usage_err(em, "-U and -K exclude each other");
-	if (o->cmd && o->nr_pids)
-		return usage_err(em, "-p and -- COMMAND exclude each other");
-	if (o->cmd && (o->all_cpus || o->cpu_list))
-		return usage_err(em,
-				 "-- COMMAND profiles the command and its children; it cannot be combined with -a or -C");
+	/* As with perf: with a target, COMMAND only says how long to sample. */
+	o->cmd_is_target = o->cmd && !o->all_cpus && !o->cpu_list && !o->nr_pids;
 	if (o->all_cpus && o->nr_pids)
 		return usage_err(em,
 				 "-a and -p exclude each other (-p already follows the process on every CPU)");
@@ -570,8 +616,9 @@ int cli__validate(struct options *o, struct errmsg *em)
 		return usage_err(em, "--keep and --max-disk need --output-dir");
 	if (o->token_file && !o->push_url)
 		return usage_err(em, "--token-file needs --push");
-	if (o->nr_cgroups && (o->cmd || o->nr_pids))
-		return usage_err(em, "--cgroup cannot be combined with -p or -- COMMAND");
+	if (o->nr_cgroups && (o->cmd_is_target || o->nr_pids))
+		return usage_err(em,
+				 "--cgroup cannot be combined with -p or a profiled command (with -a or -C, a command sets the duration)");
 	return CLI_OK;
 }
 
@@ -585,7 +632,7 @@ int cli__parse(int argc, char **argv, struct options *o, struct errmsg *em)
 	optind = 1;
 	opterr = 0;
 	/* "+": stop at the first non-option, so "-- cmd -x" and "cmd -x" keep -x for cmd. */
-	while ((c = getopt_long(argc, argv, "+:F:ap:C:d:UKo:f:vqh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:F:ap:C:d:UKo:f:vqhg", long_opts, NULL)) != -1) {
 		if (c == ':')
 			return usage_err(em, "option '%s' needs a value", argv[optind - 1]);
 		rc = parse_option(c, optarg, o, em);

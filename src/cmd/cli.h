@@ -40,6 +40,8 @@ struct options {
 	const char *output;   /* NULL = stdout */
 	const char *format;   /* NULL = from extension, else folded */
 	char **cmd;	      /* after "--", NULL-terminated; NULL if none */
+	bool cmd_is_target;   /* cmd is what is profiled; with -a, -C or -p it only
+			       * sets how long (perf record's habit) */
 	int verbosity;	      /* 0 default, -1 quiet, 1.. -v count */
 	uint32_t max_stacks;
 	uint32_t max_counts;
@@ -56,6 +58,7 @@ struct options {
 	size_t nr_cgroups, cap_cgroups;
 	enum unwind_opt unwind;
 	bool kernel_helper;	  /* --kernel-unwind kernel: bpf_get_stack(), not the ORC walk */
+	uint32_t call_graph_size; /* --call-graph dwarf,SIZE: accepted, not needed (0: none) */
 	bool show_version;
 	bool show_help;
 	struct out_opts out;  /* --title, --inverted, --merge, --top, --sort, --lines */

@@ -86,7 +86,7 @@ static int check_fd_limit(const struct options *o, const bool *cpus, int nr_cpus
 	open_now = selfstat__open_fds();
 	if (open_now < 0)
 		return 0;
-	if (o->cmd)
+	if (o->cmd_is_target)
 		events = 1;
 	else if (o->nr_pids && !cpus)
 		events = o->nr_pids; /* at least one thread each */
@@ -274,7 +274,7 @@ static void describe_target(const struct options *o, const struct collector_stat
 {
 	struct sbuf sb = { 0 };
 
-	if (o->cmd)
+	if (o->cmd_is_target)
 		sbuf_printf(&sb, "sampling '%s' and its children", o->cmd[0]);
 	else if (o->nr_pids == 1)
 		sbuf_printf(&sb, "sampling process %u", o->pids[0]);
@@ -283,6 +283,8 @@ static void describe_target(const struct options *o, const struct collector_stat
 	else
 		sbuf_printf(&sb, "sampling %zu CPU%s", st->nr_events, st->nr_events == 1 ? "" : "s");
 	sbuf_printf(&sb, " at %u Hz", o->freq);
+	if (o->cmd && !o->cmd_is_target)
+		sbuf_printf(&sb, " while '%s' runs", o->cmd[0]);
 	if (o->duration)
 		sbuf_printf(&sb, " for %g s", o->duration);
 	sbuf_puts(&sb, o->cmd ? "; stops when it exits" : "; Ctrl-C to stop");
@@ -564,7 +566,7 @@ static void collector_options(const struct record *r, struct collector_opts *cop
 	copts->nr_cpus = r->nr_cpus;
 	copts->pids = o->pids;
 	copts->nr_pids = o->nr_pids;
-	copts->child = r->ch.pid;
+	copts->child = r->o.cmd_is_target ? r->ch.pid : 0; /* else -a, -C or -p */
 	copts->drop_kernel = o->user_only;
 	copts->drop_user = o->kernel_only;
 	copts->include_idle = o->include_idle;
@@ -747,9 +749,11 @@ static int record__finish_continuous(struct record *r)
 
 static void print_child_exit(const struct child *ch, const struct options *o)
 {
-	if (ch->exited && WIFEXITED(ch->status))
+	if (ch->exited && WIFEXITED(ch->status) && o->cmd_is_target)
 		p_info("'%s' exited with status %d after %.2f s of CPU (about %.0f samples at %u Hz)",
 		       o->cmd[0], WEXITSTATUS(ch->status), ch->cpu_s, ch->cpu_s * o->freq, o->freq);
+	else if (ch->exited && WIFEXITED(ch->status))
+		p_info("'%s' exited with status %d", o->cmd[0], WEXITSTATUS(ch->status));
 	else if (ch->exited && WIFSIGNALED(ch->status))
 		p_info("'%s' was killed by %s", o->cmd[0], strsignal(WTERMSIG(ch->status)));
 }
@@ -842,6 +846,9 @@ int cmd_record(int argc, char **argv)
 	/* Start and summary lines show by default; -q leaves errors only. */
 	log_set_level(r.o.verbosity < 0 ? LOG_ERROR : r.o.verbosity == 0 ? LOG_INFO : LOG_DEBUG);
 	r.w = pick_writer(&r.o);
+	if (r.o.call_graph_size)
+		p_info("--call-graph dwarf,%u: no stack copy is needed, user stacks are walked in place with .eh_frame tables",
+		       r.o.call_graph_size);
 	/* From here on Ctrl-C / SIGTERM stop the run cleanly (before sampling
 	 * starts too: the loop then ends at once); see stop.h for repeats. */
 	stop__install();

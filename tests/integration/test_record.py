@@ -278,3 +278,25 @@ def test_vdso_frames_are_named(tmp_path):
     named = count_with(folded, lambda s: "__vdso_clock_gettime" in s)
     assert named > 0.5 * n, out.read_text()
     assert not any("[vdso]+0x" in s for s in folded), out.read_text()
+
+
+def test_perf_habits_command_with_a_target(tmp_path):
+    """perf record's one-liner works: -g is accepted, and a COMMAND with -a
+    (or -p) sets how long the target is sampled instead of being the target."""
+    exe, comm = uwl("busy")
+    out = tmp_path / "a.folded"
+    with Workload(exe, 30):
+        p = run_bpfprof(["-F", 99, "-a", "-g", "-o", out, "--", "sleep", 2])
+    assert "while 'sleep' runs" in p.stderr, p.stderr
+    _, secs = sampled_seconds(p.stderr)
+    assert 1.9 <= secs < 15, p.stderr  # the command's 2 s (and a busy machine's delays)
+    folded = parse_folded(out.read_text())
+    assert total(folded, comm) > 0, "the whole machine was not sampled"
+    assert not any(s.split(";")[0] == "sleep" and "busy" in s for s in folded)
+
+    with Workload(wl("busy"), 30) as w:
+        p = run_bpfprof(["-p", w.pid, "--call-graph", "dwarf,8192", "-v", "--", "sleep", 1.5])
+    folded = parse_folded(p.stdout)
+    assert total(folded) == total(folded, "busy") > 0, folded  # only the -p process
+    assert "no stack copy is needed" in p.stderr, p.stderr
+    assert "user stacks walked with --unwind dwarf" in p.stderr, p.stderr

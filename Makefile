@@ -206,6 +206,23 @@ $(OUT)/workloads/gohot-stripped: tests/workloads/gohot/main.go tests/workloads/g
 	$(call msg,GO,$@)
 	$(Q)cd tests/workloads/gohot && $(GO) build -ldflags='-s -w' -o $(abspath $@) .
 
+# Workloads for the annotate tests: one hot instruction, a C and a C++ template
+# function; their DWARF moved to NAME.debug beside them (.gnu_debuglink), the
+# binaries keep their symbol tables, as strip --strip-debug leaves them.
+ANN_WORKLOADS := $(addprefix $(OUT)/workloads/,annloop annloop.debug anntpl anntpl.debug)
+$(OUT)/workloads/annloop.full: tests/workloads/annotate/annloop.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CLANG) $(WL_CFLAGS) $< -o $@
+$(OUT)/workloads/anntpl.full: tests/workloads/annotate/anntpl.cc | $(OUT)/workloads
+	$(call msg,CXX,$@)
+	$(Q)$(CLANG)++ $(WL_CFLAGS) $< -o $@
+$(OUT)/workloads/%.debug: $(OUT)/workloads/%.full
+	$(Q)objcopy --only-keep-debug $< $@
+$(OUT)/workloads/annloop $(OUT)/workloads/anntpl: $(OUT)/workloads/%: $(OUT)/workloads/%.full \
+		$(OUT)/workloads/%.debug
+	$(Q)cd $(dir $@) && strip --strip-debug $*.full -o $*.tmp && \
+		objcopy --add-gnu-debuglink=$*.debug $*.tmp $* && rm -f $*.tmp
+
 # Workloads for the unwinder tests, built the way distributions build code
 # (gcc -O2, no frame pointers, .eh_frame only), except uw_mixed's own code:
 # frame pointers and no unwind tables at all (no -g: no .debug_frame either).
@@ -246,7 +263,7 @@ $(OUT)/tools/symbench: tools/symbench.c $(OUT)/libcore.a
 
 .PHONY: unit-tests test-deps
 unit-tests: $(UNIT_BINS) $(FIXTURES) $(GO_WORKLOADS)
-test-deps: all unit-tests $(WORKLOADS) $(OUT)/workloads/libwl.so $(UW_WORKLOADS) \
+test-deps: all unit-tests $(WORKLOADS) $(OUT)/workloads/libwl.so $(UW_WORKLOADS) $(ANN_WORKLOADS) \
 	   $(OUT)/tools/symbench
 
 # The same unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.

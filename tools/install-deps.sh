@@ -26,6 +26,8 @@ $BUILD_ONLY || PACKAGES+=(
 	libcmocka-dev libclang-rt-14-dev
 	python3 python3-pytest
 	linux-perf bpftrace util-linux procps curl
+	# tests of bpfprof top: a terminal to drive it in
+	tmux
 	# tests of the output formats: go tool pprof reads the pprof files, headless
 	# Chromium draws the SVG flame graphs (with the monospace font they name);
 	# Go also builds the Go workload (stripped Go binaries, .gopclntab)

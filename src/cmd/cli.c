@@ -12,45 +12,10 @@
 #include "format/writer.h"
 #include "base/util.h"
 
-enum {
-	OPT_INCLUDE_IDLE = 256,
-	OPT_PER_THREAD,
-	OPT_MAX_STACKS,
-	OPT_MAX_COUNTS,
-	OPT_UNWIND,
-	OPT_VERSION,
-	OPT_INTERVAL,
-	OPT_OUTPUT_DIR,
-	OPT_KEEP,
-	OPT_MAX_DISK,
-	OPT_PUSH,
-	OPT_APP_NAME,
-	OPT_TOKEN_FILE,
-	OPT_LISTEN,
-	OPT_CGROUP,
-	OPT_KERNEL_UNWIND,
-	OPT_ADDRESSES,
-	OPT_CALL_GRAPH,
-};
-
 static const struct option long_opts[] = {
-	{ "freq", required_argument, NULL, 'F' },
-	{ "frequency", required_argument, NULL, 'F' },
-	{ "all-cpus", no_argument, NULL, 'a' },
-	{ "pid", required_argument, NULL, 'p' },
-	{ "cpu", required_argument, NULL, 'C' },
-	{ "duration", required_argument, NULL, 'd' },
-	{ "user-only", no_argument, NULL, 'U' },
-	{ "kernel-only", no_argument, NULL, 'K' },
+	CLI_SAMPLING_OPTIONS,
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
-	{ "include-idle", no_argument, NULL, OPT_INCLUDE_IDLE },
-	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
-	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
-	{ "max-entries", required_argument, NULL, OPT_MAX_COUNTS },
-	{ "unwind", required_argument, NULL, OPT_UNWIND },
-	{ "kernel-unwind", required_argument, NULL, OPT_KERNEL_UNWIND },
-	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -62,7 +27,6 @@ static const struct option long_opts[] = {
 	{ "app-name", required_argument, NULL, OPT_APP_NAME },
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ "listen", required_argument, NULL, OPT_LISTEN },
-	{ "cgroup", required_argument, NULL, OPT_CGROUP },
 	{ "addresses", no_argument, NULL, OPT_ADDRESSES },
 	{ "help", no_argument, NULL, 'h' },
 	CLI_OUT_OPTIONS,
@@ -75,7 +39,7 @@ void cli__usage(FILE *f)
 
 	fprintf(f,
 		"Usage: bpfprof [record] [OPTIONS] [-- COMMAND [ARGS...]]\n"
-		"       bpfprof report|convert|diff ...   (see bpfprof COMMAND --help)\n"
+		"       bpfprof top|annotate|report|convert|diff ...   (see bpfprof COMMAND --help)\n"
 		"\n"
 		"Samples the CPU with BPF (perf_event cpu-clock), counts kernel + user stacks in\n"
 		"the kernel, and writes symbolized stacks when it stops.\n"
@@ -378,7 +342,7 @@ enum { NOT_AN_OPTION = 2 }; /* beside CLI_OK, CLI_EXIT, CLI_USAGE */
  * with em, or NOT_AN_OPTION if c is not one of theirs.
  */
 
-/* What is sampled, and how. */
+/* What is sampled, and how (record, top and annotate share them). */
 static int parse_sampling_option(int c, const char *arg, struct options *o, struct errmsg *em)
 {
 	int rc;
@@ -564,6 +528,20 @@ static int parse_output_option(int c, const char *arg, struct options *o, struct
 	return CLI_OK;
 }
 
+int cli__sampling_option(int c, const char *arg, struct options *o, struct errmsg *em)
+{
+	int rc = parse_sampling_option(c, arg, o, em);
+
+	return rc == NOT_AN_OPTION ? 1 : rc;
+}
+
+void cli__sampling_defaults(struct options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->freq = 99;
+	cli__out_defaults(&o->out);
+}
+
 static int parse_option(int c, const char *arg, struct options *o, struct errmsg *em)
 {
 	int rc = parse_sampling_option(c, arg, o, em);
@@ -626,13 +604,12 @@ int cli__parse(int argc, char **argv, struct options *o, struct errmsg *em)
 {
 	int c, rc;
 
-	memset(o, 0, sizeof(*o));
-	o->freq = 99;
-	cli__out_defaults(&o->out);
+	cli__sampling_defaults(o);
 	optind = 1;
 	opterr = 0;
 	/* "+": stop at the first non-option, so "-- cmd -x" and "cmd -x" keep -x for cmd. */
-	while ((c = getopt_long(argc, argv, "+:F:ap:C:d:UKo:f:vqhg", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:" CLI_SAMPLING_SHORT "o:f:vqh", long_opts, NULL)) !=
+	       -1) {
 		if (c == ':')
 			return usage_err(em, "option '%s' needs a value", argv[optind - 1]);
 		rc = parse_option(c, optarg, o, em);

@@ -64,6 +64,59 @@ struct options {
 	struct out_opts out;  /* --title, --inverted, --merge, --top, --sort, --lines */
 };
 
+/* Long options without a short one (getopt_long values). */
+enum {
+	OPT_INCLUDE_IDLE = 256,
+	OPT_PER_THREAD,
+	OPT_MAX_STACKS,
+	OPT_MAX_COUNTS,
+	OPT_UNWIND,
+	OPT_VERSION,
+	OPT_INTERVAL,
+	OPT_OUTPUT_DIR,
+	OPT_KEEP,
+	OPT_MAX_DISK,
+	OPT_PUSH,
+	OPT_APP_NAME,
+	OPT_TOKEN_FILE,
+	OPT_LISTEN,
+	OPT_CGROUP,
+	OPT_KERNEL_UNWIND,
+	OPT_ADDRESSES,
+	OPT_CALL_GRAPH,
+	OPT_CMD_FIRST = 350, /* options of other commands (top, annotate) start here */
+};
+
+/*
+ * What is sampled and how: targets (-a, -p, -C, --cgroup), -F, -d, -U/-K,
+ * --include-idle, --per-thread, map sizes, --unwind, --kernel-unwind, perf's
+ * -g and --call-graph. The
+ * same for every command that samples (record, top, annotate):
+ * CLI_SAMPLING_OPTIONS goes into a struct option table, CLI_SAMPLING_SHORT
+ * into the short option string, cli__sampling_option() applies one.
+ */
+#define CLI_SAMPLING_SHORT "F:ap:C:d:UKg"
+#define CLI_SAMPLING_OPTIONS                                                                       \
+	{ "freq", required_argument, NULL, 'F' },                                                  \
+		{ "frequency", required_argument, NULL, 'F' },                                     \
+		{ "all-cpus", no_argument, NULL, 'a' }, { "pid", required_argument, NULL, 'p' },   \
+		{ "cpu", required_argument, NULL, 'C' },                                           \
+		{ "duration", required_argument, NULL, 'd' },                                      \
+		{ "user-only", no_argument, NULL, 'U' },                                           \
+		{ "kernel-only", no_argument, NULL, 'K' },                                         \
+		{ "include-idle", no_argument, NULL, OPT_INCLUDE_IDLE },                           \
+		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },                               \
+		{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },                         \
+		{ "max-entries", required_argument, NULL, OPT_MAX_COUNTS },                        \
+		{ "unwind", required_argument, NULL, OPT_UNWIND },                                 \
+		{ "kernel-unwind", required_argument, NULL, OPT_KERNEL_UNWIND },                   \
+		{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },                         \
+		{ "cgroup", required_argument, NULL, OPT_CGROUP }
+/* CLI_OK if c was one of them (applied), CLI_USAGE with em, or 1 if not one. */
+int cli__sampling_option(int c, const char *arg, struct options *o, struct errmsg *em);
+/* Zeroes o and sets the defaults (-F 99, output options). */
+void cli__sampling_defaults(struct options *o);
+
 /* Parse results. */
 enum {
 	CLI_OK = 0,

@@ -9,6 +9,9 @@
  *   report   top functions of profiles already written
  *   convert  any format to any format
  *   diff     compare two profiles
+ *   top      a live full-screen view of the hottest functions; needs root
+ *   annotate a function's instructions with their samples (live, or a
+ *            profile recorded with --addresses)
  *
  * report, convert and diff work on files and need no privileges.
  */
@@ -19,5 +22,7 @@ int cmd_record(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+int cmd_annotate(int argc, char **argv);
 
 #endif

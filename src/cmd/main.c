@@ -20,6 +20,8 @@ static const struct command commands[] = {
 	{ "report", cmd_report },
 	{ "convert", cmd_convert },
 	{ "diff", cmd_diff },
+	{ "top", cmd_top },
+	{ "annotate", cmd_annotate },
 };
 
 int main(int argc, char **argv)

@@ -300,11 +300,6 @@ static void describe_target(const struct options *o, const struct collector_stat
  * summary line starts on a clean line; never shown when stderr is not a
  * terminal (logs, pipes, tests) or with -q.
  */
-struct status_line {
-	bool on, shown;
-	uint64_t next_ns;
-};
-
 static void status_init(struct status_line *sl, uint64_t t_start)
 {
 	const char *term = getenv("TERM");
@@ -469,22 +464,8 @@ static const struct writer *pick_writer(const struct options *o)
 
 /* --- the phases of a run ------------------------------------------------------ */
 
-struct record {
-	struct options o;
-	const struct writer *w;
-	struct record_ctx rc;
-	struct continuous ct;
-	struct child ch;
-	struct collector *col;
-	struct status_line sl;
-	bool *cpus; /* -C, NULL: all */
-	int nr_cpus;
-	int *cgroup_fds;
-	uint64_t t_start, t_stop; /* CLOCK_MONOTONIC: sampling started, stopped */
-};
-
 /* Argument problems exit 2, machine problems exit 1. */
-static int record__check(struct record *r)
+int record__check(struct record *r)
 {
 	const struct options *o = &r->o;
 	int err;
@@ -520,7 +501,7 @@ static void load_kernel_symbols(struct record_ctx *rc)
 }
 
 /* Everything but the collector: sinks, symbolizer, labels, the (stopped) command. */
-static int record__setup(struct record *r)
+int record__setup(struct record *r)
 {
 	struct symbolizer_opts sopts = { 0 };
 	/* Everything a profiled process controls is read through this table. */
@@ -582,7 +563,7 @@ static void collector_options(const struct record *r, struct collector_opts *cop
 }
 
 /* Loads the program, starts the unwinder, attaches; then gives up privileges. */
-static int record__open(struct record *r)
+int record__open(struct record *r)
 {
 	struct collector_opts copts;
 	struct errmsg em = { 0 };
@@ -617,7 +598,7 @@ static int record__open(struct record *r)
 }
 
 /* Sampling runs: stamps the start, lets the command go. */
-static int record__start(struct record *r)
+int record__start(struct record *r)
 {
 	int err;
 
@@ -638,7 +619,7 @@ static int record__start(struct record *r)
 }
 
 /* The periodic drain: notices, counts, the interval's end, forgetting exited processes. */
-static int record__drain(struct record *r, uint64_t now)
+int record__drain(struct record *r, uint64_t now)
 {
 	int err;
 
@@ -664,7 +645,7 @@ static int record__drain(struct record *r, uint64_t now)
 }
 
 /* Until a signal, the deadline or the command's exit. */
-static int record__loop(struct record *r)
+int record__loop(struct record *r)
 {
 	uint64_t deadline = r->o.duration ? r->t_start + (uint64_t)(r->o.duration * 1e9) : 0;
 	uint64_t last_drain = r->t_start;
@@ -704,7 +685,7 @@ static int record__loop(struct record *r)
 }
 
 /* Stops sampling, takes the last notices, then drains everything. */
-static int record__stop(struct record *r)
+int record__stop(struct record *r)
 {
 	int err;
 
@@ -806,7 +787,7 @@ static int record__write(struct record *r)
 	return 0;
 }
 
-static void record__close(struct record *r)
+void record__close(struct record *r)
 {
 	if (r->ch.pid && !r->ch.exited)
 		child__abort(&r->ch);

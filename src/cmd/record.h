@@ -60,6 +60,53 @@ struct continuous {
 	struct ratelimit write_rl;
 };
 
+/* The status line on a terminal (record.c). */
+struct status_line {
+	bool on, shown;
+	uint64_t next_ns;
+};
+
+/*
+ * One sampling run. record, top and annotate go through the same phases, so
+ * they target, load, symbolize and account the same way:
+ *
+ *   record__check   options against the machine (pids, CPUs, -F, privileges)
+ *   record__setup   symbolizer, labels, kernel symbols, sinks, the command
+ *   record__open    load and attach the program, start the unwinder, drop caps
+ *   record__start   stamp the start, let the command go
+ *   record__loop    drain every second until Ctrl-C, -d or the command's exit
+ *   record__drain   notices, then the kernel's counts into rc.prof; sweep
+ *   record__stop    stop sampling and drain what is left
+ *   record__close   free everything (safe after any phase failed)
+ *
+ * Callers fill r->o (cli__parse, or their own options with
+ * cli__sampling_option) and run the phases in order; each prints its error
+ * and returns 0 or the exit status. rc.prof may be swapped between drains
+ * (top keeps one profile per second).
+ */
+struct record {
+	struct options o;
+	const struct writer *w;
+	struct record_ctx rc;
+	struct continuous ct;
+	struct child ch;
+	struct collector *col;
+	struct status_line sl;
+	bool *cpus; /* -C, NULL: all */
+	int nr_cpus;
+	int *cgroup_fds;
+	uint64_t t_start, t_stop; /* CLOCK_MONOTONIC: sampling started, stopped */
+};
+
+int record__check(struct record *r);
+int record__setup(struct record *r);
+int record__open(struct record *r);
+int record__start(struct record *r);
+int record__loop(struct record *r);
+int record__drain(struct record *r, uint64_t now);
+int record__stop(struct record *r);
+void record__close(struct record *r);
+
 /* Collector callbacks: a process notice, a drained sample. */
 void record__on_proc_notice(void *ctx, const struct bp_proc_event *e);
 int record__on_sample(void *ctx, const struct collector_sample *s);

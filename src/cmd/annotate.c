@@ -1,0 +1,968 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * annotate.c - "bpfprof annotate": one function's disassembly with the
+ * samples that landed on each instruction and the source lines they belong
+ * to, as `perf annotate` prints it, without a perf.data file:
+ *
+ *   bpfprof annotate -p PID -d 10 FUNCTION     sample now (like record), then annotate
+ *   bpfprof annotate PROFILE FUNCTION          a pprof written with record --addresses
+ *
+ * The samples are the function's self samples: those whose leaf (innermost
+ * non-inlined) frame is the function; each carries its leaf address. A live
+ * run samples exactly like record (record.h's phases) with addresses kept,
+ * and reads the process's binary and debug file through the symbolizer,
+ * which opens them the way it read their symbols (never by a path the
+ * process controls). A saved profile's binaries are opened by path, as the
+ * user names them (--symfs DIR puts them under DIR), and must have the build
+ * id the profile recorded.
+ *
+ * Kernel functions: their text is read from /proc/kcore when the kernel
+ * offers it; when it does not, the per-address counts are printed without
+ * instructions, and the output says why.
+ */
+#include "cmd/cmd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include "base/htab.h"
+#include "base/log.h"
+#include "base/profile.h"
+#include "base/util.h"
+#include "cmd/cli.h"
+#include "cmd/record.h"
+#include "cmd/stop.h"
+#include "cmd/termcolor.h"
+#include "format/reader.h"
+#include "proc/safeopen.h"
+#include "sym/annotation.h"
+#include "sym/debuginfo.h"
+#include "sym/elfcode.h"
+#include "sym/elfsym.h"
+#include "sym/kallsyms.h"
+#include "sym/srcline.h"
+#include "sym/symbolizer.h"
+
+#define KCORE "/proc/kcore"
+/* Instructions at or above this share of the function's samples are marked hot. */
+#define HOT_SHARE 5.0
+/* Source files shown line by line: at most this big. */
+#define SOURCE_MAX_BYTES (16u << 20)
+
+enum {
+	OPT_SYMFS = OPT_CMD_FIRST,
+	OPT_NO_SOURCE,
+	OPT_STDIO,
+};
+
+struct annotate_opts {
+	struct options o; /* sampling (live mode) */
+	const char *symfs;
+	bool no_source;
+	bool color;
+	const char *profile_path; /* NULL: live */
+	const char *function;
+};
+
+static void annotate_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: bpfprof annotate [OPTIONS] -p PID [-d SECS] FUNCTION\n"
+		"       bpfprof annotate [OPTIONS] PROFILE FUNCTION\n"
+		"\n"
+		"Prints FUNCTION's disassembly with the share of its samples on each instruction\n"
+		"(the hottest marked \">>\"), and the source lines from DWARF (the binary's own, or\n"
+		"its separate debug file) interleaved, as perf annotate does. The samples are the\n"
+		"function's self samples: it was running.\n"
+		"\n"
+		"Live: samples like bpfprof record (same targets and options), then annotates.\n"
+		"  -p, --pid PID[,PID...]  the processes to sample (or -a, -C LIST, --cgroup PATH)\n"
+		"  -d, --duration SECS     how long (default: until Ctrl-C)\n"
+		"  -F, --freq HZ           samples per second (default 99; more gives finer counts)\n"
+		"\n"
+		"From a profile written with 'bpfprof record --addresses -o FILE.pb.gz':\n"
+		"      --symfs DIR         look for the profile's binaries under DIR\n"
+		"\n"
+		"FUNCTION is the name as profiles show it (C++ demangled, e.g.\n"
+		"'ns::Box<int>::get(int) const'); without its parameter list, or a part of the\n"
+		"name, if that names one function.\n"
+		"\n"
+		"      --no-source         no source lines\n"
+		"  -q, --quiet             only errors\n"
+		"  -v, --verbose           more messages\n"
+		"  -h, --help              this help\n"
+		"\n"
+		"Examples:\n"
+		"  sudo bpfprof annotate -p 1234 -d 10 parse_header\n"
+		"  sudo bpfprof annotate -F 999 -p 1234 -d 5 'wl::Accumulator<double>::spin'\n"
+		"  sudo bpfprof record -p 1234 -d 30 --addresses -o app.pb.gz\n"
+		"  bpfprof annotate app.pb.gz parse_header\n"
+		"\n"
+		"Kernel functions are disassembled from /proc/kcore; where the kernel does not\n"
+		"offer it, their samples are printed per address.\n"
+		"\n"
+		"Exit status: 0 printed, 1 failure (no samples in FUNCTION, binary unreadable),\n"
+		"2 usage error.\n");
+}
+
+static int usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "bpfprof annotate: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nHINT: see 'bpfprof annotate --help'\n");
+	return 2;
+}
+
+static const struct option long_opts[] = {
+	CLI_SAMPLING_OPTIONS,
+	{ "symfs", required_argument, NULL, OPT_SYMFS },
+	{ "no-source", no_argument, NULL, OPT_NO_SOURCE },
+	{ "stdio", no_argument, NULL, OPT_STDIO },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* 0 to go on, 1 to exit 0 (help), or 2. */
+static int parse(int argc, char **argv, struct annotate_opts *a)
+{
+	struct errmsg em = { 0 };
+	bool live_target = false;
+	int c, rc, nargs;
+
+	memset(a, 0, sizeof(*a));
+	cli__sampling_defaults(&a->o);
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":" CLI_SAMPLING_SHORT "qvh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_SYMFS:
+			a->symfs = optarg;
+			continue;
+		case OPT_NO_SOURCE:
+			a->no_source = true;
+			continue;
+		case OPT_STDIO:
+			continue; /* perf's flag: this is always text */
+		case 'q':
+			a->o.verbosity = -1;
+			continue;
+		case 'v':
+			a->o.verbosity = a->o.verbosity < 0 ? 1 : a->o.verbosity + 1;
+			continue;
+		case 'h':
+			return 1;
+		case ':':
+			return usage("option '%s' needs a value", argv[optind - 1]);
+		case '?':
+			return usage("unknown option '%s'", argv[optind - 1]);
+		}
+		rc = cli__sampling_option(c, optarg, &a->o, &em);
+		if (rc == CLI_USAGE)
+			return usage("%s", em.msg);
+		if (rc != CLI_OK)
+			return usage("unknown option '%s'", argv[optind - 1]);
+		if (c == 'p' || c == 'a' || c == 'C' || c == OPT_CGROUP)
+			live_target = true;
+	}
+	nargs = argc - optind;
+	if (nargs == 2) {
+		if (live_target || a->o.duration)
+			return usage("%s", "a PROFILE is annotated as it is: -p, -a, -C, --cgroup and -d are for live runs");
+		a->profile_path = argv[optind];
+		a->function = argv[optind + 1];
+	} else if (nargs == 1) {
+		a->function = argv[optind];
+		if (a->symfs)
+			return usage("%s", "--symfs is for annotating a PROFILE");
+	} else {
+		return usage("%s", nargs ? "too many arguments" : "which FUNCTION? (see the examples)");
+	}
+	if (!*a->function)
+		return usage("%s", "empty FUNCTION");
+	a->o.addresses = true;
+	if (!a->profile_path && cli__validate(&a->o, &em))
+		return usage("%s", em.msg);
+	return 0;
+}
+
+/* --- choosing the function ----------------------------------------------------- */
+
+/* One function's self samples: its leaf addresses and counts, and its best process. */
+struct fn_samples {
+	const struct pframe *f;
+	uint64_t self, no_addr;
+	struct ann_count *counts;
+	size_t nr, cap;
+	uint32_t pid;	     /* the process with most of them */
+	uint64_t pid_count;
+	int tier;	     /* how FUNCTION matched: 0 exact ... 2 part of the name */
+};
+
+/* The frame a sample's own code is in: the leaf, below inlined frames. */
+static const struct pframe *leaf_function(const struct profile *p, const struct psample *s)
+{
+	const uint32_t *fr;
+	uint32_t n;
+
+	fr = profile__stack_get(p, s->stack, &n);
+	while (n > 0) {
+		const struct pframe *f = profile__frame_get(p, fr[n - 1]);
+
+		if (f->kind != FRAME_INLINE)
+			return f;
+		n--;
+	}
+	return NULL;
+}
+
+/* 0 exact, 1 the name without its parameter list, 2 a part of it, -1 no match. */
+static int match_tier(const char *name, const char *want)
+{
+	size_t wl = strlen(want);
+
+	if (!strcmp(name, want))
+		return 0;
+	if (!strncmp(name, want, wl) && (name[wl] == '(' || name[wl] == ' '))
+		return 1;
+	return strstr(name, want) ? 2 : -1;
+}
+
+static int add_count(struct fn_samples *fs, uint64_t addr, uint64_t n)
+{
+	if (fs->nr == fs->cap &&
+	    array_grow((void **)&fs->counts, &fs->cap, fs->nr + 1, sizeof(*fs->counts)))
+		return -ENOMEM;
+	fs->counts[fs->nr++] = (struct ann_count){ addr, n };
+	return 0;
+}
+
+/* Functions of the profile matching `want`, keyed by their frame (kind, name, module). */
+static int collect(const struct profile *p, const char *want, struct fn_samples **out,
+		   size_t *nr_out)
+{
+	struct htab *idx = htab__new();
+	struct htab *pids = htab__new();
+	struct fn_samples *v = NULL;
+	size_t nr = 0, cap = 0;
+	int err = 0;
+
+	if (!idx || !pids) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < profile__nr_samples(p) && !err; i++) {
+		const struct psample *s = profile__sample(p, i);
+		const struct pframe *f = leaf_function(p, s);
+		struct { uintptr_t name, module, kind; } key;
+		struct { uintptr_t fn; uint32_t pid, pad; } pk;
+		struct htab_entry *e;
+		struct fn_samples *fs;
+		int tier;
+		bool created;
+
+		if (!f || !s->count || (tier = match_tier(f->name, want)) < 0)
+			continue;
+		memset(&key, 0, sizeof(key));
+		key.name = (uintptr_t)f->name;
+		key.module = (uintptr_t)f->module;
+		key.kind = f->kind;
+		e = htab__upsert(idx, &key, sizeof(key), &created);
+		if (!e || (created && array_grow((void **)&v, &cap, nr + 1, sizeof(*v)))) {
+			err = -ENOMEM;
+			break;
+		}
+		if (created) {
+			memset(&v[nr], 0, sizeof(v[nr]));
+			v[nr].f = f;
+			v[nr].tier = tier;
+			e->value = (void *)(uintptr_t)nr++;
+		}
+		fs = &v[(uintptr_t)e->value];
+		fs->self += s->count;
+		if (!s->addr) {
+			fs->no_addr += s->count;
+			continue;
+		}
+		err = add_count(fs, s->addr, s->count);
+		/* Which process has most of them: its files are the ones to read. */
+		memset(&pk, 0, sizeof(pk));
+		pk.fn = (uintptr_t)e->value;
+		pk.pid = s->pid;
+		e = htab__upsert(pids, &pk, sizeof(pk), NULL);
+		if (!e) {
+			err = -ENOMEM;
+			break;
+		}
+		e->value = (void *)((uintptr_t)e->value + s->count);
+		if ((uint64_t)(uintptr_t)e->value > fs->pid_count) {
+			fs->pid_count = (uintptr_t)e->value;
+			fs->pid = s->pid;
+		}
+	}
+out:
+	htab__free(idx);
+	htab__free(pids);
+	if (err) {
+		for (size_t i = 0; i < nr; i++)
+			free(v[i].counts);
+		free(v);
+		return err;
+	}
+	*out = v;
+	*nr_out = nr;
+	return 0;
+}
+
+static void free_fns(struct fn_samples *v, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++)
+		free(v[i].counts);
+	free(v);
+}
+
+static int cmp_self(const void *a, const void *b)
+{
+	const struct fn_samples *x = a, *y = b;
+
+	if (x->tier != y->tier)
+		return x->tier - y->tier;
+	return x->self < y->self ? 1 : x->self > y->self ? -1 : strcmp(x->f->name, y->f->name);
+}
+
+static const char *kind_label(const struct pframe *f)
+{
+	return f->kind == FRAME_KERNEL ? "[kernel]" :
+	       f->module		? path_basename(f->module) :
+					  "?";
+}
+
+/* The hottest functions, for a FUNCTION that names none. */
+static void hint_hottest(const struct profile *p)
+{
+	struct fn_samples *v;
+	size_t nr;
+
+	if (collect(p, "", &v, &nr) || !nr)
+		return;
+	qsort(v, nr, sizeof(*v), cmp_self);
+	fprintf(stderr, "HINT: the hottest functions (self samples):");
+	for (size_t i = 0; i < nr && i < 5; i++)
+		fprintf(stderr, "%s %s (%" PRIu64 ", %s)", i ? ";" : "", v[i].f->name, v[i].self,
+			kind_label(v[i].f));
+	fprintf(stderr, "\n");
+	free_fns(v, nr);
+}
+
+/* The one function FUNCTION names; NULL after printing why. */
+static struct fn_samples *choose(const struct profile *p, const char *want, struct fn_samples **all,
+				 size_t *nr)
+{
+	size_t n_best = 0;
+
+	if (collect(p, want, all, nr)) {
+		p_err("out of memory");
+		return NULL;
+	}
+	if (!*nr) {
+		p_err("no samples of a function named '%s' (it never ran, or is not a leaf)", want);
+		hint_hottest(p);
+		return NULL;
+	}
+	qsort(*all, *nr, sizeof(**all), cmp_self);
+	while (n_best < *nr && (*all)[n_best].tier == (*all)[0].tier)
+		n_best++;
+	if (n_best > 1) {
+		p_err("'%s' matches %zu functions; name one of them:", want, n_best);
+		for (size_t i = 0; i < n_best && i < 10; i++)
+			fprintf(stderr, "  %s  (%s, %" PRIu64 " samples)\n", (*all)[i].f->name,
+				kind_label((*all)[i].f), (*all)[i].self);
+		return NULL;
+	}
+	return &(*all)[0];
+}
+
+/* --- output ---------------------------------------------------------------------- */
+
+/* A source file's lines, read once (when readable and small). */
+struct source {
+	const char *path;
+	char *text;
+	const char **lines;
+	size_t nr, cap;
+	bool tried;
+};
+
+struct sources {
+	struct source *v;
+	size_t nr, cap;
+	bool off;
+};
+
+static const char *source_line(struct sources *ss, const char *path, uint32_t line)
+{
+	struct source *s = NULL;
+	char *buf;
+	size_t len;
+
+	if (ss->off || !path || !line)
+		return NULL;
+	for (size_t i = 0; i < ss->nr && !s; i++)
+		if (!strcmp(ss->v[i].path, path))
+			s = &ss->v[i];
+	if (!s) {
+		if (array_grow((void **)&ss->v, &ss->cap, ss->nr + 1, sizeof(*ss->v)))
+			return NULL;
+		s = &ss->v[ss->nr++];
+		memset(s, 0, sizeof(*s));
+		s->path = path;
+	}
+	if (!s->tried) {
+		struct stat st;
+		int fd;
+
+		s->tried = true;
+		/* O_NONBLOCK: a FIFO named by the line table must not hang us. */
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		if (fd < 0)
+			return NULL;
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > SOURCE_MAX_BYTES) {
+			close(fd);
+			return NULL;
+		}
+		close(fd);
+		if (read_file(path, SOURCE_MAX_BYTES, &buf, &len))
+			return NULL;
+		s->text = buf;
+		for (char *p = buf; p < buf + len;) {
+			char *nl = memchr(p, '\n', (size_t)(buf + len - p));
+
+			if (array_grow((void **)&s->lines, &s->cap, s->nr + 1, sizeof(*s->lines)))
+				break;
+			s->lines[s->nr++] = p;
+			if (!nl)
+				break;
+			*nl = '\0';
+			p = nl + 1;
+		}
+	}
+	return line <= s->nr ? s->lines[line - 1] : NULL;
+}
+
+static void sources_free(struct sources *ss)
+{
+	for (size_t i = 0; i < ss->nr; i++) {
+		free(ss->v[i].text);
+		free(ss->v[i].lines);
+	}
+	free(ss->v);
+}
+
+/* Prints s with control characters as '?' and tabs as spaces, at most max columns. */
+static void put_clean(const char *s, size_t max)
+{
+	size_t col = 0;
+
+	for (; *s && col < max; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '\t') {
+			do
+				putchar(' ');
+			while (++col % 8 && col < max);
+			continue;
+		}
+		putchar(ch < 0x20 || ch == 0x7f ? '?' : ch);
+		col++;
+	}
+}
+
+struct line_stat {
+	const char *file;
+	uint32_t line;
+	uint64_t count;
+};
+
+static int cmp_line_stat(const void *a, const void *b)
+{
+	const struct line_stat *x = a, *y = b;
+
+	return x->count < y->count ? 1 : x->count > y->count ? -1 : (int)x->line - (int)y->line;
+}
+
+/* The hottest source lines: where the samples are, in the programmer's terms. */
+static void print_hot_lines(const struct annotation *an, struct sources *ss)
+{
+	struct line_stat *v = NULL;
+	size_t nr = 0, cap = 0;
+
+	for (size_t i = 0; i < an->nr; i++) {
+		const struct srcline_row *r = an->insns[i].src;
+		size_t j;
+
+		if (!r || !r->line || !an->insns[i].count)
+			continue;
+		for (j = 0; j < nr; j++)
+			if (v[j].line == r->line && !strcmp(v[j].file, r->file))
+				break;
+		if (j == nr) {
+			if (array_grow((void **)&v, &cap, nr + 1, sizeof(*v)))
+				break;
+			v[nr++] = (struct line_stat){ r->file, r->line, 0 };
+		}
+		v[j].count += an->insns[i].count;
+	}
+	if (!nr) {
+		free(v);
+		return;
+	}
+	qsort(v, nr, sizeof(*v), cmp_line_stat);
+	printf("\nHottest source lines:\n");
+	for (size_t i = 0; i < nr && i < 5; i++) {
+		const char *text = source_line(ss, v[i].file, v[i].line);
+
+		printf("  %6.2f%%  %7" PRIu64 "  %s:%u", 100.0 * v[i].count / an->total, v[i].count,
+		       path_basename(v[i].file), v[i].line);
+		if (text) {
+			printf("  ");
+			put_clean(text + strspn(text, " \t"), 60);
+		}
+		putchar('\n');
+	}
+	free(v);
+}
+
+static void print_listing(const struct annotation *an, const struct termcolor *c, struct sources *ss)
+{
+	const struct srcline_row *last = NULL;
+	uint64_t hottest = 0;
+
+	for (size_t i = 0; i < an->nr; i++)
+		hottest = MAX(hottest, an->insns[i].count);
+	printf("\n    Share  Samples  Offset    Instruction\n");
+	for (size_t i = 0; i < an->nr; i++) {
+		const struct ann_insn *in = &an->insns[i];
+		double share = an->total ? 100.0 * in->count / an->total : 0;
+		const char *col = share >= HOT_SHARE ? c->red : share >= 0.5 ? c->green : "";
+		bool hot = in->count && (share >= HOT_SHARE || in->count == hottest);
+
+		if (in->src && in->src->line &&
+		    (!last || last->line != in->src->line || strcmp(last->file, in->src->file))) {
+			const char *text = source_line(ss, in->src->file, in->src->line);
+
+			printf("%s%30s%s:%-5u ", c->dim, "", path_basename(in->src->file),
+			       in->src->line);
+			if (text)
+				put_clean(text, 100);
+			printf("%s\n", c->reset);
+		}
+		if (in->src)
+			last = in->src;
+		printf("%s%s %6.2f%% %8" PRIu64 "  +0x%-6" PRIx64 "  %s%s\n", col, hot ? ">>" : "  ",
+		       share, in->count, in->addr - an->start, in->text, col[0] ? c->reset : "");
+	}
+}
+
+/* Per-address counts when there are no instructions to show. */
+static void print_addresses(const struct fn_samples *fs, uint64_t start, bool have_start)
+{
+	struct ann_count *v = malloc((fs->nr ? fs->nr : 1) * sizeof(*v));
+	size_t nr = 0;
+
+	if (!v)
+		return;
+	/* Sum repeats (several processes, several stacks). */
+	for (size_t i = 0; i < fs->nr; i++) {
+		size_t j;
+
+		for (j = 0; j < nr && v[j].addr != fs->counts[i].addr; j++)
+			;
+		if (j == nr)
+			v[nr++] = fs->counts[i];
+		else
+			v[j].count += fs->counts[i].count;
+	}
+	for (size_t i = 1; i < nr; i++)
+		for (size_t j = i; j > 0 && v[j - 1].addr > v[j].addr; j--) {
+			struct ann_count t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	printf("\n    Share  Samples  Offset    Address\n");
+	for (size_t i = 0; i < nr; i++) {
+		uint64_t total = fs->self - fs->no_addr;
+
+		printf("   %6.2f%% %8" PRIu64 "  ", total ? 100.0 * v[i].count / total : 0,
+		       v[i].count);
+		if (have_start)
+			printf("+0x%-6" PRIx64, v[i].addr - start);
+		else
+			printf("%-9s", "?");
+		printf("  %#" PRIx64 "\n", v[i].addr);
+	}
+	free(v);
+}
+
+/* --- the function's files -------------------------------------------------------- */
+
+struct code_files {
+	int fd, debug_fd;	/* the binary, its separate debug file (-1: none) */
+	char debug_path[PATH_MAX];
+	struct elfsym *es;	/* its symbols (with the debug file's merged in) */
+	struct elfcode *code;
+	struct srcline *lines;
+	const char *lines_from; /* which file the lines came from */
+};
+
+static void code_files_close(struct code_files *cf)
+{
+	srcline__free(cf->lines);
+	elfcode__free(cf->code);
+	elfsym__free(cf->es);
+	if (cf->fd >= 0)
+		close(cf->fd);
+	if (cf->debug_fd >= 0)
+		close(cf->debug_fd);
+}
+
+static bool same_build_id(const struct elfsym *es, const char *hex)
+{
+	char have[2 * 64 + 1];
+	const uint8_t *id;
+	size_t len;
+
+	id = elfsym__build_id(es, &len);
+	if (!id || !hex)
+		return !hex; /* no build id recorded: nothing to check */
+	len = MIN(len, (size_t)64);
+	for (size_t i = 0; i < len; i++)
+		snprintf(have + 2 * i, 3, "%02x", id[i]);
+	have[2 * len] = '\0';
+	return !strcmp(have, hex);
+}
+
+/* A saved profile's binary, by path (the user's file), and its debug file. */
+static int open_by_path(const struct annotate_opts *a, const struct profile *p, const char *module,
+			struct code_files *cf)
+{
+	char path[PATH_MAX], dbgdir[PATH_MAX];
+	struct stat st;
+	int root;
+
+	snprintf(path, sizeof(path), "%s%s", a->symfs ? a->symfs : "", module);
+	cf->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (cf->fd < 0 || fstat(cf->fd, &st) || !S_ISREG(st.st_mode)) {
+		p_err("cannot read %s: %s", path, cf->fd < 0 ? strerror(errno) : "not a regular file");
+		p_hint("annotate on the machine the profile was taken on, or give --symfs DIR with the binaries under DIR");
+		return 1;
+	}
+	cf->es = elfsym__open_fd(cf->fd);
+	if (!cf->es) {
+		p_err("cannot read %s: %s", path, strerror(errno));
+		return 1;
+	}
+	if (!same_build_id(cf->es, profile__build_id(p, module))) {
+		p_err("%s is not the binary that was profiled (build id differs from %s)", path,
+		      profile__build_id(p, module));
+		return 1;
+	}
+	snprintf(dbgdir, sizeof(dbgdir), "%s/usr/lib/debug", a->symfs ? a->symfs : "");
+	root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root >= 0) {
+		struct debuginfo_query q = {
+			.bin = cf->es,
+			.path = path,
+			.dev = (uint64_t)st.st_dev,
+			.ino = (uint64_t)st.st_ino,
+			.roots = { { root, NULL }, { -1, NULL } },
+			.debug_dir = dbgdir,
+			.fd_out = &cf->debug_fd,
+		};
+		struct elfsym *dbg = debuginfo__find(&q, cf->debug_path, sizeof(cf->debug_path));
+
+		if (dbg)
+			elfsym__merge(cf->es, dbg);
+		/* The root is the host's here, not a process's. */
+		if (!strncmp(cf->debug_path, "(process root) ", 15))
+			memmove(cf->debug_path, cf->debug_path + 15, strlen(cf->debug_path + 15) + 1);
+		close(root);
+	}
+	return 0;
+}
+
+/* A live process's binary and debug file, through the symbolizer. */
+static int open_live(struct symbolizer *sym, uint32_t pid, const char *module,
+		     struct code_files *cf)
+{
+	struct sym_files sf;
+	int err = symbolizer__open_files(sym, pid, module, &sf);
+
+	if (err) {
+		p_err("cannot read %s of process %u: %s", module, pid,
+		      err == -ESRCH ? "the process has exited" : strerror(-err));
+		return 1;
+	}
+	cf->fd = sf.fd;
+	cf->debug_fd = sf.debug_fd;
+	snprintf(cf->debug_path, sizeof(cf->debug_path), "%s", sf.debug_path);
+	cf->es = elfsym__open_fd(cf->fd);
+	if (!cf->es) {
+		p_err("cannot read %s: %s", module, strerror(errno));
+		return 1;
+	}
+	if (cf->debug_fd >= 0) {
+		struct elfsym *dbg = elfsym__open_fd(cf->debug_fd);
+
+		if (dbg)
+			elfsym__merge(cf->es, dbg);
+	}
+	return 0;
+}
+
+/* --- annotating ----------------------------------------------------------------- */
+
+static uint64_t hottest_addr(const struct fn_samples *fs)
+{
+	uint64_t best = 0, addr = 0;
+
+	for (size_t i = 0; i < fs->nr; i++)
+		if (fs->counts[i].count > best) {
+			best = fs->counts[i].count;
+			addr = fs->counts[i].addr;
+		}
+	return addr;
+}
+
+static void print_header(const struct fn_samples *fs, const struct profile *p, const char *where)
+{
+	uint64_t total = profile__total(p);
+
+	printf("%s  (%s)\n", fs->f->name, where);
+	printf("  %" PRIu64 " self samples, %.1f%% of the %" PRIu64 " in the profile", fs->self,
+	       total ? 100.0 * fs->self / total : 0, total);
+	if (profile__meta_c(p)->freq_hz)
+		printf(" (%u Hz)", profile__meta_c(p)->freq_hz);
+	printf("\n");
+}
+
+static int annotate_user(const struct annotate_opts *a, const struct profile *p,
+			 const struct fn_samples *fs, struct symbolizer *sym, struct termcolor *c)
+{
+	struct code_files cf = { .fd = -1, .debug_fd = -1 };
+	struct annotation an;
+	struct sources ss = { .off = a->no_source };
+	uint64_t start, end, hot = hottest_addr(fs);
+	int ret = 1, err;
+
+	if (!fs->f->module) {
+		p_err("'%s' has no file to read its code from", fs->f->name);
+		return 1;
+	}
+	if (fs->f->kind == FRAME_JIT) {
+		p_err("'%s' is JIT code (named by a perf map): there is no file to disassemble",
+		      fs->f->name);
+		return 1;
+	}
+	if (sym ? open_live(sym, fs->pid, fs->f->module, &cf) :
+		  open_by_path(a, p, fs->f->module, &cf))
+		goto out;
+	if (elfsym__range(cf.es, hot, &start, &end)) {
+		p_err("no symbol of %s covers the sampled address %#" PRIx64, fs->f->module, hot);
+		goto out;
+	}
+	cf.code = elfcode__open_fd(cf.fd);
+	if (!cf.code) {
+		p_err("cannot read the code of %s: %s", fs->f->module, strerror(errno));
+		goto out;
+	}
+	if (!a->no_source) {
+		if (cf.debug_fd >= 0 && (cf.lines = srcline__open_fd(cf.debug_fd)))
+			cf.lines_from = cf.debug_path;
+		else if ((cf.lines = srcline__open_fd(cf.fd)))
+			cf.lines_from = fs->f->module;
+	}
+	err = annotation__build(&an, cf.code, cf.lines, start, end, fs->counts, fs->nr);
+	if (err) {
+		p_err("cannot disassemble %s at %#" PRIx64 "-%#" PRIx64 ": %s", fs->f->module, start,
+		      end, err == -EFBIG ? "the function is too large" : strerror(-err));
+		goto out;
+	}
+	print_header(fs, p, fs->f->module);
+	printf("  %" PRIx64 "-%" PRIx64 " (%" PRIu64 " bytes, %zu instructions)", start, end,
+	       end - start, an.nr);
+	if (an.nr_rows)
+		printf("; source lines from %s%s", cf.lines_from,
+		       cf.lines_from == cf.debug_path ? " (separate debug file)" : "");
+	else if (!a->no_source)
+		printf("; no source lines (no DWARF: build with -g, or install its debug file)");
+	printf("\n");
+	if (an.outside || fs->no_addr)
+		printf("  not shown: %" PRIu64 " samples outside %" PRIx64 "-%" PRIx64
+		       ", %" PRIu64 " without an address\n",
+		       an.outside, start, end, fs->no_addr);
+	print_listing(&an, c, &ss);
+	print_hot_lines(&an, &ss);
+	annotation__free(&an);
+	ret = 0;
+out:
+	sources_free(&ss);
+	code_files_close(&cf);
+	return ret;
+}
+
+static int annotate_kernel(const struct profile *p, const struct fn_samples *fs,
+			   struct symbolizer *sym, struct termcolor *c)
+{
+	uint64_t start = 0, end = 0, hot = hottest_addr(fs);
+	struct ksyms *ks = NULL;
+	struct elfcode *code = NULL;
+	struct annotation an;
+	bool have_range = false;
+	int fd = -1, err;
+	const char *why;
+
+	if (sym) {
+		have_range = !symbolizer__kernel_range(sym, hot, &start, &end);
+	} else if ((ks = ksyms__load("/proc/kallsyms"))) {
+		const struct ksym *k = ksyms__lookup(ks, hot);
+
+		/* The profile's addresses are this boot's only if they fall in its symbol. */
+		if (k && match_tier(fs->f->name, k->name) >= 0) {
+			start = k->addr;
+			end = ksyms__end(ks, k);
+			have_range = end > start;
+		}
+	}
+	ksyms__free(ks);
+	print_header(fs, p, "kernel");
+	fd = open(KCORE, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		why = errno == ENOENT ? "this kernel has no " KCORE : strerror(errno);
+	else if (!(code = elfcode__open_fd(fd)))
+		why = "cannot read " KCORE;
+	else
+		why = NULL;
+	if (!have_range) {
+		printf("  the running kernel has no symbol at these addresses (a profile of another boot?)\n");
+	} else if (!why) {
+		err = annotation__build(&an, code, NULL, start, end, fs->counts, fs->nr);
+		if (!err) {
+			printf("  %" PRIx64 "-%" PRIx64 " (%" PRIu64 " bytes, %zu instructions), from %s\n",
+			       start, end, end - start, an.nr, KCORE);
+			print_listing(&an, c, &(struct sources){ .off = true });
+			annotation__free(&an);
+			goto out;
+		}
+		why = strerror(-err);
+	}
+	if (why)
+		printf("  kernel text is not readable (%s): samples per address\n", why);
+	print_addresses(fs, start, have_range);
+out:
+	elfcode__free(code);
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+static int annotate_profile(const struct annotate_opts *a, const struct profile *p,
+			    struct symbolizer *sym)
+{
+	struct fn_samples *all = NULL, *fs;
+	struct termcolor c;
+	size_t nr = 0;
+	int ret;
+
+	fs = choose(p, a->function, &all, &nr);
+	if (!fs) {
+		free_fns(all, nr);
+		return 1;
+	}
+	if (!fs->nr) {
+		p_err("the samples of '%s' have no addresses", fs->f->name);
+		p_hint("record the profile with --addresses (pprof output), or annotate live: bpfprof annotate -p PID -d 10 FUNCTION");
+		free_fns(all, nr);
+		return 1;
+	}
+	termcolor__init(&c, isatty(STDOUT_FILENO));
+	ret = fs->f->kind == FRAME_KERNEL ? annotate_kernel(p, fs, sym, &c) :
+					    annotate_user(a, p, fs, sym, &c);
+	free_fns(all, nr);
+	return ret;
+}
+
+/* Samples like record (its phases), addresses kept, then annotates. */
+static int annotate_live(struct annotate_opts *a)
+{
+	struct record r = { .ch = CHILD_INIT };
+	struct collector_stats st;
+	int ret;
+
+	r.o = a->o;
+	memset(&a->o, 0, sizeof(a->o)); /* r owns the option arrays now */
+	stop__install();
+	ret = record__check(&r);
+	if (!ret)
+		ret = record__setup(&r);
+	if (!ret)
+		ret = record__open(&r);
+	if (!ret)
+		ret = record__start(&r);
+	if (!ret)
+		ret = record__loop(&r);
+	if (!ret)
+		ret = record__stop(&r);
+	if (!ret) {
+		collector__stats(r.col, &st);
+		record__fill_meta(r.rc.prof, &r.rc, profile__meta(r.rc.prof)->start_ns,
+				  r.t_stop - r.t_start, record__lost(&st));
+		p_info("%" PRIu64 " samples in %.1f s, %" PRIu64 " lost", st.v[STAT_SAMPLES],
+		       (r.t_stop - r.t_start) / 1e9, record__lost(&st));
+		fflush(stderr);
+		ret = annotate_profile(a, r.rc.prof, r.rc.sym);
+	}
+	record__close(&r);
+	return ret;
+}
+
+int cmd_annotate(int argc, char **argv)
+{
+	struct annotate_opts a;
+	struct errmsg em = { 0 };
+	struct profile *p;
+	int ret;
+
+	ret = parse(argc, argv, &a);
+	if (ret == 1) {
+		annotate_usage(stdout);
+		cli__free(&a.o);
+		return 0;
+	}
+	if (ret) {
+		cli__free(&a.o);
+		return ret;
+	}
+	log_set_level(a.o.verbosity < 0 ? LOG_ERROR : a.o.verbosity == 0 ? LOG_INFO : LOG_DEBUG);
+	if (!a.profile_path)
+		return annotate_live(&a);
+	p = input__read_path(a.profile_path, &em);
+	if (!p) {
+		p_err("cannot read %s: %s", a.profile_path, em.msg);
+		cli__free(&a.o);
+		return 1;
+	}
+	ret = annotate_profile(&a, p, NULL);
+	profile__free(p);
+	cli__free(&a.o);
+	return ret;
+}

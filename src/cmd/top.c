@@ -1,0 +1,813 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * top.c - "bpfprof top": a live, full-screen list of the hottest functions,
+ * refreshed every second from the counts the kernel keeps, as `perf top`
+ * shows it - without a ring buffer of raw samples: each refresh is one
+ * drain of the in-kernel counts, symbolized like record's.
+ *
+ * The window slides: the view covers the drains of the last --window
+ * seconds (default 10), each kept as its own profile, so a function that
+ * stops running leaves the list after that long and shares are exact over
+ * the window (no decay factor to reason about). Sampling, targets and
+ * symbolization are record's (record.h's phases), with both kernel and user
+ * frames collected so the frames toggle needs no restart.
+ *
+ * On a terminal the view is drawn with ncurses: keys sort, pause, filter
+ * (process name, pid, container), toggle kernel/user frames, list
+ * processes and zoom into one; q, Ctrl-C, SIGTERM and SIGHUP leave with the
+ * terminal restored, a resize redraws. Messages that would land on the
+ * screen (symbolizer warnings) are kept and printed after it closes.
+ * Without a terminal (or with --stdio), a plain-text snapshot is printed
+ * every interval.
+ */
+#include "cmd/cmd.h"
+
+#include <curses.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/profile.h"
+#include "base/util.h"
+#include "cmd/cli.h"
+#include "cmd/record.h"
+#include "cmd/toptable.h"
+#include "collector/collector.h"
+#include "unwind/unwinder.h"
+
+#define TOP_DEFAULT_WINDOW 10
+#define TOP_MAX_WINDOW	   3600
+#define TOP_POLL_MS	   200 /* process notices and keys are looked at this often */
+#define TOP_FILTER_MAX	   64
+
+enum {
+	OPT_WINDOW = OPT_CMD_FIRST,
+	OPT_DELAY,
+	OPT_STDIO,
+	OPT_SORT,
+	OPT_ROWS,
+};
+
+static volatile sig_atomic_t top_signal;
+
+static void on_top_signal(int sig)
+{
+	top_signal = sig;
+}
+
+struct top {
+	struct record r;
+	unsigned window;    /* seconds */
+	double delay;	    /* seconds between refreshes */
+	unsigned rows;	    /* --stdio: rows per snapshot */
+	bool tui;
+	/* The window: one profile per drain, oldest first. */
+	struct profile **win;
+	uint64_t *win_t; /* CLOCK_MONOTONIC of each drain */
+	size_t nr_win, cap_win, cap_win_t;
+	/* Drains while paused, added when the view resumes. */
+	struct profile **held;
+	uint64_t *held_t;
+	size_t nr_held, cap_held, cap_held_t;
+	struct top_view view;
+	struct top_table table;
+	char filter[TOP_FILTER_MAX + 1];
+	bool paused, show_procs, prompting;
+	char input[TOP_FILTER_MAX + 1];
+	size_t input_len;
+	size_t cursor;
+	/* Rates, from the collector's counters between drains. */
+	uint64_t last_samples, last_t;
+	double rate;
+	uint64_t lost;
+	size_t nr_events;
+	char target[128];
+	/* stderr while the screen is up. */
+	int saved_stderr, msg_fd;
+};
+
+static void top_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: bpfprof top [OPTIONS]\n"
+		"\n"
+		"A live view of the hottest functions, refreshed every second from the counts the\n"
+		"kernel keeps (no raw samples are copied), over a sliding window.\n"
+		"\n"
+		"Targets and sampling, as for bpfprof record (default: the whole machine, -a):\n"
+		"  -a, --all-cpus          every online CPU\n"
+		"  -p, --pid PID[,PID...]  only these processes (all their threads)\n"
+		"  -C, --cpu LIST          only these CPUs, e.g. 0-3,8\n"
+		"      --cgroup PATH       only processes in this cgroup v2 (repeatable)\n"
+		"  -F, --freq HZ           samples per second per CPU (default 99)\n"
+		"  -d, --duration SECS     stop after this long (default: until q or Ctrl-C)\n"
+		"  -U, --user-only         start showing user frames only (k toggles)\n"
+		"  -K, --kernel-only       start showing kernel frames only (k toggles)\n"
+		"      --include-idle      count the idle task too\n"
+		"\n"
+		"View:\n"
+		"      --window SECS       the sliding window the shares cover (default %u)\n"
+		"      --delay SECS        seconds between refreshes (default 1)\n"
+		"      --sort self|total   initial order (default self)\n"
+		"      --stdio             plain text snapshots even on a terminal (the default\n"
+		"                          when stdout is not one)\n"
+		"      --rows N            rows per plain snapshot (default 20)\n"
+		"  -q, --quiet             only errors\n"
+		"  -h, --help              this help\n"
+		"\n"
+		"Keys:\n"
+		"  s        sort by self or by total samples\n"
+		"  space    pause / resume (sampling goes on)\n"
+		"  /        filter: a process name (or part), a pid, or a container id (start);\n"
+		"           empty: no filter\n"
+		"  k        frames: all, user only, kernel only\n"
+		"  p        the process list: up/down, Enter zooms into one; z or Esc: all again\n"
+		"  q        quit (also Ctrl-C)\n"
+		"\n"
+		"Examples:\n"
+		"  sudo bpfprof top\n"
+		"  sudo bpfprof top -p 1234 -F 499\n"
+		"  sudo bpfprof top -a -d 10 --stdio > top.txt\n"
+		"\n"
+		"Exit status: 0, 1 failure (not root, BPF refused), 2 usage error.\n",
+		TOP_DEFAULT_WINDOW);
+}
+
+static int usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "bpfprof top: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nHINT: see 'bpfprof top --help'\n");
+	return 2;
+}
+
+static const struct option long_opts[] = {
+	CLI_SAMPLING_OPTIONS,
+	{ "window", required_argument, NULL, OPT_WINDOW },
+	{ "delay", required_argument, NULL, OPT_DELAY },
+	{ "stdio", no_argument, NULL, OPT_STDIO },
+	{ "sort", required_argument, NULL, OPT_SORT },
+	{ "rows", required_argument, NULL, OPT_ROWS },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* 0 to go on, 1 for --help, 2 usage error. */
+static int parse(int argc, char **argv, struct top *t, bool *stdio)
+{
+	struct options *o = &t->r.o;
+	struct errmsg em = { 0 };
+	double secs;
+	int c, rc;
+
+	cli__sampling_defaults(o);
+	t->window = TOP_DEFAULT_WINDOW;
+	t->delay = 1;
+	t->rows = 20;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":" CLI_SAMPLING_SHORT "qvh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_WINDOW:
+			if (cli__parse_duration(optarg, &secs) || secs < 1 || secs > TOP_MAX_WINDOW)
+				return usage("invalid --window '%s': expected 1 to 3600 seconds",
+					     optarg);
+			t->window = (unsigned)(secs + 0.5);
+			continue;
+		case OPT_DELAY:
+			if (cli__parse_duration(optarg, &secs) || secs < 0.1 || secs > 60)
+				return usage("invalid --delay '%s': expected 0.1 to 60 seconds",
+					     optarg);
+			t->delay = secs;
+			continue;
+		case OPT_STDIO:
+			*stdio = true;
+			continue;
+		case OPT_SORT:
+			if (!strcmp(optarg, "self"))
+				t->view.sort = TOP_SORT_SELF;
+			else if (!strcmp(optarg, "total"))
+				t->view.sort = TOP_SORT_TOTAL;
+			else
+				return usage("invalid --sort '%s': expected self or total", optarg);
+			continue;
+		case OPT_ROWS: {
+			uint64_t v;
+
+			if (parse_u64(optarg, 10, &v) || !v || v > 100000)
+				return usage("invalid --rows '%s': expected 1 to 100000", optarg);
+			t->rows = (unsigned)v;
+			continue;
+		}
+		case 'q':
+			o->verbosity = -1;
+			continue;
+		case 'v':
+			o->verbosity = o->verbosity < 0 ? 1 : o->verbosity + 1;
+			continue;
+		case 'h':
+			return 1;
+		case ':':
+			return usage("option '%s' needs a value", argv[optind - 1]);
+		case '?':
+			return usage("unknown option '%s'", argv[optind - 1]);
+		}
+		rc = cli__sampling_option(c, optarg, o, &em);
+		if (rc == CLI_USAGE)
+			return usage("%s", em.msg);
+		if (rc != CLI_OK)
+			return usage("unknown option '%s'", argv[optind - 1]);
+	}
+	if (optind < argc)
+		return usage("unexpected argument '%s'", argv[optind]);
+	if (cli__validate(o, &em))
+		return usage("%s", em.msg);
+	/* -U/-K choose the first view; both kinds of frames are collected. */
+	t->view.frames = o->user_only ? TOP_FRAMES_USER :
+			 o->kernel_only ? TOP_FRAMES_KERNEL : TOP_FRAMES_ALL;
+	o->user_only = o->kernel_only = false;
+	return 0;
+}
+
+/* --- the window ------------------------------------------------------------------ */
+
+static int push(struct profile ***v, uint64_t **ts, size_t *nr, size_t *cap, size_t *cap_t,
+		struct profile *p, uint64_t t)
+{
+	if (array_grow((void **)v, cap, *nr + 1, sizeof(**v)) ||
+	    array_grow((void **)ts, cap_t, *nr + 1, sizeof(**ts)))
+		return -ENOMEM;
+	(*v)[*nr] = p;
+	(*ts)[*nr] = t;
+	(*nr)++;
+	return 0;
+}
+
+/* Drops what is older than the window (the newest always stays). */
+static void age(struct top *t, uint64_t now)
+{
+	uint64_t span = (uint64_t)t->window * 1000000000ull;
+	size_t drop = 0;
+
+	while (drop + 1 < t->nr_win && now - t->win_t[drop] >= span)
+		drop++;
+	for (size_t i = 0; i < drop; i++)
+		profile__free(t->win[i]);
+	memmove(t->win, t->win + drop, (t->nr_win - drop) * sizeof(*t->win));
+	memmove(t->win_t, t->win_t + drop, (t->nr_win - drop) * sizeof(*t->win_t));
+	t->nr_win -= drop;
+}
+
+static int rebuild(struct top *t)
+{
+	toptable__free(&t->table);
+	t->view.filter = t->filter[0] ? t->filter : NULL;
+	return toptable__build(&t->table, t->win, t->nr_win, &t->view);
+}
+
+/* Seconds the window holds now. */
+static double window_span(const struct top *t, uint64_t now)
+{
+	if (!t->nr_win)
+		return 0;
+	return MIN((double)t->window, (now - t->r.t_start) / 1e9);
+}
+
+/* One drain into a profile of its own, into the window (or held while paused). */
+static int top_drain(struct top *t, uint64_t now)
+{
+	struct collector_stats st;
+	struct profile *p = profile__new();
+	int err;
+
+	if (!p) {
+		p_err("out of memory");
+		return 1;
+	}
+	t->r.rc.prof = p;
+	err = record__drain(&t->r, now);
+	t->r.rc.prof = NULL;
+	if (err) {
+		profile__free(p);
+		return err;
+	}
+	if (t->paused ? push(&t->held, &t->held_t, &t->nr_held, &t->cap_held, &t->cap_held_t, p, now)
+		      : push(&t->win, &t->win_t, &t->nr_win, &t->cap_win, &t->cap_win_t, p, now)) {
+		profile__free(p);
+		p_err("out of memory");
+		return 1;
+	}
+	if (t->paused) {
+		/* Held drains older than the window will never be shown. */
+		while (t->nr_held > 1 && now - t->held_t[0] >= (uint64_t)t->window * 1000000000ull) {
+			profile__free(t->held[0]);
+			memmove(t->held, t->held + 1, (t->nr_held - 1) * sizeof(*t->held));
+			memmove(t->held_t, t->held_t + 1, (t->nr_held - 1) * sizeof(*t->held_t));
+			t->nr_held--;
+		}
+	} else {
+		age(t, now);
+	}
+	collector__stats(t->r.col, &st);
+	if (now > t->last_t)
+		t->rate = (st.v[STAT_SAMPLES] - t->last_samples) / ((now - t->last_t) / 1e9);
+	t->last_samples = st.v[STAT_SAMPLES];
+	t->last_t = now;
+	t->lost = record__lost(&st);
+	t->nr_events = st.nr_events;
+	if (!t->paused && rebuild(t)) {
+		p_err("out of memory");
+		return 1;
+	}
+	return 0;
+}
+
+static void resume(struct top *t, uint64_t now)
+{
+	for (size_t i = 0; i < t->nr_held; i++)
+		if (push(&t->win, &t->win_t, &t->nr_win, &t->cap_win, &t->cap_win_t, t->held[i],
+			 t->held_t[i]))
+			profile__free(t->held[i]);
+	t->nr_held = 0;
+	t->paused = false;
+	age(t, now);
+}
+
+static void describe(struct top *t)
+{
+	const struct options *o = &t->r.o;
+
+	if (o->nr_pids == 1)
+		snprintf(t->target, sizeof(t->target), "process %u", o->pids[0]);
+	else if (o->nr_pids)
+		snprintf(t->target, sizeof(t->target), "%zu processes", o->nr_pids);
+	else if (o->nr_cgroups)
+		snprintf(t->target, sizeof(t->target), "cgroup %s%s", o->cgroups[0],
+			 o->nr_cgroups > 1 ? " ..." : "");
+	else
+		snprintf(t->target, sizeof(t->target), "%zu CPU%s", t->nr_events,
+			 t->nr_events == 1 ? "" : "s");
+}
+
+static const char *frames_name(enum top_frames f)
+{
+	return f == TOP_FRAMES_USER ? "user" : f == TOP_FRAMES_KERNEL ? "kernel" : "all";
+}
+
+static const char *module_label(const struct top_row *r)
+{
+	if (r->kind == FRAME_KERNEL)
+		return "[kernel]";
+	return r->module ? r->module : r->kind == FRAME_OTHER ? "" : "?";
+}
+
+static double pct(uint64_t n, uint64_t of)
+{
+	return of ? 100.0 * n / of : 0;
+}
+
+/* The first header line, shared by both outputs. */
+static void header_line(const struct top *t, uint64_t now, char *buf, size_t size)
+{
+	snprintf(buf, size,
+		 "bpfprof top: %s at %u Hz, sliding window %u s (%.0f s so far), %.0f samples/s, %" PRIu64
+		 " lost, %" PRIu64 " samples shown",
+		 t->target, t->r.o.freq, t->window, window_span(t, now), t->rate, t->lost,
+		 t->table.samples);
+}
+
+static void view_line(const struct top *t, char *buf, size_t size)
+{
+	char zoom[64] = "all";
+
+	if (t->view.zoom_pid)
+		snprintf(zoom, sizeof(zoom), "%u", t->view.zoom_pid);
+	snprintf(buf, size, "sort: %s | frames: %s | filter: %s | process: %s%s",
+		 t->view.sort == TOP_SORT_TOTAL ? "total" : "self", frames_name(t->view.frames),
+		 t->filter[0] ? t->filter : "none", zoom, t->paused ? " | PAUSED" : "");
+}
+
+/* --- plain snapshots ---------------------------------------------------------------- */
+
+static int print_snapshot(struct top *t, uint64_t now)
+{
+	char line[512];
+	const struct top_table *tb = &t->table;
+
+	header_line(t, now, line, sizeof(line));
+	printf("%s\n", line);
+	view_line(t, line, sizeof(line));
+	printf("%s\n", line);
+	printf("   Self%%  Total%%  Samples  %-18s %s\n", "Module", "Function");
+	for (size_t i = 0; i < tb->nr && i < t->rows; i++) {
+		const struct top_row *r = &tb->rows[i];
+
+		printf("  %6.2f  %6.2f  %7" PRIu64 "  %-18.18s %s\n", pct(r->self, tb->samples),
+		       pct(r->total, tb->samples), t->view.sort == TOP_SORT_TOTAL ? r->total : r->self,
+		       module_label(r), r->name);
+	}
+	printf("\n");
+	fflush(stdout);
+	return ferror(stdout) ? -EIO : 0;
+}
+
+/* --- the screen -------------------------------------------------------------------- */
+
+static bool curses_on;
+
+static void screen_end(void)
+{
+	if (curses_on) {
+		endwin();
+		curses_on = false;
+	}
+}
+
+/* Puts s at (y, x), cut at the right edge; control characters become '?'. */
+static void put(int y, int x, const char *s, attr_t attr)
+{
+	int w = COLS - x;
+
+	if (y < 0 || y >= LINES || w <= 0)
+		return;
+	attron(attr);
+	move(y, x);
+	for (int i = 0; s[i] && i < w; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		addch(ch < 0x20 || ch == 0x7f ? '?' : ch);
+	}
+	attroff(attr);
+}
+
+static void draw_functions(struct top *t, int first, int last)
+{
+	const struct top_table *tb = &t->table;
+	char line[1024];
+
+	snprintf(line, sizeof(line), "   Self%%  Total%%  Samples  %-18s %s", "Module", "Function");
+	put(first - 1, 0, line, A_REVERSE);
+	for (int y = first; y < last; y++) {
+		size_t i = (size_t)(y - first);
+		const struct top_row *r;
+		double self;
+
+		if (i >= tb->nr)
+			break;
+		r = &tb->rows[i];
+		self = pct(r->self, tb->samples);
+		snprintf(line, sizeof(line), "  %6.2f  %6.2f  %7" PRIu64 "  %-18.18s %s", self,
+			 pct(r->total, tb->samples),
+			 t->view.sort == TOP_SORT_TOTAL ? r->total : r->self, module_label(r), r->name);
+		/* perf top's colours: red from 5% self, green from 0.5%. */
+		put(y, 0, line,
+		    has_colors() ? (self >= 5 ? COLOR_PAIR(1) : self >= 0.5 ? COLOR_PAIR(2) : 0) : 0);
+	}
+}
+
+static void draw_procs(struct top *t, int first, int last)
+{
+	const struct top_table *tb = &t->table;
+	size_t top_row = 0, rows = last > first ? (size_t)(last - first) : 0;
+	char line[1024];
+
+	snprintf(line, sizeof(line), "   Share  Samples      PID  %-16s %s", "Command", "Container");
+	put(first - 1, 0, line, A_REVERSE);
+	if (t->cursor >= tb->nr_procs)
+		t->cursor = tb->nr_procs ? tb->nr_procs - 1 : 0;
+	if (rows && t->cursor >= rows)
+		top_row = t->cursor - rows + 1;
+	for (int y = first; y < last; y++) {
+		size_t i = top_row + (size_t)(y - first);
+		const struct top_proc *p;
+
+		if (i >= tb->nr_procs)
+			break;
+		p = &tb->procs[i];
+		snprintf(line, sizeof(line), "  %6.2f  %7" PRIu64 "  %7u  %-16.16s %.12s",
+			 pct(p->samples, tb->samples), p->samples, p->pid, p->comm,
+			 p->container ? p->container : "");
+		put(y, 0, line, i == t->cursor ? A_REVERSE : 0);
+	}
+}
+
+static void draw(struct top *t, uint64_t now)
+{
+	char line[1024];
+
+	erase();
+	header_line(t, now, line, sizeof(line));
+	put(0, 0, line, A_BOLD);
+	view_line(t, line, sizeof(line));
+	put(1, 0, line, 0);
+	if (t->show_procs)
+		draw_procs(t, 4, LINES - 1);
+	else
+		draw_functions(t, 4, LINES - 1);
+	if (t->prompting) {
+		snprintf(line, sizeof(line),
+			 "filter (process name, pid or container; Ctrl-U clears, empty: none): %s",
+			 t->input);
+		put(LINES - 1, 0, line, A_BOLD);
+	} else {
+		put(LINES - 1, 0,
+		    t->show_procs ?
+			    "up/down select  Enter zoom into it  z/Esc all processes  p functions  q quit" :
+			    "s sort  space pause  / filter  k kernel/user  p processes  z unzoom  q quit",
+		    A_REVERSE);
+	}
+	refresh();
+}
+
+static int screen_start(struct top *t)
+{
+	SCREEN *s;
+
+	/* newterm, not initscr: a terminal it cannot drive is an error, not an exit. */
+	s = newterm(NULL, stdout, stdin);
+	if (!s)
+		return -ENOTTY;
+	set_term(s);
+	curses_on = true;
+	cbreak(); /* Ctrl-C stays a signal */
+	noecho();
+	keypad(stdscr, TRUE);
+	nodelay(stdscr, TRUE);
+	set_escdelay(25);
+	curs_set(0);
+	if (has_colors()) {
+		start_color();
+		use_default_colors();
+		init_pair(1, COLOR_RED, -1);
+		init_pair(2, COLOR_GREEN, -1);
+	}
+	(void)t;
+	return 0;
+}
+
+/* Messages printed while the screen is up go to a memory file, shown after it. */
+static void capture_stderr(struct top *t)
+{
+	t->saved_stderr = -1;
+	t->msg_fd = memfd_create("bpfprof-top-messages", MFD_CLOEXEC);
+	if (t->msg_fd < 0)
+		return;
+	fflush(stderr);
+	t->saved_stderr = dup(STDERR_FILENO);
+	if (t->saved_stderr < 0 || dup2(t->msg_fd, STDERR_FILENO) < 0) {
+		close(t->msg_fd);
+		t->msg_fd = -1;
+	}
+}
+
+static void release_stderr(struct top *t)
+{
+	char buf[4096];
+	ssize_t n;
+	off_t off = 0;
+
+	if (t->msg_fd < 0 || t->saved_stderr < 0)
+		return;
+	fflush(stderr);
+	dup2(t->saved_stderr, STDERR_FILENO);
+	close(t->saved_stderr);
+	t->saved_stderr = -1;
+	while ((n = pread(t->msg_fd, buf, sizeof(buf), off)) > 0) {
+		if (write(STDERR_FILENO, buf, (size_t)n) < 0)
+			break;
+		off += n;
+	}
+	close(t->msg_fd);
+	t->msg_fd = -1;
+}
+
+/* One key. Returns true to quit. */
+static bool on_key(struct top *t, int ch, uint64_t now)
+{
+	bool changed = true;
+
+	if (t->prompting) {
+		if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
+			snprintf(t->filter, sizeof(t->filter), "%s", t->input);
+			t->prompting = false;
+		} else if (ch == 27) {
+			t->prompting = false;
+		} else if (ch == 21) { /* Ctrl-U: clear, as in a shell */
+			t->input_len = 0;
+			t->input[0] = '\0';
+		} else if ((ch == KEY_BACKSPACE || ch == 127 || ch == 8) && t->input_len) {
+			t->input[--t->input_len] = '\0';
+		} else if (ch >= 0x20 && ch < 0x7f && t->input_len < TOP_FILTER_MAX) {
+			t->input[t->input_len++] = (char)ch;
+			t->input[t->input_len] = '\0';
+		}
+		if (!t->prompting)
+			rebuild(t);
+		return false;
+	}
+	switch (ch) {
+	case 'q':
+	case 'Q':
+		return true;
+	case 's':
+	case 'S':
+		t->view.sort = t->view.sort == TOP_SORT_SELF ? TOP_SORT_TOTAL : TOP_SORT_SELF;
+		break;
+	case ' ':
+		if (t->paused)
+			resume(t, now);
+		else
+			t->paused = true;
+		break;
+	case '/':
+		t->prompting = true;
+		snprintf(t->input, sizeof(t->input), "%s", t->filter);
+		t->input_len = strlen(t->input);
+		break;
+	case 'k':
+	case 'K':
+		t->view.frames = (enum top_frames)((t->view.frames + 1) % 3);
+		break;
+	case 'p':
+	case 'P':
+		t->show_procs = !t->show_procs;
+		t->cursor = 0;
+		break;
+	case KEY_UP:
+		if (t->cursor)
+			t->cursor--;
+		break;
+	case KEY_DOWN:
+		if (t->cursor + 1 < t->table.nr_procs)
+			t->cursor++;
+		break;
+	case '\n':
+	case '\r':
+	case KEY_ENTER:
+		if (t->show_procs && t->cursor < t->table.nr_procs) {
+			t->view.zoom_pid = t->table.procs[t->cursor].pid;
+			t->show_procs = false;
+		}
+		break;
+	case 'z':
+	case 'Z':
+	case 27:
+		t->view.zoom_pid = 0;
+		t->show_procs = false;
+		break;
+	case KEY_RESIZE:
+		break;
+	default:
+		changed = false;
+	}
+	if (changed && ch != KEY_UP && ch != KEY_DOWN && ch != KEY_RESIZE)
+		rebuild(t);
+	return false;
+}
+
+/* --- the run ----------------------------------------------------------------------- */
+
+static void install_top_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_top_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static int top_loop(struct top *t)
+{
+	uint64_t period = (uint64_t)(t->delay * 1e9);
+	uint64_t deadline = t->r.o.duration ? t->r.t_start + (uint64_t)(t->r.o.duration * 1e9) : 0;
+	uint64_t next = t->r.t_start + period;
+	bool quit = false;
+
+	t->last_t = t->r.t_start;
+	if (t->tui)
+		draw(t, now_ns());
+	while (!quit && !top_signal) {
+		uint64_t now = now_ns();
+		int timeout = TOP_POLL_MS;
+
+		if (now >= next) {
+			if (top_drain(t, now))
+				return 1;
+			while (next <= now)
+				next += period; /* on the beat, without drifting */
+			if (t->tui)
+				draw(t, now);
+			else if (print_snapshot(t, now))
+				return 1; /* stdout closed (a pipe's reader left) */
+		}
+		if (deadline && now >= deadline)
+			break;
+		timeout = (int)MIN((uint64_t)timeout, (next - now) / 1000000 + 1);
+		if (deadline)
+			timeout = (int)MIN((uint64_t)timeout, (deadline - now) / 1000000 + 1);
+		if (t->tui) {
+			struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+			int ch;
+			bool keys = false;
+
+			/* A resize interrupts the wait (EINTR) and arrives as KEY_RESIZE. */
+			poll(&pfd, 1, timeout);
+			while (!quit && (ch = getch()) != ERR) {
+				quit = on_key(t, ch, now_ns());
+				keys = true;
+			}
+			if (keys && !quit)
+				draw(t, now_ns());
+			collector__poll(t->r.col, 0, record__on_proc_notice, &t->r.rc);
+		} else {
+			collector__poll(t->r.col, timeout, record__on_proc_notice, &t->r.rc);
+		}
+		if (t->r.rc.uw)
+			unwinder__tick(t->r.rc.uw);
+	}
+	return 0;
+}
+
+static void top_free(struct top *t)
+{
+	for (size_t i = 0; i < t->nr_win; i++)
+		profile__free(t->win[i]);
+	for (size_t i = 0; i < t->nr_held; i++)
+		profile__free(t->held[i]);
+	free(t->win);
+	free(t->win_t);
+	free(t->held);
+	free(t->held_t);
+	toptable__free(&t->table);
+}
+
+int cmd_top(int argc, char **argv)
+{
+	struct top t = { .r = { .ch = CHILD_INIT }, .saved_stderr = -1, .msg_fd = -1 };
+	struct collector_stats st;
+	bool stdio = false;
+	int ret;
+
+	ret = parse(argc, argv, &t, &stdio);
+	if (ret == 1) {
+		top_usage(stdout);
+		cli__free(&t.r.o);
+		return 0;
+	}
+	if (ret) {
+		cli__free(&t.r.o);
+		return ret;
+	}
+	log_set_level(t.r.o.verbosity < 0 ? LOG_ERROR : t.r.o.verbosity == 0 ? LOG_INFO : LOG_DEBUG);
+	{
+		const char *term = getenv("TERM");
+
+		t.tui = !stdio && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) && term && *term &&
+			strcmp(term, "dumb");
+	}
+	install_top_signals();
+	ret = record__check(&t.r);
+	if (!ret)
+		ret = record__setup(&t.r);
+	if (!ret)
+		ret = record__open(&t.r);
+	if (!ret) {
+		collector__stats(t.r.col, &st);
+		t.nr_events = st.nr_events;
+		describe(&t);
+		ret = record__start(&t.r);
+		profile__free(t.r.rc.prof); /* top drains into profiles of its own */
+		t.r.rc.prof = NULL;
+	}
+	if (!ret && t.tui) {
+		capture_stderr(&t);
+		if (screen_start(&t)) {
+			release_stderr(&t);
+			t.tui = false; /* the terminal cannot be driven: plain text */
+		}
+	}
+	if (!ret)
+		ret = top_loop(&t);
+	screen_end();
+	release_stderr(&t);
+	if (top_signal)
+		p_debug("stopping on %s", strsignal(top_signal));
+	top_free(&t);
+	record__close(&t.r);
+	return ret;
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * toptable.h - what "bpfprof top" shows, computed from the profiles of its
+ * window (one per drain): the functions with their self and total samples,
+ * and the processes, under the view's filter (process name, pid or
+ * container; one zoomed-in process) and frame selection (all, user only,
+ * kernel only, with bcc profile -U/-K semantics: every sample still counts,
+ * the other side's frames are dropped, so the leaf moves).
+ *
+ * Functions are (kind, module file name, name) across the window's
+ * profiles; "total" counts a function once per stack even when it recurses.
+ * Rows point at strings of the profiles they were built from: a table is
+ * valid until one of them is freed (rebuild after the window moves).
+ */
+#ifndef BPFPROF_TOPTABLE_H
+#define BPFPROF_TOPTABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/profile.h"
+
+enum top_frames {
+	TOP_FRAMES_ALL = 0,
+	TOP_FRAMES_USER,   /* kernel frames dropped */
+	TOP_FRAMES_KERNEL, /* user frames dropped */
+};
+
+enum top_sort {
+	TOP_SORT_SELF = 0,
+	TOP_SORT_TOTAL,
+};
+
+struct top_view {
+	const char *filter;   /* digits: a pid; else a part of the process name, or the
+			       * start of a container id; NULL or "": every process */
+	uint32_t zoom_pid;    /* 0: every process */
+	enum top_frames frames;
+	enum top_sort sort;
+};
+
+struct top_row {
+	const char *name;
+	const char *module; /* basename, or NULL */
+	enum frame_kind kind;
+	uint64_t self, total;
+};
+
+struct top_proc {
+	uint32_t pid;
+	const char *comm;
+	const char *container; /* NULL when none */
+	uint64_t samples;
+};
+
+struct top_table {
+	struct top_row *rows; /* sorted by the view's sort */
+	size_t nr;
+	struct top_proc *procs; /* by samples, most first */
+	size_t nr_procs;
+	uint64_t samples;     /* samples the view covers (the shares' denominator) */
+	uint64_t no_frames;   /* ... of which had no frame of the selected kind */
+};
+
+/* Whether sample s is in the view (filter and zoom). */
+bool toptable__matches(const struct top_view *v, const struct psample *s);
+
+/* Builds t from profs[0..n) under v. 0 or -ENOMEM (t is then empty). */
+int toptable__build(struct top_table *t, struct profile *const *profs, size_t n,
+		    const struct top_view *v);
+void toptable__free(struct top_table *t);
+
+#endif

@@ -1,0 +1,255 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""bpfprof top: the full-screen view driven in tmux (send-keys, capture-pane),
+and its plain snapshots without a terminal.
+
+The workload topmix splits its CPU 3:1 between hot_spin and cold_spin with
+the same loop in both, so hot_spin's share of the two is 3/4 on any CPU and
+under any load; the tolerance is four standard deviations of a binomial
+share over the samples the screen shows.
+"""
+import math
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from conftest import BPFPROF, Workload, uwl, wl
+
+ROW = re.compile(r"^\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s+(\S+)\s+(.+?)\s*$")
+HEADER = re.compile(r"bpfprof top: .* \((\d+) s so far\), .* (\d+) samples shown")
+
+
+def tmux(*args, check=True):
+    # A server of the tests' own: nobody else's sessions, nor theirs ours.
+    p = subprocess.run(["tmux", "-L", "bpfprof-tests"] + [str(a) for a in args],
+                       capture_output=True, text=True)
+    if check:
+        assert p.returncode == 0, f"tmux {args}: {p.stderr}"
+    return p.stdout
+
+
+class Screen:
+    """bpfprof top in a detached tmux session of its own. The pane's shell
+    saves the terminal settings (stty -g) before and after bpfprof, and
+    prints bpfprof's exit status."""
+
+    def __init__(self, args, width=160, height=40):
+        self.dir = Path(tempfile.mkdtemp(prefix="bpfprof-top-"))
+        self.name = f"bpfprof-test-{os.getpid()}-{id(self) % 100000}"
+        cmd = " ".join(shlex.quote(str(a)) for a in [BPFPROF, "top"] + list(args))
+        # trap: Ctrl-C is for bpfprof; the shell survives it to report.
+        script = (f"trap : INT; stty -g > {self.dir}/before; {cmd} 2> {self.dir}/stderr; "
+                  f"echo EXIT=$?; stty -g > {self.dir}/after; sleep 600")
+        tmux("new-session", "-d", "-s", self.name, "-x", width, "-y", height, "sh", "-c", script)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        tmux("kill-session", "-t", self.name, check=False)
+
+    def text(self):
+        return tmux("capture-pane", "-p", "-t", self.name)
+
+    def keys(self, *keys):
+        tmux("send-keys", "-t", self.name, *keys)
+
+    def alternate_on(self):
+        return tmux("display-message", "-p", "-t", self.name, "#{alternate_on}").strip()
+
+    def wait_for(self, pred, timeout=60, what="the screen"):
+        deadline = time.monotonic() + timeout
+        text = ""
+        while time.monotonic() < deadline:
+            text = self.text()
+            if pred(text):
+                return text
+            time.sleep(0.2)
+        stderr = (self.dir / "stderr").read_text() if (self.dir / "stderr").exists() else ""
+        raise AssertionError(f"timed out waiting for {what}:\n{text}\nstderr:\n{stderr}")
+
+    def wait_seconds(self, secs):
+        """The screen once its window covers at least secs seconds."""
+        def ok(text):
+            m = HEADER.search(text)
+            return m and int(m.group(1)) >= secs
+        return self.wait_for(ok, what=f"{secs} s of sampling")
+
+    def exit_status(self):
+        text = self.wait_for(lambda t: "EXIT=" in t, what="bpfprof to exit")
+        return int(re.search(r"EXIT=(\d+)", text).group(1))
+
+    def stty(self):
+        deadline = time.monotonic() + 10
+        while not (self.dir / "after").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return (self.dir / "before").read_text(), (self.dir / "after").read_text()
+
+
+def rows(text):
+    """{function: (self %, total %, samples, module)} of the function table."""
+    out = {}
+    for line in text.splitlines():
+        m = ROW.match(line)
+        if m:
+            out[m.group(5)] = (float(m.group(1)), float(m.group(2)), int(m.group(3)),
+                               m.group(4))
+    return out
+
+
+def ordered(text):
+    return [ROW.match(ln) for ln in text.splitlines() if ROW.match(ln)]
+
+
+def check_share(hot, cold, p=0.75):
+    n = hot + cold
+    assert n >= 200, f"only {n} samples of topmix in the window"
+    sigma = math.sqrt(p * (1 - p) / n)
+    share = hot / n
+    assert abs(share - p) <= 4 * sigma + 0.5 / n, \
+        f"hot_spin has {share:.3f} of topmix's samples, expected {p} +- {4 * sigma:.3f} (n={n})"
+
+
+def test_top_shows_the_hot_function_with_its_share():
+    with Workload(wl("topmix"), 60) as w, Screen(["-p", w.pid, "-F", 499]) as s:
+        text = s.wait_seconds(3)
+        assert s.alternate_on() == "1", "top should draw on the alternate screen"
+        r = rows(text)
+        assert "hot_spin" in r and "cold_spin" in r, text
+        first = ordered(text)[0]
+        assert first.group(5) == "hot_spin", text
+        check_share(r["hot_spin"][2], r["cold_spin"][2])
+        # The self share on screen is of every sample shown (kernel ones too).
+        shown = int(HEADER.search(text).group(2))
+        assert abs(r["hot_spin"][0] - 100.0 * r["hot_spin"][2] / shown) < 0.01, text
+        assert r["hot_spin"][3] == "topmix", text
+        assert re.search(r"process \d+ at 499 Hz, sliding window 10 s", text), text
+        s.keys("q")
+        assert s.exit_status() == 0
+
+
+def test_top_keys_sort_filter_frames_zoom_pause():
+    topmix, tcomm = uwl("topmix")
+    busy, bcomm = uwl("busy")
+    with Workload(topmix, 90) as a, Workload(busy, 90) as b, \
+            Screen(["-p", f"{a.pid},{b.pid}", "-F", 199]) as s:
+        text = s.wait_for(lambda t: "hot_spin" in t and "leaf_a" in t, what="both workloads")
+
+        # s: sorted by total, largest first.
+        s.keys("s")
+        text = s.wait_for(lambda t: "sort: total" in t)
+        totals = [float(m.group(2)) for m in ordered(text)]
+        assert totals and totals == sorted(totals, reverse=True), text
+        s.keys("s")
+        text = s.wait_for(lambda t: "sort: self" in t)
+        selfs = [float(m.group(1)) for m in ordered(text)]
+        assert selfs == sorted(selfs, reverse=True), text
+
+        # /: by process name, then by pid; Ctrl-U and Enter clear it.
+        s.keys("/", bcomm, "Enter")
+        text = s.wait_for(lambda t: f"filter: {bcomm}" in t and "hot_spin" not in t)
+        assert "leaf_a" in rows(text), text
+        s.keys("/", "C-u", str(a.pid), "Enter")
+        text = s.wait_for(lambda t: f"filter: {a.pid}" in t and "leaf_a" not in t)
+        assert "hot_spin" in rows(text), text
+        s.keys("/", "C-u", "Enter")
+        text = s.wait_for(lambda t: "filter: none" in t and "leaf_a" in t and "hot_spin" in t)
+
+        # k: user frames only, then kernel frames only, then all.
+        s.keys("k")
+        text = s.wait_for(lambda t: "frames: user" in t)
+        assert all(m.group(4) != "[kernel]" for m in ordered(text)), text
+        s.keys("k")
+        text = s.wait_for(lambda t: "frames: kernel" in t)
+        assert all(m.group(4) == "[kernel]" for m in ordered(text)), text
+        s.keys("k")
+        s.wait_for(lambda t: "frames: all" in t)
+
+        # p: the process list; select topmix, Enter zooms into it; z goes back.
+        s.keys("p")
+        text = s.wait_for(lambda t: "Command" in t and tcomm in t and bcomm in t)
+        lines = [ln for ln in text.splitlines() if re.match(r"^\s+[\d.]+\s+\d+\s+\d+\s+\S", ln)]
+        pos = next(i for i, ln in enumerate(lines) if tcomm in ln)
+        s.keys(*(["Down"] * pos), "Enter")
+        text = s.wait_for(lambda t: f"process: {a.pid}" in t and "Self%" in t)
+        r = rows(text)
+        assert "hot_spin" in r and "leaf_a" not in r, text
+        s.keys("z")
+        text = s.wait_for(lambda t: "process: all" in t and "leaf_a" in t)
+
+        # space: paused, the figures stay; space again: they move on.
+        s.keys("Space")
+        text = s.wait_for(lambda t: "PAUSED" in t)
+        shown = HEADER.search(text).group(2)
+        time.sleep(2.5)
+        assert HEADER.search(s.text()).group(2) == shown, s.text()
+        s.keys("Space")
+        s.wait_for(lambda t: "PAUSED" not in t and HEADER.search(t).group(2) != shown)
+        s.keys("q")
+        assert s.exit_status() == 0
+
+
+def test_top_quit_keys_and_signals_restore_the_terminal():
+    for how in ("q", "C-c", "SIGTERM"):
+        with Workload(wl("busy"), 60) as w, Screen(["-p", w.pid]) as s:
+            s.wait_for(lambda t: "leaf_a" in t, what="the first refresh")
+            assert s.alternate_on() == "1"
+            if how == "SIGTERM":
+                pid = subprocess.run(["pgrep", "-f", f"^{BPFPROF} top -p {w.pid}"],
+                                     capture_output=True, text=True).stdout.split()
+                assert pid, "bpfprof top is not running"
+                os.kill(int(pid[0]), 15)
+            else:
+                s.keys(how)
+            assert s.exit_status() == 0, how
+            before, after = s.stty()
+            assert before == after, f"{how}: terminal settings not restored"
+            assert s.alternate_on() == "0", f"{how}: still on the alternate screen"
+            assert "bpfprof top:" not in s.text(), f"{how}: the view is still on screen"
+
+
+def test_top_survives_resizes():
+    with Workload(wl("busy"), 60) as w, Screen(["-p", w.pid], width=120, height=30) as s:
+        s.wait_for(lambda t: "leaf_a" in t, what="the first refresh")
+        for width, height in ((40, 8), (10, 3), (200, 60), (80, 24)):
+            tmux("resize-window", "-t", s.name, "-x", width, "-y", height)
+            time.sleep(1.2)
+            text = s.text()
+            assert "EXIT=" not in text, f"exited after a resize to {width}x{height}:\n{text}"
+            assert "bpfprof top"[:width] in text, f"nothing drawn at {width}x{height}:\n{text}"
+            widest = max(len(ln) for ln in text.splitlines())
+            assert widest <= width, f"drawn past the edge at {width}x{height}:\n{text}"
+        text = s.wait_for(lambda t: "leaf_a" in t)
+        s.keys("q")
+        assert s.exit_status() == 0
+
+
+def test_top_without_a_terminal_prints_snapshots():
+    with Workload(wl("topmix"), 60) as w:
+        p = subprocess.run([str(BPFPROF), "top", "-p", str(w.pid), "-F", "499", "-d", "3.5",
+                            "--rows", "5"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    snaps = [s for s in p.stdout.split("\n\n") if s.strip()]
+    assert len(snaps) == 3, p.stdout
+    for i, snap in enumerate(snaps):
+        m = HEADER.search(snap)
+        assert m and int(m.group(1)) == i + 1, snap
+        assert len(ordered(snap)) <= 5, snap
+        assert "\x1b" not in snap, "escape sequences in plain output"
+    r = rows(snaps[-1])
+    assert ordered(snaps[-1])[0].group(5) == "hot_spin", snaps[-1]
+    check_share(r["hot_spin"][2], r["cold_spin"][2])
+
+
+def test_top_usage_errors():
+    for args, msg in ((["-a", "-p", "1"], "exclude each other"),
+                      (["--window", "0"], "invalid --window"),
+                      (["--sort", "name"], "invalid --sort"),
+                      (["extra"], "unexpected argument")):
+        p = subprocess.run([str(BPFPROF), "top"] + args, capture_output=True, text=True)
+        assert p.returncode == 2 and msg in p.stderr, (args, p.stderr)
+    p = subprocess.run([str(BPFPROF), "top", "--help"], capture_output=True, text=True)
+    assert p.returncode == 0 and "Keys:" in p.stdout

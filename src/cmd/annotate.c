@@ -79,14 +79,17 @@ static void annotate_usage(FILE *f)
 		"       bpfprof annotate [OPTIONS] PROFILE FUNCTION\n"
 		"\n"
 		"Prints FUNCTION's disassembly with the share of its samples on each instruction\n"
-		"(the hottest marked \">>\"), and the source lines from DWARF (the binary's own, or\n"
+		"(the hottest marked \">>\"), and the source lines from DWARF (the binary's own, "
+		"or\n"
 		"its separate debug file) interleaved, as perf annotate does. The samples are the\n"
 		"function's self samples: it was running.\n"
 		"\n"
 		"Live: samples like bpfprof record (same targets and options), then annotates.\n"
-		"  -p, --pid PID[,PID...]  the processes to sample (or -a, -C LIST, --cgroup PATH)\n"
+		"  -p, --pid PID[,PID...]  the processes to sample (or -a, -C LIST, --cgroup "
+		"PATH)\n"
 		"  -d, --duration SECS     how long (default: until Ctrl-C)\n"
-		"  -F, --freq HZ           samples per second (default 99; more gives finer counts)\n"
+		"  -F, --freq HZ           samples per second (default 99; more gives finer "
+		"counts)\n"
 		"\n"
 		"From a profile written with 'bpfprof record --addresses -o FILE.pb.gz':\n"
 		"      --symfs DIR         look for the profile's binaries under DIR\n"
@@ -123,13 +126,13 @@ static int usage(const char *fmt, const char *arg)
 
 static const struct option long_opts[] = {
 	CLI_SAMPLING_OPTIONS,
-	{ "symfs", required_argument, NULL, OPT_SYMFS },
-	{ "no-source", no_argument, NULL, OPT_NO_SOURCE },
-	{ "stdio", no_argument, NULL, OPT_STDIO },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+	{"symfs", required_argument, NULL, OPT_SYMFS},
+	{"no-source", no_argument, NULL, OPT_NO_SOURCE},
+	{"stdio", no_argument, NULL, OPT_STDIO},
+	{"quiet", no_argument, NULL, 'q'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
 };
 
 /* 0 to go on, 1 to exit 0 (help), or 2. */
@@ -177,7 +180,8 @@ static int parse(int argc, char **argv, struct annotate_opts *a)
 	nargs = argc - optind;
 	if (nargs == 2) {
 		if (live_target || a->o.duration)
-			return usage("%s", "a PROFILE is annotated as it is: -p, -a, -C, --cgroup and -d are for live runs");
+			return usage("%s", "a PROFILE is annotated as it is: -p, -a, -C, --cgroup "
+					   "and -d are for live runs");
 		a->profile_path = argv[optind];
 		a->function = argv[optind + 1];
 	} else if (nargs == 1) {
@@ -185,7 +189,8 @@ static int parse(int argc, char **argv, struct annotate_opts *a)
 		if (a->symfs)
 			return usage("%s", "--symfs is for annotating a PROFILE");
 	} else {
-		return usage("%s", nargs ? "too many arguments" : "which FUNCTION? (see the examples)");
+		return usage("%s",
+			     nargs ? "too many arguments" : "which FUNCTION? (see the examples)");
 	}
 	if (!*a->function)
 		return usage("%s", "empty FUNCTION");
@@ -203,9 +208,9 @@ struct fn_samples {
 	uint64_t self, no_addr;
 	struct ann_count *counts;
 	size_t nr, cap;
-	uint32_t pid;	     /* the process with most of them */
+	uint32_t pid; /* the process with most of them */
 	uint64_t pid_count;
-	int tier;	     /* how FUNCTION matched: 0 exact ... 2 part of the name */
+	int tier; /* how FUNCTION matched: 0 exact ... 2 part of the name */
 };
 
 /* The frame a sample's own code is in: the leaf, below inlined frames. */
@@ -242,7 +247,7 @@ static int add_count(struct fn_samples *fs, uint64_t addr, uint64_t n)
 	if (fs->nr == fs->cap &&
 	    array_grow((void **)&fs->counts, &fs->cap, fs->nr + 1, sizeof(*fs->counts)))
 		return -ENOMEM;
-	fs->counts[fs->nr++] = (struct ann_count){ addr, n };
+	fs->counts[fs->nr++] = (struct ann_count){addr, n};
 	return 0;
 }
 
@@ -263,8 +268,13 @@ static int collect(const struct profile *p, const char *want, struct fn_samples 
 	for (size_t i = 0; i < profile__nr_samples(p) && !err; i++) {
 		const struct psample *s = profile__sample(p, i);
 		const struct pframe *f = leaf_function(p, s);
-		struct { uintptr_t name, module, kind; } key;
-		struct { uintptr_t fn; uint32_t pid, pad; } pk;
+		struct {
+			uintptr_t name, module, kind;
+		} key;
+		struct {
+			uintptr_t fn;
+			uint32_t pid, pad;
+		} pk;
 		struct htab_entry *e;
 		struct fn_samples *fs;
 		int tier;
@@ -341,9 +351,7 @@ static int cmp_self(const void *a, const void *b)
 
 static const char *kind_label(const struct pframe *f)
 {
-	return f->kind == FRAME_KERNEL ? "[kernel]" :
-	       f->module		? path_basename(f->module) :
-					  "?";
+	return f->kind == FRAME_KERNEL ? "[kernel]" : f->module ? path_basename(f->module) : "?";
 }
 
 /* The hottest functions, for a FUNCTION that names none. */
@@ -517,7 +525,7 @@ static void print_hot_lines(const struct annotation *an, struct sources *ss)
 		if (j == nr) {
 			if (array_grow((void **)&v, &cap, nr + 1, sizeof(*v)))
 				break;
-			v[nr++] = (struct line_stat){ r->file, r->line, 0 };
+			v[nr++] = (struct line_stat){r->file, r->line, 0};
 		}
 		v[j].count += an->insns[i].count;
 	}
@@ -541,7 +549,8 @@ static void print_hot_lines(const struct annotation *an, struct sources *ss)
 	free(v);
 }
 
-static void print_listing(const struct annotation *an, const struct termcolor *c, struct sources *ss)
+static void print_listing(const struct annotation *an, const struct termcolor *c,
+			  struct sources *ss)
 {
 	const struct srcline_row *last = NULL;
 	uint64_t hottest = 0;
@@ -567,8 +576,9 @@ static void print_listing(const struct annotation *an, const struct termcolor *c
 		}
 		if (in->src)
 			last = in->src;
-		printf("%s%s %6.2f%% %8" PRIu64 "  +0x%-6" PRIx64 "  %s%s\n", col, hot ? ">>" : "  ",
-		       share, in->count, in->addr - an->start, in->text, col[0] ? c->reset : "");
+		printf("%s%s %6.2f%% %8" PRIu64 "  +0x%-6" PRIx64 "  %s%s\n", col,
+		       hot ? ">>" : "  ", share, in->count, in->addr - an->start, in->text,
+		       col[0] ? c->reset : "");
 	}
 }
 
@@ -616,9 +626,9 @@ static void print_addresses(const struct fn_samples *fs, uint64_t start, bool ha
 /* --- the function's files -------------------------------------------------------- */
 
 struct code_files {
-	int fd, debug_fd;	/* the binary, its separate debug file (-1: none) */
+	int fd, debug_fd; /* the binary, its separate debug file (-1: none) */
 	char debug_path[PATH_MAX];
-	struct elfsym *es;	/* its symbols (with the debug file's merged in) */
+	struct elfsym *es; /* its symbols (with the debug file's merged in) */
 	struct elfcode *code;
 	struct srcline *lines;
 	const char *lines_from; /* which file the lines came from */
@@ -662,8 +672,10 @@ static int open_by_path(const struct annotate_opts *a, const struct profile *p, 
 	snprintf(path, sizeof(path), "%s%s", a->symfs ? a->symfs : "", module);
 	cf->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (cf->fd < 0 || fstat(cf->fd, &st) || !S_ISREG(st.st_mode)) {
-		p_err("cannot read %s: %s", path, cf->fd < 0 ? strerror(errno) : "not a regular file");
-		p_hint("annotate on the machine the profile was taken on, or give --symfs DIR with the binaries under DIR");
+		p_err("cannot read %s: %s", path,
+		      cf->fd < 0 ? strerror(errno) : "not a regular file");
+		p_hint("annotate on the machine the profile was taken on, or give --symfs DIR with "
+		       "the binaries under DIR");
 		return 1;
 	}
 	cf->es = elfsym__open_fd(cf->fd);
@@ -684,7 +696,7 @@ static int open_by_path(const struct annotate_opts *a, const struct profile *p, 
 			.path = path,
 			.dev = (uint64_t)st.st_dev,
 			.ino = (uint64_t)st.st_ino,
-			.roots = { { root, NULL }, { -1, NULL } },
+			.roots = {{root, NULL}, {-1, NULL}},
 			.debug_dir = dbgdir,
 			.fd_out = &cf->debug_fd,
 		};
@@ -694,7 +706,8 @@ static int open_by_path(const struct annotate_opts *a, const struct profile *p, 
 			elfsym__merge(cf->es, dbg);
 		/* The root is the host's here, not a process's. */
 		if (!strncmp(cf->debug_path, "(process root) ", 15))
-			memmove(cf->debug_path, cf->debug_path + 15, strlen(cf->debug_path + 15) + 1);
+			memmove(cf->debug_path, cf->debug_path + 15,
+				strlen(cf->debug_path + 15) + 1);
 		close(root);
 	}
 	return 0;
@@ -758,9 +771,9 @@ static void print_header(const struct fn_samples *fs, const struct profile *p, c
 static int annotate_user(const struct annotate_opts *a, const struct profile *p,
 			 const struct fn_samples *fs, struct symbolizer *sym, struct termcolor *c)
 {
-	struct code_files cf = { .fd = -1, .debug_fd = -1 };
+	struct code_files cf = {.fd = -1, .debug_fd = -1};
 	struct annotation an;
-	struct sources ss = { .off = a->no_source };
+	struct sources ss = {.off = a->no_source};
 	uint64_t start, end, hot = hottest_addr(fs);
 	int ret = 1, err;
 
@@ -773,8 +786,8 @@ static int annotate_user(const struct annotate_opts *a, const struct profile *p,
 		      fs->f->name);
 		return 1;
 	}
-	if (sym ? open_live(sym, fs->pid, fs->f->module, &cf) :
-		  open_by_path(a, p, fs->f->module, &cf))
+	if (sym ? open_live(sym, fs->pid, fs->f->module, &cf)
+		: open_by_path(a, p, fs->f->module, &cf))
 		goto out;
 	if (elfsym__range(cf.es, hot, &start, &end)) {
 		p_err("no symbol of %s covers the sampled address %#" PRIx64, fs->f->module, hot);
@@ -793,8 +806,8 @@ static int annotate_user(const struct annotate_opts *a, const struct profile *p,
 	}
 	err = annotation__build(&an, cf.code, cf.lines, start, end, fs->counts, fs->nr);
 	if (err) {
-		p_err("cannot disassemble %s at %#" PRIx64 "-%#" PRIx64 ": %s", fs->f->module, start,
-		      end, err == -EFBIG ? "the function is too large" : strerror(-err));
+		p_err("cannot disassemble %s at %#" PRIx64 "-%#" PRIx64 ": %s", fs->f->module,
+		      start, end, err == -EFBIG ? "the function is too large" : strerror(-err));
 		goto out;
 	}
 	print_header(fs, p, fs->f->module);
@@ -807,8 +820,8 @@ static int annotate_user(const struct annotate_opts *a, const struct profile *p,
 		printf("; no source lines (no DWARF: build with -g, or install its debug file)");
 	printf("\n");
 	if (an.outside || fs->no_addr)
-		printf("  not shown: %" PRIu64 " samples outside %" PRIx64 "-%" PRIx64
-		       ", %" PRIu64 " without an address\n",
+		printf("  not shown: %" PRIu64 " samples outside %" PRIx64 "-%" PRIx64 ", %" PRIu64
+		       " without an address\n",
 		       an.outside, start, end, fs->no_addr);
 	print_listing(&an, c, &ss);
 	print_hot_lines(&an, &ss);
@@ -843,8 +856,12 @@ static int annotate_kernel(const struct profile *p, const struct fn_samples *fs,
 			have_range = end > start;
 		}
 	}
-	ksyms__free(ks);
 	print_header(fs, p, "kernel");
+	if (ks && ksyms__restricted(ks))
+		printf("  kernel addresses are hidden here (kernel.kptr_restrict): run as root to place them\n");
+	else if (!have_range)
+		printf("  the running kernel has no symbol at these addresses (a profile of another boot?)\n");
+	ksyms__free(ks);
 	fd = open(KCORE, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		why = errno == ENOENT ? "this kernel has no " KCORE : strerror(errno);
@@ -852,14 +869,13 @@ static int annotate_kernel(const struct profile *p, const struct fn_samples *fs,
 		why = "cannot read " KCORE;
 	else
 		why = NULL;
-	if (!have_range) {
-		printf("  the running kernel has no symbol at these addresses (a profile of another boot?)\n");
-	} else if (!why) {
+	if (have_range && !why) {
 		err = annotation__build(&an, code, NULL, start, end, fs->counts, fs->nr);
 		if (!err) {
-			printf("  %" PRIx64 "-%" PRIx64 " (%" PRIu64 " bytes, %zu instructions), from %s\n",
+			printf("  %" PRIx64 "-%" PRIx64 " (%" PRIu64
+			       " bytes, %zu instructions), from %s\n",
 			       start, end, end - start, an.nr, KCORE);
-			print_listing(&an, c, &(struct sources){ .off = true });
+			print_listing(&an, c, &(struct sources){.off = true});
 			annotation__free(&an);
 			goto out;
 		}
@@ -890,13 +906,14 @@ static int annotate_profile(const struct annotate_opts *a, const struct profile 
 	}
 	if (!fs->nr) {
 		p_err("the samples of '%s' have no addresses", fs->f->name);
-		p_hint("record the profile with --addresses (pprof output), or annotate live: bpfprof annotate -p PID -d 10 FUNCTION");
+		p_hint("record the profile with --addresses (pprof output), or annotate live: "
+		       "bpfprof annotate -p PID -d 10 FUNCTION");
 		free_fns(all, nr);
 		return 1;
 	}
 	termcolor__init(&c, isatty(STDOUT_FILENO));
-	ret = fs->f->kind == FRAME_KERNEL ? annotate_kernel(p, fs, sym, &c) :
-					    annotate_user(a, p, fs, sym, &c);
+	ret = fs->f->kind == FRAME_KERNEL ? annotate_kernel(p, fs, sym, &c)
+					  : annotate_user(a, p, fs, sym, &c);
 	free_fns(all, nr);
 	return ret;
 }
@@ -904,7 +921,7 @@ static int annotate_profile(const struct annotate_opts *a, const struct profile 
 /* Samples like record (its phases), addresses kept, then annotates. */
 static int annotate_live(struct annotate_opts *a)
 {
-	struct record r = { .ch = CHILD_INIT };
+	struct record r = {.ch = CHILD_INIT};
 	struct collector_stats st;
 	int ret;
 

@@ -66,9 +66,9 @@ static void on_top_signal(int sig)
 
 struct top {
 	struct record r;
-	unsigned window;    /* seconds */
-	double delay;	    /* seconds between refreshes */
-	unsigned rows;	    /* --stdio: rows per snapshot */
+	unsigned window; /* seconds */
+	double delay;	 /* seconds between refreshes */
+	unsigned rows;	 /* --stdio: rows per snapshot */
 	bool tui;
 	/* The window: one profile per drain, oldest first. */
 	struct profile **win;
@@ -152,15 +152,15 @@ static int usage(const char *fmt, const char *arg)
 
 static const struct option long_opts[] = {
 	CLI_SAMPLING_OPTIONS,
-	{ "window", required_argument, NULL, OPT_WINDOW },
-	{ "delay", required_argument, NULL, OPT_DELAY },
-	{ "stdio", no_argument, NULL, OPT_STDIO },
-	{ "sort", required_argument, NULL, OPT_SORT },
-	{ "rows", required_argument, NULL, OPT_ROWS },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+	{"window", required_argument, NULL, OPT_WINDOW},
+	{"delay", required_argument, NULL, OPT_DELAY},
+	{"stdio", no_argument, NULL, OPT_STDIO},
+	{"sort", required_argument, NULL, OPT_SORT},
+	{"rows", required_argument, NULL, OPT_ROWS},
+	{"quiet", no_argument, NULL, 'q'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
 };
 
 /* 0 to go on, 1 for --help, 2 usage error. */
@@ -234,8 +234,9 @@ static int parse(int argc, char **argv, struct top *t, bool *stdio)
 	if (cli__validate(o, &em))
 		return usage("%s", em.msg);
 	/* -U/-K choose the first view; both kinds of frames are collected. */
-	t->view.frames = o->user_only ? TOP_FRAMES_USER :
-			 o->kernel_only ? TOP_FRAMES_KERNEL : TOP_FRAMES_ALL;
+	t->view.frames = o->user_only	  ? TOP_FRAMES_USER
+			 : o->kernel_only ? TOP_FRAMES_KERNEL
+					  : TOP_FRAMES_ALL;
 	o->user_only = o->kernel_only = false;
 	return 0;
 }
@@ -302,15 +303,17 @@ static int top_drain(struct top *t, uint64_t now)
 		profile__free(p);
 		return err;
 	}
-	if (t->paused ? push(&t->held, &t->held_t, &t->nr_held, &t->cap_held, &t->cap_held_t, p, now)
-		      : push(&t->win, &t->win_t, &t->nr_win, &t->cap_win, &t->cap_win_t, p, now)) {
+	if (t->paused
+		    ? push(&t->held, &t->held_t, &t->nr_held, &t->cap_held, &t->cap_held_t, p, now)
+		    : push(&t->win, &t->win_t, &t->nr_win, &t->cap_win, &t->cap_win_t, p, now)) {
 		profile__free(p);
 		p_err("out of memory");
 		return 1;
 	}
 	if (t->paused) {
 		/* Held drains older than the window will never be shown. */
-		while (t->nr_held > 1 && now - t->held_t[0] >= (uint64_t)t->window * 1000000000ull) {
+		while (t->nr_held > 1 &&
+		       now - t->held_t[0] >= (uint64_t)t->window * 1000000000ull) {
 			profile__free(t->held[0]);
 			memmove(t->held, t->held + 1, (t->nr_held - 1) * sizeof(*t->held));
 			memmove(t->held_t, t->held_t + 1, (t->nr_held - 1) * sizeof(*t->held_t));
@@ -381,8 +384,8 @@ static double pct(uint64_t n, uint64_t of)
 static void header_line(const struct top *t, uint64_t now, char *buf, size_t size)
 {
 	snprintf(buf, size,
-		 "bpfprof top: %s at %u Hz, sliding window %u s (%.0f s so far), %.0f samples/s, %" PRIu64
-		 " lost, %" PRIu64 " samples shown",
+		 "bpfprof top: %s at %u Hz, sliding window %u s (%.0f s so far), %.0f samples/s, "
+		 "%" PRIu64 " lost, %" PRIu64 " samples shown",
 		 t->target, t->r.o.freq, t->window, window_span(t, now), t->rate, t->lost,
 		 t->table.samples);
 }
@@ -414,8 +417,9 @@ static int print_snapshot(struct top *t, uint64_t now)
 		const struct top_row *r = &tb->rows[i];
 
 		printf("  %6.2f  %6.2f  %7" PRIu64 "  %-18.18s %s\n", pct(r->self, tb->samples),
-		       pct(r->total, tb->samples), t->view.sort == TOP_SORT_TOTAL ? r->total : r->self,
-		       module_label(r), r->name);
+		       pct(r->total, tb->samples),
+		       t->view.sort == TOP_SORT_TOTAL ? r->total : r->self, module_label(r),
+		       r->name);
 	}
 	printf("\n");
 	fflush(stdout);
@@ -469,10 +473,14 @@ static void draw_functions(struct top *t, int first, int last)
 		self = pct(r->self, tb->samples);
 		snprintf(line, sizeof(line), "  %6.2f  %6.2f  %7" PRIu64 "  %-18.18s %s", self,
 			 pct(r->total, tb->samples),
-			 t->view.sort == TOP_SORT_TOTAL ? r->total : r->self, module_label(r), r->name);
+			 t->view.sort == TOP_SORT_TOTAL ? r->total : r->self, module_label(r),
+			 r->name);
 		/* perf top's colours: red from 5% self, green from 0.5%. */
 		put(y, 0, line,
-		    has_colors() ? (self >= 5 ? COLOR_PAIR(1) : self >= 0.5 ? COLOR_PAIR(2) : 0) : 0);
+		    has_colors() ? (self >= 5	  ? COLOR_PAIR(1)
+				    : self >= 0.5 ? COLOR_PAIR(2)
+						  : 0)
+				 : 0);
 	}
 }
 
@@ -482,7 +490,8 @@ static void draw_procs(struct top *t, int first, int last)
 	size_t top_row = 0, rows = last > first ? (size_t)(last - first) : 0;
 	char line[1024];
 
-	snprintf(line, sizeof(line), "   Share  Samples      PID  %-16s %s", "Command", "Container");
+	snprintf(line, sizeof(line), "   Share  Samples      PID  %-16s %s", "Command",
+		 "Container");
 	put(first - 1, 0, line, A_REVERSE);
 	if (t->cursor >= tb->nr_procs)
 		t->cursor = tb->nr_procs ? tb->nr_procs - 1 : 0;
@@ -522,9 +531,10 @@ static void draw(struct top *t, uint64_t now)
 		put(LINES - 1, 0, line, A_BOLD);
 	} else {
 		put(LINES - 1, 0,
-		    t->show_procs ?
-			    "up/down select  Enter zoom into it  z/Esc all processes  p functions  q quit" :
-			    "s sort  space pause  / filter  k kernel/user  p processes  z unzoom  q quit",
+		    t->show_procs ? "up/down select  Enter zoom into it  z/Esc all processes  p "
+				    "functions  q quit"
+				  : "s sort  space pause  / filter  k kernel/user  p processes  z "
+				    "unzoom  q quit",
 		    A_REVERSE);
 	}
 	refresh();
@@ -721,7 +731,7 @@ static int top_loop(struct top *t)
 		if (deadline)
 			timeout = (int)MIN((uint64_t)timeout, (deadline - now) / 1000000 + 1);
 		if (t->tui) {
-			struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+			struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
 			int ch;
 			bool keys = false;
 
@@ -758,7 +768,7 @@ static void top_free(struct top *t)
 
 int cmd_top(int argc, char **argv)
 {
-	struct top t = { .r = { .ch = CHILD_INIT }, .saved_stderr = -1, .msg_fd = -1 };
+	struct top t = {.r = {.ch = CHILD_INIT}, .saved_stderr = -1, .msg_fd = -1};
 	struct collector_stats st;
 	bool stdio = false;
 	int ret;
@@ -773,7 +783,9 @@ int cmd_top(int argc, char **argv)
 		cli__free(&t.r.o);
 		return ret;
 	}
-	log_set_level(t.r.o.verbosity < 0 ? LOG_ERROR : t.r.o.verbosity == 0 ? LOG_INFO : LOG_DEBUG);
+	log_set_level(t.r.o.verbosity < 0    ? LOG_ERROR
+		      : t.r.o.verbosity == 0 ? LOG_INFO
+					     : LOG_DEBUG);
 	{
 		const char *term = getenv("TERM");
 

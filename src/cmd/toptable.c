@@ -56,7 +56,7 @@ struct builder {
 	struct htab *procs; /* pid, comm pointer... -> index */
 	struct top_table *t;
 	size_t cap_rows, cap_procs, cap_seen;
-	uint64_t *seen;	    /* per row: the sample (serial) that last counted it in total */
+	uint64_t *seen; /* per row: the sample (serial) that last counted it in total */
 	struct sbuf key;
 };
 
@@ -83,9 +83,8 @@ static long row_of(struct builder *b, const struct pframe *f)
 			return -ENOMEM;
 		}
 		b->seen[t->nr] = 0;
-		t->rows[t->nr] = (struct top_row){ .name = f->name,
-						   .module = f->module ? mod : NULL,
-						   .kind = f->kind };
+		t->rows[t->nr] = (struct top_row){
+			.name = f->name, .module = f->module ? mod : NULL, .kind = f->kind};
 		e->value = (void *)(uintptr_t)t->nr++;
 	}
 	return (long)(uintptr_t)e->value;
@@ -99,7 +98,8 @@ static int add_proc(struct builder *b, const struct psample *s)
 	struct sbuf *k = &b->key;
 
 	sbuf_reset(k);
-	if (sbuf_add(k, (const char *)&s->pid, sizeof(s->pid)) || sbuf_puts(k, s->comm ? s->comm : ""))
+	if (sbuf_add(k, (const char *)&s->pid, sizeof(s->pid)) ||
+	    sbuf_puts(k, s->comm ? s->comm : ""))
 		return -ENOMEM;
 	e = htab__upsert(b->procs, k->buf, k->len, &created);
 	if (!e)
@@ -110,8 +110,8 @@ static int add_proc(struct builder *b, const struct psample *s)
 			htab__remove(b->procs, k->buf, k->len);
 			return -ENOMEM;
 		}
-		t->procs[t->nr_procs] = (struct top_proc){ .pid = s->pid, .comm = s->comm,
-							   .container = s->container };
+		t->procs[t->nr_procs] = (struct top_proc){
+			.pid = s->pid, .comm = s->comm, .container = s->container};
 		e->value = (void *)(uintptr_t)t->nr_procs++;
 	}
 	t->procs[(uintptr_t)e->value].samples += s->count;
@@ -192,7 +192,7 @@ static int add_sample(struct builder *b, const struct profile *p, const struct p
 int toptable__build(struct top_table *t, struct profile *const *profs, size_t n,
 		    const struct top_view *v)
 {
-	struct builder b = { .t = t };
+	struct builder b = {.t = t};
 	uint64_t serial = 0;
 	int err = 0;
 
@@ -217,7 +217,8 @@ int toptable__build(struct top_table *t, struct profile *const *profs, size_t n,
 		}
 	}
 	if (!err) {
-		qsort(t->rows, t->nr, sizeof(*t->rows), v->sort == TOP_SORT_TOTAL ? cmp_total : cmp_self);
+		qsort(t->rows, t->nr, sizeof(*t->rows),
+		      v->sort == TOP_SORT_TOTAL ? cmp_total : cmp_self);
 		qsort(t->procs, t->nr_procs, sizeof(*t->procs), cmp_procs);
 	}
 out:

@@ -33,9 +33,9 @@ enum top_sort {
 };
 
 struct top_view {
-	const char *filter;   /* digits: a pid; else a part of the process name, or the
-			       * start of a container id; NULL or "": every process */
-	uint32_t zoom_pid;    /* 0: every process */
+	const char *filter; /* digits: a pid; else a part of the process name, or the
+			     * start of a container id; NULL or "": every process */
+	uint32_t zoom_pid;  /* 0: every process */
 	enum top_frames frames;
 	enum top_sort sort;
 };
@@ -59,8 +59,8 @@ struct top_table {
 	size_t nr;
 	struct top_proc *procs; /* by samples, most first */
 	size_t nr_procs;
-	uint64_t samples;     /* samples the view covers (the shares' denominator) */
-	uint64_t no_frames;   /* ... of which had no frame of the selected kind */
+	uint64_t samples;   /* samples the view covers (the shares' denominator) */
+	uint64_t no_frames; /* ... of which had no frame of the selected kind */
 };
 
 /* Whether sample s is in the view (filter and zoom). */

@@ -41,8 +41,8 @@ struct annotation {
 	uint64_t start, end; /* [start, end) */
 	struct ann_insn *insns;
 	size_t nr;
-	uint64_t total;	  /* samples inside [start, end) */
-	uint64_t outside; /* samples at addresses outside it */
+	uint64_t total;		  /* samples inside [start, end) */
+	uint64_t outside;	  /* samples at addresses outside it */
 	struct srcline_row *rows; /* the line table rows of [start, end), or NULL */
 	size_t nr_rows;
 };

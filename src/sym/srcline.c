@@ -150,8 +150,8 @@ static int push(struct rowvec *rv, uint64_t addr, const char *file, int line)
 		rv->seq = ns;
 		rv->cap = ncap;
 	}
-	rv->v[rv->nr] = (struct srcline_row){ .addr = addr, .file = file ? file : "??",
-					      .line = line > 0 ? (uint32_t)line : 0 };
+	rv->v[rv->nr] = (struct srcline_row){
+		.addr = addr, .file = file ? file : "??", .line = line > 0 ? (uint32_t)line : 0};
 	rv->seq[rv->nr] = rv->nr;
 	rv->nr++;
 	return 0;
@@ -221,7 +221,7 @@ static int cmp_rows(const void *a, const void *b)
 int srcline__rows(struct srcline *sl, uint64_t lo, uint64_t hi, struct srcline_row **rows,
 		  size_t *nr)
 {
-	struct rowvec rv = { 0 };
+	struct rowvec rv = {0};
 	Dwarf_CU *cu = NULL;
 	Dwarf_Die cudie, subdie;
 	uint8_t unit_type;

@@ -10,6 +10,8 @@ deviations. Both binaries keep only their symbol tables: their DWARF is in a
 separate debug file beside them (.gnu_debuglink), which is where the source
 lines must come from.
 """
+import contextlib
+import fcntl
 import math
 import re
 import subprocess
@@ -17,6 +19,19 @@ import time
 from pathlib import Path
 
 from conftest import BPFPROF, Workload, run_bpfprof, wl
+
+
+@contextlib.contextmanager
+def sample_rate(want):
+    """A frequency the kernel accepts now, at most `want`, held for the test:
+    a test or benchmark that changes kernel.perf_event_max_sample_rate holds
+    /tmp/bpfprof-sysctl.lock exclusively, so a shared hold keeps it from
+    moving under us."""
+    with open("/tmp/bpfprof-sysctl.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        with open("/proc/sys/kernel/perf_event_max_sample_rate") as f:
+            limit = int(f.read())
+        yield min(want, limit)
 
 INSN = re.compile(r"^(>>|  )\s+([\d.]+)%\s+(\d+)\s+\+0x([0-9a-f]+)\s+(\S.*)$")
 SELF = re.compile(r"^\s+(\d+) self samples")
@@ -63,12 +78,12 @@ def perf_annotate(data, symbol):
 def annotate_side_by_side(tmp_path, workload, function, perf_symbol, src_line):
     binary = wl(workload)
     data = tmp_path / "perf.data"
-    with Workload(binary, 30) as w:
-        perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-p",
+    with sample_rate(999) as hz, Workload(binary, 30) as w:
+        perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(hz), "-p",
                                  str(w.pid), "-o", str(data), "--", "sleep", "6"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(0.5)  # perf is attached
-        p = run_bpfprof(["annotate", "-F", "999", "-p", w.pid, "-d", "5", function],
+        p = run_bpfprof(["annotate", "-F", hz, "-p", w.pid, "-d", "5", function],
                         timeout=120)
         perf.wait(timeout=60)
     self_samples, insns = parse_listing(p.stdout)
@@ -110,8 +125,8 @@ def test_annotate_cxx_template_matches_perf_annotate(tmp_path):
 
 def test_annotate_saved_profile(tmp_path):
     prof, plain = tmp_path / "loop.pb.gz", tmp_path / "plain.pb.gz"
-    with Workload(wl("annloop"), 30) as w:
-        run_bpfprof(["-p", w.pid, "-d", "3", "-F", "499", "--addresses", "-o", prof])
+    with sample_rate(499) as hz, Workload(wl("annloop"), 30) as w:
+        run_bpfprof(["-p", w.pid, "-d", "3", "-F", hz, "--addresses", "-o", prof])
         run_bpfprof(["-p", w.pid, "-d", "1", "-o", plain])
     p = run_bpfprof(["annotate", prof, "div_loop"])
     self_samples, insns = parse_listing(p.stdout)
@@ -135,8 +150,8 @@ def test_annotate_saved_profile(tmp_path):
 
 def test_annotate_ambiguous_name_lists_the_candidates(tmp_path):
     prof = tmp_path / "mix.pb.gz"
-    with Workload(wl("topmix"), 30) as w:
-        run_bpfprof(["-p", w.pid, "-d", "2", "-F", "499", "--addresses", "-o", prof])
+    with sample_rate(499) as hz, Workload(wl("topmix"), 30) as w:
+        run_bpfprof(["-p", w.pid, "-d", "2", "-F", hz, "--addresses", "-o", prof])
     p = run_bpfprof(["annotate", prof, "_spin"], check=False)
     assert p.returncode == 1 and "matches 2 functions" in p.stderr, p.stderr
     assert "hot_spin" in p.stderr and "cold_spin" in p.stderr
@@ -149,8 +164,8 @@ def test_annotate_kernel_function(tmp_path):
     """Kernel text may not be readable (no /proc/kcore here): then the
     samples are printed per address, and still add up."""
     prof = tmp_path / "sys.pb.gz"
-    with Workload(wl("syscalls"), 30) as w:
-        run_bpfprof(["-p", w.pid, "-d", "3", "-F", "499", "--addresses", "-o", prof])
+    with sample_rate(499) as hz, Workload(wl("syscalls"), 30) as w:
+        run_bpfprof(["-p", w.pid, "-d", "3", "-F", hz, "--addresses", "-o", prof])
     report = run_bpfprof(["report", "--sort", "self", prof]).stdout
     kfn = next(ln.split()[-1] for ln in report.splitlines() if "[kernel]" in ln)
     p = run_bpfprof(["annotate", prof, kfn])

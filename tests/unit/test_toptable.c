@@ -14,7 +14,7 @@
 static void add(struct profile *p, uint32_t pid, const char *comm, const char *container,
 		uint64_t count, int n, ...)
 {
-	struct psample s = { .pid = pid, .comm = comm, .container = container };
+	struct psample s = {.pid = pid, .comm = comm, .container = container};
 	uint32_t ids[16];
 	va_list ap;
 
@@ -70,7 +70,7 @@ static void teardown_window(void)
 
 static void test_self_total_and_sort(void **state)
 {
-	struct top_view v = { 0 };
+	struct top_view v = {0};
 	struct top_table t;
 
 	setup_window();
@@ -109,7 +109,7 @@ static void test_self_total_and_sort(void **state)
 
 static void test_frames_toggle(void **state)
 {
-	struct top_view v = { .frames = TOP_FRAMES_USER };
+	struct top_view v = {.frames = TOP_FRAMES_USER};
 	struct top_table t;
 
 	setup_window();
@@ -135,7 +135,7 @@ static void test_frames_toggle(void **state)
 
 static void test_filter_and_zoom(void **state)
 {
-	struct top_view v = { .filter = "ap" };
+	struct top_view v = {.filter = "ap"};
 	struct top_table t;
 
 	setup_window();

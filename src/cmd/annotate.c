@@ -42,6 +42,7 @@
 #include "cmd/stop.h"
 #include "cmd/termcolor.h"
 #include "format/reader.h"
+#include "proc/ptab.h"
 #include "proc/safeopen.h"
 #include "sym/annotation.h"
 #include "sym/debuginfo.h"
@@ -70,6 +71,7 @@ struct annotate_opts {
 	bool color;
 	const char *profile_path; /* NULL: live */
 	const char *function;
+	const struct safe_root *host; /* "/" through the process-and-file layer */
 };
 
 static void annotate_usage(FILE *f)
@@ -414,7 +416,38 @@ struct sources {
 	struct source *v;
 	size_t nr, cap;
 	bool off;
+	const struct safe_root *root; /* the host's, from the process-and-file layer */
 };
+
+/* A source file's bytes through the proc layer: a path a binary's line table
+ * names is opened like any file a process controls (no FUSE, no FIFO, no
+ * escape through symlinks), bounded. */
+static char *read_source(const struct safe_root *root, const char *path, size_t *len)
+{
+	struct safe_file f;
+	char *buf;
+	size_t n = 0;
+
+	if (!root || path[0] != '/' || safeopen__in_root(root, path, 0, &f))
+		return NULL;
+	if (f.st.st_size > SOURCE_MAX_BYTES || !(buf = malloc((size_t)f.st.st_size + 1))) {
+		close(f.fd);
+		return NULL;
+	}
+	while (n < (size_t)f.st.st_size) {
+		ssize_t r = pread(f.fd, buf + n, (size_t)f.st.st_size - n, (off_t)n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(f.fd);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
 
 static const char *source_line(struct sources *ss, const char *path, uint32_t line)
 {
@@ -435,20 +468,9 @@ static const char *source_line(struct sources *ss, const char *path, uint32_t li
 		s->path = path;
 	}
 	if (!s->tried) {
-		struct stat st;
-		int fd;
-
 		s->tried = true;
-		/* O_NONBLOCK: a FIFO named by the line table must not hang us. */
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-		if (fd < 0)
-			return NULL;
-		if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > SOURCE_MAX_BYTES) {
-			close(fd);
-			return NULL;
-		}
-		close(fd);
-		if (read_file(path, SOURCE_MAX_BYTES, &buf, &len))
+		buf = read_source(ss->root, path, &len);
+		if (!buf)
 			return NULL;
 		s->text = buf;
 		for (char *p = buf; p < buf + len;) {
@@ -667,7 +689,6 @@ static int open_by_path(const struct annotate_opts *a, const struct profile *p, 
 {
 	char path[PATH_MAX], dbgdir[PATH_MAX];
 	struct stat st;
-	int root;
 
 	snprintf(path, sizeof(path), "%s%s", a->symfs ? a->symfs : "", module);
 	cf->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -689,14 +710,13 @@ static int open_by_path(const struct annotate_opts *a, const struct profile *p, 
 		return 1;
 	}
 	snprintf(dbgdir, sizeof(dbgdir), "%s/usr/lib/debug", a->symfs ? a->symfs : "");
-	root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root >= 0) {
+	{
 		struct debuginfo_query q = {
 			.bin = cf->es,
 			.path = path,
 			.dev = (uint64_t)st.st_dev,
 			.ino = (uint64_t)st.st_ino,
-			.roots = {{root, NULL}, {-1, NULL}},
+			.roots = { *a->host, { .fd = -1 } },
 			.debug_dir = dbgdir,
 			.fd_out = &cf->debug_fd,
 		};
@@ -708,7 +728,6 @@ static int open_by_path(const struct annotate_opts *a, const struct profile *p, 
 		if (!strncmp(cf->debug_path, "(process root) ", 15))
 			memmove(cf->debug_path, cf->debug_path + 15,
 				strlen(cf->debug_path + 15) + 1);
-		close(root);
 	}
 	return 0;
 }
@@ -773,7 +792,7 @@ static int annotate_user(const struct annotate_opts *a, const struct profile *p,
 {
 	struct code_files cf = {.fd = -1, .debug_fd = -1};
 	struct annotation an;
-	struct sources ss = {.off = a->no_source};
+	struct sources ss = {.off = a->no_source, .root = a->host};
 	uint64_t start, end, hot = hottest_addr(fs);
 	int ret = 1, err;
 
@@ -946,6 +965,7 @@ static int annotate_live(struct annotate_opts *a)
 		p_info("%" PRIu64 " samples in %.1f s, %" PRIu64 " lost", st.v[STAT_SAMPLES],
 		       (r.t_stop - r.t_start) / 1e9, record__lost(&st));
 		fflush(stderr);
+		a->host = ptab__host_root(r.rc.pt);
 		ret = annotate_profile(a, r.rc.prof, r.rc.sym);
 	}
 	record__close(&r);
@@ -957,6 +977,7 @@ int cmd_annotate(int argc, char **argv)
 	struct annotate_opts a;
 	struct errmsg em = { 0 };
 	struct profile *p;
+	struct ptab *pt;
 	int ret;
 
 	ret = parse(argc, argv, &a);
@@ -978,7 +999,18 @@ int cmd_annotate(int argc, char **argv)
 		cli__free(&a.o);
 		return 1;
 	}
+	/* The host's root and mounts, as the process-and-file layer sees them:
+	 * debug files and source files are opened through it. */
+	pt = ptab__new(NULL);
+	if (!pt) {
+		p_err("out of memory");
+		profile__free(p);
+		cli__free(&a.o);
+		return 1;
+	}
+	a.host = ptab__host_root(pt);
 	ret = annotate_profile(&a, p, NULL);
+	ptab__free(pt);
 	profile__free(p);
 	cli__free(&a.o);
 	return ret;

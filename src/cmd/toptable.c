@@ -216,11 +216,11 @@ int toptable__build(struct top_table *t, struct profile *const *profs, size_t n,
 			err = add_sample(&b, p, s, v, ++serial);
 		}
 	}
-	if (!err) {
+	if (!err && t->nr)
 		qsort(t->rows, t->nr, sizeof(*t->rows),
 		      v->sort == TOP_SORT_TOTAL ? cmp_total : cmp_self);
+	if (!err && t->nr_procs)
 		qsort(t->procs, t->nr_procs, sizeof(*t->procs), cmp_procs);
-	}
 out:
 	htab__free(b.fns);
 	htab__free(b.procs);

@@ -38,10 +38,13 @@ ALLOWED = {
     "src/collector/collector.c": (3, "/proc/kallsyms and /sys/kernel files, the kernel's"),
     "src/cmd/record.c": (1, "/proc/sys/kernel/perf_event_max_sample_rate, the kernel's"),
     "src/cmd/record_sinks.c": (1, "--token-file, the operator's"),
+    "src/cmd/annotate.c": (2, "the binary a saved profile names, opened as the user asks (--symfs), "
+                              "and /proc/kcore, the kernel's; a live process's files come from the "
+                              "symbolizer, debug and source files through safeopen"),
     "src/base/selfstat.c": (2, "the agent's own /proc/self/fd and /proc/self/statm"),
 }
 
-GLOBAL_PROC = re.compile(r'"/proc/(kallsyms|modules|self/[a-z]+|sys/[a-z_/]+|cpuinfo|stat|mounts)?"')
+GLOBAL_PROC = re.compile(r'"/proc/(kallsyms|kcore|modules|self/[a-z]+|sys/[a-z_/]+|cpuinfo|stat|mounts)?"')
 
 
 def strip_comments(text):

@@ -98,8 +98,11 @@ class Screen:
         return int(re.search(r"EXIT=(\d+)", text).group(1))
 
     def stty(self):
+        after = self.dir / "after"
         deadline = time.monotonic() + 10
-        while not (self.dir / "after").exists() and time.monotonic() < deadline:
+        # The shell creates the file before stty has written to it.
+        while not (after.exists() and after.read_text().endswith("\n")) and \
+                time.monotonic() < deadline:
             time.sleep(0.1)
         return (self.dir / "before").read_text(), (self.dir / "after").read_text()
 

@@ -51,8 +51,13 @@ int metrics__render(const struct metrics_snapshot *s, struct sbuf *out)
 			   "bpfprof_lost_samples_total{reason=\"stack_map_full\"} %" PRIu64 "\n"
 			   "bpfprof_lost_samples_total{reason=\"count_map_full\"} %" PRIu64 "\n"
 			   "bpfprof_lost_samples_total{reason=\"stack_store_failed\"} %" PRIu64 "\n"
-			   "bpfprof_lost_samples_total{reason=\"other\"} %" PRIu64 "\n",
-			   s->lost_stacks_full, s->lost_counts_full, s->lost_stack_err, s->lost_other);
+			   "bpfprof_lost_samples_total{reason=\"other\"} %" PRIu64 "\n"
+			   "bpfprof_lost_samples_total{reason=\"throttled\"} %" PRIu64 "\n",
+			   s->lost_stacks_full, s->lost_counts_full, s->lost_stack_err, s->lost_other,
+			   s->lost_throttled);
+	err |= GAUGE("bpfprof_effective_sample_frequency_hertz",
+		     "Samples per CPU-second the kernel took (below the asked frequency when throttled).",
+		     "%.1f", s->effective_hz);
 	err |= COUNTER("bpfprof_idle_samples_total", "Idle samples excluded.", s->idle);
 	err |= COUNTER("bpfprof_filtered_samples_total", "Samples of tasks outside the targets.",
 		       s->filtered);

@@ -108,23 +108,31 @@ static int check_fd_limit(const struct options *o, const bool *cpus, int nr_cpus
 	return -EMFILE;
 }
 
-static int check_freq(uint32_t freq)
+uint64_t record__max_sample_rate(void)
 {
+	uint64_t max = UINT64_MAX;
 	char *buf;
-	uint64_t max;
 
 	if (read_file("/proc/sys/kernel/perf_event_max_sample_rate", 64, &buf, NULL))
-		return 0;
+		return UINT64_MAX;
 	buf[strcspn(buf, "\n")] = '\0';
-	if (!parse_u64(buf, 10, &max) && freq > max) {
-		free(buf);
+	if (parse_u64(buf, 10, &max))
+		max = UINT64_MAX;
+	free(buf);
+	return max;
+}
+
+static int check_freq(uint32_t freq)
+{
+	uint64_t max = record__max_sample_rate();
+
+	if (freq > max) {
 		p_err("-F %u is above the kernel's limit of %" PRIu64 " samples per second", freq,
 		      max);
 		p_hint("use a lower -F, or raise it: sysctl -w kernel.perf_event_max_sample_rate=%u",
 		       freq);
 		return -EINVAL;
 	}
-	free(buf);
 	return 0;
 }
 
@@ -215,7 +223,7 @@ static void on_sym_warn(void *ctx, const char *msg)
 /* --- reporting ------------------------------------------------------------- */
 
 static void print_summary(const struct collector_stats *st, const struct profile *prof,
-			  double secs)
+			  double secs, uint32_t freq)
 {
 	static const struct {
 		int stat;
@@ -243,12 +251,17 @@ static void print_summary(const struct collector_stats *st, const struct profile
 		}
 		sbuf_puts(&sb, ")");
 	}
+	/* Below 0.1% it is a late timer on a busy machine, not worth a word here
+	 * (/metrics still counts it). */
+	if (st->throttled && st->throttled * 1000 >= st->expected)
+		sbuf_printf(&sb, ", %" PRIu64 " not taken (throttled)", st->throttled);
 	sbuf_printf(&sb, "; %zu distinct stacks", profile__nr_stacks(prof));
 	if (log_level() >= LOG_WARN)
 		fprintf(stderr, "bpfprof: %s\n", sb.buf);
 	sbuf_free(&sb);
 	if (nlost)
 		p_hint("raise --max-stacks / --max-entries to keep more distinct stacks");
+	record__warn_throttled(NULL, st, freq);
 	if (st->v[STAT_USTACK_ERR])
 		p_info("%" PRIu64 " samples had no readable user stack (shown as [unknown])",
 		       st->v[STAT_USTACK_ERR]);
@@ -766,7 +779,7 @@ static int record__write(struct record *r)
 	collector__stats(r->col, &st);
 	record__fill_meta(rc->prof, rc, profile__meta(rc->prof)->start_ns, r->t_stop - r->t_start,
 			  record__lost(&st));
-	print_summary(&st, rc->prof, (r->t_stop - r->t_start) / 1e9);
+	print_summary(&st, rc->prof, (r->t_stop - r->t_start) / 1e9, r->o.freq);
 	print_unwind_summary(rc, &st);
 	if (profile__total(rc->prof) == 0)
 		p_warn("no samples were collected: was the target idle?");

@@ -58,6 +58,8 @@ struct continuous {
 	uint64_t lost_at_start;
 	uint64_t intervals;
 	struct ratelimit write_rl;
+	struct ratelimit throttle_rl;
+	struct collector_stats throttle_at; /* at the last throttling warning */
 };
 
 /* The status line on a terminal (record.c). */
@@ -115,6 +117,15 @@ void record__fill_meta(struct profile *p, const struct record_ctx *rc, uint64_t 
 		       uint64_t duration_ns, uint64_t lost);
 /* Samples the kernel dropped, every reason summed. */
 uint64_t record__lost(const struct collector_stats *st);
+/*
+ * Warns when the kernel took noticeably fewer samples than asked between
+ * stats `from` (NULL: the start) and `to`: how many, the effective rate, why.
+ * True if it warned.
+ */
+/* kernel.perf_event_max_sample_rate now (UINT64_MAX if unreadable). */
+uint64_t record__max_sample_rate(void);
+bool record__warn_throttled(const struct collector_stats *from, const struct collector_stats *to,
+			    uint32_t freq);
 
 /* Opens the sinks the options ask for (0, or the exit status after printing why). */
 int sinks__open(struct continuous *ct, const struct options *o);

@@ -7,7 +7,9 @@
  */
 #include "cmd/record.h"
 
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -142,6 +144,36 @@ uint64_t record__lost(const struct collector_stats *st)
 {
 	return st->v[STAT_LOST_STACKS_FULL] + st->v[STAT_LOST_COUNTS_FULL] + st->v[STAT_LOST_NO_MAP] +
 	       st->v[STAT_LOST_STACK_ERR];
+}
+
+bool record__warn_throttled(const struct collector_stats *from, const struct collector_stats *to,
+			    uint32_t freq)
+{
+	static const struct collector_stats zero;
+	uint64_t expected, taken, throttled, running, max;
+
+	if (!from)
+		from = &zero;
+	expected = to->expected - from->expected;
+	taken = to->taken - from->taken;
+	throttled = to->throttled > from->throttled ? to->throttled - from->throttled : 0;
+	running = to->running_ns - from->running_ns;
+	/* Under 1% is timer jitter, not worth a line. */
+	if (!throttled || throttled * 100 < expected || !running)
+		return false;
+	p_warn("the kernel took %" PRIu64 " of %" PRIu64 " samples (%.0f Hz per CPU, not %u): "
+	       "%" PRIu64 " not taken, counted as lost (throttled)",
+	       taken, expected, taken * 1e9 / running, freq, throttled);
+	max = record__max_sample_rate();
+	if (max < freq)
+		p_hint("the kernel throttles sampling above kernel.perf_event_max_sample_rate "
+		       "(now %" PRIu64 "; it lowers it when samples take too long): use a lower -F",
+		       max);
+	else
+		p_hint("the sampling timer ran late or was throttled: the machine (or its "
+		       "hypervisor) was too busy for -F %u; use a lower -F",
+		       freq);
+	return true;
 }
 
 void record__fill_meta(struct profile *p, const struct record_ctx *rc, uint64_t start_real,

@@ -216,7 +216,20 @@ void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct
 	struct collector_stats st;
 
 	collector__stats(col, &st);
+	/* A throttled kernel is said once a minute, with that minute's figures. */
+	if (st.throttled > ct->throttle_at.throttled) {
+		unsigned long suppressed;
+		struct ratelimit probe = ct->throttle_rl;
+
+		if (ratelimit__pass(&probe, 60, &suppressed) &&
+		    record__warn_throttled(&ct->throttle_at, &st, rc->o->freq)) {
+			ct->throttle_rl = probe;
+			ct->throttle_at = st;
+		}
+	}
 	m.samples = st.v[STAT_SAMPLES];
+	m.lost_throttled = st.throttled;
+	m.effective_hz = st.running_ns ? st.taken * 1e9 / st.running_ns : 0;
 	m.lost_stacks_full = st.v[STAT_LOST_STACKS_FULL];
 	m.lost_counts_full = st.v[STAT_LOST_COUNTS_FULL];
 	m.lost_stack_err = st.v[STAT_LOST_STACK_ERR];

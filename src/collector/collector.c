@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -68,6 +69,8 @@ struct collector {
 	collector_proc_fn proc_fn;
 	void *proc_ctx;
 	uint64_t drains, drain_ns, drain_ns_total, missing_stacks, flips;
+	/* Events already closed: what they should have sampled, how long they ran. */
+	uint64_t expected_closed, running_closed, events_closed;
 	struct htab *last;	/* key in the active counts map -> its count at the last read (in value) */
 	size_t flip_at;		/* keys in the active pair that make the next drain flip */
 	bool sampling;		/* attached: runs may still come */
@@ -526,7 +529,35 @@ static int perf_event_open_cpu_clock(uint32_t freq, pid_t pid, int cpu, bool inh
 	attr.freq = 1;
 	attr.sample_freq = freq;
 	attr.inherit = inherit;
+	/* How long the event ran: what it should have sampled (see event_expected). */
+	attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 	return syscall(__NR_perf_event_open, &attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/*
+ * Samples event pfd should have taken so far, and its running time. The
+ * kernel turns cpu-clock's frequency into a fixed hrtimer period of
+ * 1e9 / F ns (at least 10 us), so every period the event ran is one sample,
+ * unless the kernel throttled the event (more than
+ * perf_event_max_sample_rate / HZ samples in a tick: the timer stops until
+ * the next tick) or the timer overran. An inherited per-task event counts
+ * its children's time too.
+ */
+static uint64_t event_expected(int pfd, uint64_t period_ns, uint64_t *running_ns)
+{
+	uint64_t v[3]; /* value, time enabled, time running */
+
+	if (read(pfd, v, sizeof(v)) != (ssize_t)sizeof(v))
+		return 0;
+	*running_ns += v[2];
+	return v[2] / period_ns;
+}
+
+static uint64_t period_of(uint32_t freq)
+{
+	uint64_t p = freq ? 1000000000ULL / freq : 1000000000ULL;
+
+	return p < 10000 ? 10000 : p;
 }
 
 static int add_event(struct collector *c, int pfd, struct errmsg *em, const char *what)
@@ -1074,6 +1105,27 @@ int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx)
 	return err;
 }
 
+/*
+ * Samples the events should have taken against the program's runs (every
+ * run counts as a sample, idle or filtered or not): the difference is what
+ * the kernel did not take. Each event may be one period off at the moment
+ * of reading (a timer about to fire, a sample in flight), so that much is
+ * not counted.
+ */
+static void throttle_stats(struct collector *c, struct collector_stats *st)
+{
+	uint64_t period = period_of(c->opts.freq), taken, slack;
+
+	st->expected = c->expected_closed;
+	st->running_ns = c->running_closed;
+	for (size_t i = 0; i < c->nr_events; i++)
+		st->expected += event_expected(c->events[i].fd, period, &st->running_ns);
+	taken = st->v[STAT_SAMPLES] + st->v[STAT_IDLE] + st->v[STAT_FILTERED];
+	slack = 2 * (c->nr_events + c->events_closed);
+	st->taken = taken;
+	st->throttled = st->expected > taken + slack ? st->expected - taken - slack : 0;
+}
+
 void collector__stats(struct collector *c, struct collector_stats *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -1103,6 +1155,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 			st->v[i] += v[i]; /* stats[] is the value's first member */
 		free(buf);
 	}
+	throttle_stats(c, st);
 }
 
 int collector__prog_runtime(struct collector *c, uint64_t *run_ns, uint64_t *run_cnt)
@@ -1123,6 +1176,11 @@ void collector__detach(struct collector *c)
 	if (!c)
 		return;
 	for (size_t i = 0; i < c->nr_events; i++) {
+		/* Stopped first, so no sample comes after its running time is read. */
+		ioctl(c->events[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+		c->expected_closed += event_expected(c->events[i].fd, period_of(c->opts.freq),
+						     &c->running_closed);
+		c->events_closed++;
 		bpf_link__destroy(c->events[i].link);
 		close(c->events[i].fd);
 	}

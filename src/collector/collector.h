@@ -72,6 +72,15 @@ struct collector_stats {
 	uint64_t missing_stacks; /* samples whose stack was not in the map (bug guard) */
 	uint64_t flips;	      /* drains that switched buffers (the others read in place) */
 	size_t nr_events;     /* perf events attached */
+	/*
+	 * Kernel throttling: samples the events should have taken (their
+	 * running time / the period), samples they took (the program's runs:
+	 * STAT_SAMPLES + STAT_IDLE + STAT_FILTERED), and the shortfall beyond
+	 * a period per event - samples the kernel never took (throttled, see
+	 * kernel.perf_event_max_sample_rate, or timer overruns).
+	 */
+	uint64_t expected, taken, throttled;
+	uint64_t running_ns; /* summed over events: taken * 1e9 / running_ns is the rate */
 };
 
 typedef int (*collector_sample_fn)(void *ctx, const struct collector_sample *s);

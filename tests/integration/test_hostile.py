@@ -404,3 +404,62 @@ def test_convert_refuses_a_gzip_bomb_before_spending_memory(tmp_path):
     assert ru.ru_maxrss < 300 * 1024, f"peak RSS {ru.ru_maxrss} KiB"
     assert not (tmp_path / "x.folded").exists()
     prefixed(err)
+
+
+# --- kernel throttling -----------------------------------------------------
+
+MAX_RATE = "/proc/sys/kernel/perf_event_max_sample_rate"
+
+
+def test_kernel_throttling_is_reported_and_counted():
+    """kernel.perf_event_max_sample_rate lowered to 200 for 3 s of a 2000 Hz
+    run: the kernel then takes at most one sample per tick (HZ <= 1000). The
+    shortfall is reported with the effective rate, counted as "not taken
+    (throttled)", and taken + not taken is what the events' running time
+    asked for."""
+    import fcntl
+    freq, window, ncpu = 2000, 3.0, os.cpu_count()
+    with Workload(wl("busy"), 30), open("/tmp/bpfprof-sysctl.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with open(MAX_RATE) as f:
+            old = f.read().strip()
+        proc = subprocess.Popen([str(BPFPROF), "-a", "-F", str(freq), "--include-idle", "-d", "7",
+                                 "-o", "/dev/null"], stderr=subprocess.PIPE, text=True)
+        try:
+            head = wait_attached(proc)
+            time.sleep(1.5)
+            with open(MAX_RATE, "w") as f:
+                f.write("200")
+            time.sleep(window)
+        finally:
+            with open(MAX_RATE, "w") as f:
+                f.write(old)
+        err = head + proc.communicate(timeout=120)[1]
+    assert proc.returncode == 0, err
+    m = re.search(r"(\d+) samples in ([0-9.]+) s, (\d+) lost, (\d+) not taken \(throttled\)", err)
+    assert m, err
+    taken, secs, not_taken = int(m.group(1)), float(m.group(2)), int(m.group(4))
+    # At most one sample per tick while throttled: at least half of them gone.
+    assert not_taken >= 0.5 * 0.7 * freq * ncpu * window, err
+    assert not_taken <= freq * ncpu * (window + 1), err
+    # Nothing unaccounted: what was taken plus what was not is F x CPUs x time.
+    asked = freq * ncpu * secs
+    assert abs(taken + not_taken - asked) < 0.03 * asked, (taken, not_taken, asked)
+    # The last warning is the run's (one may come while it runs, with its own figures).
+    w = re.findall(r"warning: the kernel took (\d+) of (\d+) samples \((\d+) Hz per CPU, not 2000\): "
+                   r"(\d+) not taken, counted as lost \(throttled\)", err)
+    assert w and int(w[-1][0]) == taken and int(w[-1][3]) == not_taken, err
+    assert int(w[-1][2]) < 0.85 * freq, err
+    assert "HINT: " in err and "use a lower -F" in err
+    prefixed(err)
+
+
+def test_no_throttling_reported_at_a_normal_rate():
+    """At 99 Hz the kernel throttles nothing: no warning. (A timer that fires
+    late on a very busy machine loses a sample now and then; under 1% that is
+    at most counted, not warned about.)"""
+    with Workload(wl("busy"), 30):
+        p = run_bpfprof(["-a", "-F", 99, "-d", 3, "-o", "/dev/null"])
+    assert "warning: the kernel took" not in p.stderr, p.stderr
+    m = re.search(r"(\d+) samples in [0-9.]+ s, \d+ lost(?:, (\d+) not taken)?", p.stderr)
+    assert m and int(m.group(2) or 0) < 0.01 * int(m.group(1)), p.stderr

@@ -61,6 +61,8 @@ struct collector {
 	struct event {
 		int fd; /* perf event */
 		struct bpf_link *link;
+		int cpu;	   /* of a per-CPU event; -1 for a per-task one */
+		uint64_t off_base; /* its CPU's idle + iowait + steal ticks at attach */
 	} *events;
 	size_t nr_events, cap_events;
 	uint32_t active;   /* mirror of bss->active_buf */
@@ -70,7 +72,9 @@ struct collector {
 	void *proc_ctx;
 	uint64_t drains, drain_ns, drain_ns_total, missing_stacks, flips;
 	/* Events already closed: what they should have sampled, how long they ran. */
-	uint64_t expected_closed, running_closed, events_closed;
+	uint64_t expected_closed, running_closed, slack_closed;
+	bool per_cpu_closed;
+	uint64_t *off_now; /* per-CPU events: idle + iowait + steal ticks by CPU, or NULL */
 	struct htab *last;	/* key in the active counts map -> its count at the last read (in value) */
 	size_t flip_at;		/* keys in the active pair that make the next drain flip */
 	bool sampling;		/* attached: runs may still come */
@@ -535,22 +539,70 @@ static int perf_event_open_cpu_clock(uint32_t freq, pid_t pid, int cpu, bool inh
 }
 
 /*
- * Samples event pfd should have taken so far, and its running time. The
+ * Idle, iowait and steal ticks (USER_HZ) of every CPU from /proc/stat, the
+ * kernel's: time in which a CPU ran nothing of its own. 0 or -errno.
+ */
+static int read_off_ticks(uint64_t *ticks, int n)
+{
+	char *buf, *line, *save = NULL;
+	int err = read_file("/proc/stat", 1 << 20, &buf, NULL);
+
+	if (err)
+		return err;
+	memset(ticks, 0, (size_t)n * sizeof(*ticks));
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long cpu, v[8];
+
+		if (strncmp(line, "cpu", 3) || line[3] < '0' || line[3] > '9')
+			continue;
+		/* cpuN user nice system idle iowait irq softirq steal ... */
+		if (sscanf(line + 3, "%llu %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0],
+			   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) != 9)
+			continue;
+		if (cpu < (unsigned long long)n)
+			ticks[cpu] = v[3] + v[4] + v[7];
+	}
+	free(buf);
+	return 0;
+}
+
+static uint64_t clk_tck(void)
+{
+	long t = sysconf(_SC_CLK_TCK);
+
+	return t > 0 ? (uint64_t)t : 100;
+}
+
+/*
+ * Samples event e should have taken so far (and the time that counts). The
  * kernel turns cpu-clock's frequency into a fixed hrtimer period of
  * 1e9 / F ns (at least 10 us), so every period the event ran is one sample,
  * unless the kernel throttled the event (more than
  * perf_event_max_sample_rate / HZ samples in a tick: the timer stops until
- * the next tick) or the timer overran. An inherited per-task event counts
- * its children's time too.
+ * the next tick) or the timer ran late. A per-CPU event runs while its CPU
+ * is idle too, but the kernel takes few or no samples of an idle CPU (none
+ * at all on some), and none while the hypervisor has the CPU (steal): that
+ * time is taken out, from /proc/stat (off: idle + iowait + steal ticks now,
+ * NULL if unknown). An inherited per-task event counts its children's time.
  */
-static uint64_t event_expected(int pfd, uint64_t period_ns, uint64_t *running_ns)
+static uint64_t event_expected(const struct event *e, const uint64_t *off, uint64_t period_ns,
+			       uint64_t *busy_ns)
 {
-	uint64_t v[3]; /* value, time enabled, time running */
+	uint64_t v[3], run; /* value, time enabled, time running */
 
-	if (read(pfd, v, sizeof(v)) != (ssize_t)sizeof(v))
+	if (read(e->fd, v, sizeof(v)) != (ssize_t)sizeof(v))
 		return 0;
-	*running_ns += v[2];
-	return v[2] / period_ns;
+	run = v[2];
+	if (e->cpu >= 0) {
+		uint64_t idle;
+
+		if (!off)
+			return 0; /* unknown: nothing is claimed */
+		idle = (off[e->cpu] - MIN(off[e->cpu], e->off_base)) * (1000000000ULL / clk_tck());
+		run = run > idle ? run - idle : 0;
+	}
+	*busy_ns += run;
+	return run / period_ns;
 }
 
 static uint64_t period_of(uint32_t freq)
@@ -577,7 +629,7 @@ static int add_event(struct collector *c, int pfd, struct errmsg *em, const char
 			   strerror(-err));
 		return err;
 	}
-	c->events[c->nr_events++] = (struct event){ .fd = pfd, .link = link };
+	c->events[c->nr_events++] = (struct event){ .fd = pfd, .link = link, .cpu = -1 };
 	return 0;
 }
 
@@ -638,7 +690,16 @@ static int attach_cpus(struct collector *c, struct errmsg *em)
 		err = add_event(c, pfd, em, what);
 		if (err)
 			return err;
+		c->events[c->nr_events - 1].cpu = cpu;
 	}
+	/* Where the CPUs' idle time stands now: see event_expected(). */
+	c->off_now = calloc((size_t)nr, sizeof(*c->off_now));
+	if (c->off_now && read_off_ticks(c->off_now, nr)) {
+		free(c->off_now);
+		c->off_now = NULL;
+	}
+	for (size_t i = 0; c->off_now && i < c->nr_events; i++)
+		c->events[i].off_base = c->off_now[c->events[i].cpu];
 	if (!c->nr_events) {
 		errmsg_set(em, -ENODEV, "none of the selected CPUs is online");
 		errmsg_hint(em, "check -C against /sys/devices/system/cpu/online");
@@ -1114,16 +1175,32 @@ int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx)
  */
 static void throttle_stats(struct collector *c, struct collector_stats *st)
 {
-	uint64_t period = period_of(c->opts.freq), taken, slack;
+	uint64_t period = period_of(c->opts.freq), slack = 0;
+	bool per_cpu = false;
+	int ncpu = possible_cpus();
 
+	if (c->off_now && c->nr_events && read_off_ticks(c->off_now, ncpu)) {
+		free(c->off_now);
+		c->off_now = NULL;
+	}
 	st->expected = c->expected_closed;
 	st->running_ns = c->running_closed;
+	for (size_t i = 0; i < c->nr_events; i++) {
+		per_cpu |= c->events[i].cpu >= 0;
+		st->expected +=
+			event_expected(&c->events[i], c->off_now, period, &st->running_ns);
+	}
+	/* What the events took: the program's runs, but on per-CPU events only
+	 * its runs in a task, as the idle time is not expected either. */
+	st->taken = st->v[STAT_SAMPLES] + st->v[STAT_FILTERED];
+	if (!per_cpu && !c->per_cpu_closed)
+		st->taken += st->v[STAT_IDLE];
+	/* A period per event may be pending at any moment; per-CPU events also
+	 * carry /proc/stat's tick resolution, two ticks' worth of samples. */
 	for (size_t i = 0; i < c->nr_events; i++)
-		st->expected += event_expected(c->events[i].fd, period, &st->running_ns);
-	taken = st->v[STAT_SAMPLES] + st->v[STAT_IDLE] + st->v[STAT_FILTERED];
-	slack = 2 * (c->nr_events + c->events_closed);
-	st->taken = taken;
-	st->throttled = st->expected > taken + slack ? st->expected - taken - slack : 0;
+		slack += 2 + (c->events[i].cpu >= 0 ? 2 * (c->opts.freq / clk_tck() + 1) : 0);
+	slack += c->slack_closed;
+	st->throttled = st->expected > st->taken + slack ? st->expected - st->taken - slack : 0;
 }
 
 void collector__stats(struct collector *c, struct collector_stats *st)
@@ -1178,9 +1255,15 @@ void collector__detach(struct collector *c)
 	for (size_t i = 0; i < c->nr_events; i++) {
 		/* Stopped first, so no sample comes after its running time is read. */
 		ioctl(c->events[i].fd, PERF_EVENT_IOC_DISABLE, 0);
-		c->expected_closed += event_expected(c->events[i].fd, period_of(c->opts.freq),
-						     &c->running_closed);
-		c->events_closed++;
+		if (i == 0 && c->off_now)
+			read_off_ticks(c->off_now, possible_cpus());
+		c->expected_closed += event_expected(&c->events[i], c->off_now,
+						     period_of(c->opts.freq), &c->running_closed);
+		c->slack_closed += 2;
+		if (c->events[i].cpu >= 0) {
+			c->per_cpu_closed = true;
+			c->slack_closed += 2 * (c->opts.freq / clk_tck() + 1);
+		}
 		bpf_link__destroy(c->events[i].link);
 		close(c->events[i].fd);
 	}
@@ -1204,6 +1287,7 @@ void collector__free(struct collector *c)
 		munmap(c->cpu_state, c->cpu_state_len);
 	profile_bpf__destroy(c->skel);
 	free(c->events);
+	free(c->off_now);
 	free(c);
 }
 

@@ -76,6 +76,25 @@ Elf *elffile__begin_mem(const void *image, size_t size, void **copy)
 	return elf;
 }
 
+Elf *elffile__adopt_mem(void *image, size_t size)
+{
+	Elf *elf;
+
+	pthread_once(&elf_once, elf_init);
+	if (!elf_ok) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	elf = elf_memory(image, size);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		if (elf)
+			elf_end(elf);
+		errno = elf ? ENOEXEC : EINVAL;
+		return NULL;
+	}
+	return elf;
+}
+
 void elffile__end(Elf *elf, void *copy)
 {
 	if (elf)

@@ -31,6 +31,11 @@
 Elf *elffile__begin(int fd);
 /* A handle on a private copy of image[0..size); *copy is freed by elffile__end. */
 Elf *elffile__begin_mem(const void *image, size_t size, void **copy);
+/*
+ * A handle on image[0..size) the caller owns, may be changed, and keeps
+ * until elffile__end (e.g. a section it decompressed itself).
+ */
+Elf *elffile__adopt_mem(void *image, size_t size);
 /* Ends the handle and frees the copy (either may be NULL). */
 void elffile__end(Elf *elf, void *copy);
 

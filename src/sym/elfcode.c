@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proc/elffile.h"
+
 /* /proc/kcore has one segment per memory region: a few hundred at most. */
 #define ELFCODE_MAX_SEGS 65536
 
@@ -34,14 +36,13 @@ struct elfcode *elfcode__open_fd(int fd)
 	Elf *elf;
 	int err = EINVAL;
 
-	elf_version(EV_CURRENT);
 	if (fstat(fd, &st)) {
 		errno = EBADF;
 		return NULL;
 	}
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		err = ENOEXEC;
+	elf = elffile__begin(fd);
+	if (!elf) {
+		err = errno;
 		goto out;
 	}
 	if (!gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &phnum) || phnum > ELFCODE_MAX_SEGS)
@@ -71,8 +72,7 @@ struct elfcode *elfcode__open_fd(int fd)
 	}
 	err = 0;
 out:
-	if (elf)
-		elf_end(elf);
+	elffile__end(elf, NULL);
 	if (err) {
 		elfcode__free(ec);
 		errno = err;

@@ -784,11 +784,12 @@ static void builder__read_debugdata(struct builder *b, Elf_Scn *scn, const GElf_
 	if (r != LZMA_STREAM_END || !len)
 		goto bad;
 	b->inflate_budget -= cap;
-	inner = elf_memory((char *)out, len);
+	/* The decompressed image is ours: libelf may convert it in place. */
+	inner = elffile__adopt_mem(out, len);
 	if (!inner)
 		goto bad;
 	b->mini = open_elf(inner, len, true);
-	elf_end(inner);
+	elffile__end(inner, NULL);
 	free(out);
 	if (!b->mini)
 		b->es->bad++;

@@ -18,8 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proc/elffile.h"
+
 struct srcline {
 	Elf *elf;
+	void *copy; /* the private image of srcline__open_mem */
 	Dwarf *dw;
 };
 
@@ -91,15 +94,21 @@ static struct srcline *open_elf(Elf *elf)
 
 struct srcline *srcline__open_fd(int fd)
 {
-	elf_version(EV_CURRENT);
-	/* ELF_C_READ, not _MMAP: a file truncated under us must not SIGBUS. */
-	return open_elf(elf_begin(fd, ELF_C_READ, NULL));
+	/* elffile: ELF_C_READ, not _MMAP: a file truncated under us must not SIGBUS. */
+	return open_elf(elffile__begin(fd));
 }
 
 struct srcline *srcline__open_mem(const void *data, size_t len)
 {
-	elf_version(EV_CURRENT);
-	return open_elf(elf_memory((char *)data, len));
+	void *copy;
+	/* A private copy: dwarf_begin_elf() decompresses sections in place. */
+	struct srcline *sl = open_elf(elffile__begin_mem(data, len, &copy));
+
+	if (sl)
+		sl->copy = copy;
+	else
+		free(copy);
+	return sl;
 }
 
 void srcline__free(struct srcline *sl)
@@ -108,8 +117,7 @@ void srcline__free(struct srcline *sl)
 		return;
 	if (sl->dw)
 		dwarf_end(sl->dw);
-	if (sl->elf)
-		elf_end(sl->elf);
+	elffile__end(sl->elf, sl->copy);
 	free(sl);
 }
 

@@ -13,6 +13,9 @@ check keeps it so:
    process-controlled, and at most as many times as listed.
 2. A string literal naming /proc/ outside src/proc/ must be one of the
    kernel's own files (GLOBAL_PROC), never a per-process one.
+3. libelf handles are made only by src/proc/elffile.c (pread, never mmap;
+   private copies of memory images): no elf_begin, elf_memory or
+   elf_version anywhere else.
 
 Prints one line per violation and "opens: ok".
 """
@@ -66,6 +69,11 @@ def main():
             for line, name in calls:
                 print(f"opens: {rel}:{line}: {name}() outside src/proc/"
                       + (f" ({len(calls)} calls, {limit} allowed)" if limit else ""))
+            bad += 1
+        for m in re.finditer(r"\b(elf_begin|elf_memory|elf_version)\s*\(", text):
+            line = text.count("\n", 0, m.start()) + 1
+            print(f"opens: {rel}:{line}: {m.group(1)}() outside src/proc/elffile.c: "
+                  "use elffile__begin() and friends")
             bad += 1
         for m in re.finditer(r'"/proc/[^"]*"', text):
             if not GLOBAL_PROC.fullmatch(m.group(0)):

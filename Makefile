@@ -175,6 +175,11 @@ $(OUT)/fixtures/minidebug: $(OUT)/fixtures/dbgprog.full
 $(OUT)/fixtures/cxx: tests/unit/fixtures/cxx.cc | $(OUT)/fixtures
 	$(Q)$(CLANG)++ -O1 -g $< -o $@
 
+# CPython 3.11's structures as the installed headers lay them out (python3.11-dev).
+FIXTURES += $(OUT)/fixtures/py311_offsets
+$(OUT)/fixtures/py311_offsets: tests/unit/fixtures/py311_offsets.c | $(OUT)/fixtures
+	$(Q)$(CC) -O0 -I/usr/include/python3.11 $< -o $@
+
 # Workloads for the integration tests: clang keeps leaf frame pointers.
 WL_CFLAGS := -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline-functions \
 	     -fno-optimize-sibling-calls

@@ -38,6 +38,9 @@ $BUILD_ONLY || PACKAGES+=(
 	# tests: symbols (node --perf-basic-prof, capsh to drop CAP_SYS_ADMIN; bindfs:
 	# a FUSE mount serving a program, whose daemon the test then stops)
 	libcap2-bin bindfs
+	# Python frames: Debian's interpreter and its headers (the 3.11 layout is
+	# checked against them)
+	python3.11 python3.11-dev
 )
 # Node.js and npm (speedscope's schema, ajv, playwright-core): Debian's, unless a
 # node and npm are already installed (e.g. from NodeSource, whose nodejs

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/profile.h"
+#include "python_abi.h"
 #include "base/util.h"
 #include "format/pprof_proto.h"
 #include "proc/cgroup.h"
@@ -90,9 +91,31 @@ int record__on_sample(void *ctx, const struct collector_sample *s)
 	 * also under a kernel stack: a page fault or an interrupt stops at the
 	 * instruction itself, which may be a function's first one.
 	 */
+	/* Python frames take two slots, code object then checksum and instruction (leaf first). */
+	uint8_t py[PROFILE_MAX_DEPTH] = { 0 }; /* 1: a Python frame's first slot, 2: its second */
+
+	for (uint32_t i = 0; i + 1 < s->nr_uips && i < PROFILE_MAX_DEPTH - 1; i++) {
+		if (bp_py_is_frame(s->uips[i])) {
+			py[i] = 1;
+			py[++i] = 2;
+		}
+	}
 	for (uint32_t i = s->nr_uips; i-- > 0;) {
 		/* Inlined frames (Go) only while there is room for one frame per ip. */
 		size_t room = USER_FRAMES_MAX - n - i, nr;
+
+		if (i < PROFILE_MAX_DEPTH && py[i]) {
+			if (py[i] == 2)
+				continue;
+			symbolizer__python(rc->sym, &id, s->uips[i] & BP_PY_ADDR_MASK, s->uips[i + 1],
+					   &syms[0]);
+			rc->frames++;
+			f = frame_of(rc, &syms[0]);
+			if (f < 0)
+				return (int)f;
+			frames[n++] = (uint32_t)f;
+			continue;
+		}
 
 		nr = symbolizer__user_frames(rc->sym, &id, s->uips[i], i == 0, syms,
 					     MIN(room, ARRAY_SIZE(syms)));

@@ -31,6 +31,7 @@
 #include "sym/kallsyms.h"
 #include "proc/mountinfo.h"
 #include "sym/perfmap.h"
+#include "sym/pyname.h"
 #include "proc/procfs.h"
 #include "proc/procmaps.h"
 #include "proc/safeopen.h"
@@ -77,6 +78,10 @@ struct symproc {
 	uint64_t pmap_dev, pmap_ino;
 	uint64_t pmap_read_ns; /* last read attempt (now_ns), 0: never */
 	bool pmap_rejected;
+	/* Python: the interpreter found in it, and its code objects. */
+	struct pynamer *py;
+	int py_err;	     /* of the last probe: 0 not tried (or found), -ENOENT not Python, ... */
+	uint64_t py_try_ns; /* when a probe of an uninitialized interpreter may run again */
 };
 
 struct proc_key {
@@ -105,6 +110,7 @@ struct symbolizer {
 	uint64_t lookups, unknown, debug_files, jit_names, images_lost;
 	uint64_t kernel_reloads, evicted_procs, evicted_files;
 	uint64_t inline_frames;
+	uint64_t py_frames, py_unknown;
 };
 
 static struct proc_key proc_key_of(const struct proc_id *id)
@@ -201,6 +207,7 @@ static void symproc_free(struct symbolizer *s, struct symproc *p)
 	ptab__put(s->pt, p->pp);
 	s->pmap_bytes -= MIN(s->pmap_bytes, p->pmap_bytes);
 	perfmap__free(p->pmap);
+	pynamer__free(p->py);
 	free(p);
 }
 
@@ -899,6 +906,68 @@ int symbolizer__open_files(struct symbolizer *s, uint32_t pid, const char *modul
 	return 0;
 }
 
+/* --- Python ------------------------------------------------------------------------ */
+
+/* A probe of an interpreter that was not initialized yet runs again after this. */
+#define PY_RETRY_NS (100u * 1000 * 1000)
+
+static struct pynamer *python_of(struct symbolizer *s, struct symproc *p)
+{
+	struct cpython_proc cp;
+	char why[256];
+	uint64_t now;
+	int err;
+
+	if (p->py || !p->pp || p->dead)
+		return p->py;
+	if (p->py_err && p->py_err != -EAGAIN)
+		return NULL;
+	now = now_ns();
+	if (p->py_err == -EAGAIN && now < p->py_try_ns)
+		return NULL;
+	/* No warning here: the unwinder, which decides whether frames are walked, says why. */
+	err = cpython__probe(s->pt, p->pp, &cp, why, sizeof(why));
+	p->py_err = err;
+	p->py_try_ns = now + PY_RETRY_NS;
+	if (!err) {
+		p->py = pynamer__new(&cp);
+		if (!p->py)
+			p->py_err = -ENOMEM;
+	}
+	return p->py;
+}
+
+void symbolizer__python(struct symbolizer *s, const struct proc_id *id, uint64_t code,
+			uint64_t meta, struct sym *out)
+{
+	struct proc_key k = proc_key_of(id);
+	struct htab_entry *e;
+	struct symproc *p;
+	struct pynamer *py;
+	struct pyframe f;
+	int err;
+
+	s->lookups++;
+	memset(out, 0, sizeof(*out));
+	out->kind = FRAME_PYTHON;
+	out->addr = code;
+	e = htab__find(s->procs, &k, sizeof(k));
+	p = e ? e->value : add_proc(s, id, &err);
+	py = p ? python_of(s, p) : NULL;
+	if (!py || !code ||
+	    pynamer__name(py, s->pt, p->gone ? NULL : p->pp, code, (uint32_t)meta,
+			  (uint32_t)(meta >> 32), &f)) {
+		s->py_unknown++;
+		s->unknown++;
+		return;
+	}
+	p->used_gen = s->gen;
+	s->py_frames++;
+	out->name = f.name;
+	out->file = f.file;
+	out->line = f.line;
+}
+
 const char *sym__display(const struct sym *sym, char *buf, size_t size)
 {
 	if (sym->name && sym->kind == FRAME_KERNEL && sym->module) {
@@ -1017,6 +1086,7 @@ void symbolizer__sweep(struct symbolizer *s)
 			continue;
 		}
 		p->refreshed = false;
+		pynamer__sweep(p->py);
 		if (!ptab__alive(s->pt, &p->id))
 			p->gone = true;
 	}
@@ -1056,6 +1126,9 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->perfmap_bytes = s->pmap_bytes;
 	st->debug_files = s->debug_files;
 	st->jit_names = s->jit_names;
+	st->inline_frames = s->inline_frames;
+	st->py_frames = s->py_frames;
+	st->py_unknown = s->py_unknown;
 	{
 		struct ptab_stats ps;
 

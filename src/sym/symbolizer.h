@@ -91,6 +91,9 @@ struct symbolizer_stats {
 	size_t perfmaps, perfmap_bytes;
 	uint64_t debug_files;  /* separate debug files found and used */
 	uint64_t jit_names;    /* frames named from perf maps */
+	uint64_t inline_frames; /* inlined frames added (Go) */
+	uint64_t py_frames;    /* Python frames named from code objects */
+	uint64_t py_unknown;   /* ... that could not be (freed, not Python, unreadable) */
 	uint64_t rejected;     /* files refused by the safety checks */
 	uint64_t images_lost;  /* images that exec'd or exited before they could be read */
 	uint64_t kernel_reloads;
@@ -146,6 +149,15 @@ struct sym_files {
 };
 int symbolizer__open_files(struct symbolizer *s, uint32_t pid, const char *module,
 			   struct sym_files *out);
+
+/*
+ * A Python frame the sampler recorded (python_abi.h): the code object's
+ * address and (meta) its checksum << 32 | instruction index. Named
+ * qualname, with file (co_filename) and line, kind FRAME_PYTHON; name NULL
+ * when the object cannot be read or is not the one sampled.
+ */
+void symbolizer__python(struct symbolizer *s, const struct proc_id *id, uint64_t code,
+			uint64_t meta, struct sym *out);
 
 /* Frames one address can stand for: inlined levels and the function itself. */
 #define SYM_MAX_FRAMES 33

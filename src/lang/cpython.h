@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * cpython.h - what bpfprof knows of CPython's memory layouts, and how it
+ * finds them in a running interpreter: enough to walk a thread's Python
+ * frames (bpf/python.bpf.h) and to name them from their code objects.
+ *
+ * Versions are data, not code:
+ *   3.11  a table, checked against Debian's python3.11 headers and verified
+ *         end to end on Debian's interpreter;
+ *   3.12  a table from CPython 3.12's published structures (the thread state
+ *         and interpreter state as released, the frame as OTel's profiler and
+ *         pystack use it), not verified on a real 3.12 here;
+ *   3.13+ read from the interpreter itself: _PyRuntime starts with
+ *         _Py_DebugOffsets ("xdebugpy", the version, then every offset a
+ *         debugger needs), whose own layout is known for 3.13 and 3.14.
+ * Code object fields come from the interpreter's PyCode_Type member table
+ * (tp_members: co_filename, co_qualname, ...) where it lists them, so they
+ * are the running interpreter's, not ours.
+ *
+ * Everything read from the process is checked before it is used: the layout
+ * must lead from _PyRuntime to a thread state that points back at its
+ * interpreter, and a code object must have PyCode_Type as its type. A
+ * version without a layout, or a layout that fails the checks, gives the
+ * process no Python frames (native frames as before) and one warning.
+ */
+#ifndef BPFPROF_LANG_CPYTHON_H
+#define BPFPROF_LANG_CPYTHON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "python_abi.h"
+
+struct ptab;
+struct pproc;
+
+#define CPY_VERSION(major, minor) ((uint32_t)(major) << 24 | (uint32_t)(minor) << 16)
+
+/* One CPython version's layout (x86-64, the default build with the GIL). */
+struct cpython_layout {
+	uint32_t version; /* CPY_VERSION(3, 11) */
+	/* _PyRuntime -> interpreters -> their thread states. */
+	uint16_t runtime_interp_head, interp_next, interp_threads_head;
+	uint16_t tstate_next, tstate_interp, tstate_native_tid;
+	uint16_t tstate_frame;	 /* cframe (3.11, 3.12) or current_frame */
+	uint16_t cframe_current; /* _PyCFrame.current_frame */
+	bool has_cframe;
+	/* _PyInterpreterFrame. */
+	uint16_t frame_code, frame_previous, frame_instr, frame_owner;
+	uint8_t owner_entry; /* is_entry == 1 (3.11), owner == FRAME_OWNED_BY_CSTACK (3.12+) */
+	bool entry_flag;     /* 3.11: the frame with is_entry set is the last of a call */
+	bool tagged_code;    /* 3.14: f_executable is a tagged _PyStackRef */
+	/* Code objects (replaced by PyCode_Type's member table where it has them). */
+	uint16_t code_filename, code_name, code_qualname, code_linetable, code_firstlineno;
+	uint16_t code_adaptive; /* the bytecode (co_code_adaptive) */
+	/* str and bytes objects. */
+	uint16_t unicode_length, unicode_state, unicode_ascii_data, unicode_compact_data;
+	uint16_t bytes_size, bytes_data;
+};
+
+/* The built-in table of a version (3.11, 3.12), or NULL. */
+const struct cpython_layout *cpython__table(uint32_t version);
+
+/*
+ * The layout described by a _Py_DebugOffsets block (the first len bytes of
+ * _PyRuntime): 0, -ENOENT no cookie, -ENOTSUP a version whose block layout
+ * is unknown (*version still set), -EINVAL offsets out of range.
+ */
+int cpython__debug_offsets(const void *buf, size_t len, struct cpython_layout *out,
+			   uint32_t *version);
+
+/*
+ * The line of instruction index instr (in code units) from a 3.11+ location
+ * table (co_linetable) starting at firstlineno. 0, or -ENOENT (past the
+ * table, or an instruction without a line), -EINVAL (corrupt).
+ */
+int cpython__line(const uint8_t *table, size_t len, uint32_t firstlineno, uint32_t instr,
+		  uint32_t *line);
+
+/*
+ * A str object's text as UTF-8 from its bytes as read (hdr: the object from
+ * its start, at least unicode_compact_data bytes, then the data): compact
+ * ASCII and compact UCS-1/2/4 strings. Returns the length written to out
+ * (NUL-terminated, at most size - 1 bytes) or -EINVAL (not compact, bad
+ * kind or length).
+ */
+int cpython__str(const struct cpython_layout *l, const uint8_t *obj, size_t len, char *out,
+		 size_t size);
+
+/* A Python process as the walker and the namer need it. */
+struct cpython_proc {
+	struct cpython_layout l;
+	uint32_t version;   /* as the interpreter says (Py_Version), major/minor/micro */
+	uint64_t runtime;   /* &_PyRuntime in the process */
+	uint64_t code_type; /* &PyCode_Type */
+	uint64_t eval[BP_PY_EVAL_RANGES][2];
+	uint16_t csum_off; /* the code object checksum window (python_abi.h) */
+	char module[256];  /* the interpreter's file, for messages */
+};
+
+/*
+ * Finds the interpreter in process p (a mapped python3.X or libpython3.X
+ * ELF file defining _PyRuntime and _PyEval_EvalFrameDefault), its version
+ * and layout, and checks the layout on the running process. 0; -ENOENT not
+ * a Python process (no message); -ENOTSUP a Python whose layout bpfprof does
+ * not know or that failed the checks (why says which, for the one warning).
+ */
+int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, char *why,
+		   size_t why_len);
+
+/* The walker's view of a probed process (python_abi.h). */
+void cpython__bpf(const struct cpython_proc *cp, struct bp_pyproc *out);
+
+/* The checksum window of a code object (from its offsets). */
+uint16_t cpython__csum_off(const struct cpython_layout *l);
+
+#endif

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * test_cpython.c - CPython layouts and Python frame names: the 3.11 table
+ * against the installed 3.11 headers; _Py_DebugOffsets blocks of 3.13 and
+ * 3.14 as those releases lay them out; the 3.11 location table on tables
+ * recorded from Debian's python3.11; str objects; and, on a live python3.11
+ * child, finding the interpreter and naming code objects from its memory
+ * (a code object replaced at its address is never named after the new one).
+ */
+#include "testutil.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "lang/cpython.h"
+#include "proc/ptab.h"
+#include "sym/pyname.h"
+
+static void test_311_table_matches_headers(void **state)
+{
+	const struct cpython_layout *l = cpython__table(CPY_VERSION(3, 11) | 0x0207f0);
+	char cmd[4200], name[64];
+	size_t value, checked = 0;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(l);
+	snprintf(cmd, sizeof(cmd), "%s", fixture_path("py311_offsets"));
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fscanf(f, "%63s %zu", name, &value) == 2) {
+		static const struct {
+			const char *name;
+			size_t off;
+		} fields[] = {
+#define F(x) {#x, offsetof(struct cpython_layout, x)}
+			F(runtime_interp_head),	 F(interp_next),      F(interp_threads_head),
+			F(tstate_next),		 F(tstate_interp),    F(tstate_native_tid),
+			F(tstate_frame),	 F(cframe_current),   F(frame_code),
+			F(frame_previous),	 F(frame_instr),      F(frame_owner),
+			F(code_filename),	 F(code_name),	      F(code_qualname),
+			F(code_linetable),	 F(code_firstlineno), F(code_adaptive),
+			F(unicode_length),	 F(unicode_state),    F(unicode_ascii_data),
+			F(unicode_compact_data), F(bytes_size),	      F(bytes_data),
+#undef F
+		};
+
+		for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
+			if (strcmp(name, fields[i].name))
+				continue;
+			if (*(const uint16_t *)((const char *)l + fields[i].off) != value)
+				fail_msg("%s: table %u, headers %zu", name,
+					 *(const uint16_t *)((const char *)l + fields[i].off),
+					 value);
+			checked++;
+		}
+		/* What cpython.c reads PyCode_Type's member table with. */
+		if (!strcmp(name, "type_basicsize"))
+			assert_int_equal(value, 32);
+		if (!strcmp(name, "type_members"))
+			assert_int_equal(value, 240);
+		if (!strcmp(name, "member_size"))
+			assert_int_equal(value, 40);
+		if (!strcmp(name, "member_offset"))
+			assert_int_equal(value, 16);
+	}
+	assert_int_equal(pclose(f), 0);
+	assert_int_equal(checked, 24);
+	assert_null(cpython__table(CPY_VERSION(3, 10)));
+	assert_non_null(cpython__table(CPY_VERSION(3, 12)));
+	/* The checksum window: from co_firstlineno, 64 bytes, before anything that changes. */
+	assert_int_equal(cpython__csum_off(l), 72);
+	assert_true(cpython__csum_off(l) + 64 <= l->code_linetable + 8);
+}
+
+static void put64(uint8_t *b, size_t at, uint64_t v)
+{
+	memcpy(b + at, &v, 8);
+}
+
+static void test_debug_offsets(void **state)
+{
+	uint8_t b[1024];
+	struct cpython_layout l;
+	uint32_t v;
+
+	(void)state;
+	/* 3.13: the block as 3.13 lays it out (fields read from it, at their places). */
+	memset(b, 0, sizeof(b));
+	memcpy(b, "xdebugpy", 8);
+	put64(b, 8, 0x030d03f0);
+	put64(b, 40, 40);   /* runtime_state.interpreters_head */
+	put64(b, 64, 0);    /* interpreter_state.next */
+	put64(b, 72, 7168); /* threads_head */
+	put64(b, 168, 8);   /* thread_state.next */
+	put64(b, 176, 16);
+	put64(b, 184, 72);  /* current_frame */
+	put64(b, 200, 160); /* native_thread_id */
+	put64(b, 232, 8);   /* interpreter_frame.previous */
+	put64(b, 240, 0);
+	put64(b, 248, 56);
+	put64(b, 264, 70);
+	put64(b, 280, 112); /* code_object.filename */
+	put64(b, 288, 120);
+	put64(b, 296, 128);
+	put64(b, 304, 136);
+	put64(b, 312, 68);
+	put64(b, 344, 200);
+	put64(b, 520, 16); /* bytes_object.ob_size */
+	put64(b, 528, 32);
+	put64(b, 544, 32); /* unicode_object.state */
+	put64(b, 552, 16);
+	put64(b, 560, 40);
+	assert_int_equal(cpython__debug_offsets(b, sizeof(b), &l, &v), 0);
+	assert_int_equal(v, 0x030d03f0);
+	assert_int_equal(l.interp_threads_head, 7168);
+	assert_int_equal(l.tstate_frame, 72);
+	assert_false(l.has_cframe);
+	assert_int_equal(l.tstate_native_tid, 160);
+	assert_int_equal(l.frame_owner, 70);
+	assert_int_equal(l.owner_entry, 3);
+	assert_int_equal(l.code_adaptive, 200);
+	assert_int_equal(l.unicode_ascii_data, 40);
+	assert_int_equal(l.unicode_compact_data, 56);
+	assert_false(l.tagged_code);
+	/* An offset that cannot be one: refused. */
+	put64(b, 232, 1ull << 40);
+	assert_int_equal(cpython__debug_offsets(b, sizeof(b), &l, &v), -EINVAL);
+	put64(b, 232, 8);
+	/* 3.14: the same fields further on, and tagged frame executables. */
+	memset(b + 16, 0, sizeof(b) - 16);
+	put64(b, 8, 0x030e00f0);
+	put64(b, 72, 7000);
+	put64(b, 208, 72);
+	put64(b, 224, 152);
+	put64(b, 256, 8);
+	put64(b, 272, 56);
+	put64(b, 288, 74);
+	put64(b, 352, 68);
+	put64(b, 384, 208);
+	put64(b, 640, 40);
+	assert_int_equal(cpython__debug_offsets(b, sizeof(b), &l, &v), 0);
+	assert_int_equal(l.interp_threads_head, 7000);
+	assert_int_equal(l.tstate_native_tid, 152);
+	assert_int_equal(l.frame_owner, 74);
+	assert_int_equal(l.code_adaptive, 208);
+	assert_true(l.tagged_code);
+	/* A version whose block is not known; no cookie; too short. */
+	put64(b, 8, 0x030f0000);
+	assert_int_equal(cpython__debug_offsets(b, sizeof(b), &l, &v), -ENOTSUP);
+	assert_int_equal(v, 0x030f0000);
+	memcpy(b, "xdebugpx", 8);
+	assert_int_equal(cpython__debug_offsets(b, sizeof(b), &l, &v), -ENOENT);
+	memcpy(b, "xdebugpy", 8);
+	put64(b, 8, 0x030d0000);
+	assert_int_equal(cpython__debug_offsets(b, 300, &l, &v), -EINVAL);
+}
+
+static int hexval(char c)
+{
+	return c <= '9' ? c - '0' : c - 'a' + 10;
+}
+
+static void test_location_table(void **state)
+{
+	FILE *f = fopen("tests/unit/data/py311_linetables.txt", "r");
+	char line[8192];
+	size_t codes = 0;
+
+	(void)state;
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char *name = strtok(line, " "), *first, *hex, *lines, *tok, *save = NULL;
+		uint8_t table[2048];
+		size_t n = 0;
+		uint32_t instr = 0, got;
+
+		if (!name || name[0] == '#')
+			continue;
+		first = strtok(NULL, " ");
+		hex = strtok(NULL, " ");
+		lines = strtok(NULL, " \n");
+		assert_non_null(lines);
+		for (size_t i = 0; hex[i] && hex[i + 1]; i += 2)
+			table[n++] = (uint8_t)(hexval(hex[i]) << 4 | hexval(hex[i + 1]));
+		for (tok = strtok_r(lines, ",", &save); tok;
+		     tok = strtok_r(NULL, ",", &save), instr++) {
+			int rc = cpython__line(table, n, (uint32_t)atoi(first), instr, &got);
+
+			if (!strcmp(tok, "-") || !strcmp(tok, "0")) {
+				assert_int_equal(rc, -ENOENT);
+				continue;
+			}
+			if (rc || got != (uint32_t)atoi(tok))
+				fail_msg("%s instr %u: want line %s, got %d/%u", name, instr, tok,
+					 rc, got);
+		}
+		/* Past the end, and every truncation: an answer or an error, never a read past. */
+		assert_int_equal(cpython__line(table, n, 1, instr + 100, &got), -ENOENT);
+		for (size_t cut = 0; cut < n; cut++)
+			for (uint32_t i = 0; i < instr; i += 3)
+				(void)cpython__line(table, cut, 1, i, &got);
+		codes++;
+	}
+	fclose(f);
+	assert_int_equal(codes, 3);
+	assert_int_equal(cpython__line((const uint8_t *)"\x01", 1, 1, 0, &(uint32_t){0}), -EINVAL);
+}
+
+static void test_str(void **state)
+{
+	const struct cpython_layout *l = cpython__table(CPY_VERSION(3, 11));
+	uint8_t obj[256];
+	char out[64];
+	uint64_t len;
+	uint32_t st;
+
+	(void)state;
+	memset(obj, 0, sizeof(obj));
+	len = 5;
+	memcpy(obj + l->unicode_length, &len, 8);
+	st = 1u << 2 | 1u << 5 | 1u << 6; /* kind 1, compact, ascii */
+	memcpy(obj + l->unicode_state, &st, 4);
+	memcpy(obj + l->unicode_ascii_data, "alpha", 5);
+	assert_int_equal(cpython__str(l, obj, sizeof(obj), out, sizeof(out)), 5);
+	assert_string_equal(out, "alpha");
+	/* UCS-2, not ASCII: data after the compact header, as UTF-8. */
+	st = 2u << 2 | 1u << 5;
+	memcpy(obj + l->unicode_state, &st, 4);
+	len = 2;
+	memcpy(obj + l->unicode_length, &len, 8);
+	memcpy(obj + l->unicode_compact_data, "\xe9\x00\x3b\x26", 4); /* é ☻ */
+	assert_int_equal(cpython__str(l, obj, sizeof(obj), out, sizeof(out)), 5);
+	assert_string_equal(out, "\xc3\xa9\xe2\x98\xbb");
+	/* Not compact; a kind that does not exist; a length past what was read. */
+	st = 1u << 2;
+	memcpy(obj + l->unicode_state, &st, 4);
+	assert_int_equal(cpython__str(l, obj, sizeof(obj), out, sizeof(out)), -EINVAL);
+	st = 3u << 2 | 1u << 5;
+	memcpy(obj + l->unicode_state, &st, 4);
+	assert_int_equal(cpython__str(l, obj, sizeof(obj), out, sizeof(out)), -EINVAL);
+	st = 1u << 2 | 1u << 5 | 1u << 6;
+	memcpy(obj + l->unicode_state, &st, 4);
+	len = 1000;
+	memcpy(obj + l->unicode_length, &len, 8);
+	assert_int_equal(cpython__str(l, obj, sizeof(obj), out, sizeof(out)), -EINVAL);
+	/* Truncated to the output's size, still NUL-terminated. */
+	len = 100;
+	memcpy(obj + l->unicode_length, &len, 8);
+	memset(obj + l->unicode_ascii_data, 'x', 100);
+	assert_int_equal(cpython__str(l, obj, sizeof(obj), out, 8), 7);
+}
+
+/* --- a live python3.11 ------------------------------------------------------------------ */
+
+static const char SCRIPT[] = "import sys, time\n"
+			     "def alpha_leaf():\n"
+			     "    return sum(range(10))\n"
+			     "class Box:\n"
+			     "    def m\xc3\xa9"
+			     "thod(self):\n"
+			     "        pass\n"
+			     "print(hex(id(alpha_leaf.__code__)), hex(id(Box.m\xc3\xa9"
+			     "thod.__code__)), flush=True)\n"
+			     "sys.stdin.read()\n";
+
+static void test_live_interpreter(void **state)
+{
+	char *path = write_temp_str(SCRIPT);
+	int in[2], out[2];
+	pid_t pid;
+	FILE *rd;
+	unsigned long long a, b;
+	struct ptab *t;
+	struct pproc *p;
+	struct proc_id id = {0};
+	struct cpython_proc cp;
+	struct pynamer *n;
+	struct pyframe f;
+	char why[256];
+	__u64 window[BP_PY_CSUM_WORDS];
+	uint32_t csum;
+
+	(void)state;
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(pipe(out), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]); /* else stdin never ends */
+		close(out[0]);
+		execl("/usr/bin/python3.11", "python3.11", path, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	rd = fdopen(out[0], "r");
+	assert_int_equal(fscanf(rd, "%llx %llx", &a, &b), 2);
+
+	t = ptab__new(&(struct ptab_opts){0});
+	assert_non_null(t);
+	id.pid = (uint32_t)pid;
+	id.exec_id = PROC_EXEC_ANY;
+	assert_int_equal(ptab__get(t, &id, &p), 0);
+	assert_int_equal(cpython__probe(t, p, &cp, why, sizeof(why)), 0);
+	assert_int_equal(cp.version >> 16, 0x030b);
+	assert_int_equal(cp.l.code_qualname, 128); /* from PyCode_Type's members */
+	assert_int_equal(cp.l.code_adaptive, 184); /* tp_basicsize */
+	assert_true(cp.eval[0][0] < cp.eval[0][1]);
+
+	n = pynamer__new(&cp);
+	assert_int_equal(ptab__read_mem(t, p, a + cp.csum_off, window, sizeof(window)), 64);
+	csum = bp_py_csum(window);
+	assert_int_equal(pynamer__name(n, t, p, a, 2, csum, &f), 0);
+	assert_string_equal(f.name, "alpha_leaf");
+	assert_string_equal(f.file, path);
+	assert_int_equal(f.line, 3); /* instruction 2: the body */
+	assert_int_equal(pynamer__name(n, t, p, a, 0, csum, &f), 0);
+	assert_int_equal(f.line, 2); /* RESUME: the def line */
+	/* Another checksum: not this object; and a code object's neighbour is not one. */
+	assert_int_equal(pynamer__name(n, t, p, a, 0, csum ^ 1, &f), -ESTALE);
+	assert_int_equal(pynamer__name(n, t, p, a + 16, 0, csum, &f), -EINVAL);
+	assert_int_equal(ptab__read_mem(t, p, b + cp.csum_off, window, sizeof(window)), 64);
+	assert_int_equal(pynamer__name(n, t, p, b, BP_PY_NO_INSTR, bp_py_csum(window), &f), 0);
+	assert_string_equal(f.name, "Box.m\xc3\xa9thod");
+	assert_int_equal(f.line, 0);
+	/* Cached: named without the process. */
+	assert_int_equal(pynamer__name(n, t, NULL, a, 2, csum, &f), 0);
+	assert_string_equal(f.name, "alpha_leaf");
+	pynamer__sweep(n);
+	pynamer__free(n);
+	ptab__put(t, p);
+	ptab__free(t);
+	close(in[1]);
+	fclose(rd);
+	waitpid(pid, NULL, 0);
+	unlink(path);
+	free(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_311_table_matches_headers),
+		cmocka_unit_test(test_debug_offsets),
+		cmocka_unit_test(test_location_table),
+		cmocka_unit_test(test_str),
+		cmocka_unit_test(test_live_interpreter),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -239,10 +239,10 @@ uint64_t procfs__mm_sig(const struct proc_stat *st)
 
 int procfs__image(const char *proc_root, uint32_t pid, uint64_t *start_ticks, uint64_t *mm_sig)
 {
+	uint32_t tids[PROCFS_LIVE_TASKS];
 	struct proc_stat st, tst;
-	char rel[64], path[256];
-	struct dirent *de;
-	DIR *dir;
+	char rel[64];
+	size_t n;
 	int err;
 
 	snprintf(rel, sizeof(rel), "%u", pid);
@@ -254,18 +254,13 @@ int procfs__image(const char *proc_root, uint32_t pid, uint64_t *start_ticks, ui
 	if (*mm_sig)
 		return 0;
 	/* The main thread has exited and took its mm fields along: ask a live thread. */
-	snprintf(path, sizeof(path), "%s/%u/task", proc_root, pid);
-	dir = opendir(path);
-	if (!dir)
+	if (procfs__tasks(proc_root, pid, tids, PROCFS_LIVE_TASKS, &n))
 		return 0;
-	while ((de = readdir(dir))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(rel, sizeof(rel), "%u/task/%.20s", pid, de->d_name);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(rel, sizeof(rel), "%u/task/%u", pid, tids[i]);
 		if (!procfs__stat(proc_root, rel, &tst) && (*mm_sig = procfs__mm_sig(&tst)))
 			break;
 	}
-	closedir(dir);
 	return 0;
 }
 

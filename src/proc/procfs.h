@@ -57,6 +57,8 @@ int procfs__image(const char *proc_root, uint32_t pid, uint64_t *start_ticks, ui
  * tids; *n receives the count. 0, or -errno (-ENOENT: no such process).
  */
 int procfs__tasks(const char *proc_root, uint32_t pid, uint32_t *tids, size_t max, size_t *n);
+/* Threads tried when looking for a live one (the main thread exited). */
+#define PROCFS_LIVE_TASKS 64
 
 /* Converts a BPF task start_boottime (ns) to /proc's clock ticks. */
 uint64_t procfs__ns_to_ticks(uint64_t ns);

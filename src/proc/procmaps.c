@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "proc/procfs.h"
 
 /*
  * max_map_count defaults to 65530 mappings of at most ~4 KiB of path each;
@@ -364,9 +365,9 @@ int procmaps__keep(struct procmaps *m, uint32_t perms)
 
 int procmaps__read_pid(const char *proc_root, uint32_t pid, struct procmaps *out, uint32_t *tid)
 {
+	uint32_t tids[PROCFS_LIVE_TASKS];
 	char path[PATH_MAX];
-	struct dirent *de;
-	DIR *dir;
+	size_t n;
 	int err;
 
 	if (tid)
@@ -376,21 +377,16 @@ int procmaps__read_pid(const char *proc_root, uint32_t pid, struct procmaps *out
 	if (err || out->nr)
 		return err;
 	/* The main thread has exited: its maps file is empty, other threads' are not. */
-	snprintf(path, sizeof(path), "%s/%u/task", proc_root, pid);
-	dir = opendir(path);
-	if (!dir)
+	if (procfs__tasks(proc_root, pid, tids, PROCFS_LIVE_TASKS, &n))
 		return 0;
-	while ((de = readdir(dir))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "%s/%u/task/%.20s/maps", proc_root, pid, de->d_name);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%u/task/%u/maps", proc_root, pid, tids[i]);
 		procmaps__free(out);
 		if (!procmaps__read(path, out) && out->nr) {
 			if (tid)
-				*tid = (uint32_t)strtoul(de->d_name, NULL, 10);
+				*tid = tids[i];
 			break;
 		}
 	}
-	closedir(dir);
 	return 0;
 }

@@ -64,6 +64,32 @@ def prog_stats(name_prefixes):
     return res
 
 
+def perf_event_progs_of(pid):
+    """Ids of the perf_event BPF programs process pid holds (its fdinfo)."""
+    ids = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fdinfo")
+    except OSError:
+        return ids
+    for fd in fds:
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                info = dict(ln.split(":", 1) for ln in f.read().splitlines() if ":" in ln)
+        except OSError:
+            continue
+        if info.get("prog_type", "").strip() == "7" and "prog_id" in info:  # perf_event
+            ids.add(int(info["prog_id"]))
+    return ids
+
+
+def prog_stats_by_id(ids):
+    """{prog id: (name, run_time_ns, run_cnt)} for these programs."""
+    want = set(ids)
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    return {p["id"]: (p.get("name", ""), p.get("run_time_ns", 0), p.get("run_cnt", 0))
+            for p in json.loads(out.stdout or "[]") if p["id"] in want}
+
+
 def measure(label, argv, seconds, prog_names, post_argv=None, count=None):
     """Runs a profiler in a fresh helper process so RUSAGE_CHILDREN is its own."""
     helper = [sys.executable, __file__, "--_one", json.dumps({
@@ -156,24 +182,24 @@ def together_round(F, seconds, members, freqs=None):
     freqs = freqs or [F] * len(members)
     try:
         for (label, argv, prog), f in zip(members, freqs):
-            name = prog or str(f)
-            before = set(prog_stats([name]))
-            procs.append(subprocess.Popen(argv(f), stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))
+            proc = subprocess.Popen(argv(f), stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            procs.append(proc)
             t0 = time.monotonic()
             while time.monotonic() - t0 < 15:
-                new = set(prog_stats([name])) - before
-                if new:
-                    ids[label] = max(new)
+                # The program this process loaded: not any new one of that
+                # name (other bpfprof runs on a shared machine load theirs).
+                mine = perf_event_progs_of(proc.pid)
+                if mine:
+                    ids[label] = max(mine)
                     break
                 time.sleep(0.05)
             else:
                 raise SystemExit(f"bench_overhead: {label} did not start")
         time.sleep(1.0)  # past start-up: first notices, unwind tables
-        names = [p or str(f) for (_, _, p), f in zip(members, freqs)]
-        a = prog_stats(names)
+        a = prog_stats_by_id(ids.values())
         time.sleep(seconds)
-        b = prog_stats(names)
+        b = prog_stats_by_id(ids.values())
     finally:
         for p in procs:
             p.send_signal(signal.SIGINT)

@@ -29,6 +29,7 @@
  */
 struct cpu_state {
 	__u64 stats[STAT_MAX]; /* enum bp_stat; first: userspace reads it at offset 0 */
+	__u64 kstack, ustack;  /* this sample's stack ids (sample_kstack(), sample_ustack()) */
 	struct bp_stack kernel; /* this sample's stacks */
 	struct bp_stack user;
 	struct uw_state uw;	/* the walkers' registers */

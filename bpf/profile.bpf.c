@@ -52,11 +52,13 @@ volatile __u32 active_buf = 0;
 /* Set by userspace once it can read and clear the hot slots (its mmap). */
 volatile __u32 hot_slots = 0;
 
+/* Sizes, not BTF types, for the inner maps: libbpf builds the outer maps'
+ * templates from these definitions, where the key struct is only declared. */
 struct counts_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
-	__type(key, struct bp_sample_key);
-	__type(value, __u64);
+	__uint(key_size, sizeof(struct bp_sample_key));
+	__uint(value_size, sizeof(__u64));
 } counts_0 SEC(".maps"), counts_1 SEC(".maps");
 
 struct stacks_map {
@@ -65,27 +67,25 @@ struct stacks_map {
 	 * once per thousand new stacks). Userspace sizes it from F x CPUs x the
 	 * drain period, so it stays small. */
 	__uint(max_entries, 16384);
-	__type(key, __u64);
-	__type(value, struct bp_stack);
+	__uint(key_size, sizeof(__u64));
+	__uint(value_size, sizeof(struct bp_stack));
 } stacks_0 SEC(".maps"), stacks_1 SEC(".maps");
 
+/* Slot i holds counts_i, stacks_i: filled by userspace before attach (not by
+ * libbpf, which would wait for an RCU grace period per slot in turn). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__uint(max_entries, PROFILE_NR_BUFS);
 	__type(key, __u32);
 	__array(values, struct counts_map);
-} counts SEC(".maps") = {
-	.values = { &counts_0, &counts_1 },
-};
+} counts SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__uint(max_entries, PROFILE_NR_BUFS);
 	__type(key, __u32);
 	__array(values, struct stacks_map);
-} stacks SEC(".maps") = {
-	.values = { &stacks_0, &stacks_1 },
-};
+} stacks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -192,6 +192,38 @@ static __always_inline bool kw_check(struct bpf_perf_event_data *ctx, struct cpu
 }
 #endif
 
+/*
+ * The kernel stack of a sample taken in kernel mode, into the CPU's state
+ * (stack and id). 0, or SAMPLE_F_KSTACK_ERR if it could not be read. A
+ * global function: the verifier checks it once, on its own, instead of once
+ * for every way the user-stack part can go after it - half of the program's
+ * verification time, which is most of bpfprof's start-up.
+ */
+__attribute__((noinline)) int sample_kstack(struct bpf_perf_event_data *ctx)
+{
+	struct cpu_state *scr = cpu_state_get();
+	bool walked = false;
+
+	if (!scr)
+		return SAMPLE_F_KSTACK_ERR;
+	scr->kstack = STACK_ID_NONE;
+#if defined(__TARGET_ARCH_x86)
+	if (kw_enabled) {
+		walked = kw_walk(ctx, &scr->uw, &scr->kernel);
+		stat_inc(walked ? STAT_KWALK_OK : STAT_KWALK_FALLBACK);
+		if (walked && kw_verify)
+			walked = kw_check(ctx, scr);
+		if (walked && scr->kernel.nr)
+			scr->kstack = stack_hash(&scr->kernel, BP_SEED_KSTACK);
+	}
+#endif
+	if (!walked && !read_stack(ctx, &scr->kernel, 0, BP_SEED_KSTACK, &scr->kstack)) {
+		stat_inc(STAT_KSTACK_ERR);
+		return SAMPLE_F_KSTACK_ERR;
+	}
+	return 0;
+}
+
 /* A free hot slot taken by a key now in the counts map: count first, then
  * the hash, so a reader that sees the hash sees a count of this claim. */
 static __always_inline void hot_claim(struct bp_hot_slot *slot, __u64 khash)
@@ -243,7 +275,7 @@ static __always_inline bool in_cgroups(void)
  */
 static __always_inline bool read_user_stack(struct bpf_perf_event_data *ctx,
 					    struct task_struct *task, struct cpu_state *cs,
-					    struct bp_sample_key *key)
+					    __u32 tgid, __u64 start_time, __u64 exec_id, __u64 *id)
 {
 	/* Both before the process entry: see the caches in unwind.bpf.h. */
 	__u64 gen = uw_gen, pgen = uw_proc_gen;
@@ -254,19 +286,19 @@ static __always_inline bool read_user_stack(struct bpf_perf_event_data *ctx,
 	barrier();
 	if (unwind_mode != UNWIND_MODE_FP) {
 		TM_NOW(t0);
-		tables = uw_proc(ws, key->tgid, key->start_time, key->exec_id, pgen);
+		tables = uw_proc(ws, tgid, start_time, exec_id, pgen);
 		stat_inc(tables ? STAT_UNWIND_WALKS : STAT_UNWIND_NOT_READY);
 		TM_ADD(TM_UPROC, bpf_ktime_get_ns() - t0);
 	}
 #if defined(__TARGET_ARCH_x86)
 	if (fp_walker) { /* false on kernels without bpf_loop(): see the collector */
-		key->ustack = STACK_ID_NONE;
+		*id = STACK_ID_NONE;
 		st->nr = 0;
 		switch (uw_walk(ctx, task, ws, tables, gen, st)) {
 		case UW_OK:
 			TM_ADD(TM_UFRAMES, st->nr);
 			if (st->nr)
-				key->ustack = stack_hash(st, BP_SEED_USTACK);
+				*id = stack_hash(st, BP_SEED_USTACK);
 			return true;
 		case UW_NO_REGS:
 			return false;
@@ -275,7 +307,26 @@ static __always_inline bool read_user_stack(struct bpf_perf_event_data *ctx,
 		}
 	}
 #endif
-	return read_stack(ctx, st, BPF_F_USER_STACK, BP_SEED_USTACK, &key->ustack);
+	return read_stack(ctx, st, BPF_F_USER_STACK, BP_SEED_USTACK, id);
+}
+
+/* The user stack, into the CPU's state (stack and id). 0, or
+ * SAMPLE_F_USTACK_ERR. Global, like sample_kstack(): checked once. */
+__attribute__((noinline)) int sample_ustack(struct bpf_perf_event_data *ctx, __u32 tgid,
+					    __u64 start_time, __u64 exec_id)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct cpu_state *cs = cpu_state_get();
+
+	if (!cs)
+		return SAMPLE_F_USTACK_ERR;
+	cs->ustack = STACK_ID_NONE;
+	if (!read_user_stack(ctx, task, cs, tgid, start_time, exec_id, &cs->ustack) ||
+	    cs->ustack == STACK_ID_NONE) {
+		stat_inc(STAT_USTACK_ERR);
+		return SAMPLE_F_USTACK_ERR;
+	}
+	return 0;
 }
 
 SEC("perf_event")
@@ -324,31 +375,16 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	TM_NOW(t_ids);
 	/* A sample taken in user mode has no kernel stack: skip the helper call. */
 	if (!drop_kernel && !in_user_mode(ctx)) {
-		bool walked = false;
-
-#if defined(__TARGET_ARCH_x86)
-		if (kw_enabled) {
-			walked = kw_walk(ctx, &scr->uw, &scr->kernel);
-			stat_inc(walked ? STAT_KWALK_OK : STAT_KWALK_FALLBACK);
-			if (walked && kw_verify)
-				walked = kw_check(ctx, scr);
-			if (walked && scr->kernel.nr)
-				key.kstack = stack_hash(&scr->kernel, BP_SEED_KSTACK);
-		}
-#endif
-		if (!walked && !read_stack(ctx, &scr->kernel, 0, BP_SEED_KSTACK, &key.kstack)) {
-			key.flags |= SAMPLE_F_KSTACK_ERR;
-			stat_inc(STAT_KSTACK_ERR);
-		}
+		key.flags |= sample_kstack(ctx) & SAMPLE_F_KSTACK_ERR;
+		key.kstack = scr->kstack;
 	}
 	TM_NOW(t_kstack);
 	if (task->flags & PF_KTHREAD) {
 		key.flags |= SAMPLE_F_KTHREAD;
 	} else if (!drop_user) {
-		if (!read_user_stack(ctx, task, scr, &key) || key.ustack == STACK_ID_NONE) {
-			key.flags |= SAMPLE_F_USTACK_ERR;
-			stat_inc(STAT_USTACK_ERR);
-		}
+		key.flags |= sample_ustack(ctx, tgid, key.start_time, key.exec_id) &
+			     SAMPLE_F_USTACK_ERR;
+		key.ustack = scr->ustack;
 	}
 
 	TM_NOW(t_ustack);

@@ -28,6 +28,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <linux/perf_event.h>
 #include <stdarg.h>
@@ -48,7 +50,9 @@
 #include "base/htab.h"
 #include "base/selfstat.h"
 #include "sym/kallsyms.h"
+#include "sym/kbuildid.h"
 #include "unwind/korc.h"
+#include "unwind/korc_cache.h"
 #include "unwind/unwinder.h"
 #include "base/util.h"
 #include "proc/procfs.h"
@@ -85,6 +89,9 @@ struct collector {
 	int chunk_fd[UNWIND_MAX_CHUNKS]; /* unwind slot pool chunks, 0 = none */
 	struct korc korc;	/* kernel ORC table, until it is in the kernel */
 	size_t korc_entries;
+	uint64_t open_ns, korc_ns; /* collector__open, and the ORC table's part of it */
+	int korc_load_err;	/* 0: the table came from the cache, else why not */
+	int korc_save_err;	/* built: 0 saved in the cache, else why not */
 	uint64_t korc_tramp[3];
 	int kw_err;		/* why it does not (0: it does) */
 	int ncpu;		/* possible CPUs: entries of cpu_state */
@@ -163,8 +170,8 @@ static int take_korc_sym(void *ctx, const struct kallsyms_line *l)
 	return 0;
 }
 
-/* Builds c->korc from the running kernel's tables. 0 or -errno. */
-static int kw_prepare(struct collector *c)
+/* Builds c->korc from the running kernel's tables; m: what it was built from. */
+static int kw_build(struct collector *c, struct korc_meta *m)
 {
 	struct korc_syms ks = {0};
 	struct kread_bpf *sk = NULL;
@@ -174,8 +181,6 @@ static int kw_prepare(struct collector *c)
 	size_t len, n;
 	int err;
 
-	if (!IS_X86_64)
-		return -ENOTSUP; /* the walker and the orc_entry decoding are x86-64's */
 	err = read_file("/proc/kallsyms", 256u << 20, &buf, &len);
 	if (err)
 		return err;
@@ -206,7 +211,128 @@ static int kw_prepare(struct collector *c)
 	kread_bpf__destroy(sk);
 	free(ip);
 	free(orc);
-	memcpy(c->korc_tramp, ks.trampolines, sizeof(c->korc_tramp));
+	*m = (struct korc_meta){ .stext = ks.stext, .orc_ip_start = ks.orc_ip_start,
+				 .orc_start = ks.orc_start, .nr_orc = (uint32_t)n };
+	memcpy(m->tramp, ks.trampolines, sizeof(m->tramp));
+	return err;
+}
+
+static int take_stext(void *ctx, const struct kallsyms_line *l)
+{
+	if (!l->module && l->name_len == 6 && !memcmp(l->name, "_stext", 6)) {
+		*(uint64_t *)ctx = l->addr;
+		return -1; /* found: stop */
+	}
+	return 0;
+}
+
+/*
+ * _stext, from the head of /proc/kallsyms: the core kernel's text comes
+ * first, so a few lines do, where the whole file costs tens of milliseconds.
+ */
+static int kallsyms_stext(uint64_t *stext)
+{
+	char buf[16384];
+	ssize_t n;
+	char *nl;
+	int fd;
+
+	*stext = 0;
+	fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -ENOENT;
+	nl = memrchr(buf, '\n', (size_t)n);
+	if (nl)
+		kallsyms__for_each(buf, (size_t)(nl - buf), take_stext, stext);
+	return *stext ? 0 : -ENOENT; /* 0: not among the first lines, or addresses hidden */
+}
+
+static uint64_t orc_raw(const uint8_t *e)
+{
+	uint64_t v = 0;
+
+	for (int i = 5; i >= 0; i--)
+		v = v << 8 | e[i];
+	return v;
+}
+
+/*
+ * A table from the cache must say what the kernel's own table says: entries
+ * spread over the whole table are read from kernel memory and looked up.
+ * 0, or -ESTALE at the first disagreement.
+ */
+#define KW_CHECKS 64
+
+static int kw_check(const struct korc *k, const struct korc_meta *m)
+{
+	struct kread_bpf *sk;
+	int err = 0, checked = 0;
+
+	if (m->nr_orc < 2)
+		return -ESTALE;
+	sk = kread_bpf__open_and_load();
+	if (!sk)
+		return -errno;
+	for (uint32_t j = 0; j < KW_CHECKS && !err; j++) {
+		uint32_t i = (uint32_t)((uint64_t)j * (m->nr_orc - 1) / KW_CHECKS);
+		int32_t rel[2];
+		uint8_t e[6];
+		uint64_t ip, next, raw;
+
+		err = kread(sk, rel, m->orc_ip_start + 4ull * i, sizeof(rel));
+		if (!err)
+			err = kread(sk, e, m->orc_start + 6ull * i, sizeof(e));
+		if (err)
+			break;
+		ip = m->orc_ip_start + 4ull * i + (int64_t)rel[0];
+		next = m->orc_ip_start + 4ull * (i + 1) + (int64_t)rel[1];
+		if (ip < m->stext || ip >= k->end || next == ip)
+			continue; /* outside the walked range, or a later entry wins */
+		if (korc__lookup(k, ip, &raw) || raw != orc_raw(e))
+			err = -ESTALE;
+		checked++;
+	}
+	kread_bpf__destroy(sk);
+	return err ? err : checked >= KW_CHECKS / 2 ? 0 : -ESTALE;
+}
+
+/*
+ * c->korc: from the cache for this kernel build if it is there and agrees
+ * with the kernel (unwind/korc_cache.h), else built from the kernel's
+ * tables and saved there for the next start. 0 or -errno.
+ */
+static int kw_prepare(struct collector *c)
+{
+	char bid[BUILDID_HEX_MAX], path[PATH_MAX] = "";
+	struct korc_meta m;
+	uint64_t stext;
+	int err;
+
+	if (!IS_X86_64)
+		return -ENOTSUP; /* the walker and the orc_entry decoding are x86-64's */
+	err = buildid__kernel(bid);
+	if (!err)
+		err = kallsyms_stext(&stext);
+	if (!err)
+		err = korc_cache__path(bid, path, sizeof(path));
+	if (!err)
+		err = korc_cache__load(path, bid, stext, &c->korc, &m);
+	if (!err)
+		err = kw_check(&c->korc, &m);
+	c->korc_load_err = c->korc_save_err = err;
+	if (!err) {
+		memcpy(c->korc_tramp, m.tramp, sizeof(c->korc_tramp));
+		return 0;
+	}
+	korc__free(&c->korc);
+	err = kw_build(c, &m);
+	memcpy(c->korc_tramp, m.tramp, sizeof(c->korc_tramp));
+	if (!err && path[0])
+		c->korc_save_err = korc_cache__save(path, bid, &c->korc, &m);
 	return err;
 }
 
@@ -277,8 +403,12 @@ static bool attempt_possible(struct collector *c, const struct load_attempt *a, 
 		return false; /* tables need the program's walker */
 	if (!a->kernel_walk)
 		return true;
-	if (!c->kw_err && !c->korc.nents)
+	if (!c->kw_err && !c->korc.nents) {
+		uint64_t t0 = now_ns();
+
 		c->kw_err = kw_prepare(c);
+		c->korc_ns = now_ns() - t0;
+	}
 	return !c->kw_err;
 }
 
@@ -520,6 +650,8 @@ struct collector *collector__open(const struct collector_opts *opts, struct errm
 {
 	struct collector *c;
 
+	uint64_t t0 = now_ns();
+
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		errmsg_set(em, -ENOMEM, "out of memory");
@@ -562,6 +694,7 @@ struct collector *collector__open(const struct collector_opts *opts, struct errm
 		errmsg_set(em, -ENOMEM, "out of memory");
 		goto out_destroy;
 	}
+	c->open_ns = now_ns() - t0;
 	return c;
 
 out_destroy:
@@ -1261,6 +1394,10 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->drains = c->drains;
 	st->drain_ns = c->drain_ns;
 	st->drain_ns_total = c->drain_ns_total;
+	st->open_ns = c->open_ns;
+	st->korc_ns = c->korc_ns;
+	st->korc_load_err = c->korc_load_err;
+	st->korc_save_err = c->korc_save_err;
 	st->missing_stacks = c->missing_stacks;
 	st->flips = c->flips;
 	st->nr_events = c->nr_events;

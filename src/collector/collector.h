@@ -69,6 +69,11 @@ struct collector_stats {
 	uint64_t drains;
 	uint64_t drain_ns;    /* time spent in the last drain */
 	uint64_t drain_ns_total;
+	uint64_t open_ns;     /* collector__open: program load, maps, ORC table */
+	uint64_t korc_ns;     /* ... of which the kernel ORC table */
+	int korc_load_err;    /* 0: the ORC table came from the cache (unwind/korc_cache.h),
+			       * else why not (-ENOENT: none yet or caching off) */
+	int korc_save_err;    /* built: 0 saved there for the next start, else why not */
 	uint64_t missing_stacks; /* samples whose stack was not in the map (bug guard) */
 	uint64_t flips;	      /* drains that switched buffers (the others read in place) */
 	size_t nr_events;     /* perf events attached */

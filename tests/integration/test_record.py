@@ -3,6 +3,7 @@
 import os
 import re
 import signal
+import struct
 import subprocess
 import time
 
@@ -116,6 +117,65 @@ def test_kernel_stacks_walked_with_the_orc_table_match_the_kernel():
     assert "walked with the ORC table" not in p.stderr
     folded = parse_folded(p.stdout)
     assert any(s.startswith(SYSC + ";") and "vfs_read_[k]" in s for s in folded)
+
+
+def korc_checksum(data, hdr):
+    """unwind/korc_cache.c's checksum: bp_hash_step() over the header (its
+    checksum field zero) and the payload, from BP_SEED_KEY ^ payload length."""
+    m64 = (1 << 64) - 1
+    z = bytearray(data)
+    z[232:240] = bytes(8)
+    h = 0x243f6a8885a308d3 ^ (len(z) - hdr)
+    for (w,) in struct.iter_unpack("<Q", bytes(z)):
+        h = ((h ^ w) * 0xbf58476d1ce4e5b9) & m64
+        h ^= h >> 31
+    h ^= h >> 30
+    h = (h * 0x94d049bb133111eb) & m64
+    h ^= h >> 31
+    return h or 1
+
+
+def test_kernel_orc_table_cache(tmp_path):
+    """The reshaped ORC table is cached per kernel build: the first start builds
+    and saves it, the next one reads it - and walks the same stacks
+    (BPFPROF_TEST_KWALK_VERIFY compares every one with bpf_get_stack()). A
+    damaged or unsafe file is refused and rebuilt, never used."""
+    cache = tmp_path / "cache"
+    env = dict(os.environ, BPFPROF_CACHE_DIR=str(cache), BPFPROF_TEST_KWALK_VERIFY="1")
+    sysc, _ = uwl("syscalls")
+
+    def run():
+        with Workload(sysc, 30):
+            p = run_bpfprof(["-a", "-d", 1.5, "-v"], env=env)
+        walked, _, differ = kwalk_stats(p.stderr)
+        assert walked > 20 and differ == 0, p.stderr
+        return p.stderr
+
+    assert "kernel ORC table: built (cache: none; saved)" in run()
+    files = list(cache.glob("korc-*.bin"))
+    assert len(files) == 1 and (files[0].stat().st_mode & 0o777) == 0o600, files
+    assert "kernel ORC table: from the cache" in run()
+    # One flipped byte: refused, rebuilt, saved again.
+    data = bytearray(files[0].read_bytes())
+    data[len(data) // 2] ^= 0x10
+    files[0].write_bytes(bytes(data))
+    assert "kernel ORC table: built (cache: Invalid argument; saved)" in run()
+    assert "kernel ORC table: from the cache" in run()
+    # A well-formed file with a correct checksum whose entries are not the
+    # kernel's (rotated raw values): the spot checks against the kernel refuse it.
+    data = bytearray(files[0].read_bytes())
+    hdr, nents, nuniq = 240, *struct.unpack_from("<II", data, 220)
+    uniq = hdr + 8 * nents
+    vals = [data[uniq + 8 * i:uniq + 8 * i + 8] for i in range(nuniq)]
+    data[uniq:uniq + 8 * nuniq] = b"".join(vals[1:] + vals[:1])
+    struct.pack_into("<Q", data, 232, korc_checksum(data, hdr))
+    files[0].write_bytes(bytes(data))
+    assert "kernel ORC table: built (cache: Stale file handle; saved)" in run()
+    # Writable by others, or in a directory others may write: never read.
+    files[0].chmod(0o666)
+    assert "kernel ORC table: built (cache: Operation not permitted; saved)" in run()
+    os.chmod(cache, 0o777)
+    assert "built (cache: Operation not permitted; not saved: Operation not permitted)" in run()
 
 
 def test_user_only_and_kernel_only():

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -358,9 +359,10 @@ static uint32_t unwind_mode_of(enum unwind_opt u)
 
 /*
  * Starts the unwinder when the walker is loaded. Before sampling starts, it
- * installs the -p targets and bpfprof itself (busiest at start-up, building
- * tables) - whose files include what most processes share: libc, the
- * dynamic loader.
+ * installs the -p targets: their stacks are complete from the first sample.
+ * Every other process, bpfprof included, gets its tables from its first
+ * notice - building bpfprof's own here cost start-up ~100 ms and delayed the
+ * first notices of a command's children.
  */
 static int unwind_start(struct record_ctx *rc, struct collector *col, const struct options *o)
 {
@@ -396,7 +398,6 @@ static int unwind_start(struct record_ctx *rc, struct collector *col, const stru
 		p_err("cannot set up the stack walker's tables: %s", strerror(errno));
 		return -ENOMEM;
 	}
-	unwinder__install(rc->uw, (uint32_t)getpid());
 	for (size_t i = 0; i < o->nr_pids; i++)
 		unwinder__install(rc->uw, o->pids[i]);
 	return 0;
@@ -499,15 +500,41 @@ int record__check(struct record *r)
 	return 0;
 }
 
-/* Names for kernel addresses, read once before sampling starts. */
-static void load_kernel_symbols(struct record_ctx *rc)
+/*
+ * Names for kernel addresses: /proc/kallsyms read and indexed on a thread of
+ * its own while the program loads (it is needed at the first drain, not
+ * before sampling starts). Nothing else touches the symbolizer until
+ * ksyms_join().
+ */
+static void *ksyms_load(void *arg)
 {
-	int err = symbolizer__load_kernel(rc->sym);
+	struct record *r = arg;
+	uint64_t t0 = now_ns();
 
-	if (err) {
+	r->ksyms_err = symbolizer__load_kernel(r->rc.sym);
+	r->ksyms_ns = now_ns() - t0;
+	return NULL;
+}
+
+static void ksyms_start(struct record *r)
+{
+	if (pthread_create(&r->ksyms_thread, NULL, ksyms_load, r))
+		ksyms_load(r); /* no thread: in line */
+	else
+		r->ksyms_running = true;
+}
+
+static void ksyms_join(struct record *r)
+{
+	if (!r->ksyms_running)
+		return;
+	pthread_join(r->ksyms_thread, NULL);
+	r->ksyms_running = false;
+	p_debug("kernel symbols: %.0f ms, read while the program loaded", r->ksyms_ns / 1e6);
+	if (r->ksyms_err) {
 		p_warn("cannot read /proc/kallsyms (%s): kernel frames will be [unknown]",
-		       strerror(-err));
-	} else if (symbolizer__kernel_restricted(rc->sym)) {
+		       strerror(-r->ksyms_err));
+	} else if (symbolizer__kernel_restricted(r->rc.sym)) {
 		p_warn("kernel addresses are hidden by kernel.kptr_restrict: kernel frames will be [unknown]");
 		p_hint("run as root, or grant CAP_SYSLOG, or sysctl -w kernel.kptr_restrict=0");
 	}
@@ -539,7 +566,7 @@ int record__setup(struct record *r)
 		return 1;
 	}
 	if (!r->o.user_only)
-		load_kernel_symbols(rc);
+		ksyms_start(r);
 	if (r->o.cmd) {
 		err = child__spawn(&r->ch, r->o.cmd);
 		if (err) {
@@ -586,8 +613,11 @@ int record__open(struct record *r)
 	collector_options(r, &copts);
 	r->col = collector__open(&copts, &em);
 	if (r->col) {
+		uint64_t t0 = now_ns();
+
 		if (unwind_start(&r->rc, r->col, &r->o))
 			return 1;
+		r->unwind_ns = now_ns() - t0;
 		r->rc.unwind_name = cli__unwind_name(
 			collector__unwind_mode(r->col, NULL) == UNWIND_MODE_FP ? UNWIND_OPT_FP :
 										r->o.unwind);
@@ -607,6 +637,17 @@ int record__open(struct record *r)
 	malloc_trim(0);
 	collector__stats(r->col, &st);
 	describe_target(&r->o, &st);
+	p_debug("start-up: %.0f ms to sampling: program load %.0f ms, kernel ORC table %.0f ms, "
+		"unwind tables %.0f ms",
+		(now_ns() - r->t_main) / 1e6, (st.open_ns - st.korc_ns) / 1e6, st.korc_ns / 1e6,
+		r->unwind_ns / 1e6);
+	if (st.korc_ns && !st.korc_load_err)
+		p_debug("kernel ORC table: from the cache");
+	else if (st.korc_ns)
+		p_debug("kernel ORC table: built (cache: %s; %s%s)",
+			st.korc_load_err == -ENOENT ? "none" : strerror(-st.korc_load_err),
+			st.korc_save_err ? "not saved: " : "saved",
+			st.korc_save_err ? strerror(-st.korc_save_err) : "");
 	return 0;
 }
 
@@ -628,6 +669,7 @@ int record__start(struct record *r)
 			return 1;
 		}
 	}
+	ksyms_join(r); /* sampling runs: from here on, notices and drains ask for names */
 	return 0;
 }
 
@@ -636,6 +678,7 @@ int record__drain(struct record *r, uint64_t now)
 {
 	int err;
 
+	ksyms_join(r);
 	/* Notices first: the drain may hold samples of processes they announce. */
 	collector__poll(r->col, 0, record__on_proc_notice, &r->rc);
 	err = sinks__drain(&r->ct, &r->rc, r->col);
@@ -802,6 +845,7 @@ static int record__write(struct record *r)
 
 void record__close(struct record *r)
 {
+	ksyms_join(r);
 	if (r->ch.pid && !r->ch.exited)
 		child__abort(&r->ch);
 	sinks__close(&r->ct);
@@ -818,7 +862,7 @@ void record__close(struct record *r)
 
 int cmd_record(int argc, char **argv)
 {
-	struct record r = { .ch = CHILD_INIT };
+	struct record r = { .ch = CHILD_INIT, .t_main = now_ns() };
 	struct errmsg em = { 0 };
 	int ret;
 

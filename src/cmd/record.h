@@ -13,6 +13,7 @@
 #ifndef BPFPROF_RECORD_H
 #define BPFPROF_RECORD_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -98,6 +99,13 @@ struct record {
 	int nr_cpus;
 	int *cgroup_fds;
 	uint64_t t_start, t_stop; /* CLOCK_MONOTONIC: sampling started, stopped */
+	/* Start-up, for -v: cmd_record entered, kernel symbols, unwind tables. */
+	uint64_t t_main, ksyms_ns, unwind_ns;
+	/* Kernel symbols load on a thread from record__setup() to record__start():
+	 * nothing may touch rc.sym in between. */
+	pthread_t ksyms_thread;
+	bool ksyms_running;
+	int ksyms_err;
 };
 
 int record__check(struct record *r);

@@ -8,7 +8,9 @@ drawn by ncurses / perf's TUI), at the same time, on the same workload: the
 test workloads busy (2 threads), topmix and syscalls keep the CPUs busy in
 user and kernel code. perf top runs twice: as it starts by default (leaf
 functions only) and with -g (call chains, what bpfprof's "total" column
-needs). Each round measures the processes' own CPU (utime + stime from
+needs); bpfprof top runs twice too: as it starts by default (user stacks
+walked with .eh_frame tables, built for every new process) and with
+--unwind fp (frame pointers, as perf top -g). Each round measures the processes' own CPU (utime + stime from
 /proc/PID/stat) over a window after a warm-up; the figure is CPU time as a
 percentage of one CPU.
 
@@ -32,6 +34,7 @@ SOCKET = "bpfprof-bench"
 
 TOOLS = {
     "bpfprof top": [str(BPFPROF), "top", "-a", "-F", "99"],
+    "bpfprof top --unwind fp": [str(BPFPROF), "top", "-a", "-F", "99", "--unwind", "fp"],
     "perf top": ["perf", "top", "-a", "-F", "99", "-d", "1"],
     "perf top -g": ["perf", "top", "-a", "-F", "99", "-d", "1", "-g"],
 }
@@ -119,12 +122,12 @@ def main():
     print(f"{a.rounds} rounds of {a.seconds:.0f} s (after {a.warmup:.0f} s of warm-up), -a at "
           f"99 Hz on {os.cpu_count()} CPUs, screen refreshed every second:")
     print()
-    print("| tool | CPU % of one CPU, median | min – max | bpfprof top / this, median (min – max) |")
+    print("| tool | CPU % of one CPU, median | min – max | bpfprof top (default) / this, median (min – max) |")
     print("|---|---|---|---|")
     for n in names:
         v = [r[n] for r in results]
         ratios = [r["bpfprof top"] / r[n] if r[n] else float("nan") for r in results]
-        ratio = "" if n == "bpfprof top" else \
+        ratio = "" if n.startswith("bpfprof") else \
             f"{statistics.median(ratios):.3f} ({min(ratios):.3f} – {max(ratios):.3f})"
         print(f"| {n} | {statistics.median(v):.2f} | {min(v):.2f} – {max(v):.2f} | {ratio} |")
 

@@ -38,6 +38,8 @@ struct profile {
 	struct psample *samples;
 	size_t nr_samples, cap_samples;
 	uint64_t total;
+	uint64_t layout_gen; /* bumped when samples move (profile__sort) */
+	uint64_t serial;     /* no other profile of this process had it */
 };
 
 struct frame_key {
@@ -54,10 +56,12 @@ struct sample_key {
 
 struct profile *profile__new(void)
 {
+	static uint64_t serials;
 	struct profile *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return NULL;
+	p->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	p->strings = htab__new();
 	p->frame_idx = htab__new();
 	p->stack_idx = htab__new();
@@ -178,6 +182,14 @@ int64_t profile__stack(struct profile *p, const uint32_t *frames, uint32_t n)
 int profile__add(struct profile *p, const struct psample *id, const uint32_t *frames, uint32_t n,
 		 uint64_t count)
 {
+	int64_t i = profile__add_idx(p, id, frames, n, count);
+
+	return i < 0 ? (int)i : 0;
+}
+
+int64_t profile__add_idx(struct profile *p, const struct psample *id, const uint32_t *frames,
+			 uint32_t n, uint64_t count)
+{
 	struct sample_key k = { 0 };
 	struct htab_entry *e;
 	int64_t stack;
@@ -218,7 +230,26 @@ int profile__add(struct profile *p, const struct psample *id, const uint32_t *fr
 	}
 	p->samples[(uintptr_t)e->value].count += count;
 	p->total += count;
+	return (int64_t)(uintptr_t)e->value;
+}
+
+int profile__add_count(struct profile *p, size_t i, uint64_t count)
+{
+	if (i >= p->nr_samples)
+		return -EINVAL;
+	p->samples[i].count += count;
+	p->total += count;
 	return 0;
+}
+
+uint64_t profile__layout_gen(const struct profile *p)
+{
+	return p->layout_gen;
+}
+
+uint64_t profile__serial(const struct profile *p)
+{
+	return p ? p->serial : 0;
 }
 
 int profile__merge(struct profile *dst, const struct profile *src)
@@ -368,6 +399,7 @@ void profile__sort(struct profile *p)
 {
 	struct sample_key k;
 
+	p->layout_gen++;
 	sort_ctx = p;
 	qsort(p->samples, p->nr_samples, sizeof(*p->samples), cmp_samples);
 	sort_ctx = NULL;

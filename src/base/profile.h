@@ -96,6 +96,20 @@ int64_t profile__stack(struct profile *p, const uint32_t *frames, uint32_t n);
  */
 int profile__add(struct profile *p, const struct psample *id, const uint32_t *frames, uint32_t n,
 		 uint64_t count);
+/*
+ * The same, returning the sample's index (for profile__sample and
+ * profile__add_count), or -ENOMEM. Indexes stay valid until profile__sort()
+ * (which bumps profile__layout_gen()).
+ */
+int64_t profile__add_idx(struct profile *p, const struct psample *id, const uint32_t *frames,
+			 uint32_t n, uint64_t count);
+/* Adds count to sample i (an index profile__add_idx gave); 0 or -EINVAL. */
+int profile__add_count(struct profile *p, size_t i, uint64_t count);
+/* Changes whenever sample indexes do (profile__sort): what caches of indexes check. */
+uint64_t profile__layout_gen(const struct profile *p);
+/* A number no other profile of this process has had (0 for NULL): caches tell
+ * profiles apart by it, not by an address a freed profile may hand on. */
+uint64_t profile__serial(const struct profile *p);
 /* Adds every sample of src into dst (frames re-interned). 0 or -ENOMEM. */
 int profile__merge(struct profile *dst, const struct profile *src);
 /* The same for the samples keep() accepts (keep NULL: all). */

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "agent/httpd.h"
+#include "base/htab.h"
 #include "base/log.h"
 #include "base/profile.h"
 #include "base/selfstat.h"
@@ -802,8 +803,9 @@ static void print_symbol_stats(const struct record_ctx *rc, uint64_t t_stop)
 
 	symbolizer__stats(rc->sym, &ss);
 	p_debug("end of sampling to written profile: %.1f ms; %" PRIu64
-		" frames symbolized, %" PRIu64 " unnamed",
-		ms, rc->frames, ss.unknown);
+		" frames symbolized, %" PRIu64 " unnamed; %" PRIu64
+		" drained keys were symbolized before and only added their count",
+		ms, rc->frames, ss.unknown, rc->memo_hits);
 	p_debug("symbols: %zu processes, %zu files (%zu KiB), %" PRIu64
 		" debug files, %zu JIT maps (%zu KiB), %" PRIu64 " JIT frames, %" PRIu64
 		" files rejected, %" PRIu64 " images lost, %" PRIu64 " kallsyms reloads",
@@ -854,6 +856,7 @@ void record__close(struct record *r)
 	symbolizer__free(r->rc.sym);
 	ptab__free(r->rc.pt);
 	labels__free(r->rc.labels);
+	htab__free(r->rc.memo);
 	profile__free(r->rc.prof);
 	free(r->cpus);
 	close_cgroups(r->cgroup_fds, r->o.nr_cgroups);

@@ -46,6 +46,11 @@ struct record_ctx {
 	const struct options *o;
 	uint64_t notices;
 	uint64_t frames; /* symbolized */
+	/* Keys already symbolized into prof: kernel key -> sample index (record_samples.c). */
+	struct htab *memo;
+	uint64_t memo_prof; /* profile__serial() of the profile it is for */
+	uint64_t memo_gen;
+	uint64_t memo_hits; /* drained keys that only added their count */
 };
 
 /* Continuous mode: where intervals go, and the bookkeeping of the current one. */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/htab.h"
 #include "base/profile.h"
 #include "python_abi.h"
 #include "base/util.h"
@@ -71,9 +72,13 @@ static int64_t frame_of(struct record_ctx *rc, const struct sym *s)
 /* Frames of a user stack with the inlined functions added (Go). */
 #define USER_FRAMES_MAX (2 * PROFILE_MAX_DEPTH)
 
-int record__on_sample(void *ctx, const struct collector_sample *s)
+/*
+ * Symbolizes one drained key into rc->prof: the sample's index, or -errno.
+ * *unnamed says whether a frame had no name (it may have one later: a JIT
+ * map grew, a module or BPF program loaded, a library was dlopen()ed).
+ */
+static int64_t symbolize(struct record_ctx *rc, const struct collector_sample *s, bool *unnamed)
 {
-	struct record_ctx *rc = ctx;
 	const struct bp_sample_key *k = s->key;
 	struct proc_id id = { .pid = k->tgid, .start_time = k->start_time, .exec_id = k->exec_id };
 	/* User frames with their inlined ones (at most USER_FRAMES_MAX), kernel frames. */
@@ -110,6 +115,7 @@ int record__on_sample(void *ctx, const struct collector_sample *s)
 			symbolizer__python(rc->sym, &id, s->uips[i] & BP_PY_ADDR_MASK, s->uips[i + 1],
 					   &syms[0]);
 			rc->frames++;
+			*unnamed |= !syms[0].name;
 			f = frame_of(rc, &syms[0]);
 			if (f < 0)
 				return (int)f;
@@ -122,6 +128,7 @@ int record__on_sample(void *ctx, const struct collector_sample *s)
 		rc->frames++;
 		/* The function, then what was inlined into it, innermost last. */
 		for (size_t j = nr; j-- > 0;) {
+			*unnamed |= !syms[j].name;
 			f = frame_of(rc, &syms[j]);
 			if (f < 0)
 				return (int)f;
@@ -142,6 +149,7 @@ int record__on_sample(void *ctx, const struct collector_sample *s)
 	for (uint32_t i = s->nr_kips; i-- > 0;) {
 		symbolizer__kernel(rc->sym, s->kips[i], &sym);
 		rc->frames++;
+		*unnamed |= !sym.name;
 		f = frame_of(rc, &sym);
 		if (f < 0)
 			return (int)f;
@@ -160,7 +168,45 @@ int record__on_sample(void *ctx, const struct collector_sample *s)
 			ps.container = ci->container_id[0] ? ci->container_id : NULL;
 		}
 	}
-	return profile__add(rc->prof, &ps, frames, n, s->count);
+	return profile__add_idx(rc->prof, &ps, frames, n, s->count);
+}
+
+/*
+ * A drain hands out every key that gained since the last one, so a hot stack
+ * comes back every second: its sample in the profile is remembered by the
+ * kernel's key (process image, both stack ids, comm, flags), and a key seen
+ * before only adds its count - no symbolizing, no interning. Keys with an
+ * unnamed frame are symbolized again each time, so a name that appears later
+ * is used. The memo belongs to one profile and its sample order.
+ */
+int record__on_sample(void *ctx, const struct collector_sample *s)
+{
+	struct record_ctx *rc = ctx;
+	struct htab_entry *e;
+	bool unnamed = false;
+	int64_t i;
+
+	if (rc->memo_prof != profile__serial(rc->prof) ||
+	    rc->memo_gen != profile__layout_gen(rc->prof)) {
+		htab__free(rc->memo);
+		rc->memo = htab__new();
+		rc->memo_prof = profile__serial(rc->prof);
+		rc->memo_gen = profile__layout_gen(rc->prof);
+	}
+	e = rc->memo ? htab__find(rc->memo, s->key, sizeof(*s->key)) : NULL;
+	if (e) {
+		rc->memo_hits++;
+		return profile__add_count(rc->prof, (size_t)(uintptr_t)e->value, s->count);
+	}
+	i = symbolize(rc, s, &unnamed);
+	if (i < 0)
+		return (int)i;
+	if (!unnamed && rc->memo) {
+		e = htab__upsert(rc->memo, s->key, sizeof(*s->key), NULL);
+		if (e)
+			e->value = (void *)(uintptr_t)i;
+	}
+	return 0;
 }
 
 uint64_t record__lost(const struct collector_stats *st)

@@ -51,9 +51,18 @@ static void frame_span(const struct profile *p, const uint32_t *fr, uint32_t n,
 		*lo = k;
 }
 
+/* Per profile of the window: its frames' rows and its samples' processes. */
+struct pcache {
+	const struct profile *p;
+	uint32_t *row_of;  /* frame id -> row + 1, 0: not looked up yet */
+	uint32_t *proc_of; /* sample index -> process + 1 */
+};
+
 struct builder {
 	struct htab *fns;   /* kind, module, NUL, name -> index */
 	struct htab *procs; /* pid, comm pointer... -> index */
+	struct pcache *pc;
+	size_t nr_pc, cap_pc;
 	struct top_table *t;
 	size_t cap_rows, cap_procs, cap_seen;
 	uint64_t *seen; /* per row: the sample (serial) that last counted it in total */
@@ -90,13 +99,39 @@ static long row_of(struct builder *b, const struct pframe *f)
 	return (long)(uintptr_t)e->value;
 }
 
-static int add_proc(struct builder *b, const struct psample *s)
+static struct pcache *pcache_of(struct builder *b, const struct profile *p)
+{
+	struct pcache *c;
+
+	for (size_t i = 0; i < b->nr_pc; i++)
+		if (b->pc[i].p == p)
+			return &b->pc[i];
+	if (array_grow((void **)&b->pc, &b->cap_pc, b->nr_pc + 1, sizeof(*b->pc)))
+		return NULL;
+	c = &b->pc[b->nr_pc];
+	c->p = p;
+	c->row_of = calloc(profile__nr_frames(p) + 1, sizeof(*c->row_of));
+	c->proc_of = calloc(profile__nr_samples(p) + 1, sizeof(*c->proc_of));
+	if (!c->row_of || !c->proc_of) {
+		free(c->row_of);
+		free(c->proc_of);
+		return NULL;
+	}
+	b->nr_pc++;
+	return c;
+}
+
+static int add_proc(struct builder *b, const struct psample *s, uint64_t count, uint32_t *cached)
 {
 	struct top_table *t = b->t;
 	struct htab_entry *e;
 	bool created;
 	struct sbuf *k = &b->key;
 
+	if (*cached) {
+		t->procs[*cached - 1].samples += count;
+		return 0;
+	}
 	sbuf_reset(k);
 	if (sbuf_add(k, (const char *)&s->pid, sizeof(s->pid)) ||
 	    sbuf_puts(k, s->comm ? s->comm : ""))
@@ -114,7 +149,8 @@ static int add_proc(struct builder *b, const struct psample *s)
 			.pid = s->pid, .comm = s->comm, .container = s->container};
 		e->value = (void *)(uintptr_t)t->nr_procs++;
 	}
-	t->procs[(uintptr_t)e->value].samples += s->count;
+	*cached = (uint32_t)(uintptr_t)e->value + 1;
+	t->procs[*cached - 1].samples += count;
 	return 0;
 }
 
@@ -156,40 +192,48 @@ static int cmp_procs(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-static int add_sample(struct builder *b, const struct profile *p, const struct psample *s,
+static int add_sample(struct builder *b, struct pcache *c, uint32_t idx, uint64_t count,
 		      const struct top_view *v, uint64_t serial)
 {
+	const struct profile *p = c->p;
+	const struct psample *s = profile__sample(p, idx);
 	struct top_table *t = b->t;
 	const uint32_t *fr;
 	uint32_t n, lo, hi;
 	int err;
 
-	err = add_proc(b, s);
+	err = add_proc(b, s, count, &c->proc_of[idx]);
 	if (err)
 		return err;
-	t->samples += s->count;
+	t->samples += count;
 	fr = profile__stack_get(p, s->stack, &n);
 	frame_span(p, fr, n, v->frames, &lo, &hi);
 	if (lo >= hi) {
-		t->no_frames += s->count;
+		t->no_frames += count;
 		return 0;
 	}
 	for (uint32_t j = lo; j < hi; j++) {
-		long r = row_of(b, profile__frame_get(p, fr[j]));
+		uint32_t r = c->row_of[fr[j]];
 
-		if (r < 0)
-			return (int)r;
+		if (!r) {
+			long nr = row_of(b, profile__frame_get(p, fr[j]));
+
+			if (nr < 0)
+				return (int)nr;
+			r = c->row_of[fr[j]] = (uint32_t)nr + 1;
+		}
+		r--;
 		if (j == hi - 1)
-			t->rows[r].self += s->count;
+			t->rows[r].self += count;
 		if (b->seen[r] != serial) {
 			b->seen[r] = serial;
-			t->rows[r].total += s->count;
+			t->rows[r].total += count;
 		}
 	}
 	return 0;
 }
 
-int toptable__build(struct top_table *t, struct profile *const *profs, size_t n,
+int toptable__build(struct top_table *t, const struct top_slice *slices, size_t n,
 		    const struct top_view *v)
 {
 	struct builder b = {.t = t};
@@ -204,16 +248,25 @@ int toptable__build(struct top_table *t, struct profile *const *profs, size_t n,
 		goto out;
 	}
 	for (size_t i = 0; i < n && !err; i++) {
-		const struct profile *p = profs[i];
+		const struct top_slice *sl = &slices[i];
+		size_t m = sl->d ? sl->n : profile__nr_samples(sl->p);
+		struct pcache *c;
 
-		if (!p)
+		if (!sl->p || !m)
 			continue;
-		for (size_t j = 0; j < profile__nr_samples(p) && !err; j++) {
-			const struct psample *s = profile__sample(p, j);
+		c = pcache_of(&b, sl->p);
+		if (!c) {
+			err = -ENOMEM;
+			break;
+		}
+		for (size_t j = 0; j < m && !err; j++) {
+			uint32_t idx = sl->d ? sl->d[j].sample : (uint32_t)j;
+			const struct psample *s = profile__sample(sl->p, idx);
+			uint64_t count = sl->d ? sl->d[j].count : s ? s->count : 0;
 
-			if (!s->count || !toptable__matches(v, s))
+			if (!s || !count || !toptable__matches(v, s))
 				continue;
-			err = add_sample(&b, p, s, v, ++serial);
+			err = add_sample(&b, c, idx, count, v, ++serial);
 		}
 	}
 	if (!err && t->nr)
@@ -222,6 +275,11 @@ int toptable__build(struct top_table *t, struct profile *const *profs, size_t n,
 	if (!err && t->nr_procs)
 		qsort(t->procs, t->nr_procs, sizeof(*t->procs), cmp_procs);
 out:
+	for (size_t i = 0; i < b.nr_pc; i++) {
+		free(b.pc[i].row_of);
+		free(b.pc[i].proc_of);
+	}
+	free(b.pc);
 	htab__free(b.fns);
 	htab__free(b.procs);
 	sbuf_free(&b.key);

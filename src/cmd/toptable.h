@@ -7,10 +7,13 @@
  * kernel only, with bcc profile -U/-K semantics: every sample still counts,
  * the other side's frames are dropped, so the leaf moves).
  *
- * Functions are (kind, module file name, name) across the window's
- * profiles; "total" counts a function once per stack even when it recurses.
- * Rows point at strings of the profiles they were built from: a table is
- * valid until one of them is freed (rebuild after the window moves).
+ * The window is a list of slices, one per drain: a profile and what each of
+ * its samples gained in that drain (top keeps one profile for many drains,
+ * so a stack is symbolized and interned once, and each slice is a list of
+ * (sample, count) pairs). Functions are (kind, module file name, name)
+ * across the slices; "total" counts a function once per stack even when it
+ * recurses. Rows point at strings of the profiles they were built from: a
+ * table is valid until one of them is freed (rebuild after the window moves).
  */
 #ifndef BPFPROF_TOPTABLE_H
 #define BPFPROF_TOPTABLE_H
@@ -63,11 +66,23 @@ struct top_table {
 	uint64_t no_frames; /* ... of which had no frame of the selected kind */
 };
 
+/* What sample `sample` of a slice's profile gained in its drain. */
+struct top_delta {
+	uint32_t sample;
+	uint64_t count;
+};
+
+struct top_slice {
+	const struct profile *p;
+	const struct top_delta *d; /* NULL: every sample of p, with its count */
+	size_t n;
+};
+
 /* Whether sample s is in the view (filter and zoom). */
 bool toptable__matches(const struct top_view *v, const struct psample *s);
 
-/* Builds t from profs[0..n) under v. 0 or -ENOMEM (t is then empty). */
-int toptable__build(struct top_table *t, struct profile *const *profs, size_t n,
+/* Builds t from slices[0..n) under v. 0 or -ENOMEM (t is then empty). */
+int toptable__build(struct top_table *t, const struct top_slice *slices, size_t n,
 		    const struct top_view *v);
 void toptable__free(struct top_table *t);
 

@@ -48,6 +48,9 @@ static const struct top_row *row(const struct top_table *t, const char *name)
 }
 
 static struct profile *profs[2];
+static struct top_slice slices[2];
+static void setup_window(void);
+static void teardown_window(void);
 
 static void setup_window(void)
 {
@@ -60,6 +63,39 @@ static void setup_window(void)
 	/* Second 2: more of the same, and a kernel thread (no user frames). */
 	add(profs[1], 10, "app", NULL, 4, 3, "main", "work", "leaf");
 	add(profs[1], 0, "kworker/0:1", NULL, 5, 1, "worker_thread_[k]");
+	slices[0] = (struct top_slice){profs[0], NULL, 0};
+	slices[1] = (struct top_slice){profs[1], NULL, 0};
+}
+
+/* A slice of what some samples gained: the catalog form top uses. */
+static void test_deltas(void **state)
+{
+	struct top_view v = {0};
+	struct top_delta d[2];
+	struct top_slice sl[2];
+	struct top_table t;
+
+	setup_window();
+	/* Second 1: sample 0 (app main;work;leaf) gained 2; second 2: sample 2 (db) 1, sample 0 3.
+	 */
+	d[0] = (struct top_delta){0, 2};
+	sl[0] = (struct top_slice){profs[0], &d[0], 1};
+	sl[1] = (struct top_slice){profs[0], (struct top_delta[]){{2, 1}, {0, 3}}, 2};
+	assert_int_equal(toptable__build(&t, sl, 2, &v), 0);
+	assert_int_equal(t.samples, 6);
+	assert_int_equal(row(&t, "leaf")->self, 5);
+	assert_int_equal(row(&t, "copy")->self, 1);
+	assert_int_equal(row(&t, "main")->total, 6);
+	assert_int_equal(t.nr_procs, 2);
+	toptable__free(&t);
+	/* A zero delta, and an index past the profile, count nothing. */
+	d[0] = (struct top_delta){1, 0};
+	d[1] = (struct top_delta){99, 5};
+	sl[0] = (struct top_slice){profs[0], d, 2};
+	assert_int_equal(toptable__build(&t, sl, 1, &v), 0);
+	assert_int_equal(t.samples, 0);
+	toptable__free(&t);
+	teardown_window();
 }
 
 static void teardown_window(void)
@@ -74,7 +110,7 @@ static void test_self_total_and_sort(void **state)
 	struct top_table t;
 
 	setup_window();
-	assert_int_equal(toptable__build(&t, profs, 2, &v), 0);
+	assert_int_equal(toptable__build(&t, slices, 2, &v), 0);
 	assert_int_equal(t.samples, 6 + 2 + 3 + 4 + 5);
 	assert_int_equal(row(&t, "leaf")->self, 10);
 	assert_int_equal(row(&t, "leaf")->total, 10);
@@ -99,7 +135,7 @@ static void test_self_total_and_sort(void **state)
 	toptable__free(&t);
 
 	v.sort = TOP_SORT_TOTAL;
-	assert_int_equal(toptable__build(&t, profs, 2, &v), 0);
+	assert_int_equal(toptable__build(&t, slices, 2, &v), 0);
 	assert_string_equal(t.rows[0].name, "main");
 	for (size_t i = 1; i < t.nr; i++)
 		assert_true(t.rows[i - 1].total >= t.rows[i].total);
@@ -113,7 +149,7 @@ static void test_frames_toggle(void **state)
 	struct top_table t;
 
 	setup_window();
-	assert_int_equal(toptable__build(&t, profs, 2, &v), 0);
+	assert_int_equal(toptable__build(&t, slices, 2, &v), 0);
 	/* -U: db's samples now end in read; the kernel thread has no frames left. */
 	assert_int_equal(row(&t, "read")->self, 3);
 	assert_null(row(&t, "copy"));
@@ -123,7 +159,7 @@ static void test_frames_toggle(void **state)
 	toptable__free(&t);
 
 	v.frames = TOP_FRAMES_KERNEL;
-	assert_int_equal(toptable__build(&t, profs, 2, &v), 0);
+	assert_int_equal(toptable__build(&t, slices, 2, &v), 0);
 	for (size_t i = 0; i < t.nr; i++)
 		assert_int_equal(t.rows[i].kind, FRAME_KERNEL);
 	assert_int_equal(row(&t, "copy")->self, 3);
@@ -139,31 +175,31 @@ static void test_filter_and_zoom(void **state)
 	struct top_table t;
 
 	setup_window();
-	assert_int_equal(toptable__build(&t, profs, 2, &v), 0);
+	assert_int_equal(toptable__build(&t, slices, 2, &v), 0);
 	assert_int_equal(t.samples, 12); /* a part of "app" */
 	assert_null(row(&t, "copy"));
 	toptable__free(&t);
 
 	v.filter = "20"; /* a pid */
-	assert_int_equal(toptable__build(&t, profs, 2, &v), 0);
+	assert_int_equal(toptable__build(&t, slices, 2, &v), 0);
 	assert_int_equal(t.samples, 3);
 	assert_int_equal(t.nr_procs, 1);
 	toptable__free(&t);
 
 	v.filter = "abcdef"; /* the start of a container id */
-	assert_int_equal(toptable__build(&t, profs, 2, &v), 0);
+	assert_int_equal(toptable__build(&t, slices, 2, &v), 0);
 	assert_int_equal(t.samples, 3);
 	toptable__free(&t);
 
 	v.filter = "123456"; /* not the start of one */
-	assert_int_equal(toptable__build(&t, profs, 2, &v), 0);
+	assert_int_equal(toptable__build(&t, slices, 2, &v), 0);
 	assert_int_equal(t.samples, 0);
 	assert_int_equal(t.nr, 0);
 	toptable__free(&t);
 
 	v.filter = "";
 	v.zoom_pid = 10;
-	assert_int_equal(toptable__build(&t, profs, 2, &v), 0);
+	assert_int_equal(toptable__build(&t, slices, 2, &v), 0);
 	assert_int_equal(t.samples, 12);
 	assert_int_equal(row(&t, "main")->total, 12);
 	toptable__free(&t);
@@ -181,6 +217,7 @@ int main(void)
 		cmocka_unit_test(test_self_total_and_sort),
 		cmocka_unit_test(test_frames_toggle),
 		cmocka_unit_test(test_filter_and_zoom),
+		cmocka_unit_test(test_deltas),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,6 +4,7 @@
 These tests need root and real BPF. They never skip: on a machine where they
 cannot run, they fail and say why.
 """
+import math
 import os
 import re
 import signal
@@ -148,3 +149,85 @@ def wait_attached(proc, timeout=60):
         if "sampling" in line:
             return "".join(seen)
     raise AssertionError("bpfprof never started sampling:\n" + "".join(seen))
+
+
+# --- statistical tolerances ----------------------------------------------------
+#
+# Every tolerance on a sampled quantity comes from the sample counts: SIGMAS
+# standard deviations of the quantity's sampling distribution, plus a small
+# floor for what is not random (a sample more or less at each end of a window,
+# CPU times read in 1/CLK_TCK steps). Binomial for a share of n samples,
+# Poisson for a count - conservative for per-task events, whose timer fires
+# every 1/F of the task's own CPU time. At 5 SIGMAS a test fails by chance
+# less than once in a million runs; a real error that small goes unseen, so
+# windows are long enough for the bound to stay tight (see each test).
+SIGMAS = 5.0
+
+
+def share_tolerance(p, n, floor=0.01):
+    """SIGMAS binomial standard deviations of a share p over n samples, plus floor."""
+    return SIGMAS * math.sqrt(max(p * (1 - p), 0.0) / max(n, 1)) + floor
+
+
+def assert_share(share, expected, n, what, floor=0.01):
+    tol = share_tolerance(expected, n, floor)
+    assert abs(share - expected) <= tol, \
+        f"{what}: {share:.3f} of {n} samples, expected {expected:.3f} +- {tol:.3f}"
+
+
+def assert_same_share(p1, n1, p2, n2, what, floor=0.01):
+    """Two measurements of one share (independent samples): their difference."""
+    p = (p1 * n1 + p2 * n2) / max(n1 + n2, 1)
+    tol = SIGMAS * math.sqrt(max(p * (1 - p), 0.0) * (1 / max(n1, 1) + 1 / max(n2, 1))) + floor
+    assert abs(p1 - p2) <= tol, \
+        f"{what}: {p1:.3f} of {n1} vs {p2:.3f} of {n2} samples, differ by more than {tol:.3f}"
+
+
+def count_tolerance(expected, floor=5):
+    """SIGMAS Poisson standard deviations of a count with this mean, plus floor."""
+    return SIGMAS * math.sqrt(max(expected, 0.0)) + floor
+
+
+def assert_count(n, expected, what, floor=5):
+    tol = count_tolerance(expected, floor)
+    assert abs(n - expected) <= tol, f"{what}: {n} samples, expected {expected:.0f} +- {tol:.0f}"
+
+
+def assert_count_at_least(n, expected, what, floor=5):
+    """One-sided: on a shared machine a workload may run less than measured
+    around bpfprof, never more."""
+    tol = count_tolerance(expected, floor)
+    assert n >= expected - tol, f"{what}: {n} samples, expected at least {expected - tol:.0f}"
+
+
+class Sampled:
+    """A bpfprof run and the CPU time of processes over its sampling window:
+    from the "sampling" line (after attach) to the summary line (after the
+    last drain), so neither start-up nor the written output is counted."""
+
+    def __init__(self, args, pids=(), env=None, timeout=120):
+        import threading
+        proc = subprocess.Popen([str(BPFPROF)] + [str(a) for a in args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env)
+        out = []
+        reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
+        reader.start()
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        cpu0, lines = {}, []
+        self.cpu = {}
+        try:
+            for line in proc.stderr:
+                lines.append(line)
+                if not cpu0 and "sampling" in line:
+                    cpu0 = {pid: cpu_seconds(pid) for pid in pids}
+                elif cpu0 and not self.cpu and re.search(r"\d+ samples in [0-9.]+ s", line):
+                    self.cpu = {pid: cpu_seconds(pid) - cpu0[pid] for pid in pids}
+            proc.wait()
+            reader.join()
+        finally:
+            timer.cancel()
+        self.stdout, self.stderr = "".join(out), "".join(lines)
+        self.returncode = proc.returncode
+        assert proc.returncode == 0, f"bpfprof {args} exited {proc.returncode}\n{self.stderr}"
+        assert not pids or self.cpu, f"no sampling window in:\n{self.stderr}"

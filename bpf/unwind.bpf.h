@@ -158,6 +158,50 @@ static __always_inline bool uw_find_row(struct uw_state *st, __u64 off, struct b
 	return true;
 }
 
+/*
+ * Reads words (1 or 2) aligned 8-byte words of the user stack at addr. The
+ * stack is read in pieces of up to UW_WIN_BYTES (never past the end of the
+ * page holding addr, which is mapped if addr is): a frame's saved registers
+ * are a few dozen bytes above the last frame's, so one helper call serves
+ * several frames, where each bpf_probe_read_user() costs ~100 ns of fixed
+ * overhead. 0, or -1 if the memory cannot be read.
+ */
+static __always_inline int uw_read(struct uw_state *st, __u64 addr, __u64 *dst, __u32 words)
+{
+	__u64 off = addr - st->win_base, len, rem;
+	__u32 idx;
+
+	if ((addr & 7) || words < 1 || words > 2)
+		goto direct;
+	if (!st->win_base || addr < st->win_base || off + 8 * words > st->win_len) {
+		len = UW_WIN_BYTES;
+		rem = 4096 - (addr & 4095);
+		if (rem < len)
+			len = rem;
+		if (len < 8 * words)
+			goto direct; /* the words cross into the next page */
+		barrier_var(len);
+		if (len > UW_WIN_BYTES)
+			goto direct;
+		if (bpf_probe_read_user(st->win, len, (void *)addr)) {
+			st->win_base = 0;
+			goto direct; /* as before: one read of just these words */
+		}
+		st->win_base = addr;
+		st->win_len = (__u32)len;
+		off = 0;
+	}
+	idx = (__u32)(off >> 3);
+	if (idx > UW_WIN_WORDS - words)
+		goto direct;
+	dst[0] = st->win[idx & (UW_WIN_WORDS - 1)];
+	if (words == 2)
+		dst[1] = st->win[(idx + 1) & (UW_WIN_WORDS - 1)];
+	return 0;
+direct:
+	return bpf_probe_read_user(dst, 8 * (words & 3), (void *)addr) ? -1 : 0;
+}
+
 static __always_inline long uw_stop(struct uw_state *st, __u32 reason)
 {
 	st->stop = reason;
@@ -175,7 +219,7 @@ static __always_inline long uw_fp_step(struct uw_state *st)
 		return uw_stop(st, STAT_UNWIND_FP_END);
 	if (st->bp < st->sp || (st->bp & 7))
 		return uw_stop(st, STAT_UNWIND_ERR_CFA);
-	if (bpf_probe_read_user(fr, sizeof(fr), (void *)st->bp))
+	if (uw_read(st, st->bp, fr, 2))
 		return uw_stop(st, STAT_UNWIND_ERR_READ);
 	st->fp_frames++;
 	st->sp = st->bp + 16;
@@ -329,23 +373,23 @@ static long uw_step(__u64 index, void *data)
 	case UROW_RBP_CFA:
 		if (row.rbp == -2) {
 			/* push %rbp right after the call: one read for both. */
-			if (bpf_probe_read_user(fr, 16, (void *)(cfa - 16)))
+			if (uw_read(st, cfa - 16, fr, 2))
 				return uw_stop(st, STAT_UNWIND_ERR_READ);
 			nbp = fr[0];
 			ra = fr[1];
 			goto done;
 		}
-		if (bpf_probe_read_user(&nbp, sizeof(nbp), (void *)(cfa + (__s64)row.rbp * 8)))
+		if (uw_read(st, cfa + (__s64)row.rbp * 8, &nbp, 1))
 			return uw_stop(st, STAT_UNWIND_ERR_READ);
 		break;
 	case UROW_RBP_DEREF:
-		if (bpf_probe_read_user(&nbp, sizeof(nbp), (void *)(st->bp + (__s64)row.rbp * 8)))
+		if (uw_read(st, st->bp + (__s64)row.rbp * 8, &nbp, 1))
 			return uw_stop(st, STAT_UNWIND_ERR_READ);
 		break;
 	default:
 		break;
 	}
-	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+	if (uw_read(st, cfa - 8, &ra, 1))
 		return uw_stop(st, STAT_UNWIND_ERR_READ);
 done:
 	TM_ADD(TM_UW_REST, bpf_ktime_get_ns() - t_rest);
@@ -450,6 +494,7 @@ static __always_inline enum uw_result uw_walk(struct bpf_perf_event_data *ctx,
 	st->dwarf_frames = st->fp_frames = 0;
 	st->cache_hits = st->cache_misses = 0;
 	st->gen = gen;
+	st->win_base = 0; /* nothing read yet: the last sample's copy is another stack */
 	c.st = st;
 	bpf_loop(PROFILE_MAX_DEPTH + 1, uw_step, &c, 0);
 	out->nr = st->nr;

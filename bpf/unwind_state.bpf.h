@@ -55,6 +55,8 @@ struct {
 #define UW_CACHE_SIZE 128	   /* row cache entries per CPU (4 KiB: one page) */
 #define UW_CACHE_SETS (UW_CACHE_SIZE / 2) /* two entries (one cache line) per set */
 #define UW_NO_ROW     0xff	   /* cached: the mapping has no row for the pc */
+#define UW_WIN_BYTES  256	   /* user stack read per helper call (uw_read) */
+#define UW_WIN_WORDS  (UW_WIN_BYTES / 8)
 
 struct uw_cent {
 	__u64 pc;	 /* the lookup address; 0: empty */
@@ -77,6 +79,11 @@ struct uw_state {
 	__u32 dwarf_frames, fp_frames; /* counted into stats once per walk */
 	__u32 cache_hits, cache_misses;
 	__u64 gen;
+	/* A copy of user stack memory [win_base, win_base + win_len), this walk's. */
+	__u64 win_base;
+	__u32 win_len;
+	__u32 win_pad;
+	__u64 win[UW_WIN_WORDS];
 	/* The last process entry looked up on this CPU (uw_proc_gen checks it). */
 	struct {
 		__u64 gen, start_time, exec_id;

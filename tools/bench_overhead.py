@@ -31,7 +31,12 @@ same way (alternating which starts first), to judge a change to the program:
   git worktree add /tmp/old HEAD && make -C /tmp/old build/bpfprof
   sudo tools/bench_overhead.py --compare /tmp/old/build/bpfprof --rounds 8
 
+--shape shallow swaps the CPU-bound workload for a two-frame loop built with
+frame pointers (tests/workloads/shallow.c): short user stacks, where the
+fixed per-sample costs weigh most.
+
 Usage: sudo tools/bench_overhead.py [--seconds 10] [--rounds 3] [--freq 99] [--together]
+       [--shape mixed|shallow]
        [--compare BPFPROF [--compare-args '...']]
 Prints a Markdown table (the README has the latest one).
 """
@@ -303,6 +308,10 @@ def main():
                     help="instead: this build against another bpfprof binary, in pairs")
     ap.add_argument("--compare-args", default="",
                     help="extra options for both sides of --compare, e.g. '--unwind fp'")
+    ap.add_argument("--shape", choices=("mixed", "shallow"), default="mixed",
+                    help="the workload: mixed (busy: a deep-ish call chain, plus a /dev/zero "
+                         "reader; default) or shallow (a two-frame loop built with frame "
+                         "pointers, plus the same reader)")
     ap.add_argument("--_one")
     args = ap.parse_args()
     if args._one:
@@ -314,11 +323,13 @@ def main():
         if subprocess.run(["which", tool], capture_output=True).returncode:
             raise SystemExit(f"bench_overhead: {tool} is missing (tools/install-deps.sh)")
     subprocess.run(["make", "-s", "-C", str(ROOT), "build/bpfprof", "build/workloads/busy",
-                    "build/workloads/syscalls"], check=True)
+                    "build/workloads/syscalls", "build/workloads/shallow"], check=True)
     old_stats = Path("/proc/sys/kernel/bpf_stats_enabled").read_text().strip()
     Path("/proc/sys/kernel/bpf_stats_enabled").write_text("1")
     ncpu = os.cpu_count()
-    workloads = [subprocess.Popen([str(WL / "busy"), "100000", str(max(1, ncpu - 1))],
+    cpu_bound = "busy" if args.shape == "mixed" else "shallow"
+    print(f"workload: {cpu_bound} on {max(1, ncpu - 1)} thread(s) and a /dev/zero reader")
+    workloads = [subprocess.Popen([str(WL / cpu_bound), "100000", str(max(1, ncpu - 1))],
                                   stdout=subprocess.DEVNULL),
                  subprocess.Popen([str(WL / "syscalls"), "100000"])]
     tmp = Path(tempfile.mkdtemp(prefix="bpfprof-bench-"))

@@ -35,11 +35,13 @@
 #include <bpf/bpf_helpers.h>
 
 #include "cpu_state.bpf.h"
+#include "python.bpf.h"
 #include "unwind_state.bpf.h"
 
 struct uw_ctx {
 	struct uw_state *st;
 	struct bp_stack *out;
+	struct bp_pyproc *py; /* a Python process's interpreter (python.bpf.h), or NULL */
 };
 
 static __always_inline __u64 *uw_slot(void *chunk_map, __u32 idx)
@@ -282,10 +284,24 @@ static long uw_step(__u64 index, void *data)
 
 	if (!st->pc)
 		return uw_stop(st, STAT_UNWIND_END);
+	/* Python frames of the interpreter-loop frame at st->pc, one per iteration. */
+	if (st->py.state == PY_EMIT && c->py)
+		return py_step(st, c->py, out);
 	if (nr >= PROFILE_MAX_DEPTH)
 		return uw_stop(st, STAT_UNWIND_TRUNCATED);
-	out->ips[nr] = st->pc;
-	st->nr = nr + 1;
+	if (st->py.state == PY_RESUME) {
+		/* Its Python frames stand for it; now on to its caller. */
+		st->py.state = PY_IDLE;
+		if (!st->py.emitted) {
+			out->ips[nr] = st->pc;
+			st->nr = nr + 1;
+		}
+	} else if (c->py && py_in_eval(c->py, st->pc) && py_begin(st, c->py)) {
+		return 0;
+	} else {
+		out->ips[nr] = st->pc;
+		st->nr = nr + 1;
+	}
 
 	/* A return address is looked up at address - 1: the call may be the
 	 * last instruction of its function. */
@@ -430,6 +446,7 @@ static __always_inline bool uw_proc(struct uw_state *st, __u32 tgid, __u64 start
 	st->proc.found = found;
 	st->proc.maps = found ? p->maps : 0;
 	st->proc.nr_maps = found ? p->nr_maps : 0;
+	st->proc.python = found && (p->flags & UPROC_F_PYTHON);
 	return found;
 }
 
@@ -450,7 +467,8 @@ enum uw_result {
  */
 static __always_inline enum uw_result uw_walk(struct bpf_perf_event_data *ctx,
 					      struct task_struct *task, struct uw_state *st,
-					      bool tables, __u64 gen, struct bp_stack *out)
+					      bool tables, __u64 gen, __u64 start_time, __u64 exec_id,
+					      struct bp_stack *out)
 {
 	struct uw_ctx c = {.out = out};
 	__u64 cs, ip, sp, bp;
@@ -495,6 +513,9 @@ static __always_inline enum uw_result uw_walk(struct bpf_perf_event_data *ctx,
 	st->cache_hits = st->cache_misses = 0;
 	st->gen = gen;
 	st->win_base = 0; /* nothing read yet: the last sample's copy is another stack */
+
+	py_walk_init(st);
+	c.py = tables && st->proc.python ? py_proc(st->tgid, start_time, exec_id) : NULL;
 	c.st = st;
 	bpf_loop(PROFILE_MAX_DEPTH + 1, uw_step, &c, 0);
 	out->nr = st->nr;

@@ -105,6 +105,7 @@ _Static_assert(sizeof(struct bp_umap) == 8 * UNWIND_MAP_SLOTS, "bp_umap: UNWIND_
 
 /* bp_uproc.flags */
 #define UPROC_F_ANY_IMAGE 1 /* installed before the first notice (-p): ids not known yet */
+#define UPROC_F_PYTHON	  2 /* a Python process: python_procs (python_abi.h) has its entry */
 
 /* unwind_procs: tgid -> the image's mappings. */
 struct bp_uproc {

@@ -67,6 +67,22 @@ struct uw_cent {
 	__u64 aux;	 /* kernel frames (kwalk.bpf.h): the raw orc_entry */
 };
 
+/* Python frames inside a walk (python.bpf.h). */
+enum { PY_IDLE = 0, PY_EMIT = 1, PY_RESUME = 2 };
+
+struct uw_py {
+	__u64 frame;		    /* the next _PyInterpreterFrame to record */
+	__u64 cache_ts;		    /* this CPU's last thread state found ... */
+	__u32 cache_tid, cache_tgid; /* ... for this thread */
+	__u8 state;		    /* PY_* */
+	__u8 looked;		    /* the thread's frame was looked up in this walk */
+	__u8 emitted;		    /* frames recorded for the current native frame */
+	__u8 count;		    /* Python frames in this stack */
+	__u32 pad;
+	__u64 buf[10];		    /* a _PyInterpreterFrame as read */
+	__u64 win[8];		    /* a code object's checksum window as read */
+};
+
 struct uw_state {
 	__u64 pc, sp, bp;
 	__u64 m_start, m_end, m_bias; /* the mapping of the previous frame */
@@ -88,7 +104,9 @@ struct uw_state {
 	struct {
 		__u64 gen, start_time, exec_id;
 		__u32 tgid, found, maps, nr_maps;
+		__u32 python, pad; /* UPROC_F_PYTHON: python_procs has an entry */
 	} proc;
+	struct uw_py py;
 };
 
 #endif /* BPFPROF_UNWIND_STATE_BPF_H */

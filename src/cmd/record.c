@@ -391,7 +391,7 @@ static int unwind_start(struct record_ctx *rc, struct collector *col, const stru
 		return 0;
 	collector__unwind_kops(col, &k);
 	{
-		struct unwinder_opts uo = {.ptab = rc->pt};
+		struct unwinder_opts uo = {.ptab = rc->pt, .python = true, .warn = on_sym_warn};
 
 		rc->uw = unwinder__new(&uo, &k);
 	}

@@ -459,8 +459,10 @@ static int skel_configure(struct collector *c, const struct load_attempt *a,
 		bpf_map__set_max_entries(s->maps.korc_uniq, c->korc.nuniq);
 		bpf_map__set_max_entries(s->maps.korc_blocks, c->korc.nblocks);
 	}
-	if (opts->unwind_max_procs)
+	if (opts->unwind_max_procs) {
 		bpf_map__set_max_entries(s->maps.unwind_procs, opts->unwind_max_procs);
+		bpf_map__set_max_entries(s->maps.python_procs, opts->unwind_max_procs);
+	}
 	return 0;
 }
 
@@ -1616,6 +1618,25 @@ static int uw_proc_del(void *ctx, uint32_t tgid)
 	return 0;
 }
 
+/* A Python process's interpreter, for the walker (python.bpf.h); before its unwind entry. */
+static int uw_py_set(void *ctx, uint32_t tgid, const struct bp_pyproc *p)
+{
+	struct collector *c = ctx;
+
+	if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.python_procs), &tgid, p, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+static int uw_py_del(void *ctx, uint32_t tgid)
+{
+	struct collector *c = ctx;
+
+	if (bpf_map_delete_elem(bpf_map__fd(c->skel->maps.python_procs), &tgid) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
 /* The walker's row cache keeps only entries of the current generation. */
 static void uw_pool_changed(void *ctx, uint64_t generation)
 {
@@ -1632,6 +1653,8 @@ void collector__unwind_kops(struct collector *c, struct unwind_kops *k)
 	k->chunk_drop = uw_chunk_drop;
 	k->slots_write = uw_slots_write;
 	k->proc_set = uw_proc_set;
+	k->py_set = uw_py_set;
+	k->py_del = uw_py_del;
 	k->pool_changed = uw_pool_changed;
 	k->proc_del = uw_proc_del;
 }

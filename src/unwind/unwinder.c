@@ -22,6 +22,7 @@
 #include "proc/ptab.h"
 #include "unwind/pool.h"
 #include "unwind/table.h"
+#include "lang/cpython.h"
 
 #define REFRESH_MIN_NS (250ull * 1000000) /* per process */
 #define TICK_SWEEP_NS  (1000ull * 1000000)
@@ -59,6 +60,11 @@ struct uproc {
 	uint64_t start_ticks; /* for an entry installed ahead (ids unknown): /proc start time */
 	bool any_image;	      /* UPROC_F_ANY_IMAGE: installed by unwinder__prefetch() */
 	bool in_kernel;
+	/* Python: its interpreter in python_procs (walked), or why not. */
+	bool python;
+	int py_err;	      /* last probe: 0 not tried / found, -EAGAIN not initialized yet */
+	unsigned py_tries;
+	uint64_t py_retry_ns;
 };
 
 struct unwinder {
@@ -72,6 +78,9 @@ struct unwinder {
 	struct htab *files;	  /* mfile serial -> ufile */
 	struct htab *by_build_id; /* build id bytes -> ufile */
 	struct htab *procs;	  /* pid -> uproc */
+	bool python;
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
 	struct ufile *vdso;
 	size_t nr_in_kernel;
 	uint64_t last_sweep;
@@ -485,6 +494,14 @@ static void drop_refs(struct ufile **files, size_t n, uint64_t now)
 /* Removes p's kernel entry and frees its mapping list. */
 static void proc_unload(struct unwinder *u, struct uproc *p)
 {
+	if (p->python) {
+		if (u->k.py_del)
+			u->k.py_del(u->k.ctx, p->pid);
+		p->python = false;
+		u->st.python_procs--;
+	}
+	p->py_err = 0;
+	p->py_tries = 0;
 	if (p->in_kernel) {
 		if (u->k.proc_del)
 			u->k.proc_del(u->k.ctx, p->pid);
@@ -613,7 +630,7 @@ static int load_maps(struct unwinder *u, struct uproc *p)
 	kp.exec_id = p->exec_id;
 	kp.maps = r.slot;
 	kp.nr_maps = (uint32_t)n;
-	kp.flags = p->any_image ? UPROC_F_ANY_IMAGE : 0;
+	kp.flags = (p->any_image ? UPROC_F_ANY_IMAGE : 0) | (p->python ? UPROC_F_PYTHON : 0);
 	if (!p->in_kernel && u->nr_in_kernel >= u->max_procs)
 		evict_one_proc(u, p);
 	err = u->k.proc_set ? u->k.proc_set(u->k.ctx, p->pid, &kp) : 0;
@@ -684,6 +701,60 @@ static int hold_image(struct unwinder *u, struct uproc *p, const struct proc_id 
 	return 0;
 }
 
+/* --- Python ------------------------------------------------------------------ */
+
+/* An interpreter not initialized yet is probed again this often, this many times. */
+#define PY_RETRY_NS  (100u * 1000 * 1000)
+#define PY_MAX_TRIES 50
+
+/*
+ * Finds the Python interpreter of p, if it is one, and puts what the walker
+ * needs in python_procs (before the unwind entry that points the walker
+ * there). A Python whose layout bpfprof does not know gets one warning and
+ * native frames only.
+ */
+static void python_probe(struct unwinder *u, struct uproc *p)
+{
+	struct cpython_proc cp;
+	struct bp_pyproc bp;
+	char why[256];
+	int err;
+
+	if (!u->python || p->python || !p->pp || p->any_image ||
+	    (p->py_err && p->py_err != -EAGAIN))
+		return;
+	err = cpython__probe(u->pt, p->pp, &cp, why, sizeof(why));
+	p->py_err = err;
+	if (err == -EAGAIN) {
+		p->py_retry_ns = now_ns() + PY_RETRY_NS;
+		if (++p->py_tries >= PY_MAX_TRIES)
+			p->py_err = -ETIMEDOUT;
+		return;
+	}
+	if (err == -ENOTSUP) {
+		u->st.python_unknown++;
+		if (u->warn) {
+			char msg[1024];
+
+			snprintf(msg, sizeof(msg),
+				 "process %u runs %s: %s; its Python functions are not shown "
+				 "(native frames only)",
+				 p->pid, cp.module[0] ? cp.module : "Python", why);
+			u->warn(u->warn_ctx, msg);
+		}
+		return;
+	}
+	if (err || !u->k.py_set)
+		return;
+	cpython__bpf(&cp, &bp);
+	bp.start_time = p->start_time;
+	bp.exec_id = p->exec_id;
+	if (u->k.py_set(u->k.ctx, p->pid, &bp))
+		return;
+	p->python = true;
+	u->st.python_procs++;
+}
+
 int unwinder__note_process(struct unwinder *u, const struct proc_id *id)
 {
 	uint32_t pid = id->pid;
@@ -719,6 +790,8 @@ int unwinder__note_process(struct unwinder *u, const struct proc_id *id)
 	err = ptab__check_x86_64(u->pt, pid);
 	if (!err)
 		err = hold_image(u, p, id);
+	if (!err)
+		python_probe(u, p);
 	if (!err)
 		err = load_maps(u, p);
 	if (err) {
@@ -827,8 +900,18 @@ void unwinder__tick(struct unwinder *u)
 	while ((e = htab__next(u->procs, &pos))) {
 		struct uproc *p = e->value;
 
-		if (!uproc_alive(u, p))
+		if (!uproc_alive(u, p)) {
 			proc_forget(u, p);
+			continue;
+		}
+		/* A Python that was still starting up: look again, and tell the walker. */
+		if (p->py_err == -EAGAIN && now >= p->py_retry_ns && p->in_kernel) {
+			python_probe(u, p);
+			if (p->python) {
+				p->sig = 0;
+				load_maps(u, p);
+			}
+		}
 	}
 	/* Tables nobody used for idle_ns. */
 	for (;;) {
@@ -871,6 +954,9 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts, const struct un
 		u->k = *kops;
 	u->max_procs = opts && opts->max_procs ? opts->max_procs : 4096;
 	u->seg_rows = opts && opts->seg_rows ? opts->seg_rows : SEG_ROWS;
+	u->python = opts && opts->python;
+	u->warn = opts ? opts->warn : NULL;
+	u->warn_ctx = opts ? opts->warn_ctx : NULL;
 	if (u->seg_rows < UNWIND_PAGE_MAX_ROWS)
 		u->seg_rows = UNWIND_PAGE_MAX_ROWS;
 	u->idle_ns = (uint64_t)(opts && opts->idle_table_secs ? opts->idle_table_secs : 60) *

@@ -35,6 +35,7 @@
 #include <linux/types.h>
 
 #include "proc/ptab.h"
+#include "python_abi.h"
 #include "unwind_abi.h"
 
 /* Kernel operations, implemented by the collector. Each returns 0 or -errno. */
@@ -48,6 +49,9 @@ struct unwind_kops {
 	int (*proc_del)(void *ctx, uint32_t tgid);
 	/* Tells the walker that slots were freed: its cached rows are stale. */
 	void (*pool_changed)(void *ctx, uint64_t generation);
+	/* A Python process's interpreter (python_abi.h), set before its unwind entry. */
+	int (*py_set)(void *ctx, uint32_t tgid, const struct bp_pyproc *p);
+	int (*py_del)(void *ctx, uint32_t tgid);
 };
 
 struct ptab;
@@ -61,6 +65,10 @@ struct unwinder_opts {
 	uint32_t max_chunks;	  /* pool cap in 1 MiB chunks; default 128 */
 	uint32_t idle_table_secs; /* unused tables kept this long; default 60 */
 	uint32_t seg_rows;	  /* rows per pool run (tables are split); default 16384 */
+	bool python;		  /* walk Python frames (default: only if set) */
+	/* Called once per process whose Python bpfprof cannot walk, with a sentence. */
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
 };
 
 struct unwinder_stats {
@@ -80,6 +88,8 @@ struct unwinder_stats {
 	uint64_t build_ns;	 /* time spent building tables */
 	uint64_t kernel_bytes;	 /* pool chunks allocated in the kernel */
 	uint64_t used_bytes;	 /* ... of which in use */
+	uint64_t python_procs;	 /* Python processes whose frames the walker reads */
+	uint64_t python_unknown; /* Python processes it cannot (version, layout) */
 };
 
 struct unwinder;

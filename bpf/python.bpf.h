@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * python.bpf.h - CPython frames in the user-stack walk (unwind.bpf.h calls
+ * in here; ABI and frame encoding in python_abi.h).
+ *
+ * When the native walk reaches a frame whose pc is in the interpreter loop
+ * (_PyEval_EvalFrameDefault, or its .cold part), it records, instead of that
+ * native frame, the Python frames that call of the loop runs: from the
+ * thread's current frame (the first time) or from where the previous call's
+ * frames ended, following `previous`, up to the frame that entered the loop
+ * from C (3.11: the frame with is_entry set; 3.12+: the shim frame owned by
+ * the C stack, which is not itself recorded). Then the native walk goes on
+ * from the same native frame. So C frames between two calls of the loop
+ * (a C extension calling back into Python) stay where they ran.
+ *
+ * One Python frame per bpf_loop() iteration of the walker, with two stack
+ * slots each: the same loop, verified once, bounds both walks. Per frame:
+ * one read of the _PyInterpreterFrame (80 bytes) and one of the code
+ * object's checksum window (64 bytes). The thread state is found once per
+ * stack: this CPU's last answer, checked with one read of its thread id, or
+ * a walk of the interpreter's thread list (at most PY_MAX_THREADS).
+ *
+ * Nothing read is trusted beyond the read: offsets come from userspace and
+ * are bounded before use, a frame that cannot be read ends the Python frames
+ * (recorded as one unknown frame), and names are only given in userspace
+ * after the code object's type and checksum check out.
+ */
+#ifndef BPFPROF_PYTHON_BPF_H
+#define BPFPROF_PYTHON_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#include "cpu_state.bpf.h"
+#include "python_abi.h"
+#include "unwind_state.bpf.h"
+
+#define PY_MAX_THREADS 64 /* thread states searched for the sampled thread */
+
+/* tgid -> what the walker needs of a Python process; userspace keeps it bounded. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096); /* set by userspace */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct bp_pyproc);
+} python_procs SEC(".maps");
+
+/* The process's Python entry, for exactly this image; NULL if it has none. */
+static __always_inline struct bp_pyproc *py_proc(__u32 tgid, __u64 start_time, __u64 exec_id)
+{
+	struct bp_pyproc *py = bpf_map_lookup_elem(&python_procs, &tgid);
+
+	if (!py || py->start_time != start_time || py->exec_id != exec_id)
+		return NULL;
+	return py;
+}
+
+static __always_inline void py_walk_init(struct uw_state *st)
+{
+	st->py.state = PY_IDLE;
+	st->py.frame = 0;
+	st->py.looked = 0;
+	st->py.count = 0;
+}
+
+static __always_inline bool py_in_eval(const struct bp_pyproc *py, __u64 pc)
+{
+	return (pc >= py->eval[0][0] && pc < py->eval[0][1]) ||
+	       (pc >= py->eval[1][0] && pc < py->eval[1][1]);
+}
+
+static __always_inline __u64 py_read_ptr(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (!addr || bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		return 0;
+	return v;
+}
+
+/* The sampled thread's PyThreadState, or 0. */
+static __always_inline __u64 py_tstate(struct uw_state *st, const struct bp_pyproc *py)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), t = 0;
+	__u64 ts, interp;
+
+	/* This CPU's last answer, if the thread state still says it is this thread. */
+	if (st->py.cache_tid == tid && st->py.cache_tgid == st->tgid && st->py.cache_ts &&
+	    !bpf_probe_read_user(&t, sizeof(t), (void *)(st->py.cache_ts + py->tstate_native_tid)) &&
+	    t == tid)
+		return st->py.cache_ts;
+	interp = py_read_ptr(py->runtime + py->runtime_interp_head);
+	ts = interp ? py_read_ptr(interp + py->interp_threads_head) : 0;
+	for (int i = 0; i < PY_MAX_THREADS && ts; i++) {
+		if (bpf_probe_read_user(&t, sizeof(t), (void *)(ts + py->tstate_native_tid)))
+			return 0;
+		if (t == tid) {
+			st->py.cache_tid = tid;
+			st->py.cache_tgid = st->tgid;
+			st->py.cache_ts = ts;
+			return ts;
+		}
+		ts = py_read_ptr(ts + py->tstate_next);
+	}
+	return 0;
+}
+
+/*
+ * At a native frame in the interpreter loop: whether it has Python frames
+ * to record (then the walker calls py_step() until py.state is PY_RESUME).
+ */
+static __always_inline bool py_begin(struct uw_state *st, const struct bp_pyproc *py)
+{
+	__u64 ts, f;
+
+	if (!st->py.looked) {
+		st->py.looked = 1;
+		ts = py_tstate(st, py);
+		f = ts ? py_read_ptr(ts + py->tstate_frame) : 0;
+		if (f && (py->flags & PYPROC_F_CFRAME))
+			f = py_read_ptr(f + py->cframe_current);
+		st->py.frame = f;
+	}
+	if (!st->py.frame)
+		return false;
+	st->py.state = PY_EMIT;
+	st->py.emitted = 0;
+	return true;
+}
+
+/* A field of the frame read into py.buf, at a bounded offset. */
+static __always_inline __u64 py_field(struct uw_state *st, __u16 off)
+{
+	__u64 v;
+
+	if (off > sizeof(st->py.buf) - 8)
+		return 0;
+	__builtin_memcpy(&v, (__u8 *)st->py.buf + (off & 0xff), 8);
+	return v;
+}
+
+static __always_inline __u8 py_byte(struct uw_state *st, __u16 off)
+{
+	if (off > sizeof(st->py.buf) - 1)
+		return 0;
+	return ((__u8 *)st->py.buf)[off & 0xff];
+}
+
+/* Records one Python frame of this call of the loop (one walker iteration). */
+static __always_inline long py_step(struct uw_state *st, const struct bp_pyproc *py,
+				    struct bp_stack *out)
+{
+	__u64 frame = st->py.frame, code, prev, instr, idx = BP_PY_NO_INSTR;
+	__u32 nr = st->nr, csum = 0;
+	__u8 owner;
+
+	if (nr > PROFILE_MAX_DEPTH - 2 || st->py.count >= BP_PY_MAX_FRAMES) {
+		st->py.state = PY_RESUME;
+		st->py.frame = 0;
+		return 0;
+	}
+	if (bpf_probe_read_user(st->py.buf, sizeof(st->py.buf), (void *)frame)) {
+		/* Unreadable: one unknown frame, and no more Python frames in this stack. */
+		out->ips[nr] = BP_PY_MARK;
+		out->ips[nr + 1] = BP_PY_NO_INSTR;
+		st->nr = nr + 2;
+		st->py.emitted++;
+		st->py.state = PY_RESUME;
+		st->py.frame = 0;
+		return 0;
+	}
+	code = py_field(st, py->frame_code);
+	prev = py_field(st, py->frame_previous);
+	instr = py_field(st, py->frame_instr);
+	owner = py_byte(st, py->frame_owner);
+	st->py.frame = prev;
+	if (!(py->flags & PYPROC_F_ENTRY_FLAG) && owner == py->owner_entry) {
+		/* 3.12+: the shim frame that entered the loop from C ends this call's frames. */
+		st->py.state = PY_RESUME;
+		return 0;
+	}
+	if (py->flags & PYPROC_F_TAGGED)
+		code &= ~3ULL;
+	if (code && !bpf_probe_read_user(st->py.win, sizeof(st->py.win),
+					 (void *)(code + py->code_csum)))
+		csum = bp_py_csum(st->py.win);
+	else
+		code = 0;
+	if (code && instr >= code + py->code_adaptive && instr - code - py->code_adaptive < (1ULL << 31))
+		idx = (instr - code - py->code_adaptive) / 2;
+	out->ips[nr] = BP_PY_MARK | (code & BP_PY_ADDR_MASK);
+	out->ips[nr + 1] = (__u64)csum << 32 | idx;
+	st->nr = nr + 2;
+	st->py.emitted++;
+	st->py.count++;
+	if (((py->flags & PYPROC_F_ENTRY_FLAG) && owner == py->owner_entry) || !prev)
+		st->py.state = PY_RESUME; /* 3.11: the frame that entered from C was the last */
+	return 0;
+}
+
+#endif /* BPFPROF_PYTHON_BPF_H */

@@ -15,8 +15,8 @@
  *
  * One Python frame per bpf_loop() iteration of the walker, with two stack
  * slots each: the same loop, verified once, bounds both walks. Per frame:
- * one read of the _PyInterpreterFrame (80 bytes) and one of the code
- * object's checksum window (64 bytes). The thread state is found once per
+ * one read of the _PyInterpreterFrame (80 bytes), one of the code object's
+ * checksum window (64 bytes) and one of its qualname's hash (8 bytes). The thread state is found once per
  * stack: this CPU's last answer, checked with one read of its thread id, or
  * a walk of the interpreter's thread list (at most PY_MAX_THREADS).
  *
@@ -151,7 +151,7 @@ static __always_inline __u8 py_byte(struct uw_state *st, __u16 off)
 static __always_inline long py_step(struct uw_state *st, const struct bp_pyproc *py,
 				    struct bp_stack *out)
 {
-	__u64 frame = st->py.frame, code, prev, instr, idx = BP_PY_NO_INSTR;
+	__u64 frame = st->py.frame, code, prev, instr, idx = BP_PY_NO_INSTR, hash = 0;
 	__u32 nr = st->nr, csum = 0;
 	__u8 owner;
 
@@ -183,8 +183,10 @@ static __always_inline long py_step(struct uw_state *st, const struct bp_pyproc 
 	if (py->flags & PYPROC_F_TAGGED)
 		code &= ~3ULL;
 	if (code && !bpf_probe_read_user(st->py.win, sizeof(st->py.win),
-					 (void *)(code + py->code_csum)))
-		csum = bp_py_csum(st->py.win);
+					 (void *)(code + py->code_csum)) &&
+	    !bpf_probe_read_user(&hash, sizeof(hash),
+				 (void *)(st->py.win[BP_PY_CSUM_WORDS - 1] + BP_PY_STR_HASH)))
+		csum = bp_py_csum(st->py.win, hash);
 	else
 		code = 0;
 	if (code && instr >= code + py->code_adaptive && instr - code - py->code_adaptive < (1ULL << 31))

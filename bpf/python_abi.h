@@ -14,13 +14,15 @@
  *   slot 0: BP_PY_MARK | code object address     (bits 0-55: the address)
  *   slot 1: checksum << 32 | instruction index  (BP_PY_NO_INSTR: unknown)
  *
- * The checksum folds 64 bytes of the code object that never change after
- * it is made (a window around co_firstlineno and co_qualname: counts,
- * flags, line, names, version): userspace reads the code object later, at
- * the drain, and names the frame only if the object at that address still
- * has the same checksum - a code object freed and replaced in between is
- * never named after its successor. A frame that could not be read is
- * slot 0 = BP_PY_MARK (address 0): "[unknown]".
+ * The checksum folds the 64 bytes of the code object that end with
+ * co_qualname (fields set when the object is made and never changed:
+ * counts, names, co_version where there is one) and the hash of the
+ * qualname string, which its text decides: userspace reads the code object
+ * later, at the drain, and names the frame only if the object at that
+ * address, alive, still gives the same checksum - a code object freed and
+ * replaced in between, even by one of the same shape whose strings landed
+ * at the same addresses, is never named after its successor. A frame that
+ * could not be read is slot 0 = BP_PY_MARK (address 0): "[unknown]".
  *
  * User addresses are below 2^56 even with 5-level page tables, so a slot
  * with the top byte BP_PY_MARK is never a return address.
@@ -44,8 +46,11 @@ static inline int bp_py_is_frame(__u64 slot)
 	return (slot & ~BP_PY_ADDR_MASK) == BP_PY_MARK;
 }
 
-/* The checksum of the window's 8 words; the same on both sides. */
-static inline __u32 bp_py_csum(const __u64 *w)
+/* The window's last word is co_qualname; its str's hash is at this offset (3.11-3.14). */
+#define BP_PY_STR_HASH 24
+
+/* The checksum of the window's 8 words and the qualname's hash; the same on both sides. */
+static inline __u32 bp_py_csum(const __u64 *w, __u64 name_hash)
 {
 	__u64 h = 0x9e3779b97f4a7c15ULL;
 
@@ -54,6 +59,9 @@ static inline __u32 bp_py_csum(const __u64 *w)
 		h *= 0xbf58476d1ce4e5b9ULL;
 		h ^= h >> 29;
 	}
+	h ^= name_hash;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 29;
 	return (__u32)(h ^ (h >> 32));
 }
 

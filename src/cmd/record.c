@@ -430,6 +430,9 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 		" files without a table, %" PRIu64 " processes",
 		us.tables, us.rows, us.kernel_bytes / 1048576.0, us.used_bytes / 1048576.0,
 		us.build_ns / 1e6, us.tables_failed, us.procs_loaded);
+	p_debug("python: %" PRIu64 " processes walked, %" PRIu64
+		" with a Python bpfprof does not know",
+		us.python_procs, us.python_unknown);
 }
 
 /* --- the run ------------------------------------------------------------------ */
@@ -812,6 +815,9 @@ static void print_symbol_stats(const struct record_ctx *rc, uint64_t t_stop)
 		ss.procs, ss.files, ss.file_bytes >> 10, ss.debug_files, ss.perfmaps,
 		ss.perfmap_bytes >> 10, ss.jit_names, ss.rejected, ss.images_lost,
 		ss.kernel_reloads);
+	p_debug("symbols: %" PRIu64 " Python frames named, %" PRIu64 " not (code object freed or "
+		"unreadable); %" PRIu64 " inlined frames (Go)",
+		ss.py_frames, ss.py_unknown, ss.inline_frames);
 }
 
 /* One-shot mode: the whole run's profile, with its summary. */

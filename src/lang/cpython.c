@@ -433,13 +433,12 @@ int cpython__str(const struct cpython_layout *l, const uint8_t *obj, size_t len,
 uint16_t cpython__csum_off(const struct cpython_layout *l)
 {
 	/*
-	 * From co_firstlineno (rounded down to a word) through co_qualname if
-	 * that fits in the 64-byte window: every field there is set when the
-	 * code object is made and never changes (3.11-3.13: counts, the line,
-	 * co_version, the name objects); the caches and counters that do
-	 * change (weak references, _co_cached, instrumentation) come after.
+	 * The 64 bytes ending with co_qualname: from 3.11 to 3.14 every field
+	 * there is set when the code object is made and never changes (counts,
+	 * co_version, the name objects); the caches and counters that do change
+	 * (weak references, _co_cached, instrumentation) come after it.
 	 */
-	return l->code_firstlineno & ~7u;
+	return l->code_qualname >= 56 ? (uint16_t)(l->code_qualname + 8 - 64) : 0;
 }
 
 void cpython__bpf(const struct cpython_proc *cp, struct bp_pyproc *out)

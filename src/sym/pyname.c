@@ -151,12 +151,36 @@ static uint64_t word(const uint8_t *p)
 	return v;
 }
 
+/*
+ * Whether an object's reference count (its first word) is one: a freed
+ * pymalloc block holds the free list's next pointer (or 0) there instead.
+ * Immortal objects (3.12+) count 2^32 - 1 or so.
+ */
+static bool alive(const uint8_t *hdr)
+{
+	uint64_t refcnt = word(hdr);
+
+	return refcnt > 0 && refcnt < (1ull << 40);
+}
+
+/* The checksum of the code object at code as it is now (python_abi.h), or -1. */
+static int64_t csum_of(struct ptab *t, struct pproc *p, const struct pynamer *n, uint64_t code)
+{
+	__u64 window[BP_PY_CSUM_WORDS], hash;
+
+	if (ptab__read_mem(t, p, code + n->cp.csum_off, window, sizeof(window)) !=
+		    (ssize_t)sizeof(window) ||
+	    ptab__read_mem(t, p, window[BP_PY_CSUM_WORDS - 1] + BP_PY_STR_HASH, &hash,
+			   sizeof(hash)) != (ssize_t)sizeof(hash))
+		return -1;
+	return bp_py_csum(window, hash);
+}
+
 /* Reads the code object at code; NULL with *err. */
 static struct pycode *read_code(struct pynamer *n, struct ptab *t, struct pproc *p, uint64_t code,
 				uint32_t want, int *err)
 {
 	const struct cpython_layout *l = &n->cp.l;
-	__u64 window[BP_PY_CSUM_WORDS];
 	uint64_t type = 0, qualname, filename, linetable;
 	uint8_t hdr[512];
 	size_t need = (size_t)MAX(MAX(l->code_qualname, l->code_filename),
@@ -166,14 +190,13 @@ static struct pycode *read_code(struct pynamer *n, struct ptab *t, struct pproc 
 	int32_t first;
 
 	*err = -EINVAL;
-	if (need > sizeof(hdr) || ptab__read_mem(t, p, code, hdr, need) != (ssize_t)need ||
-	    ptab__read_mem(t, p, code + n->cp.csum_off, window, sizeof(window)) !=
-		    (ssize_t)sizeof(window))
+	if (need > sizeof(hdr) || ptab__read_mem(t, p, code, hdr, need) != (ssize_t)need)
 		return NULL;
 	type = word(hdr + 8); /* ob_type */
 	if (type != n->cp.code_type)
 		return NULL;
-	if (bp_py_csum(window) != want) {
+	/* A freed object keeps its type, but its first word is the allocator's now. */
+	if (!alive(hdr) || csum_of(t, p, n, code) != (int64_t)want) {
 		*err = -ESTALE;
 		return NULL;
 	}
@@ -191,8 +214,11 @@ static struct pycode *read_code(struct pynamer *n, struct ptab *t, struct pproc 
 	c->name = read_str(n, t, p, qualname);
 	c->file = read_str(n, t, p, filename);
 	c->lt = read_bytes(n, t, p, linetable, &c->lt_len);
-	if (!c->name) {
+	/* Still the same live object now that its strings are read: they were its. */
+	if (!c->name || ptab__read_mem(t, p, code, hdr, 8) != 8 || !alive(hdr) ||
+	    csum_of(t, p, n, code) != (int64_t)want) {
 		free_code(c);
+		*err = -ESTALE;
 		return NULL;
 	}
 	return c;

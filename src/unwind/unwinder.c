@@ -774,6 +774,7 @@ int unwinder__note_process(struct unwinder *u, const struct proc_id *id)
 		p->start_time = id->start_time;
 		p->exec_id = id->exec_id;
 		p->sig = 0;
+		python_probe(u, p);
 		err = load_maps(u, p);
 		if (!err)
 			return 0;

@@ -67,6 +67,8 @@ void cli__usage(FILE *f)
 		"      --unwind MODE       user stacks: auto (.eh_frame tables where available, frame\n"
 		"                          pointers elsewhere; default), fp (frame pointers only),\n"
 		"                          dwarf (tables only)\n"
+		"      --no-python         Python processes: native frames only (by default their\n"
+		"                          Python functions are walked too, CPython 3.11+)\n"
 		"  -g                      accepted for perf's sake: stacks are always collected\n"
 		"      --call-graph fp|dwarf[,SIZE]\n"
 		"                          perf's spelling of --unwind fp|dwarf (SIZE is not needed:\n"
@@ -393,6 +395,9 @@ static int parse_sampling_option(int c, const char *arg, struct options *o, stru
 		break;
 	case OPT_PER_THREAD:
 		o->per_thread = true;
+		break;
+	case OPT_NO_PYTHON:
+		o->no_python = true;
 		break;
 	case OPT_ADDRESSES:
 		o->addresses = true;

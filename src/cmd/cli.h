@@ -58,6 +58,7 @@ struct options {
 	size_t nr_cgroups, cap_cgroups;
 	enum unwind_opt unwind;
 	bool kernel_helper;	  /* --kernel-unwind kernel: bpf_get_stack(), not the ORC walk */
+	bool no_python;		  /* --no-python: native frames only in Python processes */
 	uint32_t call_graph_size; /* --call-graph dwarf,SIZE: accepted, not needed (0: none) */
 	bool show_version;
 	bool show_help;
@@ -81,6 +82,7 @@ enum {
 	OPT_TOKEN_FILE,
 	OPT_LISTEN,
 	OPT_CGROUP,
+	OPT_NO_PYTHON,
 	OPT_KERNEL_UNWIND,
 	OPT_ADDRESSES,
 	OPT_CALL_GRAPH,
@@ -111,7 +113,8 @@ enum {
 		{ "unwind", required_argument, NULL, OPT_UNWIND },                                 \
 		{ "kernel-unwind", required_argument, NULL, OPT_KERNEL_UNWIND },                   \
 		{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },                         \
-		{ "cgroup", required_argument, NULL, OPT_CGROUP }
+		{ "cgroup", required_argument, NULL, OPT_CGROUP },                                 \
+		{ "no-python", no_argument, NULL, OPT_NO_PYTHON }
 /* CLI_OK if c was one of them (applied), CLI_USAGE with em, or 1 if not one. */
 int cli__sampling_option(int c, const char *arg, struct options *o, struct errmsg *em);
 /* Zeroes o and sets the defaults (-F 99, output options). */

@@ -391,7 +391,8 @@ static int unwind_start(struct record_ctx *rc, struct collector *col, const stru
 		return 0;
 	collector__unwind_kops(col, &k);
 	{
-		struct unwinder_opts uo = {.ptab = rc->pt, .python = true, .warn = on_sym_warn};
+		struct unwinder_opts uo = {.ptab = rc->pt, .python = !rc->o->no_python,
+					   .warn = on_sym_warn};
 
 		rc->uw = unwinder__new(&uo, &k);
 	}

@@ -15,8 +15,9 @@
  *
  * One Python frame per bpf_loop() iteration of the walker, with two stack
  * slots each: the same loop, verified once, bounds both walks. Per frame:
- * one read of the _PyInterpreterFrame (80 bytes), one of the code object's
- * checksum window (64 bytes) and one of its qualname's hash (8 bytes). The thread state is found once per
+ * one read of the _PyInterpreterFrame (80 bytes) and one of its code
+ * object's qualname's hash (8 bytes), and the first time this CPU meets the
+ * code object one of its checksum window (64 bytes). The thread state is found once per
  * stack: this CPU's last answer, checked with one read of its thread id, or
  * a walk of the interpreter's thread list (at most PY_MAX_THREADS).
  *
@@ -36,6 +37,31 @@
 #include "unwind_state.bpf.h"
 
 #define PY_MAX_THREADS 64 /* thread states searched for the sampled thread */
+#define PY_CODE_CACHE  256 /* code objects per CPU whose window is remembered */
+
+/*
+ * Per CPU, per code object: the checksum of its window and its qualname's
+ * address, so a frame of a code object seen before costs one read (the
+ * qualname's hash) instead of two. An entry can be stale - the object freed
+ * and another made at its address - and that is safe: the stale window
+ * gives a checksum the new object does not have (its frame goes unnamed),
+ * unless the new object's window is the same, and then the hash, read
+ * fresh, is the new object's and so is the name.
+ */
+struct py_cent {
+	__u64 code, window, qualname;
+};
+
+struct py_cache {
+	struct py_cent e[PY_CODE_CACHE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_cache);
+} py_code_cache SEC(".maps");
 
 /* tgid -> what the walker needs of a Python process; userspace keeps it bounded. */
 struct {
@@ -182,13 +208,29 @@ static __always_inline long py_step(struct uw_state *st, const struct bp_pyproc 
 	}
 	if (py->flags & PYPROC_F_TAGGED)
 		code &= ~3ULL;
-	if (code && !bpf_probe_read_user(st->py.win, sizeof(st->py.win),
-					 (void *)(code + py->code_csum)) &&
-	    !bpf_probe_read_user(&hash, sizeof(hash),
-				 (void *)(st->py.win[BP_PY_CSUM_WORDS - 1] + BP_PY_STR_HASH)))
-		csum = bp_py_csum(st->py.win, hash);
-	else
-		code = 0;
+	if (code) {
+		__u32 zero = 0, slot = (__u32)((code >> 4) * BP_GOLDEN >> 56) & (PY_CODE_CACHE - 1);
+		struct py_cache *cache = bpf_map_lookup_elem(&py_code_cache, &zero);
+		struct py_cent *ce = cache ? &cache->e[slot] : NULL;
+
+		if (ce && ce->code != code) {
+			if (bpf_probe_read_user(st->py.win, sizeof(st->py.win),
+						(void *)(code + py->code_csum))) {
+				ce->code = 0;
+				ce = NULL;
+				code = 0;
+			} else {
+				ce->code = code;
+				ce->window = bp_py_csum_window(st->py.win);
+				ce->qualname = st->py.win[BP_PY_CSUM_WORDS - 1];
+			}
+		}
+		if (!ce || bpf_probe_read_user(&hash, sizeof(hash),
+					       (void *)(ce->qualname + BP_PY_STR_HASH)))
+			code = 0;
+		else
+			csum = bp_py_csum_finish(ce->window, hash);
+	}
 	if (code && instr >= code + py->code_adaptive && instr - code - py->code_adaptive < (1ULL << 31))
 		idx = (instr - code - py->code_adaptive) / 2;
 	out->ips[nr] = BP_PY_MARK | (code & BP_PY_ADDR_MASK);

@@ -49,8 +49,12 @@ static inline int bp_py_is_frame(__u64 slot)
 /* The window's last word is co_qualname; its str's hash is at this offset (3.11-3.14). */
 #define BP_PY_STR_HASH 24
 
-/* The checksum of the window's 8 words and the qualname's hash; the same on both sides. */
-static inline __u32 bp_py_csum(const __u64 *w, __u64 name_hash)
+/*
+ * The checksum of the window's 8 words and the qualname's hash; the same on
+ * both sides. In two steps: the walker keeps the first per code object (a
+ * per-CPU cache) and reads only the hash again.
+ */
+static inline __u64 bp_py_csum_window(const __u64 *w)
 {
 	__u64 h = 0x9e3779b97f4a7c15ULL;
 
@@ -59,10 +63,20 @@ static inline __u32 bp_py_csum(const __u64 *w, __u64 name_hash)
 		h *= 0xbf58476d1ce4e5b9ULL;
 		h ^= h >> 29;
 	}
+	return h;
+}
+
+static inline __u32 bp_py_csum_finish(__u64 h, __u64 name_hash)
+{
 	h ^= name_hash;
 	h *= 0xbf58476d1ce4e5b9ULL;
 	h ^= h >> 29;
 	return (__u32)(h ^ (h >> 32));
+}
+
+static inline __u32 bp_py_csum(const __u64 *w, __u64 name_hash)
+{
+	return bp_py_csum_finish(bp_py_csum_window(w), name_hash);
 }
 
 /* bp_pyproc.flags */

@@ -247,6 +247,25 @@ static size_t code_bytes(const struct pycode *c)
 	return sizeof(*c) + 32 + strlen(c->name) + (c->file ? strlen(c->file) : 0) + c->lt_len;
 }
 
+void pynamer__reset(struct pynamer *n)
+{
+	struct htab *fresh = htab__new();
+	struct htab_entry *x;
+	size_t pos = 0;
+
+	if (!n || !fresh) {
+		htab__free(fresh);
+		return;
+	}
+	while ((x = htab__next(n->codes, &pos))) {
+		retire(n, x->value);
+		x->value = NULL;
+	}
+	htab__free(n->codes);
+	n->codes = fresh;
+	n->bytes = sizeof(*n);
+}
+
 int pynamer__name(struct pynamer *n, struct ptab *t, struct pproc *p, uint64_t code, uint32_t instr,
 		  uint32_t csum, struct pyframe *out)
 {
@@ -263,22 +282,7 @@ int pynamer__name(struct pynamer *n, struct ptab *t, struct pproc *p, uint64_t c
 		if (!c)
 			return err;
 		if (htab__count(n->codes) >= PYNAME_MAX_CODES || n->bytes > PYNAME_MAX_BYTES) {
-			/* Start over; what was handed out stays until the sweep. */
-			struct htab *fresh = htab__new();
-			struct htab_entry *x;
-			size_t pos = 0;
-
-			if (!fresh) {
-				free_code(c);
-				return -ENOMEM;
-			}
-			while ((x = htab__next(n->codes, &pos))) {
-				retire(n, x->value);
-				x->value = NULL;
-			}
-			htab__free(n->codes);
-			n->codes = fresh;
-			n->bytes = sizeof(*n);
+			pynamer__reset(n);
 			e = NULL;
 		}
 		if (e) {

@@ -14,7 +14,8 @@
  *
  * Bounded: at most PYNAME_MAX_CODES code objects and PYNAME_MAX_BYTES of
  * names and line tables per process; over either, the cache starts over
- * (what was handed out stays valid until pynamer__sweep()).
+ * (what was handed out stays valid until pynamer__sweep()). The symbolizer
+ * also caps all processes' caches together (SYM_PY_MAX_BYTES).
  */
 #ifndef BPFPROF_SYM_PYNAME_H
 #define BPFPROF_SYM_PYNAME_H
@@ -51,6 +52,8 @@ struct pyframe {
 int pynamer__name(struct pynamer *n, struct ptab *t, struct pproc *p, uint64_t code, uint32_t instr,
 		  uint32_t csum, struct pyframe *out);
 
+/* Starts the cache over (what was handed out stays valid until the sweep). */
+void pynamer__reset(struct pynamer *n);
 /* Frees what earlier lookups handed out and a cache that started over. */
 void pynamer__sweep(struct pynamer *n);
 /* Heap bytes held. */

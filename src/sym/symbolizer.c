@@ -908,6 +908,37 @@ int symbolizer__open_files(struct symbolizer *s, uint32_t pid, const char *modul
 
 /* --- Python ------------------------------------------------------------------------ */
 
+/* Python code-object caches of all processes together, at most (pyname.h). */
+#define SYM_PY_MAX_BYTES (128u << 20)
+
+/* Over the cap: the largest caches start over until under it. */
+static void evict_python(struct symbolizer *s)
+{
+	size_t total = 0;
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	while ((e = htab__next(s->procs, &pos)))
+		total += pynamer__bytes(((struct symproc *)e->value)->py);
+	while (total > SYM_PY_MAX_BYTES) {
+		struct symproc *big = NULL;
+
+		pos = 0;
+		while ((e = htab__next(s->procs, &pos))) {
+			struct symproc *p = e->value;
+
+			if (p->py && (!big || pynamer__bytes(p->py) > pynamer__bytes(big->py)))
+				big = p;
+		}
+		if (!big || pynamer__bytes(big->py) <= 4096)
+			break;
+		total -= pynamer__bytes(big->py);
+		s->freed_bytes += pynamer__bytes(big->py);
+		pynamer__reset(big->py);
+		total += pynamer__bytes(big->py);
+	}
+}
+
 /* A probe of an interpreter that was not initialized yet runs again after this. */
 #define PY_RETRY_NS (100u * 1000 * 1000)
 
@@ -1092,6 +1123,7 @@ void symbolizer__sweep(struct symbolizer *s)
 	}
 	evict_files(s);
 	evict_perfmaps(s);
+	evict_python(s);
 	if (s->own_pt)
 		ptab__sweep(s->pt);
 	for (size_t i = 0; i < s->nr_retired; i++)

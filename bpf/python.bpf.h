@@ -30,6 +30,7 @@
 #define BPFPROF_PYTHON_BPF_H
 
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 
 #include "cpu_state.bpf.h"
@@ -105,23 +106,40 @@ static __always_inline __u64 py_read_ptr(__u64 addr)
 	return v;
 }
 
+/*
+ * The sampled thread's id in its own pid namespace: what the interpreter
+ * recorded (gettid()) in a container, where the host's id differs.
+ */
+static __always_inline __u32 py_ns_tid(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pid *pid = task->thread_pid;
+	unsigned int level = BPF_CORE_READ(pid, level);
+	int nr = 0;
+
+	if (level > 31)
+		return 0;
+	bpf_core_read(&nr, sizeof(nr), &pid->numbers[level].nr);
+	return (__u32)nr;
+}
+
 /* The sampled thread's PyThreadState, or 0. */
 static __always_inline __u64 py_tstate(struct uw_state *st, const struct bp_pyproc *py)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid(), t = 0;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), t = 0, nstid = py_ns_tid();
 	__u64 ts, interp;
 
 	/* This CPU's last answer, if the thread state still says it is this thread. */
 	if (st->py.cache_tid == tid && st->py.cache_tgid == st->tgid && st->py.cache_ts &&
 	    !bpf_probe_read_user(&t, sizeof(t), (void *)(st->py.cache_ts + py->tstate_native_tid)) &&
-	    t == tid)
+	    (t == tid || t == nstid))
 		return st->py.cache_ts;
 	interp = py_read_ptr(py->runtime + py->runtime_interp_head);
 	ts = interp ? py_read_ptr(interp + py->interp_threads_head) : 0;
 	for (int i = 0; i < PY_MAX_THREADS && ts; i++) {
 		if (bpf_probe_read_user(&t, sizeof(t), (void *)(ts + py->tstate_native_tid)))
 			return 0;
-		if (t == tid) {
+		if (t == tid || (t == nstid && nstid)) {
 			st->py.cache_tid = tid;
 			st->py.cache_tgid = st->tgid;
 			st->py.cache_ts = ts;

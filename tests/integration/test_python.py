@@ -247,3 +247,17 @@ def test_process_exiting_mid_profile(tmp_path):
             assert f in ("[unknown]_[py]", "<module> (app.py)_[py]", "driver (app.py)_[py]",
                          "alpha_leaf (app.py)_[py]", "beta_leaf (app.py)_[py]",
                          "reference (app.py)_[py]") or "app.py" not in f, f
+
+
+def test_python_in_a_pid_and_mount_namespace(tmp_path):
+    """A containerised Python: its thread ids (what the interpreter records)
+    are its namespace's, not the host's; its files are in its own mounts."""
+    app = script(tmp_path, "app.py", APP)
+    p = run_bpfprof(["-U", "--", "unshare", "--pid", "--fork", "--mount", "--mount-proc",
+                     PY, app, SECONDS], timeout=120)
+    folded = parse_folded("\n".join(l for l in p.stdout.splitlines() if ";" in l))
+    mine = {s: c for s, c in folded.items() if s.startswith("python3.11;")}
+    n = total(mine)
+    named = count_with(mine, lambda s: re.search(r"driver \(app\.py\)_\[py\];(alpha|beta)_leaf",
+                                                 s) is not None)
+    assert n >= 50 and named >= 0.8 * n, (named, n, p.stderr[-2000:])

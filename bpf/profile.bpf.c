@@ -294,7 +294,7 @@ static __always_inline bool read_user_stack(struct bpf_perf_event_data *ctx,
 	if (fp_walker) { /* false on kernels without bpf_loop(): see the collector */
 		*id = STACK_ID_NONE;
 		st->nr = 0;
-		switch (uw_walk(ctx, task, ws, tables, gen, key->start_time, key->exec_id, st)) {
+		switch (uw_walk(ctx, task, ws, tables, gen, start_time, exec_id, st)) {
 		case UW_OK:
 			TM_ADD(TM_UFRAMES, st->nr);
 			if (st->nr)

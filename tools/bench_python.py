@@ -141,7 +141,7 @@ def agent_50(tmp, seconds):
             p.kill()
             p.wait()
     named = re.search(r"(\d+) Python frames named, (\d+) not", err)
-    walked = re.search(r"python: (\d+) processes walked", err)
+    walked = re.search(r"\((\d+) Python walked", err)
     folded = (tmp / "out.folded").read_text()
     py_stacks = sum(int(l.rpartition(" ")[2]) for l in folded.splitlines() if "_[py]" in l)
     print(f"\nAgent with 50 Python processes making new code objects (-a, {seconds} s)\n")

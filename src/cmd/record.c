@@ -428,12 +428,11 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 		st->v[STAT_UNWIND_REFRESH], st->v[STAT_UNWIND_CACHE_HITS],
 		st->v[STAT_UNWIND_CACHE_MISSES]);
 	p_debug("unwind: %" PRIu64 " tables (%" PRIu64 " rows) in %.1f MiB of kernel memory (%.1f MiB used), built in %.1f ms; %" PRIu64
-		" files without a table, %" PRIu64 " processes",
+		" files without a table, %" PRIu64 " processes (%" PRIu64 " Python walked, %" PRIu64
+		" of a Python bpfprof does not know)",
 		us.tables, us.rows, us.kernel_bytes / 1048576.0, us.used_bytes / 1048576.0,
-		us.build_ns / 1e6, us.tables_failed, us.procs_loaded);
-	p_debug("python: %" PRIu64 " processes walked, %" PRIu64
-		" with a Python bpfprof does not know",
-		us.python_procs, us.python_unknown);
+		us.build_ns / 1e6, us.tables_failed, us.procs_loaded, us.python_procs,
+		us.python_unknown);
 }
 
 /* --- the run ------------------------------------------------------------------ */
@@ -812,13 +811,12 @@ static void print_symbol_stats(const struct record_ctx *rc, uint64_t t_stop)
 		ms, rc->frames, ss.unknown, rc->memo_hits);
 	p_debug("symbols: %zu processes, %zu files (%zu KiB), %" PRIu64
 		" debug files, %zu JIT maps (%zu KiB), %" PRIu64 " JIT frames, %" PRIu64
-		" files rejected, %" PRIu64 " images lost, %" PRIu64 " kallsyms reloads",
+		" files rejected, %" PRIu64 " images lost, %" PRIu64 " kallsyms reloads; %" PRIu64
+		" Python frames named, %" PRIu64 " not (code object freed or unreadable), %" PRIu64
+		" inlined frames",
 		ss.procs, ss.files, ss.file_bytes >> 10, ss.debug_files, ss.perfmaps,
 		ss.perfmap_bytes >> 10, ss.jit_names, ss.rejected, ss.images_lost,
-		ss.kernel_reloads);
-	p_debug("symbols: %" PRIu64 " Python frames named, %" PRIu64 " not (code object freed or "
-		"unreadable); %" PRIu64 " inlined frames (Go)",
-		ss.py_frames, ss.py_unknown, ss.inline_frames);
+		ss.kernel_reloads, ss.py_frames, ss.py_unknown, ss.inline_frames);
 }
 
 /* One-shot mode: the whole run's profile, with its summary. */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/htab.h"
 #include "base/util.h"
 
 struct pm_ent {
@@ -28,6 +29,16 @@ struct pm_range {
 	uint32_t ent; /* index into ents */
 };
 
+struct pm_iv {
+	uint64_t start, end;
+};
+
+/* Kept ranges are merged into the sorted cover this many at a time. */
+#define COVER_RECENT 32
+/* A name offset meaning "kept without a name": code a newer line claims but
+ * that line could not be kept (a cap): nothing may be said about it. */
+#define NO_NAME UINT32_MAX
+
 struct perfmap {
 	struct pm_ent *ents;
 	size_t nr, cap;
@@ -38,6 +49,16 @@ struct perfmap {
 	size_t consumed;
 	size_t bad_lines;
 	size_t flattened; /* entries the ranges were built from */
+	/* Wanted mode: only entries some address needs; ages are line numbers. */
+	bool wanted;
+	bool broken;	   /* a line that had to be kept was not: name nothing */
+	uint64_t lines;	   /* complete lines in [0, consumed) */
+	size_t dropped;	   /* lines that had to be kept, kept without a name */
+	struct htab *seqs; /* line numbers kept (a rescan meets them again) */
+	struct pm_iv *cover; /* union of kept code: sorted, disjoint */
+	size_t nr_cover, cap_cover;
+	struct pm_iv recent[COVER_RECENT]; /* kept since the last merge into cover */
+	size_t nr_recent;
 };
 
 struct perfmap *perfmap__new(void)
@@ -49,6 +70,8 @@ void perfmap__free(struct perfmap *pm)
 {
 	if (!pm)
 		return;
+	htab__free(pm->seqs);
+	free(pm->cover);
 	free(pm->ents);
 	free(pm->ranges);
 	free(pm->pool);
@@ -79,14 +102,18 @@ static int pool_add(struct perfmap *pm, const char *s, size_t n, uint32_t *off)
 	return 0;
 }
 
+/* A line's fields: [start, end) and the name [name, name_end). */
+struct pm_line {
+	uint64_t start, end;
+	const char *name, *name_end;
+};
+
 /* One complete line without its '\n'. -EINVAL: malformed (counted by the caller). */
-static int parse_line(struct perfmap *pm, const char *p, const char *end)
+static int parse_fields(const char *p, const char *end, struct pm_line *l)
 {
 	const char *stok, *ztok, *name;
 	size_t slen, zlen;
 	uint64_t start, size;
-	struct pm_ent *e;
-	int err;
 
 	if (end > p && end[-1] == '\r')
 		end--;
@@ -106,8 +133,30 @@ static int parse_line(struct perfmap *pm, const char *p, const char *end)
 		end--;
 	if (name == end)
 		return -EINVAL;
-	if (pm->nr >= PERFMAP_MAX_ENTRIES)
+	l->start = start;
+	l->end = start + size;
+	l->name = name;
+	l->name_end = end;
+	return 0;
+}
+
+/* Keeps a parsed line as an entry of age seq. -E2BIG over a cap, -ENOMEM. */
+static int keep(struct perfmap *pm, const struct pm_line *l, uint32_t seq)
+{
+	bool named = true;
+	struct pm_ent *e;
+	int err;
+
+	if (pm->wanted) {
+		/* Over the caps a line is kept without its name (it still hides
+		 * what it overlaps); over twice the entry cap nothing is trusted. */
+		if (pm->nr >= 2 * PERFMAP_MAX_KEPT)
+			return -E2BIG;
+		named = pm->nr < PERFMAP_MAX_KEPT &&
+			pm->pool_len + (size_t)(l->name_end - l->name) + 1 <= PERFMAP_MAX_KEPT_NAMES;
+	} else if (pm->nr >= PERFMAP_MAX_ENTRIES) {
 		return -E2BIG;
+	}
 	if (pm->nr == pm->cap) {
 		size_t ncap = pm->cap ? pm->cap * 2 : 256;
 		struct pm_ent *n = reallocarray(pm->ents, ncap, sizeof(*n));
@@ -118,14 +167,27 @@ static int parse_line(struct perfmap *pm, const char *p, const char *end)
 		pm->cap = ncap;
 	}
 	e = &pm->ents[pm->nr];
-	err = pool_add(pm, name, (size_t)(end - name), &e->name);
-	if (err)
-		return err;
-	e->start = start;
-	e->end = start + size;
-	e->seq = (uint32_t)pm->nr;
+	if (named) {
+		err = pool_add(pm, l->name, (size_t)(l->name_end - l->name), &e->name);
+		if (err)
+			return err;
+	} else {
+		e->name = NO_NAME;
+		pm->dropped++;
+	}
+	e->start = l->start;
+	e->end = l->end;
+	e->seq = seq;
 	pm->nr++;
 	return 0;
+}
+
+static int parse_line(struct perfmap *pm, const char *p, const char *end)
+{
+	struct pm_line l;
+	int err = parse_fields(p, end, &l);
+
+	return err ? err : keep(pm, &l, (uint32_t)pm->nr);
 }
 
 static int ent_cmp(const void *a, const void *b)
@@ -269,6 +331,167 @@ int perfmap__add(struct perfmap *pm, const char *buf, size_t len)
 	return 0;
 }
 
+struct perfmap *perfmap__new_wanted(void)
+{
+	struct perfmap *pm = perfmap__new();
+
+	if (pm)
+		pm->wanted = true;
+	return pm;
+}
+
+/* Does [start, end) hold one of want[0..n) (sorted)? */
+static bool covers_wanted(uint64_t start, uint64_t end, const uint64_t *want, size_t n)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (want[mid] < start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && want[lo] < end;
+}
+
+static int iv_cmp(const void *a, const void *b)
+{
+	const struct pm_iv *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Merges the recent ranges into the sorted, disjoint cover. 0 or -ENOMEM. */
+static int cover_merge(struct perfmap *pm)
+{
+	size_t n = pm->nr_cover + pm->nr_recent, i = 0, j = 0, k = 0;
+	struct pm_iv *out;
+
+	if (!pm->nr_recent)
+		return 0;
+	qsort(pm->recent, pm->nr_recent, sizeof(*pm->recent), iv_cmp);
+	out = malloc(n * sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	while (i < pm->nr_cover || j < pm->nr_recent) {
+		struct pm_iv v = j >= pm->nr_recent ||
+					 (i < pm->nr_cover && pm->cover[i].start <= pm->recent[j].start)
+				 ? pm->cover[i++]
+				 : pm->recent[j++];
+
+		if (k && v.start <= out[k - 1].end)
+			out[k - 1].end = MAX(out[k - 1].end, v.end);
+		else
+			out[k++] = v;
+	}
+	free(pm->cover);
+	pm->cover = out;
+	pm->nr_cover = pm->cap_cover = k;
+	pm->nr_recent = 0;
+	return 0;
+}
+
+/* Does [start, end) overlap code a kept entry names? */
+static bool covered(const struct perfmap *pm, uint64_t start, uint64_t end)
+{
+	size_t lo = 0, hi = pm->nr_cover;
+
+	for (size_t i = 0; i < pm->nr_recent; i++)
+		if (pm->recent[i].start < end && pm->recent[i].end > start)
+			return true;
+	/* The last interval starting before end. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pm->cover[mid].start < end)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && pm->cover[lo - 1].end > start;
+}
+
+/* Wanted mode: keeps line seq unless it is kept already. 0, -E2BIG, -ENOMEM. */
+static int keep_wanted(struct perfmap *pm, const struct pm_line *l, uint32_t seq)
+{
+	struct htab_entry *e;
+	bool created;
+	int err;
+
+	if (!pm->seqs && !(pm->seqs = htab__new()))
+		return -ENOMEM;
+	if (htab__find(pm->seqs, &seq, sizeof(seq)))
+		return 0;
+	err = keep(pm, l, seq);
+	if (err)
+		return err;
+	e = htab__upsert(pm->seqs, &seq, sizeof(seq), &created);
+	if (!e)
+		return -ENOMEM;
+	pm->recent[pm->nr_recent].start = l->start;
+	pm->recent[pm->nr_recent++].end = l->end;
+	return pm->nr_recent == COVER_RECENT ? cover_merge(pm) : 0;
+}
+
+size_t perfmap__scan(struct perfmap *pm, const char *buf, size_t len, uint64_t first_line,
+		     const uint64_t *want, size_t nwant, bool overlaps, uint64_t *lines)
+{
+	const char *p = buf, *end = buf + len;
+	uint64_t line = first_line;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		struct pm_line l;
+
+		if (!nl)
+			break; /* partial last line: wait for the rest */
+		/*
+		 * Lines are numbered whatever they hold: the same line has the
+		 * same age in every scan of the file. A line over kept code is
+		 * kept too (with overlaps), also when the code was kept earlier
+		 * in this very scan: where it is newer it names that code.
+		 */
+		if ((size_t)(nl - p) <= PERFMAP_MAX_LINE && !parse_fields(p, nl, &l) &&
+		    line <= UINT32_MAX &&
+		    (covers_wanted(l.start, l.end, want, nwant) ||
+		     (overlaps && covered(pm, l.start, l.end)))) {
+			int err = keep_wanted(pm, &l, (uint32_t)line);
+
+			if (err == -ENOMEM)
+				break;
+			if (err)
+				pm->broken = true; /* it hides code an older entry would name */
+		}
+		line++;
+		p = nl + 1;
+	}
+	*lines = line - first_line;
+	return (size_t)(p - buf);
+}
+
+int perfmap__scan_tail(struct perfmap *pm, const char *buf, size_t len, const uint64_t *want,
+		       size_t nwant)
+{
+	uint64_t lines;
+	size_t used = perfmap__scan(pm, buf, len, pm->lines, want, nwant, true, &lines);
+
+	pm->consumed += used;
+	pm->lines += lines;
+	return 0;
+}
+
+uint64_t perfmap__lines(const struct perfmap *pm)
+{
+	return pm ? pm->lines : 0;
+}
+
+size_t perfmap__dropped(const struct perfmap *pm)
+{
+	return pm ? pm->dropped : 0;
+}
+
 struct perfmap *perfmap__parse(const char *buf, size_t len)
 {
 	struct perfmap *pm = perfmap__new();
@@ -306,6 +529,8 @@ const char *perfmap__lookup(const struct perfmap *pm, uint64_t addr, uint64_t *o
 	if (addr >= r->end)
 		return NULL;
 	e = &pm->ents[r->ent];
+	if (e->name == NO_NAME || pm->broken)
+		return NULL;
 	if (offset)
 		*offset = addr - e->start;
 	return pm->pool + e->name;
@@ -331,5 +556,6 @@ size_t perfmap__bytes(const struct perfmap *pm)
 	if (!pm)
 		return 0;
 	return sizeof(*pm) + pm->cap * sizeof(*pm->ents) + pm->nr_ranges * sizeof(*pm->ranges) +
-	       pm->pool_cap;
+	       pm->pool_cap + pm->cap_cover * sizeof(*pm->cover) +
+	       (pm->seqs ? htab__count(pm->seqs) * 64 : 0);
 }

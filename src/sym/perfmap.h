@@ -29,11 +29,14 @@
 #ifndef BPFPROF_PERFMAP_H
 #define BPFPROF_PERFMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define PERFMAP_MAX_LINE    4096
-#define PERFMAP_MAX_ENTRIES (1u << 21)
+#define PERFMAP_MAX_LINE       4096
+#define PERFMAP_MAX_ENTRIES    (1u << 21)
+#define PERFMAP_MAX_KEPT       65536	   /* wanted mode: entries kept */
+#define PERFMAP_MAX_KEPT_NAMES (16u << 20) /* wanted mode: bytes of their names */
 
 struct perfmap;
 
@@ -54,6 +57,32 @@ struct perfmap *perfmap__parse(const char *buf, size_t len);
 
 /* The name of the code containing addr (newest entry), or NULL. *offset gets addr - start. */
 const char *perfmap__lookup(const struct perfmap *pm, uint64_t addr, uint64_t *offset);
+
+/*
+ * Wanted mode, for maps too large to hold (a process can write hundreds of
+ * megabytes): the map keeps only entries that name an address someone
+ * asked about, and the file is scanned again for new ones. An entry's age is
+ * its line number in the file, so entries found by different scans of the
+ * same (append-only) file order as in one read, and the newest still wins.
+ * Caps: PERFMAP_MAX_KEPT entries, PERFMAP_MAX_KEPT_NAMES bytes of names (the
+ * rest counted as dropped).
+ */
+struct perfmap *perfmap__new_wanted(void);
+/*
+ * Parses the complete lines of buf, the first of which is line first_line of
+ * the file, keeping each line whose code holds one of want[0..nwant) (sorted
+ * ascending) or, with overlaps, that overlaps code a kept entry names (a
+ * newer line over it must win there). Returns the bytes of complete lines;
+ * *lines gets their number. Lookups see new entries after perfmap__finish().
+ */
+size_t perfmap__scan(struct perfmap *pm, const char *buf, size_t len, uint64_t first_line,
+		     const uint64_t *want, size_t nwant, bool overlaps, uint64_t *lines);
+/* perfmap__scan() of the next bytes of the file (at perfmap__consumed()), with
+ * overlaps; advances consumed and the line count. 0. */
+int perfmap__scan_tail(struct perfmap *pm, const char *buf, size_t len, const uint64_t *want,
+		       size_t nwant);
+uint64_t perfmap__lines(const struct perfmap *pm);  /* complete lines consumed */
+size_t perfmap__dropped(const struct perfmap *pm);  /* wanted entries over a cap */
 
 size_t perfmap__consumed(const struct perfmap *pm);  /* bytes of the file used so far */
 size_t perfmap__count(const struct perfmap *pm);     /* entries kept */

@@ -3,7 +3,8 @@
  * test_perfmap.c - the perf map parser on what JITs write (Node, JDK 25 "0x"
  * prefixes, CRLF, names with spaces) and on what they must not get away with
  * (bad hex, zero or overflowing ranges, NUL bytes, over-long lines), plus
- * partial last lines, growth, unsorted and overlapping entries.
+ * partial last lines, growth, unsorted and overlapping entries; wanted mode
+ * (only what asked-for addresses need, rescans, appends, caps).
  */
 #include "testutil.h"
 
@@ -207,6 +208,96 @@ static void test_many_lines(void **state)
 	free(text);
 }
 
+/* Wanted mode: one tail scan of text for want[0..n). */
+static struct perfmap *scan_for(const char *text, const uint64_t *want, size_t n)
+{
+	struct perfmap *pm = perfmap__new_wanted();
+
+	assert_non_null(pm);
+	assert_int_equal(perfmap__scan_tail(pm, text, strlen(text), want, n), 0);
+	assert_int_equal(perfmap__finish(pm), 0);
+	return pm;
+}
+
+static const char overlap_text[] = "1000 100 old\n"	  /* line 0 */
+				   "5000 10 unrelated\n" /* line 1 */
+				   "2000 100 other\n"	  /* line 2 */
+				   "this is not a line\n"  /* line 3 */
+				   "1080 100 new\n";	  /* line 4: over old's end */
+
+static void test_wanted_keeps_what_addresses_need(void **state)
+{
+	uint64_t want[] = { 0x1010 };
+	struct perfmap *pm = scan_for(overlap_text, want, 1);
+
+	(void)state;
+	/* old names the address; new overlaps old and is newer: kept with it. */
+	assert_int_equal(perfmap__count(pm), 2);
+	assert_name(pm, 0x1010, "old");
+	assert_name(pm, 0x1090, "new");
+	assert_name(pm, 0x1170, "new");
+	assert_name(pm, 0x2010, NULL); /* never asked for: not kept */
+	assert_name(pm, 0x5000, NULL);
+	assert_int_equal(perfmap__lines(pm), 5);
+	assert_int_equal(perfmap__consumed(pm), strlen(overlap_text));
+	perfmap__free(pm);
+}
+
+static void test_wanted_rescan_and_append(void **state)
+{
+	uint64_t want[] = { 0x2010 }, later[] = { 0x1010 }, lines;
+	struct perfmap *pm = scan_for(overlap_text, want, 1);
+	const char *more = "1000 10 newest\n";
+	size_t before;
+
+	(void)state;
+	assert_int_equal(perfmap__count(pm), 1);
+	assert_name(pm, 0x1010, NULL);
+	/* Asked for later: the whole file again, with the same line numbers. */
+	perfmap__scan(pm, overlap_text, strlen(overlap_text), 0, later, 1, true, &lines);
+	assert_int_equal(lines, 5);
+	assert_int_equal(perfmap__finish(pm), 0);
+	assert_name(pm, 0x1010, "old");
+	assert_name(pm, 0x10f0, "new"); /* the newer line after it came along */
+	assert_name(pm, 0x2010, "other");
+	before = perfmap__count(pm);
+	/* Scanning again keeps nothing twice. */
+	perfmap__scan(pm, overlap_text, strlen(overlap_text), 0, later, 1, true, &lines);
+	assert_int_equal(perfmap__finish(pm), 0);
+	assert_int_equal(perfmap__count(pm), before);
+	/* Appended over kept code: kept without being asked for, and newest. */
+	assert_int_equal(perfmap__scan_tail(pm, more, strlen(more), NULL, 0), 0);
+	assert_int_equal(perfmap__finish(pm), 0);
+	assert_name(pm, 0x1008, "newest");
+	assert_name(pm, 0x1010, "old");
+	assert_int_equal(perfmap__lines(pm), 6);
+	perfmap__free(pm);
+}
+
+static void test_wanted_caps_never_misname(void **state)
+{
+	size_t n = 2 * PERFMAP_MAX_KEPT + 10, len = 0;
+	char *text = malloc(n * 40 + 64);
+	uint64_t want[] = { 0x100000 };
+	struct perfmap *pm;
+
+	(void)state;
+	assert_non_null(text);
+	/* The wanted entry, then a chain of newer entries each over the last. */
+	len += (size_t)sprintf(text + len, "100000 100 wanted\n");
+	for (size_t i = 1; i < n; i++)
+		len += (size_t)sprintf(text + len, "%zx 100 chain_%zu\n", 0x100000 + i * 0x80, i);
+	pm = scan_for(text, want, 1);
+	/* Kept only as far as the caps allow; past them nothing may be said,
+	 * rather than an older name for code a newer line claims. */
+	assert_true(perfmap__count(pm) <= 2 * PERFMAP_MAX_KEPT);
+	assert_true(perfmap__dropped(pm) > 0);
+	assert_name(pm, 0x100000, NULL);
+	assert_name(pm, 0x100000 + (n - 1) * 0x80, NULL);
+	perfmap__free(pm);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -217,6 +308,9 @@ int main(void)
 		cmocka_unit_test(test_partial_last_line_and_growth),
 		cmocka_unit_test(test_unsorted_and_overlapping_newest_wins),
 		cmocka_unit_test(test_many_lines),
+		cmocka_unit_test(test_wanted_keeps_what_addresses_need),
+		cmocka_unit_test(test_wanted_rescan_and_append),
+		cmocka_unit_test(test_wanted_caps_never_misname),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -755,6 +755,7 @@ int record__stop(struct record *r)
 		p_info("stopping on %s", strsignal(stop__requested()));
 	collector__detach(r->col);
 	collector__poll(r->col, 0, record__on_proc_notice, &r->rc);
+	r->rc.last_drain = true;
 	err = sinks__drain(&r->ct, &r->rc, r->col);
 	if (err) {
 		p_err("draining the kernel maps failed: %s", strerror(-err));
@@ -810,13 +811,15 @@ static void print_symbol_stats(const struct record_ctx *rc, uint64_t t_stop)
 		" drained keys were symbolized before and only added their count",
 		ms, rc->frames, ss.unknown, rc->memo_hits);
 	p_debug("symbols: %zu processes, %zu files (%zu KiB), %" PRIu64
-		" debug files, %zu JIT maps (%zu KiB), %" PRIu64 " JIT frames, %" PRIu64
+		" debug files, %zu JIT maps (%zu KiB; %" PRIu64 " MiB of large ones scanned, %" PRIu64
+		" whole again), %" PRIu64 " JIT frames, %" PRIu64
 		" files rejected, %" PRIu64 " images lost, %" PRIu64 " kallsyms reloads; %" PRIu64
 		" Python frames named, %" PRIu64 " not (code object freed or unreadable), %" PRIu64
 		" inlined frames",
 		ss.procs, ss.files, ss.file_bytes >> 10, ss.debug_files, ss.perfmaps,
-		ss.perfmap_bytes >> 10, ss.jit_names, ss.rejected, ss.images_lost,
-		ss.kernel_reloads, ss.py_frames, ss.py_unknown, ss.inline_frames);
+		ss.perfmap_bytes >> 10, ss.perfmap_scanned >> 20, ss.perfmap_rescans, ss.jit_names,
+		ss.rejected, ss.images_lost, ss.kernel_reloads, ss.py_frames, ss.py_unknown,
+		ss.inline_frames);
 }
 
 /* One-shot mode: the whole run's profile, with its summary. */

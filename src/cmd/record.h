@@ -37,6 +37,7 @@ struct httpd;
 /* Turning drained samples into the profile (record_samples.c). */
 struct record_ctx {
 	struct profile *prof; /* the whole run, or the current interval */
+	bool last_drain;      /* after detach: the symbolizer may take its time */
 	struct ptab *pt;      /* the process table: shared by the symbolizer and the unwinder */
 	struct symbolizer *sym;
 	struct labels *labels;
@@ -125,6 +126,8 @@ void record__close(struct record *r);
 /* Collector callbacks: a process notice, a drained sample. */
 void record__on_proc_notice(void *ctx, const struct bp_proc_event *e);
 int record__on_sample(void *ctx, const struct collector_sample *s);
+/* The drain's first pass: announces the user addresses (NULL: all announced). */
+int record__want_sample(void *ctx, const struct collector_sample *s);
 /* Stamps a profile with what it covers (and the kernel's build id). */
 void record__fill_meta(struct profile *p, const struct record_ctx *rc, uint64_t start_real,
 		       uint64_t duration_ns, uint64_t lost);

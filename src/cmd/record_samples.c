@@ -72,6 +72,27 @@ static int64_t frame_of(struct record_ctx *rc, const struct sym *s)
 /* Frames of a user stack with the inlined functions added (Go). */
 #define USER_FRAMES_MAX (2 * PROFILE_MAX_DEPTH)
 
+int record__want_sample(void *ctx, const struct collector_sample *s)
+{
+	struct record_ctx *rc = ctx;
+	struct proc_id id;
+
+	if (!s) {
+		symbolizer__want_flush(rc->sym, rc->last_drain);
+		return 0;
+	}
+	/* A key symbolized before (record__on_sample's memo) asks nothing. */
+	if (rc->memo && rc->memo_prof == profile__serial(rc->prof) &&
+	    rc->memo_gen == profile__layout_gen(rc->prof) &&
+	    htab__find(rc->memo, s->key, sizeof(*s->key)))
+		return 0;
+	id = (struct proc_id){ .pid = s->key->tgid, .start_time = s->key->start_time,
+			       .exec_id = s->key->exec_id };
+	for (uint32_t i = 0; i < s->nr_uips; i++)
+		symbolizer__want_user(rc->sym, &id, s->uips[i], i == 0);
+	return 0;
+}
+
 /*
  * Symbolizes one drained key into rc->prof: the sample's index, or -errno.
  * *unnamed says whether a frame had no name (it may have one later: a JIT

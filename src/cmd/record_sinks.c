@@ -154,7 +154,7 @@ int sinks__drain(struct continuous *ct, struct record_ctx *rc, struct collector 
 			return -ENOMEM;
 		rc->prof = delta;
 	}
-	err = collector__drain(col, record__on_sample, rc);
+	err = collector__drain(col, record__want_sample, record__on_sample, rc);
 	rc->prof = main_prof;
 	if (delta) {
 		if (!err)

@@ -1274,7 +1274,8 @@ static void clear_hot(struct collector *c, uint32_t buf)
 		memset(hot_slots(c, cpu, buf), 0, sizeof(struct bp_hot_slot) * PROFILE_HOT_SLOTS);
 }
 
-int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx)
+int collector__drain(struct collector *c, collector_sample_fn pre, collector_sample_fn fn,
+		     void *ctx)
 {
 	uint32_t buf = c->active;
 	uint64_t t0 = now_ns();
@@ -1311,24 +1312,33 @@ int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx)
 	sc.h = htab__new();
 	if (!sc.h)
 		err = -ENOMEM;
-	for (size_t i = 0; i < nr && !err; i++) {
-		struct collector_sample s = { .key = &keys[i] };
-		const struct bp_stack *ks, *us;
+	/* What each key gained, once (gained() moves the baseline). */
+	for (size_t i = 0; i < nr; i++)
+		counts[i] = gained(c, &keys[i], counts[i]);
+	/* Every sample announced first, then handed out: a consumer can batch
+	 * work (the symbolizer scans a large perf map once per drain). The
+	 * stacks are cached by the first pass for the second. */
+	for (int pass = pre ? 0 : 1; pass < 2 && !err; pass++) {
+		for (size_t i = 0; i < nr && !err; i++) {
+			struct collector_sample s = { .key = &keys[i], .count = counts[i] };
+			const struct bp_stack *ks, *us;
 
-		s.count = gained(c, &keys[i], counts[i]);
-		if (!s.count)
-			continue;
-		ks = get_stack(c, &sc, c->stacks_fd[buf], keys[i].kstack);
-		us = get_stack(c, &sc, c->stacks_fd[buf], keys[i].ustack);
-		if (ks) {
-			s.kips = ks->ips;
-			s.nr_kips = ks->nr;
+			if (!s.count)
+				continue;
+			ks = get_stack(c, &sc, c->stacks_fd[buf], keys[i].kstack);
+			us = get_stack(c, &sc, c->stacks_fd[buf], keys[i].ustack);
+			if (ks) {
+				s.kips = ks->ips;
+				s.nr_kips = ks->nr;
+			}
+			if (us) {
+				s.uips = us->ips;
+				s.nr_uips = us->nr;
+			}
+			err = pass ? fn(ctx, &s) : pre(ctx, &s);
 		}
-		if (us) {
-			s.uips = us->ips;
-			s.nr_uips = us->nr;
-		}
-		err = fn(ctx, &s);
+		if (!pass && !err)
+			err = pre(ctx, NULL); /* all announced */
 	}
 	while (sc.h && (e = htab__next(sc.h, &pos)))
 		free(e->value);

@@ -102,8 +102,12 @@ int collector__poll(struct collector *c, int timeout_ms, collector_proc_fn fn, v
 /* Hands out everything counted since the previous drain, each key with what
  * its count gained. Reads the active buffer in place, or flips buffers when it
  * is half full and after collector__detach() (so the last drain gets every
- * sample). Returns 0 or -errno (of fn or of a map call). */
-int collector__drain(struct collector *c, collector_sample_fn fn, void *ctx);
+ * sample). With pre, every sample is first announced to pre, then pre(ctx,
+ * NULL) is called once, and only then are they handed to fn (the same
+ * samples, in the same order). Returns 0 or -errno (of a callback or of a
+ * map call). */
+int collector__drain(struct collector *c, collector_sample_fn pre, collector_sample_fn fn,
+		     void *ctx);
 
 void collector__stats(struct collector *c, struct collector_stats *st);
 /* Cumulative BPF run time and count of the program (needs bpf_stats_enabled). */

@@ -40,6 +40,19 @@
 #define PERFMAP_READ_CHUNK (4u << 20)
 /* A miss in JIT memory re-reads the map at most this often per process. */
 #define PERFMAP_RETRY_NS (50u * 1000 * 1000)
+/*
+ * A perf map larger than this is not held whole: a process can write
+ * hundreds of megabytes of it. Only entries that sampled addresses need are
+ * kept (perfmap.h, wanted mode); addresses missing from them are looked for
+ * in what was appended since the last read, and in the whole file again at
+ * most every PERFMAP_RESCAN_NS per process, PERFMAP_RESCAN_RATE bytes a
+ * second over all processes, except in the last drain.
+ */
+#define PERFMAP_WHOLE_MAX   (8u << 20)
+#define PERFMAP_RESCAN_NS   (10ULL * 1000 * 1000 * 1000)
+#define PERFMAP_RESCAN_RATE (256ULL << 20)
+/* Addresses of one process waiting for a scan (more are left for the next one). */
+#define PERFMAP_MAX_PENDING 16384
 /* Kallsyms tables retired mid-drain, freed at the next sweep. */
 #define KSYMS_RETIRED_MAX 4
 /* Reloads of kallsyms for new BPF programs: at most this often. */
@@ -82,6 +95,11 @@ struct symproc {
 	struct pynamer *py;
 	int py_err;	     /* of the last probe: 0 not tried (or found), -ENOENT not Python, ... */
 	uint64_t py_try_ns; /* when a probe of an uninitialized interpreter may run again */
+	bool pmap_wanted;	 /* too large to hold: wanted mode (PERFMAP_WHOLE_MAX) */
+	uint64_t pmap_rescan_ns; /* last scan of the whole file, 0: never */
+	uint64_t *pending;	 /* wanted mode: addresses announced, not yet looked for */
+	size_t nr_pending, cap_pending;
+	bool listed;		 /* in symbolizer.want_procs */
 };
 
 struct proc_key {
@@ -111,6 +129,11 @@ struct symbolizer {
 	uint64_t kernel_reloads, evicted_procs, evicted_files;
 	uint64_t inline_frames;
 	uint64_t py_frames, py_unknown;
+	/* Wanted-mode perf maps: processes with pending addresses; scan budget. */
+	struct symproc **want_procs;
+	size_t nr_want_procs, cap_want_procs;
+	uint64_t rescan_ok_ns; /* no whole-file rescan before (PERFMAP_RESCAN_RATE) */
+	uint64_t pmap_scanned_bytes, pmap_rescans;
 };
 
 static struct proc_key proc_key_of(const struct proc_id *id)
@@ -145,7 +168,7 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	s->max_files = opts && opts->max_files ? opts->max_files : 4096;
 	s->max_file_bytes = opts && opts->max_file_bytes ? opts->max_file_bytes : 512u << 20;
 	s->max_perfmap_bytes =
-		opts && opts->max_perfmap_bytes ? opts->max_perfmap_bytes : 256u << 20;
+		opts && opts->max_perfmap_bytes ? opts->max_perfmap_bytes : 64u << 20;
 	if (opts && opts->ptab) {
 		s->pt = opts->ptab;
 	} else {
@@ -208,6 +231,12 @@ static void symproc_free(struct symbolizer *s, struct symproc *p)
 	s->pmap_bytes -= MIN(s->pmap_bytes, p->pmap_bytes);
 	perfmap__free(p->pmap);
 	pynamer__free(p->py);
+	if (p->listed) {
+		for (size_t i = 0; i < s->nr_want_procs; i++)
+			if (s->want_procs[i] == p)
+				s->want_procs[i] = s->want_procs[--s->nr_want_procs];
+	}
+	free(p->pending);
 	free(p);
 }
 
@@ -233,6 +262,7 @@ void symbolizer__free(struct symbolizer *s)
 		ksyms__free(s->retired[i]);
 	if (s->own_pt)
 		ptab__free(s->pt);
+	free(s->want_procs);
 	free(s);
 }
 
@@ -536,6 +566,21 @@ static void load_perfmap(struct symbolizer *s, struct symproc *p)
 		perfmap__free(pm);
 		pm = NULL;
 	}
+	if (p->pmap_wanted || (uint64_t)sf.st.st_size > PERFMAP_WHOLE_MAX) {
+		/* Too large to hold: from now on only what sampled addresses need,
+		 * found by scans (scan_wanted), none of it read here. */
+		if (pm && !p->pmap_wanted) {
+			perfmap__free(pm);
+			pm = NULL;
+		}
+		p->pmap_wanted = true;
+		if (!pm && !(pm = perfmap__new_wanted()))
+			goto out;
+		p->pmap = pm;
+		p->pmap_dev = (uint64_t)sf.st.st_dev;
+		p->pmap_ino = (uint64_t)sf.st.st_ino;
+		goto out;
+	}
 	if (!pm && !(pm = perfmap__new()))
 		goto out;
 	p->pmap = pm;
@@ -559,6 +604,145 @@ static void load_perfmap(struct symbolizer *s, struct symproc *p)
 			break; /* no complete line in a whole chunk: nothing more to take */
 	}
 	perfmap__finish(pm);
+out:
+	free(buf);
+	close(sf.fd);
+	s->pmap_bytes -= MIN(s->pmap_bytes, p->pmap_bytes);
+	p->pmap_bytes = perfmap__bytes(p->pmap);
+	s->pmap_bytes += p->pmap_bytes;
+}
+
+/* Reads [from, to) of the file in chunks through scan; false on a read error. */
+static bool scan_file(struct symbolizer *s, int fd, size_t from, size_t to, char *buf,
+		      bool (*scan)(void *ctx, const char *buf, size_t len, size_t *used), void *ctx)
+{
+	while (from < to) {
+		size_t want = MIN(to - from, (size_t)PERFMAP_READ_CHUNK), used;
+		ssize_t n = pread(fd, buf, want, (off_t)from);
+
+		if (n <= 0)
+			return false;
+		s->pmap_scanned_bytes += (size_t)n;
+		if (!scan(ctx, buf, (size_t)n, &used) || !used)
+			return false; /* no complete line in a whole chunk */
+		from += used;
+	}
+	return true;
+}
+
+struct tail_scan {
+	struct perfmap *pm;
+	const uint64_t *want;
+	size_t n;
+};
+
+static bool tail_chunk(void *ctx, const char *buf, size_t len, size_t *used)
+{
+	struct tail_scan *t = ctx;
+	size_t before = perfmap__consumed(t->pm);
+
+	perfmap__scan_tail(t->pm, buf, len, t->want, t->n);
+	*used = perfmap__consumed(t->pm) - before;
+	return true;
+}
+
+struct full_scan {
+	struct perfmap *pm;
+	const uint64_t *want;
+	size_t n;
+	uint64_t line;
+};
+
+static bool full_chunk(void *ctx, const char *buf, size_t len, size_t *used)
+{
+	struct full_scan *f = ctx;
+	uint64_t lines;
+
+	*used = perfmap__scan(f->pm, buf, len, f->line, f->want, f->n, true, &lines);
+	f->line += lines;
+	return true;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sorts want[0..n), drops duplicates and what the kept entries already name. */
+static size_t still_wanted(const struct perfmap *pm, uint64_t *want, size_t n)
+{
+	size_t k = 0;
+
+	qsort(want, n, sizeof(*want), u64_cmp);
+	for (size_t i = 0; i < n; i++)
+		if ((!k || want[i] != want[k - 1]) && !perfmap__lookup(pm, want[i], NULL))
+			want[k++] = want[i];
+	return k;
+}
+
+/*
+ * Wanted mode: looks for want[0..n) (modified) in p's perf map. What was
+ * appended since the last scan is always read (with anything over kept code);
+ * the part read before only if an address is still missing, and then at most
+ * every PERFMAP_RESCAN_NS per process and PERFMAP_RESCAN_RATE over all,
+ * unless final (the run's last drain). The process must be alive.
+ */
+static void scan_wanted(struct symbolizer *s, struct symproc *p, uint64_t *want, size_t n,
+			bool final)
+{
+	struct perfmap *pm = p->pmap;
+	struct safe_file sf;
+	size_t old_end;
+	char *buf = NULL;
+	uint64_t now;
+
+	if (!pm || !n || p->pmap_rejected || !p->pp || !ptab__alive(s->pt, &p->id))
+		return;
+	n = still_wanted(pm, want, n);
+	if (!n)
+		return;
+	if (ptab__open_perfmap(s->pt, p->pp, &sf)) {
+		load_perfmap(s, p); /* says why, once, and marks a refusal */
+		return;
+	}
+	if ((uint64_t)sf.st.st_dev != p->pmap_dev || (uint64_t)sf.st.st_ino != p->pmap_ino ||
+	    (size_t)sf.st.st_size < perfmap__consumed(pm)) {
+		/* Rewritten: what was kept may name other code now. */
+		perfmap__free(pm);
+		pm = p->pmap = perfmap__new_wanted();
+		p->pmap_dev = (uint64_t)sf.st.st_dev;
+		p->pmap_ino = (uint64_t)sf.st.st_ino;
+		if (!pm)
+			goto out;
+	}
+	buf = malloc(PERFMAP_READ_CHUNK);
+	if (!buf)
+		goto out;
+	p->pmap_read_ns = now = now_ns();
+	old_end = perfmap__consumed(pm);
+	{
+		struct tail_scan t = { .pm = pm, .want = want, .n = n };
+
+		scan_file(s, sf.fd, old_end, (size_t)sf.st.st_size, buf, tail_chunk, &t);
+	}
+	perfmap__finish(pm);
+	n = still_wanted(pm, want, n);
+	if (n && old_end &&
+	    (final || ((!p->pmap_rescan_ns || now - p->pmap_rescan_ns >= PERFMAP_RESCAN_NS) &&
+		       now >= s->rescan_ok_ns))) {
+		/* To the end, not only the part read before: a line after an entry
+		 * found now that overlaps it is newer, and must be kept with it. */
+		size_t end = perfmap__consumed(pm);
+		struct full_scan f = { .pm = pm, .want = want, .n = n };
+
+		p->pmap_rescan_ns = now;
+		s->pmap_rescans++;
+		s->rescan_ok_ns = now + (uint64_t)end * 1000000000ULL / PERFMAP_RESCAN_RATE;
+		scan_file(s, sf.fd, 0, end, buf, full_chunk, &f);
+		perfmap__finish(pm);
+	}
 out:
 	free(buf);
 	close(sf.fd);
@@ -744,8 +928,62 @@ static const char *jit_name(struct symbolizer *s, struct symproc *p, uint64_t ad
 	/* Still this image: after an exec the same path names the next program's code. */
 	if (!ptab__alive(s->pt, &p->id))
 		return NULL;
+	if (p->pmap_wanted) {
+		/* Not announced (symbolizer__want_user): looked for on its own. */
+		scan_wanted(s, p, &addr, 1, false);
+		return perfmap__lookup(p->pmap, addr, NULL);
+	}
 	load_perfmap(s, p);
+	if (p->pmap_wanted) /* it just turned out too large */
+		scan_wanted(s, p, &addr, 1, false);
 	return perfmap__lookup(p->pmap, addr, NULL);
+}
+
+void symbolizer__want_user(struct symbolizer *s, const struct proc_id *id, uint64_t ip,
+			   bool leaf)
+{
+	struct proc_key k = proc_key_of(id);
+	uint64_t addr = leaf ? ip : ip - 1;
+	struct htab_entry *e = htab__find(s->procs, &k, sizeof(k));
+	const struct procmap *m;
+	struct symproc *p;
+	struct symfile *f;
+
+	/* Only processes already known in wanted mode: the rest name as before. */
+	p = e ? e->value : NULL;
+	if (!p || p->dead || !p->pmap_wanted || p->pmap_rejected || !p->maps)
+		return;
+	m = procmaps__find(&p->maps->m, addr);
+	if (!m || !(m->perms & PROCMAP_X) || !jit_candidate(m))
+		return;
+	f = p->files[m - p->maps->m.maps];
+	if ((f && f->es) || perfmap__lookup(p->pmap, addr, NULL))
+		return;
+	if (p->nr_pending >= PERFMAP_MAX_PENDING)
+		return;
+	if (array_grow((void **)&p->pending, &p->cap_pending, p->nr_pending + 1,
+		       sizeof(*p->pending)))
+		return;
+	if (!p->listed) {
+		if (array_grow((void **)&s->want_procs, &s->cap_want_procs, s->nr_want_procs + 1,
+			       sizeof(*s->want_procs)))
+			return;
+		s->want_procs[s->nr_want_procs++] = p;
+		p->listed = true;
+	}
+	p->pending[p->nr_pending++] = addr;
+}
+
+void symbolizer__want_flush(struct symbolizer *s, bool final)
+{
+	for (size_t i = 0; i < s->nr_want_procs; i++) {
+		struct symproc *p = s->want_procs[i];
+
+		scan_wanted(s, p, p->pending, p->nr_pending, final);
+		p->nr_pending = 0;
+		p->listed = false;
+	}
+	s->nr_want_procs = 0;
 }
 
 void symbolizer__user(struct symbolizer *s, const struct proc_id *id, uint64_t ip, bool leaf,
@@ -1156,6 +1394,8 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	while ((e = htab__next(s->procs, &pos)))
 		st->perfmaps += ((struct symproc *)e->value)->pmap != NULL;
 	st->perfmap_bytes = s->pmap_bytes;
+	st->perfmap_scanned = s->pmap_scanned_bytes;
+	st->perfmap_rescans = s->pmap_rescans;
 	st->debug_files = s->debug_files;
 	st->jit_names = s->jit_names;
 	st->inline_frames = s->inline_frames;

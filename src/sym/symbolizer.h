@@ -64,7 +64,7 @@ struct symbolizer_opts {
 	size_t max_procs;	   /* cap on process entries (default 16384) */
 	size_t max_files;	   /* cap on cached files (default 4096) */
 	size_t max_file_bytes;	   /* symbols of unreferenced cached files (default 512 MiB) */
-	size_t max_perfmap_bytes;  /* JIT maps of all processes (default 256 MiB) */
+	size_t max_perfmap_bytes;  /* JIT maps held, all processes (default 64 MiB) */
 	const char *host_root;	   /* the host's root for debug files (default "/") */
 	const char *debug_dir;	   /* default "/usr/lib/debug" */
 	/* Called once per rejected file (perf map, mapped file) with a sentence. */
@@ -89,6 +89,8 @@ struct symbolizer_stats {
 	uint64_t lookups, unknown;
 	size_t file_bytes;     /* symbols held for cached files */
 	size_t perfmaps, perfmap_bytes;
+	uint64_t perfmap_scanned; /* bytes of large perf maps scanned for wanted addresses */
+	uint64_t perfmap_rescans; /* ... of them whole again */
 	uint64_t debug_files;  /* separate debug files found and used */
 	uint64_t jit_names;    /* frames named from perf maps */
 	uint64_t inline_frames; /* inlined frames added (Go) */
@@ -182,6 +184,20 @@ const char *sym__display(const struct sym *sym, char *buf, size_t size);
  * changed, free what lookups handed out before.
  */
 void symbolizer__sweep(struct symbolizer *s);
+
+/*
+ * JIT perf maps too large to hold (over 8 MiB: a process can write hundreds
+ * of megabytes) keep only entries that sampled addresses need. A drain first
+ * announces every user address it will ask about (symbolizer__want_user),
+ * then symbolizer__want_flush() scans each such map once for all of them:
+ * what was appended since the last scan always, the rest of the file again
+ * at most every 10 s per process and 256 MiB/s over all - or regardless, with
+ * final (the run's last drain). Lookups not announced scan on their own,
+ * under the same limits. Maps up to 8 MiB are read whole, as before.
+ */
+void symbolizer__want_user(struct symbolizer *s, const struct proc_id *id, uint64_t ip,
+			   bool leaf);
+void symbolizer__want_flush(struct symbolizer *s, bool final);
 
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st);
 

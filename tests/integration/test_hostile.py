@@ -17,7 +17,8 @@ import urllib.request
 
 import pytest
 
-from conftest import BPFPROF, Workload, cpu_seconds, run_bpfprof, wait_attached, wl
+from conftest import (BPFPROF, Workload, cpu_seconds, parse_folded, run_bpfprof, uwl,
+                      wait_attached, wl)
 
 
 def free_port():
@@ -468,3 +469,104 @@ def test_no_throttling_reported_at_a_normal_rate():
     assert "warning: the kernel took" not in p.stderr, p.stderr
     m = re.search(r"(\d+) samples in [0-9.]+ s, \d+ lost(?:, (\d+) not taken)?", p.stderr)
     assert m and int(m.group(2) or 0) < 0.01 * int(m.group(1)), p.stderr
+
+
+# --- hostile perf maps -----------------------------------------------------
+
+class HugeJit:
+    """jitlike writing a ~232 MB perf map (1.8M entries with 120-character
+    names) around its real code; it runs jit_hot_loop, then after late()
+    jit_hot_loop_late, whose entry is the map's first line."""
+
+    def __init__(self, secs):
+        exe, self.comm = uwl("jitlike")  # a name no other test's process has
+        self.proc = subprocess.Popen([exe, str(secs), "huge"], stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().split()
+        assert line, "jitlike did not start"
+        self.pid = int(line[0])
+        self.map = f"/tmp/perf-{self.pid}.map"
+        assert os.path.getsize(self.map) > 200e6
+
+    def late(self):
+        self.proc.send_signal(signal.SIGUSR1)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        if os.path.exists(self.map):
+            os.unlink(self.map)
+
+
+def run_measured(args, jits, timeout=120):
+    """bpfprof -v with args; 4 s into sampling, the jits switch to their late
+    function. (stderr, peak RSS in KiB, seconds from the end of sampling to
+    the written profile, seconds sampled)."""
+    proc = subprocess.Popen([str(BPFPROF), "-v"] + [str(a) for a in args],
+                            stderr=subprocess.PIPE, text=True)
+    err = wait_attached(proc)
+    time.sleep(4)
+    for j in jits:
+        j.late()
+    err += proc.stderr.read()
+    _, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    assert proc.returncode == 0, err
+    m = re.search(r"end of sampling to written profile: ([0-9.]+) ms", err)
+    d = re.search(r"\d+ samples in ([0-9.]+) s", err)
+    assert m and d, err
+    return err, ru.ru_maxrss, float(m.group(1)) / 1000, float(d.group(1))
+
+
+def jit_counts(folded_path, comm):
+    text = open(folded_path).read()
+    out = {"jit_hot_loop": 0, "jit_hot_loop_late": 0, "unnamed": 0}
+    for stack, count in parse_folded(text).items():
+        frames = [f for f in stack.split(";") if not f.endswith("_[k]")]
+        if frames[0] != comm or "run_jit" not in frames or frames[-1] == "run_jit":
+            continue
+        leaf = frames[-1]
+        key = leaf[:-4] if leaf.endswith("_[j]") else "unnamed"
+        out[key if key in out else "unnamed"] += count
+    return out
+
+
+def test_huge_perf_map_keeps_memory_bounded_and_names_right(tmp_path):
+    """A 232 MB perf map: the agent keeps only what sampled addresses need
+    (peak RSS under 100 MB, not the map's size), the run ends on time, and
+    both functions are named - the second one's entry was read before it
+    ever ran, so naming it needs a rescan."""
+    jit = HugeJit(60)
+    try:
+        out = tmp_path / "jit.folded"
+        err, rss_kib, tail, secs = run_measured(["-p", jit.pid, "-d", 8, "-o", out], [jit])
+    finally:
+        jit.close()
+    assert rss_kib < 100 * 1024, f"peak RSS {rss_kib} KiB\n{err}"
+    assert secs < 8 + 1 and tail < 2, f"sampled {secs} s, then {tail} s to the profile"
+    c = jit_counts(out, jit.comm)
+    assert c["jit_hot_loop"] > 50 and c["jit_hot_loop_late"] > 50, (c, err)
+    assert c["unnamed"] < 0.05 * (c["jit_hot_loop"] + c["jit_hot_loop_late"]), (c, err)
+    m = re.search(r"(\d+) MiB of large ones scanned", err)
+    assert m and int(m.group(1)) >= 200, err
+    prefixed(err)
+
+
+def test_two_huge_perf_maps_under_all_cpus(tmp_path):
+    """Two such processes under -a: memory stays bounded and the run ends on
+    time (before: RSS swung between 15 and 619 MB and a 12 s run took 22 s)."""
+    jits = [HugeJit(60), HugeJit(60)]
+    try:
+        out = tmp_path / "all.folded"
+        err, rss_kib, tail, secs = run_measured(["-a", "-d", 12, "-o", out], jits)
+    finally:
+        for j in jits:
+            j.close()
+    assert rss_kib < 100 * 1024, f"peak RSS {rss_kib} KiB\n{err}"
+    assert secs < 12 + 1 and tail < 2, f"sampled {secs} s, then {tail} s to the profile"
+    c = jit_counts(out, jits[0].comm)
+    assert c["jit_hot_loop"] > 30 and c["jit_hot_loop_late"] > 30, (c, err)
+    # A function first run after its map was read waits for a rescan, which
+    # two processes share (256 MiB/s): a few samples may go unnamed.
+    assert c["unnamed"] < 0.15 * sum(c.values()), (c, err)
+    prefixed(err)

@@ -400,6 +400,75 @@ static struct proc_id cid(void)
 	return id;
 }
 
+/* A perf map of more than 8 MiB: only what announced addresses need is kept. */
+static void test_jit_perf_map_too_large_to_hold(void **state)
+{
+	struct proc_id id = cid();
+	struct symbolizer_stats st;
+	struct warnings w;
+	struct symbolizer *s;
+	char path[256];
+	struct sym r;
+	FILE *f;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/tmp/perf-77.map", croot);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "7e0000002000 80 early_fn\n");
+	for (int i = 0; i < 100000; i++)
+		fprintf(f, "%x 40 filler_%06d_%080d\n", 0x10000000 + i * 0x40, i, i);
+	fprintf(f, "7e0000001000 100 hot_fn\n");
+	fprintf(f, "7e0000003000 40 third_fn\n");
+	fclose(f);
+	s = new_csym(&w);
+	assert_int_equal(symbolizer__note_process(s, &id), 0);
+	/* A drain announces its addresses; one scan names them. */
+	symbolizer__want_user(s, &id, JIT + 0x10, true);
+	symbolizer__want_user(s, &id, JIT + 0x20, true);
+	symbolizer__want_flush(s, false);
+	symbolizer__user(s, &id, JIT + 0x10, true, &r);
+	assert_int_equal(r.kind, FRAME_JIT);
+	assert_string_equal(r.name, "hot_fn");
+	symbolizer__stats(s, &st);
+	assert_true(st.perfmap_bytes < (64u << 10)); /* not the 10 MB file */
+	assert_true(st.perfmap_scanned > (8u << 20));
+	assert_int_equal(st.perfmap_rescans, 0);
+	/* Not announced, in code read before: the whole file again, once ... */
+	usleep(60000);
+	symbolizer__user(s, &id, JIT + 0x1010, true, &r);
+	assert_string_equal(r.name, "early_fn");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.perfmap_rescans, 1);
+	/* ... and then not for 10 s, but in the last drain regardless. */
+	usleep(60000);
+	symbolizer__user(s, &id, JIT + 0x2010, true, &r);
+	assert_null(r.name);
+	symbolizer__want_user(s, &id, JIT + 0x2010, true);
+	symbolizer__want_flush(s, true);
+	symbolizer__user(s, &id, JIT + 0x2010, true, &r);
+	assert_string_equal(r.name, "third_fn");
+	/* Appended over kept code: newer, so it names that code from the next
+	 * read on (as with a map held whole, a read comes with a miss). */
+	f = fopen(path, "a");
+	assert_non_null(f);
+	fprintf(f, "7e0000001000 8 replaced_fn\n");
+	fprintf(f, "7e0000004000 40 fourth_fn\n");
+	fclose(f);
+	usleep(60000);
+	symbolizer__want_user(s, &id, JIT + 0x3010, true);
+	symbolizer__want_flush(s, false);
+	symbolizer__user(s, &id, JIT + 0x3010, true, &r);
+	assert_string_equal(r.name, "fourth_fn");
+	symbolizer__user(s, &id, JIT + 0x0, true, &r);
+	assert_string_equal(r.name, "replaced_fn");
+	symbolizer__user(s, &id, JIT + 0x10, true, &r);
+	assert_string_equal(r.name, "hot_fn");
+	assert_int_equal(w.n, 0);
+	symbolizer__free(s);
+	unlink(path);
+}
+
 static void test_jit_perf_map(void **state)
 {
 	struct proc_id id = cid();
@@ -754,6 +823,7 @@ int main(void)
 		cmocka_unit_test(test_sweep_keeps_exited_process_for_one_drain),
 		cmocka_unit_test(test_kernel_lookup_with_fixture_kallsyms),
 		cmocka_unit_test(test_jit_perf_map),
+		cmocka_unit_test(test_jit_perf_map_too_large_to_hold),
 		cmocka_unit_test(test_hostile_perf_maps),
 		cmocka_unit_test(test_separate_debug_file_in_container),
 		cmocka_unit_test(test_exec_race_names_nothing),

@@ -16,8 +16,14 @@
  *        otheruid   write the map, then chown it to uid 65534
  *        late       write the map only after one second
  *        devzero    code in shared anonymous memory ("/dev/zero (deleted)")
+ *        huge       a hostile map: $JITLIKE_LINES (default 1,800,000) entries
+ *                   of 120-character names around the real one (~232 MB),
+ *                   and a second function, NAME_late, named on the map's
+ *                   first line, that runs instead after SIGUSR1 (a reader
+ *                   keeping only what it was asked for must read it again)
  *   NAME           the symbol name to write (default jit_hot_loop)
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,11 +79,44 @@ static void write_map(const char *path, void *addr, const char *name)
 	fclose(f);
 }
 
+/* Filler: code that never runs, at addresses of its own, with long names. */
+static void filler(FILE *f, unsigned long from, unsigned long to)
+{
+	for (unsigned long i = from; i < to; i++)
+		fprintf(f, "%lx 40 LazyCompile:*filler_%09lu_%088lu\n", 0x10000000UL + i * 0x40, i,
+			i);
+}
+
+static void write_huge_map(const char *path, void *addr, void *late, const char *name)
+{
+	const char *env = getenv("JITLIKE_LINES");
+	unsigned long n = env ? strtoul(env, NULL, 10) : 1800000;
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	fprintf(f, "%lx %zx %s_late\n", (unsigned long)late, sizeof(code), name);
+	filler(f, 0, n / 2);
+	fprintf(f, "%lx %zx %s\n", (unsigned long)addr, sizeof(code), name);
+	filler(f, n / 2, n);
+	fclose(f);
+}
+
+static volatile sig_atomic_t switch_to_late;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	switch_to_late = 1;
+}
+
 __attribute__((noinline)) unsigned long run_jit(jit_fn fn, double until)
 {
 	unsigned long r = 0;
 
-	while (now() < until)
+	while (now() < until && !(switch_to_late == 1))
 		r += fn(2000000);
 	return r;
 }
@@ -117,6 +156,25 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "late")) {
 		run_jit((jit_fn)mem, start + 1);
 		write_map(path, mem, name);
+	} else if (!strcmp(mode, "huge")) {
+		/* The second copy of the loop, in the same page, later on. */
+		unsigned char *late = mem + 0x400;
+
+		if (mprotect(mem - 0x200, 4096, PROT_READ | PROT_WRITE))
+			return 1;
+		memcpy(late, code, sizeof(code));
+		__builtin___clear_cache((char *)late, (char *)late + sizeof(code));
+		if (mprotect(mem - 0x200, 4096, PROT_READ | PROT_EXEC))
+			return 1;
+		signal(SIGUSR1, on_usr1);
+		write_huge_map(path, mem, late, name);
+		printf("%d %lx\n", (int)getpid(), (unsigned long)mem);
+		fflush(stdout);
+		start = now(); /* the map took a while to write */
+		run_jit((jit_fn)mem, start + secs);
+		switch_to_late = 2;
+		run_jit((jit_fn)late, start + secs);
+		return 0;
 	}
 	printf("%d %lx\n", (int)getpid(), (unsigned long)mem);
 	fflush(stdout);

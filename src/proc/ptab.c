@@ -83,10 +83,12 @@ struct mntns {
 	struct mountinfo mi;
 	uint64_t gen;
 	bool ok;
+	int err; /* of the last read, when not ok */
 };
 
 struct ptab {
 	char proc_root[256];
+	int mnt_err; /* of the last mount table asked for: 0 or -errno */
 	bool real_proc; /* proc_root is the real /proc: /proc/self, namespaces */
 	struct htab *procs; /* proc_key -> pproc */
 	struct htab *files; /* file_key -> mfile */
@@ -329,6 +331,12 @@ void ptab__free(struct ptab *t)
 
 /* --- mount tables and roots ---------------------------------------------------- */
 
+/* The agent ran out of descriptors or memory: a passing state, not the file's fault. */
+static bool short_of_resources(int err)
+{
+	return err == -EMFILE || err == -ENFILE || err == -ENOMEM;
+}
+
 /*
  * The mount table of <proc>/<rel>, one read per mount namespace per drain.
  * proc is the table's proc root, or the real /proc for the agent's own.
@@ -370,9 +378,13 @@ static const struct mountinfo *mounts_in(struct ptab *t, const char *proc, const
 	if (created || m->gen != t->gen) {
 		mountinfo__free(&m->mi);
 		snprintf(path, sizeof(path), "%s/%s/mountinfo", proc, rel);
-		m->ok = !mountinfo__read(path, &m->mi);
-		m->gen = t->gen;
+		m->err = mountinfo__read(path, &m->mi);
+		m->ok = !m->err;
+		/* Out of descriptors or memory says nothing about the mounts:
+		 * not kept for the drain, the next call reads again. */
+		m->gen = short_of_resources(m->err) ? t->gen - 1 : t->gen;
 	}
+	t->mnt_err = m->ok ? 0 : m->err;
 	return m->ok ? &m->mi : NULL;
 }
 
@@ -398,11 +410,17 @@ static int root_open(struct ptab *t, const char *base, struct safe_root *r)
 {
 	char path[PATH_MAX];
 
-	/* The host table first: both are cached, neither moves. */
+	/* The host table first: both are cached, neither moves. Without a
+	 * table every file would be refused as on an unknown mount: when the
+	 * agent is only short of descriptors, fail now (and not for good). */
 	r->host_mi = host_mounts(t);
+	if (!r->host_mi && short_of_resources(t->mnt_err))
+		return t->mnt_err;
 	r->shm_mnt_id = t->shm_mnt_id;
 	r->shm_known = t->shm_known;
 	r->mi = mounts_of(t, base);
+	if (!r->mi && short_of_resources(t->mnt_err))
+		return t->mnt_err;
 	snprintf(path, sizeof(path), "%s/%s/root", t->proc_root, base);
 	r->fd = safeopen__dir(path);
 	return r->fd < 0 ? r->fd : 0;

@@ -148,6 +148,8 @@ void live__feed(struct live *l, const struct profile *delta, uint64_t now_mono)
 			continue;
 		if (delta && profile__merge(r->prof, delta))
 			r->err = -ENOMEM;
+		if (delta && profile__meta_c(delta)->offcpu) /* --off-cpu: both values */
+			profile__meta(r->prof)->offcpu = true;
 		if (now_mono >= r->deadline || r->err) {
 			if (!r->err)
 				complete(l, r, now_mono);

@@ -53,17 +53,23 @@ struct post_result {
 	long retry_after; /* seconds, -1 if none */
 };
 
-int pusher__series_name(const char *app, const char *hostname, const char *container, char *out,
-			size_t size)
+int pusher__series_name_of(const char *app, const char *type, const char *hostname,
+			   const char *container, char *out, size_t size)
 {
 	int n;
 
 	if (container)
-		n = snprintf(out, size, "%s.cpu{hostname=%s,container_id=%s}", app, hostname,
+		n = snprintf(out, size, "%s.%s{hostname=%s,container_id=%s}", app, type, hostname,
 			     container);
 	else
-		n = snprintf(out, size, "%s.cpu{hostname=%s}", app, hostname);
+		n = snprintf(out, size, "%s.%s{hostname=%s}", app, type, hostname);
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+int pusher__series_name(const char *app, const char *hostname, const char *container, char *out,
+			size_t size)
+{
+	return pusher__series_name_of(app, "cpu", hostname, container, out, size);
 }
 
 static void item_free(struct push_item *it)
@@ -381,9 +387,21 @@ static bool same_container(const struct psample *s, void *ctx)
 	return s->container == ((struct by_container *)ctx)->container;
 }
 
+/* The profile types a series can be: on-CPU samples, off-CPU time (--off-cpu). */
+struct series_type {
+	const char *suffix; /* app.SUFFIX{...} */
+	enum view view;
+	const char *units;  /* with pprof; folded text carries a view's microseconds */
+};
+
+static const struct series_type type_cpu = { "cpu", VIEW_CPU, "samples" };
+static const struct series_type type_offcpu = { "off_cpu", VIEW_OFFCPU, "nanoseconds" };
+
 static int enqueue(struct pusher *ps, const struct profile *p, const char *container,
-		   uint64_t from_ns, uint64_t until_ns)
+		   const struct series_type *type, uint64_t from_ns, uint64_t until_ns)
 {
+	struct out_opts oo = { .view = type->view };
+	bool pprof = !strcmp(ps->o.writer->name, "pprof");
 	char name[512], *esc;
 	struct push_item *it = calloc(1, sizeof(*it));
 	struct sbuf q = { 0 };
@@ -398,11 +416,12 @@ static int enqueue(struct pusher *ps, const struct profile *p, const char *conta
 		free(it);
 		return -ENOMEM;
 	}
-	err = ps->o.writer->write(p, f, NULL);
+	err = output__write_file(ps->o.writer, p, f, &oo);
 	if (fclose(f) && !err)
 		err = -ENOMEM;
 	if (!err)
-		err = pusher__series_name(ps->o.app, ps->hostname, container, name, sizeof(name));
+		err = pusher__series_name_of(ps->o.app, type->suffix, ps->hostname, container, name,
+					     sizeof(name));
 	curl = err ? NULL : curl_easy_init();
 	esc = curl ? curl_easy_escape(curl, name, 0) : NULL;
 	if (!esc) {
@@ -413,11 +432,13 @@ static int enqueue(struct pusher *ps, const struct profile *p, const char *conta
 	}
 	err = sbuf_printf(&q,
 			  "name=%s&from=%" PRIu64 "&until=%" PRIu64
-			  "&sampleRate=%u&spyName=bpfprof&units=samples&aggregationType=sum%s",
+			  "&sampleRate=%u&spyName=bpfprof&units=%s&aggregationType=sum%s",
 			  esc, (uint64_t)(from_ns / 1000000000ULL),
 			  /* Whole seconds, floored on both ends: intervals tile without overlap. */
 			  (uint64_t)MAX(until_ns / 1000000000ULL, from_ns / 1000000000ULL + 1),
-			  ps->o.freq, strcmp(ps->o.writer->name, "pprof") ? "" : "&format=pprof");
+			  ps->o.freq,
+			  type->view == VIEW_CPU ? "samples" : pprof ? type->units : "microseconds",
+			  pprof ? "&format=pprof" : "");
 	curl_free(esc);
 	curl_easy_cleanup(curl);
 	if (err) {
@@ -475,7 +496,10 @@ int pusher__submit(struct pusher *ps, const struct profile *p, uint64_t from_ns,
 		*profile__meta(sub) = *profile__meta_c(p);
 		err = profile__merge_if(sub, p, same_container, &bc);
 		if (!err)
-			err = enqueue(ps, sub, c, from_ns, until_ns);
+			err = enqueue(ps, sub, c, &type_cpu, from_ns, until_ns);
+		/* --off-cpu: the waiting time as a second profile type of the series. */
+		if (!err && profile__meta_c(p)->offcpu)
+			err = enqueue(ps, sub, c, &type_offcpu, from_ns, until_ns);
 		profile__free(sub);
 	}
 	return err;

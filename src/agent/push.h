@@ -5,7 +5,10 @@
  *   POST {URL}/ingest?name=<app>.cpu{hostname=H,container_id=C}&from=S&until=S
  *        &sampleRate=F&spyName=bpfprof&units=samples&aggregationType=sum[&format=pprof]
  *
- * One series per container (and one for the host's own processes). Profiles
+ * One series per container (and one for the host's own processes); with
+ * --off-cpu each also gets its off-CPU time as a second profile type,
+ * name=<app>.off_cpu{...} (pprof with one off_cpu/nanoseconds sample type,
+ * units=nanoseconds). Profiles
  * are serialized on submit and queued (bounded: the oldest is dropped and
  * counted when full); one worker thread sends them with libcurl, retrying
  * failures with exponential backoff, or after the server's Retry-After (at
@@ -76,5 +79,8 @@ void pusher__shown_url(const char *url, char *out, size_t size);
 /* "app.cpu{hostname=h,container_id=c}" (unescaped); 0 or -ENAMETOOLONG. */
 int pusher__series_name(const char *app, const char *hostname, const char *container, char *out,
 			size_t size);
+/* The same for another profile type: "app.TYPE{...}" (TYPE "cpu", "off_cpu"). */
+int pusher__series_name_of(const char *app, const char *type, const char *hostname,
+			   const char *container, char *out, size_t size);
 
 #endif

@@ -37,7 +37,7 @@ struct profile {
 
 	struct psample *samples;
 	size_t nr_samples, cap_samples;
-	uint64_t total;
+	uint64_t total, total_offcpu;
 	uint64_t layout_gen; /* bumped when samples move (profile__sort) */
 	uint64_t serial;     /* no other profile of this process had it */
 };
@@ -187,8 +187,8 @@ int profile__add(struct profile *p, const struct psample *id, const uint32_t *fr
 	return i < 0 ? (int)i : 0;
 }
 
-int64_t profile__add_idx(struct profile *p, const struct psample *id, const uint32_t *frames,
-			 uint32_t n, uint64_t count)
+static int64_t add_values(struct profile *p, const struct psample *id, const uint32_t *frames,
+			  uint32_t n, uint64_t count, uint64_t offcpu_ns)
 {
 	struct sample_key k = { 0 };
 	struct htab_entry *e;
@@ -229,8 +229,30 @@ int64_t profile__add_idx(struct profile *p, const struct psample *id, const uint
 		e->value = (void *)(uintptr_t)p->nr_samples++;
 	}
 	p->samples[(uintptr_t)e->value].count += count;
+	p->samples[(uintptr_t)e->value].offcpu_ns += offcpu_ns;
 	p->total += count;
+	p->total_offcpu += offcpu_ns;
 	return (int64_t)(uintptr_t)e->value;
+}
+
+int64_t profile__add_idx(struct profile *p, const struct psample *id, const uint32_t *frames,
+			 uint32_t n, uint64_t count)
+{
+	return add_values(p, id, frames, n, count, 0);
+}
+
+int64_t profile__add_offcpu_idx(struct profile *p, const struct psample *id,
+				const uint32_t *frames, uint32_t n, uint64_t ns)
+{
+	return add_values(p, id, frames, n, 0, ns);
+}
+
+int profile__add_offcpu(struct profile *p, const struct psample *id, const uint32_t *frames,
+			uint32_t n, uint64_t ns)
+{
+	int64_t i = add_values(p, id, frames, n, 0, ns);
+
+	return i < 0 ? (int)i : 0;
 }
 
 int profile__add_count(struct profile *p, size_t i, uint64_t count)
@@ -239,6 +261,15 @@ int profile__add_count(struct profile *p, size_t i, uint64_t count)
 		return -EINVAL;
 	p->samples[i].count += count;
 	p->total += count;
+	return 0;
+}
+
+int profile__add_offcpu_count(struct profile *p, size_t i, uint64_t ns)
+{
+	if (i >= p->nr_samples)
+		return -EINVAL;
+	p->samples[i].offcpu_ns += ns;
+	p->total_offcpu += ns;
 	return 0;
 }
 
@@ -288,7 +319,11 @@ int profile__merge_if(struct profile *dst, const struct profile *src,
 			ids[j] = (uint32_t)id;
 		}
 		if (!err)
-			err = profile__add(dst, s, ids, n, s->count);
+		{
+			int64_t i = add_values(dst, s, ids, n, s->count, s->offcpu_ns);
+
+			err = i < 0 ? (int)i : 0;
+		}
 	}
 	free(ids);
 	for (size_t pos = 0; !err;) {
@@ -340,6 +375,11 @@ const uint32_t *profile__stack_get(const struct profile *p, uint32_t id, uint32_
 uint64_t profile__total(const struct profile *p)
 {
 	return p->total;
+}
+
+uint64_t profile__total_offcpu(const struct profile *p)
+{
+	return p->total_offcpu;
 }
 
 static const struct profile *sort_ctx;

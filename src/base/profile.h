@@ -4,7 +4,10 @@
  *
  * A profile is a multiset of samples. Each sample has its process identity
  * (pid, tid, comm, optional cgroup and container labels), a stack of frames
- * (root first), and a count. Strings, frames and stacks are interned: equal
+ * (root first), and two values: a count of on-CPU samples and, for profiles
+ * recorded with --off-cpu (meta.offcpu), the time the stack spent blocked
+ * in ns. A sample may hold either or both; writers of one value per stack
+ * take a view of the profile (format/view.h). Strings, frames and stacks are interned: equal
  * frames have one id, equal stacks one id, and adding a sample whose identity
  * and stack already exist adds to its count. That makes merging profiles
  * (intervals, several input files) and writing any format cheap.
@@ -48,7 +51,8 @@ struct psample {
 	const char *cgroup;  /* NULL when unknown */
 	const char *container; /* container id, NULL when none */
 	uint32_t stack;	     /* stack id */
-	uint64_t count;
+	uint64_t count;	     /* on-CPU samples */
+	uint64_t offcpu_ns;  /* off-CPU (blocked) time, ns */
 	/*
 	 * The leaf frame's address, when the profile keeps addresses (record
 	 * --addresses, pprof Location.address): the ELF virtual address in the
@@ -68,6 +72,14 @@ struct profile_meta {
 	uint64_t lost;		 /* samples the kernel could not count */
 	char hostname[256];
 	char unwind[16];	 /* "fp", "dwarf", ... ("" if unknown) */
+	bool offcpu;		 /* recorded with --off-cpu: samples carry offcpu_ns */
+	uint64_t offcpu_min_ns;	 /* shorter waits were left out (0 if unknown) */
+	uint64_t offcpu_lost;	 /* waits the kernel could not count */
+	/* What count means, for writers that show one value: "" samples, else
+	 * a unit ("us": microseconds) and what was measured ("off-CPU time",
+	 * "wall-clock time"); set by views (format/view.h). */
+	char unit[8];
+	char value_name[24];
 };
 
 struct profile;
@@ -105,12 +117,18 @@ int64_t profile__add_idx(struct profile *p, const struct psample *id, const uint
 			 uint32_t n, uint64_t count);
 /* Adds count to sample i (an index profile__add_idx gave); 0 or -EINVAL. */
 int profile__add_count(struct profile *p, size_t i, uint64_t count);
+/* The same three for off-CPU time: ns added to the sample's offcpu_ns. */
+int profile__add_offcpu(struct profile *p, const struct psample *id, const uint32_t *frames,
+			uint32_t n, uint64_t ns);
+int64_t profile__add_offcpu_idx(struct profile *p, const struct psample *id,
+				const uint32_t *frames, uint32_t n, uint64_t ns);
+int profile__add_offcpu_count(struct profile *p, size_t i, uint64_t ns);
 /* Changes whenever sample indexes do (profile__sort): what caches of indexes check. */
 uint64_t profile__layout_gen(const struct profile *p);
 /* A number no other profile of this process has had (0 for NULL): caches tell
  * profiles apart by it, not by an address a freed profile may hand on. */
 uint64_t profile__serial(const struct profile *p);
-/* Adds every sample of src into dst (frames re-interned). 0 or -ENOMEM. */
+/* Adds every sample of src into dst (frames re-interned, both values). 0 or -ENOMEM. */
 int profile__merge(struct profile *dst, const struct profile *src);
 /* The same for the samples keep() accepts (keep NULL: all). */
 int profile__merge_if(struct profile *dst, const struct profile *src,
@@ -123,6 +141,7 @@ const struct pframe *profile__frame_get(const struct profile *p, uint32_t id);
 size_t profile__nr_stacks(const struct profile *p);
 const uint32_t *profile__stack_get(const struct profile *p, uint32_t id, uint32_t *n);
 uint64_t profile__total(const struct profile *p); /* sum of counts */
+uint64_t profile__total_offcpu(const struct profile *p); /* sum of offcpu_ns */
 
 /* Sorts samples by (comm, pid, frames...) so writers give stable output. */
 void profile__sort(struct profile *p);

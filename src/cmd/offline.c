@@ -124,6 +124,10 @@ static void merge_meta(struct profile_meta *dst, const struct profile_meta *src)
 		dst->duration_ns += src->duration_ns;
 	}
 	dst->lost += src->lost;
+	if (dst->offcpu_min_ns != src->offcpu_min_ns)
+		dst->offcpu_min_ns = 0;
+	dst->offcpu |= src->offcpu;
+	dst->offcpu_lost += src->offcpu_lost;
 	if (strcmp(dst->unwind, src->unwind))
 		dst->unwind[0] = '\0';
 }

@@ -20,7 +20,7 @@
 	var W = data.width, H = data.height, FH = data.frameHeight, PAD = data.pad;
 	var TOP = data.top, BOTTOM = data.bottom;
 	var diff = !!data.diff, inverted = !!data.inverted;
-	var names = data.labels, kinds = data.kinds;
+	var names = data.labels, kinds = data.kinds, UNIT = ' ' + (data.unit || 'samples');
 	var stride = diff ? 4 : 3, raw = data.nodes, n = raw.length / stride;
 
 	/* Decoded tree: label, value, before, parent, depth, end of subtree. */
@@ -112,6 +112,8 @@
 		}
 		v = hash(name);
 		w = hash(name + '#');
+		if (name === '[off-cpu]') /* waiting (--off-cpu wall-clock view): violet */
+			return rgb(150 + 20 * v, 110 + 20 * w, 230);
 		switch (kinds[lab[i]]) {
 		case 1: /* kernel: blues */
 			return rgb(70 + 60 * v, 150 + 60 * w, 215 + 40 * v);
@@ -132,14 +134,14 @@
 
 	function describe(i) {
 		var s = names[lab[i]] + KIND_NOTE[kinds[lab[i]]] + '\n' + fmt(val[i]) +
-			' samples, ' + pct(val[i], TOTAL);
+			UNIT + ', ' + pct(val[i], TOTAL);
 
 		if (zoom !== 0 && i !== zoom && dep[i] > dep[zoom])
 			s += ' (' + pct(val[i], val[zoom]) + ' of ' + names[lab[zoom]] + ')';
 		if (diff) {
 			var d = 100 * change(i);
 
-			s += '\nbefore: ' + fmt(bef[i]) + ' samples, ' + pct(bef[i], TOTAL_BEFORE) +
+			s += '\nbefore: ' + fmt(bef[i]) + UNIT + ', ' + pct(bef[i], TOTAL_BEFORE) +
 				'\nchange: ' + (d >= 0 ? '+' : '') + d.toFixed(2) + ' points';
 		}
 		return s;
@@ -287,7 +289,7 @@
 			}
 		}
 		matchedT.textContent = 'Matched: ' + pct(sum, TOTAL) + ' (' + fmt(sum) + ' of ' +
-			fmt(TOTAL) + ' samples)';
+			fmt(TOTAL) + UNIT + ')';
 		render();
 		return sum;
 	}

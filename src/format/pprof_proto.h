@@ -77,10 +77,15 @@ enum {
 #include <stddef.h>
 #include <stdint.h>
 
+#include "format/view.h"
+
 struct profile;
 
-/* The uncompressed Profile message for p (out/pprof.c); caller frees *buf.
+/* The uncompressed Profile message for p (pprof_write.c); caller frees *buf.
  * 0 or -ENOMEM. */
 int pprof__encode(const struct profile *p, uint8_t **buf, size_t *len);
+/* The same with only the values of a view (VIEW_AUTO: all of them);
+ * -EINVAL for the wall view of a profile whose frequency is unknown. */
+int pprof__encode_view(const struct profile *p, enum view view, uint8_t **buf, size_t *len);
 
 #endif

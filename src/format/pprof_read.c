@@ -17,8 +17,10 @@
  * JIT frames. Labels pid, thread (or tid), comm, cgroup and container give the
  * sample's identity; without a comm label the process name is the basename of
  * the main (first file) mapping. The count is the "samples" value, else the
- * "cpu"/"nanoseconds" value divided by the period, else the first value;
- * samples with a value <= 0 (e.g. pprof -diff_base output) are skipped.
+ * "cpu"/"nanoseconds" value divided by the period, else the first value
+ * that is not off-CPU time; an "off_cpu"/"nanoseconds" value (bpfprof
+ * --off-cpu) is the sample's off-CPU time, and makes the profile one with
+ * off-CPU time. Values <= 0 (e.g. pprof -diff_base output) are skipped.
  */
 #include "format/reader.h"
 
@@ -648,14 +650,15 @@ static int label(struct pctx *c, struct pbr *m, struct sample_acc *s)
 
 /* Pass 2: one Sample message into the profile. */
 static int sample(struct pctx *c, struct pbr *m, size_t value_index, uint64_t divisor,
+		  size_t off_index,
 		  const char *default_comm, struct u64vec *fr, uint32_t **ids, size_t *ids_cap)
 {
 	struct sample_acc s = {0};
 	struct psample id = {0};
 	unsigned field, wire;
 	struct pbr sub;
-	int64_t value;
-	uint64_t count;
+	int64_t value = 0, off = 0;
+	uint64_t count = 0;
 	int err = 0;
 
 	while (m->p < m->end && !err) {
@@ -679,13 +682,19 @@ static int sample(struct pctx *c, struct pbr *m, size_t value_index, uint64_t di
 			   c->sample_types.nr / 2);
 		goto out;
 	}
-	value = (int64_t)s.values.v[value_index];
-	if (value <= 0)
+	if (value_index != SIZE_MAX)
+		value = (int64_t)s.values.v[value_index];
+	if (off_index != SIZE_MAX)
+		off = (int64_t)s.values.v[off_index];
+	if (value <= 0 && off <= 0)
 		goto out; /* nothing to count (or a pprof diff profile's negative) */
-	count = (uint64_t)value / divisor + ((uint64_t)value % divisor >= (divisor + 1) / 2);
-	if (!count)
-		count = 1;
-	if (profile__total(c->p) + count < profile__total(c->p)) {
+	if (value > 0) {
+		count = (uint64_t)value / divisor + ((uint64_t)value % divisor >= (divisor + 1) / 2);
+		if (!count)
+			count = 1;
+	}
+	if (profile__total(c->p) + count < profile__total(c->p) ||
+	    (off > 0 && profile__total_offcpu(c->p) + (uint64_t)off < profile__total_offcpu(c->p))) {
 		err = fail(c, -ERANGE, "sample counts overflow");
 		goto out;
 	}
@@ -709,7 +718,11 @@ static int sample(struct pctx *c, struct pbr *m, size_t value_index, uint64_t di
 	id.cgroup = s.cgroup;
 	id.container = s.container;
 	id.addr = s.locs.nr ? leaf_address(c, s.locs.v[0]) : 0;
-	err = profile__add(c->p, &id, fr->nr ? *ids : &(uint32_t){0}, (uint32_t)fr->nr, count);
+	if (count)
+		err = profile__add(c->p, &id, fr->nr ? *ids : &(uint32_t){0}, (uint32_t)fr->nr, count);
+	if (!err && off > 0)
+		err = profile__add_offcpu(c->p, &id, fr->nr ? *ids : &(uint32_t){0},
+					  (uint32_t)fr->nr, (uint64_t)off);
 out:
 	free(s.locs.v);
 	free(s.values.v);
@@ -739,17 +752,32 @@ static void read_meta(struct pctx *c)
 			snprintf(m->hostname, sizeof(m->hostname), "%s", s + 5);
 		else if (!strncmp(s, "lost=", 5))
 			parse_u64(s + 5, 10, &m->lost);
+		else if (!strncmp(s, "offcpu_min_ns=", 14))
+			parse_u64(s + 14, 10, &m->offcpu_min_ns);
+		else if (!strncmp(s, "offcpu_lost=", 12))
+			parse_u64(s + 12, 10, &m->offcpu_lost);
 	}
 }
 
-/* Which value to count, and what to divide it by. */
+/* The off_cpu/nanoseconds value, or SIZE_MAX. */
+static size_t pick_offcpu(struct pctx *c)
+{
+	for (size_t i = 0; i < c->sample_types.nr / 2; i++)
+		if (str_is(c, c->sample_types.v[2 * i], "off_cpu") &&
+		    str_is(c, c->sample_types.v[2 * i + 1], "nanoseconds"))
+			return i;
+	return SIZE_MAX;
+}
+
+/* Which value to count (SIZE_MAX: none, the profile has only off-CPU time),
+ * and what to divide it by. */
 static int pick_value(struct pctx *c, size_t *index, uint64_t *divisor)
 {
-	size_t n = c->sample_types.nr / 2;
+	size_t n = c->sample_types.nr / 2, off = pick_offcpu(c);
 
 	if (!n)
 		return fail(c, -EINVAL, "no sample types");
-	*index = 0;
+	*index = off == 0 ? (n > 1 ? 1 : SIZE_MAX) : 0;
 	*divisor = 1;
 	for (size_t i = 0; i < n; i++)
 		if (str_is(c, c->sample_types.v[2 * i], "samples")) {
@@ -771,7 +799,7 @@ static int decode(struct pctx *c, const uint8_t *buf, size_t len)
 	const char *default_comm = "[unknown]";
 	struct u64vec fr = {0};
 	uint32_t *ids = NULL;
-	size_t ids_cap = 0, vi = 0;
+	size_t ids_cap = 0, vi = 0, oi;
 	uint64_t div = 1;
 	int err;
 
@@ -792,6 +820,8 @@ static int decode(struct pctx *c, const uint8_t *buf, size_t len)
 	      pick_value(c, &vi, &div);
 	if (err)
 		return err;
+	oi = pick_offcpu(c);
+	profile__meta(c->p)->offcpu = oi != SIZE_MAX;
 	/* Without comm labels: the main binary (first file mapping) names the process. */
 	for (size_t i = 0; i < c->nr_maps; i++) {
 		const char *f = str(c, c->maps[i].filename);
@@ -813,7 +843,7 @@ static int decode(struct pctx *c, const uint8_t *buf, size_t len)
 	for (size_t i = 0; i + 1 < c->samples.nr && !err; i += 2) {
 		struct pbr m = {buf + c->samples.v[i], buf + c->samples.v[i] + c->samples.v[i + 1]};
 
-		err = sample(c, &m, vi, div, default_comm, &fr, &ids, &ids_cap);
+		err = sample(c, &m, vi, div, oi, default_comm, &fr, &ids, &ids_cap);
 	}
 	free(fr.v);
 	free(ids);

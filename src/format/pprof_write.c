@@ -12,8 +12,14 @@
  * What goes where:
  *   sample types  samples/count, cpu/nanoseconds (= count x period); with an
  *                 unknown frequency (e.g. converted folded input) only
- *                 samples/count, and period type samples/count, period 1
- *   period        cpu/nanoseconds, 1e9 / F
+ *                 samples/count, and period type samples/count, period 1.
+ *                 With off-CPU time (--off-cpu) also off_cpu/nanoseconds
+ *                 and, when the period is known, wall/nanoseconds (cpu +
+ *                 off_cpu); the default sample type stays cpu (samples).
+ *                 A view (out_opts.view) keeps only its values: cpu the
+ *                 first two, off-cpu or wall just that one
+ *   period        cpu/nanoseconds, 1e9 / F (off-CPU or wall alone: that
+ *                 type, period 1)
  *   sample        location ids leaf first; labels pid and thread (numbers,
  *                 when known), comm, cgroup, container (strings, when known)
  *   mapping       one per module file (with its build id when the profile
@@ -32,7 +38,9 @@
  *                 the mapping starting at 0
  *   function      one per (kind, name, source file); system_name = name;
  *                 filename = the source file (Go, Python) when known
- *   comment       "bpfprof host=NAME", "bpfprof lost=N" when known
+ *   comment       "bpfprof host=NAME", "bpfprof lost=N" when known; with
+ *                 off-CPU time "bpfprof offcpu_min_ns=N", "bpfprof
+ *                 offcpu_lost=N" (read back by pprof_read.c)
  */
 #include "format/writer.h"
 
@@ -359,25 +367,55 @@ static void comment(struct enc *e, const char *fmt, ...)
 }
 
 /* Encodes the uncompressed Profile message into e->out. */
-static int encode(struct enc *e)
+/* Which values a profile's samples carry, in this order. */
+enum { V_SAMPLES, V_CPU, V_OFFCPU, V_WALL, V_MAX };
+
+static const char *const vtypes[V_MAX][2] = {
+	[V_SAMPLES] = { "samples", "count" },
+	[V_CPU] = { "cpu", "nanoseconds" },
+	[V_OFFCPU] = { "off_cpu", "nanoseconds" },
+	[V_WALL] = { "wall", "nanoseconds" },
+};
+
+static int encode(struct enc *e, enum view view)
 {
 	const struct profile_meta *m = profile__meta_c(e->p);
 	uint64_t period = m->freq_hz ? (1000000000ull + m->freq_hz / 2) / m->freq_hz : 0;
+	bool want[V_MAX] = { false };
+	int which[V_MAX], nv = 0, dflt = -1;
 	uint64_t *locs = NULL;
 	size_t cap = 0;
 
+	view = m->offcpu ? view : VIEW_CPU;
+	want[V_SAMPLES] = view == VIEW_CPU || view == VIEW_AUTO;
+	want[V_CPU] = want[V_SAMPLES] && period;
+	want[V_OFFCPU] = view == VIEW_OFFCPU || view == VIEW_AUTO;
+	want[V_WALL] = (view == VIEW_WALL || view == VIEW_AUTO) && period;
+	if (view == VIEW_WALL && !period)
+		return -EINVAL; /* on-CPU samples cannot be turned into time */
+
 	str_id(&e->st, "", &e->oom); /* index 0 */
-	value_type(e, PPROF_SAMPLE_TYPE, "samples", "count");
-	if (period)
-		value_type(e, PPROF_SAMPLE_TYPE, "cpu", "nanoseconds");
+	for (int v = 0; v < V_MAX; v++) {
+		if (!want[v])
+			continue;
+		which[nv++] = v;
+		value_type(e, PPROF_SAMPLE_TYPE, vtypes[v][0], vtypes[v][1]);
+	}
 
 	for (size_t i = 0; i < profile__nr_samples(e->p) && !e->oom; i++) {
 		const struct psample *s = profile__sample(e->p, i);
-		uint64_t values[2] = {s->count, s->count * period};
+		uint64_t all[V_MAX] = { s->count, s->count * period, s->offcpu_ns,
+					s->count * period + s->offcpu_ns };
+		uint64_t values[V_MAX];
 		const uint32_t *fr;
 		uint32_t n, nl;
+		bool any = false;
 
-		if (!s->count)
+		for (int j = 0; j < nv; j++) {
+			values[j] = all[which[j]];
+			any |= values[j] != 0;
+		}
+		if (!any)
 			continue;
 		fr = profile__stack_get(e->p, s->stack, &n);
 		if (array_grow((void **)&locs, &cap, n, sizeof(*locs))) {
@@ -400,7 +438,7 @@ static int encode(struct enc *e)
 			nl++;
 		}
 		pb_packed(&e->sub, &e->scratch, PPROF_SAMPLE_LOCATION_ID, locs, nl);
-		pb_packed(&e->sub, &e->scratch, PPROF_SAMPLE_VALUE, values, period ? 2 : 1);
+		pb_packed(&e->sub, &e->scratch, PPROF_SAMPLE_VALUE, values, (size_t)nv);
 		if (s->pid)
 			label(e, "pid", NULL, s->pid);
 		if (s->tid)
@@ -416,17 +454,29 @@ static int encode(struct enc *e)
 
 	pb_uint(&e->out, PPROF_TIME_NANOS, m->start_ns);
 	pb_uint(&e->out, PPROF_DURATION_NANOS, m->duration_ns);
-	if (period) {
+	if (want[V_CPU]) {
 		value_type(e, PPROF_PERIOD_TYPE, "cpu", "nanoseconds");
 		pb_uint(&e->out, PPROF_PERIOD, period);
-	} else {
+	} else if (want[V_SAMPLES]) {
 		value_type(e, PPROF_PERIOD_TYPE, "samples", "count");
 		pb_uint(&e->out, PPROF_PERIOD, 1);
+	} else {
+		value_type(e, PPROF_PERIOD_TYPE, vtypes[which[0]][0], vtypes[which[0]][1]);
+		pb_uint(&e->out, PPROF_PERIOD, 1);
 	}
+	/* Several types: the on-CPU one stays the default, as without --off-cpu. */
+	if (nv > 1 && m->offcpu)
+		dflt = want[V_CPU] ? V_CPU : V_SAMPLES;
+	if (dflt >= 0)
+		pb_uint(&e->out, PPROF_DEFAULT_SAMPLE_TYPE, str_id(&e->st, vtypes[dflt][0], &e->oom));
 	if (m->hostname[0])
 		comment(e, PPROF_COMMENT_PREFIX "host=%s", m->hostname);
 	if (m->lost)
 		comment(e, PPROF_COMMENT_PREFIX "lost=%" PRIu64, m->lost);
+	if (m->offcpu && m->offcpu_min_ns)
+		comment(e, PPROF_COMMENT_PREFIX "offcpu_min_ns=%" PRIu64, m->offcpu_min_ns);
+	if (m->offcpu && m->offcpu_lost)
+		comment(e, PPROF_COMMENT_PREFIX "offcpu_lost=%" PRIu64, m->offcpu_lost);
 	/* The string table last: by now it holds every string used above. */
 	for (size_t i = 0; i < e->st.nr && !e->oom; i++)
 		pb_bytes(&e->out, PPROF_STRING_TABLE, e->st.strs[i], strlen(e->st.strs[i]));
@@ -434,6 +484,11 @@ static int encode(struct enc *e)
 }
 
 int pprof__encode(const struct profile *p, uint8_t **buf, size_t *len)
+{
+	return pprof__encode_view(p, VIEW_AUTO, buf, len);
+}
+
+int pprof__encode_view(const struct profile *p, enum view view, uint8_t **buf, size_t *len)
 {
 	struct enc e = {.p = p};
 	int err = -ENOMEM;
@@ -445,7 +500,7 @@ int pprof__encode(const struct profile *p, uint8_t **buf, size_t *len)
 	e.loc_of_frame = calloc(profile__nr_frames(p) + 1, sizeof(*e.loc_of_frame));
 	e.leaf_locs = htab__new();
 	if (e.st.idx && e.mappings && e.functions && e.loc_groups && e.leaf_locs && e.loc_of_frame)
-		err = encode(&e);
+		err = encode(&e, view);
 	htab__free(e.loc_groups);
 	htab__free(e.leaf_locs);
 	htab__free(e.st.idx);
@@ -506,7 +561,7 @@ static int write_pprof(const struct profile *p, FILE *f, const struct out_opts *
 {
 	uint8_t *buf;
 	size_t len;
-	int err = pprof__encode(p, &buf, &len);
+	int err = pprof__encode_view(p, o ? o->view : VIEW_AUTO, &buf, &len);
 
 	if (err)
 		return err;
@@ -520,4 +575,5 @@ const struct writer writer_pprof = {
 	.exts = {".pb.gz", ".pprof"},
 	.description = "gzipped profile.proto for go tool pprof, Parca, Pyroscope",
 	.write = write_pprof,
+	.all_values = true,
 };

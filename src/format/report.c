@@ -6,6 +6,11 @@
  * counted once per stack even when it recurses), then samples per process.
  * Also the differential table of "bpfprof diff -f report".
  *
+ * A profile with off-CPU time (--off-cpu) gets the same tables twice: for
+ * the on-CPU samples, then for the off-CPU time in microseconds (self: the
+ * frame that waited, total: waiting there or below); -f report with
+ * --view picks one of them, or the wall-clock view.
+ *
  * Functions are (kind, name, module file name): two programs' main() are
  * two rows. Rows fit 80 columns; longer names lose template arguments and
  * parameter lists first, then their end ("…").
@@ -20,6 +25,7 @@
 
 #include "base/htab.h"
 #include "base/util.h"
+#include "format/view.h"
 
 #define REPORT_WIDTH 80
 
@@ -235,6 +241,12 @@ static void put_count(FILE *f, int width, uint64_t v)
 	fprintf(f, "%*s", width, out);
 }
 
+/* How a view's unit reads: "us" is "µs". */
+static const char *unit_label(const char *unit)
+{
+	return !strcmp(unit, "us") ? "\u00b5s" : unit;
+}
+
 /* "bpfprof report: 1,980 samples, 3 lost" then "host, date, 10.0 s at 99 Hz". */
 static void header(FILE *f, const char *what, const struct profile *p)
 {
@@ -243,7 +255,10 @@ static void header(FILE *f, const char *what, const struct profile *p)
 
 	fprintf(f, "%s ", what);
 	put_count(f, 0, profile__total(p));
-	fputs(profile__total(p) == 1 ? " sample" : " samples", f);
+	if (m->unit[0])
+		fprintf(f, " %s of %s", unit_label(m->unit), m->value_name);
+	else
+		fputs(profile__total(p) == 1 ? " sample" : " samples", f);
 	if (m->lost) {
 		fputs(", ", f);
 		put_count(f, 0, m->lost);
@@ -277,9 +292,11 @@ static void header(FILE *f, const char *what, const struct profile *p)
 		fputc('\n', f);
 }
 
-static void function_table(FILE *f, struct fstats *fs, uint64_t total, bool by_total, unsigned top)
+static void function_table(FILE *f, const struct profile_meta *m, struct fstats *fs,
+			   uint64_t total, bool by_total, unsigned top)
 {
 	size_t rows = 0;
+	char what[96];
 
 	if (fs->nr)
 		qsort(fs->v, fs->nr, sizeof(*fs->v), by_total ? cmp_total : cmp_self);
@@ -287,8 +304,14 @@ static void function_table(FILE *f, struct fstats *fs, uint64_t total, bool by_t
 		rows += (by_total ? fs->v[i].total : fs->v[i].self) != 0;
 	if (top && rows > top)
 		rows = top;
-	fprintf(f, "\nTop %zu functions by %s:\n", rows,
-		by_total ? "total samples (running or calling)" : "self samples (running)");
+	if (!m->unit[0])
+		snprintf(what, sizeof(what), "%s",
+			 by_total ? "total samples (running or calling)" : "self samples (running)");
+	else
+		snprintf(what, sizeof(what), "%s %s (%s, %s)", by_total ? "total" : "self",
+			 m->value_name, unit_label(m->unit),
+			 by_total ? "there or in a callee" : "the leaf frame");
+	fprintf(f, "\nTop %zu functions by %s:\n", rows, what);
 	/* 49 columns of numbers and module, 31 for the name. */
 	fprintf(f, "%9s %6s %9s %6s  %-12s  %s\n", "Self", "%", "Total", "%", "Module", "Function");
 	for (size_t i = 0; i < rows; i++) {
@@ -366,8 +389,16 @@ static int process_table(FILE *f, const struct profile *p, unsigned top)
 		if (nr)
 			qsort(v, nr, sizeof(*v), cmp_pstat);
 		rows = top && nr > top ? top : nr;
-		fprintf(f, "\nSamples by process (%zu of %zu):\n", rows, nr);
-		fprintf(f, "%9s %6s %8s  %s\n", "Samples", "%", "PID", "Command");
+		if (profile__meta_c(p)->unit[0]) {
+			fprintf(f, "\n%c%s by process (%s, %zu of %zu):\n",
+				profile__meta_c(p)->value_name[0] == 'o' ? 'O' : 'W',
+				profile__meta_c(p)->value_name + 1, unit_label(profile__meta_c(p)->unit),
+				rows, nr);
+			fprintf(f, "%9s %6s %8s  %s\n", "Time", "%", "PID", "Command");
+		} else {
+			fprintf(f, "\nSamples by process (%zu of %zu):\n", rows, nr);
+			fprintf(f, "%9s %6s %8s  %s\n", "Samples", "%", "PID", "Command");
+		}
 		for (size_t i = 0; i < rows; i++) {
 			put_count(f, 9, v[i].count);
 			fprintf(f, " %6.2f ", pct(v[i].count, profile__total(p)));
@@ -384,27 +415,61 @@ static int process_table(FILE *f, const struct profile *p, unsigned top)
 	return err;
 }
 
-static int write_report(const struct profile *p, FILE *f, const struct out_opts *o)
+static int write_one(const struct profile *p, FILE *f, const struct out_opts *o,
+		     const char *what)
 {
 	unsigned top = o ? o->top : OUT_DEFAULT_TOP;
 	const char *sort = o ? o->sort : NULL;
+	const struct profile_meta *m = profile__meta_c(p);
 	struct fstats fs;
 	int err;
 
 	err = fstats_build(p, true, &fs);
 	if (err)
 		return err;
-	header(f, "bpfprof report:", p);
+	header(f, what, p);
 	if (!profile__total(p))
-		fputs("\nNo samples.\n", f);
+		fputs(m->unit[0] ? "\nNo time.\n" : "\nNo samples.\n", f);
 	else {
 		if (!sort || !strcmp(sort, "self"))
-			function_table(f, &fs, profile__total(p), false, top);
+			function_table(f, m, &fs, profile__total(p), false, top);
 		if (!sort || !strcmp(sort, "total"))
-			function_table(f, &fs, profile__total(p), true, top);
+			function_table(f, m, &fs, profile__total(p), true, top);
 		err = process_table(f, p, top);
 	}
 	fstats_free(&fs);
+	return err;
+}
+
+/* One view of a profile with off-CPU time. */
+static int write_view(const struct profile *p, FILE *f, const struct out_opts *o, enum view v,
+		      const char *what)
+{
+	struct profile *vp = view__build(p, v);
+	int err;
+
+	if (!vp)
+		return -errno;
+	err = write_one(vp, f, o, what);
+	profile__free(vp);
+	return err;
+}
+
+static int write_report(const struct profile *p, FILE *f, const struct out_opts *o)
+{
+	enum view v = o ? o->view : VIEW_AUTO;
+	int err;
+
+	if (!profile__meta_c(p)->offcpu)
+		return write_one(p, f, o, "bpfprof report:");
+	if (v != VIEW_AUTO)
+		return write_view(p, f, o, v, "bpfprof report:");
+	/* Both: what ran, then what waited. */
+	err = write_view(p, f, o, VIEW_CPU, "bpfprof report, on-CPU:");
+	if (!err) {
+		fputc('\n', f);
+		err = write_view(p, f, o, VIEW_OFFCPU, "bpfprof report, off-CPU:");
+	}
 	return err;
 }
 
@@ -537,6 +602,7 @@ const struct writer writer_report = {
 	.exts = {".txt", ".report"},
 	.description = "text summary: top functions (self, total), processes",
 	.write = write_report,
+	.all_values = true,
 };
 
 const struct diff_writer diff_writer_report = {

@@ -11,7 +11,8 @@
  * kind suffixes (kernel "_[k]", JIT "_[j]", Python "_[py]", inlined "_[i]"),
  * "file" is the source file (Go, Python) or else the module, and "line" the
  * source line when known: a function sampled at two lines is two frames.
- * Weights are sample counts (unit "none"); identical stacks of one profile
+ * Weights are sample counts (unit "none"), or microseconds for the time
+ * views of an --off-cpu profile (format/view.h); identical stacks of one profile
  * (threads of a process) are summed. Samples carry no time order: bpfprof
  * counts in the kernel, so the "Time Order" view shows aggregated stacks.
  */
@@ -173,9 +174,9 @@ static int write_one(FILE *f, const struct profile *p, const struct sprof *sp, b
 		output__json_string(f, err ? "" : name.buf);
 		sbuf_free(&name);
 		fprintf(f,
-			",\"unit\":\"none\",\"startValue\":0,\"endValue\":%" PRIu64
+			",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%" PRIu64
 			",\n\"samples\":[",
-			sp->total);
+			strcmp(profile__meta_c(p)->unit, "us") ? "none" : "microseconds", sp->total);
 	}
 	for (size_t i = 0; i < nr && !err; i++) {
 		const uint32_t *fr;

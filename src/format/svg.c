@@ -90,6 +90,12 @@ static void put_count(struct sbuf *sb, uint64_t v)
 	}
 }
 
+/* How a view's unit reads: "us" is "µs". */
+static const char *unit_label(const char *unit)
+{
+	return !strcmp(unit, "us") ? "\u00b5s" : unit;
+}
+
 /* "host · 2025-01-02 10:00 UTC · 10.0 s at 99 Hz · 1,980 samples · 3 lost" */
 static void describe_profile(struct sbuf *sb, const struct profile *p, uint64_t total)
 {
@@ -112,7 +118,10 @@ static void describe_profile(struct sbuf *sb, const struct profile *p, uint64_t 
 	if (m->duration_ns || m->freq_hz)
 		sbuf_puts(sb, " \u00b7 ");
 	put_count(sb, total);
-	sbuf_puts(sb, total == 1 ? " sample" : " samples");
+	if (m->unit[0])
+		sbuf_printf(sb, " %s of %s", unit_label(m->unit), m->value_name);
+	else
+		sbuf_puts(sb, total == 1 ? " sample" : " samples");
 	if (m->lost) {
 		sbuf_puts(sb, " \u00b7 ");
 		put_count(sb, m->lost);
@@ -121,7 +130,7 @@ static void describe_profile(struct sbuf *sb, const struct profile *p, uint64_t 
 }
 
 static int emit(FILE *f, const struct flametree *t, const char *title, const char *subtitle,
-		bool diff, bool inverted)
+		bool diff, bool inverted, const char *unit)
 {
 	uint32_t depth = flametree__max_depth(t), *stack;
 	unsigned height = SVG_TOP + (depth + 1) * SVG_FRAME + SVG_BOTTOM;
@@ -175,8 +184,10 @@ static int emit(FILE *f, const struct flametree *t, const char *title, const cha
 	fprintf(f,
 		"<script type=\"application/json\" id=\"fg-data\"><![CDATA[\n"
 		"{\"version\":1,\"width\":%u,\"height\":%u,\"frameHeight\":%u,\"pad\":%u,"
-		"\"top\":%u,\"bottom\":%u,\"diff\":%d,\"inverted\":%d,\n\"labels\":[",
+		"\"top\":%u,\"bottom\":%u,\"diff\":%d,\"inverted\":%d,\"unit\":",
 		SVG_WIDTH, height, SVG_FRAME, SVG_PAD, SVG_TOP, SVG_BOTTOM, diff, inverted);
+	output__json_string(f, unit && unit[0] ? unit_label(unit) : "samples");
+	fputs(",\n\"labels\":[", f);
 	for (size_t i = 0; i < flametree__nr_labels(t); i++) {
 		if (i)
 			fputc(',', f);
@@ -231,11 +242,21 @@ static int write_svg(const struct profile *p, FILE *f, const struct out_opts *o)
 	if (!err)
 		err = flametree__finish(t, min_value(profile__total(p)));
 	if (!err) {
+		const struct profile_meta *m = profile__meta_c(p);
+		char deflt[96];
+
 		describe_profile(&sub, p, profile__total(p));
-		title = o && o->title ? o->title
-			: inverted    ? "CPU icicle graph"
-				      : "CPU flame graph";
-		err = emit(f, t, title, sub.buf ? sub.buf : "", false, inverted);
+		if (m->unit[0])
+			snprintf(deflt, sizeof(deflt), "%s%s (%s)%s", m->value_name,
+				 inverted ? " icicle graph" : " flame graph", unit_label(m->unit),
+				 strcmp(m->value_name, "wall-clock time") ? ""
+				 : ": running and [off-cpu] waiting");
+		else
+			snprintf(deflt, sizeof(deflt), "%s", inverted ? "CPU icicle graph" : "CPU flame graph");
+		if (deflt[0] >= 'a' && deflt[0] <= 'z')
+			deflt[0] = (char)(deflt[0] - 'a' + 'A');
+		title = o && o->title ? o->title : deflt;
+		err = emit(f, t, title, sub.buf ? sub.buf : "", false, inverted, m->unit);
 	}
 	sbuf_free(&sub);
 	flametree__free(t);
@@ -262,7 +283,7 @@ static int write_diff_svg(const struct profile *before, const struct profile *af
 		put_count(&sub, profile__total(before));
 		sbuf_puts(&sub, " samples), red grew, blue shrank");
 		err = emit(f, t, o && o->title ? o->title : "Differential CPU flame graph",
-			   sub.buf ? sub.buf : "", true, o && o->inverted);
+			   sub.buf ? sub.buf : "", true, o && o->inverted, NULL);
 	}
 	sbuf_free(&sub);
 	flametree__free(t);

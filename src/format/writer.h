@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include "base/profile.h"
+#include "format/view.h"
 
 struct out_opts {
 	const char *title;  /* flame graph title, NULL for a default */
@@ -27,6 +28,7 @@ struct out_opts {
 	unsigned top;	    /* report: rows per table, 0 for all */
 	const char *sort;   /* report: "self" or "total", NULL for both tables */
 	bool lines;	    /* folded, svg: one frame per source line */
+	enum view view;	    /* a profile with off-CPU time, for writers of one value */
 };
 
 /* Rows per report table when no options are given (o == NULL). */
@@ -37,6 +39,9 @@ struct writer {
 	const char *exts[4];	  /* file name endings that select it */
 	const char *description;  /* one line for --help */
 	int (*write)(const struct profile *p, FILE *f, const struct out_opts *o);
+	/* Writes on-CPU samples and off-CPU time itself (pprof, report); the
+	 * others get the view o->view of a profile with off-CPU time. */
+	bool all_values;
 };
 
 /* The writer called name, or NULL. */
@@ -47,10 +52,15 @@ const struct writer *output__for_path(const char *path);
 const struct writer *const *output__all(void);
 
 /*
- * Writes p to path ("-" or NULL: stdout) atomically as described above.
+ * Writes p to path ("-" or NULL: stdout) atomically as described above,
+ * through the view o->view when p has off-CPU time and w shows one value.
  * Returns 0 or -errno; on error no partial file is left behind.
  */
 int output__write_path(const struct writer *w, const struct profile *p, const char *path,
+		       const struct out_opts *o);
+
+/* Writes p to f with w, through the view o->view where w needs one (as above). */
+int output__write_file(const struct writer *w, const struct profile *p, FILE *f,
 		       const struct out_opts *o);
 
 /* Checks early (before profiling) that path can be written; 0 or -errno. */

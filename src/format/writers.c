@@ -308,9 +308,26 @@ struct write_job {
 	const struct out_opts *o;
 };
 
+int output__write_file(const struct writer *w, const struct profile *p, FILE *f,
+		       const struct out_opts *o)
+{
+	struct profile *view;
+	int err;
+
+	if (w->all_values || !profile__meta_c(p)->offcpu)
+		return w->write(p, f, o);
+	view = view__build(p, o ? o->view : VIEW_AUTO);
+	if (!view)
+		return -errno;
+	err = w->write(view, f, o);
+	profile__free(view);
+	return err;
+}
+
 static int write_stream(const struct write_job *j, FILE *f)
 {
-	int err = j->w ? j->w->write(j->p, f, j->o) : j->dw->write(j->before, j->p, f, j->o);
+	int err = j->w ? output__write_file(j->w, j->p, f, j->o)
+		       : j->dw->write(j->before, j->p, f, j->o);
 
 	if (fflush(f) && !err)
 		err = -errno;

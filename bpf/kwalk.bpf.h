@@ -233,22 +233,32 @@ static long kw_step(__u64 index, void *data)
 	return 0;
 }
 
-/* The kernel stack of a sample taken in kernel mode; false: use bpf_get_stack(). */
-static __always_inline bool kw_walk(struct bpf_perf_event_data *ctx, struct uw_state *st,
-				    struct bp_stack *out)
+/*
+ * The kernel stack from pc, sp and bp; exact: pc is where the CPU stopped
+ * (an interrupted ip), not a return address. False: use the kernel's walk.
+ */
+static __always_inline bool kw_walk_from(__u64 pc, __u64 sp, __u64 bp, bool exact,
+					 struct uw_state *st, struct bp_stack *out)
 {
 	struct uw_ctx c = { .st = st, .out = out };
 
-	st->pc = ctx->regs.ip;
-	st->sp = ctx->regs.sp;
-	st->bp = ctx->regs.bp;
+	st->pc = pc;
+	st->sp = sp;
+	st->bp = bp;
 	barrier_var(st->pc);
-	st->flags = UW_F_EXACT; /* interrupted: not a return address */
+	st->flags = exact ? UW_F_EXACT : 0;
 	st->stop = 0;
 	st->nr = 0;
 	bpf_loop(PROFILE_MAX_DEPTH + 1, kw_step, &c, 0);
 	out->nr = st->nr;
 	return st->stop == STAT_UNWIND_END || st->stop == STAT_UNWIND_TRUNCATED;
+}
+
+/* The kernel stack of a sample taken in kernel mode; false: use bpf_get_stack(). */
+static __always_inline bool kw_walk(struct bpf_perf_event_data *ctx, struct uw_state *st,
+				    struct bp_stack *out)
+{
+	return kw_walk_from(ctx->regs.ip, ctx->regs.sp, ctx->regs.bp, true, st, out);
 }
 
 #endif /* BPFPROF_KWALK_BPF_H */

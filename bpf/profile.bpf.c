@@ -22,6 +22,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
 
 #include "profile_abi.h"
 #include "cpu_state.bpf.h"
@@ -272,8 +273,10 @@ static __always_inline bool in_cgroups(void)
  * The user stack: the walker, with the process's unwind tables when they are
  * loaded (--unwind auto|dwarf), by frame pointers otherwise. 32-bit tasks
  * and other architectures: the kernel's frame-pointer walk (bpf_get_stack).
+ * pctx: a perf_event sample's context (its registers), or NULL for the
+ * current task's saved user registers (--off-cpu, on the scheduler switch).
  */
-static __always_inline bool read_user_stack(struct bpf_perf_event_data *ctx,
+static __always_inline bool read_user_stack(void *ctx, struct bpf_perf_event_data *pctx,
 					    struct task_struct *task, struct cpu_state *cs,
 					    __u32 tgid, __u64 start_time, __u64 exec_id, __u64 *id)
 {
@@ -292,9 +295,19 @@ static __always_inline bool read_user_stack(struct bpf_perf_event_data *ctx,
 	}
 #if defined(__TARGET_ARCH_x86)
 	if (fp_walker) { /* false on kernels without bpf_loop(): see the collector */
+		enum uw_result r;
+		__u64 rcs, ip, sp, bp;
+
 		*id = STACK_ID_NONE;
 		st->nr = 0;
-		switch (uw_walk(ctx, task, ws, tables, gen, start_time, exec_id, st)) {
+		if (pctx)
+			r = uw_walk(pctx, task, ws, tables, gen, start_time, exec_id, st);
+		else if (uw_task_regs(task, &rcs, &ip, &sp, &bp))
+			r = uw_walk_regs(task, ws, tables, gen, start_time, exec_id, st, rcs, ip, sp,
+					 bp);
+		else
+			r = UW_NO_REGS;
+		switch (r) {
 		case UW_OK:
 			TM_ADD(TM_UFRAMES, st->nr);
 			if (st->nr)
@@ -321,7 +334,7 @@ __attribute__((noinline)) int sample_ustack(struct bpf_perf_event_data *ctx, __u
 	if (!cs)
 		return SAMPLE_F_USTACK_ERR;
 	cs->ustack = STACK_ID_NONE;
-	if (!read_user_stack(ctx, task, cs, tgid, start_time, exec_id, &cs->ustack) ||
+	if (!read_user_stack(ctx, ctx, task, cs, tgid, start_time, exec_id, &cs->ustack) ||
 	    cs->ustack == STACK_ID_NONE) {
 		stat_inc(STAT_USTACK_ERR);
 		return SAMPLE_F_USTACK_ERR;
@@ -461,3 +474,5 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	TM_ADD(TM_NEW_N, 1);
 	return 0;
 }
+
+#include "offcpu.bpf.h"

@@ -28,6 +28,7 @@
 #define SAMPLE_F_KSTACK_ERR (1U << 0) /* kernel stack could not be read */
 #define SAMPLE_F_USTACK_ERR (1U << 1) /* user stack could not be read */
 #define SAMPLE_F_KTHREAD    (1U << 2) /* kernel thread: no user stack exists */
+#define SAMPLE_F_OFFCPU	    (1U << 3) /* --off-cpu: the count is blocked time in ns, not samples */
 
 /*
  * One aggregation bucket: the counts map holds sample_key -> __u64 count.
@@ -192,6 +193,26 @@ enum bp_stat {
 	STAT_UNWIND_REFRESH,	     /* requests to re-read a process's mappings */
 	STAT_UNWIND_CACHE_HITS,	     /* frames whose mapping and row came from the row cache */
 	STAT_UNWIND_CACHE_MISSES,    /* ... that were searched */
+	/* --off-cpu (bpf/offcpu.bpf.h). Every block of a target task ends as a
+	 * resume, a cut (still blocked at the end), an eviction from the full
+	 * task table, or is pending (blocked now):
+	 *   BLOCKS = RESUMES + CUT + evicted + pending
+	 *   RESUMES + CUT = KEPT + SHORT + LOST (the LOST_* reasons)
+	 * userspace counts the pending entries; the evicted are what remains. */
+	STAT_OFFCPU_BLOCKS,	     /* target tasks that left a CPU blocked (entry written) */
+	STAT_OFFCPU_RESUMES,	     /* ... that ran again with their entry still there */
+	STAT_OFFCPU_CUT,	     /* ... still blocked when profiling stopped: counted to then */
+	STAT_OFFCPU_KEPT,	     /* resumes counted: blocked at least --off-cpu-min */
+	STAT_OFFCPU_KEPT_NS,	     /* ... their blocked time (what the profiles hold), ns */
+	STAT_OFFCPU_SHORT,	     /* resumes blocked less than --off-cpu-min: not counted */
+	STAT_OFFCPU_SHORT_NS,	     /* ... their blocked time, ns */
+	STAT_OFFCPU_LOST_NS,	     /* blocked time of the lost resumes below, ns */
+	STAT_OFFCPU_LOST_COUNTS_FULL, /* lost: counts map full */
+	STAT_OFFCPU_LOST_STACKS_FULL, /* lost: stacks map full */
+	STAT_OFFCPU_LOST_USTACK,     /* lost: the user stack taken at the block was gone */
+	STAT_OFFCPU_LOST_OTHER,	     /* lost: a map lookup or the stack store failed */
+	STAT_OFFCPU_KSTACK_ERR,	     /* kept, kernel stack missing */
+	STAT_OFFCPU_USTACK_ERR,	     /* kept, user stack missing */
 	STAT_MAX,
 };
 
@@ -213,6 +234,21 @@ _Static_assert(sizeof(struct bp_proc_event) == 48, "bp_proc_event");
 /* bp_proc_event.kind */
 #define PROC_EVENT_NEW_IMAGE 0 /* first sample of a new program image */
 #define PROC_EVENT_REFRESH   1 /* the unwinder met code in no known mapping (dlopen) */
+
+/*
+ * --off-cpu: what the program keeps about a target task while it is
+ * blocked (map offcpu_tasks, keyed by tid, LRU-bounded). The user stack is
+ * read when the task blocks (only then is its address space the current
+ * one) and stored in the stacks set active at that moment; userspace copies
+ * the stacks of blocked tasks into the new set at every buffer flip
+ * (collector.c), so a wait may span any number of flips.
+ */
+struct bp_offcpu_task {
+	__u64 ts;     /* bpf_ktime_get_ns() when it left the CPU */
+	__u64 ustack; /* user stack id, STACK_ID_NONE if none */
+	__u32 flags;  /* SAMPLE_F_USTACK_ERR, SAMPLE_F_KTHREAD */
+	__u32 pad;
+};
 
 /* Value of the per-tgid "seen" map. */
 struct bp_proc_seen {

@@ -459,44 +459,20 @@ enum uw_result {
 };
 
 /*
- * Walks the user stack of the current task into out, with the mapping list
- * uw_proc() found (tables) or none: a frame-pointer walk - done here rather
- * than by bpf_get_stack(BPF_F_USER_STACK), which costs about a microsecond
- * more per sample on the same frames (tools/bench_breakdown.py); --unwind
- * dwarf then keeps just the leaf. gen: uw_gen, read before uw_proc().
+ * Walks the user stack of the current task into out from its user
+ * registers (cs, ip, sp, bp), with the mapping list uw_proc() found
+ * (tables) or none: a frame-pointer walk - done here rather than by
+ * bpf_get_stack(BPF_F_USER_STACK), which costs about a microsecond more per
+ * sample on the same frames (tools/bench_breakdown.py); --unwind dwarf then
+ * keeps just the leaf. gen: uw_gen, read before uw_proc().
  */
-static __always_inline enum uw_result uw_walk(struct bpf_perf_event_data *ctx,
-					      struct task_struct *task, struct uw_state *st,
-					      bool tables, __u64 gen, __u64 start_time, __u64 exec_id,
-					      struct bp_stack *out)
+static __always_inline enum uw_result uw_walk_regs(struct task_struct *task, struct uw_state *st,
+						   bool tables, __u64 gen, __u64 start_time,
+						   __u64 exec_id, struct bp_stack *out, __u64 cs,
+						   __u64 ip, __u64 sp, __u64 bp)
 {
 	struct uw_ctx c = {.out = out};
-	__u64 cs, ip, sp, bp;
-	/*
-	 * pt_regs.cs is 16 bits wide, but the context can only be read in
-	 * 8-byte words: read the word holding it. The barriers keep the
-	 * compiler from merging these context loads with the pt_regs loads
-	 * below into one load through a selected pointer, which the verifier
-	 * refuses for the context.
-	 */
-	cs = *(__u64 *)((void *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
-	ip = ctx->regs.ip;
-	sp = ctx->regs.sp;
-	bp = ctx->regs.bp;
-	barrier_var(ip);
-	barrier_var(sp);
-	barrier_var(bp);
-	if ((cs & 3) != 3) {
-		/* In the kernel (syscall, fault): the user registers saved at entry. */
-		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 
-		if (!regs)
-			return UW_NO_REGS;
-		cs = regs->cs;
-		ip = regs->ip;
-		sp = regs->sp;
-		bp = regs->bp;
-	}
 	if ((cs & 0xffff) == USER32_CS)
 		return UW_COMPAT;
 	st->pc = ip;
@@ -527,6 +503,49 @@ static __always_inline enum uw_result uw_walk(struct bpf_perf_event_data *ctx,
 		stat_add(STAT_UNWIND_CACHE_MISSES, st->cache_misses);
 	}
 	return UW_OK;
+}
+
+/* The user registers saved when task entered the kernel (syscall, fault,
+ * interrupt); false if they cannot be read. */
+static __always_inline bool uw_task_regs(struct task_struct *task, __u64 *cs, __u64 *ip, __u64 *sp,
+					 __u64 *bp)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+	if (!regs)
+		return false;
+	*cs = regs->cs;
+	*ip = regs->ip;
+	*sp = regs->sp;
+	*bp = regs->bp;
+	return true;
+}
+
+/* The same from a perf_event sample's registers (in the kernel: the saved ones). */
+static __always_inline enum uw_result uw_walk(struct bpf_perf_event_data *ctx,
+					      struct task_struct *task, struct uw_state *st,
+					      bool tables, __u64 gen, __u64 start_time, __u64 exec_id,
+					      struct bp_stack *out)
+{
+	__u64 cs, ip, sp, bp;
+	/*
+	 * pt_regs.cs is 16 bits wide, but the context can only be read in
+	 * 8-byte words: read the word holding it. The barriers keep the
+	 * compiler from merging these context loads with the pt_regs loads
+	 * below into one load through a selected pointer, which the verifier
+	 * refuses for the context.
+	 */
+	cs = *(__u64 *)((void *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
+	ip = ctx->regs.ip;
+	sp = ctx->regs.sp;
+	bp = ctx->regs.bp;
+	barrier_var(ip);
+	barrier_var(sp);
+	barrier_var(bp);
+	/* In the kernel (syscall, fault): the user registers saved at entry. */
+	if ((cs & 3) != 3 && !uw_task_regs(task, &cs, &ip, &sp, &bp))
+		return UW_NO_REGS;
+	return uw_walk_regs(task, st, tables, gen, start_time, exec_id, out, cs, ip, sp, bp);
 }
 
 #endif /* BPFPROF_UNWIND_BPF_H */

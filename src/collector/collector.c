@@ -97,6 +97,8 @@ struct collector {
 	int ncpu;		/* possible CPUs: entries of cpu_state */
 	void *cpu_state;	/* its mmap, NULL: read by lookups (and no hot slots) */
 	size_t cpu_state_len;
+	struct bpf_link *offcpu_links[2]; /* --off-cpu: sched_switch, sched_process_fork */
+	uint64_t offcpu_carried;
 };
 
 /* --- kernel stacks with the kernel's ORC table (src/unwind/korc.h) --------- */
@@ -412,6 +414,191 @@ static bool attempt_possible(struct collector *c, const struct load_attempt *a, 
 	return !c->kw_err;
 }
 
+/* --- --off-cpu (bpf/offcpu.bpf.h) ------------------------------------------ */
+
+/* The programs load only with --off-cpu; the fork tracker only with targets. */
+static void offcpu_configure(struct collector *c)
+{
+	const struct collector_opts *o = &c->opts;
+	bool targets = o->nr_pids || o->child;
+
+	bpf_program__set_autoload(c->skel->progs.offcpu_switch, o->offcpu);
+	bpf_program__set_autoload(c->skel->progs.offcpu_flush, o->offcpu);
+	bpf_program__set_autoload(c->skel->progs.offcpu_fork, o->offcpu && targets);
+	if (!o->offcpu) { /* the maps exist anyway: keep them small */
+		bpf_map__set_max_entries(c->skel->maps.offcpu_tasks, 1);
+		bpf_map__set_max_entries(c->skel->maps.offcpu_tgids, 1);
+		return;
+	}
+	c->skel->rodata->offcpu_min_ns = o->offcpu_min_ns;
+	c->skel->rodata->self_tgid = (uint32_t)getpid();
+	c->skel->rodata->offcpu_filter_tgids = targets;
+	c->skel->rodata->offcpu_filter_cpus = o->cpus != NULL;
+	if (o->offcpu_tasks)
+		bpf_map__set_max_entries(c->skel->maps.offcpu_tasks, o->offcpu_tasks);
+	bpf_map__set_max_entries(c->skel->maps.offcpu_cpus, c->ncpu > 0 ? c->ncpu : 1);
+}
+
+/* Targets and CPUs into their filter maps, after load. */
+static int offcpu_fill(struct collector *c, struct errmsg *em)
+{
+	const struct collector_opts *o = &c->opts;
+	int tfd = bpf_map__fd(c->skel->maps.offcpu_tgids);
+	uint64_t any = 0;
+	uint8_t yes = 1;
+	int err;
+
+	if (!o->offcpu)
+		return 0;
+	for (size_t i = 0; i < o->nr_pids; i++)
+		if (bpf_map_update_elem(tfd, &o->pids[i], &any, BPF_ANY))
+			goto fail;
+	if (o->child) {
+		uint32_t pid = (uint32_t)o->child;
+
+		if (bpf_map_update_elem(tfd, &pid, &any, BPF_ANY))
+			goto fail;
+	}
+	for (int cpu = 0; o->cpus && cpu < o->nr_cpus && cpu < c->ncpu; cpu++) {
+		uint32_t k = (uint32_t)cpu;
+
+		if (o->cpus[cpu] &&
+		    bpf_map_update_elem(bpf_map__fd(c->skel->maps.offcpu_cpus), &k, &yes, BPF_ANY))
+			goto fail;
+	}
+	return 0;
+fail:
+	err = -errno;
+	errmsg_set(em, err, "cannot fill the off-CPU filters: %s", strerror(-err));
+	return err;
+}
+
+static int offcpu_attach(struct collector *c, struct errmsg *em)
+{
+	struct bpf_program *progs[2] = { c->skel->progs.offcpu_switch, c->skel->progs.offcpu_fork };
+	static const char *const what[2] = { "sched_switch", "sched_process_fork" };
+
+	if (!c->opts.offcpu)
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		int err;
+
+		if (!bpf_program__autoload(progs[i]))
+			continue;
+		c->offcpu_links[i] = bpf_program__attach(progs[i]);
+		if (!c->offcpu_links[i]) {
+			err = -errno;
+			c->offcpu_links[i] = NULL;
+			errmsg_set(em, err, "attaching the off-CPU program to the %s tracepoint failed: %s",
+				   what[i], strerror(-err));
+			errmsg_hint(em, "--off-cpu needs BTF-typed tracepoints (tp_btf, Linux 5.5+)");
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* Waits still going are counted up to now (offcpu_flush in offcpu.bpf.h):
+ * one run of the task iterator, while the switch program still runs. */
+static void offcpu_flush(struct collector *c)
+{
+	struct bpf_link *link;
+	char buf[64];
+	int fd;
+
+	if (!c->offcpu_links[0])
+		return;
+	link = bpf_program__attach_iter(c->skel->progs.offcpu_flush, NULL);
+	if (!link)
+		return; /* the waits stay pending, and are reported so */
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd >= 0) {
+		while (read(fd, buf, sizeof(buf)) > 0)
+			;
+		close(fd);
+	}
+	bpf_link__destroy(link);
+}
+
+static void offcpu_detach(struct collector *c)
+{
+	offcpu_flush(c);
+	for (int i = 0; i < 2; i++) {
+		bpf_link__destroy(c->offcpu_links[i]);
+		c->offcpu_links[i] = NULL;
+	}
+}
+
+/* Calls fn for every entry of the blocked-task table; fn returns 0 or -errno. */
+static int offcpu_tasks_each(struct collector *c,
+			     int (*fn)(struct collector *c, const struct bp_offcpu_task *t, void *arg),
+			     void *arg)
+{
+	enum { CHUNK = 256 };
+	int fd = bpf_map__fd(c->skel->maps.offcpu_tasks);
+	uint32_t keys[CHUNK], token = 0;
+	struct bp_offcpu_task vals[CHUNK];
+	bool first = true, more = true;
+	int err = 0;
+
+	while (more && !err) {
+		DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		uint32_t count = CHUNK;
+
+		if (bpf_map_lookup_batch(fd, first ? NULL : &token, &token, keys, vals, &count,
+					 &opts)) {
+			if (errno != ENOENT) {
+				if (!first || (errno != EINVAL && errno != ENOTSUP))
+					return -errno;
+				break; /* no batch ops (before 5.6): key by key below */
+			}
+			more = false;
+		}
+		first = false;
+		for (uint32_t i = 0; i < count && !err; i++)
+			err = fn(c, &vals[i], arg);
+		if (!more)
+			return err;
+	}
+	if (err)
+		return err;
+	{
+		uint32_t key, next, *prev = NULL;
+		struct bp_offcpu_task v;
+
+		while (!err && !bpf_map_get_next_key(fd, prev, &next)) {
+			key = next;
+			prev = &key;
+			if (!bpf_map_lookup_elem(fd, &key, &v))
+				err = fn(c, &v, arg);
+		}
+	}
+	return err;
+}
+
+static int count_task(struct collector *c, const struct bp_offcpu_task *t, void *arg)
+{
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+struct carry {
+	int from, to;
+	struct bp_stack st;
+};
+
+/* The user stack of a blocked task, into the new set (see offcpu.bpf.h). */
+static int carry_task(struct collector *c, const struct bp_offcpu_task *t, void *arg)
+{
+	struct carry *ca = arg;
+
+	if (t->ustack == STACK_ID_NONE || bpf_map_lookup_elem(ca->from, &t->ustack, &ca->st))
+		return 0;
+	if (!bpf_map_update_elem(ca->to, &t->ustack, &ca->st, BPF_NOEXIST))
+		c->offcpu_carried++;
+	return 0; /* EEXIST: there already; E2BIG: its resume counts the loss */
+}
+
 /* Filters are read-only data, map sizes are set before load. */
 static int skel_configure(struct collector *c, const struct load_attempt *a,
 			  struct errmsg *em)
@@ -463,6 +650,7 @@ static int skel_configure(struct collector *c, const struct load_attempt *a,
 		bpf_map__set_max_entries(s->maps.unwind_procs, opts->unwind_max_procs);
 		bpf_map__set_max_entries(s->maps.python_procs, opts->unwind_max_procs);
 	}
+	offcpu_configure(c);
 	return 0;
 }
 
@@ -676,7 +864,7 @@ struct collector *collector__open(const struct collector_opts *opts, struct errm
 	c->counts_fd[1] = bpf_map__fd(c->skel->maps.counts_1);
 	c->stacks_fd[0] = bpf_map__fd(c->skel->maps.stacks_0);
 	c->stacks_fd[1] = bpf_map__fd(c->skel->maps.stacks_1);
-	if (slots_fill(c, em) || korc_fill(c, em) || filters_fill(c, em))
+	if (slots_fill(c, em) || korc_fill(c, em) || filters_fill(c, em) || offcpu_fill(c, em))
 		goto out_destroy;
 
 	c->active = 0;
@@ -1006,6 +1194,8 @@ int collector__attach(struct collector *c, struct errmsg *em)
 	} else {
 		err = attach_cpus(c, em);
 	}
+	if (!err)
+		err = offcpu_attach(c, em);
 	if (err)
 		collector__detach(c);
 	return err;
@@ -1348,6 +1538,13 @@ int collector__drain(struct collector *c, collector_sample_fn pre, collector_sam
 
 	/* 4: empty the old pair for its next turn - also after a failed callback,
 	 * or its next drain would hand the same counts out again. */
+	if (flip && c->opts.offcpu) {
+		struct carry ca = { .from = c->stacks_fd[buf], .to = c->stacks_fd[buf ^ 1] };
+		int e0 = offcpu_tasks_each(c, carry_task, &ca);
+
+		if (!err)
+			err = e0;
+	}
 	if (flip) {
 		int e1 = clear_map(c->counts_fd[buf], sizeof(struct bp_sample_key));
 		int e2 = clear_map(c->stacks_fd[buf], sizeof(uint64_t));
@@ -1434,6 +1631,14 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 		free(buf);
 	}
 	throttle_stats(c, st);
+	if (c->opts.offcpu) {
+		uint64_t done = st->v[STAT_OFFCPU_RESUMES] + st->v[STAT_OFFCPU_CUT];
+
+		offcpu_tasks_each(c, count_task, &st->offcpu_pending);
+		if (st->v[STAT_OFFCPU_BLOCKS] > done + st->offcpu_pending)
+			st->offcpu_evicted = st->v[STAT_OFFCPU_BLOCKS] - done - st->offcpu_pending;
+		st->offcpu_carried = c->offcpu_carried;
+	}
 }
 
 int collector__prog_runtime(struct collector *c, uint64_t *run_ns, uint64_t *run_cnt)
@@ -1469,6 +1674,7 @@ void collector__detach(struct collector *c)
 		close(c->events[i].fd);
 	}
 	c->nr_events = 0;
+	offcpu_detach(c);
 	c->sampling = false;
 }
 

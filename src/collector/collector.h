@@ -51,6 +51,9 @@ struct collector_opts {
 	uint32_t unwind_mode;	/* enum bp_unwind_mode: user stack walking */
 	uint32_t unwind_max_procs; /* processes with unwind tables in the kernel */
 	bool kernel_helper;	/* kernel stacks by bpf_get_stack() only (no ORC walk) */
+	bool offcpu;		/* --off-cpu: also count blocked time (bpf/offcpu.bpf.h) */
+	uint64_t offcpu_min_ns;	/* waits shorter than this are only counted in the stats */
+	uint32_t offcpu_tasks;	/* entries of the blocked-task table (0: the default) */
 	bool libbpf_debug;	/* libbpf's own messages on stderr */
 };
 
@@ -86,6 +89,11 @@ struct collector_stats {
 	 */
 	uint64_t expected, taken, throttled;
 	uint64_t running_ns; /* summed over events: taken * 1e9 / running_ns is the rate */
+	/* --off-cpu: tasks blocked now (their entries in the task table), and
+	 * blocks whose entry was pushed out of the full table: STAT_OFFCPU_BLOCKS
+	 * less everything else that became of a block (see profile_abi.h). */
+	uint64_t offcpu_pending, offcpu_evicted;
+	uint64_t offcpu_carried; /* user stacks of blocked tasks copied across flips */
 };
 
 typedef int (*collector_sample_fn)(void *ctx, const struct collector_sample *s);

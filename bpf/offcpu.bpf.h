@@ -122,6 +122,7 @@ static __always_inline void oc_block(void *ctx, struct task_struct *prev, __u64 
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	struct bp_offcpu_task t = { .ts = now };
 	struct cpu_state *cs;
+	long err;
 
 	if (!oc_target(prev, tgid, tid))
 		return;
@@ -147,7 +148,14 @@ static __always_inline void oc_block(void *ctx, struct task_struct *prev, __u64 
 		else
 			t.flags = SAMPLE_F_USTACK_ERR;
 	}
-	if (bpf_map_update_elem(&offcpu_tasks, &tid, &t, BPF_ANY))
+	err = bpf_map_update_elem(&offcpu_tasks, &tid, &t, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		/* Its last wait never ended here (it came back through a path
+		 * this program did not see): counted, then replaced. */
+		cs->stats[STAT_OFFCPU_REPLACED]++;
+		err = bpf_map_update_elem(&offcpu_tasks, &tid, &t, BPF_ANY);
+	}
+	if (err)
 		return; /* not tracked (the LRU map could not make room) */
 	cs->stats[STAT_OFFCPU_BLOCKS]++;
 }

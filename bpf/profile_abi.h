@@ -196,12 +196,13 @@ enum bp_stat {
 	/* --off-cpu (bpf/offcpu.bpf.h). Every block of a target task ends as a
 	 * resume, a cut (still blocked at the end), an eviction from the full
 	 * task table, or is pending (blocked now):
-	 *   BLOCKS = RESUMES + CUT + evicted + pending
+	 *   BLOCKS = RESUMES + CUT + REPLACED + evicted + pending
 	 *   RESUMES + CUT = KEPT + SHORT + LOST (the LOST_* reasons)
 	 * userspace counts the pending entries; the evicted are what remains. */
 	STAT_OFFCPU_BLOCKS,	     /* target tasks that left a CPU blocked (entry written) */
 	STAT_OFFCPU_RESUMES,	     /* ... that ran again with their entry still there */
 	STAT_OFFCPU_CUT,	     /* ... still blocked when profiling stopped: counted to then */
+	STAT_OFFCPU_REPLACED,	     /* ... blocked again with its entry still there (a lost resume) */
 	STAT_OFFCPU_KEPT,	     /* resumes counted: blocked at least --off-cpu-min */
 	STAT_OFFCPU_KEPT_NS,	     /* ... their blocked time (what the profiles hold), ns */
 	STAT_OFFCPU_SHORT,	     /* resumes blocked less than --off-cpu-min: not counted */

@@ -65,6 +65,23 @@ int metrics__render(const struct metrics_snapshot *s, struct sbuf *out)
 		       "Samples kept without a readable user stack.", s->ustack_errors);
 	err |= COUNTER("bpfprof_process_notices_lost_total",
 		       "New-process notices dropped (ring buffer full).", s->notices_lost);
+	if (s->offcpu) {
+		err |= sbuf_printf(out,
+				   "# HELP bpfprof_offcpu_waits_total Waits of target threads (--off-cpu), by what became of them.\n"
+				   "# TYPE bpfprof_offcpu_waits_total counter\n"
+				   "bpfprof_offcpu_waits_total{result=\"counted\"} %" PRIu64 "\n"
+				   "bpfprof_offcpu_waits_total{result=\"shorter_than_min\"} %" PRIu64 "\n"
+				   "bpfprof_offcpu_waits_total{result=\"lost\"} %" PRIu64 "\n"
+				   "bpfprof_offcpu_waits_total{result=\"evicted\"} %" PRIu64 "\n",
+				   s->offcpu_counted, s->offcpu_short, s->offcpu_lost, s->offcpu_evicted);
+		err |= sbuf_printf(out,
+				   "# HELP bpfprof_offcpu_seconds_total Off-CPU time counted in profiles.\n"
+				   "# TYPE bpfprof_offcpu_seconds_total counter\n"
+				   "bpfprof_offcpu_seconds_total %.6f\n",
+				   s->offcpu_counted_ns / 1e9);
+		err |= GAUGE("bpfprof_offcpu_blocked_threads", "Target threads blocked now.",
+			     "%" PRIu64, s->offcpu_blocked_now);
+	}
 	err |= COUNTER("bpfprof_drains_total", "Kernel map drains.", s->drains);
 	err |= GAUGE("bpfprof_drain_duration_seconds", "Duration of the last drain.", "%.6f",
 		     s->drain_ns_last / 1e9);

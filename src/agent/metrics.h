@@ -26,6 +26,10 @@ struct metrics_snapshot {
 	uint64_t procs_cached, files_cached, labels_cached;
 	uint64_t last_drain_unix; /* seconds */
 	uint32_t freq;
+	/* --off-cpu (rendered only with it): waits by what became of them. */
+	bool offcpu;
+	uint64_t offcpu_counted, offcpu_short, offcpu_lost, offcpu_evicted;
+	uint64_t offcpu_counted_ns, offcpu_blocked_now;
 };
 
 struct metrics {

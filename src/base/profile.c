@@ -320,9 +320,9 @@ int profile__merge_if(struct profile *dst, const struct profile *src,
 		}
 		if (!err)
 		{
-			int64_t i = add_values(dst, s, ids, n, s->count, s->offcpu_ns);
+			int64_t at = add_values(dst, s, ids, n, s->count, s->offcpu_ns);
 
-			err = i < 0 ? (int)i : 0;
+			err = at < 0 ? (int)at : 0;
 		}
 	}
 	free(ids);

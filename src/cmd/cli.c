@@ -28,6 +28,9 @@ static const struct option long_opts[] = {
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "addresses", no_argument, NULL, OPT_ADDRESSES },
+	{ "off-cpu", no_argument, NULL, OPT_OFFCPU },
+	{ "off-cpu-min", required_argument, NULL, OPT_OFFCPU_MIN },
+	{ "off-cpu-tasks", required_argument, NULL, OPT_OFFCPU_TASKS },
 	{ "help", no_argument, NULL, 'h' },
 	CLI_OUT_OPTIONS,
 	{ NULL, 0, NULL, 0 },
@@ -77,6 +80,17 @@ void cli__usage(FILE *f)
 		"                          kernel stacks: orc (walked by the program with the\n"
 		"                          kernel's own ORC table, the same frames for less;\n"
 		"                          default), kernel (bpf_get_stack() for every sample)\n"
+		"\n"
+		"Off-CPU (where threads wait, in the same profile):\n"
+		"      --off-cpu           also count the time target threads spend blocked (sleeps,\n"
+		"                          I/O, locks), by the stacks they blocked in; pprof gets\n"
+		"                          off_cpu and wall sample types, folded/svg show --view\n"
+		"      --off-cpu-min TIME  count only waits at least this long (default 1ms; 0: all);\n"
+		"                          shorter ones are counted in the summary (200us, 1ms, 2s;\n"
+		"                          a bare number is milliseconds)\n"
+		"      --off-cpu-tasks N   slots for blocked threads (default 16384, rounded up to a\n"
+		"                          power of two; thread id modulo N: a thread blocking\n"
+		"                          into a slot holding another's wait evicts it, counted)\n"
 		"\n"
 		"Output:\n"
 		"  -o, --output FILE       write here instead of stdout (written atomically)\n"
@@ -207,6 +221,29 @@ int cli__parse_pids(const char *s, uint32_t **pids, size_t *nr)
 err_inval:
 	free(arr);
 	return -EINVAL;
+}
+
+int cli__parse_wait(const char *s, uint64_t *ns)
+{
+	double v, mult = 1e6; /* bare: milliseconds */
+	char *end;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return -EINVAL;
+	if (!strcmp(end, "us"))
+		mult = 1e3;
+	else if (!strcmp(end, "ms") || !*end)
+		mult = 1e6;
+	else if (!strcmp(end, "s"))
+		mult = 1e9;
+	else
+		return -EINVAL;
+	if (v * mult > 3600e9)
+		return -EINVAL; /* an hour: surely a typo */
+	*ns = (uint64_t)(v * mult + 0.5);
+	return 0;
 }
 
 int cli__parse_duration(const char *s, double *out)
@@ -451,6 +488,31 @@ static int parse_sampling_option(int c, const char *arg, struct options *o, stru
 	return CLI_OK;
 }
 
+/* --off-cpu and its settings (record only). */
+static int parse_offcpu_option(int c, const char *arg, struct options *o, struct errmsg *em)
+{
+	switch (c) {
+	case OPT_OFFCPU:
+		o->offcpu = true;
+		break;
+	case OPT_OFFCPU_MIN:
+		if (cli__parse_wait(arg, &o->offcpu_min_ns))
+			return usage_err(em,
+					 "invalid --off-cpu-min '%s': expected a time such as 1ms, 200us or 0",
+					 arg);
+		o->offcpu_min_set = true;
+		break;
+	case OPT_OFFCPU_TASKS:
+		if (parse_u32_opt(arg, 16, 1u << 22, &o->offcpu_tasks))
+			return usage_err(em, "invalid --off-cpu-tasks '%s': expected 16 to 4194304",
+					 arg);
+		break;
+	default:
+		return NOT_AN_OPTION;
+	}
+	return CLI_OK;
+}
+
 /* Where profiles go (one file, or the continuous-mode sinks), and messages. */
 static int parse_output_option(int c, const char *arg, struct options *o, struct errmsg *em)
 {
@@ -552,6 +614,8 @@ static int parse_option(int c, const char *arg, struct options *o, struct errmsg
 	int rc = parse_sampling_option(c, arg, o, em);
 
 	if (rc == NOT_AN_OPTION)
+		rc = parse_offcpu_option(c, arg, o, em);
+	if (rc == NOT_AN_OPTION)
 		rc = parse_output_option(c, arg, o, em);
 	if (rc == NOT_AN_OPTION) { /* the output options every command takes */
 		rc = cli__out_option(c, arg, &o->out, em);
@@ -602,6 +666,13 @@ int cli__validate(struct options *o, struct errmsg *em)
 	if (o->nr_cgroups && (o->cmd_is_target || o->nr_pids))
 		return usage_err(em,
 				 "--cgroup cannot be combined with -p or a profiled command (with -a or -C, a command sets the duration)");
+	if ((o->offcpu_min_set || o->offcpu_tasks) && !o->offcpu)
+		return usage_err(em, "--off-cpu-min and --off-cpu-tasks need --off-cpu");
+	if (o->out.view != VIEW_AUTO && !o->offcpu)
+		return usage_err(em,
+				 "--view chooses between on-CPU and off-CPU values: it needs --off-cpu");
+	if (o->offcpu && !o->offcpu_min_set)
+		o->offcpu_min_ns = CLI_OFFCPU_MIN_DEFAULT_NS;
 	return CLI_OK;
 }
 
@@ -652,6 +723,10 @@ int cli__out_option(int opt, const char *arg, struct out_opts *oo, struct errmsg
 	case OPT_OUT_LINES:
 		oo->lines = true;
 		return CLI_OK;
+	case OPT_OUT_VIEW:
+		if (view__parse(arg, &oo->view))
+			return usage_err(em, "invalid --view '%s': expected cpu, off-cpu or wall", arg);
+		return CLI_OK;
 	case OPT_OUT_TOP:
 		if (parse_u32_opt(arg, 0, 1000000, &v))
 			return usage_err(em,
@@ -677,6 +752,13 @@ void cli__out_usage(FILE *f)
 		   "      --top N             report: rows per table (default %u, 0: all)\n"
 		   "      --sort self|total   report: only the table sorted by self or total samples\n"
 		   "      --lines             folded, svg: one frame per source line, \"f (app.py:12)\"\n"
-		   "                          (Python, Go; pprof and speedscope always carry lines)\n",
+		   "                          (Python, Go; pprof and speedscope always carry lines)\n"
+		   "      --view cpu|off-cpu|wall\n"
+		   "                          profiles with off-CPU time (--off-cpu): what folded,\n"
+		   "                          svg and speedscope show - on-CPU samples, off-CPU time\n"
+		   "                          (us), or wall-clock time (us; default), where running\n"
+		   "                          and waiting add up and waiting stacks end in [off-cpu];\n"
+		   "                          pprof keeps only that view's sample types, report its\n"
+		   "                          tables (default both)\n",
 		OUT_DEFAULT_TOP);
 }

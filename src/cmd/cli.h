@@ -17,6 +17,7 @@
 #include "format/writer.h"
 
 #define CLI_MAX_FREQ 1000000u /* sanity cap; the kernel's sysctl limit is checked later */
+#define CLI_OFFCPU_MIN_DEFAULT_NS 1000000ull /* --off-cpu-min: 1 ms */
 
 /* --unwind: how user stacks are walked. */
 enum unwind_opt {
@@ -37,6 +38,10 @@ struct options {
 	bool include_idle;
 	bool per_thread;
 	bool addresses;	      /* --addresses: samples keep their leaf address */
+	bool offcpu;	      /* --off-cpu: also where threads wait (blocked time) */
+	uint64_t offcpu_min_ns; /* --off-cpu-min: shorter waits are only counted */
+	uint32_t offcpu_tasks;	/* --off-cpu-tasks: blocked tasks followed at once */
+	bool offcpu_min_set;
 	const char *output;   /* NULL = stdout */
 	const char *format;   /* NULL = from extension, else folded */
 	char **cmd;	      /* after "--", NULL-terminated; NULL if none */
@@ -86,6 +91,9 @@ enum {
 	OPT_KERNEL_UNWIND,
 	OPT_ADDRESSES,
 	OPT_CALL_GRAPH,
+	OPT_OFFCPU,
+	OPT_OFFCPU_MIN,
+	OPT_OFFCPU_TASKS,
 	OPT_CMD_FIRST = 350, /* options of other commands (top, annotate) start here */
 };
 
@@ -152,6 +160,7 @@ enum {
 	OPT_OUT_TOP,
 	OPT_OUT_SORT,
 	OPT_OUT_LINES,
+	OPT_OUT_VIEW,
 };
 #define CLI_OUT_OPTIONS                                                                            \
 	{ "title", required_argument, NULL, OPT_OUT_TITLE },                                       \
@@ -159,7 +168,8 @@ enum {
 		{ "merge", no_argument, NULL, OPT_OUT_MERGE },                                     \
 		{ "top", required_argument, NULL, OPT_OUT_TOP },                                   \
 		{ "sort", required_argument, NULL, OPT_OUT_SORT },                                 \
-		{ "lines", no_argument, NULL, OPT_OUT_LINES }
+		{ "lines", no_argument, NULL, OPT_OUT_LINES },                                     \
+		{ "view", required_argument, NULL, OPT_OUT_VIEW }
 /* Defaults: no title, not inverted, not merged, 20 rows, both tables. */
 void cli__out_defaults(struct out_opts *oo);
 /* CLI_OK if opt was one of them (applied), CLI_USAGE with em, or 1 if not one. */
@@ -169,6 +179,9 @@ void cli__out_usage(FILE *f);
 
 /* Parses "1234,5678" into a deduplicated array; 0 or -EINVAL/-ERANGE. */
 int cli__parse_pids(const char *s, uint32_t **pids, size_t *nr);
+/* --off-cpu-min: milliseconds ("1", "0.5"), or with a unit ("200us", "1ms",
+ * "2s"); 0 is allowed. 0 or -EINVAL. */
+int cli__parse_wait(const char *s, uint64_t *ns);
 /* Parses seconds ("10", "0.5", "2m", "1h"); 0 or -EINVAL. */
 int cli__parse_duration(const char *s, double *out);
 /* Parses a size ("1048576", "512K", "100M", "2G"; powers of 1024); 0 or -EINVAL. */

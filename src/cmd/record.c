@@ -285,6 +285,22 @@ static void print_summary(const struct collector_stats *st, const struct profile
 		       samples, profile__total(prof), nlost);
 }
 
+/* "1 ms", "200 us", "every" (0): a wait length, as the summary lines say it. */
+static const char *fmt_wait(uint64_t ns)
+{
+	static char buf[32];
+
+	if (!ns)
+		snprintf(buf, sizeof(buf), "0 ns (all)");
+	else if (ns % 1000000 == 0)
+		snprintf(buf, sizeof(buf), "%" PRIu64 " ms", ns / 1000000);
+	else if (ns % 1000 == 0)
+		snprintf(buf, sizeof(buf), "%" PRIu64 " us", ns / 1000);
+	else
+		snprintf(buf, sizeof(buf), "%" PRIu64 " ns", ns);
+	return buf;
+}
+
 static void describe_target(const struct options *o, const struct collector_stats *st)
 {
 	struct sbuf sb = { 0 };
@@ -300,6 +316,8 @@ static void describe_target(const struct options *o, const struct collector_stat
 	sbuf_printf(&sb, " at %u Hz", o->freq);
 	if (o->cmd && !o->cmd_is_target)
 		sbuf_printf(&sb, " while '%s' runs", o->cmd[0]);
+	if (o->offcpu)
+		sbuf_printf(&sb, " and waits of at least %s", fmt_wait(o->offcpu_min_ns));
 	if (o->duration)
 		sbuf_printf(&sb, " for %g s", o->duration);
 	sbuf_puts(&sb, o->cmd ? "; stops when it exits" : "; Ctrl-C to stop");
@@ -604,6 +622,9 @@ static void collector_options(const struct record *r, struct collector_opts *cop
 	copts->libbpf_debug = o->verbosity >= 2;
 	copts->unwind_mode = unwind_mode_of(o->unwind);
 	copts->kernel_helper = o->kernel_helper;
+	copts->offcpu = o->offcpu;
+	copts->offcpu_min_ns = o->offcpu_min_ns;
+	copts->offcpu_tasks = o->offcpu_tasks;
 }
 
 /* Loads the program, starts the unwinder, attaches; then gives up privileges. */
@@ -785,6 +806,8 @@ static int record__finish_continuous(struct record *r)
 	p_info("%" PRIu64 " samples in %.1f s, %" PRIu64 " lost, %" PRIu64 " intervals",
 	       st.v[STAT_SAMPLES], (r->t_stop - r->t_start) / 1e9, record__lost(&st),
 	       r->ct.intervals);
+	if (r->o.offcpu)
+		record__offcpu_summary(&st, NULL, r->o.offcpu_min_ns);
 	sinks__summary(&r->ct, &r->o);
 	return 0;
 }
@@ -832,9 +855,12 @@ static int record__write(struct record *r)
 	collector__stats(r->col, &st);
 	record__fill_meta(rc->prof, rc, profile__meta(rc->prof)->start_ns, r->t_stop - r->t_start,
 			  record__lost(&st));
+	profile__meta(rc->prof)->offcpu_lost = record__offcpu_lost(&st);
 	print_summary(&st, rc->prof, (r->t_stop - r->t_start) / 1e9, r->o.freq);
+	if (r->o.offcpu)
+		record__offcpu_summary(&st, rc->prof, r->o.offcpu_min_ns);
 	print_unwind_summary(rc, &st);
-	if (profile__total(rc->prof) == 0)
+	if (profile__total(rc->prof) == 0 && profile__total_offcpu(rc->prof) == 0)
 		p_warn("no samples were collected: was the target idle?");
 	print_child_exit(&r->ch, &r->o);
 

@@ -63,6 +63,7 @@ struct continuous {
 	struct metrics metrics;
 	uint64_t start_mono, start_real;
 	uint64_t lost_at_start;
+	uint64_t offcpu_lost_at_start;
 	uint64_t intervals;
 	struct ratelimit write_rl;
 	struct ratelimit throttle_rl;
@@ -142,6 +143,11 @@ uint64_t record__lost(const struct collector_stats *st);
 uint64_t record__max_sample_rate(void);
 bool record__warn_throttled(const struct collector_stats *from, const struct collector_stats *to,
 			    uint32_t freq);
+/* --off-cpu: waits the kernel could not count, every reason summed. */
+uint64_t record__offcpu_lost(const struct collector_stats *st);
+/* --off-cpu: the summary line of the waits (stderr). */
+void record__offcpu_summary(const struct collector_stats *st, const struct profile *prof,
+			    uint64_t min_ns);
 
 /* Opens the sinks the options ask for (0, or the exit status after printing why). */
 int sinks__open(struct continuous *ct, const struct options *o);

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -189,6 +190,8 @@ static int64_t symbolize(struct record_ctx *rc, const struct collector_sample *s
 			ps.container = ci->container_id[0] ? ci->container_id : NULL;
 		}
 	}
+	if (k->flags & SAMPLE_F_OFFCPU) /* --off-cpu: the count is blocked time, ns */
+		return profile__add_offcpu_idx(rc->prof, &ps, frames, n, s->count);
 	return profile__add_idx(rc->prof, &ps, frames, n, s->count);
 }
 
@@ -217,6 +220,9 @@ int record__on_sample(void *ctx, const struct collector_sample *s)
 	e = rc->memo ? htab__find(rc->memo, s->key, sizeof(*s->key)) : NULL;
 	if (e) {
 		rc->memo_hits++;
+		if (s->key->flags & SAMPLE_F_OFFCPU)
+			return profile__add_offcpu_count(rc->prof, (size_t)(uintptr_t)e->value,
+							 s->count);
 		return profile__add_count(rc->prof, (size_t)(uintptr_t)e->value, s->count);
 	}
 	i = symbolize(rc, s, &unnamed);
@@ -228,6 +234,78 @@ int record__on_sample(void *ctx, const struct collector_sample *s)
 			e->value = (void *)(uintptr_t)i;
 	}
 	return 0;
+}
+
+/*
+ * "off-CPU: 1,234 waits: 456 counted (12.345 s; 3 cut at the end), 770
+ * shorter than 1 ms (0.210 s), 0 lost", then what the task table dropped.
+ * prof: the run's profile, to check the accounting (NULL in continuous mode,
+ * where the intervals went to the sinks).
+ */
+void record__offcpu_summary(const struct collector_stats *st, const struct profile *prof,
+			    uint64_t min_ns)
+{
+	static const struct {
+		int stat;
+		const char *what;
+	} lost[] = {
+		{ STAT_OFFCPU_LOST_STACKS_FULL, "stack map full" },
+		{ STAT_OFFCPU_LOST_COUNTS_FULL, "count map full" },
+		{ STAT_OFFCPU_LOST_USTACK, "user stack gone" },
+		{ STAT_OFFCPU_LOST_OTHER, "internal map error" },
+		{ STAT_OFFCPU_REPLACED, "return not seen" },
+	};
+	const uint64_t *v = st->v;
+	uint64_t nlost = record__offcpu_lost(st);
+	struct sbuf sb = { 0 };
+
+	sbuf_printf(&sb, "off-CPU: %" PRIu64 " waits: %" PRIu64 " counted (%.3f s", v[STAT_OFFCPU_BLOCKS],
+		    v[STAT_OFFCPU_KEPT], v[STAT_OFFCPU_KEPT_NS] / 1e9);
+	if (v[STAT_OFFCPU_CUT])
+		sbuf_printf(&sb, "; %" PRIu64 " still blocked at the end, counted to it",
+			    v[STAT_OFFCPU_CUT]);
+	sbuf_printf(&sb, "), %" PRIu64 " shorter than %g ms (%.3f s), %" PRIu64 " lost",
+		    v[STAT_OFFCPU_SHORT], min_ns / 1e6, v[STAT_OFFCPU_SHORT_NS] / 1e9, nlost);
+	if (nlost) {
+		const char *sep = " (";
+
+		for (size_t i = 0; i < ARRAY_SIZE(lost); i++) {
+			if (!v[lost[i].stat])
+				continue;
+			sbuf_printf(&sb, "%s%s: %" PRIu64, sep, lost[i].what, v[lost[i].stat]);
+			sep = ", ";
+		}
+		sbuf_printf(&sb, "; %.3f s known)", v[STAT_OFFCPU_LOST_NS] / 1e9);
+	}
+	if (st->offcpu_evicted)
+		sbuf_printf(&sb, ", %" PRIu64 " dropped from the full task table", st->offcpu_evicted);
+	if (st->offcpu_pending)
+		sbuf_printf(&sb, ", %" PRIu64 " still blocked", st->offcpu_pending);
+	p_info("%s", sb.buf ? sb.buf : "off-CPU: out of memory");
+	sbuf_free(&sb);
+	if (nlost > v[STAT_OFFCPU_REPLACED])
+		p_hint("raise --max-stacks / --max-entries to keep more distinct stacks");
+	if (st->offcpu_evicted)
+		p_hint("raise --off-cpu-tasks to follow more blocked threads at once");
+	p_debug("off-CPU: %" PRIu64 " ns counted in the kernel, %" PRIu64 " blocks followed, %" PRIu64
+		" resumed, %" PRIu64 " cut at the end, %" PRIu64 " replaced before they resumed",
+		v[STAT_OFFCPU_KEPT_NS], v[STAT_OFFCPU_BLOCKS], v[STAT_OFFCPU_RESUMES],
+		v[STAT_OFFCPU_CUT], v[STAT_OFFCPU_REPLACED]);
+	if (v[STAT_OFFCPU_KSTACK_ERR] || v[STAT_OFFCPU_USTACK_ERR] || st->offcpu_carried)
+		p_debug("off-CPU: %" PRIu64 " waits without a kernel stack, %" PRIu64
+			" without a user stack; %" PRIu64 " user stacks carried across buffer flips",
+			v[STAT_OFFCPU_KSTACK_ERR], v[STAT_OFFCPU_USTACK_ERR], st->offcpu_carried);
+	if (prof && v[STAT_OFFCPU_KEPT_NS] != profile__total_offcpu(prof))
+		p_warn("off-CPU accounting mismatch: %" PRIu64 " ns counted, %" PRIu64
+		       " ns in the profile",
+		       v[STAT_OFFCPU_KEPT_NS], profile__total_offcpu(prof));
+}
+
+uint64_t record__offcpu_lost(const struct collector_stats *st)
+{
+	return st->v[STAT_OFFCPU_LOST_COUNTS_FULL] + st->v[STAT_OFFCPU_LOST_STACKS_FULL] +
+	       st->v[STAT_OFFCPU_LOST_USTACK] + st->v[STAT_OFFCPU_LOST_OTHER] +
+	       st->v[STAT_OFFCPU_REPLACED];
 }
 
 uint64_t record__lost(const struct collector_stats *st)
@@ -275,6 +353,8 @@ void record__fill_meta(struct profile *p, const struct record_ctx *rc, uint64_t 
 	m->start_ns = start_real;
 	m->duration_ns = duration_ns;
 	m->lost = lost;
+	m->offcpu = rc->o->offcpu;
+	m->offcpu_min_ns = rc->o->offcpu ? rc->o->offcpu_min_ns : 0;
 	gethostname(m->hostname, sizeof(m->hostname) - 1);
 	snprintf(m->unwind, sizeof(m->unwind), "%s", rc->unwind_name ? rc->unwind_name : "fp");
 	if (rc->kernel_build_id[0])

@@ -152,6 +152,7 @@ int sinks__drain(struct continuous *ct, struct record_ctx *rc, struct collector 
 		delta = profile__new();
 		if (!delta)
 			return -ENOMEM;
+		profile__meta(delta)->offcpu = rc->o->offcpu; /* both values, even if none came */
 		rc->prof = delta;
 	}
 	err = collector__drain(col, record__want_sample, record__on_sample, rc);
@@ -183,6 +184,7 @@ int sinks__finish_interval(struct continuous *ct, struct record_ctx *rc, struct 
 	collector__stats(col, &st);
 	lost = record__lost(&st) - ct->lost_at_start;
 	record__fill_meta(rc->prof, rc, ct->start_real, now_mono - ct->start_mono, lost);
+	profile__meta(rc->prof)->offcpu_lost = record__offcpu_lost(&st) - ct->offcpu_lost_at_start;
 	profile__sort(rc->prof);
 	if (ct->store) {
 		err = store__write(ct->store, rc->prof, ct->start_real, path, sizeof(path));
@@ -190,7 +192,7 @@ int sinks__finish_interval(struct continuous *ct, struct record_ctx *rc, struct 
 			p_warn_rl(&ct->write_rl, 60, "writing the interval profile to %s failed: %s",
 				  rc->o->output_dir, strerror(-err));
 	}
-	if (ct->pusher && profile__total(rc->prof) &&
+	if (ct->pusher && (profile__total(rc->prof) || profile__total_offcpu(rc->prof)) &&
 	    pusher__submit(ct->pusher, rc->prof, ct->start_real, ct->start_real + (now_mono - ct->start_mono)))
 		p_warn_rl(&ct->write_rl, 60, "cannot queue the interval for --push: out of memory");
 	p_debug("interval %" PRIu64 ": %" PRIu64 " samples, %" PRIu64 " lost, %zu stacks, "
@@ -206,6 +208,7 @@ int sinks__finish_interval(struct continuous *ct, struct record_ctx *rc, struct 
 	ct->start_mono = now_mono;
 	ct->start_real = realtime_ns();
 	ct->lost_at_start = record__lost(&st);
+	ct->offcpu_lost_at_start = record__offcpu_lost(&st);
 	return 0;
 }
 
@@ -244,6 +247,13 @@ void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct
 	m.last_drain_unix = realtime_ns() / 1000000000ULL;
 	m.intervals = ct->intervals;
 	m.freq = rc->o->freq;
+	m.offcpu = rc->o->offcpu;
+	m.offcpu_counted = st.v[STAT_OFFCPU_KEPT];
+	m.offcpu_counted_ns = st.v[STAT_OFFCPU_KEPT_NS];
+	m.offcpu_short = st.v[STAT_OFFCPU_SHORT];
+	m.offcpu_lost = record__offcpu_lost(&st);
+	m.offcpu_evicted = st.offcpu_evicted;
+	m.offcpu_blocked_now = st.offcpu_pending;
 	if (ct->store) {
 		struct store_stats sst;
 

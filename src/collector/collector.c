@@ -97,6 +97,7 @@ struct collector {
 	int ncpu;		/* possible CPUs: entries of cpu_state */
 	void *cpu_state;	/* its mmap, NULL: read by lookups (and no hot slots) */
 	size_t cpu_state_len;
+	bool always_flip;	/* tests: every drain flips (BPFPROF_TEST_ALWAYS_FLIP) */
 	struct bpf_link *offcpu_links[2]; /* --off-cpu: sched_switch, sched_process_fork */
 	uint64_t offcpu_carried;
 };
@@ -858,6 +859,7 @@ struct collector *collector__open(const struct collector_opts *opts, struct errm
 		goto out_free;
 	}
 	c->unwind_mode = opts->unwind_mode;
+	c->always_flip = getenv("BPFPROF_TEST_ALWAYS_FLIP") != NULL;
 	if (skel_load(c, em))
 		goto out_free;
 	c->counts_fd[0] = bpf_map__fd(c->skel->maps.counts_0);
@@ -1474,7 +1476,8 @@ int collector__drain(struct collector *c, collector_sample_fn pre, collector_sam
 	uint64_t *counts = NULL;
 	struct htab_entry *e;
 	size_t nr = 0, pos = 0;
-	bool flip = !c->sampling || !c->last || htab__count(c->last) >= c->flip_at;
+	bool flip = !c->sampling || !c->last || htab__count(c->last) >= c->flip_at ||
+		    c->always_flip;
 	int err;
 
 	if (flip) {
@@ -1632,7 +1635,8 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	}
 	throttle_stats(c, st);
 	if (c->opts.offcpu) {
-		uint64_t done = st->v[STAT_OFFCPU_RESUMES] + st->v[STAT_OFFCPU_CUT];
+		uint64_t done = st->v[STAT_OFFCPU_RESUMES] + st->v[STAT_OFFCPU_CUT] +
+				st->v[STAT_OFFCPU_REPLACED];
 
 		offcpu_tasks_each(c, count_task, &st->offcpu_pending);
 		if (st->v[STAT_OFFCPU_BLOCKS] > done + st->offcpu_pending)

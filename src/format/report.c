@@ -292,9 +292,24 @@ static void header(FILE *f, const char *what, const struct profile *p)
 		fputc('\n', f);
 }
 
+/* Width of the count columns: 9, or what the total needs (microseconds of
+ * off-CPU time run to ten digits and more); the name column gives way. */
+static int count_width(uint64_t total)
+{
+	int digits = 1;
+
+	while (total >= 10) {
+		total /= 10;
+		digits++;
+	}
+	digits += (digits - 1) / 3; /* thousands separators */
+	return digits > 9 ? digits : 9;
+}
+
 static void function_table(FILE *f, const struct profile_meta *m, struct fstats *fs,
 			   uint64_t total, bool by_total, unsigned top)
 {
+	int w = count_width(total);
 	size_t rows = 0;
 	char what[96];
 
@@ -313,21 +328,22 @@ static void function_table(FILE *f, const struct profile_meta *m, struct fstats 
 			 by_total ? "there or in a callee" : "the leaf frame");
 	fprintf(f, "\nTop %zu functions by %s:\n", rows, what);
 	/* 49 columns of numbers and module, 31 for the name. */
-	fprintf(f, "%9s %6s %9s %6s  %-12s  %s\n", "Self", "%", "Total", "%", "Module", "Function");
+	fprintf(f, "%*s %6s %*s %6s  %-12s  %s\n", w, "Self", "%", w, "Total", "%", "Module",
+		"Function");
 	for (size_t i = 0; i < rows; i++) {
 		const struct fstat *st = &fs->v[i];
 		char mod[13];
 
-		put_count(f, 9, st->self);
+		put_count(f, w, st->self);
 		fprintf(f, " %6.2f ", pct(st->self, total));
-		put_count(f, 9, st->total);
+		put_count(f, w, st->total);
 		output__clean_utf8(module_col(st), mod, sizeof(mod));
 		fprintf(f, " %6.2f  %-12s  ", pct(st->total, total), mod);
-		put_name(f, st->name, REPORT_WIDTH - 49);
+		put_name(f, st->name, REPORT_WIDTH - 49 - 2 * (w - 9));
 		fputc('\n', f);
 	}
 	if (fs->no_frames && !by_total) {
-		put_count(f, 9, fs->no_frames);
+		put_count(f, w, fs->no_frames);
 		fprintf(f, " %6.2f  samples with no frames (process name only)\n",
 			pct(fs->no_frames, total));
 	}
@@ -355,7 +371,7 @@ static int process_table(FILE *f, const struct profile *p, unsigned top)
 	struct htab *idx = htab__new();
 	struct pstat *v = NULL;
 	size_t nr = 0, cap = 0, rows;
-	int err = 0;
+	int err = 0, w = count_width(profile__total(p));
 
 	if (!idx)
 		return -ENOMEM;
@@ -394,19 +410,19 @@ static int process_table(FILE *f, const struct profile *p, unsigned top)
 				profile__meta_c(p)->value_name[0] == 'o' ? 'O' : 'W',
 				profile__meta_c(p)->value_name + 1, unit_label(profile__meta_c(p)->unit),
 				rows, nr);
-			fprintf(f, "%9s %6s %8s  %s\n", "Time", "%", "PID", "Command");
+			fprintf(f, "%*s %6s %8s  %s\n", w, "Time", "%", "PID", "Command");
 		} else {
 			fprintf(f, "\nSamples by process (%zu of %zu):\n", rows, nr);
-			fprintf(f, "%9s %6s %8s  %s\n", "Samples", "%", "PID", "Command");
+			fprintf(f, "%*s %6s %8s  %s\n", w, "Samples", "%", "PID", "Command");
 		}
 		for (size_t i = 0; i < rows; i++) {
-			put_count(f, 9, v[i].count);
+			put_count(f, w, v[i].count);
 			fprintf(f, " %6.2f ", pct(v[i].count, profile__total(p)));
 			if (v[i].pid)
 				fprintf(f, "%8u  ", v[i].pid);
 			else
 				fprintf(f, "%8s  ", "-");
-			put_name(f, v[i].comm[0] ? v[i].comm : "[unknown]", REPORT_WIDTH - 28);
+			put_name(f, v[i].comm[0] ? v[i].comm : "[unknown]", REPORT_WIDTH - 28 - (w - 9));
 			fputc('\n', f);
 		}
 	}

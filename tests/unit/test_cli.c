@@ -222,6 +222,46 @@ static void test_output_options(void **state)
 	assert_null(output__diff_for_path("d.folded"));
 }
 
+static void test_offcpu_options(void **state)
+{
+	struct options o;
+	struct errmsg err = { 0 };
+	uint64_t ns;
+
+	assert_int_equal(parse(&o, &err, "--off-cpu", NULL), CLI_OK);
+	assert_true(o.offcpu);
+	assert_int_equal(o.offcpu_min_ns, CLI_OFFCPU_MIN_DEFAULT_NS);
+	assert_int_equal(o.out.view, VIEW_AUTO);
+	cli__free(&o);
+	assert_int_equal(parse(&o, &err, "--off-cpu", "--off-cpu-min", "0", "--off-cpu-tasks", "64",
+			       "--view", "off-cpu", NULL),
+			 CLI_OK);
+	assert_int_equal(o.offcpu_min_ns, 0);
+	assert_int_equal(o.offcpu_tasks, 64);
+	assert_int_equal(o.out.view, VIEW_OFFCPU);
+	cli__free(&o);
+	/* Times: bare milliseconds, or us / ms / s. */
+	assert_int_equal(cli__parse_wait("2", &ns), 0);
+	assert_int_equal(ns, 2000000);
+	assert_int_equal(cli__parse_wait("0.5", &ns), 0);
+	assert_int_equal(ns, 500000);
+	assert_int_equal(cli__parse_wait("250us", &ns), 0);
+	assert_int_equal(ns, 250000);
+	assert_int_equal(cli__parse_wait("1s", &ns), 0);
+	assert_int_equal(ns, 1000000000);
+	assert_int_equal(cli__parse_wait("-1", &ns), -EINVAL);
+	assert_int_equal(cli__parse_wait("5m", &ns), -EINVAL);
+	assert_int_equal(cli__parse_wait("2h", &ns), -EINVAL);
+	assert_int_equal(cli__parse_wait("", &ns), -EINVAL);
+	/* They need --off-cpu; bad values are usage errors. */
+	expect_usage("need --off-cpu", "--off-cpu-min", "1ms", NULL);
+	expect_usage("need --off-cpu", "--off-cpu-tasks", "100", NULL);
+	expect_usage("needs --off-cpu", "--view", "wall", NULL);
+	expect_usage("invalid --off-cpu-min", "--off-cpu", "--off-cpu-min", "soon");
+	expect_usage("invalid --off-cpu-tasks", "--off-cpu", "--off-cpu-tasks", "1");
+	expect_usage("invalid --view", "--off-cpu", "--view", "both");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +273,7 @@ int main(void)
 		cmocka_unit_test(test_help_and_version),
 		cmocka_unit_test(test_output_options),
 		cmocka_unit_test(test_perf_habits),
+		cmocka_unit_test(test_offcpu_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -208,11 +208,11 @@ static struct profile *pprof_round_trip(const struct profile *p, enum view v)
 {
 	uint8_t *buf;
 	size_t len;
-	char err[256] = "";
+	struct errmsg em = { 0 };
 	struct profile *q = profile__new();
 
 	assert_int_equal(pprof__encode_view(p, v, &buf, &len), 0);
-	assert_int_equal(input__find("pprof")->read(buf, len, q, err, sizeof(err)), 0);
+	assert_int_equal(input__find("pprof")->read(buf, len, q, &em), 0);
 	free(buf);
 	return q;
 }

@@ -11,6 +11,8 @@
  *       lock_loop -> pthread_mutex_lock waits for it (futex)
  *   waits SECONDS short      one thread: short_loop -> nanosleep of 100 us,
  *       for the minimum-time filter
+ *   waits SECONDS many N     N threads, each sleep_loop of 5 ms naps (more
+ *       blocked threads than a small --off-cpu-tasks table holds)
  *   waits SECONDS pingpong   two threads passing a byte through two pipes
  *       as fast as they can (context-switch heavy: tools/bench_offcpu.py);
  *       prints the round trips per second at the end
@@ -136,13 +138,14 @@ THREAD(holder_thread, hold_loop(), 0)
 THREAD(waiter_thread, lock_loop(), 1)
 THREAD(short_thread, sleep_loop(100000), 0)
 THREAD(ping_thread, ping_loop(), 0)
+THREAD(nap_thread, sleep_loop(5000000), 3)
 THREAD(pong_thread, pong_loop(), 1)
 
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 2 ? argv[2] : "waits";
-	void *(*fns[3])(void *) = { sleeper_thread, reader_thread, spinner_thread };
-	pthread_t th[3];
+	void *(*fns[1024])(void *) = { sleeper_thread, reader_thread, spinner_thread };
+	pthread_t th[1024];
 	int n = 3;
 
 	if (argc < 2) {
@@ -161,6 +164,12 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "short")) {
 		fns[0] = short_thread;
 		n = 1;
+	} else if (!strcmp(mode, "many")) {
+		n = argc > 3 ? atoi(argv[3]) : 64;
+		if (n < 1 || n > 1024)
+			n = 64;
+		for (int i = 0; i < n; i++)
+			fns[i] = nap_thread;
 	} else if (!strcmp(mode, "pingpong")) {
 		fns[0] = ping_thread;
 		fns[1] = pong_thread;
@@ -174,7 +183,7 @@ int main(int argc, char **argv)
 		}
 	pthread_barrier_wait(&ready);
 	printf("ready");
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n && i < 3; i++)
 		printf(" %d", tids[i]);
 	printf("\n");
 	fflush(stdout);

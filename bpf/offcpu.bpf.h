@@ -11,7 +11,7 @@
  *   prev leaves the CPU blocked (not preempted, not exiting): its user stack
  *   is walked now - the only moment its address space is the current one -
  *   and stored in the active stacks set; the time and the stack id go into
- *   offcpu_tasks[tid].
+ *   its slot of the task table.
  *
  *   next comes back: its entry is taken out; a wait shorter than
  *   offcpu_min_ns is only counted in the statistics (the kernel stack walk
@@ -33,10 +33,16 @@
  * still blocked when profiling stops is not counted (userspace reports how
  * many).
  *
- * Bounded state: offcpu_tasks is an LRU map. An entry pushed out by newer
- * blocks is never resumed; userspace counts what remains in the map, and
- * every block is accounted for: kept, short, lost (by reason), evicted or
- * still blocked (enum bp_stat).
+ * The task table (offcpu_tasks) is bounded and costs no hashing: an array
+ * of 2^k slots, a thread's slot being tid & mask, like a direct-mapped
+ * cache. A thread that blocks while another thread's wait sits in its slot
+ * evicts it, and counts the eviction; a slot is published by writing its
+ * tid last (an atomic exchange, a full barrier) and claimed by whoever
+ * swaps that tid for 0 first - the thread's return, the flush at the end,
+ * or an evicting block - so no wait is counted twice or torn. (A return
+ * reads the slot's fields before its claim: x86 does not reorder those
+ * loads.) Every block is accounted for: kept, short, lost by reason,
+ * evicted, replaced, or still blocked (enum bp_stat).
  */
 #ifndef BPFPROF_OFFCPU_BPF_H
 #define BPFPROF_OFFCPU_BPF_H
@@ -51,12 +57,46 @@ const volatile bool offcpu_filter_cpus = false;	 /* -C: offcpu_cpus */
 #define OC_TASK_NOLOAD	0x0400 /* TASK_IDLE: a kernel thread waiting for work */
 #define OC_PF_IO_WORKER 0x00000010
 
+/* Slots: tid & offcpu_slot_mask. Mmapable: userspace scans it in place. */
+const volatile __u32 offcpu_slot_mask = 16383;
+
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384); /* --off-cpu-tasks, set by userspace */
-	__type(key, __u32);	    /* tid */
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 16384); /* --off-cpu-tasks rounded up to a power of two */
+	__type(key, __u32);
 	__type(value, struct bp_offcpu_task);
 } offcpu_tasks SEC(".maps");
+
+static __always_inline struct bp_offcpu_task *oc_slot(__u32 tid)
+{
+	__u32 slot = tid & offcpu_slot_mask;
+
+	return bpf_map_lookup_elem(&offcpu_tasks, &slot);
+}
+
+/*
+ * Takes the wait of thread tid out of its slot into *t; false if the slot
+ * holds no wait of tid (it never blocked here, or lost it to an eviction).
+ */
+static __always_inline bool oc_claim(__u32 tid, struct bp_offcpu_task *t)
+{
+	struct bp_offcpu_task *e;
+
+	if (!tid)
+		return false; /* the idle task; 0 also marks a free slot */
+	e = oc_slot(tid);
+	if (!e || e->tid != tid)
+		return false;
+	barrier();
+	t->ts = e->ts;
+	t->ustack = e->ustack;
+	t->flags = e->flags;
+	barrier();
+	/* Whoever swaps the tid out first owns the wait; a block that evicted
+	 * it meanwhile has swapped it already (and counted the eviction). */
+	return __sync_val_compare_and_swap(&e->tid, (__u64)tid, 0) == tid;
+}
 
 /* Target processes (-p, -- COMMAND) and the processes they fork: tgid ->
  * start time of its leader (0: any, for the ones given at start). */
@@ -120,9 +160,9 @@ static __always_inline void oc_block(void *ctx, struct task_struct *prev, __u64 
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
-	struct bp_offcpu_task t = { .ts = now };
+	struct bp_offcpu_task t = { .ts = now }, *e;
 	struct cpu_state *cs;
-	long err;
+	__u64 old;
 
 	if (!oc_target(prev, tgid, tid))
 		return;
@@ -140,23 +180,35 @@ static __always_inline void oc_block(void *ctx, struct task_struct *prev, __u64 
 		__u32 buf = active_buf & (PROFILE_NR_BUFS - 1);
 		void *smap = bpf_map_lookup_elem(&stacks, &buf);
 
+		/* A thread blocks in the same place again and again: a lookup
+		 * finds its stack stored, cheaper than an insert that fails. */
 		if (smap &&
 		    read_user_stack(ctx, NULL, prev, cs, tgid, key.start_time, key.exec_id,
 				    &key.ustack) &&
-		    key.ustack != STACK_ID_NONE && !store_stack(smap, key.ustack, &cs->user))
+		    key.ustack != STACK_ID_NONE &&
+		    (bpf_map_lookup_elem(smap, &key.ustack) ||
+		     !store_stack(smap, key.ustack, &cs->user)))
 			t.ustack = key.ustack;
 		else
 			t.flags = SAMPLE_F_USTACK_ERR;
 	}
-	err = bpf_map_update_elem(&offcpu_tasks, &tid, &t, BPF_NOEXIST);
-	if (err == -EEXIST) {
+	e = oc_slot(tid);
+	if (!e)
+		return;
+	old = __sync_lock_test_and_set(&e->tid, 0); /* take the slot */
+	if (old == tid)
 		/* Its last wait never ended here (it came back through a path
 		 * this program did not see): counted, then replaced. */
 		cs->stats[STAT_OFFCPU_REPLACED]++;
-		err = bpf_map_update_elem(&offcpu_tasks, &tid, &t, BPF_ANY);
-	}
-	if (err)
-		return; /* not tracked (the LRU map could not make room) */
+	else if (old)
+		cs->stats[STAT_OFFCPU_EVICTED]++; /* another thread's wait, in our slot */
+	e->ts = t.ts;
+	e->ustack = t.ustack;
+	e->flags = t.flags;
+	/* Publish, fields first: the exchange is only an acquire to the
+	 * compiler, which could sink the stores below it without the barrier. */
+	barrier();
+	__sync_lock_test_and_set(&e->tid, (__u64)tid);
 	cs->stats[STAT_OFFCPU_BLOCKS]++;
 }
 
@@ -303,16 +355,12 @@ lost:
 /* next comes back to a CPU (it is not running yet: its stack is stable). */
 static __always_inline void oc_resume(struct task_struct *next, __u64 now)
 {
-	__u32 tid = next->pid;
-	struct bp_offcpu_task *e, t;
+	struct bp_offcpu_task t;
 	struct cpu_state *cs;
 	__u64 delta;
 
-	e = bpf_map_lookup_elem(&offcpu_tasks, &tid);
-	if (!e)
+	if (!oc_claim(next->pid, &t))
 		return;
-	t = *e;
-	bpf_map_delete_elem(&offcpu_tasks, &tid);
 	cs = cpu_state_get();
 	if (!cs)
 		return;
@@ -363,8 +411,8 @@ struct {
 /*
  * When profiling stops (before the switch program is detached): the waits
  * still going are counted up to now, run once over every task by
- * userspace. Each entry is claimed by deleting it, so a task that comes
- * back meanwhile is counted by exactly one of this and the switch. Its
+ * userspace. Each wait is claimed (oc_claim), so a task that comes back
+ * meanwhile is counted by exactly one of this and the switch. Its
  * stack is read while it is blocked; one that starts running during the
  * walk can give a torn kernel stack, which costs a wrong frame, not memory.
  */
@@ -372,20 +420,13 @@ SEC("iter/task")
 int offcpu_flush(struct bpf_iter__task *ctx)
 {
 	struct task_struct *task = ctx->task;
-	struct bp_offcpu_task *e, t;
+	struct bp_offcpu_task t;
 	struct cpu_state *scr, *cs;
-	__u32 tid, zero = 0;
+	__u32 zero = 0;
 	__u64 now, delta;
 
-	if (!task)
-		return 0;
-	tid = task->pid;
-	e = bpf_map_lookup_elem(&offcpu_tasks, &tid);
-	if (!e)
-		return 0;
-	t = *e;
-	if (bpf_map_delete_elem(&offcpu_tasks, &tid))
-		return 0; /* it came back: the switch counted it */
+	if (!task || !oc_claim(task->pid, &t))
+		return 0; /* no wait, or it came back: the switch counted it */
 	scr = bpf_map_lookup_elem(&offcpu_flush_state, &zero);
 	cs = cpu_state_get();
 	if (!scr || !cs)

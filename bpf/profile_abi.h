@@ -196,13 +196,14 @@ enum bp_stat {
 	/* --off-cpu (bpf/offcpu.bpf.h). Every block of a target task ends as a
 	 * resume, a cut (still blocked at the end), an eviction from the full
 	 * task table, or is pending (blocked now):
-	 *   BLOCKS = RESUMES + CUT + REPLACED + evicted + pending
+	 *   BLOCKS = RESUMES + CUT + REPLACED + EVICTED + pending
 	 *   RESUMES + CUT = KEPT + SHORT + LOST (the LOST_* reasons)
-	 * userspace counts the pending entries; the evicted are what remains. */
+	 * userspace counts the pending entries (the table's occupied slots). */
 	STAT_OFFCPU_BLOCKS,	     /* target tasks that left a CPU blocked (entry written) */
 	STAT_OFFCPU_RESUMES,	     /* ... that ran again with their entry still there */
 	STAT_OFFCPU_CUT,	     /* ... still blocked when profiling stopped: counted to then */
 	STAT_OFFCPU_REPLACED,	     /* ... blocked again with its entry still there (a lost resume) */
+	STAT_OFFCPU_EVICTED,	     /* ... pushed out of its slot by another thread's block */
 	STAT_OFFCPU_KEPT,	     /* resumes counted: blocked at least --off-cpu-min */
 	STAT_OFFCPU_KEPT_NS,	     /* ... their blocked time (what the profiles hold), ns */
 	STAT_OFFCPU_SHORT,	     /* resumes blocked less than --off-cpu-min: not counted */
@@ -237,14 +238,15 @@ _Static_assert(sizeof(struct bp_proc_event) == 48, "bp_proc_event");
 #define PROC_EVENT_REFRESH   1 /* the unwinder met code in no known mapping (dlopen) */
 
 /*
- * --off-cpu: what the program keeps about a target task while it is
- * blocked (map offcpu_tasks, keyed by tid, LRU-bounded). The user stack is
+ * --off-cpu: what the program keeps about a target thread while it is
+ * blocked (map offcpu_tasks: slot tid & mask, see offcpu.bpf.h). The user stack is
  * read when the task blocks (only then is its address space the current
  * one) and stored in the stacks set active at that moment; userspace copies
  * the stacks of blocked tasks into the new set at every buffer flip
  * (collector.c), so a wait may span any number of flips.
  */
 struct bp_offcpu_task {
+	__u64 tid;    /* the thread whose wait this is, 0: free; written last */
 	__u64 ts;     /* bpf_ktime_get_ns() when it left the CPU */
 	__u64 ustack; /* user stack id, STACK_ID_NONE if none */
 	__u32 flags;  /* SAMPLE_F_USTACK_ERR, SAMPLE_F_KTHREAD */

@@ -4,7 +4,16 @@
 
 Two threads pass a byte back and forth through two pipes as fast as they can
 (tests/workloads/waits SECONDS pingpong: every round trip is two waits in
-read(), well over 100,000 context switches a second here). Its throughput is
+read(), a few hundred thousand context switches a second here). Both run on
+CPU 0 and the profilers' own processes on CPU 1: every wait is then a direct
+switch between the two threads (no cross-CPU wake-ups, whose cost in a VM
+depends on where the scheduler happens to put the threads and swamps what is
+measured), so what a profiler adds to a switch is what the throughput loses.
+A thread napping 5 ms at a time (waits many 1) keeps CPU 1 from idling for
+long in every configuration: on this VM an idle second vCPU halves the
+ping-pong's throughput on the first (a 100 Hz timer on CPU 1 doubles it), so
+without it any profiler that wakes CPU 1 looked like a speed-up.
+Its throughput is
 measured with no profiler, then under each profiler, in rotating order each
 round; medians are reported, and per round the cost (1 - throughput /
 throughput without a profiler) of each, and the ratio of bpfprof --off-cpu's
@@ -61,9 +70,10 @@ END { clear(@ts); clear(@ks); clear(@us); }
 
 
 def start(argv):
-    """Starts a profiler and waits until it is attached."""
+    """Starts a profiler (on CPU 1) and waits until it is attached."""
     if not argv:
         return None
+    argv = ["taskset", "-c", "1"] + argv
     # bpfprof says "sampling ..." on stderr, bpftrace "Attaching ..." on stdout.
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 60
@@ -92,7 +102,8 @@ def stop(p):
 
 
 def pingpong(seconds):
-    out = subprocess.run([str(WAITS), str(seconds), "pingpong"], capture_output=True, text=True,
+    out = subprocess.run(["taskset", "-c", "0", str(WAITS), str(seconds), "pingpong"],
+                         capture_output=True, text=True,
                          check=True, timeout=seconds + 60).stdout
     m = re.search(r"trips (\d+) (\d+)/s", out)
     assert m, out
@@ -119,6 +130,8 @@ def main():
         ("bpftrace off-CPU, every wait", ["bpftrace", "-e", BPFTRACE.replace("MIN_NS", "0")]),
     ]
     tput = {name: [] for name, _ in configs}
+    ticker = subprocess.Popen(["taskset", "-c", "1", str(WAITS), "100000", "many", "1"],
+                              stdout=subprocess.DEVNULL)
     for r in range(args.rounds):
         order = configs[r % len(configs):] + configs[:r % len(configs)]
         for name, argv in order:
@@ -128,6 +141,8 @@ def main():
             finally:
                 stop(p)
             print(f"round {r + 1}: {name}: {tput[name][-1]} round trips/s", file=sys.stderr)
+    ticker.kill()
+    ticker.wait()
     base = tput["none"]
 
     def costs(name):
@@ -135,12 +150,17 @@ def main():
 
     print(f"\npipe ping-pong, {args.seconds:g} s x {args.rounds} rounds "
           f"(median round trips/s without a profiler: {statistics.median(base):,.0f})\n")
-    print("| profiler | round trips/s (median) | cost (median of per-round) | per-round costs |")
-    print("|---|---:|---:|---|")
+    def added_ns(name):
+        """What a round trip (two waits) took longer than without a profiler."""
+        return [1e9 / t - 1e9 / b for t, b in zip(tput[name], base)]
+
+    print("| profiler | round trips/s (median) | cost (median of per-round) | "
+          "ns added per round trip (median) | per-round costs |")
+    print("|---|---:|---:|---:|---|")
     for name, _ in configs:
         c = costs(name)
         print(f"| {name} | {statistics.median(tput[name]):,.0f} | "
-              f"{100 * statistics.median(c):.1f}% | "
+              f"{100 * statistics.median(c):.1f}% | {statistics.median(added_ns(name)):,.0f} | "
               f"{' / '.join(f'{100 * x:.1f}%' for x in c)} |")
     print()
     for mine, theirs in (("bpfprof -a --off-cpu", "bpftrace off-CPU, min 1 ms"),

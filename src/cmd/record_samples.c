@@ -278,7 +278,7 @@ void record__offcpu_summary(const struct collector_stats *st, const struct profi
 		sbuf_printf(&sb, "; %.3f s known)", v[STAT_OFFCPU_LOST_NS] / 1e9);
 	}
 	if (st->offcpu_evicted)
-		sbuf_printf(&sb, ", %" PRIu64 " dropped from the full task table", st->offcpu_evicted);
+		sbuf_printf(&sb, ", %" PRIu64 " evicted from the task table", st->offcpu_evicted);
 	if (st->offcpu_pending)
 		sbuf_printf(&sb, ", %" PRIu64 " still blocked", st->offcpu_pending);
 	p_info("%s", sb.buf ? sb.buf : "off-CPU: out of memory");
@@ -286,7 +286,7 @@ void record__offcpu_summary(const struct collector_stats *st, const struct profi
 	if (nlost > v[STAT_OFFCPU_REPLACED])
 		p_hint("raise --max-stacks / --max-entries to keep more distinct stacks");
 	if (st->offcpu_evicted)
-		p_hint("raise --off-cpu-tasks to follow more blocked threads at once");
+		p_hint("raise --off-cpu-tasks: threads whose ids share a slot evict each other's waits");
 	p_debug("off-CPU: %" PRIu64 " ns counted in the kernel, %" PRIu64 " blocks followed, %" PRIu64
 		" resumed, %" PRIu64 " cut at the end, %" PRIu64 " replaced before they resumed",
 		v[STAT_OFFCPU_KEPT_NS], v[STAT_OFFCPU_BLOCKS], v[STAT_OFFCPU_RESUMES],

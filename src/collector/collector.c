@@ -435,8 +435,16 @@ static void offcpu_configure(struct collector *c)
 	c->skel->rodata->self_tgid = (uint32_t)getpid();
 	c->skel->rodata->offcpu_filter_tgids = targets;
 	c->skel->rodata->offcpu_filter_cpus = o->cpus != NULL;
-	if (o->offcpu_tasks)
-		bpf_map__set_max_entries(c->skel->maps.offcpu_tasks, o->offcpu_tasks);
+	{
+		/* Slots are tid & mask: a power of two, at least what was asked. */
+		uint32_t n = 16;
+
+		while (n < (o->offcpu_tasks ? o->offcpu_tasks : OFFCPU_DEFAULT_TASKS) &&
+		       n < (1u << 22))
+			n <<= 1;
+		bpf_map__set_max_entries(c->skel->maps.offcpu_tasks, n);
+		c->skel->rodata->offcpu_slot_mask = n - 1;
+	}
 	bpf_map__set_max_entries(c->skel->maps.offcpu_cpus, c->ncpu > 0 ? c->ncpu : 1);
 }
 
@@ -530,50 +538,32 @@ static void offcpu_detach(struct collector *c)
 	}
 }
 
-/* Calls fn for every entry of the blocked-task table; fn returns 0 or -errno. */
+/* Calls fn for every wait in the task table (slots in use); fn returns 0 or
+ * -errno. Reads the table through an mmap: a few hundred KiB, no syscalls
+ * per entry. A slot changing under the scan is seen before or after. */
 static int offcpu_tasks_each(struct collector *c,
 			     int (*fn)(struct collector *c, const struct bp_offcpu_task *t, void *arg),
 			     void *arg)
 {
-	enum { CHUNK = 256 };
-	int fd = bpf_map__fd(c->skel->maps.offcpu_tasks);
-	uint32_t keys[CHUNK], token = 0;
-	struct bp_offcpu_task vals[CHUNK];
-	bool first = true, more = true;
+	const volatile struct bp_offcpu_task *tab;
+	size_t len, n = bpf_map__max_entries(c->skel->maps.offcpu_tasks);
 	int err = 0;
 
-	while (more && !err) {
-		DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts);
-		uint32_t count = CHUNK;
+	tab = map_array(c->skel->maps.offcpu_tasks, PROT_READ, &len);
+	if (!tab)
+		return -errno;
+	for (size_t i = 0; i < n && !err; i++) {
+		struct bp_offcpu_task t;
 
-		if (bpf_map_lookup_batch(fd, first ? NULL : &token, &token, keys, vals, &count,
-					 &opts)) {
-			if (errno != ENOENT) {
-				if (!first || (errno != EINVAL && errno != ENOTSUP))
-					return -errno;
-				break; /* no batch ops (before 5.6): key by key below */
-			}
-			more = false;
-		}
-		first = false;
-		for (uint32_t i = 0; i < count && !err; i++)
-			err = fn(c, &vals[i], arg);
-		if (!more)
-			return err;
+		t.tid = tab[i].tid;
+		if (!t.tid)
+			continue;
+		t.ts = tab[i].ts;
+		t.ustack = tab[i].ustack;
+		t.flags = tab[i].flags;
+		err = fn(c, &t, arg);
 	}
-	if (err)
-		return err;
-	{
-		uint32_t key, next, *prev = NULL;
-		struct bp_offcpu_task v;
-
-		while (!err && !bpf_map_get_next_key(fd, prev, &next)) {
-			key = next;
-			prev = &key;
-			if (!bpf_map_lookup_elem(fd, &key, &v))
-				err = fn(c, &v, arg);
-		}
-	}
+	munmap((void *)tab, len);
 	return err;
 }
 
@@ -1635,12 +1625,8 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	}
 	throttle_stats(c, st);
 	if (c->opts.offcpu) {
-		uint64_t done = st->v[STAT_OFFCPU_RESUMES] + st->v[STAT_OFFCPU_CUT] +
-				st->v[STAT_OFFCPU_REPLACED];
-
 		offcpu_tasks_each(c, count_task, &st->offcpu_pending);
-		if (st->v[STAT_OFFCPU_BLOCKS] > done + st->offcpu_pending)
-			st->offcpu_evicted = st->v[STAT_OFFCPU_BLOCKS] - done - st->offcpu_pending;
+		st->offcpu_evicted = st->v[STAT_OFFCPU_EVICTED];
 		st->offcpu_carried = c->offcpu_carried;
 	}
 }

@@ -33,6 +33,8 @@
 
 struct collector;
 
+#define OFFCPU_DEFAULT_TASKS 16384 /* task table slots when --off-cpu-tasks is not given */
+
 struct collector_opts {
 	uint32_t freq;		/* Hz */
 	const bool *cpus;	/* NULL: all online CPUs; else cpus[nr_cpus] */
@@ -53,7 +55,8 @@ struct collector_opts {
 	bool kernel_helper;	/* kernel stacks by bpf_get_stack() only (no ORC walk) */
 	bool offcpu;		/* --off-cpu: also count blocked time (bpf/offcpu.bpf.h) */
 	uint64_t offcpu_min_ns;	/* waits shorter than this are only counted in the stats */
-	uint32_t offcpu_tasks;	/* entries of the blocked-task table (0: the default) */
+	uint32_t offcpu_tasks;	/* slots of the blocked-task table (0: the default; rounded
+				 * up to a power of two) */
 	bool libbpf_debug;	/* libbpf's own messages on stderr */
 };
 
@@ -89,9 +92,8 @@ struct collector_stats {
 	 */
 	uint64_t expected, taken, throttled;
 	uint64_t running_ns; /* summed over events: taken * 1e9 / running_ns is the rate */
-	/* --off-cpu: tasks blocked now (their entries in the task table), and
-	 * blocks whose entry was pushed out of the full table: STAT_OFFCPU_BLOCKS
-	 * less everything else that became of a block (see profile_abi.h). */
+	/* --off-cpu: threads blocked now (the task table's slots in use), and
+	 * waits pushed out of their slot by another thread's (STAT_OFFCPU_EVICTED). */
 	uint64_t offcpu_pending, offcpu_evicted;
 	uint64_t offcpu_carried; /* user stacks of blocked tasks copied across flips */
 };

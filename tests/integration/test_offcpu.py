@@ -89,7 +89,7 @@ def by_thread(p, name):
 def offcpu_line(stderr):
     m = re.search(r"off-CPU: (\d+) waits: (\d+) counted \(([0-9.]+) s(?:; (\d+) still blocked "
                   r"at the end, counted to it)?\), (\d+) shorter than [0-9.]+ ms \(([0-9.]+) s\), "
-                  r"(\d+) lost(?: \([^)]*\))?(?:, (\d+) dropped from the full task table)?"
+                  r"(\d+) lost(?: \([^)]*\))?(?:, (\d+) evicted from the task table)?"
                   r"(?:, (\d+) still blocked)?", stderr)
     assert m, f"no off-CPU summary in:\n{stderr}"
     g = [x if x is None or "." in x else int(x) for x in m.groups()]
@@ -224,6 +224,9 @@ def test_task_table_evictions_are_accounted():
     s = offcpu_line(p.stderr)
     assert s["evicted"] > 0, p.stderr
     assert "HINT: raise --off-cpu-tasks" in p.stderr
+    m = re.search(r"(\d+) blocks followed, (\d+) resumed, (\d+) cut at the end, (\d+) replaced",
+                  p.stderr)
+    assert m, p.stderr
     assert s["waits"] == s["counted"] + s["short"] + s["lost"] + s["evicted"] + s["pending"], s
 
 

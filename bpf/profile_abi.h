@@ -193,7 +193,7 @@ enum bp_stat {
 	STAT_UNWIND_REFRESH,	     /* requests to re-read a process's mappings */
 	STAT_UNWIND_CACHE_HITS,	     /* frames whose mapping and row came from the row cache */
 	STAT_UNWIND_CACHE_MISSES,    /* ... that were searched */
-	/* --off-cpu (bpf/offcpu.bpf.h). Every block of a target task ends as a
+	/* --off-cpu (profile.bpf.c, its last section). Every block of a target task ends as a
 	 * resume, a cut (still blocked at the end), an eviction from the full
 	 * task table, or is pending (blocked now):
 	 *   BLOCKS = RESUMES + CUT + REPLACED + EVICTED + pending
@@ -239,7 +239,7 @@ _Static_assert(sizeof(struct bp_proc_event) == 48, "bp_proc_event");
 
 /*
  * --off-cpu: what the program keeps about a target thread while it is
- * blocked (map offcpu_tasks: slot tid & mask, see offcpu.bpf.h). The user stack is
+ * blocked (map offcpu_tasks: slot tid & mask, see profile.bpf.c). The user stack is
  * read when the task blocks (only then is its address space the current
  * one) and stored in the stacks set active at that moment; userspace copies
  * the stacks of blocked tasks into the new set at every buffer flip

@@ -314,10 +314,10 @@ static void describe_target(const struct options *o, const struct collector_stat
 	else
 		sbuf_printf(&sb, "sampling %zu CPU%s", st->nr_events, st->nr_events == 1 ? "" : "s");
 	sbuf_printf(&sb, " at %u Hz", o->freq);
-	if (o->cmd && !o->cmd_is_target)
-		sbuf_printf(&sb, " while '%s' runs", o->cmd[0]);
 	if (o->offcpu)
 		sbuf_printf(&sb, " and waits of at least %s", fmt_wait(o->offcpu_min_ns));
+	if (o->cmd && !o->cmd_is_target)
+		sbuf_printf(&sb, " while '%s' runs", o->cmd[0]);
 	if (o->duration)
 		sbuf_printf(&sb, " for %g s", o->duration);
 	sbuf_puts(&sb, o->cmd ? "; stops when it exits" : "; Ctrl-C to stop");

@@ -415,7 +415,7 @@ static bool attempt_possible(struct collector *c, const struct load_attempt *a, 
 	return !c->kw_err;
 }
 
-/* --- --off-cpu (bpf/offcpu.bpf.h) ------------------------------------------ */
+/* --- --off-cpu (the off-CPU section of bpf/profile.bpf.c) ------------------ */
 
 /* The programs load only with --off-cpu; the fork tracker only with targets. */
 static void offcpu_configure(struct collector *c)
@@ -507,7 +507,7 @@ static int offcpu_attach(struct collector *c, struct errmsg *em)
 	return 0;
 }
 
-/* Waits still going are counted up to now (offcpu_flush in offcpu.bpf.h):
+/* Waits still going are counted up to now (offcpu_flush in profile.bpf.c):
  * one run of the task iterator, while the switch program still runs. */
 static void offcpu_flush(struct collector *c)
 {
@@ -578,7 +578,7 @@ struct carry {
 	struct bp_stack st;
 };
 
-/* The user stack of a blocked task, into the new set (see offcpu.bpf.h). */
+/* The user stack of a blocked task, into the new set (see profile.bpf.c, --off-cpu). */
 static int carry_task(struct collector *c, const struct bp_offcpu_task *t, void *arg)
 {
 	struct carry *ca = arg;

@@ -11,8 +11,10 @@ measures:
   * exec to sampling: from just before exec() to the "sampling ..." line on
     its stderr (printed once the program is attached);
   * steady RSS: VmRSS after --run seconds (past one interval written);
-  * peak RSS: the kernel's high-water mark for the process (wait4), which
-    includes start-up (kernel symbols, BPF load, unwind tables).
+  * peak RSS at sampling start: VmHWM when the "sampling" line comes, so
+    start-up alone (BPF load, kernel ORC table, kernel symbols so far);
+  * peak RSS: the kernel's high-water mark for the whole run (wait4), which
+    adds what the symbolizer holds for the host's processes.
 
 With --compare OTHER_BPFPROF, this build and another one alternate, round by
 round, on the same machine state (judge a change with it); the medians and
@@ -63,16 +65,16 @@ def stop_load(procs):
         p.wait()
 
 
-def vm_rss_kib(pid):
+def vm_kib(pid, field):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
 
 
 def one_round(bpfprof, run_s, extra, tmp):
-    """(exec to sampling s, steady RSS MiB, peak RSS MiB) of one run."""
+    """(exec to sampling s, steady RSS MiB, peak RSS MiB, start-up peak MiB) of one run."""
     d = tempfile.mkdtemp(dir=tmp)
     argv = [str(bpfprof), "-F", "99", "-a", "--interval", "5", "--output-dir", d] + extra
     t0 = time.monotonic()
@@ -86,13 +88,14 @@ def one_round(bpfprof, run_s, extra, tmp):
         seen.append(line)
         if "sampling" in line:
             t_sampling = time.monotonic() - t0
+            start_peak = vm_kib(p.pid, "VmHWM") / 1024  # before the first drain
             break
     if t_sampling is None:
         p.kill()
         p.wait()
         raise SystemExit(f"bench_startup: {bpfprof} never started sampling:\n{''.join(seen)}")
     time.sleep(run_s)
-    steady = vm_rss_kib(p.pid) / 1024
+    steady = vm_kib(p.pid, "VmRSS") / 1024
     p.send_signal(signal.SIGINT)
     _, status, ru = os.wait4(p.pid, 0)
     p.returncode = status
@@ -100,7 +103,7 @@ def one_round(bpfprof, run_s, extra, tmp):
     shutil.rmtree(d, ignore_errors=True)
     if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
         raise SystemExit(f"bench_startup: {bpfprof} failed ({status})")
-    return t_sampling, steady, ru.ru_maxrss / 1024
+    return t_sampling, steady, ru.ru_maxrss / 1024, start_peak
 
 
 def main():
@@ -137,14 +140,16 @@ def main():
           f"{'idle' if a.idle else 'busy (3 workloads)'}, {nproc} processes on the host, "
           f"{a.rounds} rounds, "
           f"-F 99 -a --interval 5 {a.args}\n")
-    print("| build | exec → sampling, median (range) | steady RSS MiB | peak RSS MiB, "
-          "median (range) |")
-    print("|---|---:|---:|---:|")
+    print("| build | exec → sampling, median (range) | peak RSS at sampling start MiB | "
+          "steady RSS MiB | peak RSS MiB, median (range) |")
+    print("|---|---:|---:|---:|---:|")
     for b in builds:
         st = [x[0] for x in res[b]]
         rs = [x[1] for x in res[b]]
         pk = [x[2] for x in res[b]]
+        sp = [x[3] for x in res[b]]
         print(f"| {b} | {med(st):.3f} s ({min(st):.3f}-{max(st):.3f}) | "
+              f"{med(sp):.1f} ({min(sp):.1f}-{max(sp):.1f}) | "
               f"{med(rs):.1f} ({min(rs):.1f}-{max(rs):.1f}) | "
               f"{med(pk):.1f} ({min(pk):.1f}-{max(pk):.1f}) |")
     print("\nper round, exec → sampling (s): " + "; ".join(

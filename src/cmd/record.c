@@ -524,8 +524,9 @@ int record__check(struct record *r)
 
 /*
  * Names for kernel addresses: /proc/kallsyms read and indexed on a thread of
- * its own while the program loads (it is needed at the first drain, not
- * before sampling starts). Nothing else touches the symbolizer until
+ * its own from the end of the program load (whose BTF is freed by then: the
+ * two peaks of memory do not add up) until sampling runs; they are needed at
+ * the first drain, not before. Nothing else touches the symbolizer until
  * ksyms_join().
  */
 static void *ksyms_load(void *arg)
@@ -552,6 +553,7 @@ static void ksyms_join(struct record *r)
 		return;
 	pthread_join(r->ksyms_thread, NULL);
 	r->ksyms_running = false;
+	malloc_trim(0); /* the file and the parser's scratch: megabytes, freed */
 	p_debug("kernel symbols: %.0f ms, read while the program loaded", r->ksyms_ns / 1e6);
 	if (r->ksyms_err) {
 		p_warn("cannot read /proc/kallsyms (%s): kernel frames will be [unknown]",
@@ -587,8 +589,6 @@ int record__setup(struct record *r)
 		p_err("out of memory");
 		return 1;
 	}
-	if (!r->o.user_only)
-		ksyms_start(r);
 	if (r->o.cmd) {
 		err = child__spawn(&r->ch, r->o.cmd);
 		if (err) {
@@ -637,6 +637,10 @@ int record__open(struct record *r)
 
 	collector_options(r, &copts);
 	r->col = collector__open(&copts, &em);
+	/* Kernel symbols on a thread from here: after the program load, whose
+	 * BTF (megabytes) is freed by now, so the two peaks do not add up. */
+	if (r->col && !r->o.user_only)
+		ksyms_start(r);
 	if (r->col) {
 		uint64_t t0 = now_ns();
 

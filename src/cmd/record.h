@@ -108,7 +108,7 @@ struct record {
 	uint64_t t_start, t_stop; /* CLOCK_MONOTONIC: sampling started, stopped */
 	/* Start-up, for -v: cmd_record entered, kernel symbols, unwind tables. */
 	uint64_t t_main, ksyms_ns, unwind_ns;
-	/* Kernel symbols load on a thread from record__setup() to record__start():
+	/* Kernel symbols load on a thread from record__open() to record__start():
 	 * nothing may touch rc.sym in between. */
 	pthread_t ksyms_thread;
 	bool ksyms_running;

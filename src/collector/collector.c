@@ -87,6 +87,7 @@ struct collector {
 	int unwind_err;		/* why it fell back */
 	bool fp_walker;		/* frame pointers walked by the program, not bpf_get_stack() */
 	int chunk_fd[UNWIND_MAX_CHUNKS]; /* unwind slot pool chunks, 0 = none */
+	bool chunk0_spare;	/* chunk 0 installed ahead, not asked for yet */
 	struct korc korc;	/* kernel ORC table, until it is in the kernel */
 	size_t korc_entries;
 	uint64_t open_ns, korc_ns; /* collector__open, and the ORC table's part of it */
@@ -768,12 +769,21 @@ static void *slot_fill_run(void *arg)
 	return NULL;
 }
 
+static int uw_chunk_map(void)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
+
+	return bpf_map_create(BPF_MAP_TYPE_ARRAY, "uw_chunk", sizeof(__u32), sizeof(__u64),
+			      UNWIND_CHUNK_SLOTS, &mo);
+}
+
 static int slots_fill(struct collector *c, struct errmsg *em)
 {
 	struct profile_bpf *s = c->skel;
-	struct slot_fill f[2 * PROFILE_NR_BUFS];
-	pthread_t th[2 * PROFILE_NR_BUFS];
-	bool started[2 * PROFILE_NR_BUFS] = { false };
+	struct slot_fill f[2 * PROFILE_NR_BUFS + 1];
+	pthread_t th[ARRAY_SIZE(f)];
+	bool started[ARRAY_SIZE(f)] = { false };
+	size_t nr = 2 * PROFILE_NR_BUFS;
 	int err = 0;
 
 	for (uint32_t i = 0; i < PROFILE_NR_BUFS; i++) {
@@ -782,16 +792,34 @@ static int slots_fill(struct collector *c, struct errmsg *em)
 		f[2 * i + 1] = (struct slot_fill){ .outer = bpf_map__fd(s->maps.stacks),
 						   .inner = c->stacks_fd[i], .idx = i };
 	}
-	for (size_t i = 1; i < ARRAY_SIZE(f); i++)
+	/* The unwinder's first table chunk too: it asks for one at once (the
+	 * vDSO's table), and installing it alone would wait a grace period more. */
+	if (c->unwind_mode != UNWIND_MODE_FP && c->fp_walker) {
+		int fd = uw_chunk_map();
+
+		if (fd >= 0) {
+			c->chunk_fd[0] = fd;
+			c->chunk0_spare = true;
+			f[nr++] = (struct slot_fill){ .outer = bpf_map__fd(s->maps.unwind_chunks),
+						      .inner = fd, .idx = 0 };
+		}
+	}
+	for (size_t i = 1; i < nr; i++)
 		started[i] = !pthread_create(&th[i], NULL, slot_fill_run, &f[i]);
 	slot_fill_run(&f[0]);
-	for (size_t i = 1; i < ARRAY_SIZE(f); i++) {
+	for (size_t i = 1; i < nr; i++) {
 		if (started[i])
 			pthread_join(th[i], NULL);
 		else
 			slot_fill_run(&f[i]); /* no thread: in turn */
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(f) && !err; i++)
+	if (nr > 2 * PROFILE_NR_BUFS && f[nr - 1].err) {
+		close(c->chunk_fd[0]); /* the unwinder creates it when it needs it */
+		c->chunk_fd[0] = 0;
+		c->chunk0_spare = false;
+		nr--;
+	}
+	for (size_t i = 0; i < nr && !err; i++)
 		err = f[i].err;
 	if (err)
 		errmsg_set(em, err, "cannot set up the count and stack maps: %s", strerror(-err));
@@ -1717,12 +1745,13 @@ static int uw_chunk_add(void *ctx, uint32_t chunk)
 	struct collector *c = ctx;
 	int fd, err;
 
-	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
-
+	if (chunk == 0 && c->chunk0_spare) {
+		c->chunk0_spare = false; /* installed with the buffer sets (slots_fill) */
+		return 0;
+	}
 	if (chunk >= UNWIND_MAX_CHUNKS || c->chunk_fd[chunk] > 0)
 		return -EINVAL;
-	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "uw_chunk", sizeof(__u32), sizeof(__u64),
-			    UNWIND_CHUNK_SLOTS, &mo);
+	fd = uw_chunk_map();
 	if (fd < 0)
 		return -errno;
 	if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.unwind_chunks), &chunk, &fd, BPF_ANY)) {

@@ -525,39 +525,51 @@ int record__check(struct record *r)
 /*
  * Names for kernel addresses: /proc/kallsyms read and indexed on a thread of
  * its own from the end of the program load (whose BTF is freed by then: the
- * two peaks of memory do not add up) until sampling runs; they are needed at
- * the first drain, not before. Nothing else touches the symbolizer until
- * ksyms_join().
+ * two peaks of memory do not add up) while sampling starts and runs; they are
+ * needed at the first drain, not before. The thread changes nothing in the
+ * symbolizer (symbolizer__read_kernel), so process notices use it meanwhile
+ * and a started command's tables do not wait for kallsyms; ksyms_join()
+ * installs what it read.
  */
 static void *ksyms_load(void *arg)
 {
 	struct record *r = arg;
 	uint64_t t0 = now_ns();
 
-	r->ksyms_err = symbolizer__load_kernel(r->rc.sym);
+	symbolizer__read_kernel(r->rc.sym, &r->ksyms);
 	r->ksyms_ns = now_ns() - t0;
 	return NULL;
 }
 
 static void ksyms_start(struct record *r)
 {
-	if (pthread_create(&r->ksyms_thread, NULL, ksyms_load, r))
+	r->ksyms_threaded = !pthread_create(&r->ksyms_thread, NULL, ksyms_load, r);
+	if (!r->ksyms_threaded)
 		ksyms_load(r); /* no thread: in line */
-	else
-		r->ksyms_running = true;
+	r->ksyms_pending = true;
 }
 
-static void ksyms_join(struct record *r)
+/* wait: block until the kernel symbols are read (before names are asked
+ * for), else install them only if they are read already. */
+static void ksyms_join(struct record *r, bool wait)
 {
-	if (!r->ksyms_running)
+	int err;
+
+	if (!r->ksyms_pending)
 		return;
-	pthread_join(r->ksyms_thread, NULL);
-	r->ksyms_running = false;
+	if (r->ksyms_threaded) {
+		if (wait)
+			pthread_join(r->ksyms_thread, NULL);
+		else if (pthread_tryjoin_np(r->ksyms_thread, NULL))
+			return;
+	}
+	r->ksyms_pending = false;
+	err = symbolizer__install_kernel(r->rc.sym, &r->ksyms);
 	malloc_trim(0); /* the file and the parser's scratch: megabytes, freed */
-	p_debug("kernel symbols: %.0f ms, read while the program loaded", r->ksyms_ns / 1e6);
-	if (r->ksyms_err) {
+	p_debug("kernel symbols: %.0f ms, read while sampling started", r->ksyms_ns / 1e6);
+	if (err) {
 		p_warn("cannot read /proc/kallsyms (%s): kernel frames will be [unknown]",
-		       strerror(-r->ksyms_err));
+		       strerror(-err));
 	} else if (symbolizer__kernel_restricted(r->rc.sym)) {
 		p_warn("kernel addresses are hidden by kernel.kptr_restrict: kernel frames will be [unknown]");
 		p_hint("run as root, or grant CAP_SYSLOG, or sysctl -w kernel.kptr_restrict=0");
@@ -698,7 +710,6 @@ int record__start(struct record *r)
 			return 1;
 		}
 	}
-	ksyms_join(r); /* sampling runs: from here on, notices and drains ask for names */
 	return 0;
 }
 
@@ -707,7 +718,7 @@ int record__drain(struct record *r, uint64_t now)
 {
 	int err;
 
-	ksyms_join(r);
+	ksyms_join(r, true); /* names are asked for from here */
 	/* Notices first: the drain may hold samples of processes they announce. */
 	collector__poll(r->col, 0, record__on_proc_notice, &r->rc);
 	err = sinks__drain(&r->ct, &r->rc, r->col);
@@ -759,6 +770,7 @@ int record__loop(struct record *r)
 		}
 		if (r->rc.uw)
 			unwinder__tick(r->rc.uw);
+		ksyms_join(r, false); /* the reading's scratch given back early */
 		if (r->ch.pid) {
 			child__reap(&r->ch, false);
 			if (r->ch.exited)
@@ -776,6 +788,7 @@ int record__stop(struct record *r)
 
 	status_clear(&r->sl);
 	r->t_stop = now_ns();
+	ksyms_join(r, true); /* the last drain asks for names */
 	if (stop__requested())
 		p_info("stopping on %s", strsignal(stop__requested()));
 	collector__detach(r->col);
@@ -885,7 +898,7 @@ static int record__write(struct record *r)
 
 void record__close(struct record *r)
 {
-	ksyms_join(r);
+	ksyms_join(r, true);
 	if (r->ch.pid && !r->ch.exited)
 		child__abort(&r->ch);
 	sinks__close(&r->ct);

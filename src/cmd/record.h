@@ -23,6 +23,7 @@
 #include "collector/collector.h"
 #include "proc/child.h"
 #include "sym/kbuildid.h"
+#include "sym/symbolizer.h"
 
 struct profile;
 struct symbolizer;
@@ -108,11 +109,11 @@ struct record {
 	uint64_t t_start, t_stop; /* CLOCK_MONOTONIC: sampling started, stopped */
 	/* Start-up, for -v: cmd_record entered, kernel symbols, unwind tables. */
 	uint64_t t_main, ksyms_ns, unwind_ns;
-	/* Kernel symbols load on a thread from record__open() to record__start():
-	 * nothing may touch rc.sym in between. */
+	/* Kernel symbols read on a thread (or in line) from record__open() to
+	 * the first drain at the latest, installed in rc.sym then. */
 	pthread_t ksyms_thread;
-	bool ksyms_running;
-	int ksyms_err;
+	bool ksyms_threaded, ksyms_pending;
+	struct kernel_read ksyms;
 };
 
 int record__check(struct record *r);

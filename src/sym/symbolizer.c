@@ -285,7 +285,7 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
  * loaded BPF programs (their JIT images are "[bpf]" symbols). Reading and
  * parsing kallsyms costs ~50-100 ms; these cost a few syscalls.
  */
-static uint64_t modules_signature(struct symbolizer *s)
+static uint64_t modules_signature(const struct symbolizer *s)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
 	char path[300], *buf;
@@ -303,7 +303,7 @@ static uint64_t modules_signature(struct symbolizer *s)
  * drops it): every rate-limited check then counts as a change. */
 #define BPF_SIG_UNKNOWN UINT64_MAX
 
-static uint64_t bpf_signature(struct symbolizer *s)
+static uint64_t bpf_signature(const struct symbolizer *s)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
 	union bpf_attr attr;
@@ -344,18 +344,35 @@ static void kernel_install(struct symbolizer *s, struct ksyms *ks)
 	s->core_end = et ? et->addr : 0;
 }
 
-int symbolizer__load_kernel(struct symbolizer *s)
+/* Reads only what symbolizer__new() set: s may be in use on another thread. */
+void symbolizer__read_kernel(const struct symbolizer *s, struct kernel_read *kr)
 {
-	uint64_t mod = modules_signature(s), bpf = bpf_signature(s);
-	struct ksyms *ks = ksyms__load(s->kallsyms_path);
+	kr->mod_sig = modules_signature(s);
+	kr->bpf_sig = bpf_signature(s);
+	kr->ks = ksyms__load(s->kallsyms_path);
+	kr->err = kr->ks ? 0 : -errno;
+}
 
+int symbolizer__install_kernel(struct symbolizer *s, struct kernel_read *kr)
+{
+	struct ksyms *ks = kr->ks;
+
+	kr->ks = NULL;
 	if (!ks)
-		return -errno;
+		return kr->err ? kr->err : -EINVAL;
 	kernel_install(s, ks);
-	s->kmod_sig = mod;
-	s->kbpf_sig = bpf;
+	s->kmod_sig = kr->mod_sig;
+	s->kbpf_sig = kr->bpf_sig;
 	s->kcheck_gen = s->gen + 1;
 	return 0;
+}
+
+int symbolizer__load_kernel(struct symbolizer *s)
+{
+	struct kernel_read kr;
+
+	symbolizer__read_kernel(s, &kr);
+	return symbolizer__install_kernel(s, &kr);
 }
 
 bool symbolizer__kernel_restricted(const struct symbolizer *s)

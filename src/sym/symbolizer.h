@@ -107,6 +107,19 @@ void symbolizer__free(struct symbolizer *s);
 
 /* Loads kernel symbols. 0, or -errno; kptr_restrict is not an error. */
 int symbolizer__load_kernel(struct symbolizer *s);
+/*
+ * The same in two steps, the slow one on any thread: symbolizer__read_kernel()
+ * reads kallsyms (and what says when to read it again) and changes nothing
+ * in s, so s stays usable by its thread meanwhile; symbolizer__install_kernel()
+ * (on s's thread) adopts what was read and returns its error.
+ */
+struct kernel_read {
+	struct ksyms *ks;
+	uint64_t mod_sig, bpf_sig;
+	int err;
+};
+void symbolizer__read_kernel(const struct symbolizer *s, struct kernel_read *kr);
+int symbolizer__install_kernel(struct symbolizer *s, struct kernel_read *kr);
 bool symbolizer__kernel_restricted(const struct symbolizer *s);
 
 /* Snapshots the process's mappings and loads its files now. 0 or -errno

@@ -290,4 +290,23 @@ struct bp_kread_args {
 };
 _Static_assert(sizeof(struct bp_kread_args) == 16, "bp_kread_args");
 
+/*
+ * kprogs.bpf.c's records (a bpf_prog iterator read by userspace): each
+ * loaded program's JIT image and its kallsyms name, so a kernel address in
+ * BPF space is named by the program that holds it. One record per program,
+ * then one per function of a program with BPF-to-BPF calls (sub = 1; their
+ * images are separate kallsyms symbols). Programs come in increasing id
+ * order. Names longer than the field are cut (still the right program).
+ */
+#define KPROGS_MAX_FUNCS 256 /* BPF_MAX_SUBPROGS */
+#define KPROG_NAME_LEN 112
+
+struct bp_kprog {
+	__u64 start; /* aux->ksym.start (the image) */
+	__u32 len;   /* aux->ksym.end - start; 0: not in kallsyms (not JITed) */
+	__u32 id : 31, sub : 1;
+	char name[KPROG_NAME_LEN]; /* aux->ksym.name: bpf_prog_<tag>_<name> */
+};
+_Static_assert(sizeof(struct bp_kprog) == 128, "bp_kprog");
+
 #endif /* BPFPROF_PROFILE_ABI_H */

@@ -541,6 +541,22 @@ static void *ksyms_load(void *arg)
 	return NULL;
 }
 
+static int bpf_progs_of(void *col, struct bp_kprog **progs, size_t *nr)
+{
+	return collector__bpf_progs(col, progs, nr);
+}
+
+/*
+ * The symbolizer asks the collector where BPF programs' images are, so a
+ * program loaded mid-run is not named after its neighbour (the kernel-symbol
+ * thread does not use this).
+ */
+static void kprogs_attach(struct record *r)
+{
+	if (r->col && r->rc.sym)
+		symbolizer__set_bpf_progs(r->rc.sym, bpf_progs_of, r->col);
+}
+
 static void ksyms_start(struct record *r)
 {
 	r->ksyms_threaded = !pthread_create(&r->ksyms_thread, NULL, ksyms_load, r);
@@ -653,6 +669,7 @@ int record__open(struct record *r)
 	 * BTF (megabytes) is freed by now, so the two peaks do not add up. */
 	if (r->col && !r->o.user_only)
 		ksyms_start(r);
+	kprogs_attach(r);
 	if (r->col) {
 		uint64_t t0 = now_ns();
 
@@ -853,12 +870,15 @@ static void print_symbol_stats(const struct record_ctx *rc, uint64_t t_stop)
 	p_debug("symbols: %zu processes, %zu files (%zu KiB), %" PRIu64
 		" debug files, %zu JIT maps (%zu KiB; %" PRIu64 " MiB of large ones scanned, %" PRIu64
 		" whole again), %" PRIu64 " JIT frames, %" PRIu64
-		" files rejected, %" PRIu64 " images lost, %" PRIu64 " kallsyms reloads; %" PRIu64
+		" files rejected, %" PRIu64 " images lost, %" PRIu64 " kallsyms reloads, %" PRIu64
+		" BPF frames named by the program list, %" PRIu64 " in no loaded program%s; %" PRIu64
 		" Python frames named, %" PRIu64 " not (code object freed or unreadable), %" PRIu64
 		" inlined frames",
 		ss.procs, ss.files, ss.file_bytes >> 10, ss.debug_files, ss.perfmaps,
 		ss.perfmap_bytes >> 10, ss.perfmap_scanned >> 20, ss.perfmap_rescans, ss.jit_names,
-		ss.rejected, ss.images_lost, ss.kernel_reloads, ss.py_frames, ss.py_unknown,
+		ss.rejected, ss.images_lost, ss.kernel_reloads, ss.kbpf_named, ss.kbpf_unnamed,
+		ss.kprogs_err ? " (no BPF program list: kallsyms alone names them)" : "",
+		ss.py_frames, ss.py_unknown,
 		ss.inline_frames);
 }
 

@@ -57,6 +57,7 @@
 #include "base/util.h"
 #include "proc/procfs.h"
 #include "kread.skel.h"
+#include "kprogs.skel.h"
 #include "profile.skel.h"
 
 struct collector {
@@ -91,6 +92,9 @@ struct collector {
 	struct korc korc;	/* kernel ORC table, until it is in the kernel */
 	size_t korc_entries;
 	uint64_t open_ns, korc_ns; /* collector__open, and the ORC table's part of it */
+	struct kprogs_bpf *kprogs; /* the BPF program list (kprogs.bpf.c), or NULL */
+	struct bpf_link *kprogs_link;
+	int kprogs_err;
 	int korc_load_err;	/* 0: the table came from the cache, else why not */
 	int korc_save_err;	/* built: 0 saved in the cache, else why not */
 	uint64_t korc_tramp[3];
@@ -855,6 +859,76 @@ static int filters_fill(struct collector *c, struct errmsg *em)
 	return 0;
 }
 
+/*
+ * The BPF program list (kprogs.bpf.c): an iterator link made while bpfprof
+ * still has its capabilities; kernels without the bpf_prog iterator (before
+ * 5.9) go without (kernel frames in BPF programs are then named by kallsyms
+ * alone, as before). Not an error.
+ */
+static void kprogs_open(struct collector *c)
+{
+	c->kprogs = kprogs_bpf__open_and_load();
+	if (!c->kprogs) {
+		c->kprogs_err = -errno;
+		return;
+	}
+	c->kprogs_link = bpf_program__attach_iter(c->kprogs->progs.kprogs, NULL);
+	if (!c->kprogs_link) {
+		c->kprogs_err = -errno;
+		kprogs_bpf__destroy(c->kprogs);
+		c->kprogs = NULL;
+	}
+}
+
+#define KPROGS_MAX_RECORDS (1u << 16) /* programs and functions listed (1 MiB) */
+
+int collector__bpf_progs(struct collector *c, struct bp_kprog **out, size_t *nr)
+{
+	struct bp_kprog *v = NULL;
+	size_t n = 0, cap = 0, got = 0; /* got: bytes of v[n] read so far */
+	int fd, err = 0;
+
+	*out = NULL;
+	*nr = 0;
+	if (!c->kprogs_link)
+		return c->kprogs_err ? c->kprogs_err : -EOPNOTSUPP;
+	fd = bpf_iter_create(bpf_link__fd(c->kprogs_link));
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t r;
+
+		if (n == cap && array_grow((void **)&v, &cap, n + 1, sizeof(*v))) {
+			err = -ENOMEM;
+			break;
+		}
+		r = read(fd, (char *)(v + n) + got, (cap - n) * sizeof(*v) - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			err = -errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+		n += got / sizeof(*v);
+		got %= sizeof(*v);
+		if (n >= KPROGS_MAX_RECORDS) {
+			err = -E2BIG;
+			break;
+		}
+	}
+	close(fd);
+	if (err) {
+		free(v);
+		return err;
+	}
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
 struct collector *collector__open(const struct collector_opts *opts, struct errmsg *em)
 {
 	struct collector *c;
@@ -904,6 +978,7 @@ struct collector *collector__open(const struct collector_opts *opts, struct errm
 		errmsg_set(em, -ENOMEM, "out of memory");
 		goto out_destroy;
 	}
+	kprogs_open(c);
 	c->open_ns = now_ns() - t0;
 	return c;
 
@@ -1710,6 +1785,8 @@ void collector__free(struct collector *c)
 	korc__free(&c->korc);
 	if (c->cpu_state)
 		munmap(c->cpu_state, c->cpu_state_len);
+	bpf_link__destroy(c->kprogs_link);
+	kprogs_bpf__destroy(c->kprogs);
 	profile_bpf__destroy(c->skel);
 	free(c->events);
 	free(c->off_now);

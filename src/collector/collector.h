@@ -120,6 +120,13 @@ int collector__drain(struct collector *c, collector_sample_fn pre, collector_sam
 		     void *ctx);
 
 void collector__stats(struct collector *c, struct collector_stats *st);
+/*
+ * The loaded BPF programs' JIT images, each program then its functions, in
+ * increasing id order (kprogs.bpf.c); *out is malloc'd. Works after the
+ * capabilities are dropped. -EOPNOTSUPP (or why it could not be set up) on
+ * kernels without the bpf_prog iterator.
+ */
+int collector__bpf_progs(struct collector *c, struct bp_kprog **out, size_t *nr);
 /* Cumulative BPF run time and count of the program (needs bpf_stats_enabled). */
 int collector__prog_runtime(struct collector *c, uint64_t *run_ns, uint64_t *run_cnt);
 

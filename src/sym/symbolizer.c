@@ -120,6 +120,16 @@ struct symbolizer {
 	size_t nr_retired;
 	uint64_t kmod_sig, kbpf_sig, kcheck_gen, core_end, kbpf_reload_ns;
 	bool kmiss; /* a lookup missed in module/BPF space since the last sweep */
+	/* The BPF programs' JIT images (symbolizer__set_bpf_progs), by start;
+	 * read at most once per drain (kprogs_gen), signature of their ids. */
+	symbolizer_bpf_progs_fn bpf_progs;
+	void *bpf_progs_ctx;
+	struct bp_kprog *kprogs;
+	size_t nr_kprogs;
+	uint64_t kprogs_gen, kprogs_sig;
+	int kprogs_err;
+	uint64_t kbpf_unnamed; /* program symbols whose image does not hold the address */
+	uint64_t kbpf_named;   /* addresses named from the program list */
 	struct htab *procs; /* proc_key -> symproc */
 	struct htab *files; /* mfile serial -> symfile */
 	struct symfile vdso;
@@ -258,6 +268,7 @@ void symbolizer__free(struct symbolizer *s)
 	htab__free(s->files);
 	elfsym__free(s->vdso.es);
 	ksyms__free(s->ks);
+	free(s->kprogs);
 	for (size_t i = 0; i < s->nr_retired; i++)
 		ksyms__free(s->retired[i]);
 	if (s->own_pt)
@@ -303,6 +314,91 @@ static uint64_t modules_signature(const struct symbolizer *s)
  * drops it): every rate-limited check then counts as a change. */
 #define BPF_SIG_UNKNOWN UINT64_MAX
 
+static int kprog_cmp(const void *a, const void *b)
+{
+	const struct bp_kprog *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/*
+ * The program list, read at most once per drain: its signature hashes the
+ * programs' ids in increasing order, as bpf_signature() does, so the two
+ * agree. 0, or why there is no list.
+ */
+static int kprogs_read(struct symbolizer *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t n;
+
+	if (!s->bpf_progs)
+		return s->kprogs_err = -EOPNOTSUPP;
+	if (s->kprogs_gen == s->gen + 1)
+		return s->kprogs_err;
+	s->kprogs_gen = s->gen + 1;
+	free(s->kprogs);
+	s->kprogs = NULL;
+	s->nr_kprogs = 0;
+	s->kprogs_err = s->bpf_progs(s->bpf_progs_ctx, &s->kprogs, &s->nr_kprogs);
+	if (s->kprogs_err)
+		return s->kprogs_err;
+	for (size_t i = 0; i < s->nr_kprogs; i++) {
+		uint32_t id = s->kprogs[i].id;
+
+		if (!s->kprogs[i].sub)
+			h = fnv1a(h, &id, sizeof(id));
+	}
+	s->kprogs_sig = h == BPF_SIG_UNKNOWN ? h - 1 : h;
+	n = 0;
+	for (size_t i = 0; i < s->nr_kprogs; i++) {
+		if (!s->kprogs[i].len)
+			continue; /* not in kallsyms (no image): nothing to find */
+		s->kprogs[n] = s->kprogs[i];
+		s->kprogs[n++].name[KPROG_NAME_LEN - 1] = '\0';
+	}
+	s->nr_kprogs = n;
+	qsort(s->kprogs, s->nr_kprogs, sizeof(*s->kprogs), kprog_cmp);
+	return 0;
+}
+
+void symbolizer__set_bpf_progs(struct symbolizer *s, symbolizer_bpf_progs_fn fn, void *ctx)
+{
+	s->bpf_progs = fn;
+	s->bpf_progs_ctx = ctx;
+	s->kprogs_gen = 0;
+}
+
+/*
+ * The listed BPF image that holds ip, or NULL: no list (kernels before 5.9),
+ * or no loaded program holds it. kallsyms gives programs no sizes, and a
+ * program loaded since it was read sits in a gap of a program pack right
+ * after an older one: looked up there it would be named as that one.
+ */
+static const struct bp_kprog *kprog_find(struct symbolizer *s, uint64_t ip)
+{
+	size_t lo = 0, hi;
+
+	if (kprogs_read(s))
+		return NULL;
+	hi = s->nr_kprogs;
+	while (lo < hi) { /* the last image starting at or below ip */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->kprogs[mid].start <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || ip - s->kprogs[lo - 1].start >= s->kprogs[lo - 1].len)
+		return NULL;
+	return &s->kprogs[lo - 1];
+}
+
+static bool is_bpf_prog(const struct ksym *k)
+{
+	return k && k->module && !strcmp(k->module, "bpf") && !strncmp(k->name, "bpf_prog_", 9);
+}
+
 static uint64_t bpf_signature(const struct symbolizer *s)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
@@ -323,6 +419,13 @@ static uint64_t bpf_signature(const struct symbolizer *s)
 		h = fnv1a(h, &id, sizeof(id));
 	}
 	return h == BPF_SIG_UNKNOWN ? h - 1 : h;
+}
+
+/* The same from the program list when there is one (it works without
+ * CAP_SYS_ADMIN, which bpfprof drops); on s's own thread only. */
+static uint64_t kbpf_signature(struct symbolizer *s)
+{
+	return kprogs_read(s) ? bpf_signature(s) : s->kprogs_sig;
 }
 
 static void kernel_install(struct symbolizer *s, struct ksyms *ks)
@@ -397,7 +500,7 @@ static bool kernel_refresh(struct symbolizer *s, bool miss)
 	s->kcheck_gen = s->gen + 1;
 	mod = modules_signature(s);
 	if (miss && (!s->kbpf_reload_ns || now - s->kbpf_reload_ns >= KSYMS_BPF_RELOAD_NS))
-		bpf = bpf_signature(s);
+		bpf = kbpf_signature(s);
 	if (mod == s->kmod_sig && bpf == s->kbpf_sig &&
 	    !(bpf == BPF_SIG_UNKNOWN && miss &&
 	      (!s->kbpf_reload_ns || now - s->kbpf_reload_ns >= KSYMS_BPF_RELOAD_NS)))
@@ -417,15 +520,29 @@ static bool kernel_refresh(struct symbolizer *s, bool miss)
 void symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out)
 {
 	const struct ksym *k = s->ks ? ksyms__lookup(s->ks, ip) : NULL;
+	const struct bp_kprog *bp = NULL;
 
 	/*
-	 * Beyond the core kernel's text: module and BPF JIT space. A miss there
-	 * may be a module or program loaded after kallsyms was read.
+	 * Beyond the core kernel's text: module and BPF JIT space. BPF programs
+	 * are named from the collector's list of their images when there is
+	 * one; a miss may be a module (or, without the list, a program) loaded
+	 * after kallsyms was read.
 	 */
-	if (!k && s->ks && !ksyms__restricted(s->ks) && ip >= s->core_end) {
-		s->kmiss = true;
-		if (kernel_refresh(s, true))
-			k = ksyms__lookup(s->ks, ip);
+	if (s->ks && !ksyms__restricted(s->ks) && ip >= s->core_end) {
+		bp = kprog_find(s, ip);
+		/* With the program list, a program symbol whose image does not hold
+		 * ip is a neighbour of a newer program, or unloaded: no name. */
+		if (!bp && is_bpf_prog(k) && !s->kprogs_err) {
+			k = NULL;
+			s->kbpf_unnamed++;
+		} else if (!bp && !k) {
+			s->kmiss = true;
+			k = kernel_refresh(s, true) ? ksyms__lookup(s->ks, ip) : NULL;
+			if (is_bpf_prog(k) && !s->kprogs_err) {
+				k = NULL;
+				s->kbpf_unnamed++;
+			}
+		}
 	}
 	s->lookups++;
 	memset(out, 0, sizeof(*out));
@@ -433,7 +550,12 @@ void symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out)
 	out->addr = ip;
 	out->name = k ? k->name : NULL;
 	out->module = k ? k->module : NULL;
-	if (!k)
+	if (bp) {
+		out->name = bp->name[0] ? bp->name : NULL;
+		out->module = "bpf";
+		s->kbpf_named++;
+	}
+	if (!out->name)
 		s->unknown++;
 }
 
@@ -1426,6 +1548,9 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	}
 	st->images_lost = s->images_lost;
 	st->kernel_reloads = s->kernel_reloads;
+	st->kbpf_unnamed = s->kbpf_unnamed;
+	st->kbpf_named = s->kbpf_named;
+	st->kprogs_err = s->bpf_progs ? s->kprogs_err : -EOPNOTSUPP;
 	st->evicted_procs = s->evicted_procs;
 	st->evicted_files = s->evicted_files;
 }

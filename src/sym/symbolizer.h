@@ -48,6 +48,7 @@
 
 #include "base/profile.h"
 #include "proc/ptab.h"
+#include "profile_abi.h" /* struct bp_kprog */
 
 struct symbolizer;
 struct ptab;
@@ -99,6 +100,9 @@ struct symbolizer_stats {
 	uint64_t rejected;     /* files refused by the safety checks */
 	uint64_t images_lost;  /* images that exec'd or exited before they could be read */
 	uint64_t kernel_reloads;
+	uint64_t kbpf_named;   /* BPF addresses named from the program list */
+	uint64_t kbpf_unnamed; /* ... left unnamed: kallsyms' program there does not hold them */
+	int kprogs_err;	       /* why there is no BPF program list (0: there is one) */
 	uint64_t evicted_procs, evicted_files;
 };
 
@@ -120,6 +124,15 @@ struct kernel_read {
 };
 void symbolizer__read_kernel(const struct symbolizer *s, struct kernel_read *kr);
 int symbolizer__install_kernel(struct symbolizer *s, struct kernel_read *kr);
+/*
+ * Where the loaded BPF programs' JIT images are (the collector's list): with
+ * it a kernel address in BPF space is named only after the program whose
+ * image holds it. fn fills a malloc'd array (programs in increasing id
+ * order, then sorted here); called at most once per drain, from the thread
+ * that asks for names (symbolizer__read_kernel() on another does not use it).
+ */
+typedef int (*symbolizer_bpf_progs_fn)(void *ctx, struct bp_kprog **progs, size_t *nr);
+void symbolizer__set_bpf_progs(struct symbolizer *s, symbolizer_bpf_progs_fn fn, void *ctx);
 bool symbolizer__kernel_restricted(const struct symbolizer *s);
 
 /* Snapshots the process's mappings and loads its files now. 0 or -errno

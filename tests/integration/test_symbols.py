@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (BPFPROF, OUT, Workload, count_with, frames_of, has_chain, leaf,
-                      parse_folded, run_bpfprof, total, wl)
+                      parse_folded, run_bpfprof, share_tolerance, total, wl)
 
 
 def by_comm(folded, comm):
@@ -518,16 +518,28 @@ def test_cpp_template_method_is_demangled(tmp_path):
 
 def test_bpf_program_loaded_mid_run_is_named(tmp_path):
     """A BPF program loaded after bpfprof read kallsyms: its JIT image is named
-    'bpf_prog_<tag>_<name> [bpf]' once kallsyms is read again."""
+    'bpf_prog_<tag>_<name> [bpf]' from the collector's list of program images,
+    and never after the program before it (its image often sits right after
+    one of bpfprof's own, within that one's kallsyms extent)."""
     exe = copy_as(wl("bpfspin"), tmp_path / "bpfspin")
-    bp = start_bpfprof(["-a", "-d", 5, "-v"])
-    subprocess.run([exe, "0.5", "3"], check=True, stdout=subprocess.DEVNULL, timeout=60)
+    bp = start_bpfprof(["-a", "-d", 6, "-v"])
+    subprocess.run([exe, "0.5", "4"], check=True, stdout=subprocess.DEVNULL, timeout=60)
     out, err = finish(bp)
     folded = by_comm(parse_folded(out), "bpfspin")
     pat = re.compile(r"^bpf_prog_[0-9a-f]{16}_bpfprof_spin \[bpf\]_\[k\]$")
     hits = count_with(folded, lambda s: any(pat.match(f) for f in frames_of(s)))
-    assert hits > 20, out
-    assert re.search(r"[1-9]\d* kallsyms reloads", err), err
+    n = total(folded)
+    # About 3/4 of bpfspin's samples are in its filter on an idle machine; on
+    # a busy one it gets less CPU, so the share, not a count, is checked.
+    assert n >= 10, out
+    assert hits / n >= 0.5 - share_tolerance(0.5, n), (hits, n, out)
+    assert re.search(r"[1-9]\d* BPF frames named by the program list", err), err
+    # Never named after another program: the new one's image sits in a gap of
+    # a program pack, often right after one of bpfprof's own programs.
+    others = {s: c for s, c in folded.items()
+              if any(re.match(r"bpf_prog_[0-9a-f]{16}_", f) and not pat.match(f)
+                     for f in frames_of(s))}
+    assert not others, others
 
 
 # --- part 7: bounded memory --------------------------------------------------------------

@@ -814,6 +814,102 @@ static void test_kernel_modules_and_reload(void **state)
 	symbolizer__free(s);
 }
 
+
+/* The collector's BPF program list, as a test sets it (err: no list). */
+static struct bp_kprog fake_progs[4];
+static size_t nr_fake_progs;
+static int fake_progs_err;
+
+static int fake_bpf_progs(void *ctx, struct bp_kprog **out, size_t *nr)
+{
+	(void)ctx;
+	if (fake_progs_err)
+		return fake_progs_err;
+	*out = malloc(sizeof(fake_progs));
+	assert_non_null(*out);
+	memcpy(*out, fake_progs, sizeof(fake_progs));
+	*nr = nr_fake_progs;
+	return 0;
+}
+
+static struct bp_kprog fake_prog(uint64_t start, uint32_t len, uint32_t id, bool sub,
+				 const char *name)
+{
+	struct bp_kprog p = { .start = start, .len = len, .id = id, .sub = sub };
+
+	snprintf(p.name, sizeof(p.name), "%s", name);
+	return p;
+}
+
+/*
+ * BPF programs are named from the collector's list of their images: one
+ * loaded after kallsyms was read, right after an older one, has its own name
+ * at once, never its neighbour's; kallsyms' program symbols that hold no
+ * image (unloaded) name nothing. Without the list, kallsyms' word.
+ */
+static void test_bpf_programs_named_by_their_images(void **state)
+{
+	char path[256];
+	struct symbolizer_opts o = { .proc_root = root, .kallsyms_path = path };
+	struct symbolizer_stats st;
+	struct symbolizer *s;
+	struct sym r;
+	char buf[256];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/kallsyms", root);
+	write_at("kallsyms", "ffffffff81000000 T _stext\n"
+			     "ffffffff81001000 T _etext\n"
+			     "ffffffffc0002000 t bpf_prog_6deef7357e7b4530_do_sample [bpf]\n"
+			     "ffffffffc0002400 t bpf_prog_0123456789abcdef_walk [bpf]\n"
+			     "ffffffffc0004000 t bpf_prog_1111111111111111_gone [bpf]\n"
+			     "ffffffffc0006000 t bpf_trampoline_6442 [bpf]\n");
+	write_at("modules", "");
+	s = symbolizer__new(&o);
+	assert_int_equal(symbolizer__load_kernel(s), 0);
+	/* do_sample (id 7) with its function walk; spin (id 9) loaded into the
+	 * gap after walk since kallsyms was read; gone unloaded. */
+	fake_progs[0] = fake_prog(0xffffffffc0002000ULL, 0x300, 7, false,
+				  "bpf_prog_6deef7357e7b4530_do_sample");
+	fake_progs[1] = fake_prog(0xffffffffc0002400ULL, 0x80, 7, true,
+				  "bpf_prog_0123456789abcdef_walk");
+	fake_progs[2] = fake_prog(0xffffffffc0002500ULL, 0x100, 9, false,
+				  "bpf_prog_fedcba9876543210_spin");
+	fake_progs[3] = fake_prog(0xffffffffc0003000ULL, 0, 10, false, ""); /* not JITed */
+	nr_fake_progs = 4;
+	fake_progs_err = 0;
+	symbolizer__set_bpf_progs(s, fake_bpf_progs, NULL);
+	symbolizer__kernel(s, 0xffffffffc0002010ULL, &r);
+	assert_string_equal(sym__display(&r, buf, sizeof(buf)),
+			    "bpf_prog_6deef7357e7b4530_do_sample [bpf]");
+	symbolizer__kernel(s, 0xffffffffc0002410ULL, &r);
+	assert_string_equal(sym__display(&r, buf, sizeof(buf)),
+			    "bpf_prog_0123456789abcdef_walk [bpf]");
+	symbolizer__kernel(s, 0xffffffffc0002510ULL, &r);
+	assert_string_equal(sym__display(&r, buf, sizeof(buf)),
+			    "bpf_prog_fedcba9876543210_spin [bpf]");
+	/* In walk's kallsyms extent but past its image and spin's: nobody's. */
+	symbolizer__kernel(s, 0xffffffffc0002490ULL, &r);
+	assert_null(r.name);
+	symbolizer__kernel(s, 0xffffffffc0004010ULL, &r); /* gone's */
+	assert_null(r.name);
+	symbolizer__kernel(s, 0xffffffffc0006010ULL, &r); /* not a program: kallsyms */
+	assert_string_equal(sym__display(&r, buf, sizeof(buf)), "bpf_trampoline_6442 [bpf]");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.kbpf_named, 3);
+	assert_int_equal(st.kbpf_unnamed, 2);
+	assert_int_equal(st.kprogs_err, 0);
+	/* Without a list (a kernel before 5.9): kallsyms names them. */
+	fake_progs_err = -EOPNOTSUPP;
+	symbolizer__sweep(s);
+	symbolizer__kernel(s, 0xffffffffc0004010ULL, &r);
+	assert_string_equal(sym__display(&r, buf, sizeof(buf)),
+			    "bpf_prog_1111111111111111_gone [bpf]");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.kprogs_err, -EOPNOTSUPP);
+	symbolizer__free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -822,6 +918,7 @@ int main(void)
 		cmocka_unit_test(test_inode_mismatch_rejects_file),
 		cmocka_unit_test(test_sweep_keeps_exited_process_for_one_drain),
 		cmocka_unit_test(test_kernel_lookup_with_fixture_kallsyms),
+		cmocka_unit_test(test_bpf_programs_named_by_their_images),
 		cmocka_unit_test(test_jit_perf_map),
 		cmocka_unit_test(test_jit_perf_map_too_large_to_hold),
 		cmocka_unit_test(test_hostile_perf_maps),

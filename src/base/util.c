@@ -11,15 +11,12 @@
 #include <time.h>
 #include <unistd.h>
 
-int read_file_at(int dirfd, const char *path, size_t max, char **bufp, size_t *lenp)
+int read_fd(int fd, size_t max, char **bufp, size_t *lenp)
 {
 	size_t len = 0, cap = 0;
 	char *buf = NULL;
-	int fd, err = 0;
+	int err = 0;
 
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
 	for (;;) {
 		ssize_t n;
 
@@ -44,7 +41,6 @@ int read_file_at(int dirfd, const char *path, size_t max, char **bufp, size_t *l
 			break;
 		}
 	}
-	close(fd);
 	if (err) {
 		free(buf);
 		return err;
@@ -54,6 +50,17 @@ int read_file_at(int dirfd, const char *path, size_t max, char **bufp, size_t *l
 	if (lenp)
 		*lenp = len;
 	return 0;
+}
+
+int read_file_at(int dirfd, const char *path, size_t max, char **bufp, size_t *lenp)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), err;
+
+	if (fd < 0)
+		return -errno;
+	err = read_fd(fd, max, bufp, lenp);
+	close(fd);
+	return err;
 }
 
 int read_file(const char *path, size_t max, char **buf, size_t *len)

@@ -21,6 +21,8 @@
  */
 int read_file_at(int dirfd, const char *path, size_t max, char **buf, size_t *len);
 int read_file(const char *path, size_t max, char **buf, size_t *len);
+/* The same from an open descriptor, to its end (not closed here). */
+int read_fd(int fd, size_t max, char **buf, size_t *len);
 
 /*
  * Makes room for `need` elements of `elem` bytes in a malloc'd array whose

@@ -884,9 +884,9 @@ static void kprogs_open(struct collector *c)
 
 int collector__bpf_progs(struct collector *c, struct bp_kprog **out, size_t *nr)
 {
-	struct bp_kprog *v = NULL;
-	size_t n = 0, cap = 0, got = 0; /* got: bytes of v[n] read so far */
-	int fd, err = 0;
+	char *buf = NULL;
+	size_t len = 0;
+	int fd, err;
 
 	*out = NULL;
 	*nr = 0;
@@ -895,37 +895,12 @@ int collector__bpf_progs(struct collector *c, struct bp_kprog **out, size_t *nr)
 	fd = bpf_iter_create(bpf_link__fd(c->kprogs_link));
 	if (fd < 0)
 		return -errno;
-	for (;;) {
-		ssize_t r;
-
-		if (n == cap && array_grow((void **)&v, &cap, n + 1, sizeof(*v))) {
-			err = -ENOMEM;
-			break;
-		}
-		r = read(fd, (char *)(v + n) + got, (cap - n) * sizeof(*v) - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			err = -errno;
-			break;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-		n += got / sizeof(*v);
-		got %= sizeof(*v);
-		if (n >= KPROGS_MAX_RECORDS) {
-			err = -E2BIG;
-			break;
-		}
-	}
+	err = read_fd(fd, KPROGS_MAX_RECORDS * sizeof(**out), &buf, &len);
 	close(fd);
-	if (err) {
-		free(v);
-		return err;
-	}
-	*out = v;
-	*nr = n;
+	if (err)
+		return err == -EFBIG ? -E2BIG : err;
+	*out = (struct bp_kprog *)buf; /* malloc'd: aligned for any record */
+	*nr = len / sizeof(**out);
 	return 0;
 }
 

@@ -65,6 +65,10 @@ struct uproc {
 	int py_err;	      /* last probe: 0 not tried / found, -EAGAIN not initialized yet */
 	unsigned py_tries;
 	uint64_t py_retry_ns;
+	/* start_time + 1 of the process told its Python is not walked: kept
+	 * across exec (a forked Python that runs python again) and eviction,
+	 * so a process gets that warning once. */
+	uint64_t py_warned;
 };
 
 struct unwinder {
@@ -732,6 +736,9 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 		return;
 	}
 	if (err == -ENOTSUP) {
+		if (p->py_warned == p->start_time + 1)
+			return;
+		p->py_warned = p->start_time + 1;
 		u->st.python_unknown++;
 		if (u->warn) {
 			char msg[1024];

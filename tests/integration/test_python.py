@@ -7,15 +7,19 @@ The workloads are scripts written here with known shares; an in-process
 reference sampler (a thread reading sys._current_frames() every few
 milliseconds) cross-checks the shares bpfprof measures.
 """
+import glob
 import math
 import os
 import re
+import shutil
+import struct
 import subprocess
 import time
 from pathlib import Path
 
-from conftest import (BPFPROF, Workload, count_with, cpu_seconds, parse_folded, run_bpfprof,
-                      total)
+import pprof
+from conftest import (BPFPROF, Sampled, Workload, count_tolerance, count_with, cpu_seconds,
+                      parse_folded, run_bpfprof, total)
 
 PY = "/usr/bin/python3.11"
 SECONDS = 5
@@ -261,3 +265,284 @@ def test_python_in_a_pid_and_mount_namespace(tmp_path):
     named = count_with(mine, lambda s: re.search(r"driver \(app\.py\)_\[py\];(alpha|beta)_leaf",
                                                  s) is not None)
     assert n >= 50 and named >= 0.8 * n, (named, n, p.stderr[-2000:])
+
+
+COROUTINES_APP = """
+import asyncio, sys, time
+def produce(n):
+    for i in range(n):
+        s = 0
+        for j in range(200):
+            s += j * i
+        yield s
+def consume(until):
+    t = 0
+    while time.time() < until:
+        for v in produce(500):
+            t += v
+    return t
+async def inner_leaf(n):
+    s = 0
+    for j in range(n):
+        s += j * 3
+    await asyncio.sleep(0)
+    return s
+async def middle(until):
+    while time.time() < until:
+        await inner_leaf(20000)
+async def outer(until):
+    await middle(until)
+secs = float(sys.argv[1])
+consume(time.time() + secs)
+asyncio.run(outer(time.time() + secs))
+"""
+
+
+def test_generators_and_coroutines_under_their_caller(tmp_path):
+    """A generator resumed by its consumer's for loop, and a chain of
+    coroutines awaiting each other under asyncio.run(): each runs in a call of
+    the interpreter loop of its own (gen_iternext, the C Task's send), and its
+    frame must show with its caller's Python frames below it."""
+    app = script(tmp_path, "co.py", COROUTINES_APP)
+    p = run_bpfprof(["-U", "--", PY, app, SECONDS / 2], timeout=120)
+    folded = parse_folded(p.stdout)
+    gen = {s: c for s, c in folded.items() if "produce (co.py)_[py]" in s}
+    coro = {s: c for s, c in folded.items() if "inner_leaf (co.py)_[py]" in s}
+    want_gen = ["<module> (co.py)_[py]", "consume (co.py)_[py]", "produce (co.py)_[py]"]
+    # asyncio.run -> Runner.run -> run_until_complete -> run_forever -> _run_once
+    # -> Handle._run -> (Context.run, the C Task's step: native) -> the coroutines.
+    want_coro = ["BaseEventLoop._run_once (base_events.py)_[py]", "Handle._run (events.py)_[py]",
+                 "outer (co.py)_[py]", "middle (co.py)_[py]", "inner_leaf (co.py)_[py]"]
+    good_gen = count_with(gen, lambda s: py_frames(s) == want_gen)
+    good_coro = count_with(coro, lambda s: py_frames(s)[:2] == ["<module> (co.py)_[py]",
+                                                               "run (runners.py)_[py]"] and
+                           py_frames(s)[-len(want_coro):] == want_coro)
+    top = sorted(folded.items(), key=lambda x: -x[1])[:6]
+    assert total(gen) >= 20 and total(coro) >= 20, (total(gen), total(coro), top)
+    # The walk is exact: a sample can only lose its chain in the few
+    # instructions where the loop sets up a new call (then the frame is unknown).
+    assert good_gen >= 0.95 * total(gen), (good_gen, total(gen), top)
+    assert good_coro >= 0.95 * total(coro), (good_coro, total(coro), top)
+    # Each resumed frame is its own call of the loop: native frames between
+    # the consumer and the generator, and between each coroutine and the next.
+    assert count_with(gen, lambda s: re.search(
+        r";consume \(co\.py\)_\[py\];[^;]*[^]];([^;]*;)*produce \(co\.py\)_\[py\]", s)
+        is not None) >= 0.95 * total(gen)
+
+
+PARENT_APP = """
+import subprocess, sys
+def parent_wait(child, secs):
+    subprocess.run([sys.executable, child, secs], check=True)
+parent_wait(sys.argv[1], sys.argv[2])
+"""
+
+CHILD_APP = """
+import sys, time
+def child_leaf(n):
+    s = 0
+    for i in range(n):
+        s += i * 7
+    return s
+def child_driver(until):
+    while time.time() < until:
+        child_leaf(5000)
+t0 = time.process_time()
+child_driver(time.time() + float(sys.argv[1]))
+print("child-cpu", time.process_time() - t0, flush=True)
+"""
+
+
+def child_named(folded, kid):
+    return count_with(folded, lambda s: re.search(
+        r";<module> \(%s\)_\[py\];child_driver \(%s\)_\[py\];child_leaf \(%s\)_\[py\]" %
+        ((re.escape(kid),) * 3), s) is not None)
+
+
+def test_python_started_by_python(tmp_path):
+    """subprocess.run() of python3.11 from a python3.11 script: the child is a
+    new process (fork, exec of the interpreter) found and walked as its own,
+    under `-- python3.11 parent.py` and under -a."""
+    kid = f"kid_{os.getpid()}.py"  # -a: no other test's child counts
+    parent = script(tmp_path, "parent.py", PARENT_APP)
+    child = script(tmp_path, kid, CHILD_APP)
+    p = run_bpfprof(["-U", "--", PY, parent, child, SECONDS], timeout=120)
+    m = re.search(r"^child-cpu ([0-9.]+)$", p.stdout, re.M)
+    assert m, p.stdout[-2000:]
+    folded = parse_folded("\n".join(l for l in p.stdout.splitlines() if ";" in l))
+    named, want = child_named(folded, kid), float(m.group(1)) * HZ
+    # At least the child's CPU time in its driver (the kernel may throttle a
+    # few samples on a busy machine: 10%, then the Poisson tolerance).
+    assert named >= 0.9 * want - count_tolerance(want), (named, want, p.stderr[-1500:])
+    assert count_with(folded, lambda s: "child_leaf" in s and kid not in s) == 0
+
+    # -a, the parent and child started before bpfprof.
+    with Workload(PY, parent, child, 30) as w:
+        deadline = time.monotonic() + 10
+        kids = []
+        while not kids and time.monotonic() < deadline:
+            time.sleep(0.1)
+            kids = Path(f"/proc/{w.pid}/task/{w.pid}/children").read_text().split()
+        assert kids, "the parent did not start its child"
+        time.sleep(0.3)
+        s = Sampled(["-a", "-U", "-d", SECONDS], pids=[int(kids[0])])
+    folded = parse_folded(s.stdout)
+    named, want = child_named(folded, kid), s.cpu[int(kids[0])] * HZ
+    assert named >= 0.9 * want - count_tolerance(want), (named, want, s.stderr[-1500:])
+
+
+IDLE_APP = """
+import os, sys, threading, time
+def sleeper_wait(until):
+    while time.time() < until:
+        time.sleep(0)
+def reader_wait(until):
+    r, w = os.pipe()
+    while time.time() < until:
+        os.write(w, b"x")
+        os.read(r, 1)
+def spinner(until):
+    # Holds the GIL between the others' syscalls: they wait for it too.
+    s = 0
+    while time.time() < until:
+        s += 1
+until = time.time() + float(sys.argv[1])
+ts = [threading.Thread(target=f, args=(until,)) for f in (sleeper_wait, reader_wait, spinner)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+"""
+
+
+def test_waiting_thread_sampled_in_the_kernel(tmp_path):
+    """Threads that spend their time in blocking system calls (time.sleep(0),
+    os.read/os.write on a pipe) and waiting for the GIL, sampled on CPU in the
+    kernel: the stack has the kernel frames on top of the Python frame the
+    thread waits in (its own thread state, not the GIL holder's)."""
+    app = script(tmp_path, "idle.py", IDLE_APP)
+    p = run_bpfprof(["--", PY, app, SECONDS], timeout=120)
+    folded = parse_folded(p.stdout)
+    kernel = {s: c for s, c in folded.items() if s.endswith("_[k]")}
+    top = sorted(kernel.items(), key=lambda x: -x[1])[:6]
+
+    def user(s):
+        return [f for f in s.split(";") if not f.endswith("_[k]")]
+
+    # Samples in the kernel under libc's read/write (the reader) and
+    # clock_nanosleep (the sleeper): the thread's own function, right thread.
+    rw = {s: c for s, c in kernel.items() if {"read", "write"} & set(user(s))}
+    sl = {s: c for s, c in kernel.items() if "clock_nanosleep" in user(s)}
+    assert total(rw) >= 20 and total(sl) >= 5, (total(rw), total(sl), top)
+    rw_ok = count_with(rw, lambda s: py_frames(s)[-1:] == ["reader_wait (idle.py)_[py]"])
+    sl_ok = count_with(sl, lambda s: py_frames(s)[-1:] == ["sleeper_wait (idle.py)_[py]"])
+    assert rw_ok >= 0.95 * total(rw), (rw_ok, total(rw), top)
+    assert sl_ok >= 0.95 * total(sl), (sl_ok, total(sl), top)
+    # Every sample in the kernel from one of these threads (also waiting for
+    # the GIL in a futex, whose native frames are unnamed in Debian's binary)
+    # has its Python frame: no other Python function, no thread's mixed up.
+    mine = {s: c for s, c in kernel.items() if s.startswith("python3.11;") and "start_thread" in s}
+    waits = count_with(mine, lambda s: py_frames(s)[-1:] in (["reader_wait (idle.py)_[py]"],
+                                                             ["sleeper_wait (idle.py)_[py]"],
+                                                             ["spinner (idle.py)_[py]"]))
+    assert waits >= 0.95 * total(mine), (waits, total(mine), top)
+
+
+def test_continuous_mode_carries_python_frames(tmp_path):
+    """--interval with --output-dir: every stored pprof interval has the
+    Python functions with their files and lines."""
+    app = script(tmp_path, "app.py", APP)
+    d = tmp_path / "store"
+    with Workload(PY, app, 30) as w:
+        run_bpfprof(["-p", w.pid, "-U", "--interval", 2, "--output-dir", d, "-d", 5.5])
+    files = sorted(f for f in glob.glob(f"{d}/bpfprof-*") if ".tmp." not in f)
+    assert len(files) >= 2, files
+    body = {line_of(APP, "for i in range(n):"), line_of(APP, "s += i * 7")}
+    for path in files:
+        prof = pprof.decode(Path(path).read_bytes())
+        folded = pprof.to_folded(prof)
+        n = total(folded)
+        if n < 20:  # the last, partial interval
+            continue
+        named = count_with(folded, lambda s: re.search(
+            r";<module>;driver;(alpha|beta)_leaf(;|$)", s) is not None)
+        assert named >= 0.9 * n, (path, named, n, sorted(folded.items(), key=lambda x: -x[1])[:4])
+        funcs = {pprof.strings(prof, f.get(2, 0)): pprof.strings(prof, f.get(4, 0))
+                 for f in prof["function"].values()}
+        assert funcs.get("alpha_leaf", "").endswith("/app.py"), funcs
+        lines = {ln.get(2) for loc in prof["location"].values() for ln in loc["lines"]
+                 if pprof.strings(prof, prof["function"][ln.get(1)].get(2, 0)) == "alpha_leaf"}
+        assert lines & body, (lines, body)
+
+
+def patched_interpreter(dst, minor):
+    """A copy of Debian's python3.11 whose Py_Version (read by bpfprof, not by
+    the interpreter: sys.hexversion is compiled in) says 3.<minor>."""
+    shutil.copy2(PY, dst)
+    data = Path(dst).read_bytes()
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3a)
+    secs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    off = None
+    for sec in secs:
+        if sec[1] != 11:  # SHT_DYNSYM
+            continue
+        strs = secs[sec[6]][4]
+        for e in range(sec[4], sec[4] + sec[5], 24):
+            name, _, _, shndx, value, _ = struct.unpack_from("<IBBHQQ", data, e)
+            if data[strs + name:data.index(b"\0", strs + name)] == b"Py_Version":
+                off = value - secs[shndx][3] + secs[shndx][4]
+    assert off is not None, "no Py_Version in " + PY
+    old, = struct.unpack_from("<I", data, off)
+    assert old >> 16 == 0x030b, hex(old)
+    with open(dst, "r+b") as f:
+        f.seek(off)
+        f.write(struct.pack("<I", (old & 0xff00ffff) | minor << 16))
+    return str(dst)
+
+
+FORKER_APP = """
+import os, sys, time
+def spin(until):
+    s = 0
+    while time.time() < until:
+        s += 1
+pid = os.fork()
+if pid == 0:
+    spin(time.time() + 0.5)  # the forked copy runs (and is sampled), then execs
+    os.execv(sys.executable, [sys.executable] + sys.argv[1:])
+spin(time.time() + 0.5)
+os.waitpid(pid, 0)
+"""
+
+
+def test_unknown_version_native_frames_and_one_warning(tmp_path):
+    """A Python whose version bpfprof has no layout for (Debian's interpreter
+    with Py_Version saying 3.99): native frames as with --no-python, and one
+    warning per process - also for a forked Python that execs the interpreter
+    again, and over many drains under -a."""
+    py = patched_interpreter(tmp_path / "python3.99", 99)
+    child = script(tmp_path, "child.py", CHILD_APP)
+    forker = script(tmp_path, "forker.py", FORKER_APP)
+    warn = re.compile(r"warning: process (\d+) runs %s: Python 3\.99 has no layout bpfprof "
+                      r"knows; its Python functions are not shown \(native frames only\)"
+                      % re.escape(py))
+
+    def check(stdout, stderr, procs):
+        pids = [m.group(1) for m in warn.finditer(stderr)]
+        assert len(pids) == procs and len(set(pids)) == procs, (pids, stderr[-3000:])
+        folded = parse_folded("\n".join(l for l in stdout.splitlines() if ";" in l))
+        mine = {s: c for s, c in folded.items() if s.startswith("python3.99;")}
+        n = total(mine)
+        assert n >= 30, (n, stderr[-2000:])
+        assert count_with(mine, lambda s: "_[py]" in s) == 0
+        # What --no-python shows: the interpreter loop under PyEval_EvalCode.
+        native = count_with(mine, lambda s: ";Py_RunMain;" in s and
+                            ";PyEval_EvalCode;_PyEval_EvalFrameDefault" in s)
+        assert native >= 0.8 * n, (native, n, sorted(mine.items(), key=lambda x: -x[1])[:4])
+
+    # The parent, its forked copy (sampled while it spins), the copy after exec.
+    p = run_bpfprof(["-U", "--", py, forker, child, 2], timeout=120)
+    check(p.stdout, p.stderr, 2)
+    # Two processes over six one-second drains under -a.
+    with Workload(py, child, 30), Workload(py, child, 30):
+        p = run_bpfprof(["-a", "-U", "-d", 6])
+    check(p.stdout, p.stderr, 2)

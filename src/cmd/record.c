@@ -468,15 +468,26 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 #define DRAIN_PERIOD_NS	     1000000000ULL
 #define DRAIN_PERIOD_LIVE_NS 1000000000ULL
 #define MAP_HEADROOM_SEC     4
+/*
+ * A Python's frames are named from its memory (code objects), so only while
+ * it runs: for a while after a Python process is found, drains come five
+ * times as often, and a script that runs for a second (a Python started by
+ * another, a test, a build step) is named rather than [unknown].
+ */
+#define DRAIN_PERIOD_NEW_PY_NS 200000000ULL
+#define NEW_PY_WINDOW_NS       3000000000ULL
 
-static uint64_t drain_period(const struct options *o, const struct continuous *ct)
+static uint64_t drain_period(const struct record *r, uint64_t now)
 {
-	uint64_t p = DRAIN_PERIOD_NS;
+	uint64_t p = DRAIN_PERIOD_NS, found;
 
-	if (o->interval)
-		p = MIN(p, (uint64_t)(o->interval * 1e9));
-	if (sinks__want_drain(ct))
+	if (r->o.interval)
+		p = MIN(p, (uint64_t)(r->o.interval * 1e9));
+	if (sinks__want_drain(&r->ct))
 		p = MIN(p, DRAIN_PERIOD_LIVE_NS);
+	found = r->rc.uw ? unwinder__python_found_ns(r->rc.uw) : 0;
+	if (found && now < found + NEW_PY_WINDOW_NS)
+		p = MIN(p, DRAIN_PERIOD_NEW_PY_NS);
 	return p;
 }
 
@@ -769,7 +780,7 @@ int record__loop(struct record *r)
 		uint64_t now = now_ns();
 
 		/* The period is re-evaluated every turn: a new HTTP request shortens it. */
-		if (now - last_drain >= drain_period(&r->o, &r->ct)) {
+		if (now - last_drain >= drain_period(r, now)) {
 			if (record__drain(r, now))
 				return 1;
 			last_drain = now;

@@ -89,6 +89,7 @@ struct unwinder {
 	size_t nr_in_kernel;
 	uint64_t last_sweep;
 	uint64_t pool_gen; /* the pool generation the walker was last told */
+	uint64_t py_found_ns; /* the last Python process handed to the walker */
 	struct unwinder_stats st;
 };
 
@@ -760,6 +761,12 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 		return;
 	p->python = true;
 	u->st.python_procs++;
+	u->py_found_ns = now_ns();
+}
+
+uint64_t unwinder__python_found_ns(const struct unwinder *u)
+{
+	return u->py_found_ns;
 }
 
 int unwinder__note_process(struct unwinder *u, const struct proc_id *id)

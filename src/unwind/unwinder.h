@@ -124,4 +124,9 @@ void unwinder__tick(struct unwinder *u);
 
 void unwinder__stats(const struct unwinder *u, struct unwinder_stats *st);
 
+/* When (now_ns()) the last Python process was found and handed to the
+ * walker, or 0: its code objects can only be named while it runs, so the
+ * caller drains sooner for a while (a short-lived script). */
+uint64_t unwinder__python_found_ns(const struct unwinder *u);
+
 #endif

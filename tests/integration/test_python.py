@@ -362,11 +362,12 @@ def child_named(folded, kid):
 def test_python_started_by_python(tmp_path):
     """subprocess.run() of python3.11 from a python3.11 script: the child is a
     new process (fork, exec of the interpreter) found and walked as its own,
-    under `-- python3.11 parent.py` and under -a."""
+    under `-- python3.11 parent.py` and under -a. Under -- the child runs for
+    a second, as such children often do: named before it is gone."""
     kid = f"kid_{os.getpid()}.py"  # -a: no other test's child counts
     parent = script(tmp_path, "parent.py", PARENT_APP)
     child = script(tmp_path, kid, CHILD_APP)
-    p = run_bpfprof(["-U", "--", PY, parent, child, SECONDS], timeout=120)
+    p = run_bpfprof(["-U", "--", PY, parent, child, 1], timeout=120)
     m = re.search(r"^child-cpu ([0-9.]+)$", p.stdout, re.M)
     assert m, p.stdout[-2000:]
     folded = parse_folded("\n".join(l for l in p.stdout.splitlines() if ";" in l))
@@ -375,6 +376,10 @@ def test_python_started_by_python(tmp_path):
     # few samples on a busy machine: 10%, then the Poisson tolerance).
     assert named >= 0.9 * want - count_tolerance(want), (named, want, p.stderr[-1500:])
     assert count_with(folded, lambda s: "child_leaf" in s and kid not in s) == 0
+    # Its frames were named while it ran: none (but a sample or two at its
+    # very start or end) unknown.
+    unknown = count_with(folded, lambda s: "[unknown]_[py]" in s)
+    assert unknown <= 0.05 * named + 2, (unknown, named)
 
     # -a, the parent and child started before bpfprof.
     with Workload(PY, parent, child, 30) as w:
@@ -401,13 +406,8 @@ def reader_wait(until):
     while time.time() < until:
         os.write(w, b"x")
         os.read(r, 1)
-def spinner(until):
-    # Holds the GIL between the others' syscalls: they wait for it too.
-    s = 0
-    while time.time() < until:
-        s += 1
 until = time.time() + float(sys.argv[1])
-ts = [threading.Thread(target=f, args=(until,)) for f in (sleeper_wait, reader_wait, spinner)]
+ts = [threading.Thread(target=f, args=(until,)) for f in (sleeper_wait, reader_wait)]
 [t.start() for t in ts]
 [t.join() for t in ts]
 """
@@ -415,7 +415,7 @@ ts = [threading.Thread(target=f, args=(until,)) for f in (sleeper_wait, reader_w
 
 def test_waiting_thread_sampled_in_the_kernel(tmp_path):
     """Threads that spend their time in blocking system calls (time.sleep(0),
-    os.read/os.write on a pipe) and waiting for the GIL, sampled on CPU in the
+    os.read/os.write on a pipe), without the GIL, sampled on CPU in the
     kernel: the stack has the kernel frames on top of the Python frame the
     thread waits in (its own thread state, not the GIL holder's)."""
     app = script(tmp_path, "idle.py", IDLE_APP)
@@ -431,18 +431,18 @@ def test_waiting_thread_sampled_in_the_kernel(tmp_path):
     # clock_nanosleep (the sleeper): the thread's own function, right thread.
     rw = {s: c for s, c in kernel.items() if {"read", "write"} & set(user(s))}
     sl = {s: c for s, c in kernel.items() if "clock_nanosleep" in user(s)}
-    assert total(rw) >= 20 and total(sl) >= 5, (total(rw), total(sl), top)
+    # (The sleeper's time is mostly its loop and the GIL: a few samples.)
+    assert total(rw) >= 20 and total(sl) >= 3, (total(rw), total(sl), top)
     rw_ok = count_with(rw, lambda s: py_frames(s)[-1:] == ["reader_wait (idle.py)_[py]"])
     sl_ok = count_with(sl, lambda s: py_frames(s)[-1:] == ["sleeper_wait (idle.py)_[py]"])
     assert rw_ok >= 0.95 * total(rw), (rw_ok, total(rw), top)
     assert sl_ok >= 0.95 * total(sl), (sl_ok, total(sl), top)
-    # Every sample in the kernel from one of these threads (also waiting for
-    # the GIL in a futex, whose native frames are unnamed in Debian's binary)
-    # has its Python frame: no other Python function, no thread's mixed up.
+    # Every sample in the kernel from one of these threads (also taking the
+    # GIL back, whose native frames are unnamed in Debian's binary) has its
+    # Python frame: no other Python function, no thread's mixed up.
     mine = {s: c for s, c in kernel.items() if s.startswith("python3.11;") and "start_thread" in s}
     waits = count_with(mine, lambda s: py_frames(s)[-1:] in (["reader_wait (idle.py)_[py]"],
-                                                             ["sleeper_wait (idle.py)_[py]"],
-                                                             ["spinner (idle.py)_[py]"]))
+                                                             ["sleeper_wait (idle.py)_[py]"]))
     assert waits >= 0.95 * total(mine), (waits, total(mine), top)
 
 

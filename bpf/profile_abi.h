@@ -193,6 +193,7 @@ enum bp_stat {
 	STAT_UNWIND_REFRESH,	     /* requests to re-read a process's mappings */
 	STAT_UNWIND_CACHE_HITS,	     /* frames whose mapping and row came from the row cache */
 	STAT_UNWIND_CACHE_MISSES,    /* ... that were searched */
+	STAT_UNWIND_ERR_MAPS_LIMIT,  /* pc in a mapping left out of a list over UNWIND_MAX_MAPS */
 	/* --off-cpu (profile.bpf.c, its last section). Every block of a target task ends as a
 	 * resume, a cut (still blocked at the end), an eviction from the full
 	 * task table, or is pending (blocked now):

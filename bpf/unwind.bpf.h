@@ -24,7 +24,7 @@
  *
  * Verifier strategy: one frame is one bpf_loop() callback, verified once,
  * whatever the depth; the two searches inside are bounded loops of 13 and
- * 14 iterations. Tables live in 1 MiB ARRAY chunks behind an ARRAY_OF_MAPS,
+ * 16 iterations. Tables live in 1 MiB ARRAY chunks behind an ARRAY_OF_MAPS,
  * so every probe is an inlined array access, no hashing. Every stop has a
  * counted reason (STAT_UNWIND_*).
  */
@@ -325,6 +325,8 @@ static long uw_step(__u64 index, void *data)
 				st->m_start = st->m_end = 0;
 				if (st->flags & UW_F_TRUSTED)
 					uw_request_refresh(st->tgid);
+				if (st->capped)
+					return uw_stop(st, STAT_UNWIND_ERR_MAPS_LIMIT);
 				if (unwind_mode == UNWIND_MODE_DWARF)
 					return uw_stop(st, STAT_UNWIND_ERR_NO_MAP);
 				return uw_fp_step(st);
@@ -447,6 +449,7 @@ static __always_inline bool uw_proc(struct uw_state *st, __u32 tgid, __u64 start
 	st->proc.maps = found ? p->maps : 0;
 	st->proc.nr_maps = found ? p->nr_maps : 0;
 	st->proc.python = found && (p->flags & UPROC_F_PYTHON);
+	st->proc.capped = found && (p->flags & UPROC_F_CAPPED);
 	return found;
 }
 
@@ -481,6 +484,7 @@ static __always_inline enum uw_result uw_walk_regs(struct task_struct *task, str
 	st->m_start = st->m_end = 0;
 	st->maps = tables ? st->proc.maps : 0;
 	st->nr_maps = tables ? st->proc.nr_maps : 0;
+	st->capped = tables && st->proc.capped;
 	st->tgid = task->tgid;
 	st->flags = UW_F_EXACT | UW_F_TRUSTED;
 	st->stop = 0;

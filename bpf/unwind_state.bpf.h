@@ -48,7 +48,7 @@ struct {
 } unwind_procs SEC(".maps");
 
 #define UW_REFRESH_NS 500000000ULL /* at most two refresh requests a second per process */
-#define UW_MAP_PROBES 14	   /* log2(UNWIND_MAX_MAPS) + 1 */
+#define UW_MAP_PROBES 16	   /* log2(UNWIND_MAX_MAPS) + 1 */
 #define UW_ROW_PROBES 13	   /* ceil(log2(UNWIND_PAGE_MAX_ROWS)) */
 #define UW_F_EXACT    1		   /* pc is not a return address (leaf, after a signal frame) */
 #define UW_F_TRUSTED  2		   /* pc came from a table step or the registers */
@@ -90,6 +90,8 @@ struct uw_state {
 	__u32 maps, nr_maps;
 	__u32 tgid;
 	__u32 flags;
+	__u32 capped; /* the mapping list is partial (UPROC_F_CAPPED) */
+	__u32 capped_pad;
 	__u32 stop; /* enum bp_stat of the stop, 0 while walking */
 	__u32 nr;
 	__u32 dwarf_frames, fp_frames; /* counted into stats once per walk */
@@ -104,7 +106,8 @@ struct uw_state {
 	struct {
 		__u64 gen, start_time, exec_id;
 		__u32 tgid, found, maps, nr_maps;
-		__u32 python, pad; /* UPROC_F_PYTHON: python_procs has an entry */
+		__u32 python;	   /* UPROC_F_PYTHON: python_procs has an entry */
+		__u32 capped;	   /* UPROC_F_CAPPED */
 	} proc;
 	struct uw_py py;
 };

@@ -435,11 +435,16 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 		st->v[STAT_UNWIND_WALKS], st->v[STAT_UNWIND_NOT_READY]);
 	p_debug("unwind: stops: %" PRIu64 " outermost frame, %" PRIu64 " frame-pointer end, %" PRIu64
 		" truncated, %" PRIu64 " unreadable, %" PRIu64 " no mapping, %" PRIu64
-		" no table, %" PRIu64 " unsupported rule, %" PRIu64 " bad CFA",
+		" no table, %" PRIu64 " unsupported rule, %" PRIu64 " bad CFA, %" PRIu64
+		" mapping limit",
 		st->v[STAT_UNWIND_END], st->v[STAT_UNWIND_FP_END], st->v[STAT_UNWIND_TRUNCATED],
 		st->v[STAT_UNWIND_ERR_READ], st->v[STAT_UNWIND_ERR_NO_MAP],
 		st->v[STAT_UNWIND_ERR_NO_TABLE], st->v[STAT_UNWIND_ERR_UNSUPPORTED],
-		st->v[STAT_UNWIND_ERR_CFA]);
+		st->v[STAT_UNWIND_ERR_CFA], st->v[STAT_UNWIND_ERR_MAPS_LIMIT]);
+	if (us.maps_dropped)
+		p_debug("unwind: %" PRIu64 " executable mappings left out of lists over the limit of %u"
+			" (%" PRIu64 " with tables)",
+			us.maps_dropped, UNWIND_MAX_MAPS, us.maps_lost);
 	p_debug("unwind: %" PRIu64 " frames from tables, %" PRIu64 " by frame pointers, %" PRIu64
 		" refresh requests; row cache: %" PRIu64 " hits, %" PRIu64 " misses",
 		st->v[STAT_UNWIND_DWARF_FRAMES], st->v[STAT_UNWIND_FP_FRAMES],

@@ -69,6 +69,8 @@ struct uproc {
 	 * across exec (a forked Python that runs python again) and eviction,
 	 * so a process gets that warning once. */
 	uint64_t py_warned;
+	bool over_limit;  /* over UNWIND_MAX_MAPS: counted once */
+	bool warned_maps; /* ... and mappings with tables left out: said once */
 };
 
 struct unwinder {
@@ -560,6 +562,79 @@ static uint64_t mix(uint64_t h, uint64_t v)
 	return h;
 }
 
+/* Mappings of one table first, those sharing it with fewer others first, then by address. */
+struct mcand {
+	struct bp_umap m;
+	struct ufile *f;  /* its table's file, NULL: frame pointers */
+	uint32_t sharers; /* mappings of the list with the same table */
+	uint32_t idx;	  /* position by address */
+};
+
+static int cmp_keep(const void *a, const void *b)
+{
+	const struct mcand *x = a, *y = b;
+
+	if (x->sharers != y->sharers)
+		return x->sharers < y->sharers ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int cmp_addr(const void *a, const void *b)
+{
+	const struct mcand *x = a, *y = b;
+
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int cmp_pages(const void *a, const void *b)
+{
+	const struct mcand *x = a, *y = b;
+
+	if (x->m.pages != y->m.pages)
+		return x->m.pages < y->m.pages ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/*
+ * Fits a list over UNWIND_MAX_MAPS (a process mapping code thousands of
+ * times: JIT pages, hostile mmap loops) into the limit without losing
+ * frames where it can: contiguous mappings without a table are already
+ * merged; next go the mappings without a table (a pc in no listed mapping
+ * takes the same frame-pointer step as one in such a mapping); last, if
+ * still too many, mappings with tables - those of the files mapped the most
+ * times first, so the libraries every stack passes through stay. Returns
+ * the number of table mappings left out (the list is then UPROC_F_CAPPED)
+ * and the path mapped most often in *worst.
+ */
+static size_t fit_maps(struct mcand *c, size_t *n, const struct procmaps *maps, const char **worst)
+{
+	size_t k = 0, lost, best = 0;
+
+	for (size_t i = 0; i < *n; i++)
+		if (c[i].f)
+			c[k++] = c[i];
+	*n = k;
+	if (k <= UNWIND_MAX_MAPS)
+		return 0;
+	/* Count the sharers of each table (same page index: same file). */
+	qsort(c, k, sizeof(*c), cmp_pages);
+	for (size_t i = 0, j; i < k; i = j) {
+		for (j = i; j < k && c[j].m.pages == c[i].m.pages; j++)
+			;
+		for (size_t x = i; x < j; x++)
+			c[x].sharers = (uint32_t)(j - i);
+		if (j - i > best) {
+			best = j - i;
+			*worst = maps->maps[c[i].idx].path;
+		}
+	}
+	qsort(c, k, sizeof(*c), cmp_keep);
+	lost = k - UNWIND_MAX_MAPS;
+	*n = UNWIND_MAX_MAPS;
+	qsort(c, *n, sizeof(*c), cmp_addr);
+	return lost;
+}
+
 /*
  * (Re)builds p's mapping list from /proc/PID/maps and installs it. Nothing
  * changes in the kernel if the executable mappings are the same as last time.
@@ -570,7 +645,9 @@ static int load_maps(struct unwinder *u, struct uproc *p)
 	const struct procmaps maps = pm->m;
 	struct bp_umap *um = NULL;
 	struct ufile **files = NULL;
-	size_t n = 0, nf = 0;
+	struct mcand *c = NULL;
+	size_t n = 0, nf = 0, nx = 0, lost = 0;
+	const char *worst = NULL;
 	struct bp_uproc kp;
 	struct run r = {0};
 	uint64_t sig = 0x5157, now = now_ns();
@@ -581,25 +658,19 @@ static int load_maps(struct unwinder *u, struct uproc *p)
 
 		if (!(m->perms & PROCMAP_X))
 			continue;
-		n++;
+		nx++;
 		sig = mix(mix(mix(sig, m->start), m->end), mix(m->inode, m->offset));
 	}
 	if (p->in_kernel && sig == p->sig) {
 		pmaps__put(pm);
 		return 0;
 	}
-	if (n > UNWIND_MAX_MAPS) {
-		u->st.maps_dropped += n - UNWIND_MAX_MAPS;
-		n = UNWIND_MAX_MAPS;
-	}
-	um = calloc(n ? n : 1, sizeof(*um));
-	files = calloc(n ? n : 1, sizeof(*files));
-	if (!um || !files) {
+	c = calloc(nx ? nx : 1, sizeof(*c));
+	if (!c) {
 		err = -ENOMEM;
 		goto out;
 	}
-	n = 0;
-	for (size_t i = 0; i < maps.nr && n < UNWIND_MAX_MAPS; i++) {
+	for (size_t i = 0; i < maps.nr; i++) {
 		const struct procmap *m = &maps.maps[i];
 		struct bp_umap *x;
 		struct ufile *f = NULL;
@@ -607,7 +678,9 @@ static int load_maps(struct unwinder *u, struct uproc *p)
 
 		if (!(m->perms & PROCMAP_X))
 			continue;
-		x = &um[n++];
+		memset(&c[n], 0, sizeof(c[n]));
+		c[n].idx = (uint32_t)i;
+		x = &c[n].m;
 		x->start = m->start;
 		x->end = m->end;
 		x->pages = UNWIND_NO_TABLE;
@@ -615,13 +688,51 @@ static int load_maps(struct unwinder *u, struct uproc *p)
 			f = u->vdso;
 		else if (procmap__is_file(m))
 			f = get_file(u, p->pp, m);
-		if (!f || f->err || !f->t || utable__bias(f->t, m->start, m->offset, &bias))
+		if (f && !f->err && f->t && !utable__bias(f->t, m->start, m->offset, &bias)) {
+			x->bias = bias + f->t->base;
+			x->pages = f->pages;
+			x->nr_pages = f->nr_pages;
+			c[n].f = f;
+		} else if (n && !c[n - 1].f && c[n - 1].m.end == m->start) {
+			c[n - 1].m.end = m->end; /* contiguous code without a table: one range */
 			continue;
-		x->bias = bias + f->t->base;
-		x->pages = f->pages;
-		x->nr_pages = f->nr_pages;
-		f->refs++;
-		files[nf++] = f;
+		}
+		n++;
+	}
+	if (n > UNWIND_MAX_MAPS) {
+		size_t before = n;
+
+		lost = fit_maps(c, &n, &maps, &worst);
+		if (!p->over_limit) { /* counted once per process, not per re-read */
+			p->over_limit = true;
+			u->st.maps_dropped += before - n;
+			u->st.maps_lost += lost;
+		}
+	}
+	um = calloc(n ? n : 1, sizeof(*um));
+	files = calloc(n ? n : 1, sizeof(*files));
+	if (!um || !files) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		um[i] = c[i].m;
+		if (c[i].f) {
+			c[i].f->refs++;
+			files[nf++] = c[i].f;
+		}
+	}
+	if (lost && !p->warned_maps && u->warn) {
+		char msg[1024];
+
+		p->warned_maps = true;
+		snprintf(msg, sizeof(msg),
+			 "process %u has %zu executable mappings with unwind tables, over the "
+			 "stack walker's limit of %u: %zu mappings of the files mapped most often "
+			 "(%s the most) are left out, and a stack that reaches one ends there "
+			 "(\"mapping limit\" under -v)",
+			 p->pid, n + lost, UNWIND_MAX_MAPS, lost, worst ? worst : "anonymous");
+		u->warn(u->warn_ctx, msg);
 	}
 	if (n) {
 		err = alloc_run(u, (uint32_t)(n * UNWIND_MAP_SLOTS), NULL, &r);
@@ -635,7 +746,8 @@ static int load_maps(struct unwinder *u, struct uproc *p)
 	kp.exec_id = p->exec_id;
 	kp.maps = r.slot;
 	kp.nr_maps = (uint32_t)n;
-	kp.flags = (p->any_image ? UPROC_F_ANY_IMAGE : 0) | (p->python ? UPROC_F_PYTHON : 0);
+	kp.flags = (p->any_image ? UPROC_F_ANY_IMAGE : 0) | (p->python ? UPROC_F_PYTHON : 0) |
+		   (lost ? UPROC_F_CAPPED : 0);
 	if (!p->in_kernel && u->nr_in_kernel >= u->max_procs)
 		evict_one_proc(u, p);
 	err = u->k.proc_set ? u->k.proc_set(u->k.ctx, p->pid, &kp) : 0;
@@ -668,6 +780,7 @@ out_release:
 		upool__release(u->pool, r.slot, r.n);
 	drop_refs(files, nf, now);
 out:
+	free(c);
 	free(um);
 	free(files);
 	pmaps__put(pm);

@@ -77,7 +77,8 @@ struct unwinder_stats {
 	uint64_t procs_evicted;	 /* pushed out by max_procs */
 	uint64_t procs_skipped;	 /* not x86-64, gone, unreadable */
 	uint64_t refreshes;	 /* mapping lists re-read on request */
-	uint64_t maps_dropped;	 /* executable mappings over UNWIND_MAX_MAPS */
+	uint64_t maps_dropped;	 /* executable mappings left out of lists over UNWIND_MAX_MAPS */
+	uint64_t maps_lost;	 /* ... of them with unwind tables (their frames end stacks) */
 	uint64_t tables;	 /* tables in the kernel now */
 	uint64_t tables_built;	 /* built (since start) */
 	uint64_t tables_shared;	 /* found by build id under another inode */

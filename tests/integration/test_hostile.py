@@ -471,6 +471,104 @@ def test_no_throttling_reported_at_a_normal_rate():
     assert m and int(m.group(2) or 0) < 0.01 * int(m.group(1)), p.stderr
 
 
+# --- many executable mappings ----------------------------------------------
+
+class ManyMaps:
+    """build/workloads/manymaps: its own executable mapped n times, then
+    main -> run -> spin_hot (with copy: spin_hot runs in the first copy)."""
+
+    def __init__(self, tmp_path, comm, n, copy=False, secs=60):
+        import shutil
+        exe = tmp_path / comm
+        shutil.copy2(wl("manymaps"), exe)
+        self.comm = comm
+        self.proc = subprocess.Popen([str(exe), str(secs), str(n)] + (["copy"] if copy else []),
+                                     stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().startswith("ready"), "manymaps did not start"
+        self.pid = self.proc.pid
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def stops(err, reason):
+    m = re.search(r"unwind: stops: .*?(\d+) " + reason, err)
+    assert m, err
+    return int(m.group(1))
+
+
+def hot_stacks(folded, comm):
+    """{stack: count} of comm's samples in spin_hot (kernel frames dropped)."""
+    out = {}
+    for stack, n in parse_folded(folded).items():
+        frames = [f for f in stack.split(";") if not f.endswith("_[k]")]
+        if frames[0] == comm and frames[-1] == "spin_hot":
+            key = ";".join(frames[1:])
+            out[key] = out.get(key, 0) + n
+    return out
+
+
+def test_eight_thousand_executable_mappings_keep_whole_stacks(tmp_path):
+    """8,200 executable mappings (over the old limit of 8,192, which lost
+    __libc_start_main and _start from every stack and called the stop "bad
+    CFA"), the hot function running inside one of them: its stacks reach
+    main and the outermost frame, no warning, no limit stop."""
+    mm = ManyMaps(tmp_path, "mm8200", 8200, copy=True)
+    try:
+        p = run_bpfprof(["-v", "-p", mm.pid, "-d", 4])
+    finally:
+        mm.close()
+    hot = hot_stacks(p.stdout, mm.comm)
+    n = sum(hot.values())
+    whole = sum(c for s, c in hot.items() if s.startswith("_start;__libc_start_main;")
+                and ";main;run;spin_hot" in s)
+    assert n >= 40, p.stderr
+    # Only a sample taken in spin_hot's first or last instructions may miss.
+    assert whole >= n - max(3, 0.05 * n), (hot, p.stderr)
+    assert stops(p.stderr, "mapping limit") == 0
+    assert "limit of" not in p.stderr
+    prefixed(p.stderr)
+
+
+def test_executable_mappings_over_the_limit_warn_once_and_stop_with_their_own_reason(tmp_path):
+    """33,000 mappings each of one file, over the limit of 32,768: the
+    copies go, not the libraries, so a process whose hot code is in its own
+    image keeps whole stacks; one whose hot code runs in a copy left out
+    gets its leaf, a stop counted as "mapping limit" (not "bad CFA"), and
+    each process one warning naming it and the limit."""
+    whole_mm = ManyMaps(tmp_path, "mm_whole", 33000)
+    copy_mm = ManyMaps(tmp_path, "mm_copy", 33000, copy=True)
+    try:
+        p = run_bpfprof(["-v", "-p", f"{whole_mm.pid},{copy_mm.pid}", "-d", 4])
+    finally:
+        whole_mm.close()
+        copy_mm.close()
+    for mm in (whole_mm, copy_mm):
+        warned = [l for l in p.stderr.splitlines() if f"process {mm.pid} has " in l]
+        assert len(warned) == 1, p.stderr
+        # Its copies, its own text, libc, ld.so, the vDSO.
+        assert re.search(r"has 3300[1-9] executable mappings with unwind tables", warned[0])
+        assert warned[0].startswith("bpfprof: warning: ")
+        assert "limit of 32768" in warned[0] and f"{mm.comm} the most" in warned[0], warned[0]
+    hot = hot_stacks(p.stdout, whole_mm.comm)
+    n = sum(hot.values())
+    whole = sum(c for s, c in hot.items() if s.startswith("_start;__libc_start_main;"))
+    assert n >= 40 and whole >= n - max(3, 0.05 * n), (hot, p.stderr)
+    hot = hot_stacks(p.stdout, copy_mm.comm)
+    n = sum(hot.values())
+    # Stacks walked before its list was in took frame pointers (to libc's
+    # first frame); every one walked with the list stops at the leaf.
+    assert n >= 40 and hot.get("spin_hot", 0) >= n / 2, (hot, p.stderr)
+    assert not any(s.startswith("_start;") for s in hot), hot
+    limited = stops(p.stderr, "mapping limit")
+    assert limited >= hot.get("spin_hot", 0), p.stderr
+    assert stops(p.stderr, "bad CFA") <= max(3, 0.05 * n), p.stderr
+    assert re.search(r"unwind: \d+ executable mappings left out of lists over the limit of "
+                     r"32768 \(\d+ with tables\)", p.stderr), p.stderr
+    prefixed(p.stderr)
+
+
 # --- hostile perf maps -----------------------------------------------------
 
 class HugeJit:

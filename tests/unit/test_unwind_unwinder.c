@@ -547,6 +547,114 @@ static void test_files_without_tables(void **state)
 	unwinder__free(u);
 }
 
+static void count_warn(void *ctx, const char *msg)
+{
+	char *last = ctx;
+
+	snprintf(last, 1024, "%s", msg);
+	last[1023]++; /* warnings seen */
+}
+
+/* maps text for n mappings; the caller frees it. */
+static char *big_maps(size_t n)
+{
+	size_t size = (n + 8) * 160;
+	char *buf = malloc(size);
+
+	assert_non_null(buf);
+	buf[0] = '\0';
+	return buf;
+}
+
+/* Append: n anonymous executable pages from start, each step bytes apart. */
+static void anon_lines(char *buf, size_t size, uint64_t start, size_t n, uint64_t step)
+{
+	size_t l = strlen(buf);
+
+	for (size_t i = 0; i < n; i++)
+		l += (size_t)snprintf(buf + l, size - l,
+				      "%" PRIx64 "-%" PRIx64 " r-xp 00000000 00:00 0 \n",
+				      start + i * step, start + i * step + 0x1000);
+}
+
+/* A process over UNWIND_MAX_MAPS (issue 14, item 4): contiguous code without
+ * tables is one range; past the limit, mappings without tables go first
+ * (nothing lost: a pc in none takes the same frame-pointer step), then those
+ * of the file mapped most often - the flag, one warning, the counters. */
+static void test_over_the_mapping_limit(void **state)
+{
+	struct env *e = *state;
+	const size_t n = UNWIND_MAX_MAPS + 232, size = (n + 8) * 160;
+	struct unwinder_opts o = {.proc_root = e->root, .max_chunks = MAX_CHUNKS};
+	char lib[4096], last[1024] = {0};
+	struct unwinder_stats st;
+	struct unwinder *u;
+	struct kproc *kp;
+	struct bp_umap m;
+	char *maps;
+
+	o.warn = count_warn;
+	o.warn_ctx = last;
+	u = unwinder__new(&o, &e->kops);
+	assert_non_null(u);
+	snprintf(lib, sizeof(lib), "%s", fixture_path("libfix.so"));
+
+	/* 40,000 contiguous anonymous pages: one mapping. */
+	maps = big_maps(40000);
+	std_maps(maps, size, lib);
+	anon_lines(maps, 40008 * 160, 0x200000000ull, 40000, 0x1000);
+	fake_proc(e, 100, 5000, maps);
+	free(maps);
+	assert_int_equal(unwinder__note_process(u, &PROC_ID(100, 5000 * TICK_NS, 1)), 0);
+	kp = kproc_find(&e->k, 100);
+	assert_non_null(kp);
+	assert_int_equal(kp->p.nr_maps, 4);
+	assert_non_null(k_mapping(&e->k, 100, 0x200000000ull + 39999ull * 0x1000 + 8, &m));
+	assert_int_equal(m.pages, UNWIND_NO_TABLE);
+
+	/* n separate anonymous pages: they go, the two files stay, no flag. */
+	maps = big_maps(n);
+	std_maps(maps, size, lib);
+	anon_lines(maps, size, 0x200000000ull, n, 0x2000);
+	fake_proc(e, 101, 5001, maps);
+	free(maps);
+	assert_int_equal(unwinder__note_process(u, &PROC_ID(101, 5001 * TICK_NS, 1)), 0);
+	kp = kproc_find(&e->k, 101);
+	assert_int_equal(kp->p.nr_maps, 2); /* pie, lib: every mapping without a table went */
+	assert_int_equal(kp->p.flags & UPROC_F_CAPPED, 0);
+	check_mapping(e, 101, lib, LIB_START, LIB_START + 0x1000, 0x1000, 7);
+	assert_int_equal(last[1023], 0);
+
+	/* libfix.so mapped n times below the pie: its highest 233 copies go. */
+	maps = big_maps(n);
+	for (size_t i = 0; i < n; i++)
+		maps_line(maps, size, 0x100000000ull + i * 0x2000, 0x100000000ull + i * 0x2000 + 0x1000,
+			  0x1000, lib);
+	maps_line(maps, size, PIE_START, PIE_START + 0x1000, 0x1000, fixture_path("pie"));
+	fake_proc(e, 102, 5002, maps);
+	free(maps);
+	assert_int_equal(unwinder__note_process(u, &PROC_ID(102, 5002 * TICK_NS, 1)), 0);
+	kp = kproc_find(&e->k, 102);
+	assert_int_equal(kp->p.nr_maps, UNWIND_MAX_MAPS);
+	assert_int_equal(kp->p.flags & UPROC_F_CAPPED, UPROC_F_CAPPED);
+	check_mapping(e, 102, fixture_path("pie"), PIE_START, PIE_START + 0x1000, 0x1000, 7);
+	check_mapping(e, 102, lib, 0x100000000ull, 0x100001000ull, 0x1000, 7);
+	assert_non_null(k_mapping(&e->k, 102, 0x100000000ull + (UNWIND_MAX_MAPS - 2) * 0x2000ull, &m));
+	assert_null(k_mapping(&e->k, 102, 0x100000000ull + (UNWIND_MAX_MAPS - 1) * 0x2000ull, &m));
+	assert_int_equal(last[1023], 1);
+	assert_non_null(strstr(last, "process 102 has 33001 executable mappings"));
+	assert_non_null(strstr(last, "limit of 32768"));
+	assert_non_null(strstr(last, "libfix.so the most"));
+	unwinder__stats(u, &st);
+	assert_int_equal(st.maps_lost, n + 1 - UNWIND_MAX_MAPS);
+	/* Re-read (a refresh): neither counted nor said again. */
+	assert_int_equal(unwinder__refresh(u, &PROC_ID(102, 5002 * TICK_NS, 1)), 0);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.maps_lost, n + 1 - UNWIND_MAX_MAPS);
+	assert_int_equal(last[1023], 1);
+	unwinder__free(u);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -557,6 +665,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pid_reuse_exec_and_exit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eviction_and_install_ahead, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_files_without_tables, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_over_the_mapping_limit, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,8 +33,8 @@ void record__on_proc_notice(void *ctx, const struct bp_proc_event *e)
 	if (e->kind == PROC_EVENT_REFRESH) {
 		/* A pc in no known mapping (dlopen, new JIT code): re-read it now,
 		 * while the process is alive, for the walker and for names. */
-		if (rc->uw)
-			unwinder__refresh(rc->uw, &id);
+		if (rc->uw && unwinder__refresh(rc->uw, &id) == 1)
+			return; /* re-read a moment ago, or backing off: nothing new came */
 		symbolizer__refresh_process(rc->sym, &id);
 		return;
 	}

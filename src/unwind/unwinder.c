@@ -25,6 +25,7 @@
 #include "lang/cpython.h"
 
 #define REFRESH_MIN_NS (250ull * 1000000) /* per process */
+#define REFRESH_MAX_NS (32ull * 1000000000) /* ... after re-reads that found nothing new */
 #define TICK_SWEEP_NS  (1000ull * 1000000)
 #define SEG_ROWS       (UNWIND_CHUNK_SLOTS / 8) /* rows per run: tables are split in pieces */
 
@@ -69,6 +70,7 @@ struct uproc {
 	 * across exec (a forked Python that runs python again) and eviction,
 	 * so a process gets that warning once. */
 	uint64_t py_warned;
+	uint64_t refresh_gap; /* ns before the next re-read (backs off, see unwinder__refresh) */
 	bool over_limit;  /* over UNWIND_MAX_MAPS: counted once */
 	bool warned_maps; /* ... and mappings with tables left out: said once */
 };
@@ -933,7 +935,7 @@ int unwinder__refresh(struct unwinder *u, const struct proc_id *id)
 {
 	struct htab_entry *e = htab__find(u->procs, &id->pid, sizeof(id->pid));
 	struct uproc *p;
-	uint64_t now = now_ns();
+	uint64_t now = now_ns(), sig;
 	int err;
 
 	if (!e)
@@ -941,12 +943,22 @@ int unwinder__refresh(struct unwinder *u, const struct proc_id *id)
 	p = e->value;
 	if (p->start_time != id->start_time || p->exec_id != id->exec_id || !p->pp)
 		return unwinder__note_process(u, id);
-	if (now - p->last_refresh < REFRESH_MIN_NS)
-		return 0;
+	if (now - p->last_refresh < MAX(p->refresh_gap, REFRESH_MIN_NS))
+		return 1;
 	p->last_refresh = now;
 	u->st.refreshes++;
+	sig = p->sig;
 	err = ptab__refresh(u->pt, p->pp);
-	return err ? err : load_maps(u, p);
+	if (!err)
+		err = load_maps(u, p);
+	/* Nothing new: the pcs were in mappings left out (UNWIND_MAX_MAPS) or
+	 * junk. Re-reading 30,000 mappings costs ~50 ms of CPU, so wait twice
+	 * as long before the next one, up to REFRESH_MAX_NS; a change resets it. */
+	if (!err && p->sig == sig)
+		p->refresh_gap = MIN(MAX(p->refresh_gap, REFRESH_MIN_NS) * 2, REFRESH_MAX_NS);
+	else
+		p->refresh_gap = REFRESH_MIN_NS;
+	return err;
 }
 
 /* The entry of whatever image pid runs now, before its ids are known. */

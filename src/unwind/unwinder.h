@@ -106,7 +106,11 @@ void unwinder__free(struct unwinder *u);
  * process). Idempotent.
  */
 int unwinder__note_process(struct unwinder *u, const struct proc_id *id);
-/* The walker met an address in no known mapping: re-read the mappings. */
+/*
+ * The walker met an address in no known mapping: re-read the mappings.
+ * 0 (re-read) or -errno; 1 if not now: too soon after the last re-read,
+ * whose wait doubles (up to 32 s) each time one finds nothing new.
+ */
 int unwinder__refresh(struct unwinder *u, const struct proc_id *id);
 /* Builds (and uploads) the tables of pid's files ahead of its first sample. */
 int unwinder__prefetch(struct unwinder *u, uint32_t pid);

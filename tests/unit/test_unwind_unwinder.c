@@ -444,14 +444,21 @@ static void test_refresh_after_dlopen(void **state)
 		  fixture_path("libcfi.so"));
 	fake_proc(e, 100, 5000, maps);
 	/* Rate-limited: the refresh just done counts. */
-	assert_int_equal(unwinder__refresh(u, &PROC_ID(100, 5000 * TICK_NS, 1)), 0);
+	assert_int_equal(unwinder__refresh(u, &PROC_ID(100, 5000 * TICK_NS, 1)), 1);
 	assert_int_equal(e->k.sets, 1);
+	/* It found nothing new: the next waits 500 ms, not 250. */
 	usleep(300000);
+	assert_int_equal(unwinder__refresh(u, &PROC_ID(100, 5000 * TICK_NS, 1)), 1);
+	usleep(250000);
 	sets = e->k.sets;
 	assert_int_equal(unwinder__refresh(u, &PROC_ID(100, 5000 * TICK_NS, 1)), 0);
 	assert_int_equal(e->k.sets, sets + 1);
 	kp = kproc_find(&e->k, 100);
 	assert_int_equal(kp->p.nr_maps, 4);
+	/* That one found the new library: back to 250 ms. */
+	usleep(300000);
+	assert_int_equal(unwinder__refresh(u, &PROC_ID(100, 5000 * TICK_NS, 1)), 0);
+	assert_int_equal(e->k.sets, sets + 1);
 	check_mapping(e, 100, fixture_path("libcfi.so"), 0x7f0000100000ull, 0x7f00001000d0ull,
 		      0x1000, 1);
 	unwinder__free(u);
@@ -648,6 +655,7 @@ static void test_over_the_mapping_limit(void **state)
 	unwinder__stats(u, &st);
 	assert_int_equal(st.maps_lost, n + 1 - UNWIND_MAX_MAPS);
 	/* Re-read (a refresh): neither counted nor said again. */
+	usleep(300000);
 	assert_int_equal(unwinder__refresh(u, &PROC_ID(102, 5002 * TICK_NS, 1)), 0);
 	unwinder__stats(u, &st);
 	assert_int_equal(st.maps_lost, n + 1 - UNWIND_MAX_MAPS);

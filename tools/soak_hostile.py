@@ -28,6 +28,7 @@ import argparse
 import http.server
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -181,6 +182,7 @@ def main():
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("soak_hostile: run as root")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("soak_hostile: terminated"))
     subprocess.run(["make", "-s", "-C", str(ROOT), "build/workloads/jitlike",
                     "build/workloads/manymaps", "build/workloads/busy"], check=True)
     d = Path(a.dir or tempfile.mkdtemp(prefix="bpfprof-soak-"))

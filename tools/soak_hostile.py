@@ -263,7 +263,7 @@ def main():
         return min(rows, key=lambda r: abs(r[0] - want))
 
     print()
-    print("| time | agent RSS (MiB) | agent CPU (% of a core, last %d s) |" % a.sample)
+    print("| time | agent RSS (MiB) | agent CPU (%% of a core, last %d s) |" % a.sample)
     print("|---|---|---|")
     for m in (0, 5, 10, 20, 30):
         if m * 60 > secs:

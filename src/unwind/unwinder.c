@@ -564,7 +564,7 @@ static uint64_t mix(uint64_t h, uint64_t v)
 	return h;
 }
 
-/* Mappings of one table first, those sharing it with fewer others first, then by address. */
+/* A mapping of the list being built, with what fit_maps() orders it by. */
 struct mcand {
 	struct bp_umap m;
 	struct ufile *f;  /* its table's file, NULL: frame pointers */

@@ -52,7 +52,7 @@ CORE_OBJS := $(patsubst src/%.c,$(OUT)/obj/%.o,$(CORE_SRCS))
 MAIN_OBJS := $(OUT)/obj/cmd/main.o $(patsubst src/%.c,$(OUT)/obj/%.o,$(wildcard src/collector/*.c))
 BPF_OBJ   := $(OUT)/profile.bpf.o
 SKEL	  := $(OUT)/profile.skel.h
-KREAD_SKEL := $(OUT)/kread.skel.h $(OUT)/kprogs.skel.h
+KREAD_SKEL := $(OUT)/kread.skel.h
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))

@@ -29,6 +29,7 @@
 #include "unwind.bpf.h"
 #if defined(__TARGET_ARCH_x86)
 #include "kwalk.bpf.h"
+#include "kprogs.bpf.h"
 #endif
 
 #define PF_KTHREAD 0x00200000

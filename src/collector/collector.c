@@ -57,7 +57,6 @@
 #include "base/util.h"
 #include "proc/procfs.h"
 #include "kread.skel.h"
-#include "kprogs.skel.h"
 #include "profile.skel.h"
 
 struct collector {
@@ -92,7 +91,7 @@ struct collector {
 	struct korc korc;	/* kernel ORC table, until it is in the kernel */
 	size_t korc_entries;
 	uint64_t open_ns, korc_ns; /* collector__open, and the ORC table's part of it */
-	struct kprogs_bpf *kprogs; /* the BPF program list (kprogs.bpf.c), or NULL */
+	bool kprogs_off;	   /* the BPF program list (kprogs.bpf.h) is not loaded */
 	struct bpf_link *kprogs_link;
 	int kprogs_err;
 	int korc_load_err;	/* 0: the table came from the cache, else why not */
@@ -697,6 +696,7 @@ static int skel_load(struct collector *c, struct errmsg *em)
 		err = skel_configure(c, a, em);
 		if (err)
 			goto out_destroy;
+		bpf_program__set_autoload(c->skel->progs.kprogs, !c->kprogs_off);
 		err = profile_bpf__load(c->skel);
 		if (err == -EMFILE || err == -ENFILE) {
 			/* Not the program's fault: the next attempts would fail the same way. */
@@ -712,6 +712,14 @@ static int skel_load(struct collector *c, struct errmsg *em)
 		}
 		profile_bpf__destroy(c->skel);
 		c->skel = NULL;
+		if (!c->kprogs_off) {
+			/* Perhaps a kernel without the bpf_prog iterator: the same
+			 * attempt once more without the program list. */
+			c->kprogs_off = true;
+			c->kprogs_err = err;
+			i--;
+			continue;
+		}
 		if (a->kernel_walk) {
 			c->kw_err = err;
 			korc__free(&c->korc);
@@ -860,24 +868,18 @@ static int filters_fill(struct collector *c, struct errmsg *em)
 }
 
 /*
- * The BPF program list (kprogs.bpf.c): an iterator link made while bpfprof
- * still has its capabilities; kernels without the bpf_prog iterator (before
- * 5.9) go without (kernel frames in BPF programs are then named by kallsyms
- * alone, as before). Not an error.
+ * The BPF program list (kprogs.bpf.h): an iterator link made while bpfprof
+ * still has its capabilities. Kernels without the bpf_prog iterator (before
+ * 5.9) load the object without it (skel_load) and go without: kernel frames
+ * in BPF programs are then named by kallsyms alone, as before. Not an error.
  */
 static void kprogs_open(struct collector *c)
 {
-	c->kprogs = kprogs_bpf__open_and_load();
-	if (!c->kprogs) {
-		c->kprogs_err = -errno;
+	if (c->kprogs_off)
 		return;
-	}
-	c->kprogs_link = bpf_program__attach_iter(c->kprogs->progs.kprogs, NULL);
-	if (!c->kprogs_link) {
+	c->kprogs_link = bpf_program__attach_iter(c->skel->progs.kprogs, NULL);
+	if (!c->kprogs_link)
 		c->kprogs_err = -errno;
-		kprogs_bpf__destroy(c->kprogs);
-		c->kprogs = NULL;
-	}
 }
 
 #define KPROGS_MAX_RECORDS (1u << 16) /* programs and functions listed (1 MiB) */
@@ -927,6 +929,7 @@ struct collector *collector__open(const struct collector_opts *opts, struct errm
 	}
 	c->unwind_mode = opts->unwind_mode;
 	c->always_flip = getenv("BPFPROF_TEST_ALWAYS_FLIP") != NULL;
+	c->kprogs_off = getenv("BPFPROF_TEST_NO_KPROGS") != NULL; /* as before 5.9 */
 	if (skel_load(c, em))
 		goto out_free;
 	c->counts_fd[0] = bpf_map__fd(c->skel->maps.counts_0);
@@ -1761,7 +1764,6 @@ void collector__free(struct collector *c)
 	if (c->cpu_state)
 		munmap(c->cpu_state, c->cpu_state_len);
 	bpf_link__destroy(c->kprogs_link);
-	kprogs_bpf__destroy(c->kprogs);
 	profile_bpf__destroy(c->skel);
 	free(c->events);
 	free(c->off_now);

@@ -542,6 +542,27 @@ def test_bpf_program_loaded_mid_run_is_named(tmp_path):
     assert not others, others
 
 
+
+def test_bpf_program_names_without_the_program_list(tmp_path):
+    """Kernels without the bpf_prog iterator or bpf_loop() (before 5.17) load the
+    sampler without the program list and say so; BPF frames are then named by
+    kallsyms alone (a program loaded since it was read may get its neighbour's
+    name: the README's limit), and everything else is profiled as usual."""
+    exe = copy_as(wl("bpfspin"), tmp_path / "bpfspin")
+    env = dict(os.environ, BPFPROF_TEST_NO_KPROGS="1")
+    bp = subprocess.Popen([str(BPFPROF), "-a", "-d", "6", "-v"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(1.5)
+    subprocess.run([exe, "0.5", "4"], check=True, stdout=subprocess.DEVNULL, timeout=60)
+    out, err = bp.communicate(timeout=120)
+    assert bp.returncode == 0, err
+    assert "no BPF program list: kallsyms alone names them" in err, err
+    assert re.search(r"0 BPF frames named by the program list", err), err
+    folded = by_comm(parse_folded(out), "bpfspin")
+    filt = count_with(folded, lambda s: "sendto" in frames_of(s) and
+                      "sk_filter_trim_cap_[k]" in frames_of(s))
+    assert filt > 0, out
+
 # --- part 7: bounded memory --------------------------------------------------------------
 
 def test_rss_flat_with_many_short_lived_processes(tmp_path):

@@ -5,11 +5,12 @@ import re
 import signal
 import struct
 import subprocess
+import threading
 import time
 
 import pytest
 
-from conftest import (wait_attached, CLK_TCK, Workload, cpu_seconds, uwl, count_with, frames_of, has_chain, leaf,
+from conftest import (BPFPROF, wait_attached, CLK_TCK, Workload, cpu_seconds, uwl, count_with, frames_of, has_chain, leaf,
                       parse_folded, run_bpfprof, sampled_seconds, total, wl, Sampled, assert_count,
                       assert_count_at_least, assert_share, assert_same_share)
 
@@ -218,7 +219,9 @@ def test_command_pie_with_shared_library(tmp_path):
 
 def test_command_follows_children(tmp_path):
     out = tmp_path / "children.folded"
-    p = run_bpfprof(["-o", out, "--", "sh", "-c", f"{wl('busy')} 1.5 & {wl('busy')} 1.5; wait"])
+    # 1.5 s of CPU each, however busy the machine (busy's "c").
+    p = run_bpfprof(["-o", out, "--", "sh", "-c", f"{wl('busy')} 1.5c & {wl('busy')} 1.5c; wait"],
+                    timeout=300)
     folded = parse_folded(out.read_text())
     # The shell's CPU time includes both children it waited for.
     cpu = command_cpu(p.stderr)
@@ -292,14 +295,20 @@ def test_idle_excluded_by_default_and_included_on_request():
 
 def test_cross_check_against_perf(tmp_path):
     """Leaf shares agree with perf record -g on the same process, within 5
-    sigmas of the difference of two shares: 10 s, ~1000 samples each, so
-    the bound is about +-0.11 (a fixed 0.05 failed a few runs in a hundred)."""
+    sigmas of the difference of two shares: 10 s of the workload's CPU time,
+    ~1000 samples each, so the bound is about +-0.11 (a fixed 0.05 failed a
+    few runs in a hundred). Both profile it until it exits (perf's habit,
+    `-p PID -- COMMAND`), so a busy machine makes the test slower, not weaker
+    (10 wall-clock seconds gave perf 76 samples on a loaded machine)."""
     data = tmp_path / "perf.data"
-    with Workload(wl("busy"), 40) as w:
+    with Workload(wl("busy"), "10c") as w:
+        # Reaped as it exits: `tail --pid` waits while even a zombie is left.
+        threading.Thread(target=w.proc.wait, daemon=True).start()
+        until_exit = ["--", "tail", f"--pid={w.pid}", "-f", "/dev/null"]
         perf = subprocess.Popen(["perf", "record", "-e", "cpu-clock", "-F", str(FREQ), "-g",
-                                 "-p", str(w.pid), "-o", str(data), "--", "sleep", "10"],
+                                 "-p", str(w.pid), "-o", str(data)] + until_exit,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        p = run_bpfprof(["-p", w.pid, "-d", 10])
+        p = run_bpfprof(["-p", w.pid] + until_exit, timeout=600)
         perf.wait(timeout=60)
     ours = parse_folded(p.stdout)
     script = subprocess.run(["perf", "script", "-i", str(data), "-F", "ip,sym"],

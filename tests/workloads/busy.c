@@ -6,15 +6,19 @@
  *                               -> leaf_b   (1/3 of the work)
  *
  * With THREADS > 0, that many threads each run thread_main -> outer_loop and
- * main waits. Usage: busy SECONDS [THREADS]
+ * main waits. Usage: busy SECONDS[c] [THREADS]; with the c, SECONDS of each
+ * thread's own CPU time instead of wall-clock time: as many samples on a busy
+ * machine as on an idle one, only later.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static volatile unsigned long sink;
 static double seconds;
+static clockid_t clock_id = CLOCK_MONOTONIC;
 
 __attribute__((noinline)) void leaf_a(void)
 {
@@ -32,7 +36,7 @@ static double now(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock_id, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -51,7 +55,8 @@ __attribute__((noinline)) void run(void)
 
 __attribute__((noinline)) static void *thread_main(void *arg)
 {
-	outer_loop(*(double *)arg);
+	/* CPU time is per thread: each thread's own deadline. */
+	outer_loop(clock_id == CLOCK_MONOTONIC ? *(double *)arg : now() + seconds);
 	return NULL;
 }
 
@@ -60,6 +65,8 @@ int main(int argc, char **argv)
 	int threads = argc > 2 ? atoi(argv[2]) : 0;
 
 	seconds = argc > 1 ? atof(argv[1]) : 5;
+	if (argc > 1 && argv[1][0] && argv[1][strlen(argv[1]) - 1] == 'c')
+		clock_id = CLOCK_THREAD_CPUTIME_ID;
 	if (threads > 0) {
 		pthread_t *t = calloc(threads, sizeof(*t));
 		double until = now() + seconds;

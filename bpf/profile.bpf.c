@@ -684,7 +684,11 @@ static __always_inline void oc_block(void *ctx, struct task_struct *prev, __u64 
 	/* Publish, fields first: the exchange is only an acquire to the
 	 * compiler, which could sink the stores below it without the barrier. */
 	barrier();
-	__sync_lock_test_and_set(&e->tid, (__u64)tid);
+	old = __sync_lock_test_and_set(&e->tid, (__u64)tid);
+	if (old)
+		/* Another thread of this slot blocked on another CPU and published
+		 * between our take and this: its wait is displaced, an eviction. */
+		cs->stats[STAT_OFFCPU_EVICTED]++;
 	cs->stats[STAT_OFFCPU_BLOCKS]++;
 }
 

@@ -123,11 +123,39 @@ static __always_inline __u32 py_ns_tid(void)
 	return (__u32)nr;
 }
 
-/* The sampled thread's PyThreadState, or 0. */
+struct py_tsearch {
+	const struct bp_pyproc *py;
+	__u64 ts;	  /* the thread state to look at next; the answer at the end */
+	__u32 tid, nstid; /* the sampled thread's ids, host and own namespace */
+	bool found;
+};
+
+/* One thread state of the interpreter's list per bpf_loop() iteration. */
+static long py_tsearch_step(__u64 index, void *data)
+{
+	struct py_tsearch *s = data;
+	__u32 t = 0;
+
+	if (!s->ts || bpf_probe_read_user(&t, sizeof(t), (void *)(s->ts + s->py->tstate_native_tid)))
+		return 1;
+	if (t == s->tid || (t == s->nstid && s->nstid)) {
+		s->found = true;
+		return 1;
+	}
+	s->ts = py_read_ptr(s->ts + s->py->tstate_next);
+	return 0;
+}
+
+/*
+ * The sampled thread's PyThreadState, or 0. The list walk is a bpf_loop():
+ * as a bounded loop the verifier checked its body once per iteration, a
+ * third of the whole program's verification (start-up time).
+ */
 static __always_inline __u64 py_tstate(struct uw_state *st, const struct bp_pyproc *py)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), t = 0, nstid = py_ns_tid();
-	__u64 ts, interp;
+	struct py_tsearch s = {.py = py, .tid = tid, .nstid = nstid};
+	__u64 interp;
 
 	/* This CPU's last answer, if the thread state still says it is this thread. */
 	if (st->py.cache_tid == tid && st->py.cache_tgid == st->tgid && st->py.cache_ts &&
@@ -135,19 +163,14 @@ static __always_inline __u64 py_tstate(struct uw_state *st, const struct bp_pypr
 	    (t == tid || t == nstid))
 		return st->py.cache_ts;
 	interp = py_read_ptr(py->runtime + py->runtime_interp_head);
-	ts = interp ? py_read_ptr(interp + py->interp_threads_head) : 0;
-	for (int i = 0; i < PY_MAX_THREADS && ts; i++) {
-		if (bpf_probe_read_user(&t, sizeof(t), (void *)(ts + py->tstate_native_tid)))
-			return 0;
-		if (t == tid || (t == nstid && nstid)) {
-			st->py.cache_tid = tid;
-			st->py.cache_tgid = st->tgid;
-			st->py.cache_ts = ts;
-			return ts;
-		}
-		ts = py_read_ptr(ts + py->tstate_next);
-	}
-	return 0;
+	s.ts = interp ? py_read_ptr(interp + py->interp_threads_head) : 0;
+	bpf_loop(PY_MAX_THREADS, py_tsearch_step, &s, 0);
+	if (!s.found)
+		return 0;
+	st->py.cache_tid = tid;
+	st->py.cache_tgid = st->tgid;
+	st->py.cache_ts = s.ts;
+	return s.ts;
 }
 
 /*

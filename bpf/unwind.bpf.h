@@ -23,8 +23,8 @@
  * whenever slots are freed, so an entry of an older generation is never used.
  *
  * Verifier strategy: one frame is one bpf_loop() callback, verified once,
- * whatever the depth; the two searches inside are bounded loops of 13 and
- * 16 iterations. Tables live in 1 MiB ARRAY chunks behind an ARRAY_OF_MAPS,
+ * whatever the depth; the two searches inside (bounded loops of 13 and 16
+ * iterations) are global functions, checked once on their own. Tables live in 1 MiB ARRAY chunks behind an ARRAY_OF_MAPS,
  * so every probe is an inlined array access, no hashing. Every stop has a
  * counted reason (STAT_UNWIND_*).
  */
@@ -78,13 +78,28 @@ static __always_inline void uw_request_refresh(__u32 tgid)
 	stat_inc(STAT_UNWIND_REFRESH);
 }
 
-/* Finds the mapping holding pc and caches it in st; false if none does. */
-static __always_inline bool uw_find_mapping(struct uw_state *st, __u64 pc)
+/*
+ * Finds the mapping holding pc and caches it in the walk's state (this
+ * CPU's: the user-stack walk only runs with it); false if none does.
+ * This and uw_find_row() are global functions, checked once by the verifier
+ * on their own rather than inlined into every path of the frame step: their
+ * bounded loops were a fifth of the program's verification, i.e. of
+ * start-up, and they only run when the row cache misses (~1% of frames).
+ * Scalar arguments only: global functions with pointer arguments need 5.12.
+ */
+__attribute__((noinline)) int uw_find_mapping(__u64 pc)
 {
-	__u32 base = st->maps & (UNWIND_CHUNK_SLOTS - 1), lo = 0, n = st->nr_maps;
+	struct cpu_state *cs = cpu_state_get();
+	struct uw_state *st;
+	__u32 base, lo = 0, n;
 	__u64 *start, *end, *bias, *tab;
 	void *chunk;
 
+	if (!cs)
+		return false;
+	st = &cs->uw;
+	base = st->maps & (UNWIND_CHUNK_SLOTS - 1);
+	n = st->nr_maps;
 	if (!n || n > UNWIND_MAX_MAPS)
 		return false;
 	chunk = uw_chunk(st->maps);
@@ -117,14 +132,21 @@ static __always_inline bool uw_find_mapping(struct uw_state *st, __u64 pc)
 	return true;
 }
 
-/* The row for table offset off; false if the table has none there. */
-static __always_inline bool uw_find_row(struct uw_state *st, __u64 off, struct bp_urow *row)
+/* The row for table offset off of the walk's mapping, into the walk's
+ * state (row); false if the table has none there. Global: see
+ * uw_find_mapping(). */
+__attribute__((noinline)) int uw_find_row(__u64 off)
 {
+	struct cpu_state *cs = cpu_state_get();
+	struct uw_state *st;
 	__u32 page, pslot, lo, n;
 	struct bp_upage *pg;
 	struct bp_urow *r;
 	void *chunk;
 
+	if (!cs)
+		return false;
+	st = &cs->uw;
 	if ((off >> UNWIND_PAGE_SHIFT) >= st->m_nr_pages)
 		return false;
 	page = (__u32)(off >> UNWIND_PAGE_SHIFT);
@@ -156,7 +178,7 @@ static __always_inline bool uw_find_row(struct uw_state *st, __u64 off, struct b
 	r = (struct bp_urow *)uw_slot(chunk, lo);
 	if (!r || r->pc > (__u32)off)
 		return false;
-	*row = *r;
+	st->row = *r;
 	return true;
 }
 
@@ -321,7 +343,7 @@ static long uw_step(__u64 index, void *data)
 	} else {
 		st->cache_misses++;
 		if (lookup < st->m_start || lookup >= st->m_end) {
-			if (!uw_find_mapping(st, lookup)) {
+			if (!uw_find_mapping(lookup)) {
 				st->m_start = st->m_end = 0;
 				if (st->flags & UW_F_TRUSTED)
 					uw_request_refresh(st->tgid);
@@ -332,8 +354,8 @@ static long uw_step(__u64 index, void *data)
 				return uw_fp_step(st);
 			}
 		}
-		found = st->m_pages != UNWIND_NO_TABLE &&
-			uw_find_row(st, lookup - st->m_bias, &row);
+		found = st->m_pages != UNWIND_NO_TABLE && uw_find_row(lookup - st->m_bias);
+		row = st->row;
 		ce->pc = lookup;
 		ce->gen = (__u32)st->gen;
 		ce->maps = st->maps;

@@ -87,6 +87,7 @@ struct uw_state {
 	__u64 pc, sp, bp;
 	__u64 m_start, m_end, m_bias; /* the mapping of the previous frame */
 	__u32 m_pages, m_nr_pages;
+	struct bp_urow row;	      /* uw_find_row()'s answer */
 	__u32 maps, nr_maps;
 	__u32 tgid;
 	__u32 flags;

@@ -711,10 +711,10 @@ int record__open(struct record *r)
 	malloc_trim(0);
 	collector__stats(r->col, &st);
 	describe_target(&r->o, &st);
-	p_debug("start-up: %.0f ms to sampling: program load %.0f ms, kernel ORC table %.0f ms, "
-		"unwind tables %.0f ms",
-		(now_ns() - r->t_main) / 1e6, (st.open_ns - st.korc_ns) / 1e6, st.korc_ns / 1e6,
-		r->unwind_ns / 1e6);
+	p_debug("start-up: %.0f ms to sampling: program load %.0f ms (map slots filled %s), "
+		"kernel ORC table %.0f ms, unwind tables %.0f ms",
+		(now_ns() - r->t_main) / 1e6, (st.open_ns - st.korc_ns) / 1e6,
+		st.slots_prefilled ? "during it" : "after it", st.korc_ns / 1e6, r->unwind_ns / 1e6);
 	if (st.korc_ns && !st.korc_load_err)
 		p_debug("kernel ORC table: from the cache");
 	else if (st.korc_ns)

@@ -90,6 +90,7 @@ struct collector {
 	bool chunk0_spare;	/* chunk 0 installed ahead, not asked for yet */
 	struct prefill *prefill; /* the map-in-map slots filled during the load */
 	bool prefill_tried;
+	bool prefilled;		/* ... and they were */
 	struct korc korc;	/* kernel ORC table, until it is in the kernel */
 	size_t korc_entries;
 	uint64_t open_ns, korc_ns; /* collector__open, and the ORC table's part of it */
@@ -845,7 +846,9 @@ static int skel_load(struct collector *c, struct errmsg *em)
 			goto out_destroy;
 		if (!c->prefill_tried) {
 			c->prefill_tried = true;
-			c->prefill = prefill_start(c);
+			/* Tests: the fill after the load, as on a failure here. */
+			if (!getenv("BPFPROF_TEST_NO_PREFILL"))
+				c->prefill = prefill_start(c);
 		}
 		if (c->prefill && !prefill_reuse(c->prefill, c->skel)) {
 			prefill_free(c->prefill); /* slots_fill() after the load, then */
@@ -941,8 +944,10 @@ static int slots_fill(struct collector *c, struct errmsg *em)
 			}
 		}
 		prefill_free(p);
-		if (ok)
+		if (ok) {
+			c->prefilled = true;
 			return 0;
+		}
 	}
 
 	for (uint32_t i = 0; i < PROFILE_NR_BUFS; i++) {
@@ -1827,6 +1832,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->drain_ns_total = c->drain_ns_total;
 	st->open_ns = c->open_ns;
 	st->korc_ns = c->korc_ns;
+	st->slots_prefilled = c->prefilled;
 	st->korc_load_err = c->korc_load_err;
 	st->korc_save_err = c->korc_save_err;
 	st->missing_stacks = c->missing_stacks;

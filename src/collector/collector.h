@@ -77,6 +77,7 @@ struct collector_stats {
 	uint64_t drain_ns_total;
 	uint64_t open_ns;     /* collector__open: program load, maps, ORC table */
 	uint64_t korc_ns;     /* ... of which the kernel ORC table */
+	bool slots_prefilled; /* the map-in-map slots were filled during the load */
 	int korc_load_err;    /* 0: the ORC table came from the cache (unwind/korc_cache.h),
 			       * else why not (-ENOENT: none yet or caching off) */
 	int korc_save_err;    /* built: 0 saved there for the next start, else why not */

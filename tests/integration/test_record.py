@@ -43,6 +43,29 @@ def test_pid_busy_thread_count_chain_and_split(tmp_path):
     assert set(s.split(";")[0] for s in folded) == {"busy"}
 
 
+@pytest.mark.parametrize("prefill", [True, False], ids=["during-load", "after-load"])
+def test_map_slots_filled_during_or_after_the_load(prefill):
+    """The buffer sets and the first unwind-table chunk go into their
+    map-in-map slots while the kernel verifies the program (maps made ahead
+    and handed to libbpf) or, as after any failure there, after the load:
+    either way every sample is counted and user stacks are walked with the
+    tables in that first chunk."""
+    env = dict(os.environ)
+    if not prefill:
+        env["BPFPROF_TEST_NO_PREFILL"] = "1"
+    with Workload(wl("busy"), 30) as w:
+        p = Sampled(["-p", w.pid, "-d", 3, "-v"], [w.pid], env=env)
+    assert f"map slots filled {'during' if prefill else 'after'} it" in p.stderr, p.stderr
+    folded = parse_folded(p.stdout)
+    n = total(folded, "busy")
+    assert_count(n, FREQ * p.cpu[w.pid], "busy")
+    chain = count_with(folded, lambda s: ";main;run;outer_loop;leaf_" in s)
+    assert chain >= 0.9 * n, f"only {chain} of {n} samples have main;run;outer_loop:\n{p.stdout}"
+    # Several frames per sample come from tables: the first chunk is in its slot.
+    m = re.search(r"unwind: (\d+) frames from tables", p.stderr)
+    assert m and int(m.group(1)) >= n, p.stderr
+
+
 def test_pid_multithreaded_counts_every_thread():
     with Workload(wl("busy"), 30, 2) as w:
         p = Sampled(["-p", w.pid, "-d", 3, "--per-thread"], [w.pid])

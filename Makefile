@@ -36,7 +36,14 @@ EXTRA_LDFLAGS ?=
 BPF_EXTRA_CFLAGS ?= # e.g. -DBPFPROF_TIMING (tools/bench_breakdown.py)
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARNINGS) -Isrc -Ibpf -I$(OUT) $(CFLAGS) $(EXTRA_CFLAGS) \
 	      -DBPFPROF_VERSION='"$(VERSION) ($(GITREV))"' -MMD -MP
-LDLIBS_CORE := -lcapstone -lncursesw -ltinfo -ldw -lelf -lz -llzma -lzstd -liberty -lm -lcurl -lcap -lpthread
+# capstone (annotate) and libcurl (push) are loaded on first use, not linked
+# (src/base/dynlib.h): their sonames, from the development links the build has.
+soname = $(shell objdump -p "$$($(CC) -print-file-name=lib$(1).so)" 2>/dev/null | awk '/SONAME/ {print $$2}')
+CAPSTONE_SONAME := $(call soname,capstone)
+CURL_SONAME := $(call soname,curl)
+ALL_CFLAGS += $(if $(CAPSTONE_SONAME),-DCAPSTONE_SONAME='"$(CAPSTONE_SONAME)"') \
+	      $(if $(CURL_SONAME),-DCURL_SONAME='"$(CURL_SONAME)"')
+LDLIBS_CORE := -lncursesw -ltinfo -ldw -lelf -lz -llzma -lzstd -liberty -lm -lcap -lpthread
 LDLIBS_BPF  := -lbpf
 
 ifeq ($(V),1)

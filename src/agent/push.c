@@ -18,6 +18,31 @@
 #include "base/log.h"
 #include "base/util.h"
 
+#include "base/dynlib.h"
+
+#ifndef CURL_SONAME
+#define CURL_SONAME "libcurl.so.4" /* the Makefile passes the one linked against */
+#endif
+
+/*
+ * libcurl, loaded by pusher__start() (base/dynlib.h: it and the TLS,
+ * Kerberos and LDAP libraries it needs are 4 MiB of RSS otherwise). Members
+ * drop the curl_ prefix: curl.h makes curl_easy_setopt() a macro.
+ */
+#define CURL_FNS(X)                                                                            \
+	X(easy_cleanup) X(easy_escape) X(easy_getinfo) X(easy_init) X(easy_perform)            \
+	X(easy_reset) X(easy_setopt) X(easy_strerror) X(free) X(global_cleanup) X(global_init) \
+	X(slist_append) X(slist_free_all)
+#define CURL_PTR(f)  __typeof__(curl_##f) *f;
+#define CURL_NAME(f) "curl_" #f,
+static struct {
+	CURL_FNS(CURL_PTR)
+} libcurl;
+static const char *const libcurl_names[] = { CURL_FNS(CURL_NAME) };
+static struct dynlib libcurl_lib = DYNLIB_INIT(CURL_SONAME, libcurl_names, &libcurl);
+_Static_assert(sizeof(libcurl) == ARRAY_SIZE(libcurl_names) * sizeof(void *),
+	       "libcurl: one pointer per name");
+
 struct push_item {
 	char *query; /* everything after "?" */
 	char *body;
@@ -170,33 +195,33 @@ static void post(struct pusher *ps, CURL *curl, const struct push_item *it, stru
 	r->retry_after = -1;
 
 	snprintf(url, sizeof(url), "%s/ingest?%s", ps->url, it->query);
-	curl_easy_reset(curl);
-	curl_easy_setopt(curl, CURLOPT_URL, url);
-	curl_easy_setopt(curl, CURLOPT_POST, 1L);
-	curl_easy_setopt(curl, CURLOPT_POSTFIELDS, it->body);
-	curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)it->len);
-	curl_easy_setopt(curl, CURLOPT_TIMEOUT, (long)ps->o.timeout_s);
-	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 5L);
-	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
-	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(curl, CURLOPT_USERAGENT, "bpfprof/" BPFPROF_VERSION);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, keep_body);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, read_header);
-	curl_easy_setopt(curl, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, r->error);
-	hdrs = curl_slist_append(hdrs, "Content-Type: application/octet-stream");
+	libcurl.easy_reset(curl);
+	libcurl.easy_setopt(curl, CURLOPT_URL, url);
+	libcurl.easy_setopt(curl, CURLOPT_POST, 1L);
+	libcurl.easy_setopt(curl, CURLOPT_POSTFIELDS, it->body);
+	libcurl.easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)it->len);
+	libcurl.easy_setopt(curl, CURLOPT_TIMEOUT, (long)ps->o.timeout_s);
+	libcurl.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 5L);
+	libcurl.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	libcurl.easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+	libcurl.easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+	libcurl.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	libcurl.easy_setopt(curl, CURLOPT_USERAGENT, "bpfprof/" BPFPROF_VERSION);
+	libcurl.easy_setopt(curl, CURLOPT_WRITEFUNCTION, keep_body);
+	libcurl.easy_setopt(curl, CURLOPT_WRITEDATA, r);
+	libcurl.easy_setopt(curl, CURLOPT_HEADERFUNCTION, read_header);
+	libcurl.easy_setopt(curl, CURLOPT_HEADERDATA, r);
+	libcurl.easy_setopt(curl, CURLOPT_ERRORBUFFER, r->error);
+	hdrs = libcurl.slist_append(hdrs, "Content-Type: application/octet-stream");
 	if (ps->auth_header)
-		hdrs = curl_slist_append(hdrs, ps->auth_header);
-	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
-	cc = curl_easy_perform(curl);
+		hdrs = libcurl.slist_append(hdrs, ps->auth_header);
+	libcurl.easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
+	cc = libcurl.easy_perform(curl);
 	if (cc == CURLE_OK)
-		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r->status);
+		libcurl.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r->status);
 	else if (!r->error[0])
-		snprintf(r->error, sizeof(r->error), "%s", curl_easy_strerror(cc));
-	curl_slist_free_all(hdrs);
+		snprintf(r->error, sizeof(r->error), "%s", libcurl.easy_strerror(cc));
+	libcurl.slist_free_all(hdrs);
 }
 
 /* Under ps->lock: the sentence for a failed attempt, if one is due (once a minute). */
@@ -233,7 +258,7 @@ static bool failure_message(struct pusher *ps, struct post_result *r, bool dropp
 static void *worker(void *arg)
 {
 	struct pusher *ps = arg;
-	CURL *curl = curl_easy_init();
+	CURL *curl = libcurl.easy_init();
 
 	pthread_mutex_lock(&ps->lock);
 	for (;;) {
@@ -319,7 +344,7 @@ static void *worker(void *arg)
 	}
 	pthread_mutex_unlock(&ps->lock);
 	if (curl)
-		curl_easy_cleanup(curl);
+		libcurl.easy_cleanup(curl);
 	return NULL;
 }
 
@@ -360,7 +385,15 @@ struct pusher *pusher__start(const struct pusher_opts *o, struct errmsg *em)
 		snprintf(ps->auth_header, l, "Authorization: Bearer %s", o->token);
 	}
 	gethostname(ps->hostname, sizeof(ps->hostname) - 1);
-	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+	err = dynlib__load(&libcurl_lib);
+	if (err) {
+		errno = -errmsg_set(em, err, "cannot load libcurl (%s): pushing needs Debian's libcurl4",
+				    dynlib__why(&libcurl_lib));
+		free(ps->auth_header);
+		free(ps);
+		return NULL;
+	}
+	if (libcurl.global_init(CURL_GLOBAL_DEFAULT)) {
 		errno = -errmsg_set(em, -ENOMEM, "cannot initialise libcurl");
 		free(ps->auth_header);
 		free(ps);
@@ -422,11 +455,11 @@ static int enqueue(struct pusher *ps, const struct profile *p, const char *conta
 	if (!err)
 		err = pusher__series_name_of(ps->o.app, type->suffix, ps->hostname, container, name,
 					     sizeof(name));
-	curl = err ? NULL : curl_easy_init();
-	esc = curl ? curl_easy_escape(curl, name, 0) : NULL;
+	curl = err ? NULL : libcurl.easy_init();
+	esc = curl ? libcurl.easy_escape(curl, name, 0) : NULL;
 	if (!esc) {
 		if (curl)
-			curl_easy_cleanup(curl);
+			libcurl.easy_cleanup(curl);
 		item_free(it);
 		return err ? err : -ENOMEM;
 	}
@@ -439,8 +472,8 @@ static int enqueue(struct pusher *ps, const struct profile *p, const char *conta
 			  ps->o.freq,
 			  type->view == VIEW_CPU ? "samples" : pprof ? type->units : "microseconds",
 			  pprof ? "&format=pprof" : "");
-	curl_free(esc);
-	curl_easy_cleanup(curl);
+	libcurl.free(esc);
+	libcurl.easy_cleanup(curl);
 	if (err) {
 		sbuf_free(&q);
 		item_free(it);
@@ -533,7 +566,7 @@ void pusher__stop(struct pusher *ps, unsigned flush_ms, struct pusher_stats *fin
 		memset(ps->auth_header, 0, strlen(ps->auth_header));
 		free(ps->auth_header);
 	}
-	curl_global_cleanup();
+	libcurl.global_cleanup();
 	free(ps);
 }
 

@@ -45,6 +45,7 @@
 #include "proc/ptab.h"
 #include "proc/safeopen.h"
 #include "sym/annotation.h"
+#include "sym/disasm.h"
 #include "sym/debuginfo.h"
 #include "sym/elfcode.h"
 #include "sym/elfsym.h"
@@ -826,7 +827,10 @@ static int annotate_user(const struct annotate_opts *a, const struct profile *p,
 	err = annotation__build(&an, cf.code, cf.lines, start, end, fs->counts, fs->nr);
 	if (err) {
 		p_err("cannot disassemble %s at %#" PRIx64 "-%#" PRIx64 ": %s", fs->f->module,
-		      start, end, err == -EFBIG ? "the function is too large" : strerror(-err));
+		      start, end,
+		      err == -EFBIG	? "the function is too large"
+		      : err == -ELIBACC ? (disasm__unavailable() ?: "no disassembler")
+					: strerror(-err));
 		goto out;
 	}
 	print_header(fs, p, fs->f->module);
@@ -898,7 +902,7 @@ static int annotate_kernel(const struct profile *p, const struct fn_samples *fs,
 			annotation__free(&an);
 			goto out;
 		}
-		why = strerror(-err);
+		why = err == -ELIBACC ? (disasm__unavailable() ?: "no disassembler") : strerror(-err);
 	}
 	if (why)
 		printf("  kernel text is not readable (%s): samples per address\n", why);

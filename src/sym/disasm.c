@@ -18,6 +18,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/dynlib.h"
+#include "base/util.h"
+
+#ifndef CAPSTONE_SONAME
+#define CAPSTONE_SONAME "libcapstone.so.4" /* the Makefile passes the one linked against */
+#endif
+
+/* capstone, loaded on first use (base/dynlib.h: 3 MiB of RSS otherwise). */
+#define CS_FNS(X) X(cs_open) X(cs_option) X(cs_close) X(cs_malloc) X(cs_free) X(cs_disasm_iter) X(cs_version)
+#define CS_PTR(f) __typeof__(f) *f;
+#define CS_NAME(f) #f,
+static struct {
+	CS_FNS(CS_PTR)
+} capstone;
+static const char *const capstone_names[] = { CS_FNS(CS_NAME) };
+static struct dynlib capstone_lib = DYNLIB_INIT(CAPSTONE_SONAME, capstone_names, &capstone);
+_Static_assert(sizeof(capstone) == ARRAY_SIZE(capstone_names) * sizeof(void *),
+	       "capstone: one pointer per name");
+
+/* 0, or -ELIBACC (disasm__unavailable() says why). */
+static int capstone_load(void)
+{
+	return dynlib__load(&capstone_lib);
+}
+
+const char *disasm__unavailable(void)
+{
+	static char why[320];
+
+	if (!capstone_load())
+		return NULL;
+	snprintf(why, sizeof(why), "cannot load the disassembler (%s): install Debian's libcapstone4",
+		 dynlib__why(&capstone_lib));
+	return why;
+}
+
 struct disasm {
 	csh cs;
 	cs_insn *insn;
@@ -44,20 +80,24 @@ struct disasm *disasm__new(int elf_machine, bool is64)
 		errno = ENOTSUP;
 		return NULL;
 	}
+	if (capstone_load()) {
+		errno = ELIBACC;
+		return NULL;
+	}
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return NULL;
-	if (cs_open(arch, mode, &d->cs) != CS_ERR_OK) {
+	if (capstone.cs_open(arch, mode, &d->cs) != CS_ERR_OK) {
 		free(d);
 		errno = ENOTSUP;
 		return NULL;
 	}
 	d->x86 = arch == CS_ARCH_X86;
 	if (d->x86)
-		cs_option(d->cs, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT);
-	d->insn = cs_malloc(d->cs);
+		capstone.cs_option(d->cs, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT);
+	d->insn = capstone.cs_malloc(d->cs);
 	if (!d->insn) {
-		cs_close(&d->cs);
+		capstone.cs_close(&d->cs);
 		free(d);
 		errno = ENOMEM;
 		return NULL;
@@ -69,8 +109,8 @@ void disasm__free(struct disasm *d)
 {
 	if (!d)
 		return;
-	cs_free(d->insn, 1);
-	cs_close(&d->cs);
+	capstone.cs_free(d->insn, 1);
+	capstone.cs_close(&d->cs);
 	free(d);
 }
 
@@ -104,7 +144,7 @@ size_t disasm__one(struct disasm *d, const uint8_t *code, size_t len, uint64_t a
 
 	if (!len)
 		return 0;
-	if (!cs_disasm_iter(d->cs, &p, &left, &a, d->insn)) {
+	if (!capstone.cs_disasm_iter(d->cs, &p, &left, &a, d->insn)) {
 		snprintf(buf, size, ".byte 0x%02x", code[0]);
 		return 1;
 	}
@@ -119,9 +159,11 @@ size_t disasm__one(struct disasm *d, const uint8_t *code, size_t len, uint64_t a
 const char *disasm__version(void)
 {
 	static char v[16];
-	int major, minor;
+	int major = 0, minor = 0;
 
-	cs_version(&major, &minor);
+	if (capstone_load())
+		return "not loaded";
+	capstone.cs_version(&major, &minor);
 	snprintf(v, sizeof(v), "%d.%d", major, minor);
 	return v;
 }

@@ -39,4 +39,10 @@ size_t disasm__one(struct disasm *d, const uint8_t *code, size_t len, uint64_t a
 /* The capstone version, "major.minor", for messages. */
 const char *disasm__version(void);
 
+/*
+ * capstone is loaded on first use (base/dynlib.h); disasm__new() fails with
+ * ELIBACC if it cannot be. Why, for the user; NULL if it is loaded.
+ */
+const char *disasm__unavailable(void);
+
 #endif

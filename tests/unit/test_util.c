@@ -7,6 +7,7 @@
 
 #include <errno.h>
 
+#include "base/dynlib.h"
 #include "base/errmsg.h"
 #include "base/htab.h"
 #include "proc/procfs.h"
@@ -274,6 +275,34 @@ static void test_procfs_image_signature(void **state)
 	close(go[1]);
 }
 
+/* Libraries loaded on first use: a real one, a missing one, a missing function. */
+static void test_dynlib(void **state)
+{
+	static const char *const z_names[] = { "zlibVersion", "crc32" };
+	static const char *const bad_names[] = { "zlibVersion", "no_such_function_here" };
+	struct {
+		const char *(*zlibVersion)(void);
+		unsigned long (*crc32)(unsigned long, const unsigned char *, unsigned int);
+	} z = { 0 }, z2 = { 0 }, z3 = { 0 };
+	struct dynlib ok = DYNLIB_INIT("libz.so.1", z_names, &z);
+	struct dynlib missing = DYNLIB_INIT("libbpfprof-no-such-library.so.9", z_names, &z2);
+	struct dynlib nofn = DYNLIB_INIT("libz.so.1", bad_names, &z3);
+
+	assert_int_equal(dynlib__load(&ok), 0);
+	assert_non_null(z.zlibVersion);
+	assert_true(z.zlibVersion()[0] == '1');
+	assert_int_equal(z.crc32(0, (const unsigned char *)"abc", 3), 0x352441c2);
+	assert_int_equal(dynlib__load(&ok), 0); /* the first answer, again */
+
+	assert_int_equal(dynlib__load(&missing), -ELIBACC);
+	assert_non_null(strstr(dynlib__why(&missing), "libbpfprof-no-such-library.so.9"));
+	assert_null(z2.zlibVersion);
+	assert_int_equal(dynlib__load(&missing), -ELIBACC);
+
+	assert_int_equal(dynlib__load(&nofn), -ELIBACC);
+	assert_string_equal(dynlib__why(&nofn), "libz.so.1 has no no_such_function_here");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +315,7 @@ int main(void)
 		cmocka_unit_test(test_read_file_limits),
 		cmocka_unit_test(test_procfs_stat_and_status),
 		cmocka_unit_test(test_procfs_image_signature),
+		cmocka_unit_test(test_dynlib),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,7 +52,7 @@ struct {
 #define UW_ROW_PROBES 13	   /* ceil(log2(UNWIND_PAGE_MAX_ROWS)) */
 #define UW_F_EXACT    1		   /* pc is not a return address (leaf, after a signal frame) */
 #define UW_F_TRUSTED  2		   /* pc came from a table step or the registers */
-#define UW_CACHE_SIZE 128	   /* row cache entries per CPU (4 KiB: one page) */
+#define UW_CACHE_SIZE 512	   /* row cache entries per CPU (16 KiB: four pages) */
 #define UW_CACHE_SETS (UW_CACHE_SIZE / 2) /* two entries (one cache line) per set */
 #define UW_NO_ROW     0xff	   /* cached: the mapping has no row for the pc */
 #define UW_WIN_BYTES  256	   /* user stack read per helper call (uw_read) */

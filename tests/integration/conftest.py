@@ -109,6 +109,13 @@ def sampled_seconds(stderr):
     return int(m.group(1)), float(m.group(2))
 
 
+def command_cpu(stderr):
+    """The CPU time bpfprof reports for its -- COMMAND (the last one in stderr)."""
+    m = re.findall(r"exited with status \d+ after ([0-9.]+) s of CPU", stderr)
+    assert m, stderr
+    return float(m[-1])
+
+
 def cpu_seconds(pid):
     """utime + stime of a whole process (all threads), in seconds."""
     with open(f"/proc/{pid}/stat") as f:
@@ -200,14 +207,51 @@ def assert_count_at_least(n, expected, what, floor=5):
     assert n >= expected - tol, f"{what}: {n} samples, expected at least {expected - tol:.0f}"
 
 
+def assert_most(k, n, what, share=0.9, floor=0.01):
+    """One-sided: k of n samples are consistent with a true share of at least
+    `share` (SIGMAS binomial standard deviations below it, plus floor). For
+    "nearly every sample is named/whole" checks: a fixed `k > 0.9 * n` fails
+    by chance when a loaded machine leaves few samples, this only when the
+    share is really lower. It still fails for a real bug (names or chains
+    missing from most samples) once n is a few dozen: with n = 40 the bound is
+    0.9 - 0.25, so k = 0 or a half fails; Sampled(until_cpu=...) gives the
+    workload enough CPU time for n to be a few hundred."""
+    tol = share_tolerance(share, n, floor)
+    assert n > 0 and k / n >= share - tol, \
+        f"{what}: {k} of {n} samples ({k / max(n, 1):.3f}), expected at least {share - tol:.3f}"
+
+
+def children_cpu_seconds():
+    """utime + stime of every waited-for child of this process so far."""
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def wait_for(cond, what, timeout=30, step=0.05):
+    """Polls cond() until it is true; an assertion after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
+        time.sleep(step)
+
+
 class Sampled:
     """A bpfprof run and the CPU time of processes over its sampling window:
     from the "sampling" line (after attach) to the summary line (after the
-    last drain), so neither start-up nor the written output is counted."""
+    last drain), so neither start-up nor the written output is counted.
 
-    def __init__(self, args, pids=(), env=None, timeout=120):
+    until_cpu=S: stop bpfprof (SIGINT, a normal stop) once `pids` together got
+    S seconds of CPU time in the window, or when one of them exits; args then
+    give a -d as the upper bound. A busy machine makes such a test slower,
+    not weaker: the sample counts its bounds are derived from stay the same.
+    wrap: a function of the command line that returns the one to run (e.g.
+    under capsh); it must exec bpfprof in place, so the signal reaches it."""
+
+    def __init__(self, args, pids=(), env=None, timeout=120, until_cpu=None, wrap=None):
         import threading
-        proc = subprocess.Popen([str(BPFPROF)] + [str(a) for a in args], stdout=subprocess.PIPE,
+        cmd = [str(BPFPROF)] + [str(a) for a in args]
+        proc = subprocess.Popen(wrap(cmd) if wrap else cmd, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=env)
         out = []
         reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
@@ -215,18 +259,40 @@ class Sampled:
         timer = threading.Timer(timeout, proc.kill)
         timer.start()
         cpu0, lines = {}, []
+        started = threading.Event()
         self.cpu = {}
+
+        def stop_at_cpu():
+            started.wait()
+            while proc.poll() is None:
+                try:
+                    got = sum(cpu_seconds(pid) - cpu0[pid] for pid in pids)
+                except (OSError, IndexError, KeyError):
+                    got = until_cpu  # a workload exited: nothing more to wait for
+                if got >= until_cpu:
+                    proc.send_signal(signal.SIGINT)
+                    return
+                time.sleep(0.05)
+        stopper = None
+        if until_cpu is not None:
+            assert pids, "until_cpu needs the pids whose CPU time to wait for"
+            stopper = threading.Thread(target=stop_at_cpu, daemon=True)
+            stopper.start()
         try:
             for line in proc.stderr:
                 lines.append(line)
                 if not cpu0 and "sampling" in line:
                     cpu0 = {pid: cpu_seconds(pid) for pid in pids}
+                    started.set()
                 elif cpu0 and not self.cpu and re.search(r"\d+ samples in [0-9.]+ s", line):
                     self.cpu = {pid: cpu_seconds(pid) - cpu0[pid] for pid in pids}
             proc.wait()
             reader.join()
         finally:
             timer.cancel()
+            started.set()
+            if stopper:
+                stopper.join()
         self.stdout, self.stderr = "".join(out), "".join(lines)
         self.returncode = proc.returncode
         assert proc.returncode == 0, f"bpfprof {args} exited {proc.returncode}\n{self.stderr}"

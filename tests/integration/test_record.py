@@ -12,15 +12,9 @@ import pytest
 
 from conftest import (BPFPROF, wait_attached, CLK_TCK, Workload, cpu_seconds, uwl, count_with, frames_of, has_chain, leaf,
                       parse_folded, run_bpfprof, sampled_seconds, total, wl, Sampled, assert_count,
-                      assert_count_at_least, assert_share, assert_same_share)
+                      assert_count_at_least, assert_share, assert_same_share, command_cpu)
 
 FREQ = 99
-
-
-def command_cpu(stderr):
-    m = re.search(r"exited with status \d+ after ([0-9.]+) s of CPU", stderr)
-    assert m, stderr
-    return float(m.group(1))
 
 
 def test_pid_busy_thread_count_chain_and_split(tmp_path):

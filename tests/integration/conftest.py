@@ -236,6 +236,14 @@ def wait_for(cond, what, timeout=30, step=0.05):
         time.sleep(step)
 
 
+def _exited(pid):
+    """True once process pid has exited, not yet reaped: a zombie with no
+    other thread (a main thread that exited alone is a zombie too)."""
+    with open(f"/proc/{pid}/stat") as f:
+        zombie = f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    return zombie and len(os.listdir(f"/proc/{pid}/task")) <= 1
+
+
 class Sampled:
     """A bpfprof run and the CPU time of processes over its sampling window:
     from the "sampling" line (after attach) to the summary line (after the
@@ -267,8 +275,10 @@ class Sampled:
             while proc.poll() is None:
                 try:
                     got = sum(cpu_seconds(pid) - cpu0[pid] for pid in pids)
+                    if any(_exited(pid) for pid in pids):
+                        got = until_cpu  # nothing more to wait for
                 except (OSError, IndexError, KeyError):
-                    got = until_cpu  # a workload exited: nothing more to wait for
+                    got = until_cpu  # a workload exited and was reaped
                 if got >= until_cpu:
                     proc.send_signal(signal.SIGINT)
                     return

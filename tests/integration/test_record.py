@@ -12,7 +12,8 @@ import pytest
 
 from conftest import (BPFPROF, wait_attached, CLK_TCK, Workload, cpu_seconds, uwl, count_with, frames_of, has_chain, leaf,
                       parse_folded, run_bpfprof, sampled_seconds, total, wl, Sampled, assert_count,
-                      assert_count_at_least, assert_share, assert_same_share, command_cpu)
+                      assert_count_at_least, assert_share, assert_same_share, command_cpu,
+                      assert_most)
 
 FREQ = 99
 
@@ -84,7 +85,7 @@ def test_all_cpus_sees_cpu_and_syscall_workloads():
     sys_total = total(folded, SYSC)
     assert_count(sys_total, FREQ * p.cpu[s.pid], SYSC)
     in_read = count_with(folded, lambda s: s.startswith(SYSC + ";") and "vfs_read_[k]" in s)
-    assert in_read > 0.15 * sys_total, f"vfs_read_[k] in {in_read} of {sys_total} samples"
+    assert_most(in_read, sys_total, "vfs_read_[k] in syscalls' samples", share=0.15)
     # Kernel frames sit leafward of user frames, entered through the syscall path.
     chain = next(s for s in folded if s.startswith(SYSC + ";") and "vfs_read_[k]" in s)
     fr = frames_of(chain)
@@ -109,12 +110,26 @@ def test_kernel_stacks_walked_with_the_orc_table_match_the_kernel():
     faulter workload) and kernel threads on every CPU."""
     (sysc, SYSC), (flt, FLT) = uwl("syscalls"), uwl("faulter")
     env = dict(os.environ, BPFPROF_TEST_KWALK_VERIFY="1")
+    # First the two workloads alone (-p): every kernel stack counted is theirs,
+    # syscalls and page faults in vmlinux, which the ORC walk must take itself
+    # (bpf_get_stack() is its fallback for modules, BPF and irq stacks). With
+    # -a the machine's other processes set the ratio: a busy one fails a
+    # fixed "walked > 4 x fallback" with no bug in bpfprof.
+    with Workload(sysc, 300) as s, Workload(flt, 300) as f:
+        p = Sampled(["-p", f"{s.pid},{f.pid}", "-d", 120, "-v"], [s.pid, f.pid], env=env,
+                    until_cpu=2, timeout=180)
+    walked, fallback, differ = kwalk_stats(p.stderr)
+    assert differ == 0, p.stderr
+    in_kernel = count_with(parse_folded(p.stdout), lambda s: "_[k]" in s)
+    assert walked + fallback >= in_kernel, p.stderr  # every kernel stack went through the walk
+    assert_most(walked, in_kernel, "their kernel stacks walked with the ORC table", share=0.95)
     with Workload(sysc, 30), Workload(flt, 30):
         p = run_bpfprof(["-a", "-d", 4, "-v"], env=env)
     assert "walked by the program with the kernel's ORC table" in p.stderr, p.stderr
     walked, fallback, differ = kwalk_stats(p.stderr)
     assert differ == 0, p.stderr
-    assert walked > 100 and walked > 4 * fallback, p.stderr
+    # Kernel threads, interrupts, everything the machine runs: none disagreed.
+    assert walked > 0, p.stderr
     folded = parse_folded(p.stdout)
     chain = next(s for s in folded if s.startswith(SYSC + ";") and "vfs_read_[k]" in s)
     assert re.search(r"entry_SYSCALL_64[a-z_]*_\[k\];do_syscall_64_\[k\];.*vfs_read_\[k\]", chain), chain

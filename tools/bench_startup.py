@@ -39,6 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchlib import kill_groups
+
 ROOT = Path(__file__).resolve().parents[1]
 BPFPROF = ROOT / "build" / "bpfprof"
 WL = ROOT / "build" / "workloads"
@@ -58,15 +60,6 @@ def start_load(procs, idle):
         out.append(subprocess.Popen(["sleep", "100000"], start_new_session=True))
     time.sleep(1)
     return out
-
-
-def stop_load(procs):
-    for p in procs:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
 
 
 def vm_kib(pid, field):
@@ -144,7 +137,7 @@ def main():
             for b in order:
                 res[b].append(one_round(b, a.run, extra, tmp, a.command))
     finally:
-        stop_load(load)
+        kill_groups(load)
         shutil.rmtree(tmp, ignore_errors=True)
 
     def med(xs):

@@ -42,6 +42,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchlib import kill_groups
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / os.environ.get("OUT", "build")
 BPFPROF = OUT / "bpfprof"
@@ -85,12 +87,7 @@ def start_mix(tmp, seconds):
 
 
 def stop_mix(procs):
-    for p in procs:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
+    kill_groups(procs)
     for p in procs:
         Path(f"/tmp/perf-{p.pid}.map").unlink(missing_ok=True)
 

@@ -22,13 +22,14 @@ import argparse
 import json
 import os
 import re
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchlib import kill_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -64,19 +65,10 @@ def start_debian_workloads(tmp):
     xz_in = make_xz_input(tmp)
     script = tmp / "work.py"
     script.write_text(PY_WORK)
-    # Own sessions: stop() ends each workload's whole process group by its id.
+    # Own sessions: kill_groups() ends each workload's whole process group by its id.
     return [subprocess.Popen(["sh", "-c", f"while :; do xz -9e -T1 -c {xz_in} >/dev/null; done"],
                              start_new_session=True),
             subprocess.Popen(["/usr/bin/python3", str(script)], start_new_session=True)]
-
-
-def stop(procs):
-    for p in procs:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
 
 
 # Samples and reach are counted for the workloads' own processes only: -a also
@@ -287,7 +279,7 @@ def main():
             cost_table("Debian binaries without frame pointers (xz -9e, python3):",
                        args.seconds, args.freq, tmp, bottom, {"xz", "python3"}, args.rounds)
         finally:
-            stop(wl)
+            kill_groups(wl)
         wl = [subprocess.Popen([str(WL / "busy"), "100000"], stdout=subprocess.DEVNULL,
                                start_new_session=True) for _ in range(2)]
         try:
@@ -297,7 +289,7 @@ def main():
                        args.seconds, args.freq, tmp, bottom, {"busy"}, args.rounds,
                        with_perf=False)
         finally:
-            stop(wl)
+            kill_groups(wl)
         table_sizes()
         if not args.skip_host:
             host_memory(max(4, args.seconds / 2), tmp)

@@ -25,7 +25,6 @@ Usage: sudo tools/soak_hostile.py [--minutes 30] [--sample 30] [--dir DIR]
        [--bpfprof build/bpfprof]
 """
 import argparse
-import http.server
 import os
 import shutil
 import signal
@@ -38,91 +37,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+from benchlib import Crowd, FailingIngest, HugeJit, ManyMaps, free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-class FailingIngest:
-    """Answers every push 500 with Retry-After: 30."""
-
-    def __init__(self):
-        outer = self
-        self.requests = 0
-
-        class H(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                outer.requests += 1
-                body = b"ingester unavailable\n"
-                self.send_response(500)
-                self.send_header("Retry-After", "30")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *a):
-                pass
-
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.url = f"http://127.0.0.1:{self.srv.server_port}"
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-
-
-class Crowd:
-    """`idle` connections that never send, `slow` ones trickling a header
-    that never ends; a closed one is opened again."""
-
-    def __init__(self, port, idle, slow, stop):
-        self.port, self.idle, self.slow, self.stop = port, idle, slow, stop
-        self.socks = [None] * (idle + slow)
-        self.reconnects = 0
-        threading.Thread(target=self.run, daemon=True).start()
-
-    def connect(self):
-        s = socket.create_connection(("127.0.0.1", self.port), timeout=5)
-        s.setblocking(False)
-        return s
-
-    def run(self):
-        junk = b"GET /metrics HTTP/1.1\r\nX-Slow: " + b"a" * 4096
-        i = 0
-        while not self.stop.is_set():
-            for k in range(len(self.socks)):
-                s = self.socks[k]
-                try:
-                    if s is None:
-                        raise OSError
-                    if s.recv(4096) == b"":
-                        raise ConnectionResetError
-                except BlockingIOError:
-                    pass
-                except OSError:
-                    if s is not None:
-                        s.close()
-                        self.reconnects += 1
-                    try:
-                        self.socks[k] = self.connect()
-                    except OSError:
-                        self.socks[k] = None
-                    continue
-                if k >= self.idle:
-                    try:
-                        s.send(junk[i % len(junk):i % len(junk) + 1])
-                    except OSError:
-                        pass
-            i += 1
-            self.stop.wait(1.0)
-
-    def connected(self):
-        return sum(s is not None for s in self.socks)
 
 
 class Prober:
@@ -195,16 +113,10 @@ def main():
     secs = a.minutes * 60
     stop = threading.Event()
     nice = ["nice", "-n", "19"]
-    hostile = []
-    jit = subprocess.Popen(nice + [str(bin_ / "jitlike"), str(int(secs + 120)), "huge"],
-                           stdout=subprocess.PIPE, text=True)
-    jit.stdout.readline()  # the map is written
-    hostile.append(jit)
-    mm = subprocess.Popen(nice + [str(bin_ / "manymaps"), str(int(secs + 120)), "33000", "copy"],
-                          stdout=subprocess.PIPE, text=True)
-    mm.stdout.readline()
-    hostile.append(mm)
-    ingest = FailingIngest()
+    jit = HugeJit(bin_ / "jitlike", int(secs + 120), prefix=nice)  # the map is written
+    mm = ManyMaps(bin_ / "manymaps", int(secs + 120), 33000, copy=True, prefix=nice)
+    hostile = [jit, mm]
+    ingest = FailingIngest(500, retry_after=30)
     port = free_port()
     store = d / "store"
     cmd = [str(bin_ / "bpfprof"), "-F", "99", "-a", "--interval", "10", "--output-dir",
@@ -252,10 +164,9 @@ def main():
             agent.wait(timeout=30)
         except subprocess.TimeoutExpired:
             agent.kill()
+        crowd.close()
         for p in hostile:
-            p.kill()
-            p.wait()
-        Path(f"/tmp/perf-{jit.pid}.map").unlink(missing_ok=True)
+            p.close()  # and the perf map
         err.close()
 
     def at(minute):

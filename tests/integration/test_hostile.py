@@ -10,6 +10,7 @@ import resource
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -17,14 +18,12 @@ import urllib.request
 
 import pytest
 
-from conftest import (BPFPROF, Workload, cpu_seconds, parse_folded, run_bpfprof, uwl,
+from conftest import (BPFPROF, ROOT, Workload, cpu_seconds, parse_folded, run_bpfprof, uwl,
                       wait_attached, wl)
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import benchlib  # noqa: E402  (tools/: shared with soak_hostile.py)
+from benchlib import Crowd, FailingIngest, free_port  # noqa: E402
 
 
 def raise_own_nofile(n):
@@ -81,59 +80,6 @@ class Agent:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
-
-
-class Crowd:
-    """Hostile clients: `idle` connections that never send, `slow` ones that
-    trickle one byte a second of a header that never ends. A connection the
-    agent closes is opened again, so the crowd keeps its size."""
-
-    def __init__(self, port, idle, slow):
-        self.port, self.idle, self.slow = port, idle, slow
-        self.socks = []
-        self.stop = threading.Event()
-        self.reconnects = 0
-        self.t = threading.Thread(target=self.run, daemon=True)
-        for i in range(idle + slow):
-            self.socks.append(self.connect())
-        self.t.start()
-
-    def connect(self):
-        s = socket.create_connection(("127.0.0.1", self.port), timeout=5)
-        s.setblocking(False)
-        return s
-
-    def run(self):
-        junk = b"GET /metrics HTTP/1.1\r\nX-Slow: " + b"a" * 4096
-        i = 0
-        while not self.stop.is_set():
-            for k, s in enumerate(self.socks):
-                try:
-                    if s.recv(4096) == b"":
-                        raise ConnectionResetError
-                except BlockingIOError:
-                    pass
-                except OSError:
-                    s.close()
-                    try:
-                        self.socks[k] = self.connect()
-                        self.reconnects += 1
-                    except OSError:
-                        pass
-                    continue
-                if k >= self.idle:
-                    try:
-                        s.send(junk[i % len(junk):i % len(junk) + 1])
-                    except OSError:
-                        pass
-            i += 1
-            self.stop.wait(1.0)
-
-    def close(self):
-        self.stop.set()
-        self.t.join(timeout=10)
-        for s in self.socks:
-            s.close()
 
 
 # --- HTTP endpoint ---------------------------------------------------------
@@ -319,39 +265,8 @@ def test_accept_out_of_descriptors_rests_instead_of_spinning(tmp_path):
 
 # --- push ------------------------------------------------------------------
 
-class FailingIngest:
-    """A Pyroscope double that fails every request: `status`, with
-    Retry-After `retry_after` if given. Records when each request came."""
-
-    def __init__(self, status, retry_after=None, body=b"ingester unavailable\n"):
-        import http.server
-        outer = self
-        self.times = []
-
-        class H(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                outer.times.append(time.monotonic())
-                self.send_response(status)
-                if retry_after is not None:
-                    self.send_header("Retry-After", str(retry_after))
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *a):
-                pass
-
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.url = f"http://pyro:s3cret@127.0.0.1:{self.srv.server_port}"
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.srv.shutdown()
-
-
 def test_push_failures_are_warned_with_their_status_once_a_minute():
-    srv = FailingIngest(500)
+    srv = FailingIngest(500, userinfo="pyro:s3cret")
     try:
         with Workload(wl("busy"), 30):
             p = run_bpfprof(["-a", "--push", srv.url, "--interval", 1, "-d", 8])
@@ -368,7 +283,7 @@ def test_push_failures_are_warned_with_their_status_once_a_minute():
 
 
 def test_push_honours_retry_after():
-    srv = FailingIngest(429, retry_after=3)
+    srv = FailingIngest(429, retry_after=3, userinfo="pyro:s3cret")
     try:
         with Workload(wl("busy"), 30):
             p = run_bpfprof(["-a", "--push", srv.url, "--interval", 1, "-d", 11])
@@ -473,23 +388,15 @@ def test_no_throttling_reported_at_a_normal_rate():
 
 # --- many executable mappings ----------------------------------------------
 
-class ManyMaps:
-    """build/workloads/manymaps: its own executable mapped n times, then
-    main -> run -> spin_hot (with copy: spin_hot runs in the first copy)."""
+class ManyMaps(benchlib.ManyMaps):
+    """benchlib's, run as tmp_path/comm."""
 
     def __init__(self, tmp_path, comm, n, copy=False, secs=60):
         import shutil
         exe = tmp_path / comm
         shutil.copy2(wl("manymaps"), exe)
         self.comm = comm
-        self.proc = subprocess.Popen([str(exe), str(secs), str(n)] + (["copy"] if copy else []),
-                                     stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout.readline().startswith("ready"), "manymaps did not start"
-        self.pid = self.proc.pid
-
-    def close(self):
-        self.proc.kill()
-        self.proc.wait()
+        super().__init__(exe, secs, n, copy)
 
 
 def stops(err, reason):
@@ -571,29 +478,13 @@ def test_executable_mappings_over_the_limit_warn_once_and_stop_with_their_own_re
 
 # --- hostile perf maps -----------------------------------------------------
 
-class HugeJit:
-    """jitlike writing a ~232 MB perf map (1.8M entries with 120-character
-    names) around its real code; it runs jit_hot_loop, then after late()
-    jit_hot_loop_late, whose entry is the map's first line."""
+class HugeJit(benchlib.HugeJit):
+    """benchlib's, under a name no other test's process has."""
 
     def __init__(self, secs):
-        exe, self.comm = uwl("jitlike")  # a name no other test's process has
-        self.proc = subprocess.Popen([exe, str(secs), "huge"], stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline().split()
-        assert line, "jitlike did not start"
-        self.pid = int(line[0])
-        self.map = f"/tmp/perf-{self.pid}.map"
+        exe, self.comm = uwl("jitlike")
+        super().__init__(exe, secs)
         assert os.path.getsize(self.map) > 200e6
-
-    def late(self):
-        self.proc.send_signal(signal.SIGUSR1)
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        if os.path.exists(self.map):
-            os.unlink(self.map)
 
 
 def run_measured(args, jits, timeout=120):

@@ -150,16 +150,13 @@ static void write_cmaps(void)
 	write_at("4343/maps", text);
 }
 
+/* A perf map in the container's /tmp (croot is root's "rootfs"). */
 static void write_perfmap(const char *name, const char *text)
 {
-	char path[256];
-	FILE *f;
+	char rel[256];
 
-	snprintf(path, sizeof(path), "%s/tmp/%s", croot, name);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	snprintf(rel, sizeof(rel), "rootfs/tmp/%s", name);
+	write_at(rel, text);
 }
 
 static void setup_container(void)
@@ -329,21 +326,48 @@ static void test_sweep_keeps_exited_process_for_one_drain(void **state)
 	symbolizer__free(s);
 }
 
+/*
+ * A symbolizer whose kernel symbols come from the fixture: its kallsyms (read
+ * again on a reload, so the path outlives the call) and, if given, modules.
+ */
+static char kallsyms_path[256];
+
+static struct symbolizer *new_ksym(const char *kallsyms, const char *modules)
+{
+	struct symbolizer_opts o = { .proc_root = root, .kallsyms_path = kallsyms_path };
+	struct symbolizer *s;
+
+	snprintf(kallsyms_path, sizeof(kallsyms_path), "%s/kallsyms", root);
+	write_at("kallsyms", kallsyms);
+	if (modules)
+		write_at("modules", modules);
+	s = symbolizer__new(&o);
+	assert_non_null(s);
+	assert_int_equal(symbolizer__load_kernel(s), 0);
+	return s;
+}
+
+/* How a profile shows kernel address addr; NULL when nothing names it. */
+static const char *kname(struct symbolizer *s, uint64_t addr)
+{
+	static char buf[256];
+	struct sym r;
+
+	symbolizer__kernel(s, addr, &r);
+	return r.name ? sym__display(&r, buf, sizeof(buf)) : NULL;
+}
+
 static void test_kernel_lookup_with_fixture_kallsyms(void **state)
 {
-	char path[256];
-	struct symbolizer_opts o = { .proc_root = root, .kallsyms_path = path };
 	struct symbolizer *s;
 	struct sym r;
 
-	snprintf(path, sizeof(path), "%s/kallsyms", root);
-	write_at("kallsyms", "ffffffff81000000 T _stext\n"
-			     "ffffffff81000100 T vfs_read\n"
-			     "ffffffff81000200 t read_zero\n"
-			     "ffffffff81001000 T _etext\n"
-			     "ffffffffc0000000 t nf_hook [nf_tables]\n");
-	s = symbolizer__new(&o);
-	assert_int_equal(symbolizer__load_kernel(s), 0);
+	s = new_ksym("ffffffff81000000 T _stext\n"
+		     "ffffffff81000100 T vfs_read\n"
+		     "ffffffff81000200 t read_zero\n"
+		     "ffffffff81001000 T _etext\n"
+		     "ffffffffc0000000 t nf_hook [nf_tables]\n",
+		     NULL);
 	assert_false(symbolizer__kernel_restricted(s));
 	symbolizer__kernel(s, 0xffffffff81000150ULL, &r);
 	assert_string_equal(r.name, "vfs_read");
@@ -353,12 +377,9 @@ static void test_kernel_lookup_with_fixture_kallsyms(void **state)
 	assert_string_equal(r.module, "nf_tables");
 	symbolizer__free(s);
 
-	write_at("kallsyms", "0000000000000000 T _stext\n0000000000000000 T vfs_read\n");
-	s = symbolizer__new(&o);
-	assert_int_equal(symbolizer__load_kernel(s), 0);
+	s = new_ksym("0000000000000000 T _stext\n0000000000000000 T vfs_read\n", NULL);
 	assert_true(symbolizer__kernel_restricted(s));
-	symbolizer__kernel(s, 0xffffffff81000150ULL, &r);
-	assert_null(r.name);
+	assert_null(kname(s, 0xffffffff81000150ULL));
 	symbolizer__free(s);
 }
 
@@ -765,45 +786,32 @@ static void test_idle_files_are_dropped_under_the_caps(void **state)
 
 static void test_kernel_modules_and_reload(void **state)
 {
-	char path[256];
-	struct symbolizer_opts o = { .proc_root = root, .kallsyms_path = path };
 	struct symbolizer_stats st;
 	struct symbolizer *s;
-	struct sym r;
-	char buf[256];
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/kallsyms", root);
-	write_at("kallsyms", "ffffffff81000000 T _stext\n"
-			     "ffffffff81000100 T vfs_read\n"
-			     "ffffffff81001000 T _etext\n"
-			     "ffffffffc0000000 t nf_hook [nf_tables]\n"
-			     "ffffffffc0002000 t bpf_prog_6deef7357e7b4530_do_sample [bpf]\n");
-	write_at("modules", "nf_tables 1 0 - Live 0xffffffffc0000000\n");
-	s = symbolizer__new(&o);
-	assert_int_equal(symbolizer__load_kernel(s), 0);
-	symbolizer__kernel(s, 0xffffffffc0000010ULL, &r);
-	assert_string_equal(sym__display(&r, buf, sizeof(buf)), "nf_hook [nf_tables]");
-	symbolizer__kernel(s, 0xffffffffc0002010ULL, &r);
-	assert_string_equal(sym__display(&r, buf, sizeof(buf)),
+	s = new_ksym("ffffffff81000000 T _stext\n"
+		     "ffffffff81000100 T vfs_read\n"
+		     "ffffffff81001000 T _etext\n"
+		     "ffffffffc0000000 t nf_hook [nf_tables]\n"
+		     "ffffffffc0002000 t bpf_prog_6deef7357e7b4530_do_sample [bpf]\n",
+		     "nf_tables 1 0 - Live 0xffffffffc0000000\n");
+	assert_string_equal(kname(s, 0xffffffffc0000010ULL), "nf_hook [nf_tables]");
+	assert_string_equal(kname(s, 0xffffffffc0002010ULL),
 			    "bpf_prog_6deef7357e7b4530_do_sample [bpf]");
-	symbolizer__kernel(s, 0xffffffff81000150ULL, &r);
-	assert_string_equal(sym__display(&r, buf, sizeof(buf)), "vfs_read");
+	assert_string_equal(kname(s, 0xffffffff81000150ULL), "vfs_read");
 	/* A module loads: its code is unknown until kallsyms is read again. */
 	write_at("kallsyms", "ffffffff81000000 T _stext\n"
 			     "ffffffff81000100 T vfs_read\n"
 			     "ffffffff81001000 T _etext\n"
 			     "ffffffffc0000000 t nf_hook [nf_tables]\n"
 			     "ffffffffc0400000 t dummy_xmit [dummy]\n");
-	symbolizer__kernel(s, 0xffffffffc0400010ULL, &r);
-	assert_null(r.name); /* /proc/modules did not change: no reload */
+	assert_null(kname(s, 0xffffffffc0400010ULL)); /* /proc/modules did not change: no reload */
 	write_at("modules", "nf_tables 1 0 - Live 0xffffffffc0000000\n"
 			    "dummy 1 0 - Live 0xffffffffc0400000\n");
-	symbolizer__kernel(s, 0xffffffffc0400010ULL, &r);
-	assert_null(r.name); /* checked once per drain already */
+	assert_null(kname(s, 0xffffffffc0400010ULL)); /* checked once per drain already */
 	symbolizer__sweep(s); /* the sweep notices the change */
-	symbolizer__kernel(s, 0xffffffffc0400010ULL, &r);
-	assert_string_equal(sym__display(&r, buf, sizeof(buf)), "dummy_xmit [dummy]");
+	assert_string_equal(kname(s, 0xffffffffc0400010ULL), "dummy_xmit [dummy]");
 	symbolizer__stats(s, &st);
 	assert_int_equal(st.kernel_reloads, 1);
 	/* Misses in core kernel text never trigger a reload. */
@@ -849,24 +857,17 @@ static struct bp_kprog fake_prog(uint64_t start, uint32_t len, uint32_t id, bool
  */
 static void test_bpf_programs_named_by_their_images(void **state)
 {
-	char path[256];
-	struct symbolizer_opts o = { .proc_root = root, .kallsyms_path = path };
 	struct symbolizer_stats st;
 	struct symbolizer *s;
-	struct sym r;
-	char buf[256];
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/kallsyms", root);
-	write_at("kallsyms", "ffffffff81000000 T _stext\n"
-			     "ffffffff81001000 T _etext\n"
-			     "ffffffffc0002000 t bpf_prog_6deef7357e7b4530_do_sample [bpf]\n"
-			     "ffffffffc0002400 t bpf_prog_0123456789abcdef_walk [bpf]\n"
-			     "ffffffffc0004000 t bpf_prog_1111111111111111_gone [bpf]\n"
-			     "ffffffffc0006000 t bpf_trampoline_6442 [bpf]\n");
-	write_at("modules", "");
-	s = symbolizer__new(&o);
-	assert_int_equal(symbolizer__load_kernel(s), 0);
+	s = new_ksym("ffffffff81000000 T _stext\n"
+		     "ffffffff81001000 T _etext\n"
+		     "ffffffffc0002000 t bpf_prog_6deef7357e7b4530_do_sample [bpf]\n"
+		     "ffffffffc0002400 t bpf_prog_0123456789abcdef_walk [bpf]\n"
+		     "ffffffffc0004000 t bpf_prog_1111111111111111_gone [bpf]\n"
+		     "ffffffffc0006000 t bpf_trampoline_6442 [bpf]\n",
+		     "");
 	/* do_sample (id 7) with its function walk; spin (id 9) loaded into the
 	 * gap after walk since kallsyms was read; gone unloaded. */
 	fake_progs[0] = fake_prog(0xffffffffc0002000ULL, 0x300, 7, false,
@@ -879,22 +880,15 @@ static void test_bpf_programs_named_by_their_images(void **state)
 	nr_fake_progs = 4;
 	fake_progs_err = 0;
 	symbolizer__set_bpf_progs(s, fake_bpf_progs, NULL);
-	symbolizer__kernel(s, 0xffffffffc0002010ULL, &r);
-	assert_string_equal(sym__display(&r, buf, sizeof(buf)),
+	assert_string_equal(kname(s, 0xffffffffc0002010ULL),
 			    "bpf_prog_6deef7357e7b4530_do_sample [bpf]");
-	symbolizer__kernel(s, 0xffffffffc0002410ULL, &r);
-	assert_string_equal(sym__display(&r, buf, sizeof(buf)),
-			    "bpf_prog_0123456789abcdef_walk [bpf]");
-	symbolizer__kernel(s, 0xffffffffc0002510ULL, &r);
-	assert_string_equal(sym__display(&r, buf, sizeof(buf)),
-			    "bpf_prog_fedcba9876543210_spin [bpf]");
+	assert_string_equal(kname(s, 0xffffffffc0002410ULL), "bpf_prog_0123456789abcdef_walk [bpf]");
+	assert_string_equal(kname(s, 0xffffffffc0002510ULL), "bpf_prog_fedcba9876543210_spin [bpf]");
 	/* In walk's kallsyms extent but past its image and spin's: nobody's. */
-	symbolizer__kernel(s, 0xffffffffc0002490ULL, &r);
-	assert_null(r.name);
-	symbolizer__kernel(s, 0xffffffffc0004010ULL, &r); /* gone's */
-	assert_null(r.name);
-	symbolizer__kernel(s, 0xffffffffc0006010ULL, &r); /* not a program: kallsyms */
-	assert_string_equal(sym__display(&r, buf, sizeof(buf)), "bpf_trampoline_6442 [bpf]");
+	assert_null(kname(s, 0xffffffffc0002490ULL));
+	assert_null(kname(s, 0xffffffffc0004010ULL)); /* gone's */
+	/* not a program: kallsyms */
+	assert_string_equal(kname(s, 0xffffffffc0006010ULL), "bpf_trampoline_6442 [bpf]");
 	symbolizer__stats(s, &st);
 	assert_int_equal(st.kbpf_named, 3);
 	assert_int_equal(st.kbpf_unnamed, 2);
@@ -902,9 +896,7 @@ static void test_bpf_programs_named_by_their_images(void **state)
 	/* Without a list (a kernel before 5.9): kallsyms names them. */
 	fake_progs_err = -EOPNOTSUPP;
 	symbolizer__sweep(s);
-	symbolizer__kernel(s, 0xffffffffc0004010ULL, &r);
-	assert_string_equal(sym__display(&r, buf, sizeof(buf)),
-			    "bpf_prog_1111111111111111_gone [bpf]");
+	assert_string_equal(kname(s, 0xffffffffc0004010ULL), "bpf_prog_1111111111111111_gone [bpf]");
 	symbolizer__stats(s, &st);
 	assert_int_equal(st.kprogs_err, -EOPNOTSUPP);
 	symbolizer__free(s);

@@ -221,6 +221,14 @@ def assert_most(k, n, what, share=0.9, floor=0.01):
         f"{what}: {k} of {n} samples ({k / max(n, 1):.3f}), expected at least {share - tol:.3f}"
 
 
+def assert_few(k, n, what, share=0.02, floor=0.01):
+    """One-sided, the other way: k of n samples are consistent with a true
+    share of at most `share` (for "hardly any sample is unnamed" checks)."""
+    tol = share_tolerance(share, n, floor)
+    assert k / max(n, 1) <= share + tol, \
+        f"{what}: {k} of {n} samples ({k / max(n, 1):.3f}), expected at most {share + tol:.3f}"
+
+
 def children_cpu_seconds():
     """utime + stime of every waited-for child of this process so far."""
     import resource

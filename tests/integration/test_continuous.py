@@ -103,14 +103,15 @@ def test_drains_leave_hot_stacks_in_the_kernel(tmp_path):
     drains, flips, new_keys = drain_stats(p.stderr)
     samples = int(re.search(r"(\d+) samples in", p.stderr).group(1))
     assert drains >= 8 and flips == 1, p.stderr  # only the last drain empties the maps
-    # Each distinct key is stored once: as many new keys as the profile has
-    # distinct stacks (with --addresses a leaf address is its own location;
-    # busy's frames above the leaf have one return address each, so no two
-    # keys merge). Stored again after every drain, keys would be counted
-    # about once per drain they appear in: several times as many.
+    # Each distinct key is stored once: about as many new keys as the profile
+    # has distinct stacks (with --addresses a leaf address is its own
+    # location; keys that differ only above the leaf or in the kernel part
+    # merge: 20-23 keys for 20 stacks seen). Stored again after every drain,
+    # a key would be counted once per drain it appears in: with >= 8 drains
+    # of ~100 samples over a few dozen keys, several times as many.
     prof = pprof.decode(out.read_bytes())
     keys = len({tuple(s["location_id"]) for s in prof["sample"]})
-    assert new_keys <= keys + 2, f"{new_keys} new keys for {keys} distinct stacks"
+    assert new_keys <= 2 * keys + 2, f"{new_keys} new keys for {keys} distinct stacks"
     assert keys <= new_keys, f"{keys} distinct stacks from {new_keys} keys"
     n = sum(s["value"][0] for s in prof["sample"])
     assert n == samples, (n, samples)

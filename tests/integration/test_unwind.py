@@ -131,6 +131,12 @@ def test_debian_binaries_match_perf_dwarf(name, xz_input, tmp_path, bottom):
     hot = hottest_perf_chains(samples)
     assert hot, "perf has no hot complete chain"
     for chain, sh in hot:
+        # Absent by chance only if ours expect few samples of it: checked
+        # where SIGMAS Poisson deviations below the expected count is still
+        # above zero (sh x our_n > SIGMAS^2: all of perf's top chains on an
+        # idle machine, the hottest ones on a busy one).
+        if sh * our_n <= SIGMAS ** 2:
+            continue
         pretty = ";".join(f[1] if f[1] != "[unknown]" else f"{f[2]}+0x{f[0] + 1:x}"
                           for f in reversed(chain))
         assert ours_has_chain(ours, chain, bottom), \

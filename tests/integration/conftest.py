@@ -31,6 +31,16 @@ def _need_root_and_binary():
     assert BPFPROF.exists(), f"{BPFPROF} is missing: run make first"
 
 
+def cgroup2_root():
+    """Where the cgroup2 hierarchy is mounted."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            if post.startswith("cgroup2 "):
+                return pre.split()[4]
+    pytest.fail("no cgroup2 mount on this machine")
+
+
 def wl(name):
     path = WORKLOADS / name
     assert path.exists(), f"{path} is missing: run make test-deps"

@@ -20,7 +20,7 @@ import pytest
 import pprof
 from conftest import (wait_attached, BPFPROF, Workload, cpu_seconds, parse_folded, run_bpfprof, total, uwl, wl,
                       Sampled, assert_count, assert_most, assert_share, assert_same_share,
-                      count_tolerance)
+                      cgroup2_root, count_tolerance)
 
 FREQ = 99
 CID = "c0ffee" + "0123456789abcdef" * 3 + "abcdef0123"  # 64 hex digits
@@ -230,15 +230,6 @@ def test_full_disk_keeps_agent_running(tmp_path):
         assert not glob.glob(f"{d}/*.tmp.*")
     finally:
         subprocess.run(["umount", str(d)])
-
-
-def cgroup2_root():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            pre, _, post = line.partition(" - ")
-            if post.startswith("cgroup2 "):
-                return pre.split()[4]
-    pytest.fail("no cgroup2 mount on this machine")
 
 
 def test_container_label_and_cgroup_filter(tmp_path):

@@ -21,7 +21,8 @@ import urllib.request
 from pathlib import Path
 
 import pprof
-from conftest import (BPFPROF, cpu_seconds, parse_folded, run_bpfprof, uwl, wait_attached, wl)
+from conftest import (BPFPROF, cgroup2_root, cpu_seconds, parse_folded, run_bpfprof, uwl,
+                      wait_attached, wl)
 
 FREQ = 99
 WINDOW = 5.0
@@ -269,14 +270,6 @@ def test_cpu_filter_counts_waits_that_began_on_those_cpus():
     on0 = sum(v for k, v in parse_folded(p0.stdout).items() if k.startswith(comm + ";"))
     on1 = sum(v for k, v in parse_folded(p1.stdout).items() if k.startswith(comm + ";"))
     assert on0 == 0 and on1 > 2e6, (on0, on1)
-
-
-def cgroup2_root():
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        f = line.split()
-        if f[f.index("-") + 1] == "cgroup2":
-            return f[4]
-    raise AssertionError("no cgroup2 mount")
 
 
 def test_cgroup_filter():

@@ -22,9 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (BPFPROF, OUT, Sampled, Workload, assert_count, assert_most, command_cpu,
-                      children_cpu_seconds, count_with, frames_of, has_chain, leaf, parse_folded,
-                      cpu_seconds, run_bpfprof, sampled_seconds, share_tolerance, total, wait_for, wl)
+from conftest import (BPFPROF, OUT, Sampled, Workload, assert_count, assert_most, cgroup2_root,
+                      children_cpu_seconds, command_cpu, count_with, cpu_seconds, frames_of,
+                      has_chain, leaf, parse_folded, run_bpfprof, sampled_seconds, share_tolerance,
+                      total, wait_for, wl)
 
 FREQ = 99  # bpfprof's default -F
 
@@ -606,23 +607,37 @@ def test_bpf_program_names_without_the_program_list(tmp_path):
 
 def test_rss_flat_with_many_short_lived_processes(tmp_path):
     """Hundreds of processes come and go during a long -a run: the agent's
-    memory and process table stay flat."""
+    memory and process table stay flat. The run keeps to the processes'
+    cgroup (--cgroup): on a shared machine, whatever else runs (another
+    test's 232 MB perf map, say) would otherwise set the agent's memory.
+    At least 14 s and 400 processes, however busy the machine."""
     exes = [copy_as(wl("busy"), tmp_path / f"churn{i}") for i in range(4)]
-    bp = start_bpfprof(["-a", "-d", 16, "-v"])
-    samples = []
-    t0 = time.monotonic()
-    i = 0
-    while time.monotonic() - t0 < 14:
-        procs = [subprocess.Popen([exes[(i + k) % 4], "0.02"], stdout=subprocess.DEVNULL)
-                 for k in range(4)]
-        for pr in procs:
-            pr.wait()
-        i += 4
-        if int(time.monotonic() - t0) > len(samples):
-            samples.append(rss_kib(bp.pid))
-    out, err = finish(bp)
+    rel = f"bpfprof-rss-{os.getpid()}"
+    cg = Path(cgroup2_root()) / rel
+    cg.mkdir(exist_ok=True)
+
+    def join():
+        (cg / "cgroup.procs").write_text("0")
+    try:
+        bp = start_bpfprof(["-a", "--cgroup", "/" + rel, "-d", 300, "-v"])
+        samples = []
+        t0 = time.monotonic()
+        i = 0
+        while (time.monotonic() - t0 < 14 or i < 400) and time.monotonic() - t0 < 120:
+            procs = [subprocess.Popen([exes[(i + k) % 4], "0.02"], stdout=subprocess.DEVNULL,
+                                      preexec_fn=join) for k in range(4)]
+            for pr in procs:
+                pr.wait()
+            i += 4
+            if int(time.monotonic() - t0) > len(samples):
+                samples.append(rss_kib(bp.pid))
+        bp.send_signal(signal.SIGINT)
+        out, err = finish(bp)
+    finally:
+        cg.rmdir()
     print(f"{i} processes, RSS KiB each second: {samples}")
-    assert i >= 100, f"only {i} processes started"
+    assert i >= 400, f"only {i} processes started in 120 s"
+    assert total(parse_folded(out)) > 0, err  # the cgroup's processes were sampled
     early = max(samples[3:6])
     late = max(samples[-3:])
     assert late - early < 4096, f"RSS grew from {early} to {late} KiB: {samples}"

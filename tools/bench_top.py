@@ -14,7 +14,18 @@ walked with .eh_frame tables, built for every new process) and with
 /proc/PID/stat) over a window after a warm-up; the figure is CPU time as a
 percentage of one CPU.
 
+CPU is measured in nanoseconds where the kernel offers it: each tool runs in
+a cpuacct cgroup of its own (cgroup v1 cpuacct.usage, or cgroup v2 cpu.stat
+usage_usec), its threads and children included; otherwise utime + stime from
+/proc/PID/stat, whose resolution is one clock tick (10 ms).
+
+--churn N adds process churn, as a busy container host has: a shell loop
+that starts about N short processes a second (a shell counting for ~10 ms,
+ls, and every fifth time a python3 -c), each new program image one that both
+tools see for the first time at its first sample.
+
 Usage: sudo flock /tmp/bpfprof-bench.lock tools/bench_top.py [--rounds 5] [--seconds 30]
+       [--churn N] [--only NAME,...]
 Prints a Markdown table (the README has the latest).
 """
 import argparse
@@ -51,6 +62,69 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
+class Meter:
+    """CPU seconds of one tool: its own cgroup (ns), else its /proc/PID/stat (ticks)."""
+    V1 = Path("/sys/fs/cgroup/cpuacct")
+    V2 = Path("/sys/fs/cgroup/unified")
+
+    def __init__(self, name, pid):
+        self.pid, self.cg = pid, None
+        tag = "bpfprof-bench-" + "".join(c if c.isalnum() else "-" for c in name)
+        for root, procs in ((self.V1, "cgroup.procs"), (self.V2, "cgroup.procs")):
+            if not (root / procs).exists():
+                continue
+            cg = root / tag
+            try:
+                cg.mkdir(exist_ok=True)
+                (cg / "cgroup.procs").write_text(str(pid))
+            except OSError:
+                continue
+            self.cg = cg
+            break
+
+    def seconds(self):
+        if self.cg is None:
+            return cpu_ticks(self.pid) / TICK
+        if (self.cg / "cpuacct.usage").exists():
+            return int((self.cg / "cpuacct.usage").read_text()) / 1e9
+        for line in (self.cg / "cpu.stat").read_text().splitlines():
+            k, v = line.split()
+            if k == "usage_usec":
+                return int(v) / 1e6
+        raise RuntimeError(f"no usage in {self.cg}")
+
+    def kind(self):
+        return "tick" if self.cg is None else "cgroup"
+
+    def close(self):
+        if self.cg is None:
+            return
+        parent = self.cg.parent / "cgroup.procs"
+        for _ in range(50):
+            try:
+                for p in (self.cg / "cgroup.procs").read_text().split():
+                    try:
+                        parent.write_text(p)
+                    except OSError:
+                        pass
+                self.cg.rmdir()
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
+CHURN = r"""
+n=0
+while :; do
+  n=$((n+1))
+  sh -c 'i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done'
+  ls / >/dev/null
+  [ $((n % 5)) = 0 ] && python3 -c 'sum(range(100000))'
+  sleep $PAUSE
+done
+"""
+
+
 def pid_in(session):
     """The tool's pid: the process the session's pane runs."""
     out = tmux("list-panes", "-t", session, "-F", "#{pane_pid}").stdout.split()
@@ -58,17 +132,23 @@ def pid_in(session):
     return int(out[0])
 
 
-def start_workloads(seconds):
+def start_workloads(seconds, churn):
     procs = [subprocess.Popen([str(WL / "busy"), str(seconds), "2"], stdout=subprocess.DEVNULL),
              subprocess.Popen([str(WL / "topmix"), str(seconds)], stdout=subprocess.DEVNULL),
              subprocess.Popen([str(WL / "syscalls"), str(seconds)], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)]
+    if churn:
+        # ~2.2 processes an iteration; the iteration itself takes ~25 ms.
+        pause = max(0.0, 2.2 / churn - 0.025)
+        procs.append(subprocess.Popen(["sh", "-c", CHURN], env=dict(os.environ, PAUSE=f"{pause:.3f}"),
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      start_new_session=True))
     return procs
 
 
-def one_round(seconds, warmup):
+def one_round(tools, seconds, warmup):
     sessions = {}
-    for i, (name, argv) in enumerate(TOOLS.items()):
+    for i, (name, argv) in enumerate(tools.items()):
         s = f"bench{i}"
         tmux("kill-session", "-t", s)
         # exec: the pane's process is the tool itself.
@@ -78,18 +158,25 @@ def one_round(seconds, warmup):
         sessions[name] = s
     time.sleep(warmup)
     pids = {name: pid_in(s) for name, s in sessions.items()}
-    before = {name: cpu_ticks(pid) for name, pid in pids.items()}
-    t0 = time.monotonic()
-    time.sleep(seconds)
-    after = {name: cpu_ticks(pid) for name, pid in pids.items()}
-    wall = time.monotonic() - t0
+    meters = {name: Meter(name, pid) for name, pid in pids.items()}
+    try:
+        time.sleep(1)  # moved in: from now on every tick of theirs is in the cgroup
+        before = {name: m.seconds() for name, m in meters.items()}
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        after = {name: m.seconds() for name, m in meters.items()}
+        wall = time.monotonic() - t0
+    finally:
+        kinds = {m.kind() for m in meters.values()}
+        for m in meters.values():
+            m.close()
     screens = {name: tmux("capture-pane", "-p", "-t", s).stdout for name, s in sessions.items()}
     for s in sessions.values():
         tmux("send-keys", "-t", s, "q")
     time.sleep(1)
     for s in sessions.values():
         tmux("kill-session", "-t", s)
-    return {n: 100.0 * (after[n] - before[n]) / TICK / wall for n in pids}, screens
+    return {n: 100.0 * (after[n] - before[n]) / wall for n in pids}, screens, kinds
 
 
 def main():
@@ -97,15 +184,23 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--warmup", type=float, default=5)
+    ap.add_argument("--churn", type=float, default=0,
+                    help="also start about this many short processes a second")
+    ap.add_argument("--only", default="",
+                    help="comma-separated tool names (default: all four)")
     a = ap.parse_args()
     assert os.geteuid() == 0, "needs root"
+    tools = TOOLS if not a.only else {n: TOOLS[n] for n in a.only.split(",")}
+    assert "bpfprof top" in tools, "the ratios are of bpfprof top"
     results = []
-    wls = start_workloads(int(a.rounds * (a.seconds + a.warmup + 3) + 10))
+    kinds = set()
+    wls = start_workloads(int(a.rounds * (a.seconds + a.warmup + 5) + 10), a.churn)
     try:
         for r in range(a.rounds):
-            cpu, screens = one_round(a.seconds, a.warmup)
+            cpu, screens, k = one_round(tools, a.seconds, a.warmup)
+            kinds |= k
             results.append(cpu)
-            print(f"round {r + 1}: " + ", ".join(f"{n} {v:.2f}%" for n, v in cpu.items()),
+            print(f"round {r + 1}: " + ", ".join(f"{n} {v:.3f}%" for n, v in cpu.items()),
                   flush=True)
             if r == 0:
                 for n, text in screens.items():
@@ -113,14 +208,19 @@ def main():
                     print(f"--- {n} (first lines of its screen)\n{head}")
     finally:
         for p in wls:
-            p.kill()
+            try:
+                os.killpg(p.pid, 9) if p.args[0] == "sh" else p.kill()
+            except ProcessLookupError:
+                pass
             p.wait()
         tmux("kill-server")
 
-    names = list(TOOLS)
+    names = list(tools)
     print()
     print(f"{a.rounds} rounds of {a.seconds:.0f} s (after {a.warmup:.0f} s of warm-up), -a at "
-          f"99 Hz on {os.cpu_count()} CPUs, screen refreshed every second:")
+          f"99 Hz on {os.cpu_count()} CPUs, screen refreshed every second, "
+          f"{'churn ~%g processes/s' % a.churn if a.churn else 'no churn'}, "
+          f"CPU from {'/'.join(sorted(kinds))}:")
     print()
     print("| tool | CPU % of one CPU, median | min – max | bpfprof top (default) / this, median (min – max) |")
     print("|---|---|---|---|")
@@ -129,7 +229,7 @@ def main():
         ratios = [r["bpfprof top"] / r[n] if r[n] else float("nan") for r in results]
         ratio = "" if n.startswith("bpfprof") else \
             f"{statistics.median(ratios):.3f} ({min(ratios):.3f} – {max(ratios):.3f})"
-        print(f"| {n} | {statistics.median(v):.2f} | {min(v):.2f} – {max(v):.2f} | {ratio} |")
+        print(f"| {n} | {statistics.median(v):.3f} | {min(v):.3f} – {max(v):.3f} | {ratio} |")
 
 
 if __name__ == "__main__":

@@ -746,6 +746,13 @@ int record__start(struct record *r)
 	return 0;
 }
 
+int record__poll_notices(struct record *r, int timeout_ms)
+{
+	if (r->on_notice)
+		return collector__poll(r->col, timeout_ms, r->on_notice, r->notice_ctx);
+	return collector__poll(r->col, timeout_ms, record__on_proc_notice, &r->rc);
+}
+
 /* The periodic drain: notices, counts, the interval's end, forgetting exited processes. */
 int record__drain(struct record *r, uint64_t now)
 {
@@ -753,7 +760,7 @@ int record__drain(struct record *r, uint64_t now)
 
 	ksyms_join(r, true); /* names are asked for from here */
 	/* Notices first: the drain may hold samples of processes they announce. */
-	collector__poll(r->col, 0, record__on_proc_notice, &r->rc);
+	record__poll_notices(r, 0);
 	err = sinks__drain(&r->ct, &r->rc, r->col);
 	if (err) {
 		p_err("draining the kernel maps failed: %s", strerror(-err));
@@ -795,7 +802,7 @@ int record__loop(struct record *r)
 				break;
 			timeout = (int)MIN((uint64_t)timeout, (deadline - now) / 1000000 + 1);
 		}
-		err = collector__poll(r->col, timeout, record__on_proc_notice, &r->rc);
+		err = record__poll_notices(r, timeout);
 		if (err < 0 && err != -EINTR) {
 			status_clear(&r->sl);
 			p_err("polling the ring buffer failed: %s", strerror(-err));
@@ -825,7 +832,7 @@ int record__stop(struct record *r)
 	if (stop__requested())
 		p_info("stopping on %s", strsignal(stop__requested()));
 	collector__detach(r->col);
-	collector__poll(r->col, 0, record__on_proc_notice, &r->rc);
+	record__poll_notices(r, 0);
 	r->rc.last_drain = true;
 	err = sinks__drain(&r->ct, &r->rc, r->col);
 	if (err) {

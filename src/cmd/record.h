@@ -114,6 +114,10 @@ struct record {
 	pthread_t ksyms_thread;
 	bool ksyms_threaded, ksyms_pending;
 	struct kernel_read ksyms;
+	/* Process notices go here (NULL: record__on_proc_notice(&rc)); top
+	 * hooks them to defer per-process work. */
+	collector_proc_fn on_notice;
+	void *notice_ctx;
 };
 
 int record__check(struct record *r);
@@ -122,6 +126,8 @@ int record__open(struct record *r);
 int record__start(struct record *r);
 int record__loop(struct record *r);
 int record__drain(struct record *r, uint64_t now);
+/* Delivers the process notices waiting (up to timeout_ms for the first). */
+int record__poll_notices(struct record *r, int timeout_ms);
 int record__stop(struct record *r);
 void record__close(struct record *r);
 

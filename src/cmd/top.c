@@ -10,7 +10,10 @@
  * stops running leaves the list after that long and shares are exact over
  * the window (no decay factor to reason about). Sampling, targets and
  * symbolization are record's (record.h's phases), with both kernel and user
- * frames collected so the frames toggle needs no restart.
+ * frames collected so the frames toggle needs no restart. One difference:
+ * with --unwind auto on the whole machine, a new process's unwind tables
+ * wait until it keeps running (TOP_HOT_DRAINS): building them for every
+ * short-lived process cost more than all the rest of top.
  *
  * On a terminal the view is drawn with ncurses: keys sort, pause, filter
  * (process name, pid, container), toggle kernel/user frames, list
@@ -32,9 +35,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "base/htab.h"
 #include "base/log.h"
 #include "base/profile.h"
 #include "base/util.h"
@@ -42,12 +47,23 @@
 #include "cmd/record.h"
 #include "cmd/toptable.h"
 #include "collector/collector.h"
+#include "proc/ptab.h"
 #include "unwind/unwinder.h"
 
 #define TOP_DEFAULT_WINDOW 10
 #define TOP_MAX_WINDOW	   3600
 #define TOP_POLL_MS	   200 /* process notices and keys are looked at this often */
 #define TOP_FILTER_MAX	   64
+/*
+ * --unwind auto on the whole machine: a process gets unwind tables once it
+ * has had samples in TOP_HOT_DRAINS refreshes (it kept running for 2 s) and
+ * at least 1/TOP_HOT_SHARE of the samples since its first (it can make a
+ * row of the screen), or when zoomed into; until then, and for good if it
+ * exits sooner, its stacks are walked with frame pointers.
+ */
+#define TOP_HOT_DRAINS 3
+#define TOP_HOT_SHARE  100
+#define TOP_IDLE_CHECK 30 /* refreshes without samples: is a waiting process still there? */
 
 enum {
 	OPT_WINDOW = OPT_CMD_FIRST,
@@ -116,10 +132,34 @@ struct top {
 	char target[128];
 	/* stderr while the screen is up. */
 	int saved_stderr, msg_fd;
-	/* Where the agent's time goes (-v at exit): drains (symbolizing included),
-	 * building the table, drawing. */
-	uint64_t ns_drain, ns_table, ns_draw, nr_drains;
+	/* Where the agent's CPU goes (-v at exit), in thread CPU time: process
+	 * notices, drains (symbolizing included), building the table, drawing,
+	 * the rest (polls, keys, the unwinder's tick). */
+	uint64_t cpu_notice, cpu_drain, cpu_table, cpu_draw, nr_drains, nr_notices;
+	/* --unwind auto on -a/--cgroup: processes noticed whose tables wait for
+	 * them to keep running (pid -> struct waiting). NULL: tables at once. */
+	struct htab *waiting;
+	uint64_t nr_deferred, nr_promoted, cpu_promote;
+	uint64_t drained; /* samples drained since the start */
 };
+
+/* A process whose unwind tables wait (see TOP_HOT_DRAINS). */
+struct waiting {
+	struct proc_id id;
+	uint64_t last_drain; /* the refresh that last had samples of it */
+	unsigned drains;     /* refreshes with samples since its notice */
+	uint64_t samples;    /* its samples since its notice */
+	uint64_t drained_at; /* top's drained samples at its notice */
+};
+
+/* CPU time of the calling thread, ns. */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void top_usage(FILE *f)
 {
@@ -139,6 +179,12 @@ static void top_usage(FILE *f)
 		"  -U, --user-only         start showing user frames only (k toggles)\n"
 		"  -K, --kernel-only       start showing kernel frames only (k toggles)\n"
 		"      --include-idle      count the idle task too\n"
+		"      --unwind MODE       user stacks: auto (default; on the whole machine or a\n"
+		"                          cgroup, .eh_frame tables for a process once it has\n"
+		"                          run in 3 refreshes with 1%% of the samples, or is zoomed\n"
+		"                          into: frame pointers before, and for short-lived\n"
+		"                          processes), fp (frame pointers only), dwarf (tables\n"
+		"                          for every process at its first sample)\n"
 		"\n"
 		"View:\n"
 		"      --window SECS       the sliding window the shares cover (default %u)\n"
@@ -267,6 +313,128 @@ static int parse(int argc, char **argv, struct top *t, bool *stdio)
 	return 0;
 }
 
+/* --- process notices ---------------------------------------------------------- */
+
+/* A process notice (new program image, or code in no known mapping). */
+static void on_notice(void *ctx, const struct bp_proc_event *e)
+{
+	struct top *t = ctx;
+	struct record_ctx *rc = &t->r.rc;
+	struct unwinder *uw = rc->uw;
+	struct proc_id id = {.pid = e->tgid,
+			     .start_time = e->start_time,
+			     .exec_id = e->exec_id,
+			     .mm_sig = e->mm_sig};
+	uint64_t c0 = cpu_ns();
+	struct htab_entry *w;
+	bool created;
+
+	t->nr_notices++;
+	if (!t->waiting || !uw) {
+		record__on_proc_notice(rc, e);
+		goto out;
+	}
+	w = htab__find(t->waiting, &e->tgid, sizeof(e->tgid));
+	if (e->kind == PROC_EVENT_REFRESH) {
+		/* Only names to re-read while its tables wait. */
+		if (w)
+			rc->uw = NULL;
+		record__on_proc_notice(rc, e);
+		rc->uw = uw;
+		goto out;
+	}
+	/* A new image: names now (its /proc is read while it lives), tables
+	 * when it has kept running. */
+	rc->uw = NULL;
+	record__on_proc_notice(rc, e);
+	rc->uw = uw;
+	if (!w)
+		w = htab__upsert(t->waiting, &e->tgid, sizeof(e->tgid), &created);
+	if (!w) {
+		unwinder__note_process(uw, &id);
+		goto out;
+	}
+	if (!w->value && !(w->value = calloc(1, sizeof(struct waiting)))) {
+		htab__remove(t->waiting, &e->tgid, sizeof(e->tgid));
+		goto out;
+	}
+	*(struct waiting *)w->value =
+		(struct waiting){.id = id, .last_drain = t->nr_drains, .drained_at = t->drained};
+	t->nr_deferred++;
+out:
+	t->cpu_notice += cpu_ns() - c0;
+}
+
+/*
+ * After a drain: processes waiting for tables that had samples in it move
+ * on; at their TOP_HOT_DRAINS-th refresh with samples their tables are
+ * built and handed to the walker. Those long without samples are looked at
+ * (exited ones forgotten).
+ */
+/* Its tables now (zoomed into, or hot). */
+static void promote_pid(struct top *t, uint32_t pid)
+{
+	struct waiting *p = t->waiting ? htab__remove(t->waiting, &pid, sizeof(pid)) : NULL;
+
+	if (!p)
+		return;
+	unwinder__note_process(t->r.rc.uw, &p->id);
+	t->nr_promoted++;
+	free(p);
+}
+
+static void promote(struct top *t, const struct slice *sl)
+{
+	uint64_t gen = t->nr_drains, c0;
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	for (size_t i = 0; i < sl->n; i++)
+		t->drained += sl->d[i].count;
+	if (!t->waiting || !htab__count(t->waiting))
+		return;
+	c0 = cpu_ns();
+	for (size_t i = 0; i < sl->n; i++) {
+		uint32_t pid = profile__sample(sl->c->p, sl->d[i].sample)->pid;
+		struct htab_entry *w = htab__find(t->waiting, &pid, sizeof(pid));
+		struct waiting *p;
+
+		if (!w)
+			continue;
+		p = w->value;
+		p->samples += sl->d[i].count;
+		if (p->last_drain != gen || !p->drains) {
+			p->last_drain = gen;
+			p->drains++;
+		}
+	}
+	/* Only waiting processes sampled in this drain can qualify now. */
+	for (size_t i = 0; i < sl->n; i++) {
+		uint32_t pid = profile__sample(sl->c->p, sl->d[i].sample)->pid;
+		struct htab_entry *w = htab__find(t->waiting, &pid, sizeof(pid));
+		struct waiting *p;
+
+		if (!w)
+			continue;
+		p = w->value;
+		if (p->drains >= TOP_HOT_DRAINS &&
+		    p->samples * TOP_HOT_SHARE >= t->drained - p->drained_at)
+			promote_pid(t, pid);
+	}
+	if (gen % TOP_IDLE_CHECK == 0) {
+		while ((e = htab__next(t->waiting, &pos))) {
+			struct waiting *p = e->value;
+
+			if (gen - p->last_drain >= TOP_IDLE_CHECK &&
+			    !ptab__alive(t->r.rc.pt, &p->id)) {
+				htab__remove(t->waiting, e->key, e->klen);
+				free(p);
+			}
+		}
+	}
+	t->cpu_promote += cpu_ns() - c0;
+}
+
 /* --- the window ------------------------------------------------------------------ */
 
 static void catalog_put(struct catalog *c)
@@ -367,6 +535,7 @@ static int top_drain(struct top *t, uint64_t now)
 {
 	struct collector_stats st;
 	struct slice sl = {0};
+	uint64_t c0 = cpu_ns();
 	int err;
 
 	if (t->cur &&
@@ -381,15 +550,21 @@ static int top_drain(struct top *t, uint64_t now)
 	t->r.rc.prof = t->cur->p;
 	err = record__drain(&t->r, now);
 	t->r.rc.prof = NULL;
-	t->ns_drain += now_ns() - now;
+	t->cpu_drain += cpu_ns() - c0;
 	t->nr_drains++;
 	if (err)
 		return err;
 	sl.c = t->cur;
 	sl.t = now;
 	t->cur->refs++;
-	if (diff_counts(t->cur, &sl) || (t->paused ? push(&t->held, &t->nr_held, &t->cap_held, &sl)
-						   : push(&t->win, &t->nr_win, &t->cap_win, &sl))) {
+	if (diff_counts(t->cur, &sl)) {
+		slice_free(&sl);
+		p_err("out of memory");
+		return 1;
+	}
+	promote(t, &sl);
+	if (t->paused ? push(&t->held, &t->nr_held, &t->cap_held, &sl)
+		      : push(&t->win, &t->nr_win, &t->cap_win, &sl)) {
 		slice_free(&sl);
 		p_err("out of memory");
 		return 1;
@@ -407,10 +582,10 @@ static int top_drain(struct top *t, uint64_t now)
 	t->lost = record__lost(&st);
 	t->nr_events = st.nr_events;
 	{
-		uint64_t t0 = now_ns();
+		uint64_t t0 = cpu_ns();
 
 		err = !t->paused && rebuild(t);
-		t->ns_table += now_ns() - t0;
+		t->cpu_table += cpu_ns() - t0;
 	}
 	if (err) {
 		p_err("out of memory");
@@ -750,6 +925,7 @@ static bool on_key(struct top *t, int ch, uint64_t now)
 		if (t->show_procs && t->cursor < t->table.nr_procs) {
 			t->view.zoom_pid = t->table.procs[t->cursor].pid;
 			t->show_procs = false;
+			promote_pid(t, t->view.zoom_pid); /* its stacks matter now */
 		}
 		break;
 	case 'z':
@@ -802,12 +978,12 @@ static int top_loop(struct top *t)
 				return 1;
 			while (next <= now)
 				next += period; /* on the beat, without drifting */
-			t0 = now_ns();
+			t0 = cpu_ns();
 			if (t->tui)
 				draw(t, now);
 			else if (print_snapshot(t, now))
 				return 1; /* stdout closed (a pipe's reader left) */
-			t->ns_draw += now_ns() - t0;
+			t->cpu_draw += cpu_ns() - t0;
 		}
 		if (deadline && now >= deadline)
 			break;
@@ -827,14 +1003,48 @@ static int top_loop(struct top *t)
 			}
 			if (keys && !quit)
 				draw(t, now_ns());
-			collector__poll(t->r.col, 0, record__on_proc_notice, &t->r.rc);
+			record__poll_notices(&t->r, 0);
 		} else {
-			collector__poll(t->r.col, timeout, record__on_proc_notice, &t->r.rc);
+			record__poll_notices(&t->r, timeout);
 		}
 		if (t->r.rc.uw)
 			unwinder__tick(t->r.rc.uw);
 	}
 	return 0;
+}
+
+/* -v: where the CPU went. */
+static void top_summary(const struct top *t)
+{
+	double n = (double)t->nr_drains;
+	struct unwinder_stats us;
+	struct rusage ru;
+
+	if (!getrusage(RUSAGE_SELF, &ru)) {
+		double cpu = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+			     (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+		double wall = (now_ns() - t->r.t_start) / 1e9;
+
+		p_debug("CPU: %.3f s over %.1f s of sampling (%.3f%% of a CPU), start-up included",
+			cpu, wall, wall > 0 ? 100 * cpu / wall : 0.0);
+	}
+	p_debug("%" PRIu64 " refreshes, CPU per refresh: %.3f ms drain (symbolizing included), "
+		"%.3f ms table, %.3f ms screen; %" PRIu64 " process notices, %.3f ms CPU each",
+		t->nr_drains, t->cpu_drain / 1e6 / n, t->cpu_table / 1e6 / n, t->cpu_draw / 1e6 / n,
+		t->nr_notices, t->nr_notices ? t->cpu_notice / 1e6 / t->nr_notices : 0.0);
+	if (!t->r.rc.uw)
+		return;
+	if (t->waiting)
+		p_debug("unwind tables deferred for %" PRIu64 " new images, built for %" PRIu64
+			" that kept running (%.3f ms CPU), %zu still waiting",
+			t->nr_deferred, t->nr_promoted, t->cpu_promote / 1e6,
+			htab__count(t->waiting));
+	unwinder__stats(t->r.rc.uw, &us);
+	p_debug("unwind tables: %" PRIu64 " processes installed, %" PRIu64
+		" tables built in %.1f ms, "
+		"%" PRIu64 " shared by build id, %" PRIu64 " failed, %" PRIu64 " evicted",
+		us.procs_loaded, us.tables_built, us.build_ns / 1e6, us.tables_shared,
+		us.tables_failed, us.tables_evicted);
 }
 
 static void top_free(struct top *t)
@@ -844,6 +1054,14 @@ static void top_free(struct top *t)
 	for (size_t i = 0; i < t->nr_held; i++)
 		slice_free(&t->held[i]);
 	catalog_put(t->cur);
+	if (t->waiting) {
+		struct htab_entry *e;
+		size_t pos = 0;
+
+		while ((e = htab__next(t->waiting, &pos)))
+			free(e->value);
+		htab__free(t->waiting);
+	}
 	free(t->win);
 	free(t->held);
 	free(t->scratch);
@@ -877,6 +1095,8 @@ int cmd_top(int argc, char **argv)
 			strcmp(term, "dumb");
 	}
 	install_top_signals();
+	t.r.on_notice = on_notice;
+	t.r.notice_ctx = &t;
 	ret = record__check(&t.r);
 	if (!ret)
 		ret = record__setup(&t.r);
@@ -886,6 +1106,15 @@ int cmd_top(int argc, char **argv)
 		collector__stats(t.r.col, &st);
 		t.nr_events = st.nr_events;
 		describe(&t);
+		/* Tables for every new process cost more than the rest of top:
+		 * on the whole machine they wait until a process keeps running. */
+		if (t.r.rc.uw && t.r.o.unwind == UNWIND_OPT_AUTO && !t.r.o.nr_pids &&
+		    !(t.waiting = htab__new())) {
+			p_err("out of memory");
+			ret = 1;
+		}
+	}
+	if (!ret) {
 		ret = record__start(&t.r);
 		profile__free(t.r.rc.prof); /* top drains into profiles of its own */
 		t.r.rc.prof = NULL;
@@ -904,10 +1133,7 @@ int cmd_top(int argc, char **argv)
 	if (top_signal)
 		p_debug("stopping on %s", strsignal(top_signal));
 	if (t.nr_drains)
-		p_debug("%" PRIu64 " refreshes: %.2f ms per drain (symbolizing included), %.2f ms "
-				   "per table, %.2f ms per screen",
-			t.nr_drains, t.ns_drain / 1e6 / t.nr_drains, t.ns_table / 1e6 / t.nr_drains,
-			t.ns_draw / 1e6 / t.nr_drains);
+		top_summary(&t);
 	top_free(&t);
 	record__close(&t.r);
 	return ret;

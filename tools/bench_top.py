@@ -186,11 +186,16 @@ def main():
     ap.add_argument("--warmup", type=float, default=5)
     ap.add_argument("--churn", type=float, default=0,
                     help="also start about this many short processes a second")
+    ap.add_argument("--baseline", default="",
+                    help="another bpfprof binary, run as \"bpfprof top @baseline\" too")
     ap.add_argument("--only", default="",
                     help="comma-separated tool names (default: all four)")
     a = ap.parse_args()
     assert os.geteuid() == 0, "needs root"
     tools = TOOLS if not a.only else {n: TOOLS[n] for n in a.only.split(",")}
+    if a.baseline:
+        tools = dict(tools)
+        tools["bpfprof top @baseline"] = [a.baseline] + TOOLS["bpfprof top"][1:]
     assert "bpfprof top" in tools, "the ratios are of bpfprof top"
     results = []
     kinds = set()
@@ -227,7 +232,7 @@ def main():
     for n in names:
         v = [r[n] for r in results]
         ratios = [r["bpfprof top"] / r[n] if r[n] else float("nan") for r in results]
-        ratio = "" if n.startswith("bpfprof") else \
+        ratio = "" if n == "bpfprof top" else \
             f"{statistics.median(ratios):.3f} ({min(ratios):.3f} – {max(ratios):.3f})"
         print(f"| {n} | {statistics.median(v):.3f} | {min(v):.3f} – {max(v):.3f} | {ratio} |")
 

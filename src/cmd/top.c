@@ -702,13 +702,17 @@ static void put(int y, int x, const char *s, attr_t attr)
 
 	if (y < 0 || y >= LINES || w <= 0)
 		return;
-	attron(attr);
-	move(y, x);
-	for (int i = 0; s[i] && i < w; i++) {
-		unsigned char ch = (unsigned char)s[i];
+	char buf[1024];
+	int n = 0;
 
-		addch(ch < 0x20 || ch == 0x7f ? '?' : ch);
+	/* One addnstr, not an addch per character: drawing is a good part of a refresh. */
+	for (; s[n] && n < w && n < (int)sizeof(buf); n++) {
+		unsigned char ch = (unsigned char)s[n];
+
+		buf[n] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
 	}
+	attron(attr);
+	mvaddnstr(y, x, buf, n);
 	attroff(attr);
 }
 

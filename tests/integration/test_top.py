@@ -263,6 +263,35 @@ def test_top_without_a_terminal_prints_snapshots():
     check_share(r["hot_spin"][2], r["cold_spin"][2])
 
 
+def test_top_whole_machine_gives_tables_to_a_process_that_keeps_running():
+    """-a with --unwind auto: a new process's unwind tables wait until it has had
+    samples in 3 refreshes (short-lived ones never pay for them); then its stacks
+    are walked with them. uw_leaf's leaf has no frame pointer: frame pointers
+    skip its caller (test_unwind), tables find it under every leaf sample."""
+    path, comm = uwl("uw_leaf")
+    with Workload(path, 60):
+        time.sleep(0.5)
+        p = subprocess.run([str(BPFPROF), "top", "-a", "-F", "199", "--window", "2", "-d", "10.5",
+                            "--sort", "total", "--rows", "100", "-v"],
+                           capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    snaps = [s for s in p.stdout.split("\n\n") if s.strip()]
+    assert len(snaps) >= 9, p.stdout
+    # The last window (2 s) holds only refreshes after its tables came in (promoted at
+    # the third, walked with them from the next or, on a busy machine, the one after).
+    r = rows(snaps[-1])
+    assert "leaf_nofp" in r, snaps[-1]
+    leaf_self, caller_total = r["leaf_nofp"][0], r.get("leaf_caller", (0, 0))[1]
+    assert r["leaf_nofp"][3] == comm, snaps[-1]
+    assert caller_total >= 0.9 * leaf_self, snaps[-1]
+    m = re.search(r"unwind tables deferred for (\d+) new images, built for (\d+)", p.stderr)
+    assert m and int(m.group(2)) >= 1, p.stderr
+    # The first refreshes walked it with frame pointers: its caller was missing then.
+    first = rows(snaps[1])
+    if "leaf_nofp" in first and first["leaf_nofp"][2] >= 50:
+        assert first.get("leaf_caller", (0, 0))[1] < 0.5 * first["leaf_nofp"][0], snaps[1]
+
+
 def test_top_usage_errors():
     for args, msg in ((["-a", "-p", "1"], "exclude each other"),
                       (["--window", "0"], "invalid --window"),

@@ -269,6 +269,12 @@ def test_top_whole_machine_gives_tables_to_a_process_that_keeps_running():
     are walked with them. uw_leaf's leaf has no frame pointer: frame pointers
     skip its caller (test_unwind), tables find it under every leaf sample."""
     path, comm = uwl("uw_leaf")
+
+    def ours(text):
+        """rows() of our copy's functions (another test's uw_leaf may run too)."""
+        return {m.group(5): (float(m.group(1)), float(m.group(2)), int(m.group(3)))
+                for m in ordered(text) if m.group(4) == comm}
+
     # Both niced up: on a crowded machine the workload still makes 1% of the
     # samples (the rule), and top still refreshes beside it.
     with Workload("nice", "-n", "-10", path, 60):
@@ -282,15 +288,14 @@ def test_top_whole_machine_gives_tables_to_a_process_that_keeps_running():
     assert len(snaps) >= 4, p.stdout
     # The last window (2 s) holds only refreshes after its tables came in (promoted at
     # the third, walked with them from the next or, on a busy machine, the one after).
-    r = rows(snaps[-1])
-    assert "leaf_nofp" in r, snaps[-1]
+    r = ours(snaps[-1])
+    assert "leaf_nofp" in r and r["leaf_nofp"][2] >= 30, (comm, snaps[-1])
     leaf_self, caller_total = r["leaf_nofp"][0], r.get("leaf_caller", (0, 0))[1]
-    assert r["leaf_nofp"][3] == comm and r["leaf_nofp"][2] >= 30, (comm, snaps[-1])
     assert caller_total >= 0.9 * leaf_self, snaps[-1]
     m = re.search(r"unwind tables deferred for (\d+) new images, built for (\d+)", p.stderr)
     assert m and int(m.group(2)) >= 1, p.stderr
     # The first refreshes walked it with frame pointers: its caller was missing then.
-    first = rows(snaps[1])
+    first = ours(snaps[1])
     if "leaf_nofp" in first and first["leaf_nofp"][2] >= 50:
         assert first.get("leaf_caller", (0, 0))[1] < 0.5 * first["leaf_nofp"][0], snaps[1]
 

@@ -253,17 +253,20 @@ def test_dwarf_mode_uses_no_frame_pointers(xz_input, bottom):
 
 def test_command_and_children_get_tables(bottom):
     """-- COMMAND: each new program image gets its tables from its first notice."""
+    # 1.5 s of CPU time each ("c"), however busy the machine: ~150 samples.
     p = run_bpfprof(["-v", "--", "sh", "-c",
-                     f"{wl('uw_leaf')} 1.5 & {wl('uw_maps')} 1.5 100 10; wait"])
+                     f"{wl('uw_leaf')} 1.5c & {wl('uw_maps')} 1.5c 100 10; wait"], timeout=300)
     folded = parse_folded(p.stdout)
     for comm, chain in (("uw_leaf", ["leaf_caller", "leaf_nofp"]),
                         ("uw_maps", ["maps_outer", "maps_leaf"])):
         n = total(folded, comm)
-        assert n >= 10, p.stderr  # ~150 on an idle machine
+        assert_count_at_least(n, FREQ * 1.5, f"{comm} " + p.stderr)
         ok = count_with(folded, lambda s: s.startswith(comm + ";") and has_chain(s, chain)
                         and bottom.reaches(s))
-        # The very first sample of each image is taken before its notice.
-        assert ok >= n - 3, p.stdout
+        # The first samples of each image are taken before its notice (a
+        # few, more while a busy machine delays the agent); without its
+        # tables from then on, most would miss leaf_caller or the bottom.
+        assert_most(ok, n, f"{comm}: complete " + p.stdout)
 
 
 def test_dlopen_then_exit_between_drains_is_named(tmp_path):

@@ -7,9 +7,11 @@
  *
  *     main -> leaf_caller -> leaf_nofp
  *
- * Usage: uw_leaf SECONDS
+ * Usage: uw_leaf SECONDS[c]; with the c, seconds of its own CPU time (as many
+ * samples on a busy machine as on an idle one, only later).
  */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static volatile unsigned long sink;
@@ -20,11 +22,13 @@ __attribute__((noinline)) void leaf_nofp(void)
 		sink += i;
 }
 
+static clockid_t clock_id = CLOCK_MONOTONIC;
+
 static double now(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock_id, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -38,6 +42,8 @@ __attribute__((noinline)) void leaf_caller(double until)
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && argv[1][0] && argv[1][strlen(argv[1]) - 1] == 'c')
+		clock_id = CLOCK_PROCESS_CPUTIME_ID;
 	leaf_caller(now() + (argc > 1 ? atof(argv[1]) : 5));
 	return 0;
 }

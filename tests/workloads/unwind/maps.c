@@ -6,10 +6,12 @@
  *
  *     main -> maps_outer -> maps_leaf
  *
- * Usage: uw_maps SECONDS NMAPS NEXEC
+ * Usage: uw_maps SECONDS[c] NMAPS NEXEC; with the c, seconds of its own CPU
+ * time (as many samples on a busy machine as on an idle one, only later).
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,11 +24,13 @@ __attribute__((noinline)) void maps_leaf(void)
 		sink += i;
 }
 
+static clockid_t clock_id = CLOCK_MONOTONIC;
+
 static double now(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock_id, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -55,6 +59,8 @@ int main(int argc, char **argv)
 		if (mprotect(area + 2 * i * page, page, prot))
 			return 1;
 	}
+	if (argc > 1 && argv[1][0] && argv[1][strlen(argv[1]) - 1] == 'c')
+		clock_id = CLOCK_PROCESS_CPUTIME_ID;
 	maps_outer(now() + secs);
 	return 0;
 }

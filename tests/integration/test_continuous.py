@@ -152,8 +152,12 @@ def test_hot_slots_emptied_with_their_buffer_set():
     with it and claimed again when it is back in use. A slot left full would
     count a key the new set's map does not hold, and its samples would vanish."""
     path, comm = uwl("syscalls")
-    with Workload(path, 60) as w:
-        p = run_bpfprof(["-p", w.pid, "-d", 8, "-v", "--max-entries", 64, "--max-stacks", 64])
+    # Flips come with new keys, which come with the workload's CPU time: 6 s
+    # of it (~600 samples), however long a busy machine takes to give it
+    # (8 wall-clock seconds gave it 0.5 s once: 50 samples, 2 flips).
+    with Workload(path, 300) as w:
+        p = Sampled(["-p", w.pid, "-d", 120, "-v", "--max-entries", 64, "--max-stacks", 64],
+                    [w.pid], until_cpu=6, timeout=180)
     drains, flips, _ = drain_stats(p.stderr)
     m = re.search(r"(\d+) samples in [0-9.]+ s, (\d+) lost", p.stderr)
     samples, lost = int(m.group(1)), int(m.group(2))

@@ -641,6 +641,7 @@ def test_rss_flat_with_many_short_lived_processes(tmp_path):
             i += 4
             if int(time.monotonic() - t0) > len(samples):
                 samples.append(rss_kib(bp.pid))
+        elapsed = time.monotonic() - t0
         bp.send_signal(signal.SIGINT)
         out, err = finish(bp)
     finally:
@@ -651,5 +652,12 @@ def test_rss_flat_with_many_short_lived_processes(tmp_path):
     early = max(samples[3:6])
     late = max(samples[-3:])
     assert late - early < 4096, f"RSS grew from {early} to {late} KiB: {samples}"
+    # Exited processes are forgotten at the drain after the one that took
+    # their last samples (1 s apart): the table holds about 2 s of the start
+    # rate, whatever the total (a quiet machine starts ~70 a second; 121 were
+    # held once in CI). A leak keeps all i: 3 s of the rate is under a
+    # quarter of i, since the run lasts at least 14 s.
     m = re.search(r"symbols: (\d+) processes", err)
-    assert m and int(m.group(1)) < 100, err
+    held_max = max(100, 3 * i / elapsed)
+    assert m and int(m.group(1)) < held_max, \
+        f"{i} processes in {elapsed:.1f} s, at most {held_max:.0f} may be held:\n{err}"

@@ -39,7 +39,7 @@ struct cpu_state {
 	 * pages), not 128 (one): kernel and user frames share it, and with
 	 * many processes on a host a miss - a search through cold table pages,
 	 * ~0.7 us - costs more than the extra pages (bench_overhead --compare
-	 * on a crowded machine: 3% and 13% less per sample). */
+	 * on a crowded machine: 0.97x and 0.88x per sample). */
 	struct uw_cent uw_cache[UW_CACHE_SIZE] __attribute__((aligned(4096)));
 	/* Hot keys (profile_abi.h), per buffer set: the value's last page. */
 	struct bp_hot_slot hot[PROFILE_NR_BUFS][PROFILE_HOT_SLOTS] __attribute__((aligned(4096)));

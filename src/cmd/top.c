@@ -365,12 +365,6 @@ out:
 	t->cpu_notice += cpu_ns() - c0;
 }
 
-/*
- * After a drain: processes waiting for tables that had samples in it move
- * on; at their TOP_HOT_DRAINS-th refresh with samples their tables are
- * built and handed to the walker. Those long without samples are looked at
- * (exited ones forgotten).
- */
 /* Its tables now (zoomed into, or hot). */
 static void promote_pid(struct top *t, uint32_t pid)
 {
@@ -383,6 +377,12 @@ static void promote_pid(struct top *t, uint32_t pid)
 	free(p);
 }
 
+/*
+ * After a drain: processes waiting for tables that had samples in it move
+ * on; at their TOP_HOT_DRAINS-th refresh with samples, with their share,
+ * their tables are built and handed to the walker. Those long without
+ * samples are looked at (exited ones forgotten).
+ */
 static void promote(struct top *t, const struct slice *sl)
 {
 	uint64_t gen = t->nr_drains, c0;
@@ -407,16 +407,8 @@ static void promote(struct top *t, const struct slice *sl)
 			p->last_drain = gen;
 			p->drains++;
 		}
-	}
-	/* Only waiting processes sampled in this drain can qualify now. */
-	for (size_t i = 0; i < sl->n; i++) {
-		uint32_t pid = profile__sample(sl->c->p, sl->d[i].sample)->pid;
-		struct htab_entry *w = htab__find(t->waiting, &pid, sizeof(pid));
-		struct waiting *p;
-
-		if (!w)
-			continue;
-		p = w->value;
+		/* Counts only grow: checked after each entry, a process qualifies at
+		 * its last entry of the drain at the latest (then leaves the table). */
 		if (p->drains >= TOP_HOT_DRAINS &&
 		    p->samples * TOP_HOT_SHARE >= t->drained - p->drained_at)
 			promote_pid(t, pid);

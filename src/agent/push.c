@@ -14,11 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/dynlib.h"
 #include "base/errmsg.h"
 #include "base/log.h"
 #include "base/util.h"
-
-#include "base/dynlib.h"
 
 #ifndef CURL_SONAME
 #define CURL_SONAME "libcurl.so.4" /* the Makefile passes the one linked against */

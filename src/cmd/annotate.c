@@ -944,7 +944,7 @@ static int annotate_profile(const struct annotate_opts *a, const struct profile 
 /* Samples like record (its phases), addresses kept, then annotates. */
 static int annotate_live(struct annotate_opts *a)
 {
-	struct record r = {.ch = CHILD_INIT};
+	struct record r = {.ch = CHILD_INIT, .t_main = now_ns()};
 	struct collector_stats st;
 	int ret;
 

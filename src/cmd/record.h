@@ -136,6 +136,8 @@ void record__on_proc_notice(void *ctx, const struct bp_proc_event *e);
 int record__on_sample(void *ctx, const struct collector_sample *s);
 /* The drain's first pass: announces the user addresses (NULL: all announced). */
 int record__want_sample(void *ctx, const struct collector_sample *s);
+/* The key is in record__on_sample's memo: its stacks are not needed. */
+bool record__known_sample(void *ctx, const struct bp_sample_key *key);
 /* Stamps a profile with what it covers (and the kernel's build id). */
 void record__fill_meta(struct profile *p, const struct record_ctx *rc, uint64_t start_real,
 		       uint64_t duration_ns, uint64_t lost);

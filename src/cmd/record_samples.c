@@ -73,6 +73,15 @@ static int64_t frame_of(struct record_ctx *rc, const struct sym *s)
 /* Frames of a user stack with the inlined functions added (Go). */
 #define USER_FRAMES_MAX (2 * PROFILE_MAX_DEPTH)
 
+bool record__known_sample(void *ctx, const struct bp_sample_key *key)
+{
+	struct record_ctx *rc = ctx;
+
+	return rc->memo && rc->memo_prof == profile__serial(rc->prof) &&
+	       rc->memo_gen == profile__layout_gen(rc->prof) &&
+	       htab__find(rc->memo, key, sizeof(*key));
+}
+
 int record__want_sample(void *ctx, const struct collector_sample *s)
 {
 	struct record_ctx *rc = ctx;
@@ -83,9 +92,7 @@ int record__want_sample(void *ctx, const struct collector_sample *s)
 		return 0;
 	}
 	/* A key symbolized before (record__on_sample's memo) asks nothing. */
-	if (rc->memo && rc->memo_prof == profile__serial(rc->prof) &&
-	    rc->memo_gen == profile__layout_gen(rc->prof) &&
-	    htab__find(rc->memo, s->key, sizeof(*s->key)))
+	if (record__known_sample(rc, s->key))
 		return 0;
 	id = (struct proc_id){ .pid = s->key->tgid, .start_time = s->key->start_time,
 			       .exec_id = s->key->exec_id };

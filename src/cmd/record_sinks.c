@@ -155,7 +155,7 @@ int sinks__drain(struct continuous *ct, struct record_ctx *rc, struct collector 
 		profile__meta(delta)->offcpu = rc->o->offcpu; /* both values, even if none came */
 		rc->prof = delta;
 	}
-	err = collector__drain(col, record__want_sample, record__on_sample, rc);
+	err = collector__drain(col, record__known_sample, record__want_sample, record__on_sample, rc);
 	rc->prof = main_prof;
 	if (delta) {
 		if (!err)

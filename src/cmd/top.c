@@ -52,7 +52,7 @@
 
 #define TOP_DEFAULT_WINDOW 10
 #define TOP_MAX_WINDOW	   3600
-#define TOP_POLL_MS	   200 /* process notices and keys are looked at this often */
+#define TOP_POLL_MS	   60000 /* the longest wait between looks at the clock */
 #define TOP_FILTER_MAX	   64
 /*
  * --unwind auto on the whole machine: a process gets unwind tables once it
@@ -679,33 +679,128 @@ static int print_snapshot(struct top *t, uint64_t now)
 
 static bool curses_on;
 
+/*
+ * What each row of the screen shows: a refresh hands ncurses only the part
+ * of a row that changed (the figures, mostly). ncurses compares every cell
+ * it is handed with the terminal's; after an erase() and whole rows that
+ * was most of a refresh's CPU.
+ */
+#define ROW_MAX 1024
+struct shown_row {
+	char text[ROW_MAX];
+	int len; /* of text, or: */
+#define ROW_BLANK   -1 /* after an erase */
+#define ROW_UNKNOWN -2 /* not ASCII: cleared and written whole next time */
+	attr_t attr;
+	bool drawn; /* in this refresh */
+};
+static struct shown_row *shown;
+static int shown_lines, shown_cols;
+
 static void screen_end(void)
 {
 	if (curses_on) {
 		endwin();
 		curses_on = false;
 	}
+	free(shown);
+	shown = NULL;
+	shown_lines = shown_cols = 0;
 }
 
-/* Puts s at (y, x), cut at the right edge; control characters become '?'. */
-static void put(int y, int x, const char *s, attr_t attr)
+/* A refresh starts: after a resize (or the first time) from a blank screen. */
+static void rows_begin(void)
 {
-	int w = COLS - x;
+	if (!shown || shown_lines != LINES || shown_cols != COLS) {
+		free(shown);
+		shown_lines = shown_cols = 0;
+		shown = calloc((size_t)MAX(LINES, 1), sizeof(*shown));
+		if (shown) {
+			shown_lines = LINES;
+			shown_cols = COLS;
+			for (int y = 0; y < shown_lines; y++)
+				shown[y].len = ROW_BLANK;
+		}
+		erase();
+	}
+	for (int y = 0; y < shown_lines; y++)
+		shown[y].drawn = false;
+}
+
+/* Row y shows s (cut at the right edge; control characters become '?'). */
+static void put(int y, const char *s, attr_t attr)
+{
+	int w = MIN(COLS, ROW_MAX - 1), n = 0, from = 0, to, old;
+	char buf[ROW_MAX];
+	struct shown_row *r;
+
+	bool ascii = true;
 
 	if (y < 0 || y >= LINES || w <= 0)
 		return;
-	char buf[1024];
-	int n = 0;
-
-	/* One addnstr, not an addch per character: drawing is a good part of a refresh. */
-	for (; s[n] && n < w && n < (int)sizeof(buf); n++) {
+	for (; s[n] && n < w; n++) {
 		unsigned char ch = (unsigned char)s[n];
 
 		buf[n] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+		ascii &= ch < 0x80;
 	}
-	attron(attr);
-	mvaddnstr(y, x, buf, n);
-	attroff(attr);
+	buf[n] = '\0';
+	if (!shown || y >= shown_lines) { /* no memory for the rows: whole rows */
+		move(y, 0);
+		clrtoeol();
+		attron(attr);
+		mvaddnstr(y, 0, buf, n);
+		attroff(attr);
+		return;
+	}
+	r = &shown[y];
+	r->drawn = true;
+	if (r->len == ROW_UNKNOWN) {
+		move(y, 0);
+		clrtoeol();
+		r->len = ROW_BLANK;
+	}
+	/* Byte offsets are columns only in ASCII: other rows are written whole. */
+	if (!ascii) {
+		attron(attr);
+		mvaddnstr(y, 0, buf, n);
+		attroff(attr);
+		r->len = ROW_UNKNOWN;
+		return;
+	}
+	old = r->len < 0 ? 0 : r->len;
+	to = n;
+	if (r->len >= 0 && r->attr == attr) {
+		while (from < n && from < old && buf[from] == r->text[from])
+			from++;
+		if (n == old) {
+			if (from == n)
+				return; /* unchanged */
+			while (to > from && buf[to - 1] == r->text[to - 1])
+				to--;
+		}
+	}
+	if (to > from) {
+		attron(attr);
+		mvaddnstr(y, from, buf + from, to - from);
+		attroff(attr);
+	}
+	if (n < old && n < COLS) {
+		move(y, n);
+		clrtoeol();
+	}
+	memcpy(r->text, buf, (size_t)n + 1);
+	r->len = n;
+	r->attr = attr;
+}
+
+/* A refresh ends: rows it did not draw are cleared. */
+static void rows_end(void)
+{
+	for (int y = 0; y < shown_lines; y++)
+		if (!shown[y].drawn && (shown[y].len > 0 || shown[y].len == ROW_UNKNOWN))
+			put(y, "", 0);
+	refresh();
 }
 
 static void draw_functions(struct top *t, int first, int last)
@@ -714,7 +809,7 @@ static void draw_functions(struct top *t, int first, int last)
 	char line[1024];
 
 	snprintf(line, sizeof(line), "   Self%%  Total%%  Samples  %-18s %s", "Module", "Function");
-	put(first - 1, 0, line, A_REVERSE);
+	put(first - 1, line, A_REVERSE);
 	for (int y = first; y < last; y++) {
 		size_t i = (size_t)(y - first);
 		const struct top_row *r;
@@ -729,7 +824,7 @@ static void draw_functions(struct top *t, int first, int last)
 			 t->view.sort == TOP_SORT_TOTAL ? r->total : r->self, module_label(r),
 			 r->name);
 		/* perf top's colours: red from 5% self, green from 0.5%. */
-		put(y, 0, line,
+		put(y, line,
 		    has_colors() ? (self >= 5	  ? COLOR_PAIR(1)
 				    : self >= 0.5 ? COLOR_PAIR(2)
 						  : 0)
@@ -745,7 +840,7 @@ static void draw_procs(struct top *t, int first, int last)
 
 	snprintf(line, sizeof(line), "   Share  Samples      PID  %-16s %s", "Command",
 		 "Container");
-	put(first - 1, 0, line, A_REVERSE);
+	put(first - 1, line, A_REVERSE);
 	if (t->cursor >= tb->nr_procs)
 		t->cursor = tb->nr_procs ? tb->nr_procs - 1 : 0;
 	if (rows && t->cursor >= rows)
@@ -760,7 +855,7 @@ static void draw_procs(struct top *t, int first, int last)
 		snprintf(line, sizeof(line), "  %6.2f  %7" PRIu64 "  %7u  %-16.16s %.12s",
 			 pct(p->samples, tb->samples), p->samples, p->pid, p->comm,
 			 p->container ? p->container : "");
-		put(y, 0, line, i == t->cursor ? A_REVERSE : 0);
+		put(y, line, i == t->cursor ? A_REVERSE : 0);
 	}
 }
 
@@ -768,11 +863,11 @@ static void draw(struct top *t, uint64_t now)
 {
 	char line[1024];
 
-	erase();
+	rows_begin();
 	header_line(t, now, line, sizeof(line));
-	put(0, 0, line, A_BOLD);
+	put(0, line, A_BOLD);
 	view_line(t, line, sizeof(line));
-	put(1, 0, line, 0);
+	put(1, line, 0);
 	if (t->show_procs)
 		draw_procs(t, 4, LINES - 1);
 	else
@@ -781,16 +876,16 @@ static void draw(struct top *t, uint64_t now)
 		snprintf(line, sizeof(line),
 			 "filter (process name, pid or container; Ctrl-U clears, empty: none): %s",
 			 t->input);
-		put(LINES - 1, 0, line, A_BOLD);
+		put(LINES - 1, line, A_BOLD);
 	} else {
-		put(LINES - 1, 0,
+		put(LINES - 1,
 		    t->show_procs ? "up/down select  Enter zoom into it  z/Esc all processes  p "
 				    "functions  q quit"
 				  : "s sort  space pause  / filter  k kernel/user  p processes  z "
 				    "unzoom  q quit",
 		    A_REVERSE);
 	}
-	refresh();
+	rows_end();
 }
 
 static int screen_start(struct top *t)
@@ -809,12 +904,22 @@ static int screen_start(struct top *t)
 	nodelay(stdscr, TRUE);
 	set_escdelay(25);
 	curs_set(0);
+	typeahead(-1); /* no poll of the keyboard between lines of each refresh */
 	if (has_colors()) {
 		start_color();
 		use_default_colors();
 		init_pair(1, COLOR_RED, -1);
 		init_pair(2, COLOR_GREEN, -1);
 	}
+	/*
+	 * ncurses writes out its buffer after every cursor move until the
+	 * screen has been suspended once (its _endwin state stays "initial"):
+	 * ~100 small writes a refresh, most of the screen's CPU. Suspended and
+	 * resumed here, it writes each refresh in one go.
+	 */
+	refresh();
+	endwin();
+	refresh();
 	(void)t;
 	return 0;
 }
@@ -986,22 +1091,29 @@ static int top_loop(struct top *t)
 		timeout = (int)MIN((uint64_t)timeout, (next - now) / 1000000 + 1);
 		if (deadline)
 			timeout = (int)MIN((uint64_t)timeout, (deadline - now) / 1000000 + 1);
-		if (t->tui) {
-			struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
-			int ch;
+		/*
+		 * Asleep until a key, a process notice, the next refresh or a
+		 * signal: each wake-up costs a context switch and a few syscalls.
+		 * A resize interrupts the wait (EINTR) and arrives as KEY_RESIZE.
+		 */
+		{
+			struct pollfd pfd[2] = {
+				{.fd = collector__notice_fd(t->r.col), .events = POLLIN},
+				{.fd = t->tui ? STDIN_FILENO : -1, .events = POLLIN},
+			};
+			int n = poll(pfd, 2, timeout), ch;
 			bool keys = false;
 
-			/* A resize interrupts the wait (EINTR) and arrives as KEY_RESIZE. */
-			poll(&pfd, 1, timeout);
-			while (!quit && (ch = getch()) != ERR) {
-				quit = on_key(t, ch, now_ns());
-				keys = true;
+			if (n > 0 && (pfd[0].revents & POLLIN))
+				record__poll_notices(&t->r, 0);
+			if (t->tui && (n < 0 || pfd[1].revents)) {
+				while (!quit && (ch = getch()) != ERR) {
+					quit = on_key(t, ch, now_ns());
+					keys = true;
+				}
+				if (keys && !quit)
+					draw(t, now_ns());
 			}
-			if (keys && !quit)
-				draw(t, now_ns());
-			record__poll_notices(&t->r, 0);
-		} else {
-			record__poll_notices(&t->r, timeout);
 		}
 		if (t->r.rc.uw)
 			unwinder__tick(t->r.rc.uw);
@@ -1066,7 +1178,9 @@ static void top_free(struct top *t)
 
 int cmd_top(int argc, char **argv)
 {
-	struct top t = {.r = {.ch = CHILD_INIT}, .saved_stderr = -1, .msg_fd = -1};
+	struct top t = {.r = {.ch = CHILD_INIT, .t_main = now_ns()},
+			.saved_stderr = -1,
+			.msg_fd = -1};
 	struct collector_stats st;
 	bool stdio = false;
 	int ret;

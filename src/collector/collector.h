@@ -109,16 +109,24 @@ int collector__attach(struct collector *c, struct errmsg *em);
 /* Waits up to timeout_ms for process notices and passes each to fn.
  * Returns the number handled or -errno (-EINTR on a signal). */
 int collector__poll(struct collector *c, int timeout_ms, collector_proc_fn fn, void *ctx);
+/* A descriptor that polls readable when a process notice waits: to wait for
+ * notices and something else at once (then collector__poll(c, 0, ...)). */
+int collector__notice_fd(const struct collector *c);
+
+/* A key the consumer has seen before: its stacks are not read (NULL, 0). */
+typedef bool (*collector_known_fn)(void *ctx, const struct bp_sample_key *key);
 
 /* Hands out everything counted since the previous drain, each key with what
  * its count gained. Reads the active buffer in place, or flips buffers when it
  * is half full and after collector__detach() (so the last drain gets every
  * sample). With pre, every sample is first announced to pre, then pre(ctx,
  * NULL) is called once, and only then are they handed to fn (the same
- * samples, in the same order). Returns 0 or -errno (of a callback or of a
- * map call). */
-int collector__drain(struct collector *c, collector_sample_fn pre, collector_sample_fn fn,
-		     void *ctx);
+ * samples, in the same order). With known, a key it knows is neither
+ * announced nor given its stacks: fn gets it without them (one map lookup a
+ * stack saved, for the keys that come back every drain). Returns 0 or
+ * -errno (of a callback or of a map call). */
+int collector__drain(struct collector *c, collector_known_fn known, collector_sample_fn pre,
+		     collector_sample_fn fn, void *ctx);
 
 void collector__stats(struct collector *c, struct collector_stats *st);
 /*

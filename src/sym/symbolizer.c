@@ -119,6 +119,7 @@ struct symbolizer {
 	struct ksyms *retired[KSYMS_RETIRED_MAX];
 	size_t nr_retired;
 	uint64_t kmod_sig, kbpf_sig, kcheck_gen, core_end, kbpf_reload_ns;
+	bool no_modules; /* the real /proc has no modules file */
 	bool kmiss; /* a lookup missed in module/BPF space since the last sweep */
 	/* The BPF programs' JIT images (symbolizer__set_bpf_progs), by start;
 	 * read at most once per drain (kprogs_gen), signature of their ids. */
@@ -296,17 +297,20 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
  * loaded BPF programs (their JIT images are "[bpf]" symbols). Reading and
  * parsing kallsyms costs ~50-100 ms; these cost a few syscalls.
  */
-static uint64_t modules_signature(const struct symbolizer *s)
+static uint64_t modules_signature(const struct symbolizer *s, bool *absent)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
 	char path[300], *buf;
 	size_t len;
+	int err;
 
 	snprintf(path, sizeof(path), "%s/modules", s->proc_root);
-	if (!read_file(path, 16u << 20, &buf, &len)) {
+	err = read_file(path, 16u << 20, &buf, &len);
+	if (!err) {
 		h = fnv1a(h, buf, len);
 		free(buf);
 	}
+	*absent = err == -ENOENT && !strcmp(s->proc_root, "/proc");
 	return h;
 }
 
@@ -450,7 +454,9 @@ static void kernel_install(struct symbolizer *s, struct ksyms *ks)
 /* Reads only what symbolizer__new() set: s may be in use on another thread. */
 void symbolizer__read_kernel(const struct symbolizer *s, struct kernel_read *kr)
 {
-	kr->mod_sig = modules_signature(s);
+	bool absent;
+
+	kr->mod_sig = modules_signature(s, &absent);
 	kr->bpf_sig = bpf_signature(s);
 	kr->ks = ksyms__load(s->kallsyms_path);
 	kr->err = kr->ks ? 0 : -errno;
@@ -498,7 +504,9 @@ static bool kernel_refresh(struct symbolizer *s, bool miss)
 	if (!s->ks || s->kcheck_gen == s->gen + 1)
 		return false;
 	s->kcheck_gen = s->gen + 1;
-	mod = modules_signature(s);
+	/* A kernel built without modules never has them: not looked for again
+	 * (a missing /proc entry costs ~15 us to look up, every drain). */
+	mod = s->no_modules ? s->kmod_sig : modules_signature(s, &s->no_modules);
 	if (miss && (!s->kbpf_reload_ns || now - s->kbpf_reload_ns >= KSYMS_BPF_RELOAD_NS))
 		bpf = kbpf_signature(s);
 	if (mod == s->kmod_sig && bpf == s->kbpf_sig &&
@@ -1495,7 +1503,7 @@ void symbolizer__sweep(struct symbolizer *s)
 		}
 		p->refreshed = false;
 		pynamer__sweep(p->py);
-		if (!ptab__alive(s->pt, &p->id))
+		if (!ptab__skip_alive_check(s->pt, p->id.pid) && !ptab__alive(s->pt, &p->id))
 			p->gone = true;
 	}
 	evict_files(s);

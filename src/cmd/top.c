@@ -45,6 +45,7 @@
 #include "base/util.h"
 #include "cmd/cli.h"
 #include "cmd/record.h"
+#include "cmd/termout.h"
 #include "cmd/toptable.h"
 #include "collector/collector.h"
 #include "proc/ptab.h"
@@ -680,16 +681,18 @@ static int print_snapshot(struct top *t, uint64_t now)
 static bool curses_on;
 
 /*
- * What each row of the screen shows: a refresh hands ncurses only the part
- * of a row that changed (the figures, mostly). ncurses compares every cell
- * it is handed with the terminal's; after an erase() and whole rows that
- * was most of a refresh's CPU.
+ * What each row of the screen shows: a refresh writes only the spans that
+ * changed (the figures, mostly), through terminfo in one write (termout.h).
+ * ncurses sets the terminal up, clears it after a resize, reads keys and
+ * restores it; its refresh is not used for the rows: after an erase() and
+ * whole rows it compared every cell and costed every cursor motion, most of
+ * a refresh's CPU.
  */
 #define ROW_MAX 1024
 struct shown_row {
 	char text[ROW_MAX];
 	int len; /* of text, or: */
-#define ROW_BLANK   -1 /* after an erase */
+#define ROW_BLANK   -1 /* after a clear */
 #define ROW_UNKNOWN -2 /* not ASCII: cleared and written whole next time */
 	attr_t attr;
 	bool drawn; /* in this refresh */
@@ -706,9 +709,10 @@ static void screen_end(void)
 	free(shown);
 	shown = NULL;
 	shown_lines = shown_cols = 0;
+	termout__free();
 }
 
-/* A refresh starts: after a resize (or the first time) from a blank screen. */
+/* A refresh starts: after a resize (or the first time) from a cleared screen. */
 static void rows_begin(void)
 {
 	if (!shown || shown_lines != LINES || shown_cols != COLS) {
@@ -721,7 +725,10 @@ static void rows_begin(void)
 			for (int y = 0; y < shown_lines; y++)
 				shown[y].len = ROW_BLANK;
 		}
+		/* ncurses clears it (and then believes it blank, as it stays for it). */
+		clearok(curscr, TRUE);
 		erase();
+		refresh();
 	}
 	for (int y = 0; y < shown_lines; y++)
 		shown[y].drawn = false;
@@ -730,13 +737,13 @@ static void rows_begin(void)
 /* Row y shows s (cut at the right edge; control characters become '?'). */
 static void put(int y, const char *s, attr_t attr)
 {
-	int w = MIN(COLS, ROW_MAX - 1), n = 0, from = 0, to, old;
+	/* Not the last cell of the screen: writing it may scroll. */
+	int w = MIN(y == LINES - 1 ? COLS - 1 : COLS, ROW_MAX - 1), n = 0, from = 0, to, old;
 	char buf[ROW_MAX];
 	struct shown_row *r;
-
 	bool ascii = true;
 
-	if (y < 0 || y >= LINES || w <= 0)
+	if (y < 0 || y >= LINES || w <= 0 || !shown || y >= shown_lines)
 		return;
 	for (; s[n] && n < w; n++) {
 		unsigned char ch = (unsigned char)s[n];
@@ -745,26 +752,17 @@ static void put(int y, const char *s, attr_t attr)
 		ascii &= ch < 0x80;
 	}
 	buf[n] = '\0';
-	if (!shown || y >= shown_lines) { /* no memory for the rows: whole rows */
-		move(y, 0);
-		clrtoeol();
-		attron(attr);
-		mvaddnstr(y, 0, buf, n);
-		attroff(attr);
-		return;
-	}
 	r = &shown[y];
 	r->drawn = true;
 	if (r->len == ROW_UNKNOWN) {
-		move(y, 0);
-		clrtoeol();
+		termout__move(y, 0);
+		termout__clear_eol();
 		r->len = ROW_BLANK;
 	}
 	/* Byte offsets are columns only in ASCII: other rows are written whole. */
 	if (!ascii) {
-		attron(attr);
-		mvaddnstr(y, 0, buf, n);
-		attroff(attr);
+		termout__move(y, 0);
+		termout__text(buf, (size_t)n, attr);
 		r->len = ROW_UNKNOWN;
 		return;
 	}
@@ -781,26 +779,31 @@ static void put(int y, const char *s, attr_t attr)
 		}
 	}
 	if (to > from) {
-		attron(attr);
-		mvaddnstr(y, from, buf + from, to - from);
-		attroff(attr);
+		termout__move(y, from);
+		termout__text(buf + from, (size_t)(to - from), attr);
 	}
-	if (n < old && n < COLS) {
-		move(y, n);
-		clrtoeol();
+	if (n < old) {
+		termout__move(y, n);
+		termout__clear_eol();
 	}
 	memcpy(r->text, buf, (size_t)n + 1);
 	r->len = n;
 	r->attr = attr;
 }
 
-/* A refresh ends: rows it did not draw are cleared. */
+/* A refresh ends: rows it did not draw are cleared; all of it in one write. */
 static void rows_end(void)
 {
 	for (int y = 0; y < shown_lines; y++)
 		if (!shown[y].drawn && (shown[y].len > 0 || shown[y].len == ROW_UNKNOWN))
 			put(y, "", 0);
-	refresh();
+	if (termout__flush()) {
+		/* Out of memory, or a short write: the screen is not what the rows
+		 * say. Cleared and drawn whole next time. */
+		free(shown);
+		shown = NULL;
+		shown_lines = shown_cols = 0;
+	}
 }
 
 static void draw_functions(struct top *t, int first, int last)
@@ -898,28 +901,22 @@ static int screen_start(struct top *t)
 		return -ENOTTY;
 	set_term(s);
 	curses_on = true;
+	if (!termout__ok()) { /* rows are drawn by cursor address */
+		screen_end();
+		return -ENOTTY;
+	}
 	cbreak(); /* Ctrl-C stays a signal */
 	noecho();
 	keypad(stdscr, TRUE);
 	nodelay(stdscr, TRUE);
 	set_escdelay(25);
 	curs_set(0);
-	typeahead(-1); /* no poll of the keyboard between lines of each refresh */
 	if (has_colors()) {
 		start_color();
 		use_default_colors();
 		init_pair(1, COLOR_RED, -1);
 		init_pair(2, COLOR_GREEN, -1);
 	}
-	/*
-	 * ncurses writes out its buffer after every cursor move until the
-	 * screen has been suspended once (its _endwin state stays "initial"):
-	 * ~100 small writes a refresh, most of the screen's CPU. Suspended and
-	 * resumed here, it writes each refresh in one go.
-	 */
-	refresh();
-	endwin();
-	refresh();
 	(void)t;
 	return 0;
 }

@@ -118,6 +118,21 @@ def rows(text):
     return out
 
 
+def assert_whole_rows(text):
+    """Rows are redrawn only where they changed: every line between the
+    column header and the key line is a whole row or blank (no stale piece
+    of an earlier row left beside a shorter one), and the figures add up."""
+    lines = text.splitlines()
+    head = next(i for i, ln in enumerate(lines) if "Self%" in ln)
+    for ln in lines[head + 1:]:
+        if ln.startswith(("s sort", "up/down", "filter (")):
+            break
+        m = ROW.match(ln)
+        assert not ln.strip() or m, f"not a whole row: {ln!r}\n{text}"
+        if m:
+            assert float(m.group(1)) <= float(m.group(2)) + 0.01, f"self > total: {ln!r}"
+
+
 def ordered(text):
     return [ROW.match(ln) for ln in text.splitlines() if ROW.match(ln)]
 
@@ -176,11 +191,13 @@ def test_top_keys_sort_filter_frames_zoom_pause():
         assert "hot_spin" in rows(text), text
         s.keys("/", "C-u", "Enter")
         text = s.wait_for(lambda t: "filter: none" in t and "leaf_a" in t and "hot_spin" in t)
+        assert_whole_rows(text)
 
         # k: user frames only, then kernel frames only, then all.
         s.keys("k")
         text = s.wait_for(lambda t: "frames: user" in t)
         assert all(m.group(4) != "[kernel]" for m in ordered(text)), text
+        assert_whole_rows(text)
         s.keys("k")
         text = s.wait_for(lambda t: "frames: kernel" in t)
         assert all(m.group(4) == "[kernel]" for m in ordered(text)), text
@@ -242,6 +259,7 @@ def test_top_survives_resizes():
             widest = max(len(ln) for ln in text.splitlines())
             assert widest <= width, f"drawn past the edge at {width}x{height}:\n{text}"
         text = s.wait_for(lambda t: "leaf_a" in t)
+        assert_whole_rows(text)
         s.keys("q")
         assert s.exit_status() == 0
 

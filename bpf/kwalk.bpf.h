@@ -117,9 +117,10 @@ static __always_inline bool kw_find(__u64 lookup, __u64 *raw, __u32 *rlo, __u32 
  */
 #define KW_GRANULE 64
 
-static __always_inline bool kw_read(void *dst, __u32 size, __u64 addr)
+/* Kernel stack words through the walk's window (uw_read_win()). */
+static __always_inline bool kw_read(struct uw_state *st, __u64 *dst, __u32 words, __u64 addr)
 {
-	return bpf_probe_read_kernel(dst, size, (void *)addr) == 0;
+	return uw_read_win(st, addr, dst, words, true) == 0;
 }
 
 static long kw_step(__u64 index, void *data)
@@ -180,7 +181,7 @@ static long kw_step(__u64 index, void *data)
 		cfa = st->bp + KORC_SP_OFF(raw);
 		break;
 	case KORC_REG_BP_INDIRECT:
-		if (!kw_read(&cfa, sizeof(cfa), st->bp + KORC_SP_OFF(raw)))
+		if (!kw_read(st, &cfa, 1, st->bp + KORC_SP_OFF(raw)))
 			return uw_stop(st, KW_FAIL);
 		break;
 	default: /* SP_INDIRECT (a stack switch), registers only a full regs frame has */
@@ -194,8 +195,8 @@ static long kw_step(__u64 index, void *data)
 	nbp = st->bp;
 	if (is_regs) {
 		/* struct pt_regs at cfa: bp at 4, ip at 16, cs at 17, sp at 19 (x8). */
-		if (!kw_read(&regs[0], 8, cfa + 4 * 8) || !kw_read(&regs[1], 16, cfa + 16 * 8) ||
-		    !kw_read(&regs[3], 8, cfa + 19 * 8))
+		if (!kw_read(st, &regs[0], 1, cfa + 4 * 8) || !kw_read(st, &regs[1], 2, cfa + 16 * 8) ||
+		    !kw_read(st, &regs[3], 1, cfa + 19 * 8))
 			return uw_stop(st, KW_FAIL);
 		if ((regs[2] & 3) == 3)
 			return uw_stop(st, STAT_UNWIND_END); /* user registers: the kernel stack ends */
@@ -204,7 +205,7 @@ static long kw_step(__u64 index, void *data)
 		if (KORC_BP_REG(raw) == KORC_REG_UNDEFINED)
 			nbp = regs[0];
 	} else {
-		if (!kw_read(&ip, sizeof(ip), cfa - 8))
+		if (!kw_read(st, &ip, 1, cfa - 8))
 			return uw_stop(st, KW_FAIL);
 		sp = cfa;
 	}
@@ -214,11 +215,11 @@ static long kw_step(__u64 index, void *data)
 	case KORC_REG_UNDEFINED:
 		break;
 	case KORC_REG_PREV_SP:
-		if (!kw_read(&nbp, sizeof(nbp), cfa + KORC_BP_OFF(raw)))
+		if (!kw_read(st, &nbp, 1, cfa + KORC_BP_OFF(raw)))
 			return uw_stop(st, KW_FAIL);
 		break;
 	case KORC_REG_BP:
-		if (!kw_read(&nbp, sizeof(nbp), st->bp + KORC_BP_OFF(raw)))
+		if (!kw_read(st, &nbp, 1, st->bp + KORC_BP_OFF(raw)))
 			return uw_stop(st, KW_FAIL);
 		break;
 	default:
@@ -249,6 +250,7 @@ static __always_inline bool kw_walk_from(__u64 pc, __u64 sp, __u64 bp, bool exac
 	st->flags = exact ? UW_F_EXACT : 0;
 	st->stop = 0;
 	st->nr = 0;
+	st->win_base = 0; /* nothing read yet: the window may hold another stack */
 	bpf_loop(PROFILE_MAX_DEPTH + 1, kw_step, &c, 0);
 	out->nr = st->nr;
 	return st->stop == STAT_UNWIND_END || st->stop == STAT_UNWIND_TRUNCATED;

@@ -183,14 +183,29 @@ __attribute__((noinline)) int uw_find_row(__u64 off)
 }
 
 /*
- * Reads words (1 or 2) aligned 8-byte words of the user stack at addr. The
- * stack is read in pieces of up to UW_WIN_BYTES (never past the end of the
- * page holding addr, which is mapped if addr is): a frame's saved registers
+ * Reads words (1 or 2) aligned 8-byte words of the stack at addr (user
+ * memory, or kernel memory if kernel: the ORC walk of kwalk.bpf.h). The
+ * stack is read in pieces of up to UW_WIN_BYTES: a frame's saved registers
  * are a few dozen bytes above the last frame's, so one helper call serves
- * several frames, where each bpf_probe_read_user() costs ~100 ns of fixed
- * overhead. 0, or -1 if the memory cannot be read.
+ * several frames, where each read helper call has a fixed cost of its own
+ * (~100 ns for user memory, ~40 for kernel memory). A user piece may run
+ * into the next page (the stack above a frame is mapped: callers' frames,
+ * then the thread's start-up data; 512 bytes where 256 needed a second
+ * read for half the samples of tools/bench_breakdown.py's workload); if
+ * that read fails, the piece ends at the page holding addr, which is
+ * mapped if addr is. A kernel piece always ends there: a task's kernel
+ * stack ends at a page boundary, with a guard page after it. The window
+ * belongs to one walk (the walks reset win_base). 0, or -1 if the memory
+ * cannot be read.
  */
-static __always_inline int uw_read(struct uw_state *st, __u64 addr, __u64 *dst, __u32 words)
+static __always_inline long uw_read_mem(void *dst, __u32 len, __u64 addr, bool kernel)
+{
+	return kernel ? bpf_probe_read_kernel(dst, len, (void *)addr) :
+			bpf_probe_read_user(dst, len, (void *)addr);
+}
+
+static __always_inline int uw_read_win(struct uw_state *st, __u64 addr, __u64 *dst, __u32 words,
+				       bool kernel)
 {
 	__u64 off = addr - st->win_base, len, rem;
 	__u32 idx;
@@ -199,17 +214,19 @@ static __always_inline int uw_read(struct uw_state *st, __u64 addr, __u64 *dst, 
 		goto direct;
 	if (!st->win_base || addr < st->win_base || off + 8 * words > st->win_len) {
 		len = UW_WIN_BYTES;
-		rem = 4096 - (addr & 4095);
-		if (rem < len)
-			len = rem;
-		if (len < 8 * words)
-			goto direct; /* the words cross into the next page */
-		barrier_var(len);
-		if (len > UW_WIN_BYTES)
-			goto direct;
-		if (bpf_probe_read_user(st->win, len, (void *)addr)) {
-			st->win_base = 0;
-			goto direct; /* as before: one read of just these words */
+		if (kernel || uw_read_mem(st->win, UW_WIN_BYTES, addr, false)) {
+			rem = 4096 - (addr & 4095);
+			if (rem < len)
+				len = rem;
+			if (len < 8 * words)
+				goto direct; /* the words cross into the next page */
+			barrier_var(len);
+			if (len > UW_WIN_BYTES)
+				goto direct;
+			if (uw_read_mem(st->win, len, addr, kernel)) {
+				st->win_base = 0;
+				goto direct; /* as before: one read of just these words */
+			}
 		}
 		st->win_base = addr;
 		st->win_len = (__u32)len;
@@ -223,7 +240,12 @@ static __always_inline int uw_read(struct uw_state *st, __u64 addr, __u64 *dst, 
 		dst[1] = st->win[(idx + 1) & (UW_WIN_WORDS - 1)];
 	return 0;
 direct:
-	return bpf_probe_read_user(dst, 8 * (words & 3), (void *)addr) ? -1 : 0;
+	return uw_read_mem(dst, 8 * (words & 3), addr, kernel) ? -1 : 0;
+}
+
+static __always_inline int uw_read(struct uw_state *st, __u64 addr, __u64 *dst, __u32 words)
+{
+	return uw_read_win(st, addr, dst, words, false);
 }
 
 static __always_inline long uw_stop(struct uw_state *st, __u32 reason)

@@ -55,7 +55,7 @@ struct {
 #define UW_CACHE_SIZE 512	   /* row cache entries per CPU (16 KiB: four pages) */
 #define UW_CACHE_SETS (UW_CACHE_SIZE / 2) /* two entries (one cache line) per set */
 #define UW_NO_ROW     0xff	   /* cached: the mapping has no row for the pc */
-#define UW_WIN_BYTES  256	   /* user stack read per helper call (uw_read) */
+#define UW_WIN_BYTES  512	   /* user stack read per helper call (uw_read) */
 #define UW_WIN_WORDS  (UW_WIN_BYTES / 8)
 
 struct uw_cent {

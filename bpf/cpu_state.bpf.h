@@ -30,6 +30,12 @@
 struct cpu_state {
 	__u64 stats[STAT_MAX]; /* enum bp_stat; first: userspace reads it at offset 0 */
 	__u64 kstack, ustack;  /* this sample's stack ids (sample_kstack(), sample_ustack()) */
+	/* The image do_sample() last found noticed on this CPU (notify_new_image()),
+	 * and uw_proc_gen then: a new key of the same image skips the seen lookup. */
+	struct {
+		__u64 gen, start_time, exec_id;
+		__u32 tgid, pad;
+	} seen;
 	struct bp_stack kernel; /* this sample's stacks */
 	struct bp_stack user;
 	struct uw_state uw;	/* the walkers' registers */

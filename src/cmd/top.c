@@ -54,6 +54,7 @@
 #define TOP_DEFAULT_WINDOW 10
 #define TOP_MAX_WINDOW	   3600
 #define TOP_POLL_MS	   60000 /* the longest wait between looks at the clock */
+#define TOP_NOTICE_NS	   200000000ull /* notices are taken in batches this far apart */
 #define TOP_FILTER_MAX	   64
 /*
  * --unwind auto on the whole machine: a process gets unwind tables once it
@@ -1061,7 +1062,7 @@ static int top_loop(struct top *t)
 {
 	uint64_t period = (uint64_t)(t->delay * 1e9);
 	uint64_t deadline = t->r.o.duration ? t->r.t_start + (uint64_t)(t->r.o.duration * 1e9) : 0;
-	uint64_t next = t->r.t_start + period;
+	uint64_t next = t->r.t_start + period, notices_at = 0;
 	bool quit = false;
 
 	t->last_t = t->r.t_start;
@@ -1091,18 +1092,28 @@ static int top_loop(struct top *t)
 		/*
 		 * Asleep until a key, a process notice, the next refresh or a
 		 * signal: each wake-up costs a context switch and a few syscalls.
-		 * A resize interrupts the wait (EINTR) and arrives as KEY_RESIZE.
+		 * Notices wake it at most every TOP_NOTICE_NS (a host starting
+		 * processes all the time would otherwise wake it for each one);
+		 * the ones that came meanwhile are taken together. A resize
+		 * interrupts the wait (EINTR) and arrives as KEY_RESIZE.
 		 */
 		{
+			bool notices = now - notices_at >= TOP_NOTICE_NS;
 			struct pollfd pfd[2] = {
-				{.fd = collector__notice_fd(t->r.col), .events = POLLIN},
+				{.fd = notices ? collector__notice_fd(t->r.col) : -1, .events = POLLIN},
 				{.fd = t->tui ? STDIN_FILENO : -1, .events = POLLIN},
 			};
-			int n = poll(pfd, 2, timeout), ch;
+			int n, ch;
 			bool keys = false;
 
-			if (n > 0 && (pfd[0].revents & POLLIN))
+			if (!notices)
+				timeout = (int)MIN((uint64_t)timeout,
+						   (notices_at + TOP_NOTICE_NS - now) / 1000000 + 1);
+			n = poll(pfd, 2, timeout);
+			if (n > 0 && (pfd[0].revents & POLLIN)) {
 				record__poll_notices(&t->r, 0);
+				notices_at = now_ns();
+			}
 			if (t->tui && (n < 0 || pfd[1].revents)) {
 				while (!quit && (ch = getch()) != ERR) {
 					quit = on_key(t, ch, now_ns());

@@ -14,7 +14,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -478,24 +477,6 @@ bool ptab__alive(struct ptab *t, const struct proc_id *id)
 	if (procfs__starttime(t->proc_root, id->pid, &ticks))
 		return false;
 	return !id->start_time || ticks == procfs__ns_to_ticks(id->start_time);
-}
-
-/*
- * One drain in PTAB_RECHECK_DRAINS a process gets the full check (its
- * start time, from /proc/PID/stat); the other sweeps only ask whether the
- * pid exists. A recycled pid's old entry lingers that many drains at most;
- * every use of an entry is by start time too, so it is never taken for the
- * new process.
- */
-#define PTAB_RECHECK_DRAINS 16
-
-bool ptab__skip_alive_check(struct ptab *t, uint32_t pid)
-{
-	/* Signal 0 checks the pid exists and sends nothing: no file opened,
-	 * no /proc entry made. EPERM: it exists (another user's). */
-	if (!t->real_proc || (t->gen + pid) % PTAB_RECHECK_DRAINS == 0)
-		return false;
-	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
 }
 
 /* The image /proc shows now is id's: same start time, same address space. */

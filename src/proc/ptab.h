@@ -121,14 +121,6 @@ int ptab__refresh(struct ptab *t, struct pproc *p);
 
 /* Whether the process id names still runs that image (start time check). */
 bool ptab__alive(struct ptab *t, const struct proc_id *id);
-/*
- * For the sweeps that look at every known process each drain: true when
- * pid exists and its full check (ptab__alive()) can wait - one drain in 16
- * it cannot, which tells a recycled pid from its old process. A kill(pid,
- * 0) instead of opening /proc/PID/stat: ~0.3 us against ~10 us, for each
- * process, every second in bpfprof top. False: do the full check.
- */
-bool ptab__skip_alive_check(struct ptab *t, uint32_t pid);
 /* Start time of pid in clock ticks (/proc/PID/stat). 0 or -errno. */
 int ptab__starttime(struct ptab *t, uint32_t pid, uint64_t *ticks);
 /* Fields of /proc/PID/status (cached per entry). 0 or -errno. */

@@ -1503,7 +1503,7 @@ void symbolizer__sweep(struct symbolizer *s)
 		}
 		p->refreshed = false;
 		pynamer__sweep(p->py);
-		if (!ptab__skip_alive_check(s->pt, p->id.pid) && !ptab__alive(s->pt, &p->id))
+		if (!ptab__alive(s->pt, &p->id))
 			p->gone = true;
 	}
 	evict_files(s);

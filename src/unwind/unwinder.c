@@ -1040,7 +1040,7 @@ void unwinder__tick(struct unwinder *u)
 	while ((e = htab__next(u->procs, &pos))) {
 		struct uproc *p = e->value;
 
-		if (!ptab__skip_alive_check(u->pt, p->pid) && !uproc_alive(u, p)) {
+		if (!uproc_alive(u, p)) {
 			proc_forget(u, p);
 			continue;
 		}

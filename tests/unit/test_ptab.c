@@ -19,7 +19,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/wait.h>
 
 #include "proc/ptab.h"
 #include "sym/elfsym.h"
@@ -127,43 +126,6 @@ static void test_read_mem_is_bounded(void **state)
 	assert_int_equal(ptab__read_mem(t, p, 0, got, sizeof(got)), -EFAULT);
 	assert_int_equal(ptab__read_mem(t, p, UINT64_MAX - 3, got, sizeof(got)), -EFAULT);
 	ptab__put(t, p);
-	ptab__free(t);
-}
-
-/*
- * The sweeps' cheap check: a pid that exists passes without /proc, except
- * on its turn for the full check (one drain in 16); an exited pid never
- * passes; and a fake /proc always gets the full check.
- */
-static void test_sweeps_skip_the_full_check_for_a_live_pid(void **state)
-{
-	struct ptab_opts o = {.proc_root = "/nonexistent-proc"};
-	struct ptab *t = ptab__new(NULL), *fake;
-	uint32_t self = (uint32_t)getpid(), gone;
-	int skipped = 0, full = 0;
-	pid_t child;
-
-	(void)state;
-	child = fork();
-	if (!child)
-		_exit(0);
-	assert_true(child > 0);
-	assert_int_equal(waitpid(child, NULL, 0), child);
-	gone = (uint32_t)child;
-	for (int gen = 0; gen < 32; gen++) {
-		if (ptab__skip_alive_check(t, self))
-			skipped++;
-		else
-			full++;
-		assert_false(ptab__skip_alive_check(t, gone));
-		ptab__sweep(t);
-	}
-	assert_int_equal(full, 2);
-	assert_int_equal(skipped, 30);
-	fake = ptab__new(&o);
-	assert_non_null(fake);
-	assert_false(ptab__skip_alive_check(fake, self));
-	ptab__free(fake);
 	ptab__free(t);
 }
 
@@ -317,7 +279,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_file_is_opened_once_for_every_reader),
 		cmocka_unit_test(test_read_mem_is_bounded),
-		cmocka_unit_test(test_sweeps_skip_the_full_check_for_a_live_pid),
 		cmocka_unit_test_setup_teardown(test_a_file_on_fuse_is_refused_once, setup_fake,
 						teardown_fake),
 		cmocka_unit_test_setup_teardown(test_memory_backed_by_a_fuse_file_is_not_read,

@@ -146,6 +146,18 @@ static __always_inline bool read_stack(void *ctx, struct bp_stack *st, __u64 fla
 	return true;
 }
 
+/* task is in execve(), between its new address space and its return. */
+static __always_inline bool task_in_execve(struct task_struct *task)
+{
+	struct mm_struct *mm;
+
+	if (bpf_core_field_exists(task->in_execve))
+		return BPF_CORE_READ_BITFIELD(task, in_execve);
+	/* Kernels without the flag: the fields load_elf_binary() sets last. */
+	mm = task->mm;
+	return mm && (!mm->env_end || !mm->start_code);
+}
+
 /* Tells userspace about a program image it may not know yet; true if it
  * has been told (now, or before). */
 static __always_inline bool notify_new_image(__u32 tgid, __u64 start_time, __u64 exec_id,
@@ -157,6 +169,15 @@ static __always_inline bool notify_new_image(__u32 tgid, __u64 start_time, __u64
 
 	if (old && old->start_time == start_time && old->exec_id == exec_id)
 		return true;
+	/*
+	 * Inside execve() the new image's address space is half made: its
+	 * exec_id is the new one, but start_code, start_brk, env_end are set
+	 * at the end of load_elf_binary(). A notice from there would carry a
+	 * signature /proc never shows, and userspace would give the image up
+	 * as gone. Not noticed yet: the image's next new key asks again.
+	 */
+	if (task_in_execve(task))
+		return false;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		stat_inc(STAT_NOTIFY_LOST); /* retried at the next sample: seen not updated */

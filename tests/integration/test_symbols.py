@@ -553,6 +553,46 @@ def test_pid_reuse_never_mixes_names(tmp_path):
     assert count_with(fb, lambda s: "b_work" in s) > 0.9 * total(fb), fb
 
 
+def test_short_processes_reaped_late_keep_their_names(tmp_path):
+    """20 processes (each its own name) run 0.2 s each; their parent reaps
+    them the way subprocess.run(timeout=...) does, polling, so each stays a
+    zombie for up to 50 ms. Two ways such an image came out wholly [unknown]
+    (CI saw it as test_pid_reuse_never_mixes_names failing one run in three):
+    - a notice or refresh handled while it was a zombie re-read its maps:
+      /proc/PID/maps of a zombie is empty, and that empty snapshot replaced
+      the one its samples needed (with this environment, 1-3 of the 20
+      every run);
+    - a sample taken inside execve(), after the new address space replaced
+      the old one but before load_elf_binary() finished it, announced the
+      image with a signature /proc never showed, so it was given up as gone.
+      A huge environment (create_elf_tables() walks every string) keeps each
+      exec in that window for a while.
+    Every process must be named."""
+    env = dict(os.environ, **{f"E{i}": "" for i in range(100000)})
+    names = [f"latereap{i}" for i in range(20)]
+    exes = [copy_as(wl("execa"), tmp_path / name) for name in names]
+    bp = start_bpfprof(["-a", "-d", 30])
+    for exe in exes:
+        subprocess.run([exe, "0.2", "0", "0"], env=env, check=True, timeout=60)
+    bp.send_signal(signal.SIGINT)
+    out, _ = finish(bp)
+    folded = parse_folded(out)
+
+    def all_unknown(s):
+        user = [f for f in frames_of(s)[1:] if not f.endswith("_[k]")]
+        return bool(user) and all(f == "[unknown]" for f in user)
+    lost = []
+    for name in names:
+        mine = by_comm(folded, name)
+        n = total(mine)
+        # ~20 samples each: a lost image has none named, a named one all but
+        # those taken inside its exec. One left with very few samples by a
+        # loaded machine is not judged.
+        if n >= 5 and count_with(mine, all_unknown) > n / 2:
+            lost.append((name, n, mine))
+    assert not lost, lost
+
+
 # --- part 6: names people read -----------------------------------------------------------
 
 def test_cpp_template_method_is_demangled(tmp_path):

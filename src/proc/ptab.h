@@ -69,6 +69,9 @@ struct ptab_opts {
 	const char *proc_root; /* default "/proc" (tests use a fake tree) */
 	const char *host_root; /* the host's root, for debug files (default "/") */
 	unsigned max_open;     /* files kept open while unheld (default 8) */
+	/* Pidfds held for liveness checks: 0 the default (an eighth of the fd
+	 * limit, at most 1024), -1 none. */
+	int max_pidfds;
 	/* Called once per refused file or perf map, with one sentence. */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
@@ -81,6 +84,9 @@ struct ptab_stats {
 	uint64_t files_opened; /* mapped files opened (re-opens included) */
 	uint64_t refused;      /* files and perf maps refused by the safety checks */
 	uint64_t changed;      /* cached files found replaced (inode reused) */
+	uint64_t alive_stat;   /* liveness answered by /proc/PID/stat */
+	uint64_t alive_pidfd;  /* liveness answered by a pidfd that was not readable */
+	size_t pidfds;	       /* pidfds held now */
 };
 
 struct ptab;
@@ -119,7 +125,11 @@ void pmaps__put(struct pmaps *m);
  */
 int ptab__refresh(struct ptab *t, struct pproc *p);
 
-/* Whether the process id names still runs that image (start time check). */
+/*
+ * Whether the process id names still runs that image (start time check in
+ * /proc/PID/stat; a pidfd held per process answers without it while the
+ * process has not exited, see ptab.c).
+ */
 bool ptab__alive(struct ptab *t, const struct proc_id *id);
 /* Start time of pid in clock ticks (/proc/PID/stat). 0 or -errno. */
 int ptab__starttime(struct ptab *t, uint32_t pid, uint64_t *ticks);

@@ -16,10 +16,14 @@
 
 #include <linux/stat.h>
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/sysmacros.h>
 
+#include "proc/procfs.h"
 #include "proc/ptab.h"
 #include "sym/elfsym.h"
 
@@ -126,6 +130,148 @@ static void test_read_mem_is_bounded(void **state)
 	assert_int_equal(ptab__read_mem(t, p, 0, got, sizeof(got)), -EFAULT);
 	assert_int_equal(ptab__read_mem(t, p, UINT64_MAX - 3, got, sizeof(got)), -EFAULT);
 	ptab__put(t, p);
+	ptab__free(t);
+}
+
+/* --- liveness: pidfds answer for processes asked about before ---------------------- */
+
+/* A child that waits to be killed, and its id (start time in ns, as samples have it). */
+static struct proc_id spawn_idle(void)
+{
+	struct proc_id id = { .exec_id = PROC_EXEC_ANY };
+	uint64_t ticks;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (!pid) {
+		pause();
+		_exit(0);
+	}
+	assert_int_equal(procfs__starttime("/proc", (uint32_t)pid, &ticks), 0);
+	id.pid = (uint32_t)pid;
+	id.start_time = ticks * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+	assert_int_equal(procfs__ns_to_ticks(id.start_time), ticks);
+	return id;
+}
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static struct ptab_stats stats_of(struct ptab *t)
+{
+	struct ptab_stats st;
+
+	ptab__stats(t, &st);
+	return st;
+}
+
+static void test_a_running_process_is_answered_by_its_pidfd(void **state)
+{
+	struct ptab *t = ptab__new(NULL);
+	struct proc_id id = spawn_idle(), other;
+	siginfo_t si = { 0 };
+	uint64_t stat0;
+
+	(void)state;
+	assert_true(ptab__alive(t, &id));
+	assert_int_equal(stats_of(t).pidfds, 1);
+	stat0 = stats_of(t).alive_stat;
+	for (int i = 0; i < 5; i++)
+		assert_true(ptab__alive(t, &id));
+	assert_int_equal(stats_of(t).alive_pidfd, 5);
+	assert_int_equal(stats_of(t).alive_stat, stat0); /* no /proc read for those */
+
+	/* The same pid with another start time is another process: never alive. */
+	other = id;
+	other.start_time += 1000000000ull;
+	assert_false(ptab__alive(t, &other));
+
+	/* Exited, not reaped yet: /proc still shows it, as before pidfds. */
+	kill((pid_t)id.pid, SIGKILL);
+	assert_int_equal(waitid(P_PID, (id_t)id.pid, &si, WEXITED | WNOWAIT), 0);
+	assert_true(ptab__alive(t, &id));
+	assert_int_equal(stats_of(t).alive_pidfd, 5); /* its pidfd was readable */
+	waitpid((pid_t)id.pid, NULL, 0);
+	assert_false(ptab__alive(t, &id));
+	assert_int_equal(stats_of(t).pidfds, 0);
+	ptab__free(t);
+}
+
+/* A zombie's /proc/PID/maps is empty: a re-read then must keep the maps its samples need. */
+static void test_a_zombie_keeps_its_maps(void **state)
+{
+	struct ptab *t = ptab__new(NULL);
+	struct proc_id id = spawn_idle();
+	siginfo_t si = { 0 };
+	struct pproc *p;
+	struct pmaps *m;
+	size_t nr;
+
+	(void)state;
+	assert_int_equal(ptab__get(t, &id, &p), 0);
+	m = ptab__maps(t, p);
+	nr = m->m.nr;
+	pmaps__put(m);
+	assert_true(nr > 0);
+	kill((pid_t)id.pid, SIGKILL);
+	assert_int_equal(waitid(P_PID, (id_t)id.pid, &si, WEXITED | WNOWAIT), 0);
+	usleep(30 * 1000); /* past the window in which two readers share one read */
+	assert_int_equal(ptab__refresh(t, p), -ESRCH);
+	m = ptab__maps(t, p);
+	assert_int_equal(m->m.nr, nr);
+	pmaps__put(m);
+	ptab__put(t, p);
+	waitpid((pid_t)id.pid, NULL, 0);
+	ptab__free(t);
+}
+
+/* A process that forks many children cannot make the agent hold a descriptor each. */
+static void test_pidfds_are_bounded(void **state)
+{
+	struct ptab_opts o = { .max_pidfds = 3 };
+	struct ptab *t = ptab__new(&o);
+	struct proc_id ids[8];
+	int fds0;
+
+	(void)state;
+	for (int i = 0; i < 8; i++)
+		ids[i] = spawn_idle();
+	fds0 = open_fds();
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < 8; i++)
+			assert_true(ptab__alive(t, &ids[i]));
+	assert_int_equal(stats_of(t).pidfds, 3);
+	assert_int_equal(open_fds(), fds0 + 3);
+	assert_int_equal(stats_of(t).alive_pidfd, 2 * 3); /* the three holding one, after round 0 */
+	for (int i = 0; i < 8; i++) {
+		kill((pid_t)ids[i].pid, SIGKILL);
+		waitpid((pid_t)ids[i].pid, NULL, 0);
+	}
+	for (int i = 0; i < 8; i++)
+		assert_false(ptab__alive(t, &ids[i]));
+	assert_int_equal(stats_of(t).pidfds, 0);
+	assert_int_equal(open_fds(), fds0);
+	ptab__free(t);
+
+	/* -1: none at all. */
+	o.max_pidfds = -1;
+	t = ptab__new(&o);
+	ids[0] = spawn_idle();
+	assert_true(ptab__alive(t, &ids[0]));
+	assert_true(ptab__alive(t, &ids[0]));
+	assert_int_equal(stats_of(t).pidfds, 0);
+	assert_int_equal(stats_of(t).alive_pidfd, 0);
+	kill((pid_t)ids[0].pid, SIGKILL);
+	waitpid((pid_t)ids[0].pid, NULL, 0);
 	ptab__free(t);
 }
 
@@ -279,6 +425,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_file_is_opened_once_for_every_reader),
 		cmocka_unit_test(test_read_mem_is_bounded),
+		cmocka_unit_test(test_a_running_process_is_answered_by_its_pidfd),
+		cmocka_unit_test(test_pidfds_are_bounded),
+		cmocka_unit_test(test_a_zombie_keeps_its_maps),
 		cmocka_unit_test_setup_teardown(test_a_file_on_fuse_is_refused_once, setup_fake,
 						teardown_fake),
 		cmocka_unit_test_setup_teardown(test_memory_backed_by_a_fuse_file_is_not_read,

@@ -28,6 +28,11 @@ struct lkey {
 	uint64_t start_ns;
 };
 
+/* Entries unused for two sweeps are dropped; while there are at most
+ * LABELS_KEEP_FEW, only after LABELS_KEEP_GENS. */
+#define LABELS_KEEP_FEW	 1024
+#define LABELS_KEEP_GENS 30
+
 struct labels *labels__new(const char *proc_root, size_t max_entries)
 {
 	struct labels *l = calloc(1, sizeof(*l));
@@ -94,12 +99,17 @@ void labels__sweep(struct labels *l)
 {
 	struct htab_entry *e;
 	size_t pos = 0;
+	uint64_t keep;
 
 	l->gen++;
+	/* Few entries: kept longer. A process whose samples all repeat keys the
+	 * drain knows asks for no labels, and would have its /proc/PID/stat and
+	 * cgroup read again at its next new key (a few a second under top). */
+	keep = htab__count(l->h) <= LABELS_KEEP_FEW ? LABELS_KEEP_GENS : 2;
 	while ((e = htab__next(l->h, &pos))) {
 		struct label_entry *le = e->value;
 
-		if (le->used_gen + 2 > l->gen)
+		if (le->used_gen + keep > l->gen)
 			continue;
 		htab__remove(l->h, e->key, e->klen);
 		free(le);

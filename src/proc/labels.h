@@ -4,7 +4,8 @@
  *
  * Keyed by (pid, start time) like the symbolizer, filled when a process is
  * first seen (while it is alive) or lazily at drain time, and swept: entries
- * unused for two sweeps are dropped, and the cache has a hard cap.
+ * unused for two sweeps are dropped (thirty while there are at most 1024),
+ * and the cache has a hard cap.
  */
 #ifndef BPFPROF_LABELS_H
 #define BPFPROF_LABELS_H

@@ -32,7 +32,7 @@ def test_pid_busy_thread_count_chain_and_split(tmp_path):
 
     a = count_with(folded, lambda s: has_chain(s, ["main", "run", "outer_loop", "leaf_a"]))
     b = count_with(folded, lambda s: has_chain(s, ["main", "run", "outer_loop", "leaf_b"]))
-    assert a + b >= 0.9 * n, f"only {a + b} of {n} samples have main;run;outer_loop;leaf_*:\n{p.stdout}"
+    assert_most(a + b, n, f"main;run;outer_loop;leaf_*:\n{p.stdout}")
     assert_share(a / (a + b), 2 / 3, a + b, "leaf_a's share", floor=0.02)
     # Nothing else may appear: -p means this process only.
     assert set(s.split(";")[0] for s in folded) == {"busy"}
@@ -55,7 +55,7 @@ def test_map_slots_filled_during_or_after_the_load(prefill):
     n = total(folded, "busy")
     assert_count(n, FREQ * p.cpu[w.pid], "busy")
     chain = count_with(folded, lambda s: ";main;run;outer_loop;leaf_" in s)
-    assert chain >= 0.9 * n, f"only {chain} of {n} samples have main;run;outer_loop:\n{p.stdout}"
+    assert_most(chain, n, f"main;run;outer_loop:\n{p.stdout}")
     # Several frames per sample come from tables: the first chunk is in its slot.
     m = re.search(r"unwind: (\d+) frames from tables", p.stderr)
     assert m and int(m.group(1)) >= n, p.stderr

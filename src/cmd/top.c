@@ -103,7 +103,8 @@ struct slice {
 	struct catalog *c;
 	struct top_delta *d;
 	size_t n;
-	uint64_t t; /* CLOCK_MONOTONIC of the drain */
+	uint64_t t;  /* CLOCK_MONOTONIC of the drain */
+	uint64_t id; /* for the table's updates: 1, 2, ... in drain order */
 };
 
 struct top {
@@ -113,14 +114,18 @@ struct top {
 	unsigned rows;	 /* --stdio: rows per snapshot */
 	bool tui;
 	/* Drains go into the current catalog; the window is one slice per drain,
-	 * oldest first; drains while paused are held and join it on resume. */
+	 * oldest first; drains while paused are held and join it on resume. The
+	 * first nr_gone slices of win left the window: the next table update
+	 * takes their counts away, then they are freed. */
 	struct catalog *cur;
 	struct slice *win, *held;
-	size_t nr_win, cap_win, nr_held, cap_held;
+	size_t nr_win, cap_win, nr_held, cap_held, nr_gone;
+	uint64_t slice_ids;
 	struct top_slice *scratch; /* the window as toptable takes it */
 	size_t cap_scratch;
 	struct top_view view;
-	struct top_table table;
+	struct toptable *tt;
+	const struct top_table *table; /* tt's */
 	char filter[TOP_FILTER_MAX + 1];
 	bool paused, show_procs, prompting;
 	char input[TOP_FILTER_MAX + 1];
@@ -467,29 +472,51 @@ static int push(struct slice **v, size_t *nr, size_t *cap, const struct slice *s
 	return 0;
 }
 
-/* Drops the slices older than the window (the newest always stays). */
-static void age(struct slice *v, size_t *nr, unsigned window, uint64_t now)
+/* How many of v[from..nr) are older than the window (the newest always stays). */
+static size_t aged(const struct slice *v, size_t from, size_t nr, unsigned window, uint64_t now)
 {
 	uint64_t span = (uint64_t)window * 1000000000ull;
-	size_t drop = 0;
+	size_t drop = from;
 
-	while (drop + 1 < *nr && now - v[drop].t >= span)
+	while (drop + 1 < nr && now - v[drop].t >= span)
 		drop++;
+	return drop - from;
+}
+
+/* Frees the first drop slices of v. */
+static void drop_slices(struct slice *v, size_t *nr, size_t drop)
+{
 	for (size_t i = 0; i < drop; i++)
 		slice_free(&v[i]);
 	memmove(v, v + drop, (*nr - drop) * sizeof(*v));
 	*nr -= drop;
 }
 
+/* The window's slices older than it leave it (freed at the next rebuild). */
+static void age_window(struct top *t, uint64_t now)
+{
+	t->nr_gone += aged(t->win, t->nr_gone, t->nr_win, t->window, now);
+}
+
+/* The table of the window; then the slices that left it are freed. */
 static int rebuild(struct top *t)
 {
-	toptable__free(&t->table);
+	size_t n = t->nr_win - t->nr_gone;
+	int err = 0;
+
 	t->view.filter = t->filter[0] ? t->filter : NULL;
-	if (array_grow((void **)&t->scratch, &t->cap_scratch, t->nr_win + 1, sizeof(*t->scratch)))
-		return -ENOMEM;
-	for (size_t i = 0; i < t->nr_win; i++)
-		t->scratch[i] = (struct top_slice){t->win[i].c->p, t->win[i].d, t->win[i].n};
-	return toptable__build(&t->table, t->scratch, t->nr_win, &t->view);
+	if (array_grow((void **)&t->scratch, &t->cap_scratch, n + 1, sizeof(*t->scratch)))
+		err = -ENOMEM;
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct slice *sl = &t->win[t->nr_gone + i];
+
+		t->scratch[i] = (struct top_slice){sl->c->p, sl->d, sl->n, sl->id};
+	}
+	if (!err)
+		err = toptable__update(t->tt, t->scratch, n, &t->view);
+	drop_slices(t->win, &t->nr_win, t->nr_gone);
+	t->nr_gone = 0;
+	return err;
 }
 
 /* What the drain added to the catalog's samples: the slice's (sample, count) pairs. */
@@ -550,6 +577,7 @@ static int top_drain(struct top *t, uint64_t now)
 		return err;
 	sl.c = t->cur;
 	sl.t = now;
+	sl.id = ++t->slice_ids;
 	t->cur->refs++;
 	if (diff_counts(t->cur, &sl)) {
 		slice_free(&sl);
@@ -565,9 +593,9 @@ static int top_drain(struct top *t, uint64_t now)
 	}
 	/* Held drains older than the window will never be shown. */
 	if (t->paused)
-		age(t->held, &t->nr_held, t->window, now);
+		drop_slices(t->held, &t->nr_held, aged(t->held, 0, t->nr_held, t->window, now));
 	else
-		age(t->win, &t->nr_win, t->window, now);
+		age_window(t, now);
 	collector__stats(t->r.col, &st);
 	if (now > t->last_t)
 		t->rate = (st.v[STAT_SAMPLES] - t->last_samples) / ((now - t->last_t) / 1e9);
@@ -595,7 +623,7 @@ static void resume(struct top *t, uint64_t now)
 			slice_free(&t->held[i]);
 	t->nr_held = 0;
 	t->paused = false;
-	age(t->win, &t->nr_win, t->window, now);
+	age_window(t, now); /* on_key rebuilds */
 }
 
 static void describe(struct top *t)
@@ -638,7 +666,7 @@ static void header_line(const struct top *t, uint64_t now, char *buf, size_t siz
 		 "bpfprof top: %s at %u Hz, sliding window %u s (%.0f s so far), %.0f samples/s, "
 		 "%" PRIu64 " lost, %" PRIu64 " samples shown",
 		 t->target, t->r.o.freq, t->window, window_span(t, now), t->rate, t->lost,
-		 t->table.samples);
+		 t->table->samples);
 }
 
 static void view_line(const struct top *t, char *buf, size_t size)
@@ -657,7 +685,7 @@ static void view_line(const struct top *t, char *buf, size_t size)
 static int print_snapshot(struct top *t, uint64_t now)
 {
 	char line[512];
-	const struct top_table *tb = &t->table;
+	const struct top_table *tb = t->table;
 
 	header_line(t, now, line, sizeof(line));
 	printf("%s\n", line);
@@ -882,7 +910,7 @@ static void lb_pct(struct line_buf *b, double v, int width)
 
 static void draw_functions(struct top *t, int first, int last)
 {
-	const struct top_table *tb = &t->table;
+	const struct top_table *tb = t->table;
 	char line[1024];
 
 	snprintf(line, sizeof(line), "   Self%%  Total%%  Samples  %-18s %s", "Module", "Function");
@@ -923,7 +951,7 @@ static void draw_functions(struct top *t, int first, int last)
 
 static void draw_procs(struct top *t, int first, int last)
 {
-	const struct top_table *tb = &t->table;
+	const struct top_table *tb = t->table;
 	size_t top_row = 0, rows = last > first ? (size_t)(last - first) : 0;
 	char line[1024];
 
@@ -1100,14 +1128,14 @@ static bool on_key(struct top *t, int ch, uint64_t now)
 			t->cursor--;
 		break;
 	case KEY_DOWN:
-		if (t->cursor + 1 < t->table.nr_procs)
+		if (t->cursor + 1 < t->table->nr_procs)
 			t->cursor++;
 		break;
 	case '\n':
 	case '\r':
 	case KEY_ENTER:
-		if (t->show_procs && t->cursor < t->table.nr_procs) {
-			t->view.zoom_pid = t->table.procs[t->cursor].pid;
+		if (t->show_procs && t->cursor < t->table->nr_procs) {
+			t->view.zoom_pid = t->table->procs[t->cursor].pid;
 			t->show_procs = false;
 			promote_pid(t, t->view.zoom_pid); /* its stacks matter now */
 		}
@@ -1233,6 +1261,14 @@ static void top_summary(const struct top *t)
 		"%.3f ms table, %.3f ms screen; %" PRIu64 " process notices, %.3f ms CPU each",
 		t->nr_drains, t->cpu_drain / 1e6 / n, t->cpu_table / 1e6 / n, t->cpu_draw / 1e6 / n,
 		t->nr_notices, t->nr_notices ? t->cpu_notice / 1e6 / t->nr_notices : 0.0);
+	{
+		uint64_t updates, recounts;
+
+		toptable__stats(t->tt, &updates, &recounts);
+		p_debug("table: %" PRIu64 " updates, %" PRIu64 " of them counted the window "
+			"from nothing (first, view changed, a catalog left it)",
+			updates, recounts);
+	}
 	if (!t->r.rc.uw)
 		return;
 	if (t->waiting)
@@ -1266,7 +1302,7 @@ static void top_free(struct top *t)
 	free(t->win);
 	free(t->held);
 	free(t->scratch);
-	toptable__free(&t->table);
+	toptable__delete(t->tt);
 }
 
 int cmd_top(int argc, char **argv)
@@ -1291,6 +1327,13 @@ int cmd_top(int argc, char **argv)
 	log_set_level(t.r.o.verbosity < 0    ? LOG_ERROR
 		      : t.r.o.verbosity == 0 ? LOG_INFO
 					     : LOG_DEBUG);
+	t.tt = toptable__new();
+	if (!t.tt) {
+		p_err("out of memory");
+		cli__free(&t.r.o);
+		return 1;
+	}
+	t.table = toptable__table(t.tt);
 	{
 		const char *term = getenv("TERM");
 

@@ -51,120 +51,241 @@ static void frame_span(const struct profile *p, const uint32_t *fr, uint32_t n,
 		*lo = k;
 }
 
-/* Per profile of the window: its frames' rows and its samples' processes. */
+/* Per profile of the window: its frames' functions and its samples' processes. */
 struct pcache {
 	const struct profile *p;
-	uint32_t *row_of;  /* frame id -> row + 1, 0: not looked up yet */
+	uint32_t *fn_of; /* frame id -> function + 1, 0: not looked up yet */
+	size_t cap_fn_of;
 	uint32_t *proc_of; /* sample index -> process + 1 */
+	size_t cap_proc_of;
 };
 
-struct builder {
+/* A slice the counts hold. */
+struct counted {
+	uint64_t id;
+	const struct profile *p;
+	const struct top_delta *d;
+	size_t n;
+};
+
+/* Functions or processes in the order last shown; listed[i]: i is in ids. */
+struct order {
+	uint32_t *ids;
+	size_t nr, cap;
+	bool *listed;
+	size_t cap_listed;
+};
+
+struct toptable {
+	struct top_table t; /* the output; its arrays are reused */
+	size_t cap_rows, cap_procs;
+	/* Every function and process met since counting started, with its counts
+	 * in the window (0 once its samples left it). */
 	struct htab *fns;   /* kind, module, NUL, name -> index */
-	struct htab *procs; /* pid, comm pointer... -> index */
+	struct htab *procs; /* pid, comm -> index */
+	struct top_row *fn;
+	uint64_t *seen; /* per function: the sample (serial) that last counted it in total */
+	size_t nr_fn, cap_fn, cap_seen;
+	struct top_proc *proc;
+	size_t nr_proc, cap_proc;
 	struct pcache *pc;
 	size_t nr_pc, cap_pc;
-	struct top_table *t;
-	size_t cap_rows, cap_procs, cap_seen;
-	uint64_t *seen; /* per row: the sample (serial) that last counted it in total */
+	struct counted *in; /* ids ascending */
+	size_t nr_in, cap_in;
+	struct order fn_order, proc_order;
+	uint64_t samples, no_frames, serial;
+	/* The view counted under (filter NULL for none), and sorted by. */
+	char *filter;
+	uint32_t zoom_pid;
+	enum top_frames frames;
+	enum top_sort sort;
+	bool followed; /* the counts are those of in[]: an update can add and take away */
+	uint64_t updates, recounts;
 	struct sbuf key;
 };
 
-static long row_of(struct builder *b, const struct pframe *f)
+/* *arr grown to need elements, the new ones zeroed. */
+static int grow_zeroed(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t old = *cap;
+
+	if (need <= old)
+		return 0;
+	if (array_grow(arr, cap, need, elem))
+		return -ENOMEM;
+	memset((char *)*arr + old * elem, 0, (*cap - old) * elem);
+	return 0;
+}
+
+static long fn_of(struct toptable *tt, const struct pframe *f)
 {
 	const char *mod = f->module ? path_basename(f->module) : "";
 	char kind = (char)('0' + f->kind);
 	struct htab_entry *e;
 	bool created;
 
-	sbuf_reset(&b->key);
-	if (sbuf_add(&b->key, &kind, 1) || sbuf_puts(&b->key, mod) || sbuf_add(&b->key, "", 1) ||
-	    sbuf_puts(&b->key, f->name))
+	sbuf_reset(&tt->key);
+	if (sbuf_add(&tt->key, &kind, 1) || sbuf_puts(&tt->key, mod) || sbuf_add(&tt->key, "", 1) ||
+	    sbuf_puts(&tt->key, f->name))
 		return -ENOMEM;
-	e = htab__upsert(b->fns, b->key.buf, b->key.len, &created);
+	e = htab__upsert(tt->fns, tt->key.buf, tt->key.len, &created);
 	if (!e)
 		return -ENOMEM;
 	if (created) {
-		struct top_table *t = b->t;
-
-		if (array_grow((void **)&t->rows, &b->cap_rows, t->nr + 1, sizeof(*t->rows)) ||
-		    array_grow((void **)&b->seen, &b->cap_seen, t->nr + 1, sizeof(*b->seen))) {
-			htab__remove(b->fns, b->key.buf, b->key.len);
+		if (array_grow((void **)&tt->fn, &tt->cap_fn, tt->nr_fn + 1, sizeof(*tt->fn)) ||
+		    array_grow((void **)&tt->seen, &tt->cap_seen, tt->nr_fn + 1,
+			       sizeof(*tt->seen))) {
+			htab__remove(tt->fns, tt->key.buf, tt->key.len);
 			return -ENOMEM;
 		}
-		b->seen[t->nr] = 0;
-		t->rows[t->nr] = (struct top_row){
+		tt->seen[tt->nr_fn] = 0;
+		tt->fn[tt->nr_fn] = (struct top_row){
 			.name = f->name, .module = f->module ? mod : NULL, .kind = f->kind};
-		e->value = (void *)(uintptr_t)t->nr++;
+		e->value = (void *)(uintptr_t)tt->nr_fn++;
 	}
 	return (long)(uintptr_t)e->value;
 }
 
-static struct pcache *pcache_of(struct builder *b, const struct profile *p)
+/* p's cache, sized for what p holds now (profiles grow between updates). */
+static struct pcache *pcache_of(struct toptable *tt, const struct profile *p)
 {
-	struct pcache *c;
+	struct pcache *c = NULL;
 
-	for (size_t i = 0; i < b->nr_pc; i++)
-		if (b->pc[i].p == p)
-			return &b->pc[i];
-	if (array_grow((void **)&b->pc, &b->cap_pc, b->nr_pc + 1, sizeof(*b->pc)))
-		return NULL;
-	c = &b->pc[b->nr_pc];
-	c->p = p;
-	c->row_of = calloc(profile__nr_frames(p) + 1, sizeof(*c->row_of));
-	c->proc_of = calloc(profile__nr_samples(p) + 1, sizeof(*c->proc_of));
-	if (!c->row_of || !c->proc_of) {
-		free(c->row_of);
-		free(c->proc_of);
-		return NULL;
+	for (size_t i = 0; i < tt->nr_pc && !c; i++)
+		if (tt->pc[i].p == p)
+			c = &tt->pc[i];
+	if (!c) {
+		if (array_grow((void **)&tt->pc, &tt->cap_pc, tt->nr_pc + 1, sizeof(*tt->pc)))
+			return NULL;
+		c = &tt->pc[tt->nr_pc++];
+		*c = (struct pcache){.p = p};
 	}
-	b->nr_pc++;
+	if (grow_zeroed((void **)&c->fn_of, &c->cap_fn_of, profile__nr_frames(p) + 1,
+			sizeof(*c->fn_of)) ||
+	    grow_zeroed((void **)&c->proc_of, &c->cap_proc_of, profile__nr_samples(p) + 1,
+			sizeof(*c->proc_of)))
+		return NULL;
 	return c;
 }
 
-static int add_proc(struct builder *b, const struct psample *s, uint64_t count, uint32_t *cached)
+static int count_proc(struct toptable *tt, const struct psample *s, uint64_t count, bool sub,
+		      uint32_t *cached)
 {
-	struct top_table *t = b->t;
-	struct htab_entry *e;
-	bool created;
-	struct sbuf *k = &b->key;
+	struct sbuf *k = &tt->key;
 
-	if (*cached) {
-		t->procs[*cached - 1].samples += count;
+	if (!*cached) {
+		struct htab_entry *e;
+		bool created;
+
+		sbuf_reset(k);
+		if (sbuf_add(k, (const char *)&s->pid, sizeof(s->pid)) ||
+		    sbuf_puts(k, s->comm ? s->comm : ""))
+			return -ENOMEM;
+		e = htab__upsert(tt->procs, k->buf, k->len, &created);
+		if (!e)
+			return -ENOMEM;
+		if (created) {
+			if (array_grow((void **)&tt->proc, &tt->cap_proc, tt->nr_proc + 1,
+				       sizeof(*tt->proc))) {
+				htab__remove(tt->procs, k->buf, k->len);
+				return -ENOMEM;
+			}
+			tt->proc[tt->nr_proc] = (struct top_proc){
+				.pid = s->pid, .comm = s->comm, .container = s->container};
+			e->value = (void *)(uintptr_t)tt->nr_proc++;
+		}
+		*cached = (uint32_t)(uintptr_t)e->value + 1;
+	}
+	if (sub)
+		tt->proc[*cached - 1].samples -= count;
+	else
+		tt->proc[*cached - 1].samples += count;
+	return 0;
+}
+
+/* Sample idx of c's profile gained count (sub: lost it). */
+static int count_sample(struct toptable *tt, struct pcache *c, uint32_t idx, uint64_t count,
+			bool sub)
+{
+	const struct profile *p = c->p;
+	const struct psample *s = profile__sample(p, idx);
+	const uint32_t *fr;
+	uint32_t n, lo, hi;
+	uint64_t serial;
+	int err;
+
+	err = count_proc(tt, s, count, sub, &c->proc_of[idx]);
+	if (err)
+		return err;
+	if (sub)
+		count = -count; /* the sums below wrap back: unsigned arithmetic */
+	tt->samples += count;
+	fr = profile__stack_get(p, s->stack, &n);
+	frame_span(p, fr, n, tt->frames, &lo, &hi);
+	if (lo >= hi) {
+		tt->no_frames += count;
 		return 0;
 	}
-	sbuf_reset(k);
-	if (sbuf_add(k, (const char *)&s->pid, sizeof(s->pid)) ||
-	    sbuf_puts(k, s->comm ? s->comm : ""))
-		return -ENOMEM;
-	e = htab__upsert(b->procs, k->buf, k->len, &created);
-	if (!e)
-		return -ENOMEM;
-	if (created) {
-		if (array_grow((void **)&t->procs, &b->cap_procs, t->nr_procs + 1,
-			       sizeof(*t->procs))) {
-			htab__remove(b->procs, k->buf, k->len);
-			return -ENOMEM;
+	serial = ++tt->serial;
+	for (uint32_t j = lo; j < hi; j++) {
+		uint32_t r = fr[j] < c->cap_fn_of ? c->fn_of[fr[j]] : 0;
+
+		if (!r) {
+			long nr;
+
+			if (fr[j] >= c->cap_fn_of)
+				return -EINVAL; /* a frame the profile does not hold */
+			nr = fn_of(tt, profile__frame_get(p, fr[j]));
+			if (nr < 0)
+				return (int)nr;
+			r = c->fn_of[fr[j]] = (uint32_t)nr + 1;
 		}
-		t->procs[t->nr_procs] = (struct top_proc){
-			.pid = s->pid, .comm = s->comm, .container = s->container};
-		e->value = (void *)(uintptr_t)t->nr_procs++;
+		r--;
+		if (j == hi - 1)
+			tt->fn[r].self += count;
+		if (tt->seen[r] != serial) {
+			tt->seen[r] = serial;
+			tt->fn[r].total += count;
+		}
 	}
-	*cached = (uint32_t)(uintptr_t)e->value + 1;
-	t->procs[*cached - 1].samples += count;
 	return 0;
+}
+
+static int count_slice(struct toptable *tt, const struct profile *p, const struct top_delta *d,
+		       size_t n, const struct top_view *v, bool sub)
+{
+	size_t m = p ? (d ? n : profile__nr_samples(p)) : 0;
+	struct pcache *c;
+	int err = 0;
+
+	if (!m)
+		return 0;
+	c = pcache_of(tt, p);
+	if (!c)
+		return -ENOMEM;
+	for (size_t j = 0; j < m && !err; j++) {
+		uint32_t idx = d ? d[j].sample : (uint32_t)j;
+		const struct psample *s = profile__sample(p, idx);
+		uint64_t count = d ? d[j].count : s ? s->count : 0;
+
+		if (!s || !count || !toptable__matches(v, s))
+			continue;
+		err = count_sample(tt, c, idx, count, sub);
+	}
+	return err;
 }
 
 static int cmp_name(const struct top_row *x, const struct top_row *y)
 {
 	int c = strcmp(x->name, y->name);
 
-	return c ? c : strcmp(x->module ? x->module : "", y->module ? y->module : "");
+	if (!c)
+		c = strcmp(x->module ? x->module : "", y->module ? y->module : "");
+	return c ? c : (x->kind > y->kind) - (x->kind < y->kind);
 }
 
-static int cmp_self(const void *a, const void *b)
+static int cmp_self(const struct top_row *x, const struct top_row *y)
 {
-	const struct top_row *x = a, *y = b;
-
 	if (x->self != y->self)
 		return x->self < y->self ? 1 : -1;
 	if (x->total != y->total)
@@ -172,10 +293,8 @@ static int cmp_self(const void *a, const void *b)
 	return cmp_name(x, y);
 }
 
-static int cmp_total(const void *a, const void *b)
+static int cmp_total(const struct top_row *x, const struct top_row *y)
 {
-	const struct top_row *x = a, *y = b;
-
 	if (x->total != y->total)
 		return x->total < y->total ? 1 : -1;
 	if (x->self != y->self)
@@ -183,109 +302,312 @@ static int cmp_total(const void *a, const void *b)
 	return cmp_name(x, y);
 }
 
-static int cmp_procs(const void *a, const void *b)
+/* Orders of functions and processes (ids into tt's arrays); total orders, so an
+ * update sorts to what a build from nothing sorts to. */
+static int cmp_fn_ids(const void *a, const void *b, void *ctx)
 {
-	const struct top_proc *x = a, *y = b;
+	const struct toptable *tt = ctx;
+	const struct top_row *x = &tt->fn[*(const uint32_t *)a], *y = &tt->fn[*(const uint32_t *)b];
+
+	return tt->sort == TOP_SORT_TOTAL ? cmp_total(x, y) : cmp_self(x, y);
+}
+
+static int cmp_proc_ids(const void *a, const void *b, void *ctx)
+{
+	const struct toptable *tt = ctx;
+	const struct top_proc *x = &tt->proc[*(const uint32_t *)a];
+	const struct top_proc *y = &tt->proc[*(const uint32_t *)b];
 
 	if (x->samples != y->samples)
 		return x->samples < y->samples ? 1 : -1;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return strcmp(x->comm ? x->comm : "", y->comm ? y->comm : "");
 }
 
-static int add_sample(struct builder *b, struct pcache *c, uint32_t idx, uint64_t count,
-		      const struct top_view *v, uint64_t serial)
+static bool fn_live(const struct toptable *tt, uint32_t id)
 {
-	const struct profile *p = c->p;
-	const struct psample *s = profile__sample(p, idx);
-	struct top_table *t = b->t;
-	const uint32_t *fr;
-	uint32_t n, lo, hi;
-	int err;
+	return tt->fn[id].total > 0;
+}
 
-	err = add_proc(b, s, count, &c->proc_of[idx]);
+static bool proc_live(const struct toptable *tt, uint32_t id)
+{
+	return tt->proc[id].samples > 0;
+}
+
+/*
+ * o brought to the live items of [0, nr), sorted. From the last order an
+ * insertion sort is about one comparison an item (counts move a little
+ * between refreshes); past a budget of moves, or with all set, a full sort.
+ */
+static int order_refresh(struct toptable *tt, struct order *o, size_t nr,
+			 bool (*live)(const struct toptable *, uint32_t),
+			 int (*cmp)(const void *, const void *, void *), bool all)
+{
+	size_t k = 0, budget = 4 * nr + 64;
+
+	if (grow_zeroed((void **)&o->listed, &o->cap_listed, nr, sizeof(*o->listed)) ||
+	    array_grow((void **)&o->ids, &o->cap, nr, sizeof(*o->ids)))
+		return -ENOMEM;
+	for (size_t i = 0; i < o->nr; i++) {
+		uint32_t id = o->ids[i];
+
+		if (live(tt, id))
+			o->ids[k++] = id;
+		else
+			o->listed[id] = false;
+	}
+	o->nr = k;
+	for (uint32_t id = 0; id < nr; id++)
+		if (!o->listed[id] && live(tt, id)) {
+			o->ids[o->nr++] = id;
+			o->listed[id] = true;
+		}
+	for (size_t i = 1; i < o->nr && !all; i++) {
+		uint32_t id = o->ids[i];
+		size_t j = i;
+
+		while (j > 0 && cmp(&o->ids[j - 1], &id, tt) > 0) {
+			o->ids[j] = o->ids[j - 1];
+			j--;
+			if (!budget--) {
+				all = true;
+				break;
+			}
+		}
+		o->ids[j] = id;
+	}
+	if (all && o->nr > 1)
+		qsort_r(o->ids, o->nr, sizeof(*o->ids), cmp, tt);
+	return 0;
+}
+
+/* The output table from the counts. */
+static int publish(struct toptable *tt, bool all)
+{
+	struct top_table *t = &tt->t;
+
+	if (order_refresh(tt, &tt->fn_order, tt->nr_fn, fn_live, cmp_fn_ids, all) ||
+	    order_refresh(tt, &tt->proc_order, tt->nr_proc, proc_live, cmp_proc_ids, all) ||
+	    array_grow((void **)&t->rows, &tt->cap_rows, tt->fn_order.nr + 1, sizeof(*t->rows)) ||
+	    array_grow((void **)&t->procs, &tt->cap_procs, tt->proc_order.nr + 1,
+		       sizeof(*t->procs)))
+		return -ENOMEM;
+	for (size_t i = 0; i < tt->fn_order.nr; i++)
+		t->rows[i] = tt->fn[tt->fn_order.ids[i]];
+	for (size_t i = 0; i < tt->proc_order.nr; i++)
+		t->procs[i] = tt->proc[tt->proc_order.ids[i]];
+	t->nr = tt->fn_order.nr;
+	t->nr_procs = tt->proc_order.nr;
+	t->samples = tt->samples;
+	t->no_frames = tt->no_frames;
+	return 0;
+}
+
+/* Back to counting nothing (the output empty); arrays kept for reuse. */
+static void reset(struct toptable *tt)
+{
+	htab__free(tt->fns);
+	htab__free(tt->procs);
+	tt->fns = tt->procs = NULL;
+	for (size_t i = 0; i < tt->nr_pc; i++) {
+		free(tt->pc[i].fn_of);
+		free(tt->pc[i].proc_of);
+	}
+	tt->nr_pc = tt->nr_fn = tt->nr_proc = tt->nr_in = 0;
+	tt->fn_order.nr = tt->proc_order.nr = 0;
+	if (tt->fn_order.listed)
+		memset(tt->fn_order.listed, 0, tt->fn_order.cap_listed);
+	if (tt->proc_order.listed)
+		memset(tt->proc_order.listed, 0, tt->proc_order.cap_listed);
+	tt->samples = tt->no_frames = 0;
+	tt->followed = false;
+	tt->t.nr = tt->t.nr_procs = 0;
+	tt->t.samples = tt->t.no_frames = 0;
+}
+
+static bool followable(const struct top_slice *sl)
+{
+	return sl->id && sl->p && sl->d;
+}
+
+static bool same_view(const struct toptable *tt, const struct top_view *v)
+{
+	const char *f = v->filter && *v->filter ? v->filter : NULL;
+
+	return tt->zoom_pid == v->zoom_pid && tt->frames == v->frames &&
+	       (f && tt->filter ? !strcmp(f, tt->filter) : f == tt->filter);
+}
+
+/*
+ * Whether the counts can go from in[] to slices by adding and taking away:
+ * every slice followed, ids ascending, a slice kept the same, and every
+ * profile counted still in the window.
+ */
+static bool can_follow(const struct toptable *tt, const struct top_slice *slices, size_t n)
+{
+	size_t i = 0;
+
+	if (!tt->followed)
+		return false;
+	for (size_t j = 0; j < n; j++) {
+		const struct top_slice *sl = &slices[j];
+
+		if (!followable(sl) || (j && sl->id <= slices[j - 1].id))
+			return false;
+		while (i < tt->nr_in && tt->in[i].id < sl->id)
+			i++;
+		if (i < tt->nr_in && tt->in[i].id == sl->id &&
+		    (tt->in[i].p != sl->p || tt->in[i].d != sl->d || tt->in[i].n != sl->n))
+			return false;
+	}
+	for (size_t k = 0; k < tt->nr_pc; k++) {
+		bool found = false;
+
+		for (size_t j = 0; j < n && !found; j++)
+			found = slices[j].p == tt->pc[k].p;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+static int count_all(struct toptable *tt, const struct top_slice *slices, size_t n,
+		     const struct top_view *v)
+{
+	bool followed = true;
+	int err = 0;
+
+	reset(tt);
+	free(tt->filter);
+	tt->filter = NULL;
+	if (v->filter && *v->filter && !(tt->filter = strdup(v->filter)))
+		return -ENOMEM;
+	tt->zoom_pid = v->zoom_pid;
+	tt->frames = v->frames;
+	tt->fns = htab__new();
+	tt->procs = htab__new();
+	if (!tt->fns || !tt->procs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !err; i++) {
+		followed &= followable(&slices[i]) && (!i || slices[i].id > slices[i - 1].id);
+		err = count_slice(tt, slices[i].p, slices[i].d, slices[i].n, v, false);
+	}
+	if (!err && followed && array_grow((void **)&tt->in, &tt->cap_in, n + 1, sizeof(*tt->in)))
+		err = -ENOMEM;
+	if (err || !followed)
+		return err;
+	for (size_t i = 0; i < n; i++)
+		tt->in[i] = (struct counted){slices[i].id, slices[i].p, slices[i].d, slices[i].n};
+	tt->nr_in = n;
+	tt->followed = true;
+	return 0;
+}
+
+/* From in[] to slices (can_follow said it can). */
+static int follow(struct toptable *tt, const struct top_slice *slices, size_t n,
+		  const struct top_view *v)
+{
+	size_t i = 0, j = 0;
+	int err = 0;
+
+	/* Taken away first, added after: both lists are by id. */
+	while (i < tt->nr_in && !err) {
+		if (j < n && slices[j].id < tt->in[i].id) {
+			j++;
+		} else if (j < n && slices[j].id == tt->in[i].id) {
+			i++;
+			j++;
+		} else {
+			err = count_slice(tt, tt->in[i].p, tt->in[i].d, tt->in[i].n, v, true);
+			i++;
+		}
+	}
+	for (i = 0, j = 0; j < n && !err; j++) {
+		while (i < tt->nr_in && tt->in[i].id < slices[j].id)
+			i++;
+		if (i < tt->nr_in && tt->in[i].id == slices[j].id)
+			continue;
+		err = count_slice(tt, slices[j].p, slices[j].d, slices[j].n, v, false);
+	}
+	if (!err && array_grow((void **)&tt->in, &tt->cap_in, n + 1, sizeof(*tt->in)))
+		err = -ENOMEM;
 	if (err)
 		return err;
-	t->samples += count;
-	fr = profile__stack_get(p, s->stack, &n);
-	frame_span(p, fr, n, v->frames, &lo, &hi);
-	if (lo >= hi) {
-		t->no_frames += count;
-		return 0;
-	}
-	for (uint32_t j = lo; j < hi; j++) {
-		uint32_t r = c->row_of[fr[j]];
-
-		if (!r) {
-			long nr = row_of(b, profile__frame_get(p, fr[j]));
-
-			if (nr < 0)
-				return (int)nr;
-			r = c->row_of[fr[j]] = (uint32_t)nr + 1;
-		}
-		r--;
-		if (j == hi - 1)
-			t->rows[r].self += count;
-		if (b->seen[r] != serial) {
-			b->seen[r] = serial;
-			t->rows[r].total += count;
-		}
-	}
+	for (i = 0; i < n; i++)
+		tt->in[i] = (struct counted){slices[i].id, slices[i].p, slices[i].d, slices[i].n};
+	tt->nr_in = n;
 	return 0;
+}
+
+struct toptable *toptable__new(void)
+{
+	return calloc(1, sizeof(struct toptable));
+}
+
+void toptable__delete(struct toptable *tt)
+{
+	if (!tt)
+		return;
+	reset(tt);
+	toptable__free(&tt->t);
+	free(tt->fn);
+	free(tt->seen);
+	free(tt->proc);
+	free(tt->pc);
+	free(tt->in);
+	free(tt->fn_order.ids);
+	free(tt->fn_order.listed);
+	free(tt->proc_order.ids);
+	free(tt->proc_order.listed);
+	free(tt->filter);
+	sbuf_free(&tt->key);
+	free(tt);
+}
+
+int toptable__update(struct toptable *tt, const struct top_slice *slices, size_t n,
+		     const struct top_view *v)
+{
+	bool all = !same_view(tt, v) || !can_follow(tt, slices, n);
+	int err;
+
+	tt->updates++;
+	tt->recounts += all;
+	err = all ? count_all(tt, slices, n, v) : follow(tt, slices, n, v);
+	if (!err) {
+		all |= tt->sort != v->sort;
+		tt->sort = v->sort;
+		err = publish(tt, all);
+	}
+	if (err)
+		reset(tt);
+	return err;
+}
+
+const struct top_table *toptable__table(const struct toptable *tt)
+{
+	return &tt->t;
+}
+
+void toptable__stats(const struct toptable *tt, uint64_t *updates, uint64_t *recounts)
+{
+	*updates = tt->updates;
+	*recounts = tt->recounts;
 }
 
 int toptable__build(struct top_table *t, const struct top_slice *slices, size_t n,
 		    const struct top_view *v)
 {
-	struct builder b = {.t = t};
-	uint64_t serial = 0;
-	int err = 0;
+	struct toptable *tt = toptable__new();
+	int err = tt ? toptable__update(tt, slices, n, v) : -ENOMEM;
 
 	memset(t, 0, sizeof(*t));
-	b.fns = htab__new();
-	b.procs = htab__new();
-	if (!b.fns || !b.procs) {
-		err = -ENOMEM;
-		goto out;
+	if (!err) {
+		*t = tt->t;
+		tt->t.rows = NULL;
+		tt->t.procs = NULL;
 	}
-	for (size_t i = 0; i < n && !err; i++) {
-		const struct top_slice *sl = &slices[i];
-		size_t m = sl->d ? sl->n : profile__nr_samples(sl->p);
-		struct pcache *c;
-
-		if (!sl->p || !m)
-			continue;
-		c = pcache_of(&b, sl->p);
-		if (!c) {
-			err = -ENOMEM;
-			break;
-		}
-		for (size_t j = 0; j < m && !err; j++) {
-			uint32_t idx = sl->d ? sl->d[j].sample : (uint32_t)j;
-			const struct psample *s = profile__sample(sl->p, idx);
-			uint64_t count = sl->d ? sl->d[j].count : s ? s->count : 0;
-
-			if (!s || !count || !toptable__matches(v, s))
-				continue;
-			err = add_sample(&b, c, idx, count, v, ++serial);
-		}
-	}
-	if (!err && t->nr)
-		qsort(t->rows, t->nr, sizeof(*t->rows),
-		      v->sort == TOP_SORT_TOTAL ? cmp_total : cmp_self);
-	if (!err && t->nr_procs)
-		qsort(t->procs, t->nr_procs, sizeof(*t->procs), cmp_procs);
-out:
-	for (size_t i = 0; i < b.nr_pc; i++) {
-		free(b.pc[i].row_of);
-		free(b.pc[i].proc_of);
-	}
-	free(b.pc);
-	htab__free(b.fns);
-	htab__free(b.procs);
-	sbuf_free(&b.key);
-	free(b.seen);
-	if (err)
-		toptable__free(t);
+	toptable__delete(tt);
 	return err;
 }
 

@@ -14,6 +14,13 @@
  * across the slices; "total" counts a function once per stack even when it
  * recurses. Rows point at strings of the profiles they were built from: a
  * table is valid until one of them is freed (rebuild after the window moves).
+ *
+ * top refreshes through a struct toptable, which keeps what it counted: a
+ * refresh adds the slices that joined the window and takes away those that
+ * left, instead of counting the whole window again, and sorts from the last
+ * order (a refresh moves few rows). It counts again from nothing when the view
+ * filter, zoom or frames change, when a profile leaves the window (rows may
+ * point at its strings), or when a slice cannot be followed (id 0, no deltas).
  */
 #ifndef BPFPROF_TOPTABLE_H
 #define BPFPROF_TOPTABLE_H
@@ -76,6 +83,9 @@ struct top_slice {
 	const struct profile *p;
 	const struct top_delta *d; /* NULL: every sample of p, with its count */
 	size_t n;
+	/* For toptable__update: a slice's id names the same p, d and n at every
+	 * update (ids grow along the window); 0: not followed. */
+	uint64_t id;
 };
 
 /* Whether sample s is in the view (filter and zoom). */
@@ -85,5 +95,23 @@ bool toptable__matches(const struct top_view *v, const struct psample *s);
 int toptable__build(struct top_table *t, const struct top_slice *slices, size_t n,
 		    const struct top_view *v);
 void toptable__free(struct top_table *t);
+
+/* What the last update counted; see the top of this file. */
+struct toptable;
+
+struct toptable *toptable__new(void);
+void toptable__delete(struct toptable *tt);
+/*
+ * Brings the table to slices[0..n) under v, as toptable__build would build
+ * it. The slices of the last update that are not in this one must still be
+ * valid during this call (their counts are taken away): free them after it.
+ * 0 or -ENOMEM (the table is then empty, and the next update counts again).
+ */
+int toptable__update(struct toptable *tt, const struct top_slice *slices, size_t n,
+		     const struct top_view *v);
+/* The table of the last update; valid until the next update or delete. */
+const struct top_table *toptable__table(const struct toptable *tt);
+/* Updates so far, and how many of them counted the window from nothing. */
+void toptable__stats(const struct toptable *tt, uint64_t *updates, uint64_t *recounts);
 
 #endif

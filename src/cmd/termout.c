@@ -3,47 +3,89 @@
 #include "cmd/termout.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <term.h>
 #include <unistd.h>
 
-#include "base/htab.h"
 #include "base/util.h"
 
 /*
- * The strings the terminal's capabilities expand to, kept: tiparm() looks
- * its format up in a search tree and interprets it at every call, and
+ * The strings the terminal's capabilities expand to are kept: tiparm()
+ * looks its format up in a search tree and interprets it at every call, and
  * vidputs() works out an attribute change the same way - about a microsecond
  * each, dozens per refresh. A row's cursor address and an attribute's on and
- * off strings never change while the terminal stays the same.
+ * off strings never change while the terminal stays the same. They are kept
+ * inline, a cursor address in a slot per cell found by index, the attributes
+ * in a short list: a refresh runs once a second on a cold cache, where a
+ * hash table's probe and the string it points at were a miss each.
  */
-#define CACHE_MAX 4096
+#define MOVES_MAX (1 << 16) /* cells whose cursor address is kept (a 256x256 screen) */
+#define ATTRS_MAX 8
 
-struct move_key {
-	int y, x;
+struct move_slot {
+	unsigned char len; /* of s; 0: not expanded yet, or: */
+#define MOVE_NONE 255	   /* not kept (padding in it, or too long): expanded each time */
+	char s[15];
 };
 
-struct attr_str {
-	char *on, *off; /* normal -> attr, attr -> normal */
+struct attr_slot {
+	attr_t attr;
+	bool kept;		       /* else vidputs() each time */
+	unsigned char on_len, off_len; /* normal -> attr, attr -> normal */
+	char on[32], off[32];
 };
 
-static char *buf;
+/*
+ * What each row shows. A refresh compares a row's new text with it and
+ * writes from the first byte that differs to the last.
+ */
+struct row {
+	int len;       /* of text, or: */
+#define ROW_BLANK   -1 /* after a clear */
+#define ROW_UNKNOWN -2 /* not ASCII: cleared and written whole next time */
+	attr_t attr;
+	bool drawn;  /* in this refresh */
+	char text[]; /* cols + 1 */
+};
+
+static char *buf; /* what this refresh writes */
 static size_t len, cap;
-static bool oom; /* a byte did not fit: the rest of this refresh is dropped */
-static struct htab *moves;  /* move_key -> its cursor_address string */
-static struct htab *attrs;  /* attr_t -> struct attr_str */
-static char capt[256];	    /* what a vidputs() emits, being captured */
+static bool oom;   /* a byte did not fit: the rest of this refresh is dropped */
+static char *rows; /* nr_lines rows of row_size bytes, then one for scratch */
+static size_t row_size;
+static int nr_lines, nr_cols;
+static bool stale = true;	/* the screen is not what the rows say */
+static struct move_slot *moves; /* nr_lines x nr_cols, or NULL */
+static struct attr_slot attrs[ATTRS_MAX];
+static int nr_attrs;
+static char el[16];   /* clr_eol */
+static int el_len;    /* 0: not looked at, -1: not kept */
+static char capt[64]; /* what a vidputs() emits, being captured */
 static size_t capt_len;
 static bool capt_over;
 
+static struct row *row_at(int y)
+{
+	return (struct row *)(rows + (size_t)y * row_size);
+}
+
+static void out_bytes(const char *s, size_t n)
+{
+	if (len + n > cap && array_grow((void **)&buf, &cap, len + n, 1)) {
+		oom = true;
+		return;
+	}
+	memcpy(buf + len, s, n);
+	len += n;
+}
+
 static int out_ch(int c)
 {
-	if (len + 1 > cap && array_grow((void **)&buf, &cap, len + 1, 1)) {
-		oom = true;
-		return c;
-	}
-	buf[len++] = (char)c;
+	char ch = (char)c;
+
+	out_bytes(&ch, 1);
 	return c;
 }
 
@@ -51,18 +93,6 @@ static void out_cap(const char *s)
 {
 	if (s)
 		tputs(s, 1, out_ch);
-}
-
-static void out_str(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (len + n > cap && array_grow((void **)&buf, &cap, len + n, 1)) {
-		oom = true;
-		return;
-	}
-	memcpy(buf + len, s, n);
-	len += n;
 }
 
 static int capt_ch(int c)
@@ -74,46 +104,17 @@ static int capt_ch(int c)
 	return c;
 }
 
-/* What vidputs(attr) emits now, as a string; NULL if it does not fit. */
-static char *capture_vid(attr_t attr)
+/* What vidputs(attr) emits now into to[size]: its length, or -1. */
+static int capture_vid(attr_t attr, char *to, size_t size)
 {
 	capt_len = 0;
 	capt_over = false;
 	vidputs(attr, capt_ch);
-	capt[capt_len] = '\0';
-	return capt_over ? NULL : strdup(capt);
-}
-
-static void cache_free(void)
-{
-	struct htab_entry *e;
-	size_t pos = 0;
-
-	while (moves && (e = htab__next(moves, &pos)))
-		free(e->value);
-	pos = 0;
-	while (attrs && (e = htab__next(attrs, &pos))) {
-		struct attr_str *a = e->value;
-
-		if (a) {
-			free(a->on);
-			free(a->off);
-			free(a);
-		}
-	}
-	htab__free(moves);
-	htab__free(attrs);
-	moves = attrs = NULL;
-}
-
-/* A table, emptied when it holds CACHE_MAX strings (a huge terminal). */
-static struct htab *cache_of(struct htab **h)
-{
-	if (*h && htab__count(*h) >= CACHE_MAX)
-		cache_free();
-	if (!*h)
-		*h = htab__new();
-	return *h;
+	if (capt_over || capt_len > size || capt_len > UINT8_MAX ||
+	    memchr(capt, '$', capt_len)) /* padding: expanded by tputs at every use */
+		return -1;
+	memcpy(to, capt, capt_len);
+	return (int)capt_len;
 }
 
 bool termout__ok(void)
@@ -121,112 +122,229 @@ bool termout__ok(void)
 	return cursor_address != NULL;
 }
 
-void termout__move(int y, int x)
+static void move_to(int y, int x)
 {
-	struct move_key k = { y, x };
-	struct htab *h = cache_of(&moves);
-	struct htab_entry *e = h ? htab__upsert(h, &k, sizeof(k), NULL) : NULL;
+	struct move_slot *m = NULL;
 	const char *s;
+	size_t n;
 
-	if (e && e->value) {
-		out_str(e->value);
+	if (moves && y >= 0 && x >= 0 && y < nr_lines && x < nr_cols)
+		m = &moves[(size_t)y * (size_t)nr_cols + (size_t)x];
+	if (m && m->len && m->len != MOVE_NONE) {
+		out_bytes(m->s, m->len);
 		return;
 	}
 	s = tiparm(cursor_address, y, x);
 	if (!s)
 		return;
-	/* Padding (delays) in it: expanded by tputs at every use, not kept. */
-	if (e && !strchr(s, '$'))
-		e->value = strdup(s);
-	if (e && e->value)
-		out_str(e->value);
-	else {
-		if (e)
-			htab__remove(h, &k, sizeof(k));
-		out_cap(s);
+	if (m && !m->len) {
+		n = strlen(s);
+		if (n <= sizeof(m->s) && !strchr(s, '$')) {
+			memcpy(m->s, s, n);
+			m->len = (unsigned char)n;
+		} else {
+			m->len = MOVE_NONE;
+		}
 	}
+	out_cap(s);
 }
 
-/* attr's on and off strings, from normal and back (every text is written so). */
-static const struct attr_str *attr_strings(attr_t attr)
+/* attr's strings, from normal and back (every text is written so). */
+static const struct attr_slot *attr_strings(attr_t attr)
 {
-	struct htab *h = cache_of(&attrs);
-	struct htab_entry *e = h ? htab__upsert(h, &attr, sizeof(attr), NULL) : NULL;
-	struct attr_str *a;
+	struct attr_slot *a;
+	int on, off;
 
-	if (!e)
+	for (int i = 0; i < nr_attrs; i++)
+		if (attrs[i].attr == attr)
+			return &attrs[i];
+	if (nr_attrs == ATTRS_MAX)
 		return NULL;
-	if (e->value)
-		return e->value;
-	a = calloc(1, sizeof(*a));
-	if (a) {
-		vidputs(A_NORMAL, capt_ch); /* from normal, whatever came before */
-		a->on = capture_vid(attr);
-		a->off = capture_vid(A_NORMAL);
+	a = &attrs[nr_attrs++];
+	*a = (struct attr_slot){.attr = attr};
+	vidputs(A_NORMAL, capt_ch); /* from normal, whatever came before */
+	on = capture_vid(attr, a->on, sizeof(a->on));
+	off = capture_vid(A_NORMAL, a->off, sizeof(a->off));
+	if (on >= 0 && off >= 0) {
+		a->kept = true;
+		a->on_len = (unsigned char)on;
+		a->off_len = (unsigned char)off;
 	}
-	if (!a || !a->on || !a->off || strchr(a->on, '$') || strchr(a->off, '$')) {
-		if (a) {
-			free(a->on);
-			free(a->off);
-			free(a);
-		}
-		htab__remove(h, &attr, sizeof(attr));
-		return NULL;
-	}
-	e->value = a;
 	return a;
 }
 
-void termout__text(const char *s, size_t n, attr_t attr)
+static void text(const char *s, size_t n, attr_t attr)
 {
-	const struct attr_str *a = attr ? attr_strings(attr) : NULL;
+	const struct attr_slot *a = attr ? attr_strings(attr) : NULL;
 
-	if (a)
-		out_str(a->on);
+	if (a && a->kept)
+		out_bytes(a->on, a->on_len);
 	else if (attr)
 		vidputs(attr, out_ch);
-	if (len + n > cap && array_grow((void **)&buf, &cap, len + n, 1))
-		oom = true;
-	else {
-		memcpy(buf + len, s, n);
-		len += n;
-	}
-	if (a)
-		out_str(a->off);
+	out_bytes(s, n);
+	if (a && a->kept)
+		out_bytes(a->off, a->off_len);
 	else if (attr)
 		vidputs(A_NORMAL, out_ch);
 }
 
-void termout__clear_eol(void)
+static void clear_eol(void)
 {
-	out_cap(clr_eol);
+	if (!el_len) {
+		size_t n = clr_eol ? strlen(clr_eol) : 0;
+
+		el_len = -1;
+		if (n && n < sizeof(el) && !strchr(clr_eol, '$')) {
+			memcpy(el, clr_eol, n);
+			el_len = (int)n;
+		}
+	}
+	if (el_len > 0)
+		out_bytes(el, (size_t)el_len);
+	else
+		out_cap(clr_eol);
 }
 
-int termout__flush(void)
+static void rows_free(void)
+{
+	free(rows);
+	free(moves);
+	rows = NULL;
+	moves = NULL;
+	nr_lines = nr_cols = 0;
+}
+
+bool termout__begin(int h, int w)
+{
+	bool clear = stale || !rows || h != nr_lines || w != nr_cols;
+
+	len = 0;
+	oom = false;
+	if (clear) {
+		h = MAX(h, 0);
+		w = MAX(w, 0);
+		rows_free();
+		row_size = (offsetof(struct row, text) + (size_t)w + 1 + 7) & ~(size_t)7;
+		rows = calloc((size_t)h + 1, row_size);
+		if (rows) {
+			nr_lines = h;
+			nr_cols = w;
+			for (int y = 0; y < h; y++)
+				row_at(y)->len = ROW_BLANK;
+			if ((size_t)h * (size_t)w <= MOVES_MAX)
+				moves = calloc((size_t)h * (size_t)w + 1, sizeof(*moves));
+		}
+		/* No rows (out of memory): nothing is drawn, and the next refresh
+		 * starts over. */
+		stale = !rows;
+	}
+	for (int y = 0; y < nr_lines; y++)
+		row_at(y)->drawn = false;
+	return clear;
+}
+
+void termout__row(int y, const char *s, attr_t attr)
+{
+	/* Not the last cell of the screen: writing it may scroll. */
+	int w = y == nr_lines - 1 ? nr_cols - 1 : nr_cols, n = 0, from = 0, to, old;
+	char *t = rows ? row_at(nr_lines)->text : NULL; /* the scratch row */
+	struct row *r;
+	bool ascii = true;
+
+	if (y < 0 || y >= nr_lines || w <= 0 || !rows)
+		return;
+	for (; s[n] && n < w; n++) {
+		unsigned char ch = (unsigned char)s[n];
+
+		t[n] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+		ascii &= ch < 0x80;
+	}
+	t[n] = '\0';
+	r = row_at(y);
+	r->drawn = true;
+	if (r->len == ROW_UNKNOWN) {
+		move_to(y, 0);
+		clear_eol();
+		r->len = ROW_BLANK;
+	}
+	/* Byte offsets are columns only in ASCII: other rows are written whole. */
+	if (!ascii) {
+		move_to(y, 0);
+		text(t, (size_t)n, attr);
+		r->len = ROW_UNKNOWN;
+		return;
+	}
+	old = r->len < 0 ? 0 : r->len;
+	to = n;
+	if (r->len >= 0 && r->attr == attr) {
+		while (from < n && from < old && t[from] == r->text[from])
+			from++;
+		if (n == old) {
+			if (from == n)
+				return; /* unchanged */
+			while (to > from && t[to - 1] == r->text[to - 1])
+				to--;
+		}
+	}
+	if (to > from) {
+		move_to(y, from);
+		text(t + from, (size_t)(to - from), attr);
+	}
+	if (n < old) {
+		move_to(y, n);
+		clear_eol();
+	}
+	memcpy(r->text, t, (size_t)n + 1);
+	r->len = n;
+	r->attr = attr;
+}
+
+static int flush(void)
 {
 	size_t off = 0;
 	int err = oom ? -ENOMEM : 0;
 
-	while (off < len) {
+	while (off < len && !err) {
 		ssize_t n = write(STDOUT_FILENO, buf + off, len - off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
+		if (n <= 0)
 			err = n < 0 ? -errno : -EIO;
-			break;
-		}
-		off += (size_t)n;
+		else
+			off += (size_t)n;
 	}
 	len = 0;
 	oom = false;
 	return err;
 }
 
+int termout__end(void)
+{
+	int err;
+
+	for (int y = 0; y < nr_lines; y++) {
+		const struct row *r = row_at(y);
+
+		if (!r->drawn && (r->len > 0 || r->len == ROW_UNKNOWN))
+			termout__row(y, "", 0);
+	}
+	/* Out of memory, or a short write: the screen is not what the rows say.
+	 * Cleared and drawn whole next time. */
+	err = flush();
+	if (err)
+		stale = true;
+	return err;
+}
+
 void termout__free(void)
 {
-	cache_free();
+	rows_free();
 	free(buf);
 	buf = NULL;
 	len = cap = 0;
+	oom = false;
+	stale = true;
+	nr_attrs = 0;
+	el_len = 0;
 }

@@ -45,6 +45,7 @@
 #include "base/util.h"
 #include "cmd/cli.h"
 #include "cmd/record.h"
+#include "cmd/linebuf.h"
 #include "cmd/termout.h"
 #include "cmd/toptable.h"
 #include "collector/collector.h"
@@ -659,25 +660,51 @@ static double pct(uint64_t n, uint64_t of)
 	return of ? 100.0 * n / of : 0;
 }
 
-/* The first header line, shared by both outputs. */
+/* The first header line, shared by both outputs:
+ * "bpfprof top: %s at %u Hz, sliding window %u s (%.0f s so far), %.0f samples/s,
+ * %lu lost, %lu samples shown". */
 static void header_line(const struct top *t, uint64_t now, char *buf, size_t size)
 {
-	snprintf(buf, size,
-		 "bpfprof top: %s at %u Hz, sliding window %u s (%.0f s so far), %.0f samples/s, "
-		 "%" PRIu64 " lost, %" PRIu64 " samples shown",
-		 t->target, t->r.o.freq, t->window, window_span(t, now), t->rate, t->lost,
-		 t->table->samples);
+	struct linebuf b;
+
+	linebuf__init(&b, buf, size);
+	linebuf__str(&b, "bpfprof top: ", 0, -1);
+	linebuf__str(&b, t->target, 0, -1);
+	linebuf__str(&b, " at ", 0, -1);
+	linebuf__u64(&b, t->r.o.freq, 0);
+	linebuf__str(&b, " Hz, sliding window ", 0, -1);
+	linebuf__u64(&b, t->window, 0);
+	linebuf__str(&b, " s (", 0, -1);
+	linebuf__fixed(&b, window_span(t, now), 0, 0);
+	linebuf__str(&b, " s so far), ", 0, -1);
+	linebuf__fixed(&b, t->rate, 0, 0);
+	linebuf__str(&b, " samples/s, ", 0, -1);
+	linebuf__u64(&b, t->lost, 0);
+	linebuf__str(&b, " lost, ", 0, -1);
+	linebuf__u64(&b, t->table->samples, 0);
+	linebuf__str(&b, " samples shown", 0, -1);
+	linebuf__end(&b, buf);
 }
 
+/* "sort: %s | frames: %s | filter: %s | process: %s%s" */
 static void view_line(const struct top *t, char *buf, size_t size)
 {
-	char zoom[64] = "all";
+	struct linebuf b;
 
+	linebuf__init(&b, buf, size);
+	linebuf__str(&b, "sort: ", 0, -1);
+	linebuf__str(&b, t->view.sort == TOP_SORT_TOTAL ? "total" : "self", 0, -1);
+	linebuf__str(&b, " | frames: ", 0, -1);
+	linebuf__str(&b, frames_name(t->view.frames), 0, -1);
+	linebuf__str(&b, " | filter: ", 0, -1);
+	linebuf__str(&b, t->filter[0] ? t->filter : "none", 0, -1);
+	linebuf__str(&b, " | process: ", 0, -1);
 	if (t->view.zoom_pid)
-		snprintf(zoom, sizeof(zoom), "%u", t->view.zoom_pid);
-	snprintf(buf, size, "sort: %s | frames: %s | filter: %s | process: %s%s",
-		 t->view.sort == TOP_SORT_TOTAL ? "total" : "self", frames_name(t->view.frames),
-		 t->filter[0] ? t->filter : "none", zoom, t->paused ? " | PAUSED" : "");
+		linebuf__u64(&b, t->view.zoom_pid, 0);
+	else
+		linebuf__str(&b, "all", 0, -1);
+	linebuf__str(&b, t->paused ? " | PAUSED" : "", 0, -1);
+	linebuf__end(&b, buf);
 }
 
 /* --- plain snapshots ---------------------------------------------------------------- */
@@ -707,27 +734,15 @@ static int print_snapshot(struct top *t, uint64_t now)
 
 /* --- the screen -------------------------------------------------------------------- */
 
-static bool curses_on;
-
 /*
- * What each row of the screen shows: a refresh writes only the spans that
- * changed (the figures, mostly), through terminfo in one write (termout.h).
- * ncurses sets the terminal up, clears it after a resize, reads keys and
- * restores it; its refresh is not used for the rows: after an erase() and
- * whole rows it compared every cell and costed every cursor motion, most of
- * a refresh's CPU.
+ * Rows are written by termout.h, which keeps what each row shows and writes
+ * only the spans that changed (the figures, mostly) in one write. ncurses
+ * sets the terminal up, clears it after a resize, reads keys and restores
+ * it; its refresh is not used for the rows: after an erase() and whole rows
+ * it compared every cell and costed every cursor motion, most of a
+ * refresh's CPU. Lines are built without printf (linebuf.h).
  */
-#define ROW_MAX 1024
-struct shown_row {
-	char text[ROW_MAX];
-	int len; /* of text, or: */
-#define ROW_BLANK   -1 /* after a clear */
-#define ROW_UNKNOWN -2 /* not ASCII: cleared and written whole next time */
-	attr_t attr;
-	bool drawn; /* in this refresh */
-};
-static struct shown_row *shown;
-static int shown_lines, shown_cols;
+static bool curses_on, colors;
 
 static void screen_end(void)
 {
@@ -735,177 +750,28 @@ static void screen_end(void)
 		endwin();
 		curses_on = false;
 	}
-	free(shown);
-	shown = NULL;
-	shown_lines = shown_cols = 0;
 	termout__free();
 }
 
-/* A refresh starts: after a resize (or the first time) from a cleared screen. */
-static void rows_begin(void)
+/* "  %6.2f  %6.2f  %7lu  %-18.18s %s" */
+static void function_line(const struct top *t, const struct top_row *r, double self, char *buf,
+			  size_t size)
 {
-	if (!shown || shown_lines != LINES || shown_cols != COLS) {
-		free(shown);
-		shown_lines = shown_cols = 0;
-		shown = calloc((size_t)MAX(LINES, 1), sizeof(*shown));
-		if (shown) {
-			shown_lines = LINES;
-			shown_cols = COLS;
-			for (int y = 0; y < shown_lines; y++)
-				shown[y].len = ROW_BLANK;
-		}
-		/* ncurses clears it (and then believes it blank, as it stays for it). */
-		clearok(curscr, TRUE);
-		erase();
-		refresh();
-	}
-	for (int y = 0; y < shown_lines; y++)
-		shown[y].drawn = false;
-}
+	const struct top_table *tb = t->table;
+	struct linebuf b;
 
-/* Row y shows s (cut at the right edge; control characters become '?'). */
-static void put(int y, const char *s, attr_t attr)
-{
-	/* Not the last cell of the screen: writing it may scroll. */
-	int w = MIN(y == LINES - 1 ? COLS - 1 : COLS, ROW_MAX - 1), n = 0, from = 0, to, old;
-	char buf[ROW_MAX];
-	struct shown_row *r;
-	bool ascii = true;
-
-	if (y < 0 || y >= LINES || w <= 0 || !shown || y >= shown_lines)
-		return;
-	for (; s[n] && n < w; n++) {
-		unsigned char ch = (unsigned char)s[n];
-
-		buf[n] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-		ascii &= ch < 0x80;
-	}
-	buf[n] = '\0';
-	r = &shown[y];
-	r->drawn = true;
-	if (r->len == ROW_UNKNOWN) {
-		termout__move(y, 0);
-		termout__clear_eol();
-		r->len = ROW_BLANK;
-	}
-	/* Byte offsets are columns only in ASCII: other rows are written whole. */
-	if (!ascii) {
-		termout__move(y, 0);
-		termout__text(buf, (size_t)n, attr);
-		r->len = ROW_UNKNOWN;
-		return;
-	}
-	old = r->len < 0 ? 0 : r->len;
-	to = n;
-	if (r->len >= 0 && r->attr == attr) {
-		while (from < n && from < old && buf[from] == r->text[from])
-			from++;
-		if (n == old) {
-			if (from == n)
-				return; /* unchanged */
-			while (to > from && buf[to - 1] == r->text[to - 1])
-				to--;
-		}
-	}
-	if (to > from) {
-		termout__move(y, from);
-		termout__text(buf + from, (size_t)(to - from), attr);
-	}
-	if (n < old) {
-		termout__move(y, n);
-		termout__clear_eol();
-	}
-	memcpy(r->text, buf, (size_t)n + 1);
-	r->len = n;
-	r->attr = attr;
-}
-
-/* A refresh ends: rows it did not draw are cleared; all of it in one write. */
-static void rows_end(void)
-{
-	for (int y = 0; y < shown_lines; y++)
-		if (!shown[y].drawn && (shown[y].len > 0 || shown[y].len == ROW_UNKNOWN))
-			put(y, "", 0);
-	if (termout__flush()) {
-		/* Out of memory, or a short write: the screen is not what the rows
-		 * say. Cleared and drawn whole next time. */
-		free(shown);
-		shown = NULL;
-		shown_lines = shown_cols = 0;
-	}
-}
-
-/*
- * A row's text without printf: the function view formats every row at every
- * refresh (snprintf() calls were ~8% of top's CPU in a perf profile; these
- * rows took the screen from 0.074 to 0.068 ms a refresh). Percentages are
- * rounded half up to hundredths (printf rounds the binary value half to even:
- * the two may differ in the last digit of an exact half).
- */
-struct line_buf {
-	char *p, *end; /* end: the last byte, kept for the NUL */
-};
-
-static void lb_ch(struct line_buf *b, char c)
-{
-	if (b->p < b->end)
-		*b->p++ = c;
-}
-
-static void lb_pad(struct line_buf *b, int n)
-{
-	while (n-- > 0)
-		lb_ch(b, ' ');
-}
-
-/* s left-aligned in width columns, at most max bytes of it (max < 0: all). */
-static void lb_str(struct line_buf *b, const char *s, int width, int max)
-{
-	int n = 0;
-
-	for (; s[n] && (max < 0 || n < max); n++)
-		lb_ch(b, s[n]);
-	lb_pad(b, width - n);
-}
-
-/* digits right-aligned in width columns. */
-static void lb_right(struct line_buf *b, const char *digits, int n, int width)
-{
-	lb_pad(b, width - n);
-	for (int i = 0; i < n; i++)
-		lb_ch(b, digits[i]);
-}
-
-static int fmt_u64(char *out, uint64_t v)
-{
-	char tmp[24];
-	int n = 0, k = 0;
-
-	do
-		tmp[n++] = (char)('0' + v % 10);
-	while ((v /= 10));
-	while (n)
-		out[k++] = tmp[--n];
-	return k;
-}
-
-static void lb_u64(struct line_buf *b, uint64_t v, int width)
-{
-	char d[24];
-
-	lb_right(b, d, fmt_u64(d, v), width);
-}
-
-static void lb_pct(struct line_buf *b, double v, int width)
-{
-	uint64_t h = v > 0 && v < 1e15 ? (uint64_t)(v * 100 + 0.5) : 0;
-	char d[32];
-	int n = fmt_u64(d, h / 100);
-
-	d[n++] = '.';
-	d[n++] = (char)('0' + h % 100 / 10);
-	d[n++] = (char)('0' + h % 10);
-	lb_right(b, d, n, width);
+	linebuf__init(&b, buf, size);
+	linebuf__pad(&b, 2);
+	linebuf__fixed(&b, self, 2, 6);
+	linebuf__pad(&b, 2);
+	linebuf__fixed(&b, pct(r->total, tb->samples), 2, 6);
+	linebuf__pad(&b, 2);
+	linebuf__u64(&b, t->view.sort == TOP_SORT_TOTAL ? r->total : r->self, 7);
+	linebuf__pad(&b, 2);
+	linebuf__str(&b, module_label(r), 18, 18);
+	linebuf__ch(&b, ' ');
+	linebuf__str(&b, r->name ? r->name : "", 0, -1);
+	linebuf__end(&b, buf);
 }
 
 static void draw_functions(struct top *t, int first, int last)
@@ -913,8 +779,8 @@ static void draw_functions(struct top *t, int first, int last)
 	const struct top_table *tb = t->table;
 	char line[1024];
 
-	snprintf(line, sizeof(line), "   Self%%  Total%%  Samples  %-18s %s", "Module", "Function");
-	put(first - 1, line, A_REVERSE);
+	termout__row(first - 1, "   Self%  Total%  Samples  Module             Function",
+		     A_REVERSE);
 	for (int y = first; y < last; y++) {
 		size_t i = (size_t)(y - first);
 		const struct top_row *r;
@@ -924,28 +790,13 @@ static void draw_functions(struct top *t, int first, int last)
 			break;
 		r = &tb->rows[i];
 		self = pct(r->self, tb->samples);
-		{
-			/* "  %6.2f  %6.2f  %7lu  %-18.18s %s" */
-			struct line_buf b = { line, line + sizeof(line) - 1 };
-
-			lb_pad(&b, 2);
-			lb_pct(&b, self, 6);
-			lb_pad(&b, 2);
-			lb_pct(&b, pct(r->total, tb->samples), 6);
-			lb_pad(&b, 2);
-			lb_u64(&b, t->view.sort == TOP_SORT_TOTAL ? r->total : r->self, 7);
-			lb_pad(&b, 2);
-			lb_str(&b, module_label(r), 18, 18);
-			lb_ch(&b, ' ');
-			lb_str(&b, r->name ? r->name : "", 0, -1);
-			*b.p = '\0';
-		}
+		function_line(t, r, self, line, sizeof(line));
 		/* perf top's colours: red from 5% self, green from 0.5%. */
-		put(y, line,
-		    has_colors() ? (self >= 5	  ? COLOR_PAIR(1)
-				    : self >= 0.5 ? COLOR_PAIR(2)
-						  : 0)
-				 : 0);
+		termout__row(y, line,
+			     colors ? (self >= 5     ? COLOR_PAIR(1)
+				       : self >= 0.5 ? COLOR_PAIR(2)
+						     : 0)
+				    : 0);
 	}
 }
 
@@ -955,9 +806,8 @@ static void draw_procs(struct top *t, int first, int last)
 	size_t top_row = 0, rows = last > first ? (size_t)(last - first) : 0;
 	char line[1024];
 
-	snprintf(line, sizeof(line), "   Share  Samples      PID  %-16s %s", "Command",
-		 "Container");
-	put(first - 1, line, A_REVERSE);
+	termout__row(first - 1, "   Share  Samples      PID  Command          Container",
+		     A_REVERSE);
 	if (t->cursor >= tb->nr_procs)
 		t->cursor = tb->nr_procs ? tb->nr_procs - 1 : 0;
 	if (rows && t->cursor >= rows)
@@ -965,14 +815,25 @@ static void draw_procs(struct top *t, int first, int last)
 	for (int y = first; y < last; y++) {
 		size_t i = top_row + (size_t)(y - first);
 		const struct top_proc *p;
+		struct linebuf b;
 
 		if (i >= tb->nr_procs)
 			break;
 		p = &tb->procs[i];
-		snprintf(line, sizeof(line), "  %6.2f  %7" PRIu64 "  %7u  %-16.16s %.12s",
-			 pct(p->samples, tb->samples), p->samples, p->pid, p->comm,
-			 p->container ? p->container : "");
-		put(y, line, i == t->cursor ? A_REVERSE : 0);
+		/* "  %6.2f  %7lu  %7u  %-16.16s %.12s" */
+		linebuf__init(&b, line, sizeof(line));
+		linebuf__pad(&b, 2);
+		linebuf__fixed(&b, pct(p->samples, tb->samples), 2, 6);
+		linebuf__pad(&b, 2);
+		linebuf__u64(&b, p->samples, 7);
+		linebuf__pad(&b, 2);
+		linebuf__u64(&b, p->pid, 7);
+		linebuf__pad(&b, 2);
+		linebuf__str(&b, p->comm ? p->comm : "", 16, 16);
+		linebuf__ch(&b, ' ');
+		linebuf__str(&b, p->container ? p->container : "", 0, 12);
+		linebuf__end(&b, line);
+		termout__row(y, line, i == t->cursor ? A_REVERSE : 0);
 	}
 }
 
@@ -980,29 +841,38 @@ static void draw(struct top *t, uint64_t now)
 {
 	char line[1024];
 
-	rows_begin();
+	if (termout__begin(LINES, COLS)) {
+		/* ncurses clears it (and then believes it blank, as it stays for it). */
+		clearok(curscr, TRUE);
+		erase();
+		refresh();
+	}
 	header_line(t, now, line, sizeof(line));
-	put(0, line, A_BOLD);
+	termout__row(0, line, A_BOLD);
 	view_line(t, line, sizeof(line));
-	put(1, line, 0);
+	termout__row(1, line, 0);
 	if (t->show_procs)
 		draw_procs(t, 4, LINES - 1);
 	else
 		draw_functions(t, 4, LINES - 1);
 	if (t->prompting) {
-		snprintf(line, sizeof(line),
-			 "filter (process name, pid or container; Ctrl-U clears, empty: none): %s",
-			 t->input);
-		put(LINES - 1, line, A_BOLD);
+		struct linebuf b;
+
+		linebuf__init(&b, line, sizeof(line));
+		linebuf__str(&b, "filter (process name, pid or container; ", 0, -1);
+		linebuf__str(&b, "Ctrl-U clears, empty: none): ", 0, -1);
+		linebuf__str(&b, t->input, 0, -1);
+		linebuf__end(&b, line);
+		termout__row(LINES - 1, line, A_BOLD);
 	} else {
-		put(LINES - 1,
-		    t->show_procs ? "up/down select  Enter zoom into it  z/Esc all processes  p "
-				    "functions  q quit"
-				  : "s sort  space pause  / filter  k kernel/user  p processes  z "
-				    "unzoom  q quit",
-		    A_REVERSE);
+		termout__row(LINES - 1,
+			     t->show_procs ? "up/down select  Enter zoom into it  z/Esc all "
+					     "processes  p functions  q quit"
+					   : "s sort  space pause  / filter  k kernel/user  p "
+					     "processes  z unzoom  q quit",
+			     A_REVERSE);
 	}
-	rows_end();
+	termout__end();
 }
 
 static int screen_start(struct top *t)
@@ -1025,7 +895,8 @@ static int screen_start(struct top *t)
 	nodelay(stdscr, TRUE);
 	set_escdelay(25);
 	curs_set(0);
-	if (has_colors()) {
+	colors = has_colors();
+	if (colors) {
 		start_color();
 		use_default_colors();
 		init_pair(1, COLOR_RED, -1);

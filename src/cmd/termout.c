@@ -17,11 +17,12 @@
  * vidputs() works out an attribute change the same way - about a microsecond
  * each, dozens per refresh. A row's cursor address and an attribute's on and
  * off strings never change while the terminal stays the same. They are kept
- * inline, a cursor address in a slot per cell found by index, the attributes
- * in a short list: a refresh runs once a second on a cold cache, where a
- * hash table's probe and the string it points at were a miss each.
+ * inline (a refresh runs once a second on a cold cache, where a hash table's
+ * probe and the string it points at were a miss each): the address of a
+ * row's first column in the row, then a column address (hpa) per column.
+ * Kept per cell, the first move to each of a screen's thousands of cells
+ * paid tiparm(), in a 30 s run a quarter of the rows' time.
  */
-#define MOVES_MAX (1 << 16) /* cells whose cursor address is kept (a 256x256 screen) */
 #define ATTRS_MAX 8
 
 struct move_slot {
@@ -46,8 +47,9 @@ struct row {
 #define ROW_BLANK   -1 /* after a clear */
 #define ROW_UNKNOWN -2 /* not ASCII: cleared and written whole next time */
 	attr_t attr;
-	bool drawn;  /* in this refresh */
-	char text[]; /* cols + 1 */
+	bool drawn;	       /* in this refresh */
+	struct move_slot home; /* the cursor address of its first column */
+	char text[];	       /* cols + 1 */
 };
 
 static char *buf; /* what this refresh writes */
@@ -57,7 +59,7 @@ static char *rows; /* nr_lines rows of row_size bytes, then one for scratch */
 static size_t row_size;
 static int nr_lines, nr_cols;
 static bool stale = true;	/* the screen is not what the rows say */
-static struct move_slot *moves; /* nr_lines x nr_cols, or NULL */
+static struct move_slot *cols;	/* column addresses, nr_cols of them, or NULL */
 static struct attr_slot attrs[ATTRS_MAX];
 static int nr_attrs;
 static char el[16];   /* clr_eol */
@@ -122,22 +124,14 @@ bool termout__ok(void)
 	return cursor_address != NULL;
 }
 
-static void move_to(int y, int x)
+/* Writes s (a capability's expansion, or NULL), kept in m if it can be. */
+static void put_kept(struct move_slot *m, const char *s)
 {
-	struct move_slot *m = NULL;
-	const char *s;
 	size_t n;
 
-	if (moves && y >= 0 && x >= 0 && y < nr_lines && x < nr_cols)
-		m = &moves[(size_t)y * (size_t)nr_cols + (size_t)x];
-	if (m && m->len && m->len != MOVE_NONE) {
-		out_bytes(m->s, m->len);
-		return;
-	}
-	s = tiparm(cursor_address, y, x);
 	if (!s)
 		return;
-	if (m && !m->len) {
+	if (!m->len) {
 		n = strlen(s);
 		if (n <= sizeof(m->s) && !strchr(s, '$')) {
 			memcpy(m->s, s, n);
@@ -147,6 +141,33 @@ static void move_to(int y, int x)
 		}
 	}
 	out_cap(s);
+}
+
+static bool kept(const struct move_slot *m)
+{
+	return m->len && m->len != MOVE_NONE;
+}
+
+/* The cursor to (y, x) of the screen (0 <= y < nr_lines, 0 <= x < nr_cols). */
+static void move_to(int y, int x)
+{
+	struct move_slot *home = &row_at(y)->home, *col = cols && x ? &cols[x] : NULL;
+
+	/* Without a column address that can be kept: one address, expanded each time. */
+	if (x && (!col || col->len == MOVE_NONE)) {
+		out_cap(tiparm(cursor_address, y, x));
+		return;
+	}
+	if (kept(home))
+		out_bytes(home->s, home->len);
+	else
+		put_kept(home, tiparm(cursor_address, y, 0));
+	if (!col)
+		return;
+	if (kept(col))
+		out_bytes(col->s, col->len);
+	else
+		put_kept(col, tiparm(column_address, x));
 }
 
 /* attr's strings, from normal and back (every text is written so). */
@@ -208,9 +229,9 @@ static void clear_eol(void)
 static void rows_free(void)
 {
 	free(rows);
-	free(moves);
+	free(cols);
 	rows = NULL;
-	moves = NULL;
+	cols = NULL;
 	nr_lines = nr_cols = 0;
 }
 
@@ -231,8 +252,9 @@ bool termout__begin(int h, int w)
 			nr_cols = w;
 			for (int y = 0; y < h; y++)
 				row_at(y)->len = ROW_BLANK;
-			if ((size_t)h * (size_t)w <= MOVES_MAX)
-				moves = calloc((size_t)h * (size_t)w + 1, sizeof(*moves));
+			/* NULL (none, or out of memory): cursor addresses each time. */
+			if (column_address)
+				cols = calloc((size_t)w + 1, sizeof(*cols));
 		}
 		/* No rows (out of memory): nothing is drawn, and the next refresh
 		 * starts over. */

@@ -3,9 +3,9 @@
  * test_termout.c - top's screen rows on an xterm terminfo entry, the bytes
  * of each refresh read back from stdout: a first refresh and one after a
  * resize draw every row; then only the span that changed is written
- * (cursor addresses as tiparm() expands them, cached or not), shorter rows
- * are cleared to the end, rows not drawn are cleared, unchanged ones cost
- * nothing; rows are cut at the edge and the last cell; control characters
+ * (the row's address, then the column's, as tiparm() expands them, kept or
+ * not), shorter rows are cleared to the end, rows not drawn are cleared,
+ * unchanged ones cost nothing; rows are cut at the edge and the last cell; control characters
  * become '?'; a non-ASCII row is written whole each time; an attribute
  * change rewrites the row; a failed write makes the next refresh start over.
  */
@@ -75,8 +75,12 @@ static const char *expect(const char *spec)
 			int y, x, k;
 
 			assert_int_equal(sscanf(spec, "@%d,%d;%n", &y, &x, &k), 2);
+			/* The row's first column, then the column (xterm has hpa). */
 			n += (size_t)snprintf(want + n, sizeof(want) - n, "%s",
-					      tiparm(cursor_address, y, x));
+					      tiparm(cursor_address, y, 0));
+			if (x)
+				n += (size_t)snprintf(want + n, sizeof(want) - n, "%s",
+						      tiparm(column_address, x));
 			spec += k;
 		} else if (*spec == '~') {
 			n += (size_t)snprintf(want + n, sizeof(want) - n, "%s", clr_eol);

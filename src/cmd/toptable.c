@@ -78,21 +78,25 @@ struct order {
 
 struct toptable {
 	struct top_table t; /* the output; its arrays are reused */
-	size_t cap_rows, cap_procs;
-	/* Every function and process met since counting started, with its counts
-	 * in the window (0 once its samples left it). */
-	struct htab *fns;   /* kind, module, NUL, name -> index */
+	size_t cap_procs;
+	/*
+	 * Every function and process met since counting started, with its counts
+	 * in the window (0 once its samples left it). A function's row is kept in
+	 * t.rows itself, in the last order, those left with no samples at its end
+	 * (they sort last); at[] finds it by the function's id.
+	 */
+	struct htab *fns;   /* kind, module, NUL, name -> id */
 	struct htab *procs; /* pid, comm -> index */
-	struct top_row *fn;
-	uint64_t *seen; /* per function: the sample (serial) that last counted it in total */
-	size_t nr_fn, cap_fn, cap_seen;
+	uint32_t *at;	    /* per function id: its row's index in t.rows */
+	uint64_t *seen;	    /* per function id: the sample (serial) that last counted it in total */
+	size_t nr_fn, cap_rows, cap_at, cap_seen;
 	struct top_proc *proc;
 	size_t nr_proc, cap_proc;
 	struct pcache *pc;
 	size_t nr_pc, cap_pc;
 	struct counted *in; /* ids ascending */
 	size_t nr_in, cap_in;
-	struct order fn_order, proc_order;
+	struct order proc_order;
 	uint64_t samples, no_frames, serial;
 	/* The view counted under (filter NULL for none), and sorted by. */
 	char *filter;
@@ -132,15 +136,21 @@ static long fn_of(struct toptable *tt, const struct pframe *f)
 	if (!e)
 		return -ENOMEM;
 	if (created) {
-		if (array_grow((void **)&tt->fn, &tt->cap_fn, tt->nr_fn + 1, sizeof(*tt->fn)) ||
+		if (array_grow((void **)&tt->t.rows, &tt->cap_rows, tt->nr_fn + 1,
+			       sizeof(*tt->t.rows)) ||
+		    array_grow((void **)&tt->at, &tt->cap_at, tt->nr_fn + 1, sizeof(*tt->at)) ||
 		    array_grow((void **)&tt->seen, &tt->cap_seen, tt->nr_fn + 1,
 			       sizeof(*tt->seen))) {
 			htab__remove(tt->fns, tt->key.buf, tt->key.len);
 			return -ENOMEM;
 		}
+		/* New rows start at the end; the id is the row's index at first. */
 		tt->seen[tt->nr_fn] = 0;
-		tt->fn[tt->nr_fn] = (struct top_row){
-			.name = f->name, .module = f->module ? mod : NULL, .kind = f->kind};
+		tt->at[tt->nr_fn] = (uint32_t)tt->nr_fn;
+		tt->t.rows[tt->nr_fn] = (struct top_row){.name = f->name,
+							 .module = f->module ? mod : NULL,
+							 .kind = f->kind,
+							 .id = (uint32_t)tt->nr_fn};
 		e->value = (void *)(uintptr_t)tt->nr_fn++;
 	}
 	return (long)(uintptr_t)e->value;
@@ -242,10 +252,10 @@ static int count_sample(struct toptable *tt, struct pcache *c, uint32_t idx, uin
 		}
 		r--;
 		if (j == hi - 1)
-			tt->fn[r].self += count;
+			tt->t.rows[tt->at[r]].self += count;
 		if (tt->seen[r] != serial) {
 			tt->seen[r] = serial;
-			tt->fn[r].total += count;
+			tt->t.rows[tt->at[r]].total += count;
 		}
 	}
 	return 0;
@@ -302,15 +312,60 @@ static int cmp_total(const struct top_row *x, const struct top_row *y)
 	return cmp_name(x, y);
 }
 
-/* Orders of functions and processes (ids into tt's arrays); total orders, so an
- * update sorts to what a build from nothing sorts to. */
-static int cmp_fn_ids(const void *a, const void *b, void *ctx)
+static int cmp_self_rows(const void *a, const void *b)
 {
-	const struct toptable *tt = ctx;
-	const struct top_row *x = &tt->fn[*(const uint32_t *)a], *y = &tt->fn[*(const uint32_t *)b];
-
-	return tt->sort == TOP_SORT_TOTAL ? cmp_total(x, y) : cmp_self(x, y);
+	return cmp_self(a, b);
 }
+
+static int cmp_total_rows(const void *a, const void *b)
+{
+	return cmp_total(a, b);
+}
+
+/*
+ * The rows sorted, from the last order: an insertion sort is about one
+ * comparison a row when counts moved a little (a refresh); past a budget of
+ * moves, or with all set, a full sort. Rows with no samples end up last.
+ */
+static void sort_rows(struct toptable *tt, bool all)
+{
+	int (*cmp)(const struct top_row *, const struct top_row *) =
+		tt->sort == TOP_SORT_TOTAL ? cmp_total : cmp_self;
+	struct top_row *rows = tt->t.rows;
+	size_t n = tt->nr_fn, budget = 4 * n + 64;
+
+	for (size_t i = 1; i < n && !all; i++) {
+		struct top_row r;
+		size_t j = i;
+
+		if (cmp(&rows[i - 1], &rows[i]) <= 0)
+			continue;
+		r = rows[i];
+		while (j > 0 && cmp(&rows[j - 1], &r) > 0) {
+			rows[j] = rows[j - 1];
+			tt->at[rows[j].id] = (uint32_t)j;
+			j--;
+			if (!budget--) {
+				all = true;
+				break;
+			}
+		}
+		rows[j] = r;
+		tt->at[r.id] = (uint32_t)j;
+	}
+	if (all && n > 1) {
+		qsort(rows, n, sizeof(*rows),
+		      tt->sort == TOP_SORT_TOTAL ? cmp_total_rows : cmp_self_rows);
+		for (size_t i = 0; i < n; i++)
+			tt->at[rows[i].id] = (uint32_t)i;
+	}
+	while (n > 0 && !rows[n - 1].total)
+		n--;
+	tt->t.nr = n;
+}
+
+/* The order of processes (ids into tt's array); total orders, so an update
+ * sorts to what a build from nothing sorts to. */
 
 static int cmp_proc_ids(const void *a, const void *b, void *ctx)
 {
@@ -323,11 +378,6 @@ static int cmp_proc_ids(const void *a, const void *b, void *ctx)
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
 	return strcmp(x->comm ? x->comm : "", y->comm ? y->comm : "");
-}
-
-static bool fn_live(const struct toptable *tt, uint32_t id)
-{
-	return tt->fn[id].total > 0;
 }
 
 static bool proc_live(const struct toptable *tt, uint32_t id)
@@ -387,17 +437,13 @@ static int publish(struct toptable *tt, bool all)
 {
 	struct top_table *t = &tt->t;
 
-	if (order_refresh(tt, &tt->fn_order, tt->nr_fn, fn_live, cmp_fn_ids, all) ||
-	    order_refresh(tt, &tt->proc_order, tt->nr_proc, proc_live, cmp_proc_ids, all) ||
-	    array_grow((void **)&t->rows, &tt->cap_rows, tt->fn_order.nr + 1, sizeof(*t->rows)) ||
+	sort_rows(tt, all);
+	if (order_refresh(tt, &tt->proc_order, tt->nr_proc, proc_live, cmp_proc_ids, all) ||
 	    array_grow((void **)&t->procs, &tt->cap_procs, tt->proc_order.nr + 1,
 		       sizeof(*t->procs)))
 		return -ENOMEM;
-	for (size_t i = 0; i < tt->fn_order.nr; i++)
-		t->rows[i] = tt->fn[tt->fn_order.ids[i]];
 	for (size_t i = 0; i < tt->proc_order.nr; i++)
 		t->procs[i] = tt->proc[tt->proc_order.ids[i]];
-	t->nr = tt->fn_order.nr;
 	t->nr_procs = tt->proc_order.nr;
 	t->samples = tt->samples;
 	t->no_frames = tt->no_frames;
@@ -415,9 +461,7 @@ static void reset(struct toptable *tt)
 		free(tt->pc[i].proc_of);
 	}
 	tt->nr_pc = tt->nr_fn = tt->nr_proc = tt->nr_in = 0;
-	tt->fn_order.nr = tt->proc_order.nr = 0;
-	if (tt->fn_order.listed)
-		memset(tt->fn_order.listed, 0, tt->fn_order.cap_listed);
+	tt->proc_order.nr = 0;
 	if (tt->proc_order.listed)
 		memset(tt->proc_order.listed, 0, tt->proc_order.cap_listed);
 	tt->samples = tt->no_frames = 0;
@@ -551,13 +595,11 @@ void toptable__delete(struct toptable *tt)
 		return;
 	reset(tt);
 	toptable__free(&tt->t);
-	free(tt->fn);
+	free(tt->at);
 	free(tt->seen);
 	free(tt->proc);
 	free(tt->pc);
 	free(tt->in);
-	free(tt->fn_order.ids);
-	free(tt->fn_order.listed);
 	free(tt->proc_order.ids);
 	free(tt->proc_order.listed);
 	free(tt->filter);

@@ -55,6 +55,7 @@ struct top_row {
 	const char *module; /* basename, or NULL */
 	enum frame_kind kind;
 	uint64_t self, total;
+	uint32_t id; /* toptable's: which function this row counts */
 };
 
 struct top_proc {

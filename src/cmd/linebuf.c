@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 void linebuf__init(struct linebuf *b, char *buf, size_t size)
 {
@@ -26,11 +27,12 @@ void linebuf__pad(struct linebuf *b, int n)
 
 void linebuf__str(struct linebuf *b, const char *s, int width, int max)
 {
-	int n = 0;
+	size_t n = max < 0 ? strlen(s) : strnlen(s, (size_t)max);
+	size_t room = (size_t)(b->end - b->p);
 
-	for (; s[n] && (max < 0 || n < max); n++)
-		linebuf__ch(b, s[n]);
-	linebuf__pad(b, width - n);
+	memcpy(b->p, s, n < room ? n : room);
+	b->p += n < room ? n : room;
+	linebuf__pad(b, width - (int)n);
 }
 
 /* digits[0..n) right-aligned in width columns. */
@@ -64,18 +66,22 @@ void linebuf__u64(struct linebuf *b, uint64_t v, int width)
 
 /*
  * v * 10^decimals rounded to an integer the way printf rounds: from v's
- * exact binary value, a tie to even. v = m / 2^shift with m the 53-bit
- * significand; m * 10^3 < 2^63, so the product and its remainder are exact.
- * For 0 <= v < 2^53.
+ * exact binary value, a tie to even. v = m / 2^shift with m the significand
+ * (53 bits at most); m * 10^3 < 2^63, so the product and its remainder are
+ * exact. For 0 <= v < 2^52 (IEEE 754 binary64).
  */
 static uint64_t scaled(double v, int decimals)
 {
 	static const uint64_t pow10[] = {1, 10, 100, 1000};
-	int e, shift;
-	uint64_t m, q, r, half;
+	uint64_t bits, m, q, r, half;
+	int exp, shift;
 
-	m = (uint64_t)ldexp(frexp(v, &e), 53);
-	shift = 53 - e;
+	memcpy(&bits, &v, sizeof(bits));
+	exp = (int)(bits >> 52 & 0x7ff);
+	m = bits & ((1ull << 52) - 1);
+	if (exp) /* else subnormal: m / 2^1074 */
+		m |= 1ull << 52;
+	shift = 1075 - (exp ? exp : 1);
 	m *= pow10[decimals];
 	if (shift <= 0)
 		return m << -shift;

@@ -58,8 +58,8 @@ static bool oom;   /* a byte did not fit: the rest of this refresh is dropped */
 static char *rows; /* nr_lines rows of row_size bytes, then one for scratch */
 static size_t row_size;
 static int nr_lines, nr_cols;
-static bool stale = true;	/* the screen is not what the rows say */
-static struct move_slot *cols;	/* column addresses, nr_cols of them, or NULL */
+static bool stale = true;      /* the screen is not what the rows say */
+static struct move_slot *cols; /* column addresses, nr_cols of them, or NULL */
 static struct attr_slot attrs[ATTRS_MAX];
 static int nr_attrs;
 static char el[16];   /* clr_eol */
@@ -265,6 +265,38 @@ bool termout__begin(int h, int w)
 	return clear;
 }
 
+/* How many bytes a and b have the same, from their start, and from their end
+ * (8 at a time: rows differ in a few figures). */
+static int same_prefix(const char *a, const char *b, int n)
+{
+	int i = 0;
+
+	for (uint64_t x, y; i + 8 <= n; i += 8) {
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		if (x != y)
+			break;
+	}
+	while (i < n && a[i] == b[i])
+		i++;
+	return i;
+}
+
+static int same_suffix(const char *a, const char *b, int n)
+{
+	int i = 0;
+
+	for (uint64_t x, y; i + 8 <= n; i += 8) {
+		memcpy(&x, a + n - i - 8, 8);
+		memcpy(&y, b + n - i - 8, 8);
+		if (x != y)
+			break;
+	}
+	while (i < n && a[n - i - 1] == b[n - i - 1])
+		i++;
+	return i;
+}
+
 void termout__row(int y, const char *s, attr_t attr)
 {
 	/* Not the last cell of the screen: writing it may scroll. */
@@ -275,13 +307,20 @@ void termout__row(int y, const char *s, attr_t attr)
 
 	if (y < 0 || y >= nr_lines || w <= 0 || !rows)
 		return;
-	for (; s[n] && n < w; n++) {
-		unsigned char ch = (unsigned char)s[n];
-
-		t[n] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-		ascii &= ch < 0x80;
-	}
+	n = (int)strnlen(s, (size_t)w);
+	memcpy(t, s, (size_t)n);
 	t[n] = '\0';
+	for (int i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)t[i];
+
+		/* One comparison for the usual printable ASCII byte. */
+		if ((unsigned char)(ch - 0x20) >= 0x5f) {
+			if (ch < 0x20 || ch == 0x7f)
+				t[i] = '?';
+			else
+				ascii = false;
+		}
+	}
 	r = row_at(y);
 	r->drawn = true;
 	if (r->len == ROW_UNKNOWN) {
@@ -299,13 +338,11 @@ void termout__row(int y, const char *s, attr_t attr)
 	old = r->len < 0 ? 0 : r->len;
 	to = n;
 	if (r->len >= 0 && r->attr == attr) {
-		while (from < n && from < old && t[from] == r->text[from])
-			from++;
+		from = same_prefix(t, r->text, MIN(n, old));
 		if (n == old) {
 			if (from == n)
 				return; /* unchanged */
-			while (to > from && t[to - 1] == r->text[to - 1])
-				to--;
+			to -= same_suffix(t + from, r->text + from, n - from);
 		}
 	}
 	if (to > from) {

@@ -135,6 +135,21 @@ static void test_rows_diff(void **state)
 	assert_string_equal(frame(5, 20, false, 1, 0, "hx"), "");
 	/* Every row changed (a new filter): each rewritten. */
 	assert_string_equal(frame(5, 20, false, 2, 0, "ab", 1, "cd"), expect("@0,0;ab@1,0;cd"));
+	/* Long rows: the span from the first byte that differs to the last. */
+	assert_string_equal(
+		frame(5, 60, true, 1, 2, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH"),
+		expect("@2,0;0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH"));
+	assert_string_equal(
+		frame(5, 60, false, 1, 2, "0123456789abcdefgXijklmnopqrstuvwxyzABCDEFGH"),
+		expect("@2,17;X"));
+	assert_string_equal(
+		frame(5, 60, false, 1, 2, "012Y456789abcdefgXijklmnopqrstuvwxyzABCDEFGZ"),
+		expect("@2,3;Y456789abcdefgXijklmnopqrstuvwxyzABCDEFGZ"));
+	assert_string_equal(
+		frame(5, 60, false, 1, 2, "Q12Y456789abcdefgXijklmnopqrstuvwxyzABCDEFGZ"),
+		expect("@2,0;Q"));
+	assert_string_equal(
+		frame(5, 60, false, 1, 2, "Q12Y456789abcdefgXijklmnopqrstuvwxyzABCDEFGZ"), "");
 	/* A resize: the caller clears, every row is drawn again. */
 	assert_string_equal(frame(6, 20, true, 2, 0, "ab", 1, "cd"), expect("@0,0;ab@1,0;cd"));
 	assert_string_equal(frame(6, 20, false, 2, 0, "ab", 1, "cd"), "");

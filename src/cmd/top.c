@@ -506,6 +506,8 @@ static int rebuild(struct top *t)
 	int err = 0;
 
 	t->view.filter = t->filter[0] ? t->filter : NULL;
+	/* Only the rows shown are kept in order (rows 4 to LINES - 2 on the screen). */
+	t->view.rows = t->tui ? (size_t)MAX(LINES - 5, 1) : t->rows;
 	if (array_grow((void **)&t->scratch, &t->cap_scratch, n + 1, sizeof(*t->scratch)))
 		err = -ENOMEM;
 	for (size_t i = 0; i < n && !err; i++) {
@@ -1022,8 +1024,8 @@ static bool on_key(struct top *t, int ch, uint64_t now)
 	default:
 		changed = false;
 	}
-	if (changed && ch != KEY_UP && ch != KEY_DOWN && ch != KEY_RESIZE)
-		rebuild(t);
+	if (changed && ch != KEY_UP && ch != KEY_DOWN)
+		rebuild(t); /* after a resize too: the rows shown are the rows kept in order */
 	return false;
 }
 

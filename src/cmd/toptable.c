@@ -103,6 +103,7 @@ struct toptable {
 	uint32_t zoom_pid;
 	enum top_frames frames;
 	enum top_sort sort;
+	size_t limit;  /* the rows in order: view's rows */
 	bool followed; /* the counts are those of in[]: an update can add and take away */
 	uint64_t updates, recounts;
 	struct sbuf key;
@@ -322,25 +323,46 @@ static int cmp_total_rows(const void *a, const void *b)
 	return cmp_total(a, b);
 }
 
+/* Rows i and j swap places. */
+static void swap_rows(struct toptable *tt, size_t i, size_t j)
+{
+	struct top_row r = tt->t.rows[i];
+
+	tt->t.rows[i] = tt->t.rows[j];
+	tt->t.rows[j] = r;
+	tt->at[tt->t.rows[i].id] = (uint32_t)i;
+	tt->at[r.id] = (uint32_t)j;
+}
+
 /*
- * The rows sorted, from the last order: an insertion sort is about one
- * comparison a row when counts moved a little (a refresh); past a budget of
- * moves, or with all set, a full sort. Rows with no samples end up last.
+ * The first k rows in order, every later row after them (in no order):
+ * only they are shown. From the last order an insertion sort of the first
+ * k is about one comparison a row when counts moved a little (a refresh),
+ * then each later row is compared with the k-th and swapped in if it goes
+ * before it. Past a budget of moves, or with all set, a full sort. Rows with
+ * no samples go last.
  */
 static void sort_rows(struct toptable *tt, bool all)
 {
 	int (*cmp)(const struct top_row *, const struct top_row *) =
 		tt->sort == TOP_SORT_TOTAL ? cmp_total : cmp_self;
 	struct top_row *rows = tt->t.rows;
-	size_t n = tt->nr_fn, budget = 4 * n + 64;
+	size_t n = tt->nr_fn, k = tt->limit && tt->limit < n ? tt->limit : n;
+	size_t budget = 4 * n + 64;
 
 	for (size_t i = 1; i < n && !all; i++) {
-		struct top_row r;
 		size_t j = i;
+		struct top_row r;
 
-		if (cmp(&rows[i - 1], &rows[i]) <= 0)
+		if (i >= k) { /* after the first k: in them if it goes before the k-th */
+			if (cmp(&rows[k - 1], &rows[i]) <= 0)
+				continue;
+			swap_rows(tt, k - 1, i);
+			j = k - 1;
+		}
+		if (!j || cmp(&rows[j - 1], &rows[j]) <= 0)
 			continue;
-		r = rows[i];
+		r = rows[j];
 		while (j > 0 && cmp(&rows[j - 1], &r) > 0) {
 			rows[j] = rows[j - 1];
 			tt->at[rows[j].id] = (uint32_t)j;
@@ -359,9 +381,9 @@ static void sort_rows(struct toptable *tt, bool all)
 		for (size_t i = 0; i < n; i++)
 			tt->at[rows[i].id] = (uint32_t)i;
 	}
-	while (n > 0 && !rows[n - 1].total)
-		n--;
-	tt->t.nr = n;
+	while (k > 0 && !rows[k - 1].total)
+		k--;
+	tt->t.nr = k;
 }
 
 /* The order of processes (ids into tt's array); total orders, so an update
@@ -617,8 +639,9 @@ int toptable__update(struct toptable *tt, const struct top_slice *slices, size_t
 	tt->recounts += all;
 	err = all ? count_all(tt, slices, n, v) : follow(tt, slices, n, v);
 	if (!err) {
-		all |= tt->sort != v->sort;
+		all |= tt->sort != v->sort || tt->limit != v->rows;
 		tt->sort = v->sort;
+		tt->limit = v->rows;
 		err = publish(tt, all);
 	}
 	if (err)

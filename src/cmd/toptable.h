@@ -48,6 +48,7 @@ struct top_view {
 	uint32_t zoom_pid;  /* 0: every process */
 	enum top_frames frames;
 	enum top_sort sort;
+	size_t rows; /* the table holds the first this many rows (0: all of them) */
 };
 
 struct top_row {
@@ -66,7 +67,7 @@ struct top_proc {
 };
 
 struct top_table {
-	struct top_row *rows; /* sorted by the view's sort */
+	struct top_row *rows; /* sorted by the view's sort; at most the view's rows */
 	size_t nr;
 	struct top_proc *procs; /* by samples, most first */
 	size_t nr_procs;

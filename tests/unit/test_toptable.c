@@ -153,6 +153,21 @@ static void test_self_total_and_sort(void **state)
 	assert_string_equal(t.rows[0].name, "main");
 	for (size_t i = 1; i < t.nr; i++)
 		assert_true(t.rows[i - 1].total >= t.rows[i].total);
+	{
+		/* The first rows only (those shown): the same as the first of all. */
+		struct top_table all = t;
+
+		v.rows = 3;
+		assert_int_equal(toptable__build(&t, slices, 2, &v), 0);
+		assert_int_equal(t.nr, 3);
+		for (size_t i = 0; i < 3; i++)
+			assert_string_equal(t.rows[i].name, all.rows[i].name);
+		toptable__free(&t);
+		v.rows = 100;
+		assert_int_equal(toptable__build(&t, slices, 2, &v), 0);
+		assert_int_equal(t.nr, all.nr);
+		toptable__free(&all);
+	}
 	toptable__free(&t);
 	teardown_window();
 }
@@ -466,6 +481,8 @@ static void test_update_random(void **state)
 		}
 		if (rnd(10) == 0)
 			v.sort = (enum top_sort)rnd(2);
+		if (rnd(10) == 0) /* the rows shown: a resize */
+			v.rows = (size_t[]){0, 1, 2, 3, 5, 100}[rnd(6)];
 		/* The window keeps 1 to 6; those that left are freed after the update. */
 		keep = 1 + rnd(6);
 		keep = keep < nr ? keep : nr;

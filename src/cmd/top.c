@@ -160,10 +160,16 @@ struct waiting {
 	uint64_t drained_at; /* top's drained samples at its notice */
 };
 
-/* CPU time of the calling thread, ns. */
+/* CPU time of the calling thread, ns, when -v is to say where it went (0
+ * otherwise: it is a system call, half a dozen a refresh). */
+static bool timing;
+
 static uint64_t cpu_ns(void)
 {
 	struct timespec ts;
+
+	if (!timing)
+		return 0;
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -1200,6 +1206,7 @@ int cmd_top(int argc, char **argv)
 	log_set_level(t.r.o.verbosity < 0    ? LOG_ERROR
 		      : t.r.o.verbosity == 0 ? LOG_INFO
 					     : LOG_DEBUG);
+	timing = t.r.o.verbosity > 0;
 	t.tt = toptable__new();
 	if (!t.tt) {
 		p_err("out of memory");

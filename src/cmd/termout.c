@@ -21,7 +21,7 @@
  * probe and the string it points at were a miss each): the address of a
  * row's first column in the row, then a column address (hpa) per column.
  * Kept per cell, the first move to each of a screen's thousands of cells
- * paid tiparm(), in a 30 s run a quarter of the rows' time.
+ * paid tiparm(): in a 30 s run a row cost 1374 cycles, 487 after.
  */
 #define ATTRS_MAX 8
 

@@ -82,8 +82,9 @@ struct toptable {
 	/*
 	 * Every function and process met since counting started, with its counts
 	 * in the window (0 once its samples left it). A function's row is kept in
-	 * t.rows itself, in the last order, those left with no samples at its end
-	 * (they sort last); at[] finds it by the function's id.
+	 * t.rows itself: the first `limit` rows in order, every later one after
+	 * them in no order (rows with no samples sort last); at[] finds a row by
+	 * its function's id.
 	 */
 	struct htab *fns;   /* kind, module, NUL, name -> id */
 	struct htab *procs; /* pid, comm -> index */

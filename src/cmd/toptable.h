@@ -17,10 +17,11 @@
  *
  * top refreshes through a struct toptable, which keeps what it counted: a
  * refresh adds the slices that joined the window and takes away those that
- * left, instead of counting the whole window again, and sorts from the last
- * order (a refresh moves few rows). It counts again from nothing when the view
- * filter, zoom or frames change, when a profile leaves the window (rows may
- * point at its strings), or when a slice cannot be followed (id 0, no deltas).
+ * left, instead of counting the whole window again, and sorts only the rows
+ * shown (view.rows), from the last order (a refresh moves few rows). It
+ * counts again from nothing when the view's filter, zoom or frames change,
+ * when a profile leaves the window (rows may point at its strings), or when
+ * a slice cannot be followed (id 0, no deltas).
  */
 #ifndef BPFPROF_TOPTABLE_H
 #define BPFPROF_TOPTABLE_H

@@ -7,8 +7,8 @@
 # make vmlinux      regenerate vmlinux/$(ARCH)/vmlinux.h from the running kernel's BTF
 # make V=1          show the commands
 #
-# Layout of build/: obj/ objects, libcore.a (everything but main and the
-# the collector: no libbpf, testable without root), tests/ unit tests, fixtures/
+# Layout of build/: obj/ objects, libcore.a (everything but main and
+# collector.c: no libbpf, testable without root), tests/ unit tests, fixtures/
 # ELF fixtures, workloads/ test workloads, asan/ and fuzz/ sub-builds.
 
 .DELETE_ON_ERROR:
@@ -54,9 +54,9 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-CORE_SRCS := $(filter-out src/cmd/main.c src/collector/%.c,$(wildcard src/*/*.c))
+CORE_SRCS := $(filter-out src/cmd/main.c src/collector/collector.c,$(wildcard src/*/*.c))
 CORE_OBJS := $(patsubst src/%.c,$(OUT)/obj/%.o,$(CORE_SRCS))
-MAIN_OBJS := $(OUT)/obj/cmd/main.o $(patsubst src/%.c,$(OUT)/obj/%.o,$(wildcard src/collector/*.c))
+MAIN_OBJS := $(OUT)/obj/cmd/main.o $(OUT)/obj/collector/collector.o
 BPF_OBJ   := $(OUT)/profile.bpf.o
 SKEL	  := $(OUT)/profile.skel.h
 KREAD_SKEL := $(OUT)/kread.skel.h

@@ -10,9 +10,10 @@
  * BPF_MAP_TYPE_STACK_TRACE (one stack per bucket, -EEXIST on a bucket clash)
  * distinct stacks never evict or reject each other; a full map is counted.
  *
- * Double buffering: there are two (counts, stacks) map sets. Every run reads
- * active_buf once and writes only into that set. Counts only grow: userspace
- * reads the active set in place at most drains (keys and stacks stay, so a
+ * Double buffering: there are two sets of (counts map, count slots, stacks
+ * map). Every run reads active_buf once and writes only into that set.
+ * Counts only grow: userspace reads the active set's count slots in place
+ * (an mmap) at most drains (keys and stacks stay, so a
  * stack seen once takes the cheap path below for as long as the set lives).
  * When the set is half full, or sampling stopped, userspace flips active_buf,
  * waits for an RCU grace period (a map-in-map update does synchronize_rcu(),
@@ -55,13 +56,42 @@ volatile __u32 active_buf = 0;
 volatile __u32 hot_slots = 0;
 
 /* Sizes, not BTF types, for the inner maps: libbpf builds the outer maps'
- * templates from these definitions, where the key struct is only declared. */
+ * templates from these definitions, where the key struct is only declared.
+ * A counts map holds key -> index of its count slot (profile_abi.h). */
 struct counts_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__uint(key_size, sizeof(struct bp_sample_key));
-	__uint(value_size, sizeof(__u64));
+	__uint(value_size, sizeof(__u32));
 } counts_0 SEC(".maps"), counts_1 SEC(".maps");
+
+/* Count slots (profile_abi.h), sized by userspace before load. */
+const volatile __u32 slot_regions = 1;	  /* possible CPUs + 1 (the off-CPU flush's) */
+const volatile __u32 slot_per_region = 1; /* slots per region and buffer set */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* slot_regions */
+	__type(key, __u32);
+	__type(value, struct bp_slot_region);
+} slot_next SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* PROFILE_NR_BUFS x slot_regions x slot_per_region */
+	__type(key, __u32);
+	__type(value, __u64);
+} slot_counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* as slot_counts */
+	__type(key, __u32);
+	__type(value, struct bp_sample_key);
+} slot_keys SEC(".maps");
 
 struct stacks_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -297,6 +327,61 @@ static __always_inline void hot_claim(struct bp_hot_slot *slot, __u64 khash)
 	slot->khash = khash;
 }
 
+/* Adds delta to the count in slot idx (a counts map value); false if idx is not a slot. */
+static __always_inline bool slot_add(__u32 idx, __u64 delta)
+{
+	__u64 *cnt = bpf_map_lookup_elem(&slot_counts, &idx);
+
+	if (!cnt)
+		return false;
+	__sync_fetch_and_add(cnt, delta);
+	return true;
+}
+
+/*
+ * A key new to set buf takes the next slot of region (profile_abi.h): the
+ * key first, then its count, published by an atomic add, then the region's
+ * next; then the counts map points the key at the slot. The count is kept
+ * whatever that insert says: on -EEXIST another CPU gave the key a slot
+ * just now (userspace sums both), on a full map the key's next sample takes
+ * a slot of its own again. Returns 0, or -E2BIG if the region is full.
+ */
+static __always_inline long slot_new(void *cmap, __u32 buf, __u32 region,
+				     const struct bp_sample_key *key, __u64 delta)
+{
+	struct bp_slot_region *r;
+	struct bp_sample_key *k;
+	__u64 *cnt;
+	__u32 n, idx;
+
+	if (!delta)
+		return 0; /* nothing to count; a count of 0 reads as unpublished */
+	r = bpf_map_lookup_elem(&slot_next, &region);
+	if (!r)
+		return -E2BIG;
+	n = r->next[buf & (PROFILE_NR_BUFS - 1)];
+	if (n >= slot_per_region)
+		return -E2BIG;
+	idx = (buf * slot_regions + region) * slot_per_region + n;
+	k = bpf_map_lookup_elem(&slot_keys, &idx);
+	cnt = bpf_map_lookup_elem(&slot_counts, &idx);
+	if (!k || !cnt)
+		return -E2BIG;
+	__builtin_memcpy(k, key, sizeof(*k));
+#if defined(__TARGET_ARCH_x86)
+	__sync_fetch_and_add(cnt, delta); /* lock add: after the key's stores (TSO) */
+#else
+	{ /* a fetching atomic: fully ordered (5.12+), the key is visible first */
+		__u64 old = __sync_fetch_and_add(cnt, delta);
+
+		asm volatile("" : : "r"(old));
+	}
+#endif
+	r->next[buf & (PROFILE_NR_BUFS - 1)] = n + 1;
+	bpf_map_update_elem(cmap, key, &idx, BPF_NOEXIST);
+	return 0;
+}
+
 /* Returns 0 if the stack is (now) in the map, else the map's error. */
 static __always_inline long store_stack(void *smap, __u64 id, const struct bp_stack *st)
 {
@@ -415,7 +500,8 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	struct cpu_state *scr;
 	__u32 buf;
 	void *cmap, *smap;
-	__u64 *cnt, one = 1, khash = 0;
+	__u64 khash = 0;
+	__u32 *cslot, region;
 	struct bp_hot_slot *slot = NULL;
 	long err;
 	TM_NOW(t_start);
@@ -500,12 +586,11 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	}
 
 	/* Hot path: a (process, stacks) pair counted before in this set; its
-	 * stacks are stored already. Counted in the map, and from now on in
-	 * the CPU's slot if that is free (the key is in the map: userspace
-	 * finds it there). */
-	cnt = bpf_map_lookup_elem(cmap, &key);
-	if (cnt) {
-		__sync_fetch_and_add(cnt, 1);
+	 * stacks are stored already. Counted in its count slot, and from now on
+	 * in the CPU's hot slot if that is free (the key has a count slot:
+	 * userspace finds it there). */
+	cslot = bpf_map_lookup_elem(cmap, &key);
+	if (cslot && slot_add(*cslot, 1)) {
 		if (slot && !slot->khash)
 			hot_claim(slot, khash);
 		TM_ADD(TM_HOT, bpf_ktime_get_ns() - t_agg);
@@ -531,14 +616,9 @@ int do_sample(struct bpf_perf_event_data *ctx)
 		stat_inc(err == -E2BIG ? STAT_LOST_STACKS_FULL : STAT_LOST_STACK_ERR);
 		return 0;
 	}
-	err = bpf_map_update_elem(cmap, &key, &one, BPF_NOEXIST);
-	if (err == -EEXIST) { /* another CPU created it just now */
-		cnt = bpf_map_lookup_elem(cmap, &key);
-		if (cnt) {
-			__sync_fetch_and_add(cnt, 1);
-			err = 0;
-		}
-	}
+	/* This CPU's region: runs on a CPU never nest, so its slots are ours. */
+	region = bpf_get_smp_processor_id();
+	err = region < slot_regions - 1 ? slot_new(cmap, buf, region, &key, 1) : -E2BIG;
 	if (err)
 		stat_inc(STAT_LOST_COUNTS_FULL);
 	else if (slot && !slot->khash)
@@ -837,9 +917,8 @@ static __always_inline void oc_count(struct task_struct *task, const struct bp_o
 				     bool atomic)
 {
 	struct bp_sample_key key = {};
-	__u32 buf, reason = 0;
+	__u32 buf, reason = 0, region, *cslot;
 	void *cmap, *smap;
-	__u64 *cnt;
 	long err;
 
 	buf = active_buf & (PROFILE_NR_BUFS - 1);
@@ -871,11 +950,9 @@ static __always_inline void oc_count(struct task_struct *task, const struct bp_o
 		}
 	}
 
-	cnt = bpf_map_lookup_elem(cmap, &key);
-	if (cnt) {
-		__sync_fetch_and_add(cnt, delta);
+	cslot = bpf_map_lookup_elem(cmap, &key);
+	if (cslot && slot_add(*cslot, delta))
 		goto kept;
-	}
 	if (!(key.flags & SAMPLE_F_KTHREAD) && !drop_user)
 		notify_new_image(key.tgid, key.start_time, key.exec_id, key.comm, task);
 	err = store_stack(smap, key.kstack, &scr->kernel);
@@ -883,14 +960,10 @@ static __always_inline void oc_count(struct task_struct *task, const struct bp_o
 		reason = err == -E2BIG ? STAT_OFFCPU_LOST_STACKS_FULL : STAT_OFFCPU_LOST_OTHER;
 		goto lost;
 	}
-	err = bpf_map_update_elem(cmap, &key, &delta, BPF_NOEXIST);
-	if (err == -EEXIST) { /* another CPU created it just now */
-		cnt = bpf_map_lookup_elem(cmap, &key);
-		if (cnt) {
-			__sync_fetch_and_add(cnt, delta);
-			err = 0;
-		}
-	}
+	/* The switch takes its CPU's slots (it never nests with the sampler);
+	 * the flush, which runs preemptible, the last region, its own. */
+	region = atomic ? slot_regions - 1 : bpf_get_smp_processor_id();
+	err = atomic || region < slot_regions - 1 ? slot_new(cmap, buf, region, &key, delta) : -E2BIG;
 	if (err) {
 		reason = STAT_OFFCPU_LOST_COUNTS_FULL;
 		goto lost;

@@ -31,7 +31,7 @@
 #define SAMPLE_F_OFFCPU	    (1U << 3) /* --off-cpu: the count is blocked time in ns, not samples */
 
 /*
- * One aggregation bucket: the counts map holds sample_key -> __u64 count.
+ * One aggregation bucket: a count slot (below) holds its count.
  *
  * (tgid, start_time, exec_id) names one program image: start_time tells a
  * recycled pid from the old one, exec_id tells the images before and after an
@@ -51,13 +51,38 @@ struct bp_sample_key {
 _Static_assert(sizeof(struct bp_sample_key) == 64, "bp_sample_key: whole 8-byte words (hashed)");
 
 /*
+ * Count slots: where each key's count lives, so the agent reads the counts in
+ * place (an mmap) instead of copying the whole counts map every drain. The
+ * counts hash maps only map a key to its slot (a __u32 index); slot_counts
+ * holds the counts (__u64) and slot_keys each slot's key, both mmapable
+ * arrays indexed alike:
+ *
+ *   index of slot i of region r in buffer set b = (b * regions + r) * per_region + i
+ *
+ * Regions: one per possible CPU, whose sampler and switch programs (which
+ * never nest) take its slots with plain stores, and a last one for the
+ * end-of-run off-CPU flush. A key new to a set takes its CPU's next slot:
+ * the key is written, then its count is published (an atomic add; a slot
+ * whose count is still 0 is not published yet), then the region's next
+ * (struct bp_slot_region) moves on and the counts map learns key -> slot.
+ * Two CPUs that meet the same new key at once each give it a slot; the
+ * agent sums a key's slots. Counts only grow until the set is flipped and
+ * emptied (collector.c), which is also when next goes back to 0.
+ */
+struct bp_slot_region {
+	__u32 next[PROFILE_NR_BUFS]; /* slots taken, per buffer set */
+	__u32 pad[14];		     /* one cache line per region */
+};
+_Static_assert(sizeof(struct bp_slot_region) == 64, "bp_slot_region: one cache line");
+
+/*
  * Hot keys: each CPU counts the keys it sees most in slots of its own
  * (struct cpu_state in profile.bpf.c, the last page of each value, read
  * by userspace through an mmap), so the usual sample costs one cache line
  * instead of a hash map lookup (~1 us of cold lines on a VM). A slot is
- * claimed, once per buffer set, by a key that is already in that set's
- * counts map; from then on the CPU counts the key in the slot. A key's
- * count is its counts map value plus its slots on every CPU, all of which
+ * claimed, once per buffer set, by a key that already has a count slot
+ * in that set; from then on the CPU counts the key in the hot slot. A key's
+ * count is its count slots plus its hot slots on every CPU, all of which
  * only grow until the set is flipped and emptied (collector.c).
  */
 #define PROFILE_HOT_SLOTS 128 /* per CPU and buffer set: 2 x 128 x 16 bytes = one page */
@@ -163,7 +188,7 @@ _Static_assert(sizeof(struct bp_korc_block) == 8, "bp_korc_block");
 /* Per-CPU counters, indexed by enum bp_stat. */
 enum bp_stat {
 	STAT_SAMPLES = 0,	  /* samples that passed the filters (counted or lost) */
-	STAT_LOST_COUNTS_FULL,	  /* counts map full: sample dropped */
+	STAT_LOST_COUNTS_FULL,	  /* no count slot left (its CPU's region full): sample dropped */
 	STAT_LOST_STACKS_FULL,	  /* stacks map full: sample dropped */
 	STAT_LOST_NO_MAP,	  /* internal: map-in-map lookup failed */
 	STAT_LOST_STACK_ERR,	  /* stacks map refused the stack (not full: e.g. -ENOMEM) */
@@ -210,7 +235,7 @@ enum bp_stat {
 	STAT_OFFCPU_SHORT,	     /* resumes blocked less than --off-cpu-min: not counted */
 	STAT_OFFCPU_SHORT_NS,	     /* ... their blocked time, ns */
 	STAT_OFFCPU_LOST_NS,	     /* blocked time of the lost resumes below, ns */
-	STAT_OFFCPU_LOST_COUNTS_FULL, /* lost: counts map full */
+	STAT_OFFCPU_LOST_COUNTS_FULL, /* lost: no count slot left */
 	STAT_OFFCPU_LOST_STACKS_FULL, /* lost: stacks map full */
 	STAT_OFFCPU_LOST_USTACK,     /* lost: the user stack taken at the block was gone */
 	STAT_OFFCPU_LOST_OTHER,	     /* lost: a map lookup or the stack store failed */

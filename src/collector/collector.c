@@ -29,6 +29,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <linux/perf_event.h>
@@ -55,6 +56,7 @@
 #include "unwind/korc_cache.h"
 #include "unwind/unwinder.h"
 #include "base/util.h"
+#include "collector/slotset.h"
 #include "proc/procfs.h"
 #include "kread.skel.h"
 #include "profile.skel.h"
@@ -90,8 +92,16 @@ struct collector {
 	uint64_t expected_closed, running_closed, slack_closed;
 	bool per_cpu_closed;
 	uint64_t *off_now; /* per-CPU events: idle + iowait + steal ticks by CPU, or NULL */
-	struct htab *last;	/* key in the active counts map -> its count at the last read (in value) */
-	size_t flip_at;		/* keys in the active pair that make the next drain flip */
+	/* Count slots (profile_abi.h): the arrays' mmaps, and what the drain
+	 * knows of the active set's slots. */
+	struct bp_slot_region *slot_next;
+	uint64_t *slot_counts;
+	struct bp_sample_key *slot_keys;
+	size_t slot_next_len, slot_counts_len, slot_keys_len;
+	uint32_t regions, per_region; /* possible CPUs + 1, slots per region and set */
+	uint32_t *taken;	      /* per region: slots taken in the set being read */
+	struct slotset *sset;
+	size_t flip_at;		/* keys in the active set that make the next drain flip */
 	bool sampling;		/* attached: runs may still come */
 	uint32_t unwind_mode;	/* in effect (auto falls back to fp if the walker cannot load) */
 	int unwind_err;		/* why it fell back */
@@ -607,6 +617,76 @@ static int carry_task(struct collector *c, const struct bp_offcpu_task *t, void 
 	return 0; /* EEXIST: there already; E2BIG: its resume counts the loss */
 }
 
+/*
+ * Count slots: max_counts keys per set, split evenly among the CPUs'
+ * regions (a CPU's new keys take its own region), plus as many again for
+ * the end-of-run flush's. The counts maps are sized to hold every slot's key.
+ */
+#define SLOTS_MIN_PER_REGION 64
+
+static int slots_configure(struct collector *c, struct errmsg *em)
+{
+	struct profile_bpf *s = c->skel;
+	uint64_t want = c->opts.max_counts ? c->opts.max_counts
+					   : bpf_map__max_entries(s->maps.counts_0);
+	uint64_t per = MAX((want + (uint64_t)c->ncpu - 1) / (uint64_t)c->ncpu,
+			   (uint64_t)SLOTS_MIN_PER_REGION);
+	uint64_t regions = (uint64_t)c->ncpu + 1, total = regions * per;
+
+	if (total * PROFILE_NR_BUFS > UINT32_MAX / sizeof(struct bp_sample_key)) {
+		errmsg_set(em, -E2BIG, "%" PRIu64 " count slots on %d CPUs is too many", want,
+			   c->ncpu);
+		return -E2BIG;
+	}
+	c->regions = (uint32_t)regions;
+	c->per_region = (uint32_t)per;
+	s->rodata->slot_regions = c->regions;
+	s->rodata->slot_per_region = c->per_region;
+	if (bpf_map__set_max_entries(s->maps.counts_0, (uint32_t)total) ||
+	    bpf_map__set_max_entries(s->maps.counts_1, (uint32_t)total) ||
+	    bpf_map__set_max_entries(s->maps.slot_next, c->regions) ||
+	    bpf_map__set_max_entries(s->maps.slot_counts, (uint32_t)(total * PROFILE_NR_BUFS)) ||
+	    bpf_map__set_max_entries(s->maps.slot_keys, (uint32_t)(total * PROFILE_NR_BUFS))) {
+		errmsg_set(em, -EINVAL, "cannot size the count slot maps");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Maps the count slot arrays (read and emptied in place) and starts the drain's view. */
+static int slots_open(struct collector *c, struct errmsg *em)
+{
+	struct profile_bpf *s = c->skel;
+
+	c->slot_next = map_array(s->maps.slot_next, PROT_READ | PROT_WRITE, &c->slot_next_len);
+	c->slot_counts = map_array(s->maps.slot_counts, PROT_READ | PROT_WRITE,
+				   &c->slot_counts_len);
+	c->slot_keys = map_array(s->maps.slot_keys, PROT_READ, &c->slot_keys_len);
+	if (!c->slot_next || !c->slot_counts || !c->slot_keys) {
+		errmsg_set(em, -errno, "cannot map the count slots: %s", strerror(errno));
+		return -1;
+	}
+	c->taken = calloc(c->regions, sizeof(*c->taken));
+	c->sset = slotset__new(c->regions, c->per_region);
+	if (!c->taken || !c->sset) {
+		errmsg_set(em, -ENOMEM, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static void slots_close(struct collector *c)
+{
+	if (c->slot_next)
+		munmap(c->slot_next, c->slot_next_len);
+	if (c->slot_counts)
+		munmap(c->slot_counts, c->slot_counts_len);
+	if (c->slot_keys)
+		munmap(c->slot_keys, c->slot_keys_len);
+	free(c->taken);
+	slotset__free(c->sset);
+}
+
 /* Filters are read-only data, map sizes are set before load. */
 static int skel_configure(struct collector *c, const struct load_attempt *a,
 			  struct errmsg *em)
@@ -625,10 +705,6 @@ static int skel_configure(struct collector *c, const struct load_attempt *a,
 			   bpf_map__max_entries(s->maps.cgroups));
 		return -E2BIG;
 	}
-	if (opts->max_counts) {
-		bpf_map__set_max_entries(s->maps.counts_0, opts->max_counts);
-		bpf_map__set_max_entries(s->maps.counts_1, opts->max_counts);
-	}
 	if (opts->max_stacks) {
 		bpf_map__set_max_entries(s->maps.stacks_0, opts->max_stacks);
 		bpf_map__set_max_entries(s->maps.stacks_1, opts->max_stacks);
@@ -639,6 +715,8 @@ static int skel_configure(struct collector *c, const struct load_attempt *a,
 		errmsg_set(em, -EINVAL, "cannot size the per-CPU state map");
 		return -EINVAL;
 	}
+	if (slots_configure(c, em))
+		return -EINVAL;
 	s->rodata->unwind_mode = c->unwind_mode;
 	s->rodata->fp_walker = a->walker;
 	if (a->kernel_walk) {
@@ -1113,11 +1191,8 @@ struct collector *collector__open(const struct collector_opts *opts, struct errm
 	 * other half holds is what one drain period may bring before a flip. */
 	c->flip_at = MIN(bpf_map__max_entries(c->skel->maps.counts_0),
 			 bpf_map__max_entries(c->skel->maps.stacks_0) / 2) / 2;
-	c->last = htab__new();
-	if (!c->last) {
-		errmsg_set(em, -ENOMEM, "out of memory");
+	if (slots_open(c, em))
 		goto out_destroy;
-	}
 	kprogs_open(c);
 	c->open_ns = now_ns() - t0;
 	return c;
@@ -1125,6 +1200,7 @@ struct collector *collector__open(const struct collector_opts *opts, struct errm
 out_destroy:
 	if (c->cpu_state)
 		munmap(c->cpu_state, c->cpu_state_len);
+	slots_close(c);
 	profile_bpf__destroy(c->skel);
 out_free:
 	prefill_free(c->prefill);
@@ -1453,16 +1529,6 @@ int collector__notice_fd(const struct collector *c)
 	return ring_buffer__epoll_fd(c->rb);
 }
 
-/* The mirror keeps each count in its entry's value pointer. */
-_Static_assert(sizeof(uintptr_t) >= sizeof(uint64_t), "counts fit a pointer (64-bit targets)");
-
-/* Drops the mirror of the active counts; renew: start an empty one. */
-static void forget_last(struct collector *c, bool renew)
-{
-	htab__free(c->last);
-	c->last = renew ? htab__new() : NULL; /* NULL on ENOMEM: the next drain flips */
-}
-
 /* Reads every key of a hash map into a growing array. */
 static int read_keys(int fd, size_t key_size, void **keys, size_t *nr)
 {
@@ -1544,99 +1610,6 @@ static const struct bp_stack *get_stack(struct collector *c, struct stack_cache 
 	return st;
 }
 
-/*
- * Reads every (key, count) of a counts map: batch lookups where the kernel has
- * them (5.6+; one syscall per 1024 keys), else key by key.
- */
-static int read_counts(int fd, struct bp_sample_key **keys, uint64_t **vals, size_t *nr)
-{
-	enum { CHUNK = 1024 };
-	struct bp_sample_key *k = NULL;
-	uint64_t *v = NULL;
-	size_t n = 0, cap_k = 0, cap_v = 0;
-	uint32_t token = 0;
-	bool first = true;
-	int err = 0;
-
-	for (;;) {
-		DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts);
-		uint32_t count = CHUNK;
-
-		if (array_grow((void **)&k, &cap_k, n + CHUNK, sizeof(*k)) ||
-		    array_grow((void **)&v, &cap_v, n + CHUNK, sizeof(*v))) {
-			err = -ENOMEM;
-			break;
-		}
-		if (!bpf_map_lookup_batch(fd, first ? NULL : &token, &token, k + n, v + n, &count,
-					  &opts)) {
-			n += count;
-			first = false;
-			continue;
-		}
-		if (errno == ENOENT) { /* the end; count holds the last entries */
-			n += count;
-			break;
-		}
-		if (first && (errno == EINVAL || errno == ENOTSUP || errno == ENOSYS)) {
-			/* No batch ops: key by key. An entry removed meanwhile is skipped. */
-			void *ka = NULL;
-			size_t nk = 0;
-
-			free(k);
-			free(v);
-			k = NULL;
-			v = NULL;
-			err = read_keys(fd, sizeof(*k), &ka, &nk);
-			if (err)
-				break;
-			k = ka;
-			v = calloc(nk ? nk : 1, sizeof(*v));
-			if (!v) {
-				err = -ENOMEM;
-				break;
-			}
-			for (size_t i = 0; i < nk; i++) {
-				if (bpf_map_lookup_elem(fd, &k[i], &v[n]))
-					continue;
-				k[n++] = k[i];
-			}
-			break;
-		}
-		err = -errno; /* ENOSPC: a bucket longer than CHUNK entries - cannot happen */
-		break;
-	}
-	if (err) {
-		free(k);
-		free(v);
-		return err;
-	}
-	*keys = k;
-	*vals = v;
-	*nr = n;
-	return 0;
-}
-
-/*
- * What key's count gained since the last read of this pair (the whole count
- * the first time), remembering the new value. 0 if the mirror cannot grow: the
- * next flip then hands the rest out, as it reads against the same mirror.
- */
-static uint64_t gained(struct collector *c, const struct bp_sample_key *key, uint64_t count)
-{
-	struct htab_entry *e;
-	uint64_t last;
-	bool created;
-
-	if (!c->last)
-		return count;
-	e = htab__upsert(c->last, key, sizeof(*key), &created);
-	if (!e)
-		return 0;
-	last = (uint64_t)(uintptr_t)e->value; /* 0 when created */
-	e->value = (void *)(uintptr_t)count;
-	return count >= last ? count - last : 0;
-}
-
 /* CPU cpu's hot slots of buffer set buf (the last page of its cpu_state value). */
 static struct bp_hot_slot *hot_slots(struct collector *c, int cpu, uint32_t buf)
 {
@@ -1649,51 +1622,29 @@ static struct bp_hot_slot *hot_slots(struct collector *c, int cpu, uint32_t buf)
 }
 
 /*
- * Adds what every CPU counted in its hot slots of set buf to the counts just
- * read from the set's map: the claimed slots summed per key hash (at most
- * CPUs x 128, usually a few dozen), then each key read looked up there. A
- * slot is claimed only by a key already in the map, so its key is among
- * those read - unless it was claimed after the read: then it is left for
- * the next drain. Every part only grows until the
- * set is emptied, so the sums only grow and gained() hands out the rest.
+ * Adds what every CPU counted in its hot slots of set buf to this read of
+ * the set's keys (slotset__hot()). A hot slot is claimed only by a key that
+ * has a count slot, so its key is known once that slot is scanned - or, if
+ * it was claimed after the scan, at the next read. Every part only grows
+ * until the set is emptied, so totals only grow.
  */
-static int add_hot(struct collector *c, uint32_t buf, const struct bp_sample_key *keys,
-		   uint64_t *counts, size_t nr)
+static void add_hot(struct collector *c, uint32_t buf)
 {
-	struct htab *by_hash = NULL; /* khash -> its slots' sum over the CPUs (in value) */
-	int err = 0;
-
-	if (!__atomic_load_n(&c->skel->bss->hot_slots, __ATOMIC_RELAXED) || !nr)
-		return 0;
-	for (int cpu = 0; cpu < c->ncpu && !err; cpu++) {
+	if (!__atomic_load_n(&c->skel->bss->hot_slots, __ATOMIC_RELAXED) ||
+	    !slotset__keys(c->sset))
+		return;
+	for (int cpu = 0; cpu < c->ncpu; cpu++) {
 		const struct bp_hot_slot *hs = hot_slots(c, cpu, buf);
 
-		for (uint32_t i = 0; i < PROFILE_HOT_SLOTS && !err; i++) {
+		for (uint32_t i = 0; i < PROFILE_HOT_SLOTS; i++) {
 			/* The hash first: a claim writes the count before it. */
 			uint64_t h = __atomic_load_n(&hs[i].khash, __ATOMIC_ACQUIRE);
-			struct htab_entry *e;
 
-			if (!h)
-				continue;
-			if (!by_hash && !(by_hash = htab__new()))
-				return -ENOMEM;
-			e = htab__upsert(by_hash, &h, sizeof(h), NULL);
-			if (!e)
-				err = -ENOMEM;
-			else
-				e->value = (void *)((uintptr_t)e->value +
-						    __atomic_load_n(&hs[i].count, __ATOMIC_RELAXED));
+			if (h)
+				slotset__hot(c->sset, h,
+					     __atomic_load_n(&hs[i].count, __ATOMIC_RELAXED));
 		}
 	}
-	for (size_t i = 0; by_hash && i < nr && !err; i++) {
-		uint64_t h = bp_key_hash(&keys[i]);
-		struct htab_entry *e = htab__find(by_hash, &h, sizeof(h));
-
-		if (e)
-			counts[i] += (uintptr_t)e->value;
-	}
-	htab__free(by_hash);
-	return err;
 }
 
 /* Empties every CPU's hot slots of set buf, which no run uses any more. */
@@ -1705,22 +1656,121 @@ static void clear_hot(struct collector *c, uint32_t buf)
 		memset(hot_slots(c, cpu, buf), 0, sizeof(struct bp_hot_slot) * PROFILE_HOT_SLOTS);
 }
 
+/* Set buf's count slots, as slotset.h reads them. */
+static struct slotset_mem slot_mem(const struct collector *c, uint32_t buf)
+{
+	size_t off = (size_t)buf * c->regions * c->per_region;
+
+	return (struct slotset_mem){ .counts = c->slot_counts + off, .keys = c->slot_keys + off };
+}
+
+/* Each region's slots taken in set buf, into c->taken; true if one is half full. */
+static bool slots_taken(struct collector *c, uint32_t buf)
+{
+	bool half = false;
+
+	for (uint32_t r = 0; r < c->regions; r++) {
+		c->taken[r] = __atomic_load_n(&c->slot_next[r].next[buf], __ATOMIC_ACQUIRE);
+		if (c->taken[r] >= c->per_region / 2)
+			half = true;
+	}
+	return half;
+}
+
+/*
+ * Deletes keys from a map: batches (5.6+), stepping over a key that is not
+ * there (a batch stops at it); key by key without batch ops.
+ */
+static void delete_keys(int fd, const unsigned char *keys, size_t n, size_t key_size)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		uint32_t count = (uint32_t)MIN(n - done, (size_t)UINT32_MAX);
+
+		if (!bpf_map_delete_batch(fd, keys + done * key_size, &count, &opts)) {
+			done += count;
+			continue;
+		}
+		if (errno == ENOENT && count < n - done) {
+			done += (size_t)count + 1; /* deleted up to it; it was not there */
+			continue;
+		}
+		for (; done < n; done++)
+			bpf_map_delete_elem(fd, keys + done * key_size);
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Empties set buf (no run uses it any more): its counts and stacks maps,
+ * first by the keys and stack ids the drain knows (batch deletes), then
+ * whatever is left (a walk that usually finds nothing: stacks of keys that
+ * got no slot); its count slots, and its regions' next; every CPU's hot slots.
+ */
+static int clear_set(struct collector *c, uint32_t buf)
+{
+	size_t nk = slotset__keys(c->sset), ns = 0;
+	struct bp_sample_key *keys = malloc((nk ? nk : 1) * sizeof(*keys));
+	uint64_t *ids = malloc((nk ? 2 * nk : 1) * sizeof(*ids));
+	struct slotset_mem m = slot_mem(c, buf);
+	int e1, e2;
+
+	if (keys && ids) {
+		for (size_t i = 0; i < nk; i++) {
+			keys[i] = *slotset__key(c->sset, i);
+			if (keys[i].kstack)
+				ids[ns++] = keys[i].kstack;
+			if (keys[i].ustack)
+				ids[ns++] = keys[i].ustack;
+		}
+		qsort(ids, ns, sizeof(*ids), cmp_u64);
+		for (size_t i = 0, j = 0; i < ns; i++) /* unique: a batch stops at a missing key */
+			if (!j || ids[j - 1] != ids[i])
+				ids[j++] = ids[i];
+		delete_keys(c->counts_fd[buf], (const unsigned char *)keys, nk, sizeof(*keys));
+		delete_keys(c->stacks_fd[buf], (const unsigned char *)ids, ns, sizeof(*ids));
+	}
+	free(keys);
+	free(ids);
+	e1 = clear_map(c->counts_fd[buf], sizeof(struct bp_sample_key));
+	e2 = clear_map(c->stacks_fd[buf], sizeof(uint64_t));
+	for (uint32_t r = 0; r < c->regions; r++) {
+		uint32_t n = MIN(__atomic_load_n(&c->slot_next[r].next[buf], __ATOMIC_RELAXED),
+				 c->per_region);
+
+		/* Counts 0 again (unpublished), then the region starts over. */
+		memset((void *)(m.counts + (size_t)r * c->per_region), 0, n * sizeof(uint64_t));
+		__atomic_store_n(&c->slot_next[r].next[buf], 0, __ATOMIC_RELEASE);
+	}
+	clear_hot(c, buf);
+	slotset__reset(c->sset);
+	return e1 ? e1 : e2;
+}
+
 int collector__drain(struct collector *c, collector_known_fn known, collector_sample_fn pre,
 		     collector_sample_fn fn, void *ctx)
 {
 	uint32_t buf = c->active;
 	uint64_t t0 = now_ns();
 	struct stack_cache sc = { 0 };
-	struct bp_sample_key *keys = NULL;
-	uint64_t *counts = NULL;
+	const struct slotset_gain *gains = NULL;
+	struct slotset_mem m = slot_mem(c, buf);
 	struct htab_entry *e;
 	size_t nr = 0, pos = 0;
-	bool flip = !c->sampling || !c->last || htab__count(c->last) >= c->flip_at ||
-		    c->always_flip;
+	bool flip = slots_taken(c, buf) || !c->sampling ||
+		    slotset__keys(c->sset) >= c->flip_at || c->always_flip;
 	int err;
 
 	if (flip) {
-		/* 1-2: flip, then wait out every run that may still use the old pair. */
+		/* 1-2: flip, then wait out every run that may still use the old set. */
 		uint32_t next = buf ^ 1;
 		int inner = c->counts_fd[buf];
 
@@ -1729,41 +1779,34 @@ int collector__drain(struct collector *c, collector_known_fn known, collector_sa
 		if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.counts), &buf, &inner, BPF_ANY))
 			return -errno;
 		c->flips++;
+		slots_taken(c, buf); /* final now */
 	}
 
-	/* 3: read; in place, the pair's keys and stacks stay where they are. */
-	err = read_counts(c->counts_fd[buf], &keys, &counts, &nr);
-	if (err)
-		return err;
-	err = add_hot(c, buf, keys, counts, nr);
-	if (err) {
-		free(keys);
-		free(counts);
-		return err;
+	/* 3: read in place: new slots, then every key's total against the last. */
+	err = slotset__scan(c->sset, &m, c->taken);
+	if (!err) {
+		add_hot(c, buf);
+		err = slotset__gains(c->sset, &m, &gains, &nr);
 	}
 	sc.h = htab__new();
-	if (!sc.h)
+	if (!sc.h && !err)
 		err = -ENOMEM;
-	/* What each key gained, once (gained() moves the baseline). */
-	for (size_t i = 0; i < nr; i++)
-		counts[i] = gained(c, &keys[i], counts[i]);
 	/* Every sample announced first, then handed out: a consumer can batch
 	 * work (the symbolizer scans a large perf map once per drain). The
 	 * stacks are cached by the first pass for the second. */
 	for (int pass = pre ? 0 : 1; pass < 2 && !err; pass++) {
 		for (size_t i = 0; i < nr && !err; i++) {
-			struct collector_sample s = { .key = &keys[i], .count = counts[i] };
+			const struct bp_sample_key *key = gains[i].key;
+			struct collector_sample s = { .key = key, .count = gains[i].count };
 			const struct bp_stack *ks, *us;
 
-			if (!s.count)
-				continue;
 			/* Asked right before fn: nothing comes between its answer and use. */
-			if (known && known(ctx, &keys[i])) {
+			if (known && known(ctx, key)) {
 				err = pass ? fn(ctx, &s) : 0;
 				continue;
 			}
-			ks = get_stack(c, &sc, c->stacks_fd[buf], keys[i].kstack);
-			us = get_stack(c, &sc, c->stacks_fd[buf], keys[i].ustack);
+			ks = get_stack(c, &sc, c->stacks_fd[buf], key->kstack);
+			us = get_stack(c, &sc, c->stacks_fd[buf], key->ustack);
 			if (ks) {
 				s.kips = ks->ips;
 				s.nr_kips = ks->nr;
@@ -1780,10 +1823,8 @@ int collector__drain(struct collector *c, collector_known_fn known, collector_sa
 	while (sc.h && (e = htab__next(sc.h, &pos)))
 		free(e->value);
 	htab__free(sc.h);
-	free(keys);
-	free(counts);
 
-	/* 4: empty the old pair for its next turn - also after a failed callback,
+	/* 4: empty the old set for its next turn - also after a failed callback,
 	 * or its next drain would hand the same counts out again. */
 	if (flip && c->opts.offcpu) {
 		struct carry ca = { .from = c->stacks_fd[buf], .to = c->stacks_fd[buf ^ 1] };
@@ -1793,13 +1834,10 @@ int collector__drain(struct collector *c, collector_known_fn known, collector_sa
 			err = e0;
 	}
 	if (flip) {
-		int e1 = clear_map(c->counts_fd[buf], sizeof(struct bp_sample_key));
-		int e2 = clear_map(c->stacks_fd[buf], sizeof(uint64_t));
+		int e1 = clear_set(c, buf);
 
-		clear_hot(c, buf);
-		forget_last(c, true);
 		if (!err)
-			err = e1 ? e1 : e2;
+			err = e1;
 	}
 	c->drains++;
 	c->last_stats_ns = 0;
@@ -1959,7 +1997,7 @@ void collector__free(struct collector *c)
 		if (c->chunk_fd[i] > 0)
 			close(c->chunk_fd[i]);
 	ring_buffer__free(c->rb);
-	forget_last(c, false);
+	slots_close(c);
 	korc__free(&c->korc);
 	if (c->cpu_state)
 		munmap(c->cpu_state, c->cpu_state_len);

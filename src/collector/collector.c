@@ -667,7 +667,7 @@ static int slots_open(struct collector *c, struct errmsg *em)
 		return -1;
 	}
 	c->taken = calloc(c->regions, sizeof(*c->taken));
-	c->sset = slotset__new(c->regions, c->per_region);
+	c->sset = slotset__new(c->regions, c->per_region, (size_t)c->ncpu * PROFILE_HOT_SLOTS);
 	if (!c->taken || !c->sset) {
 		errmsg_set(em, -ENOMEM, "out of memory");
 		return -1;
@@ -1641,7 +1641,7 @@ static void add_hot(struct collector *c, uint32_t buf)
 			uint64_t h = __atomic_load_n(&hs[i].khash, __ATOMIC_ACQUIRE);
 
 			if (h)
-				slotset__hot(c->sset, h,
+				slotset__hot(c->sset, (size_t)cpu * PROFILE_HOT_SLOTS + i, h,
 					     __atomic_load_n(&hs[i].count, __ATOMIC_RELAXED));
 		}
 	}

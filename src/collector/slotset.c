@@ -27,6 +27,12 @@ struct slot_dup {
 	uint32_t slot, ent;
 };
 
+/* What a hot slot held at the last read: a claim lasts the set's life. */
+struct hot_pos {
+	uint64_t khash;
+	uint32_t ent; /* index + 1 in ents; 0: not known */
+};
+
 struct slotset {
 	uint32_t regions, per_region;
 	uint32_t *known; /* per region: slots scanned */
@@ -38,9 +44,11 @@ struct slotset {
 	struct htab *by_hash; /* bp_key_hash() -> index + 1 in ents */
 	struct slotset_gain *gains;
 	size_t cap_gains;
+	struct hot_pos *hot; /* per hot slot position */
+	size_t nhot;
 };
 
-struct slotset *slotset__new(uint32_t regions, uint32_t per_region)
+struct slotset *slotset__new(uint32_t regions, uint32_t per_region, size_t hot_positions)
 {
 	struct slotset *s = calloc(1, sizeof(*s));
 
@@ -51,7 +59,9 @@ struct slotset *slotset__new(uint32_t regions, uint32_t per_region)
 	s->known = calloc(regions ? regions : 1, sizeof(*s->known));
 	s->by_key = htab__new();
 	s->by_hash = htab__new();
-	if (!s->known || !s->by_key || !s->by_hash) {
+	s->nhot = hot_positions;
+	s->hot = calloc(hot_positions ? hot_positions : 1, sizeof(*s->hot));
+	if (!s->known || !s->by_key || !s->by_hash || !s->hot) {
 		slotset__free(s);
 		return NULL;
 	}
@@ -68,6 +78,7 @@ void slotset__free(struct slotset *s)
 	free(s->ents);
 	free(s->dups);
 	free(s->gains);
+	free(s->hot);
 	free(s);
 }
 
@@ -76,6 +87,7 @@ void slotset__reset(struct slotset *s)
 	memset(s->known, 0, sizeof(*s->known) * (s->regions ? s->regions : 1));
 	s->nents = 0;
 	s->ndups = 0;
+	memset(s->hot, 0, sizeof(*s->hot) * s->nhot);
 	/* Fresh tables (no tombstones to carry); made again by the next scan
 	 * if memory is short now. */
 	htab__free(s->by_key);
@@ -150,10 +162,20 @@ int slotset__scan(struct slotset *s, const struct slotset_mem *m, const uint32_t
 	return 0;
 }
 
-void slotset__hot(struct slotset *s, uint64_t khash, uint64_t count)
+void slotset__hot(struct slotset *s, size_t pos, uint64_t khash, uint64_t count)
 {
-	struct htab_entry *e = s->by_hash ? htab__find(s->by_hash, &khash, sizeof(khash)) : NULL;
+	struct hot_pos *p = pos < s->nhot ? &s->hot[pos] : NULL;
+	struct htab_entry *e;
 
+	if (p && p->ent && p->khash == khash) { /* the same claim as last read */
+		s->ents[p->ent - 1].hot += count;
+		return;
+	}
+	e = s->by_hash ? htab__find(s->by_hash, &khash, sizeof(khash)) : NULL;
+	if (p) {
+		p->khash = khash;
+		p->ent = e ? (uint32_t)(uintptr_t)e->value : 0;
+	}
 	if (e)
 		s->ents[(uintptr_t)e->value - 1].hot += count;
 }

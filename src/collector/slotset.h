@@ -33,7 +33,8 @@ struct slotset_mem {
 	const volatile struct bp_sample_key *keys;
 };
 
-struct slotset *slotset__new(uint32_t regions, uint32_t per_region);
+/* hot_positions: hot slots the program has (CPUs x PROFILE_HOT_SLOTS). */
+struct slotset *slotset__new(uint32_t regions, uint32_t per_region, size_t hot_positions);
 void slotset__free(struct slotset *s);
 /* Forgets every slot and key: the set was emptied. */
 void slotset__reset(struct slotset *s);
@@ -46,8 +47,12 @@ void slotset__reset(struct slotset *s);
  */
 int slotset__scan(struct slotset *s, const struct slotset_mem *m, const uint32_t *taken);
 
-/* A hot slot's count for this read, by key hash; ignored for a key not scanned yet. */
-void slotset__hot(struct slotset *s, uint64_t khash, uint64_t count);
+/*
+ * Hot slot pos's count for this read, by key hash; ignored for a key not
+ * scanned yet. The key a position held at the last read is remembered, so
+ * a read costs a hash lookup only for a slot claimed since.
+ */
+void slotset__hot(struct slotset *s, size_t pos, uint64_t khash, uint64_t count);
 
 /*
  * What each key gained since the last call (its slots' counts plus this

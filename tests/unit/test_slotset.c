@@ -63,7 +63,7 @@ static size_t gains_by_tgid(struct slotset *s, struct fake *f, uint64_t *by_tgid
 
 static void test_only_what_grew_is_handed_out(void **state)
 {
-	struct slotset *s = slotset__new(REGIONS, PER);
+	struct slotset *s = slotset__new(REGIONS, PER, 4);
 	struct fake f;
 	uint64_t by[8];
 	uint32_t a, b;
@@ -99,7 +99,7 @@ static void test_only_what_grew_is_handed_out(void **state)
 
 static void test_an_unpublished_slot_waits_for_the_next_scan(void **state)
 {
-	struct slotset *s = slotset__new(REGIONS, PER);
+	struct slotset *s = slotset__new(REGIONS, PER, 4);
 	struct fake f;
 	uint64_t by[8];
 	uint32_t idx;
@@ -127,7 +127,7 @@ static void test_an_unpublished_slot_waits_for_the_next_scan(void **state)
 
 static void test_a_key_with_two_slots_is_one_key(void **state)
 {
-	struct slotset *s = slotset__new(REGIONS, PER);
+	struct slotset *s = slotset__new(REGIONS, PER, 4);
 	struct fake f;
 	uint64_t by[8];
 	uint32_t a, b;
@@ -153,7 +153,7 @@ static void test_a_key_with_two_slots_is_one_key(void **state)
 
 static void test_hot_counts_join_their_key(void **state)
 {
-	struct slotset *s = slotset__new(REGIONS, PER);
+	struct slotset *s = slotset__new(REGIONS, PER, 4);
 	struct bp_sample_key k1 = key_of(1, 11), k2 = key_of(2, 22);
 	struct fake f;
 	uint64_t by[8];
@@ -163,33 +163,48 @@ static void test_hot_counts_join_their_key(void **state)
 	publish(&f, 0, k1, 1);
 	assert_int_equal(slotset__scan(s, &f.m, f.taken), 0);
 	/* Hot slots on two CPUs (the counts every read sees: they only grow). */
-	slotset__hot(s, bp_key_hash(&k1), 10);
-	slotset__hot(s, bp_key_hash(&k1), 20);
-	slotset__hot(s, bp_key_hash(&k2), 99); /* k2 not scanned yet: waits */
+	slotset__hot(s, 0, bp_key_hash(&k1), 10);
+	slotset__hot(s, 2, bp_key_hash(&k1), 20);
+	slotset__hot(s, 3, bp_key_hash(&k2), 99); /* k2 not scanned yet: waits */
 	assert_int_equal(gains_by_tgid(s, &f, by, 8), 1);
 	assert_int_equal(by[1], 31);
 
 	/* Next read: k1's hot slots grew by 5, k2 is scanned now. */
 	publish(&f, 1, k2, 1);
 	assert_int_equal(slotset__scan(s, &f.m, f.taken), 0);
-	slotset__hot(s, bp_key_hash(&k1), 15);
-	slotset__hot(s, bp_key_hash(&k1), 20);
-	slotset__hot(s, bp_key_hash(&k2), 99);
+	slotset__hot(s, 0, bp_key_hash(&k1), 15);
+	slotset__hot(s, 2, bp_key_hash(&k1), 20);
+	slotset__hot(s, 3, bp_key_hash(&k2), 99);
 	assert_int_equal(gains_by_tgid(s, &f, by, 8), 2);
 	assert_int_equal(by[1], 5);
 	assert_int_equal(by[2], 100);
 
 	/* The same hot counts again: nothing gained. */
-	slotset__hot(s, bp_key_hash(&k1), 15);
-	slotset__hot(s, bp_key_hash(&k1), 20);
-	slotset__hot(s, bp_key_hash(&k2), 99);
+	slotset__hot(s, 0, bp_key_hash(&k1), 15);
+	slotset__hot(s, 2, bp_key_hash(&k1), 20);
+	slotset__hot(s, 3, bp_key_hash(&k2), 99);
 	assert_int_equal(gains_by_tgid(s, &f, by, 8), 0);
+
+	/* After a reset (the set emptied) a position's claim is looked up
+	 * anew, not credited to the key index it had before. */
+	memset(f.counts, 0, sizeof(f.counts));
+	memset(f.taken, 0, sizeof(f.taken));
+	slotset__reset(s);
+	publish(&f, 0, k2, 1);
+	publish(&f, 0, k1, 1);
+	assert_int_equal(slotset__scan(s, &f.m, f.taken), 0);
+	/* Position 0 holds k1 again, which is now the set's second key. */
+	slotset__hot(s, 0, bp_key_hash(&k1), 4);
+	slotset__hot(s, 5, bp_key_hash(&k2), 2); /* past the positions: looked up each read */
+	assert_int_equal(gains_by_tgid(s, &f, by, 8), 2);
+	assert_int_equal(by[1], 5);
+	assert_int_equal(by[2], 3);
 	slotset__free(s);
 }
 
 static void test_taken_is_clamped_and_reset_forgets(void **state)
 {
-	struct slotset *s = slotset__new(REGIONS, PER);
+	struct slotset *s = slotset__new(REGIONS, PER, 4);
 	struct fake f;
 	uint64_t by[32];
 

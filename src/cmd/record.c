@@ -277,8 +277,9 @@ static void print_summary(const struct collector_stats *st, const struct profile
 			" by bpf_get_stack(), %" PRIu64 " disagreed (checked only in tests)",
 			st->v[STAT_KWALK_OK], st->v[STAT_KWALK_FALLBACK], st->v[STAT_KWALK_DIFF]);
 	p_debug("%" PRIu64 " drains, %" PRIu64 " of them emptied the kernel maps (buffer flips); "
-		"%" PRIu64 " samples stored a new key, %" PRIu64 " were counted in per-CPU hot slots",
-		st->drains, st->flips, st->v[STAT_NEW_KEYS], st->v[STAT_HOT_HITS]);
+		"%" PRIu64 " samples stored a new key, %" PRIu64 " were counted in per-CPU hot slots; "
+		"%" PRIu64 " stacks read from the kernel",
+		st->drains, st->flips, st->v[STAT_NEW_KEYS], st->v[STAT_HOT_HITS], st->stacks_read);
 	if (samples != profile__total(prof) + nlost)
 		p_warn("sample accounting mismatch: %" PRIu64 " samples, %" PRIu64
 		       " in the profile, %" PRIu64 " lost",

@@ -77,7 +77,8 @@ struct collector {
 	int stacks_fd[PROFILE_NR_BUFS];
 	collector_proc_fn proc_fn;
 	void *proc_ctx;
-	uint64_t drains, drain_ns, drain_ns_total, missing_stacks, flips;
+	uint64_t drains, drain_ns, drain_ns_total, missing_stacks, flips, stacks_read;
+	struct htab *stacks_seen; /* stack id -> its copy, read from the active set */
 	/* collector__stats() is asked several times a drain (rates, metrics):
 	 * its last answer, reused while no drain or detach came in between and
 	 * it is younger than STATS_REUSE_NS (each answer reads every event's
@@ -1580,34 +1581,50 @@ static int clear_map(int fd, size_t key_size)
 	return 0;
 }
 
-struct stack_cache {
-	struct htab *h; /* stack id -> struct bp_stack* (NULL: not found) */
-};
-
-static const struct bp_stack *get_stack(struct collector *c, struct stack_cache *sc, int fd,
-					uint64_t id)
+/*
+ * Stacks read from the active set, kept until it is emptied: a key new to
+ * the set often shares a stack with one read before (a new kernel stack
+ * under a known user stack), and a read costs a syscall copying 1 KiB. Ids
+ * are hashes of the frames, so an id names one stack for the set's life.
+ * At most the set's stacks map, in copies of the used part only.
+ */
+static const struct bp_stack *get_stack(struct collector *c, int fd, uint64_t id)
 {
 	struct htab_entry *e;
-	struct bp_stack *st;
+	struct bp_stack st, *copy;
 	bool created;
 
 	if (id == STACK_ID_NONE)
 		return NULL;
-	e = htab__upsert(sc->h, &id, sizeof(id), &created);
+	if (!c->stacks_seen && !(c->stacks_seen = htab__new()))
+		return NULL;
+	e = htab__upsert(c->stacks_seen, &id, sizeof(id), &created);
 	if (!e)
 		return NULL;
 	if (!created)
 		return e->value;
-	st = malloc(sizeof(*st));
-	if (!st)
-		return NULL;
-	if (bpf_map_lookup_elem(fd, &id, st) || st->nr > PROFILE_MAX_DEPTH) {
-		free(st);
+	if (bpf_map_lookup_elem(fd, &id, &st) || st.nr > PROFILE_MAX_DEPTH ||
+	    !(copy = malloc(offsetof(struct bp_stack, ips) + st.nr * sizeof(st.ips[0])))) {
+		htab__remove(c->stacks_seen, &id, sizeof(id)); /* asked again next time */
 		c->missing_stacks++;
 		return NULL;
 	}
-	e->value = st;
-	return st;
+	memcpy(copy, &st, offsetof(struct bp_stack, ips) + st.nr * sizeof(st.ips[0]));
+	e->value = copy;
+	c->stacks_read++;
+	return copy;
+}
+
+/* The set whose stacks were kept was emptied. */
+static void forget_stacks(struct collector *c)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	while (c->stacks_seen && (e = htab__next(c->stacks_seen, &pos)))
+		free(e->value);
+	htab__free(c->stacks_seen);
+	c->stacks_seen = NULL;
 }
 
 /* CPU cpu's hot slots of buffer set buf (the last page of its cpu_state value). */
@@ -1752,6 +1769,7 @@ static int clear_set(struct collector *c, uint32_t buf)
 	}
 	clear_hot(c, buf);
 	slotset__reset(c->sset);
+	forget_stacks(c);
 	return e1 ? e1 : e2;
 }
 
@@ -1760,11 +1778,9 @@ int collector__drain(struct collector *c, collector_known_fn known, collector_sa
 {
 	uint32_t buf = c->active;
 	uint64_t t0 = now_ns();
-	struct stack_cache sc = { 0 };
 	const struct slotset_gain *gains = NULL;
 	struct slotset_mem m = slot_mem(c, buf);
-	struct htab_entry *e;
-	size_t nr = 0, pos = 0;
+	size_t nr = 0;
 	bool flip = slots_taken(c, buf) || !c->sampling ||
 		    slotset__keys(c->sset) >= c->flip_at || c->always_flip;
 	int err;
@@ -1788,12 +1804,9 @@ int collector__drain(struct collector *c, collector_known_fn known, collector_sa
 		add_hot(c, buf);
 		err = slotset__gains(c->sset, &m, &gains, &nr);
 	}
-	sc.h = htab__new();
-	if (!sc.h && !err)
-		err = -ENOMEM;
 	/* Every sample announced first, then handed out: a consumer can batch
 	 * work (the symbolizer scans a large perf map once per drain). The
-	 * stacks are cached by the first pass for the second. */
+	 * stacks are kept by the first pass for the second (get_stack()). */
 	for (int pass = pre ? 0 : 1; pass < 2 && !err; pass++) {
 		for (size_t i = 0; i < nr && !err; i++) {
 			const struct bp_sample_key *key = gains[i].key;
@@ -1805,8 +1818,8 @@ int collector__drain(struct collector *c, collector_known_fn known, collector_sa
 				err = pass ? fn(ctx, &s) : 0;
 				continue;
 			}
-			ks = get_stack(c, &sc, c->stacks_fd[buf], key->kstack);
-			us = get_stack(c, &sc, c->stacks_fd[buf], key->ustack);
+			ks = get_stack(c, c->stacks_fd[buf], key->kstack);
+			us = get_stack(c, c->stacks_fd[buf], key->ustack);
 			if (ks) {
 				s.kips = ks->ips;
 				s.nr_kips = ks->nr;
@@ -1820,9 +1833,6 @@ int collector__drain(struct collector *c, collector_known_fn known, collector_sa
 		if (!pass && !err)
 			err = pre(ctx, NULL); /* all announced */
 	}
-	while (sc.h && (e = htab__next(sc.h, &pos)))
-		free(e->value);
-	htab__free(sc.h);
 
 	/* 4: empty the old set for its next turn - also after a failed callback,
 	 * or its next drain would hand the same counts out again. */
@@ -1904,6 +1914,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->korc_load_err = c->korc_load_err;
 	st->korc_save_err = c->korc_save_err;
 	st->missing_stacks = c->missing_stacks;
+	st->stacks_read = c->stacks_read;
 	st->flips = c->flips;
 	st->nr_events = c->nr_events;
 	for (int cpu = 0; cpu < c->ncpu; cpu++) {
@@ -1998,6 +2009,7 @@ void collector__free(struct collector *c)
 			close(c->chunk_fd[i]);
 	ring_buffer__free(c->rb);
 	slots_close(c);
+	forget_stacks(c);
 	korc__free(&c->korc);
 	if (c->cpu_state)
 		munmap(c->cpu_state, c->cpu_state_len);

@@ -82,6 +82,7 @@ struct collector_stats {
 			       * else why not (-ENOENT: none yet or caching off) */
 	int korc_save_err;    /* built: 0 saved there for the next start, else why not */
 	uint64_t missing_stacks; /* samples whose stack was not in the map (bug guard) */
+	uint64_t stacks_read;	 /* stacks copied from the kernel (each once per set) */
 	uint64_t flips;	      /* drains that switched buffers (the others read in place) */
 	size_t nr_events;     /* perf events attached */
 	/*

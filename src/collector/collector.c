@@ -620,8 +620,9 @@ static int carry_task(struct collector *c, const struct bp_offcpu_task *t, void 
 
 /*
  * Count slots: max_counts keys per set, split evenly among the CPUs'
- * regions (a CPU's new keys take its own region), plus as many again for
- * the end-of-run flush's. The counts maps are sized to hold every slot's key.
+ * regions (a CPU's new keys take its own region), plus one region of the
+ * same size for the end-of-run flush. The counts maps are sized to hold
+ * every slot's key.
  */
 #define SLOTS_MIN_PER_REGION 64
 

@@ -1727,6 +1727,17 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Sorted ids without repeats, in place; their number. */
+static size_t unique_u64(uint64_t *ids, size_t n)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!j || ids[j - 1] != ids[i])
+			ids[j++] = ids[i];
+	return j;
+}
+
 /*
  * Empties set buf (no run uses it any more): its counts and stacks maps,
  * first by the keys and stack ids the drain knows (batch deletes), then
@@ -1750,9 +1761,7 @@ static int clear_set(struct collector *c, uint32_t buf)
 				ids[ns++] = keys[i].ustack;
 		}
 		qsort(ids, ns, sizeof(*ids), cmp_u64);
-		for (size_t i = 0, j = 0; i < ns; i++) /* unique: a batch stops at a missing key */
-			if (!j || ids[j - 1] != ids[i])
-				ids[j++] = ids[i];
+		ns = unique_u64(ids, ns); /* a batch stops at a missing key */
 		delete_keys(c->counts_fd[buf], (const unsigned char *)keys, nk, sizeof(*keys));
 		delete_keys(c->stacks_fd[buf], (const unsigned char *)ids, ns, sizeof(*ids));
 	}

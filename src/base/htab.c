@@ -8,8 +8,14 @@
 
 #define TOMBSTONE ((struct htab_entry *)1)
 
+/* A slot keeps its entry's hash: a probe past other keys reads no entry. */
+struct hslot {
+	uint64_t hash;
+	struct htab_entry *e;
+};
+
 struct htab {
-	struct htab_entry **slots;
+	struct hslot *slots;
 	size_t cap;   /* power of two */
 	size_t count; /* live entries */
 	size_t used;  /* live + tombstones */
@@ -64,8 +70,8 @@ void htab__free(struct htab *h)
 	if (!h)
 		return;
 	for (size_t i = 0; i < h->cap; i++)
-		if (h->slots[i] && h->slots[i] != TOMBSTONE)
-			free(h->slots[i]);
+		if (h->slots[i].e && h->slots[i].e != TOMBSTONE)
+			free(h->slots[i].e);
 	free(h->slots);
 	free(h);
 }
@@ -81,7 +87,8 @@ static size_t probe(const struct htab *h, uint64_t hash, const void *key, size_t
 	size_t mask = h->cap - 1, i = hash & mask, first_free = (size_t)-1;
 
 	for (;;) {
-		struct htab_entry *e = h->slots[i];
+		const struct hslot *sl = &h->slots[i];
+		struct htab_entry *e = sl->e;
 
 		if (!e) {
 			*found = false;
@@ -90,7 +97,7 @@ static size_t probe(const struct htab *h, uint64_t hash, const void *key, size_t
 		if (e == TOMBSTONE) {
 			if (first_free == (size_t)-1)
 				first_free = i;
-		} else if (e->hash == hash && e->klen == klen && !memcmp(e->key, key, klen)) {
+		} else if (sl->hash == hash && e->klen == klen && !memcmp(e->key, key, klen)) {
 			*found = true;
 			return i;
 		}
@@ -100,9 +107,9 @@ static size_t probe(const struct htab *h, uint64_t hash, const void *key, size_t
 
 static int resize(struct htab *h, size_t new_cap)
 {
-	struct htab_entry **old = h->slots;
+	struct hslot *old = h->slots;
 	size_t old_cap = h->cap;
-	struct htab_entry **slots = calloc(new_cap, sizeof(*slots));
+	struct hslot *slots = calloc(new_cap, sizeof(*slots));
 
 	if (!slots)
 		return -ENOMEM;
@@ -110,14 +117,13 @@ static int resize(struct htab *h, size_t new_cap)
 	h->cap = new_cap;
 	h->used = h->count;
 	for (size_t i = 0; i < old_cap; i++) {
-		struct htab_entry *e = old[i];
 		size_t j;
 
-		if (!e || e == TOMBSTONE)
+		if (!old[i].e || old[i].e == TOMBSTONE)
 			continue;
-		for (j = e->hash & (new_cap - 1); slots[j]; j = (j + 1) & (new_cap - 1))
+		for (j = old[i].hash & (new_cap - 1); slots[j].e; j = (j + 1) & (new_cap - 1))
 			;
-		slots[j] = e;
+		slots[j] = old[i];
 	}
 	free(old);
 	return 0;
@@ -128,7 +134,7 @@ struct htab_entry *htab__find(const struct htab *h, const void *key, size_t klen
 	bool found;
 	size_t i = probe(h, htab_hash(key, klen), key, klen, &found);
 
-	return found ? h->slots[i] : NULL;
+	return found ? h->slots[i].e : NULL;
 }
 
 struct htab_entry *htab__upsert(struct htab *h, const void *key, size_t klen, bool *created)
@@ -142,7 +148,7 @@ struct htab_entry *htab__upsert(struct htab *h, const void *key, size_t klen, bo
 		*created = false;
 	i = probe(h, hash, key, klen, &found);
 	if (found)
-		return h->slots[i];
+		return h->slots[i].e;
 	if ((h->used + 1) * 4 > h->cap * 3) {
 		/* Mostly tombstones: rebuild at the same size; else grow. */
 		size_t new_cap = (h->count + 1) * 2 > h->cap ? h->cap * 2 : h->cap;
@@ -163,9 +169,9 @@ struct htab_entry *htab__upsert(struct htab *h, const void *key, size_t klen, bo
 	e->klen = klen;
 	memcpy(e->key, key, klen);
 	e->key[klen] = '\0';
-	if (h->slots[i] != TOMBSTONE)
+	if (h->slots[i].e != TOMBSTONE)
 		h->used++;
-	h->slots[i] = e;
+	h->slots[i] = (struct hslot){ .hash = hash, .e = e };
 	h->count++;
 	if (created)
 		*created = true;
@@ -180,9 +186,9 @@ void *htab__remove(struct htab *h, const void *key, size_t klen)
 
 	if (!found)
 		return NULL;
-	v = h->slots[i]->value;
-	free(h->slots[i]);
-	h->slots[i] = TOMBSTONE;
+	v = h->slots[i].e->value;
+	free(h->slots[i].e);
+	h->slots[i].e = TOMBSTONE;
 	h->count--;
 	return v;
 }
@@ -190,7 +196,7 @@ void *htab__remove(struct htab *h, const void *key, size_t klen)
 struct htab_entry *htab__next(const struct htab *h, size_t *pos)
 {
 	while (*pos < h->cap) {
-		struct htab_entry *e = h->slots[(*pos)++];
+		struct htab_entry *e = h->slots[(*pos)++].e;
 
 		if (e && e != TOMBSTONE)
 			return e;

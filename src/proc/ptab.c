@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -38,6 +39,13 @@
 /* Pidfds nobody asked about for this long are closed at the next sweep. */
 #define PIDFD_IDLE_NS (60ull * 1000 * 1000 * 1000)
 #define PIDFD_SWEEP_NS (10ull * 1000 * 1000 * 1000)
+/*
+ * The pidfds are in one epoll set; exits are collected from it (one
+ * epoll_wait) at most once per ALIVE_FRESH_NS, so a sweep that asks about
+ * every known process makes one system call, not one each. An answer is
+ * thus at most this old - as if the caller had taken that long to use it.
+ */
+#define ALIVE_FRESH_NS (1ull * 1000 * 1000)
 
 struct file_key {
 	uint32_t major, minor;
@@ -90,6 +98,7 @@ struct pproc {
 /* A process's pidfd (pidfds, keyed by alive_key). */
 struct alive_fd {
 	int fd;
+	bool exited; /* the epoll set said readable (exited, zombie included) */
 	uint64_t asked_ns;
 };
 
@@ -115,6 +124,8 @@ struct ptab {
 	struct htab *pidfds; /* alive_key -> alive_fd (the real /proc only) */
 	unsigned max_pidfds;
 	uint64_t pidfd_sweep_ns;
+	int epfd;	     /* the pidfds' epoll set; -1: a poll() per question */
+	uint64_t harvest_ns; /* exits last collected from it */
 	struct safe_root host;
 	struct stat host_st;
 	uint64_t self_mntns; /* inode of our mount namespace, 0 if unknown */
@@ -271,8 +282,11 @@ struct ptab *ptab__new(const struct ptab_opts *opts)
 	t->procs = htab__new();
 	t->files = htab__new();
 	t->mntns = htab__new();
-	if (t->real_proc && t->max_pidfds)
+	t->epfd = -1;
+	if (t->real_proc && t->max_pidfds) {
 		t->pidfds = htab__new();
+		t->epfd = epoll_create1(EPOLL_CLOEXEC);
+	}
 	t->host.fd = safeopen__dir(host);
 	if (t->host.fd >= 0 && fstat(t->host.fd, &t->host_st)) {
 		close(t->host.fd);
@@ -368,6 +382,8 @@ void ptab__free(struct ptab *t)
 	htab__free(t->files);
 	htab__free(t->mntns);
 	htab__free(t->pidfds);
+	if (t->epfd >= 0)
+		close(t->epfd);
 	if (t->host.fd >= 0)
 		close(t->host.fd);
 	free(t->open);
@@ -538,8 +554,27 @@ static void pidfd_drop(struct ptab *t, const struct alive_key *k)
 }
 
 /*
- * Closes the pidfds of processes that exited (one poll() over all of them)
- * or that nobody asked about for PIDFD_IDLE_NS.
+ * Marks the pidfds the epoll set reports readable (each reported once:
+ * EPOLLONESHOT). One epoll_wait that returns at once, whatever the number
+ * of pidfds held.
+ */
+static void harvest(struct ptab *t, uint64_t now)
+{
+	struct epoll_event ev[64];
+	int n;
+
+	t->harvest_ns = now;
+	t->st.alive_harvests++;
+	do {
+		n = epoll_wait(t->epfd, ev, (int)ARRAY_SIZE(ev), 0);
+		for (int i = 0; i < n; i++)
+			((struct alive_fd *)ev[i].data.ptr)->exited = true;
+	} while (n == (int)ARRAY_SIZE(ev));
+}
+
+/*
+ * Closes the pidfds of processes that exited (the epoll set's word, else
+ * one poll() over all of them) or that nobody asked about for PIDFD_IDLE_NS.
  */
 static void pidfd_sweep(struct ptab *t, uint64_t now)
 {
@@ -551,18 +586,20 @@ static void pidfd_sweep(struct ptab *t, uint64_t now)
 	t->pidfd_sweep_ns = now;
 	if (!n)
 		return;
+	if (t->epfd >= 0)
+		harvest(t, now);
 	pf = calloc(n, sizeof(*pf));
 	keys = calloc(n, sizeof(*keys));
 	while (pf && keys && i < n && (e = htab__next(t->pidfds, &pos))) {
 		struct alive_fd *a = e->value;
 
 		memcpy(&keys[i], e->key, sizeof(keys[i]));
-		/* Idle ones are dropped whatever poll says: fd -1 is skipped. */
-		pf[i].fd = now - a->asked_ns > PIDFD_IDLE_NS ? -1 : a->fd;
+		/* Idle and exited ones are dropped whatever poll says: fd -1 is skipped. */
+		pf[i].fd = now - a->asked_ns > PIDFD_IDLE_NS || a->exited ? -1 : a->fd;
 		pf[i].events = POLLIN;
 		i++;
 	}
-	if (pf && keys && poll(pf, i, 0) >= 0)
+	if (pf && keys && (t->epfd >= 0 || poll(pf, i, 0) >= 0))
 		for (size_t j = 0; j < i; j++)
 			if (pf[j].fd < 0 || pf[j].revents)
 				pidfd_drop(t, &keys[j]);
@@ -598,7 +635,19 @@ static void pidfd_take(struct ptab *t, const struct proc_id *id, const struct al
 		return;
 	}
 	a->fd = fd;
+	a->exited = false;
 	a->asked_ns = now;
+	if (t->epfd >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.ptr = a };
+
+		/* Not in the set, not kept: its exit would go unseen. */
+		if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+			htab__remove(t->pidfds, k, sizeof(*k));
+			free(a);
+			close(fd);
+			return;
+		}
+	}
 	e->value = a;
 }
 
@@ -606,9 +655,10 @@ static void pidfd_take(struct ptab *t, const struct proc_id *id, const struct al
  * Whether id's process still runs. The answer is /proc/PID/stat's (there,
  * with id's start time); a process asked about once holds a pidfd, and
  * while that is not readable (the process has not exited) the answer is yes
- * without a look at /proc: one poll() instead of an open, a read and a
- * close through a path walk (~10 us), which is what the sweeps of a live
- * view spend their time on. A readable pidfd - exited, zombie included - is
+ * without a look at /proc, which costs an open, a read and a close through
+ * a path walk (~10 us) - what the sweeps of a live view spent their time
+ * on. Readable is the epoll set's word, collected at most ALIVE_FRESH_NS
+ * ago (without an epoll set, a poll() of the one pidfd). A readable pidfd - exited, zombie included - is
  * dropped and /proc answers, as for processes without one: a pidfd names
  * one process, never another that took its pid after it.
  */
@@ -628,8 +678,16 @@ bool ptab__alive(struct ptab *t, const struct proc_id *id)
 	if (e) {
 		struct alive_fd *a = e->value;
 		struct pollfd pf = { .fd = a->fd, .events = POLLIN };
+		bool running;
 
-		if (poll(&pf, 1, 0) == 0) {
+		if (t->epfd >= 0) {
+			if (now - t->harvest_ns >= ALIVE_FRESH_NS)
+				harvest(t, now);
+			running = !a->exited;
+		} else {
+			running = poll(&pf, 1, 0) == 0;
+		}
+		if (running) {
 			a->asked_ns = now;
 			t->st.alive_pidfd++;
 			return true;

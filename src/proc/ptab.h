@@ -86,6 +86,7 @@ struct ptab_stats {
 	uint64_t changed;      /* cached files found replaced (inode reused) */
 	uint64_t alive_stat;   /* liveness answered by /proc/PID/stat */
 	uint64_t alive_pidfd;  /* liveness answered by a pidfd that was not readable */
+	uint64_t alive_harvests; /* exits collected from the pidfds' epoll set */
 	size_t pidfds;	       /* pidfds held now */
 };
 
@@ -128,7 +129,8 @@ int ptab__refresh(struct ptab *t, struct pproc *p);
 /*
  * Whether the process id names still runs that image (start time check in
  * /proc/PID/stat; a pidfd held per process answers without it while the
- * process has not exited, see ptab.c).
+ * process has not exited, see ptab.c). An exit is seen at most 1 ms late:
+ * exits are collected for all pidfds at once.
  */
 bool ptab__alive(struct ptab *t, const struct proc_id *id);
 /* Start time of pid in clock ticks (/proc/PID/stat). 0 or -errno. */

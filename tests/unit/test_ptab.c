@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <sys/sysmacros.h>
 
+#include "base/util.h"
 #include "proc/procfs.h"
 #include "proc/ptab.h"
 #include "sym/elfsym.h"
@@ -198,10 +199,64 @@ static void test_a_running_process_is_answered_by_its_pidfd(void **state)
 	/* Exited, not reaped yet: /proc still shows it, as before pidfds. */
 	kill((pid_t)id.pid, SIGKILL);
 	assert_int_equal(waitid(P_PID, (id_t)id.pid, &si, WEXITED | WNOWAIT), 0);
+	usleep(2000); /* exits are collected at most every millisecond */
 	assert_true(ptab__alive(t, &id));
 	assert_int_equal(stats_of(t).alive_pidfd, 5); /* its pidfd was readable */
 	waitpid((pid_t)id.pid, NULL, 0);
 	assert_false(ptab__alive(t, &id));
+	assert_int_equal(stats_of(t).pidfds, 0);
+	ptab__free(t);
+}
+
+/*
+ * A sweep over many live processes collects exits once, not once per
+ * process; an exit among them is seen at the next collection, and only
+ * that process is answered from /proc.
+ */
+static void test_exits_are_collected_once_for_all_pidfds(void **state)
+{
+	struct ptab *t = ptab__new(NULL);
+	struct proc_id ids[6];
+	struct ptab_stats st;
+	uint64_t h0, stat0, t0, ms;
+
+	(void)state;
+	for (int i = 0; i < 6; i++) {
+		ids[i] = spawn_idle();
+		assert_true(ptab__alive(t, &ids[i])); /* takes its pidfd */
+	}
+	usleep(2000);
+	h0 = stats_of(t).alive_harvests;
+	stat0 = stats_of(t).alive_stat;
+	t0 = now_ns();
+	for (int round = 0; round < 10; round++)
+		for (int i = 0; i < 6; i++)
+			assert_true(ptab__alive(t, &ids[i]));
+	ms = (now_ns() - t0) / 1000000;
+	st = stats_of(t);
+	assert_true(st.alive_pidfd >= 60);
+	/* 60 answers: one collection, one more per millisecond they took (a
+	 * preempted test) - not 60. */
+	assert_in_range(st.alive_harvests - h0, 1, 1 + ms);
+	assert_int_equal(st.alive_stat, stat0);
+
+	kill((pid_t)ids[3].pid, SIGKILL);
+	waitpid((pid_t)ids[3].pid, NULL, 0);
+	usleep(2000);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(ptab__alive(t, &ids[i]), i != 3);
+	st = stats_of(t);
+	assert_int_equal(st.alive_stat, stat0 + 1); /* only the exited one asked /proc */
+	assert_int_equal(st.pidfds, 5);
+	for (int i = 0; i < 6; i++) {
+		if (i == 3)
+			continue;
+		kill((pid_t)ids[i].pid, SIGKILL);
+		waitpid((pid_t)ids[i].pid, NULL, 0);
+	}
+	usleep(2000);
+	for (int i = 0; i < 6; i++)
+		assert_false(ptab__alive(t, &ids[i]));
 	assert_int_equal(stats_of(t).pidfds, 0);
 	ptab__free(t);
 }
@@ -256,6 +311,7 @@ static void test_pidfds_are_bounded(void **state)
 		kill((pid_t)ids[i].pid, SIGKILL);
 		waitpid((pid_t)ids[i].pid, NULL, 0);
 	}
+	usleep(2000); /* exits are collected at most every millisecond */
 	for (int i = 0; i < 8; i++)
 		assert_false(ptab__alive(t, &ids[i]));
 	assert_int_equal(stats_of(t).pidfds, 0);
@@ -426,6 +482,7 @@ int main(void)
 		cmocka_unit_test(test_a_file_is_opened_once_for_every_reader),
 		cmocka_unit_test(test_read_mem_is_bounded),
 		cmocka_unit_test(test_a_running_process_is_answered_by_its_pidfd),
+		cmocka_unit_test(test_exits_are_collected_once_for_all_pidfds),
 		cmocka_unit_test(test_pidfds_are_bounded),
 		cmocka_unit_test(test_a_zombie_keeps_its_maps),
 		cmocka_unit_test_setup_teardown(test_a_file_on_fuse_is_refused_once, setup_fake,

@@ -627,7 +627,7 @@ int record__setup(struct record *r)
 	rc->pt = ptab__new(&po);
 	sopts.ptab = rc->pt;
 	rc->sym = rc->pt ? symbolizer__new(&sopts) : NULL;
-	rc->labels = labels__new("/proc", 0);
+	rc->labels = rc->pt ? labels__new(rc->pt, 0) : NULL;
 	if (buildid__kernel(rc->kernel_build_id))
 		rc->kernel_build_id[0] = '\0';
 	if (!rc->prof || !rc->sym || !rc->labels) {
@@ -949,8 +949,8 @@ void record__close(struct record *r)
 	unwinder__free(r->rc.uw);
 	collector__free(r->col);
 	symbolizer__free(r->rc.sym);
-	ptab__free(r->rc.pt);
 	labels__free(r->rc.labels);
+	ptab__free(r->rc.pt);
 	htab__free(r->rc.memo);
 	profile__free(r->rc.prof);
 	free(r->cpus);

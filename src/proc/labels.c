@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/htab.h"
-#include "proc/procfs.h"
+#include "proc/ptab.h"
 
 struct label_entry {
 	struct cgroup_info ci;
@@ -17,7 +17,7 @@ struct label_entry {
 };
 
 struct labels {
-	char proc_root[256];
+	struct ptab *pt; /* the reads, and whether a process is still the one asked for */
 	size_t max;
 	struct htab *h; /* {pid, start} -> label_entry */
 	uint64_t gen;
@@ -33,13 +33,13 @@ struct lkey {
 #define LABELS_KEEP_FEW	 1024
 #define LABELS_KEEP_GENS 30
 
-struct labels *labels__new(const char *proc_root, size_t max_entries)
+struct labels *labels__new(struct ptab *pt, size_t max_entries)
 {
 	struct labels *l = calloc(1, sizeof(*l));
 
 	if (!l)
 		return NULL;
-	snprintf(l->proc_root, sizeof(l->proc_root), "%s", proc_root ? proc_root : "/proc");
+	l->pt = pt;
 	l->max = max_entries ? max_entries : 16384;
 	l->h = htab__new();
 	if (!l->h) {
@@ -65,9 +65,9 @@ void labels__free(struct labels *l)
 const struct cgroup_info *labels__get(struct labels *l, uint32_t pid, uint64_t start_ns)
 {
 	struct lkey k = { .pid = pid, .start_ns = start_ns };
+	struct proc_id id = { .pid = pid, .start_time = start_ns };
 	struct label_entry *le;
 	struct htab_entry *e;
-	uint64_t ticks;
 	bool created;
 
 	e = htab__find(l->h, &k, sizeof(k));
@@ -89,9 +89,7 @@ const struct cgroup_info *labels__get(struct labels *l, uint32_t pid, uint64_t s
 	e->value = le;
 	le->used_gen = l->gen;
 	/* Only label the process the sample came from, not a recycled pid. */
-	if (!procfs__starttime(l->proc_root, pid, &ticks) &&
-	    (!start_ns || ticks == procfs__ns_to_ticks(start_ns)))
-		le->ok = cgroup__read(l->proc_root, pid, &le->ci) == 0;
+	le->ok = ptab__cgroup(l->pt, &id, &le->ci) == 0;
 	return le->ok ? &le->ci : NULL;
 }
 

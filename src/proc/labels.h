@@ -16,8 +16,10 @@
 #include "proc/cgroup.h"
 
 struct labels;
+struct ptab;
 
-struct labels *labels__new(const char *proc_root, size_t max_entries);
+/* Reads through pt (proc/ptab.h), which outlives the labels. */
+struct labels *labels__new(struct ptab *pt, size_t max_entries);
 void labels__free(struct labels *l);
 
 /* Labels of the process, read now if not cached; NULL if it is gone. */

@@ -46,6 +46,14 @@
  * thus at most this old - as if the caller had taken that long to use it.
  */
 #define ALIVE_FRESH_NS (1ull * 1000 * 1000)
+/*
+ * Processes found exited, remembered: an id (pid and start time) never runs
+ * again, and the sweeps ask about an exited process a few more times before
+ * they forget it - each an open of /proc/PID/stat that fails. Kept for
+ * DEAD_KEEP sweeps, at most DEAD_MAX.
+ */
+#define DEAD_KEEP 10
+#define DEAD_MAX 4096
 
 struct file_key {
 	uint32_t major, minor;
@@ -122,6 +130,7 @@ struct ptab {
 	struct htab *files; /* file_key -> mfile */
 	struct htab *mntns; /* mount ns (dev, inode), or a fake tree's path -> mntns */
 	struct htab *pidfds; /* alive_key -> alive_fd (the real /proc only) */
+	struct htab *dead;   /* alive_key -> the sweep it was found exited at */
 	unsigned max_pidfds;
 	uint64_t pidfd_sweep_ns;
 	int epfd;	     /* the pidfds' epoll set; -1: a poll() per question */
@@ -282,6 +291,7 @@ struct ptab *ptab__new(const struct ptab_opts *opts)
 	t->procs = htab__new();
 	t->files = htab__new();
 	t->mntns = htab__new();
+	t->dead = htab__new();
 	t->epfd = -1;
 	if (t->real_proc && t->max_pidfds) {
 		t->pidfds = htab__new();
@@ -297,7 +307,7 @@ struct ptab *ptab__new(const struct ptab_opts *opts)
 	t->shm_known = shm_mount_id(&t->shm_mnt_id);
 	t->host.shm_mnt_id = t->shm_mnt_id;
 	t->host.shm_known = t->shm_known;
-	if (!t->procs || !t->files || !t->mntns || (t->max_pidfds && t->real_proc && !t->pidfds)) {
+	if (!t->procs || !t->files || !t->mntns || !t->dead || (t->max_pidfds && t->real_proc && !t->pidfds)) {
 		ptab__free(t);
 		errno = ENOMEM;
 		return NULL;
@@ -382,6 +392,7 @@ void ptab__free(struct ptab *t)
 	htab__free(t->files);
 	htab__free(t->mntns);
 	htab__free(t->pidfds);
+	htab__free(t->dead);
 	if (t->epfd >= 0)
 		close(t->epfd);
 	if (t->host.fd >= 0)
@@ -532,15 +543,35 @@ int ptab__starttime(struct ptab *t, uint32_t pid, uint64_t *ticks)
 	return procfs__starttime(t->proc_root, pid, ticks);
 }
 
-/* The check itself: /proc/PID/stat is there and shows id's start time. */
-static bool stat_alive(struct ptab *t, const struct proc_id *id)
+/*
+ * The check itself: /proc/PID/stat is there and shows id's start time. *gone
+ * (if given) says whether a no is for good: the process is not there, or
+ * another took its pid - not a read that failed (descriptors, memory,
+ * permissions).
+ */
+static bool stat_alive(struct ptab *t, const struct proc_id *id, bool *gone)
 {
 	uint64_t ticks;
+	int err;
 
 	t->st.alive_stat++;
-	if (procfs__starttime(t->proc_root, id->pid, &ticks))
+	err = procfs__starttime(t->proc_root, id->pid, &ticks);
+	if (gone)
+		*gone = !err || err == -ENOENT || err == -ESRCH;
+	if (err)
 		return false;
 	return !id->start_time || ticks == procfs__ns_to_ticks(id->start_time);
+}
+
+/* Exited ids older than DEAD_KEEP sweeps go (all of them if all). */
+static void dead_forget(struct ptab *t, bool all)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	while ((e = htab__next(t->dead, &pos)))
+		if (all || (uint64_t)(uintptr_t)e->value + DEAD_KEEP < t->gen)
+			htab__remove(t->dead, e->key, e->klen);
 }
 
 static void pidfd_drop(struct ptab *t, const struct alive_key *k)
@@ -607,28 +638,40 @@ static void pidfd_sweep(struct ptab *t, uint64_t now)
 	free(keys);
 }
 
-/* Keeps a pidfd for id, alive a moment ago. */
-static void pidfd_take(struct ptab *t, const struct proc_id *id, const struct alive_key *k,
-		       uint64_t now)
+/*
+ * A pidfd for id, to be kept once a check after this shows the pid still
+ * id's (pidfd_keep); -1 if none is to be had or id holds one already.
+ */
+static int pidfd_open_for(struct ptab *t, const struct proc_id *id, const struct alive_key *k,
+			  uint64_t now)
+{
+	int fd;
+
+	if (!t->pidfds || !id->start_time || !id->pid || htab__find(t->pidfds, k, sizeof(*k)))
+		return -1;
+	if (htab__count(t->pidfds) >= t->max_pidfds)
+		pidfd_sweep(t, now);
+	if (htab__count(t->pidfds) >= t->max_pidfds)
+		return -1;
+	fd = (int)syscall(SYS_pidfd_open, (pid_t)id->pid, 0);
+	return fd < 0 ? -1 : fd; /* no pidfds (kernel < 5.3), or out of descriptors: /proc it is */
+}
+
+/*
+ * Keeps fd (pidfd_open_for) as k's. Opened first, checked after: the pid
+ * was id's before (a sample saw it) and the caller found it still id's
+ * after the open, so it was id's when the fd was opened.
+ */
+static void pidfd_keep(struct ptab *t, const struct alive_key *k, int fd, uint64_t now)
 {
 	struct alive_fd *a;
 	struct htab_entry *e;
 	bool created;
-	int fd;
 
-	if (htab__count(t->pidfds) >= t->max_pidfds)
-		pidfd_sweep(t, now);
-	if (htab__count(t->pidfds) >= t->max_pidfds)
-		return;
-	fd = (int)syscall(SYS_pidfd_open, (pid_t)id->pid, 0);
 	if (fd < 0)
-		return; /* no pidfds (kernel < 5.3), or out of descriptors: /proc it is */
-	/*
-	 * Opened first, checked after: the pid was id's before (a sample saw
-	 * it) and is still id's now, so it was id's when the fd was opened.
-	 */
+		return;
 	a = malloc(sizeof(*a));
-	e = a && stat_alive(t, id) ? htab__upsert(t->pidfds, k, sizeof(*k), &created) : NULL;
+	e = a ? htab__upsert(t->pidfds, k, sizeof(*k), &created) : NULL;
 	if (!e || !created) {
 		free(a);
 		close(fd);
@@ -651,6 +694,20 @@ static void pidfd_take(struct ptab *t, const struct proc_id *id, const struct al
 	e->value = a;
 }
 
+/* Keeps a pidfd for id, alive a moment ago. */
+static void pidfd_take(struct ptab *t, const struct proc_id *id, const struct alive_key *k,
+		       uint64_t now)
+{
+	int fd = pidfd_open_for(t, id, k, now);
+
+	if (fd < 0)
+		return;
+	if (stat_alive(t, id, NULL))
+		pidfd_keep(t, k, fd, now);
+	else
+		close(fd);
+}
+
 /*
  * Whether id's process still runs. The answer is /proc/PID/stat's (there,
  * with id's start time); a process asked about once holds a pidfd, and
@@ -662,15 +719,37 @@ static void pidfd_take(struct ptab *t, const struct proc_id *id, const struct al
  * dropped and /proc answers, as for processes without one: a pidfd names
  * one process, never another that took its pid after it.
  */
+/* An id found exited: not asked of /proc again. */
+static void dead_note(struct ptab *t, const struct alive_key *k)
+{
+	struct htab_entry *e;
+
+	if (htab__count(t->dead) >= DEAD_MAX)
+		dead_forget(t, true);
+	e = htab__upsert(t->dead, k, sizeof(*k), NULL);
+	if (e)
+		e->value = (void *)(uintptr_t)t->gen;
+}
+
 bool ptab__alive(struct ptab *t, const struct proc_id *id)
 {
 	struct alive_key k = { .pid = id->pid, .start_time = id->start_time };
 	struct htab_entry *e;
 	uint64_t now;
-	bool alive;
+	bool alive, gone;
 
-	if (!t->pidfds || !id->start_time || !id->pid)
-		return stat_alive(t, id);
+	if (!id->start_time || !id->pid)
+		return stat_alive(t, id, NULL); /* the pid alone: it may be another's later */
+	if (htab__find(t->dead, &k, sizeof(k))) {
+		t->st.alive_dead++;
+		return false;
+	}
+	if (!t->pidfds) {
+		alive = stat_alive(t, id, &gone);
+		if (!alive && gone)
+			dead_note(t, &k);
+		return alive;
+	}
 	now = now_ns();
 	if (now - t->pidfd_sweep_ns > PIDFD_SWEEP_NS)
 		pidfd_sweep(t, now);
@@ -693,23 +772,45 @@ bool ptab__alive(struct ptab *t, const struct proc_id *id)
 			return true;
 		}
 		pidfd_drop(t, &k);
-		return stat_alive(t, id);
+		alive = stat_alive(t, id, &gone); /* a zombie is still there */
+		if (!alive && gone)
+			dead_note(t, &k);
+		return alive;
 	}
-	alive = stat_alive(t, id);
+	alive = stat_alive(t, id, &gone);
 	if (alive)
 		pidfd_take(t, id, &k, now);
+	else if (gone)
+		dead_note(t, &k);
 	return alive;
+}
+
+int ptab__cgroup(struct ptab *t, const struct proc_id *id, struct cgroup_info *ci)
+{
+	int err;
+
+	if (!ptab__alive(t, id))
+		return -ESRCH;
+	err = cgroup__read(t->proc_root, id->pid, ci);
+	/* Read from the process asked for, not one that took its pid meanwhile. */
+	if (!err && !ptab__alive(t, id))
+		err = -ESRCH;
+	return err;
 }
 
 /* The image /proc shows now is id's: same start time, same address space. */
 static int image_check(struct ptab *t, const struct proc_id *id, uint64_t *sig)
 {
+	struct alive_key k = { .pid = id->pid, .start_time = id->start_time };
 	uint64_t ticks;
+	int err = procfs__image(t->proc_root, id->pid, &ticks, sig);
 
-	if (procfs__image(t->proc_root, id->pid, &ticks, sig))
+	if (err || (id->start_time && ticks != procfs__ns_to_ticks(id->start_time))) {
+		/* Exited (or its pid is another's): the sweeps need not look again. */
+		if (id->start_time && id->pid && (!err || err == -ENOENT || err == -ESRCH))
+			dead_note(t, &k);
 		return -ESRCH;
-	if (id->start_time && ticks != procfs__ns_to_ticks(id->start_time))
-		return -ESRCH;
+	}
 	if (id->mm_sig && *sig && *sig != id->mm_sig)
 		return -ESRCH;
 	return 0;
@@ -751,24 +852,33 @@ static int find_blocked(struct ptab *t, struct pproc *p, const struct procmaps *
 /* Reads p's mappings into a new snapshot, the image checked before and after. */
 static int read_maps(struct ptab *t, struct pproc *p)
 {
+	struct alive_key k = { .pid = p->id.pid, .start_time = p->id.start_time };
 	struct procmaps maps = {0};
 	uint64_t sig0 = 0, sig1 = 0;
 	struct pmaps *pm;
 	uint32_t tid;
-	int err;
+	int err, pfd;
 
 	err = image_check(t, &p->id, &sig0);
 	if (err)
 		return err;
+	/* The liveness pidfd comes along: the check after the read vouches for it. */
+	pfd = pidfd_open_for(t, &p->id, &k, now_ns());
 	t->st.maps_reads++;
 	err = procmaps__read_pid(t->proc_root, p->id.pid, &maps, &tid);
-	if (err)
+	if (err) {
+		if (pfd >= 0)
+			close(pfd);
 		return err == -ENOENT ? -ESRCH : err;
+	}
 	/* An exec (or exit) while we read: these mappings may be the next image's. */
 	if (image_check(t, &p->id, &sig1) || sig1 != sig0) {
+		if (pfd >= 0)
+			close(pfd);
 		procmaps__free(&maps);
 		return -ESRCH;
 	}
+	pidfd_keep(t, &k, pfd, now_ns());
 	/*
 	 * No mappings at all: the address space is gone (a zombie, or a process
 	 * in its exit), while /proc still shows the pid with its start time. An
@@ -1370,6 +1480,7 @@ void ptab__sweep(struct ptab *t)
 	size_t pos = 0;
 
 	t->gen++;
+	dead_forget(t, false);
 	/* Unheld files are closed (re-opened, and checked, at their next use). */
 	for (size_t i = t->nr_open; i-- > 0;)
 		if (!t->open[i]->refs)

@@ -51,6 +51,7 @@
 
 #include <libelf.h>
 
+#include "proc/cgroup.h"
 #include "proc/procfs.h"
 #include "proc/procmaps.h"
 #include "proc/safeopen.h"
@@ -87,6 +88,7 @@ struct ptab_stats {
 	uint64_t alive_stat;   /* liveness answered by /proc/PID/stat */
 	uint64_t alive_pidfd;  /* liveness answered by a pidfd that was not readable */
 	uint64_t alive_harvests; /* exits collected from the pidfds' epoll set */
+	uint64_t alive_dead;	 /* liveness answered by an exit seen before */
 	size_t pidfds;	       /* pidfds held now */
 };
 
@@ -133,6 +135,8 @@ int ptab__refresh(struct ptab *t, struct pproc *p);
  * exits are collected for all pidfds at once.
  */
 bool ptab__alive(struct ptab *t, const struct proc_id *id);
+/* The process's cgroup labels (proc/cgroup.h); -ESRCH if it is not id's process. */
+int ptab__cgroup(struct ptab *t, const struct proc_id *id, struct cgroup_info *ci);
 /* Start time of pid in clock ticks (/proc/PID/stat). 0 or -errno. */
 int ptab__starttime(struct ptab *t, uint32_t pid, uint64_t *ticks);
 /* Fields of /proc/PID/status (cached per entry). 0 or -errno. */

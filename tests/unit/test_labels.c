@@ -7,8 +7,10 @@
 #include "testutil.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "proc/labels.h"
+#include "proc/ptab.h"
 
 #define ID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -58,7 +60,9 @@ static int teardown(void **state)
 
 static void test_kept_30_sweeps_while_few(void **state)
 {
-	struct labels *l = labels__new(root, 0);
+	struct ptab_opts o = { .proc_root = root };
+	struct ptab *t = ptab__new(&o);
+	struct labels *l = labels__new(t, 0);
 	const struct cgroup_info *ci;
 
 	assert_non_null(l);
@@ -82,11 +86,14 @@ static void test_kept_30_sweeps_while_few(void **state)
 	assert_int_equal(labels__count(l), 0);
 	assert_null(labels__get(l, 42, 0)); /* read again: the process is gone */
 	labels__free(l);
+	ptab__free(t);
 }
 
 static void test_two_sweeps_when_many(void **state)
 {
-	struct labels *l = labels__new(root, 0);
+	struct ptab_opts o = { .proc_root = root };
+	struct ptab *t = ptab__new(&o);
+	struct labels *l = labels__new(t, 0);
 
 	assert_non_null(l);
 	/* 1025 processes that do not exist (entries all the same: unlabeled). */
@@ -98,6 +105,28 @@ static void test_two_sweeps_when_many(void **state)
 	labels__sweep(l);
 	assert_int_equal(labels__count(l), 0);
 	labels__free(l);
+	ptab__free(t);
+}
+
+/* Labels are those of the process a sample came from, not of one that took its pid. */
+static void test_only_the_process_asked_for(void **state)
+{
+	struct ptab_opts o = { .proc_root = root };
+	struct ptab *t = ptab__new(&o);
+	struct labels *l = labels__new(t, 0);
+	uint64_t start = 4242 * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+	const struct cgroup_info *ci;
+
+	(void)state;
+	assert_non_null(l);
+	fake_proc(43); /* started at 4242 ticks */
+	assert_null(labels__get(l, 43, start + 1000000000ull));
+	ci = labels__get(l, 43, start);
+	assert_non_null(ci);
+	assert_string_equal(ci->container_id, ID);
+	unfake_proc(43);
+	labels__free(l);
+	ptab__free(t);
 }
 
 int main(void)
@@ -105,6 +134,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kept_30_sweeps_while_few),
 		cmocka_unit_test(test_two_sweeps_when_many),
+		cmocka_unit_test(test_only_the_process_asked_for),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -261,6 +261,45 @@ static void test_exits_are_collected_once_for_all_pidfds(void **state)
 	ptab__free(t);
 }
 
+/*
+ * An exited process is asked about a few more times by the sweeps: /proc is
+ * read once, then the exit is remembered (an id never runs again) - with
+ * pidfds and without.
+ */
+static void test_an_exit_is_remembered(void **state)
+{
+	struct ptab_opts o = { .max_pidfds = -1 };
+
+	(void)state;
+	for (int with_pidfds = 0; with_pidfds < 2; with_pidfds++) {
+		struct ptab *t = ptab__new(with_pidfds ? NULL : &o);
+		struct proc_id id = spawn_idle(), other;
+		uint64_t stat0;
+
+		assert_true(ptab__alive(t, &id));
+		kill((pid_t)id.pid, SIGKILL);
+		waitpid((pid_t)id.pid, NULL, 0);
+		usleep(2000);
+		assert_false(ptab__alive(t, &id));
+		stat0 = stats_of(t).alive_stat;
+		for (int i = 0; i < 5; i++)
+			assert_false(ptab__alive(t, &id));
+		assert_int_equal(stats_of(t).alive_stat, stat0);
+		assert_int_equal(stats_of(t).alive_dead, 5);
+		/* Another start time under the pid is another id: asked of /proc. */
+		other = id;
+		other.start_time += 1000000000ull;
+		assert_false(ptab__alive(t, &other));
+		assert_int_equal(stats_of(t).alive_stat, stat0 + 1);
+		/* Forgotten after some sweeps (then asked of /proc again, still gone). */
+		for (int i = 0; i < 12; i++)
+			ptab__sweep(t);
+		assert_false(ptab__alive(t, &id));
+		assert_int_equal(stats_of(t).alive_stat, stat0 + 2);
+		ptab__free(t);
+	}
+}
+
 /* A zombie's /proc/PID/maps is empty: a re-read then must keep the maps its samples need. */
 static void test_a_zombie_keeps_its_maps(void **state)
 {
@@ -483,6 +522,7 @@ int main(void)
 		cmocka_unit_test(test_read_mem_is_bounded),
 		cmocka_unit_test(test_a_running_process_is_answered_by_its_pidfd),
 		cmocka_unit_test(test_exits_are_collected_once_for_all_pidfds),
+		cmocka_unit_test(test_an_exit_is_remembered),
 		cmocka_unit_test(test_pidfds_are_bounded),
 		cmocka_unit_test(test_a_zombie_keeps_its_maps),
 		cmocka_unit_test_setup_teardown(test_a_file_on_fuse_is_refused_once, setup_fake,

@@ -110,20 +110,6 @@ static int check_fd_limit(const struct options *o, const bool *cpus, int nr_cpus
 	return -EMFILE;
 }
 
-uint64_t record__max_sample_rate(void)
-{
-	uint64_t max = UINT64_MAX;
-	char *buf;
-
-	if (read_file("/proc/sys/kernel/perf_event_max_sample_rate", 64, &buf, NULL))
-		return UINT64_MAX;
-	buf[strcspn(buf, "\n")] = '\0';
-	if (parse_u64(buf, 10, &max))
-		max = UINT64_MAX;
-	free(buf);
-	return max;
-}
-
 static int check_freq(uint32_t freq)
 {
 	uint64_t max = record__max_sample_rate();

@@ -52,6 +52,7 @@ struct record_ctx {
 	struct htab *memo;
 	uint64_t memo_prof; /* profile__serial() of the profile it is for */
 	uint64_t memo_gen;
+	uint32_t memo_epoch; /* which memo a key's cookie (collector_sample) is of; from 1 */
 	uint64_t memo_hits; /* drained keys that only added their count */
 };
 
@@ -137,7 +138,7 @@ int record__on_sample(void *ctx, const struct collector_sample *s);
 /* The drain's first pass: announces the user addresses (NULL: all announced). */
 int record__want_sample(void *ctx, const struct collector_sample *s);
 /* The key is in record__on_sample's memo: its stacks are not needed. */
-bool record__known_sample(void *ctx, const struct bp_sample_key *key);
+bool record__known_sample(void *ctx, const struct collector_sample *s);
 /* Stamps a profile with what it covers (and the kernel's build id). */
 void record__fill_meta(struct profile *p, const struct record_ctx *rc, uint64_t start_real,
 		       uint64_t duration_ns, uint64_t lost);

@@ -73,13 +73,42 @@ static int64_t frame_of(struct record_ctx *rc, const struct sym *s)
 /* Frames of a user stack with the inlined functions added (Go). */
 #define USER_FRAMES_MAX (2 * PROFILE_MAX_DEPTH)
 
-bool record__known_sample(void *ctx, const struct bp_sample_key *key)
+/* The memo is of the profile as it is laid out now. */
+static bool memo_current(const struct record_ctx *rc)
+{
+	return rc->memo && rc->memo_prof == profile__serial(rc->prof) &&
+	       rc->memo_gen == profile__layout_gen(rc->prof);
+}
+
+/*
+ * A key's cookie (collector_sample) is its sample's index in the profile,
+ * under the memo's epoch: a key the drain hands out again is counted
+ * without a lookup. Another memo (a new profile, a new layout) is another
+ * epoch, and its cookies do not match.
+ */
+static uint64_t cookie_of(const struct record_ctx *rc, uint64_t idx)
+{
+	return idx < UINT32_MAX ? (uint64_t)rc->memo_epoch << 32 | idx : 0;
+}
+
+static bool cookie_valid(const struct record_ctx *rc, const struct collector_sample *s)
+{
+	return s->cookie && *s->cookie && *s->cookie >> 32 == rc->memo_epoch;
+}
+
+bool record__known_sample(void *ctx, const struct collector_sample *s)
 {
 	struct record_ctx *rc = ctx;
+	struct htab_entry *e;
 
-	return rc->memo && rc->memo_prof == profile__serial(rc->prof) &&
-	       rc->memo_gen == profile__layout_gen(rc->prof) &&
-	       htab__find(rc->memo, key, sizeof(*key));
+	if (!memo_current(rc))
+		return false;
+	if (cookie_valid(rc, s))
+		return true;
+	e = htab__find(rc->memo, s->key, sizeof(*s->key));
+	if (e && s->cookie)
+		*s->cookie = cookie_of(rc, (uintptr_t)e->value);
+	return e;
 }
 
 int record__want_sample(void *ctx, const struct collector_sample *s)
@@ -92,7 +121,7 @@ int record__want_sample(void *ctx, const struct collector_sample *s)
 		return 0;
 	}
 	/* A key symbolized before (record__on_sample's memo) asks nothing. */
-	if (record__known_sample(rc, s->key))
+	if (record__known_sample(rc, s))
 		return 0;
 	id = (struct proc_id){ .pid = s->key->tgid, .start_time = s->key->start_time,
 			       .exec_id = s->key->exec_id };
@@ -213,32 +242,42 @@ static int64_t symbolize(struct record_ctx *rc, const struct collector_sample *s
 int record__on_sample(void *ctx, const struct collector_sample *s)
 {
 	struct record_ctx *rc = ctx;
-	struct htab_entry *e;
+	struct htab_entry *e = NULL;
 	bool unnamed = false;
 	int64_t i;
 
-	if (rc->memo_prof != profile__serial(rc->prof) ||
-	    rc->memo_gen != profile__layout_gen(rc->prof)) {
+	if (!memo_current(rc)) {
 		htab__free(rc->memo);
 		rc->memo = htab__new();
 		rc->memo_prof = profile__serial(rc->prof);
 		rc->memo_gen = profile__layout_gen(rc->prof);
+		if (!++rc->memo_epoch)
+			rc->memo_epoch = 1; /* 0 is no epoch: cookies start at 0 */
 	}
-	e = rc->memo ? htab__find(rc->memo, s->key, sizeof(*s->key)) : NULL;
-	if (e) {
+	if (rc->memo && cookie_valid(rc, s))
+		i = (uint32_t)*s->cookie;
+	else if (rc->memo && (e = htab__find(rc->memo, s->key, sizeof(*s->key))))
+		i = (int64_t)(uintptr_t)e->value;
+	else
+		i = -1;
+	if (i >= 0) {
 		rc->memo_hits++;
+		if (s->cookie)
+			*s->cookie = cookie_of(rc, (uint64_t)i);
 		if (s->key->flags & SAMPLE_F_OFFCPU)
-			return profile__add_offcpu_count(rc->prof, (size_t)(uintptr_t)e->value,
-							 s->count);
-		return profile__add_count(rc->prof, (size_t)(uintptr_t)e->value, s->count);
+			return profile__add_offcpu_count(rc->prof, (size_t)i, s->count);
+		return profile__add_count(rc->prof, (size_t)i, s->count);
 	}
 	i = symbolize(rc, s, &unnamed);
 	if (i < 0)
 		return (int)i;
 	if (!unnamed && rc->memo) {
 		e = htab__upsert(rc->memo, s->key, sizeof(*s->key), NULL);
-		if (e)
+		if (e) {
 			e->value = (void *)(uintptr_t)i;
+			if (s->cookie)
+				*s->cookie = cookie_of(rc, (uint64_t)i);
+		}
 	}
 	return 0;
 }
@@ -319,6 +358,20 @@ uint64_t record__lost(const struct collector_stats *st)
 {
 	return st->v[STAT_LOST_STACKS_FULL] + st->v[STAT_LOST_COUNTS_FULL] + st->v[STAT_LOST_NO_MAP] +
 	       st->v[STAT_LOST_STACK_ERR];
+}
+
+uint64_t record__max_sample_rate(void)
+{
+	uint64_t max = UINT64_MAX;
+	char *buf;
+
+	if (read_file("/proc/sys/kernel/perf_event_max_sample_rate", 64, &buf, NULL))
+		return UINT64_MAX;
+	buf[strcspn(buf, "\n")] = '\0';
+	if (parse_u64(buf, 10, &max))
+		max = UINT64_MAX;
+	free(buf);
+	return max;
 }
 
 bool record__warn_throttled(const struct collector_stats *from, const struct collector_stats *to,

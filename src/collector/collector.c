@@ -1820,11 +1820,13 @@ int collector__drain(struct collector *c, collector_known_fn known, collector_sa
 	for (int pass = pre ? 0 : 1; pass < 2 && !err; pass++) {
 		for (size_t i = 0; i < nr && !err; i++) {
 			const struct bp_sample_key *key = gains[i].key;
-			struct collector_sample s = { .key = key, .count = gains[i].count };
+			struct collector_sample s = { .key = key,
+						      .count = gains[i].count,
+						      .cookie = gains[i].cookie };
 			const struct bp_stack *ks, *us;
 
 			/* Asked right before fn: nothing comes between its answer and use. */
-			if (known && known(ctx, key)) {
+			if (known && known(ctx, &s)) {
 				err = pass ? fn(ctx, &s) : 0;
 				continue;
 			}

@@ -68,6 +68,12 @@ struct collector_sample {
 	const __u64 *uips; /* leaf first */
 	uint32_t nr_uips;
 	uint64_t count;
+	/*
+	 * The consumer's word for this key, kept with it in the buffer set: 0
+	 * the first time, again after the set is emptied. What it made of the
+	 * key, found again without a lookup of the key. NULL: none kept.
+	 */
+	uint64_t *cookie;
 };
 
 struct collector_stats {
@@ -115,7 +121,7 @@ int collector__poll(struct collector *c, int timeout_ms, collector_proc_fn fn, v
 int collector__notice_fd(const struct collector *c);
 
 /* A key the consumer has seen before: its stacks are not read (NULL, 0). */
-typedef bool (*collector_known_fn)(void *ctx, const struct bp_sample_key *key);
+typedef bool (*collector_known_fn)(void *ctx, const struct collector_sample *s);
 
 /* Hands out everything counted since the previous drain, each key with what
  * its count gained. Reads the active buffer in place, or flips buffers when it

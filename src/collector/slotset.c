@@ -20,6 +20,7 @@ struct slot_ent {
 	uint64_t last; /* total handed out */
 	uint64_t cur;  /* this read: total */
 	uint64_t hot;  /* this read: hot-slot counts */
+	uint64_t cookie; /* the reader's (slotset_gain) */
 	uint32_t slot; /* its first slot */
 };
 
@@ -202,7 +203,9 @@ int slotset__gains(struct slotset *s, const struct slotset_mem *m, const struct 
 
 		if (e->cur <= e->last)
 			continue;
-		s->gains[n++] = (struct slotset_gain){ .key = &e->key, .count = e->cur - e->last };
+		s->gains[n++] = (struct slotset_gain){ .key = &e->key,
+						       .count = e->cur - e->last,
+						       .cookie = &e->cookie };
 		e->last = e->cur;
 	}
 	*out = s->gains;

@@ -25,6 +25,8 @@ struct slotset;
 struct slotset_gain {
 	const struct bp_sample_key *key; /* valid until the next scan or reset */
 	uint64_t count;			 /* gained since the last slotset__gains() */
+	uint64_t *cookie;		 /* the key's word for its reader, 0 at first; kept
+					  * with the key until a reset (same validity) */
 };
 
 /* One set's slot memory, as the program sees it (index: region * per_region + i). */

@@ -40,7 +40,7 @@ ALLOWED = {
     "src/sym/elfsym.c": (2, "elfsym__open(path): tools and tests name the file; processes' files come as mfile handles"),
     "src/collector/collector.c": (5, "/proc/kallsyms, /proc/stat and /sys/kernel files, the kernel's"),
     "src/unwind/korc_cache.c": (2, "the agent's own cache of the kernel ORC table (root-only directory)"),
-    "src/cmd/record.c": (1, "/proc/sys/kernel/perf_event_max_sample_rate, the kernel's"),
+    "src/cmd/record_samples.c": (1, "/proc/sys/kernel/perf_event_max_sample_rate, the kernel's"),
     "src/cmd/record_sinks.c": (1, "--token-file, the operator's"),
     "src/cmd/annotate.c": (2, "the binary a saved profile names, opened as the user asks (--symfs), "
                               "and /proc/kcore, the kernel's; a live process's files come from the "

@@ -87,7 +87,8 @@ struct collector {
 	uint64_t last_stats_ns;
 	/* The throttling figures (every event's count read, and /proc/stat)
 	 * are taken at most every THROTTLE_EVERY_NS while sampling: each time
-	 * costs ~50 us, as much as the rest of a bpfprof top refresh. */
+	 * costs ~75 us of CPU with cold caches (2 CPUs; /proc/stat alone ~55),
+	 * half of a whole bpfprof top refresh. */
 	uint64_t throttle_ns, th_expected, th_taken, th_throttled, th_running;
 	/* Events already closed: what they should have sampled, how long they ran. */
 	uint64_t expected_closed, running_closed, slack_closed;
@@ -1906,7 +1907,7 @@ static void throttle_stats(struct collector *c, struct collector_stats *st)
 }
 
 #define STATS_REUSE_NS	   (50ull * 1000000)
-#define THROTTLE_EVERY_NS (5000ull * 1000000)
+#define THROTTLE_EVERY_NS (15000ull * 1000000)
 
 void collector__stats(struct collector *c, struct collector_stats *st)
 {

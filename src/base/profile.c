@@ -337,6 +337,59 @@ int profile__merge_if(struct profile *dst, const struct profile *src,
 	return err;
 }
 
+int profile__copy_if(struct profile *dst, const struct profile *src, const bool *keep,
+		     int64_t *map)
+{
+	int64_t *frame_map = malloc((src->nr_frames ? src->nr_frames : 1) * sizeof(*frame_map));
+	uint32_t *ids = NULL;
+	size_t cap = 0;
+	int err = 0;
+
+	if (!frame_map)
+		return -ENOMEM;
+	for (size_t i = 0; i < src->nr_frames; i++)
+		frame_map[i] = -1;
+	for (size_t i = 0; i < src->nr_samples; i++)
+		map[i] = -1;
+	for (size_t i = 0; i < src->nr_samples && !err; i++) {
+		const struct psample *s = &src->samples[i];
+		const uint32_t *fr;
+		uint32_t n;
+
+		if (!keep[i])
+			continue;
+		fr = profile__stack_get(src, s->stack, &n);
+		if (array_grow((void **)&ids, &cap, n + 1, sizeof(*ids))) {
+			err = -ENOMEM;
+			break;
+		}
+		/* Each distinct frame interned once, however many stacks share it. */
+		for (uint32_t j = 0; j < n && !err; j++) {
+			if (frame_map[fr[j]] < 0) {
+				frame_map[fr[j]] = profile__frame_src(dst, &src->frames[fr[j]]);
+				if (frame_map[fr[j]] < 0)
+					err = (int)frame_map[fr[j]];
+			}
+			ids[j] = (uint32_t)frame_map[fr[j]];
+		}
+		if (!err) {
+			map[i] = add_values(dst, s, ids, n, 0, 0);
+			err = map[i] < 0 ? (int)map[i] : 0;
+		}
+	}
+	free(ids);
+	free(frame_map);
+	for (size_t pos = 0; !err;) {
+		struct htab_entry *e = htab__next(src->build_ids, &pos);
+
+		if (!e)
+			break;
+		if (!profile__build_id(dst, (const char *)e->key))
+			err = profile__set_build_id(dst, (const char *)e->key, e->value);
+	}
+	return err;
+}
+
 size_t profile__nr_samples(const struct profile *p)
 {
 	return p->nr_samples;

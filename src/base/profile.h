@@ -133,6 +133,14 @@ int profile__merge(struct profile *dst, const struct profile *src);
 /* The same for the samples keep() accepts (keep NULL: all). */
 int profile__merge_if(struct profile *dst, const struct profile *src,
 		      bool (*keep)(const struct psample *s, void *ctx), void *ctx);
+/*
+ * Copies the samples i of src with keep[i] into dst without their values
+ * (count and offcpu_ns 0): what they are, not what they counted. map[i]
+ * (src's nr_samples entries) gets each sample's index in dst, -1 if not
+ * copied. 0 or -ENOMEM (map then partly filled).
+ */
+int profile__copy_if(struct profile *dst, const struct profile *src, const bool *keep,
+		     int64_t *map);
 
 size_t profile__nr_samples(const struct profile *p);
 const struct psample *profile__sample(const struct profile *p, size_t i);

@@ -139,6 +139,13 @@ int record__on_sample(void *ctx, const struct collector_sample *s);
 int record__want_sample(void *ctx, const struct collector_sample *s);
 /* The key is in record__on_sample's memo: its stacks are not needed. */
 bool record__known_sample(void *ctx, const struct collector_sample *s);
+/*
+ * The memo follows samples copied from one profile into another
+ * (profile__copy_if's map, n entries): keys whose sample was copied stay
+ * known in to (no symbolizing), the rest are forgotten.
+ */
+void record__memo_move(struct record_ctx *rc, const struct profile *from, const struct profile *to,
+		       const int64_t *map, size_t n);
 /* Stamps a profile with what it covers (and the kernel's build id). */
 void record__fill_meta(struct profile *p, const struct record_ctx *rc, uint64_t start_real,
 		       uint64_t duration_ns, uint64_t lost);

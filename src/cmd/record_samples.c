@@ -111,6 +111,29 @@ bool record__known_sample(void *ctx, const struct collector_sample *s)
 	return e;
 }
 
+void record__memo_move(struct record_ctx *rc, const struct profile *from, const struct profile *to,
+		       const int64_t *map, size_t n)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	if (!rc->memo || rc->memo_prof != profile__serial(from) ||
+	    rc->memo_gen != profile__layout_gen(from))
+		return; /* not from's: the next sample starts to's afresh */
+	while ((e = htab__next(rc->memo, &pos))) {
+		size_t i = (uintptr_t)e->value;
+
+		if (i < n && map[i] >= 0)
+			e->value = (void *)(uintptr_t)map[i];
+		else
+			htab__remove(rc->memo, e->key, e->klen);
+	}
+	rc->memo_prof = profile__serial(to);
+	rc->memo_gen = profile__layout_gen(to);
+	if (!++rc->memo_epoch)
+		rc->memo_epoch = 1; /* the cookies name from's samples */
+}
+
 int record__want_sample(void *ctx, const struct collector_sample *s)
 {
 	struct record_ctx *rc = ctx;

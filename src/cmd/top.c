@@ -88,7 +88,8 @@ static void on_top_signal(int sig)
  * (record's key memo skips keys it has seen), and each drain's slice lists
  * what its samples gained. A catalog is replaced every CATALOG_SPAN seconds
  * (at least the window), so its memory holds at most that long's distinct
- * stacks; it is freed when the last slice of it leaves the window.
+ * stacks and those still shown (carried into the next, see carry_over());
+ * it is freed when the last slice of it leaves the window.
  */
 #define CATALOG_SPAN 60
 
@@ -148,6 +149,9 @@ struct top {
 	 * them to keep running (pid -> struct waiting). NULL: tables at once. */
 	struct htab *waiting;
 	uint64_t nr_deferred, nr_promoted, cpu_promote;
+	/* Catalogs replaced, and the samples carried into the next (-v). */
+	uint64_t nr_catalogs, nr_carried, nr_left, cpu_carry;
+	unsigned catalog_span; /* seconds: CATALOG_SPAN, or BPFPROF_TEST_CATALOG_SECS */
 	uint64_t drained; /* samples drained since the start */
 };
 
@@ -259,6 +263,10 @@ static int parse(int argc, char **argv, struct top *t, bool *stdio)
 
 	cli__sampling_defaults(o);
 	t->window = TOP_DEFAULT_WINDOW;
+	t->catalog_span = CATALOG_SPAN;
+	/* Tests: replacements within a short run. */
+	if (getenv("BPFPROF_TEST_CATALOG_SECS"))
+		t->catalog_span = (unsigned)MAX(1, atoi(getenv("BPFPROF_TEST_CATALOG_SECS")));
 	t->delay = 1;
 	t->rows = 20;
 	optind = 1;
@@ -480,12 +488,23 @@ static int push(struct slice **v, size_t *nr, size_t *cap, const struct slice *s
 }
 
 /* How many of v[from..nr) are older than the window (the newest always stays). */
-static size_t aged(const struct slice *v, size_t from, size_t nr, unsigned window, uint64_t now)
+static size_t aged(const struct slice *v, size_t from, size_t nr, unsigned window, double delay,
+		   uint64_t now)
 {
-	uint64_t span = (uint64_t)window * 1000000000ull;
+	/*
+	 * A slice holds what came since the drain before it: it is in the
+	 * window while that start is, i.e. while its own end is younger than
+	 * the window less a refresh. Half a refresh of slack: drains run a
+	 * little early or late, and a slice that ends 0.999 or 1.001 refreshes
+	 * before the window's end is the same slice. (Its end against the whole
+	 * window kept one refresh too many in about half the refreshes: a 2 s
+	 * window showed 2 or 3 seconds of samples.)
+	 */
+	uint64_t span = (uint64_t)window * 1000000000ull,
+		 slack = (uint64_t)(delay * 1e9 / 2);
 	size_t drop = from;
 
-	while (drop + 1 < nr && now - v[drop].t >= span)
+	while (drop + 1 < nr && now - v[drop].t + MIN(slack, span / 2) >= span)
 		drop++;
 	return drop - from;
 }
@@ -502,7 +521,7 @@ static void drop_slices(struct slice *v, size_t *nr, size_t drop)
 /* The window's slices older than it leave it (freed at the next rebuild). */
 static void age_window(struct top *t, uint64_t now)
 {
-	t->nr_gone += aged(t->win, t->nr_gone, t->nr_win, t->window, now);
+	t->nr_gone += aged(t->win, t->nr_gone, t->nr_win, t->window, t->delay, now);
 }
 
 /* The table of the window; then the slices that left it are freed. */
@@ -561,6 +580,48 @@ static double window_span(const struct top *t, uint64_t now)
 }
 
 /* One drain into the catalog, its slice into the window (or held while paused). */
+/* Marks the samples of catalog c that slices sl[0..n) name. */
+static void mark_shown(const struct slice *sl, size_t n, const struct catalog *c, bool *keep)
+{
+	for (size_t i = 0; i < n; i++)
+		if (sl[i].c == c)
+			for (size_t j = 0; j < sl[i].n; j++)
+				keep[sl[i].d[j].sample] = true;
+}
+
+/*
+ * A new catalog starts with the samples of the old one that the window (or
+ * a pause) still holds - what they are, not their counts - and record's
+ * memo follows them, so the keys that keep coming back are not symbolized
+ * again: re-symbolizing a minute's distinct stacks cost ~7 ms of CPU at
+ * each replacement, more than the minute's refreshes together. What only
+ * the old catalog used goes with it. Best effort: on failure the new
+ * catalog simply starts empty.
+ */
+static void carry_over(struct top *t, struct catalog *from, struct catalog *to)
+{
+	size_t n = profile__nr_samples(from->p);
+	bool *keep = calloc(n ? n : 1, sizeof(*keep));
+	int64_t *map = malloc((n ? n : 1) * sizeof(*map));
+
+	uint64_t c0 = cpu_ns();
+
+	t->nr_catalogs++;
+	if (keep && map) {
+		mark_shown(t->win, t->nr_win, from, keep);
+		mark_shown(t->held, t->nr_held, from, keep);
+		if (!profile__copy_if(to->p, from->p, keep, map))
+			record__memo_move(&t->r.rc, from->p, to->p, map, n);
+		for (size_t i = 0; i < n; i++) {
+			t->nr_carried += keep[i];
+			t->nr_left += !keep[i];
+		}
+	}
+	free(keep);
+	free(map);
+	t->cpu_carry += cpu_ns() - c0;
+}
+
 static int top_drain(struct top *t, uint64_t now)
 {
 	struct collector_stats st;
@@ -569,9 +630,13 @@ static int top_drain(struct top *t, uint64_t now)
 	int err;
 
 	if (t->cur &&
-	    now - t->cur->born >= (uint64_t)MAX(CATALOG_SPAN, t->window) * 1000000000ull) {
-		catalog_put(t->cur);
-		t->cur = NULL;
+	    now - t->cur->born >= (uint64_t)MAX(t->catalog_span, t->window) * 1000000000ull) {
+		struct catalog *old = t->cur;
+
+		t->cur = catalog_new(now);
+		if (t->cur)
+			carry_over(t, old, t->cur);
+		catalog_put(old);
 	}
 	if (!t->cur && !(t->cur = catalog_new(now))) {
 		p_err("out of memory");
@@ -602,7 +667,7 @@ static int top_drain(struct top *t, uint64_t now)
 	}
 	/* Held drains older than the window will never be shown. */
 	if (t->paused)
-		drop_slices(t->held, &t->nr_held, aged(t->held, 0, t->nr_held, t->window, now));
+		drop_slices(t->held, &t->nr_held, aged(t->held, 0, t->nr_held, t->window, t->delay, now));
 	else
 		age_window(t, now);
 	collector__stats(t->r.col, &st);
@@ -1148,6 +1213,9 @@ static void top_summary(const struct top *t)
 			"from nothing (first, view changed, a catalog left it)",
 			updates, recounts);
 	}
+	p_debug("catalogs: %" PRIu64 " replaced, %" PRIu64 " samples carried into the next "
+		"(%" PRIu64 " left behind), %.3f ms CPU",
+		t->nr_catalogs, t->nr_carried, t->nr_left, t->cpu_carry / 1e6);
 	if (!t->r.rc.uw)
 		return;
 	if (t->waiting)

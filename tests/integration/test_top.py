@@ -281,6 +281,37 @@ def test_top_without_a_terminal_prints_snapshots():
     check_share(r["hot_spin"][2], r["cold_spin"][2])
 
 
+def test_top_catalog_replacements_keep_counts_and_names():
+    """Every CATALOG_SPAN seconds (60; 2 here) the profile the drains go into
+    is replaced; the samples the window still shows are carried into the
+    next with their keys' names (not symbolized again). Across replacements
+    the window keeps the same number of samples (none lost, none counted
+    twice) and topmix's 3:1 split."""
+    with sample_rate(499) as hz, Workload(wl("topmix"), 60) as w:
+        p = subprocess.run([str(BPFPROF), "top", "-p", str(w.pid), "-F", str(hz), "--window", "2",
+                            "-d", "9.5", "--rows", "5", "-v"], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, BPFPROF_TEST_CATALOG_SECS="2"))
+    assert p.returncode == 0, p.stderr
+    m = re.search(r"catalogs: (\d+) replaced, (\d+) samples carried into the next", p.stderr)
+    assert m and int(m.group(1)) >= 3 and int(m.group(2)) >= int(m.group(1)), p.stderr
+    snaps = [s for s in p.stdout.split("\n\n") if s.strip()]
+    full = []
+    for snap in snaps:
+        h = HEADER.search(snap)
+        assert h, snap
+        if int(h.group(1)) >= 2:  # the 2 s window full
+            r = rows(snap)
+            assert ordered(snap)[0].group(5) == "hot_spin", snap
+            check_share(r["hot_spin"][2], r["cold_spin"][2])
+            full.append(int(h.group(2)))
+    assert len(full) >= 5, p.stdout
+    # A full window is 2 refreshes' samples: a replacement neither drops a
+    # refresh (half) nor counts one twice (1.5x). (Also the window's own
+    # edge: it once held 2 or 3 refreshes, by how the drains fell.)
+    mid = sorted(full)[len(full) // 2]
+    assert all(0.8 * mid <= n <= 1.25 * mid for n in full), (full, p.stdout)
+
+
 def test_top_whole_machine_gives_tables_to_a_process_that_keeps_running():
     """-a with --unwind auto: a new process's unwind tables wait until it has had
     samples in 3 refreshes (short-lived ones never pay for them); then its stacks

@@ -72,6 +72,49 @@ static void test_interning_and_merge(void **state)
 	profile__free(NULL);
 }
 
+/*
+ * A copy keeps what the chosen samples are (stacks, frames, identity), not
+ * their counts, and says where each went; the rest are not copied, nor
+ * the frames only they used.
+ */
+static void test_copy_if(void **state)
+{
+	struct profile *src = profile__new(), *dst = profile__new();
+	bool keep[3] = { true, false, true };
+	int64_t map[3];
+	const struct psample *s;
+	const uint32_t *fr;
+	uint32_t n;
+
+	(void)state;
+	add(src, "app", 1, 3, 2, "main", "work");
+	add(src, "app", 1, 5, 2, "main", "only_dropped");
+	add(src, "tool", 7, 2, 3, "main", "work", "read_[k]");
+	assert_int_equal(profile__set_build_id(src, "/bin/x", "abcd"), 0);
+	assert_int_equal(profile__copy_if(dst, src, keep, map), 0);
+	assert_int_equal(profile__nr_samples(dst), 2);
+	assert_int_equal(map[1], -1);
+	assert_true(map[0] >= 0 && map[2] >= 0 && map[0] != map[2]);
+	assert_int_equal(profile__total(dst), 0);
+	assert_int_equal(profile__nr_frames(dst), 3); /* main, work, read: not only_dropped */
+	s = profile__sample(dst, (size_t)map[2]);
+	assert_int_equal(s->pid, 7);
+	assert_string_equal(s->comm, "tool");
+	assert_int_equal(s->count, 0);
+	fr = profile__stack_get(dst, s->stack, &n);
+	assert_int_equal(n, 3);
+	assert_string_equal(profile__frame_get(dst, fr[0])->name, "main");
+	assert_string_equal(profile__frame_get(dst, fr[2])->name, "read");
+	assert_int_equal(profile__frame_get(dst, fr[2])->kind, FRAME_KERNEL);
+	assert_string_equal(profile__build_id(dst, "/bin/x"), "abcd");
+	/* Counted in dst from here, as samples of its own. */
+	assert_int_equal(profile__add_count(dst, (size_t)map[0], 4), 0);
+	assert_int_equal(profile__sample(dst, (size_t)map[0])->count, 4);
+	assert_int_equal(profile__total(dst), 4);
+	profile__free(src);
+	profile__free(dst);
+}
+
 static void test_folded_golden(void **state)
 {
 	struct profile *p = profile__new();
@@ -129,6 +172,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_interning_and_merge),
+		cmocka_unit_test(test_copy_if),
 		cmocka_unit_test(test_folded_golden),
 		cmocka_unit_test(test_writer_table),
 		cmocka_unit_test(test_atomic_write),

@@ -176,6 +176,51 @@ static void test_a_cookie_of_another_profile_is_not_taken(void **state)
 	profile__free(old);
 }
 
+/*
+ * A catalog replaced (bpfprof top): the samples still in use are copied into
+ * the new profile, and their keys stay known there - counted, not
+ * symbolized again; a key left behind is symbolized anew.
+ */
+static void test_the_memo_follows_copied_samples(void **state)
+{
+	struct env *e = *state;
+	uint64_t cookie[2] = { 0 }, frames;
+	struct collector_sample s;
+	struct profile *old = e->rc.prof, *next = profile__new();
+	bool keep[2];
+	int64_t map[2];
+
+	assert_non_null(next);
+	for (int i = 0; i < 2; i++) {
+		s = sample(e, i, 5, &cookie[i]);
+		assert_int_equal(record__on_sample(&e->rc, &s), 0);
+	}
+	assert_int_equal(profile__nr_samples(old), 2);
+	/* Key 1's sample only is copied (its index in old: the second). */
+	keep[0] = false;
+	keep[1] = true;
+	assert_int_equal(profile__copy_if(next, old, keep, map), 0);
+	record__memo_move(&e->rc, old, next, map, 2);
+	e->rc.prof = next;
+	frames = e->rc.frames;
+
+	s = sample(e, 1, 3, &cookie[1]);
+	assert_true(record__known_sample(&e->rc, &s)); /* by the key: the old cookie is stale */
+	s.uips = NULL;
+	s.nr_uips = 0;
+	assert_int_equal(record__on_sample(&e->rc, &s), 0);
+	assert_int_equal(e->rc.frames, frames); /* nothing symbolized */
+	assert_int_equal(count_of(next, "memo_other_leaf"), 3);
+
+	s = sample(e, 0, 2, &cookie[0]);
+	assert_false(record__known_sample(&e->rc, &s));
+	assert_int_equal(record__on_sample(&e->rc, &s), 0);
+	assert_true(e->rc.frames > frames);
+	assert_int_equal(count_of(next, "memo_leaf"), 2);
+	assert_int_equal(profile__nr_samples(next), 2);
+	profile__free(old);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -183,6 +228,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_a_cookie_of_another_profile_is_not_taken,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_the_memo_follows_copied_samples, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

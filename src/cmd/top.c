@@ -152,6 +152,7 @@ struct top {
 	/* Catalogs replaced, and the samples carried into the next (-v). */
 	uint64_t nr_catalogs, nr_carried, nr_left, cpu_carry;
 	unsigned catalog_span; /* seconds: CATALOG_SPAN, or BPFPROF_TEST_CATALOG_SECS */
+	uint32_t self;	       /* top's own pid */
 	uint64_t drained; /* samples drained since the start */
 };
 
@@ -264,6 +265,7 @@ static int parse(int argc, char **argv, struct top *t, bool *stdio)
 	cli__sampling_defaults(o);
 	t->window = TOP_DEFAULT_WINDOW;
 	t->catalog_span = CATALOG_SPAN;
+	t->self = (uint32_t)getpid();
 	/* Tests: replacements within a short run. */
 	if (getenv("BPFPROF_TEST_CATALOG_SECS"))
 		t->catalog_span = (unsigned)MAX(1, atoi(getenv("BPFPROF_TEST_CATALOG_SECS")));
@@ -430,8 +432,10 @@ static void promote(struct top *t, const struct slice *sl)
 			p->drains++;
 		}
 		/* Counts only grow: checked after each entry, a process qualifies at
-		 * its last entry of the drain at the latest (then leaves the table). */
-		if (p->drains >= TOP_HOT_DRAINS &&
+		 * its last entry of the drain at the latest (then leaves the table).
+		 * Not top itself: its start-up burst met the rule, and its tables
+		 * cost ~9 ms for stacks nobody came for. */
+		if (pid != t->self && p->drains >= TOP_HOT_DRAINS &&
 		    p->samples * TOP_HOT_SHARE >= t->drained - p->drained_at)
 			promote_pid(t, pid);
 	}

@@ -579,6 +579,11 @@ static void pidfd_drop(struct ptab *t, const struct alive_key *k)
 	struct alive_fd *a = htab__remove(t->pidfds, k, sizeof(*k));
 
 	if (a) {
+		/* Out of the set before the close: a copy of the descriptor (a
+		 * child between fork and exec) would keep it registered, and its
+		 * event would name freed memory. */
+		if (t->epfd >= 0)
+			epoll_ctl(t->epfd, EPOLL_CTL_DEL, a->fd, NULL);
 		close(a->fd);
 		free(a);
 	}

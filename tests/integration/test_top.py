@@ -295,16 +295,21 @@ def test_top_catalog_replacements_keep_counts_and_names():
     m = re.search(r"catalogs: (\d+) replaced, (\d+) samples carried into the next", p.stderr)
     assert m and int(m.group(1)) >= 3 and int(m.group(2)) >= int(m.group(1)), p.stderr
     snaps = [s for s in p.stdout.split("\n\n") if s.strip()]
-    full = []
-    for snap in snaps:
+    full, hot, cold = [], 0, 0
+    for i, snap in enumerate(snaps):
         h = HEADER.search(snap)
         assert h, snap
         if int(h.group(1)) >= 2:  # the 2 s window full
             r = rows(snap)
             assert ordered(snap)[0].group(5) == "hot_spin", snap
-            check_share(r["hot_spin"][2], r["cold_spin"][2])
             full.append(int(h.group(2)))
+            # The split over every other window (they do not overlap): one
+            # 2 s window's ~1,000 samples vary more than a binomial's (the
+            # timer and the loop beat against each other; 4.5 sigma once).
+            if len(full) % 2:
+                hot, cold = hot + r["hot_spin"][2], cold + r["cold_spin"][2]
     assert len(full) >= 5, p.stdout
+    check_share(hot, cold)
     # A full window is 2 refreshes' samples: a replacement neither drops a
     # refresh (half) nor counts one twice (1.5x). (Also the window's own
     # edge: it once held 2 or 3 refreshes, by how the drains fell.)

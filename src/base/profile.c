@@ -288,57 +288,15 @@ int profile__merge(struct profile *dst, const struct profile *src)
 	return profile__merge_if(dst, src, NULL, NULL);
 }
 
-int profile__merge_if(struct profile *dst, const struct profile *src,
-		      bool (*keep)(const struct psample *s, void *ctx), void *ctx)
-{
-	uint32_t *ids = NULL;
-	size_t cap = 0;
-	int err = 0;
-
-	for (size_t i = 0; i < src->nr_samples && !err; i++) {
-		const struct psample *s = &src->samples[i];
-		uint32_t n;
-		const uint32_t *fr;
-
-		if (keep && !keep(s, ctx))
-			continue;
-		fr = profile__stack_get(src, s->stack, &n);
-
-		if (array_grow((void **)&ids, &cap, n + 1, sizeof(*ids))) {
-			err = -ENOMEM;
-			break;
-		}
-		for (uint32_t j = 0; j < n; j++) {
-			const struct pframe *f = &src->frames[fr[j]];
-			int64_t id = profile__frame_src(dst, f);
-
-			if (id < 0) {
-				err = (int)id;
-				break;
-			}
-			ids[j] = (uint32_t)id;
-		}
-		if (!err)
-		{
-			int64_t at = add_values(dst, s, ids, n, s->count, s->offcpu_ns);
-
-			err = at < 0 ? (int)at : 0;
-		}
-	}
-	free(ids);
-	for (size_t pos = 0; !err;) {
-		struct htab_entry *e = htab__next(src->build_ids, &pos);
-
-		if (!e)
-			break;
-		if (!profile__build_id(dst, (const char *)e->key))
-			err = profile__set_build_id(dst, (const char *)e->key, e->value);
-	}
-	return err;
-}
-
-int profile__copy_if(struct profile *dst, const struct profile *src, const bool *keep,
-		     int64_t *map)
+/*
+ * The samples of src that keep() (or keep_at[i]) accepts, into dst: with
+ * their values, or (values false) as identities with count 0. map, if
+ * given, gets each sample's index in dst (-1: not copied). Each distinct
+ * frame is interned in dst once, however many stacks share it.
+ */
+static int copy_samples(struct profile *dst, const struct profile *src,
+			bool (*keep)(const struct psample *s, void *ctx), void *ctx,
+			const bool *keep_at, bool values, int64_t *map)
 {
 	int64_t *frame_map = malloc((src->nr_frames ? src->nr_frames : 1) * sizeof(*frame_map));
 	uint32_t *ids = NULL;
@@ -349,21 +307,21 @@ int profile__copy_if(struct profile *dst, const struct profile *src, const bool 
 		return -ENOMEM;
 	for (size_t i = 0; i < src->nr_frames; i++)
 		frame_map[i] = -1;
-	for (size_t i = 0; i < src->nr_samples; i++)
+	for (size_t i = 0; map && i < src->nr_samples; i++)
 		map[i] = -1;
 	for (size_t i = 0; i < src->nr_samples && !err; i++) {
 		const struct psample *s = &src->samples[i];
 		const uint32_t *fr;
 		uint32_t n;
+		int64_t at;
 
-		if (!keep[i])
+		if ((keep_at && !keep_at[i]) || (keep && !keep(s, ctx)))
 			continue;
 		fr = profile__stack_get(src, s->stack, &n);
 		if (array_grow((void **)&ids, &cap, n + 1, sizeof(*ids))) {
 			err = -ENOMEM;
 			break;
 		}
-		/* Each distinct frame interned once, however many stacks share it. */
 		for (uint32_t j = 0; j < n && !err; j++) {
 			if (frame_map[fr[j]] < 0) {
 				frame_map[fr[j]] = profile__frame_src(dst, &src->frames[fr[j]]);
@@ -372,10 +330,13 @@ int profile__copy_if(struct profile *dst, const struct profile *src, const bool 
 			}
 			ids[j] = (uint32_t)frame_map[fr[j]];
 		}
-		if (!err) {
-			map[i] = add_values(dst, s, ids, n, 0, 0);
-			err = map[i] < 0 ? (int)map[i] : 0;
-		}
+		if (err)
+			break;
+		at = add_values(dst, s, ids, n, values ? s->count : 0, values ? s->offcpu_ns : 0);
+		if (at < 0)
+			err = (int)at;
+		else if (map)
+			map[i] = at;
 	}
 	free(ids);
 	free(frame_map);
@@ -388,6 +349,18 @@ int profile__copy_if(struct profile *dst, const struct profile *src, const bool 
 			err = profile__set_build_id(dst, (const char *)e->key, e->value);
 	}
 	return err;
+}
+
+int profile__merge_if(struct profile *dst, const struct profile *src,
+		      bool (*keep)(const struct psample *s, void *ctx), void *ctx)
+{
+	return copy_samples(dst, src, keep, ctx, NULL, true, NULL);
+}
+
+int profile__copy_if(struct profile *dst, const struct profile *src, const bool *keep,
+		     int64_t *map)
+{
+	return copy_samples(dst, src, NULL, NULL, keep, false, map);
 }
 
 size_t profile__nr_samples(const struct profile *p)

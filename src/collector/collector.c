@@ -87,8 +87,8 @@ struct collector {
 	uint64_t last_stats_ns;
 	/* The throttling figures (every event's count read, and /proc/stat)
 	 * are taken at most every THROTTLE_EVERY_NS while sampling: each time
-	 * costs ~75 us of CPU with cold caches (2 CPUs; /proc/stat alone ~55),
-	 * half of a whole bpfprof top refresh. */
+	 * costs tens of us of CPU (2 CPUs: a cold /proc/stat read ~55 us,
+	 * the event reads ~20-35 more), a good part of a bpfprof top refresh. */
 	uint64_t throttle_ns, th_expected, th_taken, th_throttled, th_running;
 	/* Events already closed: what they should have sampled, how long they ran. */
 	uint64_t expected_closed, running_closed, slack_closed;

@@ -890,6 +890,9 @@ static void print_symbol_stats(const struct record_ctx *rc, uint64_t t_stop)
 		ss.kprogs_err ? " (no BPF program list: kallsyms alone names them)" : "",
 		ss.py_frames, ss.py_unknown,
 		ss.inline_frames);
+	p_debug("symbol tables: %" PRIu64 " files read at their first lookup, %" PRIu64
+		" never needed, %" PRIu64 " read early (over the cap on held files), %zu held now",
+		ss.files_read_late, ss.files_never_read, ss.files_read_early, ss.files_held);
 }
 
 /* One-shot mode: the whole run's profile, with its summary. */

@@ -525,6 +525,37 @@ bool ptab__root_is_host(struct ptab *t, const struct safe_root *root)
 	return !t->self_mntns || root->mi == root->host_mi;
 }
 
+/*
+ * Without opening anything that could block: the process's root directory
+ * (/proc/PID/root, O_PATH; attributes the kernel has cached) is the host's,
+ * and on the real /proc its mount namespace is ours.
+ */
+bool ptab__in_host_root(struct ptab *t, struct pproc *p)
+{
+	char path[PATH_MAX];
+	struct statx sx;
+	struct stat ns;
+	bool same;
+	int fd;
+
+	if (t->host.fd < 0)
+		return false;
+	if (t->self_mntns) {
+		snprintf(path, sizeof(path), "%s/%s/ns/mnt", t->proc_root, p->base);
+		if (stat(path, &ns) || ns.st_ino != t->self_mntns)
+			return false;
+	}
+	snprintf(path, sizeof(path), "%s/%s/root", t->proc_root, p->base);
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	same = !statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &sx) &&
+	       makedev(sx.stx_dev_major, sx.stx_dev_minor) == t->host_st.st_dev &&
+	       sx.stx_ino == t->host_st.st_ino;
+	close(fd);
+	return same;
+}
+
 /* --- processes ----------------------------------------------------------------- */
 
 static struct proc_key key_of(const struct proc_id *id)

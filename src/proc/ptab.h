@@ -155,6 +155,12 @@ void ptab__root_close(struct safe_root *root);
 const struct safe_root *ptab__host_root(struct ptab *t);
 /* Whether root (from ptab__root_open) is the host's own root, in the host's mount namespace. */
 bool ptab__root_is_host(struct ptab *t, const struct safe_root *root);
+/*
+ * Whether p sees the host's root (not a container or chroot): what a debug
+ * file looked up for it finds is then the same after it exits. No file
+ * system is asked (an O_PATH open and cached attributes).
+ */
+bool ptab__in_host_root(struct ptab *t, struct pproc *p);
 
 /*
  * The process's perf map, /tmp/perf-NSPID.map in its own root (NSPID: its

@@ -63,16 +63,25 @@
  * program run again later costs one more read of its symbols.
  */
 #define FILE_IDLE_GENS 30
+/*
+ * Files held open, symbols not read yet (see get_file): over this many the
+ * oldest is read now, so descriptors stay bounded.
+ */
+#define HELD_FILES_MAX 256
 /* Give freed memory back to the system after this much was freed. */
 #define TRIM_AFTER_BYTES (16u << 20)
 
 struct symfile {
-	struct elfsym *es; /* NULL when unreadable or not ELF */
+	struct elfsym *es; /* NULL when unreadable or not ELF (or not read yet) */
 	int err;
 	unsigned refs;	   /* process entries pointing at it */
 	bool is_vdso;
 	uint64_t used_gen;
 	uint64_t serial;   /* the mfile's: a reused inode is another serial */
+	/* Symbols not read yet: the file, held open until its first lookup;
+	 * in the symbolizer's list of held files, oldest first. */
+	struct mfile *held;
+	struct symfile *older, *newer;
 };
 
 struct symproc {
@@ -84,6 +93,7 @@ struct symproc {
 	bool refreshed;		/* maps re-read since the last sweep */
 	bool dead;		/* image could not be read (exited, exec'd): names nothing */
 	bool jit;		/* has executable memory that is not an ELF file */
+	int8_t host_root;	/* sees the host's root: 1, 0, or -1 not asked yet */
 	uint64_t used_gen;
 	/* The JIT perf map. */
 	struct perfmap *pmap;
@@ -134,6 +144,10 @@ struct symbolizer {
 	struct htab *procs; /* proc_key -> symproc */
 	struct htab *files; /* mfile serial -> symfile */
 	struct symfile vdso;
+	/* Files held, symbols not read yet (get_file): oldest, newest, count. */
+	struct symfile *held_oldest, *held_newest;
+	size_t nr_held, max_held;
+	uint64_t held_read, held_forced, held_dropped;
 	uint64_t gen;
 	size_t file_bytes, pmap_bytes, freed_bytes;
 	uint64_t lookups, unknown, debug_files, jit_names, images_lost;
@@ -180,6 +194,7 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	s->max_file_bytes = opts && opts->max_file_bytes ? opts->max_file_bytes : 512u << 20;
 	s->max_perfmap_bytes =
 		opts && opts->max_perfmap_bytes ? opts->max_perfmap_bytes : 64u << 20;
+	s->max_held = opts && opts->max_held_files ? opts->max_held_files : HELD_FILES_MAX;
 	if (opts && opts->ptab) {
 		s->pt = opts->ptab;
 	} else {
@@ -210,24 +225,50 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	return s;
 }
 
-static void symfile_free(struct symfile *f)
+/* Takes f off the list of held files: the file's reference is the caller's (or NULL). */
+static struct mfile *unlink_held(struct symbolizer *s, struct symfile *f)
+{
+	struct mfile *mf = f->held;
+
+	if (!mf)
+		return NULL;
+	if (f->older)
+		f->older->newer = f->newer;
+	else
+		s->held_oldest = f->newer;
+	if (f->newer)
+		f->newer->older = f->older;
+	else
+		s->held_newest = f->older;
+	f->older = f->newer = NULL;
+	s->nr_held--;
+	f->held = NULL;
+	return mf;
+}
+
+static void symfile_free(struct symbolizer *s, struct symfile *f)
 {
 	if (!f || f->is_vdso)
 		return;
+	mfile__put(s->pt, unlink_held(s, f)); /* its symbols stay unread */
 	elfsym__free(f->es);
 	free(f);
 }
 
-static void symfile_unref(struct symfile *f)
+/* A file whose symbols were never read is not kept once no process maps it. */
+static void symfile_unref(struct symbolizer *s, struct symfile *f)
 {
-	if (f && f->refs)
-		f->refs--;
+	if (!f || !f->refs || --f->refs || !f->held)
+		return;
+	htab__remove(s->files, &f->serial, sizeof(f->serial));
+	symfile_free(s, f);
+	s->held_dropped++;
 }
 
-static void release_files(struct symproc *p)
+static void release_files(struct symbolizer *s, struct symproc *p)
 {
 	for (size_t i = 0; p->files && p->maps && i < p->maps->m.nr; i++)
-		symfile_unref(p->files[i]);
+		symfile_unref(s, p->files[i]);
 	free(p->files);
 	p->files = NULL;
 }
@@ -236,7 +277,7 @@ static void symproc_free(struct symbolizer *s, struct symproc *p)
 {
 	if (!p)
 		return;
-	release_files(p);
+	release_files(s, p);
 	pmaps__put(p->maps);
 	ptab__put(s->pt, p->pp);
 	s->pmap_bytes -= MIN(s->pmap_bytes, p->pmap_bytes);
@@ -264,7 +305,7 @@ void symbolizer__free(struct symbolizer *s)
 	pos = 0;
 	if (s->files)
 		while ((e = htab__next(s->files, &pos)))
-			symfile_free(e->value);
+			symfile_free(s, e->value);
 	htab__free(s->procs);
 	htab__free(s->files);
 	elfsym__free(s->vdso.es);
@@ -580,6 +621,16 @@ int symbolizer__kernel_range(struct symbolizer *s, uint64_t ip, uint64_t *start,
 
 /* --- files -------------------------------------------------------------------- */
 
+/*
+ * Executable mappings are all a lookup ever names (the table keeps only
+ * those); these may be a JIT's code, named from its perf map.
+ */
+static bool jit_candidate(const struct procmap *m)
+{
+	return !m->path || (!procmap__is_file(m) && strcmp(m->path, "[vdso]") &&
+			    strcmp(m->path, "[vsyscall]"));
+}
+
 static bool is_memfd(const struct procmap *m)
 {
 	return m->path && !strncmp(m->path, "/memfd:", 7);
@@ -587,8 +638,9 @@ static bool is_memfd(const struct procmap *m)
 
 /*
  * The separate debug file of mf (whose symbols es holds), or NULL: looked up
- * in p's root first (its packages match its binaries), then in the host's.
- * fd_out (if set) keeps the debug file open for the caller.
+ * in pp's root first (its packages match its binaries), then in the host's
+ * (only there without pp). fd_out (if set) keeps the debug file open for the
+ * caller.
  */
 static struct elfsym *find_debug_file(struct symbolizer *s, struct pproc *pp, struct mfile *mf,
 				      const struct elfsym *es, int *fd_out, char *found,
@@ -607,7 +659,8 @@ static struct elfsym *find_debug_file(struct symbolizer *s, struct pproc *pp, st
 		.fd_out = fd_out,
 	};
 
-	if (ptab__root_open(s->pt, pp, &root)) {
+	root.fd = -1;
+	if (!pp || ptab__root_open(s->pt, pp, &root)) {
 		q.roots[0] = *host; /* a process whose root we cannot open still has the host's */
 		q.roots[1].fd = -1;
 	} else {
@@ -632,15 +685,69 @@ static void load_debug_file(struct symbolizer *s, struct pproc *pp, struct mfile
 		s->debug_files++;
 }
 
-/* The symbols of the file behind mapping m (read once per file); NULL if unreadable. */
-static struct symfile *get_file(struct symbolizer *s, struct pproc *pp, const struct procmap *m)
+/* Reads f's symbols from mf (and its debug file, looked for in pp's root and the host's). */
+static void read_symbols(struct symbolizer *s, struct pproc *pp, struct symfile *f,
+			 struct mfile *mf)
 {
+	Elf *elf = mfile__elf(mf);
+
+	f->es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(mf)->st_size) : NULL;
+	f->err = f->es ? 0 : -errno;
+	if (f->es && !elfsym__has_symtab(f->es) &&
+	    (elfsym__build_id(f->es, NULL) || elfsym__debuglink(f->es, NULL)))
+		load_debug_file(s, pp, mf, f->es);
+}
+
+/* The symbols of a held file, read now (pp: whose root to look for a debug file in). */
+static void read_held(struct symbolizer *s, struct pproc *pp, struct symfile *f)
+{
+	struct mfile *mf = unlink_held(s, f);
+
+	if (!mf)
+		return;
+	read_symbols(s, pp, f, mf);
+	mfile__put(s->pt, mf);
+}
+
+/*
+ * Holds mf for f, symbols unread; over the cap the oldest held file is read
+ * now. Its process may be gone, so its debug file is looked for in the
+ * host's root only, which is what its process saw (only files of processes
+ * in the host's root are held).
+ */
+static void hold(struct symbolizer *s, struct symfile *f, struct mfile *mf)
+{
+	f->held = mf;
+	f->older = s->held_newest;
+	if (s->held_newest)
+		s->held_newest->newer = f;
+	else
+		s->held_oldest = f;
+	s->held_newest = f;
+	s->nr_held++;
+	while (s->nr_held > s->max_held) {
+		read_held(s, NULL, s->held_oldest);
+		s->held_forced++;
+	}
+}
+
+/*
+ * The symbols of the file behind mapping m, read once per file; NULL if
+ * unreadable. A program image maps a dozen files or more and its samples
+ * land in few of them: a file of a process in the host's root (lazy) is
+ * held open, its symbols read at its first lookup (read_held()), which
+ * names it the same even after the process exited. A container's process
+ * has its files read now: a debug file in its root is found only while it
+ * lives.
+ */
+static struct symfile *get_file(struct symbolizer *s, struct symproc *p, const struct procmap *m)
+{
+	struct pproc *pp = p->pp;
 	struct htab_entry *e;
 	struct symfile *f;
 	struct mfile *mf;
 	uint64_t serial;
 	bool created;
-	Elf *elf;
 
 	if (ptab__file(s->pt, pp, m, &mf))
 		return NULL; /* refused (the table warned once), or not readable now */
@@ -665,12 +772,15 @@ static struct symfile *get_file(struct symbolizer *s, struct pproc *pp, const st
 	e->value = f;
 	f->serial = serial;
 	f->used_gen = s->gen;
-	elf = mfile__elf(mf);
-	f->es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(mf)->st_size) : NULL;
-	f->err = f->es ? 0 : -errno;
-	if (f->es && !elfsym__has_symtab(f->es) &&
-	    (elfsym__build_id(f->es, NULL) || elfsym__debuglink(f->es, NULL)))
-		load_debug_file(s, pp, mf, f->es);
+	if (procmap__is_file(m) && !jit_candidate(m)) {
+		if (p->host_root < 0)
+			p->host_root = ptab__in_host_root(s->pt, pp);
+		if (p->host_root) {
+			hold(s, f, mf); /* the reference is the list's now */
+			return f;
+		}
+	}
+	read_symbols(s, pp, f, mf);
 	mfile__put(s->pt, mf);
 	return f;
 }
@@ -900,13 +1010,6 @@ out:
 
 /* --- processes ------------------------------------------------------------------ */
 
-/* Executable mappings are all a lookup ever names (the table keeps only those). */
-static bool jit_candidate(const struct procmap *m)
-{
-	return !m->path || (!procmap__is_file(m) && strcmp(m->path, "[vdso]") &&
-			    strcmp(m->path, "[vsyscall]"));
-}
-
 /* Takes the process table's latest snapshot of p's mappings and resolves their files. */
 static int attach_maps(struct symbolizer *s, struct symproc *p)
 {
@@ -929,14 +1032,14 @@ static int attach_maps(struct symbolizer *s, struct symproc *p)
 		if (m->path && !strcmp(m->path, "[vdso]"))
 			files[i] = s->vdso.es ? &s->vdso : NULL;
 		else if (procmap__is_file(m) || (is_memfd(m) && m->inode))
-			files[i] = get_file(s, p->pp, m);
+			files[i] = get_file(s, p, m);
 		if (files[i])
 			files[i]->refs++;
 		if (jit_candidate(m) && (!files[i] || !files[i]->es))
 			p->jit = true;
 	}
 	/* Release the old snapshot only after the new one took its references. */
-	release_files(p);
+	release_files(s, p);
 	pmaps__put(p->maps);
 	p->maps = maps;
 	p->files = files;
@@ -994,6 +1097,7 @@ static struct symproc *add_proc(struct symbolizer *s, const struct proc_id *id, 
 	}
 	p->id = *id;
 	p->used_gen = s->gen;
+	p->host_root = -1;
 	err = ptab__get(s->pt, id, &p->pp);
 	if (!err) {
 		p->id = *pproc__id(p->pp);
@@ -1204,6 +1308,10 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 		return 1;
 	}
 	f = p->files[m - p->maps->m.maps];
+	if (f && f->held) {
+		read_held(s, p->pp, f); /* its first lookup */
+		s->held_read++;
+	}
 	if ((!f || !f->es) && jit_candidate(m)) {
 		const char *name = jit_name(s, p, addr);
 
@@ -1450,7 +1558,7 @@ static void evict_files(struct symbolizer *s)
 		bytes -= MIN(bytes, b);
 		s->freed_bytes += b;
 		count--;
-		symfile_free(cand[i]);
+		symfile_free(s, cand[i]);
 		s->evicted_files++;
 	}
 	s->file_bytes = bytes;
@@ -1561,4 +1669,8 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->kprogs_err = s->bpf_progs ? s->kprogs_err : -EOPNOTSUPP;
 	st->evicted_procs = s->evicted_procs;
 	st->evicted_files = s->evicted_files;
+	st->files_held = s->nr_held;
+	st->files_read_late = s->held_read;
+	st->files_read_early = s->held_forced;
+	st->files_never_read = s->held_dropped;
 }

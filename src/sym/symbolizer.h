@@ -37,7 +37,8 @@
  *
  * Memory is bounded: process entries (max_procs, least recently used out
  * first), cached files (count and bytes, only unreferenced ones evicted), JIT
- * maps (bytes, least recently used dropped and re-read on demand).
+ * maps (bytes, least recently used dropped and re-read on demand), files held
+ * open before their symbols are read (max_held_files).
  */
 #ifndef BPFPROF_SYMBOLIZER_H
 #define BPFPROF_SYMBOLIZER_H
@@ -66,6 +67,7 @@ struct symbolizer_opts {
 	size_t max_files;	   /* cap on cached files (default 4096) */
 	size_t max_file_bytes;	   /* symbols of unreferenced cached files (default 512 MiB) */
 	size_t max_perfmap_bytes;  /* JIT maps held, all processes (default 64 MiB) */
+	size_t max_held_files;	   /* files held open before their first lookup (default 256) */
 	const char *host_root;	   /* the host's root for debug files (default "/") */
 	const char *debug_dir;	   /* default "/usr/lib/debug" */
 	/* Called once per rejected file (perf map, mapped file) with a sentence. */
@@ -104,6 +106,11 @@ struct symbolizer_stats {
 	uint64_t kbpf_unnamed; /* ... left unnamed: kallsyms' program there does not hold them */
 	int kprogs_err;	       /* why there is no BPF program list (0: there is one) */
 	uint64_t evicted_procs, evicted_files;
+	/* Files of processes in the host's root are held open and their symbols
+	 * read at their first lookup: held now; read so; read early, over the
+	 * cap on held files; never read (no process maps them any more). */
+	size_t files_held;
+	uint64_t files_read_late, files_read_early, files_never_read;
 };
 
 struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts);
@@ -135,8 +142,13 @@ typedef int (*symbolizer_bpf_progs_fn)(void *ctx, struct bp_kprog **progs, size_
 void symbolizer__set_bpf_progs(struct symbolizer *s, symbolizer_bpf_progs_fn fn, void *ctx);
 bool symbolizer__kernel_restricted(const struct symbolizer *s);
 
-/* Snapshots the process's mappings and loads its files now. 0 or -errno
- * (-ESRCH: gone, exec'd, or a different process has the pid). Idempotent. */
+/*
+ * Snapshots the process's mappings and opens their files now; their symbols
+ * are read now (a process in a container: its debug files are in its root)
+ * or at their first lookup (files held open, at most max_held_files: the
+ * oldest is read early). 0 or -errno (-ESRCH: gone, exec'd, or a different
+ * process has the pid). Idempotent.
+ */
 int symbolizer__note_process(struct symbolizer *s, const struct proc_id *id);
 
 /*

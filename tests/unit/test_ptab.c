@@ -18,6 +18,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -61,6 +62,70 @@ static const struct procmap *mapping_of(const struct pmaps *pm, const char *suff
 	}
 	fail_msg("no mapping of *%s", suffix);
 	return NULL;
+}
+
+/* A child that changes its root (chroot) or mount namespace, then waits; -1 if it cannot. */
+static pid_t child_elsewhere(bool new_ns, const char *dir)
+{
+	int pfd[2];
+	pid_t pid;
+	char c;
+
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		close(pfd[0]);
+		c = (new_ns ? unshare(CLONE_NEWNS) : chroot(dir)) ? 'n' : 'y';
+		if (write(pfd[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pfd[1]);
+	if (read(pfd[0], &c, 1) != 1 || c != 'y') {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(pfd[0]);
+	return pid;
+}
+
+/* Whether a process sees the host's root: itself yes; a chroot or another mount namespace no. */
+static void test_a_process_in_the_host_root_is_told_apart(void **state)
+{
+	char dir[] = "/tmp/bpfprof-chroot-XXXXXX";
+	struct ptab *t = ptab__new(NULL);
+	struct pproc *p = get_self(t);
+	bool new_ns[] = {false, true}, in_host;
+	int err;
+
+	(void)state;
+	assert_true(ptab__in_host_root(t, p));
+	ptab__put(t, p);
+	assert_non_null(mkdtemp(dir));
+	for (size_t i = 0; i < ARRAY_SIZE(new_ns); i++) {
+		pid_t pid = child_elsewhere(new_ns[i], dir);
+		struct proc_id id = {.exec_id = PROC_EXEC_ANY};
+
+		if (pid < 0) {
+			assert_true(geteuid() != 0); /* only root may chroot or unshare */
+			continue;
+		}
+		id.pid = (uint32_t)pid;
+		p = NULL;
+		err = ptab__get(t, &id, &p);
+		in_host = !err && ptab__in_host_root(t, p);
+		ptab__put(t, p);
+		/* Before asserting: a child left waiting holds the runner's pipe. */
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		assert_int_equal(err, 0);
+		assert_false(in_host);
+	}
+	rmdir(dir);
+	ptab__free(t);
 }
 
 static void test_a_file_is_opened_once_for_every_reader(void **state)
@@ -520,6 +585,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_file_is_opened_once_for_every_reader),
 		cmocka_unit_test(test_read_mem_is_bounded),
+		cmocka_unit_test(test_a_process_in_the_host_root_is_told_apart),
 		cmocka_unit_test(test_a_running_process_is_answered_by_its_pidfd),
 		cmocka_unit_test(test_exits_are_collected_once_for_all_pidfds),
 		cmocka_unit_test(test_an_exit_is_remembered),

@@ -659,6 +659,11 @@ static void test_separate_debug_file_in_container(void **state)
 	sh("mkdir -p $(dirname %s/%s) && cp '%s' %s/%s", croot, rel, fixture_path("dbgprog.debug"),
 	   croot, rel);
 	s = new_csym(&w);
+	/* A container's files are read at the notice: its root is there while it lives. */
+	assert_int_equal(symbolizer__note_process(s, &id), 0);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.files_held, 0);
+	assert_true(st.file_bytes > 0);
 	symbolizer__user(s, &id, DBG_TEXT + gamma - 0x1000, true, &r);
 	assert_non_null(r.name);
 	assert_string_equal(r.name, "fixture_static_gamma");
@@ -738,11 +743,13 @@ static void test_file_cap_evicts_unused(void **state)
 	struct proc_id b = cid();
 	struct symbolizer_stats st;
 	struct symbolizer *s = symbolizer__new(&o);
+	struct sym r;
 
-	(void)state;
 	assert_non_null(s);
 	assert_int_equal(symbolizer__note_process(s, &a), 0);
 	assert_int_equal(symbolizer__note_process(s, &b), 0);
+	/* Its symbols read (a file never looked up is not cached: see below). */
+	symbolizer__user(s, &a, rt(nm_addr(*state, "fixture_alpha")), true, &r);
 	symbolizer__stats(s, &st);
 	assert_int_equal(st.files, 2); /* both in use: over the cap, nothing evictable */
 	symbolizer__sweep(s);
@@ -766,10 +773,12 @@ static void test_idle_files_are_dropped_under_the_caps(void **state)
 	struct proc_id a = { .pid = PID, .start_time = start_ns(TICKS), .exec_id = 1 };
 	struct symbolizer_stats st;
 	struct symbolizer *s = symbolizer__new(&o);
+	struct sym r;
 
-	(void)state;
 	assert_non_null(s);
 	assert_int_equal(symbolizer__note_process(s, &a), 0);
+	symbolizer__user(s, &a, rt(nm_addr(*state, "fixture_alpha")), true, &r);
+	assert_string_equal(r.name, "fixture_alpha");
 	write_stat(TICKS + 1); /* it exits */
 	for (int i = 0; i < 10; i++)
 		symbolizer__sweep(s);
@@ -782,6 +791,117 @@ static void test_idle_files_are_dropped_under_the_caps(void **state)
 	assert_int_equal(st.files, 0); /* unused for ~30 drains: dropped */
 	write_stat(TICKS);
 	symbolizer__free(s);
+}
+
+/* 4242 maps the PIE fixture (at TEXT) and, at LIB_TEXT, a copy of libfix.so at lib. */
+#define LIB_TEXT 0x7f1000001000ULL /* libfix.so's r-x segment (offset 0x1000) */
+
+static void write_maps_with_lib(const char *fixture, const char *lib)
+{
+	struct stat st, sl;
+	char text[4096];
+
+	assert_int_equal(stat(fixture, &st), 0);
+	assert_int_equal(stat(lib, &sl), 0);
+	snprintf(text, sizeof(text),
+		 "555555555000-555555556000 r-xp 00001000 %02x:%02x %lu %s\n"
+		 "7f1000001000-7f1000002000 r-xp 00001000 %02x:%02x %lu %s\n",
+		 major(st.st_dev), minor(st.st_dev), (unsigned long)st.st_ino, fixture,
+		 major(sl.st_dev), minor(sl.st_dev), (unsigned long)sl.st_ino, lib);
+	write_at("4242/maps", text);
+}
+
+static struct symbolizer_stats stats_of(struct symbolizer *s)
+{
+	struct symbolizer_stats st;
+
+	symbolizer__stats(s, &st);
+	return st;
+}
+
+/*
+ * A process in the host's root has its files opened at its notice and their
+ * symbols read at their first lookup: one whose samples never land in a file
+ * never has that file's symbols read, and a file deleted (and its process
+ * gone) before the lookup is still named from the descriptor held.
+ */
+static void test_symbols_are_read_at_first_lookup(void **state)
+{
+	const char *fixture = *state;
+	struct proc_id id = { .pid = PID, .start_time = start_ns(TICKS), .exec_id = 1 };
+	uint64_t alpha = nm_addr(fixture, "fixture_alpha");
+	uint64_t lib_beta = nm_addr(fixture_path("libfix.so"), "fixture_lib_beta");
+	char lib[256];
+	struct symbolizer *s = new_sym();
+	struct sym r;
+
+	snprintf(lib, sizeof(lib), "%s/libfix-copy.so", root);
+	sh("cp '%s' %s", fixture_path("libfix.so"), lib);
+	write_maps_with_lib(fixture, lib);
+	assert_int_equal(symbolizer__note_process(s, &id), 0);
+	assert_int_equal(stats_of(s).files, 2);
+	assert_int_equal(stats_of(s).files_held, 2);
+	assert_int_equal(stats_of(s).file_bytes, 0); /* nothing read yet */
+	symbolizer__user(s, &id, rt(alpha), true, &r);
+	assert_string_equal(r.name, "fixture_alpha");
+	assert_int_equal(stats_of(s).files_held, 1);
+	assert_int_equal(stats_of(s).files_read_late, 1);
+	assert_true(stats_of(s).file_bytes > 0);
+	/* The library is deleted and the process exits before its first sample is named. */
+	assert_int_equal(unlink(lib), 0);
+	write_stat(TICKS + 99);
+	symbolizer__sweep(s); /* seen gone: kept for this drain */
+	symbolizer__user(s, &id, LIB_TEXT + lib_beta - 0x1000, true, &r);
+	assert_string_equal(r.name, "fixture_lib_beta");
+	assert_int_equal(stats_of(s).files_held, 0);
+	assert_int_equal(stats_of(s).files_read_late, 2);
+	assert_int_equal(stats_of(s).files_never_read, 0);
+	symbolizer__free(s);
+
+	/* Never looked up: given back when the process entry goes, never read. */
+	write_stat(TICKS);
+	s = new_sym();
+	assert_int_equal(symbolizer__note_process(s, &id), 0);
+	assert_int_equal(stats_of(s).files_held, 1);
+	write_stat(TICKS + 99);
+	symbolizer__sweep(s);
+	symbolizer__sweep(s);
+	assert_int_equal(stats_of(s).procs, 0);
+	assert_int_equal(stats_of(s).files, 0);
+	assert_int_equal(stats_of(s).files_held, 0);
+	assert_int_equal(stats_of(s).files_never_read, 1);
+	assert_int_equal(stats_of(s).files_read_late, 0);
+	symbolizer__free(s);
+	write_stat(TICKS);
+	write_maps(fixture, 0);
+}
+
+/* Held files are bounded: over max_held_files the oldest is read early, names unchanged. */
+static void test_held_files_are_bounded(void **state)
+{
+	const char *fixture = *state;
+	struct symbolizer_opts o = { .proc_root = root, .max_held_files = 1 };
+	struct proc_id id = { .pid = PID, .start_time = start_ns(TICKS), .exec_id = 1 };
+	uint64_t alpha = nm_addr(fixture, "fixture_alpha");
+	uint64_t lib_gamma = nm_addr(fixture_path("libfix.so"), "fixture_lib_static_gamma");
+	struct symbolizer *s = symbolizer__new(&o);
+	struct sym r;
+
+	assert_non_null(s);
+	write_maps_with_lib(fixture, fixture_path("libfix.so"));
+	assert_int_equal(symbolizer__note_process(s, &id), 0);
+	assert_int_equal(stats_of(s).files, 2);
+	assert_int_equal(stats_of(s).files_held, 1);
+	assert_int_equal(stats_of(s).files_read_early, 1);
+	assert_true(stats_of(s).file_bytes > 0);
+	symbolizer__user(s, &id, rt(alpha), true, &r);
+	assert_string_equal(r.name, "fixture_alpha");
+	symbolizer__user(s, &id, LIB_TEXT + lib_gamma - 0x1000, true, &r);
+	assert_string_equal(r.name, "fixture_lib_static_gamma");
+	assert_int_equal(stats_of(s).files_held, 0);
+	assert_int_equal(stats_of(s).files_read_early + stats_of(s).files_read_late, 2);
+	symbolizer__free(s);
+	write_maps(fixture, 0);
 }
 
 static void test_kernel_modules_and_reload(void **state)
@@ -919,6 +1039,8 @@ int main(void)
 		cmocka_unit_test(test_process_cap),
 		cmocka_unit_test(test_file_cap_evicts_unused),
 		cmocka_unit_test(test_idle_files_are_dropped_under_the_caps),
+		cmocka_unit_test(test_symbols_are_read_at_first_lookup),
+		cmocka_unit_test(test_held_files_are_bounded),
 		cmocka_unit_test(test_kernel_modules_and_reload),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -775,7 +775,8 @@ static struct symfile *get_file(struct symbolizer *s, struct symproc *p, const s
 	if (procmap__is_file(m) && !jit_candidate(m)) {
 		if (p->host_root < 0)
 			p->host_root = ptab__in_host_root(s->pt, pp);
-		if (p->host_root) {
+		/* Open now, while the process lives (a cached file may be closed). */
+		if (p->host_root && mfile__fd(mf) >= 0) {
 			hold(s, f, mf); /* the reference is the list's now */
 			return f;
 		}

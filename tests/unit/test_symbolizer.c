@@ -871,6 +871,30 @@ static void test_symbols_are_read_at_first_lookup(void **state)
 	assert_int_equal(stats_of(s).files_held, 0);
 	assert_int_equal(stats_of(s).files_never_read, 1);
 	assert_int_equal(stats_of(s).files_read_late, 0);
+
+	/*
+	 * The process table still knows the file, closed since: the next image
+	 * to map it holds it open at its notice, not at the lookup, by which
+	 * time it has exited and the file is deleted.
+	 */
+	write_stat(TICKS);
+	sh("cp '%s' %s", fixture_path("libfix.so"), lib);
+	write_maps_with_lib(fixture, lib);
+	id.exec_id = 2;
+	assert_int_equal(symbolizer__note_process(s, &id), 0);
+	write_stat(TICKS + 99);
+	symbolizer__sweep(s);
+	symbolizer__sweep(s);
+	assert_int_equal(stats_of(s).files, 0);
+	write_stat(TICKS);
+	id.exec_id = 3;
+	assert_int_equal(symbolizer__note_process(s, &id), 0);
+	assert_int_equal(stats_of(s).files_held, 2);
+	assert_int_equal(unlink(lib), 0);
+	write_stat(TICKS + 99);
+	symbolizer__user(s, &id, LIB_TEXT + lib_beta - 0x1000, true, &r);
+	assert_non_null(r.name);
+	assert_string_equal(r.name, "fixture_lib_beta");
 	symbolizer__free(s);
 	write_stat(TICKS);
 	write_maps(fixture, 0);

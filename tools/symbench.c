@@ -12,7 +12,15 @@
  *   warm: the same frames again through the same symbolizer.
  *
  * Prints one line of key=value pairs (tools/bench_symbolize.py reads it).
+ *
+ * --note PID...: what noting a new program image costs - for each process,
+ * a new symbolizer and CPU time of symbolizer__note_process() (its maps, its
+ * files opened; symbols are read at a file's first lookup), then of one
+ * lookup in every executable file it maps (each file's symbols read); one
+ * line per process.
+ *
  * Usage: symbench [FRAMES_PER_MAPPING]   (root: other processes' files)
+ *        symbench --note PID...
  */
 #include <dirent.h>
 #include <inttypes.h>
@@ -147,6 +155,51 @@ static size_t pass(struct symbolizer *s, bool note)
 	return named;
 }
 
+static int note(int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++) {
+		struct proc_id id = { .pid = (uint32_t)strtoul(argv[i], NULL, 10), .exec_id = 1 };
+		struct symbolizer *s = symbolizer__new(NULL);
+		struct procmaps m = { 0 };
+		struct symbolizer_stats st;
+		char path[64];
+		uint64_t ticks, sig, c0;
+		double note_ms, read_ms;
+		size_t files = 0, held;
+		struct sym r;
+		int err;
+
+		snprintf(path, sizeof(path), "/proc/%u/maps", id.pid);
+		if (!s || procfs__image("/proc", id.pid, &ticks, &sig) || procmaps__read(path, &m)) {
+			fprintf(stderr, "symbench: cannot read process %s\n", argv[i]);
+			symbolizer__free(s);
+			return 1;
+		}
+		id.start_time = ticks * (1000000000ULL / (uint64_t)sysconf(_SC_CLK_TCK));
+		id.mm_sig = sig;
+		c0 = cpu_ns();
+		err = symbolizer__note_process(s, &id);
+		note_ms = (cpu_ns() - c0) / 1e6;
+		symbolizer__stats(s, &st);
+		held = st.files_held;
+		c0 = cpu_ns();
+		for (size_t k = 0; k < m.nr; k++) {
+			if (!(m.maps[k].perms & PROCMAP_X) || !procmap__is_file(&m.maps[k]))
+				continue;
+			symbolizer__user(s, &id, m.maps[k].start, true, &r);
+			files++;
+		}
+		read_ms = (cpu_ns() - c0) / 1e6;
+		symbolizer__stats(s, &st);
+		printf("pid=%u err=%d exec_mappings=%zu files=%zu note_cpu_ms=%.2f "
+		       "first_lookups_cpu_ms=%.2f held_after_note=%zu\n",
+		       id.pid, err, files, st.files, note_ms, read_ms, held);
+		procmaps__free(&m);
+		symbolizer__free(s);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int per = argc > 1 ? atoi(argv[1]) : 20;
@@ -157,6 +210,8 @@ int main(int argc, char **argv)
 	double cold, warm, cold_cpu, warm_cpu;
 	uint64_t t0, c0;
 
+	if (argc > 1 && !strcmp(argv[1], "--note"))
+		return note(argc - 2, argv + 2);
 	procs = collect(per > 0 ? per : 20);
 	t0 = now_ns();
 	c0 = cpu_ns();

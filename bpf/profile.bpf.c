@@ -45,6 +45,8 @@ const volatile bool drop_kernel = false;  /* -U: keep the sample, drop kernel fr
 const volatile bool drop_user = false;	  /* -K: keep the sample, drop user frames */
 const volatile bool include_idle = false; /* count the idle task (pid 0) */
 const volatile bool per_thread = false;	  /* put the tid in the key */
+/* Tests: the execve check kernels without task_struct.in_execve get. */
+const volatile bool execve_by_mm = false;
 const volatile __u32 nr_cgroups = 0;	  /* --cgroup: only tasks under one of these */
 const volatile bool fp_walker = true;	  /* false: bpf_get_stack() walks user frame pointers */
 
@@ -181,7 +183,7 @@ static __always_inline bool task_in_execve(struct task_struct *task)
 {
 	struct mm_struct *mm;
 
-	if (bpf_core_field_exists(task->in_execve))
+	if (!execve_by_mm && bpf_core_field_exists(task->in_execve))
 		return BPF_CORE_READ_BITFIELD(task, in_execve);
 	/* Kernels without the flag: the fields load_elf_binary() sets last. */
 	mm = task->mm;

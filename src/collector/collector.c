@@ -702,6 +702,8 @@ static int skel_configure(struct collector *c, const struct load_attempt *a,
 	s->rodata->drop_user = opts->drop_user;
 	s->rodata->include_idle = opts->include_idle;
 	s->rodata->per_thread = opts->per_thread;
+	/* Tests: what a kernel without task_struct.in_execve runs. */
+	s->rodata->execve_by_mm = getenv("BPFPROF_TEST_EXECVE_BY_MM") != NULL;
 	s->rodata->nr_cgroups = (uint32_t)opts->nr_cgroups;
 	if (opts->nr_cgroups > bpf_map__max_entries(s->maps.cgroups)) {
 		errmsg_set(em, -E2BIG, "at most %u --cgroup options",

@@ -40,10 +40,11 @@ def copy_as(src, dst):
     return str(dst)
 
 
-def start_bpfprof(args):
+def start_bpfprof(args, env=None):
     """Starts bpfprof and returns once it is sampling (its 'sampling' line is out)."""
     p = subprocess.Popen([str(BPFPROF)] + [str(a) for a in args], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, **env) if env else None)
     lines = []
     while True:
         line = p.stderr.readline()
@@ -553,7 +554,8 @@ def test_pid_reuse_never_mixes_names(tmp_path):
     assert count_with(fb, lambda s: "b_work" in s) > 0.9 * total(fb), fb
 
 
-def test_short_processes_reaped_late_keep_their_names(tmp_path):
+@pytest.mark.parametrize("execve_check", ["in_execve", "mm"])
+def test_short_processes_reaped_late_keep_their_names(tmp_path, execve_check):
     """20 processes (each its own name) run 0.2 s each; their parent reaps
     them the way subprocess.run(timeout=...) does, polling, so each stays a
     zombie for up to 50 ms. Two ways such an image came out wholly [unknown]
@@ -566,12 +568,15 @@ def test_short_processes_reaped_late_keep_their_names(tmp_path):
       the old one but before load_elf_binary() finished it, announced the
       image with a signature /proc never showed, so it was given up as gone.
       A huge environment (create_elf_tables() walks every string) keeps each
-      exec in that window for a while.
+      exec in that window for a while. Kernels with task_struct.in_execve
+      are asked that; "mm" runs the check older kernels get (the mm fields
+      load_elf_binary() sets last), forced with BPFPROF_TEST_EXECVE_BY_MM.
     Every process must be named."""
     env = dict(os.environ, **{f"E{i}": "" for i in range(100000)})
     names = [f"latereap{i}" for i in range(20)]
     exes = [copy_as(wl("execa"), tmp_path / name) for name in names]
-    bp = start_bpfprof(["-a", "-d", 30])
+    bp = start_bpfprof(["-a", "-d", 30],
+                       env={"BPFPROF_TEST_EXECVE_BY_MM": "1"} if execve_check == "mm" else None)
     # Not judged: the agent's start-up work (kernel symbols, the first
     # drains) can hold its first notices back past a 0.2 s process's end on
     # a loaded machine (CI lost the first of the 20 once that way).

@@ -119,6 +119,7 @@ struct mntns {
 	struct mountinfo mi;
 	uint64_t gen;
 	bool ok;
+	bool self; /* the agent's own namespace: kept, read again only when changed */
 	int err; /* of the last read, when not ok */
 };
 
@@ -138,6 +139,7 @@ struct ptab {
 	struct safe_root host;
 	struct stat host_st;
 	uint64_t self_mntns; /* inode of our mount namespace, 0 if unknown */
+	int self_mi_fd;	     /* /proc/self/mountinfo, open: poll() tells of mount changes */
 	uint64_t shm_mnt_id; /* the kernel's internal tmpfs (memfd files) */
 	bool shm_known;
 	unsigned max_open;
@@ -293,6 +295,8 @@ struct ptab *ptab__new(const struct ptab_opts *opts)
 	t->mntns = htab__new();
 	t->dead = htab__new();
 	t->epfd = -1;
+	/* Opened before the first read of it: a change after that is flagged. */
+	t->self_mi_fd = t->real_proc ? open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC) : -1;
 	if (t->real_proc && t->max_pidfds) {
 		t->pidfds = htab__new();
 		t->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -381,6 +385,8 @@ void ptab__free(struct ptab *t)
 		mountinfo__free(&m->mi);
 		free(m);
 	}
+	if (t->self_mi_fd >= 0)
+		close(t->self_mi_fd);
 	pos = 0;
 	while (t->pidfds && (e = htab__next(t->pidfds, &pos))) {
 		struct alive_fd *a = e->value;
@@ -411,8 +417,22 @@ static bool short_of_resources(int err)
 }
 
 /*
- * The mount table of <proc>/<rel>, one read per mount namespace per drain.
- * proc is the table's proc root, or the real /proc for the agent's own.
+ * Whether the agent's own mount table changed since this was last asked (or
+ * since self_mi_fd was opened): the kernel flags POLLPRI on a mountinfo file
+ * once per change of its namespace's mounts. An error counts as a change.
+ */
+static bool self_mounts_changed(struct ptab *t)
+{
+	struct pollfd pf = { .fd = t->self_mi_fd, .events = POLLPRI };
+
+	return poll(&pf, 1, 0) != 0;
+}
+
+/*
+ * The mount table of <proc>/<rel>, one read per mount namespace per drain;
+ * the agent's own namespace's only when poll() says it changed (the first
+ * use in a drain asks). proc is the table's proc root, or the real /proc for
+ * the agent's own.
  */
 static const struct mountinfo *mounts_in(struct ptab *t, const char *proc, const char *rel)
 {
@@ -445,10 +465,17 @@ static const struct mountinfo *mounts_in(struct ptab *t, const char *proc, const
 		}
 		e->value = m;
 		m->gen = t->gen + 1;
+		m->self = k == key && t->self_mi_fd >= 0 && t->self_mntns &&
+			  (uint64_t)key[1] == t->self_mntns;
+		if (m->self)
+			self_mounts_changed(t); /* what the read below sees is not news */
 	}
 	m = e->value;
-	/* Mounts change: read again once per drain. */
+	/* Mounts change: read again once per drain (ours: once it changed). */
+	if (!created && m->gen != t->gen && m->self && m->ok && !self_mounts_changed(t))
+		m->gen = t->gen;
 	if (created || m->gen != t->gen) {
+		t->st.mount_reads++;
 		mountinfo__free(&m->mi);
 		snprintf(path, sizeof(path), "%s/%s/mountinfo", proc, rel);
 		m->err = mountinfo__read(path, &m->mi);
@@ -1537,6 +1564,8 @@ void ptab__sweep(struct ptab *t)
 	while ((e = htab__next(t->mntns, &pos))) {
 		struct mntns *m = e->value;
 
+		if (m->self && m->ok)
+			continue; /* kept: read again only when it changed */
 		if (m->gen + 1 < t->gen || htab__count(t->mntns) > MNTNS_MAX) {
 			htab__remove(t->mntns, e->key, e->klen);
 			mountinfo__free(&m->mi);

@@ -36,7 +36,9 @@
  * Bounds. Open descriptors: at most max_open files are kept open while
  * nobody holds them (least recently used closed first); roots are opened per
  * operation. Memory: entries live as long as a reader holds them; mount
- * tables one per mount namespace, dropped when unused for a drain; snapshots
+ * tables one per mount namespace, read once per drain, dropped when unused
+ * for a drain (the agent's own kept, and read again only when poll() on
+ * /proc/self/mountinfo says it changed); snapshots
  * hold executable mappings only. Time: nothing here opens, stats or reads a
  * file that could block; /proc files are bounded reads of kernel text.
  */
@@ -89,6 +91,7 @@ struct ptab_stats {
 	uint64_t alive_pidfd;  /* liveness answered by a pidfd that was not readable */
 	uint64_t alive_harvests; /* exits collected from the pidfds' epoll set */
 	uint64_t alive_dead;	 /* liveness answered by an exit seen before */
+	uint64_t mount_reads;	 /* mount tables read (the agent's own: only when changed) */
 	size_t pidfds;	       /* pidfds held now */
 };
 

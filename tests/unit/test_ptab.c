@@ -19,12 +19,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/sysmacros.h>
 
 #include "base/util.h"
+#include "proc/mountinfo.h"
 #include "proc/procfs.h"
 #include "proc/ptab.h"
 #include "sym/elfsym.h"
@@ -124,6 +126,63 @@ static void test_a_process_in_the_host_root_is_told_apart(void **state)
 		assert_int_equal(err, 0);
 		assert_false(in_host);
 	}
+	rmdir(dir);
+	ptab__free(t);
+}
+
+static bool has_mount_point(const struct mountinfo *mi, const char *point)
+{
+	for (size_t i = 0; mi && i < mi->nr; i++)
+		if (!strcmp(mi->ents[i].point, point))
+			return true;
+	return false;
+}
+
+/*
+ * The agent's own mount table is read again only when the kernel says it
+ * changed (poll() on /proc/self/mountinfo), not every drain; a new mount is
+ * in the table at the next drain. In a private copy of the namespace, so
+ * that nothing else on the machine mounts meanwhile (root only; otherwise
+ * only the first read is checked).
+ */
+static void test_own_mount_table_is_read_again_only_when_changed(void **state)
+{
+	char dir[] = "/tmp/bpfprof-mnt-XXXXXX";
+	bool isolated = geteuid() == 0 && !unshare(CLONE_NEWNS) &&
+			!mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+	struct ptab *t = ptab__new(NULL);
+	struct ptab_stats st;
+
+	(void)state;
+	assert_non_null(t);
+	assert_non_null(ptab__host_root(t)->mi);
+	ptab__stats(t, &st);
+	assert_int_equal(st.mount_reads, 1);
+	if (!isolated) {
+		ptab__free(t);
+		return;
+	}
+	for (int i = 0; i < 5; i++) {
+		ptab__sweep(t);
+		assert_non_null(ptab__host_root(t)->mi);
+	}
+	ptab__stats(t, &st);
+	assert_int_equal(st.mount_reads, 1); /* nothing changed: kept over 5 drains */
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(mount("bpfprof-test", dir, "tmpfs", 0, "size=64k"), 0);
+	/* Within a drain the table stays as read; the next drain reads it again. */
+	assert_false(has_mount_point(ptab__host_root(t)->mi, dir));
+	ptab__sweep(t);
+	assert_true(has_mount_point(ptab__host_root(t)->mi, dir));
+	ptab__stats(t, &st);
+	assert_int_equal(st.mount_reads, 2);
+	assert_int_equal(umount(dir), 0);
+	ptab__sweep(t);
+	assert_false(has_mount_point(ptab__host_root(t)->mi, dir));
+	ptab__sweep(t);
+	assert_non_null(ptab__host_root(t)->mi);
+	ptab__stats(t, &st);
+	assert_int_equal(st.mount_reads, 3);
 	rmdir(dir);
 	ptab__free(t);
 }
@@ -586,6 +645,7 @@ int main(void)
 		cmocka_unit_test(test_a_file_is_opened_once_for_every_reader),
 		cmocka_unit_test(test_read_mem_is_bounded),
 		cmocka_unit_test(test_a_process_in_the_host_root_is_told_apart),
+		cmocka_unit_test(test_own_mount_table_is_read_again_only_when_changed),
 		cmocka_unit_test(test_a_running_process_is_answered_by_its_pidfd),
 		cmocka_unit_test(test_exits_are_collected_once_for_all_pidfds),
 		cmocka_unit_test(test_an_exit_is_remembered),

@@ -477,7 +477,11 @@ static const struct mountinfo *mounts_in(struct ptab *t, const char *proc, const
 	if (created || m->gen != t->gen) {
 		t->st.mount_reads++;
 		mountinfo__free(&m->mi);
-		snprintf(path, sizeof(path), "%s/%s/mountinfo", proc, rel);
+		/* Ours through our own file: the process asking for it may be gone. */
+		if (m->self)
+			snprintf(path, sizeof(path), "/proc/self/mountinfo");
+		else
+			snprintf(path, sizeof(path), "%s/%s/mountinfo", proc, rel);
 		m->err = mountinfo__read(path, &m->mi);
 		m->ok = !m->err;
 		/* Out of descriptors or memory says nothing about the mounts:

@@ -922,13 +922,24 @@ static int read_maps(struct ptab *t, struct pproc *p)
 	struct alive_key k = { .pid = p->id.pid, .start_time = p->id.start_time };
 	struct procmaps maps = {0};
 	uint64_t sig0 = 0, sig1 = 0;
+	bool known = p->id.mm_sig != 0;
 	struct pmaps *pm;
 	uint32_t tid;
 	int err, pfd;
 
-	err = image_check(t, &p->id, &sig0);
-	if (err)
-		return err;
+	/*
+	 * With the image's signature known (a BPF notice), the check after the
+	 * read is enough: it finds that image (start time, signature) or the
+	 * read is thrown away. Without it, the check before learns the
+	 * signature, so that one after can tell an exec during the read.
+	 */
+	if (known) {
+		sig0 = p->id.mm_sig;
+	} else {
+		err = image_check(t, &p->id, &sig0);
+		if (err)
+			return err;
+	}
 	/* The liveness pidfd comes along: the check after the read vouches for it. */
 	pfd = pidfd_open_for(t, &p->id, &k, now_ns());
 	t->st.maps_reads++;
@@ -936,10 +947,14 @@ static int read_maps(struct ptab *t, struct pproc *p)
 	if (err) {
 		if (pfd >= 0)
 			close(pfd);
+		/* No such pid: exited (the sweeps need not look again). */
+		if (err == -ENOENT && p->id.start_time && p->id.pid)
+			dead_note(t, &k);
 		return err == -ENOENT ? -ESRCH : err;
 	}
-	/* An exec (or exit) while we read: these mappings may be the next image's. */
-	if (image_check(t, &p->id, &sig1) || sig1 != sig0) {
+	/* An exec (or exit) while we read: these mappings may be the next image's.
+	 * (A signature of 0: the main thread has exited, its stat shows no mm.) */
+	if (image_check(t, &p->id, &sig1) || (!known && sig1 != sig0)) {
 		if (pfd >= 0)
 			close(pfd);
 		procmaps__free(&maps);

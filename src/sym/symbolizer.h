@@ -7,9 +7,9 @@
  * the BPF program puts in every sample key - so a recycled pid or an exec in
  * the same pid can never borrow another image's mappings. The BPF notice of a
  * new image also carries a signature of its address space (bp_mm_sig); the
- * mappings are only kept if /proc shows that same address space before and
- * after they are read, so an exec racing the read is caught too (the image is
- * then remembered as unreadable: its frames stay unnamed, never misnamed).
+ * mappings are only kept if /proc shows that same address space after they
+ * are read, so an exec racing the read is caught too (the image is then
+ * remembered as unreadable: its frames stay unnamed, never misnamed).
  * Files are cached by (device, inode), checked against size and times once
  * per drain so a reused inode number cannot serve stale symbols, and shared
  * by every process that maps them.

@@ -14,9 +14,10 @@
  * executable mappings are read when the entry is made, and only kept if
  * /proc shows the same image (start time, address-space signature) after the
  * read - and, for an id without a signature, the same before and after: an
- * exec racing the read yields -ESRCH, never the next program's mappings. The mappings are an immutable, reference-counted
- * snapshot; a refresh (dlopen, new JIT code) makes a new one, so a reader
- * holding the old one is never surprised. When the main thread has exited,
+ * exec racing the read yields -ESRCH, never the next program's mappings. The
+ * mappings are an immutable, reference-counted snapshot; a refresh (dlopen,
+ * new JIT code) makes a new one, so a reader holding the old one is never
+ * surprised. When the main thread has exited,
  * a live thread's /proc/PID/task/TID/ files are used.
  *
  * Mapped files. One mfile per (device, inode) of a maps line, opened once:

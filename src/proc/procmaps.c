@@ -15,10 +15,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <sys/ioctl.h>
 
 #include "base/util.h"
 #include "proc/procfs.h"
@@ -100,6 +104,22 @@ static bool parse_perms(const char *p, const char *end, uint32_t *perms)
 	return true;
 }
 
+/*
+ * The kernel appends " (deleted)" to an unlinked file's name without
+ * escaping, so a file literally named "x (deleted)" looks exactly like a
+ * deleted "x". We strip one suffix either way; a caller that must know
+ * compares the inode of the stripped path with m.inode.
+ */
+static void strip_deleted(struct pm_line *l)
+{
+	if (l->path_len > DELETED_SUFFIX_LEN &&
+	    !memcmp(l->path + l->path_len - DELETED_SUFFIX_LEN, DELETED_SUFFIX,
+		    DELETED_SUFFIX_LEN)) {
+		l->path_len -= DELETED_SUFFIX_LEN;
+		l->m.deleted = true;
+	}
+}
+
 /* One line without its '\n'; false if malformed. */
 static bool parse_line(const char *p, const char *end, struct pm_line *l)
 {
@@ -141,17 +161,7 @@ static bool parse_line(const char *p, const char *end, struct pm_line *l)
 		return false;
 	l->path = p;
 	l->path_len = (size_t)(end - p);
-	/*
-	 * The kernel appends " (deleted)" to an unlinked file's name without
-	 * escaping, so a file literally named "x (deleted)" looks exactly like a
-	 * deleted "x". We strip one suffix either way; a caller that must know
-	 * compares the inode of the stripped path with m.inode.
-	 */
-	if (l->path_len > DELETED_SUFFIX_LEN &&
-	    !memcmp(p + l->path_len - DELETED_SUFFIX_LEN, DELETED_SUFFIX, DELETED_SUFFIX_LEN)) {
-		l->path_len -= DELETED_SUFFIX_LEN;
-		l->m.deleted = true;
-	}
+	strip_deleted(l);
 	return true;
 }
 
@@ -167,14 +177,15 @@ static int pm_line__cmp(const void *a, const void *b)
 	return x->path < y->path ? -1 : x->path > y->path;
 }
 
+static int assemble(struct pm_line *lines, size_t nr, bool sorted, size_t bad,
+		    struct procmaps *out);
+
 int procmaps__parse(const char *buf, size_t len, struct procmaps *out)
 {
 	const char *p, *end;
 	struct pm_line *lines = NULL;
-	size_t nr = 0, cap = 0, kept = 0, pool_len = 0, bad = 0;
+	size_t nr = 0, cap = 0, bad = 0;
 	bool sorted = true;
-	struct procmap *maps;
-	char *pool;
 
 	memset(out, 0, sizeof(*out));
 	if (!buf)
@@ -201,6 +212,19 @@ int procmaps__parse(const char *buf, size_t len, struct procmaps *out)
 			sorted = false;
 		nr++;
 	}
+	return assemble(lines, nr, sorted, bad, out);
+}
+
+/*
+ * The result of nr lines (freed here): sorted, disjoint, one allocation; 0
+ * or -ENOMEM.
+ */
+static int assemble(struct pm_line *lines, size_t nr, bool sorted, size_t bad,
+		    struct procmaps *out)
+{
+	size_t kept = 0, pool_len = 0;
+	struct procmap *maps;
+	char *pool;
 
 	/*
 	 * The kernel prints mappings in order, but a file read in several
@@ -363,7 +387,146 @@ int procmaps__keep(struct procmaps *m, uint32_t perms)
 	return 0;
 }
 
-int procmaps__read_pid(const char *proc_root, uint32_t pid, struct procmaps *out, uint32_t *tid)
+/*
+ * PROCMAP_QUERY (Linux 6.11, linux/fs.h): one mapping per ioctl on an open
+ * maps file, filtered by the kernel, the name formatted only when asked for.
+ * Debian 12's headers predate it, so the ABI (extensible by its size field)
+ * is spelled out here.
+ */
+struct pm_query {
+	uint64_t size;
+	uint64_t query_flags;
+	uint64_t query_addr;
+	uint64_t vma_start, vma_end;
+	uint64_t vma_flags;
+	uint64_t vma_page_size;
+	uint64_t vma_offset;
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	uint32_t vma_name_size;
+	uint32_t build_id_size;
+	uint64_t vma_name_addr;
+	uint64_t build_id_addr;
+};
+
+#define PM_QUERY		_IOWR('f', 17, struct pm_query)
+#define PMQ_VMA_READABLE	0x01
+#define PMQ_VMA_WRITABLE	0x02
+#define PMQ_VMA_EXECUTABLE	0x04
+#define PMQ_VMA_SHARED		0x08
+#define PMQ_COVERING_OR_NEXT	0x10
+#define PMQ_FILE_BACKED_VMA	0x20
+
+/* vm.max_map_count defaults to 65530: past this something is wrong. */
+#define PROCMAPS_MAX_QUERIED (1u << 17)
+
+int procmaps__query(const char *path, unsigned what, struct procmaps *out)
+{
+	bool names = what == PROCMAPS_Q_EXEC;
+	size_t nr = 0, cap = 0, pool_len = 0, pool_cap = 0, *offs = NULL, offs_cap = 0;
+	struct pm_line *lines = NULL;
+	char *pool = NULL, name[PATH_MAX + sizeof(DELETED_SUFFIX)];
+	uint64_t addr = 0;
+	int fd, err = 0;
+
+	memset(out, 0, sizeof(*out));
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		struct pm_query q = {
+			.size = sizeof(q),
+			.query_flags = PMQ_COVERING_OR_NEXT |
+				       (names ? PMQ_VMA_EXECUTABLE : PMQ_FILE_BACKED_VMA),
+			.query_addr = addr,
+			.vma_name_addr = names ? (uint64_t)(uintptr_t)name : 0,
+			.vma_name_size = names ? (uint32_t)sizeof(name) : 0,
+		};
+		struct pm_line *l;
+
+		if (ioctl(fd, PM_QUERY, &q)) {
+			err = -errno;
+			if (err == -ENOENT) /* no mapping at or after addr */
+				err = 0;
+			else if (err == -ESRCH) /* no address space: as an empty maps file */
+				err = 0, nr = 0;
+			else if (err == -ENOTTY || err == -EINVAL || err == -E2BIG)
+				err = -EOPNOTSUPP; /* a kernel before 6.11 */
+			break;
+		}
+		if (q.vma_end <= addr || q.vma_end <= q.vma_start || nr >= PROCMAPS_MAX_QUERIED) {
+			err = -EFBIG; /* not an answer the kernel gives: stop */
+			break;
+		}
+		if (q.vma_start < addr) {
+			/* Mapped over since the last answer: what it covered is kept. */
+			addr = q.vma_end;
+			continue;
+		}
+		if (array_grow((void **)&lines, &cap, nr + 1, sizeof(*lines)) ||
+		    array_grow((void **)&offs, &offs_cap, nr + 1, sizeof(*offs))) {
+			err = -ENOMEM;
+			break;
+		}
+		l = &lines[nr];
+		memset(l, 0, sizeof(*l));
+		l->m.start = q.vma_start;
+		l->m.end = q.vma_end;
+		l->m.offset = q.vma_offset;
+		l->m.inode = q.inode;
+		l->m.dev_major = q.dev_major;
+		l->m.dev_minor = q.dev_minor;
+		l->m.perms = (q.vma_flags & PMQ_VMA_READABLE ? PROCMAP_R : 0) |
+			     (q.vma_flags & PMQ_VMA_WRITABLE ? PROCMAP_W : 0) |
+			     (q.vma_flags & PMQ_VMA_EXECUTABLE ? PROCMAP_X : 0) |
+			     (q.vma_flags & PMQ_VMA_SHARED ? 0 : PROCMAP_P);
+		offs[nr] = SIZE_MAX;
+		if (names && q.vma_name_size > 1 && q.vma_name_size <= sizeof(name)) {
+			size_t n = q.vma_name_size - 1; /* the size counts the NUL */
+
+			if (pool_len + n + 1 > PROCMAPS_MAX_FILE ||
+			    array_grow((void **)&pool, &pool_cap, pool_len + n + 1, 1)) {
+				err = pool_len + n + 1 > PROCMAPS_MAX_FILE ? -EFBIG : -ENOMEM;
+				break;
+			}
+			memcpy(pool + pool_len, name, n);
+			pool[pool_len + n] = '\0';
+			offs[nr] = pool_len;
+			l->path_len = n;
+			pool_len += n + 1;
+		}
+		nr++;
+		addr = q.vma_end;
+	}
+	close(fd);
+	if (err) {
+		free(lines);
+		free(offs);
+		free(pool);
+		return err;
+	}
+	for (size_t i = 0; i < nr; i++)
+		if (offs[i] != SIZE_MAX) {
+			lines[i].path = pool + offs[i];
+			strip_deleted(&lines[i]);
+		}
+	free(offs);
+	err = assemble(lines, nr, true, 0, out);
+	free(pool);
+	return err;
+}
+
+typedef int (*maps_reader)(const char *path, unsigned what, struct procmaps *out);
+
+static int read_text(const char *path, unsigned what, struct procmaps *out)
+{
+	(void)what;
+	return procmaps__read(path, out);
+}
+
+/* The maps of pid, or of a live thread's when the main thread has exited. */
+static int read_pid(const char *proc_root, uint32_t pid, maps_reader rd, unsigned what,
+		    struct procmaps *out, uint32_t *tid)
 {
 	uint32_t tids[PROCFS_LIVE_TASKS];
 	char path[PATH_MAX];
@@ -373,7 +536,7 @@ int procmaps__read_pid(const char *proc_root, uint32_t pid, struct procmaps *out
 	if (tid)
 		*tid = 0;
 	snprintf(path, sizeof(path), "%s/%u/maps", proc_root, pid);
-	err = procmaps__read(path, out);
+	err = rd(path, what, out);
 	if (err || out->nr)
 		return err;
 	/* The main thread has exited: its maps file is empty, other threads' are not. */
@@ -382,11 +545,25 @@ int procmaps__read_pid(const char *proc_root, uint32_t pid, struct procmaps *out
 	for (size_t i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "%s/%u/task/%u/maps", proc_root, pid, tids[i]);
 		procmaps__free(out);
-		if (!procmaps__read(path, out) && out->nr) {
+		err = rd(path, what, out);
+		if (err == -EOPNOTSUPP)
+			return err;
+		if (!err && out->nr) {
 			if (tid)
 				*tid = tids[i];
 			break;
 		}
 	}
 	return 0;
+}
+
+int procmaps__read_pid(const char *proc_root, uint32_t pid, struct procmaps *out, uint32_t *tid)
+{
+	return read_pid(proc_root, pid, read_text, 0, out, tid);
+}
+
+int procmaps__query_pid(const char *proc_root, uint32_t pid, unsigned what, struct procmaps *out,
+			uint32_t *tid)
+{
+	return read_pid(proc_root, pid, procmaps__query, what, out, tid);
 }

@@ -61,6 +61,26 @@ int procmaps__parse(const char *buf, size_t len, struct procmaps *out);
  */
 int procmaps__read_pid(const char *proc_root, uint32_t pid, struct procmaps *out, uint32_t *tid);
 
+/*
+ * The same through the PROCMAP_QUERY ioctl (Linux 6.11+) on the maps file
+ * at path: the kernel filters and formats only what is asked for, a few
+ * times cheaper than the text. what: PROCMAPS_Q_EXEC, the executable
+ * mappings with their names (as procmaps__read + procmaps__keep(PROCMAP_X),
+ * but a newline in a name is itself, not "\012", and [vsyscall], which is
+ * not in the address space's tree, is left out);
+ * PROCMAPS_Q_FILES, every file-backed mapping without names (paths NULL,
+ * `deleted` unknown).
+ * -EOPNOTSUPP on an older kernel (read the text then), -ENAMETOOLONG for a
+ * name over PATH_MAX, -EFBIG past 131072 mappings or 64 MiB of names; no
+ * address space (a zombie) reads as no mappings, as the text does.
+ */
+#define PROCMAPS_Q_EXEC	 1
+#define PROCMAPS_Q_FILES 2
+int procmaps__query(const char *path, unsigned what, struct procmaps *out);
+/* procmaps__read_pid with procmaps__query. */
+int procmaps__query_pid(const char *proc_root, uint32_t pid, unsigned what, struct procmaps *out,
+			uint32_t *tid);
+
 /* Reads (at most 64 MiB, else -EFBIG) and parses a maps file; 0 or -errno. */
 int procmaps__read(const char *path, struct procmaps *out);
 void procmaps__free(struct procmaps *m);

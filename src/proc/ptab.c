@@ -94,9 +94,14 @@ struct pproc {
 	uint64_t maps_gen;
 	uint32_t tid; /* a live thread whose /proc files to use (main thread exited), or 0 */
 	char base[48]; /* "PID", or "PID/task/TID" */
-	/* Files of mounts that may block, mapped anywhere: memory reads avoid them. */
+	/*
+	 * Files of mounts that may block, mapped anywhere: memory reads avoid
+	 * them. Found with the text of the maps; after a query (which reads
+	 * only executable mappings) at the first memory read.
+	 */
 	struct { uint64_t start, end; } *blocked;
 	size_t nr_blocked;
+	bool blocked_known;
 	bool have_status;
 	struct proc_status status;
 	int pmap_err; /* a refusal of the perf map, remembered */
@@ -143,6 +148,7 @@ struct ptab {
 	uint64_t shm_mnt_id; /* the kernel's internal tmpfs (memfd files) */
 	bool shm_known;
 	unsigned max_open;
+	bool maps_text; /* no PROCMAP_QUERY: opts, or the kernel said so */
 	struct mfile **open; /* files with an open fd */
 	size_t nr_open, cap_open;
 	uint64_t gen, serial;
@@ -285,6 +291,7 @@ struct ptab *ptab__new(const struct ptab_opts *opts)
 		 opts && opts->proc_root ? opts->proc_root : "/proc");
 	t->real_proc = !strcmp(t->proc_root, "/proc");
 	t->max_open = opts && opts->max_open ? opts->max_open : 8;
+	t->maps_text = opts && opts->maps_text;
 	t->max_pidfds = pidfd_budget(opts);
 	if (opts) {
 		t->warn = opts->warn;
@@ -892,6 +899,7 @@ static int find_blocked(struct ptab *t, struct pproc *p, const struct procmaps *
 	free(p->blocked);
 	p->blocked = NULL;
 	p->nr_blocked = 0;
+	p->blocked_known = true;
 	for (size_t i = 0; i < all->nr; i++) {
 		const struct procmap *m = &all->maps[i];
 
@@ -902,8 +910,10 @@ static int find_blocked(struct ptab *t, struct pproc *p, const struct procmaps *
 	if (!n)
 		return 0;
 	p->blocked = calloc(n, sizeof(*p->blocked));
-	if (!p->blocked)
+	if (!p->blocked) {
+		p->blocked_known = false;
 		return -ENOMEM;
+	}
 	for (size_t i = 0; i < all->nr; i++) {
 		const struct procmap *m = &all->maps[i];
 
@@ -922,7 +932,7 @@ static int read_maps(struct ptab *t, struct pproc *p)
 	struct alive_key k = { .pid = p->id.pid, .start_time = p->id.start_time };
 	struct procmaps maps = {0};
 	uint64_t sig0 = 0, sig1 = 0;
-	bool known = p->id.mm_sig != 0;
+	bool known = p->id.mm_sig != 0, queried;
 	struct pmaps *pm;
 	uint32_t tid;
 	int err, pfd;
@@ -943,7 +953,16 @@ static int read_maps(struct ptab *t, struct pproc *p)
 	/* The liveness pidfd comes along: the check after the read vouches for it. */
 	pfd = pidfd_open_for(t, &p->id, &k, now_ns());
 	t->st.maps_reads++;
-	err = procmaps__read_pid(t->proc_root, p->id.pid, &maps, &tid);
+	err = -EOPNOTSUPP;
+	if (!t->maps_text) {
+		err = procmaps__query_pid(t->proc_root, p->id.pid, PROCMAPS_Q_EXEC, &maps, &tid);
+		if (err == -EOPNOTSUPP)
+			t->maps_text = true; /* a kernel before 6.11 (or a fake tree) */
+	}
+	queried = !err;
+	t->st.maps_queried += queried;
+	if (err == -EOPNOTSUPP || err == -ENAMETOOLONG)
+		err = procmaps__read_pid(t->proc_root, p->id.pid, &maps, &tid);
 	if (err) {
 		if (pfd >= 0)
 			close(pfd);
@@ -977,9 +996,18 @@ static int read_maps(struct ptab *t, struct pproc *p)
 		snprintf(p->base, sizeof(p->base), "%u/task/%u", p->id.pid, tid);
 	else
 		snprintf(p->base, sizeof(p->base), "%u", p->id.pid);
-	err = find_blocked(t, p, &maps);
-	if (!err)
-		err = procmaps__keep(&maps, PROCMAP_X);
+	if (queried) {
+		/* Executable mappings only: the blocked ones at the first memory read. */
+		free(p->blocked);
+		p->blocked = NULL;
+		p->nr_blocked = 0;
+		p->blocked_known = false;
+		err = 0;
+	} else {
+		err = find_blocked(t, p, &maps);
+		if (!err)
+			err = procmaps__keep(&maps, PROCMAP_X);
+	}
 	pm = err ? NULL : calloc(1, sizeof(*pm));
 	if (!pm) {
 		procmaps__free(&maps);
@@ -1205,19 +1233,46 @@ int ptab__open_perfmap(struct ptab *t, struct pproc *p, struct safe_file *f)
 
 /* --- memory ---------------------------------------------------------------------- */
 
+/*
+ * The blocked mappings of a snapshot that was queried (executable mappings
+ * only): every file-backed mapping, without names; 0 or -errno (no memory
+ * is read without them).
+ */
+static int load_blocked(struct ptab *t, struct pproc *p)
+{
+	struct procmaps all;
+	char path[PATH_MAX];
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%s/maps", t->proc_root, p->base);
+	err = procmaps__query(path, PROCMAPS_Q_FILES, &all);
+	if (err == -EOPNOTSUPP)
+		err = procmaps__read(path, &all);
+	if (err)
+		return err;
+	err = find_blocked(t, p, &all);
+	procmaps__free(&all);
+	return err;
+}
+
 ssize_t ptab__read_mem(struct ptab *t, struct pproc *p, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = {.iov_base = buf, .iov_len = len};
 	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
 	ssize_t n;
 
-	(void)t;
 	if (len > PTAB_MEM_MAX)
 		return -E2BIG;
 	if (!len)
 		return 0;
 	if (addr + len < addr)
 		return -EFAULT;
+	if (!p->blocked_known) {
+		int err = load_blocked(t, p);
+
+		if (err)
+			return err == -ENOENT || err == -ESRCH ? -ESRCH : -EREMOTE;
+	}
 	/* A page of a file on a mount that may block would block this read. */
 	for (size_t i = 0; i < p->nr_blocked; i++)
 		if (addr < p->blocked[i].end && addr + len > p->blocked[i].start)

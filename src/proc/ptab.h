@@ -79,11 +79,14 @@ struct ptab_opts {
 	/* Called once per refused file or perf map, with one sentence. */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
+	/* Read the text of /proc/PID/maps even where PROCMAP_QUERY works (tests). */
+	bool maps_text;
 };
 
 struct ptab_stats {
 	size_t procs, files, open_files, mount_tables;
 	uint64_t maps_reads;   /* /proc/PID/maps read */
+	uint64_t maps_queried; /* of them through PROCMAP_QUERY (the rest as text) */
 	uint64_t images_lost;  /* gone, exec'd or pid reused before it could be read */
 	uint64_t files_opened; /* mapped files opened (re-opens included) */
 	uint64_t refused;      /* files and perf maps refused by the safety checks */

@@ -3,7 +3,12 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "proc/procmaps.h"
 
@@ -339,6 +344,238 @@ static void test_keep_executable(void **state)
 	procmaps__free(&m);
 }
 
+/* A directory next to the test binary: its file system allows PROT_EXEC. */
+static void exec_dir(char *out, size_t len)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	assert_true(n > 0);
+	exe[n] = '\0';
+	*strrchr(exe, '/') = '\0';
+	assert_true(strlen(exe) + 17 < len);
+	snprintf(out, len, "%.*s/procmaps-XXXXXX", (int)(len - 17), exe);
+	assert_non_null(mkdtemp(out));
+}
+
+/* Maps `pages` pages of a new file at dir/name, r-x; the file keeps its name. */
+static void *map_exec_file(int dirfd, const char *name, size_t pages)
+{
+	int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	void *p;
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)(pages * 4096)), 0);
+	p = mmap(NULL, pages * 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	assert_true(p != MAP_FAILED);
+	close(fd);
+	return p;
+}
+
+/* The text's executable mappings less [vsyscall], which no query returns (not in the mm). */
+static void read_text_exec(struct procmaps *text)
+{
+	assert_int_equal(procmaps__read("/proc/self/maps", text), 0);
+	assert_int_equal(procmaps__keep(text, PROCMAP_X), 0);
+	if (text->nr && text->maps[text->nr - 1].path &&
+	    !strcmp(text->maps[text->nr - 1].path, "[vsyscall]"))
+		text->nr--;
+}
+
+static void assert_same_range(const struct procmap *a, const struct procmap *b)
+{
+	assert_true(a->start == b->start && a->end == b->end && a->offset == b->offset);
+	assert_true(a->inode == b->inode);
+	assert_int_equal(a->dev_major, b->dev_major);
+	assert_int_equal(a->dev_minor, b->dev_minor);
+	assert_int_equal(a->perms, b->perms);
+}
+
+static void assert_same_mapping(const struct procmap *a, const struct procmap *b)
+{
+	assert_same_range(a, b);
+	if (a->deleted != b->deleted)
+		fail_msg("deleted: %d %s, the text %d %s", a->deleted, a->path ? a->path : "-",
+			 b->deleted, b->path ? b->path : "-");
+}
+
+/*
+ * PROCMAP_QUERY gives what the text gives for the executable mappings (a
+ * deleted file, a memfd, anonymous code, the vdso, a name with a space),
+ * except that a newline in a name comes as itself, where the text escapes
+ * it; and every file-backed mapping, without names, for the blocked check.
+ */
+static void test_query_matches_text(void **state)
+{
+	char dir[PATH_MAX];
+	struct procmaps q, text;
+	void *named, *gone, *nl, *jit, *anon;
+	size_t files = 0;
+	int dfd, mfd, err;
+
+	(void)state;
+	exec_dir(dir, sizeof(dir));
+	dfd = open(dir, O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	named = map_exec_file(dfd, "lib with space.so", 2);
+	gone = map_exec_file(dfd, "gone.so", 1);
+	assert_int_equal(unlinkat(dfd, "gone.so", 0), 0);
+	nl = map_exec_file(dfd, "new\nline.so", 1);
+	mfd = memfd_create("jit", MFD_CLOEXEC);
+	assert_true(mfd >= 0);
+	assert_int_equal(ftruncate(mfd, 4096), 0);
+	jit = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_SHARED, mfd, 0);
+	assert_true(jit != MAP_FAILED);
+	anon = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(anon != MAP_FAILED);
+
+	err = procmaps__query("/proc/self/maps", PROCMAPS_Q_EXEC, &q);
+	if (err == -EOPNOTSUPP)
+		fail_msg("this kernel has no PROCMAP_QUERY (Linux 6.11+): %s", "the text is read");
+	assert_int_equal(err, 0);
+	read_text_exec(&text);
+	assert_int_equal(q.nr, text.nr);
+	assert_int_equal(q.bad_lines, 0);
+	for (size_t i = 0; i < q.nr; i++) {
+		const struct procmap *a = &q.maps[i], *b = &text.maps[i];
+
+		assert_same_mapping(a, b);
+		if (a->start == (uint64_t)(uintptr_t)nl) {
+			assert_non_null(strstr(a->path, "/new\nline.so"));
+			assert_non_null(strstr(b->path, "/new\\012line.so"));
+		} else if (!b->path) {
+			assert_null(a->path);
+		} else {
+			assert_string_equal(a->path, b->path);
+		}
+	}
+	assert_non_null(strstr(procmaps__find(&q, (uintptr_t)named)->path, "/lib with space.so"));
+	assert_true(procmaps__find(&q, (uintptr_t)gone)->deleted);
+	assert_string_equal(procmaps__find(&q, (uintptr_t)jit)->path, "/memfd:jit");
+	assert_true(procmaps__find(&q, (uintptr_t)jit)->deleted);
+	assert_null(procmaps__find(&q, (uintptr_t)anon)->path);
+	assert_non_null(procmaps__find(&q, (uintptr_t)&function_in_test_binary));
+	procmaps__free(&q);
+	procmaps__free(&text);
+
+	/* Every file-backed mapping, names left out. */
+	assert_int_equal(procmaps__query("/proc/self/maps", PROCMAPS_Q_FILES, &q), 0);
+	assert_int_equal(procmaps__read("/proc/self/maps", &text), 0);
+	for (size_t i = 0; i < text.nr; i++)
+		files += text.maps[i].inode != 0; /* [vsyscall] has none */
+	assert_int_equal(q.nr, files);
+	for (size_t i = 0, j = 0; i < text.nr; i++) {
+		if (!text.maps[i].inode)
+			continue;
+		assert_same_range(&q.maps[j], &text.maps[i]);
+		assert_null(q.maps[j++].path); /* and so `deleted` is not known */
+	}
+	procmaps__free(&q);
+	procmaps__free(&text);
+
+	munmap(named, 2 * 4096);
+	munmap(gone, 4096);
+	munmap(nl, 4096);
+	munmap(jit, 4096);
+	munmap(anon, 4096);
+	close(mfd);
+	unlinkat(dfd, "lib with space.so", 0);
+	unlinkat(dfd, "new\nline.so", 0);
+	close(dfd);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+/* Not a maps file (a fake tree), no such file, a zombie (no address space). */
+static void test_query_refusals(void **state)
+{
+	char *path = write_temp_str("1000-2000 r-xp 00000000 08:01 12 /from/file\n");
+	struct procmaps m = {0};
+	siginfo_t si = {0};
+	uint32_t tid = 1;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(procmaps__query(path, PROCMAPS_Q_EXEC, &m), -EOPNOTSUPP);
+	assert_null(m.maps);
+	assert_int_equal(procmaps__query_pid("/nonexistent", 1, PROCMAPS_Q_EXEC, &m, &tid),
+			 -ENOENT);
+	unlink(path);
+	free(path);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(0);
+	assert_int_equal(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	assert_int_equal(procmaps__query_pid("/proc", (uint32_t)pid, PROCMAPS_Q_EXEC, &m, &tid), 0);
+	assert_int_equal(m.nr, 0);
+	assert_int_equal(tid, 0);
+	waitpid(pid, NULL, 0);
+}
+
+/*
+ * What a process controls: how many mappings, how long their names. Twenty
+ * thousand code mappings come back whole and in order; a name longer than
+ * PATH_MAX is -ENAMETOOLONG (the caller reads the text, which has it).
+ */
+static void test_query_many_mappings_and_a_long_name(void **state)
+{
+	enum { PAGES = 40000 };
+	char dir[PATH_MAX], part[256];
+	struct procmaps q, text;
+	size_t in_region = 0;
+	int dfd, fds[20], depth = 0;
+	char *region;
+	void *deep;
+
+	(void)state;
+	region = mmap(NULL, PAGES * 4096UL, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(region != MAP_FAILED);
+	for (size_t i = 0; i < PAGES; i += 2)
+		assert_int_equal(mprotect(region + i * 4096, 4096, PROT_READ | PROT_EXEC), 0);
+	assert_int_equal(procmaps__query("/proc/self/maps", PROCMAPS_Q_EXEC, &q), 0);
+	read_text_exec(&text);
+	assert_int_equal(q.nr, text.nr);
+	for (size_t i = 0; i < q.nr; i++) {
+		assert_same_mapping(&q.maps[i], &text.maps[i]);
+		in_region += q.maps[i].start >= (uintptr_t)region &&
+			     q.maps[i].end <= (uintptr_t)region + PAGES * 4096UL;
+	}
+	assert_int_equal(in_region, PAGES / 2);
+	procmaps__free(&q);
+	procmaps__free(&text);
+	munmap(region, PAGES * 4096UL);
+
+	/* 17 directories of 250 characters: a path of over 4250. */
+	exec_dir(dir, sizeof(dir));
+	memset(part, 'd', 250);
+	part[250] = '\0';
+	dfd = fds[depth++] = open(dir, O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	while (depth < 18) {
+		assert_int_equal(mkdirat(dfd, part, 0755), 0);
+		dfd = fds[depth++] = openat(dfd, part, O_DIRECTORY | O_CLOEXEC);
+		assert_true(dfd >= 0);
+	}
+	deep = map_exec_file(dfd, "deep.so", 1);
+	assert_int_equal(procmaps__query("/proc/self/maps", PROCMAPS_Q_EXEC, &q), -ENAMETOOLONG);
+	assert_null(q.maps);
+	assert_int_equal(procmaps__read("/proc/self/maps", &text), 0);
+	assert_true(strlen(procmaps__find(&text, (uintptr_t)deep)->path) > PATH_MAX);
+	procmaps__free(&text);
+	/* Without names the file-backed mappings are all there. */
+	assert_int_equal(procmaps__query("/proc/self/maps", PROCMAPS_Q_FILES, &q), 0);
+	assert_non_null(procmaps__find(&q, (uintptr_t)deep));
+	procmaps__free(&q);
+	munmap(deep, 4096);
+	unlinkat(dfd, "deep.so", 0);
+	while (--depth > 0) {
+		close(fds[depth]);
+		assert_int_equal(unlinkat(fds[depth - 1], part, AT_REMOVEDIR), 0);
+	}
+	close(fds[0]);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -351,6 +588,9 @@ int main(void)
 		cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_self),
 		cmocka_unit_test(test_keep_executable),
+		cmocka_unit_test(test_query_matches_text),
+		cmocka_unit_test(test_query_refusals),
+		cmocka_unit_test(test_query_many_mappings_and_a_long_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -639,6 +640,105 @@ static void test_memory_backed_by_a_fuse_file_is_not_read(void **state)
 	ptab__free(t);
 }
 
+/* The bindfs mount of the next test, taken down by its teardown even when it fails. */
+static struct {
+	char dir[32], src[64], mnt[64];
+	pid_t daemon;
+} bfs;
+
+static int teardown_bindfs(void **state)
+{
+	char cmd[160];
+
+	(void)state;
+	if (bfs.daemon > 0) {
+		snprintf(cmd, sizeof(cmd), "umount -l %s 2>/dev/null", bfs.mnt);
+		if (system(cmd)) { /* not mounted: the daemon is stopped below */
+		}
+		kill(bfs.daemon, SIGKILL);
+		waitpid(bfs.daemon, NULL, 0);
+		bfs.daemon = 0;
+	}
+	if (bfs.dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", bfs.dir);
+		assert_int_equal(system(cmd), 0);
+		bfs.dir[0] = '\0';
+	}
+	return 0;
+}
+
+/*
+ * The same on the real /proc, with a real FUSE mount (bindfs): the maps are
+ * queried (PROCMAP_QUERY reads only the code mappings), so the blocked ones
+ * are found at the first memory read; with the text read, at once. Either
+ * way memory backed by the FUSE file is not read, anonymous memory is.
+ */
+static void test_memory_of_a_live_fuse_mapping_is_not_read(void **state)
+{
+	static char anon[4096] __attribute__((aligned(4096)));
+	struct proc_id id = {.pid = (uint32_t)getpid(), .exec_id = PROC_EXEC_ANY};
+	char got[16], path[96];
+	void *fuse;
+	int fd;
+
+	(void)state;
+	if (geteuid() != 0)
+		return; /* mounting needs root (CI runs as root) */
+	snprintf(bfs.dir, sizeof(bfs.dir), "/tmp/bpfprof-fuse-XXXXXX");
+	assert_non_null(mkdtemp(bfs.dir));
+	snprintf(bfs.src, sizeof(bfs.src), "%s/src", bfs.dir);
+	snprintf(bfs.mnt, sizeof(bfs.mnt), "%s/mnt", bfs.dir);
+	assert_int_equal(mkdir(bfs.src, 0755), 0);
+	assert_int_equal(mkdir(bfs.mnt, 0755), 0);
+	snprintf(path, sizeof(path), "%s/data", bfs.src);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "mapped from fuse", 16), 16);
+	assert_int_equal(ftruncate(fd, 4096), 0);
+	close(fd);
+	bfs.daemon = fork();
+	assert_true(bfs.daemon >= 0);
+	if (!bfs.daemon) {
+		/* Not holding the test's output open: a runner waits for its end. */
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		execlp("bindfs", "bindfs", "-f", bfs.src, bfs.mnt, (char *)NULL);
+		_exit(127);
+	}
+	snprintf(path, sizeof(path), "%s/data", bfs.mnt);
+	for (int i = 0; i < 200 && access(path, F_OK); i++)
+		usleep(50 * 1000);
+	if (access(path, F_OK))
+		fail_msg("bindfs did not mount %s (is it installed? tools/install-deps.sh)", bfs.mnt);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	fuse = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+	assert_true(fuse != MAP_FAILED);
+	close(fd);
+	assert_memory_equal(fuse, "mapped from fuse", 16); /* paged in: a read would not block now */
+	memcpy(anon, "anonymous memory", 16);
+	for (int text = 0; text < 2; text++) {
+		struct ptab_opts o = {.maps_text = text};
+		struct ptab *t = ptab__new(&o);
+		struct ptab_stats st;
+		struct pproc *p;
+
+		assert_int_equal(ptab__get(t, &id, &p), 0);
+		ptab__stats(t, &st);
+		assert_int_equal(st.maps_queried, text ? 0 : 1);
+		assert_int_equal(ptab__read_mem(t, p, (uintptr_t)fuse, got, sizeof(got)), -EREMOTE);
+		assert_int_equal(ptab__read_mem(t, p, (uintptr_t)anon, got, sizeof(got)),
+				 (ssize_t)sizeof(got));
+		assert_memory_equal(got, "anonymous memory", 16);
+		ptab__put(t, p);
+		ptab__free(t);
+	}
+	munmap(fuse, 4096);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -651,6 +751,8 @@ int main(void)
 		cmocka_unit_test(test_an_exit_is_remembered),
 		cmocka_unit_test(test_pidfds_are_bounded),
 		cmocka_unit_test(test_a_zombie_keeps_its_maps),
+		cmocka_unit_test_teardown(test_memory_of_a_live_fuse_mapping_is_not_read,
+					  teardown_bindfs),
 		cmocka_unit_test_setup_teardown(test_a_file_on_fuse_is_refused_once, setup_fake,
 						teardown_fake),
 		cmocka_unit_test_setup_teardown(test_memory_backed_by_a_fuse_file_is_not_read,

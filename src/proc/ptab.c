@@ -714,7 +714,9 @@ static void pidfd_sweep(struct ptab *t, uint64_t now)
 
 /*
  * A pidfd for id, to be kept once a check after this shows the pid still
- * id's (pidfd_keep); -1 if none is to be had or id holds one already.
+ * id's (pidfd_keep); -1 if none is to be had or id holds one already,
+ * -ESRCH if the pid is not there (id has exited: it held the pid when
+ * sampled).
  */
 static int pidfd_open_for(struct ptab *t, const struct proc_id *id, const struct alive_key *k,
 			  uint64_t now)
@@ -728,6 +730,8 @@ static int pidfd_open_for(struct ptab *t, const struct proc_id *id, const struct
 	if (htab__count(t->pidfds) >= t->max_pidfds)
 		return -1;
 	fd = (int)syscall(SYS_pidfd_open, (pid_t)id->pid, 0);
+	if (fd < 0 && errno == ESRCH)
+		return -ESRCH; /* no such pid: exited and reaped */
 	return fd < 0 ? -1 : fd; /* no pidfds (kernel < 5.3), or out of descriptors: /proc it is */
 }
 
@@ -952,6 +956,11 @@ static int read_maps(struct ptab *t, struct pproc *p)
 	}
 	/* The liveness pidfd comes along: the check after the read vouches for it. */
 	pfd = pidfd_open_for(t, &p->id, &k, now_ns());
+	if (pfd == -ESRCH) {
+		/* Gone (most short processes are by their notice): nothing to read. */
+		dead_note(t, &k);
+		return -ESRCH;
+	}
 	t->st.maps_reads++;
 	err = -EOPNOTSUPP;
 	if (!t->maps_text) {

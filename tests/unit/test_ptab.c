@@ -425,6 +425,35 @@ static void test_an_exit_is_remembered(void **state)
 	}
 }
 
+/*
+ * A notice of a process that is gone by then (most short processes' are):
+ * its pid is not there, so nothing is opened or read - and it is remembered
+ * as exited. Without pidfds, /proc says the same through a failed open.
+ */
+static void test_a_process_gone_before_its_notice_costs_no_read(void **state)
+{
+	struct ptab_opts o = { .max_pidfds = -1 };
+
+	(void)state;
+	for (int with_pidfds = 0; with_pidfds < 2; with_pidfds++) {
+		struct ptab *t = ptab__new(with_pidfds ? NULL : &o);
+		struct proc_id id = spawn_idle();
+		struct pproc *p;
+
+		kill((pid_t)id.pid, SIGKILL);
+		waitpid((pid_t)id.pid, NULL, 0);
+		id.exec_id = 7;
+		id.mm_sig = 0x1234; /* a BPF notice's */
+		assert_int_equal(ptab__get(t, &id, &p), -ESRCH);
+		assert_null(p);
+		assert_int_equal(stats_of(t).maps_reads, with_pidfds ? 0 : 1);
+		assert_false(ptab__alive(t, &id));
+		assert_int_equal(stats_of(t).alive_dead, 1);
+		assert_int_equal(stats_of(t).images_lost, 1);
+		ptab__free(t);
+	}
+}
+
 /* A zombie's /proc/PID/maps is empty: a re-read then must keep the maps its samples need. */
 static void test_a_zombie_keeps_its_maps(void **state)
 {
@@ -749,6 +778,7 @@ int main(void)
 		cmocka_unit_test(test_a_running_process_is_answered_by_its_pidfd),
 		cmocka_unit_test(test_exits_are_collected_once_for_all_pidfds),
 		cmocka_unit_test(test_an_exit_is_remembered),
+		cmocka_unit_test(test_a_process_gone_before_its_notice_costs_no_read),
 		cmocka_unit_test(test_pidfds_are_bounded),
 		cmocka_unit_test(test_a_zombie_keeps_its_maps),
 		cmocka_unit_test_teardown(test_memory_of_a_live_fuse_mapping_is_not_read,

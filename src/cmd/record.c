@@ -877,6 +877,14 @@ static void print_symbol_stats(const struct record_ctx *rc, uint64_t t_stop)
 		" frames symbolized, %" PRIu64 " unnamed; %" PRIu64
 		" drained keys were symbolized before and only added their count",
 		ms, rc->frames, ss.unknown, rc->memo_hits);
+	record__symbolizer_stats(rc);
+}
+
+void record__symbolizer_stats(const struct record_ctx *rc)
+{
+	struct symbolizer_stats ss;
+
+	symbolizer__stats(rc->sym, &ss);
 	p_debug("symbols: %zu processes, %zu files (%zu KiB), %" PRIu64
 		" debug files, %zu JIT maps (%zu KiB; %" PRIu64 " MiB of large ones scanned, %" PRIu64
 		" whole again), %" PRIu64 " JIT frames, %" PRIu64

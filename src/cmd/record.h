@@ -54,6 +54,7 @@ struct record_ctx {
 	uint64_t memo_gen;
 	uint32_t memo_epoch; /* which memo a key's cookie (collector_sample) is of; from 1 */
 	uint64_t memo_hits; /* drained keys that only added their count */
+	uint64_t keys_symbolized; /* drained keys symbolized (not in the memo) */
 };
 
 /* Continuous mode: where intervals go, and the bookkeeping of the current one. */
@@ -151,6 +152,8 @@ void record__fill_meta(struct profile *p, const struct record_ctx *rc, uint64_t 
 		       uint64_t duration_ns, uint64_t lost);
 /* Samples the kernel dropped, every reason summed. */
 uint64_t record__lost(const struct collector_stats *st);
+/* -v: the symbolizer's two lines of statistics (names, symbol tables). */
+void record__symbolizer_stats(const struct record_ctx *rc);
 /*
  * Warns when the kernel took noticeably fewer samples than asked between
  * stats `from` (NULL: the start) and `to`: how many, the effective rate, why.

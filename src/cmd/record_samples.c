@@ -291,6 +291,7 @@ int record__on_sample(void *ctx, const struct collector_sample *s)
 			return profile__add_offcpu_count(rc->prof, (size_t)i, s->count);
 		return profile__add_count(rc->prof, (size_t)i, s->count);
 	}
+	rc->keys_symbolized++;
 	i = symbolize(rc, s, &unnamed);
 	if (i < 0)
 		return (int)i;

@@ -1209,6 +1209,10 @@ static void top_summary(const struct top *t)
 		"%.3f ms table, %.3f ms screen; %" PRIu64 " process notices, %.3f ms CPU each",
 		t->nr_drains, t->cpu_drain / 1e6 / n, t->cpu_table / 1e6 / n, t->cpu_draw / 1e6 / n,
 		t->nr_notices, t->nr_notices ? t->cpu_notice / 1e6 / t->nr_notices : 0.0);
+	p_debug("drained keys: %.1f a refresh, %.1f of them symbolized (%.1f frames), "
+		"the rest only added their count",
+		(t->r.rc.keys_symbolized + t->r.rc.memo_hits) / n, t->r.rc.keys_symbolized / n,
+		t->r.rc.frames / n);
 	{
 		uint64_t updates, recounts;
 
@@ -1217,6 +1221,7 @@ static void top_summary(const struct top *t)
 			"from nothing (first, view changed, a catalog left it)",
 			updates, recounts);
 	}
+	record__symbolizer_stats(&t->r.rc);
 	p_debug("catalogs: %" PRIu64 " replaced, %" PRIu64 " samples carried into the next "
 		"(%" PRIu64 " left behind), %.3f ms CPU",
 		t->nr_catalogs, t->nr_carried, t->nr_left, t->cpu_carry / 1e6);

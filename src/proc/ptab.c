@@ -894,16 +894,22 @@ static int image_check(struct ptab *t, const struct proc_id *id, uint64_t *sig)
 	return 0;
 }
 
+/* Forgets p's blocked mappings: known (none) or to be found at the next memory read. */
+static void blocked_reset(struct pproc *p, bool known)
+{
+	free(p->blocked);
+	p->blocked = NULL;
+	p->nr_blocked = 0;
+	p->blocked_known = known;
+}
+
 /* The file-backed mappings on mounts that may block (any permissions). */
 static int find_blocked(struct ptab *t, struct pproc *p, const struct procmaps *all)
 {
 	const struct mountinfo *mi = mounts_of(t, p->base);
 	size_t n = 0;
 
-	free(p->blocked);
-	p->blocked = NULL;
-	p->nr_blocked = 0;
-	p->blocked_known = true;
+	blocked_reset(p, true);
 	for (size_t i = 0; i < all->nr; i++) {
 		const struct procmap *m = &all->maps[i];
 
@@ -1007,10 +1013,7 @@ static int read_maps(struct ptab *t, struct pproc *p)
 		snprintf(p->base, sizeof(p->base), "%u", p->id.pid);
 	if (queried) {
 		/* Executable mappings only: the blocked ones at the first memory read. */
-		free(p->blocked);
-		p->blocked = NULL;
-		p->nr_blocked = 0;
-		p->blocked_known = false;
+		blocked_reset(p, false);
 		err = 0;
 	} else {
 		err = find_blocked(t, p, &maps);

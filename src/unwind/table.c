@@ -11,6 +11,10 @@
  * field is decoded here (absolute or pc-relative, the two encodings
  * toolchains emit for it). .debug_frame FDEs only fill ranges .eh_frame
  * leaves uncovered.
+ *
+ * libdw never reads the file itself: it gets a private ELF image holding a
+ * copy of one CFI section, from which every FDE the builder rejected has been
+ * made invalid (see "libdw's image" below), so it can only run screened CFI.
  */
 #include "unwind/table.h"
 
@@ -360,37 +364,81 @@ static int add_fde(struct build *b, uint64_t begin, uint64_t end, uint8_t src)
 	return 0;
 }
 
+/* Forgets the FDEs taken from one source (its CFI did not open in libdw). */
+static void drop_src(struct build *b, uint8_t src)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < b->nr_fdes; i++)
+		if (b->fdes[i].src != src)
+			b->fdes[n++] = b->fdes[i];
+	b->nr_fdes = n;
+}
+
+/*
+ * Makes the FDE at off invalid in libdw's copy of its section: the CIE
+ * pointer becomes a CIE id, and the "CIE" then has version 0, which
+ * dwarf_next_cfi refuses. The entry's length is kept, so the walk over the
+ * section is unchanged. dwarf_next_cfi has already checked that the entry
+ * holds a byte past the pointer.
+ */
+static void drop_fde(Elf_Data *data, uint64_t off, bool eh)
+{
+	uint8_t *p = (uint8_t *)data->d_buf + off;
+	size_t id_size = 4;
+
+	if (rd_le(p, 4) == 0xffffffffu) {
+		id_size = 8;
+		p += 8;
+	}
+	p += 4;
+	memset(p, eh ? 0x00 : 0xff, id_size);
+	p[id_size] = 0;
+}
+
 /*
  * Reads every entry of one CFI section: CIEs first (their offsets and FDE
  * encodings), then the FDEs' ranges. sec_addr is the section's vaddr, for
- * pc-relative initial locations.
+ * pc-relative initial locations. data is libdw's copy: each FDE not taken is
+ * dropped from it, and *used says how much of it the walk reached.
  */
-static int collect_fdes(struct build *b, Elf_Data *data, bool eh, uint64_t sec_addr, uint8_t src)
+static int collect_fdes(struct build *b, Elf_Data *data, bool eh, uint64_t sec_addr, uint8_t src,
+			size_t *used)
 {
 	Dwarf_CFI_Entry ent;
 	Dwarf_Off off;
 	int err;
 
+	*used = data->d_size;
 	for (int pass = 0; pass < 2; pass++) {
 		size_t n = 0;
 
 		off = 0;
-		while (off != (Dwarf_Off)-1 && n++ < MAX_ENTRIES) {
+		while (off != (Dwarf_Off)-1) {
 			Dwarf_Off next = (Dwarf_Off)-1;
-			int r = dwarf_next_cfi(b->ident, data, eh, off, &next, &ent);
+			int r;
 
+			if (n++ >= MAX_ENTRIES) {
+				*used = off;
+				break;
+			}
+			r = dwarf_next_cfi(b->ident, data, eh, off, &next, &ent);
 			if (r > 0)
 				break;
 			if (r < 0) {
 				if (pass == 1)
 					b->t->st.fdes_bad++;
-				if (next == (Dwarf_Off)-1 || next <= off)
-					break; /* cannot resync */
+				if (next == (Dwarf_Off)-1 || next <= off) {
+					*used = off; /* cannot resync */
+					break;
+				}
 				off = next;
 				continue;
 			}
-			if (next <= off)
+			if (next <= off) {
+				*used = off;
 				break;
+			}
 			if (dwarf_cfi_cie_p(&ent)) {
 				if (pass == 0) {
 					struct cie_info *nc;
@@ -425,6 +473,7 @@ static int collect_fdes(struct build *b, Elf_Data *data, bool eh, uint64_t sec_a
 				    begin + range < begin ||
 				    !in_exec_segment(b->t, begin, begin + range)) {
 					b->t->st.fdes_skipped++;
+					drop_fde(data, off, eh);
 				} else {
 					err = add_fde(b, begin, begin + range, src);
 					if (err)
@@ -947,6 +996,106 @@ static int check_header(Elf *elf, unsigned char *ident)
 	return 0;
 }
 
+/* --- libdw's image ---------------------------------------------------------------- */
+
+/*
+ * Given the file itself, libdw runs CFI the builder never screened:
+ * dwarf_getcfi_elf() follows PT_GNU_EH_FRAME to wherever .eh_frame_hdr says
+ * .eh_frame is, its search table may name any offset as an FDE, and a linear
+ * search takes the first FDE covering a pc, rejected or not (the fuzzer
+ * found that one: a rejected FDE over a taken one's code, 1.6 GB of register
+ * rules; tests/fuzz/corpus/unwind_table/libdw-register-rules). So
+ * libdw gets an image of its own: an ELF header, one CFI section - a copy,
+ * with rejected FDEs dropped and cut where the walk stopped - and no program
+ * headers or .eh_frame_hdr, so its only way to an FDE is the linear walk the
+ * builder made. The copy costs the section's size for the build's duration.
+ */
+#define CFI_SHSTRTAB  "\0.eh_frame\0.debug_frame"
+#define CFI_NAME_EH   1
+#define CFI_NAME_DBG  11
+#define CFI_STR_OFF   (sizeof(Elf64_Ehdr) + 3 * sizeof(Elf64_Shdr))
+#define CFI_DATA_OFF  (CFI_STR_OFF + 32)
+
+struct cfi_image {
+	uint8_t *buf;
+	Elf_Data data; /* the section's bytes in buf */
+	Elf *elf;
+	Dwarf *dw;     /* .debug_frame: libdw reaches it through a Dwarf */
+	Dwarf_CFI *cfi;
+};
+
+static int cfi_image_copy(struct cfi_image *ci, const Elf_Data *src)
+{
+	ci->buf = malloc(CFI_DATA_OFF + src->d_size);
+	if (!ci->buf)
+		return -ENOMEM;
+	memcpy(ci->buf + CFI_DATA_OFF, src->d_buf, src->d_size);
+	ci->data = (Elf_Data){
+		.d_buf = ci->buf + CFI_DATA_OFF,
+		.d_type = ELF_T_BYTE,
+		.d_size = src->d_size,
+		.d_version = EV_CURRENT,
+	};
+	return 0;
+}
+
+/* Wraps the first used bytes of the copy in an ELF header for libdw. */
+static Dwarf_CFI *cfi_image_open(struct cfi_image *ci, const unsigned char *ident, bool eh,
+				 uint64_t addr, size_t used)
+{
+	Elf64_Ehdr *eh_hdr = (Elf64_Ehdr *)ci->buf;
+	Elf64_Shdr *sh = (Elf64_Shdr *)(ci->buf + sizeof(*eh_hdr));
+
+	_Static_assert(sizeof(CFI_SHSTRTAB) <= CFI_DATA_OFF - CFI_STR_OFF, "shstrtab fits");
+	memset(ci->buf, 0, CFI_DATA_OFF);
+	memcpy(eh_hdr->e_ident, ident, EI_NIDENT);
+	eh_hdr->e_ident[EI_VERSION] = EV_CURRENT;
+	eh_hdr->e_type = ET_DYN;
+	eh_hdr->e_machine = EM_X86_64;
+	eh_hdr->e_version = EV_CURRENT;
+	eh_hdr->e_shoff = sizeof(*eh_hdr);
+	eh_hdr->e_ehsize = sizeof(*eh_hdr);
+	eh_hdr->e_shentsize = sizeof(*sh);
+	eh_hdr->e_shnum = 3;
+	eh_hdr->e_shstrndx = 2;
+	sh[1] = (Elf64_Shdr){
+		.sh_name = eh ? CFI_NAME_EH : CFI_NAME_DBG,
+		.sh_type = SHT_PROGBITS,
+		.sh_flags = eh ? SHF_ALLOC : 0,
+		.sh_addr = addr,
+		.sh_offset = CFI_DATA_OFF,
+		.sh_size = used,
+		.sh_addralign = 8,
+	};
+	sh[2] = (Elf64_Shdr){
+		.sh_type = SHT_STRTAB,
+		.sh_offset = CFI_STR_OFF,
+		.sh_size = sizeof(CFI_SHSTRTAB),
+		.sh_addralign = 1,
+	};
+	memcpy(ci->buf + CFI_STR_OFF, CFI_SHSTRTAB, sizeof(CFI_SHSTRTAB));
+	ci->elf = elffile__adopt_mem(ci->buf, CFI_DATA_OFF + used);
+	if (!ci->elf)
+		return NULL;
+	if (eh) {
+		ci->cfi = dwarf_getcfi_elf(ci->elf);
+	} else {
+		ci->dw = dwarf_begin_elf(ci->elf, DWARF_C_READ, NULL);
+		ci->cfi = ci->dw ? dwarf_getcfi(ci->dw) : NULL;
+	}
+	return ci->cfi;
+}
+
+static void cfi_image_end(struct cfi_image *ci)
+{
+	if (ci->dw)
+		dwarf_end(ci->dw); /* and the CFI it owns */
+	else if (ci->cfi)
+		dwarf_cfi_end(ci->cfi);
+	elffile__end(ci->elf, NULL);
+	free(ci->buf);
+}
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -958,9 +1107,10 @@ static uint64_t mono_ns(void)
 static struct utable *build(Elf *elf)
 {
 	struct build b = {.elf = elf};
+	struct cfi_image img_eh = {0}, img_dbg = {0};
 	Dwarf_CFI *cfi_eh = NULL, *cfi_dbg = NULL;
-	Dwarf *dw = NULL;
 	Elf_Data *eh, *dbg;
+	size_t used;
 	uint64_t eh_addr = 0, dbg_addr = 0, t0 = mono_ns();
 	int err;
 
@@ -979,22 +1129,28 @@ static struct utable *build(Elf *elf)
 
 	eh = cfi_section(elf, ".eh_frame", &eh_addr);
 	dbg = cfi_section(elf, ".debug_frame", &dbg_addr);
+	/* An FDE's rows are walked only if its section's image opened. */
 	if (eh) {
-		cfi_eh = dwarf_getcfi_elf(elf);
-		if (cfi_eh) {
-			err = collect_fdes(&b, eh, true, eh_addr, SRC_EH);
-			if (err)
-				goto out;
-		}
+		err = cfi_image_copy(&img_eh, eh);
+		if (err)
+			goto out;
+		err = collect_fdes(&b, &img_eh.data, true, eh_addr, SRC_EH, &used);
+		if (err)
+			goto out;
+		cfi_eh = cfi_image_open(&img_eh, b.ident, true, eh_addr, used);
+		if (!cfi_eh)
+			drop_src(&b, SRC_EH);
 	}
 	if (dbg) {
-		dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
-		cfi_dbg = dw ? dwarf_getcfi(dw) : NULL;
-		if (cfi_dbg) {
-			err = collect_fdes(&b, dbg, false, dbg_addr, SRC_DEBUG);
-			if (err)
-				goto out;
-		}
+		err = cfi_image_copy(&img_dbg, dbg);
+		if (err)
+			goto out;
+		err = collect_fdes(&b, &img_dbg.data, false, dbg_addr, SRC_DEBUG, &used);
+		if (err)
+			goto out;
+		cfi_dbg = cfi_image_open(&img_dbg, b.ident, false, dbg_addr, used);
+		if (!cfi_dbg)
+			drop_src(&b, SRC_DEBUG);
 	}
 	err = collect_go(&b, elf);
 	if (err)
@@ -1039,10 +1195,8 @@ static struct utable *build(Elf *elf)
 		goto out;
 	b.t->st.build_ns = mono_ns() - t0;
 out:
-	if (dw)
-		dwarf_end(dw);
-	if (cfi_eh)
-		dwarf_cfi_end(cfi_eh);
+	cfi_image_end(&img_eh);
+	cfi_image_end(&img_dbg);
 	free(b.cies);
 	free(b.fdes);
 	gopclntab__free(b.go);

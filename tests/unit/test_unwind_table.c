@@ -90,6 +90,7 @@ static const struct bp_urow *row_at(const struct utable *t, const char *lib, con
 
 static void assert_row(const struct bp_urow *r, int cfa_kind, int rbp_kind, int rbp, unsigned cfa)
 {
+	assert_non_null(r);
 	assert_int_equal(UROW_CFA_OF(r->op), cfa_kind);
 	assert_int_equal(UROW_RBP_OF(r->op), rbp_kind);
 	assert_int_equal(r->rbp, rbp);
@@ -331,6 +332,164 @@ static void test_huge_register_number_is_skipped(void **state)
 	utable__free(t);
 }
 
+/* A section's file offset and size (0 if absent). */
+static uint64_t section_off(const char *path, const char *name, uint64_t *size)
+{
+	int fd = open(path, O_RDONLY);
+	Elf_Scn *scn = NULL;
+	uint64_t off = 0;
+	size_t shstrndx;
+	Elf *elf;
+
+	assert_true(fd >= 0);
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	assert_non_null(elf);
+	assert_int_equal(elf_getshdrstrndx(elf, &shstrndx), 0);
+	while (!off && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		gelf_getshdr(scn, &sh);
+		if (!strcmp(elf_strptr(elf, shstrndx, sh.sh_name), name)) {
+			off = sh.sh_offset;
+			*size = sh.sh_size;
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return off;
+}
+
+static void assert_same_rows(const struct utable *a, const struct utable *b)
+{
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(a->base, b->base);
+	assert_int_equal(a->nr_rows, b->nr_rows);
+	assert_memory_equal(a->rows, b->rows, a->nr_rows * sizeof(*a->rows));
+}
+
+static void put32(char *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+static uint32_t get32(const char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/*
+ * The rows come from .eh_frame alone, whatever .eh_frame_hdr says. libdw
+ * given the file would follow PT_GNU_EH_FRAME: to an .eh_frame 8 bytes off,
+ * or through a search table whose FDE pointers land inside entries - CFI
+ * nobody screened (how the fuzzer made libdw allocate 1.9 GB).
+ */
+static void test_eh_frame_hdr_is_not_followed(void **state)
+{
+	const char *path = fixture_path("libcfi.so");
+	uint64_t hdr_size, hdr = section_off(path, ".eh_frame_hdr", &hdr_size);
+	struct utable *want = build_fixture("libcfi.so");
+	char *buf;
+	size_t len;
+
+	assert_int_equal(read_file(path, 1 << 20, &buf, &len), 0);
+	assert_true(hdr && hdr + hdr_size <= len);
+	/* version 1, eh_frame_ptr pcrel|sdata4, fde_count udata4, table datarel|sdata4 */
+	assert_memory_equal(buf + hdr, "\x01\x1b\x03\x3b", 4);
+	for (int how = 0; how < 2; how++) {
+		char *copy = malloc(len);
+		uint32_t n;
+		struct utable *t;
+
+		assert_non_null(copy);
+		memcpy(copy, buf, len);
+		n = get32(copy + hdr + 8);
+		assert_true(n > 2 && 12 + 8ull * n <= hdr_size);
+		if (how == 0) /* .eh_frame 8 bytes further on */
+			put32(copy + hdr + 4, get32(copy + hdr + 4) + 8);
+		else /* every FDE pointer one byte into its entry */
+			for (uint32_t i = 0; i < n; i++)
+				put32(copy + hdr + 12 + 8 * i + 4,
+				      get32(copy + hdr + 12 + 8 * i + 4) + 1);
+		t = utable__build_mem(copy, len);
+		assert_same_rows(want, t);
+		utable__free(t);
+		free(copy);
+	}
+	utable__free(want);
+	free(buf);
+}
+
+/*
+ * Two FDEs over the same code, the first naming DWARF register 1,000,000
+ * (not screened: rejected) and the second well-formed. libdw's linear
+ * search takes the first FDE covering a pc, so unless the rejected one is
+ * dropped from libdw's copy, the second's rows come out of the first's CFI
+ * (and with a larger register number, gigabytes of register rules). The
+ * .eh_frame of libcfi-hugereg.so is rewritten by hand, its .eh_frame_hdr
+ * hidden so libdw would search linearly.
+ */
+static void test_rejected_fde_is_dropped_for_libdw(void **state)
+{
+	const char *path = fixture_path("libcfi-hugereg.so");
+	uint64_t eh_size, eh = section_off(path, ".eh_frame", &eh_size);
+	uint64_t eh_addr = elf_addr(path, ".eh_frame", true);
+	uint64_t good = elf_addr(path, "good_fn", false), huge = elf_addr(path, "huge_fn", false);
+	uint64_t hdr_size, hdr = section_off(path, ".eh_frame_hdr", &hdr_size);
+	static const unsigned char cie[24] = {
+		20, 0, 0, 0, 0, 0, 0, 0, /* length, CIE id */
+		1, 'z', 'R', 0, 1, 0x78, 16, 1, 0x1b, /* v1 "zR" caf 1 daf -8 ra 16, pcrel|sdata4 */
+		0x0c, 7, 8, 0x90, 1, 0, 0, /* def_cfa rsp+8; ra at cfa-8; nops */
+	};
+	unsigned char fde1[24] = {
+		20, 0, 0, 0, 28, 0, 0, 0, /* length, CIE pointer */
+		0, 0, 0, 0, 0, 0, 0, 0, /* begin, range (filled in) */
+		0, 0x0e, 40, 0x05, 0xc0, 0x84, 0x3d, 2, /* aug 0; def_cfa_offset 40; offset_extended r1000000 */
+	};
+	unsigned char fde2[20] = {
+		16, 0, 0, 0, 52, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0x41, 0x0e, 16, /* aug 0; advance 1; def_cfa_offset 16 */
+	};
+	Elf64_Ehdr eh_hdr;
+	struct utable *t;
+	char *buf;
+	size_t len;
+
+	assert_int_equal(read_file(path, 1 << 20, &buf, &len), 0);
+	assert_true(eh && eh_size >= 72 && eh + eh_size <= len && hdr);
+	/* FDE1 covers both functions, FDE2 huge_fn (3 bytes: push, pop, ret). */
+	put32((char *)fde1 + 8, (uint32_t)(good - (eh_addr + 24 + 8)));
+	put32((char *)fde1 + 12, (uint32_t)(huge + 3 - good));
+	put32((char *)fde2 + 8, (uint32_t)(huge - (eh_addr + 48 + 8)));
+	put32((char *)fde2 + 12, 3);
+	memset(buf + eh, 0, eh_size); /* ends in a zero terminator */
+	memcpy(buf + eh, cie, sizeof(cie));
+	memcpy(buf + eh + 24, fde1, sizeof(fde1));
+	memcpy(buf + eh + 48, fde2, sizeof(fde2));
+	/* No PT_GNU_EH_FRAME, no section named .eh_frame_hdr. */
+	memcpy(&eh_hdr, buf, sizeof(eh_hdr));
+	for (unsigned i = 0; i < eh_hdr.e_phnum; i++) {
+		char *ph = buf + eh_hdr.e_phoff + (size_t)i * eh_hdr.e_phentsize;
+
+		if (get32(ph) == PT_GNU_EH_FRAME)
+			put32(ph, PT_NULL);
+	}
+	memset(buf + hdr, 0, hdr_size);
+
+	t = utable__build_mem(buf, len);
+	assert_non_null(t);
+	assert_int_equal(t->st.fdes, 1);
+	assert_true(t->st.fdes_skipped >= 1);
+	assert_row(utable__lookup(t, huge + 1), UROW_CFA_RSP, UROW_RBP_SAME, 0, 16);
+	assert_row(utable__lookup(t, huge), UROW_CFA_RSP, UROW_RBP_SAME, 0, 8);
+	utable__free(t);
+	free(buf);
+}
+
 static void test_corrupt_and_truncated(void **state)
 {
 	char *buf, *copy;
@@ -380,6 +539,8 @@ int main(void)
 		cmocka_unit_test(test_bias),
 		cmocka_unit_test(test_corrupt_and_truncated),
 		cmocka_unit_test(test_huge_register_number_is_skipped),
+		cmocka_unit_test(test_eh_frame_hdr_is_not_followed),
+		cmocka_unit_test(test_rejected_fde_is_dropped_for_libdw),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

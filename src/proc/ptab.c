@@ -102,6 +102,7 @@ struct pproc {
 	struct { uint64_t start, end; } *blocked;
 	size_t nr_blocked;
 	bool blocked_known;
+	int blocked_err; /* their lookup failed (-errno): memory reads fail so until the next maps read */
 	bool have_status;
 	struct proc_status status;
 	int pmap_err; /* a refusal of the perf map, remembered */
@@ -901,6 +902,7 @@ static void blocked_reset(struct pproc *p, bool known)
 	p->blocked = NULL;
 	p->nr_blocked = 0;
 	p->blocked_known = known;
+	p->blocked_err = 0;
 }
 
 /* The file-backed mappings on mounts that may block (any permissions). */
@@ -1257,9 +1259,12 @@ static int load_blocked(struct ptab *t, struct pproc *p)
 	int err;
 
 	snprintf(path, sizeof(path), "%s/%s/maps", t->proc_root, p->base);
+	t->st.maps_reads++;
 	err = procmaps__query(path, PROCMAPS_Q_FILES, &all);
 	if (err == -EOPNOTSUPP)
 		err = procmaps__read(path, &all);
+	else
+		t->st.maps_queried++;
 	if (err)
 		return err;
 	err = find_blocked(t, p, &all);
@@ -1279,12 +1284,17 @@ ssize_t ptab__read_mem(struct ptab *t, struct pproc *p, uint64_t addr, void *buf
 		return 0;
 	if (addr + len < addr)
 		return -EFAULT;
-	if (!p->blocked_known) {
+	if (!p->blocked_known && !p->blocked_err) {
 		int err = load_blocked(t, p);
 
+		/* A gone process, too many mappings, no access: not retried per read. */
+		if (err && err != -ENOMEM)
+			p->blocked_err = err == -ENOENT || err == -ESRCH ? -ESRCH : -EREMOTE;
 		if (err)
 			return err == -ENOENT || err == -ESRCH ? -ESRCH : -EREMOTE;
 	}
+	if (!p->blocked_known)
+		return p->blocked_err;
 	/* A page of a file on a mount that may block would block this read. */
 	for (size_t i = 0; i < p->nr_blocked; i++)
 		if (addr < p->blocked[i].end && addr + len > p->blocked[i].start)

@@ -454,6 +454,33 @@ static void test_a_process_gone_before_its_notice_costs_no_read(void **state)
 	}
 }
 
+/*
+ * The mappings memory reads must avoid are looked up at the first read of a
+ * queried process; if that fails (here: the process is gone), later reads
+ * fail the same way without trying again, until the maps are read anew.
+ */
+static void test_a_failed_lookup_of_blocked_mappings_is_remembered(void **state)
+{
+	struct ptab *t = ptab__new(NULL);
+	struct proc_id id = spawn_idle();
+	struct pproc *p;
+	char got[8];
+
+	(void)state;
+	assert_int_equal(ptab__get(t, &id, &p), 0);
+	if (stats_of(t).maps_queried != 1)
+		fail_msg("PROCMAP_QUERY did not answer (Linux 6.11+ is needed for this test)");
+	kill((pid_t)id.pid, SIGKILL);
+	waitpid((pid_t)id.pid, NULL, 0);
+	assert_int_equal(ptab__read_mem(t, p, 0x400000, got, sizeof(got)), -ESRCH);
+	assert_int_equal(stats_of(t).maps_reads, 2);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(ptab__read_mem(t, p, 0x400000, got, sizeof(got)), -ESRCH);
+	assert_int_equal(stats_of(t).maps_reads, 2);
+	ptab__put(t, p);
+	ptab__free(t);
+}
+
 /* A zombie's /proc/PID/maps is empty: a re-read then must keep the maps its samples need. */
 static void test_a_zombie_keeps_its_maps(void **state)
 {
@@ -781,6 +808,7 @@ int main(void)
 		cmocka_unit_test(test_a_process_gone_before_its_notice_costs_no_read),
 		cmocka_unit_test(test_pidfds_are_bounded),
 		cmocka_unit_test(test_a_zombie_keeps_its_maps),
+		cmocka_unit_test(test_a_failed_lookup_of_blocked_mappings_is_remembered),
 		cmocka_unit_test_teardown(test_memory_of_a_live_fuse_mapping_is_not_read,
 					  teardown_bindfs),
 		cmocka_unit_test_setup_teardown(test_a_file_on_fuse_is_refused_once, setup_fake,

@@ -145,6 +145,7 @@ struct top {
 	 * notices, drains (symbolizing included), building the table, drawing,
 	 * the rest (polls, keys, the unwinder's tick). */
 	uint64_t cpu_notice, cpu_drain, cpu_table, cpu_draw, nr_drains, nr_notices;
+	uint64_t nr_waits, nr_sleeps; /* poll()s, and of them those that slept */
 	/* --unwind auto on -a/--cgroup: processes noticed whose tables wait for
 	 * them to keep running (pid -> struct waiting). NULL: tables at once. */
 	struct htab *waiting;
@@ -1124,7 +1125,7 @@ static int top_loop(struct top *t)
 	uint64_t period = (uint64_t)(t->delay * 1e9);
 	uint64_t deadline = t->r.o.duration ? t->r.t_start + (uint64_t)(t->r.o.duration * 1e9) : 0;
 	uint64_t next = t->r.t_start + period, notices_at = 0;
-	bool quit = false;
+	bool quit = false, held_off = false;
 
 	t->last_t = t->r.t_start;
 	if (t->tui)
@@ -1134,8 +1135,12 @@ static int top_loop(struct top *t)
 		int timeout = TOP_POLL_MS;
 
 		if (now >= next) {
+			uint64_t seen = t->nr_notices;
+
 			if (top_drain(t, now))
 				return 1;
+			if (t->nr_notices != seen)
+				notices_at = now; /* the drain took some: the next batch after a pause */
 			while (next <= now)
 				next += period; /* on the beat, without drifting */
 			t0 = cpu_ns();
@@ -1160,17 +1165,31 @@ static int top_loop(struct top *t)
 		 */
 		{
 			bool notices = now - notices_at >= TOP_NOTICE_NS;
-			struct pollfd pfd[2] = {
-				{.fd = notices ? collector__notice_fd(t->r.col) : -1, .events = POLLIN},
-				{.fd = t->tui ? STDIN_FILENO : -1, .events = POLLIN},
-			};
+			struct pollfd pfd[2];
 			int n, ch;
 			bool keys = false;
 
+			/*
+			 * The notice descriptor was left out of the last wait: take
+			 * what came meanwhile now, and wait without it again if
+			 * anything did - a busy host then costs one wake-up per
+			 * batch, not a timeout and a second wait that returns at once.
+			 */
+			if (notices && held_off && record__poll_notices(&t->r, 0) > 0) {
+				notices_at = now;
+				notices = false;
+			}
+			held_off = !notices;
+			pfd[0] = (struct pollfd){.fd = notices ? collector__notice_fd(t->r.col) : -1,
+						 .events = POLLIN};
+			pfd[1] = (struct pollfd){.fd = t->tui ? STDIN_FILENO : -1, .events = POLLIN};
 			if (!notices)
 				timeout = (int)MIN((uint64_t)timeout,
 						   (notices_at + TOP_NOTICE_NS - now) / 1000000 + 1);
+			t0 = now_ns();
 			n = poll(pfd, 2, timeout);
+			t->nr_waits++;
+			t->nr_sleeps += now_ns() - t0 > 100000; /* a return after 0.1 ms slept */
 			if (n > 0 && (pfd[0].revents & POLLIN)) {
 				record__poll_notices(&t->r, 0);
 				notices_at = now_ns();
@@ -1209,6 +1228,8 @@ static void top_summary(const struct top *t)
 		"%.3f ms table, %.3f ms screen; %" PRIu64 " process notices, %.3f ms CPU each",
 		t->nr_drains, t->cpu_drain / 1e6 / n, t->cpu_table / 1e6 / n, t->cpu_draw / 1e6 / n,
 		t->nr_notices, t->nr_notices ? t->cpu_notice / 1e6 / t->nr_notices : 0.0);
+	p_debug("wake-ups: %.1f waits a refresh, %.1f of them slept (each a context switch)",
+		t->nr_waits / n, t->nr_sleeps / n);
 	p_debug("drained keys: %.1f a refresh, %.1f of them symbolized (%.1f frames), "
 		"the rest only added their count",
 		(t->r.rc.keys_symbolized + t->r.rc.memo_hits) / n, t->r.rc.keys_symbolized / n,

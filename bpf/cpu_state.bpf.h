@@ -34,12 +34,18 @@ struct cpu_state {
 	 * and uw_proc_gen then: a new key of the same image skips the seen lookup. */
 	struct {
 		__u64 gen, start_time, exec_id;
-		__u32 tgid, pad;
+		__u32 tgid;
+		/* Of nvma[], the mappings this CPU sent for the image (its notice
+		 * and updates), and when the notice went: 0 if not from here. */
+		__u32 nr_sent;
+		__u64 sent_ns;
 	} seen;
 	struct bp_stack kernel; /* this sample's stacks */
 	struct bp_stack user;
 	struct uw_state uw;	/* the walkers' registers */
 	struct bp_stack check;	/* kw_verify: the kernel stack from bpf_get_stack() */
+	/* A notice's mappings as bpf_find_vma() finds them (notice_vmas()). */
+	struct bp_vma nvma[BP_NOTICE_VMAS];
 	/* The walkers' row cache on pages of its own: 32-byte entries, two
 	 * per cache line, so a probe touches one line. 512 entries (four
 	 * pages), not 128 (one): kernel and user frames share it, and with
@@ -63,10 +69,11 @@ struct {
 	__type(value, struct cpu_state);
 } cpu_state SEC(".maps");
 
-/* Process notices for userspace (struct bp_proc_event): new images, refresh requests. */
+/* Process notices for userspace (struct bp_proc_event): new images, refresh
+ * requests. ~2,700 of them: userspace takes them at least every 200 ms. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
+	__uint(max_entries, 1024 * 1024);
 } events SEC(".maps");
 
 static __always_inline struct cpu_state *cpu_state_get(void)

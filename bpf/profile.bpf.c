@@ -49,6 +49,8 @@ const volatile bool per_thread = false;	  /* put the tid in the key */
 const volatile bool execve_by_mm = false;
 const volatile __u32 nr_cgroups = 0;	  /* --cgroup: only tasks under one of these */
 const volatile bool fp_walker = true;	  /* false: bpf_get_stack() walks user frame pointers */
+/* A new image's notice carries the mappings of its sample (bpf_find_vma(), 5.17+). */
+const volatile bool notice_vmas = false;
 
 #define MAX_CGROUPS 16
 
@@ -190,17 +192,112 @@ static __always_inline bool task_in_execve(struct task_struct *task)
 	return mm && (!mm->env_end || !mm->start_code);
 }
 
-/* Tells userspace about a program image it may not know yet; true if it
- * has been told (now, or before). */
-static __always_inline bool notify_new_image(__u32 tgid, __u64 start_time, __u64 exec_id,
-					     const char *comm, struct task_struct *task)
+#if defined(__TARGET_ARCH_x86)
+struct vma_find {
+	__u32 n; /* mappings in the CPU's nvma[] */
+	__u32 pad;
+};
+
+/* bpf_find_vma()'s callback: the mapping, as /proc/PID/maps would list it. */
+static long vma_found(struct task_struct *task, struct vm_area_struct *vma, struct vma_find *c)
+{
+	struct cpu_state *cs = cpu_state_get();
+	struct bp_vma *v;
+	struct file *f;
+
+	if (!cs || c->n >= BP_NOTICE_VMAS)
+		return 1;
+	v = &cs->nvma[c->n & (BP_NOTICE_VMAS - 1)];
+	v->start = vma->vm_start;
+	v->end = vma->vm_end;
+	v->offset = vma->vm_pgoff << 12; /* x86's page size */
+	v->inode = 0;
+	v->dev = 0;
+	v->flags = 0;
+	f = vma->vm_file;
+	if (f) {
+		struct inode *ino = f->f_inode;
+
+		v->inode = ino->i_ino;
+		v->dev = ino->i_sb->s_dev;
+	} else if (vma->vm_mm && vma->vm_start == (__u64)vma->vm_mm->context.vdso) {
+		v->flags = BP_VMA_VDSO;
+	}
+	c->n++;
+	return 0;
+}
+
+/* One frame of notice_vmas_find(): its mapping, unless an earlier frame's has it. */
+static long notice_vma_step(__u32 i, struct vma_find *c)
+{
+	struct cpu_state *cs = cpu_state_get();
+	__u64 ip;
+
+	if (!cs || i >= cs->user.nr || c->n >= BP_NOTICE_VMAS)
+		return 1;
+	ip = cs->user.ips[i & (BP_NOTICE_IPS - 1)];
+	if (i)
+		ip--; /* a return address: the call is before it */
+	for (__u32 j = 0; j < BP_NOTICE_VMAS; j++) {
+		if (j >= c->n)
+			break;
+		if (ip >= cs->nvma[j].start && ip < cs->nvma[j].end)
+			return 0;
+	}
+	/* -EBUSY: its mmap lock is taken; no more mappings this time. */
+	return bpf_find_vma(bpf_get_current_task_btf(), ip, vma_found, c, 0) == -16;
+}
+
+/*
+ * The mappings of the sampled user stack's first BP_NOTICE_IPS frames, at
+ * most BP_NOTICE_VMAS distinct ones, into the CPU's nvma[]: what names the
+ * sample if the process is gone before userspace reads its /proc files (a
+ * process that lives a few milliseconds). Only at a new image's notice, of
+ * the current task. One frame per bpf_loop() step: verified once.
+ */
+static __always_inline __u32 notice_vmas_find(__u32 have)
+{
+	struct vma_find c = {.n = have};
+
+	bpf_loop(BP_NOTICE_IPS, notice_vma_step, &c, 0);
+	return c.n;
+}
+
+/* Copies nvma[from, n) into e; with from > 0 those are what the CPU found
+ * since its last send (an update). */
+static __always_inline void notice_vmas_put(struct bp_proc_event *e, struct cpu_state *cs,
+					    __u32 from, __u32 n)
+{
+	e->nr_vmas = 0;
+	for (__u32 i = 0; i < BP_NOTICE_VMAS; i++) {
+		__u32 j = from + i;
+
+		if (j >= n || j >= BP_NOTICE_VMAS)
+			break;
+		e->vmas[i] = cs->nvma[j & (BP_NOTICE_VMAS - 1)];
+		e->nr_vmas = i + 1;
+	}
+}
+#endif
+
+/* notify_new_image()'s answers. */
+enum { NOTIFY_NOT, NOTIFY_BEFORE, NOTIFY_SENT };
+
+/* Tells userspace about a program image it may not know yet: NOTIFY_SENT
+ * now, NOTIFY_BEFORE (told before), NOTIFY_NOT (could not: asked again at the
+ * next new key). With_vmas: the sample's user stack is in the CPU's state
+ * (a sample of task, the current task); its mappings go with the notice,
+ * and stay in the CPU's nvma[]. */
+static __always_inline int notify_new_image(__u32 tgid, __u64 start_time, __u64 exec_id,
+					    const char *comm, struct task_struct *task,
+					    bool with_vmas)
 {
 	struct bp_proc_seen *old = bpf_map_lookup_elem(&seen, &tgid);
 	struct bp_proc_seen cur = { .start_time = start_time, .exec_id = exec_id };
 	struct bp_proc_event *e;
 
 	if (old && old->start_time == start_time && old->exec_id == exec_id)
-		return true;
+		return NOTIFY_BEFORE;
 	/*
 	 * Inside execve() the new image's address space is half made: its
 	 * exec_id is the new one, but start_code, start_brk, env_end are set
@@ -209,11 +306,11 @@ static __always_inline bool notify_new_image(__u32 tgid, __u64 start_time, __u64
 	 * as gone. Not noticed yet: the image's next new key asks again.
 	 */
 	if (task_in_execve(task))
-		return false;
+		return NOTIFY_NOT;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		stat_inc(STAT_NOTIFY_LOST); /* retried at the next sample: seen not updated */
-		return false;
+		return NOTIFY_NOT;
 	}
 	e->tgid = tgid;
 	e->kind = PROC_EVENT_NEW_IMAGE;
@@ -225,10 +322,71 @@ static __always_inline bool notify_new_image(__u32 tgid, __u64 start_time, __u64
 	if (task->mm)
 		e->mm_sig = bp_mm_sig(task->mm->start_code, task->mm->end_code,
 				      task->mm->start_brk, task->mm->arg_start, task->mm->env_end);
+	e->nr_vmas = 0;
+	e->pad = 0;
+#if defined(__TARGET_ARCH_x86)
+	if (notice_vmas && with_vmas && task->mm) {
+		struct cpu_state *cs = cpu_state_get();
+
+		if (cs) {
+			__u32 n = notice_vmas_find(0);
+
+			notice_vmas_put(e, cs, 0, n);
+			cs->seen.nr_sent = n; /* for notify_more_vmas() */
+		}
+	}
+#endif
 	bpf_ringbuf_submit(e, 0);
 	bpf_map_update_elem(&seen, &tgid, &cur, BPF_ANY);
-	return true;
+	return NOTIFY_SENT;
 }
+
+#if defined(__TARGET_ARCH_x86)
+/*
+ * A new key of the image this CPU noticed last, within BP_NOTICE_MORE_NS of
+ * its notice: if its leaf is in none of the mappings sent so far (the
+ * notice's sample was in the dynamic loader, this one in the program), the
+ * new ones go too (PROC_EVENT_MAPS), while nvma[] has room. A process that
+ * lives a few milliseconds is sampled a few times at high rates; userspace
+ * needs the mappings of each sample it cannot read any more.
+ */
+static __always_inline void notify_more_vmas(struct cpu_state *cs, __u32 tgid, __u64 start_time,
+					     __u64 exec_id, const char *comm)
+{
+	__u32 have = cs->seen.nr_sent, n;
+	struct bp_proc_event *e;
+	__u64 leaf;
+
+	if (!cs->seen.sent_ns || have >= BP_NOTICE_VMAS || !cs->user.nr ||
+	    bpf_ktime_get_ns() - cs->seen.sent_ns > BP_NOTICE_MORE_NS)
+		return;
+	leaf = cs->user.ips[0];
+	for (__u32 j = 0; j < BP_NOTICE_VMAS; j++) {
+		if (j >= have)
+			break;
+		if (leaf >= cs->nvma[j].start && leaf < cs->nvma[j].end)
+			return;
+	}
+	n = notice_vmas_find(have);
+	if (n <= have)
+		return; /* in no mapping, or its lock was taken */
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		stat_inc(STAT_NOTIFY_LOST); /* found again at the next new key */
+		return;
+	}
+	cs->seen.nr_sent = n;
+	e->tgid = tgid;
+	e->kind = PROC_EVENT_MAPS;
+	e->start_time = start_time;
+	e->exec_id = exec_id;
+	__builtin_memcpy(e->comm, comm, sizeof(e->comm));
+	e->mm_sig = 0;
+	e->pad = 0;
+	notice_vmas_put(e, cs, have, n);
+	bpf_ringbuf_submit(e, 0);
+}
+#endif
 
 /*
  * notify_new_image() for do_sample(), which takes a new key for ~5% of
@@ -245,17 +403,31 @@ static __always_inline void notify_new_image_memo(struct cpu_state *cs, __u32 tg
 						  const char *comm, struct task_struct *task)
 {
 	__u64 pgen = uw_proc_gen;
+	int told;
 
 	barrier();
 	if (cs->seen.gen == pgen && cs->seen.tgid == tgid && cs->seen.start_time == start_time &&
-	    cs->seen.exec_id == exec_id)
+	    cs->seen.exec_id == exec_id) {
+#if defined(__TARGET_ARCH_x86)
+		if (notice_vmas)
+			notify_more_vmas(cs, tgid, start_time, exec_id, comm);
+#endif
 		return;
-	if (!notify_new_image(tgid, start_time, exec_id, comm, task))
+	}
+	told = notify_new_image(tgid, start_time, exec_id, comm, task, true);
+	if (told == NOTIFY_NOT)
 		return;
 	cs->seen.gen = pgen;
 	cs->seen.tgid = tgid;
 	cs->seen.start_time = start_time;
 	cs->seen.exec_id = exec_id;
+	/* nr_sent: what the notice carried, set by notify_new_image(). */
+	if (told == NOTIFY_SENT && notice_vmas) {
+		cs->seen.sent_ns = bpf_ktime_get_ns();
+	} else {
+		cs->seen.nr_sent = 0;
+		cs->seen.sent_ns = 0;
+	}
 }
 
 #if defined(__TARGET_ARCH_x86)
@@ -956,7 +1128,7 @@ static __always_inline void oc_count(struct task_struct *task, const struct bp_o
 	if (cslot && slot_add(*cslot, delta))
 		goto kept;
 	if (!(key.flags & SAMPLE_F_KTHREAD) && !drop_user)
-		notify_new_image(key.tgid, key.start_time, key.exec_id, key.comm, task);
+		notify_new_image(key.tgid, key.start_time, key.exec_id, key.comm, task, false);
 	err = store_stack(smap, key.kstack, &scr->kernel);
 	if (err) {
 		reason = err == -E2BIG ? STAT_OFFCPU_LOST_STACKS_FULL : STAT_OFFCPU_LOST_OTHER;

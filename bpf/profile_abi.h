@@ -249,6 +249,25 @@ enum bp_stat {
  * program image (new pid, pid reuse or exec) so userspace can read its
  * mappings while the process is still alive.
  */
+/*
+ * A mapping of a noticed sample's user stack as the kernel had it at the
+ * sample (bpf_find_vma()): what names the frames of a process that is gone
+ * before userspace can read its /proc files.
+ */
+struct bp_vma {
+	__u64 start, end;
+	__u64 offset; /* file offset of start */
+	__u64 inode;  /* 0: no file (anonymous memory, the vDSO) */
+	__u32 dev;    /* the file's device, the kernel's dev_t: major << 20 | minor */
+	__u32 flags;  /* BP_VMA_* */
+};
+_Static_assert(sizeof(struct bp_vma) == 40, "bp_vma");
+#define BP_VMA_VDSO 1 /* the vDSO */
+
+/* Mappings a notice carries: the distinct ones of its sample's first frames. */
+#define BP_NOTICE_VMAS 8
+#define BP_NOTICE_IPS  16 /* frames looked at */
+
 struct bp_proc_event {
 	__u32 tgid;
 	__u32 kind; /* PROC_EVENT_* */
@@ -256,12 +275,20 @@ struct bp_proc_event {
 	__u64 exec_id;
 	char comm[PROFILE_COMM_LEN];
 	__u64 mm_sig; /* bp_mm_sig() of the address space sampled, 0 if unknown */
+	__u32 nr_vmas; /* of vmas[]: a new image's sampled mappings (0: none taken) */
+	__u32 pad;
+	struct bp_vma vmas[BP_NOTICE_VMAS];
 };
-_Static_assert(sizeof(struct bp_proc_event) == 48, "bp_proc_event");
+_Static_assert(sizeof(struct bp_proc_event) == 56 + BP_NOTICE_VMAS * 40, "bp_proc_event");
 
 /* bp_proc_event.kind */
 #define PROC_EVENT_NEW_IMAGE 0 /* first sample of a new program image */
 #define PROC_EVENT_REFRESH   1 /* the unwinder met code in no known mapping (dlopen) */
+#define PROC_EVENT_MAPS	     2 /* more mappings of a new image's first samples (vmas[]) */
+
+/* A new image's samples in code outside the mappings its notice carried
+ * send more (PROC_EVENT_MAPS) for this long after it. */
+#define BP_NOTICE_MORE_NS 100000000ull
 
 /*
  * --off-cpu: what the program keeps about a target thread while it is

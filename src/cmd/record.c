@@ -888,13 +888,15 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 	p_debug("symbols: %zu processes, %zu files (%zu KiB), %" PRIu64
 		" debug files, %zu JIT maps (%zu KiB; %" PRIu64 " MiB of large ones scanned, %" PRIu64
 		" whole again), %" PRIu64 " JIT frames, %" PRIu64
-		" files rejected, %" PRIu64 " images lost, %" PRIu64 " kallsyms reloads, %" PRIu64
+		" files rejected, %" PRIu64 " images lost (%" PRIu64
+		" of them named from their notice's mappings), %" PRIu64 " kallsyms reloads, %" PRIu64
 		" BPF frames named by the program list, %" PRIu64 " in no loaded program%s; %" PRIu64
 		" Python frames named, %" PRIu64 " not (code object freed or unreadable), %" PRIu64
 		" inlined frames",
 		ss.procs, ss.files, ss.file_bytes >> 10, ss.debug_files, ss.perfmaps,
 		ss.perfmap_bytes >> 10, ss.perfmap_scanned >> 20, ss.perfmap_rescans, ss.jit_names,
-		ss.rejected, ss.images_lost, ss.kernel_reloads, ss.kbpf_named, ss.kbpf_unnamed,
+		ss.rejected, ss.images_lost, ss.images_mapped, ss.kernel_reloads, ss.kbpf_named,
+		ss.kbpf_unnamed,
 		ss.kprogs_err ? " (no BPF program list: kallsyms alone names them)" : "",
 		ss.py_frames, ss.py_unknown,
 		ss.inline_frames);

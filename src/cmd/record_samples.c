@@ -24,11 +24,33 @@
 #include "sym/symbolizer.h"
 #include "unwind/unwinder.h"
 
+/* The mappings a notice carries, as procmaps lists them (paths: the vDSO's only). */
+static size_t notice_maps(const struct bp_proc_event *e, struct procmap *out)
+{
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < e->nr_vmas && i < BP_NOTICE_VMAS; i++) {
+		const struct bp_vma *v = &e->vmas[i];
+
+		out[n] = (struct procmap){ .start = v->start, .end = v->end, .offset = v->offset,
+					   .inode = v->inode, .dev_major = v->dev >> 20,
+					   .dev_minor = v->dev & 0xfffff,
+					   .perms = PROCMAP_R | PROCMAP_X | PROCMAP_P };
+		if (v->flags & BP_VMA_VDSO)
+			out[n].path = (char *)"[vdso]"; /* copied, never freed */
+		if (v->inode || out[n].path)
+			n++;
+	}
+	return n;
+}
+
 void record__on_proc_notice(void *ctx, const struct bp_proc_event *e)
 {
 	struct record_ctx *rc = ctx;
 	struct proc_id id = { .pid = e->tgid, .start_time = e->start_time, .exec_id = e->exec_id,
 			      .mm_sig = e->mm_sig };
+	struct procmap vmas[BP_NOTICE_VMAS];
+	struct procmaps km = { .maps = vmas };
 
 	if (e->kind == PROC_EVENT_REFRESH) {
 		/* A pc in no known mapping (dlopen, new JIT code): re-read it now,
@@ -38,12 +60,20 @@ void record__on_proc_notice(void *ctx, const struct bp_proc_event *e)
 		symbolizer__refresh_process(rc->sym, &id);
 		return;
 	}
+	km.nr = notice_maps(e, vmas);
+	if (e->kind == PROC_EVENT_MAPS) {
+		/* More of a new image's first mappings: for names, if it is gone. */
+		if (km.nr)
+			symbolizer__more_mapped(rc->sym, &id, &km);
+		return;
+	}
 	rc->notices++;
 	/* Tables first: until they are in, the process's stacks use frame pointers. */
 	if (rc->uw)
 		unwinder__note_process(rc->uw, &id);
-	/* Read what we need from /proc now, while the process is alive. */
-	symbolizer__note_process(rc->sym, &id);
+	/* Read what we need from /proc now, while the process is alive; if it
+	 * is gone, its sampled mappings name what they can. */
+	symbolizer__note_process_mapped(rc->sym, &id, km.nr ? &km : NULL);
 	labels__get(rc->labels, e->tgid, e->start_time);
 }
 

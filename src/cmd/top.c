@@ -355,7 +355,8 @@ static void on_notice(void *ctx, const struct bp_proc_event *e)
 	bool created;
 
 	t->nr_notices++;
-	if (!t->waiting || !uw) {
+	if (!t->waiting || !uw || e->kind == PROC_EVENT_MAPS) {
+		/* (More mappings of a new image: names only.) */
 		record__on_proc_notice(rc, e);
 		goto out;
 	}

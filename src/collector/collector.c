@@ -724,6 +724,11 @@ static int skel_configure(struct collector *c, const struct load_attempt *a,
 		return -EINVAL;
 	s->rodata->unwind_mode = c->unwind_mode;
 	s->rodata->fp_walker = a->walker;
+#if defined(__x86_64__)
+	/* bpf_find_vma() came with bpf_loop() (5.17), which the walker needs.
+	 * Tests: notices without mappings, as before them. */
+	s->rodata->notice_vmas = a->walker && !getenv("BPFPROF_TEST_NO_NOTICE_VMAS");
+#endif
 	if (a->kernel_walk) {
 		s->rodata->kw_enabled = true;
 		s->rodata->kw_verify = getenv("BPFPROF_TEST_KWALK_VERIFY") != NULL;

@@ -54,6 +54,12 @@
  */
 #define DEAD_KEEP 10
 #define DEAD_MAX 4096
+/*
+ * Device aliases (ptab__learn_mapped): an overlayfs file's inode, as a BPF
+ * program finds it, is the layer's, where /proc/PID/maps shows the overlay's
+ * device. Learned from processes read both ways; at most this many.
+ */
+#define ALIASES_MAX 4096
 
 struct file_key {
 	uint32_t major, minor;
@@ -107,6 +113,9 @@ struct pproc {
 	struct proc_status status;
 	int pmap_err; /* a refusal of the perf map, remembered */
 	char pmap_path[40];
+	/* Made from a notice's mappings (ptab__get_mapped): never read through
+	 * /proc, its files only those the table has (none opened for it). */
+	bool mapped;
 };
 
 /* A process's pidfd (pidfds, keyed by alive_key). */
@@ -138,6 +147,7 @@ struct ptab {
 	struct htab *mntns; /* mount ns (dev, inode), or a fake tree's path -> mntns */
 	struct htab *pidfds; /* alive_key -> alive_fd (the real /proc only) */
 	struct htab *dead;   /* alive_key -> the sweep it was found exited at */
+	struct htab *aliases; /* file_key as a BPF program sees it -> file_key of the maps */
 	unsigned max_pidfds;
 	uint64_t pidfd_sweep_ns;
 	int epfd;	     /* the pidfds' epoll set; -1: a poll() per question */
@@ -302,6 +312,7 @@ struct ptab *ptab__new(const struct ptab_opts *opts)
 	t->files = htab__new();
 	t->mntns = htab__new();
 	t->dead = htab__new();
+	t->aliases = htab__new();
 	t->epfd = -1;
 	/* Opened before the first read of it: a change after that is flagged. */
 	t->self_mi_fd = t->real_proc ? open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC) : -1;
@@ -319,7 +330,8 @@ struct ptab *ptab__new(const struct ptab_opts *opts)
 	t->shm_known = shm_mount_id(&t->shm_mnt_id);
 	t->host.shm_mnt_id = t->shm_mnt_id;
 	t->host.shm_known = t->shm_known;
-	if (!t->procs || !t->files || !t->mntns || !t->dead || (t->max_pidfds && t->real_proc && !t->pidfds)) {
+	if (!t->procs || !t->files || !t->mntns || !t->dead || !t->aliases ||
+	    (t->max_pidfds && t->real_proc && !t->pidfds)) {
 		ptab__free(t);
 		errno = ENOMEM;
 		return NULL;
@@ -367,6 +379,17 @@ void pmaps__put(struct pmaps *m)
 		pmaps_free(m);
 }
 
+static void aliases_clear(struct ptab *t)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	while (t->aliases && (e = htab__next(t->aliases, &pos))) {
+		free(e->value);
+		htab__remove(t->aliases, e->key, e->klen);
+	}
+}
+
 static void pproc_free(struct pproc *p)
 {
 	pmaps__put(p->maps);
@@ -407,6 +430,8 @@ void ptab__free(struct ptab *t)
 	htab__free(t->mntns);
 	htab__free(t->pidfds);
 	htab__free(t->dead);
+	aliases_clear(t);
+	htab__free(t->aliases);
 	if (t->epfd >= 0)
 		close(t->epfd);
 	if (t->host.fd >= 0)
@@ -1063,6 +1088,8 @@ int ptab__get(struct ptab *t, const struct proc_id *id, struct pproc **out)
 	*out = NULL;
 	if (e) {
 		p = e->value;
+		if (p->mapped)
+			return -ESRCH; /* gone before it could be read: nothing else to learn */
 		p->refs++;
 		*out = p;
 		return 0;
@@ -1091,6 +1118,180 @@ int ptab__get(struct ptab *t, const struct proc_id *id, struct pproc **out)
 	p->refs = 1;
 	*out = p;
 	return 0;
+}
+
+/* --- processes known from a notice's mappings ---------------------------------- */
+
+static struct file_key key_of_map(const struct procmap *m)
+{
+	return (struct file_key){.major = m->dev_major, .minor = m->dev_minor, .inode = m->inode};
+}
+
+/* The file key /proc/PID/maps would show for a mapping a BPF program saw. */
+static struct file_key maps_key(struct ptab *t, const struct procmap *km)
+{
+	struct file_key k = key_of_map(km);
+	struct htab_entry *e = htab__find(t->aliases, &k, sizeof(k));
+
+	return e ? *(const struct file_key *)e->value : k;
+}
+
+void ptab__learn_mapped(struct ptab *t, struct pproc *p, const struct procmaps *km)
+{
+	const struct procmaps *m = p->maps ? &p->maps->m : NULL;
+
+	for (size_t i = 0; m && km && i < km->nr; i++) {
+		const struct procmap *a = &km->maps[i], *b;
+		struct file_key ka, kb, *v;
+		struct htab_entry *e;
+		bool created;
+
+		/* The same mapping as far as can be told, and the same inode
+		 * number (overlayfs passes the layer's through, without xino): a
+		 * file mapped over the range between the sample and the read
+		 * must not become another file's alias. */
+		if (!a->inode || !(b = procmaps__find(m, a->start)) || b->start != a->start ||
+		    b->end != a->end || b->offset != a->offset || b->inode != a->inode)
+			continue;
+		ka = key_of_map(a);
+		kb = key_of_map(b);
+		if (!memcmp(&ka, &kb, sizeof(ka)))
+			continue;
+		if (htab__count(t->aliases) >= ALIASES_MAX)
+			aliases_clear(t);
+		e = htab__upsert(t->aliases, &ka, sizeof(ka), &created);
+		if (!e)
+			return;
+		if (created) {
+			if (!(v = malloc(sizeof(*v)))) {
+				htab__remove(t->aliases, &ka, sizeof(ka));
+				return;
+			}
+			e->value = v;
+		}
+		*(struct file_key *)e->value = kb;
+	}
+}
+
+/* Adds km's mappings the table can name to maps (sorted, no start twice). */
+static void add_mapped(struct ptab *t, const struct procmaps *km, struct procmaps *maps)
+{
+	for (size_t i = 0; i < km->nr; i++) {
+		const struct procmap *a = &km->maps[i];
+		struct procmap *b = &maps->maps[maps->nr];
+		const struct mfile *f;
+		struct htab_entry *e;
+		struct file_key fk;
+
+		if (a->end <= a->start || procmaps__find(maps, a->start))
+			continue; /* empty, or listed already */
+		*b = *a;
+		b->path = NULL;
+		if (a->path && !a->inode) {
+			/* The vDSO: named from the agent's own copy, nothing opened. */
+			if (strcmp(a->path, "[vdso]") || !(b->path = strdup(a->path)))
+				continue;
+		} else if (a->inode) {
+			/* Only a file the table has: it cannot be opened through a
+			 * process that is gone, and its path is the one to show. */
+			fk = maps_key(t, a);
+			e = htab__find(t->files, &fk, sizeof(fk));
+			f = e ? e->value : NULL;
+			if (!f || f->err || !f->path || !(b->path = strdup(f->path)))
+				continue;
+			b->dev_major = fk.major;
+			b->dev_minor = fk.minor;
+			b->inode = fk.inode;
+		} else {
+			continue; /* anonymous code: only a live process's perf map names it */
+		}
+		b->perms = PROCMAP_R | PROCMAP_X | PROCMAP_P;
+		b->deleted = false;
+		maps->nr++;
+		/* Kept in address order, as the kernel lists them. */
+		for (size_t j = maps->nr - 1; j > 0 && maps->maps[j - 1].start > maps->maps[j].start;
+		     j--) {
+			struct procmap tmp = maps->maps[j];
+
+			maps->maps[j] = maps->maps[j - 1];
+			maps->maps[j - 1] = tmp;
+		}
+	}
+}
+
+int ptab__get_mapped(struct ptab *t, const struct proc_id *id, const struct procmaps *km,
+		     struct pproc **out)
+{
+	struct proc_key k = key_of(id);
+	struct htab_entry *e = htab__find(t->procs, &k, sizeof(k));
+	struct pproc *p = e ? e->value : NULL;
+	const struct procmaps *old = p && p->maps ? &p->maps->m : NULL;
+	struct procmaps maps = {0};
+	struct pmaps *pm;
+	bool created;
+
+	*out = NULL;
+	if (p && !p->mapped)
+		return -EEXIST; /* read through /proc: it has them all */
+	maps.maps = calloc((old ? old->nr : 0) + km->nr + 1, sizeof(*maps.maps));
+	if (!maps.maps)
+		return -ENOMEM;
+	/* An entry made before keeps what it had (a snapshot is never changed:
+	 * the new one has both). */
+	for (size_t i = 0; old && i < old->nr; i++) {
+		maps.maps[i] = old->maps[i];
+		maps.maps[i].path = old->maps[i].path ? strdup(old->maps[i].path) : NULL;
+		maps.nr++;
+		if (old->maps[i].path && !maps.maps[i].path) {
+			procmaps__free(&maps);
+			return -ENOMEM;
+		}
+	}
+	add_mapped(t, km, &maps);
+	if (p && maps.nr == old->nr) {
+		procmaps__free(&maps); /* nothing new it can name */
+		p->refs++;
+		*out = p;
+		return 0;
+	}
+	if (!maps.nr) {
+		procmaps__free(&maps);
+		return -ESRCH;
+	}
+	pm = calloc(1, sizeof(*pm));
+	if (!p) {
+		p = pm ? calloc(1, sizeof(*p)) : NULL;
+		e = p ? htab__upsert(t->procs, &k, sizeof(k), &created) : NULL;
+		if (!e) {
+			procmaps__free(&maps);
+			free(pm);
+			free(p);
+			return -ENOMEM;
+		}
+		p->id = *id;
+		p->mapped = true;
+		p->blocked_known = true; /* no memory is read: nothing to avoid */
+		snprintf(p->base, sizeof(p->base), "%u", id->pid);
+		e->value = p;
+		t->st.images_mapped++;
+	} else if (!pm) {
+		procmaps__free(&maps);
+		return -ENOMEM;
+	}
+	pm->m = maps;
+	pm->refs = 1;
+	pm->gen = ++p->maps_gen;
+	pmaps__put(p->maps);
+	p->maps = pm;
+	p->maps_ns = now_ns();
+	p->refs++;
+	*out = p;
+	return 0;
+}
+
+bool pproc__mapped(const struct pproc *p)
+{
+	return p->mapped;
 }
 
 void ptab__put(struct ptab *t, struct pproc *p)
@@ -1561,6 +1762,22 @@ int ptab__file(struct ptab *t, struct pproc *p, const struct procmap *m, struct 
 	*out = NULL;
 	if (!m->inode)
 		return -ENOENT;
+	if (p->mapped) {
+		/*
+		 * A process known from its notice alone is gone: what it mapped
+		 * is the file the table has under that device and inode, as far
+		 * as anything can tell now (the check below needs the process).
+		 * Not marked checked: files only such processes use are
+		 * forgotten as any unused file is.
+		 */
+		e = htab__find(t->files, &k, sizeof(k));
+		f = e ? e->value : NULL;
+		if (!f)
+			return -ENOENT;
+		if (f->err)
+			return f->err;
+		goto hold;
+	}
 	e = htab__upsert(t->files, &k, sizeof(k), &created);
 	if (!e)
 		return -ENOMEM;
@@ -1596,6 +1813,7 @@ int ptab__file(struct ptab *t, struct pproc *p, const struct procmap *m, struct 
 		if (err)
 			return err;
 	}
+hold:
 	if (hold_via(f, p, m))
 		return -ENOMEM;
 	f->refs++;

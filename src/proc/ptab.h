@@ -18,7 +18,10 @@
  * mappings are an immutable, reference-counted snapshot; a refresh (dlopen,
  * new JIT code) makes a new one, so a reader holding the old one is never
  * surprised. When the main thread has exited,
- * a live thread's /proc/PID/task/TID/ files are used.
+ * a live thread's /proc/PID/task/TID/ files are used. An image gone before
+ * it could be read is made from the mappings its BPF notice carried (the
+ * kernel's, at its first samples), with the files the table already has
+ * under their device and inode: nothing is opened or read for it.
  *
  * Mapped files. One mfile per (device, inode) of a maps line, opened once:
  * through /proc/PID/map_files/START-END (the very file the process mapped,
@@ -88,6 +91,7 @@ struct ptab_stats {
 	uint64_t maps_reads;   /* /proc/PID/maps read */
 	uint64_t maps_queried; /* of them through PROCMAP_QUERY (the rest as text) */
 	uint64_t images_lost;  /* gone, exec'd or pid reused before it could be read */
+	uint64_t images_mapped; /* of them, known from their notice's mappings (ptab__get_mapped) */
 	uint64_t files_opened; /* mapped files opened (re-opens included) */
 	uint64_t refused;      /* files and perf maps refused by the safety checks */
 	uint64_t changed;      /* cached files found replaced (inode reused) */
@@ -116,6 +120,30 @@ void ptab__free(struct ptab *t);
  */
 int ptab__get(struct ptab *t, const struct proc_id *id, struct pproc **out);
 void ptab__put(struct ptab *t, struct pproc *p);
+/*
+ * A process that is gone before it could be read, from the mappings its
+ * BPF notice carries (km: as the kernel had them at its first sample; only
+ * start, end, offset, device and inode are used, and a path only as
+ * "[vdso]"). Only files the table has are kept - nothing is opened, as
+ * there is no process to open them through - under the path they were
+ * first mapped at; the vDSO too. 0 and a reference, -ESRCH if no mapping
+ * could be kept, -ENOMEM. Asked again for the same id (more mappings of its
+ * first samples), the entry gets a new snapshot with those added; -EEXIST
+ * if the id was read through /proc. ptab__file() of such a process gives
+ * the cached file of the device and inode, or -ENOENT.
+ */
+int ptab__get_mapped(struct ptab *t, const struct proc_id *id, const struct procmaps *km,
+		     struct pproc **out);
+/* Whether p was made by ptab__get_mapped(). */
+bool pproc__mapped(const struct pproc *p);
+/*
+ * p's mappings were read through /proc, and km is what its notice carried:
+ * where the same mapping (start, end, offset, inode number) has another
+ * device (an overlayfs file: the kernel's mapping has the layer's device,
+ * /proc/PID/maps the overlay's), the pair is remembered, and
+ * ptab__get_mapped() translates it.
+ */
+void ptab__learn_mapped(struct ptab *t, struct pproc *p, const struct procmaps *km);
 /* The id, with mm_sig filled in from the first read. */
 const struct proc_id *pproc__id(const struct pproc *p);
 

@@ -150,7 +150,7 @@ struct symbolizer {
 	uint64_t held_read, held_forced, held_dropped;
 	uint64_t gen;
 	size_t file_bytes, pmap_bytes, freed_bytes;
-	uint64_t lookups, unknown, debug_files, jit_names, images_lost;
+	uint64_t lookups, unknown, debug_files, jit_names, images_lost, images_mapped;
 	uint64_t kernel_reloads, evicted_procs, evicted_files;
 	uint64_t inline_frames;
 	uint64_t py_frames, py_unknown;
@@ -752,6 +752,17 @@ static struct symfile *get_file(struct symbolizer *s, struct symproc *p, const s
 	if (ptab__file(s->pt, pp, m, &mf))
 		return NULL; /* refused (the table warned once), or not readable now */
 	serial = mfile__serial(mf);
+	/*
+	 * A process known from its notice alone (gone): the symbols read for
+	 * the file before, or from the descriptor the table still has open;
+	 * it cannot be opened again through this process, and a failure here
+	 * must not be kept for the processes that can.
+	 */
+	if (pproc__mapped(pp) && !htab__find(s->files, &serial, sizeof(serial)) &&
+	    mfile__fd(mf) < 0) {
+		mfile__put(s->pt, mf);
+		return NULL;
+	}
 	e = htab__upsert(s->files, &serial, sizeof(serial), &created);
 	if (!e) {
 		mfile__put(s->pt, mf);
@@ -1083,12 +1094,13 @@ static void evict_procs(struct symbolizer *s)
 	free(all);
 }
 
-static struct symproc *add_proc(struct symbolizer *s, const struct proc_id *id, int *errp)
+static struct symproc *add_proc(struct symbolizer *s, const struct proc_id *id,
+				 const struct procmaps *km, int *errp)
 {
 	struct proc_key k = proc_key_of(id);
 	struct htab_entry *e;
 	struct symproc *p;
-	bool created;
+	bool created, mapped = false;
 	int err;
 
 	p = calloc(1, sizeof(*p));
@@ -1100,6 +1112,15 @@ static struct symproc *add_proc(struct symbolizer *s, const struct proc_id *id, 
 	p->used_gen = s->gen;
 	p->host_root = -1;
 	err = ptab__get(s->pt, id, &p->pp);
+	if (!err && km)
+		ptab__learn_mapped(s->pt, p->pp, km);
+	if (err == -ESRCH && km && km->nr && !ptab__get_mapped(s->pt, id, km, &p->pp)) {
+		/* Gone already: its notice's mappings, with the files known. */
+		mapped = true;
+		err = 0;
+		s->images_lost++;
+		s->images_mapped++;
+	}
 	if (!err) {
 		p->id = *pproc__id(p->pp);
 		err = attach_maps(s, p);
@@ -1114,7 +1135,7 @@ static struct symproc *add_proc(struct symbolizer *s, const struct proc_id *id, 
 		ptab__put(s->pt, p->pp);
 		p->pp = NULL;
 		p->dead = true;
-		s->images_lost++;
+		s->images_lost += !mapped;
 	}
 	if (htab__count(s->procs) >= s->max_procs)
 		evict_procs(s);
@@ -1129,7 +1150,8 @@ static struct symproc *add_proc(struct symbolizer *s, const struct proc_id *id, 
 	return p;
 }
 
-int symbolizer__note_process(struct symbolizer *s, const struct proc_id *id)
+int symbolizer__note_process_mapped(struct symbolizer *s, const struct proc_id *id,
+				    const struct procmaps *km)
 {
 	struct proc_key k = proc_key_of(id);
 	struct htab_entry *e = htab__find(s->procs, &k, sizeof(k));
@@ -1137,8 +1159,46 @@ int symbolizer__note_process(struct symbolizer *s, const struct proc_id *id)
 
 	if (e)
 		return ((struct symproc *)e->value)->dead ? -ESRCH : 0;
-	add_proc(s, id, &err);
+	add_proc(s, id, km, &err);
 	return err;
+}
+
+int symbolizer__note_process(struct symbolizer *s, const struct proc_id *id)
+{
+	return symbolizer__note_process_mapped(s, id, NULL);
+}
+
+int symbolizer__more_mapped(struct symbolizer *s, const struct proc_id *id,
+			    const struct procmaps *km)
+{
+	struct proc_key k = proc_key_of(id);
+	struct htab_entry *e = htab__find(s->procs, &k, sizeof(k));
+	struct symproc *p;
+	struct pproc *pp;
+	int err;
+
+	if (!e)
+		return symbolizer__note_process_mapped(s, id, km);
+	p = e->value;
+	if (p->pp && !pproc__mapped(p->pp)) {
+		/* Read through /proc: it has every mapping; these teach the
+		 * devices the two ways disagree on (the program's own, when the
+		 * notice's sample was in the dynamic loader). */
+		ptab__learn_mapped(s->pt, p->pp, km);
+		return 0;
+	}
+	err = ptab__get_mapped(s->pt, id, km, &pp);
+	if (err)
+		return err;
+	if (p->pp) {
+		ptab__put(s->pt, pp); /* the same entry: one reference is enough */
+	} else {
+		/* Its notice named nothing the table knew; this does. */
+		p->pp = pp;
+		p->dead = false;
+		s->images_mapped++;
+	}
+	return attach_maps(s, p);
 }
 
 /* Re-reads p's mappings (through the table) and resolves new files. */
@@ -1291,7 +1351,7 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 	out->addr = ip;
 
 	e = htab__find(s->procs, &k, sizeof(k));
-	p = e ? e->value : add_proc(s, id, &err);
+	p = e ? e->value : add_proc(s, id, NULL, &err);
 	if (p && !p->dead) {
 		p->used_gen = s->gen;
 		m = procmaps__find(&p->maps->m, addr);
@@ -1477,7 +1537,7 @@ void symbolizer__python(struct symbolizer *s, const struct proc_id *id, uint64_t
 	out->kind = FRAME_PYTHON;
 	out->addr = code;
 	e = htab__find(s->procs, &k, sizeof(k));
-	p = e ? e->value : add_proc(s, id, &err);
+	p = e ? e->value : add_proc(s, id, NULL, &err);
 	py = p ? python_of(s, p) : NULL;
 	if (!py || !code ||
 	    pynamer__name(py, s->pt, p->gone ? NULL : p->pp, code, (uint32_t)meta,
@@ -1664,6 +1724,7 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 		st->rejected = ps.refused;
 	}
 	st->images_lost = s->images_lost;
+	st->images_mapped = s->images_mapped;
 	st->kernel_reloads = s->kernel_reloads;
 	st->kbpf_unnamed = s->kbpf_unnamed;
 	st->kbpf_named = s->kbpf_named;

@@ -101,6 +101,7 @@ struct symbolizer_stats {
 	uint64_t py_unknown;   /* ... that could not be (freed, not Python, unreadable) */
 	uint64_t rejected;     /* files refused by the safety checks */
 	uint64_t images_lost;  /* images that exec'd or exited before they could be read */
+	uint64_t images_mapped; /* ... named from their notice's mappings all the same */
 	uint64_t kernel_reloads;
 	uint64_t kbpf_named;   /* BPF addresses named from the program list */
 	uint64_t kbpf_unnamed; /* ... left unnamed: kallsyms' program there does not hold them */
@@ -150,6 +151,19 @@ bool symbolizer__kernel_restricted(const struct symbolizer *s);
  * process has the pid). Idempotent.
  */
 int symbolizer__note_process(struct symbolizer *s, const struct proc_id *id);
+/*
+ * The same, with the mappings the image's BPF notice carried (km, may be
+ * NULL: ptab__get_mapped()): a process gone before it could be read is
+ * named from them, through the files already known; one read through /proc
+ * teaches the table the devices the two ways disagree on (overlayfs).
+ */
+int symbolizer__note_process_mapped(struct symbolizer *s, const struct proc_id *id,
+				    const struct procmaps *km);
+/* More mappings of a new image's first samples (a PROC_EVENT_MAPS notice):
+ * added to a process known from its notice's mappings; nothing for one read
+ * through /proc. 0 or -errno. */
+int symbolizer__more_mapped(struct symbolizer *s, const struct proc_id *id,
+			    const struct procmaps *km);
 
 /*
  * A kernel module symbol has .module set ("nf_tables", "bpf" for BPF

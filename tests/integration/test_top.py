@@ -18,7 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from conftest import BPFPROF, Workload, uwl, wl
+from conftest import (BPFPROF, Workload, assert_count_at_least, count_tolerance, uwl,
+                      wait_attached, wl)
 
 
 @contextlib.contextmanager
@@ -352,6 +353,89 @@ def test_top_whole_machine_gives_tables_to_a_process_that_keeps_running():
     first = ours(snaps[1])
     if "leaf_nofp" in first and first["leaf_nofp"][2] >= 50:
         assert first.get("leaf_caller", (0, 0))[1] < 0.5 * first["leaf_nofp"][0], snaps[1]
+
+
+def short_lived_in_top(hz, env, exe=None):
+    """top -a over the shortlived workload, started once top samples:
+    children that spin ~8 ms each in short_spin and exit, gone long before
+    top takes its notices (every 200 ms). Returns (short_spin's self
+    samples, the children's CPU seconds, children, images named from their
+    notice's mappings, top's stderr)."""
+    top = subprocess.Popen([str(BPFPROF), "top", "-a", "-F", str(hz), "--window", "30", "-d", "9",
+                            "--rows", "200", "-v"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=dict(os.environ, **env))
+    try:
+        started = wait_attached(top)
+        wl_out, _ = subprocess.Popen([str(exe or wl("shortlived")), "7", "8", "20"],
+                                     stdout=subprocess.PIPE, text=True).communicate(timeout=60)
+        out, err = top.communicate(timeout=60)
+    finally:
+        if top.poll() is None:
+            top.kill()
+            top.wait()
+    err = started + err
+    assert top.returncode == 0, err
+    snaps = [s for s in out.split("\n\n") if s.strip()]
+    spin = sum(int(m.group(3)) for m in ordered(snaps[-1])
+               if m.group(5) == "short_spin" and m.group(4) == "shortlived")
+    cpu = float(re.search(r"children_cpu ([\d.]+)", wl_out).group(1))
+    children = int(re.search(r"children (\d+)", wl_out).group(1))
+    m = re.search(r"images lost \((\d+) of them named from their notice's mappings\)", err)
+    assert m, err
+    return spin, cpu, children, int(m.group(1)), err
+
+
+def test_top_names_processes_gone_before_it_reads_them():
+    """A new image's notice carries the mappings of its first sample's stack
+    as the kernel had them (bpf_find_vma): a process gone before top reads its
+    /proc files is named from them, through the files top already knows (the
+    parent's: the same binary and libc). Children spend ~80% of their CPU in
+    short_spin (the rest is exec and start-up): at least half of their
+    samples must be named short_spin. Without the notice's mappings (the
+    test's control: the workload really is gone before top looks), hardly any
+    is."""
+    with sample_rate(499) as hz:
+        spin, cpu, children, mapped, err = short_lived_in_top(hz, {})
+        assert children >= 100, (children, err)
+        assert_count_at_least(spin, 0.5 * cpu * hz, "short_spin, named from notices")
+        assert mapped >= 0.5 * children, (mapped, children, err)
+        spin0, cpu0, _, mapped0, err0 = short_lived_in_top(
+            hz, {"BPFPROF_TEST_NO_NOTICE_VMAS": "1"})
+    assert mapped0 == 0, err0
+    expected0 = 0.25 * cpu0 * hz
+    assert spin0 <= expected0 + count_tolerance(expected0), \
+        f"without the notices' mappings short_spin had {spin0} samples of ~{cpu0 * hz:.0f}: " \
+        "the children were read alive, and the test shows nothing"
+
+
+@contextlib.contextmanager
+def overlay_copy(path):
+    """path copied into the lower layer of an overlayfs mount, as a container
+    runs its programs: the file at the mount point is yielded."""
+    base = Path(tempfile.mkdtemp(prefix="bpfprof-ovl-"))
+    dirs = {d: base / d for d in ("lower", "upper", "work", "merged")}
+    for d in dirs.values():
+        d.mkdir()
+    subprocess.run(["cp", str(path), str(dirs["lower"])], check=True)
+    subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                    f"lowerdir={dirs['lower']},upperdir={dirs['upper']},workdir={dirs['work']}",
+                    str(dirs["merged"])], check=True)
+    try:
+        yield dirs["merged"] / Path(path).name
+    finally:
+        subprocess.run(["umount", "-l", str(dirs["merged"])], check=False)
+        subprocess.run(["rm", "-rf", str(base)], check=False)
+
+
+def test_top_names_gone_processes_of_an_overlayfs_program():
+    """A container's program (overlayfs): the kernel's mappings name the
+    layer's device, /proc/PID/maps the overlay's. The parent, read both ways,
+    teaches top the pair; its gone children are named through it."""
+    with sample_rate(499) as hz, overlay_copy(wl("shortlived")) as exe:
+        spin, cpu, children, mapped, err = short_lived_in_top(hz, {}, exe)
+    assert children >= 100, (children, err)
+    assert_count_at_least(spin, 0.5 * cpu * hz, "short_spin of an overlayfs program")
+    assert mapped >= 0.5 * children, (mapped, children, err)
 
 
 def test_top_usage_errors():

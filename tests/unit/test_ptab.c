@@ -454,6 +454,131 @@ static void test_a_process_gone_before_its_notice_costs_no_read(void **state)
 	}
 }
 
+/* A gone process's id, as its notice names it. */
+static struct proc_id gone_process(void)
+{
+	struct proc_id id = spawn_idle();
+
+	kill((pid_t)id.pid, SIGKILL);
+	waitpid((pid_t)id.pid, NULL, 0);
+	id.exec_id = 7;
+	id.mm_sig = 0x1234;
+	return id;
+}
+
+/*
+ * A process gone before it could be read is made from the mappings its
+ * notice carried: a file the table has keeps its path and is the same
+ * mfile, nothing opened; an unknown file and anonymous code are left out;
+ * the vDSO is kept. ptab__get() of it is -ESRCH (nothing to read), and a
+ * notice with nothing known gives -ESRCH.
+ */
+static void test_a_gone_process_is_made_from_its_notice(void **state)
+{
+	struct ptab *t = ptab__new(NULL);
+	struct proc_id id = gone_process(), none = gone_process();
+	struct pproc *self = get_self(t), *p, *again;
+	struct pmaps *pm = ptab__maps(t, self), *gm;
+	const struct procmap *libc = mapping_of(pm, "/libc.so.6");
+	struct procmap km_maps[4], *lm;
+	struct procmaps km = {.maps = km_maps, .nr = 4};
+	struct mfile *f, *g;
+	uint64_t opened;
+
+	(void)state;
+	assert_int_equal(ptab__file(t, self, libc, &f), 0);
+	opened = stats_of(t).files_opened;
+	/* Not in address order: the snapshot is sorted. */
+	km_maps[0] = (struct procmap){.start = 0x7f0000010000, .end = 0x7f0000020000,
+				      .offset = libc->offset, .inode = libc->inode,
+				      .dev_major = libc->dev_major, .dev_minor = libc->dev_minor};
+	km_maps[1] = (struct procmap){.start = 0x400000, .end = 0x401000, .inode = 999999999,
+				      .dev_major = libc->dev_major, .dev_minor = libc->dev_minor};
+	km_maps[2] = (struct procmap){.start = 0x7ffff000ull, .end = 0x7ffff000ull + 8192,
+				      .path = (char *)"[vdso]"};
+	km_maps[3] = (struct procmap){.start = 0x500000, .end = 0x600000}; /* anonymous */
+	assert_int_equal(ptab__get_mapped(t, &id, &km, &p), 0);
+	assert_true(pproc__mapped(p));
+	assert_false(pproc__mapped(self));
+	gm = ptab__maps(t, p);
+	assert_int_equal(gm->m.nr, 2);
+	assert_string_equal(gm->m.maps[0].path, "[vdso]");
+	lm = &gm->m.maps[1];
+	assert_int_equal(lm->start, 0x7f0000010000);
+	assert_string_equal(lm->path, mfile__path(f));
+	assert_true(lm->perms & PROCMAP_X);
+	assert_int_equal(ptab__file(t, p, lm, &g), 0);
+	assert_ptr_equal(g, f);
+	assert_int_equal(stats_of(t).files_opened, opened);
+	assert_int_equal(stats_of(t).images_mapped, 1);
+	/* Asked again: the same entry; a reader that wants it read gets no. */
+	assert_int_equal(ptab__get_mapped(t, &id, &km, &again), 0);
+	assert_ptr_equal(again, p);
+	ptab__put(t, again);
+	assert_int_equal(ptab__get(t, &id, &again), -ESRCH);
+	/* Nothing it mapped is known: nothing to make. */
+	km.maps = &km_maps[1];
+	km.nr = 1;
+	assert_int_equal(ptab__get_mapped(t, &none, &km, &again), -ESRCH);
+	mfile__put(t, g);
+	mfile__put(t, f);
+	pmaps__put(gm);
+	pmaps__put(pm);
+	ptab__put(t, p);
+	ptab__put(t, self);
+	ptab__free(t);
+}
+
+/*
+ * overlayfs: the kernel's mapping has the layer's device, /proc/PID/maps
+ * the overlay's. A process read both ways teaches the table the pair (the
+ * same start, end and offset); a mapping that is not the same teaches
+ * nothing. A gone process's notice then finds the file by the alias.
+ */
+static void test_notice_devices_are_learned_from_a_process_read_both_ways(void **state)
+{
+	struct ptab *t = ptab__new(NULL);
+	struct proc_id id = gone_process();
+	struct pproc *self = get_self(t), *p;
+	struct pmaps *pm = ptab__maps(t, self), *gm;
+	const struct procmap *libc = mapping_of(pm, "/libc.so.6");
+	struct procmap km_maps[2], gone_maps[1];
+	struct procmaps km = {.maps = km_maps, .nr = 2}, gk = {.maps = gone_maps, .nr = 1};
+	struct mfile *f;
+
+	(void)state;
+	assert_int_equal(ptab__file(t, self, libc, &f), 0);
+	km_maps[0] = *libc;
+	km_maps[0].path = NULL;
+	km_maps[0].dev_major = 0xfe;
+	km_maps[0].dev_minor = 3;
+	km_maps[1] = km_maps[0];
+	km_maps[1].dev_minor = 4;
+	km_maps[1].offset += 4096; /* not the same mapping */
+	gone_maps[0] = km_maps[1];
+	gone_maps[0].offset = libc->offset;
+	gone_maps[0].start = 0x7f0000000000;
+	gone_maps[0].end = 0x7f0000100000;
+	/* Before: the layer's device names no known file. */
+	assert_int_equal(ptab__get_mapped(t, &id, &gk, &p), -ESRCH);
+	ptab__learn_mapped(t, self, &km);
+	assert_int_equal(ptab__get_mapped(t, &id, &gk, &p), -ESRCH); /* minor 4 was not learned */
+	gone_maps[0].dev_minor = 3;
+	assert_int_equal(ptab__get_mapped(t, &id, &gk, &p), 0);
+	gm = ptab__maps(t, p);
+	assert_int_equal(gm->m.nr, 1);
+	assert_string_equal(gm->m.maps[0].path, mfile__path(f));
+	/* Shown as /proc would: the overlay's device. */
+	assert_int_equal(gm->m.maps[0].dev_major, libc->dev_major);
+	assert_int_equal(gm->m.maps[0].dev_minor, libc->dev_minor);
+	mfile__put(t, f);
+	pmaps__put(gm);
+	pmaps__put(pm);
+	ptab__put(t, p);
+	ptab__put(t, self);
+	ptab__free(t);
+}
+
 /*
  * The mappings memory reads must avoid are looked up at the first read of a
  * queried process; if that fails (here: the process is gone), later reads
@@ -799,6 +924,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_file_is_opened_once_for_every_reader),
+		/* Before the test that leaves its mount namespace: libc's mapping is
+		 * on a mount of the namespace it was mapped in. */
+		cmocka_unit_test(test_a_gone_process_is_made_from_its_notice),
+		cmocka_unit_test(test_notice_devices_are_learned_from_a_process_read_both_ways),
 		cmocka_unit_test(test_read_mem_is_bounded),
 		cmocka_unit_test(test_a_process_in_the_host_root_is_told_apart),
 		cmocka_unit_test(test_own_mount_table_is_read_again_only_when_changed),

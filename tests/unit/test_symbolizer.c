@@ -283,6 +283,65 @@ static void test_pid_reuse_is_detected(void **state)
 	symbolizer__free(s);
 }
 
+/*
+ * A process gone before its notice is taken is named from the mappings the
+ * notice carried (as the kernel had them), through the file the live
+ * process 4242 made known: the same device and inode, at another address.
+ * A notice whose mappings name no known file leaves it unnamed; a later
+ * PROC_EVENT_MAPS with a known one names it after all.
+ */
+static void test_a_gone_process_is_named_from_its_notice(void **state)
+{
+	const char *fixture = *state;
+	struct proc_id live = { .pid = PID, .start_time = start_ns(TICKS), .exec_id = 1 };
+	struct proc_id gone = { .pid = 4244, .start_time = start_ns(77), .exec_id = 1 };
+	struct proc_id gone2 = { .pid = 4245, .start_time = start_ns(78), .exec_id = 1 };
+	uint64_t alpha = nm_addr(fixture, "fixture_alpha"), at = 0x560000001000ULL;
+	struct symbolizer *s = new_sym();
+	struct symbolizer_stats st;
+	struct stat fst;
+	struct procmap m[2];
+	struct procmaps km = { .maps = m, .nr = 1 };
+	struct sym r;
+
+	assert_int_equal(stat(fixture, &fst), 0);
+	m[0] = (struct procmap){ .start = at, .end = at + 0x1000, .offset = 0x1000,
+				 .inode = fst.st_ino, .dev_major = major(fst.st_dev),
+				 .dev_minor = minor(fst.st_dev) };
+	m[1] = m[0];
+	m[1].inode += 12345; /* a file nobody read */
+	/* Before any process mapped the file: nothing to name it with. */
+	assert_int_equal(symbolizer__note_process_mapped(s, &gone, &km), -ESRCH);
+	assert_int_equal(symbolizer__note_process(s, &live), 0);
+	symbolizer__user(s, &live, rt(alpha), true, &r);
+	assert_string_equal(r.name, "fixture_alpha");
+	/* gone2's notice: the fixture at another address. */
+	assert_int_equal(symbolizer__note_process_mapped(s, &gone2, &km), 0);
+	symbolizer__user(s, &gone2, at + alpha - 0x1000, true, &r);
+	assert_string_equal(r.name, "fixture_alpha");
+	assert_string_equal(r.module, fixture);
+	symbolizer__user(s, &gone2, at + 0x2000, true, &r); /* past what it carried */
+	assert_null(r.name);
+	/* gone was given up (its notice knew nothing); its more mappings name it. */
+	symbolizer__user(s, &gone, at + alpha - 0x1000, true, &r);
+	assert_null(r.name);
+	km.maps = &m[1];
+	assert_int_equal(symbolizer__more_mapped(s, &gone, &km), -ESRCH); /* still nothing known */
+	km.maps = m;
+	km.nr = 2;
+	assert_int_equal(symbolizer__more_mapped(s, &gone, &km), 0);
+	symbolizer__user(s, &gone, at + alpha - 0x1000, true, &r);
+	assert_string_equal(r.name, "fixture_alpha");
+	/* A process read through /proc takes nothing from its notice. */
+	assert_int_equal(symbolizer__more_mapped(s, &live, &km), 0);
+	symbolizer__user(s, &live, at + alpha - 0x1000, true, &r);
+	assert_null(r.name);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.images_lost, 2);
+	assert_int_equal(st.images_mapped, 2);
+	symbolizer__free(s);
+}
+
 static void test_inode_mismatch_rejects_file(void **state)
 {
 	const char *fixture = *state;
@@ -1052,6 +1111,7 @@ int main(void)
 		cmocka_unit_test(test_names_leaf_and_return_addresses),
 		cmocka_unit_test(test_pid_reuse_is_detected),
 		cmocka_unit_test(test_inode_mismatch_rejects_file),
+		cmocka_unit_test(test_a_gone_process_is_named_from_its_notice),
 		cmocka_unit_test(test_sweep_keeps_exited_process_for_one_drain),
 		cmocka_unit_test(test_kernel_lookup_with_fixture_kallsyms),
 		cmocka_unit_test(test_bpf_programs_named_by_their_images),

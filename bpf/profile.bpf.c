@@ -280,6 +280,20 @@ static __always_inline void notice_vmas_put(struct bp_proc_event *e, struct cpu_
 }
 #endif
 
+/* A notice's fields but its mappings (none yet). */
+static __always_inline void notice_head(struct bp_proc_event *e, __u32 kind, __u32 tgid,
+					__u64 start_time, __u64 exec_id, const char *comm)
+{
+	e->tgid = tgid;
+	e->kind = kind;
+	e->start_time = start_time;
+	e->exec_id = exec_id;
+	__builtin_memcpy(e->comm, comm, sizeof(e->comm));
+	e->mm_sig = 0;
+	e->nr_vmas = 0;
+	e->pad = 0;
+}
+
 /* notify_new_image()'s answers. */
 enum { NOTIFY_NOT, NOTIFY_BEFORE, NOTIFY_SENT };
 
@@ -312,18 +326,11 @@ static __always_inline int notify_new_image(__u32 tgid, __u64 start_time, __u64 
 		stat_inc(STAT_NOTIFY_LOST); /* retried at the next sample: seen not updated */
 		return NOTIFY_NOT;
 	}
-	e->tgid = tgid;
-	e->kind = PROC_EVENT_NEW_IMAGE;
-	e->start_time = start_time;
-	e->exec_id = exec_id;
-	__builtin_memcpy(e->comm, comm, sizeof(e->comm));
-	e->mm_sig = 0;
+	notice_head(e, PROC_EVENT_NEW_IMAGE, tgid, start_time, exec_id, comm);
 	/* The sampled thread's mm: the leader's is gone once the main thread exits. */
 	if (task->mm)
 		e->mm_sig = bp_mm_sig(task->mm->start_code, task->mm->end_code,
 				      task->mm->start_brk, task->mm->arg_start, task->mm->env_end);
-	e->nr_vmas = 0;
-	e->pad = 0;
 #if defined(__TARGET_ARCH_x86)
 	if (notice_vmas && with_vmas && task->mm) {
 		struct cpu_state *cs = cpu_state_get();
@@ -376,13 +383,7 @@ static __always_inline void notify_more_vmas(struct cpu_state *cs, __u32 tgid, _
 		return;
 	}
 	cs->seen.nr_sent = n;
-	e->tgid = tgid;
-	e->kind = PROC_EVENT_MAPS;
-	e->start_time = start_time;
-	e->exec_id = exec_id;
-	__builtin_memcpy(e->comm, comm, sizeof(e->comm));
-	e->mm_sig = 0;
-	e->pad = 0;
+	notice_head(e, PROC_EVENT_MAPS, tgid, start_time, exec_id, comm);
 	notice_vmas_put(e, cs, have, n);
 	bpf_ringbuf_submit(e, 0);
 }

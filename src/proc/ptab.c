@@ -963,6 +963,17 @@ static int find_blocked(struct ptab *t, struct pproc *p, const struct procmaps *
 	return 0;
 }
 
+/* Makes maps (taken) p's latest snapshot, in pm; readers of the old one keep it. */
+static void install_maps(struct pproc *p, struct pmaps *pm, struct procmaps *maps)
+{
+	pm->m = *maps;
+	pm->refs = 1;
+	pm->gen = ++p->maps_gen;
+	pmaps__put(p->maps);
+	p->maps = pm;
+	p->maps_ns = now_ns();
+}
+
 /* Reads p's mappings into a new snapshot, the image checked before and after. */
 static int read_maps(struct ptab *t, struct pproc *p)
 {
@@ -1052,12 +1063,7 @@ static int read_maps(struct ptab *t, struct pproc *p)
 		procmaps__free(&maps);
 		return err ? err : -ENOMEM;
 	}
-	pm->m = maps;
-	pm->refs = 1;
-	pm->gen = ++p->maps_gen;
-	pmaps__put(p->maps);
-	p->maps = pm;
-	p->maps_ns = now_ns();
+	install_maps(p, pm, &maps);
 	return 0;
 }
 
@@ -1278,12 +1284,7 @@ int ptab__get_mapped(struct ptab *t, const struct proc_id *id, const struct proc
 		procmaps__free(&maps);
 		return -ENOMEM;
 	}
-	pm->m = maps;
-	pm->refs = 1;
-	pm->gen = ++p->maps_gen;
-	pmaps__put(p->maps);
-	p->maps = pm;
-	p->maps_ns = now_ns();
+	install_maps(p, pm, &maps);
 	p->refs++;
 	*out = p;
 	return 0;

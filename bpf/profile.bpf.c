@@ -253,9 +253,9 @@ static long notice_vma_step(__u32 i, struct vma_find *c)
  * most BP_NOTICE_VMAS distinct ones, into the CPU's nvma[]: what names the
  * sample if the process is gone before userspace reads its /proc files (a
  * process that lives a few milliseconds). Only at a new image's notice, of
- * the current task. One frame per bpf_loop() step: verified once.
+ * the current task. Global, and one frame per bpf_loop() step: verified once.
  */
-static __always_inline __u32 notice_vmas_find(__u32 have)
+__attribute__((noinline)) int notice_vmas_find(__u32 have)
 {
 	struct vma_find c = {.n = have};
 
@@ -429,6 +429,24 @@ static __always_inline void notify_new_image_memo(struct cpu_state *cs, __u32 tg
 		cs->seen.nr_sent = 0;
 		cs->seen.sent_ns = 0;
 	}
+}
+
+/*
+ * notify_new_image_memo() for a new key of the current task: a global
+ * function, which the verifier checks once, on its own - inlined into
+ * do_sample(), the notice's mappings (two bpf_loop()s, with bpf_find_vma()
+ * in them) were verified along every path there and tripled the load time.
+ */
+__attribute__((noinline)) int notice_new_key(__u32 tgid, __u64 start_time, __u64 exec_id)
+{
+	struct cpu_state *cs = cpu_state_get();
+	char comm[PROFILE_COMM_LEN];
+
+	if (!cs)
+		return 0;
+	bpf_get_current_comm(comm, sizeof(comm));
+	notify_new_image_memo(cs, tgid, start_time, exec_id, comm, bpf_get_current_task_btf());
+	return 0;
 }
 
 #if defined(__TARGET_ARCH_x86)
@@ -782,7 +800,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	 * first, so the notice check costs nothing on the hot path. */
 	stat_inc(STAT_NEW_KEYS);
 	if (!(key.flags & SAMPLE_F_KTHREAD) && !drop_user)
-		notify_new_image_memo(scr, tgid, key.start_time, key.exec_id, key.comm, task);
+		notice_new_key(tgid, key.start_time, key.exec_id);
 
 	err = store_stack(smap, key.kstack, &scr->kernel);
 	if (!err)

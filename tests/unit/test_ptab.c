@@ -2,7 +2,8 @@
 /*
  * test_ptab.c - the process-and-file layer, attacked the way a profiled
  * process could: a mapped file on a FUSE mount (refused once, for every
- * reader and every process, with the mount type in the warning), memory
+ * reader and every process, with the mount type in the warning; a gone
+ * process whose notice names it gets nothing and opens nothing), memory
  * reads that would page in such a file, reads out of bounds; and what it
  * promises its readers: a file opened once for all of them, one libelf
  * handle, the build id, a file replaced under the same inode getting a new
@@ -784,6 +785,17 @@ static void test_a_file_on_fuse_is_refused_once(void **state)
 	ptab__stats(t, &st);
 	assert_int_equal(st.refused, 1);
 	assert_int_equal(st.files_opened, 0);
+	/* A process gone before its notice, whose notice names the refused file:
+	 * nothing to make, nothing opened, no second warning. */
+	{
+		struct proc_id gone = {.pid = 102, .start_time = 1, .exec_id = 1};
+		struct procmaps km = {.maps = (struct procmap *)&ma->m.maps[0], .nr = 1};
+		struct pproc *pg;
+
+		assert_int_equal(ptab__get_mapped(t, &gone, &km, &pg), -ESRCH);
+		assert_int_equal(w.n, 1);
+		assert_int_equal(stats_of(t).files_opened, 0);
+	}
 	pmaps__put(ma);
 	pmaps__put(mb);
 	ptab__put(t, pa);

@@ -259,6 +259,10 @@ __attribute__((noinline)) int notice_vmas_find(__u32 have)
 {
 	struct vma_find c = {.n = have};
 
+	/* Checked even where nothing calls it (a global function): kernels
+	 * without bpf_loop() and bpf_find_vma() must see the branch pruned. */
+	if (!notice_vmas)
+		return have;
 	bpf_loop(BP_NOTICE_IPS, notice_vma_step, &c, 0);
 	return c.n;
 }

@@ -148,16 +148,20 @@ def test_hot_slots_count_exactly():
 
 
 def test_hot_slots_emptied_with_their_buffer_set():
-    """Small maps make drains flip again and again: each set's slots are emptied
-    with it and claimed again when it is back in use. A slot left full would
-    count a key the new set's map does not hold, and its samples would vanish."""
+    """Drains that flip again and again: each set's slots are emptied with it
+    and claimed again when it is back in use. A slot left full would count a
+    key the new set's map does not hold, and its samples would vanish.
+    Every drain flips (BPFPROF_TEST_ALWAYS_FLIP): small maps alone flip only
+    when a drain period brings 16 keys, and this workload's stacks, walked
+    with its tables, are 10 - 12 - two flips in six drains as often as three
+    (test_small_maps_flip_when_half_full checks that trigger)."""
     path, comm = uwl("syscalls")
-    # Flips come with new keys, which come with the workload's CPU time: 6 s
-    # of it (~600 samples), however long a busy machine takes to give it
-    # (8 wall-clock seconds gave it 0.5 s once: 50 samples, 2 flips).
+    # 6 s of the workload's CPU time (~600 samples), however long a busy
+    # machine takes to give it.
     with Workload(path, 300) as w:
         p = Sampled(["-p", w.pid, "-d", 120, "-v", "--max-entries", 64, "--max-stacks", 64],
-                    [w.pid], until_cpu=6, timeout=180)
+                    [w.pid], until_cpu=6, timeout=180,
+                    env=dict(os.environ, BPFPROF_TEST_ALWAYS_FLIP="1"))
     drains, flips, _ = drain_stats(p.stderr)
     m = re.search(r"(\d+) samples in [0-9.]+ s, (\d+) lost", p.stderr)
     samples, lost = int(m.group(1)), int(m.group(2))

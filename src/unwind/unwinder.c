@@ -94,6 +94,8 @@ struct unwinder {
 	uint64_t last_sweep;
 	uint64_t pool_gen; /* the pool generation the walker was last told */
 	uint64_t py_found_ns; /* the last Python process handed to the walker */
+	/* The earliest retry of a Python still starting up (py_err -EAGAIN); 0: none. */
+	uint64_t py_retry_due;
 	struct unwinder_stats st;
 };
 
@@ -823,9 +825,17 @@ static int hold_image(struct unwinder *u, struct uproc *p, const struct proc_id 
 
 /* --- Python ------------------------------------------------------------------ */
 
-/* An interpreter not initialized yet is probed again this often, this many times. */
-#define PY_RETRY_NS  (100u * 1000 * 1000)
-#define PY_MAX_TRIES 50
+/*
+ * An interpreter not initialized yet is probed again: every 100 ms for its
+ * first second (a Python is initialized a few milliseconds after its exec,
+ * and its threads' waits go unnamed until it is found), then every second,
+ * PY_MAX_TRIES times in all. unwinder__tick() takes the retries when due,
+ * not only at its once-a-second sweep.
+ */
+#define PY_RETRY_NS	 (100u * 1000 * 1000)
+#define PY_RETRY_SLOW_NS (1000u * 1000 * 1000)
+#define PY_FAST_TRIES	 10
+#define PY_MAX_TRIES	 50
 
 /*
  * Finds the Python interpreter of p, if it is one, and puts what the walker
@@ -846,9 +856,14 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 	err = cpython__probe(u->pt, p->pp, &cp, why, sizeof(why));
 	p->py_err = err;
 	if (err == -EAGAIN) {
-		p->py_retry_ns = now_ns() + PY_RETRY_NS;
-		if (++p->py_tries >= PY_MAX_TRIES)
+		if (++p->py_tries >= PY_MAX_TRIES) {
 			p->py_err = -ETIMEDOUT;
+			return;
+		}
+		p->py_retry_ns =
+			now_ns() + (p->py_tries < PY_FAST_TRIES ? PY_RETRY_NS : PY_RETRY_SLOW_NS);
+		if (!u->py_retry_due || p->py_retry_ns < u->py_retry_due)
+			u->py_retry_due = p->py_retry_ns;
 		return;
 	}
 	if (err == -ENOTSUP) {
@@ -1026,6 +1041,32 @@ int unwinder__prefetch(struct unwinder *u, uint32_t pid)
 	return err;
 }
 
+/* The Pythons that were still starting up and are due: looked at again, the
+ * walker told of those found. */
+static void python_retries(struct unwinder *u, uint64_t now)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	u->py_retry_due = 0; /* python_probe() sets it again for those still starting */
+	while ((e = htab__next(u->procs, &pos))) {
+		struct uproc *p = e->value;
+
+		if (p->py_err != -EAGAIN || !p->in_kernel)
+			continue;
+		if (now < p->py_retry_ns) {
+			if (!u->py_retry_due || p->py_retry_ns < u->py_retry_due)
+				u->py_retry_due = p->py_retry_ns;
+			continue;
+		}
+		python_probe(u, p);
+		if (p->python) {
+			p->sig = 0;
+			load_maps(u, p);
+		}
+	}
+}
+
 void unwinder__tick(struct unwinder *u)
 {
 	uint64_t now = now_ns();
@@ -1033,6 +1074,8 @@ void unwinder__tick(struct unwinder *u)
 	size_t pos = 0;
 
 	reclaim(u);
+	if (u->py_retry_due && now >= u->py_retry_due)
+		python_retries(u, now);
 	if (now - u->last_sweep < TICK_SWEEP_NS)
 		return;
 	u->last_sweep = now;
@@ -1040,18 +1083,8 @@ void unwinder__tick(struct unwinder *u)
 	while ((e = htab__next(u->procs, &pos))) {
 		struct uproc *p = e->value;
 
-		if (!uproc_alive(u, p)) {
+		if (!uproc_alive(u, p))
 			proc_forget(u, p);
-			continue;
-		}
-		/* A Python that was still starting up: look again, and tell the walker. */
-		if (p->py_err == -EAGAIN && now >= p->py_retry_ns && p->in_kernel) {
-			python_probe(u, p);
-			if (p->python) {
-				p->sig = 0;
-				load_maps(u, p);
-			}
-		}
 	}
 	/* Tables nobody used for idle_ns. */
 	for (;;) {

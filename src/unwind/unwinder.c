@@ -837,6 +837,13 @@ static int hold_image(struct unwinder *u, struct uproc *p, const struct proc_id 
 #define PY_FAST_TRIES	 10
 #define PY_MAX_TRIES	 50
 
+/* p's next probe at p->py_retry_ns: the tick's earliest due retry follows it. */
+static void python_retry_at(struct unwinder *u, const struct uproc *p)
+{
+	if (!u->py_retry_due || p->py_retry_ns < u->py_retry_due)
+		u->py_retry_due = p->py_retry_ns;
+}
+
 /*
  * Finds the Python interpreter of p, if it is one, and puts what the walker
  * needs in python_procs (before the unwind entry that points the walker
@@ -862,8 +869,7 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 		}
 		p->py_retry_ns =
 			now_ns() + (p->py_tries < PY_FAST_TRIES ? PY_RETRY_NS : PY_RETRY_SLOW_NS);
-		if (!u->py_retry_due || p->py_retry_ns < u->py_retry_due)
-			u->py_retry_due = p->py_retry_ns;
+		python_retry_at(u, p);
 		return;
 	}
 	if (err == -ENOTSUP) {
@@ -1055,8 +1061,7 @@ static void python_retries(struct unwinder *u, uint64_t now)
 		if (p->py_err != -EAGAIN || !p->in_kernel)
 			continue;
 		if (now < p->py_retry_ns) {
-			if (!u->py_retry_due || p->py_retry_ns < u->py_retry_due)
-				u->py_retry_due = p->py_retry_ns;
+			python_retry_at(u, p);
 			continue;
 		}
 		python_probe(u, p);

@@ -38,19 +38,25 @@
 #include "unwind_state.bpf.h"
 
 #define PY_MAX_THREADS 64 /* thread states searched for the sampled thread */
-#define PY_CODE_CACHE  256 /* code objects per CPU whose window is remembered */
+#define PY_CODE_CACHE  256 /* code objects per CPU whose qualname hash is remembered */
+#define PY_CENT_REFRESH 8  /* uses of an entry after which its hash is read again */
 
 /*
- * Per CPU, per code object: the checksum of its window and its qualname's
- * address, so a frame of a code object seen before costs one read (the
- * qualname's hash) instead of two. An entry can be stale - the object freed
- * and another made at its address - and that is safe: the stale window
- * gives a checksum the new object does not have (its frame goes unnamed),
- * unless the new object's window is the same, and then the hash, read
- * fresh, is the new object's and so is the name.
+ * Per CPU, per code object: its qualname's string hash, kept with the
+ * checksum of the code object's window it was read beside, so a frame of a
+ * code object seen before costs one read (the window, read every time)
+ * instead of two. The window read fresh checks the entry: a code object
+ * freed and another made at its address has another window (3.12+: its
+ * co_version is in it; 3.11: its names, counts and tuples) and its hash is
+ * read again. What the window cannot tell - a 3.11 code object made at a
+ * freed one's address with the same window, its name a new string at the
+ * freed name's address - costs at most PY_CENT_REFRESH frames of this CPU a
+ * checksum that names nothing (never another name): the hash is read again
+ * every PY_CENT_REFRESH uses. An entry used for another process's object at
+ * the same address is checked the same way.
  */
 struct py_cent {
-	__u64 code, window, qualname;
+	__u64 code, window, hash, uses;
 };
 
 struct py_cache {
@@ -253,24 +259,28 @@ static __always_inline long py_step(struct uw_state *st, const struct bp_pyproc 
 		__u32 zero = 0, slot = (__u32)((code >> 4) * BP_GOLDEN >> 56) & (PY_CODE_CACHE - 1);
 		struct py_cache *cache = bpf_map_lookup_elem(&py_code_cache, &zero);
 		struct py_cent *ce = cache ? &cache->e[slot] : NULL;
+		__u64 window;
 
-		if (ce && ce->code != code) {
-			if (bpf_probe_read_user(st->py.win, sizeof(st->py.win),
-						(void *)(code + py->code_csum))) {
-				ce->code = 0;
-				ce = NULL;
-				code = 0;
-			} else {
-				ce->code = code;
-				ce->window = bp_py_csum_window(st->py.win);
-				ce->qualname = st->py.win[BP_PY_CSUM_WORDS - 1];
-			}
-		}
-		if (!ce || bpf_probe_read_user(&hash, sizeof(hash),
-					       (void *)(ce->qualname + BP_PY_STR_HASH)))
+		if (bpf_probe_read_user(st->py.win, sizeof(st->py.win), (void *)(code + py->code_csum))) {
 			code = 0;
-		else
-			csum = bp_py_csum_finish(ce->window, hash);
+		} else {
+			window = bp_py_csum_window(st->py.win);
+			if (ce && ce->code == code && ce->window == window &&
+			    ++ce->uses % PY_CENT_REFRESH) {
+				hash = ce->hash;
+			} else if (bpf_probe_read_user(&hash, sizeof(hash),
+						       (void *)(st->py.win[BP_PY_CSUM_WORDS - 1] +
+								BP_PY_STR_HASH))) {
+				code = 0;
+			} else if (ce) {
+				ce->code = code;
+				ce->window = window;
+				ce->hash = hash;
+				ce->uses = 0;
+			}
+			if (code)
+				csum = bp_py_csum_finish(window, hash);
+		}
 	}
 	if (code && instr >= code + py->code_adaptive && instr - code - py->code_adaptive < (1ULL << 31))
 		idx = (instr - code - py->code_adaptive) / 2;

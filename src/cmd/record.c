@@ -468,6 +468,8 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
  */
 #define DRAIN_PERIOD_NEW_PY_NS 200000000ULL
 #define NEW_PY_WINDOW_NS       3000000000ULL
+/* The first drain after a Python is found: once a few of its samples are in. */
+#define DRAIN_AFTER_NEW_PY_NS 50000000ULL
 
 static uint64_t drain_period(const struct record *r, uint64_t now)
 {
@@ -481,6 +483,17 @@ static uint64_t drain_period(const struct record *r, uint64_t now)
 	if (found && now < found + NEW_PY_WINDOW_NS)
 		p = MIN(p, DRAIN_PERIOD_NEW_PY_NS);
 	return p;
+}
+
+/* When the drain after the one at last is due (re-evaluated every turn of the loop). */
+static uint64_t next_drain(const struct record *r, uint64_t last, uint64_t now)
+{
+	uint64_t next = last + drain_period(r, now);
+	uint64_t found = r->rc.uw ? unwinder__python_found_ns(r->rc.uw) : 0;
+
+	if (found > last)
+		next = MIN(next, found + DRAIN_AFTER_NEW_PY_NS);
+	return next;
 }
 
 static uint32_t default_map_entries(uint32_t freq)
@@ -767,6 +780,15 @@ int record__drain(struct record *r, uint64_t now)
 	return 0;
 }
 
+int record__timeout(const struct record *r, int timeout, uint64_t now)
+{
+	uint64_t due = r->rc.uw ? unwinder__next_due_ns(r->rc.uw) : 0;
+
+	if (!due)
+		return timeout;
+	return due <= now ? 0 : (int)MIN((uint64_t)timeout, (due - now) / 1000000 + 1);
+}
+
 /* Until a signal, the deadline or the command's exit. */
 int record__loop(struct record *r)
 {
@@ -776,20 +798,23 @@ int record__loop(struct record *r)
 
 	while (!stop__requested()) {
 		int timeout = 200;
-		uint64_t now = now_ns();
+		uint64_t now = now_ns(), next;
 
 		/* The period is re-evaluated every turn: a new HTTP request shortens it. */
-		if (now - last_drain >= drain_period(r, now)) {
+		if (now >= next_drain(r, last_drain, now)) {
 			if (record__drain(r, now))
 				return 1;
 			last_drain = now;
 		}
+		/* The wait ends when the next drain is due, not up to a turn later. */
+		next = next_drain(r, last_drain, now);
+		timeout = next > now ? (int)MIN((uint64_t)timeout, (next - now) / 1000000 + 1) : 0;
 		if (deadline) {
 			if (now >= deadline)
 				break;
 			timeout = (int)MIN((uint64_t)timeout, (deadline - now) / 1000000 + 1);
 		}
-		err = record__poll_notices(r, timeout);
+		err = record__poll_notices(r, record__timeout(r, timeout, now));
 		if (err < 0 && err != -EINTR) {
 			status_clear(&r->sl);
 			p_err("polling the ring buffer failed: %s", strerror(-err));

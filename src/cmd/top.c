@@ -1156,6 +1156,7 @@ static int top_loop(struct top *t)
 		timeout = (int)MIN((uint64_t)timeout, (next - now) / 1000000 + 1);
 		if (deadline)
 			timeout = (int)MIN((uint64_t)timeout, (deadline - now) / 1000000 + 1);
+		timeout = record__timeout(&t->r, timeout, now);
 		/*
 		 * Asleep until a key, a process notice, the next refresh or a
 		 * signal: each wake-up costs a context switch and a few syscalls.

@@ -826,16 +826,19 @@ static int hold_image(struct unwinder *u, struct uproc *p, const struct proc_id 
 /* --- Python ------------------------------------------------------------------ */
 
 /*
- * An interpreter not initialized yet is probed again: every 100 ms for its
- * first second (a Python is initialized a few milliseconds after its exec,
- * and its threads' waits go unnamed until it is found), then every second,
+ * An interpreter not initialized yet is probed again: every 20 ms for its
+ * first 80 ms (a Python is initialized some 10-50 ms after its exec, and
+ * its frames go unwalked - a short script's code objects unnamed - until it
+ * is found), every 100 ms up to its first second, then every second,
  * PY_MAX_TRIES times in all. unwinder__tick() takes the retries when due,
- * not only at its once-a-second sweep.
+ * and unwinder__next_due_ns() tells the caller's loop when that is.
  */
-#define PY_RETRY_NS	 (100u * 1000 * 1000)
-#define PY_RETRY_SLOW_NS (1000u * 1000 * 1000)
-#define PY_FAST_TRIES	 10
-#define PY_MAX_TRIES	 50
+#define PY_RETRY_FIRST_NS (20u * 1000 * 1000)
+#define PY_RETRY_NS	  (100u * 1000 * 1000)
+#define PY_RETRY_SLOW_NS  (1000u * 1000 * 1000)
+#define PY_FIRST_TRIES	  4
+#define PY_FAST_TRIES	  13
+#define PY_MAX_TRIES	  50
 
 /* p's next probe at p->py_retry_ns: the tick's earliest due retry follows it. */
 static void python_retry_at(struct unwinder *u, const struct uproc *p)
@@ -867,8 +870,9 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 			p->py_err = -ETIMEDOUT;
 			return;
 		}
-		p->py_retry_ns =
-			now_ns() + (p->py_tries < PY_FAST_TRIES ? PY_RETRY_NS : PY_RETRY_SLOW_NS);
+		p->py_retry_ns = now_ns() + (p->py_tries < PY_FIRST_TRIES ? PY_RETRY_FIRST_NS
+					     : p->py_tries < PY_FAST_TRIES ? PY_RETRY_NS
+									 : PY_RETRY_SLOW_NS);
 		python_retry_at(u, p);
 		return;
 	}
@@ -898,6 +902,11 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 	p->python = true;
 	u->st.python_procs++;
 	u->py_found_ns = now_ns();
+}
+
+uint64_t unwinder__next_due_ns(const struct unwinder *u)
+{
+	return u ? u->py_retry_due : 0;
 }
 
 uint64_t unwinder__python_found_ns(const struct unwinder *u)

@@ -126,6 +126,9 @@ int unwinder__install(struct unwinder *u, uint32_t pid);
 /* Periodic upkeep (call every few hundred ms): frees what exited processes
  * and idle tables held. */
 void unwinder__tick(struct unwinder *u);
+/* When (now_ns()) unwinder__tick() has work due - a Python still starting
+ * up to probe again - or 0 for none: a caller's wait ends by then. */
+uint64_t unwinder__next_due_ns(const struct unwinder *u);
 
 void unwinder__stats(const struct unwinder *u, struct unwinder_stats *st);
 

@@ -186,6 +186,13 @@ $(OUT)/fixtures/cxx: tests/unit/fixtures/cxx.cc | $(OUT)/fixtures
 FIXTURES += $(OUT)/fixtures/py311_offsets
 $(OUT)/fixtures/py311_offsets: tests/unit/fixtures/py311_offsets.c | $(OUT)/fixtures
 	$(Q)$(CC) -O0 -I/usr/include/python3.11 $< -o $@
+# A python3.11 whose interpreter is the shared libpython3.11.so (python3.11-dev).
+FIXTURES += $(OUT)/fixtures/pyshared/python3.11 $(OUT)/fixtures/stopatload.so
+$(OUT)/fixtures/stopatload.so: tests/unit/fixtures/stopatload.c | $(OUT)/fixtures
+	$(Q)$(CC) -O2 -fPIC -shared $< -o $@
+$(OUT)/fixtures/pyshared/python3.11: tests/unit/fixtures/pyshared.c | $(OUT)/fixtures
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -O2 $< -o $@ -lpython3.11
 
 # Workloads for the integration tests: clang keeps leaf frame pointers.
 WL_CFLAGS := -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline-functions \

@@ -520,6 +520,45 @@ static void find_syms(Elf *elf, struct syms *s)
 	}
 }
 
+/* Dynamic section entries looked at, at most. */
+#define MAX_DYN 4096
+
+/*
+ * Whether the file lists a libpython3 among the libraries it needs: a
+ * python3.X built with --enable-shared (pyenv's, the python:3.x container
+ * images', Fedora's) has its interpreter there, mapped by the dynamic loader
+ * only after the exec bpfprof may have seen the process at.
+ */
+static bool needs_libpython(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
+			continue;
+		n = MIN(sh.sh_size / sh.sh_entsize, (size_t)MAX_DYN);
+		if (!(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Dyn dyn;
+			const char *name;
+
+			if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+				break;
+			if (dyn.d_tag != DT_NEEDED)
+				continue;
+			name = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
+			if (name && !strncmp(name, "libpython3", 10))
+				return true;
+		}
+	}
+	return false;
+}
+
 /* Load bias of mapping m of the file: address = vaddr + bias. */
 static int load_bias(Elf *elf, const struct procmap *m, uint64_t *bias)
 {
@@ -639,8 +678,23 @@ static int check_layout(struct ptab *t, struct pproc *p, const struct cpython_pr
 	return 0;
 }
 
+/*
+ * -EAGAIN while the interpreter is not initialized: a libpython the dynamic
+ * loader has mapped but not yet relocated has unrelocated pointers (such as
+ * PyCode_Type's member table), which are no sign of a layout bpfprof does
+ * not know.
+ */
+static int check_initialized(struct ptab *t, struct pproc *p, const struct cpython_proc *cp)
+{
+	uint64_t interp;
+
+	if (!read_ptr(t, p, cp->runtime + cp->l.runtime_interp_head, &interp))
+		return -EINVAL;
+	return interp ? 0 : -EAGAIN;
+}
+
 static int probe_file(struct ptab *t, struct pproc *p, const struct procmap *m,
-		      struct cpython_proc *cp, char *why, size_t why_len)
+		      struct cpython_proc *cp, char *why, size_t why_len, bool *needs_lib)
 {
 	struct syms s = {.want = {"_PyRuntime", "_PyEval_EvalFrameDefault",
 				  "_PyEval_EvalFrameDefault.cold", "PyCode_Type", "Py_Version"}};
@@ -660,9 +714,12 @@ static int probe_file(struct ptab *t, struct pproc *p, const struct procmap *m,
 		return -ENOENT;
 	}
 	find_syms(elf, &s);
-	mfile__put(t, f);
-	if (!s.found[SYM_RUNTIME] || !s.found[SYM_EVAL] || !s.found[SYM_CODE_TYPE])
+	if (!s.found[SYM_RUNTIME] || !s.found[SYM_EVAL] || !s.found[SYM_CODE_TYPE]) {
+		*needs_lib = *needs_lib || needs_libpython(elf);
+		mfile__put(t, f);
 		return -ENOENT;
+	}
+	mfile__put(t, f);
 	memset(cp, 0, sizeof(*cp));
 	snprintf(cp->module, sizeof(cp->module), "%s", m->path);
 	cp->runtime = s.value[SYM_RUNTIME] + bias;
@@ -686,7 +743,9 @@ static int probe_file(struct ptab *t, struct pproc *p, const struct procmap *m,
 	table = cpython__table(hex);
 	if (table) {
 		cp->l = *table;
-		err = code_members(t, p, cp->code_type, &cp->l, true);
+		err = check_initialized(t, p, cp);
+		if (!err)
+			err = code_members(t, p, cp->code_type, &cp->l, true);
 	} else {
 		uint8_t dbg[1024];
 		uint32_t dver = 0;
@@ -700,6 +759,8 @@ static int probe_file(struct ptab *t, struct pproc *p, const struct procmap *m,
 				 hex >> 24, (hex >> 16) & 0xff);
 			return -ENOTSUP;
 		}
+		if (!err)
+			err = check_initialized(t, p, cp);
 		if (!err)
 			err = code_members(t, p, cp->code_type, &cp->l, false);
 	}
@@ -722,6 +783,7 @@ int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, ch
 		   size_t why_len)
 {
 	struct pmaps *pm = ptab__maps(t, p);
+	bool needs_lib = false;
 	int err = -ENOENT;
 
 	if (!pm)
@@ -735,8 +797,9 @@ int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, ch
 			continue;
 		if (i && pm->m.maps[i - 1].path && !strcmp(pm->m.maps[i - 1].path, m->path))
 			continue; /* the same file, already tried */
-		err = probe_file(t, p, m, out, why, why_len);
+		err = probe_file(t, p, m, out, why, why_len, &needs_lib);
 	}
 	pmaps__put(pm);
-	return err;
+	/* A python3.X whose interpreter is in a libpython the loader has yet to map. */
+	return err == -ENOENT && needs_lib ? -EAGAIN : err;
 }

@@ -988,6 +988,17 @@ int unwinder__refresh(struct unwinder *u, const struct proc_id *id)
 		p->refresh_gap = MIN(MAX(p->refresh_gap, REFRESH_MIN_NS) * 2, REFRESH_MAX_NS);
 	else
 		p->refresh_gap = REFRESH_MIN_NS;
+	/* New mappings: a libpython mapped after the exec (by the dynamic
+	 * loader after the first notice, or dlopen()ed by an embedding program)
+	 * makes a process that was not a Python one. */
+	if (!err && p->sig != sig && p->py_err == -ENOENT) {
+		p->py_err = 0;
+		python_probe(u, p);
+		if (p->python) {
+			p->sig = 0;
+			err = load_maps(u, p);
+		}
+	}
 	return err;
 }
 
@@ -1073,6 +1084,9 @@ static void python_retries(struct unwinder *u, uint64_t now)
 			python_retry_at(u, p);
 			continue;
 		}
+		/* Its mappings read again: the loader may have mapped its libpython since. */
+		if (ptab__refresh(u->pt, p->pp))
+			continue; /* gone: the sweep forgets it */
 		python_probe(u, p);
 		if (p->python) {
 			p->sig = 0;

@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 import pprof
-from conftest import (BPFPROF, Sampled, Workload, assert_count_at_least, assert_most,
-                      assert_same_share, count_tolerance, count_with, cpu_seconds, parse_folded,
-                      run_bpfprof, total, wait_for)
+from conftest import (BPFPROF, OUT, WORKLOADS, Sampled, Workload, assert_count_at_least,
+                      assert_most, assert_same_share, count_tolerance, count_with, cpu_seconds,
+                      parse_folded, run_bpfprof, total, wait_for)
 
 PY = "/usr/bin/python3.11"
 SECONDS = 5
@@ -477,6 +477,52 @@ ts = [threading.Thread(target=f, args=(until,)) for f in (sleeper_wait, reader_w
 [t.start() for t in ts]
 [t.join() for t in ts]
 """
+
+
+EMBED_APP = """
+import sys, time
+def py_hot(secs):
+    end = time.process_time() + secs
+    s = 0
+    while time.process_time() < end:
+        for i in range(10000):
+            s += i
+py_hot(float(sys.argv[1]))
+"""
+
+
+def test_interpreter_loaded_after_the_process_was_seen(tmp_path):
+    """A native program that dlopen()s libpython after a second of its own
+    work (an application embedding Python): when bpfprof first looked at it
+    it was no Python; the interpreter is a mapping that came later, and its
+    frames are walked and named from then on, under the native caller."""
+    app = script(tmp_path, "embed.py", EMBED_APP)
+    p = run_bpfprof(["-F", HZ, "-U", "-v", "--", WORKLOADS / "pyembed", 1, app, 3], timeout=120)
+    folded = parse_folded(p.stdout)
+    assert count_with(folded, lambda s: ";native_spin" in s) >= 20, p.stderr
+    # Once the interpreter runs the file (PyRun_SimpleString), py_hot is on top.
+    running = {s: c for s, c in folded.items() if ";run_python;PyRun_SimpleString" in s}
+    hot = count_with(running, lambda s: py_frames(s)[-1:] == ["py_hot (embed.py)_[py]"])
+    assert_most(hot, total(running), "samples of the embedded interpreter in py_hot", share=0.9)
+    assert "1 Python walked" in p.stderr, p.stderr
+
+
+def test_python_with_a_shared_libpython(tmp_path):
+    """A python3.11 built with --enable-shared (the python:3.x container
+    images', pyenv's): the executable is main() only, the interpreter the
+    libpython3.11.so the loader maps after the exec bpfprof first sees. A
+    one-second script is walked and named from its start (999 Hz: a
+    thousand samples, so a late find of even 0.1 s shows)."""
+    app = script(tmp_path, "hot.py", EMBED_APP)
+    shared = OUT / "fixtures" / "pyshared" / "python3.11"  # tests/unit/fixtures/pyshared.c
+    p = run_bpfprof(["-F", 999, "-U", "-v", "--", shared, app, 1], timeout=120)
+    folded = parse_folded(p.stdout)
+    running = {s: c for s, c in folded.items() if ";PyEval_EvalCode;" in s}
+    hot = count_with(running, lambda s: py_frames(s)[-1:] == ["py_hot (hot.py)_[py]"])
+    assert_most(hot, total(running), "samples of the script in py_hot", share=0.95)
+    # The scenario: the interpreter is the library's, not the executable's.
+    assert "libpython3.11.so" in subprocess.run(["ldd", shared], capture_output=True,
+                                                text=True).stdout
 
 
 def test_waiting_thread_sampled_in_the_kernel(tmp_path):

@@ -5,12 +5,17 @@
  * 3.14 as those releases lay them out; the 3.11 location table on tables
  * recorded from Debian's python3.11; str objects; and, on a live python3.11
  * child, finding the interpreter and naming code objects from its memory
- * (a code object replaced at its address is never named after the new one).
+ * (a code object replaced at its address is never named after the new one);
+ * stopped before they run (at the exec; with the libpython mapped and not
+ * relocated), Debian's python3.11 and one built against the shared libpython
+ * are "not yet" Python, and found once they run.
  */
 #include "testutil.h"
 
 #include <signal.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "lang/cpython.h"
 #include "proc/ptab.h"
@@ -342,6 +347,85 @@ static void test_live_interpreter(void **state)
 	free(path);
 }
 
+/*
+ * exe stopped before it ran - at its exec (ptrace), or with audit (an
+ * LD_AUDIT library) where the loader stops it: "not yet" (-EAGAIN: probe
+ * again), neither "not Python" (-ENOENT) nor "a layout bpfprof does not
+ * know" (-ENOTSUP). Let go, it is found once initialized, its mappings read
+ * again.
+ */
+static void probe_stopped(const char *exe, const char *audit)
+{
+	struct proc_id id = {0};
+	struct cpython_proc cp;
+	struct ptab *t;
+	struct pproc *p;
+	char why[256];
+	int status, err = 0;
+	pid_t pid;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		if (audit)
+			setenv("LD_AUDIT", audit, 1);
+		else
+			ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+		execl(exe, "python3.11", "-c", "import time; time.sleep(30)", (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(status));
+	assert_int_equal(WSTOPSIG(status), audit ? SIGSTOP : SIGTRAP);
+	t = ptab__new(&(struct ptab_opts){0});
+	assert_non_null(t);
+	id.pid = (uint32_t)pid;
+	id.exec_id = PROC_EXEC_ANY;
+	assert_int_equal(ptab__get(t, &id, &p), 0);
+	assert_int_equal(cpython__probe(t, p, &cp, why, sizeof(why)), -EAGAIN);
+	if (audit)
+		assert_int_equal(kill(pid, SIGCONT), 0);
+	else
+		assert_int_equal(ptrace(PTRACE_DETACH, pid, NULL, NULL), 0);
+	for (int i = 0; i < 500; i++) {
+		assert_int_equal(ptab__refresh(t, p), 0);
+		err = cpython__probe(t, p, &cp, why, sizeof(why));
+		if (err != -EAGAIN)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(err, 0);
+	assert_int_equal(cp.version >> 16, 0x030b);
+	ptab__put(t, p);
+	ptab__free(t);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* Debian's python3.11 at its exec: the interpreter is in the executable, not initialized. */
+static void test_interpreter_not_initialized(void **state)
+{
+	(void)state;
+	probe_stopped("/usr/bin/python3.11", NULL);
+}
+
+/* A python3.11 built --enable-shared, at its exec: its libpython is not mapped yet. */
+static void test_libpython_not_mapped_yet(void **state)
+{
+	(void)state;
+	probe_stopped(fixture_path("pyshared/python3.11"), NULL);
+}
+
+/* ... and with its libpython mapped, not relocated: PyCode_Type's members unrelocated. */
+static void test_libpython_not_relocated_yet(void **state)
+{
+	char audit[4096];
+
+	(void)state;
+	snprintf(audit, sizeof(audit), "%s", fixture_path("stopatload.so"));
+	probe_stopped(fixture_path("pyshared/python3.11"), audit);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -350,6 +434,9 @@ int main(void)
 		cmocka_unit_test(test_location_table),
 		cmocka_unit_test(test_str),
 		cmocka_unit_test(test_live_interpreter),
+		cmocka_unit_test(test_interpreter_not_initialized),
+		cmocka_unit_test(test_libpython_not_mapped_yet),
+		cmocka_unit_test(test_libpython_not_relocated_yet),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

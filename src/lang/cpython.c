@@ -524,12 +524,13 @@ static void find_syms(Elf *elf, struct syms *s)
 #define MAX_DYN 4096
 
 /*
- * Whether the file lists a libpython3 among the libraries it needs: a
- * python3.X built with --enable-shared (pyenv's, the python:3.x container
- * images', Fedora's) has its interpreter there, mapped by the dynamic loader
- * only after the exec bpfprof may have seen the process at.
+ * A python3.X built with --enable-shared (pyenv's, the python:3.x container
+ * images', Fedora's) has its interpreter in the libpython3 it needs, mapped
+ * by the dynamic loader only after the exec bpfprof may have seen the
+ * process at. The file is the process's: libelf bounds the section and the
+ * strings, MAX_DYN the entries.
  */
-static bool needs_libpython(Elf *elf)
+bool cpython__needs_libpython(Elf *elf)
 {
 	Elf_Scn *scn = NULL;
 
@@ -715,7 +716,7 @@ static int probe_file(struct ptab *t, struct pproc *p, const struct procmap *m,
 	}
 	find_syms(elf, &s);
 	if (!s.found[SYM_RUNTIME] || !s.found[SYM_EVAL] || !s.found[SYM_CODE_TYPE]) {
-		*needs_lib = *needs_lib || needs_libpython(elf);
+		*needs_lib = *needs_lib || cpython__needs_libpython(elf);
 		mfile__put(t, f);
 		return -ENOENT;
 	}

@@ -103,11 +103,18 @@ struct cpython_proc {
  * Finds the interpreter in process p (a mapped python3.X or libpython3.X
  * ELF file defining _PyRuntime and _PyEval_EvalFrameDefault), its version
  * and layout, and checks the layout on the running process. 0; -ENOENT not
- * a Python process (no message); -ENOTSUP a Python whose layout bpfprof does
- * not know or that failed the checks (why says which, for the one warning).
+ * a Python process (no message); -EAGAIN not yet (the interpreter not
+ * initialized, or a python3.X whose libpython is not mapped yet: probe
+ * again); -ENOTSUP a Python whose layout bpfprof does not know or that
+ * failed the checks (why says which, for the one warning).
  */
 int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, char *why,
 		   size_t why_len);
+
+/* Whether an ELF file (a process's, untrusted) lists a libpython3 among its
+ * DT_NEEDED libraries; at most 4096 dynamic entries are looked at. */
+struct Elf;
+bool cpython__needs_libpython(struct Elf *elf);
 
 /* The walker's view of a probed process (python_abi.h). */
 void cpython__bpf(const struct cpython_proc *cp, struct bp_pyproc *out);

@@ -12,6 +12,7 @@
  */
 #include "testutil.h"
 
+#include <gelf.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
@@ -426,6 +427,92 @@ static void test_libpython_not_relocated_yet(void **state)
 	probe_stopped(fixture_path("pyshared/python3.11"), audit);
 }
 
+static uint8_t *read_whole(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf;
+
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	*len = (size_t)ftell(f);
+	rewind(f);
+	buf = malloc(*len);
+	assert_true(buf && fread(buf, 1, *len, f) == *len);
+	fclose(f);
+	return buf;
+}
+
+/* cpython__needs_libpython() on an image (copied: libelf reads it in place). */
+static bool needs_in(const uint8_t *img, size_t len)
+{
+	char *copy = malloc(len);
+	Elf *elf;
+	bool needs;
+
+	assert_non_null(copy);
+	memcpy(copy, img, len);
+	elf = elf_memory(copy, len);
+	needs = elf && cpython__needs_libpython(elf);
+	if (elf)
+		elf_end(elf);
+	free(copy);
+	return needs;
+}
+
+/*
+ * The DT_NEEDED check reads a process's executable (untrusted): the
+ * shared-libpython python3.11 needs it, Debian's does not; a corrupt name
+ * offset, a .dynamic section claiming 2^60 bytes or one longer than
+ * MAX_DYN entries, and a truncated file are answered, not crashed on.
+ */
+static void test_needs_libpython_hostile(void **state)
+{
+	uint8_t *img, *bad;
+	Elf64_Ehdr *eh;
+	Elf64_Shdr *dyn = NULL;
+	Elf64_Dyn *d;
+	size_t len;
+
+	(void)state;
+	elf_version(EV_CURRENT);
+	img = read_whole(fixture_path("pyshared/python3.11"), &len);
+	bad = malloc(len);
+	assert_non_null(bad);
+	assert_true(needs_in(img, len));
+	eh = (Elf64_Ehdr *)img;
+	for (unsigned i = 0; i < eh->e_shnum; i++) {
+		Elf64_Shdr *sh = (Elf64_Shdr *)(img + eh->e_shoff + i * eh->e_shentsize);
+
+		if (sh->sh_type == SHT_DYNAMIC)
+			dyn = sh;
+	}
+	assert_non_null(dyn);
+	/* Every DT_NEEDED name offset out of the string table. */
+	memcpy(bad, img, len);
+	d = (Elf64_Dyn *)(bad + dyn->sh_offset);
+	for (size_t i = 0; i < dyn->sh_size / sizeof(*d); i++)
+		if (d[i].d_tag == DT_NEEDED)
+			d[i].d_un.d_val = 0xfffffff0;
+	assert_false(needs_in(bad, len));
+	/* .dynamic claiming 2^60 bytes; then as many entries as fit, none a DT_NULL. */
+	memcpy(bad, img, len);
+	((Elf64_Shdr *)(bad + ((uint8_t *)dyn - img)))->sh_size = 1ull << 60;
+	assert_false(needs_in(bad, len));
+	memcpy(bad, img, len);
+	d = (Elf64_Dyn *)(bad + dyn->sh_offset);
+	for (size_t i = 0; i < dyn->sh_size / sizeof(*d); i++)
+		d[i].d_tag = DT_DEBUG;
+	assert_false(needs_in(bad, len));
+	/* Cut off in the middle of the section headers. */
+	assert_false(needs_in(img, eh->e_shoff + eh->e_shentsize / 2));
+	free(bad);
+	free(img);
+	/* Debian's python3.11 has its interpreter in the executable. */
+	img = read_whole("/usr/bin/python3.11", &len);
+	assert_false(needs_in(img, len));
+	free(img);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -437,6 +524,7 @@ int main(void)
 		cmocka_unit_test(test_interpreter_not_initialized),
 		cmocka_unit_test(test_libpython_not_mapped_yet),
 		cmocka_unit_test(test_libpython_not_relocated_yet),
+		cmocka_unit_test(test_needs_libpython_hostile),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,10 @@
    objects (the code-object cache must stay bounded).
 
     sudo flock /tmp/bpfprof-bench.lock tools/bench_python.py [--rounds 5] [--seconds 10]
+        [--baseline OLD_BPFPROF]
+
+With --baseline, each round also runs that binary (Python frames walked)
+on the same processes, and a column gives this build's cost over its.
 
 Needs root, kernel.bpf_stats_enabled (set for the run, restored after).
 """
@@ -73,18 +77,22 @@ def py_depth(folded):
     return statistics.median(depths) if depths else 0
 
 
-def bpf_cost(tmp, rounds, seconds):
+def bpf_cost(tmp, rounds, seconds, baseline=None):
     script = tmp / "deep.py"
     script.write_text(DEEP)
     procs = [subprocess.Popen(["taskset", "-c", str(c), PY, str(script), "100000"])
              for c in range(min(2, os.cpu_count()))]
     time.sleep(1)
     pids = ",".join(str(p.pid) for p in procs)
-    runs = {"python": [], "native": []}
+    runs = {"python": [], "native": [], "baseline": []}
+    kinds = [("python", BPFPROF, []), ("native", BPFPROF, ["--no-python"])]
+    if baseline:
+        kinds.append(("baseline", baseline, []))
     try:
-        for _ in range(rounds):
-            for label, extra in (("python", []), ("native", ["--no-python"])):
-                argv = [str(BPFPROF), "-F", "99", "-U", "-q", "-p", pids] + extra
+        for i in range(rounds):
+            # Each order in turn: drifting load hits every kind alike.
+            for label, binary, extra in kinds[i % len(kinds):] + kinds[:i % len(kinds)]:
+                argv = [str(binary), "-F", "99", "-U", "-q", "-p", pids] + extra
                 r = measure(label, argv, seconds, ["do_sample"])
                 r["depth"] = py_depth(r["output"])
                 runs[label].append(r)
@@ -94,19 +102,30 @@ def bpf_cost(tmp, rounds, seconds):
             p.wait()
     print("\nBPF cost per sample, python3.11 with a 20-frame Python stack (2 processes, -p, "
           f"{seconds} s per round, {rounds} rounds)\n")
+    base_cols = " --baseline: ns/sample | this/baseline |" if baseline else ""
     print("| round | Python frames walked: ns/sample | --no-python: ns/sample | ratio |"
-          " Python frames per stack |")
-    print("|---:|---:|---:|---:|---:|")
-    ratios = []
+          f" Python frames per stack |{base_cols}")
+    print("|---:|---:|---:|---:|---:|" + ("---:|---:|" if baseline else ""))
+    ratios, vs_base = [], []
     for i, (a, b) in enumerate(zip(runs["python"], runs["native"]), 1):
         ratio = a["bpf_ns_per_sample"] / b["bpf_ns_per_sample"]
         ratios.append(ratio)
+        extra = ""
+        if baseline:
+            c = runs["baseline"][i - 1]["bpf_ns_per_sample"]
+            vs_base.append(a["bpf_ns_per_sample"] / c)
+            extra = f" {c:.0f} | {vs_base[-1]:.2f} |"
         print(f"| {i} | {a['bpf_ns_per_sample']:.0f} | {b['bpf_ns_per_sample']:.0f} | "
-              f"{ratio:.2f} | {a['depth']:.0f} |")
+              f"{ratio:.2f} | {a['depth']:.0f} |{extra}")
     med_a = statistics.median(r["bpf_ns_per_sample"] for r in runs["python"])
     med_b = statistics.median(r["bpf_ns_per_sample"] for r in runs["native"])
+    extra = ""
+    if baseline:
+        med_c = statistics.median(r["bpf_ns_per_sample"] for r in runs["baseline"])
+        extra = (f" {med_c:.0f} | {statistics.median(vs_base):.2f} "
+                 f"(range {min(vs_base):.2f}-{max(vs_base):.2f}) |")
     print(f"| median | {med_a:.0f} | {med_b:.0f} | {statistics.median(ratios):.2f} "
-          f"(range {min(ratios):.2f}-{max(ratios):.2f}) | |")
+          f"(range {min(ratios):.2f}-{max(ratios):.2f}) | |{extra}")
 
 
 def rss_kb(pid):
@@ -160,6 +179,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--agent-seconds", type=float, default=30)
+    ap.add_argument("--baseline", help="another bpfprof binary to compare the walk's cost with")
+    ap.add_argument("--no-agent", action="store_true", help="only the per-sample cost")
     args = ap.parse_args()
     if os.geteuid():
         sys.exit("bench_python.py: needs root")
@@ -169,8 +190,9 @@ def main():
     try:
         with tempfile.TemporaryDirectory() as d:
             tmp = Path(d)
-            bpf_cost(tmp, args.rounds, args.seconds)
-            agent_50(tmp, args.agent_seconds)
+            bpf_cost(tmp, args.rounds, args.seconds, args.baseline)
+            if not args.no_agent:
+                agent_50(tmp, args.agent_seconds)
     finally:
         stats.write_text(old)
 

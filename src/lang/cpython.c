@@ -656,19 +656,17 @@ static int code_members(struct ptab *t, struct pproc *p, uint64_t type, struct c
 }
 
 /*
- * The layout leads from _PyRuntime to an interpreter and, once a thread
- * exists, to a thread state that points back at it.
+ * The layout leads from _PyRuntime to an interpreter (interp, as
+ * check_initialized() read it) and, once a thread exists, to a thread state
+ * that points back at it.
  */
-static int check_layout(struct ptab *t, struct pproc *p, const struct cpython_proc *cp)
+static int check_layout(struct ptab *t, struct pproc *p, const struct cpython_proc *cp,
+			uint64_t interp)
 {
 	const struct cpython_layout *l = &cp->l;
-	uint64_t interp, tstate, back;
+	uint64_t tstate, back;
 	uint32_t tid;
 
-	if (!read_ptr(t, p, cp->runtime + l->runtime_interp_head, &interp))
-		return -EINVAL;
-	if (!interp)
-		return -EAGAIN; /* not initialized yet */
 	if (!read_ptr(t, p, interp + l->interp_threads_head, &tstate))
 		return -EINVAL;
 	if (!tstate)
@@ -680,18 +678,17 @@ static int check_layout(struct ptab *t, struct pproc *p, const struct cpython_pr
 }
 
 /*
- * -EAGAIN while the interpreter is not initialized: a libpython the dynamic
- * loader has mapped but not yet relocated has unrelocated pointers (such as
- * PyCode_Type's member table), which are no sign of a layout bpfprof does
- * not know.
+ * The first interpreter (*interp), or -EAGAIN while there is none: a
+ * libpython the dynamic loader has mapped but not yet relocated has
+ * unrelocated pointers (such as PyCode_Type's member table), which are no
+ * sign of a layout bpfprof does not know.
  */
-static int check_initialized(struct ptab *t, struct pproc *p, const struct cpython_proc *cp)
+static int check_initialized(struct ptab *t, struct pproc *p, const struct cpython_proc *cp,
+			     uint64_t *interp)
 {
-	uint64_t interp;
-
-	if (!read_ptr(t, p, cp->runtime + cp->l.runtime_interp_head, &interp))
+	if (!read_ptr(t, p, cp->runtime + cp->l.runtime_interp_head, interp))
 		return -EINVAL;
-	return interp ? 0 : -EAGAIN;
+	return *interp ? 0 : -EAGAIN;
 }
 
 static int probe_file(struct ptab *t, struct pproc *p, const struct procmap *m,
@@ -701,7 +698,7 @@ static int probe_file(struct ptab *t, struct pproc *p, const struct procmap *m,
 				  "_PyEval_EvalFrameDefault.cold", "PyCode_Type", "Py_Version"}};
 	const struct cpython_layout *table;
 	struct mfile *f;
-	uint64_t bias;
+	uint64_t bias, interp = 0;
 	uint32_t hex = 0;
 	Elf *elf;
 	int err;
@@ -744,7 +741,7 @@ static int probe_file(struct ptab *t, struct pproc *p, const struct procmap *m,
 	table = cpython__table(hex);
 	if (table) {
 		cp->l = *table;
-		err = check_initialized(t, p, cp);
+		err = check_initialized(t, p, cp, &interp);
 		if (!err)
 			err = code_members(t, p, cp->code_type, &cp->l, true);
 	} else {
@@ -761,12 +758,12 @@ static int probe_file(struct ptab *t, struct pproc *p, const struct procmap *m,
 			return -ENOTSUP;
 		}
 		if (!err)
-			err = check_initialized(t, p, cp);
+			err = check_initialized(t, p, cp, &interp);
 		if (!err)
 			err = code_members(t, p, cp->code_type, &cp->l, false);
 	}
 	if (!err)
-		err = check_layout(t, p, cp);
+		err = check_layout(t, p, cp, interp);
 	if (err == -EAGAIN)
 		return -EAGAIN;
 	if (err) {

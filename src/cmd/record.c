@@ -780,13 +780,16 @@ int record__drain(struct record *r, uint64_t now)
 	return 0;
 }
 
+int record__wait_until(int timeout, uint64_t at, uint64_t now)
+{
+	return at <= now ? 0 : (int)MIN((uint64_t)timeout, (at - now) / 1000000 + 1);
+}
+
 int record__timeout(const struct record *r, int timeout, uint64_t now)
 {
 	uint64_t due = r->rc.uw ? unwinder__next_due_ns(r->rc.uw) : 0;
 
-	if (!due)
-		return timeout;
-	return due <= now ? 0 : (int)MIN((uint64_t)timeout, (due - now) / 1000000 + 1);
+	return due ? record__wait_until(timeout, due, now) : timeout;
 }
 
 /* Until a signal, the deadline or the command's exit. */
@@ -798,7 +801,7 @@ int record__loop(struct record *r)
 
 	while (!stop__requested()) {
 		int timeout = 200;
-		uint64_t now = now_ns(), next;
+		uint64_t now = now_ns();
 
 		/* The period is re-evaluated every turn: a new HTTP request shortens it. */
 		if (now >= next_drain(r, last_drain, now)) {
@@ -807,12 +810,11 @@ int record__loop(struct record *r)
 			last_drain = now;
 		}
 		/* The wait ends when the next drain is due, not up to a turn later. */
-		next = next_drain(r, last_drain, now);
-		timeout = next > now ? (int)MIN((uint64_t)timeout, (next - now) / 1000000 + 1) : 0;
+		timeout = record__wait_until(timeout, next_drain(r, last_drain, now), now);
 		if (deadline) {
 			if (now >= deadline)
 				break;
-			timeout = (int)MIN((uint64_t)timeout, (deadline - now) / 1000000 + 1);
+			timeout = record__wait_until(timeout, deadline, now);
 		}
 		err = record__poll_notices(r, record__timeout(r, timeout, now));
 		if (err < 0 && err != -EINTR) {

@@ -130,8 +130,9 @@ int record__loop(struct record *r);
 int record__drain(struct record *r, uint64_t now);
 /* Delivers the process notices waiting (up to timeout_ms for the first). */
 int record__poll_notices(struct record *r, int timeout_ms);
-/* A wait of timeout ms (from now, now_ns()) cut short to end when the
- * unwinder has work due (a starting Python to probe again). */
+/* A wait of timeout ms (from now, now_ns()) cut short to end at `at` (0 if past). */
+int record__wait_until(int timeout, uint64_t at, uint64_t now);
+/* ... and to end when the unwinder has work due (a starting Python to probe again). */
 int record__timeout(const struct record *r, int timeout, uint64_t now);
 int record__stop(struct record *r);
 void record__close(struct record *r);

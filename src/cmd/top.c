@@ -1153,9 +1153,9 @@ static int top_loop(struct top *t)
 		}
 		if (deadline && now >= deadline)
 			break;
-		timeout = (int)MIN((uint64_t)timeout, (next - now) / 1000000 + 1);
+		timeout = record__wait_until(timeout, next, now);
 		if (deadline)
-			timeout = (int)MIN((uint64_t)timeout, (deadline - now) / 1000000 + 1);
+			timeout = record__wait_until(timeout, deadline, now);
 		timeout = record__timeout(&t->r, timeout, now);
 		/*
 		 * Asleep until a key, a process notice, the next refresh or a
@@ -1186,8 +1186,8 @@ static int top_loop(struct top *t)
 						 .events = POLLIN};
 			pfd[1] = (struct pollfd){.fd = t->tui ? STDIN_FILENO : -1, .events = POLLIN};
 			if (!notices)
-				timeout = (int)MIN((uint64_t)timeout,
-						   (notices_at + TOP_NOTICE_NS - now) / 1000000 + 1);
+				timeout = record__wait_until(timeout, notices_at + TOP_NOTICE_NS,
+							     now);
 			t0 = now_ns();
 			n = poll(pfd, 2, timeout);
 			t->nr_waits++;

@@ -906,7 +906,7 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 
 uint64_t unwinder__next_due_ns(const struct unwinder *u)
 {
-	return u ? u->py_retry_due : 0;
+	return u->py_retry_due;
 }
 
 uint64_t unwinder__python_found_ns(const struct unwinder *u)

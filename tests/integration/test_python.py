@@ -274,7 +274,7 @@ def test_new_code_at_a_freed_code_objects_address_is_named(tmp_path):
     named, unknown = {}, 0
     for s, c in folded.items():
         last = py_frames(s)[-1:]
-        if not last or ";<module> (regen.py)_[py];" not in s + ";":
+        if "<module> (regen.py)_[py]" not in py_frames(s)[:-1]:
             continue
         m = re.fullmatch(r"(gen_\d+) \(gen\.py\)_\[py\]", last[0])
         if m:
@@ -504,7 +504,7 @@ def test_interpreter_loaded_after_the_process_was_seen(tmp_path):
     running = {s: c for s, c in folded.items() if ";run_python;PyRun_SimpleString" in s}
     hot = count_with(running, lambda s: py_frames(s)[-1:] == ["py_hot (embed.py)_[py]"])
     assert_most(hot, total(running), "samples of the embedded interpreter in py_hot", share=0.9)
-    assert "1 Python walked" in p.stderr, p.stderr
+    assert re.search(r"\(1 Python walked", p.stderr), p.stderr
 
 
 def test_python_with_a_shared_libpython(tmp_path):

@@ -1155,10 +1155,26 @@ int symbolizer__note_process_mapped(struct symbolizer *s, const struct proc_id *
 {
 	struct proc_key k = proc_key_of(id);
 	struct htab_entry *e = htab__find(s->procs, &k, sizeof(k));
+	struct symproc *old;
 	int err;
 
-	if (e)
-		return ((struct symproc *)e->value)->dead ? -ESRCH : 0;
+	if (e) {
+		old = e->value;
+		if (!old->dead)
+			return 0;
+		/*
+		 * Given up on at a sample that came before its notice (taken
+		 * inside the execve(), whose notice waits for its end), while
+		 * the image before the exec was still held: without the
+		 * signature the two cannot be told apart. The notice has it,
+		 * so this image is looked for again, once.
+		 */
+		if (old->id.mm_sig || !id->mm_sig)
+			return -ESRCH;
+		htab__remove(s->procs, &k, sizeof(k));
+		symproc_free(s, old);
+		s->images_lost -= MIN(s->images_lost, (uint64_t)1); /* again if this fails too */
+	}
 	add_proc(s, id, km, &err);
 	return err;
 }

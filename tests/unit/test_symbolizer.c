@@ -766,6 +766,24 @@ static void test_exec_race_names_nothing(void **state)
 	lazy.exec_id = id.exec_id + 5;
 	symbolizer__user(s, &lazy, JIT + 0x10, true, &r);
 	assert_null(r.name);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.images_lost, 2);
+	/* Its notice comes after: the sample was taken inside its execve(), and
+	 * the notice waited for the exec's end. With the signature it is told
+	 * apart from the image held, and named from then on. */
+	lazy.mm_sig = cstat_sig();
+	assert_int_equal(symbolizer__note_process(s, &lazy), 0);
+	lazy.mm_sig = 0; /* samples carry no signature */
+	symbolizer__user(s, &lazy, JIT + 0x10, true, &r);
+	assert_string_equal(r.name, "jit_fn");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.images_lost, 1);
+	/* An image given up on with its signature known is not looked for again. */
+	id.exec_id = lazy.exec_id + 1;
+	id.mm_sig = cstat_sig() ^ 1;
+	assert_int_equal(symbolizer__note_process(s, &id), -ESRCH);
+	id.mm_sig = cstat_sig();
+	assert_int_equal(symbolizer__note_process(s, &id), -ESRCH);
 	symbolizer__free(s);
 	/* With no other image known, a lost notice is read lazily. */
 	s = new_csym(&w);

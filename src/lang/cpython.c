@@ -799,5 +799,12 @@ int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, ch
 	}
 	pmaps__put(pm);
 	/* A python3.X whose interpreter is in a libpython the loader has yet to map. */
-	return err == -ENOENT && needs_lib ? -EAGAIN : err;
+	if (err == -ENOENT && needs_lib)
+		err = -EAGAIN;
+	/* Memory that is not what the mappings say: the process exec'd (a
+	 * fork()ed Python running a command) or exited since they were read.
+	 * Gone, not "a Python without the layout" (nor one to try again). */
+	if ((err == -ENOTSUP || err == -EAGAIN) && ptab__check_image(t, p))
+		err = -ESRCH;
+	return err;
 }

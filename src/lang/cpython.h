@@ -106,7 +106,9 @@ struct cpython_proc {
  * a Python process (no message); -EAGAIN not yet (the interpreter not
  * initialized, or a python3.X whose libpython is not mapped yet: probe
  * again); -ENOTSUP a Python whose layout bpfprof does not know or that
- * failed the checks (why says which, for the one warning).
+ * failed the checks (why says which, for the one warning); -ESRCH the
+ * process exec'd or exited since p's mappings were read (its memory is not
+ * theirs).
  */
 int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, char *why,
 		   size_t why_len);

@@ -1318,6 +1318,13 @@ struct pmaps *ptab__maps(struct ptab *t, struct pproc *p)
 	return p->maps;
 }
 
+int ptab__check_image(struct ptab *t, struct pproc *p)
+{
+	uint64_t sig;
+
+	return image_check(t, &p->id, &sig);
+}
+
 int ptab__refresh(struct ptab *t, struct pproc *p)
 {
 	if (now_ns() - p->maps_ns < REFRESH_SHARE_NS)

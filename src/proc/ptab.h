@@ -170,6 +170,9 @@ int ptab__refresh(struct ptab *t, struct pproc *p);
  * exits are collected for all pidfds at once.
  */
 bool ptab__alive(struct ptab *t, const struct proc_id *id);
+/* 0 while p runs the image its mappings were read from; -ESRCH once it has
+ * exec'd or exited (one read of /proc/PID/stat). */
+int ptab__check_image(struct ptab *t, struct pproc *p);
 /* The process's cgroup labels (proc/cgroup.h); -ESRCH if it is not id's process. */
 int ptab__cgroup(struct ptab *t, const struct proc_id *id, struct cgroup_info *ci);
 /* Start time of pid in clock ticks (/proc/PID/stat). 0 or -errno. */

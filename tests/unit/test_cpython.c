@@ -8,11 +8,13 @@
  * (a code object replaced at its address is never named after the new one);
  * stopped before they run (at the exec; with the libpython mapped and not
  * relocated), Debian's python3.11 and one built against the shared libpython
- * are "not yet" Python, and found once they run.
+ * are "not yet" Python, and found once they run; one that exec'd after its
+ * mappings were read is gone, not a Python of an unknown layout.
  */
 #include "testutil.h"
 
 #include <gelf.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
@@ -427,6 +429,58 @@ static void test_libpython_not_relocated_yet(void **state)
 	probe_stopped(fixture_path("pyshared/python3.11"), audit);
 }
 
+/*
+ * A fork()ed Python that runs a command: its mappings read while it was the
+ * Python, its memory read after the exec. Not "a Python without the layout
+ * bpfprof expects" (a warning about a process that is no Python), but gone.
+ */
+static void test_exec_after_the_mappings_were_read(void **state)
+{
+	struct proc_id id = {.exec_id = PROC_EXEC_ANY};
+	struct cpython_proc cp;
+	char why[256], exe[PATH_MAX], link[64];
+	struct ptab *t;
+	struct pproc *p;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		execl("/usr/bin/python3.11", "python3.11", "-c",
+		      "import os, signal; os.kill(os.getpid(), signal.SIGSTOP); "
+		      "os.execv('/bin/sleep', ['sleep', '30'])",
+		      (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(status));
+	t = ptab__new(&(struct ptab_opts){0});
+	assert_non_null(t);
+	id.pid = (uint32_t)pid;
+	assert_int_equal(ptab__get(t, &id, &p), 0);
+	assert_int_equal(ptab__check_image(t, p), 0);
+	assert_int_equal(kill(pid, SIGCONT), 0);
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	for (int i = 0; i < 500; i++) {
+		ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+
+		exe[n > 0 ? n : 0] = '\0';
+		if (strstr(exe, "sleep"))
+			break;
+		usleep(10000);
+	}
+	assert_non_null(strstr(exe, "sleep"));
+	usleep(100000); /* the exec finished: sleep is in its nanosleep() */
+	assert_int_equal(ptab__check_image(t, p), -ESRCH);
+	assert_int_equal(cpython__probe(t, p, &cp, why, sizeof(why)), -ESRCH);
+	ptab__put(t, p);
+	ptab__free(t);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
 static uint8_t *read_whole(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -525,6 +579,7 @@ int main(void)
 		cmocka_unit_test(test_libpython_not_mapped_yet),
 		cmocka_unit_test(test_libpython_not_relocated_yet),
 		cmocka_unit_test(test_needs_libpython_hostile),
+		cmocka_unit_test(test_exec_after_the_mappings_were_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -295,7 +295,7 @@ static __always_inline void notice_head(struct bp_proc_event *e, __u32 kind, __u
 	__builtin_memcpy(e->comm, comm, sizeof(e->comm));
 	e->mm_sig = 0;
 	e->nr_vmas = 0;
-	e->pad = 0;
+	e->flags = 0;
 }
 
 /* notify_new_image()'s answers. */
@@ -335,6 +335,9 @@ static __always_inline int notify_new_image(__u32 tgid, __u64 start_time, __u64 
 	if (task->mm)
 		e->mm_sig = bp_mm_sig(task->mm->start_code, task->mm->end_code,
 				      task->mm->start_brk, task->mm->arg_start, task->mm->env_end);
+	/* Set until the child's exec (or exit) gives the parent its memory back. */
+	if (task->vfork_done)
+		e->flags |= BP_NOTICE_VFORK;
 #if defined(__TARGET_ARCH_x86)
 	if (notice_vmas && with_vmas && task->mm) {
 		struct cpu_state *cs = cpu_state_get();

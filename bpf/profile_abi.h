@@ -276,10 +276,15 @@ struct bp_proc_event {
 	char comm[PROFILE_COMM_LEN];
 	__u64 mm_sig; /* bp_mm_sig() of the address space sampled, 0 if unknown */
 	__u32 nr_vmas; /* of vmas[]: a new image's sampled mappings (0: none taken) */
-	__u32 pad;
+	__u32 flags;   /* BP_NOTICE_* */
 	struct bp_vma vmas[BP_NOTICE_VMAS];
 };
 _Static_assert(sizeof(struct bp_proc_event) == 56 + BP_NOTICE_VMAS * 40, "bp_proc_event");
+
+/* bp_proc_event.flags: a vfork() (or posix_spawn()) child before its exec,
+ * which runs in its parent's address space - its image is the parent's for
+ * a moment. */
+#define BP_NOTICE_VFORK 1
 
 /* bp_proc_event.kind */
 #define PROC_EVENT_NEW_IMAGE 0 /* first sample of a new program image */

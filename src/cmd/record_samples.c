@@ -48,7 +48,7 @@ void record__on_proc_notice(void *ctx, const struct bp_proc_event *e)
 {
 	struct record_ctx *rc = ctx;
 	struct proc_id id = { .pid = e->tgid, .start_time = e->start_time, .exec_id = e->exec_id,
-			      .mm_sig = e->mm_sig };
+			      .mm_sig = e->mm_sig, .vfork = e->flags & BP_NOTICE_VFORK };
 	struct procmap vmas[BP_NOTICE_VMAS];
 	struct procmaps km = { .maps = vmas };
 

@@ -349,7 +349,8 @@ static void on_notice(void *ctx, const struct bp_proc_event *e)
 	struct proc_id id = {.pid = e->tgid,
 			     .start_time = e->start_time,
 			     .exec_id = e->exec_id,
-			     .mm_sig = e->mm_sig};
+			     .mm_sig = e->mm_sig,
+			     .vfork = e->flags & BP_NOTICE_VFORK};
 	uint64_t c0 = cpu_ns();
 	struct htab_entry *w;
 	bool created;

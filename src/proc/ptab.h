@@ -70,6 +70,9 @@ struct proc_id {
 	uint64_t start_time; /* task start_boottime, ns; 0 = unknown, not checked */
 	uint64_t exec_id;    /* PROC_EXEC_ANY: unknown */
 	uint64_t mm_sig;     /* bp_mm_sig() from the BPF notice; 0 = unknown */
+	/* Not part of the identity: the notice saw a vfork() child before its
+	 * exec, running in its parent's address space (BP_NOTICE_VFORK). */
+	bool vfork;
 };
 
 struct ptab_opts {

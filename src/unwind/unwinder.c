@@ -60,6 +60,7 @@ struct uproc {
 	uint64_t last_used, last_refresh;
 	uint64_t start_ticks; /* for an entry installed ahead (ids unknown): /proc start time */
 	bool any_image;	      /* UPROC_F_ANY_IMAGE: installed by unwinder__prefetch() */
+	bool vfork;	      /* noticed as a vfork() child before its exec (proc_id.vfork) */
 	bool in_kernel;
 	/* Python: its interpreter in python_procs (walked), or why not. */
 	bool python;
@@ -863,6 +864,17 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 	if (!u->python || p->python || !p->pp || p->any_image ||
 	    (p->py_err && p->py_err != -EAGAIN))
 		return;
+	/*
+	 * A vfork() child (subprocess, posix_spawn) runs in its parent's
+	 * memory until its exec, a few milliseconds later: a Python's looks
+	 * like a Python, but runs no Python code, and its memory is another
+	 * program's by the time it is read. Its exec is noticed anew.
+	 */
+	if (p->vfork) {
+		p->py_err = -ENOENT;
+		u->st.python_vfork++;
+		return;
+	}
 	err = cpython__probe(u->pt, p->pp, &cp, why, sizeof(why));
 	p->py_err = err;
 	if (err == -EAGAIN) {
@@ -932,6 +944,7 @@ int unwinder__note_process(struct unwinder *u, const struct proc_id *id)
 		p->any_image = false;
 		p->start_time = id->start_time;
 		p->exec_id = id->exec_id;
+		p->vfork = id->vfork;
 		p->sig = 0;
 		python_probe(u, p);
 		err = load_maps(u, p);
@@ -947,6 +960,7 @@ int unwinder__note_process(struct unwinder *u, const struct proc_id *id)
 	p->any_image = false;
 	p->start_time = id->start_time;
 	p->exec_id = id->exec_id;
+	p->vfork = id->vfork;
 	err = ptab__check_x86_64(u->pt, pid);
 	if (!err)
 		err = hold_image(u, p, id);

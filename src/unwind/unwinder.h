@@ -91,6 +91,7 @@ struct unwinder_stats {
 	uint64_t used_bytes;	 /* ... of which in use */
 	uint64_t python_procs;	 /* Python processes whose frames the walker reads */
 	uint64_t python_unknown; /* Python processes it cannot (version, layout) */
+	uint64_t python_vfork;	 /* vfork() children before their exec: not probed */
 };
 
 struct unwinder;

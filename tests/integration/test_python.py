@@ -507,6 +507,42 @@ def test_interpreter_loaded_after_the_process_was_seen(tmp_path):
     assert re.search(r"\(1 Python walked", p.stderr), p.stderr
 
 
+SPAWN_APP = """
+import os, subprocess, sys, time
+def py_hot(secs):
+    end = time.process_time() + secs
+    s = 0
+    while time.process_time() < end:
+        for i in range(10000):
+            s += i
+# A big environment: the vfork() child copies it for its execve() while it
+# still runs in this process's memory, so it is sampled there.
+env = dict(os.environ, **{f"E{i}": "" for i in range(100000)})
+for _ in range(int(sys.argv[1])):
+    subprocess.run(["/bin/true"], env=env, check=True)
+py_hot(1)
+"""
+
+
+def test_vfork_children_of_a_python_are_not_taken_for_pythons(tmp_path):
+    """subprocess.run() starts its child with vfork(): until the exec the
+    child runs in the Python's memory, and looked like a Python to the
+    probe. Each one then counted as a new Python (drains five times as
+    often for 3 s: a Python service that runs commands kept the agent
+    there for good), and one read after its exec was 'a Python 3.11
+    without the layout bpfprof expects'. The BPF notice says the child is
+    a vfork() one; it is not probed, its exec is noticed anew."""
+    app = script(tmp_path, "spawn.py", SPAWN_APP)
+    p = run_bpfprof(["-F", 999, "-v", "--", "/usr/bin/python3.11", app, 30], timeout=120)
+    folded = parse_folded(p.stdout)
+    m = re.search(r"(\d+) vfork children not probed", p.stderr)
+    assert m and int(m.group(1)) >= 1, p.stderr
+    assert re.search(r"\(1 Python walked", p.stderr), p.stderr
+    assert "layout bpfprof expects" not in p.stderr, p.stderr
+    hot = count_with(folded, lambda s: py_frames(s)[-1:] == ["py_hot (spawn.py)_[py]"])
+    assert hot >= 300, p.stdout  # ~1000 samples of 1 s of py_hot at 999 Hz
+
+
 def test_python_with_a_shared_libpython(tmp_path):
     """A python3.11 built with --enable-shared (the python:3.x container
     images', pyenv's): the executable is main() only, the interpreter the

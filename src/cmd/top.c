@@ -87,8 +87,9 @@ static void on_top_signal(int sig)
  * A profile many drains go into: a stack is symbolized and interned once
  * (record's key memo skips keys it has seen), and each drain's slice lists
  * what its samples gained. A catalog is replaced every CATALOG_SPAN seconds
- * (at least the window), so its memory holds at most that long's distinct
- * stacks and those still shown (carried into the next, see carry_over());
+ * (at least the window; at the refresh nearest that), so its memory holds
+ * at most that long's distinct stacks and those still shown (carried into
+ * the next, see carry_over());
  * it is freed when the last slice of it leaves the window.
  */
 #define CATALOG_SPAN 60
@@ -636,8 +637,11 @@ static int top_drain(struct top *t, uint64_t now)
 	uint64_t c0 = cpu_ns();
 	int err;
 
-	if (t->cur &&
-	    now - t->cur->born >= (uint64_t)MAX(t->catalog_span, t->window) * 1000000000ull) {
+	/* At the refresh nearest the span: refreshes keep to a beat, each one a
+	 * little late, so "at least the span" replaced a catalog two or three
+	 * refreshes after its birth by the scheduler's whim. */
+	if (t->cur && now - t->cur->born + (uint64_t)(t->delay * 1e9) / 2 >=
+			      (uint64_t)MAX(t->catalog_span, t->window) * 1000000000ull) {
 		struct catalog *old = t->cur;
 
 		t->cur = catalog_new(now);

@@ -479,7 +479,7 @@ ts = [threading.Thread(target=f, args=(until,)) for f in (sleeper_wait, reader_w
 """
 
 
-EMBED_APP = """
+PY_HOT = """
 import sys, time
 def py_hot(secs):
     end = time.process_time() + secs
@@ -487,8 +487,8 @@ def py_hot(secs):
     while time.process_time() < end:
         for i in range(10000):
             s += i
-py_hot(float(sys.argv[1]))
 """
+EMBED_APP = PY_HOT + "py_hot(float(sys.argv[1]))\n"
 
 
 def test_interpreter_loaded_after_the_process_was_seen(tmp_path):
@@ -507,14 +507,8 @@ def test_interpreter_loaded_after_the_process_was_seen(tmp_path):
     assert re.search(r"\(1 Python walked", p.stderr), p.stderr
 
 
-SPAWN_APP = """
-import os, subprocess, sys, time
-def py_hot(secs):
-    end = time.process_time() + secs
-    s = 0
-    while time.process_time() < end:
-        for i in range(10000):
-            s += i
+SPAWN_APP = PY_HOT + """
+import os, subprocess
 # A big environment: the vfork() child copies it for its execve() while it
 # still runs in this process's memory, so it is sampled there.
 env = dict(os.environ, **{f"E{i}": "" for i in range(100000)})

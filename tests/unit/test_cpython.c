@@ -24,6 +24,20 @@
 #include "proc/ptab.h"
 #include "sym/pyname.h"
 
+/* The test's child process, while it runs. */
+static pid_t child;
+
+static int reap_child(void **state)
+{
+	(void)state;
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		child = 0;
+	}
+	return 0;
+}
+
 static void test_311_table_matches_headers(void **state)
 {
 	const struct cpython_layout *l = cpython__table(CPY_VERSION(3, 11) | 0x0207f0);
@@ -293,6 +307,7 @@ static void test_live_interpreter(void **state)
 	assert_int_equal(pipe(in), 0);
 	assert_int_equal(pipe(out), 0);
 	pid = fork();
+	child = pid; /* killed by reap_child() if an assertion ends the test */
 	assert_true(pid >= 0);
 	if (!pid) {
 		dup2(in[0], 0);
@@ -346,6 +361,7 @@ static void test_live_interpreter(void **state)
 	close(in[1]);
 	fclose(rd);
 	waitpid(pid, NULL, 0);
+	child = 0;
 	unlink(path);
 	free(path);
 }
@@ -368,6 +384,7 @@ static void probe_stopped(const char *exe, const char *audit)
 	pid_t pid;
 
 	pid = fork();
+	child = pid; /* killed by reap_child() if an assertion ends the test */
 	assert_true(pid >= 0);
 	if (!pid) {
 		if (audit)
@@ -403,6 +420,7 @@ static void probe_stopped(const char *exe, const char *audit)
 	ptab__free(t);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+	child = 0;
 }
 
 /* Debian's python3.11 at its exec: the interpreter is in the executable, not initialized. */
@@ -446,6 +464,7 @@ static void test_exec_after_the_mappings_were_read(void **state)
 
 	(void)state;
 	pid = fork();
+	child = pid; /* killed by reap_child() if an assertion ends the test */
 	assert_true(pid >= 0);
 	if (!pid) {
 		execl("/usr/bin/python3.11", "python3.11", "-c",
@@ -479,6 +498,7 @@ static void test_exec_after_the_mappings_were_read(void **state)
 	ptab__free(t);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+	child = 0;
 }
 
 static uint8_t *read_whole(const char *path, size_t *len)
@@ -574,12 +594,12 @@ int main(void)
 		cmocka_unit_test(test_debug_offsets),
 		cmocka_unit_test(test_location_table),
 		cmocka_unit_test(test_str),
-		cmocka_unit_test(test_live_interpreter),
-		cmocka_unit_test(test_interpreter_not_initialized),
-		cmocka_unit_test(test_libpython_not_mapped_yet),
-		cmocka_unit_test(test_libpython_not_relocated_yet),
+		cmocka_unit_test_teardown(test_live_interpreter, reap_child),
+		cmocka_unit_test_teardown(test_interpreter_not_initialized, reap_child),
+		cmocka_unit_test_teardown(test_libpython_not_mapped_yet, reap_child),
+		cmocka_unit_test_teardown(test_libpython_not_relocated_yet, reap_child),
 		cmocka_unit_test(test_needs_libpython_hostile),
-		cmocka_unit_test(test_exec_after_the_mappings_were_read),
+		cmocka_unit_test_teardown(test_exec_after_the_mappings_were_read, reap_child),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

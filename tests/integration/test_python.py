@@ -534,7 +534,8 @@ def test_vfork_children_of_a_python_are_not_taken_for_pythons(tmp_path):
     assert re.search(r"\(1 Python walked", p.stderr), p.stderr
     assert "layout bpfprof expects" not in p.stderr, p.stderr
     hot = count_with(folded, lambda s: py_frames(s)[-1:] == ["py_hot (spawn.py)_[py]"])
-    assert hot >= 300, p.stdout  # ~1000 samples of 1 s of py_hot at 999 Hz
+    # py_hot runs for 1 s of its CPU time: 999 samples at 999 Hz (Poisson tolerance).
+    assert_count_at_least(hot, 999, "samples in py_hot")
 
 
 def test_python_with_a_shared_libpython(tmp_path):

@@ -1004,8 +1004,9 @@ int unwinder__refresh(struct unwinder *u, const struct proc_id *id)
 		p->refresh_gap = REFRESH_MIN_NS;
 	/* New mappings: a libpython mapped after the exec (by the dynamic
 	 * loader after the first notice, or dlopen()ed by an embedding program)
-	 * makes a process that was not a Python one. */
-	if (!err && p->sig != sig && p->py_err == -ENOENT) {
+	 * makes a process that was not a Python one. (A vfork() child's
+	 * mappings are its parent's until its exec: it stays unprobed.) */
+	if (!err && p->sig != sig && p->py_err == -ENOENT && !p->vfork) {
 		p->py_err = 0;
 		python_probe(u, p);
 		if (p->python) {

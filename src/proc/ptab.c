@@ -1463,10 +1463,19 @@ int ptab__open_perfmap(struct ptab *t, struct pproc *p, struct safe_file *f)
  */
 static int load_blocked(struct ptab *t, struct pproc *p)
 {
+	const struct mountinfo *mi = mounts_of(t, p->base);
 	struct procmaps all;
 	char path[PATH_MAX];
 	int err;
 
+	/* No mount of its table may block: no mapping can be on one (what
+	 * find_blocked() would find, without the maps read - ~80 queries for a
+	 * Python, each of its probes while it starts up). */
+	if (mi && !mi->any_block) {
+		blocked_reset(p, true);
+		t->st.blocked_skipped++;
+		return 0;
+	}
 	snprintf(path, sizeof(path), "%s/%s/maps", t->proc_root, p->base);
 	t->st.maps_reads++;
 	err = procmaps__query(path, PROCMAPS_Q_FILES, &all);

@@ -103,6 +103,7 @@ struct ptab_stats {
 	uint64_t alive_harvests; /* exits collected from the pidfds' epoll set */
 	uint64_t alive_dead;	 /* liveness answered by an exit seen before */
 	uint64_t mount_reads;	 /* mount tables read (the agent's own: only when changed) */
+	uint64_t blocked_skipped; /* memory reads' maps reads saved: no mount may block */
 	size_t pidfds;	       /* pidfds held now */
 };
 

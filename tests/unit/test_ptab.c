@@ -833,6 +833,42 @@ static void test_memory_backed_by_a_fuse_file_is_not_read(void **state)
 	ptab__free(t);
 }
 
+/*
+ * Where no mount of the process's table may block, memory reads need no look
+ * at its mappings (none can be on such a mount): the maps are read once, for
+ * the process (PROCMAP_QUERY: its code mappings), and its memory is read.
+ * With such a mount (a FUSE one left on this machine) they are looked at.
+ */
+static void test_memory_reads_read_no_maps_where_no_mount_may_block(void **state)
+{
+	static const char data[16] = "a static buffer";
+	struct proc_id id = {.pid = (uint32_t)getpid(), .exec_id = PROC_EXEC_ANY};
+	struct mountinfo mine = {0};
+	struct ptab_stats st;
+	struct ptab *t = ptab__new(NULL);
+	struct pproc *p;
+	char got[16];
+	bool any;
+
+	(void)state;
+	assert_int_equal(mountinfo__read("/proc/self/mountinfo", &mine), 0);
+	any = mine.any_block;
+	mountinfo__free(&mine);
+	assert_int_equal(ptab__get(t, &id, &p), 0);
+	if (stats_of(t).maps_queried != 1)
+		fail_msg("PROCMAP_QUERY did not answer (Linux 6.11+ is needed for this test)");
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(ptab__read_mem(t, p, (uintptr_t)data, got, sizeof(got)),
+				 (ssize_t)sizeof(got));
+		assert_memory_equal(got, data, sizeof(got));
+	}
+	ptab__stats(t, &st);
+	assert_int_equal(st.maps_reads, any ? 2 : 1);
+	assert_int_equal(st.blocked_skipped, any ? 0 : 1);
+	ptab__put(t, p);
+	ptab__free(t);
+}
+
 /* The bindfs mount of the next test, taken down by its teardown even when it fails. */
 static struct {
 	char dir[32], src[64], mnt[64];
@@ -950,6 +986,7 @@ int main(void)
 		cmocka_unit_test(test_pidfds_are_bounded),
 		cmocka_unit_test(test_a_zombie_keeps_its_maps),
 		cmocka_unit_test(test_a_failed_lookup_of_blocked_mappings_is_remembered),
+		cmocka_unit_test(test_memory_reads_read_no_maps_where_no_mount_may_block),
 		cmocka_unit_test_teardown(test_memory_of_a_live_fuse_mapping_is_not_read,
 					  teardown_bindfs),
 		cmocka_unit_test_setup_teardown(test_a_file_on_fuse_is_refused_once, setup_fake,

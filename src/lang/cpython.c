@@ -784,6 +784,7 @@ int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, ch
 	bool needs_lib = false;
 	int err = -ENOENT;
 
+	out->runtime = 0;
 	if (!pm)
 		return -ENOENT;
 	why[0] = '\0';

@@ -108,7 +108,9 @@ struct cpython_proc {
  * again); -ENOTSUP a Python whose layout bpfprof does not know or that
  * failed the checks (why says which, for the one warning); -ESRCH the
  * process exec'd or exited since p's mappings were read (its memory is not
- * theirs).
+ * theirs). On -EAGAIN out->runtime is nonzero when the interpreter's file was
+ * found (only its initialization is awaited: the mappings need not be read
+ * again before the next probe), 0 when a libpython is still to be mapped.
  */
 int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, char *why,
 		   size_t why_len);

@@ -65,6 +65,7 @@ struct uproc {
 	/* Python: its interpreter in python_procs (walked), or why not. */
 	bool python;
 	int py_err;	      /* last probe: 0 not tried / found, -EAGAIN not initialized yet */
+	bool py_file_found;   /* -EAGAIN with the interpreter's file mapped (not a libpython to come) */
 	unsigned py_tries;
 	uint64_t py_retry_ns;
 	/* start_time + 1 of the process told its Python is not walked: kept
@@ -877,6 +878,7 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 	}
 	err = cpython__probe(u->pt, p->pp, &cp, why, sizeof(why));
 	p->py_err = err;
+	p->py_file_found = err == -EAGAIN && cp.runtime;
 	if (err == -EAGAIN) {
 		if (++p->py_tries >= PY_MAX_TRIES) {
 			p->py_err = -ETIMEDOUT;
@@ -1099,8 +1101,10 @@ static void python_retries(struct unwinder *u, uint64_t now)
 			python_retry_at(u, p);
 			continue;
 		}
-		/* Its mappings read again: the loader may have mapped its libpython since. */
-		if (ptab__refresh(u->pt, p->pp))
+		/* Its mappings read again when the loader may have mapped its
+		 * libpython since; when the interpreter's file was found, only its
+		 * initialization is awaited (a probe of a gone process fails). */
+		if (!p->py_file_found && ptab__refresh(u->pt, p->pp))
 			continue; /* gone: the sweep forgets it */
 		python_probe(u, p);
 		if (p->python) {

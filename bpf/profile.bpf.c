@@ -296,6 +296,7 @@ static __always_inline void notice_head(struct bp_proc_event *e, __u32 kind, __u
 	e->mm_sig = 0;
 	e->nr_vmas = 0;
 	e->flags = 0;
+	e->cgroup_id = 0;
 }
 
 /* notify_new_image()'s answers. */
@@ -338,6 +339,9 @@ static __always_inline int notify_new_image(__u32 tgid, __u64 start_time, __u64 
 	/* Set until the child's exec (or exit) gives the parent its memory back. */
 	if (task->vfork_done)
 		e->flags |= BP_NOTICE_VFORK;
+	/* Its cgroup: userspace labels processes of a cgroup it knows without
+	 * reading their /proc/PID/cgroup. */
+	e->cgroup_id = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
 #if defined(__TARGET_ARCH_x86)
 	if (notice_vmas && with_vmas && task->mm) {
 		struct cpu_state *cs = cpu_state_get();

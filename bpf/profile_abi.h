@@ -277,9 +277,10 @@ struct bp_proc_event {
 	__u64 mm_sig; /* bp_mm_sig() of the address space sampled, 0 if unknown */
 	__u32 nr_vmas; /* of vmas[]: a new image's sampled mappings (0: none taken) */
 	__u32 flags;   /* BP_NOTICE_* */
+	__u64 cgroup_id; /* the task's cgroup v2 (its kernfs id, as cgroupfs inodes), 0 if unknown */
 	struct bp_vma vmas[BP_NOTICE_VMAS];
 };
-_Static_assert(sizeof(struct bp_proc_event) == 56 + BP_NOTICE_VMAS * 40, "bp_proc_event");
+_Static_assert(sizeof(struct bp_proc_event) == 64 + BP_NOTICE_VMAS * 40, "bp_proc_event");
 
 /* bp_proc_event.flags: a vfork() (or posix_spawn()) child before its exec,
  * which runs in its parent's address space - its image is the parent's for

@@ -930,6 +930,10 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 	p_debug("symbol tables: %" PRIu64 " files read at their first lookup, %" PRIu64
 		" never needed, %" PRIu64 " read early (over the cap on held files), %zu held now",
 		ss.files_read_late, ss.files_never_read, ss.files_read_early, ss.files_held);
+	if (rc->labels)
+		p_debug("labels: %" PRIu64 " processes labelled from their cgroup id without a "
+			"read of /proc/PID/cgroup, %zu processes' labels held",
+			labels__cgroup_hits(rc->labels), labels__count(rc->labels));
 }
 
 /* One-shot mode: the whole run's profile, with its summary. */

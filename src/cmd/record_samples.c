@@ -74,7 +74,7 @@ void record__on_proc_notice(void *ctx, const struct bp_proc_event *e)
 	/* Read what we need from /proc now, while the process is alive; if it
 	 * is gone, its sampled mappings name what they can. */
 	symbolizer__note_process_mapped(rc->sym, &id, km.nr ? &km : NULL);
-	labels__get(rc->labels, e->tgid, e->start_time);
+	labels__note(rc->labels, e->tgid, e->start_time, e->cgroup_id);
 }
 
 static int64_t frame_of(struct record_ctx *rc, const struct sym *s)

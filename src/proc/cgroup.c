@@ -103,7 +103,7 @@ int cgroup__container_of(const char *path, char *id, size_t idlen, const char **
 int cgroup__parse(const char *text, struct cgroup_info *out)
 {
 	char v1_path[sizeof(out->path)] = "";
-	bool any = false, have_v2 = false;
+	bool any = false, have_v2 = false, have_v1 = false;
 	const char *line = text;
 
 	memset(out, 0, sizeof(*out));
@@ -127,9 +127,12 @@ int cgroup__parse(const char *text, struct cgroup_info *out)
 			/* "0::/path": the unified (v2) hierarchy. */
 			have_v2 = true;
 			snprintf(out->path, sizeof(out->path), "%s", path);
-		} else if (!v1_path[0] || strstr(c1, "name=systemd") || strncmp(path, "/", 2)) {
-			if (!v1_path[0] || strcmp(path, "/"))
-				snprintf(v1_path, sizeof(v1_path), "%s", path);
+		} else {
+			have_v1 = true;
+			if (!v1_path[0] || strstr(c1, "name=systemd") || strncmp(path, "/", 2)) {
+				if (!v1_path[0] || strcmp(path, "/"))
+					snprintf(v1_path, sizeof(v1_path), "%s", path);
+			}
 		}
 		if (!out->container_id[0])
 			cgroup__container_of(path, out->container_id, sizeof(out->container_id),
@@ -139,6 +142,7 @@ next:
 	}
 	if (!any)
 		return -EINVAL;
+	out->v2_only = have_v2 && !have_v1;
 	/* Hybrid hosts put most processes in the v2 root: a v1 path says more then. */
 	if (!have_v2 || (!strcmp(out->path, "/") && v1_path[0] && strcmp(v1_path, "/")))
 		snprintf(out->path, sizeof(out->path), "%s", v1_path);

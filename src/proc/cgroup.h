@@ -13,6 +13,7 @@
 #ifndef BPFPROF_CGROUP_H
 #define BPFPROF_CGROUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define CONTAINER_ID_LEN 64
@@ -21,6 +22,7 @@ struct cgroup_info {
 	char path[512];			      /* v2 path, else a v1 one; "" if none */
 	char container_id[CONTAINER_ID_LEN + 1]; /* "" if not in a container */
 	const char *runtime;		      /* "docker", "containerd", "cri-o", "podman", "" */
+	bool v2_only; /* the text had the unified line "0::/..." alone (no v1 hierarchy) */
 };
 
 /* Parses /proc/PID/cgroup text. 0, or -EINVAL if no line parses. */

@@ -16,11 +16,20 @@ struct label_entry {
 	uint64_t used_gen;
 };
 
+/* A cgroup v2 cgroup's label, as the reads of its processes gave it. */
+struct cgroup_entry {
+	struct cgroup_info ci;
+	bool agreed;	   /* two reads gave this: processes of the cgroup need none */
+	uint64_t born_gen; /* of the entry, or of the agreement */
+};
+
 struct labels {
 	struct ptab *pt; /* the reads, and whether a process is still the one asked for */
 	size_t max;
-	struct htab *h; /* {pid, start} -> label_entry */
+	struct htab *h;	 /* {pid, start} -> label_entry */
+	struct htab *cg; /* cgroup id -> cgroup_entry */
 	uint64_t gen;
+	uint64_t cgroup_hits;
 };
 
 struct lkey {
@@ -42,7 +51,10 @@ struct labels *labels__new(struct ptab *pt, size_t max_entries)
 	l->pt = pt;
 	l->max = max_entries ? max_entries : 16384;
 	l->h = htab__new();
-	if (!l->h) {
+	l->cg = htab__new();
+	if (!l->h || !l->cg) {
+		htab__free(l->h);
+		htab__free(l->cg);
 		free(l);
 		return NULL;
 	}
@@ -59,13 +71,50 @@ void labels__free(struct labels *l)
 	while ((e = htab__next(l->h, &pos)))
 		free(e->value);
 	htab__free(l->h);
+	pos = 0;
+	while ((e = htab__next(l->cg, &pos)))
+		free(e->value);
+	htab__free(l->cg);
 	free(l);
 }
 
-const struct cgroup_info *labels__get(struct labels *l, uint32_t pid, uint64_t start_ns)
+/* The labels the reads of cgroup_id's processes gave: agreed on, or a first. */
+static void cgroup_learn(struct labels *l, uint64_t cgroup_id, const struct cgroup_info *ci)
+{
+	struct cgroup_entry *ce;
+	struct htab_entry *e;
+	bool created;
+
+	if (!ci->v2_only)
+		return; /* a v1 hierarchy may tell processes of one v2 cgroup apart */
+	e = htab__find(l->cg, &cgroup_id, sizeof(cgroup_id));
+	if (!e) {
+		if (htab__count(l->cg) >= LABELS_CGROUPS)
+			return;
+		e = htab__upsert(l->cg, &cgroup_id, sizeof(cgroup_id), &created);
+		if (!e)
+			return;
+		e->value = calloc(1, sizeof(struct cgroup_entry));
+		if (!e->value) {
+			htab__remove(l->cg, &cgroup_id, sizeof(cgroup_id));
+			return;
+		}
+	}
+	ce = e->value;
+	/* A second read that agrees (a process moved between its notice and
+	 * its read would not): later processes are labelled without one. */
+	ce->agreed = ce->ci.path[0] && !strcmp(ce->ci.path, ci->path) &&
+		     !strcmp(ce->ci.container_id, ci->container_id);
+	ce->ci = *ci;
+	ce->born_gen = l->gen;
+}
+
+static const struct cgroup_info *get(struct labels *l, uint32_t pid, uint64_t start_ns,
+				     uint64_t cgroup_id)
 {
 	struct lkey k = { .pid = pid, .start_ns = start_ns };
 	struct proc_id id = { .pid = pid, .start_time = start_ns };
+	const struct cgroup_entry *ce = NULL;
 	struct label_entry *le;
 	struct htab_entry *e;
 	bool created;
@@ -78,6 +127,10 @@ const struct cgroup_info *labels__get(struct labels *l, uint32_t pid, uint64_t s
 	}
 	if (htab__count(l->h) >= l->max)
 		return NULL; /* full until the next sweep: unlabeled, never wrong */
+	if (cgroup_id) {
+		e = htab__find(l->cg, &cgroup_id, sizeof(cgroup_id));
+		ce = e ? e->value : NULL;
+	}
 	e = htab__upsert(l->h, &k, sizeof(k), &created);
 	if (!e)
 		return NULL;
@@ -88,9 +141,34 @@ const struct cgroup_info *labels__get(struct labels *l, uint32_t pid, uint64_t s
 	}
 	e->value = le;
 	le->used_gen = l->gen;
+	if (ce && ce->agreed) {
+		/* The notice's id is this process's cgroup when it was sampled. */
+		le->ci = ce->ci;
+		le->ok = true;
+		l->cgroup_hits++;
+		return &le->ci;
+	}
 	/* Only label the process the sample came from, not a recycled pid. */
 	le->ok = ptab__cgroup(l->pt, &id, &le->ci) == 0;
+	if (le->ok && cgroup_id)
+		cgroup_learn(l, cgroup_id, &le->ci);
 	return le->ok ? &le->ci : NULL;
+}
+
+const struct cgroup_info *labels__get(struct labels *l, uint32_t pid, uint64_t start_ns)
+{
+	return get(l, pid, start_ns, 0);
+}
+
+const struct cgroup_info *labels__note(struct labels *l, uint32_t pid, uint64_t start_ns,
+				       uint64_t cgroup_id)
+{
+	return get(l, pid, start_ns, cgroup_id);
+}
+
+uint64_t labels__cgroup_hits(const struct labels *l)
+{
+	return l->cgroup_hits;
 }
 
 void labels__sweep(struct labels *l)
@@ -111,6 +189,16 @@ void labels__sweep(struct labels *l)
 			continue;
 		htab__remove(l->h, e->key, e->klen);
 		free(le);
+	}
+	/* Cgroups: read again a while after they were learnt (renamed meanwhile). */
+	pos = 0;
+	while ((e = htab__next(l->cg, &pos))) {
+		struct cgroup_entry *ce = e->value;
+
+		if (ce->born_gen + LABELS_CGROUP_GENS > l->gen)
+			continue;
+		htab__remove(l->cg, e->key, e->klen);
+		free(ce);
 	}
 }
 

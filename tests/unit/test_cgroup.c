@@ -61,12 +61,29 @@ static void test_malformed(void **state)
 	assert_true(ci.path[0] == '/');
 }
 
+/* Whether the unified line alone was there (labels key cgroups by v2 id then). */
+static void test_v2_only(void **state)
+{
+	struct cgroup_info ci;
+
+	(void)state;
+	assert_int_equal(cgroup__parse("0::/system.slice/cron.service\n", &ci), 0);
+	assert_true(ci.v2_only);
+	assert_int_equal(cgroup__parse("4:memory:/process_api/2dd2\n1:cpu:/\n0::/\n", &ci), 0);
+	assert_false(ci.v2_only);
+	assert_int_equal(cgroup__parse("12:cpu,cpuacct:/docker/" ID "\n", &ci), 0);
+	assert_false(ci.v2_only);
+	assert_int_equal(cgroup__parse("garbage\n0::/a\n", &ci), 0);
+	assert_true(ci.v2_only); /* a line that does not parse is no hierarchy */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runtimes),
 		cmocka_unit_test(test_not_containers),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_v2_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,6 +35,19 @@ static void fake_proc(uint32_t pid)
 	fclose(f);
 }
 
+/* ... whose /proc/PID/cgroup says text instead. */
+static void fake_proc_in(uint32_t pid, const char *text)
+{
+	char path[128];
+	FILE *f;
+
+	fake_proc(pid);
+	snprintf(path, sizeof(path), "%s/%u/cgroup", root, pid);
+	assert_non_null(f = fopen(path, "w"));
+	fputs(text, f);
+	fclose(f);
+}
+
 static void unfake_proc(uint32_t pid)
 {
 	char path[128];
@@ -129,12 +142,76 @@ static void test_only_the_process_asked_for(void **state)
 	ptab__free(t);
 }
 
+/*
+ * Noticed with their cgroup id: once two processes of a cgroup v2 cgroup
+ * were read and agreed, the next ones are labelled without a read (here
+ * their files say otherwise, or are gone) - until the cgroup's label is
+ * LABELS_CGROUP_GENS sweeps old. Reads that disagree (a process moved
+ * between its notice and its read), or a host with v1 hierarchies (they
+ * tell processes of one v2 cgroup apart), keep every process read.
+ */
+static void test_a_cgroup_read_twice_labels_its_next_processes(void **state)
+{
+	struct ptab_opts o = { .proc_root = root };
+	struct ptab *t = ptab__new(&o);
+	struct labels *l = labels__new(t, 0);
+	const struct cgroup_info *ci;
+	const uint32_t pids[] = { 50, 51, 52, 54, 60, 61, 62, 70, 71, 72 };
+
+	(void)state;
+	assert_non_null(l);
+	fake_proc(50);
+	fake_proc(51);
+	fake_proc_in(52, "0::/elsewhere\n");
+	fake_proc_in(54, "0::/elsewhere\n");
+	assert_non_null(labels__note(l, 50, 0, 77));
+	assert_non_null(labels__note(l, 51, 0, 77));
+	assert_int_equal(labels__cgroup_hits(l), 0);
+	ci = labels__note(l, 52, 0, 77);
+	assert_non_null(ci);
+	assert_string_equal(ci->path, "/system.slice/docker-" ID ".scope");
+	assert_string_equal(ci->container_id, ID);
+	assert_string_equal(ci->runtime, "docker");
+	ci = labels__note(l, 53, 0, 77); /* gone before its notice was taken */
+	assert_non_null(ci);
+	assert_string_equal(ci->container_id, ID);
+	assert_int_equal(labels__cgroup_hits(l), 2);
+	assert_null(labels__note(l, 55, 0, 0)); /* no id, no files: nothing */
+
+	/* Disagreeing reads: each process read. */
+	fake_proc_in(60, "0::/a\n");
+	fake_proc_in(61, "0::/b\n");
+	fake_proc_in(62, "0::/c\n");
+	assert_string_equal(labels__note(l, 60, 0, 88)->path, "/a");
+	assert_string_equal(labels__note(l, 61, 0, 88)->path, "/b");
+	assert_string_equal(labels__note(l, 62, 0, 88)->path, "/c");
+	/* A hybrid host: the v1 paths differ within one v2 cgroup. */
+	fake_proc_in(70, "4:memory:/x\n0::/\n");
+	fake_proc_in(71, "4:memory:/x\n0::/\n");
+	fake_proc_in(72, "4:memory:/y\n0::/\n");
+	assert_string_equal(labels__note(l, 70, 0, 1)->path, "/x");
+	assert_string_equal(labels__note(l, 71, 0, 1)->path, "/x");
+	assert_string_equal(labels__note(l, 72, 0, 1)->path, "/y");
+	assert_int_equal(labels__cgroup_hits(l), 2);
+
+	/* An old agreement is not trusted: read again. */
+	for (int i = 0; i < LABELS_CGROUP_GENS; i++)
+		labels__sweep(l);
+	assert_string_equal(labels__note(l, 54, 0, 77)->path, "/elsewhere");
+	assert_int_equal(labels__cgroup_hits(l), 2);
+	for (size_t i = 0; i < ARRAY_SIZE(pids); i++)
+		unfake_proc(pids[i]);
+	labels__free(l);
+	ptab__free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kept_30_sweeps_while_few),
 		cmocka_unit_test(test_two_sweeps_when_many),
 		cmocka_unit_test(test_only_the_process_asked_for),
+		cmocka_unit_test(test_a_cgroup_read_twice_labels_its_next_processes),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

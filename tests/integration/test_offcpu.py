@@ -133,10 +133,15 @@ def test_known_waits_per_thread(tmp_path):
     window = float(re.search(r"samples in ([0-9.]+) s", stderr).group(1))
     off = by_thread(prof, "off_cpu")
     on = by_thread(prof, "samples")
-    for tid, fn, kfn in ((sleeper, "sleep_loop", "do_nanosleep"),
-                         (reader, "read_loop", "pipe_read")):
+    # period: the longest a wait lasts. The wait in progress when the
+    # programs attached is not counted ("lost: return not seen", below) -
+    # up to a period, more when bpfprof's start-up and the spinner keep the
+    # writer (main) from its CPU: a CI run counted the reader 0.54 s short.
+    for tid, fn, kfn, period in ((sleeper, "sleep_loop", "do_nanosleep", 0.02),
+                                 (reader, "read_loop", "pipe_read", 0.3)):
         waited = sum(v for _, v in off.get(tid, [])) / 1e9
-        assert abs(waited - window) <= 0.10 * window, (tid, fn, waited, window, off.get(tid))
+        assert -0.10 * window - period <= waited - window <= 0.10 * window, \
+            (tid, fn, waited, window, off.get(tid), stderr)
         # Nearly all of it under the function, with the kernel's wait below.
         under = sum(v for s, v in off[tid] if fn in s.split(";") and any(
             kfn in f for f in s.split(";"))) / 1e9

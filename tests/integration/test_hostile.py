@@ -249,12 +249,17 @@ def test_accept_out_of_descriptors_rests_instead_of_spinning(tmp_path):
             resource.prlimit(pid, resource.RLIMIT_NOFILE, (hard, hard))
         # Serving resumes within the rest period.
         deadline = time.monotonic() + 5
+        tries = []
         while True:
             try:
                 st, body, _ = timed_get(a.base + "/metrics", timeout=2)
                 break
-            except OSError:
-                assert time.monotonic() < deadline, "endpoint did not come back"
+            except OSError as e:
+                tries.append(f"{time.monotonic() - deadline + 5:.2f} s: {e!r}")
+                if time.monotonic() >= deadline:
+                    fds = open_fds(pid)
+                    raise AssertionError("endpoint did not come back: " + "; ".join(tries) +
+                                         f"; {fds} descriptors open\n{a.stop()}")
                 time.sleep(0.2)
         stderr = a.stop()
     assert (c1 - c0) / 6 < 0.1, f"agent used {(c1 - c0) / 6:.2f} of a core"

@@ -129,10 +129,9 @@ int cgroup__parse(const char *text, struct cgroup_info *out)
 			snprintf(out->path, sizeof(out->path), "%s", path);
 		} else {
 			have_v1 = true;
-			if (!v1_path[0] || strstr(c1, "name=systemd") || strncmp(path, "/", 2)) {
-				if (!v1_path[0] || strcmp(path, "/"))
-					snprintf(v1_path, sizeof(v1_path), "%s", path);
-			}
+			/* The last v1 path that is not the root, else the first. */
+			if (!v1_path[0] || strcmp(path, "/"))
+				snprintf(v1_path, sizeof(v1_path), "%s", path);
 		}
 		if (!out->container_id[0])
 			cgroup__container_of(path, out->container_id, sizeof(out->container_id),

@@ -109,8 +109,8 @@ static void cgroup_learn(struct labels *l, uint64_t cgroup_id, const struct cgro
 	ce->born_gen = l->gen;
 }
 
-static const struct cgroup_info *get(struct labels *l, uint32_t pid, uint64_t start_ns,
-				     uint64_t cgroup_id)
+const struct cgroup_info *labels__note(struct labels *l, uint32_t pid, uint64_t start_ns,
+				       uint64_t cgroup_id)
 {
 	struct lkey k = { .pid = pid, .start_ns = start_ns };
 	struct proc_id id = { .pid = pid, .start_time = start_ns };
@@ -157,13 +157,7 @@ static const struct cgroup_info *get(struct labels *l, uint32_t pid, uint64_t st
 
 const struct cgroup_info *labels__get(struct labels *l, uint32_t pid, uint64_t start_ns)
 {
-	return get(l, pid, start_ns, 0);
-}
-
-const struct cgroup_info *labels__note(struct labels *l, uint32_t pid, uint64_t start_ns,
-				       uint64_t cgroup_id)
-{
-	return get(l, pid, start_ns, cgroup_id);
+	return labels__note(l, pid, start_ns, 0);
 }
 
 uint64_t labels__cgroup_hits(const struct labels *l)

@@ -542,22 +542,34 @@ const struct safe_root *ptab__host_root(struct ptab *t)
 	return &t->host;
 }
 
-/* The root of /proc/<base>: fd, the process's table, the host's. */
-static int root_open(struct ptab *t, const char *base, struct safe_root *r)
+/*
+ * The mount tables of /proc/<base> and the host's, in r (with no root
+ * directory yet): every field set, whatever is returned. Without a table
+ * every file would be refused as on an unknown mount: when the agent is
+ * only short of descriptors or memory, that error, and nothing is refused.
+ */
+static int tables_of(struct ptab *t, const char *base, struct safe_root *r)
 {
-	char path[PATH_MAX];
-
-	/* The host table first: both are cached, neither moves. Without a
-	 * table every file would be refused as on an unknown mount: when the
-	 * agent is only short of descriptors, fail now (and not for good). */
+	*r = (struct safe_root){ .fd = -1, .shm_mnt_id = t->shm_mnt_id,
+				 .shm_known = t->shm_known };
+	/* The host table first: both are cached, neither moves. */
 	r->host_mi = host_mounts(t);
 	if (!r->host_mi && short_of_resources(t->mnt_err))
 		return t->mnt_err;
-	r->shm_mnt_id = t->shm_mnt_id;
-	r->shm_known = t->shm_known;
 	r->mi = mounts_of(t, base);
 	if (!r->mi && short_of_resources(t->mnt_err))
 		return t->mnt_err;
+	return 0;
+}
+
+/* The root of /proc/<base>: fd, the process's table, the host's (fd -1 on errors). */
+static int root_open(struct ptab *t, const char *base, struct safe_root *r)
+{
+	char path[PATH_MAX];
+	int err = tables_of(t, base, r);
+
+	if (err)
+		return err;
 	snprintf(path, sizeof(path), "%s/%s/root", t->proc_root, base);
 	r->fd = safeopen__dir(path);
 	return r->fd < 0 ? r->fd : 0;
@@ -1363,12 +1375,9 @@ int ptab__check_x86_64(struct ptab *t, uint32_t pid)
 	opath = open(path, O_PATH | O_CLOEXEC);
 	if (opath < 0)
 		return -errno;
-	r.fd = -1;
-	r.shm_mnt_id = t->shm_mnt_id;
-	r.shm_known = t->shm_known;
-	r.host_mi = host_mounts(t);
-	r.mi = mounts_of(t, rel);
-	err = safeopen__reopen(opath, &r, &f);
+	err = tables_of(t, rel, &r);
+	if (!err)
+		err = safeopen__reopen(opath, &r, &f);
 	close(opath);
 	if (err)
 		return err;
@@ -1621,6 +1630,12 @@ static int open_mapped(struct ptab *t, struct pproc *p, const struct procmap *m,
 	/* O_PATH: the magic link is procfs's own; no file system open runs yet. */
 	opath = open(path, O_PATH | O_CLOEXEC);
 	err = root_open(t, p->base, &r);
+	if (short_of_resources(err)) {
+		/* No tables to check the file against: not opened, not refused. */
+		if (opath >= 0)
+			close(opath);
+		return err;
+	}
 	if (opath >= 0) {
 		err = safeopen__reopen(opath, &r, sf);
 		close(opath);

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/mount.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -803,6 +804,83 @@ static void test_a_file_on_fuse_is_refused_once(void **state)
 	ptab__free(t);
 }
 
+/* Leaves junk where the next calls' locals will be: an unset one is not NULL by luck. */
+static void __attribute__((noinline)) dirty_stack(void)
+{
+	volatile unsigned char junk[16384];
+
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = 0x5a;
+}
+
+/* Allows exactly one more descriptor; returns the limit to restore. */
+static struct rlimit one_descriptor_left(void)
+{
+	struct rlimit old, rl;
+	int lowest = dup(0);
+
+	assert_true(lowest >= 0);
+	close(lowest);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	rl = old;
+	rl.rlim_cur = (rlim_t)lowest + 1;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	return old;
+}
+
+/*
+ * The agent out of descriptors (the HTTP endpoint's clients took them) with
+ * one left: the mapped file's magic link opens, the mount tables to check
+ * it against cannot be read. Not opened, not refused, no warning (a
+ * crash once: the file was checked against a table never set); opened
+ * once descriptors return.
+ */
+static void test_out_of_descriptors_a_file_is_neither_opened_nor_refused(void **state)
+{
+	struct warnings w = {0};
+	struct ptab_opts o = {.proc_root = root, .warn = on_warn, .warn_ctx = &w};
+	struct proc_id id = {.pid = 103};
+	struct stat st;
+	struct rlimit old;
+	struct ptab *t;
+	struct pproc *p;
+	struct pmaps *pm;
+	struct mfile *f;
+	char text[256];
+	int err;
+
+	(void)state;
+	fake_process(103, file, "");
+	/* Its files on an ordinary mount this time. */
+	assert_int_equal(stat(file, &st), 0);
+	snprintf(text, sizeof(text), "%llu 1 %u:%u / / rw - ext4 /dev/vdz rw\n",
+		 (unsigned long long)file_mnt_id, major(st.st_dev), minor(st.st_dev));
+	write_at("103/mountinfo", text);
+	t = ptab__new(&o);
+	assert_non_null(t);
+	assert_int_equal(ptab__get(t, &id, &p), 0);
+	pm = ptab__maps(t, p);
+	assert_non_null(pm);
+	assert_int_equal(pm->m.nr, 1);
+	old = one_descriptor_left();
+	dirty_stack();
+	err = ptab__file(t, p, &pm->m.maps[0], &f);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(err, -EMFILE);
+	assert_null(f);
+	assert_int_equal(stats_of(t).refused, 0);
+	assert_int_equal(w.n, 0);
+	/* Descriptors back: the same file opens, checked as ever. */
+	assert_int_equal(ptab__file(t, p, &pm->m.maps[0], &f), 0);
+	assert_non_null(f);
+	assert_true(mfile__fd(f) >= 0);
+	assert_int_equal(stats_of(t).files_opened, 1);
+	mfile__put(t, f);
+	pmaps__put(pm);
+	ptab__put(t, p);
+	ptab__free(t);
+}
+
 static void test_memory_backed_by_a_fuse_file_is_not_read(void **state)
 {
 	static char buf[8192] __attribute__((aligned(4096)));
@@ -991,6 +1069,8 @@ int main(void)
 					  teardown_bindfs),
 		cmocka_unit_test_setup_teardown(test_a_file_on_fuse_is_refused_once, setup_fake,
 						teardown_fake),
+		cmocka_unit_test_setup_teardown(test_out_of_descriptors_a_file_is_neither_opened_nor_refused,
+						setup_fake, teardown_fake),
 		cmocka_unit_test_setup_teardown(test_memory_backed_by_a_fuse_file_is_not_read,
 						setup_fake, teardown_fake),
 	};

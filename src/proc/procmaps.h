@@ -87,7 +87,9 @@ void procmaps__free(struct procmaps *m);
 
 /*
  * Keeps only the mappings that have every permission in perms (e.g.
- * PROCMAP_X), in a new block of just their size. 0 or -ENOMEM (m unchanged).
+ * PROCMAP_X), in a new block of just their size with copies of their paths:
+ * perms 0 makes one block of a list whose paths are borrowed (the array is
+ * freed, the strings are not). 0 or -ENOMEM (m unchanged).
  */
 int procmaps__keep(struct procmaps *m, uint32_t perms);
 

@@ -1207,16 +1207,18 @@ static void add_mapped(struct ptab *t, const struct procmaps *km, struct procmap
 		b->path = NULL;
 		if (a->path && !a->inode) {
 			/* The vDSO: named from the agent's own copy, nothing opened. */
-			if (strcmp(a->path, "[vdso]") || !(b->path = strdup(a->path)))
+			if (strcmp(a->path, "[vdso]"))
 				continue;
+			b->path = a->path;
 		} else if (a->inode) {
 			/* Only a file the table has: it cannot be opened through a
 			 * process that is gone, and its path is the one to show. */
 			fk = maps_key(t, a);
 			e = htab__find(t->files, &fk, sizeof(fk));
 			f = e ? e->value : NULL;
-			if (!f || f->err || !f->path || !(b->path = strdup(f->path)))
+			if (!f || f->err || !f->path)
 				continue;
+			b->path = f->path;
 			b->dev_major = fk.major;
 			b->dev_minor = fk.minor;
 			b->inode = fk.inode;
@@ -1254,17 +1256,13 @@ int ptab__get_mapped(struct ptab *t, const struct proc_id *id, const struct proc
 	maps.maps = calloc((old ? old->nr : 0) + km->nr + 1, sizeof(*maps.maps));
 	if (!maps.maps)
 		return -ENOMEM;
-	/* An entry made before keeps what it had (a snapshot is never changed:
-	 * the new one has both). */
-	for (size_t i = 0; old && i < old->nr; i++) {
-		maps.maps[i] = old->maps[i];
-		maps.maps[i].path = old->maps[i].path ? strdup(old->maps[i].path) : NULL;
-		maps.nr++;
-		if (old->maps[i].path && !maps.maps[i].path) {
-			procmaps__free(&maps);
-			return -ENOMEM;
-		}
-	}
+	/*
+	 * An entry made before keeps what it had (a snapshot is never changed:
+	 * the new one has both). The paths are borrowed (the old snapshot's,
+	 * the files') until the list is made one block of its own below.
+	 */
+	for (size_t i = 0; old && i < old->nr; i++)
+		maps.maps[maps.nr++] = old->maps[i];
 	add_mapped(t, km, &maps);
 	if (p && maps.nr == old->nr) {
 		procmaps__free(&maps); /* nothing new it can name */
@@ -1275,6 +1273,10 @@ int ptab__get_mapped(struct ptab *t, const struct proc_id *id, const struct proc
 	if (!maps.nr) {
 		procmaps__free(&maps);
 		return -ESRCH;
+	}
+	if (procmaps__keep(&maps, 0)) {
+		procmaps__free(&maps);
+		return -ENOMEM;
 	}
 	pm = calloc(1, sizeof(*pm));
 	if (!p) {

@@ -509,6 +509,7 @@ static void test_query_refusals(void **state)
 	assert_int_equal(procmaps__query_pid("/proc", (uint32_t)pid, PROCMAPS_Q_EXEC, &m, &tid), 0);
 	assert_int_equal(m.nr, 0);
 	assert_int_equal(tid, 0);
+	procmaps__free(&m);
 	waitpid(pid, NULL, 0);
 }
 

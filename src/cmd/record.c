@@ -880,6 +880,7 @@ static int record__finish_continuous(struct record *r)
 	if (r->o.offcpu)
 		record__offcpu_summary(&st, NULL, r->o.offcpu_min_ns);
 	sinks__summary(&r->ct, &r->o);
+	record__symbolizer_stats(&r->rc); /* -v: the whole run's, as one profile's */
 	return 0;
 }
 

@@ -285,12 +285,13 @@ unit-tests: $(UNIT_BINS) $(FIXTURES) $(GO_WORKLOADS)
 test-deps: all unit-tests $(WORKLOADS) $(OUT)/workloads/libwl.so $(UW_WORKLOADS) $(ANN_WORKLOADS) \
 	   $(OUT)/tools/symbench
 
-# The same unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+# The same unit tests, and bpfprof itself (for test_hostile's churn run),
+# under AddressSanitizer + UndefinedBehaviorSanitizer.
 .PHONY: asan
 asan:
 	$(Q)$(MAKE) --no-print-directory OUT=$(OUT)/asan \
 		EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-		EXTRA_LDFLAGS="-fsanitize=address,undefined" unit-tests
+		EXTRA_LDFLAGS="-fsanitize=address,undefined" unit-tests all
 
 # libFuzzer targets: the parsers built with coverage and sanitizers.
 .PHONY: fuzz

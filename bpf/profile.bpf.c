@@ -303,20 +303,24 @@ static __always_inline void notice_head(struct bp_proc_event *e, __u32 kind, __u
 enum { NOTIFY_NOT, NOTIFY_BEFORE, NOTIFY_SENT };
 
 /* Tells userspace about a program image it may not know yet: NOTIFY_SENT
- * now, NOTIFY_BEFORE (told before), NOTIFY_NOT (could not: asked again at the
- * next new key). With_vmas: the sample's user stack is in the CPU's state
- * (a sample of task, the current task); its mappings go with the notice,
- * and stay in the CPU's nvma[]. */
+ * now, NOTIFY_BEFORE (told before; *sent_ns: when that notice went with
+ * mappings, 0 if without), NOTIFY_NOT (could not: asked again at the next
+ * new key). With_vmas: the sample's user stack is in the CPU's state (a
+ * sample of task, the current task); its mappings go with the notice, and
+ * stay in the CPU's nvma[]. */
 static __always_inline int notify_new_image(__u32 tgid, __u64 start_time, __u64 exec_id,
 					    const char *comm, struct task_struct *task,
-					    bool with_vmas)
+					    bool with_vmas, __u64 *sent_ns)
 {
 	struct bp_proc_seen *old = bpf_map_lookup_elem(&seen, &tgid);
 	struct bp_proc_seen cur = { .start_time = start_time, .exec_id = exec_id };
 	struct bp_proc_event *e;
 
-	if (old && old->start_time == start_time && old->exec_id == exec_id)
+	if (old && old->start_time == start_time && old->exec_id == exec_id) {
+		if (sent_ns)
+			*sent_ns = old->sent_ns;
 		return NOTIFY_BEFORE;
+	}
 	/*
 	 * Inside execve() the new image's address space is half made: its
 	 * exec_id is the new one, but start_code, start_brk, env_end are set
@@ -351,6 +355,7 @@ static __always_inline int notify_new_image(__u32 tgid, __u64 start_time, __u64 
 
 			notice_vmas_put(e, cs, 0, n);
 			cs->seen.nr_sent = n; /* for notify_more_vmas() */
+			cur.sent_ns = bpf_ktime_get_ns();
 		}
 	}
 #endif
@@ -414,7 +419,7 @@ static __always_inline void notify_new_image_memo(struct cpu_state *cs, __u32 tg
 						  __u64 start_time, __u64 exec_id,
 						  const char *comm, struct task_struct *task)
 {
-	__u64 pgen = uw_proc_gen;
+	__u64 pgen = uw_proc_gen, sent_ns = 0;
 	int told;
 
 	barrier();
@@ -426,7 +431,7 @@ static __always_inline void notify_new_image_memo(struct cpu_state *cs, __u32 tg
 #endif
 		return;
 	}
-	told = notify_new_image(tgid, start_time, exec_id, comm, task, true);
+	told = notify_new_image(tgid, start_time, exec_id, comm, task, true, &sent_ns);
 	if (told == NOTIFY_NOT)
 		return;
 	cs->seen.gen = pgen;
@@ -436,6 +441,20 @@ static __always_inline void notify_new_image_memo(struct cpu_state *cs, __u32 tg
 	/* nr_sent: what the notice carried, set by notify_new_image(). */
 	if (told == NOTIFY_SENT && notice_vmas) {
 		cs->seen.sent_ns = bpf_ktime_get_ns();
+	} else if (told == NOTIFY_BEFORE && notice_vmas && sent_ns) {
+		/*
+		 * A young image noticed before, whose mappings this CPU no longer
+		 * holds: another image's new key came between (a busy host), or
+		 * its notice went from another CPU. What this CPU sent for it is
+		 * unknown: this sample's mappings go as an update (userspace
+		 * drops the ones it has), and later ones as usual, until the
+		 * image is BP_NOTICE_MORE_NS old.
+		 */
+		cs->seen.nr_sent = 0;
+		cs->seen.sent_ns = sent_ns;
+#if defined(__TARGET_ARCH_x86)
+		notify_more_vmas(cs, tgid, start_time, exec_id, comm);
+#endif
 	} else {
 		cs->seen.nr_sent = 0;
 		cs->seen.sent_ns = 0;
@@ -1158,7 +1177,7 @@ static __always_inline void oc_count(struct task_struct *task, const struct bp_o
 	if (cslot && slot_add(*cslot, delta))
 		goto kept;
 	if (!(key.flags & SAMPLE_F_KTHREAD) && !drop_user)
-		notify_new_image(key.tgid, key.start_time, key.exec_id, key.comm, task, false);
+		notify_new_image(key.tgid, key.start_time, key.exec_id, key.comm, task, false, NULL);
 	err = store_stack(smap, key.kstack, &scr->kernel);
 	if (err) {
 		reason = err == -E2BIG ? STAT_OFFCPU_LOST_STACKS_FULL : STAT_OFFCPU_LOST_OTHER;

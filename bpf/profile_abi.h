@@ -316,8 +316,9 @@ struct bp_offcpu_task {
 struct bp_proc_seen {
 	__u64 start_time;
 	__u64 exec_id;
+	__u64 sent_ns; /* when its notice went with mappings; 0: without */
 };
-_Static_assert(sizeof(struct bp_proc_seen) == 16, "bp_proc_seen");
+_Static_assert(sizeof(struct bp_proc_seen) == 24, "bp_proc_seen");
 
 /*
  * Identity of an address space, from mm fields /proc/PID/stat also shows

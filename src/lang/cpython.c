@@ -691,14 +691,64 @@ static int check_initialized(struct ptab *t, struct pproc *p, const struct cpyth
 	return *interp ? 0 : -EAGAIN;
 }
 
+/*
+ * The interpreter's layout checked on its memory: cp as probe_file() found
+ * it in the file (runtime, code_type, version). 0, -EAGAIN not initialized
+ * yet, -ENOTSUP (why says why).
+ */
+static int check_memory(struct ptab *t, struct pproc *p, struct cpython_proc *cp, char *why,
+			size_t why_len)
+{
+	const struct cpython_layout *table = cpython__table(cp->version);
+	uint32_t hex = cp->version;
+	uint64_t interp = 0;
+	int err;
+
+	if (table) {
+		cp->l = *table;
+		err = check_initialized(t, p, cp, &interp);
+		if (!err)
+			err = code_members(t, p, cp->code_type, &cp->l, true);
+	} else {
+		uint8_t dbg[1024];
+		uint32_t dver = 0;
+
+		if (!read_exact(t, p, cp->runtime, dbg, sizeof(dbg)))
+			err = -EINVAL;
+		else
+			err = cpython__debug_offsets(dbg, sizeof(dbg), &cp->l, &dver);
+		if (err == -ENOTSUP || err == -ENOENT) {
+			snprintf(why, why_len, "Python %u.%u has no layout bpfprof knows",
+				 hex >> 24, (hex >> 16) & 0xff);
+			return -ENOTSUP;
+		}
+		if (!err)
+			err = check_initialized(t, p, cp, &interp);
+		if (!err)
+			err = code_members(t, p, cp->code_type, &cp->l, false);
+	}
+	if (!err)
+		err = check_layout(t, p, cp, interp);
+	if (err == -EAGAIN)
+		return -EAGAIN;
+	if (err) {
+		snprintf(why, why_len,
+			 "the memory of Python %u.%u does not have the layout bpfprof "
+			 "expects",
+			 hex >> 24, (hex >> 16) & 0xff);
+		return -ENOTSUP;
+	}
+	cp->csum_off = cpython__csum_off(&cp->l);
+	return 0;
+}
+
 static int probe_file(struct ptab *t, struct pproc *p, const struct procmap *m,
 		      struct cpython_proc *cp, char *why, size_t why_len, bool *needs_lib)
 {
 	struct syms s = {.want = {"_PyRuntime", "_PyEval_EvalFrameDefault",
 				  "_PyEval_EvalFrameDefault.cold", "PyCode_Type", "Py_Version"}};
-	const struct cpython_layout *table;
 	struct mfile *f;
-	uint64_t bias, interp = 0;
+	uint64_t bias;
 	uint32_t hex = 0;
 	Elf *elf;
 	int err;
@@ -738,43 +788,7 @@ static int probe_file(struct ptab *t, struct pproc *p, const struct procmap *m,
 			 (hex >> 16) & 0xff);
 		return -ENOTSUP;
 	}
-	table = cpython__table(hex);
-	if (table) {
-		cp->l = *table;
-		err = check_initialized(t, p, cp, &interp);
-		if (!err)
-			err = code_members(t, p, cp->code_type, &cp->l, true);
-	} else {
-		uint8_t dbg[1024];
-		uint32_t dver = 0;
-
-		if (!read_exact(t, p, cp->runtime, dbg, sizeof(dbg)))
-			err = -EINVAL;
-		else
-			err = cpython__debug_offsets(dbg, sizeof(dbg), &cp->l, &dver);
-		if (err == -ENOTSUP || err == -ENOENT) {
-			snprintf(why, why_len, "Python %u.%u has no layout bpfprof knows",
-				 hex >> 24, (hex >> 16) & 0xff);
-			return -ENOTSUP;
-		}
-		if (!err)
-			err = check_initialized(t, p, cp, &interp);
-		if (!err)
-			err = code_members(t, p, cp->code_type, &cp->l, false);
-	}
-	if (!err)
-		err = check_layout(t, p, cp, interp);
-	if (err == -EAGAIN)
-		return -EAGAIN;
-	if (err) {
-		snprintf(why, why_len,
-			 "the memory of Python %u.%u does not have the layout bpfprof "
-			 "expects",
-			 hex >> 24, (hex >> 16) & 0xff);
-		return -ENOTSUP;
-	}
-	cp->csum_off = cpython__csum_off(&cp->l);
-	return 0;
+	return check_memory(t, p, cp, why, why_len);
 }
 
 int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, char *why,
@@ -805,6 +819,18 @@ int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, ch
 	/* Memory that is not what the mappings say: the process exec'd (a
 	 * fork()ed Python running a command) or exited since they were read.
 	 * Gone, not "a Python without the layout" (nor one to try again). */
+	if ((err == -ENOTSUP || err == -EAGAIN) && ptab__check_image(t, p))
+		err = -ESRCH;
+	return err;
+}
+
+int cpython__recheck(struct ptab *t, struct pproc *p, struct cpython_proc *cp, char *why,
+		     size_t why_len)
+{
+	int err;
+
+	why[0] = '\0';
+	err = check_memory(t, p, cp, why, why_len);
 	if ((err == -ENOTSUP || err == -EAGAIN) && ptab__check_image(t, p))
 		err = -ESRCH;
 	return err;

@@ -115,6 +115,19 @@ struct cpython_proc {
 int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, char *why,
 		   size_t why_len);
 
+/*
+ * Probes again a process for which cpython__probe() said -EAGAIN with the
+ * interpreter's file found (cp->runtime nonzero), cp as it left it: only
+ * its memory is read again (the interpreter initialized since?), not its
+ * mappings nor the file's symbol table: a program that links libpython
+ * but never starts an interpreter (perf, gdb, vim) is probed ~50 times,
+ * and on `perf stat` a full probe costs ~95 us of CPU, this ~16 us (most of
+ * it the /proc/PID/stat read that tells an exec). The same results as
+ * cpython__probe().
+ */
+int cpython__recheck(struct ptab *t, struct pproc *p, struct cpython_proc *cp, char *why,
+		     size_t why_len);
+
 /* Whether an ELF file (a process's, untrusted) lists a libpython3 among its
  * DT_NEEDED libraries; at most 4096 dynamic entries are looked at. */
 struct Elf;

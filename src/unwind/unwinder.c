@@ -65,7 +65,9 @@ struct uproc {
 	/* Python: its interpreter in python_procs (walked), or why not. */
 	bool python;
 	int py_err;	      /* last probe: 0 not tried / found, -EAGAIN not initialized yet */
-	bool py_file_found;   /* -EAGAIN with the interpreter's file mapped (not a libpython to come) */
+	/* -EAGAIN with the interpreter's file mapped (not a libpython to come):
+	 * what the probe found in it, for a retry that reads only memory. */
+	struct cpython_proc *py_wait;
 	unsigned py_tries;
 	uint64_t py_retry_ns;
 	/* start_time + 1 of the process told its Python is not walked: kept
@@ -515,6 +517,8 @@ static void proc_unload(struct unwinder *u, struct uproc *p)
 	}
 	p->py_err = 0;
 	p->py_tries = 0;
+	free(p->py_wait);
+	p->py_wait = NULL;
 	if (p->in_kernel) {
 		if (u->k.proc_del)
 			u->k.proc_del(u->k.ctx, p->pid);
@@ -876,12 +880,26 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 		u->st.python_vfork++;
 		return;
 	}
-	err = cpython__probe(u->pt, p->pp, &cp, why, sizeof(why));
+	if (p->py_wait) {
+		cp = *p->py_wait;
+		err = cpython__recheck(u->pt, p->pp, &cp, why, sizeof(why));
+	} else {
+		err = cpython__probe(u->pt, p->pp, &cp, why, sizeof(why));
+	}
 	p->py_err = err;
-	p->py_file_found = err == -EAGAIN && cp.runtime;
+	if (err == -EAGAIN && cp.runtime && !p->py_wait)
+		p->py_wait = malloc(sizeof(*p->py_wait)); /* (none: probed in full again) */
+	if (err == -EAGAIN && p->py_wait) {
+		*p->py_wait = cp;
+	} else {
+		free(p->py_wait);
+		p->py_wait = NULL;
+	}
 	if (err == -EAGAIN) {
 		if (++p->py_tries >= PY_MAX_TRIES) {
 			p->py_err = -ETIMEDOUT;
+			free(p->py_wait);
+			p->py_wait = NULL;
 			return;
 		}
 		p->py_retry_ns = now_ns() + (p->py_tries < PY_FIRST_TRIES ? PY_RETRY_FIRST_NS
@@ -1104,7 +1122,7 @@ static void python_retries(struct unwinder *u, uint64_t now)
 		/* Its mappings read again when the loader may have mapped its
 		 * libpython since; when the interpreter's file was found, only its
 		 * initialization is awaited (a probe of a gone process fails). */
-		if (!p->py_file_found && ptab__refresh(u->pt, p->pp))
+		if (!p->py_wait && ptab__refresh(u->pt, p->pp))
 			continue; /* gone: the sweep forgets it */
 		python_probe(u, p);
 		if (p->python) {
@@ -1210,6 +1228,7 @@ void unwinder__free(struct unwinder *u)
 
 			ptab__put(u->pt, p->pp);
 			free(p->files);
+			free(p->py_wait);
 			free(p);
 		}
 	}

@@ -372,13 +372,14 @@ static void test_live_interpreter(void **state)
  * again), neither "not Python" (-ENOENT) nor "a layout bpfprof does not
  * know" (-ENOTSUP). file_found: the interpreter's file is mapped already
  * (out->runtime set), so the unwinder's retries read no mappings again. Let
- * go, it is found once initialized - with its mappings read again only where
- * the file was not found.
+ * go, it is found once initialized - by cpython__recheck() (its memory only)
+ * where the file was found, with a full probe of its mappings read again
+ * where it was not.
  */
 static void probe_stopped(const char *exe, const char *audit, bool file_found)
 {
 	struct proc_id id = {0};
-	struct cpython_proc cp;
+	struct cpython_proc cp, full;
 	struct ptab *t;
 	struct pproc *p;
 	char why[256];
@@ -411,15 +412,27 @@ static void probe_stopped(const char *exe, const char *audit, bool file_found)
 	else
 		assert_int_equal(ptrace(PTRACE_DETACH, pid, NULL, NULL), 0);
 	for (int i = 0; i < 500; i++) {
-		if (!file_found)
+		if (file_found) {
+			err = cpython__recheck(t, p, &cp, why, sizeof(why));
+		} else {
 			assert_int_equal(ptab__refresh(t, p), 0);
-		err = cpython__probe(t, p, &cp, why, sizeof(why));
+			err = cpython__probe(t, p, &cp, why, sizeof(why));
+		}
 		if (err != -EAGAIN)
 			break;
 		usleep(10000);
 	}
 	assert_int_equal(err, 0);
 	assert_int_equal(cp.version >> 16, 0x030b);
+	/* The memory-only retry finds what a full probe finds. */
+	assert_int_equal(cpython__probe(t, p, &full, why, sizeof(why)), 0);
+	assert_int_equal(cp.runtime, full.runtime);
+	assert_int_equal(cp.code_type, full.code_type);
+	assert_int_equal(cp.version, full.version);
+	assert_int_equal(cp.csum_off, full.csum_off);
+	assert_memory_equal(&cp.l, &full.l, sizeof(cp.l));
+	assert_memory_equal(cp.eval, full.eval, sizeof(cp.eval));
+	assert_string_equal(cp.module, full.module);
 	ptab__put(t, p);
 	ptab__free(t);
 	kill(pid, SIGKILL);
@@ -459,7 +472,7 @@ static void test_libpython_not_relocated_yet(void **state)
 static void test_exec_after_the_mappings_were_read(void **state)
 {
 	struct proc_id id = {.exec_id = PROC_EXEC_ANY};
-	struct cpython_proc cp;
+	struct cpython_proc cp, before;
 	char why[256], exe[PATH_MAX], link[64];
 	struct ptab *t;
 	struct pproc *p;
@@ -484,6 +497,7 @@ static void test_exec_after_the_mappings_were_read(void **state)
 	id.pid = (uint32_t)pid;
 	assert_int_equal(ptab__get(t, &id, &p), 0);
 	assert_int_equal(ptab__check_image(t, p), 0);
+	assert_int_equal(cpython__probe(t, p, &before, why, sizeof(why)), 0);
 	assert_int_equal(kill(pid, SIGCONT), 0);
 	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
 	for (int i = 0; i < 500; i++) {
@@ -498,6 +512,8 @@ static void test_exec_after_the_mappings_were_read(void **state)
 	usleep(100000); /* the exec finished: sleep is in its nanosleep() */
 	assert_int_equal(ptab__check_image(t, p), -ESRCH);
 	assert_int_equal(cpython__probe(t, p, &cp, why, sizeof(why)), -ESRCH);
+	/* A retry that reads only memory: the same (what it found before is stale). */
+	assert_int_equal(cpython__recheck(t, p, &before, why, sizeof(why)), -ESRCH);
 	ptab__put(t, p);
 	ptab__free(t);
 	kill(pid, SIGKILL);

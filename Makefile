@@ -211,6 +211,10 @@ $(OUT)/workloads/exec%: tests/workloads/exec/execpair.c | $(OUT)/workloads
 $(OUT)/workloads/libwl.so: tests/workloads/lib/libwl.c | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CLANG) $(WL_CFLAGS) -fPIC -shared $< -o $@
+# Links libpython3.11 (python3.11-dev), never starts the interpreter.
+$(OUT)/workloads/pylinked: tests/workloads/pylinked.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CLANG) $(WL_CFLAGS) $< -o $@ -lpython3.11
 $(OUT)/workloads/pieapp: tests/workloads/pieapp.c $(OUT)/workloads/libwl.so | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CLANG) $(WL_CFLAGS) -fPIE -pie $< -o $@ -L$(OUT)/workloads -lwl -Wl,-rpath,'$$ORIGIN'

@@ -147,6 +147,7 @@ struct top {
 	 * the rest (polls, keys, the unwinder's tick). */
 	uint64_t cpu_notice, cpu_drain, cpu_table, cpu_draw, nr_drains, nr_notices;
 	uint64_t nr_waits, nr_sleeps; /* poll()s, and of them those that slept */
+	uint64_t nr_uw_wakes; /* waits that ended early for the unwinder's work */
 	/* --unwind auto on -a/--cgroup: processes noticed whose tables wait for
 	 * them to keep running (pid -> struct waiting). NULL: tables at once. */
 	struct htab *waiting;
@@ -1131,7 +1132,7 @@ static int top_loop(struct top *t)
 	uint64_t period = (uint64_t)(t->delay * 1e9);
 	uint64_t deadline = t->r.o.duration ? t->r.t_start + (uint64_t)(t->r.o.duration * 1e9) : 0;
 	uint64_t next = t->r.t_start + period, notices_at = 0;
-	bool quit = false, held_off = false;
+	bool quit = false, held_off = false, for_uw = false;
 
 	t->last_t = t->r.t_start;
 	if (t->tui)
@@ -1161,7 +1162,12 @@ static int top_loop(struct top *t)
 		timeout = record__wait_until(timeout, next, now);
 		if (deadline)
 			timeout = record__wait_until(timeout, deadline, now);
-		timeout = record__timeout(&t->r, timeout, now);
+		{
+			int before = timeout;
+
+			timeout = record__timeout(&t->r, timeout, now);
+			for_uw = timeout < before;
+		}
 		/*
 		 * Asleep until a key, a process notice, the next refresh or a
 		 * signal: each wake-up costs a context switch and a few syscalls.
@@ -1190,12 +1196,17 @@ static int top_loop(struct top *t)
 			pfd[0] = (struct pollfd){.fd = notices ? collector__notice_fd(t->r.col) : -1,
 						 .events = POLLIN};
 			pfd[1] = (struct pollfd){.fd = t->tui ? STDIN_FILENO : -1, .events = POLLIN};
-			if (!notices)
-				timeout = record__wait_until(timeout, notices_at + TOP_NOTICE_NS,
-							     now);
+			if (!notices) {
+				int until = record__wait_until(timeout, notices_at + TOP_NOTICE_NS,
+							       now);
+
+				for_uw = for_uw && until == timeout;
+				timeout = until;
+			}
 			t0 = now_ns();
 			n = poll(pfd, 2, timeout);
 			t->nr_waits++;
+			t->nr_uw_wakes += !n && for_uw;
 			t->nr_sleeps += now_ns() - t0 > 100000; /* a return after 0.1 ms slept */
 			if (n > 0 && (pfd[0].revents & POLLIN)) {
 				record__poll_notices(&t->r, 0);
@@ -1235,8 +1246,9 @@ static void top_summary(const struct top *t)
 		"%.3f ms table, %.3f ms screen; %" PRIu64 " process notices, %.3f ms CPU each",
 		t->nr_drains, t->cpu_drain / 1e6 / n, t->cpu_table / 1e6 / n, t->cpu_draw / 1e6 / n,
 		t->nr_notices, t->nr_notices ? t->cpu_notice / 1e6 / t->nr_notices : 0.0);
-	p_debug("wake-ups: %.1f waits a refresh, %.1f of them slept (each a context switch)",
-		t->nr_waits / n, t->nr_sleeps / n);
+	p_debug("wake-ups: %.1f waits a refresh, %.1f of them slept (each a context switch); "
+		"%" PRIu64 " waits ended early for the unwinder (Python probes)",
+		t->nr_waits / n, t->nr_sleeps / n, t->nr_uw_wakes);
 	p_debug("drained keys: %.1f a refresh, %.1f of them symbolized (%.1f frames), "
 		"the rest only added their count",
 		(t->r.rc.keys_symbolized + t->r.rc.memo_hits) / n, t->r.rc.keys_symbolized / n,
@@ -1263,9 +1275,10 @@ static void top_summary(const struct top *t)
 	unwinder__stats(t->r.rc.uw, &us);
 	p_debug("unwind tables: %" PRIu64 " processes installed, %" PRIu64
 		" tables built in %.1f ms, "
-		"%" PRIu64 " shared by build id, %" PRIu64 " failed, %" PRIu64 " evicted",
+		"%" PRIu64 " shared by build id, %" PRIu64 " failed, %" PRIu64 " evicted; "
+		"%" PRIu64 " probes again of Python interpreters not started yet",
 		us.procs_loaded, us.tables_built, us.build_ns / 1e6, us.tables_shared,
-		us.tables_failed, us.tables_evicted);
+		us.tables_failed, us.tables_evicted, us.python_retries);
 }
 
 static void top_free(struct top *t)

@@ -70,6 +70,7 @@ struct uproc {
 	struct cpython_proc *py_wait;
 	unsigned py_tries;
 	uint64_t py_retry_ns;
+	uint64_t py_retry_late; /* ... or at the caller's first wake-up until then */
 	/* start_time + 1 of the process told its Python is not walked: kept
 	 * across exec (a forked Python that runs python again) and eviction,
 	 * so a process gets that warning once. */
@@ -98,8 +99,9 @@ struct unwinder {
 	uint64_t last_sweep;
 	uint64_t pool_gen; /* the pool generation the walker was last told */
 	uint64_t py_found_ns; /* the last Python process handed to the walker */
-	/* The earliest retry of a Python still starting up (py_err -EAGAIN); 0: none. */
-	uint64_t py_retry_due;
+	/* The earliest retry of a Python still starting up (py_err -EAGAIN), and
+	 * the latest the caller's loop may wake up to take one; 0: none. */
+	uint64_t py_retry_due, py_wake_by;
 	struct unwinder_stats st;
 };
 
@@ -837,7 +839,13 @@ static int hold_image(struct unwinder *u, struct uproc *p, const struct proc_id 
  * its frames go unwalked - a short script's code objects unnamed - until it
  * is found), every 100 ms up to its first second, then every second,
  * PY_MAX_TRIES times in all. unwinder__tick() takes the retries when due,
- * and unwinder__next_due_ns() tells the caller's loop when that is.
+ * and unwinder__next_due_ns() tells the caller's loop when it must wake up
+ * for them. The once-a-second ones wait up to a second more for a wake-up
+ * the loop has anyway (top refreshes every second): a program that links
+ * libpython but never starts an interpreter (perf, gdb, vim) would
+ * otherwise wake the agent once more every second for 40 s - and a wake-up
+ * after a long sleep is the costliest thing a quiet agent does (~0.3 ms of
+ * CPU on a VM with shadow paging).
  */
 #define PY_RETRY_FIRST_NS (20u * 1000 * 1000)
 #define PY_RETRY_NS	  (100u * 1000 * 1000)
@@ -846,11 +854,14 @@ static int hold_image(struct unwinder *u, struct uproc *p, const struct proc_id 
 #define PY_FAST_TRIES	  13
 #define PY_MAX_TRIES	  50
 
-/* p's next probe at p->py_retry_ns: the tick's earliest due retry follows it. */
+/* p's next probe at p->py_retry_ns (at the latest p->py_retry_late): the
+ * tick's earliest due retry and the loop's wake-up follow it. */
 static void python_retry_at(struct unwinder *u, const struct uproc *p)
 {
 	if (!u->py_retry_due || p->py_retry_ns < u->py_retry_due)
 		u->py_retry_due = p->py_retry_ns;
+	if (!u->py_wake_by || p->py_retry_late < u->py_wake_by)
+		u->py_wake_by = p->py_retry_late;
 }
 
 /*
@@ -880,6 +891,7 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 		u->st.python_vfork++;
 		return;
 	}
+	u->st.python_retries += p->py_tries > 0;
 	if (p->py_wait) {
 		cp = *p->py_wait;
 		err = cpython__recheck(u->pt, p->pp, &cp, why, sizeof(why));
@@ -905,6 +917,7 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 		p->py_retry_ns = now_ns() + (p->py_tries < PY_FIRST_TRIES ? PY_RETRY_FIRST_NS
 					     : p->py_tries < PY_FAST_TRIES ? PY_RETRY_NS
 									 : PY_RETRY_SLOW_NS);
+		p->py_retry_late = p->py_retry_ns + (p->py_tries < PY_FAST_TRIES ? 0 : PY_RETRY_SLOW_NS);
 		python_retry_at(u, p);
 		return;
 	}
@@ -938,7 +951,7 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 
 uint64_t unwinder__next_due_ns(const struct unwinder *u)
 {
-	return u->py_retry_due;
+	return u->py_wake_by;
 }
 
 uint64_t unwinder__python_found_ns(const struct unwinder *u)
@@ -1109,7 +1122,9 @@ static void python_retries(struct unwinder *u, uint64_t now)
 	struct htab_entry *e;
 	size_t pos = 0;
 
-	u->py_retry_due = 0; /* python_probe() sets it again for those still starting */
+	/* python_probe() sets them again for those still starting */
+	u->py_retry_due = 0;
+	u->py_wake_by = 0;
 	while ((e = htab__next(u->procs, &pos))) {
 		struct uproc *p = e->value;
 

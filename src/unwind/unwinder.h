@@ -92,6 +92,7 @@ struct unwinder_stats {
 	uint64_t python_procs;	 /* Python processes whose frames the walker reads */
 	uint64_t python_unknown; /* Python processes it cannot (version, layout) */
 	uint64_t python_vfork;	 /* vfork() children before their exec: not probed */
+	uint64_t python_retries; /* probes again of interpreters not started yet */
 };
 
 struct unwinder;
@@ -127,8 +128,10 @@ int unwinder__install(struct unwinder *u, uint32_t pid);
 /* Periodic upkeep (call every few hundred ms): frees what exited processes
  * and idle tables held. */
 void unwinder__tick(struct unwinder *u);
-/* When (now_ns()) unwinder__tick() has work due - a Python still starting
- * up to probe again - or 0 for none: a caller's wait ends by then. */
+/* When (now_ns()) unwinder__tick() must have run for work that is due - a
+ * Python still starting up to probe again - or 0 for none: a caller's wait
+ * ends by then. Work that may wait is taken at any tick after it is due, so
+ * a caller that wakes up more often than that wakes up for nothing more. */
 uint64_t unwinder__next_due_ns(const struct unwinder *u);
 
 void unwinder__stats(const struct unwinder *u, struct unwinder_stats *st);

@@ -356,6 +356,32 @@ def test_top_whole_machine_gives_tables_to_a_process_that_keeps_running():
         assert first.get("leaf_caller", (0, 0))[1] < 0.5 * first["leaf_nofp"][0], snaps[1]
 
 
+def test_top_does_not_wake_up_for_an_interpreter_that_never_starts():
+    """pylinked links libpython3.11 but never starts the interpreter (as perf,
+    gdb and vim do): its _PyRuntime stays without an interpreter, and the
+    unwinder probes it again, for up to ~50 tries. The first second's retries
+    (every 20, then 100 ms: a Python starting up is found early) wake top up
+    on their own; the once-a-second ones are taken at the refreshes top wakes
+    up for anyway. Without that, each of them was one more wake-up a second
+    (~0.3 ms of CPU each on this VM). Each retry reads only the process's
+    memory (cpython__recheck), not its mappings and symbol tables again."""
+    with Workload("nice", "-n", "-10", wl("pylinked"), 60):
+        time.sleep(0.5)
+        p = subprocess.run(["nice", "-n", "-10", str(BPFPROF), "top", "-a", "-F", "99", "-d", "20.5",
+                            "--rows", "5", "-v"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    m = re.search(r"unwind tables deferred for \d+ new images, built for (\d+)", p.stderr)
+    assert m and int(m.group(1)) >= 1, p.stderr
+    retries = re.search(r"(\d+) probes again of Python interpreters not started yet", p.stderr)
+    early = re.search(r"(\d+) waits ended early for the unwinder", p.stderr)
+    assert retries and early, p.stderr
+    # Promoted at its third refresh: 13 retries in its first second, then one
+    # every 1-2 s (at a refresh) for the 16 s left.
+    assert int(retries.group(1)) >= 13 + 5, p.stderr
+    # The first second's 13 (one more if a refresh came late), none after.
+    assert int(early.group(1)) <= 14, p.stderr
+
+
 def short_lived_in_top(hz, env, exe=None):
     """top -a over the shortlived workload, started once top samples:
     children that spin ~8 ms each in short_spin and exit, gone long before

@@ -19,22 +19,26 @@ a cpuacct cgroup of its own (cgroup v1 cpuacct.usage, or cgroup v2 cpu.stat
 usage_usec), its threads and children included; otherwise utime + stime from
 /proc/PID/stat, whose resolution is one clock tick (10 ms).
 
---churn N adds process churn, as a busy container host has: a shell loop
-that starts about N short processes a second (a shell counting for ~10 ms,
-ls, and every fifth time a python3 -c), each new program image one that both
-tools see for the first time at its first sample.
+--churn N adds process churn, as a busy container host has: benchlib's
+churn(), a shell loop that starts about N short processes a second (a shell
+counting for ~10 ms, ls, and every fifth time a python3 -c), each new
+program image one that both tools see for the first time at its first
+sample.
 
 Usage: sudo flock /tmp/bpfprof-bench.lock tools/bench_top.py [--rounds 5] [--seconds 30]
        [--churn N] [--only NAME,...]
 Prints a Markdown table (the README has the latest).
 """
 import argparse
+import contextlib
 import os
 import shlex
 import statistics
 import subprocess
 import time
 from pathlib import Path
+
+from benchlib import churn
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / os.environ.get("OUT", "build")
@@ -113,18 +117,6 @@ class Meter:
                 time.sleep(0.1)
 
 
-CHURN = r"""
-n=0
-while :; do
-  n=$((n+1))
-  sh -c 'i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done'
-  ls / >/dev/null
-  [ $((n % 5)) = 0 ] && python3 -c 'sum(range(100000))'
-  sleep $PAUSE
-done
-"""
-
-
 def pid_in(session):
     """The tool's pid: the process the session's pane runs."""
     out = tmux("list-panes", "-t", session, "-F", "#{pane_pid}").stdout.split()
@@ -132,18 +124,11 @@ def pid_in(session):
     return int(out[0])
 
 
-def start_workloads(seconds, churn):
-    procs = [subprocess.Popen([str(WL / "busy"), str(seconds), "2"], stdout=subprocess.DEVNULL),
-             subprocess.Popen([str(WL / "topmix"), str(seconds)], stdout=subprocess.DEVNULL),
-             subprocess.Popen([str(WL / "syscalls"), str(seconds)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)]
-    if churn:
-        # ~2.2 processes an iteration; the iteration itself takes ~25 ms.
-        pause = max(0.0, 2.2 / churn - 0.025)
-        procs.append(subprocess.Popen(["sh", "-c", CHURN], env=dict(os.environ, PAUSE=f"{pause:.3f}"),
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                      start_new_session=True))
-    return procs
+def start_workloads(seconds):
+    return [subprocess.Popen([str(WL / "busy"), str(seconds), "2"], stdout=subprocess.DEVNULL),
+            subprocess.Popen([str(WL / "topmix"), str(seconds)], stdout=subprocess.DEVNULL),
+            subprocess.Popen([str(WL / "syscalls"), str(seconds)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)]
 
 
 def one_round(tools, seconds, warmup):
@@ -199,8 +184,12 @@ def main():
     assert "bpfprof top" in tools, "the ratios are of bpfprof top"
     results = []
     kinds = set()
-    wls = start_workloads(int(a.rounds * (a.seconds + a.warmup + 5) + 10), a.churn)
+    wls = start_workloads(int(a.rounds * (a.seconds + a.warmup + 5) + 10))
+    busy = contextlib.ExitStack()
     try:
+        if a.churn:
+            # ~2.2 processes an iteration; the iteration itself takes ~25 ms.
+            busy.enter_context(churn(pause=max(0.0, 2.2 / a.churn - 0.025), spin=2000))
         for r in range(a.rounds):
             cpu, screens, k = one_round(tools, a.seconds, a.warmup)
             kinds |= k
@@ -212,11 +201,9 @@ def main():
                     head = "\n".join(text.splitlines()[:6])
                     print(f"--- {n} (first lines of its screen)\n{head}")
     finally:
+        busy.close()
         for p in wls:
-            try:
-                os.killpg(p.pid, 9) if p.args[0] == "sh" else p.kill()
-            except ProcessLookupError:
-                pass
+            p.kill()
             p.wait()
         tmux("kill-server")
 

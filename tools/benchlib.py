@@ -4,6 +4,7 @@
 (tests/integration/test_hostile.py imports it from here):
 
   * kill_groups(): ends workloads started in their own sessions, whole groups;
+  * churn(): shell loops that start short processes, as a busy host does;
   * free_port(): a TCP port nothing listens on;
   * FailingIngest: a push server that fails every request;
   * Crowd: idle and trickling HTTP clients that keep their number;
@@ -12,6 +13,7 @@
 
 Standard library only: the tools run from a fresh checkout.
 """
+import contextlib
 import http.server
 import os
 import signal
@@ -30,6 +32,30 @@ def kill_groups(procs):
         except ProcessLookupError:
             pass
         p.wait()
+
+
+CHURN = ("i=0; while :; do i=$((i+1)); "
+         "sh -c 'n=0; while [ $n -lt $SPIN ]; do n=$((n+1)); done'; ls / >/dev/null; "
+         "[ $((i % 5)) -eq 0 ] && python3 -c 'sum(range(100000))'; sleep $PAUSE; done")
+
+
+@contextlib.contextmanager
+def churn(loops=1, pause=0.1, spin=3000):
+    """Process churn, as a busy container host has: `loops` shell loops,
+    each starting ~2.2 short processes an iteration (a shell counting to
+    `spin`, ~15 ms at 3000; ls; every fifth time a python3 -c) and then
+    sleeping `pause` s - ~10 processes a second at the defaults. Each new
+    program image is one a profiler sees for the first time at its first
+    sample. The loops (whole process groups) are killed on the way out."""
+    env = dict(os.environ, PAUSE=f"{pause:.3f}", SPIN=str(spin))
+    procs = []
+    try:
+        for _ in range(loops):
+            procs.append(subprocess.Popen(["sh", "-c", CHURN], env=env, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL, start_new_session=True))
+        yield procs
+    finally:
+        kill_groups(procs)
 
 
 def free_port():

@@ -610,21 +610,13 @@ def test_churn_under_asan_leaks_nothing(tmp_path):
     written. (A process made from its notice leaked its mapping paths for as long as
     the agent ran: 10 KB in this test's 20 s.)"""
     assert ASAN_BPFPROF.exists(), f"{ASAN_BPFPROF} is missing: run make asan"
-    churn = subprocess.Popen(
-        ["sh", "-c", "i=0; while :; do i=$((i+1)); "
-         "sh -c 'n=0; while [ $n -lt 3000 ]; do n=$((n+1)); done'; ls / >/dev/null; "
-         "[ $((i % 5)) -eq 0 ] && python3 -c 'sum(range(100000))'; sleep 0.1; done"],
-        start_new_session=True)
     out = tmp_path / "out"
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0",
                UBSAN_OPTIONS="print_stacktrace=1")
-    try:
+    with benchlib.churn():
         args = [ASAN_BPFPROF, "-a", "-d", 20, "--interval", 4, "--output-dir", out, "-v"]
         p = subprocess.run([str(a) for a in args], capture_output=True, text=True,
                            timeout=180, env=env)
-    finally:
-        os.killpg(churn.pid, signal.SIGKILL)
-        churn.wait()
     bad = [l for l in p.stderr.splitlines() if any(e in l for e in SANITIZER_ERRORS)]
     assert p.returncode == 0 and not bad, p.stderr[-6000:]
     m = re.search(r"(\d+) of them named from their notice's mappings", p.stderr)

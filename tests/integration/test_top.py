@@ -13,14 +13,17 @@ import math
 import os
 import re
 import shlex
-import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from conftest import (BPFPROF, Workload, assert_count_at_least, count_tolerance, uwl,
+from conftest import (BPFPROF, ROOT, Workload, assert_count_at_least, count_tolerance, uwl,
                       wait_attached, wl)
+
+sys.path.insert(0, str(ROOT / "tools"))
+from benchlib import churn  # noqa: E402  (tools/: shared with bench_top.py)
 
 
 @contextlib.contextmanager
@@ -435,11 +438,6 @@ def test_top_names_processes_gone_before_it_reads_them():
         "the children were read alive, and the test shows nothing"
 
 
-CHURN = ("i=0; while :; do i=$((i+1)); "
-         "sh -c 'n=0; while [ $n -lt 3000 ]; do n=$((n+1)); done'; ls / >/dev/null; "
-         "[ $((i % 5)) -eq 0 ] && python3 -c 'sum(range(100000))'; sleep 0.1; done")
-
-
 def test_top_names_gone_processes_on_a_busy_host():
     """The same while two shell loops start ~20 other short processes a
     second: a child's samples come between other images' on its CPU, and
@@ -447,14 +445,8 @@ def test_top_names_gone_processes_on_a_busy_host():
     mappings of a young image's sample again when it comes back to it (an
     update), not only while no other image came between: before, a third
     of short_spin's samples here were [unknown]."""
-    churn = [subprocess.Popen(["sh", "-c", CHURN], start_new_session=True) for _ in range(2)]
-    try:
-        with sample_rate(499) as hz:
-            spin, cpu, spin_cpu, children, mapped, err = short_lived_in_top(hz, {})
-    finally:
-        for c in churn:
-            os.killpg(c.pid, signal.SIGKILL)
-            c.wait()
+    with churn(loops=2), sample_rate(499) as hz:
+        spin, cpu, spin_cpu, children, mapped, err = short_lived_in_top(hz, {})
     assert children >= 50, (children, err)
     assert_count_at_least(spin, spin_cpu * hz, "short_spin on a busy host, named from notices")
     assert mapped >= 0.5 * children, (mapped, children, err)

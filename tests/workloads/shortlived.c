@@ -65,12 +65,12 @@ int main(int argc, char **argv)
 	ssize_t len;
 
 	if (argc >= 4 && !strcmp(argv[1], "child")) {
-		double t0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), cpu;
+		double t0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), used;
 
 		short_spin(strtoul(argv[2], NULL, 10));
-		cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - t0;
+		used = clock_s(CLOCK_PROCESS_CPUTIME_ID) - t0;
 		/* To the parent: one write under PIPE_BUF, whole. */
-		if (write(atoi(argv[3]), &cpu, sizeof(cpu)) != sizeof(cpu))
+		if (write(atoi(argv[3]), &used, sizeof(used)) != sizeof(used))
 			return 1;
 		return 0;
 	}

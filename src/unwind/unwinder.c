@@ -70,7 +70,6 @@ struct uproc {
 	struct cpython_proc *py_wait;
 	unsigned py_tries;
 	uint64_t py_retry_ns;
-	uint64_t py_retry_late; /* ... or at the caller's first wake-up until then */
 	/* start_time + 1 of the process told its Python is not walked: kept
 	 * across exec (a forked Python that runs python again) and eviction,
 	 * so a process gets that warning once. */
@@ -854,14 +853,17 @@ static int hold_image(struct unwinder *u, struct uproc *p, const struct proc_id 
 #define PY_FAST_TRIES	  13
 #define PY_MAX_TRIES	  50
 
-/* p's next probe at p->py_retry_ns (at the latest p->py_retry_late): the
- * tick's earliest due retry and the loop's wake-up follow it. */
+/* p's next probe at p->py_retry_ns (a slow one up to a second later, at
+ * the caller's first wake-up): the tick's earliest due retry and the loop's
+ * wake-up follow it. */
 static void python_retry_at(struct unwinder *u, const struct uproc *p)
 {
+	uint64_t late = p->py_retry_ns + (p->py_tries < PY_FAST_TRIES ? 0 : PY_RETRY_SLOW_NS);
+
 	if (!u->py_retry_due || p->py_retry_ns < u->py_retry_due)
 		u->py_retry_due = p->py_retry_ns;
-	if (!u->py_wake_by || p->py_retry_late < u->py_wake_by)
-		u->py_wake_by = p->py_retry_late;
+	if (!u->py_wake_by || late < u->py_wake_by)
+		u->py_wake_by = late;
 }
 
 /*
@@ -917,7 +919,6 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 		p->py_retry_ns = now_ns() + (p->py_tries < PY_FIRST_TRIES ? PY_RETRY_FIRST_NS
 					     : p->py_tries < PY_FAST_TRIES ? PY_RETRY_NS
 									 : PY_RETRY_SLOW_NS);
-		p->py_retry_late = p->py_retry_ns + (p->py_tries < PY_FAST_TRIES ? 0 : PY_RETRY_SLOW_NS);
 		python_retry_at(u, p);
 		return;
 	}

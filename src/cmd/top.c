@@ -67,6 +67,7 @@
 #define TOP_HOT_DRAINS 3
 #define TOP_HOT_SHARE  100
 #define TOP_IDLE_CHECK 30 /* refreshes without samples: is a waiting process still there? */
+#define TOP_WARM_REFRESHES 10 /* -v: the steady state is what comes after these */
 
 enum {
 	OPT_WINDOW = OPT_CMD_FIRST,
@@ -148,6 +149,13 @@ struct top {
 	uint64_t cpu_notice, cpu_drain, cpu_table, cpu_draw, nr_drains, nr_notices;
 	uint64_t nr_waits, nr_sleeps; /* poll()s, and of them those that slept */
 	uint64_t nr_uw_wakes; /* waits that ended early for the unwinder's work */
+	/* The same at the end of refresh TOP_WARM_REFRESHES, and the process's
+	 * CPU then (ns): -v tells the steady state from the start-up's, whose
+	 * first drains symbolize every stack the machine runs. */
+	struct {
+		uint64_t cpu, cpu_drain, cpu_table, cpu_draw, nr_waits, nr_sleeps, t;
+		bool taken;
+	} warm;
 	/* --unwind auto on -a/--cgroup: processes noticed whose tables wait for
 	 * them to keep running (pid -> struct waiting). NULL: tables at once. */
 	struct htab *waiting;
@@ -181,6 +189,31 @@ static uint64_t cpu_ns(void)
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* CPU time of the whole process, ns (all threads: the kernel-symbol reader too). */
+static uint64_t process_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* -v: the counters once the start-up's refreshes are over. */
+static void mark_warm(struct top *t, uint64_t now)
+{
+	if (!timing || t->warm.taken || t->nr_drains < TOP_WARM_REFRESHES)
+		return;
+	t->warm.taken = true;
+	t->warm.cpu = process_cpu_ns();
+	t->warm.cpu_drain = t->cpu_drain;
+	t->warm.cpu_table = t->cpu_table;
+	t->warm.cpu_draw = t->cpu_draw;
+	t->warm.nr_waits = t->nr_waits;
+	t->warm.nr_sleeps = t->nr_sleeps;
+	t->warm.t = now;
 }
 
 static void top_usage(FILE *f)
@@ -1156,6 +1189,7 @@ static int top_loop(struct top *t)
 			else if (print_snapshot(t, now))
 				return 1; /* stdout closed (a pipe's reader left) */
 			t->cpu_draw += cpu_ns() - t0;
+			mark_warm(t, now);
 		}
 		if (deadline && now >= deadline)
 			break;
@@ -1249,6 +1283,22 @@ static void top_summary(const struct top *t)
 	p_debug("wake-ups: %.1f waits a refresh, %.1f of them slept (each a context switch); "
 		"%" PRIu64 " waits ended early for the unwinder (Python probes)",
 		t->nr_waits / n, t->nr_sleeps / n, t->nr_uw_wakes);
+	if (t->warm.taken && t->nr_drains > TOP_WARM_REFRESHES) {
+		double m = (double)(t->nr_drains - TOP_WARM_REFRESHES);
+		double secs = (now_ns() - t->warm.t) / 1e9;
+		double cpu = (process_cpu_ns() - t->warm.cpu) / 1e6;
+
+		/* The steady state: what a long run costs a second, without the
+		 * start-up (BPF load, kernel symbols, every stack new). */
+		p_debug("after the first %d refreshes: %.3f ms CPU a refresh (%.3f%% of a CPU over "
+			"%.0f s): %.3f ms drain, %.3f ms table, %.3f ms screen (the rest: "
+			"wake-ups, notices, keys, the unwinder's tick); %.1f waits a refresh, %.1f slept",
+			TOP_WARM_REFRESHES, cpu / m, secs > 0 ? cpu / 10 / secs : 0.0,
+			secs, (t->cpu_drain - t->warm.cpu_drain) / 1e6 / m,
+			(t->cpu_table - t->warm.cpu_table) / 1e6 / m,
+			(t->cpu_draw - t->warm.cpu_draw) / 1e6 / m,
+			(t->nr_waits - t->warm.nr_waits) / m, (t->nr_sleeps - t->warm.nr_sleeps) / m);
+	}
 	p_debug("drained keys: %.1f a refresh, %.1f of them symbolized (%.1f frames), "
 		"the rest only added their count",
 		(t->r.rc.keys_symbolized + t->r.rc.memo_hits) / n, t->r.rc.keys_symbolized / n,

@@ -385,6 +385,31 @@ def test_top_does_not_wake_up_for_an_interpreter_that_never_starts():
     assert int(early.group(1)) <= 14, p.stderr
 
 
+def test_top_v_tells_the_steady_state_from_the_start_up():
+    """-v's exit summary gives the CPU of the refreshes after the first ten
+    apart: the first drains symbolize every stack the machine runs (a busy
+    host: milliseconds each), which a whole-run average mixes into what a
+    long run costs. The steady figures must add up: the process's CPU a
+    refresh holds the main thread's drain, table and screen, and the share
+    of a CPU is that CPU over the seconds it covers."""
+    with Workload(wl("busy"), 30, 1):
+        p = subprocess.run([str(BPFPROF), "top", "-a", "-F", "99", "-d", "14.5", "--stdio",
+                            "--rows", "3", "-v"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    n = int(re.search(r"(\d+) refreshes, CPU per refresh", p.stderr).group(1))
+    m = re.search(r"after the first 10 refreshes: ([\d.]+) ms CPU a refresh \(([\d.]+)% of a CPU "
+                  r"over (\d+) s\): ([\d.]+) ms drain, ([\d.]+) ms table, ([\d.]+) ms screen "
+                  r"\(the rest: [^)]*\); ([\d.]+) waits a refresh, ([\d.]+) slept", p.stderr)
+    assert m, p.stderr
+    cpu, share, secs, drain, table, screen, waits, slept = map(float, m.groups())
+    assert n >= 13 and 2 <= secs <= n - 10 + 1, p.stderr
+    # Rounded to the printed 3 decimals: a refresh's parts within its whole.
+    assert drain + table + screen <= cpu + 0.002, p.stderr
+    assert abs(share - cpu * (n - 10) / max(secs, 1) / 10) <= 0.35 * share + 0.002, p.stderr
+    # One wait a refresh at least (a refresh is a wake-up), each asleep.
+    assert waits >= 0.95 and slept <= waits, p.stderr
+
+
 def short_lived_in_top(hz, env, exe=None):
     """top -a over the shortlived workload, started once top samples:
     children that spin ~8 ms each in short_spin and exit, gone long before

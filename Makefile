@@ -284,10 +284,16 @@ $(OUT)/tools/symbench: tools/symbench.c $(OUT)/libcore.a
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(OUT)/libcore.a $(EXTRA_LDFLAGS) $(LDLIBS_CORE) -o $@
 
+# The least a once-a-second terminal view costs (tools/bench_top.py --floor).
+$(OUT)/tools/tuifloor: tools/tuifloor.c
+	$(Q)mkdir -p $(dir $@)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@
+
 .PHONY: unit-tests test-deps
 unit-tests: $(UNIT_BINS) $(FIXTURES) $(GO_WORKLOADS)
 test-deps: all unit-tests $(WORKLOADS) $(OUT)/workloads/libwl.so $(UW_WORKLOADS) $(ANN_WORKLOADS) \
-	   $(OUT)/tools/symbench
+	   $(OUT)/tools/symbench $(OUT)/tools/tuifloor
 
 # The same unit tests, and bpfprof itself (for test_hostile's churn run),
 # under AddressSanitizer + UndefinedBehaviorSanitizer.

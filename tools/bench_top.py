@@ -19,6 +19,12 @@ a cpuacct cgroup of its own (cgroup v1 cpuacct.usage, or cgroup v2 cpu.stat
 usage_usec), its threads and children included; otherwise utime + stime from
 /proc/PID/stat, whose resolution is one clock tick (10 ms).
 
+--floor adds tools/tuifloor, a program that only sleeps a second and
+redraws ~1.5 KB of its terminal, again and again: the least any
+once-a-second live view costs on this machine (under a hypervisor, waking
+up after a second asleep can cost hundreds of microseconds). The table then
+also gives bpfprof top's CPU above that floor against perf top's.
+
 --churn N adds process churn, as a busy container host has: benchlib's
 churn(), a shell loop that starts about N short processes a second (a shell
 counting for ~10 ms, ls, and every fifth time a python3 -c), each new
@@ -26,7 +32,7 @@ program image one that both tools see for the first time at its first
 sample.
 
 Usage: sudo flock /tmp/bpfprof-bench.lock tools/bench_top.py [--rounds 5] [--seconds 30]
-       [--churn N] [--only NAME,...]
+       [--churn N] [--floor] [--only NAME,...]
 Prints a Markdown table (the README has the latest).
 """
 import argparse
@@ -53,6 +59,7 @@ TOOLS = {
     "perf top": ["perf", "top", "-a", "-F", "99", "-d", "1"],
     "perf top -g": ["perf", "top", "-a", "-F", "99", "-d", "1", "-g"],
 }
+FLOOR = "floor (tools/tuifloor)"
 
 
 def tmux(*args):
@@ -173,6 +180,8 @@ def main():
                     help="also start about this many short processes a second")
     ap.add_argument("--baseline", default="",
                     help="another bpfprof binary, run as \"bpfprof top @baseline\" too")
+    ap.add_argument("--floor", action="store_true",
+                    help="also run tools/tuifloor: a 1 Hz terminal view that does nothing else")
     ap.add_argument("--only", default="",
                     help="comma-separated tool names (default: all four)")
     a = ap.parse_args()
@@ -181,6 +190,11 @@ def main():
     if a.baseline:
         tools = dict(tools)
         tools["bpfprof top @baseline"] = [a.baseline] + TOOLS["bpfprof top"][1:]
+    if a.floor:
+        floor = OUT / "tools" / "tuifloor"
+        assert floor.exists(), f"no {floor}: make {floor}"
+        tools = dict(tools)
+        tools[FLOOR] = [str(floor)]
     assert "bpfprof top" in tools, "the ratios are of bpfprof top"
     results = []
     kinds = set()
@@ -222,6 +236,15 @@ def main():
         ratio = "" if n == "bpfprof top" else \
             f"{statistics.median(ratios):.3f} ({min(ratios):.3f} – {max(ratios):.3f})"
         print(f"| {n} | {statistics.median(v):.3f} | {min(v):.3f} – {max(v):.3f} | {ratio} |")
+    if FLOOR in names:
+        print()
+        print("Above the floor (each tool's CPU less tuifloor's in the same round), per round:")
+        for other in (n for n in names if n not in ("bpfprof top", FLOOR)):
+            ratios = [(r["bpfprof top"] - r[FLOOR]) / (r[other] - r[FLOOR]) for r in results
+                      if r[other] > r[FLOOR]]
+            if ratios:
+                print(f"- bpfprof top / {other}: {statistics.median(ratios):.3f} "
+                      f"({min(ratios):.3f} – {max(ratios):.3f})")
 
 
 if __name__ == "__main__":

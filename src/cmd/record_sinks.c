@@ -215,8 +215,8 @@ int sinks__finish_interval(struct continuous *ct, struct record_ctx *rc, struct 
 void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct collector *col)
 {
 	struct metrics_snapshot m = { 0 };
-	struct symbolizer_stats ss;
 	struct collector_stats st;
+	size_t procs, files;
 
 	collector__stats(col, &st);
 	/* A throttled kernel is said once a minute, with that minute's figures. */
@@ -273,9 +273,9 @@ void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct
 		m.push_dropped = ps.dropped;
 		m.push_queued = ps.queued;
 	}
-	symbolizer__stats(rc->sym, &ss);
-	m.procs_cached = ss.procs;
-	m.files_cached = ss.files;
+	symbolizer__cached(rc->sym, &procs, &files);
+	m.procs_cached = procs;
+	m.files_cached = files;
 	m.labels_cached = labels__count(rc->labels);
 	metrics__publish(&ct->metrics, &m);
 }

@@ -1709,6 +1709,12 @@ void symbolizer__sweep(struct symbolizer *s)
 	}
 }
 
+void symbolizer__cached(const struct symbolizer *s, size_t *procs, size_t *files)
+{
+	*procs = htab__count(s->procs);
+	*files = htab__count(s->files);
+}
+
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 {
 	struct htab_entry *e;

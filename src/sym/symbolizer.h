@@ -252,5 +252,8 @@ void symbolizer__want_user(struct symbolizer *s, const struct proc_id *id, uint6
 void symbolizer__want_flush(struct symbolizer *s, bool final);
 
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st);
+/* Processes and files cached, without symbolizer__stats()'s walk over them
+ * (the agent's metrics ask at every drain). */
+void symbolizer__cached(const struct symbolizer *s, size_t *procs, size_t *files);
 
 #endif

@@ -1291,7 +1291,7 @@ static void top_summary(const struct top *t)
 		/* The steady state: what a long run costs a second, without the
 		 * start-up (BPF load, kernel symbols, every stack new). */
 		p_debug("after the first %d refreshes: %.3f ms CPU a refresh (%.3f%% of a CPU over "
-			"%.0f s): %.3f ms drain, %.3f ms table, %.3f ms screen (the rest: "
+			"%.1f s): %.3f ms drain, %.3f ms table, %.3f ms screen (the rest: "
 			"wake-ups, notices, keys, the unwinder's tick); %.1f waits a refresh, %.1f slept",
 			TOP_WARM_REFRESHES, cpu / m, secs > 0 ? cpu / 10 / secs : 0.0,
 			secs, (t->cpu_drain - t->warm.cpu_drain) / 1e6 / m,

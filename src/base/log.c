@@ -3,6 +3,7 @@
 #include "base/log.h"
 
 #include "base/errmsg.h"
+#include "base/text.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,6 +34,10 @@ static void vlog(int level, const char *prefix, const char *fmt, va_list ap)
 	n += m > 0 ? m : 0;
 	if (n > (int)sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
+	line[n] = '\0';
+	/* Messages quote paths, names and lines the profiled processes wrote:
+	 * what a terminal would obey is '?' (text.h). */
+	n = (int)text__clean(line, true);
 	line[n++] = '\n';
 	line[n] = '\0';
 	fputs(line, stderr);

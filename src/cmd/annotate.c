@@ -36,6 +36,7 @@
 #include "base/htab.h"
 #include "base/log.h"
 #include "base/profile.h"
+#include "base/text.h"
 #include "base/util.h"
 #include "cmd/cli.h"
 #include "cmd/record.h"
@@ -357,6 +358,22 @@ static const char *kind_label(const struct pframe *f)
 	return f->kind == FRAME_KERNEL ? "[kernel]" : f->module ? path_basename(f->module) : "?";
 }
 
+/*
+ * s with what a terminal would obey as '?' (base/text.h): names and paths
+ * are the profiled processes' and their files' own bytes. Two buffers in
+ * turn, so one printf() can show two.
+ */
+static const char *shown(const char *s)
+{
+	static char bufs[2][PATH_MAX];
+	static unsigned k;
+	char *buf = bufs[k++ % 2];
+
+	snprintf(buf, sizeof(bufs[0]), "%s", s ? s : "");
+	text__clean(buf, false);
+	return buf;
+}
+
 /* The hottest functions, for a FUNCTION that names none. */
 static void hint_hottest(const struct profile *p)
 {
@@ -368,8 +385,8 @@ static void hint_hottest(const struct profile *p)
 	qsort(v, nr, sizeof(*v), cmp_self);
 	fprintf(stderr, "HINT: the hottest functions (self samples):");
 	for (size_t i = 0; i < nr && i < 5; i++)
-		fprintf(stderr, "%s %s (%" PRIu64 ", %s)", i ? ";" : "", v[i].f->name, v[i].self,
-			kind_label(v[i].f));
+		fprintf(stderr, "%s %s (%" PRIu64 ", %s)", i ? ";" : "",
+			shown(v[i].f->name), v[i].self, kind_label(v[i].f));
 	fprintf(stderr, "\n");
 	free_fns(v, nr);
 }
@@ -395,8 +412,9 @@ static struct fn_samples *choose(const struct profile *p, const char *want, stru
 	if (n_best > 1) {
 		p_err("'%s' matches %zu functions; name one of them:", want, n_best);
 		for (size_t i = 0; i < n_best && i < 10; i++)
-			fprintf(stderr, "  %s  (%s, %" PRIu64 " samples)\n", (*all)[i].f->name,
-				kind_label((*all)[i].f), (*all)[i].self);
+			fprintf(stderr, "  %s  (%s, %" PRIu64 " samples)\n",
+				shown((*all)[i].f->name), kind_label((*all)[i].f),
+				(*all)[i].self);
 		return NULL;
 	}
 	return &(*all)[0];
@@ -498,22 +516,28 @@ static void sources_free(struct sources *ss)
 	free(ss->v);
 }
 
-/* Prints s with control characters as '?' and tabs as spaces, at most max columns. */
+/* Prints s with controls and bytes not UTF-8 as '?' and tabs as spaces, at most max
+ * columns (a UTF-8 sequence is one). */
 static void put_clean(const char *s, size_t max)
 {
 	size_t col = 0;
 
-	for (; *s && col < max; s++) {
-		unsigned char ch = (unsigned char)*s;
+	while (*s && col < max) {
+		uint32_t cp;
+		size_t n = text__seq(s, &cp);
 
-		if (ch == '\t') {
+		if (n == 1 && cp == '\t') {
 			do
 				putchar(' ');
 			while (++col % 8 && col < max);
-			continue;
+		} else if (!n || text__is_control(cp)) {
+			putchar('?'); /* what a terminal would obey: base/text.h */
+		} else {
+			fwrite(s, 1, n, stdout);
 		}
-		putchar(ch < 0x20 || ch == 0x7f ? '?' : ch);
-		col++;
+		if (!(n == 1 && cp == '\t'))
+			col++;
+		s += n ? n : 1;
 	}
 }
 
@@ -562,7 +586,7 @@ static void print_hot_lines(const struct annotation *an, struct sources *ss)
 		const char *text = source_line(ss, v[i].file, v[i].line);
 
 		printf("  %6.2f%%  %7" PRIu64 "  %s:%u", 100.0 * v[i].count / an->total, v[i].count,
-		       path_basename(v[i].file), v[i].line);
+		       shown(path_basename(v[i].file)), v[i].line);
 		if (text) {
 			printf("  ");
 			put_clean(text + strspn(text, " \t"), 60);
@@ -591,8 +615,8 @@ static void print_listing(const struct annotation *an, const struct termcolor *c
 		    (!last || last->line != in->src->line || strcmp(last->file, in->src->file))) {
 			const char *text = source_line(ss, in->src->file, in->src->line);
 
-			printf("%s%30s%s:%-5u ", c->dim, "", path_basename(in->src->file),
-			       in->src->line);
+			printf("%s%30s%s:%-5u ", c->dim, "",
+			       shown(path_basename(in->src->file)), in->src->line);
 			if (text)
 				put_clean(text, 100);
 			printf("%s\n", c->reset);
@@ -780,7 +804,7 @@ static void print_header(const struct fn_samples *fs, const struct profile *p, c
 {
 	uint64_t total = profile__total(p);
 
-	printf("%s  (%s)\n", fs->f->name, where);
+	printf("%s  (%s)\n", shown(fs->f->name), shown(where));
 	printf("  %" PRIu64 " self samples, %.1f%% of the %" PRIu64 " in the profile", fs->self,
 	       total ? 100.0 * fs->self / total : 0, total);
 	if (profile__meta_c(p)->freq_hz)
@@ -837,7 +861,7 @@ static int annotate_user(const struct annotate_opts *a, const struct profile *p,
 	printf("  %" PRIx64 "-%" PRIx64 " (%" PRIu64 " bytes, %zu instructions)", start, end,
 	       end - start, an.nr);
 	if (an.nr_rows)
-		printf("; source lines from %s%s", cf.lines_from,
+		printf("; source lines from %s%s", shown(cf.lines_from),
 		       cf.lines_from == cf.debug_path ? " (separate debug file)" : "");
 	else if (!a->no_source)
 		printf("; no source lines (no DWARF: build with -g, or install its debug file)");

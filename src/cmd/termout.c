@@ -9,6 +9,7 @@
 #include <term.h>
 #include <unistd.h>
 
+#include "base/text.h"
 #include "base/util.h"
 
 /*
@@ -328,8 +329,10 @@ void termout__row(int y, const char *s, attr_t attr)
 		clear_eol();
 		r->len = ROW_BLANK;
 	}
-	/* Byte offsets are columns only in ASCII: other rows are written whole. */
+	/* Byte offsets are columns only in ASCII: other rows are written whole,
+	 * with what a terminal would obey (C1, bytes not UTF-8) as '?'. */
 	if (!ascii) {
+		n = (int)text__clean(t, false);
 		move_to(y, 0);
 		text(t, (size_t)n, attr);
 		r->len = ROW_UNKNOWN;

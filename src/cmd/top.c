@@ -42,6 +42,7 @@
 #include "base/htab.h"
 #include "base/log.h"
 #include "base/profile.h"
+#include "base/text.h"
 #include "base/util.h"
 #include "cmd/cli.h"
 #include "cmd/record.h"
@@ -833,17 +834,24 @@ static int print_snapshot(struct top *t, uint64_t now)
 	const struct top_table *tb = t->table;
 
 	header_line(t, now, line, sizeof(line));
+	text__clean(line, false);
 	printf("%s\n", line);
 	view_line(t, line, sizeof(line));
+	text__clean(line, false); /* a zoomed-in process's command */
 	printf("%s\n", line);
 	printf("   Self%%  Total%%  Samples  %-18s %s\n", "Module", "Function");
 	for (size_t i = 0; i < tb->nr && i < t->rows; i++) {
 		const struct top_row *r = &tb->rows[i];
+		char mod[64], name[1024];
 
+		/* Names are the processes' own bytes: what a terminal obeys is '?'. */
+		snprintf(mod, sizeof(mod), "%s", module_label(r));
+		snprintf(name, sizeof(name), "%s", r->name ? r->name : "");
+		text__clean(mod, false);
+		text__clean(name, false);
 		printf("  %6.2f  %6.2f  %7" PRIu64 "  %-18.18s %s\n", pct(r->self, tb->samples),
 		       pct(r->total, tb->samples),
-		       t->view.sort == TOP_SORT_TOTAL ? r->total : r->self, module_label(r),
-		       r->name);
+		       t->view.sort == TOP_SORT_TOTAL ? r->total : r->self, mod, name);
 	}
 	printf("\n");
 	fflush(stdout);

@@ -116,10 +116,12 @@ const char *output__short_file(const char *file);
 /*
  * Writes s as a JSON string literal (quotes included). Invalid UTF-8 becomes
  * U+FFFD, so the result is always valid JSON; '<', '>' and '&' are escaped
- * too, so the literal is safe inside XML/HTML (CDATA, <script>).
+ * too, so the literal is safe inside XML/HTML (CDATA, <script>); controls
+ * (C1 and bidirectional formatting too: base/text.h) as \uXXXX.
  */
 void output__json_string(FILE *f, const char *s);
-/* Copies s with invalid UTF-8 replaced by U+FFFD and control characters by '?'. */
+/* Copies s with invalid UTF-8 replaced by U+FFFD and control characters
+ * (C0, DEL, C1, bidirectional formatting: base/text.h) by '?'. */
 void output__clean_utf8(const char *s, char *buf, size_t size);
 
 #endif

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/text.h"
 #include "base/util.h"
 
 static const struct writer *const writers[] = {
@@ -157,10 +158,25 @@ void output__frame_label_lines(const struct pframe *f, bool lines, char *buf, si
 	if (!size)
 		return;
 	output__frame_display(f, lines, name, sizeof(name));
-	for (const char *s = name; *s && i + 1 < size; s++) {
-		unsigned char c = *s;
+	/* ';' separates frames; controls are '?' and bytes not UTF-8 U+FFFD, as
+	 * in every writer (output__clean_utf8, base/text.h). */
+	for (const char *s = name; *s;) {
+		uint32_t cp;
+		size_t n = text__seq(s, &cp);
+		const char *put = s;
+		size_t len = n;
 
-		buf[i++] = (c == ';') ? ':' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+		if (!n)
+			put = "\xef\xbf\xbd", len = 3;
+		else if (text__is_control(cp))
+			put = "?", len = 1;
+		else if (cp == ';')
+			put = ":";
+		if (i + len + 1 > size)
+			break;
+		memcpy(buf + i, put, len);
+		i += len;
+		s += n ? n : 1;
 	}
 	for (const char *s = suffix; *s && i + 1 < size; s++)
 		buf[i++] = *s;
@@ -172,35 +188,6 @@ void output__frame_label(const struct pframe *f, char *buf, size_t size)
 	output__frame_label_lines(f, false, buf, size);
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 if it is not one. */
-static size_t utf8_seq(const unsigned char *s)
-{
-	unsigned char c = s[0];
-	size_t n;
-	uint32_t cp;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, cp = c & 0x07;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80) /* also stops at the NUL */
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	/* Overlong forms, surrogates and values past U+10FFFF are not UTF-8. */
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
 void output__clean_utf8(const char *s, char *buf, size_t size)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -209,12 +196,18 @@ void output__clean_utf8(const char *s, char *buf, size_t size)
 	if (!size)
 		return;
 	while (*p) {
-		size_t n = utf8_seq(p);
+		uint32_t cp;
+		size_t n = text__seq((const char *)p, &cp);
 
-		if (n == 1) {
+		if (n && text__is_control(cp)) {
 			if (i + 2 > size)
 				break;
-			buf[i++] = (*p < 0x20 || *p == 0x7f) ? '?' : (char)*p;
+			buf[i++] = '?';
+			p += n;
+		} else if (n == 1) {
+			if (i + 2 > size)
+				break;
+			buf[i++] = (char)*p;
 			p++;
 		} else if (n) {
 			if (i + n + 1 > size)
@@ -239,8 +232,14 @@ void output__json_string(FILE *f, const char *s)
 
 	fputc('"', f);
 	while (*p) {
-		size_t n = utf8_seq(p);
+		uint32_t cp;
+		size_t n = text__seq((const char *)p, &cp);
 
+		if (n > 1 && text__is_control(cp)) {
+			fprintf(f, "\\u%04x", (unsigned)cp); /* C1, bidirectional: text.h */
+			p += n;
+			continue;
+		}
 		if (n > 1) {
 			fwrite(p, 1, n, f);
 			p += n;

@@ -286,6 +286,64 @@ def test_top_without_a_terminal_prints_snapshots():
     check_share(r["hot_spin"][2], r["cold_spin"][2])
 
 
+# A JIT names its code with what a terminal obeys: U+009B (CSI, UTF-8) and a
+# raw 0x9b, each with "2J" (clear the screen), an OSC that sets the window
+# title, a right-to-left override.
+HOSTILE_NAME = b"evil\xc2\x9b2J\x9b2Jx\x1b]0;pwned\x07y\xe2\x80\xaeRLO"
+HOSTILE_SHOWN = b"evil?2J?2Jx?]0;pwned?y?RLO"
+# In folded stacks ';' separates frames (a perf map's bytes that are not
+# UTF-8 were '?' already when it was read).
+HOSTILE_FOLDED = HOSTILE_SHOWN.replace(b";", b":")
+OBEYED = (b"\x1b]", b"\xc2\x9b", b"\x9b2J", b"\xe2\x80\xae", b"\x07")
+
+
+def assert_nothing_obeyed(out, what):
+    for seq in OBEYED:
+        assert seq not in out, f"{what}: {seq!r} reached the output"
+
+
+def test_top_shows_hostile_names_without_their_terminal_controls(tmp_path):
+    """A process's function names go to the operator's terminal: the
+    controls in them come out as '?', on the screen (the pane's raw bytes,
+    as bpfprof wrote them), in the plain snapshots, and in the profiles and
+    report of the same process. Without this, the name clears the screen
+    and sets the window title."""
+    jit = subprocess.Popen([str(wl("jitlike")).encode(), b"120", b"normal", HOSTILE_NAME],
+                           stdout=subprocess.PIPE)
+    pid = int(jit.stdout.readline().split()[0])
+    raw = tmp_path / "pane.raw"
+    try:
+        with Screen(["-p", pid, "-F", 99]) as s:
+            tmux("pipe-pane", "-o", "-t", s.name, f"cat >> {shlex.quote(str(raw))}")
+            s.wait_for(lambda t: "evil?2J" in t, what="the JIT's name")
+            s.keys("q")
+            assert s.exit_status() == 0
+        out = raw.read_bytes()
+        assert HOSTILE_SHOWN in out, out[-2000:]
+        assert_nothing_obeyed(out, "the screen")
+        snap = subprocess.run([str(BPFPROF), "top", "-p", str(pid), "-d", "1.5"],
+                              capture_output=True, timeout=60)
+        assert snap.returncode == 0, snap.stderr
+        assert HOSTILE_SHOWN in snap.stdout, snap.stdout
+        assert_nothing_obeyed(snap.stdout + snap.stderr, "the snapshot")
+        folded = tmp_path / "jit.folded"
+        rec = subprocess.run([str(BPFPROF), "-p", str(pid), "-d", "1.5", "-o", str(folded)],
+                             capture_output=True, timeout=60)
+        assert rec.returncode == 0, rec.stderr
+        rep = subprocess.run([str(BPFPROF), "report", str(folded)], capture_output=True,
+                             timeout=60)
+        assert rep.returncode == 0, rep.stderr
+        for what, out in (("folded", folded.read_bytes()), ("report", rep.stdout),
+                          ("stderr", rec.stderr + rep.stderr)):
+            assert_nothing_obeyed(out, what)
+        assert HOSTILE_FOLDED in folded.read_bytes()
+        assert HOSTILE_FOLDED in rep.stdout
+    finally:
+        jit.kill()
+        jit.wait()
+        Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
+
+
 def test_top_catalog_replacements_keep_counts_and_names():
     """Every CATALOG_SPAN seconds (60; 2 here) the profile the drains go into
     is replaced; the samples the window still shows are carried into the

@@ -530,13 +530,14 @@ static void put_clean(const char *s, size_t max)
 			do
 				putchar(' ');
 			while (++col % 8 && col < max);
-		} else if (!n || text__is_control(cp)) {
-			putchar('?'); /* what a terminal would obey: base/text.h */
-		} else {
-			fwrite(s, 1, n, stdout);
+			s++;
+			continue;
 		}
-		if (!(n == 1 && cp == '\t'))
-			col++;
+		if (!n || text__is_control(cp))
+			putchar('?'); /* what a terminal would obey: base/text.h */
+		else
+			fwrite(s, 1, n, stdout);
+		col++;
 		s += n ? n : 1;
 	}
 }

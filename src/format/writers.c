@@ -158,26 +158,11 @@ void output__frame_label_lines(const struct pframe *f, bool lines, char *buf, si
 	if (!size)
 		return;
 	output__frame_display(f, lines, name, sizeof(name));
-	/* ';' separates frames; controls are '?' and bytes not UTF-8 U+FFFD, as
-	 * in every writer (output__clean_utf8, base/text.h). */
-	for (const char *s = name; *s;) {
-		uint32_t cp;
-		size_t n = text__seq(s, &cp);
-		const char *put = s;
-		size_t len = n;
-
-		if (!n)
-			put = "\xef\xbf\xbd", len = 3;
-		else if (text__is_control(cp))
-			put = "?", len = 1;
-		else if (cp == ';')
-			put = ":";
-		if (i + len + 1 > size)
-			break;
-		memcpy(buf + i, put, len);
-		i += len;
-		s += n ? n : 1;
-	}
+	/* Controls '?', bytes not UTF-8 U+FFFD, as in every writer; ';' separates frames. */
+	output__clean_utf8(name, buf, size);
+	for (; buf[i]; i++)
+		if (buf[i] == ';')
+			buf[i] = ':';
 	for (const char *s = suffix; *s && i + 1 < size; s++)
 		buf[i++] = *s;
 	buf[i] = '\0';
@@ -190,38 +175,22 @@ void output__frame_label(const struct pframe *f, char *buf, size_t size)
 
 void output__clean_utf8(const char *s, char *buf, size_t size)
 {
-	const unsigned char *p = (const unsigned char *)s;
 	size_t i = 0;
 
 	if (!size)
 		return;
-	while (*p) {
+	while (*s) {
 		uint32_t cp;
-		size_t n = text__seq((const char *)p, &cp);
+		size_t n = text__seq(s, &cp);
+		bool control = n && text__is_control(cp);
+		const char *put = control ? "?" : n ? s : "\xef\xbf\xbd";
+		size_t len = control ? 1 : n ? n : 3;
 
-		if (n && text__is_control(cp)) {
-			if (i + 2 > size)
-				break;
-			buf[i++] = '?';
-			p += n;
-		} else if (n == 1) {
-			if (i + 2 > size)
-				break;
-			buf[i++] = (char)*p;
-			p++;
-		} else if (n) {
-			if (i + n + 1 > size)
-				break;
-			memcpy(buf + i, p, n);
-			i += n;
-			p += n;
-		} else {
-			if (i + 4 > size)
-				break;
-			memcpy(buf + i, "\xef\xbf\xbd", 3);
-			i += 3;
-			p++;
-		}
+		if (i + len + 1 > size)
+			break;
+		memcpy(buf + i, put, len);
+		i += len;
+		s += n ? n : 1;
 	}
 	buf[i] = '\0';
 }

@@ -69,6 +69,67 @@ def uwl(name):
     return str(dst), comm
 
 
+# --- the tenant: an unprivileged account of its own ----------------------------
+#
+# The threat model (../shared/threat-model.md) has the tenant as the attacker
+# and root's bpfprof as the target. Attack tests run the attacker's programs
+# and make its files as this user, never as root with a changed mind.
+TENANT = "bpfprof-tenant"
+
+
+def tenant():
+    """The tenant's passwd entry; the account is made on first use."""
+    import pwd
+    try:
+        return pwd.getpwnam(TENANT)
+    except KeyError:
+        subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", TENANT], check=True,
+                       capture_output=True)
+        return pwd.getpwnam(TENANT)
+
+
+def as_tenant(argv):
+    """argv, to be run as the tenant: its uid, gid and groups, no capabilities."""
+    tenant()
+    return ["setpriv", f"--reuid={TENANT}", f"--regid={TENANT}", "--init-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--"] + [str(a) for a in argv]
+
+
+def tenant_run(argv, **kw):
+    """Runs argv as the tenant to completion; CompletedProcess (text)."""
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    kw.setdefault("timeout", 120)
+    return subprocess.run(as_tenant(argv), **kw)
+
+
+@pytest.fixture
+def tenant_dir():
+    """A directory the tenant owns (mode 0755, under /tmp, reachable by it):
+    where its programs and crafted files live. Removed afterwards."""
+    import shutil
+    import tempfile
+    pw = tenant()
+    d = Path(tempfile.mkdtemp(prefix="bpfprof-tenant-", dir="/tmp"))
+    d.chmod(0o755)
+    os.chown(d, pw.pw_uid, pw.pw_gid)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def shared_dir():
+    """A directory everyone may write to, sticky like /tmp (mode 1777, owned
+    by root): where a tenant plants links, FIFOs and files for root's writes."""
+    import shutil
+    import tempfile
+    tenant()
+    d = Path(tempfile.mkdtemp(prefix="bpfprof-shared-", dir="/tmp"))
+    d.chmod(0o1777)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def run_bpfprof(args, timeout=120, check=True, **kw):
     """Runs bpfprof; returns CompletedProcess (text)."""
     p = subprocess.run([str(BPFPROF)] + [str(a) for a in args], capture_output=True,

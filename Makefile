@@ -5,6 +5,7 @@
 #                   fuzz, integration)
 # make demo         install what is missing, build, profile this machine for 10 s
 # make vmlinux      regenerate vmlinux/$(ARCH)/vmlinux.h from the running kernel's BTF
+# make man          render the man pages (docs/*.1.rst, rst2man) into build/man/
 # make V=1          show the commands
 #
 # Layout of build/: obj/ objects, libcore.a (everything but main and
@@ -334,6 +335,32 @@ test check: test-setup
 .PHONY: demo
 demo:
 	$(Q)tools/demo.sh
+
+# --- man pages ---------------------------------------------------
+# Man page sources are reStructuredText in docs/, rendered by rst2man
+# (python3-docutils), as bpftool's are; tests/lint/manpages.py checks that
+# every command has one naming every option of its --help. "bpfprof record"
+# is bpfprof(1): bpfprof-record(1) is a .so link to it.
+RST2MAN	?= rst2man
+MAN_SRCS  := $(wildcard docs/*.1.rst)
+MAN_NAMES := $(patsubst docs/%.rst,%,$(MAN_SRCS)) bpfprof-record.1
+MAN_PAGES := $(addprefix $(OUT)/man/,$(MAN_NAMES))
+
+.PHONY: man
+man: $(MAN_PAGES)
+
+$(OUT)/man:
+	$(Q)mkdir -p $@
+
+$(OUT)/man/%.1: docs/%.1.rst Makefile | $(OUT)/man
+	$(call msg,RST2MAN,$@)
+	$(Q)command -v $(RST2MAN) >/dev/null || \
+		{ echo "$(RST2MAN) not found: install python3-docutils (tools/install-deps.sh build)" >&2; exit 1; }
+	$(Q)$(RST2MAN) --halt=warning $< $@.tmp
+	$(Q)sed 's/@VERSION@/$(VERSION)/g' $@.tmp > $@ && rm -f $@.tmp
+
+$(OUT)/man/bpfprof-record.1: | $(OUT)/man
+	$(Q)echo '.so man1/bpfprof.1' > $@
 
 .PHONY: clean
 clean:

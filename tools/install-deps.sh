@@ -18,6 +18,8 @@ PACKAGES=(
 	libiberty-dev g++
 	# annotate (capstone: disassembly) and top (ncurses: the full-screen view)
 	libcapstone-dev libncurses-dev
+	# make man, make install: the man pages' sources are reStructuredText (rst2man)
+	python3-docutils
 )
 BUILD_ONLY=false
 [ "${1:-}" = build ] && BUILD_ONLY=true
@@ -28,6 +30,8 @@ $BUILD_ONLY || PACKAGES+=(
 	linux-perf bpftrace util-linux procps curl
 	# tests of bpfprof top: a terminal to drive it in
 	tmux
+	# tests/lint/manpages.py: every page renders with man -l
+	man-db
 	# tests of the output formats: go tool pprof reads the pprof files, headless
 	# Chromium draws the SVG flame graphs (with the monospace font they name);
 	# Go also builds the Go workload (stripped Go binaries, .gopclntab)

@@ -6,6 +6,9 @@
 # make demo         install what is missing, build, profile this machine for 10 s
 # make vmlinux      regenerate vmlinux/$(ARCH)/vmlinux.h from the running kernel's BTF
 # make man          render the man pages (docs/*.1.rst, rst2man) into build/man/
+# make install      the binary, its man pages and tools/bpfprof.service; PREFIX
+#                   (/usr/local), DESTDIR, BINDIR, MANDIR, SYSTEMDUNITDIR
+# make uninstall    remove exactly what make install installs (same variables)
 # make V=1          show the commands
 #
 # Layout of build/: obj/ objects, libcore.a (everything but main and
@@ -336,7 +339,7 @@ test check: test-setup
 demo:
 	$(Q)tools/demo.sh
 
-# --- man pages ---------------------------------------------------
+# --- man pages, install ---------------------------------------------------
 # Man page sources are reStructuredText in docs/, rendered by rst2man
 # (python3-docutils), as bpftool's are; tests/lint/manpages.py checks that
 # every command has one naming every option of its --help. "bpfprof record"
@@ -361,6 +364,36 @@ $(OUT)/man/%.1: docs/%.1.rst Makefile | $(OUT)/man
 
 $(OUT)/man/bpfprof-record.1: | $(OUT)/man
 	$(Q)echo '.so man1/bpfprof.1' > $@
+
+# GNU conventions: PREFIX (or prefix) and DESTDIR for staged installs, as
+# packagers use them. Man pages go in uncompressed, as bpftool, perf and git
+# install theirs: man reads both, and packaging compresses them itself
+# (dh_compress, brp-compress). The unit's ExecStart is pointed at BINDIR.
+PREFIX	?= /usr/local
+prefix	?= $(PREFIX)
+BINDIR	?= $(prefix)/bin
+MANDIR	?= $(prefix)/share/man
+SYSTEMDUNITDIR ?= $(prefix)/lib/systemd/system
+INSTALL	?= install
+
+.PHONY: install uninstall
+install: $(OUT)/bpfprof man
+	$(call msg,INSTALL,$(DESTDIR)$(BINDIR)/bpfprof)
+	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(SYSTEMDUNITDIR)
+	$(Q)$(INSTALL) -m 0755 $(OUT)/bpfprof $(DESTDIR)$(BINDIR)/bpfprof
+	$(call msg,INSTALL,$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(MAN_NAMES)))
+	$(Q)$(INSTALL) -m 0644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)/man1/
+	$(call msg,INSTALL,$(DESTDIR)$(SYSTEMDUNITDIR)/bpfprof.service)
+	$(Q)sed 's|^ExecStart=[^ ]*/bpfprof |ExecStart=$(BINDIR)/bpfprof |' tools/bpfprof.service \
+		> $(OUT)/bpfprof.service
+	$(Q)grep -q '^ExecStart=$(BINDIR)/bpfprof ' $(OUT)/bpfprof.service || \
+		{ echo "install: tools/bpfprof.service has no ExecStart=.../bpfprof line to rewrite" >&2; exit 1; }
+	$(Q)$(INSTALL) -m 0644 $(OUT)/bpfprof.service $(DESTDIR)$(SYSTEMDUNITDIR)/bpfprof.service
+
+uninstall:
+	$(call msg,RM,$(DESTDIR)$(BINDIR)/bpfprof and its man pages and unit)
+	$(Q)rm -f $(DESTDIR)$(BINDIR)/bpfprof $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(MAN_NAMES)) \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/bpfprof.service
 
 .PHONY: clean
 clean:

@@ -189,7 +189,7 @@ int store__write(struct store *s, const struct profile *p, uint64_t start_ns, ch
 			goto fail;
 		}
 	}
-	err = output__write_path(s->w, p, path, NULL);
+	err = output__write_path(s->w, p, path, NULL, NULL);
 	if (err)
 		goto fail;
 	/* The rename is durable only once the directory is. */

@@ -34,7 +34,6 @@ ALLOWED = {
     "src/format/readers.c": (1, "profiles the user names on the command line"),
     "src/format/writers.c": (2, "fdopen() of the output descriptors proc/safewrite.c opened "
                                 "(the -o file the user names, --output-dir files)"),
-    "src/agent/store.c": (6, "the agent's own --output-dir"),
     "src/sym/kallsyms.c": (1, "/proc/kallsyms, the kernel's"),
     "src/sym/kbuildid.c": (1, "/sys/kernel/notes, the kernel's"),
     "src/sym/symbolizer.c": (1, "/proc/modules, the kernel's"),

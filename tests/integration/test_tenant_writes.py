@@ -200,10 +200,15 @@ def test_o_usual_targets_still_work(tmp_path, shared_dir):
     run_bpfprof(["convert", src, "-o", "/dev/null"])
     p = run_bpfprof(["convert", src, "-o", "/dev/stdout"])
     assert parse_folded(p.stdout) == {"app;main;work": 5, "app;main;idle": 2}
-    with open(tmp_path / "stdout.txt", "w") as f:  # a regular file behind /dev/stdout
-        subprocess.run([str(BPFPROF), "convert", str(src), "-o", "/dev/stdout"], stdout=f,
-                       check=True)
-    assert Path("/dev/stdout").is_symlink(), "/dev/stdout was replaced"
+    # A regular file behind /dev/stdout: written in place. (bpfprof used to
+    # rename its temp file over /dev/stdout itself: a /dev of its own here.)
+    with open(tmp_path / "stdout.txt", "w") as f:
+        p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                            'mount -t tmpfs -o mode=0755 none /dev && '
+                            'ln -s /proc/self/fd/1 /dev/stdout && '
+                            '"$0" convert "$1" -o /dev/stdout && test -L /dev/stdout',
+                            str(BPFPROF), str(src)], stdout=f, stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 0, p.stderr
     assert parse_folded((tmp_path / "stdout.txt").read_text())["app;main;work"] == 5
     run_bpfprof(["convert", src, "-o", shared_dir / "new.folded"])
     assert parse_folded((shared_dir / "new.folded").read_text())["app;main;work"] == 5

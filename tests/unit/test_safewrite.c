@@ -119,6 +119,15 @@ static void test_trusted_and_others_write(void **state)
 	st.st_mode = S_IFDIR | 01777; /* everyone, sticky or not */
 	assert_true(safewrite__others_write(&st));
 	st.st_mode = S_IFDIR | 0755;
+	/* Under sudo, the user who ran it (root already, in effect), as git does. */
+	if (geteuid() == 0) {
+		assert_false(safewrite__trusted(OTHER_UID));
+		setenv("SUDO_UID", "4242", 1);
+		assert_true(safewrite__trusted(OTHER_UID));
+		setenv("SUDO_UID", "4242x", 1);
+		assert_false(safewrite__trusted(OTHER_UID));
+		unsetenv("SUDO_UID");
+	}
 	safewrite__trust_only(OTHER_UID);
 	assert_false(safewrite__trusted(0));
 	assert_true(safewrite__others_write(&st)); /* its owner is someone else */

@@ -19,12 +19,19 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (BPFPROF, TENANT, as_tenant, parse_folded, run_bpfprof, tenant, tenant_run,
-                      wait_attached)
+from conftest import (BPFPROF, TENANT, Workload, as_tenant, parse_folded, run_bpfprof, tenant,
+                      tenant_run, wait_attached, wl)
 
 import pprof
 
-RECORD = ["-a", "-F", 49]
+
+
+@pytest.fixture(scope="module")
+def record():
+    """bpfprof's options to profile one busy process (not the whole machine,
+    whose symbols can take long on a machine shared with other tests)."""
+    with Workload(wl("busy"), 900) as w:
+        yield ["-p", w.pid, "-F", 49]
 
 
 def tenant_ok(argv):
@@ -78,7 +85,7 @@ def secret(tmp_path):
 # --- item 4: -o through a tenant's symlink, FIFO -------------------------------
 
 @pytest.mark.parametrize("where", ["shared", "tenant"])
-def test_o_symlink_to_a_device_is_not_followed(where, shared_dir, tenant_dir, loopdev):
+def test_o_symlink_to_a_device_is_not_followed(record, where, shared_dir, tenant_dir, loopdev):
     """The tenant's symlink at root's -o path, to a block device: in a sticky
     1777 directory, or in its own. Refused before sampling with the link's
     owner and the directory's mode; nothing reaches the device."""
@@ -86,7 +93,7 @@ def test_o_symlink_to_a_device_is_not_followed(where, shared_dir, tenant_dir, lo
     link = d / "p.folded"
     tenant_ok(["ln", "-s", loopdev, link])
     t0 = time.monotonic()
-    p = run_bpfprof(RECORD + ["-d", 1, "-o", link], check=False, timeout=60)
+    p = run_bpfprof(record + ["-d", 1, "-o", link], check=False, timeout=60)
     assert p.returncode == 2, p.stderr
     assert f"cannot write {link}: it is a symbolic link owned by {TENANT}" in p.stderr, p.stderr
     assert "HINT:" in p.stderr
@@ -95,12 +102,12 @@ def test_o_symlink_to_a_device_is_not_followed(where, shared_dir, tenant_dir, lo
     assert link.is_symlink()
 
 
-def test_o_symlink_planted_during_the_run(shared_dir, loopdev):
+def test_o_symlink_planted_during_the_run(record, shared_dir, loopdev):
     """The path is free when bpfprof checks it; the tenant plants the link
     while it samples. The write at the end refuses it too (exit 1, a clear
     message): nothing reaches the device."""
     link = shared_dir / "p.folded"
-    proc = start(RECORD + ["-d", 3, "-o", link])
+    proc = start(record + ["-d", 3, "-o", link])
     seen = wait_attached(proc)
     tenant_ok(["ln", "-s", loopdev, link])
     _, err = proc.communicate(timeout=60)
@@ -110,7 +117,7 @@ def test_o_symlink_planted_during_the_run(shared_dir, loopdev):
     assert untouched(loopdev), "the profile was written onto the device"
 
 
-def test_o_symlinks_to_root_files_are_not_followed(shared_dir, secret):
+def test_o_symlinks_to_root_files_are_not_followed(record, shared_dir, secret):
     """A symlink to a root-owned file, and a symlinked directory leading into
     a root-only one: neither is followed; the root-owned file keeps its
     contents and nothing new appears beside it."""
@@ -124,7 +131,7 @@ def test_o_symlinks_to_root_files_are_not_followed(shared_dir, secret):
             assert p.returncode == 2, (path, p.stderr)
             assert f"symbolic link owned by {TENANT}" in p.stderr, p.stderr
             assert "mode 1777" in p.stderr, p.stderr
-        p = run_bpfprof(RECORD + ["-d", 1, "-o", shared_dir / "out" / "p.folded"], check=False)
+        p = run_bpfprof(record + ["-d", 1, "-o", shared_dir / "out" / "p.folded"], check=False)
         assert p.returncode == 2, p.stderr
     finally:
         src.unlink()
@@ -132,14 +139,14 @@ def test_o_symlinks_to_root_files_are_not_followed(shared_dir, secret):
     assert sorted(os.listdir(secret)) == ["p.folded"]
 
 
-def test_o_tenant_fifo_is_refused_promptly(shared_dir):
+def test_o_tenant_fifo_is_refused_promptly(record, shared_dir):
     """A FIFO the tenant made at the -o path, nobody reading it: bpfprof used
     to wait in open() forever. Now it says no at once."""
     fifo = shared_dir / "p.folded"
     tenant_ok(["mkfifo", "-m", "0666", fifo])
     t0 = time.monotonic()
     try:
-        p = run_bpfprof(RECORD + ["-d", 1, "-o", fifo], check=False, timeout=30)
+        p = run_bpfprof(record + ["-d", 1, "-o", fifo], check=False, timeout=30)
     except subprocess.TimeoutExpired:
         pytest.fail("bpfprof blocked on the tenant's FIFO")
     assert p.returncode == 2, p.stderr
@@ -147,31 +154,39 @@ def test_o_tenant_fifo_is_refused_promptly(shared_dir):
     assert time.monotonic() - t0 < 20
 
 
-def test_o_tenant_fifo_with_a_reader_gets_nothing(shared_dir):
-    """The tenant reads its FIFO, waiting for root's whole-machine profile:
-    it gets nothing."""
+def test_o_tenant_fifo_with_a_reader_gets_nothing(record, shared_dir):
+    """The tenant reads its FIFO, waiting for root's profile (the whole
+    machine's, in the attack as reported): it gets nothing."""
     fifo = shared_dir / "p.folded"
+    loot = shared_dir.parent / f"{shared_dir.name}.loot"
     tenant_ok(["mkfifo", "-m", "0666", fifo])
-    thief = subprocess.Popen(as_tenant(["timeout", 40, "cat", fifo]), stdout=subprocess.PIPE)
     try:
-        time.sleep(0.3)
-        p = run_bpfprof(RECORD + ["-d", 1, "-o", fifo], check=False, timeout=30)
-        assert p.returncode == 2, p.stderr
-        assert "FIFO owned by" in p.stderr, p.stderr
+        with open(loot, "wb") as out:
+            thief = subprocess.Popen(as_tenant(["timeout", 40, "cat", fifo]), stdout=out)
+            try:
+                time.sleep(0.3)
+                p = run_bpfprof(record + ["-d", 1, "-o", fifo], check=False, timeout=30)
+                assert p.returncode == 2, p.stderr
+                assert "FIFO owned by" in p.stderr, p.stderr
+            finally:
+                # Let the thief's open() return (a writer that writes nothing).
+                try:
+                    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                except OSError:
+                    pass
+                thief.wait(timeout=60)
+        stolen = loot.read_bytes()
     finally:
-        # Let the thief's open() return (as a writer that writes nothing) and see what it got.
-        with open(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK), "wb"):
-            pass
-        stolen, _ = thief.communicate(timeout=30)
+        loot.unlink()
     assert stolen == b"", stolen[:200]
 
 
-def test_o_fifo_planted_during_the_run_does_not_stop_sigterm(shared_dir):
+def test_o_fifo_planted_during_the_run_does_not_stop_sigterm(record, shared_dir):
     """Root's run until SIGTERM, -o free at the start; the tenant makes a FIFO
     there meanwhile. SIGTERM ends the run, the write refuses the FIFO without
     blocking, and bpfprof exits (it used to hang in open(), deaf to signals)."""
     fifo = shared_dir / "p.folded"
-    proc = start(RECORD + ["-o", fifo])
+    proc = start(record + ["-o", fifo])
     seen = wait_attached(proc)
     tenant_ok(["mkfifo", "-m", "0666", fifo])
     t0 = time.monotonic()
@@ -192,7 +207,7 @@ def test_o_fifo_planted_during_the_run_does_not_stop_sigterm(shared_dir):
     assert time.monotonic() - t0 < 15
 
 
-def test_o_usual_targets_still_work(tmp_path, shared_dir):
+def test_o_usual_targets_still_work(record, tmp_path, shared_dir):
     """/dev/null, /dev/stdout, a new file in /tmp-like directory, root's own
     symlink there, root's own FIFO with a reader: written as before."""
     src = tmp_path / "in.folded"
@@ -216,21 +231,23 @@ def test_o_usual_targets_still_work(tmp_path, shared_dir):
     run_bpfprof(["convert", src, "-o", shared_dir / "mine.folded"])
     fifo = tmp_path / "fifo.folded"
     os.mkfifo(fifo)
-    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
-    time.sleep(0.3)
-    p = run_bpfprof(RECORD + ["-d", 1, "-o", fifo])
-    out, _ = reader.communicate(timeout=30)
-    assert sum(parse_folded(out).values()) > 0, out
+    with open(tmp_path / "from_fifo.folded", "w") as out:  # not a pipe: it could fill
+        reader = subprocess.Popen(["cat", str(fifo)], stdout=out)
+        time.sleep(0.3)
+        run_bpfprof(record + ["-d", 1, "-o", fifo])
+        reader.wait(timeout=30)
+    got = (tmp_path / "from_fifo.folded").read_text()
+    assert sum(parse_folded(got).values()) > 0, got
 
 
 # --- item 5: a squatted or shared --output-dir ---------------------------------
 
-def test_output_dir_squatted_by_the_tenant_is_refused(shared_dir):
+def test_output_dir_squatted_by_the_tenant_is_refused(record, shared_dir):
     """The tenant made root's --output-dir first (/tmp/rt-store): refused at
     start, naming its owner and mode, as sshd's StrictModes does."""
     d = shared_dir / "rt-store"
     tenant_ok(["mkdir", "-m", "0755", d])
-    p = run_bpfprof(RECORD + ["--interval", 1, "--output-dir", d, "-d", 3], check=False,
+    p = run_bpfprof(record + ["--interval", 1, "--output-dir", d, "-d", 3], check=False,
                     timeout=60)
     assert p.returncode == 2, p.stderr
     assert f"cannot use --output-dir {d}: owned by {TENANT} (uid {tenant().pw_uid}), mode 0755" \
@@ -238,16 +255,16 @@ def test_output_dir_squatted_by_the_tenant_is_refused(shared_dir):
     assert os.listdir(d) == []
 
 
-def test_output_dir_others_can_write_is_refused(shared_dir):
+def test_output_dir_others_can_write_is_refused(record, shared_dir):
     """A 1777 directory (root's, like /tmp) as --output-dir: refused."""
-    p = run_bpfprof(RECORD + ["--interval", 1, "--output-dir", shared_dir, "-d", 3],
+    p = run_bpfprof(record + ["--interval", 1, "--output-dir", shared_dir, "-d", 3],
                     check=False, timeout=60)
     assert p.returncode == 2, p.stderr
     assert "owned by root (uid 0), mode 1777" in p.stderr, p.stderr
     assert not glob.glob(f"{shared_dir}/bpfprof-*")
 
 
-def test_output_dir_swapped_while_running(tenant_dir, secret):
+def test_output_dir_swapped_while_running(record, tenant_dir, secret):
     """Root's --output-dir is a directory root made in the tenant's directory.
     While bpfprof runs, the tenant moves it aside and puts a symlink into a
     root-only directory in its place, then a directory of FIFOs named like
@@ -255,7 +272,7 @@ def test_output_dir_swapped_while_running(tenant_dir, secret):
     (its descriptor), none blocks, none lands in the root-only directory, and
     the summary counts what is really there."""
     d = tenant_dir / "store"
-    proc = start(RECORD + ["--interval", 1, "--output-dir", d, "-d", 5.5])
+    proc = start(record + ["--interval", 1, "--output-dir", d, "-d", 5.5])
     seen = wait_attached(proc)
     assert d.stat().st_uid == 0
     time.sleep(1.5)
@@ -289,7 +306,7 @@ def test_output_dir_swapped_while_running(tenant_dir, secret):
 
 # --- items 10, 14: retention removes only the agent's own files ---------------
 
-def test_retention_spares_tenant_files(shared_dir):
+def test_retention_spares_tenant_files(record, shared_dir):
     """Files the tenant planted while root's directory was still open to all
     (named like profiles from year 9999, and like temporary files), before
     the admin closed it (chmod 0755): --keep 3 counts and removes only
@@ -299,7 +316,7 @@ def test_retention_spares_tenant_files(shared_dir):
     for n in planted:
         tenant_ok(["sh", "-c", f"echo planted > {shared_dir / n}"])
     shared_dir.chmod(0o755)
-    p = run_bpfprof(RECORD + ["--interval", 1, "--output-dir", shared_dir, "--keep", 3,
+    p = run_bpfprof(record + ["--interval", 1, "--output-dir", shared_dir, "--keep", 3,
                               "-d", 5.5], timeout=120)
     for n in planted:
         f = shared_dir / n
@@ -316,7 +333,7 @@ def test_retention_spares_tenant_files(shared_dir):
 
 # --- item 15: no listing of the directory after every write -------------------
 
-def test_prune_does_not_list_the_directory(tmp_path):
+def test_prune_does_not_list_the_directory(record, tmp_path):
     """With --keep, the store lists its directory once at start and then
     remembers what it wrote: getdents64 on the directory does not grow with
     the intervals (it listed it after every write, 70% of a core with
@@ -327,7 +344,7 @@ def test_prune_does_not_list_the_directory(tmp_path):
         (d / f"other-{i:05d}.txt").write_text("")
     log = tmp_path / "strace.log"
     p = subprocess.run(["strace", "-f", "--seccomp-bpf", "-y", "-e", "trace=getdents64",
-                        "-o", str(log), str(BPFPROF)] + [str(a) for a in RECORD] +
+                        "-o", str(log), str(BPFPROF)] + [str(a) for a in record] +
                        ["--interval", "1", "--output-dir", str(d), "--keep", "2", "-d", "5.5"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr

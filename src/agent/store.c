@@ -14,16 +14,30 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "proc/safewrite.h"
 
-#define PREFIX "bpfprof-"
+#define PREFIX	  "bpfprof-"
+#define STAMP_LEN 16 /* "YYYYMMDDTHHMMSSZ" */
+
+/* A file this store wrote (or an earlier run of it), by the name it made. */
+struct kept {
+	uint64_t sec; /* the interval's UTC start */
+	unsigned seq; /* the "-N" suffix, 0 for none */
+	uint64_t size;
+};
 
 struct store {
-	char dir[PATH_MAX];
+	char dir[PATH_MAX]; /* as the user named it, for messages */
+	int dfd;	    /* the checked directory: every operation is relative to it */
+	uid_t uid;	    /* who our files belong to */
 	const struct writer *w;
 	char ext[32];
 	unsigned keep;
 	uint64_t max_disk;
 	struct store_stats st;
+	/* With retention: the files kept, oldest first, files[head..n). */
+	struct kept *files;
+	size_t head, n, cap;
 };
 
 int store__name(uint64_t start_ns, const char *ext, unsigned seq, char *buf, size_t size)
@@ -43,171 +57,263 @@ int store__name(uint64_t start_ns, const char *ext, unsigned seq, char *buf, siz
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-/* One of ours: PREFIX, 16 stamp characters, optional -N, then ext exactly. */
-static bool is_ours(const struct store *s, const char *name)
+static unsigned digits(const char *s, size_t n)
 {
-	size_t n = strlen(name), e = strlen(s->ext), p = strlen(PREFIX);
+	unsigned v = 0;
 
-	if (n < p + 16 + e || strncmp(name, PREFIX, p) || strcmp(name + n - e, s->ext))
+	for (size_t i = 0; i < n; i++)
+		v = v * 10 + (unsigned)(s[i] - '0');
+	return v;
+}
+
+/*
+ * A name this store makes: PREFIX, the stamp, an optional -N, then ext
+ * exactly - and store__name() of what it says gives it back, byte for byte
+ * (no "2026-13-45", no "-007").
+ */
+static bool parse_name(const struct store *s, const char *name, size_t n, struct kept *k)
+{
+	size_t p = strlen(PREFIX), e = strlen(s->ext);
+	const char *st = name + p, *mid = st + STAMP_LEN;
+	char back[NAME_MAX + 1];
+	struct tm tm = { 0 };
+	uint64_t seq = 0;
+	time_t t;
+
+	if (n < p + STAMP_LEN + e || n > NAME_MAX || strncmp(name, PREFIX, p) ||
+	    memcmp(name + n - e, s->ext, e))
 		return false;
-	return name[p + 8] == 'T' && name[p + 15] == 'Z';
+	for (size_t i = 0; i < STAMP_LEN; i++)
+		if (i == 8 ? st[i] != 'T' : i == 15 ? st[i] != 'Z' : (st[i] < '0' || st[i] > '9'))
+			return false;
+	if (name + n - e > mid) {
+		char num[16];
+		size_t len = (size_t)(name + n - e - mid) - 1;
+
+		if (*mid != '-' || !len || len >= sizeof(num))
+			return false;
+		memcpy(num, mid + 1, len);
+		num[len] = '\0';
+		if (parse_u64(num, 10, &seq) || !seq || seq > UINT_MAX)
+			return false;
+	}
+	tm.tm_year = (int)digits(st, 4) - 1900;
+	tm.tm_mon = (int)digits(st + 4, 2) - 1;
+	tm.tm_mday = (int)digits(st + 6, 2);
+	tm.tm_hour = (int)digits(st + 9, 2);
+	tm.tm_min = (int)digits(st + 11, 2);
+	tm.tm_sec = (int)digits(st + 13, 2);
+	t = timegm(&tm);
+	if (t < 0)
+		return false;
+	k->sec = (uint64_t)t;
+	k->seq = (unsigned)seq;
+	return !store__name(k->sec * 1000000000ULL, s->ext, k->seq, back, sizeof(back)) &&
+	       strlen(back) == n && !memcmp(back, name, n);
 }
 
-struct entry {
-	char name[NAME_MAX + 1];
-	uint64_t size;
-};
-
-static int cmp_entry(const void *a, const void *b)
+/* A temporary file of ours left by a crash mid-write: OURNAME.tmp.XXXXXX. */
+static bool is_our_tmp(const struct store *s, const char *name)
 {
-	return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
+	size_t n = strlen(name);
+	struct kept k;
+
+	if (n < 11 || memcmp(name + n - 11, ".tmp.", 5))
+		return false;
+	for (size_t i = n - 6; i < n; i++)
+		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+		      (name[i] >= '0' && name[i] <= '9')))
+			return false;
+	return parse_name(s, name, n - 11, &k);
 }
 
-/* Lists our files (sorted oldest first) and removes leftover temp files. */
-static int list(struct store *s, struct entry **out, size_t *nr)
+static int cmp_kept(const void *a, const void *b)
 {
-	struct entry *arr = NULL;
-	size_t n = 0, cap = 0;
+	const struct kept *x = a, *y = b;
+
+	if (x->sec != y->sec)
+		return x->sec < y->sec ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/*
+ * Whether an entry is a file this store (in this run or an earlier one)
+ * wrote: a regular file with one link, owned by the user we run as, in a
+ * directory nobody else can write (store__open checked it), with a name we
+ * make. Nothing else is ever counted or removed.
+ */
+static bool ours(const struct store *s, const char *name, struct stat *st)
+{
+	return !fstatat(s->dfd, name, st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st->st_mode) &&
+	       st->st_uid == s->uid && st->st_nlink == 1;
+}
+
+/*
+ * The one listing of the directory, at start: our files from earlier runs
+ * (retention spans restarts) and our temporary files left by a crash, which
+ * are removed. After this, what the store writes is kept in memory: no
+ * listing per interval, whatever else the directory holds.
+ */
+static int scan(struct store *s)
+{
+	int fd = fcntl(s->dfd, F_DUPFD_CLOEXEC, 0);
 	struct dirent *de;
-	DIR *d = opendir(s->dir);
+	DIR *d;
 
-	if (!d)
+	if (fd < 0)
 		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	rewinddir(d);
 	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
 		struct stat st;
+		struct kept k;
 
 		if (strncmp(de->d_name, PREFIX, strlen(PREFIX)))
 			continue;
-		if (strstr(de->d_name, ".tmp.")) {
-			/* From a crash mid-write: never a valid profile. */
-			unlinkat(dirfd(d), de->d_name, 0);
+		if (is_our_tmp(s, de->d_name)) {
+			if (ours(s, de->d_name, &st))
+				unlinkat(s->dfd, de->d_name, 0);
 			continue;
 		}
-		if (!is_ours(s, de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-		    !S_ISREG(st.st_mode))
+		if (!parse_name(s, de->d_name, n, &k) || !ours(s, de->d_name, &st))
 			continue;
-		if (array_grow((void **)&arr, &cap, n + 1, sizeof(*arr))) {
-			free(arr);
+		k.size = (uint64_t)st.st_size;
+		s->st.files++;
+		s->st.bytes += k.size;
+		if (!s->keep && !s->max_disk)
+			continue;
+		if (array_grow((void **)&s->files, &s->cap, s->n + 1, sizeof(*s->files))) {
 			closedir(d);
 			return -ENOMEM;
 		}
-		snprintf(arr[n].name, sizeof(arr[n].name), "%s", de->d_name);
-		arr[n].size = (uint64_t)st.st_size;
-		n++;
+		s->files[s->n++] = k;
 	}
 	closedir(d);
-	if (n)
-		qsort(arr, n, sizeof(*arr), cmp_entry);
-	*out = arr;
-	*nr = n;
+	if (s->n)
+		qsort(s->files, s->n, sizeof(*s->files), cmp_kept);
 	return 0;
 }
 
+/* Oldest first; the newest file always stays, even if alone it is too big. */
 static void prune(struct store *s)
 {
-	struct entry *e = NULL;
-	uint64_t total = 0;
-	size_t n = 0, first = 0;
-	int dfd;
+	char name[NAME_MAX + 1];
 
-	if (list(s, &e, &n))
-		return;
-	for (size_t i = 0; i < n; i++)
-		total += e[i].size;
-	dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	/* Oldest first; the newest file always stays, even if alone it is too big. */
-	while (dfd >= 0 && n - first > 1 &&
-	       ((s->keep && n - first > s->keep) || (s->max_disk && total > s->max_disk))) {
-		if (unlinkat(dfd, e[first].name, 0) == 0 || errno == ENOENT) {
-			total -= e[first].size;
+	while (s->n - s->head > 1 && ((s->keep && s->n - s->head > s->keep) ||
+				      (s->max_disk && s->st.bytes > s->max_disk))) {
+		const struct kept *k = &s->files[s->head++];
+
+		/* A file we cannot remove is forgotten, not retried every interval. */
+		if (!store__name(k->sec * 1000000000ULL, s->ext, k->seq, name, sizeof(name)) &&
+		    !unlinkat(s->dfd, name, 0))
 			s->st.pruned++;
-		}
-		first++;
+		s->st.files--;
+		s->st.bytes -= k->size;
 	}
-	if (dfd >= 0)
-		close(dfd);
-	s->st.files = (unsigned)(n - first);
-	s->st.bytes = total;
-	free(e);
+	/* Amortised O(1): the live part moves down once the dead part is as big. */
+	if (s->head && s->head >= s->n - s->head) {
+		memmove(s->files, s->files + s->head, (s->n - s->head) * sizeof(*s->files));
+		s->n -= s->head;
+		s->head = 0;
+	}
 }
 
-struct store *store__open(const struct store_opts *opts)
+struct store *store__open(const struct store_opts *opts, struct errmsg *em)
 {
 	struct store *s;
-	struct stat st;
+	int err;
 
 	if (!opts->dir || !opts->writer) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if (mkdir(opts->dir, 0755) && errno != EEXIST)
-		return NULL;
-	if (stat(opts->dir, &st))
-		return NULL;
-	if (!S_ISDIR(st.st_mode)) {
-		errno = ENOTDIR;
-		return NULL;
-	}
-	if (access(opts->dir, W_OK))
-		return NULL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
+	s->dfd = safewrite__dir(opts->dir, true, em);
+	if (s->dfd < 0) {
+		err = s->dfd;
+		free(s);
+		errno = -err;
+		return NULL;
+	}
 	snprintf(s->dir, sizeof(s->dir), "%s", opts->dir);
 	snprintf(s->ext, sizeof(s->ext), "%s", opts->ext ? opts->ext : "");
+	s->uid = geteuid();
 	s->w = opts->writer;
 	s->keep = opts->keep;
 	s->max_disk = opts->max_disk;
-	prune(s); /* also clears temp files left by a crash */
+	err = scan(s);
+	if (err) {
+		store__close(s);
+		errno = -err;
+		return NULL;
+	}
+	prune(s);
 	return s;
 }
 
 void store__close(struct store *s)
 {
+	if (!s)
+		return;
+	close(s->dfd);
+	free(s->files);
 	free(s);
 }
 
 int store__write(struct store *s, const struct profile *p, uint64_t start_ns, char *out,
 		 size_t size)
 {
-	char name[NAME_MAX + 1], path[PATH_MAX];
-	struct stat st;
-	int err, dfd;
+	char name[NAME_MAX + 1], tmp[NAME_MAX + 1];
+	bool retain = s->keep || s->max_disk;
+	uint64_t bytes = 0;
+	unsigned seq = 0;
+	int err;
 
-	for (unsigned seq = 0;; seq++) {
-		err = store__name(start_ns, s->ext, seq, name, sizeof(name));
-		if (err)
-			goto fail;
-		if (snprintf(path, sizeof(path), "%s/%s", s->dir, name) >= (int)sizeof(path)) {
-			err = -ENAMETOOLONG;
-			goto fail;
-		}
-		if (lstat(path, &st) && errno == ENOENT)
-			break;
-		if (seq > 1000) {
-			err = -EEXIST;
-			goto fail;
-		}
+	/* Room to remember the file before it exists: a file retention forgot would stay. */
+	if (retain && array_grow((void **)&s->files, &s->cap, s->n + 1, sizeof(*s->files))) {
+		err = -ENOMEM;
+		goto fail;
 	}
-	err = output__write_path(s->w, p, path, NULL);
+	err = store__name(start_ns, s->ext, 0, name, sizeof(name));
+	if (!err)
+		err = output__write_tmp(s->w, p, NULL, s->dfd, name, tmp, sizeof(tmp), &bytes);
 	if (err)
 		goto fail;
-	/* The rename is durable only once the directory is. */
-	dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
+	/* Two intervals in one second (a restart): "-1", "-2"..., never over a file. */
+	for (;;) {
+		err = safewrite__rename(s->dfd, tmp, name, true);
+		if (err != -EEXIST || seq >= 1000)
+			break;
+		err = store__name(start_ns, s->ext, ++seq, name, sizeof(name));
+		if (err)
+			break;
 	}
+	if (err) {
+		unlinkat(s->dfd, tmp, 0);
+		goto fail;
+	}
+	/* The rename is durable only once the directory is. */
+	fsync(s->dfd);
 	s->st.written++;
 	s->st.last_err = 0;
+	s->st.files++;
+	s->st.bytes += bytes;
+	if (retain)
+		s->files[s->n++] = (struct kept){ start_ns / 1000000000ULL, seq, bytes };
 	if (out)
-		snprintf(out, size, "%s", path);
+		snprintf(out, size, "%s/%s", s->dir, name);
 	prune(s);
 	return 0;
 fail:
 	s->st.errors++;
 	s->st.last_err = err;
-	prune(s);
 	return err;
 }
 

@@ -44,6 +44,7 @@ int cmd_diff(int argc, char **argv)
 {
 	const struct diff_writer *w = NULL;
 	struct profile *before, *after;
+	struct errmsg em = { 0 };
 	struct offline_opts o;
 	int ret;
 
@@ -77,9 +78,12 @@ int cmd_diff(int argc, char **argv)
 		profile__free(before);
 		return 1;
 	}
-	ret = output__write_diff_path(w, before, after, o.output, &o.out);
+	ret = output__write_diff_path(w, before, after, o.output, &o.out, &em);
 	if (ret) {
-		p_err("writing %s failed: %s", o.output ? o.output : "to stdout", strerror(-ret));
+		p_err("writing %s failed: %s", o.output ? o.output : "to stdout",
+		      errmsg_said(&em) ? em.msg : strerror(-ret));
+		if (errmsg_said(&em) && em.hint[0])
+			p_hint("%s", em.hint);
 		ret = 1;
 	} else if (o.output) {
 		p_info("wrote %s (%s)", o.output, w->name);

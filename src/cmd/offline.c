@@ -99,10 +99,13 @@ int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *
 
 int offline__check_output(const char *cmd, const char *path)
 {
-	int err = output__check_path(path);
+	struct errmsg em = { 0 };
+	int err = output__check_path(path, &em);
 
 	if (err) {
-		p_err("cannot write %s: %s", path, strerror(-err));
+		p_err("cannot write %s: %s", path, errmsg_said(&em) ? em.msg : strerror(-err));
+		if (errmsg_said(&em) && em.hint[0])
+			p_hint("%s", em.hint);
 		return 2;
 	}
 	return 0;
@@ -169,10 +172,14 @@ struct profile *offline__load(char **paths, int n)
 int offline__write_or_fail(const struct writer *w, const struct profile *p,
 			 const struct offline_opts *o)
 {
-	int err = output__write_path(w, p, o->output, &o->out);
+	struct errmsg em = { 0 };
+	int err = output__write_path(w, p, o->output, &o->out, &em);
 
 	if (err) {
-		p_err("writing %s failed: %s", o->output ? o->output : "to stdout", strerror(-err));
+		p_err("writing %s failed: %s", o->output ? o->output : "to stdout",
+		      errmsg_said(&em) ? em.msg : strerror(-err));
+		if (errmsg_said(&em) && em.hint[0])
+			p_hint("%s", em.hint);
 		return 1;
 	}
 	if (o->output)

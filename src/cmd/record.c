@@ -521,15 +521,18 @@ static const struct writer *pick_writer(const struct options *o)
 int record__check(struct record *r)
 {
 	const struct options *o = &r->o;
+	struct errmsg em = { 0 };
 	int err;
 
 	if (check_freq(o->freq) || check_pids(o))
 		return 2;
 	if (o->cpu_list && !(r->cpus = parse_cpus(o->cpu_list, &r->nr_cpus)))
 		return 2;
-	err = output__check_path(o->output);
+	err = output__check_path(o->output, &em);
 	if (err) {
-		p_err("cannot write %s: %s", o->output, strerror(-err));
+		p_err("cannot write %s: %s", o->output, errmsg_said(&em) ? em.msg : strerror(-err));
+		if (errmsg_said(&em) && em.hint[0])
+			p_hint("%s", em.hint);
 		return 2;
 	}
 	if (check_privileges() || check_fd_limit(o, r->cpus, r->nr_cpus))
@@ -943,6 +946,7 @@ static int record__write(struct record *r)
 {
 	struct record_ctx *rc = &r->rc;
 	struct collector_stats st;
+	struct errmsg em = { 0 };
 	int err;
 
 	collector__stats(r->col, &st);
@@ -959,11 +963,13 @@ static int record__write(struct record *r)
 
 	profile__sort(rc->prof);
 	stop__writing(true);
-	err = output__write_path(r->w, rc->prof, r->o.output, &r->o.out);
+	err = output__write_path(r->w, rc->prof, r->o.output, &r->o.out, &em);
 	stop__writing(false);
 	if (err) {
 		p_err("writing %s failed: %s", r->o.output ? r->o.output : "to stdout",
-		      strerror(-err));
+		      errmsg_said(&em) ? em.msg : strerror(-err));
+		if (errmsg_said(&em) && em.hint[0])
+			p_hint("%s", em.hint);
 		return 1;
 	}
 	if (r->o.output)

@@ -71,9 +71,12 @@ int sinks__open(struct continuous *ct, const struct options *o)
 			.max_disk = o->max_disk,
 		};
 
-		ct->store = store__open(&so);
+		ct->store = store__open(&so, &em);
 		if (!ct->store) {
-			p_err("cannot use --output-dir %s: %s", o->output_dir, strerror(errno));
+			p_err("cannot use --output-dir %s: %s", o->output_dir,
+			      errmsg_said(&em) ? em.msg : strerror(errno));
+			if (errmsg_said(&em) && em.hint[0])
+				p_hint("%s", em.hint);
 			return 2;
 		}
 	}

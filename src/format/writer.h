@@ -10,14 +10,20 @@
  * Files are written atomically: into a temporary file in the same directory,
  * fsync'd, then renamed over the target, so a reader (or a crash, or a full
  * disk) never sees half a profile. Targets that are not regular files (a
- * FIFO, /dev/stdout) are written directly.
+ * FIFO, /dev/null, /dev/stdout) are written directly. The path may be in a
+ * directory other users can write (/tmp): it is resolved under the rules of
+ * proc/safewrite.h - no symlink, FIFO or device of another user there is
+ * followed or opened, files are created O_EXCL relative to the directory's
+ * descriptor, and no open() blocks (a FIFO nobody reads is -ENXIO).
  */
 #ifndef BPFPROF_FORMAT_WRITER_H
 #define BPFPROF_FORMAT_WRITER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
+#include "base/errmsg.h"
 #include "base/profile.h"
 #include "format/view.h"
 
@@ -54,17 +60,30 @@ const struct writer *const *output__all(void);
 /*
  * Writes p to path ("-" or NULL: stdout) atomically as described above,
  * through the view o->view when p has off-CPU time and w shows one value.
- * Returns 0 or -errno; on error no partial file is left behind.
+ * Returns 0 or -errno; on error no partial file is left behind. A refused
+ * path is -EACCES with em (may be NULL) saying what was refused.
  */
 int output__write_path(const struct writer *w, const struct profile *p, const char *path,
-		       const struct out_opts *o);
+		       const struct out_opts *o, struct errmsg *em);
+
+/*
+ * Writes p into a new temporary file for name in the directory dirfd
+ * ("NAME.tmp.XXXXXX", made O_EXCL), fsync'd; tmp receives its name and size
+ * (may be NULL) its size. The caller renames it into place
+ * (safewrite__rename) or removes it. On error nothing is left behind.
+ */
+int output__write_tmp(const struct writer *w, const struct profile *p, const struct out_opts *o,
+		      int dirfd, const char *name, char *tmp, size_t tmp_size, uint64_t *size);
 
 /* Writes p to f with w, through the view o->view where w needs one (as above). */
 int output__write_file(const struct writer *w, const struct profile *p, FILE *f,
 		       const struct out_opts *o);
 
-/* Checks early (before profiling) that path can be written; 0 or -errno. */
-int output__check_path(const char *path);
+/*
+ * Checks early (before profiling) that path can be written, under the same
+ * rules, without opening it; 0 or -errno (a refusal: -EACCES and em).
+ */
+int output__check_path(const char *path, struct errmsg *em);
 
 /* The writers. */
 extern const struct writer writer_folded;
@@ -95,7 +114,7 @@ const struct diff_writer *const *output__all_diff(void);
 /* As output__write_path(), for a differential writer. */
 int output__write_diff_path(const struct diff_writer *w, const struct profile *before,
 			    const struct profile *after, const char *path,
-			    const struct out_opts *o);
+			    const struct out_opts *o, struct errmsg *em);
 
 /*
  * Shared by the text writers: a frame name as folded/flame graph tools see it

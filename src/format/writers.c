@@ -14,6 +14,7 @@
 
 #include "base/text.h"
 #include "base/util.h"
+#include "proc/safewrite.h"
 
 static const struct writer *const writers[] = {
 	&writer_folded,
@@ -229,43 +230,16 @@ void output__json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static int dir_of(const char *path, char *dir, size_t size)
+int output__check_path(const char *path, struct errmsg *em)
 {
-	const char *slash = strrchr(path, '/');
-
-	if (!slash)
-		return snprintf(dir, size, ".") >= (int)size ? -ENAMETOOLONG : 0;
-	if (slash == path)
-		return snprintf(dir, size, "/") >= (int)size ? -ENAMETOOLONG : 0;
-	if ((size_t)(slash - path) >= size)
-		return -ENAMETOOLONG;
-	memcpy(dir, path, slash - path);
-	dir[slash - path] = '\0';
-	return 0;
-}
-
-int output__check_path(const char *path)
-{
-	char dir[PATH_MAX];
-	struct stat st;
+	struct safewrite_target t;
 	int err;
 
 	if (!path || !strcmp(path, "-"))
 		return 0;
-	if (stat(path, &st) == 0) {
-		if (S_ISDIR(st.st_mode))
-			return -EISDIR;
-		if (!S_ISREG(st.st_mode))
-			return access(path, W_OK) ? -errno : 0;
-	}
-	err = dir_of(path, dir, sizeof(dir));
-	if (err)
-		return err;
-	if (stat(dir, &st))
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	return access(dir, W_OK) ? -errno : 0;
+	err = safewrite__target(path, false, &t, em);
+	safewrite__target_close(&t);
+	return err;
 }
 
 /* What to write: one profile or a before/after pair. */
@@ -304,65 +278,94 @@ static int write_stream(const struct write_job *j, FILE *f)
 	return err;
 }
 
-static int write_job_path(const struct write_job *j, const char *path)
+/* Into a new temporary file for name in dirfd, fsync'd; the caller renames it. */
+static int write_tmp(const struct write_job *j, int dirfd, const char *name, char *tmp,
+		     size_t tmp_size, uint64_t *size)
 {
-	char tmp[PATH_MAX];
 	struct stat st;
 	FILE *f;
 	int fd, err;
 
-	if (!path || !strcmp(path, "-"))
-		return write_stream(j, stdout);
-
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		f = fopen(path, "w");
-		if (!f)
-			return -errno;
-		err = write_stream(j, f);
-		if (fclose(f) && !err)
-			err = -errno;
-		return err;
-	}
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = mkostemp(tmp, O_CLOEXEC);
+	fd = safewrite__tmpfile(dirfd, name, tmp, tmp_size);
 	if (fd < 0)
-		return -errno;
-	fchmod(fd, 0644);
+		return fd;
 	f = fdopen(fd, "w");
 	if (!f) {
 		err = -errno;
 		close(fd);
-		unlink(tmp);
+		unlinkat(dirfd, tmp, 0);
 		return err;
 	}
 	err = write_stream(j, f);
 	if (!err && fsync(fileno(f)))
 		err = -errno;
+	if (!err && size)
+		*size = fstat(fileno(f), &st) ? 0 : (uint64_t)st.st_size;
 	if (fclose(f) && !err)
 		err = -errno;
-	/* rename() replaces a symlink at path rather than writing through it. */
-	if (!err && rename(tmp, path))
-		err = -errno;
 	if (err)
-		unlink(tmp);
+		unlinkat(dirfd, tmp, 0);
+	return err;
+}
+
+int output__write_tmp(const struct writer *w, const struct profile *p, const struct out_opts *o,
+		      int dirfd, const char *name, char *tmp, size_t tmp_size, uint64_t *size)
+{
+	struct write_job j = { .w = w, .p = p, .o = o };
+
+	return write_tmp(&j, dirfd, name, tmp, tmp_size, size);
+}
+
+static int write_job_path(const struct write_job *j, const char *path, struct errmsg *em)
+{
+	struct safewrite_target t;
+	char tmp[NAME_MAX + 1];
+	FILE *f;
+	int err;
+
+	if (!path || !strcmp(path, "-"))
+		return write_stream(j, stdout);
+	err = safewrite__target(path, true, &t, em);
+	if (err)
+		return err;
+	if (t.fd >= 0) {
+		/* A FIFO, a device, our own stdout: opened without blocking. */
+		f = fdopen(t.fd, "w");
+		if (!f) {
+			err = -errno;
+			safewrite__target_close(&t);
+			return err;
+		}
+		t.fd = -1;
+		err = write_stream(j, f);
+		if (fclose(f) && !err)
+			err = -errno;
+		return err;
+	}
+	err = write_tmp(j, t.dirfd, t.name, tmp, sizeof(tmp), NULL);
+	/* renameat() replaces a symlink at the name rather than writing through it. */
+	if (!err) {
+		err = safewrite__rename(t.dirfd, tmp, t.name, false);
+		if (err)
+			unlinkat(t.dirfd, tmp, 0);
+	}
+	safewrite__target_close(&t);
 	return err;
 }
 
 int output__write_path(const struct writer *w, const struct profile *p, const char *path,
-		       const struct out_opts *o)
+		       const struct out_opts *o, struct errmsg *em)
 {
 	struct write_job j = { .w = w, .p = p, .o = o };
 
-	return write_job_path(&j, path);
+	return write_job_path(&j, path, em);
 }
 
 int output__write_diff_path(const struct diff_writer *w, const struct profile *before,
 			    const struct profile *after, const char *path,
-			    const struct out_opts *o)
+			    const struct out_opts *o, struct errmsg *em)
 {
 	struct write_job j = { .dw = w, .p = after, .before = before, .o = o };
 
-	return write_job_path(&j, path);
+	return write_job_path(&j, path, em);
 }

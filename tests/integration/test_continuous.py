@@ -220,7 +220,9 @@ def test_sigterm_flushes_partial_interval(tmp_path):
 def test_full_disk_keeps_agent_running(tmp_path):
     d = tmp_path / "tiny"
     d.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24k", "tmpfs", str(d)], check=True)
+    # mode=0755: a tmpfs is 1777 by default, which --output-dir refuses
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24k,mode=0755", "tmpfs", str(d)],
+                   check=True)
     try:
         with Workload(wl("busy"), 30), Workload(wl("syscalls"), 30):
             p = run_bpfprof(["-a", "--interval", 1, "--output-dir", d, "-d", 8, "-v"],

@@ -111,26 +111,44 @@ def test_sigint_and_sigterm_together(tmp_path):
 
 def test_late_second_signal_exits_but_finishes_the_write(tmp_path):
     """A second request a second and more after the first is "exit now" - but
-    not in the middle of writing the output. The output is a FIFO here, so
-    bpfprof is held in its write until the test reads: it must deliver the
-    whole profile, then die of the signal."""
+    not in the middle of writing the output. The output is a FIFO here whose
+    one-page buffer the test filled, so bpfprof is held in its write until the
+    test reads: it must deliver the whole profile, then die of the signal.
+    (The reader is there first: bpfprof never waits in open() for one.)"""
+    import fcntl
     fifo = tmp_path / "out.folded"
     os.mkfifo(fifo)
-    with Workload(wl("busy"), 60) as w:
-        proc = start([BPFPROF, "-p", w.pid, "-o", fifo])
-        seen = wait_attached(proc)
-        time.sleep(1)
-        proc.send_signal(signal.SIGINT)
-        time.sleep(1.5)  # bpfprof now waits in open() for a reader
-        assert proc.poll() is None, "bpfprof ended before its output was read"
-        proc.send_signal(signal.SIGINT)  # exit now, once the write is done
-        time.sleep(0.2)
-        assert proc.poll() is None, "bpfprof died in the middle of its write"
-        data = []
-        reader = threading.Thread(target=lambda: data.append(fifo.read_text()))
-        reader.start()
-        _, err = proc.communicate(timeout=60)
-        reader.join(timeout=60)
+    rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    wfd = os.open(fifo, os.O_WRONLY)
+    page = fcntl.fcntl(wfd, fcntl.F_SETPIPE_SZ, 4096)
+    os.write(wfd, b"#" * page)  # full: bpfprof's write waits for the reader
+    os.close(wfd)
+    os.set_blocking(rfd, True)
+    try:
+        with Workload(wl("busy"), 60) as w:
+            proc = start([BPFPROF, "-p", w.pid, "-o", fifo])
+            seen = wait_attached(proc)
+            time.sleep(1)
+            proc.send_signal(signal.SIGINT)
+            time.sleep(1.5)  # bpfprof now waits in its write for the reader
+            assert proc.poll() is None, "bpfprof ended before its output was read"
+            proc.send_signal(signal.SIGINT)  # exit now, once the write is done
+            time.sleep(0.2)
+            assert proc.poll() is None, "bpfprof died in the middle of its write"
+            data = []
+
+            def read_all():
+                chunks = []
+                while chunk := os.read(rfd, 65536):
+                    chunks.append(chunk)
+                data.append(b"".join(chunks)[page:].decode())
+
+            reader = threading.Thread(target=read_all)
+            reader.start()
+            _, err = proc.communicate(timeout=60)
+            reader.join(timeout=60)
+    finally:
+        os.close(rfd)
     err = seen + err
     assert proc.returncode == -signal.SIGINT, (proc.returncode, err)
     assert data and data[0].endswith("\n"), data

@@ -32,8 +32,8 @@ ALLOWED = {
     "src/base/util.h": (1, "read_file()'s declaration"),
     "src/sym/elfsym.h": (1, "elfsym__open()'s declaration"),
     "src/format/readers.c": (1, "profiles the user names on the command line"),
-    "src/format/writers.c": (7, "the output file the user names"),
-    "src/agent/store.c": (6, "the agent's own --output-dir"),
+    "src/format/writers.c": (2, "fdopen() of the output descriptors proc/safewrite.c opened "
+                                "(the -o file the user names, --output-dir files)"),
     "src/sym/kallsyms.c": (1, "/proc/kallsyms, the kernel's"),
     "src/sym/kbuildid.c": (1, "/sys/kernel/notes, the kernel's"),
     "src/sym/symbolizer.c": (1, "/proc/modules, the kernel's"),

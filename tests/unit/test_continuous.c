@@ -60,14 +60,18 @@ static void test_store_names_and_keep(void **state)
 	assert_string_equal(name, "bpfprof-20261122T091000Z-2.pb.gz");
 
 	assert_non_null(mkdtemp(dir));
-	/* Files that are not ours must survive retention; a leftover temp goes. */
-	snprintf(cmd, sizeof(cmd), "touch %s/keep-me.folded %s/bpfprof-20200101T000000Z.folded.tmp.abc",
-		 dir, dir);
+	/* Files that are not ours must survive retention; a leftover temp of ours
+	 * goes, one with a name the store does not make stays. */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && touch keep-me.folded bpfprof-20200101T000000Z.folded.tmp.Ab3dE9 "
+		 "bpfprof-20200101T000000Z.folded.tmp.abc",
+		 dir);
 	assert_int_equal(system(cmd), 0);
 	so.dir = dir;
-	s = store__open(&so);
+	s = store__open(&so, NULL);
 	assert_non_null(s);
-	assert_int_equal(count_files(dir, ".tmp."), 0);
+	assert_int_equal(count_files(dir, ".tmp."), 1);
+	assert_int_equal(count_files(dir, ".tmp.abc"), 1);
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(store__write(s, p, t0 + (uint64_t)i * 10000000000ULL, path, sizeof(path)), 0);
 	/* Same second twice: a -1 suffix, not an overwrite. */
@@ -77,7 +81,7 @@ static void test_store_names_and_keep(void **state)
 	assert_int_equal(st.written, 6);
 	assert_int_equal(st.files, 3);
 	assert_int_equal(st.pruned, 3);
-	assert_int_equal(count_files(dir, "bpfprof-"), 3);
+	assert_int_equal(count_files(dir, "bpfprof-"), 4); /* and the .tmp.abc */
 	assert_int_equal(count_files(dir, "keep-me"), 1);
 	assert_int_equal(count_files(dir, "T091000Z"), 0); /* the oldest went first */
 	store__close(s);
@@ -97,7 +101,7 @@ static void test_store_max_disk_and_errors(void **state)
 	assert_non_null(mkdtemp(dir));
 	so.dir = dir;
 	so.max_disk = 25; /* room for two files */
-	s = store__open(&so);
+	s = store__open(&so, NULL);
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(store__write(s, p, (uint64_t)(1000 + i) * 1000000000ULL, NULL, 0), 0);
 	store__stats(s, &st);
@@ -117,9 +121,9 @@ static void test_store_max_disk_and_errors(void **state)
 	assert_int_equal(system(cmd), 0);
 	/* Not a directory / missing parent. */
 	so.dir = "/dev/null";
-	assert_null(store__open(&so));
+	assert_null(store__open(&so, NULL));
 	so.dir = "/nonexistent/a/b";
-	assert_null(store__open(&so));
+	assert_null(store__open(&so, NULL));
 	profile__free(p);
 }
 

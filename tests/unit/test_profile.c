@@ -153,16 +153,16 @@ static void test_atomic_write(void **state)
 	assert_non_null(mkdtemp(dir));
 	add(p, "a", 1, 1, 1, "f");
 	snprintf(path, sizeof(path), "%s/p.folded", dir);
-	assert_int_equal(output__write_path(&writer_folded, p, path, NULL), 0);
+	assert_int_equal(output__write_path(&writer_folded, p, path, NULL, NULL), 0);
 	assert_int_equal(read_file(path, 1 << 20, &buf, &len), 0);
 	assert_string_equal(buf, "a;f 1\n");
 	free(buf);
-	assert_int_equal(output__check_path(path), 0);
+	assert_int_equal(output__check_path(path, NULL), 0);
 	/* Missing directory: reported before profiling starts. */
 	snprintf(path, sizeof(path), "%s/missing/p.folded", dir);
-	assert_int_equal(output__check_path(path), -ENOENT);
-	assert_true(output__write_path(&writer_folded, p, path, NULL) < 0);
-	assert_int_equal(output__check_path(dir), -EISDIR);
+	assert_int_equal(output__check_path(path, NULL), -ENOENT);
+	assert_true(output__write_path(&writer_folded, p, path, NULL, NULL) < 0);
+	assert_int_equal(output__check_path(dir, NULL), -EISDIR);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	assert_int_equal(system(path), 0);
 	profile__free(p);

@@ -62,6 +62,9 @@ struct lineprog {
 	unsigned min_insn_len, max_ops, line_range, opcode_base;
 	int line_base;
 	const uint8_t *std_lens; /* opcode_base - 1 operand counts */
+	/* What each special opcode adds to the operation advance and to the line. */
+	uint8_t spec_adv[256];
+	int16_t spec_line[256];
 	const uint8_t *prog, *end;
 	const char **dirs;
 	size_t nr_dirs, cap_dirs;
@@ -357,6 +360,11 @@ int lineprog__open(const struct lineprog_sections *s, uint64_t off, const char *
 	skip(&c, lp->opcode_base - 1);
 	if (c.bad)
 		goto fail;
+	for (unsigned op = lp->opcode_base; op < 256; op++) {
+		lp->spec_adv[op] = (uint8_t)((op - lp->opcode_base) / lp->line_range);
+		lp->spec_line[op] =
+			(int16_t)(lp->line_base + (int)((op - lp->opcode_base) % lp->line_range));
+	}
 	if (lp->version >= 5) {
 		err = read_table_v5(lp, &c, s, false);
 		if (!err)
@@ -507,11 +515,16 @@ int lineprog__run(struct lineprog *lp, uint64_t lo, uint64_t hi, uint64_t *budge
 	uint64_t addr = 0, op_index = 0, file = 1, line = 1;
 	int err = 0;
 
+	/* VLIW's op_index only where there are several operations an instruction. */
 #define ADVANCE(n)                                                                                 \
 	do {                                                                                       \
 		uint64_t adv_ = (n);                                                               \
-		addr += lp->min_insn_len * ((op_index + adv_) / lp->max_ops);                      \
-		op_index = (op_index + adv_) % lp->max_ops;                                        \
+		if (lp->max_ops == 1) {                                                            \
+			addr += lp->min_insn_len * adv_;                                           \
+		} else {                                                                           \
+			addr += lp->min_insn_len * ((op_index + adv_) / lp->max_ops);              \
+			op_index = (op_index + adv_) % lp->max_ops;                                \
+		}                                                                                  \
 	} while (0)
 #define RESET() (addr = 0, op_index = 0, file = 1, line = 1)
 
@@ -525,10 +538,8 @@ int lineprog__run(struct lineprog *lp, uint64_t lo, uint64_t hi, uint64_t *budge
 		(*budget)--;
 		op = *c.p++;
 		if (op >= lp->opcode_base) {
-			unsigned adj = op - lp->opcode_base;
-
-			ADVANCE(adj / lp->line_range);
-			line += (uint64_t)(int64_t)(lp->line_base + (int)(adj % lp->line_range));
+			ADVANCE(lp->spec_adv[op]);
+			line += (uint64_t)(int64_t)lp->spec_line[op];
 			err = row(&r, addr, file, line, false);
 			continue;
 		}

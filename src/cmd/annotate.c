@@ -1065,8 +1065,8 @@ static int annotate_user(const struct annotate_opts *a, const struct profile *p,
 		if (ss.nr_withheld == 1)
 			printf("  source withheld: %s\n", ss.withheld);
 		else if (ss.nr_withheld)
-			printf("  source withheld: %s (and %zu more files)\n", ss.withheld,
-			       ss.nr_withheld - 1);
+			printf("  source withheld: %s (and %zu more file%s)\n", ss.withheld,
+			       ss.nr_withheld - 1, ss.nr_withheld > 2 ? "s" : "");
 	}
 	print_listing(&an, c, &ss);
 	print_hot_lines(&an, &ss);

@@ -63,6 +63,7 @@
 enum {
 	OPT_SYMFS = OPT_CMD_FIRST,
 	OPT_NO_SOURCE,
+	OPT_SOURCE_DIR,
 	OPT_STDIO,
 };
 
@@ -70,6 +71,8 @@ struct annotate_opts {
 	struct options o; /* sampling (live mode) */
 	const char *symfs;
 	bool no_source;
+	const char *source_dir; /* --source-dir: source files are read there, and only there */
+	int source_dir_fd;	/* it, O_PATH; -1 */
 	bool color;
 	const char *profile_path; /* NULL: live */
 	const char *function;
@@ -103,6 +106,10 @@ static void annotate_usage(FILE *f)
 		"name, if that names one function.\n"
 		"\n"
 		"      --no-source         no source lines\n"
+		"      --source-dir DIR    read source files from DIR (DIR/PATH, else DIR/NAME),\n"
+		"                          as you may; without it, a source file is read only if\n"
+		"                          the process and the owner of the file holding the line\n"
+		"                          table could read it (else the output says so)\n"
 		"  -q, --quiet             only errors\n"
 		"  -v, --verbose           more messages\n"
 		"  -h, --help              this help\n"
@@ -132,6 +139,7 @@ static const struct option long_opts[] = {
 	CLI_SAMPLING_OPTIONS,
 	{"symfs", required_argument, NULL, OPT_SYMFS},
 	{"no-source", no_argument, NULL, OPT_NO_SOURCE},
+	{"source-dir", required_argument, NULL, OPT_SOURCE_DIR},
 	{"stdio", no_argument, NULL, OPT_STDIO},
 	{"quiet", no_argument, NULL, 'q'},
 	{"verbose", no_argument, NULL, 'v'},
@@ -147,6 +155,7 @@ static int parse(int argc, char **argv, struct annotate_opts *a)
 	int c, rc, nargs;
 
 	memset(a, 0, sizeof(*a));
+	a->source_dir_fd = -1;
 	cli__sampling_defaults(&a->o);
 	optind = 1;
 	opterr = 0;
@@ -157,6 +166,9 @@ static int parse(int argc, char **argv, struct annotate_opts *a)
 			continue;
 		case OPT_NO_SOURCE:
 			a->no_source = true;
+			continue;
+		case OPT_SOURCE_DIR:
+			a->source_dir = optarg;
 			continue;
 		case OPT_STDIO:
 			continue; /* perf's flag: this is always text */
@@ -198,6 +210,20 @@ static int parse(int argc, char **argv, struct annotate_opts *a)
 	}
 	if (!*a->function)
 		return usage("%s", "empty FUNCTION");
+	if (a->source_dir && a->no_source)
+		return usage("%s", "--source-dir and --no-source: which one?");
+	if (a->source_dir) {
+		/* Opened now: a typo is told before a live run, not after it. */
+		a->source_dir_fd = safeopen__dir(a->source_dir);
+		if (a->source_dir_fd < 0) {
+			char msg[PATH_MAX + 64];
+
+			snprintf(msg, sizeof(msg), "--source-dir %s: %s", a->source_dir,
+				 strerror(-a->source_dir_fd));
+			a->source_dir_fd = -1;
+			return usage("%s", msg);
+		}
+	}
 	a->o.addresses = true;
 	if (!a->profile_path && cli__validate(&a->o, &em))
 		return usage("%s", em.msg);
@@ -422,39 +448,111 @@ static struct fn_samples *choose(const struct profile *p, const char *want, stru
 
 /* --- output ---------------------------------------------------------------------- */
 
-/* A source file's lines, read once (when readable and small). */
-struct source {
-	const char *path;
+/*
+ * Source text. A line table is the binary's own bytes: the paths it names
+ * are a tenant's choice ("#line 1 \"/etc/shadow\""). So a source file is read
+ * only if each reader could read it itself (threat model rule 1): the owner
+ * of the file the line table came from, and for a live process the process
+ * too (its credentials, in its own root); or from the directory the
+ * operator names with --source-dir. Only the lines shown are kept, each cut
+ * to what is printed.
+ */
+/* Source files read for one function, at most; bytes of one file, of all. */
+#define SOURCE_MAX_FILES 64
+#define SOURCE_MAX_TOTAL (128u << 20)
+/* Bytes of one line kept (100 columns of up to 4-byte sequences). */
+#define SOURCE_LINE_BYTES 400
+/* Bytes of all the lines kept. */
+#define SOURCE_MAX_TEXT (16u << 20)
+
+/* A line the listing shows, and its text (NULL: none). */
+struct src_text {
+	const char *file;
+	uint32_t line;
 	char *text;
-	const char **lines;
-	size_t nr, cap;
-	bool tried;
 };
 
 struct sources {
-	struct source *v;
-	size_t nr, cap;
 	bool off;
-	const struct safe_root *root; /* the host's, from the process-and-file layer */
+	bool operator_dir;     /* root is --source-dir: read there, with no reader's check */
+	struct safe_root root; /* where the line table's paths are; fd -1: nowhere */
+	struct safe_cred cred[2];
+	const struct safe_cred *readers[2]; /* cred[0..nr_readers) */
+	char who[2][PATH_MAX + 64]; /* "pid 1234 (uid 1001)", "uid 1001, the owner of PATH" */
+	size_t nr_readers;
+	struct src_text *v; /* sorted by file, then line */
+	size_t nr;
+	char withheld[PATH_MAX + 200]; /* the first file withheld, and why */
+	size_t nr_withheld;
 };
 
-/* A source file's bytes through the proc layer: a path a binary's line table
- * names is opened like any file a process controls (no FUSE, no FIFO, no
- * escape through symlinks), bounded. */
-static char *read_source(const struct safe_root *root, const char *path, size_t *len)
+static int cmp_src_text(const void *a, const void *b)
 {
-	struct safe_file f;
-	char *buf;
-	size_t n = 0;
+	const struct src_text *x = a, *y = b;
+	int c = strcmp(x->file, y->file);
 
-	if (!root || path[0] != '/' || safeopen__in_root(root, path, 0, &f))
-		return NULL;
-	if (f.st.st_size > SOURCE_MAX_BYTES || !(buf = malloc((size_t)f.st.st_size + 1))) {
+	return c ? c : x->line < y->line ? -1 : x->line > y->line;
+}
+
+static void note_withheld(struct sources *ss, const char *path, int err, size_t denied,
+			  const char *fstype)
+{
+	if (err == -ENOENT || err == -ENOTDIR)
+		return; /* not on this machine: nothing to say */
+	if (ss->nr_withheld++)
+		return;
+	if (err == -EACCES && denied < ss->nr_readers)
+		snprintf(ss->withheld, sizeof(ss->withheld), "%s is not readable by %s",
+			 shown(path), ss->who[denied]);
+	else if (err == -EPERM)
+		snprintf(ss->withheld, sizeof(ss->withheld), "%s is on a pseudo file system",
+			 shown(path));
+	else if (err == -EFBIG)
+		snprintf(ss->withheld, sizeof(ss->withheld), "%s is over %u MB", shown(path),
+			 SOURCE_MAX_BYTES >> 20);
+	else
+		snprintf(ss->withheld, sizeof(ss->withheld), "%s: %s", shown(path),
+			 ptab__reason(err, fstype));
+}
+
+/* One source file's bytes (at most SOURCE_MAX_BYTES), opened as the rules above say. */
+static int read_source(struct sources *ss, const char *path, char **buf, size_t *len)
+{
+	char alt[PATH_MAX];
+	struct safe_file f;
+	size_t denied = SIZE_MAX, n = 0;
+	int err;
+
+	if (ss->root.fd < 0)
+		return -ENOENT;
+	if (ss->operator_dir) {
+		/* DIR/PATH, else DIR/NAME: a tree copied whole, or the files side by side. */
+		snprintf(alt, sizeof(alt), "%s%s", path[0] == '/' ? "" : "/", path);
+		err = safeopen__in_root_as(&ss->root, alt, 0, NULL, 0, &f, NULL);
+		if (err == -ENOENT || err == -ENOTDIR) {
+			snprintf(alt, sizeof(alt), "/%s", path_basename(path));
+			err = safeopen__in_root_as(&ss->root, alt, 0, NULL, 0, &f, NULL);
+		}
+	} else if (path[0] != '/') {
+		err = -ENOENT; /* relative to a directory the line table did not name */
+	} else {
+		err = safeopen__in_root_as(&ss->root, path, 0, ss->readers, ss->nr_readers, &f,
+					   &denied);
+	}
+	if (!err && f.st.st_size > SOURCE_MAX_BYTES) {
 		close(f.fd);
-		return NULL;
+		err = -EFBIG;
+	}
+	if (!err && !(*buf = malloc((size_t)f.st.st_size + 1))) {
+		close(f.fd);
+		err = -ENOMEM;
+	}
+	if (err) {
+		note_withheld(ss, path, err, denied, f.fstype);
+		return err;
 	}
 	while (n < (size_t)f.st.st_size) {
-		ssize_t r = pread(f.fd, buf + n, (size_t)f.st.st_size - n, (off_t)n);
+		ssize_t r = pread(f.fd, *buf + n, (size_t)f.st.st_size - n, (off_t)n);
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -463,57 +561,94 @@ static char *read_source(const struct safe_root *root, const char *path, size_t 
 		n += (size_t)r;
 	}
 	close(f.fd);
-	buf[n] = '\0';
+	(*buf)[n] = '\0';
 	*len = n;
-	return buf;
+	return 0;
 }
 
-static const char *source_line(struct sources *ss, const char *path, uint32_t line)
+/* Keeps the text of v[0..nr) (one file's lines, ascending) from its bytes. */
+static void keep_lines(struct src_text *v, size_t nr, char *buf, size_t len, size_t *kept)
 {
-	struct source *s = NULL;
-	char *buf;
-	size_t len;
+	uint32_t line = 1;
+	size_t i = 0;
 
-	if (ss->off || !path || !line)
-		return NULL;
-	for (size_t i = 0; i < ss->nr && !s; i++)
-		if (!strcmp(ss->v[i].path, path))
-			s = &ss->v[i];
-	if (!s) {
-		if (array_grow((void **)&ss->v, &ss->cap, ss->nr + 1, sizeof(*ss->v)))
-			return NULL;
-		s = &ss->v[ss->nr++];
-		memset(s, 0, sizeof(*s));
-		s->path = path;
-	}
-	if (!s->tried) {
-		s->tried = true;
-		buf = read_source(ss->root, path, &len);
-		if (!buf)
-			return NULL;
-		s->text = buf;
-		for (char *p = buf; p < buf + len;) {
-			char *nl = memchr(p, '\n', (size_t)(buf + len - p));
+	for (char *p = buf; p < buf + len && i < nr;) {
+		char *nl = memchr(p, '\n', (size_t)(buf + len - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(buf + len - p);
 
-			if (array_grow((void **)&s->lines, &s->cap, s->nr + 1, sizeof(*s->lines)))
-				break;
-			s->lines[s->nr++] = p;
-			if (!nl)
-				break;
-			*nl = '\0';
-			p = nl + 1;
+		while (i < nr && v[i].line < line)
+			i++;
+		if (i < nr && v[i].line == line && *kept < SOURCE_MAX_TEXT) {
+			n = MIN(n, (size_t)SOURCE_LINE_BYTES);
+			v[i].text = malloc(n + 1);
+			if (v[i].text) {
+				memcpy(v[i].text, p, n);
+				v[i].text[n] = '\0';
+				*kept += n + 1;
+			}
 		}
+		if (!nl)
+			break;
+		p = nl + 1;
+		line++;
 	}
-	return line <= s->nr ? s->lines[line - 1] : NULL;
+}
+
+/* The text of every line the listing shows, read now (so the header can say what was withheld). */
+static void sources_load(struct sources *ss, const struct annotation *an)
+{
+	size_t files = 0, total = 0, kept = 0, nr = 0;
+
+	if (ss->off || !an->nr)
+		return;
+	ss->v = calloc(an->nr, sizeof(*ss->v));
+	if (!ss->v)
+		return;
+	for (size_t i = 0; i < an->nr; i++) {
+		const struct srcline_row *r = an->insns[i].src;
+
+		if (r && r->line)
+			ss->v[nr++] = (struct src_text){r->file, r->line, NULL};
+	}
+	qsort(ss->v, nr, sizeof(*ss->v), cmp_src_text);
+	for (size_t i = 0; i < nr; i++)
+		if (!ss->nr || cmp_src_text(&ss->v[ss->nr - 1], &ss->v[i]))
+			ss->v[ss->nr++] = ss->v[i];
+	for (size_t i = 0, j; i < ss->nr; i = j) {
+		char *buf;
+		size_t len;
+
+		for (j = i + 1; j < ss->nr && !strcmp(ss->v[j].file, ss->v[i].file); j++)
+			;
+		if (files >= SOURCE_MAX_FILES || total >= SOURCE_MAX_TOTAL)
+			break; /* enough: the rest show no text */
+		files++;
+		if (read_source(ss, ss->v[i].file, &buf, &len))
+			continue;
+		total += len;
+		keep_lines(&ss->v[i], j - i, buf, len, &kept);
+		free(buf);
+	}
+}
+
+static const char *source_line(const struct sources *ss, const char *path, uint32_t line)
+{
+	struct src_text key = {path, line, NULL}, *t;
+
+	if (ss->off || !path || !line || !ss->nr)
+		return NULL;
+	t = bsearch(&key, ss->v, ss->nr, sizeof(*ss->v), cmp_src_text);
+	return t ? t->text : NULL;
 }
 
 static void sources_free(struct sources *ss)
 {
-	for (size_t i = 0; i < ss->nr; i++) {
+	for (size_t i = 0; i < ss->nr; i++)
 		free(ss->v[i].text);
-		free(ss->v[i].lines);
-	}
 	free(ss->v);
+	ss->v = NULL;
+	ss->nr = 0;
+	ptab__root_close(&ss->root);
 }
 
 /* Prints s with controls and bytes not UTF-8 as '?' and tabs as spaces, at most max
@@ -679,7 +814,11 @@ struct code_files {
 	struct elfsym *es; /* its symbols (with the debug file's merged in) */
 	struct elfcode *code;
 	struct srcline *lines;
-	const char *lines_from; /* which file the lines came from */
+	const char *lines_from;	   /* which file the lines came from */
+	int lines_fd;		   /* and its descriptor: its owner is a reader of the sources */
+	struct safe_root src_root; /* where the line table's paths are (fd owned, -1: none) */
+	uint32_t pid;		   /* live: the process, whose credentials are proc */
+	struct safe_cred proc;
 };
 
 static void code_files_close(struct code_files *cf)
@@ -691,6 +830,7 @@ static void code_files_close(struct code_files *cf)
 		close(cf->fd);
 	if (cf->debug_fd >= 0)
 		close(cf->debug_fd);
+	ptab__root_close(&cf->src_root);
 }
 
 static bool same_build_id(const struct elfsym *es, const char *hex)
@@ -737,6 +877,9 @@ static int open_by_path(const struct annotate_opts *a, const struct profile *p, 
 	}
 	snprintf(dbgdir, sizeof(dbgdir), "%s/usr/lib/debug", a->symfs ? a->symfs : "");
 	{
+		/* The debug link is the binary's bytes: its owner must be able to read what it names. */
+		const struct safe_cred owner = {.uid = st.st_uid, .gid = st.st_gid};
+		const struct safe_cred *readers[1] = {&owner};
 		struct debuginfo_query q = {
 			.bin = cf->es,
 			.path = path,
@@ -745,6 +888,8 @@ static int open_by_path(const struct annotate_opts *a, const struct profile *p, 
 			.roots = { *a->host, { .fd = -1 } },
 			.debug_dir = dbgdir,
 			.fd_out = &cf->debug_fd,
+			.readers = readers,
+			.nr_readers = 1,
 		};
 		struct elfsym *dbg = debuginfo__find(&q, cf->debug_path, sizeof(cf->debug_path));
 
@@ -755,6 +900,12 @@ static int open_by_path(const struct annotate_opts *a, const struct profile *p, 
 			memmove(cf->debug_path, cf->debug_path + 15,
 				strlen(cf->debug_path + 15) + 1);
 	}
+	/* The profile's machine is under --symfs DIR, if given: its line tables' paths too. */
+	cf->src_root = *a->host;
+	cf->src_root.fd =
+		a->symfs ? safeopen__dir(a->symfs) : fcntl(a->host->fd, F_DUPFD_CLOEXEC, 0);
+	if (cf->src_root.fd < 0)
+		cf->src_root.fd = -1;
 	return 0;
 }
 
@@ -766,6 +917,7 @@ static int open_live(struct symbolizer *sym, uint32_t pid, const char *module,
 	int err = symbolizer__open_files(sym, pid, module, &sf);
 
 	if (err) {
+		sym_files__close(&sf);
 		p_err("cannot read %s of process %u: %s", module, pid,
 		      err == -ESRCH ? "the process has exited" : strerror(-err));
 		return 1;
@@ -773,6 +925,9 @@ static int open_live(struct symbolizer *sym, uint32_t pid, const char *module,
 	cf->fd = sf.fd;
 	cf->debug_fd = sf.debug_fd;
 	snprintf(cf->debug_path, sizeof(cf->debug_path), "%s", sf.debug_path);
+	cf->src_root = sf.root; /* the process's own root: its paths mean what they mean to it */
+	cf->pid = pid;
+	cf->proc = sf.cred;
 	cf->es = elfsym__open_fd(cf->fd);
 	if (!cf->es) {
 		p_err("cannot read %s: %s", module, strerror(errno));
@@ -785,6 +940,39 @@ static int open_live(struct symbolizer *sym, uint32_t pid, const char *module,
 			elfsym__merge(cf->es, dbg);
 	}
 	return 0;
+}
+
+
+/* Where a function's source files are read and who must be able to read them. */
+static void sources_setup(struct sources *ss, const struct annotate_opts *a, struct code_files *cf)
+{
+	struct stat st;
+
+	if (a->source_dir_fd >= 0) {
+		ss->operator_dir = true;
+		ss->root = *a->host;
+		ss->root.fd = fcntl(a->source_dir_fd, F_DUPFD_CLOEXEC, 0);
+		if (ss->root.fd < 0)
+			ss->root.fd = -1;
+		return;
+	}
+	ss->root = cf->src_root;
+	cf->src_root.fd = -1;
+	if (cf->pid) {
+		ss->cred[ss->nr_readers] = cf->proc;
+		snprintf(ss->who[ss->nr_readers++], sizeof(ss->who[0]), "pid %u (uid %u)", cf->pid,
+			 cf->proc.uid);
+	}
+	/* Who wrote the line table: its file's owner (a tenant cannot chown to another). */
+	if (fstat(cf->lines_fd, &st)) {
+		ptab__root_close(&ss->root);
+		return;
+	}
+	ss->cred[ss->nr_readers] = (struct safe_cred){.uid = st.st_uid, .gid = st.st_gid};
+	snprintf(ss->who[ss->nr_readers++], sizeof(ss->who[0]), "uid %u, the owner of %s",
+		 (unsigned)st.st_uid, shown(cf->lines_from));
+	for (size_t i = 0; i < ss->nr_readers; i++)
+		ss->readers[i] = &ss->cred[i];
 }
 
 /* --- annotating ----------------------------------------------------------------- */
@@ -816,9 +1004,9 @@ static void print_header(const struct fn_samples *fs, const struct profile *p, c
 static int annotate_user(const struct annotate_opts *a, const struct profile *p,
 			 const struct fn_samples *fs, struct symbolizer *sym, struct termcolor *c)
 {
-	struct code_files cf = {.fd = -1, .debug_fd = -1};
+	struct code_files cf = {.fd = -1, .debug_fd = -1, .lines_fd = -1, .src_root.fd = -1};
 	struct annotation an;
-	struct sources ss = {.off = a->no_source, .root = a->host};
+	struct sources ss = {.off = a->no_source, .root.fd = -1};
 	uint64_t start, end, hot = hottest_addr(fs);
 	int ret = 1, err;
 
@@ -845,9 +1033,9 @@ static int annotate_user(const struct annotate_opts *a, const struct profile *p,
 	}
 	if (!a->no_source) {
 		if (cf.debug_fd >= 0 && (cf.lines = srcline__open_fd(cf.debug_fd)))
-			cf.lines_from = cf.debug_path;
+			cf.lines_from = cf.debug_path, cf.lines_fd = cf.debug_fd;
 		else if ((cf.lines = srcline__open_fd(cf.fd)))
-			cf.lines_from = fs->f->module;
+			cf.lines_from = fs->f->module, cf.lines_fd = cf.fd;
 	}
 	err = annotation__build(&an, cf.code, cf.lines, start, end, fs->counts, fs->nr);
 	if (err) {
@@ -871,6 +1059,15 @@ static int annotate_user(const struct annotate_opts *a, const struct profile *p,
 		printf("  not shown: %" PRIu64 " samples outside %" PRIx64 "-%" PRIx64 ", %" PRIu64
 		       " without an address\n",
 		       an.outside, start, end, fs->no_addr);
+	if (an.nr_rows && !a->no_source) {
+		sources_setup(&ss, a, &cf);
+		sources_load(&ss, &an);
+		if (ss.nr_withheld == 1)
+			printf("  source withheld: %s\n", ss.withheld);
+		else if (ss.nr_withheld)
+			printf("  source withheld: %s (and %zu more file%s)\n", ss.withheld,
+			       ss.nr_withheld - 1, ss.nr_withheld > 2 ? "s" : "");
+	}
 	print_listing(&an, c, &ss);
 	print_hot_lines(&an, &ss);
 	annotation__free(&an);
@@ -1001,12 +1198,41 @@ static int annotate_live(struct annotate_opts *a)
 	return ret;
 }
 
-int cmd_annotate(int argc, char **argv)
+static int annotate_main(struct annotate_opts *a)
 {
-	struct annotate_opts a;
 	struct errmsg em = { 0 };
 	struct profile *p;
 	struct ptab *pt;
+	int ret;
+
+	if (!a->profile_path)
+		return annotate_live(a);
+	p = input__read_path(a->profile_path, &em);
+	if (!p) {
+		p_err("cannot read %s: %s", a->profile_path, em.msg);
+		cli__free(&a->o);
+		return 1;
+	}
+	/* The host's root and mounts, as the process-and-file layer sees them:
+	 * debug files and source files are opened through it. */
+	pt = ptab__new(NULL);
+	if (!pt) {
+		p_err("out of memory");
+		profile__free(p);
+		cli__free(&a->o);
+		return 1;
+	}
+	a->host = ptab__host_root(pt);
+	ret = annotate_profile(a, p, NULL);
+	ptab__free(pt);
+	profile__free(p);
+	cli__free(&a->o);
+	return ret;
+}
+
+int cmd_annotate(int argc, char **argv)
+{
+	struct annotate_opts a;
 	int ret;
 
 	ret = parse(argc, argv, &a);
@@ -1016,31 +1242,14 @@ int cmd_annotate(int argc, char **argv)
 		return 0;
 	}
 	if (ret) {
+		if (a.source_dir_fd >= 0)
+			close(a.source_dir_fd);
 		cli__free(&a.o);
 		return ret;
 	}
 	log_set_level(a.o.verbosity < 0 ? LOG_ERROR : a.o.verbosity == 0 ? LOG_INFO : LOG_DEBUG);
-	if (!a.profile_path)
-		return annotate_live(&a);
-	p = input__read_path(a.profile_path, &em);
-	if (!p) {
-		p_err("cannot read %s: %s", a.profile_path, em.msg);
-		cli__free(&a.o);
-		return 1;
-	}
-	/* The host's root and mounts, as the process-and-file layer sees them:
-	 * debug files and source files are opened through it. */
-	pt = ptab__new(NULL);
-	if (!pt) {
-		p_err("out of memory");
-		profile__free(p);
-		cli__free(&a.o);
-		return 1;
-	}
-	a.host = ptab__host_root(pt);
-	ret = annotate_profile(&a, p, NULL);
-	ptab__free(pt);
-	profile__free(p);
-	cli__free(&a.o);
+	ret = annotate_main(&a);
+	if (a.source_dir_fd >= 0)
+		close(a.source_dir_fd);
 	return ret;
 }

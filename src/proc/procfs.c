@@ -149,6 +149,63 @@ int procfs__parse_status(const char *buf, struct proc_status *st)
 	return 0;
 }
 
+/* Up to max whitespace-separated decimal numbers of the line at v; how many. */
+static size_t numbers(const char *v, uint32_t *out, size_t max)
+{
+	size_t i = 0;
+
+	while (i < max) {
+		char num[24];
+		uint64_t x;
+		size_t n;
+
+		while (*v == ' ' || *v == '\t')
+			v++;
+		n = strspn(v, "0123456789");
+		if (!n || n >= sizeof(num))
+			break;
+		memcpy(num, v, n);
+		num[n] = '\0';
+		if (parse_u64(num, 10, &x) || x > UINT32_MAX)
+			break;
+		out[i++] = (uint32_t)x;
+		v += n;
+	}
+	return i;
+}
+
+int procfs__parse_cred(const char *buf, struct safe_cred *c)
+{
+	uint32_t ids[4];
+	const char *v;
+
+	memset(c, 0, sizeof(*c));
+	/* Uid and Gid: real, effective, saved, fs. */
+	if (status_field(buf, "Uid", &v) || numbers(v, ids, 4) != 4)
+		return -EINVAL;
+	c->uid = ids[3];
+	if (status_field(buf, "Gid", &v) || numbers(v, ids, 4) != 4)
+		return -EINVAL;
+	c->gid = ids[3];
+	if (!status_field(buf, "Groups", &v))
+		c->nr_groups = numbers(v, c->groups, SAFE_CRED_MAX_GROUPS);
+	return 0;
+}
+
+int procfs__cred(const char *proc_root, uint32_t pid, struct safe_cred *c)
+{
+	char path[256], *buf;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%u/status", proc_root, pid);
+	err = read_file(path, STATUS_MAX, &buf, NULL);
+	if (err)
+		return err;
+	err = procfs__parse_cred(buf, c);
+	free(buf);
+	return err;
+}
+
 int procfs__status(const char *proc_root, uint32_t pid, struct proc_status *st)
 {
 	char path[256], *buf;

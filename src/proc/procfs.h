@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "proc/safeopen.h"
+
 /*
  * Start time of pid in clock ticks since boot (/proc/PID/stat field 22).
  * 0 or -errno (-ENOENT: no such process, -EINVAL: unparsable).
@@ -29,6 +31,15 @@ struct proc_status {
 };
 int procfs__status(const char *proc_root, uint32_t pid, struct proc_status *st);
 int procfs__parse_status(const char *buf, struct proc_status *st);
+
+/*
+ * The credentials file access uses, from /proc/PID/status: the fs uid and
+ * gid (the fourth columns of Uid and Gid) and the supplementary groups (at
+ * most SAFE_CRED_MAX_GROUPS; more are not counted). 0 or -errno (-EINVAL:
+ * no Uid or Gid line).
+ */
+int procfs__parse_cred(const char *buf, struct safe_cred *c);
+int procfs__cred(const char *proc_root, uint32_t pid, struct safe_cred *c);
 
 /*
  * The fields of /proc/PID/stat that identify a process image: its start time

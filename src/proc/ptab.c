@@ -1362,6 +1362,15 @@ int pproc__status(struct ptab *t, struct pproc *p, struct proc_status *st)
 	return 0;
 }
 
+int ptab__cred(struct ptab *t, struct pproc *p, struct safe_cred *c)
+{
+	int err = procfs__cred(t->proc_root, p->id.pid, c);
+
+	if (err)
+		return err == -ENOENT ? -ESRCH : err;
+	return ptab__check_image(t, p);
+}
+
 int ptab__check_x86_64(struct ptab *t, uint32_t pid)
 {
 	unsigned char id[20];

@@ -183,6 +183,12 @@ int ptab__cgroup(struct ptab *t, const struct proc_id *id, struct cgroup_info *c
 int ptab__starttime(struct ptab *t, uint32_t pid, uint64_t *ticks);
 /* Fields of /proc/PID/status (cached per entry). 0 or -errno. */
 int pproc__status(struct ptab *t, struct pproc *p, struct proc_status *st);
+/*
+ * The credentials p opens files with (procfs__cred), read now - not cached:
+ * a process may change them - and only if p still runs the same image after
+ * the read (an exec of a setuid program is another image). 0, -ESRCH, -errno.
+ */
+int ptab__cred(struct ptab *t, struct pproc *p, struct safe_cred *c);
 /* 0 if the process's executable is x86-64 ELF64; -ENOTSUP another machine or class. */
 int ptab__check_x86_64(struct ptab *t, uint32_t pid);
 

@@ -87,6 +87,46 @@ int safeopen__reopen(int opath_fd, const struct safe_root *root, struct safe_fil
 /* Opens a directory (e.g. "/proc/PID/root") as an O_PATH fd, following links. */
 int safeopen__dir(const char *path);
 
+/*
+ * Who a file is read for. Rule 1 of the threat model: a file that a
+ * process's data names (a source path in its line table, a debug link) is
+ * read only if that process - or the owner of the file that names it -
+ * could read it itself. uid 0 reads anything (CAP_DAC_OVERRIDE); other
+ * capabilities a reader may hold are not counted (so it may be refused what
+ * it could read: never the other way round).
+ */
+#define SAFE_CRED_MAX_GROUPS 64
+struct safe_cred {
+	uint32_t uid, gid;		       /* the file system ids (fsuid, fsgid) */
+	uint32_t groups[SAFE_CRED_MAX_GROUPS]; /* supplementary; more are not counted */
+	size_t nr_groups;
+};
+
+/*
+ * safeopen__in_root(), for readers: path (absolute, as the process sees it;
+ * ".." allowed, it stays inside root) is walked one component at a time from
+ * root, and the file is opened only if each of readers[0..n) could open it
+ * itself. On the way:
+ *   - every directory looked in must be searchable by each reader (mode bits
+ *     and POSIX ACLs, as the kernel checks them) and on a mount that cannot
+ *     block (checked before looking in it, not only by the path's text);
+ *   - symlinks are followed inside root (at most 40; none with
+ *     SAFEOPEN_NO_SYMLINKS), and a link in a sticky world-writable directory
+ *     only where fs.protected_symlinks would let that reader follow it;
+ *   - the file must be readable by each reader, a regular file, and not on a
+ *     pseudo file system (proc, sysfs, debugfs...) whose permission checks are
+ *     not in its mode bits, nor reached through such a file system's links.
+ * The checks are made on the descriptors that are then opened (never the
+ * path again): a rename or a swapped link cannot send the read elsewhere.
+ * -EACCES when a reader could not; *denied (if not NULL) gets its index.
+ * -EPERM on a pseudo file system; other errors as safeopen__in_root(). With
+ * no readers (n 0) the walk is the same, with no permission checked: for a
+ * directory the operator named.
+ */
+int safeopen__in_root_as(const struct safe_root *root, const char *path, unsigned flags,
+			 const struct safe_cred *const *readers, size_t n, struct safe_file *f,
+			 size_t *denied);
+
 /* For tests: use the O_NOFOLLOW component walk even where openat2 exists. */
 void safeopen__force_walk(bool on);
 

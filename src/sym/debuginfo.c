@@ -66,7 +66,9 @@ static struct elfsym *try_file(const struct debuginfo_query *q, const struct saf
 	struct elfsym *es = NULL;
 	uint32_t got;
 
-	if (r->fd < 0 || safeopen__in_root(r, path, 0, &f))
+	if (r->fd < 0 ||
+	    (q->nr_readers ? safeopen__in_root_as(r, path, 0, q->readers, q->nr_readers, &f, NULL)
+			   : safeopen__in_root(r, path, 0, &f)))
 		return NULL;
 	if ((uint64_t)f.st.st_dev == q->dev && (uint64_t)f.st.st_ino == q->ino)
 		goto out; /* the binary itself ("prog" linking to "prog") */

@@ -18,7 +18,11 @@
  * Debug files are opened with safeopen (symlinks may be followed, but only
  * inside the root they are looked up in: Fedora's .build-id entries are
  * relative links), must be regular files, and at most DEBUGINFO_MAX_FILE
- * bytes to be CRC-checked. Only their symbol tables are read here; a caller
+ * bytes to be CRC-checked. The build id and the link are the binary's own
+ * bytes, so what they name is read only if the query's readers (the
+ * binary's owner; for annotate, its process too) could read it themselves
+ * (safeopen__in_root_as): a tenant's binary cannot have a root-only file
+ * read as its debug file. Only their symbol tables are read here; a caller
  * that wants their DWARF (annotate's source lines) asks for the open fd.
  */
 #ifndef BPFPROF_DEBUGINFO_H
@@ -39,6 +43,9 @@ struct debuginfo_query {
 	uint64_t dev, ino;	     /* the binary itself: never its own debug file */
 	struct safe_root roots[2];   /* container root, then host root; fd -1 to skip */
 	const char *debug_dir;		/* "/usr/lib/debug" unless testing */
+	/* Who must be able to read the debug file (none: anyone, for tests and tools). */
+	const struct safe_cred *const *readers;
+	size_t nr_readers;
 	int *fd_out;			/* if set: the debug file's fd, kept open for the
 					 * caller to read its DWARF and close; -1 if none */
 };

@@ -14,16 +14,23 @@
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
 #include "proc/elffile.h"
+#include "sym/lineprog.h"
 
 struct srcline {
 	Elf *elf;
 	void *copy; /* the private image of srcline__open_mem */
 	Dwarf *dw;
+	struct lineprog_sections
+		sec;  /* .debug_line and its string sections, as libdw loaded them */
+	char **names; /* the file paths rows point to */
+	size_t nr_names, cap_names, name_bytes;
 };
 
 /*
@@ -58,6 +65,44 @@ static bool strings_terminated(Elf *elf)
 	return true;
 }
 
+/*
+ * The sections the line programs are read from, found after
+ * dwarf_begin_elf() has decompressed them in place (SHF_COMPRESSED, or the
+ * old .zdebug_ ones): their data is then the plain bytes.
+ */
+static void find_sections(struct srcline *sl)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(sl->elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(sl->elf, scn))) {
+		const uint8_t **buf = NULL;
+		size_t *size = NULL;
+		GElf_Shdr sh;
+		const char *name;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(sl->elf, shstrndx, sh.sh_name);
+		if (!name)
+			continue;
+		name += !strncmp(name, ".zdebug_", 8) ? 8 : !strncmp(name, ".debug_", 7) ? 7 : 0;
+		if (!strcmp(name, "line"))
+			buf = &sl->sec.line, size = &sl->sec.line_size;
+		else if (!strcmp(name, "line_str"))
+			buf = &sl->sec.line_str, size = &sl->sec.line_str_size;
+		else if (!strcmp(name, "str"))
+			buf = &sl->sec.str, size = &sl->sec.str_size;
+		if (!buf || *buf || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			continue;
+		*buf = d->d_buf;
+		*size = d->d_size;
+	}
+}
+
 static struct srcline *open_elf(Elf *elf)
 {
 	struct srcline *sl;
@@ -89,6 +134,7 @@ static struct srcline *open_elf(Elf *elf)
 		errno = EINVAL;
 		return NULL;
 	}
+	find_sections(sl);
 	return sl;
 }
 
@@ -115,6 +161,9 @@ void srcline__free(struct srcline *sl)
 {
 	if (!sl)
 		return;
+	for (size_t i = 0; i < sl->nr_names; i++)
+		free(sl->names[i]);
+	free(sl->names);
 	if (sl->dw)
 		dwarf_end(sl->dw);
 	elffile__end(sl->elf, sl->copy);
@@ -140,10 +189,11 @@ struct rowvec {
 	size_t *seq; /* table order, for a stable sort */
 };
 
-static int push(struct rowvec *rv, uint64_t addr, const char *file, int line)
+/* 1: the row cap is reached (decoding stops), 0, -ENOMEM. */
+static int push(struct rowvec *rv, uint64_t addr, const char *file, uint32_t line)
 {
 	if (rv->nr >= SRCLINE_MAX_ROWS)
-		return 0;
+		return 1;
 	if (rv->nr == rv->cap) {
 		size_t ncap = rv->cap ? rv->cap * 2 : 64;
 		struct srcline_row *nv = realloc(rv->v, ncap * sizeof(*nv));
@@ -158,59 +208,83 @@ static int push(struct rowvec *rv, uint64_t addr, const char *file, int line)
 		rv->seq = ns;
 		rv->cap = ncap;
 	}
-	rv->v[rv->nr] = (struct srcline_row){
-		.addr = addr, .file = file ? file : "??", .line = line > 0 ? (uint32_t)line : 0};
+	rv->v[rv->nr] = (struct srcline_row){.addr = addr, .file = file, .line = line};
 	rv->seq[rv->nr] = rv->nr;
 	rv->nr++;
 	return 0;
 }
 
-/* Rows of one unit in [lo, hi), plus the row that covers lo from below. */
-static int unit_rows(Dwarf_Die *cu, uint64_t lo, uint64_t hi, struct rowvec *rv)
+/* One unit being decoded: its rows go to rv, its file names are made once each. */
+struct unit_ctx {
+	struct srcline *sl;
+	struct lineprog *lp;
+	const char **names; /* by file index, made on first use; NULL: not yet */
+	size_t nr_names;
+	struct rowvec *rv;
+};
+
+static const char unknown_file[] = "??";
+
+/* The file's path, kept as long as sl (at most SRCLINE_MAX_NAME_BYTES of them). */
+static const char *file_name(struct unit_ctx *u, uint32_t file)
 {
-	Dwarf_Lines *lines;
-	size_t n;
-	bool have_prev = false;
-	Dwarf_Line *prev = NULL;
-	int err = 0;
+	char buf[PATH_MAX];
+	const char *path;
+	char *copy;
+	size_t len;
 
-	if (dwarf_getsrclines(cu, &lines, &n))
-		return 0; /* no or corrupt line table: no rows */
-	for (size_t i = 0; i < n && !err; i++) {
-		Dwarf_Line *l = dwarf_onesrcline(lines, i);
-		Dwarf_Addr addr;
-		bool eos = false;
-		int line = 0;
-
-		if (!l || dwarf_lineaddr(l, &addr))
-			continue;
-		dwarf_lineendsequence(l, &eos);
-		if (eos) {
-			have_prev = false;
-			continue;
-		}
-		if (addr < lo) {
-			prev = l;
-			have_prev = true;
-			continue;
-		}
-		if (addr >= hi)
-			continue;
-		if (have_prev && addr > lo) {
-			Dwarf_Addr pa;
-			int pl = 0;
-
-			/* The code at lo belongs to a row that started below it. */
-			if (!dwarf_lineaddr(prev, &pa)) {
-				dwarf_lineno(prev, &pl);
-				err = push(rv, pa, dwarf_linesrc(prev, NULL, NULL), pl);
-			}
-		}
-		have_prev = false;
-		dwarf_lineno(l, &line);
-		if (!err)
-			err = push(rv, addr, dwarf_linesrc(l, NULL, NULL), line);
+	if (!u->names) {
+		u->nr_names = lineprog__nr_files(u->lp) + 1; /* DWARF 2-4 count from 1 */
+		u->names = calloc(u->nr_names, sizeof(*u->names));
+		if (!u->names)
+			return unknown_file;
 	}
+	if (file >= u->nr_names)
+		return unknown_file;
+	if (u->names[file])
+		return u->names[file];
+	u->names[file] = unknown_file;
+	path = lineprog__file(u->lp, file, buf, sizeof(buf));
+	if (!path || (len = strlen(path) + 1) > SRCLINE_MAX_NAME_BYTES - u->sl->name_bytes)
+		return unknown_file;
+	if (u->sl->nr_names == u->sl->cap_names &&
+	    array_grow((void **)&u->sl->names, &u->sl->cap_names, u->sl->nr_names + 1,
+		       sizeof(*u->sl->names)))
+		return unknown_file;
+	copy = malloc(len);
+	if (!copy)
+		return unknown_file;
+	memcpy(copy, path, len);
+	u->sl->names[u->sl->nr_names++] = copy;
+	u->sl->name_bytes += len;
+	return u->names[file] = copy;
+}
+
+static int emit_row(void *ctx, const struct lineprog_row *r)
+{
+	struct unit_ctx *u = ctx;
+
+	return push(u->rv, r->addr, file_name(u, r->file), r->line);
+}
+
+/* Rows of one unit in [lo, hi), plus the row that covers lo from below. */
+static int unit_rows(struct srcline *sl, Dwarf_Die *cu, uint64_t lo, uint64_t hi, uint64_t *budget,
+		     struct rowvec *rv)
+{
+	struct unit_ctx u = {.sl = sl, .rv = rv};
+	Dwarf_Attribute attr;
+	Dwarf_Word off;
+	int err;
+
+	if (!dwarf_attr(cu, DW_AT_stmt_list, &attr) || dwarf_formudata(&attr, &off))
+		return 0; /* no line table: no rows */
+	err = lineprog__open(&sl->sec, off, dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr)),
+			     &u.lp);
+	if (err)
+		return err == -ENOMEM ? err : 0; /* a corrupt header: no rows */
+	err = lineprog__run(u.lp, lo, hi, budget, emit_row, &u);
+	free(u.names);
+	lineprog__free(u.lp);
 	return err;
 }
 
@@ -230,6 +304,7 @@ int srcline__rows(struct srcline *sl, uint64_t lo, uint64_t hi, struct srcline_r
 		  size_t *nr)
 {
 	struct rowvec rv = {0};
+	uint64_t budget = SRCLINE_MAX_OPS;
 	Dwarf_CU *cu = NULL;
 	Dwarf_Die cudie, subdie;
 	uint8_t unit_type;
@@ -239,12 +314,16 @@ int srcline__rows(struct srcline *sl, uint64_t lo, uint64_t hi, struct srcline_r
 	*rows = NULL;
 	*nr = 0;
 	while (!err && dwarf_get_units(sl->dw, cu, &cu, NULL, &unit_type, &cudie, &subdie) == 0) {
-		if (unit_type == DW_UT_type || unit_type == DW_UT_split_type)
+		if (unit_type == DW_UT_type || unit_type == DW_UT_split_type ||
+		    unit_type == DW_UT_split_compile)
 			continue;
 		if (!unit_overlaps(&cudie, lo, hi))
 			continue;
-		err = unit_rows(&cudie, lo, hi, &rv);
+		err = unit_rows(sl, &cudie, lo, hi, &budget, &rv);
 	}
+	/* The row cap or the budget reached: the rows so far are good ones. */
+	if (err == 1 || err == -ETIME)
+		err = 0;
 	if (err || !rv.nr) {
 		free(rv.v);
 		free(rv.seq);

@@ -7,12 +7,19 @@
  * binary's.
  *
  * Only the line tables of the compile units whose address ranges overlap the
- * range asked for are decoded. Rows of inlined code carry the inlined
- * function's file and line, as addr2line -i's innermost line does.
+ * range asked for are decoded, by lineprog (not libdw's dwarf_getsrclines(),
+ * which keeps every row of a unit: ~100 bytes of memory per byte of a line
+ * program), which hands out only the rows of the range. Rows of inlined
+ * code carry the inlined function's file and line, as addr2line -i's
+ * innermost line does.
  *
- * The file is untrusted: libdw bounds every read of the sections; a file
- * with no or corrupt line tables gives no rows, never a crash. At most
- * SRCLINE_MAX_ROWS rows are returned per range.
+ * The file is untrusted: libdw bounds every read of the units' headers,
+ * lineprog every read of the line programs; a file with no or corrupt line
+ * tables gives no rows, never a crash. Per range: at most SRCLINE_MAX_ROWS
+ * rows, SRCLINE_MAX_OPS line-program opcodes run (~0.5 s of CPU at ~7 ns
+ * an opcode; what was decoded by then is returned: no real unit has a line
+ * program of 64 MB), and SRCLINE_MAX_NAME_BYTES of file
+ * paths kept per srcline (rows past it name "??").
  */
 #ifndef BPFPROF_SRCLINE_H
 #define BPFPROF_SRCLINE_H
@@ -20,7 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SRCLINE_MAX_ROWS (1u << 20)
+#define SRCLINE_MAX_ROWS       (1u << 20)
+#define SRCLINE_MAX_OPS	       (1ull << 27)
+#define SRCLINE_MAX_NAME_BYTES (16u << 20)
 
 struct srcline;
 
@@ -41,8 +50,10 @@ struct srcline *srcline__open_mem(const void *data, size_t len);
 void srcline__free(struct srcline *sl);
 
 /*
- * The line table rows with an address in [lo, hi), sorted by address (ties:
- * the table's order; end-of-sequence rows left out). *rows is malloc'd (free
+ * The line table rows with an address in [lo, hi), and the row below lo
+ * that covers it, sorted by address (ties: the table's order;
+ * end-of-sequence rows left out, and of rows at one address in one sequence
+ * only the last, which is the one that covers it). *rows is malloc'd (free
  * it). 0, -ENOENT (no line table covers the range) or -ENOMEM.
  */
 int srcline__rows(struct srcline *sl, uint64_t lo, uint64_t hi, struct srcline_row **rows,

@@ -640,14 +640,19 @@ static bool is_memfd(const struct procmap *m)
  * The separate debug file of mf (whose symbols es holds), or NULL: looked up
  * in pp's root first (its packages match its binaries), then in the host's
  * (only there without pp). fd_out (if set) keeps the debug file open for the
- * caller.
+ * caller. The file's build id and debug link are its own bytes: what they
+ * name is read only if mf's owner could read it (and proc, if set: the
+ * process's credentials); the verdict is then the file's own, the same for
+ * every process that maps it, as the symbols cached per file need.
  */
 static struct elfsym *find_debug_file(struct symbolizer *s, struct pproc *pp, struct mfile *mf,
-				      const struct elfsym *es, int *fd_out, char *found,
-				      size_t found_size)
+				      const struct elfsym *es, const struct safe_cred *proc,
+				      int *fd_out, char *found, size_t found_size)
 {
 	const struct stat *st = mfile__stat(mf);
 	const struct safe_root *host = ptab__host_root(s->pt);
+	const struct safe_cred owner = {.uid = st->st_uid, .gid = st->st_gid};
+	const struct safe_cred *readers[2] = {&owner, proc};
 	struct safe_root root;
 	struct elfsym *dbg;
 	struct debuginfo_query q = {
@@ -657,6 +662,8 @@ static struct elfsym *find_debug_file(struct symbolizer *s, struct pproc *pp, st
 		.ino = (uint64_t)st->st_ino,
 		.debug_dir = s->debug_dir,
 		.fd_out = fd_out,
+		.readers = readers,
+		.nr_readers = proc ? 2 : 1,
 	};
 
 	root.fd = -1;
@@ -679,7 +686,7 @@ static void load_debug_file(struct symbolizer *s, struct pproc *pp, struct mfile
 			    struct elfsym *es)
 {
 	char found[PATH_MAX];
-	struct elfsym *dbg = find_debug_file(s, pp, mf, es, NULL, found, sizeof(found));
+	struct elfsym *dbg = find_debug_file(s, pp, mf, es, NULL, NULL, found, sizeof(found));
 
 	if (dbg && !elfsym__merge(es, dbg))
 		s->debug_files++;
@@ -1439,7 +1446,7 @@ int symbolizer__open_files(struct symbolizer *s, uint32_t pid, const char *modul
 	int err, fd;
 
 	memset(out, 0, sizeof(*out));
-	out->fd = out->debug_fd = -1;
+	out->fd = out->debug_fd = out->root.fd = -1;
 	/* The newest live image of the pid (an exec'd one is another image). */
 	while ((e = htab__next(s->procs, &pos))) {
 		struct symproc *q = e->value;
@@ -1455,6 +1462,10 @@ int symbolizer__open_files(struct symbolizer *s, uint32_t pid, const char *modul
 			m = &p->maps->m.maps[i];
 	if (!m)
 		return -ENOENT;
+	/* Its credentials now, and still this image after reading them. */
+	err = ptab__cred(s->pt, p->pp, &out->cred);
+	if (err)
+		return err;
 	err = ptab__file(s->pt, p->pp, m, &mf);
 	if (err)
 		return err;
@@ -1469,11 +1480,24 @@ int symbolizer__open_files(struct symbolizer *s, uint32_t pid, const char *modul
 	elf = mfile__elf(mf);
 	es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(mf)->st_size) : NULL;
 	if (es && (elfsym__build_id(es, NULL) || elfsym__debuglink(es, NULL)))
-		elfsym__free(find_debug_file(s, p->pp, mf, es, &out->debug_fd, out->debug_path,
-					     sizeof(out->debug_path)));
+		elfsym__free(find_debug_file(s, p->pp, mf, es, &out->cred, &out->debug_fd,
+					     out->debug_path, sizeof(out->debug_path)));
 	elfsym__free(es);
 	mfile__put(s->pt, mf);
+	/* Where its source files are: a root it cannot be opened in reads none. */
+	if (ptab__root_open(s->pt, p->pp, &out->root))
+		ptab__root_close(&out->root);
 	return 0;
+}
+
+void sym_files__close(struct sym_files *sf)
+{
+	if (sf->fd >= 0)
+		close(sf->fd);
+	if (sf->debug_fd >= 0)
+		close(sf->debug_fd);
+	sf->fd = sf->debug_fd = -1;
+	ptab__root_close(&sf->root);
 }
 
 /* --- Python ------------------------------------------------------------------------ */

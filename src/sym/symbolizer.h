@@ -192,17 +192,23 @@ int symbolizer__kernel_range(struct symbolizer *s, uint64_t ip, uint64_t *start,
  * (map_files, or the process's root with device and inode checked), and its
  * separate debug file if one exists (by build id or .gnu_debuglink,
  * container root first), whether or not the binary has a symbol table.
- * Needs the process alive. 0 or -errno (-ESRCH: no live image of pid known,
- * -ENOENT: it maps no such file, or a safety check's error); the caller
- * closes both fds.
+ * Needs the process alive. The debug file must be readable by the process
+ * and by the binary's owner (debuginfo.h). With them, the process's root
+ * and credentials: what the source files its line table names are to be
+ * opened in and checked against (safeopen__in_root_as). 0 or -errno
+ * (-ESRCH: no live image of pid known, -ENOENT: it maps no such file, or a
+ * safety check's error); sym_files__close() either way.
  */
 struct sym_files {
 	int fd;		      /* the mapped file, read-only */
 	int debug_fd;	      /* its separate debug file, or -1 */
 	char debug_path[512]; /* where that was found, "" if none */
+	struct safe_root root; /* the process's root (fd -1 if it could not be opened) */
+	struct safe_cred cred; /* the credentials the process opens files with */
 };
 int symbolizer__open_files(struct symbolizer *s, uint32_t pid, const char *module,
 			   struct sym_files *out);
+void sym_files__close(struct sym_files *sf);
 
 /*
  * A Python frame the sampler recorded (python_abi.h): the code object's

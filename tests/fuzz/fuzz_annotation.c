@@ -2,7 +2,8 @@
 /*
  * fuzz_annotation.c - libFuzzer target for what annotate reads from a file a
  * process mapped (or its debug file): program headers and code bytes
- * (elfcode), DWARF line tables (srcline, through libdw), and the listing
+ * (elfcode), DWARF line tables (srcline: units through libdw, their line
+ * programs through lineprog, which fuzz_lineprog also takes alone), and the listing
  * built from them (annotation: disassembly, counts, rows). The input is
  * written to a memfd, as a mapped file is read through an fd; every
  * function's range is annotated with counts that must add up.

@@ -2,7 +2,8 @@
 /*
  * fuzz_procfs.c - libFuzzer target for the small /proc parsers the
  * symbolizer trusts: mountinfo (the FUSE guard), /proc/PID/stat (start time
- * and the address-space signature) and /proc/PID/status (NSpid, euid).
+ * and the address-space signature) and /proc/PID/status (NSpid, euid; the
+ * credentials a process opens files with).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct mountinfo mi;
 	struct proc_stat ps;
 	struct proc_status st;
+	struct safe_cred cred;
 	char *text = malloc(size + 1);
 	uint64_t t;
 
@@ -43,6 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)procfs__mm_sig(&ps);
 	(void)procfs__parse_stat_starttime(text, &t);
 	(void)procfs__parse_status(text, &st);
+	if (!procfs__parse_cred(text, &cred) && cred.nr_groups > SAFE_CRED_MAX_GROUPS)
+		abort();
 	free(text);
 	return 0;
 }

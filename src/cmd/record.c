@@ -929,6 +929,10 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 		ss.kprogs_err ? " (no BPF program list: kallsyms alone names them)" : "",
 		ss.py_frames, ss.py_unknown,
 		ss.inline_frames);
+	p_debug("python names: %zu KiB of code objects cached, %" PRIu64 " caches started over"
+		" (at their cap), %" PRIu64 " line tables read again for a line past their"
+		" kept start, %" PRIu64 " lines not (over the drain's budget)",
+		ss.py_bytes >> 10, ss.py_resets, ss.py_lt_reads, ss.py_lt_over);
 	p_debug("symbol tables: %" PRIu64 " files read at their first lookup, %" PRIu64
 		" never needed, %" PRIu64 " read early (over the cap on held files), %zu held now",
 		ss.files_read_late, ss.files_never_read, ss.files_read_early, ss.files_held);

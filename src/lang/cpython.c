@@ -308,14 +308,16 @@ int cpython__line(const uint8_t *table, size_t len, uint32_t firstlineno, uint32
 	 * Entries: a first byte 1CCCCLLL (code C, L + 1 code units), then the
 	 * code's data. 15: no location; 14: long form (line delta, end line,
 	 * columns); 13: line delta only; 10-12: line delta C - 10, two column
-	 * bytes; 0-9: same line, one column byte.
+	 * bytes; 0-9: same line, one column byte. An entry cut off by the end
+	 * of the bytes is -ERANGE, as the end itself: the table may go on
+	 * (the caller holds its start).
 	 */
 	while (r.p < r.end) {
 		uint8_t first = *r.p++;
 		unsigned code = (first >> 3) & 15, units = (first & 7) + 1;
 		int32_t delta = 0;
 		uint32_t skip;
-		bool has_line = code != 15;
+		bool has_line = code != 15, ok = true;
 
 		if (!(first & 0x80))
 			return -EINVAL;
@@ -323,28 +325,26 @@ int cpython__line(const uint8_t *table, size_t len, uint32_t firstlineno, uint32
 		case 15:
 			break;
 		case 14:
-			if (!lt_svarint(&r, &delta) || !lt_varint(&r, &skip) ||
-			    !lt_varint(&r, &skip) || !lt_varint(&r, &skip))
-				return -EINVAL;
+			ok = lt_svarint(&r, &delta) && lt_varint(&r, &skip) &&
+			     lt_varint(&r, &skip) && lt_varint(&r, &skip);
 			break;
 		case 13:
-			if (!lt_svarint(&r, &delta))
-				return -EINVAL;
+			ok = lt_svarint(&r, &delta);
 			break;
 		case 12:
 		case 11:
 		case 10:
 			delta = (int32_t)code - 10;
-			if (r.end - r.p < 2)
-				return -EINVAL;
-			r.p += 2;
+			ok = r.end - r.p >= 2;
+			r.p = ok ? r.p + 2 : r.end;
 			break;
 		default:
-			if (r.p >= r.end)
-				return -EINVAL;
-			r.p++;
+			ok = r.p < r.end;
+			r.p += ok;
 			break;
 		}
+		if (!ok)
+			return r.p >= r.end ? -ERANGE : -EINVAL;
 		ln += delta;
 		if (instr < at + units) {
 			if (!has_line || ln <= 0 || ln > UINT32_MAX)
@@ -354,7 +354,7 @@ int cpython__line(const uint8_t *table, size_t len, uint32_t firstlineno, uint32
 		}
 		at += units;
 	}
-	return -ENOENT;
+	return -ERANGE;
 }
 
 /* --- str objects --------------------------------------------------------------------- */

@@ -72,8 +72,9 @@ int cpython__debug_offsets(const void *buf, size_t len, struct cpython_layout *o
 
 /*
  * The line of instruction index instr (in code units) from a 3.11+ location
- * table (co_linetable) starting at firstlineno. 0, or -ENOENT (past the
- * table, or an instruction without a line), -EINVAL (corrupt).
+ * table (co_linetable) starting at firstlineno. 0, or -ENOENT (an
+ * instruction without a line), -ERANGE (past the bytes given: the end of
+ * the table, or of its start that a caller holds), -EINVAL (corrupt).
  */
 int cpython__line(const uint8_t *table, size_t len, uint32_t firstlineno, uint32_t instr,
 		  uint32_t *line);

@@ -57,6 +57,8 @@ struct cpython_layout {
 	/* str and bytes objects. */
 	uint16_t unicode_length, unicode_state, unicode_ascii_data, unicode_compact_data;
 	uint16_t bytes_size, bytes_data;
+	/* _PyRuntime's autoTSSkey (a Py_tss_t): each thread's own state; 0 unknown. */
+	uint16_t runtime_tss_key;
 };
 
 /* The built-in table of a version (3.11, 3.12), or NULL. */
@@ -98,6 +100,9 @@ struct cpython_proc {
 	uint64_t eval[BP_PY_EVAL_RANGES][2];
 	uint16_t csum_off; /* the code object checksum window (python_abi.h) */
 	char module[256];  /* the interpreter's file, for messages */
+	/* cpython__tls(): where a thread finds its own state (bp_pyproc.tls_l1, tls_l2). */
+	bool tls;
+	uint16_t tls_l1, tls_l2;
 };
 
 /*
@@ -128,6 +133,20 @@ int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, ch
  */
 int cpython__recheck(struct ptab *t, struct pproc *p, struct cpython_proc *cp, char *why,
 		     size_t why_len);
+
+/*
+ * Where each thread of the probed Python process p keeps its own thread
+ * state, for the walker: the interpreter's thread-specific data key
+ * (_PyRuntime's autoTSSkey, the 3.11 and 3.12 tables) and how the
+ * process's glibc lays out that key's slot, from the descriptors glibc
+ * exports for libthread_db (_thread_db_pthread_specific, ...: the offsets
+ * of struct pthread's fields), read from the libc (or libpthread) it maps.
+ * Sets cp->tls, tls_l1, tls_l2 and returns 0; -ENOENT (no key known or
+ * set up, no glibc descriptors: another libc, a static binary), -EINVAL
+ * (values out of range). Everything read is the process's: the walker
+ * checks each answer against the thread's id before it uses it.
+ */
+int cpython__tls(struct ptab *t, struct pproc *p, struct cpython_proc *cp);
 
 /* Whether an ELF file (a process's, untrusted) lists a libpython3 among its
  * DT_NEEDED libraries; at most 4096 dynamic entries are looked at. */

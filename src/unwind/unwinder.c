@@ -940,6 +940,8 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 	}
 	if (err || !u->k.py_set)
 		return;
+	/* Without it, a thread is found by a search of the first threads only. */
+	u->st.python_tls += !cpython__tls(u->pt, p->pp, &cp);
 	cpython__bpf(&cp, &bp);
 	bp.start_time = p->start_time;
 	bp.exec_id = p->exec_id;

@@ -17,14 +17,17 @@ thread-specific data), and when the state cannot be found the samples are
 counted all the same and the miss is reported (-v, /metrics).
 """
 import glob
+import os
 import re
 import signal
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import pprof
-from conftest import (BPFPROF, as_tenant, assert_most, count_with, total)
+from conftest import (BPFPROF, Sampled, as_tenant, assert_most, count_with, parse_folded, total,
+                      wait_attached)
 
 PY = "/usr/bin/python3.11"
 MIB = 1024
@@ -161,3 +164,100 @@ def test_huge_code_objects_one_process(tenant_dir, tmp_path):
 
 def test_huge_code_objects_two_processes(tenant_dir, tmp_path):
     check_caps(tenant_dir, tmp_path, 2)
+
+
+# --- item 12: the thread state of a Python's oldest thread of ~600 ----------------------
+
+THREADS = r'''
+import sys, threading
+N = int(sys.argv[1])
+ev = threading.Event()
+ts = [threading.Thread(target=ev.wait, daemon=True) for _ in range(N)]
+for t in ts:
+    t.start()
+if sys.argv[2] == "hide":
+    # The busy thread clears its own slot of the interpreter's thread-specific
+    # data (autoTSSkey is the process's first key): not there, and past the
+    # threads searched in the interpreter's list, its state cannot be found.
+    import ctypes
+    assert ctypes.CDLL(None).pthread_setspecific(0, None) == 0
+def busy_leaf(n):
+    s = 0
+    for i in range(n):
+        s += i
+    return s
+def busy_main():
+    while True:
+        busy_leaf(10000)
+print("ready", flush=True)
+busy_main()
+'''
+
+
+def threads_app(tenant_dir, mode):
+    script = tenant_dir / "threads.py"
+    script.write_text(THREADS)
+    return start_tenant([PY, script, 600, mode])
+
+
+def test_oldest_of_600_threads_is_named(tenant_dir):
+    """The interpreter lists its threads newest first and the walker searches
+    64 of them: the main thread of a Python with 600 more is found through
+    its thread-specific data, and its Python frames are named."""
+    w = threads_app(tenant_dir, "plain")
+    try:
+        p = Sampled(["-p", w.pid, "-v", "-d", 30], pids=[w.pid], until_cpu=3)
+    finally:
+        stop([w])
+    folded = parse_folded(p.stdout)
+    named = count_with(folded, lambda s: s.endswith(";busy_main (threads.py)_[py];"
+                                                    "busy_leaf (threads.py)_[py]") or
+                       ";busy_main (threads.py)_[py];busy_leaf (threads.py)_[py];" in s)
+    assert_most(named, total(folded), "samples of the busy thread in busy_main;busy_leaf",
+                share=0.95)
+    m = re.search(r"stacks found theirs: (\d+) as this CPU's last, (\d+) in the thread's data, "
+                  r"(\d+) in the thread list, (\d+) not", p.stderr)
+    assert m, p.stderr[-3000:]
+    assert int(m.group(2)) > 0 and int(m.group(4)) == 0, m.group(0)
+
+
+def metrics(port):
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            return urllib.request.urlopen(base + "/metrics", timeout=1).read().decode()
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError("no /metrics")
+
+
+def test_hidden_thread_state_is_counted(tenant_dir):
+    """A busy thread whose state is in neither place the walker looks (its
+    thread-specific slot cleared, and 600 newer threads before it in the
+    list): its samples are counted all the same (native frames) and the miss
+    is reported - the -v line, the summary, and /metrics."""
+    w = threads_app(tenant_dir, "hide")
+    port = 17000 + os.getpid() % 1000
+    a = subprocess.Popen([str(BPFPROF), "-p", str(w.pid), "-v", "--interval", "1", "--listen",
+                          str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_attached(a)
+        time.sleep(4)
+        text = metrics(port)
+        a.send_signal(signal.SIGINT)
+        err = a.communicate(timeout=60)[1]
+    finally:
+        if a.poll() is None:
+            a.kill()
+            a.wait()
+        stop([w])
+    values = {m.group(1): float(m.group(2)) for m in re.finditer(
+        r'^bpfprof_python_thread_states_total\{found="(\w+)"\} (\S+)$', text, re.M)}
+    samples = float(re.search(r"^bpfprof_samples_total (\S+)$", text, re.M).group(1))
+    assert set(values) == {"cpu_cache", "thread_data", "thread_list", "not_found"}, text
+    # Nearly every sample of the busy thread is in the interpreter loop, and none found.
+    assert_most(values["not_found"], samples, "samples counted as not found")
+    assert values["thread_data"] == values["thread_list"] == values["cpu_cache"] == 0, values
+    m = re.search(r"stacks found theirs: \d+ as this CPU's last, \d+ in the thread's data, "
+                  r"\d+ in the thread list, (\d+) not", err)
+    assert m and int(m.group(1)) >= values["not_found"], err[-3000:]

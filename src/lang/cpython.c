@@ -465,8 +465,8 @@ void cpython__bpf(const struct cpython_proc *cp, struct bp_pyproc *out)
 	out->code_csum = cp->csum_off;
 	out->owner_entry = l->owner_entry;
 	out->flags = (l->entry_flag ? PYPROC_F_ENTRY_FLAG : 0) |
-		     (l->has_cframe ? PYPROC_F_CFRAME : 0) | (l->tagged_code ? PYPROC_F_TAGGED : 0) |
-		     (cp->tls ? PYPROC_F_TLS : 0);
+		     (l->has_cframe ? PYPROC_F_CFRAME : 0) |
+		     (l->tagged_code ? PYPROC_F_TAGGED : 0) | (cp->tls ? PYPROC_F_TLS : 0);
 	out->tls_l1 = cp->tls_l1;
 	out->tls_l2 = cp->tls_l2;
 }
@@ -859,7 +859,33 @@ static bool is_libc(const char *path)
 	       !strncmp(base, "libpthread", 10);
 }
 
-/* The three descriptors from a mapped libc (or libpthread, before glibc 2.34). */
+/* n bytes at address v of an ELF file's image, from the file (a section holding them). */
+static bool elf_bytes_at(Elf *elf, uint64_t v, void *out, size_t n)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    (sh.sh_flags & SHF_COMPRESSED) || v < sh.sh_addr ||
+		    v - sh.sh_addr > sh.sh_size || sh.sh_size - (v - sh.sh_addr) < n)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf || d->d_size < v - sh.sh_addr + n)
+			return false;
+		memcpy(out, (const char *)d->d_buf + (v - sh.sh_addr), n);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The three descriptors of a mapped libc (or libpthread, before glibc
+ * 2.34), read from the file - not from the process, whose copy it could
+ * have written over.
+ */
 static int tdb_descs(struct ptab *t, struct pproc *p, const struct procmap *m,
 		     struct tdb_desc d[TDB_NR])
 {
@@ -867,25 +893,51 @@ static int tdb_descs(struct ptab *t, struct pproc *p, const struct procmap *m,
 				  "_thread_db_pthread_key_data_level2_data",
 				  "_thread_db_pthread_key_data_data"}};
 	struct mfile *f;
-	uint64_t bias;
+	int err = 0;
 	Elf *elf;
 
 	if (ptab__file(t, p, m, &f))
 		return -ENOENT;
 	elf = mfile__elf(f);
-	if (!elf || load_bias(elf, m, &bias)) {
-		mfile__put(t, f);
-		return -ENOENT;
-	}
-	find_syms(elf, &s);
+	if (elf)
+		find_syms(elf, &s);
+	for (int k = 0; k < TDB_NR && !err; k++)
+		if (!elf || !s.found[k] || !elf_bytes_at(elf, s.value[k], &d[k], sizeof(d[k])))
+			err = -ENOENT;
 	mfile__put(t, f);
-	for (int k = 0; k < TDB_NR; k++)
-		if (!s.found[k] || !read_exact(t, p, s.value[k] + bias, &d[k], sizeof(d[k])))
-			return -ENOENT;
-	return 0;
+	return err;
 }
 
-int cpython__tls(struct ptab *t, struct pproc *p, struct cpython_proc *cp)
+/* The descriptors of m's file: remembered by its device and inode, or read. */
+static int tdb_cached(struct ptab *t, struct pproc *p, const struct procmap *m,
+		      struct cpython_tls_cache *c, struct tdb_desc d[TDB_NR])
+{
+	size_t i;
+	int err;
+
+	_Static_assert(sizeof(c->e[0].d) == TDB_NR * sizeof(struct tdb_desc), "tdb cache");
+	for (i = 0; c && i < ARRAY_SIZE(c->e); i++) {
+		if (c->e[i].used && c->e[i].inode == m->inode &&
+		    c->e[i].dev_major == m->dev_major && c->e[i].dev_minor == m->dev_minor) {
+			memcpy(d, c->e[i].d, sizeof(c->e[i].d));
+			return c->e[i].err;
+		}
+	}
+	err = tdb_descs(t, p, m, d);
+	if (c && err != -ENOMEM) {
+		i = c->next++ % ARRAY_SIZE(c->e);
+		c->e[i].used = true;
+		c->e[i].inode = m->inode;
+		c->e[i].dev_major = m->dev_major;
+		c->e[i].dev_minor = m->dev_minor;
+		c->e[i].err = err;
+		memcpy(c->e[i].d, d, sizeof(c->e[i].d));
+	}
+	return err;
+}
+
+int cpython__tls(struct ptab *t, struct pproc *p, struct cpython_proc *cp,
+		 struct cpython_tls_cache *cache)
 {
 	struct {
 		int32_t initialized;
@@ -912,7 +964,7 @@ int cpython__tls(struct ptab *t, struct pproc *p, struct cpython_proc *cp)
 			continue;
 		if (i && pm->m.maps[i - 1].path && !strcmp(pm->m.maps[i - 1].path, m->path))
 			continue; /* the same file, already tried */
-		err = tdb_descs(t, p, m, d);
+		err = tdb_cached(t, p, m, cache, d);
 	}
 	pmaps__put(pm);
 	if (err)
@@ -925,9 +977,9 @@ int cpython__tls(struct ptab *t, struct pproc *p, struct cpython_proc *cp)
 	slots = d[TDB_SPECIFIC].bits / 64 * d[TDB_SPECIFIC].n;
 	stride = d[TDB_LEVEL2].bits / 8;
 	per_block = d[TDB_LEVEL2].n;
-	if (d[TDB_SPECIFIC].bits % 64 || !slots || slots > 1024 || !per_block ||
-	    per_block > 1024 || stride < 8 || stride > 64 || d[TDB_DATA].bits != 64 ||
-	    d[TDB_DATA].off + 8 > stride || tss.key / per_block >= slots)
+	if (d[TDB_SPECIFIC].bits % 64 || !slots || slots > 1024 || !per_block || per_block > 1024 ||
+	    stride < 8 || stride > 64 || d[TDB_DATA].bits != 64 || d[TDB_DATA].off + 8 > stride ||
+	    tss.key / per_block >= slots)
 		return -EINVAL;
 	l1 = (uint64_t)d[TDB_SPECIFIC].off + 8ull * (tss.key / per_block);
 	l2 = (uint64_t)d[TDB_LEVEL2].off + (uint64_t)stride * (tss.key % per_block) +

@@ -141,12 +141,26 @@ int cpython__recheck(struct ptab *t, struct pproc *p, struct cpython_proc *cp, c
  * process's glibc lays out that key's slot, from the descriptors glibc
  * exports for libthread_db (_thread_db_pthread_specific, ...: the offsets
  * of struct pthread's fields), read from the libc (or libpthread) it maps.
- * Sets cp->tls, tls_l1, tls_l2 and returns 0; -ENOENT (no key known or
- * set up, no glibc descriptors: another libc, a static binary), -EINVAL
- * (values out of range). Everything read is the process's: the walker
- * checks each answer against the thread's id before it uses it.
+ * The descriptors are read from the file (a process may write over its
+ * copy) and remembered in cache (the caller's; NULL: none) by the file's
+ * device and inode, so the libc every process maps is read once. Sets
+ * cp->tls, tls_l1, tls_l2 and returns 0; -ENOENT (no key known or set up,
+ * no glibc descriptors: another libc, a static binary), -EINVAL (values out
+ * of range). What the walker finds there is the process's memory: it checks
+ * each answer against the thread's id before it uses it.
  */
-int cpython__tls(struct ptab *t, struct pproc *p, struct cpython_proc *cp);
+struct cpython_tls_cache {
+	struct {
+		bool used;
+		int err; /* of the read: 0, the file has no descriptors, ... */
+		uint64_t inode;
+		uint32_t dev_major, dev_minor;
+		uint32_t d[3][3]; /* bits, elements, offset of each field */
+	} e[8];
+	unsigned next;
+};
+int cpython__tls(struct ptab *t, struct pproc *p, struct cpython_proc *cp,
+		 struct cpython_tls_cache *cache);
 
 /* Whether an ELF file (a process's, untrusted) lists a libpython3 among its
  * DT_NEEDED libraries; at most 4096 dynamic entries are looked at. */

@@ -394,6 +394,7 @@ static void test_thread_state_in_thread_data(void **state)
 {
 	char *path = write_temp_str(TLS_SCRIPT);
 	unsigned long long tp[2], ts[2];
+	struct cpython_tls_cache cache = {0};
 	struct proc_id id = {0};
 	struct cpython_proc cp;
 	int in[2], out[2];
@@ -429,7 +430,7 @@ static void test_thread_state_in_thread_data(void **state)
 	assert_int_equal(ptab__get(t, &id, &p), 0);
 	assert_int_equal(cpython__probe(t, p, &cp, why, sizeof(why)), 0);
 	assert_false(cp.tls);
-	assert_int_equal(cpython__tls(t, p, &cp), 0);
+	assert_int_equal(cpython__tls(t, p, &cp, &cache), 0);
 	assert_true(cp.tls);
 	for (int i = 0; i < 2; i++) {
 		uint64_t block = 0, got = 0;
@@ -447,9 +448,23 @@ static void test_thread_state_in_thread_data(void **state)
 		assert_int_equal(bp.tls_l1, cp.tls_l1);
 		assert_int_equal(bp.tls_l2, cp.tls_l2);
 	}
+	/* Again, from what the cache remembers of the libc: the same. */
+	{
+		uint16_t l1 = cp.tls_l1, l2 = cp.tls_l2;
+
+		assert_true(cache.e[0].used);
+		assert_int_equal(cache.e[0].err, 0);
+		assert_int_equal(cache.next, 1);
+		cp.tls = false;
+		assert_int_equal(cpython__tls(t, p, &cp, &cache), 0);
+		assert_int_equal(cache.next, 1);
+		assert_true(cp.tls && cp.tls_l1 == l1 && cp.tls_l2 == l2);
+		assert_int_equal(cpython__tls(t, p, &cp, NULL), 0);
+		assert_true(cp.tls && cp.tls_l1 == l1 && cp.tls_l2 == l2);
+	}
 	/* A layout without the key: no thread data. */
 	cp.l.runtime_tss_key = 0;
-	assert_int_equal(cpython__tls(t, p, &cp), -ENOENT);
+	assert_int_equal(cpython__tls(t, p, &cp, &cache), -ENOENT);
 	assert_false(cp.tls);
 	ptab__put(t, p);
 	ptab__free(t);

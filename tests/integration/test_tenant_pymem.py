@@ -3,7 +3,8 @@
 items 3 and 12). Every program here runs as the tenant (conftest.as_tenant)
 under Debian's /usr/bin/python3.11; root's bpfprof names its frames.
 
-Item 3: code objects as large as the agent reads - 3,000 functions made
+Item 3: code objects as large as the agent reads (tools/benchlib.py
+HugePyCodes, also a soak attacker) - 3,000 functions made
 with code.replace(), 4 KiB qualnames and file names, 64 KiB line tables
 whose every instruction past the 40th lies beyond what the agent keeps,
 called in chains of 60 - must leave the agent's peak RSS (VmHWM) under its
@@ -21,52 +22,22 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pprof
-from conftest import (BPFPROF, Sampled, as_tenant, assert_most, count_with, parse_folded, total,
-                      wait_attached)
+from conftest import (BPFPROF, ROOT, Sampled, as_tenant, assert_most, count_with, parse_folded,
+                      total, wait_attached)
 
 PY = "/usr/bin/python3.11"
 MIB = 1024
 
-ATTACK = r'''
-import sys, types
-N = int(sys.argv[1])
-CHAIN = 60
-BENIGN = sys.argv[2] == "benign"
-E = "\U0001F600"
-# Long-form entries (code 14), 25 bytes for one code unit each: a 64 KiB table
-# whose every instruction past the 40th is beyond what the agent keeps.
-ENTRY = bytes([0xF0]) + bytes([0x40] * 5 + [0x00]) * 4
-LT = (ENTRY * (65536 // len(ENTRY) + 1))[:65536 - 65536 % len(ENTRY)]
 
-def template(k):
-    if k % CHAIN != CHAIN - 1:
-        return FUNCS[k + 1](k + 1)
-    s = 0
-    for i in range(300):
-        s += i
-    return s
 
-FUNCS = []
-for k in range(N):
-    tag = "%05d" % k
-    if BENIGN:
-        code = template.__code__.replace(co_qualname="f" + tag, co_name="f" + tag)
-    else:
-        # 1,023 characters of 4 bytes: as long as the agent reads a str.
-        code = template.__code__.replace(co_qualname=E * 1018 + tag, co_name="f" + tag,
-                                         co_filename="/" + E * 1014 + tag + ".py",
-                                         co_linetable=LT)
-    FUNCS.append(types.FunctionType(code, globals()))
-print("ready", flush=True)
-while True:
-    for c in range(0, N, CHAIN):
-        FUNCS[c](c)
-'''
+sys.path.insert(0, str(ROOT / "tools"))
+from benchlib import HugePyCodes  # noqa: E402  (tools/: shared with the soak)
 
 
 def start_tenant(argv):
@@ -124,14 +95,15 @@ def stored(store):
 
 
 def attack_hwm(tenant_dir, tmp_path, nproc, mode, seconds=12):
-    script = tenant_dir / "codes.py"
-    script.write_text(ATTACK)
-    procs = [start_tenant([PY, script, 3000, mode]) for _ in range(nproc)]
+    """The tenant's HugePyCodes (tools/benchlib.py) in nproc processes under
+    root's agent: its VmHWM and stderr, and what it stored."""
+    codes = HugePyCodes(tenant_dir / "codes.py", n=nproc, mode=mode, prefix=as_tenant([]),
+                        python=PY)
     store = tmp_path / f"store-{mode}"
     try:
-        hwm, err = agent_run([p.pid for p in procs], store, seconds)
+        hwm, err = agent_run(codes.pids, store, seconds)
     finally:
-        stop(procs)
+        codes.close()
     return (hwm, err, *stored(store))
 
 

@@ -219,6 +219,13 @@ enum bp_stat {
 	STAT_UNWIND_CACHE_HITS,	     /* frames whose mapping and row came from the row cache */
 	STAT_UNWIND_CACHE_MISSES,    /* ... that were searched */
 	STAT_UNWIND_ERR_MAPS_LIMIT,  /* pc in a mapping left out of a list over UNWIND_MAX_MAPS */
+	/* Python (bpf/python.bpf.h): how a stack in the interpreter loop found its thread's
+	 * PyThreadState, once per stack. MISS: not at all - the stack keeps its native
+	 * frames, its Python frames are not shown. */
+	STAT_PY_TS_CACHED,	     /* this CPU's last answer, still this thread's */
+	STAT_PY_TS_TLS,		     /* the thread's own slot (its thread-specific data) */
+	STAT_PY_TS_SEARCH,	     /* a search of the interpreter's thread list */
+	STAT_PY_TS_MISS,	     /* not found (not in its slot, not in the threads searched) */
 	/* --off-cpu (profile.bpf.c, its last section). Every block of a target task ends as a
 	 * resume, a cut (still blocked at the end), an eviction from the full
 	 * task table, or is pending (blocked now):

@@ -19,7 +19,8 @@
  * object's qualname's hash (8 bytes), and the first time this CPU meets the
  * code object one of its checksum window (64 bytes). The thread state is found once per
  * stack: this CPU's last answer, checked with one read of its thread id, or
- * a walk of the interpreter's thread list (at most PY_MAX_THREADS).
+ * the thread's own thread-specific data (py_tstate()), or a walk of the
+ * interpreter's thread list (at most BP_PY_MAX_THREADS); not found, counted.
  *
  * Nothing read is trusted beyond the read: offsets come from userspace and
  * are bounded before use, a frame that cannot be read ends the Python frames
@@ -37,7 +38,6 @@
 #include "python_abi.h"
 #include "unwind_state.bpf.h"
 
-#define PY_MAX_THREADS 64 /* thread states searched for the sampled thread */
 #define PY_CODE_CACHE  256 /* code objects per CPU whose qualname hash is remembered */
 #define PY_CENT_REFRESH 8  /* uses of an entry after which its hash is read again */
 
@@ -153,30 +153,74 @@ static long py_tsearch_step(__u64 index, void *data)
 }
 
 /*
- * The sampled thread's PyThreadState, or 0. The list walk is a bpf_loop():
- * as a bounded loop the verifier checked its body once per iteration, a
- * third of the whole program's verification (start-up time).
+ * The thread pointer of the sampled thread as the kernel keeps it (x86-64:
+ * the FS base, set by clone(CLONE_SETTLS) or arch_prctl(), saved at each
+ * switch): where glibc's struct pthread starts. 0 elsewhere.
+ */
+static __always_inline __u64 py_thread_pointer(void)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	return task->thread.fsbase;
+#else
+	return 0;
+#endif
+}
+
+/* Whether the thread state at ts is the sampled thread's (one read). */
+static __always_inline bool py_ts_is(const struct bp_pyproc *py, __u64 ts, __u32 tid, __u32 nstid)
+{
+	__u32 t = 0;
+
+	return ts && !bpf_probe_read_user(&t, sizeof(t), (void *)(ts + py->tstate_native_tid)) &&
+	       (t == tid || (t == nstid && nstid));
+}
+
+/*
+ * The sampled thread's PyThreadState, or 0: this CPU's last answer, or the
+ * thread's own thread-specific data (what PyGILState_GetThisThreadState()
+ * reads: two reads, whatever the number of threads), or a search of the
+ * interpreter's thread list (newest first, at most BP_PY_MAX_THREADS: the
+ * oldest threads of a Python with more are not reached). Each answer is
+ * checked with one read (the state's thread id); a miss is counted. The list
+ * walk is a bpf_loop(): as a bounded loop the verifier checked its body once
+ * per iteration, a third of the whole program's verification (start-up time).
  */
 static __always_inline __u64 py_tstate(struct uw_state *st, const struct bp_pyproc *py)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid(), t = 0, nstid = py_ns_tid();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), nstid = py_ns_tid();
 	struct py_tsearch s = {.py = py, .tid = tid, .nstid = nstid};
-	__u64 interp;
+	__u64 interp, ts = 0, tp, block;
 
 	/* This CPU's last answer, if the thread state still says it is this thread. */
-	if (st->py.cache_tid == tid && st->py.cache_tgid == st->tgid && st->py.cache_ts &&
-	    !bpf_probe_read_user(&t, sizeof(t), (void *)(st->py.cache_ts + py->tstate_native_tid)) &&
-	    (t == tid || t == nstid))
+	if (st->py.cache_tid == tid && st->py.cache_tgid == st->tgid &&
+	    py_ts_is(py, st->py.cache_ts, tid, nstid)) {
+		stat_inc(STAT_PY_TS_CACHED);
 		return st->py.cache_ts;
+	}
+	if ((py->flags & PYPROC_F_TLS) && (tp = py_thread_pointer())) {
+		block = py_read_ptr(tp + py->tls_l1);
+		ts = block ? py_read_ptr(block + py->tls_l2) : 0;
+		if (py_ts_is(py, ts, tid, nstid)) {
+			stat_inc(STAT_PY_TS_TLS);
+			goto found;
+		}
+	}
 	interp = py_read_ptr(py->runtime + py->runtime_interp_head);
 	s.ts = interp ? py_read_ptr(interp + py->interp_threads_head) : 0;
-	bpf_loop(PY_MAX_THREADS, py_tsearch_step, &s, 0);
-	if (!s.found)
+	bpf_loop(BP_PY_MAX_THREADS, py_tsearch_step, &s, 0);
+	if (!s.found) {
+		stat_inc(STAT_PY_TS_MISS);
 		return 0;
+	}
+	stat_inc(STAT_PY_TS_SEARCH);
+	ts = s.ts;
+found:
 	st->py.cache_tid = tid;
 	st->py.cache_tgid = st->tgid;
-	st->py.cache_ts = s.ts;
-	return s.ts;
+	st->py.cache_ts = ts;
+	return ts;
 }
 
 /*

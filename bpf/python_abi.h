@@ -39,6 +39,7 @@
 #define BP_PY_NO_INSTR	  0xffffffffU
 #define BP_PY_CSUM_WORDS  8  /* the checksum window: 64 bytes */
 #define BP_PY_MAX_FRAMES  64 /* Python frames walked per stack */
+#define BP_PY_MAX_THREADS 64 /* thread states searched for the sampled thread's */
 #define BP_PY_EVAL_RANGES 2  /* _PyEval_EvalFrameDefault and its .cold part */
 
 static inline int bp_py_is_frame(__u64 slot)
@@ -84,6 +85,7 @@ static inline __u32 bp_py_csum(const __u64 *w, __u64 name_hash)
 			       */
 #define PYPROC_F_CFRAME 2     /* 3.11, 3.12: tstate->cframe->current_frame */
 #define PYPROC_F_TAGGED 4     /* 3.14: f_executable is a tagged stack reference */
+#define PYPROC_F_TLS    8     /* tls_l1, tls_l2: where a thread keeps its own state */
 
 /*
  * What the walker needs of one Python process (python_procs: tgid ->
@@ -110,7 +112,14 @@ struct bp_pyproc {
 	__u16 code_csum;     /* start of the checksum window */
 	__u8 owner_entry;    /* 3.11: 1 (is_entry); 3.12+: FRAME_OWNED_BY_CSTACK */
 	__u8 flags;	     /* PYPROC_F_* */
-	__u32 pad;
+	/*
+	 * PYPROC_F_TLS: where the thread's PyThreadState is in its own
+	 * thread-specific data (the interpreter's autoTSSkey, glibc's layout
+	 * for that key): the pointer at thread pointer + tls_l1 leads to the
+	 * key's block, the state is the pointer at block + tls_l2.
+	 */
+	__u16 tls_l1;
+	__u16 tls_l2;
 };
 _Static_assert(sizeof(struct bp_pyproc) == 88, "bp_pyproc");
 

@@ -9,7 +9,9 @@
   * FailingIngest: a push server that fails every request;
   * Crowd: idle and trickling HTTP clients that keep their number;
   * HugeJit, ManyMaps: the hostile processes (a ~232 MB perf map, tens of
-    thousands of executable mappings), started and ready to be profiled.
+    thousands of executable mappings), started and ready to be profiled;
+  * HugePyCodes: Pythons whose code objects are as large as the agent reads
+    (names, file names, line tables), run as the tenant.
 
 Standard library only: the tools run from a fresh checkout.
 """
@@ -207,3 +209,69 @@ class ManyMaps:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+
+
+# Python code objects as large as the agent reads: 3,000 functions made with
+# code.replace(), 1,023-character qualnames and file names of 4-byte characters
+# (4 KiB of UTF-8 each), 64 KiB line tables of long-form entries (25 bytes per
+# code unit: every instruction past the 40th is beyond what the agent keeps of a
+# table), called in chains of 60. "benign": the same functions, plain names.
+HUGE_PY_CODES = r'''
+import sys, types
+N = int(sys.argv[1])
+CHAIN = 60
+BENIGN = sys.argv[2] == "benign"
+E = "\U0001F600"
+ENTRY = bytes([0xF0]) + bytes([0x40] * 5 + [0x00]) * 4
+LT = (ENTRY * (65536 // len(ENTRY) + 1))[:65536 - 65536 % len(ENTRY)]
+
+def template(k):
+    if k % CHAIN != CHAIN - 1:
+        return FUNCS[k + 1](k + 1)
+    s = 0
+    for i in range(300):
+        s += i
+    return s
+
+FUNCS = []
+for k in range(N):
+    tag = "%05d" % k
+    if BENIGN:
+        code = template.__code__.replace(co_qualname="f" + tag, co_name="f" + tag)
+    else:
+        code = template.__code__.replace(co_qualname=E * 1018 + tag, co_name="f" + tag,
+                                         co_filename="/" + E * 1014 + tag + ".py",
+                                         co_linetable=LT)
+    FUNCS.append(types.FunctionType(code, globals()))
+print("ready", flush=True)
+while True:
+    for c in range(0, N, CHAIN):
+        FUNCS[c](c)
+'''
+
+
+class HugePyCodes:
+    """n python3.11 processes running HUGE_PY_CODES (written to script, a
+    path the processes can read) with `functions` functions; mode "attack"
+    or "benign". prefix: e.g. setpriv to the tenant (it must exec the
+    program in place). Returns once every process has made its functions."""
+
+    def __init__(self, script, n=1, functions=3000, mode="attack", prefix=(),
+                 python="/usr/bin/python3.11"):
+        with open(script, "w") as f:
+            f.write(HUGE_PY_CODES)
+        self.procs = []
+        for _ in range(n):
+            p = subprocess.Popen(list(prefix) + [python, str(script), str(functions), mode],
+                                 stdout=subprocess.PIPE, text=True)
+            self.procs.append(p)
+            if p.stdout.readline().strip() != "ready":
+                self.close()
+                raise RuntimeError(f"{python} {script} did not start")
+        self.pids = [p.pid for p in self.procs]
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()

@@ -65,6 +65,14 @@ int metrics__render(const struct metrics_snapshot *s, struct sbuf *out)
 		       "Samples kept without a readable user stack.", s->ustack_errors);
 	err |= COUNTER("bpfprof_process_notices_lost_total",
 		       "New-process notices dropped (ring buffer full).", s->notices_lost);
+	err |= sbuf_printf(out,
+			   "# HELP bpfprof_python_thread_states_total Samples in Python's interpreter loop, by where their thread's state was found (not_found: shown without their Python frames).\n"
+			   "# TYPE bpfprof_python_thread_states_total counter\n"
+			   "bpfprof_python_thread_states_total{found=\"cpu_cache\"} %" PRIu64 "\n"
+			   "bpfprof_python_thread_states_total{found=\"thread_data\"} %" PRIu64 "\n"
+			   "bpfprof_python_thread_states_total{found=\"thread_list\"} %" PRIu64 "\n"
+			   "bpfprof_python_thread_states_total{found=\"not_found\"} %" PRIu64 "\n",
+			   s->py_ts_cached, s->py_ts_tls, s->py_ts_search, s->py_ts_miss);
 	if (s->offcpu) {
 		err |= sbuf_printf(out,
 				   "# HELP bpfprof_offcpu_waits_total Waits of target threads (--off-cpu), by what became of them.\n"

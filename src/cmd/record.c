@@ -446,6 +446,31 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 		us.python_unknown, us.python_vfork, us.python_retries);
 }
 
+/*
+ * Samples of Python threads whose thread state the walker could not find
+ * keep their native frames only: counted, and said (rule 8: nothing hides
+ * its work without a word).
+ */
+static void print_python_threads(const struct record_ctx *rc, const struct collector_stats *st)
+{
+	struct unwinder_stats us;
+
+	if (!rc->uw)
+		return;
+	unwinder__stats(rc->uw, &us);
+	if (st->v[STAT_PY_TS_MISS])
+		p_info("%" PRIu64 " samples in Python's interpreter loop show no Python frames: the"
+		       " thread's state was neither in its thread-specific data nor among the"
+		       " interpreter's %u newest threads",
+		       st->v[STAT_PY_TS_MISS], BP_PY_MAX_THREADS);
+	p_debug("python threads: %" PRIu64 " of %" PRIu64 " walked processes keep each thread's"
+		" state in its thread-specific data; stacks found theirs: %" PRIu64
+		" as this CPU's last, %" PRIu64 " in the thread's data, %" PRIu64
+		" in the thread list, %" PRIu64 " not (their Python frames not shown)",
+		us.python_tls, us.python_procs, st->v[STAT_PY_TS_CACHED], st->v[STAT_PY_TS_TLS],
+		st->v[STAT_PY_TS_SEARCH], st->v[STAT_PY_TS_MISS]);
+}
+
 /* --- the run ------------------------------------------------------------------ */
 
 /*
@@ -883,6 +908,7 @@ static int record__finish_continuous(struct record *r)
 	       r->ct.intervals);
 	if (r->o.offcpu)
 		record__offcpu_summary(&st, NULL, r->o.offcpu_min_ns);
+	print_python_threads(&r->rc, &st);
 	sinks__summary(&r->ct, &r->o);
 	record__symbolizer_stats(&r->rc); /* -v: the whole run's, as one profile's */
 	return 0;
@@ -932,6 +958,10 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 		ss.kprogs_err ? " (no BPF program list: kallsyms alone names them)" : "",
 		ss.py_frames, ss.py_unknown,
 		ss.inline_frames);
+	p_debug("python names: %zu KiB of code objects cached, %" PRIu64 " caches started over"
+		" (at their cap), %" PRIu64 " line tables read again for a line past their"
+		" kept start, %" PRIu64 " lines not (over the drain's budget)",
+		ss.py_bytes >> 10, ss.py_resets, ss.py_lt_reads, ss.py_lt_over);
 	p_debug("symbol tables: %" PRIu64 " files read at their first lookup, %" PRIu64
 		" never needed, %" PRIu64 " read early (over the cap on held files), %zu held now",
 		ss.files_read_late, ss.files_never_read, ss.files_read_early, ss.files_held);
@@ -957,6 +987,7 @@ static int record__write(struct record *r)
 	if (r->o.offcpu)
 		record__offcpu_summary(&st, rc->prof, r->o.offcpu_min_ns);
 	print_unwind_summary(rc, &st);
+	print_python_threads(rc, &st);
 	if (profile__total(rc->prof) == 0 && profile__total_offcpu(rc->prof) == 0)
 		p_warn("no samples were collected: was the target idle?");
 	print_child_exit(&r->ch, &r->o);

@@ -244,6 +244,10 @@ void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct
 	m.filtered = st.v[STAT_FILTERED];
 	m.ustack_errors = st.v[STAT_USTACK_ERR];
 	m.notices_lost = st.v[STAT_NOTIFY_LOST];
+	m.py_ts_cached = st.v[STAT_PY_TS_CACHED];
+	m.py_ts_tls = st.v[STAT_PY_TS_TLS];
+	m.py_ts_search = st.v[STAT_PY_TS_SEARCH];
+	m.py_ts_miss = st.v[STAT_PY_TS_MISS];
 	m.drains = st.drains;
 	m.drain_ns_last = st.drain_ns;
 	m.drain_ns_total = st.drain_ns_total;

@@ -59,6 +59,7 @@ static const struct cpython_layout py311 = {
 	.unicode_compact_data = 72,
 	.bytes_size = 16,
 	.bytes_data = 32,
+	.runtime_tss_key = 592,
 };
 
 /*
@@ -95,6 +96,7 @@ static const struct cpython_layout py312 = {
 	.unicode_compact_data = 56,
 	.bytes_size = 16,
 	.bytes_data = 32,
+	.runtime_tss_key = 1544, /* _PyRuntimeState.autoTSSkey as measured on 3.12.4 */
 };
 
 const struct cpython_layout *cpython__table(uint32_t version)
@@ -308,14 +310,16 @@ int cpython__line(const uint8_t *table, size_t len, uint32_t firstlineno, uint32
 	 * Entries: a first byte 1CCCCLLL (code C, L + 1 code units), then the
 	 * code's data. 15: no location; 14: long form (line delta, end line,
 	 * columns); 13: line delta only; 10-12: line delta C - 10, two column
-	 * bytes; 0-9: same line, one column byte.
+	 * bytes; 0-9: same line, one column byte. An entry cut off by the end
+	 * of the bytes is -ERANGE, as the end itself: the table may go on
+	 * (the caller holds its start).
 	 */
 	while (r.p < r.end) {
 		uint8_t first = *r.p++;
 		unsigned code = (first >> 3) & 15, units = (first & 7) + 1;
 		int32_t delta = 0;
 		uint32_t skip;
-		bool has_line = code != 15;
+		bool has_line = code != 15, ok = true;
 
 		if (!(first & 0x80))
 			return -EINVAL;
@@ -323,28 +327,26 @@ int cpython__line(const uint8_t *table, size_t len, uint32_t firstlineno, uint32
 		case 15:
 			break;
 		case 14:
-			if (!lt_svarint(&r, &delta) || !lt_varint(&r, &skip) ||
-			    !lt_varint(&r, &skip) || !lt_varint(&r, &skip))
-				return -EINVAL;
+			ok = lt_svarint(&r, &delta) && lt_varint(&r, &skip) &&
+			     lt_varint(&r, &skip) && lt_varint(&r, &skip);
 			break;
 		case 13:
-			if (!lt_svarint(&r, &delta))
-				return -EINVAL;
+			ok = lt_svarint(&r, &delta);
 			break;
 		case 12:
 		case 11:
 		case 10:
 			delta = (int32_t)code - 10;
-			if (r.end - r.p < 2)
-				return -EINVAL;
-			r.p += 2;
+			ok = r.end - r.p >= 2;
+			r.p = ok ? r.p + 2 : r.end;
 			break;
 		default:
-			if (r.p >= r.end)
-				return -EINVAL;
-			r.p++;
+			ok = r.p < r.end;
+			r.p += ok;
 			break;
 		}
+		if (!ok)
+			return r.p >= r.end ? -ERANGE : -EINVAL;
 		ln += delta;
 		if (instr < at + units) {
 			if (!has_line || ln <= 0 || ln > UINT32_MAX)
@@ -354,7 +356,7 @@ int cpython__line(const uint8_t *table, size_t len, uint32_t firstlineno, uint32
 		}
 		at += units;
 	}
-	return -ENOENT;
+	return -ERANGE;
 }
 
 /* --- str objects --------------------------------------------------------------------- */
@@ -463,7 +465,10 @@ void cpython__bpf(const struct cpython_proc *cp, struct bp_pyproc *out)
 	out->code_csum = cp->csum_off;
 	out->owner_entry = l->owner_entry;
 	out->flags = (l->entry_flag ? PYPROC_F_ENTRY_FLAG : 0) |
-		     (l->has_cframe ? PYPROC_F_CFRAME : 0) | (l->tagged_code ? PYPROC_F_TAGGED : 0);
+		     (l->has_cframe ? PYPROC_F_CFRAME : 0) |
+		     (l->tagged_code ? PYPROC_F_TAGGED : 0) | (cp->tls ? PYPROC_F_TLS : 0);
+	out->tls_l1 = cp->tls_l1;
+	out->tls_l2 = cp->tls_l2;
 }
 
 /* --- probing a process ------------------------------------------------------------- */
@@ -509,7 +514,7 @@ static void find_syms(Elf *elf, struct syms *s)
 			name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			if (!name || (name[0] != '_' && name[0] != 'P'))
 				continue;
-			for (int k = 0; k < SYM_NR; k++) {
+			for (int k = 0; k < 8 && s->want[k]; k++) {
 				if (!s->found[k] && !strcmp(name, s->want[k])) {
 					s->found[k] = true;
 					s->value[k] = sym.st_value;
@@ -834,4 +839,155 @@ int cpython__recheck(struct ptab *t, struct pproc *p, struct cpython_proc *cp, c
 	if ((err == -ENOTSUP || err == -EAGAIN) && ptab__check_image(t, p))
 		err = -ESRCH;
 	return err;
+}
+
+/* --- a thread's own state (thread-specific data) -------------------------------- */
+
+/* glibc's descriptor of a field for libthread_db: bits (of one element), elements, offset. */
+struct tdb_desc {
+	uint32_t bits, n, off;
+};
+
+enum { TDB_SPECIFIC, TDB_LEVEL2, TDB_DATA, TDB_NR };
+
+static bool is_libc(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "libc.so", 7) || !strncmp(base, "libc-2.", 7) ||
+	       !strncmp(base, "libpthread", 10);
+}
+
+/* n bytes at address v of an ELF file's image, from the file (a section holding them). */
+static bool elf_bytes_at(Elf *elf, uint64_t v, void *out, size_t n)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    (sh.sh_flags & SHF_COMPRESSED) || v < sh.sh_addr ||
+		    v - sh.sh_addr > sh.sh_size || sh.sh_size - (v - sh.sh_addr) < n)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf || d->d_size < v - sh.sh_addr + n)
+			return false;
+		memcpy(out, (const char *)d->d_buf + (v - sh.sh_addr), n);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The three descriptors of a mapped libc (or libpthread, before glibc
+ * 2.34), read from the file - not from the process, whose copy it could
+ * have written over.
+ */
+static int tdb_descs(struct ptab *t, struct pproc *p, const struct procmap *m,
+		     struct tdb_desc d[TDB_NR])
+{
+	struct syms s = {.want = {"_thread_db_pthread_specific",
+				  "_thread_db_pthread_key_data_level2_data",
+				  "_thread_db_pthread_key_data_data"}};
+	struct mfile *f;
+	int err = 0;
+	Elf *elf;
+
+	if (ptab__file(t, p, m, &f))
+		return -ENOENT;
+	elf = mfile__elf(f);
+	if (elf)
+		find_syms(elf, &s);
+	for (int k = 0; k < TDB_NR && !err; k++)
+		if (!elf || !s.found[k] || !elf_bytes_at(elf, s.value[k], &d[k], sizeof(d[k])))
+			err = -ENOENT;
+	mfile__put(t, f);
+	return err;
+}
+
+/* The descriptors of m's file: remembered by its device and inode, or read. */
+static int tdb_cached(struct ptab *t, struct pproc *p, const struct procmap *m,
+		      struct cpython_tls_cache *c, struct tdb_desc d[TDB_NR])
+{
+	size_t i;
+	int err;
+
+	_Static_assert(sizeof(c->e[0].d) == TDB_NR * sizeof(struct tdb_desc), "tdb cache");
+	for (i = 0; c && i < ARRAY_SIZE(c->e); i++) {
+		if (c->e[i].used && c->e[i].inode == m->inode &&
+		    c->e[i].dev_major == m->dev_major && c->e[i].dev_minor == m->dev_minor) {
+			memcpy(d, c->e[i].d, sizeof(c->e[i].d));
+			return c->e[i].err;
+		}
+	}
+	err = tdb_descs(t, p, m, d);
+	if (c && err != -ENOMEM) {
+		i = c->next++ % ARRAY_SIZE(c->e);
+		c->e[i].used = true;
+		c->e[i].inode = m->inode;
+		c->e[i].dev_major = m->dev_major;
+		c->e[i].dev_minor = m->dev_minor;
+		c->e[i].err = err;
+		memcpy(c->e[i].d, d, sizeof(c->e[i].d));
+	}
+	return err;
+}
+
+int cpython__tls(struct ptab *t, struct pproc *p, struct cpython_proc *cp,
+		 struct cpython_tls_cache *cache)
+{
+	struct {
+		int32_t initialized;
+		uint32_t key;
+	} tss;
+	struct tdb_desc d[TDB_NR];
+	uint32_t slots, stride, per_block;
+	uint64_t l1, l2;
+	struct pmaps *pm;
+	int err = -ENOENT;
+
+	cp->tls = false;
+	if (!cp->l.runtime_tss_key ||
+	    !read_exact(t, p, cp->runtime + cp->l.runtime_tss_key, &tss, sizeof(tss)) ||
+	    tss.initialized != 1 || tss.key >= 1024) /* PTHREAD_KEYS_MAX */
+		return -ENOENT;
+	pm = ptab__maps(t, p);
+	if (!pm)
+		return -ENOENT;
+	for (size_t i = 0; i < pm->m.nr && err; i++) {
+		const struct procmap *m = &pm->m.maps[i];
+
+		if (!m->path || !is_libc(m->path))
+			continue;
+		if (i && pm->m.maps[i - 1].path && !strcmp(pm->m.maps[i - 1].path, m->path))
+			continue; /* the same file, already tried */
+		err = tdb_cached(t, p, m, cache, d);
+	}
+	pmaps__put(pm);
+	if (err)
+		return err;
+	/*
+	 * struct pthread.specific: an array of pointers to blocks of per_block
+	 * key slots (specific[0] is the thread's own first block); a slot is
+	 * {seq, data}, stride bytes. What libthread_db's td_thr_tsd() reads.
+	 */
+	slots = d[TDB_SPECIFIC].bits / 64 * d[TDB_SPECIFIC].n;
+	stride = d[TDB_LEVEL2].bits / 8;
+	per_block = d[TDB_LEVEL2].n;
+	if (d[TDB_SPECIFIC].bits % 64 || !slots || slots > 1024 || !per_block || per_block > 1024 ||
+	    stride < 8 || stride > 64 || d[TDB_DATA].bits != 64 || d[TDB_DATA].off + 8 > stride ||
+	    tss.key / per_block >= slots)
+		return -EINVAL;
+	l1 = (uint64_t)d[TDB_SPECIFIC].off + 8ull * (tss.key / per_block);
+	l2 = (uint64_t)d[TDB_LEVEL2].off + (uint64_t)stride * (tss.key % per_block) +
+	     d[TDB_DATA].off;
+	if (l1 > 0xfff8 || l2 > 0xfff8)
+		return -EINVAL;
+	cp->tls = true;
+	cp->tls_l1 = (uint16_t)l1;
+	cp->tls_l2 = (uint16_t)l2;
+	return 0;
 }

@@ -57,6 +57,8 @@ struct cpython_layout {
 	/* str and bytes objects. */
 	uint16_t unicode_length, unicode_state, unicode_ascii_data, unicode_compact_data;
 	uint16_t bytes_size, bytes_data;
+	/* _PyRuntime's autoTSSkey (a Py_tss_t): each thread's own state; 0 unknown. */
+	uint16_t runtime_tss_key;
 };
 
 /* The built-in table of a version (3.11, 3.12), or NULL. */
@@ -72,8 +74,9 @@ int cpython__debug_offsets(const void *buf, size_t len, struct cpython_layout *o
 
 /*
  * The line of instruction index instr (in code units) from a 3.11+ location
- * table (co_linetable) starting at firstlineno. 0, or -ENOENT (past the
- * table, or an instruction without a line), -EINVAL (corrupt).
+ * table (co_linetable) starting at firstlineno. 0, or -ENOENT (an
+ * instruction without a line), -ERANGE (past the bytes given: the end of
+ * the table, or of its start that a caller holds), -EINVAL (corrupt).
  */
 int cpython__line(const uint8_t *table, size_t len, uint32_t firstlineno, uint32_t instr,
 		  uint32_t *line);
@@ -97,6 +100,9 @@ struct cpython_proc {
 	uint64_t eval[BP_PY_EVAL_RANGES][2];
 	uint16_t csum_off; /* the code object checksum window (python_abi.h) */
 	char module[256];  /* the interpreter's file, for messages */
+	/* cpython__tls(): where a thread finds its own state (bp_pyproc.tls_l1, tls_l2). */
+	bool tls;
+	uint16_t tls_l1, tls_l2;
 };
 
 /*
@@ -127,6 +133,34 @@ int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, ch
  */
 int cpython__recheck(struct ptab *t, struct pproc *p, struct cpython_proc *cp, char *why,
 		     size_t why_len);
+
+/*
+ * Where each thread of the probed Python process p keeps its own thread
+ * state, for the walker: the interpreter's thread-specific data key
+ * (_PyRuntime's autoTSSkey, the 3.11 and 3.12 tables) and how the
+ * process's glibc lays out that key's slot, from the descriptors glibc
+ * exports for libthread_db (_thread_db_pthread_specific, ...: the offsets
+ * of struct pthread's fields), read from the libc (or libpthread) it maps.
+ * The descriptors are read from the file (a process may write over its
+ * copy) and remembered in cache (the caller's; NULL: none) by the file's
+ * device and inode, so the libc every process maps is read once. Sets
+ * cp->tls, tls_l1, tls_l2 and returns 0; -ENOENT (no key known or set up,
+ * no glibc descriptors: another libc, a static binary), -EINVAL (values out
+ * of range). What the walker finds there is the process's memory: it checks
+ * each answer against the thread's id before it uses it.
+ */
+struct cpython_tls_cache {
+	struct {
+		bool used;
+		int err; /* of the read: 0, the file has no descriptors, ... */
+		uint64_t inode;
+		uint32_t dev_major, dev_minor;
+		uint32_t d[3][3]; /* bits, elements, offset of each field */
+	} e[8];
+	unsigned next;
+};
+int cpython__tls(struct ptab *t, struct pproc *p, struct cpython_proc *cp,
+		 struct cpython_tls_cache *cache);
 
 /* Whether an ELF file (a process's, untrusted) lists a libpython3 among its
  * DT_NEEDED libraries; at most 4096 dynamic entries are looked at. */

@@ -70,6 +70,16 @@
 #define HELD_FILES_MAX 256
 /* Give freed memory back to the system after this much was freed. */
 #define TRIM_AFTER_BYTES (16u << 20)
+/* Python code-object caches of all processes together, at most (pyname.h). */
+#define SYM_PY_MAX_BYTES (128u << 20)
+/*
+ * Over the cap, the largest caches start over until this much is left
+ * below it: a scan of the processes per this many bytes inserted, not per
+ * insertion.
+ */
+#define SYM_PY_SLACK (8u << 20)
+/* Line tables read again past their kept start (pyname.h), bytes per drain in all. */
+#define SYM_PY_LT_BUDGET (16u << 20)
 
 struct symfile {
 	struct elfsym *es; /* NULL when unreadable or not ELF (or not read yet) */
@@ -125,6 +135,7 @@ struct symbolizer {
 	struct ptab *pt;
 	bool own_pt; /* made here (no ptab in the options): freed and swept here */
 	size_t max_procs, max_files, max_file_bytes, max_perfmap_bytes;
+	size_t max_py_bytes, max_py_proc_bytes;
 	struct ksyms *ks;
 	struct ksyms *retired[KSYMS_RETIRED_MAX];
 	size_t nr_retired;
@@ -154,6 +165,10 @@ struct symbolizer {
 	uint64_t kernel_reloads, evicted_procs, evicted_files;
 	uint64_t inline_frames;
 	uint64_t py_frames, py_unknown;
+	/* Python code-object caches: their bytes together (kept at every change), how
+	 * often one started over; line-table bytes that may still be read this drain. */
+	size_t py_bytes, py_lt_budget;
+	uint64_t py_resets, py_lt_reads, py_lt_over;
 	/* Wanted-mode perf maps: processes with pending addresses; scan budget. */
 	struct symproc **want_procs;
 	size_t nr_want_procs, cap_want_procs;
@@ -194,6 +209,11 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	s->max_file_bytes = opts && opts->max_file_bytes ? opts->max_file_bytes : 512u << 20;
 	s->max_perfmap_bytes =
 		opts && opts->max_perfmap_bytes ? opts->max_perfmap_bytes : 64u << 20;
+	s->max_py_bytes =
+		opts && opts->max_python_bytes ? opts->max_python_bytes : SYM_PY_MAX_BYTES;
+	s->max_py_proc_bytes =
+		opts && opts->max_python_proc_bytes ? opts->max_python_proc_bytes : PYNAME_MAX_BYTES;
+	s->py_lt_budget = SYM_PY_LT_BUDGET;
 	s->max_held = opts && opts->max_held_files ? opts->max_held_files : HELD_FILES_MAX;
 	if (opts && opts->ptab) {
 		s->pt = opts->ptab;
@@ -282,6 +302,8 @@ static void symproc_free(struct symbolizer *s, struct symproc *p)
 	ptab__put(s->pt, p->pp);
 	s->pmap_bytes -= MIN(s->pmap_bytes, p->pmap_bytes);
 	perfmap__free(p->pmap);
+	s->py_bytes -= MIN(s->py_bytes, pynamer__bytes(p->py));
+	s->py_resets += pynamer__resets(p->py);
 	pynamer__free(p->py);
 	if (p->listed) {
 		for (size_t i = 0; i < s->nr_want_procs; i++)
@@ -1502,35 +1524,61 @@ void sym_files__close(struct sym_files *sf)
 
 /* --- Python ------------------------------------------------------------------------ */
 
-/* Python code-object caches of all processes together, at most (pyname.h). */
-#define SYM_PY_MAX_BYTES (128u << 20)
-
-/* Over the cap: the largest caches start over until under it. */
-static void evict_python(struct symbolizer *s)
+static int py_size_cmp(const void *a, const void *b)
 {
-	size_t total = 0;
+	size_t x = pynamer__bytes((*(struct symproc *const *)a)->py);
+	size_t y = pynamer__bytes((*(struct symproc *const *)b)->py);
+
+	return x < y ? 1 : x > y ? -1 : 0; /* largest first */
+}
+
+/*
+ * Makes room for one more code object under the cap on all processes'
+ * caches: if it might not fit, the largest caches start over (freed now)
+ * until SYM_PY_SLACK is left. Called before a lookup, when nothing of the
+ * lookup is handed out yet, so the caller's own cache may go too.
+ */
+static void python_room(struct symbolizer *s)
+{
+	size_t n = htab__count(s->procs), k = 0, pos = 0, target;
+	struct symproc **all;
 	struct htab_entry *e;
-	size_t pos = 0;
 
-	while ((e = htab__next(s->procs, &pos)))
-		total += pynamer__bytes(((struct symproc *)e->value)->py);
-	while (total > SYM_PY_MAX_BYTES) {
-		struct symproc *big = NULL;
+	if (s->py_bytes + PYNAME_ITEM_MAX <= s->max_py_bytes)
+		return;
+	target = s->max_py_bytes > SYM_PY_SLACK + PYNAME_ITEM_MAX
+			 ? s->max_py_bytes - SYM_PY_SLACK
+			 : s->max_py_bytes - MIN(s->max_py_bytes, PYNAME_ITEM_MAX);
+	all = malloc((n + 1) * sizeof(*all));
+	while ((e = htab__next(s->procs, &pos))) {
+		struct symproc *p = e->value;
 
-		pos = 0;
-		while ((e = htab__next(s->procs, &pos))) {
-			struct symproc *p = e->value;
-
-			if (p->py && (!big || pynamer__bytes(p->py) > pynamer__bytes(big->py)))
-				big = p;
+		if (!p->py || !pynamer__count(p->py))
+			continue;
+		if (!all) { /* out of memory: each cache in turn rather than none */
+			s->py_bytes -= MIN(s->py_bytes, pynamer__bytes(p->py));
+			s->freed_bytes += pynamer__bytes(p->py);
+			pynamer__reset(p->py);
+			s->py_bytes += pynamer__bytes(p->py);
+			s->py_resets++;
+			if (s->py_bytes + PYNAME_ITEM_MAX <= target)
+				return;
+			continue;
 		}
-		if (!big || pynamer__bytes(big->py) <= 4096)
-			break;
-		total -= pynamer__bytes(big->py);
-		s->freed_bytes += pynamer__bytes(big->py);
-		pynamer__reset(big->py);
-		total += pynamer__bytes(big->py);
+		all[k++] = p;
 	}
+	if (!all)
+		return;
+	qsort(all, k, sizeof(*all), py_size_cmp);
+	for (size_t i = 0; i < k && s->py_bytes + PYNAME_ITEM_MAX > target; i++) {
+		size_t b = pynamer__bytes(all[i]->py);
+
+		s->freed_bytes += b;
+		pynamer__reset(all[i]->py);
+		s->py_bytes = s->py_bytes - MIN(s->py_bytes, b) + pynamer__bytes(all[i]->py);
+		s->py_resets++;
+	}
+	free(all);
 }
 
 /* A probe of an interpreter that was not initialized yet runs again after this. */
@@ -1556,8 +1604,12 @@ static struct pynamer *python_of(struct symbolizer *s, struct symproc *p)
 	p->py_try_ns = now + PY_RETRY_NS;
 	if (!err) {
 		p->py = pynamer__new(&cp);
-		if (!p->py)
+		if (!p->py) {
 			p->py_err = -ENOMEM;
+			return NULL;
+		}
+		pynamer__set_caps(p->py, PYNAME_MAX_CODES, s->max_py_proc_bytes);
+		s->py_bytes += pynamer__bytes(p->py);
 	}
 	return p->py;
 }
@@ -1570,6 +1622,7 @@ void symbolizer__python(struct symbolizer *s, const struct proc_id *id, uint64_t
 	struct symproc *p;
 	struct pynamer *py;
 	struct pyframe f;
+	size_t before, budget;
 	int err;
 
 	s->lookups++;
@@ -1579,9 +1632,22 @@ void symbolizer__python(struct symbolizer *s, const struct proc_id *id, uint64_t
 	e = htab__find(s->procs, &k, sizeof(k));
 	p = e ? e->value : add_proc(s, id, NULL, &err);
 	py = p ? python_of(s, p) : NULL;
-	if (!py || !code ||
-	    pynamer__name(py, s->pt, p->gone ? NULL : p->pp, code, (uint32_t)meta,
-			  (uint32_t)(meta >> 32), &f)) {
+	if (!py || !code) {
+		s->py_unknown++;
+		s->unknown++;
+		return;
+	}
+	python_room(s);
+	before = pynamer__bytes(py);
+	budget = s->py_lt_budget;
+	err = pynamer__name(py, s->pt, p->gone ? NULL : p->pp, code, (uint32_t)meta,
+			    (uint32_t)(meta >> 32), &budget, &f);
+	s->py_lt_reads += budget < s->py_lt_budget;
+	s->py_lt_over += !err && f.over_budget;
+	s->py_lt_budget = budget;
+	/* The total follows every insertion (and a cache that started over). */
+	s->py_bytes = s->py_bytes - MIN(s->py_bytes, before) + pynamer__bytes(py);
+	if (err) {
 		s->py_unknown++;
 		s->unknown++;
 		return;
@@ -1711,13 +1777,12 @@ void symbolizer__sweep(struct symbolizer *s)
 			continue;
 		}
 		p->refreshed = false;
-		pynamer__sweep(p->py);
 		if (!ptab__alive(s->pt, &p->id))
 			p->gone = true;
 	}
 	evict_files(s);
 	evict_perfmaps(s);
-	evict_python(s);
+	s->py_lt_budget = SYM_PY_LT_BUDGET;
 	if (s->own_pt)
 		ptab__sweep(s->pt);
 	for (size_t i = 0; i < s->nr_retired; i++)
@@ -1753,8 +1818,10 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	while ((e = htab__next(s->files, &pos)))
 		st->file_bytes += elfsym__bytes(((struct symfile *)e->value)->es);
 	pos = 0;
-	while ((e = htab__next(s->procs, &pos)))
+	while ((e = htab__next(s->procs, &pos))) {
 		st->perfmaps += ((struct symproc *)e->value)->pmap != NULL;
+		st->py_resets += pynamer__resets(((struct symproc *)e->value)->py);
+	}
 	st->perfmap_bytes = s->pmap_bytes;
 	st->perfmap_scanned = s->pmap_scanned_bytes;
 	st->perfmap_rescans = s->pmap_rescans;
@@ -1763,6 +1830,10 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->inline_frames = s->inline_frames;
 	st->py_frames = s->py_frames;
 	st->py_unknown = s->py_unknown;
+	st->py_bytes = s->py_bytes;
+	st->py_resets = s->py_resets;
+	st->py_lt_reads = s->py_lt_reads;
+	st->py_lt_over = s->py_lt_over;
 	{
 		struct ptab_stats ps;
 

@@ -38,7 +38,8 @@
  * Memory is bounded: process entries (max_procs, least recently used out
  * first), cached files (count and bytes, only unreferenced ones evicted), JIT
  * maps (bytes, least recently used dropped and re-read on demand), files held
- * open before their symbols are read (max_held_files).
+ * open before their symbols are read (max_held_files), Python code objects
+ * (per process and in all, held at every insertion: pyname.h).
  */
 #ifndef BPFPROF_SYMBOLIZER_H
 #define BPFPROF_SYMBOLIZER_H
@@ -68,6 +69,9 @@ struct symbolizer_opts {
 	size_t max_file_bytes;	   /* symbols of unreferenced cached files (default 512 MiB) */
 	size_t max_perfmap_bytes;  /* JIT maps held, all processes (default 64 MiB) */
 	size_t max_held_files;	   /* files held open before their first lookup (default 256) */
+	/* Python code objects cached: all processes (default 128 MiB), one process
+	 * (default PYNAME_MAX_BYTES, 32 MiB); both held at every insertion. */
+	size_t max_python_bytes, max_python_proc_bytes;
 	const char *host_root;	   /* the host's root for debug files (default "/") */
 	const char *debug_dir;	   /* default "/usr/lib/debug" */
 	/* Called once per rejected file (perf map, mapped file) with a sentence. */
@@ -99,6 +103,10 @@ struct symbolizer_stats {
 	uint64_t inline_frames; /* inlined frames added (Go) */
 	uint64_t py_frames;    /* Python frames named from code objects */
 	uint64_t py_unknown;   /* ... that could not be (freed, not Python, unreadable) */
+	size_t py_bytes;       /* code-object caches, all processes */
+	uint64_t py_resets;    /* ... started over: a process's cap, or the total's */
+	uint64_t py_lt_reads;  /* line tables read again for a line past their kept start */
+	uint64_t py_lt_over;   /* ... not read: over the drain's budget */
 	uint64_t rejected;     /* files refused by the safety checks */
 	uint64_t images_lost;  /* images that exec'd or exited before they could be read */
 	uint64_t images_mapped; /* ... named from their notice's mappings all the same */
@@ -214,7 +222,10 @@ void sym_files__close(struct sym_files *sf);
  * A Python frame the sampler recorded (python_abi.h): the code object's
  * address and (meta) its checksum << 32 | instruction index. Named
  * qualname, with file (co_filename) and line, kind FRAME_PYTHON; name NULL
- * when the object cannot be read or is not the one sampled.
+ * when the object cannot be read or is not the one sampled. Unlike other
+ * answers, its strings live only until the next symbolizer__python() call
+ * (or sweep): the caches hold their caps at every insertion, so a cache
+ * that starts over is freed then (copy the strings before asking again).
  */
 void symbolizer__python(struct symbolizer *s, const struct proc_id *id, uint64_t code,
 			uint64_t meta, struct sym *out);

@@ -91,6 +91,7 @@ struct unwinder {
 	struct htab *by_build_id; /* build id bytes -> ufile */
 	struct htab *procs;	  /* pid -> uproc */
 	bool python;
+	struct cpython_tls_cache tls_cache; /* the libcs' thread-data layouts, by file */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
 	struct ufile *vdso;
@@ -940,6 +941,8 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 	}
 	if (err || !u->k.py_set)
 		return;
+	/* Without it, a thread is found by a search of the first threads only. */
+	u->st.python_tls += !cpython__tls(u->pt, p->pp, &cp, &u->tls_cache);
 	cpython__bpf(&cp, &bp);
 	bp.start_time = p->start_time;
 	bp.exec_id = p->exec_id;

@@ -90,6 +90,7 @@ struct unwinder_stats {
 	uint64_t kernel_bytes;	 /* pool chunks allocated in the kernel */
 	uint64_t used_bytes;	 /* ... of which in use */
 	uint64_t python_procs;	 /* Python processes whose frames the walker reads */
+	uint64_t python_tls;	 /* ... whose threads' states are in their thread-specific data */
 	uint64_t python_unknown; /* Python processes it cannot (version, layout) */
 	uint64_t python_vfork;	 /* vfork() children before their exec: not probed */
 	uint64_t python_retries; /* probes again of interpreters not started yet */

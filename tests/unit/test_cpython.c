@@ -64,6 +64,7 @@ static void test_311_table_matches_headers(void **state)
 			F(code_linetable),	 F(code_firstlineno), F(code_adaptive),
 			F(unicode_length),	 F(unicode_state),    F(unicode_ascii_data),
 			F(unicode_compact_data), F(bytes_size),	      F(bytes_data),
+			F(runtime_tss_key),
 #undef F
 		};
 
@@ -85,9 +86,14 @@ static void test_311_table_matches_headers(void **state)
 			assert_int_equal(value, 40);
 		if (!strcmp(name, "member_offset"))
 			assert_int_equal(value, 16);
+		/* What cpython__tls() reads a Py_tss_t as: {int _is_initialized; key}. */
+		if (!strcmp(name, "tss_key_initialized"))
+			assert_int_equal(value, 0);
+		if (!strcmp(name, "tss_key_key"))
+			assert_int_equal(value, 4);
 	}
 	assert_int_equal(pclose(f), 0);
-	assert_int_equal(checked, 24);
+	assert_int_equal(checked, 25);
 	assert_null(cpython__table(CPY_VERSION(3, 10)));
 	assert_non_null(cpython__table(CPY_VERSION(3, 12)));
 	/* The checksum window: from co_firstlineno, 64 bytes, before anything that changes. */
@@ -218,7 +224,7 @@ static void test_location_table(void **state)
 					 rc, got);
 		}
 		/* Past the end, and every truncation: an answer or an error, never a read past. */
-		assert_int_equal(cpython__line(table, n, 1, instr + 100, &got), -ENOENT);
+		assert_int_equal(cpython__line(table, n, 1, instr + 100, &got), -ERANGE);
 		for (size_t cut = 0; cut < n; cut++)
 			for (uint32_t i = 0; i < instr; i += 3)
 				(void)cpython__line(table, cut, 1, i, &got);
@@ -337,25 +343,129 @@ static void test_live_interpreter(void **state)
 	assert_int_equal(ptab__read_mem(t, p, a + cp.csum_off, window, sizeof(window)), 64);
 	assert_int_equal(ptab__read_mem(t, p, window[7] + BP_PY_STR_HASH, &hash, 8), 8);
 	csum = bp_py_csum(window, hash);
-	assert_int_equal(pynamer__name(n, t, p, a, 2, csum, &f), 0);
+	assert_int_equal(pynamer__name(n, t, p, a, 2, csum, NULL, &f), 0);
 	assert_string_equal(f.name, "alpha_leaf");
 	assert_string_equal(f.file, path);
 	assert_int_equal(f.line, 3); /* instruction 2: the body */
-	assert_int_equal(pynamer__name(n, t, p, a, 0, csum, &f), 0);
+	assert_int_equal(pynamer__name(n, t, p, a, 0, csum, NULL, &f), 0);
 	assert_int_equal(f.line, 2); /* RESUME: the def line */
 	/* Another checksum: not this object; and a code object's neighbour is not one. */
-	assert_int_equal(pynamer__name(n, t, p, a, 0, csum ^ 1, &f), -ESTALE);
-	assert_int_equal(pynamer__name(n, t, p, a + 16, 0, csum, &f), -EINVAL);
+	assert_int_equal(pynamer__name(n, t, p, a, 0, csum ^ 1, NULL, &f), -ESTALE);
+	assert_int_equal(pynamer__name(n, t, p, a + 16, 0, csum, NULL, &f), -EINVAL);
 	assert_int_equal(ptab__read_mem(t, p, b + cp.csum_off, window, sizeof(window)), 64);
 	assert_int_equal(ptab__read_mem(t, p, window[7] + BP_PY_STR_HASH, &hash, 8), 8);
-	assert_int_equal(pynamer__name(n, t, p, b, BP_PY_NO_INSTR, bp_py_csum(window, hash), &f), 0);
+	assert_int_equal(pynamer__name(n, t, p, b, BP_PY_NO_INSTR, bp_py_csum(window, hash), NULL, &f), 0);
 	assert_string_equal(f.name, "Box.m\xc3\xa9thod");
 	assert_int_equal(f.line, 0);
 	/* Cached: named without the process. */
-	assert_int_equal(pynamer__name(n, t, NULL, a, 2, csum, &f), 0);
+	assert_int_equal(pynamer__name(n, t, NULL, a, 2, csum, NULL, &f), 0);
 	assert_string_equal(f.name, "alpha_leaf");
-	pynamer__sweep(n);
 	pynamer__free(n);
+	ptab__put(t, p);
+	ptab__free(t);
+	close(in[1]);
+	fclose(rd);
+	waitpid(pid, NULL, 0);
+	child = 0;
+	unlink(path);
+	free(path);
+}
+
+/*
+ * Each thread's state in its thread-specific data, where the walker reads
+ * it (cpython__tls: the interpreter's key, glibc's slot layout from its
+ * libthread_db descriptors): from each thread's pointer (pthread_self(),
+ * the FS base the kernel keeps), two reads lead to its PyThreadState - for
+ * the main thread and for a thread started later.
+ */
+static const char TLS_SCRIPT[] =
+	"import ctypes, sys, threading\n"
+	"libc = ctypes.CDLL(None)\n"
+	"libc.pthread_self.restype = ctypes.c_void_p\n"
+	"ctypes.pythonapi.PyThreadState_Get.restype = ctypes.c_void_p\n"
+	"def show():\n"
+	"    print(hex(libc.pthread_self()), hex(ctypes.pythonapi.PyThreadState_Get()), flush=True)\n"
+	"show()\n"
+	"t = threading.Thread(target=lambda: (show(), sys.stdin.read()))\n"
+	"t.start()\n"
+	"t.join()\n";
+
+static void test_thread_state_in_thread_data(void **state)
+{
+	char *path = write_temp_str(TLS_SCRIPT);
+	unsigned long long tp[2], ts[2];
+	struct cpython_tls_cache cache = {0};
+	struct proc_id id = {0};
+	struct cpython_proc cp;
+	int in[2], out[2];
+	struct pproc *p;
+	struct ptab *t;
+	char why[256];
+	FILE *rd;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(pipe(out), 0);
+	pid = fork();
+	child = pid;
+	assert_true(pid >= 0);
+	if (!pid) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execl("/usr/bin/python3.11", "python3.11", path, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	rd = fdopen(out[0], "r");
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(fscanf(rd, "%llx %llx", &tp[i], &ts[i]), 2);
+	t = ptab__new(&(struct ptab_opts){0});
+	assert_non_null(t);
+	id.pid = (uint32_t)pid;
+	id.exec_id = PROC_EXEC_ANY;
+	assert_int_equal(ptab__get(t, &id, &p), 0);
+	assert_int_equal(cpython__probe(t, p, &cp, why, sizeof(why)), 0);
+	assert_false(cp.tls);
+	assert_int_equal(cpython__tls(t, p, &cp, &cache), 0);
+	assert_true(cp.tls);
+	for (int i = 0; i < 2; i++) {
+		uint64_t block = 0, got = 0;
+
+		assert_int_equal(ptab__read_mem(t, p, tp[i] + cp.tls_l1, &block, 8), 8);
+		assert_int_equal(ptab__read_mem(t, p, block + cp.tls_l2, &got, 8), 8);
+		assert_int_equal(got, ts[i]);
+	}
+	/* What the walker is told. */
+	{
+		struct bp_pyproc bp;
+
+		cpython__bpf(&cp, &bp);
+		assert_true(bp.flags & PYPROC_F_TLS);
+		assert_int_equal(bp.tls_l1, cp.tls_l1);
+		assert_int_equal(bp.tls_l2, cp.tls_l2);
+	}
+	/* Again, from what the cache remembers of the libc: the same. */
+	{
+		uint16_t l1 = cp.tls_l1, l2 = cp.tls_l2;
+
+		assert_true(cache.e[0].used);
+		assert_int_equal(cache.e[0].err, 0);
+		assert_int_equal(cache.next, 1);
+		cp.tls = false;
+		assert_int_equal(cpython__tls(t, p, &cp, &cache), 0);
+		assert_int_equal(cache.next, 1);
+		assert_true(cp.tls && cp.tls_l1 == l1 && cp.tls_l2 == l2);
+		assert_int_equal(cpython__tls(t, p, &cp, NULL), 0);
+		assert_true(cp.tls && cp.tls_l1 == l1 && cp.tls_l2 == l2);
+	}
+	/* A layout without the key: no thread data. */
+	cp.l.runtime_tss_key = 0;
+	assert_int_equal(cpython__tls(t, p, &cp, &cache), -ENOENT);
+	assert_false(cp.tls);
 	ptab__put(t, p);
 	ptab__free(t);
 	close(in[1]);
@@ -615,6 +725,7 @@ int main(void)
 		cmocka_unit_test(test_location_table),
 		cmocka_unit_test(test_str),
 		cmocka_unit_test_teardown(test_live_interpreter, reap_child),
+		cmocka_unit_test_teardown(test_thread_state_in_thread_data, reap_child),
 		cmocka_unit_test_teardown(test_interpreter_not_initialized, reap_child),
 		cmocka_unit_test_teardown(test_libpython_not_mapped_yet, reap_child),
 		cmocka_unit_test_teardown(test_libpython_not_relocated_yet, reap_child),

@@ -138,6 +138,7 @@ void cli__usage(FILE *f)
 		"  sudo bpfprof -F 99 -a -d 10 > cpu.folded     whole machine for 10 s, folded\n"
 		"  sudo bpfprof -p 1234 -d 30 -o app.folded     one process (all threads), 30 s\n"
 		"  sudo bpfprof -p 1234,5678 -U                 two processes, user stacks, Ctrl-C to stop\n"
+		"  sudo bpfprof -p \"$(pgrep -d, nginx)\" -d 10  every nginx process (pids joined by ',')\n"
 		"  sudo bpfprof -C 0-1 -K -d 5                  kernel stacks of CPUs 0 and 1\n"
 		"  sudo bpfprof -o run.folded -- ./my-benchmark --iterations 100\n"
 		"  sudo bpfprof -F 99 -a -g -- sleep 10         whole machine while 'sleep 10' runs\n"
@@ -377,6 +378,71 @@ void cli__free(struct options *o)
 
 enum { NOT_AN_OPTION = 2 }; /* beside CLI_OK, CLI_EXIT, CLI_USAGE */
 
+/* Whether s is a pid: digits only (what `pgrep` prints, one a line). */
+static bool is_pid_word(const char *s)
+{
+	return *s && strspn(s, "0123456789") == strlen(s) && strlen(s) < 12;
+}
+
+/*
+ * "-p 12 34" and -p "$(pgrep app)" ("12\n34"): the pids were meant as one
+ * list. The hint spells it joined with commas, and how pgrep writes that.
+ */
+static void hint_pid_list(struct errmsg *em, const char *joined)
+{
+	errmsg_hint(em, "join the pids with commas: -p %s (for pgrep: -p \"$(pgrep -d, NAME)\")",
+		    joined);
+}
+
+/* arg's numbers joined with commas ("12,34"), for the hint; "" if it is not only that. */
+static void join_pids(const char *arg, char *out, size_t size)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (const char *p = arg; *p;) {
+		size_t len = strspn(p, "0123456789");
+
+		if (!len) {
+			if (!strchr(" \t\n\r,", *p)) {
+				out[0] = '\0';
+				return;
+			}
+			p++;
+			continue;
+		}
+		if (n + len + 2 > size) {
+			out[0] = '\0';
+			return;
+		}
+		if (n)
+			out[n++] = ',';
+		memcpy(out + n, p, len);
+		n += len;
+		out[n] = '\0';
+		p += len;
+	}
+}
+
+bool cli__stray_pids(const struct options *o, int argc, char **argv, int at, struct errmsg *em)
+{
+	char joined[256];
+	size_t n = 0;
+
+	if (at >= argc || !o->nr_pids || !is_pid_word(argv[at]))
+		return false;
+	for (size_t i = 0; i < o->nr_pids && n + 12 < sizeof(joined); i++)
+		n += (size_t)snprintf(joined + n, sizeof(joined) - n, "%s%u", i ? "," : "",
+				      o->pids[i]);
+	for (int i = at; i < argc && is_pid_word(argv[i]) && n + 12 < sizeof(joined); i++)
+		n += (size_t)snprintf(joined + n, sizeof(joined) - n, ",%s", argv[i]);
+	errmsg_set(em, -EINVAL, "unexpected argument '%s': -p takes one list of pids, PID[,PID...]",
+		   argv[at]);
+	hint_pid_list(em, joined);
+	return true;
+}
+
+
 /*
  * Each applies one option: CLI_OK, CLI_EXIT (--help, --version), CLI_USAGE
  * with em, or NOT_AN_OPTION if c is not one of theirs.
@@ -404,9 +470,18 @@ static int parse_sampling_option(int c, const char *arg, struct options *o, stru
 		if (rc == -ERANGE)
 			return usage_err(em, "invalid pid in '%s': pids are 1 to 4194304",
 					 arg);
-		if (rc)
-			return usage_err(em,
-					 "invalid pid list '%s': expected PID[,PID...]", arg);
+		if (rc) {
+			char joined[256];
+
+			join_pids(arg, joined, sizeof(joined));
+			if (!joined[0] || !strpbrk(arg, " \t\n\r"))
+				return usage_err(em, "invalid pid list '%s': expected PID[,PID...]",
+						 arg);
+			usage_err(em, "invalid pid list: pids are separated by commas, not spaces "
+				      "or new lines");
+			hint_pid_list(em, joined);
+			return CLI_USAGE;
+		}
 		break;
 	case 'C':
 		/* Syntax now; range against this machine's CPUs in record. */
@@ -633,6 +708,9 @@ static int parse_command(int argc, char **argv, struct options *o, struct errmsg
 		return usage_err(em, "no command after --");
 	if (optind < argc) {
 		/* getopt stops at "--" (consumed) or at the first non-option. */
+		if (strcmp(argv[optind - 1], "--") != 0 &&
+		    cli__stray_pids(o, argc, argv, optind, em))
+			return CLI_USAGE;
 		if (strcmp(argv[optind - 1], "--") != 0)
 			return usage_err(em,
 					 "unexpected argument '%s' (to profile a command, put it after --)",

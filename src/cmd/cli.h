@@ -177,6 +177,12 @@ int cli__out_option(int opt, const char *arg, struct out_opts *oo, struct errmsg
 /* The --help lines describing them. */
 void cli__out_usage(FILE *f);
 
+/*
+ * Whether argv[at], an argument left after the options, is one more pid of a
+ * list given to -p with spaces ("-p 12 34", "-p $(pgrep app)"): then em says
+ * so, with a hint that joins them with commas.
+ */
+bool cli__stray_pids(const struct options *o, int argc, char **argv, int at, struct errmsg *em);
 /* Parses "1234,5678" into a deduplicated array; 0 or -EINVAL/-ERANGE. */
 int cli__parse_pids(const char *s, uint32_t **pids, size_t *nr);
 /* --off-cpu-min: milliseconds ("1", "0.5"), or with a unit ("200us", "1ms",

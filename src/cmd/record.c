@@ -999,7 +999,7 @@ int cmd_record(int argc, char **argv)
 	ret = cli__parse(argc, argv, &r.o, &em);
 	if (ret == CLI_USAGE) {
 		p_err("%s", em.msg);
-		p_hint("see 'bpfprof --help'");
+		p_hint("%s", em.hint[0] ? em.hint : "see 'bpfprof --help'");
 		cli__free(&r.o);
 		return 2;
 	}

@@ -81,3 +81,28 @@ def test_flame_graph_keeps_python_and_go_names(tmp_path):
         text = drawn[name]
         assert text.endswith("\u2026") and name.startswith(text[:-1]) and len(text) > 3, \
             (name, text)
+
+
+# --- 10: -p $(pgrep NAME) -----------------------------------------------------------
+
+def test_several_pids_with_spaces_say_join_with_commas():
+    """`-p $(pgrep busy)` with two matches: a usage error before sampling whose
+    hint spells the list joined with commas, and how pgrep writes that; the
+    quoted form (new lines inside one argument) too. Both work once joined."""
+    with Workload(wl("busy"), 30) as a, Workload(wl("busy"), 30) as b:
+        pids = [str(a.pid), str(b.pid)]
+        for argv, cmd in ([["-p"] + pids + ["-d", "1"], []],
+                          [["-p", "\n".join(pids) + "\n", "-d", "1"], []],
+                          [["-p"] + pids + ["--stdio", "-d", "1"], ["top"]]):
+            p = run_bpfprof(cmd + argv, check=False)
+            assert p.returncode == 2, p.stderr
+            assert "sampling" not in p.stderr, p.stderr
+            lines = p.stderr.splitlines()
+            assert len(lines) == 2 and lines[1] == (
+                f'HINT: join the pids with commas: -p {",".join(pids)} '
+                '(for pgrep: -p "$(pgrep -d, NAME)")'), p.stderr
+        joined = subprocess.run(["pgrep", "-d,", "-f", f"^{wl('busy')} 30"], capture_output=True,
+                                text=True).stdout.strip()
+        assert sorted(joined.split(","), key=int) == sorted(pids, key=int)
+        p = run_bpfprof(["-p", joined, "-d", "1"])
+        assert "sampling 2 processes" in p.stderr, p.stderr

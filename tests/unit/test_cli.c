@@ -262,6 +262,42 @@ static void test_offcpu_options(void **state)
 	expect_usage("invalid --view", "--off-cpu", "--view", "both");
 }
 
+/*
+ * Several pids given with spaces - "-p 12 34 56", or -p "$(pgrep app)" with
+ * its new lines - are one list: the error says so and the hint joins them.
+ */
+static void test_pids_with_spaces(void **state)
+{
+	struct options o;
+	struct errmsg err = { 0 };
+
+	assert_int_equal(parse(&o, &err, "-p", "12", "34", "56", "-d", "1", NULL), CLI_USAGE);
+	assert_string_equal(err.msg,
+			    "unexpected argument '34': -p takes one list of pids, PID[,PID...]");
+	assert_string_equal(err.hint, "join the pids with commas: -p 12,34,56 "
+				      "(for pgrep: -p \"$(pgrep -d, NAME)\")");
+	cli__free(&o);
+	assert_int_equal(parse(&o, &err, "--pid=7", "8", NULL), CLI_USAGE);
+	assert_non_null(strstr(err.hint, "-p 7,8 "));
+	cli__free(&o);
+	assert_int_equal(parse(&o, &err, "-p", "12\n34\n", NULL), CLI_USAGE);
+	assert_string_equal(err.msg,
+			    "invalid pid list: pids are separated by commas, not spaces or new lines");
+	assert_non_null(strstr(err.hint, "-p 12,34 "));
+	cli__free(&o);
+	/* Not pids: the usual messages, no pid hint. */
+	assert_int_equal(parse(&o, &err, "-p", "12", "sleep", "1", NULL), CLI_USAGE);
+	assert_non_null(strstr(err.msg, "put it after --"));
+	assert_string_equal(err.hint, "");
+	cli__free(&o);
+	assert_int_equal(parse(&o, &err, "-d", "1", "5", NULL), CLI_USAGE);
+	assert_non_null(strstr(err.msg, "put it after --"));
+	cli__free(&o);
+	assert_int_equal(parse(&o, &err, "-p", "1 x", NULL), CLI_USAGE);
+	assert_string_equal(err.msg, "invalid pid list '1 x': expected PID[,PID...]");
+	cli__free(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +310,7 @@ int main(void)
 		cmocka_unit_test(test_output_options),
 		cmocka_unit_test(test_perf_habits),
 		cmocka_unit_test(test_offcpu_options),
+		cmocka_unit_test(test_pids_with_spaces),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -95,7 +95,9 @@ void cli__usage(FILE *f)
 		"\n"
 		"Output:\n"
 		"  -o, --output FILE       write here instead of stdout (written atomically)\n"
-		"  -f, --format NAME       output format; default from FILE's extension, else folded\n"
+		"  -f, --format NAME       output format; default from FILE's ending (below); folded\n"
+		"                          for stdout or a FILE without one (an ending not below\n"
+		"                          is an error: name the format with -f)\n"
 		"      --addresses         keep each sample's leaf address (pprof Location.address)\n"
 		"                          for 'bpfprof annotate PROFILE FUNCTION'\n");
 	for (w = output__all(); *w; w++) {
@@ -720,8 +722,87 @@ static int parse_command(int argc, char **argv, struct options *o, struct errmsg
 	return CLI_OK;
 }
 
+/*
+ * The ending of path's file name that would name a format: what follows its
+ * last '.' (not a leading one: ".hidden"), unless that is only digits - a
+ * numbered copy, run.1 or cpu.$$ - which, like a name without a dot, has none.
+ * NULL if none.
+ */
+static const char *format_ending(const char *path)
+{
+	const char *base = path_basename(path), *dot = strrchr(base, '.');
+
+	if (!dot || dot == base || !dot[1] || strspn(dot + 1, "0123456789") == strlen(dot + 1))
+		return NULL;
+	return dot;
+}
+
+/* Appends " .a .b" (each writer's endings) or " a|b" (names) to buf. */
+static void list_add(char *buf, size_t size, const char *sep, const char *item)
+{
+	size_t l = strlen(buf);
+
+	snprintf(buf + l, size - l, "%s%s", l ? sep : "", item);
+}
+
+/* The usage error for a file name whose ending names no format. */
+static int unknown_ending(struct errmsg *em, const char *path, const char *endings,
+			  const char *names, const char *deflt)
+{
+	usage_err(em, "cannot tell the format of %s from its ending '%s'", path,
+		  format_ending(path));
+	errmsg_hint(em, "end the name in %s, or choose with -f %s (a name without an ending "
+			"is %s)", endings, names, deflt);
+	return CLI_USAGE;
+}
+
+int cli__pick_writer(const char *format, const char *path, const struct writer **out,
+		     struct errmsg *em)
+{
+	const struct writer *w = format ? output__find(format) : NULL;
+	char endings[256] = "", names[128] = "";
+
+	if (format && !w)
+		return usage_err(em, "unknown format '%s' (see --help for the list)", format);
+	if (!w && path)
+		w = output__for_path(path);
+	if (!w && path && format_ending(path)) {
+		for (const struct writer *const *a = output__all(); *a; a++) {
+			list_add(names, sizeof(names), "|", (*a)->name);
+			for (size_t i = 0; i < ARRAY_SIZE((*a)->exts) && (*a)->exts[i]; i++)
+				list_add(endings, sizeof(endings), " ", (*a)->exts[i]);
+		}
+		return unknown_ending(em, path, endings, names, "folded");
+	}
+	*out = w ? w : &writer_folded;
+	return CLI_OK;
+}
+
+int cli__pick_diff_writer(const char *format, const char *path, const struct diff_writer **out,
+			  struct errmsg *em)
+{
+	const struct diff_writer *w = format ? output__find_diff(format) : NULL;
+	char endings[128] = "", names[64] = "";
+
+	for (const struct diff_writer *const *a = output__all_diff(); *a; a++) {
+		list_add(names, sizeof(names), "|", (*a)->name);
+		for (size_t i = 0; i < ARRAY_SIZE((*a)->exts) && (*a)->exts[i]; i++)
+			list_add(endings, sizeof(endings), " ", (*a)->exts[i]);
+	}
+	if (format && !w)
+		return usage_err(em, "unknown diff format '%s': expected %s", format, names);
+	if (!w && path)
+		w = output__diff_for_path(path);
+	if (!w && path && format_ending(path))
+		return unknown_ending(em, path, endings, names, "report");
+	*out = w ? w : &diff_writer_report;
+	return CLI_OK;
+}
+
 int cli__validate(struct options *o, struct errmsg *em)
 {
+	const struct writer *w;
+
 	if (o->user_only && o->kernel_only)
 		return usage_err(em, "-U and -K exclude each other");
 	/* As with perf: with a target, COMMAND only says how long to sample. */
@@ -738,6 +819,9 @@ int cli__validate(struct options *o, struct errmsg *em)
 	if (o->output && (o->output_dir || o->push_url))
 		return usage_err(em,
 				 "-o writes one profile at the end; with --output-dir or --push, profiles go there");
+	/* Before sampling: a profile must not end up in a format nobody asked for. */
+	if (cli__pick_writer(o->format, o->output, &w, em) != CLI_OK)
+		return CLI_USAGE;
 	if ((o->keep || o->max_disk) && !o->output_dir)
 		return usage_err(em, "--keep and --max-disk need --output-dir");
 	if (o->token_file && !o->push_url)

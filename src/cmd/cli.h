@@ -147,6 +147,18 @@ int cli__parse(int argc, char **argv, struct options *o, struct errmsg *em);
  */
 int cli__validate(struct options *o, struct errmsg *em);
 void cli__free(struct options *o);
+/*
+ * The writer for -f format (NULL: none given) and -o path (NULL: stdout):
+ * the format named, else the one path's ending names, else folded - for a
+ * name without an ending ("profile", "run.1") as for stdout. An ending that
+ * names no format (x.png, x.data) is a usage error whose hint lists the known
+ * endings. CLI_OK or CLI_USAGE with em.
+ */
+int cli__pick_writer(const char *format, const char *path, const struct writer **out,
+		     struct errmsg *em);
+/* The same for "bpfprof diff", whose default is its report. */
+int cli__pick_diff_writer(const char *format, const char *path, const struct diff_writer **out,
+			  struct errmsg *em);
 void cli__usage(FILE *f);
 
 /*

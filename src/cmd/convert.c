@@ -22,8 +22,9 @@ static void convert_usage(FILE *f)
 		"'-' is stdin), adds them up, and writes them in another format. No root needed.\n"
 		"\n"
 		"  -o, --output FILE       write here (atomically) instead of stdout\n"
-		"  -f, --format NAME       output format; default from FILE's extension, else "
-		"folded\n");
+		"  -f, --format NAME       output format; default from FILE's ending (see\n"
+		"                          'bpfprof --help'), else folded (an ending bpfprof does\n"
+		"                          not know is an error)\n");
 	for (w = output__all(); *w; w++)
 		fprintf(f, "      %-10s %s\n", (*w)->name, (*w)->description);
 	cli__out_usage(f);
@@ -46,6 +47,7 @@ static void convert_usage(FILE *f)
 int cmd_convert(int argc, char **argv)
 {
 	const struct writer *w = NULL;
+	struct errmsg em = { 0 };
 	struct offline_opts o;
 	struct profile *p;
 	int ret;
@@ -59,12 +61,8 @@ int cmd_convert(int argc, char **argv)
 	}
 	if (!o.nr_inputs)
 		return offline__usage("convert", "no input files");
-	if (o.format && !(w = output__find(o.format)))
-		return offline__usage("convert", "unknown format '%s' (see --help for the list)", o.format);
-	if (!w && o.output)
-		w = output__for_path(o.output);
-	if (!w)
-		w = &writer_folded;
+	if (cli__pick_writer(o.format, o.output, &w, &em) != CLI_OK)
+		return offline__usage_em("convert", &em);
 	ret = offline__check_output("convert", o.output);
 	if (ret)
 		return ret;

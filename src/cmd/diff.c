@@ -21,10 +21,11 @@ static void diff_usage(FILE *f)
 		"different lengths compare. Functions are matched by name.\n"
 		"\n"
 		"  -o, --output FILE       write here instead of stdout\n"
-		"  -f, --format NAME       default from FILE's extension, else report:\n"
+		"  -f, --format NAME       default from FILE's ending, else report:\n"
 		"      svg        .svg     differential flame graph: frame widths from AFTER,\n"
 		"                          colour by change in share: red grew, blue shrank\n"
-		"      report     .txt     text table of the functions whose share changed most\n"
+		"      svgz       .svgz    the same, gzip-compressed\n"
+		"      report     .txt .report  text table of the functions whose share changed most\n"
 		"      --title TEXT        flame graph title\n"
 		"      --inverted          icicle graph\n"
 		"      --top N             report: rows (default %u, 0: all)\n"
@@ -43,6 +44,7 @@ static void diff_usage(FILE *f)
 int cmd_diff(int argc, char **argv)
 {
 	const struct diff_writer *w = NULL;
+	struct errmsg em = { 0 };
 	struct profile *before, *after;
 	struct offline_opts o;
 	int ret;
@@ -59,13 +61,8 @@ int cmd_diff(int argc, char **argv)
 			     o.nr_inputs);
 	if (o.out.merge || o.out.sort)
 		return offline__usage("diff", "--merge and --sort do not apply to diff");
-	if (o.format && !(w = output__find_diff(o.format)))
-		return offline__usage("diff", "unknown diff format '%s': expected svg or report", o.format);
-	if (!w && o.output && !(w = output__diff_for_path(o.output)))
-		return offline__usage("diff", "cannot tell the format of %s: use -f svg or -f report",
-			     o.output);
-	if (!w)
-		w = &diff_writer_report;
+	if (cli__pick_diff_writer(o.format, o.output, &w, &em) != CLI_OK)
+		return offline__usage_em("diff", &em);
 	ret = offline__check_output("diff", o.output);
 	if (ret)
 		return ret;

@@ -48,6 +48,16 @@ int offline__usage(const char *cmd, const char *fmt, ...)
 	return 2;
 }
 
+int offline__usage_em(const char *cmd, const struct errmsg *em)
+{
+	p_err("%s", em->msg);
+	if (em->hint[0])
+		p_hint("%s", em->hint);
+	else
+		p_hint("see 'bpfprof %s --help'", cmd);
+	return 2;
+}
+
 /* Options and inputs; 0 to go on, else the exit status (help: 0 via *done). */
 int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *o, bool takes_format)
 {

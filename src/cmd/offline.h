@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 
+#include "base/errmsg.h"
 #include "base/profile.h"
 #include "format/writer.h"
 
@@ -25,6 +26,8 @@ struct offline_opts {
 
 /* A usage error: the message, a hint to the command's --help; returns 2. */
 int offline__usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same for an error described in em (with its hint, if it has one). */
+int offline__usage_em(const char *cmd, const struct errmsg *em);
 /* Options and inputs of `cmd`; o->help set when --help was asked. */
 int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *o,
 		   bool takes_format);

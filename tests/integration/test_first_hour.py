@@ -106,3 +106,90 @@ def test_several_pids_with_spaces_say_join_with_commas():
         assert sorted(joined.split(","), key=int) == sorted(pids, key=int)
         p = run_bpfprof(["-p", joined, "-d", "1"])
         assert "sampling 2 processes" in p.stderr, p.stderr
+
+
+# --- 9: -o NAME: the format from its ending, or a usage error -----------------------
+
+def serve_gzip_svg(path):
+    """An HTTP server on 127.0.0.1 that sends path as a web server sends an
+    .svgz: image/svg+xml with Content-Encoding: gzip. Returns (server, url)."""
+    import http.server
+    import threading
+    body = Path(path).read_bytes()
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "image/svg+xml")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, f"http://127.0.0.1:{srv.server_address[1]}/{Path(path).name}"
+
+
+def test_unknown_output_ending_is_a_usage_error_before_sampling(tmp_path):
+    """-o x.png (or .data, .html, .gz) without -f: exit 2 before anything is
+    sampled, the hint listing the endings bpfprof knows; the same in convert
+    and diff. A name without an ending, or a numbered one (run.1), is folded
+    (as perf writes its default format to any -o name)."""
+    with Workload(wl("busy"), 30) as w:
+        for name in ["x.png", "perf.data", "cpu.html", "cpu.folded.gz"]:
+            p = run_bpfprof(["-p", w.pid, "-d", "1", "-o", tmp_path / name], check=False)
+            assert p.returncode == 2, p.stderr
+            assert "sampling" not in p.stderr and not (tmp_path / name).exists(), p.stderr
+            err, hint = p.stderr.splitlines()
+            assert err == (f"bpfprof: cannot tell the format of {tmp_path / name} from its "
+                           f"ending '{os.path.splitext(name)[1]}'"), p.stderr
+            assert hint.startswith("HINT: end the name in .folded .collapsed .stacks .svg .svgz "
+                                   ".pb.gz .pprof .speedscope.json .json .txt .report, or "
+                                   "choose with -f folded|svg|svgz|pprof|speedscope|report"), hint
+        # -f decides whatever the name; no ending (or a number) is folded.
+        for name, argv in [("profile", []), ("run.1", []), ("x.png", ["-f", "svg"])]:
+            run_bpfprof(["-p", w.pid, "-d", "1", "-o", tmp_path / name] + argv)
+        assert parse_folded((tmp_path / "profile").read_text())
+        assert parse_folded((tmp_path / "run.1").read_text())
+        assert ET.parse(tmp_path / "x.png").getroot().tag == SVG_NS + "svg"
+    src = tmp_path / "run.1"
+    p = run_bpfprof(["convert", src, "-o", tmp_path / "c.data"], check=False)
+    assert p.returncode == 2 and "from its ending '.data'" in p.stderr, p.stderr
+    p = run_bpfprof(["diff", src, src, "-o", tmp_path / "d.html"], check=False)
+    assert p.returncode == 2 and "end the name in .svg .svgz .txt .report" in p.stderr, p.stderr
+    run_bpfprof(["diff", src, src, "-o", tmp_path / "d"])
+    assert (tmp_path / "d").read_text().startswith("bpfprof diff:")
+
+
+def test_svgz_is_a_gzipped_svg_browsers_draw(tmp_path):
+    """-o x.svgz writes the flame graph gzip-compressed (record, convert and
+    diff): the very SVG -o x.svg writes, which Chromium draws when it is
+    served as web servers serve .svgz (Content-Encoding: gzip)."""
+    with Workload(wl("busy"), 30) as w:
+        run_bpfprof(["-p", w.pid, "-d", "2", "-o", tmp_path / "rec.svgz"])
+    rec = gzip.decompress((tmp_path / "rec.svgz").read_bytes())
+    assert ET.fromstring(rec).tag == SVG_NS + "svg" and b"leaf_a" in rec
+    src = tmp_path / "s.folded"
+    src.write_text("app;main;leaf_a 20\napp;main;leaf_b 10\n")
+    run_bpfprof(["convert", src, "-o", tmp_path / "s.svg"])
+    run_bpfprof(["convert", src, "-o", tmp_path / "s.svgz"])
+    run_bpfprof(["convert", src, "-f", "svgz", "-o", tmp_path / "forced"])
+    svg = (tmp_path / "s.svg").read_bytes()
+    assert gzip.decompress((tmp_path / "s.svgz").read_bytes()) == svg
+    assert gzip.decompress((tmp_path / "forced").read_bytes()) == svg
+    run_bpfprof(["diff", src, src, "-o", tmp_path / "d.svgz"])
+    run_bpfprof(["diff", src, src, "-o", tmp_path / "d.svg"])
+    assert gzip.decompress((tmp_path / "d.svgz").read_bytes()) == (tmp_path / "d.svg").read_bytes()
+    need("chromium")
+    srv, url = serve_gzip_svg(tmp_path / "s.svgz")
+    try:
+        p = node("svg_labels.js", url)
+    finally:
+        srv.shutdown()
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["errors"] == [] and {"leaf_a", "leaf_b"} <= {f["text"] for f in r["frames"]}, r

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /*
- * svg_labels.js SVG [NAMES_JSON] - opens a bpfprof flame graph in headless
- * Chromium (Debian's /usr/bin/chromium, or $CHROMIUM) and prints one JSON
- * object: every drawn frame's label text and full name (its tooltip's first
- * line), page errors, and what the graph's own shortener makes of each
- * [name, kind] pair of NAMES_JSON (window.flamegraph.shorten), for
- * test_first_hour.py.
+ * svg_labels.js SVG [NAMES_JSON] - opens a bpfprof flame graph (a file, or an
+ * http:// URL) in headless Chromium (Debian's /usr/bin/chromium, or
+ * $CHROMIUM) and prints one JSON object: every drawn frame's label text and
+ * full name (its tooltip's first line), page errors, and what the graph's
+ * own shortener makes of each [name, kind] pair of NAMES_JSON
+ * (window.flamegraph.shorten), for test_first_hour.py.
  */
 'use strict';
 const fs = require('fs');
@@ -28,7 +28,7 @@ async function main() {
 
 	page.on('pageerror', (e) => out.errors.push(String(e)));
 	page.on('console', (m) => { if (m.type() === 'error') out.errors.push(m.text()); });
-	await page.goto('file://' + path.resolve(svg));
+	await page.goto(/^https?:/.test(svg) ? svg : 'file://' + path.resolve(svg));
 	await page.waitForSelector('#frames g', { timeout: 30000 });
 	out.frames = await page.evaluate(() => [...document.querySelectorAll('#frames g')].map((g) => {
 		const t = g.querySelector('text');

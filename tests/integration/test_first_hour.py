@@ -11,12 +11,14 @@ import os
 import re
 import shutil
 import subprocess
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from conftest import (BPFPROF, OUT, ROOT, Workload, parse_folded, run_bpfprof, total, wl)
+from conftest import (BPFPROF, OUT, ROOT, Workload, assert_share, parse_folded, run_bpfprof,
+                      total, wait_for, wl)
 
 JS = ROOT / "tests" / "integration" / "js"
 NODE_MODULES = ROOT / "tests" / "node_modules"
@@ -193,3 +195,237 @@ def test_svgz_is_a_gzipped_svg_browsers_draw(tmp_path):
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
     assert r["errors"] == [] and {"leaf_a", "leaf_b"} <= {f["text"] for f in r["frames"]}, r
+
+
+# --- 11: perf's files: perf.data says what to do, perf script's text is read --------
+
+def perf(*args, **kw):
+    return subprocess.run([need("perf")] + [str(a) for a in args], capture_output=True,
+                          text=True, timeout=300, **kw)
+
+
+def perf_record(out, *args):
+    p = perf("record", "-q", "-o", out, *args)
+    assert p.returncode == 0 and Path(out).exists(), p.stderr
+    return out
+
+
+def perf_script(data, *fields):
+    p = perf("script", "-i", data, *fields)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def perf_events(text):
+    """{event: samples} of perf script text, counted independently of bpfprof:
+    one sample line (not a frame, not blank) per sample, its event last."""
+    n = {}
+    for line in text.splitlines():
+        m = re.search(r"\s\d+\.\d+:\s+\d+\s+(\S+):\s*$", line)
+        if m and not line.startswith("\t"):
+            n[m.group(1)] = n.get(m.group(1), 0) + 1
+    return n
+
+
+def report_rows(text):
+    """The function tables of a report: {function: (self, total)}."""
+    rows = {}
+    for line in text.splitlines():
+        cols = line.split()
+        if len(cols) >= 5 and cols[0].replace(",", "").isdigit() and "." in cols[1]:
+            rows[cols[-1]] = (int(cols[0].replace(",", "")), int(cols[2].replace(",", "")))
+    return rows
+
+
+def report_processes(text):
+    """The "Samples by process" table: [(samples, pid or None, command)]."""
+    out = []
+    rows = text.split("Samples by process")[1].splitlines()[2:]
+    for line in rows:
+        m = re.match(r"\s*([\d,]+)\s+[\d.]+\s+(\d+|-)\s+(.*)$", line)
+        if m:
+            out.append((int(m.group(1).replace(",", "")),
+                        None if m.group(2) == "-" else int(m.group(2)), m.group(3)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def perf_rec(tmp_path_factory):
+    """Real perf recordings: busy under perf record -g with two events (its
+    known split: leaf_a 2/3, leaf_b 1/3), and the whole machine (-a: kernel
+    frames, [unknown], a process whose name has spaces and digits)."""
+    d = tmp_path_factory.mktemp("perf")
+    perf_record(d / "busy.data", "-e", "cpu-clock", "-e", "task-clock", "-F", "499", "-g",
+                "--", wl("busy"), "3c")
+    spaces = d / "spaces.py"
+    spaces.write_text("import time\nopen('/proc/self/comm', 'w').write('my worker 1')\n"
+                      "t = time.time()\nwhile time.time() - t < 30: pass\n")
+    with Workload("/usr/bin/python3", spaces) as py, Workload(wl("syscalls"), 30):
+        wait_for(lambda: Path(f"/proc/{py.pid}/comm").read_text() == "my worker 1\n",
+                 "the Python workload to rename itself")
+        perf_record(d / "all.data", "-a", "-g", "-F", "199", "--", "sleep", "2")
+    return d
+
+
+def test_perf_data_says_run_perf_script(perf_rec):
+    """report/convert/diff of a perf.data file (its magic "PERFILE2", also on
+    stdin): exit 1 with what it is and the perf script command to run."""
+    data = perf_rec / "busy.data"
+    for argv, kw in [(["report", data], {}), (["convert", data, "-o", perf_rec / "x.svg"], {}),
+                     (["diff", data, data], {}),
+                     (["report", "-"], {"input": data.read_bytes()})]:
+        p = subprocess.run([str(BPFPROF)] + [str(a) for a in argv], capture_output=True,
+                           timeout=60, **kw)
+        err = p.stderr.decode()
+        name = str(data) if "input" not in kw else "perf.data"
+        assert p.returncode == 1, err
+        assert "this is a perf.data file (perf record's binary format)" in err, err
+        assert f"HINT: read perf script's text of it: perf script -i {name} > {name}.txt" in err
+    assert not (perf_rec / "x.svg").exists()
+
+
+def test_report_reads_perf_script(perf_rec):
+    """perf script's default output, by path and piped: every sample of the
+    first event is counted (and the other event named in a warning, then read
+    with --event), with the workload's known split; convert and diff read it
+    too."""
+    text = perf_script(perf_rec / "busy.data")
+    (perf_rec / "busy.txt").write_text(text)
+    events = perf_events(text)
+    assert set(events) == {"cpu-clock", "task-clock"}, events
+    first = re.search(r"\s\d+\.\d+:\s+\d+\s+(\S+):\s*$", text, re.M).group(1)
+    other = ({"cpu-clock", "task-clock"} - {first}).pop()
+    p = run_bpfprof(["report", "--top", "0", perf_rec / "busy.txt"])
+    assert f"bpfprof report: {events[first]:,} samples" in p.stdout, p.stdout
+    assert (f"warning: {perf_rec / 'busy.txt'}: read the {events[first]} samples of {first}, "
+            f"the first event; left out {other} {events[other]}") in p.stderr, p.stderr
+    rows = report_rows(p.stdout)
+    a, b = rows["leaf_a"][0], rows["leaf_b"][0]
+    assert_share(a / (a + b), 2 / 3, a + b, "leaf_a's share in perf's samples", floor=0.02)
+    assert rows["outer_loop"][1] >= a + b and rows["main"][1] >= a + b
+    # --event reads the other; piped the same as by path.
+    p = run_bpfprof(["report", "--event", other, "-"], input=text)
+    assert f"bpfprof report: {events[other]:,} samples" in p.stdout and "warning" not in p.stderr
+    # convert: folded with perf's frames, a flame graph; diff against itself.
+    folded = parse_folded(run_bpfprof(["convert", perf_rec / "busy.txt"]).stdout)
+    assert total(folded) == events[first]
+    assert any(s.endswith("main;run;outer_loop;leaf_a") for s in folded), folded
+    run_bpfprof(["convert", perf_rec / "busy.txt", "-o", perf_rec / "busy.svg"])
+    assert b"leaf_a" in (perf_rec / "busy.svg").read_bytes()
+    d = run_bpfprof(["diff", perf_rec / "busy.txt", perf_rec / "busy.txt"]).stdout
+    assert "No function's share changed." in d, d
+
+
+def test_report_reads_perf_script_of_the_whole_machine(perf_rec):
+    """perf record -a -g: the CPU field, kernel frames ("_[k]"), [unknown]
+    frames, and a command name with spaces and digits, with -F +pid its pid;
+    --comm selects it, --pid needs perf script's pids."""
+    text = perf_script(perf_rec / "all.data")
+    (perf_rec / "all.txt").write_text(text)
+    assert re.search(r"^\S.* \d+ \[\d{3}\] +\d+\.\d+:", text, re.M), text[:500]
+    events = perf_events(text)
+    folded = parse_folded(run_bpfprof(["convert", perf_rec / "all.txt"]).stdout)
+    assert total(folded) == events["cpu-clock:ppp"], events
+    assert any(f.endswith("_[k]") for s in folded for f in s.split(";")), "no kernel frames"
+    assert any("[unknown]" in s.split(";") for s in folded)
+    assert total(folded, "my worker 1") > 0 and total(folded, "syscalls") > 0
+    # Default fields have thread ids only: --pid says how to get pids.
+    p = run_bpfprof(["report", "--pid", "1", perf_rec / "all.txt"], check=False)
+    assert p.returncode == 2, p.stderr
+    assert "perf script printed thread ids only" in p.stderr
+    assert "HINT: print the pids too: perf script -F +pid" in p.stderr
+    with_pid = perf_script(perf_rec / "all.data", "-F", "+pid")
+    p = run_bpfprof(["report", "--comm", "my worker 1", "-"], input=with_pid)
+    procs = report_processes(p.stdout)
+    assert procs and all(c == "my worker 1" and pid for _, pid, c in procs), p.stdout
+    pid = procs[0][1]
+    p = run_bpfprof(["report", "--pid", pid, "-"], input=with_pid)
+    assert {c for _, _, c in report_processes(p.stdout)} == {"my worker 1"}, p.stdout
+    assert sum(n for n, _, _ in report_processes(p.stdout)) == total(folded, "my worker 1")
+
+
+def test_svg_and_speedscope_inputs_say_what_they_are(tmp_path):
+    src = tmp_path / "a.folded"
+    src.write_text("app;main;f 3\n")
+    for name, needle in [("a.svg", "this is an SVG image (a bpfprof flame graph), which cannot "
+                                   "be read back into a profile"),
+                         ("a.svgz", "this is a gzip-compressed SVG image (a bpfprof flame graph)"),
+                         ("a.speedscope.json", "this is a speedscope file, which bpfprof "
+                                               "writes but does not read")]:
+        run_bpfprof(["convert", src, "-o", tmp_path / name])
+        p = run_bpfprof(["report", tmp_path / name], check=False)
+        assert p.returncode == 1 and needle in p.stderr, p.stderr
+        assert "HINT: read the profile it was" in p.stderr, p.stderr
+
+
+# --- 14: report/convert/diff --pid and --comm ----------------------------------------
+
+@pytest.fixture(scope="module")
+def all_pb(tmp_path_factory):
+    """A profile of several processes - two busy ones (one name, two pids)
+    and syscalls - as -a makes them; -p keeps it to these three, so other
+    work on the machine does not make it slow to write."""
+    d = tmp_path_factory.mktemp("select")
+    with Workload(wl("busy"), 30) as a, Workload(wl("busy"), 30) as b, \
+            Workload(wl("syscalls"), 30) as s:
+        run_bpfprof(["-p", f"{a.pid},{b.pid},{s.pid}", "-d", "3", "-o", d / "all.pb.gz"],
+                    timeout=300)
+        return d, a.pid, b.pid
+
+
+def test_report_selects_pid_and_comm(all_pb):
+    """--pid and --comm keep only those processes' samples, every one of them
+    (the counts the unselected report shows), in report, convert and diff."""
+    d, a, b = all_pb
+    full = report_processes(run_bpfprof(["report", "--top", "0", d / "all.pb.gz"]).stdout)
+    of = {pid: n for n, pid, c in full}
+    assert of.get(a) and of.get(b), full
+    p = run_bpfprof(["report", "--top", "0", "--pid", a, d / "all.pb.gz"])
+    assert report_processes(p.stdout) == [(of[a], a, "busy")], p.stdout
+    p = run_bpfprof(["report", "--top", "0", "--pid", f"{a},{b}", d / "all.pb.gz"])
+    assert sorted(pid for _, pid, _ in report_processes(p.stdout)) == sorted([a, b])
+    busy = sum(n for n, _, c in full if c == "busy")
+    p = run_bpfprof(["report", "--top", "0", "--comm", "busy", d / "all.pb.gz"])
+    assert sum(n for n, _, _ in report_processes(p.stdout)) == busy, p.stdout
+    # Both: the samples that match both (as perf report combines them).
+    p = run_bpfprof(["report", "--comm", "busy,syscalls", "--pid", b, d / "all.pb.gz"])
+    assert [pid for _, pid, _ in report_processes(p.stdout)] == [b]
+    # convert: the flame graph of one process; folded keeps the name.
+    out = run_bpfprof(["convert", "--pid", a, d / "all.pb.gz"]).stdout
+    assert total(parse_folded(out)) == of[a] and total(parse_folded(out), "busy") == of[a]
+    run_bpfprof(["convert", "--pid", a, d / "all.pb.gz", "-o", d / "a.pb.gz"])
+    again = report_processes(run_bpfprof(["report", d / "a.pb.gz"]).stdout)
+    assert again == [(of[a], a, "busy")]
+    # diff: one program of two whole-machine profiles.
+    text = run_bpfprof(["diff", "--comm", "busy", d / "all.pb.gz", d / "a.pb.gz"]).stdout
+    assert "bpfprof diff:" in text
+
+
+def test_select_errors(all_pb, tmp_path):
+    """--pid on folded text (no pids): exit 2, says why and what works; a pid
+    not in the profile: exit 1, the hint lists the busiest processes."""
+    d, a, b = all_pb
+    folded = tmp_path / "all.folded"
+    run_bpfprof(["convert", d / "all.pb.gz", "-o", folded])
+    for cmd in (["report"], ["convert"], ["diff", folded]):
+        p = run_bpfprof(cmd + ["--pid", a, folded], check=False)
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.splitlines() == [
+            f"bpfprof: --pid cannot select in {folded}: folded text has no process ids, "
+            "only names",
+            "HINT: --comm NAME selects by name; a pprof profile (-o x.pb.gz) keeps the pids"]
+    p = run_bpfprof(["report", "--comm", "busy", folded])
+    assert "busy" in p.stdout
+    p = run_bpfprof(["report", "--pid", "4194304", d / "all.pb.gz"], check=False)
+    assert p.returncode == 1, p.stderr
+    assert "no samples of the processes --pid and --comm select" in p.stderr
+    assert re.search(r"HINT: the busiest processes in it: .*busy \(pid \d+\)", p.stderr), p.stderr
+    for bad, msg in [(["--pid", "x"], "invalid --pid 'x'"), (["--comm", ""], "invalid --comm ''"),
+                     (["--comm", "a,,b"], "invalid --comm")]:
+        p = run_bpfprof(["report"] + bad + [folded], check=False)
+        assert p.returncode == 2 and msg in p.stderr, p.stderr
+    p = run_bpfprof(["report", "--event", "cycles", folded], check=False)
+    assert p.returncode == 2 and "--event chooses among the events of perf script" in p.stderr
+    for cmd in ("report", "convert", "diff"):
+        h = run_bpfprof([cmd, "--help"]).stdout
+        assert "--pid PID[,PID...]" in h and "--comm NAME[,NAME...]" in h and "--event" in h

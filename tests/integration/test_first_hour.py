@@ -429,3 +429,35 @@ def test_select_errors(all_pb, tmp_path):
     for cmd in ("report", "convert", "diff"):
         h = run_bpfprof([cmd, "--help"]).stdout
         assert "--pid PID[,PID...]" in h and "--comm NAME[,NAME...]" in h and "--event" in h
+
+
+# --- 17: make demo ----------------------------------------------------------------------
+
+def test_demo_report_shows_modules_and_pids(tmp_path):
+    """tools/demo.sh (make demo): its report has each function's file and
+    each process's pid (it reads the pprof profile, not the folded text, which
+    has neither), and it still leaves the folded profile and the flame graph."""
+    out = tmp_path / "demo.folded"
+    p = subprocess.run([str(ROOT / "tools" / "demo.sh")], cwd=ROOT, capture_output=True,
+                       text=True, timeout=600, env=dict(os.environ, DEMO_OUT=str(out)))
+    assert p.returncode == 0, p.stdout + p.stderr
+    text = p.stdout
+    assert parse_folded(out.read_text()) and ET.parse(tmp_path / "demo.svg")
+    rows = [ln for ln in text.split("by self samples")[1].split("Samples by process")[0]
+            .splitlines() if re.match(r"\s*[\d,]+\s+[\d.]+\s", ln)]
+    assert rows, text
+    # Self % Total % Module Function, the module 12 columns wide.
+    cols = [re.match(r"\s*[\d,]+\s+[\d.]+\s+[\d,]+\s+[\d.]+  (.{12})  (.*)$", ln)
+            for ln in rows]
+    assert all(cols), rows
+    # (Other programs on the machine may have a leaf_a too, and [unknown] has no file.)
+    named = [m for m in cols if m.group(2) != "[unknown]"]
+    assert sum(1 for m in named if m.group(1).strip()) >= 0.8 * len(named), text
+    assert not any(m.group(2) in ("leaf_a", "leaf_b") and not m.group(1).strip()
+                   for m in cols), text
+    # Every process has its pid (a busy machine may push busy out of the 15).
+    procs = report_processes(text)
+    assert procs and all(pid is not None for _, pid, _ in procs), text
+    for line in [f"demo: folded profile: {out} ", f"demo: flame graph:    {tmp_path / 'demo.svg'} "]:
+        assert line in text, text
+    assert (tmp_path / "demo.pb.gz").read_bytes()[:2] == b"\x1f\x8b"

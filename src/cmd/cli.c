@@ -95,9 +95,9 @@ void cli__usage(FILE *f)
 		"\n"
 		"Output:\n"
 		"  -o, --output FILE       write here instead of stdout (written atomically)\n"
-		"  -f, --format NAME       output format; default from FILE's ending (below); folded\n"
-		"                          for stdout or a FILE without one (an ending not below\n"
-		"                          is an error: name the format with -f)\n"
+		"  -f, --format NAME       output format; default from FILE's ending (below),\n"
+		"                          folded for stdout or a FILE without one (another\n"
+		"                          ending is an error: name the format with -f)\n"
 		"      --addresses         keep each sample's leaf address (pprof Location.address)\n"
 		"                          for 'bpfprof annotate PROFILE FUNCTION'\n");
 	for (w = output__all(); *w; w++) {

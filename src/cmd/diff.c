@@ -25,7 +25,8 @@ static void diff_usage(FILE *f)
 		"      svg        .svg     differential flame graph: frame widths from AFTER,\n"
 		"                          colour by change in share: red grew, blue shrank\n"
 		"      svgz       .svgz    the same, gzip-compressed\n"
-		"      report     .txt .report  text table of the functions whose share changed most\n"
+		"      report     .txt .report\n"
+		"                          text table of the functions whose share changed most\n"
 		"      --title TEXT        flame graph title\n"
 		"      --inverted          icicle graph\n"
 		"      --top N             report: rows (default %u, 0: all)\n",
@@ -38,7 +39,7 @@ static void diff_usage(FILE *f)
 		"Examples:\n"
 		"  bpfprof diff before.folded after.folded            biggest changes, as text\n"
 		"  bpfprof diff before.pb.gz after.pb.gz -o diff.svg  differential flame graph\n"
-		"  bpfprof diff --comm nginx monday.pb.gz tuesday.pb.gz    one program of -a profiles\n"
+		"  bpfprof diff --comm nginx mon.pb.gz tue.pb.gz  one program of -a profiles\n"
 		"  bpfprof diff before.perf.txt after.perf.txt        two perf script outputs\n"
 		"\n"
 		"Exit status: 0 written, 1 an input could not be read or the output written,\n"

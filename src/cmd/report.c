@@ -37,7 +37,7 @@ static void report_usage(FILE *f)
 		"  bpfprof report --comm nginx,php-fpm all.pb.gz  the processes with these names\n"
 		"  sudo bpfprof -p 1234 -d 10 | bpfprof report -\n"
 		"  sudo bpfprof -p 1234 -d 10 -f report           the same, in one step\n"
-		"  perf script -i perf.data | bpfprof report -    a perf recording (perf record -g)\n"
+		"  perf script -i perf.data | bpfprof report -    a perf record -g recording\n"
 		"\n"
 		"Exit status: 0 printed, 1 an input could not be read (or nothing selected),\n"
 		"2 usage error.\n");

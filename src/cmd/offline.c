@@ -217,13 +217,10 @@ static void merge_meta(struct profile_meta *dst, const struct profile_meta *src)
 		dst->unwind[0] = '\0';
 }
 
-struct select {
-	const struct offline_opts *o;
-};
-
+/* Whether --pid and --comm (ctx: the offline_opts) keep sample s. */
 static bool selected(const struct psample *s, void *ctx)
 {
-	const struct offline_opts *o = ((struct select *)ctx)->o;
+	const struct offline_opts *o = ctx;
 	bool pid = !o->nr_pids, comm = !o->nr_comms;
 
 	for (size_t i = 0; i < o->nr_pids && !pid; i++)
@@ -308,7 +305,6 @@ static int none_selected(const struct offline_opts *o, struct profile *all)
 
 int offline__load(const struct offline_opts *o, char **paths, int n, struct profile **out)
 {
-	struct select sel = { .o = o };
 	struct profile *all = NULL, *unfiltered = NULL;
 	bool filter = o->nr_pids || o->nr_comms, any_perf = false;
 	int ret = 0;
@@ -345,7 +341,7 @@ int offline__load(const struct offline_opts *o, char **paths, int n, struct prof
 			struct profile *q = profile__new();
 
 			if (!q || (unfiltered ? profile__merge(unfiltered, p) : 0) ||
-			    profile__merge_if(q, p, selected, &sel)) {
+			    profile__merge_if(q, p, selected, (void *)o)) {
 				p_err("out of memory reading %s", name);
 				profile__free(q);
 				profile__free(p);

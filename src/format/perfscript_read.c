@@ -26,16 +26,21 @@
  *
  * Each sample counts once (its PERIOD is not a count; perf's own -F
  * decides it). Events are not mixed: only one event's samples are read -
- * the one asked for (input_opts.event), else the first in the file - and
- * the others are counted in a note (see reader.h). perf's default fields
- * carry thread ids only: the samples then have no pid (0) and their tid.
+ * the one asked for (input_opts.event), else the one with the most samples
+ * (a first pass counts them) - and the others are counted in a note (see
+ * reader.h). perf's default fields carry thread ids only: the samples then
+ * have no pid (0) and their tid.
  *
  * The text is hostile input like any profile: lines are parsed with
  * lengths, numbers strictly, at most INPUT_MAX_DEPTH frames a sample, and
- * only INPUT_MAX_EVENTS distinct events are named in the note. A malformed
- * line is an error naming it. (perf script prints names as they are, so a
- * command or symbol name with a new line in it is two lines; what follows
- * is misread, and may fail.)
+ * only INPUT_MAX_EVENTS distinct events are named in the note. perf prints
+ * command and symbol names as they are, so a process can put what looks
+ * like perf's fields, or a new line, in its own name: a line that is not
+ * understood leaves its sample out, counted in the note (the first one's
+ * line and reason said), and only a file with no sample understood is an
+ * error. A name can still make its sample misread, or add lines that read
+ * as samples (perf script's text cannot tell); whatever a name does, what
+ * is left out is counted in the note.
  */
 #include "format/reader.h"
 
@@ -47,6 +52,7 @@
 #include "base/util.h"
 
 #define INPUT_MAX_EVENTS 16 /* distinct events named in the note or an error */
+#define PID_FIELD_END	 40 /* where the pid field starts at the latest (see start_sample) */
 
 /* A frame of the sample being read; strings are offsets into ps.arena (NONE: none). */
 #define NONE SIZE_MAX
@@ -87,7 +93,15 @@ struct ps {
 	size_t nr_events;
 	uint64_t other_events; /* samples of events past the table */
 	int reading;	       /* index of the event read, -1 until one is chosen */
+	bool exact;	       /* want is an event name counted in the first pass */
+	bool counting;	       /* the first pass: only the events' samples are counted */
 	uint64_t read, first_ns, last_ns;
+
+	/* Samples left out because a line of theirs was not understood. */
+	bool sample_bad;
+	uint64_t bad;
+	int bad_err;
+	char bad_msg[128]; /* the first one's reason, "line N: ..." */
 };
 
 static bool is_digits(const char *s, size_t n)
@@ -347,15 +361,18 @@ static bool is_srcline(const char *line, const char **file, size_t *file_len, ui
 /* The source line of the frame before it: 1 if line was one, 0 if not, or -errno. */
 static int srcline(struct ps *st, const char *line)
 {
-	struct pend *f = st->nr_frames ? &st->pend[st->nr_frames - 1] : NULL;
+	struct pend *f;
 	const char *file;
 	size_t file_len, at = st->arena.len;
 	uint64_t no;
 
 	if (!is_srcline(line, &file, &file_len, &no))
 		return 0;
-	if (st->skip || !f || f->line || !no || !strncmp(file, "??", 2))
-		return 1; /* nothing to attach it to, or perf knew no line */
+	if (st->counting || st->skip || !st->nr_frames)
+		return 1;
+	f = &st->pend[st->nr_frames - 1];
+	if (f->line || !no || !strncmp(file, "??", 2))
+		return 1; /* already has one, or perf knew no line */
 	if (sbuf_add(&st->arena, file, file_len) || sbuf_add(&st->arena, "", 1))
 		return -ENOMEM;
 	f->file = at;
@@ -367,6 +384,10 @@ static int add_frame(struct ps *st, char *s)
 {
 	int rc;
 
+	if (st->counting) {
+		st->nr_frames++;
+		return 0;
+	}
 	if (st->nr_frames >= INPUT_MAX_DEPTH)
 		return errmsg_set(st->em, -EFBIG, "line %zu: more than %d frames in a sample",
 				  st->lineno, INPUT_MAX_DEPTH);
@@ -399,7 +420,10 @@ static int end_sample(struct ps *st)
 		return 0;
 	st->in_sample = false;
 	st->nr_frames = 0;
-	if (st->skip) {
+	if (st->sample_bad && !st->counting)
+		st->bad++;
+	if (st->skip || st->sample_bad || st->counting) {
+		st->sample_bad = false;
 		sbuf_reset(&st->arena);
 		return 0;
 	}
@@ -457,7 +481,8 @@ static bool count_event(struct ps *st, const char *event, size_t n)
 		st->nr_events++;
 	}
 	st->events[i].samples++;
-	if (st->reading < 0 && (!st->want || event_matches(name, st->want)))
+	if (st->reading < 0 && (!st->want || (st->exact ? !strcmp(name, st->want)
+							 : event_matches(name, st->want))))
 		st->reading = (int)i;
 	return st->reading == (int)i;
 }
@@ -471,29 +496,72 @@ static int set_comm(struct ps *st, const char *s, size_t n)
 	return 0;
 }
 
+static bool ends_in_colon(const struct tok *t)
+{
+	return t->s[t->n - 1] == ':';
+}
+
+/*
+ * How well t[i..nt) reads as what follows the pid: 2 for [CPU] TIME:
+ * [PERIOD] EVENT: and the rest (or nothing after the time); 1 for what is
+ * left when -F removed fields - [CPU] EVENT:, [CPU] alone, nothing; 0 if it
+ * is neither. Digits and a time in a command name ("x 1 1.0: y", perf
+ * prints names as they are) mostly are not followed by all of that.
+ */
+static int fields_follow(const struct tok *t, size_t nt, size_t i)
+{
+	uint64_t ns;
+	bool cpu = i < nt && cpu_token(t[i].s, t[i].n);
+
+	i += cpu;
+	if (i == nt)
+		return 1;
+	if (time_token(t[i].s, t[i].n, &ns)) {
+		i++;
+		if (i + 1 < nt && is_digits(t[i].s, t[i].n) && ends_in_colon(&t[i + 1]))
+			i++; /* the period */
+		return i == nt || ends_in_colon(&t[i]) ? 2 : 0;
+	}
+	return cpu || ends_in_colon(&t[i]);
+}
+
 /* A sample's own line: COMM PID[/TID] [CPU] TIME: PERIOD EVENT: [frame]. */
 static int start_sample(struct ps *st, char *line)
 {
 	struct tok t[24];
 	size_t nt = tokens(line, t, ARRAY_SIZE(t)), k = SIZE_MAX, i;
 	const char *event = "", *rest = NULL;
+	int best = 0;
 	size_t event_len = 0;
 	uint64_t v, ns;
 	int rc;
 
 	st->in_sample = true;
 	st->skip = false;
+	st->sample_bad = false;
 	st->nr_frames = 0;
 	st->pid = st->tid = 0;
 	if (!nt) { /* -F ip,sym: an empty line before the frames */
 		st->skip = !count_event(st, "", 0);
 		return set_comm(st, "", 0);
 	}
-	/* The pid: a number after the name that a CPU, a time or an event follows. */
+	/*
+	 * The pid: a number after the name that perf's fields follow (a time
+	 * and an event over what -F leaves). Of those that start where a
+	 * command name can end (16 bytes, padded; more escaped), the last, as
+	 * the name may hold such a number itself; else the first anywhere,
+	 * else the first number.
+	 */
+	for (i = 1; i < nt && t[i].s - line <= PID_FIELD_END; i++) {
+		int score = pid_token(t[i].s, t[i].n) ? fields_follow(t, nt, i + 1) : 0;
+
+		if (score && score >= best) { /* the best-scoring, the last of them */
+			best = score;
+			k = i;
+		}
+	}
 	for (i = 1; i < nt && k == SIZE_MAX; i++)
-		if (pid_token(t[i].s, t[i].n) &&
-		    (i + 1 == nt || cpu_token(t[i + 1].s, t[i + 1].n) ||
-		     time_token(t[i + 1].s, t[i + 1].n, &ns) || t[i + 1].s[t[i + 1].n - 1] == ':'))
+		if (pid_token(t[i].s, t[i].n) && fields_follow(t, nt, i + 1))
 			k = i;
 	for (i = 1; i < nt && k == SIZE_MAX; i++)
 		if (pid_token(t[i].s, t[i].n))
@@ -542,9 +610,9 @@ static int start_sample(struct ps *st, char *line)
 		st->last_ns = MAX(st->last_ns, ns);
 		i++;
 	}
-	if (i + 1 < nt && is_digits(t[i].s, t[i].n) && t[i + 1].s[t[i + 1].n - 1] == ':')
+	if (i + 1 < nt && is_digits(t[i].s, t[i].n) && ends_in_colon(&t[i + 1]))
 		i++; /* the period */
-	if (i < nt && t[i].s[t[i].n - 1] == ':') {
+	if (i < nt && ends_in_colon(&t[i])) {
 		event = t[i].s;
 		event_len = t[i].n - 1;
 		i++;
@@ -568,6 +636,25 @@ bad_pid:
 
 /* --- the file ---------------------------------------------------------------- */
 
+/*
+ * A line not understood (rc -EINVAL, or -EFBIG: too many frames) leaves its
+ * sample out, counted, and reading goes on: one odd line - perf prints names
+ * as they are - costs that sample, not the file. Other errors stop.
+ */
+static int bad_line(struct ps *st, int rc)
+{
+	if (rc != -EINVAL && rc != -EFBIG)
+		return rc;
+	if (!st->counting && !st->bad && !st->sample_bad) {
+		st->bad_err = rc;
+		snprintf(st->bad_msg, sizeof(st->bad_msg), "%.100s", st->em ? st->em->msg : "");
+	}
+	errmsg_clear(st->em);
+	st->sample_bad = true;
+	st->skip = true;
+	return 0;
+}
+
 static int read_line(struct ps *st, char *line, size_t len, bool *header)
 {
 	size_t i = 0;
@@ -584,12 +671,12 @@ static int read_line(struct ps *st, char *line, size_t len, bool *header)
 		/* Frames without a sample line before them: -F ip,sym. */
 		if (!st->in_sample && (rc = start_sample(st, line + len)))
 			return rc;
-		return st->skip ? 0 : add_frame(st, line + 1);
+		return st->skip ? 0 : bad_line(st, add_frame(st, line + 1));
 	}
 	if (st->in_sample && (rc = srcline(st, line)))
 		return rc < 0 ? rc : 0;
 	rc = end_sample(st);
-	return rc ? rc : start_sample(st, line);
+	return rc ? rc : bad_line(st, start_sample(st, line));
 }
 
 /* A note of the events not read, or an error if the one asked for is absent. */
@@ -610,51 +697,102 @@ static int events_note(struct ps *st)
 	if (st->other_events && l < sizeof(list))
 		snprintf(list + l, sizeof(list) - l, "%sothers %llu", l ? ", " : "",
 			 (unsigned long long)st->other_events);
-	if (st->want && st->reading < 0)
+	if (!st->read && st->bad)
+		return errmsg_set(st->em, st->bad_err, "%s", st->bad_msg);
+	if (st->want && !st->exact && st->reading < 0)
 		return errmsg_set(st->em, -EINVAL, "no samples of event '%.64s' (it has %s)",
 				  st->want, list[0] ? list : "none");
 	if (st->reading < 0)
 		return errmsg_set(st->em, -EINVAL, "no samples in the file");
-	if (list[0] && !st->want) {
-		errmsg_set(st->em, 0, "read the %llu samples of %s, the first event; left out %s",
+	if (list[0] && st->exact) {
+		errmsg_set(st->em, 0, "read the %llu samples of %.64s, the event with the most; "
+				      "left out %.120s",
 			   (unsigned long long)st->events[st->reading].samples,
 			   st->events[st->reading].name[0] ? st->events[st->reading].name : "(none)",
 			   list);
 		errmsg_hint(st->em, "events are not mixed: --event NAME reads another one");
 	}
+	if (st->bad) {
+		char note[sizeof(st->em->msg)];
+
+		snprintf(note, sizeof(note), "%.100s%sleft out %llu unreadable sample%s (first: %.90s)",
+			 st->em->msg, st->em->msg[0] ? "; " : "", (unsigned long long)st->bad,
+			 st->bad == 1 ? "" : "s", st->bad_msg);
+		errmsg_set(st->em, 0, "%s", note);
+	}
 	return 0;
+}
+
+/* Which event's samples are read when none is asked for: the one with the most. */
+static const char *busiest_event(const struct ps *st)
+{
+	size_t best = 0;
+
+	for (size_t i = 1; i < st->nr_events; i++)
+		if (st->events[i].samples > st->events[best].samples)
+			best = i;
+	return st->nr_events ? st->events[best].name : NULL;
+}
+
+/* One pass over the text, line by line. */
+static int pass(struct ps *st, const uint8_t *buf, size_t len, char **line, size_t *line_cap)
+{
+	size_t pos = 0;
+	bool header = true;
+	int rc = 0;
+
+	st->lineno = 0;
+	while (pos < len && !rc) {
+		const uint8_t *nl = memchr(buf + pos, '\n', len - pos);
+		size_t l = nl ? (size_t)(nl - (buf + pos)) : len - pos;
+
+		st->lineno++;
+		if (st->counting && buf[pos] == '\t' && st->in_sample) {
+			st->nr_frames++; /* a frame: the first pass needs no more */
+			pos += l + (nl ? 1 : 0);
+			continue;
+		}
+		if (array_grow((void **)line, line_cap, l + 1, 1))
+			return -ENOMEM;
+		memcpy(*line, buf + pos, l);
+		pos += l + (nl ? 1 : 0);
+		while (l && ((*line)[l - 1] == '\r' || (*line)[l - 1] == ' '))
+			l--;
+		(*line)[l] = '\0';
+		rc = read_line(st, *line, l, &header);
+	}
+	return rc ? rc : end_sample(st);
 }
 
 static int read_opts(const uint8_t *buf, size_t len, struct profile *p,
 		     const struct input_opts *io, struct errmsg *em)
 {
 	struct ps st = { .p = p, .em = em, .want = io ? io->event : NULL, .reading = -1 };
-	char *line = NULL;
-	size_t line_cap = 0, pos = 0;
-	bool header = true;
+	char *line = NULL, want[sizeof(st.events[0].name)];
+	size_t line_cap = 0;
 	int rc = 0;
 
 	errmsg_clear(em);
 	if (memchr(buf, '\0', len))
 		return errmsg_set(em, -EINVAL, "not perf script output (it has NUL bytes)");
-	while (pos < len && !rc) {
-		const uint8_t *nl = memchr(buf + pos, '\n', len - pos);
-		size_t l = nl ? (size_t)(nl - (buf + pos)) : len - pos;
-
-		st.lineno++;
-		if (array_grow((void **)&line, &line_cap, l + 1, 1)) {
-			rc = -ENOMEM;
-			break;
+	/*
+	 * Without --event, the event with the most samples is read: a first
+	 * pass counts them. (Not simply the first one, as stackcollapse-perf
+	 * takes: a process can print a sample line of its own in its name.)
+	 */
+	if (!st.want) {
+		st.counting = true;
+		rc = pass(&st, buf, len, &line, &line_cap);
+		if (!rc && busiest_event(&st)) {
+			snprintf(want, sizeof(want), "%s", busiest_event(&st));
+			st = (struct ps){ .p = p, .em = em, .want = want, .exact = true,
+					  .reading = -1, .comm = st.comm, .comm_cap = st.comm_cap };
 		}
-		memcpy(line, buf + pos, l);
-		pos += l + (nl ? 1 : 0);
-		while (l && (line[l - 1] == '\r' || line[l - 1] == ' '))
-			l--;
-		line[l] = '\0';
-		rc = read_line(&st, line, l, &header);
+		st.counting = false;
+		errmsg_clear(em);
 	}
 	if (!rc)
-		rc = end_sample(&st);
+		rc = pass(&st, buf, len, &line, &line_cap);
 	if (!rc)
 		rc = events_note(&st);
 	if (!rc && st.last_ns > st.first_ns)

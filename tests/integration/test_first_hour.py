@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (BPFPROF, OUT, ROOT, Workload, assert_share, parse_folded, run_bpfprof,
-                      total, wait_for, wl)
+from conftest import (BPFPROF, OUT, ROOT, Workload, as_tenant, assert_share, parse_folded,
+                      run_bpfprof, total, wait_for, wl)
 
 JS = ROOT / "tests" / "integration" / "js"
 NODE_MODULES = ROOT / "tests" / "node_modules"
@@ -286,19 +286,21 @@ def test_perf_data_says_run_perf_script(perf_rec):
 
 def test_report_reads_perf_script(perf_rec):
     """perf script's default output, by path and piped: every sample of the
-    first event is counted (and the other event named in a warning, then read
-    with --event), with the workload's known split; convert and diff read it
-    too."""
+    event with the most is counted (and the other event named in a warning,
+    then read with --event), with the workload's known split; convert and
+    diff read it too."""
     text = perf_script(perf_rec / "busy.data")
     (perf_rec / "busy.txt").write_text(text)
     events = perf_events(text)
     assert set(events) == {"cpu-clock", "task-clock"}, events
-    first = re.search(r"\s\d+\.\d+:\s+\d+\s+(\S+):\s*$", text, re.M).group(1)
+    # The event with the most samples is read (a tie: the first in the file).
+    order = [m.group(1) for m in re.finditer(r"\s\d+\.\d+:\s+\d+\s+(\S+):\s*$", text, re.M)]
+    first = max(events, key=lambda e: (events[e], -order.index(e)))
     other = ({"cpu-clock", "task-clock"} - {first}).pop()
     p = run_bpfprof(["report", "--top", "0", perf_rec / "busy.txt"])
     assert f"bpfprof report: {events[first]:,} samples" in p.stdout, p.stdout
     assert (f"warning: {perf_rec / 'busy.txt'}: read the {events[first]} samples of {first}, "
-            f"the first event; left out {other} {events[other]}") in p.stderr, p.stderr
+            f"the event with the most; left out {other} {events[other]}") in p.stderr, p.stderr
     rows = report_rows(p.stdout)
     a, b = rows["leaf_a"][0], rows["leaf_b"][0]
     assert_share(a / (a + b), 2 / 3, a + b, "leaf_a's share in perf's samples", floor=0.02)
@@ -342,6 +344,46 @@ def test_report_reads_perf_script_of_the_whole_machine(perf_rec):
     p = run_bpfprof(["report", "--pid", pid, "-"], input=with_pid)
     assert {c for _, _, c in report_processes(p.stdout)} == {"my worker 1"}, p.stdout
     assert sum(n for n, _, _ in report_processes(p.stdout)) == total(folded, "my worker 1")
+
+
+def test_tenant_name_cannot_spoil_a_perf_script_report(tenant_dir, tmp_path):
+    """Attack: a tenant's process renames itself, while perf records the
+    machine, to a name with a new line and perf's own fields in it (the 15
+    bytes "e\\nx 1 1.0: 9 e:"), which perf script prints as they are: "e" on
+    one line, "x 1 1.0: 9 e:  PID [CPU] TIME: ..." on the next. root's report of that text still reads
+    every sample of root's workload (counted independently here), leaves out
+    only what it cannot read, and says how much; before, the first such
+    line made the whole file unreadable, and a forged sample line first in
+    the file chose the event read."""
+    evil = tenant_dir / "evil.py"
+    # It renames itself again and again, so that perf, whenever it starts,
+    # records the name from the kernel as it is (not escaped, as /proc shows it).
+    evil.write_text("import sys, time\nt = time.time()\nn = 0\n"
+                    "while time.time() - t < 8:\n"
+                    "    n += 1\n"
+                    "    if n % 20000 == 0:\n"
+                    "        open('/proc/self/comm', 'w').write(sys.argv[1 + n // 20000 % 2])\n")
+    evil.chmod(0o755)
+    data = tmp_path / "all.data"
+    with Workload(wl("busy"), 30) as busy:
+        attacker = subprocess.Popen(as_tenant(["/usr/bin/python3", evil, "e\nx 1 1.0: 9 e:",
+                                                "evil"]))
+        try:
+            perf_record(data, "-a", "-g", "-F", "199", "--", "sleep", "3")
+        finally:
+            attacker.wait(timeout=60)
+    text = perf_script(data, "-F", "+pid")
+    assert "\nx 1 1.0: 9 e: " in text, "perf did not print the name as it is"
+    # Root's workload, counted here: its sample lines ("busy PID/TID [CPU] TIME: ...").
+    want = len(re.findall(rf"^busy\s+{busy.pid}/\d+\s+\[\d+\]\s+\d+\.\d+:", text, re.M))
+    assert want > 50, want
+    p = run_bpfprof(["report", "--top", "0", "-"], input=text)
+    assert p.returncode == 0, p.stderr
+    got = sum(n for n, pid, c in report_processes(p.stdout) if pid == busy.pid)
+    assert got == want, (got, want, p.stderr)
+    assert re.search(r"left out \d+ unreadable samples? \(first: line \d+: expected a sample",
+                     p.stderr), p.stderr
+    assert "the event with the most" not in p.stderr or "left out e " in p.stderr
 
 
 def test_svg_and_speedscope_inputs_say_what_they_are(tmp_path):

@@ -80,7 +80,7 @@ static void test_two_events(void **state)
 	assert_non_null(p);
 	/* The first event's three samples; the note says what was left out. */
 	assert_int_equal(profile__total(p), 3);
-	assert_string_equal(em.msg, "read the 3 samples of cpu-clock, the first event; "
+	assert_string_equal(em.msg, "read the 3 samples of cpu-clock, the event with the most; "
 				    "left out task-clock 2");
 	assert_string_equal(em.hint, "events are not mixed: --event NAME reads another one");
 	assert_folded(p, "busy;__libc_start_call_main;main;run;outer_loop;leaf_a 1\n"
@@ -270,8 +270,7 @@ static void test_malformed(void **state)
 	size_t n = 0;
 
 	expect_error("app 1 1.0: cpu-clock:\n\tnot a frame\n", "line 2: expected a frame");
-	expect_error("app 1 1.0: cpu-clock:\n\t10 f (x)\n\nno pid here at all:\n",
-		     "line 4: expected a sample");
+	expect_error("no pid here at all:\n\t10 f (x)\n", "line 1: expected a sample");
 	expect_error("app 99999999999 1.0: cpu-clock:\n\t10 f (x)\n", "line 1: bad process");
 	expect_error_n("app 1 1.0: cpu-clock:\n\t10 f (x)\n\0", 33, "NUL bytes");
 	expect_error("# only a header\n#\n", "no samples");
@@ -284,6 +283,45 @@ static void test_malformed(void **state)
 		n += (size_t)sprintf(deep + n, "\t%x f (x)\n", i);
 	expect_error(deep, "more than 65536 frames");
 	free(deep);
+}
+
+/*
+ * A line not understood costs its sample, counted in the note, not the file:
+ * perf prints names as they are, and a process names itself.
+ */
+static void test_odd_lines_cost_their_sample(void **state)
+{
+	struct errmsg em = { 0 };
+	struct profile *p;
+
+	p = read_text("app 1 1.0: cpu-clock:\n\t10 f (x)\n\n"
+		      "no pid here at all:\n\t10 g (x)\n\n"
+		      "app 1 1.1: cpu-clock:\n\t10 f (x)\n\tnot a frame\n\t10 main (x)\n\n"
+		      "app 1 1.2: cpu-clock:\n\t10 f (x)\n",
+		      NULL, &em);
+	assert_non_null(p);
+	assert_folded(p, "app;f 2\n");
+	assert_string_equal(em.msg, "left out 2 unreadable samples (first: line 4: expected a "
+				    "sample, \"COMMAND PID/TID TIME: EVENT:\")");
+	profile__free(p);
+
+	/*
+	 * A name that reads like perf's fields ("x 1 1.0: y" - perf prints
+	 * names as they are) is the name: the pid is the number perf's
+	 * fields follow, and the event read is the one with the most samples,
+	 * not the first line's.
+	 */
+	p = read_text("x 1 1.0: 9 e:  66 [000] 5.0:  10 cpu-clock:\n\t10 evil (x)\n\n"
+		      "app 7 [001] 5.1:  10 cpu-clock:\n\t10 f (x)\n\n"
+		      "app 7 [001] 5.2:  10 cpu-clock:\n\t10 f (x)\n\n"
+		      "y 1 1.0: e:\n\t10 evil2 (x)\n\n",
+		      NULL, &em);
+	assert_non_null(p);
+	assert_folded(p, "app;f 2\nx 1 1.0: 9 e:;evil 1\n");
+	assert_int_equal(profile__sample(p, 1)->tid, 66);
+	assert_string_equal(em.msg, "read the 3 samples of cpu-clock, the event with the most; "
+				    "left out e 1");
+	profile__free(p);
 }
 
 /* Many distinct event names: a bounded table, the rest counted as others. */
@@ -418,6 +456,7 @@ int main(void)
 		cmocka_unit_test(test_inlined_and_python),
 		cmocka_unit_test(test_hand_written_forms),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_odd_lines_cost_their_sample),
 		cmocka_unit_test(test_many_events),
 		cmocka_unit_test(test_sniff),
 		cmocka_unit_test(test_foreign_files),

@@ -395,6 +395,12 @@ const uint32_t *profile__stack_get(const struct profile *p, uint32_t id, uint32_
 		return NULL;
 	}
 	*n = p->stacks[id].n;
+	/* Empty stacks only (samples with just a process name): no pool yet. */
+	if (!p->stack_pool) {
+		static const uint32_t none[1];
+
+		return none;
+	}
 	return p->stack_pool + p->stacks[id].off;
 }
 

@@ -95,7 +95,9 @@ void cli__usage(FILE *f)
 		"\n"
 		"Output:\n"
 		"  -o, --output FILE       write here instead of stdout (written atomically)\n"
-		"  -f, --format NAME       output format; default from FILE's extension, else folded\n"
+		"  -f, --format NAME       output format; default from FILE's ending (below),\n"
+		"                          folded for stdout or a FILE without one (another\n"
+		"                          ending is an error: name the format with -f)\n"
 		"      --addresses         keep each sample's leaf address (pprof Location.address)\n"
 		"                          for 'bpfprof annotate PROFILE FUNCTION'\n");
 	for (w = output__all(); *w; w++) {
@@ -141,6 +143,7 @@ void cli__usage(FILE *f)
 		"  sudo bpfprof -F 99 -a -d 10 > cpu.folded     whole machine for 10 s, folded\n"
 		"  sudo bpfprof -p 1234 -d 30 -o app.folded     one process (all threads), 30 s\n"
 		"  sudo bpfprof -p 1234,5678 -U                 two processes, user stacks, Ctrl-C to stop\n"
+		"  sudo bpfprof -p \"$(pgrep -d, nginx)\" -d 10  every nginx process (pids joined by ',')\n"
 		"  sudo bpfprof -C 0-1 -K -d 5                  kernel stacks of CPUs 0 and 1\n"
 		"  sudo bpfprof -o run.folded -- ./my-benchmark --iterations 100\n"
 		"  sudo bpfprof -F 99 -a -g -- sleep 10         whole machine while 'sleep 10' runs\n"
@@ -380,6 +383,71 @@ void cli__free(struct options *o)
 
 enum { NOT_AN_OPTION = 2 }; /* beside CLI_OK, CLI_EXIT, CLI_USAGE */
 
+/* Whether s is a pid: digits only (what `pgrep` prints, one a line). */
+static bool is_pid_word(const char *s)
+{
+	return *s && strspn(s, "0123456789") == strlen(s) && strlen(s) < 12;
+}
+
+/*
+ * "-p 12 34" and -p "$(pgrep app)" ("12\n34"): the pids were meant as one
+ * list. The hint spells it joined with commas, and how pgrep writes that.
+ */
+static void hint_pid_list(struct errmsg *em, const char *joined)
+{
+	errmsg_hint(em, "join the pids with commas: -p %s (for pgrep: -p \"$(pgrep -d, NAME)\")",
+		    joined);
+}
+
+/* arg's numbers joined with commas ("12,34"), for the hint; "" if it is not only that. */
+static void join_pids(const char *arg, char *out, size_t size)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (const char *p = arg; *p;) {
+		size_t len = strspn(p, "0123456789");
+
+		if (!len) {
+			if (!strchr(" \t\n\r,", *p)) {
+				out[0] = '\0';
+				return;
+			}
+			p++;
+			continue;
+		}
+		if (n + len + 2 > size) {
+			out[0] = '\0';
+			return;
+		}
+		if (n)
+			out[n++] = ',';
+		memcpy(out + n, p, len);
+		n += len;
+		out[n] = '\0';
+		p += len;
+	}
+}
+
+bool cli__stray_pids(const struct options *o, int argc, char **argv, int at, struct errmsg *em)
+{
+	char joined[256];
+	size_t n = 0;
+
+	if (at >= argc || !o->nr_pids || !is_pid_word(argv[at]))
+		return false;
+	for (size_t i = 0; i < o->nr_pids && n + 12 < sizeof(joined); i++)
+		n += (size_t)snprintf(joined + n, sizeof(joined) - n, "%s%u", i ? "," : "",
+				      o->pids[i]);
+	for (int i = at; i < argc && is_pid_word(argv[i]) && n + 12 < sizeof(joined); i++)
+		n += (size_t)snprintf(joined + n, sizeof(joined) - n, ",%s", argv[i]);
+	errmsg_set(em, -EINVAL, "unexpected argument '%s': -p takes one list of pids, PID[,PID...]",
+		   argv[at]);
+	hint_pid_list(em, joined);
+	return true;
+}
+
+
 /*
  * Each applies one option: CLI_OK, CLI_EXIT (--help, --version), CLI_USAGE
  * with em, or NOT_AN_OPTION if c is not one of theirs.
@@ -407,9 +475,18 @@ static int parse_sampling_option(int c, const char *arg, struct options *o, stru
 		if (rc == -ERANGE)
 			return usage_err(em, "invalid pid in '%s': pids are 1 to 4194304",
 					 arg);
-		if (rc)
-			return usage_err(em,
-					 "invalid pid list '%s': expected PID[,PID...]", arg);
+		if (rc) {
+			char joined[256];
+
+			join_pids(arg, joined, sizeof(joined));
+			if (!joined[0] || !strpbrk(arg, " \t\n\r"))
+				return usage_err(em, "invalid pid list '%s': expected PID[,PID...]",
+						 arg);
+			usage_err(em, "invalid pid list: pids are separated by commas, not spaces "
+				      "or new lines");
+			hint_pid_list(em, joined);
+			return CLI_USAGE;
+		}
 		break;
 	case 'C':
 		/* Syntax now; range against this machine's CPUs in record. */
@@ -636,6 +713,9 @@ static int parse_command(int argc, char **argv, struct options *o, struct errmsg
 		return usage_err(em, "no command after --");
 	if (optind < argc) {
 		/* getopt stops at "--" (consumed) or at the first non-option. */
+		if (strcmp(argv[optind - 1], "--") != 0 &&
+		    cli__stray_pids(o, argc, argv, optind, em))
+			return CLI_USAGE;
 		if (strcmp(argv[optind - 1], "--") != 0)
 			return usage_err(em,
 					 "unexpected argument '%s' (to profile a command, put it after --)",
@@ -645,8 +725,87 @@ static int parse_command(int argc, char **argv, struct options *o, struct errmsg
 	return CLI_OK;
 }
 
+/*
+ * The ending of path's file name that would name a format: what follows its
+ * last '.' (not a leading one: ".hidden"), unless that is only digits - a
+ * numbered copy, run.1 or cpu.$$ - which, like a name without a dot, has none.
+ * NULL if none.
+ */
+static const char *format_ending(const char *path)
+{
+	const char *base = path_basename(path), *dot = strrchr(base, '.');
+
+	if (!dot || dot == base || !dot[1] || strspn(dot + 1, "0123456789") == strlen(dot + 1))
+		return NULL;
+	return dot;
+}
+
+/* Appends " .a .b" (each writer's endings) or " a|b" (names) to buf. */
+static void list_add(char *buf, size_t size, const char *sep, const char *item)
+{
+	size_t l = strlen(buf);
+
+	snprintf(buf + l, size - l, "%s%s", l ? sep : "", item);
+}
+
+/* The usage error for a file name whose ending names no format. */
+static int unknown_ending(struct errmsg *em, const char *path, const char *endings,
+			  const char *names, const char *deflt)
+{
+	usage_err(em, "cannot tell the format of %s from its ending '%s'", path,
+		  format_ending(path));
+	errmsg_hint(em, "end the name in %s, or choose with -f %s (a name without an ending "
+			"is %s)", endings, names, deflt);
+	return CLI_USAGE;
+}
+
+int cli__pick_writer(const char *format, const char *path, const struct writer **out,
+		     struct errmsg *em)
+{
+	const struct writer *w = format ? output__find(format) : NULL;
+	char endings[256] = "", names[128] = "";
+
+	if (format && !w)
+		return usage_err(em, "unknown format '%s' (see --help for the list)", format);
+	if (!w && path)
+		w = output__for_path(path);
+	if (!w && path && format_ending(path)) {
+		for (const struct writer *const *a = output__all(); *a; a++) {
+			list_add(names, sizeof(names), "|", (*a)->name);
+			for (size_t i = 0; i < ARRAY_SIZE((*a)->exts) && (*a)->exts[i]; i++)
+				list_add(endings, sizeof(endings), " ", (*a)->exts[i]);
+		}
+		return unknown_ending(em, path, endings, names, "folded");
+	}
+	*out = w ? w : &writer_folded;
+	return CLI_OK;
+}
+
+int cli__pick_diff_writer(const char *format, const char *path, const struct diff_writer **out,
+			  struct errmsg *em)
+{
+	const struct diff_writer *w = format ? output__find_diff(format) : NULL;
+	char endings[128] = "", names[64] = "";
+
+	for (const struct diff_writer *const *a = output__all_diff(); *a; a++) {
+		list_add(names, sizeof(names), "|", (*a)->name);
+		for (size_t i = 0; i < ARRAY_SIZE((*a)->exts) && (*a)->exts[i]; i++)
+			list_add(endings, sizeof(endings), " ", (*a)->exts[i]);
+	}
+	if (format && !w)
+		return usage_err(em, "unknown diff format '%s': expected %s", format, names);
+	if (!w && path)
+		w = output__diff_for_path(path);
+	if (!w && path && format_ending(path))
+		return unknown_ending(em, path, endings, names, "report");
+	*out = w ? w : &diff_writer_report;
+	return CLI_OK;
+}
+
 int cli__validate(struct options *o, struct errmsg *em)
 {
+	const struct writer *w;
+
 	if (o->user_only && o->kernel_only)
 		return usage_err(em, "-U and -K exclude each other");
 	/* As with perf: with a target, COMMAND only says how long to sample. */
@@ -663,6 +822,9 @@ int cli__validate(struct options *o, struct errmsg *em)
 	if (o->output && (o->output_dir || o->push_url))
 		return usage_err(em,
 				 "-o writes one profile at the end; with --output-dir or --push, profiles go there");
+	/* Before sampling: a profile must not end up in a format nobody asked for. */
+	if (cli__pick_writer(o->format, o->output, &w, em) != CLI_OK)
+		return CLI_USAGE;
 	if ((o->keep || o->max_disk) && !o->output_dir)
 		return usage_err(em, "--keep and --max-disk need --output-dir");
 	if (o->token_file && !o->push_url)

@@ -147,6 +147,18 @@ int cli__parse(int argc, char **argv, struct options *o, struct errmsg *em);
  */
 int cli__validate(struct options *o, struct errmsg *em);
 void cli__free(struct options *o);
+/*
+ * The writer for -f format (NULL: none given) and -o path (NULL: stdout):
+ * the format named, else the one path's ending names, else folded - for a
+ * name without an ending ("profile", "run.1") as for stdout. An ending that
+ * names no format (x.png, x.data) is a usage error whose hint lists the known
+ * endings. CLI_OK or CLI_USAGE with em.
+ */
+int cli__pick_writer(const char *format, const char *path, const struct writer **out,
+		     struct errmsg *em);
+/* The same for "bpfprof diff", whose default is its report. */
+int cli__pick_diff_writer(const char *format, const char *path, const struct diff_writer **out,
+			  struct errmsg *em);
 void cli__usage(FILE *f);
 
 /*
@@ -177,6 +189,12 @@ int cli__out_option(int opt, const char *arg, struct out_opts *oo, struct errmsg
 /* The --help lines describing them. */
 void cli__out_usage(FILE *f);
 
+/*
+ * Whether argv[at], an argument left after the options, is one more pid of a
+ * list given to -p with spaces ("-p 12 34", "-p $(pgrep app)"): then em says
+ * so, with a hint that joins them with commas.
+ */
+bool cli__stray_pids(const struct options *o, int argc, char **argv, int at, struct errmsg *em);
 /* Parses "1234,5678" into a deduplicated array; 0 or -EINVAL/-ERANGE. */
 int cli__parse_pids(const char *s, uint32_t **pids, size_t *nr);
 /* --off-cpu-min: milliseconds ("1", "0.5"), or with a unit ("200us", "1ms",

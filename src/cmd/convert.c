@@ -18,15 +18,18 @@ static void convert_usage(FILE *f)
 	fprintf(f,
 		"Usage: bpfprof convert [OPTIONS] INPUT... [-o OUTPUT]\n"
 		"\n"
-		"Reads profiles (folded text, or pprof gzipped or not: detected from the content;\n"
-		"'-' is stdin), adds them up, and writes them in another format. No root needed.\n"
+		"Reads profiles (folded text, pprof, or perf script's text; gzipped or not:\n"
+		"detected from the content; '-' is stdin), adds them up, and writes them in\n"
+		"another format. No root needed.\n"
 		"\n"
 		"  -o, --output FILE       write here (atomically) instead of stdout\n"
-		"  -f, --format NAME       output format; default from FILE's extension, else "
-		"folded\n");
+		"  -f, --format NAME       output format; default from FILE's ending (see\n"
+		"                          'bpfprof --help'), else folded (an ending bpfprof does\n"
+		"                          not know is an error)\n");
 	for (w = output__all(); *w; w++)
 		fprintf(f, "      %-10s %s\n", (*w)->name, (*w)->description);
 	cli__out_usage(f);
+	offline__select_usage(f);
 	fprintf(f,
 		"  -v, --verbose           say what was read and written\n"
 		"  -q, --quiet             only errors\n"
@@ -37,41 +40,45 @@ static void convert_usage(FILE *f)
 		"  bpfprof convert cpu.pb.gz -o cpu.folded        pprof back to folded stacks\n"
 		"  bpfprof convert host1.pb.gz host2.pb.gz -o fleet.svg   several profiles, added\n"
 		"  bpfprof convert cpu.folded -o cpu.speedscope.json --merge\n"
-		"  perf script | stackcollapse-perf.pl | bpfprof convert - -o perf.svg\n"
+		"  bpfprof convert all.pb.gz --pid 1234 -o app.svg   one process of a -a profile\n"
+		"  perf script -i perf.data | bpfprof convert - -o perf.svg   a perf recording\n"
 		"\n"
 		"Exit status: 0 written, 1 an input could not be read or the output written,\n"
 		"2 usage error.\n");
 }
 
-int cmd_convert(int argc, char **argv)
+static int convert(struct offline_opts *o)
 {
 	const struct writer *w = NULL;
-	struct offline_opts o;
+	struct errmsg em = { 0 };
 	struct profile *p;
 	int ret;
 
-	ret = offline__parse(argc, argv, "convert", &o, true);
-	if (ret)
-		return ret;
-	if (o.help) {
-		convert_usage(stdout);
-		return 0;
-	}
-	if (!o.nr_inputs)
+	if (!o->nr_inputs)
 		return offline__usage("convert", "no input files");
-	if (o.format && !(w = output__find(o.format)))
-		return offline__usage("convert", "unknown format '%s' (see --help for the list)", o.format);
-	if (!w && o.output)
-		w = output__for_path(o.output);
-	if (!w)
-		w = &writer_folded;
-	ret = offline__check_output("convert", o.output);
+	if (cli__pick_writer(o->format, o->output, &w, &em) != CLI_OK)
+		return offline__usage_em("convert", &em);
+	ret = offline__check_output("convert", o->output);
 	if (ret)
 		return ret;
-	p = offline__load(o.inputs, o.nr_inputs);
-	if (!p)
-		return 1;
-	ret = offline__write_or_fail(w, p, &o);
+	ret = offline__load(o, o->inputs, o->nr_inputs, &p);
+	if (ret)
+		return ret;
+	ret = offline__write_or_fail(w, p, o);
 	profile__free(p);
+	return ret;
+}
+
+int cmd_convert(int argc, char **argv)
+{
+	struct offline_opts o;
+	int ret;
+
+	ret = offline__parse(argc, argv, "convert", &o, true);
+	if (!ret && o.help)
+		convert_usage(stdout);
+	else if (!ret)
+		ret = convert(&o);
+	offline__free(&o);
 	return ret;
 }

@@ -16,79 +16,86 @@ static void diff_usage(FILE *f)
 	fprintf(f,
 		"Usage: bpfprof diff [OPTIONS] BEFORE AFTER [-o OUTPUT]\n"
 		"\n"
-		"Compares two profiles of the same program (folded or pprof), e.g. before and\n"
-		"after a change. Shares are normalized to each profile's total, so profiles of\n"
-		"different lengths compare. Functions are matched by name.\n"
+		"Compares two profiles of the same program (folded, pprof or perf script text),\n"
+		"e.g. before and after a change. Shares are normalized to each profile's total,\n"
+		"so profiles of different lengths compare. Functions are matched by name.\n"
 		"\n"
 		"  -o, --output FILE       write here instead of stdout\n"
-		"  -f, --format NAME       default from FILE's extension, else report:\n"
+		"  -f, --format NAME       default from FILE's ending, else report:\n"
 		"      svg        .svg     differential flame graph: frame widths from AFTER,\n"
 		"                          colour by change in share: red grew, blue shrank\n"
-		"      report     .txt     text table of the functions whose share changed most\n"
+		"      svgz       .svgz    the same, gzip-compressed\n"
+		"      report     .txt .report\n"
+		"                          text table of the functions whose share changed most\n"
 		"      --title TEXT        flame graph title\n"
 		"      --inverted          icicle graph\n"
-		"      --top N             report: rows (default %u, 0: all)\n"
+		"      --top N             report: rows (default %u, 0: all)\n",
+		OUT_DEFAULT_TOP);
+	offline__select_usage(f);
+	fprintf(f,
 		"  -q, --quiet             only errors\n"
 		"  -h, --help              this help\n"
 		"\n"
 		"Examples:\n"
 		"  bpfprof diff before.folded after.folded            biggest changes, as text\n"
 		"  bpfprof diff before.pb.gz after.pb.gz -o diff.svg  differential flame graph\n"
+		"  bpfprof diff --comm nginx mon.pb.gz tue.pb.gz  one program of -a profiles\n"
+		"  bpfprof diff before.perf.txt after.perf.txt        two perf script outputs\n"
 		"\n"
 		"Exit status: 0 written, 1 an input could not be read or the output written,\n"
-		"2 usage error.\n",
-		OUT_DEFAULT_TOP);
+		"2 usage error.\n");
 }
 
-int cmd_diff(int argc, char **argv)
+static int diff(struct offline_opts *o)
 {
 	const struct diff_writer *w = NULL;
 	struct profile *before, *after;
 	struct errmsg em = { 0 };
-	struct offline_opts o;
 	int ret;
 
-	ret = offline__parse(argc, argv, "diff", &o, true);
-	if (ret)
-		return ret;
-	if (o.help) {
-		diff_usage(stdout);
-		return 0;
-	}
-	if (o.nr_inputs != 2)
+	if (o->nr_inputs != 2)
 		return offline__usage("diff", "expected two profiles, BEFORE and AFTER (got %d)",
-			     o.nr_inputs);
-	if (o.out.merge || o.out.sort)
+				      o->nr_inputs);
+	if (o->out.merge || o->out.sort)
 		return offline__usage("diff", "--merge and --sort do not apply to diff");
-	if (o.format && !(w = output__find_diff(o.format)))
-		return offline__usage("diff", "unknown diff format '%s': expected svg or report", o.format);
-	if (!w && o.output && !(w = output__diff_for_path(o.output)))
-		return offline__usage("diff", "cannot tell the format of %s: use -f svg or -f report",
-			     o.output);
-	if (!w)
-		w = &diff_writer_report;
-	ret = offline__check_output("diff", o.output);
+	if (cli__pick_diff_writer(o->format, o->output, &w, &em) != CLI_OK)
+		return offline__usage_em("diff", &em);
+	ret = offline__check_output("diff", o->output);
 	if (ret)
 		return ret;
-	before = offline__load(&o.inputs[0], 1);
-	if (!before)
-		return 1;
-	after = offline__load(&o.inputs[1], 1);
-	if (!after) {
-		profile__free(before);
-		return 1;
-	}
-	ret = output__write_diff_path(w, before, after, o.output, &o.out, &em);
+	ret = offline__load(o, &o->inputs[0], 1, &before);
+	if (ret)
+		return ret;
+	ret = offline__load(o, &o->inputs[1], 1, &after);
 	if (ret) {
-		p_err("writing %s failed: %s", o.output ? o.output : "to stdout",
+		profile__free(before);
+		return ret;
+	}
+	ret = output__write_diff_path(w, before, after, o->output, &o->out, &em);
+	if (ret) {
+		p_err("writing %s failed: %s", o->output ? o->output : "to stdout",
 		      errmsg_said(&em) ? em.msg : strerror(-ret));
 		if (errmsg_said(&em) && em.hint[0])
 			p_hint("%s", em.hint);
 		ret = 1;
-	} else if (o.output) {
-		p_info("wrote %s (%s)", o.output, w->name);
+	} else if (o->output) {
+		p_info("wrote %s (%s)", o->output, w->name);
 	}
 	profile__free(before);
 	profile__free(after);
+	return ret;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	struct offline_opts o;
+	int ret;
+
+	ret = offline__parse(argc, argv, "diff", &o, true);
+	if (!ret && o.help)
+		diff_usage(stdout);
+	else if (!ret)
+		ret = diff(&o);
+	offline__free(&o);
 	return ret;
 }

@@ -25,7 +25,13 @@
 #include "base/util.h"
 
 
+enum { OPT_SEL_PID = OPT_CMD_FIRST, OPT_SEL_COMM, OPT_SEL_EVENT };
+
 static const struct option long_opts[] = {
+	{"pid", required_argument, NULL, OPT_SEL_PID},
+	{"comm", required_argument, NULL, OPT_SEL_COMM},
+	{"comms", required_argument, NULL, OPT_SEL_COMM}, /* perf report's spelling */
+	{"event", required_argument, NULL, OPT_SEL_EVENT},
 	{"output", required_argument, NULL, 'o'},
 	{"format", required_argument, NULL, 'f'},
 	{"verbose", no_argument, NULL, 'v'},
@@ -46,6 +52,57 @@ int offline__usage(const char *cmd, const char *fmt, ...)
 	p_err("%s", msg);
 	p_hint("see 'bpfprof %s --help'", cmd);
 	return 2;
+}
+
+int offline__usage_em(const char *cmd, const struct errmsg *em)
+{
+	p_err("%s", em->msg);
+	if (em->hint[0])
+		p_hint("%s", em->hint);
+	else
+		p_hint("see 'bpfprof %s --help'", cmd);
+	return 2;
+}
+
+/* --comm a,b (repeatable): each name its own string; -EINVAL for an empty one. */
+static int add_comms(struct offline_opts *o, const char *arg)
+{
+	const char *p = arg;
+
+	do {
+		size_t n = strcspn(p, ",");
+		char *c;
+
+		if (!n)
+			return -EINVAL;
+		if (array_grow((void **)&o->comms, &o->cap_comms, o->nr_comms + 1,
+			       sizeof(*o->comms)) ||
+		    !(c = strndup(p, n)))
+			return -ENOMEM;
+		o->comms[o->nr_comms++] = c;
+		p += n;
+	} while (*p++ == ',');
+	return 0;
+}
+
+void offline__free(struct offline_opts *o)
+{
+	for (size_t i = 0; i < o->nr_comms; i++)
+		free(o->comms[i]);
+	free(o->comms);
+	free(o->pids);
+	o->comms = NULL;
+	o->pids = NULL;
+	o->nr_comms = o->cap_comms = o->nr_pids = o->cap_pids = 0;
+}
+
+void offline__select_usage(FILE *f)
+{
+	fprintf(f, "      --pid PID[,PID...]  only the samples of these processes (as perf report)\n"
+		   "      --comm NAME[,NAME...]\n"
+		   "                          only the samples of processes with these names\n"
+		   "      --event NAME        perf script text: read this event's samples (default:\n"
+		   "                          the event with the most; events are never mixed)\n");
 }
 
 /* Options and inputs; 0 to go on, else the exit status (help: 0 via *done). */
@@ -80,6 +137,34 @@ int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *
 		case 'h':
 			o->help = true;
 			return 0;
+		case OPT_SEL_PID: {
+			uint32_t *pids = NULL;
+			size_t nr = 0;
+			int rc = cli__parse_pids(optarg, &pids, &nr);
+
+			if (rc)
+				return offline__usage(cmd, "invalid --pid '%s': expected PID[,PID...]",
+						      optarg);
+			if (array_grow((void **)&o->pids, &o->cap_pids, o->nr_pids + nr,
+				       sizeof(*o->pids))) {
+				free(pids);
+				return offline__usage(cmd, "out of memory");
+			}
+			memcpy(o->pids + o->nr_pids, pids, nr * sizeof(*pids));
+			o->nr_pids += nr;
+			free(pids);
+			break;
+		}
+		case OPT_SEL_COMM:
+			if (add_comms(o, optarg))
+				return offline__usage(cmd, "invalid --comm '%s': expected NAME[,NAME...]",
+						      optarg);
+			break;
+		case OPT_SEL_EVENT:
+			if (!*optarg)
+				return offline__usage(cmd, "empty --event");
+			o->in.event = optarg;
+			break;
 		case ':':
 			return offline__usage(cmd, "option '%s' needs a value", argv[optind - 1]);
 		case '?':
@@ -135,38 +220,173 @@ static void merge_meta(struct profile_meta *dst, const struct profile_meta *src)
 		dst->unwind[0] = '\0';
 }
 
-/* Reads and merges inputs; NULL after printing why. */
-struct profile *offline__load(char **paths, int n)
+/* Whether --pid and --comm (ctx: the offline_opts) keep sample s. */
+static bool selected(const struct psample *s, void *ctx)
 {
-	struct profile *all = NULL;
+	const struct offline_opts *o = ctx;
+	bool pid = !o->nr_pids, comm = !o->nr_comms;
 
-	for (int i = 0; i < n; i++) {
+	for (size_t i = 0; i < o->nr_pids && !pid; i++)
+		pid = s->pid == o->pids[i];
+	for (size_t i = 0; i < o->nr_comms && !comm; i++)
+		comm = !strcmp(s->comm, o->comms[i]);
+	return pid && comm;
+}
+
+/* Whether any sample of p has a process id (folded text has none). */
+static bool has_pids(const struct profile *p)
+{
+	for (size_t i = 0; i < profile__nr_samples(p); i++)
+		if (profile__sample(p, i)->pid)
+			return true;
+	return false;
+}
+
+/* --pid on an input without process ids: what it is, and what to do; 2. */
+static int no_pids(const char *path, const char *format)
+{
+	const char *name = strcmp(path, "-") ? path : "stdin";
+
+	if (format && !strcmp(format, "folded")) {
+		p_err("--pid cannot select in %s: folded text has no process ids, only names", name);
+		p_hint("--comm NAME selects by name; a pprof profile (-o x.pb.gz) keeps the pids");
+	} else if (format && !strcmp(format, "perf script")) {
+		p_err("--pid cannot select in %s: perf script printed thread ids only (its default "
+		      "fields)", name);
+		p_hint("print the pids too: perf script -F +pid -i perf.data > perf.txt");
+	} else {
+		p_err("--pid cannot select in %s: its samples have no process ids", name);
+		p_hint("--comm NAME selects by name");
+	}
+	return 2;
+}
+
+/* Nothing selected: say what there is (the busiest processes); 1. */
+static int none_selected(const struct offline_opts *o, struct profile *all)
+{
+	struct busy {
+		const char *comm;
+		uint32_t pid;
+		uint64_t n;
+	} top[5] = { 0 }, run = { 0 };
+	char list[400] = "";
+	size_t l = 0, nr = profile__nr_samples(all);
+
+	/* Sorted by process: each process's samples are one run. */
+	profile__sort(all);
+	for (size_t i = 0; i <= nr; i++) {
+		const struct psample *s = i < nr ? profile__sample(all, i) : NULL;
+
+		if (s && run.comm && s->pid == run.pid && !strcmp(s->comm, run.comm)) {
+			run.n += s->count;
+			continue;
+		}
+		if (run.comm && run.n > top[ARRAY_SIZE(top) - 1].n) {
+			size_t k = ARRAY_SIZE(top) - 1;
+
+			for (; k > 0 && run.n > top[k - 1].n; k--)
+				top[k] = top[k - 1];
+			top[k] = run;
+		}
+		if (s)
+			run = (struct busy){ s->comm, s->pid, s->count };
+	}
+	for (size_t j = 0; j < ARRAY_SIZE(top) && top[j].comm && l < sizeof(list); j++) {
+		if (top[j].pid)
+			l += (size_t)snprintf(list + l, sizeof(list) - l, "%s%.32s (pid %u)",
+					      l ? ", " : "", top[j].comm, top[j].pid);
+		else
+			l += (size_t)snprintf(list + l, sizeof(list) - l, "%s%.32s", l ? ", " : "",
+					      top[j].comm);
+	}
+	p_err("no samples of the processes --pid and --comm select");
+	if (list[0])
+		p_hint("the busiest processes in %s: %s", o->nr_inputs > 1 ? "the inputs" : "it",
+		       list);
+	return 1;
+}
+
+int offline__load(const struct offline_opts *o, char **paths, int n, struct profile **out)
+{
+	struct profile *all = NULL, *unfiltered = NULL;
+	bool filter = o->nr_pids || o->nr_comms, any_perf = false;
+	int ret = 0;
+
+	*out = NULL;
+	for (int i = 0; i < n && !ret; i++) {
+		const char *name = strcmp(paths[i], "-") ? paths[i] : "stdin";
 		struct errmsg em = { 0 };
-		struct profile *p = input__read_path(paths[i], &em);
+		const char *format = NULL;
+		struct profile *p = input__read_path_opts(paths[i], &o->in, &format, &em);
 
 		if (!p) {
-			p_err("cannot read %s: %s", strcmp(paths[i], "-") ? paths[i] : "stdin",
-			      em.msg);
-			profile__free(all);
-			return NULL;
+			p_err("cannot read %s: %s", name, em.msg);
+			if (em.hint[0])
+				p_hint("%s", em.hint);
+			ret = 1;
+			break;
 		}
-		p_debug("%s: %zu stacks, %llu samples", paths[i], profile__nr_stacks(p),
-			(unsigned long long)profile__total(p));
+		if (errmsg_said(&em)) { /* a note: what the reader left out */
+			p_warn("%s: %s", name, em.msg);
+			if (em.hint[0])
+				p_hint("%s", em.hint);
+		}
+		any_perf |= format && !strcmp(format, "perf script");
+		p_debug("%s: %s, %zu stacks, %llu samples", paths[i], format ? format : "?",
+			profile__nr_stacks(p), (unsigned long long)profile__total(p));
+		if (o->nr_pids && !has_pids(p)) {
+			profile__free(p);
+			ret = no_pids(paths[i], format);
+			break;
+		}
+		if (filter) {
+			/* Keep the whole input for the hint, should nothing be selected. */
+			struct profile *q = profile__new();
+
+			if (!q || (unfiltered ? profile__merge(unfiltered, p) : 0) ||
+			    profile__merge_if(q, p, selected, (void *)o)) {
+				p_err("out of memory reading %s", name);
+				profile__free(q);
+				profile__free(p);
+				ret = 1;
+				break;
+			}
+			*profile__meta(q) = *profile__meta_c(p);
+			if (!unfiltered) {
+				unfiltered = p;
+			} else {
+				merge_meta(profile__meta(unfiltered), profile__meta_c(p));
+				profile__free(p);
+			}
+			p = q;
+		}
 		if (!all) {
 			all = p;
 			continue;
 		}
 		if (profile__merge(all, p)) {
-			p_err("out of memory merging %s", paths[i]);
+			p_err("out of memory merging %s", name);
 			profile__free(p);
-			profile__free(all);
-			return NULL;
+			ret = 1;
+			break;
 		}
 		merge_meta(profile__meta(all), profile__meta_c(p));
 		profile__free(p);
 	}
+	if (!ret && o->in.event && !any_perf) {
+		p_err("--event chooses among the events of perf script text: no input is");
+		ret = 2;
+	}
+	if (!ret && filter && all && !profile__total(all) && !profile__total_offcpu(all))
+		ret = none_selected(o, unfiltered);
+	profile__free(unfiltered);
+	if (ret) {
+		profile__free(all);
+		return ret;
+	}
 	profile__sort(all);
-	return all;
+	*out = all;
+	return 0;
 }
 
 int offline__write_or_fail(const struct writer *w, const struct profile *p,

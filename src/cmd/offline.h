@@ -9,8 +9,12 @@
 #define BPFPROF_CMD_OFFLINE_H
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 
+#include "base/errmsg.h"
 #include "base/profile.h"
+#include "format/reader.h"
 #include "format/writer.h"
 
 struct offline_opts {
@@ -21,17 +25,34 @@ struct offline_opts {
 	int nr_inputs;
 	int verbosity;
 	bool help;
+	/* Which samples of the inputs are read (perf report's --pid, --comm). */
+	struct input_opts in; /* --event: a perf script input's event */
+	uint32_t *pids;	      /* --pid PID[,PID...]: only these processes */
+	size_t nr_pids, cap_pids;
+	char **comms;	      /* --comm NAME[,NAME...]: only these process names */
+	size_t nr_comms, cap_comms;
 };
 
 /* A usage error: the message, a hint to the command's --help; returns 2. */
 int offline__usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same for an error described in em (with its hint, if it has one). */
+int offline__usage_em(const char *cmd, const struct errmsg *em);
 /* Options and inputs of `cmd`; o->help set when --help was asked. */
 int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *o,
 		   bool takes_format);
 /* 2 if the output path cannot be written. */
 int offline__check_output(const char *cmd, const char *path);
-/* Reads and adds up the inputs; NULL after printing why. */
-struct profile *offline__load(char **paths, int n);
+/*
+ * Reads the inputs paths[0..n), keeps the samples --pid and --comm select,
+ * and adds them up into *out: 0, or the exit status after printing why (1
+ * an input could not be read or nothing was selected, 2 an option that
+ * does not apply to an input, such as --pid on folded text).
+ */
+int offline__load(const struct offline_opts *o, char **paths, int n, struct profile **out);
+/* Frees what offline__parse() allocated. */
+void offline__free(struct offline_opts *o);
+/* The --help lines of --pid, --comm and --event. */
+void offline__select_usage(FILE *f);
 /* 1 if writing failed. */
 int offline__write_or_fail(const struct writer *w, const struct profile *p,
 			   const struct offline_opts *o);

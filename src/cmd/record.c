@@ -529,15 +529,13 @@ static uint32_t default_map_entries(uint32_t freq)
 	return (uint32_t)MIN(MAX(n, 1024), 65536);
 }
 
+/* The options were validated: this only repeats what cli__validate() chose. */
 static const struct writer *pick_writer(const struct options *o)
 {
-	const struct writer *w = NULL;
+	const struct writer *w = &writer_folded;
 
-	if (o->format)
-		w = output__find(o->format);
-	if (!w && o->output)
-		w = output__for_path(o->output);
-	return w ? w : &writer_folded;
+	cli__pick_writer(o->format, o->output, &w, NULL);
+	return w;
 }
 
 /* --- the phases of a run ------------------------------------------------------ */
@@ -1036,7 +1034,7 @@ int cmd_record(int argc, char **argv)
 	ret = cli__parse(argc, argv, &r.o, &em);
 	if (ret == CLI_USAGE) {
 		p_err("%s", em.msg);
-		p_hint("see 'bpfprof --help'");
+		p_hint("%s", em.hint[0] ? em.hint : "see 'bpfprof --help'");
 		cli__free(&r.o);
 		return 2;
 	}

@@ -16,12 +16,16 @@ static void report_usage(FILE *f)
 	fprintf(f,
 		"Usage: bpfprof report [OPTIONS] INPUT...\n"
 		"\n"
-		"Prints the hottest functions of profiles (folded or pprof; several are added):\n"
-		"by self samples (the function was running) and by total samples (it was on the\n"
-		"stack, counted once per stack under recursion), then samples per process.\n"
+		"Prints the hottest functions of profiles (folded, pprof or perf script text;\n"
+		"several are added): by self samples (the function was running) and by total\n"
+		"samples (it was on the stack, counted once per stack under recursion), then\n"
+		"samples per process.\n"
 		"\n"
 		"      --top N             rows per table (default %u, 0: all)\n"
-		"      --sort self|total   only the table sorted by self or by total samples\n"
+		"      --sort self|total   only the table sorted by self or by total samples\n",
+		OUT_DEFAULT_TOP);
+	offline__select_usage(f);
+	fprintf(f,
 		"  -o, --output FILE       write here instead of stdout\n"
 		"  -q, --quiet             only errors\n"
 		"  -h, --help              this help\n"
@@ -29,37 +33,46 @@ static void report_usage(FILE *f)
 		"Examples:\n"
 		"  bpfprof report cpu.folded\n"
 		"  bpfprof report --top 50 --sort total cpu.pb.gz\n"
+		"  bpfprof report --pid 1234 all.pb.gz            one process of a -a profile\n"
+		"  bpfprof report --comm nginx,php-fpm all.pb.gz  the processes with these names\n"
 		"  sudo bpfprof -p 1234 -d 10 | bpfprof report -\n"
 		"  sudo bpfprof -p 1234 -d 10 -f report           the same, in one step\n"
+		"  perf script -i perf.data | bpfprof report -    a perf record -g recording\n"
 		"\n"
-		"Exit status: 0 printed, 1 an input could not be read, 2 usage error.\n",
-		OUT_DEFAULT_TOP);
+		"Exit status: 0 printed, 1 an input could not be read (or nothing selected),\n"
+		"2 usage error.\n");
+}
+
+static int report(struct offline_opts *o)
+{
+	struct profile *p;
+	int ret;
+
+	if (o->out.merge || o->out.inverted || o->out.title)
+		return offline__usage("report", "--merge, --inverted and --title do not apply to a report");
+	if (!o->nr_inputs)
+		return offline__usage("report", "no input files");
+	ret = offline__check_output("report", o->output);
+	if (ret)
+		return ret;
+	ret = offline__load(o, o->inputs, o->nr_inputs, &p);
+	if (ret)
+		return ret;
+	ret = offline__write_or_fail(&writer_report, p, o);
+	profile__free(p);
+	return ret;
 }
 
 int cmd_report(int argc, char **argv)
 {
 	struct offline_opts o;
-	struct profile *p;
 	int ret;
 
 	ret = offline__parse(argc, argv, "report", &o, false);
-	if (ret)
-		return ret;
-	if (o.help) {
+	if (!ret && o.help)
 		report_usage(stdout);
-		return 0;
-	}
-	if (o.out.merge || o.out.inverted || o.out.title)
-		return offline__usage("report", "--merge, --inverted and --title do not apply to a report");
-	if (!o.nr_inputs)
-		return offline__usage("report", "no input files");
-	ret = offline__check_output("report", o.output);
-	if (ret)
-		return ret;
-	p = offline__load(o.inputs, o.nr_inputs);
-	if (!p)
-		return 1;
-	ret = offline__write_or_fail(&writer_report, p, &o);
-	profile__free(p);
+	else if (!ret)
+		ret = report(&o);
+	offline__free(&o);
 	return ret;
 }

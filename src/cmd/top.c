@@ -278,6 +278,15 @@ static int usage(const char *fmt, const char *arg)
 	return 2;
 }
 
+/* A usage error the option parser described, with its own hint if it has one. */
+static int usage_em(const struct errmsg *em)
+{
+	if (!em->hint[0])
+		return usage("%s", em->msg);
+	fprintf(stderr, "bpfprof top: %s\nHINT: %s\n", em->msg, em->hint);
+	return 2;
+}
+
 static const struct option long_opts[] = {
 	CLI_SAMPLING_OPTIONS,
 	{"window", required_argument, NULL, OPT_WINDOW},
@@ -358,10 +367,12 @@ static int parse(int argc, char **argv, struct top *t, bool *stdio)
 		}
 		rc = cli__sampling_option(c, optarg, o, &em);
 		if (rc == CLI_USAGE)
-			return usage("%s", em.msg);
+			return usage_em(&em);
 		if (rc != CLI_OK)
 			return usage("unknown option '%s'", argv[optind - 1]);
 	}
+	if (cli__stray_pids(o, argc, argv, optind, &em))
+		return usage_em(&em);
 	if (optind < argc)
 		return usage("unexpected argument '%s'", argv[optind]);
 	if (cli__validate(o, &em))

@@ -158,14 +158,52 @@
 		return w > 0 ? w : 7.2;
 	})();
 
-	/* Drops template arguments and parameter lists: ns::f<T>(int) -> ns::f(). */
+	/*
+	 * Only a C++ (or Rust) signature is shortened: template arguments and
+	 * parameter lists go first, ns::f<T>(int) const -> ns::f() const. Other
+	 * parentheses and angle brackets are part of the name and stay: a Python
+	 * frame's file, "json_work (app.py)", and its "<locals>", "<lambda>"; a Go
+	 * method "main.(*T).run"; a source suffix " (main.go:12)", which is kept
+	 * after a shortened C++ name too. A name is a signature when it is a
+	 * user, JIT or inlined frame (not Python, kernel or a process name) with
+	 * "::" or a parameter list at its end.
+	 */
+	var CXX_KINDS = [true, false, true, false, false, true];
+
+	/* Index of the "(" that opens a trailing " (file)" or " (file:line)", or -1. */
+	function sourceSuffix(s) {
+		var depth = 0;
+
+		if (s.charAt(s.length - 1) !== ')')
+			return -1;
+		for (var i = s.length - 1; i > 0; i--) {
+			if (s[i] === ')')
+				depth++;
+			else if (s[i] === '(' && --depth === 0)
+				return s[i - 1] === ' ' ? i - 1 : -1;
+		}
+		return -1;
+	}
+
+	function isSignature(s) {
+		var t = s.replace(/( const| volatile| noexcept| &&| &)+$/, '');
+
+		if (s.indexOf('::') >= 0)
+			return true;
+		/* f(int): a parameter list right after a name (not Go's "pkg.(*T)"). */
+		return t.charAt(t.length - 1) === ')' && /[\w>\]]\(/.test(t);
+	}
+
 	function simplify(s) {
 		var out = '', angle = 0, paren = 0;
 
 		for (var i = 0; i < s.length; i++) {
 			var ch = s[i];
 
-			if (ch === '<' && i > 0 && s.slice(i - 8, i) !== 'operator')
+			if (!angle && !paren && s.startsWith('(anonymous namespace)', i)) {
+				out += '(anonymous namespace)';
+				i += 20;
+			} else if (ch === '<' && i > 0 && s.slice(i - 8, i) !== 'operator')
 				angle++;
 			else if (ch === '>' && angle > 0)
 				angle--;
@@ -183,14 +221,23 @@
 		return out;
 	}
 
-	function fit(name, w) {
+	/* name shortened when it is a C++ signature, else as it is. */
+	function shorten(name, kind) {
+		var cut = sourceSuffix(name), core = cut >= 0 ? name.slice(0, cut) : name;
+
+		if (!CXX_KINDS[kind] || !isSignature(core))
+			return name;
+		return simplify(core) + (cut >= 0 ? name.slice(cut) : '');
+	}
+
+	function fit(name, kind, w) {
 		var max = Math.floor((w - 6) / CW);
 
 		if (max < 3)
 			return '';
 		if (name.length <= max)
 			return name;
-		var s = simplify(name);
+		var s = shorten(name, kind);
 		if (s.length <= max)
 			return s;
 		return s.slice(0, max - 1) + '\u2026';
@@ -216,7 +263,7 @@
 		r.setAttribute('height', FH - 1);
 		r.setAttribute('fill', colour(i));
 		g.appendChild(r);
-		label = fit(names[lab[i]], w);
+		label = fit(names[lab[i]], kinds[lab[i]], w);
 		if (label) {
 			var tx = doc.createElementNS(NS, 'text');
 
@@ -340,7 +387,8 @@
 	});
 
 	/* For scripting and tests: the same actions the buttons take. */
-	window.flamegraph = { zoom: zoomTo, search: search, reset: function () { zoomTo(0); } };
+	window.flamegraph = { zoom: zoomTo, search: search, reset: function () { zoomTo(0); },
+			      shorten: shorten };
 	var loading = doc.getElementById('fg-loading');
 	if (loading)
 		loading.parentNode.removeChild(loading);

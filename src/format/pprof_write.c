@@ -50,7 +50,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "base/htab.h"
 #include "format/pprof_proto.h"
@@ -520,43 +519,6 @@ int pprof__encode_view(const struct profile *p, enum view view, uint8_t **buf, s
 	return 0;
 }
 
-/* gzip (RFC 1952, mtime 0 so output is reproducible) straight into f. */
-static int gzip_to(FILE *f, const uint8_t *buf, size_t len)
-{
-	uint8_t out[65536];
-	z_stream zs;
-	int zr, err = 0;
-
-	memset(&zs, 0, sizeof(zs));
-	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-	    Z_OK)
-		return -ENOMEM;
-	zs.next_in = (Bytef *)buf;
-	do {
-		/* avail_in is 32-bit: feed at most 1 GiB at a time. */
-		size_t chunk = MIN(len, (size_t)1 << 30);
-
-		zs.avail_in = (uInt)chunk;
-		len -= chunk;
-		do {
-			zs.next_out = out;
-			zs.avail_out = sizeof(out);
-			zr = deflate(&zs, len ? Z_NO_FLUSH : Z_FINISH);
-			if (zr == Z_STREAM_ERROR) {
-				err = -EIO;
-				break;
-			}
-			if (fwrite(out, 1, sizeof(out) - zs.avail_out, f) !=
-			    sizeof(out) - zs.avail_out) {
-				err = -errno ?: -EIO;
-				break;
-			}
-		} while (zs.avail_out == 0);
-	} while (len && !err);
-	deflateEnd(&zs);
-	return err;
-}
-
 static int write_pprof(const struct profile *p, FILE *f, const struct out_opts *o)
 {
 	uint8_t *buf;
@@ -565,7 +527,7 @@ static int write_pprof(const struct profile *p, FILE *f, const struct out_opts *
 
 	if (err)
 		return err;
-	err = gzip_to(f, buf, len);
+	err = output__gzip(f, buf, len);
 	free(buf);
 	return err;
 }

@@ -3,6 +3,7 @@
 #include "format/reader.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 static const struct reader *const readers[] = {
 	&reader_folded,
 	&reader_pprof,
+	&reader_perf_script,
 	NULL,
 };
 
@@ -33,7 +35,67 @@ const struct reader *input__sniff(const uint8_t *buf, size_t len)
 	for (size_t i = 0; i < len && i < 64; i++)
 		if (buf[i] < 0x09 || (buf[i] > 0x0d && buf[i] < 0x20))
 			return &reader_pprof;
+	if (perfscript__sniff(buf, len))
+		return &reader_perf_script;
 	return &reader_folded;
+}
+
+static bool has(const uint8_t *buf, size_t len, const char *s)
+{
+	return memmem(buf, MIN(len, (size_t)4096), s, strlen(s)) != NULL;
+}
+
+/*
+ * Files people pass that bpfprof recognises but does not read: em says what
+ * the file is and what to do instead. gzipped: it was compressed.
+ */
+static bool foreign(const uint8_t *buf, size_t len, const char *path, bool gzipped,
+		    struct errmsg *em)
+{
+	const char *name = strcmp(path, "-") ? path : "perf.data";
+	const char *gz = gzipped ? "gzip-compressed " : "";
+	size_t i = 0;
+
+	/* perf record's file: "PERFILE2" (either byte order), "PERFFILE" before 2.6.37. */
+	if (len >= 8 && (!memcmp(buf, "PERFILE2", 8) || !memcmp(buf, "2ELIFREP", 8) ||
+			 !memcmp(buf, "PERFFILE", 8))) {
+		errmsg_set(em, -EINVAL, "this is a %sperf.data file (perf record's binary format), "
+					"which bpfprof does not read",
+			   gz);
+		errmsg_hint(em, "read perf script's text of it: perf script -i %s > %s.txt, then "
+				"pass that (or pipe it: perf script -i %s | bpfprof report -)",
+			    name, name, name);
+		return true;
+	}
+	if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))
+		i = 3; /* a UTF-8 byte order mark */
+	while (i < len && i < 4096 && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' ||
+				       buf[i] == '\n'))
+		i++;
+	if (i < len && buf[i] == '<' && has(buf, len, "<svg")) {
+		errmsg_set(em, -EINVAL, "this is %s%s, which cannot be read back into a profile",
+			   gzipped ? "a gzip-compressed SVG image" : "an SVG image",
+			   has(buf, len, "fg-data") ? " (a bpfprof flame graph)" : "");
+		errmsg_hint(em, "read the profile it was drawn from (folded, pprof or perf script "
+				"text); record with -o x.pb.gz to keep one, then draw it with "
+				"bpfprof convert x.pb.gz -o x.svg");
+		return true;
+	}
+	if (i < len && buf[i] == '{' && has(buf, len, "speedscope.app/file-format-schema")) {
+		errmsg_set(em, -EINVAL, "this is a %sspeedscope file, which bpfprof writes but does "
+					"not read",
+			   gz);
+		errmsg_hint(em, "read the profile it was made from (folded, pprof or perf script "
+				"text); record with -o x.pb.gz to keep one");
+		return true;
+	}
+	if (i < len && buf[i] == '<' && (has(buf, len, "<html") || has(buf, len, "<HTML") ||
+					 has(buf, len, "<!DOCTYPE html"))) {
+		errmsg_set(em, -EINVAL, "this is a %sweb page (HTML), not a profile", gz);
+		errmsg_hint(em, "bpfprof reads folded stacks, pprof and perf script text");
+		return true;
+	}
+	return false;
 }
 
 static int read_stdin(size_t max, uint8_t **out, size_t *out_len)
@@ -70,14 +132,18 @@ static int read_stdin(size_t max, uint8_t **out, size_t *out_len)
 	return 0;
 }
 
-struct profile *input__read_path(const char *path, struct errmsg *em)
+struct profile *input__read_path_opts(const char *path, const struct input_opts *io,
+				      const char **format, struct errmsg *em)
 {
 	const struct reader *r;
 	struct profile *p;
-	uint8_t *buf = NULL;
+	uint8_t *buf = NULL, *raw;
 	size_t len = 0;
+	bool gzipped = false;
 	int rc;
 
+	if (format)
+		*format = NULL;
 	if (!strcmp(path, "-"))
 		rc = read_stdin(INPUT_MAX_BYTES, &buf, &len);
 	else
@@ -92,7 +158,33 @@ struct profile *input__read_path(const char *path, struct errmsg *em)
 		errno = -errmsg_set(em, -EINVAL, "empty file");
 		return NULL;
 	}
+	/* Any format may come gzipped (pprof always does): what is inside decides. */
+	if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) {
+		rc = input__gunzip(buf, len, INPUT_MAX_INFLATED, &raw, &len);
+		free(buf);
+		if (rc) {
+			errno = -errmsg_set(em, rc, "%s",
+					    rc == -EFBIG   ? "more than 1 GiB once decompressed"
+					    : rc == -EINVAL ? "corrupt or truncated gzip data"
+							    : strerror(-rc));
+			return NULL;
+		}
+		buf = raw;
+		gzipped = true;
+		if (!len) {
+			free(buf);
+			errno = -errmsg_set(em, -EINVAL, "empty once decompressed");
+			return NULL;
+		}
+	}
+	if (foreign(buf, len, path, gzipped, em)) {
+		free(buf);
+		errno = EINVAL;
+		return NULL;
+	}
 	r = input__sniff(buf, len);
+	if (format)
+		*format = r->name;
 	p = profile__new();
 	if (!p) {
 		free(buf);
@@ -100,7 +192,7 @@ struct profile *input__read_path(const char *path, struct errmsg *em)
 		return NULL;
 	}
 	errmsg_clear(em);
-	rc = r->read(buf, len, p, em);
+	rc = r->read_opts ? r->read_opts(buf, len, p, io, em) : r->read(buf, len, p, em);
 	free(buf);
 	if (rc) {
 		if (!errmsg_said(em))
@@ -110,6 +202,11 @@ struct profile *input__read_path(const char *path, struct errmsg *em)
 		return NULL;
 	}
 	return p;
+}
+
+struct profile *input__read_path(const char *path, struct errmsg *em)
+{
+	return input__read_path_opts(path, NULL, NULL, em);
 }
 
 /*

@@ -12,11 +12,14 @@
  * --view picks one of them, or the wall-clock view.
  *
  * Functions are (kind, name, module file name): two programs' main() are
- * two rows. Rows fit 80 columns; longer names lose template arguments and
- * parameter lists first, then their end ("…").
+ * two rows. Rows fit 80 columns; longer C++ signatures lose template
+ * arguments and parameter lists first (other names, a Python function's
+ * "<locals>" or a Go method's "(*T)", keep theirs), then names lose their
+ * end ("…").
  */
 #include "format/writer.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -169,14 +172,57 @@ static size_t columns(const char *s)
 	return n;
 }
 
+/*
+ * Whether name is a C++ (or Rust) signature, the only names whose template
+ * arguments and parameter lists may go: a user, JIT or inlined frame with
+ * "::" or a parameter list at its end. A Python function's "<locals>" and
+ * "<lambda>", a Go method's "(*T)" and a process name are names, kept (as
+ * flamegraph.js does).
+ */
+static bool is_signature(const char *name, enum frame_kind kind)
+{
+	size_t len = strlen(name);
+	const char *q;
+
+	if (kind != FRAME_USER && kind != FRAME_JIT && kind != FRAME_INLINE)
+		return false;
+	if (strstr(name, "::"))
+		return true;
+	for (bool cut = true; cut;) {
+		static const char *const quals[] = {" const", " volatile", " noexcept", " &&", " &"};
+
+		cut = false;
+		for (size_t i = 0; i < ARRAY_SIZE(quals); i++) {
+			size_t l = strlen(quals[i]);
+
+			if (len > l && !memcmp(name + len - l, quals[i], l)) {
+				len -= l;
+				cut = true;
+			}
+		}
+	}
+	if (!len || name[len - 1] != ')')
+		return false;
+	/* f(int): a parameter list right after a name, not Go's "pkg.(*T)". */
+	for (q = name + 1; q < name + len; q++)
+		if (*q == '(' && (isalnum((unsigned char)q[-1]) || strchr("_>]", q[-1])))
+			return true;
+	return false;
+}
+
 /* Drops template arguments and parameter lists: ns::f<T>(int) -> ns::f(). */
 static void simplify(char *s)
 {
+	static const char anon[] = "(anonymous namespace)";
 	int angle = 0, paren = 0;
 	char *w = s;
 
 	for (const char *r = s; *r; r++) {
-		if (*r == '<' && !(r - s >= 8 && !strncmp(r - 8, "operator", 8)))
+		if (!angle && !paren && !strncmp(r, anon, sizeof(anon) - 1)) {
+			memmove(w, r, sizeof(anon) - 1);
+			w += sizeof(anon) - 1;
+			r += sizeof(anon) - 2;
+		} else if (*r == '<' && !(r - s >= 8 && !strncmp(r - 8, "operator", 8)))
 			angle++;
 		else if (*r == '>' && angle)
 			angle--;
@@ -192,8 +238,9 @@ static void simplify(char *s)
 	*w = '\0';
 }
 
-/* Prints name cleaned and fitted to width columns. */
-static void put_name(FILE *f, const char *name, size_t width)
+/* Prints name cleaned and fitted to width columns; a C++ signature of a frame
+ * of this kind (FRAME_OTHER for process names) is shortened first. */
+static void put_name(FILE *f, const char *name, enum frame_kind kind, size_t width)
 {
 	size_t size = 3 * strlen(name) + 4, cols;
 	char *buf = malloc(size);
@@ -202,7 +249,8 @@ static void put_name(FILE *f, const char *name, size_t width)
 		return;
 	output__clean_utf8(name, buf, size);
 	if (columns(buf) > width) {
-		simplify(buf);
+		if (is_signature(buf, kind))
+			simplify(buf);
 		if (columns(buf) > width && width > 1) {
 			/* Cut at a code point boundary after width - 1 columns. */
 			char *p = buf;
@@ -339,7 +387,7 @@ static void function_table(FILE *f, const struct profile_meta *m, struct fstats 
 		put_count(f, w, st->total);
 		output__clean_utf8(module_col(st), mod, sizeof(mod));
 		fprintf(f, " %6.2f  %-12s  ", pct(st->total, total), mod);
-		put_name(f, st->name, REPORT_WIDTH - 49 - 2 * (w - 9));
+		put_name(f, st->name, st->kind, REPORT_WIDTH - 49 - 2 * (w - 9));
 		fputc('\n', f);
 	}
 	if (fs->no_frames && !by_total) {
@@ -422,7 +470,8 @@ static int process_table(FILE *f, const struct profile *p, unsigned top)
 				fprintf(f, "%8u  ", v[i].pid);
 			else
 				fprintf(f, "%8s  ", "-");
-			put_name(f, v[i].comm[0] ? v[i].comm : "[unknown]", REPORT_WIDTH - 28 - (w - 9));
+			put_name(f, v[i].comm[0] ? v[i].comm : "[unknown]", FRAME_OTHER,
+				 REPORT_WIDTH - 28 - (w - 9));
 			fputc('\n', f);
 		}
 	}
@@ -602,7 +651,7 @@ static int write_diff_report(const struct profile *before, const struct profile 
 			r->self[1] - r->self[0], r->total[0], r->total[1],
 			r->total[1] - r->total[0]);
 		output__frame_label(&pf, label, sizeof(label));
-		put_name(f, label, REPORT_WIDTH - 52);
+		put_name(f, label, r->kind, REPORT_WIDTH - 52);
 		fputc('\n', f);
 	}
 out:

@@ -88,6 +88,7 @@ int output__check_path(const char *path, struct errmsg *em);
 /* The writers. */
 extern const struct writer writer_folded;
 extern const struct writer writer_svg;
+extern const struct writer writer_svgz;
 extern const struct writer writer_pprof;
 extern const struct writer writer_speedscope;
 extern const struct writer writer_report;
@@ -106,6 +107,7 @@ struct diff_writer {
 };
 
 extern const struct diff_writer diff_writer_svg;
+extern const struct diff_writer diff_writer_svgz;
 extern const struct diff_writer diff_writer_report;
 
 const struct diff_writer *output__find_diff(const char *name);
@@ -131,6 +133,10 @@ void output__frame_display(const struct pframe *f, bool lines, char *buf, size_t
 const char *output__kind_suffix(enum frame_kind kind);
 /* A source file as labels show it: its base name ("pkg/__init__.py" for a package). */
 const char *output__short_file(const char *file);
+
+/* Writes len bytes of data to f gzip-compressed (RFC 1952, mtime 0, so the
+ * same input gives the same bytes); 0 or -errno. */
+int output__gzip(FILE *f, const void *data, size_t len);
 
 /*
  * Writes s as a JSON string literal (quotes included). Invalid UTF-8 becomes

@@ -19,6 +19,7 @@
 static const struct writer *const writers[] = {
 	&writer_folded,
 	&writer_svg,
+	&writer_svgz,
 	&writer_pprof,
 	&writer_speedscope,
 	&writer_report,
@@ -27,6 +28,7 @@ static const struct writer *const writers[] = {
 
 static const struct diff_writer *const diff_writers[] = {
 	&diff_writer_svg,
+	&diff_writer_svgz,
 	&diff_writer_report,
 	NULL,
 };

@@ -262,6 +262,92 @@ static void test_offcpu_options(void **state)
 	expect_usage("invalid --view", "--off-cpu", "--view", "both");
 }
 
+/*
+ * Several pids given with spaces - "-p 12 34 56", or -p "$(pgrep app)" with
+ * its new lines - are one list: the error says so and the hint joins them.
+ */
+static void test_pids_with_spaces(void **state)
+{
+	struct options o;
+	struct errmsg err = { 0 };
+
+	assert_int_equal(parse(&o, &err, "-p", "12", "34", "56", "-d", "1", NULL), CLI_USAGE);
+	assert_string_equal(err.msg,
+			    "unexpected argument '34': -p takes one list of pids, PID[,PID...]");
+	assert_string_equal(err.hint, "join the pids with commas: -p 12,34,56 "
+				      "(for pgrep: -p \"$(pgrep -d, NAME)\")");
+	cli__free(&o);
+	assert_int_equal(parse(&o, &err, "--pid=7", "8", NULL), CLI_USAGE);
+	assert_non_null(strstr(err.hint, "-p 7,8 "));
+	cli__free(&o);
+	assert_int_equal(parse(&o, &err, "-p", "12\n34\n", NULL), CLI_USAGE);
+	assert_string_equal(err.msg,
+			    "invalid pid list: pids are separated by commas, not spaces or new lines");
+	assert_non_null(strstr(err.hint, "-p 12,34 "));
+	cli__free(&o);
+	/* Not pids: the usual messages, no pid hint. */
+	assert_int_equal(parse(&o, &err, "-p", "12", "sleep", "1", NULL), CLI_USAGE);
+	assert_non_null(strstr(err.msg, "put it after --"));
+	assert_string_equal(err.hint, "");
+	cli__free(&o);
+	assert_int_equal(parse(&o, &err, "-d", "1", "5", NULL), CLI_USAGE);
+	assert_non_null(strstr(err.msg, "put it after --"));
+	cli__free(&o);
+	assert_int_equal(parse(&o, &err, "-p", "1 x", NULL), CLI_USAGE);
+	assert_string_equal(err.msg, "invalid pid list '1 x': expected PID[,PID...]");
+	cli__free(&o);
+}
+
+/*
+ * -o NAME without -f: the ending names the format; no ending (or a number,
+ * run.1) is folded; an ending no writer has is a usage error listing them.
+ */
+static void test_output_endings(void **state)
+{
+	const struct writer *w = NULL;
+	const struct diff_writer *dw = NULL;
+	struct options o;
+	struct errmsg err = { 0 };
+
+	assert_int_equal(cli__pick_writer(NULL, "cpu.svgz", &w, &err), CLI_OK);
+	assert_ptr_equal(w, &writer_svgz);
+	assert_ptr_equal(output__for_path("a.svgz"), &writer_svgz);
+	assert_ptr_equal(output__diff_for_path("d.svgz"), &diff_writer_svgz);
+	for (const char *const *n = (const char *const[]){ "profile", "run.1", "/tmp/a.b/cpu",
+							    ".hidden", "x.", "-", NULL };
+	     *n; n++) {
+		w = NULL;
+		assert_int_equal(cli__pick_writer(NULL, *n, &w, &err), CLI_OK);
+		assert_ptr_equal(w, &writer_folded);
+	}
+	assert_int_equal(cli__pick_writer(NULL, NULL, &w, &err), CLI_OK);
+	assert_ptr_equal(w, &writer_folded);
+	assert_int_equal(cli__pick_writer("pprof", "x.png", &w, &err), CLI_OK);
+	assert_ptr_equal(w, &writer_pprof);
+	assert_int_equal(cli__pick_writer(NULL, "/tmp/x.png", &w, &err), CLI_USAGE);
+	assert_string_equal(err.msg, "cannot tell the format of /tmp/x.png from its ending '.png'");
+	assert_string_equal(err.hint, "end the name in .folded .collapsed .stacks .svg .svgz .pb.gz "
+				      ".pprof .speedscope.json .json .txt .report, or choose with "
+				      "-f folded|svg|svgz|pprof|speedscope|report (a name without "
+				      "an ending is folded)");
+	assert_int_equal(cli__pick_writer("gif", NULL, &w, &err), CLI_USAGE);
+	assert_non_null(strstr(err.msg, "unknown format 'gif'"));
+	/* record checks it with the other options, before anything is sampled */
+	assert_int_equal(parse(&o, &err, "-o", "perf.data", "-d", "1", NULL), CLI_USAGE);
+	assert_non_null(strstr(err.msg, "from its ending '.data'"));
+	cli__free(&o);
+	assert_int_equal(parse(&o, &err, "-o", "perf.data", "-f", "folded", NULL), CLI_OK);
+	cli__free(&o);
+	/* diff: its own writers, report by default */
+	assert_int_equal(cli__pick_diff_writer(NULL, "d", &dw, &err), CLI_OK);
+	assert_ptr_equal(dw, &diff_writer_report);
+	assert_int_equal(cli__pick_diff_writer(NULL, "d.folded", &dw, &err), CLI_USAGE);
+	assert_non_null(strstr(err.hint, "end the name in .svg .svgz .txt .report, or choose "
+					 "with -f svg|svgz|report"));
+	assert_int_equal(cli__pick_diff_writer("pprof", NULL, &dw, &err), CLI_USAGE);
+	assert_string_equal(err.msg, "unknown diff format 'pprof': expected svg|svgz|report");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +360,8 @@ int main(void)
 		cmocka_unit_test(test_output_options),
 		cmocka_unit_test(test_perf_habits),
 		cmocka_unit_test(test_offcpu_options),
+		cmocka_unit_test(test_pids_with_spaces),
+		cmocka_unit_test(test_output_endings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

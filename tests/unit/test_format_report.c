@@ -94,6 +94,38 @@ static void test_diff_report_golden(void **state)
 	profile__free(after);
 }
 
+/*
+ * Only C++ signatures lose their brackets: a long Python qualified name keeps
+ * its "<locals>", a Go method its "(*T)", a process name its parentheses;
+ * they are cut at the end instead (issue 37: "make_docs.. ()").
+ */
+static void test_report_shortens_only_cxx(void **state)
+{
+	struct profile *p = profile__new();
+	struct out_opts o = {.top = 0, .sort = "self"};
+	char *text;
+
+	FX(p, "app", 1, 0, 40,
+	   { FRAME_PYTHON, "make_docs.<locals>.render_section.<locals>.<listcomp>", NULL });
+	FX(p, "app", 1, 0, 30,
+	   FX_USER("github.com/acme/server/internal/handlers.(*Handler).ServeHTTPWithContext"));
+	FX(p, "app", 1, 0, 20, FX_USER("ns::Widget<std::vector<int, std::allocator<int> > >::"
+					"draw(Canvas&, Rect const&) const"));
+	FX(p, "app", 1, 0, 10, FX_USER("draw_everything_now(Canvas&, Rect const&, Style const&)"));
+	FX(p, "worker (pool 1) of a process name as long as folded text allows", 2, 0, 5,
+	   FX_USER("main"));
+	profile__sort(p);
+	text = fx_write(&writer_report, p, &o, NULL);
+	assert_non_null(strstr(text, "  make_docs.<locals>.render_sect\u2026\n"));
+	assert_non_null(strstr(text, "  github.com/acme/server/interna\u2026\n"));
+	assert_non_null(strstr(text, "  ns::Widget::draw() const\n"));
+	assert_non_null(strstr(text, "  draw_everything_now()\n"));
+	assert_non_null(strstr(text, "  worker (pool 1) of a process name as long as folded\u2026\n"));
+	assert_fits_80(text);
+	free(text);
+	profile__free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -101,6 +133,7 @@ int main(void)
 		cmocka_unit_test(test_report_top_sort_and_long_names),
 		cmocka_unit_test(test_report_empty),
 		cmocka_unit_test(test_diff_report_golden),
+		cmocka_unit_test(test_report_shortens_only_cxx),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

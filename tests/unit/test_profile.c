@@ -168,6 +168,21 @@ static void test_atomic_write(void **state)
 	profile__free(p);
 }
 
+/* Samples with only a process name: their stack is empty, and valid to read. */
+static void test_only_empty_stacks(void **state)
+{
+	struct profile *p = profile__new();
+	struct psample s = { .pid = 1, .comm = "kthread" };
+	const uint32_t *fr;
+	uint32_t n = 7;
+
+	assert_int_equal(profile__add(p, &s, &(uint32_t){ 0 }, 0, 3), 0);
+	fr = profile__stack_get(p, profile__sample(p, 0)->stack, &n);
+	assert_non_null(fr);
+	assert_int_equal(n, 0);
+	profile__free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -176,6 +191,7 @@ int main(void)
 		cmocka_unit_test(test_folded_golden),
 		cmocka_unit_test(test_writer_table),
 		cmocka_unit_test(test_atomic_write),
+		cmocka_unit_test(test_only_empty_stacks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,7 +27,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/errmsg.h"
@@ -322,6 +321,18 @@ static void text(struct httpd *h, struct conn *c, unsigned status, const char *m
 	respond(h, c, status, "text/plain; charset=utf-8", (char *)msg, strlen(msg), true, head);
 }
 
+/* The same with a message of the moment (copied). */
+static void text_copy(struct httpd *h, struct conn *c, unsigned status, const char *msg, bool head)
+{
+	char *body = strdup(msg);
+
+	if (!body) {
+		text(h, c, 500, "out of memory\n", head);
+		return;
+	}
+	respond(h, c, status, "text/plain; charset=utf-8", body, strlen(body), false, head);
+}
+
 /* A connection we cannot keep: a best-effort status line, then close. */
 static void refuse_fd(int fd, unsigned status, const char *msg)
 {
@@ -573,18 +584,21 @@ static void handle_request(struct httpd *h, struct conn *c)
 #define PATH_IS(s) (plen == sizeof(s) - 1 && !memcmp(path, s, plen))
 	if (PATH_IS("/healthz")) {
 		struct metrics_snapshot s;
+		char why[160];
 
+		/* Judged here, from the last drain's snapshot: so it is told while
+		 * the main loop is stuck. */
 		metrics__get(h->o.metrics, &s);
-		if (s.last_drain_unix && (uint64_t)time(NULL) > s.last_drain_unix + 30)
-			text(h, c, 503, "stalled: no drain for 30 s\n", head);
-		else
+		if (metrics__healthy(&s, now_ns(), why, sizeof(why)))
 			text(h, c, 200, "ok\n", head);
+		else
+			text_copy(h, c, 503, why, head);
 	} else if (PATH_IS("/metrics")) {
 		struct metrics_snapshot s;
 		struct sbuf sb = { 0 };
 
 		metrics__get(h->o.metrics, &s);
-		if (metrics__render(&s, &sb)) {
+		if (metrics__render(&s, now_ns(), &sb)) {
 			sbuf_free(&sb);
 			text(h, c, 500, "out of memory\n", head);
 			return;

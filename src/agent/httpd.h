@@ -6,7 +6,8 @@
  *                                        (default 30), as Go services serve it,
  *                                        so `go tool pprof` and Parca read it
  *   GET /metrics                         Prometheus text
- *   GET /healthz                         "ok" while drains are recent
+ *   GET /healthz                         "ok" once drained and while drains
+ *                                        are on time, else 503 and why
  *
  * Anyone who can connect is a client, so the endpoint is built to stay up
  * under hostile ones: one event-loop thread (epoll, non-blocking sockets)
@@ -25,6 +26,9 @@
  * thread of its own (at most LIVE_MAX_REQUESTS, 429 beyond), never in the
  * loop. Nothing here blocks sampling or draining (see live.h). Binds to
  * loopback unless an address is given.
+ *
+ * /healthz is "ok" (200) once a drain has completed and while none is
+ * overdue, else 503 with the reason (metrics.h says when a drain is overdue).
  */
 #ifndef BPFPROF_HTTPD_H
 #define BPFPROF_HTTPD_H

@@ -245,6 +245,7 @@ void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct
 	m.drain_ns_last = st.drain_ns;
 	m.drain_ns_total = st.drain_ns_total;
 	m.last_drain_unix = realtime_ns() / 1000000000ULL;
+	m.last_drain_ns = now_ns();
 	m.intervals = ct->intervals;
 	m.freq = rc->o->freq;
 	m.offcpu = rc->o->offcpu;

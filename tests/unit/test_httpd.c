@@ -2,7 +2,8 @@
 /*
  * test_httpd.c - the HTTP endpoint against hostile clients, on loopback (no
  * root, no BPF): malformed and oversized requests, every method but GET and
- * HEAD, more idle connections than the cap, a client that stops reading.
+ * HEAD, more idle connections than the cap, a client that stops reading;
+ * /healthz before the first drain and when one is overdue.
  */
 #include "testutil.h"
 
@@ -16,6 +17,7 @@
 #include "base/errmsg.h"
 #include "agent/live.h"
 #include "agent/metrics.h"
+#include "base/profile.h"
 #include "format/writer.h"
 
 struct fixture {
@@ -39,6 +41,15 @@ static int free_port(void)
 	return port;
 }
 
+/* Publishes a snapshot whose last drain completed `ago` ns ago (-1: none yet). */
+static void drained(struct fixture *f, int64_t ago)
+{
+	struct metrics_snapshot s = { .drains = ago < 0 ? 0 : 1 };
+
+	s.last_drain_ns = ago < 0 ? 0 : now_ns() - (uint64_t)ago;
+	metrics__publish(&f->metrics, &s);
+}
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -46,7 +57,8 @@ static int setup(void **state)
 	struct errmsg err = { 0 };
 	char listen[16];
 
-	metrics__init(&f->metrics);
+	metrics__init(&f->metrics, 1000000000ULL);
+	drained(f, 0);
 	f->live = live__new(&writer_folded, 99);
 	f->port = free_port();
 	snprintf(listen, sizeof(listen), "%d", f->port);
@@ -201,6 +213,37 @@ static void test_more_idle_clients_than_the_cap(void **state)
 		close(fds[i]);
 }
 
+static void test_healthz_tells_the_truth(void **state)
+{
+	struct fixture *f = *state;
+	char *r;
+
+	/* Before the first drain: 503 and why, with the same body for HEAD's length. */
+	drained(f, -1);
+	r = get(f->port, "GET /healthz HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 503 Service Unavailable\r\n"));
+	assert_non_null(strstr(r, "\r\n\r\nnot ready: no drain yet (started "));
+	r = get(f->port, "GET /metrics HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "\nbpfprof_healthy 0\n"));
+	/* Drained: ok. */
+	drained(f, 0);
+	r = get(f->port, "GET /healthz HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+	assert_non_null(strstr(r, "\r\n\r\nok\n"));
+	/* The last drain 13 s ago, with a 1 s period: overdue after 12 s. */
+	drained(f, 13000000000LL);
+	r = get(f->port, "GET /healthz HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 503 Service Unavailable\r\n"));
+	assert_non_null(strstr(r, "\r\n\r\nstalled: no drain completed for 13 s "
+				  "(overdue after 12 s: 2 drain periods of 1 s + 10 s)\n"));
+	r = get(f->port, "GET /metrics HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "\nbpfprof_last_drain_age_seconds 13."));
+	assert_non_null(strstr(r, "\nbpfprof_healthy 0\n"));
+	r = get(f->port, "HEAD /healthz HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 503 "));
+	assert_null(strstr(r, "stalled"));
+}
+
 static void test_client_gone_while_profiling(void **state)
 {
 	struct fixture *f = *state;
@@ -231,6 +274,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_malformed_and_oversized, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_more_idle_clients_than_the_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_gone_while_profiling, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_healthz_tells_the_truth, setup, teardown),
 	};
 
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < 1024) {

@@ -148,6 +148,9 @@ int metrics__render(const struct metrics_snapshot *s, uint64_t now, struct sbuf 
 	err |= COUNTER("bpfprof_push_sent_total", "Profiles accepted by the push server.",
 		       s->push_sent);
 	err |= COUNTER("bpfprof_push_failed_total", "Push attempts that failed.", s->push_failed);
+	err |= COUNTER("bpfprof_push_responses_too_large_total",
+		       "Push attempts that failed because the server's answer was over a size cap.",
+		       s->push_too_large);
 	err |= COUNTER("bpfprof_push_dropped_total", "Profiles dropped (queue full or rejected).",
 		       s->push_dropped);
 	err |= GAUGE("bpfprof_push_queue_length", "Profiles waiting to be pushed.", "%" PRIu64,

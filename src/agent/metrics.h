@@ -30,6 +30,7 @@ struct metrics_snapshot {
 	uint64_t intervals;
 	uint64_t files_written, file_errors, files_pruned, files_kept, store_bytes;
 	uint64_t push_sent, push_failed, push_dropped, push_queued;
+	uint64_t push_too_large; /* failed attempts whose answer was over a cap */
 	uint64_t procs_cached, files_cached, labels_cached;
 	uint64_t last_drain_unix; /* seconds */
 	uint64_t last_drain_ns;	  /* CLOCK_MONOTONIC when the last drain completed, 0: none yet */

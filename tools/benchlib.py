@@ -8,6 +8,8 @@
   * free_port(): a TCP port nothing listens on;
   * FailingIngest: a push server that fails every request;
   * Crowd: idle and trickling HTTP clients that keep their number;
+  * HoldingClients: HTTP clients that send a request and never hang up;
+  * HostileIngest: a push server whose answer never ends (header or body);
   * HugeJit, ManyMaps: the hostile processes (a ~232 MB perf map, tens of
     thousands of executable mappings), started and ready to be profiled;
   * HugePyCodes: Pythons whose code objects are as large as the agent reads
@@ -275,3 +277,184 @@ class HugePyCodes:
             if p.poll() is None:
                 p.kill()
             p.wait()
+
+
+# The program behind HoldingClients, run as its own process (as the tenant):
+# argv port hold rate keep seconds; prints one JSON line of counts when it ends.
+HOLDING_CLIENTS = r'''
+import collections, errno, json, select, signal, socket, sys, time
+port, hold, rate = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+keep, secs = float(sys.argv[4]), float(sys.argv[5])
+REQ = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+ep = select.epoll()
+unsent = {}  # fd -> socket whose request waits for the connection
+kept = collections.deque()  # (close at, socket, held), in opening order
+n = dict(opened=0, failed=0, peak=0)
+stop = []
+signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+
+def open_one(held, now):
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    except OSError:
+        n["failed"] += 1
+        return
+    s.setblocking(False)
+    if s.connect_ex(("127.0.0.1", port)) not in (0, errno.EINPROGRESS):
+        s.close()
+        n["failed"] += 1
+        return
+    # The request goes with the connection when it can (loopback connects at
+    # once), so the server finds it whole when it accepts.
+    try:
+        s.send(REQ)
+    except OSError:
+        unsent[s.fileno()] = s
+        ep.register(s.fileno(), select.EPOLLOUT)
+    kept.append((now + keep, s, held))
+    n["opened"] += 1
+    n["peak"] = max(n["peak"], len(kept))
+
+now = time.monotonic()
+for _ in range(hold):
+    open_one(True, now)
+t_end = now + secs
+due = now
+while not stop and now < t_end:
+    now = time.monotonic()
+    due = max(due, now - 0.1)
+    while rate and due <= now:
+        open_one(False, now)
+        due += 1.0 / rate
+    # The answer is never read; the connection is closed only after keep s
+    # (the server's FIN changes nothing), a held one then opened again.
+    while kept and kept[0][0] <= now:
+        _, s, held = kept.popleft()
+        if unsent.pop(s.fileno(), None):
+            ep.unregister(s.fileno())
+        s.close()
+        if held:
+            open_one(True, now)
+    for fd, ev in ep.poll(0.002):
+        s = unsent.pop(fd, None)
+        if s is not None:
+            ep.unregister(fd)
+            try:
+                s.send(REQ)
+            except OSError:
+                pass
+print(json.dumps(n), flush=True)
+'''
+
+
+class HoldingClients:
+    """HTTP clients that send a whole request (GET /healthz) and do not
+    hang up: `hold` connections kept open (each closed after `keep` s and
+    opened again) plus `rate` new ones a second, each closed after `keep`
+    s. Answers are never read, and the server's FIN changes nothing. One
+    process (prefix: e.g. the tenant's setpriv, which must exec the program
+    in place) for `secs` seconds or until stop(); stop() returns its counts
+    (opened, failed, peak open at once). It needs hold + rate * keep
+    descriptors: raise RLIMIT_NOFILE before starting it (it is inherited)."""
+
+    def __init__(self, port, hold, rate, secs, keep=5.0, prefix=()):
+        self.proc = subprocess.Popen(list(prefix) + ["/usr/bin/python3", "-c", HOLDING_CLIENTS,
+                                                     str(port), str(hold), str(rate), str(keep),
+                                                     str(secs)],
+                                     stdout=subprocess.PIPE, text=True)
+
+    def stop(self):
+        import json
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        out, _ = self.proc.communicate(timeout=30)
+        lines = out.strip().splitlines()
+        return json.loads(lines[-1]) if lines else {}
+
+    def close(self):
+        self.stop()
+
+
+# The program behind HostileIngest (as the tenant): argv mode; prints its
+# port, then for each connection "sent N" once it can send no more.
+HOSTILE_INGEST = r'''
+import socket, sys, threading
+mode = sys.argv[1]
+limit = 50 * 1000 * 1000 if mode != "body" else 1 << 62
+ls = socket.socket()
+ls.bind(("127.0.0.1", 0))
+ls.listen(16)
+print(ls.getsockname()[1], flush=True)
+
+def serve(c):
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = c.recv(65536)
+        if not d:
+            return
+        buf += d
+    head, _, body = buf.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    while len(body) < length:
+        d = c.recv(65536)
+        if not d:
+            break
+        body += d
+    sent = 0
+    try:
+        if mode == "header":    # one header line that does not end (50 MB)
+            c.sendall(b"HTTP/1.1 200 OK\r\nX-Big: ")
+            chunk = b"a" * 65536
+        elif mode == "headers":  # header lines that do not end (50 MB)
+            c.sendall(b"HTTP/1.1 200 OK\r\n")
+            chunk = (b"X-A: " + b"a" * 1000 + b"\r\n") * 64
+        else:                   # a body that does not end
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n")
+            chunk = b"a" * 65536
+        while sent < limit:
+            c.sendall(chunk)
+            sent += len(chunk)
+    except OSError:
+        pass
+    print("sent", sent, flush=True)
+    c.close()
+
+while True:
+    c, _ = ls.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+'''
+
+
+class HostileIngest:
+    """A push server (one process; prefix: e.g. the tenant's setpriv) that
+    reads each request whole and answers with a response that never ends:
+    mode "header" (one 50 MB header line), "headers" (50 MB of 1 KB header
+    lines) or "body" (200 OK, then a body sent as fast as the client takes
+    it). `sent()` lists, per connection, the bytes it managed to send (the
+    status line not counted) before the client closed or it was done."""
+
+    def __init__(self, mode, prefix=()):
+        self.proc = subprocess.Popen(list(prefix) + ["/usr/bin/python3", "-c", HOSTILE_INGEST,
+                                                     mode],
+                                     stdout=subprocess.PIPE, text=True)
+        self.port = int(self.proc.stdout.readline())
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.lines = []
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def sent(self):
+        return [int(l.split()[1]) for l in list(self.lines) if l.startswith("sent ")]
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.t.join(timeout=5)

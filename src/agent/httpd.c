@@ -7,9 +7,31 @@
  * -> WAIT (a profile thread is collecting) -> WRITE (deadline 60 s) -> LINGER
  * (write side shut, the rest of the client's bytes read and dropped for up to
  * 2 s so that closing does not turn into a reset that loses our answer) ->
- * closed. Connections are kept in accept order, so the first READ one is the
- * oldest: the one evicted when room is needed. Closed connections are parked
- * until the end of the loop turn, as an epoll batch may still name them.
+ * closed. Each state keeps its connections in the order they entered it, so
+ * the oldest of a state is the first of its list, and a state's deadlines
+ * (a fixed time after entering it) come in list order too.
+ *
+ * When room is needed (the connection cap, the descriptor budget), one
+ * connection gives way, in this order: the oldest LINGER one (its answer is
+ * sent; what it sent since is read first, so the close is a FIN behind the
+ * answer, not a reset), else the oldest READ one (a client that sent its
+ * request with the connection is answered in the turn it is accepted, so
+ * the oldest silent one is the likeliest idle hog), else the oldest WRITE
+ * one (a client that does not read its answer). WAIT ones (at most
+ * LIVE_MAX_REQUESTS) are never evicted. So clients that send a request and
+ * never hang up, at any rate, only push each other out: a new client always
+ * gets in.
+ *
+ * A client that shuts its write side after its request (`nc -N`) still
+ * reads: end of input is not a hang-up. While a profile is collected, the
+ * agent answers end of input with an interim "100 Continue" (HTTP/1.1, whose
+ * clients skip 1xx answers): a client that is gone answers that with a
+ * reset, and its profile slot is freed at once; one that half-closed gets
+ * its profile. An HTTP/1.0 client cannot be asked: its slot is kept for the
+ * seconds it asked for.
+ *
+ * Closed connections are parked until the end of the loop turn, as an epoll
+ * batch may still name them.
  */
 #include "agent/httpd.h"
 
@@ -27,7 +49,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/errmsg.h"
@@ -44,9 +65,10 @@
 enum conn_state { C_READ, C_WAIT, C_WRITE, C_LINGER, C_DEAD };
 
 struct conn {
-	struct conn *prev, *next; /* accept order */
+	struct conn *prev, *next; /* its state's list, in the order they entered it */
 	int fd;
 	enum conn_state st;
+	bool http11; /* the request was HTTP/1.1 (it may be sent a 1xx) */
 	uint64_t accepted, deadline; /* ms, CLOCK_MONOTONIC */
 	char *in;
 	size_t in_len, in_cap;
@@ -73,6 +95,11 @@ struct worker {
 
 struct httpd_counters {
 	uint64_t accepted, requests, timeouts, evicted, refused, accept_errors;
+	uint64_t evicted_state[C_DEAD]; /* evicted, by the state they were in */
+};
+
+struct conn_list {
+	struct conn *first, *last;
 };
 
 struct httpd {
@@ -80,7 +107,8 @@ struct httpd {
 	int lfd, epfd, evfd;
 	pthread_t loop;
 	bool loop_started;
-	struct conn *first, *last, *dead;
+	struct conn_list q[C_DEAD]; /* live connections, one list per state */
+	struct conn *dead;
 	size_t nconns;
 	bool listening; /* listening socket armed in epoll */
 	uint64_t rest_until;
@@ -179,6 +207,38 @@ static void set_events(struct httpd *h, struct conn *c, uint32_t ev)
 	epoll_ctl(h->epfd, EPOLL_CTL_MOD, c->fd, &e);
 }
 
+static void list_del(struct conn_list *l, struct conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		l->first = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		l->last = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void list_add_tail(struct conn_list *l, struct conn *c)
+{
+	c->next = NULL;
+	c->prev = l->last;
+	if (l->last)
+		l->last->next = c;
+	else
+		l->first = c;
+	l->last = c;
+}
+
+/* Moves a live connection to state st, at the end of that state's list. */
+static void conn_enter(struct httpd *h, struct conn *c, enum conn_state st)
+{
+	list_del(&h->q[c->st], c);
+	c->st = st;
+	list_add_tail(&h->q[st], c);
+}
+
 static void conn_close(struct httpd *h, struct conn *c)
 {
 	if (c->st == C_DEAD)
@@ -196,15 +256,8 @@ static void conn_close(struct httpd *h, struct conn *c)
 	}
 	close(c->fd); /* also removes it from the epoll set */
 	c->fd = -1;
+	list_del(&h->q[c->st], c);
 	c->st = C_DEAD;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		h->first = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	else
-		h->last = c->prev;
 	h->nconns--;
 	c->next = h->dead;
 	c->prev = NULL;
@@ -234,6 +287,7 @@ static void conn_flush(struct httpd *h, struct conn *c)
 {
 	while (c->off < c->hdr_len + c->body_len) {
 		struct iovec iov[2];
+		struct msghdr mh = { .msg_iov = iov };
 		int n = 0;
 		ssize_t w;
 
@@ -248,12 +302,16 @@ static void conn_flush(struct httpd *h, struct conn *c)
 			iov[n].iov_base = c->body + (c->off - c->hdr_len);
 			iov[n++].iov_len = c->body_len - (c->off - c->hdr_len);
 		}
-		w = writev(c->fd, iov, n);
+		mh.msg_iovlen = (size_t)n;
+		/* No SIGPIPE for a client that is gone, whoever handles signals. */
+		w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN) {
-				set_events(h, c, EPOLLOUT | EPOLLRDHUP);
+				/* Not EPOLLRDHUP: a client that shut its write side is
+				 * still reading, and the event would fire at every turn. */
+				set_events(h, c, EPOLLOUT);
 				return;
 			}
 			conn_close(h, c);
@@ -266,7 +324,7 @@ static void conn_flush(struct httpd *h, struct conn *c)
 	c->body = NULL;
 	c->body_len = 0;
 	shutdown(c->fd, SHUT_WR);
-	c->st = C_LINGER;
+	conn_enter(h, c, C_LINGER);
 	c->deadline = now_ms() + LINGER_MS;
 	set_events(h, c, EPOLLIN | EPOLLRDHUP);
 }
@@ -312,7 +370,7 @@ static void respond(struct httpd *h, struct conn *c, unsigned status, const char
 	c->body_len = len;
 	c->body_static = is_static;
 	c->off = 0;
-	c->st = C_WRITE;
+	conn_enter(h, c, C_WRITE);
 	c->deadline = now_ms() + HTTPD_WRITE_TIMEOUT;
 	conn_flush(h, c);
 }
@@ -320,6 +378,18 @@ static void respond(struct httpd *h, struct conn *c, unsigned status, const char
 static void text(struct httpd *h, struct conn *c, unsigned status, const char *msg, bool head)
 {
 	respond(h, c, status, "text/plain; charset=utf-8", (char *)msg, strlen(msg), true, head);
+}
+
+/* The same with a message of the moment (copied). */
+static void text_copy(struct httpd *h, struct conn *c, unsigned status, const char *msg, bool head)
+{
+	char *body = strdup(msg);
+
+	if (!body) {
+		text(h, c, 500, "out of memory\n", head);
+		return;
+	}
+	respond(h, c, status, "text/plain; charset=utf-8", body, strlen(body), false, head);
 }
 
 /* A connection we cannot keep: a best-effort status line, then close. */
@@ -428,7 +498,7 @@ static void start_profile(struct httpd *h, struct conn *c, unsigned seconds, boo
 		text(h, c, 429, "too many profile requests at once\n", head);
 		return;
 	}
-	c->st = C_WAIT;
+	conn_enter(h, c, C_WAIT);
 	c->deadline = UINT64_MAX;
 	set_events(h, c, EPOLLIN | EPOLLRDHUP);
 	pthread_attr_init(&attr);
@@ -455,16 +525,22 @@ static void render_http_metrics(struct httpd *h, struct sbuf *out)
 		    "# HELP bpfprof_http_requests_total HTTP requests answered.\n"
 		    "# TYPE bpfprof_http_requests_total counter\n"
 		    "bpfprof_http_requests_total %" PRIu64 "\n"
-		    "# HELP bpfprof_http_connections_closed_total HTTP connections closed by the agent before a request, by reason.\n"
+		    "# HELP bpfprof_http_connections_closed_total HTTP connections the agent closed early: header timeout, evicted to make room, refused (no room).\n"
 		    "# TYPE bpfprof_http_connections_closed_total counter\n"
 		    "bpfprof_http_connections_closed_total{reason=\"header_timeout\"} %" PRIu64 "\n"
 		    "bpfprof_http_connections_closed_total{reason=\"evicted\"} %" PRIu64 "\n"
 		    "bpfprof_http_connections_closed_total{reason=\"no_room\"} %" PRIu64 "\n"
+		    "# HELP bpfprof_http_connections_evicted_total HTTP connections evicted to make room, by what they were doing.\n"
+		    "# TYPE bpfprof_http_connections_evicted_total counter\n"
+		    "bpfprof_http_connections_evicted_total{state=\"answered\"} %" PRIu64 "\n"
+		    "bpfprof_http_connections_evicted_total{state=\"sending_request\"} %" PRIu64 "\n"
+		    "bpfprof_http_connections_evicted_total{state=\"not_reading_answer\"} %" PRIu64 "\n"
 		    "# HELP bpfprof_http_accept_errors_total Failed accept() calls (e.g. out of descriptors).\n"
 		    "# TYPE bpfprof_http_accept_errors_total counter\n"
 		    "bpfprof_http_accept_errors_total %" PRIu64 "\n",
 		    h->nconns, h->c.requests, h->c.timeouts, h->c.evicted, h->c.refused,
-		    h->c.accept_errors);
+		    h->c.evicted_state[C_LINGER], h->c.evicted_state[C_READ],
+		    h->c.evicted_state[C_WRITE], h->c.accept_errors);
 }
 
 bool http_query__value(const char *q, size_t qlen, const char *key, char *out, size_t size)
@@ -522,6 +598,7 @@ int http_request__parse(const char *buf, size_t len, struct http_request *r)
 	if (!tlen || p >= end || end - version != 8 || memcmp(version, "HTTP/1.", 7) ||
 	    version[7] < '0' || version[7] > '9')
 		return 400;
+	r->minor = (unsigned char)(version[7] - '0');
 	r->head = mlen == 4 && !memcmp(buf, "HEAD", 4);
 	if (!r->head && !(mlen == 3 && !memcmp(buf, "GET", 3)))
 		return 405;
@@ -557,6 +634,7 @@ static void handle_request(struct httpd *h, struct conn *c)
 
 	h->c.requests++;
 	status = http_request__parse(c->in, c->in_len, &rq);
+	c->http11 = !status && rq.minor >= 1;
 	if (status == 400) {
 		text(h, c, 400, "bad request line\n", false);
 		return;
@@ -573,18 +651,21 @@ static void handle_request(struct httpd *h, struct conn *c)
 #define PATH_IS(s) (plen == sizeof(s) - 1 && !memcmp(path, s, plen))
 	if (PATH_IS("/healthz")) {
 		struct metrics_snapshot s;
+		char why[160];
 
+		/* Judged here, from the last drain's snapshot: so it is told while
+		 * the main loop is stuck. */
 		metrics__get(h->o.metrics, &s);
-		if (s.last_drain_unix && (uint64_t)time(NULL) > s.last_drain_unix + 30)
-			text(h, c, 503, "stalled: no drain for 30 s\n", head);
-		else
+		if (metrics__healthy(&s, now_ns(), why, sizeof(why)))
 			text(h, c, 200, "ok\n", head);
+		else
+			text_copy(h, c, 503, why, head);
 	} else if (PATH_IS("/metrics")) {
 		struct metrics_snapshot s;
 		struct sbuf sb = { 0 };
 
 		metrics__get(h->o.metrics, &s);
-		if (metrics__render(&s, &sb)) {
+		if (metrics__render(&s, now_ns(), &sb)) {
 			sbuf_free(&sb);
 			text(h, c, 500, "out of memory\n", head);
 			return;
@@ -666,8 +747,12 @@ static void conn_read(struct httpd *h, struct conn *c)
 	}
 }
 
-/* Reads and drops what the client still sends; closes at its EOF. */
-static void conn_drain(struct httpd *h, struct conn *c)
+/*
+ * Reads and drops what the client still sends (at most 64 KiB a call): 0
+ * when there is nothing more for now, 1 at the client's end of input, -1 on
+ * an error (a reset).
+ */
+static int conn_drain(struct conn *c)
 {
 	char buf[4096];
 
@@ -677,12 +762,28 @@ static void conn_drain(struct httpd *h, struct conn *c)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0 && errno == EAGAIN)
-			return;
-		if (r <= 0) {
-			conn_close(h, c);
-			return;
-		}
+			return 0;
+		if (r <= 0)
+			return r ? -1 : 1;
 	}
+	return 0;
+}
+
+/*
+ * WAIT: the client's end of input. It may have only shut its write side
+ * (`nc -N`): keep collecting. An HTTP/1.1 client is sent an interim 100
+ * Continue, which it skips; one that is gone answers with a reset (EPOLLERR,
+ * and the profile slot is freed). Input is not watched any more: the event
+ * would fire at every turn.
+ */
+static void wait_half_closed(struct httpd *h, struct conn *c)
+{
+	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+	set_events(h, c, 0); /* EPOLLHUP and EPOLLERR are always reported */
+	if (c->http11 && send(c->fd, cont, sizeof(cont) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
+	    errno != EAGAIN)
+		conn_close(h, c);
 }
 
 static void conn_event(struct httpd *h, struct conn *c, uint32_t ev)
@@ -692,11 +793,20 @@ static void conn_event(struct httpd *h, struct conn *c, uint32_t ev)
 		conn_read(h, c);
 		break;
 	case C_WAIT:
-		/* The client gave up (or sends more than one request): stop waiting for it. */
-		if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		/* A reset: the client is gone. Stop collecting for it. */
+		if (ev & (EPOLLHUP | EPOLLERR)) {
 			conn_close(h, c);
-		else
-			conn_drain(h, c);
+			break;
+		}
+		/* More than one request: dropped. End of input: see above. */
+		switch (conn_drain(c)) {
+		case 1:
+			wait_half_closed(h, c);
+			break;
+		case -1:
+			conn_close(h, c);
+			break;
+		}
 		break;
 	case C_WRITE:
 		if (ev & (EPOLLHUP | EPOLLERR))
@@ -705,7 +815,8 @@ static void conn_event(struct httpd *h, struct conn *c, uint32_t ev)
 			conn_flush(h, c);
 		break;
 	case C_LINGER:
-		conn_drain(h, c);
+		if (conn_drain(c))
+			conn_close(h, c);
 		break;
 	case C_DEAD:
 		break;
@@ -715,16 +826,27 @@ static void conn_event(struct httpd *h, struct conn *c, uint32_t ev)
 /* ---- accepting, under a connection cap and a descriptor budget ---- */
 
 /*
- * Closes the oldest connection still sending its header. A real client sends
- * its request with the connection (a new one is read at once, in the same
- * turn), so the oldest silent one is the likeliest to be an idle hog.
+ * Makes room: closes the oldest connection that lingers after its answer,
+ * else the oldest still sending its header, else the oldest not reading its
+ * answer (see the top of this file). False if every connection waits for a
+ * profile.
  */
 static bool evict_one(struct httpd *h)
 {
-	for (struct conn *c = h->first; c; c = c->next) {
-		if (c->st != C_READ)
+	static const enum conn_state order[] = { C_LINGER, C_READ, C_WRITE };
+
+	for (size_t i = 0; i < ARRAY_SIZE(order); i++) {
+		struct conn *c = h->q[order[i]].first;
+
+		if (!c)
 			continue;
+		/* What the client sent since its request is read first: closing
+		 * with unread input would reset the connection, and a reset may
+		 * discard the answer before the client has read it. */
+		if (c->st == C_LINGER)
+			conn_drain(c);
 		h->c.evicted++;
+		h->c.evicted_state[c->st]++;
 		conn_close(h, c);
 		return true;
 	}
@@ -773,7 +895,6 @@ static void conn_new(struct httpd *h, int fd, uint64_t now)
 	}
 	c->fd = fd;
 	c->worker = -1;
-	c->st = C_READ;
 	c->accepted = now;
 	c->deadline = now + HTTPD_HEADER_TIMEOUT;
 	e.data.ptr = c;
@@ -782,12 +903,8 @@ static void conn_new(struct httpd *h, int fd, uint64_t now)
 		free(c);
 		return;
 	}
-	c->prev = h->last;
-	if (h->last)
-		h->last->next = c;
-	else
-		h->first = c;
-	h->last = c;
+	c->st = C_READ;
+	list_add_tail(&h->q[C_READ], c);
 	h->nconns++;
 	h->c.accepted++;
 	/* A client that sent its request with the connection is answered now. */
@@ -834,23 +951,26 @@ static void accept_some(struct httpd *h, uint64_t now)
 	}
 }
 
-/* Deadlines: header, write and linger timeouts. */
+/*
+ * Deadlines: header, write and linger timeouts. A state's deadlines come in
+ * the order of its list, so each list is walked only up to the first that
+ * is not due.
+ */
 static void sweep(struct httpd *h, uint64_t now)
 {
-	for (struct conn *c = h->first, *next; c; c = next) {
-		next = c->next;
-		if (now < c->deadline)
-			continue;
-		if (c->st == C_READ) {
-			h->c.timeouts++;
-			/* Best effort: the client learns why before the close. */
-			text(h, c, 408, "request header timeout\n", false);
-			if (c->st == C_WRITE)
-				conn_close(h, c); /* it did not take even that */
-		} else {
-			conn_close(h, c);
-		}
+	struct conn *c;
+
+	while ((c = h->q[C_READ].first) && now >= c->deadline) {
+		h->c.timeouts++;
+		/* Best effort: the client learns why before the close. */
+		text(h, c, 408, "request header timeout\n", false);
+		if (c->st == C_WRITE)
+			conn_close(h, c); /* it did not take even that */
 	}
+	while ((c = h->q[C_WRITE].first) && now >= c->deadline)
+		conn_close(h, c);
+	while ((c = h->q[C_LINGER].first) && now >= c->deadline)
+		conn_close(h, c);
 	h->next_sweep = now + SWEEP_MS;
 }
 
@@ -1002,8 +1122,9 @@ void httpd__stop(struct httpd *h)
 	}
 	if (h->loop_started)
 		pthread_join(h->loop, NULL);
-	while (h->first)
-		conn_close(h, h->first);
+	for (int st = 0; st < C_DEAD; st++)
+		while (h->q[st].first)
+			conn_close(h, h->q[st].first);
 	bury_dead(h);
 	/* live__shutdown() has woken them: they end at once. */
 	for (int i = 0; i < LIVE_MAX_REQUESTS; i++) {

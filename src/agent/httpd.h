@@ -6,25 +6,33 @@
  *                                        (default 30), as Go services serve it,
  *                                        so `go tool pprof` and Parca read it
  *   GET /metrics                         Prometheus text
- *   GET /healthz                         "ok" while drains are recent
+ *   GET /healthz                         "ok" once drained and while drains
+ *                                        are on time, else 503 and why
  *
  * Anyone who can connect is a client, so the endpoint is built to stay up
  * under hostile ones: one event-loop thread (epoll, non-blocking sockets)
  * serves every connection; a request's header must arrive whole within 10 s
  * (a client trickling a byte a second is cut off); when the connection cap
- * or the descriptor budget is reached, the oldest connection still sending
- * its header gives way to the new one, so /healthz and /metrics answer while
- * hundreds of idle or slow clients hold connections. Descriptors are shared
- * with the rest of the agent, which comes first: HTTP leaves HTTPD_FD_RESERVE
- * of them free for interval files, symbol files and the push client, and when
- * accept() itself fails for lack of them the listening socket rests a second
- * (no busy loop) and one warning a minute goes to the warn callback.
+ * or the descriptor budget is reached, one connection gives way to the new
+ * one: the oldest of those that got their answer and linger, else the
+ * oldest still sending its header, else the oldest not reading its answer.
+ * So /healthz and /metrics answer while hundreds of idle, slow or
+ * never-closing clients hold connections, at any rate they come. A client
+ * that shuts its write side after its request (half-close) still gets its
+ * answer. Descriptors are shared with the rest of the agent, which comes
+ * first: HTTP leaves HTTPD_FD_RESERVE of them free for interval files,
+ * symbol files and the push client, and when accept() itself fails for lack
+ * of them the listening socket rests a second (no busy loop) and one warning
+ * a minute goes to the warn callback.
  *
  * Only GET and HEAD are served (405 with "Allow: GET, HEAD" otherwise); one
  * request per connection ("Connection: close"). A profile request waits on a
  * thread of its own (at most LIVE_MAX_REQUESTS, 429 beyond), never in the
  * loop. Nothing here blocks sampling or draining (see live.h). Binds to
  * loopback unless an address is given.
+ *
+ * /healthz is "ok" (200) once a drain has completed and while none is
+ * overdue, else 503 with the reason (metrics.h says when a drain is overdue).
  */
 #ifndef BPFPROF_HTTPD_H
 #define BPFPROF_HTTPD_H
@@ -64,6 +72,7 @@ int httpd__parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *l
 /* A request line, as http_request__parse() found it (pointers into its buffer). */
 struct http_request {
 	bool head; /* HEAD, else GET */
+	unsigned char minor; /* HTTP/1.minor */
 	const char *path, *query; /* query NULL if none */
 	size_t path_len, query_len;
 };

@@ -11,10 +11,12 @@
 
 #include "base/selfstat.h"
 
-void metrics__init(struct metrics *m)
+void metrics__init(struct metrics *m, uint64_t drain_period_ns)
 {
 	memset(m, 0, sizeof(*m));
 	pthread_mutex_init(&m->lock, NULL);
+	m->started_ns = now_ns();
+	m->drain_period_ns = drain_period_ns;
 	selfstat__init(); /* now, while descriptors are plentiful */
 }
 
@@ -30,6 +32,38 @@ void metrics__get(struct metrics *m, struct metrics_snapshot *out)
 	pthread_mutex_lock(&m->lock);
 	*out = m->s;
 	pthread_mutex_unlock(&m->lock);
+	out->started_ns = m->started_ns;
+	out->drain_period_ns = m->drain_period_ns;
+}
+
+uint64_t metrics__overdue_ns(const struct metrics_snapshot *s)
+{
+	return 2 * s->drain_period_ns + METRICS_DRAIN_GRACE_S * 1000000000ULL;
+}
+
+bool metrics__healthy(const struct metrics_snapshot *s, uint64_t now, char *why, size_t size)
+{
+	uint64_t limit = metrics__overdue_ns(s);
+	uint64_t since = s->last_drain_ns ? s->last_drain_ns : s->started_ns;
+	uint64_t age = now > since ? now - since : 0;
+	char rule[96];
+
+	snprintf(rule, sizeof(rule),
+		 "overdue after %.0f s: 2 drain periods of %.3g s + %d s", limit / 1e9,
+		 s->drain_period_ns / 1e9, METRICS_DRAIN_GRACE_S);
+	if (s->last_drain_ns && age <= limit) {
+		snprintf(why, size, "ok\n");
+		return true;
+	}
+	if (s->last_drain_ns)
+		snprintf(why, size, "stalled: no drain completed for %.0f s (%s)\n", age / 1e9,
+			 rule);
+	else if (age > limit)
+		snprintf(why, size, "stalled: no drain yet, started %.0f s ago (%s)\n", age / 1e9,
+			 rule);
+	else
+		snprintf(why, size, "not ready: no drain yet (started %.1f s ago)\n", age / 1e9);
+	return false;
 }
 
 #define COUNTER(name, help, v)                                                                     \
@@ -38,8 +72,9 @@ void metrics__get(struct metrics *m, struct metrics_snapshot *out)
 #define GAUGE(name, help, fmt, v)                                                                  \
 	sbuf_printf(out, "# HELP " name " " help "\n# TYPE " name " gauge\n" name " " fmt "\n", v)
 
-int metrics__render(const struct metrics_snapshot *s, struct sbuf *out)
+int metrics__render(const struct metrics_snapshot *s, uint64_t now, struct sbuf *out)
 {
+	char why[160];
 	long long rss;
 	long fds;
 	int err = 0;
@@ -99,6 +134,14 @@ int metrics__render(const struct metrics_snapshot *s, struct sbuf *out)
 			   s->drain_ns_total / 1e9);
 	err |= GAUGE("bpfprof_last_drain_timestamp_seconds", "Unix time of the last drain.",
 		     "%" PRIu64, s->last_drain_unix);
+	/* Left out before the first drain: there is no such age (bpfprof_healthy is 0). */
+	if (s->last_drain_ns)
+		err |= GAUGE("bpfprof_last_drain_age_seconds",
+			     "Seconds since the last drain completed.", "%.3f",
+			     (now > s->last_drain_ns ? now - s->last_drain_ns : 0) / 1e9);
+	err |= GAUGE("bpfprof_healthy",
+		     "1 if /healthz says ok: a drain completed, and none is overdue.", "%d",
+		     metrics__healthy(s, now, why, sizeof(why)) ? 1 : 0);
 	err |= COUNTER("bpfprof_intervals_total", "Intervals completed.", s->intervals);
 	err |= COUNTER("bpfprof_profiles_written_total", "Interval profiles written to --output-dir.",
 		       s->files_written);
@@ -113,6 +156,9 @@ int metrics__render(const struct metrics_snapshot *s, struct sbuf *out)
 	err |= COUNTER("bpfprof_push_sent_total", "Profiles accepted by the push server.",
 		       s->push_sent);
 	err |= COUNTER("bpfprof_push_failed_total", "Push attempts that failed.", s->push_failed);
+	err |= COUNTER("bpfprof_push_responses_too_large_total",
+		       "Push attempts that failed because the server's answer was over a size cap.",
+		       s->push_too_large);
 	err |= COUNTER("bpfprof_push_dropped_total", "Profiles dropped (queue full or rejected).",
 		       s->push_dropped);
 	err |= GAUGE("bpfprof_push_queue_length", "Profiles waiting to be pushed.", "%" PRIu64,

@@ -4,6 +4,13 @@
  *
  * The main loop publishes a snapshot after every drain (under a mutex); the
  * HTTP thread renders the last snapshot. Nothing here blocks sampling.
+ *
+ * Health (/healthz, bpfprof_healthy) is judged on the HTTP thread from the
+ * last snapshot, so it is told while the main loop is stuck: the agent is
+ * healthy once a drain has completed and while the last one completed less
+ * than 2 drain periods + METRICS_DRAIN_GRACE_S ago (a drain is due every
+ * second, or every --interval if shorter: 12 s by default). A drain that
+ * takes longer than that, the first one included, makes it unhealthy.
  */
 #ifndef BPFPROF_METRICS_H
 #define BPFPROF_METRICS_H
@@ -25,8 +32,13 @@ struct metrics_snapshot {
 	uint64_t intervals;
 	uint64_t files_written, file_errors, files_pruned, files_kept, store_bytes;
 	uint64_t push_sent, push_failed, push_dropped, push_queued;
+	uint64_t push_too_large; /* failed attempts whose answer was over a cap */
 	uint64_t procs_cached, files_cached, labels_cached;
 	uint64_t last_drain_unix; /* seconds */
+	uint64_t last_drain_ns;	  /* CLOCK_MONOTONIC when the last drain completed, 0: none yet */
+	/* Filled in by metrics__get() (not published): the agent's constants. */
+	uint64_t started_ns;	  /* CLOCK_MONOTONIC at metrics__init() */
+	uint64_t drain_period_ns; /* a drain is due at least this often */
 	uint32_t freq;
 	/* --off-cpu (rendered only with it): waits by what became of them. */
 	bool offcpu;
@@ -34,15 +46,29 @@ struct metrics_snapshot {
 	uint64_t offcpu_counted_ns, offcpu_blocked_now;
 };
 
+/* Seconds a drain may run late before health says it is overdue. */
+#define METRICS_DRAIN_GRACE_S 10
+
 struct metrics {
 	pthread_mutex_t lock;
 	struct metrics_snapshot s;
+	uint64_t started_ns, drain_period_ns;
 };
 
-void metrics__init(struct metrics *m);
+/* drain_period_ns: the longest time between drains the main loop intends. */
+void metrics__init(struct metrics *m, uint64_t drain_period_ns);
 void metrics__publish(struct metrics *m, const struct metrics_snapshot *s);
 void metrics__get(struct metrics *m, struct metrics_snapshot *out);
-/* Prometheus text exposition format (version 0.0.4). 0 or -ENOMEM. */
-int metrics__render(const struct metrics_snapshot *s, struct sbuf *out);
+/*
+ * Whether the agent is healthy at now (CLOCK_MONOTONIC ns), with the reason
+ * as one line ending in '\n' in why: "ok", "not ready: no drain yet ...",
+ * "stalled: no drain ... (overdue after N s: ...)".
+ */
+bool metrics__healthy(const struct metrics_snapshot *s, uint64_t now, char *why, size_t size);
+/* No drain has completed for this long, and that is overdue (ns). */
+uint64_t metrics__overdue_ns(const struct metrics_snapshot *s);
+/* Prometheus text exposition format (version 0.0.4), health as of now
+ * (CLOCK_MONOTONIC ns). 0 or -ENOMEM. */
+int metrics__render(const struct metrics_snapshot *s, uint64_t now, struct sbuf *out);
 
 #endif

@@ -75,7 +75,17 @@ struct post_result {
 	char body[160]; /* the server's first words, printable ASCII only */
 	size_t body_len;
 	long retry_after; /* seconds, -1 if none */
+	size_t header_bytes, body_bytes; /* of the answer, read so far */
+	const char *too_large; /* the cap the answer went over ("headers"...), NULL if none */
+	size_t too_large_cap;  /* that cap, bytes */
 };
+
+static size_t over_cap(struct post_result *r, const char *what, size_t cap)
+{
+	r->too_large = what;
+	r->too_large_cap = cap;
+	return 0; /* short: libcurl ends the transfer (CURLE_WRITE_ERROR) */
+}
 
 int pusher__series_name_of(const char *app, const char *type, const char *hostname,
 			   const char *container, char *out, size_t size)
@@ -157,6 +167,9 @@ static size_t keep_body(char *ptr, size_t size, size_t nmemb, void *ud)
 {
 	struct post_result *r = ud;
 
+	r->body_bytes += size * nmemb;
+	if (r->body_bytes > PUSH_MAX_RESPONSE_BODY)
+		return over_cap(r, "of body", PUSH_MAX_RESPONSE_BODY);
 	for (size_t i = 0; i < size * nmemb && r->body_len + 1 < sizeof(r->body); i++) {
 		char ch = ptr[i];
 
@@ -175,12 +188,24 @@ static size_t read_header(char *buf, size_t size, size_t nitems, void *ud)
 	size_t n = size * nitems;
 	char line[128];
 
+	/* Lines come whole: one over CURL_MAX_HTTP_HEADER is libcurl's to refuse. */
+	r->header_bytes += n;
+	if (r->header_bytes > PUSH_MAX_RESPONSE_HEADERS)
+		return over_cap(r, "of headers", PUSH_MAX_RESPONSE_HEADERS);
 	if (n > 12 && n < sizeof(line) && !strncasecmp(buf, "Retry-After:", 12)) {
 		memcpy(line, buf + 12, n - 12);
 		line[n - 12] = '\0';
 		r->retry_after = pusher__retry_after(line, time(NULL));
 	}
 	return n;
+}
+
+/* The request went out whole: what came back since is the server's answer. */
+static bool sent_request(CURL *curl)
+{
+	long n = 0;
+
+	return !libcurl.easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &n) && n > 0;
 }
 
 /* One POST; r->status is the HTTP status, or 0 for a transport error. */
@@ -211,14 +236,23 @@ static void post(struct pusher *ps, CURL *curl, const struct push_item *it, stru
 	libcurl.easy_setopt(curl, CURLOPT_HEADERFUNCTION, read_header);
 	libcurl.easy_setopt(curl, CURLOPT_HEADERDATA, r);
 	libcurl.easy_setopt(curl, CURLOPT_ERRORBUFFER, r->error);
+	/* A Content-Length over the cap ends it before the body is read. */
+	libcurl.easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)PUSH_MAX_RESPONSE_BODY);
 	hdrs = libcurl.slist_append(hdrs, "Content-Type: application/octet-stream");
 	if (ps->auth_header)
 		hdrs = libcurl.slist_append(hdrs, ps->auth_header);
 	libcurl.easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
 	cc = libcurl.easy_perform(curl);
-	if (cc == CURLE_OK)
+	if (cc == CURLE_FILESIZE_EXCEEDED) {
+		over_cap(r, "of body", PUSH_MAX_RESPONSE_BODY);
+	} else if (cc == CURLE_OUT_OF_MEMORY && !r->error[0] && sent_request(curl)) {
+		/* What libcurl says when one header line is over CURL_MAX_HTTP_HEADER
+		 * (and says nothing else): the answer, not the agent, was too big. */
+		over_cap(r, "in one header line", CURL_MAX_HTTP_HEADER);
+	}
+	if (cc == CURLE_OK || r->too_large)
 		libcurl.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r->status);
-	else if (!r->error[0])
+	if (cc != CURLE_OK && !r->error[0])
 		snprintf(r->error, sizeof(r->error), "%s", libcurl.easy_strerror(cc));
 	libcurl.slist_free_all(hdrs);
 }
@@ -234,7 +268,15 @@ static bool failure_message(struct pusher *ps, struct post_result *r, bool dropp
 		return false;
 	while (r->body_len && r->body[r->body_len - 1] == ' ')
 		r->body[--r->body_len] = '\0';
-	if (r->status)
+	if (r->too_large) {
+		char status[32] = "";
+
+		if (r->status)
+			snprintf(status, sizeof(status), "HTTP %ld, ", r->status);
+		snprintf(what, sizeof(what),
+			 "%sresponse too large (over %zu bytes %s), not read further", status,
+			 r->too_large_cap, r->too_large);
+	} else if (r->status)
 		snprintf(what, sizeof(what), "HTTP %ld%s%s%s", r->status, r->body_len ? " \"" : "",
 			 r->body, r->body_len ? "\"" : "");
 	else
@@ -307,12 +349,14 @@ static void *worker(void *arg)
 
 		pthread_mutex_lock(&ps->lock);
 		ps->st.last_status = r.status;
-		if (r.status >= 200 && r.status < 300) {
+		if (r.status >= 200 && r.status < 300 && !r.too_large) {
 			ps->st.sent++;
 			item_free(it);
 			continue;
 		}
 		ps->st.failed++;
+		if (r.too_large)
+			ps->st.too_large++;
 		/* Client errors other than 408/429 will not get better by retrying. */
 		drop = (r.status >= 400 && r.status < 500 && r.status != 408 && r.status != 429) ||
 		       it->attempts >= ps->o.max_attempts || ps->queued >= ps->o.max_queue;

@@ -17,6 +17,12 @@
  * error and the server's first words. TLS peers are verified. The bearer token
  * (from --token-file or $BPFPROF_PUSH_TOKEN) is sent in a header and never
  * logged. Nothing here blocks sampling or draining.
+ *
+ * The server's answer is capped: PUSH_MAX_RESPONSE_HEADERS bytes of headers
+ * (and libcurl's own CURL_MAX_HTTP_HEADER for one line), PUSH_MAX_RESPONSE_BODY
+ * of body. An answer over a cap ends the attempt there (a failed attempt,
+ * retried like a 5xx, whatever its status), counted in too_large and said as
+ * "response too large (over N bytes ...)".
  */
 #ifndef BPFPROF_PUSH_H
 #define BPFPROF_PUSH_H
@@ -36,6 +42,9 @@ typedef void (*pusher_warn_fn)(void *ctx, const char *msg);
 
 /* Longest wait a server's Retry-After is honoured for; longer ones are cut to it. */
 #define PUSH_MAX_RETRY_AFTER 120
+/* The most of an answer read: headers (status line included), and body. */
+#define PUSH_MAX_RESPONSE_HEADERS (64 * 1024)
+#define PUSH_MAX_RESPONSE_BODY	  (1024 * 1024)
 
 struct pusher_opts {
 	const char *url;
@@ -52,6 +61,7 @@ struct pusher_opts {
 
 struct pusher_stats {
 	uint64_t sent, failed, dropped, retries;
+	uint64_t too_large; /* failed attempts whose answer was over a cap */
 	size_t queued;
 	long last_status; /* HTTP status of the last attempt, 0 if none */
 };

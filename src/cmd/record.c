@@ -497,12 +497,20 @@ static void print_python_threads(const struct record_ctx *rc, const struct colle
 /* The first drain after a Python is found: once a few of its samples are in. */
 #define DRAIN_AFTER_NEW_PY_NS 50000000ULL
 
+/* The period without the shortenings below: the longest the loop waits between drains. */
+static uint64_t base_drain_period(const struct options *o)
+{
+	uint64_t p = DRAIN_PERIOD_NS;
+
+	if (o->interval)
+		p = MIN(p, (uint64_t)(o->interval * 1e9));
+	return p;
+}
+
 static uint64_t drain_period(const struct record *r, uint64_t now)
 {
-	uint64_t p = DRAIN_PERIOD_NS, found;
+	uint64_t p = base_drain_period(&r->o), found;
 
-	if (r->o.interval)
-		p = MIN(p, (uint64_t)(r->o.interval * 1e9));
 	if (sinks__want_drain(&r->ct))
 		p = MIN(p, DRAIN_PERIOD_LIVE_NS);
 	found = r->rc.uw ? unwinder__python_found_ns(r->rc.uw) : 0;
@@ -635,6 +643,33 @@ static void ksyms_join(struct record *r, bool wait)
 	}
 }
 
+/*
+ * Tests: BPFPROF_TEST_DRAIN_STALL=N:MS holds drain number N (from 1) for MS
+ * ms in the main loop, as a drain stuck on a file would be, so that tests
+ * can see what /healthz and /metrics say meanwhile. A stop request ends it.
+ */
+static void test_drain_stall_init(struct record *r)
+{
+	const char *v = getenv("BPFPROF_TEST_DRAIN_STALL");
+	unsigned long n, ms;
+
+	if (v && sscanf(v, "%lu:%lu", &n, &ms) == 2) {
+		r->stall_drain = n;
+		r->stall_ms = ms;
+	}
+}
+
+static void test_drain_stall(struct record *r)
+{
+	uint64_t until;
+
+	if (!r->stall_drain || ++r->drains_begun != r->stall_drain)
+		return;
+	until = now_ns() + r->stall_ms * 1000000ULL;
+	while (!stop__requested() && now_ns() < until)
+		usleep(20000);
+}
+
 /* Everything but the collector: sinks, symbolizer, labels, the (stopped) command. */
 int record__setup(struct record *r)
 {
@@ -644,7 +679,9 @@ int record__setup(struct record *r)
 	struct record_ctx *rc = &r->rc;
 	int err;
 
-	metrics__init(&r->ct.metrics);
+	/* /healthz counts a drain overdue from this period (metrics.h). */
+	metrics__init(&r->ct.metrics, base_drain_period(&r->o));
+	test_drain_stall_init(r);
 	err = sinks__open(&r->ct, &r->o);
 	if (err)
 		return err;
@@ -785,6 +822,7 @@ int record__drain(struct record *r, uint64_t now)
 {
 	int err;
 
+	test_drain_stall(r);
 	ksyms_join(r, true); /* names are asked for from here */
 	/* Notices first: the drain may hold samples of processes they announce. */
 	record__poll_notices(r, 0);

@@ -120,6 +120,8 @@ struct record {
 	 * hooks them to defer per-process work. */
 	collector_proc_fn on_notice;
 	void *notice_ctx;
+	/* Tests (BPFPROF_TEST_DRAIN_STALL, record.c): drain stall_drain is held stall_ms. */
+	uint64_t drains_begun, stall_drain, stall_ms;
 };
 
 int record__check(struct record *r);

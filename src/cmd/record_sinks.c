@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -252,6 +253,7 @@ void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct
 	m.drain_ns_last = st.drain_ns;
 	m.drain_ns_total = st.drain_ns_total;
 	m.last_drain_unix = realtime_ns() / 1000000000ULL;
+	m.last_drain_ns = now_ns();
 	m.intervals = ct->intervals;
 	m.freq = rc->o->freq;
 	m.offcpu = rc->o->offcpu;
@@ -277,6 +279,7 @@ void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct
 		pusher__stats(ct->pusher, &ps);
 		m.push_sent = ps.sent;
 		m.push_failed = ps.failed;
+		m.push_too_large = ps.too_large;
 		m.push_dropped = ps.dropped;
 		m.push_queued = ps.queued;
 	}
@@ -291,14 +294,17 @@ void sinks__summary(struct continuous *ct, const struct options *o)
 {
 	if (ct->pusher) {
 		struct pusher_stats ps;
-		char url[1024];
+		char url[1024], large[64] = "";
 
 		pusher__stop(ct->pusher, 5000, &ps); /* give the last interval a chance */
 		ct->pusher = NULL;
 		pusher__shown_url(o->push_url, url, sizeof(url));
-		p_info("pushed %" PRIu64 " profiles to %s, %" PRIu64 " attempts failed, %" PRIu64
+		if (ps.too_large)
+			snprintf(large, sizeof(large), " (%" PRIu64 " with a response too large)",
+				 ps.too_large);
+		p_info("pushed %" PRIu64 " profiles to %s, %" PRIu64 " attempts failed%s, %" PRIu64
 		       " dropped",
-		       ps.sent, url, ps.failed, ps.dropped);
+		       ps.sent, url, ps.failed, large, ps.dropped);
 	}
 	if (ct->store) {
 		struct store_stats ss;

@@ -347,7 +347,8 @@ def test_http_endpoint_metrics_health_and_profile():
                                 stderr=subprocess.PIPE, text=True)
         try:
             base = f"http://127.0.0.1:{port}"
-            for _ in range(50):
+            # Listening from start-up; /healthz is 503 until the first drain.
+            for _ in range(300):
                 try:
                     urllib.request.urlopen(base + "/healthz", timeout=1)
                     break

@@ -93,6 +93,13 @@ def test_http_answers_with_hundreds_of_idle_and_slow_clients(idle, slow):
     in the second case - for longer than the header timeout (10 s)."""
     raise_own_nofile(idle + slow + 256)
     with Agent(["-a", "-d", 40]) as a:
+        # /healthz is 503 until the first drain (a second after sampling starts).
+        for _ in range(300):
+            try:
+                timed_get(a.base + "/healthz")
+                break
+            except urllib.error.HTTPError:
+                time.sleep(0.1)
         crowd = Crowd(a.port, idle, slow)
         worst, seen_conns, n = 0.0, 0, 0
         try:

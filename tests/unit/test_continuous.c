@@ -163,10 +163,13 @@ static void test_metrics_text(void **state)
 	struct metrics_snapshot m = { .samples = 990, .lost_stacks_full = 2, .drains = 10, .freq = 99 };
 	struct sbuf sb = { 0 };
 
-	assert_int_equal(metrics__render(&m, &sb), 0);
+	assert_int_equal(metrics__render(&m, 0, &sb), 0);
 	assert_non_null(strstr(sb.buf, "# TYPE bpfprof_samples_total counter\nbpfprof_samples_total 990\n"));
 	assert_non_null(strstr(sb.buf, "bpfprof_lost_samples_total{reason=\"stack_map_full\"} 2\n"));
 	assert_non_null(strstr(sb.buf, "bpfprof_resident_memory_bytes "));
+	/* No drain completed (last_drain_ns 0): not healthy, and no age to show. */
+	assert_non_null(strstr(sb.buf, "\nbpfprof_healthy 0\n"));
+	assert_null(strstr(sb.buf, "bpfprof_last_drain_age_seconds"));
 	/* Every line is a comment or "name[{labels}] value". */
 	for (char *line = strtok(sb.buf, "\n"); line; line = strtok(NULL, "\n")) {
 		if (line[0] == '#')
@@ -175,6 +178,51 @@ static void test_metrics_text(void **state)
 		assert_true(strncmp(line, "bpfprof_", 8) == 0);
 	}
 	sbuf_free(&sb);
+}
+
+#define S 1000000000ULL
+
+/* Health: not before the first drain, not once a drain is overdue (2 periods + 10 s). */
+static void test_health_verdict(void **state)
+{
+	struct metrics_snapshot m = { .started_ns = 100 * S, .drain_period_ns = 1 * S };
+	struct sbuf sb = { 0 };
+	char why[160];
+
+	assert_int_equal(metrics__overdue_ns(&m), 12 * S);
+	/* Starting: no drain yet. */
+	assert_false(metrics__healthy(&m, 101 * S, why, sizeof(why)));
+	assert_string_equal(why, "not ready: no drain yet (started 1.0 s ago)\n");
+	/* The first drain stuck past the limit. */
+	assert_false(metrics__healthy(&m, 113 * S, why, sizeof(why)));
+	assert_string_equal(why, "stalled: no drain yet, started 13 s ago "
+				 "(overdue after 12 s: 2 drain periods of 1 s + 10 s)\n");
+	/* Drained: ok up to 12 s after the last drain, not a nanosecond more. */
+	m.last_drain_ns = 120 * S;
+	assert_true(metrics__healthy(&m, 120 * S, why, sizeof(why)));
+	assert_string_equal(why, "ok\n");
+	assert_true(metrics__healthy(&m, 132 * S, why, sizeof(why)));
+	assert_false(metrics__healthy(&m, 132 * S + 1, why, sizeof(why)));
+	assert_false(metrics__healthy(&m, 150 * S, why, sizeof(why)));
+	assert_string_equal(why, "stalled: no drain completed for 30 s "
+				 "(overdue after 12 s: 2 drain periods of 1 s + 10 s)\n");
+	/* A clock read before the snapshot was taken is not an age. */
+	assert_true(metrics__healthy(&m, 119 * S, why, sizeof(why)));
+	/* A shorter --interval shortens the period. */
+	m.drain_period_ns = S / 2;
+	assert_int_equal(metrics__overdue_ns(&m), 11 * S);
+	assert_false(metrics__healthy(&m, 131500000000ULL, why, sizeof(why)));
+	assert_string_equal(why, "stalled: no drain completed for 12 s "
+				 "(overdue after 11 s: 2 drain periods of 0.5 s + 10 s)\n");
+	/* /metrics: the age of the last drain and the verdict. */
+	m.drain_period_ns = S;
+	assert_int_equal(metrics__render(&m, 123500000000ULL, &sb), 0);
+	assert_non_null(strstr(sb.buf, "\nbpfprof_last_drain_age_seconds 3.500\n"));
+	assert_non_null(strstr(sb.buf, "\nbpfprof_healthy 1\n"));
+	sbuf_free(&sb);
+	/* A tiny buffer still gets a terminated string. */
+	assert_false(metrics__healthy(&m, 200 * S, why, 8));
+	assert_string_equal(why, "stalled");
 }
 
 struct collect_arg {
@@ -286,6 +334,7 @@ int main(void)
 		cmocka_unit_test(test_push_series_name),
 		cmocka_unit_test(test_listen_parsing),
 		cmocka_unit_test(test_metrics_text),
+		cmocka_unit_test(test_health_verdict),
 		cmocka_unit_test(test_live_request_gets_fed_deltas),
 		cmocka_unit_test(test_continuous_options),
 		cmocka_unit_test(test_cgroup2_mount),

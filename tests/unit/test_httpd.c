@@ -2,7 +2,9 @@
 /*
  * test_httpd.c - the HTTP endpoint against hostile clients, on loopback (no
  * root, no BPF): malformed and oversized requests, every method but GET and
- * HEAD, more idle connections than the cap, a client that stops reading.
+ * HEAD, more idle connections than the cap, more clients that got their
+ * answer and never hang up than the cap, a client that stops reading, one
+ * that half-closes; /healthz before the first drain and when one is overdue.
  */
 #include "testutil.h"
 
@@ -10,12 +12,14 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 
 #include "agent/httpd.h"
 #include "base/errmsg.h"
 #include "agent/live.h"
 #include "agent/metrics.h"
+#include "base/profile.h"
 #include "format/writer.h"
 
 struct fixture {
@@ -39,6 +43,15 @@ static int free_port(void)
 	return port;
 }
 
+/* Publishes a snapshot whose last drain completed `ago` ns ago (-1: none yet). */
+static void drained(struct fixture *f, int64_t ago)
+{
+	struct metrics_snapshot s = { .drains = ago < 0 ? 0 : 1 };
+
+	s.last_drain_ns = ago < 0 ? 0 : now_ns() - (uint64_t)ago;
+	metrics__publish(&f->metrics, &s);
+}
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -46,7 +59,8 @@ static int setup(void **state)
 	struct errmsg err = { 0 };
 	char listen[16];
 
-	metrics__init(&f->metrics);
+	metrics__init(&f->metrics, 1000000000ULL);
+	drained(f, 0);
 	f->live = live__new(&writer_folded, 99);
 	f->port = free_port();
 	snprintf(listen, sizeof(listen), "%d", f->port);
@@ -201,6 +215,193 @@ static void test_more_idle_clients_than_the_cap(void **state)
 		close(fds[i]);
 }
 
+static void test_healthz_tells_the_truth(void **state)
+{
+	struct fixture *f = *state;
+	char *r;
+
+	/* Before the first drain: 503 and why, with the same body for HEAD's length. */
+	drained(f, -1);
+	r = get(f->port, "GET /healthz HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 503 Service Unavailable\r\n"));
+	assert_non_null(strstr(r, "\r\n\r\nnot ready: no drain yet (started "));
+	r = get(f->port, "GET /metrics HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "\nbpfprof_healthy 0\n"));
+	/* Drained: ok. */
+	drained(f, 0);
+	r = get(f->port, "GET /healthz HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+	assert_non_null(strstr(r, "\r\n\r\nok\n"));
+	/* The last drain 13 s ago, with a 1 s period: overdue after 12 s. */
+	drained(f, 13000000000LL);
+	r = get(f->port, "GET /healthz HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 503 Service Unavailable\r\n"));
+	assert_non_null(strstr(r, "\r\n\r\nstalled: no drain completed for 13 s "
+				  "(overdue after 12 s: 2 drain periods of 1 s + 10 s)\n"));
+	r = get(f->port, "GET /metrics HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "\nbpfprof_last_drain_age_seconds 13."));
+	assert_non_null(strstr(r, "\nbpfprof_healthy 0\n"));
+	r = get(f->port, "HEAD /healthz HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 503 "));
+	assert_null(strstr(r, "stalled"));
+}
+
+/* Connects and sends a whole request at once; the answer is never read. */
+static int send_and_hold(int port, const char *req)
+{
+	int fd = connect_to(port);
+
+	assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	return fd;
+}
+
+static void test_clients_that_never_hang_up_make_room(void **state)
+{
+	struct fixture *f = *state;
+	size_t answered = 0;
+	int fds[300];
+	char *r;
+
+	/* 300 clients that got their answer (each lingers for 2 s) against a cap
+	 * of 64: the oldest answered ones give way, never the new client. */
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		fds[i] = send_and_hold(f->port, "GET /healthz HTTP/1.1\r\n\r\n");
+	for (int k = 0; k < 5; k++) {
+		r = get(f->port, "GET /healthz HTTP/1.1\r\n\r\n");
+		assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+	}
+	r = get(f->port, "GET /metrics HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "bpfprof_http_connections_closed_total{reason=\"no_room\"} 0\n"));
+	assert_non_null(strstr(r, "bpfprof_http_connections_evicted_total{state=\"answered\"} "));
+	assert_null(strstr(r, "bpfprof_http_connections_evicted_total{state=\"answered\"} 0\n"));
+	/* Each evicted one got its whole answer before the close, not a reset
+	 * (one accepted before its request arrived may have been evicted unanswered). */
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++) {
+		char buf[512];
+		ssize_t n = read(fds[i], buf, sizeof(buf) - 1);
+
+		assert_true(n >= 0);
+		buf[n] = '\0';
+		answered += n > 0;
+		if (n > 0)
+			assert_non_null(strstr(buf, "\r\n\r\nok\n"));
+		close(fds[i]);
+	}
+	assert_true(answered >= ARRAY_SIZE(fds) * 9 / 10);
+}
+
+/* Completes every open profile request of f's live with one sample. */
+static void complete_profiles(struct fixture *f)
+{
+	struct profile *d = profile__new();
+	struct psample s = { .pid = 1, .comm = "app" };
+	uint32_t fr;
+
+	assert_non_null(d);
+	fr = (uint32_t)profile__frame(d, FRAME_USER, "main", "/bin/app");
+	assert_int_equal(profile__add(d, &s, &fr, 1, 7), 0);
+	live__feed(f->live, d, now_ns() + 10000000000ULL);
+	profile__free(d);
+}
+
+static void test_half_close_gets_the_profile(void **state)
+{
+	static const char *reqs[] = {
+		"GET /debug/pprof/profile?seconds=1 HTTP/1.1\r\n\r\n",
+		"GET /debug/pprof/profile?seconds=1 HTTP/1.0\r\n\r\n",
+	};
+	struct fixture *f = *state;
+
+	for (size_t i = 0; i < ARRAY_SIZE(reqs); i++) {
+		static char buf[65536];
+		int fd = send_and_hold(f->port, reqs[i]);
+		size_t n = 0;
+
+		/* `nc -N`: the request, then the write side shut; it still reads. */
+		assert_int_equal(shutdown(fd, SHUT_WR), 0);
+		for (int k = 0; k < 500 && !live__pending(f->live); k++)
+			usleep(10000);
+		usleep(100000); /* the end of input reaches the server */
+		assert_int_equal(live__pending(f->live), 1);
+		complete_profiles(f);
+		for (;;) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			ssize_t r;
+
+			assert_int_equal(poll(&p, 1, 5000), 1);
+			r = read(fd, buf + n, sizeof(buf) - 1 - n);
+			if (r <= 0)
+				break;
+			n += (size_t)r;
+		}
+		buf[n] = '\0';
+		close(fd);
+		if (i == 0) /* HTTP/1.1: asked whether it is still there, then answered */
+			assert_non_null(strstr(buf, "HTTP/1.1 100 Continue\r\n\r\n"
+						    "HTTP/1.1 200 OK\r\n"));
+		else
+			assert_true(!strncmp(buf, "HTTP/1.1 200 OK\r\n", 17));
+		assert_non_null(strstr(buf, "app;main 7\n"));
+	}
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static void test_half_closed_client_that_does_not_read_costs_nothing(void **state)
+{
+	struct fixture *f = *state;
+	const char *req = "GET /debug/pprof/profile?seconds=1 HTTP/1.0\r\n\r\n";
+	struct profile *d = profile__new();
+	struct psample smp = { .pid = 1, .comm = "app" };
+	int small = 4096, fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)f->port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	double c0;
+	char *r;
+
+	/* A profile of ~10 MB (more than the sockets buffer), to a client with a
+	 * small window that half-closes and never reads: the answer waits in
+	 * WRITE, and the end of input must not wake the loop at every turn until
+	 * the write timeout. */
+	assert_non_null(d);
+	for (int i = 0; i < 120000; i++) {
+		char name[96];
+		uint32_t fr;
+
+		snprintf(name, sizeof(name),
+			 "function_with_a_rather_long_name_number_%d_of_very_many_in_this_profile", i);
+		fr = (uint32_t)profile__frame(d, FRAME_USER, name, "/bin/app");
+		assert_int_equal(profile__add(d, &smp, &fr, 1, 1), 0);
+	}
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	assert_int_equal(shutdown(fd, SHUT_WR), 0);
+	for (int k = 0; k < 500 && !live__pending(f->live); k++)
+		usleep(10000);
+	live__feed(f->live, d, now_ns() + 10000000000ULL);
+	profile__free(d);
+	usleep(200000); /* answered: as much as the sockets take is sent */
+	c0 = cpu_seconds();
+	usleep(1000000);
+	if (getenv("TEST_HTTPD_SHOW_CPU"))
+		print_message("%.3f s of CPU in 1 s\n", cpu_seconds() - c0);
+	if (cpu_seconds() - c0 > 0.1)
+		fail_msg("%.2f s of CPU in 1 s with one half-closed client not reading",
+			 cpu_seconds() - c0);
+	/* And the endpoint answers meanwhile. */
+	r = get(f->port, "GET /healthz HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+	close(fd);
+}
+
 static void test_client_gone_while_profiling(void **state)
 {
 	struct fixture *f = *state;
@@ -231,6 +432,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_malformed_and_oversized, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_more_idle_clients_than_the_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_gone_while_profiling, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_healthz_tells_the_truth, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clients_that_never_hang_up_make_room, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_half_close_gets_the_profile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_half_closed_client_that_does_not_read_costs_nothing,
+						setup, teardown),
 	};
 
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < 1024) {

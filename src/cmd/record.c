@@ -626,6 +626,7 @@ int record__setup(struct record *r)
 	rc->prof = profile__new();
 	rc->pt = ptab__new(&po);
 	sopts.ptab = rc->pt;
+	sopts.warn = on_sym_warn;
 	rc->sym = rc->pt ? symbolizer__new(&sopts) : NULL;
 	rc->labels = rc->pt ? labels__new(rc->pt, 0) : NULL;
 	if (buildid__kernel(rc->kernel_build_id))
@@ -921,14 +922,14 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 		" of them named from their notice's mappings), %" PRIu64 " kallsyms reloads, %" PRIu64
 		" BPF frames named by the program list, %" PRIu64 " in no loaded program%s; %" PRIu64
 		" Python frames named, %" PRIu64 " not (code object freed or unreadable), %" PRIu64
-		" inlined frames",
+		" inlined frames, %" PRIu64 " files given up on (over their time budget)",
 		ss.procs, ss.files, ss.file_bytes >> 10, ss.debug_files, ss.perfmaps,
 		ss.perfmap_bytes >> 10, ss.perfmap_scanned >> 20, ss.perfmap_rescans, ss.jit_names,
 		ss.rejected, ss.images_lost, ss.images_mapped, ss.kernel_reloads, ss.kbpf_named,
 		ss.kbpf_unnamed,
 		ss.kprogs_err ? " (no BPF program list: kallsyms alone names them)" : "",
 		ss.py_frames, ss.py_unknown,
-		ss.inline_frames);
+		ss.inline_frames, ss.files_over_budget);
 	p_debug("symbol tables: %" PRIu64 " files read at their first lookup, %" PRIu64
 		" never needed, %" PRIu64 " read early (over the cap on held files), %zu held now",
 		ss.files_read_late, ss.files_never_read, ss.files_read_early, ss.files_held);

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/budget.h"
 #include "base/htab.h"
 #include "base/log.h"
 #include "base/profile.h"
@@ -83,6 +84,7 @@ static volatile sig_atomic_t top_signal;
 static void on_top_signal(int sig)
 {
 	top_signal = sig;
+	budget__stop(); /* a hostile file being read gives up soon (budget.h) */
 }
 
 /*

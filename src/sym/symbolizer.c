@@ -154,6 +154,10 @@ struct symbolizer {
 	uint64_t kernel_reloads, evicted_procs, evicted_files;
 	uint64_t inline_frames;
 	uint64_t py_frames, py_unknown;
+	/* Files whose symbols were given up on: more work than their budget. */
+	uint64_t files_over_budget;
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
 	/* Wanted-mode perf maps: processes with pending addresses; scan budget. */
 	struct symproc **want_procs;
 	size_t nr_want_procs, cap_want_procs;
@@ -195,6 +199,8 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	s->max_perfmap_bytes =
 		opts && opts->max_perfmap_bytes ? opts->max_perfmap_bytes : 64u << 20;
 	s->max_held = opts && opts->max_held_files ? opts->max_held_files : HELD_FILES_MAX;
+	s->warn = opts ? opts->warn : NULL;
+	s->warn_ctx = opts ? opts->warn_ctx : NULL;
 	if (opts && opts->ptab) {
 		s->pt = opts->ptab;
 	} else {
@@ -693,6 +699,20 @@ static void read_symbols(struct symbolizer *s, struct pproc *pp, struct symfile 
 
 	f->es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(mf)->st_size) : NULL;
 	f->err = f->es ? 0 : -errno;
+	/* Refused for its cost: remembered (f stays cached), said once. */
+	if (f->err == -ETIMEDOUT) {
+		s->files_over_budget++;
+		if (s->warn) {
+			char msg[PATH_MAX + 200];
+
+			snprintf(msg, sizeof(msg),
+				 "%s: symbols not read, more than %.0f s of work (too large, or "
+				 "made to stall bpfprof); its frames are shown as file+offset",
+				 mfile__path(mf) ? mfile__path(mf) : "a mapped file",
+				 ELFSYM_CPU_BUDGET_NS / 1e9);
+			s->warn(s->warn_ctx, msg);
+		}
+	}
 	if (f->es && !elfsym__has_symtab(f->es) &&
 	    (elfsym__build_id(f->es, NULL) || elfsym__debuglink(f->es, NULL)))
 		load_debug_file(s, pp, mf, f->es);
@@ -1739,6 +1759,7 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->inline_frames = s->inline_frames;
 	st->py_frames = s->py_frames;
 	st->py_unknown = s->py_unknown;
+	st->files_over_budget = s->files_over_budget;
 	{
 		struct ptab_stats ps;
 

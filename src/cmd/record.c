@@ -440,10 +440,11 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 	p_debug("unwind: %" PRIu64 " tables (%" PRIu64 " rows) in %.1f MiB of kernel memory (%.1f MiB used), built in %.1f ms; %" PRIu64
 		" files without a table, %" PRIu64 " processes (%" PRIu64 " Python walked, %" PRIu64
 		" of a Python bpfprof does not know, %" PRIu64 " vfork children not probed; %" PRIu64
-		" probes again of interpreters not started yet)",
+		" probes again of interpreters not started yet, %" PRIu64
+		" interpreter files' symbols read)",
 		us.tables, us.rows, us.kernel_bytes / 1048576.0, us.used_bytes / 1048576.0,
 		us.build_ns / 1e6, us.tables_failed, us.procs_loaded, us.python_procs,
-		us.python_unknown, us.python_vfork, us.python_retries);
+		us.python_unknown, us.python_vfork, us.python_retries, us.python_file_reads);
 }
 
 /* --- the run ------------------------------------------------------------------ */

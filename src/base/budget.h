@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #define BUDGET_STRIDE	     1024
-#define BUDGET_STOP_GRACE_NS (1000ull * 1000 * 1000)
+#define BUDGET_STOP_GRACE_NS (2000ull * 1000 * 1000)
 
 struct budget {
 	uint64_t cpu_end_ns; /* thread CPU time at which it is spent */

@@ -727,7 +727,7 @@ static int open_by_path(const struct annotate_opts *a, const struct profile *p, 
 	}
 	cf->es = elfsym__open_fd(cf->fd);
 	if (!cf->es) {
-		p_err("cannot read %s: %s", path, strerror(errno));
+		p_err("cannot read %s: %s", path, elfsym__strerror(errno));
 		return 1;
 	}
 	if (!same_build_id(cf->es, profile__build_id(p, module))) {
@@ -775,7 +775,7 @@ static int open_live(struct symbolizer *sym, uint32_t pid, const char *module,
 	snprintf(cf->debug_path, sizeof(cf->debug_path), "%s", sf.debug_path);
 	cf->es = elfsym__open_fd(cf->fd);
 	if (!cf->es) {
-		p_err("cannot read %s: %s", module, strerror(errno));
+		p_err("cannot read %s: %s", module, elfsym__strerror(errno));
 		return 1;
 	}
 	if (cf->debug_fd >= 0) {

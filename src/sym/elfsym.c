@@ -984,7 +984,10 @@ static struct gopclntab *scan_for_pclntab(struct builder *b)
 	errno = ENOENT;
 	if (b->shnum || elf_getphdrnum(b->elf, &phnum))
 		return NULL;
-	for (size_t i = 0; i < phnum && b->go_scan.bytes_left; i++) {
+	/* Nothing is read once the search can find nothing more. */
+	for (size_t i = 0; i < phnum && b->go_scan.bytes_left && b->go_scan.headers_left &&
+			   b->go_scan.tables_left;
+	     i++) {
 		struct gopclntab *g;
 		const uint8_t *d;
 		uint64_t len;
@@ -992,7 +995,7 @@ static struct gopclntab *scan_for_pclntab(struct builder *b)
 		if (!gelf_getphdr(b->elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
 		    (ph.p_flags & (PF_W | PF_X)) || !(ph.p_flags & PF_R))
 			continue;
-		len = MIN(ph.p_filesz, (uint64_t)ELFSYM_GO_MAX_TABLE);
+		len = MIN(MIN(ph.p_filesz, (uint64_t)ELFSYM_GO_MAX_TABLE), b->go_scan.bytes_left);
 		d = file_bytes(b, ph.p_offset, len);
 		if (!d)
 			continue;
@@ -1344,6 +1347,16 @@ struct elfsym *elfsym__open(const char *path)
 	close(fd);
 	errno = err;
 	return es;
+}
+
+const char *elfsym__strerror(int errnum)
+{
+	_Static_assert(ELFSYM_CPU_BUDGET_NS == 2000000000ull, "the sentence below says 2 s");
+	if (errnum == ETIMEDOUT)
+		return "more than 2 s of work to read its symbols (too large, or made to stall bpfprof)";
+	if (errnum == ECANCELED)
+		return "not read: bpfprof is stopping";
+	return strerror(errnum);
 }
 
 static void free_pretty(struct elfsym *es)

@@ -89,6 +89,8 @@ struct elfsym;
 struct elfsym *elfsym__open_elf(Elf *elf, uint64_t file_size);
 struct elfsym *elfsym__open_fd(int fd);
 struct elfsym *elfsym__open(const char *path);
+/* What errno from the above means, in words (strerror() but for the budget's two). */
+const char *elfsym__strerror(int errnum);
 /* The same from an ELF image in memory (copied; the caller keeps data). */
 struct elfsym *elfsym__open_mem(const void *data, size_t len);
 void elfsym__free(struct elfsym *es);

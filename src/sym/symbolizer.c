@@ -705,11 +705,9 @@ static void read_symbols(struct symbolizer *s, struct pproc *pp, struct symfile 
 		if (s->warn) {
 			char msg[PATH_MAX + 200];
 
-			snprintf(msg, sizeof(msg),
-				 "%s: symbols not read, more than %.0f s of work (too large, or "
-				 "made to stall bpfprof); its frames are shown as file+offset",
+			snprintf(msg, sizeof(msg), "%s: %s; its frames are shown as file+offset",
 				 mfile__path(mf) ? mfile__path(mf) : "a mapped file",
-				 ELFSYM_CPU_BUDGET_NS / 1e9);
+				 elfsym__strerror(ETIMEDOUT));
 			s->warn(s->warn_ctx, msg);
 		}
 	}

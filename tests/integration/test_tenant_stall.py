@@ -9,49 +9,34 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from conftest import (BPFPROF, Workload, as_tenant, assert_count_at_least, cpu_seconds,
-                      parse_folded, tenant_run, total, uwl, wait_attached)
+from conftest import (BPFPROF, ROOT, Workload, as_tenant, assert_count_at_least, cpu_seconds,
+                      parse_folded, total, uwl, wait_attached)
+
+sys.path.insert(0, str(ROOT / "tools"))
+from benchlib import make_fake_python, make_go_lookalike  # noqa: E402  (shared with the soak)
+
+TENANT = as_tenant([])  # setpriv ... --: what the tenant runs goes after it
 
 # --- a file that only looks like Go ----------------------------------------------
 #
 # Without section headers, a Go binary's pc-line table is found by its header,
-# searched in the read-only segments. Every 8 bytes of this one look like a Go
-# 1.20 header (magic f1ff ffff, quantum 1, pointer size 8) that never holds.
-# Each candidate used to be copied with the rest of the segment before its
-# header was read: 1 MiB took 3.6 s, 4 MiB 37 s, 8 MiB never finished - and
+# searched in the read-only segments. Every 8 bytes of the tenant's file look
+# like a Go 1.20 header (benchlib.GO_LOOKALIKE) that never holds. Each
+# candidate used to be copied with the rest of the segment before its header
+# was read: 1 MiB took 3.6 s, 4 MiB 37 s, 8 MiB never finished - and
 # meanwhile nothing was drained and SIGTERM went unheard.
-
-LOOKALIKE_ELF = r'''
-import struct, sys
-path, mib = sys.argv[1], int(sys.argv[2])
-code_va, data_va, data_off = 0x400000, 0x10000000, 0x1000
-code_off = 64 + 2 * 56
-code = b"\xeb\xfe"  # jmp . (hot, forever)
-data = bytes.fromhex("f1ffffff00000108") * (mib << 17)
-eh = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
-eh += struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, code_va + code_off, 64, 0, 0, 64, 56, 2, 0, 0, 0)
-ph = struct.pack("<IIQQQQQQ", 1, 5, 0, code_va, code_va, code_off + len(code),
-                 code_off + len(code), 0x1000)
-ph += struct.pack("<IIQQQQQQ", 1, 4, data_off, data_va, data_va, len(data), len(data), 0x1000)
-img = eh + ph + code
-with open(path, "wb") as f:
-    f.write(img + bytes(data_off - len(img)) + data)
-'''
 
 
 def lookalike_go(d, name, mib=8):
     """As the tenant: a static executable without section headers that spins,
     with a read-only segment of `mib` MiB of Go-header lookalikes."""
-    path = Path(d) / name
-    p = tenant_run(["/usr/bin/python3", "-c", LOOKALIKE_ELF, path, mib])
-    assert p.returncode == 0, p.stderr
-    path.chmod(0o755)
-    return path
+    return Path(make_go_lookalike(Path(d) / name, mib, TENANT))
 
 
 class TenantProc:
@@ -174,72 +159,10 @@ def test_sigterm_is_obeyed_while_a_go_lookalike_is_read(tenant_dir, tmp_path):
 # A process whose mappings include a python3.X or libpython3.X file is probed
 # for an interpreter: the file's symbol tables are searched for _PyRuntime.
 # A python3.X that needs a libpython3 not mapped yet is probed again, as one
-# whose interpreter is not initialized yet is. The tenant's python3.11 has
-# half a million symbols and needs a libpython3.11.so.1.0 of its own, which
-# has no interpreter: every probe of every process read the whole symbol
-# table again, up to 50 tries a process.
-
-FAKE_PY_MAIN = r'''
-extern int Py_IsInitialized(void);
-static volatile unsigned long sink;
-int main(void)
-{
-	sink = (unsigned long)Py_IsInitialized();
-	for (;;)
-		sink++;
-}
-'''
-
-ADD_SYMBOLS = r'''
-import struct, sys
-src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-img = bytearray(open(src, "rb").read())
-shoff, = struct.unpack_from("<Q", img, 0x28)
-shentsize, shnum, shstrndx = struct.unpack_from("<HHH", img, 0x3a)
-sh = [list(struct.unpack_from("<IIQQQQIIQQ", img, shoff + i * shentsize)) for i in range(shnum)]
-def name(s):
-    o = sh[shstrndx][4] + s[0]
-    return bytes(img[o:img.index(0, o)]).decode()
-text = next(i for i, s in enumerate(sh) if name(s) == ".text")
-symtab = next(i for i, s in enumerate(sh) if s[1] == 2)
-strtab = sh[symtab][6]
-strs = bytearray(img[sh[strtab][4]:sh[strtab][4] + sh[strtab][5]])
-syms = bytearray(img[sh[symtab][4]:sh[symtab][4] + sh[symtab][5]])
-span = max(sh[text][5] - 1, 1)
-for k in range(n):
-    syms += struct.pack("<IBBHQQ", len(strs), 0x12, 0, text, sh[text][3] + k % span, 1)
-    strs += b"_PyRuntime_%d\0" % k
-def append(data):
-    img.extend(bytes(-len(img) % 8))
-    at = len(img)
-    img.extend(data)
-    return at
-sh[strtab][4], sh[strtab][5] = append(strs), len(strs)
-sh[symtab][4], sh[symtab][5] = append(syms), len(syms)
-struct.pack_into("<Q", img, 0x28, append(b"".join(struct.pack("<IIQQQQIIQQ", *s) for s in sh)))
-open(dst, "wb").write(img)
-'''
-
-
-def fake_python(d):
-    """As the tenant: d/python3.11, a program with half a million symbols (all
-    named like the interpreter's, "_PyRuntime_N") that needs its own
-    libpython3.11.so.1.0 - which has no interpreter - and spins."""
-    d = Path(d)
-    cmds = [["/usr/bin/python3", "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])",
-             d / "main.c", FAKE_PY_MAIN],
-            ["/usr/bin/python3", "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])",
-             d / "stub.c", "int Py_IsInitialized(void) { return 0; }\n"],
-            ["clang", "-shared", "-fPIC", "-Wl,-soname,libpython3.11.so.1.0", d / "stub.c",
-             "-o", d / "libpython3.11.so.1.0"],
-            ["clang", "-O1", d / "main.c", "-o", d / "base", "-L", d, "-l:libpython3.11.so.1.0",
-             "-Wl,-rpath," + str(d)],
-            ["/usr/bin/python3", "-c", ADD_SYMBOLS, d / "base", d / "python3.11", 500000],
-            ["chmod", "755", d / "python3.11"]]
-    for c in cmds:
-        p = tenant_run(c)
-        assert p.returncode == 0, (c, p.stderr)
-    return d / "python3.11"
+# whose interpreter is not initialized yet is. The tenant's python3.11
+# (benchlib.make_fake_python) has half a million symbols and needs a
+# libpython3.11.so.1.0 of its own, which has no interpreter: every probe of
+# every process read the whole symbol table again, up to 50 tries a process.
 
 
 def io_read_chars(pid):
@@ -264,7 +187,7 @@ def test_fake_pythons_cost_one_read_of_their_file(tenant_dir, tmp_path):
     the agent spent its CPU on that for as long (20 such processes took over
     half a core for 45 s). bpfprof runs at nice -10, so a loaded machine
     does not keep the old tries from running; a quiet agent stays quiet."""
-    py = fake_python(tenant_dir)
+    py = Path(make_fake_python(tenant_dir, prefix=TENANT))
     size = py.stat().st_size
     clk = os.sysconf("SC_CLK_TCK")
     with ExitStack() as stack:
@@ -289,19 +212,22 @@ def test_fake_pythons_cost_one_read_of_their_file(tenant_dir, tmp_path):
         _, _, err = a.finish(300)
         t.join()
     folded = parse_folded((tmp_path / "out.folded").read_text())
-    assert total(folded, "python3.11") > 100, err
-    # The probes' read and the symbolizer's, and what any run reads (BTF,
-    # kallsyms, /proc): not 20 processes x 13-50 tries x 21 MB (1.7 GB here).
-    assert seen[-1][2] < 3 * size + (64 << 20), (seen[-1][2], size, err)
-    # From 15 s to 28 s: drains of 20 processes' samples, nothing more (0.01 s
-    # here; the tries went on, 1.3 s in a loaded machine's share of a core).
+    m = re.search(r"(\d+) probes again of interpreters not started yet, (\d+) interpreter "
+                  r"files' symbols read", err)
+    retries, reads = (int(m.group(1)), int(m.group(2))) if m else (None, None)
     late = [c for s, c, r in seen if 15 <= s <= 28]
     assert len(late) > 10, seen
     cpu = (late[-1] - late[0]) / clk
-    assert cpu < 0.5, f"{cpu:.2f} s of CPU in 13 s after the first second's tries\n{err}"
-    m = re.search(r"(\d+) probes again of interpreters not started yet, (\d+) interpreter "
-                  r"files' symbols read", err)
-    assert m, err
-    retries, reads = int(m.group(1)), int(m.group(2))
-    assert reads <= 2, err  # python3.11 and the libpython, once each
-    assert retries <= 20 * 12, err  # the first second's tries (PY_FAST_TRIES - 1)
+    what = (f"{retries} tries again, {reads} files read, {seen[-1][2] >> 20} MiB read "
+            f"({size >> 20} MiB file), {cpu:.2f} s of CPU from 15 to 28 s, "
+            f"{total(folded, 'python3.11')} samples\n{err}")
+    assert total(folded, "python3.11") > 100, what
+    # The probes' read and the symbolizer's, and what any run reads (BTF,
+    # kallsyms, /proc): not 20 processes x 13-50 tries x 21 MB (1.7 GB here).
+    assert seen[-1][2] < 3 * size + (64 << 20), what
+    # From 15 s to 28 s: drains of 20 processes' samples, nothing more (0.01 s
+    # here; the tries went on, 1.3 s in a loaded machine's share of a core).
+    assert cpu < 0.5, what
+    assert m, what
+    assert reads <= 2, what  # python3.11 and the libpython, once each
+    assert retries <= 20 * 12, what  # the first second's tries (PY_FAST_TRIES - 1)

@@ -22,14 +22,15 @@
 
 /*
  * Symbols read from one file, at most (a table that would take it past is
- * not read); files whose symbols one probe reads, at most (a Python maps
- * two: python3.X and libpython3.X), and its CPU time. A file's verdict is
- * remembered with it (mfile__memo): read once, whatever the number of
- * processes and tries.
+ * not read), and the CPU time its read may take (each file its own: one
+ * file's cost never decides another's verdict); files whose symbols one
+ * probe reads, at most (a Python maps two: python3.X and libpython3.X). A
+ * file's verdict is remembered with it (mfile__memo): read once, whatever
+ * the number of processes and tries.
  */
 #define MAX_SYMS	(4u << 20)
+#define FILE_CPU_NS	(500ull * 1000 * 1000)
 #define PROBE_MAX_FILES 4
-#define PROBE_CPU_NS	(1000ull * 1000 * 1000)
 /* PyCode_Type's member table: entries read, and their name length. */
 #define MAX_MEMBERS 64
 #define MEMBER_NAME 32
@@ -767,7 +768,6 @@ static int check_memory(struct ptab *t, struct pproc *p, struct cpython_proc *cp
 
 /* What one probe may still spend. */
 struct probe_cost {
-	struct budget budget;
 	unsigned files_left;
 	unsigned files_read;
 };
@@ -780,6 +780,7 @@ struct probe_cost {
 static const struct pyfile *file_syms(struct mfile *f, struct probe_cost *c, struct pyfile *tmp)
 {
 	const struct pyfile *memo = mfile__memo(f, MFILE_MEMO_CPYTHON);
+	struct budget b;
 	struct pyfile *s;
 	Elf *elf;
 	int err;
@@ -791,7 +792,8 @@ static const struct pyfile *file_syms(struct mfile *f, struct probe_cost *c, str
 	c->files_left--;
 	c->files_read++;
 	memset(tmp, 0, sizeof(*tmp));
-	err = find_syms(elf, tmp, &c->budget);
+	budget__start(&b, FILE_CPU_NS);
+	err = find_syms(elf, tmp, &b);
 	if (err == -ECANCELED)
 		return NULL;
 	if (err) /* too costly: not an interpreter, for good */
@@ -869,7 +871,6 @@ int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, ch
 	if (!pm)
 		return -ENOENT;
 	why[0] = '\0';
-	budget__start(&c.budget, PROBE_CPU_NS);
 	for (size_t i = 0; i < pm->m.nr && err == -ENOENT; i++) {
 		const struct procmap *m = &pm->m.maps[i];
 

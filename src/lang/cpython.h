@@ -117,8 +117,8 @@ struct cpython_proc {
  * A file's symbols are read once: what it holds (the interpreter's symbols,
  * or none and whether it needs a libpython3) is remembered with the file
  * (mfile__memo), for every process and every try. One probe reads at most
- * 4 files, 4M symbols each, in a second of CPU; a file over that is taken
- * for no interpreter, for good.
+ * 4 files, each at most 4M symbols in half a second of CPU; a file over
+ * that is taken for no interpreter, for good.
  */
 int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, char *why,
 		   size_t why_len);

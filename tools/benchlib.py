@@ -15,6 +15,11 @@
   * HugePyCodes: Pythons whose code objects are as large as the agent reads
     (names, file names, line tables), run as the tenant.
 
+
+  * make_go_lookalike(), make_fake_python(), StallFiles: tenant files that
+    cost the agent super-linear or repeated work (a file that only looks
+    like Go, fake python3.11 processes), made and run by a given user.
+
 Standard library only: the tools run from a fresh checkout.
 """
 import contextlib
@@ -458,3 +463,140 @@ class HostileIngest:
             self.proc.kill()
         self.proc.wait()
         self.t.join(timeout=5)
+
+
+# --- files that cost the agent super-linear or repeated work (issue 35) ------------
+
+# A static x86-64 executable without section headers that spins (jmp .), with
+# a read-only segment of MIB MiB in which every 8 bytes look like the header
+# of a Go 1.20 pc-line table (magic f1ff ffff, quantum 1, pointer size 8)
+# that never holds: what the agent searches when a Go binary's sections are
+# gone. Usage: python3 -c GO_LOOKALIKE PATH MIB
+GO_LOOKALIKE = r'''
+import struct, sys
+path, mib = sys.argv[1], int(sys.argv[2])
+code_va, data_va, data_off = 0x400000, 0x10000000, 0x1000
+code_off = 64 + 2 * 56
+code = b"\xeb\xfe"
+data = bytes.fromhex("f1ffffff00000108") * (mib << 17)
+eh = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
+eh += struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, code_va + code_off, 64, 0, 0, 64, 56, 2, 0, 0, 0)
+ph = struct.pack("<IIQQQQQQ", 1, 5, 0, code_va, code_va, code_off + len(code),
+                 code_off + len(code), 0x1000)
+ph += struct.pack("<IIQQQQQQ", 1, 4, data_off, data_va, data_va, len(data), len(data), 0x1000)
+img = eh + ph + code
+with open(path, "wb") as f:
+    f.write(img + bytes(data_off - len(img)) + data)
+'''
+
+# A program that needs a libpython3.11.so.1.0 and spins without starting an
+# interpreter.
+FAKE_PY_MAIN = r'''
+extern int Py_IsInitialized(void);
+static volatile unsigned long sink;
+int main(void)
+{
+	sink = (unsigned long)Py_IsInitialized();
+	for (;;)
+		sink++;
+}
+'''
+
+# Copies ELF64 SRC to DST with N more STT_FUNC symbols in its .symtab, spread
+# over .text and named like the interpreter's ("_PyRuntime_K": every name is
+# compared). Usage: python3 -c ADD_SYMBOLS SRC DST N
+ADD_SYMBOLS = r'''
+import struct, sys
+src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+img = bytearray(open(src, "rb").read())
+shoff, = struct.unpack_from("<Q", img, 0x28)
+shentsize, shnum, shstrndx = struct.unpack_from("<HHH", img, 0x3a)
+sh = [list(struct.unpack_from("<IIQQQQIIQQ", img, shoff + i * shentsize)) for i in range(shnum)]
+def name(s):
+    o = sh[shstrndx][4] + s[0]
+    return bytes(img[o:img.index(0, o)]).decode()
+text = next(i for i, s in enumerate(sh) if name(s) == ".text")
+symtab = next(i for i, s in enumerate(sh) if s[1] == 2)
+strtab = sh[symtab][6]
+strs = bytearray(img[sh[strtab][4]:sh[strtab][4] + sh[strtab][5]])
+syms = bytearray(img[sh[symtab][4]:sh[symtab][4] + sh[symtab][5]])
+span = max(sh[text][5] - 1, 1)
+for k in range(n):
+    syms += struct.pack("<IBBHQQ", len(strs), 0x12, 0, text, sh[text][3] + k % span, 1)
+    strs += b"_PyRuntime_%d\0" % k
+def append(data):
+    img.extend(bytes(-len(img) % 8))
+    at = len(img)
+    img.extend(data)
+    return at
+sh[strtab][4], sh[strtab][5] = append(strs), len(strs)
+sh[symtab][4], sh[symtab][5] = append(syms), len(syms)
+struct.pack_into("<Q", img, 0x28, append(b"".join(struct.pack("<IIQQQQIIQQ", *s) for s in sh)))
+open(dst, "wb").write(img)
+'''
+
+PYTHON3 = "/usr/bin/python3"  # Debian's: any user can run it
+
+
+def _run_as(prefix, argv):
+    p = subprocess.run(list(prefix) + [str(a) for a in argv], capture_output=True, text=True,
+                       timeout=300)
+    if p.returncode:
+        raise RuntimeError(f"{argv[:3]} failed: {p.stderr}")
+
+
+def make_go_lookalike(path, mib=16, prefix=()):
+    """Writes GO_LOOKALIKE's program of `mib` MiB at path, as `prefix` (e.g.
+    setpriv to the tenant) runs it; returns the path."""
+    _run_as(prefix, [PYTHON3, "-c", GO_LOOKALIKE, path, mib])
+    _run_as(prefix, ["chmod", "755", path])
+    return path
+
+
+def make_fake_python(dir_, nsyms=500000, prefix=()):
+    """dir_/python3.11: FAKE_PY_MAIN with `nsyms` more symbols (ADD_SYMBOLS),
+    linked against dir_/libpython3.11.so.1.0, which has no interpreter (only
+    Py_IsInitialized). Built by clang, as `prefix` runs it; returns the path."""
+    d = str(dir_)
+    write = "import sys; open(sys.argv[1], 'w').write(sys.argv[2])"
+    _run_as(prefix, [PYTHON3, "-c", write, f"{d}/main.c", FAKE_PY_MAIN])
+    _run_as(prefix, [PYTHON3, "-c", write, f"{d}/stub.c",
+                     "int Py_IsInitialized(void) { return 0; }\n"])
+    _run_as(prefix, ["clang", "-shared", "-fPIC", "-Wl,-soname,libpython3.11.so.1.0",
+                     f"{d}/stub.c", "-o", f"{d}/libpython3.11.so.1.0"])
+    _run_as(prefix, ["clang", "-O1", f"{d}/main.c", "-o", f"{d}/base", "-L", d,
+                     "-l:libpython3.11.so.1.0", f"-Wl,-rpath,{d}"])
+    _run_as(prefix, [PYTHON3, "-c", ADD_SYMBOLS, f"{d}/base", f"{d}/python3.11", nsyms])
+    _run_as(prefix, ["chmod", "755", f"{d}/python3.11"])
+    return f"{d}/python3.11"
+
+
+class StallFiles:
+    """The files of issue 35 at work: in dir_ (writable by `prefix`'s user),
+    a Go lookalike of `mib` MiB running once, and `pythons` processes of a
+    fake python3.11 - made and run by `prefix` (e.g. setpriv to the tenant,
+    ending in "--"). Before the fixes the first stalled the agent's main loop
+    for hours (no drain, SIGTERM unheard) and the second kept it reading
+    symbol tables. Returns once they run; close() kills them."""
+
+    def __init__(self, dir_, prefix=(), mib=16, pythons=20):
+        self.procs = []
+        golike = make_go_lookalike(f"{dir_}/golike", mib, prefix)
+        py = make_fake_python(dir_, prefix=prefix)
+        try:
+            for argv in [[golike]] + [[py]] * pythons:
+                self.procs.append(subprocess.Popen(list(prefix) + argv,
+                                                   stdout=subprocess.DEVNULL,
+                                                   stderr=subprocess.DEVNULL,
+                                                   start_new_session=True))
+            time.sleep(0.3)
+            if any(p.poll() is not None for p in self.procs):
+                raise RuntimeError("a stall file's program died at start")
+        except BaseException:
+            self.close()
+            raise
+        self.pids = [p.pid for p in self.procs]
+
+    def close(self):
+        kill_groups(self.procs)
+        self.procs = []

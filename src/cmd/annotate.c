@@ -867,7 +867,7 @@ static int open_by_path(const struct annotate_opts *a, const struct profile *p, 
 	}
 	cf->es = elfsym__open_fd(cf->fd);
 	if (!cf->es) {
-		p_err("cannot read %s: %s", path, strerror(errno));
+		p_err("cannot read %s: %s", path, elfsym__strerror(errno));
 		return 1;
 	}
 	if (!same_build_id(cf->es, profile__build_id(p, module))) {
@@ -930,7 +930,7 @@ static int open_live(struct symbolizer *sym, uint32_t pid, const char *module,
 	cf->proc = sf.cred;
 	cf->es = elfsym__open_fd(cf->fd);
 	if (!cf->es) {
-		p_err("cannot read %s: %s", module, strerror(errno));
+		p_err("cannot read %s: %s", module, elfsym__strerror(errno));
 		return 1;
 	}
 	if (cf->debug_fd >= 0) {

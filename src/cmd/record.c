@@ -440,10 +440,11 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 	p_debug("unwind: %" PRIu64 " tables (%" PRIu64 " rows) in %.1f MiB of kernel memory (%.1f MiB used), built in %.1f ms; %" PRIu64
 		" files without a table, %" PRIu64 " processes (%" PRIu64 " Python walked, %" PRIu64
 		" of a Python bpfprof does not know, %" PRIu64 " vfork children not probed; %" PRIu64
-		" probes again of interpreters not started yet)",
+		" probes again of interpreters not started yet, %" PRIu64
+		" interpreter files' symbols read)",
 		us.tables, us.rows, us.kernel_bytes / 1048576.0, us.used_bytes / 1048576.0,
 		us.build_ns / 1e6, us.tables_failed, us.procs_loaded, us.python_procs,
-		us.python_unknown, us.python_vfork, us.python_retries);
+		us.python_unknown, us.python_vfork, us.python_retries, us.python_file_reads);
 }
 
 /*
@@ -689,6 +690,7 @@ int record__setup(struct record *r)
 	rc->prof = profile__new();
 	rc->pt = ptab__new(&po);
 	sopts.ptab = rc->pt;
+	sopts.warn = on_sym_warn;
 	rc->sym = rc->pt ? symbolizer__new(&sopts) : NULL;
 	rc->labels = rc->pt ? labels__new(rc->pt, 0) : NULL;
 	if (buildid__kernel(rc->kernel_build_id))
@@ -986,14 +988,14 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 		" of them named from their notice's mappings), %" PRIu64 " kallsyms reloads, %" PRIu64
 		" BPF frames named by the program list, %" PRIu64 " in no loaded program%s; %" PRIu64
 		" Python frames named, %" PRIu64 " not (code object freed or unreadable), %" PRIu64
-		" inlined frames",
+		" inlined frames, %" PRIu64 " files given up on (over their time budget)",
 		ss.procs, ss.files, ss.file_bytes >> 10, ss.debug_files, ss.perfmaps,
 		ss.perfmap_bytes >> 10, ss.perfmap_scanned >> 20, ss.perfmap_rescans, ss.jit_names,
 		ss.rejected, ss.images_lost, ss.images_mapped, ss.kernel_reloads, ss.kbpf_named,
 		ss.kbpf_unnamed,
 		ss.kprogs_err ? " (no BPF program list: kallsyms alone names them)" : "",
 		ss.py_frames, ss.py_unknown,
-		ss.inline_frames);
+		ss.inline_frames, ss.files_over_budget);
 	p_debug("python names: %zu KiB of code objects cached, %" PRIu64 " caches started over"
 		" (at their cap), %" PRIu64 " line tables read again for a line past their"
 		" kept start, %" PRIu64 " lines not (over the drain's budget)",

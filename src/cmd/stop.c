@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/budget.h"
+
 static volatile sig_atomic_t stop_signal;  /* the first request */
 static volatile sig_atomic_t exit_pending; /* "exit now" that came during a write */
 static volatile sig_atomic_t writing;
@@ -33,6 +35,8 @@ static void on_signal(int sig)
 	if (!stop_signal) {
 		first_ms = now;
 		stop_signal = sig;
+		/* A hostile file being read gives up within the grace (budget.h). */
+		budget__stop();
 		return;
 	}
 	if (now - first_ms < STOP_REPEAT_MS)

@@ -9,7 +9,9 @@
  * cost the profile. Only a signal more than STOP_REPEAT_MS after the first
  * means "exit now" (a second Ctrl-C); it kills the process with that signal,
  * except while an output file is being written (stop__writing()): that write
- * finishes first, so no file is ever left half-written.
+ * finishes first, so no file is ever left half-written. The first request
+ * also ends the time budgets of work on hostile input a grace period later
+ * (budget__stop()): a file being read when it came cannot hold the stop up.
  */
 #ifndef BPFPROF_STOP_H
 #define BPFPROF_STOP_H

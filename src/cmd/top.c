@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/budget.h"
 #include "base/htab.h"
 #include "base/log.h"
 #include "base/profile.h"
@@ -83,6 +84,7 @@ static volatile sig_atomic_t top_signal;
 static void on_top_signal(int sig)
 {
 	top_signal = sig;
+	budget__stop(); /* a hostile file being read gives up soon (budget.h) */
 }
 
 /*
@@ -1345,9 +1347,10 @@ static void top_summary(const struct top *t)
 	p_debug("unwind tables: %" PRIu64 " processes installed, %" PRIu64
 		" tables built in %.1f ms, "
 		"%" PRIu64 " shared by build id, %" PRIu64 " failed, %" PRIu64 " evicted; "
-		"%" PRIu64 " probes again of Python interpreters not started yet",
+		"%" PRIu64 " probes again of Python interpreters not started yet, %" PRIu64
+		" interpreter files' symbols read",
 		us.procs_loaded, us.tables_built, us.build_ns / 1e6, us.tables_shared,
-		us.tables_failed, us.tables_evicted, us.python_retries);
+		us.tables_failed, us.tables_evicted, us.python_retries, us.python_file_reads);
 }
 
 static void top_free(struct top *t)

@@ -16,11 +16,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/budget.h"
 #include "base/util.h"
 #include "proc/ptab.h"
 
-/* Symbols read from one symbol table of the interpreter's file, at most. */
-#define MAX_SYMS (4u << 20)
+/*
+ * Symbols read from one file, at most (a table that would take it past is
+ * not read), and the CPU time its read may take (each file its own: one
+ * file's cost never decides another's verdict); files whose symbols one
+ * probe reads, at most (a Python maps two: python3.X and libpython3.X). A
+ * file's verdict is remembered with it (mfile__memo): read once, whatever
+ * the number of processes and tries.
+ */
+#define MAX_SYMS	(4u << 20)
+#define FILE_CPU_NS	(500ull * 1000 * 1000)
+#define PROBE_MAX_FILES 4
 /* PyCode_Type's member table: entries read, and their name length. */
 #define MAX_MEMBERS 64
 #define MEMBER_NAME 32
@@ -473,12 +483,6 @@ void cpython__bpf(const struct cpython_proc *cp, struct bp_pyproc *out)
 
 /* --- probing a process ------------------------------------------------------------- */
 
-struct syms {
-	const char *want[8];
-	uint64_t value[8], size[8];
-	bool found[8];
-};
-
 enum {
 	SYM_RUNTIME,
 	SYM_EVAL,
@@ -488,8 +492,27 @@ enum {
 	SYM_NR,
 };
 
-static void find_syms(Elf *elf, struct syms *s)
+static const char *const sym_names[SYM_NR] = {
+	"_PyRuntime", "_PyEval_EvalFrameDefault", "_PyEval_EvalFrameDefault.cold", "PyCode_Type",
+	"Py_Version",
+};
+
+/* What one file holds (its memo, MFILE_MEMO_CPYTHON). */
+struct pyfile {
+	uint64_t value[SYM_NR], size[SYM_NR];
+	bool found[SYM_NR];
+	bool interp;	/* _PyRuntime, _PyEval_EvalFrameDefault and PyCode_Type */
+	bool needs_lib; /* without them: a DT_NEEDED libpython3 */
+};
+
+/*
+ * The symbols names[0..n) in elf's symbol tables (names start with '_' or
+ * 'P'): found[k], value[k], size[k]; -ETIMEDOUT/-ECANCELED over budget.
+ */
+static int find_named(Elf *elf, const char *const *names, int n_names, bool *found,
+		      uint64_t *value, uint64_t *size, struct budget *b)
 {
+	size_t left = MAX_SYMS;
 	Elf_Scn *scn = NULL;
 
 	while ((scn = elf_nextscn(elf, scn))) {
@@ -502,27 +525,40 @@ static void find_syms(Elf *elf, struct syms *s)
 		    (sh.sh_flags & SHF_COMPRESSED))
 			continue;
 		n = sh.sh_size / sh.sh_entsize;
-		if (n > MAX_SYMS || !(d = elf_getdata(scn, NULL)))
+		if (n > left || !(d = elf_getdata(scn, NULL)))
 			continue;
+		left -= n;
 		for (size_t i = 0; i < n; i++) {
 			GElf_Sym sym;
 			const char *name;
 
+			if (budget__over(b))
+				return budget__err(b);
 			if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
 			    !sym.st_value)
 				continue;
 			name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			if (!name || (name[0] != '_' && name[0] != 'P'))
 				continue;
-			for (int k = 0; k < 8 && s->want[k]; k++) {
-				if (!s->found[k] && !strcmp(name, s->want[k])) {
-					s->found[k] = true;
-					s->value[k] = sym.st_value;
-					s->size[k] = sym.st_size;
+			for (int k = 0; k < n_names; k++) {
+				if (!found[k] && !strcmp(name, names[k])) {
+					found[k] = true;
+					value[k] = sym.st_value;
+					size[k] = sym.st_size;
 				}
 			}
 		}
 	}
+	return 0;
+}
+
+/* The interpreter's symbols in elf's symbol tables; -ETIMEDOUT/-ECANCELED over budget. */
+static int find_syms(Elf *elf, struct pyfile *s, struct budget *b)
+{
+	int err = find_named(elf, sym_names, SYM_NR, s->found, s->value, s->size, b);
+
+	s->interp = s->found[SYM_RUNTIME] && s->found[SYM_EVAL] && s->found[SYM_CODE_TYPE];
+	return err;
 }
 
 /* Dynamic section entries looked at, at most. */
@@ -747,11 +783,54 @@ static int check_memory(struct ptab *t, struct pproc *p, struct cpython_proc *cp
 	return 0;
 }
 
-static int probe_file(struct ptab *t, struct pproc *p, const struct procmap *m,
-		      struct cpython_proc *cp, char *why, size_t why_len, bool *needs_lib)
+/* What one probe may still spend. */
+struct probe_cost {
+	unsigned files_left;
+	unsigned files_read;
+};
+
+/*
+ * What the file f holds: its memo, or its symbols read now (and remembered,
+ * unless a stop cut the read short). NULL: not read (over the probe's
+ * caps, unreadable); *tmp holds a verdict that could not be remembered.
+ */
+static const struct pyfile *file_syms(struct mfile *f, struct probe_cost *c, struct pyfile *tmp)
 {
-	struct syms s = {.want = {"_PyRuntime", "_PyEval_EvalFrameDefault",
-				  "_PyEval_EvalFrameDefault.cold", "PyCode_Type", "Py_Version"}};
+	const struct pyfile *memo = mfile__memo(f, MFILE_MEMO_CPYTHON);
+	struct budget b;
+	struct pyfile *s;
+	Elf *elf;
+	int err;
+
+	if (memo)
+		return memo;
+	if (!c->files_left || !(elf = mfile__elf(f)))
+		return NULL;
+	c->files_left--;
+	c->files_read++;
+	memset(tmp, 0, sizeof(*tmp));
+	budget__start(&b, FILE_CPU_NS);
+	err = find_syms(elf, tmp, &b);
+	if (err == -ECANCELED)
+		return NULL;
+	if (err) /* too costly: not an interpreter, for good */
+		memset(tmp, 0, sizeof(*tmp));
+	if (!tmp->interp && !err)
+		tmp->needs_lib = cpython__needs_libpython(elf);
+	s = malloc(sizeof(*s));
+	if (!s)
+		return tmp;
+	*s = *tmp;
+	mfile__set_memo(f, MFILE_MEMO_CPYTHON, s);
+	return s;
+}
+
+static int probe_file(struct ptab *t, struct pproc *p, const struct procmap *m,
+		      struct cpython_proc *cp, char *why, size_t why_len, bool *needs_lib,
+		      struct probe_cost *c)
+{
+	const struct pyfile *s;
+	struct pyfile tmp;
 	struct mfile *f;
 	uint64_t bias;
 	uint32_t hex = 0;
@@ -761,32 +840,32 @@ static int probe_file(struct ptab *t, struct pproc *p, const struct procmap *m,
 	err = ptab__file(t, p, m, &f);
 	if (err)
 		return -ENOENT;
+	s = file_syms(f, c, &tmp);
+	if (!s || !s->interp) {
+		*needs_lib = *needs_lib || (s && s->needs_lib);
+		mfile__put(t, f);
+		return -ENOENT;
+	}
 	elf = mfile__elf(f);
 	if (!elf || load_bias(elf, m, &bias)) {
 		mfile__put(t, f);
 		return -ENOENT;
 	}
-	find_syms(elf, &s);
-	if (!s.found[SYM_RUNTIME] || !s.found[SYM_EVAL] || !s.found[SYM_CODE_TYPE]) {
-		*needs_lib = *needs_lib || cpython__needs_libpython(elf);
-		mfile__put(t, f);
-		return -ENOENT;
-	}
-	mfile__put(t, f);
 	memset(cp, 0, sizeof(*cp));
 	snprintf(cp->module, sizeof(cp->module), "%s", m->path);
-	cp->runtime = s.value[SYM_RUNTIME] + bias;
-	cp->code_type = s.value[SYM_CODE_TYPE] + bias;
-	cp->eval[0][0] = s.value[SYM_EVAL] + bias;
-	cp->eval[0][1] = cp->eval[0][0] + (s.size[SYM_EVAL] ? s.size[SYM_EVAL] : 1);
-	if (s.found[SYM_EVAL_COLD]) {
-		cp->eval[1][0] = s.value[SYM_EVAL_COLD] + bias;
+	cp->runtime = s->value[SYM_RUNTIME] + bias;
+	cp->code_type = s->value[SYM_CODE_TYPE] + bias;
+	cp->eval[0][0] = s->value[SYM_EVAL] + bias;
+	cp->eval[0][1] = cp->eval[0][0] + (s->size[SYM_EVAL] ? s->size[SYM_EVAL] : 1);
+	if (s->found[SYM_EVAL_COLD]) {
+		cp->eval[1][0] = s->value[SYM_EVAL_COLD] + bias;
 		cp->eval[1][1] =
-			cp->eval[1][0] + (s.size[SYM_EVAL_COLD] ? s.size[SYM_EVAL_COLD] : 1);
+			cp->eval[1][0] + (s->size[SYM_EVAL_COLD] ? s->size[SYM_EVAL_COLD] : 1);
 	}
 	/* Py_Version (3.11+) says exactly; the file name is the fallback. */
-	if (!s.found[SYM_VERSION] || !read_exact(t, p, s.value[SYM_VERSION] + bias, &hex, 4))
+	if (!s->found[SYM_VERSION] || !read_exact(t, p, s->value[SYM_VERSION] + bias, &hex, 4))
 		hex = version_from_name(m->path);
+	mfile__put(t, f);
 	cp->version = hex;
 	if ((hex >> 24) != 3 || ((hex >> 16) & 0xff) < 11) {
 		snprintf(why, why_len, "Python %u.%u is older than 3.11", hex >> 24,
@@ -800,10 +879,12 @@ int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, ch
 		   size_t why_len)
 {
 	struct pmaps *pm = ptab__maps(t, p);
+	struct probe_cost c = {.files_left = PROBE_MAX_FILES};
 	bool needs_lib = false;
 	int err = -ENOENT;
 
 	out->runtime = 0;
+	out->files_read = 0;
 	if (!pm)
 		return -ENOENT;
 	why[0] = '\0';
@@ -815,9 +896,10 @@ int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, ch
 			continue;
 		if (i && pm->m.maps[i - 1].path && !strcmp(pm->m.maps[i - 1].path, m->path))
 			continue; /* the same file, already tried */
-		err = probe_file(t, p, m, out, why, why_len, &needs_lib);
+		err = probe_file(t, p, m, out, why, why_len, &needs_lib, &c);
 	}
 	pmaps__put(pm);
+	out->files_read = c.files_read;
 	/* A python3.X whose interpreter is in a libpython the loader has yet to map. */
 	if (err == -ENOENT && needs_lib)
 		err = -EAGAIN;
@@ -835,6 +917,7 @@ int cpython__recheck(struct ptab *t, struct pproc *p, struct cpython_proc *cp, c
 	int err;
 
 	why[0] = '\0';
+	cp->files_read = 0;
 	err = check_memory(t, p, cp, why, why_len);
 	if ((err == -ENOTSUP || err == -EAGAIN) && ptab__check_image(t, p))
 		err = -ESRCH;
@@ -889,9 +972,13 @@ static bool elf_bytes_at(Elf *elf, uint64_t v, void *out, size_t n)
 static int tdb_descs(struct ptab *t, struct pproc *p, const struct procmap *m,
 		     struct tdb_desc d[TDB_NR])
 {
-	struct syms s = {.want = {"_thread_db_pthread_specific",
-				  "_thread_db_pthread_key_data_level2_data",
-				  "_thread_db_pthread_key_data_data"}};
+	static const char *const names[TDB_NR] = {
+		"_thread_db_pthread_specific", "_thread_db_pthread_key_data_level2_data",
+		"_thread_db_pthread_key_data_data"
+	};
+	uint64_t value[TDB_NR], size[TDB_NR];
+	bool found[TDB_NR] = { false };
+	struct budget b;
 	struct mfile *f;
 	int err = 0;
 	Elf *elf;
@@ -899,10 +986,11 @@ static int tdb_descs(struct ptab *t, struct pproc *p, const struct procmap *m,
 	if (ptab__file(t, p, m, &f))
 		return -ENOENT;
 	elf = mfile__elf(f);
-	if (elf)
-		find_syms(elf, &s);
+	budget__start(&b, FILE_CPU_NS);
+	if (elf && find_named(elf, names, TDB_NR, found, value, size, &b))
+		elf = NULL;
 	for (int k = 0; k < TDB_NR && !err; k++)
-		if (!elf || !s.found[k] || !elf_bytes_at(elf, s.value[k], &d[k], sizeof(d[k])))
+		if (!elf || !found[k] || !elf_bytes_at(elf, value[k], &d[k], sizeof(d[k])))
 			err = -ENOENT;
 	mfile__put(t, f);
 	return err;

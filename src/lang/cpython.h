@@ -103,6 +103,8 @@ struct cpython_proc {
 	/* cpython__tls(): where a thread finds its own state (bp_pyproc.tls_l1, tls_l2). */
 	bool tls;
 	uint16_t tls_l1, tls_l2;
+	/* Files whose symbols the probe read; the others' verdicts were remembered. */
+	unsigned files_read;
 };
 
 /*
@@ -117,6 +119,12 @@ struct cpython_proc {
  * theirs). On -EAGAIN out->runtime is nonzero when the interpreter's file was
  * found (only its initialization is awaited: the mappings need not be read
  * again before the next probe), 0 when a libpython is still to be mapped.
+ *
+ * A file's symbols are read once: what it holds (the interpreter's symbols,
+ * or none and whether it needs a libpython3) is remembered with the file
+ * (mfile__memo), for every process and every try. One probe reads at most
+ * 4 files, each at most 4M symbols in half a second of CPU; a file over
+ * that is taken for no interpreter, for good.
  */
 int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, char *why,
 		   size_t why_len);

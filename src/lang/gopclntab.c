@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "base/budget.h"
 #include "base/util.h"
 
 #define MAGIC_V12  0xfffffffbu
@@ -254,34 +255,110 @@ static uint64_t ftab_funcoff(const struct gopclntab *g, uint64_t i)
 	return g->ver >= GOPCLNTAB_V118 ? rd32(g, p) : rdptr(g, p);
 }
 
-struct gopclntab *gopclntab__new(const void *tab, size_t len, uint64_t tab_vaddr,
-				 uint64_t text_vaddr)
+/*
+ * Reads the header of the table at tab (the caller's bytes, in place) into
+ * *g: its version, fields and subtables' bounds. O(1).
+ */
+static int check_header(struct gopclntab *g, const void *tab, size_t len, uint64_t tab_vaddr,
+			uint64_t text_vaddr)
 {
-	struct gopclntab *g = calloc(1, sizeof(*g));
-	int err;
+	memset(g, 0, sizeof(*g));
+	g->tab = (uint8_t *)tab; /* only read until it is copied */
+	g->len = len;
+	g->vaddr = tab_vaddr;
+	return parse_header(g, text_vaddr);
+}
+
+/* Functions must be sorted for the binary search (the end pc included). O(nfunc). */
+static int check_order(const struct gopclntab *g)
+{
+	for (uint64_t i = 0; i < g->nfunc; i++)
+		if (ftab_pc(g, i) > ftab_pc(g, i + 1))
+			return -EINVAL;
+	return 0;
+}
+
+/* A table checked in place, copied. */
+static struct gopclntab *copy_table(const struct gopclntab *checked)
+{
+	struct gopclntab *g = malloc(sizeof(*g));
 
 	if (!g)
 		return NULL;
-	g->tab = malloc(len ? len : 1);
+	*g = *checked;
+	g->tab = malloc(g->len ? g->len : 1);
 	if (!g->tab) {
 		free(g);
 		errno = ENOMEM;
 		return NULL;
 	}
-	memcpy(g->tab, tab, len);
-	g->len = len;
-	g->vaddr = tab_vaddr;
-	err = parse_header(g, text_vaddr);
-	/* Functions must be sorted for the binary search (the end pc included). */
-	for (uint64_t i = 0; !err && i < g->nfunc; i++)
-		if (ftab_pc(g, i) > ftab_pc(g, i + 1))
-			err = -EINVAL;
+	memcpy(g->tab, checked->tab, g->len);
+	return g;
+}
+
+struct gopclntab *gopclntab__new(const void *tab, size_t len, uint64_t tab_vaddr,
+				 uint64_t text_vaddr)
+{
+	struct gopclntab v;
+	int err = check_header(&v, tab, len, tab_vaddr, text_vaddr);
+
+	if (!err)
+		err = check_order(&v);
 	if (err) {
-		gopclntab__free(g);
 		errno = -err;
 		return NULL;
 	}
-	return g;
+	return copy_table(&v);
+}
+
+void gopclntab__scan_init(struct gopclntab_scan *sc, struct budget *b)
+{
+	sc->bytes_left = GOPCLNTAB_SCAN_BYTES;
+	sc->headers_left = GOPCLNTAB_SCAN_HEADERS;
+	sc->tables_left = GOPCLNTAB_SCAN_TABLES;
+	sc->budget = b;
+}
+
+struct gopclntab *gopclntab__scan(const void *buf, size_t len, uint64_t vaddr,
+				  struct gopclntab_scan *sc)
+{
+	const uint8_t *d = buf;
+	size_t end = (size_t)MIN((uint64_t)len, sc->bytes_left);
+
+	/*
+	 * Every pointer-aligned place is a candidate (the table is a Go
+	 * symbol with pointer fields), and costs little: 16 bytes compared,
+	 * then for those that look like one a header read in place; only a
+	 * header that holds costs its function table's length to check, and
+	 * at most tables_left do. Nothing is copied before a candidate passes.
+	 * A candidate is the rest of the buffer (its last subtable ends there).
+	 */
+	sc->bytes_left -= end;
+	for (size_t off = (size_t)((8 - vaddr % 8) % 8), n = 0; off + 64 <= end; off += 8, n++) {
+		struct gopclntab v;
+
+		if (sc->budget && !(n % 64) && budget__over(sc->budget))
+			goto over;
+		if (!gopclntab__is_header(d + off, len - off))
+			continue;
+		if (!sc->headers_left)
+			break;
+		sc->headers_left--;
+		if (check_header(&v, d + off, len - off, vaddr + off, 0) || !v.nfunc)
+			continue;
+		if (!sc->tables_left)
+			break;
+		sc->tables_left--;
+		if (sc->budget && budget__over_now(sc->budget))
+			goto over;
+		if (!check_order(&v))
+			return copy_table(&v);
+	}
+	errno = ENOENT;
+	return NULL;
+over:
+	errno = -budget__err(sc->budget);
+	return NULL;
 }
 
 void gopclntab__free(struct gopclntab *g)

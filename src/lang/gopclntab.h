@@ -24,10 +24,11 @@
  * gopclntab__find_gofunc() finds gofunc in a stripped binary through the
  * runtime's moduledata, which points at the table).
  *
- * The bytes are untrusted (the file is the profiled process's): the table is
- * copied, every offset is checked against the subtable it indexes, strings
- * must end inside their table, pc-value tables are decoded with bounded
- * varints, functions must be sorted, and inline chains are cut at
+ * The bytes are untrusted (the file is the profiled process's): the header
+ * and the functions' order are checked in place before the table is copied,
+ * every offset is checked against the subtable it indexes, strings must end
+ * inside their table, pc-value tables are decoded with bounded varints,
+ * functions must be sorted, and inline chains are cut at
  * GOPCLNTAB_MAX_INLINE levels. A corrupt function yields no answer, never a
  * read out of bounds.
  */
@@ -69,6 +70,38 @@ void gopclntab__free(struct gopclntab *g);
 
 /* Whether buf starts with a plausible table header (magic, quantum, pointer size). */
 bool gopclntab__is_header(const void *buf, size_t len);
+
+/*
+ * Finding a table by its header when no section names it (sstrip): every
+ * pointer-aligned place of the read-only data is a candidate. A candidate's
+ * header is checked in place, and only one whose header holds has its
+ * function table checked - O(functions) - and only the one that passes is
+ * copied, so a file filled with a header-like pattern costs one pass over
+ * its bytes, not a copy of the rest of the file per candidate. What one
+ * file's search may spend, over all the buffers it searches:
+ */
+#define GOPCLNTAB_SCAN_BYTES   (256ull << 20) /* bytes searched */
+#define GOPCLNTAB_SCAN_HEADERS 65536	      /* candidates whose header is read */
+#define GOPCLNTAB_SCAN_TABLES  8	      /* ... whose function table is checked */
+
+struct budget;
+
+struct gopclntab_scan {
+	uint64_t bytes_left;
+	unsigned headers_left, tables_left;
+	struct budget *budget; /* time (and stop requests), or NULL */
+};
+
+/* A search with the caps above and budget b (may be NULL). */
+void gopclntab__scan_init(struct gopclntab_scan *sc, struct budget *b);
+/*
+ * The first table in buf (its first byte at vaddr) that passes the checks
+ * of gopclntab__new() and has functions, copied; sc's caps are spent on the
+ * way. NULL with errno: ENOENT none (or a cap reached), ETIMEDOUT or
+ * ECANCELED the budget is over, ENOMEM.
+ */
+struct gopclntab *gopclntab__scan(const void *buf, size_t len, uint64_t vaddr,
+				  struct gopclntab_scan *sc);
 
 enum gopclntab_version gopclntab__version(const struct gopclntab *g);
 

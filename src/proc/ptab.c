@@ -85,6 +85,7 @@ struct mfile {
 	size_t bid_len;
 	uint8_t bid[BUILD_ID_MAX];
 	char *path;
+	void *memo[MFILE_MEMO_NR]; /* readers' verdicts on its contents */
 };
 
 struct proc_key {
@@ -364,6 +365,8 @@ static void mfile_free(struct ptab *t, struct mfile *f)
 	mfile_close(t, f);
 	free(f->via_m.path);
 	free(f->path);
+	for (size_t i = 0; i < MFILE_MEMO_NR; i++)
+		free(f->memo[i]);
 	free(f);
 }
 
@@ -1587,6 +1590,17 @@ Elf *mfile__elf(struct mfile *f)
 		f->elf = elffile__begin(fd);
 	}
 	return f->elf;
+}
+
+const void *mfile__memo(const struct mfile *f, enum mfile_memo slot)
+{
+	return f->memo[slot];
+}
+
+void mfile__set_memo(struct mfile *f, enum mfile_memo slot, void *data)
+{
+	free(f->memo[slot]);
+	f->memo[slot] = data;
 }
 
 size_t mfile__build_id(struct mfile *f, const uint8_t **id)

@@ -263,6 +263,23 @@ Elf *mfile__elf(struct mfile *f);
 /* Its GNU build id (read once): the length (0: none), *id pointing into f. */
 size_t mfile__build_id(struct mfile *f, const uint8_t **id);
 
+/*
+ * What a reader concluded from the file's contents, kept with the file: one
+ * slot per reader, a malloc'd block freed with the file. Per device and
+ * inode for as long as the table has the file (a replaced file is a new
+ * mfile, without memos), for every process that maps it: a verdict such as
+ * "no interpreter here" costs one read of the file, not one per process or
+ * per try.
+ */
+enum mfile_memo {
+	MFILE_MEMO_CPYTHON, /* lang/cpython.c: the interpreter's symbols, or that there are none */
+	MFILE_MEMO_NR,
+};
+/* slot's memo, or NULL. */
+const void *mfile__memo(const struct mfile *f, enum mfile_memo slot);
+/* Takes data (malloc'd; NULL forgets) as slot's memo, freeing the one before. */
+void mfile__set_memo(struct mfile *f, enum mfile_memo slot, void *data);
+
 /* A sentence for an error of ptab__file() or ptab__open_perfmap(). */
 const char *ptab__reason(int err, const char *fstype);
 /* Whether err from ptab__file() is a refusal by the safety checks. */

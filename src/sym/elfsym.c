@@ -37,6 +37,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "base/budget.h"
 #include "base/htab.h"
 #include "lang/gopclntab.h"
 #include "sym/demangle.h"
@@ -78,7 +79,7 @@
  */
 #define ELFSYM_GO_MAX_TABLE (256u << 20)
 #define ELFSYM_GO_MAX_DATA  (128u << 20)
-#define ELFSYM_GO_MAX_SCAN  (64u << 20)
+#define ELFSYM_GO_MAX_SCAN  (64u << 20) /* searched for moduledata, per file */
 
 /* ELFCOMPRESS_ZSTD is missing from older <elf.h>. */
 #ifndef ELFCOMPRESS_ZSTD
@@ -150,6 +151,14 @@ struct builder {
 	/* Sections Go binaries have (index, 0 if absent); moduledata is in
 	 * .go.module since Go 1.26, in .noptrdata before. */
 	size_t go_pclntab, go_module, go_noptrdata, go_text, go_rodata;
+	/* The search for a pc-line table without a section, and for moduledata:
+	 * over every segment together, at most so much (PT_LOAD entries may
+	 * all name the same bytes). */
+	struct gopclntab_scan go_scan;
+	uint64_t go_data_left;
+	/* The file's time (a nested MiniDebugInfo image shares its file's). */
+	struct budget *budget;
+	struct budget own_budget;
 };
 
 
@@ -429,6 +438,8 @@ static int builder__read_symtab(struct builder *b, Elf_Scn *scn, const GElf_Shdr
 		size_t sec;
 		GElf_Sym s;
 
+		if (budget__over(b->budget))
+			return budget__err(b->budget);
 		sym_at(b, syms, i, &s);
 		type = GELF_ST_TYPE(s.st_info);
 		if (type != STT_FUNC && type != STT_GNU_IFUNC)
@@ -596,6 +607,8 @@ static int builder__read_plt(struct builder *b, size_t rela_i, size_t plt_i, siz
 		uint64_t slot;
 		const char *name = reloc_name(b, &r, i, R_X86_64_JUMP_SLOT, &slot);
 
+		if (budget__over(b->budget))
+			return budget__err(b->budget);
 		if (!name)
 			continue;
 		if (have_sec && i < qsh.sh_size / ELFSYM_PLT_ENTRY &&
@@ -684,8 +697,10 @@ static int builder__read_plt_got(struct builder *b, size_t got_i, size_t rela_i)
 		uint64_t addr = gsh.sh_addr + k * ent;
 		struct got_sym key, *hit;
 
-		if (plt_got_target(code + k * ent, ent, addr, &key.got) &&
-		    (hit = bsearch(&key, gs, nr, sizeof(*gs), got_sym__cmp)))
+		if (budget__over(b->budget))
+			err = budget__err(b->budget);
+		else if (plt_got_target(code + k * ent, ent, addr, &key.got) &&
+			 (hit = bsearch(&key, gs, nr, sizeof(*gs), got_sym__cmp)))
 			err = add_stub(b, hit->name, addr, ent, gsh.sh_addr + gsh.sh_size);
 	}
 	free(gs);
@@ -735,7 +750,7 @@ static int builder__read_phdrs(struct builder *b)
 	return 0;
 }
 
-static struct elfsym *open_elf(Elf *elf, uint64_t size, bool nested);
+static struct elfsym *open_elf(Elf *elf, uint64_t size, struct budget *outer);
 
 /*
  * MiniDebugInfo: .gnu_debugdata holds an xz-compressed ELF whose .symtab has
@@ -788,7 +803,7 @@ static void builder__read_debugdata(struct builder *b, Elf_Scn *scn, const GElf_
 	inner = elffile__adopt_mem(out, len);
 	if (!inner)
 		goto bad;
-	b->mini = open_elf(inner, len, true);
+	b->mini = open_elf(inner, len, b->budget);
 	elffile__end(inner, NULL);
 	free(out);
 	if (!b->mini)
@@ -958,37 +973,69 @@ static const uint8_t *bytes_from(struct builder *b, uint64_t vaddr, uint64_t max
 
 /*
  * A table without its section header (sstrip, or a renamed section): the
- * read-only segments are searched for its header. Only files without
- * section headers pay for this.
+ * read-only segments are searched for its header (gopclntab__scan: linear,
+ * capped over all of them). Only files without section headers pay for this.
  */
 static struct gopclntab *scan_for_pclntab(struct builder *b)
 {
 	GElf_Phdr ph;
 	size_t phnum;
 
+	errno = ENOENT;
 	if (b->shnum || elf_getphdrnum(b->elf, &phnum))
 		return NULL;
-	for (size_t i = 0; i < phnum; i++) {
+	/* Nothing is read once the search can find nothing more. */
+	for (size_t i = 0; i < phnum && b->go_scan.bytes_left && b->go_scan.headers_left &&
+			   b->go_scan.tables_left;
+	     i++) {
+		struct gopclntab *g;
 		const uint8_t *d;
 		uint64_t len;
 
 		if (!gelf_getphdr(b->elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
 		    (ph.p_flags & (PF_W | PF_X)) || !(ph.p_flags & PF_R))
 			continue;
-		len = MIN(ph.p_filesz, (uint64_t)ELFSYM_GO_MAX_TABLE);
+		len = MIN(MIN(ph.p_filesz, (uint64_t)ELFSYM_GO_MAX_TABLE), b->go_scan.bytes_left);
 		d = file_bytes(b, ph.p_offset, len);
-		for (uint64_t off = (8 - ph.p_vaddr % 8) % 8; d && off + 64 <= len; off += 8) {
-			struct gopclntab *g;
-
-			if (!gopclntab__is_header(d + off, len - off))
-				continue;
-			g = gopclntab__new(d + off, len - off, ph.p_vaddr + off, 0);
-			if (g && gopclntab__nr_funcs(g))
-				return g;
-			gopclntab__free(g);
-		}
+		if (!d)
+			continue;
+		g = gopclntab__scan(d, len, ph.p_vaddr, &b->go_scan);
+		if (g || errno != ENOENT)
+			return g;
 	}
+	errno = ENOENT;
 	return NULL;
+}
+
+/*
+ * moduledata.gofunc of a file without section headers: moduledata is in
+ * the writable data, searched segment by segment while the file's search
+ * bytes (go_data_left) and time last.
+ */
+static uint64_t scan_for_gofunc(struct builder *b, const struct gopclntab *g)
+{
+	uint64_t gofunc = 0;
+	GElf_Phdr ph;
+	size_t phnum;
+
+	if (elf_getphdrnum(b->elf, &phnum))
+		return 0;
+	for (size_t i = 0; !gofunc && i < phnum && b->go_data_left; i++) {
+		const uint8_t *d;
+		uint64_t len;
+
+		if (!gelf_getphdr(b->elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    !(ph.p_flags & PF_W))
+			continue;
+		if (budget__over_now(b->budget))
+			return 0;
+		len = MIN(ph.p_filesz, b->go_data_left);
+		b->go_data_left -= len;
+		d = file_bytes(b, ph.p_offset, len);
+		if (d)
+			gofunc = gopclntab__find_gofunc(g, d, len, ph.p_vaddr);
+	}
+	return gofunc;
 }
 
 /* The inline trees' data: gofunc onward (1.18+), or all of .rodata (1.16, 1.17). */
@@ -1005,15 +1052,9 @@ static void go_funcdata(struct builder *b, struct gopclntab *g)
 			if (d)
 				gofunc = gopclntab__find_gofunc(g, d, len, b->secs[where[i]].addr);
 		}
-		/* No section headers: any writable segment. */
-		for (size_t i = 0; !gofunc && !b->shnum && i < b->es->nr_segs; i++) {
-			const struct elfsym_seg *sg = &b->es->segs[i];
-
-			len = MIN(sg->filesz, (uint64_t)ELFSYM_GO_MAX_SCAN);
-			d = file_bytes(b, sg->off, len);
-			if (d)
-				gofunc = gopclntab__find_gofunc(g, d, len, sg->vaddr);
-		}
+		/* No section headers: the writable segments, as far as the file's search goes. */
+		if (!gofunc && !b->shnum)
+			gofunc = scan_for_gofunc(b, g);
 		if (!gofunc)
 			return;
 		vaddr = gofunc;
@@ -1047,6 +1088,8 @@ static int builder__read_go(struct builder *b)
 			return -ENOMEM;
 	} else {
 		g = scan_for_pclntab(b);
+		if (!g && errno != ENOENT)
+			return -errno; /* ENOMEM, or the file's time is up */
 	}
 	if (!g)
 		return 0;
@@ -1059,6 +1102,8 @@ static int builder__read_go(struct builder *b)
 		struct cand c = { .rank = 1 };
 		uint64_t end;
 
+		if (budget__over(b->budget))
+			return budget__err(b->budget);
 		if (gopclntab__func(g, i, &c.start, &end, &c.name) || !c.name || !c.name[0] ||
 		    end <= c.start || !c.start)
 			continue;
@@ -1152,8 +1197,12 @@ static bool table_fits(uint64_t file_size, uint64_t off, uint64_t num, uint64_t 
 	return entsize && off <= file_size && (file_size - off) / entsize >= num;
 }
 
-/* Reads everything from an open libelf handle (not ended here). */
-static struct elfsym *open_elf(Elf *elf, uint64_t size, bool nested)
+/*
+ * Reads everything from an open libelf handle (not ended here), within the
+ * file's budget: its own, or the outer file's for a nested MiniDebugInfo
+ * image (whose own .gnu_debugdata is ignored).
+ */
+static struct elfsym *open_elf(Elf *elf, uint64_t size, struct budget *outer)
 {
 	struct builder b = {0};
 	struct elfsym *es;
@@ -1167,10 +1216,17 @@ static struct elfsym *open_elf(Elf *elf, uint64_t size, bool nested)
 	es->bytes = sizeof(*es);
 	b.es = es;
 	b.elf = elf;
-	b.nested = nested;
+	b.nested = outer != NULL;
 	b.file_size = size;
 	b.table_budget = ELFSYM_TABLE_BUDGET;
 	b.inflate_budget = ELFSYM_INFLATE_BUDGET;
+	b.budget = outer;
+	if (!outer) {
+		budget__start(&b.own_budget, ELFSYM_CPU_BUDGET_NS);
+		b.budget = &b.own_budget;
+	}
+	gopclntab__scan_init(&b.go_scan, b.budget);
+	b.go_data_left = ELFSYM_GO_MAX_SCAN;
 	if (elf_kind(elf) != ELF_K_ELF) {
 		err = -ENOEXEC;
 		goto out;
@@ -1213,6 +1269,9 @@ static struct elfsym *open_elf(Elf *elf, uint64_t size, bool nested)
 	err = builder__read_phdrs(&b);
 	if (!err)
 		err = builder__read_sections(&b);
+	/* The sort below cannot stop halfway: not begun when time is up. */
+	if (!err && budget__over_now(b.budget))
+		err = budget__err(b.budget);
 	if (!err)
 		err = builder__finish(&b);
 	if (!err && b.mini) {
@@ -1236,7 +1295,7 @@ out:
 
 struct elfsym *elfsym__open_elf(Elf *elf, uint64_t file_size)
 {
-	return open_elf(elf, file_size, false);
+	return open_elf(elf, file_size, NULL);
 }
 
 struct elfsym *elfsym__open_fd(int fd)
@@ -1251,7 +1310,7 @@ struct elfsym *elfsym__open_fd(int fd)
 	elf = elffile__begin(fd);
 	if (!elf)
 		return NULL;
-	es = open_elf(elf, (uint64_t)st.st_size, false);
+	es = open_elf(elf, (uint64_t)st.st_size, NULL);
 	err = errno;
 	elffile__end(elf, NULL);
 	errno = err;
@@ -1267,7 +1326,7 @@ struct elfsym *elfsym__open_mem(const void *data, size_t len)
 
 	if (!elf)
 		return NULL;
-	es = open_elf(elf, len, false);
+	es = open_elf(elf, len, NULL);
 	err = errno;
 	elffile__end(elf, copy);
 	errno = err;
@@ -1288,6 +1347,16 @@ struct elfsym *elfsym__open(const char *path)
 	close(fd);
 	errno = err;
 	return es;
+}
+
+const char *elfsym__strerror(int errnum)
+{
+	_Static_assert(ELFSYM_CPU_BUDGET_NS == 2000000000ull, "the sentence below says 2 s");
+	if (errnum == ETIMEDOUT)
+		return "more than 2 s of work to read its symbols (too large, or made to stall bpfprof)";
+	if (errnum == ECANCELED)
+		return "not read: bpfprof is stopping";
+	return strerror(errnum);
 }
 
 static void free_pretty(struct elfsym *es)

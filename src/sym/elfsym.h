@@ -51,7 +51,9 @@
  *
  * Go binaries: the pc-line table (.gopclntab) is kept (bounded, counted in
  * elfsym__bytes()) for source lines and inlined frames, and when the file
- * has no .symtab (built with -ldflags=-s) its functions are the symbols.
+ * has no .symtab (built with -ldflags=-s) its functions are the symbols. A
+ * file without section headers has its read-only segments searched for the
+ * table's header (gopclntab__scan(): one pass, capped per file).
  *
  * Names are returned as stored; elfsym__lookup_demangled() demangles C++ and
  * Rust names the first time a symbol is asked for and caches the result.
@@ -70,15 +72,25 @@
 struct elfsym;
 
 /*
+ * The CPU time reading one file may take, its MiniDebugInfo and Go table
+ * included (base/budget.h): a file of a million symbols takes about 0.9 s
+ * on a slow VM. Past it the file is given up on (ETIMEDOUT), and so it is
+ * when the process is stopping (ECANCELED, budget__stop()).
+ */
+#define ELFSYM_CPU_BUDGET_NS (2000ull * 1000 * 1000)
+
+/*
  * Reads symbols from a libelf handle on a file of file_size bytes (the
  * handle is not ended: the process-and-file layer's mfile__elf() shares it
  * with the unwinder), or from an open fd (not closed, not kept). NULL with
  * errno: ENOEXEC not an ELF file or unsupported class/machine, EINVAL
- * corrupt, ENOMEM.
+ * corrupt, ENOMEM, ETIMEDOUT or ECANCELED over its time budget.
  */
 struct elfsym *elfsym__open_elf(Elf *elf, uint64_t file_size);
 struct elfsym *elfsym__open_fd(int fd);
 struct elfsym *elfsym__open(const char *path);
+/* What errno from the above means, in words (strerror() but for the budget's two). */
+const char *elfsym__strerror(int errnum);
 /* The same from an ELF image in memory (copied; the caller keeps data). */
 struct elfsym *elfsym__open_mem(const void *data, size_t len);
 void elfsym__free(struct elfsym *es);

@@ -169,6 +169,10 @@ struct symbolizer {
 	 * often one started over; line-table bytes that may still be read this drain. */
 	size_t py_bytes, py_lt_budget;
 	uint64_t py_resets, py_lt_reads, py_lt_over;
+	/* Files whose symbols were given up on: more work than their budget. */
+	uint64_t files_over_budget;
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
 	/* Wanted-mode perf maps: processes with pending addresses; scan budget. */
 	struct symproc **want_procs;
 	size_t nr_want_procs, cap_want_procs;
@@ -215,6 +219,8 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 		opts && opts->max_python_proc_bytes ? opts->max_python_proc_bytes : PYNAME_MAX_BYTES;
 	s->py_lt_budget = SYM_PY_LT_BUDGET;
 	s->max_held = opts && opts->max_held_files ? opts->max_held_files : HELD_FILES_MAX;
+	s->warn = opts ? opts->warn : NULL;
+	s->warn_ctx = opts ? opts->warn_ctx : NULL;
 	if (opts && opts->ptab) {
 		s->pt = opts->ptab;
 	} else {
@@ -722,6 +728,18 @@ static void read_symbols(struct symbolizer *s, struct pproc *pp, struct symfile 
 
 	f->es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(mf)->st_size) : NULL;
 	f->err = f->es ? 0 : -errno;
+	/* Refused for its cost: remembered (f stays cached), said once. */
+	if (f->err == -ETIMEDOUT) {
+		s->files_over_budget++;
+		if (s->warn) {
+			char msg[PATH_MAX + 200];
+
+			snprintf(msg, sizeof(msg), "%s: %s; its frames are shown as file+offset",
+				 mfile__path(mf) ? mfile__path(mf) : "a mapped file",
+				 elfsym__strerror(ETIMEDOUT));
+			s->warn(s->warn_ctx, msg);
+		}
+	}
 	if (f->es && !elfsym__has_symtab(f->es) &&
 	    (elfsym__build_id(f->es, NULL) || elfsym__debuglink(f->es, NULL)))
 		load_debug_file(s, pp, mf, f->es);
@@ -1834,6 +1852,7 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->py_resets = s->py_resets;
 	st->py_lt_reads = s->py_lt_reads;
 	st->py_lt_over = s->py_lt_over;
+	st->files_over_budget = s->files_over_budget;
 	{
 		struct ptab_stats ps;
 

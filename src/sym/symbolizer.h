@@ -74,7 +74,9 @@ struct symbolizer_opts {
 	size_t max_python_bytes, max_python_proc_bytes;
 	const char *host_root;	   /* the host's root for debug files (default "/") */
 	const char *debug_dir;	   /* default "/usr/lib/debug" */
-	/* Called once per rejected file (perf map, mapped file) with a sentence. */
+	/* Called once per rejected file (perf map, mapped file) with a sentence;
+	 * also with a table given, for files whose symbols cost more than their
+	 * time budget (elfsym.h). */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
 };
@@ -108,6 +110,7 @@ struct symbolizer_stats {
 	uint64_t py_lt_reads;  /* line tables read again for a line past their kept start */
 	uint64_t py_lt_over;   /* ... not read: over the drain's budget */
 	uint64_t rejected;     /* files refused by the safety checks */
+	uint64_t files_over_budget; /* files whose symbols took more than their time budget */
 	uint64_t images_lost;  /* images that exec'd or exited before they could be read */
 	uint64_t images_mapped; /* ... named from their notice's mappings all the same */
 	uint64_t kernel_reloads;

@@ -846,6 +846,13 @@ static int hold_image(struct unwinder *u, struct uproc *p, const struct proc_id 
  * otherwise wake the agent once more every second for 40 s - and a wake-up
  * after a long sleep is the costliest thing a quiet agent does (~0.3 ms of
  * CPU on a VM with shadow paging).
+ *
+ * A python3.X waiting for the libpython3 it needs (the dynamic loader maps
+ * it within milliseconds of the exec) is given the first second's tries,
+ * PY_FAST_TRIES: a program that names one and never maps it - or maps one
+ * without an interpreter - is no Python (-ENOENT), and one dlopen()ed later
+ * is noticed by unwinder__refresh() as any new mapping is. Each try reads
+ * the mappings again, and the files' verdicts are remembered (cpython.h).
  */
 #define PY_RETRY_FIRST_NS (20u * 1000 * 1000)
 #define PY_RETRY_NS	  (100u * 1000 * 1000)
@@ -910,7 +917,13 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 		free(p->py_wait);
 		p->py_wait = NULL;
 	}
+	u->st.python_file_reads += cp.files_read;
 	if (err == -EAGAIN) {
+		if (!p->py_wait && p->py_tries + 1 >= PY_FAST_TRIES) {
+			p->py_err = -ENOENT; /* no libpython came */
+			p->py_tries = 0;
+			return;
+		}
 		if (++p->py_tries >= PY_MAX_TRIES) {
 			p->py_err = -ETIMEDOUT;
 			free(p->py_wait);

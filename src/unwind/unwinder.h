@@ -94,6 +94,7 @@ struct unwinder_stats {
 	uint64_t python_unknown; /* Python processes it cannot (version, layout) */
 	uint64_t python_vfork;	 /* vfork() children before their exec: not probed */
 	uint64_t python_retries; /* probes again of interpreters not started yet */
+	uint64_t python_file_reads; /* files whose symbols Python probes read (once a file) */
 };
 
 struct unwinder;

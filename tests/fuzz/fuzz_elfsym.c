@@ -12,7 +12,10 @@
  * (-m32) executable, a truncated .so, and a non-ELF text file; plus copies of
  * tiny_exec with zlib- and zstd-compressed .symtab/.strtab (SHF_COMPRESSED),
  * one whose compressed header claims 1 TiB, one with a .gnu_debuglink, and
- * a stripped one carrying its symbols as MiniDebugInfo (.gnu_debugdata).
+ * a stripped one carrying its symbols as MiniDebugInfo (.gnu_debugdata);
+ * and noshdr_go, an executable without section headers whose read-only
+ * segment holds Go-header lookalikes and then a Go 1.20 pc-line table (the
+ * corpus/gopclntab/go120 one), found by its header.
  */
 #include <errno.h>
 #include <stdint.h>

@@ -6,7 +6,11 @@
  * 0x480010). Every lookup the symbolizer and the unwind table builder make
  * runs on whatever parses: names, files, lines, inlined frames, pcsp runs
  * (which must stay inside their function and in order), moduledata search.
+ * The whole input is also searched for a table as a file without section
+ * headers is (gopclntab__scan): what it finds must have functions, and what
+ * it spends stays within its caps.
  */
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,6 +35,27 @@ static int check_run(uint64_t start, uint64_t end, int32_t delta, void *ctx)
 	return 0;
 }
 
+/* The search of a segment at vaddr (its alignment from the input). */
+static void scan(const uint8_t *data, size_t size, uint64_t vaddr)
+{
+	struct gopclntab_scan sc;
+	struct gopclntab *g;
+
+	gopclntab__scan_init(&sc, NULL);
+	g = gopclntab__scan(data, size, vaddr, &sc);
+	if (sc.headers_left > GOPCLNTAB_SCAN_HEADERS || sc.tables_left > GOPCLNTAB_SCAN_TABLES ||
+	    sc.bytes_left > GOPCLNTAB_SCAN_BYTES)
+		abort();
+	if (!g) {
+		if (errno != ENOENT && errno != ENOMEM)
+			abort();
+		return;
+	}
+	if (!gopclntab__nr_funcs(g))
+		abort();
+	gopclntab__free(g);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct gosrc src[GOPCLNTAB_MAX_INLINE + 1];
@@ -42,6 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(&split, data, 4);
 	data += 4;
 	size -= 4;
+	scan(data, size, 0x4b0000 - (split & 7));
 	if (split > size)
 		split = (uint32_t)size;
 	g = gopclntab__new(data, split, 0x4b0000, 0);

@@ -484,7 +484,9 @@ static void test_thread_state_in_thread_data(void **state)
  * (out->runtime set), so the unwinder's retries read no mappings again. Let
  * go, it is found once initialized - by cpython__recheck() (its memory only)
  * where the file was found, with a full probe of its mappings read again
- * where it was not.
+ * where it was not. Each file's symbols are read once over all the probes
+ * (its verdict is remembered with it): at most the executable and its
+ * libpython.
  */
 static void probe_stopped(const char *exe, const char *audit, bool file_found)
 {
@@ -494,6 +496,7 @@ static void probe_stopped(const char *exe, const char *audit, bool file_found)
 	struct pproc *p;
 	char why[256];
 	int status, err = 0;
+	unsigned reads;
 	pid_t pid;
 
 	pid = fork();
@@ -517,6 +520,8 @@ static void probe_stopped(const char *exe, const char *audit, bool file_found)
 	assert_int_equal(ptab__get(t, &id, &p), 0);
 	assert_int_equal(cpython__probe(t, p, &cp, why, sizeof(why)), -EAGAIN);
 	assert_int_equal(cp.runtime != 0, file_found);
+	assert_true(cp.files_read >= 1);
+	reads = cp.files_read;
 	if (audit)
 		assert_int_equal(kill(pid, SIGCONT), 0);
 	else
@@ -527,6 +532,7 @@ static void probe_stopped(const char *exe, const char *audit, bool file_found)
 		} else {
 			assert_int_equal(ptab__refresh(t, p), 0);
 			err = cpython__probe(t, p, &cp, why, sizeof(why));
+			reads += cp.files_read;
 		}
 		if (err != -EAGAIN)
 			break;
@@ -534,8 +540,10 @@ static void probe_stopped(const char *exe, const char *audit, bool file_found)
 	}
 	assert_int_equal(err, 0);
 	assert_int_equal(cp.version >> 16, 0x030b);
-	/* The memory-only retry finds what a full probe finds. */
+	assert_true(reads <= 2);
+	/* The memory-only retry finds what a full probe finds - which reads no file again. */
 	assert_int_equal(cpython__probe(t, p, &full, why, sizeof(why)), 0);
+	assert_int_equal(full.files_read, 0);
 	assert_int_equal(cp.runtime, full.runtime);
 	assert_int_equal(cp.code_type, full.code_type);
 	assert_int_equal(cp.version, full.version);

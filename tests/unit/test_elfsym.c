@@ -14,7 +14,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 
+#include "base/budget.h"
 #include "sym/elfsym.h"
 #include "proc/procmaps.h"
 #include "base/util.h"
@@ -891,6 +893,31 @@ static void test_not_elf(void **state)
 	}
 }
 
+/*
+ * A stop request (SIGINT, SIGTERM) ends the reading of any file a grace
+ * period later: reads in that period go on, later ones give up, ECANCELED.
+ */
+static void test_stop_gives_up(void **state)
+{
+	struct timespec ts = {BUDGET_STOP_GRACE_NS / 1000000000ull,
+			      (long)(BUDGET_STOP_GRACE_NS % 1000000000ull) + 50 * 1000 * 1000};
+	struct elfsym *es;
+
+	(void)state;
+	budget__stop();
+	es = elfsym__open(fixture_path("pie"));
+	assert_non_null(es);
+	elfsym__free(es);
+	nanosleep(&ts, NULL);
+	errno = 0;
+	assert_null(elfsym__open(fixture_path("pie")));
+	assert_int_equal(errno, ECANCELED);
+	budget__unstop();
+	es = elfsym__open(fixture_path("pie"));
+	assert_non_null(es);
+	elfsym__free(es);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -907,6 +934,7 @@ int main(void)
 		cmocka_unit_test(test_bad_strtab),
 		cmocka_unit_test(test_bad_notes),
 		cmocka_unit_test(test_not_elf),
+		cmocka_unit_test(test_stop_gives_up),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

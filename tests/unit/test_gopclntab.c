@@ -5,13 +5,16 @@
  * write, byte for byte as their linkers lay them out), then a real binary
  * built by this machine's Go (1.19), with and without symbols: names,
  * files, lines, inlined frames, stack-pointer deltas, the unwind rows made
- * from them, the runtime's moduledata, and corrupt tables.
+ * from them, the runtime's moduledata, and corrupt tables; finding a table
+ * without its section (sstrip) in linear time among lookalike headers.
  */
 #include "testutil.h"
 
+#include <elf.h>
 #include <fcntl.h>
 #include <inttypes.h>
 
+#include "base/budget.h"
 #include "lang/gopclntab.h"
 #include "sym/elfsym.h"
 #include "unwind/table.h"
@@ -609,12 +612,270 @@ static void test_unwind_rows(void **state)
 	elfsym__free(es);
 }
 
+/* --- finding a table without a section (gopclntab__scan) --------------------------- */
+
+/* A Go 1.20 header, quantum 1, pointer size 8, at every 8 bytes: a header
+ * that looks right everywhere and never holds (its "nfunc" is itself). */
+static const uint8_t LOOKALIKE[8] = {0xf1, 0xff, 0xff, 0xff, 0x00, 0x00, 0x01, 0x08};
+
+static uint8_t *lookalikes(size_t len)
+{
+	uint8_t *b = malloc(len);
+
+	assert_non_null(b);
+	for (size_t i = 0; i < len; i++)
+		b[i] = LOOKALIKE[i % 8];
+	return b;
+}
+
+/* The 1.20 table with its two functions out of order: a header that holds. */
+static void unsorted_table(struct buf *t)
+{
+	struct buf r;
+	uint64_t ftab;
+
+	write_table(GOPCLNTAB_V120, t, &r);
+	memcpy(&ftab, t->b + 8 + 7 * 8, 8); /* funcdata: the functab's offset */
+	memcpy(t->b + ftab, &(uint32_t){0x48}, 4);
+}
+
+static void test_scan_lookalikes(void **state)
+{
+	size_t len = 8u << 20;
+	uint8_t *b = lookalikes(len);
+	struct gopclntab_scan sc;
+
+	(void)state;
+	/* Was: a copy of the rest of the buffer per place (~1 TB for 8 MiB). */
+	gopclntab__scan_init(&sc, NULL);
+	assert_null(gopclntab__scan(b, len, 0x10000000, &sc));
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(sc.headers_left, 0);
+	assert_int_equal(sc.tables_left, GOPCLNTAB_SCAN_TABLES);
+	/* The caps are the file's: a second segment is not searched again. */
+	assert_null(gopclntab__scan(b, len, 0x20000000, &sc));
+	assert_int_equal(sc.headers_left, 0);
+	free(b);
+}
+
+/* Headers that hold over function tables that do not: GOPCLNTAB_SCAN_TABLES are checked. */
+static void test_scan_tables_capped(void **state)
+{
+	struct buf bad, good, r;
+	size_t step = (sizeof(bad.b) + 7) & ~(size_t)7;
+	uint8_t *b = calloc(12, step);
+	struct gopclntab_scan sc;
+	struct gopclntab *g;
+
+	(void)state;
+	assert_non_null(b);
+	unsorted_table(&bad);
+	write_table(GOPCLNTAB_V120, &good, &r);
+	assert_null(gopclntab__new(bad.b, bad.n, TAB, 0));
+	/* Three bad ones before the good one: found. */
+	for (size_t i = 0; i < 3; i++)
+		memcpy(b + i * step, bad.b, bad.n);
+	memcpy(b + 3 * step, good.b, good.n);
+	gopclntab__scan_init(&sc, NULL);
+	g = gopclntab__scan(b, 4 * step, TAB, &sc);
+	assert_non_null(g);
+	assert_int_equal(sc.tables_left, GOPCLNTAB_SCAN_TABLES - 4);
+	assert_int_equal(gopclntab__nr_funcs(g), 2);
+	assert_int_equal(gopclntab__find(g, TEXT + 0x44), 1);
+	gopclntab__free(g);
+	/* Eleven: the search gives up after eight, its cap. */
+	for (size_t i = 0; i < 11; i++)
+		memcpy(b + i * step, bad.b, bad.n);
+	memcpy(b + 11 * step, good.b, good.n);
+	gopclntab__scan_init(&sc, NULL);
+	assert_null(gopclntab__scan(b, 12 * step, TAB, &sc));
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(sc.tables_left, 0);
+	free(b);
+}
+
+/* A real table late in the data, at an address the data's start is not aligned to. */
+static void test_scan_finds_late_unaligned(void **state)
+{
+	size_t late = (4u << 20) + 5, len = late + 4096;
+	uint64_t vaddr = TAB - late; /* the data starts at ...3 (mod 8): the table at TAB */
+	uint8_t *b = calloc(1, len), *some = lookalikes(4096);
+	struct gopclntab_scan sc;
+	struct gopclntab *g;
+	struct buf t, r;
+	struct gosrc s[4];
+
+	(void)state;
+	assert_non_null(b);
+	assert_int_equal(vaddr % 8, 3);
+	/* Some lookalikes on the way (fewer than the cap), then the table. */
+	memcpy(b + 5 + 4096, some, 4096);
+	free(some);
+	write_table(GOPCLNTAB_V120, &t, &r);
+	memcpy(b + late, t.b, t.n);
+	gopclntab__scan_init(&sc, NULL);
+	g = gopclntab__scan(b, len, vaddr, &sc);
+	assert_non_null(g);
+	assert_int_equal(gopclntab__version(g), GOPCLNTAB_V120);
+	assert_int_equal(sc.headers_left, GOPCLNTAB_SCAN_HEADERS - 4096 / 8 - 1);
+	assert_int_equal(gopclntab__set_funcdata(g, r.b, r.n, RODATA, GOFUNC), 0);
+	assert_int_equal(gopclntab__frames(g, TEXT + 0x18, s, 4), 2);
+	expect_src(&s[0], "main.inner", "b.go", 31);
+	expect_src(&s[1], "main.outer", "a.go", 12);
+	gopclntab__free(g);
+	free(b);
+}
+
+/* The search stops when the file's time is up, and says so. */
+static void test_scan_budget(void **state)
+{
+	size_t len = 16u << 20;
+	uint8_t *b = calloc(1, len);
+	struct gopclntab_scan sc;
+	struct budget bu;
+
+	(void)state;
+	assert_non_null(b);
+	budget__start(&bu, 0);
+	gopclntab__scan_init(&sc, &bu);
+	assert_null(gopclntab__scan(b, len, 0, &sc));
+	assert_int_equal(errno, ETIMEDOUT);
+	free(b);
+}
+
+/* --- files without section headers ------------------------------------------------ */
+
+/*
+ * A static x86-64 executable without section headers: a code segment, and
+ * a read-only data segment at DATA of `len` bytes.
+ */
+#define DATA 0x10000000ull
+
+static uint8_t *noshdr_elf(const uint8_t *data, size_t len, size_t *size)
+{
+	size_t off = 0x1000;
+	uint8_t *im = calloc(1, off + len);
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)im;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(im + sizeof(*eh));
+
+	assert_non_null(im);
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_EXEC;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_entry = TEXT;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_phentsize = sizeof(*ph);
+	eh->e_phnum = 2;
+	ph[0] = (Elf64_Phdr){.p_type = PT_LOAD,
+			     .p_flags = PF_R | PF_X,
+			     .p_offset = 0,
+			     .p_vaddr = TEXT & ~0xfffull,
+			     .p_filesz = 0x200,
+			     .p_memsz = 0x200,
+			     .p_align = 0x1000};
+	ph[1] = (Elf64_Phdr){.p_type = PT_LOAD,
+			     .p_flags = PF_R,
+			     .p_offset = off,
+			     .p_vaddr = DATA,
+			     .p_filesz = len,
+			     .p_memsz = len,
+			     .p_align = 0x1000};
+	memcpy(im + off, data, len);
+	*size = off + len;
+	return im;
+}
+
+static void test_noshdr_lookalikes(void **state)
+{
+	size_t len = 8u << 20, size;
+	uint8_t *data = lookalikes(len), *im = noshdr_elf(data, len, &size);
+	struct elfsym *es;
+	struct buf t, r;
+
+	(void)state;
+	/* Was: 2.6 s for 1 MiB, 39 s for 4 MiB, 8 MiB never finished. */
+	es = elfsym__open_mem(im, size);
+	assert_non_null(es);
+	assert_null(elfsym__gopclntab(es));
+	assert_int_equal(elfsym__count(es), 0);
+	elfsym__free(es);
+	free(im);
+	/* A table after lookalikes (fewer than the cap) is still found. */
+	write_table(GOPCLNTAB_V120, &t, &r);
+	memcpy(data + 65536, t.b, t.n);
+	memset(data + 65536 + t.n, 0, len - 65536 - t.n);
+	im = noshdr_elf(data, len, &size);
+	es = elfsym__open_mem(im, size);
+	assert_non_null(es);
+	assert_non_null(elfsym__gopclntab(es));
+	assert_string_equal(elfsym__lookup(es, TEXT + 0x44, NULL), "main.leaf");
+	elfsym__free(es);
+	free(im);
+	free(data);
+}
+
+/* gohot-stripped with its section headers gone (sstrip): the same names and inlined frames. */
+static void test_noshdr_real_binary(void **state)
+{
+	char path[4096];
+	struct elfsym *ref, *es;
+	const struct gopclntab *g;
+	uint64_t start, end;
+	char *buf;
+	size_t len;
+	Elf64_Ehdr *eh;
+	size_t inlined = 0;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s", fixture_path("../workloads/gohot-stripped"));
+	ref = elfsym__open(path);
+	assert_non_null(ref);
+	assert_int_equal(read_file(path, 256u << 20, &buf, &len), 0);
+	eh = (Elf64_Ehdr *)buf;
+	eh->e_shoff = 0;
+	eh->e_shnum = 0;
+	eh->e_shstrndx = 0;
+	es = elfsym__open_mem(buf, len);
+	assert_non_null(es);
+	g = elfsym__gopclntab(es);
+	assert_non_null(g);
+	assert_int_equal(gopclntab__nr_funcs(g), gopclntab__nr_funcs(elfsym__gopclntab(ref)));
+	start = func_start(g, "main.main", &end);
+	for (uint64_t pc = start; pc < end; pc++) {
+		struct gosrc a[8], b[8];
+		size_t n = elfsym__source(ref, pc, a, 8);
+
+		assert_int_equal(elfsym__source(es, pc, b, 8), n);
+		for (size_t i = 0; i < n; i++)
+			assert_string_equal(a[i].name, b[i].name);
+		inlined += n > 1;
+		assert_string_equal(elfsym__lookup(es, pc, NULL), "main.main");
+	}
+	assert_true(inlined > 0); /* moduledata found in the writable segment */
+	elfsym__free(es);
+	elfsym__free(ref);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_layouts),	    cmocka_unit_test(test_moduledata),
-		cmocka_unit_test(test_corrupt),	    cmocka_unit_test(test_real_binary),
+		cmocka_unit_test(test_layouts),
+		cmocka_unit_test(test_moduledata),
+		cmocka_unit_test(test_corrupt),
+		cmocka_unit_test(test_real_binary),
 		cmocka_unit_test(test_unwind_rows),
+		cmocka_unit_test(test_scan_lookalikes),
+		cmocka_unit_test(test_scan_tables_capped),
+		cmocka_unit_test(test_scan_finds_late_unaligned),
+		cmocka_unit_test(test_scan_budget),
+		cmocka_unit_test(test_noshdr_lookalikes),
+		cmocka_unit_test(test_noshdr_real_binary),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

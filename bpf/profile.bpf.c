@@ -131,12 +131,11 @@ struct {
  * thread of 5 ms at 99 Hz). Under -- COMMAND the processes a target forks
  * join it before they first run (target_fork); a process leaves
  * when its last thread exits (target_exit), so its pid, once reused, is not a
- * target. Not preallocated: sized for a command's descendants alive at once.
+ * target. Preallocated, as perf_event programs need before Linux 6.1.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1); /* resized by userspace to the number of targets */
+	__uint(max_entries, 1); /* userspace: the -p targets, or a command's processes at once */
 	__type(key, __u32);
 	__type(value, __u8);
 } tgids SEC(".maps");

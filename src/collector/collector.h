@@ -39,7 +39,7 @@ struct collector;
 #define OFFCPU_DEFAULT_TASKS 16384 /* task table slots when --off-cpu-tasks is not given */
 /* -- COMMAND: processes of the command alive at once that are followed; more
  * are counted (STAT_TARGETS_LOST) and reported, not sampled. */
-#define TARGETS_FOLLOWED_MAX 65536
+#define TARGETS_FOLLOWED_MAX 8192
 
 struct collector_opts {
 	uint32_t freq;		/* Hz */

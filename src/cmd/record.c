@@ -250,10 +250,11 @@ static void print_summary(const struct collector_stats *st, const struct profile
 		p_hint("raise --max-stacks / --max-entries to keep more distinct stacks");
 	record__warn_not_taken(NULL, st, o->freq);
 	p_debug("sampling: the CPUs' busy time called for %" PRIu64 " samples, %" PRIu64
-		" were taken (the measurement may be off by %" PRIu64 "); %" PRIu64
-		" throttling records%s",
-		st->acct.expected, st->acct.taken, st->acct.margin, st->acct.throttles,
-		st->acct.throttles_known ? "" : " (not readable)");
+		" were taken (the measurement may be off by %" PRIu64 "); the kernel %s",
+		st->acct.expected, st->acct.taken, st->acct.margin,
+		!st->acct.throttles_known ? "could not say whether it throttled the events" :
+		st->acct.throttles	  ? "throttled the events" :
+					    "did not throttle the events");
 	if (st->v[STAT_USTACK_ERR])
 		p_info("%" PRIu64 " samples had no readable user stack (shown as [unknown])",
 		       st->v[STAT_USTACK_ERR]);

@@ -157,6 +157,42 @@ static void kept_share_by_cpu(void **state)
 	assert_int_equal(w.kept_not_taken, 50);
 }
 
+/* -p: the targets' own CPU time says what they should have had, once the
+ * CPUs' shortfall is real; a deficit within chance (where the target's time
+ * fell on the grid of periods) is not one. */
+static void targets_held_against_their_cpu_time(void **state)
+{
+	struct sampling_cpu c = { .run_ns = 20000 * MS, .busy = 1000, .kept_busy = 500, .kept = 500 };
+	struct sampling_figures f = measure(&c, 1, PERIOD);
+	struct sampling_window w;
+
+	(void)state;
+	f.kept_cpu_known = true;
+	f.kept_cpu_ns = 10000 * MS; /* 1000 samples' worth */
+	f.kept_cpu_margin = 2;
+	sampling__window(NULL, &f, &w);
+	assert_true(w.real);
+	assert_int_equal(w.kept, 500);
+	assert_int_equal(w.kept_not_taken, 500);
+	/* The same target deficit, the CPUs short by nothing: not real. */
+	c.busy = 2000;
+	f = measure(&c, 1, PERIOD);
+	f.kept_cpu_known = true;
+	f.kept_cpu_ns = 10000 * MS;
+	sampling__window(NULL, &f, &w);
+	assert_false(w.real);
+	assert_int_equal(w.kept_not_taken, 0);
+	/* Real on the CPUs, the target's own deficit within chance (5 sd). */
+	c.busy = 1000;
+	c.kept_busy = c.kept = 900;
+	f = measure(&c, 1, PERIOD);
+	f.kept_cpu_known = true;
+	f.kept_cpu_ns = 10000 * MS;
+	sampling__window(NULL, &f, &w);
+	assert_true(w.real);
+	assert_int_equal(w.kept_not_taken, 0);
+}
+
 /* A window between two measurements: its own figures, the margin once. */
 static void window_between_measurements(void **state)
 {
@@ -194,6 +230,7 @@ int main(void)
 		cmocka_unit_test(under_one_percent),
 		cmocka_unit_test(margin_scales_with_the_rate),
 		cmocka_unit_test(kept_share_by_cpu),
+		cmocka_unit_test(targets_held_against_their_cpu_time),
 		cmocka_unit_test(window_between_measurements),
 	};
 

@@ -9,7 +9,14 @@ set (issue 14's "Done when"):
   * 200 idle and 20 slow (a header byte a second) HTTP clients on --listen,
     reconnecting whenever the agent closes them;
   * a push server answering every request 500 with Retry-After: 30;
-  * normal work: ~20 short-lived processes a second (tools/soak.sh's churn).
+  * normal work: ~20 short-lived processes a second (tools/soak.sh's churn);
+  * issue 35's tenant (an account of its own, as the tests' bpfprof-tenant):
+    two Pythons of 3,000 huge code objects (HugePyCodes), 100 HTTP clients
+    that send a request and never read or hang up plus 20 new ones a second
+    (HoldingClients), a 16 MiB Go lookalike and 8 fake python3.11 of 500,000
+    symbols (StallFiles), work hidden in short threads and in short child
+    processes (ShortTasks), and the push server: a response body that never
+    ends (HostileIngest "body"; --push-server failing: 500 + Retry-After).
 
 The agent runs `bpfprof -F 99 -a --interval 10 --output-dir D --keep 30
 --listen PORT --push URL`. Every SAMPLE seconds the script records its RSS
@@ -21,11 +28,16 @@ said; the raw samples go to DIR/samples.csv.
 Binaries are copied first, so rebuilding the tree during a soak changes
 nothing. The hostile processes run at nice 19: the machine may be shared.
 
+/healthz answers 503 until the first drain: the prober counts failures from
+its first 200 on.
+
 Usage: sudo tools/soak_hostile.py [--minutes 30] [--sample 30] [--dir DIR]
-       [--bpfprof build/bpfprof]
+       [--bpfprof build/bpfprof] [--push-server hostile|failing] [--no-tenant]
 """
 import argparse
 import os
+import pwd
+import resource
 import shutil
 import signal
 import socket
@@ -37,10 +49,24 @@ import time
 import urllib.request
 from pathlib import Path
 
-from benchlib import Crowd, FailingIngest, HugeJit, ManyMaps, free_port
+from benchlib import (Crowd, FailingIngest, HoldingClients, HostileIngest, HugeJit,
+                      HugePyCodes, ManyMaps, ShortTasks, StallFiles, free_port)
 
 ROOT = Path(__file__).resolve().parent.parent
 TICK = os.sysconf("SC_CLK_TCK")
+TENANT = "bpfprof-tenant"  # the tests' account (tests/integration/conftest.py)
+
+
+def as_tenant():
+    """setpriv's prefix to the tenant: its uid, gid and groups, no
+    capabilities; the account is made on first use."""
+    try:
+        pwd.getpwnam(TENANT)
+    except KeyError:
+        subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", TENANT], check=True,
+                       capture_output=True)
+    return ["setpriv", f"--reuid={TENANT}", f"--regid={TENANT}", "--init-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--"]
 
 
 class Prober:
@@ -51,6 +77,7 @@ class Prober:
         self.stop = stop
         self.lat = []
         self.failed = 0
+        self.started = False  # 503 until the agent's first drain
         threading.Thread(target=self.run, daemon=True).start()
 
     def run(self):
@@ -63,8 +90,9 @@ class Prober:
             except OSError:
                 ok = False
             if ok:
+                self.started = True
                 self.lat.append(time.monotonic() - t)
-            else:
+            elif self.started:
                 self.failed += 1
             self.stop.wait(max(0.0, 1.0 - (time.monotonic() - t)))
 
@@ -97,18 +125,21 @@ def main():
     ap.add_argument("--sample", type=float, default=30)
     ap.add_argument("--dir")
     ap.add_argument("--bpfprof", default=str(ROOT / "build/bpfprof"))
+    ap.add_argument("--push-server", choices=("hostile", "failing"), default="hostile")
+    ap.add_argument("--no-tenant", action="store_true", help="without issue 35's tenant")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("soak_hostile: run as root")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("soak_hostile: terminated"))
     subprocess.run(["make", "-s", "-C", str(ROOT), "build/workloads/jitlike",
-                    "build/workloads/manymaps", "build/workloads/busy"], check=True)
+                    "build/workloads/manymaps", "build/workloads/busy",
+                    "build/workloads/shortthreads"], check=True)
     d = Path(a.dir or tempfile.mkdtemp(prefix="bpfprof-soak-"))
     d.mkdir(parents=True, exist_ok=True)
     bin_ = d / "bin"
     bin_.mkdir(exist_ok=True)
     for src in (a.bpfprof, ROOT / "build/workloads/jitlike", ROOT / "build/workloads/manymaps",
-                ROOT / "build/workloads/busy"):
+                ROOT / "build/workloads/busy", ROOT / "build/workloads/shortthreads"):
         shutil.copy2(src, bin_ / Path(src).name)
     secs = a.minutes * 60
     stop = threading.Event()
@@ -116,8 +147,24 @@ def main():
     jit = HugeJit(bin_ / "jitlike", int(secs + 120), prefix=nice)  # the map is written
     mm = ManyMaps(bin_ / "manymaps", int(secs + 120), 33000, copy=True, prefix=nice)
     hostile = [jit, mm]
-    ingest = FailingIngest(500, retry_after=30)
     port = free_port()
+    tenant = []
+    if not a.no_tenant:
+        t = as_tenant() + nice
+        tdir = d / "tenant"
+        tdir.mkdir(exist_ok=True)
+        os.chown(tdir, pwd.getpwnam(TENANT).pw_uid, pwd.getpwnam(TENANT).pw_gid)
+        os.chmod(d, 0o755)
+        os.chmod(bin_, 0o755)
+        tenant.append(HugePyCodes(tdir / "huge.py", n=2, functions=3000, prefix=t))
+        tenant.append(StallFiles(tdir, prefix=t, mib=16, pythons=8))
+        tenant.append(ShortTasks(bin_ / "shortthreads", int(secs + 120), 20, "thread", prefix=t))
+        tenant.append(ShortTasks(bin_ / "shortthreads", int(secs + 120), 20, "fork", prefix=t))
+    if a.push_server == "hostile" and not a.no_tenant:
+        ingest = HostileIngest("body", prefix=as_tenant())
+    else:
+        ingest = FailingIngest(500, retry_after=30)
+    hostile += tenant
     store = d / "store"
     cmd = [str(bin_ / "bpfprof"), "-F", "99", "-a", "--interval", "10", "--output-dir",
            str(store), "--keep", "30", "--listen", f"127.0.0.1:{port}", "--push", ingest.url]
@@ -133,6 +180,12 @@ def main():
     print(f"soak: jitlike {jit.pid}, manymaps {mm.pid}, dir {d}", flush=True)
     crowd = Crowd(port, 200, 20, stop)
     prober = Prober(port, stop)
+    holders = None
+    if not a.no_tenant:
+        # 100 held + 20 a second for 5 s each: the descriptors are inherited.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+        holders = HoldingClients(port, 100, 20, int(secs + 60), keep=5.0, prefix=as_tenant())
     spawned = [0]
     threading.Thread(target=churn, args=(str(bin_ / "busy"), stop, spawned), daemon=True).start()
 
@@ -165,8 +218,11 @@ def main():
         except subprocess.TimeoutExpired:
             agent.kill()
         crowd.close()
+        held = holders.stop() if holders else {}
         for p in hostile:
             p.close()  # and the perf map
+        if hasattr(ingest, "proc"):
+            ingest.proc.kill()
         err.close()
 
     def at(minute):
@@ -190,7 +246,15 @@ def main():
     print("/healthz: %d answered, %d failed, max %.0f ms, p99 %.0f ms, over 1 s: %d" % (
         len(lat), prober.failed, lat[-1] * 1000 if lat else 0,
         lat[int(len(lat) * 0.99)] * 1000 if lat else 0, sum(x > 1.0 for x in lat)))
-    print("push: %d requests answered 500 (Retry-After: 30)" % ingest.requests)
+    if isinstance(ingest, HostileIngest):
+        sent = ingest.sent()
+        print("push: %d responses of a body that never ends, at most %d bytes taken of one" % (
+            len(sent), max(sent or [0])))
+    else:
+        print("push: %d requests answered 500 (Retry-After: 30)" % ingest.requests)
+    if held:
+        print("holding clients: %d opened, %d failed, %d open at once at most" % (
+            held.get("opened", 0), held.get("failed", 0), held.get("peak", 0)))
     print("clients: %d reconnects of the 220; short-lived processes: %d" % (
         crowd.reconnects, spawned[0]))
     print("interval files in the store: %d; fds max %d" % (

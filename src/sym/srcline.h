@@ -16,7 +16,7 @@
  * The file is untrusted: libdw bounds every read of the units' headers,
  * lineprog every read of the line programs; a file with no or corrupt line
  * tables gives no rows, never a crash. Per range: at most SRCLINE_MAX_ROWS
- * rows, SRCLINE_MAX_OPS line-program opcodes run (~0.5 s of CPU at ~7 ns
+ * rows, SRCLINE_MAX_OPS line-program opcodes run (~1 s of CPU at ~7 ns
  * an opcode; what was decoded by then is returned: no real unit has a line
  * program of 64 MB), and SRCLINE_MAX_NAME_BYTES of file
  * paths kept per srcline (rows past it name "??").

@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""What a new user trips over (issue 37, items 3, 13, 15): an unnamed
+function is one frame named at its start (its .eh_frame FDE), not one frame
+per sampled address; annotate with an ambiguous name keeps the samples it
+took and says how to annotate each candidate; a warning about a Python
+bpfprof cannot walk is said once per interpreter file, not per process.
+"""
+import re
+import shutil
+
+from conftest import Workload, run_bpfprof
+from test_python import CHILD_APP, patched_interpreter, script
+
+
+def test_python_layout_warning_once_per_binary(tmp_path):
+    """Four processes of one Python bpfprof has no layout for: one warning.
+    A second copy of the interpreter (another file): one more."""
+    py = patched_interpreter(tmp_path / "python3.99", 99)
+    (tmp_path / "b").mkdir()
+    other = tmp_path / "b" / "python3.99"  # the name says a Python: probed
+    shutil.copy2(py, other)
+    child = script(tmp_path, "child.py", CHILD_APP)
+    warn = re.compile(r"warning: process \d+ runs (\S+): Python 3\.99 has no layout bpfprof "
+                      r"knows; its Python functions are not shown")
+    with Workload(py, child, 30) as a, Workload(py, child, 30) as b, \
+            Workload(py, child, 30) as c, Workload(py, child, 30) as d, \
+            Workload(other, child, 30) as e:
+        pids = ",".join(str(w.pid) for w in (a, b, c, d, e))
+        p = run_bpfprof(["-p", pids, "-U", "-d", 2])
+    files = [m.group(1) for m in warn.finditer(p.stderr)]
+    assert sorted(files) == sorted([str(py), str(other)]), p.stderr[-3000:]

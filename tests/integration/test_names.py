@@ -8,7 +8,7 @@ bpfprof cannot walk is said once per interpreter file, not per process.
 import re
 import shutil
 
-from conftest import Workload, run_bpfprof
+from conftest import Workload, run_bpfprof, wl
 from test_python import CHILD_APP, patched_interpreter, script
 
 
@@ -29,3 +29,24 @@ def test_python_layout_warning_once_per_binary(tmp_path):
         p = run_bpfprof(["-p", pids, "-U", "-d", 2])
     files = [m.group(1) for m in warn.finditer(p.stderr)]
     assert sorted(files) == sorted([str(py), str(other)]), p.stderr[-3000:]
+
+
+def test_annotate_ambiguous_live_keeps_the_samples(tmp_path):
+    """A live annotate whose FUNCTION names two functions: the candidates are
+    listed, the samples saved, and each printed command annotates one of them
+    from the saved profile, without sampling again."""
+    with Workload(wl("topmix"), 30) as w:
+        # -U: a kernel function matching "_spin" (_raw_spin_unlock...) may be sampled too
+        p = run_bpfprof(["annotate", "-U", "-F", 199, "-p", w.pid, "-d", 2, "_spin"],
+                        check=False, cwd=tmp_path)
+    assert p.returncode == 1 and "matches 2 functions" in p.stderr, p.stderr
+    cmds = re.findall(r"^  bpfprof annotate (\S+) '([^']+)'$", p.stderr, re.M)
+    assert sorted(f for _, f in cmds) == ["cold_spin", "hot_spin"], p.stderr
+    saved = tmp_path / cmds[0][0]
+    assert saved.is_file() and saved.stat().st_size > 0, p.stderr
+    # The workload is gone: these read the saved samples only.
+    for path, func in cmds:
+        q = run_bpfprof(["annotate", tmp_path / path, func])
+        assert q.stdout.startswith(func + "  ("), q.stdout
+        m = re.search(r"^\s+(\d+) self samples", q.stdout, re.M)
+        assert m and int(m.group(1)) > 0, q.stdout

@@ -7,8 +7,9 @@ bpfprof cannot walk is said once per interpreter file, not per process.
 """
 import re
 import shutil
+import subprocess
 
-from conftest import Workload, run_bpfprof, wl
+from conftest import Workload, assert_most, parse_folded, run_bpfprof, total, wl
 from test_python import CHILD_APP, patched_interpreter, script
 
 
@@ -50,3 +51,34 @@ def test_annotate_ambiguous_live_keeps_the_samples(tmp_path):
         assert q.stdout.startswith(func + "  ("), q.stdout
         m = re.search(r"^\s+(\d+) self samples", q.stdout, re.M)
         assert m and int(m.group(1)) > 0, q.stdout
+
+
+def test_unnamed_function_is_one_frame_at_its_fde_start(tmp_path):
+    """A stripped binary's hot function has no symbol: all its samples land
+    on one frame named at its start (its .eh_frame FDE, which is where the
+    unstripped binary's symbol is), in folded, report and pprof alike."""
+    full = wl("annloop")
+    binary = tmp_path / "annloop-s"
+    subprocess.run(["strip", "-s", "--remove-section=.gnu_debuglink", full, "-o", binary],
+                   check=True)
+    nm = subprocess.run(["nm", full], capture_output=True, text=True, check=True).stdout
+    start = next(int(ln.split()[0], 16) for ln in nm.splitlines() if ln.endswith(" div_loop"))
+    name = f"annloop-s+0x{start:x}"
+    folded, pb = tmp_path / "p.folded", tmp_path / "p.pb.gz"
+    with Workload(binary, 30) as w:
+        run_bpfprof(["-p", w.pid, "-U", "-F", 199, "-d", 2, "-o", folded])
+        run_bpfprof(["-p", w.pid, "-U", "-F", 99, "-d", 1, "-o", pb])
+    stacks = parse_folded(folded.read_text())
+    leaves = {}
+    for s, c in stacks.items():
+        leaves[s.split(";")[-1]] = leaves.get(s.split(";")[-1], 0) + c
+    own = {f: c for f, c in leaves.items() if f.startswith("annloop-s+0x")}
+    n = total(stacks)
+    assert n >= 50, stacks
+    # One frame for the hot function, not one per sampled address.
+    assert own.get(name, 0) >= 0.9 * sum(own.values()), (name, own)
+    assert_most(own.get(name, 0), n, f"samples on {name}")
+    # The pprof keeps that name: its report and its folded conversion show it.
+    for argv in (["report", pb], ["convert", "-f", "folded", pb]):
+        r = run_bpfprof(argv)
+        assert name in r.stdout, (argv, r.stdout[:2000])

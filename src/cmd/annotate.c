@@ -43,6 +43,7 @@
 #include "cmd/stop.h"
 #include "cmd/termcolor.h"
 #include "format/reader.h"
+#include "format/writer.h"
 #include "proc/ptab.h"
 #include "proc/safeopen.h"
 #include "sym/annotation.h"
@@ -103,7 +104,9 @@ static void annotate_usage(FILE *f)
 		"\n"
 		"FUNCTION is the name as profiles show it (C++ demangled, e.g.\n"
 		"'ns::Box<int>::get(int) const'); without its parameter list, or a part of the\n"
-		"name, if that names one function.\n"
+		"name, if that names one function. A live run whose FUNCTION names several\n"
+		"saves its samples (bpfprof-annotate.PID.pb.gz, in the working directory) and\n"
+		"prints the command that annotates each of them from there.\n"
 		"\n"
 		"      --no-source         no source lines\n"
 		"      --source-dir DIR    read source files from DIR (DIR/PATH, else DIR/NAME),\n"
@@ -417,9 +420,54 @@ static void hint_hottest(const struct profile *p)
 	free_fns(v, nr);
 }
 
-/* The one function FUNCTION names; NULL after printing why. */
+/* s quoted for a shell (single quotes), shown() as well: a command to copy. */
+static const char *shell_quoted(const char *s)
+{
+	static char buf[2 * PATH_MAX];
+	const char *c = shown(s);
+	size_t n = 0;
+
+	buf[n++] = '\'';
+	for (; *c && n + 6 < sizeof(buf); c++) {
+		if (*c == '\'') {
+			memcpy(buf + n, "'\\''", 4);
+			n += 4;
+		} else {
+			buf[n++] = *c;
+		}
+	}
+	buf[n++] = '\'';
+	buf[n] = '\0';
+	return buf;
+}
+
+/*
+ * A live run whose FUNCTION names several functions: the samples are kept
+ * (a pprof with addresses in the working directory, a new name) and a
+ * command per candidate annotates it without sampling again.
+ */
+static void save_candidates(const struct profile *p, const struct fn_samples *all, size_t n)
+{
+	const struct writer *w = output__find("pprof");
+	struct errmsg em = { 0 };
+	char path[64];
+	int err;
+
+	snprintf(path, sizeof(path), "bpfprof-annotate.%ld.pb.gz", (long)getpid());
+	err = w ? output__write_path(w, p, path, NULL, &em) : -ENOTSUP;
+	if (err) {
+		p_err("cannot keep the samples in %s: %s", path, em.msg[0] ? em.msg : strerror(-err));
+		return;
+	}
+	fprintf(stderr, "bpfprof: the samples are saved in %s; annotate one of them with:\n",
+		path);
+	for (size_t i = 0; i < n && i < 10; i++)
+		fprintf(stderr, "  bpfprof annotate %s %s\n", path, shell_quoted(all[i].f->name));
+}
+
+/* The one function FUNCTION names; NULL after printing why (*several: it names more). */
 static struct fn_samples *choose(const struct profile *p, const char *want, struct fn_samples **all,
-				 size_t *nr)
+				 size_t *nr, size_t *several)
 {
 	size_t n_best = 0;
 
@@ -441,6 +489,7 @@ static struct fn_samples *choose(const struct profile *p, const char *want, stru
 			fprintf(stderr, "  %s  (%s, %" PRIu64 " samples)\n",
 				shown((*all)[i].f->name), kind_label((*all)[i].f),
 				(*all)[i].self);
+		*several = n_best;
 		return NULL;
 	}
 	return &(*all)[0];
@@ -1141,11 +1190,13 @@ static int annotate_profile(const struct annotate_opts *a, const struct profile 
 {
 	struct fn_samples *all = NULL, *fs;
 	struct termcolor c;
-	size_t nr = 0;
+	size_t nr = 0, several = 0;
 	int ret;
 
-	fs = choose(p, a->function, &all, &nr);
+	fs = choose(p, a->function, &all, &nr, &several);
 	if (!fs) {
+		if (several && !a->profile_path)
+			save_candidates(p, all, several);
 		free_fns(all, nr);
 		return 1;
 	}

@@ -853,6 +853,8 @@ static int probe_file(struct ptab *t, struct pproc *p, const struct procmap *m,
 	}
 	memset(cp, 0, sizeof(*cp));
 	snprintf(cp->module, sizeof(cp->module), "%s", m->path);
+	cp->dev = (uint64_t)mfile__stat(f)->st_dev;
+	cp->ino = (uint64_t)mfile__stat(f)->st_ino;
 	cp->runtime = s->value[SYM_RUNTIME] + bias;
 	cp->code_type = s->value[SYM_CODE_TYPE] + bias;
 	cp->eval[0][0] = s->value[SYM_EVAL] + bias;

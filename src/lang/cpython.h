@@ -100,6 +100,7 @@ struct cpython_proc {
 	uint64_t eval[BP_PY_EVAL_RANGES][2];
 	uint16_t csum_off; /* the code object checksum window (python_abi.h) */
 	char module[256];  /* the interpreter's file, for messages */
+	uint64_t dev, ino; /* ... and which file it is (one warning per file, not per process) */
 	/* cpython__tls(): where a thread finds its own state (bp_pyproc.tls_l1, tls_l2). */
 	bool tls;
 	uint16_t tls_l1, tls_l2;

@@ -42,6 +42,7 @@
 #include "lang/gopclntab.h"
 #include "sym/demangle.h"
 #include "base/util.h"
+#include "proc/cfienc.h"
 #include "proc/elffile.h"
 
 /* Largest symbol or string table we read: ~10M symbols. Past that, skip it. */
@@ -81,6 +82,15 @@
 #define ELFSYM_GO_MAX_DATA  (128u << 20)
 #define ELFSYM_GO_MAX_SCAN  (64u << 20) /* searched for moduledata, per file */
 
+/*
+ * .eh_frame, for the functions no symbol names: bytes of it read, entries
+ * walked, FDEs kept (16 bytes each), and the largest function believed.
+ */
+#define ELFSYM_MAX_EH_FRAME    (64u << 20)
+#define ELFSYM_MAX_CFI_ENTRIES (8u << 20)
+#define ELFSYM_MAX_FDES	       (1u << 20)
+#define ELFSYM_MAX_FDE_RANGE   (256u << 20)
+
 /* ELFCOMPRESS_ZSTD is missing from older <elf.h>. */
 #ifndef ELFCOMPRESS_ZSTD
 #define ELFCOMPRESS_ZSTD 2
@@ -93,6 +103,10 @@ struct elfsym_ent {
 
 struct elfsym_seg {
 	uint64_t off, vaddr, filesz;
+};
+
+struct elfsym_fde {
+	uint64_t start, end;
 };
 
 struct elfsym {
@@ -114,6 +128,9 @@ struct elfsym {
 	struct elfsym *merged; /* whose names syms may point to (chain) */
 	struct gopclntab *go;  /* Go's pc-line table, or NULL */
 	struct htab *pretty;   /* symbol index -> demangled name, filled lazily */
+	/* .eh_frame FDEs no symbol names: sorted, disjoint [start, end). */
+	struct elfsym_fde *fdes;
+	size_t nr_fdes;
 	size_t bytes;	       /* heap bytes held, roughly */
 };
 
@@ -151,6 +168,7 @@ struct builder {
 	/* Sections Go binaries have (index, 0 if absent); moduledata is in
 	 * .go.module since Go 1.26, in .noptrdata before. */
 	size_t go_pclntab, go_module, go_noptrdata, go_text, go_rodata;
+	size_t eh_frame; /* .eh_frame's index, 0 if absent */
 	/* The search for a pc-line table without a section, and for moduledata:
 	 * over every segment together, at most so much (PT_LOAD entries may
 	 * all name the same bytes). */
@@ -879,8 +897,12 @@ static int builder__read_sections(struct builder *b)
 		scn = elf_getscn(b->elf, i);
 		if (!scn || !gelf_getshdr(scn, &sh))
 			return -EINVAL;
-		if (shstrndx && (sh.sh_type == SHT_PROGBITS || sh.sh_type == SHT_RELA))
+		if (shstrndx && (sh.sh_type == SHT_PROGBITS || sh.sh_type == SHT_RELA ||
+				 sh.sh_type == SHT_X86_64_UNWIND))
 			name = elf_strptr(b->elf, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, ".eh_frame") && (sh.sh_flags & SHF_ALLOC) &&
+		    !(sh.sh_flags & SHF_COMPRESSED))
+			b->eh_frame = i;
 		if (name && sh.sh_type == SHT_PROGBITS && !(sh.sh_flags & SHF_COMPRESSED)) {
 			if (!strcmp(name, ".gopclntab"))
 				b->go_pclntab = i;
@@ -1183,6 +1205,156 @@ static int builder__finish(struct builder *b)
 	return 0;
 }
 
+/* --- functions without symbols: .eh_frame ------------------------------------- */
+
+static int fde__cmp(const void *a, const void *b)
+{
+	const struct elfsym_fde *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static bool fde_named(const struct elfsym *es, uint64_t start)
+{
+	return elfsym__lookup(es, start, NULL) != NULL;
+}
+
+struct fde_cie {
+	uint64_t off;
+	uint8_t enc;
+	bool ok, aug_z;
+};
+
+/*
+ * The functions .eh_frame describes that no symbol covers (a stripped
+ * binary's static functions): an unnamed address is then named after the
+ * start of its function, not its own address. The section is the file's
+ * (hostile): libdw walks its entries within its bounds, this decodes only
+ * each FDE's initial location and range (proc/cfienc.h); entries read,
+ * FDEs kept and the file's time are capped. What fails is left out: those
+ * addresses keep their own names.
+ */
+static int builder__read_fdes(struct builder *b)
+{
+	struct elfsym *es = b->es;
+	const struct sec_info *si;
+	struct fde_cie *cies = NULL;
+	size_t nr_cies = 0, cap_cies = 0, cap = 0, n = 0;
+	const unsigned char *ident = (const unsigned char *)elf_getident(b->elf, NULL);
+	Elf_Data data = {0};
+	int err = 0;
+
+	if (!b->eh_frame || !ident)
+		return 0;
+	si = &b->secs[b->eh_frame];
+	data.d_size = MIN(si->size, (uint64_t)ELFSYM_MAX_EH_FRAME);
+	data.d_buf = (void *)file_bytes(b, si->offset, data.d_size);
+	if (!data.d_buf)
+		return 0;
+	for (int pass = 0; pass < 2 && !err; pass++) {
+		Dwarf_Off off = 0;
+
+		for (size_t k = 0; off != (Dwarf_Off)-1 && k < ELFSYM_MAX_CFI_ENTRIES; k++) {
+			Dwarf_Off next = (Dwarf_Off)-1;
+			Dwarf_CFI_Entry ent;
+			int r;
+
+			if (!(k & 4095) && budget__over_now(b->budget))
+				goto out;
+			r = dwarf_next_cfi(ident, &data, true, off, &next, &ent);
+			if (r > 0 || next == (Dwarf_Off)-1 || next <= off)
+				break;
+			if (r < 0) {
+				off = next;
+				continue;
+			}
+			if (dwarf_cfi_cie_p(&ent)) {
+				if (pass == 0) {
+					if (array_grow((void **)&cies, &cap_cies, nr_cies + 1,
+						       sizeof(*cies))) {
+						err = -ENOMEM;
+						break;
+					}
+					cies[nr_cies].off = off;
+					cies[nr_cies].ok =
+						cfienc__cie_fde_encoding(&ent.cie, &cies[nr_cies].enc);
+					cies[nr_cies].aug_z =
+						ent.cie.augmentation && ent.cie.augmentation[0] == 'z';
+					nr_cies++;
+				}
+			} else if (pass == 1) {
+				const struct fde_cie *ci = NULL;
+				const uint8_t *p = ent.fde.start;
+				uint64_t begin, range;
+				size_t lo = 0, hi = nr_cies;
+
+				while (lo < hi) { /* CIE offsets increase */
+					size_t mid = lo + (hi - lo) / 2;
+
+					if (cies[mid].off == ent.fde.CIE_pointer) {
+						ci = &cies[mid];
+						break;
+					}
+					if (cies[mid].off < ent.fde.CIE_pointer)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				if (ci && ci->ok &&
+				    !cfienc__read(ci->enc, &p, ent.fde.end, true,
+						  si->addr + (uint64_t)(p - (const uint8_t *)data.d_buf),
+						  &begin) &&
+				    !cfienc__read(ci->enc & 0x0f, &p, ent.fde.end, false, 0, &range) &&
+				    range && range <= ELFSYM_MAX_FDE_RANGE && begin + range > begin &&
+				    !fde_named(es, begin)) {
+					if (n >= ELFSYM_MAX_FDES)
+						goto out;
+					if (array_grow((void **)&es->fdes, &cap, n + 1,
+						       sizeof(*es->fdes))) {
+						err = -ENOMEM;
+						break;
+					}
+					es->fdes[n++] = (struct elfsym_fde){begin, begin + range};
+				}
+			}
+			off = next;
+		}
+	}
+out:
+	free(cies);
+	if (err) {
+		free(es->fdes);
+		es->fdes = NULL;
+		return err;
+	}
+	if (n)
+		qsort(es->fdes, n, sizeof(*es->fdes), fde__cmp);
+	/* Overlapping FDEs (a crafted file): the first of them stays. */
+	for (size_t i = 0; i < n; i++)
+		if (!es->nr_fdes || es->fdes[i].start >= es->fdes[es->nr_fdes - 1].end)
+			es->fdes[es->nr_fdes++] = es->fdes[i];
+	es->bytes += cap * sizeof(*es->fdes);
+	return 0;
+}
+
+int elfsym__fde_start(const struct elfsym *es, uint64_t vaddr, uint64_t *start)
+{
+	size_t lo = 0, hi = es ? es->nr_fdes : 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (es->fdes[mid].end <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!es || lo >= es->nr_fdes || es->fdes[lo].start > vaddr)
+		return -ENOENT;
+	*start = es->fdes[lo].start;
+	return 0;
+}
+
 /*
  * Whether a header table of `num` entries at `off` fits in the file. An
  * offset with num 0 still holds entry 0 (extended numbering keeps the real
@@ -1278,6 +1450,8 @@ static struct elfsym *open_elf(Elf *elf, uint64_t size, struct budget *outer)
 		err = elfsym__merge(es, b.mini);
 		b.mini = NULL;
 	}
+	if (!err && !b.nested && b.secs)
+		err = builder__read_fdes(&b);
 out:
 	elfsym__free(b.mini);
 	free(b.cands);
@@ -1387,6 +1561,7 @@ void elfsym__free(struct elfsym *es)
 	free(es->syms);
 	free(es->segs);
 	free(es->pool);
+	free(es->fdes);
 	free(es);
 }
 

@@ -55,6 +55,11 @@
  * file without section headers has its read-only segments searched for the
  * table's header (gopclntab__scan(): one pass, capped per file).
  *
+ * Functions no symbol names: .eh_frame's FDEs (their start and range)
+ * that no symbol covers are kept (at most 1M, from at most 64 MiB of the
+ * section, within the file's time budget), so that elfsym__fde_start() can
+ * name an unnamed address after the start of its function.
+ *
  * Names are returned as stored; elfsym__lookup_demangled() demangles C++ and
  * Rust names the first time a symbol is asked for and caches the result.
  */
@@ -116,6 +121,14 @@ int elfsym__merge(struct elfsym *dst, struct elfsym *src);
  * it (a size-0 symbol ends at the next one). 0 or -ENOENT.
  */
 int elfsym__range(const struct elfsym *es, uint64_t vaddr, uint64_t *start, uint64_t *end);
+
+/*
+ * The start of the function vaddr lies in, for an address no symbol names:
+ * from the file's .eh_frame FDEs that no symbol covers (a stripped binary's
+ * static functions), so every address of one unnamed function gets one name.
+ * 0, or -ENOENT (no such FDE: no .eh_frame, or outside every FDE).
+ */
+int elfsym__fde_start(const struct elfsym *es, uint64_t vaddr, uint64_t *start);
 
 /*
  * Virtual address -> file offset via PT_LOAD (the bytes the file holds for it,

@@ -1466,8 +1466,11 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 	out->addr = vaddr + (leaf ? 0 : 1);
 	if (elfsym__gopclntab(f->es))
 		return go_frames(s, f, vaddr, out, max);
-	if (!out->name)
+	if (!out->name) {
 		s->unknown++;
+		/* One name for every address of an unnamed function. */
+		out->func_known = !elfsym__fde_start(f->es, vaddr, &out->func);
+	}
 	return 1;
 }
 
@@ -1686,7 +1689,8 @@ const char *sym__display(const struct sym *sym, char *buf, size_t size)
 	if (sym->name)
 		return sym->name;
 	if (sym->module && sym->kind != FRAME_KERNEL) {
-		snprintf(buf, size, "%s+0x%" PRIx64, path_basename(sym->module), sym->addr);
+		snprintf(buf, size, "%s+0x%" PRIx64, path_basename(sym->module),
+			 sym->func_known ? sym->func : sym->addr);
 		return buf;
 	}
 	return "[unknown]";

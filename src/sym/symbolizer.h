@@ -86,6 +86,10 @@ struct sym {
 	const char *name;   /* function name, or NULL if none is known */
 	const char *module; /* file path, "[vdso]", kernel module, perf map path, or NULL */
 	uint64_t addr;	    /* address within the module (ELF vaddr), or the ip */
+	/* No name: the start of the function addr lies in (its .eh_frame FDE),
+	 * which names the frame ("module+0xSTART") when func_known. */
+	uint64_t func;
+	bool func_known;
 	enum frame_kind kind; /* FRAME_USER, FRAME_KERNEL, FRAME_JIT (perf map), FRAME_INLINE */
 	const uint8_t *build_id; /* of the module's file, or NULL */
 	size_t build_id_len;

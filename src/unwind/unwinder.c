@@ -79,6 +79,13 @@ struct uproc {
 	bool warned_maps; /* ... and mappings with tables left out: said once */
 };
 
+/*
+ * A Python the walker cannot walk is said once per interpreter file (its
+ * device and inode), not once per process: a server of 64 workers is one
+ * line. Past this many files, one more line says the rest are not named.
+ */
+#define PY_WARN_FILES 64
+
 struct unwinder {
 	struct ptab *pt;
 	bool own_pt;
@@ -102,6 +109,11 @@ struct unwinder {
 	/* The earliest retry of a Python still starting up (py_err -EAGAIN), and
 	 * the latest the caller's loop may wake up to take one; 0: none. */
 	uint64_t py_retry_due, py_wake_by;
+	/* Interpreter files already warned about (PY_WARN_FILES at most). */
+	struct py_warned_file {
+		uint64_t dev, ino;
+	} py_warned_files[PY_WARN_FILES];
+	size_t nr_py_warned;
 	struct unwinder_stats st;
 };
 
@@ -875,6 +887,36 @@ static void python_retry_at(struct unwinder *u, const struct uproc *p)
 }
 
 /*
+ * Says that p's Python is not walked, once per interpreter file: the
+ * processes of one binary (a server's workers, -a) share one line.
+ */
+static void python_warn(struct unwinder *u, const struct uproc *p, const struct cpython_proc *cp,
+			const char *why)
+{
+	char msg[1024];
+
+	if (!u->warn)
+		return;
+	for (size_t i = 0; i < u->nr_py_warned; i++)
+		if (u->py_warned_files[i].dev == cp->dev && u->py_warned_files[i].ino == cp->ino)
+			return;
+	if (u->nr_py_warned > PY_WARN_FILES)
+		return;
+	if (u->nr_py_warned == PY_WARN_FILES) {
+		u->nr_py_warned++;
+		u->warn(u->warn_ctx, "more Python interpreters bpfprof cannot walk are running; "
+				     "they are not named (their Python functions are not shown)");
+		return;
+	}
+	u->py_warned_files[u->nr_py_warned++] = (struct py_warned_file){cp->dev, cp->ino};
+	snprintf(msg, sizeof(msg),
+		 "process %u runs %s: %s; its Python functions are not shown "
+		 "(native frames only; said once for all processes of this file)",
+		 p->pid, cp->module[0] ? cp->module : "Python", why);
+	u->warn(u->warn_ctx, msg);
+}
+
+/*
  * Finds the Python interpreter of p, if it is one, and puts what the walker
  * needs in python_procs (before the unwind entry that points the walker
  * there). A Python whose layout bpfprof does not know gets one warning and
@@ -941,15 +983,7 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 			return;
 		p->py_warned = p->start_time + 1;
 		u->st.python_unknown++;
-		if (u->warn) {
-			char msg[1024];
-
-			snprintf(msg, sizeof(msg),
-				 "process %u runs %s: %s; its Python functions are not shown "
-				 "(native frames only)",
-				 p->pid, cp.module[0] ? cp.module : "Python", why);
-			u->warn(u->warn_ctx, msg);
-		}
+		python_warn(u, p, &cp, why);
 		return;
 	}
 	if (err || !u->k.py_set)

@@ -40,6 +40,9 @@ static void check(struct elfsym *es, uint64_t addr)
 		abort();
 	if ((name == NULL) != (pretty == NULL) || (name && (!pretty[0] || off != off2)))
 		abort();
+	/* An unnamed function's start (.eh_frame) is at or below the address. */
+	if (!elfsym__fde_start(es, addr, &off) && off > addr)
+		abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

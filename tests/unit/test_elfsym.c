@@ -273,6 +273,61 @@ static void test_shared_lib(void **state)
 }
 
 /*
+ * A stripped PIE's static and global functions have no symbol, but .eh_frame
+ * still has their FDEs: every address of one gets the function's start (the
+ * unstripped file's symbol address). Without .eh_frame, nothing does.
+ */
+static void test_stripped_fde_start(void **state)
+{
+	char *pie = fixture("pie"), *stripped = fixture("stripped");
+	char tmpl[] = "/tmp/bpfprof-test-XXXXXX", cmd[8400];
+	const char *fns[] = {"fixture_static_gamma", "fixture_alpha", "main"};
+	struct elfsym *es;
+	struct nm_sym s;
+	uint64_t start;
+	int fd;
+
+	(void)state;
+	es = elfsym__open(stripped);
+	assert_non_null(es);
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		run_nm(pie, fns[i], &s);
+		assert_null(elfsym__lookup(es, s.addr, NULL));
+		for (uint64_t off = 0; off < s.size; off++) {
+			start = 0;
+			assert_int_equal(elfsym__fde_start(es, s.addr + off, &start), 0);
+			assert_true(start == s.addr);
+		}
+		/* Past its end: another function (or none), never this one. */
+		assert_true(elfsym__fde_start(es, s.addr + s.size, &start) || start != s.addr);
+	}
+	elfsym__free(es);
+
+	/* A named address is not in the list: only functions no symbol covers. */
+	es = elfsym__open(pie);
+	assert_non_null(es);
+	run_nm(pie, "fixture_alpha", &s);
+	assert_int_equal(elfsym__fde_start(es, s.addr, &start), -ENOENT);
+	elfsym__free(es);
+
+	fd = mkstemp(tmpl);
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd),
+		 "objcopy --remove-section .eh_frame --remove-section .eh_frame_hdr '%s' '%s'",
+		 stripped, tmpl);
+	assert_int_equal(system(cmd), 0);
+	es = elfsym__open(tmpl);
+	assert_non_null(es);
+	run_nm(pie, "fixture_static_gamma", &s);
+	assert_int_equal(elfsym__fde_start(es, s.addr + 1, &start), -ENOENT);
+	elfsym__free(es);
+	unlink(tmpl);
+	free(pie);
+	free(stripped);
+}
+
+/*
  * strip -s drops .symtab and keeps .dynsym. A PIE exports no functions of its
  * own (its .dynsym holds only imports), so nothing resolves, but the segments
  * and build id are still there; a stripped library keeps its exports.
@@ -922,6 +977,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pie),
+		cmocka_unit_test(test_stripped_fde_start),
 		cmocka_unit_test(test_nopie),
 		cmocka_unit_test(test_shared_lib),
 		cmocka_unit_test(test_stripped),

@@ -27,7 +27,7 @@ struct htab {
  * a byte-at-a-time hash was a good part of a drain's lookups), each mixed
  * by a multiply and a shift, then the usual finalizer.
  */
-uint64_t htab_hash(const void *key, size_t len)
+static uint64_t htab_hash(const void *key, size_t len)
 {
 	const unsigned char *p = key;
 	uint64_t h = 0xcbf29ce484222325ULL ^ len, w;

@@ -23,7 +23,6 @@ struct htab_entry {
 	unsigned char key[]; /* klen bytes, followed by a NUL for string keys */
 };
 
-uint64_t htab_hash(const void *key, size_t len);
 
 struct htab *htab__new(void);
 void htab__free(struct htab *h); /* values are not freed */

@@ -101,7 +101,8 @@ const struct profile_meta *profile__meta_c(const struct profile *p)
 	return &p->meta;
 }
 
-const char *profile__intern(struct profile *p, const char *s)
+/* Interned copy of s (NULL for NULL); NULL with errno ENOMEM on failure. */
+static const char *profile__intern(struct profile *p, const char *s)
 {
 	struct htab_entry *e;
 
@@ -155,7 +156,8 @@ int64_t profile__frame_src(struct profile *p, const struct pframe *f)
 	return p->nr_frames++;
 }
 
-int64_t profile__stack(struct profile *p, const uint32_t *frames, uint32_t n)
+/* Stack id for frames[0..n) (root first); -ENOMEM on failure. */
+static int64_t profile__stack(struct profile *p, const uint32_t *frames, uint32_t n)
 {
 	struct htab_entry *e;
 	bool created;

@@ -90,16 +90,12 @@ void profile__free(struct profile *p);
 struct profile_meta *profile__meta(struct profile *p);
 const struct profile_meta *profile__meta_c(const struct profile *p);
 
-/* Interned copy of s (NULL for NULL); NULL with errno ENOMEM on failure. */
-const char *profile__intern(struct profile *p, const char *s);
 
 /* Frame id for (kind, name, module); -ENOMEM on failure. */
 int64_t profile__frame(struct profile *p, enum frame_kind kind, const char *name,
 		       const char *module);
 /* Frame id for all of f's fields (name NULL: "[unknown]"); -ENOMEM on failure. */
 int64_t profile__frame_src(struct profile *p, const struct pframe *f);
-/* Stack id for frames[0..n) (root first); -ENOMEM on failure. */
-int64_t profile__stack(struct profile *p, const uint32_t *frames, uint32_t n);
 
 /*
  * Adds count to the sample with this identity and stack. id->stack is set by

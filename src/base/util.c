@@ -52,7 +52,8 @@ int read_fd(int fd, size_t max, char **bufp, size_t *lenp)
 	return 0;
 }
 
-int read_file_at(int dirfd, const char *path, size_t max, char **bufp, size_t *lenp)
+/* read_file() relative to dirfd (AT_FDCWD: the working directory). */
+static int read_file_at(int dirfd, const char *path, size_t max, char **bufp, size_t *lenp)
 {
 	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), err;
 

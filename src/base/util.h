@@ -17,9 +17,8 @@
 /*
  * Reads at most max bytes of a file into a NUL-terminated malloc'd buffer.
  * Works for /proc files (size 0 in stat). Returns 0, -errno, or -EFBIG if the
- * file is longer than max. dirfd may be AT_FDCWD.
+ * file is longer than max.
  */
-int read_file_at(int dirfd, const char *path, size_t max, char **buf, size_t *len);
 int read_file(const char *path, size_t max, char **buf, size_t *len);
 /* The same from an open descriptor, to its end (not closed here). */
 int read_fd(int fd, size_t max, char **buf, size_t *len);

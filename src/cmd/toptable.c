@@ -19,7 +19,8 @@ static bool all_digits(const char *s)
 	return true;
 }
 
-bool toptable__matches(const struct top_view *v, const struct psample *s)
+/* Whether sample s is in the view (filter and zoom). */
+static bool toptable__matches(const struct top_view *v, const struct psample *s)
 {
 	const char *f = v->filter;
 

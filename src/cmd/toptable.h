@@ -91,8 +91,6 @@ struct top_slice {
 	uint64_t id;
 };
 
-/* Whether sample s is in the view (filter and zoom). */
-bool toptable__matches(const struct top_view *v, const struct psample *s);
 
 /* Builds t from slices[0..n) under v. 0 or -ENOMEM (t is then empty). */
 int toptable__build(struct top_table *t, const struct top_slice *slices, size_t n,

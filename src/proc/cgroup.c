@@ -76,7 +76,8 @@ static bool component_id(const char *s, size_t n, const char *parent, size_t pn,
 	return true;
 }
 
-int cgroup__container_of(const char *path, char *id, size_t idlen, const char **runtime)
+/* Container id and runtime from one cgroup path; 0 or -ENOENT. */
+static int cgroup__container_of(const char *path, char *id, size_t idlen, const char **runtime)
 {
 	const char *parent = "", *p = path;
 	size_t pn = 0;

@@ -27,8 +27,6 @@ struct cgroup_info {
 
 /* Parses /proc/PID/cgroup text. 0, or -EINVAL if no line parses. */
 int cgroup__parse(const char *text, struct cgroup_info *out);
-/* Container id and runtime from one cgroup path; 0 or -ENOENT. */
-int cgroup__container_of(const char *path, char *id, size_t idlen, const char **runtime);
 /*
  * Opens a cgroup v2 directory for the --cgroup filter: an absolute path that
  * exists, else a path relative to the cgroup2 mount (from mountinfo). Returns

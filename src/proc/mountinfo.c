@@ -67,7 +67,13 @@ static bool parse_devno(const char *t, size_t n, uint32_t *major, uint32_t *mino
 	return true;
 }
 
-bool mountinfo__type_may_block(const char *t, size_t n)
+/*
+ * File system types whose operations can wait forever on another party: FUSE
+ * (fuse, fuseblk, fuse.*: a daemon), and network file systems (nfs, nfs4,
+ * cifs, smb3, smbfs, 9p, ceph, afs, coda, ncpfs, lustre, glusterfs: a server).
+ * virtiofs is not among them (its daemon is the VM host's).
+ */
+static bool mountinfo__type_may_block(const char *t, size_t n)
 {
 	static const char *const types[] = {
 		"fuse", "fuseblk", "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph",

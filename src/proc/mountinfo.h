@@ -44,14 +44,6 @@ int mountinfo__read(const char *path, struct mountinfo *out);
 void mountinfo__free(struct mountinfo *mi);
 
 /*
- * File system types whose operations can wait forever on another party: FUSE
- * (fuse, fuseblk, fuse.*: a daemon), and network file systems (nfs, nfs4,
- * cifs, smb3, smbfs, 9p, ceph, afs, coda, ncpfs, lustre, glusterfs: a server).
- * virtiofs is not among them (its daemon is the VM host's).
- */
-bool mountinfo__type_may_block(const char *fstype, size_t len);
-
-/*
  * The mount that may block covering path (it is the mount point or one of its
  * ancestors, component-wise), or NULL.
  */

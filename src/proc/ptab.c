@@ -1351,7 +1351,8 @@ int ptab__refresh(struct ptab *t, struct pproc *p)
 	return read_maps(t, p);
 }
 
-int pproc__status(struct ptab *t, struct pproc *p, struct proc_status *st)
+/* Fields of /proc/PID/status (cached per entry). 0 or -errno. */
+static int pproc__status(struct ptab *t, struct pproc *p, struct proc_status *st)
 {
 	int err;
 

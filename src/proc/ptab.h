@@ -181,8 +181,6 @@ int ptab__check_image(struct ptab *t, struct pproc *p);
 int ptab__cgroup(struct ptab *t, const struct proc_id *id, struct cgroup_info *ci);
 /* Start time of pid in clock ticks (/proc/PID/stat). 0 or -errno. */
 int ptab__starttime(struct ptab *t, uint32_t pid, uint64_t *ticks);
-/* Fields of /proc/PID/status (cached per entry). 0 or -errno. */
-int pproc__status(struct ptab *t, struct pproc *p, struct proc_status *st);
 /*
  * The credentials p opens files with (procfs__cred), read now - not cached:
  * a process may change them - and only if p still runs the same image after

@@ -156,14 +156,3 @@ size_t disasm__one(struct disasm *d, const uint8_t *code, size_t len, uint64_t a
 	return d->insn->size;
 }
 
-const char *disasm__version(void)
-{
-	static char v[16];
-	int major = 0, minor = 0;
-
-	if (capstone_load())
-		return "not loaded";
-	capstone.cs_version(&major, &minor);
-	snprintf(v, sizeof(v), "%d.%d", major, minor);
-	return v;
-}

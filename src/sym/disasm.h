@@ -36,9 +36,6 @@ void disasm__free(struct disasm *d);
 size_t disasm__one(struct disasm *d, const uint8_t *code, size_t len, uint64_t addr,
 		   uint64_t func_start, uint64_t func_end, char *buf, size_t size);
 
-/* The capstone version, "major.minor", for messages. */
-const char *disasm__version(void);
-
 /*
  * capstone is loaded on first use (base/dynlib.h); disasm__new() fails with
  * ELIBACC if it cannot be. Why, for the user; NULL if it is loaded.

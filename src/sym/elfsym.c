@@ -1723,11 +1723,6 @@ int elfsym__vaddr_to_off(const struct elfsym *es, uint64_t vaddr, uint64_t *file
 	return -ENOENT;
 }
 
-int elfsym__machine(const struct elfsym *es)
-{
-	return es ? es->machine : EM_NONE;
-}
-
 size_t elfsym__source(const struct elfsym *es, uint64_t vaddr, struct gosrc *out, size_t max)
 {
 	return es && es->go ? gopclntab__frames(es->go, vaddr, out, max) : 0;

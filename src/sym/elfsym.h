@@ -137,8 +137,6 @@ int elfsym__fde_start(const struct elfsym *es, uint64_t vaddr, uint64_t *start);
  */
 int elfsym__vaddr_to_off(const struct elfsym *es, uint64_t vaddr, uint64_t *file_off,
 			 uint64_t *avail);
-/* ELF e_machine (EM_X86_64, EM_AARCH64, ...). */
-int elfsym__machine(const struct elfsym *es);
 
 /*
  * Source of vaddr in a Go binary (from its pc-line table, .gopclntab, or the

@@ -113,11 +113,6 @@ uint64_t pynamer__resets(const struct pynamer *n)
 	return n ? n->resets : 0;
 }
 
-const struct cpython_proc *pynamer__proc(const struct pynamer *n)
-{
-	return &n->cp;
-}
-
 /* The start of a UTF-8 character at or after i. */
 static size_t utf8_next(const char *s, size_t i)
 {

@@ -83,6 +83,5 @@ size_t pynamer__bytes(const struct pynamer *n);
 size_t pynamer__count(const struct pynamer *n);
 /* Times the cache started over because it was full. */
 uint64_t pynamer__resets(const struct pynamer *n);
-const struct cpython_proc *pynamer__proc(const struct pynamer *n);
 
 #endif

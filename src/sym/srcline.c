@@ -25,7 +25,6 @@
 
 struct srcline {
 	Elf *elf;
-	void *copy; /* the private image of srcline__open_mem */
 	Dwarf *dw;
 	struct lineprog_sections
 		sec;  /* .debug_line and its string sections, as libdw loaded them */
@@ -144,19 +143,6 @@ struct srcline *srcline__open_fd(int fd)
 	return open_elf(elffile__begin(fd));
 }
 
-struct srcline *srcline__open_mem(const void *data, size_t len)
-{
-	void *copy;
-	/* A private copy: dwarf_begin_elf() decompresses sections in place. */
-	struct srcline *sl = open_elf(elffile__begin_mem(data, len, &copy));
-
-	if (sl)
-		sl->copy = copy;
-	else
-		free(copy);
-	return sl;
-}
-
 void srcline__free(struct srcline *sl)
 {
 	if (!sl)
@@ -166,7 +152,7 @@ void srcline__free(struct srcline *sl)
 	free(sl->names);
 	if (sl->dw)
 		dwarf_end(sl->dw);
-	elffile__end(sl->elf, sl->copy);
+	elffile__end(sl->elf, NULL);
 	free(sl);
 }
 

@@ -45,8 +45,6 @@ struct srcline_row {
  * EINVAL string sections libdw cannot read safely, ENOMEM.
  */
 struct srcline *srcline__open_fd(int fd);
-/* The same from an ELF image in memory (kept by reference: keep it alive). */
-struct srcline *srcline__open_mem(const void *data, size_t len);
 void srcline__free(struct srcline *sl);
 
 /*

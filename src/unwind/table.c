@@ -1166,9 +1166,3 @@ int utable__bias(const struct utable *t, uint64_t start, uint64_t offset, uint64
 	*bias = start - offset + best->offset - best->vaddr;
 	return 0;
 }
-
-size_t utable__mem(const struct utable *t)
-{
-	return sizeof(*t) + t->nr_rows * sizeof(*t->rows) + t->nr_pages * sizeof(*t->pages) +
-	       t->nr_segs * sizeof(*t->segs);
-}

@@ -114,7 +114,4 @@ const struct bp_urow *utable__lookup(const struct utable *t, uint64_t vaddr);
  */
 int utable__bias(const struct utable *t, uint64_t start, uint64_t offset, uint64_t *bias);
 
-/* Bytes of memory the table uses in userspace (rows, pages, segments). */
-size_t utable__mem(const struct utable *t);
-
 #endif

@@ -59,7 +59,7 @@ struct uproc {
 	uint64_t sig; /* hash of the executable mappings */
 	uint64_t last_used, last_refresh;
 	uint64_t start_ticks; /* for an entry installed ahead (ids unknown): /proc start time */
-	bool any_image;	      /* UPROC_F_ANY_IMAGE: installed by unwinder__prefetch() */
+	bool any_image;	      /* UPROC_F_ANY_IMAGE: installed by unwinder__install() */
 	bool vfork;	      /* noticed as a vfork() child before its exec (proc_id.vfork) */
 	bool in_kernel;
 	/* Python: its interpreter in python_procs (walked), or why not. */
@@ -1136,33 +1136,6 @@ int unwinder__install(struct unwinder *u, uint32_t pid)
 		u->st.procs_skipped++;
 		proc_forget(u, p);
 	}
-	return err;
-}
-
-int unwinder__prefetch(struct unwinder *u, uint32_t pid)
-{
-	struct pproc *pp;
-	struct pmaps *pm;
-	int err = hold_any_image(u, pid, &pp);
-
-	if (err)
-		return err;
-	pm = ptab__maps(u->pt, pp);
-	for (size_t i = 0; i < pm->m.nr; i++) {
-		const struct procmap *m = &pm->m.maps[i];
-		struct ufile *f;
-
-		if (!procmap__is_file(m))
-			continue;
-		f = get_file(u, pp, m);
-		if (!f) {
-			err = -ENOMEM;
-			break;
-		}
-		f->last_used = now_ns();
-	}
-	pmaps__put(pm);
-	ptab__put(u->pt, pp);
 	return err;
 }
 

@@ -116,8 +116,6 @@ int unwinder__note_process(struct unwinder *u, const struct proc_id *id);
  * whose wait doubles (up to 32 s) each time one finds nothing new.
  */
 int unwinder__refresh(struct unwinder *u, const struct proc_id *id);
-/* Builds (and uploads) the tables of pid's files ahead of its first sample. */
-int unwinder__prefetch(struct unwinder *u, uint32_t pid);
 /*
  * Installs pid's entry ahead of its first sample (for -p targets, just
  * before sampling starts), so even that sample is walked with tables. Its

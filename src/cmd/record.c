@@ -438,12 +438,14 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 		st->v[STAT_UNWIND_REFRESH], st->v[STAT_UNWIND_CACHE_HITS],
 		st->v[STAT_UNWIND_CACHE_MISSES]);
 	p_debug("unwind: %" PRIu64 " tables (%" PRIu64 " rows) in %.1f MiB of kernel memory (%.1f MiB used), built in %.1f ms; %" PRIu64
-		" files without a table, %" PRIu64 " processes (%" PRIu64 " Python walked, %" PRIu64
+		" files without a table (%" PRIu64 " over their time budget), %" PRIu64
+		" processes (%" PRIu64 " Python walked, %" PRIu64
 		" of a Python bpfprof does not know, %" PRIu64 " vfork children not probed; %" PRIu64
 		" probes again of interpreters not started yet, %" PRIu64
 		" interpreter files' symbols read)",
 		us.tables, us.rows, us.kernel_bytes / 1048576.0, us.used_bytes / 1048576.0,
-		us.build_ns / 1e6, us.tables_failed, us.procs_loaded, us.python_procs,
+		us.build_ns / 1e6, us.tables_failed, us.tables_over_budget, us.procs_loaded,
+		us.python_procs,
 		us.python_unknown, us.python_vfork, us.python_retries, us.python_file_reads);
 }
 

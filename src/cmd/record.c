@@ -1005,6 +1005,10 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 	p_debug("symbol tables: %" PRIu64 " files read at their first lookup, %" PRIu64
 		" never needed, %" PRIu64 " read early (over the cap on held files), %zu held now",
 		ss.files_read_late, ss.files_never_read, ss.files_read_early, ss.files_held);
+	p_debug("caches at their caps: %" PRIu64 " files' symbols freed for room (%" PRIu64
+		" read again), %" PRIu64 " files over their own cap (not read), %" PRIu64
+		" perf maps freed for room",
+		ss.files_dropped, ss.files_reread, ss.files_too_large, ss.perfmaps_dropped);
 	if (rc->labels)
 		p_debug("labels: %" PRIu64 " processes labelled from their cgroup id without a "
 			"read of /proc/PID/cgroup, %zu processes' labels held",

@@ -211,7 +211,7 @@ static void test_many_lines(void **state)
 
 /*
  * One map is one item with a cap of its own (perfmap.h): 8 MiB of the
- * shortest lines a map can have were 1.1M entries and ~60 MiB of heap, and
+ * shortest lines a map can have were 839K entries and 45 MiB of heap, and
  * long names fill the pool. Either way the map stops at its cap, as
  * allocated, and says so (E2BIG: read it in wanted mode).
  */

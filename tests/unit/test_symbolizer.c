@@ -1283,7 +1283,7 @@ static void test_perfmap_cap_held_at_insertion(void **state)
 
 /*
  * One map has its own cap: 7 MiB of the shortest lines (under the 8 MiB a
- * map is read whole up to) would be ~60 MiB of entries. It is read in
+ * map is read whole up to) would be ~40 MiB of entries. It is read in
  * wanted mode instead, and what is looked up is still named.
  */
 static void test_perfmap_over_its_own_cap_is_read_wanted(void **state)

@@ -123,9 +123,19 @@ struct {
 	__array(values, struct stacks_map);
 } stacks SEC(".maps");
 
+/*
+ * The targets (-p, -- COMMAND) by tgid, for the per-CPU events: every thread
+ * and process that runs is sampled at the events' pace, so one that runs for
+ * less than a period is sampled as often as its CPU time says (a per-task
+ * event starts its period afresh in every new task, and never samples a
+ * thread of 5 ms at 99 Hz). Under -- COMMAND the processes a target forks
+ * join it before they first run (target_fork); a process leaves
+ * when its last thread exits (target_exit), so its pid, once reused, is not a
+ * target. Preallocated, as perf_event programs need before Linux 6.1.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1); /* resized by userspace to the number of targets */
+	__uint(max_entries, 1); /* userspace: the -p targets, or a command's processes at once */
 	__type(key, __u32);
 	__type(value, __u8);
 } tgids SEC(".maps");
@@ -729,9 +739,13 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	long err;
 	TM_NOW(t_start);
 
-	if (tid == 0 && !include_idle) {
+	/* Every run is counted once as idle, filtered or kept (+ idle kept):
+	 * what userspace holds against the events' running time (collector.c,
+	 * sampling_stats()). */
+	if (tid == 0) {
 		stat_inc(STAT_IDLE);
-		return 0;
+		if (!include_idle)
+			return 0;
 	}
 	if (filter_tgids && !bpf_map_lookup_elem(&tgids, &tgid)) {
 		stat_inc(STAT_FILTERED);
@@ -742,6 +756,8 @@ int do_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	stat_inc(STAT_SAMPLES);
+	if (tid == 0)
+		stat_inc(STAT_IDLE_KEPT);
 
 	scr = cpu_state_get();
 	if (!scr) {
@@ -848,6 +864,43 @@ int do_sample(struct bpf_perf_event_data *ctx)
 		hot_claim(slot, khash);
 	TM_ADD(TM_NEW, bpf_ktime_get_ns() - t_agg);
 	TM_ADD(TM_NEW_N, 1);
+	return 0;
+}
+
+/* --- the targets' processes (the tgids map above) ------------------------------ */
+
+/* -- COMMAND: a process a target forks is a target. Runs in the parent before
+ * the child first runs, so none of the child's CPU time goes unsampled. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(target_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	struct cpu_state *cs;
+	__u8 one = 1;
+
+	if (ptgid == ctgid || !bpf_map_lookup_elem(&tgids, &ptgid))
+		return 0; /* a thread (same tgid), or not a target's child */
+	if (!bpf_map_update_elem(&tgids, &ctgid, &one, BPF_ANY))
+		return 0;
+	/* Full: the child's samples will be filtered out - said, not hidden.
+	 * Atomic: a sample may interrupt this on its CPU. */
+	cs = cpu_state_get();
+	if (cs)
+		__sync_fetch_and_add(&cs->stats[STAT_TARGETS_LOST], 1);
+	return 0;
+}
+
+/* A target whose last thread exits leaves the map: its slot is free for
+ * another descendant, and its pid, once reused, is not a target. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(target_exit, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	/* signal->live was counted down before the tracepoint (do_exit()). */
+	if (BPF_CORE_READ(task, signal, live.counter) > 0)
+		return 0;
+	bpf_map_delete_elem(&tgids, &tgid);
 	return 0;
 }
 

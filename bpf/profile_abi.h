@@ -194,8 +194,8 @@ enum bp_stat {
 	STAT_LOST_STACK_ERR,	  /* stacks map refused the stack (not full: e.g. -ENOMEM) */
 	STAT_KSTACK_ERR,	  /* kept, kernel stack missing */
 	STAT_USTACK_ERR,	  /* kept, user stack missing */
-	STAT_IDLE,		  /* idle task, excluded (not an error) */
-	STAT_FILTERED,		  /* not a target process (per-task events only) */
+	STAT_IDLE,		  /* idle task (excluded, unless --include-idle) */
+	STAT_FILTERED,		  /* not a target process (-p, -- COMMAND, --cgroup) */
 	STAT_NOTIFY_LOST,	  /* ring buffer full: a process notice dropped */
 	STAT_NEW_KEYS,		  /* samples that took the new-key path (stacks stored) */
 	STAT_HOT_HITS,		  /* samples counted in a per-CPU hot slot (no map lookup) */
@@ -248,6 +248,8 @@ enum bp_stat {
 	STAT_OFFCPU_LOST_OTHER,	     /* lost: a map lookup or the stack store failed */
 	STAT_OFFCPU_KSTACK_ERR,	     /* kept, kernel stack missing */
 	STAT_OFFCPU_USTACK_ERR,	     /* kept, user stack missing */
+	STAT_TARGETS_LOST,	     /* -- COMMAND: processes it forked not followed (tgids full) */
+	STAT_IDLE_KEPT,		     /* --include-idle: idle samples that passed the filters */
 	STAT_MAX,
 };
 

@@ -27,7 +27,8 @@ cache (per-window ratios then swing from 0.35 to 0.7; two apart, the phase
 turns twice a second and evens out).
 
 With --compare OTHER, this build and another bpfprof binary run in pairs the
-same way (alternating which starts first), to judge a change to the program:
+same way (alternating which starts first), to judge a change to the program
+(--compare-pid: both with -p of the CPU-bound workload instead of -a):
   git worktree add /tmp/old HEAD && make -C /tmp/old build/bpfprof
   sudo tools/bench_overhead.py --compare /tmp/old/build/bpfprof --rounds 8
 
@@ -37,7 +38,7 @@ fixed per-sample costs weigh most.
 
 Usage: sudo tools/bench_overhead.py [--seconds 10] [--rounds 3] [--freq 99] [--together]
        [--shape mixed|shallow]
-       [--compare BPFPROF [--compare-args '...']]
+       [--compare BPFPROF [--compare-args '...'] [--compare-pid]]
 Prints a Markdown table (the README has the latest one).
 """
 import argparse
@@ -180,9 +181,20 @@ TOGETHER = [
 ]
 
 
+def proc_cpu(pid):
+    """utime + stime of process pid, in seconds (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except OSError:
+        return 0.0
+
+
 def together_round(F, seconds, members, freqs=None):
-    """{label: (ns per sample, runs)} for members (TOGETHER entries) over one
-    common window; freqs: each member's frequency (default F for all)."""
+    """{label: (ns per sample, runs, its process's CPU seconds)} for members
+    (TOGETHER entries) over one common window; freqs: each member's frequency
+    (default F for all)."""
     procs, ids = [], {}
     freqs = freqs or [F] * len(members)
     try:
@@ -203,8 +215,10 @@ def together_round(F, seconds, members, freqs=None):
                 raise SystemExit(f"bench_overhead: {label} did not start")
         time.sleep(1.0)  # past start-up: first notices, unwind tables
         a = prog_stats_by_id(ids.values())
+        cpu_a = [proc_cpu(p.pid) for p in procs]
         time.sleep(seconds)
         b = prog_stats_by_id(ids.values())
+        cpu_b = [proc_cpu(p.pid) for p in procs]
     finally:
         for p in procs:
             p.send_signal(signal.SIGINT)
@@ -215,9 +229,9 @@ def together_round(F, seconds, members, freqs=None):
                 p.kill()
                 p.wait()
     out = {}
-    for label, pid in ids.items():
+    for i, (label, pid) in enumerate(ids.items()):
         dn, dc = b[pid][1] - a[pid][1], b[pid][2] - a[pid][2]
-        out[label] = (dn / dc if dc else float("nan"), dc)
+        out[label] = (dn / dc if dc else float("nan"), dc, cpu_b[i] - cpu_a[i])
     return out
 
 
@@ -244,14 +258,18 @@ def together(F, seconds, rounds):
               f"{med([n for _, _, n in rs])} |")
 
 
-def compare(F, seconds, rounds, other, extra):
+def compare(F, seconds, rounds, other, extra, target=None):
     """This build and another bpfprof binary at the same time, same options:
-    per-window ratio of their per-sample BPF cost (for judging a change)."""
+    per-window ratio of their per-sample BPF cost (for judging a change), and
+    what that comes to per second (runs x cost: a target's filter runs on
+    every CPU's samples), and each one's own CPU time. target: -p PID
+    instead of -a."""
     # F and F - 2 Hz, swapped every round: at one frequency the two programs'
     # timers keep one phase for a whole window, and whichever runs just after
     # the other finds the task and its stack in the cache. Two apart, the
     # phase turns twice a second and that evens out.
-    args = lambda F: ["-F", str(F), "-a", "-q", "-o", "/dev/null"] + extra
+    args = lambda F: ["-F", str(F)] + (["-p", str(target)] if target else ["-a"]) + \
+        ["-q", "-o", "/dev/null"] + extra
     a = ("this build", lambda f: [str(BPFPROF)] + args(f), "do_sample")
     b = (other, lambda f: [other] + args(f), "do_sample")
     rs = []
@@ -260,14 +278,21 @@ def compare(F, seconds, rounds, other, extra):
             r = together_round(F, seconds, [a, b], [F, F - 2])
         else:
             r = together_round(F, seconds, [b, a], [F, F - 2])
-        rs.append((r[a[0]][0], r[b[0]][0]))
+        rs.append((r[a[0]], r[b[0]]))
     med = lambda xs: sorted(xs)[len(xs) // 2]
-    ratios = [x / y for x, y in rs]
+    ratios = [x[0] / y[0] for x, y in rs]
+    per_s = lambda r: r[0] * r[1] / seconds / 1000  # BPF us per second
     print(f"\n{' '.join(args(F))}: this build vs {other}, {seconds:g} s windows, {rounds} rounds\n")
-    print("| this build ns/sample (median) | other (median) | ratio (median) | per-window ratios |")
-    print("|---:|---:|---:|---|")
-    print(f"| {med([x for x, _ in rs]):,.0f} | {med([y for _, y in rs]):,.0f} | {med(ratios):.2f} "
-          f"| {' / '.join(f'{x:.2f}' for x in ratios)} |")
+    print("| this build ns/sample (median) | other (median) | ratio (median) | per-window ratios "
+          "| BPF us/s this / other (median) | runs per window this / other (median) "
+          "| own CPU ms/s this / other (median) |")
+    print("|---:|---:|---:|---|---:|---:|---:|")
+    print(f"| {med([x[0] for x, _ in rs]):,.0f} | {med([y[0] for _, y in rs]):,.0f} | "
+          f"{med(ratios):.2f} | {' / '.join(f'{x:.2f}' for x in ratios)} | "
+          f"{med([per_s(x) for x, _ in rs]):,.0f} / {med([per_s(y) for _, y in rs]):,.0f} | "
+          f"{med([x[1] for x, _ in rs])} / {med([y[1] for _, y in rs])} | "
+          f"{med([x[2] for x, _ in rs]) / seconds * 1000:.1f} / "
+          f"{med([y[2] for _, y in rs]) / seconds * 1000:.1f} |")
 
 
 def folded_samples(text):
@@ -308,6 +333,8 @@ def main():
                     help="instead: this build against another bpfprof binary, in pairs")
     ap.add_argument("--compare-args", default="",
                     help="extra options for both sides of --compare, e.g. '--unwind fp'")
+    ap.add_argument("--compare-pid", action="store_true",
+                    help="--compare with -p of the CPU-bound workload instead of -a")
     ap.add_argument("--shape", choices=("mixed", "shallow"), default="mixed",
                     help="the workload: mixed (busy: a deep-ish call chain, plus a /dev/zero "
                          "reader; default) or shallow (a two-frame loop built with frame "
@@ -337,7 +364,8 @@ def main():
     try:
         time.sleep(0.5)
         if args.compare:
-            compare(F, S, args.rounds, args.compare, args.compare_args.split())
+            compare(F, S, args.rounds, args.compare, args.compare_args.split(),
+                    workloads[0].pid if args.compare_pid else None)
             return
         if args.together:
             together(F, S, args.rounds)

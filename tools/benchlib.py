@@ -600,3 +600,22 @@ class StallFiles:
     def close(self):
         kill_groups(self.procs)
         self.procs = []
+
+
+class ShortTasks:
+    """build/workloads/shortthreads: a process that works only in threads
+    (mode "thread") or child processes ("fork") of ms milliseconds of CPU
+    each, one after the other - how a tenant would hide its work from
+    per-task events. prefix: e.g. conftest's as_tenant() setpriv line, or
+    ["nice", "-n", "19"] (it must exec the program in place). At the end
+    (close() after secs, or on its own) its stdout says "workers_cpu S"."""
+
+    def __init__(self, exe, secs, ms, mode="thread", prefix=()):
+        self.proc = subprocess.Popen(list(prefix) + [str(exe), str(secs), str(ms), mode],
+                                     stdout=subprocess.PIPE, text=True)
+        self.pid = self.proc.pid
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()

@@ -14,6 +14,7 @@
 void metrics__init(struct metrics *m, uint64_t drain_period_ns)
 {
 	memset(m, 0, sizeof(*m));
+	m->s.effective_hz = -1; /* not measured yet */
 	pthread_mutex_init(&m->lock, NULL);
 	m->started_ns = now_ns();
 	m->drain_period_ns = drain_period_ns;
@@ -87,13 +88,18 @@ int metrics__render(const struct metrics_snapshot *s, uint64_t now, struct sbuf 
 			   "bpfprof_lost_samples_total{reason=\"count_map_full\"} %" PRIu64 "\n"
 			   "bpfprof_lost_samples_total{reason=\"stack_store_failed\"} %" PRIu64 "\n"
 			   "bpfprof_lost_samples_total{reason=\"other\"} %" PRIu64 "\n"
-			   "bpfprof_lost_samples_total{reason=\"throttled\"} %" PRIu64 "\n",
+			   "bpfprof_lost_samples_total{reason=\"throttled\"} %" PRIu64 "\n"
+			   "bpfprof_lost_samples_total{reason=\"timer_late\"} %" PRIu64 "\n",
 			   s->lost_stacks_full, s->lost_counts_full, s->lost_stack_err, s->lost_other,
-			   s->lost_throttled);
-	err |= GAUGE("bpfprof_effective_sample_frequency_hertz",
-		     "Samples per CPU-second the kernel took (below the asked frequency when throttled).",
-		     "%.1f", s->effective_hz);
-	err |= COUNTER("bpfprof_idle_samples_total", "Idle samples excluded.", s->idle);
+			   s->lost_throttled, s->lost_timer_late);
+	/* Measured every 15 s (the first after a second): left out until then. */
+	if (s->effective_hz >= 0)
+		err |= GAUGE("bpfprof_effective_sample_frequency_hertz",
+			     "Samples per busy CPU-second the kernel took, between the last two "
+			     "measurements (below the asked frequency when throttled or late).",
+			     "%.1f", s->effective_hz);
+	err |= COUNTER("bpfprof_idle_samples_total",
+		       "Samples of idle CPUs (excluded unless --include-idle).", s->idle);
 	err |= COUNTER("bpfprof_filtered_samples_total", "Samples of tasks outside the targets.",
 		       s->filtered);
 	err |= COUNTER("bpfprof_user_stack_errors_total",

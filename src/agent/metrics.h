@@ -23,8 +23,9 @@
 struct metrics_snapshot {
 	uint64_t samples;
 	uint64_t lost_stacks_full, lost_counts_full, lost_stack_err, lost_other;
-	uint64_t lost_throttled; /* never taken: the kernel throttled the event */
-	double effective_hz;	 /* samples per CPU-second actually taken */
+	uint64_t lost_throttled;  /* never taken: the kernel throttled the events */
+	uint64_t lost_timer_late; /* never taken: their timer ran late */
+	double effective_hz;	  /* samples per busy CPU-second taken; < 0: not known yet */
 	uint64_t idle, filtered, ustack_errors, notices_lost;
 	/* Stacks in Python's interpreter loop by where their thread's state was found. */
 	uint64_t py_ts_cached, py_ts_tls, py_ts_search, py_ts_miss;

@@ -88,11 +88,7 @@ static int check_fd_limit(const struct options *o, const bool *cpus, int nr_cpus
 	open_now = selfstat__open_fds();
 	if (open_now < 0)
 		return 0;
-	if (o->cmd_is_target)
-		events = 1;
-	else if (o->nr_pids && !cpus)
-		events = o->nr_pids; /* at least one thread each */
-	else if (cpus)
+	if (cpus) /* one event per CPU, whatever the target */
 		for (int i = 0; i < nr_cpus; i++)
 			events += cpus[i];
 	else
@@ -211,7 +207,7 @@ static void on_sym_warn(void *ctx, const char *msg)
 /* --- reporting ------------------------------------------------------------- */
 
 static void print_summary(const struct collector_stats *st, const struct profile *prof,
-			  double secs, uint32_t freq)
+			  double secs, const struct options *o)
 {
 	static const struct {
 		int stat;
@@ -223,6 +219,7 @@ static void print_summary(const struct collector_stats *st, const struct profile
 		{ STAT_LOST_STACK_ERR, "stack store failed" },
 	};
 	uint64_t nlost = 0, samples = st->v[STAT_SAMPLES];
+	struct sampling_window w;
 	struct sbuf sb = { 0 };
 
 	for (size_t i = 0; i < ARRAY_SIZE(lost); i++)
@@ -239,23 +236,39 @@ static void print_summary(const struct collector_stats *st, const struct profile
 		}
 		sbuf_puts(&sb, ")");
 	}
-	/* Below 0.1% it is a late timer on a busy machine, not worth a word here
-	 * (/metrics still counts it). */
-	if (st->throttled && st->throttled * 1000 >= st->expected)
-		sbuf_printf(&sb, ", %" PRIu64 " not taken (throttled)", st->throttled);
+	/* Samples the kernel did not take, beyond what the measurement may be
+	 * off by: samples + not taken is what the profile should have had. */
+	sampling__window(NULL, &st->acct, &w);
+	if (w.kept_not_taken)
+		sbuf_printf(&sb, ", %" PRIu64 " not taken (%s)", w.kept_not_taken,
+			    record__not_taken_cause(&w));
 	sbuf_printf(&sb, "; %zu distinct stacks", profile__nr_stacks(prof));
 	if (log_level() >= LOG_WARN)
 		fprintf(stderr, "bpfprof: %s\n", sb.buf);
 	sbuf_free(&sb);
 	if (nlost)
 		p_hint("raise --max-stacks / --max-entries to keep more distinct stacks");
-	record__warn_throttled(NULL, st, freq);
+	record__warn_not_taken(NULL, st, o->freq);
+	p_debug("sampling: the CPUs' busy time called for %" PRIu64 " samples, %" PRIu64
+		" were taken (the measurement may be off by %" PRIu64 "); the kernel %s",
+		st->acct.expected, st->acct.taken, st->acct.margin,
+		!st->acct.throttles_known ? "could not say whether it throttled the events" :
+		st->acct.throttles	  ? "throttled the events" :
+					    "did not throttle the events");
 	if (st->v[STAT_USTACK_ERR])
 		p_info("%" PRIu64 " samples had no readable user stack (shown as [unknown])",
 		       st->v[STAT_USTACK_ERR]);
-	if (st->v[STAT_IDLE])
+	if (st->v[STAT_IDLE] && !o->include_idle)
 		p_info("%" PRIu64 " idle samples excluded (--include-idle keeps them)",
 		       st->v[STAT_IDLE]);
+	/* Rule: what a target does is counted, or said not to be. */
+	if (st->v[STAT_TARGETS_LOST]) {
+		p_warn("%" PRIu64 " processes '%s' started were not followed (more than %u of its "
+		       "processes at once): their CPU time, and that of what they started, is not "
+		       "in the profile",
+		       st->v[STAT_TARGETS_LOST], o->cmd ? o->cmd[0] : "the command",
+		       st->targets_room);
+	}
 	if (st->missing_stacks)
 		p_warn("%" PRIu64 " counted stacks were missing from the stack map", st->missing_stacks);
 	if (st->v[STAT_KWALK_OK] || st->v[STAT_KWALK_FALLBACK])
@@ -1027,7 +1040,7 @@ static int record__write(struct record *r)
 	record__fill_meta(rc->prof, rc, profile__meta(rc->prof)->start_ns, r->t_stop - r->t_start,
 			  record__lost(&st));
 	profile__meta(rc->prof)->offcpu_lost = record__offcpu_lost(&st);
-	print_summary(&st, rc->prof, (r->t_stop - r->t_start) / 1e9, r->o.freq);
+	print_summary(&st, rc->prof, (r->t_stop - r->t_start) / 1e9, &r->o);
 	if (r->o.offcpu)
 		record__offcpu_summary(&st, rc->prof, r->o.offcpu_min_ns);
 	print_unwind_summary(rc, &st);

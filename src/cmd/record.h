@@ -70,7 +70,8 @@ struct continuous {
 	uint64_t intervals;
 	struct ratelimit write_rl;
 	struct ratelimit throttle_rl;
-	struct collector_stats throttle_at; /* at the last throttling warning */
+	struct collector_stats throttle_at; /* at the last "not taken" warning */
+	uint64_t not_taken_seen;	    /* the measurement last looked at (acct.at_ns) */
 };
 
 /* The status line on a terminal (record.c). */
@@ -160,14 +161,17 @@ void record__fill_meta(struct profile *p, const struct record_ctx *rc, uint64_t 
 uint64_t record__lost(const struct collector_stats *st);
 /* -v: the symbolizer's two lines of statistics (names, symbol tables). */
 void record__symbolizer_stats(const struct record_ctx *rc);
-/*
- * Warns when the kernel took noticeably fewer samples than asked between
- * stats `from` (NULL: the start) and `to`: how many, the effective rate, why.
- * True if it warned.
- */
 /* kernel.perf_event_max_sample_rate now (UINT64_MAX if unreadable). */
 uint64_t record__max_sample_rate(void);
-bool record__warn_throttled(const struct collector_stats *from, const struct collector_stats *to,
+/* Why samples were not taken, as "N not taken (WHY)" says it. */
+const char *record__not_taken_cause(const struct sampling_window *w);
+/*
+ * Warns when the kernel took fewer of the profile's samples than it should
+ * have, beyond what the measurement may be off by (collector/sampling.h),
+ * between stats `from` (NULL: the start) and `to`: how many, the rate
+ * reached, why. True if it warned.
+ */
+bool record__warn_not_taken(const struct collector_stats *from, const struct collector_stats *to,
 			    uint32_t freq);
 /* --off-cpu: waits the kernel could not count, every reason summed. */
 uint64_t record__offcpu_lost(const struct collector_stats *st);

@@ -428,33 +428,40 @@ uint64_t record__max_sample_rate(void)
 	return max;
 }
 
-bool record__warn_throttled(const struct collector_stats *from, const struct collector_stats *to,
+const char *record__not_taken_cause(const struct sampling_window *w)
+{
+	if (w->throttled)
+		return "throttled";
+	return w->throttles_known ? "timer late" : "throttled or timer late";
+}
+
+bool record__warn_not_taken(const struct collector_stats *from, const struct collector_stats *to,
 			    uint32_t freq)
 {
-	static const struct collector_stats zero;
-	uint64_t expected, taken, throttled, running, max;
+	struct sampling_window w;
+	uint64_t expected, max;
 
-	if (!from)
-		from = &zero;
-	expected = to->expected - from->expected;
-	taken = to->taken - from->taken;
-	throttled = to->throttled > from->throttled ? to->throttled - from->throttled : 0;
-	running = to->running_ns - from->running_ns;
-	/* Under 1% is timer jitter, not worth a line. */
-	if (!throttled || throttled * 100 < expected || !running)
+	sampling__window(from ? &from->acct : NULL, &to->acct, &w);
+	if (!w.kept_not_taken)
 		return false;
+	expected = w.kept + w.kept_not_taken;
 	p_warn("the kernel took %" PRIu64 " of %" PRIu64 " samples (%.0f Hz per CPU, not %u): "
-	       "%" PRIu64 " not taken, counted as lost (throttled)",
-	       taken, expected, taken * 1e9 / running, freq, throttled);
+	       "%" PRIu64 " not taken, counted as lost (%s)",
+	       w.kept, expected, (double)freq * w.kept / expected, freq, w.kept_not_taken,
+	       record__not_taken_cause(&w));
 	max = record__max_sample_rate();
-	if (max < freq)
+	if (w.throttled)
 		p_hint("the kernel throttles sampling above kernel.perf_event_max_sample_rate "
 		       "(now %" PRIu64 "; it lowers it when samples take too long): use a lower -F",
 		       max);
-	else
-		p_hint("the sampling timer ran late or was throttled: the machine (or its "
-		       "hypervisor) was too busy for -F %u; use a lower -F",
+	else if (w.throttles_known)
+		p_hint("the sampling timer ran late: the machine (or its hypervisor) was too "
+		       "busy for -F %u; use a lower -F",
 		       freq);
+	else
+		p_hint("the sampling timer ran late or was throttled (above "
+		       "kernel.perf_event_max_sample_rate, now %" PRIu64 "): use a lower -F",
+		       max);
 	return true;
 }
 

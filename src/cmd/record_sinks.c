@@ -223,20 +223,31 @@ void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct
 	size_t procs, files;
 
 	collector__stats(col, &st);
-	/* A throttled kernel is said once a minute, with that minute's figures. */
-	if (st.throttled > ct->throttle_at.throttled) {
+	/* Samples not taken are said at most once a minute, with the figures
+	 * since the last warning; looked at once per measurement. */
+	if (st.acct.at_ns != ct->not_taken_seen) {
 		unsigned long suppressed;
 		struct ratelimit probe = ct->throttle_rl;
 
+		ct->not_taken_seen = st.acct.at_ns;
 		if (ratelimit__pass(&probe, 60, &suppressed) &&
-		    record__warn_throttled(&ct->throttle_at, &st, rc->o->freq)) {
+		    record__warn_not_taken(&ct->throttle_at, &st, rc->o->freq)) {
 			ct->throttle_rl = probe;
 			ct->throttle_at = st;
 		}
 	}
 	m.samples = st.v[STAT_SAMPLES];
-	m.lost_throttled = st.throttled;
-	m.effective_hz = st.running_ns ? st.taken * 1e9 / st.running_ns : 0;
+	m.lost_throttled = st.not_taken_throttled;
+	m.lost_timer_late = st.not_taken_late;
+	/* The rate reached between the last two measurements (the first: since
+	 * the start); none before the first, nor without busy time. */
+	m.effective_hz = -1;
+	if (st.acct.at_ns) {
+		struct sampling_window w;
+
+		sampling__window(st.acct_prev.at_ns ? &st.acct_prev : NULL, &st.acct, &w);
+		m.effective_hz = w.rate_hz;
+	}
 	m.lost_stacks_full = st.v[STAT_LOST_STACKS_FULL];
 	m.lost_counts_full = st.v[STAT_LOST_COUNTS_FULL];
 	m.lost_stack_err = st.v[STAT_LOST_STACK_ERR];

@@ -56,6 +56,7 @@
 #include "unwind/korc_cache.h"
 #include "unwind/unwinder.h"
 #include "base/util.h"
+#include "collector/sampling.h"
 #include "collector/slotset.h"
 #include "proc/procfs.h"
 #include "kread.skel.h"
@@ -66,10 +67,14 @@ struct collector {
 	struct profile_bpf *skel;
 	struct ring_buffer *rb;
 	struct event {
-		int fd; /* perf event */
+		int fd; /* perf event; -1 once closed (the figures below stay) */
 		struct bpf_link *link;
-		int cpu;	   /* of a per-CPU event; -1 for a per-task one */
-		uint64_t off_base; /* its CPU's idle + iowait + steal ticks at attach */
+		int cpu;
+		struct perf_event_mmap_page *ring; /* its records (event_ring()), or NULL */
+		uint64_t throttles;		   /* ... of throttling, seen so far */
+		uint64_t run_ns;		   /* running time, at the last read */
+		uint64_t off_base, steal_base;	   /* its CPU's /proc/stat ticks at attach */
+		uint64_t off, steal;		   /* ... at the last read */
 	} *events;
 	size_t nr_events, cap_events;
 	uint32_t active;   /* mirror of bss->active_buf */
@@ -85,15 +90,21 @@ struct collector {
 	 * count - an IPI to its CPU - and /proc/stat). */
 	struct collector_stats last_stats;
 	uint64_t last_stats_ns;
-	/* The throttling figures (every event's count read, and /proc/stat)
-	 * are taken at most every THROTTLE_EVERY_NS while sampling: each time
-	 * costs tens of us of CPU (2 CPUs: a cold /proc/stat read ~55 us,
-	 * the event reads ~20-35 more), a good part of a bpfprof top refresh. */
-	uint64_t throttle_ns, th_expected, th_taken, th_throttled, th_running;
-	/* Events already closed: what they should have sampled, how long they ran. */
-	uint64_t expected_closed, running_closed, slack_closed;
-	bool per_cpu_closed;
-	uint64_t *off_now; /* per-CPU events: idle + iowait + steal ticks by CPU, or NULL */
+	/* What the events took against what they should have (measure()):
+	 * measured once sampling has run a second, then at most every
+	 * MEASURE_EVERY_NS while sampling: each time costs tens of us of CPU
+	 * (2 CPUs: a cold /proc/stat read ~55 us, the event reads ~20-35
+	 * more), a good part of a bpfprof top refresh. The last measurement,
+	 * the one before, and the profile's samples not taken by cause. */
+	struct sampling_figures acct, acct_prev;
+	uint64_t attach_ns;
+	uint64_t not_taken_throttled, not_taken_late;
+	uint64_t *off_now, *steal_now; /* /proc/stat by CPU: idle + iowait, steal; or NULL */
+	struct target_cpu {	       /* -p: each target's CPU time (ticks) */
+		uint32_t pid;
+		uint64_t start;	       /* its start time: the same process */
+		uint64_t base, last;   /* at attach, at the last read */
+	} *tcpu;
 	/* Count slots (profile_abi.h): the arrays' mmaps, and what the drain
 	 * knows of the active set's slots. */
 	struct bp_slot_region *slot_next;
@@ -128,6 +139,7 @@ struct collector {
 	size_t cpu_state_len;
 	bool always_flip;	/* tests: every drain flips (BPFPROF_TEST_ALWAYS_FLIP) */
 	struct bpf_link *offcpu_links[2]; /* --off-cpu: sched_switch, sched_process_fork */
+	struct bpf_link *target_links[2]; /* -p, -- COMMAND: sched_process_exit, ..._fork */
 	uint64_t offcpu_carried;
 };
 
@@ -697,7 +709,7 @@ static int skel_configure(struct collector *c, const struct load_attempt *a,
 	const struct collector_opts *opts = &c->opts;
 	struct profile_bpf *s = c->skel;
 
-	s->rodata->filter_tgids = opts->nr_pids > 0;
+	s->rodata->filter_tgids = opts->nr_pids > 0 || opts->child;
 	s->rodata->drop_kernel = opts->drop_kernel;
 	s->rodata->drop_user = opts->drop_user;
 	s->rodata->include_idle = opts->include_idle;
@@ -714,7 +726,17 @@ static int skel_configure(struct collector *c, const struct load_attempt *a,
 		bpf_map__set_max_entries(s->maps.stacks_0, opts->max_stacks);
 		bpf_map__set_max_entries(s->maps.stacks_1, opts->max_stacks);
 	}
-	bpf_map__set_max_entries(s->maps.tgids, opts->nr_pids ? opts->nr_pids : 1);
+	/* A command's descendants come and go: room for many alive at once.
+	 * Tests: a smaller room (BPFPROF_TEST_TARGETS_MAX). */
+	if (opts->child) {
+		const char *t = getenv("BPFPROF_TEST_TARGETS_MAX");
+
+		bpf_map__set_max_entries(s->maps.tgids, t ? (uint32_t)atoi(t) : TARGETS_FOLLOWED_MAX);
+	} else {
+		bpf_map__set_max_entries(s->maps.tgids, opts->nr_pids ? opts->nr_pids : 1);
+	}
+	bpf_program__set_autoload(s->progs.target_fork, opts->child != 0);
+	bpf_program__set_autoload(s->progs.target_exit, opts->nr_pids || opts->child);
 	c->ncpu = libbpf_num_possible_cpus();
 	if (c->ncpu <= 0 || bpf_map__set_max_entries(s->maps.cpu_state, c->ncpu)) {
 		errmsg_set(em, -EINVAL, "cannot size the per-CPU state map");
@@ -1088,19 +1110,23 @@ static int slots_fill(struct collector *c, struct errmsg *em)
 	return err;
 }
 
-/* The -p and --cgroup filters. */
+/* The -p, -- COMMAND and --cgroup filters. */
 static int filters_fill(struct collector *c, struct errmsg *em)
 {
 	const struct collector_opts *opts = &c->opts;
+	uint32_t child = (uint32_t)opts->child;
 	int err;
 
-	for (uint32_t i = 0; i < opts->nr_pids; i++) {
+	for (uint32_t i = 0; i <= opts->nr_pids; i++) {
+		const uint32_t *pid = i < opts->nr_pids ? &opts->pids[i] : &child;
 		uint8_t one = 1;
 
-		if (bpf_map__update_elem(c->skel->maps.tgids, &opts->pids[i], sizeof(uint32_t),
-					 &one, sizeof(one), BPF_ANY)) {
+		if (!*pid)
+			continue;
+		if (bpf_map__update_elem(c->skel->maps.tgids, pid, sizeof(*pid), &one, sizeof(one),
+					 BPF_ANY)) {
 			err = -errno;
-			errmsg_set(em, err, "cannot add pid %u to the filter: %s", opts->pids[i],
+			errmsg_set(em, err, "cannot add pid %u to the filter: %s", *pid,
 				   strerror(-err));
 			return err;
 		}
@@ -1219,7 +1245,7 @@ out_free:
 	return NULL;
 }
 
-static int perf_event_open_cpu_clock(uint32_t freq, pid_t pid, int cpu, bool inherit)
+static int perf_event_open_cpu_clock(uint32_t freq, int cpu)
 {
 	struct perf_event_attr attr;
 
@@ -1229,24 +1255,73 @@ static int perf_event_open_cpu_clock(uint32_t freq, pid_t pid, int cpu, bool inh
 	attr.config = PERF_COUNT_SW_CPU_CLOCK;
 	attr.freq = 1;
 	attr.sample_freq = freq;
-	attr.inherit = inherit;
-	/* How long the event ran: what it should have sampled (see event_expected). */
-	attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-	return syscall(__NR_perf_event_open, &attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	attr.disabled = 1; /* enabled once the program is attached: no run unseen */
+	/* How long the event ran: what it should have sampled (measure()). */
+	attr.read_format = PERF_FORMAT_TOTAL_TIME_RUNNING;
+	return syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
 /*
- * Idle, iowait and steal ticks (USER_HZ) of every CPU from /proc/stat, the
- * kernel's: time in which a CPU ran nothing of its own. 0 or -errno.
+ * The event's ring: the kernel writes a PERF_RECORD_THROTTLE there each
+ * time it throttles the event (and UNTHROTTLE when it lets it go). Nothing
+ * else: the program returns 0, so no sample is written. One data page; a
+ * full ring drops records, and says how many (PERF_RECORD_LOST). NULL if it
+ * cannot be had (locked memory): whether the kernel throttled is unknown.
  */
-static int read_off_ticks(uint64_t *ticks, int n)
+static struct perf_event_mmap_page *event_ring(int fd)
+{
+	void *p = mmap(NULL, 2 * (size_t)getpagesize(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Counts the throttling records that came since the last call, and lets them go. */
+static void event_throttles(struct event *e)
+{
+	struct perf_event_mmap_page *m = e->ring;
+	const unsigned char *data;
+	uint64_t head, tail, size;
+
+	if (!m)
+		return;
+	data = (const unsigned char *)m + getpagesize();
+	size = (uint64_t)getpagesize();
+	head = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE);
+	/* Records are 8-byte aligned in a ring of whole pages: a header, and
+	 * each u64 field, lies in one piece. */
+	for (tail = m->data_tail; tail < head;) {
+		struct perf_event_header h;
+
+		memcpy(&h, data + tail % size, sizeof(h));
+		if (h.size < sizeof(h))
+			break; /* cannot happen; never spin */
+		if (h.type == PERF_RECORD_THROTTLE) {
+			e->throttles++;
+		} else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(h) + 16) {
+			uint64_t lost;
+
+			memcpy(&lost, data + (tail + sizeof(h) + 8) % size, sizeof(lost));
+			e->throttles += (lost + 1) / 2; /* throttle, unthrottle, ... */
+		}
+		tail += h.size;
+	}
+	__atomic_store_n(&m->data_tail, head, __ATOMIC_RELEASE);
+}
+
+/*
+ * Idle + iowait and steal ticks (USER_HZ) of every CPU from /proc/stat: time
+ * in which a CPU ran nothing, and time the hypervisor ran something else.
+ * 0 or -errno.
+ */
+static int read_cpu_ticks(uint64_t *off, uint64_t *steal, int n)
 {
 	char *buf, *line, *save = NULL;
 	int err = read_file("/proc/stat", 1 << 20, &buf, NULL);
 
 	if (err)
 		return err;
-	memset(ticks, 0, (size_t)n * sizeof(*ticks));
+	memset(off, 0, (size_t)n * sizeof(*off));
+	memset(steal, 0, (size_t)n * sizeof(*steal));
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		unsigned long long cpu, v[8];
 
@@ -1256,57 +1331,39 @@ static int read_off_ticks(uint64_t *ticks, int n)
 		if (sscanf(line + 3, "%llu %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0],
 			   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) != 9)
 			continue;
-		if (cpu < (unsigned long long)n)
-			ticks[cpu] = v[3] + v[4] + v[7];
+		if (cpu < (unsigned long long)n) {
+			off[cpu] = v[3] + v[4];
+			steal[cpu] = v[7];
+		}
 	}
 	free(buf);
 	return 0;
 }
 
-static uint64_t clk_tck(void)
+static uint64_t tick_ns(void)
 {
 	long t = sysconf(_SC_CLK_TCK);
 
-	return t > 0 ? (uint64_t)t : 100;
+	return 1000000000ULL / (t > 0 ? (uint64_t)t : 100);
 }
 
-/*
- * Samples event e should have taken so far (and the time that counts). The
- * kernel turns cpu-clock's frequency into a fixed hrtimer period of
- * 1e9 / F ns (at least 10 us), so every period the event ran is one sample,
- * unless the kernel throttled the event (more than
- * perf_event_max_sample_rate / HZ samples in a tick: the timer stops until
- * the next tick) or the timer ran late. A per-CPU event runs while its CPU
- * is idle too, but the kernel takes few or no samples of an idle CPU (none
- * at all on some), and none while the hypervisor has the CPU (steal): that
- * time is taken out, from /proc/stat (off: idle + iowait + steal ticks now,
- * NULL if unknown). An inherited per-task event counts its children's time.
- */
-static uint64_t event_expected(const struct event *e, const uint64_t *off, uint64_t period_ns,
-			       uint64_t *busy_ns)
-{
-	uint64_t v[3], run; /* value, time enabled, time running */
-
-	if (read(e->fd, v, sizeof(v)) != (ssize_t)sizeof(v))
-		return 0;
-	run = v[2];
-	if (e->cpu >= 0) {
-		uint64_t idle;
-
-		if (!off)
-			return 0; /* unknown: nothing is claimed */
-		idle = (off[e->cpu] - MIN(off[e->cpu], e->off_base)) * (1000000000ULL / clk_tck());
-		run = run > idle ? run - idle : 0;
-	}
-	*busy_ns += run;
-	return run / period_ns;
-}
-
+/* The events' period: the kernel turns cpu-clock's frequency into a fixed
+ * hrtimer period of 1e9 / F ns, at least 10 us. */
 static uint64_t period_of(uint32_t freq)
 {
 	uint64_t p = freq ? 1000000000ULL / freq : 1000000000ULL;
 
 	return p < 10000 ? 10000 : p;
+}
+
+/* Event e's running time now (its last one once closed). */
+static uint64_t event_run_ns(struct event *e)
+{
+	uint64_t v[2]; /* value, time running */
+
+	if (e->fd >= 0 && read(e->fd, v, sizeof(v)) == (ssize_t)sizeof(v))
+		e->run_ns = v[1];
+	return e->run_ns;
 }
 
 static int add_event(struct collector *c, int pfd, struct errmsg *em, const char *what)
@@ -1369,12 +1426,24 @@ static int attach_cpus(struct collector *c, struct errmsg *em)
 		errmsg_set(em, nr, "cannot count the possible CPUs: %s", strerror(-nr));
 		return nr;
 	}
+	/* Where the CPUs' idle and steal time stand (measure()): read before
+	 * the events start, so idle time they never ran in only makes what
+	 * they should take smaller. */
+	c->off_now = calloc((size_t)nr, sizeof(*c->off_now));
+	c->steal_now = calloc((size_t)nr, sizeof(*c->steal_now));
+	if (!c->off_now || !c->steal_now || read_cpu_ticks(c->off_now, c->steal_now, nr)) {
+		free(c->off_now);
+		free(c->steal_now);
+		c->off_now = c->steal_now = NULL;
+	}
+	c->attach_ns = now_ns();
 	for (int cpu = 0; cpu < nr; cpu++) {
+		struct event *e;
 		int pfd, err;
 
 		if (c->opts.cpus && (cpu >= c->opts.nr_cpus || !c->opts.cpus[cpu]))
 			continue;
-		pfd = perf_event_open_cpu_clock(c->opts.freq, -1, cpu, false);
+		pfd = perf_event_open_cpu_clock(c->opts.freq, cpu);
 		if (pfd < 0) {
 			err = -errno;
 			if (err == -ENODEV || !cpu_online(cpu))
@@ -1387,16 +1456,14 @@ static int attach_cpus(struct collector *c, struct errmsg *em)
 		err = add_event(c, pfd, em, what);
 		if (err)
 			return err;
-		c->events[c->nr_events - 1].cpu = cpu;
+		e = &c->events[c->nr_events - 1];
+		e->cpu = cpu;
+		e->ring = event_ring(pfd);
+		if (c->off_now) {
+			e->off_base = e->off = c->off_now[cpu];
+			e->steal_base = e->steal = c->steal_now[cpu];
+		}
 	}
-	/* Where the CPUs' idle time stands now: see event_expected(). */
-	c->off_now = calloc((size_t)nr, sizeof(*c->off_now));
-	if (c->off_now && read_off_ticks(c->off_now, nr)) {
-		free(c->off_now);
-		c->off_now = NULL;
-	}
-	for (size_t i = 0; c->off_now && i < c->nr_events; i++)
-		c->events[i].off_base = c->off_now[c->events[i].cpu];
 	if (!c->nr_events) {
 		errmsg_set(em, -ENODEV, "none of the selected CPUs is online");
 		errmsg_hint(em, "check -C against /sys/devices/system/cpu/online");
@@ -1406,67 +1473,31 @@ static int attach_cpus(struct collector *c, struct errmsg *em)
 }
 
 /*
- * Opens an inherited per-task event on every thread of tgid. New threads of
- * threads that have an event inherit it; the task list is re-read until no
- * thread is missing, closing the race with threads created meanwhile.
+ * Targets (-p, -- COMMAND) are kept in the tgids map by the sampler's filter;
+ * these keep the map right: the command's new processes join it, exited
+ * processes leave it. Attached before the events, and before the command
+ * runs, so no descendant escapes.
  */
-static int attach_process(struct collector *c, uint32_t tgid, struct htab *done,
-			  struct errmsg *em)
+static int attach_targets(struct collector *c, struct errmsg *em)
 {
-	/* Threads per round; a process with more gets the rest in the next rounds. */
-	enum { TIDS_MAX = 4096 };
-	uint32_t *tids = malloc(TIDS_MAX * sizeof(*tids));
-	char what[48];
-	bool added;
-	int rounds = 0, err = 0;
+	struct bpf_program *progs[2] = { c->skel->progs.target_exit, c->skel->progs.target_fork };
+	static const char *const what[2] = { "sched_process_exit", "sched_process_fork" };
 
-	if (!tids) {
-		errmsg_set(em, -ENOMEM, "out of memory");
-		return -ENOMEM;
+	for (int i = 0; i < 2; i++) {
+		int err;
+
+		if (!bpf_program__autoload(progs[i]))
+			continue;
+		c->target_links[i] = bpf_program__attach(progs[i]);
+		if (!c->target_links[i]) {
+			err = -errno;
+			errmsg_set(em, err, "attaching the program that follows the targets to the %s tracepoint failed: %s",
+				   what[i], strerror(-err));
+			errmsg_hint(em, "-p and -- COMMAND need BTF-typed tracepoints (tp_btf, Linux 5.5+)");
+			return err;
+		}
 	}
-	do {
-		size_t n;
-
-		added = false;
-		if (procfs__tasks("/proc", tgid, tids, TIDS_MAX, &n)) {
-			if (!rounds) {
-				errmsg_set(em, -ESRCH, "process %u does not exist", tgid);
-				errmsg_hint(em, "check the pid with ps");
-				err = -ESRCH;
-			}
-			break; /* else: exited meanwhile, nothing more to sample */
-		}
-		for (size_t i = 0; i < n && !err; i++) {
-			uint64_t tid = tids[i];
-			bool created;
-			int pfd;
-
-			if (!htab__upsert(done, &tid, sizeof(tid), &created)) {
-				errmsg_set(em, -ENOMEM, "out of memory");
-				err = -ENOMEM;
-				break;
-			}
-			if (!created)
-				continue;
-			pfd = perf_event_open_cpu_clock(c->opts.freq, (pid_t)tid, -1, true);
-			if (pfd < 0) {
-				err = -errno;
-				if (err == -ESRCH) {
-					err = 0;
-					continue; /* thread exited */
-				}
-				snprintf(what, sizeof(what), "thread %u of process %u", (uint32_t)tid,
-					 tgid);
-				perf_open_error(em, err, what);
-				break;
-			}
-			snprintf(what, sizeof(what), "thread %u", (uint32_t)tid);
-			err = add_event(c, pfd, em, what);
-			added = !err;
-		}
-	} while (!err && added && ++rounds < 100);
-	free(tids);
-	return err;
+	return 0;
 }
 
 static int handle_event(void *ctx, void *data, size_t size)
@@ -1478,6 +1509,8 @@ static int handle_event(void *ctx, void *data, size_t size)
 	c->proc_fn(c->proc_ctx, data);
 	return 0;
 }
+
+static size_t targets_read(struct collector *c, bool base);
 
 int collector__attach(struct collector *c, struct errmsg *em)
 {
@@ -1492,29 +1525,23 @@ int collector__attach(struct collector *c, struct errmsg *em)
 		return err;
 	}
 
-	if (c->opts.child) {
-		char what[48];
-		int pfd = perf_event_open_cpu_clock(c->opts.freq, c->opts.child, -1, true);
-
-		snprintf(what, sizeof(what), "the command (pid %d)", (int)c->opts.child);
-		if (pfd < 0) {
-			err = -errno;
-			perf_open_error(em, err, what);
-		} else {
-			err = add_event(c, pfd, em, what);
-		}
-	} else if (c->opts.nr_pids && !c->opts.cpus) {
-		struct htab *done = htab__new();
-
-		if (!done) {
-			errmsg_set(em, -ENOMEM, "out of memory");
-			err = -ENOMEM;
-		}
-		for (size_t i = 0; done && i < c->opts.nr_pids && !err; i++)
-			err = attach_process(c, c->opts.pids[i], done, em);
-		htab__free(done);
-	} else {
+	/* Per-CPU events for every target: -p and -- COMMAND keep their
+	 * processes with the program's filter (tgids). */
+	err = attach_targets(c, em);
+	if (!err)
 		err = attach_cpus(c, em);
+	/* -p on every CPU: the targets' samples are held against their CPU
+	 * time (measure()); under -C they may run where nothing samples. */
+	if (!err && c->opts.nr_pids && !c->opts.cpus) {
+		c->tcpu = calloc(c->opts.nr_pids, sizeof(*c->tcpu));
+		for (size_t i = 0; c->tcpu && i < c->opts.nr_pids; i++)
+			c->tcpu[i].pid = c->opts.pids[i];
+		/* Sampling runs (the filter has them): gone already, all of them? */
+		if (c->tcpu && !targets_read(c, true)) {
+			errmsg_set(em, -ESRCH, "process %u does not exist", c->opts.pids[0]);
+			errmsg_hint(em, "check the pid with ps");
+			err = -ESRCH;
+		}
 	}
 	if (!err)
 		err = offcpu_attach(c, em);
@@ -1876,45 +1903,140 @@ int collector__drain(struct collector *c, collector_known_fn known, collector_sa
 	return err;
 }
 
-/*
- * Samples the events should have taken against the program's runs (every
- * run counts as a sample, idle or filtered or not): the difference is what
- * the kernel did not take. Each event may be one period off at the moment
- * of reading (a timer about to fire, a sample in flight), so that much is
- * not counted.
- */
-static void throttle_stats(struct collector *c, struct collector_stats *st)
+/* The program's counters on one CPU (the values of its cpu_state). */
+static bool cpu_counters(struct collector *c, int cpu, uint64_t *v)
 {
-	uint64_t period = period_of(c->opts.freq), slack = 0;
-	bool per_cpu = false;
-	int ncpu = c->ncpu;
+	size_t vsz = bpf_map__value_size(c->skel->maps.cpu_state);
+	uint32_t key = cpu;
+	void *buf;
 
-	if (c->off_now && c->nr_events && read_off_ticks(c->off_now, ncpu)) {
-		free(c->off_now);
-		c->off_now = NULL;
+	if (c->cpu_state) {
+		/* The program's counters: aligned 8-byte loads; stats[] is the value's first member. */
+		const volatile uint64_t *p =
+			(const volatile uint64_t *)((const char *)c->cpu_state + (size_t)cpu * vsz);
+
+		for (uint32_t i = 0; i < STAT_MAX; i++)
+			v[i] = p[i];
+		return true;
 	}
-	st->expected = c->expected_closed;
-	st->running_ns = c->running_closed;
-	for (size_t i = 0; i < c->nr_events; i++) {
-		per_cpu |= c->events[i].cpu >= 0;
-		st->expected +=
-			event_expected(&c->events[i], c->off_now, period, &st->running_ns);
+	buf = malloc(vsz);
+	if (!buf || bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.cpu_state), &key, buf)) {
+		free(buf);
+		return false;
 	}
-	/* What the events took: the program's runs, but on per-CPU events only
-	 * its runs in a task, as the idle time is not expected either. */
-	st->taken = st->v[STAT_SAMPLES] + st->v[STAT_FILTERED];
-	if (!per_cpu && !c->per_cpu_closed)
-		st->taken += st->v[STAT_IDLE];
-	/* A period per event may be pending at any moment; per-CPU events also
-	 * carry /proc/stat's tick resolution, two ticks' worth of samples. */
+	memcpy(v, buf, STAT_MAX * sizeof(*v));
+	free(buf);
+	return true;
+}
+
+/*
+ * -p: reads the targets' CPU time (/proc/PID/stat: every thread's, the exited
+ * ones' too). A target that has exited, or whose pid names another process
+ * now, keeps its last reading. With base, where they stand at attach.
+ */
+static size_t targets_read(struct collector *c, bool base)
+{
+	size_t found = 0;
+
+	if (!c->tcpu)
+		return 0;
+	for (size_t i = 0; i < c->opts.nr_pids; i++) {
+		struct target_cpu *t = &c->tcpu[i];
+		struct proc_stat ps;
+		char rel[16];
+
+		snprintf(rel, sizeof(rel), "%u", t->pid);
+		if (procfs__stat("/proc", rel, &ps) || (!base && ps.start_time != t->start))
+			continue;
+		t->last = ps.utime + ps.stime;
+		if (base) {
+			t->base = t->last;
+			t->start = ps.start_time;
+		}
+		found++;
+	}
+	return found;
+}
+
+/*
+ * What the events took against what they should have (collector/sampling.h),
+ * CPU by CPU, since attach. Read in this order - the events' running times,
+ * /proc/stat, the program's counters - so a sample or an idle tick that comes
+ * meanwhile only makes the shortfall smaller. Once the events are closed,
+ * their last figures (collector__detach() read them after stopping them).
+ */
+static void measure(struct collector *c, bool read_targets)
+{
+	struct sampling_sum sum = { 0 };
+	uint64_t period = period_of(c->opts.freq), tick = tick_ns(), throttles = 0;
+	uint64_t v[STAT_MAX];
+	bool rings = c->nr_events > 0;
+
+	if (read_targets)
+		targets_read(c, false);
 	for (size_t i = 0; i < c->nr_events; i++)
-		slack += 2 + (c->events[i].cpu >= 0 ? 2 * (c->opts.freq / clk_tck() + 1) : 0);
-	slack += c->slack_closed;
-	st->throttled = st->expected > st->taken + slack ? st->expected - st->taken - slack : 0;
+		event_run_ns(&c->events[i]);
+	if (c->sampling && c->off_now && read_cpu_ticks(c->off_now, c->steal_now, c->ncpu)) {
+		free(c->off_now);
+		free(c->steal_now);
+		c->off_now = c->steal_now = NULL;
+	}
+	for (size_t i = 0; i < c->nr_events; i++) {
+		struct event *e = &c->events[i];
+		struct sampling_cpu cpu = { .run_ns = e->run_ns };
+
+		if (c->sampling && c->off_now && e->cpu < c->ncpu) {
+			e->off = c->off_now[e->cpu];
+			e->steal = c->steal_now[e->cpu];
+		}
+		if (!c->off_now && c->sampling)
+			continue; /* idle time unknown: nothing is claimed */
+		if (e->cpu >= c->ncpu || !cpu_counters(c, e->cpu, v))
+			continue;
+		cpu.off_ns = (e->off - MIN(e->off, e->off_base)) * tick;
+		cpu.steal_ns = (e->steal - MIN(e->steal, e->steal_base)) * tick;
+		cpu.idle = v[STAT_IDLE];
+		/* Idle samples kept by --include-idle are in SAMPLES or FILTERED. */
+		cpu.busy = v[STAT_SAMPLES] + v[STAT_FILTERED] -
+			   (c->opts.include_idle ? MIN(v[STAT_IDLE], v[STAT_SAMPLES] + v[STAT_FILTERED]) : 0);
+		cpu.kept = v[STAT_SAMPLES];
+		cpu.kept_busy = v[STAT_SAMPLES] - MIN(v[STAT_IDLE_KEPT], v[STAT_SAMPLES]);
+		sampling__add(&sum, &cpu, period, tick);
+		event_throttles(e);
+		throttles += e->throttles;
+		rings &= e->ring != NULL;
+	}
+	c->acct_prev = c->acct;
+	sampling__figures(&c->acct, &sum);
+	c->acct.at_ns = now_ns();
+	c->acct.throttles = throttles;
+	c->acct.throttles_known = rings;
+	c->acct.period_ns = period;
+	if (c->tcpu) {
+		c->acct.kept_cpu_known = true;
+		for (size_t i = 0; i < c->opts.nr_pids; i++) {
+			const struct target_cpu *t = &c->tcpu[i];
+
+			c->acct.kept_cpu_ns += (t->last - MIN(t->last, t->base)) * tick;
+			/* user and system time, each truncated at both reads */
+			c->acct.kept_cpu_margin += 2 * ((tick + period - 1) / period);
+		}
+	}
+	if (c->acct_prev.at_ns) {
+		struct sampling_window w;
+
+		/* The profile's samples not taken, by cause, window by window. */
+		sampling__window(&c->acct_prev, &c->acct, &w);
+		if (w.throttled)
+			c->not_taken_throttled += w.kept_not_taken;
+		else
+			c->not_taken_late += w.kept_not_taken;
+	}
 }
 
 #define STATS_REUSE_NS	   (50ull * 1000000)
-#define THROTTLE_EVERY_NS (15000ull * 1000000)
+#define MEASURE_FIRST_NS   (1000ull * 1000000)
+#define MEASURE_EVERY_NS   (15000ull * 1000000)
 
 void collector__stats(struct collector *c, struct collector_stats *st)
 {
@@ -1937,39 +2059,23 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->stacks_read = c->stacks_read;
 	st->flips = c->flips;
 	st->nr_events = c->nr_events;
+	st->targets_room = c->opts.child ? bpf_map__max_entries(c->skel->maps.tgids) : 0;
 	for (int cpu = 0; cpu < c->ncpu; cpu++) {
-		size_t vsz = bpf_map__value_size(c->skel->maps.cpu_state);
-		const volatile uint64_t *v; /* the program's counters: aligned 8-byte loads */
-		void *buf = NULL;
-		uint32_t key = cpu;
+		uint64_t v[STAT_MAX];
 
-		if (c->cpu_state) {
-			v = (const volatile uint64_t *)((const char *)c->cpu_state + (size_t)cpu * vsz);
-		} else {
-			buf = malloc(vsz);
-			if (!buf || bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.cpu_state), &key, buf)) {
-				free(buf);
-				continue;
-			}
-			v = buf;
-		}
+		if (!cpu_counters(c, cpu, v))
+			continue;
 		for (uint32_t i = 0; i < STAT_MAX; i++)
-			st->v[i] += v[i]; /* stats[] is the value's first member */
-		free(buf);
+			st->v[i] += v[i];
 	}
-	if (!c->throttle_ns || now - c->throttle_ns >= THROTTLE_EVERY_NS) {
-		throttle_stats(c, st);
-		c->throttle_ns = now;
-		c->th_expected = st->expected;
-		c->th_taken = st->taken;
-		c->th_throttled = st->throttled;
-		c->th_running = st->running_ns;
-	} else { /* the last figures, consistent among themselves */
-		st->expected = c->th_expected;
-		st->taken = c->th_taken;
-		st->throttled = c->th_throttled;
-		st->running_ns = c->th_running;
-	}
+	if (c->sampling && c->nr_events &&
+	    (c->acct.at_ns ? now - c->acct.at_ns >= MEASURE_EVERY_NS :
+			     now - c->attach_ns >= MEASURE_FIRST_NS))
+		measure(c, true);
+	st->acct = c->acct;
+	st->acct_prev = c->acct_prev;
+	st->not_taken_throttled = c->not_taken_throttled;
+	st->not_taken_late = c->not_taken_late;
 	if (c->opts.offcpu) {
 		offcpu_tasks_each(c, count_task, &st->offcpu_pending);
 		st->offcpu_evicted = st->v[STAT_OFFCPU_EVICTED];
@@ -1997,27 +2103,35 @@ void collector__detach(struct collector *c)
 	if (!c)
 		return;
 	c->last_stats_ns = 0;
-	c->throttle_ns = 0; /* the final figures are exact */
+	/* The targets' CPU time before the events stop (what they did after
+	 * could not be sampled); the events stopped before their running times
+	 * are read, so no sample comes after; /proc/stat after them. */
+	if (c->sampling)
+		targets_read(c, false);
+	for (size_t i = 0; i < c->nr_events; i++)
+		if (c->events[i].fd >= 0)
+			ioctl(c->events[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+	if (c->sampling && c->nr_events)
+		measure(c, false); /* the final figures */
 	for (size_t i = 0; i < c->nr_events; i++) {
-		/* Stopped first, so no sample comes after its running time is read. */
-		ioctl(c->events[i].fd, PERF_EVENT_IOC_DISABLE, 0);
-		if (i == 0 && c->off_now)
-			read_off_ticks(c->off_now, possible_cpus());
-		c->expected_closed += event_expected(&c->events[i], c->off_now,
-						     period_of(c->opts.freq), &c->running_closed);
-		c->slack_closed += 2;
-		if (c->events[i].cpu >= 0) {
-			c->per_cpu_closed = true;
-			c->slack_closed += 2 * (c->opts.freq / clk_tck() + 1);
-		}
-		bpf_link__destroy(c->events[i].link);
-		close(c->events[i].fd);
+		struct event *e = &c->events[i];
+
+		if (e->fd < 0)
+			continue;
+		bpf_link__destroy(e->link);
+		if (e->ring)
+			munmap(e->ring, 2 * (size_t)getpagesize());
+		e->ring = NULL;
+		close(e->fd);
+		e->fd = -1;
 	}
-	c->nr_events = 0;
+	for (int i = 0; i < 2; i++) {
+		bpf_link__destroy(c->target_links[i]);
+		c->target_links[i] = NULL;
+	}
 	offcpu_detach(c);
 	c->sampling = false;
 }
-
 
 void collector__free(struct collector *c)
 {
@@ -2037,6 +2151,8 @@ void collector__free(struct collector *c)
 	profile_bpf__destroy(c->skel);
 	free(c->events);
 	free(c->off_now);
+	free(c->steal_now);
+	free(c->tcpu);
 	free(c);
 }
 

@@ -12,10 +12,12 @@
  *     collector__detach()  stop sampling (close events), keep the maps
  *     collector__free()
  *
- * Sampling targets: per-CPU events on every online CPU (or the -C list), or
- * per-task events on the threads of the -p processes, or on a launched
- * command (inherited by everything it forks), so a few profiled processes do
- * not wake idle CPUs 99 times a second.
+ * Sampling: per-CPU events on every online CPU (or the -C list), whatever the
+ * target. -p and a launched command are kept by the program's filter on
+ * their tgids (the command's with every process it forks), not by per-task
+ * events: those start their period afresh in each new thread or process,
+ * so a task that runs less than a period (5 ms at 99 Hz) is never sampled,
+ * and a target could hide its work in short threads.
  */
 #ifndef BPFPROF_COLLECTOR_H
 #define BPFPROF_COLLECTOR_H
@@ -30,10 +32,14 @@
 #include <linux/types.h>
 
 #include "profile_abi.h"
+#include "collector/sampling.h"
 
 struct collector;
 
 #define OFFCPU_DEFAULT_TASKS 16384 /* task table slots when --off-cpu-tasks is not given */
+/* -- COMMAND: processes of the command alive at once that are followed; more
+ * are counted (STAT_TARGETS_LOST) and reported, not sampled. */
+#define TARGETS_FOLLOWED_MAX 8192
 
 struct collector_opts {
 	uint32_t freq;		/* Hz */
@@ -91,15 +97,18 @@ struct collector_stats {
 	uint64_t stacks_read;	 /* stacks copied from the kernel (each once per set) */
 	uint64_t flips;	      /* drains that switched buffers (the others read in place) */
 	size_t nr_events;     /* perf events attached */
+	uint32_t targets_room; /* -- COMMAND: its processes followed at once (STAT_TARGETS_LOST) */
 	/*
-	 * Kernel throttling: samples the events should have taken (their
-	 * running time / the period), samples they took (the program's runs:
-	 * STAT_SAMPLES + STAT_IDLE + STAT_FILTERED), and the shortfall beyond
-	 * a period per event - samples the kernel never took (throttled, see
-	 * kernel.perf_event_max_sample_rate, or timer overruns).
+	 * What the events took against what they should have (collector/
+	 * sampling.h), since attach: measured once sampling has run a second,
+	 * then at most every 15 s while it runs (acct.at_ns: when; 0 not yet),
+	 * and exactly at collector__detach(); acct_prev is the measurement
+	 * before (a window: sampling__window(&acct_prev, &acct, ...)). The
+	 * profile's samples not taken, since attach, window by window, by
+	 * cause: the kernel throttled the events, or their timer ran late.
 	 */
-	uint64_t expected, taken, throttled;
-	uint64_t running_ns; /* summed over events: taken * 1e9 / running_ns is the rate */
+	struct sampling_figures acct, acct_prev;
+	uint64_t not_taken_throttled, not_taken_late;
 	/* --off-cpu: threads blocked now (the task table's slots in use), and
 	 * waits pushed out of their slot by another thread's (STAT_OFFCPU_EVICTED). */
 	uint64_t offcpu_pending, offcpu_evicted;

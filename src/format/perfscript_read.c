@@ -44,6 +44,7 @@
  */
 #include "format/reader.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -816,9 +817,22 @@ const struct reader reader_perf_script = {
 	.read_opts = read_opts,
 };
 
+/* "... 12" or "...\t12": the end of a folded line. */
+static bool ends_in_count(const char *s, const char *e)
+{
+	while (e > s && (e[-1] == '\r' || e[-1] == ' '))
+		e--;
+	if (e == s || !isdigit((unsigned char)e[-1]))
+		return false;
+	while (e > s && isdigit((unsigned char)e[-1]))
+		e--;
+	return e > s && (e[-1] == ' ' || e[-1] == '\t');
+}
+
 bool perfscript__sniff(const uint8_t *buf, size_t len)
 {
 	const char *s = (const char *)buf, *end = s + MIN(len, (size_t)65536);
+	int others = 0;
 
 	/* Past perf script --header's comments and blank lines: the first sample. */
 	while (s < end) {
@@ -854,7 +868,14 @@ bool perfscript__sniff(const uint8_t *buf, size_t len)
 			if (pid_token(t[i].s, t[i].n) && cpu_token(t[i + 1].s, t[i + 1].n) &&
 			    time_token(t[i + 2].s, t[i + 2].n, &ns))
 				return true;
-		return false;
+		/*
+		 * A folded line ends in its count: folded. A line that is neither
+		 * may be the first part of a process name with a new line in it
+		 * (perf prints names as they are): look on, a few lines at most.
+		 */
+		if (ends_in_count(s, e) || ++others > 8)
+			return false;
+		s = nl ? nl + 1 : end;
 	}
 	return false;
 }

@@ -238,6 +238,12 @@ int procfs__parse_stat(const char *buf, struct proc_stat *st)
 			break;
 		field++;
 		switch (field) {
+		case 14:
+			dst = &st->utime;
+			break;
+		case 15:
+			dst = &st->stime;
+			break;
 		case 22:
 			dst = &st->start_time;
 			break;

@@ -46,9 +46,12 @@ int procfs__cred(const char *proc_root, uint32_t pid, struct safe_cred *c);
  * (field 22, clock ticks since boot) and the address-space layout fields the
  * BPF side also reads for bp_mm_sig() (26 startcode, 27 endcode, 47 start_brk,
  * 48 arg_start, 51 env_end). An exec replaces the address space, and with it
- * these; they read 0 when the task has no mm (a zombie main thread).
+ * these; they read 0 when the task has no mm (a zombie main thread). And the
+ * CPU time it used (14 utime, 15 stime, clock ticks; of /proc/PID/stat, every
+ * thread's, the exited ones' too).
  */
 struct proc_stat {
+	uint64_t utime, stime;
 	uint64_t start_time;
 	uint64_t start_code, end_code, start_brk, arg_start, env_end;
 };

@@ -350,6 +350,8 @@ static void test_sniff(void **state)
 		"\n\t    10 f\n",
 		"# ========\n# header\n#\napp 1 [000] 1.0: cpu-clock:\n",
 		"   busy  4846  1154.710642:    5025125 cpu-clock:ppp:      55b6 leaf_a (x)\n",
+		/* A name with a new line in it, first in the file: "e" alone on a line. */
+		"e\nx 1 1.0: 9 e: 17/17 [000] 12.5: 5 cpu-clock:\n\t 10 f (x)\n",
 	};
 	static const char *const folded[] = { "app;main;f 10\n", "a 1 2;b 3\n",
 					       "my app 2 1.0:;x 1\n" };

@@ -210,6 +210,21 @@ static void test_procfs_stat_and_status(void **state)
 	assert_int_equal(procfs__ns_to_ticks(2500000000ULL), 2500000000ULL / (1000000000ULL / sysconf(_SC_CLK_TCK)));
 }
 
+/* Fields 14 and 15: a process's user and system time (the -p targets' CPU). */
+static void test_procfs_cputime(void **state)
+{
+	struct proc_stat ps;
+
+	(void)state;
+	assert_int_equal(procfs__parse_stat("9 (a) 14 15) R 1 9 9 0 -1 0 0 0 0 0 1234 56 7 8 20 0 1 0 "
+					    "777 0 0\n",
+					    &ps),
+			 0);
+	assert_int_equal(ps.utime, 1234);
+	assert_int_equal(ps.stime, 56);
+	assert_int_equal(ps.start_time, 777);
+}
+
 static void test_procfs_image_signature(void **state)
 {
 	struct proc_stat ps;
@@ -314,6 +329,7 @@ int main(void)
 		cmocka_unit_test(test_cpulist),
 		cmocka_unit_test(test_read_file_limits),
 		cmocka_unit_test(test_procfs_stat_and_status),
+		cmocka_unit_test(test_procfs_cputime),
 		cmocka_unit_test(test_procfs_image_signature),
 		cmocka_unit_test(test_dynlib),
 	};

@@ -19,6 +19,11 @@
   * make_go_lookalike(), make_fake_python(), StallFiles: tenant files that
     cost the agent super-linear or repeated work (a file that only looks
     like Go, fake python3.11 processes), made and run by a given user.
+  * make_slow_unwind(), make_long_names(), SlowUnwind, LongNameFiles,
+    DensePerfMaps: tenant files and processes that test the agent's caps at
+    insertion and its table-build budget (an .eh_frame whose table costs the
+    square of its FDEs' length, symbols named by overlapping long strings,
+    perf maps of the shortest lines), made and run by a given user.
 
 Standard library only: the tools run from a fresh checkout.
 """
@@ -619,3 +624,252 @@ class ShortTasks:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+
+
+# --- issue 35, round three: caps at insertion and unwind-table budgets -----------------
+#
+# A program to make hostile files from: main -> hot, which spins. Its .text has
+# a 4 MiB pad zone (padzone) that never runs, which the files below fill with
+# symbols or CFI.
+SPIN_C = r'''
+asm(".text\n.globl padzone\n.type padzone,@function\npadzone:\n"
+    ".skip 4194304, 0x90\nret\n.size padzone, .-padzone\n");
+volatile unsigned long sink;
+__attribute__((noinline)) void hot(void)
+{
+	for (unsigned long i = 0; i < 100000000; i++)
+		sink += i;
+}
+int main(void)
+{
+	for (;;)
+		hot();
+}
+'''
+
+# The ELF plumbing shared by the two rewrites below: sections, the symbol table,
+# padzone's address, and a writer that appends data and the section headers.
+ELF_EDIT = r'''
+import struct, sys
+def load(src):
+    img = bytearray(open(src, "rb").read())
+    shoff, = struct.unpack_from("<Q", img, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", img, 0x3a)
+    sh = [list(struct.unpack_from("<IIQQQQIIQQ", img, shoff + i * shentsize))
+          for i in range(shnum)]
+    return img, sh, shstrndx
+def name(img, sh, shstrndx, s):
+    o = sh[shstrndx][4] + s[0]
+    return bytes(img[o:img.index(0, o)]).decode()
+def padzone(img, sh):
+    symtab = next(i for i, s in enumerate(sh) if s[1] == 2)
+    strtab = sh[symtab][6]
+    for i in range(sh[symtab][5] // 24):
+        st_name, _, _, shndx, value, _ = struct.unpack_from("<IBBHQQ", img, sh[symtab][4] + 24 * i)
+        o = sh[strtab][4] + st_name
+        if bytes(img[o:img.index(0, o)]) == b"padzone":
+            return symtab, strtab, shndx, value
+    raise SystemExit("no padzone")
+def append(img, data):
+    img.extend(bytes(-len(img) % 8))
+    at = len(img)
+    img.extend(data)
+    return at
+def save(img, sh, dst):
+    struct.pack_into("<Q", img, 0x28, append(img, b"".join(struct.pack("<IIQQQQIIQQ", *s)
+                                                          for s in sh)))
+    open(dst, "wb").write(img)
+'''
+
+# argv: src dst fdes nops. Points the program's .eh_frame section header at a new
+# .eh_frame of `fdes` FDEs over the pad zone (4 KiB each), each with `nops`
+# DW_CFA_nop before 4,095 rule changes a byte apart: libdw runs an FDE's
+# instructions from its start for every row, so each row costs the nops. The
+# process runs as before (the dynamic loader and libgcc use .eh_frame_hdr's copy).
+SLOW_CFI = ELF_EDIT + r'''
+src, dst, n, k = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+img, sh, shstrndx = load(src)
+eh = next(i for i, s in enumerate(sh) if name(img, sh, shstrndx, s) == ".eh_frame")
+pad = padzone(img, sh)[3]
+def uleb(v):
+    out = bytearray()
+    while True:
+        b, v = v & 0x7f, v >> 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+# CIE: version 1, no augmentation (absolute pointers), caf 1, daf -8, ra 16;
+# def_cfa rsp+8, ra at cfa-8.
+cie = struct.pack("<IB", 0, 1) + b"\0" + uleb(1) + b"\x78" + uleb(16) + b"\x0c\x07\x08\x90\x01"
+cie += bytes(-(len(cie) + 4) % 8)
+sec = bytearray(struct.pack("<I", len(cie)) + cie)
+insns = b"\0" * k + b"".join(b"\x41\x0e" + uleb(16 if r % 2 else 24) for r in range(4095))
+for f in range(n):
+    body = struct.pack("<I", len(sec) + 4) + struct.pack("<QQ", pad + f * 4096, 4096) + insns
+    body += bytes(-(len(body) + 4) % 8)
+    sec += struct.pack("<I", len(body)) + body
+sec += b"\0\0\0\0"
+sh[eh][4], sh[eh][5] = append(img, sec), len(sec)
+save(img, sh, dst)
+'''
+
+# argv: src dst nsyms run. Adds to the program's .symtab `nsyms` function symbols
+# 16 bytes apart in the pad zone, named by overlapping suffixes of one run of
+# `run` 'A's: a few hundred KiB of file whose names, copied, were gigabytes.
+LONG_NAMES = ELF_EDIT + r'''
+src, dst, n, run = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+img, sh, shstrndx = load(src)
+symtab, strtab, shndx, pad = padzone(img, sh)
+strs = bytearray(img[sh[strtab][4]:sh[strtab][4] + sh[strtab][5]])
+syms = bytearray(img[sh[symtab][4]:sh[symtab][4] + sh[symtab][5]])
+base = len(strs)
+strs += b"A" * run + b"\0"
+for i in range(n):
+    syms += struct.pack("<IBBHQQ", base + (i * 61) % (run - 64), 0x12, 0, shndx,
+                        pad + 16 + 16 * i, 1)
+sh[strtab][4], sh[strtab][5] = append(img, strs), len(strs)
+sh[symtab][4], sh[symtab][5] = append(img, syms), len(syms)
+save(img, sh, dst)
+'''
+
+
+def make_spin(dir_, prefix=()):
+    """dir_/spin: SPIN_C built by clang, as `prefix` runs it; returns the path."""
+    d = str(dir_)
+    write = "import sys; open(sys.argv[1], 'w').write(sys.argv[2])"
+    _run_as(prefix, [PYTHON3, "-c", write, f"{d}/spin.c", SPIN_C])
+    _run_as(prefix, ["clang", "-O1", f"{d}/spin.c", "-o", f"{d}/spin"])
+    return f"{d}/spin"
+
+
+def make_slow_unwind(path, prefix=(), fdes=300, nops=16384):
+    """SPIN_C at path with SLOW_CFI's .eh_frame, as `prefix` makes it: its
+    unwind table cost libdw 76 s of CPU to build with the defaults (12 MB)."""
+    spin = make_spin(os.path.dirname(str(path)), prefix)
+    _run_as(prefix, [PYTHON3, "-c", SLOW_CFI, spin, path, fdes, nops])
+    _run_as(prefix, ["chmod", "755", path])
+    return str(path)
+
+
+def make_long_names(path, prefix=(), nsyms=24000, run=16384):
+    """SPIN_C at path with LONG_NAMES's symbols, as `prefix` makes it: ~1 MB
+    of file whose names are ~190 MiB copied whole, ~94 MiB cut at 4 KiB."""
+    spin = make_spin(os.path.dirname(str(path)), prefix)
+    _run_as(prefix, [PYTHON3, "-c", LONG_NAMES, spin, path, nsyms, run])
+    _run_as(prefix, ["chmod", "755", path])
+    return str(path)
+
+
+def _start_all(prefix, argvs, env=None):
+    procs = []
+    try:
+        for argv in argvs:
+            procs.append(subprocess.Popen(list(prefix) + [str(a) for a in argv],
+                                          stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL, env=env,
+                                          start_new_session=True))
+        time.sleep(0.3)
+        if any(p.poll() is not None for p in procs):
+            raise RuntimeError(f"{argvs[0][0]} died at start")
+    except BaseException:
+        kill_groups(procs)
+        raise
+    return procs
+
+
+class LongNameFiles:
+    """n distinct copies (inodes) of a LONG_NAMES program in dir_ (writable by
+    `prefix`'s user), each run once by `prefix`: files whose symbols the agent
+    holds, ~94 MiB each, so that n of them pass the 512 MiB cap on file
+    symbols within one drain. mode "benign": copies of the plain SPIN_C.
+    Returns once they run; close() kills them."""
+
+    def __init__(self, dir_, n=8, prefix=(), mode="attack", nsyms=24000, run=16384):
+        src = (make_long_names(f"{dir_}/longnames", prefix, nsyms, run) if mode == "attack"
+               else make_spin(dir_, prefix))
+        copies = [f"{dir_}/{mode}-{i}" for i in range(n)]
+        for c in copies:
+            _run_as(prefix, ["cp", src, c])
+        self.procs = _start_all(prefix, [[c] for c in copies])
+        self.pids = [p.pid for p in self.procs]
+
+    def close(self):
+        kill_groups(self.procs)
+        self.procs = []
+
+
+class DensePerfMaps:
+    """n processes of build/workloads/jitlike in its "dense" mode, run by
+    `prefix`: each writes a perf map just under the 8 MiB read whole and
+    spins in the code it names. name=1: the shortest lines a map can have
+    (~45 MiB of entries each, before one map had a cap of its own); name=60:
+    ~100,000 entries, ~15 MiB each, just under that cap (16 MiB), so that a
+    few pass the cap on all maps (64 MiB). mode "benign": ordinary maps.
+    Returns once they run; close() kills them and removes their maps."""
+
+    def __init__(self, exe, n=12, prefix=(), mode="attack", name=1, mib=7.5, secs=3600):
+        self.procs = []
+        self.pids = []
+        env = dict(os.environ, JITLIKE_NAME=str(name), JITLIKE_BYTES=str(int(mib * 2**20)))
+        try:
+            for _ in range(n):
+                p = subprocess.Popen(list(prefix) + [str(exe), str(secs),
+                                                     "dense" if mode == "attack" else "normal"],
+                                     stdout=subprocess.PIPE, text=True, env=env,
+                                     start_new_session=True)
+                self.procs.append(p)
+                line = p.stdout.readline().split()
+                if not line:
+                    raise RuntimeError(f"{exe} did not start")
+                self.pids.append(int(line[0]))
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self):
+        kill_groups(self.procs)
+        self.procs = []
+        for pid in self.pids:
+            with contextlib.suppress(OSError):
+                os.unlink(f"/tmp/perf-{pid}.map")
+
+
+class SlowUnwind:
+    """A SLOW_CFI program in dir_ (writable by `prefix`'s user), run by
+    `prefix`; every `every` seconds (0: never) a new copy (a new inode, so a
+    new table to build) is started and the previous one stopped, so the agent
+    pays its table-build budget again - for the soak. Returns once the first
+    runs; close() kills them."""
+
+    def __init__(self, dir_, prefix=(), every=30.0, fdes=300, nops=16384):
+        self.dir, self.prefix, self.every = str(dir_), list(prefix), every
+        self.src = make_slow_unwind(f"{dir_}/slowcfi", prefix, fdes, nops)
+        self.copies = 0
+        self.procs = _start_all(self.prefix, [[self.src]])
+        self.pids = [p.pid for p in self.procs]
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self._run, daemon=True)
+        if every:
+            self.t.start()
+
+    def _run(self):
+        while not self.stop.wait(self.every):
+            self.copies += 1
+            copy = f"{self.dir}/slowcfi-{self.copies}"
+            try:
+                _run_as(self.prefix, ["cp", self.src, copy])
+                new = _start_all(self.prefix, [[copy]])
+            except (RuntimeError, OSError, subprocess.TimeoutExpired):
+                continue
+            kill_groups(self.procs)
+            self.procs = new
+            self.pids = [p.pid for p in new]
+            with contextlib.suppress(OSError):
+                os.unlink(f"{self.dir}/slowcfi-{self.copies - 1}")
+
+    def close(self):
+        self.stop.set()
+        if self.t.is_alive():
+            self.t.join(timeout=30)
+        kill_groups(self.procs)
+        self.procs = []

@@ -49,6 +49,17 @@ bool budget__over(struct budget *b)
 	return budget__over_now(b);
 }
 
+bool budget__spend(struct budget *b, uint64_t units)
+{
+	if (b->err)
+		return true;
+	if (units < b->countdown) {
+		b->countdown -= (unsigned)units;
+		return false;
+	}
+	return budget__over_now(b);
+}
+
 int budget__err(const struct budget *b)
 {
 	return b->err;

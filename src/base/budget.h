@@ -23,7 +23,8 @@
  *
  * budget__over() reads a clock only every BUDGET_STRIDE calls; ask it once
  * per item of a loop whose items cost at least ~50 ns (a tighter loop asks
- * once per batch of items).
+ * once per batch of items), or budget__spend() with the item's weight when
+ * items cost more the larger they are.
  */
 #ifndef BPFPROF_BUDGET_H
 #define BPFPROF_BUDGET_H
@@ -46,6 +47,13 @@ void budget__start(struct budget *b, uint64_t cpu_ns);
 bool budget__over(struct budget *b);
 /* The same, reading the clocks now (between items that cost milliseconds). */
 bool budget__over_now(struct budget *b);
+/*
+ * budget__over() for an item that costs `units` asks' worth of work (one
+ * unit ~50 ns: a step whose cost grows with its input, such as libdw running
+ * an entry's CFI instructions up to a pc): the clock is read once that much
+ * has been spent since the last read, however the work is cut up.
+ */
+bool budget__spend(struct budget *b, uint64_t units);
 /* Why it is over: 0 not over, -ETIMEDOUT spent, -ECANCELED stopped. */
 int budget__err(const struct budget *b);
 

@@ -451,12 +451,14 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 		st->v[STAT_UNWIND_REFRESH], st->v[STAT_UNWIND_CACHE_HITS],
 		st->v[STAT_UNWIND_CACHE_MISSES]);
 	p_debug("unwind: %" PRIu64 " tables (%" PRIu64 " rows) in %.1f MiB of kernel memory (%.1f MiB used), built in %.1f ms; %" PRIu64
-		" files without a table, %" PRIu64 " processes (%" PRIu64 " Python walked, %" PRIu64
+		" files without a table (%" PRIu64 " over their time budget), %" PRIu64
+		" processes (%" PRIu64 " Python walked, %" PRIu64
 		" of a Python bpfprof does not know, %" PRIu64 " vfork children not probed; %" PRIu64
 		" probes again of interpreters not started yet, %" PRIu64
 		" interpreter files' symbols read)",
 		us.tables, us.rows, us.kernel_bytes / 1048576.0, us.used_bytes / 1048576.0,
-		us.build_ns / 1e6, us.tables_failed, us.procs_loaded, us.python_procs,
+		us.build_ns / 1e6, us.tables_failed, us.tables_over_budget, us.procs_loaded,
+		us.python_procs,
 		us.python_unknown, us.python_vfork, us.python_retries, us.python_file_reads);
 }
 
@@ -1016,6 +1018,10 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 	p_debug("symbol tables: %" PRIu64 " files read at their first lookup, %" PRIu64
 		" never needed, %" PRIu64 " read early (over the cap on held files), %zu held now",
 		ss.files_read_late, ss.files_never_read, ss.files_read_early, ss.files_held);
+	p_debug("caches at their caps: %" PRIu64 " files' symbols freed for room (%" PRIu64
+		" read again), %" PRIu64 " files over their own cap (not read), %" PRIu64
+		" perf maps freed for room",
+		ss.files_dropped, ss.files_reread, ss.files_too_large, ss.perfmaps_dropped);
 	if (rc->labels)
 		p_debug("labels: %" PRIu64 " processes labelled from their cgroup id without a "
 			"read of /proc/PID/cgroup, %zu processes' labels held",

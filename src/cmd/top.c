@@ -1346,11 +1346,13 @@ static void top_summary(const struct top *t)
 	unwinder__stats(t->r.rc.uw, &us);
 	p_debug("unwind tables: %" PRIu64 " processes installed, %" PRIu64
 		" tables built in %.1f ms, "
-		"%" PRIu64 " shared by build id, %" PRIu64 " failed, %" PRIu64 " evicted; "
+		"%" PRIu64 " shared by build id, %" PRIu64 " failed (%" PRIu64
+		" over their time budget), %" PRIu64 " evicted; "
 		"%" PRIu64 " probes again of Python interpreters not started yet, %" PRIu64
 		" interpreter files' symbols read",
 		us.procs_loaded, us.tables_built, us.build_ns / 1e6, us.tables_shared,
-		us.tables_failed, us.tables_evicted, us.python_retries, us.python_file_reads);
+		us.tables_failed, us.tables_over_budget, us.tables_evicted, us.python_retries,
+		us.python_file_reads);
 }
 
 static void top_free(struct top *t)

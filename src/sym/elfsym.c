@@ -131,7 +131,8 @@ struct elfsym {
 	/* .eh_frame FDEs no symbol names: sorted, disjoint [start, end). */
 	struct elfsym_fde *fdes;
 	size_t nr_fdes;
-	size_t bytes;	       /* heap bytes held, roughly */
+	size_t bytes;	       /* heap bytes held, roughly: at most ELFSYM_MAX_BYTES */
+	size_t names_cut;      /* names longer than ELFSYM_MAX_NAME, kept cut there */
 };
 
 /* A symbol as read, before aliases are merged; name points into libelf data. */
@@ -139,6 +140,7 @@ struct cand {
 	uint64_t start, size;
 	uint64_t sec_end; /* end of its section; 0 if unknown */
 	const char *name;
+	uint32_t len;	  /* of the name as kept: at most ELFSYM_MAX_NAME */
 	uint32_t rank;
 	bool plt; /* a PLT stub: the name gets "@plt" when copied */
 };
@@ -196,11 +198,11 @@ static uint32_t bind_rank(unsigned char bind)
 	}
 }
 
-static size_t leading_underscores(const char *s)
+static size_t leading_underscores(const struct cand *c)
 {
 	size_t n = 0;
 
-	while (s[n] == '_')
+	while (n < c->len && c->name[n] == '_')
 		n++;
 	return n;
 }
@@ -220,23 +222,38 @@ static int cand__cmp(const void *a, const void *b)
 		return x->start < y->start ? -1 : 1;
 	if (x->rank != y->rank)
 		return x->rank < y->rank ? -1 : 1;
-	ux = leading_underscores(x->name);
-	uy = leading_underscores(y->name);
+	ux = leading_underscores(x);
+	uy = leading_underscores(y);
 	if (ux != uy)
 		return ux < uy ? -1 : 1;
-	c = strcmp(x->name, y->name);
+	/* Names as kept (cut at ELFSYM_MAX_NAME): a comparison costs at most that. */
+	c = memcmp(x->name, y->name, MIN(x->len, y->len));
 	if (c)
 		return c;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
 	if (x->size != y->size)
 		return x->size > y->size ? -1 : 1;
 	return 0;
 }
 
+/*
+ * A candidate, its name's length taken (at most ELFSYM_MAX_NAME: a longer
+ * one is cut there). The candidates are the file's own item too: past
+ * ELFSYM_MAX_BYTES of them the file is refused (E2BIG). 0 or -errno.
+ */
 static int builder__add(struct builder *b, const struct cand *c)
 {
+	struct cand *n;
+
+	if ((b->nr_cands + 1) * sizeof(*b->cands) > ELFSYM_MAX_BYTES)
+		return -E2BIG;
 	if (array_grow((void **)&b->cands, &b->cap_cands, b->nr_cands + 1, sizeof(*b->cands)))
 		return -ENOMEM;
-	b->cands[b->nr_cands++] = *c;
+	n = &b->cands[b->nr_cands++];
+	*n = *c;
+	n->len = (uint32_t)strnlen(c->name, ELFSYM_MAX_NAME);
+	b->es->names_cut += n->len == ELFSYM_MAX_NAME && c->name[n->len];
 	return 0;
 }
 
@@ -412,6 +429,7 @@ static int builder__read_symtab(struct builder *b, Elf_Scn *scn, const GElf_Shdr
 	size_t entsize = gelf_fsize(b->elf, ELF_T_SYM, 1, EV_CURRENT);
 	size_t str_len, nsyms, syms_len, nshndx = 0;
 	const uint32_t *shndx;
+	int err;
 	const void *syms;
 	const char *str;
 	GElf_Shdr ssh;
@@ -487,8 +505,9 @@ static int builder__read_symtab(struct builder *b, Elf_Scn *scn, const GElf_Shdr
 		c.sec_end = b->secs[sec].end;
 		c.name = str + s.st_name;
 		c.rank = bind_rank(GELF_ST_BIND(s.st_info));
-		if (builder__add(b, &c))
-			return -ENOMEM;
+		err = builder__add(b, &c);
+		if (err)
+			return err;
 	}
 	return 0;
 
@@ -624,19 +643,20 @@ static int builder__read_plt(struct builder *b, size_t rela_i, size_t plt_i, siz
 	for (size_t i = 0; i < r.nrel; i++) {
 		uint64_t slot;
 		const char *name = reloc_name(b, &r, i, R_X86_64_JUMP_SLOT, &slot);
+		int err = 0;
 
 		if (budget__over(b->budget))
 			return budget__err(b->budget);
 		if (!name)
 			continue;
-		if (have_sec && i < qsh.sh_size / ELFSYM_PLT_ENTRY &&
-		    add_stub(b, name, qsh.sh_addr + i * ELFSYM_PLT_ENTRY, ELFSYM_PLT_ENTRY,
-			     qsh.sh_addr + qsh.sh_size))
-			return -ENOMEM;
-		if (have_plt && i + 1 < psh.sh_size / ELFSYM_PLT_ENTRY &&
-		    add_stub(b, name, psh.sh_addr + (i + 1) * ELFSYM_PLT_ENTRY, ELFSYM_PLT_ENTRY,
-			     psh.sh_addr + psh.sh_size))
-			return -ENOMEM;
+		if (have_sec && i < qsh.sh_size / ELFSYM_PLT_ENTRY)
+			err = add_stub(b, name, qsh.sh_addr + i * ELFSYM_PLT_ENTRY,
+				       ELFSYM_PLT_ENTRY, qsh.sh_addr + qsh.sh_size);
+		if (!err && have_plt && i + 1 < psh.sh_size / ELFSYM_PLT_ENTRY)
+			err = add_stub(b, name, psh.sh_addr + (i + 1) * ELFSYM_PLT_ENTRY,
+				       ELFSYM_PLT_ENTRY, psh.sh_addr + psh.sh_size);
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -1099,6 +1119,7 @@ static int builder__read_go(struct builder *b)
 	struct gopclntab *g = NULL;
 	uint64_t len, text = b->go_text ? b->secs[b->go_text].addr : 0;
 	const uint8_t *d;
+	int err;
 
 	if (b->nested)
 		return 0;
@@ -1118,6 +1139,8 @@ static int builder__read_go(struct builder *b)
 	go_funcdata(b, g);
 	es->go = g;
 	es->bytes += gopclntab__bytes(g);
+	if (es->bytes > ELFSYM_MAX_BYTES)
+		return -E2BIG;
 	if (es->has_symtab)
 		return 0;
 	for (size_t i = 0; i < gopclntab__nr_funcs(g); i++) {
@@ -1130,8 +1153,9 @@ static int builder__read_go(struct builder *b)
 		    end <= c.start || !c.start)
 			continue;
 		c.size = end - c.start;
-		if (builder__add(b, &c))
-			return -ENOMEM;
+		err = builder__add(b, &c);
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -1160,6 +1184,9 @@ static int builder__finish(struct builder *b)
 		}
 		b->cands[n++] = *c;
 	}
+	/* The file's kept bytes have their cap: checked before each allocation. */
+	if (es->bytes + n * sizeof(*es->syms) > ELFSYM_MAX_BYTES)
+		return -E2BIG;
 	es->syms = calloc(n, sizeof(*es->syms));
 	if (!es->syms)
 		return -ENOMEM;
@@ -1181,7 +1208,9 @@ static int builder__finish(struct builder *b)
 		es->syms[es->nr].end = end;
 		b->cands[es->nr] = *c; /* its name, copied below (es->nr <= i) */
 		es->nr++;
-		pool_len += strlen(c->name) + (c->plt ? sizeof("@plt") : 1);
+		pool_len += c->len + (c->plt ? sizeof("@plt") : 1);
+		if (es->bytes + n * sizeof(*es->syms) + pool_len > ELFSYM_MAX_BYTES)
+			return -E2BIG;
 	}
 	pool = malloc(pool_len ? pool_len : 1);
 	if (!pool)
@@ -1190,7 +1219,7 @@ static int builder__finish(struct builder *b)
 	es->bytes += pool_len + n * sizeof(*es->syms);
 	for (size_t i = 0; i < es->nr; i++) {
 		const struct cand *c = &b->cands[i];
-		size_t len = strlen(c->name);
+		size_t len = c->len;
 
 		memcpy(pool, c->name, len);
 		if (c->plt) {
@@ -1530,6 +1559,9 @@ const char *elfsym__strerror(int errnum)
 		return "more than 2 s of work to read its symbols (too large, or made to stall bpfprof)";
 	if (errnum == ECANCELED)
 		return "not read: bpfprof is stopping";
+	_Static_assert(ELFSYM_MAX_BYTES == 128u << 20, "the sentence below says 128 MiB");
+	if (errnum == E2BIG)
+		return "its symbols would take more than 128 MiB of memory";
 	return strerror(errnum);
 }
 
@@ -1575,6 +1607,11 @@ int elfsym__merge(struct elfsym *dst, struct elfsym *src)
 	if (!src->nr) {
 		elfsym__free(src);
 		return 0;
+	}
+	/* Together they are one file's symbols, under one file's cap. */
+	if (dst->bytes + src->bytes + (dst->nr + src->nr) * sizeof(*all) > ELFSYM_MAX_BYTES) {
+		elfsym__free(src);
+		return -E2BIG;
 	}
 	all = calloc(dst->nr + src->nr, sizeof(*all));
 	if (!all) {
@@ -1674,7 +1711,10 @@ const char *elfsym__lookup_demangled(struct elfsym *es, uint64_t vaddr, uint64_t
 	raw = es->syms[i].name;
 	if (!demangle__is_mangled(raw))
 		return raw;
-	/* Once per symbol, the first time it names a frame. */
+	/* Once per symbol, the first time it names a frame; past the file's cap
+	 * a name is left as it is stored. */
+	if (es->bytes + DEMANGLE_MAX_OUT + 1 + 48 > ELFSYM_MAX_BYTES)
+		return raw;
 	idx = (size_t)i;
 	if (!es->pretty && !(es->pretty = htab__new()))
 		return raw;
@@ -1782,4 +1822,9 @@ const char *elfsym__debuglink(const struct elfsym *es, uint32_t *crc)
 size_t elfsym__bytes(const struct elfsym *es)
 {
 	return es ? es->bytes : 0;
+}
+
+size_t elfsym__names_cut(const struct elfsym *es)
+{
+	return es ? es->names_cut : 0;
 }

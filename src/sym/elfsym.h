@@ -77,6 +77,21 @@
 struct elfsym;
 
 /*
+ * One file's symbols are one item of the symbolizer's cache, with a cap of
+ * their own: what is kept (symbols, names, the Go table, demangled names,
+ * a debug file's symbols merged in) and the candidates read on the way, at
+ * most ELFSYM_MAX_BYTES each; past it the file is refused (E2BIG), a debug
+ * file is not merged, and names are not demangled any more. A name is kept
+ * to ELFSYM_MAX_NAME bytes (cut there): names may overlap in the string
+ * table, so without that 20,000 symbols naming the suffixes of one 64 KiB
+ * string made a 4.7 MB file hold 1.1 GB of names. The largest here: a Go
+ * binary (kubectl, 83,781 functions) 29 MiB, libLLVM-15's 35,568 symbols
+ * 3.2 MiB.
+ */
+#define ELFSYM_MAX_BYTES (128u << 20)
+#define ELFSYM_MAX_NAME	 4096
+
+/*
  * The CPU time reading one file may take, its MiniDebugInfo and Go table
  * included (base/budget.h): a file of a million symbols takes about 0.9 s
  * on a slow VM. Past it the file is given up on (ETIMEDOUT), and so it is
@@ -89,7 +104,8 @@ struct elfsym;
  * handle is not ended: the process-and-file layer's mfile__elf() shares it
  * with the unwinder), or from an open fd (not closed, not kept). NULL with
  * errno: ENOEXEC not an ELF file or unsupported class/machine, EINVAL
- * corrupt, ENOMEM, ETIMEDOUT or ECANCELED over its time budget.
+ * corrupt, ENOMEM, E2BIG over ELFSYM_MAX_BYTES, ETIMEDOUT or ECANCELED over
+ * its time budget.
  */
 struct elfsym *elfsym__open_elf(Elf *elf, uint64_t file_size);
 struct elfsym *elfsym__open_fd(int fd);
@@ -112,7 +128,8 @@ const char *elfsym__lookup_demangled(struct elfsym *es, uint64_t vaddr, uint64_t
 /*
  * Adds src's symbols to dst (src is consumed, even on error): at an address
  * both have, dst's symbol stays. For a separate debug file's .symtab merged
- * into the stripped binary's .dynsym. 0 or -ENOMEM.
+ * into the stripped binary's .dynsym. 0, -ENOMEM, or -E2BIG: together over
+ * ELFSYM_MAX_BYTES (dst keeps its own).
  */
 int elfsym__merge(struct elfsym *dst, struct elfsym *src);
 
@@ -164,7 +181,10 @@ bool elfsym__has_symtab(const struct elfsym *es);
 bool elfsym__has_debugdata(const struct elfsym *es);
 /* The .gnu_debuglink file name (a plain name, checked) and its CRC32, or NULL. */
 const char *elfsym__debuglink(const struct elfsym *es, uint32_t *crc);
-/* Heap bytes held (symbols, names, demangled names), for cache budgets. */
+/* Heap bytes held (symbols, names, demangled names), for cache budgets:
+ * at most ELFSYM_MAX_BYTES; grows (demangled names) as lookups are made. */
 size_t elfsym__bytes(const struct elfsym *es);
+/* Names longer than ELFSYM_MAX_NAME, kept cut there. */
+size_t elfsym__names_cut(const struct elfsym *es);
 
 #endif

@@ -33,6 +33,17 @@ struct pm_iv {
 	uint64_t start, end;
 };
 
+/*
+ * What an entry costs at most (perfmap.h): itself and the two ranges it may
+ * become; in wanted mode also its line number in seqs (a hash entry) and its
+ * code's interval in the cover.
+ */
+#define ENT_COST	(sizeof(struct pm_ent) + 2 * sizeof(struct pm_range))
+#define WANTED_ENT_COST (ENT_COST + 64 + sizeof(struct pm_iv))
+_Static_assert(ENT_COST <= 72 && WANTED_ENT_COST <= 152, "perfmap.h's entry caps");
+/* Names: half of the map's cap. */
+#define POOL_MAX (PERFMAP_MAX_BYTES / 2)
+
 /* Kept ranges are merged into the sorted cover this many at a time. */
 #define COVER_RECENT 32
 /* A name offset meaning "kept without a name": code a newer line claims but
@@ -80,15 +91,15 @@ void perfmap__free(struct perfmap *pm)
 
 static int pool_add(struct perfmap *pm, const char *s, size_t n, uint32_t *off)
 {
+	if (pm->pool_len + n + 1 > POOL_MAX)
+		return -E2BIG;
 	if (pm->pool_len + n + 1 > pm->pool_cap) {
 		size_t ncap = pm->pool_cap ? pm->pool_cap : 4096;
 		char *np;
 
 		while (ncap < pm->pool_len + n + 1)
 			ncap *= 2;
-		/* Offsets are 32-bit; PERFMAP_MAX_ENTRIES lines of PERFMAP_MAX_LINE fit. */
-		if (ncap > UINT32_MAX)
-			return -E2BIG;
+		ncap = MIN(ncap, (size_t)POOL_MAX); /* the cap, as allocated */
 		np = realloc(pm->pool, ncap);
 		if (!np)
 			return -ENOMEM;
@@ -153,12 +164,13 @@ static int keep(struct perfmap *pm, const struct pm_line *l, uint32_t seq)
 		if (pm->nr >= 2 * PERFMAP_MAX_KEPT)
 			return -E2BIG;
 		named = pm->nr < PERFMAP_MAX_KEPT &&
-			pm->pool_len + (size_t)(l->name_end - l->name) + 1 <= PERFMAP_MAX_KEPT_NAMES;
+			pm->pool_len + (size_t)(l->name_end - l->name) + 1 <= POOL_MAX;
 	} else if (pm->nr >= PERFMAP_MAX_ENTRIES) {
 		return -E2BIG;
 	}
 	if (pm->nr == pm->cap) {
-		size_t ncap = pm->cap ? pm->cap * 2 : 256;
+		size_t ncap = MIN(pm->cap ? pm->cap * 2 : 256,
+				  pm->wanted ? 2 * (size_t)PERFMAP_MAX_KEPT : PERFMAP_MAX_ENTRIES);
 		struct pm_ent *n = reallocarray(pm->ents, ncap, sizeof(*n));
 
 		if (!n)
@@ -182,6 +194,7 @@ static int keep(struct perfmap *pm, const struct pm_line *l, uint32_t seq)
 	return 0;
 }
 
+/* -EINVAL a malformed line (counted by the caller), -E2BIG over the map's cap, -ENOMEM. */
 static int parse_line(struct perfmap *pm, const char *p, const char *end)
 {
 	struct pm_line l;
@@ -287,7 +300,8 @@ static int flatten(struct perfmap *pm)
 	}
 	free(h.v);
 	free(pm->ranges);
-	pm->ranges = r;
+	/* Held as long as the map: no more than it uses. */
+	pm->ranges = realloc(r, (n + 1) * sizeof(*r)) ?: r;
 	pm->nr_ranges = n;
 	pm->flattened = pm->nr;
 	return 0;
@@ -319,8 +333,8 @@ int perfmap__add(struct perfmap *pm, const char *buf, size_t len)
 				q++;
 			if (q < nl) {
 				err = parse_line(pm, p, nl);
-				if (err == -ENOMEM)
-					return err;
+				if (err == -ENOMEM || err == -E2BIG)
+					return err; /* that line not consumed */
 				if (err)
 					pm->bad_lines++;
 			}
@@ -495,12 +509,16 @@ size_t perfmap__dropped(const struct perfmap *pm)
 struct perfmap *perfmap__parse(const char *buf, size_t len)
 {
 	struct perfmap *pm = perfmap__new();
+	int err;
 
 	if (!pm)
 		return NULL;
-	if (perfmap__add(pm, buf ? buf : "", buf ? len : 0) || perfmap__finish(pm)) {
+	err = perfmap__add(pm, buf ? buf : "", buf ? len : 0);
+	if (!err)
+		err = perfmap__finish(pm);
+	if (err) {
 		perfmap__free(pm);
-		errno = ENOMEM;
+		errno = -err;
 		return NULL;
 	}
 	return pm;

@@ -23,8 +23,12 @@
  * overlap. The table is rebuilt into sorted, disjoint ranges on every add, so
  * lookups are a binary search.
  *
- * Bounded: at most PERFMAP_MAX_ENTRIES entries are kept (the rest counted as
- * dropped); callers cap the file size they read.
+ * Bounded: one map is one item of the symbolizer's perf map cache, with a
+ * cap of its own, PERFMAP_MAX_BYTES of heap as allocated: half for its
+ * entries (each with the two ranges it may become), half for their names.
+ * A map read whole that would need more is not read further (perfmap__add()
+ * says -E2BIG: the caller keeps only what sampled addresses need instead,
+ * wanted mode below); callers cap the file size they read.
  */
 #ifndef BPFPROF_PERFMAP_H
 #define BPFPROF_PERFMAP_H
@@ -33,10 +37,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PERFMAP_MAX_LINE       4096
-#define PERFMAP_MAX_ENTRIES    (1u << 21)
-#define PERFMAP_MAX_KEPT       65536	   /* wanted mode: entries kept */
-#define PERFMAP_MAX_KEPT_NAMES (16u << 20) /* wanted mode: bytes of their names */
+#define PERFMAP_MAX_LINE  4096
+#define PERFMAP_MAX_BYTES (16u << 20) /* one map's heap, all told */
+/* Entries one map may hold: whole (each with its two ranges), or wanted
+ * (each also with its line number kept and its code in the cover). */
+#define PERFMAP_MAX_ENTRIES (PERFMAP_MAX_BYTES / 2 / 72)
+#define PERFMAP_MAX_KEPT    (PERFMAP_MAX_BYTES / 2 / 152 / 2) /* wanted mode: named */
 
 struct perfmap;
 
@@ -46,13 +52,15 @@ void perfmap__free(struct perfmap *pm);
 /*
  * Parses the next bytes of the file, buf[0..len), which start at offset
  * perfmap__consumed(pm) of the file. Complete lines are used and consumed;
- * a trailing partial line is left for the next call. 0 or -ENOMEM.
- * Lookups see the new entries after perfmap__finish().
+ * a trailing partial line is left for the next call. 0, -ENOMEM, or -E2BIG:
+ * the map would take more than PERFMAP_MAX_BYTES (nothing more is read: read
+ * it in wanted mode instead). Lookups see the new entries after
+ * perfmap__finish().
  */
 int perfmap__add(struct perfmap *pm, const char *buf, size_t len);
 /* Rebuilds the lookup table after adds (a no-op if nothing was added). 0 or -ENOMEM. */
 int perfmap__finish(struct perfmap *pm);
-/* A whole text at once (new + add); NULL with errno ENOMEM. */
+/* A whole text at once (new + add); NULL with errno ENOMEM or E2BIG. */
 struct perfmap *perfmap__parse(const char *buf, size_t len);
 
 /* The name of the code containing addr (newest entry), or NULL. *offset gets addr - start. */
@@ -64,8 +72,10 @@ const char *perfmap__lookup(const struct perfmap *pm, uint64_t addr, uint64_t *o
  * asked about, and the file is scanned again for new ones. An entry's age is
  * its line number in the file, so entries found by different scans of the
  * same (append-only) file order as in one read, and the newest still wins.
- * Caps: PERFMAP_MAX_KEPT entries, PERFMAP_MAX_KEPT_NAMES bytes of names (the
- * rest counted as dropped).
+ * Caps: PERFMAP_MAX_KEPT entries named, half of PERFMAP_MAX_BYTES of names
+ * (the rest kept without a name, counted as dropped: they still hide what
+ * they overlap), twice that many entries in all (past it the map names
+ * nothing).
  */
 struct perfmap *perfmap__new_wanted(void);
 /*
@@ -87,6 +97,6 @@ size_t perfmap__dropped(const struct perfmap *pm);  /* wanted entries over a cap
 size_t perfmap__consumed(const struct perfmap *pm);  /* bytes of the file used so far */
 size_t perfmap__count(const struct perfmap *pm);     /* entries kept */
 size_t perfmap__bad_lines(const struct perfmap *pm); /* malformed or over the cap */
-size_t perfmap__bytes(const struct perfmap *pm);     /* heap bytes held */
+size_t perfmap__bytes(const struct perfmap *pm);     /* heap bytes held: <= PERFMAP_MAX_BYTES */
 
 #endif

@@ -70,14 +70,15 @@
 #define HELD_FILES_MAX 256
 /* Give freed memory back to the system after this much was freed. */
 #define TRIM_AFTER_BYTES (16u << 20)
+/*
+ * Caches make room at insertion (room_make): when an item might not fit,
+ * victims go until the item fits with this share of the cap to spare, so a
+ * cache under pressure is scanned once per share inserted, not per item.
+ */
+#define ROOM_SLACK_SHARE 16
+
 /* Python code-object caches of all processes together, at most (pyname.h). */
 #define SYM_PY_MAX_BYTES (128u << 20)
-/*
- * Over the cap, the largest caches start over until this much is left
- * below it: a scan of the processes per this many bytes inserted, not per
- * insertion.
- */
-#define SYM_PY_SLACK (8u << 20)
 /* Line tables read again past their kept start (pyname.h), bytes per drain in all. */
 #define SYM_PY_LT_BUDGET (16u << 20)
 
@@ -86,6 +87,10 @@ struct symfile {
 	int err;
 	unsigned refs;	   /* process entries pointing at it */
 	bool is_vdso;
+	/* Its symbols were freed to make room for another file's: read again
+	 * at its next lookup, through a process that maps it, once a drain. */
+	bool dropped;
+	uint64_t read_gen; /* 1 + the drain its symbols were last read in for a lookup */
 	uint64_t used_gen;
 	uint64_t serial;   /* the mfile's: a reused inode is another serial */
 	/* Symbols not read yet: the file, held open until its first lookup;
@@ -110,6 +115,8 @@ struct symproc {
 	size_t pmap_bytes;
 	uint64_t pmap_dev, pmap_ino;
 	uint64_t pmap_read_ns; /* last read attempt (now_ns), 0: never */
+	uint64_t pmap_read_gen; /* 1 + the drain it was last read or scanned in for a lookup */
+	bool pmap_dropped;	/* freed to make room for another's: read again, once a drain */
 	bool pmap_rejected;
 	/* Python: the interpreter found in it, and its code objects. */
 	struct pynamer *py;
@@ -163,6 +170,9 @@ struct symbolizer {
 	size_t file_bytes, pmap_bytes, freed_bytes;
 	uint64_t lookups, unknown, debug_files, jit_names, images_lost, images_mapped;
 	uint64_t kernel_reloads, evicted_procs, evicted_files;
+	/* Made room at insertion: symbols of files still mapped freed (and read
+	 * again), perf maps freed, files refused for their own cap. */
+	uint64_t files_dropped, files_reread, pmaps_dropped, files_too_large;
 	uint64_t inline_frames;
 	uint64_t py_frames, py_unknown;
 	/* Python code-object caches: their bytes together (kept at every change), how
@@ -277,6 +287,7 @@ static void symfile_free(struct symbolizer *s, struct symfile *f)
 	if (!f || f->is_vdso)
 		return;
 	mfile__put(s->pt, unlink_held(s, f)); /* its symbols stay unread */
+	s->file_bytes -= MIN(s->file_bytes, elfsym__bytes(f->es));
 	elfsym__free(f->es);
 	free(f);
 }
@@ -345,6 +356,139 @@ void symbolizer__free(struct symbolizer *s)
 		ptab__free(s->pt);
 	free(s->want_procs);
 	free(s);
+}
+
+
+/* --- room at insertion ------------------------------------------------------------ */
+
+/*
+ * Every cache of what processes control holds its cap at every moment
+ * (threat model rule 4): before an item that may take up to `need` more is
+ * read, room_make() frees victims, lowest key first, until what the cache
+ * holds plus `need` is a ROOM_SLACK_SHARE of the cap under it; it does
+ * nothing while the item fits. The item the room is for is never a victim.
+ * Each cache says which of its items may go, in which turn, and how (a file
+ * no process maps is forgotten, a mapped file's symbols are freed and read
+ * again at its next lookup, a perf map is freed, a Python cache starts
+ * over): what goes is freed before the item is read, not at the next sweep.
+ * Names handed out for user frames may go with it: they live until the next
+ * lookup (symbolizer.h).
+ */
+struct room {
+	struct htab *from;			    /* the candidates: its values */
+	size_t (*held)(const struct symbolizer *s); /* what the cache holds now */
+	size_t cap, need;
+	const void *keep; /* the item the room is for */
+	/* Whether item may go, and its turn (lowest first). */
+	bool (*victim)(const struct symbolizer *s, const void *item, uint64_t *key);
+	void (*evict)(struct symbolizer *s, void *item);
+};
+
+struct victim {
+	uint64_t key;
+	void *item;
+};
+
+static int victim_cmp(const void *a, const void *b)
+{
+	const struct victim *x = a, *y = b;
+
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static void room_make(struct symbolizer *s, const struct room *r)
+{
+	size_t target, n = 0, pos = 0;
+	struct htab_entry *e;
+	struct victim *v;
+	uint64_t key;
+
+	if (r->held(s) + r->need <= r->cap)
+		return;
+	target = r->cap - MIN(r->cap, r->need);
+	target -= MIN(target, r->cap / ROOM_SLACK_SHARE);
+	v = malloc((htab__count(r->from) + 1) * sizeof(*v));
+	while ((e = htab__next(r->from, &pos))) {
+		if (e->value == r->keep || !r->victim(s, e->value, &key))
+			continue;
+		if (!v) { /* out of memory: in the table's order rather than not at all */
+			r->evict(s, e->value);
+			if (r->held(s) <= target)
+				return;
+			continue;
+		}
+		v[n].key = key;
+		v[n++].item = e->value;
+	}
+	if (!v)
+		return;
+	qsort(v, n, sizeof(*v), victim_cmp);
+	for (size_t i = 0; i < n && r->held(s) > target; i++)
+		r->evict(s, v[i].item);
+	free(v);
+}
+
+/* Files: the bytes of their symbols, and how many are cached. */
+static size_t files_bytes(const struct symbolizer *s)
+{
+	return s->file_bytes;
+}
+
+static size_t files_count(const struct symbolizer *s)
+{
+	return htab__count(s->files);
+}
+
+/* Files with symbols: least recently used first, at one age the unmapped first. */
+static bool file_victim(const struct symbolizer *s, const void *item, uint64_t *key)
+{
+	const struct symfile *f = item;
+
+	(void)s;
+	*key = f->used_gen << 1 | (f->refs != 0);
+	return f->es != NULL;
+}
+
+/* Files no process entry maps (whatever their state): least recently used first. */
+static bool file_unmapped(const struct symbolizer *s, const void *item, uint64_t *key)
+{
+	const struct symfile *f = item;
+
+	(void)s;
+	*key = f->used_gen;
+	return !f->refs;
+}
+
+/* Forgets a file no process maps; frees a mapped file's symbols (read again on demand). */
+static void file_evict(struct symbolizer *s, void *item)
+{
+	struct symfile *f = item;
+	size_t b = elfsym__bytes(f->es);
+
+	s->freed_bytes += b;
+	if (!f->refs) {
+		htab__remove(s->files, &f->serial, sizeof(f->serial));
+		symfile_free(s, f);
+		s->evicted_files++;
+		return;
+	}
+	s->file_bytes -= MIN(s->file_bytes, b);
+	elfsym__free(f->es);
+	f->es = NULL;
+	f->dropped = true;
+	s->files_dropped++;
+}
+
+/* Room for one more file's symbols (its own cap, ELFSYM_MAX_BYTES), besides keep's. */
+static void files_room(struct symbolizer *s, const struct symfile *keep)
+{
+	struct room r = {
+		.from = s->files, .held = files_bytes, .cap = s->max_file_bytes,
+		.need = ELFSYM_MAX_BYTES, .keep = keep, .victim = file_victim,
+		.evict = file_evict,
+	};
+
+	room_make(s, &r);
 }
 
 /* --- kernel ----------------------------------------------------------------- */
@@ -720,29 +864,68 @@ static void load_debug_file(struct symbolizer *s, struct pproc *pp, struct mfile
 		s->debug_files++;
 }
 
-/* Reads f's symbols from mf (and its debug file, looked for in pp's root and the host's). */
+/*
+ * Reads f's symbols from mf (and its debug file, looked for in pp's root and
+ * the host's), room made for each first: the cache's cap holds while they
+ * are read.
+ */
 static void read_symbols(struct symbolizer *s, struct pproc *pp, struct symfile *f,
 			 struct mfile *mf)
 {
 	Elf *elf = mfile__elf(mf);
+	size_t before;
 
+	files_room(s, f);
+	f->dropped = false;
 	f->es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(mf)->st_size) : NULL;
 	f->err = f->es ? 0 : -errno;
 	/* Refused for its cost: remembered (f stays cached), said once. */
-	if (f->err == -ETIMEDOUT) {
-		s->files_over_budget++;
+	if (f->err == -ETIMEDOUT || f->err == -E2BIG) {
+		if (f->err == -ETIMEDOUT)
+			s->files_over_budget++;
+		else
+			s->files_too_large++;
 		if (s->warn) {
 			char msg[PATH_MAX + 200];
 
 			snprintf(msg, sizeof(msg), "%s: %s; its frames are shown as file+offset",
 				 mfile__path(mf) ? mfile__path(mf) : "a mapped file",
-				 elfsym__strerror(ETIMEDOUT));
+				 elfsym__strerror(-f->err));
 			s->warn(s->warn_ctx, msg);
 		}
 	}
+	s->file_bytes += elfsym__bytes(f->es);
 	if (f->es && !elfsym__has_symtab(f->es) &&
-	    (elfsym__build_id(f->es, NULL) || elfsym__debuglink(f->es, NULL)))
+	    (elfsym__build_id(f->es, NULL) || elfsym__debuglink(f->es, NULL))) {
+		files_room(s, f); /* the debug file's symbols, then both together */
+		before = elfsym__bytes(f->es);
 		load_debug_file(s, pp, mf, f->es);
+		s->file_bytes += elfsym__bytes(f->es) - before;
+	}
+}
+
+/*
+ * The symbols of a mapped file that were freed to make room, read again
+ * through p (which maps f at m) - at most once a drain, so files that do not
+ * fit together cost one read each per drain, not one per lookup.
+ */
+static void reread(struct symbolizer *s, struct symproc *p, const struct procmap *m,
+		   struct symfile *f)
+{
+	struct mfile *mf;
+
+	if (f->read_gen == s->gen + 1 || p->gone || !p->pp)
+		return;
+	f->read_gen = s->gen + 1;
+	if (ptab__file(s->pt, p->pp, m, &mf))
+		return;
+	/* The same file (not one that replaced it), and one that can be opened
+	 * now: otherwise another process may read it later. */
+	if (mfile__serial(mf) == f->serial && mfile__elf(mf)) {
+		read_symbols(s, p->pp, f, mf);
+		s->files_reread++;
+	}
+	mfile__put(s->pt, mf);
 }
 
 /* The symbols of a held file, read now (pp: whose root to look for a debug file in). */
@@ -821,6 +1004,21 @@ static struct symfile *get_file(struct symbolizer *s, struct symproc *p, const s
 		mfile__put(s->pt, mf);
 		return f;
 	}
+	if (htab__count(s->files) > s->max_files) {
+		/* The count's cap too, at insertion: files no process maps go. */
+		struct room r = {
+			.from = s->files, .held = files_count, .cap = s->max_files, .need = 1,
+			.keep = NULL, .victim = file_unmapped, .evict = file_evict,
+		};
+
+		htab__remove(s->files, &serial, sizeof(serial));
+		room_make(s, &r);
+		e = htab__upsert(s->files, &serial, sizeof(serial), &created);
+		if (!e) {
+			mfile__put(s->pt, mf);
+			return NULL;
+		}
+	}
 	f = calloc(1, sizeof(*f));
 	if (!f) {
 		htab__remove(s->files, &serial, sizeof(serial));
@@ -854,13 +1052,95 @@ static void drop_perfmap(struct symbolizer *s, struct symproc *p)
 	p->pmap_bytes = 0;
 }
 
+/* What p's map holds now, in the total. */
+static void pmap_account(struct symbolizer *s, struct symproc *p)
+{
+	s->pmap_bytes -= MIN(s->pmap_bytes, p->pmap_bytes);
+	p->pmap_bytes = perfmap__bytes(p->pmap);
+	s->pmap_bytes += p->pmap_bytes;
+}
+
+static size_t pmaps_bytes(const struct symbolizer *s)
+{
+	return s->pmap_bytes;
+}
+
+/* Maps of processes gone first, then of dead images, then the least recently used. */
+static bool pmap_victim(const struct symbolizer *s, const void *item, uint64_t *key)
+{
+	const struct symproc *p = item;
+	uint64_t rank = p->gone ? 0 : p->dead ? 1 : 2;
+
+	(void)s;
+	*key = rank << 56 | p->used_gen;
+	return p->pmap != NULL;
+}
+
+/* Frees a map; it is read again if its process's code is looked up (once a drain). */
+static void pmap_evict(struct symbolizer *s, void *item)
+{
+	struct symproc *p = item;
+
+	s->freed_bytes += p->pmap_bytes;
+	drop_perfmap(s, p);
+	p->pmap_dropped = true;
+	p->pmap_read_ns = 0;
+	s->pmaps_dropped++;
+}
+
+/* Room for p's map to grow to its own cap (PERFMAP_MAX_BYTES), before it is read. */
+static void pmaps_room(struct symbolizer *s, struct symproc *p)
+{
+	struct room r = {
+		.from = s->procs, .held = pmaps_bytes, .cap = s->max_perfmap_bytes,
+		.need = PERFMAP_MAX_BYTES - MIN((size_t)PERFMAP_MAX_BYTES, p->pmap_bytes),
+		.keep = p, .victim = pmap_victim, .evict = pmap_evict,
+	};
+
+	room_make(s, &r);
+	p->pmap_dropped = false;
+}
+
+/*
+ * Reads p's map whole, from where it was read up to: 0, or -E2BIG if it would
+ * take more than its own cap (PERFMAP_MAX_BYTES), -ENOMEM.
+ */
+static int read_whole(struct symbolizer *s, struct symproc *p, const struct safe_file *sf)
+{
+	struct perfmap *pm = p->pmap;
+	char *buf;
+	int err = 0;
+
+	pmaps_room(s, p);
+	if (!pm && !(pm = p->pmap = perfmap__new()))
+		return -ENOMEM;
+	p->pmap_dev = (uint64_t)sf->st.st_dev;
+	p->pmap_ino = (uint64_t)sf->st.st_ino;
+	buf = malloc(PERFMAP_READ_CHUNK);
+	if (!buf)
+		return -ENOMEM;
+	/* Up to the size seen at open: a file still growing is read next time. */
+	while (!err && perfmap__consumed(pm) < (size_t)sf->st.st_size) {
+		size_t off = perfmap__consumed(pm);
+		size_t want = MIN((size_t)sf->st.st_size - off, (size_t)PERFMAP_READ_CHUNK);
+		ssize_t n = pread(sf->fd, buf, want, (off_t)off);
+
+		if (n <= 0)
+			break;
+		err = perfmap__add(pm, buf, (size_t)n);
+		if (!err && perfmap__consumed(pm) == off)
+			break; /* no complete line in a whole chunk: nothing more to take */
+	}
+	free(buf);
+	if (err != -E2BIG)
+		perfmap__finish(pm);
+	return err;
+}
+
 /* Reads (more of) the process's perf map. Called with the process alive. */
 static void load_perfmap(struct symbolizer *s, struct symproc *p)
 {
 	struct safe_file sf;
-	struct perfmap *pm;
-	char *buf = NULL;
-	size_t before;
 	int err;
 
 	if (p->pmap_rejected || !p->pp)
@@ -875,57 +1155,29 @@ static void load_perfmap(struct symbolizer *s, struct symproc *p)
 		}
 		return;
 	}
-	pm = p->pmap;
 	/* A different file, or one that shrank (rewritten): start over. */
-	if (pm && ((uint64_t)sf.st.st_dev != p->pmap_dev || (uint64_t)sf.st.st_ino != p->pmap_ino ||
-		   (size_t)sf.st.st_size < perfmap__consumed(pm))) {
-		perfmap__free(pm);
-		pm = NULL;
-	}
-	if (p->pmap_wanted || (uint64_t)sf.st.st_size > PERFMAP_WHOLE_MAX) {
-		/* Too large to hold: from now on only what sampled addresses need,
-		 * found by scans (scan_wanted), none of it read here. */
-		if (pm && !p->pmap_wanted) {
-			perfmap__free(pm);
-			pm = NULL;
-		}
-		p->pmap_wanted = true;
-		if (!pm && !(pm = perfmap__new_wanted()))
-			goto out;
-		p->pmap = pm;
-		p->pmap_dev = (uint64_t)sf.st.st_dev;
-		p->pmap_ino = (uint64_t)sf.st.st_ino;
+	if (p->pmap &&
+	    ((uint64_t)sf.st.st_dev != p->pmap_dev || (uint64_t)sf.st.st_ino != p->pmap_ino ||
+	     (size_t)sf.st.st_size < perfmap__consumed(p->pmap)))
+		drop_perfmap(s, p);
+	if (!p->pmap_wanted && (uint64_t)sf.st.st_size <= PERFMAP_WHOLE_MAX &&
+	    read_whole(s, p, &sf) != -E2BIG)
 		goto out;
-	}
-	if (!pm && !(pm = perfmap__new()))
+	/*
+	 * Too large to hold (the file, or the entries read from it): from now
+	 * on only what sampled addresses need, found by scans (scan_wanted),
+	 * none of it read here.
+	 */
+	if (!p->pmap_wanted)
+		drop_perfmap(s, p);
+	p->pmap_wanted = true;
+	if (!p->pmap && !(p->pmap = perfmap__new_wanted()))
 		goto out;
-	p->pmap = pm;
 	p->pmap_dev = (uint64_t)sf.st.st_dev;
 	p->pmap_ino = (uint64_t)sf.st.st_ino;
-	buf = malloc(PERFMAP_READ_CHUNK);
-	if (!buf)
-		goto out;
-	/* Up to the size seen at open: a file still growing is read next time. */
-	while (perfmap__consumed(pm) < (size_t)sf.st.st_size) {
-		size_t off = perfmap__consumed(pm);
-		size_t want = MIN((size_t)sf.st.st_size - off, (size_t)PERFMAP_READ_CHUNK);
-		ssize_t n = pread(sf.fd, buf, want, (off_t)off);
-
-		if (n <= 0)
-			break;
-		before = off;
-		if (perfmap__add(pm, buf, (size_t)n))
-			break;
-		if (perfmap__consumed(pm) == before)
-			break; /* no complete line in a whole chunk: nothing more to take */
-	}
-	perfmap__finish(pm);
 out:
-	free(buf);
 	close(sf.fd);
-	s->pmap_bytes -= MIN(s->pmap_bytes, p->pmap_bytes);
-	p->pmap_bytes = perfmap__bytes(p->pmap);
-	s->pmap_bytes += p->pmap_bytes;
+	pmap_account(s, p);
 }
 
 /* Reads [from, to) of the file in chunks through scan; false on a read error. */
@@ -1012,31 +1264,43 @@ static void scan_wanted(struct symbolizer *s, struct symproc *p, uint64_t *want,
 	struct safe_file sf;
 	size_t old_end;
 	char *buf = NULL;
-	uint64_t now;
+	uint64_t now = now_ns();
 
-	if (!pm || !n || p->pmap_rejected || !p->pp || !ptab__alive(s->pt, &p->id))
+	if (!p->pmap_wanted || !n || p->pmap_rejected || !p->pp || !ptab__alive(s->pt, &p->id))
 		return;
-	n = still_wanted(pm, want, n);
+	if (pm)
+		n = still_wanted(pm, want, n);
+	else if (!final && ((p->pmap_rescan_ns && now - p->pmap_rescan_ns < PERFMAP_RESCAN_NS) ||
+			    now < s->rescan_ok_ns))
+		return; /* freed to make room: found again by a scan of the whole file */
 	if (!n)
 		return;
 	if (ptab__open_perfmap(s->pt, p->pp, &sf)) {
 		load_perfmap(s, p); /* says why, once, and marks a refusal */
 		return;
 	}
-	if ((uint64_t)sf.st.st_dev != p->pmap_dev || (uint64_t)sf.st.st_ino != p->pmap_ino ||
-	    (size_t)sf.st.st_size < perfmap__consumed(pm)) {
+	if (pm && ((uint64_t)sf.st.st_dev != p->pmap_dev || (uint64_t)sf.st.st_ino != p->pmap_ino ||
+		   (size_t)sf.st.st_size < perfmap__consumed(pm))) {
 		/* Rewritten: what was kept may name other code now. */
-		perfmap__free(pm);
+		drop_perfmap(s, p);
+		pm = NULL;
+	}
+	pmaps_room(s, p);
+	if (!pm) {
 		pm = p->pmap = perfmap__new_wanted();
 		p->pmap_dev = (uint64_t)sf.st.st_dev;
 		p->pmap_ino = (uint64_t)sf.st.st_ino;
 		if (!pm)
 			goto out;
+		/* Read from the start: as a scan of the whole file, within its limits. */
+		p->pmap_rescan_ns = now;
+		s->pmap_rescans++;
+		s->rescan_ok_ns = now + (uint64_t)sf.st.st_size * 1000000000ULL / PERFMAP_RESCAN_RATE;
 	}
 	buf = malloc(PERFMAP_READ_CHUNK);
 	if (!buf)
 		goto out;
-	p->pmap_read_ns = now = now_ns();
+	p->pmap_read_ns = now;
 	old_end = perfmap__consumed(pm);
 	{
 		struct tail_scan t = { .pm = pm, .want = want, .n = n };
@@ -1062,9 +1326,7 @@ static void scan_wanted(struct symbolizer *s, struct symproc *p, uint64_t *want,
 out:
 	free(buf);
 	close(sf.fd);
-	s->pmap_bytes -= MIN(s->pmap_bytes, p->pmap_bytes);
-	p->pmap_bytes = perfmap__bytes(p->pmap);
-	s->pmap_bytes += p->pmap_bytes;
+	pmap_account(s, p);
 }
 
 /* --- processes ------------------------------------------------------------------ */
@@ -1297,12 +1559,16 @@ static const char *jit_name(struct symbolizer *s, struct symproc *p, uint64_t ad
 
 	if (name || p->pmap_rejected || p->gone)
 		return name;
+	/* Freed to make room after it was read this drain: not before the next. */
+	if (!p->pmap && p->pmap_dropped && p->pmap_read_gen == s->gen + 1)
+		return NULL;
 	now = now_ns();
 	if (p->pmap_read_ns && now - p->pmap_read_ns < PERFMAP_RETRY_NS)
 		return NULL;
 	/* Still this image: after an exec the same path names the next program's code. */
 	if (!ptab__alive(s->pt, &p->id))
 		return NULL;
+	p->pmap_read_gen = s->gen + 1;
 	if (p->pmap_wanted) {
 		/* Not announced (symbolizer__want_user): looked for on its own. */
 		scan_wanted(s, p, &addr, 1, false);
@@ -1354,7 +1620,10 @@ void symbolizer__want_flush(struct symbolizer *s, bool final)
 	for (size_t i = 0; i < s->nr_want_procs; i++) {
 		struct symproc *p = s->want_procs[i];
 
-		scan_wanted(s, p, p->pending, p->nr_pending, final);
+		if (p->pmap || !p->pmap_dropped || p->pmap_read_gen != s->gen + 1) {
+			p->pmap_read_gen = s->gen + 1;
+			scan_wanted(s, p, p->pending, p->nr_pending, final);
+		}
 		p->nr_pending = 0;
 		p->listed = false;
 	}
@@ -1404,6 +1673,7 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 	struct htab_entry *e;
 	struct symproc *p = NULL;
 	struct symfile *f;
+	size_t before;
 	int err;
 
 	if (!max)
@@ -1433,8 +1703,11 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 	}
 	f = p->files[m - p->maps->m.maps];
 	if (f && f->held) {
+		f->read_gen = s->gen + 1;
 		read_held(s, p->pp, f); /* its first lookup */
 		s->held_read++;
+	} else if (f && f->dropped) {
+		reread(s, p, m, f);
 	}
 	if ((!f || !f->es) && jit_candidate(m)) {
 		const char *name = jit_name(s, p, addr);
@@ -1462,7 +1735,14 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 	out->build_id = elfsym__build_id(f->es, &out->build_id_len);
 	if (elfsym__off_to_vaddr(f->es, fileoff, &vaddr))
 		vaddr = fileoff;
+	before = elfsym__bytes(f->es);
 	out->name = elfsym__lookup_demangled(f->es, vaddr, NULL);
+	if (elfsym__bytes(f->es) != before) {
+		/* A name demangled and kept: an insertion too (within the file's cap). */
+		s->file_bytes += elfsym__bytes(f->es) - before;
+		if (s->file_bytes > s->max_file_bytes)
+			files_room(s, f);
+	}
 	out->addr = vaddr + (leaf ? 0 : 1);
 	if (elfsym__gopclntab(f->es))
 		return go_frames(s, f, vaddr, out, max);
@@ -1545,61 +1825,46 @@ void sym_files__close(struct sym_files *sf)
 
 /* --- Python ------------------------------------------------------------------------ */
 
-static int py_size_cmp(const void *a, const void *b)
+static size_t py_held(const struct symbolizer *s)
 {
-	size_t x = pynamer__bytes((*(struct symproc *const *)a)->py);
-	size_t y = pynamer__bytes((*(struct symproc *const *)b)->py);
+	return s->py_bytes;
+}
 
-	return x < y ? 1 : x > y ? -1 : 0; /* largest first */
+/* Caches with code objects in them: the largest first. */
+static bool py_victim(const struct symbolizer *s, const void *item, uint64_t *key)
+{
+	const struct symproc *p = item;
+
+	(void)s;
+	*key = UINT64_MAX - pynamer__bytes(p->py);
+	return p->py && pynamer__count(p->py);
+}
+
+/* A cache starts over: freed now. */
+static void py_evict(struct symbolizer *s, void *item)
+{
+	struct symproc *p = item;
+	size_t b = pynamer__bytes(p->py);
+
+	s->freed_bytes += b;
+	pynamer__reset(p->py);
+	s->py_bytes = s->py_bytes - MIN(s->py_bytes, b) + pynamer__bytes(p->py);
+	s->py_resets++;
 }
 
 /*
  * Makes room for one more code object under the cap on all processes'
- * caches: if it might not fit, the largest caches start over (freed now)
- * until SYM_PY_SLACK is left. Called before a lookup, when nothing of the
- * lookup is handed out yet, so the caller's own cache may go too.
+ * caches. Called before a lookup, when nothing of the lookup is handed out
+ * yet, so the caller's own cache may go too.
  */
 static void python_room(struct symbolizer *s)
 {
-	size_t n = htab__count(s->procs), k = 0, pos = 0, target;
-	struct symproc **all;
-	struct htab_entry *e;
+	struct room r = {
+		.from = s->procs, .held = py_held, .cap = s->max_py_bytes, .need = PYNAME_ITEM_MAX,
+		.keep = NULL, .victim = py_victim, .evict = py_evict,
+	};
 
-	if (s->py_bytes + PYNAME_ITEM_MAX <= s->max_py_bytes)
-		return;
-	target = s->max_py_bytes > SYM_PY_SLACK + PYNAME_ITEM_MAX
-			 ? s->max_py_bytes - SYM_PY_SLACK
-			 : s->max_py_bytes - MIN(s->max_py_bytes, PYNAME_ITEM_MAX);
-	all = malloc((n + 1) * sizeof(*all));
-	while ((e = htab__next(s->procs, &pos))) {
-		struct symproc *p = e->value;
-
-		if (!p->py || !pynamer__count(p->py))
-			continue;
-		if (!all) { /* out of memory: each cache in turn rather than none */
-			s->py_bytes -= MIN(s->py_bytes, pynamer__bytes(p->py));
-			s->freed_bytes += pynamer__bytes(p->py);
-			pynamer__reset(p->py);
-			s->py_bytes += pynamer__bytes(p->py);
-			s->py_resets++;
-			if (s->py_bytes + PYNAME_ITEM_MAX <= target)
-				return;
-			continue;
-		}
-		all[k++] = p;
-	}
-	if (!all)
-		return;
-	qsort(all, k, sizeof(*all), py_size_cmp);
-	for (size_t i = 0; i < k && s->py_bytes + PYNAME_ITEM_MAX > target; i++) {
-		size_t b = pynamer__bytes(all[i]->py);
-
-		s->freed_bytes += b;
-		pynamer__reset(all[i]->py);
-		s->py_bytes = s->py_bytes - MIN(s->py_bytes, b) + pynamer__bytes(all[i]->py);
-		s->py_resets++;
-	}
-	free(all);
+	room_make(s, &r);
 }
 
 /* A probe of an interpreter that was not initialized yet runs again after this. */
@@ -1770,14 +2035,8 @@ static void evict_perfmaps(struct symbolizer *s)
 		if (((struct symproc *)e->value)->pmap)
 			all[k++] = e->value;
 	qsort(all, k, sizeof(*all), proc_cmp);
-	for (size_t i = 0; i < k && s->pmap_bytes > s->max_perfmap_bytes; i++) {
-		s->pmap_bytes -= MIN(s->pmap_bytes, all[i]->pmap_bytes);
-		s->freed_bytes += all[i]->pmap_bytes;
-		perfmap__free(all[i]->pmap);
-		all[i]->pmap = NULL;
-		all[i]->pmap_bytes = 0;
-		all[i]->pmap_read_ns = 0; /* read again from the start if it is needed */
-	}
+	for (size_t i = 0; i < k && s->pmap_bytes > s->max_perfmap_bytes; i++)
+		pmap_evict(s, all[i]); /* read again from the start if it is needed */
 	free(all);
 }
 
@@ -1857,6 +2116,10 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->py_lt_reads = s->py_lt_reads;
 	st->py_lt_over = s->py_lt_over;
 	st->files_over_budget = s->files_over_budget;
+	st->files_too_large = s->files_too_large;
+	st->files_dropped = s->files_dropped;
+	st->files_reread = s->files_reread;
+	st->perfmaps_dropped = s->pmaps_dropped;
 	{
 		struct ptab_stats ps;
 

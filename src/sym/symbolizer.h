@@ -35,11 +35,17 @@
  *     warning and never read;
  *   - kallsyms for the kernel, re-read when modules or BPF programs change.
  *
- * Memory is bounded: process entries (max_procs, least recently used out
- * first), cached files (count and bytes, only unreferenced ones evicted), JIT
- * maps (bytes, least recently used dropped and re-read on demand), files held
- * open before their symbols are read (max_held_files), Python code objects
- * (per process and in all, held at every insertion: pyname.h).
+ * Memory is bounded at every moment, each cap held at insertion: before an
+ * item is read, room is made for it under its cache's cap (symbolizer.c,
+ * room_make()), and each item has a cap of its own. Process entries
+ * (max_procs, least recently used out first); cached files (count: those no
+ * process maps go; bytes: one file's symbols at most ELFSYM_MAX_BYTES, the
+ * least recently used go first - a file still mapped keeps its entry, its
+ * symbols are read again at its next lookup, at most once a drain); JIT maps
+ * (bytes: one map at most PERFMAP_MAX_BYTES, the least recently used freed
+ * and read again on demand, at most once a drain); files held open before
+ * their symbols are read (max_held_files); Python code objects (per process
+ * and in all: pyname.h).
  */
 #ifndef BPFPROF_SYMBOLIZER_H
 #define BPFPROF_SYMBOLIZER_H
@@ -66,7 +72,7 @@ struct symbolizer_opts {
 	const char *kallsyms_path; /* default "<proc_root>/kallsyms" */
 	size_t max_procs;	   /* cap on process entries (default 16384) */
 	size_t max_files;	   /* cap on cached files (default 4096) */
-	size_t max_file_bytes;	   /* symbols of unreferenced cached files (default 512 MiB) */
+	size_t max_file_bytes;	   /* symbols of cached files (default 512 MiB) */
 	size_t max_perfmap_bytes;  /* JIT maps held, all processes (default 64 MiB) */
 	size_t max_held_files;	   /* files held open before their first lookup (default 256) */
 	/* Python code objects cached: all processes (default 128 MiB), one process
@@ -81,7 +87,12 @@ struct symbolizer_opts {
 	void *warn_ctx;
 };
 
-/* The answer for one address. Strings live until the next sweep. */
+/*
+ * The answer for one address. Strings live until the next lookup of a user
+ * address or the next sweep, kernel names until the next sweep: the caches
+ * hold their caps at every insertion, so a lookup may free the symbols of
+ * another file, or another process's perf map (copy the strings at once).
+ */
 struct sym {
 	const char *name;   /* function name, or NULL if none is known */
 	const char *module; /* file path, "[vdso]", kernel module, perf map path, or NULL */
@@ -115,6 +126,10 @@ struct symbolizer_stats {
 	uint64_t py_lt_over;   /* ... not read: over the drain's budget */
 	uint64_t rejected;     /* files refused by the safety checks */
 	uint64_t files_over_budget; /* files whose symbols took more than their time budget */
+	uint64_t files_too_large; /* ... or more memory than their cap (ELFSYM_MAX_BYTES) */
+	/* Room made at insertion: symbols of files still mapped freed, and read
+	 * again at a later lookup; perf maps freed (read again on demand). */
+	uint64_t files_dropped, files_reread, perfmaps_dropped;
 	uint64_t images_lost;  /* images that exec'd or exited before they could be read */
 	uint64_t images_mapped; /* ... named from their notice's mappings all the same */
 	uint64_t kernel_reloads;
@@ -229,10 +244,9 @@ void sym_files__close(struct sym_files *sf);
  * A Python frame the sampler recorded (python_abi.h): the code object's
  * address and (meta) its checksum << 32 | instruction index. Named
  * qualname, with file (co_filename) and line, kind FRAME_PYTHON; name NULL
- * when the object cannot be read or is not the one sampled. Unlike other
- * answers, its strings live only until the next symbolizer__python() call
- * (or sweep): the caches hold their caps at every insertion, so a cache
- * that starts over is freed then (copy the strings before asking again).
+ * when the object cannot be read or is not the one sampled. Its strings live
+ * until the next lookup (or sweep), as a user frame's: a cache that starts
+ * over to make room is freed then.
  */
 void symbolizer__python(struct symbolizer *s, const struct proc_id *id, uint64_t code,
 			uint64_t meta, struct sym *out);

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/budget.h"
 #include "base/util.h"
 #include "proc/cfienc.h"
 #include "proc/elffile.h"
@@ -56,6 +57,7 @@ struct fde_info {
 	uint64_t begin, end;
 	uint8_t src;
 	uint32_t go_func; /* SRC_GO: the function's index in the pc-line table */
+	uint32_t insns;	  /* bytes of CFI instructions (capped): what one row may run */
 };
 
 struct build {
@@ -69,7 +71,16 @@ struct build {
 	size_t cap_rows;
 	bool full; /* UTABLE_MAX_ROWS reached */
 	struct gopclntab *go;
+	struct budget budget; /* UTABLE_CPU_BUDGET_NS for the whole build */
 };
+
+/*
+ * Budget units (budget.h: ~50 ns each) for running n bytes of CFI
+ * instructions: libdw runs an FDE's from its start for every row it is asked
+ * for, ~3 ns a byte on this VM, and the builder's screening ~1 ns a byte.
+ */
+#define UNITS_PER_ROW_BYTE  16
+#define UNITS_PER_SCAN_BYTE 64
 
 /* --- drop_fde --------------------------------------------------------------- */
 
@@ -229,11 +240,13 @@ static bool in_exec_segment(const struct utable *t, uint64_t begin, uint64_t end
 	return false;
 }
 
-static int add_fde(struct build *b, uint64_t begin, uint64_t end, uint8_t src)
+static int add_fde(struct build *b, uint64_t begin, uint64_t end, uint8_t src, size_t insns)
 {
 	if (array_grow((void **)&b->fdes, &b->cap_fdes, b->nr_fdes + 1, sizeof(*b->fdes)))
 		return -ENOMEM;
-	b->fdes[b->nr_fdes++] = (struct fde_info){.begin = begin, .end = end, .src = src};
+	b->fdes[b->nr_fdes++] = (struct fde_info){
+		.begin = begin, .end = end, .src = src,
+		.insns = (uint32_t)MIN(insns, (size_t)UINT32_MAX)};
 	return 0;
 }
 
@@ -295,6 +308,8 @@ static int collect_fdes(struct build *b, Elf_Data *data, bool eh, uint64_t sec_a
 				*used = off;
 				break;
 			}
+			if (budget__over(&b->budget))
+				return budget__err(&b->budget);
 			r = dwarf_next_cfi(b->ident, data, eh, off, &next, &ent);
 			if (r > 0)
 				break;
@@ -312,6 +327,9 @@ static int collect_fdes(struct build *b, Elf_Data *data, bool eh, uint64_t sec_a
 				*used = off;
 				break;
 			}
+			/* Each entry's instructions are screened: linear in its size. */
+			if (budget__spend(&b->budget, (next - off) / UNITS_PER_SCAN_BYTE))
+				return budget__err(&b->budget);
 			if (dwarf_cfi_cie_p(&ent)) {
 				if (pass == 0) {
 					struct cie_info *nc;
@@ -348,7 +366,8 @@ static int collect_fdes(struct build *b, Elf_Data *data, bool eh, uint64_t sec_a
 					b->t->st.fdes_skipped++;
 					drop_fde(data, off, eh);
 				} else {
-					err = add_fde(b, begin, begin + range, src);
+					err = add_fde(b, begin, begin + range, src,
+						      (size_t)(ent.fde.end - p));
 					if (err)
 						return err;
 				}
@@ -608,12 +627,16 @@ static int walk_fde(struct build *b, Dwarf_CFI *cfi, const struct fde_info *f)
 	unsigned rows = 0;
 	int err;
 
-	while (pc < f->end) {
+	while (pc < f->end && !b->full) {
 		Dwarf_Addr start, end;
 		Dwarf_Frame *fr;
 		bool signal = false;
 		struct bp_urow r;
 
+		/* libdw runs the FDE's instructions from its start for each row:
+		 * a long FDE costs its length per row (the hostile case). */
+		if (budget__spend(&b->budget, 1 + f->insns / UNITS_PER_ROW_BYTE))
+			return budget__err(&b->budget);
 		if (rows++ >= UTABLE_MAX_FDE_ROWS || dwarf_cfi_addrframe(cfi, pc, &fr)) {
 			if (rows == 1)
 				b->t->st.fdes_bad++;
@@ -683,6 +706,10 @@ static int go_run(uint64_t start, uint64_t end, int32_t delta, void *ctx)
 	struct bp_urow r;
 
 	(void)end;
+	if (budget__over(&w->b->budget)) {
+		w->err = budget__err(&w->b->budget);
+		return w->err;
+	}
 	if (delta < 0 || delta % 8 || cfa > 8ull * UINT16_MAX)
 		r = unsupported(w->b);
 	else if (cfa <= UINT16_MAX)
@@ -727,10 +754,12 @@ static int collect_go(struct build *b, Elf *elf)
 		uint64_t start, end;
 		const char *name;
 
+		if (budget__over(&b->budget))
+			return budget__err(&b->budget);
 		if (gopclntab__func(b->go, i, &start, &end, &name) || end <= start ||
 		    end - start > UTABLE_MAX_SPAN || !in_exec_segment(b->t, start, end))
 			continue;
-		err = add_fde(b, start, end, SRC_GO);
+		err = add_fde(b, start, end, SRC_GO, 0);
 		if (err)
 			return err;
 		b->fdes[b->nr_fdes - 1].go_func = (uint32_t)i;
@@ -987,6 +1016,7 @@ static struct utable *build(Elf *elf)
 	uint64_t eh_addr = 0, dbg_addr = 0, t0 = mono_ns();
 	int err;
 
+	budget__start(&b.budget, UTABLE_CPU_BUDGET_NS);
 	b.t = calloc(1, sizeof(*b.t));
 	if (!b.t) {
 		err = -ENOMEM;
@@ -1026,6 +1056,9 @@ static struct utable *build(Elf *elf)
 			drop_src(&b, SRC_DEBUG);
 	}
 	err = collect_go(&b, elf);
+	/* The sort cannot stop halfway: not begun when time is up. */
+	if (!err && budget__over_now(&b.budget))
+		err = budget__err(&b.budget);
 	if (err)
 		goto out;
 	settle_fdes(&b);
@@ -1039,7 +1072,7 @@ static struct utable *build(Elf *elf)
 		err = -E2BIG;
 		goto out;
 	}
-	for (size_t i = 0; i < b.nr_fdes; i++) {
+	for (size_t i = 0; i < b.nr_fdes && !b.full; i++) {
 		const struct fde_info *f = &b.fdes[i];
 
 		err = f->src == SRC_GO ? walk_go(&b, f)

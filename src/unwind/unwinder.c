@@ -13,6 +13,7 @@
 #include "unwind/unwinder.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -398,9 +399,25 @@ static int add_key(struct unwinder *u, struct ufile *f, const uint64_t *k)
 	return 0;
 }
 
+/* A file whose table took more than its time budget: counted, and said once
+ * (the file is remembered, so once per file). */
+static void over_budget(struct unwinder *u, const char *path)
+{
+	char msg[PATH_MAX + 200];
+
+	u->st.tables_over_budget++;
+	if (!u->warn)
+		return;
+	snprintf(msg, sizeof(msg),
+		 "%s: its unwind table took more than %.0f s of CPU to build, given up; "
+		 "its frames are walked with frame pointers",
+		 path ? path : "a mapped file", UTABLE_CPU_BUDGET_NS / 1e9);
+	u->warn(u->warn_ctx, msg);
+}
+
 /*
  * The table for the file of mapping m of p (built and uploaded on first
- * use); NULL only when out of memory. The file is the process table's
+ * use); NULL when out of memory or stopping. The file is the process table's
  * mfile, opened and checked there; its build id finds copies already built.
  */
 static struct ufile *get_file(struct unwinder *u, struct pproc *pp, const struct procmap *m)
@@ -427,6 +444,9 @@ static struct ufile *get_file(struct unwinder *u, struct pproc *pp, const struct
 		f = e->value;
 		/* A table that did not fit earlier may fit now. */
 		if (f->err != -ENOSPC) {
+			/* A failure (no process refers to it) is kept while asked for. */
+			if (f->err)
+				f->last_used = now_ns();
 			mfile__put(u->pt, mf);
 			return f;
 		}
@@ -456,9 +476,18 @@ static struct ufile *get_file(struct unwinder *u, struct pproc *pp, const struct
 		}
 	}
 	t = elf ? utable__build_elf(elf) : NULL;
+	f->err = t ? 0 : -errno;
+	if (f->err == -ETIMEDOUT)
+		over_budget(u, mfile__path(mf));
 	mfile__put(u->pt, mf);
+	if (f->err == -ECANCELED) {
+		/* Cut by a stop request: not the file's fault, not remembered. */
+		ufile_forget(u, f);
+		return NULL;
+	}
 	if (!t) {
-		f->err = -errno;
+		/* Remembered (for idle_ns after its last use): a refused file costs once. */
+		f->last_used = now_ns();
 		u->st.tables_failed++;
 		return f;
 	}

@@ -22,8 +22,9 @@
  * frame pointers until its next notice), at most max_chunks MiB of slots
  * (tables no live process uses are evicted first when the pool is full; a
  * table that still does not fit is skipped, and its mappings use frame
- * pointers). Failed builds (no .eh_frame, not x86-64, unreadable) are
- * remembered so they are not retried for every process.
+ * pointers). Failed builds (no .eh_frame, not x86-64, unreadable, over
+ * the build's CPU budget: table.h) are remembered, for a minute after they
+ * were last asked for, so they are not retried for every process.
  */
 #ifndef BPFPROF_UNWIND_UNWINDER_H
 #define BPFPROF_UNWIND_UNWINDER_H
@@ -83,6 +84,7 @@ struct unwinder_stats {
 	uint64_t tables_built;	 /* built (since start) */
 	uint64_t tables_shared;	 /* found by build id under another inode */
 	uint64_t tables_failed;	 /* files without a usable table */
+	uint64_t tables_over_budget; /* ... of them: its build took more than its time budget */
 	uint64_t tables_evicted; /* dropped: idle, or to make room */
 	uint64_t tables_no_room; /* did not fit under max_chunks */
 	uint64_t rows;		 /* rows of the tables in the kernel now */

@@ -67,6 +67,25 @@ static void test_clock_read_once_a_stride(void **state)
 	assert_int_equal(budget__err(&b), -ETIMEDOUT);
 }
 
+/* Weighted asks: the clock is read once a stride's worth of units is spent. */
+static void test_spend_reads_the_clock_by_weight(void **state)
+{
+	struct budget b;
+
+	(void)state;
+	budget__start(&b, 0);
+	assert_false(budget__spend(&b, BUDGET_STRIDE / 2));
+	assert_false(budget__spend(&b, BUDGET_STRIDE / 2 - 1));
+	assert_true(budget__spend(&b, 1));
+	assert_int_equal(budget__err(&b), -ETIMEDOUT);
+	/* One heavy item reads it at once. */
+	budget__start(&b, 0);
+	assert_true(budget__spend(&b, 100ull * BUDGET_STRIDE));
+	budget__start(&b, 60ull * 1000 * 1000 * 1000);
+	assert_false(budget__spend(&b, UINT64_MAX));
+	assert_false(budget__spend(&b, 0));
+}
+
 static void test_stop_ends_every_budget_after_the_grace(void **state)
 {
 	struct budget running, later;
@@ -95,6 +114,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spent_after_its_cpu_time),
 		cmocka_unit_test(test_clock_read_once_a_stride),
+		cmocka_unit_test(test_spend_reads_the_clock_by_weight),
 		cmocka_unit_test(test_stop_ends_every_budget_after_the_grace),
 	};
 

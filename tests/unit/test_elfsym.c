@@ -973,6 +973,87 @@ static void test_stop_gives_up(void **state)
 	elfsym__free(es);
 }
 
+
+/*
+ * nopie with its .symtab replaced by n function symbols one byte apart, the
+ * i-th named by the string table from offset 1 + (i * 61 % span) on: names
+ * overlapping in one run of `run` 'A's (a tenant needs no more bytes to
+ * name its symbols with long strings).
+ */
+static struct img overlapping_names(size_t n, size_t run, size_t span, uint64_t *first)
+{
+	struct img im = load_img("nopie");
+	size_t symidx = find_sec_type(&im, SHT_SYMTAB), text = 0;
+	size_t str_off, sym_off, len;
+	Elf64_Sym *syms;
+	uint8_t *buf;
+
+	for (size_t i = 1; i < ehdr(&im)->e_shnum && !text; i++)
+		if (shdr(&im, i)->sh_type == SHT_PROGBITS && (shdr(&im, i)->sh_flags & SHF_EXECINSTR))
+			text = i;
+	assert_true(text > 0);
+	str_off = (im.len + 7) & ~(size_t)7;
+	sym_off = (str_off + run + 2 + 7) & ~(size_t)7;
+	len = sym_off + (n + 1) * sizeof(Elf64_Sym);
+	buf = calloc(1, len);
+	assert_non_null(buf);
+	memcpy(buf, im.buf, im.len);
+	free(im.buf);
+	im.buf = buf;
+	im.len = len;
+	memset(buf + str_off + 1, 'A', run);
+	syms = (Elf64_Sym *)(buf + sym_off);
+	for (size_t i = 1; i <= n; i++) {
+		syms[i].st_name = (uint32_t)(1 + (i * 61) % span);
+		syms[i].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
+		syms[i].st_shndx = (uint16_t)text;
+		syms[i].st_value = shdr(&im, text)->sh_addr + i;
+		syms[i].st_size = 1;
+	}
+	shdr(&im, shdr(&im, symidx)->sh_link)->sh_offset = str_off;
+	shdr(&im, shdr(&im, symidx)->sh_link)->sh_size = run + 2;
+	shdr(&im, symidx)->sh_offset = sym_off;
+	shdr(&im, symidx)->sh_size = (n + 1) * sizeof(Elf64_Sym);
+	*first = syms[1].st_value;
+	return im;
+}
+
+/*
+ * One file's symbols have caps of their own (elfsym.h): a name is kept to
+ * ELFSYM_MAX_NAME bytes (2,048 symbols naming suffixes of a 64 KiB string
+ * held 64 MiB of names, not 8), and past ELFSYM_MAX_BYTES the file is
+ * refused (40,000 such symbols made a 2.6 MB file hold 1.3 GB).
+ */
+static void test_one_file_has_its_caps(void **state)
+{
+	uint64_t first, off;
+	struct img im = overlapping_names(2048, 65536, 60000, &first);
+	struct elfsym *es;
+	const char *name;
+	int err;
+
+	(void)state;
+	es = open_img(&im, im.len, &err);
+	assert_non_null(es);
+	assert_true(elfsym__count(es) >= 2048);
+	assert_true(elfsym__names_cut(es) >= 2000);
+	assert_true(elfsym__bytes(es) < 2048 * (ELFSYM_MAX_NAME + 64) + (1u << 20));
+	/* 65,475 'A's in the file: the first 4,096 kept. */
+	name = elfsym__lookup(es, first, &off);
+	assert_non_null(name);
+	assert_int_equal(strlen(name), ELFSYM_MAX_NAME);
+	assert_int_equal(strspn(name, "A"), ELFSYM_MAX_NAME);
+	elfsym__free(es);
+	free(im.buf);
+
+	im = overlapping_names(40000, 65536, 60000, &first);
+	es = open_img(&im, im.len, &err);
+	if (es)
+		fail_msg("read: %zu bytes of symbols", elfsym__bytes(es));
+	assert_int_equal(err, E2BIG);
+	free(im.buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -991,6 +1072,7 @@ int main(void)
 		cmocka_unit_test(test_bad_notes),
 		cmocka_unit_test(test_not_elf),
 		cmocka_unit_test(test_stop_gives_up),
+		cmocka_unit_test(test_one_file_has_its_caps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

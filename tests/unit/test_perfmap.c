@@ -189,7 +189,7 @@ static void test_unsorted_and_overlapping_newest_wins(void **state)
 
 static void test_many_lines(void **state)
 {
-	size_t n = 200000, len = 0;
+	size_t n = PERFMAP_MAX_ENTRIES, len = 0;
 	char *text = malloc(n * 40);
 	struct perfmap *pm;
 
@@ -205,6 +205,89 @@ static void test_many_lines(void **state)
 	assert_name(pm, 0x7f0000000000ULL + 1234 * 0x40 + 0x1f, "fn_1234");
 	assert_name(pm, 0x7f0000000000ULL + 1234 * 0x40 + 0x20, NULL);
 	perfmap__free(pm);
+	free(text);
+}
+
+
+/*
+ * One map is one item with a cap of its own (perfmap.h): 8 MiB of the
+ * shortest lines a map can have were 839K entries and 45 MiB of heap, and
+ * long names fill the pool. Either way the map stops at its cap, as
+ * allocated, and says so (E2BIG: read it in wanted mode).
+ */
+static void test_one_map_has_its_cap(void **state)
+{
+	size_t n = 8u << 20, len = 0, i = 0;
+	char *text = malloc(2 * n + 8192), name[4000];
+	struct perfmap *pm;
+	int err = 0;
+
+	(void)state;
+	assert_non_null(text);
+	while (len < n)
+		len += (size_t)sprintf(text + len, "%zx 1 f\n", 0x10000 + i++);
+	pm = perfmap__new();
+	assert_non_null(pm);
+	/* In the 4 MiB chunks the symbolizer reads. */
+	for (size_t off = 0; off < len && !err; off = perfmap__consumed(pm)) {
+		err = perfmap__add(pm, text + off, MIN(len - off, (size_t)4 << 20));
+		assert_true(perfmap__bytes(pm) <= PERFMAP_MAX_BYTES);
+	}
+	assert_int_equal(err, -E2BIG);
+	assert_int_equal(perfmap__count(pm), PERFMAP_MAX_ENTRIES);
+	assert_int_equal(perfmap__finish(pm), 0);
+	assert_true(perfmap__bytes(pm) <= PERFMAP_MAX_BYTES);
+	assert_name(pm, 0x10000, "f");
+	perfmap__free(pm);
+	errno = 0;
+	assert_null(perfmap__parse(text, len));
+	assert_int_equal(errno, E2BIG);
+
+	/* Names of 4,000 bytes: half the cap is theirs. */
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	for (len = 0, i = 0; len + sizeof(name) + 64 < 2 * n; i++)
+		len += (size_t)sprintf(text + len, "%zx 1 %s\n", 0x10000 + i, name);
+	pm = perfmap__new();
+	assert_int_equal(perfmap__add(pm, text, len), -E2BIG);
+	assert_int_equal(perfmap__finish(pm), 0);
+	assert_true(perfmap__bytes(pm) <= PERFMAP_MAX_BYTES);
+	assert_true(perfmap__count(pm) * sizeof(name) <= PERFMAP_MAX_BYTES / 2);
+	assert_true(perfmap__count(pm) * sizeof(name) > PERFMAP_MAX_BYTES / 2 - 8192);
+	perfmap__free(pm);
+	free(text);
+}
+
+/* Wanted mode within the same cap: every line wanted, long names. */
+static void test_wanted_map_has_its_cap(void **state)
+{
+	size_t n = 2 * PERFMAP_MAX_KEPT + 1000, len = 0;
+	char *text = malloc(n * 1100), name[1000];
+	uint64_t *want = calloc(n, sizeof(*want));
+	struct perfmap *pm;
+
+	(void)state;
+	assert_non_null(text);
+	assert_non_null(want);
+	memset(name, 'w', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		want[i] = 0x100000 + i * 0x10;
+		len += (size_t)sprintf(text + len, "%zx 10 %s\n", (size_t)want[i], name);
+	}
+	pm = perfmap__new_wanted();
+	assert_non_null(pm);
+	for (size_t off = 0; off < len; off = perfmap__consumed(pm)) {
+		assert_int_equal(perfmap__scan_tail(pm, text + off, MIN(len - off, (size_t)1 << 20),
+						    want, n),
+				 0);
+		assert_true(perfmap__bytes(pm) <= PERFMAP_MAX_BYTES);
+	}
+	assert_int_equal(perfmap__finish(pm), 0);
+	assert_true(perfmap__bytes(pm) <= PERFMAP_MAX_BYTES);
+	assert_true(perfmap__dropped(pm) > 0);
+	perfmap__free(pm);
+	free(want);
 	free(text);
 }
 
@@ -308,6 +391,8 @@ int main(void)
 		cmocka_unit_test(test_partial_last_line_and_growth),
 		cmocka_unit_test(test_unsorted_and_overlapping_newest_wins),
 		cmocka_unit_test(test_many_lines),
+		cmocka_unit_test(test_one_map_has_its_cap),
+		cmocka_unit_test(test_wanted_map_has_its_cap),
 		cmocka_unit_test(test_wanted_keeps_what_addresses_need),
 		cmocka_unit_test(test_wanted_rescan_and_append),
 		cmocka_unit_test(test_wanted_caps_never_misname),

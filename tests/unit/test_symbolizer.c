@@ -19,6 +19,7 @@
 
 #include "proc/elfnote.h"
 #include "sym/elfsym.h"
+#include "sym/perfmap.h"
 #include "proc/procfs.h"
 #include "sym/symbolizer.h"
 
@@ -1123,6 +1124,198 @@ static void test_bpf_programs_named_by_their_images(void **state)
 	symbolizer__free(s);
 }
 
+
+/*
+ * The file symbols' cap holds at insertion, within one drain: before a
+ * file's symbols are read, room is made for one file's worth
+ * (ELFSYM_MAX_BYTES; here the cap is smaller, so every other file's go). A
+ * file still mapped keeps its entry and is read again at its next lookup -
+ * once a drain, so files that do not fit together cost one read each per
+ * drain. Before, the cap was applied at the sweep, to unmapped files only.
+ */
+static void test_file_bytes_cap_held_at_insertion(void **state)
+{
+	const char *fixture = *state;
+	struct symbolizer_opts o = { .proc_root = root, .max_file_bytes = 1024 };
+	struct proc_id id = { .pid = PID, .start_time = start_ns(TICKS), .exec_id = 1 };
+	uint64_t alpha = nm_addr(fixture, "fixture_alpha");
+	uint64_t lib_gamma = nm_addr(fixture_path("libfix.so"), "fixture_lib_static_gamma");
+	struct symbolizer *s = symbolizer__new(&o);
+	struct symbolizer_stats st;
+	size_t exe_bytes, lib_bytes;
+	struct sym r;
+
+	assert_non_null(s);
+	write_maps_with_lib(fixture, fixture_path("libfix.so"));
+	assert_int_equal(symbolizer__note_process(s, &id), 0);
+	symbolizer__user(s, &id, rt(alpha), true, &r);
+	assert_string_equal(r.name, "fixture_alpha");
+	exe_bytes = stats_of(s).file_bytes;
+	assert_true(exe_bytes > 0);
+	symbolizer__user(s, &id, LIB_TEXT + lib_gamma - 0x1000, true, &r);
+	assert_string_equal(r.name, "fixture_lib_static_gamma");
+	st = stats_of(s);
+	lib_bytes = st.file_bytes;
+	/* The executable's symbols went before the library's were read. */
+	assert_int_equal(st.files, 2);
+	assert_int_equal(st.files_dropped, 1);
+	assert_true(lib_bytes > 0 && lib_bytes < exe_bytes + lib_bytes);
+	/* Read this drain already: not again before the next (its frames unnamed). */
+	symbolizer__user(s, &id, rt(alpha), true, &r);
+	assert_null(r.name);
+	assert_int_equal(stats_of(s).files_reread, 0);
+	assert_int_equal(stats_of(s).file_bytes, lib_bytes);
+	/* The next drain reads it again, and the library's go. */
+	symbolizer__sweep(s);
+	symbolizer__user(s, &id, rt(alpha), true, &r);
+	assert_string_equal(r.name, "fixture_alpha");
+	st = stats_of(s);
+	assert_int_equal(st.files_reread, 1);
+	assert_int_equal(st.files_dropped, 2);
+	assert_int_equal(st.file_bytes, exe_bytes);
+	symbolizer__free(s);
+	write_maps(fixture, 0);
+}
+
+/* Files no process maps go at insertion too when the count is at its cap. */
+static void test_file_count_cap_held_at_insertion(void **state)
+{
+	const char *fixture = *state;
+	struct symbolizer_opts o = { .proc_root = root, .max_files = 1 };
+	struct proc_id a = { .pid = PID, .start_time = start_ns(TICKS), .exec_id = 1 };
+	struct symbolizer *s = symbolizer__new(&o);
+	struct sym r;
+
+	assert_non_null(s);
+	write_maps(fixture, 0);
+	assert_int_equal(symbolizer__note_process(s, &a), 0);
+	symbolizer__user(s, &a, rt(nm_addr(fixture, "fixture_alpha")), true, &r);
+	assert_string_equal(r.name, "fixture_alpha");
+	/* 4242 exits and is forgotten: its file stays cached, mapped by nobody. */
+	write_stat(TICKS + 1);
+	symbolizer__sweep(s);
+	symbolizer__sweep(s);
+	assert_int_equal(stats_of(s).procs, 0);
+	assert_int_equal(stats_of(s).files, 1);
+	/* Another image with another file: the unmapped one goes as it comes in. */
+	write_stat(TICKS);
+	write_maps_with_lib(fixture_path("libfix.so"), fixture_path("libfix.so"));
+	a.exec_id = 2;
+	assert_int_equal(symbolizer__note_process(s, &a), 0);
+	assert_int_equal(stats_of(s).files, 1);
+	assert_true(stats_of(s).evicted_files >= 1);
+	symbolizer__free(s);
+	write_maps(fixture, 0);
+}
+
+/* One perf map of this many lines (~1.2 MiB of entries): "ADDR 40 jit_N". */
+#define PMAP_LINES 20000
+
+static void write_big_perfmap(void)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/tmp/perf-77.map", croot);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	for (int i = 0; i < PMAP_LINES; i++)
+		fprintf(f, "%llx 40 jit_%d\n", JIT + i * 0x40ull, i);
+	fclose(f);
+}
+
+/*
+ * The perf maps' cap holds at insertion, within one drain: 20 images of the
+ * JIT process each read their map at their notice. Before, every one was
+ * held until the sweep (20 maps); now room is made for one map's worth
+ * (PERFMAP_MAX_BYTES; here more than the cap) before each is read.
+ */
+static void test_perfmap_cap_held_at_insertion(void **state)
+{
+	char host[256];
+	struct symbolizer_opts o = { .proc_root = root, .host_root = host,
+				     .max_perfmap_bytes = 1 };
+	struct proc_id id = cid();
+	struct symbolizer_stats st;
+	struct symbolizer *s;
+	size_t one = 0;
+	struct sym r;
+	char path[256];
+
+	(void)state;
+	snprintf(host, sizeof(host), "%s/hostroot", root);
+	mkdir(host, 0755);
+	write_big_perfmap();
+	s = symbolizer__new(&o);
+	assert_non_null(s);
+	id.mm_sig = cstat_sig();
+	for (int i = 0; i < 20; i++) {
+		id.exec_id = 200 + i;
+		assert_int_equal(symbolizer__note_process(s, &id), 0);
+		st = stats_of(s);
+		if (!one)
+			one = st.perfmap_bytes;
+		assert_true(one > (512u << 10));
+		assert_true(st.perfmap_bytes <= one);
+		assert_int_equal(st.perfmaps, 1);
+	}
+	assert_int_equal(stats_of(s).perfmaps_dropped, 19);
+	/* A map freed for room is read again when its code is looked up. */
+	id.exec_id = 200;
+	symbolizer__user(s, &id, JIT + 5 * 0x40 + 1, true, &r);
+	assert_string_equal(r.name, "jit_5");
+	/* ... once a drain: freed again, it waits for the next. */
+	id.exec_id = 201;
+	symbolizer__user(s, &id, JIT + 6 * 0x40 + 1, true, &r);
+	assert_string_equal(r.name, "jit_6");
+	id.exec_id = 200;
+	symbolizer__user(s, &id, JIT + 7 * 0x40 + 1, true, &r);
+	assert_null(r.name);
+	symbolizer__sweep(s);
+	usleep(60000);
+	symbolizer__user(s, &id, JIT + 7 * 0x40 + 1, true, &r);
+	assert_string_equal(r.name, "jit_7");
+	assert_true(stats_of(s).perfmap_bytes <= one);
+	symbolizer__free(s);
+	snprintf(path, sizeof(path), "%s/tmp/perf-77.map", croot);
+	unlink(path);
+}
+
+/*
+ * One map has its own cap: 7 MiB of the shortest lines (under the 8 MiB a
+ * map is read whole up to) would be ~40 MiB of entries. It is read in
+ * wanted mode instead, and what is looked up is still named.
+ */
+static void test_perfmap_over_its_own_cap_is_read_wanted(void **state)
+{
+	struct proc_id id = cid();
+	struct warnings w;
+	struct symbolizer *s;
+	char path[256];
+	struct sym r;
+	FILE *f;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/tmp/perf-77.map", croot);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	for (unsigned i = 0; ftell(f) < (7l << 20); i++)
+		fprintf(f, "%x 1 f\n", 0x100000 + i);
+	fprintf(f, "%llx 100 wanted_fn\n", JIT);
+	fclose(f);
+	s = new_csym(&w);
+	assert_int_equal(symbolizer__note_process(s, &id), 0);
+	assert_true(stats_of(s).perfmap_bytes <= PERFMAP_MAX_BYTES);
+	symbolizer__want_user(s, &id, JIT + 0x10, true);
+	symbolizer__want_flush(s, false);
+	symbolizer__user(s, &id, JIT + 0x10, true, &r);
+	assert_string_equal(r.name, "wanted_fn");
+	assert_true(stats_of(s).perfmap_bytes < (1u << 20));
+	assert_int_equal(w.n, 0);
+	symbolizer__free(s);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1143,6 +1336,10 @@ int main(void)
 		cmocka_unit_test(test_idle_files_are_dropped_under_the_caps),
 		cmocka_unit_test(test_symbols_are_read_at_first_lookup),
 		cmocka_unit_test(test_held_files_are_bounded),
+		cmocka_unit_test(test_file_bytes_cap_held_at_insertion),
+		cmocka_unit_test(test_file_count_cap_held_at_insertion),
+		cmocka_unit_test(test_perfmap_cap_held_at_insertion),
+		cmocka_unit_test(test_perfmap_over_its_own_cap_is_read_wanted),
 		cmocka_unit_test(test_kernel_modules_and_reload),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -3,16 +3,20 @@
  * test_unwind_table.c - unwind tables built from fixture binaries: every
  * row kind from hand-written CFI (cfi.S), with and without .eh_frame_hdr,
  * .debug_frame only, a PLT, a signal trampoline; the page index against a
- * linear search; load biases; corrupt and truncated inputs.
+ * linear search; load biases; corrupt and truncated inputs; a crafted
+ * .eh_frame whose rows cost the square of its FDEs' length, built within
+ * the build's time budget.
  */
 #include "testutil.h"
 
 #include <sys/resource.h>
 
 #include <fcntl.h>
+#include <time.h>
 #include <gelf.h>
 #include <sys/stat.h>
 
+#include "base/budget.h"
 #include "unwind/table.h"
 
 /* Value of a symbol (or with want_section, the address of a section). */
@@ -522,6 +526,188 @@ static void test_corrupt_and_truncated(void **state)
 	free(buf);
 }
 
+
+/* --- a table that costs the square of its FDEs' length --------------------------- */
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static size_t put_uleb(unsigned char *p, uint64_t v)
+{
+	size_t n = 0;
+
+	do {
+		p[n] = (unsigned char)(v & 0x7f);
+		v >>= 7;
+		if (v)
+			p[n] |= 0x80;
+		n++;
+	} while (v);
+	return n;
+}
+
+#define SLOW_BASE 0x10000ull
+#define SLOW_SPAN 4096u /* bytes of code per FDE: 4095 rows */
+
+/*
+ * An x86-64 shared object with no code in the file (one PT_LOAD whose memory
+ * size covers the FDEs) and an .eh_frame of nfdes FDEs, each with `nops`
+ * DW_CFA_nop before 4095 alternating rules one byte apart: libdw runs an
+ * FDE's instructions from its start for each row, so every row costs the
+ * nops. *len gets the image's size.
+ */
+static char *slow_cfi_image(unsigned nfdes, unsigned nops, size_t *len)
+{
+	static const char shstr[] = "\0.eh_frame\0.shstrtab";
+	size_t insn_len = nops + (SLOW_SPAN - 1) * 3, fde_len, eh_len, off;
+	unsigned char *eh, *p;
+	Elf64_Ehdr *e;
+	Elf64_Phdr *ph;
+	Elf64_Shdr *sh;
+	char *img;
+
+	/* length, CIE pointer, begin, range (absolute, 8 bytes each), insns, padding */
+	fde_len = (4 + 4 + 16 + insn_len + 7) & ~(size_t)7;
+	eh_len = 20 + nfdes * fde_len + 4;
+	off = sizeof(*e) + sizeof(*ph);
+	*len = off + eh_len + sizeof(shstr) + 7 + 3 * sizeof(*sh);
+	*len &= ~(size_t)7;
+	img = calloc(1, *len);
+	assert_non_null(img);
+	e = (Elf64_Ehdr *)img;
+	memcpy(e->e_ident, ELFMAG, SELFMAG);
+	e->e_ident[EI_CLASS] = ELFCLASS64;
+	e->e_ident[EI_DATA] = ELFDATA2LSB;
+	e->e_ident[EI_VERSION] = EV_CURRENT;
+	e->e_type = ET_DYN;
+	e->e_machine = EM_X86_64;
+	e->e_version = EV_CURRENT;
+	e->e_phoff = sizeof(*e);
+	e->e_ehsize = sizeof(*e);
+	e->e_phentsize = sizeof(*ph);
+	e->e_phnum = 1;
+	e->e_shentsize = sizeof(*sh);
+	e->e_shnum = 3;
+	e->e_shstrndx = 2;
+	e->e_shoff = *len - 3 * sizeof(*sh);
+	ph = (Elf64_Phdr *)(img + sizeof(*e));
+	ph->p_type = PT_LOAD;
+	ph->p_flags = PF_R | PF_X;
+	ph->p_vaddr = SLOW_BASE;
+	ph->p_filesz = off;
+	ph->p_memsz = (uint64_t)nfdes * SLOW_SPAN + 4096;
+	ph->p_align = 4096;
+	/* CIE: v1, no augmentation (absolute pointers), caf 1, daf -8, ra 16;
+	 * def_cfa rsp+8, ra at cfa-8, two nops. */
+	eh = p = (unsigned char *)img + off;
+	memcpy(p, "\x10\x00\x00\x00\x00\x00\x00\x00\x01\x00\x01\x78\x10\x0c\x07\x08\x90\x01\x00\x00",
+	       20);
+	p += 20;
+	for (unsigned f = 0; f < nfdes; f++) {
+		unsigned char *q = p + 8;
+		uint64_t begin = SLOW_BASE + (uint64_t)f * SLOW_SPAN, range = SLOW_SPAN;
+
+		put32((char *)p, (uint32_t)(fde_len - 4));
+		put32((char *)p + 4, (uint32_t)(p + 4 - eh));
+		memcpy(q, &begin, 8);
+		memcpy(q + 8, &range, 8);
+		q += 16 + nops; /* DW_CFA_nop is 0 */
+		for (unsigned r = 0; r + 1 < SLOW_SPAN; r++) {
+			*q++ = 0x41; /* advance_loc 1 */
+			*q++ = 0x0e; /* def_cfa_offset */
+			q += put_uleb(q, r % 2 ? 16 : 24);
+		}
+		p += fde_len;
+	}
+	p += 4; /* zero terminator */
+	sh = (Elf64_Shdr *)(img + e->e_shoff);
+	sh[1].sh_name = 1;
+	sh[1].sh_type = SHT_PROGBITS;
+	sh[1].sh_flags = SHF_ALLOC;
+	sh[1].sh_addr = SLOW_BASE + off;
+	sh[1].sh_offset = off;
+	sh[1].sh_size = eh_len;
+	sh[1].sh_addralign = 8;
+	sh[2].sh_name = 11;
+	sh[2].sh_type = SHT_STRTAB;
+	sh[2].sh_offset = (uint64_t)((char *)p - img);
+	sh[2].sh_size = sizeof(shstr);
+	memcpy(p, shstr, sizeof(shstr));
+	return img;
+}
+
+/* A few such FDEs build, row for row as written. */
+static void test_slow_cfi_image_is_what_it_says(void **state)
+{
+	size_t len;
+	char *img = slow_cfi_image(2, 16, &len);
+	struct utable *t = utable__build_mem(img, len);
+
+	(void)state;
+	if (!t)
+		fail_msg("building: %s", strerror(errno));
+	assert_int_equal(t->st.fdes, 2);
+	assert_row(utable__lookup(t, SLOW_BASE), UROW_CFA_RSP, UROW_RBP_SAME, 0, 8);
+	assert_row(utable__lookup(t, SLOW_BASE + 1), UROW_CFA_RSP, UROW_RBP_SAME, 0, 24);
+	assert_row(utable__lookup(t, SLOW_BASE + 2), UROW_CFA_RSP, UROW_RBP_SAME, 0, 16);
+	assert_row(utable__lookup(t, SLOW_BASE + SLOW_SPAN + 3), UROW_CFA_RSP, UROW_RBP_SAME, 0, 24);
+	utable__free(t);
+	free(img);
+}
+
+/*
+ * A tenant's .eh_frame of 40 FDEs of 28 KiB (16 KiB of nops before their
+ * 4095 rows) costs libdw ~250 ms an FDE, 10 s in all on this VM: the build
+ * gives up at its budget (ETIMEDOUT) instead, having spent about that.
+ */
+static void test_slow_cfi_gives_up_at_its_budget(void **state)
+{
+	size_t len;
+	char *img = slow_cfi_image(40, 16384, &len);
+	uint64_t t0 = thread_cpu_ns(), spent;
+	struct utable *t;
+
+	(void)state;
+	errno = 0;
+	t = utable__build_mem(img, len);
+	spent = thread_cpu_ns() - t0;
+	if (t)
+		fail_msg("built in %.1f s: %zu rows", spent / 1e9, t->nr_rows);
+	assert_int_equal(errno, ETIMEDOUT);
+	assert_true(spent >= UTABLE_CPU_BUDGET_NS);
+	assert_true(spent < UTABLE_CPU_BUDGET_NS + 500ull * 1000 * 1000);
+	free(img);
+}
+
+/* A stop request ends any build a grace period later (ECANCELED: not the file's fault). */
+static void test_stop_ends_a_build(void **state)
+{
+	size_t len;
+	char *img = slow_cfi_image(40, 16384, &len);
+	struct timespec t0, t1;
+	struct utable *t;
+	double wall;
+
+	(void)state;
+	budget__stop();
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	errno = 0;
+	t = utable__build_mem(img, len);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	budget__unstop();
+	wall = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	assert_null(t);
+	/* Within its CPU budget and the grace, whichever ends first. */
+	assert_true(errno == ECANCELED || errno == ETIMEDOUT);
+	assert_true(wall < BUDGET_STOP_GRACE_NS / 1e9 + 1.0);
+	free(img);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -541,6 +727,9 @@ int main(void)
 		cmocka_unit_test(test_huge_register_number_is_skipped),
 		cmocka_unit_test(test_eh_frame_hdr_is_not_followed),
 		cmocka_unit_test(test_rejected_fde_is_dropped_for_libdw),
+		cmocka_unit_test(test_slow_cfi_image_is_what_it_says),
+		cmocka_unit_test(test_slow_cfi_gives_up_at_its_budget),
+		cmocka_unit_test(test_stop_ends_a_build),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,6 +21,12 @@
  *                   and a second function, NAME_late, named on the map's
  *                   first line, that runs instead after SIGUSR1 (a reader
  *                   keeping only what it was asked for must read it again)
+ *        dense      a hostile map read whole: $JITLIKE_BYTES (default 7.5 MiB,
+ *                   under the 8 MiB a map is read whole up to) of the
+ *                   shortest lines a map can have, "ADDR 1 f", then the real
+ *                   entry (~600,000 entries: ~45 MiB of heap each before
+ *                   one map had a cap of its own); with $JITLIKE_NAME=N the
+ *                   filler's names are N bytes long
  *   NAME           the symbol name to write (default jit_hot_loop)
  */
 #include <signal.h>
@@ -104,6 +110,23 @@ static void write_huge_map(const char *path, void *addr, void *late, const char 
 	fclose(f);
 }
 
+static void write_dense_map(const char *path, void *addr, const char *name)
+{
+	const char *env = getenv("JITLIKE_BYTES"), *len = getenv("JITLIKE_NAME");
+	long bytes = env ? strtol(env, NULL, 10) : 15l << 19;
+	int n = len ? atoi(len) : 1;
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	for (unsigned long i = 0; ftell(f) < bytes; i++)
+		fprintf(f, "%lx 1 %0*d\n", 0x10000000UL + i, n, 0);
+	fprintf(f, "%lx %zx %s\n", (unsigned long)addr, sizeof(code), name);
+	fclose(f);
+}
+
 static volatile sig_atomic_t switch_to_late;
 
 static void on_usr1(int sig)
@@ -153,6 +176,8 @@ int main(int argc, char **argv)
 		write_map(path, mem, name);
 		if (chown(path, 65534, 65534))
 			return 1;
+	} else if (!strcmp(mode, "dense")) {
+		write_dense_map(path, mem, name);
 	} else if (!strcmp(mode, "late")) {
 		run_jit((jit_fn)mem, start + 1);
 		write_map(path, mem, name);

@@ -92,7 +92,7 @@ int collector__attach(struct collector *c, struct errmsg *em)
 		}
 	}
 	if (!err)
-		err = offcpu_attach(c, em);
+		err = offcpu__attach(c, em);
 	if (err)
 		collector__detach(c);
 	return err;
@@ -145,7 +145,7 @@ void collector__detach(struct collector *c)
 		bpf_link__destroy(c->target_links[i]);
 		c->target_links[i] = NULL;
 	}
-	offcpu_detach(c);
+	offcpu__detach(c);
 	c->sampling = false;
 }
 

@@ -123,20 +123,16 @@ bool prefill_reuse(struct prefill *p, struct profile_bpf *s);
 void prefill_free(struct prefill *p);
 int slots_fill(struct collector *c, struct errmsg *em);
 
-/* offcpu.c */
-struct carry {
-	int from, to;
-	struct bp_stack st;
-};
-void offcpu_configure(struct collector *c);
-int offcpu_fill(struct collector *c, struct errmsg *em);
-int offcpu_attach(struct collector *c, struct errmsg *em);
-void offcpu_detach(struct collector *c);
-int offcpu_tasks_each(struct collector *c,
-		      int (*fn)(struct collector *c, const struct bp_offcpu_task *t, void *arg),
-		      void *arg);
-int count_task(struct collector *c, const struct bp_offcpu_task *t, void *arg);
-int carry_task(struct collector *c, const struct bp_offcpu_task *t, void *arg);
+/* offcpu.c: --off-cpu's part, each a no-op without it (but offcpu__configure,
+ * which keeps its maps small then). */
+void offcpu__configure(struct collector *c); /* before the load */
+int offcpu__fill(struct collector *c, struct errmsg *em); /* its filters, after */
+int offcpu__attach(struct collector *c, struct errmsg *em);
+void offcpu__detach(struct collector *c); /* counts the waits still going, then stops */
+/* At a flip: the user stacks of the tasks blocked now, from the old set's
+ * stacks map into the new one's (their waits end in the new set). */
+int offcpu__carry(struct collector *c, int from_fd, int to_fd);
+int offcpu__pending(struct collector *c, uint64_t *n); /* adds the waits going on now */
 
 /* drain.c */
 int slots_open(struct collector *c, struct errmsg *em);

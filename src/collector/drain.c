@@ -384,8 +384,7 @@ int collector__drain(struct collector *c, collector_known_fn known, collector_sa
 	/* 4: empty the old set for its next turn - also after a failed callback,
 	 * or its next drain would hand the same counts out again. */
 	if (flip && c->opts.offcpu) {
-		struct carry ca = { .from = c->stacks_fd[buf], .to = c->stacks_fd[buf ^ 1] };
-		int e0 = offcpu_tasks_each(c, carry_task, &ca);
+		int e0 = offcpu__carry(c, c->stacks_fd[buf], c->stacks_fd[buf ^ 1]);
 
 		if (!err)
 			err = e0;

@@ -15,7 +15,7 @@
 /* --- --off-cpu (the off-CPU section of bpf/profile.bpf.c) ------------------ */
 
 /* The programs load only with --off-cpu; the fork tracker only with targets. */
-void offcpu_configure(struct collector *c)
+void offcpu__configure(struct collector *c)
 {
 	const struct collector_opts *o = &c->opts;
 	bool targets = o->nr_pids || o->child;
@@ -46,7 +46,7 @@ void offcpu_configure(struct collector *c)
 }
 
 /* Targets and CPUs into their filter maps, after load. */
-int offcpu_fill(struct collector *c, struct errmsg *em)
+int offcpu__fill(struct collector *c, struct errmsg *em)
 {
 	const struct collector_opts *o = &c->opts;
 	int tfd = bpf_map__fd(c->skel->maps.offcpu_tgids);
@@ -79,7 +79,7 @@ fail:
 	return err;
 }
 
-int offcpu_attach(struct collector *c, struct errmsg *em)
+int offcpu__attach(struct collector *c, struct errmsg *em)
 {
 	struct bpf_program *progs[2] = { c->skel->progs.offcpu_switch, c->skel->progs.offcpu_fork };
 	static const char *const what[2] = { "sched_switch", "sched_process_fork" };
@@ -126,7 +126,7 @@ static void offcpu_flush(struct collector *c)
 	bpf_link__destroy(link);
 }
 
-void offcpu_detach(struct collector *c)
+void offcpu__detach(struct collector *c)
 {
 	offcpu_flush(c);
 	for (int i = 0; i < 2; i++) {
@@ -138,7 +138,7 @@ void offcpu_detach(struct collector *c)
 /* Calls fn for every wait in the task table (slots in use); fn returns 0 or
  * -errno. Reads the table through an mmap: a few hundred KiB, no syscalls
  * per entry. A slot changing under the scan is seen before or after. */
-int offcpu_tasks_each(struct collector *c,
+static int offcpu_tasks_each(struct collector *c,
 			     int (*fn)(struct collector *c, const struct bp_offcpu_task *t, void *arg),
 			     void *arg)
 {
@@ -164,14 +164,19 @@ int offcpu_tasks_each(struct collector *c,
 	return err;
 }
 
-int count_task(struct collector *c, const struct bp_offcpu_task *t, void *arg)
+static int count_task(struct collector *c, const struct bp_offcpu_task *t, void *arg)
 {
 	(*(uint64_t *)arg)++;
 	return 0;
 }
 
+struct carry {
+	int from, to;
+	struct bp_stack st;
+};
+
 /* The user stack of a blocked task, into the new set (see profile.bpf.c, --off-cpu). */
-int carry_task(struct collector *c, const struct bp_offcpu_task *t, void *arg)
+static int carry_task(struct collector *c, const struct bp_offcpu_task *t, void *arg)
 {
 	struct carry *ca = arg;
 
@@ -180,4 +185,16 @@ int carry_task(struct collector *c, const struct bp_offcpu_task *t, void *arg)
 	if (!bpf_map_update_elem(ca->to, &t->ustack, &ca->st, BPF_NOEXIST))
 		c->offcpu_carried++;
 	return 0; /* EEXIST: there already; E2BIG: its resume counts the loss */
+}
+
+int offcpu__carry(struct collector *c, int from_fd, int to_fd)
+{
+	struct carry ca = { .from = from_fd, .to = to_fd };
+
+	return offcpu_tasks_each(c, carry_task, &ca);
+}
+
+int offcpu__pending(struct collector *c, uint64_t *n)
+{
+	return offcpu_tasks_each(c, count_task, n);
 }

@@ -194,7 +194,7 @@ static int skel_configure(struct collector *c, const struct load_attempt *a,
 		bpf_map__set_max_entries(s->maps.unwind_procs, opts->unwind_max_procs);
 		bpf_map__set_max_entries(s->maps.python_procs, opts->unwind_max_procs);
 	}
-	offcpu_configure(c);
+	offcpu__configure(c);
 	return 0;
 }
 
@@ -397,7 +397,7 @@ struct collector *collector__open(const struct collector_opts *opts, struct errm
 	c->counts_fd[1] = bpf_map__fd(c->skel->maps.counts_1);
 	c->stacks_fd[0] = bpf_map__fd(c->skel->maps.stacks_0);
 	c->stacks_fd[1] = bpf_map__fd(c->skel->maps.stacks_1);
-	if (slots_fill(c, em) || korc_fill(c, em) || filters_fill(c, em) || offcpu_fill(c, em))
+	if (slots_fill(c, em) || korc_fill(c, em) || filters_fill(c, em) || offcpu__fill(c, em))
 		goto out_destroy;
 
 	c->active = 0;

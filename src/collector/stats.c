@@ -79,7 +79,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	st->not_taken_throttled = c->not_taken_throttled;
 	st->not_taken_late = c->not_taken_late;
 	if (c->opts.offcpu) {
-		offcpu_tasks_each(c, count_task, &st->offcpu_pending);
+		offcpu__pending(c, &st->offcpu_pending);
 		st->offcpu_evicted = st->v[STAT_OFFCPU_EVICTED];
 		st->offcpu_carried = c->offcpu_carried;
 	}

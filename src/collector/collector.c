@@ -77,15 +77,15 @@ int collector__attach(struct collector *c, struct errmsg *em)
 	 * processes with the program's filter (tgids). */
 	err = attach_targets(c, em);
 	if (!err)
-		err = attach_cpus(c, em);
+		err = events__attach(c, em);
 	/* -p on every CPU: the targets' samples are held against their CPU
-	 * time (measure()); under -C they may run where nothing samples. */
+	 * time (events__measure()); under -C they may run where nothing samples. */
 	if (!err && c->opts.nr_pids && !c->opts.cpus) {
 		c->tcpu = calloc(c->opts.nr_pids, sizeof(*c->tcpu));
 		for (size_t i = 0; c->tcpu && i < c->opts.nr_pids; i++)
 			c->tcpu[i].pid = c->opts.pids[i];
 		/* Sampling runs (the filter has them): gone already, all of them? */
-		if (c->tcpu && !targets_read(c, true)) {
+		if (c->tcpu && !events__targets_read(c, true)) {
 			errmsg_set(em, -ESRCH, "process %u does not exist", c->opts.pids[0]);
 			errmsg_hint(em, "check the pid with ps");
 			err = -ESRCH;
@@ -123,12 +123,12 @@ void collector__detach(struct collector *c)
 	 * could not be sampled); the events stopped before their running times
 	 * are read, so no sample comes after; /proc/stat after them. */
 	if (c->sampling)
-		targets_read(c, false);
+		events__targets_read(c, false);
 	for (size_t i = 0; i < c->nr_events; i++)
 		if (c->events[i].fd >= 0)
 			ioctl(c->events[i].fd, PERF_EVENT_IOC_DISABLE, 0);
 	if (c->sampling && c->nr_events)
-		measure(c, false); /* the final figures */
+		events__measure(c, false); /* the final figures */
 	for (size_t i = 0; i < c->nr_events; i++) {
 		struct event *e = &c->events[i];
 
@@ -158,8 +158,8 @@ void collector__free(struct collector *c)
 		if (c->chunk_fd[i] > 0)
 			close(c->chunk_fd[i]);
 	ring_buffer__free(c->rb);
-	slots_close(c);
-	forget_stacks(c);
+	drain__close(c);
+	drain__forget_stacks(c);
 	korc__free(&c->korc);
 	if (c->cpu_state)
 		munmap(c->cpu_state, c->cpu_state_len);

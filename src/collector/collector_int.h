@@ -55,7 +55,7 @@ struct collector {
 	 * count - an IPI to its CPU - and /proc/stat). */
 	struct collector_stats last_stats;
 	uint64_t last_stats_ns;
-	/* What the events took against what they should have (measure()):
+	/* What the events took against what they should have (events__measure()):
 	 * measured once sampling has run a second, then at most every
 	 * MEASURE_EVERY_NS while sampling: each time costs tens of us of CPU
 	 * (2 CPUs: a cold /proc/stat read ~55 us, the event reads ~20-35
@@ -108,23 +108,28 @@ struct collector {
 	uint64_t offcpu_carried;
 };
 
-/* open_load.c */
+/* open_load.c: an mmapable array map mapped whole (*len: the mapping's
+ * length; NULL with errno), and written whole. */
 void *map_array(struct bpf_map *m, int prot, size_t *len);
 int fill_mmap(struct bpf_map *m, const void *data, size_t len);
 
-/* kwalk.c */
-int kw_prepare(struct collector *c);
-int korc_fill(struct collector *c, struct errmsg *em);
+/* kwalk.c: c->korc for the kernel stack walk (0 or why not), before the
+ * load; after it, into the program's maps (then the copy is dropped). */
+int kwalk__prepare(struct collector *c);
+int kwalk__fill(struct collector *c, struct errmsg *em);
 
-/* prefill.c */
+/* prefill.c: the buffer sets' map-in-map slots. __start makes the maps and
+ * fills them on threads (NULL: it could not), __reuse hands them to an
+ * opened skeleton, __finish (after the load) takes the fill's result or
+ * fills them now. uw_chunk_map: a new unwind table chunk. */
 int uw_chunk_map(void);
-struct prefill *prefill_start(struct collector *c);
-bool prefill_reuse(struct prefill *p, struct profile_bpf *s);
-void prefill_free(struct prefill *p);
-int slots_fill(struct collector *c, struct errmsg *em);
+struct prefill *prefill__start(struct collector *c);
+bool prefill__reuse(struct prefill *p, struct profile_bpf *s);
+void prefill__free(struct prefill *p);
+int prefill__finish(struct collector *c, struct errmsg *em);
 
-/* offcpu.c: --off-cpu's part, each a no-op without it (but offcpu__configure,
- * which keeps its maps small then). */
+/* offcpu.c: --off-cpu's part; __fill, __attach and __detach do nothing
+ * without it, __configure keeps its maps small then. */
 void offcpu__configure(struct collector *c); /* before the load */
 int offcpu__fill(struct collector *c, struct errmsg *em); /* its filters, after */
 int offcpu__attach(struct collector *c, struct errmsg *em);
@@ -134,17 +139,20 @@ void offcpu__detach(struct collector *c); /* counts the waits still going, then 
 int offcpu__carry(struct collector *c, int from_fd, int to_fd);
 int offcpu__pending(struct collector *c, uint64_t *n); /* adds the waits going on now */
 
-/* drain.c */
-int slots_open(struct collector *c, struct errmsg *em);
-void slots_close(struct collector *c);
-void forget_stacks(struct collector *c);
+/* drain.c: the count slots' mmaps and the drain's view of them; the stacks
+ * kept from the active set. */
+int drain__open(struct collector *c, struct errmsg *em);
+void drain__close(struct collector *c);
+void drain__forget_stacks(struct collector *c);
 
-/* events.c */
-int attach_cpus(struct collector *c, struct errmsg *em);
-size_t targets_read(struct collector *c, bool base);
-void measure(struct collector *c, bool read_targets);
+/* events.c: a perf event per CPU, attached; -p's CPU time (with base,
+ * where it stands at attach: the number of targets found); what the events
+ * took against what they should have, into c->acct. */
+int events__attach(struct collector *c, struct errmsg *em);
+size_t events__targets_read(struct collector *c, bool base);
+void events__measure(struct collector *c, bool read_targets);
 
-/* stats.c */
-bool cpu_counters(struct collector *c, int cpu, uint64_t *v);
+/* stats.c: the program's counters on one CPU (STAT_MAX values). */
+bool stats__cpu_counters(struct collector *c, int cpu, uint64_t *v);
 
 #endif

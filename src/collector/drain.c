@@ -33,7 +33,7 @@
 #include "collector/collector_int.h"
 
 /* Maps the count slot arrays (read and emptied in place) and starts the drain's view. */
-int slots_open(struct collector *c, struct errmsg *em)
+int drain__open(struct collector *c, struct errmsg *em)
 {
 	struct profile_bpf *s = c->skel;
 
@@ -54,7 +54,7 @@ int slots_open(struct collector *c, struct errmsg *em)
 	return 0;
 }
 
-void slots_close(struct collector *c)
+void drain__close(struct collector *c)
 {
 	if (c->slot_next)
 		munmap(c->slot_next, c->slot_next_len);
@@ -152,7 +152,7 @@ static const struct bp_stack *get_stack(struct collector *c, int fd, uint64_t id
 }
 
 /* The set whose stacks were kept was emptied. */
-void forget_stacks(struct collector *c)
+void drain__forget_stacks(struct collector *c)
 {
 	struct htab_entry *e;
 	size_t pos = 0;
@@ -314,7 +314,7 @@ static int clear_set(struct collector *c, uint32_t buf)
 	}
 	clear_hot(c, buf);
 	slotset__reset(c->sset);
-	forget_stacks(c);
+	drain__forget_stacks(c);
 	return e1 ? e1 : e2;
 }
 

@@ -29,7 +29,7 @@ static int perf_event_open_cpu_clock(uint32_t freq, int cpu)
 	attr.freq = 1;
 	attr.sample_freq = freq;
 	attr.disabled = 1; /* enabled once the program is attached: no run unseen */
-	/* How long the event ran: what it should have sampled (measure()). */
+	/* How long the event ran: what it should have sampled (events__measure()). */
 	attr.read_format = PERF_FORMAT_TOTAL_TIME_RUNNING;
 	return syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
@@ -190,7 +190,7 @@ static bool cpu_online(int cpu)
 	return online; /* cpu0 usually has no "online" file: it cannot go offline */
 }
 
-int attach_cpus(struct collector *c, struct errmsg *em)
+int events__attach(struct collector *c, struct errmsg *em)
 {
 	int nr = libbpf_num_possible_cpus();
 	char what[32];
@@ -199,7 +199,7 @@ int attach_cpus(struct collector *c, struct errmsg *em)
 		errmsg_set(em, nr, "cannot count the possible CPUs: %s", strerror(-nr));
 		return nr;
 	}
-	/* Where the CPUs' idle and steal time stand (measure()): read before
+	/* Where the CPUs' idle and steal time stand (events__measure()): read before
 	 * the events start, so idle time they never ran in only makes what
 	 * they should take smaller. */
 	c->off_now = calloc((size_t)nr, sizeof(*c->off_now));
@@ -250,7 +250,7 @@ int attach_cpus(struct collector *c, struct errmsg *em)
  * ones' too). A target that has exited, or whose pid names another process
  * now, keeps its last reading. With base, where they stand at attach.
  */
-size_t targets_read(struct collector *c, bool base)
+size_t events__targets_read(struct collector *c, bool base)
 {
 	size_t found = 0;
 
@@ -281,7 +281,7 @@ size_t targets_read(struct collector *c, bool base)
  * meanwhile only makes the shortfall smaller. Once the events are closed,
  * their last figures (collector__detach() read them after stopping them).
  */
-void measure(struct collector *c, bool read_targets)
+void events__measure(struct collector *c, bool read_targets)
 {
 	struct sampling_sum sum = { 0 };
 	uint64_t period = period_of(c->opts.freq), tick = tick_ns(), throttles = 0;
@@ -289,7 +289,7 @@ void measure(struct collector *c, bool read_targets)
 	bool rings = c->nr_events > 0;
 
 	if (read_targets)
-		targets_read(c, false);
+		events__targets_read(c, false);
 	for (size_t i = 0; i < c->nr_events; i++)
 		event_run_ns(&c->events[i]);
 	if (c->sampling && c->off_now && read_cpu_ticks(c->off_now, c->steal_now, c->ncpu)) {
@@ -307,7 +307,7 @@ void measure(struct collector *c, bool read_targets)
 		}
 		if (!c->off_now && c->sampling)
 			continue; /* idle time unknown: nothing is claimed */
-		if (e->cpu >= c->ncpu || !cpu_counters(c, e->cpu, v))
+		if (e->cpu >= c->ncpu || !stats__cpu_counters(c, e->cpu, v))
 			continue;
 		cpu.off_ns = (e->off - MIN(e->off, e->off_base)) * tick;
 		cpu.steal_ns = (e->steal - MIN(e->steal, e->steal_base)) * tick;

@@ -227,7 +227,7 @@ static int kw_check(const struct korc *k, const struct korc_meta *m)
  * with the kernel (unwind/korc_cache.h), else built from the kernel's
  * tables and saved there for the next start. 0 or -errno.
  */
-int kw_prepare(struct collector *c)
+int kwalk__prepare(struct collector *c)
 {
 	char bid[BUILDID_HEX_MAX], path[PATH_MAX] = "";
 	struct korc_meta m;
@@ -259,7 +259,7 @@ int kw_prepare(struct collector *c)
 }
 
 /* Hands the kernel ORC table to its maps, then drops the copy. */
-int korc_fill(struct collector *c, struct errmsg *em)
+int kwalk__fill(struct collector *c, struct errmsg *em)
 {
 	int err;
 

@@ -85,7 +85,7 @@ static bool attempt_possible(struct collector *c, const struct load_attempt *a, 
 	if (!c->kw_err && !c->korc.nents) {
 		uint64_t t0 = now_ns();
 
-		c->kw_err = kw_prepare(c);
+		c->kw_err = kwalk__prepare(c);
 		c->korc_ns = now_ns() - t0;
 	}
 	return !c->kw_err;
@@ -249,10 +249,10 @@ static int skel_load(struct collector *c, struct errmsg *em)
 			c->prefill_tried = true;
 			/* Tests: the fill after the load, as on a failure here. */
 			if (!getenv("BPFPROF_TEST_NO_PREFILL"))
-				c->prefill = prefill_start(c);
+				c->prefill = prefill__start(c);
 		}
-		if (c->prefill && !prefill_reuse(c->prefill, c->skel)) {
-			prefill_free(c->prefill); /* slots_fill() after the load, then */
+		if (c->prefill && !prefill__reuse(c->prefill, c->skel)) {
+			prefill__free(c->prefill); /* prefill__finish() after the load, then */
 			c->prefill = NULL;
 		}
 		bpf_program__set_autoload(c->skel->progs.kprogs, !c->kprogs_off);
@@ -397,7 +397,7 @@ struct collector *collector__open(const struct collector_opts *opts, struct errm
 	c->counts_fd[1] = bpf_map__fd(c->skel->maps.counts_1);
 	c->stacks_fd[0] = bpf_map__fd(c->skel->maps.stacks_0);
 	c->stacks_fd[1] = bpf_map__fd(c->skel->maps.stacks_1);
-	if (slots_fill(c, em) || korc_fill(c, em) || filters_fill(c, em) || offcpu__fill(c, em))
+	if (prefill__finish(c, em) || kwalk__fill(c, em) || filters_fill(c, em) || offcpu__fill(c, em))
 		goto out_destroy;
 
 	c->active = 0;
@@ -412,7 +412,7 @@ struct collector *collector__open(const struct collector_opts *opts, struct errm
 	 * other half holds is what one drain period may bring before a flip. */
 	c->flip_at = MIN(bpf_map__max_entries(c->skel->maps.counts_0),
 			 bpf_map__max_entries(c->skel->maps.stacks_0) / 2) / 2;
-	if (slots_open(c, em))
+	if (drain__open(c, em))
 		goto out_destroy;
 	kprogs_open(c);
 	c->open_ns = now_ns() - t0;
@@ -421,10 +421,10 @@ struct collector *collector__open(const struct collector_opts *opts, struct errm
 out_destroy:
 	if (c->cpu_state)
 		munmap(c->cpu_state, c->cpu_state_len);
-	slots_close(c);
+	drain__close(c);
 	profile_bpf__destroy(c->skel);
 out_free:
-	prefill_free(c->prefill);
+	prefill__free(c->prefill);
 	korc__free(&c->korc);
 	free(c);
 	return NULL;

@@ -49,7 +49,7 @@ int uw_chunk_map(void)
  * slots filled on threads while the kernel verifies the program, so the
  * grace period costs no start-up time (10-25 ms after the load on a busy
  * machine). Any failure leaves the maps to libbpf and the fill to
- * slots_fill() after the load, as before.
+ * prefill__finish() after the load, as before.
  */
 struct prefill {
 	int fd[7]; /* counts_0/1, stacks_0/1, counts, stacks, unwind_chunks */
@@ -89,7 +89,7 @@ static bool prefill_join(struct prefill *p)
 }
 
 /* Our descriptors (libbpf holds its own copies of those it took). */
-void prefill_free(struct prefill *p)
+void prefill__free(struct prefill *p)
 {
 	if (!p)
 		return;
@@ -104,7 +104,7 @@ void prefill_free(struct prefill *p)
 
 /* Creates the maps and starts the fills; NULL if it could not (libbpf then
  * creates the maps as usual). Called with the configured skeleton. */
-struct prefill *prefill_start(struct collector *c)
+struct prefill *prefill__start(struct collector *c)
 {
 	struct profile_bpf *s = c->skel;
 	struct bpf_map *inner[4] = { s->maps.counts_0, s->maps.counts_1, s->maps.stacks_0,
@@ -141,12 +141,12 @@ struct prefill *prefill_start(struct collector *c)
 		p->started[i] = !pthread_create(&p->th[i], NULL, slot_fill_run, &p->f[i]);
 	return p;
 fail:
-	prefill_free(p);
+	prefill__free(p);
 	return NULL;
 }
 
 /* Hands the pre-made maps to a (re)opened skeleton; false if libbpf refused. */
-bool prefill_reuse(struct prefill *p, struct profile_bpf *s)
+bool prefill__reuse(struct prefill *p, struct profile_bpf *s)
 {
 	struct bpf_map *m[7] = { s->maps.counts_0, s->maps.counts_1, s->maps.stacks_0,
 				 s->maps.stacks_1, s->maps.counts,   s->maps.stacks,
@@ -158,7 +158,7 @@ bool prefill_reuse(struct prefill *p, struct profile_bpf *s)
 	return true;
 }
 
-int slots_fill(struct collector *c, struct errmsg *em)
+int prefill__finish(struct collector *c, struct errmsg *em)
 {
 	struct profile_bpf *s = c->skel;
 	struct slot_fill f[2 * PROFILE_NR_BUFS + 1];
@@ -183,7 +183,7 @@ int slots_fill(struct collector *c, struct errmsg *em)
 				bpf_map_delete_elem(bpf_map__fd(c->skel->maps.unwind_chunks), &zero);
 			}
 		}
-		prefill_free(p);
+		prefill__free(p);
 		if (ok) {
 			c->prefilled = true;
 			return 0;

@@ -11,7 +11,7 @@
 #include "collector/collector_int.h"
 
 /* The program's counters on one CPU (the values of its cpu_state). */
-bool cpu_counters(struct collector *c, int cpu, uint64_t *v)
+bool stats__cpu_counters(struct collector *c, int cpu, uint64_t *v)
 {
 	size_t vsz = bpf_map__value_size(c->skel->maps.cpu_state);
 	uint32_t key = cpu;
@@ -65,7 +65,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	for (int cpu = 0; cpu < c->ncpu; cpu++) {
 		uint64_t v[STAT_MAX];
 
-		if (!cpu_counters(c, cpu, v))
+		if (!stats__cpu_counters(c, cpu, v))
 			continue;
 		for (uint32_t i = 0; i < STAT_MAX; i++)
 			st->v[i] += v[i];
@@ -73,7 +73,7 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 	if (c->sampling && c->nr_events &&
 	    (c->acct.at_ns ? now - c->acct.at_ns >= MEASURE_EVERY_NS :
 			     now - c->attach_ns >= MEASURE_FIRST_NS))
-		measure(c, true);
+		events__measure(c, true);
 	st->acct = c->acct;
 	st->acct_prev = c->acct_prev;
 	st->not_taken_throttled = c->not_taken_throttled;

@@ -43,7 +43,7 @@ static int uw_chunk_add(void *ctx, uint32_t chunk)
 	int fd, err;
 
 	if (chunk == 0 && c->chunk0_spare) {
-		c->chunk0_spare = false; /* installed with the buffer sets (slots_fill) */
+		c->chunk0_spare = false; /* installed with the buffer sets (prefill__finish) */
 		return 0;
 	}
 	if (chunk >= UNWIND_MAX_CHUNKS || c->chunk_fd[chunk] > 0)

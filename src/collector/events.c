@@ -16,6 +16,7 @@
 #include "base/selfstat.h"
 #include "base/util.h"
 #include "collector/collector_int.h"
+#include "collector/cpustat.h"
 #include "proc/procfs.h"
 
 static int perf_event_open_cpu_clock(uint32_t freq, int cpu)
@@ -79,38 +80,6 @@ static void event_throttles(struct event *e)
 		tail += h.size;
 	}
 	__atomic_store_n(&m->data_tail, head, __ATOMIC_RELEASE);
-}
-
-/*
- * Idle + iowait and steal ticks (USER_HZ) of every CPU from /proc/stat: time
- * in which a CPU ran nothing, and time the hypervisor ran something else.
- * 0 or -errno.
- */
-static int read_cpu_ticks(uint64_t *off, uint64_t *steal, int n)
-{
-	char *buf, *line, *save = NULL;
-	int err = read_file("/proc/stat", 1 << 20, &buf, NULL);
-
-	if (err)
-		return err;
-	memset(off, 0, (size_t)n * sizeof(*off));
-	memset(steal, 0, (size_t)n * sizeof(*steal));
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long cpu, v[8];
-
-		if (strncmp(line, "cpu", 3) || line[3] < '0' || line[3] > '9')
-			continue;
-		/* cpuN user nice system idle iowait irq softirq steal ... */
-		if (sscanf(line + 3, "%llu %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0],
-			   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) != 9)
-			continue;
-		if (cpu < (unsigned long long)n) {
-			off[cpu] = v[3] + v[4];
-			steal[cpu] = v[7];
-		}
-	}
-	free(buf);
-	return 0;
 }
 
 static uint64_t tick_ns(void)
@@ -204,7 +173,8 @@ int events__attach(struct collector *c, struct errmsg *em)
 	 * they should take smaller. */
 	c->off_now = calloc((size_t)nr, sizeof(*c->off_now));
 	c->steal_now = calloc((size_t)nr, sizeof(*c->steal_now));
-	if (!c->off_now || !c->steal_now || read_cpu_ticks(c->off_now, c->steal_now, nr)) {
+	if (!c->off_now || !c->steal_now ||
+	    cpustat__ticks(CPUSTAT_PATH, c->off_now, c->steal_now, nr)) {
 		free(c->off_now);
 		free(c->steal_now);
 		c->off_now = c->steal_now = NULL;
@@ -292,7 +262,8 @@ void events__measure(struct collector *c, bool read_targets)
 		events__targets_read(c, false);
 	for (size_t i = 0; i < c->nr_events; i++)
 		event_run_ns(&c->events[i]);
-	if (c->sampling && c->off_now && read_cpu_ticks(c->off_now, c->steal_now, c->ncpu)) {
+	if (c->sampling && c->off_now &&
+	    cpustat__ticks(CPUSTAT_PATH, c->off_now, c->steal_now, c->ncpu)) {
 		free(c->off_now);
 		free(c->steal_now);
 		c->off_now = c->steal_now = NULL;

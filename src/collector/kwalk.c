@@ -6,7 +6,6 @@
  * (unwind/korc.h); handed to the program's maps after the load.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,8 @@
 #include "sym/kbuildid.h"
 #include "unwind/korc_cache.h"
 #include "kread.skel.h"
+
+#define KALLSYMS_PATH "/proc/kallsyms"
 
 /* --- kernel stacks with the kernel's ORC table (src/unwind/korc.h) --------- */
 
@@ -99,15 +100,13 @@ static int kw_build(struct collector *c, struct korc_meta *m)
 	struct kread_bpf *sk = NULL;
 	int32_t *ip = NULL;
 	uint8_t *orc = NULL;
-	char *buf = NULL;
-	size_t len, n;
+	size_t n;
+	long r;
 	int err;
 
-	err = read_file("/proc/kallsyms", 256u << 20, &buf, &len);
-	if (err)
-		return err;
-	kallsyms__for_each(buf, len, take_korc_sym, &ks);
-	free(buf);
+	r = kallsyms__parse(KALLSYMS_PATH, 256u << 20, take_korc_sym, &ks);
+	if (r < 0)
+		return (int)r;
 	if (!ks.orc_ip_start || !ks.orc_ip_stop || !ks.orc_start || !ks.stext || !ks.etext ||
 	    ks.orc_ip_stop <= ks.orc_ip_start)
 		return -ENOENT; /* no ORC (frame-pointer kernel), or kptr_restrict */
@@ -139,37 +138,34 @@ static int kw_build(struct collector *c, struct korc_meta *m)
 	return err;
 }
 
+struct stext {
+	uint64_t addr;
+	bool found;
+};
+
 static int take_stext(void *ctx, const struct kallsyms_line *l)
 {
+	struct stext *st = ctx;
+
 	if (!l->module && l->name_len == 6 && !memcmp(l->name, "_stext", 6)) {
-		*(uint64_t *)ctx = l->addr;
+		st->addr = l->addr;
+		st->found = true;
 		return -1; /* found: stop */
 	}
 	return 0;
 }
-
 /*
  * _stext, from the head of /proc/kallsyms: the core kernel's text comes
  * first, so a few lines do, where the whole file costs tens of milliseconds.
  */
 static int kallsyms_stext(uint64_t *stext)
 {
-	char buf[16384];
-	ssize_t n;
-	char *nl;
-	int fd;
+	struct stext st = { 0 };
+	long r = kallsyms__parse_head(KALLSYMS_PATH, 16384, take_stext, &st);
 
-	*stext = 0;
-	fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf));
-	close(fd);
-	if (n <= 0)
-		return n < 0 ? -errno : -ENOENT;
-	nl = memrchr(buf, '\n', (size_t)n);
-	if (nl)
-		kallsyms__for_each(buf, (size_t)(nl - buf), take_stext, stext);
+	*stext = st.addr;
+	if (r < 0 && !st.found)
+		return (int)r; /* the file could not be read */
 	return *stext ? 0 : -ENOENT; /* 0: not among the first lines, or addresses hidden */
 }
 

@@ -102,7 +102,6 @@ struct collector {
 	int ncpu;		/* possible CPUs: entries of cpu_state */
 	void *cpu_state;	/* its mmap, NULL: read by lookups (and no hot slots) */
 	size_t cpu_state_len;
-	bool always_flip;	/* tests: every drain flips (BPFPROF_TEST_ALWAYS_FLIP) */
 	struct bpf_link *offcpu_links[2]; /* --off-cpu: sched_switch, sched_process_fork */
 	struct bpf_link *target_links[2]; /* -p, -- COMMAND: sched_process_exit, ..._fork */
 	uint64_t offcpu_carried;

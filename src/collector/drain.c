@@ -327,7 +327,7 @@ int collector__drain(struct collector *c, collector_known_fn known, collector_sa
 	struct slotset_mem m = slot_mem(c, buf);
 	size_t nr = 0;
 	bool flip = slots_taken(c, buf) || !c->sampling ||
-		    slotset__keys(c->sset) >= c->flip_at || c->always_flip;
+		    slotset__keys(c->sset) >= c->flip_at || c->opts.test.always_flip;
 	int err;
 
 	if (flip) {

@@ -141,7 +141,7 @@ static int skel_configure(struct collector *c, const struct load_attempt *a,
 	s->rodata->include_idle = opts->include_idle;
 	s->rodata->per_thread = opts->per_thread;
 	/* Tests: what a kernel without task_struct.in_execve runs. */
-	s->rodata->execve_by_mm = getenv("BPFPROF_TEST_EXECVE_BY_MM") != NULL;
+	s->rodata->execve_by_mm = opts->test.execve_by_mm;
 	s->rodata->nr_cgroups = (uint32_t)opts->nr_cgroups;
 	if (opts->nr_cgroups > bpf_map__max_entries(s->maps.cgroups)) {
 		errmsg_set(em, -E2BIG, "at most %u --cgroup options",
@@ -153,11 +153,11 @@ static int skel_configure(struct collector *c, const struct load_attempt *a,
 		bpf_map__set_max_entries(s->maps.stacks_1, opts->max_stacks);
 	}
 	/* A command's descendants come and go: room for many alive at once.
-	 * Tests: a smaller room (BPFPROF_TEST_TARGETS_MAX). */
+	 * Tests: a smaller room. */
 	if (opts->child) {
-		const char *t = getenv("BPFPROF_TEST_TARGETS_MAX");
+		uint32_t t = opts->test.targets_max;
 
-		bpf_map__set_max_entries(s->maps.tgids, t ? (uint32_t)atoi(t) : TARGETS_FOLLOWED_MAX);
+		bpf_map__set_max_entries(s->maps.tgids, t ? t : TARGETS_FOLLOWED_MAX);
 	} else {
 		bpf_map__set_max_entries(s->maps.tgids, opts->nr_pids ? opts->nr_pids : 1);
 	}
@@ -175,11 +175,11 @@ static int skel_configure(struct collector *c, const struct load_attempt *a,
 #if defined(__x86_64__)
 	/* bpf_find_vma() came with bpf_loop() (5.17), which the walker needs.
 	 * Tests: notices without mappings, as before them. */
-	s->rodata->notice_vmas = a->walker && !getenv("BPFPROF_TEST_NO_NOTICE_VMAS");
+	s->rodata->notice_vmas = a->walker && !opts->test.no_notice_vmas;
 #endif
 	if (a->kernel_walk) {
 		s->rodata->kw_enabled = true;
-		s->rodata->kw_verify = getenv("BPFPROF_TEST_KWALK_VERIFY") != NULL;
+		s->rodata->kw_verify = opts->test.kwalk_verify;
 		s->rodata->kw_base = c->korc.base;
 		s->rodata->kw_end = c->korc.end;
 		s->rodata->kw_nblocks = c->korc.nblocks;
@@ -220,7 +220,7 @@ static void load_error(struct errmsg *em, int err)
 static int skel_load(struct collector *c, struct errmsg *em)
 {
 	/* Tests: the program a kernel without bpf_loop() gets. */
-	bool walker_ok = !(getenv("BPFPROF_TEST_NO_WALKER") && c->unwind_mode != UNWIND_MODE_DWARF);
+	bool walker_ok = !(c->opts.test.no_walker && c->unwind_mode != UNWIND_MODE_DWARF);
 	int err = -ENOENT, walker_err = 0;
 
 	if (!walker_ok)
@@ -248,7 +248,7 @@ static int skel_load(struct collector *c, struct errmsg *em)
 		if (!c->prefill_tried) {
 			c->prefill_tried = true;
 			/* Tests: the fill after the load, as on a failure here. */
-			if (!getenv("BPFPROF_TEST_NO_PREFILL"))
+			if (!c->opts.test.no_prefill)
 				c->prefill = prefill__start(c);
 		}
 		if (c->prefill && !prefill__reuse(c->prefill, c->skel)) {
@@ -389,8 +389,7 @@ struct collector *collector__open(const struct collector_opts *opts, struct errm
 		goto out_free;
 	}
 	c->unwind_mode = opts->unwind_mode;
-	c->always_flip = getenv("BPFPROF_TEST_ALWAYS_FLIP") != NULL;
-	c->kprogs_off = getenv("BPFPROF_TEST_NO_KPROGS") != NULL; /* as before 5.9 */
+	c->kprogs_off = opts->test.no_kprogs; /* as before 5.9 */
 	if (skel_load(c, em))
 		goto out_free;
 	c->counts_fd[0] = bpf_map__fd(c->skel->maps.counts_0);
@@ -406,7 +405,7 @@ struct collector *collector__open(const struct collector_opts *opts, struct errm
 	 * program only uses them once it is there. */
 	c->cpu_state = map_array(c->skel->maps.cpu_state, PROT_READ | PROT_WRITE,
 				 &c->cpu_state_len);
-	if (c->cpu_state && !getenv("BPFPROF_TEST_NO_HOT_SLOTS"))
+	if (c->cpu_state && !opts->test.no_hot_slots)
 		__atomic_store_n(&c->skel->bss->hot_slots, 1, __ATOMIC_SEQ_CST);
 	/* Flip at half of the smaller map (a key names up to two stacks): what the
 	 * other half holds is what one drain period may bring before a flip. */

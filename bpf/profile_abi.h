@@ -226,7 +226,7 @@ enum bp_stat {
 	STAT_PY_TS_TLS,		     /* the thread's own slot (its thread-specific data) */
 	STAT_PY_TS_SEARCH,	     /* a search of the interpreter's thread list */
 	STAT_PY_TS_MISS,	     /* not found (not in its slot, not in the threads searched) */
-	/* --off-cpu (profile.bpf.c, its last section). Every block of a target task ends as a
+	/* --off-cpu (offcpu.bpf.h). Every block of a target task ends as a
 	 * resume, a cut (still blocked at the end), an eviction from the full
 	 * task table, or is pending (blocked now):
 	 *   BLOCKS = RESUMES + CUT + REPLACED + EVICTED + pending
@@ -307,7 +307,7 @@ _Static_assert(sizeof(struct bp_proc_event) == 64 + BP_NOTICE_VMAS * 40, "bp_pro
 
 /*
  * --off-cpu: what the program keeps about a target thread while it is
- * blocked (map offcpu_tasks: slot tid & mask, see profile.bpf.c). The user stack is
+ * blocked (map offcpu_tasks: slot tid & mask, see offcpu.bpf.h). The user stack is
  * read when the task blocks (only then is its address space the current
  * one) and stored in the stacks set active at that moment; userspace copies
  * the stacks of blocked tasks into the new set at every buffer flip

@@ -77,7 +77,7 @@ struct collector_opts {
 	uint32_t unwind_mode;	/* enum bp_unwind_mode: user stack walking */
 	uint32_t unwind_max_procs; /* processes with unwind tables in the kernel */
 	bool kernel_helper;	/* kernel stacks by bpf_get_stack() only (no ORC walk) */
-	bool offcpu;		/* --off-cpu: also count blocked time (the --off-cpu section of bpf/profile.bpf.c) */
+	bool offcpu;		/* --off-cpu: also count blocked time (bpf/offcpu.bpf.h) */
 	uint64_t offcpu_min_ns;	/* waits shorter than this are only counted in the stats */
 	uint32_t offcpu_tasks;	/* slots of the blocked-task table (0: the default; rounded
 				 * up to a power of two) */

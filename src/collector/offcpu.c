@@ -12,7 +12,7 @@
 #include "base/util.h"
 #include "collector/collector_int.h"
 
-/* --- --off-cpu (the off-CPU section of bpf/profile.bpf.c) ------------------ */
+/* --- --off-cpu (bpf/offcpu.bpf.h) ------------------------------------------- */
 
 /* The programs load only with --off-cpu; the fork tracker only with targets. */
 void offcpu__configure(struct collector *c)
@@ -104,7 +104,7 @@ int offcpu__attach(struct collector *c, struct errmsg *em)
 	return 0;
 }
 
-/* Waits still going are counted up to now (offcpu_flush in profile.bpf.c):
+/* Waits still going are counted up to now (offcpu_flush in offcpu.bpf.h):
  * one run of the task iterator, while the switch program still runs. */
 static void offcpu_flush(struct collector *c)
 {
@@ -175,7 +175,7 @@ struct carry {
 	struct bp_stack st;
 };
 
-/* The user stack of a blocked task, into the new set (see profile.bpf.c, --off-cpu). */
+/* The user stack of a blocked task, into the new set (see offcpu.bpf.h). */
 static int carry_task(struct collector *c, const struct bp_offcpu_task *t, void *arg)
 {
 	struct carry *ca = arg;

@@ -18,7 +18,7 @@
  * When the set is half full, or sampling stopped, userspace flips active_buf,
  * waits for an RCU grace period (a map-in-map update does synchronize_rcu(),
  * and perf_event programs run under rcu_read_lock()), and only then reads and
- * clears the other set. No sample is lost or counted twice (collector.c).
+ * clears the other set. No sample is lost or counted twice (src/collector/drain.c).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -740,8 +740,8 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	TM_NOW(t_start);
 
 	/* Every run is counted once as idle, filtered or kept (+ idle kept):
-	 * what userspace holds against the events' running time (collector.c,
-	 * sampling_stats()). */
+	 * what userspace holds against the events' running time (collector/events.c,
+	 * events__measure()). */
 	if (tid == 0) {
 		stat_inc(STAT_IDLE);
 		if (!include_idle)

@@ -492,7 +492,7 @@ static void print_python_threads(const struct record_ctx *rc, const struct colle
  * symbolization is done by the time sampling stops, and what only exists for
  * a while (a short-lived process, a BPF program loaded for a moment) is named
  * while it exists. A drain reads the counts in place and leaves the keys in
- * the kernel (see collector.c), so it does not make hot stacks take the BPF
+ * the kernel (see collector/drain.c), so it does not make hot stacks take the BPF
  * program's slower new-key path again; the maps are emptied (by flipping to
  * the other pair) only when half full, which MAP_HEADROOM_SEC keeps rare: the
  * free half holds two seconds of samples even if every one is a new stack.

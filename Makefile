@@ -11,8 +11,8 @@
 # make uninstall    remove exactly what make install installs (same variables)
 # make V=1          show the commands
 #
-# Layout of build/: obj/ objects, libcore.a (everything but main and
-# collector.c: no libbpf, testable without root), tests/ unit tests, fixtures/
+# Layout of build/: obj/ objects, libcore.a (everything but main and the
+# collector's libbpf users: no libbpf, testable without root), tests/ unit tests, fixtures/
 # ELF fixtures, workloads/ test workloads, asan/ and fuzz/ sub-builds.
 
 .DELETE_ON_ERROR:
@@ -58,9 +58,13 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-CORE_SRCS := $(filter-out src/cmd/main.c src/collector/collector.c,$(wildcard src/*/*.c))
+# The collector's files that use libbpf and the skeletons (collector_int.h).
+LIBBPF_SRCS := $(addprefix src/collector/,collector.c open_load.c kwalk.c prefill.c events.c \
+		 offcpu.c drain.c stats.c unwind_kops.c)
+LIBBPF_OBJS := $(patsubst src/%.c,$(OUT)/obj/%.o,$(LIBBPF_SRCS))
+CORE_SRCS := $(filter-out src/cmd/main.c $(LIBBPF_SRCS),$(wildcard src/*/*.c))
 CORE_OBJS := $(patsubst src/%.c,$(OUT)/obj/%.o,$(CORE_SRCS))
-MAIN_OBJS := $(OUT)/obj/cmd/main.o $(OUT)/obj/collector/collector.o
+MAIN_OBJS := $(OUT)/obj/cmd/main.o $(LIBBPF_OBJS)
 BPF_OBJ   := $(OUT)/profile.bpf.o
 SKEL	  := $(OUT)/profile.skel.h
 KREAD_SKEL := $(OUT)/kread.skel.h
@@ -112,7 +116,7 @@ $(OUT)/gen/flamegraph_js.h: src/format/flamegraph.js | $(OUT)/gen
 	      echo ';'; } > $@
 $(OUT)/obj/format/svg.o: $(OUT)/gen/flamegraph_js.h
 
-$(OUT)/obj/collector/collector.o: $(SKEL) $(KREAD_SKEL)
+$(LIBBPF_OBJS): $(SKEL) $(KREAD_SKEL)
 
 $(OUT)/libcore.a: $(CORE_OBJS)
 	$(call msg,AR,$@)

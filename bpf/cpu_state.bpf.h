@@ -59,7 +59,7 @@ struct cpu_state {
 
 _Static_assert(sizeof(((struct cpu_state *)0)->hot) == 4096, "hot slots: one page");
 _Static_assert(__builtin_offsetof(struct cpu_state, hot) + 4096 == sizeof(struct cpu_state),
-	       "hot slots: the last page of a cpu_state value (collector.c finds them there)");
+	       "hot slots: the last page of a cpu_state value (collector/drain.c finds them there)");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

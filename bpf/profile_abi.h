@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * profile_abi.h - the ABI shared by bpf/profile.bpf.c and src/collector.c.
+ * profile_abi.h - the ABI shared by bpf/profile.bpf.c and src/collector/.
  *
  * Fixed-width types only: this header is compiled once for the BPF target and
  * once for the host, and both sides must agree on every byte of the map keys
@@ -67,7 +67,7 @@ _Static_assert(sizeof(struct bp_sample_key) == 64, "bp_sample_key: whole 8-byte 
  * (struct bp_slot_region) moves on and the counts map learns key -> slot.
  * Two CPUs that meet the same new key at once each give it a slot; the
  * agent sums a key's slots. Counts only grow until the set is flipped and
- * emptied (collector.c), which is also when next goes back to 0.
+ * emptied (collector/drain.c), which is also when next goes back to 0.
  */
 struct bp_slot_region {
 	__u32 next[PROFILE_NR_BUFS]; /* slots taken, per buffer set */
@@ -83,7 +83,7 @@ _Static_assert(sizeof(struct bp_slot_region) == 64, "bp_slot_region: one cache l
  * claimed, once per buffer set, by a key that already has a count slot
  * in that set; from then on the CPU counts the key in the hot slot. A key's
  * count is its count slots plus its hot slots on every CPU, all of which
- * only grow until the set is flipped and emptied (collector.c).
+ * only grow until the set is flipped and emptied (collector/drain.c).
  */
 #define PROFILE_HOT_SLOTS 128 /* per CPU and buffer set: 2 x 128 x 16 bytes = one page */
 
@@ -226,7 +226,7 @@ enum bp_stat {
 	STAT_PY_TS_TLS,		     /* the thread's own slot (its thread-specific data) */
 	STAT_PY_TS_SEARCH,	     /* a search of the interpreter's thread list */
 	STAT_PY_TS_MISS,	     /* not found (not in its slot, not in the threads searched) */
-	/* --off-cpu (profile.bpf.c, its last section). Every block of a target task ends as a
+	/* --off-cpu (offcpu.bpf.h). Every block of a target task ends as a
 	 * resume, a cut (still blocked at the end), an eviction from the full
 	 * task table, or is pending (blocked now):
 	 *   BLOCKS = RESUMES + CUT + REPLACED + EVICTED + pending
@@ -307,11 +307,11 @@ _Static_assert(sizeof(struct bp_proc_event) == 64 + BP_NOTICE_VMAS * 40, "bp_pro
 
 /*
  * --off-cpu: what the program keeps about a target thread while it is
- * blocked (map offcpu_tasks: slot tid & mask, see profile.bpf.c). The user stack is
+ * blocked (map offcpu_tasks: slot tid & mask, see offcpu.bpf.h). The user stack is
  * read when the task blocks (only then is its address space the current
  * one) and stored in the stacks set active at that moment; userspace copies
  * the stacks of blocked tasks into the new set at every buffer flip
- * (collector.c), so a wait may span any number of flips.
+ * (collector/offcpu.c), so a wait may span any number of flips.
  */
 struct bp_offcpu_task {
 	__u64 tid;    /* the thread whose wait this is, 0: free; written last */

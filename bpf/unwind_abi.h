@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * unwind_abi.h - the ABI of the .eh_frame unwinder, shared by
- * bpf/unwind.bpf.h (the walker) and src/unwind/ + src/collector.c (the
+ * bpf/unwind.bpf.h (the walker) and src/unwind/ + src/collector/unwind_kops.c (the
  * tables and the maps that hold them).
  *
  * Everything the walker reads lives in one "slot pool": 8-byte slots in

@@ -494,7 +494,7 @@ static void print_python_threads(const struct record_ctx *rc, const struct colle
  * symbolization is done by the time sampling stops, and what only exists for
  * a while (a short-lived process, a BPF program loaded for a moment) is named
  * while it exists. A drain reads the counts in place and leaves the keys in
- * the kernel (see collector.c), so it does not make hot stacks take the BPF
+ * the kernel (see collector/drain.c), so it does not make hot stacks take the BPF
  * program's slower new-key path again; the maps are emptied (by flipping to
  * the other pair) only when half full, which MAP_HEADROOM_SEC keeps rare: the
  * free half holds two seconds of samples even if every one is a new stack.
@@ -686,6 +686,25 @@ static void test_drain_stall(struct record *r)
 		usleep(20000);
 }
 
+/*
+ * Tests: what the collector is asked to do differently (collector.h,
+ * struct collector_test_opts), read from the environment here only.
+ */
+static void test_collector_opts(struct collector_test_opts *t)
+{
+	const char *max = getenv("BPFPROF_TEST_TARGETS_MAX");
+
+	t->execve_by_mm = getenv("BPFPROF_TEST_EXECVE_BY_MM") != NULL;
+	t->targets_max = max ? (uint32_t)atoi(max) : 0;
+	t->no_notice_vmas = getenv("BPFPROF_TEST_NO_NOTICE_VMAS") != NULL;
+	t->kwalk_verify = getenv("BPFPROF_TEST_KWALK_VERIFY") != NULL;
+	t->no_walker = getenv("BPFPROF_TEST_NO_WALKER") != NULL;
+	t->no_prefill = getenv("BPFPROF_TEST_NO_PREFILL") != NULL;
+	t->always_flip = getenv("BPFPROF_TEST_ALWAYS_FLIP") != NULL;
+	t->no_kprogs = getenv("BPFPROF_TEST_NO_KPROGS") != NULL;
+	t->no_hot_slots = getenv("BPFPROF_TEST_NO_HOT_SLOTS") != NULL;
+}
+
 /* Everything but the collector: sinks, symbolizer, labels, the (stopped) command. */
 int record__setup(struct record *r)
 {
@@ -750,6 +769,7 @@ static void collector_options(const struct record *r, struct collector_opts *cop
 	copts->offcpu = o->offcpu;
 	copts->offcpu_min_ns = o->offcpu_min_ns;
 	copts->offcpu_tasks = o->offcpu_tasks;
+	test_collector_opts(&copts->test);
 }
 
 /* Loads the program, starts the unwinder, attaches; then gives up privileges. */

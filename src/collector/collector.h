@@ -41,6 +41,24 @@ struct collector;
  * are counted (STAT_TARGETS_LOST) and reported, not sampled. */
 #define TARGETS_FOLLOWED_MAX 8192
 
+/*
+ * What tests ask of the collector: mostly what an older kernel would do.
+ * src/cmd/ fills it from the environment (BPFPROF_TEST_*, named beside each
+ * field), once; all zero outside tests.
+ */
+struct collector_test_opts {
+	bool execve_by_mm;   /* _EXECVE_BY_MM: what a kernel without task_struct.in_execve runs */
+	uint32_t targets_max; /* _TARGETS_MAX: -- COMMAND's processes followed at once
+			       * (0: TARGETS_FOLLOWED_MAX) */
+	bool no_notice_vmas; /* _NO_NOTICE_VMAS: notices without mappings, as before them */
+	bool kwalk_verify;   /* _KWALK_VERIFY: every ORC-walked kernel stack checked */
+	bool no_walker;	     /* _NO_WALKER: the program a kernel without bpf_loop() gets */
+	bool no_prefill;     /* _NO_PREFILL: the map-in-map fill after the load */
+	bool always_flip;    /* _ALWAYS_FLIP: every drain flips */
+	bool no_kprogs;	     /* _NO_KPROGS: no BPF program list, as before 5.9 */
+	bool no_hot_slots;   /* _NO_HOT_SLOTS: every count in the maps */
+};
+
 struct collector_opts {
 	uint32_t freq;		/* Hz */
 	const bool *cpus;	/* NULL: all online CPUs; else cpus[nr_cpus] */
@@ -59,11 +77,12 @@ struct collector_opts {
 	uint32_t unwind_mode;	/* enum bp_unwind_mode: user stack walking */
 	uint32_t unwind_max_procs; /* processes with unwind tables in the kernel */
 	bool kernel_helper;	/* kernel stacks by bpf_get_stack() only (no ORC walk) */
-	bool offcpu;		/* --off-cpu: also count blocked time (the --off-cpu section of bpf/profile.bpf.c) */
+	bool offcpu;		/* --off-cpu: also count blocked time (bpf/offcpu.bpf.h) */
 	uint64_t offcpu_min_ns;	/* waits shorter than this are only counted in the stats */
 	uint32_t offcpu_tasks;	/* slots of the blocked-task table (0: the default; rounded
 				 * up to a power of two) */
 	bool libbpf_debug;	/* libbpf's own messages on stderr */
+	struct collector_test_opts test;
 };
 
 

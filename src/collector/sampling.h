@@ -33,7 +33,7 @@
  * target's time lies on the events' grid of periods is chance) and its
  * ticks. Both only when the CPUs' shortfall is real.
  *
- * Pure arithmetic: no libbpf, no /proc (collector.c reads them), so the
+ * Pure arithmetic: no libbpf, no /proc (events.c reads them), so the
  * unit tests drive it with figures of their own.
  */
 #ifndef BPFPROF_SAMPLING_H

@@ -12,8 +12,10 @@
 #include "sym/kallsyms.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/util.h"
 
@@ -325,6 +327,50 @@ out_nomem:
 	ksyms__free(ks);
 	errno = ENOMEM;
 	return NULL;
+}
+
+long kallsyms__parse(const char *path, size_t max,
+		     int (*cb)(void *ctx, const struct kallsyms_line *l), void *ctx)
+{
+	char *buf = NULL;
+	size_t len;
+	long r;
+	int err;
+
+	err = read_file(path, max, &buf, &len);
+	if (err)
+		return err;
+	r = kallsyms__for_each(buf, len, cb, ctx);
+	free(buf);
+	return r;
+}
+
+long kallsyms__parse_head(const char *path, size_t head,
+			  int (*cb)(void *ctx, const struct kallsyms_line *l), void *ctx)
+{
+	char *buf = malloc(head ? head : 1);
+	ssize_t n;
+	char *nl;
+	long r = 0;
+	int fd;
+
+	if (!buf)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		free(buf);
+		return r;
+	}
+	n = read(fd, buf, head);
+	if (n < 0)
+		r = -errno;
+	close(fd);
+	nl = n > 0 ? memrchr(buf, '\n', (size_t)n) : NULL;
+	if (nl)
+		r = kallsyms__for_each(buf, (size_t)(nl - buf), cb, ctx);
+	free(buf);
+	return r;
 }
 
 struct ksyms *ksyms__load(const char *path)

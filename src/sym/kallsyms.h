@@ -58,6 +58,22 @@ bool kallsyms__parse_line(const char *p, const char *end, struct kallsyms_line *
  */
 long kallsyms__for_each(const char *buf, size_t len,
 			int (*cb)(void *ctx, const struct kallsyms_line *l), void *ctx);
+/*
+ * The same over a file (normally "/proc/kallsyms"; tests give a fake one),
+ * as perf's kallsyms__parse(path, arg, callback): the whole file, at most
+ * max bytes (-EFBIG if it is longer). Returns what kallsyms__for_each()
+ * returns, or -errno.
+ */
+long kallsyms__parse(const char *path, size_t max,
+		     int (*cb)(void *ctx, const struct kallsyms_line *l), void *ctx);
+/*
+ * Only the file's first head bytes, as one read() gives them, up to the last
+ * whole line in them: the core kernel's symbols come first, and a few lines
+ * cost nothing where the whole file costs tens of milliseconds. An empty
+ * file has no lines (0).
+ */
+long kallsyms__parse_head(const char *path, size_t head,
+			  int (*cb)(void *ctx, const struct kallsyms_line *l), void *ctx);
 
 struct ksym {
 	uint64_t addr;

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/lint/headers.sh - every header compiles on its own, so none relies on
 # what its includer happened to define first:
-#   bpf/*.bpf.h  for the BPF target (each includes vmlinux.h and what it uses);
+#   bpf/*.bpf.h  for the BPF target (each includes vmlinux.h and what it uses),
+#                but offcpu.bpf.h, a part of profile.bpf.c included at its end;
 #   bpf/*_abi.h  for the BPF target (after vmlinux.h, as programs include them)
 #                and for the host, where their _Static_asserts pin the size of
 #                every struct shared between BPF and userspace;
@@ -30,6 +31,8 @@ check() { # label, command...
 
 for h in bpf/*.bpf.h; do
 	[ "$ARCH" = x86 ] || [ "$h" != bpf/kwalk.bpf.h ] || continue # x86-64 only
+	# profile.bpf.c's off-CPU part, included at its end: it uses the sampler's maps and functions
+	[ "$h" != bpf/offcpu.bpf.h ] || continue
 	check "$h (BPF)" "${BPF[@]}" -include "$h"
 done
 for h in bpf/*_abi.h; do

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 """tests/lint/layers.py - src/ is built in floors; a file may include headers
 of its own folder and of the floors below it, never of a floor above or of a
-sibling on the same floor. Prints one line per violation and "layers: ok".
+sibling on the same floor; a folder's private header (NAME_int.h, such as
+collector/collector_int.h) only of its own folder. Prints one line per
+violation and "layers: ok".
 
     cmd        commands, option parsing: the only code that prints to the user
     collector  the only libbpf user
@@ -35,6 +37,12 @@ def main():
     for f in sorted(src.glob("*/*.[ch]")):
         own = f.parent.name
         for n, line in enumerate(f.read_text().splitlines(), 1):
+            m = re.match(r'\s*#\s*include\s+"([a-z_]+)/([a-z_]+_int\.h)"', line)
+            if m and m.group(1) != own:
+                print(f"layers: {f.relative_to(src.parent)}:{n}: {m.group(1)}/{m.group(2)} is "
+                      f"private to src/{m.group(1)}/")
+                bad += 1
+                continue
             m = re.match(r'\s*#\s*include\s+"([a-z_]+)/', line)
             if not m or m.group(1) not in FLOOR or own not in FLOOR:
                 continue

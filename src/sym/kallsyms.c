@@ -157,7 +157,7 @@ static size_t pool_add(struct parse_state *st, const char *s, size_t n)
 }
 
 /* One line, without its terminator: "ADDR TYPE NAME" optionally followed by "[MODULE]". */
-bool kallsyms__parse_line(const char *p, const char *end, struct kallsyms_line *l)
+static bool kallsyms__parse_line(const char *p, const char *end, struct kallsyms_line *l)
 {
 	const char *atok, *ttok, *ntok, *mtok = NULL, *extra;
 	size_t alen, tlen, nlen, mlen = 0, xlen;

@@ -49,8 +49,6 @@ struct kallsyms_line {
 	const char *module; /* NULL for the core kernel */
 	size_t module_len;
 };
-/* Parses one line without its terminator; false if malformed. */
-bool kallsyms__parse_line(const char *p, const char *end, struct kallsyms_line *l);
 /*
  * Calls cb for every well-formed line of buf[0..len) (CRLF, blank lines and
  * no final newline are fine). Returns the number of malformed lines, or the

@@ -915,6 +915,48 @@ int record__loop(struct record *r)
 	return 0;
 }
 
+/*
+ * The command still runs when sampling stops. A stop request sent to the
+ * whole process group (Ctrl-C on a terminal, kill -TERM -PGID, timeout(1))
+ * reaches the command too: it is given a moment to end of it on its own, so
+ * that bpfprof exits as it did (130 after Ctrl-C, as time(1) and a shell
+ * would), whichever of the two saw the signal first. Otherwise bpfprof ends
+ * it (SIGTERM, as perf record does with its workload), and its status, ours,
+ * is not the command's.
+ */
+#define CMD_GRACE_NS 200000000ULL
+
+static void stop_command(struct record *r)
+{
+	uint64_t until = now_ns() + CMD_GRACE_NS;
+
+	while (stop__requested() && !r->ch.exited && now_ns() < until) {
+		usleep(5000);
+		child__reap(&r->ch, false);
+	}
+	if (r->ch.exited)
+		return;
+	r->cmd_stopped = true;
+	kill(r->ch.pid, SIGTERM);
+	child__reap(&r->ch, true);
+}
+
+/*
+ * With -- COMMAND, a run that wrote its profile exits as the command did,
+ * as perf record and time(1) do: its exit status, or 128 + the signal that
+ * killed it; 0 if bpfprof ended it (-d, a stop request to bpfprof alone).
+ */
+static int command_status(const struct record *r)
+{
+	if (!r->ch.pid || !r->ch.exited || r->cmd_stopped)
+		return 0;
+	if (WIFEXITED(r->ch.status))
+		return WEXITSTATUS(r->ch.status);
+	if (WIFSIGNALED(r->ch.status))
+		return 128 + WTERMSIG(r->ch.status);
+	return 0;
+}
+
 /* Stops sampling, takes the last notices, then drains everything. */
 int record__stop(struct record *r)
 {
@@ -933,10 +975,8 @@ int record__stop(struct record *r)
 		p_err("draining the kernel maps failed: %s", strerror(-err));
 		return 1;
 	}
-	if (r->ch.pid && !r->ch.exited) {
-		kill(r->ch.pid, SIGTERM); /* as perf record does with its workload */
-		child__reap(&r->ch, true);
-	}
+	if (r->ch.pid && !r->ch.exited)
+		stop_command(r);
 	return 0;
 }
 
@@ -965,9 +1005,11 @@ static int record__finish_continuous(struct record *r)
 	return 0;
 }
 
-static void print_child_exit(const struct child *ch, const struct options *o)
+static void print_child_exit(const struct child *ch, bool stopped, const struct options *o)
 {
-	if (ch->exited && WIFEXITED(ch->status) && o->cmd_is_target)
+	if (ch->exited && stopped)
+		p_info("'%s' was still running: bpfprof ended it (SIGTERM)", o->cmd[0]);
+	else if (ch->exited && WIFEXITED(ch->status) && o->cmd_is_target)
 		p_info("'%s' exited with status %d after %.2f s of CPU (about %.0f samples at %u Hz)",
 		       o->cmd[0], WEXITSTATUS(ch->status), ch->cpu_s, ch->cpu_s * o->freq, o->freq);
 	else if (ch->exited && WIFEXITED(ch->status))
@@ -1041,7 +1083,7 @@ static int record__write(struct record *r)
 	print_python_threads(rc, &st);
 	if (profile__total(rc->prof) == 0 && profile__total_offcpu(rc->prof) == 0)
 		p_warn("no samples were collected: was the target idle?");
-	print_child_exit(&r->ch, &r->o);
+	print_child_exit(&r->ch, r->cmd_stopped, &r->o);
 
 	profile__sort(rc->prof);
 	stop__writing(true);
@@ -1122,6 +1164,8 @@ int cmd_record(int argc, char **argv)
 		ret = record__stop(&r);
 	if (!ret)
 		ret = r.o.interval ? record__finish_continuous(&r) : record__write(&r);
+	if (!ret)
+		ret = command_status(&r);
 	record__close(&r);
 	return ret;
 }

@@ -104,6 +104,7 @@ struct record {
 	struct record_ctx rc;
 	struct continuous ct;
 	struct child ch;
+	bool cmd_stopped; /* bpfprof ended the command (-d, a stop request): not its own exit */
 	struct collector *col;
 	struct status_line sl;
 	bool *cpus; /* -C, NULL: all */

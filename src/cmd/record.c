@@ -120,12 +120,30 @@ static int check_freq(uint32_t freq)
 	return 0;
 }
 
-static int check_pids(const struct options *o)
+/*
+ * The -p targets exist and are processes. Each one's pidfd is taken first,
+ * so it is the process checked that the run waits for, not a later holder
+ * of its number.
+ */
+static int check_pids(const struct options *o, int **fds_out)
 {
+	int *fds = o->nr_pids ? malloc(o->nr_pids * sizeof(*fds)) : NULL;
+
+	if (o->nr_pids && !fds) {
+		p_err("out of memory");
+		return -ENOMEM;
+	}
+	*fds_out = fds;
+	for (size_t i = 0; i < o->nr_pids; i++)
+		fds[i] = -1;
 	for (size_t i = 0; i < o->nr_pids; i++) {
 		struct proc_status st;
-		int err = procfs__status("/proc", o->pids[i], &st);
+		int err;
 
+		fds[i] = procfs__pidfd(o->pids[i]);
+		err = fds[i] == -ESRCH ? -ESRCH : procfs__status("/proc", o->pids[i], &st);
+		if (!err && fds[i] >= 0 && procfs__pidfd_exited(fds[i]))
+			err = -ESRCH; /* exited between the two */
 		if (err == -ENOENT || err == -ESRCH) {
 			p_err("process %u does not exist", o->pids[i]);
 			return -ESRCH;
@@ -569,7 +587,7 @@ int record__check(struct record *r)
 	struct errmsg em = { 0 };
 	int err;
 
-	if (check_freq(o->freq) || check_pids(o))
+	if (check_freq(o->freq) || check_pids(o, &r->target_fds))
 		return 2;
 	if (o->cpu_list && !(r->cpus = parse_cpus(o->cpu_list, &r->nr_cpus)))
 		return 2;
@@ -872,7 +890,21 @@ int record__timeout(const struct record *r, int timeout, uint64_t now)
 	return due ? record__wait_until(timeout, due, now) : timeout;
 }
 
-/* Until a signal, the deadline or the command's exit. */
+/* -p: whether every target process has exited (none has a pidfd: never). */
+static bool targets_exited(const struct record *r)
+{
+	bool any = false;
+
+	for (size_t i = 0; r->target_fds && i < r->o.nr_pids; i++) {
+		/* No pidfd (a kernel without pidfd_open): it may still run. */
+		if (r->target_fds[i] < 0 || !procfs__pidfd_exited(r->target_fds[i]))
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+/* Until a signal, the deadline, the command's exit or the -p targets'. */
 int record__loop(struct record *r)
 {
 	uint64_t deadline = r->o.duration ? r->t_start + (uint64_t)(r->o.duration * 1e9) : 0;
@@ -909,6 +941,10 @@ int record__loop(struct record *r)
 			child__reap(&r->ch, false);
 			if (r->ch.exited)
 				break;
+		}
+		if (targets_exited(r)) {
+			r->targets_gone = true;
+			break;
 		}
 		status_update(&r->sl, r->col, &r->o, r->t_start, now_ns());
 	}
@@ -967,6 +1003,10 @@ int record__stop(struct record *r)
 	ksyms_join(r, true); /* the last drain asks for names */
 	if (stop__requested())
 		p_info("stopping on %s", strsignal(stop__requested()));
+	else if (r->targets_gone && r->o.nr_pids == 1)
+		p_info("process %u exited: stopping", r->o.pids[0]);
+	else if (r->targets_gone)
+		p_info("all %zu processes exited: stopping", r->o.nr_pids);
 	collector__detach(r->col);
 	record__poll_notices(r, 0);
 	r->rc.last_drain = true;
@@ -1115,6 +1155,10 @@ void record__close(struct record *r)
 	ptab__free(r->rc.pt);
 	htab__free(r->rc.memo);
 	profile__free(r->rc.prof);
+	for (size_t i = 0; r->target_fds && i < r->o.nr_pids; i++)
+		if (r->target_fds[i] >= 0)
+			close(r->target_fds[i]);
+	free(r->target_fds);
 	free(r->cpus);
 	close_cgroups(r->cgroup_fds, r->o.nr_cgroups);
 	cli__free(&r->o);

@@ -88,7 +88,8 @@ struct status_line {
  *   record__setup   symbolizer, labels, kernel symbols, sinks, the command
  *   record__open    load and attach the program, start the unwinder, drop caps
  *   record__start   stamp the start, let the command go
- *   record__loop    drain every second until Ctrl-C, -d or the command's exit
+ *   record__loop    drain every second until Ctrl-C, -d, the command's exit
+ *                   or (-p) every target process's
  *   record__drain   notices, then the kernel's counts into rc.prof; sweep
  *   record__stop    stop sampling and drain what is left
  *   record__close   free everything (safe after any phase failed)
@@ -107,6 +108,10 @@ struct record {
 	bool cmd_stopped; /* bpfprof ended the command (-d, a stop request): not its own exit */
 	struct collector *col;
 	struct status_line sl;
+	/* -p: a pidfd per target (procfs__pidfd), -1 if none; the run stops
+	 * when every one has exited (targets_gone), as perf record does. */
+	int *target_fds;
+	bool targets_gone;
 	bool *cpus; /* -C, NULL: all */
 	int nr_cpus;
 	int *cgroup_fds;

@@ -90,3 +90,63 @@ def test_ctrl_c_to_the_group_is_the_commands_130(tmp_path):
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 128 + signal.SIGINT, seen + err
         assert total(parse_folded(out.read_text()), "busy") > 0
+
+
+# --- 5: -p stops when its processes have all exited ------------------------------
+
+def test_pid_target_exits_run_stops(tmp_path):
+    """A -p target that exits, -d 60: sampling stops then (as perf record
+    does), says so, and the profile is written. The target is left a zombie
+    (nobody reaps it yet): it has exited all the same."""
+    out = tmp_path / "p.folded"
+    with Workload(wl("busy"), 60) as w:
+        proc = start(["-p", w.pid, "-d", 60, "-o", out])
+        seen = wait_attached(proc)
+        time.sleep(1)
+        w.proc.send_signal(signal.SIGKILL)
+        t0 = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - t0
+    err = seen + err
+    assert proc.returncode == 0, err
+    assert f"process {w.pid} exited: stopping" in err, err
+    assert took < 5, (took, err)  # a turn of the loop, the last drain, the write
+    assert total(parse_folded(out.read_text()), "busy") > 0
+
+
+def test_several_pids_stop_when_all_are_gone(tmp_path):
+    """Two targets: the first exiting does not stop the run, the second does."""
+    out = tmp_path / "pp.folded"
+    with Workload(wl("busy"), 60) as a, Workload(wl("busy"), 60) as b:
+        proc = start(["-p", f"{a.pid},{b.pid}", "-d", 60, "-o", out])
+        seen = wait_attached(proc)
+        time.sleep(0.5)
+        a.proc.kill()
+        a.proc.wait()
+        time.sleep(2)
+        assert proc.poll() is None, "bpfprof stopped with a target still running"
+        b.proc.kill()
+        _, err = proc.communicate(timeout=60)
+    err = seen + err
+    assert proc.returncode == 0, err
+    assert "all 2 processes exited: stopping" in err, err
+    _, secs = sampled_seconds(err)
+    assert 2.5 <= secs < 10, err
+    assert total(parse_folded(out.read_text()), "busy") > 0
+
+
+def test_pid_target_exits_continuous(tmp_path):
+    """Continuous mode with -p stops too, after writing the partial interval."""
+    d = tmp_path / "store"
+    with Workload(wl("busy"), 60) as w:
+        proc = start(["-p", w.pid, "--interval", 1, "--output-dir", d])
+        seen = wait_attached(proc)
+        time.sleep(1.5)
+        w.proc.kill()
+        _, err = proc.communicate(timeout=60)
+    err = seen + err
+    assert proc.returncode == 0, err
+    assert f"process {w.pid} exited: stopping" in err, err
+    m = re.search(r"(\d+) samples in [0-9.]+ s, (\d+) lost, (\d+) intervals", err)
+    assert m and int(m.group(3)) >= 2, err
+    assert len([f for f in os.listdir(d) if f.endswith(".pb.gz")]) == int(m.group(3))

@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1104,6 +1105,31 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 			labels__cgroup_hits(rc->labels), labels__count(rc->labels));
 }
 
+/*
+ * The -o file could not be written after sampling (its directory removed
+ * meanwhile, a full disk, a path that holds no file): the profile is not
+ * lost with it, but saved to a new file in $TMPDIR or /tmp (0600, made
+ * O_EXCL there), and the run still fails.
+ */
+static void save_elsewhere(const struct record *r)
+{
+	char path[PATH_MAX];
+	struct errmsg em = { 0 };
+	int err;
+
+	if (!r->o.output || !strcmp(r->o.output, "-"))
+		return;
+	stop__writing(true);
+	err = output__write_fallback(r->w, r->rc.prof, r->o.output, &r->o.out, path, sizeof(path),
+				     &em);
+	stop__writing(false);
+	if (err)
+		p_err("the profile could not be saved elsewhere either: %s",
+		      errmsg_said(&em) ? em.msg : strerror(-err));
+	else
+		p_err("the profile was saved to %s instead", path);
+}
+
 /* One-shot mode: the whole run's profile, with its summary. */
 static int record__write(struct record *r)
 {
@@ -1134,6 +1160,7 @@ static int record__write(struct record *r)
 		      errmsg_said(&em) ? em.msg : strerror(-err));
 		if (errmsg_said(&em) && em.hint[0])
 			p_hint("%s", em.hint);
+		save_elsewhere(r);
 		return 1;
 	}
 	if (r->o.output)

@@ -150,3 +150,102 @@ def test_pid_target_exits_continuous(tmp_path):
     m = re.search(r"(\d+) samples in [0-9.]+ s, (\d+) lost, (\d+) intervals", err)
     assert m and int(m.group(3)) >= 2, err
     assert len([f for f in os.listdir(d) if f.endswith(".pb.gz")]) == int(m.group(3))
+
+
+# --- 8: a profile that cannot be written where asked is saved elsewhere ------------
+
+@pytest.fixture
+def spare(tmp_path):
+    """$TMPDIR for bpfprof: root's, 0700, where its fallback files land."""
+    d = tmp_path / "spare"
+    d.mkdir(mode=0o700)
+    return d
+
+
+def run_and_break(args, env, breaker):
+    """Runs bpfprof -p busy ARGS, calls breaker() once sampling runs; (rc, stderr)."""
+    with Workload(wl("busy"), 60) as w:
+        proc = start(["-p", w.pid, "-d", 2] + args, env=env)
+        seen = wait_attached(proc)
+        breaker()
+        _, err = proc.communicate(timeout=60)
+    return proc.returncode, seen + err
+
+
+def saved_to(err):
+    m = re.search(r"the profile was saved to (\S+) instead", err)
+    assert m, err
+    return m.group(1)
+
+
+def assert_saved(err, spare_dir, name):
+    path = saved_to(err)
+    assert os.path.dirname(path) == str(spare_dir), err
+    assert re.fullmatch(r"bpfprof-[A-Za-z0-9]{6}-" + re.escape(name), os.path.basename(path))
+    st = os.stat(path)
+    assert st.st_mode & 0o777 == 0o600 and st.st_uid == 0, oct(st.st_mode)
+    samples, _ = sampled_seconds(err)
+    assert total(parse_folded(open(path).read())) == samples > 0, err
+    return path
+
+
+def test_output_dir_removed_during_sampling(tmp_path, spare):
+    d = tmp_path / "out"
+    d.mkdir()
+    rc, err = run_and_break(["-o", d / "p.folded"], dict(os.environ, TMPDIR=str(spare)),
+                            lambda: d.rmdir())
+    assert rc == 1, err
+    assert "writing" in err and "failed" in err, err
+    assert_saved(err, spare, "p.folded")
+
+
+def test_output_in_proc(spare):
+    """/proc/x.folded passes the early check but holds no file."""
+    rc, err = run_and_break(["-o", "/proc/x.folded"], dict(os.environ, TMPDIR=str(spare)),
+                            lambda: None)
+    assert rc == 1, err
+    assert_saved(err, spare, "x.folded")
+
+
+def test_output_on_a_full_disk(tmp_path, spare):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], check=True)
+    try:
+        def fill():
+            fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                while True:
+                    os.write(fd, b"x" * 512)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+
+        rc, err = run_and_break(["-o", mnt / "p.svg"], dict(os.environ, TMPDIR=str(spare)),
+                                fill)
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+    assert rc == 1, err
+    assert "No space left on device" in err, err
+    path = saved_to(err)
+    assert open(path).read().startswith("<?xml"), path  # still the format asked for
+
+
+def test_fallback_not_in_a_tenants_directory(tenant_dir, shared_dir):
+    """TMPDIR names a directory the tenant owns, or a symlink the tenant
+    planted in a shared one: neither is used (the tenant could remove or
+    replace the file, or steer root's write); /tmp is."""
+    from conftest import tenant_run
+    link = shared_dir / "tmp"
+    assert tenant_run(["ln", "-s", tenant_dir, link]).returncode == 0
+    for tmpdir in (tenant_dir, link):
+        rc, err = run_and_break(["-o", "/proc/x.folded"], dict(os.environ, TMPDIR=str(tmpdir)),
+                                lambda: None)
+        assert rc == 1, err
+        path = saved_to(err)
+        try:
+            assert os.path.dirname(path) == "/tmp", err
+            assert not os.listdir(tenant_dir), os.listdir(tenant_dir)
+        finally:
+            os.unlink(path)

@@ -101,7 +101,8 @@ void cli__usage(FILE *f)
 		"                          FILE cannot be written, saved in $TMPDIR or /tmp)\n"
 		"  -f, --format NAME       output format; default from FILE's ending (below),\n"
 		"                          folded for stdout or a FILE without one (another\n"
-		"                          ending is an error: name the format with -f)\n"
+		"                          ending is an error: name the format with -f);\n"
+		"                          report (the top functions) for a terminal\n"
 		"      --addresses         keep each sample's leaf address (pprof Location.address)\n"
 		"                          for 'bpfprof annotate PROFILE FUNCTION'\n");
 	for (w = output__all(); *w; w++) {

@@ -1165,6 +1165,9 @@ static int record__write(struct record *r)
 	}
 	if (r->o.output)
 		p_info("wrote %s (%s)", r->o.output, r->w->name);
+	if (r->tty_report)
+		p_info("that is the top of the profile: save all of it with -o FILE (profile.svg: a "
+		       "flame graph; .folded, .pb.gz), or pipe it (folded text)");
 	print_symbol_stats(rc, r->t_stop);
 	return 0;
 }
@@ -1215,6 +1218,12 @@ int cmd_record(int argc, char **argv)
 	/* Start and summary lines show by default; -q leaves errors only. */
 	log_set_level(r.o.verbosity < 0 ? LOG_ERROR : r.o.verbosity == 0 ? LOG_INFO : LOG_DEBUG);
 	r.w = pick_writer(&r.o);
+	/* Folded lines by the thousand would flood a terminal: it gets the top
+	 * functions (as bpfprof report prints them); pipes and files get folded. */
+	if (!r.o.output && !r.o.format && !r.o.interval && isatty(STDOUT_FILENO)) {
+		r.w = &writer_report;
+		r.tty_report = true;
+	}
 	if (r.o.call_graph_size)
 		p_info("--call-graph dwarf,%u: no stack copy is needed, user stacks are walked in place with .eh_frame tables",
 		       r.o.call_graph_size);

@@ -102,6 +102,7 @@ struct status_line {
 struct record {
 	struct options o;
 	const struct writer *w;
+	bool tty_report; /* stdout is a terminal and no -o or -f: the top functions */
 	struct record_ctx rc;
 	struct continuous ct;
 	struct child ch;

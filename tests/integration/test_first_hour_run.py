@@ -249,3 +249,48 @@ def test_fallback_not_in_a_tenants_directory(tenant_dir, shared_dir):
             assert not os.listdir(tenant_dir), os.listdir(tenant_dir)
         finally:
             os.unlink(path)
+
+
+# --- 6: a terminal without -o gets the top functions, not folded lines -------------
+
+def run_on_a_pty(args):
+    """Runs bpfprof with stdout on a new terminal; (rc, what the terminal showed, stderr)."""
+    import pty
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([str(BPFPROF)] + [str(a) for a in args], stdout=slave,
+                            stderr=subprocess.PIPE, text=True)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the last writer closed it
+            break
+        if not chunk:
+            break
+        shown += chunk
+    _, err = proc.communicate(timeout=60)
+    os.close(master)
+    return proc.returncode, shown.decode(errors="replace"), err
+
+
+FOLDED_LINE = re.compile(r"^\S.*;.* \d+\r?$", re.M)
+
+
+def test_terminal_gets_the_report():
+    rc, shown, err = run_on_a_pty(["-d", 5, "--", "sh", "-c", f"{wl('busy')} 1 >/dev/null"])
+    assert rc == 0, err
+    assert "functions by self samples" in shown and "leaf_a" in shown, shown
+    assert not FOLDED_LINE.search(shown), shown
+    assert "save all of it with -o FILE" in err, err
+
+
+def test_terminal_with_f_or_a_pipe_gets_folded(tmp_path):
+    """-f folded on a terminal, and a pipe: folded text as before."""
+    rc, shown, err = run_on_a_pty(["-d", 5, "-f", "folded", "--", "sh", "-c",
+                                   f"{wl('busy')} 1 >/dev/null"])
+    assert rc == 0, err
+    assert FOLDED_LINE.search(shown) and "functions by" not in shown, shown
+    p = run_bpfprof(["-d", 5, "--", "sh", "-c", f"{wl('busy')} 1 >/dev/null"])
+    assert total(parse_folded(p.stdout), "busy") > 0 and "functions by" not in p.stdout
+    assert "save all of it" not in p.stderr

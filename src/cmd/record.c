@@ -362,9 +362,10 @@ static void status_init(struct status_line *sl, uint64_t t_start)
 }
 
 static void status_update(struct status_line *sl, struct collector *col, const struct options *o,
-			  uint64_t t_start, uint64_t now)
+			  struct continuous *ct, uint64_t t_start, uint64_t now)
 {
 	struct collector_stats st;
+	char sinks[160] = "";
 
 	if (!sl->on || now < sl->next_ns)
 		return;
@@ -374,7 +375,9 @@ static void status_update(struct status_line *sl, struct collector *col, const s
 	fprintf(stderr, "\r\033[Kbpfprof: %.0f s", (now - t_start) / 1e9);
 	if (o->duration)
 		fprintf(stderr, " of %g s", o->duration);
-	fprintf(stderr, ", %" PRIu64 " samples", st.v[STAT_SAMPLES]);
+	if (o->interval) /* continuous mode: what became of the intervals */
+		sinks__status(ct, sinks, sizeof(sinks));
+	fprintf(stderr, ", %" PRIu64 " samples%s", st.v[STAT_SAMPLES], sinks);
 	fflush(stderr);
 	sl->shown = true;
 }
@@ -947,7 +950,7 @@ int record__loop(struct record *r)
 			r->targets_gone = true;
 			break;
 		}
-		status_update(&r->sl, r->col, &r->o, r->t_start, now_ns());
+		status_update(&r->sl, r->col, &r->o, &r->ct, r->t_start, now_ns());
 	}
 	return 0;
 }

@@ -196,6 +196,8 @@ int sinks__drain(struct continuous *ct, struct record_ctx *rc, struct collector 
 int sinks__finish_interval(struct continuous *ct, struct record_ctx *rc, struct collector *col,
 			   uint64_t now_mono);
 void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct collector *col);
+/* For the status line: ", 3 profiles written, 2 pushed (1 failed, 0 dropped)". */
+void sinks__status(struct continuous *ct, char *buf, size_t size);
 /* At the end of a run: the last push, and what the sinks did. */
 void sinks__summary(struct continuous *ct, const struct options *o);
 void sinks__close(struct continuous *ct);

@@ -294,3 +294,42 @@ def test_terminal_with_f_or_a_pipe_gets_folded(tmp_path):
     p = run_bpfprof(["-d", 5, "--", "sh", "-c", f"{wl('busy')} 1 >/dev/null"])
     assert total(parse_folded(p.stdout), "busy") > 0 and "functions by" not in p.stdout
     assert "save all of it" not in p.stderr
+
+
+# --- 16: continuous mode's status line counts the profiles written and pushed -------
+
+def test_continuous_status_line_counts_profiles(tmp_path):
+    """On a terminal (stderr), the status line says how many profiles were
+    written and pushed, and how many pushes failed (a server that refuses
+    connections)."""
+    import pty
+    import socket
+    d = tmp_path / "store"
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    master, slave = pty.openpty()
+    with Workload(wl("busy"), 60) as w:
+        args = ["-p", w.pid, "--interval", 1, "--output-dir", d,
+                "--push", f"http://127.0.0.1:{port}", "-d", 5]
+        proc = subprocess.Popen([str(BPFPROF)] + [str(a) for a in args],
+                                stderr=slave, stdout=subprocess.DEVNULL,
+                                env=dict(os.environ, TERM="xterm"))
+        os.close(slave)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+        proc.wait(timeout=60)
+    os.close(master)
+    text = shown.decode(errors="replace")
+    lines = re.findall(r"bpfprof: (\d+) s of 5 s, \d+ samples, (\d+) profiles? written, "
+                       r"(\d+) pushed(?: \((\d+) failed, \d+ dropped\))?", text)
+    assert lines, text
+    secs, written, pushed, failed = lines[-1]
+    assert int(written) >= 2 and int(pushed) == 0 and int(failed or 0) >= 1, text

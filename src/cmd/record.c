@@ -912,26 +912,38 @@ static bool targets_exited(const struct record *r)
 int record__loop(struct record *r)
 {
 	uint64_t deadline = r->o.duration ? r->t_start + (uint64_t)(r->o.duration * 1e9) : 0;
-	uint64_t last_drain = r->t_start;
+	uint64_t last_drain = r->t_start, drain_took = 0;
 	int err;
 
 	while (!stop__requested()) {
 		int timeout = 200;
 		uint64_t now = now_ns();
+		bool skip;
 
+		/*
+		 * -d: sampling stops when it says. The deadline is looked at
+		 * before a drain due at the same time, and a drain that would
+		 * end past it (as long as the last one took) is left to the
+		 * last drain after detaching: samples taken during a drain
+		 * would count past -d (a drain of a large profile at -F 100000
+		 * took seconds).
+		 */
+		if (deadline && now >= deadline)
+			break;
+		skip = deadline && now + drain_took >= deadline;
 		/* The period is re-evaluated every turn: a new HTTP request shortens it. */
-		if (now >= next_drain(r, last_drain, now)) {
+		if (!skip && now >= next_drain(r, last_drain, now)) {
 			if (record__drain(r, now))
 				return 1;
 			last_drain = now;
+			drain_took = now_ns() - now;
+			continue; /* the deadline again, with the time after the drain */
 		}
 		/* The wait ends when the next drain is due, not up to a turn later. */
-		timeout = record__wait_until(timeout, next_drain(r, last_drain, now), now);
-		if (deadline) {
-			if (now >= deadline)
-				break;
+		if (!skip)
+			timeout = record__wait_until(timeout, next_drain(r, last_drain, now), now);
+		if (deadline)
 			timeout = record__wait_until(timeout, deadline, now);
-		}
 		err = record__poll_notices(r, record__timeout(r, timeout, now));
 		if (err < 0 && err != -EINTR) {
 			status_clear(&r->sl);

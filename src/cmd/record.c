@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -120,12 +121,30 @@ static int check_freq(uint32_t freq)
 	return 0;
 }
 
-static int check_pids(const struct options *o)
+/*
+ * The -p targets exist and are processes. Each one's pidfd is taken first,
+ * so it is the process checked that the run waits for, not a later holder
+ * of its number.
+ */
+static int check_pids(const struct options *o, int **fds_out)
 {
+	int *fds = o->nr_pids ? malloc(o->nr_pids * sizeof(*fds)) : NULL;
+
+	if (o->nr_pids && !fds) {
+		p_err("out of memory");
+		return -ENOMEM;
+	}
+	*fds_out = fds;
+	for (size_t i = 0; i < o->nr_pids; i++)
+		fds[i] = -1;
 	for (size_t i = 0; i < o->nr_pids; i++) {
 		struct proc_status st;
-		int err = procfs__status("/proc", o->pids[i], &st);
+		int err;
 
+		fds[i] = procfs__pidfd(o->pids[i]);
+		err = fds[i] == -ESRCH ? -ESRCH : procfs__status("/proc", o->pids[i], &st);
+		if (!err && fds[i] >= 0 && procfs__pidfd_exited(fds[i]))
+			err = -ESRCH; /* exited between the two */
 		if (err == -ENOENT || err == -ESRCH) {
 			p_err("process %u does not exist", o->pids[i]);
 			return -ESRCH;
@@ -343,9 +362,10 @@ static void status_init(struct status_line *sl, uint64_t t_start)
 }
 
 static void status_update(struct status_line *sl, struct collector *col, const struct options *o,
-			  uint64_t t_start, uint64_t now)
+			  struct continuous *ct, uint64_t t_start, uint64_t now)
 {
 	struct collector_stats st;
+	char sinks[160] = "";
 
 	if (!sl->on || now < sl->next_ns)
 		return;
@@ -355,7 +375,9 @@ static void status_update(struct status_line *sl, struct collector *col, const s
 	fprintf(stderr, "\r\033[Kbpfprof: %.0f s", (now - t_start) / 1e9);
 	if (o->duration)
 		fprintf(stderr, " of %g s", o->duration);
-	fprintf(stderr, ", %" PRIu64 " samples", st.v[STAT_SAMPLES]);
+	if (o->interval) /* continuous mode: what became of the intervals */
+		sinks__status(ct, sinks, sizeof(sinks));
+	fprintf(stderr, ", %" PRIu64 " samples%s", st.v[STAT_SAMPLES], sinks);
 	fflush(stderr);
 	sl->shown = true;
 }
@@ -571,7 +593,7 @@ int record__check(struct record *r)
 	struct errmsg em = { 0 };
 	int err;
 
-	if (check_freq(o->freq) || check_pids(o))
+	if (check_freq(o->freq) || check_pids(o, &r->target_fds))
 		return 2;
 	if (o->cpu_list && !(r->cpus = parse_cpus(o->cpu_list, &r->nr_cpus)))
 		return 2;
@@ -894,30 +916,56 @@ int record__timeout(const struct record *r, int timeout, uint64_t now)
 	return due ? record__wait_until(timeout, due, now) : timeout;
 }
 
-/* Until a signal, the deadline or the command's exit. */
+/* -p: whether every target process has exited (none has a pidfd: never). */
+static bool targets_exited(const struct record *r)
+{
+	bool any = false;
+
+	for (size_t i = 0; r->target_fds && i < r->o.nr_pids; i++) {
+		/* No pidfd (a kernel without pidfd_open): it may still run. */
+		if (r->target_fds[i] < 0 || !procfs__pidfd_exited(r->target_fds[i]))
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+/* Until a signal, the deadline, the command's exit or the -p targets'. */
 int record__loop(struct record *r)
 {
 	uint64_t deadline = r->o.duration ? r->t_start + (uint64_t)(r->o.duration * 1e9) : 0;
-	uint64_t last_drain = r->t_start;
+	uint64_t last_drain = r->t_start, drain_took = 0;
 	int err;
 
 	while (!stop__requested()) {
 		int timeout = 200;
 		uint64_t now = now_ns();
+		bool skip;
 
+		/*
+		 * -d: sampling stops when it says. The deadline is looked at
+		 * before a drain due at the same time, and a drain that would
+		 * end past it (as long as the last one took) is left to the
+		 * last drain after detaching: samples taken during a drain
+		 * would count past -d (a drain of a large profile at -F 100000
+		 * took seconds).
+		 */
+		if (deadline && now >= deadline)
+			break;
+		skip = deadline && now + drain_took >= deadline;
 		/* The period is re-evaluated every turn: a new HTTP request shortens it. */
-		if (now >= next_drain(r, last_drain, now)) {
+		if (!skip && now >= next_drain(r, last_drain, now)) {
 			if (record__drain(r, now))
 				return 1;
 			last_drain = now;
+			drain_took = now_ns() - now;
+			continue; /* the deadline again, with the time after the drain */
 		}
 		/* The wait ends when the next drain is due, not up to a turn later. */
-		timeout = record__wait_until(timeout, next_drain(r, last_drain, now), now);
-		if (deadline) {
-			if (now >= deadline)
-				break;
+		if (!skip)
+			timeout = record__wait_until(timeout, next_drain(r, last_drain, now), now);
+		if (deadline)
 			timeout = record__wait_until(timeout, deadline, now);
-		}
 		err = record__poll_notices(r, record__timeout(r, timeout, now));
 		if (err < 0 && err != -EINTR) {
 			status_clear(&r->sl);
@@ -932,8 +980,54 @@ int record__loop(struct record *r)
 			if (r->ch.exited)
 				break;
 		}
-		status_update(&r->sl, r->col, &r->o, r->t_start, now_ns());
+		if (targets_exited(r)) {
+			r->targets_gone = true;
+			break;
+		}
+		status_update(&r->sl, r->col, &r->o, &r->ct, r->t_start, now_ns());
 	}
+	return 0;
+}
+
+/*
+ * The command still runs when sampling stops. A stop request sent to the
+ * whole process group (Ctrl-C on a terminal, kill -TERM -PGID, timeout(1))
+ * reaches the command too: it is given a moment to end of it on its own, so
+ * that bpfprof exits as it did (130 after Ctrl-C, as time(1) and a shell
+ * would), whichever of the two saw the signal first. Otherwise bpfprof ends
+ * it (SIGTERM, as perf record does with its workload), and its status, ours,
+ * is not the command's.
+ */
+#define CMD_GRACE_NS 200000000ULL
+
+static void stop_command(struct record *r)
+{
+	uint64_t until = now_ns() + CMD_GRACE_NS;
+
+	while (stop__requested() && !r->ch.exited && now_ns() < until) {
+		usleep(5000);
+		child__reap(&r->ch, false);
+	}
+	if (r->ch.exited)
+		return;
+	r->cmd_stopped = true;
+	kill(r->ch.pid, SIGTERM);
+	child__reap(&r->ch, true);
+}
+
+/*
+ * With -- COMMAND, a run that wrote its profile exits as the command did,
+ * as perf record and time(1) do: its exit status, or 128 + the signal that
+ * killed it; 0 if bpfprof ended it (-d, a stop request to bpfprof alone).
+ */
+static int command_status(const struct record *r)
+{
+	if (!r->ch.pid || !r->ch.exited || r->cmd_stopped)
+		return 0;
+	if (WIFEXITED(r->ch.status))
+		return WEXITSTATUS(r->ch.status);
+	if (WIFSIGNALED(r->ch.status))
+		return 128 + WTERMSIG(r->ch.status);
 	return 0;
 }
 
@@ -947,6 +1041,10 @@ int record__stop(struct record *r)
 	ksyms_join(r, true); /* the last drain asks for names */
 	if (stop__requested())
 		p_info("stopping on %s", strsignal(stop__requested()));
+	else if (r->targets_gone && r->o.nr_pids == 1)
+		p_info("process %u exited: stopping", r->o.pids[0]);
+	else if (r->targets_gone)
+		p_info("all %zu processes exited: stopping", r->o.nr_pids);
 	collector__detach(r->col);
 	record__poll_notices(r, 0);
 	r->rc.last_drain = true;
@@ -955,10 +1053,8 @@ int record__stop(struct record *r)
 		p_err("draining the kernel maps failed: %s", strerror(-err));
 		return 1;
 	}
-	if (r->ch.pid && !r->ch.exited) {
-		kill(r->ch.pid, SIGTERM); /* as perf record does with its workload */
-		child__reap(&r->ch, true);
-	}
+	if (r->ch.pid && !r->ch.exited)
+		stop_command(r);
 	return 0;
 }
 
@@ -987,9 +1083,11 @@ static int record__finish_continuous(struct record *r)
 	return 0;
 }
 
-static void print_child_exit(const struct child *ch, const struct options *o)
+static void print_child_exit(const struct child *ch, bool stopped, const struct options *o)
 {
-	if (ch->exited && WIFEXITED(ch->status) && o->cmd_is_target)
+	if (ch->exited && stopped)
+		p_info("'%s' was still running: bpfprof ended it (SIGTERM)", o->cmd[0]);
+	else if (ch->exited && WIFEXITED(ch->status) && o->cmd_is_target)
 		p_info("'%s' exited with status %d after %.2f s of CPU (about %.0f samples at %u Hz)",
 		       o->cmd[0], WEXITSTATUS(ch->status), ch->cpu_s, ch->cpu_s * o->freq, o->freq);
 	else if (ch->exited && WIFEXITED(ch->status))
@@ -1048,6 +1146,31 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 			labels__cgroup_hits(rc->labels), labels__count(rc->labels));
 }
 
+/*
+ * The -o file could not be written after sampling (its directory removed
+ * meanwhile, a full disk, a path that holds no file): the profile is not
+ * lost with it, but saved to a new file in $TMPDIR or /tmp (0600, made
+ * O_EXCL there), and the run still fails.
+ */
+static void save_elsewhere(const struct record *r)
+{
+	char path[PATH_MAX];
+	struct errmsg em = { 0 };
+	int err;
+
+	if (!r->o.output || !strcmp(r->o.output, "-"))
+		return;
+	stop__writing(true);
+	err = output__write_fallback(r->w, r->rc.prof, r->o.output, &r->o.out, path, sizeof(path),
+				     &em);
+	stop__writing(false);
+	if (err)
+		p_err("the profile could not be saved elsewhere either: %s",
+		      errmsg_said(&em) ? em.msg : strerror(-err));
+	else
+		p_err("the profile was saved to %s instead", path);
+}
+
 /* One-shot mode: the whole run's profile, with its summary. */
 static int record__write(struct record *r)
 {
@@ -1067,7 +1190,7 @@ static int record__write(struct record *r)
 	print_python_threads(rc, &st);
 	if (profile__total(rc->prof) == 0 && profile__total_offcpu(rc->prof) == 0)
 		p_warn("no samples were collected: was the target idle?");
-	print_child_exit(&r->ch, &r->o);
+	print_child_exit(&r->ch, r->cmd_stopped, &r->o);
 
 	profile__sort(rc->prof);
 	stop__writing(true);
@@ -1078,10 +1201,14 @@ static int record__write(struct record *r)
 		      errmsg_said(&em) ? em.msg : strerror(-err));
 		if (errmsg_said(&em) && em.hint[0])
 			p_hint("%s", em.hint);
+		save_elsewhere(r);
 		return 1;
 	}
 	if (r->o.output)
 		p_info("wrote %s (%s)", r->o.output, r->w->name);
+	if (r->tty_report)
+		p_info("that is the top of the profile: save all of it with -o FILE (profile.svg: a "
+		       "flame graph; .folded, .pb.gz), or pipe it (folded text)");
 	print_symbol_stats(rc, r->t_stop);
 	return 0;
 }
@@ -1099,6 +1226,10 @@ void record__close(struct record *r)
 	ptab__free(r->rc.pt);
 	htab__free(r->rc.memo);
 	profile__free(r->rc.prof);
+	for (size_t i = 0; r->target_fds && i < r->o.nr_pids; i++)
+		if (r->target_fds[i] >= 0)
+			close(r->target_fds[i]);
+	free(r->target_fds);
 	free(r->cpus);
 	close_cgroups(r->cgroup_fds, r->o.nr_cgroups);
 	cli__free(&r->o);
@@ -1128,6 +1259,12 @@ int cmd_record(int argc, char **argv)
 	/* Start and summary lines show by default; -q leaves errors only. */
 	log_set_level(r.o.verbosity < 0 ? LOG_ERROR : r.o.verbosity == 0 ? LOG_INFO : LOG_DEBUG);
 	r.w = pick_writer(&r.o);
+	/* Folded lines by the thousand would flood a terminal: it gets the top
+	 * functions (as bpfprof report prints them); pipes and files get folded. */
+	if (!r.o.output && !r.o.format && !r.o.interval && isatty(STDOUT_FILENO)) {
+		r.w = &writer_report;
+		r.tty_report = true;
+	}
 	if (r.o.call_graph_size)
 		p_info("--call-graph dwarf,%u: no stack copy is needed, user stacks are walked in place with .eh_frame tables",
 		       r.o.call_graph_size);
@@ -1148,6 +1285,8 @@ int cmd_record(int argc, char **argv)
 		ret = record__stop(&r);
 	if (!ret)
 		ret = r.o.interval ? record__finish_continuous(&r) : record__write(&r);
+	if (!ret)
+		ret = command_status(&r);
 	record__close(&r);
 	return ret;
 }

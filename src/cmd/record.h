@@ -88,7 +88,8 @@ struct status_line {
  *   record__setup   symbolizer, labels, kernel symbols, sinks, the command
  *   record__open    load and attach the program, start the unwinder, drop caps
  *   record__start   stamp the start, let the command go
- *   record__loop    drain every second until Ctrl-C, -d or the command's exit
+ *   record__loop    drain every second until Ctrl-C, -d, the command's exit
+ *                   or (-p) every target process's
  *   record__drain   notices, then the kernel's counts into rc.prof; sweep
  *   record__stop    stop sampling and drain what is left
  *   record__close   free everything (safe after any phase failed)
@@ -101,11 +102,17 @@ struct status_line {
 struct record {
 	struct options o;
 	const struct writer *w;
+	bool tty_report; /* stdout is a terminal and no -o or -f: the top functions */
 	struct record_ctx rc;
 	struct continuous ct;
 	struct child ch;
+	bool cmd_stopped; /* bpfprof ended the command (-d, a stop request): not its own exit */
 	struct collector *col;
 	struct status_line sl;
+	/* -p: a pidfd per target (procfs__pidfd), -1 if none; the run stops
+	 * when every one has exited (targets_gone), as perf record does. */
+	int *target_fds;
+	bool targets_gone;
 	bool *cpus; /* -C, NULL: all */
 	int nr_cpus;
 	int *cgroup_fds;
@@ -189,6 +196,8 @@ int sinks__drain(struct continuous *ct, struct record_ctx *rc, struct collector 
 int sinks__finish_interval(struct continuous *ct, struct record_ctx *rc, struct collector *col,
 			   uint64_t now_mono);
 void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct collector *col);
+/* For the status line: ", 3 profiles written, 2 pushed (1 failed, 0 dropped)". */
+void sinks__status(struct continuous *ct, char *buf, size_t size);
 /* At the end of a run: the last push, and what the sinks did. */
 void sinks__summary(struct continuous *ct, const struct options *o);
 void sinks__close(struct continuous *ct);

@@ -301,6 +301,34 @@ void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct
 	metrics__publish(&ct->metrics, &m);
 }
 
+void sinks__status(struct continuous *ct, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (ct->store) {
+		struct store_stats ss;
+
+		store__stats(ct->store, &ss);
+		n += snprintf(buf + n, size - n, ", %" PRIu64 " profile%s written", ss.written,
+			      ss.written == 1 ? "" : "s");
+		if (ss.errors && n < size)
+			n += snprintf(buf + n, size - n, " (%" PRIu64 " failed)", ss.errors);
+	}
+	if (ct->pusher && n < size) {
+		struct pusher_stats ps;
+
+		pusher__stats(ct->pusher, &ps);
+		n += snprintf(buf + n, size - n, ", %" PRIu64 " pushed", ps.sent);
+		if ((ps.failed || ps.dropped) && n < size)
+			n += snprintf(buf + n, size - n, " (%" PRIu64 " failed, %" PRIu64 " dropped)",
+				      ps.failed, ps.dropped);
+	}
+	if (!ct->store && !ct->pusher && n < size)
+		snprintf(buf + n, size - n, ", %" PRIu64 " interval%s", ct->intervals,
+			 ct->intervals == 1 ? "" : "s");
+}
+
 void sinks__summary(struct continuous *ct, const struct options *o)
 {
 	if (ct->pusher) {

@@ -75,6 +75,18 @@ int output__write_path(const struct writer *w, const struct profile *p, const ch
 int output__write_tmp(const struct writer *w, const struct profile *p, const struct out_opts *o,
 		      int dirfd, const char *name, char *tmp, size_t tmp_size, uint64_t *size);
 
+/*
+ * When writing path failed (its directory gone, a full disk, a path that
+ * cannot hold a file): writes p to a new file "bpfprof-XXXXXX-NAME" (NAME:
+ * path's last component, so the format reads back) in $TMPDIR, else /tmp,
+ * made O_CREAT | O_EXCL | O_NOFOLLOW with mode 0600 in a directory opened
+ * under proc/safewrite.h's rules (safewrite__spare_dir: a trusted owner,
+ * sticky if others can write it). written receives its path. 0 or -errno
+ * (em may say why the last directory was refused).
+ */
+int output__write_fallback(const struct writer *w, const struct profile *p, const char *path,
+			   const struct out_opts *o, char *written, size_t size, struct errmsg *em);
+
 /* Writes p to f with w, through the view o->view where w needs one (as above). */
 int output__write_file(const struct writer *w, const struct profile *p, FILE *f,
 		       const struct out_opts *o);

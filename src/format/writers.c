@@ -280,22 +280,17 @@ static int write_stream(const struct write_job *j, FILE *f)
 	return err;
 }
 
-/* Into a new temporary file for name in dirfd, fsync'd; the caller renames it. */
-static int write_tmp(const struct write_job *j, int dirfd, const char *name, char *tmp,
-		     size_t tmp_size, uint64_t *size)
+/* Into fd, a new file (closed here), fsync'd; its size (may be NULL). */
+static int write_new(const struct write_job *j, int fd, uint64_t *size)
 {
 	struct stat st;
 	FILE *f;
-	int fd, err;
+	int err;
 
-	fd = safewrite__tmpfile(dirfd, name, tmp, tmp_size);
-	if (fd < 0)
-		return fd;
 	f = fdopen(fd, "w");
 	if (!f) {
 		err = -errno;
 		close(fd);
-		unlinkat(dirfd, tmp, 0);
 		return err;
 	}
 	err = write_stream(j, f);
@@ -305,6 +300,19 @@ static int write_tmp(const struct write_job *j, int dirfd, const char *name, cha
 		*size = fstat(fileno(f), &st) ? 0 : (uint64_t)st.st_size;
 	if (fclose(f) && !err)
 		err = -errno;
+	return err;
+}
+
+/* Into a new temporary file for name in dirfd, fsync'd; the caller renames it. */
+static int write_tmp(const struct write_job *j, int dirfd, const char *name, char *tmp,
+		     size_t tmp_size, uint64_t *size)
+{
+	int fd, err;
+
+	fd = safewrite__tmpfile(dirfd, name, tmp, tmp_size);
+	if (fd < 0)
+		return fd;
+	err = write_new(j, fd, size);
 	if (err)
 		unlinkat(dirfd, tmp, 0);
 	return err;
@@ -361,6 +369,46 @@ int output__write_path(const struct writer *w, const struct profile *p, const ch
 	struct write_job j = { .w = w, .p = p, .o = o };
 
 	return write_job_path(&j, path, em);
+}
+
+int output__write_fallback(const struct writer *w, const struct profile *p, const char *path,
+			   const struct out_opts *o, char *written, size_t size, struct errmsg *em)
+{
+	const char *tmpdir = getenv("TMPDIR"), *dirs[] = { tmpdir, "/tmp" };
+	struct write_job j = { .w = w, .p = p, .o = o };
+	const char *base = path ? path_basename(path) : "";
+	char suffix[NAME_MAX - 16], name[NAME_MAX + 1];
+	int err = -ENOENT;
+
+	/* The name asked for keeps its ending, so the format reads back. */
+	if (!*base || !strcmp(base, ".") || !strcmp(base, "..") || !strcmp(base, "-"))
+		snprintf(suffix, sizeof(suffix), "-profile%s", w->exts[0] ? w->exts[0] : "");
+	else
+		snprintf(suffix, sizeof(suffix), "-%s", base);
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		int dirfd, fd;
+
+		if (!dirs[i] || !*dirs[i] || (i && tmpdir && !strcmp(tmpdir, dirs[i])))
+			continue;
+		dirfd = safewrite__spare_dir(dirs[i], em);
+		if (dirfd < 0) {
+			err = dirfd;
+			continue;
+		}
+		fd = safewrite__newfile(dirfd, "bpfprof-", suffix, 0600, name, sizeof(name));
+		err = fd < 0 ? fd : write_new(&j, fd, NULL);
+		if (err && fd >= 0)
+			unlinkat(dirfd, name, 0);
+		close(dirfd);
+		if (!err) {
+			size_t n = strlen(dirs[i]);
+
+			snprintf(written, size, "%s%s%s", dirs[i], n && dirs[i][n - 1] == '/' ? "" : "/",
+				 name);
+			return 0;
+		}
+	}
+	return err;
 }
 
 int output__write_diff_path(const struct diff_writer *w, const struct profile *before,

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <linux/types.h>
@@ -347,4 +349,19 @@ int procfs__tasks(const char *proc_root, uint32_t pid, uint32_t *tids, size_t ma
 	}
 	closedir(dir);
 	return 0;
+}
+
+int procfs__pidfd(uint32_t pid)
+{
+	/* pidfd_open() descriptors are close-on-exec whatever the flags. */
+	int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+
+	return fd < 0 ? -errno : fd;
+}
+
+bool procfs__pidfd_exited(int pidfd)
+{
+	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLIN | POLLHUP | POLLERR));
 }

@@ -6,6 +6,7 @@
 #ifndef BPFPROF_PROCFS_H
 #define BPFPROF_PROCFS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -73,6 +74,15 @@ int procfs__image(const char *proc_root, uint32_t pid, uint64_t *start_ticks, ui
 int procfs__tasks(const char *proc_root, uint32_t pid, uint32_t *tids, size_t max, size_t *n);
 /* Threads tried when looking for a live one (the main thread exited). */
 #define PROCFS_LIVE_TASKS 64
+
+/*
+ * A pidfd of process pid (pidfd_open(2), close-on-exec): it pins the process,
+ * not the number, and polls readable once the process has exited. The
+ * descriptor or -errno (-ESRCH: no such process).
+ */
+int procfs__pidfd(uint32_t pid);
+/* Whether the process of pidfd has exited (the pidfd polls readable). */
+bool procfs__pidfd_exited(int pidfd);
 
 /* Converts a BPF task start_boottime (ns) to /proc's clock ticks. */
 uint64_t procfs__ns_to_ticks(uint64_t ns);

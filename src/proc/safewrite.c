@@ -413,12 +413,13 @@ int safewrite__target(const char *path, bool open, struct safewrite_target *t, s
 	return 0;
 }
 
-int safewrite__tmpfile(int dirfd, const char *name, char *tmp, size_t size)
+int safewrite__newfile(int dirfd, const char *prefix, const char *suffix, mode_t mode,
+		       char *name, size_t size)
 {
 	static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-	size_t n = strlen(name);
+	size_t np = strlen(prefix), ns = strlen(suffix);
 
-	if (n + 12 > NAME_MAX || n + 12 > size)
+	if (np + 6 + ns > NAME_MAX || np + 6 + ns + 1 > size)
 		return -ENAMETOOLONG;
 	for (int tries = 0; tries < 100; tries++) {
 		unsigned char rnd[6];
@@ -430,20 +431,68 @@ int safewrite__tmpfile(int dirfd, const char *name, char *tmp, size_t size)
 			for (size_t i = 0; i < sizeof(rnd); i++, x >>= 8)
 				rnd[i] = (unsigned char)x;
 		}
-		memcpy(tmp, name, n);
-		memcpy(tmp + n, ".tmp.", 5);
+		memcpy(name, prefix, np);
 		for (size_t i = 0; i < sizeof(rnd); i++)
-			tmp[n + 5 + i] = chars[rnd[i] % (sizeof(chars) - 1)];
-		tmp[n + 11] = '\0';
-		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+			name[np + i] = chars[rnd[i] % (sizeof(chars) - 1)];
+		memcpy(name + np + 6, suffix, ns + 1);
+		fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 		if (fd >= 0) {
-			fchmod(fd, 0644); /* what readers expect, whatever the umask */
+			fchmod(fd, mode); /* what readers expect, whatever the umask */
 			return fd;
 		}
 		if (errno != EEXIST)
 			return -errno;
 	}
 	return -EEXIST;
+}
+
+int safewrite__tmpfile(int dirfd, const char *name, char *tmp, size_t size)
+{
+	char prefix[NAME_MAX + 1];
+
+	if (strlen(name) + 12 > NAME_MAX)
+		return -ENAMETOOLONG;
+	snprintf(prefix, sizeof(prefix), "%s.tmp.", name);
+	return safewrite__newfile(dirfd, prefix, "", 0644, tmp, size);
+}
+
+int safewrite__spare_dir(const char *path, struct errmsg *em)
+{
+	struct walk w = { .path = path, .em = em };
+	char name[NAME_MAX + 1], shown[PATH_MAX];
+	struct stat st;
+	int parent, dir, err;
+
+	if (!path || !*path)
+		return -ENOENT;
+	parent = walk_parent(&w, AT_FDCWD, path, name, shown);
+	if (parent < 0)
+		return parent;
+	if (strcmp(name, "."))
+		dir = step_dir(&w, parent, shown, name);
+	else if ((dir = dup(parent)) < 0)
+		dir = -errno;
+	close(parent);
+	if (dir < 0)
+		return dir;
+	if (fstat(dir, &st)) {
+		err = -errno;
+		close(dir);
+		return err;
+	}
+	/* Others may make names in it only if it is sticky: then they cannot
+	 * remove or rename ours, and O_EXCL keeps theirs from being used. */
+	if (!safewrite__trusted(st.st_uid) ||
+	    (safewrite__others_write(&st) && !(st.st_mode & S_ISVTX))) {
+		char owner[64];
+
+		who(st.st_uid, owner, sizeof(owner));
+		close(dir);
+		return errmsg_set(em, -EACCES,
+				  "%s is owned by %s, mode %04o: not a safe place for the profile",
+				  path, owner, (unsigned)(st.st_mode & 07777));
+	}
+	return dir;
 }
 
 int safewrite__rename(int dirfd, const char *tmp, const char *name, bool noreplace)

@@ -77,6 +77,23 @@ void safewrite__target_close(struct safewrite_target *t);
 int safewrite__tmpfile(int dirfd, const char *name, char *tmp, size_t size);
 
 /*
+ * Creates a new file prefix + 6 random characters + suffix in dirfd with
+ * O_CREAT | O_EXCL | O_NOFOLLOW (another name on a collision), with mode
+ * whatever the umask; name receives it. The descriptor (O_WRONLY) or -errno.
+ */
+int safewrite__newfile(int dirfd, const char *prefix, const char *suffix, mode_t mode,
+		       char *name, size_t size);
+
+/*
+ * Opens a directory to leave a file in when the place asked for failed
+ * ($TMPDIR, /tmp), resolved under the rules above: owned by a trusted user,
+ * and sticky if others can write it (as /tmp is), so that nobody else can
+ * remove or replace what is made there with safewrite__newfile(). The
+ * descriptor (O_PATH) or -errno (-EACCES with em said).
+ */
+int safewrite__spare_dir(const char *path, struct errmsg *em);
+
+/*
  * Renames tmp to name in dirfd. With noreplace an existing name is -EEXIST
  * (renameat2 RENAME_NOREPLACE; on a file system without it, a link() and an
  * unlink()), else it is replaced atomically.

@@ -81,7 +81,8 @@ def test_timeout_sends_term_twice_continuous(tmp_path):
 
 def test_term_to_the_process_group(tmp_path):
     """kill -TERM -PGID (shells, supervisors): bpfprof and its command both
-    get it; the command's profile is written."""
+    get it; the command's profile is written, and bpfprof exits as the
+    command did (128 + SIGTERM), as perf record and time(1) do."""
     out = tmp_path / "pg.folded"
     proc = start([BPFPROF, "-o", out, "--", wl("busy"), 60], start_new_session=True)
     seen = wait_attached(proc)
@@ -89,7 +90,7 @@ def test_term_to_the_process_group(tmp_path):
     os.killpg(proc.pid, signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     err = seen + err
-    assert proc.returncode == 0, err
+    assert proc.returncode == 128 + signal.SIGTERM, err
     assert "was killed by Terminated" in err, err
     assert_complete_oneshot(out, err, "busy")
 

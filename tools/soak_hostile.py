@@ -46,6 +46,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -78,18 +79,29 @@ class Prober:
         self.lat = []
         self.failed = 0
         self.started = False  # 503 until the agent's first drain
+        self.why = {}  # failure reason -> count
+        self.first_fail = None  # seconds from the first 200
         threading.Thread(target=self.run, daemon=True).start()
 
     def run(self):
         while not self.stop.is_set():
             t = time.monotonic()
+            why = None
             try:
                 with urllib.request.urlopen(self.url, timeout=10) as r:
                     r.read()
                     ok = r.status == 200
-            except OSError:
-                ok = False
+            except urllib.error.HTTPError as e:
+                ok, why = False, f"HTTP {e.code}: {e.read()[:80].decode(errors='replace').strip()}"
+            except OSError as e:
+                ok, why = False, type(e).__name__ + ": " + str(e)[:60]
+            if not ok and self.started:
+                self.why[why] = self.why.get(why, 0) + 1
+                if self.first_fail is None:
+                    self.first_fail = time.monotonic() - self.t0
             if ok:
+                if not self.started:
+                    self.t0 = time.monotonic()
                 self.started = True
                 self.lat.append(time.monotonic() - t)
             elif self.started:
@@ -246,6 +258,10 @@ def main():
     print("/healthz: %d answered, %d failed, max %.0f ms, p99 %.0f ms, over 1 s: %d" % (
         len(lat), prober.failed, lat[-1] * 1000 if lat else 0,
         lat[int(len(lat) * 0.99)] * 1000 if lat else 0, sum(x > 1.0 for x in lat)))
+    for why, n in sorted(prober.why.items(), key=lambda x: -x[1])[:5]:
+        print("  /healthz failed %d times: %s" % (n, why))
+    if prober.first_fail is not None:
+        print("  first failure %.0f s after the first 200" % prober.first_fail)
     if isinstance(ingest, HostileIngest):
         sent = ingest.sent()
         print("push: %d responses of a body that never ends, at most %d bytes taken of one" % (

@@ -41,7 +41,7 @@
 #include "cmd/cli.h"
 #include "cmd/record.h"
 #include "cmd/stop.h"
-#include "cmd/termcolor.h"
+#include "tui/termcolor.h"
 #include "format/reader.h"
 #include "format/writer.h"
 #include "proc/ptab.h"

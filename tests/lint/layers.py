@@ -9,7 +9,8 @@ violation and "layers: ok".
     cmd        commands, option parsing: the only code that prints to the user
     collector  the only libbpf user
     agent      continuous-mode sinks: store, push, HTTP endpoint, metrics
-    format     readers and writers of profile formats
+    format tui readers and writers of profile formats; the terminal toolkit
+               (screen output, lines, colours, top's table) (siblings)
     sym unwind names for addresses; unwind tables (siblings: neither includes the other)
     lang       language runtimes both of those read: Go's pc-line table, CPython's layouts
     proc       everything a profiled process controls is read through here
@@ -19,7 +20,8 @@ import pathlib
 import re
 import sys
 
-FLOORS = [["base"], ["proc"], ["lang"], ["sym", "unwind"], ["format"], ["agent"], ["collector"], ["cmd"]]
+FLOORS = [["base"], ["proc"], ["lang"], ["sym", "unwind"], ["format", "tui"], ["agent"], ["collector"],
+          ["cmd"]]
 FLOOR = {d: i for i, ds in enumerate(FLOORS) for d in ds}
 
 

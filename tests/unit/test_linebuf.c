@@ -10,7 +10,7 @@
 #include <inttypes.h>
 #include <math.h>
 
-#include "cmd/linebuf.h"
+#include "tui/linebuf.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 

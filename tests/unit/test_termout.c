@@ -16,7 +16,7 @@
 #include <curses.h>
 #include <term.h>
 
-#include "cmd/termout.h"
+#include "tui/termout.h"
 
 static int saved_stdout = -1, capture_fd = -1;
 

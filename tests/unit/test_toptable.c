@@ -10,7 +10,7 @@
 #include "testutil.h"
 
 #include "base/profile.h"
-#include "cmd/toptable.h"
+#include "tui/toptable.h"
 
 /* frames: "name" user (module /bin/app), "name_[k]" kernel. */
 static void add_v(struct profile *p, uint32_t pid, const char *comm, const char *container,

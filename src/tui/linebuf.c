@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* linebuf.c - see linebuf.h. */
-#include "cmd/linebuf.h"
+#include "tui/linebuf.h"
 
 #include <math.h>
 #include <stdio.h>

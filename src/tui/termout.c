@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* termout.c - see termout.h. */
-#include "cmd/termout.h"
+#include "tui/termout.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* termcolor.c - terminfo colors for text output; see termcolor.h. */
-#include "cmd/termcolor.h"
+#include "tui/termcolor.h"
 
 #include <curses.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* toptable.c - functions and processes of top's window; see toptable.h. */
-#include "cmd/toptable.h"
+#include "tui/toptable.h"
 
 #include <errno.h>
 #include <stdlib.h>

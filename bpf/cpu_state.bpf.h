@@ -42,8 +42,8 @@ struct cpu_state {
 	} seen;
 	struct bp_stack kernel; /* this sample's stacks */
 	struct bp_stack user;
-	struct uw_state uw;	/* the walkers' registers */
-	struct bp_stack check;	/* kw_verify: the kernel stack from bpf_get_stack() */
+	struct uw_state uw;    /* the walkers' registers */
+	struct bp_stack check; /* kw_verify: the kernel stack from bpf_get_stack() */
 	/* A notice's mappings as bpf_find_vma() finds them (notice_vmas()). */
 	struct bp_vma nvma[BP_NOTICE_VMAS];
 	/* The walkers' row cache on pages of its own: 32-byte entries, two
@@ -58,8 +58,9 @@ struct cpu_state {
 };
 
 _Static_assert(sizeof(((struct cpu_state *)0)->hot) == 4096, "hot slots: one page");
-_Static_assert(__builtin_offsetof(struct cpu_state, hot) + 4096 == sizeof(struct cpu_state),
-	       "hot slots: the last page of a cpu_state value (collector/drain.c finds them there)");
+_Static_assert(
+	__builtin_offsetof(struct cpu_state, hot) + 4096 == sizeof(struct cpu_state),
+	"hot slots: the last page of a cpu_state value (collector/drain.c finds them there)");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -103,21 +104,21 @@ static __always_inline void stat_inc(__u32 idx)
  */
 #ifdef BPFPROF_TIMING
 enum bp_timing {
-	TM_SAMPLES,	  /* samples timed (not idle, not filtered) */
-	TM_IDENTITY,	  /* task identity: ids, comm */
-	TM_KSTACK,	  /* kernel stack (0 when the sample was in user mode) */
-	TM_USTACK,	  /* user stack */
-	TM_HOT,		  /* aggregation, key already counted ... */
-	TM_HOT_N,	  /* ... how many */
-	TM_NEW,		  /* aggregation, new key: notice check, stacks stored, key inserted ... */
-	TM_NEW_N,	  /* ... how many */
-	TM_UPROC,	  /* user stack: finding the process's tables (part of TM_USTACK) */
-	TM_UFRAMES,	  /* user stack: frames */
-	TM_UW_HIT,	  /* user frames: row cache probe that hit ... */
-	TM_UW_HIT_N,	  /* ... how many */
-	TM_UW_MISS,	  /* user frames: probe that missed, and the searches ... */
-	TM_UW_MISS_N,	  /* ... how many */
-	TM_UW_REST,	  /* user table frames: the step after the row was found */
+	TM_SAMPLES,   /* samples timed (not idle, not filtered) */
+	TM_IDENTITY,  /* task identity: ids, comm */
+	TM_KSTACK,    /* kernel stack (0 when the sample was in user mode) */
+	TM_USTACK,    /* user stack */
+	TM_HOT,	      /* aggregation, key already counted ... */
+	TM_HOT_N,     /* ... how many */
+	TM_NEW,	      /* aggregation, new key: notice check, stacks stored, key inserted ... */
+	TM_NEW_N,     /* ... how many */
+	TM_UPROC,     /* user stack: finding the process's tables (part of TM_USTACK) */
+	TM_UFRAMES,   /* user stack: frames */
+	TM_UW_HIT,    /* user frames: row cache probe that hit ... */
+	TM_UW_HIT_N,  /* ... how many */
+	TM_UW_MISS,   /* user frames: probe that missed, and the searches ... */
+	TM_UW_MISS_N, /* ... how many */
+	TM_UW_REST,   /* user table frames: the step after the row was found */
 	TM_MAX,
 };
 
@@ -136,11 +137,15 @@ static __always_inline void tm_add(__u32 idx, __u64 v)
 	if (p)
 		*p += v;
 }
-#define TM_NOW(t)	 __u64 t = bpf_ktime_get_ns()
+#define TM_NOW(t)      __u64 t = bpf_ktime_get_ns()
 #define TM_ADD(idx, v) tm_add(idx, v)
 #else
-#define TM_NOW(t)	 do { } while (0)
-#define TM_ADD(idx, v) do { } while (0)
+#define TM_NOW(t)                                                                                  \
+	do {                                                                                       \
+	} while (0)
+#define TM_ADD(idx, v)                                                                             \
+	do {                                                                                       \
+	} while (0)
 #endif
 
 #endif /* BPFPROF_CPU_STATE_BPF_H */

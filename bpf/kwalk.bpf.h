@@ -58,9 +58,9 @@ struct {
 	__type(value, struct bp_korc_block);
 } korc_blocks SEC(".maps");
 
-#define KW_MAPS	  0xffffffffu /* row cache entries of kernel frames: no mapping list is */
-#define KW_GEN	  0xffffffffu /* (and the maps field alone tells them apart) */
-#define KW_PROBES 13	      /* entries per 4 KiB block <= 4096 */
+#define KW_MAPS	  0xffffffffu	      /* row cache entries of kernel frames: no mapping list is */
+#define KW_GEN	  0xffffffffu	      /* (and the maps field alone tells them apart) */
+#define KW_PROBES 13		      /* entries per 4 KiB block <= 4096 */
 #define KW_FAIL	  STAT_KWALK_FALLBACK /* st->stop: take bpf_get_stack() */
 
 /*
@@ -195,11 +195,13 @@ static long kw_step(__u64 index, void *data)
 	nbp = st->bp;
 	if (is_regs) {
 		/* struct pt_regs at cfa: bp at 4, ip at 16, cs at 17, sp at 19 (x8). */
-		if (!kw_read(st, &regs[0], 1, cfa + 4 * 8) || !kw_read(st, &regs[1], 2, cfa + 16 * 8) ||
+		if (!kw_read(st, &regs[0], 1, cfa + 4 * 8) ||
+		    !kw_read(st, &regs[1], 2, cfa + 16 * 8) ||
 		    !kw_read(st, &regs[3], 1, cfa + 19 * 8))
 			return uw_stop(st, KW_FAIL);
 		if ((regs[2] & 3) == 3)
-			return uw_stop(st, STAT_UNWIND_END); /* user registers: the kernel stack ends */
+			return uw_stop(st,
+				       STAT_UNWIND_END); /* user registers: the kernel stack ends */
 		ip = regs[1];
 		sp = regs[3];
 		if (KORC_BP_REG(raw) == KORC_REG_UNDEFINED)

@@ -56,8 +56,8 @@
  * loads.) Every block is accounted for: kept, short, lost by reason,
  * evicted, replaced, or still blocked (enum bp_stat).
  */
-const volatile __u64 offcpu_min_ns = 1000000; /* --off-cpu-min */
-const volatile __u32 self_tgid = 0;	      /* the profiler: never counted */
+const volatile __u64 offcpu_min_ns = 1000000;	 /* --off-cpu-min */
+const volatile __u32 self_tgid = 0;		 /* the profiler: never counted */
 const volatile bool offcpu_filter_tgids = false; /* -p, -- COMMAND: offcpu_tgids */
 const volatile bool offcpu_filter_cpus = false;	 /* -C: offcpu_cpus */
 
@@ -335,7 +335,8 @@ static __always_inline void oc_count(struct task_struct *task, const struct bp_o
 	if (cslot && slot_add(*cslot, delta))
 		goto kept;
 	if (!(key.flags & SAMPLE_F_KTHREAD) && !drop_user)
-		notify_new_image(key.tgid, key.start_time, key.exec_id, key.comm, task, false, NULL);
+		notify_new_image(key.tgid, key.start_time, key.exec_id, key.comm, task, false,
+				 NULL);
 	err = store_stack(smap, key.kstack, &scr->kernel);
 	if (err) {
 		reason = err == -E2BIG ? STAT_OFFCPU_LOST_STACKS_FULL : STAT_OFFCPU_LOST_OTHER;
@@ -344,7 +345,8 @@ static __always_inline void oc_count(struct task_struct *task, const struct bp_o
 	/* The switch takes its CPU's slots (it never nests with the sampler);
 	 * the flush, which runs preemptible, the last region, its own. */
 	region = atomic ? slot_regions - 1 : bpf_get_smp_processor_id();
-	err = atomic || region < slot_regions - 1 ? slot_new(cmap, buf, region, &key, delta) : -E2BIG;
+	err = atomic || region < slot_regions - 1 ? slot_new(cmap, buf, region, &key, delta)
+						  : -E2BIG;
 	if (err) {
 		reason = STAT_OFFCPU_LOST_COUNTS_FULL;
 		goto lost;

@@ -47,8 +47,8 @@ const volatile bool include_idle = false; /* count the idle task (pid 0) */
 const volatile bool per_thread = false;	  /* put the tid in the key */
 /* Tests: the execve check kernels without task_struct.in_execve get. */
 const volatile bool execve_by_mm = false;
-const volatile __u32 nr_cgroups = 0;	  /* --cgroup: only tasks under one of these */
-const volatile bool fp_walker = true;	  /* false: bpf_get_stack() walks user frame pointers */
+const volatile __u32 nr_cgroups = 0;  /* --cgroup: only tasks under one of these */
+const volatile bool fp_walker = true; /* false: bpf_get_stack() walks user frame pointers */
 /* A new image's notice carries the mappings of its sample (bpf_find_vma(), 5.17+). */
 const volatile bool notice_vmas = false;
 
@@ -267,7 +267,7 @@ static long notice_vma_step(__u32 i, struct vma_find *c)
  */
 __attribute__((noinline)) int notice_vmas_find(__u32 have)
 {
-	struct vma_find c = {.n = have};
+	struct vma_find c = { .n = have };
 
 	/* Checked even where nothing calls it (a global function): kernels
 	 * without bpf_loop() and bpf_find_vma() must see the branch pruned. */
@@ -348,8 +348,8 @@ static __always_inline int notify_new_image(__u32 tgid, __u64 start_time, __u64 
 	notice_head(e, PROC_EVENT_NEW_IMAGE, tgid, start_time, exec_id, comm);
 	/* The sampled thread's mm: the leader's is gone once the main thread exits. */
 	if (task->mm)
-		e->mm_sig = bp_mm_sig(task->mm->start_code, task->mm->end_code,
-				      task->mm->start_brk, task->mm->arg_start, task->mm->env_end);
+		e->mm_sig = bp_mm_sig(task->mm->start_code, task->mm->end_code, task->mm->start_brk,
+				      task->mm->arg_start, task->mm->env_end);
 	/* Set until the child's exec (or exit) gives the parent its memory back. */
 	if (task->vfork_done)
 		e->flags |= BP_NOTICE_VFORK;
@@ -426,8 +426,8 @@ static __always_inline void notify_more_vmas(struct cpu_state *cs, __u32 tgid, _
  * preemptible and could tear the CPU's memo.
  */
 static __always_inline void notify_new_image_memo(struct cpu_state *cs, __u32 tgid,
-						  __u64 start_time, __u64 exec_id,
-						  const char *comm, struct task_struct *task)
+						  __u64 start_time, __u64 exec_id, const char *comm,
+						  struct task_struct *task)
 {
 	__u64 pgen = uw_proc_gen, sent_ns = 0;
 	int told;
@@ -684,8 +684,8 @@ static __always_inline bool read_user_stack(void *ctx, struct bpf_perf_event_dat
 		if (pctx)
 			r = uw_walk(pctx, task, ws, tables, gen, start_time, exec_id, st);
 		else if (uw_task_regs(task, &rcs, &ip, &sp, &bp))
-			r = uw_walk_regs(task, ws, tables, gen, start_time, exec_id, st, rcs, ip, sp,
-					 bp);
+			r = uw_walk_regs(task, ws, tables, gen, start_time, exec_id, st, rcs, ip,
+					 sp, bp);
 		else
 			r = UW_NO_REGS;
 		switch (r) {
@@ -783,8 +783,8 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	if (task->flags & PF_KTHREAD) {
 		key.flags |= SAMPLE_F_KTHREAD;
 	} else if (!drop_user) {
-		key.flags |= sample_ustack(ctx, tgid, key.start_time, key.exec_id) &
-			     SAMPLE_F_USTACK_ERR;
+		key.flags |=
+			sample_ustack(ctx, tgid, key.start_time, key.exec_id) & SAMPLE_F_USTACK_ERR;
 		key.ustack = scr->ustack;
 	}
 

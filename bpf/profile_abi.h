@@ -101,12 +101,12 @@ _Static_assert(sizeof(struct bp_hot_slot) * PROFILE_HOT_SLOTS * PROFILE_NR_BUFS 
  * its own seed so that equal inputs of different kinds never share a value:
  * a kernel and a user stack with the same addresses get different ids.
  */
-#define BP_MIX_MUL1	  0xbf58476d1ce4e5b9ULL /* splitmix64 */
-#define BP_MIX_MUL2	  0x94d049bb133111ebULL
-#define BP_GOLDEN	  0x9e3779b97f4a7c15ULL /* 2^64 / golden ratio: spreads small values */
-#define BP_SEED_KEY	  0x243f6a8885a308d3ULL /* pi's fraction: sample keys, mm signatures */
-#define BP_SEED_KSTACK	  0x6bULL		/* 'k': kernel stacks */
-#define BP_SEED_USTACK	  0x75ULL		/* 'u': user stacks */
+#define BP_MIX_MUL1    0xbf58476d1ce4e5b9ULL /* splitmix64 */
+#define BP_MIX_MUL2    0x94d049bb133111ebULL
+#define BP_GOLDEN      0x9e3779b97f4a7c15ULL /* 2^64 / golden ratio: spreads small values */
+#define BP_SEED_KEY    0x243f6a8885a308d3ULL /* pi's fraction: sample keys, mm signatures */
+#define BP_SEED_KSTACK 0x6bULL		     /* 'k': kernel stacks */
+#define BP_SEED_USTACK 0x75ULL		     /* 'u': user stacks */
 
 /* One 64-bit word into the hash. */
 static inline __u64 bp_hash_step(__u64 h, __u64 w)
@@ -167,18 +167,18 @@ _Static_assert(sizeof(struct bp_korc_block) == 8, "bp_korc_block");
 
 /* struct orc_entry, kernels 6.3+: s16 sp_offset, s16 bp_offset, then
  * sp_reg:4 bp_reg:4 type:3 signal:1 (checked against BTF before use). */
-#define KORC_SP_OFF(v)	((__s16)((v)&0xffff))
-#define KORC_BP_OFF(v)	((__s16)(((v) >> 16) & 0xffff))
-#define KORC_SP_REG(v)	(((v) >> 32) & 0xf)
-#define KORC_BP_REG(v)	(((v) >> 36) & 0xf)
-#define KORC_TYPE(v)	(((v) >> 40) & 0x7)
-#define KORC_SIGNAL(v)	(((v) >> 43) & 0x1)
-#define KORC_REG_UNDEFINED   0
-#define KORC_REG_PREV_SP     1
-#define KORC_REG_BP	     4
-#define KORC_REG_SP	     5
-#define KORC_REG_BP_INDIRECT 8
-#define KORC_REG_SP_INDIRECT 9
+#define KORC_SP_OFF(v)	       ((__s16)((v)&0xffff))
+#define KORC_BP_OFF(v)	       ((__s16)(((v) >> 16) & 0xffff))
+#define KORC_SP_REG(v)	       (((v) >> 32) & 0xf)
+#define KORC_BP_REG(v)	       (((v) >> 36) & 0xf)
+#define KORC_TYPE(v)	       (((v) >> 40) & 0x7)
+#define KORC_SIGNAL(v)	       (((v) >> 43) & 0x1)
+#define KORC_REG_UNDEFINED     0
+#define KORC_REG_PREV_SP       1
+#define KORC_REG_BP	       4
+#define KORC_REG_SP	       5
+#define KORC_REG_BP_INDIRECT   8
+#define KORC_REG_SP_INDIRECT   9
 #define KORC_TYPE_UNDEFINED    0
 #define KORC_TYPE_END_OF_STACK 1
 #define KORC_TYPE_CALL	       2
@@ -187,21 +187,21 @@ _Static_assert(sizeof(struct bp_korc_block) == 8, "bp_korc_block");
 
 /* Per-CPU counters, indexed by enum bp_stat. */
 enum bp_stat {
-	STAT_SAMPLES = 0,	  /* samples that passed the filters (counted or lost) */
-	STAT_LOST_COUNTS_FULL,	  /* no count slot left (its CPU's region full): sample dropped */
-	STAT_LOST_STACKS_FULL,	  /* stacks map full: sample dropped */
-	STAT_LOST_NO_MAP,	  /* internal: map-in-map lookup failed */
-	STAT_LOST_STACK_ERR,	  /* stacks map refused the stack (not full: e.g. -ENOMEM) */
-	STAT_KSTACK_ERR,	  /* kept, kernel stack missing */
-	STAT_USTACK_ERR,	  /* kept, user stack missing */
-	STAT_IDLE,		  /* idle task (excluded, unless --include-idle) */
-	STAT_FILTERED,		  /* not a target process (-p, -- COMMAND, --cgroup) */
-	STAT_NOTIFY_LOST,	  /* ring buffer full: a process notice dropped */
-	STAT_NEW_KEYS,		  /* samples that took the new-key path (stacks stored) */
-	STAT_HOT_HITS,		  /* samples counted in a per-CPU hot slot (no map lookup) */
-	STAT_KWALK_OK,		  /* kernel stacks walked with the ORC table */
-	STAT_KWALK_FALLBACK,	  /* ... that needed bpf_get_stack() (module, BPF, irq stack) */
-	STAT_KWALK_DIFF,	  /* --verify: the walk disagreed with bpf_get_stack() */
+	STAT_SAMPLES = 0,      /* samples that passed the filters (counted or lost) */
+	STAT_LOST_COUNTS_FULL, /* no count slot left (its CPU's region full): sample dropped */
+	STAT_LOST_STACKS_FULL, /* stacks map full: sample dropped */
+	STAT_LOST_NO_MAP,      /* internal: map-in-map lookup failed */
+	STAT_LOST_STACK_ERR,   /* stacks map refused the stack (not full: e.g. -ENOMEM) */
+	STAT_KSTACK_ERR,       /* kept, kernel stack missing */
+	STAT_USTACK_ERR,       /* kept, user stack missing */
+	STAT_IDLE,	       /* idle task (excluded, unless --include-idle) */
+	STAT_FILTERED,	       /* not a target process (-p, -- COMMAND, --cgroup) */
+	STAT_NOTIFY_LOST,      /* ring buffer full: a process notice dropped */
+	STAT_NEW_KEYS,	       /* samples that took the new-key path (stacks stored) */
+	STAT_HOT_HITS,	       /* samples counted in a per-CPU hot slot (no map lookup) */
+	STAT_KWALK_OK,	       /* kernel stacks walked with the ORC table */
+	STAT_KWALK_FALLBACK,   /* ... that needed bpf_get_stack() (module, BPF, irq stack) */
+	STAT_KWALK_DIFF,       /* --verify: the walk disagreed with bpf_get_stack() */
 	/* --unwind auto|dwarf: how each table walk of a user stack ended (bpf/unwind.bpf.h). */
 	STAT_UNWIND_WALKS,	     /* user stacks walked with unwind tables */
 	STAT_UNWIND_NOT_READY,	     /* ... not: no tables for the process yet (frame pointers) */
@@ -222,34 +222,34 @@ enum bp_stat {
 	/* Python (bpf/python.bpf.h): how a stack in the interpreter loop found its thread's
 	 * PyThreadState, once per stack. MISS: not at all - the stack keeps its native
 	 * frames, its Python frames are not shown. */
-	STAT_PY_TS_CACHED,	     /* this CPU's last answer, still this thread's */
-	STAT_PY_TS_TLS,		     /* the thread's own slot (its thread-specific data) */
-	STAT_PY_TS_SEARCH,	     /* a search of the interpreter's thread list */
-	STAT_PY_TS_MISS,	     /* not found (not in its slot, not in the threads searched) */
+	STAT_PY_TS_CACHED, /* this CPU's last answer, still this thread's */
+	STAT_PY_TS_TLS,	   /* the thread's own slot (its thread-specific data) */
+	STAT_PY_TS_SEARCH, /* a search of the interpreter's thread list */
+	STAT_PY_TS_MISS,   /* not found (not in its slot, not in the threads searched) */
 	/* --off-cpu (offcpu.bpf.h). Every block of a target task ends as a
 	 * resume, a cut (still blocked at the end), an eviction from the full
 	 * task table, or is pending (blocked now):
 	 *   BLOCKS = RESUMES + CUT + REPLACED + EVICTED + pending
 	 *   RESUMES + CUT = KEPT + SHORT + LOST (the LOST_* reasons)
 	 * userspace counts the pending entries (the table's occupied slots). */
-	STAT_OFFCPU_BLOCKS,	     /* target tasks that left a CPU blocked (entry written) */
-	STAT_OFFCPU_RESUMES,	     /* ... that ran again with their entry still there */
-	STAT_OFFCPU_CUT,	     /* ... still blocked when profiling stopped: counted to then */
-	STAT_OFFCPU_REPLACED,	     /* ... blocked again with its entry still there (a lost resume) */
-	STAT_OFFCPU_EVICTED,	     /* ... pushed out of its slot by another thread's block */
-	STAT_OFFCPU_KEPT,	     /* resumes counted: blocked at least --off-cpu-min */
-	STAT_OFFCPU_KEPT_NS,	     /* ... their blocked time (what the profiles hold), ns */
-	STAT_OFFCPU_SHORT,	     /* resumes blocked less than --off-cpu-min: not counted */
-	STAT_OFFCPU_SHORT_NS,	     /* ... their blocked time, ns */
-	STAT_OFFCPU_LOST_NS,	     /* blocked time of the lost resumes below, ns */
+	STAT_OFFCPU_BLOCKS,   /* target tasks that left a CPU blocked (entry written) */
+	STAT_OFFCPU_RESUMES,  /* ... that ran again with their entry still there */
+	STAT_OFFCPU_CUT,      /* ... still blocked when profiling stopped: counted to then */
+	STAT_OFFCPU_REPLACED, /* ... blocked again with its entry still there (a lost resume) */
+	STAT_OFFCPU_EVICTED,  /* ... pushed out of its slot by another thread's block */
+	STAT_OFFCPU_KEPT,     /* resumes counted: blocked at least --off-cpu-min */
+	STAT_OFFCPU_KEPT_NS,  /* ... their blocked time (what the profiles hold), ns */
+	STAT_OFFCPU_SHORT,    /* resumes blocked less than --off-cpu-min: not counted */
+	STAT_OFFCPU_SHORT_NS, /* ... their blocked time, ns */
+	STAT_OFFCPU_LOST_NS,  /* blocked time of the lost resumes below, ns */
 	STAT_OFFCPU_LOST_COUNTS_FULL, /* lost: no count slot left */
 	STAT_OFFCPU_LOST_STACKS_FULL, /* lost: stacks map full */
-	STAT_OFFCPU_LOST_USTACK,     /* lost: the user stack taken at the block was gone */
-	STAT_OFFCPU_LOST_OTHER,	     /* lost: a map lookup or the stack store failed */
-	STAT_OFFCPU_KSTACK_ERR,	     /* kept, kernel stack missing */
-	STAT_OFFCPU_USTACK_ERR,	     /* kept, user stack missing */
-	STAT_TARGETS_LOST,	     /* -- COMMAND: processes it forked not followed (tgids full) */
-	STAT_IDLE_KEPT,		     /* --include-idle: idle samples that passed the filters */
+	STAT_OFFCPU_LOST_USTACK,      /* lost: the user stack taken at the block was gone */
+	STAT_OFFCPU_LOST_OTHER,	      /* lost: a map lookup or the stack store failed */
+	STAT_OFFCPU_KSTACK_ERR,	      /* kept, kernel stack missing */
+	STAT_OFFCPU_USTACK_ERR,	      /* kept, user stack missing */
+	STAT_TARGETS_LOST, /* -- COMMAND: processes it forked not followed (tgids full) */
+	STAT_IDLE_KEPT,	   /* --include-idle: idle samples that passed the filters */
 	STAT_MAX,
 };
 
@@ -283,10 +283,11 @@ struct bp_proc_event {
 	__u64 start_time;
 	__u64 exec_id;
 	char comm[PROFILE_COMM_LEN];
-	__u64 mm_sig; /* bp_mm_sig() of the address space sampled, 0 if unknown */
-	__u32 nr_vmas; /* of vmas[]: a new image's sampled mappings (0: none taken) */
-	__u32 flags;   /* BP_NOTICE_* */
-	__u64 cgroup_id; /* the task's cgroup v2 (its kernfs id, as cgroupfs inodes), 0 if unknown */
+	__u64 mm_sig;	 /* bp_mm_sig() of the address space sampled, 0 if unknown */
+	__u32 nr_vmas;	 /* of vmas[]: a new image's sampled mappings (0: none taken) */
+	__u32 flags;	 /* BP_NOTICE_* */
+	__u64 cgroup_id; /* the task's cgroup v2 (its kernfs id, as cgroupfs inodes), 0 if unknown
+			  */
 	struct bp_vma vmas[BP_NOTICE_VMAS];
 };
 _Static_assert(sizeof(struct bp_proc_event) == 64 + BP_NOTICE_VMAS * 40, "bp_proc_event");
@@ -368,7 +369,7 @@ _Static_assert(sizeof(struct bp_kread_args) == 16, "bp_kread_args");
  * order. Names longer than the field are cut (still the right program).
  */
 #define KPROGS_MAX_FUNCS 256 /* BPF_MAX_SUBPROGS */
-#define KPROG_NAME_LEN 112
+#define KPROG_NAME_LEN	 112
 
 struct bp_kprog {
 	__u64 start; /* aux->ksym.start (the image) */

@@ -38,8 +38,8 @@
 #include "python_abi.h"
 #include "unwind_state.bpf.h"
 
-#define PY_CODE_CACHE  256 /* code objects per CPU whose qualname hash is remembered */
-#define PY_CENT_REFRESH 8  /* uses of an entry after which its hash is read again */
+#define PY_CODE_CACHE	256 /* code objects per CPU whose qualname hash is remembered */
+#define PY_CENT_REFRESH 8   /* uses of an entry after which its hash is read again */
 
 /*
  * Per CPU, per code object: its qualname's string hash, kept with the
@@ -142,7 +142,8 @@ static long py_tsearch_step(__u64 index, void *data)
 	struct py_tsearch *s = data;
 	__u32 t = 0;
 
-	if (!s->ts || bpf_probe_read_user(&t, sizeof(t), (void *)(s->ts + s->py->tstate_native_tid)))
+	if (!s->ts ||
+	    bpf_probe_read_user(&t, sizeof(t), (void *)(s->ts + s->py->tstate_native_tid)))
 		return 1;
 	if (t == s->tid || (t == s->nstid && s->nstid)) {
 		s->found = true;
@@ -190,7 +191,7 @@ static __always_inline bool py_ts_is(const struct bp_pyproc *py, __u64 ts, __u32
 static __always_inline __u64 py_tstate(struct uw_state *st, const struct bp_pyproc *py)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), nstid = py_ns_tid();
-	struct py_tsearch s = {.py = py, .tid = tid, .nstid = nstid};
+	struct py_tsearch s = { .py = py, .tid = tid, .nstid = nstid };
 	__u64 interp, ts = 0, tp, block;
 
 	/* This CPU's last answer, if the thread state still says it is this thread. */
@@ -305,7 +306,8 @@ static __always_inline long py_step(struct uw_state *st, const struct bp_pyproc 
 		struct py_cent *ce = cache ? &cache->e[slot] : NULL;
 		__u64 window;
 
-		if (bpf_probe_read_user(st->py.win, sizeof(st->py.win), (void *)(code + py->code_csum))) {
+		if (bpf_probe_read_user(st->py.win, sizeof(st->py.win),
+					(void *)(code + py->code_csum))) {
 			code = 0;
 		} else {
 			window = bp_py_csum_window(st->py.win);
@@ -326,7 +328,8 @@ static __always_inline long py_step(struct uw_state *st, const struct bp_pyproc 
 				csum = bp_py_csum_finish(window, hash);
 		}
 	}
-	if (code && instr >= code + py->code_adaptive && instr - code - py->code_adaptive < (1ULL << 31))
+	if (code && instr >= code + py->code_adaptive &&
+	    instr - code - py->code_adaptive < (1ULL << 31))
 		idx = (instr - code - py->code_adaptive) / 2;
 	out->ips[nr] = BP_PY_MARK | (code & BP_PY_ADDR_MASK);
 	out->ips[nr + 1] = (__u64)csum << 32 | idx;

@@ -81,11 +81,12 @@ static inline __u32 bp_py_csum(const __u64 *w, __u64 name_hash)
 }
 
 /* bp_pyproc.flags */
-#define PYPROC_F_ENTRY_FLAG 1 /* 3.11: frame_owner is is_entry; the frame with it set ends a call  \
-			       */
-#define PYPROC_F_CFRAME 2     /* 3.11, 3.12: tstate->cframe->current_frame */
-#define PYPROC_F_TAGGED 4     /* 3.14: f_executable is a tagged stack reference */
-#define PYPROC_F_TLS    8     /* tls_l1, tls_l2: where a thread keeps its own state */
+#define PYPROC_F_ENTRY_FLAG                                                                        \
+	1		  /* 3.11: frame_owner is is_entry; the frame with it set ends a call      \
+			   */
+#define PYPROC_F_CFRAME 2 /* 3.11, 3.12: tstate->cframe->current_frame */
+#define PYPROC_F_TAGGED 4 /* 3.14: f_executable is a tagged stack reference */
+#define PYPROC_F_TLS	8 /* tls_l1, tls_l2: where a thread keeps its own state */
 
 /*
  * What the walker needs of one Python process (python_procs: tgid ->

@@ -24,8 +24,8 @@
  *
  * Verifier strategy: one frame is one bpf_loop() callback, verified once,
  * whatever the depth; the two searches inside (bounded loops of 13 and 16
- * iterations) are global functions, checked once on their own. Tables live in 1 MiB ARRAY chunks behind an ARRAY_OF_MAPS,
- * so every probe is an inlined array access, no hashing. Every stop has a
+ * iterations) are global functions, checked once on their own. Tables live in 1 MiB ARRAY chunks
+ * behind an ARRAY_OF_MAPS, so every probe is an inlined array access, no hashing. Every stop has a
  * counted reason (STAT_UNWIND_*).
  */
 #ifndef BPFPROF_UNWIND_BPF_H
@@ -200,8 +200,8 @@ __attribute__((noinline)) int uw_find_row(__u64 off)
  */
 static __always_inline long uw_read_mem(void *dst, __u32 len, __u64 addr, bool kernel)
 {
-	return kernel ? bpf_probe_read_kernel(dst, len, (void *)addr) :
-			bpf_probe_read_user(dst, len, (void *)addr);
+	return kernel ? bpf_probe_read_kernel(dst, len, (void *)addr)
+		      : bpf_probe_read_user(dst, len, (void *)addr);
 }
 
 static __always_inline int uw_read_win(struct uw_state *st, __u64 addr, __u64 *dst, __u32 words,
@@ -278,7 +278,8 @@ static __always_inline long uw_fp_step(struct uw_state *st)
 /* The row cache of the CPU whose state st is (the same map value). */
 static __always_inline struct uw_cent *uw_cache_of(struct uw_state *st)
 {
-	return ((struct cpu_state *)((void *)st - __builtin_offsetof(struct cpu_state, uw)))->uw_cache;
+	return ((struct cpu_state *)((void *)st - __builtin_offsetof(struct cpu_state, uw)))
+		->uw_cache;
 }
 
 /*
@@ -500,9 +501,9 @@ static __always_inline bool uw_proc(struct uw_state *st, __u32 tgid, __u64 start
 #define USER32_CS 0x23 /* __USER32_CS: a 32-bit (compat) task */
 
 enum uw_result {
-	UW_OK,	       /* out holds the stack */
-	UW_NO_REGS,    /* the user registers could not be read */
-	UW_COMPAT,     /* a 32-bit task: the walker only knows x86-64 frames */
+	UW_OK,	    /* out holds the stack */
+	UW_NO_REGS, /* the user registers could not be read */
+	UW_COMPAT,  /* a 32-bit task: the walker only knows x86-64 frames */
 };
 
 /*
@@ -518,7 +519,7 @@ static __always_inline enum uw_result uw_walk_regs(struct task_struct *task, str
 						   __u64 exec_id, struct bp_stack *out, __u64 cs,
 						   __u64 ip, __u64 sp, __u64 bp)
 {
-	struct uw_ctx c = {.out = out};
+	struct uw_ctx c = { .out = out };
 
 	if ((cs & 0xffff) == USER32_CS)
 		return UW_COMPAT;
@@ -572,8 +573,8 @@ static __always_inline bool uw_task_regs(struct task_struct *task, __u64 *cs, __
 /* The same from a perf_event sample's registers (in the kernel: the saved ones). */
 static __always_inline enum uw_result uw_walk(struct bpf_perf_event_data *ctx,
 					      struct task_struct *task, struct uw_state *st,
-					      bool tables, __u64 gen, __u64 start_time, __u64 exec_id,
-					      struct bp_stack *out)
+					      bool tables, __u64 gen, __u64 start_time,
+					      __u64 exec_id, struct bp_stack *out)
 {
 	__u64 cs, ip, sp, bp;
 	/*

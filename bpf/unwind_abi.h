@@ -36,7 +36,7 @@
 #define UNWIND_MAP_SLOTS   4			      /* slots per struct bp_umap */
 /* Executable mappings per process: one chunk's worth (a list is one run). */
 #define UNWIND_MAX_MAPS (UNWIND_CHUNK_SLOTS / UNWIND_MAP_SLOTS) /* 32768 */
-#define UNWIND_NO_TABLE	   0xffffffffu		      /* bp_umap.pages: walk with frame pointers */
+#define UNWIND_NO_TABLE 0xffffffffu /* bp_umap.pages: walk with frame pointers */
 /* Rows one page may reference: a row per byte of the page plus the one covering its start. */
 #define UNWIND_PAGE_MAX_ROWS ((1u << UNWIND_PAGE_SHIFT) + 1)
 
@@ -107,8 +107,9 @@ _Static_assert(sizeof(struct bp_umap) == 8 * UNWIND_MAP_SLOTS, "bp_umap: UNWIND_
 /* bp_uproc.flags */
 #define UPROC_F_ANY_IMAGE 1 /* installed before the first notice (-p): ids not known yet */
 #define UPROC_F_PYTHON	  2 /* a Python process: python_procs (python_abi.h) has its entry */
-#define UPROC_F_CAPPED	  4 /* mappings with tables were left out (UNWIND_MAX_MAPS): a pc in no
-			     * listed mapping ends the stack (STAT_UNWIND_ERR_MAPS_LIMIT) */
+#define UPROC_F_CAPPED                                                                             \
+	4 /* mappings with tables were left out (UNWIND_MAX_MAPS): a pc in no                      \
+	   * listed mapping ends the stack (STAT_UNWIND_ERR_MAPS_LIMIT) */
 
 /* unwind_procs: tgid -> the image's mappings. */
 struct bp_uproc {

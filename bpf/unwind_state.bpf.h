@@ -54,40 +54,40 @@ struct {
 #define UW_F_TRUSTED  2		   /* pc came from a table step or the registers */
 #define UW_CACHE_SIZE 512	   /* row cache entries per CPU (16 KiB: four pages) */
 #define UW_CACHE_SETS (UW_CACHE_SIZE / 2) /* two entries (one cache line) per set */
-#define UW_NO_ROW     0xff	   /* cached: the mapping has no row for the pc */
-#define UW_WIN_BYTES  512	   /* user stack read per helper call (uw_read) */
+#define UW_NO_ROW     0xff		  /* cached: the mapping has no row for the pc */
+#define UW_WIN_BYTES  512		  /* user stack read per helper call (uw_read) */
 #define UW_WIN_WORDS  (UW_WIN_BYTES / 8)
 
 struct uw_cent {
-	__u64 pc;	 /* the lookup address; 0: empty */
-	__u32 gen;	 /* uw_gen when filled (low 32 bits) */
-	__u32 maps;	 /* the process's mapping list */
+	__u64 pc;	    /* the lookup address; 0: empty */
+	__u32 gen;	    /* uw_gen when filled (low 32 bits) */
+	__u32 maps;	    /* the process's mapping list */
 	struct bp_urow row; /* row.op == UW_NO_ROW: frame pointers; kernel frames:
 			     * row.pc to row.cfa, the range inside the granule pc */
-	__u64 aux;	 /* kernel frames (kwalk.bpf.h): the raw orc_entry */
+	__u64 aux;	    /* kernel frames (kwalk.bpf.h): the raw orc_entry */
 };
 
 /* Python frames inside a walk (python.bpf.h). */
 enum { PY_IDLE = 0, PY_EMIT = 1, PY_RESUME = 2 };
 
 struct uw_py {
-	__u64 frame;		    /* the next _PyInterpreterFrame to record */
-	__u64 cache_ts;		    /* this CPU's last thread state found ... */
+	__u64 frame;		     /* the next _PyInterpreterFrame to record */
+	__u64 cache_ts;		     /* this CPU's last thread state found ... */
 	__u32 cache_tid, cache_tgid; /* ... for this thread */
-	__u8 state;		    /* PY_* */
-	__u8 looked;		    /* the thread's frame was looked up in this walk */
-	__u8 emitted;		    /* frames recorded for the current native frame */
-	__u8 count;		    /* Python frames in this stack */
+	__u8 state;		     /* PY_* */
+	__u8 looked;		     /* the thread's frame was looked up in this walk */
+	__u8 emitted;		     /* frames recorded for the current native frame */
+	__u8 count;		     /* Python frames in this stack */
 	__u32 pad;
-	__u64 buf[10];		    /* a _PyInterpreterFrame as read */
-	__u64 win[8];		    /* a code object's checksum window as read */
+	__u64 buf[10]; /* a _PyInterpreterFrame as read */
+	__u64 win[8];  /* a code object's checksum window as read */
 };
 
 struct uw_state {
 	__u64 pc, sp, bp;
 	__u64 m_start, m_end, m_bias; /* the mapping of the previous frame */
 	__u32 m_pages, m_nr_pages;
-	struct bp_urow row;	      /* uw_find_row()'s answer */
+	struct bp_urow row; /* uw_find_row()'s answer */
 	__u32 maps, nr_maps;
 	__u32 tgid;
 	__u32 flags;
@@ -107,8 +107,8 @@ struct uw_state {
 	struct {
 		__u64 gen, start_time, exec_id;
 		__u32 tgid, found, maps, nr_maps;
-		__u32 python;	   /* UPROC_F_PYTHON: python_procs has an entry */
-		__u32 capped;	   /* UPROC_F_CAPPED */
+		__u32 python; /* UPROC_F_PYTHON: python_procs has an entry */
+		__u32 capped; /* UPROC_F_CAPPED */
 	} proc;
 	struct uw_py py;
 };

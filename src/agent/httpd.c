@@ -68,7 +68,7 @@ struct conn {
 	struct conn *prev, *next; /* its state's list, in the order they entered it */
 	int fd;
 	enum conn_state st;
-	bool http11; /* the request was HTTP/1.1 (it may be sent a 1xx) */
+	bool http11;		     /* the request was HTTP/1.1 (it may be sent a 1xx) */
 	uint64_t accepted, deadline; /* ms, CLOCK_MONOTONIC */
 	char *in;
 	size_t in_len, in_cap;
@@ -332,16 +332,26 @@ static void conn_flush(struct httpd *h, struct conn *c)
 static const char *reason(unsigned status)
 {
 	switch (status) {
-	case 200: return "OK";
-	case 400: return "Bad Request";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 429: return "Too Many Requests";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 503: return "Service Unavailable";
-	default: return "Error";
+	case 200:
+		return "OK";
+	case 400:
+		return "Bad Request";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 408:
+		return "Request Timeout";
+	case 429:
+		return "Too Many Requests";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 500:
+		return "Internal Server Error";
+	case 503:
+		return "Service Unavailable";
+	default:
+		return "Error";
 	}
 }
 
@@ -349,8 +359,8 @@ static const char *reason(unsigned status)
  * Queues a response and starts sending it. body is taken over (freed when
  * sent) unless is_static. HEAD gets the headers only.
  */
-static void respond(struct httpd *h, struct conn *c, unsigned status, const char *type,
-		    char *body, size_t len, bool is_static, bool head)
+static void respond(struct httpd *h, struct conn *c, unsigned status, const char *type, char *body,
+		    size_t len, bool is_static, bool head)
 {
 	int n = snprintf(c->hdr, sizeof(c->hdr),
 			 "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
@@ -518,29 +528,30 @@ static void start_profile(struct httpd *h, struct conn *c, unsigned seconds, boo
 
 static void render_http_metrics(struct httpd *h, struct sbuf *out)
 {
-	sbuf_printf(out,
-		    "# HELP bpfprof_http_connections HTTP connections open.\n"
-		    "# TYPE bpfprof_http_connections gauge\n"
-		    "bpfprof_http_connections %zu\n"
-		    "# HELP bpfprof_http_requests_total HTTP requests answered.\n"
-		    "# TYPE bpfprof_http_requests_total counter\n"
-		    "bpfprof_http_requests_total %" PRIu64 "\n"
-		    "# HELP bpfprof_http_connections_closed_total HTTP connections the agent closed early: header timeout, evicted to make room, refused (no room).\n"
-		    "# TYPE bpfprof_http_connections_closed_total counter\n"
-		    "bpfprof_http_connections_closed_total{reason=\"header_timeout\"} %" PRIu64 "\n"
-		    "bpfprof_http_connections_closed_total{reason=\"evicted\"} %" PRIu64 "\n"
-		    "bpfprof_http_connections_closed_total{reason=\"no_room\"} %" PRIu64 "\n"
-		    "# HELP bpfprof_http_connections_evicted_total HTTP connections evicted to make room, by what they were doing.\n"
-		    "# TYPE bpfprof_http_connections_evicted_total counter\n"
-		    "bpfprof_http_connections_evicted_total{state=\"answered\"} %" PRIu64 "\n"
-		    "bpfprof_http_connections_evicted_total{state=\"sending_request\"} %" PRIu64 "\n"
-		    "bpfprof_http_connections_evicted_total{state=\"not_reading_answer\"} %" PRIu64 "\n"
-		    "# HELP bpfprof_http_accept_errors_total Failed accept() calls (e.g. out of descriptors).\n"
-		    "# TYPE bpfprof_http_accept_errors_total counter\n"
-		    "bpfprof_http_accept_errors_total %" PRIu64 "\n",
-		    h->nconns, h->c.requests, h->c.timeouts, h->c.evicted, h->c.refused,
-		    h->c.evicted_state[C_LINGER], h->c.evicted_state[C_READ],
-		    h->c.evicted_state[C_WRITE], h->c.accept_errors);
+	sbuf_printf(
+		out,
+		"# HELP bpfprof_http_connections HTTP connections open.\n"
+		"# TYPE bpfprof_http_connections gauge\n"
+		"bpfprof_http_connections %zu\n"
+		"# HELP bpfprof_http_requests_total HTTP requests answered.\n"
+		"# TYPE bpfprof_http_requests_total counter\n"
+		"bpfprof_http_requests_total %" PRIu64 "\n"
+		"# HELP bpfprof_http_connections_closed_total HTTP connections the agent closed early: header timeout, evicted to make room, refused (no room).\n"
+		"# TYPE bpfprof_http_connections_closed_total counter\n"
+		"bpfprof_http_connections_closed_total{reason=\"header_timeout\"} %" PRIu64 "\n"
+		"bpfprof_http_connections_closed_total{reason=\"evicted\"} %" PRIu64 "\n"
+		"bpfprof_http_connections_closed_total{reason=\"no_room\"} %" PRIu64 "\n"
+		"# HELP bpfprof_http_connections_evicted_total HTTP connections evicted to make room, by what they were doing.\n"
+		"# TYPE bpfprof_http_connections_evicted_total counter\n"
+		"bpfprof_http_connections_evicted_total{state=\"answered\"} %" PRIu64 "\n"
+		"bpfprof_http_connections_evicted_total{state=\"sending_request\"} %" PRIu64 "\n"
+		"bpfprof_http_connections_evicted_total{state=\"not_reading_answer\"} %" PRIu64 "\n"
+		"# HELP bpfprof_http_accept_errors_total Failed accept() calls (e.g. out of descriptors).\n"
+		"# TYPE bpfprof_http_accept_errors_total counter\n"
+		"bpfprof_http_accept_errors_total %" PRIu64 "\n",
+		h->nconns, h->c.requests, h->c.timeouts, h->c.evicted, h->c.refused,
+		h->c.evicted_state[C_LINGER], h->c.evicted_state[C_READ],
+		h->c.evicted_state[C_WRITE], h->c.accept_errors);
 }
 
 bool http_query__value(const char *q, size_t qlen, const char *key, char *out, size_t size)
@@ -720,7 +731,8 @@ static void conn_read(struct httpd *h, struct conn *c)
 				text(h, c, 431, "request header too large\n", false);
 				return;
 			}
-			if (array_grow((void **)&c->in, &c->in_cap, MAX(c->in_len + 1, (size_t)1024), 1)) {
+			if (array_grow((void **)&c->in, &c->in_cap,
+				       MAX(c->in_len + 1, (size_t)1024), 1)) {
 				conn_close(h, c);
 				return;
 			}
@@ -932,7 +944,8 @@ static void accept_some(struct httpd *h, uint64_t now)
 			h->rest_until = now + ACCEPT_REST;
 			warn_rl(h, &h->rl_accept,
 				"HTTP endpoint: cannot accept connections: %s (%ld descriptors open, "
-				"limit %" PRIu64 "); new clients wait - raise the limit with ulimit -n",
+				"limit %" PRIu64
+				"); new clients wait - raise the limit with ulimit -n",
 				strerror(err), selfstat__open_fds(), selfstat__fd_limit());
 			return;
 		}
@@ -990,8 +1003,9 @@ static void *loop(void *arg)
 		}
 		pthread_mutex_unlock(&h->lock);
 		if (h->nconns)
-			timeout = h->next_sweep > now ? (int)MIN(h->next_sweep - now, (uint64_t)SWEEP_MS)
-						      : 0;
+			timeout = h->next_sweep > now
+					  ? (int)MIN(h->next_sweep - now, (uint64_t)SWEEP_MS)
+					  : 0;
 		if (!h->listening) {
 			int rest = h->rest_until > now ? (int)(h->rest_until - now) : 0;
 

@@ -44,11 +44,11 @@
 #include "agent/live.h"
 #include "agent/metrics.h"
 
-#define HTTPD_MAX_CONNS	      1024  /* connections at once (fewer if descriptors are short) */
-#define HTTPD_FD_RESERVE      16    /* descriptors HTTP never takes */
-#define HTTPD_HEADER_MAX      8192  /* request line and headers */
-#define HTTPD_HEADER_TIMEOUT  10000 /* ms from accept to a complete header */
-#define HTTPD_WRITE_TIMEOUT   60000 /* ms to send a response */
+#define HTTPD_MAX_CONNS	     1024  /* connections at once (fewer if descriptors are short) */
+#define HTTPD_FD_RESERVE     16	   /* descriptors HTTP never takes */
+#define HTTPD_HEADER_MAX     8192  /* request line and headers */
+#define HTTPD_HEADER_TIMEOUT 10000 /* ms from accept to a complete header */
+#define HTTPD_WRITE_TIMEOUT  60000 /* ms to send a response */
 
 struct httpd;
 struct errmsg;
@@ -63,7 +63,7 @@ struct httpd_opts {
 	const char *content_type; /* of profiles */
 	httpd_warn_fn warn;	  /* may be NULL */
 	void *warn_ctx;
-	unsigned max_conns;	  /* 0: HTTPD_MAX_CONNS */
+	unsigned max_conns; /* 0: HTTPD_MAX_CONNS */
 };
 
 /* "[ADDR:]PORT" or "[IPV6]:PORT"; ADDR defaults to 127.0.0.1. 0 or -EINVAL. */
@@ -71,8 +71,8 @@ int httpd__parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *l
 
 /* A request line, as http_request__parse() found it (pointers into its buffer). */
 struct http_request {
-	bool head; /* HEAD, else GET */
-	unsigned char minor; /* HTTP/1.minor */
+	bool head;		  /* HEAD, else GET */
+	unsigned char minor;	  /* HTTP/1.minor */
 	const char *path, *query; /* query NULL if none */
 	size_t path_len, query_len;
 };

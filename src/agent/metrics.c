@@ -49,9 +49,8 @@ bool metrics__healthy(const struct metrics_snapshot *s, uint64_t now, char *why,
 	uint64_t age = now > since ? now - since : 0;
 	char rule[96];
 
-	snprintf(rule, sizeof(rule),
-		 "overdue after %.0f s: 2 drain periods of %.3g s + %d s", limit / 1e9,
-		 s->drain_period_ns / 1e9, METRICS_DRAIN_GRACE_S);
+	snprintf(rule, sizeof(rule), "overdue after %.0f s: 2 drain periods of %.3g s + %d s",
+		 limit / 1e9, s->drain_period_ns / 1e9, METRICS_DRAIN_GRACE_S);
 	if (s->last_drain_ns && age <= limit) {
 		snprintf(why, size, "ok\n");
 		return true;
@@ -68,7 +67,8 @@ bool metrics__healthy(const struct metrics_snapshot *s, uint64_t now, char *why,
 }
 
 #define COUNTER(name, help, v)                                                                     \
-	sbuf_printf(out, "# HELP " name " " help "\n# TYPE " name " counter\n" name " %" PRIu64 "\n", \
+	sbuf_printf(out,                                                                           \
+		    "# HELP " name " " help "\n# TYPE " name " counter\n" name " %" PRIu64 "\n",   \
 		    (uint64_t)(v))
 #define GAUGE(name, help, fmt, v)                                                                  \
 	sbuf_printf(out, "# HELP " name " " help "\n# TYPE " name " gauge\n" name " " fmt "\n", v)
@@ -81,17 +81,18 @@ int metrics__render(const struct metrics_snapshot *s, uint64_t now, struct sbuf 
 	int err = 0;
 
 	err |= COUNTER("bpfprof_samples_total", "Samples taken (counted or lost).", s->samples);
-	err |= sbuf_printf(out,
-			   "# HELP bpfprof_lost_samples_total Samples the kernel could not count, by reason.\n"
-			   "# TYPE bpfprof_lost_samples_total counter\n"
-			   "bpfprof_lost_samples_total{reason=\"stack_map_full\"} %" PRIu64 "\n"
-			   "bpfprof_lost_samples_total{reason=\"count_map_full\"} %" PRIu64 "\n"
-			   "bpfprof_lost_samples_total{reason=\"stack_store_failed\"} %" PRIu64 "\n"
-			   "bpfprof_lost_samples_total{reason=\"other\"} %" PRIu64 "\n"
-			   "bpfprof_lost_samples_total{reason=\"throttled\"} %" PRIu64 "\n"
-			   "bpfprof_lost_samples_total{reason=\"timer_late\"} %" PRIu64 "\n",
-			   s->lost_stacks_full, s->lost_counts_full, s->lost_stack_err, s->lost_other,
-			   s->lost_throttled, s->lost_timer_late);
+	err |= sbuf_printf(
+		out,
+		"# HELP bpfprof_lost_samples_total Samples the kernel could not count, by reason.\n"
+		"# TYPE bpfprof_lost_samples_total counter\n"
+		"bpfprof_lost_samples_total{reason=\"stack_map_full\"} %" PRIu64 "\n"
+		"bpfprof_lost_samples_total{reason=\"count_map_full\"} %" PRIu64 "\n"
+		"bpfprof_lost_samples_total{reason=\"stack_store_failed\"} %" PRIu64 "\n"
+		"bpfprof_lost_samples_total{reason=\"other\"} %" PRIu64 "\n"
+		"bpfprof_lost_samples_total{reason=\"throttled\"} %" PRIu64 "\n"
+		"bpfprof_lost_samples_total{reason=\"timer_late\"} %" PRIu64 "\n",
+		s->lost_stacks_full, s->lost_counts_full, s->lost_stack_err, s->lost_other,
+		s->lost_throttled, s->lost_timer_late);
 	/* Measured every 15 s (the first after a second): left out until then. */
 	if (s->effective_hz >= 0)
 		err |= GAUGE("bpfprof_effective_sample_frequency_hertz",
@@ -106,37 +107,41 @@ int metrics__render(const struct metrics_snapshot *s, uint64_t now, struct sbuf 
 		       "Samples kept without a readable user stack.", s->ustack_errors);
 	err |= COUNTER("bpfprof_process_notices_lost_total",
 		       "New-process notices dropped (ring buffer full).", s->notices_lost);
-	err |= sbuf_printf(out,
-			   "# HELP bpfprof_python_thread_states_total Samples in Python's interpreter loop, by where their thread's state was found (not_found: shown without their Python frames).\n"
-			   "# TYPE bpfprof_python_thread_states_total counter\n"
-			   "bpfprof_python_thread_states_total{found=\"cpu_cache\"} %" PRIu64 "\n"
-			   "bpfprof_python_thread_states_total{found=\"thread_data\"} %" PRIu64 "\n"
-			   "bpfprof_python_thread_states_total{found=\"thread_list\"} %" PRIu64 "\n"
-			   "bpfprof_python_thread_states_total{found=\"not_found\"} %" PRIu64 "\n",
-			   s->py_ts_cached, s->py_ts_tls, s->py_ts_search, s->py_ts_miss);
+	err |= sbuf_printf(
+		out,
+		"# HELP bpfprof_python_thread_states_total Samples in Python's interpreter loop, by where their thread's state was found (not_found: shown without their Python frames).\n"
+		"# TYPE bpfprof_python_thread_states_total counter\n"
+		"bpfprof_python_thread_states_total{found=\"cpu_cache\"} %" PRIu64 "\n"
+		"bpfprof_python_thread_states_total{found=\"thread_data\"} %" PRIu64 "\n"
+		"bpfprof_python_thread_states_total{found=\"thread_list\"} %" PRIu64 "\n"
+		"bpfprof_python_thread_states_total{found=\"not_found\"} %" PRIu64 "\n",
+		s->py_ts_cached, s->py_ts_tls, s->py_ts_search, s->py_ts_miss);
 	if (s->offcpu) {
-		err |= sbuf_printf(out,
-				   "# HELP bpfprof_offcpu_waits_total Waits of target threads (--off-cpu), by what became of them.\n"
-				   "# TYPE bpfprof_offcpu_waits_total counter\n"
-				   "bpfprof_offcpu_waits_total{result=\"counted\"} %" PRIu64 "\n"
-				   "bpfprof_offcpu_waits_total{result=\"shorter_than_min\"} %" PRIu64 "\n"
-				   "bpfprof_offcpu_waits_total{result=\"lost\"} %" PRIu64 "\n"
-				   "bpfprof_offcpu_waits_total{result=\"evicted\"} %" PRIu64 "\n",
-				   s->offcpu_counted, s->offcpu_short, s->offcpu_lost, s->offcpu_evicted);
-		err |= sbuf_printf(out,
-				   "# HELP bpfprof_offcpu_seconds_total Off-CPU time counted in profiles.\n"
-				   "# TYPE bpfprof_offcpu_seconds_total counter\n"
-				   "bpfprof_offcpu_seconds_total %.6f\n",
-				   s->offcpu_counted_ns / 1e9);
+		err |= sbuf_printf(
+			out,
+			"# HELP bpfprof_offcpu_waits_total Waits of target threads (--off-cpu), by what became of them.\n"
+			"# TYPE bpfprof_offcpu_waits_total counter\n"
+			"bpfprof_offcpu_waits_total{result=\"counted\"} %" PRIu64 "\n"
+			"bpfprof_offcpu_waits_total{result=\"shorter_than_min\"} %" PRIu64 "\n"
+			"bpfprof_offcpu_waits_total{result=\"lost\"} %" PRIu64 "\n"
+			"bpfprof_offcpu_waits_total{result=\"evicted\"} %" PRIu64 "\n",
+			s->offcpu_counted, s->offcpu_short, s->offcpu_lost, s->offcpu_evicted);
+		err |= sbuf_printf(
+			out,
+			"# HELP bpfprof_offcpu_seconds_total Off-CPU time counted in profiles.\n"
+			"# TYPE bpfprof_offcpu_seconds_total counter\n"
+			"bpfprof_offcpu_seconds_total %.6f\n",
+			s->offcpu_counted_ns / 1e9);
 		err |= GAUGE("bpfprof_offcpu_blocked_threads", "Target threads blocked now.",
 			     "%" PRIu64, s->offcpu_blocked_now);
 	}
 	err |= COUNTER("bpfprof_drains_total", "Kernel map drains.", s->drains);
 	err |= GAUGE("bpfprof_drain_duration_seconds", "Duration of the last drain.", "%.6f",
 		     s->drain_ns_last / 1e9);
-	err |= sbuf_printf(out, "# HELP bpfprof_drain_seconds_total Time spent draining.\n"
-				"# TYPE bpfprof_drain_seconds_total counter\n"
-				"bpfprof_drain_seconds_total %.6f\n",
+	err |= sbuf_printf(out,
+			   "# HELP bpfprof_drain_seconds_total Time spent draining.\n"
+			   "# TYPE bpfprof_drain_seconds_total counter\n"
+			   "bpfprof_drain_seconds_total %.6f\n",
 			   s->drain_ns_total / 1e9);
 	err |= GAUGE("bpfprof_last_drain_timestamp_seconds", "Unix time of the last drain.",
 		     "%" PRIu64, s->last_drain_unix);
@@ -149,8 +154,8 @@ int metrics__render(const struct metrics_snapshot *s, uint64_t now, struct sbuf 
 		     "1 if /healthz says ok: a drain completed, and none is overdue.", "%d",
 		     metrics__healthy(s, now, why, sizeof(why)) ? 1 : 0);
 	err |= COUNTER("bpfprof_intervals_total", "Intervals completed.", s->intervals);
-	err |= COUNTER("bpfprof_profiles_written_total", "Interval profiles written to --output-dir.",
-		       s->files_written);
+	err |= COUNTER("bpfprof_profiles_written_total",
+		       "Interval profiles written to --output-dir.", s->files_written);
 	err |= COUNTER("bpfprof_profile_write_errors_total", "Failed interval profile writes.",
 		       s->file_errors);
 	err |= COUNTER("bpfprof_profiles_pruned_total", "Profiles removed by retention.",

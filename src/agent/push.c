@@ -28,10 +28,13 @@
  * Kerberos and LDAP libraries it needs are 4 MiB of RSS otherwise). Members
  * drop the curl_ prefix: curl.h makes curl_easy_setopt() a macro.
  */
-#define CURL_FNS(X)                                                                            \
-	X(easy_cleanup) X(easy_escape) X(easy_getinfo) X(easy_init) X(easy_perform)            \
-	X(easy_reset) X(easy_setopt) X(easy_strerror) X(free) X(global_cleanup) X(global_init) \
-	X(slist_append) X(slist_free_all)
+/* An X-macro list: clang-format would indent it by nesting. */
+/* clang-format off */
+#define CURL_FNS(X) \
+	X(easy_cleanup) X(easy_escape) X(easy_getinfo) X(easy_init) X(easy_perform) \
+	X(easy_reset) X(easy_setopt) X(easy_strerror) X(free) X(global_cleanup) \
+	X(global_init) X(slist_append) X(slist_free_all)
+/* clang-format on */
 #define CURL_PTR(f)  __typeof__(curl_##f) *f;
 #define CURL_NAME(f) "curl_" #f,
 static struct {
@@ -54,7 +57,7 @@ struct pusher {
 	struct pusher_opts o;
 	char url[1024];
 	char shown_url[1024]; /* url without user:password@, for messages */
-	char *auth_header; /* "Authorization: Bearer ..." */
+	char *auth_header;    /* "Authorization: Bearer ..." */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -74,7 +77,7 @@ struct post_result {
 	char error[CURL_ERROR_SIZE];
 	char body[160]; /* the server's first words, printable ASCII only */
 	size_t body_len;
-	long retry_after; /* seconds, -1 if none */
+	long retry_after;		 /* seconds, -1 if none */
 	size_t header_bytes, body_bytes; /* of the answer, read so far */
 	const char *too_large; /* the cap the answer went over ("headers"...), NULL if none */
 	size_t too_large_cap;  /* that cap, bytes */
@@ -258,8 +261,8 @@ static void post(struct pusher *ps, CURL *curl, const struct push_item *it, stru
 }
 
 /* Under ps->lock: the sentence for a failed attempt, if one is due (once a minute). */
-static bool failure_message(struct pusher *ps, struct post_result *r, bool dropped,
-			    uint64_t wait_s, char *msg, size_t size)
+static bool failure_message(struct pusher *ps, struct post_result *r, bool dropped, uint64_t wait_s,
+			    char *msg, size_t size)
 {
 	unsigned long suppressed;
 	char what[256];
@@ -284,8 +287,8 @@ static bool failure_message(struct pusher *ps, struct post_result *r, bool dropp
 	snprintf(msg, size,
 		 "push to %.1023s failed: %s; %s (%" PRIu64 " attempts failed, %" PRIu64
 		 " profiles dropped so far)",
-		 ps->shown_url, what,
-		 dropped ? "the profile is dropped" : "retrying", ps->st.failed, ps->st.dropped);
+		 ps->shown_url, what, dropped ? "the profile is dropped" : "retrying",
+		 ps->st.failed, ps->st.dropped);
 	if (!dropped && wait_s) {
 		size_t n = strlen(msg);
 
@@ -430,7 +433,8 @@ struct pusher *pusher__start(const struct pusher_opts *o, struct errmsg *em)
 	gethostname(ps->hostname, sizeof(ps->hostname) - 1);
 	err = dynlib__load(&libcurl_lib);
 	if (err) {
-		errno = -errmsg_set(em, err, "cannot load libcurl (%s): pushing needs Debian's libcurl4",
+		errno = -errmsg_set(em, err,
+				    "cannot load libcurl (%s): pushing needs Debian's libcurl4",
 				    dynlib__why(&libcurl_lib));
 		free(ps->auth_header);
 		free(ps);
@@ -467,7 +471,7 @@ static bool same_container(const struct psample *s, void *ctx)
 struct series_type {
 	const char *suffix; /* app.SUFFIX{...} */
 	enum view view;
-	const char *units;  /* with pprof; folded text carries a view's microseconds */
+	const char *units; /* with pprof; folded text carries a view's microseconds */
 };
 
 static const struct series_type type_cpu = { "cpu", VIEW_CPU, "samples" };
@@ -513,7 +517,9 @@ static int enqueue(struct pusher *ps, const struct profile *p, const char *conta
 			  /* Whole seconds, floored on both ends: intervals tile without overlap. */
 			  (uint64_t)MAX(until_ns / 1000000000ULL, from_ns / 1000000000ULL + 1),
 			  ps->o.freq,
-			  type->view == VIEW_CPU ? "samples" : pprof ? type->units : "microseconds",
+			  type->view == VIEW_CPU ? "samples"
+			  : pprof		 ? type->units
+						 : "microseconds",
 			  pprof ? "&format=pprof" : "");
 	libcurl.free(esc);
 	libcurl.easy_cleanup(curl);
@@ -547,8 +553,7 @@ static int enqueue(struct pusher *ps, const struct profile *p, const char *conta
 	return 0;
 }
 
-int pusher__submit(struct pusher *ps, const struct profile *p, uint64_t from_ns,
-		   uint64_t until_ns)
+int pusher__submit(struct pusher *ps, const struct profile *p, uint64_t from_ns, uint64_t until_ns)
 {
 	const char *seen[64];
 	size_t nseen = 0;

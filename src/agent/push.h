@@ -49,13 +49,13 @@ typedef void (*pusher_warn_fn)(void *ctx, const char *msg);
 struct pusher_opts {
 	const char *url;
 	const char *app;
-	const char *token;	  /* NULL: no Authorization header */
+	const char *token; /* NULL: no Authorization header */
 	uint32_t freq;
 	const struct writer *writer; /* pprof (preferred) or folded */
-	size_t max_queue;	  /* default 64 */
-	unsigned max_attempts;	  /* per profile; default 5 */
-	unsigned timeout_s;	  /* per request; default 10 */
-	pusher_warn_fn warn;	  /* failures, at most once a minute; may be NULL */
+	size_t max_queue;	     /* default 64 */
+	unsigned max_attempts;	     /* per profile; default 5 */
+	unsigned timeout_s;	     /* per request; default 10 */
+	pusher_warn_fn warn;	     /* failures, at most once a minute; may be NULL */
 	void *warn_ctx;
 };
 
@@ -69,8 +69,7 @@ struct pusher_stats {
 /* Starts the sending thread. NULL with errno set and em saying why. */
 struct pusher *pusher__start(const struct pusher_opts *o, struct errmsg *em);
 /* Splits p by container and queues one request per series. 0 or -ENOMEM. */
-int pusher__submit(struct pusher *ps, const struct profile *p, uint64_t from_ns,
-		   uint64_t until_ns);
+int pusher__submit(struct pusher *ps, const struct profile *p, uint64_t from_ns, uint64_t until_ns);
 /* Stops the worker, giving queued profiles up to flush_ms to go out; the
  * final counters go to *final if given. */
 void pusher__stop(struct pusher *ps, unsigned flush_ms, struct pusher_stats *final);

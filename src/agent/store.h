@@ -43,9 +43,9 @@ struct store_opts {
 
 struct store_stats {
 	uint64_t written, errors, pruned;
-	uint64_t bytes;	     /* total size of the files kept now */
-	unsigned files;	     /* files kept now */
-	int last_err;	     /* -errno of the last failed write, 0 if none */
+	uint64_t bytes; /* total size of the files kept now */
+	unsigned files; /* files kept now */
+	int last_err;	/* -errno of the last failed write, 0 if none */
 };
 
 /*

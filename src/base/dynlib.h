@@ -21,15 +21,17 @@ struct dynlib {
 	const char *soname;	  /* e.g. "libcapstone.so.4" */
 	const char *const *names; /* the functions, in the order of fns' members */
 	size_t nr;
-	void *fns;		  /* a struct of nr function pointers, filled in */
+	void *fns; /* a struct of nr function pointers, filled in */
 	pthread_mutex_t lock;
-	int state;		  /* 0: not tried, 1: loaded, -errno: failed */
-	char why[256];		  /* dlerror()'s text when it failed */
+	int state;     /* 0: not tried, 1: loaded, -errno: failed */
+	char why[256]; /* dlerror()'s text when it failed */
 };
 
-#define DYNLIB_INIT(so, names_, fns_)                                                          \
-	{ .soname = (so), .names = (names_), .nr = sizeof(names_) / sizeof((names_)[0]),        \
-	  .fns = (fns_), .lock = PTHREAD_MUTEX_INITIALIZER }
+#define DYNLIB_INIT(so, names_, fns_)                                                              \
+	{                                                                                          \
+		.soname = (so), .names = (names_), .nr = sizeof(names_) / sizeof((names_)[0]),     \
+		.fns = (fns_), .lock = PTHREAD_MUTEX_INITIALIZER                                   \
+	}
 
 /*
  * Loads the library and every function once (thread-safe; later calls

@@ -81,8 +81,7 @@ size_t htab__count(const struct htab *h)
 	return h->count;
 }
 
-static size_t probe(const struct htab *h, uint64_t hash, const void *key, size_t klen,
-		    bool *found)
+static size_t probe(const struct htab *h, uint64_t hash, const void *key, size_t klen, bool *found)
 {
 	size_t mask = h->cap - 1, i = hash & mask, first_free = (size_t)-1;
 

@@ -23,7 +23,6 @@ struct htab_entry {
 	unsigned char key[]; /* klen bytes, followed by a NUL for string keys */
 };
 
-
 struct htab *htab__new(void);
 void htab__free(struct htab *h); /* values are not freed */
 size_t htab__count(const struct htab *h);

@@ -32,7 +32,7 @@ struct profile {
 	struct {
 		size_t off;
 		uint32_t n;
-	} *stacks;
+	} * stacks;
 	size_t nr_stacks, cap_stacks;
 
 	struct psample *samples;
@@ -150,8 +150,9 @@ int64_t profile__frame_src(struct profile *p, const struct pframe *f)
 		htab__remove(p->frame_idx, &k, sizeof(k));
 		return -ENOMEM;
 	}
-	p->frames[p->nr_frames] = (struct pframe){ .name = iname, .module = imod, .kind = f->kind,
-						   .file = ifile, .line = f->line };
+	p->frames[p->nr_frames] = (struct pframe){
+		.name = iname, .module = imod, .kind = f->kind, .file = ifile, .line = f->line
+	};
 	e->value = (void *)(uintptr_t)p->nr_frames;
 	return p->nr_frames++;
 }
@@ -168,7 +169,8 @@ static int64_t profile__stack(struct profile *p, const uint32_t *frames, uint32_
 	if (!created)
 		return (int64_t)(uintptr_t)e->value;
 	if (array_grow((void **)&p->stacks, &p->cap_stacks, p->nr_stacks + 1, sizeof(*p->stacks)) ||
-	    array_grow((void **)&p->stack_pool, &p->pool_cap, p->pool_len + n, sizeof(*p->stack_pool))) {
+	    array_grow((void **)&p->stack_pool, &p->pool_cap, p->pool_len + n,
+		       sizeof(*p->stack_pool))) {
 		htab__remove(p->stack_idx, frames, (size_t)n * sizeof(*frames));
 		return -ENOMEM;
 	}
@@ -214,7 +216,7 @@ static int64_t add_values(struct profile *p, const struct psample *id, const uin
 		return -ENOMEM;
 	if (created) {
 		if (array_grow((void **)&p->samples, &p->cap_samples, p->nr_samples + 1,
-			 sizeof(*p->samples))) {
+			       sizeof(*p->samples))) {
 			htab__remove(p->sample_idx, &k, sizeof(k));
 			return -ENOMEM;
 		}
@@ -243,8 +245,8 @@ int64_t profile__add_idx(struct profile *p, const struct psample *id, const uint
 	return add_values(p, id, frames, n, count, 0);
 }
 
-int64_t profile__add_offcpu_idx(struct profile *p, const struct psample *id,
-				const uint32_t *frames, uint32_t n, uint64_t ns)
+int64_t profile__add_offcpu_idx(struct profile *p, const struct psample *id, const uint32_t *frames,
+				uint32_t n, uint64_t ns)
 {
 	return add_values(p, id, frames, n, 0, ns);
 }
@@ -359,8 +361,7 @@ int profile__merge_if(struct profile *dst, const struct profile *src,
 	return copy_samples(dst, src, keep, ctx, NULL, true, NULL);
 }
 
-int profile__copy_if(struct profile *dst, const struct profile *src, const bool *keep,
-		     int64_t *map)
+int profile__copy_if(struct profile *dst, const struct profile *src, const bool *keep, int64_t *map)
 {
 	return copy_samples(dst, src, NULL, NULL, keep, false, map);
 }

@@ -41,18 +41,18 @@ struct pframe {
 	const char *name;   /* never NULL */
 	const char *module; /* file or kernel module, or NULL */
 	enum frame_kind kind;
-	const char *file;   /* source file (Go, Python), or NULL */
-	uint32_t line;	    /* source line, 0 if unknown */
+	const char *file; /* source file (Go, Python), or NULL */
+	uint32_t line;	  /* source line, 0 if unknown */
 };
 
 struct psample {
-	uint32_t pid, tid;   /* tid 0 when not collected */
-	const char *comm;    /* never NULL */
-	const char *cgroup;  /* NULL when unknown */
+	uint32_t pid, tid;     /* tid 0 when not collected */
+	const char *comm;      /* never NULL */
+	const char *cgroup;    /* NULL when unknown */
 	const char *container; /* container id, NULL when none */
-	uint32_t stack;	     /* stack id */
-	uint64_t count;	     /* on-CPU samples */
-	uint64_t offcpu_ns;  /* off-CPU (blocked) time, ns */
+	uint32_t stack;	       /* stack id */
+	uint64_t count;	       /* on-CPU samples */
+	uint64_t offcpu_ns;    /* off-CPU (blocked) time, ns */
 	/*
 	 * The leaf frame's address, when the profile keeps addresses (record
 	 * --addresses, pprof Location.address): the ELF virtual address in the
@@ -66,15 +66,15 @@ struct psample {
 
 /* Descriptive data about the whole profile; set by whoever builds it. */
 struct profile_meta {
-	uint32_t freq_hz;	 /* sampling frequency, 0 if unknown */
-	uint64_t start_ns;	 /* CLOCK_REALTIME at start, 0 if unknown */
-	uint64_t duration_ns;	 /* 0 if unknown */
-	uint64_t lost;		 /* samples the kernel could not count */
+	uint32_t freq_hz;     /* sampling frequency, 0 if unknown */
+	uint64_t start_ns;    /* CLOCK_REALTIME at start, 0 if unknown */
+	uint64_t duration_ns; /* 0 if unknown */
+	uint64_t lost;	      /* samples the kernel could not count */
 	char hostname[256];
-	char unwind[16];	 /* "fp", "dwarf", ... ("" if unknown) */
-	bool offcpu;		 /* recorded with --off-cpu: samples carry offcpu_ns */
-	uint64_t offcpu_min_ns;	 /* shorter waits were left out (0 if unknown) */
-	uint64_t offcpu_lost;	 /* waits the kernel could not count */
+	char unwind[16];	/* "fp", "dwarf", ... ("" if unknown) */
+	bool offcpu;		/* recorded with --off-cpu: samples carry offcpu_ns */
+	uint64_t offcpu_min_ns; /* shorter waits were left out (0 if unknown) */
+	uint64_t offcpu_lost;	/* waits the kernel could not count */
 	/* What count means, for writers that show one value: "" samples, else
 	 * a unit ("us": microseconds) and what was measured ("off-CPU time",
 	 * "wall-clock time"); set by views (format/view.h). */
@@ -89,7 +89,6 @@ void profile__free(struct profile *p);
 
 struct profile_meta *profile__meta(struct profile *p);
 const struct profile_meta *profile__meta_c(const struct profile *p);
-
 
 /* Frame id for (kind, name, module); -ENOMEM on failure. */
 int64_t profile__frame(struct profile *p, enum frame_kind kind, const char *name,
@@ -116,8 +115,8 @@ int profile__add_count(struct profile *p, size_t i, uint64_t count);
 /* The same three for off-CPU time: ns added to the sample's offcpu_ns. */
 int profile__add_offcpu(struct profile *p, const struct psample *id, const uint32_t *frames,
 			uint32_t n, uint64_t ns);
-int64_t profile__add_offcpu_idx(struct profile *p, const struct psample *id,
-				const uint32_t *frames, uint32_t n, uint64_t ns);
+int64_t profile__add_offcpu_idx(struct profile *p, const struct psample *id, const uint32_t *frames,
+				uint32_t n, uint64_t ns);
 int profile__add_offcpu_count(struct profile *p, size_t i, uint64_t ns);
 /* Changes whenever sample indexes do (profile__sort): what caches of indexes check. */
 uint64_t profile__layout_gen(const struct profile *p);
@@ -144,7 +143,7 @@ size_t profile__nr_frames(const struct profile *p);
 const struct pframe *profile__frame_get(const struct profile *p, uint32_t id);
 size_t profile__nr_stacks(const struct profile *p);
 const uint32_t *profile__stack_get(const struct profile *p, uint32_t id, uint32_t *n);
-uint64_t profile__total(const struct profile *p); /* sum of counts */
+uint64_t profile__total(const struct profile *p);	 /* sum of counts */
 uint64_t profile__total_offcpu(const struct profile *p); /* sum of offcpu_ns */
 
 /* Sorts samples by (comm, pid, frames...) so writers give stable output. */

@@ -140,14 +140,14 @@ static int usage(const char *fmt, const char *arg)
 
 static const struct option long_opts[] = {
 	CLI_SAMPLING_OPTIONS,
-	{"symfs", required_argument, NULL, OPT_SYMFS},
-	{"no-source", no_argument, NULL, OPT_NO_SOURCE},
-	{"source-dir", required_argument, NULL, OPT_SOURCE_DIR},
-	{"stdio", no_argument, NULL, OPT_STDIO},
-	{"quiet", no_argument, NULL, 'q'},
-	{"verbose", no_argument, NULL, 'v'},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
+	{ "symfs", required_argument, NULL, OPT_SYMFS },
+	{ "no-source", no_argument, NULL, OPT_NO_SOURCE },
+	{ "source-dir", required_argument, NULL, OPT_SOURCE_DIR },
+	{ "stdio", no_argument, NULL, OPT_STDIO },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
 };
 
 /* 0 to go on, 1 to exit 0 (help), or 2. */
@@ -280,7 +280,7 @@ static int add_count(struct fn_samples *fs, uint64_t addr, uint64_t n)
 	if (fs->nr == fs->cap &&
 	    array_grow((void **)&fs->counts, &fs->cap, fs->nr + 1, sizeof(*fs->counts)))
 		return -ENOMEM;
-	fs->counts[fs->nr++] = (struct ann_count){addr, n};
+	fs->counts[fs->nr++] = (struct ann_count){ addr, n };
 	return 0;
 }
 
@@ -414,8 +414,8 @@ static void hint_hottest(const struct profile *p)
 	qsort(v, nr, sizeof(*v), cmp_self);
 	fprintf(stderr, "HINT: the hottest functions (self samples):");
 	for (size_t i = 0; i < nr && i < 5; i++)
-		fprintf(stderr, "%s %s (%" PRIu64 ", %s)", i ? ";" : "",
-			shown(v[i].f->name), v[i].self, kind_label(v[i].f));
+		fprintf(stderr, "%s %s (%" PRIu64 ", %s)", i ? ";" : "", shown(v[i].f->name),
+			v[i].self, kind_label(v[i].f));
 	fprintf(stderr, "\n");
 	free_fns(v, nr);
 }
@@ -456,11 +456,11 @@ static void save_candidates(const struct profile *p, const struct fn_samples *al
 	snprintf(path, sizeof(path), "bpfprof-annotate.%ld.pb.gz", (long)getpid());
 	err = w ? output__write_path(w, p, path, NULL, &em) : -ENOTSUP;
 	if (err) {
-		p_err("cannot keep the samples in %s: %s", path, em.msg[0] ? em.msg : strerror(-err));
+		p_err("cannot keep the samples in %s: %s", path,
+		      em.msg[0] ? em.msg : strerror(-err));
 		return;
 	}
-	fprintf(stderr, "bpfprof: the samples are saved in %s; annotate one of them with:\n",
-		path);
+	fprintf(stderr, "bpfprof: the samples are saved in %s; annotate one of them with:\n", path);
 	for (size_t i = 0; i < n && i < 10; i++)
 		fprintf(stderr, "  bpfprof annotate %s %s\n", path, shell_quoted(all[i].f->name));
 }
@@ -487,8 +487,7 @@ static struct fn_samples *choose(const struct profile *p, const char *want, stru
 		p_err("'%s' matches %zu functions; name one of them:", want, n_best);
 		for (size_t i = 0; i < n_best && i < 10; i++)
 			fprintf(stderr, "  %s  (%s, %" PRIu64 " samples)\n",
-				shown((*all)[i].f->name), kind_label((*all)[i].f),
-				(*all)[i].self);
+				shown((*all)[i].f->name), kind_label((*all)[i].f), (*all)[i].self);
 		*several = n_best;
 		return NULL;
 	}
@@ -657,7 +656,7 @@ static void sources_load(struct sources *ss, const struct annotation *an)
 		const struct srcline_row *r = an->insns[i].src;
 
 		if (r && r->line)
-			ss->v[nr++] = (struct src_text){r->file, r->line, NULL};
+			ss->v[nr++] = (struct src_text){ r->file, r->line, NULL };
 	}
 	qsort(ss->v, nr, sizeof(*ss->v), cmp_src_text);
 	for (size_t i = 0; i < nr; i++)
@@ -682,7 +681,7 @@ static void sources_load(struct sources *ss, const struct annotation *an)
 
 static const char *source_line(const struct sources *ss, const char *path, uint32_t line)
 {
-	struct src_text key = {path, line, NULL}, *t;
+	struct src_text key = { path, line, NULL }, *t;
 
 	if (ss->off || !path || !line || !ss->nr)
 		return NULL;
@@ -757,7 +756,7 @@ static void print_hot_lines(const struct annotation *an, struct sources *ss)
 		if (j == nr) {
 			if (array_grow((void **)&v, &cap, nr + 1, sizeof(*v)))
 				break;
-			v[nr++] = (struct line_stat){r->file, r->line, 0};
+			v[nr++] = (struct line_stat){ r->file, r->line, 0 };
 		}
 		v[j].count += an->insns[i].count;
 	}
@@ -800,8 +799,8 @@ static void print_listing(const struct annotation *an, const struct termcolor *c
 		    (!last || last->line != in->src->line || strcmp(last->file, in->src->file))) {
 			const char *text = source_line(ss, in->src->file, in->src->line);
 
-			printf("%s%30s%s:%-5u ", c->dim, "",
-			       shown(path_basename(in->src->file)), in->src->line);
+			printf("%s%30s%s:%-5u ", c->dim, "", shown(path_basename(in->src->file)),
+			       in->src->line);
 			if (text)
 				put_clean(text, 100);
 			printf("%s\n", c->reset);
@@ -926,9 +925,10 @@ static int open_by_path(const struct annotate_opts *a, const struct profile *p, 
 	}
 	snprintf(dbgdir, sizeof(dbgdir), "%s/usr/lib/debug", a->symfs ? a->symfs : "");
 	{
-		/* The debug link is the binary's bytes: its owner must be able to read what it names. */
-		const struct safe_cred owner = {.uid = st.st_uid, .gid = st.st_gid};
-		const struct safe_cred *readers[1] = {&owner};
+		/* The debug link is the binary's bytes: its owner must be able to read what it
+		 * names. */
+		const struct safe_cred owner = { .uid = st.st_uid, .gid = st.st_gid };
+		const struct safe_cred *readers[1] = { &owner };
 		struct debuginfo_query q = {
 			.bin = cf->es,
 			.path = path,
@@ -991,7 +991,6 @@ static int open_live(struct symbolizer *sym, uint32_t pid, const char *module,
 	return 0;
 }
 
-
 /* Where a function's source files are read and who must be able to read them. */
 static void sources_setup(struct sources *ss, const struct annotate_opts *a, struct code_files *cf)
 {
@@ -1017,7 +1016,7 @@ static void sources_setup(struct sources *ss, const struct annotate_opts *a, str
 		ptab__root_close(&ss->root);
 		return;
 	}
-	ss->cred[ss->nr_readers] = (struct safe_cred){.uid = st.st_uid, .gid = st.st_gid};
+	ss->cred[ss->nr_readers] = (struct safe_cred){ .uid = st.st_uid, .gid = st.st_gid };
 	snprintf(ss->who[ss->nr_readers++], sizeof(ss->who[0]), "uid %u, the owner of %s",
 		 (unsigned)st.st_uid, shown(cf->lines_from));
 	for (size_t i = 0; i < ss->nr_readers; i++)
@@ -1053,9 +1052,9 @@ static void print_header(const struct fn_samples *fs, const struct profile *p, c
 static int annotate_user(const struct annotate_opts *a, const struct profile *p,
 			 const struct fn_samples *fs, struct symbolizer *sym, struct termcolor *c)
 {
-	struct code_files cf = {.fd = -1, .debug_fd = -1, .lines_fd = -1, .src_root.fd = -1};
+	struct code_files cf = { .fd = -1, .debug_fd = -1, .lines_fd = -1, .src_root.fd = -1 };
 	struct annotation an;
-	struct sources ss = {.off = a->no_source, .root.fd = -1};
+	struct sources ss = { .off = a->no_source, .root.fd = -1 };
 	uint64_t start, end, hot = hottest_addr(fs);
 	int ret = 1, err;
 
@@ -1169,11 +1168,12 @@ static int annotate_kernel(const struct profile *p, const struct fn_samples *fs,
 			printf("  %" PRIx64 "-%" PRIx64 " (%" PRIu64
 			       " bytes, %zu instructions), from %s\n",
 			       start, end, end - start, an.nr, KCORE);
-			print_listing(&an, c, &(struct sources){.off = true});
+			print_listing(&an, c, &(struct sources){ .off = true });
 			annotation__free(&an);
 			goto out;
 		}
-		why = err == -ELIBACC ? (disasm__unavailable() ?: "no disassembler") : strerror(-err);
+		why = err == -ELIBACC ? (disasm__unavailable() ?: "no disassembler")
+				      : strerror(-err);
 	}
 	if (why)
 		printf("  kernel text is not readable (%s): samples per address\n", why);
@@ -1217,7 +1217,7 @@ static int annotate_profile(const struct annotate_opts *a, const struct profile 
 /* Samples like record (its phases), addresses kept, then annotates. */
 static int annotate_live(struct annotate_opts *a)
 {
-	struct record r = {.ch = CHILD_INIT, .t_main = now_ns()};
+	struct record r = { .ch = CHILD_INIT, .t_main = now_ns() };
 	struct collector_stats st;
 	int ret;
 

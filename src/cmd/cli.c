@@ -452,7 +452,6 @@ bool cli__stray_pids(const struct options *o, int argc, char **argv, int at, str
 	return true;
 }
 
-
 /*
  * Each applies one option: CLI_OK, CLI_EXIT (--help, --version), CLI_USAGE
  * with em, or NOT_AN_OPTION if c is not one of theirs.
@@ -466,9 +465,10 @@ static int parse_sampling_option(int c, const char *arg, struct options *o, stru
 	switch (c) {
 	case 'F':
 		if (parse_u32_opt(arg, 1, CLI_MAX_FREQ, &o->freq))
-			return usage_err(em,
-					 "invalid frequency '%s': expected a whole number of Hz from 1 to %u",
-					 arg, CLI_MAX_FREQ);
+			return usage_err(
+				em,
+				"invalid frequency '%s': expected a whole number of Hz from 1 to %u",
+				arg, CLI_MAX_FREQ);
 		break;
 	case 'a':
 		o->all_cpus = true;
@@ -478,8 +478,7 @@ static int parse_sampling_option(int c, const char *arg, struct options *o, stru
 		o->pids = NULL;
 		rc = cli__parse_pids(arg, &o->pids, &o->nr_pids);
 		if (rc == -ERANGE)
-			return usage_err(em, "invalid pid in '%s': pids are 1 to 4194304",
-					 arg);
+			return usage_err(em, "invalid pid in '%s': pids are 1 to 4194304", arg);
 		if (rc) {
 			char joined[256];
 
@@ -497,15 +496,15 @@ static int parse_sampling_option(int c, const char *arg, struct options *o, stru
 		/* Syntax now; range against this machine's CPUs in record. */
 		rc = parse_cpulist(arg, NULL, 0);
 		if (rc == -EINVAL)
-			return usage_err(em,
-					 "invalid CPU list '%s': expected e.g. 0-3,8", arg);
+			return usage_err(em, "invalid CPU list '%s': expected e.g. 0-3,8", arg);
 		o->cpu_list = arg;
 		break;
 	case 'd':
 		if (cli__parse_duration(arg, &o->duration))
-			return usage_err(em,
-					 "invalid duration '%s': expected seconds > 0 (or 500ms, 2m, 1h)",
-					 arg);
+			return usage_err(
+				em,
+				"invalid duration '%s': expected seconds > 0 (or 500ms, 2m, 1h)",
+				arg);
 		break;
 	case 'U':
 		o->user_only = true;
@@ -527,31 +526,33 @@ static int parse_sampling_option(int c, const char *arg, struct options *o, stru
 		break;
 	case OPT_MAX_STACKS:
 		if (parse_u32_opt(arg, 64, 1u << 24, &o->max_stacks))
-			return usage_err(em,
-					 "invalid --max-stacks '%s': expected 64 to 16777216", arg);
+			return usage_err(em, "invalid --max-stacks '%s': expected 64 to 16777216",
+					 arg);
 		break;
 	case OPT_MAX_COUNTS:
 		if (parse_u32_opt(arg, 64, 1u << 24, &o->max_counts))
-			return usage_err(em,
-					 "invalid --max-entries '%s': expected 64 to 16777216", arg);
+			return usage_err(em, "invalid --max-entries '%s': expected 64 to 16777216",
+					 arg);
 		break;
 	case OPT_UNWIND:
 		if (cli__parse_unwind(arg, &o->unwind))
-			return usage_err(em,
-					 "invalid --unwind '%s': expected auto, fp or dwarf", arg);
+			return usage_err(em, "invalid --unwind '%s': expected auto, fp or dwarf",
+					 arg);
 		break;
 	case 'g':
 		break; /* perf's "with call graphs": stacks are always collected */
 	case OPT_CALL_GRAPH:
 		rc = parse_call_graph(arg, o);
 		if (rc == -ENOTSUP)
-			return usage_err(em,
-					 "--call-graph %s needs a hardware PMU's branch records: use fp or dwarf",
-					 arg);
+			return usage_err(
+				em,
+				"--call-graph %s needs a hardware PMU's branch records: use fp or dwarf",
+				arg);
 		if (rc)
-			return usage_err(em,
-					 "invalid --call-graph '%s': expected fp or dwarf[,SIZE] (as --unwind)",
-					 arg);
+			return usage_err(
+				em,
+				"invalid --call-graph '%s': expected fp or dwarf[,SIZE] (as --unwind)",
+				arg);
 		break;
 	case OPT_KERNEL_UNWIND:
 		if (!strcmp(arg, "orc"))
@@ -559,8 +560,8 @@ static int parse_sampling_option(int c, const char *arg, struct options *o, stru
 		else if (!strcmp(arg, "kernel"))
 			o->kernel_helper = true;
 		else
-			return usage_err(em,
-					 "invalid --kernel-unwind '%s': expected orc or kernel", arg);
+			return usage_err(em, "invalid --kernel-unwind '%s': expected orc or kernel",
+					 arg);
 		break;
 	case OPT_CGROUP:
 		if (array_grow((void **)&o->cgroups, &o->cap_cgroups, o->nr_cgroups + 1,
@@ -583,9 +584,10 @@ static int parse_offcpu_option(int c, const char *arg, struct options *o, struct
 		break;
 	case OPT_OFFCPU_MIN:
 		if (cli__parse_wait(arg, &o->offcpu_min_ns))
-			return usage_err(em,
-					 "invalid --off-cpu-min '%s': expected a time such as 1ms, 200us or 0",
-					 arg);
+			return usage_err(
+				em,
+				"invalid --off-cpu-min '%s': expected a time such as 1ms, 200us or 0",
+				arg);
 		o->offcpu_min_set = true;
 		break;
 	case OPT_OFFCPU_TASKS:
@@ -610,8 +612,7 @@ static int parse_output_option(int c, const char *arg, struct options *o, struct
 		break;
 	case 'f':
 		if (!output__find(arg))
-			return usage_err(em,
-					 "unknown format '%s' (see --help for the list)", arg);
+			return usage_err(em, "unknown format '%s' (see --help for the list)", arg);
 		o->format = arg;
 		break;
 	case 'v':
@@ -627,8 +628,8 @@ static int parse_output_option(int c, const char *arg, struct options *o, struct
 		return CLI_EXIT;
 	case OPT_INTERVAL:
 		if (cli__parse_duration(arg, &o->interval) || o->interval < 1)
-			return usage_err(em,
-					 "invalid interval '%s': expected at least 1 second", arg);
+			return usage_err(em, "invalid interval '%s': expected at least 1 second",
+					 arg);
 		break;
 	case OPT_OUTPUT_DIR:
 		if (!*arg)
@@ -639,8 +640,7 @@ static int parse_output_option(int c, const char *arg, struct options *o, struct
 		uint32_t v;
 
 		if (parse_u32_opt(arg, 1, 100000000, &v))
-			return usage_err(em, "invalid --keep '%s': expected a count >= 1",
-					 arg);
+			return usage_err(em, "invalid --keep '%s': expected a count >= 1", arg);
 		o->keep = v;
 		break;
 	}
@@ -652,16 +652,20 @@ static int parse_output_option(int c, const char *arg, struct options *o, struct
 		break;
 	case OPT_PUSH:
 		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
-			return usage_err(em,
-					 "invalid --push URL '%s': expected http://HOST[:PORT] or https://...",
-					 arg);
+			return usage_err(
+				em,
+				"invalid --push URL '%s': expected http://HOST[:PORT] or https://...",
+				arg);
 		o->push_url = arg;
 		break;
 	case OPT_APP_NAME:
-		if (!*arg || strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != strlen(arg))
-			return usage_err(em,
-					 "invalid --app-name '%s': use letters, digits, '_', '-', '.'",
-					 arg);
+		if (!*arg ||
+		    strspn(arg,
+			   "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
+			    strlen(arg))
+			return usage_err(
+				em, "invalid --app-name '%s': use letters, digits, '_', '-', '.'",
+				arg);
 		o->app_name = arg;
 		break;
 	case OPT_TOKEN_FILE:
@@ -722,9 +726,10 @@ static int parse_command(int argc, char **argv, struct options *o, struct errmsg
 		    cli__stray_pids(o, argc, argv, optind, em))
 			return CLI_USAGE;
 		if (strcmp(argv[optind - 1], "--") != 0)
-			return usage_err(em,
-					 "unexpected argument '%s' (to profile a command, put it after --)",
-					 argv[optind]);
+			return usage_err(
+				em,
+				"unexpected argument '%s' (to profile a command, put it after --)",
+				argv[optind]);
 		o->cmd = &argv[optind];
 	}
 	return CLI_OK;
@@ -759,8 +764,10 @@ static int unknown_ending(struct errmsg *em, const char *path, const char *endin
 {
 	usage_err(em, "cannot tell the format of %s from its ending '%s'", path,
 		  format_ending(path));
-	errmsg_hint(em, "end the name in %s, or choose with -f %s (a name without an ending "
-			"is %s)", endings, names, deflt);
+	errmsg_hint(em,
+		    "end the name in %s, or choose with -f %s (a name without an ending "
+		    "is %s)",
+		    endings, names, deflt);
 	return CLI_USAGE;
 }
 
@@ -816,17 +823,20 @@ int cli__validate(struct options *o, struct errmsg *em)
 	/* As with perf: with a target, COMMAND only says how long to sample. */
 	o->cmd_is_target = o->cmd && !o->all_cpus && !o->cpu_list && !o->nr_pids;
 	if (o->all_cpus && o->nr_pids)
-		return usage_err(em,
-				 "-a and -p exclude each other (-p already follows the process on every CPU)");
+		return usage_err(
+			em,
+			"-a and -p exclude each other (-p already follows the process on every CPU)");
 	/* Always-on modes work in intervals, so memory stays bounded. */
 	if ((o->output_dir || o->push_url || (o->listen && !o->output)) && !o->interval)
 		o->interval = 10;
 	if (o->interval && !o->output_dir && !o->push_url && !o->listen)
-		return usage_err(em,
-				 "--interval needs somewhere to send profiles: --output-dir, --push or --listen");
+		return usage_err(
+			em,
+			"--interval needs somewhere to send profiles: --output-dir, --push or --listen");
 	if (o->output && (o->output_dir || o->push_url))
-		return usage_err(em,
-				 "-o writes one profile at the end; with --output-dir or --push, profiles go there");
+		return usage_err(
+			em,
+			"-o writes one profile at the end; with --output-dir or --push, profiles go there");
 	/* Before sampling: a profile must not end up in a format nobody asked for. */
 	if (cli__pick_writer(o->format, o->output, &w, em) != CLI_OK)
 		return CLI_USAGE;
@@ -835,13 +845,14 @@ int cli__validate(struct options *o, struct errmsg *em)
 	if (o->token_file && !o->push_url)
 		return usage_err(em, "--token-file needs --push");
 	if (o->nr_cgroups && (o->cmd_is_target || o->nr_pids))
-		return usage_err(em,
-				 "--cgroup cannot be combined with -p or a profiled command (with -a or -C, a command sets the duration)");
+		return usage_err(
+			em,
+			"--cgroup cannot be combined with -p or a profiled command (with -a or -C, a command sets the duration)");
 	if ((o->offcpu_min_set || o->offcpu_tasks) && !o->offcpu)
 		return usage_err(em, "--off-cpu-min and --off-cpu-tasks need --off-cpu");
 	if (o->out.view != VIEW_AUTO && !o->offcpu)
-		return usage_err(em,
-				 "--view chooses between on-CPU and off-CPU values: it needs --off-cpu");
+		return usage_err(
+			em, "--view chooses between on-CPU and off-CPU values: it needs --off-cpu");
 	if (o->offcpu && !o->offcpu_min_set)
 		o->offcpu_min_ns = CLI_OFFCPU_MIN_DEFAULT_NS;
 	return CLI_OK;
@@ -896,18 +907,18 @@ int cli__out_option(int opt, const char *arg, struct out_opts *oo, struct errmsg
 		return CLI_OK;
 	case OPT_OUT_VIEW:
 		if (view__parse(arg, &oo->view))
-			return usage_err(em, "invalid --view '%s': expected cpu, off-cpu or wall", arg);
+			return usage_err(em, "invalid --view '%s': expected cpu, off-cpu or wall",
+					 arg);
 		return CLI_OK;
 	case OPT_OUT_TOP:
 		if (parse_u32_opt(arg, 0, 1000000, &v))
-			return usage_err(em,
-					 "invalid --top '%s': expected a number of rows (0: all)", arg);
+			return usage_err(
+				em, "invalid --top '%s': expected a number of rows (0: all)", arg);
 		oo->top = v;
 		return CLI_OK;
 	case OPT_OUT_SORT:
 		if (strcmp(arg, "self") && strcmp(arg, "total"))
-			return usage_err(em, "invalid --sort '%s': expected self or total",
-					 arg);
+			return usage_err(em, "invalid --sort '%s': expected self or total", arg);
 		oo->sort = arg;
 		return CLI_OK;
 	default:
@@ -917,19 +928,20 @@ int cli__out_option(int opt, const char *arg, struct out_opts *oo, struct errmsg
 
 void cli__out_usage(FILE *f)
 {
-	fprintf(f, "      --title TEXT        flame graph title\n"
-		   "      --inverted          icicle graph: roots at the top (svg)\n"
-		   "      --merge             one speedscope profile for all processes, not one each\n"
-		   "      --top N             report: rows per table (default %u, 0: all)\n"
-		   "      --sort self|total   report: only the table sorted by self or total samples\n"
-		   "      --lines             folded, svg: one frame per source line, \"f (app.py:12)\"\n"
-		   "                          (Python, Go; pprof and speedscope always carry lines)\n"
-		   "      --view cpu|off-cpu|wall\n"
-		   "                          profiles with off-CPU time (--off-cpu): what folded,\n"
-		   "                          svg and speedscope show - on-CPU samples, off-CPU time\n"
-		   "                          (us), or wall-clock time (us; default), where running\n"
-		   "                          and waiting add up and waiting stacks end in [off-cpu];\n"
-		   "                          pprof keeps only that view's sample types, report its\n"
-		   "                          tables (default both)\n",
+	fprintf(f,
+		"      --title TEXT        flame graph title\n"
+		"      --inverted          icicle graph: roots at the top (svg)\n"
+		"      --merge             one speedscope profile for all processes, not one each\n"
+		"      --top N             report: rows per table (default %u, 0: all)\n"
+		"      --sort self|total   report: only the table sorted by self or total samples\n"
+		"      --lines             folded, svg: one frame per source line, \"f (app.py:12)\"\n"
+		"                          (Python, Go; pprof and speedscope always carry lines)\n"
+		"      --view cpu|off-cpu|wall\n"
+		"                          profiles with off-CPU time (--off-cpu): what folded,\n"
+		"                          svg and speedscope show - on-CPU samples, off-CPU time\n"
+		"                          (us), or wall-clock time (us; default), where running\n"
+		"                          and waiting add up and waiting stacks end in [off-cpu];\n"
+		"                          pprof keeps only that view's sample types, report its\n"
+		"                          tables (default both)\n",
 		OUT_DEFAULT_TOP);
 }

@@ -16,7 +16,7 @@
 #include "base/errmsg.h"
 #include "format/writer.h"
 
-#define CLI_MAX_FREQ 1000000u /* sanity cap; the kernel's sysctl limit is checked later */
+#define CLI_MAX_FREQ		  1000000u /* sanity cap; the kernel's sysctl limit is checked later */
 #define CLI_OFFCPU_MIN_DEFAULT_NS 1000000ull /* --off-cpu-min: 1 ms */
 
 /* --unwind: how user stacks are walked. */
@@ -32,34 +32,34 @@ struct options {
 	const char *cpu_list; /* -C, validated syntax; NULL = all */
 	uint32_t *pids;	      /* -p, deduplicated */
 	size_t nr_pids;
-	double duration;      /* seconds; 0 = until Ctrl-C / command exit */
-	bool user_only;	      /* -U */
-	bool kernel_only;     /* -K */
+	double duration;  /* seconds; 0 = until Ctrl-C / command exit */
+	bool user_only;	  /* -U */
+	bool kernel_only; /* -K */
 	bool include_idle;
 	bool per_thread;
-	bool addresses;	      /* --addresses: samples keep their leaf address */
-	bool offcpu;	      /* --off-cpu: also where threads wait (blocked time) */
+	bool addresses;		/* --addresses: samples keep their leaf address */
+	bool offcpu;		/* --off-cpu: also where threads wait (blocked time) */
 	uint64_t offcpu_min_ns; /* --off-cpu-min: shorter waits are only counted */
 	uint32_t offcpu_tasks;	/* --off-cpu-tasks: blocked tasks followed at once */
 	bool offcpu_min_set;
-	const char *output;   /* NULL = stdout */
-	const char *format;   /* NULL = from extension, else folded */
-	char **cmd;	      /* after "--", NULL-terminated; NULL if none */
-	bool cmd_is_target;   /* cmd is what is profiled; with -a, -C or -p it only
-			       * sets how long (perf record's habit) */
-	int verbosity;	      /* 0 default, -1 quiet, 1.. -v count */
+	const char *output; /* NULL = stdout */
+	const char *format; /* NULL = from extension, else folded */
+	char **cmd;	    /* after "--", NULL-terminated; NULL if none */
+	bool cmd_is_target; /* cmd is what is profiled; with -a, -C or -p it only
+			     * sets how long (perf record's habit) */
+	int verbosity;	    /* 0 default, -1 quiet, 1.. -v count */
 	uint32_t max_stacks;
 	uint32_t max_counts;
 	/* Continuous mode. */
-	double interval;	  /* seconds; 0 = one-shot */
-	const char *output_dir;	  /* --output-dir */
-	unsigned keep;		  /* --keep N files (0 = no limit) */
-	uint64_t max_disk;	  /* --max-disk BYTES (0 = no limit) */
-	const char *push_url;	  /* --push URL (Pyroscope) */
-	const char *app_name;	  /* --app-name (default "bpfprof") */
-	const char *token_file;	  /* --token-file */
-	const char *listen;	  /* --listen [ADDR:]PORT */
-	const char **cgroups;	  /* --cgroup PATH (repeatable) */
+	double interval;	/* seconds; 0 = one-shot */
+	const char *output_dir; /* --output-dir */
+	unsigned keep;		/* --keep N files (0 = no limit) */
+	uint64_t max_disk;	/* --max-disk BYTES (0 = no limit) */
+	const char *push_url;	/* --push URL (Pyroscope) */
+	const char *app_name;	/* --app-name (default "bpfprof") */
+	const char *token_file; /* --token-file */
+	const char *listen;	/* --listen [ADDR:]PORT */
+	const char **cgroups;	/* --cgroup PATH (repeatable) */
 	size_t nr_cgroups, cap_cgroups;
 	enum unwind_opt unwind;
 	bool kernel_helper;	  /* --kernel-unwind kernel: bpf_get_stack(), not the ORC walk */
@@ -67,7 +67,7 @@ struct options {
 	uint32_t call_graph_size; /* --call-graph dwarf,SIZE: accepted, not needed (0: none) */
 	bool show_version;
 	bool show_help;
-	struct out_opts out;  /* --title, --inverted, --merge, --top, --sort, --lines */
+	struct out_opts out; /* --title, --inverted, --merge, --top, --sort, --lines */
 };
 
 /* Long options without a short one (getopt_long values). */
@@ -107,8 +107,7 @@ enum {
  */
 #define CLI_SAMPLING_SHORT "F:ap:C:d:UKg"
 #define CLI_SAMPLING_OPTIONS                                                                       \
-	{ "freq", required_argument, NULL, 'F' },                                                  \
-		{ "frequency", required_argument, NULL, 'F' },                                     \
+	{ "freq", required_argument, NULL, 'F' }, { "frequency", required_argument, NULL, 'F' },   \
 		{ "all-cpus", no_argument, NULL, 'a' }, { "pid", required_argument, NULL, 'p' },   \
 		{ "cpu", required_argument, NULL, 'C' },                                           \
 		{ "duration", required_argument, NULL, 'd' },                                      \
@@ -122,7 +121,9 @@ enum {
 		{ "kernel-unwind", required_argument, NULL, OPT_KERNEL_UNWIND },                   \
 		{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },                         \
 		{ "cgroup", required_argument, NULL, OPT_CGROUP },                                 \
-		{ "no-python", no_argument, NULL, OPT_NO_PYTHON }
+	{                                                                                          \
+		"no-python", no_argument, NULL, OPT_NO_PYTHON                                      \
+	}
 /* CLI_OK if c was one of them (applied), CLI_USAGE with em, or 1 if not one. */
 int cli__sampling_option(int c, const char *arg, struct options *o, struct errmsg *em);
 /* Zeroes o and sets the defaults (-F 99, output options). */
@@ -181,7 +182,9 @@ enum {
 		{ "top", required_argument, NULL, OPT_OUT_TOP },                                   \
 		{ "sort", required_argument, NULL, OPT_OUT_SORT },                                 \
 		{ "lines", no_argument, NULL, OPT_OUT_LINES },                                     \
-		{ "view", required_argument, NULL, OPT_OUT_VIEW }
+	{                                                                                          \
+		"view", required_argument, NULL, OPT_OUT_VIEW                                      \
+	}
 /* Defaults: no title, not inverted, not merged, 20 rows, both tables. */
 void cli__out_defaults(struct out_opts *oo);
 /* CLI_OK if opt was one of them (applied), CLI_USAGE with em, or 1 if not one. */

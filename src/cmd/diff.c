@@ -32,18 +32,17 @@ static void diff_usage(FILE *f)
 		"      --top N             report: rows (default %u, 0: all)\n",
 		OUT_DEFAULT_TOP);
 	offline__select_usage(f);
-	fprintf(f,
-		"  -q, --quiet             only errors\n"
-		"  -h, --help              this help\n"
-		"\n"
-		"Examples:\n"
-		"  bpfprof diff before.folded after.folded            biggest changes, as text\n"
-		"  bpfprof diff before.pb.gz after.pb.gz -o diff.svg  differential flame graph\n"
-		"  bpfprof diff --comm nginx mon.pb.gz tue.pb.gz  one program of -a profiles\n"
-		"  bpfprof diff before.perf.txt after.perf.txt        two perf script outputs\n"
-		"\n"
-		"Exit status: 0 written, 1 an input could not be read or the output written,\n"
-		"2 usage error.\n");
+	fprintf(f, "  -q, --quiet             only errors\n"
+		   "  -h, --help              this help\n"
+		   "\n"
+		   "Examples:\n"
+		   "  bpfprof diff before.folded after.folded            biggest changes, as text\n"
+		   "  bpfprof diff before.pb.gz after.pb.gz -o diff.svg  differential flame graph\n"
+		   "  bpfprof diff --comm nginx mon.pb.gz tue.pb.gz  one program of -a profiles\n"
+		   "  bpfprof diff before.perf.txt after.perf.txt        two perf script outputs\n"
+		   "\n"
+		   "Exit status: 0 written, 1 an input could not be read or the output written,\n"
+		   "2 usage error.\n");
 }
 
 static int diff(struct offline_opts *o)

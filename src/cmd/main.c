@@ -16,12 +16,8 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{ "record", cmd_record },
-	{ "report", cmd_report },
-	{ "convert", cmd_convert },
-	{ "diff", cmd_diff },
-	{ "top", cmd_top },
-	{ "annotate", cmd_annotate },
+	{ "record", cmd_record }, { "report", cmd_report }, { "convert", cmd_convert },
+	{ "diff", cmd_diff },	  { "top", cmd_top },	    { "annotate", cmd_annotate },
 };
 
 int main(int argc, char **argv)

@@ -24,21 +24,20 @@
 #include "base/profile.h"
 #include "base/util.h"
 
-
 enum { OPT_SEL_PID = OPT_CMD_FIRST, OPT_SEL_COMM, OPT_SEL_EVENT };
 
 static const struct option long_opts[] = {
-	{"pid", required_argument, NULL, OPT_SEL_PID},
-	{"comm", required_argument, NULL, OPT_SEL_COMM},
-	{"comms", required_argument, NULL, OPT_SEL_COMM}, /* perf report's spelling */
-	{"event", required_argument, NULL, OPT_SEL_EVENT},
-	{"output", required_argument, NULL, 'o'},
-	{"format", required_argument, NULL, 'f'},
-	{"verbose", no_argument, NULL, 'v'},
-	{"quiet", no_argument, NULL, 'q'},
-	{"help", no_argument, NULL, 'h'},
+	{ "pid", required_argument, NULL, OPT_SEL_PID },
+	{ "comm", required_argument, NULL, OPT_SEL_COMM },
+	{ "comms", required_argument, NULL, OPT_SEL_COMM }, /* perf report's spelling */
+	{ "event", required_argument, NULL, OPT_SEL_EVENT },
+	{ "output", required_argument, NULL, 'o' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
 	CLI_OUT_OPTIONS,
-	{NULL, 0, NULL, 0},
+	{ NULL, 0, NULL, 0 },
 };
 
 int offline__usage(const char *cmd, const char *fmt, ...)
@@ -98,15 +97,17 @@ void offline__free(struct offline_opts *o)
 
 void offline__select_usage(FILE *f)
 {
-	fprintf(f, "      --pid PID[,PID...]  only the samples of these processes (as perf report)\n"
-		   "      --comm NAME[,NAME...]\n"
-		   "                          only the samples of processes with these names\n"
-		   "      --event NAME        perf script text: read this event's samples (default:\n"
-		   "                          the event with the most; events are never mixed)\n");
+	fprintf(f,
+		"      --pid PID[,PID...]  only the samples of these processes (as perf report)\n"
+		"      --comm NAME[,NAME...]\n"
+		"                          only the samples of processes with these names\n"
+		"      --event NAME        perf script text: read this event's samples (default:\n"
+		"                          the event with the most; events are never mixed)\n");
 }
 
 /* Options and inputs; 0 to go on, else the exit status (help: 0 via *done). */
-int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *o, bool takes_format)
+int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *o,
+		   bool takes_format)
 {
 	struct errmsg em = { 0 };
 	int c;
@@ -143,8 +144,8 @@ int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *
 			int rc = cli__parse_pids(optarg, &pids, &nr);
 
 			if (rc)
-				return offline__usage(cmd, "invalid --pid '%s': expected PID[,PID...]",
-						      optarg);
+				return offline__usage(
+					cmd, "invalid --pid '%s': expected PID[,PID...]", optarg);
 			if (array_grow((void **)&o->pids, &o->cap_pids, o->nr_pids + nr,
 				       sizeof(*o->pids))) {
 				free(pids);
@@ -157,8 +158,9 @@ int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *
 		}
 		case OPT_SEL_COMM:
 			if (add_comms(o, optarg))
-				return offline__usage(cmd, "invalid --comm '%s': expected NAME[,NAME...]",
-						      optarg);
+				return offline__usage(
+					cmd, "invalid --comm '%s': expected NAME[,NAME...]",
+					optarg);
 			break;
 		case OPT_SEL_EVENT:
 			if (!*optarg)
@@ -248,11 +250,13 @@ static int no_pids(const char *path, const char *format)
 	const char *name = strcmp(path, "-") ? path : "stdin";
 
 	if (format && !strcmp(format, "folded")) {
-		p_err("--pid cannot select in %s: folded text has no process ids, only names", name);
+		p_err("--pid cannot select in %s: folded text has no process ids, only names",
+		      name);
 		p_hint("--comm NAME selects by name; a pprof profile (-o x.pb.gz) keeps the pids");
 	} else if (format && !strcmp(format, "perf script")) {
 		p_err("--pid cannot select in %s: perf script printed thread ids only (its default "
-		      "fields)", name);
+		      "fields)",
+		      name);
 		p_hint("print the pids too: perf script -F +pid -i perf.data > perf.txt");
 	} else {
 		p_err("--pid cannot select in %s: its samples have no process ids", name);
@@ -390,7 +394,7 @@ int offline__load(const struct offline_opts *o, char **paths, int n, struct prof
 }
 
 int offline__write_or_fail(const struct writer *w, const struct profile *p,
-			 const struct offline_opts *o)
+			   const struct offline_opts *o)
 {
 	struct errmsg em = { 0 };
 	int err = output__write_path(w, p, o->output, &o->out, &em);

@@ -29,7 +29,7 @@ struct offline_opts {
 	struct input_opts in; /* --event: a perf script input's event */
 	uint32_t *pids;	      /* --pid PID[,PID...]: only these processes */
 	size_t nr_pids, cap_pids;
-	char **comms;	      /* --comm NAME[,NAME...]: only these process names */
+	char **comms; /* --comm NAME[,NAME...]: only these process names */
 	size_t nr_comms, cap_comms;
 };
 

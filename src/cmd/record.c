@@ -225,8 +225,8 @@ static void on_sym_warn(void *ctx, const char *msg)
 
 /* --- reporting ------------------------------------------------------------- */
 
-static void print_summary(const struct collector_stats *st, const struct profile *prof,
-			  double secs, const struct options *o)
+static void print_summary(const struct collector_stats *st, const struct profile *prof, double secs,
+			  const struct options *o)
 {
 	static const struct {
 		int stat;
@@ -271,9 +271,9 @@ static void print_summary(const struct collector_stats *st, const struct profile
 	p_debug("sampling: the CPUs' busy time called for %" PRIu64 " samples, %" PRIu64
 		" were taken (the measurement may be off by %" PRIu64 "); the kernel %s",
 		st->acct.expected, st->acct.taken, st->acct.margin,
-		!st->acct.throttles_known ? "could not say whether it throttled the events" :
-		st->acct.throttles	  ? "throttled the events" :
-					    "did not throttle the events");
+		!st->acct.throttles_known ? "could not say whether it throttled the events"
+		: st->acct.throttles	  ? "throttled the events"
+					  : "did not throttle the events");
 	if (st->v[STAT_USTACK_ERR])
 		p_info("%" PRIu64 " samples had no readable user stack (shown as [unknown])",
 		       st->v[STAT_USTACK_ERR]);
@@ -289,13 +289,15 @@ static void print_summary(const struct collector_stats *st, const struct profile
 		       st->targets_room);
 	}
 	if (st->missing_stacks)
-		p_warn("%" PRIu64 " counted stacks were missing from the stack map", st->missing_stacks);
+		p_warn("%" PRIu64 " counted stacks were missing from the stack map",
+		       st->missing_stacks);
 	if (st->v[STAT_KWALK_OK] || st->v[STAT_KWALK_FALLBACK])
 		p_debug("kernel stacks: %" PRIu64 " walked with the ORC table, %" PRIu64
 			" by bpf_get_stack(), %" PRIu64 " disagreed (checked only in tests)",
 			st->v[STAT_KWALK_OK], st->v[STAT_KWALK_FALLBACK], st->v[STAT_KWALK_DIFF]);
 	p_debug("%" PRIu64 " drains, %" PRIu64 " of them emptied the kernel maps (buffer flips); "
-		"%" PRIu64 " samples stored a new key, %" PRIu64 " were counted in per-CPU hot slots; "
+		"%" PRIu64 " samples stored a new key, %" PRIu64
+		" were counted in per-CPU hot slots; "
 		"%" PRIu64 " stacks read from the kernel",
 		st->drains, st->flips, st->v[STAT_NEW_KEYS], st->v[STAT_HOT_HITS], st->stacks_read);
 	if (samples != profile__total(prof) + nlost)
@@ -331,7 +333,8 @@ static void describe_target(const struct options *o, const struct collector_stat
 	else if (o->nr_pids)
 		sbuf_printf(&sb, "sampling %zu processes", o->nr_pids);
 	else
-		sbuf_printf(&sb, "sampling %zu CPU%s", st->nr_events, st->nr_events == 1 ? "" : "s");
+		sbuf_printf(&sb, "sampling %zu CPU%s", st->nr_events,
+			    st->nr_events == 1 ? "" : "s");
 	sbuf_printf(&sb, " at %u Hz", o->freq);
 	if (o->offcpu)
 		sbuf_printf(&sb, " and waits of at least %s", fmt_wait(o->offcpu_min_ns));
@@ -356,7 +359,8 @@ static void status_init(struct status_line *sl, uint64_t t_start)
 {
 	const char *term = getenv("TERM");
 
-	sl->on = isatty(STDERR_FILENO) && log_level() >= LOG_INFO && !(term && !strcmp(term, "dumb"));
+	sl->on = isatty(STDERR_FILENO) && log_level() >= LOG_INFO &&
+		 !(term && !strcmp(term, "dumb"));
 	sl->shown = false;
 	sl->next_ns = t_start + 1000000000ull;
 }
@@ -389,13 +393,13 @@ static void status_clear(struct status_line *sl)
 	sl->shown = false;
 }
 
-
 /* --- unwind tables ------------------------------------------------------------ */
 
 static uint32_t unwind_mode_of(enum unwind_opt u)
 {
-	return u == UNWIND_OPT_FP ? UNWIND_MODE_FP :
-	       u == UNWIND_OPT_DWARF ? UNWIND_MODE_DWARF : UNWIND_MODE_AUTO;
+	return u == UNWIND_OPT_FP      ? UNWIND_MODE_FP
+	       : u == UNWIND_OPT_DWARF ? UNWIND_MODE_DWARF
+				       : UNWIND_MODE_AUTO;
 }
 
 /*
@@ -422,7 +426,8 @@ static int unwind_start(struct record_ctx *rc, struct collector *col, const stru
 
 		if (collector__kernel_walk(col, &kerr, &entries))
 			p_debug("kernel stacks: walked by the program with the kernel's ORC table "
-				"(%zu entries)", entries);
+				"(%zu entries)",
+				entries);
 		else
 			p_debug("kernel stacks: bpf_get_stack() (%s)",
 				kerr == -ECANCELED ? "not asked for" : strerror(-kerr));
@@ -431,8 +436,9 @@ static int unwind_start(struct record_ctx *rc, struct collector *col, const stru
 		return 0;
 	collector__unwind_kops(col, &k);
 	{
-		struct unwinder_opts uo = {.ptab = rc->pt, .python = !rc->o->no_python,
-					   .warn = on_sym_warn};
+		struct unwinder_opts uo = { .ptab = rc->pt,
+					    .python = !rc->o->no_python,
+					    .warn = on_sym_warn };
 
 		rc->uw = unwinder__new(&uo, &k);
 	}
@@ -455,16 +461,17 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 	p_debug("unwind: %" PRIu64 " stacks walked with tables, %" PRIu64
 		" with frame pointers before the tables were in",
 		st->v[STAT_UNWIND_WALKS], st->v[STAT_UNWIND_NOT_READY]);
-	p_debug("unwind: stops: %" PRIu64 " outermost frame, %" PRIu64 " frame-pointer end, %" PRIu64
-		" truncated, %" PRIu64 " unreadable, %" PRIu64 " no mapping, %" PRIu64
-		" no table, %" PRIu64 " unsupported rule, %" PRIu64 " bad CFA, %" PRIu64
-		" mapping limit",
+	p_debug("unwind: stops: %" PRIu64 " outermost frame, %" PRIu64
+		" frame-pointer end, %" PRIu64 " truncated, %" PRIu64 " unreadable, %" PRIu64
+		" no mapping, %" PRIu64 " no table, %" PRIu64 " unsupported rule, %" PRIu64
+		" bad CFA, %" PRIu64 " mapping limit",
 		st->v[STAT_UNWIND_END], st->v[STAT_UNWIND_FP_END], st->v[STAT_UNWIND_TRUNCATED],
 		st->v[STAT_UNWIND_ERR_READ], st->v[STAT_UNWIND_ERR_NO_MAP],
 		st->v[STAT_UNWIND_ERR_NO_TABLE], st->v[STAT_UNWIND_ERR_UNSUPPORTED],
 		st->v[STAT_UNWIND_ERR_CFA], st->v[STAT_UNWIND_ERR_MAPS_LIMIT]);
 	if (us.maps_dropped)
-		p_debug("unwind: %" PRIu64 " executable mappings left out of lists over the limit of %u"
+		p_debug("unwind: %" PRIu64
+			" executable mappings left out of lists over the limit of %u"
 			" (%" PRIu64 " with tables)",
 			us.maps_dropped, UNWIND_MAX_MAPS, us.maps_lost);
 	p_debug("unwind: %" PRIu64 " frames from tables, %" PRIu64 " by frame pointers, %" PRIu64
@@ -472,16 +479,18 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 		st->v[STAT_UNWIND_DWARF_FRAMES], st->v[STAT_UNWIND_FP_FRAMES],
 		st->v[STAT_UNWIND_REFRESH], st->v[STAT_UNWIND_CACHE_HITS],
 		st->v[STAT_UNWIND_CACHE_MISSES]);
-	p_debug("unwind: %" PRIu64 " tables (%" PRIu64 " rows) in %.1f MiB of kernel memory (%.1f MiB used), built in %.1f ms; %" PRIu64
+	p_debug("unwind: %" PRIu64 " tables (%" PRIu64
+		" rows) in %.1f MiB of kernel memory (%.1f MiB used), built in %.1f ms; %" PRIu64
 		" files without a table (%" PRIu64 " over their time budget), %" PRIu64
 		" processes (%" PRIu64 " Python walked, %" PRIu64
-		" of a Python bpfprof does not know, %" PRIu64 " vfork children not probed; %" PRIu64
+		" of a Python bpfprof does not know, %" PRIu64
+		" vfork children not probed; %" PRIu64
 		" probes again of interpreters not started yet, %" PRIu64
 		" interpreter files' symbols read)",
 		us.tables, us.rows, us.kernel_bytes / 1048576.0, us.used_bytes / 1048576.0,
 		us.build_ns / 1e6, us.tables_failed, us.tables_over_budget, us.procs_loaded,
-		us.python_procs,
-		us.python_unknown, us.python_vfork, us.python_retries, us.python_file_reads);
+		us.python_procs, us.python_unknown, us.python_vfork, us.python_retries,
+		us.python_file_reads);
 }
 
 /*
@@ -816,8 +825,8 @@ int record__open(struct record *r)
 			return 1;
 		r->unwind_ns = now_ns() - t0;
 		r->rc.unwind_name = cli__unwind_name(
-			collector__unwind_mode(r->col, NULL) == UNWIND_MODE_FP ? UNWIND_OPT_FP :
-										r->o.unwind);
+			collector__unwind_mode(r->col, NULL) == UNWIND_MODE_FP ? UNWIND_OPT_FP
+									       : r->o.unwind);
 		p_debug("user stacks walked with --unwind %s", r->rc.unwind_name);
 	}
 	if (!r->col || collector__attach(r->col, &em)) {
@@ -837,7 +846,8 @@ int record__open(struct record *r)
 	p_debug("start-up: %.0f ms to sampling: program load %.0f ms (map slots filled %s), "
 		"kernel ORC table %.0f ms, unwind tables %.0f ms",
 		(now_ns() - r->t_main) / 1e6, (st.open_ns - st.korc_ns) / 1e6,
-		st.slots_prefilled ? "during it" : "after it", st.korc_ns / 1e6, r->unwind_ns / 1e6);
+		st.slots_prefilled ? "during it" : "after it", st.korc_ns / 1e6,
+		r->unwind_ns / 1e6);
 	if (st.korc_ns && !st.korc_load_err)
 		p_debug("kernel ORC table: from the cache");
 	else if (st.korc_ns)
@@ -1115,20 +1125,20 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 
 	symbolizer__stats(rc->sym, &ss);
 	p_debug("symbols: %zu processes, %zu files (%zu KiB), %" PRIu64
-		" debug files, %zu JIT maps (%zu KiB; %" PRIu64 " MiB of large ones scanned, %" PRIu64
-		" whole again), %" PRIu64 " JIT frames, %" PRIu64
-		" files rejected, %" PRIu64 " images lost (%" PRIu64
-		" of them named from their notice's mappings), %" PRIu64 " kallsyms reloads, %" PRIu64
-		" BPF frames named by the program list, %" PRIu64 " in no loaded program%s; %" PRIu64
-		" Python frames named, %" PRIu64 " not (code object freed or unreadable), %" PRIu64
-		" inlined frames, %" PRIu64 " files given up on (over their time budget)",
+		" debug files, %zu JIT maps (%zu KiB; %" PRIu64
+		" MiB of large ones scanned, %" PRIu64 " whole again), %" PRIu64
+		" JIT frames, %" PRIu64 " files rejected, %" PRIu64 " images lost (%" PRIu64
+		" of them named from their notice's mappings), %" PRIu64
+		" kallsyms reloads, %" PRIu64 " BPF frames named by the program list, %" PRIu64
+		" in no loaded program%s; %" PRIu64 " Python frames named, %" PRIu64
+		" not (code object freed or unreadable), %" PRIu64 " inlined frames, %" PRIu64
+		" files given up on (over their time budget)",
 		ss.procs, ss.files, ss.file_bytes >> 10, ss.debug_files, ss.perfmaps,
 		ss.perfmap_bytes >> 10, ss.perfmap_scanned >> 20, ss.perfmap_rescans, ss.jit_names,
 		ss.rejected, ss.images_lost, ss.images_mapped, ss.kernel_reloads, ss.kbpf_named,
 		ss.kbpf_unnamed,
 		ss.kprogs_err ? " (no BPF program list: kallsyms alone names them)" : "",
-		ss.py_frames, ss.py_unknown,
-		ss.inline_frames, ss.files_over_budget);
+		ss.py_frames, ss.py_unknown, ss.inline_frames, ss.files_over_budget);
 	p_debug("python names: %zu KiB of code objects cached, %" PRIu64 " caches started over"
 		" (at their cap), %" PRIu64 " line tables read again for a line past their"
 		" kept start, %" PRIu64 " lines not (over the drain's budget)",

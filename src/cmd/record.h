@@ -43,8 +43,8 @@ struct record_ctx {
 	struct symbolizer *sym;
 	struct labels *labels;
 	char kernel_build_id[BUILDID_HEX_MAX]; /* "" if unknown */
-	struct unwinder *uw; /* NULL with --unwind fp */
-	const char *unwind_name; /* the mode in effect, for the profile's metadata */
+	struct unwinder *uw;		       /* NULL with --unwind fp */
+	const char *unwind_name;	       /* the mode in effect, for the profile's metadata */
 	const struct options *o;
 	uint64_t notices;
 	uint64_t frames; /* symbolized */
@@ -52,8 +52,8 @@ struct record_ctx {
 	struct htab *memo;
 	uint64_t memo_prof; /* profile__serial() of the profile it is for */
 	uint64_t memo_gen;
-	uint32_t memo_epoch; /* which memo a key's cookie (collector_sample) is of; from 1 */
-	uint64_t memo_hits; /* drained keys that only added their count */
+	uint32_t memo_epoch;	  /* which memo a key's cookie (collector_sample) is of; from 1 */
+	uint64_t memo_hits;	  /* drained keys that only added their count */
 	uint64_t keys_symbolized; /* drained keys symbolized (not in the memo) */
 };
 

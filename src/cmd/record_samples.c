@@ -32,8 +32,11 @@ static size_t notice_maps(const struct bp_proc_event *e, struct procmap *out)
 	for (uint32_t i = 0; i < e->nr_vmas && i < BP_NOTICE_VMAS; i++) {
 		const struct bp_vma *v = &e->vmas[i];
 
-		out[n] = (struct procmap){ .start = v->start, .end = v->end, .offset = v->offset,
-					   .inode = v->inode, .dev_major = v->dev >> 20,
+		out[n] = (struct procmap){ .start = v->start,
+					   .end = v->end,
+					   .offset = v->offset,
+					   .inode = v->inode,
+					   .dev_major = v->dev >> 20,
 					   .dev_minor = v->dev & 0xfffff,
 					   .perms = PROCMAP_R | PROCMAP_X | PROCMAP_P };
 		if (v->flags & BP_VMA_VDSO)
@@ -47,8 +50,11 @@ static size_t notice_maps(const struct bp_proc_event *e, struct procmap *out)
 void record__on_proc_notice(void *ctx, const struct bp_proc_event *e)
 {
 	struct record_ctx *rc = ctx;
-	struct proc_id id = { .pid = e->tgid, .start_time = e->start_time, .exec_id = e->exec_id,
-			      .mm_sig = e->mm_sig, .vfork = e->flags & BP_NOTICE_VFORK };
+	struct proc_id id = { .pid = e->tgid,
+			      .start_time = e->start_time,
+			      .exec_id = e->exec_id,
+			      .mm_sig = e->mm_sig,
+			      .vfork = e->flags & BP_NOTICE_VFORK };
 	struct procmap vmas[BP_NOTICE_VMAS];
 	struct procmaps km = { .maps = vmas };
 
@@ -95,8 +101,10 @@ static int64_t frame_of(struct record_ctx *rc, const struct sym *s)
 		profile__set_build_id(rc->prof, s->module, hex);
 	}
 
-	return profile__frame_src(rc->prof, &(struct pframe){ .name = name, .module = s->module,
-							      .kind = s->kind, .file = s->file,
+	return profile__frame_src(rc->prof, &(struct pframe){ .name = name,
+							      .module = s->module,
+							      .kind = s->kind,
+							      .file = s->file,
 							      .line = s->line });
 }
 
@@ -176,7 +184,8 @@ int record__want_sample(void *ctx, const struct collector_sample *s)
 	/* A key symbolized before (record__on_sample's memo) asks nothing. */
 	if (record__known_sample(rc, s))
 		return 0;
-	id = (struct proc_id){ .pid = s->key->tgid, .start_time = s->key->start_time,
+	id = (struct proc_id){ .pid = s->key->tgid,
+			       .start_time = s->key->start_time,
 			       .exec_id = s->key->exec_id };
 	for (uint32_t i = 0; i < s->nr_uips; i++)
 		symbolizer__want_user(rc->sym, &id, s->uips[i], i == 0);
@@ -223,8 +232,8 @@ static int64_t symbolize(struct record_ctx *rc, const struct collector_sample *s
 		if (i < PROFILE_MAX_DEPTH && py[i]) {
 			if (py[i] == 2)
 				continue;
-			symbolizer__python(rc->sym, &id, s->uips[i] & BP_PY_ADDR_MASK, s->uips[i + 1],
-					   &syms[0]);
+			symbolizer__python(rc->sym, &id, s->uips[i] & BP_PY_ADDR_MASK,
+					   s->uips[i + 1], &syms[0]);
 			rc->frames++;
 			*unnamed |= !syms[0].name;
 			f = frame_of(rc, &syms[0]);
@@ -359,8 +368,8 @@ void record__offcpu_summary(const struct collector_stats *st, const struct profi
 	uint64_t nlost = record__offcpu_lost(st);
 	struct sbuf sb = { 0 };
 
-	sbuf_printf(&sb, "off-CPU: %" PRIu64 " waits: %" PRIu64 " counted (%.3f s", v[STAT_OFFCPU_BLOCKS],
-		    v[STAT_OFFCPU_KEPT], v[STAT_OFFCPU_KEPT_NS] / 1e9);
+	sbuf_printf(&sb, "off-CPU: %" PRIu64 " waits: %" PRIu64 " counted (%.3f s",
+		    v[STAT_OFFCPU_BLOCKS], v[STAT_OFFCPU_KEPT], v[STAT_OFFCPU_KEPT_NS] / 1e9);
 	if (v[STAT_OFFCPU_CUT])
 		sbuf_printf(&sb, "; %" PRIu64 " still blocked at the end, counted to it",
 			    v[STAT_OFFCPU_CUT]);
@@ -387,13 +396,15 @@ void record__offcpu_summary(const struct collector_stats *st, const struct profi
 		p_hint("raise --max-stacks / --max-entries to keep more distinct stacks");
 	if (st->offcpu_evicted)
 		p_hint("raise --off-cpu-tasks: threads whose ids share a slot evict each other's waits");
-	p_debug("off-CPU: %" PRIu64 " ns counted in the kernel, %" PRIu64 " blocks followed, %" PRIu64
-		" resumed, %" PRIu64 " cut at the end, %" PRIu64 " replaced before they resumed",
+	p_debug("off-CPU: %" PRIu64 " ns counted in the kernel, %" PRIu64
+		" blocks followed, %" PRIu64 " resumed, %" PRIu64 " cut at the end, %" PRIu64
+		" replaced before they resumed",
 		v[STAT_OFFCPU_KEPT_NS], v[STAT_OFFCPU_BLOCKS], v[STAT_OFFCPU_RESUMES],
 		v[STAT_OFFCPU_CUT], v[STAT_OFFCPU_REPLACED]);
 	if (v[STAT_OFFCPU_KSTACK_ERR] || v[STAT_OFFCPU_USTACK_ERR] || st->offcpu_carried)
 		p_debug("off-CPU: %" PRIu64 " waits without a kernel stack, %" PRIu64
-			" without a user stack; %" PRIu64 " user stacks carried across buffer flips",
+			" without a user stack; %" PRIu64
+			" user stacks carried across buffer flips",
 			v[STAT_OFFCPU_KSTACK_ERR], v[STAT_OFFCPU_USTACK_ERR], st->offcpu_carried);
 	if (prof && v[STAT_OFFCPU_KEPT_NS] != profile__total_offcpu(prof))
 		p_warn("off-CPU accounting mismatch: %" PRIu64 " ns counted, %" PRIu64
@@ -410,8 +421,8 @@ uint64_t record__offcpu_lost(const struct collector_stats *st)
 
 uint64_t record__lost(const struct collector_stats *st)
 {
-	return st->v[STAT_LOST_STACKS_FULL] + st->v[STAT_LOST_COUNTS_FULL] + st->v[STAT_LOST_NO_MAP] +
-	       st->v[STAT_LOST_STACK_ERR];
+	return st->v[STAT_LOST_STACKS_FULL] + st->v[STAT_LOST_COUNTS_FULL] +
+	       st->v[STAT_LOST_NO_MAP] + st->v[STAT_LOST_STACK_ERR];
 }
 
 uint64_t record__max_sample_rate(void)

@@ -114,7 +114,8 @@ int sinks__open(struct continuous *ct, const struct options *o)
 			.listen = o->listen,
 			.live = ct->live,
 			.metrics = &ct->metrics,
-			.content_type = pw ? "application/octet-stream" : "text/plain; charset=utf-8",
+			.content_type =
+				pw ? "application/octet-stream" : "text/plain; charset=utf-8",
 			.warn = on_agent_warn,
 		};
 
@@ -159,7 +160,8 @@ int sinks__drain(struct continuous *ct, struct record_ctx *rc, struct collector 
 		profile__meta(delta)->offcpu = rc->o->offcpu; /* both values, even if none came */
 		rc->prof = delta;
 	}
-	err = collector__drain(col, record__known_sample, record__want_sample, record__on_sample, rc);
+	err = collector__drain(col, record__known_sample, record__want_sample, record__on_sample,
+			       rc);
 	rc->prof = main_prof;
 	if (delta) {
 		if (!err)
@@ -193,11 +195,13 @@ int sinks__finish_interval(struct continuous *ct, struct record_ctx *rc, struct 
 	if (ct->store) {
 		err = store__write(ct->store, rc->prof, ct->start_real, path, sizeof(path));
 		if (err)
-			p_warn_rl(&ct->write_rl, 60, "writing the interval profile to %s failed: %s",
+			p_warn_rl(&ct->write_rl, 60,
+				  "writing the interval profile to %s failed: %s",
 				  rc->o->output_dir, strerror(-err));
 	}
 	if (ct->pusher && (profile__total(rc->prof) || profile__total_offcpu(rc->prof)) &&
-	    pusher__submit(ct->pusher, rc->prof, ct->start_real, ct->start_real + (now_mono - ct->start_mono)))
+	    pusher__submit(ct->pusher, rc->prof, ct->start_real,
+			   ct->start_real + (now_mono - ct->start_mono)))
 		p_warn_rl(&ct->write_rl, 60, "cannot queue the interval for --push: out of memory");
 	p_debug("interval %" PRIu64 ": %" PRIu64 " samples, %" PRIu64 " lost, %zu stacks, "
 		"drain %.1f ms%s%s",
@@ -321,8 +325,9 @@ void sinks__status(struct continuous *ct, char *buf, size_t size)
 		pusher__stats(ct->pusher, &ps);
 		n += snprintf(buf + n, size - n, ", %" PRIu64 " pushed", ps.sent);
 		if ((ps.failed || ps.dropped) && n < size)
-			n += snprintf(buf + n, size - n, " (%" PRIu64 " failed, %" PRIu64 " dropped)",
-				      ps.failed, ps.dropped);
+			n += snprintf(buf + n, size - n,
+				      " (%" PRIu64 " failed, %" PRIu64 " dropped)", ps.failed,
+				      ps.dropped);
 	}
 	if (!ct->store && !ct->pusher && n < size)
 		snprintf(buf + n, size - n, ", %" PRIu64 " interval%s", ct->intervals,
@@ -349,8 +354,8 @@ void sinks__summary(struct continuous *ct, const struct options *o)
 		struct store_stats ss;
 
 		store__stats(ct->store, &ss);
-		p_info("%" PRIu64 " profiles written to %s (%u kept, %" PRIu64
-		       " bytes), %" PRIu64 " failed",
+		p_info("%" PRIu64 " profiles written to %s (%u kept, %" PRIu64 " bytes), %" PRIu64
+		       " failed",
 		       ss.written, o->output_dir, ss.files, ss.bytes, ss.errors);
 	}
 }

@@ -49,7 +49,8 @@ static int report(struct offline_opts *o)
 	int ret;
 
 	if (o->out.merge || o->out.inverted || o->out.title)
-		return offline__usage("report", "--merge, --inverted and --title do not apply to a report");
+		return offline__usage("report",
+				      "--merge, --inverted and --title do not apply to a report");
 	if (!o->nr_inputs)
 		return offline__usage("report", "no input files");
 	ret = offline__check_output("report", o->output);

@@ -56,7 +56,7 @@
 
 #define TOP_DEFAULT_WINDOW 10
 #define TOP_MAX_WINDOW	   3600
-#define TOP_POLL_MS	   60000 /* the longest wait between looks at the clock */
+#define TOP_POLL_MS	   60000	/* the longest wait between looks at the clock */
 #define TOP_NOTICE_NS	   200000000ull /* notices are taken in batches this far apart */
 #define TOP_FILTER_MAX	   64
 /*
@@ -66,9 +66,9 @@
  * row of the screen), or when zoomed into; until then, and for good if it
  * exits sooner, its stacks are walked with frame pointers.
  */
-#define TOP_HOT_DRAINS 3
-#define TOP_HOT_SHARE  100
-#define TOP_IDLE_CHECK 30 /* refreshes without samples: is a waiting process still there? */
+#define TOP_HOT_DRAINS	   3
+#define TOP_HOT_SHARE	   100
+#define TOP_IDLE_CHECK	   30 /* refreshes without samples: is a waiting process still there? */
 #define TOP_WARM_REFRESHES 10 /* -v: the steady state is what comes after these */
 
 enum {
@@ -151,7 +151,7 @@ struct top {
 	 * the rest (polls, keys, the unwinder's tick). */
 	uint64_t cpu_notice, cpu_drain, cpu_table, cpu_draw, nr_drains, nr_notices;
 	uint64_t nr_waits, nr_sleeps; /* poll()s, and of them those that slept */
-	uint64_t nr_uw_wakes; /* waits that ended early for the unwinder's work */
+	uint64_t nr_uw_wakes;	      /* waits that ended early for the unwinder's work */
 	/* The same at the end of refresh TOP_WARM_REFRESHES, and the process's
 	 * CPU then (ns): -v tells the steady state from the start-up's, whose
 	 * first drains symbolize every stack the machine runs. */
@@ -167,7 +167,7 @@ struct top {
 	uint64_t nr_catalogs, nr_carried, nr_left, cpu_carry;
 	unsigned catalog_span; /* seconds: CATALOG_SPAN, or BPFPROF_TEST_CATALOG_SECS */
 	uint32_t self;	       /* top's own pid */
-	uint64_t drained; /* samples drained since the start */
+	uint64_t drained;      /* samples drained since the start */
 };
 
 /* A process whose unwind tables wait (see TOP_HOT_DRAINS). */
@@ -291,22 +291,22 @@ static int usage_em(const struct errmsg *em)
 
 static const struct option long_opts[] = {
 	CLI_SAMPLING_OPTIONS,
-	{"window", required_argument, NULL, OPT_WINDOW},
-	{"delay", required_argument, NULL, OPT_DELAY},
-	{"stdio", no_argument, NULL, OPT_STDIO},
-	{"sort", required_argument, NULL, OPT_SORT},
-	{"rows", required_argument, NULL, OPT_ROWS},
-	{"quiet", no_argument, NULL, 'q'},
-	{"verbose", no_argument, NULL, 'v'},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
+	{ "window", required_argument, NULL, OPT_WINDOW },
+	{ "delay", required_argument, NULL, OPT_DELAY },
+	{ "stdio", no_argument, NULL, OPT_STDIO },
+	{ "sort", required_argument, NULL, OPT_SORT },
+	{ "rows", required_argument, NULL, OPT_ROWS },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
 };
 
 /* 0 to go on, 1 for --help, 2 usage error. */
 static int parse(int argc, char **argv, struct top *t, bool *stdio)
 {
 	struct options *o = &t->r.o;
-	struct errmsg em = {0};
+	struct errmsg em = { 0 };
 	double secs;
 	int c, rc;
 
@@ -395,11 +395,11 @@ static void on_notice(void *ctx, const struct bp_proc_event *e)
 	struct top *t = ctx;
 	struct record_ctx *rc = &t->r.rc;
 	struct unwinder *uw = rc->uw;
-	struct proc_id id = {.pid = e->tgid,
-			     .start_time = e->start_time,
-			     .exec_id = e->exec_id,
-			     .mm_sig = e->mm_sig,
-			     .vfork = e->flags & BP_NOTICE_VFORK};
+	struct proc_id id = { .pid = e->tgid,
+			      .start_time = e->start_time,
+			      .exec_id = e->exec_id,
+			      .mm_sig = e->mm_sig,
+			      .vfork = e->flags & BP_NOTICE_VFORK };
 	uint64_t c0 = cpu_ns();
 	struct htab_entry *w;
 	bool created;
@@ -435,7 +435,7 @@ static void on_notice(void *ctx, const struct bp_proc_event *e)
 		goto out;
 	}
 	*(struct waiting *)w->value =
-		(struct waiting){.id = id, .last_drain = t->nr_drains, .drained_at = t->drained};
+		(struct waiting){ .id = id, .last_drain = t->nr_drains, .drained_at = t->drained };
 	t->nr_deferred++;
 out:
 	t->cpu_notice += cpu_ns() - c0;
@@ -556,8 +556,7 @@ static size_t aged(const struct slice *v, size_t from, size_t nr, unsigned windo
 	 * window kept one refresh too many in about half the refreshes: a 2 s
 	 * window showed 2 or 3 seconds of samples.)
 	 */
-	uint64_t span = (uint64_t)window * 1000000000ull,
-		 slack = (uint64_t)(delay * 1e9 / 2);
+	uint64_t span = (uint64_t)window * 1000000000ull, slack = (uint64_t)(delay * 1e9 / 2);
 	size_t drop = from;
 
 	while (drop + 1 < nr && now - v[drop].t + MIN(slack, span / 2) >= span)
@@ -594,7 +593,7 @@ static int rebuild(struct top *t)
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct slice *sl = &t->win[t->nr_gone + i];
 
-		t->scratch[i] = (struct top_slice){sl->c->p, sl->d, sl->n, sl->id};
+		t->scratch[i] = (struct top_slice){ sl->c->p, sl->d, sl->n, sl->id };
 	}
 	if (!err)
 		err = toptable__update(t->tt, t->scratch, n, &t->view);
@@ -621,7 +620,7 @@ static int diff_counts(struct catalog *c, struct slice *sl)
 			continue;
 		if (array_grow((void **)&sl->d, &cap, sl->n + 1, sizeof(*sl->d)))
 			return -ENOMEM;
-		sl->d[sl->n++] = (struct top_delta){(uint32_t)i, now - c->prev[i]};
+		sl->d[sl->n++] = (struct top_delta){ (uint32_t)i, now - c->prev[i] };
 		c->prev[i] = now;
 	}
 	return 0;
@@ -681,7 +680,7 @@ static void carry_over(struct top *t, struct catalog *from, struct catalog *to)
 static int top_drain(struct top *t, uint64_t now)
 {
 	struct collector_stats st;
-	struct slice sl = {0};
+	struct slice sl = { 0 };
 	uint64_t c0 = cpu_ns();
 	int err;
 
@@ -726,7 +725,8 @@ static int top_drain(struct top *t, uint64_t now)
 	}
 	/* Held drains older than the window will never be shown. */
 	if (t->paused)
-		drop_slices(t->held, &t->nr_held, aged(t->held, 0, t->nr_held, t->window, t->delay, now));
+		drop_slices(t->held, &t->nr_held,
+			    aged(t->held, 0, t->nr_held, t->window, t->delay, now));
 	else
 		age_window(t, now);
 	collector__stats(t->r.col, &st);
@@ -1201,7 +1201,8 @@ static int top_loop(struct top *t)
 			if (top_drain(t, now))
 				return 1;
 			if (t->nr_notices != seen)
-				notices_at = now; /* the drain took some: the next batch after a pause */
+				notices_at =
+					now; /* the drain took some: the next batch after a pause */
 			while (next <= now)
 				next += period; /* on the beat, without drifting */
 			t0 = cpu_ns();
@@ -1248,9 +1249,11 @@ static int top_loop(struct top *t)
 				notices = false;
 			}
 			held_off = !notices;
-			pfd[0] = (struct pollfd){.fd = notices ? collector__notice_fd(t->r.col) : -1,
-						 .events = POLLIN};
-			pfd[1] = (struct pollfd){.fd = t->tui ? STDIN_FILENO : -1, .events = POLLIN};
+			pfd[0] = (struct pollfd){ .fd = notices ? collector__notice_fd(t->r.col)
+								: -1,
+						  .events = POLLIN };
+			pfd[1] = (struct pollfd){ .fd = t->tui ? STDIN_FILENO : -1,
+						  .events = POLLIN };
 			if (!notices) {
 				int until = record__wait_until(timeout, notices_at + TOP_NOTICE_NS,
 							       now);
@@ -1314,11 +1317,12 @@ static void top_summary(const struct top *t)
 		p_debug("after the first %d refreshes: %.3f ms CPU a refresh (%.3f%% of a CPU over "
 			"%.1f s): %.3f ms drain, %.3f ms table, %.3f ms screen (the rest: "
 			"wake-ups, notices, keys, the unwinder's tick); %.1f waits a refresh, %.1f slept",
-			TOP_WARM_REFRESHES, cpu / m, secs > 0 ? cpu / 10 / secs : 0.0,
-			secs, (t->cpu_drain - t->warm.cpu_drain) / 1e6 / m,
+			TOP_WARM_REFRESHES, cpu / m, secs > 0 ? cpu / 10 / secs : 0.0, secs,
+			(t->cpu_drain - t->warm.cpu_drain) / 1e6 / m,
 			(t->cpu_table - t->warm.cpu_table) / 1e6 / m,
 			(t->cpu_draw - t->warm.cpu_draw) / 1e6 / m,
-			(t->nr_waits - t->warm.nr_waits) / m, (t->nr_sleeps - t->warm.nr_sleeps) / m);
+			(t->nr_waits - t->warm.nr_waits) / m,
+			(t->nr_sleeps - t->warm.nr_sleeps) / m);
 	}
 	p_debug("drained keys: %.1f a refresh, %.1f of them symbolized (%.1f frames), "
 		"the rest only added their count",
@@ -1378,9 +1382,9 @@ static void top_free(struct top *t)
 
 int cmd_top(int argc, char **argv)
 {
-	struct top t = {.r = {.ch = CHILD_INIT, .t_main = now_ns()},
-			.saved_stderr = -1,
-			.msg_fd = -1};
+	struct top t = { .r = { .ch = CHILD_INIT, .t_main = now_ns() },
+			 .saved_stderr = -1,
+			 .msg_fd = -1 };
 	struct collector_stats st;
 	bool stdio = false;
 	int ret;

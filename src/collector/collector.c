@@ -41,9 +41,13 @@ static int attach_targets(struct collector *c, struct errmsg *em)
 		c->target_links[i] = bpf_program__attach(progs[i]);
 		if (!c->target_links[i]) {
 			err = -errno;
-			errmsg_set(em, err, "attaching the program that follows the targets to the %s tracepoint failed: %s",
-				   what[i], strerror(-err));
-			errmsg_hint(em, "-p and -- COMMAND need BTF-typed tracepoints (tp_btf, Linux 5.5+)");
+			errmsg_set(
+				em, err,
+				"attaching the program that follows the targets to the %s tracepoint failed: %s",
+				what[i], strerror(-err));
+			errmsg_hint(
+				em,
+				"-p and -- COMMAND need BTF-typed tracepoints (tp_btf, Linux 5.5+)");
 			return err;
 		}
 	}

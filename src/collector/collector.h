@@ -47,44 +47,43 @@ struct collector;
  * field), once; all zero outside tests.
  */
 struct collector_test_opts {
-	bool execve_by_mm;   /* _EXECVE_BY_MM: what a kernel without task_struct.in_execve runs */
+	bool execve_by_mm;    /* _EXECVE_BY_MM: what a kernel without task_struct.in_execve runs */
 	uint32_t targets_max; /* _TARGETS_MAX: -- COMMAND's processes followed at once
 			       * (0: TARGETS_FOLLOWED_MAX) */
-	bool no_notice_vmas; /* _NO_NOTICE_VMAS: notices without mappings, as before them */
-	bool kwalk_verify;   /* _KWALK_VERIFY: every ORC-walked kernel stack checked */
-	bool no_walker;	     /* _NO_WALKER: the program a kernel without bpf_loop() gets */
-	bool no_prefill;     /* _NO_PREFILL: the map-in-map fill after the load */
-	bool always_flip;    /* _ALWAYS_FLIP: every drain flips */
-	bool no_kprogs;	     /* _NO_KPROGS: no BPF program list, as before 5.9 */
-	bool no_hot_slots;   /* _NO_HOT_SLOTS: every count in the maps */
+	bool no_notice_vmas;  /* _NO_NOTICE_VMAS: notices without mappings, as before them */
+	bool kwalk_verify;    /* _KWALK_VERIFY: every ORC-walked kernel stack checked */
+	bool no_walker;	      /* _NO_WALKER: the program a kernel without bpf_loop() gets */
+	bool no_prefill;      /* _NO_PREFILL: the map-in-map fill after the load */
+	bool always_flip;     /* _ALWAYS_FLIP: every drain flips */
+	bool no_kprogs;	      /* _NO_KPROGS: no BPF program list, as before 5.9 */
+	bool no_hot_slots;    /* _NO_HOT_SLOTS: every count in the maps */
 };
 
 struct collector_opts {
-	uint32_t freq;		/* Hz */
-	const bool *cpus;	/* NULL: all online CPUs; else cpus[nr_cpus] */
+	uint32_t freq;	  /* Hz */
+	const bool *cpus; /* NULL: all online CPUs; else cpus[nr_cpus] */
 	int nr_cpus;
-	const uint32_t *pids;	/* -p: tgids to profile (all their threads) */
+	const uint32_t *pids; /* -p: tgids to profile (all their threads) */
 	size_t nr_pids;
-	pid_t child;		/* launched command (stopped), 0 if none */
-	bool drop_kernel;	/* -U */
-	bool drop_user;		/* -K */
+	pid_t child;	  /* launched command (stopped), 0 if none */
+	bool drop_kernel; /* -U */
+	bool drop_user;	  /* -K */
 	bool include_idle;
 	bool per_thread;
-	const int *cgroup_fds;	/* --cgroup: open cgroup v2 directories (not closed) */
+	const int *cgroup_fds; /* --cgroup: open cgroup v2 directories (not closed) */
 	size_t nr_cgroups;
-	uint32_t max_counts;	/* distinct (process, stack) pairs per interval */
-	uint32_t max_stacks;	/* distinct stacks per interval */
-	uint32_t unwind_mode;	/* enum bp_unwind_mode: user stack walking */
+	uint32_t max_counts;	   /* distinct (process, stack) pairs per interval */
+	uint32_t max_stacks;	   /* distinct stacks per interval */
+	uint32_t unwind_mode;	   /* enum bp_unwind_mode: user stack walking */
 	uint32_t unwind_max_procs; /* processes with unwind tables in the kernel */
-	bool kernel_helper;	/* kernel stacks by bpf_get_stack() only (no ORC walk) */
-	bool offcpu;		/* --off-cpu: also count blocked time (bpf/offcpu.bpf.h) */
-	uint64_t offcpu_min_ns;	/* waits shorter than this are only counted in the stats */
-	uint32_t offcpu_tasks;	/* slots of the blocked-task table (0: the default; rounded
-				 * up to a power of two) */
-	bool libbpf_debug;	/* libbpf's own messages on stderr */
+	bool kernel_helper;	   /* kernel stacks by bpf_get_stack() only (no ORC walk) */
+	bool offcpu;		   /* --off-cpu: also count blocked time (bpf/offcpu.bpf.h) */
+	uint64_t offcpu_min_ns;	   /* waits shorter than this are only counted in the stats */
+	uint32_t offcpu_tasks;	   /* slots of the blocked-task table (0: the default; rounded
+				    * up to a power of two) */
+	bool libbpf_debug;	   /* libbpf's own messages on stderr */
 	struct collector_test_opts test;
 };
-
 
 struct collector_sample {
 	const struct bp_sample_key *key;
@@ -104,18 +103,18 @@ struct collector_sample {
 struct collector_stats {
 	uint64_t v[STAT_MAX]; /* enum bp_stat, summed over CPUs, since open */
 	uint64_t drains;
-	uint64_t drain_ns;    /* time spent in the last drain */
+	uint64_t drain_ns; /* time spent in the last drain */
 	uint64_t drain_ns_total;
-	uint64_t open_ns;     /* collector__open: program load, maps, ORC table */
-	uint64_t korc_ns;     /* ... of which the kernel ORC table */
-	bool slots_prefilled; /* the map-in-map slots were filled during the load */
-	int korc_load_err;    /* 0: the ORC table came from the cache (unwind/korc_cache.h),
-			       * else why not (-ENOENT: none yet or caching off) */
-	int korc_save_err;    /* built: 0 saved there for the next start, else why not */
+	uint64_t open_ns;	 /* collector__open: program load, maps, ORC table */
+	uint64_t korc_ns;	 /* ... of which the kernel ORC table */
+	bool slots_prefilled;	 /* the map-in-map slots were filled during the load */
+	int korc_load_err;	 /* 0: the ORC table came from the cache (unwind/korc_cache.h),
+				  * else why not (-ENOENT: none yet or caching off) */
+	int korc_save_err;	 /* built: 0 saved there for the next start, else why not */
 	uint64_t missing_stacks; /* samples whose stack was not in the map (bug guard) */
 	uint64_t stacks_read;	 /* stacks copied from the kernel (each once per set) */
-	uint64_t flips;	      /* drains that switched buffers (the others read in place) */
-	size_t nr_events;     /* perf events attached */
+	uint64_t flips;		 /* drains that switched buffers (the others read in place) */
+	size_t nr_events;	 /* perf events attached */
 	uint32_t targets_room; /* -- COMMAND: its processes followed at once (STAT_TARGETS_LOST) */
 	/*
 	 * What the events took against what they should have (collector/

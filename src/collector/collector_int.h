@@ -40,9 +40,9 @@ struct collector {
 		uint64_t run_ns;		   /* running time, at the last read */
 		uint64_t off_base, steal_base;	   /* its CPU's /proc/stat ticks at attach */
 		uint64_t off, steal;		   /* ... at the last read */
-	} *events;
+	} * events;
 	size_t nr_events, cap_events;
-	uint32_t active;   /* mirror of bss->active_buf */
+	uint32_t active; /* mirror of bss->active_buf */
 	int counts_fd[PROFILE_NR_BUFS];
 	int stacks_fd[PROFILE_NR_BUFS];
 	collector_proc_fn proc_fn;
@@ -67,9 +67,9 @@ struct collector {
 	uint64_t *off_now, *steal_now; /* /proc/stat by CPU: idle + iowait, steal; or NULL */
 	struct target_cpu {	       /* -p: each target's CPU time (ticks) */
 		uint32_t pid;
-		uint64_t start;	       /* its start time: the same process */
-		uint64_t base, last;   /* at attach, at the last read */
-	} *tcpu;
+		uint64_t start;	     /* its start time: the same process */
+		uint64_t base, last; /* at attach, at the last read */
+	} * tcpu;
 	/* Count slots (profile_abi.h): the arrays' mmaps, and what the drain
 	 * knows of the active set's slots. */
 	struct bp_slot_region *slot_next;
@@ -79,28 +79,28 @@ struct collector {
 	uint32_t regions, per_region; /* possible CPUs + 1, slots per region and set */
 	uint32_t *taken;	      /* per region: slots taken in the set being read */
 	struct slotset *sset;
-	size_t flip_at;		/* keys in the active set that make the next drain flip */
-	bool sampling;		/* attached: runs may still come */
-	uint32_t unwind_mode;	/* in effect (auto falls back to fp if the walker cannot load) */
-	int unwind_err;		/* why it fell back */
-	bool fp_walker;		/* frame pointers walked by the program, not bpf_get_stack() */
+	size_t flip_at;	      /* keys in the active set that make the next drain flip */
+	bool sampling;	      /* attached: runs may still come */
+	uint32_t unwind_mode; /* in effect (auto falls back to fp if the walker cannot load) */
+	int unwind_err;	      /* why it fell back */
+	bool fp_walker;	      /* frame pointers walked by the program, not bpf_get_stack() */
 	int chunk_fd[UNWIND_MAX_CHUNKS]; /* unwind slot pool chunks, 0 = none */
-	bool chunk0_spare;	/* chunk 0 installed ahead, not asked for yet */
-	struct prefill *prefill; /* the map-in-map slots filled during the load */
+	bool chunk0_spare;		 /* chunk 0 installed ahead, not asked for yet */
+	struct prefill *prefill;	 /* the map-in-map slots filled during the load */
 	bool prefill_tried;
-	bool prefilled;		/* ... and they were */
-	struct korc korc;	/* kernel ORC table, until it is in the kernel */
+	bool prefilled;	  /* ... and they were */
+	struct korc korc; /* kernel ORC table, until it is in the kernel */
 	size_t korc_entries;
 	uint64_t open_ns, korc_ns; /* collector__open, and the ORC table's part of it */
 	bool kprogs_off;	   /* the BPF program list (kprogs.bpf.h) is not loaded */
 	struct bpf_link *kprogs_link;
 	int kprogs_err;
-	int korc_load_err;	/* 0: the table came from the cache, else why not */
-	int korc_save_err;	/* built: 0 saved in the cache, else why not */
+	int korc_load_err; /* 0: the table came from the cache, else why not */
+	int korc_save_err; /* built: 0 saved in the cache, else why not */
 	uint64_t korc_tramp[3];
-	int kw_err;		/* why it does not (0: it does) */
-	int ncpu;		/* possible CPUs: entries of cpu_state */
-	void *cpu_state;	/* its mmap, NULL: read by lookups (and no hot slots) */
+	int kw_err;	 /* why it does not (0: it does) */
+	int ncpu;	 /* possible CPUs: entries of cpu_state */
+	void *cpu_state; /* its mmap, NULL: read by lookups (and no hot slots) */
 	size_t cpu_state_len;
 	struct bpf_link *offcpu_links[2]; /* --off-cpu: sched_switch, sched_process_fork */
 	struct bpf_link *target_links[2]; /* -p, -- COMMAND: sched_process_exit, ..._fork */
@@ -129,7 +129,7 @@ int prefill__finish(struct collector *c, struct errmsg *em);
 
 /* offcpu.c: --off-cpu's part; __fill, __attach and __detach do nothing
  * without it, __configure keeps its maps small then. */
-void offcpu__configure(struct collector *c); /* before the load */
+void offcpu__configure(struct collector *c);		  /* before the load */
 int offcpu__fill(struct collector *c, struct errmsg *em); /* its filters, after */
 int offcpu__attach(struct collector *c, struct errmsg *em);
 void offcpu__detach(struct collector *c); /* counts the waits still going, then stops */

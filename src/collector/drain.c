@@ -38,8 +38,8 @@ int drain__open(struct collector *c, struct errmsg *em)
 	struct profile_bpf *s = c->skel;
 
 	c->slot_next = map_array(s->maps.slot_next, PROT_READ | PROT_WRITE, &c->slot_next_len);
-	c->slot_counts = map_array(s->maps.slot_counts, PROT_READ | PROT_WRITE,
-				   &c->slot_counts_len);
+	c->slot_counts =
+		map_array(s->maps.slot_counts, PROT_READ | PROT_WRITE, &c->slot_counts_len);
 	c->slot_keys = map_array(s->maps.slot_keys, PROT_READ, &c->slot_keys_len);
 	if (!c->slot_next || !c->slot_counts || !c->slot_keys) {
 		errmsg_set(em, -errno, "cannot map the count slots: %s", strerror(errno));
@@ -169,7 +169,8 @@ static struct bp_hot_slot *hot_slots(struct collector *c, int cpu, uint32_t buf)
 	size_t vsz = bpf_map__value_size(c->skel->maps.cpu_state);
 	char *v = (char *)c->cpu_state + (size_t)cpu * vsz;
 
-	return (struct bp_hot_slot *)(v + vsz - sizeof(struct bp_hot_slot) * PROFILE_NR_BUFS *
+	return (struct bp_hot_slot *)(v + vsz -
+				      sizeof(struct bp_hot_slot) * PROFILE_NR_BUFS *
 					      PROFILE_HOT_SLOTS) +
 	       (size_t)buf * PROFILE_HOT_SLOTS;
 }
@@ -183,8 +184,7 @@ static struct bp_hot_slot *hot_slots(struct collector *c, int cpu, uint32_t buf)
  */
 static void add_hot(struct collector *c, uint32_t buf)
 {
-	if (!__atomic_load_n(&c->skel->bss->hot_slots, __ATOMIC_RELAXED) ||
-	    !slotset__keys(c->sset))
+	if (!__atomic_load_n(&c->skel->bss->hot_slots, __ATOMIC_RELAXED) || !slotset__keys(c->sset))
 		return;
 	for (int cpu = 0; cpu < c->ncpu; cpu++) {
 		const struct bp_hot_slot *hs = hot_slots(c, cpu, buf);
@@ -326,8 +326,8 @@ int collector__drain(struct collector *c, collector_known_fn known, collector_sa
 	const struct slotset_gain *gains = NULL;
 	struct slotset_mem m = slot_mem(c, buf);
 	size_t nr = 0;
-	bool flip = slots_taken(c, buf) || !c->sampling ||
-		    slotset__keys(c->sset) >= c->flip_at || c->opts.test.always_flip;
+	bool flip = slots_taken(c, buf) || !c->sampling || slotset__keys(c->sset) >= c->flip_at ||
+		    c->opts.test.always_flip;
 	int err;
 
 	if (flip) {

@@ -133,11 +133,14 @@ static void perf_open_error(struct errmsg *em, int err, const char *what)
 {
 	if (err == -EACCES || err == -EPERM) {
 		errmsg_set(em, err, "perf_event_open for %s was refused: %s", what, strerror(-err));
-		errmsg_hint(em, "run as root, or grant CAP_PERFMON (or lower kernel.perf_event_paranoid)");
+		errmsg_hint(
+			em,
+			"run as root, or grant CAP_PERFMON (or lower kernel.perf_event_paranoid)");
 	} else if (err == -EMFILE || err == -ENFILE) {
-		errmsg_set(em, err,
-			   "out of file descriptors opening the perf event for %s (the limit is %llu)",
-			   what, (unsigned long long)selfstat__fd_limit());
+		errmsg_set(
+			em, err,
+			"out of file descriptors opening the perf event for %s (the limit is %llu)",
+			what, (unsigned long long)selfstat__fd_limit());
 		errmsg_hint(em, FD_LIMIT_HINT);
 	} else {
 		errmsg_set(em, err, "perf_event_open for %s failed: %s", what, strerror(-err));
@@ -285,7 +288,9 @@ void events__measure(struct collector *c, bool read_targets)
 		cpu.idle = v[STAT_IDLE];
 		/* Idle samples kept by --include-idle are in SAMPLES or FILTERED. */
 		cpu.busy = v[STAT_SAMPLES] + v[STAT_FILTERED] -
-			   (c->opts.include_idle ? MIN(v[STAT_IDLE], v[STAT_SAMPLES] + v[STAT_FILTERED]) : 0);
+			   (c->opts.include_idle
+				    ? MIN(v[STAT_IDLE], v[STAT_SAMPLES] + v[STAT_FILTERED])
+				    : 0);
 		cpu.kept = v[STAT_SAMPLES];
 		cpu.kept_busy = v[STAT_SAMPLES] - MIN(v[STAT_IDLE_KEPT], v[STAT_SAMPLES]);
 		sampling__add(&sum, &cpu, period, tick);

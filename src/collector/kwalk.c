@@ -37,7 +37,7 @@ static int orc_layout_ok(void)
 		const char *name;
 		uint32_t off, bits;
 	} want[] = { { "sp_offset", 0, 0 }, { "bp_offset", 16, 0 }, { "sp_reg", 32, 4 },
-		     { "bp_reg", 36, 4 },    { "type", 40, 3 },	     { "signal", 43, 1 } };
+		     { "bp_reg", 36, 4 },   { "type", 40, 3 },	    { "signal", 43, 1 } };
 	struct btf *btf = btf__load_vmlinux_btf();
 	const struct btf_type *t;
 	const struct btf_member *m;
@@ -96,7 +96,7 @@ static int take_korc_sym(void *ctx, const struct kallsyms_line *l)
 /* Builds c->korc from the running kernel's tables; m: what it was built from. */
 static int kw_build(struct collector *c, struct korc_meta *m)
 {
-	struct korc_syms ks = {0};
+	struct korc_syms ks = { 0 };
 	struct kread_bpf *sk = NULL;
 	int32_t *ip = NULL;
 	uint8_t *orc = NULL;
@@ -128,12 +128,15 @@ static int kw_build(struct collector *c, struct korc_meta *m)
 	if (!err)
 		err = kread(sk, orc, ks.orc_start, n * 6);
 	if (!err)
-		err = korc__build(ip, orc, (uint32_t)n, ks.orc_ip_start, ks.stext, ks.etext, &c->korc);
+		err = korc__build(ip, orc, (uint32_t)n, ks.orc_ip_start, ks.stext, ks.etext,
+				  &c->korc);
 	kread_bpf__destroy(sk);
 	free(ip);
 	free(orc);
-	*m = (struct korc_meta){ .stext = ks.stext, .orc_ip_start = ks.orc_ip_start,
-				 .orc_start = ks.orc_start, .nr_orc = (uint32_t)n };
+	*m = (struct korc_meta){ .stext = ks.stext,
+				 .orc_ip_start = ks.orc_ip_start,
+				 .orc_start = ks.orc_start,
+				 .nr_orc = (uint32_t)n };
 	memcpy(m->tramp, ks.trampolines, sizeof(m->tramp));
 	return err;
 }
@@ -165,7 +168,7 @@ static int kallsyms_stext(uint64_t *stext)
 
 	*stext = st.addr;
 	if (r < 0 && !st.found)
-		return (int)r; /* the file could not be read */
+		return (int)r;	     /* the file could not be read */
 	return *stext ? 0 : -ENOENT; /* 0: not among the first lines, or addresses hidden */
 }
 

@@ -95,9 +95,11 @@ int offcpu__attach(struct collector *c, struct errmsg *em)
 		if (!c->offcpu_links[i]) {
 			err = -errno;
 			c->offcpu_links[i] = NULL;
-			errmsg_set(em, err, "attaching the off-CPU program to the %s tracepoint failed: %s",
+			errmsg_set(em, err,
+				   "attaching the off-CPU program to the %s tracepoint failed: %s",
 				   what[i], strerror(-err));
-			errmsg_hint(em, "--off-cpu needs BTF-typed tracepoints (tp_btf, Linux 5.5+)");
+			errmsg_hint(em,
+				    "--off-cpu needs BTF-typed tracepoints (tp_btf, Linux 5.5+)");
 			return err;
 		}
 	}
@@ -139,7 +141,8 @@ void offcpu__detach(struct collector *c)
  * -errno. Reads the table through an mmap: a few hundred KiB, no syscalls
  * per entry. A slot changing under the scan is seen before or after. */
 static int offcpu_tasks_each(struct collector *c,
-			     int (*fn)(struct collector *c, const struct bp_offcpu_task *t, void *arg),
+			     int (*fn)(struct collector *c, const struct bp_offcpu_task *t,
+				       void *arg),
 			     void *arg)
 {
 	const volatile struct bp_offcpu_task *tab;

@@ -102,8 +102,8 @@ static bool attempt_possible(struct collector *c, const struct load_attempt *a, 
 static int slots_configure(struct collector *c, struct errmsg *em)
 {
 	struct profile_bpf *s = c->skel;
-	uint64_t want = c->opts.max_counts ? c->opts.max_counts
-					   : bpf_map__max_entries(s->maps.counts_0);
+	uint64_t want =
+		c->opts.max_counts ? c->opts.max_counts : bpf_map__max_entries(s->maps.counts_0);
 	uint64_t per = MAX((want + (uint64_t)c->ncpu - 1) / (uint64_t)c->ncpu,
 			   (uint64_t)SLOTS_MIN_PER_REGION);
 	uint64_t regions = (uint64_t)c->ncpu + 1, total = regions * per;
@@ -129,8 +129,7 @@ static int slots_configure(struct collector *c, struct errmsg *em)
 }
 
 /* Filters are read-only data, map sizes are set before load. */
-static int skel_configure(struct collector *c, const struct load_attempt *a,
-			  struct errmsg *em)
+static int skel_configure(struct collector *c, const struct load_attempt *a, struct errmsg *em)
 {
 	const struct collector_opts *opts = &c->opts;
 	struct profile_bpf *s = c->skel;
@@ -202,9 +201,12 @@ static void load_error(struct errmsg *em, int err)
 {
 	if (err == -EPERM || err == -EACCES) {
 		errmsg_set(em, err, "loading the BPF program was refused: %s", strerror(-err));
-		errmsg_hint(em, "run as root, or grant CAP_BPF and CAP_PERFMON (CAP_SYS_ADMIN on kernels before 5.8)");
+		errmsg_hint(
+			em,
+			"run as root, or grant CAP_BPF and CAP_PERFMON (CAP_SYS_ADMIN on kernels before 5.8)");
 	} else if (err == -EMFILE || err == -ENFILE) {
-		errmsg_set(em, err, "out of file descriptors loading the BPF program (the limit is %llu)",
+		errmsg_set(em, err,
+			   "out of file descriptors loading the BPF program (the limit is %llu)",
 			   (unsigned long long)selfstat__fd_limit());
 		errmsg_hint(em, FD_LIMIT_HINT);
 	} else {
@@ -383,9 +385,12 @@ struct collector *collector__open(const struct collector_opts *opts, struct errm
 	libbpf_set_print(libbpf_print);
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		errmsg_set(em, -ENOENT,
-			   "this kernel has no BTF type information (/sys/kernel/btf/vmlinux is missing)");
-		errmsg_hint(em, "bpfprof needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (5.4 or later, as every major distribution ships)");
+		errmsg_set(
+			em, -ENOENT,
+			"this kernel has no BTF type information (/sys/kernel/btf/vmlinux is missing)");
+		errmsg_hint(
+			em,
+			"bpfprof needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (5.4 or later, as every major distribution ships)");
 		goto out_free;
 	}
 	c->unwind_mode = opts->unwind_mode;
@@ -396,21 +401,23 @@ struct collector *collector__open(const struct collector_opts *opts, struct errm
 	c->counts_fd[1] = bpf_map__fd(c->skel->maps.counts_1);
 	c->stacks_fd[0] = bpf_map__fd(c->skel->maps.stacks_0);
 	c->stacks_fd[1] = bpf_map__fd(c->skel->maps.stacks_1);
-	if (prefill__finish(c, em) || kwalk__fill(c, em) || filters_fill(c, em) || offcpu__fill(c, em))
+	if (prefill__finish(c, em) || kwalk__fill(c, em) || filters_fill(c, em) ||
+	    offcpu__fill(c, em))
 		goto out_destroy;
 
 	c->active = 0;
 	/* Counters as plain loads (see profile.bpf.c); NULL: read by lookups.
 	 * Writable: the hot slots are read and emptied through it, so the
 	 * program only uses them once it is there. */
-	c->cpu_state = map_array(c->skel->maps.cpu_state, PROT_READ | PROT_WRITE,
-				 &c->cpu_state_len);
+	c->cpu_state =
+		map_array(c->skel->maps.cpu_state, PROT_READ | PROT_WRITE, &c->cpu_state_len);
 	if (c->cpu_state && !opts->test.no_hot_slots)
 		__atomic_store_n(&c->skel->bss->hot_slots, 1, __ATOMIC_SEQ_CST);
 	/* Flip at half of the smaller map (a key names up to two stacks): what the
 	 * other half holds is what one drain period may bring before a flip. */
 	c->flip_at = MIN(bpf_map__max_entries(c->skel->maps.counts_0),
-			 bpf_map__max_entries(c->skel->maps.stacks_0) / 2) / 2;
+			 bpf_map__max_entries(c->skel->maps.stacks_0) / 2) /
+		     2;
 	if (drain__open(c, em))
 		goto out_destroy;
 	kprogs_open(c);

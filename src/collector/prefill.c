@@ -52,7 +52,7 @@ int uw_chunk_map(void)
  * prefill__finish() after the load, as before.
  */
 struct prefill {
-	int fd[7]; /* counts_0/1, stacks_0/1, counts, stacks, unwind_chunks */
+	int fd[7];  /* counts_0/1, stacks_0/1, counts, stacks, unwind_chunks */
 	int chunk0; /* the first table chunk, or -1 */
 	struct slot_fill f[2 * PROFILE_NR_BUFS + 1];
 	pthread_t th[2 * PROFILE_NR_BUFS + 1];
@@ -130,12 +130,14 @@ struct prefill *prefill__start(struct collector *c)
 		p->chunk0 = -1;
 	}
 	for (uint32_t i = 0; i < PROFILE_NR_BUFS; i++) {
-		p->f[p->nr++] = (struct slot_fill){ .outer = p->fd[4], .inner = p->fd[i], .idx = i };
-		p->f[p->nr++] = (struct slot_fill){ .outer = p->fd[5], .inner = p->fd[2 + i],
-						    .idx = i };
+		p->f[p->nr++] =
+			(struct slot_fill){ .outer = p->fd[4], .inner = p->fd[i], .idx = i };
+		p->f[p->nr++] =
+			(struct slot_fill){ .outer = p->fd[5], .inner = p->fd[2 + i], .idx = i };
 	}
 	if (p->fd[6] >= 0)
-		p->f[p->nr++] = (struct slot_fill){ .outer = p->fd[6], .inner = p->chunk0, .idx = 0 };
+		p->f[p->nr++] =
+			(struct slot_fill){ .outer = p->fd[6], .inner = p->chunk0, .idx = 0 };
 	p->joined = false;
 	for (size_t i = 0; i < p->nr; i++)
 		p->started[i] = !pthread_create(&p->th[i], NULL, slot_fill_run, &p->f[i]);
@@ -148,8 +150,8 @@ fail:
 /* Hands the pre-made maps to a (re)opened skeleton; false if libbpf refused. */
 bool prefill__reuse(struct prefill *p, struct profile_bpf *s)
 {
-	struct bpf_map *m[7] = { s->maps.counts_0, s->maps.counts_1, s->maps.stacks_0,
-				 s->maps.stacks_1, s->maps.counts,   s->maps.stacks,
+	struct bpf_map *m[7] = { s->maps.counts_0,     s->maps.counts_1, s->maps.stacks_0,
+				 s->maps.stacks_1,     s->maps.counts,	 s->maps.stacks,
 				 s->maps.unwind_chunks };
 
 	for (size_t i = 0; i < ARRAY_SIZE(m); i++)
@@ -180,7 +182,8 @@ int prefill__finish(struct collector *c, struct errmsg *em)
 			} else { /* the loaded program walks no tables after all */
 				uint32_t zero = 0;
 
-				bpf_map_delete_elem(bpf_map__fd(c->skel->maps.unwind_chunks), &zero);
+				bpf_map_delete_elem(bpf_map__fd(c->skel->maps.unwind_chunks),
+						    &zero);
 			}
 		}
 		prefill__free(p);
@@ -192,9 +195,11 @@ int prefill__finish(struct collector *c, struct errmsg *em)
 
 	for (uint32_t i = 0; i < PROFILE_NR_BUFS; i++) {
 		f[2 * i] = (struct slot_fill){ .outer = bpf_map__fd(s->maps.counts),
-					       .inner = c->counts_fd[i], .idx = i };
+					       .inner = c->counts_fd[i],
+					       .idx = i };
 		f[2 * i + 1] = (struct slot_fill){ .outer = bpf_map__fd(s->maps.stacks),
-						   .inner = c->stacks_fd[i], .idx = i };
+						   .inner = c->stacks_fd[i],
+						   .idx = i };
 	}
 	/* The unwinder's first table chunk too: it asks for one at once (the
 	 * vDSO's table), and installing it alone would wait a grace period more. */
@@ -205,7 +210,8 @@ int prefill__finish(struct collector *c, struct errmsg *em)
 			c->chunk_fd[0] = fd;
 			c->chunk0_spare = true;
 			f[nr++] = (struct slot_fill){ .outer = bpf_map__fd(s->maps.unwind_chunks),
-						      .inner = fd, .idx = 0 };
+						      .inner = fd,
+						      .idx = 0 };
 		}
 	}
 	for (size_t i = 1; i < nr; i++)

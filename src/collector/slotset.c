@@ -17,11 +17,11 @@
 
 struct slot_ent {
 	struct bp_sample_key key;
-	uint64_t last; /* total handed out */
-	uint64_t cur;  /* this read: total */
-	uint64_t hot;  /* this read: hot-slot counts */
+	uint64_t last;	 /* total handed out */
+	uint64_t cur;	 /* this read: total */
+	uint64_t hot;	 /* this read: hot-slot counts */
 	uint64_t cookie; /* the reader's (slotset_gain) */
-	uint32_t slot; /* its first slot */
+	uint32_t slot;	 /* its first slot */
 };
 
 struct slot_dup {
@@ -109,8 +109,9 @@ static int learn(struct slotset *s, uint32_t idx, const struct bp_sample_key *ke
 	if (!created) {
 		if (array_grow((void **)&s->dups, &s->cap_dups, s->ndups + 1, sizeof(*s->dups)))
 			return -ENOMEM;
-		s->dups[s->ndups++] = (struct slot_dup){ .slot = idx,
-							 .ent = (uint32_t)((uintptr_t)e->value - 1) };
+		s->dups[s->ndups++] =
+			(struct slot_dup){ .slot = idx,
+					   .ent = (uint32_t)((uintptr_t)e->value - 1) };
 		return 0;
 	}
 	if (array_grow((void **)&s->ents, &s->cap_ents, s->nents + 1, sizeof(*s->ents))) {

@@ -18,7 +18,8 @@ bool stats__cpu_counters(struct collector *c, int cpu, uint64_t *v)
 	void *buf;
 
 	if (c->cpu_state) {
-		/* The program's counters: aligned 8-byte loads; stats[] is the value's first member. */
+		/* The program's counters: aligned 8-byte loads; stats[] is the value's first
+		 * member. */
 		const volatile uint64_t *p =
 			(const volatile uint64_t *)((const char *)c->cpu_state + (size_t)cpu * vsz);
 
@@ -36,9 +37,9 @@ bool stats__cpu_counters(struct collector *c, int cpu, uint64_t *v)
 	return true;
 }
 
-#define STATS_REUSE_NS	   (50ull * 1000000)
-#define MEASURE_FIRST_NS   (1000ull * 1000000)
-#define MEASURE_EVERY_NS   (15000ull * 1000000)
+#define STATS_REUSE_NS	 (50ull * 1000000)
+#define MEASURE_FIRST_NS (1000ull * 1000000)
+#define MEASURE_EVERY_NS (15000ull * 1000000)
 
 void collector__stats(struct collector *c, struct collector_stats *st)
 {
@@ -71,8 +72,8 @@ void collector__stats(struct collector *c, struct collector_stats *st)
 			st->v[i] += v[i];
 	}
 	if (c->sampling && c->nr_events &&
-	    (c->acct.at_ns ? now - c->acct.at_ns >= MEASURE_EVERY_NS :
-			     now - c->attach_ns >= MEASURE_FIRST_NS))
+	    (c->acct.at_ns ? now - c->acct.at_ns >= MEASURE_EVERY_NS
+			   : now - c->attach_ns >= MEASURE_FIRST_NS))
 		events__measure(c, true);
 	st->acct = c->acct;
 	st->acct_prev = c->acct_prev;

@@ -82,14 +82,14 @@ static int64_t label_of(struct flametree *t, enum frame_kind kind, const char *n
 		return -ENOMEM;
 	}
 	output__clean_utf8(name, clean, csize);
-	t->labels[t->nr_labels] = (struct ftlabel){.name = clean, .kind = kind};
+	t->labels[t->nr_labels] = (struct ftlabel){ .name = clean, .kind = kind };
 	e->value = (void *)(uintptr_t)t->nr_labels;
 	return (int64_t)t->nr_labels++;
 }
 
 static int64_t child_of(struct flametree *t, uint32_t parent, uint32_t label)
 {
-	struct child_key k = {parent, label};
+	struct child_key k = { parent, label };
 	struct htab_entry *e;
 	bool created;
 	int64_t n;
@@ -227,7 +227,7 @@ int flametree__finish(struct flametree *t, uint64_t min_value)
 	stack[sp++] = 0;
 	while (sp && !err) {
 		uint32_t i = stack[--sp], k = 0, kept = 0, small = 0;
-		uint64_t small_v[2] = {0, 0};
+		uint64_t small_v[2] = { 0, 0 };
 		struct ftnode *n = &t->nodes[i];
 
 		if (n->depth > t->max_depth)

@@ -9,8 +9,8 @@
  * Python frames and "_[i]" inlined frames, the suffix removed; everything
  * else is a user frame. A Python frame's "name (file)" or "name (file:line)",
  * and any frame's "name (file:LINE)" (what --lines writes), are split into
- * name, file and line. So folded output of the profile read is the text read. Empty lines and CRLF endings are accepted;
- * anything else malformed is an error naming the line.
+ * name, file and line. So folded output of the profile read is the text read. Empty lines and CRLF
+ * endings are accepted; anything else malformed is an error naming the line.
  */
 #include "format/reader.h"
 
@@ -64,7 +64,7 @@ static void split_source(struct pframe *f, char *s, size_t len)
 static int read_line(char *line, size_t len, struct profile *p, uint32_t **frames, size_t *cap,
 		     struct errmsg *em, size_t lineno)
 {
-	struct psample id = {0};
+	struct psample id = { 0 };
 	char *space, *s, *next;
 	uint64_t count;
 	uint32_t n = 0;
@@ -119,7 +119,7 @@ static int read_line(char *line, size_t len, struct profile *p, uint32_t **frame
 		(*frames)[n++] = (uint32_t)f;
 	}
 	/* A line with only a process name has no frames (and maybe no array yet). */
-	rc = profile__add(p, &id, n ? *frames : &(uint32_t){0}, n, count);
+	rc = profile__add(p, &id, n ? *frames : &(uint32_t){ 0 }, n, count);
 	return rc;
 }
 

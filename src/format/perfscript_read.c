@@ -120,7 +120,8 @@ static bool is_hex(const char *s, size_t n)
 	if (!n)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || ((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'f')))
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		      ((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'f')))
 			return false;
 	return true;
 }
@@ -169,7 +170,8 @@ static bool pid_token(const char *s, size_t n)
 
 	if (!slash)
 		return is_digits(s, n);
-	return is_digits(s, (size_t)(slash - s)) && is_digits(slash + 1, (size_t)(s + n - slash - 1));
+	return is_digits(s, (size_t)(slash - s)) &&
+	       is_digits(slash + 1, (size_t)(s + n - slash - 1));
 }
 
 struct tok {
@@ -201,9 +203,9 @@ static size_t tokens(const char *s, struct tok *t, size_t max)
 /* User-space files perf shows in brackets; other bracketed names in kernel space are modules. */
 static bool user_pseudo_file(const char *dso)
 {
-	static const char *const names[] = { "[vdso]",	"[vsyscall]", "[vectors]", "[heap]",
-					     "[stack]", "[uprobes]",  "[sigpage]", "[vvar]",
-					     "[unknown]" };
+	static const char *const names[] = { "[vdso]",	  "[vsyscall]", "[vectors]",
+					     "[heap]",	  "[stack]",	"[uprobes]",
+					     "[sigpage]", "[vvar]",	"[unknown]" };
 
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
 		if (!strcmp(dso, names[i]))
@@ -228,8 +230,7 @@ static enum frame_kind kind_of(const char *dso, uint64_t addr)
 	    !strcmp(path_basename(dso), "vmlinux") || !strncmp(path_basename(dso), "vmlinux-", 8))
 		return FRAME_KERNEL;
 	/* A kernel module, "[nf_conntrack]": in the kernel's half of the address space. */
-	if (n > 2 && dso[0] == '[' && dso[n - 1] == ']' && !user_pseudo_file(dso) &&
-	    (addr >> 63))
+	if (n > 2 && dso[0] == '[' && dso[n - 1] == ']' && !user_pseudo_file(dso) && (addr >> 63))
 		return FRAME_KERNEL;
 	if (is_perf_map(dso))
 		return FRAME_JIT;
@@ -292,7 +293,8 @@ static int parse_frame(struct ps *st, char *s, struct pend *out)
 		*--end = '\0';
 	/* "sym+0x1d": the offset goes (stackcollapse-perf does the same). */
 	plus = strrchr(sym, '+');
-	if (plus && plus > sym && plus[1] == '0' && plus[2] == 'x' && is_hex(plus + 3, strlen(plus + 3)))
+	if (plus && plus > sym && plus[1] == '0' && plus[2] == 'x' &&
+	    is_hex(plus + 3, strlen(plus + 3)))
 		*plus = '\0';
 	if (dso && !*dso)
 		dso = NULL;
@@ -397,7 +399,8 @@ static int add_frame(struct ps *st, char *s)
 	rc = parse_frame(st, s, &st->pend[st->nr_frames]);
 	if (rc == -EINVAL)
 		return errmsg_set(st->em, -EINVAL,
-				  "line %zu: expected a frame, \"ADDRESS SYMBOL (FILE)\"", st->lineno);
+				  "line %zu: expected a frame, \"ADDRESS SYMBOL (FILE)\"",
+				  st->lineno);
 	if (rc)
 		return rc;
 	st->nr_frames++;
@@ -433,8 +436,10 @@ static int end_sample(struct ps *st)
 	/* Root first, as profiles hold stacks; perf printed the leaf first. */
 	for (size_t i = n; i-- > 0;) {
 		struct pend *f = &st->pend[i];
-		struct pframe pf = { .name = str(st, f->name), .kind = f->kind,
-				     .module = str(st, f->module), .file = str(st, f->file),
+		struct pframe pf = { .name = str(st, f->name),
+				     .kind = f->kind,
+				     .module = str(st, f->module),
+				     .file = str(st, f->file),
 				     .line = f->line };
 		int64_t fid;
 
@@ -482,8 +487,8 @@ static bool count_event(struct ps *st, const char *event, size_t n)
 		st->nr_events++;
 	}
 	st->events[i].samples++;
-	if (st->reading < 0 && (!st->want || (st->exact ? !strcmp(name, st->want)
-							 : event_matches(name, st->want))))
+	if (st->reading < 0 &&
+	    (!st->want || (st->exact ? !strcmp(name, st->want) : event_matches(name, st->want))))
 		st->reading = (int)i;
 	return st->reading == (int)i;
 }
@@ -690,7 +695,8 @@ static int events_note(struct ps *st)
 		if ((int)i == st->reading)
 			continue;
 		l += (size_t)snprintf(list + l, sizeof(list) - MIN(l, sizeof(list)), "%s%s %llu",
-				      l ? ", " : "", st->events[i].name[0] ? st->events[i].name : "(none)",
+				      l ? ", " : "",
+				      st->events[i].name[0] ? st->events[i].name : "(none)",
 				      (unsigned long long)st->events[i].samples);
 		if (l >= sizeof(list))
 			break;
@@ -706,18 +712,21 @@ static int events_note(struct ps *st)
 	if (st->reading < 0)
 		return errmsg_set(st->em, -EINVAL, "no samples in the file");
 	if (list[0] && st->exact) {
-		errmsg_set(st->em, 0, "read the %llu samples of %.64s, the event with the most; "
-				      "left out %.120s",
+		errmsg_set(st->em, 0,
+			   "read the %llu samples of %.64s, the event with the most; "
+			   "left out %.120s",
 			   (unsigned long long)st->events[st->reading].samples,
-			   st->events[st->reading].name[0] ? st->events[st->reading].name : "(none)",
+			   st->events[st->reading].name[0] ? st->events[st->reading].name
+							   : "(none)",
 			   list);
 		errmsg_hint(st->em, "events are not mixed: --event NAME reads another one");
 	}
 	if (st->bad) {
 		char note[sizeof(st->em->msg)];
 
-		snprintf(note, sizeof(note), "%.100s%sleft out %llu unreadable sample%s (first: %.90s)",
-			 st->em->msg, st->em->msg[0] ? "; " : "", (unsigned long long)st->bad,
+		snprintf(note, sizeof(note),
+			 "%.100s%sleft out %llu unreadable sample%s (first: %.90s)", st->em->msg,
+			 st->em->msg[0] ? "; " : "", (unsigned long long)st->bad,
 			 st->bad == 1 ? "" : "s", st->bad_msg);
 		errmsg_set(st->em, 0, "%s", note);
 	}
@@ -765,8 +774,8 @@ static int pass(struct ps *st, const uint8_t *buf, size_t len, char **line, size
 	return rc ? rc : end_sample(st);
 }
 
-static int read_opts(const uint8_t *buf, size_t len, struct profile *p,
-		     const struct input_opts *io, struct errmsg *em)
+static int read_opts(const uint8_t *buf, size_t len, struct profile *p, const struct input_opts *io,
+		     struct errmsg *em)
 {
 	struct ps st = { .p = p, .em = em, .want = io ? io->event : NULL, .reading = -1 };
 	char *line = NULL, want[sizeof(st.events[0].name)];
@@ -786,8 +795,13 @@ static int read_opts(const uint8_t *buf, size_t len, struct profile *p,
 		rc = pass(&st, buf, len, &line, &line_cap);
 		if (!rc && busiest_event(&st)) {
 			snprintf(want, sizeof(want), "%s", busiest_event(&st));
-			st = (struct ps){ .p = p, .em = em, .want = want, .exact = true,
-					  .reading = -1, .comm = st.comm, .comm_cap = st.comm_cap };
+			st = (struct ps){ .p = p,
+					  .em = em,
+					  .want = want,
+					  .exact = true,
+					  .reading = -1,
+					  .comm = st.comm,
+					  .comm_cap = st.comm_cap };
 		}
 		st.counting = false;
 		errmsg_clear(em);

@@ -238,7 +238,7 @@ static int value_type(struct pbr *m, uint64_t out[2])
 
 static int mapping(struct pctx *c, struct pbr *m)
 {
-	struct pmapping mp = {0};
+	struct pmapping mp = { 0 };
 	unsigned field, wire;
 
 	while (m->p < m->end) {
@@ -274,7 +274,7 @@ static int mapping(struct pctx *c, struct pbr *m)
 
 static int location(struct pctx *c, struct pbr *m)
 {
-	struct plocation l = {.line_off = c->lines.nr};
+	struct plocation l = { .line_off = c->lines.nr };
 	unsigned field, wire;
 	struct pbr line;
 
@@ -332,7 +332,7 @@ static int location(struct pctx *c, struct pbr *m)
 
 static int function(struct pctx *c, struct pbr *m)
 {
-	struct pfunction fn = {0};
+	struct pfunction fn = { 0 };
 	unsigned field, wire;
 
 	while (m->p < m->end) {
@@ -360,7 +360,7 @@ static int function(struct pctx *c, struct pbr *m)
 /* Pass 1: the top-level Profile fields. */
 static int scan(struct pctx *c, const uint8_t *buf, size_t len)
 {
-	struct pbr r = {buf, buf + len}, m;
+	struct pbr r = { buf, buf + len }, m;
 	unsigned field, wire;
 	uint64_t vt[2];
 	int err;
@@ -405,9 +405,10 @@ static int scan(struct pctx *c, const uint8_t *buf, size_t len)
 			err = function(c, &m);
 			break;
 		case PPROF_STRING_TABLE:
-			if (array_grow((void **)&c->strs, &c->cap_strs, c->nr_strs + 1, sizeof(*c->strs)))
+			if (array_grow((void **)&c->strs, &c->cap_strs, c->nr_strs + 1,
+				       sizeof(*c->strs)))
 				return -ENOMEM;
-			c->strs[c->nr_strs++] = (struct pstring){m.p, (size_t)(m.end - m.p)};
+			c->strs[c->nr_strs++] = (struct pstring){ m.p, (size_t)(m.end - m.p) };
 			break;
 		case PPROF_TIME_NANOS:
 			err = pbr_uint(&r, wire, &c->time_nanos);
@@ -650,11 +651,11 @@ static int label(struct pctx *c, struct pbr *m, struct sample_acc *s)
 
 /* Pass 2: one Sample message into the profile. */
 static int sample(struct pctx *c, struct pbr *m, size_t value_index, uint64_t divisor,
-		  size_t off_index,
-		  const char *default_comm, struct u64vec *fr, uint32_t **ids, size_t *ids_cap)
+		  size_t off_index, const char *default_comm, struct u64vec *fr, uint32_t **ids,
+		  size_t *ids_cap)
 {
-	struct sample_acc s = {0};
-	struct psample id = {0};
+	struct sample_acc s = { 0 };
+	struct psample id = { 0 };
 	unsigned field, wire;
 	struct pbr sub;
 	int64_t value = 0, off = 0;
@@ -689,12 +690,14 @@ static int sample(struct pctx *c, struct pbr *m, size_t value_index, uint64_t di
 	if (value <= 0 && off <= 0)
 		goto out; /* nothing to count (or a pprof diff profile's negative) */
 	if (value > 0) {
-		count = (uint64_t)value / divisor + ((uint64_t)value % divisor >= (divisor + 1) / 2);
+		count = (uint64_t)value / divisor +
+			((uint64_t)value % divisor >= (divisor + 1) / 2);
 		if (!count)
 			count = 1;
 	}
 	if (profile__total(c->p) + count < profile__total(c->p) ||
-	    (off > 0 && profile__total_offcpu(c->p) + (uint64_t)off < profile__total_offcpu(c->p))) {
+	    (off > 0 &&
+	     profile__total_offcpu(c->p) + (uint64_t)off < profile__total_offcpu(c->p))) {
 		err = fail(c, -ERANGE, "sample counts overflow");
 		goto out;
 	}
@@ -719,9 +722,10 @@ static int sample(struct pctx *c, struct pbr *m, size_t value_index, uint64_t di
 	id.container = s.container;
 	id.addr = s.locs.nr ? leaf_address(c, s.locs.v[0]) : 0;
 	if (count)
-		err = profile__add(c->p, &id, fr->nr ? *ids : &(uint32_t){0}, (uint32_t)fr->nr, count);
+		err = profile__add(c->p, &id, fr->nr ? *ids : &(uint32_t){ 0 }, (uint32_t)fr->nr,
+				   count);
 	if (!err && off > 0)
-		err = profile__add_offcpu(c->p, &id, fr->nr ? *ids : &(uint32_t){0},
+		err = profile__add_offcpu(c->p, &id, fr->nr ? *ids : &(uint32_t){ 0 },
 					  (uint32_t)fr->nr, (uint64_t)off);
 out:
 	free(s.locs.v);
@@ -797,7 +801,7 @@ static int pick_value(struct pctx *c, size_t *index, uint64_t *divisor)
 static int decode(struct pctx *c, const uint8_t *buf, size_t len)
 {
 	const char *default_comm = "[unknown]";
-	struct u64vec fr = {0};
+	struct u64vec fr = { 0 };
 	uint32_t *ids = NULL;
 	size_t ids_cap = 0, vi = 0, oi;
 	uint64_t div = 1;
@@ -841,7 +845,8 @@ static int decode(struct pctx *c, const uint8_t *buf, size_t len)
 			err = profile__set_build_id(c->p, f, b);
 	}
 	for (size_t i = 0; i + 1 < c->samples.nr && !err; i += 2) {
-		struct pbr m = {buf + c->samples.v[i], buf + c->samples.v[i] + c->samples.v[i + 1]};
+		struct pbr m = { buf + c->samples.v[i],
+				 buf + c->samples.v[i] + c->samples.v[i + 1] };
 
 		err = sample(c, &m, vi, div, oi, default_comm, &fr, &ids, &ids_cap);
 	}
@@ -874,7 +879,7 @@ static void pctx_free(struct pctx *c)
 
 static int read_pprof(const uint8_t *buf, size_t len, struct profile *p, struct errmsg *em)
 {
-	struct pctx c = {.p = p, .em = em};
+	struct pctx c = { .p = p, .em = em };
 	uint8_t *msg = NULL;
 	size_t msg_len = len;
 	int rc;

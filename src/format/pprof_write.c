@@ -197,9 +197,9 @@ struct enc {
 	const struct profile *p;
 	struct pb out, sub, sub2, scratch;
 	struct strtab st;
-	struct htab *mappings;	/* mapping file name -> id */
-	struct htab *functions; /* kind byte + name -> id */
-	uint32_t *loc_of_frame; /* frame id -> location id, 0 = not yet */
+	struct htab *mappings;	 /* mapping file name -> id */
+	struct htab *functions;	 /* kind byte + name -> id */
+	uint32_t *loc_of_frame;	 /* frame id -> location id, 0 = not yet */
 	struct htab *loc_groups; /* frame ids of an inlined run, innermost first -> id */
 	struct htab *leaf_locs;	 /* the same with a leaf address after them -> id */
 	uint64_t nr_mappings, nr_functions, nr_locations;
@@ -467,7 +467,8 @@ static int encode(struct enc *e, enum view view)
 	if (nv > 1 && m->offcpu)
 		dflt = want[V_CPU] ? V_CPU : V_SAMPLES;
 	if (dflt >= 0)
-		pb_uint(&e->out, PPROF_DEFAULT_SAMPLE_TYPE, str_id(&e->st, vtypes[dflt][0], &e->oom));
+		pb_uint(&e->out, PPROF_DEFAULT_SAMPLE_TYPE,
+			str_id(&e->st, vtypes[dflt][0], &e->oom));
 	if (m->hostname[0])
 		comment(e, PPROF_COMMENT_PREFIX "host=%s", m->hostname);
 	if (m->lost)
@@ -489,7 +490,7 @@ int pprof__encode(const struct profile *p, uint8_t **buf, size_t *len)
 
 int pprof__encode_view(const struct profile *p, enum view view, uint8_t **buf, size_t *len)
 {
-	struct enc e = {.p = p};
+	struct enc e = { .p = p };
 	int err = -ENOMEM;
 
 	e.st.idx = htab__new();
@@ -534,7 +535,7 @@ static int write_pprof(const struct profile *p, FILE *f, const struct out_opts *
 
 const struct writer writer_pprof = {
 	.name = "pprof",
-	.exts = {".pb.gz", ".pprof"},
+	.exts = { ".pb.gz", ".pprof" },
 	.description = "gzipped profile.proto for go tool pprof, Parca, Pyroscope",
 	.write = write_pprof,
 	.all_values = true,

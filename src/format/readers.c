@@ -59,18 +59,20 @@ static bool foreign(const uint8_t *buf, size_t len, const char *path, bool gzipp
 	/* perf record's file: "PERFILE2" (either byte order), "PERFFILE" before 2.6.37. */
 	if (len >= 8 && (!memcmp(buf, "PERFILE2", 8) || !memcmp(buf, "2ELIFREP", 8) ||
 			 !memcmp(buf, "PERFFILE", 8))) {
-		errmsg_set(em, -EINVAL, "this is a %sperf.data file (perf record's binary format), "
-					"which bpfprof does not read",
+		errmsg_set(em, -EINVAL,
+			   "this is a %sperf.data file (perf record's binary format), "
+			   "which bpfprof does not read",
 			   gz);
-		errmsg_hint(em, "read perf script's text of it: perf script -i %s > %s.txt, then "
-				"pass that (or pipe it: perf script -i %s | bpfprof report -)",
+		errmsg_hint(em,
+			    "read perf script's text of it: perf script -i %s > %s.txt, then "
+			    "pass that (or pipe it: perf script -i %s | bpfprof report -)",
 			    name, name, name);
 		return true;
 	}
 	if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))
 		i = 3; /* a UTF-8 byte order mark */
-	while (i < len && i < 4096 && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' ||
-				       buf[i] == '\n'))
+	while (i < len && i < 4096 &&
+	       (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' || buf[i] == '\n'))
 		i++;
 	if (i < len && buf[i] == '<' && has(buf, len, "<svg")) {
 		errmsg_set(em, -EINVAL, "this is %s%s, which cannot be read back into a profile",
@@ -82,15 +84,16 @@ static bool foreign(const uint8_t *buf, size_t len, const char *path, bool gzipp
 		return true;
 	}
 	if (i < len && buf[i] == '{' && has(buf, len, "speedscope.app/file-format-schema")) {
-		errmsg_set(em, -EINVAL, "this is a %sspeedscope file, which bpfprof writes but does "
-					"not read",
+		errmsg_set(em, -EINVAL,
+			   "this is a %sspeedscope file, which bpfprof writes but does "
+			   "not read",
 			   gz);
 		errmsg_hint(em, "read the profile it was made from (folded, pprof or perf script "
 				"text); record with -o x.pb.gz to keep one");
 		return true;
 	}
-	if (i < len && buf[i] == '<' && (has(buf, len, "<html") || has(buf, len, "<HTML") ||
-					 has(buf, len, "<!DOCTYPE html"))) {
+	if (i < len && buf[i] == '<' &&
+	    (has(buf, len, "<html") || has(buf, len, "<HTML") || has(buf, len, "<!DOCTYPE html"))) {
 		errmsg_set(em, -EINVAL, "this is a %sweb page (HTML), not a profile", gz);
 		errmsg_hint(em, "bpfprof reads folded stacks, pprof and perf script text");
 		return true;
@@ -164,7 +167,7 @@ struct profile *input__read_path_opts(const char *path, const struct input_opts 
 		free(buf);
 		if (rc) {
 			errno = -errmsg_set(em, rc, "%s",
-					    rc == -EFBIG   ? "more than 1 GiB once decompressed"
+					    rc == -EFBIG    ? "more than 1 GiB once decompressed"
 					    : rc == -EINVAL ? "corrupt or truncated gzip data"
 							    : strerror(-rc));
 			return NULL;

@@ -63,7 +63,7 @@ static int fstats_build(const struct profile *p, bool by_module, struct fstats *
 	size_t nr_frames = profile__nr_frames(p), cap = 0;
 	uint32_t *fn_of = calloc(nr_frames + 1, sizeof(*fn_of)); /* frame -> function + 1 */
 	struct htab *idx = htab__new();
-	struct sbuf key = {0};
+	struct sbuf key = { 0 };
 	int err = 0;
 
 	memset(fs, 0, sizeof(*fs));
@@ -99,7 +99,7 @@ static int fstats_build(const struct profile *p, bool by_module, struct fstats *
 				break;
 			}
 			fs->v[fs->nr] =
-				(struct fstat){.name = f->name, .module = mod, .kind = f->kind};
+				(struct fstat){ .name = f->name, .module = mod, .kind = f->kind };
 			e->value = (void *)(uintptr_t)fs->nr++;
 		}
 		fn_of[id] = (uint32_t)(uintptr_t)e->value + 1;
@@ -189,7 +189,8 @@ static bool is_signature(const char *name, enum frame_kind kind)
 	if (strstr(name, "::"))
 		return true;
 	for (bool cut = true; cut;) {
-		static const char *const quals[] = {" const", " volatile", " noexcept", " &&", " &"};
+		static const char *const quals[] = { " const", " volatile", " noexcept", " &&",
+						     " &" };
 
 		cut = false;
 		for (size_t i = 0; i < ARRAY_SIZE(quals); i++) {
@@ -354,8 +355,8 @@ static int count_width(uint64_t total)
 	return digits > 9 ? digits : 9;
 }
 
-static void function_table(FILE *f, const struct profile_meta *m, struct fstats *fs,
-			   uint64_t total, bool by_total, unsigned top)
+static void function_table(FILE *f, const struct profile_meta *m, struct fstats *fs, uint64_t total,
+			   bool by_total, unsigned top)
 {
 	int w = count_width(total);
 	size_t rows = 0;
@@ -369,7 +370,8 @@ static void function_table(FILE *f, const struct profile_meta *m, struct fstats 
 		rows = top;
 	if (!m->unit[0])
 		snprintf(what, sizeof(what), "%s",
-			 by_total ? "total samples (running or calling)" : "self samples (running)");
+			 by_total ? "total samples (running or calling)"
+				  : "self samples (running)");
 	else
 		snprintf(what, sizeof(what), "%s %s (%s, %s)", by_total ? "total" : "self",
 			 m->value_name, unit_label(m->unit),
@@ -428,7 +430,7 @@ static int process_table(FILE *f, const struct profile *p, unsigned top)
 		struct {
 			uintptr_t comm;
 			uint32_t pid, pad;
-		} k = {(uintptr_t)s->comm, s->pid, 0};
+		} k = { (uintptr_t)s->comm, s->pid, 0 };
 		struct htab_entry *e;
 		bool created;
 
@@ -444,7 +446,7 @@ static int process_table(FILE *f, const struct profile *p, unsigned top)
 				err = -ENOMEM;
 				break;
 			}
-			v[nr] = (struct pstat){.comm = s->comm, .pid = s->pid};
+			v[nr] = (struct pstat){ .comm = s->comm, .pid = s->pid };
 			e->value = (void *)(uintptr_t)nr++;
 		}
 		v[(uintptr_t)e->value].count += s->count;
@@ -456,8 +458,8 @@ static int process_table(FILE *f, const struct profile *p, unsigned top)
 		if (profile__meta_c(p)->unit[0]) {
 			fprintf(f, "\n%c%s by process (%s, %zu of %zu):\n",
 				profile__meta_c(p)->value_name[0] == 'o' ? 'O' : 'W',
-				profile__meta_c(p)->value_name + 1, unit_label(profile__meta_c(p)->unit),
-				rows, nr);
+				profile__meta_c(p)->value_name + 1,
+				unit_label(profile__meta_c(p)->unit), rows, nr);
 			fprintf(f, "%*s %6s %8s  %s\n", w, "Time", "%", "PID", "Command");
 		} else {
 			fprintf(f, "\nSamples by process (%zu of %zu):\n", rows, nr);
@@ -480,8 +482,7 @@ static int process_table(FILE *f, const struct profile *p, unsigned top)
 	return err;
 }
 
-static int write_one(const struct profile *p, FILE *f, const struct out_opts *o,
-		     const char *what)
+static int write_one(const struct profile *p, FILE *f, const struct out_opts *o, const char *what)
 {
 	unsigned top = o ? o->top : OUT_DEFAULT_TOP;
 	const char *sort = o ? o->sort : NULL;
@@ -573,7 +574,7 @@ static int write_diff_report(const struct profile *before, const struct profile 
 			     const struct out_opts *o)
 {
 	unsigned top = o ? o->top : OUT_DEFAULT_TOP;
-	uint64_t tot[2] = {profile__total(before), profile__total(after)};
+	uint64_t tot[2] = { profile__total(before), profile__total(after) };
 	struct fstats fs[2];
 	struct htab *idx = NULL;
 	struct drow *rows = NULL;
@@ -615,7 +616,7 @@ static int write_diff_report(const struct profile *before, const struct profile 
 				break;
 			}
 			if (created) {
-				rows[nr] = (struct drow){.name = st->name, .kind = st->kind};
+				rows[nr] = (struct drow){ .name = st->name, .kind = st->kind };
 				e->value = (void *)(uintptr_t)nr++;
 			}
 			rows[(uintptr_t)e->value].self[side] += pct(st->self, tot[side]);
@@ -644,7 +645,7 @@ static int write_diff_report(const struct profile *before, const struct profile 
 		"change", "Function");
 	for (size_t i = 0; i < shown; i++) {
 		const struct drow *r = &rows[i];
-		struct pframe pf = {.name = r->name, .kind = r->kind};
+		struct pframe pf = { .name = r->name, .kind = r->kind };
 		char label[4096];
 
 		fprintf(f, "%7.2f %7.2f %+8.2f  %7.2f %7.2f %+8.2f  ", r->self[0], r->self[1],
@@ -664,7 +665,7 @@ out:
 
 const struct writer writer_report = {
 	.name = "report",
-	.exts = {".txt", ".report"},
+	.exts = { ".txt", ".report" },
 	.description = "text summary: top functions (self, total), processes",
 	.write = write_report,
 	.all_values = true,
@@ -672,7 +673,7 @@ const struct writer writer_report = {
 
 const struct diff_writer diff_writer_report = {
 	.name = "report",
-	.exts = {".txt", ".report"},
+	.exts = { ".txt", ".report" },
 	.description = "text table of the functions whose share changed most",
 	.write = write_diff_report,
 };

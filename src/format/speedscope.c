@@ -64,7 +64,7 @@ static int group(const struct profile *p, bool merge, struct sprof **out, size_t
 		return -ENOMEM;
 	for (size_t i = 0; i < profile__nr_samples(p) && !err; i++) {
 		const struct psample *s = profile__sample(p, i);
-		struct sskey k = {0};
+		struct sskey k = { 0 };
 		struct htab_entry *e;
 		struct sprof *sp;
 		bool created;
@@ -85,8 +85,8 @@ static int group(const struct profile *p, bool merge, struct sprof **out, size_t
 				err = -ENOMEM;
 				break;
 			}
-			v[nr] = (struct sprof){.comm = merge ? "all processes" : s->comm,
-					       .pid = merge ? 0 : s->pid};
+			v[nr] = (struct sprof){ .comm = merge ? "all processes" : s->comm,
+						.pid = merge ? 0 : s->pid };
 			e->value = (void *)(uintptr_t)nr++;
 		}
 		sp = &v[(uintptr_t)e->value];
@@ -148,7 +148,7 @@ static int write_one(FILE *f, const struct profile *p, const struct sprof *sp, b
 	}
 	for (size_t i = 0; i < sp->nr; i++) {
 		const struct psample *s = profile__sample(p, sp->samples[i]);
-		struct skey k = {.comm = merge ? (uintptr_t)s->comm : 0, .stack = s->stack};
+		struct skey k = { .comm = merge ? (uintptr_t)s->comm : 0, .stack = s->stack };
 		struct htab_entry *e;
 		bool created;
 
@@ -164,7 +164,7 @@ static int write_one(FILE *f, const struct profile *p, const struct sprof *sp, b
 		rows[(uintptr_t)e->value].weight += s->count;
 	}
 	if (!err) {
-		struct sbuf name = {0};
+		struct sbuf name = { 0 };
 
 		if (sp->pid)
 			err = sbuf_printf(&name, "%s (pid %u)", sp->comm, sp->pid);
@@ -176,7 +176,8 @@ static int write_one(FILE *f, const struct profile *p, const struct sprof *sp, b
 		fprintf(f,
 			",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%" PRIu64
 			",\n\"samples\":[",
-			strcmp(profile__meta_c(p)->unit, "us") ? "none" : "microseconds", sp->total);
+			strcmp(profile__meta_c(p)->unit, "us") ? "none" : "microseconds",
+			sp->total);
 	}
 	for (size_t i = 0; i < nr && !err; i++) {
 		const uint32_t *fr;
@@ -298,7 +299,7 @@ static int write_speedscope(const struct profile *p, FILE *f, const struct out_o
 
 const struct writer writer_speedscope = {
 	.name = "speedscope",
-	.exts = {".speedscope.json", ".json"},
+	.exts = { ".speedscope.json", ".json" },
 	.description = "speedscope JSON (https://www.speedscope.app, offline CLI)",
 	.write = write_speedscope,
 };

@@ -230,7 +230,7 @@ static int emit(FILE *f, const struct flametree *t, const char *title, const cha
 static int write_svg(const struct profile *p, FILE *f, const struct out_opts *o)
 {
 	struct flametree *t = flametree__new();
-	struct sbuf sub = {0};
+	struct sbuf sub = { 0 };
 	bool inverted = o && o->inverted;
 	const char *title;
 	int err;
@@ -249,10 +249,12 @@ static int write_svg(const struct profile *p, FILE *f, const struct out_opts *o)
 		if (m->unit[0])
 			snprintf(deflt, sizeof(deflt), "%s%s (%s)%s", m->value_name,
 				 inverted ? " icicle graph" : " flame graph", unit_label(m->unit),
-				 strcmp(m->value_name, "wall-clock time") ? ""
-				 : ": running and [off-cpu] waiting");
+				 strcmp(m->value_name, "wall-clock time")
+					 ? ""
+					 : ": running and [off-cpu] waiting");
 		else
-			snprintf(deflt, sizeof(deflt), "%s", inverted ? "CPU icicle graph" : "CPU flame graph");
+			snprintf(deflt, sizeof(deflt), "%s",
+				 inverted ? "CPU icicle graph" : "CPU flame graph");
 		if (deflt[0] >= 'a' && deflt[0] <= 'z')
 			deflt[0] = (char)(deflt[0] - 'a' + 'A');
 		title = o && o->title ? o->title : deflt;
@@ -267,7 +269,7 @@ static int write_diff_svg(const struct profile *before, const struct profile *af
 			  const struct out_opts *o)
 {
 	struct flametree *t = flametree__new();
-	struct sbuf sub = {0};
+	struct sbuf sub = { 0 };
 	int err;
 
 	if (!t)
@@ -342,28 +344,28 @@ static int write_diff_svgz(const struct profile *before, const struct profile *a
 
 const struct writer writer_svg = {
 	.name = "svg",
-	.exts = {".svg"},
+	.exts = { ".svg" },
 	.description = "interactive flame graph (open in a web browser)",
 	.write = write_svg,
 };
 
 const struct diff_writer diff_writer_svg = {
 	.name = "svg",
-	.exts = {".svg"},
+	.exts = { ".svg" },
 	.description = "differential flame graph: widths from AFTER, red grew, blue shrank",
 	.write = write_diff_svg,
 };
 
 const struct writer writer_svgz = {
 	.name = "svgz",
-	.exts = {".svgz"},
+	.exts = { ".svgz" },
 	.description = "the flame graph gzip-compressed (web servers, Firefox)",
 	.write = write_svgz,
 };
 
 const struct diff_writer diff_writer_svgz = {
 	.name = "svgz",
-	.exts = {".svgz"},
+	.exts = { ".svgz" },
 	.description = "the differential flame graph gzip-compressed",
 	.write = write_diff_svgz,
 };

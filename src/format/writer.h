@@ -28,22 +28,22 @@
 #include "format/view.h"
 
 struct out_opts {
-	const char *title;  /* flame graph title, NULL for a default */
-	bool inverted;	    /* icicle graph */
-	bool merge;	    /* speedscope: one profile for all processes */
-	unsigned top;	    /* report: rows per table, 0 for all */
-	const char *sort;   /* report: "self" or "total", NULL for both tables */
-	bool lines;	    /* folded, svg: one frame per source line */
-	enum view view;	    /* a profile with off-CPU time, for writers of one value */
+	const char *title; /* flame graph title, NULL for a default */
+	bool inverted;	   /* icicle graph */
+	bool merge;	   /* speedscope: one profile for all processes */
+	unsigned top;	   /* report: rows per table, 0 for all */
+	const char *sort;  /* report: "self" or "total", NULL for both tables */
+	bool lines;	   /* folded, svg: one frame per source line */
+	enum view view;	   /* a profile with off-CPU time, for writers of one value */
 };
 
 /* Rows per report table when no options are given (o == NULL). */
 #define OUT_DEFAULT_TOP 20
 
 struct writer {
-	const char *name;	  /* for -f */
-	const char *exts[4];	  /* file name endings that select it */
-	const char *description;  /* one line for --help */
+	const char *name;	 /* for -f */
+	const char *exts[4];	 /* file name endings that select it */
+	const char *description; /* one line for --help */
 	int (*write)(const struct profile *p, FILE *f, const struct out_opts *o);
 	/* Writes on-CPU samples and off-CPU time itself (pprof, report); the
 	 * others get the view o->view of a profile with off-CPU time. */
@@ -127,8 +127,8 @@ const struct diff_writer *output__diff_for_path(const char *path);
 const struct diff_writer *const *output__all_diff(void);
 /* As output__write_path(), for a differential writer. */
 int output__write_diff_path(const struct diff_writer *w, const struct profile *before,
-			    const struct profile *after, const char *path,
-			    const struct out_opts *o, struct errmsg *em);
+			    const struct profile *after, const char *path, const struct out_opts *o,
+			    struct errmsg *em);
 
 /*
  * Shared by the text writers: a frame name as folded/flame graph tools see it

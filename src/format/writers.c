@@ -17,13 +17,8 @@
 #include "proc/safewrite.h"
 
 static const struct writer *const writers[] = {
-	&writer_folded,
-	&writer_svg,
-	&writer_svgz,
-	&writer_pprof,
-	&writer_speedscope,
-	&writer_report,
-	NULL,
+	&writer_folded,	    &writer_svg,    &writer_svgz, &writer_pprof,
+	&writer_speedscope, &writer_report, NULL,
 };
 
 static const struct diff_writer *const diff_writers[] = {
@@ -99,7 +94,8 @@ const struct diff_writer *output__diff_for_path(const char *path)
 	size_t best_len = 0;
 
 	for (size_t i = 0; diff_writers[i]; i++) {
-		size_t l = ext_match(path, diff_writers[i]->exts, ARRAY_SIZE(diff_writers[i]->exts));
+		size_t l =
+			ext_match(path, diff_writers[i]->exts, ARRAY_SIZE(diff_writers[i]->exts));
 
 		if (l > best_len) {
 			best = diff_writers[i];
@@ -403,8 +399,8 @@ int output__write_fallback(const struct writer *w, const struct profile *p, cons
 		if (!err) {
 			size_t n = strlen(dirs[i]);
 
-			snprintf(written, size, "%s%s%s", dirs[i], n && dirs[i][n - 1] == '/' ? "" : "/",
-				 name);
+			snprintf(written, size, "%s%s%s", dirs[i],
+				 n && dirs[i][n - 1] == '/' ? "" : "/", name);
 			return 0;
 		}
 	}
@@ -412,8 +408,8 @@ int output__write_fallback(const struct writer *w, const struct profile *p, cons
 }
 
 int output__write_diff_path(const struct diff_writer *w, const struct profile *before,
-			    const struct profile *after, const char *path,
-			    const struct out_opts *o, struct errmsg *em)
+			    const struct profile *after, const char *path, const struct out_opts *o,
+			    struct errmsg *em)
 {
 	struct write_job j = { .dw = w, .p = after, .before = before, .o = o };
 

@@ -312,7 +312,7 @@ static bool lt_svarint(struct lt *r, int32_t *out)
 int cpython__line(const uint8_t *table, size_t len, uint32_t firstlineno, uint32_t instr,
 		  uint32_t *line)
 {
-	struct lt r = {table, table + len};
+	struct lt r = { table, table + len };
 	int64_t ln = firstlineno;
 	uint64_t at = 0;
 
@@ -509,8 +509,8 @@ struct pyfile {
  * The symbols names[0..n) in elf's symbol tables (names start with '_' or
  * 'P'): found[k], value[k], size[k]; -ETIMEDOUT/-ECANCELED over budget.
  */
-static int find_named(Elf *elf, const char *const *names, int n_names, bool *found,
-		      uint64_t *value, uint64_t *size, struct budget *b)
+static int find_named(Elf *elf, const char *const *names, int n_names, bool *found, uint64_t *value,
+		      uint64_t *size, struct budget *b)
 {
 	size_t left = MAX_SYMS;
 	Elf_Scn *scn = NULL;
@@ -666,11 +666,11 @@ static int code_members(struct ptab *t, struct pproc *p, uint64_t type, struct c
 			const char *name;
 			size_t field;
 		} want[] = {
-			{"co_filename", offsetof(struct cpython_layout, code_filename)},
-			{"co_name", offsetof(struct cpython_layout, code_name)},
-			{"co_qualname", offsetof(struct cpython_layout, code_qualname)},
-			{"co_linetable", offsetof(struct cpython_layout, code_linetable)},
-			{"co_firstlineno", offsetof(struct cpython_layout, code_firstlineno)},
+			{ "co_filename", offsetof(struct cpython_layout, code_filename) },
+			{ "co_name", offsetof(struct cpython_layout, code_name) },
+			{ "co_qualname", offsetof(struct cpython_layout, code_qualname) },
+			{ "co_linetable", offsetof(struct cpython_layout, code_linetable) },
+			{ "co_firstlineno", offsetof(struct cpython_layout, code_firstlineno) },
 		};
 		uint64_t name_ptr = rd64(members + i), off = rd64(members + i + 16);
 		char name[MEMBER_NAME];
@@ -881,7 +881,7 @@ int cpython__probe(struct ptab *t, struct pproc *p, struct cpython_proc *out, ch
 		   size_t why_len)
 {
 	struct pmaps *pm = ptab__maps(t, p);
-	struct probe_cost c = {.files_left = PROBE_MAX_FILES};
+	struct probe_cost c = { .files_left = PROBE_MAX_FILES };
 	bool needs_lib = false;
 	int err = -ENOENT;
 
@@ -974,10 +974,9 @@ static bool elf_bytes_at(Elf *elf, uint64_t v, void *out, size_t n)
 static int tdb_descs(struct ptab *t, struct pproc *p, const struct procmap *m,
 		     struct tdb_desc d[TDB_NR])
 {
-	static const char *const names[TDB_NR] = {
-		"_thread_db_pthread_specific", "_thread_db_pthread_key_data_level2_data",
-		"_thread_db_pthread_key_data_data"
-	};
+	static const char *const names[TDB_NR] = { "_thread_db_pthread_specific",
+						   "_thread_db_pthread_key_data_level2_data",
+						   "_thread_db_pthread_key_data_data" };
 	uint64_t value[TDB_NR], size[TDB_NR];
 	bool found[TDB_NR] = { false };
 	struct budget b;

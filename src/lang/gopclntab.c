@@ -145,7 +145,7 @@ static bool header_word(const struct gopclntab *g, unsigned i, uint64_t *v)
  */
 static int layout_v116(struct gopclntab *g, unsigned first)
 {
-	struct span *spans[] = {&g->funcnames, &g->cutab, &g->filetab, &g->pctab, &g->funcdata};
+	struct span *spans[] = { &g->funcnames, &g->cutab, &g->filetab, &g->pctab, &g->funcdata };
 	uint64_t off[6];
 
 	for (unsigned i = 0; i < 5; i++)
@@ -190,7 +190,7 @@ static int parse_header(struct gopclntab *g, uint64_t text_vaddr)
 
 		g->ver = GOPCLNTAB_V12;
 		/* Everything is an offset from the table start. */
-		g->funcnames = g->pctab = g->funcdata = (struct span){0, g->len};
+		g->funcnames = g->pctab = g->funcdata = (struct span){ 0, g->len };
 		g->functab.off = 8 + g->ptrsize;
 		if (g->nfunc > g->len / (2 * g->ptrsize))
 			return -EINVAL;
@@ -202,7 +202,7 @@ static int parse_header(struct gopclntab *g, uint64_t text_vaddr)
 		if (fileoff > g->len - 4)
 			return -EINVAL;
 		/* The file table: a count, then one string offset per file (0 unused). */
-		g->filetab = (struct span){fileoff, g->len - fileoff};
+		g->filetab = (struct span){ fileoff, g->len - fileoff };
 		g->nfiles = rd32(g, g->tab + fileoff);
 		if (g->nfiles > g->filetab.len / 4)
 			return -EINVAL;
@@ -234,7 +234,7 @@ static int parse_header(struct gopclntab *g, uint64_t text_vaddr)
 	fsz = (2 * n + 1) * functab_field(g);
 	if (fsz > g->funcdata.len)
 		return -EINVAL;
-	g->functab = (struct span){g->funcdata.off, fsz};
+	g->functab = (struct span){ g->funcdata.off, fsz };
 	return 0;
 }
 
@@ -711,7 +711,7 @@ uint64_t gopclntab__find_gofunc(const struct gopclntab *g, const void *data, siz
 	 * findfunctab, minpc, maxpc, text (word 22), ... rodata, gofunc: words
 	 * 37/38 in Go 1.18-1.19, 39/40 since 1.20 added covctrs/ecovctrs.
 	 */
-	static const unsigned gofunc_word[] = {38, 40};
+	static const unsigned gofunc_word[] = { 38, 40 };
 	const uint8_t *d = data;
 	unsigned ps = g->ptrsize;
 

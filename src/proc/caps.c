@@ -41,7 +41,8 @@ void caps__check(struct caps_report *r)
 	r->can_syslog = has(c, CAP_SYSLOG);
 	r->can_map_files = admin || has(c, CAP_CHECKPOINT_RESTORE);
 	snprintf(r->missing, sizeof(r->missing), "%s%s%s", r->can_bpf ? "" : "CAP_BPF",
-		 !r->can_bpf && !r->can_perfmon ? " and " : "", r->can_perfmon ? "" : "CAP_PERFMON");
+		 !r->can_bpf && !r->can_perfmon ? " and " : "",
+		 r->can_perfmon ? "" : "CAP_PERFMON");
 	cap_free(c);
 }
 

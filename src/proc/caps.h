@@ -20,8 +20,8 @@
 #include <stddef.h>
 
 struct caps_report {
-	bool can_bpf;	   /* CAP_BPF, or CAP_SYS_ADMIN */
-	bool can_perfmon;  /* CAP_PERFMON, or CAP_SYS_ADMIN */
+	bool can_bpf;	  /* CAP_BPF, or CAP_SYS_ADMIN */
+	bool can_perfmon; /* CAP_PERFMON, or CAP_SYS_ADMIN */
 	bool can_ptrace;
 	bool can_syslog;
 	bool can_map_files;

@@ -50,7 +50,7 @@ static uint64_t rd_le(const uint8_t *p, size_t n)
  * an FDE's initial location uses in practice are accepted.
  */
 int cfienc__read(uint8_t enc, const uint8_t **pp, const uint8_t *end, bool apply,
-			uint64_t field_addr, uint64_t *out)
+		 uint64_t field_addr, uint64_t *out)
 {
 	const uint8_t *p = *pp;
 	ssize_t n = enc_size(enc, p, end);
@@ -144,4 +144,3 @@ bool cfienc__cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
 	}
 	return true;
 }
-

@@ -30,9 +30,8 @@ static const struct {
 	const char *prefix;
 	const char *runtime;
 } prefixes[] = {
-	{ "docker-", "docker" },	 { "cri-containerd-", "containerd" },
-	{ "crio-", "cri-o" },		 { "libpod-", "podman" },
-	{ "containerd-", "containerd" },
+	{ "docker-", "docker" }, { "cri-containerd-", "containerd" }, { "crio-", "cri-o" },
+	{ "libpod-", "podman" }, { "containerd-", "containerd" },
 };
 
 /* Looks at one path component [s, s+n). */
@@ -137,7 +136,7 @@ int cgroup__parse(const char *text, struct cgroup_info *out)
 		if (!out->container_id[0])
 			cgroup__container_of(path, out->container_id, sizeof(out->container_id),
 					     &out->runtime);
-next:
+	next:
 		line = nl ? nl + 1 : NULL;
 	}
 	if (!any)

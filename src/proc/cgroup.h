@@ -19,9 +19,9 @@
 #define CONTAINER_ID_LEN 64
 
 struct cgroup_info {
-	char path[512];			      /* v2 path, else a v1 one; "" if none */
+	char path[512];				 /* v2 path, else a v1 one; "" if none */
 	char container_id[CONTAINER_ID_LEN + 1]; /* "" if not in a container */
-	const char *runtime;		      /* "docker", "containerd", "cri-o", "podman", "" */
+	const char *runtime;			 /* "docker", "containerd", "cri-o", "podman", "" */
 	bool v2_only; /* the text had the unified line "0::/..." alone (no v1 hierarchy) */
 };
 

@@ -99,4 +99,3 @@ void child__abort(struct child *ch)
 	ch->go_fd = -1;
 	child__reap(ch, true);
 }
-

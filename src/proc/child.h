@@ -8,14 +8,17 @@
 
 struct child {
 	pid_t pid;
-	int go_fd;    /* write a byte: the child may exec */
-	int err_fd;   /* exec errno, or EOF when exec succeeded */
+	int go_fd;  /* write a byte: the child may exec */
+	int err_fd; /* exec errno, or EOF when exec succeeded */
 	bool exited;
 	int status;   /* as from wait() */
 	double cpu_s; /* user + system CPU of the command and its waited-for children */
 };
 
-#define CHILD_INIT { .go_fd = -1, .err_fd = -1 }
+#define CHILD_INIT                                                                                 \
+	{                                                                                          \
+		.go_fd = -1, .err_fd = -1                                                          \
+	}
 
 /* Forks; the child waits before exec'ing cmd (argv, NULL-terminated). 0 or -errno. */
 int child__spawn(struct child *ch, char **cmd);

@@ -136,9 +136,10 @@ size_t elffile__build_id(Elf *elf, uint8_t id[BUILD_ID_MAX])
 		    ph.p_filesz > budget || ph.p_offset > INT64_MAX)
 			continue;
 		budget -= ph.p_filesz;
-		len = notes_build_id(elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
-							  ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR),
-				     id);
+		len = notes_build_id(
+			elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+					     ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR),
+			id);
 		if (len)
 			return len;
 	}

@@ -76,8 +76,8 @@ static bool parse_devno(const char *t, size_t n, uint32_t *major, uint32_t *mino
 static bool mountinfo__type_may_block(const char *t, size_t n)
 {
 	static const char *const types[] = {
-		"fuse", "fuseblk", "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph",
-		"afs", "coda", "ncpfs", "lustre", "glusterfs",
+		"fuse", "fuseblk", "nfs", "nfs4", "cifs",  "smb3",   "smbfs",
+		"9p",	"ceph",	   "afs", "coda", "ncpfs", "lustre", "glusterfs",
 	};
 
 	if (n > 5 && !memcmp(t, "fuse.", 5))
@@ -215,8 +215,7 @@ static bool covers(const char *mp, const char *path)
 	return !strncmp(mp, path, n) && (path[n] == '\0' || path[n] == '/');
 }
 
-const struct mountinfo_ent *mountinfo__path_may_block(const struct mountinfo *mi,
-						       const char *path)
+const struct mountinfo_ent *mountinfo__path_may_block(const struct mountinfo *mi, const char *path)
 {
 	if (!mi || !mi->any_block || !path)
 		return NULL;
@@ -227,7 +226,7 @@ const struct mountinfo_ent *mountinfo__path_may_block(const struct mountinfo *mi
 }
 
 const struct mountinfo_ent *mountinfo__dev_may_block(const struct mountinfo *mi, uint32_t major,
-						      uint32_t minor)
+						     uint32_t minor)
 {
 	if (!mi || !mi->any_block)
 		return NULL;

@@ -23,10 +23,10 @@
 #define MOUNTINFO_FSTYPE_MAX 24
 
 struct mountinfo_ent {
-	uint64_t id;	/* mount id, as statx(STATX_MNT_ID) reports it: unique system-wide */
+	uint64_t id;	       /* mount id, as statx(STATX_MNT_ID) reports it: unique system-wide */
 	uint32_t major, minor; /* st_dev of its files, as /proc/PID/maps shows them */
-	char *point;	/* mount point, decoded, owned by the table */
-	bool may_block; /* FUSE or a network file system: see mountinfo__type_may_block() */
+	char *point;	       /* mount point, decoded, owned by the table */
+	bool may_block;	       /* FUSE or a network file system: see mountinfo__type_may_block() */
 	char fstype[MOUNTINFO_FSTYPE_MAX]; /* truncated if longer */
 };
 
@@ -47,11 +47,10 @@ void mountinfo__free(struct mountinfo *mi);
  * The mount that may block covering path (it is the mount point or one of its
  * ancestors, component-wise), or NULL.
  */
-const struct mountinfo_ent *mountinfo__path_may_block(const struct mountinfo *mi,
-						       const char *path);
+const struct mountinfo_ent *mountinfo__path_may_block(const struct mountinfo *mi, const char *path);
 /* A mount that may block whose files have device major:minor, or NULL. */
 const struct mountinfo_ent *mountinfo__dev_may_block(const struct mountinfo *mi, uint32_t major,
-						      uint32_t minor);
+						     uint32_t minor);
 /* The entry of mount id, or NULL if the table has none. */
 const struct mountinfo_ent *mountinfo__find_id(const struct mountinfo *mi, uint64_t id);
 

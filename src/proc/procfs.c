@@ -79,7 +79,8 @@ static int status_field(const char *buf, const char *name, const char **val)
 {
 	size_t n = strlen(name);
 
-	for (const char *line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+	for (const char *line = buf; line && *line;
+	     line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
 		if (!strncmp(line, name, n) && line[n] == ':') {
 			*val = line + n + 1;
 			return 0;

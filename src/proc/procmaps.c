@@ -112,9 +112,8 @@ static bool parse_perms(const char *p, const char *end, uint32_t *perms)
  */
 static void strip_deleted(struct pm_line *l)
 {
-	if (l->path_len > DELETED_SUFFIX_LEN &&
-	    !memcmp(l->path + l->path_len - DELETED_SUFFIX_LEN, DELETED_SUFFIX,
-		    DELETED_SUFFIX_LEN)) {
+	if (l->path_len > DELETED_SUFFIX_LEN && !memcmp(l->path + l->path_len - DELETED_SUFFIX_LEN,
+							DELETED_SUFFIX, DELETED_SUFFIX_LEN)) {
 		l->path_len -= DELETED_SUFFIX_LEN;
 		l->m.deleted = true;
 	}
@@ -219,8 +218,7 @@ int procmaps__parse(const char *buf, size_t len, struct procmaps *out)
  * The result of nr lines (freed here): sorted, disjoint, one allocation; 0
  * or -ENOMEM.
  */
-static int assemble(struct pm_line *lines, size_t nr, bool sorted, size_t bad,
-		    struct procmaps *out)
+static int assemble(struct pm_line *lines, size_t nr, bool sorted, size_t bad, struct procmaps *out)
 {
 	size_t kept = 0, pool_len = 0;
 	struct procmap *maps;
@@ -409,13 +407,13 @@ struct pm_query {
 	uint64_t build_id_addr;
 };
 
-#define PM_QUERY		_IOWR('f', 17, struct pm_query)
-#define PMQ_VMA_READABLE	0x01
-#define PMQ_VMA_WRITABLE	0x02
-#define PMQ_VMA_EXECUTABLE	0x04
-#define PMQ_VMA_SHARED		0x08
-#define PMQ_COVERING_OR_NEXT	0x10
-#define PMQ_FILE_BACKED_VMA	0x20
+#define PM_QUERY	     _IOWR('f', 17, struct pm_query)
+#define PMQ_VMA_READABLE     0x01
+#define PMQ_VMA_WRITABLE     0x02
+#define PMQ_VMA_EXECUTABLE   0x04
+#define PMQ_VMA_SHARED	     0x08
+#define PMQ_COVERING_OR_NEXT 0x10
+#define PMQ_FILE_BACKED_VMA  0x20
 
 /* vm.max_map_count defaults to 65530: past this something is wrong. */
 #define PROCMAPS_MAX_QUERIED (1u << 17)

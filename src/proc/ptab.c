@@ -37,7 +37,7 @@
 /* Liveness: pidfds held at most (and at most an eighth of the fd limit). */
 #define PIDFDS_MAX 1024
 /* Pidfds nobody asked about for this long are closed at the next sweep. */
-#define PIDFD_IDLE_NS (60ull * 1000 * 1000 * 1000)
+#define PIDFD_IDLE_NS  (60ull * 1000 * 1000 * 1000)
 #define PIDFD_SWEEP_NS (10ull * 1000 * 1000 * 1000)
 /*
  * The pidfds are in one epoll set; exits are collected from it (one
@@ -53,7 +53,7 @@
  * DEAD_KEEP sweeps, at most DEAD_MAX.
  */
 #define DEAD_KEEP 10
-#define DEAD_MAX 4096
+#define DEAD_MAX  4096
 /*
  * Device aliases (ptab__learn_mapped): an overlayfs file's inode, as a BPF
  * program finds it, is the layer's, where /proc/PID/maps shows the overlay's
@@ -74,11 +74,11 @@ struct mfile {
 	/* While held: the process and mapping to open it through, when it is read. */
 	struct pproc *via;
 	struct procmap via_m; /* path owned */
-	bool orphan;	  /* replaced in the table: freed when the last reader puts it */
-	int err;	  /* a refusal, remembered; 0 if the file passed the checks */
-	int fd;		  /* -1 while closed */
-	Elf *elf;	  /* made on first use, ended on close */
-	struct stat st;	  /* as opened: its identity beyond (dev, inode) */
+	bool orphan;	      /* replaced in the table: freed when the last reader puts it */
+	int err;	      /* a refusal, remembered; 0 if the file passed the checks */
+	int fd;		      /* -1 while closed */
+	Elf *elf;	      /* made on first use, ended on close */
+	struct stat st;	      /* as opened: its identity beyond (dev, inode) */
 	uint64_t checked_gen;
 	uint64_t used_ns; /* for closing the least recently used */
 	bool have_bid;
@@ -99,17 +99,20 @@ struct pproc {
 	struct pmaps *maps;
 	uint64_t maps_ns; /* when the latest snapshot was read */
 	uint64_t maps_gen;
-	uint32_t tid; /* a live thread whose /proc files to use (main thread exited), or 0 */
+	uint32_t tid;  /* a live thread whose /proc files to use (main thread exited), or 0 */
 	char base[48]; /* "PID", or "PID/task/TID" */
 	/*
 	 * Files of mounts that may block, mapped anywhere: memory reads avoid
 	 * them. Found with the text of the maps; after a query (which reads
 	 * only executable mappings) at the first memory read.
 	 */
-	struct { uint64_t start, end; } *blocked;
+	struct {
+		uint64_t start, end;
+	} * blocked;
 	size_t nr_blocked;
 	bool blocked_known;
-	int blocked_err; /* their lookup failed (-errno): memory reads fail so until the next maps read */
+	int blocked_err; /* their lookup failed (-errno): memory reads fail so until the next maps
+			    read */
 	bool have_status;
 	struct proc_status status;
 	int pmap_err; /* a refusal of the perf map, remembered */
@@ -136,18 +139,18 @@ struct mntns {
 	uint64_t gen;
 	bool ok;
 	bool self; /* the agent's own namespace: kept, read again only when changed */
-	int err; /* of the last read, when not ok */
+	int err;   /* of the last read, when not ok */
 };
 
 struct ptab {
 	char proc_root[256];
-	int mnt_err; /* of the last mount table asked for: 0 or -errno */
-	bool real_proc; /* proc_root is the real /proc: /proc/self, namespaces */
-	struct htab *procs; /* proc_key -> pproc */
-	struct htab *files; /* file_key -> mfile */
-	struct htab *mntns; /* mount ns (dev, inode), or a fake tree's path -> mntns */
-	struct htab *pidfds; /* alive_key -> alive_fd (the real /proc only) */
-	struct htab *dead;   /* alive_key -> the sweep it was found exited at */
+	int mnt_err;	      /* of the last mount table asked for: 0 or -errno */
+	bool real_proc;	      /* proc_root is the real /proc: /proc/self, namespaces */
+	struct htab *procs;   /* proc_key -> pproc */
+	struct htab *files;   /* file_key -> mfile */
+	struct htab *mntns;   /* mount ns (dev, inode), or a fake tree's path -> mntns */
+	struct htab *pidfds;  /* alive_key -> alive_fd (the real /proc only) */
+	struct htab *dead;    /* alive_key -> the sweep it was found exited at */
 	struct htab *aliases; /* file_key as a BPF program sees it -> file_key of the maps */
 	unsigned max_pidfds;
 	uint64_t pidfd_sweep_ns;
@@ -160,7 +163,7 @@ struct ptab {
 	uint64_t shm_mnt_id; /* the kernel's internal tmpfs (memfd files) */
 	bool shm_known;
 	unsigned max_open;
-	bool maps_text; /* no PROCMAP_QUERY: opts, or the kernel said so */
+	bool maps_text;	     /* no PROCMAP_QUERY: opts, or the kernel said so */
 	struct mfile **open; /* files with an open fd */
 	size_t nr_open, cap_open;
 	uint64_t gen, serial;
@@ -212,9 +215,10 @@ const char *ptab__reason(int err, const char *fstype)
 				 "it is on a FUSE file system (%s), which could block the profiler",
 				 fstype);
 		else
-			snprintf(buf, sizeof(buf),
-				 "it is on a network file system (%s), which could block the profiler",
-				 fstype);
+			snprintf(
+				buf, sizeof(buf),
+				"it is on a network file system (%s), which could block the profiler",
+				fstype);
 		return buf;
 	case -EFBIG:
 		return "it is too large";
@@ -229,7 +233,7 @@ const char *ptab__reason(int err, const char *fstype)
 static void load_vdso(struct ptab *t)
 {
 	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-	struct procmaps self = {0};
+	struct procmaps self = { 0 };
 
 	if (!base || procmaps__read("/proc/self/maps", &self))
 		return;
@@ -553,8 +557,7 @@ const struct safe_root *ptab__host_root(struct ptab *t)
  */
 static int tables_of(struct ptab *t, const char *base, struct safe_root *r)
 {
-	*r = (struct safe_root){ .fd = -1, .shm_mnt_id = t->shm_mnt_id,
-				 .shm_known = t->shm_known };
+	*r = (struct safe_root){ .fd = -1, .shm_mnt_id = t->shm_mnt_id, .shm_known = t->shm_known };
 	/* The host table first: both are cached, neither moves. */
 	r->host_mi = host_mounts(t);
 	if (!r->host_mi && short_of_resources(t->mnt_err))
@@ -772,7 +775,7 @@ static int pidfd_open_for(struct ptab *t, const struct proc_id *id, const struct
 		return -1;
 	fd = (int)syscall(SYS_pidfd_open, (pid_t)id->pid, 0);
 	if (fd < 0 && errno == ESRCH)
-		return -ESRCH; /* no such pid: exited and reaped */
+		return -ESRCH;	 /* no such pid: exited and reaped */
 	return fd < 0 ? -1 : fd; /* no pidfds (kernel < 5.3), or out of descriptors: /proc it is */
 }
 
@@ -834,9 +837,9 @@ static void pidfd_take(struct ptab *t, const struct proc_id *id, const struct al
  * without a look at /proc, which costs an open, a read and a close through
  * a path walk (~10 us) - what the sweeps of a live view spent their time
  * on. Readable is the epoll set's word, collected at most ALIVE_FRESH_NS
- * ago (without an epoll set, a poll() of the one pidfd). A readable pidfd - exited, zombie included - is
- * dropped and /proc answers, as for processes without one: a pidfd names
- * one process, never another that took its pid after it.
+ * ago (without an epoll set, a poll() of the one pidfd). A readable pidfd - exited, zombie included
+ * - is dropped and /proc answers, as for processes without one: a pidfd names one process, never
+ * another that took its pid after it.
  */
 /* An id found exited: not asked of /proc again. */
 static void dead_note(struct ptab *t, const struct alive_key *k)
@@ -993,7 +996,7 @@ static void install_maps(struct pproc *p, struct pmaps *pm, struct procmaps *map
 static int read_maps(struct ptab *t, struct pproc *p)
 {
 	struct alive_key k = { .pid = p->id.pid, .start_time = p->id.start_time };
-	struct procmaps maps = {0};
+	struct procmaps maps = { 0 };
 	uint64_t sig0 = 0, sig1 = 0;
 	bool known = p->id.mm_sig != 0, queried;
 	struct pmaps *pm;
@@ -1145,7 +1148,7 @@ int ptab__get(struct ptab *t, const struct proc_id *id, struct pproc **out)
 
 static struct file_key key_of_map(const struct procmap *m)
 {
-	return (struct file_key){.major = m->dev_major, .minor = m->dev_minor, .inode = m->inode};
+	return (struct file_key){ .major = m->dev_major, .minor = m->dev_minor, .inode = m->inode };
 }
 
 /* The file key /proc/PID/maps would show for a mapping a BPF program saw. */
@@ -1232,8 +1235,8 @@ static void add_mapped(struct ptab *t, const struct procmaps *km, struct procmap
 		b->deleted = false;
 		maps->nr++;
 		/* Kept in address order, as the kernel lists them. */
-		for (size_t j = maps->nr - 1; j > 0 && maps->maps[j - 1].start > maps->maps[j].start;
-		     j--) {
+		for (size_t j = maps->nr - 1;
+		     j > 0 && maps->maps[j - 1].start > maps->maps[j].start; j--) {
 			struct procmap tmp = maps->maps[j];
 
 			maps->maps[j] = maps->maps[j - 1];
@@ -1249,7 +1252,7 @@ int ptab__get_mapped(struct ptab *t, const struct proc_id *id, const struct proc
 	struct htab_entry *e = htab__find(t->procs, &k, sizeof(k));
 	struct pproc *p = e ? e->value : NULL;
 	const struct procmaps *old = p && p->maps ? &p->maps->m : NULL;
-	struct procmaps maps = {0};
+	struct procmaps maps = { 0 };
 	struct pmaps *pm;
 	bool created;
 
@@ -1432,7 +1435,6 @@ int ptab__open_perfmap(struct ptab *t, struct pproc *p, struct safe_file *f)
 	uint64_t sig;
 	int err;
 
-
 	f->fd = -1;
 	if (p->pmap_err)
 		return p->pmap_err;
@@ -1466,7 +1468,8 @@ int ptab__open_perfmap(struct ptab *t, struct pproc *p, struct safe_file *f)
 	if (!err)
 		return 0;
 	if (err == -EPERM)
-		warnf(t, "ignoring JIT map %s of process %u: owned by uid %u, the process runs as uid %u",
+		warnf(t,
+		      "ignoring JIT map %s of process %u: owned by uid %u, the process runs as uid %u",
 		      p->pmap_path, p->id.pid, (unsigned)f->st.st_uid, ps.euid);
 	else
 		warnf(t, "ignoring JIT map %s of process %u: %s", p->pmap_path, p->id.pid,
@@ -1516,8 +1519,8 @@ static int load_blocked(struct ptab *t, struct pproc *p)
 
 ssize_t ptab__read_mem(struct ptab *t, struct pproc *p, uint64_t addr, void *buf, size_t len)
 {
-	struct iovec local = {.iov_base = buf, .iov_len = len};
-	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
+	struct iovec local = { .iov_base = buf, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
 	ssize_t n;
 
 	if (len > PTAB_MEM_MAX)
@@ -1651,8 +1654,8 @@ static int open_mapped(struct ptab *t, struct pproc *p, const struct procmap *m,
 	bool dev_ok, ino_ok;
 	int opath, err;
 
-	snprintf(path, sizeof(path), "%s/%s/map_files/%" PRIx64 "-%" PRIx64, t->proc_root,
-		 p->base, m->start, m->end);
+	snprintf(path, sizeof(path), "%s/%s/map_files/%" PRIx64 "-%" PRIx64, t->proc_root, p->base,
+		 m->start, m->end);
 	/* O_PATH: the magic link is procfs's own; no file system open runs yet. */
 	opath = open(path, O_PATH | O_CLOEXEC);
 	err = root_open(t, p->base, &r);
@@ -1697,22 +1700,21 @@ static bool same_file(const struct stat *a, const struct stat *b)
 }
 
 /* Whether cached f is no longer what (dev, inode) names: an inode number reused. */
-static bool changed(struct ptab *t, struct pproc *p, const struct procmap *m,
-		    const struct mfile *f)
+static bool changed(struct ptab *t, struct pproc *p, const struct procmap *m, const struct mfile *f)
 {
 	char path[PATH_MAX];
 	struct statx sx;
 	struct stat st;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s/map_files/%" PRIx64 "-%" PRIx64, t->proc_root,
-		 p->base, m->start, m->end);
+	snprintf(path, sizeof(path), "%s/%s/map_files/%" PRIx64 "-%" PRIx64, t->proc_root, p->base,
+		 m->start, m->end);
 	fd = open(path, O_PATH | O_CLOEXEC);
 	if (fd < 0)
 		return false; /* cannot tell: keep it */
 	/* DONT_SYNC: cached attributes, no file system is asked. */
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_SIZE | STATX_MTIME | STATX_CTIME,
-		  &sx)) {
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC,
+		  STATX_SIZE | STATX_MTIME | STATX_CTIME, &sx)) {
 		close(fd);
 		return false;
 	}
@@ -1811,7 +1813,7 @@ static int hold_via(struct mfile *f, struct pproc *p, const struct procmap *m)
 
 int ptab__file(struct ptab *t, struct pproc *p, const struct procmap *m, struct mfile **out)
 {
-	struct file_key k = {.major = m->dev_major, .minor = m->dev_minor, .inode = m->inode};
+	struct file_key k = { .major = m->dev_major, .minor = m->dev_minor, .inode = m->inode };
 	struct htab_entry *e;
 	struct mfile *f;
 	bool created;

@@ -91,20 +91,20 @@ struct ptab_opts {
 
 struct ptab_stats {
 	size_t procs, files, open_files, mount_tables;
-	uint64_t maps_reads;   /* /proc/PID/maps read */
-	uint64_t maps_queried; /* of them through PROCMAP_QUERY (the rest as text) */
-	uint64_t images_lost;  /* gone, exec'd or pid reused before it could be read */
+	uint64_t maps_reads;	/* /proc/PID/maps read */
+	uint64_t maps_queried;	/* of them through PROCMAP_QUERY (the rest as text) */
+	uint64_t images_lost;	/* gone, exec'd or pid reused before it could be read */
 	uint64_t images_mapped; /* of them, known from their notice's mappings (ptab__get_mapped) */
-	uint64_t files_opened; /* mapped files opened (re-opens included) */
-	uint64_t refused;      /* files and perf maps refused by the safety checks */
-	uint64_t changed;      /* cached files found replaced (inode reused) */
-	uint64_t alive_stat;   /* liveness answered by /proc/PID/stat */
-	uint64_t alive_pidfd;  /* liveness answered by a pidfd that was not readable */
-	uint64_t alive_harvests; /* exits collected from the pidfds' epoll set */
-	uint64_t alive_dead;	 /* liveness answered by an exit seen before */
-	uint64_t mount_reads;	 /* mount tables read (the agent's own: only when changed) */
+	uint64_t files_opened;	/* mapped files opened (re-opens included) */
+	uint64_t refused;	/* files and perf maps refused by the safety checks */
+	uint64_t changed;	/* cached files found replaced (inode reused) */
+	uint64_t alive_stat;	/* liveness answered by /proc/PID/stat */
+	uint64_t alive_pidfd;	/* liveness answered by a pidfd that was not readable */
+	uint64_t alive_harvests;  /* exits collected from the pidfds' epoll set */
+	uint64_t alive_dead;	  /* liveness answered by an exit seen before */
+	uint64_t mount_reads;	  /* mount tables read (the agent's own: only when changed) */
 	uint64_t blocked_skipped; /* memory reads' maps reads saved: no mount may block */
-	size_t pidfds;	       /* pidfds held now */
+	size_t pidfds;		  /* pidfds held now */
 };
 
 struct ptab;

@@ -48,8 +48,8 @@
 
 /* A root directory to open files in, and what is mounted where below it. */
 struct safe_root {
-	int fd;			     /* O_PATH directory fd, or -1: none */
-	const struct mountinfo *mi;  /* the mount table seen from it, or NULL: unknown */
+	int fd;				 /* O_PATH directory fd, or -1: none */
+	const struct mountinfo *mi;	 /* the mount table seen from it, or NULL: unknown */
 	const struct mountinfo *host_mi; /* the agent's own table, or NULL */
 	/*
 	 * The mount id of the kernel's internal tmpfs, which no table lists and

@@ -78,12 +78,12 @@ static void name_of(uid_t uid, char *buf, size_t size)
 
 static const char *kind(mode_t mode)
 {
-	return S_ISLNK(mode)  ? "symbolic link" :
-	       S_ISFIFO(mode) ? "FIFO" :
-	       S_ISCHR(mode)  ? "character device" :
-	       S_ISBLK(mode)  ? "block device" :
-	       S_ISSOCK(mode) ? "socket" :
-				"file";
+	return S_ISLNK(mode)	? "symbolic link"
+	       : S_ISFIFO(mode) ? "FIFO"
+	       : S_ISCHR(mode)	? "character device"
+	       : S_ISBLK(mode)	? "block device"
+	       : S_ISSOCK(mode) ? "socket"
+				: "file";
 }
 
 /* "dir/name" for messages; dir "" is the current directory. */
@@ -113,10 +113,11 @@ static int check_entry(struct walk *w, int dirfd, const char *dirshown, const ch
 	joined(dirshown, name, entry, sizeof(entry));
 	who(st->st_uid, owner, sizeof(owner));
 	name_of(dst.st_uid, downer, sizeof(downer));
-	errmsg_set(w->em, -EACCES,
-		   "%s is a %s owned by %s in a directory others can write (%s: mode %04o, owner %s)",
-		   strcmp(entry, w->path) ? entry : "it", kind(st->st_mode), owner,
-		   dirshown[0] ? dirshown : ".", (unsigned)(dst.st_mode & 07777), downer);
+	errmsg_set(
+		w->em, -EACCES,
+		"%s is a %s owned by %s in a directory others can write (%s: mode %04o, owner %s)",
+		strcmp(entry, w->path) ? entry : "it", kind(st->st_mode), owner,
+		dirshown[0] ? dirshown : ".", (unsigned)(dst.st_mode & 07777), downer);
 	errmsg_hint(w->em, "bpfprof never follows or opens what another user controls there: "
 			   "remove it, or write to a directory only you can write");
 	return -EACCES;
@@ -413,10 +414,11 @@ int safewrite__target(const char *path, bool open, struct safewrite_target *t, s
 	return 0;
 }
 
-int safewrite__newfile(int dirfd, const char *prefix, const char *suffix, mode_t mode,
-		       char *name, size_t size)
+int safewrite__newfile(int dirfd, const char *prefix, const char *suffix, mode_t mode, char *name,
+		       size_t size)
 {
-	static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	static const char chars[] =
+		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 	size_t np = strlen(prefix), ns = strlen(suffix);
 
 	if (np + 6 + ns > NAME_MAX || np + 6 + ns + 1 > size)
@@ -435,7 +437,8 @@ int safewrite__newfile(int dirfd, const char *prefix, const char *suffix, mode_t
 		for (size_t i = 0; i < sizeof(rnd); i++)
 			name[np + i] = chars[rnd[i] % (sizeof(chars) - 1)];
 		memcpy(name + np + 6, suffix, ns + 1);
-		fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    mode);
 		if (fd >= 0) {
 			fchmod(fd, mode); /* what readers expect, whatever the umask */
 			return fd;

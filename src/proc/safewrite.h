@@ -81,8 +81,8 @@ int safewrite__tmpfile(int dirfd, const char *name, char *tmp, size_t size);
  * O_CREAT | O_EXCL | O_NOFOLLOW (another name on a collision), with mode
  * whatever the umask; name receives it. The descriptor (O_WRONLY) or -errno.
  */
-int safewrite__newfile(int dirfd, const char *prefix, const char *suffix, mode_t mode,
-		       char *name, size_t size);
+int safewrite__newfile(int dirfd, const char *prefix, const char *suffix, mode_t mode, char *name,
+		       size_t size);
 
 /*
  * Opens a directory to leave a file in when the place asked for failed

@@ -131,7 +131,7 @@ struct elfsym *debuginfo__find(const struct debuginfo_query *q, char *found, siz
 		memcpy(dir, q->path, (size_t)(slash - q->path));
 		dir[slash - q->path] = '\0';
 		for (int r = 0; r < 2; r++) {
-			const char *const fmts[] = {"%s/%s", "%s/.debug/%s", "%s%s/%s"};
+			const char *const fmts[] = { "%s/%s", "%s/.debug/%s", "%s%s/%s" };
 
 			for (int k = 0; k < 3; k++) {
 				int n;

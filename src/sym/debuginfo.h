@@ -38,16 +38,16 @@ struct elfsym;
 #define DEBUGINFO_MAX_FILE (1ull << 30)
 
 struct debuginfo_query {
-	const struct elfsym *bin;    /* the stripped binary */
-	const char *path;	     /* its path as the process sees it */
-	uint64_t dev, ino;	     /* the binary itself: never its own debug file */
-	struct safe_root roots[2];   /* container root, then host root; fd -1 to skip */
-	const char *debug_dir;		/* "/usr/lib/debug" unless testing */
+	const struct elfsym *bin;  /* the stripped binary */
+	const char *path;	   /* its path as the process sees it */
+	uint64_t dev, ino;	   /* the binary itself: never its own debug file */
+	struct safe_root roots[2]; /* container root, then host root; fd -1 to skip */
+	const char *debug_dir;	   /* "/usr/lib/debug" unless testing */
 	/* Who must be able to read the debug file (none: anyone, for tests and tools). */
 	const struct safe_cred *const *readers;
 	size_t nr_readers;
-	int *fd_out;			/* if set: the debug file's fd, kept open for the
-					 * caller to read its DWARF and close; -1 if none */
+	int *fd_out; /* if set: the debug file's fd, kept open for the
+		      * caller to read its DWARF and close; -1 if none */
 };
 
 /*

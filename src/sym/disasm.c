@@ -26,8 +26,9 @@
 #endif
 
 /* capstone, loaded on first use (base/dynlib.h: 3 MiB of RSS otherwise). */
-#define CS_FNS(X) X(cs_open) X(cs_option) X(cs_close) X(cs_malloc) X(cs_free) X(cs_disasm_iter) X(cs_version)
-#define CS_PTR(f) __typeof__(f) *f;
+#define CS_FNS(X)                                                                                  \
+	X(cs_open) X(cs_option) X(cs_close) X(cs_malloc) X(cs_free) X(cs_disasm_iter) X(cs_version)
+#define CS_PTR(f)  __typeof__(f) *f;
 #define CS_NAME(f) #f,
 static struct {
 	CS_FNS(CS_PTR)
@@ -49,7 +50,8 @@ const char *disasm__unavailable(void)
 
 	if (!capstone_load())
 		return NULL;
-	snprintf(why, sizeof(why), "cannot load the disassembler (%s): install Debian's libcapstone4",
+	snprintf(why, sizeof(why),
+		 "cannot load the disassembler (%s): install Debian's libcapstone4",
 		 dynlib__why(&capstone_lib));
 	return why;
 }
@@ -155,4 +157,3 @@ size_t disasm__one(struct disasm *d, const uint8_t *code, size_t len, uint64_t a
 		snprintf(buf + n, size - (size_t)n, " <+0x%" PRIx64 ">", target - func_start);
 	return d->insn->size;
 }
-

@@ -68,7 +68,7 @@ struct elfcode *elfcode__open_fd(int fd)
 		 * is the end of its address space, so it passes too). */
 		if (S_ISREG(st.st_mode) && ph.p_offset + ph.p_filesz > (uint64_t)st.st_size)
 			continue;
-		ec->segs[ec->nr++] = (struct seg){ph.p_vaddr, ph.p_offset, ph.p_filesz};
+		ec->segs[ec->nr++] = (struct seg){ ph.p_vaddr, ph.p_offset, ph.p_filesz };
 	}
 	err = 0;
 out:

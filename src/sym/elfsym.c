@@ -131,8 +131,8 @@ struct elfsym {
 	/* .eh_frame FDEs no symbol names: sorted, disjoint [start, end). */
 	struct elfsym_fde *fdes;
 	size_t nr_fdes;
-	size_t bytes;	       /* heap bytes held, roughly: at most ELFSYM_MAX_BYTES */
-	size_t names_cut;      /* names longer than ELFSYM_MAX_NAME, kept cut there */
+	size_t bytes;	  /* heap bytes held, roughly: at most ELFSYM_MAX_BYTES */
+	size_t names_cut; /* names longer than ELFSYM_MAX_NAME, kept cut there */
 };
 
 /* A symbol as read, before aliases are merged; name points into libelf data. */
@@ -140,7 +140,7 @@ struct cand {
 	uint64_t start, size;
 	uint64_t sec_end; /* end of its section; 0 if unknown */
 	const char *name;
-	uint32_t len;	  /* of the name as kept: at most ELFSYM_MAX_NAME */
+	uint32_t len; /* of the name as kept: at most ELFSYM_MAX_NAME */
 	uint32_t rank;
 	bool plt; /* a PLT stub: the name gets "@plt" when copied */
 };
@@ -180,7 +180,6 @@ struct builder {
 	struct budget *budget;
 	struct budget own_budget;
 };
-
 
 /* Preference among aliases at one address: GLOBAL, then WEAK, then LOCAL. */
 static uint32_t bind_rank(unsigned char bind)
@@ -337,7 +336,8 @@ static int inflate_section(struct builder *b, Elf_Scn *scn, Elf_Type type, void 
 	}
 	if (type != ELF_T_BYTE && (b->data == ELFDATA2MSB) != host_is_big_endian()) {
 		Elf_Data src = {
-			.d_buf = buf, .d_type = type, .d_size = ch_size, .d_version = EV_CURRENT};
+			.d_buf = buf, .d_type = type, .d_size = ch_size, .d_version = EV_CURRENT
+		};
 		Elf_Data dst = src;
 
 		/* Same-size types: libelf converts in place. */
@@ -608,8 +608,12 @@ static bool x86_64(struct builder *b)
 static int add_stub(struct builder *b, const char *name, uint64_t start, uint64_t size,
 		    uint64_t sec_end)
 {
-	struct cand c = { .start = start, .size = size, .sec_end = sec_end, .name = name,
-			  .rank = bind_rank(STB_LOCAL), .plt = true };
+	struct cand c = { .start = start,
+			  .size = size,
+			  .sec_end = sec_end,
+			  .name = name,
+			  .rank = bind_rank(STB_LOCAL),
+			  .plt = true };
 
 	return builder__add(b, &c);
 }
@@ -678,8 +682,9 @@ static bool plt_got_target(const uint8_t *e, size_t len, uint64_t addr, uint64_t
 {
 	for (size_t i = 0; i + 6 <= len; i++) {
 		if (e[i] == 0xff && e[i + 1] == 0x25) {
-			int32_t disp = (int32_t)((uint32_t)e[i + 2] | (uint32_t)e[i + 3] << 8 |
-						 (uint32_t)e[i + 4] << 16 | (uint32_t)e[i + 5] << 24);
+			int32_t disp =
+				(int32_t)((uint32_t)e[i + 2] | (uint32_t)e[i + 3] << 8 |
+					  (uint32_t)e[i + 4] << 16 | (uint32_t)e[i + 5] << 24);
 
 			*got = addr + i + 6 + (uint64_t)(int64_t)disp;
 			return true;
@@ -1270,7 +1275,7 @@ static int builder__read_fdes(struct builder *b)
 	struct fde_cie *cies = NULL;
 	size_t nr_cies = 0, cap_cies = 0, cap = 0, n = 0;
 	const unsigned char *ident = (const unsigned char *)elf_getident(b->elf, NULL);
-	Elf_Data data = {0};
+	Elf_Data data = { 0 };
 	int err = 0;
 
 	if (!b->eh_frame || !ident)
@@ -1305,10 +1310,10 @@ static int builder__read_fdes(struct builder *b)
 						break;
 					}
 					cies[nr_cies].off = off;
-					cies[nr_cies].ok =
-						cfienc__cie_fde_encoding(&ent.cie, &cies[nr_cies].enc);
-					cies[nr_cies].aug_z =
-						ent.cie.augmentation && ent.cie.augmentation[0] == 'z';
+					cies[nr_cies].ok = cfienc__cie_fde_encoding(
+						&ent.cie, &cies[nr_cies].enc);
+					cies[nr_cies].aug_z = ent.cie.augmentation &&
+							      ent.cie.augmentation[0] == 'z';
 					nr_cies++;
 				}
 			} else if (pass == 1) {
@@ -1330,12 +1335,14 @@ static int builder__read_fdes(struct builder *b)
 						hi = mid;
 				}
 				if (ci && ci->ok &&
-				    !cfienc__read(ci->enc, &p, ent.fde.end, true,
-						  si->addr + (uint64_t)(p - (const uint8_t *)data.d_buf),
-						  &begin) &&
-				    !cfienc__read(ci->enc & 0x0f, &p, ent.fde.end, false, 0, &range) &&
-				    range && range <= ELFSYM_MAX_FDE_RANGE && begin + range > begin &&
-				    !fde_named(es, begin)) {
+				    !cfienc__read(
+					    ci->enc, &p, ent.fde.end, true,
+					    si->addr + (uint64_t)(p - (const uint8_t *)data.d_buf),
+					    &begin) &&
+				    !cfienc__read(ci->enc & 0x0f, &p, ent.fde.end, false, 0,
+						  &range) &&
+				    range && range <= ELFSYM_MAX_FDE_RANGE &&
+				    begin + range > begin && !fde_named(es, begin)) {
 					if (n >= ELFSYM_MAX_FDES)
 						goto out;
 					if (array_grow((void **)&es->fdes, &cap, n + 1,
@@ -1343,7 +1350,7 @@ static int builder__read_fdes(struct builder *b)
 						err = -ENOMEM;
 						break;
 					}
-					es->fdes[n++] = (struct elfsym_fde){begin, begin + range};
+					es->fdes[n++] = (struct elfsym_fde){ begin, begin + range };
 				}
 			}
 			off = next;
@@ -1405,7 +1412,7 @@ static bool table_fits(uint64_t file_size, uint64_t off, uint64_t num, uint64_t 
  */
 static struct elfsym *open_elf(Elf *elf, uint64_t size, struct budget *outer)
 {
-	struct builder b = {0};
+	struct builder b = { 0 };
 	struct elfsym *es;
 	GElf_Ehdr eh;
 	const char *ident;

@@ -233,12 +233,13 @@ static int keep_line(void *ctx, const struct kallsyms_line *l)
 	 * __pfx_ (and, with kCFI, __cfi_) symbols label the padding in front of
 	 * every function; keeping them would only shadow the real names.
 	 */
-	if (has_prefix(l->name, l->name_len, "__pfx_") || has_prefix(l->name, l->name_len, "__cfi_"))
+	if (has_prefix(l->name, l->name_len, "__pfx_") ||
+	    has_prefix(l->name, l->name_len, "__cfi_"))
 		return 0;
 
 	e = &st->ks->ents[st->ks->nr++];
-	marker = !l->module &&
-		 (name_is(l->name, l->name_len, "_etext") || name_is(l->name, l->name_len, "_einittext"));
+	marker = !l->module && (name_is(l->name, l->name_len, "_etext") ||
+				name_is(l->name, l->name_len, "_einittext"));
 	e->sym.addr = l->addr;
 	e->sym.name = (const char *)(uintptr_t)pool_add(st, l->name, l->name_len);
 	e->sym.module = NULL;
@@ -260,7 +261,7 @@ static int keep_line(void *ctx, const struct kallsyms_line *l)
 
 struct ksyms *ksyms__parse(const char *buf, size_t len)
 {
-	struct parse_state st = {0};
+	struct parse_state st = { 0 };
 	const char *end;
 	size_t lines = 1;
 	struct ksyms *ks;
@@ -440,7 +441,8 @@ const struct ksym *ksyms__lookup(const struct ksyms *ks, uint64_t addr)
 
 uint64_t ksyms__end(const struct ksyms *ks, const struct ksym *sym)
 {
-	const struct ksym_ent *e = (const struct ksym_ent *)sym; /* sym is an entry's first member */
+	const struct ksym_ent *e =
+		(const struct ksym_ent *)sym; /* sym is an entry's first member */
 	size_t i;
 	uint64_t cap;
 

@@ -263,7 +263,7 @@ static int add_file(struct lineprog *lp, const char *s, uint64_t dir)
 		lp->files = v;
 		lp->cap_files = cap;
 	}
-	lp->files[lp->nr_files++] = (struct name){s, dir};
+	lp->files[lp->nr_files++] = (struct name){ s, dir };
 	return 0;
 }
 
@@ -307,7 +307,7 @@ static int read_table_v5(struct lineprog *lp, struct cur *c, const struct linepr
 int lineprog__open(const struct lineprog_sections *s, uint64_t off, const char *comp_dir,
 		   struct lineprog **out)
 {
-	struct cur c = {s->line, s->line + s->line_size, false};
+	struct cur c = { s->line, s->line + s->line_size, false };
 	struct lineprog *lp;
 	uint64_t len, hlen;
 	const uint8_t *unit_end, *hdr_end;
@@ -490,7 +490,7 @@ static int row(struct run *r, uint64_t addr, uint64_t file, uint64_t line, bool 
 		if (eos || addr >= r->lo)
 			r->below.valid = false;
 		else
-			r->below = (struct held){x, true};
+			r->below = (struct held){ x, true };
 		return err;
 	}
 	err = 0;
@@ -503,15 +503,15 @@ static int row(struct run *r, uint64_t addr, uint64_t file, uint64_t line, bool 
 	}
 	if (!err)
 		err = flush(r, &r->pending);
-	r->pending = (struct held){x, true};
+	r->pending = (struct held){ x, true };
 	return err;
 }
 
 int lineprog__run(struct lineprog *lp, uint64_t lo, uint64_t hi, uint64_t *budget,
 		  int (*emit)(void *ctx, const struct lineprog_row *row), void *ctx)
 {
-	struct cur c = {lp->prog, lp->end, false};
-	struct run r = {.lo = lo, .hi = hi, .emit = emit, .ctx = ctx};
+	struct cur c = { lp->prog, lp->end, false };
+	struct run r = { .lo = lo, .hi = hi, .emit = emit, .ctx = ctx };
 	uint64_t addr = 0, op_index = 0, file = 1, line = 1;
 	int err = 0;
 
@@ -554,7 +554,7 @@ int lineprog__run(struct lineprog *lp, uint64_t lo, uint64_t hi, uint64_t *budge
 				break;
 			}
 			next = c.p + len;
-			sub = (struct cur){c.p, next, false};
+			sub = (struct cur){ c.p, next, false };
 			c.p = next;
 			if (!len)
 				break;

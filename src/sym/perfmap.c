@@ -62,10 +62,10 @@ struct perfmap {
 	size_t flattened; /* entries the ranges were built from */
 	/* Wanted mode: only entries some address needs; ages are line numbers. */
 	bool wanted;
-	bool broken;	   /* a line that had to be kept was not: name nothing */
-	uint64_t lines;	   /* complete lines in [0, consumed) */
-	size_t dropped;	   /* lines that had to be kept, kept without a name */
-	struct htab *seqs; /* line numbers kept (a rescan meets them again) */
+	bool broken;	     /* a line that had to be kept was not: name nothing */
+	uint64_t lines;	     /* complete lines in [0, consumed) */
+	size_t dropped;	     /* lines that had to be kept, kept without a name */
+	struct htab *seqs;   /* line numbers kept (a rescan meets them again) */
 	struct pm_iv *cover; /* union of kept code: sorted, disjoint */
 	size_t nr_cover, cap_cover;
 	struct pm_iv recent[COVER_RECENT]; /* kept since the last merge into cover */
@@ -390,10 +390,10 @@ static int cover_merge(struct perfmap *pm)
 	if (!out)
 		return -ENOMEM;
 	while (i < pm->nr_cover || j < pm->nr_recent) {
-		struct pm_iv v = j >= pm->nr_recent ||
-					 (i < pm->nr_cover && pm->cover[i].start <= pm->recent[j].start)
-				 ? pm->cover[i++]
-				 : pm->recent[j++];
+		struct pm_iv v = j >= pm->nr_recent || (i < pm->nr_cover &&
+							pm->cover[i].start <= pm->recent[j].start)
+					 ? pm->cover[i++]
+					 : pm->recent[j++];
 
 		if (k && v.start <= out[k - 1].end)
 			out[k - 1].end = MAX(out[k - 1].end, v.end);

@@ -91,8 +91,8 @@ size_t perfmap__scan(struct perfmap *pm, const char *buf, size_t len, uint64_t f
  * overlaps; advances consumed and the line count. 0. */
 int perfmap__scan_tail(struct perfmap *pm, const char *buf, size_t len, const uint64_t *want,
 		       size_t nwant);
-uint64_t perfmap__lines(const struct perfmap *pm);  /* complete lines consumed */
-size_t perfmap__dropped(const struct perfmap *pm);  /* wanted entries over a cap */
+uint64_t perfmap__lines(const struct perfmap *pm); /* complete lines consumed */
+size_t perfmap__dropped(const struct perfmap *pm); /* wanted entries over a cap */
 
 size_t perfmap__consumed(const struct perfmap *pm);  /* bytes of the file used so far */
 size_t perfmap__count(const struct perfmap *pm);     /* entries kept */

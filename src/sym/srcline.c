@@ -194,7 +194,7 @@ static int push(struct rowvec *rv, uint64_t addr, const char *file, uint32_t lin
 		rv->seq = ns;
 		rv->cap = ncap;
 	}
-	rv->v[rv->nr] = (struct srcline_row){.addr = addr, .file = file, .line = line};
+	rv->v[rv->nr] = (struct srcline_row){ .addr = addr, .file = file, .line = line };
 	rv->seq[rv->nr] = rv->nr;
 	rv->nr++;
 	return 0;
@@ -257,7 +257,7 @@ static int emit_row(void *ctx, const struct lineprog_row *r)
 static int unit_rows(struct srcline *sl, Dwarf_Die *cu, uint64_t lo, uint64_t hi, uint64_t *budget,
 		     struct rowvec *rv)
 {
-	struct unit_ctx u = {.sl = sl, .rv = rv};
+	struct unit_ctx u = { .sl = sl, .rv = rv };
 	Dwarf_Attribute attr;
 	Dwarf_Word off;
 	int err;
@@ -289,7 +289,7 @@ static int cmp_rows(const void *a, const void *b)
 int srcline__rows(struct srcline *sl, uint64_t lo, uint64_t hi, struct srcline_row **rows,
 		  size_t *nr)
 {
-	struct rowvec rv = {0};
+	struct rowvec rv = { 0 };
 	uint64_t budget = SRCLINE_MAX_OPS;
 	Dwarf_CU *cu = NULL;
 	Dwarf_Die cudie, subdie;

@@ -85,14 +85,14 @@
 struct symfile {
 	struct elfsym *es; /* NULL when unreadable or not ELF (or not read yet) */
 	int err;
-	unsigned refs;	   /* process entries pointing at it */
+	unsigned refs; /* process entries pointing at it */
 	bool is_vdso;
 	/* Its symbols were freed to make room for another file's: read again
 	 * at its next lookup, through a process that maps it, once a drain. */
 	bool dropped;
 	uint64_t read_gen; /* 1 + the drain its symbols were last read in for a lookup */
 	uint64_t used_gen;
-	uint64_t serial;   /* the mfile's: a reused inode is another serial */
+	uint64_t serial; /* the mfile's: a reused inode is another serial */
 	/* Symbols not read yet: the file, held open until its first lookup;
 	 * in the symbolizer's list of held files, oldest first. */
 	struct mfile *held;
@@ -114,19 +114,19 @@ struct symproc {
 	struct perfmap *pmap;
 	size_t pmap_bytes;
 	uint64_t pmap_dev, pmap_ino;
-	uint64_t pmap_read_ns; /* last read attempt (now_ns), 0: never */
+	uint64_t pmap_read_ns;	/* last read attempt (now_ns), 0: never */
 	uint64_t pmap_read_gen; /* 1 + the drain it was last read or scanned in for a lookup */
 	bool pmap_dropped;	/* freed to make room for another's: read again, once a drain */
 	bool pmap_rejected;
 	/* Python: the interpreter found in it, and its code objects. */
 	struct pynamer *py;
-	int py_err;	     /* of the last probe: 0 not tried (or found), -ENOENT not Python, ... */
+	int py_err;	    /* of the last probe: 0 not tried (or found), -ENOENT not Python, ... */
 	uint64_t py_try_ns; /* when a probe of an uninitialized interpreter may run again */
-	bool pmap_wanted;	 /* too large to hold: wanted mode (PERFMAP_WHOLE_MAX) */
+	bool pmap_wanted;   /* too large to hold: wanted mode (PERFMAP_WHOLE_MAX) */
 	uint64_t pmap_rescan_ns; /* last scan of the whole file, 0: never */
 	uint64_t *pending;	 /* wanted mode: addresses announced, not yet looked for */
 	size_t nr_pending, cap_pending;
-	bool listed;		 /* in symbolizer.want_procs */
+	bool listed; /* in symbolizer.want_procs */
 };
 
 struct proc_key {
@@ -148,7 +148,7 @@ struct symbolizer {
 	size_t nr_retired;
 	uint64_t kmod_sig, kbpf_sig, kcheck_gen, core_end, kbpf_reload_ns;
 	bool no_modules; /* the real /proc has no modules file */
-	bool kmiss; /* a lookup missed in module/BPF space since the last sweep */
+	bool kmiss;	 /* a lookup missed in module/BPF space since the last sweep */
 	/* The BPF programs' JIT images (symbolizer__set_bpf_progs), by start;
 	 * read at most once per drain (kprogs_gen), signature of their ids. */
 	symbolizer_bpf_progs_fn bpf_progs;
@@ -159,8 +159,8 @@ struct symbolizer {
 	int kprogs_err;
 	uint64_t kbpf_unnamed; /* program symbols whose image does not hold the address */
 	uint64_t kbpf_named;   /* addresses named from the program list */
-	struct htab *procs; /* proc_key -> symproc */
-	struct htab *files; /* mfile serial -> symfile */
+	struct htab *procs;    /* proc_key -> symproc */
+	struct htab *files;    /* mfile serial -> symfile */
 	struct symfile vdso;
 	/* Files held, symbols not read yet (get_file): oldest, newest, count. */
 	struct symfile *held_oldest, *held_newest;
@@ -225,8 +225,8 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 		opts && opts->max_perfmap_bytes ? opts->max_perfmap_bytes : 64u << 20;
 	s->max_py_bytes =
 		opts && opts->max_python_bytes ? opts->max_python_bytes : SYM_PY_MAX_BYTES;
-	s->max_py_proc_bytes =
-		opts && opts->max_python_proc_bytes ? opts->max_python_proc_bytes : PYNAME_MAX_BYTES;
+	s->max_py_proc_bytes = opts && opts->max_python_proc_bytes ? opts->max_python_proc_bytes
+								   : PYNAME_MAX_BYTES;
 	s->py_lt_budget = SYM_PY_LT_BUDGET;
 	s->max_held = opts && opts->max_held_files ? opts->max_held_files : HELD_FILES_MAX;
 	s->warn = opts ? opts->warn : NULL;
@@ -358,7 +358,6 @@ void symbolizer__free(struct symbolizer *s)
 	free(s);
 }
 
-
 /* --- room at insertion ------------------------------------------------------------ */
 
 /*
@@ -483,8 +482,12 @@ static void file_evict(struct symbolizer *s, void *item)
 static void files_room(struct symbolizer *s, const struct symfile *keep)
 {
 	struct room r = {
-		.from = s->files, .held = files_bytes, .cap = s->max_file_bytes,
-		.need = ELFSYM_MAX_BYTES, .keep = keep, .victim = file_victim,
+		.from = s->files,
+		.held = files_bytes,
+		.cap = s->max_file_bytes,
+		.need = ELFSYM_MAX_BYTES,
+		.keep = keep,
+		.victim = file_victim,
 		.evict = file_evict,
 	};
 
@@ -799,8 +802,8 @@ int symbolizer__kernel_range(struct symbolizer *s, uint64_t ip, uint64_t *start,
  */
 static bool jit_candidate(const struct procmap *m)
 {
-	return !m->path || (!procmap__is_file(m) && strcmp(m->path, "[vdso]") &&
-			    strcmp(m->path, "[vsyscall]"));
+	return !m->path ||
+	       (!procmap__is_file(m) && strcmp(m->path, "[vdso]") && strcmp(m->path, "[vsyscall]"));
 }
 
 static bool is_memfd(const struct procmap *m)
@@ -823,8 +826,8 @@ static struct elfsym *find_debug_file(struct symbolizer *s, struct pproc *pp, st
 {
 	const struct stat *st = mfile__stat(mf);
 	const struct safe_root *host = ptab__host_root(s->pt);
-	const struct safe_cred owner = {.uid = st->st_uid, .gid = st->st_gid};
-	const struct safe_cred *readers[2] = {&owner, proc};
+	const struct safe_cred owner = { .uid = st->st_uid, .gid = st->st_gid };
+	const struct safe_cred *readers[2] = { &owner, proc };
 	struct safe_root root;
 	struct elfsym *dbg;
 	struct debuginfo_query q = {
@@ -1007,8 +1010,13 @@ static struct symfile *get_file(struct symbolizer *s, struct symproc *p, const s
 	if (htab__count(s->files) > s->max_files) {
 		/* The count's cap too, at insertion: files no process maps go. */
 		struct room r = {
-			.from = s->files, .held = files_count, .cap = s->max_files, .need = 1,
-			.keep = NULL, .victim = file_unmapped, .evict = file_evict,
+			.from = s->files,
+			.held = files_count,
+			.cap = s->max_files,
+			.need = 1,
+			.keep = NULL,
+			.victim = file_unmapped,
+			.evict = file_evict,
 		};
 
 		htab__remove(s->files, &serial, sizeof(serial));
@@ -1092,9 +1100,13 @@ static void pmap_evict(struct symbolizer *s, void *item)
 static void pmaps_room(struct symbolizer *s, struct symproc *p)
 {
 	struct room r = {
-		.from = s->procs, .held = pmaps_bytes, .cap = s->max_perfmap_bytes,
+		.from = s->procs,
+		.held = pmaps_bytes,
+		.cap = s->max_perfmap_bytes,
 		.need = PERFMAP_MAX_BYTES - MIN((size_t)PERFMAP_MAX_BYTES, p->pmap_bytes),
-		.keep = p, .victim = pmap_victim, .evict = pmap_evict,
+		.keep = p,
+		.victim = pmap_victim,
+		.evict = pmap_evict,
 	};
 
 	room_make(s, &r);
@@ -1295,7 +1307,8 @@ static void scan_wanted(struct symbolizer *s, struct symproc *p, uint64_t *want,
 		/* Read from the start: as a scan of the whole file, within its limits. */
 		p->pmap_rescan_ns = now;
 		s->pmap_rescans++;
-		s->rescan_ok_ns = now + (uint64_t)sf.st.st_size * 1000000000ULL / PERFMAP_RESCAN_RATE;
+		s->rescan_ok_ns =
+			now + (uint64_t)sf.st.st_size * 1000000000ULL / PERFMAP_RESCAN_RATE;
 	}
 	buf = malloc(PERFMAP_READ_CHUNK);
 	if (!buf)
@@ -1404,7 +1417,7 @@ static void evict_procs(struct symbolizer *s)
 }
 
 static struct symproc *add_proc(struct symbolizer *s, const struct proc_id *id,
-				 const struct procmaps *km, int *errp)
+				const struct procmaps *km, int *errp)
 {
 	struct proc_key k = proc_key_of(id);
 	struct htab_entry *e;
@@ -1580,8 +1593,7 @@ static const char *jit_name(struct symbolizer *s, struct symproc *p, uint64_t ad
 	return perfmap__lookup(p->pmap, addr, NULL);
 }
 
-void symbolizer__want_user(struct symbolizer *s, const struct proc_id *id, uint64_t ip,
-			   bool leaf)
+void symbolizer__want_user(struct symbolizer *s, const struct proc_id *id, uint64_t ip, bool leaf)
 {
 	struct proc_key k = proc_key_of(id);
 	uint64_t addr = leaf ? ip : ip - 1;
@@ -1860,8 +1872,13 @@ static void py_evict(struct symbolizer *s, void *item)
 static void python_room(struct symbolizer *s)
 {
 	struct room r = {
-		.from = s->procs, .held = py_held, .cap = s->max_py_bytes, .need = PYNAME_ITEM_MAX,
-		.keep = NULL, .victim = py_victim, .evict = py_evict,
+		.from = s->procs,
+		.held = py_held,
+		.cap = s->max_py_bytes,
+		.need = PYNAME_ITEM_MAX,
+		.keep = NULL,
+		.victim = py_victim,
+		.evict = py_evict,
 	};
 
 	room_make(s, &r);

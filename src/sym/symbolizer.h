@@ -78,8 +78,8 @@ struct symbolizer_opts {
 	/* Python code objects cached: all processes (default 128 MiB), one process
 	 * (default PYNAME_MAX_BYTES, 32 MiB); both held at every insertion. */
 	size_t max_python_bytes, max_python_proc_bytes;
-	const char *host_root;	   /* the host's root for debug files (default "/") */
-	const char *debug_dir;	   /* default "/usr/lib/debug" */
+	const char *host_root; /* the host's root for debug files (default "/") */
+	const char *debug_dir; /* default "/usr/lib/debug" */
 	/* Called once per rejected file (perf map, mapped file) with a sentence;
 	 * also with a table given, for files whose symbols cost more than their
 	 * time budget (elfsym.h). */
@@ -101,36 +101,36 @@ struct sym {
 	 * which names the frame ("module+0xSTART") when func_known. */
 	uint64_t func;
 	bool func_known;
-	enum frame_kind kind; /* FRAME_USER, FRAME_KERNEL, FRAME_JIT (perf map), FRAME_INLINE */
+	enum frame_kind kind;	 /* FRAME_USER, FRAME_KERNEL, FRAME_JIT (perf map), FRAME_INLINE */
 	const uint8_t *build_id; /* of the module's file, or NULL */
 	size_t build_id_len;
-	const char *file;   /* source file (Go's pc-line table), or NULL */
-	uint32_t line;	    /* source line, 0 if unknown */
+	const char *file; /* source file (Go's pc-line table), or NULL */
+	uint32_t line;	  /* source line, 0 if unknown */
 };
 
 struct symbolizer_stats {
 	size_t procs, files, ksyms;
 	uint64_t lookups, unknown;
-	size_t file_bytes;     /* symbols held for cached files */
+	size_t file_bytes; /* symbols held for cached files */
 	size_t perfmaps, perfmap_bytes;
-	uint64_t perfmap_scanned; /* bytes of large perf maps scanned for wanted addresses */
-	uint64_t perfmap_rescans; /* ... of them whole again */
-	uint64_t debug_files;  /* separate debug files found and used */
-	uint64_t jit_names;    /* frames named from perf maps */
-	uint64_t inline_frames; /* inlined frames added (Go) */
-	uint64_t py_frames;    /* Python frames named from code objects */
-	uint64_t py_unknown;   /* ... that could not be (freed, not Python, unreadable) */
-	size_t py_bytes;       /* code-object caches, all processes */
-	uint64_t py_resets;    /* ... started over: a process's cap, or the total's */
-	uint64_t py_lt_reads;  /* line tables read again for a line past their kept start */
-	uint64_t py_lt_over;   /* ... not read: over the drain's budget */
-	uint64_t rejected;     /* files refused by the safety checks */
+	uint64_t perfmap_scanned;   /* bytes of large perf maps scanned for wanted addresses */
+	uint64_t perfmap_rescans;   /* ... of them whole again */
+	uint64_t debug_files;	    /* separate debug files found and used */
+	uint64_t jit_names;	    /* frames named from perf maps */
+	uint64_t inline_frames;	    /* inlined frames added (Go) */
+	uint64_t py_frames;	    /* Python frames named from code objects */
+	uint64_t py_unknown;	    /* ... that could not be (freed, not Python, unreadable) */
+	size_t py_bytes;	    /* code-object caches, all processes */
+	uint64_t py_resets;	    /* ... started over: a process's cap, or the total's */
+	uint64_t py_lt_reads;	    /* line tables read again for a line past their kept start */
+	uint64_t py_lt_over;	    /* ... not read: over the drain's budget */
+	uint64_t rejected;	    /* files refused by the safety checks */
 	uint64_t files_over_budget; /* files whose symbols took more than their time budget */
-	uint64_t files_too_large; /* ... or more memory than their cap (ELFSYM_MAX_BYTES) */
+	uint64_t files_too_large;   /* ... or more memory than their cap (ELFSYM_MAX_BYTES) */
 	/* Room made at insertion: symbols of files still mapped freed, and read
 	 * again at a later lookup; perf maps freed (read again on demand). */
 	uint64_t files_dropped, files_reread, perfmaps_dropped;
-	uint64_t images_lost;  /* images that exec'd or exited before they could be read */
+	uint64_t images_lost;	/* images that exec'd or exited before they could be read */
 	uint64_t images_mapped; /* ... named from their notice's mappings all the same */
 	uint64_t kernel_reloads;
 	uint64_t kbpf_named;   /* BPF addresses named from the program list */
@@ -230,9 +230,9 @@ int symbolizer__kernel_range(struct symbolizer *s, uint64_t ip, uint64_t *start,
  * safety check's error); sym_files__close() either way.
  */
 struct sym_files {
-	int fd;		      /* the mapped file, read-only */
-	int debug_fd;	      /* its separate debug file, or -1 */
-	char debug_path[512]; /* where that was found, "" if none */
+	int fd;		       /* the mapped file, read-only */
+	int debug_fd;	       /* its separate debug file, or -1 */
+	char debug_path[512];  /* where that was found, "" if none */
 	struct safe_root root; /* the process's root (fd -1 if it could not be opened) */
 	struct safe_cred cred; /* the credentials the process opens files with */
 };
@@ -285,8 +285,7 @@ void symbolizer__sweep(struct symbolizer *s);
  * final (the run's last drain). Lookups not announced scan on their own,
  * under the same limits. Maps up to 8 MiB are read whole, as before.
  */
-void symbolizer__want_user(struct symbolizer *s, const struct proc_id *id, uint64_t ip,
-			   bool leaf);
+void symbolizer__want_user(struct symbolizer *s, const struct proc_id *id, uint64_t ip, bool leaf);
 void symbolizer__want_flush(struct symbolizer *s, bool final);
 
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st);

@@ -72,7 +72,7 @@ void linebuf__u64(struct linebuf *b, uint64_t v, int width)
  */
 static uint64_t scaled(double v, int decimals)
 {
-	static const uint64_t pow10[] = {1, 10, 100, 1000};
+	static const uint64_t pow10[] = { 1, 10, 100, 1000 };
 	uint64_t bits, m, q, r, half;
 	int exp, shift;
 
@@ -95,7 +95,7 @@ static uint64_t scaled(double v, int decimals)
 
 void linebuf__fixed(struct linebuf *b, double v, int decimals, int width)
 {
-	static const uint64_t pow10[] = {1, 10, 100, 1000};
+	static const uint64_t pow10[] = { 1, 10, 100, 1000 };
 	char d[48];
 	uint64_t h;
 	int n;

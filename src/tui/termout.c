@@ -183,7 +183,7 @@ static const struct attr_slot *attr_strings(attr_t attr)
 	if (nr_attrs == ATTRS_MAX)
 		return NULL;
 	a = &attrs[nr_attrs++];
-	*a = (struct attr_slot){.attr = attr};
+	*a = (struct attr_slot){ .attr = attr };
 	vidputs(A_NORMAL, capt_ch); /* from normal, whatever came before */
 	on = capture_vid(attr, a->on, sizeof(a->on));
 	off = capture_vid(A_NORMAL, a->off, sizeof(a->off));

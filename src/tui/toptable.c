@@ -150,10 +150,10 @@ static long fn_of(struct toptable *tt, const struct pframe *f)
 		/* New rows start at the end; the id is the row's index at first. */
 		tt->seen[tt->nr_fn] = 0;
 		tt->at[tt->nr_fn] = (uint32_t)tt->nr_fn;
-		tt->t.rows[tt->nr_fn] = (struct top_row){.name = f->name,
-							 .module = f->module ? mod : NULL,
-							 .kind = f->kind,
-							 .id = (uint32_t)tt->nr_fn};
+		tt->t.rows[tt->nr_fn] = (struct top_row){ .name = f->name,
+							  .module = f->module ? mod : NULL,
+							  .kind = f->kind,
+							  .id = (uint32_t)tt->nr_fn };
 		e->value = (void *)(uintptr_t)tt->nr_fn++;
 	}
 	return (long)(uintptr_t)e->value;
@@ -171,7 +171,7 @@ static struct pcache *pcache_of(struct toptable *tt, const struct profile *p)
 		if (array_grow((void **)&tt->pc, &tt->cap_pc, tt->nr_pc + 1, sizeof(*tt->pc)))
 			return NULL;
 		c = &tt->pc[tt->nr_pc++];
-		*c = (struct pcache){.p = p};
+		*c = (struct pcache){ .p = p };
 	}
 	if (grow_zeroed((void **)&c->fn_of, &c->cap_fn_of, profile__nr_frames(p) + 1,
 			sizeof(*c->fn_of)) ||
@@ -203,8 +203,9 @@ static int count_proc(struct toptable *tt, const struct psample *s, uint64_t cou
 				htab__remove(tt->procs, k->buf, k->len);
 				return -ENOMEM;
 			}
-			tt->proc[tt->nr_proc] = (struct top_proc){
-				.pid = s->pid, .comm = s->comm, .container = s->container};
+			tt->proc[tt->nr_proc] = (struct top_proc){ .pid = s->pid,
+								   .comm = s->comm,
+								   .container = s->container };
 			e->value = (void *)(uintptr_t)tt->nr_proc++;
 		}
 		*cached = (uint32_t)(uintptr_t)e->value + 1;
@@ -566,7 +567,7 @@ static int count_all(struct toptable *tt, const struct top_slice *slices, size_t
 	if (err || !followed)
 		return err;
 	for (size_t i = 0; i < n; i++)
-		tt->in[i] = (struct counted){slices[i].id, slices[i].p, slices[i].d, slices[i].n};
+		tt->in[i] = (struct counted){ slices[i].id, slices[i].p, slices[i].d, slices[i].n };
 	tt->nr_in = n;
 	tt->followed = true;
 	return 0;
@@ -603,7 +604,7 @@ static int follow(struct toptable *tt, const struct top_slice *slices, size_t n,
 	if (err)
 		return err;
 	for (i = 0; i < n; i++)
-		tt->in[i] = (struct counted){slices[i].id, slices[i].p, slices[i].d, slices[i].n};
+		tt->in[i] = (struct counted){ slices[i].id, slices[i].p, slices[i].d, slices[i].n };
 	tt->nr_in = n;
 	return 0;
 }

@@ -91,7 +91,6 @@ struct top_slice {
 	uint64_t id;
 };
 
-
 /* Builds t from slices[0..n) under v. 0 or -ENOMEM (t is then empty). */
 int toptable__build(struct top_table *t, const struct top_slice *slices, size_t n,
 		    const struct top_view *v);

@@ -103,7 +103,8 @@ int korc__build(const int32_t *ip_rel, const uint8_t *orc, uint32_t n, uint64_t 
 		m++;
 	}
 	k->nents = m;
-	k->nblocks = (uint32_t)((etext - k->base + (1ull << KORC_BLOCK_SHIFT) - 1) >> KORC_BLOCK_SHIFT);
+	k->nblocks =
+		(uint32_t)((etext - k->base + (1ull << KORC_BLOCK_SHIFT) - 1) >> KORC_BLOCK_SHIFT);
 	k->blocks = calloc(k->nblocks, sizeof(*k->blocks));
 	if (!k->blocks)
 		goto fail;

@@ -38,11 +38,11 @@ struct korc_syms {
 void korc__syms_take(struct korc_syms *s, const char *name, size_t len, uint64_t addr);
 
 struct korc {
-	uint64_t base;			/* lowest ip in [stext, etext), 4 KiB aligned */
-	uint64_t end;			/* etext */
+	uint64_t base; /* lowest ip in [stext, etext), 4 KiB aligned */
+	uint64_t end;  /* etext */
 	struct bp_korc_ent *ents;
 	uint32_t nents;
-	uint64_t *uniq;			/* distinct raw entries */
+	uint64_t *uniq; /* distinct raw entries */
 	uint32_t nuniq;
 	struct bp_korc_block *blocks;
 	uint32_t nblocks;

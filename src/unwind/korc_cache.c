@@ -76,7 +76,8 @@ int korc_cache__path(const char *build_id, char *path, size_t size)
 	path[0] = '\0';
 	if (!dir)
 		dir = KORC_CACHE_DIR;
-	if (!*dir || !build_id || !*build_id || strspn(build_id, "0123456789abcdef") != strlen(build_id))
+	if (!*dir || !build_id || !*build_id ||
+	    strspn(build_id, "0123456789abcdef") != strlen(build_id))
 		return -ENOENT;
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return -errno;
@@ -189,8 +190,8 @@ static ssize_t check_hdr(const struct hdr *h, size_t file_len, const char *build
 		return -ESTALE;
 	if (!memchr(h->build_id, '\0', sizeof(h->build_id)) || strcmp(h->build_id, build_id))
 		return -ESTALE;
-	if (!h->nents || h->nents > (8u << 20) || !h->nuniq || h->nuniq > h->nents ||
-	    !h->nblocks || h->nblocks > (1u << 20) || h->nr_orc < h->nents)
+	if (!h->nents || h->nents > (8u << 20) || !h->nuniq || h->nuniq > h->nents || !h->nblocks ||
+	    h->nblocks > (1u << 20) || h->nr_orc < h->nents)
 		return -EINVAL;
 	/* base: _stext rounded down to a block; end after it, within 4 GiB. */
 	if (h->base > 0 || h->base <= -(1 << KORC_BLOCK_SHIFT) || h->end <= 0 ||
@@ -223,8 +224,8 @@ static int source_read(const struct source *src, void *dst, size_t len, size_t o
 }
 
 /* The payload straight into k's arrays, checked; m rebased to stext. */
-static int read_table(const struct source *src, const struct hdr *h, size_t plen,
-		      uint64_t stext, struct korc *k, struct korc_meta *m)
+static int read_table(const struct source *src, const struct hdr *h, size_t plen, uint64_t stext,
+		      struct korc *k, struct korc_meta *m)
 {
 	size_t ents = (size_t)h->nents * sizeof(*k->ents), uniq = (size_t)h->nuniq * 8;
 	int err;

@@ -30,10 +30,10 @@
 
 /* What the table was built from, in the running kernel's addresses. */
 struct korc_meta {
-	uint64_t stext;			 /* _stext */
+	uint64_t stext;			  /* _stext */
 	uint64_t orc_ip_start, orc_start; /* the kernel's own tables, for spot checks */
-	uint32_t nr_orc;		 /* their entries */
-	uint64_t tramp[3];		 /* korc_syms.trampolines, 0: none */
+	uint32_t nr_orc;		  /* their entries */
+	uint64_t tramp[3];		  /* korc_syms.trampolines, 0: none */
 };
 
 /*

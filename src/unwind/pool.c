@@ -85,7 +85,7 @@ static int extent_insert(struct chunk *c, size_t at, uint32_t start, uint32_t le
 	if (array_grow((void **)&c->free, &c->cap_free, c->nr_free + 1, sizeof(*c->free)))
 		return -ENOMEM;
 	memmove(&c->free[at + 1], &c->free[at], (c->nr_free - at) * sizeof(*c->free));
-	c->free[at] = (struct extent){.start = start, .len = len};
+	c->free[at] = (struct extent){ .start = start, .len = len };
 	c->nr_free++;
 	return 0;
 }
@@ -208,7 +208,7 @@ void upool__release(struct upool *p, uint32_t slot, uint32_t n)
 		give_back(p, slot, n); /* cannot park: free now rather than leak */
 		return;
 	}
-	p->park[1][p->nr_park[1]++] = (struct parked){.slot = slot, .n = n};
+	p->park[1][p->nr_park[1]++] = (struct parked){ .slot = slot, .n = n };
 }
 
 void upool__reclaim(struct upool *p)

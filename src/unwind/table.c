@@ -50,7 +50,7 @@ struct cie_info {
 	uint64_t off;
 	uint8_t enc; /* FDE pointer encoding, DW_EH_PE_* */
 	bool ok;
-	bool aug_z;  /* FDEs carry self-sized augmentation data */
+	bool aug_z; /* FDEs carry self-sized augmentation data */
 };
 
 struct fde_info {
@@ -169,18 +169,25 @@ static bool cfi_insns_sane(const uint8_t *p, const uint8_t *end)
 			case 0x0a: /* remember_state */
 			case 0x0b: /* restore_state */
 				break;
-			case 0x02: ok = skip_bytes(&p, end, 1); break; /* advance_loc1 */
-			case 0x03: ok = skip_bytes(&p, end, 2); break; /* advance_loc2 */
-			case 0x04: ok = skip_bytes(&p, end, 4); break; /* advance_loc4 */
-			case 0x05: /* offset_extended */
-			case 0x09: /* register: reg, reg */
-			case 0x0c: /* def_cfa */
-			case 0x11: /* offset_extended_sf */
-			case 0x12: /* def_cfa_sf */
-			case 0x14: /* val_offset */
-			case 0x15: /* val_offset_sf */
-			case 0x2f: /* GNU_negative_offset_extended */
-				ok = reg_ok(&p, end) && (op == 0x09 ? reg_ok(&p, end) : uleb(&p, end, &v));
+			case 0x02:
+				ok = skip_bytes(&p, end, 1);
+				break; /* advance_loc1 */
+			case 0x03:
+				ok = skip_bytes(&p, end, 2);
+				break; /* advance_loc2 */
+			case 0x04:
+				ok = skip_bytes(&p, end, 4);
+				break; /* advance_loc4 */
+			case 0x05:     /* offset_extended */
+			case 0x09:     /* register: reg, reg */
+			case 0x0c:     /* def_cfa */
+			case 0x11:     /* offset_extended_sf */
+			case 0x12:     /* def_cfa_sf */
+			case 0x14:     /* val_offset */
+			case 0x15:     /* val_offset_sf */
+			case 0x2f:     /* GNU_negative_offset_extended */
+				ok = reg_ok(&p, end) &&
+				     (op == 0x09 ? reg_ok(&p, end) : uleb(&p, end, &v));
 				break;
 			case 0x06: /* restore_extended */
 			case 0x07: /* undefined */
@@ -244,9 +251,11 @@ static int add_fde(struct build *b, uint64_t begin, uint64_t end, uint8_t src, s
 {
 	if (array_grow((void **)&b->fdes, &b->cap_fdes, b->nr_fdes + 1, sizeof(*b->fdes)))
 		return -ENOMEM;
-	b->fdes[b->nr_fdes++] = (struct fde_info){
-		.begin = begin, .end = end, .src = src,
-		.insns = (uint32_t)MIN(insns, (size_t)UINT32_MAX)};
+	b->fdes[b->nr_fdes++] =
+		(struct fde_info){ .begin = begin,
+				   .end = end,
+				   .src = src,
+				   .insns = (uint32_t)MIN(insns, (size_t)UINT32_MAX) };
 	return 0;
 }
 
@@ -340,7 +349,8 @@ static int collect_fdes(struct build *b, Elf_Data *data, bool eh, uint64_t sec_a
 					nc = b->cies;
 					nc[b->nr_cies].off = off;
 					nc[b->nr_cies].ok =
-						cfienc__cie_fde_encoding(&ent.cie, &nc[b->nr_cies].enc) &&
+						cfienc__cie_fde_encoding(&ent.cie,
+									 &nc[b->nr_cies].enc) &&
 						cfi_insns_sane(ent.cie.initial_instructions,
 							       ent.cie.initial_instructions_end);
 					nc[b->nr_cies].aug_z = ent.cie.augmentation &&
@@ -359,9 +369,8 @@ static int collect_fdes(struct build *b, Elf_Data *data, bool eh, uint64_t sec_a
 				    cfienc__read(ci->enc & 0x0f, &p, ent.fde.end, false, 0,
 						 &range) ||
 				    (ci->aug_z && !skip_block(&p, ent.fde.end)) ||
-				    !cfi_insns_sane(p, ent.fde.end) ||
-				    range == 0 || range > UTABLE_MAX_SPAN ||
-				    begin + range < begin ||
+				    !cfi_insns_sane(p, ent.fde.end) || range == 0 ||
+				    range > UTABLE_MAX_SPAN || begin + range < begin ||
 				    !in_exec_segment(b->t, begin, begin + range)) {
 					b->t->st.fdes_skipped++;
 					drop_fde(data, off, eh);
@@ -485,7 +494,7 @@ static bool cfa_is_plt(const Dwarf_Op *ops, size_t n, int64_t *a, int *k)
 
 static struct bp_urow urow(uint8_t cfa_kind, uint8_t rbp_kind, int rbp, uint16_t cfa)
 {
-	struct bp_urow r = {.op = UROW_OP(cfa_kind, rbp_kind), .rbp = (int8_t)rbp, .cfa = cfa};
+	struct bp_urow r = { .op = UROW_OP(cfa_kind, rbp_kind), .rbp = (int8_t)rbp, .cfa = cfa };
 
 	return r;
 }
@@ -669,10 +678,12 @@ static uint64_t section_addr(Elf *elf, const char *name);
 static bool go_outermost(const char *name)
 {
 	static const char *const top[] = {
-		"runtime.goexit",     "runtime.mstart",	  "runtime.rt0_go",
-		"runtime.morestack",  "runtime.systemstack", "runtime.mcall",
-		"runtime.asmcgocall", "runtime.cgocallback", "runtime.gogo",
-		"runtime.sigtramp",   "runtime.sigreturn",  "runtime.sigreturn__sigaction",
+		"runtime.goexit",      "runtime.mstart",
+		"runtime.rt0_go",      "runtime.morestack",
+		"runtime.systemstack", "runtime.mcall",
+		"runtime.asmcgocall",  "runtime.cgocallback",
+		"runtime.gogo",	       "runtime.sigtramp",
+		"runtime.sigreturn",   "runtime.sigreturn__sigaction",
 		"runtime.cgoSigtramp", "runtime.systemstack_switch",
 	};
 	size_t len;
@@ -912,17 +923,17 @@ static int check_header(Elf *elf, unsigned char *ident)
  * headers or .eh_frame_hdr, so its only way to an FDE is the linear walk the
  * builder made. The copy costs the section's size for the build's duration.
  */
-#define CFI_SHSTRTAB  "\0.eh_frame\0.debug_frame"
-#define CFI_NAME_EH   1
-#define CFI_NAME_DBG  11
-#define CFI_STR_OFF   (sizeof(Elf64_Ehdr) + 3 * sizeof(Elf64_Shdr))
-#define CFI_DATA_OFF  (CFI_STR_OFF + 32)
+#define CFI_SHSTRTAB "\0.eh_frame\0.debug_frame"
+#define CFI_NAME_EH  1
+#define CFI_NAME_DBG 11
+#define CFI_STR_OFF  (sizeof(Elf64_Ehdr) + 3 * sizeof(Elf64_Shdr))
+#define CFI_DATA_OFF (CFI_STR_OFF + 32)
 
 struct cfi_image {
 	uint8_t *buf;
 	Elf_Data data; /* the section's bytes in buf */
 	Elf *elf;
-	Dwarf *dw;     /* .debug_frame: libdw reaches it through a Dwarf */
+	Dwarf *dw; /* .debug_frame: libdw reaches it through a Dwarf */
 	Dwarf_CFI *cfi;
 };
 
@@ -1008,8 +1019,8 @@ static uint64_t mono_ns(void)
 
 static struct utable *build(Elf *elf)
 {
-	struct build b = {.elf = elf};
-	struct cfi_image img_eh = {0}, img_dbg = {0};
+	struct build b = { .elf = elf };
+	struct cfi_image img_eh = { 0 }, img_dbg = { 0 };
 	Dwarf_CFI *cfi_eh = NULL, *cfi_dbg = NULL;
 	Elf_Data *eh, *dbg;
 	size_t used;

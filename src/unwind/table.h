@@ -28,7 +28,8 @@
  * outside executable PT_LOAD segments are dropped (linkers leave FDEs of
  * discarded sections at address 0), sizes are capped (UTABLE_MAX_ROWS,
  * rows per FDE, text span), the build's CPU time is budgeted, and anything
- * libdw rejects is counted and skipped. x86-64 ELF64 only: other machines get -ENOTSUP (frame pointers).
+ * libdw rejects is counted and skipped. x86-64 ELF64 only: other machines get -ENOTSUP (frame
+ * pointers).
  *
  * The table owns its memory; nothing refers to the file or libelf after
  * utable__build_*() returns.

@@ -25,7 +25,7 @@
 #include "unwind/table.h"
 #include "lang/cpython.h"
 
-#define REFRESH_MIN_NS (250ull * 1000000) /* per process */
+#define REFRESH_MIN_NS (250ull * 1000000)   /* per process */
 #define REFRESH_MAX_NS (32ull * 1000000000) /* ... after re-reads that found nothing new */
 #define TICK_SWEEP_NS  (1000ull * 1000000)
 #define SEG_ROWS       (UNWIND_CHUNK_SLOTS / 8) /* rows per run: tables are split in pieces */
@@ -53,7 +53,7 @@ struct uproc {
 	uint32_t pid;
 	uint64_t start_time, exec_id;
 	struct pproc *pp; /* the process table's entry, held while installed */
-	struct run maps; /* the mapping list's slots; n == 0: none */
+	struct run maps;  /* the mapping list's slots; n == 0: none */
 	uint32_t nr_maps;
 	struct ufile **files; /* references held by the list */
 	size_t nr_files;
@@ -65,7 +65,7 @@ struct uproc {
 	bool in_kernel;
 	/* Python: its interpreter in python_procs (walked), or why not. */
 	bool python;
-	int py_err;	      /* last probe: 0 not tried / found, -EAGAIN not initialized yet */
+	int py_err; /* last probe: 0 not tried / found, -EAGAIN not initialized yet */
 	/* -EAGAIN with the interpreter's file mapped (not a libpython to come):
 	 * what the probe found in it, for a retry that reads only memory. */
 	struct cpython_proc *py_wait;
@@ -76,8 +76,8 @@ struct uproc {
 	 * so a process gets that warning once. */
 	uint64_t py_warned;
 	uint64_t refresh_gap; /* ns before the next re-read (backs off, see unwinder__refresh) */
-	bool over_limit;  /* over UNWIND_MAX_MAPS: counted once */
-	bool warned_maps; /* ... and mappings with tables left out: said once */
+	bool over_limit;      /* over UNWIND_MAX_MAPS: counted once */
+	bool warned_maps;     /* ... and mappings with tables left out: said once */
 };
 
 /*
@@ -105,7 +105,7 @@ struct unwinder {
 	struct ufile *vdso;
 	size_t nr_in_kernel;
 	uint64_t last_sweep;
-	uint64_t pool_gen; /* the pool generation the walker was last told */
+	uint64_t pool_gen;    /* the pool generation the walker was last told */
 	uint64_t py_found_ns; /* the last Python process handed to the walker */
 	/* The earliest retry of a Python still starting up (py_err -EAGAIN), and
 	 * the latest the caller's loop may wake up to take one; 0: none. */
@@ -526,7 +526,7 @@ static void load_vdso(struct unwinder *u)
 
 static bool proc_alive(struct unwinder *u, uint32_t pid, uint64_t start_time)
 {
-	struct proc_id id = {.pid = pid, .start_time = start_time};
+	struct proc_id id = { .pid = pid, .start_time = start_time };
 
 	return ptab__alive(u->pt, &id);
 }
@@ -702,7 +702,7 @@ static int load_maps(struct unwinder *u, struct uproc *p)
 	size_t n = 0, nf = 0, nx = 0, lost = 0;
 	const char *worst = NULL;
 	struct bp_uproc kp;
-	struct run r = {0};
+	struct run r = { 0 };
 	uint64_t sig = 0x5157, now = now_ns();
 	int err = 0;
 
@@ -937,7 +937,7 @@ static void python_warn(struct unwinder *u, const struct uproc *p, const struct 
 				     "they are not named (their Python functions are not shown)");
 		return;
 	}
-	u->py_warned_files[u->nr_py_warned++] = (struct py_warned_file){cp->dev, cp->ino};
+	u->py_warned_files[u->nr_py_warned++] = (struct py_warned_file){ cp->dev, cp->ino };
 	snprintf(msg, sizeof(msg),
 		 "process %u runs %s: %s; its Python functions are not shown "
 		 "(native frames only; said once for all processes of this file)",
@@ -1001,9 +1001,9 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 			p->py_wait = NULL;
 			return;
 		}
-		p->py_retry_ns = now_ns() + (p->py_tries < PY_FIRST_TRIES ? PY_RETRY_FIRST_NS
+		p->py_retry_ns = now_ns() + (p->py_tries < PY_FIRST_TRIES  ? PY_RETRY_FIRST_NS
 					     : p->py_tries < PY_FAST_TRIES ? PY_RETRY_NS
-									 : PY_RETRY_SLOW_NS);
+									   : PY_RETRY_SLOW_NS);
 		python_retry_at(u, p);
 		return;
 	}
@@ -1067,8 +1067,8 @@ int unwinder__note_process(struct unwinder *u, const struct proc_id *id)
 	if (!created && p->start_time == id->start_time && p->exec_id == id->exec_id &&
 	    p->in_kernel)
 		return 0;
-	if (!created && (p->any_image || p->start_time != id->start_time ||
-			 p->exec_id != id->exec_id))
+	if (!created &&
+	    (p->any_image || p->start_time != id->start_time || p->exec_id != id->exec_id))
 		proc_unload(u, p); /* exec, or a new process under a recycled pid */
 	p->any_image = false;
 	p->start_time = id->start_time;
@@ -1133,7 +1133,7 @@ int unwinder__refresh(struct unwinder *u, const struct proc_id *id)
 /* The entry of whatever image pid runs now, before its ids are known. */
 static int hold_any_image(struct unwinder *u, uint32_t pid, struct pproc **pp)
 {
-	struct proc_id id = {.pid = pid, .exec_id = PROC_EXEC_ANY};
+	struct proc_id id = { .pid = pid, .exec_id = PROC_EXEC_ANY };
 
 	return ptab__get(u->pt, &id, pp);
 }
@@ -1251,7 +1251,7 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts, const struct un
 	if (opts && opts->ptab) {
 		u->pt = opts->ptab;
 	} else {
-		struct ptab_opts po = {.proc_root = opts ? opts->proc_root : NULL};
+		struct ptab_opts po = { .proc_root = opts ? opts->proc_root : NULL };
 
 		u->pt = ptab__new(&po);
 		u->own_pt = true;

@@ -73,25 +73,25 @@ struct unwinder_opts {
 };
 
 struct unwinder_stats {
-	uint64_t procs;		 /* processes with an entry in the kernel now */
-	uint64_t procs_loaded;	 /* entries installed (or updated) */
-	uint64_t procs_evicted;	 /* pushed out by max_procs */
-	uint64_t procs_skipped;	 /* not x86-64, gone, unreadable */
-	uint64_t refreshes;	 /* mapping lists re-read on request */
-	uint64_t maps_dropped;	 /* executable mappings left out of lists over UNWIND_MAX_MAPS */
-	uint64_t maps_lost;	 /* ... of them with unwind tables (their frames end stacks) */
-	uint64_t tables;	 /* tables in the kernel now */
-	uint64_t tables_built;	 /* built (since start) */
-	uint64_t tables_shared;	 /* found by build id under another inode */
-	uint64_t tables_failed;	 /* files without a usable table */
+	uint64_t procs;		/* processes with an entry in the kernel now */
+	uint64_t procs_loaded;	/* entries installed (or updated) */
+	uint64_t procs_evicted; /* pushed out by max_procs */
+	uint64_t procs_skipped; /* not x86-64, gone, unreadable */
+	uint64_t refreshes;	/* mapping lists re-read on request */
+	uint64_t maps_dropped;	/* executable mappings left out of lists over UNWIND_MAX_MAPS */
+	uint64_t maps_lost;	/* ... of them with unwind tables (their frames end stacks) */
+	uint64_t tables;	/* tables in the kernel now */
+	uint64_t tables_built;	/* built (since start) */
+	uint64_t tables_shared; /* found by build id under another inode */
+	uint64_t tables_failed; /* files without a usable table */
 	uint64_t tables_over_budget; /* ... of them: its build took more than its time budget */
-	uint64_t tables_evicted; /* dropped: idle, or to make room */
-	uint64_t tables_no_room; /* did not fit under max_chunks */
-	uint64_t rows;		 /* rows of the tables in the kernel now */
-	uint64_t build_ns;	 /* time spent building tables */
-	uint64_t kernel_bytes;	 /* pool chunks allocated in the kernel */
-	uint64_t used_bytes;	 /* ... of which in use */
-	uint64_t python_procs;	 /* Python processes whose frames the walker reads */
+	uint64_t tables_evicted;     /* dropped: idle, or to make room */
+	uint64_t tables_no_room;     /* did not fit under max_chunks */
+	uint64_t rows;		     /* rows of the tables in the kernel now */
+	uint64_t build_ns;	     /* time spent building tables */
+	uint64_t kernel_bytes;	     /* pool chunks allocated in the kernel */
+	uint64_t used_bytes;	     /* ... of which in use */
+	uint64_t python_procs;	     /* Python processes whose frames the walker reads */
 	uint64_t python_tls;	 /* ... whose threads' states are in their thread-specific data */
 	uint64_t python_unknown; /* Python processes it cannot (version, layout) */
 	uint64_t python_vfork;	 /* vfork() children before their exec: not probed */

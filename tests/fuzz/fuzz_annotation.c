@@ -32,7 +32,7 @@ static int memfd = -1;
 
 static void annotate(const struct elfcode *ec, struct srcline *sl, uint64_t start, uint64_t end)
 {
-	struct ann_count c[3] = {{start, 3}, {start + 1, 2}, {end, 5}};
+	struct ann_count c[3] = { { start, 3 }, { start + 1, 2 }, { end, 5 } };
 	struct annotation a;
 	uint64_t sum = 0;
 

@@ -33,8 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 1:
 		for (uint32_t ver = 11; ver <= 12; ver++) {
-			int n = cpython__str(cpython__table(CPY_VERSION(3, ver)), data + 1, size - 1,
-					     out, sizeof(out));
+			int n = cpython__str(cpython__table(CPY_VERSION(3, ver)), data + 1,
+					     size - 1, out, sizeof(out));
 
 			if (n >= (int)sizeof(out) || (n >= 0 && strlen(out) != (size_t)n))
 				abort();

@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static char *write_all(const struct profile *p, size_t *folded_len)
 {
 	const struct writer *const *w;
-	struct out_opts o = {.top = 5, .merge = true};
+	struct out_opts o = { .top = 5, .merge = true };
 	char *folded = NULL;
 
 	for (w = output__all(); *w; w++) {

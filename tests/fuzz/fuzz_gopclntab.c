@@ -84,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		if (name && strlen(name) > size)
 			abort();
-		r = (struct runs){start, end, start};
+		r = (struct runs){ start, end, start };
 		(void)gopclntab__pcsp(g, i, check_run, &r);
 		/* A lookup may decode ~1e5 runs of a hostile table: a few per function. */
 		for (int k = 0; k < 3 && end > start; k++) {

@@ -45,7 +45,7 @@ static int check_row(void *ctx, const struct lineprog_row *r)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct lineprog_sections s = {0};
+	struct lineprog_sections s = { 0 };
 	struct lineprog *lp;
 	uint64_t lo = 0, budget;
 	size_t n;
@@ -71,11 +71,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (lineprog__open(&s, 0, (size & 1) ? "/comp/dir" : NULL, &lp))
 		goto out;
 	{
-		struct check c = {lp, 0, UINT64_MAX, 0};
+		struct check c = { lp, 0, UINT64_MAX, 0 };
 
 		budget = 1u << 16;
 		(void)lineprog__run(lp, 0, UINT64_MAX, &budget, check_row, &c);
-		c = (struct check){lp, lo, lo + 0x100 < lo ? UINT64_MAX : lo + 0x100, 0};
+		c = (struct check){ lp, lo, lo + 0x100 < lo ? UINT64_MAX : lo + 0x100, 0 };
 		budget = 1u << 16;
 		(void)lineprog__run(lp, c.lo, c.hi, &budget, check_row, &c);
 		for (uint32_t f = 0; f < 4; f++) {

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void write_all_and_check(const struct profile *p)
 {
-	struct out_opts o = {.top = 5, .merge = true};
+	struct out_opts o = { .top = 5, .merge = true };
 	char *folded = NULL;
 	size_t folded_len = 0;
 

@@ -37,8 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (pprof__encode(p, &msg, &len))
 		abort();
 	q = profile__new();
-	if (reader_pprof.read(msg, len, q, &err) ||
-	    profile__total(q) != profile__total(p) ||
+	if (reader_pprof.read(msg, len, q, &err) || profile__total(q) != profile__total(p) ||
 	    profile__nr_samples(q) != profile__nr_samples(p))
 		abort();
 	for (w = output__all(); *w; w++) {

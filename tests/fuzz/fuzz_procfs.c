@@ -32,7 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (!mi.ents[i].point || mi.ents[i].point[0] != '/')
 				abort();
 			/* A FUSE mount covers its own mount point. */
-			if (mi.ents[i].may_block && !mountinfo__path_may_block(&mi, mi.ents[i].point))
+			if (mi.ents[i].may_block &&
+			    !mountinfo__path_may_block(&mi, mi.ents[i].point))
 				abort();
 			(void)mountinfo__find_id(&mi, mi.ents[i].id);
 			(void)mountinfo__dev_may_block(&mi, mi.ents[i].major, mi.ents[i].minor);

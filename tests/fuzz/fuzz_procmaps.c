@@ -23,7 +23,7 @@ static void check(const struct procmaps *m, uint64_t addr)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct procmaps m = {0};
+	struct procmaps m = { 0 };
 
 	if (procmaps__parse((const char *)data, size, &m))
 		return 0;

@@ -33,7 +33,7 @@ struct fx_frame {
 static inline void fx_add(struct profile *p, const char *comm, uint32_t pid, uint32_t tid,
 			  uint64_t count, const struct fx_frame *fr, size_t n)
 {
-	struct psample s = {.pid = pid, .tid = tid, .comm = comm};
+	struct psample s = { .pid = pid, .tid = tid, .comm = comm };
 	uint32_t ids[32];
 
 	assert_true(n <= 32);
@@ -48,7 +48,7 @@ static inline void fx_add(struct profile *p, const char *comm, uint32_t pid, uin
 
 #define FX(p, comm, pid, tid, count, ...)                                                          \
 	do {                                                                                       \
-		const struct fx_frame fr_[] = {__VA_ARGS__};                                       \
+		const struct fx_frame fr_[] = { __VA_ARGS__ };                                     \
 		fx_add(p, comm, pid, tid, count, fr_, sizeof(fr_) / sizeof(fr_[0]));               \
 	} while (0)
 

@@ -143,7 +143,7 @@ static void test_elfcode_core(void **state)
 static void test_disasm_x86(void **state)
 {
 	/* push %rbp; mov %rsp,%rbp; jmp back to the mov; an invalid byte; ret */
-	static const uint8_t code[] = {0x55, 0x48, 0x89, 0xe5, 0xeb, 0xfb, 0x06, 0xc3};
+	static const uint8_t code[] = { 0x55, 0x48, 0x89, 0xe5, 0xeb, 0xfb, 0x06, 0xc3 };
 	struct disasm *d = disasm__new(EM_X86_64, true);
 	char buf[160];
 	size_t n;
@@ -233,13 +233,13 @@ static void test_annotation_with_debug_file(void **state)
 	}
 	assert_true(lines > 0);
 	/* Counts: on instructions, mid-instruction, and outside the function. */
-	counts[0] = (struct ann_count){a.insns[0].addr, 5};
-	counts[1] = (struct ann_count){a.insns[2].addr, 7};
-	counts[2] = (struct ann_count){a.insns[2].addr, 1};
-	counts[3] = (struct ann_count){a.insns[3].addr + (a.insns[3].size > 1), 2};
-	counts[4] = (struct ann_count){start - 1, 100};
-	counts[5] = (struct ann_count){end, 50};
-	counts[6] = (struct ann_count){a.insns[a.nr - 1].addr, 3};
+	counts[0] = (struct ann_count){ a.insns[0].addr, 5 };
+	counts[1] = (struct ann_count){ a.insns[2].addr, 7 };
+	counts[2] = (struct ann_count){ a.insns[2].addr, 1 };
+	counts[3] = (struct ann_count){ a.insns[3].addr + (a.insns[3].size > 1), 2 };
+	counts[4] = (struct ann_count){ start - 1, 100 };
+	counts[5] = (struct ann_count){ end, 50 };
+	counts[6] = (struct ann_count){ a.insns[a.nr - 1].addr, 3 };
 	annotation__free(&a);
 	assert_int_equal(annotation__build(&a, ec, sl, start, end, counts, 7), 0);
 	for (i = 0; i < a.nr; i++)

@@ -20,7 +20,7 @@ static uint64_t cpu_ns(void)
 
 static void sleep_ms(unsigned ms)
 {
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;

@@ -46,8 +46,8 @@ static void test_not_containers(void **state)
 	/* 63 or 65 hex digits, upper case: not ids. */
 	expect("0::/docker-" ID "a.scope\n", "/docker-" ID "a.scope", "", "");
 	expect("0::/docker-0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef.scope\n",
-	       "/docker-0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef.scope",
-	       "", "");
+	       "/docker-0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef.scope", "",
+	       "");
 }
 
 static void test_malformed(void **state)

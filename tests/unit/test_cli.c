@@ -134,7 +134,8 @@ static void test_perf_habits(void **state)
 	struct options o;
 	struct errmsg err = { 0 };
 
-	assert_int_equal(parse(&o, &err, "-F", "99", "-a", "-g", "--", "sleep", "10", NULL), CLI_OK);
+	assert_int_equal(parse(&o, &err, "-F", "99", "-a", "-g", "--", "sleep", "10", NULL),
+			 CLI_OK);
 	assert_true(o.all_cpus && o.cmd && !o.cmd_is_target);
 	assert_string_equal(o.cmd[0], "sleep");
 	cli__free(&o);
@@ -195,8 +196,8 @@ static void test_output_options(void **state)
 	assert_null(o.out.sort);
 	assert_false(o.out.inverted || o.out.merge);
 	cli__free(&o);
-	assert_int_equal(parse(&o, &err, "-o", "x.svg", "--title", "T", "--inverted", "--merge", "--top",
-			       "0", "--sort", "total", "--lines", NULL),
+	assert_int_equal(parse(&o, &err, "-o", "x.svg", "--title", "T", "--inverted", "--merge",
+			       "--top", "0", "--sort", "total", "--lines", NULL),
 			 CLI_OK);
 	assert_string_equal(o.out.title, "T");
 	assert_true(o.out.inverted && o.out.merge && o.out.lines);
@@ -281,8 +282,8 @@ static void test_pids_with_spaces(void **state)
 	assert_non_null(strstr(err.hint, "-p 7,8 "));
 	cli__free(&o);
 	assert_int_equal(parse(&o, &err, "-p", "12\n34\n", NULL), CLI_USAGE);
-	assert_string_equal(err.msg,
-			    "invalid pid list: pids are separated by commas, not spaces or new lines");
+	assert_string_equal(
+		err.msg, "invalid pid list: pids are separated by commas, not spaces or new lines");
 	assert_non_null(strstr(err.hint, "-p 12,34 "));
 	cli__free(&o);
 	/* Not pids: the usual messages, no pid hint. */
@@ -314,7 +315,7 @@ static void test_output_endings(void **state)
 	assert_ptr_equal(output__for_path("a.svgz"), &writer_svgz);
 	assert_ptr_equal(output__diff_for_path("d.svgz"), &diff_writer_svgz);
 	for (const char *const *n = (const char *const[]){ "profile", "run.1", "/tmp/a.b/cpu",
-							    ".hidden", "x.", "-", NULL };
+							   ".hidden", "x.", "-", NULL };
 	     *n; n++) {
 		w = NULL;
 		assert_int_equal(cli__pick_writer(NULL, *n, &w, &err), CLI_OK);
@@ -326,10 +327,11 @@ static void test_output_endings(void **state)
 	assert_ptr_equal(w, &writer_pprof);
 	assert_int_equal(cli__pick_writer(NULL, "/tmp/x.png", &w, &err), CLI_USAGE);
 	assert_string_equal(err.msg, "cannot tell the format of /tmp/x.png from its ending '.png'");
-	assert_string_equal(err.hint, "end the name in .folded .collapsed .stacks .svg .svgz .pb.gz "
-				      ".pprof .speedscope.json .json .txt .report, or choose with "
-				      "-f folded|svg|svgz|pprof|speedscope|report (a name without "
-				      "an ending is folded)");
+	assert_string_equal(err.hint,
+			    "end the name in .folded .collapsed .stacks .svg .svgz .pb.gz "
+			    ".pprof .speedscope.json .json .txt .report, or choose with "
+			    "-f folded|svg|svgz|pprof|speedscope|report (a name without "
+			    "an ending is folded)");
 	assert_int_equal(cli__pick_writer("gif", NULL, &w, &err), CLI_USAGE);
 	assert_non_null(strstr(err.msg, "unknown format 'gif'"));
 	/* record checks it with the other options, before anything is sampled */

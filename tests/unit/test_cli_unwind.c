@@ -13,10 +13,10 @@ static void test_unwind_values(void **state)
 {
 	struct options o;
 	struct errmsg err = { 0 };
-	const char *def[] = {"bpfprof", "-d", "1"};
-	const char *fp[] = {"bpfprof", "--unwind", "fp"};
-	const char *dw[] = {"bpfprof", "--unwind=dwarf"};
-	const char *au[] = {"bpfprof", "--unwind", "auto", "-p", "1"};
+	const char *def[] = { "bpfprof", "-d", "1" };
+	const char *fp[] = { "bpfprof", "--unwind", "fp" };
+	const char *dw[] = { "bpfprof", "--unwind=dwarf" };
+	const char *au[] = { "bpfprof", "--unwind", "auto", "-p", "1" };
 
 	assert_int_equal(parse(&o, &err, 3, def), CLI_OK);
 	assert_int_equal(o.unwind, UNWIND_OPT_AUTO); /* the default */
@@ -38,9 +38,9 @@ static void test_unwind_errors(void **state)
 {
 	struct options o;
 	struct errmsg err = { 0 };
-	const char *bad[] = {"bpfprof", "--unwind", "frame-pointers"};
-	const char *empty[] = {"bpfprof", "--unwind", ""};
-	const char *missing[] = {"bpfprof", "--unwind"};
+	const char *bad[] = { "bpfprof", "--unwind", "frame-pointers" };
+	const char *empty[] = { "bpfprof", "--unwind", "" };
+	const char *missing[] = { "bpfprof", "--unwind" };
 	enum unwind_opt u;
 
 	assert_int_equal(parse(&o, &err, 3, bad), CLI_USAGE);
@@ -58,10 +58,10 @@ static void test_kernel_unwind(void **state)
 {
 	struct options o;
 	struct errmsg err = { 0 };
-	const char *def[] = {"bpfprof", "-d", "1"};
-	const char *helper[] = {"bpfprof", "--kernel-unwind", "kernel"};
-	const char *orc[] = {"bpfprof", "--kernel-unwind=orc"};
-	const char *bad[] = {"bpfprof", "--kernel-unwind", "fp"};
+	const char *def[] = { "bpfprof", "-d", "1" };
+	const char *helper[] = { "bpfprof", "--kernel-unwind", "kernel" };
+	const char *orc[] = { "bpfprof", "--kernel-unwind=orc" };
+	const char *bad[] = { "bpfprof", "--kernel-unwind", "fp" };
 
 	(void)state;
 	assert_int_equal(parse(&o, &err, 3, def), CLI_OK);

@@ -73,7 +73,9 @@ static void test_store_names_and_keep(void **state)
 	assert_int_equal(count_files(dir, ".tmp."), 1);
 	assert_int_equal(count_files(dir, ".tmp.abc"), 1);
 	for (int i = 0; i < 5; i++)
-		assert_int_equal(store__write(s, p, t0 + (uint64_t)i * 10000000000ULL, path, sizeof(path)), 0);
+		assert_int_equal(
+			store__write(s, p, t0 + (uint64_t)i * 10000000000ULL, path, sizeof(path)),
+			0);
 	/* Same second twice: a -1 suffix, not an overwrite. */
 	assert_int_equal(store__write(s, p, t0 + 40000000000ULL, path, sizeof(path)), 0);
 	assert_non_null(strstr(path, "T091040Z-1.folded"));
@@ -103,7 +105,8 @@ static void test_store_max_disk_and_errors(void **state)
 	so.max_disk = 25; /* room for two files */
 	s = store__open(&so, NULL);
 	for (int i = 0; i < 4; i++)
-		assert_int_equal(store__write(s, p, (uint64_t)(1000 + i) * 1000000000ULL, NULL, 0), 0);
+		assert_int_equal(store__write(s, p, (uint64_t)(1000 + i) * 1000000000ULL, NULL, 0),
+				 0);
 	store__stats(s, &st);
 	assert_int_equal(st.files, 2);
 	assert_true(st.bytes <= 25);
@@ -160,12 +163,16 @@ static void test_listen_parsing(void **state)
 
 static void test_metrics_text(void **state)
 {
-	struct metrics_snapshot m = { .samples = 990, .lost_stacks_full = 2, .drains = 10, .freq = 99 };
+	struct metrics_snapshot m = {
+		.samples = 990, .lost_stacks_full = 2, .drains = 10, .freq = 99
+	};
 	struct sbuf sb = { 0 };
 
 	assert_int_equal(metrics__render(&m, 0, &sb), 0);
-	assert_non_null(strstr(sb.buf, "# TYPE bpfprof_samples_total counter\nbpfprof_samples_total 990\n"));
-	assert_non_null(strstr(sb.buf, "bpfprof_lost_samples_total{reason=\"stack_map_full\"} 2\n"));
+	assert_non_null(strstr(
+		sb.buf, "# TYPE bpfprof_samples_total counter\nbpfprof_samples_total 990\n"));
+	assert_non_null(
+		strstr(sb.buf, "bpfprof_lost_samples_total{reason=\"stack_map_full\"} 2\n"));
 	assert_non_null(strstr(sb.buf, "bpfprof_resident_memory_bytes "));
 	/* No drain completed (last_drain_ns 0): not healthy, and no age to show. */
 	assert_non_null(strstr(sb.buf, "\nbpfprof_healthy 0\n"));
@@ -250,7 +257,7 @@ static void test_live_request_gets_fed_deltas(void **state)
 	assert_int_equal(pthread_create(&t, NULL, collector_thread, &a), 0);
 	while (!live__pending(l))
 		usleep(1000);
-	live__feed(l, d, now_ns());		       /* before the deadline: accumulated */
+	live__feed(l, d, now_ns());		    /* before the deadline: accumulated */
 	live__feed(l, d, now_ns() + 2000000000ULL); /* after: completed */
 	pthread_join(t, NULL);
 	assert_int_equal(a.err, 0);
@@ -315,14 +322,16 @@ static void test_cgroup2_mount(void **state)
 {
 	char out[256];
 
-	assert_int_equal(cgroup__v2_mount("22 1 0:20 / /sys rw - sysfs sysfs rw\n"
-					  "36 25 0:30 / /sys/fs/cgroup/unified rw,nosuid shared:9 - "
-					  "cgroup2 cgroup2 rw,nsdelegate\n",
-					  out, sizeof(out)),
-			 0);
+	assert_int_equal(
+		cgroup__v2_mount("22 1 0:20 / /sys rw - sysfs sysfs rw\n"
+				 "36 25 0:30 / /sys/fs/cgroup/unified rw,nosuid shared:9 - "
+				 "cgroup2 cgroup2 rw,nsdelegate\n",
+				 out, sizeof(out)),
+		0);
 	assert_string_equal(out, "/sys/fs/cgroup/unified");
-	assert_int_equal(cgroup__v2_mount("22 1 0:20 / /sys rw - sysfs sysfs rw\n", out, sizeof(out)),
-			 -ENOENT);
+	assert_int_equal(
+		cgroup__v2_mount("22 1 0:20 / /sys rw - sysfs sysfs rw\n", out, sizeof(out)),
+		-ENOENT);
 	assert_int_equal(cgroup__v2_mount("garbage - cgroup2", out, sizeof(out)), -ENOENT);
 }
 

@@ -106,8 +106,8 @@ static void test_real(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_basic), cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_empty), cmocka_unit_test(test_huge),
+		cmocka_unit_test(test_basic),	cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_empty),	cmocka_unit_test(test_huge),
 		cmocka_unit_test(test_missing), cmocka_unit_test(test_real),
 	};
 

@@ -55,7 +55,7 @@ static void test_311_table_matches_headers(void **state)
 			const char *name;
 			size_t off;
 		} fields[] = {
-#define F(x) {#x, offsetof(struct cpython_layout, x)}
+#define F(x) { #x, offsetof(struct cpython_layout, x) }
 			F(runtime_interp_head),	 F(interp_next),      F(interp_threads_head),
 			F(tstate_next),		 F(tstate_interp),    F(tstate_native_tid),
 			F(tstate_frame),	 F(cframe_current),   F(frame_code),
@@ -232,7 +232,8 @@ static void test_location_table(void **state)
 	}
 	fclose(f);
 	assert_int_equal(codes, 3);
-	assert_int_equal(cpython__line((const uint8_t *)"\x01", 1, 1, 0, &(uint32_t){0}), -EINVAL);
+	assert_int_equal(cpython__line((const uint8_t *)"\x01", 1, 1, 0, &(uint32_t){ 0 }),
+			 -EINVAL);
 }
 
 static void test_str(void **state)
@@ -301,7 +302,7 @@ static void test_live_interpreter(void **state)
 	unsigned long long a, b;
 	struct ptab *t;
 	struct pproc *p;
-	struct proc_id id = {0};
+	struct proc_id id = { 0 };
 	struct cpython_proc cp;
 	struct pynamer *n;
 	struct pyframe f;
@@ -328,7 +329,7 @@ static void test_live_interpreter(void **state)
 	rd = fdopen(out[0], "r");
 	assert_int_equal(fscanf(rd, "%llx %llx", &a, &b), 2);
 
-	t = ptab__new(&(struct ptab_opts){0});
+	t = ptab__new(&(struct ptab_opts){ 0 });
 	assert_non_null(t);
 	id.pid = (uint32_t)pid;
 	id.exec_id = PROC_EXEC_ANY;
@@ -354,7 +355,8 @@ static void test_live_interpreter(void **state)
 	assert_int_equal(pynamer__name(n, t, p, a + 16, 0, csum, NULL, &f), -EINVAL);
 	assert_int_equal(ptab__read_mem(t, p, b + cp.csum_off, window, sizeof(window)), 64);
 	assert_int_equal(ptab__read_mem(t, p, window[7] + BP_PY_STR_HASH, &hash, 8), 8);
-	assert_int_equal(pynamer__name(n, t, p, b, BP_PY_NO_INSTR, bp_py_csum(window, hash), NULL, &f), 0);
+	assert_int_equal(
+		pynamer__name(n, t, p, b, BP_PY_NO_INSTR, bp_py_csum(window, hash), NULL, &f), 0);
 	assert_string_equal(f.name, "Box.m\xc3\xa9thod");
 	assert_int_equal(f.line, 0);
 	/* Cached: named without the process. */
@@ -394,8 +396,8 @@ static void test_thread_state_in_thread_data(void **state)
 {
 	char *path = write_temp_str(TLS_SCRIPT);
 	unsigned long long tp[2], ts[2];
-	struct cpython_tls_cache cache = {0};
-	struct proc_id id = {0};
+	struct cpython_tls_cache cache = { 0 };
+	struct proc_id id = { 0 };
 	struct cpython_proc cp;
 	int in[2], out[2];
 	struct pproc *p;
@@ -423,7 +425,7 @@ static void test_thread_state_in_thread_data(void **state)
 	rd = fdopen(out[0], "r");
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(fscanf(rd, "%llx %llx", &tp[i], &ts[i]), 2);
-	t = ptab__new(&(struct ptab_opts){0});
+	t = ptab__new(&(struct ptab_opts){ 0 });
 	assert_non_null(t);
 	id.pid = (uint32_t)pid;
 	id.exec_id = PROC_EXEC_ANY;
@@ -490,7 +492,7 @@ static void test_thread_state_in_thread_data(void **state)
  */
 static void probe_stopped(const char *exe, const char *audit, bool file_found)
 {
-	struct proc_id id = {0};
+	struct proc_id id = { 0 };
 	struct cpython_proc cp, full;
 	struct ptab *t;
 	struct pproc *p;
@@ -513,7 +515,7 @@ static void probe_stopped(const char *exe, const char *audit, bool file_found)
 	assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
 	assert_true(WIFSTOPPED(status));
 	assert_int_equal(WSTOPSIG(status), audit ? SIGSTOP : SIGTRAP);
-	t = ptab__new(&(struct ptab_opts){0});
+	t = ptab__new(&(struct ptab_opts){ 0 });
 	assert_non_null(t);
 	id.pid = (uint32_t)pid;
 	id.exec_id = PROC_EXEC_ANY;
@@ -589,7 +591,7 @@ static void test_libpython_not_relocated_yet(void **state)
  */
 static void test_exec_after_the_mappings_were_read(void **state)
 {
-	struct proc_id id = {.exec_id = PROC_EXEC_ANY};
+	struct proc_id id = { .exec_id = PROC_EXEC_ANY };
 	struct cpython_proc cp, before;
 	char why[256], exe[PATH_MAX], link[64];
 	struct ptab *t;
@@ -610,7 +612,7 @@ static void test_exec_after_the_mappings_were_read(void **state)
 	}
 	assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
 	assert_true(WIFSTOPPED(status));
-	t = ptab__new(&(struct ptab_opts){0});
+	t = ptab__new(&(struct ptab_opts){ 0 });
 	assert_non_null(t);
 	id.pid = (uint32_t)pid;
 	assert_int_equal(ptab__get(t, &id, &p), 0);

@@ -99,8 +99,8 @@ static void test_debuglink_parse(void **state)
 
 	(void)state;
 	/* "prog.debug\0" + pad to 12, then the CRC (little endian here). */
-	assert_int_equal(elfnote__debuglink("prog.debug\0\0\x78\x56\x34\x12", 16, false, name, &crc),
-			 0);
+	assert_int_equal(
+		elfnote__debuglink("prog.debug\0\0\x78\x56\x34\x12", 16, false, name, &crc), 0);
 	assert_string_equal(name, "prog.debug");
 	assert_int_equal(crc, 0x12345678);
 	assert_int_equal(elfnote__debuglink("prog.debug\0\0\x12\x34\x56\x78", 16, true, name, &crc),
@@ -128,8 +128,8 @@ static void test_demangle(void **state)
 	} cases[] = {
 		{ "_ZNK7fixture3BoxIiE3getEi", "fixture::Box<int>::get(int) const" },
 		{ "_ZN2wl11AccumulatorIdE4spinEm", "wl::Accumulator<double>::spin(unsigned long)" },
-		{ "_ZN3foo3bar17h0123456789abcdefE", "foo::bar" },		/* Rust legacy */
-		{ "_RNvNtCs1cm6UkZBZ3Y_4core3fmt5write", "core::fmt::write" },	/* Rust v0 */
+		{ "_ZN3foo3bar17h0123456789abcdefE", "foo::bar" },	       /* Rust legacy */
+		{ "_RNvNtCs1cm6UkZBZ3Y_4core3fmt5write", "core::fmt::write" }, /* Rust v0 */
 		{ "_ZN5tokio7runtime4task3raw7RawTask4poll17h5a1b2c3d4e5f6a7bE",
 		  "tokio::runtime::task::raw::RawTask::poll" },
 		{ "_Z3fooPKc.cold", "foo(char const*) [clone .cold]" },
@@ -250,8 +250,8 @@ static Elf64_Shdr *find_section(uint8_t *elf, const char *name)
  * Rewrites sections of an ELF64 file as SHF_COMPRESSED (type 1 zlib, 2 zstd),
  * appending Chdr + data at the end. claim != 0 overrides ch_size (a bomb).
  */
-static void compress_sections(const char *in, const char *out, const char *const *names,
-			      int type, uint64_t claim)
+static void compress_sections(const char *in, const char *out, const char *const *names, int type,
+			      uint64_t claim)
 {
 	size_t len, cap;
 	uint8_t *elf = slurp(in, &len), *nelf;
@@ -262,7 +262,8 @@ static void compress_sections(const char *in, const char *out, const char *const
 	memcpy(nelf, elf, len);
 	for (const char *const *n = names; *n; n++) {
 		Elf64_Shdr *sh = find_section(nelf, *n);
-		Elf64_Chdr ch = { .ch_type = type, .ch_size = claim ? claim : sh->sh_size,
+		Elf64_Chdr ch = { .ch_type = type,
+				  .ch_size = claim ? claim : sh->sh_size,
 				  .ch_addralign = sh->sh_addralign };
 		size_t clen = ZSTD_compressBound(sh->sh_size) + compressBound(sh->sh_size);
 		uint8_t *c = malloc(clen);
@@ -356,9 +357,9 @@ static void test_debugdata_bomb(void **state)
 	assert_non_null(zeros);
 	assert_non_null(xz);
 	/* 80 MiB of zeros: a few KiB of xz, more than the 64 MiB we inflate. */
-	assert_int_equal(lzma_easy_buffer_encode(0, LZMA_CHECK_CRC32, NULL, zeros, n, xz, &clen,
-						 1u << 20),
-			 LZMA_OK);
+	assert_int_equal(
+		lzma_easy_buffer_encode(0, LZMA_CHECK_CRC32, NULL, zeros, n, xz, &clen, 1u << 20),
+		LZMA_OK);
 	snprintf(bomb, sizeof(bomb), "%s/bomb.xz", tmp);
 	spit(bomb, xz, clen);
 	snprintf(bin, sizeof(bin), "%s/bombbin", tmp);

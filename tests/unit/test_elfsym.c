@@ -132,15 +132,16 @@ static size_t run_objdump_plt(const char *path, struct plt_stub *out, size_t max
 	size_t n = 0;
 	FILE *f;
 
-	snprintf(cmd, sizeof(cmd), "objdump -d -j .plt -j .plt.sec -j .plt.got '%s' 2>/dev/null", path);
+	snprintf(cmd, sizeof(cmd), "objdump -d -j .plt -j .plt.sec -j .plt.got '%s' 2>/dev/null",
+		 path);
 	f = popen(cmd, "r");
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f)) {
 		size_t len;
 
 		/* Not "<printf@plt-0x10>:", objdump's name for the resolver stub. */
-		if (sscanf(line, "%llx <%255[^>]>:", &a, name) != 2 ||
-		    (len = strlen(name)) < 5 || strcmp(name + len - 4, "@plt"))
+		if (sscanf(line, "%llx <%255[^>]>:", &a, name) != 2 || (len = strlen(name)) < 5 ||
+		    strcmp(name + len - 4, "@plt"))
 			continue;
 		if (n < max) {
 			out[n].addr = a;
@@ -281,7 +282,7 @@ static void test_stripped_fde_start(void **state)
 {
 	char *pie = fixture("pie"), *stripped = fixture("stripped");
 	char tmpl[] = "/tmp/bpfprof-test-XXXXXX", cmd[8400];
-	const char *fns[] = {"fixture_static_gamma", "fixture_alpha", "main"};
+	const char *fns[] = { "fixture_static_gamma", "fixture_alpha", "main" };
 	struct elfsym *es;
 	struct nm_sym s;
 	uint64_t start;
@@ -403,7 +404,8 @@ static void test_plt_stubs(void **state)
 		assert_non_null(es);
 		assert_true(n > 0);
 		for (size_t j = 0; j < n; j++) {
-			uint64_t size = strcmp(plt[j].name, "__cxa_finalize@plt") ? 16 : plt_got_size;
+			uint64_t size =
+				strcmp(plt[j].name, "__cxa_finalize@plt") ? 16 : plt_got_size;
 
 			assert_resolves(es, plt[j].addr, plt[j].name, 0);
 			assert_resolves(es, plt[j].addr + size - 1, plt[j].name, size - 1);
@@ -424,7 +426,7 @@ static void test_plt_stubs(void **state)
 static void test_dlopen_pipeline(void **state)
 {
 	char *lib = fixture("libfix.so");
-	struct procmaps m = {0};
+	struct procmaps m = { 0 };
 	const struct procmap *pm;
 	struct elfsym *es;
 	uint64_t ip, vaddr, off;
@@ -454,7 +456,7 @@ static void test_dlopen_pipeline(void **state)
 
 static void test_libc(void **state)
 {
-	struct procmaps m = {0};
+	struct procmaps m = { 0 };
 	const struct procmap *pm;
 	struct elfsym *es;
 	uint64_t ip, vaddr, t0, t1, off;
@@ -497,7 +499,7 @@ struct img {
 static struct img load_img(const char *name)
 {
 	char *path = fixture(name);
-	struct img im = {0};
+	struct img im = { 0 };
 	char *buf;
 	size_t len;
 
@@ -580,7 +582,7 @@ static struct elfsym *expect_degraded(const struct img *im)
 static void test_truncated(void **state)
 {
 	struct img im = load_img("nopie");
-	size_t cuts[] = {0, 1, 4, 16, 52, 63, 64, 100, 200, 0x400, 0x1000, 0x2000, 0x3000};
+	size_t cuts[] = { 0, 1, 4, 16, 52, 63, 64, 100, 200, 0x400, 0x1000, 0x2000, 0x3000 };
 	int err;
 
 	(void)state;
@@ -863,7 +865,7 @@ static void test_bad_notes(void **state)
 {
 	struct img im = load_img("nopie");
 	uint32_t *note = find_build_id_note(&im), save[3];
-	static const uint32_t descsz[] = {0, 65, 0xffffffffu, 0xfffffff0u, 4096};
+	static const uint32_t descsz[] = { 0, 65, 0xffffffffu, 0xfffffff0u, 4096 };
 	struct elfsym *es;
 	size_t len;
 
@@ -893,9 +895,9 @@ static void test_bad_notes(void **state)
 static void test_not_elf(void **state)
 {
 	static const char text[] = "this is not an ELF file, just text\n";
-	static const uint8_t ttf[] = {0x00, 0x01, 0x00, 0x00, 0x00, 0x0c, 0x00, 0x80,
-				      0x00, 0x03, 0x00, 0x40, 'G',  'D',  'E',	'F'};
-	struct img im = {(uint8_t *)text, sizeof(text) - 1};
+	static const uint8_t ttf[] = { 0x00, 0x01, 0x00, 0x00, 0x00, 0x0c, 0x00, 0x80,
+				       0x00, 0x03, 0x00, 0x40, 'G',  'D',  'E',	 'F' };
+	struct img im = { (uint8_t *)text, sizeof(text) - 1 };
 	struct elfsym *es;
 	int fd;
 
@@ -954,8 +956,8 @@ static void test_not_elf(void **state)
  */
 static void test_stop_gives_up(void **state)
 {
-	struct timespec ts = {BUDGET_STOP_GRACE_NS / 1000000000ull,
-			      (long)(BUDGET_STOP_GRACE_NS % 1000000000ull) + 50 * 1000 * 1000};
+	struct timespec ts = { BUDGET_STOP_GRACE_NS / 1000000000ull,
+			       (long)(BUDGET_STOP_GRACE_NS % 1000000000ull) + 50 * 1000 * 1000 };
 	struct elfsym *es;
 
 	(void)state;
@@ -973,7 +975,6 @@ static void test_stop_gives_up(void **state)
 	elfsym__free(es);
 }
 
-
 /*
  * nopie with its .symtab replaced by n function symbols one byte apart, the
  * i-th named by the string table from offset 1 + (i * 61 % span) on: names
@@ -989,7 +990,8 @@ static struct img overlapping_names(size_t n, size_t run, size_t span, uint64_t 
 	uint8_t *buf;
 
 	for (size_t i = 1; i < ehdr(&im)->e_shnum && !text; i++)
-		if (shdr(&im, i)->sh_type == SHT_PROGBITS && (shdr(&im, i)->sh_flags & SHF_EXECINSTR))
+		if (shdr(&im, i)->sh_type == SHT_PROGBITS &&
+		    (shdr(&im, i)->sh_flags & SHF_EXECINSTR))
 			text = i;
 	assert_true(text > 0);
 	str_off = (im.len + 7) & ~(size_t)7;

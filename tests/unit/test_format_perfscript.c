@@ -90,7 +90,8 @@ static void test_two_events(void **state)
 		assert_int_equal(profile__sample(p, i)->pid, 0);
 		assert_int_equal(profile__sample(p, i)->tid, 4736);
 	}
-	assert_string_equal(frame_named(p, "leaf_b")->module, "/work/wt/firsthour/build/workloads/busy");
+	assert_string_equal(frame_named(p, "leaf_b")->module,
+			    "/work/wt/firsthour/build/workloads/busy");
 	assert_int_equal(profile__meta_c(p)->duration_ns, 30002000); /* last - first sample */
 	profile__free(p);
 
@@ -101,7 +102,8 @@ static void test_two_events(void **state)
 	profile__free(p);
 
 	assert_null(read_file_opts(DATA "two-events.txt", "cycles", &em));
-	assert_string_equal(em.msg, "no samples of event 'cycles' (it has cpu-clock 3, task-clock 2)");
+	assert_string_equal(em.msg,
+			    "no samples of event 'cycles' (it has cpu-clock 3, task-clock 2)");
 }
 
 /* perf record -a -g: the CPU field, kernel frames, [unknown] frames. */
@@ -112,19 +114,20 @@ static void test_all_cpus_kernel_unknown(void **state)
 	const struct pframe *k;
 
 	assert_non_null(p);
-	assert_folded(p,
-		      "bpfprof;[unknown];__tfind 1\n"
-		      "bpfprof;[unknown];syscall;entry_SYSCALL_64_after_hwframe_[k];do_syscall_64_[k];"
-		      "__x64_sys_bpf_[k];__sys_bpf_[k];bpf_prog_load_[k];bpf_check_[k];"
-		      "do_misc_fixups_[k];tracing_prog_func_proto_[k];bpf_tracing_func_proto_[k];"
-		      "bpf_base_func_proto_[k];security_locked_down_[k] 1\n"
-		      "clang;llvm::StringMapImpl::LookupBucketFor 1\n"
-		      "python3.11;[unknown];[unknown];PyObject_Free 1\n");
+	assert_folded(
+		p, "bpfprof;[unknown];__tfind 1\n"
+		   "bpfprof;[unknown];syscall;entry_SYSCALL_64_after_hwframe_[k];do_syscall_64_[k];"
+		   "__x64_sys_bpf_[k];__sys_bpf_[k];bpf_prog_load_[k];bpf_check_[k];"
+		   "do_misc_fixups_[k];tracing_prog_func_proto_[k];bpf_tracing_func_proto_[k];"
+		   "bpf_base_func_proto_[k];security_locked_down_[k] 1\n"
+		   "clang;llvm::StringMapImpl::LookupBucketFor 1\n"
+		   "python3.11;[unknown];[unknown];PyObject_Free 1\n");
 	k = frame_named(p, "do_syscall_64");
 	assert_int_equal(k->kind, FRAME_KERNEL);
 	assert_null(k->module); /* [kernel.kallsyms]: the kernel itself */
 	assert_null(frame_named(p, "[unknown]")->module);
-	assert_string_equal(frame_named(p, "__tfind")->module, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+	assert_string_equal(frame_named(p, "__tfind")->module,
+			    "/usr/lib/x86_64-linux-gnu/libc.so.6");
 	profile__free(p);
 }
 
@@ -166,8 +169,9 @@ static void test_srcline_ipsym_header(void **state)
 
 	assert_non_null(p);
 	out = folded_of(p, true);
-	assert_string_equal(out, "cxxwork;__libc_start_call_main (libc-start.c:74);"
-				 "main (cxxwork.cc:41);wl::Accumulator<double>::spin (cxxwork.cc:19) 2\n");
+	assert_string_equal(
+		out, "cxxwork;__libc_start_call_main (libc-start.c:74);"
+		     "main (cxxwork.cc:41);wl::Accumulator<double>::spin (cxxwork.cc:19) 2\n");
 	free(out);
 	profile__free(p);
 
@@ -190,9 +194,10 @@ static void test_inlined_and_python(void **state)
 	const struct pframe *f;
 
 	assert_non_null(p);
-	assert_folded(p, "python3.12;json_work (spin.py)_[py];_PyEval_EvalFrameDefault;_PyObject_Free;"
-			 "_PyObject_Free;pymalloc_free_[i];address_in_range_[i];"
-			 "arena_map_is_used_[i];arena_map_get_[i] 1\n");
+	assert_folded(p,
+		      "python3.12;json_work (spin.py)_[py];_PyEval_EvalFrameDefault;_PyObject_Free;"
+		      "_PyObject_Free;pymalloc_free_[i];address_in_range_[i];"
+		      "arena_map_is_used_[i];arena_map_get_[i] 1\n");
 	f = frame_named(p, "json_work");
 	assert_int_equal(f->kind, FRAME_PYTHON);
 	assert_string_equal(f->file, "/tmp/fhperf/spin.py");
@@ -231,18 +236,20 @@ static void test_hand_written_forms(void **state)
 	profile__free(p);
 
 	/* A tracepoint's fields after the event are not a frame; CRLF; no final newline. */
-	p = read_text("sh 5 [000] 1.5: sched:sched_switch: prev_comm=sh prev_pid=5 ==> next_pid=0\r\n"
-		      "\tffffffff81000000 __schedule+0x1 ([kernel.kallsyms])\r\n"
-		      "\r\n"
-		      "sh 5 [000] 1.6: sched:sched_switch: prev_comm=sh prev_pid=5 ==> next_pid=0\r\n"
-		      "\tffffffff81000000 __schedule+0x1 ([kernel.kallsyms])",
-		      "sched:sched_switch", &em);
+	p = read_text(
+		"sh 5 [000] 1.5: sched:sched_switch: prev_comm=sh prev_pid=5 ==> next_pid=0\r\n"
+		"\tffffffff81000000 __schedule+0x1 ([kernel.kallsyms])\r\n"
+		"\r\n"
+		"sh 5 [000] 1.6: sched:sched_switch: prev_comm=sh prev_pid=5 ==> next_pid=0\r\n"
+		"\tffffffff81000000 __schedule+0x1 ([kernel.kallsyms])",
+		"sched:sched_switch", &em);
 	assert_non_null(p);
 	assert_folded(p, "sh;__schedule_[k] 2\n");
 	profile__free(p);
 
 	/* -F comm,tid (no time, no event): still samples, with their frames. */
-	p = read_text("app  12 \n\t  10 f (/bin/app)\n\napp  12 \n\t  10 f (/bin/app)\n", NULL, &em);
+	p = read_text("app  12 \n\t  10 f (/bin/app)\n\napp  12 \n\t  10 f (/bin/app)\n", NULL,
+		      &em);
 	assert_non_null(p);
 	assert_folded(p, "app;f 2\n");
 	profile__free(p);
@@ -333,8 +340,8 @@ static void test_many_events(void **state)
 	struct profile *p;
 
 	for (int i = 0; i < 40; i++)
-		n += (size_t)snprintf(text + n, sizeof(text) - n, "app 1 1.0: ev%d:\n\t10 f (x)\n\n",
-				      i);
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+				      "app 1 1.0: ev%d:\n\t10 f (x)\n\n", i);
 	p = read_text(text, NULL, &em);
 	assert_non_null(p);
 	assert_int_equal(profile__total(p), 1);
@@ -354,7 +361,7 @@ static void test_sniff(void **state)
 		"e\nx 1 1.0: 9 e: 17/17 [000] 12.5: 5 cpu-clock:\n\t 10 f (x)\n",
 	};
 	static const char *const folded[] = { "app;main;f 10\n", "a 1 2;b 3\n",
-					       "my app 2 1.0:;x 1\n" };
+					      "my app 2 1.0:;x 1\n" };
 
 	for (size_t i = 0; i < ARRAY_SIZE(perf); i++)
 		assert_ptr_equal(input__sniff((const uint8_t *)perf[i], strlen(perf[i])),
@@ -388,7 +395,8 @@ static void test_foreign_files(void **state)
 	static const struct {
 		const char *content, *msg, *hint;
 	} cases[] = {
-		{ "PERFILE2h\0\0\0\0\0\0\0", "this is a perf.data file (perf record's binary format)",
+		{ "PERFILE2h\0\0\0\0\0\0\0",
+		  "this is a perf.data file (perf record's binary format)",
 		  "perf script -i PATH > PATH.txt" },
 		{ "<?xml version=\"1.0\"?>\n<svg version=\"1.1\"><script id=\"fg-data\">",
 		  "this is an SVG image (a bpfprof flame graph), which cannot be read back",

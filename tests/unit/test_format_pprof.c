@@ -35,27 +35,28 @@ struct mdesc {
 #define FM(n, name, m)	{ n, name, F_MSG, m }
 /* clang-format on */
 
-static const struct fdesc value_type_f[] = {F(1, "type", F_STRIDX), F(2, "unit", F_STRIDX)};
+static const struct fdesc value_type_f[] = { F(1, "type", F_STRIDX), F(2, "unit", F_STRIDX) };
 static const struct mdesc value_type_m = M(value_type_f);
-static const struct fdesc label_f[] = {F(1, "key", F_STRIDX), F(2, "str", F_STRIDX),
-				       F(3, "num", F_UINT), F(4, "num_unit", F_STRIDX)};
+static const struct fdesc label_f[] = { F(1, "key", F_STRIDX), F(2, "str", F_STRIDX),
+					F(3, "num", F_UINT), F(4, "num_unit", F_STRIDX) };
 static const struct mdesc label_m = M(label_f);
-static const struct fdesc sample_f[] = {F(1, "location_id", F_PACKED), F(2, "value", F_PACKED),
-					FM(3, "label", &label_m)};
+static const struct fdesc sample_f[] = { F(1, "location_id", F_PACKED), F(2, "value", F_PACKED),
+					 FM(3, "label", &label_m) };
 static const struct mdesc sample_m = M(sample_f);
-static const struct fdesc mapping_f[] = {F(1, "id", F_UINT),	       F(2, "memory_start", F_UINT),
-					 F(3, "memory_limit", F_UINT), F(4, "file_offset", F_UINT),
-					 F(5, "filename", F_STRIDX),   F(6, "build_id", F_STRIDX),
-					 F(7, "has_functions", F_UINT)};
+static const struct fdesc mapping_f[] = {
+	F(1, "id", F_UINT),	      F(2, "memory_start", F_UINT), F(3, "memory_limit", F_UINT),
+	F(4, "file_offset", F_UINT),  F(5, "filename", F_STRIDX),   F(6, "build_id", F_STRIDX),
+	F(7, "has_functions", F_UINT)
+};
 static const struct mdesc mapping_m = M(mapping_f);
-static const struct fdesc line_f[] = {F(1, "function_id", F_UINT), F(2, "line", F_UINT)};
+static const struct fdesc line_f[] = { F(1, "function_id", F_UINT), F(2, "line", F_UINT) };
 static const struct mdesc line_m = M(line_f);
-static const struct fdesc location_f[] = {F(1, "id", F_UINT), F(2, "mapping_id", F_UINT),
-					  F(3, "address", F_UINT), FM(4, "line", &line_m)};
+static const struct fdesc location_f[] = { F(1, "id", F_UINT), F(2, "mapping_id", F_UINT),
+					   F(3, "address", F_UINT), FM(4, "line", &line_m) };
 static const struct mdesc location_m = M(location_f);
-static const struct fdesc function_f[] = {F(1, "id", F_UINT), F(2, "name", F_STRIDX),
-					  F(3, "system_name", F_STRIDX),
-					  F(4, "filename", F_STRIDX)};
+static const struct fdesc function_f[] = { F(1, "id", F_UINT), F(2, "name", F_STRIDX),
+					   F(3, "system_name", F_STRIDX),
+					   F(4, "filename", F_STRIDX) };
 static const struct mdesc function_m = M(function_f);
 static const struct fdesc profile_f[] = {
 	FM(1, "sample_type", &value_type_m),  FM(2, "sample", &sample_m),
@@ -168,7 +169,7 @@ static void dump(struct sbuf *out, const uint8_t *p, const uint8_t *end, const s
 static char *decode_text(const uint8_t *buf, size_t len)
 {
 	struct strs *st = calloc(1, sizeof(*st));
-	struct sbuf out = {0};
+	struct sbuf out = { 0 };
 
 	collect_strings(buf, buf + len, st);
 	/* What every pprof reader requires of the string table. */

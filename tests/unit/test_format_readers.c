@@ -47,7 +47,7 @@ static void test_folded_round_trip_and_kinds(void **state)
 	struct profile *p;
 	struct errmsg err = { 0 };
 	char *out;
-	size_t kinds[FRAME_KIND_MAX] = {0};
+	size_t kinds[FRAME_KIND_MAX] = { 0 };
 
 	p = read_buf(&reader_folded, text, strlen(text), 0, &err);
 	assert_int_equal(profile__total(p), 74);
@@ -93,15 +93,15 @@ static void test_folded_malformed(void **state)
 		int err;
 		const char *msg;
 	} cases[] = {
-		{"a;b 1\nno_count\n", 0, -EINVAL, "line 2: expected"},
-		{"a;b 12x\n", 0, -EINVAL, "line 1: bad sample count '12x'"},
-		{"a;b -1\n", 0, -EINVAL, "bad sample count"},
-		{"a;b 99999999999999999999\n", 0, -EINVAL, "bad sample count"},
-		{" 5\n", 0, -EINVAL, "line 1: expected"},
-		{"a 18446744073709551615\nb 1\n", 0, -ERANGE, "line 2: sample counts overflow"},
-		{"a;b\0c 1\n", 8, -EINVAL, "NUL bytes"},
-		{"", 0, -EINVAL, "no stacks"},
-		{"\n\r\n  \n", 0, -EINVAL, "no stacks"},
+		{ "a;b 1\nno_count\n", 0, -EINVAL, "line 2: expected" },
+		{ "a;b 12x\n", 0, -EINVAL, "line 1: bad sample count '12x'" },
+		{ "a;b -1\n", 0, -EINVAL, "bad sample count" },
+		{ "a;b 99999999999999999999\n", 0, -EINVAL, "bad sample count" },
+		{ " 5\n", 0, -EINVAL, "line 1: expected" },
+		{ "a 18446744073709551615\nb 1\n", 0, -ERANGE, "line 2: sample counts overflow" },
+		{ "a;b\0c 1\n", 8, -EINVAL, "NUL bytes" },
+		{ "", 0, -EINVAL, "no stacks" },
+		{ "\n\r\n  \n", 0, -EINVAL, "no stacks" },
 	};
 	struct errmsg err = { 0 };
 
@@ -110,7 +110,8 @@ static void test_folded_malformed(void **state)
 
 		read_buf(&reader_folded, cases[i].text, len, cases[i].err, &err);
 		if (!strstr(err.msg, cases[i].msg)) {
-			print_error("case %zu: message '%s' lacks '%s'\n", i, err.msg, cases[i].msg);
+			print_error("case %zu: message '%s' lacks '%s'\n", i, err.msg,
+				    cases[i].msg);
 			fail();
 		}
 	}
@@ -145,7 +146,7 @@ static void test_folded_depth_limit(void **state)
 /* Samples as sorted "pid/tid/comm;folded;stack count" lines. */
 static char *identity_text(struct profile *p)
 {
-	struct sbuf sb = {0};
+	struct sbuf sb = { 0 };
 	char label[512];
 
 	profile__sort(p);
@@ -252,9 +253,9 @@ static void test_pprof_folded_round_trip(void **state)
 static void test_pprof_leaf_addresses(void **state)
 {
 	struct profile *p = profile__new(), *q;
-	struct psample s = {.pid = 7, .comm = "app"};
+	struct psample s = { .pid = 7, .comm = "app" };
 	uint32_t ids[3];
-	uint64_t by_addr[4] = {0};
+	uint64_t by_addr[4] = { 0 };
 	struct errmsg err = { 0 };
 	char *gz, *folded;
 	size_t zlen;
@@ -286,11 +287,20 @@ static void test_pprof_leaf_addresses(void **state)
 		const struct psample *t = profile__sample(q, i);
 
 		switch (t->addr) {
-		case 0x1130: by_addr[0] += t->count; break;
-		case 0x1134: by_addr[1] += t->count; break;
-		case 0xffffffff81001234ull: by_addr[2] += t->count; break;
-		case 0: by_addr[3] += t->count; break;
-		default: fail();
+		case 0x1130:
+			by_addr[0] += t->count;
+			break;
+		case 0x1134:
+			by_addr[1] += t->count;
+			break;
+		case 0xffffffff81001234ull:
+			by_addr[2] += t->count;
+			break;
+		case 0:
+			by_addr[3] += t->count;
+			break;
+		default:
+			fail();
 		}
 	}
 	assert_int_equal(by_addr[0], 6);
@@ -327,7 +337,7 @@ static void put(struct msg *m, const void *d, size_t n)
 
 static void put_str(struct msg *m, unsigned field, const char *s)
 {
-	uint8_t h[2] = {(uint8_t)(field << 3 | PB_LEN), (uint8_t)strlen(s)};
+	uint8_t h[2] = { (uint8_t)(field << 3 | PB_LEN), (uint8_t)strlen(s) };
 
 	put(m, h, 2);
 	put(m, s, strlen(s));
@@ -393,18 +403,19 @@ static void test_pprof_malformed(void **state)
 		size_t n;
 		const char *msg;
 	} tails[] = {
-		{"\x12\x06\x0a\x01\x08\x12\x01\x03", 8, "missing location 8"},
-		{"\x12\x0a\x0a\x01\x09\x12\x01\x03\x1a\x02\x08\x63", 12, "label: bad string index"},
-		{"\x12\x07\x0a\x01\x09\x12\x02\x03\x03", 9, "2 values for 1 sample types"},
-		{"\x22\x02\x08\x09", 4, "duplicate location id 9"},
-		{"\x2a\x00", 2, "function with id 0"},
-		{"\x22\x04\x08\x0a\x10\x63\x12\x06\x0a\x01\x0a\x12\x01\x01", 14,
-		 "location 10 refers to missing mapping 99"},
-		{"\x12\x10", 2, "bad length"},
-		{"\xa3\x01", 2, "malformed field 20"}, /* wire type 3 (group) */
-		{"\x48\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 11, "malformed field 9"},
-		{"\xfa\xff\xff\xff\x1f", 5, "bad field header"},
-		{"\x1a\x04\x08\x08\x28\x63", 6, "mapping 8: bad string index"},
+		{ "\x12\x06\x0a\x01\x08\x12\x01\x03", 8, "missing location 8" },
+		{ "\x12\x0a\x0a\x01\x09\x12\x01\x03\x1a\x02\x08\x63", 12,
+		  "label: bad string index" },
+		{ "\x12\x07\x0a\x01\x09\x12\x02\x03\x03", 9, "2 values for 1 sample types" },
+		{ "\x22\x02\x08\x09", 4, "duplicate location id 9" },
+		{ "\x2a\x00", 2, "function with id 0" },
+		{ "\x22\x04\x08\x0a\x10\x63\x12\x06\x0a\x01\x0a\x12\x01\x01", 14,
+		  "location 10 refers to missing mapping 99" },
+		{ "\x12\x10", 2, "bad length" },
+		{ "\xa3\x01", 2, "malformed field 20" }, /* wire type 3 (group) */
+		{ "\x48\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 11, "malformed field 9" },
+		{ "\xfa\xff\xff\xff\x1f", 5, "bad field header" },
+		{ "\x1a\x04\x08\x08\x28\x63", 6, "mapping 8: bad string index" },
 	};
 	struct msg m;
 	struct errmsg err = { 0 };
@@ -414,7 +425,8 @@ static void test_pprof_malformed(void **state)
 		put_raw(&m, tails[i].bytes, tails[i].n);
 		read_buf(&reader_pprof, m.b, m.n, -EINVAL, &err);
 		if (!strstr(err.msg, tails[i].msg)) {
-			print_error("case %zu: message '%s' lacks '%s'\n", i, err.msg, tails[i].msg);
+			print_error("case %zu: message '%s' lacks '%s'\n", i, err.msg,
+				    tails[i].msg);
 			fail();
 		}
 	}
@@ -444,8 +456,7 @@ static void test_pprof_every_truncation_fails_cleanly(void **state)
 	}
 	for (size_t cut = 2; cut < zlen; cut++) {
 		q = profile__new();
-		assert_int_equal(reader_pprof.read((uint8_t *)gz, cut, q, &err),
-				 -EINVAL);
+		assert_int_equal(reader_pprof.read((uint8_t *)gz, cut, q, &err), -EINVAL);
 		profile__free(q);
 	}
 	free(raw);

@@ -25,7 +25,7 @@ static void assert_fits_80(const char *text)
 static void test_report_golden(void **state)
 {
 	struct profile *p = fx_profile();
-	struct out_opts o = {.top = 20};
+	struct out_opts o = { .top = 20 };
 	char *text = fx_write(&writer_report, p, &o, NULL);
 
 	assert_golden("fixture.report.txt", text, strlen(text));
@@ -37,7 +37,7 @@ static void test_report_golden(void **state)
 static void test_report_top_sort_and_long_names(void **state)
 {
 	struct profile *p = fx_profile();
-	struct out_opts o = {.top = 2, .sort = "total"};
+	struct out_opts o = { .top = 2, .sort = "total" };
 	char *text;
 
 	FX(p, "app", 100, 0, 1,
@@ -102,15 +102,16 @@ static void test_diff_report_golden(void **state)
 static void test_report_shortens_only_cxx(void **state)
 {
 	struct profile *p = profile__new();
-	struct out_opts o = {.top = 0, .sort = "self"};
+	struct out_opts o = { .top = 0, .sort = "self" };
 	char *text;
 
 	FX(p, "app", 1, 0, 40,
 	   { FRAME_PYTHON, "make_docs.<locals>.render_section.<locals>.<listcomp>", NULL });
 	FX(p, "app", 1, 0, 30,
 	   FX_USER("github.com/acme/server/internal/handlers.(*Handler).ServeHTTPWithContext"));
-	FX(p, "app", 1, 0, 20, FX_USER("ns::Widget<std::vector<int, std::allocator<int> > >::"
-					"draw(Canvas&, Rect const&) const"));
+	FX(p, "app", 1, 0, 20,
+	   FX_USER("ns::Widget<std::vector<int, std::allocator<int> > >::"
+		   "draw(Canvas&, Rect const&) const"));
 	FX(p, "app", 1, 0, 10, FX_USER("draw_everything_now(Canvas&, Rect const&, Style const&)"));
 	FX(p, "worker (pool 1) of a process name as long as folded text allows", 2, 0, 5,
 	   FX_USER("main"));
@@ -120,7 +121,8 @@ static void test_report_shortens_only_cxx(void **state)
 	assert_non_null(strstr(text, "  github.com/acme/server/interna\u2026\n"));
 	assert_non_null(strstr(text, "  ns::Widget::draw() const\n"));
 	assert_non_null(strstr(text, "  draw_everything_now()\n"));
-	assert_non_null(strstr(text, "  worker (pool 1) of a process name as long as folded\u2026\n"));
+	assert_non_null(
+		strstr(text, "  worker (pool 1) of a process name as long as folded\u2026\n"));
 	assert_fits_80(text);
 	free(text);
 	profile__free(p);

@@ -11,11 +11,12 @@
 #include "format/flametree.h"
 #include "format/reader.h"
 
-static uint32_t frame(struct profile *p, enum frame_kind kind, const char *name,
-		      const char *module, const char *file, uint32_t line)
+static uint32_t frame(struct profile *p, enum frame_kind kind, const char *name, const char *module,
+		      const char *file, uint32_t line)
 {
-	struct pframe f = { .name = name, .module = module, .kind = kind, .file = file,
-			    .line = line };
+	struct pframe f = {
+		.name = name, .module = module, .kind = kind, .file = file, .line = line
+	};
 	int64_t id = profile__frame_src(p, &f);
 
 	assert_true(id >= 0);
@@ -68,18 +69,24 @@ static void test_frame_identity(void **state)
 	assert_string_equal(profile__frame_get(p, b)->file, "/a.py");
 	assert_int_equal(profile__frame_get(p, b)->line, 2);
 	/* The old constructor makes frames without a source. */
-	assert_null(profile__frame_get(p, (uint32_t)profile__frame(p, FRAME_USER, "x", "/m"))->file);
+	assert_null(
+		profile__frame_get(p, (uint32_t)profile__frame(p, FRAME_USER, "x", "/m"))->file);
 	profile__free(p);
 }
 
 static void test_labels(void **state)
 {
-	struct pframe py = { .name = "alpha", .kind = FRAME_PYTHON, .file = "/srv/app.py",
-			     .line = 12 };
-	struct pframe pkg = { .name = "dumps", .kind = FRAME_PYTHON,
+	struct pframe py = {
+		.name = "alpha", .kind = FRAME_PYTHON, .file = "/srv/app.py", .line = 12
+	};
+	struct pframe pkg = { .name = "dumps",
+			      .kind = FRAME_PYTHON,
 			      .file = "/usr/lib/python3.11/json/__init__.py" };
-	struct pframe go = { .name = "main.leaf", .module = "/bin/x", .kind = FRAME_INLINE,
-			     .file = "/src/main.go", .line = 20 };
+	struct pframe go = { .name = "main.leaf",
+			     .module = "/bin/x",
+			     .kind = FRAME_INLINE,
+			     .file = "/src/main.go",
+			     .line = 20 };
 	char buf[256];
 
 	(void)state;
@@ -107,23 +114,24 @@ static void test_folded(void **state)
 	(void)state;
 	out = fx_write(&writer_folded, p, NULL, NULL);
 	/* Lines merged: alpha_leaf's two lines are one line of output. */
-	assert_string_equal(out, "gohot;runtime.main;main.main;main.mid_[i];main.leaf_[i] 3\n"
-				 "python3;Py_RunMain;<module> (app.py)_[py];Enc.run "
-				 "(json/__init__.py)_[py];encoder_call 2\n"
-				 "python3;Py_RunMain;<module> (app.py)_[py];alpha_leaf (app.py)_[py] 12\n");
+	assert_string_equal(
+		out, "gohot;runtime.main;main.main;main.mid_[i];main.leaf_[i] 3\n"
+		     "python3;Py_RunMain;<module> (app.py)_[py];Enc.run "
+		     "(json/__init__.py)_[py];encoder_call 2\n"
+		     "python3;Py_RunMain;<module> (app.py)_[py];alpha_leaf (app.py)_[py] 12\n");
 	free(out);
 	out = fx_write(&writer_folded, p, &lines, NULL);
-	assert_string_equal(out,
-			    "gohot;runtime.main (proc.go:250);main.main (main.go:40);main.mid "
-			    "(main.go:30)_[i];main.leaf (main.go:20)_[i] 3\n"
-			    "python3;Py_RunMain;<module> (app.py:30)_[py];Enc.run "
-			    "(json/__init__.py:231)_[py];encoder_call 2\n"
-			    "python3;Py_RunMain;<module> (app.py:30)_[py];alpha_leaf (app.py:12)_[py] 7\n"
-			    "python3;Py_RunMain;<module> (app.py:30)_[py];alpha_leaf (app.py:13)_[py] 5\n");
+	assert_string_equal(
+		out,
+		"gohot;runtime.main (proc.go:250);main.main (main.go:40);main.mid "
+		"(main.go:30)_[i];main.leaf (main.go:20)_[i] 3\n"
+		"python3;Py_RunMain;<module> (app.py:30)_[py];Enc.run "
+		"(json/__init__.py:231)_[py];encoder_call 2\n"
+		"python3;Py_RunMain;<module> (app.py:30)_[py];alpha_leaf (app.py:12)_[py] 7\n"
+		"python3;Py_RunMain;<module> (app.py:30)_[py];alpha_leaf (app.py:13)_[py] 5\n");
 	/* Read back: kinds, files and lines survive, so the text is the same. */
 	q = profile__new();
-	assert_int_equal(reader_folded.read((const uint8_t *)out, strlen(out), q, &err),
-			 0);
+	assert_int_equal(reader_folded.read((const uint8_t *)out, strlen(out), q, &err), 0);
 	profile__sort(q);
 	out2 = fx_write(&writer_folded, q, &lines, NULL);
 	assert_string_equal(out2, out);
@@ -226,8 +234,9 @@ static void test_speedscope(void **state)
 
 	(void)state;
 	out = fx_write(&writer_speedscope, p, NULL, NULL);
-	assert_non_null(strstr(out, "{\"name\":\"alpha_leaf (app.py)_[py]\",\"file\":\"/srv/app.py\","
-				    "\"line\":13}"));
+	assert_non_null(strstr(out,
+			       "{\"name\":\"alpha_leaf (app.py)_[py]\",\"file\":\"/srv/app.py\","
+			       "\"line\":13}"));
 	assert_non_null(strstr(out, "{\"name\":\"main.leaf_[i]\",\"file\":\"/src/main.go\","
 				    "\"line\":20}"));
 	assert_non_null(strstr(out, "{\"name\":\"Py_RunMain\",\"file\":\"/usr/bin/python3.11\"}"));

@@ -22,7 +22,7 @@ static void test_speedscope_per_process_golden(void **state)
 static void test_speedscope_merged_golden(void **state)
 {
 	struct profile *p = fx_profile();
-	struct out_opts o = {.merge = true};
+	struct out_opts o = { .merge = true };
 	char *json = fx_write(&writer_speedscope, p, &o, NULL);
 
 	assert_golden("fixture_merged.speedscope.json", json, strlen(json));

@@ -47,7 +47,7 @@ static void test_svg_golden(void **state)
 static void test_svg_title_escaped_and_inverted(void **state)
 {
 	struct profile *p = fx_profile();
-	struct out_opts o = {.title = "a<b & \"c\"\x01", .inverted = true};
+	struct out_opts o = { .title = "a<b & \"c\"\x01", .inverted = true };
 	char *svg = fx_write(&writer_svg, p, &o, NULL);
 
 	assert_non_null(strstr(

@@ -101,14 +101,14 @@ struct prog {
 
 static void prog_tables(struct prog *p, bool v12)
 {
-	const struct run sp0[] = {{0, 4}, {0x28, 0x38}, {0, 4}};
-	const struct run file0_12[] = {{1, 0x10}, {2, 0x10}, {1, 0x20}};
-	const struct run file0[] = {{0, 0x10}, {1, 0x10}, {0, 0x20}};
-	const struct run line0[] = {{10, 0x10}, {31, 0x10}, {12, 0x20}};
-	const struct run inl0[] = {{-1, 0x10}, {0, 0x10}, {-1, 0x20}};
-	const struct run sp1[] = {{0, 0x10}};
-	const struct run file1[] = {{v12 ? 1 : 0, 0x10}};
-	const struct run line1[] = {{20, 0x10}};
+	const struct run sp0[] = { { 0, 4 }, { 0x28, 0x38 }, { 0, 4 } };
+	const struct run file0_12[] = { { 1, 0x10 }, { 2, 0x10 }, { 1, 0x20 } };
+	const struct run file0[] = { { 0, 0x10 }, { 1, 0x10 }, { 0, 0x20 } };
+	const struct run line0[] = { { 10, 0x10 }, { 31, 0x10 }, { 12, 0x20 } };
+	const struct run inl0[] = { { -1, 0x10 }, { 0, 0x10 }, { -1, 0x20 } };
+	const struct run sp1[] = { { 0, 0x10 } };
+	const struct run file1[] = { { v12 ? 1 : 0, 0x10 } };
+	const struct run line1[] = { { 20, 0x10 } };
 
 	memset(p, 0, sizeof(*p));
 	p->n_outer = (uint32_t)put(&p->names, "main.outer", 11);
@@ -194,29 +194,29 @@ static void write_table(enum gopclntab_version v, struct buf *t, struct buf *r)
 			memcpy(t->b + filetab + 4, &a, 4);
 			memcpy(t->b + filetab + 8, &b, 4);
 		}
-		memcpy(t->b + fileoff, &(uint32_t){(uint32_t)filetab}, 4);
+		memcpy(t->b + fileoff, &(uint32_t){ (uint32_t)filetab }, 4);
 		{
-			uint64_t ft[5] = {TEXT, funcs[0], TEXT + 0x40, funcs[1], TEXT + 0x50};
+			uint64_t ft[5] = { TEXT, funcs[0], TEXT + 0x40, funcs[1], TEXT + 0x50 };
 
 			memcpy(t->b + ftab, ft, sizeof(ft));
 		}
 		{
-			uint32_t f0[8] = {(uint32_t)names + p.n_outer,
-					  0,
-					  0,
-					  (uint32_t)pct + p.sp0,
-					  (uint32_t)pct + p.file0,
-					  (uint32_t)pct + p.line0,
-					  0,
-					  0};
-			uint32_t f1[8] = {(uint32_t)names + p.n_leaf,
-					  0,
-					  0,
-					  (uint32_t)pct + p.sp1,
-					  (uint32_t)pct + p.file1,
-					  (uint32_t)pct + p.line1,
-					  0,
-					  0};
+			uint32_t f0[8] = { (uint32_t)names + p.n_outer,
+					   0,
+					   0,
+					   (uint32_t)pct + p.sp0,
+					   (uint32_t)pct + p.file0,
+					   (uint32_t)pct + p.line0,
+					   0,
+					   0 };
+			uint32_t f1[8] = { (uint32_t)names + p.n_leaf,
+					   0,
+					   0,
+					   (uint32_t)pct + p.sp1,
+					   (uint32_t)pct + p.file1,
+					   (uint32_t)pct + p.line1,
+					   0,
+					   0 };
 
 			memcpy(t->b + funcs[0] + 8, f0, sizeof(f0));
 			memcpy(t->b + funcs[1] + 8, f1, sizeof(f1));
@@ -287,19 +287,19 @@ static void write_table(enum gopclntab_version v, struct buf *t, struct buf *r)
 			uint64_t entry = i ? TEXT + 0x40 : TEXT;
 
 			if (narrow) {
-				memcpy(t->b + ftab + 8 * i, &(uint32_t){(uint32_t)(entry - TEXT)},
+				memcpy(t->b + ftab + 8 * i, &(uint32_t){ (uint32_t)(entry - TEXT) },
 				       4);
 				memcpy(t->b + ftab + 8 * i + 4,
-				       &(uint32_t){(uint32_t)(funcs[i] - pcln)}, 4);
+				       &(uint32_t){ (uint32_t)(funcs[i] - pcln) }, 4);
 			} else {
 				memcpy(t->b + ftab + 16 * i, &entry, 8);
-				memcpy(t->b + ftab + 16 * i + 8, &(uint64_t){funcs[i] - pcln}, 8);
+				memcpy(t->b + ftab + 16 * i + 8, &(uint64_t){ funcs[i] - pcln }, 8);
 			}
 		}
 		if (narrow)
-			memcpy(t->b + ftab + 16, &(uint32_t){0x50}, 4);
+			memcpy(t->b + ftab + 16, &(uint32_t){ 0x50 }, 4);
 		else
-			memcpy(t->b + ftab + 32, &(uint64_t){TEXT + 0x50}, 8);
+			memcpy(t->b + ftab + 32, &(uint64_t){ TEXT + 0x50 }, 8);
 	}
 }
 
@@ -345,14 +345,14 @@ static int collect(uint64_t start, uint64_t end, int32_t delta, void *ctx)
 
 static void test_layouts(void **state)
 {
-	static const enum gopclntab_version vs[] = {GOPCLNTAB_V12, GOPCLNTAB_V116, GOPCLNTAB_V118,
-						    GOPCLNTAB_V120};
+	static const enum gopclntab_version vs[] = { GOPCLNTAB_V12, GOPCLNTAB_V116, GOPCLNTAB_V118,
+						     GOPCLNTAB_V120 };
 
 	(void)state;
 	for (size_t k = 0; k < ARRAY_SIZE(vs); k++) {
 		struct gopclntab *g = open_table(vs[k]);
 		struct gosrc s[4];
-		struct sprun r = {0};
+		struct sprun r = { 0 };
 		uint64_t start, end;
 		const char *name;
 
@@ -396,12 +396,12 @@ static void test_layouts(void **state)
 
 static void test_moduledata(void **state)
 {
-	static const enum gopclntab_version vs[] = {GOPCLNTAB_V118, GOPCLNTAB_V120};
+	static const enum gopclntab_version vs[] = { GOPCLNTAB_V118, GOPCLNTAB_V120 };
 
 	(void)state;
 	for (size_t k = 0; k < ARRAY_SIZE(vs); k++) {
 		struct buf t, r;
-		uint64_t md[64] = {0}, data[80] = {0};
+		uint64_t md[64] = { 0 }, data[80] = { 0 };
 		unsigned w = vs[k] == GOPCLNTAB_V120 ? 40 : 38;
 		uint64_t funcnames;
 		struct gopclntab *g;
@@ -432,8 +432,8 @@ static void test_moduledata(void **state)
 /* Every prefix and every single-byte change of every layout parses or fails cleanly. */
 static void test_corrupt(void **state)
 {
-	static const enum gopclntab_version vs[] = {GOPCLNTAB_V12, GOPCLNTAB_V116, GOPCLNTAB_V118,
-						    GOPCLNTAB_V120};
+	static const enum gopclntab_version vs[] = { GOPCLNTAB_V12, GOPCLNTAB_V116, GOPCLNTAB_V118,
+						     GOPCLNTAB_V120 };
 
 	(void)state;
 	for (size_t k = 0; k < ARRAY_SIZE(vs); k++) {
@@ -616,7 +616,7 @@ static void test_unwind_rows(void **state)
 
 /* A Go 1.20 header, quantum 1, pointer size 8, at every 8 bytes: a header
  * that looks right everywhere and never holds (its "nfunc" is itself). */
-static const uint8_t LOOKALIKE[8] = {0xf1, 0xff, 0xff, 0xff, 0x00, 0x00, 0x01, 0x08};
+static const uint8_t LOOKALIKE[8] = { 0xf1, 0xff, 0xff, 0xff, 0x00, 0x00, 0x01, 0x08 };
 
 static uint8_t *lookalikes(size_t len)
 {
@@ -636,7 +636,7 @@ static void unsorted_table(struct buf *t)
 
 	write_table(GOPCLNTAB_V120, t, &r);
 	memcpy(&ftab, t->b + 8 + 7 * 8, 8); /* funcdata: the functab's offset */
-	memcpy(t->b + ftab, &(uint32_t){0x48}, 4);
+	memcpy(t->b + ftab, &(uint32_t){ 0x48 }, 4);
 }
 
 static void test_scan_lookalikes(void **state)
@@ -771,20 +771,20 @@ static uint8_t *noshdr_elf(const uint8_t *data, size_t len, size_t *size)
 	eh->e_ehsize = sizeof(*eh);
 	eh->e_phentsize = sizeof(*ph);
 	eh->e_phnum = 2;
-	ph[0] = (Elf64_Phdr){.p_type = PT_LOAD,
-			     .p_flags = PF_R | PF_X,
-			     .p_offset = 0,
-			     .p_vaddr = TEXT & ~0xfffull,
-			     .p_filesz = 0x200,
-			     .p_memsz = 0x200,
-			     .p_align = 0x1000};
-	ph[1] = (Elf64_Phdr){.p_type = PT_LOAD,
-			     .p_flags = PF_R,
-			     .p_offset = off,
-			     .p_vaddr = DATA,
-			     .p_filesz = len,
-			     .p_memsz = len,
-			     .p_align = 0x1000};
+	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD,
+			      .p_flags = PF_R | PF_X,
+			      .p_offset = 0,
+			      .p_vaddr = TEXT & ~0xfffull,
+			      .p_filesz = 0x200,
+			      .p_memsz = 0x200,
+			      .p_align = 0x1000 };
+	ph[1] = (Elf64_Phdr){ .p_type = PT_LOAD,
+			      .p_flags = PF_R,
+			      .p_offset = off,
+			      .p_vaddr = DATA,
+			      .p_filesz = len,
+			      .p_memsz = len,
+			      .p_align = 0x1000 };
 	memcpy(im + off, data, len);
 	*size = off + len;
 	return im;

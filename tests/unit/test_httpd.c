@@ -87,7 +87,8 @@ static int teardown(void **state)
 
 static int connect_to(int port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
@@ -154,7 +155,7 @@ static void test_get_and_head(void **state)
 
 static void test_other_methods_get_405_with_allow(void **state)
 {
-	static const char *methods[] = { "POST", "PUT", "DELETE", "PATCH", "OPTIONS",
+	static const char *methods[] = { "POST",  "PUT",     "DELETE",	 "PATCH", "OPTIONS",
 					 "TRACE", "CONNECT", "PROPFIND", "get" };
 	struct fixture *f = *state;
 	char req[256];
@@ -162,8 +163,8 @@ static void test_other_methods_get_405_with_allow(void **state)
 	for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {
 		char *r;
 
-		snprintf(req, sizeof(req),
-			 "%s /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nx=1", methods[i]);
+		snprintf(req, sizeof(req), "%s /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nx=1",
+			 methods[i]);
 		r = get(f->port, req);
 		assert_non_null(strstr(r, "HTTP/1.1 405 Method Not Allowed\r\n"));
 		assert_non_null(strstr(r, "\r\nAllow: GET, HEAD\r\n"));
@@ -175,8 +176,9 @@ static void test_malformed_and_oversized(void **state)
 	struct fixture *f = *state;
 	static char big[HTTPD_HEADER_MAX + 512];
 	static const char *bad[] = {
-		"GARBAGE\r\n\r\n",	    "GET\r\n\r\n",	      "GET / HTTP/2.0\r\n\r\n",
-		"GET /  HTTP/1.1\r\n\r\n", " GET / HTTP/1.1\r\n\r\n", "G\x01T / HTTP/1.1\r\n\r\n",
+		"GARBAGE\r\n\r\n",	   "GET\r\n\r\n",
+		"GET / HTTP/2.0\r\n\r\n",  "GET /  HTTP/1.1\r\n\r\n",
+		" GET / HTTP/1.1\r\n\r\n", "G\x01T / HTTP/1.1\r\n\r\n",
 		"GET / HTTP/1.1x\r\n\r\n", "\r\n\r\n",
 	};
 	char *r;
@@ -361,7 +363,8 @@ static void test_half_closed_client_that_does_not_read_costs_nothing(void **stat
 	struct profile *d = profile__new();
 	struct psample smp = { .pid = 1, .comm = "app" };
 	int small = 4096, fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)f->port),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)f->port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	double c0;
 	char *r;
@@ -376,7 +379,8 @@ static void test_half_closed_client_that_does_not_read_costs_nothing(void **stat
 		uint32_t fr;
 
 		snprintf(name, sizeof(name),
-			 "function_with_a_rather_long_name_number_%d_of_very_many_in_this_profile", i);
+			 "function_with_a_rather_long_name_number_%d_of_very_many_in_this_profile",
+			 i);
 		fr = (uint32_t)profile__frame(d, FRAME_USER, name, "/bin/app");
 		assert_int_equal(profile__add(d, &smp, &fr, 1, 1), 0);
 	}
@@ -439,16 +443,18 @@ int main(void)
 	struct rlimit rl;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_get_and_head, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_other_methods_get_405_with_allow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_other_methods_get_405_with_allow, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_and_oversized, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_more_idle_clients_than_the_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_more_idle_clients_than_the_cap, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_client_gone_while_profiling, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_healthz_tells_the_truth, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clients_that_never_hang_up_make_room, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_half_close_gets_the_profile, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_half_closed_client_that_does_not_read_costs_nothing,
-						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_half_closed_client_that_does_not_read_costs_nothing, setup, teardown),
 	};
 
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < 1024) {

@@ -174,7 +174,7 @@ static void test_restricted(void **state)
 
 static void test_long_names(void **state)
 {
-	struct sbuf sb = {0};
+	struct sbuf sb = { 0 };
 	char name300[301], name600[601];
 	struct ksyms *ks;
 	const struct ksym *s;

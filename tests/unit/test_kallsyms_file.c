@@ -89,8 +89,8 @@ static void test_huge(void **state)
 
 	assert_non_null(big);
 	for (size_t i = 0; i < nlines; i++)
-		snprintf(big + i * w, w + 1, "%016llx T f%03u\n",
-			 0xffffffff81000000ull + i * 16, (unsigned)(i % 1000));
+		snprintf(big + i * w, w + 1, "%016llx T f%03u\n", 0xffffffff81000000ull + i * 16,
+			 (unsigned)(i % 1000));
 	path = write_temp(big, nlines * w);
 	assert_int_equal(kallsyms__parse(path, nlines * w - 1, take, &s), -EFBIG);
 	assert_int_equal(s.lines, 0);
@@ -121,9 +121,9 @@ static void test_head_no_newline(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse),	 cmocka_unit_test(test_stop),
-		cmocka_unit_test(test_empty),	 cmocka_unit_test(test_missing),
-		cmocka_unit_test(test_huge),	 cmocka_unit_test(test_head_no_newline),
+		cmocka_unit_test(test_parse), cmocka_unit_test(test_stop),
+		cmocka_unit_test(test_empty), cmocka_unit_test(test_missing),
+		cmocka_unit_test(test_huge),  cmocka_unit_test(test_head_no_newline),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,8 +22,8 @@ static void note(uint8_t *buf, size_t *len, uint32_t namesz, uint32_t descsz, ui
 
 static void test_notes(void **state)
 {
-	static const uint8_t id[] = {0xde, 0xad, 0xbe, 0xef, 0x01};
-	uint8_t buf[256] = {0}, big[80] = {0};
+	static const uint8_t id[] = { 0xde, 0xad, 0xbe, 0xef, 0x01 };
+	uint8_t buf[256] = { 0 }, big[80] = { 0 };
 	char hex[BUILDID_HEX_MAX];
 	size_t len = 0;
 
@@ -40,9 +40,9 @@ static void test_notes(void **state)
 	/* Sizes that would overflow 32-bit arithmetic. */
 	len = 0;
 	note(buf, &len, 4, 0, 3, "GNU", id);
-	memcpy(buf + 4, &(uint32_t){0xfffffffc}, 4);
+	memcpy(buf + 4, &(uint32_t){ 0xfffffffc }, 4);
 	assert_int_equal(buildid__from_notes(buf, len, hex), -ENOENT);
-	memcpy(buf, &(uint32_t){0xfffffffe}, 4);
+	memcpy(buf, &(uint32_t){ 0xfffffffe }, 4);
 	assert_int_equal(buildid__from_notes(buf, len, hex), -ENOENT);
 	/* Empty and over-long ids. */
 	len = 0;

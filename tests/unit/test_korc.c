@@ -20,19 +20,18 @@ static int take(void *ctx, const struct kallsyms_line *l)
 
 static void test_syms_parse(void **state)
 {
-	static const char text[] =
-		"ffffffff81000000 T _stext\n"
-		"ffffffff82209988 T _etext\n"
-		"ffffffff8329dbdc R __start_orc_unwind_ip\r\n"
-		"ffffffff83476118 R __stop_orc_unwind_ip\n"
-		"ffffffff83476118 R __start_orc_unwind\n"
-		"ffffffff81e01230 T return_to_handler\n"
-		"ffffffff81e05550 t arch_rethook_trampoline\n"
-		"ffffffffc0001000 t _stext_x\t[mod]\n"   /* other name, module */
-		"ffffffffc0002000 T _etext\t[evil]\n"    /* a module's: ignored */
-		"garbage line\n"
-		"ffffffff81000010 T __start_orc_unwind_ipX\n"
-		"ffffffff81000020 T";			 /* cut short */
+	static const char text[] = "ffffffff81000000 T _stext\n"
+				   "ffffffff82209988 T _etext\n"
+				   "ffffffff8329dbdc R __start_orc_unwind_ip\r\n"
+				   "ffffffff83476118 R __stop_orc_unwind_ip\n"
+				   "ffffffff83476118 R __start_orc_unwind\n"
+				   "ffffffff81e01230 T return_to_handler\n"
+				   "ffffffff81e05550 t arch_rethook_trampoline\n"
+				   "ffffffffc0001000 t _stext_x\t[mod]\n" /* other name, module */
+				   "ffffffffc0002000 T _etext\t[evil]\n"  /* a module's: ignored */
+				   "garbage line\n"
+				   "ffffffff81000010 T __start_orc_unwind_ipX\n"
+				   "ffffffff81000020 T"; /* cut short */
 	struct korc_syms s;
 
 	(void)state;

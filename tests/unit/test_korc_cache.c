@@ -18,8 +18,9 @@
 
 static void make(struct korc *k, struct korc_meta *m)
 {
-	static const uint64_t ips[] = { STEXT, STEXT + 0x10, STEXT + 0x200, STEXT + 0x1008,
-					STEXT + 0x2ff0, STEXT + 0x3000, STEXT + 0x37ff };
+	static const uint64_t ips[] = { STEXT,		STEXT + 0x10,	STEXT + 0x200,
+					STEXT + 0x1008, STEXT + 0x2ff0, STEXT + 0x3000,
+					STEXT + 0x37ff };
 	enum { N = sizeof(ips) / sizeof(ips[0]) };
 	int32_t rel[N];
 	uint8_t orc[6 * N];
@@ -32,8 +33,11 @@ static void make(struct korc *k, struct korc_meta *m)
 			orc[6 * i + b] = (uint8_t)(raw >> (8 * b));
 	}
 	assert_int_equal(korc__build(rel, orc, N, IPTAB, STEXT, ETEXT, k), 0);
-	*m = (struct korc_meta){ .stext = STEXT, .orc_ip_start = IPTAB, .orc_start = IPTAB + 0x1000,
-				 .nr_orc = N, .tramp = { STEXT + 0x100, 0, STEXT + 0x300 } };
+	*m = (struct korc_meta){ .stext = STEXT,
+				 .orc_ip_start = IPTAB,
+				 .orc_start = IPTAB + 0x1000,
+				 .nr_orc = N,
+				 .tramp = { STEXT + 0x100, 0, STEXT + 0x300 } };
 }
 
 static char *dir_path(void)

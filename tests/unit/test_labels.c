@@ -26,8 +26,10 @@ static void fake_proc(uint32_t pid)
 	assert_int_equal(mkdir(path, 0755), 0);
 	snprintf(path, sizeof(path), "%s/%u/stat", root, pid);
 	assert_non_null(f = fopen(path, "w"));
-	fprintf(f, "%u (app) S 1 %u %u 0 -1 4194560 100 0 0 0 1 1 0 0 20 0 1 0 4242 1000 10 "
-		   "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n", pid, pid, pid);
+	fprintf(f,
+		"%u (app) S 1 %u %u 0 -1 4194560 100 0 0 0 1 1 0 0 20 0 1 0 4242 1000 10 "
+		"18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n",
+		pid, pid, pid);
 	fclose(f);
 	snprintf(path, sizeof(path), "%s/%u/cgroup", root, pid);
 	assert_non_null(f = fopen(path, "w"));

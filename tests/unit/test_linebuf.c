@@ -40,10 +40,10 @@ static void check_fixed(double v, int decimals, int width)
 
 static void test_fixed_as_printf(void **state)
 {
-	static const double fixed[] = {0,      0.005,  0.015,	 0.125,	     0.375, 2.5,
-				       3.5,    7.125,  99.995,	 100,	     0.5,   1.5,
-				       1e-300, 5e-324, 999999.5, 1e14 + 0.5, 1e15,  1e300,
-				       -1.5,   -0.0,   NAN,	 INFINITY};
+	static const double fixed[] = { 0,	0.005,	0.015,	  0.125,      0.375, 2.5,
+					3.5,	7.125,	99.995,	  100,	      0.5,   1.5,
+					1e-300, 5e-324, 999999.5, 1e14 + 0.5, 1e15,  1e300,
+					-1.5,	-0.0,	NAN,	  INFINITY };
 
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
 		for (int d = 0; d <= 4; d++)

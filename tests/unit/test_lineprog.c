@@ -103,7 +103,7 @@ static void end_sequence(struct buf *b)
 
 static void header_common(struct buf *h, unsigned version)
 {
-	static const uint8_t lens[12] = {0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1};
+	static const uint8_t lens[12] = { 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1 };
 
 	u8(h, 1); /* min_inst_length */
 	if (version >= 4)
@@ -119,7 +119,7 @@ static void header_common(struct buf *h, unsigned version)
  */
 static void unit_v4(struct buf *out, const struct buf *prog, bool dwarf64)
 {
-	struct buf h = {0}, u = {0};
+	struct buf h = { 0 }, u = { 0 };
 
 	header_common(&h, 4);
 	str(&h, "inc");
@@ -161,7 +161,7 @@ static int collect(void *ctx, const struct lineprog_row *r)
 
 static struct lineprog *open_line(const struct buf *sec, uint64_t off, const char *comp_dir)
 {
-	struct lineprog_sections s = {.line = sec->p, .line_size = sec->n};
+	struct lineprog_sections s = { .line = sec->p, .line_size = sec->n };
 	struct lineprog *lp = NULL;
 
 	assert_int_equal(lineprog__open(&s, off, comp_dir, &lp), 0);
@@ -170,9 +170,9 @@ static struct lineprog *open_line(const struct buf *sec, uint64_t off, const cha
 
 static void test_rows_of_a_range(void **state)
 {
-	struct buf prog = {0}, sec = {0};
+	struct buf prog = { 0 }, sec = { 0 };
 	struct lineprog *lp;
-	struct got g = {0};
+	struct got g = { 0 };
 	uint64_t budget = 1000;
 	char path[256];
 
@@ -254,9 +254,9 @@ static void test_rows_of_a_range(void **state)
 /* A million rows at one address, as a crafted file has them: one is handed out, nothing kept. */
 static void test_many_rows_at_one_address(void **state)
 {
-	struct buf prog = {0}, sec = {0};
+	struct buf prog = { 0 }, sec = { 0 };
 	struct lineprog *lp;
-	struct got g = {0};
+	struct got g = { 0 };
 	uint64_t budget = SRCLINE_MAX_OPS;
 	const size_t n = 1u << 20;
 
@@ -287,10 +287,10 @@ static void test_many_rows_at_one_address(void **state)
 /* DWARF 5: directory and file tables described by entry formats, names in .debug_line_str. */
 static void test_dwarf5_tables(void **state)
 {
-	struct buf h = {0}, u = {0}, sec = {0}, ls = {0}, prog = {0};
+	struct buf h = { 0 }, u = { 0 }, sec = { 0 }, ls = { 0 }, prog = { 0 };
 	struct lineprog_sections s;
 	struct lineprog *lp;
-	struct got g = {0};
+	struct got g = { 0 };
 	uint64_t budget = 100;
 	char path[256];
 
@@ -326,7 +326,8 @@ static void test_dwarf5_tables(void **state)
 	le(&sec, u.n, 4);
 	put(&sec, u.p, u.n);
 	s = (struct lineprog_sections){
-		.line = sec.p, .line_size = sec.n, .line_str = ls.p, .line_str_size = ls.n};
+		.line = sec.p, .line_size = sec.n, .line_str = ls.p, .line_str_size = ls.n
+	};
 	assert_int_equal(lineprog__open(&s, 0, "/ignored", &lp), 0);
 	assert_int_equal(lineprog__nr_files(lp), 3);
 	assert_string_equal(lineprog__file(lp, 0, path, sizeof(path)), "/build/main.c");
@@ -361,14 +362,14 @@ static void test_dwarf5_tables(void **state)
 /* Headers that must be refused, and a unit longer than its section. */
 static void test_bad_headers(void **state)
 {
-	struct buf prog = {0}, sec = {0};
+	struct buf prog = { 0 }, sec = { 0 };
 	struct lineprog_sections s;
 	struct lineprog *lp;
 
 	(void)state;
 	u8(&prog, DW_LNS_copy);
 	unit_v4(&sec, &prog, false);
-	s = (struct lineprog_sections){.line = sec.p, .line_size = sec.n};
+	s = (struct lineprog_sections){ .line = sec.p, .line_size = sec.n };
 	/* line_range 0 would divide by zero. */
 	sec.p[4 + 2 + 4 + 4] = 0;
 	assert_int_equal(lineprog__open(&s, 0, NULL, &lp), -EINVAL);
@@ -414,7 +415,7 @@ static size_t functions(const char *file, struct fn *v, size_t max)
 
 		if (sscanf(line, "%llx %llx %c", &a, &sz, &type) == 3 && strchr("tTW", type) &&
 		    sz && sz < 0x10000)
-			v[n++] = (struct fn){a, a + sz};
+			v[n++] = (struct fn){ a, a + sz };
 	}
 	pclose(p);
 	return n;

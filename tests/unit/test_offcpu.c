@@ -24,7 +24,7 @@
 static void fx_add_off(struct profile *p, const char *comm, uint32_t pid, uint64_t ns,
 		       const struct fx_frame *fr, size_t n)
 {
-	struct psample s = {.pid = pid, .comm = comm};
+	struct psample s = { .pid = pid, .comm = comm };
 	uint32_t ids[32];
 
 	for (size_t i = 0; i < n; i++) {
@@ -38,7 +38,7 @@ static void fx_add_off(struct profile *p, const char *comm, uint32_t pid, uint64
 
 #define FXO(p, comm, pid, ns, ...)                                                                 \
 	do {                                                                                       \
-		const struct fx_frame fr_[] = {__VA_ARGS__};                                       \
+		const struct fx_frame fr_[] = { __VA_ARGS__ };                                     \
 		fx_add_off(p, comm, pid, ns, fr_, sizeof(fr_) / sizeof(fr_[0]));                   \
 	} while (0)
 
@@ -184,7 +184,7 @@ static void test_view_wall_split(void **state)
 static void test_write_file_views(void **state)
 {
 	struct profile *p = offcpu_profile();
-	struct out_opts o = {.view = VIEW_OFFCPU};
+	struct out_opts o = { .view = VIEW_OFFCPU };
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -256,7 +256,7 @@ static void test_pprof_sample_types(void **state)
 	struct profile *p = offcpu_profile();
 	uint8_t *buf;
 	size_t len;
-	const char *want[] = {"samples", "count", "cpu", "nanoseconds", "off_cpu", "wall"};
+	const char *want[] = { "samples", "count", "cpu", "nanoseconds", "off_cpu", "wall" };
 	const uint8_t *at = NULL;
 
 	assert_int_equal(pprof__encode(p, &buf, &len), 0);
@@ -280,7 +280,7 @@ static void test_pprof_sample_types(void **state)
 static void test_report_both(void **state)
 {
 	struct profile *p = offcpu_profile();
-	struct out_opts o = {.top = 5};
+	struct out_opts o = { .top = 5 };
 	char *txt = fx_write(&writer_report, p, &o, NULL);
 	size_t on, off;
 
@@ -305,7 +305,7 @@ static void test_report_both(void **state)
 static void test_svg_units(void **state)
 {
 	struct profile *p = offcpu_profile(), *v = view__build(p, VIEW_WALL);
-	struct out_opts o = {0};
+	struct out_opts o = { 0 };
 	char *svg = fx_write(&writer_svg, v, &o, NULL);
 
 	assert_non_null(strstr(svg, ">Wall-clock time flame graph (\u00b5s): running and [off-cpu] "
@@ -331,7 +331,8 @@ static void test_push_series(void **state)
 {
 	char name[128];
 
-	assert_int_equal(pusher__series_name_of("app", "off_cpu", "h", "abc", name, sizeof(name)), 0);
+	assert_int_equal(pusher__series_name_of("app", "off_cpu", "h", "abc", name, sizeof(name)),
+			 0);
 	assert_string_equal(name, "app.off_cpu{hostname=h,container_id=abc}");
 	assert_int_equal(pusher__series_name("app", "h", NULL, name, sizeof(name)), 0);
 	assert_string_equal(name, "app.cpu{hostname=h}");
@@ -340,11 +341,11 @@ static void test_push_series(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_profile_values),	 cmocka_unit_test(test_view_names),
-		cmocka_unit_test(test_view_values),	 cmocka_unit_test(test_view_wall_split),
-		cmocka_unit_test(test_write_file_views), cmocka_unit_test(test_pprof_values),
+		cmocka_unit_test(test_profile_values),	   cmocka_unit_test(test_view_names),
+		cmocka_unit_test(test_view_values),	   cmocka_unit_test(test_view_wall_split),
+		cmocka_unit_test(test_write_file_views),   cmocka_unit_test(test_pprof_values),
 		cmocka_unit_test(test_pprof_sample_types), cmocka_unit_test(test_report_both),
-		cmocka_unit_test(test_svg_units),	 cmocka_unit_test(test_push_series),
+		cmocka_unit_test(test_svg_units),	   cmocka_unit_test(test_push_series),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

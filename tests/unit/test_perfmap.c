@@ -79,10 +79,10 @@ static void test_bad_lines_are_skipped(void **state)
 				   "7f0000001000 1g bad_size\n"	      /* bad hex */
 				   "0 10 start_zero\n"		      /* address 0 */
 				   "7f0000001000 0 size_zero\n"	      /* empty range */
-				   "ffffffffffffff00 200 overflow\n"   /* start + size wraps */
-				   "17f00000010000000 10 seventeen\n"  /* 17 digits */
+				   "ffffffffffffff00 200 overflow\n"  /* start + size wraps */
+				   "17f00000010000000 10 seventeen\n" /* 17 digits */
 				   "7f0000004000 10 good\n"
-				   "7f0000005000 10 nul\0byte\n"	      /* NUL inside */
+				   "7f0000005000 10 nul\0byte\n" /* NUL inside */
 				   "-7f0000006000 10 negative\n";
 	struct perfmap *pm = perfmap__parse(text, sizeof(text) - 1);
 
@@ -134,7 +134,8 @@ static void test_partial_last_line_and_growth(void **state)
 	/* The file grew: read on from where complete lines ended. */
 	snprintf(whole, sizeof(whole), "%s%s", part1, part2);
 	assert_int_equal(perfmap__add(pm, whole + perfmap__consumed(pm),
-				      strlen(whole) - perfmap__consumed(pm)), 0);
+				      strlen(whole) - perfmap__consumed(pm)),
+			 0);
 	assert_int_equal(perfmap__finish(pm), 0);
 	assert_int_equal(perfmap__count(pm), 3);
 	assert_int_equal(perfmap__consumed(pm), strlen(whole));
@@ -207,7 +208,6 @@ static void test_many_lines(void **state)
 	perfmap__free(pm);
 	free(text);
 }
-
 
 /*
  * One map is one item with a cap of its own (perfmap.h): 8 MiB of the
@@ -303,9 +303,9 @@ static struct perfmap *scan_for(const char *text, const uint64_t *want, size_t n
 }
 
 static const char overlap_text[] = "1000 100 old\n"	  /* line 0 */
-				   "5000 10 unrelated\n" /* line 1 */
+				   "5000 10 unrelated\n"  /* line 1 */
 				   "2000 100 other\n"	  /* line 2 */
-				   "this is not a line\n"  /* line 3 */
+				   "this is not a line\n" /* line 3 */
 				   "1080 100 new\n";	  /* line 4: over old's end */
 
 static void test_wanted_keeps_what_addresses_need(void **state)

@@ -45,7 +45,7 @@ static const struct procmap *at(const struct procmaps *m, uint64_t a)
 
 static void test_sample(void **state)
 {
-	struct procmaps m = {0};
+	struct procmaps m = { 0 };
 	const struct procmap *pm;
 
 	(void)state;
@@ -107,7 +107,7 @@ static void test_sample(void **state)
 
 static void test_find_boundaries(void **state)
 {
-	struct procmaps m = {0};
+	struct procmaps m = { 0 };
 
 	(void)state;
 	parse_ok(sample, &m);
@@ -138,7 +138,7 @@ static void test_find_boundaries(void **state)
  */
 static void test_deleted_ambiguity(void **state)
 {
-	struct procmaps m = {0};
+	struct procmaps m = { 0 };
 
 	(void)state;
 	parse_ok("1000-2000 r-xp 00000000 08:01 12 /home/u/x (deleted)\n"
@@ -161,7 +161,7 @@ static void test_deleted_ambiguity(void **state)
 
 static void test_malformed(void **state)
 {
-	struct procmaps m = {0};
+	struct procmaps m = { 0 };
 	static const char text[] =
 		"1000-2000 r-xp 00000000 08:01 12 /ok/one\n"
 		"3000-2000 r-xp 00000000 08:01 12 /start-after-end\n"
@@ -223,7 +223,7 @@ static void test_malformed(void **state)
 
 static void test_empty(void **state)
 {
-	struct procmaps m = {0};
+	struct procmaps m = { 0 };
 
 	(void)state;
 	parse_ok("", &m);
@@ -243,7 +243,7 @@ static void test_empty(void **state)
 /* Lines out of order are sorted; overlapping ones are dropped and counted. */
 static void test_unsorted_overlap(void **state)
 {
-	struct procmaps m = {0};
+	struct procmaps m = { 0 };
 
 	(void)state;
 	parse_ok("5000-6000 r-xp 00000000 08:01 1 /e\n"
@@ -263,7 +263,7 @@ static void test_unsorted_overlap(void **state)
 
 static void test_read_file(void **state)
 {
-	struct procmaps m = {0};
+	struct procmaps m = { 0 };
 	char *path = write_temp_str("1000-2000 r-xp 00000000 08:01 12 /from/file\n");
 
 	(void)state;
@@ -285,7 +285,7 @@ __attribute__((noinline)) static int function_in_test_binary(int x)
 /* The test's own maps: a function of this binary is in an r-x mapping of it. */
 static void test_self(void **state)
 {
-	struct procmaps m = {0};
+	struct procmaps m = { 0 };
 	const struct procmap *pm;
 	char exe[PATH_MAX];
 	ssize_t n;
@@ -489,8 +489,8 @@ static void test_query_matches_text(void **state)
 static void test_query_refusals(void **state)
 {
 	char *path = write_temp_str("1000-2000 r-xp 00000000 08:01 12 /from/file\n");
-	struct procmaps m = {0};
-	siginfo_t si = {0};
+	struct procmaps m = { 0 };
+	siginfo_t si = { 0 };
 	uint32_t tid = 1;
 	pid_t pid;
 

@@ -124,8 +124,8 @@ static void test_folded_golden(void **state)
 	add(p, "worker", 11, 2, 3, "main", "compute", "leaf_a"); /* other pid, same text: summed */
 	add(p, "worker", 10, 1, 4, "main", "do_read", "vfs_read_[k]", "read_zero_[k]");
 	add(p, "my;comm", 12, 1, 1, "fn;with;semis"); /* ';' would split frames */
-	add(p, "idle", 13, 0, 1, "never"); /* zero counts are not printed */
-	add(p, "kthread", 14, 4, 0);		 /* no frames: just the comm */
+	add(p, "idle", 13, 0, 1, "never");	      /* zero counts are not printed */
+	add(p, "kthread", 14, 4, 0);		      /* no frames: just the comm */
 	profile__sort(p);
 	out = write_to_string(&writer_folded, p);
 	assert_string_equal(out, "kthread 4\n"

@@ -49,7 +49,7 @@ static void on_warn(void *ctx, const char *msg)
 
 static struct pproc *get_self(struct ptab *t)
 {
-	struct proc_id id = {.pid = (uint32_t)getpid(), .exec_id = PROC_EXEC_ANY};
+	struct proc_id id = { .pid = (uint32_t)getpid(), .exec_id = PROC_EXEC_ANY };
 	struct pproc *p;
 
 	assert_int_equal(ptab__get(t, &id, &p), 0);
@@ -62,7 +62,8 @@ static const struct procmap *mapping_of(const struct pmaps *pm, const char *suff
 	for (size_t i = 0; i < pm->m.nr; i++) {
 		const char *p = pm->m.maps[i].path;
 
-		if (p && strlen(p) >= strlen(suffix) && !strcmp(p + strlen(p) - strlen(suffix), suffix))
+		if (p && strlen(p) >= strlen(suffix) &&
+		    !strcmp(p + strlen(p) - strlen(suffix), suffix))
 			return &pm->m.maps[i];
 	}
 	fail_msg("no mapping of *%s", suffix);
@@ -103,7 +104,7 @@ static void test_a_process_in_the_host_root_is_told_apart(void **state)
 	char dir[] = "/tmp/bpfprof-chroot-XXXXXX";
 	struct ptab *t = ptab__new(NULL);
 	struct pproc *p = get_self(t);
-	bool new_ns[] = {false, true}, in_host;
+	bool new_ns[] = { false, true }, in_host;
 	int err;
 
 	(void)state;
@@ -112,7 +113,7 @@ static void test_a_process_in_the_host_root_is_told_apart(void **state)
 	assert_non_null(mkdtemp(dir));
 	for (size_t i = 0; i < ARRAY_SIZE(new_ns); i++) {
 		pid_t pid = child_elsewhere(new_ns[i], dir);
-		struct proc_id id = {.exec_id = PROC_EXEC_ANY};
+		struct proc_id id = { .exec_id = PROC_EXEC_ANY };
 
 		if (pid < 0) {
 			assert_true(geteuid() != 0); /* only root may chroot or unshare */
@@ -483,7 +484,7 @@ static void test_a_gone_process_is_made_from_its_notice(void **state)
 	struct pmaps *pm = ptab__maps(t, self), *gm;
 	const struct procmap *libc = mapping_of(pm, "/libc.so.6");
 	struct procmap km_maps[4], *lm;
-	struct procmaps km = {.maps = km_maps, .nr = 4};
+	struct procmaps km = { .maps = km_maps, .nr = 4 };
 	struct mfile *f, *g;
 	uint64_t opened;
 
@@ -491,14 +492,21 @@ static void test_a_gone_process_is_made_from_its_notice(void **state)
 	assert_int_equal(ptab__file(t, self, libc, &f), 0);
 	opened = stats_of(t).files_opened;
 	/* Not in address order: the snapshot is sorted. */
-	km_maps[0] = (struct procmap){.start = 0x7f0000010000, .end = 0x7f0000020000,
-				      .offset = libc->offset, .inode = libc->inode,
-				      .dev_major = libc->dev_major, .dev_minor = libc->dev_minor};
-	km_maps[1] = (struct procmap){.start = 0x400000, .end = 0x401000, .inode = 999999999,
-				      .dev_major = libc->dev_major, .dev_minor = libc->dev_minor};
-	km_maps[2] = (struct procmap){.start = 0x7ffff000ull, .end = 0x7ffff000ull + 8192,
-				      .path = (char *)"[vdso]"};
-	km_maps[3] = (struct procmap){.start = 0x500000, .end = 0x600000}; /* anonymous */
+	km_maps[0] = (struct procmap){ .start = 0x7f0000010000,
+				       .end = 0x7f0000020000,
+				       .offset = libc->offset,
+				       .inode = libc->inode,
+				       .dev_major = libc->dev_major,
+				       .dev_minor = libc->dev_minor };
+	km_maps[1] = (struct procmap){ .start = 0x400000,
+				       .end = 0x401000,
+				       .inode = 999999999,
+				       .dev_major = libc->dev_major,
+				       .dev_minor = libc->dev_minor };
+	km_maps[2] = (struct procmap){ .start = 0x7ffff000ull,
+				       .end = 0x7ffff000ull + 8192,
+				       .path = (char *)"[vdso]" };
+	km_maps[3] = (struct procmap){ .start = 0x500000, .end = 0x600000 }; /* anonymous */
 	assert_int_equal(ptab__get_mapped(t, &id, &km, &p), 0);
 	assert_true(pproc__mapped(p));
 	assert_false(pproc__mapped(self));
@@ -545,7 +553,7 @@ static void test_notice_devices_are_learned_from_a_process_read_both_ways(void *
 	struct pmaps *pm = ptab__maps(t, self), *gm;
 	const struct procmap *libc = mapping_of(pm, "/libc.so.6");
 	struct procmap km_maps[2], gone_maps[1];
-	struct procmaps km = {.maps = km_maps, .nr = 2}, gk = {.maps = gone_maps, .nr = 1};
+	struct procmaps km = { .maps = km_maps, .nr = 2 }, gk = { .maps = gone_maps, .nr = 1 };
 	struct mfile *f;
 
 	(void)state;
@@ -755,10 +763,10 @@ static int teardown_fake(void **state)
 
 static void test_a_file_on_fuse_is_refused_once(void **state)
 {
-	struct warnings w = {0};
-	struct ptab_opts o = {.proc_root = root, .warn = on_warn, .warn_ctx = &w};
+	struct warnings w = { 0 };
+	struct ptab_opts o = { .proc_root = root, .warn = on_warn, .warn_ctx = &w };
 	struct ptab *t;
-	struct proc_id a = {.pid = 100}, b = {.pid = 101};
+	struct proc_id a = { .pid = 100 }, b = { .pid = 101 };
 	struct pproc *pa, *pb;
 	struct pmaps *ma, *mb;
 	struct ptab_stats st;
@@ -789,8 +797,8 @@ static void test_a_file_on_fuse_is_refused_once(void **state)
 	/* A process gone before its notice, whose notice names the refused file:
 	 * nothing to make, nothing opened, no second warning. */
 	{
-		struct proc_id gone = {.pid = 102, .start_time = 1, .exec_id = 1};
-		struct procmaps km = {.maps = (struct procmap *)&ma->m.maps[0], .nr = 1};
+		struct proc_id gone = { .pid = 102, .start_time = 1, .exec_id = 1 };
+		struct procmaps km = { .maps = (struct procmap *)&ma->m.maps[0], .nr = 1 };
 		struct pproc *pg;
 
 		assert_int_equal(ptab__get_mapped(t, &gone, &km, &pg), -ESRCH);
@@ -837,9 +845,9 @@ static struct rlimit one_descriptor_left(void)
  */
 static void test_out_of_descriptors_a_file_is_neither_opened_nor_refused(void **state)
 {
-	struct warnings w = {0};
-	struct ptab_opts o = {.proc_root = root, .warn = on_warn, .warn_ctx = &w};
-	struct proc_id id = {.pid = 103};
+	struct warnings w = { 0 };
+	struct ptab_opts o = { .proc_root = root, .warn = on_warn, .warn_ctx = &w };
+	struct proc_id id = { .pid = 103 };
 	struct stat st;
 	struct rlimit old;
 	struct ptab *t;
@@ -884,8 +892,8 @@ static void test_out_of_descriptors_a_file_is_neither_opened_nor_refused(void **
 static void test_memory_backed_by_a_fuse_file_is_not_read(void **state)
 {
 	static char buf[8192] __attribute__((aligned(4096)));
-	struct proc_id id = {.pid = (uint32_t)getpid()};
-	struct ptab_opts o = {.proc_root = root};
+	struct proc_id id = { .pid = (uint32_t)getpid() };
+	struct ptab_opts o = { .proc_root = root };
 	char extra[256], got[16];
 	struct ptab *t;
 	struct pproc *p;
@@ -920,8 +928,8 @@ static void test_memory_backed_by_a_fuse_file_is_not_read(void **state)
 static void test_memory_reads_read_no_maps_where_no_mount_may_block(void **state)
 {
 	static const char data[16] = "a static buffer";
-	struct proc_id id = {.pid = (uint32_t)getpid(), .exec_id = PROC_EXEC_ANY};
-	struct mountinfo mine = {0};
+	struct proc_id id = { .pid = (uint32_t)getpid(), .exec_id = PROC_EXEC_ANY };
+	struct mountinfo mine = { 0 };
 	struct ptab_stats st;
 	struct ptab *t = ptab__new(NULL);
 	struct pproc *p;
@@ -983,7 +991,7 @@ static int teardown_bindfs(void **state)
 static void test_memory_of_a_live_fuse_mapping_is_not_read(void **state)
 {
 	static char anon[4096] __attribute__((aligned(4096)));
-	struct proc_id id = {.pid = (uint32_t)getpid(), .exec_id = PROC_EXEC_ANY};
+	struct proc_id id = { .pid = (uint32_t)getpid(), .exec_id = PROC_EXEC_ANY };
 	char got[16], path[96];
 	void *fuse;
 	int fd;
@@ -1019,16 +1027,18 @@ static void test_memory_of_a_live_fuse_mapping_is_not_read(void **state)
 	for (int i = 0; i < 200 && access(path, F_OK); i++)
 		usleep(50 * 1000);
 	if (access(path, F_OK))
-		fail_msg("bindfs did not mount %s (is it installed? tools/install-deps.sh)", bfs.mnt);
+		fail_msg("bindfs did not mount %s (is it installed? tools/install-deps.sh)",
+			 bfs.mnt);
 	fd = open(path, O_RDONLY);
 	assert_true(fd >= 0);
 	fuse = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
 	assert_true(fuse != MAP_FAILED);
 	close(fd);
-	assert_memory_equal(fuse, "mapped from fuse", 16); /* paged in: a read would not block now */
+	assert_memory_equal(fuse, "mapped from fuse",
+			    16); /* paged in: a read would not block now */
 	memcpy(anon, "anonymous memory", 16);
 	for (int text = 0; text < 2; text++) {
-		struct ptab_opts o = {.maps_text = text};
+		struct ptab_opts o = { .maps_text = text };
 		struct ptab *t = ptab__new(&o);
 		struct ptab_stats st;
 		struct pproc *p;
@@ -1069,8 +1079,9 @@ int main(void)
 					  teardown_bindfs),
 		cmocka_unit_test_setup_teardown(test_a_file_on_fuse_is_refused_once, setup_fake,
 						teardown_fake),
-		cmocka_unit_test_setup_teardown(test_out_of_descriptors_a_file_is_neither_opened_nor_refused,
-						setup_fake, teardown_fake),
+		cmocka_unit_test_setup_teardown(
+			test_out_of_descriptors_a_file_is_neither_opened_nor_refused, setup_fake,
+			teardown_fake),
 		cmocka_unit_test_setup_teardown(test_memory_backed_by_a_fuse_file_is_not_read,
 						setup_fake, teardown_fake),
 	};

@@ -221,8 +221,12 @@ static void push_once(enum answer mode, struct pusher_stats *st, struct server *
 {
 	struct profile *p = profile__new();
 	struct psample smp = { .pid = 1, .comm = "app" };
-	struct pusher_opts o = { .app = "t", .freq = 99, .writer = &writer_folded,
-				 .max_attempts = 1, .timeout_s = 10, .warn = on_warn };
+	struct pusher_opts o = { .app = "t",
+				 .freq = 99,
+				 .writer = &writer_folded,
+				 .max_attempts = 1,
+				 .timeout_s = 10,
+				 .warn = on_warn };
 	struct errmsg em = { 0 };
 	struct pusher *ps;
 	char url[64];
@@ -266,7 +270,8 @@ static void test_answers_over_the_caps(void **state)
 	/* What the agent may have taken in before closing: the cap, both sockets'
 	 * buffers and libcurl's own. */
 	size_t slack = (size_t)(sysctl_max("/proc/sys/net/ipv4/tcp_rmem") +
-				sysctl_max("/proc/sys/net/ipv4/tcp_wmem")) + 65536;
+				sysctl_max("/proc/sys/net/ipv4/tcp_wmem")) +
+		       65536;
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct pusher_stats st;

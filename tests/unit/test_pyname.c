@@ -149,7 +149,7 @@ static void check_cut(const struct pyframe *f, int k)
 static void test_caps_hold_at_every_insertion(void **state)
 {
 	struct kid *k = &kids[0];
-	struct proc_id id = {0};
+	struct proc_id id = { 0 };
 	struct cpython_proc cp;
 	struct pynamer *n;
 	struct pyframe f;
@@ -161,7 +161,7 @@ static void test_caps_hold_at_every_insertion(void **state)
 
 	(void)state;
 	start_kid(k);
-	t = ptab__new(&(struct ptab_opts){0});
+	t = ptab__new(&(struct ptab_opts){ 0 });
 	assert_non_null(t);
 	id.pid = (uint32_t)k->pid;
 	id.exec_id = PROC_EXEC_ANY;
@@ -215,7 +215,7 @@ static void test_caps_hold_at_every_insertion(void **state)
 static void test_symbolizer_total_holds_at_every_insertion(void **state)
 {
 	size_t total = 10 * PYNAME_ITEM_MAX, one = 8 * PYNAME_ITEM_MAX;
-	struct symbolizer_opts so = {.max_python_bytes = total, .max_python_proc_bytes = one};
+	struct symbolizer_opts so = { .max_python_bytes = total, .max_python_proc_bytes = one };
 	struct cpython_proc cp[MAX_KIDS];
 	struct proc_id id[MAX_KIDS];
 	struct pproc *p[MAX_KIDS];
@@ -226,11 +226,11 @@ static void test_symbolizer_total_holds_at_every_insertion(void **state)
 	struct sym out;
 
 	(void)state;
-	t = ptab__new(&(struct ptab_opts){0});
+	t = ptab__new(&(struct ptab_opts){ 0 });
 	assert_non_null(t);
 	for (int i = 0; i < MAX_KIDS; i++) {
 		start_kid(&kids[i]);
-		id[i] = (struct proc_id){.pid = (uint32_t)kids[i].pid, .exec_id = PROC_EXEC_ANY};
+		id[i] = (struct proc_id){ .pid = (uint32_t)kids[i].pid, .exec_id = PROC_EXEC_ANY };
 		assert_int_equal(ptab__get(t, &id[i], &p[i]), 0);
 		assert_int_equal(cpython__probe(t, p[i], &cp[i], why, sizeof(why)), 0);
 	}
@@ -244,7 +244,7 @@ static void test_symbolizer_total_holds_at_every_insertion(void **state)
 
 			symbolizer__python(s, &id[i], code, meta, &out);
 			assert_non_null(out.name);
-			check_cut(&(struct pyframe){.name = out.name, .file = out.file}, j);
+			check_cut(&(struct pyframe){ .name = out.name, .file = out.file }, j);
 			symbolizer__stats(s, &st);
 			assert_true(st.py_bytes <= total);
 		}

@@ -81,8 +81,11 @@ static int teardown(void **state)
 /* Key i's sample as the drain hands it out, with its stack unless known. */
 static struct collector_sample sample(struct env *e, int i, uint64_t count, uint64_t *cookie)
 {
-	return (struct collector_sample){ .key = &e->key[i], .uips = &e->ips[i], .nr_uips = 1,
-					  .count = count, .cookie = cookie };
+	return (struct collector_sample){ .key = &e->key[i],
+					  .uips = &e->ips[i],
+					  .nr_uips = 1,
+					  .count = count,
+					  .cookie = cookie };
 }
 
 /* The count of the sample whose leaf frame is named name (0 if none). */

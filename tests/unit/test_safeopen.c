@@ -88,7 +88,7 @@ static const char *read_in_root(const char *path, unsigned flags, const struct m
 				int *err)
 {
 	static char buf[64];
-	struct safe_root r = {.fd = root_fd, .mi = mi, .host_mi = &host_mi};
+	struct safe_root r = { .fd = root_fd, .mi = mi, .host_mi = &host_mi };
 	struct safe_file f;
 	ssize_t n;
 
@@ -135,7 +135,7 @@ static void test_symlinks_stay_inside_root(void **state)
 static void test_magic_links_refused(void **state)
 {
 	int host = safeopen__dir("/"), err;
-	struct safe_root r = {.fd = host, .host_mi = &host_mi};
+	struct safe_root r = { .fd = host, .host_mi = &host_mi };
 	struct safe_file f;
 
 	(void)state;
@@ -193,7 +193,7 @@ static void test_network_mounts_are_not_touched(void **state)
 			    "41 22 0:51 / /srv/nfs rw - nfs4 host:/export rw\n"
 			    "42 22 0:52 / /srv/smb rw - cifs //h/s rw\n"
 			    "43 22 0:53 / /srv/tmp rw - tmpfs tmpfs rw\n";
-	struct safe_root r = {.fd = root_fd};
+	struct safe_root r = { .fd = root_fd };
 	struct mountinfo mi;
 	struct safe_file f;
 	int err;
@@ -219,8 +219,8 @@ static void test_network_mounts_are_not_touched(void **state)
 /* A file on a mount neither table knows could be anything: refused. */
 static void test_unknown_mount_is_refused(void **state)
 {
-	struct mountinfo empty = {0};
-	struct safe_root r = {.fd = root_fd, .mi = &empty, .host_mi = NULL};
+	struct mountinfo empty = { 0 };
+	struct safe_root r = { .fd = root_fd, .mi = &empty, .host_mi = NULL };
 	struct safe_file f;
 
 	(void)state;
@@ -260,7 +260,7 @@ static void test_reopen_checks_type(void **state)
 	fd = open(path, O_PATH | O_CLOEXEC);
 	assert_true(fd >= 0);
 	{
-		struct safe_root r = {.fd = -1, .host_mi = &host_mi};
+		struct safe_root r = { .fd = -1, .host_mi = &host_mi };
 
 		assert_int_equal(safeopen__reopen(fd, &r, &f), -EINVAL);
 		close(fd);

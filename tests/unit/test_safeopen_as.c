@@ -107,8 +107,8 @@ static const char *read_as(const char *path, unsigned flags, int *err, size_t *d
 			   const struct safe_cred *c0, const struct safe_cred *c1)
 {
 	static char buf[64];
-	const struct safe_cred *readers[2] = {c0, c1};
-	struct safe_root r = {.fd = root_fd, .mi = &host_mi, .host_mi = &host_mi};
+	const struct safe_cred *readers[2] = { c0, c1 };
+	struct safe_root r = { .fd = root_fd, .mi = &host_mi, .host_mi = &host_mi };
 	struct safe_file f;
 	ssize_t n;
 
@@ -125,14 +125,15 @@ static const char *read_as(const char *path, unsigned flags, int *err, size_t *d
 	return buf;
 }
 
-static const struct safe_cred stranger = {.uid = STRANGER, .gid = STRANGER};
+static const struct safe_cred stranger = { .uid = STRANGER, .gid = STRANGER };
 
 static void test_mode_bits(void **state)
 {
-	struct safe_cred owner = {.uid = me, .gid = getegid()};
+	struct safe_cred owner = { .uid = me, .gid = getegid() };
 	struct safe_cred member = {
-		.uid = FRIEND, .gid = FRIEND, .groups = {1, CLUB}, .nr_groups = 2};
-	struct safe_cred leader = {.uid = FRIEND, .gid = CLUB};
+		.uid = FRIEND, .gid = FRIEND, .groups = { 1, CLUB }, .nr_groups = 2
+	};
+	struct safe_cred leader = { .uid = FRIEND, .gid = CLUB };
 	size_t denied;
 	int err;
 
@@ -168,7 +169,7 @@ static void test_mode_bits(void **state)
 	}
 	/* uid 0 reads anything. */
 	assert_string_equal(read_as("/pub/secret", 0, &err, &denied,
-				    &(struct safe_cred){.uid = 0, .gid = 0}, NULL),
+				    &(struct safe_cred){ .uid = 0, .gid = 0 }, NULL),
 			    "secret\n");
 	/* Not a regular file, not there. */
 	read_as("/pub", 0, &err, &denied, &stranger, NULL);
@@ -210,7 +211,7 @@ static void test_links_and_dotdot_stay_inside(void **state)
 		read_as("/sticky/link", 0, &err, &denied, &stranger, NULL);
 		assert_int_equal(err, -EACCES);
 		assert_string_equal(read_as("/sticky/link", 0, &err, &denied,
-					    &(struct safe_cred){.uid = FRIEND, .gid = FRIEND},
+					    &(struct safe_cred){ .uid = FRIEND, .gid = FRIEND },
 					    NULL),
 				    "open\n");
 	}
@@ -280,15 +281,15 @@ static void test_acl_denies_what_the_mode_allows(void **state)
 	read_as("/pub/acl.c", 0, &err, &denied, &stranger, NULL);
 	assert_int_equal(err, -EACCES);
 	assert_string_equal(read_as("/pub/acl.c", 0, &err, &denied,
-				    &(struct safe_cred){.uid = FRIEND, .gid = FRIEND}, NULL),
+				    &(struct safe_cred){ .uid = FRIEND, .gid = FRIEND }, NULL),
 			    "acl\n");
 }
 
 /* /proc's files are checked by more than their mode bits: never read for a reader. */
 static void test_pseudo_file_systems(void **state)
 {
-	struct safe_root r = {.fd = safeopen__dir("/"), .mi = &host_mi, .host_mi = &host_mi};
-	const struct safe_cred *readers[1] = {&(struct safe_cred){.uid = 0, .gid = 0}};
+	struct safe_root r = { .fd = safeopen__dir("/"), .mi = &host_mi, .host_mi = &host_mi };
+	const struct safe_cred *readers[1] = { &(struct safe_cred){ .uid = 0, .gid = 0 } };
 	struct safe_file f;
 
 	(void)state;

@@ -79,7 +79,7 @@ static int setup(void **state)
 	(void)state;
 	snprintf(top, sizeof(top), "/tmp/bpfprof-safewrite-XXXXXX");
 	assert_non_null(mkdtemp(top));
-	mk("priv", 0755);   /* ours, writable by no one else */
+	mk("priv", 0755);    /* ours, writable by no one else */
 	mk("shared", 01777); /* like /tmp */
 	mk("priv/sub", 0755);
 	put("priv/file.folded");

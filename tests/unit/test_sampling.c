@@ -15,8 +15,8 @@
 
 static struct sampling_figures measure(const struct sampling_cpu *cpus, size_t n, uint64_t period)
 {
-	struct sampling_sum s = {0};
-	struct sampling_figures f = {0};
+	struct sampling_sum s = { 0 };
+	struct sampling_figures f = { 0 };
 
 	for (size_t i = 0; i < n; i++)
 		sampling__add(&s, &cpus[i], period, TICK);
@@ -38,7 +38,8 @@ static struct sampling_window since_start(const struct sampling_cpu *cpus, size_
 static void busy_cpu_took_all(void **state)
 {
 	struct sampling_cpu c = {
-		.run_ns = 10000 * MS, .busy = 1000, .kept_busy = 1000, .kept = 1000};
+		.run_ns = 10000 * MS, .busy = 1000, .kept_busy = 1000, .kept = 1000
+	};
 	struct sampling_window w = since_start(&c, 1);
 
 	(void)state;
@@ -55,12 +56,12 @@ static void busy_cpu_took_all(void **state)
  * program's way leaves no shortfall (/proc/stat's way, 20: a warning). */
 static void idle_samples_beyond_idle_time(void **state)
 {
-	struct sampling_cpu c = {.run_ns = 10000 * MS,
-				 .off_ns = 6000 * MS,
-				 .idle = 620,
-				 .busy = 380,
-				 .kept_busy = 380,
-				 .kept = 380};
+	struct sampling_cpu c = { .run_ns = 10000 * MS,
+				  .off_ns = 6000 * MS,
+				  .idle = 620,
+				  .busy = 380,
+				  .kept_busy = 380,
+				  .kept = 380 };
 	struct sampling_window w = since_start(&c, 1);
 
 	(void)state;
@@ -72,11 +73,11 @@ static void idle_samples_beyond_idle_time(void **state)
 /* A CPU the kernel never fires on while it idles: /proc/stat's idle time. */
 static void idle_never_sampled(void **state)
 {
-	struct sampling_cpu c = {.run_ns = 10000 * MS,
-				 .off_ns = 6000 * MS,
-				 .busy = 398,
-				 .kept_busy = 398,
-				 .kept = 398};
+	struct sampling_cpu c = { .run_ns = 10000 * MS,
+				  .off_ns = 6000 * MS,
+				  .busy = 398,
+				  .kept_busy = 398,
+				  .kept = 398 };
 	struct sampling_window w = since_start(&c, 1);
 
 	(void)state;
@@ -90,11 +91,11 @@ static void idle_never_sampled(void **state)
 /* The hypervisor's time: the vCPU could not fire, nothing is owed. */
 static void steal_taken_out(void **state)
 {
-	struct sampling_cpu c = {.run_ns = 10000 * MS,
-				 .steal_ns = 500 * MS,
-				 .busy = 950,
-				 .kept_busy = 950,
-				 .kept = 950};
+	struct sampling_cpu c = { .run_ns = 10000 * MS,
+				  .steal_ns = 500 * MS,
+				  .busy = 950,
+				  .kept_busy = 950,
+				  .kept = 950 };
 	struct sampling_window w = since_start(&c, 1);
 
 	(void)state;
@@ -105,7 +106,9 @@ static void steal_taken_out(void **state)
 /* Half the periods never sampled: real, and the figures add up. */
 static void throttled_half(void **state)
 {
-	struct sampling_cpu c = {.run_ns = 10000 * MS, .busy = 500, .kept_busy = 500, .kept = 500};
+	struct sampling_cpu c = {
+		.run_ns = 10000 * MS, .busy = 500, .kept_busy = 500, .kept = 500
+	};
 	struct sampling_window w = since_start(&c, 1);
 
 	(void)state;
@@ -120,7 +123,8 @@ static void throttled_half(void **state)
 static void under_one_percent(void **state)
 {
 	struct sampling_cpu c = {
-		.run_ns = 100000 * MS, .busy = 9920, .kept_busy = 9920, .kept = 9920};
+		.run_ns = 100000 * MS, .busy = 9920, .kept_busy = 9920, .kept = 9920
+	};
 	struct sampling_window w = since_start(&c, 1);
 
 	(void)state;
@@ -132,7 +136,7 @@ static void under_one_percent(void **state)
 /* The margin counts /proc/stat's ticks in periods: at 1000 Hz a tick is ten. */
 static void margin_scales_with_the_rate(void **state)
 {
-	struct sampling_cpu c = {.run_ns = 1000 * MS, .busy = 1000};
+	struct sampling_cpu c = { .run_ns = 1000 * MS, .busy = 1000 };
 	struct sampling_figures slow = measure(&c, 1, PERIOD), fast = measure(&c, 1, MS);
 
 	(void)state;
@@ -145,8 +149,8 @@ static void margin_scales_with_the_rate(void **state)
 static void kept_share_by_cpu(void **state)
 {
 	struct sampling_cpu cpus[2] = {
-		{.run_ns = 10000 * MS, .busy = 900, .kept_busy = 450, .kept = 450},
-		{.run_ns = 10000 * MS, .busy = 1000, .kept_busy = 0, .kept = 0},
+		{ .run_ns = 10000 * MS, .busy = 900, .kept_busy = 450, .kept = 450 },
+		{ .run_ns = 10000 * MS, .busy = 1000, .kept_busy = 0, .kept = 0 },
 	};
 	struct sampling_window w = since_start(cpus, 2);
 
@@ -162,7 +166,9 @@ static void kept_share_by_cpu(void **state)
  * fell on the grid of periods) is not one. */
 static void targets_held_against_their_cpu_time(void **state)
 {
-	struct sampling_cpu c = { .run_ns = 20000 * MS, .busy = 1000, .kept_busy = 500, .kept = 500 };
+	struct sampling_cpu c = {
+		.run_ns = 20000 * MS, .busy = 1000, .kept_busy = 500, .kept = 500
+	};
 	struct sampling_figures f = measure(&c, 1, PERIOD);
 	struct sampling_window w;
 
@@ -197,9 +203,11 @@ static void targets_held_against_their_cpu_time(void **state)
 static void window_between_measurements(void **state)
 {
 	struct sampling_cpu c1 = {
-		.run_ns = 10000 * MS, .busy = 1000, .kept_busy = 1000, .kept = 1000};
+		.run_ns = 10000 * MS, .busy = 1000, .kept_busy = 1000, .kept = 1000
+	};
 	struct sampling_cpu c2 = {
-		.run_ns = 20000 * MS, .busy = 1500, .kept_busy = 1500, .kept = 1500};
+		.run_ns = 20000 * MS, .busy = 1500, .kept_busy = 1500, .kept = 1500
+	};
 	struct sampling_figures a = measure(&c1, 1, PERIOD), b = measure(&c2, 1, PERIOD);
 	struct sampling_window w;
 

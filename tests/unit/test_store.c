@@ -80,21 +80,21 @@ static int teardown(void **state)
 	return 0;
 }
 
-#define T0 (1795338600ULL * 1000000000ULL) /* 2026-11-22T09:10:00Z */
+#define T0  (1795338600ULL * 1000000000ULL) /* 2026-11-22T09:10:00Z */
 #define SEC 1000000000ULL
 
 /* Earlier runs' files count and go first; names the store does not make stay. */
 static void test_restart_keeps_counting_its_files(void **state)
 {
-	struct store_opts so = { .dir = dir, .writer = &writer_folded, .ext = ".folded", .keep = 3 };
+	struct store_opts so = {
+		.dir = dir, .writer = &writer_folded, .ext = ".folded", .keep = 3
+	};
 	static const char *const foreign[] = {
-		"bpfprof-20201301T000000Z.folded",    /* month 13 */
+		"bpfprof-20201301T000000Z.folded",     /* month 13 */
 		"bpfprof-20200101T000000Z-007.folded", /* not how -N is written */
-		"bpfprof-20200101T000000Z-0.folded",
-		"bpfprof-20200101T000000Z.folded.bak",
-		"bpfprof-20200101T000000Z.pb.gz",     /* another extension */
-		"bpfprof-20200101T000000Zx.folded",
-		"bpfprof-20200101T000000Z.folded.tmp.abc",
+		"bpfprof-20200101T000000Z-0.folded",   "bpfprof-20200101T000000Z.folded.bak",
+		"bpfprof-20200101T000000Z.pb.gz", /* another extension */
+		"bpfprof-20200101T000000Zx.folded",    "bpfprof-20200101T000000Z.folded.tmp.abc",
 	};
 	struct profile *p = small_profile();
 	struct store_stats st;
@@ -133,7 +133,9 @@ static void test_restart_keeps_counting_its_files(void **state)
  */
 static void test_no_listing_after_start(void **state)
 {
-	struct store_opts so = { .dir = dir, .writer = &writer_folded, .ext = ".folded", .keep = 2 };
+	struct store_opts so = {
+		.dir = dir, .writer = &writer_folded, .ext = ".folded", .keep = 2
+	};
 	struct profile *p = small_profile();
 	struct store_stats st;
 	struct store *s;
@@ -166,7 +168,9 @@ static void test_no_listing_after_start(void **state)
 /* --max-disk from the sizes the store wrote. */
 static void test_max_disk_in_memory(void **state)
 {
-	struct store_opts so = { .dir = dir, .writer = &writer_folded, .ext = ".txt", .max_disk = 25 };
+	struct store_opts so = {
+		.dir = dir, .writer = &writer_folded, .ext = ".txt", .max_disk = 25
+	};
 	struct profile *p = small_profile(); /* "app;main 7\n": 11 bytes */
 	struct store_stats st;
 	struct store *s;
@@ -239,7 +243,8 @@ static void test_shared_dir_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_restart_keeps_counting_its_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restart_keeps_counting_its_files, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_no_listing_after_start, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_max_disk_in_memory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_owners_files_stay, setup, teardown),

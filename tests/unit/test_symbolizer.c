@@ -23,10 +23,10 @@
 #include "proc/procfs.h"
 #include "sym/symbolizer.h"
 
-#define PID	 4242
-#define TICKS	 123
-#define TEXT	 0x555555555000ULL /* where the fixture's r-x segment (offset 0x1000) lives */
-#define ANON	 0x7f0000000000ULL
+#define PID   4242
+#define TICKS 123
+#define TEXT  0x555555555000ULL /* where the fixture's r-x segment (offset 0x1000) lives */
+#define ANON  0x7f0000000000ULL
 
 static char root[64];
 
@@ -64,23 +64,24 @@ static void write_maps(const char *fixture, long ino_delta)
 	char text[2048];
 
 	assert_int_equal(stat(fixture, &st), 0);
-	snprintf(text, sizeof(text),
-		 "555555554000-555555555000 r--p 00000000 %02x:%02x %lu %s\n"
-		 "555555555000-555555556000 r-xp 00001000 %02x:%02x %lu %s\n"
-		 "555555556000-555555557000 r--p 00002000 %02x:%02x %lu %s\n"
-		 "7f0000000000-7f0000001000 r-xp 00000000 00:00 0 \n"
-		 "7ffffffde000-7ffffffff000 rw-p 00000000 00:00 0                          [stack]\n",
-		 major(st.st_dev), minor(st.st_dev), (unsigned long)st.st_ino + ino_delta, fixture,
-		 major(st.st_dev), minor(st.st_dev), (unsigned long)st.st_ino + ino_delta, fixture,
-		 major(st.st_dev), minor(st.st_dev), (unsigned long)st.st_ino + ino_delta, fixture);
+	snprintf(
+		text, sizeof(text),
+		"555555554000-555555555000 r--p 00000000 %02x:%02x %lu %s\n"
+		"555555555000-555555556000 r-xp 00001000 %02x:%02x %lu %s\n"
+		"555555556000-555555557000 r--p 00002000 %02x:%02x %lu %s\n"
+		"7f0000000000-7f0000001000 r-xp 00000000 00:00 0 \n"
+		"7ffffffde000-7ffffffff000 rw-p 00000000 00:00 0                          [stack]\n",
+		major(st.st_dev), minor(st.st_dev), (unsigned long)st.st_ino + ino_delta, fixture,
+		major(st.st_dev), minor(st.st_dev), (unsigned long)st.st_ino + ino_delta, fixture,
+		major(st.st_dev), minor(st.st_dev), (unsigned long)st.st_ino + ino_delta, fixture);
 	write_at("4242/maps", text);
 }
 
-#define CPID	   4343
-#define CNSPID	   77
-#define CTICKS	   234 /* ticks after boot: a machine up for 3 s runs these tests */
-#define JIT	   0x7e0000001000ULL
-#define DBG_TEXT   0x560000001000ULL /* dbgprog's r-x segment (offset 0x1000) */
+#define CPID	 4343
+#define CNSPID	 77
+#define CTICKS	 234 /* ticks after boot: a machine up for 3 s runs these tests */
+#define JIT	 0x7e0000001000ULL
+#define DBG_TEXT 0x560000001000ULL /* dbgprog's r-x segment (offset 0x1000) */
 
 static char croot[128];
 
@@ -306,8 +307,11 @@ static void test_a_gone_process_is_named_from_its_notice(void **state)
 	struct sym r;
 
 	assert_int_equal(stat(fixture, &fst), 0);
-	m[0] = (struct procmap){ .start = at, .end = at + 0x1000, .offset = 0x1000,
-				 .inode = fst.st_ino, .dev_major = major(fst.st_dev),
+	m[0] = (struct procmap){ .start = at,
+				 .end = at + 0x1000,
+				 .offset = 0x1000,
+				 .inode = fst.st_ino,
+				 .dev_major = major(fst.st_dev),
 				 .dev_minor = minor(fst.st_dev) };
 	m[1] = m[0];
 	m[1].inode += 12345; /* a file nobody read */
@@ -461,8 +465,9 @@ static void on_warn(void *ctx, const char *msg)
 static struct symbolizer *new_csym(struct warnings *w)
 {
 	char host[256];
-	struct symbolizer_opts o = { .proc_root = root, .warn = on_warn, .warn_ctx = w,
-				     .host_root = host };
+	struct symbolizer_opts o = {
+		.proc_root = root, .warn = on_warn, .warn_ctx = w, .host_root = host
+	};
 	struct symbolizer *s;
 
 	/* An empty host root: debug files come from the container's root only. */
@@ -670,7 +675,8 @@ static void test_hostile_perf_maps(void **state)
 	sh("mv %s/tmp %s/realtmp && ln -s realtmp %s/tmp", croot, croot, croot);
 	write_perfmap("perf-77.map", "7e0000001000 100 via_symlinked_dir\n");
 	expect_rejected("symbolic link");
-	sh("rm %s/tmp && mv %s/realtmp %s/tmp && rm %s/tmp/perf-77.map", croot, croot, croot, croot);
+	sh("rm %s/tmp && mv %s/realtmp %s/tmp && rm %s/tmp/perf-77.map", croot, croot, croot,
+	   croot);
 	/* A FIFO: opening it must not wait for a writer. */
 	assert_int_equal(mkfifo(path, 0600), 0);
 	expect_rejected("not a regular file");
@@ -1032,7 +1038,7 @@ static void test_kernel_modules_and_reload(void **state)
 	write_at("modules", "nf_tables 1 0 - Live 0xffffffffc0000000\n"
 			    "dummy 1 0 - Live 0xffffffffc0400000\n");
 	assert_null(kname(s, 0xffffffffc0400010ULL)); /* checked once per drain already */
-	symbolizer__sweep(s); /* the sweep notices the change */
+	symbolizer__sweep(s);			      /* the sweep notices the change */
 	assert_string_equal(kname(s, 0xffffffffc0400010ULL), "dummy_xmit [dummy]");
 	symbolizer__stats(s, &st);
 	assert_int_equal(st.kernel_reloads, 1);
@@ -1043,7 +1049,6 @@ static void test_kernel_modules_and_reload(void **state)
 	assert_int_equal(st.kernel_reloads, 2);
 	symbolizer__free(s);
 }
-
 
 /* The collector's BPF program list, as a test sets it (err: no list). */
 static struct bp_kprog fake_progs[4];
@@ -1094,18 +1099,20 @@ static void test_bpf_programs_named_by_their_images(void **state)
 	 * gap after walk since kallsyms was read; gone unloaded. */
 	fake_progs[0] = fake_prog(0xffffffffc0002000ULL, 0x300, 7, false,
 				  "bpf_prog_6deef7357e7b4530_do_sample");
-	fake_progs[1] = fake_prog(0xffffffffc0002400ULL, 0x80, 7, true,
-				  "bpf_prog_0123456789abcdef_walk");
-	fake_progs[2] = fake_prog(0xffffffffc0002500ULL, 0x100, 9, false,
-				  "bpf_prog_fedcba9876543210_spin");
+	fake_progs[1] =
+		fake_prog(0xffffffffc0002400ULL, 0x80, 7, true, "bpf_prog_0123456789abcdef_walk");
+	fake_progs[2] =
+		fake_prog(0xffffffffc0002500ULL, 0x100, 9, false, "bpf_prog_fedcba9876543210_spin");
 	fake_progs[3] = fake_prog(0xffffffffc0003000ULL, 0, 10, false, ""); /* not JITed */
 	nr_fake_progs = 4;
 	fake_progs_err = 0;
 	symbolizer__set_bpf_progs(s, fake_bpf_progs, NULL);
 	assert_string_equal(kname(s, 0xffffffffc0002010ULL),
 			    "bpf_prog_6deef7357e7b4530_do_sample [bpf]");
-	assert_string_equal(kname(s, 0xffffffffc0002410ULL), "bpf_prog_0123456789abcdef_walk [bpf]");
-	assert_string_equal(kname(s, 0xffffffffc0002510ULL), "bpf_prog_fedcba9876543210_spin [bpf]");
+	assert_string_equal(kname(s, 0xffffffffc0002410ULL),
+			    "bpf_prog_0123456789abcdef_walk [bpf]");
+	assert_string_equal(kname(s, 0xffffffffc0002510ULL),
+			    "bpf_prog_fedcba9876543210_spin [bpf]");
 	/* In walk's kallsyms extent but past its image and spin's: nobody's. */
 	assert_null(kname(s, 0xffffffffc0002490ULL));
 	assert_null(kname(s, 0xffffffffc0004010ULL)); /* gone's */
@@ -1118,12 +1125,12 @@ static void test_bpf_programs_named_by_their_images(void **state)
 	/* Without a list (a kernel before 5.9): kallsyms names them. */
 	fake_progs_err = -EOPNOTSUPP;
 	symbolizer__sweep(s);
-	assert_string_equal(kname(s, 0xffffffffc0004010ULL), "bpf_prog_1111111111111111_gone [bpf]");
+	assert_string_equal(kname(s, 0xffffffffc0004010ULL),
+			    "bpf_prog_1111111111111111_gone [bpf]");
 	symbolizer__stats(s, &st);
 	assert_int_equal(st.kprogs_err, -EOPNOTSUPP);
 	symbolizer__free(s);
 }
-
 
 /*
  * The file symbols' cap holds at insertion, within one drain: before a
@@ -1233,8 +1240,7 @@ static void write_big_perfmap(void)
 static void test_perfmap_cap_held_at_insertion(void **state)
 {
 	char host[256];
-	struct symbolizer_opts o = { .proc_root = root, .host_root = host,
-				     .max_perfmap_bytes = 1 };
+	struct symbolizer_opts o = { .proc_root = root, .host_root = host, .max_perfmap_bytes = 1 };
 	struct proc_id id = cid();
 	struct symbolizer_stats st;
 	struct symbolizer *s;

@@ -6,8 +6,9 @@
  * (the row's address, then the column's, as tiparm() expands them, kept or
  * not), shorter rows are cleared to the end, rows not drawn are cleared,
  * unchanged ones cost nothing; rows are cut at the edge and the last cell; control characters
- * (C1 and bidirectional ones too, and bytes not UTF-8) become '?'; a non-ASCII row is written whole each time; an attribute
- * change rewrites the row; a failed write makes the next refresh start over.
+ * (C1 and bidirectional ones too, and bytes not UTF-8) become '?'; a non-ASCII row is written whole
+ * each time; an attribute change rewrites the row; a failed write makes the next refresh start
+ * over.
  */
 #include "testutil.h"
 
@@ -180,7 +181,10 @@ static void test_rows_terminal_controls(void **state)
 {
 	/* U+009B (CSI) 2J, raw 0x9b 2J, ESC ] 0;t BEL, U+202E, then a real é. */
 	assert_string_equal(frame(3, 40, true, 1, 0,
-				  "a\xc2\x9b" "2J\x9b" "2J\x1b]0;t\x07\xe2\x80\xae" "b\xc3\xa9"),
+				  "a\xc2\x9b"
+				  "2J\x9b"
+				  "2J\x1b]0;t\x07\xe2\x80\xae"
+				  "b\xc3\xa9"),
 			    expect("@0,0;a?2J?2J?]0;t??b\xc3\xa9"));
 }
 

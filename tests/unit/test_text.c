@@ -43,11 +43,11 @@ static void test_seq(void **state)
 
 static void test_controls(void **state)
 {
-	static const uint32_t controls[] = {0,	    0x09,   0x0a,   0x1b,   0x1f,   0x7f,
-					    0x80,   0x9b,   0x9d,   0x9f,   0x061c, 0x200e,
-					    0x200f, 0x202a, 0x202e, 0x2066, 0x2069};
-	static const uint32_t text[] = {' ',	'~',	0xa0,	0xe9,	0x0416, 0x4e2d,
-					0x200d, 0x2030, 0x2065, 0x206a, 0x1f525};
+	static const uint32_t controls[] = { 0,	     0x09,   0x0a,   0x1b,   0x1f,   0x7f,
+					     0x80,   0x9b,   0x9d,   0x9f,   0x061c, 0x200e,
+					     0x200f, 0x202a, 0x202e, 0x2066, 0x2069 };
+	static const uint32_t text[] = { ' ',	 '~',	 0xa0,	 0xe9,	 0x0416, 0x4e2d,
+					 0x200d, 0x2030, 0x2065, 0x206a, 0x1f525 };
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(controls); i++)
@@ -99,7 +99,7 @@ static void assert_inert(const char *s)
 
 static void test_writers(void **state)
 {
-	struct pframe f = {.name = HOSTILE, .kind = FRAME_JIT};
+	struct pframe f = { .name = HOSTILE, .kind = FRAME_JIT };
 	char buf[256], *json = NULL;
 	size_t len = 0;
 	FILE *m;

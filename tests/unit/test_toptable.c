@@ -16,7 +16,7 @@
 static void add_v(struct profile *p, uint32_t pid, const char *comm, const char *container,
 		  uint64_t count, int n, const char *const *names)
 {
-	struct psample s = {.pid = pid, .comm = comm, .container = container};
+	struct psample s = { .pid = pid, .comm = comm, .container = container };
 	uint32_t ids[16];
 
 	assert_true(n <= 16);
@@ -77,14 +77,14 @@ static void setup_window(void)
 	/* Second 2: more of the same, and a kernel thread (no user frames). */
 	add(profs[1], 10, "app", NULL, 4, 3, "main", "work", "leaf");
 	add(profs[1], 0, "kworker/0:1", NULL, 5, 1, "worker_thread_[k]");
-	slices[0] = (struct top_slice){profs[0], NULL, 0, 0};
-	slices[1] = (struct top_slice){profs[1], NULL, 0, 0};
+	slices[0] = (struct top_slice){ profs[0], NULL, 0, 0 };
+	slices[1] = (struct top_slice){ profs[1], NULL, 0, 0 };
 }
 
 /* A slice of what some samples gained: the catalog form top uses. */
 static void test_deltas(void **state)
 {
-	struct top_view v = {0};
+	struct top_view v = { 0 };
 	struct top_delta d[2];
 	struct top_slice sl[2];
 	struct top_table t;
@@ -92,9 +92,9 @@ static void test_deltas(void **state)
 	setup_window();
 	/* Second 1: sample 0 (app main;work;leaf) gained 2; second 2: sample 2 (db) 1, sample 0 3.
 	 */
-	d[0] = (struct top_delta){0, 2};
-	sl[0] = (struct top_slice){profs[0], &d[0], 1, 0};
-	sl[1] = (struct top_slice){profs[0], (struct top_delta[]){{2, 1}, {0, 3}}, 2, 0};
+	d[0] = (struct top_delta){ 0, 2 };
+	sl[0] = (struct top_slice){ profs[0], &d[0], 1, 0 };
+	sl[1] = (struct top_slice){ profs[0], (struct top_delta[]){ { 2, 1 }, { 0, 3 } }, 2, 0 };
 	assert_int_equal(toptable__build(&t, sl, 2, &v), 0);
 	assert_int_equal(t.samples, 6);
 	assert_int_equal(row(&t, "leaf")->self, 5);
@@ -103,9 +103,9 @@ static void test_deltas(void **state)
 	assert_int_equal(t.nr_procs, 2);
 	toptable__free(&t);
 	/* A zero delta, and an index past the profile, count nothing. */
-	d[0] = (struct top_delta){1, 0};
-	d[1] = (struct top_delta){99, 5};
-	sl[0] = (struct top_slice){profs[0], d, 2, 0};
+	d[0] = (struct top_delta){ 1, 0 };
+	d[1] = (struct top_delta){ 99, 5 };
+	sl[0] = (struct top_slice){ profs[0], d, 2, 0 };
 	assert_int_equal(toptable__build(&t, sl, 1, &v), 0);
 	assert_int_equal(t.samples, 0);
 	toptable__free(&t);
@@ -120,7 +120,7 @@ static void teardown_window(void)
 
 static void test_self_total_and_sort(void **state)
 {
-	struct top_view v = {0};
+	struct top_view v = { 0 };
 	struct top_table t;
 
 	setup_window();
@@ -174,7 +174,7 @@ static void test_self_total_and_sort(void **state)
 
 static void test_frames_toggle(void **state)
 {
-	struct top_view v = {.frames = TOP_FRAMES_USER};
+	struct top_view v = { .frames = TOP_FRAMES_USER };
 	struct top_table t;
 
 	setup_window();
@@ -200,7 +200,7 @@ static void test_frames_toggle(void **state)
 
 static void test_filter_and_zoom(void **state)
 {
-	struct top_view v = {.filter = "ap"};
+	struct top_view v = { .filter = "ap" };
 	struct top_table t;
 
 	setup_window();
@@ -297,17 +297,17 @@ static uint64_t recounts(const struct toptable *tt)
 static void test_update_follows(void **state)
 {
 	struct toptable *tt = toptable__new();
-	struct top_view v = {0};
-	struct top_delta d1[] = {{0, 2}, {2, 1}}, d2[] = {{1, 2}}, d3[] = {{0, 3}};
-	struct top_delta d4[] = {{1, 4}, {0, 1}};
+	struct top_view v = { 0 };
+	struct top_delta d1[] = { { 0, 2 }, { 2, 1 } }, d2[] = { { 1, 2 } }, d3[] = { { 0, 3 } };
+	struct top_delta d4[] = { { 1, 4 }, { 0, 1 } };
 	struct top_slice w[4];
 
 	assert_non_null(tt);
 	setup_window();
-	w[0] = (struct top_slice){profs[0], d1, 2, 1};
-	w[1] = (struct top_slice){profs[0], d2, 1, 2};
-	w[2] = (struct top_slice){profs[0], d3, 1, 3};
-	w[3] = (struct top_slice){profs[1], d4, 2, 4};
+	w[0] = (struct top_slice){ profs[0], d1, 2, 1 };
+	w[1] = (struct top_slice){ profs[0], d2, 1, 2 };
+	w[2] = (struct top_slice){ profs[0], d3, 1, 3 };
+	w[3] = (struct top_slice){ profs[1], d4, 2, 4 };
 	assert_int_equal(toptable__update(tt, w, 2, &v), 0);
 	assert_int_equal(recounts(tt), 1); /* the first */
 	assert_as_built(tt, w, 2, &v);
@@ -335,7 +335,7 @@ static void test_update_follows(void **state)
 	assert_as_built(tt, w + 1, 3, &v);
 	assert_int_equal(toptable__table(tt)->samples, 4);
 	/* The same filter in another buffer: the same view. */
-	v.filter = (char[]){"kworker"};
+	v.filter = (char[]){ "kworker" };
 	assert_int_equal(toptable__update(tt, w + 1, 3, &v), 0);
 	assert_int_equal(recounts(tt), 2);
 	v.filter = NULL;
@@ -350,7 +350,7 @@ static void test_update_follows(void **state)
 	assert_int_equal(toptable__update(tt, w + 1, 3, &v), 0);
 	assert_int_equal(recounts(tt), 5);
 	assert_as_built(tt, w + 1, 3, &v);
-	v = (struct top_view){0};
+	v = (struct top_view){ 0 };
 	assert_int_equal(toptable__update(tt, w + 1, 3, &v), 0);
 	assert_int_equal(recounts(tt), 6);
 	/* profs[0] leaves the window: its strings may go, so counted again. */
@@ -361,15 +361,15 @@ static void test_update_follows(void **state)
 	w[3].id = 0;
 	assert_int_equal(toptable__update(tt, w + 3, 1, &v), 0);
 	assert_int_equal(recounts(tt), 8);
-	w[3] = (struct top_slice){profs[1], NULL, 0, 5};
+	w[3] = (struct top_slice){ profs[1], NULL, 0, 5 };
 	assert_int_equal(toptable__update(tt, w + 3, 1, &v), 0);
 	assert_int_equal(recounts(tt), 9);
 	assert_as_built(tt, w + 3, 1, &v);
 	/* An id reused with other deltas: counted again, not followed wrongly. */
-	w[3] = (struct top_slice){profs[1], d4, 2, 6};
+	w[3] = (struct top_slice){ profs[1], d4, 2, 6 };
 	assert_int_equal(toptable__update(tt, w + 3, 1, &v), 0);
 	assert_int_equal(recounts(tt), 10);
-	w[3] = (struct top_slice){profs[1], d4, 1, 6};
+	w[3] = (struct top_slice){ profs[1], d4, 1, 6 };
 	assert_int_equal(toptable__update(tt, w + 3, 1, &v), 0);
 	assert_int_equal(recounts(tt), 11);
 	assert_as_built(tt, w + 3, 1, &v);
@@ -420,22 +420,22 @@ static void cat_put(struct cat *c)
  */
 static void test_update_random(void **state)
 {
-	static const char *const names[] = {"main", "work",	    "leaf",	"rec",	  "io",
-					    "hash", "sys_read_[k]", "copy_[k]", "irq_[k]"};
+	static const char *const names[] = { "main", "work",	     "leaf",	 "rec",	   "io",
+					     "hash", "sys_read_[k]", "copy_[k]", "irq_[k]" };
 	static const struct {
 		uint32_t pid;
 		const char *comm, *container;
-	} procs[] = {{10, "app", NULL},
-		     {10, "app2", NULL},
-		     {20, "db", "abcdef123456"},
-		     {30, "app", NULL},
-		     {0, "kworker/0:1", NULL}};
-	static const char *const filters[] = {NULL, "app", "20", "abc", "zzz", "10"};
+	} procs[] = { { 10, "app", NULL },
+		      { 10, "app2", NULL },
+		      { 20, "db", "abcdef123456" },
+		      { 30, "app", NULL },
+		      { 0, "kworker/0:1", NULL } };
+	static const char *const filters[] = { NULL, "app", "20", "abc", "zzz", "10" };
 	struct toptable *tt = toptable__new();
 	struct wslice win[16];
 	size_t nr = 0;
 	struct cat *cur = NULL;
-	struct top_view v = {0};
+	struct top_view v = { 0 };
 	uint64_t ids = 0, updates, nr_recounts;
 
 	assert_non_null(tt);
@@ -468,12 +468,12 @@ static void test_update_random(void **state)
 			uint64_t c = profile__sample(cur->p, i)->count;
 
 			if (c != cur->prev[i])
-				d[nd++] = (struct top_delta){(uint32_t)i, c - cur->prev[i]};
+				d[nd++] = (struct top_delta){ (uint32_t)i, c - cur->prev[i] };
 			cur->prev[i] = c;
 		}
 		assert_true(nr < 16); /* the window keeps at most 6 */
 		cur->refs++;
-		win[nr++] = (struct wslice){{cur->p, d, nd, rnd(40) ? ++ids : 0}, cur};
+		win[nr++] = (struct wslice){ { cur->p, d, nd, rnd(40) ? ++ids : 0 }, cur };
 		if (rnd(10) == 0) {
 			v.filter = filters[rnd(6)];
 			v.zoom_pid = rnd(4) ? 0 : procs[rnd(5)].pid;
@@ -482,7 +482,7 @@ static void test_update_random(void **state)
 		if (rnd(10) == 0)
 			v.sort = (enum top_sort)rnd(2);
 		if (rnd(10) == 0) /* the rows shown: a resize */
-			v.rows = (size_t[]){0, 1, 2, 3, 5, 100}[rnd(6)];
+			v.rows = (size_t[]){ 0, 1, 2, 3, 5, 100 }[rnd(6)];
 		/* The window keeps 1 to 6; those that left are freed after the update. */
 		keep = 1 + rnd(6);
 		keep = keep < nr ? keep : nr;

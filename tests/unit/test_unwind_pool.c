@@ -32,7 +32,7 @@ static int shrink(void *ctx, uint32_t chunk)
 
 static void test_alloc_within_chunks(void **state)
 {
-	struct calls c = {0};
+	struct calls c = { 0 };
 	struct upool *p = upool__new(SLOTS, 2, grow, shrink, &c);
 	uint32_t a, b, d, e;
 
@@ -64,7 +64,7 @@ static void test_alloc_within_chunks(void **state)
 
 static void test_release_is_deferred(void **state)
 {
-	struct calls c = {0};
+	struct calls c = { 0 };
 	struct upool *p = upool__new(SLOTS, 1, grow, shrink, &c);
 	uint32_t a, b, x;
 
@@ -91,7 +91,7 @@ static void test_release_is_deferred(void **state)
 
 static void test_coalescing_and_drop(void **state)
 {
-	struct calls c = {0};
+	struct calls c = { 0 };
 	struct upool *p = upool__new(SLOTS, 1, grow, shrink, &c);
 	uint32_t r[4], big;
 
@@ -129,7 +129,7 @@ static void test_coalescing_and_drop(void **state)
 
 static void test_grow_failure(void **state)
 {
-	struct calls c = {.fail_grow = 1};
+	struct calls c = { .fail_grow = 1 };
 	struct upool *p = upool__new(SLOTS, 4, grow, shrink, &c);
 	uint32_t a;
 
@@ -149,7 +149,7 @@ static void test_grow_failure(void **state)
 /* Random alloc/release against a shadow bitmap: runs never overlap. */
 static void test_random_no_overlap(void **state)
 {
-	struct calls c = {0};
+	struct calls c = { 0 };
 	struct upool *p = upool__new(SLOTS, 4, grow, shrink, &c);
 	static uint8_t owner[4 * SLOTS];
 	struct {

@@ -257,8 +257,8 @@ static void check_invariants(const struct utable *t)
 
 static void test_page_index_matches_linear_search(void **state)
 {
-	static const char *const fixtures[] = {"libcfi.so", "pie", "nopie", "libfix.so",
-					       "libfix-dbgframe.so"};
+	static const char *const fixtures[] = { "libcfi.so", "pie", "nopie", "libfix.so",
+						"libfix-dbgframe.so" };
 
 	for (size_t i = 0; i < ARRAY_SIZE(fixtures); i++) {
 		struct utable *t = build_fixture(fixtures[i]);
@@ -445,18 +445,22 @@ static void test_rejected_fde_is_dropped_for_libdw(void **state)
 	uint64_t good = elf_addr(path, "good_fn", false), huge = elf_addr(path, "huge_fn", false);
 	uint64_t hdr_size, hdr = section_off(path, ".eh_frame_hdr", &hdr_size);
 	static const unsigned char cie[24] = {
-		20, 0, 0, 0, 0, 0, 0, 0, /* length, CIE id */
-		1, 'z', 'R', 0, 1, 0x78, 16, 1, 0x1b, /* v1 "zR" caf 1 daf -8 ra 16, pcrel|sdata4 */
-		0x0c, 7, 8, 0x90, 1, 0, 0, /* def_cfa rsp+8; ra at cfa-8; nops */
+		20,   0,   0,	0,    0, 0,    0,  0, /* length, CIE id */
+		1,    'z', 'R', 0,    1, 0x78, 16, 1,
+		0x1b,				  /* v1 "zR" caf 1 daf -8 ra 16, pcrel|sdata4 */
+		0x0c, 7,   8,	0x90, 1, 0,    0, /* def_cfa rsp+8; ra at cfa-8; nops */
 	};
 	unsigned char fde1[24] = {
-		20, 0, 0, 0, 28, 0, 0, 0, /* length, CIE pointer */
-		0, 0, 0, 0, 0, 0, 0, 0, /* begin, range (filled in) */
-		0, 0x0e, 40, 0x05, 0xc0, 0x84, 0x3d, 2, /* aug 0; def_cfa_offset 40; offset_extended r1000000 */
+		20,   0,    0,	  0,
+		28,   0,    0,	  0, /* length, CIE pointer */
+		0,    0,    0,	  0,
+		0,    0,    0,	  0, /* begin, range (filled in) */
+		0,    0x0e, 40,	  0x05,
+		0xc0, 0x84, 0x3d, 2, /* aug 0; def_cfa_offset 40; offset_extended r1000000 */
 	};
 	unsigned char fde2[20] = {
-		16, 0, 0, 0, 52, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-		0, 0x41, 0x0e, 16, /* aug 0; advance 1; def_cfa_offset 16 */
+		16, 0, 0, 0, 52, 0, 0, 0,    0,	   0,
+		0,  0, 0, 0, 0,	 0, 0, 0x41, 0x0e, 16, /* aug 0; advance 1; def_cfa_offset 16 */
 	};
 	Elf64_Ehdr eh_hdr;
 	struct utable *t;
@@ -525,7 +529,6 @@ static void test_corrupt_and_truncated(void **state)
 	free(copy);
 	free(buf);
 }
-
 
 /* --- a table that costs the square of its FDEs' length --------------------------- */
 
@@ -605,7 +608,8 @@ static char *slow_cfi_image(unsigned nfdes, unsigned nops, size_t *len)
 	/* CIE: v1, no augmentation (absolute pointers), caf 1, daf -8, ra 16;
 	 * def_cfa rsp+8, ra at cfa-8, two nops. */
 	eh = p = (unsigned char *)img + off;
-	memcpy(p, "\x10\x00\x00\x00\x00\x00\x00\x00\x01\x00\x01\x78\x10\x0c\x07\x08\x90\x01\x00\x00",
+	memcpy(p,
+	       "\x10\x00\x00\x00\x00\x00\x00\x00\x01\x00\x01\x78\x10\x0c\x07\x08\x90\x01\x00\x00",
 	       20);
 	p += 20;
 	for (unsigned f = 0; f < nfdes; f++) {
@@ -655,7 +659,8 @@ static void test_slow_cfi_image_is_what_it_says(void **state)
 	assert_row(utable__lookup(t, SLOW_BASE), UROW_CFA_RSP, UROW_RBP_SAME, 0, 8);
 	assert_row(utable__lookup(t, SLOW_BASE + 1), UROW_CFA_RSP, UROW_RBP_SAME, 0, 24);
 	assert_row(utable__lookup(t, SLOW_BASE + 2), UROW_CFA_RSP, UROW_RBP_SAME, 0, 16);
-	assert_row(utable__lookup(t, SLOW_BASE + SLOW_SPAN + 3), UROW_CFA_RSP, UROW_RBP_SAME, 0, 24);
+	assert_row(utable__lookup(t, SLOW_BASE + SLOW_SPAN + 3), UROW_CFA_RSP, UROW_RBP_SAME, 0,
+		   24);
 	utable__free(t);
 	free(img);
 }

@@ -21,7 +21,7 @@
 #define MAX_CHUNKS 4
 #define TICK_NS	   10000000ull /* CLK_TCK 100 */
 /* The id a BPF notice carries (no address-space signature: not checked). */
-#define PROC_ID(p, s, e) ((struct proc_id){.pid = (p), .start_time = (s), .exec_id = (e)})
+#define PROC_ID(p, s, e) ((struct proc_id){ .pid = (p), .start_time = (s), .exec_id = (e) })
 
 struct kproc {
 	uint32_t tgid;
@@ -257,13 +257,13 @@ static int setup(void **state)
 	e->k.slot_gen = calloc((size_t)MAX_CHUNKS * UNWIND_CHUNK_SLOTS, 8);
 	assert_non_null(e->k.slot_gen);
 	e->k.gen_told = 1;
-	e->kops = (struct unwind_kops){.ctx = &e->k,
-				       .chunk_add = k_chunk_add,
-				       .chunk_drop = k_chunk_drop,
-				       .slots_write = k_write,
-				       .proc_set = k_proc_set,
-				       .proc_del = k_proc_del,
-				       .pool_changed = k_pool_changed};
+	e->kops = (struct unwind_kops){ .ctx = &e->k,
+					.chunk_add = k_chunk_add,
+					.chunk_drop = k_chunk_drop,
+					.slots_write = k_write,
+					.proc_set = k_proc_set,
+					.proc_del = k_proc_del,
+					.pool_changed = k_pool_changed };
 	*state = e;
 	return 0;
 }
@@ -283,10 +283,10 @@ static int teardown(void **state)
 
 static struct unwinder *new_unwinder(struct env *e, uint32_t max_procs, uint32_t seg_rows)
 {
-	struct unwinder_opts o = {.proc_root = e->root,
-				  .max_procs = max_procs,
-				  .max_chunks = MAX_CHUNKS,
-				  .seg_rows = seg_rows};
+	struct unwinder_opts o = { .proc_root = e->root,
+				   .max_procs = max_procs,
+				   .max_chunks = MAX_CHUNKS,
+				   .seg_rows = seg_rows };
 	struct unwinder *u = unwinder__new(&o, &e->kops);
 
 	assert_non_null(u);
@@ -509,7 +509,8 @@ static void test_eviction_and_install_ahead(void **state)
 	std_maps(maps, sizeof(maps), fixture_path("libfix.so"));
 	for (uint32_t pid = 300; pid < 303; pid++) {
 		fake_proc(e, pid, 6000 + pid, maps);
-		assert_int_equal(unwinder__note_process(u, &PROC_ID(pid, (6000 + pid) * TICK_NS, 1)), 0);
+		assert_int_equal(
+			unwinder__note_process(u, &PROC_ID(pid, (6000 + pid) * TICK_NS, 1)), 0);
 		usleep(1000);
 	}
 	/* max_procs 2: the least recently noticed (300) made room for 302. */
@@ -592,8 +593,8 @@ static void test_over_the_mapping_limit(void **state)
 {
 	struct env *e = *state;
 	const size_t n = UNWIND_MAX_MAPS + 232, size = (n + 8) * 160;
-	struct unwinder_opts o = {.proc_root = e->root, .max_chunks = MAX_CHUNKS};
-	char lib[4096], last[1024] = {0};
+	struct unwinder_opts o = { .proc_root = e->root, .max_chunks = MAX_CHUNKS };
+	char lib[4096], last[1024] = { 0 };
 	struct unwinder_stats st;
 	struct unwinder *u;
 	struct kproc *kp;
@@ -635,8 +636,8 @@ static void test_over_the_mapping_limit(void **state)
 	/* libfix.so mapped n times below the pie: its highest 233 copies go. */
 	maps = big_maps(n);
 	for (size_t i = 0; i < n; i++)
-		maps_line(maps, size, 0x100000000ull + i * 0x2000, 0x100000000ull + i * 0x2000 + 0x1000,
-			  0x1000, lib);
+		maps_line(maps, size, 0x100000000ull + i * 0x2000,
+			  0x100000000ull + i * 0x2000 + 0x1000, 0x1000, lib);
 	maps_line(maps, size, PIE_START, PIE_START + 0x1000, 0x1000, fixture_path("pie"));
 	fake_proc(e, 102, 5002, maps);
 	free(maps);
@@ -646,7 +647,8 @@ static void test_over_the_mapping_limit(void **state)
 	assert_int_equal(kp->p.flags & UPROC_F_CAPPED, UPROC_F_CAPPED);
 	check_mapping(e, 102, fixture_path("pie"), PIE_START, PIE_START + 0x1000, 0x1000, 7);
 	check_mapping(e, 102, lib, 0x100000000ull, 0x100001000ull, 0x1000, 7);
-	assert_non_null(k_mapping(&e->k, 102, 0x100000000ull + (UNWIND_MAX_MAPS - 2) * 0x2000ull, &m));
+	assert_non_null(
+		k_mapping(&e->k, 102, 0x100000000ull + (UNWIND_MAX_MAPS - 2) * 0x2000ull, &m));
 	assert_null(k_mapping(&e->k, 102, 0x100000000ull + (UNWIND_MAX_MAPS - 1) * 0x2000ull, &m));
 	assert_int_equal(last[1023], 1);
 	assert_non_null(strstr(last, "process 102 has 33001 executable mappings"));

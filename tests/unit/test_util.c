@@ -183,11 +183,12 @@ static void test_procfs_stat_and_status(void **state)
 	struct proc_status st;
 
 	/* A comm with spaces and ')' must not shift the fields. */
-	assert_int_equal(procfs__parse_stat_starttime(
-				 "123 (a) b (c)) R 1 123 123 0 -1 4194304 100 0 0 0 5 6 0 0 20 0 1 0 "
-				 "98765 1000 100 18446744073709551615\n",
-				 &t),
-			 0);
+	assert_int_equal(
+		procfs__parse_stat_starttime(
+			"123 (a) b (c)) R 1 123 123 0 -1 4194304 100 0 0 0 5 6 0 0 20 0 1 0 "
+			"98765 1000 100 18446744073709551615\n",
+			&t),
+		0);
 	assert_int_equal(t, 98765);
 	assert_int_equal(procfs__parse_stat_starttime("123 (x) R 1 2", &t), -EINVAL);
 	assert_int_equal(procfs__parse_stat_starttime("garbage", &t), -EINVAL);
@@ -207,7 +208,8 @@ static void test_procfs_stat_and_status(void **state)
 	assert_int_equal(procfs__starttime("/proc", getpid(), &t), 0);
 	assert_true(t > 0);
 	assert_int_equal(procfs__starttime("/proc", 0, &t), -ENOENT);
-	assert_int_equal(procfs__ns_to_ticks(2500000000ULL), 2500000000ULL / (1000000000ULL / sysconf(_SC_CLK_TCK)));
+	assert_int_equal(procfs__ns_to_ticks(2500000000ULL),
+			 2500000000ULL / (1000000000ULL / sysconf(_SC_CLK_TCK)));
 }
 
 /* Fields 14 and 15: a process's user and system time (the -p targets' CPU). */
@@ -216,10 +218,11 @@ static void test_procfs_cputime(void **state)
 	struct proc_stat ps;
 
 	(void)state;
-	assert_int_equal(procfs__parse_stat("9 (a) 14 15) R 1 9 9 0 -1 0 0 0 0 0 1234 56 7 8 20 0 1 0 "
-					    "777 0 0\n",
-					    &ps),
-			 0);
+	assert_int_equal(
+		procfs__parse_stat("9 (a) 14 15) R 1 9 9 0 -1 0 0 0 0 0 1234 56 7 8 20 0 1 0 "
+				   "777 0 0\n",
+				   &ps),
+		0);
 	assert_int_equal(ps.utime, 1234);
 	assert_int_equal(ps.stime, 56);
 	assert_int_equal(ps.start_time, 777);
@@ -235,11 +238,12 @@ static void test_procfs_image_signature(void **state)
 
 	(void)state;
 	/* Fields 22, 26, 27, 47, 48 and 51, after a comm with spaces and ')'. */
-	assert_int_equal(procfs__parse_stat("9 (a b) c)) S 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 "
-					    "0 0 0 4194304 4198400 140000 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 "
-					    "6291456 6295552 6299648 140001 140002 140003 140004 0\n",
-					    &ps),
-			 0);
+	assert_int_equal(
+		procfs__parse_stat("9 (a b) c)) S 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 "
+				   "0 0 0 4194304 4198400 140000 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 "
+				   "6291456 6295552 6299648 140001 140002 140003 140004 0\n",
+				   &ps),
+		0);
 	assert_int_equal(ps.start_time, 777);
 	assert_int_equal(ps.start_code, 4194304);
 	assert_int_equal(ps.end_code, 4198400);
@@ -248,9 +252,9 @@ static void test_procfs_image_signature(void **state)
 	assert_int_equal(ps.env_end, 140004);
 	assert_true(procfs__mm_sig(&ps) != 0);
 	/* An old kernel's short line: the mm fields read 0, no signature. */
-	assert_int_equal(procfs__parse_stat("9 (x) S 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0\n",
-					    &ps),
-			 0);
+	assert_int_equal(
+		procfs__parse_stat("9 (x) S 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0\n", &ps),
+		0);
 	assert_int_equal(procfs__mm_sig(&ps), 0);
 	assert_int_equal(procfs__parse_stat("garbage", &ps), -EINVAL);
 

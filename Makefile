@@ -405,6 +405,6 @@ clean:
 
 .PHONY: format
 format:
-	$(Q)clang-format -i $(wildcard src/*/*.[ch] bpf/*.[ch] tests/unit/*.[ch] tests/fuzz/*.c)
+	$(Q)$$(command -v clang-format-14 || echo clang-format) -i $(wildcard src/*/*.[ch] bpf/*.[ch] tests/unit/*.[ch] tests/fuzz/*.c)
 
 -include $(wildcard $(OUT)/obj/*/*.d $(OUT)/tests/*.d)

@@ -30,8 +30,9 @@ $BUILD_ONLY || PACKAGES+=(
 	linux-perf bpftrace util-linux procps curl
 	# tests of bpfprof top: a terminal to drive it in
 	tmux
-	# tests/lint/manpages.py: every page renders with man -l
-	man-db
+	# tests/lint/manpages.py: every page renders with man -l; tests/lint/format.sh:
+	# the C sources as clang-format (Debian's, 14) writes them
+	man-db clang-format
 	# tests of the output formats: go tool pprof reads the pprof files, headless
 	# Chromium draws the SVG flame graphs (with the monospace font they name);
 	# Go also builds the Go workload (stripped Go binaries, .gopclntab)

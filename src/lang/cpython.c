@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "base/budget.h"
+#include "base/bytes.h"
 #include "base/util.h"
 #include "proc/ptab.h"
 
@@ -192,20 +193,15 @@ static const struct dbg_fields dbg314 = {
 	.tagged = true,
 };
 
-static uint64_t rd64(const uint8_t *p)
+/* A process's memory, in its (x86-64: little-endian) byte order. */
+static uint64_t mrd64(const uint8_t *p)
 {
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return v;
+	return rd64(p, false);
 }
 
-static uint32_t rd32(const uint8_t *p)
+static uint32_t mrd32(const uint8_t *p)
 {
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
+	return rd32(p, false);
 }
 
 /* An offset read from the block: it must fit the uint16_t fields (objects are small). */
@@ -215,7 +211,7 @@ static bool dbg_off(const uint8_t *b, size_t len, uint16_t at, uint16_t *out)
 
 	if ((size_t)at + 8 > len)
 		return false;
-	v = rd64(b + at);
+	v = mrd64(b + at);
 	if (v > 0xfff0)
 		return false;
 	*out = (uint16_t)v;
@@ -233,7 +229,7 @@ int cpython__debug_offsets(const void *buf, size_t len, struct cpython_layout *o
 
 	if (len < 16 || memcmp(b, "xdebugpy", 8))
 		return -ENOENT;
-	hex = rd64(b + 8);
+	hex = mrd64(b + 8);
 	*version = (uint32_t)hex;
 	if ((hex & 0xffff0000u) == dbg313.version)
 		d = &dbg313;
@@ -413,8 +409,8 @@ int cpython__str(const struct cpython_layout *l, const uint8_t *obj, size_t len,
 	if (!size || len < (size_t)l->unicode_compact_data || len < (size_t)l->unicode_state + 4u ||
 	    len < (size_t)l->unicode_length + 8u)
 		return -EINVAL;
-	length = rd64(obj + l->unicode_length);
-	state = rd32(obj + l->unicode_state);
+	length = mrd64(obj + l->unicode_length);
+	state = mrd32(obj + l->unicode_state);
 	/* interned:2, kind:3, compact:1, ascii:1 (the same bits from 3.3 to 3.14) */
 	kind = (state >> 2) & 7;
 	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4))
@@ -424,7 +420,9 @@ int cpython__str(const struct cpython_layout *l, const uint8_t *obj, size_t len,
 		return -EINVAL;
 	for (uint64_t i = 0; i < length; i++) {
 		const uint8_t *c = obj + data + i * kind;
-		uint32_t cp = kind == 1 ? c[0] : kind == 2 ? (uint32_t)(c[0] | c[1] << 8) : rd32(c);
+		uint32_t cp = kind == 1	  ? c[0]
+			      : kind == 2 ? (uint32_t)(c[0] | c[1] << 8)
+					  : mrd32(c);
 		size_t k;
 
 		if (cp > 0x10ffff)
@@ -672,7 +670,7 @@ static int code_members(struct ptab *t, struct pproc *p, uint64_t type, struct c
 			{ "co_linetable", offsetof(struct cpython_layout, code_linetable) },
 			{ "co_firstlineno", offsetof(struct cpython_layout, code_firstlineno) },
 		};
-		uint64_t name_ptr = rd64(members + i), off = rd64(members + i + 16);
+		uint64_t name_ptr = mrd64(members + i), off = mrd64(members + i + 16);
 		char name[MEMBER_NAME];
 
 		if (!name_ptr)

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "base/budget.h"
+#include "base/bytes.h"
 #include "base/util.h"
 
 #define MAGIC_V12  0xfffffffbu
@@ -68,23 +69,20 @@ static bool in_span(const struct span *s, uint64_t off, uint64_t n)
 	return off <= s->len && n <= s->len - off;
 }
 
-static uint32_t rd32(const struct gopclntab *g, const uint8_t *p)
+/* The table's own byte order. */
+static uint32_t grd32(const struct gopclntab *g, const uint8_t *p)
 {
-	if (g->big_endian)
-		return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-	return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+	return rd32(p, g->big_endian);
 }
 
-static uint64_t rd64(const struct gopclntab *g, const uint8_t *p)
+static uint64_t grd64(const struct gopclntab *g, const uint8_t *p)
 {
-	uint64_t a = rd32(g, p), b = rd32(g, p + 4);
-
-	return g->big_endian ? a << 32 | b : b << 32 | a;
+	return rd64(p, g->big_endian);
 }
 
 static uint64_t rdptr(const struct gopclntab *g, const uint8_t *p)
 {
-	return g->ptrsize == 8 ? rd64(g, p) : rd32(g, p);
+	return g->ptrsize == 8 ? grd64(g, p) : grd32(g, p);
 }
 
 /* A u32 at off in span s; false if it does not fit. */
@@ -92,7 +90,7 @@ static bool span32(const struct gopclntab *g, const struct span *s, uint64_t off
 {
 	if (!in_span(s, off, 4))
 		return false;
-	*v = rd32(g, g->tab + s->off + off);
+	*v = grd32(g, g->tab + s->off + off);
 	return true;
 }
 
@@ -174,11 +172,11 @@ static int parse_header(struct gopclntab *g, uint64_t text_vaddr)
 
 	if (!gopclntab__is_header(g->tab, g->len))
 		return -EINVAL;
-	magic = rd32(g, g->tab);
+	magic = grd32(g, g->tab);
 	if (magic != MAGIC_V12 && magic != MAGIC_V116 && magic != MAGIC_V118 &&
 	    magic != MAGIC_V120) {
 		g->big_endian = true;
-		magic = rd32(g, g->tab);
+		magic = grd32(g, g->tab);
 	}
 	g->quantum = g->tab[6];
 	g->ptrsize = g->tab[7];
@@ -198,12 +196,12 @@ static int parse_header(struct gopclntab *g, uint64_t text_vaddr)
 		if (g->functab.off + fsz + 4 > g->len)
 			return -EINVAL;
 		g->functab.len = fsz;
-		fileoff = rd32(g, g->tab + g->functab.off + fsz);
+		fileoff = grd32(g, g->tab + g->functab.off + fsz);
 		if (fileoff > g->len - 4)
 			return -EINVAL;
 		/* The file table: a count, then one string offset per file (0 unused). */
 		g->filetab = (struct span){ fileoff, g->len - fileoff };
-		g->nfiles = rd32(g, g->tab + fileoff);
+		g->nfiles = grd32(g, g->tab + fileoff);
 		if (g->nfiles > g->filetab.len / 4)
 			return -EINVAL;
 		g->filetab.len = g->nfiles * 4;
@@ -244,7 +242,7 @@ static uint64_t ftab_pc(const struct gopclntab *g, uint64_t i)
 	const uint8_t *p = g->tab + g->functab.off + 2 * i * functab_field(g);
 
 	if (g->ver >= GOPCLNTAB_V118)
-		return g->text_start + rd32(g, p);
+		return g->text_start + grd32(g, p);
 	return rdptr(g, p);
 }
 
@@ -252,7 +250,7 @@ static uint64_t ftab_funcoff(const struct gopclntab *g, uint64_t i)
 {
 	const uint8_t *p = g->tab + g->functab.off + (2 * i + 1) * functab_field(g);
 
-	return g->ver >= GOPCLNTAB_V118 ? rd32(g, p) : rdptr(g, p);
+	return g->ver >= GOPCLNTAB_V118 ? grd32(g, p) : rdptr(g, p);
 }
 
 /*
@@ -664,8 +662,8 @@ size_t gopclntab__frames(const struct gopclntab *g, uint64_t pc, struct gosrc *o
 		r = tree + (size_t)ix * rec;
 		/* 1.20+: funcID, pad[3], nameOff, parentPc, startLine;
 		 * 1.16-1.19: parent, funcID, pad, file, line, func_, parentPc. */
-		nameoff = rd32(g, r + (rec == 16 ? 4 : 12));
-		parent_pc = rd32(g, r + (rec == 16 ? 8 : 16));
+		nameoff = grd32(g, r + (rec == 16 ? 4 : 12));
+		parent_pc = grd32(g, r + (rec == 16 ? 8 : 16));
 		out[n].name = span_str(g, &g->funcnames, nameoff);
 		source_at(g, &f, pc, &out[n], &budget);
 		if (out[n].name)

@@ -4,6 +4,7 @@
  * cfienc.h. The bytes are a mapped file's: every read is bounded by end.
  */
 #include "proc/cfienc.h"
+#include "base/bytes.h"
 
 #include <dwarf.h>
 #include <errno.h>
@@ -33,15 +34,6 @@ static ssize_t enc_size(uint8_t enc, const uint8_t *p, const uint8_t *end)
 	default:
 		return -1;
 	}
-}
-
-static uint64_t rd_le(const uint8_t *p, size_t n)
-{
-	uint64_t v = 0;
-
-	for (size_t i = n; i-- > 0;)
-		v = (v << 8) | p[i];
-	return v;
 }
 
 /*

@@ -38,6 +38,7 @@
 #include <zstd.h>
 
 #include "base/budget.h"
+#include "base/bytes.h"
 #include "base/htab.h"
 #include "lang/gopclntab.h"
 #include "sym/demangle.h"
@@ -269,19 +270,15 @@ static int builder__own(struct builder *b, void *buf)
 	return 0;
 }
 
-static uint32_t rd32(const struct builder *b, const uint8_t *p)
+/* The file's own byte order. */
+static uint32_t brd32(const struct builder *b, const uint8_t *p)
 {
-	if (b->data == ELFDATA2MSB)
-		return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-	return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+	return rd32(p, b->data == ELFDATA2MSB);
 }
 
-static uint64_t rd64(const struct builder *b, const uint8_t *p)
+static uint64_t brd64(const struct builder *b, const uint8_t *p)
 {
-	uint64_t hi = rd32(b, p + (b->data == ELFDATA2MSB ? 0 : 4));
-	uint64_t lo = rd32(b, p + (b->data == ELFDATA2MSB ? 4 : 0));
-
-	return hi << 32 | lo;
+	return rd64(p, b->data == ELFDATA2MSB);
 }
 
 static bool host_is_big_endian(void)
@@ -312,8 +309,8 @@ static int inflate_section(struct builder *b, Elf_Scn *scn, Elf_Type type, void 
 	hdr = b->cls == ELFCLASS32 ? 12 : 24;
 	if (len < hdr)
 		return -EINVAL;
-	ch_type = rd32(b, d);
-	ch_size = b->cls == ELFCLASS32 ? rd32(b, d + 4) : rd64(b, d + 8);
+	ch_type = brd32(b, d);
+	ch_size = b->cls == ELFCLASS32 ? brd32(b, d + 4) : brd64(b, d + 8);
 	if (!ch_size || ch_size > ELFSYM_MAX_INFLATE || ch_size > b->inflate_budget)
 		return -EFBIG;
 	b->inflate_budget -= ch_size;

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "base/budget.h"
+#include "base/bytes.h"
 #include "base/util.h"
 #include "proc/cfienc.h"
 #include "proc/elffile.h"
@@ -83,15 +84,6 @@ struct build {
 #define UNITS_PER_SCAN_BYTE 64
 
 /* --- drop_fde --------------------------------------------------------------- */
-
-static uint64_t rd_le(const uint8_t *p, size_t n)
-{
-	uint64_t v = 0;
-
-	for (size_t i = n; i-- > 0;)
-		v = (v << 8) | p[i];
-	return v;
-}
 
 /* --- CFI instruction screening ------------------------------------------------- */
 

@@ -59,7 +59,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 # The collector's files that use libbpf and the skeletons (collector_int.h).
-LIBBPF_SRCS := $(addprefix src/collector/,collector.c open_load.c kwalk.c prefill.c events.c \
+LIBBPF_SRCS := $(addprefix src/collector/,collector.c deadline.c open_load.c kwalk.c prefill.c events.c \
 		 offcpu.c drain.c stats.c unwind_kops.c)
 LIBBPF_OBJS := $(patsubst src/%.c,$(OUT)/obj/%.o,$(LIBBPF_SRCS))
 CORE_SRCS := $(filter-out src/cmd/main.c $(LIBBPF_SRCS),$(wildcard src/*/*.c))

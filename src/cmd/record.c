@@ -868,6 +868,14 @@ int record__start(struct record *r)
 	r->ct.start_mono = r->t_start;
 	r->ct.start_real = profile__meta(r->rc.prof)->start_ns;
 	status_init(&r->sl, r->t_start);
+	/* -d: the events stop on time even in the middle of a long drain. */
+	if (r->o.duration && r->col) {
+		err = collector__stop_sampling_at(r->col,
+						  r->t_start + (uint64_t)(r->o.duration * 1e9));
+		if (err)
+			p_debug("no timer thread for -d (%s): the deadline is kept between drains",
+				strerror(-err));
+	}
 	if (r->ch.pid) {
 		err = child__start(&r->ch);
 		if (err) {
@@ -1044,6 +1052,7 @@ static int command_status(const struct record *r)
 /* Stops sampling, takes the last notices, then drains everything. */
 int record__stop(struct record *r)
 {
+	uint64_t at;
 	int err;
 
 	status_clear(&r->sl);
@@ -1056,6 +1065,9 @@ int record__stop(struct record *r)
 	else if (r->targets_gone)
 		p_info("all %zu processes exited: stopping", r->o.nr_pids);
 	collector__detach(r->col);
+	/* Stopped by -d's timer while a drain ran late: sampling ended there. */
+	if (collector__stopped_at_deadline(r->col, &at) && at < r->t_stop)
+		r->t_stop = at;
 	record__poll_notices(r, 0);
 	r->rc.last_drain = true;
 	err = sinks__drain(&r->ct, &r->rc, r->col);

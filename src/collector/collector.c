@@ -123,6 +123,7 @@ void collector__detach(struct collector *c)
 	if (!c)
 		return;
 	c->last_stats_ns = 0;
+	deadline__cancel(c); /* before the events' descriptors are closed */
 	/* The targets' CPU time before the events stop (what they did after
 	 * could not be sampled); the events stopped before their running times
 	 * are read, so no sample comes after; /proc/stat after them. */
@@ -158,6 +159,7 @@ void collector__free(struct collector *c)
 	if (!c)
 		return;
 	collector__detach(c);
+	deadline__free(c);
 	for (size_t i = 0; i < UNWIND_MAX_CHUNKS; i++)
 		if (c->chunk_fd[i] > 0)
 			close(c->chunk_fd[i]);

@@ -192,6 +192,14 @@ bool collector__kernel_walk(const struct collector *c, int *err, size_t *entries
 void collector__unwind_kops(struct collector *c, struct unwind_kops *k);
 
 void collector__detach(struct collector *c);
+/*
+ * -d: the events stop at at_ns (CLOCK_MONOTONIC, now_ns()) from a thread of
+ * their own, even while the caller is busy (a long drain); the sampling
+ * figures are taken at that moment. After collector__attach(). 0 or -errno.
+ */
+int collector__stop_sampling_at(struct collector *c, uint64_t at_ns);
+/* Whether sampling stopped at that deadline (and when: at_ns). */
+bool collector__stopped_at_deadline(const struct collector *c, uint64_t *at_ns);
 void collector__free(struct collector *c);
 
 #endif

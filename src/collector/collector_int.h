@@ -7,6 +7,7 @@
 #ifndef BPFPROF_COLLECTOR_INT_H
 #define BPFPROF_COLLECTOR_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -70,6 +71,18 @@ struct collector {
 		uint64_t start;	     /* its start time: the same process */
 		uint64_t base, last; /* at attach, at the last read */
 	} * tcpu;
+	/* -d: the thread that stops the events at the deadline (deadline.c),
+	 * and the figures it took then. */
+	struct deadline {
+		pthread_t th;
+		pthread_mutex_t mu;
+		pthread_cond_t cv;
+		bool started, cancel, fired, stat_ok;
+		uint64_t at, fired_ns;
+		uint64_t *off, *steal; /* /proc/stat by CPU at the deadline */
+		uint64_t *tlast;       /* the targets' CPU ticks then, where tok */
+		bool *tok;
+	} dl;
 	/* Count slots (profile_abi.h): the arrays' mmaps, and what the drain
 	 * knows of the active set's slots. */
 	struct bp_slot_region *slot_next;
@@ -153,5 +166,11 @@ void events__measure(struct collector *c, bool read_targets);
 
 /* stats.c: the program's counters on one CPU (STAT_MAX values). */
 bool stats__cpu_counters(struct collector *c, int cpu, uint64_t *v);
+
+/* deadline.c: -d's thread; its snapshot, used by events.c once taken. */
+void deadline__cancel(struct collector *c);
+void deadline__free(struct collector *c);
+bool deadline__stat(const struct collector *c, uint64_t *off, uint64_t *steal);
+bool deadline__targets(struct collector *c);
 
 #endif

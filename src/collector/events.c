@@ -229,6 +229,8 @@ size_t events__targets_read(struct collector *c, bool base)
 
 	if (!c->tcpu)
 		return 0;
+	if (!base && deadline__targets(c))
+		return c->opts.nr_pids; /* as they were when sampling stopped */
 	for (size_t i = 0; i < c->opts.nr_pids; i++) {
 		struct target_cpu *t = &c->tcpu[i];
 		struct proc_stat ps;
@@ -265,7 +267,7 @@ void events__measure(struct collector *c, bool read_targets)
 		events__targets_read(c, false);
 	for (size_t i = 0; i < c->nr_events; i++)
 		event_run_ns(&c->events[i]);
-	if (c->sampling && c->off_now &&
+	if (c->sampling && c->off_now && !deadline__stat(c, c->off_now, c->steal_now) &&
 	    cpustat__ticks(CPUSTAT_PATH, c->off_now, c->steal_now, c->ncpu)) {
 		free(c->off_now);
 		free(c->steal_now);

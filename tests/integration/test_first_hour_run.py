@@ -333,3 +333,24 @@ def test_continuous_status_line_counts_profiles(tmp_path):
     assert lines, text
     secs, written, pushed, failed = lines[-1]
     assert int(written) >= 2 and int(pushed) == 0 and int(failed or 0) >= 1, text
+
+
+# --- 12: sampling stops when -d says, even in the middle of a long drain ----------------
+
+def test_sampling_stops_at_the_deadline_during_a_long_drain(tmp_path):
+    """A drain that runs past -d (at -F 100000 one took seconds to read and
+    name its new stacks): the one due at 1 s is held for 2 s here
+    (BPFPROF_TEST_DRAIN_STALL), with -d 1.5 and both CPUs busy. Sampling went
+    on through it (3.0 s, twice the samples); the events now stop at 1.5 s
+    from a timer thread, so the summary says 1.5 s and the profile holds no
+    more than F x CPUs x 1.5 s (plus a tick per CPU)."""
+    freq, ncpu = 99, os.cpu_count()
+    out = tmp_path / "d.folded"
+    env = dict(os.environ, BPFPROF_TEST_DRAIN_STALL="1:2000")
+    with Workload(wl("busy"), 30), Workload(wl("busy"), 30):
+        p = run_bpfprof(["-F", freq, "-a", "-d", "1.5", "-o", out], env=env)
+    samples, secs = sampled_seconds(p.stderr)
+    assert secs <= 1.55, p.stderr
+    got = total(parse_folded(out.read_text()))
+    assert got == samples, p.stderr
+    assert got <= freq * ncpu * 1.5 + 2 * ncpu, (got, p.stderr)

@@ -173,7 +173,7 @@ int httpd__parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *l
 
 static uint64_t now_ms(void)
 {
-	return now_ns() / 1000000ULL;
+	return now_ns() / NS_PER_MS;
 }
 
 static void warn_rl(struct httpd *h, struct ratelimit *rl, const char *fmt, ...)

@@ -118,7 +118,7 @@ int live__collect_or_cancel(struct live *l, unsigned seconds, const bool *cancel
 	r->used = true;
 	r->start_mono = now_ns();
 	r->start_real = realtime_ns();
-	r->deadline = r->start_mono + (uint64_t)seconds * 1000000000ULL;
+	r->deadline = r->start_mono + (uint64_t)seconds * NS_PER_SEC;
 	while (!r->done && !l->shutdown && !cancelled(cancel))
 		pthread_cond_wait(&l->cond, &l->lock);
 	err = r->done ? r->err : l->shutdown ? -ESHUTDOWN : -ECANCELED;

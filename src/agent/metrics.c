@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/selfstat.h"
+#include "base/util.h"
 
 void metrics__init(struct metrics *m, uint64_t drain_period_ns)
 {
@@ -39,7 +40,7 @@ void metrics__get(struct metrics *m, struct metrics_snapshot *out)
 
 uint64_t metrics__overdue_ns(const struct metrics_snapshot *s)
 {
-	return 2 * s->drain_period_ns + METRICS_DRAIN_GRACE_S * 1000000000ULL;
+	return 2 * s->drain_period_ns + METRICS_DRAIN_GRACE_S * NS_PER_SEC;
 }
 
 bool metrics__healthy(const struct metrics_snapshot *s, uint64_t now, char *why, size_t size)
@@ -50,19 +51,20 @@ bool metrics__healthy(const struct metrics_snapshot *s, uint64_t now, char *why,
 	char rule[96];
 
 	snprintf(rule, sizeof(rule), "overdue after %.0f s: 2 drain periods of %.3g s + %d s",
-		 limit / 1e9, s->drain_period_ns / 1e9, METRICS_DRAIN_GRACE_S);
+		 limit / NS_PER_SEC_F, s->drain_period_ns / NS_PER_SEC_F, METRICS_DRAIN_GRACE_S);
 	if (s->last_drain_ns && age <= limit) {
 		snprintf(why, size, "ok\n");
 		return true;
 	}
 	if (s->last_drain_ns)
-		snprintf(why, size, "stalled: no drain completed for %.0f s (%s)\n", age / 1e9,
-			 rule);
+		snprintf(why, size, "stalled: no drain completed for %.0f s (%s)\n",
+			 age / NS_PER_SEC_F, rule);
 	else if (age > limit)
-		snprintf(why, size, "stalled: no drain yet, started %.0f s ago (%s)\n", age / 1e9,
-			 rule);
+		snprintf(why, size, "stalled: no drain yet, started %.0f s ago (%s)\n",
+			 age / NS_PER_SEC_F, rule);
 	else
-		snprintf(why, size, "not ready: no drain yet (started %.1f s ago)\n", age / 1e9);
+		snprintf(why, size, "not ready: no drain yet (started %.1f s ago)\n",
+			 age / NS_PER_SEC_F);
 	return false;
 }
 
@@ -131,25 +133,25 @@ int metrics__render(const struct metrics_snapshot *s, uint64_t now, struct sbuf 
 			"# HELP bpfprof_offcpu_seconds_total Off-CPU time counted in profiles.\n"
 			"# TYPE bpfprof_offcpu_seconds_total counter\n"
 			"bpfprof_offcpu_seconds_total %.6f\n",
-			s->offcpu_counted_ns / 1e9);
+			s->offcpu_counted_ns / NS_PER_SEC_F);
 		err |= GAUGE("bpfprof_offcpu_blocked_threads", "Target threads blocked now.",
 			     "%" PRIu64, s->offcpu_blocked_now);
 	}
 	err |= COUNTER("bpfprof_drains_total", "Kernel map drains.", s->drains);
 	err |= GAUGE("bpfprof_drain_duration_seconds", "Duration of the last drain.", "%.6f",
-		     s->drain_ns_last / 1e9);
+		     s->drain_ns_last / NS_PER_SEC_F);
 	err |= sbuf_printf(out,
 			   "# HELP bpfprof_drain_seconds_total Time spent draining.\n"
 			   "# TYPE bpfprof_drain_seconds_total counter\n"
 			   "bpfprof_drain_seconds_total %.6f\n",
-			   s->drain_ns_total / 1e9);
+			   s->drain_ns_total / NS_PER_SEC_F);
 	err |= GAUGE("bpfprof_last_drain_timestamp_seconds", "Unix time of the last drain.",
 		     "%" PRIu64, s->last_drain_unix);
 	/* Left out before the first drain: there is no such age (bpfprof_healthy is 0). */
 	if (s->last_drain_ns)
 		err |= GAUGE("bpfprof_last_drain_age_seconds",
 			     "Seconds since the last drain completed.", "%.3f",
-			     (now > s->last_drain_ns ? now - s->last_drain_ns : 0) / 1e9);
+			     (now > s->last_drain_ns ? now - s->last_drain_ns : 0) / NS_PER_SEC_F);
 	err |= GAUGE("bpfprof_healthy",
 		     "1 if /healthz says ok: a drain completed, and none is overdue.", "%d",
 		     metrics__healthy(s, now, why, sizeof(why)) ? 1 : 0);

@@ -325,8 +325,8 @@ static void *worker(void *arg)
 			if (ps->stopping && ps->flush_deadline < until)
 				break; /* it would not be due before we must be gone */
 			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += (time_t)((until - now) / 1000000000ULL);
-			ts.tv_nsec += (long)((until - now) % 1000000000ULL);
+			ts.tv_sec += (time_t)((until - now) / NS_PER_SEC);
+			ts.tv_nsec += (long)((until - now) % NS_PER_SEC);
 			if (ts.tv_nsec >= 1000000000L) {
 				ts.tv_sec++;
 				ts.tv_nsec -= 1000000000L;
@@ -368,7 +368,7 @@ static void *worker(void *arg)
 			wait_s = (uint64_t)r.retry_after;
 		else if (!drop)
 			wait_s = MIN(1u << MIN(it->attempts - 1, 6u), 60u);
-		ps->not_before = now_ns() + wait_s * 1000000000ULL;
+		ps->not_before = now_ns() + wait_s * NS_PER_SEC;
 		if (drop) {
 			ps->st.dropped++;
 			item_free(it);
@@ -513,9 +513,9 @@ static int enqueue(struct pusher *ps, const struct profile *p, const char *conta
 	err = sbuf_printf(&q,
 			  "name=%s&from=%" PRIu64 "&until=%" PRIu64
 			  "&sampleRate=%u&spyName=bpfprof&units=%s&aggregationType=sum%s",
-			  esc, (uint64_t)(from_ns / 1000000000ULL),
+			  esc, (uint64_t)(from_ns / NS_PER_SEC),
 			  /* Whole seconds, floored on both ends: intervals tile without overlap. */
-			  (uint64_t)MAX(until_ns / 1000000000ULL, from_ns / 1000000000ULL + 1),
+			  (uint64_t)MAX(until_ns / NS_PER_SEC, from_ns / NS_PER_SEC + 1),
 			  ps->o.freq,
 			  type->view == VIEW_CPU ? "samples"
 			  : pprof		 ? type->units
@@ -592,7 +592,7 @@ void pusher__stop(struct pusher *ps, unsigned flush_ms, struct pusher_stats *fin
 		return;
 	pthread_mutex_lock(&ps->lock);
 	ps->stopping = true;
-	ps->flush_deadline = now_ns() + (uint64_t)flush_ms * 1000000ULL;
+	ps->flush_deadline = now_ns() + (uint64_t)flush_ms * NS_PER_MS;
 	pthread_cond_broadcast(&ps->cond);
 	pthread_mutex_unlock(&ps->lock);
 	pthread_join(ps->thread, NULL);

@@ -42,7 +42,7 @@ struct store {
 
 int store__name(uint64_t start_ns, const char *ext, unsigned seq, char *buf, size_t size)
 {
-	time_t t = (time_t)(start_ns / 1000000000ULL);
+	time_t t = (time_t)(start_ns / NS_PER_SEC);
 	struct tm tm;
 	char stamp[32];
 	int n;
@@ -108,7 +108,7 @@ static bool parse_name(const struct store *s, const char *name, size_t n, struct
 		return false;
 	k->sec = (uint64_t)t;
 	k->seq = (unsigned)seq;
-	return !store__name(k->sec * 1000000000ULL, s->ext, k->seq, back, sizeof(back)) &&
+	return !store__name(k->sec * NS_PER_SEC, s->ext, k->seq, back, sizeof(back)) &&
 	       strlen(back) == n && !memcmp(back, name, n);
 }
 
@@ -209,7 +209,7 @@ static void prune(struct store *s)
 		const struct kept *k = &s->files[s->head++];
 
 		/* A file we cannot remove is forgotten, not retried every interval. */
-		if (!store__name(k->sec * 1000000000ULL, s->ext, k->seq, name, sizeof(name)) &&
+		if (!store__name(k->sec * NS_PER_SEC, s->ext, k->seq, name, sizeof(name)) &&
 		    !unlinkat(s->dfd, name, 0))
 			s->st.pruned++;
 		s->st.files--;
@@ -306,7 +306,7 @@ int store__write(struct store *s, const struct profile *p, uint64_t start_ns, ch
 	s->st.files++;
 	s->st.bytes += bytes;
 	if (retain)
-		s->files[s->n++] = (struct kept){ start_ns / 1000000000ULL, seq, bytes };
+		s->files[s->n++] = (struct kept){ start_ns / NS_PER_SEC, seq, bytes };
 	if (out)
 		snprintf(out, size, "%s/%s", s->dir, name);
 	prune(s);

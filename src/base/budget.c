@@ -6,6 +6,8 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "base/util.h"
+
 /* When the stop was asked for (CLOCK_MONOTONIC ns), 0: no stop. Written by a
  * signal handler: a lock-free atomic, so the store is async-signal-safe. */
 static _Atomic uint64_t stop_ns;
@@ -16,7 +18,7 @@ static uint64_t clock_of(clockid_t c)
 
 	if (clock_gettime(c, &ts))
 		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
 void budget__start(struct budget *b, uint64_t cpu_ns)

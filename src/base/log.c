@@ -4,6 +4,7 @@
 
 #include "base/errmsg.h"
 #include "base/text.h"
+#include "base/util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -71,7 +72,7 @@ bool ratelimit__pass(struct ratelimit *rl, double interval_s, unsigned long *sup
 	double now;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = ts.tv_sec + ts.tv_nsec / 1e9;
+	now = ts.tv_sec + ts.tv_nsec / NS_PER_SEC_F;
 	if (rl->last != 0 && now - rl->last < interval_s) {
 		rl->suppressed++;
 		return false;

@@ -247,7 +247,7 @@ static uint64_t clock_ns(clockid_t id)
 	struct timespec ts;
 
 	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	return (uint64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
 }
 
 uint64_t now_ns(void)

@@ -14,6 +14,13 @@
 #define MIN(a, b)     ((a) < (b) ? (a) : (b))
 #define MAX(a, b)     ((a) > (b) ? (a) : (b))
 
+/* Time units: integer for nanosecond arithmetic, _F (double) for conversions. */
+#define NS_PER_SEC   1000000000ULL
+#define NS_PER_MS    1000000ULL
+#define NS_PER_SEC_F 1e9
+#define NS_PER_MS_F  1e6
+#define US_PER_SEC_F 1e6
+
 /*
  * Reads at most max bytes of a file into a NUL-terminated malloc'd buffer.
  * Works for /proc files (size 0 in stat). Returns 0, -errno, or -EFBIG if the

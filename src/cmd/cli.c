@@ -237,7 +237,7 @@ err_inval:
 
 int cli__parse_wait(const char *s, uint64_t *ns)
 {
-	double v, mult = 1e6; /* bare: milliseconds */
+	double v, mult = NS_PER_MS_F; /* bare: milliseconds */
 	char *end;
 
 	errno = 0;
@@ -247,9 +247,9 @@ int cli__parse_wait(const char *s, uint64_t *ns)
 	if (!strcmp(end, "us"))
 		mult = 1e3;
 	else if (!strcmp(end, "ms") || !*end)
-		mult = 1e6;
+		mult = NS_PER_MS_F;
 	else if (!strcmp(end, "s"))
-		mult = 1e9;
+		mult = NS_PER_SEC_F;
 	else
 		return -EINVAL;
 	if (v * mult > 3600e9)

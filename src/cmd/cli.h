@@ -14,10 +14,11 @@
 #include <stdio.h>
 
 #include "base/errmsg.h"
+#include "base/util.h"
 #include "format/writer.h"
 
 #define CLI_MAX_FREQ		  1000000u /* sanity cap; the kernel's sysctl limit is checked later */
-#define CLI_OFFCPU_MIN_DEFAULT_NS 1000000ull /* --off-cpu-min: 1 ms */
+#define CLI_OFFCPU_MIN_DEFAULT_NS NS_PER_MS /* --off-cpu-min: 1 ms */
 
 /* --unwind: how user stacks are walked. */
 enum unwind_opt {

@@ -362,7 +362,7 @@ static void status_init(struct status_line *sl, uint64_t t_start)
 	sl->on = isatty(STDERR_FILENO) && log_level() >= LOG_INFO &&
 		 !(term && !strcmp(term, "dumb"));
 	sl->shown = false;
-	sl->next_ns = t_start + 1000000000ull;
+	sl->next_ns = t_start + NS_PER_SEC;
 }
 
 static void status_update(struct status_line *sl, struct collector *col, const struct options *o,
@@ -374,9 +374,9 @@ static void status_update(struct status_line *sl, struct collector *col, const s
 	if (!sl->on || now < sl->next_ns)
 		return;
 	while (sl->next_ns <= now)
-		sl->next_ns += 1000000000ull; /* on the second, without drifting */
+		sl->next_ns += NS_PER_SEC; /* on the second, without drifting */
 	collector__stats(col, &st);
-	fprintf(stderr, "\r\033[Kbpfprof: %.0f s", (now - t_start) / 1e9);
+	fprintf(stderr, "\r\033[Kbpfprof: %.0f s", (now - t_start) / NS_PER_SEC_F);
 	if (o->duration)
 		fprintf(stderr, " of %g s", o->duration);
 	if (o->interval) /* continuous mode: what became of the intervals */
@@ -488,7 +488,7 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 		" probes again of interpreters not started yet, %" PRIu64
 		" interpreter files' symbols read)",
 		us.tables, us.rows, us.kernel_bytes / 1048576.0, us.used_bytes / 1048576.0,
-		us.build_ns / 1e6, us.tables_failed, us.tables_over_budget, us.procs_loaded,
+		us.build_ns / NS_PER_MS_F, us.tables_failed, us.tables_over_budget, us.procs_loaded,
 		us.python_procs, us.python_unknown, us.python_vfork, us.python_retries,
 		us.python_file_reads);
 }
@@ -530,8 +530,8 @@ static void print_python_threads(const struct record_ctx *rc, const struct colle
  * the other pair) only when half full, which MAP_HEADROOM_SEC keeps rare: the
  * free half holds two seconds of samples even if every one is a new stack.
  */
-#define DRAIN_PERIOD_NS	     1000000000ULL
-#define DRAIN_PERIOD_LIVE_NS 1000000000ULL
+#define DRAIN_PERIOD_NS	     NS_PER_SEC
+#define DRAIN_PERIOD_LIVE_NS NS_PER_SEC
 #define MAP_HEADROOM_SEC     4
 /*
  * A Python's frames are named from its memory (code objects), so only while
@@ -550,7 +550,7 @@ static uint64_t base_drain_period(const struct options *o)
 	uint64_t p = DRAIN_PERIOD_NS;
 
 	if (o->interval)
-		p = MIN(p, (uint64_t)(o->interval * 1e9));
+		p = MIN(p, (uint64_t)(o->interval * NS_PER_SEC_F));
 	return p;
 }
 
@@ -680,7 +680,7 @@ static void ksyms_join(struct record *r, bool wait)
 	r->ksyms_pending = false;
 	err = symbolizer__install_kernel(r->rc.sym, &r->ksyms);
 	malloc_trim(0); /* the file and the parser's scratch: megabytes, freed */
-	p_debug("kernel symbols: %.0f ms, read while sampling started", r->ksyms_ns / 1e6);
+	p_debug("kernel symbols: %.0f ms, read while sampling started", r->ksyms_ns / NS_PER_MS_F);
 	if (err) {
 		p_warn("cannot read /proc/kallsyms (%s): kernel frames will be [unknown]",
 		       strerror(-err));
@@ -712,7 +712,7 @@ static void test_drain_stall(struct record *r)
 
 	if (!r->stall_drain || ++r->drains_begun != r->stall_drain)
 		return;
-	until = now_ns() + r->stall_ms * 1000000ULL;
+	until = now_ns() + r->stall_ms * NS_PER_MS;
 	while (!stop__requested() && now_ns() < until)
 		usleep(20000);
 }
@@ -845,9 +845,9 @@ int record__open(struct record *r)
 	describe_target(&r->o, &st);
 	p_debug("start-up: %.0f ms to sampling: program load %.0f ms (map slots filled %s), "
 		"kernel ORC table %.0f ms, unwind tables %.0f ms",
-		(now_ns() - r->t_main) / 1e6, (st.open_ns - st.korc_ns) / 1e6,
-		st.slots_prefilled ? "during it" : "after it", st.korc_ns / 1e6,
-		r->unwind_ns / 1e6);
+		(now_ns() - r->t_main) / NS_PER_MS_F, (st.open_ns - st.korc_ns) / NS_PER_MS_F,
+		st.slots_prefilled ? "during it" : "after it", st.korc_ns / NS_PER_MS_F,
+		r->unwind_ns / NS_PER_MS_F);
 	if (st.korc_ns && !st.korc_load_err)
 		p_debug("kernel ORC table: from the cache");
 	else if (st.korc_ns)
@@ -870,8 +870,8 @@ int record__start(struct record *r)
 	status_init(&r->sl, r->t_start);
 	/* -d: the events stop on time even in the middle of a long drain. */
 	if (r->o.duration && r->col) {
-		err = collector__stop_sampling_at(r->col,
-						  r->t_start + (uint64_t)(r->o.duration * 1e9));
+		err = collector__stop_sampling_at(
+			r->col, r->t_start + (uint64_t)(r->o.duration * NS_PER_SEC_F));
 		if (err)
 			p_debug("no timer thread for -d (%s): the deadline is kept between drains",
 				strerror(-err));
@@ -908,7 +908,7 @@ int record__drain(struct record *r, uint64_t now)
 		p_err("draining the kernel maps failed: %s", strerror(-err));
 		return 1;
 	}
-	if (r->o.interval && now - r->ct.start_mono >= (uint64_t)(r->o.interval * 1e9) &&
+	if (r->o.interval && now - r->ct.start_mono >= (uint64_t)(r->o.interval * NS_PER_SEC_F) &&
 	    sinks__finish_interval(&r->ct, &r->rc, r->col, now)) {
 		p_err("out of memory");
 		return 1;
@@ -951,7 +951,8 @@ static bool targets_exited(const struct record *r)
 /* Until a signal, the deadline, the command's exit or the -p targets'. */
 int record__loop(struct record *r)
 {
-	uint64_t deadline = r->o.duration ? r->t_start + (uint64_t)(r->o.duration * 1e9) : 0;
+	uint64_t deadline =
+		r->o.duration ? r->t_start + (uint64_t)(r->o.duration * NS_PER_SEC_F) : 0;
 	uint64_t last_drain = r->t_start, drain_took = 0;
 	int err;
 
@@ -1095,7 +1096,7 @@ static int record__finish_continuous(struct record *r)
 	}
 	collector__stats(r->col, &st);
 	p_info("%" PRIu64 " samples in %.1f s, %" PRIu64 " lost, %" PRIu64 " intervals",
-	       st.v[STAT_SAMPLES], (r->t_stop - r->t_start) / 1e9, record__lost(&st),
+	       st.v[STAT_SAMPLES], (r->t_stop - r->t_start) / NS_PER_SEC_F, record__lost(&st),
 	       r->ct.intervals);
 	if (r->o.offcpu)
 		record__offcpu_summary(&st, NULL, r->o.offcpu_min_ns);
@@ -1121,7 +1122,7 @@ static void print_child_exit(const struct child *ch, bool stopped, const struct 
 static void print_symbol_stats(const struct record_ctx *rc, uint64_t t_stop)
 {
 	struct symbolizer_stats ss;
-	double ms = (now_ns() - t_stop) / 1e6;
+	double ms = (now_ns() - t_stop) / NS_PER_MS_F;
 
 	symbolizer__stats(rc->sym, &ss);
 	p_debug("end of sampling to written profile: %.1f ms; %" PRIu64
@@ -1205,7 +1206,7 @@ static int record__write(struct record *r)
 	record__fill_meta(rc->prof, rc, profile__meta(rc->prof)->start_ns, r->t_stop - r->t_start,
 			  record__lost(&st));
 	profile__meta(rc->prof)->offcpu_lost = record__offcpu_lost(&st);
-	print_summary(&st, rc->prof, (r->t_stop - r->t_start) / 1e9, &r->o);
+	print_summary(&st, rc->prof, (r->t_stop - r->t_start) / NS_PER_SEC_F, &r->o);
 	if (r->o.offcpu)
 		record__offcpu_summary(&st, rc->prof, r->o.offcpu_min_ns);
 	print_unwind_summary(rc, &st);

@@ -369,12 +369,14 @@ void record__offcpu_summary(const struct collector_stats *st, const struct profi
 	struct sbuf sb = { 0 };
 
 	sbuf_printf(&sb, "off-CPU: %" PRIu64 " waits: %" PRIu64 " counted (%.3f s",
-		    v[STAT_OFFCPU_BLOCKS], v[STAT_OFFCPU_KEPT], v[STAT_OFFCPU_KEPT_NS] / 1e9);
+		    v[STAT_OFFCPU_BLOCKS], v[STAT_OFFCPU_KEPT],
+		    v[STAT_OFFCPU_KEPT_NS] / NS_PER_SEC_F);
 	if (v[STAT_OFFCPU_CUT])
 		sbuf_printf(&sb, "; %" PRIu64 " still blocked at the end, counted to it",
 			    v[STAT_OFFCPU_CUT]);
 	sbuf_printf(&sb, "), %" PRIu64 " shorter than %g ms (%.3f s), %" PRIu64 " lost",
-		    v[STAT_OFFCPU_SHORT], min_ns / 1e6, v[STAT_OFFCPU_SHORT_NS] / 1e9, nlost);
+		    v[STAT_OFFCPU_SHORT], min_ns / NS_PER_MS_F,
+		    v[STAT_OFFCPU_SHORT_NS] / NS_PER_SEC_F, nlost);
 	if (nlost) {
 		const char *sep = " (";
 
@@ -384,7 +386,7 @@ void record__offcpu_summary(const struct collector_stats *st, const struct profi
 			sbuf_printf(&sb, "%s%s: %" PRIu64, sep, lost[i].what, v[lost[i].stat]);
 			sep = ", ";
 		}
-		sbuf_printf(&sb, "; %.3f s known)", v[STAT_OFFCPU_LOST_NS] / 1e9);
+		sbuf_printf(&sb, "; %.3f s known)", v[STAT_OFFCPU_LOST_NS] / NS_PER_SEC_F);
 	}
 	if (st->offcpu_evicted)
 		sbuf_printf(&sb, ", %" PRIu64 " evicted from the task table", st->offcpu_evicted);

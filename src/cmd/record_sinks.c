@@ -206,7 +206,7 @@ int sinks__finish_interval(struct continuous *ct, struct record_ctx *rc, struct 
 	p_debug("interval %" PRIu64 ": %" PRIu64 " samples, %" PRIu64 " lost, %zu stacks, "
 		"drain %.1f ms%s%s",
 		ct->intervals, profile__total(rc->prof), lost, profile__nr_stacks(rc->prof),
-		st.drain_ns / 1e6, path[0] ? ", wrote " : "", path);
+		st.drain_ns / NS_PER_MS_F, path[0] ? ", wrote " : "", path);
 	next = profile__new();
 	if (!next)
 		return -ENOMEM;
@@ -267,7 +267,7 @@ void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct
 	m.drains = st.drains;
 	m.drain_ns_last = st.drain_ns;
 	m.drain_ns_total = st.drain_ns_total;
-	m.last_drain_unix = realtime_ns() / 1000000000ULL;
+	m.last_drain_unix = realtime_ns() / NS_PER_SEC;
 	m.last_drain_ns = now_ns();
 	m.intervals = ct->intervals;
 	m.freq = rc->o->freq;

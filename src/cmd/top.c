@@ -191,7 +191,7 @@ static uint64_t cpu_ns(void)
 		return 0;
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
 /* CPU time of the whole process, ns (all threads: the kernel-symbol reader too). */
@@ -201,7 +201,7 @@ static uint64_t process_cpu_ns(void)
 
 	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
 		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
 /* -v: the counters once the start-up's refreshes are over. */
@@ -556,7 +556,7 @@ static size_t aged(const struct slice *v, size_t from, size_t nr, unsigned windo
 	 * window kept one refresh too many in about half the refreshes: a 2 s
 	 * window showed 2 or 3 seconds of samples.)
 	 */
-	uint64_t span = (uint64_t)window * 1000000000ull, slack = (uint64_t)(delay * 1e9 / 2);
+	uint64_t span = (uint64_t)window * NS_PER_SEC, slack = (uint64_t)(delay * NS_PER_SEC_F / 2);
 	size_t drop = from;
 
 	while (drop + 1 < nr && now - v[drop].t + MIN(slack, span / 2) >= span)
@@ -631,7 +631,7 @@ static double window_span(const struct top *t, uint64_t now)
 {
 	if (!t->nr_win)
 		return 0;
-	return MIN((double)t->window, (now - t->r.t_start) / 1e9);
+	return MIN((double)t->window, (now - t->r.t_start) / NS_PER_SEC_F);
 }
 
 /* One drain into the catalog, its slice into the window (or held while paused). */
@@ -687,8 +687,8 @@ static int top_drain(struct top *t, uint64_t now)
 	/* At the refresh nearest the span: refreshes keep to a beat, each one a
 	 * little late, so "at least the span" replaced a catalog two or three
 	 * refreshes after its birth by the scheduler's whim. */
-	if (t->cur && now - t->cur->born + (uint64_t)(t->delay * 1e9) / 2 >=
-			      (uint64_t)MAX(t->catalog_span, t->window) * 1000000000ull) {
+	if (t->cur && now - t->cur->born + (uint64_t)(t->delay * NS_PER_SEC_F) / 2 >=
+			      (uint64_t)MAX(t->catalog_span, t->window) * NS_PER_SEC) {
 		struct catalog *old = t->cur;
 
 		t->cur = catalog_new(now);
@@ -731,7 +731,8 @@ static int top_drain(struct top *t, uint64_t now)
 		age_window(t, now);
 	collector__stats(t->r.col, &st);
 	if (now > t->last_t)
-		t->rate = (st.v[STAT_SAMPLES] - t->last_samples) / ((now - t->last_t) / 1e9);
+		t->rate =
+			(st.v[STAT_SAMPLES] - t->last_samples) / ((now - t->last_t) / NS_PER_SEC_F);
 	t->last_samples = st.v[STAT_SAMPLES];
 	t->last_t = now;
 	t->lost = record__lost(&st);
@@ -1183,8 +1184,9 @@ static void install_top_signals(void)
 
 static int top_loop(struct top *t)
 {
-	uint64_t period = (uint64_t)(t->delay * 1e9);
-	uint64_t deadline = t->r.o.duration ? t->r.t_start + (uint64_t)(t->r.o.duration * 1e9) : 0;
+	uint64_t period = (uint64_t)(t->delay * NS_PER_SEC_F);
+	uint64_t deadline =
+		t->r.o.duration ? t->r.t_start + (uint64_t)(t->r.o.duration * NS_PER_SEC_F) : 0;
 	uint64_t next = t->r.t_start + period, notices_at = 0;
 	bool quit = false, held_off = false, for_uw = false;
 
@@ -1294,23 +1296,24 @@ static void top_summary(const struct top *t)
 
 	if (!getrusage(RUSAGE_SELF, &ru)) {
 		double cpu = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-			     (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-		double wall = (now_ns() - t->r.t_start) / 1e9;
+			     (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / US_PER_SEC_F;
+		double wall = (now_ns() - t->r.t_start) / NS_PER_SEC_F;
 
 		p_debug("CPU: %.3f s over %.1f s of sampling (%.3f%% of a CPU), start-up included",
 			cpu, wall, wall > 0 ? 100 * cpu / wall : 0.0);
 	}
 	p_debug("%" PRIu64 " refreshes, CPU per refresh: %.3f ms drain (symbolizing included), "
 		"%.3f ms table, %.3f ms screen; %" PRIu64 " process notices, %.3f ms CPU each",
-		t->nr_drains, t->cpu_drain / 1e6 / n, t->cpu_table / 1e6 / n, t->cpu_draw / 1e6 / n,
-		t->nr_notices, t->nr_notices ? t->cpu_notice / 1e6 / t->nr_notices : 0.0);
+		t->nr_drains, t->cpu_drain / NS_PER_MS_F / n, t->cpu_table / NS_PER_MS_F / n,
+		t->cpu_draw / NS_PER_MS_F / n, t->nr_notices,
+		t->nr_notices ? t->cpu_notice / NS_PER_MS_F / t->nr_notices : 0.0);
 	p_debug("wake-ups: %.1f waits a refresh, %.1f of them slept (each a context switch); "
 		"%" PRIu64 " waits ended early for the unwinder (Python probes)",
 		t->nr_waits / n, t->nr_sleeps / n, t->nr_uw_wakes);
 	if (t->warm.taken && t->nr_drains > TOP_WARM_REFRESHES) {
 		double m = (double)(t->nr_drains - TOP_WARM_REFRESHES);
-		double secs = (now_ns() - t->warm.t) / 1e9;
-		double cpu = (process_cpu_ns() - t->warm.cpu) / 1e6;
+		double secs = (now_ns() - t->warm.t) / NS_PER_SEC_F;
+		double cpu = (process_cpu_ns() - t->warm.cpu) / NS_PER_MS_F;
 
 		/* The steady state: what a long run costs a second, without the
 		 * start-up (BPF load, kernel symbols, every stack new). */
@@ -1318,9 +1321,9 @@ static void top_summary(const struct top *t)
 			"%.1f s): %.3f ms drain, %.3f ms table, %.3f ms screen (the rest: "
 			"wake-ups, notices, keys, the unwinder's tick); %.1f waits a refresh, %.1f slept",
 			TOP_WARM_REFRESHES, cpu / m, secs > 0 ? cpu / 10 / secs : 0.0, secs,
-			(t->cpu_drain - t->warm.cpu_drain) / 1e6 / m,
-			(t->cpu_table - t->warm.cpu_table) / 1e6 / m,
-			(t->cpu_draw - t->warm.cpu_draw) / 1e6 / m,
+			(t->cpu_drain - t->warm.cpu_drain) / NS_PER_MS_F / m,
+			(t->cpu_table - t->warm.cpu_table) / NS_PER_MS_F / m,
+			(t->cpu_draw - t->warm.cpu_draw) / NS_PER_MS_F / m,
 			(t->nr_waits - t->warm.nr_waits) / m,
 			(t->nr_sleeps - t->warm.nr_sleeps) / m);
 	}
@@ -1339,13 +1342,13 @@ static void top_summary(const struct top *t)
 	record__symbolizer_stats(&t->r.rc);
 	p_debug("catalogs: %" PRIu64 " replaced, %" PRIu64 " samples carried into the next "
 		"(%" PRIu64 " left behind), %.3f ms CPU",
-		t->nr_catalogs, t->nr_carried, t->nr_left, t->cpu_carry / 1e6);
+		t->nr_catalogs, t->nr_carried, t->nr_left, t->cpu_carry / NS_PER_MS_F);
 	if (!t->r.rc.uw)
 		return;
 	if (t->waiting)
 		p_debug("unwind tables deferred for %" PRIu64 " new images, built for %" PRIu64
 			" that kept running (%.3f ms CPU), %zu still waiting",
-			t->nr_deferred, t->nr_promoted, t->cpu_promote / 1e6,
+			t->nr_deferred, t->nr_promoted, t->cpu_promote / NS_PER_MS_F,
 			htab__count(t->waiting));
 	unwinder__stats(t->r.rc.uw, &us);
 	p_debug("unwind tables: %" PRIu64 " processes installed, %" PRIu64
@@ -1354,7 +1357,7 @@ static void top_summary(const struct top *t)
 		" over their time budget), %" PRIu64 " evicted; "
 		"%" PRIu64 " probes again of Python interpreters not started yet, %" PRIu64
 		" interpreter files' symbols read",
-		us.procs_loaded, us.tables_built, us.build_ns / 1e6, us.tables_shared,
+		us.procs_loaded, us.tables_built, us.build_ns / NS_PER_MS_F, us.tables_shared,
 		us.tables_failed, us.tables_over_budget, us.tables_evicted, us.python_retries,
 		us.python_file_reads);
 }

@@ -55,8 +55,8 @@ static void *run(void *arg)
 {
 	struct collector *c = arg;
 	struct deadline *d = &c->dl;
-	struct timespec ts = { .tv_sec = (time_t)(d->at / 1000000000ULL),
-			       .tv_nsec = (long)(d->at % 1000000000ULL) };
+	struct timespec ts = { .tv_sec = (time_t)(d->at / NS_PER_SEC),
+			       .tv_nsec = (long)(d->at % NS_PER_SEC) };
 
 	pthread_mutex_lock(&d->mu);
 	while (!d->cancel && now_ns() < d->at)

@@ -86,14 +86,14 @@ static uint64_t tick_ns(void)
 {
 	long t = sysconf(_SC_CLK_TCK);
 
-	return 1000000000ULL / (t > 0 ? (uint64_t)t : 100);
+	return NS_PER_SEC / (t > 0 ? (uint64_t)t : 100);
 }
 
 /* The events' period: the kernel turns cpu-clock's frequency into a fixed
  * hrtimer period of 1e9 / F ns, at least 10 us. */
 static uint64_t period_of(uint32_t freq)
 {
-	uint64_t p = freq ? 1000000000ULL / freq : 1000000000ULL;
+	uint64_t p = freq ? NS_PER_SEC / freq : NS_PER_SEC;
 
 	return p < 10000 ? 10000 : p;
 }

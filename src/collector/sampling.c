@@ -113,7 +113,7 @@ void sampling__window(const struct sampling_figures *a, const struct sampling_fi
 	 * samples were not taken beyond what the measurement may be off by. */
 	w->rate_hz = -1;
 	if (b->period_ns)
-		w->rate_hz = 1e9 / (double)b->period_ns;
+		w->rate_hz = NS_PER_SEC_F / (double)b->period_ns;
 	if (b->period_ns && w->real)
 		w->rate_hz *= (double)w->taken / (double)w->expected;
 	w->throttled = b->throttles > a->throttles;

@@ -148,7 +148,7 @@ static bool time_token(const char *s, size_t n, uint64_t *ns)
 	if (n < 4 || s[n - 1] != ':' || !dot)
 		return false;
 	fl = (size_t)(s + n - 1 - (dot + 1));
-	if (!num(s, (size_t)(dot - s), UINT64_MAX / 1000000000ull - 1, &sec) || !fl || fl > 9 ||
+	if (!num(s, (size_t)(dot - s), UINT64_MAX / NS_PER_SEC - 1, &sec) || !fl || fl > 9 ||
 	    !num(dot + 1, fl, UINT64_MAX, &frac))
 		return false;
 	while (fl++ < 9)

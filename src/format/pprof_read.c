@@ -741,7 +741,7 @@ static void read_meta(struct pctx *c)
 	m->duration_ns = c->duration_nanos;
 	if (c->period && str_is(c, c->period_type[0], "cpu") &&
 	    str_is(c, c->period_type[1], "nanoseconds")) {
-		uint64_t hz = (1000000000ull + c->period / 2) / c->period;
+		uint64_t hz = (NS_PER_SEC + c->period / 2) / c->period;
 
 		m->freq_hz = hz <= UINT32_MAX ? (uint32_t)hz : 0;
 	}

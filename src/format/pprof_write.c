@@ -379,7 +379,7 @@ static const char *const vtypes[V_MAX][2] = {
 static int encode(struct enc *e, enum view view)
 {
 	const struct profile_meta *m = profile__meta_c(e->p);
-	uint64_t period = m->freq_hz ? (1000000000ull + m->freq_hz / 2) / m->freq_hz : 0;
+	uint64_t period = m->freq_hz ? (NS_PER_SEC + m->freq_hz / 2) / m->freq_hz : 0;
 	bool want[V_MAX] = { false };
 	int which[V_MAX], nv = 0, dflt = -1;
 	uint64_t *locs = NULL;

@@ -322,7 +322,7 @@ static void header(FILE *f, const char *what, const struct profile *p)
 		sep = ", ";
 	}
 	if (m->start_ns) {
-		time_t t = (time_t)(m->start_ns / 1000000000ull);
+		time_t t = (time_t)(m->start_ns / NS_PER_SEC);
 		struct tm tm;
 		char when[32];
 
@@ -332,7 +332,7 @@ static void header(FILE *f, const char *what, const struct profile *p)
 		}
 	}
 	if (m->duration_ns) {
-		fprintf(f, "%s%.1f s", sep, m->duration_ns / 1e9);
+		fprintf(f, "%s%.1f s", sep, m->duration_ns / NS_PER_SEC_F);
 		sep = " at ";
 	}
 	if (m->freq_hz)

@@ -238,7 +238,7 @@ static int write_speedscope(const struct profile *p, FILE *f, const struct out_o
 
 		if (m->hostname[0] && m->duration_ns)
 			snprintf(name, sizeof(name), "CPU profile of %s, %.1f s", m->hostname,
-				 m->duration_ns / 1e9);
+				 m->duration_ns / NS_PER_SEC_F);
 		else if (m->hostname[0])
 			snprintf(name, sizeof(name), "CPU profile of %s", m->hostname);
 		else

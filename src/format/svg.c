@@ -104,7 +104,7 @@ static void describe_profile(struct sbuf *sb, const struct profile *p, uint64_t 
 	if (m->hostname[0])
 		sbuf_printf(sb, "%s \u00b7 ", m->hostname);
 	if (m->start_ns) {
-		time_t t = (time_t)(m->start_ns / 1000000000ull);
+		time_t t = (time_t)(m->start_ns / NS_PER_SEC);
 		struct tm tm;
 		char when[32];
 
@@ -112,7 +112,7 @@ static void describe_profile(struct sbuf *sb, const struct profile *p, uint64_t 
 			sbuf_printf(sb, "%s \u00b7 ", when);
 	}
 	if (m->duration_ns)
-		sbuf_printf(sb, "%.1f s", m->duration_ns / 1e9);
+		sbuf_printf(sb, "%.1f s", m->duration_ns / NS_PER_SEC_F);
 	if (m->freq_hz)
 		sbuf_printf(sb, "%s%u Hz", m->duration_ns ? " at " : "", m->freq_hz);
 	if (m->duration_ns || m->freq_hz)

@@ -90,7 +90,7 @@ struct profile *view__build(const struct profile *p, enum view v)
 			waiting = (s->offcpu_ns + 500) / 1000;
 			break;
 		default: /* wall */
-			running = (s->count * (1000000000ull / m->freq_hz) + 500) / 1000;
+			running = (s->count * (NS_PER_SEC / m->freq_hz) + 500) / 1000;
 			waiting = (s->offcpu_ns + 500) / 1000;
 			break;
 		}

@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/util.h"
+
 int child__spawn(struct child *ch, char **cmd)
 {
 	int go[2], ep[2];
@@ -83,8 +85,8 @@ void child__reap(struct child *ch, bool block)
 	if (wait4(ch->pid, &status, block ? 0 : WNOHANG, &ru) == ch->pid) {
 		ch->exited = true;
 		ch->status = status;
-		ch->cpu_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
-			    ru.ru_stime.tv_usec / 1e6;
+		ch->cpu_s = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / US_PER_SEC_F +
+			    ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / US_PER_SEC_F;
 	}
 }
 

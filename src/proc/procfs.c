@@ -29,7 +29,7 @@ uint64_t procfs__ns_to_ticks(uint64_t ns)
 			hz = 100;
 	}
 	/* The kernel's nsec_to_clock_t(): truncating division. */
-	return ns / (1000000000ULL / (uint64_t)hz);
+	return ns / (NS_PER_SEC / (uint64_t)hz);
 }
 
 int procfs__parse_stat_starttime(const char *buf, uint64_t *ticks)

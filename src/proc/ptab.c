@@ -1419,8 +1419,8 @@ static bool stale_for(const struct pproc *p, const struct stat *st)
 		return false;
 	/* start_time is CLOCK_BOOTTIME; file times are CLOCK_REALTIME. */
 	start_real = realtime_ns() - boottime_ns() + p->id.start_time;
-	mtime = (uint64_t)st->st_mtim.tv_sec * 1000000000ULL + (uint64_t)st->st_mtim.tv_nsec;
-	return mtime + 1000000000ULL < start_real;
+	mtime = (uint64_t)st->st_mtim.tv_sec * NS_PER_SEC + (uint64_t)st->st_mtim.tv_nsec;
+	return mtime + NS_PER_SEC < start_real;
 }
 
 const char *pproc__perfmap_path(const struct pproc *p)

@@ -1307,8 +1307,7 @@ static void scan_wanted(struct symbolizer *s, struct symproc *p, uint64_t *want,
 		/* Read from the start: as a scan of the whole file, within its limits. */
 		p->pmap_rescan_ns = now;
 		s->pmap_rescans++;
-		s->rescan_ok_ns =
-			now + (uint64_t)sf.st.st_size * 1000000000ULL / PERFMAP_RESCAN_RATE;
+		s->rescan_ok_ns = now + (uint64_t)sf.st.st_size * NS_PER_SEC / PERFMAP_RESCAN_RATE;
 	}
 	buf = malloc(PERFMAP_READ_CHUNK);
 	if (!buf)
@@ -1332,7 +1331,7 @@ static void scan_wanted(struct symbolizer *s, struct symproc *p, uint64_t *want,
 
 		p->pmap_rescan_ns = now;
 		s->pmap_rescans++;
-		s->rescan_ok_ns = now + (uint64_t)end * 1000000000ULL / PERFMAP_RESCAN_RATE;
+		s->rescan_ok_ns = now + (uint64_t)end * NS_PER_SEC / PERFMAP_RESCAN_RATE;
 		scan_file(s, sf.fd, 0, end, buf, full_chunk, &f);
 		perfmap__finish(pm);
 	}

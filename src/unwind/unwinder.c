@@ -25,8 +25,8 @@
 #include "unwind/table.h"
 #include "lang/cpython.h"
 
-#define REFRESH_MIN_NS (250ull * 1000000)   /* per process */
-#define REFRESH_MAX_NS (32ull * 1000000000) /* ... after re-reads that found nothing new */
+#define REFRESH_MIN_NS (250ull * 1000000) /* per process */
+#define REFRESH_MAX_NS (32 * NS_PER_SEC)  /* ... after re-reads that found nothing new */
 #define TICK_SWEEP_NS  (1000ull * 1000000)
 #define SEG_ROWS       (UNWIND_CHUNK_SLOTS / 8) /* rows per run: tables are split in pieces */
 
@@ -411,7 +411,7 @@ static void over_budget(struct unwinder *u, const char *path)
 	snprintf(msg, sizeof(msg),
 		 "%s: its unwind table took more than %.0f s of CPU to build, given up; "
 		 "its frames are walked with frame pointers",
-		 path ? path : "a mapped file", UTABLE_CPU_BUDGET_NS / 1e9);
+		 path ? path : "a mapped file", UTABLE_CPU_BUDGET_NS / NS_PER_SEC_F);
 	u->warn(u->warn_ctx, msg);
 }
 
@@ -1265,8 +1265,8 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts, const struct un
 	u->warn_ctx = opts ? opts->warn_ctx : NULL;
 	if (u->seg_rows < UNWIND_PAGE_MAX_ROWS)
 		u->seg_rows = UNWIND_PAGE_MAX_ROWS;
-	u->idle_ns = (uint64_t)(opts && opts->idle_table_secs ? opts->idle_table_secs : 60) *
-		     1000000000ull;
+	u->idle_ns =
+		(uint64_t)(opts && opts->idle_table_secs ? opts->idle_table_secs : 60) * NS_PER_SEC;
 	if (max_chunks > UNWIND_MAX_CHUNKS)
 		max_chunks = UNWIND_MAX_CHUNKS;
 	u->pool = upool__new(UNWIND_CHUNK_SLOTS, max_chunks, pool_grow, pool_shrink, u);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
 #include "sym/disasm.h"
 #include "sym/elfcode.h"
 
@@ -70,16 +71,9 @@ int annotation__build(struct annotation *a, const struct elfcode *code, struct s
 		struct ann_insn *in;
 		size_t sz;
 
-		if (a->nr == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct ann_insn *nv = realloc(a->insns, ncap * sizeof(*nv));
-
-			if (!nv) {
-				err = -ENOMEM;
-				goto out;
-			}
-			a->insns = nv;
-			cap = ncap;
+		if (array_grow((void **)&a->insns, &cap, a->nr + 1, sizeof(*a->insns))) {
+			err = -ENOMEM;
+			goto out;
 		}
 		in = &a->insns[a->nr++];
 		memset(in, 0, sizeof(*in));

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
+
 /* dwarf.h's names, kept here: the values are the format's. */
 enum {
 	LNS_copy = 1,
@@ -237,15 +239,8 @@ static int add_dir(struct lineprog *lp, const char *s)
 {
 	if (lp->nr_dirs >= LINEPROG_MAX_FILES)
 		return 0;
-	if (lp->nr_dirs == lp->cap_dirs) {
-		size_t cap = lp->cap_dirs ? 2 * lp->cap_dirs : 16;
-		const char **v = realloc(lp->dirs, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		lp->dirs = v;
-		lp->cap_dirs = cap;
-	}
+	if (array_grow((void **)&lp->dirs, &lp->cap_dirs, lp->nr_dirs + 1, sizeof(*lp->dirs)))
+		return -ENOMEM;
 	lp->dirs[lp->nr_dirs++] = s;
 	return 0;
 }
@@ -254,15 +249,8 @@ static int add_file(struct lineprog *lp, const char *s, uint64_t dir)
 {
 	if (lp->nr_files >= LINEPROG_MAX_FILES)
 		return 0;
-	if (lp->nr_files == lp->cap_files) {
-		size_t cap = lp->cap_files ? 2 * lp->cap_files : 16;
-		struct name *v = realloc(lp->files, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		lp->files = v;
-		lp->cap_files = cap;
-	}
+	if (array_grow((void **)&lp->files, &lp->cap_files, lp->nr_files + 1, sizeof(*lp->files)))
+		return -ENOMEM;
 	lp->files[lp->nr_files++] = (struct name){ s, dir };
 	return 0;
 }

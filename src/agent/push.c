@@ -496,7 +496,7 @@ static int enqueue(struct pusher *ps, const struct profile *p, const char *conta
 		free(it);
 		return -ENOMEM;
 	}
-	err = output__write_file(ps->o.writer, p, f, &oo);
+	err = writer__write_file(ps->o.writer, p, f, &oo);
 	if (fclose(f) && !err)
 		err = -ENOMEM;
 	if (!err)

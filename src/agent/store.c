@@ -283,7 +283,7 @@ int store__write(struct store *s, const struct profile *p, uint64_t start_ns, ch
 	}
 	err = store__name(start_ns, s->ext, 0, name, sizeof(name));
 	if (!err)
-		err = output__write_tmp(s->w, p, NULL, s->dfd, name, tmp, sizeof(tmp), &bytes);
+		err = writer__write_tmp(s->w, p, NULL, s->dfd, name, tmp, sizeof(tmp), &bytes);
 	if (err)
 		goto fail;
 	/* Two intervals in one second (a restart): "-1", "-2"..., never over a file. */

@@ -448,13 +448,13 @@ static const char *shell_quoted(const char *s)
  */
 static void save_candidates(const struct profile *p, const struct fn_samples *all, size_t n)
 {
-	const struct writer *w = output__find("pprof");
+	const struct writer *w = writer__find("pprof");
 	struct errmsg em = { 0 };
 	char path[64];
 	int err;
 
 	snprintf(path, sizeof(path), "bpfprof-annotate.%ld.pb.gz", (long)getpid());
-	err = w ? output__write_path(w, p, path, NULL, &em) : -ENOTSUP;
+	err = w ? writer__write_path(w, p, path, NULL, &em) : -ENOTSUP;
 	if (err) {
 		p_err("cannot keep the samples in %s: %s", path,
 		      em.msg[0] ? em.msg : strerror(-err));
@@ -1258,7 +1258,7 @@ static int annotate_main(struct annotate_opts *a)
 
 	if (!a->profile_path)
 		return annotate_live(a);
-	p = input__read_path(a->profile_path, &em);
+	p = reader__read_path(a->profile_path, &em);
 	if (!p) {
 		p_err("cannot read %s: %s", a->profile_path, em.msg);
 		cli__free(&a->o);

@@ -105,7 +105,7 @@ void cli__usage(FILE *f)
 		"                          report (the top functions) for a terminal\n"
 		"      --addresses         keep each sample's leaf address (pprof Location.address)\n"
 		"                          for 'bpfprof annotate PROFILE FUNCTION'\n");
-	for (w = output__all(); *w; w++) {
+	for (w = writer__all(); *w; w++) {
 		char exts[64] = "";
 
 		for (size_t i = 0; i < ARRAY_SIZE((*w)->exts) && (*w)->exts[i]; i++) {
@@ -611,7 +611,7 @@ static int parse_output_option(int c, const char *arg, struct options *o, struct
 		o->output = arg;
 		break;
 	case 'f':
-		if (!output__find(arg))
+		if (!writer__find(arg))
 			return usage_err(em, "unknown format '%s' (see --help for the list)", arg);
 		o->format = arg;
 		break;
@@ -774,15 +774,15 @@ static int unknown_ending(struct errmsg *em, const char *path, const char *endin
 int cli__pick_writer(const char *format, const char *path, const struct writer **out,
 		     struct errmsg *em)
 {
-	const struct writer *w = format ? output__find(format) : NULL;
+	const struct writer *w = format ? writer__find(format) : NULL;
 	char endings[256] = "", names[128] = "";
 
 	if (format && !w)
 		return usage_err(em, "unknown format '%s' (see --help for the list)", format);
 	if (!w && path)
-		w = output__for_path(path);
+		w = writer__for_path(path);
 	if (!w && path && format_ending(path)) {
-		for (const struct writer *const *a = output__all(); *a; a++) {
+		for (const struct writer *const *a = writer__all(); *a; a++) {
 			list_add(names, sizeof(names), "|", (*a)->name);
 			for (size_t i = 0; i < ARRAY_SIZE((*a)->exts) && (*a)->exts[i]; i++)
 				list_add(endings, sizeof(endings), " ", (*a)->exts[i]);
@@ -796,10 +796,10 @@ int cli__pick_writer(const char *format, const char *path, const struct writer *
 int cli__pick_diff_writer(const char *format, const char *path, const struct diff_writer **out,
 			  struct errmsg *em)
 {
-	const struct diff_writer *w = format ? output__find_diff(format) : NULL;
+	const struct diff_writer *w = format ? writer__find_diff(format) : NULL;
 	char endings[128] = "", names[64] = "";
 
-	for (const struct diff_writer *const *a = output__all_diff(); *a; a++) {
+	for (const struct diff_writer *const *a = writer__all_diff(); *a; a++) {
 		list_add(names, sizeof(names), "|", (*a)->name);
 		for (size_t i = 0; i < ARRAY_SIZE((*a)->exts) && (*a)->exts[i]; i++)
 			list_add(endings, sizeof(endings), " ", (*a)->exts[i]);
@@ -807,7 +807,7 @@ int cli__pick_diff_writer(const char *format, const char *path, const struct dif
 	if (format && !w)
 		return usage_err(em, "unknown diff format '%s': expected %s", format, names);
 	if (!w && path)
-		w = output__diff_for_path(path);
+		w = writer__diff_for_path(path);
 	if (!w && path && format_ending(path))
 		return unknown_ending(em, path, endings, names, "report");
 	*out = w ? w : &diff_writer_report;

@@ -26,7 +26,7 @@ static void convert_usage(FILE *f)
 		"  -f, --format NAME       output format; default from FILE's ending (see\n"
 		"                          'bpfprof --help'), else folded (an ending bpfprof does\n"
 		"                          not know is an error)\n");
-	for (w = output__all(); *w; w++)
+	for (w = writer__all(); *w; w++)
 		fprintf(f, "      %-10s %s\n", (*w)->name, (*w)->description);
 	cli__out_usage(f);
 	offline__select_usage(f);

@@ -70,7 +70,7 @@ static int diff(struct offline_opts *o)
 		profile__free(before);
 		return ret;
 	}
-	ret = output__write_diff_path(w, before, after, o->output, &o->out, &em);
+	ret = writer__write_diff_path(w, before, after, o->output, &o->out, &em);
 	if (ret) {
 		p_err("writing %s failed: %s", o->output ? o->output : "to stdout",
 		      errmsg_said(&em) ? em.msg : strerror(-ret));

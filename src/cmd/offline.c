@@ -187,7 +187,7 @@ int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *
 int offline__check_output(const char *cmd, const char *path)
 {
 	struct errmsg em = { 0 };
-	int err = output__check_path(path, &em);
+	int err = writer__check_path(path, &em);
 
 	if (err) {
 		p_err("cannot write %s: %s", path, errmsg_said(&em) ? em.msg : strerror(-err));
@@ -321,7 +321,7 @@ int offline__load(const struct offline_opts *o, char **paths, int n, struct prof
 		const char *name = strcmp(paths[i], "-") ? paths[i] : "stdin";
 		struct errmsg em = { 0 };
 		const char *format = NULL;
-		struct profile *p = input__read_path_opts(paths[i], &o->in, &format, &em);
+		struct profile *p = reader__read_path_opts(paths[i], &o->in, &format, &em);
 
 		if (!p) {
 			p_err("cannot read %s: %s", name, em.msg);
@@ -397,7 +397,7 @@ int offline__write_or_fail(const struct writer *w, const struct profile *p,
 			   const struct offline_opts *o)
 {
 	struct errmsg em = { 0 };
-	int err = output__write_path(w, p, o->output, &o->out, &em);
+	int err = writer__write_path(w, p, o->output, &o->out, &em);
 
 	if (err) {
 		p_err("writing %s failed: %s", o->output ? o->output : "to stdout",

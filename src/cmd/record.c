@@ -606,7 +606,7 @@ int record__check(struct record *r)
 		return 2;
 	if (o->cpu_list && !(r->cpus = parse_cpus(o->cpu_list, &r->nr_cpus)))
 		return 2;
-	err = output__check_path(o->output, &em);
+	err = writer__check_path(o->output, &em);
 	if (err) {
 		p_err("cannot write %s: %s", o->output, errmsg_said(&em) ? em.msg : strerror(-err));
 		if (errmsg_said(&em) && em.hint[0])
@@ -1184,7 +1184,7 @@ static void save_elsewhere(const struct record *r)
 	if (!r->o.output || !strcmp(r->o.output, "-"))
 		return;
 	stop__writing(true);
-	err = output__write_fallback(r->w, r->rc.prof, r->o.output, &r->o.out, path, sizeof(path),
+	err = writer__write_fallback(r->w, r->rc.prof, r->o.output, &r->o.out, path, sizeof(path),
 				     &em);
 	stop__writing(false);
 	if (err)
@@ -1217,7 +1217,7 @@ static int record__write(struct record *r)
 
 	profile__sort(rc->prof);
 	stop__writing(true);
-	err = output__write_path(r->w, rc->prof, r->o.output, &r->o.out, &em);
+	err = writer__write_path(r->w, rc->prof, r->o.output, &r->o.out, &em);
 	stop__writing(false);
 	if (err) {
 		p_err("writing %s failed: %s", r->o.output ? r->o.output : "to stdout",

@@ -58,7 +58,7 @@ static int read_token(const char *file, char **out)
  */
 int sinks__open(struct continuous *ct, const struct options *o)
 {
-	const struct writer *pw = output__find("pprof");
+	const struct writer *pw = writer__find("pprof");
 	const struct writer *fmt = pw ? pw : &writer_folded;
 	struct errmsg em = { 0 };
 	int err;

@@ -81,7 +81,7 @@ static int64_t label_of(struct flametree *t, enum frame_kind kind, const char *n
 		htab__remove(t->label_idx, e->key, e->klen);
 		return -ENOMEM;
 	}
-	output__clean_utf8(name, clean, csize);
+	writer__clean_utf8(name, clean, csize);
 	t->labels[t->nr_labels] = (struct ftlabel){ .name = clean, .kind = kind };
 	e->value = (void *)(uintptr_t)t->nr_labels;
 	return (int64_t)t->nr_labels++;
@@ -176,7 +176,7 @@ int flametree__add(struct flametree *t, const struct profile *p, int slot)
 				const struct pframe *f = profile__frame_get(p, fr[j]);
 				char name[4096];
 
-				output__frame_display(f, t->lines, name, sizeof(name));
+				writer__frame_display(f, t->lines, name, sizeof(name));
 				l = label_of(t, f->kind, name);
 				if (l < 0) {
 					err = (int)l;

@@ -35,11 +35,11 @@ static int format_stack(const struct profile *p, const struct psample *s, bool l
 	uint32_t n;
 	int err;
 
-	output__frame_label(&comm, label, sizeof(label));
+	writer__frame_label(&comm, label, sizeof(label));
 	err = sbuf_puts(sb, label[0] ? label : "[unknown]");
 	fr = profile__stack_get(p, s->stack, &n);
 	for (uint32_t i = 0; i < n && !err; i++) {
-		output__frame_label_lines(profile__frame_get(p, fr[i]), lines, label,
+		writer__frame_label_lines(profile__frame_get(p, fr[i]), lines, label,
 					  sizeof(label));
 		err = sbuf_add(sb, ";", 1) ?: sbuf_puts(sb, label);
 	}

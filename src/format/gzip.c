@@ -2,7 +2,7 @@
 /*
  * gzip.c - gzip for the writers of compressed formats (pprof, svgz); see
  * writer.h. The reading side, with its decompression-bomb limits, is
- * input__gunzip() in readers.c.
+ * reader__gunzip() in readers.c.
  */
 #include "format/writer.h"
 
@@ -14,7 +14,7 @@
 #include "base/util.h"
 
 /* gzip (RFC 1952, mtime 0 so output is reproducible) straight into f. */
-int output__gzip(FILE *f, const void *data, size_t len)
+int writer__gzip(FILE *f, const void *data, size_t len)
 {
 	const uint8_t *buf = data;
 	uint8_t out[65536];

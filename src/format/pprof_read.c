@@ -886,7 +886,7 @@ static int read_pprof(const uint8_t *buf, size_t len, struct profile *p, struct 
 
 	errmsg_clear(em);
 	if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) {
-		rc = input__gunzip(buf, len, INPUT_MAX_INFLATED, &msg, &msg_len);
+		rc = reader__gunzip(buf, len, INPUT_MAX_INFLATED, &msg, &msg_len);
 		if (rc == -EFBIG)
 			return fail(&c, rc, "more than 1 GiB once decompressed");
 		if (rc == -EINVAL)

@@ -159,7 +159,7 @@ static uint64_t str_id(struct strtab *t, const char *s, bool *oom)
 		*oom = true;
 		return 0;
 	}
-	output__clean_utf8(s, buf, size);
+	writer__clean_utf8(s, buf, size);
 	id = str_id_raw(t, buf, oom);
 	if (buf != small)
 		free(buf);
@@ -528,7 +528,7 @@ static int write_pprof(const struct profile *p, FILE *f, const struct out_opts *
 
 	if (err)
 		return err;
-	err = output__gzip(f, buf, len);
+	err = writer__gzip(f, buf, len);
 	free(buf);
 	return err;
 }

@@ -60,9 +60,9 @@ extern const struct reader reader_perf_script;
 bool perfscript__sniff(const uint8_t *buf, size_t len);
 
 /* The reader called name, or NULL. */
-const struct reader *input__find(const char *name);
+const struct reader *reader__find(const char *name);
 /* The reader for data starting with buf[0..len). */
-const struct reader *input__sniff(const uint8_t *buf, size_t len);
+const struct reader *reader__sniff(const uint8_t *buf, size_t len);
 
 /*
  * Reads path ("-": stdin) with the sniffed reader into a new profile.
@@ -70,14 +70,14 @@ const struct reader *input__sniff(const uint8_t *buf, size_t len);
  * the file name, which the caller prints) and maybe a hint; on success em
  * may hold a note (see struct reader).
  */
-struct profile *input__read_path(const char *path, struct errmsg *em);
+struct profile *reader__read_path(const char *path, struct errmsg *em);
 /* The same with options (io may be NULL); *format (may be NULL) gets the
  * name of the reader used, or NULL if none was. */
-struct profile *input__read_path_opts(const char *path, const struct input_opts *io,
-				      const char **format, struct errmsg *em);
+struct profile *reader__read_path_opts(const char *path, const struct input_opts *io,
+				       const char **format, struct errmsg *em);
 
 /* For readers: gunzips buf into a malloc'd buffer of at most max bytes.
  * 0, -EINVAL (corrupt), -EFBIG (over max) or -ENOMEM. */
-int input__gunzip(const uint8_t *buf, size_t len, size_t max, uint8_t **out, size_t *out_len);
+int reader__gunzip(const uint8_t *buf, size_t len, size_t max, uint8_t **out, size_t *out_len);
 
 #endif

@@ -19,7 +19,7 @@ static const struct reader *const readers[] = {
 	NULL,
 };
 
-const struct reader *input__find(const char *name)
+const struct reader *reader__find(const char *name)
 {
 	for (size_t i = 0; readers[i]; i++)
 		if (!strcmp(readers[i]->name, name))
@@ -27,7 +27,7 @@ const struct reader *input__find(const char *name)
 	return NULL;
 }
 
-const struct reader *input__sniff(const uint8_t *buf, size_t len)
+const struct reader *reader__sniff(const uint8_t *buf, size_t len)
 {
 	if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b)
 		return &reader_pprof; /* gzip: pprof on disk */
@@ -135,8 +135,8 @@ static int read_stdin(size_t max, uint8_t **out, size_t *out_len)
 	return 0;
 }
 
-struct profile *input__read_path_opts(const char *path, const struct input_opts *io,
-				      const char **format, struct errmsg *em)
+struct profile *reader__read_path_opts(const char *path, const struct input_opts *io,
+				       const char **format, struct errmsg *em)
 {
 	const struct reader *r;
 	struct profile *p;
@@ -163,7 +163,7 @@ struct profile *input__read_path_opts(const char *path, const struct input_opts 
 	}
 	/* Any format may come gzipped (pprof always does): what is inside decides. */
 	if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) {
-		rc = input__gunzip(buf, len, INPUT_MAX_INFLATED, &raw, &len);
+		rc = reader__gunzip(buf, len, INPUT_MAX_INFLATED, &raw, &len);
 		free(buf);
 		if (rc) {
 			errno = -errmsg_set(em, rc, "%s",
@@ -185,7 +185,7 @@ struct profile *input__read_path_opts(const char *path, const struct input_opts 
 		errno = EINVAL;
 		return NULL;
 	}
-	r = input__sniff(buf, len);
+	r = reader__sniff(buf, len);
 	if (format)
 		*format = r->name;
 	p = profile__new();
@@ -207,9 +207,9 @@ struct profile *input__read_path_opts(const char *path, const struct input_opts 
 	return p;
 }
 
-struct profile *input__read_path(const char *path, struct errmsg *em)
+struct profile *reader__read_path(const char *path, struct errmsg *em)
 {
-	return input__read_path_opts(path, NULL, NULL, em);
+	return reader__read_path_opts(path, NULL, NULL, em);
 }
 
 /*
@@ -278,7 +278,7 @@ static int inflate_into(const uint8_t *buf, size_t len, uint8_t *out, size_t cap
 	return err;
 }
 
-int input__gunzip(const uint8_t *buf, size_t len, size_t max, uint8_t **out, size_t *out_len)
+int reader__gunzip(const uint8_t *buf, size_t len, size_t max, uint8_t **out, size_t *out_len)
 {
 	size_t need, got;
 	uint8_t *o;

@@ -80,7 +80,7 @@ static int fstats_build(const struct profile *p, bool by_module, struct fstats *
 
 		/* A Python function is known by its file: "run" in two scripts is two rows. */
 		if (f->kind == FRAME_PYTHON && f->file)
-			mod = output__short_file(f->file);
+			mod = writer__short_file(f->file);
 		sbuf_reset(&key);
 		/* kind, module, NUL, name: unambiguous since names have no NUL. */
 		if (sbuf_add(&key, &kind, 1) || sbuf_puts(&key, mod ? mod : "") ||
@@ -248,7 +248,7 @@ static void put_name(FILE *f, const char *name, enum frame_kind kind, size_t wid
 
 	if (!buf)
 		return;
-	output__clean_utf8(name, buf, size);
+	writer__clean_utf8(name, buf, size);
 	if (columns(buf) > width) {
 		if (is_signature(buf, kind))
 			simplify(buf);
@@ -317,7 +317,7 @@ static void header(FILE *f, const char *what, const struct profile *p)
 	if (m->hostname[0]) {
 		char host[64];
 
-		output__clean_utf8(m->hostname, host, sizeof(host));
+		writer__clean_utf8(m->hostname, host, sizeof(host));
 		fprintf(f, "%s", host);
 		sep = ", ";
 	}
@@ -387,7 +387,7 @@ static void function_table(FILE *f, const struct profile_meta *m, struct fstats 
 		put_count(f, w, st->self);
 		fprintf(f, " %6.2f ", pct(st->self, total));
 		put_count(f, w, st->total);
-		output__clean_utf8(module_col(st), mod, sizeof(mod));
+		writer__clean_utf8(module_col(st), mod, sizeof(mod));
 		fprintf(f, " %6.2f  %-12s  ", pct(st->total, total), mod);
 		put_name(f, st->name, st->kind, REPORT_WIDTH - 49 - 2 * (w - 9));
 		fputc('\n', f);
@@ -651,7 +651,7 @@ static int write_diff_report(const struct profile *before, const struct profile 
 		fprintf(f, "%7.2f %7.2f %+8.2f  %7.2f %7.2f %+8.2f  ", r->self[0], r->self[1],
 			r->self[1] - r->self[0], r->total[0], r->total[1],
 			r->total[1] - r->total[0]);
-		output__frame_label(&pf, label, sizeof(label));
+		writer__frame_label(&pf, label, sizeof(label));
 		put_name(f, label, r->kind, REPORT_WIDTH - 52);
 		fputc('\n', f);
 	}

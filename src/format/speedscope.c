@@ -171,7 +171,7 @@ static int write_one(FILE *f, const struct profile *p, const struct sprof *sp, b
 		else
 			err = sbuf_puts(&name, sp->comm);
 		fputs("{\"type\":\"sampled\",\"name\":", f);
-		output__json_string(f, err ? "" : name.buf);
+		writer__json_string(f, err ? "" : name.buf);
 		sbuf_free(&name);
 		fprintf(f,
 			",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%" PRIu64
@@ -243,7 +243,7 @@ static int write_speedscope(const struct profile *p, FILE *f, const struct out_o
 			snprintf(name, sizeof(name), "CPU profile of %s", m->hostname);
 		else
 			snprintf(name, sizeof(name), "CPU profile");
-		output__json_string(f, name);
+		writer__json_string(f, name);
 	}
 	fputs(",\"activeProfileIndex\":0,\n\"profiles\":[\n", f);
 	for (size_t i = 0; i < nr && !err; i++) {
@@ -264,14 +264,14 @@ static int write_speedscope(const struct profile *p, FILE *f, const struct out_o
 			for (size_t i = 0; i < profile__nr_frames(p); i++) {
 				const struct pframe *fr = profile__frame_get(p, (uint32_t)i);
 
-				output__frame_display(fr, false, label, sizeof(label));
+				writer__frame_display(fr, false, label, sizeof(label));
 				snprintf(label + strlen(label), sizeof(label) - strlen(label), "%s",
-					 output__kind_suffix(fr->kind));
+					 writer__kind_suffix(fr->kind));
 				fputs(i ? ",\n{\"name\":" : "{\"name\":", f);
-				output__json_string(f, label);
+				writer__json_string(f, label);
 				if (fr->file || fr->module) {
 					fputs(",\"file\":", f);
-					output__json_string(f, fr->file ? fr->file : fr->module);
+					writer__json_string(f, fr->file ? fr->file : fr->module);
 				}
 				if (fr->line)
 					fprintf(f, ",\"line\":%u", fr->line);
@@ -283,7 +283,7 @@ static int write_speedscope(const struct profile *p, FILE *f, const struct out_o
 			for (size_t i = 0; i < htab__count(comms); i++) {
 				fputs(i || profile__nr_frames(p) ? ",\n{\"name\":" : "{\"name\":",
 				      f);
-				output__json_string(f, extra[i][0] ? extra[i] : "[unknown]");
+				writer__json_string(f, extra[i][0] ? extra[i] : "[unknown]");
 				fputc('}', f);
 			}
 			fputs("]}}\n", f);

@@ -56,7 +56,7 @@ static void put_xml_text(FILE *f, const char *s)
 
 	if (!clean)
 		return;
-	output__clean_utf8(s, clean, size);
+	writer__clean_utf8(s, clean, size);
 	for (const char *p = clean; *p; p++) {
 		switch (*p) {
 		case '&':
@@ -186,12 +186,12 @@ static int emit(FILE *f, const struct flametree *t, const char *title, const cha
 		"{\"version\":1,\"width\":%u,\"height\":%u,\"frameHeight\":%u,\"pad\":%u,"
 		"\"top\":%u,\"bottom\":%u,\"diff\":%d,\"inverted\":%d,\"unit\":",
 		SVG_WIDTH, height, SVG_FRAME, SVG_PAD, SVG_TOP, SVG_BOTTOM, diff, inverted);
-	output__json_string(f, unit && unit[0] ? unit_label(unit) : "samples");
+	writer__json_string(f, unit && unit[0] ? unit_label(unit) : "samples");
 	fputs(",\n\"labels\":[", f);
 	for (size_t i = 0; i < flametree__nr_labels(t); i++) {
 		if (i)
 			fputc(',', f);
-		output__json_string(f, flametree__label(t, i)->name);
+		writer__json_string(f, flametree__label(t, i)->name);
 	}
 	fputs("],\n\"kinds\":[", f);
 	for (size_t i = 0; i < flametree__nr_labels(t); i++)
@@ -310,7 +310,7 @@ static int gzip_svg(FILE *f, int (*svg)(FILE *m, const void *ctx), const void *c
 	if (fclose(m) && !err)
 		err = -ENOMEM;
 	if (!err)
-		err = output__gzip(f, buf, len);
+		err = writer__gzip(f, buf, len);
 	free(buf);
 	return err;
 }

@@ -51,11 +51,11 @@ struct writer {
 };
 
 /* The writer called name, or NULL. */
-const struct writer *output__find(const char *name);
+const struct writer *writer__find(const char *name);
 /* The writer whose extension ends path, or NULL. */
-const struct writer *output__for_path(const char *path);
+const struct writer *writer__for_path(const char *path);
 /* Writers in table order, NULL-terminated. */
-const struct writer *const *output__all(void);
+const struct writer *const *writer__all(void);
 
 /*
  * Writes p to path ("-" or NULL: stdout) atomically as described above,
@@ -63,7 +63,7 @@ const struct writer *const *output__all(void);
  * Returns 0 or -errno; on error no partial file is left behind. A refused
  * path is -EACCES with em (may be NULL) saying what was refused.
  */
-int output__write_path(const struct writer *w, const struct profile *p, const char *path,
+int writer__write_path(const struct writer *w, const struct profile *p, const char *path,
 		       const struct out_opts *o, struct errmsg *em);
 
 /*
@@ -72,7 +72,7 @@ int output__write_path(const struct writer *w, const struct profile *p, const ch
  * (may be NULL) its size. The caller renames it into place
  * (safewrite__rename) or removes it. On error nothing is left behind.
  */
-int output__write_tmp(const struct writer *w, const struct profile *p, const struct out_opts *o,
+int writer__write_tmp(const struct writer *w, const struct profile *p, const struct out_opts *o,
 		      int dirfd, const char *name, char *tmp, size_t tmp_size, uint64_t *size);
 
 /*
@@ -84,18 +84,18 @@ int output__write_tmp(const struct writer *w, const struct profile *p, const str
  * sticky if others can write it). written receives its path. 0 or -errno
  * (em may say why the last directory was refused).
  */
-int output__write_fallback(const struct writer *w, const struct profile *p, const char *path,
+int writer__write_fallback(const struct writer *w, const struct profile *p, const char *path,
 			   const struct out_opts *o, char *written, size_t size, struct errmsg *em);
 
 /* Writes p to f with w, through the view o->view where w needs one (as above). */
-int output__write_file(const struct writer *w, const struct profile *p, FILE *f,
+int writer__write_file(const struct writer *w, const struct profile *p, FILE *f,
 		       const struct out_opts *o);
 
 /*
  * Checks early (before profiling) that path can be written, under the same
  * rules, without opening it; 0 or -errno (a refusal: -EACCES and em).
  */
-int output__check_path(const char *path, struct errmsg *em);
+int writer__check_path(const char *path, struct errmsg *em);
 
 /* The writers. */
 extern const struct writer writer_folded;
@@ -122,11 +122,11 @@ extern const struct diff_writer diff_writer_svg;
 extern const struct diff_writer diff_writer_svgz;
 extern const struct diff_writer diff_writer_report;
 
-const struct diff_writer *output__find_diff(const char *name);
-const struct diff_writer *output__diff_for_path(const char *path);
-const struct diff_writer *const *output__all_diff(void);
-/* As output__write_path(), for a differential writer. */
-int output__write_diff_path(const struct diff_writer *w, const struct profile *before,
+const struct diff_writer *writer__find_diff(const char *name);
+const struct diff_writer *writer__diff_for_path(const char *path);
+const struct diff_writer *const *writer__all_diff(void);
+/* As writer__write_path(), for a differential writer. */
+int writer__write_diff_path(const struct diff_writer *w, const struct profile *before,
 			    const struct profile *after, const char *path, const struct out_opts *o,
 			    struct errmsg *em);
 
@@ -137,18 +137,18 @@ int output__write_diff_path(const struct diff_writer *w, const struct profile *b
  * "name (app.py)"; with lines, any frame with a file and line shows both,
  * "name (app.py:12)", "main.leaf (main.go:30)".
  */
-void output__frame_label(const struct pframe *f, char *buf, size_t size);
-void output__frame_label_lines(const struct pframe *f, bool lines, char *buf, size_t size);
+void writer__frame_label(const struct pframe *f, char *buf, size_t size);
+void writer__frame_label_lines(const struct pframe *f, bool lines, char *buf, size_t size);
 /* The same without the kind suffix and without cleaning (for labelled formats). */
-void output__frame_display(const struct pframe *f, bool lines, char *buf, size_t size);
+void writer__frame_display(const struct pframe *f, bool lines, char *buf, size_t size);
 /* "_[k]", "_[j]", "_[py]", "_[i]" or "". */
-const char *output__kind_suffix(enum frame_kind kind);
+const char *writer__kind_suffix(enum frame_kind kind);
 /* A source file as labels show it: its base name ("pkg/__init__.py" for a package). */
-const char *output__short_file(const char *file);
+const char *writer__short_file(const char *file);
 
 /* Writes len bytes of data to f gzip-compressed (RFC 1952, mtime 0, so the
  * same input gives the same bytes); 0 or -errno. */
-int output__gzip(FILE *f, const void *data, size_t len);
+int writer__gzip(FILE *f, const void *data, size_t len);
 
 /*
  * Writes s as a JSON string literal (quotes included). Invalid UTF-8 becomes
@@ -156,9 +156,9 @@ int output__gzip(FILE *f, const void *data, size_t len);
  * too, so the literal is safe inside XML/HTML (CDATA, <script>); controls
  * (C1 and bidirectional formatting too: base/text.h) as \uXXXX.
  */
-void output__json_string(FILE *f, const char *s);
+void writer__json_string(FILE *f, const char *s);
 /* Copies s with invalid UTF-8 replaced by U+FFFD and control characters
  * (C0, DEL, C1, bidirectional formatting: base/text.h) by '?'. */
-void output__clean_utf8(const char *s, char *buf, size_t size);
+void writer__clean_utf8(const char *s, char *buf, size_t size);
 
 #endif

@@ -28,12 +28,12 @@ static const struct diff_writer *const diff_writers[] = {
 	NULL,
 };
 
-const struct writer *const *output__all(void)
+const struct writer *const *writer__all(void)
 {
 	return writers;
 }
 
-const struct writer *output__find(const char *name)
+const struct writer *writer__find(const char *name)
 {
 	for (size_t i = 0; writers[i]; i++)
 		if (!strcmp(writers[i]->name, name))
@@ -59,7 +59,7 @@ static size_t ext_match(const char *path, const char *const *exts, size_t n)
 	return best;
 }
 
-const struct writer *output__for_path(const char *path)
+const struct writer *writer__for_path(const char *path)
 {
 	const struct writer *best = NULL;
 	size_t best_len = 0;
@@ -75,12 +75,12 @@ const struct writer *output__for_path(const char *path)
 	return best;
 }
 
-const struct diff_writer *const *output__all_diff(void)
+const struct diff_writer *const *writer__all_diff(void)
 {
 	return diff_writers;
 }
 
-const struct diff_writer *output__find_diff(const char *name)
+const struct diff_writer *writer__find_diff(const char *name)
 {
 	for (size_t i = 0; diff_writers[i]; i++)
 		if (!strcmp(diff_writers[i]->name, name))
@@ -88,7 +88,7 @@ const struct diff_writer *output__find_diff(const char *name)
 	return NULL;
 }
 
-const struct diff_writer *output__diff_for_path(const char *path)
+const struct diff_writer *writer__diff_for_path(const char *path)
 {
 	const struct diff_writer *best = NULL;
 	size_t best_len = 0;
@@ -105,7 +105,7 @@ const struct diff_writer *output__diff_for_path(const char *path)
 	return best;
 }
 
-const char *output__kind_suffix(enum frame_kind kind)
+const char *writer__kind_suffix(enum frame_kind kind)
 {
 	switch (kind) {
 	case FRAME_KERNEL:
@@ -121,7 +121,7 @@ const char *output__kind_suffix(enum frame_kind kind)
 	}
 }
 
-const char *output__short_file(const char *file)
+const char *writer__short_file(const char *file)
 {
 	const char *base = path_basename(file);
 
@@ -136,29 +136,29 @@ const char *output__short_file(const char *file)
 	return base;
 }
 
-void output__frame_display(const struct pframe *f, bool lines, char *buf, size_t size)
+void writer__frame_display(const struct pframe *f, bool lines, char *buf, size_t size)
 {
 	bool with_file = f->file && f->file[0] && (f->kind == FRAME_PYTHON || (lines && f->line));
 
 	if (!with_file)
 		snprintf(buf, size, "%s", f->name);
 	else if (lines && f->line)
-		snprintf(buf, size, "%s (%s:%u)", f->name, output__short_file(f->file), f->line);
+		snprintf(buf, size, "%s (%s:%u)", f->name, writer__short_file(f->file), f->line);
 	else
-		snprintf(buf, size, "%s (%s)", f->name, output__short_file(f->file));
+		snprintf(buf, size, "%s (%s)", f->name, writer__short_file(f->file));
 }
 
-void output__frame_label_lines(const struct pframe *f, bool lines, char *buf, size_t size)
+void writer__frame_label_lines(const struct pframe *f, bool lines, char *buf, size_t size)
 {
-	const char *suffix = output__kind_suffix(f->kind);
+	const char *suffix = writer__kind_suffix(f->kind);
 	char name[4096];
 	size_t i = 0;
 
 	if (!size)
 		return;
-	output__frame_display(f, lines, name, sizeof(name));
+	writer__frame_display(f, lines, name, sizeof(name));
 	/* Controls '?', bytes not UTF-8 U+FFFD, as in every writer; ';' separates frames. */
-	output__clean_utf8(name, buf, size);
+	writer__clean_utf8(name, buf, size);
 	for (; buf[i]; i++)
 		if (buf[i] == ';')
 			buf[i] = ':';
@@ -167,12 +167,12 @@ void output__frame_label_lines(const struct pframe *f, bool lines, char *buf, si
 	buf[i] = '\0';
 }
 
-void output__frame_label(const struct pframe *f, char *buf, size_t size)
+void writer__frame_label(const struct pframe *f, char *buf, size_t size)
 {
-	output__frame_label_lines(f, false, buf, size);
+	writer__frame_label_lines(f, false, buf, size);
 }
 
-void output__clean_utf8(const char *s, char *buf, size_t size)
+void writer__clean_utf8(const char *s, char *buf, size_t size)
 {
 	size_t i = 0;
 
@@ -194,7 +194,7 @@ void output__clean_utf8(const char *s, char *buf, size_t size)
 	buf[i] = '\0';
 }
 
-void output__json_string(FILE *f, const char *s)
+void writer__json_string(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
@@ -228,7 +228,7 @@ void output__json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-int output__check_path(const char *path, struct errmsg *em)
+int writer__check_path(const char *path, struct errmsg *em)
 {
 	struct safewrite_target t;
 	int err;
@@ -248,7 +248,7 @@ struct write_job {
 	const struct out_opts *o;
 };
 
-int output__write_file(const struct writer *w, const struct profile *p, FILE *f,
+int writer__write_file(const struct writer *w, const struct profile *p, FILE *f,
 		       const struct out_opts *o)
 {
 	struct profile *view;
@@ -266,7 +266,7 @@ int output__write_file(const struct writer *w, const struct profile *p, FILE *f,
 
 static int write_stream(const struct write_job *j, FILE *f)
 {
-	int err = j->w ? output__write_file(j->w, j->p, f, j->o)
+	int err = j->w ? writer__write_file(j->w, j->p, f, j->o)
 		       : j->dw->write(j->before, j->p, f, j->o);
 
 	if (fflush(f) && !err)
@@ -314,7 +314,7 @@ static int write_tmp(const struct write_job *j, int dirfd, const char *name, cha
 	return err;
 }
 
-int output__write_tmp(const struct writer *w, const struct profile *p, const struct out_opts *o,
+int writer__write_tmp(const struct writer *w, const struct profile *p, const struct out_opts *o,
 		      int dirfd, const char *name, char *tmp, size_t tmp_size, uint64_t *size)
 {
 	struct write_job j = { .w = w, .p = p, .o = o };
@@ -359,7 +359,7 @@ static int write_job_path(const struct write_job *j, const char *path, struct er
 	return err;
 }
 
-int output__write_path(const struct writer *w, const struct profile *p, const char *path,
+int writer__write_path(const struct writer *w, const struct profile *p, const char *path,
 		       const struct out_opts *o, struct errmsg *em)
 {
 	struct write_job j = { .w = w, .p = p, .o = o };
@@ -367,7 +367,7 @@ int output__write_path(const struct writer *w, const struct profile *p, const ch
 	return write_job_path(&j, path, em);
 }
 
-int output__write_fallback(const struct writer *w, const struct profile *p, const char *path,
+int writer__write_fallback(const struct writer *w, const struct profile *p, const char *path,
 			   const struct out_opts *o, char *written, size_t size, struct errmsg *em)
 {
 	const char *tmpdir = getenv("TMPDIR"), *dirs[] = { tmpdir, "/tmp" };
@@ -407,7 +407,7 @@ int output__write_fallback(const struct writer *w, const struct profile *p, cons
 	return err;
 }
 
-int output__write_diff_path(const struct diff_writer *w, const struct profile *before,
+int writer__write_diff_path(const struct diff_writer *w, const struct profile *before,
 			    const struct profile *after, const char *path, const struct out_opts *o,
 			    struct errmsg *em)
 {

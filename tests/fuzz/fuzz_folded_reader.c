@@ -21,7 +21,7 @@ static char *write_all(const struct profile *p, size_t *folded_len)
 	struct out_opts o = { .top = 5, .merge = true };
 	char *folded = NULL;
 
-	for (w = output__all(); *w; w++) {
+	for (w = writer__all(); *w; w++) {
 		char *buf = NULL;
 		size_t len = 0;
 		FILE *f = open_memstream(&buf, &len);

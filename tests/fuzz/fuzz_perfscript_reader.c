@@ -23,7 +23,7 @@ static void write_all_and_check(const struct profile *p)
 	char *folded = NULL;
 	size_t folded_len = 0;
 
-	for (const struct writer *const *w = output__all(); *w; w++) {
+	for (const struct writer *const *w = writer__all(); *w; w++) {
 		char *buf = NULL;
 		size_t len = 0;
 		FILE *f = open_memstream(&buf, &len);

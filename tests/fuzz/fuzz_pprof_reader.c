@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (reader_pprof.read(msg, len, q, &err) || profile__total(q) != profile__total(p) ||
 	    profile__nr_samples(q) != profile__nr_samples(p))
 		abort();
-	for (w = output__all(); *w; w++) {
+	for (w = writer__all(); *w; w++) {
 		char *buf = NULL;
 		size_t blen = 0;
 		FILE *f = open_memstream(&buf, &blen);

@@ -211,16 +211,16 @@ static void test_output_options(void **state)
 	assert_non_null(strstr(err.msg, "invalid --top 'x'"));
 	cli__free(&o);
 	/* Every writer is reachable by name and by its file endings. */
-	assert_ptr_equal(output__for_path("a.pb.gz"), output__find("pprof"));
-	assert_ptr_equal(output__for_path("a.pprof"), output__find("pprof"));
-	assert_ptr_equal(output__for_path("a.speedscope.json"), output__find("speedscope"));
-	assert_ptr_equal(output__for_path("a.json"), output__find("speedscope"));
-	assert_ptr_equal(output__for_path("a.svg"), output__find("svg"));
-	assert_ptr_equal(output__for_path("a.txt"), output__find("report"));
-	assert_ptr_equal(output__for_path("a.folded"), output__find("folded"));
-	assert_ptr_equal(output__diff_for_path("d.svg"), output__find_diff("svg"));
-	assert_ptr_equal(output__diff_for_path("d.txt"), output__find_diff("report"));
-	assert_null(output__diff_for_path("d.folded"));
+	assert_ptr_equal(writer__for_path("a.pb.gz"), writer__find("pprof"));
+	assert_ptr_equal(writer__for_path("a.pprof"), writer__find("pprof"));
+	assert_ptr_equal(writer__for_path("a.speedscope.json"), writer__find("speedscope"));
+	assert_ptr_equal(writer__for_path("a.json"), writer__find("speedscope"));
+	assert_ptr_equal(writer__for_path("a.svg"), writer__find("svg"));
+	assert_ptr_equal(writer__for_path("a.txt"), writer__find("report"));
+	assert_ptr_equal(writer__for_path("a.folded"), writer__find("folded"));
+	assert_ptr_equal(writer__diff_for_path("d.svg"), writer__find_diff("svg"));
+	assert_ptr_equal(writer__diff_for_path("d.txt"), writer__find_diff("report"));
+	assert_null(writer__diff_for_path("d.folded"));
 }
 
 static void test_offcpu_options(void **state)
@@ -312,8 +312,8 @@ static void test_output_endings(void **state)
 
 	assert_int_equal(cli__pick_writer(NULL, "cpu.svgz", &w, &err), CLI_OK);
 	assert_ptr_equal(w, &writer_svgz);
-	assert_ptr_equal(output__for_path("a.svgz"), &writer_svgz);
-	assert_ptr_equal(output__diff_for_path("d.svgz"), &diff_writer_svgz);
+	assert_ptr_equal(writer__for_path("a.svgz"), &writer_svgz);
+	assert_ptr_equal(writer__diff_for_path("d.svgz"), &diff_writer_svgz);
 	for (const char *const *n = (const char *const[]){ "profile", "run.1", "/tmp/a.b/cpu",
 							   ".hidden", "x.", "-", NULL };
 	     *n; n++) {

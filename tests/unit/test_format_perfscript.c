@@ -21,7 +21,7 @@ static struct profile *read_file_opts(const char *path, const char *event, struc
 {
 	struct input_opts io = { .event = event };
 	const char *format = NULL;
-	struct profile *p = input__read_path_opts(path, &io, &format, em);
+	struct profile *p = reader__read_path_opts(path, &io, &format, em);
 
 	if (p) {
 		assert_string_equal(format, "perf script");
@@ -364,10 +364,10 @@ static void test_sniff(void **state)
 					      "my app 2 1.0:;x 1\n" };
 
 	for (size_t i = 0; i < ARRAY_SIZE(perf); i++)
-		assert_ptr_equal(input__sniff((const uint8_t *)perf[i], strlen(perf[i])),
+		assert_ptr_equal(reader__sniff((const uint8_t *)perf[i], strlen(perf[i])),
 				 &reader_perf_script);
 	for (size_t i = 0; i < ARRAY_SIZE(folded); i++)
-		assert_ptr_equal(input__sniff((const uint8_t *)folded[i], strlen(folded[i])),
+		assert_ptr_equal(reader__sniff((const uint8_t *)folded[i], strlen(folded[i])),
 				 &reader_folded);
 }
 
@@ -414,7 +414,7 @@ static void test_foreign_files(void **state)
 		size_t clen = i == 0 ? 16 : strlen(cases[i].content);
 
 		path = write_temp(cases[i].content, clen);
-		assert_null(input__read_path(path, &em));
+		assert_null(reader__read_path(path, &em));
 		if (!strstr(em.msg, cases[i].msg))
 			fail_msg("'%s' not in '%s'", cases[i].msg, em.msg);
 		snprintf(want, sizeof(want), "%s", cases[i].hint);
@@ -434,7 +434,7 @@ static void test_foreign_files(void **state)
 		char *z = gz("<svg xmlns=\"http://www.w3.org/2000/svg\"></svg>", &len);
 
 		path = write_temp(z, len);
-		assert_null(input__read_path(path, &em));
+		assert_null(reader__read_path(path, &em));
 		assert_non_null(strstr(em.msg, "a gzip-compressed SVG image"));
 		unlink(path);
 		free(path);
@@ -443,7 +443,7 @@ static void test_foreign_files(void **state)
 		z = gz("app 1 1.0: cpu-clock:\n\t10 f (x)\n", &len);
 		path = write_temp(z, len);
 		{
-			struct profile *p = input__read_path(path, &em);
+			struct profile *p = reader__read_path(path, &em);
 
 			assert_non_null(p);
 			assert_int_equal(profile__total(p), 1);

@@ -160,7 +160,7 @@ static char *identity_text(struct profile *p)
 		for (uint32_t j = 0; j < n; j++) {
 			const struct pframe *f = profile__frame_get(p, fr[j]);
 
-			output__frame_label(f, label, sizeof(label));
+			writer__frame_label(f, label, sizeof(label));
 			sbuf_printf(&sb, ";%s", label);
 			if (f->kind == FRAME_USER && f->module)
 				sbuf_printf(&sb, "@%s", f->module);
@@ -190,7 +190,7 @@ static void test_pprof_round_trip(void **state)
 	uint8_t *raw;
 	size_t rawlen;
 
-	assert_ptr_equal(input__sniff((const uint8_t *)gz, zlen), &reader_pprof);
+	assert_ptr_equal(reader__sniff((const uint8_t *)gz, zlen), &reader_pprof);
 	q = read_buf(&reader_pprof, gz, zlen, 0, &err);
 	/* Identity, stacks, counts, modules survive; invalid UTF-8 was replaced
 	 * (in the file; the labels replace it the same way). */
@@ -215,7 +215,7 @@ static void test_pprof_round_trip(void **state)
 
 	/* Uncompressed protobuf is sniffed as pprof too. */
 	assert_int_equal(pprof__encode(p, &raw, &rawlen), 0);
-	assert_ptr_equal(input__sniff(raw, rawlen), &reader_pprof);
+	assert_ptr_equal(reader__sniff(raw, rawlen), &reader_pprof);
 	q = read_buf(&reader_pprof, raw, rawlen, 0, &err);
 	assert_int_equal(profile__total(q), profile__total(p));
 	profile__free(q);
@@ -471,9 +471,9 @@ static void test_gunzip_limits(void **state)
 	char *gz = fx_write(&writer_pprof, p, NULL, &zlen);
 	uint8_t *out;
 
-	assert_int_equal(input__gunzip((uint8_t *)gz, zlen, 16, &out, &olen), -EFBIG);
+	assert_int_equal(reader__gunzip((uint8_t *)gz, zlen, 16, &out, &olen), -EFBIG);
 	assert_int_equal(
-		input__gunzip((uint8_t *)"\x1f\x8b\x08\x00garbage", 11, 1 << 20, &out, &olen),
+		reader__gunzip((uint8_t *)"\x1f\x8b\x08\x00garbage", 11, 1 << 20, &out, &olen),
 		-EINVAL);
 	free(gz);
 	profile__free(p);
@@ -506,10 +506,10 @@ static void test_gunzip_bomb_and_members(void **state)
 
 	/* 64 MiB from ~64 KiB: refused at the limit, whatever the ratio. */
 	assert_true(zlen < (128 << 10));
-	assert_int_equal(input__gunzip(gz, zlen, 1 << 20, &out, &olen), -EFBIG);
-	assert_int_equal(input__gunzip(gz, zlen, (64 << 20) - 1, &out, &olen), -EFBIG);
+	assert_int_equal(reader__gunzip(gz, zlen, 1 << 20, &out, &olen), -EFBIG);
+	assert_int_equal(reader__gunzip(gz, zlen, (64 << 20) - 1, &out, &olen), -EFBIG);
 	/* Exactly at the limit is fine, and exactly that long. */
-	assert_int_equal(input__gunzip(gz, zlen, 64 << 20, &out, &olen), 0);
+	assert_int_equal(reader__gunzip(gz, zlen, 64 << 20, &out, &olen), 0);
 	assert_int_equal(olen, 64 << 20);
 	assert_int_equal(out[0] | out[olen - 1], 0);
 	free(out);
@@ -523,12 +523,12 @@ static void test_gunzip_bomb_and_members(void **state)
 	free(gz);
 	gz = gzip_zeros(0, &zlen);
 	memcpy(two + 2 * one, gz, zlen);
-	assert_int_equal(input__gunzip(two, 2 * one + zlen, 2000, &out, &olen), 0);
+	assert_int_equal(reader__gunzip(two, 2 * one + zlen, 2000, &out, &olen), 0);
 	assert_int_equal(olen, 2000);
 	free(out);
-	assert_int_equal(input__gunzip(two, 2 * one + zlen, 1999, &out, &olen), -EFBIG);
+	assert_int_equal(reader__gunzip(two, 2 * one + zlen, 1999, &out, &olen), -EFBIG);
 	/* Truncated in the second member. */
-	assert_int_equal(input__gunzip(two, one + one / 2, 1 << 20, &out, &olen), -EINVAL);
+	assert_int_equal(reader__gunzip(two, one + one / 2, 1 << 20, &out, &olen), -EINVAL);
 	free(gz);
 	free(two);
 }
@@ -538,7 +538,7 @@ static void test_pprof_from_go(void **state)
 	/* A CPU profile written by Go's runtime/pprof (go 1.19), committed. */
 	struct errmsg err = { 0 };
 	char *out;
-	struct profile *p = input__read_path("tests/unit/data/go-cpu.pb.gz", &err);
+	struct profile *p = reader__read_path("tests/unit/data/go-cpu.pb.gz", &err);
 
 	assert_non_null(p);
 	profile__sort(p);
@@ -562,36 +562,36 @@ static void test_read_path(void **state)
 	struct profile *p;
 
 	path = write_temp_str("a;b 2\n");
-	p = input__read_path(path, &err);
+	p = reader__read_path(path, &err);
 	assert_non_null(p);
 	assert_int_equal(profile__total(p), 2);
 	profile__free(p);
 	unlink(path);
 	free(path);
 
-	assert_null(input__read_path("/nonexistent/x.folded", &err));
+	assert_null(reader__read_path("/nonexistent/x.folded", &err));
 	assert_int_equal(errno, ENOENT);
 	assert_string_equal(err.msg, "No such file or directory");
-	assert_null(input__read_path("/", &err));
+	assert_null(reader__read_path("/", &err));
 	assert_int_equal(errno, EISDIR);
 
 	path = write_temp_str("");
-	assert_null(input__read_path(path, &err));
+	assert_null(reader__read_path(path, &err));
 	assert_string_equal(err.msg, "empty file");
 	unlink(path);
 	free(path);
 
 	path = write_temp_str("a;b 1\nbroken\n");
-	assert_null(input__read_path(path, &err));
+	assert_null(reader__read_path(path, &err));
 	assert_non_null(strstr(err.msg, "line 2"));
 	unlink(path);
 	free(path);
 
-	assert_ptr_equal(input__sniff((const uint8_t *)"a;b 1\n", 6), &reader_folded);
-	assert_ptr_equal(input__sniff((const uint8_t *)"\xc3\xa9t\xc3\xa9;x 1\n", 10),
+	assert_ptr_equal(reader__sniff((const uint8_t *)"a;b 1\n", 6), &reader_folded);
+	assert_ptr_equal(reader__sniff((const uint8_t *)"\xc3\xa9t\xc3\xa9;x 1\n", 10),
 			 &reader_folded);
-	assert_ptr_equal(input__find("pprof"), &reader_pprof);
-	assert_null(input__find("nope"));
+	assert_ptr_equal(reader__find("pprof"), &reader_pprof);
+	assert_null(reader__find("nope"));
 }
 
 int main(void)

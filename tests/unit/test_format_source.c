@@ -90,18 +90,18 @@ static void test_labels(void **state)
 	char buf[256];
 
 	(void)state;
-	output__frame_label(&py, buf, sizeof(buf));
+	writer__frame_label(&py, buf, sizeof(buf));
 	assert_string_equal(buf, "alpha (app.py)_[py]");
-	output__frame_label_lines(&py, true, buf, sizeof(buf));
+	writer__frame_label_lines(&py, true, buf, sizeof(buf));
 	assert_string_equal(buf, "alpha (app.py:12)_[py]");
-	output__frame_label_lines(&pkg, true, buf, sizeof(buf));
+	writer__frame_label_lines(&pkg, true, buf, sizeof(buf));
 	assert_string_equal(buf, "dumps (json/__init__.py)_[py]");
-	output__frame_label(&go, buf, sizeof(buf));
+	writer__frame_label(&go, buf, sizeof(buf));
 	assert_string_equal(buf, "main.leaf_[i]");
-	output__frame_label_lines(&go, true, buf, sizeof(buf));
+	writer__frame_label_lines(&go, true, buf, sizeof(buf));
 	assert_string_equal(buf, "main.leaf (main.go:20)_[i]");
-	assert_string_equal(output__short_file("app.py"), "app.py");
-	assert_string_equal(output__short_file("/__init__.py"), "/__init__.py");
+	assert_string_equal(writer__short_file("app.py"), "app.py");
+	assert_string_equal(writer__short_file("/__init__.py"), "/__init__.py");
 }
 
 static void test_folded(void **state)

@@ -180,7 +180,7 @@ static void test_view_wall_split(void **state)
 	profile__free(p);
 }
 
-/* Writers of one value get the view through output__write_file. */
+/* Writers of one value get the view through writer__write_file. */
 static void test_write_file_views(void **state)
 {
 	struct profile *p = offcpu_profile();
@@ -189,14 +189,14 @@ static void test_write_file_views(void **state)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
-	assert_int_equal(output__write_file(&writer_folded, p, f, &o), 0);
+	assert_int_equal(writer__write_file(&writer_folded, p, f, &o), 0);
 	assert_int_equal(fclose(f), 0);
 	assert_non_null(strstr(buf, "db;query;schedule_[k] 250\n"));
 	assert_null(strstr(buf, "compute"));
 	free(buf);
 	buf = NULL;
 	f = open_memstream(&buf, &len);
-	assert_int_equal(output__write_file(&writer_folded, p, f, NULL), 0); /* auto: wall */
+	assert_int_equal(writer__write_file(&writer_folded, p, f, NULL), 0); /* auto: wall */
 	assert_int_equal(fclose(f), 0);
 	assert_non_null(strstr(buf, "app;main;compute 300000\n"));
 	assert_non_null(strstr(buf, "[off-cpu] 1500000\n"));
@@ -212,7 +212,7 @@ static struct profile *pprof_round_trip(const struct profile *p, enum view v)
 	struct profile *q = profile__new();
 
 	assert_int_equal(pprof__encode_view(p, v, &buf, &len), 0);
-	assert_int_equal(input__find("pprof")->read(buf, len, q, &em), 0);
+	assert_int_equal(reader__find("pprof")->read(buf, len, q, &em), 0);
 	free(buf);
 	return q;
 }

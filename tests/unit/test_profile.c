@@ -138,10 +138,10 @@ static void test_folded_golden(void **state)
 
 static void test_writer_table(void **state)
 {
-	assert_ptr_equal(output__find("folded"), &writer_folded);
-	assert_null(output__find("nope"));
-	assert_ptr_equal(output__for_path("/tmp/x.folded"), &writer_folded);
-	assert_null(output__for_path("/tmp/x.unknown"));
+	assert_ptr_equal(writer__find("folded"), &writer_folded);
+	assert_null(writer__find("nope"));
+	assert_ptr_equal(writer__for_path("/tmp/x.folded"), &writer_folded);
+	assert_null(writer__for_path("/tmp/x.unknown"));
 }
 
 static void test_atomic_write(void **state)
@@ -153,16 +153,16 @@ static void test_atomic_write(void **state)
 	assert_non_null(mkdtemp(dir));
 	add(p, "a", 1, 1, 1, "f");
 	snprintf(path, sizeof(path), "%s/p.folded", dir);
-	assert_int_equal(output__write_path(&writer_folded, p, path, NULL, NULL), 0);
+	assert_int_equal(writer__write_path(&writer_folded, p, path, NULL, NULL), 0);
 	assert_int_equal(read_file(path, 1 << 20, &buf, &len), 0);
 	assert_string_equal(buf, "a;f 1\n");
 	free(buf);
-	assert_int_equal(output__check_path(path, NULL), 0);
+	assert_int_equal(writer__check_path(path, NULL), 0);
 	/* Missing directory: reported before profiling starts. */
 	snprintf(path, sizeof(path), "%s/missing/p.folded", dir);
-	assert_int_equal(output__check_path(path, NULL), -ENOENT);
-	assert_true(output__write_path(&writer_folded, p, path, NULL, NULL) < 0);
-	assert_int_equal(output__check_path(dir, NULL), -EISDIR);
+	assert_int_equal(writer__check_path(path, NULL), -ENOENT);
+	assert_true(writer__write_path(&writer_folded, p, path, NULL, NULL) < 0);
+	assert_int_equal(writer__check_path(dir, NULL), -EISDIR);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	assert_int_equal(system(path), 0);
 	profile__free(p);

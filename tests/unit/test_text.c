@@ -105,16 +105,16 @@ static void test_writers(void **state)
 	FILE *m;
 
 	(void)state;
-	output__frame_label(&f, buf, sizeof(buf));
+	writer__frame_label(&f, buf, sizeof(buf));
 	assert_string_equal(buf, "f?2J\xef\xbf\xbd:?[31m?g\xc3\xa9_[j]");
 	assert_inert(buf);
-	output__clean_utf8(HOSTILE, buf, sizeof(buf));
+	writer__clean_utf8(HOSTILE, buf, sizeof(buf));
 	/* Not UTF-8 is U+FFFD in the clean copy, controls '?'. */
 	assert_string_equal(buf, "f?2J\xef\xbf\xbd;?[31m?g\xc3\xa9");
 	assert_inert(buf);
 	m = open_memstream(&json, &len);
 	assert_non_null(m);
-	output__json_string(m, HOSTILE);
+	writer__json_string(m, HOSTILE);
 	fclose(m);
 	assert_string_equal(json, "\"f\\u009b2J\\ufffd;\\u001b[31m\\u202eg\xc3\xa9\"");
 	free(json);

@@ -14,7 +14,7 @@ process + stack + leaf address), locations, and the file's bytes; peak RSS
 from wait4().
 
 Usage: sudo flock /tmp/bpfprof-bench.lock tools/bench_addresses.py [--rounds 5] [--seconds 30]
-Prints a Markdown table (the README has the latest).
+Prints a Markdown table (docs/performance.md has the latest).
 """
 import argparse
 import os

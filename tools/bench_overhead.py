@@ -39,7 +39,7 @@ fixed per-sample costs weigh most.
 Usage: sudo tools/bench_overhead.py [--seconds 10] [--rounds 3] [--freq 99] [--together]
        [--shape mixed|shallow]
        [--compare BPFPROF [--compare-args '...'] [--compare-pid]]
-Prints a Markdown table (the README has the latest one).
+Prints a Markdown table (docs/performance.md has the latest one).
 """
 import argparse
 import json

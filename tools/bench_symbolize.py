@@ -29,7 +29,7 @@ while processes come and go.
 
 Usage: sudo tools/bench_symbolize.py [--seconds 10] [--churn 60]
        sudo tools/bench_symbolize.py --compare /tmp/old/build/bpfprof [--rounds 5]
-Prints Markdown tables (the README has the latest ones).
+Prints Markdown tables (docs/performance.md has the latest ones).
 """
 import argparse
 import os

@@ -33,7 +33,7 @@ sample.
 
 Usage: sudo flock /tmp/bpfprof-bench.lock tools/bench_top.py [--rounds 5] [--seconds 30]
        [--churn N] [--floor] [--only NAME,...]
-Prints a Markdown table (the README has the latest).
+Prints a Markdown table (docs/performance.md has the latest).
 """
 import argparse
 import contextlib

@@ -16,7 +16,7 @@ vs perf --call-graph=dwarf, table build time and size, kernel memory for a host.
    profiled with -p (their tables are installed before sampling starts).
 
 Usage: sudo tools/bench_unwind.py [--seconds 10] [--rounds 3] [--skip-host]
-Prints Markdown (the README has the latest numbers).
+Prints Markdown (docs/performance.md has the latest numbers).
 """
 import argparse
 import json

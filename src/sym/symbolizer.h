@@ -21,7 +21,7 @@
  * process is seen gone: samples taken between a drain's buffer flip and the
  * exit are only drained the next time.
  *
- * Where names come from (see README "Symbols"):
+ * Where names come from (see docs/symbols.md):
  *   - ELF .symtab/.dynsym of the mapped file (or Go's pc-line table, which
  *     also gives source lines and inlined frames), read through
  *     /proc/PID/map_files (or /proc/PID/root + dev/inode check), plus a

@@ -128,6 +128,24 @@ def perf_token_set(frame):
     return toks
 
 
+def unnamed_in_function(ours, frame):
+    """bpfprof names a frame no symbol covers after the start of its function
+    (its .eh_frame FDE): module+0xSTART, where perf prints the caller's own
+    address. True if ours is such a name for perf's unnamed frame: same
+    module, a start at or below the return address, within 1 MiB of it."""
+    addr, sym, dso = frame
+    if sym and sym != "[unknown]":
+        return False
+    mod, sep, off = ours.rpartition("+0x")
+    if not sep or mod != dso:
+        return False
+    try:
+        start = int(off, 16)
+    except ValueError:
+        return False
+    return start <= addr + 1 < start + (1 << 20)
+
+
 def chain_to_bottom(chain, is_bottom):
     """Callers of the leaf up to and including the bottom frame; None if it is not reached."""
     for i, f in enumerate(chain):
@@ -156,7 +174,8 @@ def ours_has_chain(folded, perf_chain, bottom):
         chain = chain_to_bottom(ours_user_chain(stack), bottom.is_bottom_frame)
         if chain is None or len(chain) != len(perf_chain):
             continue
-        if all(o in perf_token_set(p) or p[1] == "__libc_start_call_main" and bottom.is_bottom_frame(o)
+        if all(o in perf_token_set(p) or unnamed_in_function(o, p) or
+               p[1] == "__libc_start_call_main" and bottom.is_bottom_frame(o)
                for o, p in zip(chain, perf_chain)):
             return True
     return False

@@ -195,13 +195,20 @@ int procfs__parse_cred(const char *buf, struct safe_cred *c)
 	return 0;
 }
 
-int procfs__cred(const char *proc_root, uint32_t pid, struct safe_cred *c)
+/* /proc/PID/status of proc_root, whole, in a buffer the caller frees. */
+static int read_status(const char *proc_root, uint32_t pid, char **buf)
 {
-	char path[256], *buf;
-	int err;
+	char path[256];
 
 	snprintf(path, sizeof(path), "%s/%u/status", proc_root, pid);
-	err = read_file(path, STATUS_MAX, &buf, NULL);
+	return read_file(path, STATUS_MAX, buf, NULL);
+}
+
+int procfs__cred(const char *proc_root, uint32_t pid, struct safe_cred *c)
+{
+	char *buf;
+	int err = read_status(proc_root, pid, &buf);
+
 	if (err)
 		return err;
 	err = procfs__parse_cred(buf, c);
@@ -211,11 +218,9 @@ int procfs__cred(const char *proc_root, uint32_t pid, struct safe_cred *c)
 
 int procfs__status(const char *proc_root, uint32_t pid, struct proc_status *st)
 {
-	char path[256], *buf;
-	int err;
+	char *buf;
+	int err = read_status(proc_root, pid, &buf);
 
-	snprintf(path, sizeof(path), "%s/%u/status", proc_root, pid);
-	err = read_file(path, STATUS_MAX, &buf, NULL);
 	if (err)
 		return err;
 	err = procfs__parse_status(buf, st);

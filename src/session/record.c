@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /*
- * record.c - "bpfprof record": checks the machine, starts the collector (and
- * the command, if any), waits, drains, symbolizes, writes. Owns the user-facing
- * messages of a profiling run; the modules it drives only return errors.
+ * record.c - the run engine: checks the machine, starts the collector (and
+ * the command, if any), waits, drains, symbolizes, writes. "bpfprof record"
+ * (src/cmd/record.c), top and annotate drive it. It owns the user-facing
+ * messages of a profiling run (progress, the summary, what went wrong); the
+ * modules it drives only return errors.
  *
- * A run goes through the phases of cmd_record(), each a function that prints
- * what went wrong and returns 0 or the exit status, as perf's record__open()
- * and __cmd_record() do:
+ * A run goes through these phases, each a function that prints what went
+ * wrong and returns 0 or the exit status, as perf's record__open() and
+ * __cmd_record() do:
  *
  *   record__check()    options against this machine: -F limit, pids, CPUs, root
  *   record__setup()    symbolizer, labels, kernel symbols, sinks, the command
@@ -19,9 +21,8 @@
  * Samples become frames in record_samples.c, intervals go to the sinks in
  * record_sinks.c.
  */
-#include "cmd/cmd.h"
-#include "cmd/record.h"
-#include "cmd/stop.h"
+#include "session/record.h"
+#include "session/stop.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -395,13 +396,6 @@ static void status_clear(struct status_line *sl)
 
 /* --- unwind tables ------------------------------------------------------------ */
 
-static uint32_t unwind_mode_of(enum unwind_opt u)
-{
-	return u == UNWIND_OPT_FP      ? UNWIND_MODE_FP
-	       : u == UNWIND_OPT_DWARF ? UNWIND_MODE_DWARF
-				       : UNWIND_MODE_AUTO;
-}
-
 /*
  * Starts the unwinder when the walker is loaded. Before sampling starts, it
  * installs the -p targets: their stacks are complete from the first sample.
@@ -582,15 +576,6 @@ static uint32_t default_map_entries(uint32_t freq)
 	uint64_t n = roundup_pow2((uint64_t)freq * possible_cpus() * MAP_HEADROOM_SEC);
 
 	return (uint32_t)MIN(MAX(n, 1024), 65536);
-}
-
-/* The options were validated: this only repeats what cli__validate() chose. */
-static const struct writer *pick_writer(const struct options *o)
-{
-	const struct writer *w = &writer_folded;
-
-	cli__pick_writer(o->format, o->output, &w, NULL);
-	return w;
 }
 
 /* --- the phases of a run ------------------------------------------------------ */
@@ -795,7 +780,7 @@ static void collector_options(const struct record *r, struct collector_opts *cop
 	copts->max_counts = o->max_counts ? o->max_counts : default_map_entries(o->freq);
 	copts->max_stacks = o->max_stacks ? o->max_stacks : 2 * copts->max_counts;
 	copts->libbpf_debug = o->verbosity >= 2;
-	copts->unwind_mode = unwind_mode_of(o->unwind);
+	copts->unwind_mode = options__unwind_mode(o->unwind);
 	copts->kernel_helper = o->kernel_helper;
 	copts->offcpu = o->offcpu;
 	copts->offcpu_min_ns = o->offcpu_min_ns;
@@ -824,7 +809,7 @@ int record__open(struct record *r)
 		if (unwind_start(&r->rc, r->col, &r->o))
 			return 1;
 		r->unwind_ns = now_ns() - t0;
-		r->rc.unwind_name = cli__unwind_name(
+		r->rc.unwind_name = options__unwind_name(
 			collector__unwind_mode(r->col, NULL) == UNWIND_MODE_FP ? UNWIND_OPT_FP
 									       : r->o.unwind);
 		p_debug("user stacks walked with --unwind %s", r->rc.unwind_name);
@@ -1034,22 +1019,6 @@ static void stop_command(struct record *r)
 	child__reap(&r->ch, true);
 }
 
-/*
- * With -- COMMAND, a run that wrote its profile exits as the command did,
- * as perf record and time(1) do: its exit status, or 128 + the signal that
- * killed it; 0 if bpfprof ended it (-d, a stop request to bpfprof alone).
- */
-static int command_status(const struct record *r)
-{
-	if (!r->ch.pid || !r->ch.exited || r->cmd_stopped)
-		return 0;
-	if (WIFEXITED(r->ch.status))
-		return WEXITSTATUS(r->ch.status);
-	if (WIFSIGNALED(r->ch.status))
-		return 128 + WTERMSIG(r->ch.status);
-	return 0;
-}
-
 /* Stops sampling, takes the last notices, then drains everything. */
 int record__stop(struct record *r)
 {
@@ -1082,7 +1051,7 @@ int record__stop(struct record *r)
 }
 
 /* Continuous mode: the partial last interval is flushed like any other. */
-static int record__finish_continuous(struct record *r)
+int record__finish_continuous(struct record *r)
 {
 	struct collector_stats st;
 	int err;
@@ -1195,7 +1164,7 @@ static void save_elsewhere(const struct record *r)
 }
 
 /* One-shot mode: the whole run's profile, with its summary. */
-static int record__write(struct record *r)
+int record__write(struct record *r)
 {
 	struct record_ctx *rc = &r->rc;
 	struct collector_stats st;
@@ -1255,61 +1224,5 @@ void record__close(struct record *r)
 	free(r->target_fds);
 	free(r->cpus);
 	close_cgroups(r->cgroup_fds, r->o.nr_cgroups);
-	cli__free(&r->o);
-}
-
-int cmd_record(int argc, char **argv)
-{
-	struct record r = { .ch = CHILD_INIT, .t_main = now_ns() };
-	struct errmsg em = { 0 };
-	int ret;
-
-	ret = cli__parse(argc, argv, &r.o, &em);
-	if (ret == CLI_USAGE) {
-		p_err("%s", em.msg);
-		p_hint("%s", em.hint[0] ? em.hint : "see 'bpfprof --help'");
-		cli__free(&r.o);
-		return 2;
-	}
-	if (ret == CLI_EXIT) {
-		if (r.o.show_help)
-			cli__usage(stdout);
-		else
-			printf("bpfprof %s\n", BPFPROF_VERSION);
-		cli__free(&r.o);
-		return 0;
-	}
-	/* Start and summary lines show by default; -q leaves errors only. */
-	log_set_level(r.o.verbosity < 0 ? LOG_ERROR : r.o.verbosity == 0 ? LOG_INFO : LOG_DEBUG);
-	r.w = pick_writer(&r.o);
-	/* Folded lines by the thousand would flood a terminal: it gets the top
-	 * functions (as bpfprof report prints them); pipes and files get folded. */
-	if (!r.o.output && !r.o.format && !r.o.interval && isatty(STDOUT_FILENO)) {
-		r.w = &writer_report;
-		r.tty_report = true;
-	}
-	if (r.o.call_graph_size)
-		p_info("--call-graph dwarf,%u: no stack copy is needed, user stacks are walked in place with .eh_frame tables",
-		       r.o.call_graph_size);
-	/* From here on Ctrl-C / SIGTERM stop the run cleanly (before sampling
-	 * starts too: the loop then ends at once); see stop.h for repeats. */
-	stop__install();
-
-	ret = record__check(&r);
-	if (!ret)
-		ret = record__setup(&r);
-	if (!ret)
-		ret = record__open(&r);
-	if (!ret)
-		ret = record__start(&r);
-	if (!ret)
-		ret = record__loop(&r);
-	if (!ret)
-		ret = record__stop(&r);
-	if (!ret)
-		ret = r.o.interval ? record__finish_continuous(&r) : record__write(&r);
-	if (!ret)
-		ret = command_status(&r);
-	record__close(&r);
-	return ret;
+	options__free(&r->o);
 }

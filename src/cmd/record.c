@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * record.c - "bpfprof record", the default command: parses the command line,
+ * picks the writer, runs the phases of the run engine (session/record.h) in
+ * order, and turns their outcome into the exit status (0, 1 failure, 2 usage,
+ * or with -- COMMAND the command's own).
+ */
+#include "cmd/cmd.h"
+
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/errmsg.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "cmd/cli.h"
+#include "format/writer.h"
+#include "session/record.h"
+#include "session/stop.h"
+
+/* The options were validated: this only repeats what cli__validate() chose. */
+static const struct writer *pick_writer(const struct options *o)
+{
+	const struct writer *w = &writer_folded;
+
+	cli__pick_writer(o->format, o->output, &w, NULL);
+	return w;
+}
+
+/*
+ * With -- COMMAND, a run that wrote its profile exits as the command did,
+ * as perf record and time(1) do: its exit status, or 128 + the signal that
+ * killed it; 0 if bpfprof ended it (-d, a stop request to bpfprof alone).
+ */
+static int command_status(const struct record *r)
+{
+	if (!r->ch.pid || !r->ch.exited || r->cmd_stopped)
+		return 0;
+	if (WIFEXITED(r->ch.status))
+		return WEXITSTATUS(r->ch.status);
+	if (WIFSIGNALED(r->ch.status))
+		return 128 + WTERMSIG(r->ch.status);
+	return 0;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record r = { .ch = CHILD_INIT, .t_main = now_ns() };
+	struct errmsg em = { 0 };
+	int ret;
+
+	ret = cli__parse(argc, argv, &r.o, &em);
+	if (ret == CLI_USAGE) {
+		p_err("%s", em.msg);
+		p_hint("%s", em.hint[0] ? em.hint : "see 'bpfprof --help'");
+		options__free(&r.o);
+		return 2;
+	}
+	if (ret == CLI_EXIT) {
+		if (r.o.show_help)
+			cli__usage(stdout);
+		else
+			printf("bpfprof %s\n", BPFPROF_VERSION);
+		options__free(&r.o);
+		return 0;
+	}
+	/* Start and summary lines show by default; -q leaves errors only. */
+	log_set_level(r.o.verbosity < 0 ? LOG_ERROR : r.o.verbosity == 0 ? LOG_INFO : LOG_DEBUG);
+	r.w = pick_writer(&r.o);
+	/* Folded lines by the thousand would flood a terminal: it gets the top
+	 * functions (as bpfprof report prints them); pipes and files get folded. */
+	if (!r.o.output && !r.o.format && !r.o.interval && isatty(STDOUT_FILENO)) {
+		r.w = &writer_report;
+		r.tty_report = true;
+	}
+	if (r.o.call_graph_size)
+		p_info("--call-graph dwarf,%u: no stack copy is needed, user stacks are walked in place with .eh_frame tables",
+		       r.o.call_graph_size);
+	/* From here on Ctrl-C / SIGTERM stop the run cleanly (before sampling
+	 * starts too: the loop then ends at once); see stop.h for repeats. */
+	stop__install();
+
+	ret = record__check(&r);
+	if (!ret)
+		ret = record__setup(&r);
+	if (!ret)
+		ret = record__open(&r);
+	if (!ret)
+		ret = record__start(&r);
+	if (!ret)
+		ret = record__loop(&r);
+	if (!ret)
+		ret = record__stop(&r);
+	if (!ret)
+		ret = r.o.interval ? record__finish_continuous(&r) : record__write(&r);
+	if (!ret)
+		ret = command_status(&r);
+	record__close(&r);
+	return ret;
+}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * errmsg.h - the error convention of library code (everything below src/cmd/).
+ * errmsg.h - the error convention of library code (everything below
+ * src/session/ and src/cmd/).
  *
  *   - A function that acts returns 0 or a negative errno.
  *   - A constructor returns the object, or NULL with errno set.
@@ -10,7 +11,8 @@
  * user needs more - which line of a file is malformed, which CPU the kernel
  * refused, what to do about it - the function also fills a struct errmsg the
  * caller passes (NULL: not wanted). Library code never prints it; src/cmd/
- * does, with p_errmsg() (base/log.h).
+ * and src/session/ print to the user (the run engine its progress and
+ * summary, as record always has), errors with p_errmsg() (base/log.h).
  */
 #ifndef BPFPROF_ERRMSG_H
 #define BPFPROF_ERRMSG_H

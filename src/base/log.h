@@ -43,7 +43,7 @@ void p_warn_rl(struct ratelimit *rl, double interval_s, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /*
- * The same rule without printing, for modules below cmd/ that report through
+ * The same rule without printing, for modules below session/ that report through
  * a callback: true at most once per `interval_s`; then *suppressed is how
  * many were held back since the last pass. Not thread-safe per rl.
  */

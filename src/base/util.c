@@ -324,6 +324,20 @@ int array_grow(void **arr, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
+void array_trim(void **arr, size_t *cap, size_t n, size_t elem)
+{
+	size_t keep = n ? n : 1;
+	void *p;
+
+	if (n >= *cap || !elem)
+		return;
+	p = realloc(*arr, keep * elem);
+	if (!p)
+		return;
+	*arr = p;
+	*cap = keep;
+}
+
 bool next_token(const char **p, const char *end, const char **tok, size_t *n)
 {
 	const char *s = *p;

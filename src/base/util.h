@@ -41,6 +41,12 @@ int read_fd(int fd, size_t max, char **buf, size_t *len);
  *	v[n++] = x;
  */
 int array_grow(void **arr, size_t *cap, size_t need, size_t elem);
+/*
+ * The other direction, for an array kept long after it is built: gives back
+ * the capacity past its n elements (keeping room for one). A failed shrink
+ * leaves the array and *cap as they were, only bigger than needed.
+ */
+void array_trim(void **arr, size_t *cap, size_t n, size_t elem);
 
 /* A growable, always NUL-terminated string. Zero-initialise to start. */
 struct sbuf {

@@ -9,7 +9,7 @@
  *
  * The samples are the function's self samples: those whose leaf (innermost
  * non-inlined) frame is the function; each carries its leaf address. A live
- * run samples exactly like record (record.h's phases) with addresses kept,
+ * run samples exactly like record (session/record.h's phases) with addresses kept,
  * and reads the process's binary and debug file through the symbolizer,
  * which opens them the way it read their symbols (never by a path the
  * process controls). A saved profile's binaries are opened by path, as the
@@ -39,8 +39,8 @@
 #include "base/text.h"
 #include "base/util.h"
 #include "cmd/cli.h"
-#include "cmd/record.h"
-#include "cmd/stop.h"
+#include "session/record.h"
+#include "session/stop.h"
 #include "tui/termcolor.h"
 #include "format/reader.h"
 #include "format/writer.h"
@@ -1261,7 +1261,7 @@ static int annotate_main(struct annotate_opts *a)
 	p = reader__read_path(a->profile_path, &em);
 	if (!p) {
 		p_err("cannot read %s: %s", a->profile_path, em.msg);
-		cli__free(&a->o);
+		options__free(&a->o);
 		return 1;
 	}
 	/* The host's root and mounts, as the process-and-file layer sees them:
@@ -1270,14 +1270,14 @@ static int annotate_main(struct annotate_opts *a)
 	if (!pt) {
 		p_err("out of memory");
 		profile__free(p);
-		cli__free(&a->o);
+		options__free(&a->o);
 		return 1;
 	}
 	a->host = ptab__host_root(pt);
 	ret = annotate_profile(a, p, NULL);
 	ptab__free(pt);
 	profile__free(p);
-	cli__free(&a->o);
+	options__free(&a->o);
 	return ret;
 }
 
@@ -1289,13 +1289,13 @@ int cmd_annotate(int argc, char **argv)
 	ret = parse(argc, argv, &a);
 	if (ret == 1) {
 		annotate_usage(stdout);
-		cli__free(&a.o);
+		options__free(&a.o);
 		return 0;
 	}
 	if (ret) {
 		if (a.source_dir_fd >= 0)
 			close(a.source_dir_fd);
-		cli__free(&a.o);
+		options__free(&a.o);
 		return ret;
 	}
 	log_set_level(a.o.verbosity < 0 ? LOG_ERROR : a.o.verbosity == 0 ? LOG_INFO : LOG_DEBUG);

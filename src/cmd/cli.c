@@ -326,26 +326,15 @@ int cli__parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-static const char *const unwind_names[] = {
-	[UNWIND_OPT_AUTO] = "auto",
-	[UNWIND_OPT_FP] = "fp",
-	[UNWIND_OPT_DWARF] = "dwarf",
-};
-
 int cli__parse_unwind(const char *s, enum unwind_opt *out)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(unwind_names); i++) {
-		if (s && !strcmp(s, unwind_names[i])) {
-			*out = (enum unwind_opt)i;
+	for (int u = 0; u < UNWIND_OPT_NR; u++) {
+		if (s && !strcmp(s, options__unwind_name((enum unwind_opt)u))) {
+			*out = (enum unwind_opt)u;
 			return 0;
 		}
 	}
 	return -EINVAL;
-}
-
-const char *cli__unwind_name(enum unwind_opt u)
-{
-	return (size_t)u < ARRAY_SIZE(unwind_names) ? unwind_names[u] : "?";
 }
 
 /*
@@ -373,17 +362,6 @@ static int parse_call_graph(const char *arg, struct options *o)
 		o->call_graph_size = (uint32_t)size;
 	}
 	return cli__parse_unwind(mode, &o->unwind);
-}
-
-void cli__free(struct options *o)
-{
-	free(o->pids);
-	o->pids = NULL;
-	o->nr_pids = 0;
-	free(o->cgroups);
-	o->cgroups = NULL;
-	o->nr_cgroups = 0;
-	o->cap_cgroups = 0;
 }
 
 enum { NOT_AN_OPTION = 2 }; /* beside CLI_OK, CLI_EXIT, CLI_USAGE */

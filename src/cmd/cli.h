@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * cli.h - command-line options of "bpfprof record" (the default command),
- * parsed into one validated struct. Pure: no /proc, no BPF, so every rule is
- * unit-tested. Checks that need the machine (does the pid exist, is -F above
- * the kernel's limit, does CPU 7 exist) happen in record.c.
+ * parsed into one validated struct options (session/options.h). Pure: no
+ * /proc, no BPF, so every rule is unit-tested. Checks that need the machine
+ * (does the pid exist, is -F above the kernel's limit, does CPU 7 exist)
+ * happen in session/record.c.
  */
 #ifndef BPFPROF_CLI_H
 #define BPFPROF_CLI_H
@@ -16,60 +17,10 @@
 #include "base/errmsg.h"
 #include "base/util.h"
 #include "format/writer.h"
+#include "session/options.h"
 
 #define CLI_MAX_FREQ		  1000000u /* sanity cap; the kernel's sysctl limit is checked later */
 #define CLI_OFFCPU_MIN_DEFAULT_NS NS_PER_MS /* --off-cpu-min: 1 ms */
-
-/* --unwind: how user stacks are walked. */
-enum unwind_opt {
-	UNWIND_OPT_AUTO = 0, /* .eh_frame tables where loaded, frame pointers elsewhere */
-	UNWIND_OPT_FP,	     /* frame pointers only (bpf_get_stack) */
-	UNWIND_OPT_DWARF,    /* tables only */
-};
-
-struct options {
-	uint32_t freq;
-	bool all_cpus;
-	const char *cpu_list; /* -C, validated syntax; NULL = all */
-	uint32_t *pids;	      /* -p, deduplicated */
-	size_t nr_pids;
-	double duration;  /* seconds; 0 = until Ctrl-C / command exit */
-	bool user_only;	  /* -U */
-	bool kernel_only; /* -K */
-	bool include_idle;
-	bool per_thread;
-	bool addresses;		/* --addresses: samples keep their leaf address */
-	bool offcpu;		/* --off-cpu: also where threads wait (blocked time) */
-	uint64_t offcpu_min_ns; /* --off-cpu-min: shorter waits are only counted */
-	uint32_t offcpu_tasks;	/* --off-cpu-tasks: blocked tasks followed at once */
-	bool offcpu_min_set;
-	const char *output; /* NULL = stdout */
-	const char *format; /* NULL = from extension, else folded */
-	char **cmd;	    /* after "--", NULL-terminated; NULL if none */
-	bool cmd_is_target; /* cmd is what is profiled; with -a, -C or -p it only
-			     * sets how long (perf record's habit) */
-	int verbosity;	    /* 0 default, -1 quiet, 1.. -v count */
-	uint32_t max_stacks;
-	uint32_t max_counts;
-	/* Continuous mode. */
-	double interval;	/* seconds; 0 = one-shot */
-	const char *output_dir; /* --output-dir */
-	unsigned keep;		/* --keep N files (0 = no limit) */
-	uint64_t max_disk;	/* --max-disk BYTES (0 = no limit) */
-	const char *push_url;	/* --push URL (Pyroscope) */
-	const char *app_name;	/* --app-name (default "bpfprof") */
-	const char *token_file; /* --token-file */
-	const char *listen;	/* --listen [ADDR:]PORT */
-	const char **cgroups;	/* --cgroup PATH (repeatable) */
-	size_t nr_cgroups, cap_cgroups;
-	enum unwind_opt unwind;
-	bool kernel_helper;	  /* --kernel-unwind kernel: bpf_get_stack(), not the ORC walk */
-	bool no_python;		  /* --no-python: native frames only in Python processes */
-	uint32_t call_graph_size; /* --call-graph dwarf,SIZE: accepted, not needed (0: none) */
-	bool show_version;
-	bool show_help;
-	struct out_opts out; /* --title, --inverted, --merge, --top, --sort, --lines */
-};
 
 /* Long options without a short one (getopt_long values). */
 enum {
@@ -148,7 +99,6 @@ int cli__parse(int argc, char **argv, struct options *o, struct errmsg *em);
  * always-on sinks). CLI_OK or CLI_USAGE with em.
  */
 int cli__validate(struct options *o, struct errmsg *em);
-void cli__free(struct options *o);
 /*
  * The writer for -f format (NULL: none given) and -o path (NULL: stdout):
  * the format named, else the one path's ending names, else folded - for a
@@ -210,6 +160,5 @@ int cli__parse_duration(const char *s, double *out);
 int cli__parse_size(const char *s, uint64_t *out);
 /* "auto", "fp", "dwarf" -> enum unwind_opt; -EINVAL otherwise. */
 int cli__parse_unwind(const char *s, enum unwind_opt *out);
-const char *cli__unwind_name(enum unwind_opt u);
 
 #endif

@@ -2,8 +2,8 @@
 /*
  * cmd.h - bpfprof's commands. Each takes its own argv (argv[0] is the
  * command name) and returns the process exit status: 0, 1 failure, 2 usage
- * error. Commands wire the layers below together and are the only code that
- * prints to the user.
+ * error. Commands wire the layers below together; they and the run engine
+ * they drive (src/session/) are the only code that prints to the user.
  *
  *   record   (the default) profile processes or CPUs with BPF; needs root
  *   report   top functions of profiles already written

@@ -9,7 +9,7 @@
  * seconds (default 10), each kept as its own profile, so a function that
  * stops running leaves the list after that long and shares are exact over
  * the window (no decay factor to reason about). Sampling, targets and
- * symbolization are record's (record.h's phases), with both kernel and user
+ * symbolization are record's (session/record.h's phases), with both kernel and user
  * frames collected so the frames toggle needs no restart. One difference:
  * with --unwind auto on the whole machine, a new process's unwind tables
  * wait until it keeps running (TOP_HOT_DRAINS): building them for every
@@ -46,7 +46,7 @@
 #include "base/text.h"
 #include "base/util.h"
 #include "cmd/cli.h"
-#include "cmd/record.h"
+#include "session/record.h"
 #include "tui/linebuf.h"
 #include "tui/termout.h"
 #include "tui/toptable.h"
@@ -1395,11 +1395,11 @@ int cmd_top(int argc, char **argv)
 	ret = parse(argc, argv, &t, &stdio);
 	if (ret == 1) {
 		top_usage(stdout);
-		cli__free(&t.r.o);
+		options__free(&t.r.o);
 		return 0;
 	}
 	if (ret) {
-		cli__free(&t.r.o);
+		options__free(&t.r.o);
 		return ret;
 	}
 	log_set_level(t.r.o.verbosity < 0    ? LOG_ERROR
@@ -1409,7 +1409,7 @@ int cmd_top(int argc, char **argv)
 	t.tt = toptable__new();
 	if (!t.tt) {
 		p_err("out of memory");
-		cli__free(&t.r.o);
+		options__free(&t.r.o);
 		return 1;
 	}
 	t.table = toptable__table(t.tt);

@@ -43,7 +43,7 @@ struct collector;
 
 /*
  * What tests ask of the collector: mostly what an older kernel would do.
- * src/cmd/ fills it from the environment (BPFPROF_TEST_*, named beside each
+ * src/session/ fills it from the environment (BPFPROF_TEST_*, named beside each
  * field), once; all zero outside tests.
  */
 struct collector_test_opts {

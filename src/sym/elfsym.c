@@ -819,16 +819,14 @@ static void builder__read_debugdata(struct builder *b, Elf_Scn *scn, const GElf_
 	xz.avail_in = in_len;
 	do {
 		if (len == cap) {
+			/* From 64 KiB, doubling (array_grow allocates exactly
+			 * that: a power of two), refused before it is allocated. */
 			size_t ncap = cap ? cap * 2 : 64 * 1024;
-			uint8_t *n;
 
 			if (ncap > ELFSYM_MAX_INFLATE || ncap > b->inflate_budget)
 				goto bad_xz; /* a bomb, or simply too big */
-			n = realloc(out, ncap);
-			if (!n)
+			if (array_grow((void **)&out, &cap, ncap, 1))
 				goto bad_xz;
-			out = n;
-			cap = ncap;
 		}
 		xz.next_out = out + len;
 		xz.avail_out = cap - len;

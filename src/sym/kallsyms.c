@@ -313,13 +313,7 @@ struct ksyms *ksyms__parse(const char *buf, size_t len)
 		s->name = pool + (uintptr_t)s->name;
 		s->module = mod ? pool + (mod - 1) : NULL;
 	}
-	if (ks->nr < st.cap) {
-		struct ksym_ent *shrunk =
-			realloc(ks->ents, (ks->nr ? ks->nr : 1) * sizeof(*ks->ents));
-
-		if (shrunk)
-			ks->ents = shrunk;
-	}
+	array_trim((void **)&ks->ents, &st.cap, ks->nr, sizeof(*ks->ents));
 	ksyms__sort(ks);
 	return ks;
 

@@ -43,6 +43,7 @@ struct pm_iv {
 _Static_assert(ENT_COST <= 72 && WANTED_ENT_COST <= 152, "perfmap.h's entry caps");
 /* Names: half of the map's cap. */
 #define POOL_MAX (PERFMAP_MAX_BYTES / 2)
+_Static_assert((POOL_MAX & (POOL_MAX - 1)) == 0, "array_grow's doubling ends on POOL_MAX");
 
 /* Kept ranges are merged into the sorted cover this many at a time. */
 #define COVER_RECENT 32
@@ -93,19 +94,9 @@ static int pool_add(struct perfmap *pm, const char *s, size_t n, uint32_t *off)
 {
 	if (pm->pool_len + n + 1 > POOL_MAX)
 		return -E2BIG;
-	if (pm->pool_len + n + 1 > pm->pool_cap) {
-		size_t ncap = pm->pool_cap ? pm->pool_cap : 4096;
-		char *np;
-
-		while (ncap < pm->pool_len + n + 1)
-			ncap *= 2;
-		ncap = MIN(ncap, (size_t)POOL_MAX); /* the cap, as allocated */
-		np = realloc(pm->pool, ncap);
-		if (!np)
-			return -ENOMEM;
-		pm->pool = np;
-		pm->pool_cap = ncap;
-	}
+	/* From 4 KiB, doubling: the capacity stays within POOL_MAX (a power of two). */
+	if (array_grow((void **)&pm->pool, &pm->pool_cap, MAX(pm->pool_len + n + 1, 4096), 1))
+		return -ENOMEM;
 	*off = (uint32_t)pm->pool_len;
 	memcpy(pm->pool + pm->pool_len, s, n);
 	pm->pool[pm->pool_len + n] = '\0';
@@ -260,11 +251,11 @@ static int flatten(struct perfmap *pm)
 {
 	struct pm_range *r;
 	struct heap h;
-	size_t i = 0, n = 0;
+	size_t i = 0, n = 0, cap_r = 2 * pm->nr + 1;
 	uint64_t x = 0;
 
 	qsort(pm->ents, pm->nr, sizeof(*pm->ents), ent_cmp);
-	r = malloc((2 * pm->nr + 1) * sizeof(*r));
+	r = malloc(cap_r * sizeof(*r));
 	h.v = malloc((pm->nr + 1) * sizeof(*h.v));
 	h.n = 0;
 	if (!r || !h.v) {
@@ -301,7 +292,8 @@ static int flatten(struct perfmap *pm)
 	free(h.v);
 	free(pm->ranges);
 	/* Held as long as the map: no more than it uses. */
-	pm->ranges = realloc(r, (n + 1) * sizeof(*r)) ?: r;
+	array_trim((void **)&r, &cap_r, n + 1, sizeof(*r));
+	pm->ranges = r;
 	pm->nr_ranges = n;
 	pm->flattened = pm->nr;
 	return 0;

@@ -173,6 +173,7 @@ struct rowvec {
 	struct srcline_row *v;
 	size_t nr, cap;
 	size_t *seq; /* table order, for a stable sort */
+	size_t cap_seq;
 };
 
 /* 1: the row cap is reached (decoding stops), 0, -ENOMEM. */
@@ -180,20 +181,9 @@ static int push(struct rowvec *rv, uint64_t addr, const char *file, uint32_t lin
 {
 	if (rv->nr >= SRCLINE_MAX_ROWS)
 		return 1;
-	if (rv->nr == rv->cap) {
-		size_t ncap = rv->cap ? rv->cap * 2 : 64;
-		struct srcline_row *nv = realloc(rv->v, ncap * sizeof(*nv));
-		size_t *ns;
-
-		if (!nv)
-			return -ENOMEM;
-		rv->v = nv;
-		ns = realloc(rv->seq, ncap * sizeof(*ns));
-		if (!ns)
-			return -ENOMEM;
-		rv->seq = ns;
-		rv->cap = ncap;
-	}
+	if (array_grow((void **)&rv->v, &rv->cap, rv->nr + 1, sizeof(*rv->v)) ||
+	    array_grow((void **)&rv->seq, &rv->cap_seq, rv->nr + 1, sizeof(*rv->seq)))
+		return -ENOMEM;
 	rv->v[rv->nr] = (struct srcline_row){ .addr = addr, .file = file, .line = line };
 	rv->seq[rv->nr] = rv->nr;
 	rv->nr++;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/htab.h"
+#include "base/util.h"
 
 void korc__syms_take(struct korc_syms *s, const char *name, size_t len, uint64_t addr)
 {
@@ -47,6 +48,7 @@ int korc__build(const int32_t *ip_rel, const uint8_t *orc, uint32_t n, uint64_t 
 	struct htab *seen = NULL;
 	uint64_t prev = 0;
 	uint32_t first = UINT32_MAX, m = 0;
+	size_t cap_uniq = 0;
 
 	memset(k, 0, sizeof(*k));
 	if (!n || stext >= etext || etext - stext > UINT32_MAX)
@@ -67,9 +69,8 @@ int korc__build(const int32_t *ip_rel, const uint8_t *orc, uint32_t n, uint64_t 
 	k->base = stext & ~((1ull << KORC_BLOCK_SHIFT) - 1);
 	k->end = etext;
 	k->ents = calloc(n - first, sizeof(*k->ents));
-	k->uniq = calloc(1, sizeof(*k->uniq));
 	seen = htab__new();
-	if (!k->ents || !k->uniq || !seen)
+	if (!k->ents || !seen)
 		goto fail;
 	for (uint32_t i = first; i < n; i++) {
 		uint64_t ip = ip_addr + 4ull * i + (int64_t)ip_rel[i], raw = raw_of(orc + 6ull * i);
@@ -82,11 +83,9 @@ int korc__build(const int32_t *ip_rel, const uint8_t *orc, uint32_t n, uint64_t 
 		if (!e)
 			goto fail;
 		if (created) {
-			uint64_t *nu = realloc(k->uniq, (k->nuniq + 1) * sizeof(*nu));
-
-			if (!nu)
+			if (array_grow((void **)&k->uniq, &cap_uniq, (size_t)k->nuniq + 1,
+				       sizeof(*k->uniq)))
 				goto fail;
-			k->uniq = nu;
 			k->uniq[k->nuniq] = raw;
 			e->value = (void *)(uintptr_t)(k->nuniq + 1);
 			k->nuniq++;

@@ -40,12 +40,12 @@ struct ufile {
 	struct utable *t; /* segments and base only: rows and pages are in the kernel */
 	uint32_t pages, nr_pages;
 	struct run *runs;
-	size_t nr_runs;
+	size_t nr_runs, cap_runs;
 	size_t rows;
 	unsigned refs;	    /* processes whose mapping lists name it */
 	uint64_t last_used; /* ns */
 	uint64_t *keys;	    /* mfile serials naming it (copies shared by build id) */
-	size_t nr_keys;
+	size_t nr_keys, cap_keys;
 	bool by_build_id; /* also in u->by_build_id */
 };
 
@@ -170,6 +170,7 @@ static void ufile_unload(struct unwinder *u, struct ufile *f)
 	free(f->runs);
 	f->runs = NULL;
 	f->nr_runs = 0;
+	f->cap_runs = 0;
 	if (!f->err) {
 		u->st.tables--;
 		u->st.rows -= f->rows;
@@ -251,11 +252,8 @@ static int alloc_run(struct unwinder *u, uint32_t n, const struct ufile *keep, s
 
 static int add_run(struct ufile *f, struct run r)
 {
-	struct run *nr = realloc(f->runs, (f->nr_runs + 1) * sizeof(*nr));
-
-	if (!nr)
+	if (array_grow((void **)&f->runs, &f->cap_runs, f->nr_runs + 1, sizeof(*f->runs)))
 		return -ENOMEM;
-	f->runs = nr;
 	f->runs[f->nr_runs++] = r;
 	return 0;
 }
@@ -345,6 +343,7 @@ static int upload_table(struct unwinder *u, struct ufile *f, const struct utable
 		free(f->runs);
 		f->runs = NULL;
 		f->nr_runs = 0;
+		f->cap_runs = 0;
 	}
 	return err;
 }
@@ -384,13 +383,11 @@ static void load_table(struct unwinder *u, struct ufile *f, struct utable *t)
 
 static int add_key(struct unwinder *u, struct ufile *f, const uint64_t *k)
 {
-	uint64_t *nk = realloc(f->keys, (f->nr_keys + 1) * sizeof(*nk));
 	struct htab_entry *e;
 	bool created;
 
-	if (!nk)
+	if (array_grow((void **)&f->keys, &f->cap_keys, f->nr_keys + 1, sizeof(*f->keys)))
 		return -ENOMEM;
-	f->keys = nk;
 	e = htab__upsert(u->files, k, sizeof(*k), &created);
 	if (!e)
 		return -ENOMEM;

@@ -6,7 +6,11 @@ sibling on the same floor; a folder's private header (NAME_int.h, such as
 collector/collector_int.h) only of its own folder. Prints one line per
 violation and "layers: ok".
 
-    cmd        commands, option parsing: the only code that prints to the user
+    cmd        commands, option parsing: with session, the only code that prints
+               to the user
+    session    the run engine record, top and annotate drive (phases, samples
+               into the profile, continuous mode's sinks, stop requests); it
+               prints the run's progress and summary, as cmd does
     collector  the only libbpf user
     agent      continuous-mode sinks: store, push, HTTP endpoint, metrics
     format tui readers and writers of profile formats; the terminal toolkit
@@ -21,7 +25,7 @@ import re
 import sys
 
 FLOORS = [["base"], ["proc"], ["lang"], ["sym", "unwind"], ["format", "tui"], ["agent"], ["collector"],
-          ["cmd"]]
+          ["session"], ["cmd"]]
 FLOOR = {d: i for i, ds in enumerate(FLOORS) for d in ds}
 
 

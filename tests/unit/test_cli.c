@@ -28,7 +28,7 @@ static void test_defaults(void **state)
 	assert_null(o.cmd);
 	assert_int_equal(o.nr_pids, 0);
 	assert_true(o.duration == 0);
-	cli__free(&o);
+	options__free(&o);
 }
 
 static void test_full_record_line(void **state)
@@ -49,7 +49,7 @@ static void test_full_record_line(void **state)
 	assert_string_equal(o.output, "x.folded");
 	assert_true(o.per_thread);
 	assert_int_equal(o.max_stacks, 1000);
-	cli__free(&o);
+	options__free(&o);
 }
 
 static void test_command_after_dashdash(void **state)
@@ -62,7 +62,7 @@ static void test_command_after_dashdash(void **state)
 	assert_string_equal(o.cmd[0], "./prog");
 	assert_string_equal(o.cmd[1], "-F"); /* the command's own options stay its own */
 	assert_int_equal(o.freq, 10);
-	cli__free(&o);
+	options__free(&o);
 }
 
 static void expect_usage(const char *needle, const char *a, const char *b, const char *c)
@@ -73,7 +73,7 @@ static void expect_usage(const char *needle, const char *a, const char *b, const
 	assert_int_equal(parse(&o, &err, a, b, c, NULL), CLI_USAGE);
 	if (!strstr(err.msg, needle))
 		fail_msg("'%s' not in '%s'", needle, err.msg);
-	cli__free(&o);
+	options__free(&o);
 }
 
 static void test_bad_options(void **state)
@@ -138,41 +138,41 @@ static void test_perf_habits(void **state)
 			 CLI_OK);
 	assert_true(o.all_cpus && o.cmd && !o.cmd_is_target);
 	assert_string_equal(o.cmd[0], "sleep");
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "-g", "--", "./bench", NULL), CLI_OK);
 	assert_true(o.cmd_is_target); /* alone, the command is what is profiled */
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "-p", "1", "--", "sleep", "30", NULL), CLI_OK);
 	assert_true(o.nr_pids == 1 && !o.cmd_is_target);
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "-C", "0", "--", "sleep", "1", NULL), CLI_OK);
 	assert_false(o.cmd_is_target);
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "--call-graph", "fp", NULL), CLI_OK);
 	assert_int_equal(o.unwind, UNWIND_OPT_FP);
 	assert_int_equal(o.call_graph_size, 0);
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "--call-graph", "dwarf,16384", NULL), CLI_OK);
 	assert_int_equal(o.unwind, UNWIND_OPT_DWARF);
 	assert_int_equal(o.call_graph_size, 16384);
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "--call-graph=dwarf", NULL), CLI_OK);
 	assert_int_equal(o.unwind, UNWIND_OPT_DWARF);
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "--call-graph", "lbr", NULL), CLI_USAGE);
 	assert_non_null(strstr(err.msg, "use fp or dwarf"));
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "--call-graph", "fp,8192", NULL), CLI_USAGE);
 	assert_int_equal(parse(&o, &err, "--call-graph", "dwarf,x", NULL), CLI_USAGE);
 	assert_int_equal(parse(&o, &err, "--call-graph", "dwarf,1G", NULL), CLI_USAGE);
 	assert_int_equal(parse(&o, &err, "--call-graph", "stack", NULL), CLI_USAGE);
 	assert_non_null(strstr(err.msg, "invalid --call-graph 'stack'"));
-	cli__free(&o);
+	options__free(&o);
 	/* --cgroup filters a target: with -a a command is only the duration. */
 	assert_int_equal(parse(&o, &err, "--cgroup", "/x", "--", "sleep", "1", NULL), CLI_USAGE);
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "--cgroup", "/x", "-a", "--", "sleep", "1", NULL), CLI_OK);
-	cli__free(&o);
+	options__free(&o);
 }
 
 static void test_help_and_version(void **state)
@@ -195,7 +195,7 @@ static void test_output_options(void **state)
 	assert_int_equal(o.out.top, OUT_DEFAULT_TOP);
 	assert_null(o.out.sort);
 	assert_false(o.out.inverted || o.out.merge);
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "-o", "x.svg", "--title", "T", "--inverted", "--merge",
 			       "--top", "0", "--sort", "total", "--lines", NULL),
 			 CLI_OK);
@@ -203,13 +203,13 @@ static void test_output_options(void **state)
 	assert_true(o.out.inverted && o.out.merge && o.out.lines);
 	assert_int_equal(o.out.top, 0);
 	assert_string_equal(o.out.sort, "total");
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "--sort", "avg", NULL), CLI_USAGE);
 	assert_non_null(strstr(err.msg, "invalid --sort 'avg'"));
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "--top", "x", NULL), CLI_USAGE);
 	assert_non_null(strstr(err.msg, "invalid --top 'x'"));
-	cli__free(&o);
+	options__free(&o);
 	/* Every writer is reachable by name and by its file endings. */
 	assert_ptr_equal(writer__for_path("a.pb.gz"), writer__find("pprof"));
 	assert_ptr_equal(writer__for_path("a.pprof"), writer__find("pprof"));
@@ -233,14 +233,14 @@ static void test_offcpu_options(void **state)
 	assert_true(o.offcpu);
 	assert_int_equal(o.offcpu_min_ns, CLI_OFFCPU_MIN_DEFAULT_NS);
 	assert_int_equal(o.out.view, VIEW_AUTO);
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "--off-cpu", "--off-cpu-min", "0", "--off-cpu-tasks", "64",
 			       "--view", "off-cpu", NULL),
 			 CLI_OK);
 	assert_int_equal(o.offcpu_min_ns, 0);
 	assert_int_equal(o.offcpu_tasks, 64);
 	assert_int_equal(o.out.view, VIEW_OFFCPU);
-	cli__free(&o);
+	options__free(&o);
 	/* Times: bare milliseconds, or us / ms / s. */
 	assert_int_equal(cli__parse_wait("2", &ns), 0);
 	assert_int_equal(ns, 2000000);
@@ -277,26 +277,26 @@ static void test_pids_with_spaces(void **state)
 			    "unexpected argument '34': -p takes one list of pids, PID[,PID...]");
 	assert_string_equal(err.hint, "join the pids with commas: -p 12,34,56 "
 				      "(for pgrep: -p \"$(pgrep -d, NAME)\")");
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "--pid=7", "8", NULL), CLI_USAGE);
 	assert_non_null(strstr(err.hint, "-p 7,8 "));
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "-p", "12\n34\n", NULL), CLI_USAGE);
 	assert_string_equal(
 		err.msg, "invalid pid list: pids are separated by commas, not spaces or new lines");
 	assert_non_null(strstr(err.hint, "-p 12,34 "));
-	cli__free(&o);
+	options__free(&o);
 	/* Not pids: the usual messages, no pid hint. */
 	assert_int_equal(parse(&o, &err, "-p", "12", "sleep", "1", NULL), CLI_USAGE);
 	assert_non_null(strstr(err.msg, "put it after --"));
 	assert_string_equal(err.hint, "");
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "-d", "1", "5", NULL), CLI_USAGE);
 	assert_non_null(strstr(err.msg, "put it after --"));
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "-p", "1 x", NULL), CLI_USAGE);
 	assert_string_equal(err.msg, "invalid pid list '1 x': expected PID[,PID...]");
-	cli__free(&o);
+	options__free(&o);
 }
 
 /*
@@ -337,9 +337,9 @@ static void test_output_endings(void **state)
 	/* record checks it with the other options, before anything is sampled */
 	assert_int_equal(parse(&o, &err, "-o", "perf.data", "-d", "1", NULL), CLI_USAGE);
 	assert_non_null(strstr(err.msg, "from its ending '.data'"));
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(parse(&o, &err, "-o", "perf.data", "-f", "folded", NULL), CLI_OK);
-	cli__free(&o);
+	options__free(&o);
 	/* diff: its own writers, report by default */
 	assert_int_equal(cli__pick_diff_writer(NULL, "d", &dw, &err), CLI_OK);
 	assert_ptr_equal(dw, &diff_writer_report);

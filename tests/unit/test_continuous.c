@@ -281,7 +281,7 @@ static void test_continuous_options(void **state)
 	argv[2] = "/tmp";
 	assert_int_equal(cli__parse(3, argv, &o, &err), CLI_OK);
 	assert_true(o.interval == 10); /* the default with --output-dir */
-	cli__free(&o);
+	options__free(&o);
 	argv[1] = "--interval";
 	argv[2] = "5";
 	assert_int_equal(cli__parse(3, argv, &o, &err), CLI_USAGE);
@@ -307,7 +307,7 @@ static void test_continuous_options(void **state)
 	assert_int_equal(cli__parse(7, argv, &o, &err), CLI_OK);
 	assert_int_equal(o.nr_cgroups, 2);
 	assert_string_equal(o.cgroups[1], "/b");
-	cli__free(&o);
+	options__free(&o);
 	assert_int_equal(cli__parse_size("512K", &v), 0);
 	assert_int_equal(v, 512 * 1024);
 	assert_int_equal(cli__parse_size("2G", &v), 0);

@@ -11,8 +11,7 @@
 
 #include "base/htab.h"
 #include "base/profile.h"
-#include "cmd/cli.h"
-#include "cmd/record.h"
+#include "session/record.h"
 #include "proc/labels.h"
 #include "proc/procfs.h"
 #include "proc/ptab.h"

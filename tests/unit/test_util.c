@@ -86,6 +86,31 @@ static void test_array_grow(void **state)
 	free(v);
 }
 
+/* array_trim: down to n (room for one at least), never up; the elements stay. */
+static void test_array_trim(void **state)
+{
+	uint64_t *v = NULL;
+	size_t cap = 0;
+
+	(void)state;
+	array_trim((void **)&v, &cap, 0, sizeof(*v)); /* nothing allocated: nothing to do */
+	assert_null(v);
+	assert_int_equal(array_grow((void **)&v, &cap, 20, sizeof(*v)), 0);
+	for (size_t i = 0; i < 20; i++)
+		v[i] = i;
+	array_trim((void **)&v, &cap, 20, sizeof(*v));
+	assert_int_equal(cap, 20);
+	array_trim((void **)&v, &cap, 40, sizeof(*v)); /* no growth */
+	assert_int_equal(cap, 20);
+	array_trim((void **)&v, &cap, 3, sizeof(*v));
+	assert_int_equal(cap, 3);
+	assert_int_equal(v[2], 2); /* ASan: exactly 3 left */
+	array_trim((void **)&v, &cap, 0, sizeof(*v));
+	assert_int_equal(cap, 1);
+	assert_int_equal(v[0], 0);
+	free(v);
+}
+
 static void test_errmsg(void **state)
 {
 	struct errmsg em;
@@ -327,6 +352,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_htab_insert_find_remove_grow),
 		cmocka_unit_test(test_array_grow),
+		cmocka_unit_test(test_array_trim),
 		cmocka_unit_test(test_errmsg),
 		cmocka_unit_test(test_sbuf),
 		cmocka_unit_test(test_numbers),

@@ -6,7 +6,7 @@
  * (full disk, unreachable server) is logged and counted; the agent keeps
  * sampling. See record.h.
  */
-#include "cmd/record.h"
+#include "session/record.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* stop.c - stop requests by signal; see stop.h. */
-#include "cmd/stop.h"
+#include "session/stop.h"
 
 #include <signal.h>
 #include <stdint.h>

@@ -5,7 +5,7 @@
  * drained samples (symbolized, labelled with their cgroup, added to the
  * profile). See record.h.
  */
-#include "cmd/record.h"
+#include "session/record.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * record.h - the pieces of "bpfprof record", shared by its three files:
+ * record.h - the run engine that "bpfprof record", top and annotate drive
+ * (src/cmd/), in three files:
  *
  *   record.c          the run: checks, open, the main loop, stop, one-shot output
  *   record_samples.c  drained samples and process notices into the profile
  *   record_sinks.c    continuous mode: intervals, store, push, HTTP, metrics
  *
- * Private to src/cmd/. Everything here is owned by one struct record that
- * lives on cmd_record's stack; the functions print what went wrong (they are
- * the CLI layer) and return 0 or the process exit status (1 failure, 2 usage).
+ * Everything here is owned by one struct record that lives on the command's
+ * stack; the functions print what went wrong and the run's progress and
+ * summary (src/session/ prints to the user, as src/cmd/ does) and return 0
+ * or the process exit status (1 failure, 2 usage).
  */
 #ifndef BPFPROF_RECORD_H
 #define BPFPROF_RECORD_H
@@ -19,9 +21,9 @@
 
 #include "agent/metrics.h"
 #include "base/log.h"
-#include "cmd/cli.h"
 #include "collector/collector.h"
 #include "proc/child.h"
+#include "session/options.h"
 #include "sym/kbuildid.h"
 #include "sym/symbolizer.h"
 
@@ -94,7 +96,7 @@ struct status_line {
  *   record__stop    stop sampling and drain what is left
  *   record__close   free everything (safe after any phase failed)
  *
- * Callers fill r->o (cli__parse, or their own options with
+ * Callers fill r->o (src/cmd/cli.c's cli__parse, or their own options with
  * cli__sampling_option) and run the phases in order; each prints its error
  * and returns 0 or the exit status. rc.prof may be swapped between drains
  * (top keeps one profile per second).
@@ -145,6 +147,10 @@ int record__wait_until(int timeout, uint64_t at, uint64_t now);
 /* ... and to end when the unwinder has work due (a starting Python to probe again). */
 int record__timeout(const struct record *r, int timeout, uint64_t now);
 int record__stop(struct record *r);
+/* The end of a continuous run: the partial last interval, the summary. */
+int record__finish_continuous(struct record *r);
+/* The end of a one-shot run: the summary, then r->w writes the profile to -o. */
+int record__write(struct record *r);
 void record__close(struct record *r);
 
 /* Collector callbacks: a process notice, a drained sample. */

@@ -171,9 +171,8 @@ int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *
 		case OPT_CALLERS:
 		case OPT_CALLEES:
 			if (!*optarg)
-				return offline__usage(cmd, "empty %s", c == OPT_CALLERS
-									   ? "--callers"
-									   : "--callees");
+				return offline__usage(cmd, "empty %s",
+						      c == OPT_CALLERS ? "--callers" : "--callees");
 			*(c == OPT_CALLERS ? &o->out.callers : &o->out.callees) = optarg;
 			break;
 		case 'g':

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /*
  * report.c - "bpfprof report": the hottest functions and processes of
- * profiles written earlier, as text.
+ * profiles written earlier, as text; or the callers and callees of some
+ * functions (--callers, --callees, --call-graph).
  */
 #include <stdio.h>
 #include <string.h>

@@ -4,7 +4,9 @@
  * `perf report --stdio` but short: the hottest functions by self samples
  * (the function was running) and by total samples (it was on the stack,
  * counted once per stack even when it recurses), then samples per process.
- * Also the differential table of "bpfprof diff -f report".
+ * Also the differential table of "bpfprof diff -f report", and instead of
+ * the tables, with --callers, --callees or --call-graph, the call graph of
+ * some functions (below).
  *
  * A profile with off-CPU time (--off-cpu) gets the same tables twice: for
  * the on-CPU samples, then for the off-CPU time in microseconds (self: the
@@ -526,8 +528,8 @@ struct link {
 };
 
 struct cgraph {
-	struct fstats fs; /* indexes are function ids: never sorted */
-	uint32_t *fn_of;  /* frame -> function + 1 */
+	struct fstats fs;      /* indexes are function ids: never sorted */
+	uint32_t *fn_of;       /* frame -> function + 1 */
 	struct link *in, *out; /* callers and callees, by fn, then by weight */
 	size_t nr;
 };
@@ -743,7 +745,9 @@ static void cg_print(FILE *f, const struct profile_meta *m, const struct cgraph 
 	fputc('\n', f);
 	if (sec->pattern)
 		fprintf(f, "%s of '%s'",
-			!sec->callers ? "Callees" : !sec->callees ? "Callers" : "Callers and callees",
+			!sec->callers	? "Callees"
+			: !sec->callees ? "Callers"
+					: "Callers and callees",
 			pat);
 	else
 		fprintf(f, "Call graph of the top %zu functions by %s %s", sec->nr,
@@ -798,12 +802,16 @@ static int call_graph(const struct profile *p, FILE *f, const struct out_opts *o
 	int err;
 
 	if (o->callers && o->callees && !strcmp(o->callers, o->callees))
-		sec[nr_sec++] = (struct cg_section){ .pattern = o->callers, .callers = true, .callees = true };
+		sec[nr_sec++] = (struct cg_section){ .pattern = o->callers,
+						     .callers = true,
+						     .callees = true };
 	else {
 		if (o->callers)
-			sec[nr_sec++] = (struct cg_section){ .pattern = o->callers, .callers = true };
+			sec[nr_sec++] =
+				(struct cg_section){ .pattern = o->callers, .callers = true };
 		if (o->callees)
-			sec[nr_sec++] = (struct cg_section){ .pattern = o->callees, .callees = true };
+			sec[nr_sec++] =
+				(struct cg_section){ .pattern = o->callees, .callees = true };
 	}
 	if (o->call_graph)
 		sec[nr_sec++] = (struct cg_section){ .callers = true, .callees = true };

@@ -14,8 +14,9 @@
 static char *report(const struct profile *p, const char *callers, const char *callees, bool graph,
 		    unsigned top)
 {
-	struct out_opts o = { .top = top, .callers = callers, .callees = callees,
-			      .call_graph = graph };
+	struct out_opts o = {
+		.top = top, .callers = callers, .callees = callees, .call_graph = graph
+	};
 
 	return fx_write(&writer_report, p, &o, NULL);
 }
@@ -253,9 +254,9 @@ static void test_fixture_fits(void **state)
 
 	assert_fits_80(text);
 	assert_has(text, "-----\n"
-		   "                        10 100.00  app               main\n"
-		   "        0   0.00        10   9.09  libc.so.6     read\n"
-		   "                        10 100.00  [kernel]          entry_SYSCALL_64\n");
+			 "                        10 100.00  app               main\n"
+			 "        0   0.00        10   9.09  libc.so.6     read\n"
+			 "                        10 100.00  [kernel]          entry_SYSCALL_64\n");
 	free(text);
 	profile__free(p);
 }

@@ -122,8 +122,10 @@ int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *
 	/* Permuting: "convert a.folded -o x.svg" and "convert -o x.svg a.folded" both work. */
 	while ((c = getopt_long(argc, argv, ":o:f:vqhg", long_opts, NULL)) != -1) {
 		if ((c == OPT_CALLERS || c == OPT_CALLEES || c == 'g') && strcmp(cmd, "report"))
-			return offline__usage(cmd, "'%s' is an option of 'bpfprof report'",
-					      argv[optind - 1]);
+			return offline__usage(cmd, "%s is an option of 'bpfprof report'",
+					      c == OPT_CALLERS	 ? "--callers"
+					      : c == OPT_CALLEES ? "--callees"
+								 : "-g/--call-graph");
 		switch (c) {
 		case 'o':
 			if (!*optarg)

@@ -104,9 +104,9 @@ int writer__check_path(const char *path, struct errmsg *em);
 /*
  * How well FUNCTION (report --callers, --callees) names a function: 0 its
  * name, 1 its name but for a parameter list ("f" names "f(int)"), 2 a glob
- * (*, ?, [...]) that matches the whole name, 3 a part of the name (FUNCTION
- * without glob characters); -1 not at all. A report shows the functions of
- * the best tier any function reaches.
+ * (*, ?, [...]) that matches the whole name, 3 a part of the name; -1 not
+ * at all (an empty FUNCTION matches nothing). A report shows the functions
+ * of the best tier any function reaches.
  */
 int writer__name_match(const char *name, const char *pattern);
 

@@ -145,6 +145,24 @@ def test_go_tool_pprof_peek_agrees(rec):
     assert ours == theirs, p.stdout
 
 
+def test_off_cpu_view(tmp_path):
+    """A profile with off-CPU time (tests/workloads/waits): the call graph of
+    each view, in its unit. Off-CPU, sleep_loop's time all comes through
+    sleeper_thread and nearly all goes to the sleep it calls."""
+    pb = tmp_path / "w.pb.gz"
+    with Workload(wl("waits"), 120) as w:
+        run_bpfprof(["--off-cpu", "-p", w.pid, "-d", 3, "-o", pb])
+    both = report("--callers", "sleep_loop", pb)
+    assert "bpfprof report, on-CPU:" in both and "bpfprof report, off-CPU:" in both, both
+    text = report("--view", "off-cpu", "--callers", "sleep_loop", "--callees", "sleep_loop", pb)
+    assert "Callers and callees of 'sleep_loop' (1 function), \u00b5s:" in text, text
+    s = graph(text)["sleep_loop"]
+    assert s["total"] >= 1_000_000, s  # of 3 s sleeping in 20 ms naps
+    assert s["callers"] == {"sleeper_thread": s["total"]}, s
+    name, w = max(s["callees"].items(), key=lambda kv: kv[1])
+    assert "sleep" in name and w >= 0.9 * s["total"], s
+
+
 @pytest.mark.parametrize("args,code,needle", [
     (["--callers", "no_such_function"], 1,
      "--callers 'no_such_function': no function of the profile"),
@@ -157,7 +175,12 @@ def test_errors(rec, args, code, needle):
 
 
 def test_other_commands_refuse_it(rec, tmp_path):
-    p = run_bpfprof(["convert", "-g", rec / "callers.folded", "-o", tmp_path / "x.folded"],
+    for opt in (["-g"], ["--callers", "hot"]):
+        p = run_bpfprof(["convert"] + opt + [rec / "callers.folded", "-o", tmp_path / "x.folded"],
+                        check=False)
+        assert p.returncode == 2, p.stderr
+        assert f"{opt[0]}" in p.stderr and "is an option of 'bpfprof report'" in p.stderr, p.stderr
+        assert not (tmp_path / "x.folded").exists()
+    p = run_bpfprof(["diff", "--callees", "hot", rec / "callers.folded", rec / "callers.folded"],
                     check=False)
-    assert p.returncode == 2 and "'-g' is an option of 'bpfprof report'" in p.stderr, p.stderr
-    assert not (tmp_path / "x.folded").exists()
+    assert p.returncode == 2 and "--callees is an option of 'bpfprof report'" in p.stderr

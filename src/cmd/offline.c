@@ -24,13 +24,16 @@
 #include "base/profile.h"
 #include "base/util.h"
 
-enum { OPT_SEL_PID = OPT_CMD_FIRST, OPT_SEL_COMM, OPT_SEL_EVENT };
+enum { OPT_SEL_PID = OPT_CMD_FIRST, OPT_SEL_COMM, OPT_SEL_EVENT, OPT_CALLERS, OPT_CALLEES };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, OPT_SEL_PID },
 	{ "comm", required_argument, NULL, OPT_SEL_COMM },
 	{ "comms", required_argument, NULL, OPT_SEL_COMM }, /* perf report's spelling */
 	{ "event", required_argument, NULL, OPT_SEL_EVENT },
+	{ "callers", required_argument, NULL, OPT_CALLERS }, /* report only */
+	{ "callees", required_argument, NULL, OPT_CALLEES },
+	{ "call-graph", no_argument, NULL, 'g' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -117,7 +120,12 @@ int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *
 	optind = 1;
 	opterr = 0;
 	/* Permuting: "convert a.folded -o x.svg" and "convert -o x.svg a.folded" both work. */
-	while ((c = getopt_long(argc, argv, ":o:f:vqh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:f:vqhg", long_opts, NULL)) != -1) {
+		if ((c == OPT_CALLERS || c == OPT_CALLEES || c == 'g') && strcmp(cmd, "report"))
+			return offline__usage(cmd, "%s is an option of 'bpfprof report'",
+					      c == OPT_CALLERS	 ? "--callers"
+					      : c == OPT_CALLEES ? "--callees"
+								 : "-g/--call-graph");
 		switch (c) {
 		case 'o':
 			if (!*optarg)
@@ -161,6 +169,16 @@ int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *
 				return offline__usage(
 					cmd, "invalid --comm '%s': expected NAME[,NAME...]",
 					optarg);
+			break;
+		case OPT_CALLERS:
+		case OPT_CALLEES:
+			if (!*optarg)
+				return offline__usage(cmd, "empty %s",
+						      c == OPT_CALLERS ? "--callers" : "--callees");
+			*(c == OPT_CALLERS ? &o->out.callers : &o->out.callees) = optarg;
+			break;
+		case 'g':
+			o->out.call_graph = true;
 			break;
 		case OPT_SEL_EVENT:
 			if (!*optarg)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /*
  * report.c - "bpfprof report": the hottest functions and processes of
- * profiles written earlier, as text.
+ * profiles written earlier, as text; or the callers and callees of some
+ * functions (--callers, --callees, --call-graph).
  */
 #include <stdio.h>
 #include <string.h>
@@ -22,7 +23,15 @@ static void report_usage(FILE *f)
 		"samples per process.\n"
 		"\n"
 		"      --top N             rows per table (default %u, 0: all)\n"
-		"      --sort self|total   only the table sorted by self or by total samples\n",
+		"      --sort self|total   only the table sorted by self or by total samples\n"
+		"      --callers FUNCTION  instead of the tables: FUNCTION's callers, each with\n"
+		"                          the samples of that call and its %% of FUNCTION's total\n"
+		"      --callees FUNCTION  the same for the functions it calls (with --callers:\n"
+		"                          callers above, callees below). FUNCTION: a name,\n"
+		"                          one without its parameters, a glob ('*alloc*'), or a\n"
+		"                          part of one\n"
+		"  -g, --call-graph        instead of the tables: each top function (--top and\n"
+		"                          --sort choose them) with its callers and callees\n",
 		OUT_DEFAULT_TOP);
 	offline__select_usage(f);
 	fprintf(f,
@@ -33,14 +42,29 @@ static void report_usage(FILE *f)
 		"Examples:\n"
 		"  bpfprof report cpu.folded\n"
 		"  bpfprof report --top 50 --sort total cpu.pb.gz\n"
+		"  bpfprof report --callers malloc cpu.pb.gz      who calls malloc, and how much\n"
+		"  bpfprof report -g --top 10 cpu.folded          call graph of the top 10\n"
 		"  bpfprof report --pid 1234 all.pb.gz            one process of a -a profile\n"
 		"  bpfprof report --comm nginx,php-fpm all.pb.gz  the processes with these names\n"
 		"  sudo bpfprof -p 1234 -d 10 | bpfprof report -\n"
 		"  sudo bpfprof -p 1234 -d 10 -f report           the same, in one step\n"
 		"  perf script -i perf.data | bpfprof report -    a perf record -g recording\n"
 		"\n"
-		"Exit status: 0 printed, 1 an input could not be read (or nothing selected),\n"
-		"2 usage error.\n");
+		"Exit status: 0 printed, 1 an input could not be read (or nothing selected, or\n"
+		"no function matches --callers/--callees), 2 usage error.\n");
+}
+
+/* 0 if some function of p matches pattern (NULL: none asked), else 1 after saying so. */
+static int check_match(const struct profile *p, const char *opt, const char *pattern)
+{
+	if (!pattern)
+		return 0;
+	for (uint32_t id = 0; id < profile__nr_frames(p); id++)
+		if (writer__name_match(profile__frame_get(p, id)->name, pattern) >= 0)
+			return 0;
+	p_err("%s '%s': no function of the profile has that name or matches it", opt, pattern);
+	p_hint("'bpfprof report' lists the hottest functions; a part of a name matches too");
+	return 1;
 }
 
 static int report(struct offline_opts *o)
@@ -59,7 +83,11 @@ static int report(struct offline_opts *o)
 	ret = offline__load(o, o->inputs, o->nr_inputs, &p);
 	if (ret)
 		return ret;
-	ret = offline__write_or_fail(&writer_report, p, o);
+	ret = check_match(p, "--callers", o->out.callers);
+	if (!ret)
+		ret = check_match(p, "--callees", o->out.callees);
+	if (!ret)
+		ret = offline__write_or_fail(&writer_report, p, o);
 	profile__free(p);
 	return ret;
 }

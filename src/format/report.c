@@ -4,7 +4,9 @@
  * `perf report --stdio` but short: the hottest functions by self samples
  * (the function was running) and by total samples (it was on the stack,
  * counted once per stack even when it recurses), then samples per process.
- * Also the differential table of "bpfprof diff -f report".
+ * Also the differential table of "bpfprof diff -f report", and instead of
+ * the tables, with --callers, --callees or --call-graph, the call graph of
+ * some functions (below).
  *
  * A profile with off-CPU time (--off-cpu) gets the same tables twice: for
  * the on-CPU samples, then for the off-CPU time in microseconds (self: the
@@ -21,6 +23,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,12 +56,15 @@ static void fstats_free(struct fstats *fs)
 }
 
 /*
- * Self and total samples per function (lines of one function are one row).
+ * Self and total samples per function (lines of one function are one row);
+ * fn_of_out (may be NULL) receives each frame's function + 1 (frame id ->
+ * index in fs->v), for the caller to free.
  * by_module: functions of the same name in different files are different rows
  * (report); else they are one (diff), except Python functions, whose file is
  * part of their name.
  */
-static int fstats_build(const struct profile *p, bool by_module, struct fstats *fs)
+static int fstats_build(const struct profile *p, bool by_module, struct fstats *fs,
+			uint32_t **fn_of_out)
 {
 	size_t nr_frames = profile__nr_frames(p), cap = 0;
 	uint32_t *fn_of = calloc(nr_frames + 1, sizeof(*fn_of)); /* frame -> function + 1 */
@@ -129,7 +135,10 @@ static int fstats_build(const struct profile *p, bool by_module, struct fstats *
 out:
 	if (err)
 		fstats_free(fs);
-	free(fn_of);
+	if (!err && fn_of_out)
+		*fn_of_out = fn_of;
+	else
+		free(fn_of);
 	htab__free(idx);
 	sbuf_free(&key);
 	return err;
@@ -482,6 +491,352 @@ static int process_table(FILE *f, const struct profile *p, unsigned top)
 	return err;
 }
 
+/* --- call graph -------------------------------------------------------------
+ *
+ * report --callers, --callees and --call-graph: a function's line (self and
+ * total, as in the tables) with its callers above and its callees below,
+ * as pprof's -peek and gprof's call graph print them. An edge is two
+ * different functions next to each other on a stack (the caller nearer the
+ * root); its weight is the samples of the stacks that hold it, each stack
+ * counted once however often the pair recurs in it, and a function calling
+ * itself directly is no edge (its samples are in its total once): pprof's
+ * rules, so a function's callers add up to its total, less the samples
+ * where it is the root, more where one stack reaches it from two callers.
+ * Inlined frames are functions like the others: an inlined callee is its
+ * own line, under the function it was inlined into.
+ */
+
+int writer__name_match(const char *name, const char *pattern)
+{
+	size_t pl = strlen(pattern);
+
+	if (!pl)
+		return -1;
+	if (!strcmp(name, pattern))
+		return 0;
+	if (!strncmp(name, pattern, pl) && (name[pl] == '(' || name[pl] == ' '))
+		return 1;
+	if (strpbrk(pattern, "*?[") && !fnmatch(pattern, name, 0))
+		return 2;
+	return strstr(name, pattern) ? 3 : -1;
+}
+
+/* peer calls fn (a caller) or fn calls peer (a callee); w: samples of that call. */
+struct link {
+	uint32_t fn, peer;
+	uint64_t w;
+};
+
+struct cgraph {
+	struct fstats fs;      /* indexes are function ids: never sorted */
+	uint32_t *fn_of;       /* frame -> function + 1 */
+	struct link *in, *out; /* callers and callees, by fn, then by weight */
+	size_t nr;
+};
+
+static void cgraph_free(struct cgraph *cg)
+{
+	fstats_free(&cg->fs);
+	free(cg->fn_of);
+	free(cg->in);
+	free(cg->out);
+}
+
+static int cmp_by_total(const void *a, const void *b, void *ctx)
+{
+	const struct fstat *v = ctx;
+
+	return cmp_total(&v[*(const uint32_t *)a], &v[*(const uint32_t *)b]);
+}
+
+static int cmp_by_self(const void *a, const void *b, void *ctx)
+{
+	const struct fstat *v = ctx;
+
+	return cmp_self(&v[*(const uint32_t *)a], &v[*(const uint32_t *)b]);
+}
+
+/* By function, then heaviest first, then by the peer's name. */
+static int cmp_link(const void *a, const void *b, void *ctx)
+{
+	const struct link *x = a, *y = b;
+	const struct fstat *v = ctx;
+	const struct fstat *px = &v[x->peer], *py = &v[y->peer];
+	int c;
+
+	if (x->fn != y->fn)
+		return x->fn < y->fn ? -1 : 1;
+	if (x->w != y->w)
+		return x->w < y->w ? 1 : -1;
+	c = strcmp(px->name, py->name);
+	if (!c)
+		c = strcmp(px->module ? px->module : "", py->module ? py->module : "");
+	return c ? c : (px->kind > py->kind) - (px->kind < py->kind);
+}
+
+/*
+ * The edges into or out of the functions in want (cg->fs and cg->fn_of
+ * built): cg->in and cg->out, sorted. 0 or -ENOMEM.
+ */
+static int cgraph_edges(const struct profile *p, const bool *want, struct cgraph *cg)
+{
+	struct edge {
+		uint32_t from, to;
+		uint64_t w, seen; /* seen: last sample (+1) that counted it */
+	} *e = NULL;
+	struct htab *idx = htab__new();
+	size_t nr = 0, cap = 0;
+	int err = 0;
+
+	if (!idx)
+		return -ENOMEM;
+	for (size_t i = 0; i < profile__nr_samples(p) && !err; i++) {
+		const struct psample *s = profile__sample(p, i);
+		const uint32_t *fr;
+		uint32_t n;
+
+		if (!s->count)
+			continue;
+		fr = profile__stack_get(p, s->stack, &n);
+		for (uint32_t j = 0; j + 1 < n; j++) {
+			uint32_t k[2] = { cg->fn_of[fr[j]] - 1, cg->fn_of[fr[j + 1]] - 1 };
+			struct htab_entry *he;
+			struct edge *ed;
+			bool created;
+
+			if (k[0] == k[1] || !(want[k[0]] || want[k[1]]))
+				continue;
+			he = htab__upsert(idx, k, sizeof(k), &created);
+			if (!he) {
+				err = -ENOMEM;
+				break;
+			}
+			if (created) {
+				if (array_grow((void **)&e, &cap, nr + 1, sizeof(*e))) {
+					err = -ENOMEM;
+					break;
+				}
+				e[nr] = (struct edge){ .from = k[0], .to = k[1] };
+				he->value = (void *)(uintptr_t)nr++;
+			}
+			ed = &e[(uintptr_t)he->value];
+			if (ed->seen == i + 1)
+				continue; /* recursion: once per stack */
+			ed->seen = i + 1;
+			ed->w += s->count;
+		}
+	}
+	if (!err) {
+		cg->in = calloc(nr + 1, sizeof(*cg->in));
+		cg->out = calloc(nr + 1, sizeof(*cg->out));
+		if (!cg->in || !cg->out)
+			err = -ENOMEM;
+	}
+	if (!err) {
+		for (size_t i = 0; i < nr; i++) {
+			cg->in[i] = (struct link){ .fn = e[i].to, .peer = e[i].from, .w = e[i].w };
+			cg->out[i] = (struct link){ .fn = e[i].from, .peer = e[i].to, .w = e[i].w };
+		}
+		cg->nr = nr;
+		qsort_r(cg->in, nr, sizeof(*cg->in), cmp_link, cg->fs.v);
+		qsort_r(cg->out, nr, sizeof(*cg->out), cmp_link, cg->fs.v);
+	}
+	free(e);
+	htab__free(idx);
+	return err;
+}
+
+/* The links of fn in v[0..nr) (sorted by fn): the first, and *n of them. */
+static const struct link *links_of(const struct link *v, size_t nr, uint32_t fn, size_t *n)
+{
+	size_t lo = 0, hi = nr, end;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].fn < fn)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (end = lo; end < nr && v[end].fn == fn; end++)
+		;
+	*n = end - lo;
+	return v + lo;
+}
+
+/* One section: the functions a pattern names, or the top ones. */
+struct cg_section {
+	const char *pattern; /* NULL: the top functions */
+	bool callers, callees;
+	uint32_t *fns; /* function ids, in the order shown */
+	size_t nr, matched;
+};
+
+/*
+ * The functions of the section: the best tier of pattern's matches, most
+ * total first, or the top ones by self or total; at most top (0: all).
+ */
+static int cg_choose(const struct fstats *fs, struct cg_section *sec, bool by_self, unsigned top)
+{
+	int best = 4;
+
+	sec->fns = calloc(fs->nr + 1, sizeof(*sec->fns));
+	if (!sec->fns)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < fs->nr; i++) {
+		const struct fstat *st = &fs->v[i];
+		int tier;
+
+		if (!st->total || (!sec->pattern && by_self && !st->self))
+			continue;
+		if (sec->pattern) {
+			tier = writer__name_match(st->name, sec->pattern);
+			if (tier < 0 || tier > best)
+				continue;
+			if (tier < best) {
+				best = tier;
+				sec->nr = 0;
+			}
+		}
+		sec->fns[sec->nr++] = i;
+	}
+	if (sec->nr)
+		qsort_r(sec->fns, sec->nr, sizeof(*sec->fns),
+			!sec->pattern && by_self ? cmp_by_self : cmp_by_total, fs->v);
+	sec->matched = sec->nr;
+	if (top && sec->nr > top)
+		sec->nr = top;
+	return 0;
+}
+
+/* A row of the call graph: a function's own line, or an edge (indented). */
+static void cg_row(FILE *f, int w, const struct fstat *st, const uint64_t *self, uint64_t value,
+		   uint64_t of)
+{
+	size_t width = REPORT_WIDTH - 49 - 2 * (size_t)(w - 9);
+	char mod[13];
+
+	if (self) {
+		put_count(f, w, *self);
+		fprintf(f, " %6.2f ", pct(*self, of));
+	} else
+		fprintf(f, "%*s %6s ", w, "", "");
+	put_count(f, w, value);
+	writer__clean_utf8(module_col(st), mod, sizeof(mod));
+	fprintf(f, " %6.2f  %-12s  %s", pct(value, of), mod, self ? "" : "    ");
+	put_name(f, st->name, st->kind, self ? width : width - 4);
+	fputc('\n', f);
+}
+
+static void cg_print(FILE *f, const struct profile_meta *m, const struct cgraph *cg,
+		     const struct cg_section *sec, uint64_t total, bool by_self)
+{
+	const char *what = m->unit[0] ? m->value_name : "samples";
+	int w = count_width(total);
+	char pat[256];
+
+	if (sec->pattern)
+		writer__clean_utf8(sec->pattern, pat, sizeof(pat));
+	if (sec->pattern && !sec->nr) {
+		fprintf(f, "\nNo function matches '%s'.\n", pat);
+		return;
+	}
+	fputc('\n', f);
+	if (sec->pattern)
+		fprintf(f, "%s of '%s'",
+			!sec->callers	? "Callees"
+			: !sec->callees ? "Callers"
+					: "Callers and callees",
+			pat);
+	else
+		fprintf(f, "Call graph of the top %zu functions by %s %s", sec->nr,
+			by_self ? "self" : "total", what);
+	if (sec->pattern && sec->matched > sec->nr)
+		fprintf(f, " (%zu of %zu functions; --top 0: all)", sec->nr, sec->matched);
+	else if (sec->pattern)
+		fprintf(f, " (%zu function%s)", sec->nr, sec->nr == 1 ? "" : "s");
+	if (m->unit[0])
+		fprintf(f, ", %s", unit_label(m->unit));
+	fprintf(f, ":\n%s\n",
+		!sec->callers	? "Callees below each function's line (self and total, % of all), "
+				  "with what went\nthrough that call (% of the function's total)."
+		: !sec->callees ? "Callers above each function's line (self and total, % of all), "
+				  "with what went\nthrough that call (% of the function's total)."
+				: "Callers above each function's line (self and total, % of all), "
+				  "callees below,\nwith what went through that call (% of the "
+				  "function's total).");
+	fprintf(f, "%*s %6s %*s %6s  %-12s  %s\n", w, "Self", "%", w, "Total", "%", "Module",
+		"Function");
+	for (size_t i = 0; i < sec->nr; i++) {
+		uint32_t fn = sec->fns[i];
+		const struct fstat *st = &cg->fs.v[fn];
+		const struct link *l;
+		size_t n;
+
+		for (int c = 0; c < REPORT_WIDTH - 1; c++)
+			fputc('-', f);
+		fputc('\n', f);
+		if (sec->callers) {
+			l = links_of(cg->in, cg->nr, fn, &n);
+			for (size_t j = 0; j < n; j++)
+				cg_row(f, w, &cg->fs.v[l[j].peer], NULL, l[j].w, st->total);
+		}
+		cg_row(f, w, st, &st->self, st->total, total);
+		if (sec->callees) {
+			l = links_of(cg->out, cg->nr, fn, &n);
+			for (size_t j = 0; j < n; j++)
+				cg_row(f, w, &cg->fs.v[l[j].peer], NULL, l[j].w, st->total);
+		}
+	}
+}
+
+/* The call graph sections o asks for, of p (one view). */
+static int call_graph(const struct profile *p, FILE *f, const struct out_opts *o)
+{
+	bool by_self = o->sort && !strcmp(o->sort, "self");
+	struct cg_section sec[3] = { 0 };
+	struct cgraph cg = { 0 };
+	size_t nr_sec = 0;
+	bool *want = NULL;
+	int err;
+
+	if (o->callers && o->callees && !strcmp(o->callers, o->callees))
+		sec[nr_sec++] = (struct cg_section){ .pattern = o->callers,
+						     .callers = true,
+						     .callees = true };
+	else {
+		if (o->callers)
+			sec[nr_sec++] =
+				(struct cg_section){ .pattern = o->callers, .callers = true };
+		if (o->callees)
+			sec[nr_sec++] =
+				(struct cg_section){ .pattern = o->callees, .callees = true };
+	}
+	if (o->call_graph)
+		sec[nr_sec++] = (struct cg_section){ .callers = true, .callees = true };
+	err = fstats_build(p, true, &cg.fs, &cg.fn_of);
+	if (err)
+		return err;
+	want = calloc(cg.fs.nr + 1, sizeof(*want));
+	if (!want)
+		err = -ENOMEM;
+	for (size_t i = 0; i < nr_sec && !err; i++) {
+		err = cg_choose(&cg.fs, &sec[i], by_self, o->top);
+		for (size_t j = 0; !err && j < sec[i].nr; j++)
+			want[sec[i].fns[j]] = true;
+	}
+	if (!err)
+		err = cgraph_edges(p, want, &cg);
+	for (size_t i = 0; i < nr_sec && !err; i++)
+		cg_print(f, profile__meta_c(p), &cg, &sec[i], profile__total(p), by_self);
+	for (size_t i = 0; i < nr_sec; i++)
+		free(sec[i].fns);
+	free(want);
+	cgraph_free(&cg);
+	return err;
+}
+
 static int write_one(const struct profile *p, FILE *f, const struct out_opts *o, const char *what)
 {
 	unsigned top = o ? o->top : OUT_DEFAULT_TOP;
@@ -490,7 +845,15 @@ static int write_one(const struct profile *p, FILE *f, const struct out_opts *o,
 	struct fstats fs;
 	int err;
 
-	err = fstats_build(p, true, &fs);
+	if (o && (o->callers || o->callees || o->call_graph)) {
+		header(f, what, p);
+		if (!profile__total(p)) {
+			fputs(m->unit[0] ? "\nNo time.\n" : "\nNo samples.\n", f);
+			return 0;
+		}
+		return call_graph(p, f, o);
+	}
+	err = fstats_build(p, true, &fs, NULL);
 	if (err)
 		return err;
 	header(f, what, p);
@@ -581,10 +944,10 @@ static int write_diff_report(const struct profile *before, const struct profile 
 	size_t nr = 0, shown = 0;
 	int err;
 
-	err = fstats_build(before, false, &fs[0]);
+	err = fstats_build(before, false, &fs[0], NULL);
 	if (err)
 		return err;
-	err = fstats_build(after, false, &fs[1]);
+	err = fstats_build(after, false, &fs[1], NULL);
 	if (err) {
 		fstats_free(&fs[0]);
 		return err;

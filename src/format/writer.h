@@ -35,6 +35,10 @@ struct out_opts {
 	const char *sort;  /* report: "self" or "total", NULL for both tables */
 	bool lines;	   /* folded, svg: one frame per source line */
 	enum view view;	   /* a profile with off-CPU time, for writers of one value */
+	/* report: the call graph instead of the tables - callers and callees of the
+	 * functions these name (writer__name_match), or of the top functions */
+	const char *callers, *callees;
+	bool call_graph;
 };
 
 /* Rows per report table when no options are given (o == NULL). */
@@ -96,6 +100,15 @@ int writer__write_file(const struct writer *w, const struct profile *p, FILE *f,
  * rules, without opening it; 0 or -errno (a refusal: -EACCES and em).
  */
 int writer__check_path(const char *path, struct errmsg *em);
+
+/*
+ * How well FUNCTION (report --callers, --callees) names a function: 0 its
+ * name, 1 its name but for a parameter list ("f" names "f(int)"), 2 a glob
+ * (*, ?, [...]) that matches the whole name, 3 a part of the name; -1 not
+ * at all (an empty FUNCTION matches nothing). A report shows the functions
+ * of the best tier any function reaches.
+ */
+int writer__name_match(const char *name, const char *pattern);
 
 /* The writers. */
 extern const struct writer writer_folded;

@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""report --callers, --callees and --call-graph on a real recorded profile.
+
+The workload is build/workloads/callers: hot has two callers, caller_a with
+3/4 of its work and, through four levels of recursion, rec with 1/4; rec's
+only caller is caller_b (its calls of itself are not callers). The shares
+are checked with tolerances from the sample counts, on the pprof profile
+bpfprof wrote and on the folded text converted from it (the same numbers),
+and against go tool pprof -peek on the same file. Then the command's errors.
+"""
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import Sampled, Workload, run_bpfprof, wl, assert_most, assert_share
+
+# A row of the call graph: a function's line (self, %, total, %) or an edge
+# (samples, %) with its name indented by four more columns.
+ROW = re.compile(r"^ *(?:(?P<self>[\d,]+) +(?P<selfp>[\d.]+) +)?(?P<val>[\d,]+) +"
+                 r"(?P<pct>[\d.]+)  (?P<mod>.{12})  (?P<edge>    )?(?P<name>\S.*)$")
+DASHES = "-" * 79
+
+
+def num(s):
+    return int(s.replace(",", ""))
+
+
+def graph(text):
+    """{name: {"self", "total", "callers": {name: samples}, "callees": {...}}}
+    from report's call graph blocks."""
+    out = {}
+    for block in text.split(DASHES + "\n")[1:]:
+        callers, callees, me = {}, {}, None
+        for line in block.splitlines():
+            m = ROW.match(line)
+            if not m:
+                break  # the end of the section
+            if m["edge"] is None:
+                assert m["self"] is not None, line
+                me = m["name"]
+                out[me] = {"self": num(m["self"]), "total": num(m["val"])}
+            else:
+                (callees if me else callers)[m["name"]] = num(m["val"])
+        assert me, block
+        out[me]["callers"], out[me]["callees"] = callers, callees
+    return out
+
+
+def report(*args):
+    return run_bpfprof(["report"] + [str(a) for a in args]).stdout
+
+
+@pytest.fixture(scope="module")
+def rec(tmp_path_factory):
+    """The workload recorded to pprof (~2,000 samples), and the same profile as
+    folded text."""
+    d = tmp_path_factory.mktemp("callgraph")
+    with Workload(wl("callers"), 300) as w:
+        Sampled(["-p", w.pid, "-F", 499, "-d", 120, "-o", d / "callers.pb.gz"], [w.pid],
+                until_cpu=4, timeout=180)
+    run_bpfprof(["convert", d / "callers.pb.gz", "-o", d / "callers.folded"])
+    return d
+
+
+def check_hot(g, what):
+    hot = g["hot"]
+    n = hot["total"]
+    assert n >= 200, f"{what}: only {n} samples of hot"
+    callers = hot["callers"]
+    # Nearly every sample of hot has its caller (a few land before its frame
+    # pointer is pushed and name main instead).
+    assert_most(callers.get("caller_a", 0) + callers.get("rec", 0), n,
+                f"hot's samples with caller_a or rec as caller in {what}")
+    assert_share(callers.get("caller_a", 0) / n, 0.75, n, f"caller_a's share of hot in {what}",
+                 floor=0.02)
+    assert_share(callers.get("rec", 0) / n, 0.25, n, f"rec's share of hot in {what}",
+                 floor=0.02)
+    # Its callees are interrupts that came while it ran.
+    assert_most(hot["self"], n, f"hot's self samples in {what}")
+
+
+@pytest.mark.parametrize("name", ["callers.pb.gz", "callers.folded"])
+def test_callers_of_hot(rec, name):
+    text = report("--callers", "hot", rec / name)
+    assert "Callers of 'hot' (1 function):" in text, text
+    g = graph(text)
+    assert list(g) == ["hot"], text
+    check_hot(g, name)
+
+
+def test_recursion_and_callees(rec):
+    """rec recurses four deep: its only caller is caller_b, its total counts
+    each stack once, its callee is hot; caller_b's callee is rec."""
+    g = graph(report("--callers", "rec", "--callees", "rec", rec / "callers.pb.gz"))
+    r = g["rec"]
+    assert "rec" not in r["callers"] and "rec" not in r["callees"], r
+    assert_most(r["callers"].get("caller_b", 0), r["total"], "rec's samples called by caller_b")
+    assert_most(r["callees"].get("hot", 0), r["total"], "rec's samples in hot")
+    hot = graph(report("--callers", "hot", rec / "callers.pb.gz"))["hot"]
+    # rec's total is about hot's samples through it (not four times them).
+    assert r["total"] <= hot["callers"].get("rec", 0) * 1.5 + 20, (r, hot)
+    b = graph(report("--callees", "caller_b", rec / "callers.pb.gz"))["caller_b"]
+    assert_most(b["callees"].get("rec", 0), b["total"], "caller_b's samples in rec")
+
+
+def test_call_graph_top(rec):
+    """-g: the top functions by total (the four frames from _start to main,
+    then hot, then caller_a), each with its callers and callees."""
+    text = report("-g", "--top", 6, rec / "callers.folded")
+    assert "Call graph of the top 6 functions by total samples:" in text, text
+    assert "Top " not in text  # the call graph replaces the tables
+    g = graph(text)
+    assert list(g)[4:] == ["hot", "caller_a"], text
+    assert "main" in g, text
+    check_hot(g, "-g")
+    assert set(g["main"]["callees"]) >= {"caller_a", "caller_b"}, g["main"]
+    assert all(len(l) <= 80 for l in text.splitlines()), text
+
+
+def test_folded_and_pprof_agree(rec):
+    """The folded text converted from the pprof file gives the same numbers."""
+    a = graph(report("--callers", "hot", "--callees", "hot", rec / "callers.pb.gz"))
+    b = graph(report("--callers", "hot", "--callees", "hot", rec / "callers.folded"))
+    assert a == b
+
+
+def test_go_tool_pprof_peek_agrees(rec):
+    """go tool pprof -peek of the same file: the same callers, the same counts."""
+    p = subprocess.run(["go", "tool", "pprof", "-peek", "^hot$", "-sample_index=samples",
+                        str(rec / "callers.pb.gz")], capture_output=True, text=True,
+                       timeout=120, env=dict(os.environ, HOME=os.environ.get("HOME", "/root"),
+                                             PPROF_TMPDIR="/tmp"))
+    assert p.returncode == 0, p.stderr
+    # "      1500 75.00% |   caller_a" above "| hot"
+    theirs = {}
+    for line in p.stdout.splitlines():
+        m = re.match(r"^\s+(\d+)\s+[\d.]+%\s+\|\s{3}(\S+)$", line)
+        if m:
+            theirs[m[2]] = int(m[1])
+        if re.search(r"\|\s(hot)$", line):
+            break
+    ours = graph(report("--callers", "hot", rec / "callers.pb.gz"))["hot"]["callers"]
+    assert ours == theirs, p.stdout
+
+
+def test_off_cpu_view(tmp_path):
+    """A profile with off-CPU time (tests/workloads/waits): the call graph of
+    each view, in its unit. Off-CPU, sleep_loop's time all comes through
+    sleeper_thread and nearly all goes to the sleep it calls."""
+    pb = tmp_path / "w.pb.gz"
+    with Workload(wl("waits"), 120) as w:
+        run_bpfprof(["--off-cpu", "-p", w.pid, "-d", 3, "-o", pb])
+    both = report("--callers", "sleep_loop", pb)
+    assert "bpfprof report, on-CPU:" in both and "bpfprof report, off-CPU:" in both, both
+    text = report("--view", "off-cpu", "--callers", "sleep_loop", "--callees", "sleep_loop", pb)
+    assert "Callers and callees of 'sleep_loop' (1 function), \u00b5s:" in text, text
+    s = graph(text)["sleep_loop"]
+    assert s["total"] >= 1_000_000, s  # of 3 s sleeping in 20 ms naps
+    assert s["callers"] == {"sleeper_thread": s["total"]}, s
+    name, w = max(s["callees"].items(), key=lambda kv: kv[1])
+    assert "sleep" in name and w >= 0.9 * s["total"], s
+
+
+@pytest.mark.parametrize("args,code,needle", [
+    (["--callers", "no_such_function"], 1,
+     "--callers 'no_such_function': no function of the profile"),
+    (["--callees", ""], 2, "empty --callees"),
+])
+def test_errors(rec, args, code, needle):
+    p = run_bpfprof(["report"] + args + [rec / "callers.folded"], check=False)
+    assert p.returncode == code, p.stderr
+    assert needle in p.stderr and not p.stdout, p.stderr
+
+
+def test_other_commands_refuse_it(rec, tmp_path):
+    for opt in (["-g"], ["--callers", "hot"]):
+        p = run_bpfprof(["convert"] + opt + [rec / "callers.folded", "-o", tmp_path / "x.folded"],
+                        check=False)
+        assert p.returncode == 2, p.stderr
+        assert f"{opt[0]}" in p.stderr and "is an option of 'bpfprof report'" in p.stderr, p.stderr
+        assert not (tmp_path / "x.folded").exists()
+    p = run_bpfprof(["diff", "--callees", "hot", rec / "callers.folded", rec / "callers.folded"],
+                    check=False)
+    assert p.returncode == 2 and "--callees is an option of 'bpfprof report'" in p.stderr

@@ -34,6 +34,23 @@ struct {
 	__type(value, struct count_stat);
 } stats SEC(".maps");
 
+/* The generation of each function's probes (the cookie's high half): while
+ * uprobe_multi links are replaced by ones without a detached function, only
+ * one of the two fires for a function at any moment. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* the number of functions, set before the load */
+	__type(key, __u32);
+	__type(value, __u32);
+} fn_gen SEC(".maps");
+
+static __always_inline bool current_gen(__u64 cookie)
+{
+	__u32 fn = (__u32)cookie, *g = bpf_map_lookup_elem(&fn_gen, &fn);
+
+	return g && *g == (__u32)(cookie >> 32);
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, COUNT_CALLERS);
@@ -79,12 +96,13 @@ SEC("uprobe")
 int count_entry(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx), one = 1, *n;
-	__u32 fn = (__u32)bpf_get_attach_cookie(ctx), tid = (__u32)id, z = 0, d;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 fn = (__u32)cookie, tid = (__u32)id, z = 0, d;
 	struct count_caller_key key = { .tgid = id >> 32, .fn = fn };
 	struct count_tstack *ts;
 	struct count_stat *s;
 
-	if (!is_target(key.tgid))
+	if (!is_target(key.tgid) || !current_gen(cookie))
 		return 0;
 	s = bpf_map_lookup_elem(&stats, &fn);
 	if (!s)
@@ -134,12 +152,13 @@ SEC("uretprobe")
 int count_return(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx);
-	__u32 fn = (__u32)bpf_get_attach_cookie(ctx), tid = (__u32)id, d, b;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 fn = (__u32)cookie, tid = (__u32)id, d, b;
 	struct count_tstack *ts;
 	struct count_stat *s;
 	__u64 t, entry_sp = sp - 8; /* the ret popped the return address */
 
-	if (!is_target(id >> 32))
+	if (!is_target(id >> 32) || !current_gen(cookie))
 		return 0;
 	ts = bpf_map_lookup_elem(&threads, &tid);
 	if (!ts)

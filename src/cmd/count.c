@@ -97,6 +97,9 @@ struct count {
 	size_t nr_ids;
 	int *pidfds;
 	uint64_t skipped_off; /* matching symbols outside every loaded segment */
+	/* Files with probes, held open: the probes' paths name their descriptors. */
+	struct mfile **held;
+	size_t nr_held, cap_held;
 	double seconds;
 };
 
@@ -338,16 +341,13 @@ struct file_match {
 static int match_file(struct count *c, struct file_match *fm, uint32_t pid, bool attach,
 		      size_t *matched)
 {
-	size_t n = elfsym__count(fm->es);
+	size_t n = elfsym__count(fm->es), nr = 0, cap_fns = 0, cap_offs = 0;
+	uint32_t *fns = NULL;
+	uint64_t *offs = NULL;
 	char kpath[64];
 	struct errmsg em = { 0 };
-	int err;
+	int err = 0;
 
-	if (attach) {
-		err = mfile__kernel_path(fm->f, kpath, sizeof(kpath));
-		if (err)
-			return err;
-	}
 	for (size_t i = 0; i < n; i++) {
 		const char *name, *pretty;
 		uint64_t start, end, off;
@@ -374,18 +374,40 @@ static int match_file(struct count *c, struct file_match *fm, uint32_t pid, bool
 		pretty = elfsym__lookup_demangled(fm->es, start, NULL);
 		fn = func_get(c, mfile__serial(fm->f), start, off, pretty ? pretty : name,
 			      fm->path);
-		if (fn < 0)
-			return -ENOMEM;
-		if ((size_t)fn >= c->max_funcs)
-			return -E2BIG;
-		err = counter__attach(c->ctr, (uint32_t)fn, kpath, off, (int)pid, &em);
-		if (err) {
-			p_warn("%s (%s): not probed: %s", c->fns[fn].name, fm->path, em.msg);
-			continue;
+		if (fn < 0 || array_grow((void **)&fns, &cap_fns, nr + 1, sizeof(*fns)) ||
+		    array_grow((void **)&offs, &cap_offs, nr + 1, sizeof(*offs))) {
+			err = -ENOMEM;
+			goto out;
 		}
-		p_debug("probed %s at %s+0x%" PRIx64 " in %u", c->fns[fn].name, fm->path, off, pid);
+		if ((size_t)fn >= c->max_funcs) {
+			err = -E2BIG;
+			goto out;
+		}
+		fns[nr] = (uint32_t)fn;
+		offs[nr++] = off;
+		p_debug("probing %s at %s+0x%" PRIx64 " in %u", c->fns[fn].name, fm->path, off,
+			pid);
 	}
-	return 0;
+	if (!nr)
+		goto out;
+	err = mfile__kernel_path(fm->f, kpath, sizeof(kpath));
+	if (err)
+		goto out;
+	err = counter__attach_file(c->ctr, mfile__serial(fm->f), kpath, (int)pid, fns, offs, nr,
+				   &em);
+	if (err < 0) {
+		p_warn("%s: its %zu functions not probed: %s", fm->path, nr, em.msg);
+		err = 0;
+		goto out;
+	}
+	if ((size_t)err < nr)
+		p_warn("%s: %zu of its %zu functions not probed: %s", fm->path, nr - (size_t)err,
+		       nr, em.msg);
+	err = 1; /* probed: keep the file */
+out:
+	free(fns);
+	free(offs);
+	return err;
 }
 
 /*
@@ -429,6 +451,14 @@ static int each_file(struct count *c, uint32_t pid, bool attach, size_t *matched
 		if (fm.es)
 			err = match_file(c, &fm, pid, attach, matched);
 		elfsym__free(fm.es);
+		if (err == 1 && !array_grow((void **)&c->held, &c->cap_held, c->nr_held + 1,
+					    sizeof(*c->held))) {
+			c->held[c->nr_held++] = fm.f;
+			err = 0;
+			continue;
+		}
+		if (err == 1)
+			err = 0; /* out of room to hold it: the guard cannot re-attach it */
 		mfile__put(c->ptab, fm.f);
 	}
 	free(seen);
@@ -886,6 +916,9 @@ int cmd_count(int argc, char **argv)
 		ret = count_main(&c);
 	}
 	counter__free(c.ctr);
+	for (size_t i = 0; i < c.nr_held; i++)
+		mfile__put(c.ptab, c.held[i]);
+	free(c.held);
 	symbolizer__free(c.sym);
 	ptab__free(c.ptab);
 	for (size_t i = 0; i < c.nr_fns; i++) {

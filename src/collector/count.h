@@ -13,10 +13,12 @@
  *     counter__detach(fn)          the guard: a function over its budget
  *     counter__free()
  *
- * Attachment: one perf-event uprobe and one uretprobe per function and
- * process (libbpf 1.1 has no uprobe_multi API), the function's index in
- * their BPF cookie. Paths are the kernel_path of the file (ptab.h), so the
- * probe lands in the file that was checked and read.
+ * Attachment: uprobe_multi links (kernel 6.6+; made with a raw
+ * BPF_LINK_CREATE, as libbpf 1.1 has no API for them), one for the entries
+ * and one for the returns of a file's functions in one process; else one
+ * perf-event uprobe and one uretprobe per function and process. The
+ * function's index is in the cookie. Paths are the kernel_path of the file
+ * (ptab.h), so the probe lands in the file that was checked and read.
  */
 #ifndef BPFPROF_COLLECTOR_COUNT_H
 #define BPFPROF_COLLECTOR_COUNT_H
@@ -47,11 +49,16 @@ int counter__attach_stop(struct counter *c, const char *path, uint64_t off, int 
 void counter__detach_stops(struct counter *c);
 
 /*
- * Entry and return probes of function fn (< nfuncs) at file offset off of
- * path, in process pid (-1: every process, with -a). 0 or -errno with em.
+ * Entry and return probes of n functions (fns[i] < nfuncs, at file offset
+ * offs[i]) of the file at path, in process pid (-1: every process, with
+ * -a). file: the caller's key for the file, the same in every process. The
+ * path must stay valid while c lives (the file held open: the guard
+ * re-attaches through it). Returns how many were attached, or -errno with em.
  */
-int counter__attach(struct counter *c, uint32_t fn, const char *path, uint64_t off, int pid,
-		    struct errmsg *em);
+int counter__attach_file(struct counter *c, uint64_t file, const char *path, int pid,
+			 const uint32_t *fns, const uint64_t *offs, size_t n, struct errmsg *em);
+/* Whether the probes are uprobe_multi links (else perf-event uprobes). */
+bool counter__multi(const struct counter *c);
 /* Removes every probe of fn (its counts stay). */
 void counter__detach(struct counter *c, uint32_t fn);
 /* Probes attached now (entry and return each count one). */

@@ -65,12 +65,20 @@ def check_calls(doc, own):
         assert f["module"].endswith("/countwork")
 
 
-def test_command_counts_exact(tmp_path):
+# uprobe_multi links (this kernel), and the perf-event uprobes older kernels get
+MODES = {"multi": {}, "perf": {"BPFPROF_TEST_COUNT_NO_MULTI": "1"}}
+MODE_SAYS = {"multi": "uprobe_multi: one entry and one return link per file",
+             "perf": "uprobe + uretprobe per function and process"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_command_counts_exact(tmp_path, mode):
     out = tmp_path / "c.json"
-    p = run_bpfprof(["count", "-v", "bp_*", "-o", out, "--", wl("countwork"), "calls"])
+    p = run_bpfprof(["count", "-v", "bp_*", "-o", out, "--", wl("countwork"), "calls"],
+                    env=dict(os.environ, **MODES[mode]))
     doc = json.loads(out.read_text())
     check_calls(doc, own_counts(p.stdout))
-    assert "uprobe + uretprobe" in p.stderr  # -v says how it attached
+    assert MODE_SAYS[mode] in p.stderr  # -v says how it attached
     assert "returns without their call (entered before the probes): 0" in p.stderr
     assert "calls without their return (longjmp, a detached probe): 0" in p.stderr
 
@@ -140,19 +148,30 @@ def test_library_pattern(tmp_path):
     assert fns["bp_slow"]["calls"] == 50
 
 
-def test_guard_detaches_hot_function(tmp_path):
+@pytest.mark.parametrize("mode", MODES)
+def test_guard_detaches_hot_function(tmp_path, mode):
+    """bp_hot in a tight loop goes over the budget and is detached; with
+    uprobe_multi its file's links are replaced by ones without it, and the
+    other functions of the file (bp_slow, called after) are still counted."""
     out = tmp_path / "g.json"
-    p = run_bpfprof(["count", "--budget", "5000", "bp_hot", "-o", out, "--", wl("countwork"), "hot",
-                     "3"])
+    env = dict(os.environ, **MODES[mode])
+    p = run_bpfprof(["count", "--budget", "5000", "bp_hot", "bp_slow", "bp_b", "-o", out, "--",
+                     wl("countwork"), "hot", "3"], env=env)
     own = own_counts(p.stdout)
     assert re.search(r"warning: bp_hot \(.*countwork\): \d+ calls/s, over the budget of 5000: "
                      r"detached after \d+ calls", p.stderr), p.stderr
-    f = by_name(json.loads(out.read_text()))["bp_hot"]
+    fns = by_name(json.loads(out.read_text()))
+    f = fns["bp_hot"]
     assert f["detached"] is True
     assert 0 < f["calls"] < own["bp_hot"]
     # Detached within about one check (a quarter second) of going over.
     assert f["calls"] < f["detached_rate"] * 2
-    p = run_bpfprof(["count", "--budget", "5000", "bp_hot", "--", wl("countwork"), "hot", "1"])
+    assert fns["bp_slow"]["detached"] is False and fns["bp_b"]["detached"] is False
+    assert fns["bp_slow"]["calls"] == own["bp_slow"] == 10
+    assert fns["bp_b"]["calls"] == own["bp_b"] == 100
+    assert fns["bp_slow"]["timed_calls"] == 10 and fns["bp_slow"]["min_ns"] >= 2_000_000
+    p = run_bpfprof(["count", "--budget", "5000", "bp_hot", "--", wl("countwork"), "hot", "1"],
+                    env=env)
     assert "[detached by the guard]" in p.stdout
 
 

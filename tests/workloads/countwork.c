@@ -8,7 +8,8 @@
  *                            bp_caller_two, bp_b 250 times from main, bp_slow
  *                            (usleep 2 ms) 50 times, bp_recurse to depth 8
  *                            5 times (the leaf sleeps 1 ms)
- *   countwork [wait] hot SECS  bp_hot in a tight loop for SECS seconds
+ *   countwork [wait] hot SECS  bp_hot in a tight loop for SECS seconds, then
+ *                            bp_slow 10 times and bp_b 100 times
  *   countwork [wait] bench N   bp_tiny N times; prints ns per call
  *   countwork [wait] sleep SECS  nothing for SECS seconds (a target that stays)
  * wait: wait for SIGUSR1 before starting (bpfprof count -p attaches first).
@@ -130,7 +131,12 @@ int main(int argc, char **argv)
 				bp_hot();
 			n += 1000;
 		}
-		printf("{\"bp_hot\": %lu}\n", n);
+		/* Then the file's other functions: still probed once bp_hot is not. */
+		for (int i = 0; i < 10; i++)
+			bp_slow();
+		for (int i = 0; i < 100; i++)
+			bp_b(i);
+		printf("{\"bp_hot\": %lu, \"bp_slow\": 10, \"bp_b\": 100}\n", n);
 	} else if (!strcmp(argv[a], "bench") && a + 1 < argc) {
 		unsigned long n = strtoul(argv[a + 1], NULL, 10);
 		unsigned long long t0 = now_ns();

@@ -526,11 +526,6 @@ static void multi_detach(struct counter *c, uint32_t fn)
 	}
 }
 
-bool counter__multi(const struct counter *c)
-{
-	return c->multi;
-}
-
 void counter__detach(struct counter *c, uint32_t fn)
 {
 	size_t j = 0;

@@ -57,8 +57,6 @@ void counter__detach_stops(struct counter *c);
  */
 int counter__attach_file(struct counter *c, uint64_t file, const char *path, int pid,
 			 const uint32_t *fns, const uint64_t *offs, size_t n, struct errmsg *em);
-/* Whether the probes are uprobe_multi links (else perf-event uprobes). */
-bool counter__multi(const struct counter *c);
 /* Removes every probe of fn (its counts stay). */
 void counter__detach(struct counter *c, uint32_t fn);
 /* Probes attached now (entry and return each count one). */

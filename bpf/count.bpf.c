@@ -58,19 +58,14 @@ struct {
 	__type(value, __u64);
 } callers SEC(".maps");
 
+/* Each thread's stack of entries, in the task itself: made at its first
+ * call, freed with the thread. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, COUNT_THREADS);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct count_tstack);
 } threads SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct count_tstack);
-} zero SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -97,7 +92,7 @@ int count_entry(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx), one = 1, *n;
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u32 fn = (__u32)cookie, tid = (__u32)id, z = 0, d;
+	__u32 fn = (__u32)cookie, d;
 	struct count_caller_key key = { .tgid = id >> 32, .fn = fn };
 	struct count_tstack *ts;
 	struct count_stat *s;
@@ -123,17 +118,11 @@ int count_entry(struct pt_regs *ctx)
 			counter_add(COUNT_C_CALLERS_FULL);
 	}
 
-	ts = bpf_map_lookup_elem(&threads, &tid);
+	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts) {
-		struct count_tstack *zs = bpf_map_lookup_elem(&zero, &z);
-
-		if (zs)
-			bpf_map_update_elem(&threads, &tid, zs, BPF_NOEXIST);
-		ts = bpf_map_lookup_elem(&threads, &tid);
-		if (!ts) {
-			counter_add(COUNT_C_THREADS_FULL);
-			return 0;
-		}
+		counter_add(COUNT_C_THREADS_FULL);
+		return 0;
 	}
 	d = ts->depth;
 	if (d >= COUNT_STACK_DEPTH) {
@@ -153,14 +142,14 @@ int count_return(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx);
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u32 fn = (__u32)cookie, tid = (__u32)id, d, b;
+	__u32 fn = (__u32)cookie, d, b;
 	struct count_tstack *ts;
 	struct count_stat *s;
 	__u64 t, entry_sp = sp - 8; /* the ret popped the return address */
 
 	if (!is_target(id >> 32) || !current_gen(cookie))
 		return 0;
-	ts = bpf_map_lookup_elem(&threads, &tid);
+	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
 	if (!ts)
 		return 0;
 	for (int i = 0; i < COUNT_STACK_DEPTH; i++) {

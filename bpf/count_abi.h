@@ -24,8 +24,6 @@
 #define COUNT_HIST_BUCKETS 40
 /* Frames timed per thread at once; deeper calls are counted, not timed. */
 #define COUNT_STACK_DEPTH 64
-/* Threads with a stack at once (an LRU: the least recently used is dropped). */
-#define COUNT_THREADS 4096
 /* Distinct (process, function, return address) triples counted. */
 #define COUNT_CALLERS 65536
 
@@ -63,7 +61,7 @@ enum count_counter {
 	COUNT_C_UNMATCHED,    /* frames dropped without their return (longjmp, detach) */
 	COUNT_C_NOFRAME,      /* returns with no frame of theirs (entered before the attach) */
 	COUNT_C_CALLERS_FULL, /* calls not counted by caller: the callers map was full */
-	COUNT_C_THREADS_FULL, /* calls not timed: no room for the thread's stack */
+	COUNT_C_THREADS_FULL, /* calls not timed: the thread's stack could not be made (memory) */
 	COUNT_C_NR,
 };
 

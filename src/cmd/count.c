@@ -779,10 +779,10 @@ static int report(struct count *c)
 		       (unsigned long long)cnt[COUNT_C_CALLERS_FULL], COUNT_CALLERS);
 	if (cnt[COUNT_C_DEEP] || cnt[COUNT_C_THREADS_FULL])
 		p_warn("%llu calls counted but not timed: %llu deeper than %u nested calls, %llu "
-		       "with no room for their thread (%u threads)",
+		       "whose thread's stack could not be made (kernel memory)",
 		       (unsigned long long)(cnt[COUNT_C_DEEP] + cnt[COUNT_C_THREADS_FULL]),
 		       (unsigned long long)cnt[COUNT_C_DEEP], COUNT_STACK_DEPTH,
-		       (unsigned long long)cnt[COUNT_C_THREADS_FULL], COUNT_THREADS);
+		       (unsigned long long)cnt[COUNT_C_THREADS_FULL]);
 	p_info("calls without their return (longjmp, a detached probe): %llu; returns without "
 	       "their call (entered before the probes): %llu",
 	       (unsigned long long)cnt[COUNT_C_UNMATCHED],

@@ -42,7 +42,7 @@ void cli__usage(FILE *f)
 
 	fprintf(f,
 		"Usage: bpfprof [record] [OPTIONS] [-- COMMAND [ARGS...]]\n"
-		"       bpfprof top|annotate|report|convert|diff ...   (see bpfprof COMMAND --help)\n"
+		"       bpfprof top|annotate|count|report|convert|diff ...   (see bpfprof COMMAND --help)\n"
 		"\n"
 		"Samples the CPU with BPF (perf_event cpu-clock), counts kernel + user stacks in\n"
 		"the kernel, and writes symbolized stacks when it stops.\n"

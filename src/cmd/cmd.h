@@ -12,6 +12,7 @@
  *   top      a live full-screen view of the hottest functions; needs root
  *   annotate a function's instructions with their samples (live, or a
  *            profile recorded with --addresses)
+ *   count    calls and time per function, every call (uprobes); needs root
  *
  * report, convert and diff work on files and need no privileges.
  */
@@ -24,5 +25,6 @@ int cmd_report(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_annotate(int argc, char **argv);
+int cmd_count(int argc, char **argv);
 
 #endif

@@ -18,6 +18,7 @@ struct command {
 static const struct command commands[] = {
 	{ "record", cmd_record }, { "report", cmd_report }, { "convert", cmd_convert },
 	{ "diff", cmd_diff },	  { "top", cmd_top },	    { "annotate", cmd_annotate },
+	{ "count", cmd_count },
 };
 
 int main(int argc, char **argv)

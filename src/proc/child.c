@@ -90,14 +90,36 @@ void child__reap(struct child *ch, bool block)
 	}
 }
 
+int child__wait_stopped(struct child *ch, int timeout_ms)
+{
+	for (int waited = 0;; waited++) {
+		siginfo_t si = { 0 };
+
+		if (!waitid(P_PID, (id_t)ch->pid, &si, WSTOPPED | WEXITED | WNOHANG | WNOWAIT) &&
+		    si.si_pid == ch->pid) {
+			if (si.si_code == CLD_STOPPED) {
+				waitid(P_PID, (id_t)ch->pid, &si, WSTOPPED | WNOHANG);
+				return 0;
+			}
+			child__reap(ch, true);
+			return -ECHILD;
+		}
+		if (waited >= timeout_ms)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+}
+
 void child__abort(struct child *ch)
 {
 	if (!ch->pid)
 		return;
 	if (ch->go_fd >= 0)
 		close(ch->go_fd); /* not started: it sees EOF and exits 127 without exec */
-	else
+	else {
 		kill(ch->pid, SIGTERM);
+		kill(ch->pid, SIGCONT); /* stopped (child__wait_stopped): it must run to end */
+	}
 	ch->go_fd = -1;
 	child__reap(ch, true);
 }

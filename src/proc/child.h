@@ -26,6 +26,13 @@ int child__spawn(struct child *ch, char **cmd);
 int child__start(struct child *ch);
 /* Collects its exit status if it ended (block: wait for it). */
 void child__reap(struct child *ch, bool block);
+/*
+ * Waits up to timeout_ms for the started command to stop (SIGSTOP: bpfprof
+ * count stops it at its exec and its entry point to attach probes) and
+ * consumes that stop; SIGCONT resumes it. 0 stopped, -ECHILD it exited
+ * (reaped, as child__reap), -ETIMEDOUT.
+ */
+int child__wait_stopped(struct child *ch, int timeout_ms);
 /* Not started: it exits 127 without exec'ing; started: SIGTERM. Then reaps it. */
 void child__abort(struct child *ch);
 

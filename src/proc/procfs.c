@@ -75,6 +75,39 @@ int procfs__starttime(const char *proc_root, uint32_t pid, uint64_t *ticks)
 	return err;
 }
 
+/* AT_ENTRY from the bytes of an auxv file (pairs of native words). */
+static int parse_auxv_entry(const void *buf, size_t len, uint64_t *entry)
+{
+	const unsigned char *b = buf;
+	uint64_t pair[2];
+
+	for (size_t i = 0; i + sizeof(pair) <= len; i += sizeof(pair)) {
+		memcpy(pair, b + i, sizeof(pair));
+		if (pair[0] == 0) /* AT_NULL */
+			break;
+		if (pair[0] == 9) { /* AT_ENTRY */
+			*entry = pair[1];
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int procfs__entry(const char *proc_root, uint32_t pid, uint64_t *entry)
+{
+	char path[256], *buf;
+	size_t len;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%u/auxv", proc_root, pid);
+	err = read_file(path, 4096, &buf, &len);
+	if (err)
+		return err;
+	err = parse_auxv_entry(buf, len, entry);
+	free(buf);
+	return err;
+}
+
 static int status_field(const char *buf, const char *name, const char **val)
 {
 	size_t n = strlen(name);

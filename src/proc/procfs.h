@@ -84,6 +84,14 @@ int procfs__pidfd(uint32_t pid);
 /* Whether the process of pidfd has exited (the pidfd polls readable). */
 bool procfs__pidfd_exited(int pidfd);
 
+/*
+ * The entry point (AT_ENTRY) of process pid's program, from its auxiliary
+ * vector (<proc_root>/PID/auxv, kernel text, at most 4 KiB read): where the
+ * program starts once the dynamic loader has mapped its libraries. 0, or
+ * -errno (-ENOENT: no such process or no AT_ENTRY).
+ */
+int procfs__entry(const char *proc_root, uint32_t pid, uint64_t *entry);
+
 /* Converts a BPF task start_boottime (ns) to /proc's clock ticks. */
 uint64_t procfs__ns_to_ticks(uint64_t ns);
 

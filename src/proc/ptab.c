@@ -1569,6 +1569,17 @@ const char *mfile__path(const struct mfile *f)
 
 static int mfile_open(struct ptab *t, struct pproc *p, const struct procmap *m, struct mfile *f);
 
+int mfile__kernel_path(struct mfile *f, char *buf, size_t size)
+{
+	int fd = mfile__fd(f);
+
+	if (fd < 0)
+		return fd;
+	if ((size_t)snprintf(buf, size, "/proc/self/fd/%d", fd) >= size)
+		return -ENOSPC;
+	return 0;
+}
+
 int mfile__fd(struct mfile *f)
 {
 	int err;

@@ -252,6 +252,14 @@ const char *mfile__path(const struct mfile *f);
 /* A descriptor for bounded preads (O_RDONLY | O_NONBLOCK); valid while held. */
 int mfile__fd(struct mfile *f);
 /*
+ * A path the kernel resolves to this very file, whatever happens to the
+ * name it was mapped under (/proc/self/fd/N of the descriptor above): what
+ * a uprobe is attached by, so a tenant renaming or replacing the file after
+ * its checks cannot point the probe elsewhere. Valid while f is held.
+ * 0, or -errno from mfile__fd() (-ENOSPC: buf too small).
+ */
+int mfile__kernel_path(struct mfile *f, char *buf, size_t size);
+/*
  * The libelf handle (elffile.h: pread, no mmap), made on first use and
  * shared by every reader holding f at the time; valid while held, ended
  * when the last reader puts f (it holds the sections readers loaded). NULL

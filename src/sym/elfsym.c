@@ -1780,6 +1780,17 @@ size_t elfsym__count(const struct elfsym *es)
 	return es ? es->nr : 0;
 }
 
+int elfsym__symbol(const struct elfsym *es, size_t i, const char **name, uint64_t *start,
+		   uint64_t *end)
+{
+	if (!es || i >= es->nr)
+		return -ENOENT;
+	*name = es->syms[i].name;
+	*start = es->syms[i].start;
+	*end = es->syms[i].end;
+	return 0;
+}
+
 size_t elfsym__bad(const struct elfsym *es)
 {
 	return es ? es->bad : 0;

@@ -169,6 +169,12 @@ const struct gopclntab *elfsym__gopclntab(const struct elfsym *es);
 int elfsym__off_to_vaddr(const struct elfsym *es, uint64_t file_off, uint64_t *vaddr);
 
 size_t elfsym__count(const struct elfsym *es);
+/*
+ * Symbol i (0 <= i < elfsym__count(), in address order, aliases merged):
+ * its name (as stored, living as long as es) and [*start, *end). 0 or -ENOENT.
+ */
+int elfsym__symbol(const struct elfsym *es, size_t i, const char **name, uint64_t *start,
+		   uint64_t *end);
 /* Symbol tables and symbols skipped as corrupt. */
 size_t elfsym__bad(const struct elfsym *es);
 /* GNU build id (raw bytes), or NULL when the file has none. */

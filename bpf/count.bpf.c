@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * count.bpf.c - bpfprof count: every call of the probed functions counted
+ * and timed from entry to return (count_abi.h says how a return finds its
+ * own entry). One uprobe and one uretprobe per function and process, the
+ * function's index in the probe's cookie.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+
+#include "count_abi.h"
+
+#define EEXIST	17
+#define SIGSTOP 19
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* -a with LIB:PATTERN: every process mapping the file; else the targets map. */
+const volatile bool all_procs = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1); /* the number of functions, set before the load */
+	__type(key, __u32);
+	__type(value, struct count_stat);
+} stats SEC(".maps");
+
+/* The generation of each function's probes (the cookie's high half): while
+ * uprobe_multi links are replaced by ones without a detached function, only
+ * one of the two fires for a function at any moment. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* the number of functions, set before the load */
+	__type(key, __u32);
+	__type(value, __u32);
+} fn_gen SEC(".maps");
+
+static __always_inline bool current_gen(__u64 cookie)
+{
+	__u32 fn = (__u32)cookie, *g = bpf_map_lookup_elem(&fn_gen, &fn);
+
+	return g && *g == (__u32)(cookie >> 32);
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, COUNT_CALLERS);
+	__type(key, struct count_caller_key);
+	__type(value, __u64);
+} callers SEC(".maps");
+
+/* Each thread's stack of entries, in the task itself: made at its first
+ * call, freed with the thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct count_tstack);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, COUNT_C_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void counter_add(__u32 which)
+{
+	__u64 *n = bpf_map_lookup_elem(&counters, &which);
+
+	if (n)
+		(*n)++;
+}
+
+static __always_inline bool is_target(__u32 tgid)
+{
+	return all_procs || bpf_map_lookup_elem(&targets, &tgid);
+}
+
+SEC("uprobe")
+int count_entry(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx), one = 1, *n;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 fn = (__u32)cookie, d;
+	struct count_caller_key key = { .tgid = id >> 32, .fn = fn };
+	struct count_tstack *ts;
+	struct count_stat *s;
+
+	if (!is_target(key.tgid) || !current_gen(cookie))
+		return 0;
+	s = bpf_map_lookup_elem(&stats, &fn);
+	if (!s)
+		return 0;
+	s->calls++;
+
+	/* The caller: whoever the return address at the top of the stack returns to. */
+	if (bpf_probe_read_user(&key.ret, sizeof(key.ret), (void *)sp))
+		key.ret = 0;
+	n = bpf_map_lookup_elem(&callers, &key);
+	if (n) {
+		__sync_fetch_and_add(n, 1);
+	} else if (bpf_map_update_elem(&callers, &key, &one, BPF_NOEXIST)) {
+		n = bpf_map_lookup_elem(&callers, &key); /* another CPU's first call */
+		if (n)
+			__sync_fetch_and_add(n, 1);
+		else
+			counter_add(COUNT_C_CALLERS_FULL);
+	}
+
+	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts) {
+		counter_add(COUNT_C_THREADS_FULL);
+		return 0;
+	}
+	d = ts->depth;
+	if (d >= COUNT_STACK_DEPTH) {
+		counter_add(COUNT_C_DEEP);
+		return 0;
+	}
+	ts->fr[d].sp = sp;
+	ts->fr[d].fn = fn;
+	ts->depth = d + 1;
+	ts->fr[d].ts =
+		bpf_ktime_get_ns(); /* last: the bookkeeping above is not the callee's time */
+	return 0;
+}
+
+SEC("uretprobe")
+int count_return(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx);
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 fn = (__u32)cookie, d, b;
+	struct count_tstack *ts;
+	struct count_stat *s;
+	__u64 t, entry_sp = sp - 8; /* the ret popped the return address */
+
+	if (!is_target(id >> 32) || !current_gen(cookie))
+		return 0;
+	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
+	if (!ts)
+		return 0;
+	for (int i = 0; i < COUNT_STACK_DEPTH; i++) {
+		d = ts->depth;
+		if (d == 0 || d > COUNT_STACK_DEPTH)
+			break;
+		d--;
+		if (ts->fr[d].sp > entry_sp)
+			break; /* an outer frame: this call's entry was not recorded */
+		if (ts->fr[d].sp < entry_sp) {
+			/* a deeper frame that never returned (longjmp, probe detached) */
+			ts->depth = d;
+			counter_add(COUNT_C_UNMATCHED);
+			continue;
+		}
+		if (ts->fr[d].fn != fn)
+			break; /* another function at the same stack pointer: a tail call's */
+		ts->depth = d;
+		t = now - ts->fr[d].ts;
+		s = bpf_map_lookup_elem(&stats, &fn);
+		if (!s)
+			return 0;
+		if (!s->returns || t < s->min_ns)
+			s->min_ns = t;
+		if (t > s->max_ns)
+			s->max_ns = t;
+		s->returns++;
+		s->total_ns += t;
+		b = count_bucket(t);
+		if (b < COUNT_HIST_BUCKETS)
+			s->hist[b]++;
+		return 0;
+	}
+	counter_add(COUNT_C_NOFRAME);
+	return 0;
+}
+
+/* -- COMMAND: the command stops at its exec, before its first instruction. */
+SEC("tracepoint/sched/sched_process_exec")
+int count_exec(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u8 *v = bpf_map_lookup_elem(&targets, &tgid), on = COUNT_TARGET_ON;
+
+	if (v && *v == COUNT_TARGET_STOP) {
+		bpf_map_update_elem(&targets, &tgid, &on, BPF_EXIST);
+		bpf_send_signal(SIGSTOP);
+	}
+	return 0;
+}
+
+/* ... and again at its entry point, its libraries mapped: the probes go in then. */
+SEC("uprobe")
+int count_stop(struct pt_regs *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (bpf_map_lookup_elem(&targets, &tgid))
+		bpf_send_signal(SIGSTOP);
+	return 0;
+}

@@ -1,0 +1,940 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * count.c - "bpfprof count": deterministic profiling. Every call of the
+ * functions the patterns name is counted and timed from entry to return by
+ * uprobes (collector/count.h), in the target's executable and libraries:
+ * calls, seconds, seconds per call, min, max, a log2 latency histogram and
+ * the calls by caller, as gprof's flat profile or SBCL's deterministic
+ * profiler report them.
+ *
+ * The target's files are a tenant's: they are opened and read through the
+ * process table (proc/ptab.h) under its rules, their symbols by
+ * sym/elfsym.h within its caps and time budget, and probes are attached by
+ * the descriptor that was checked (mfile__kernel_path), never by a name the
+ * tenant could swap. What a tenant's symbol table can make us do is capped:
+ * more matching functions than --max-functions is refused before any probe
+ * is attached, and a function called more often than --budget calls per
+ * second is detached, and said so.
+ *
+ * -- COMMAND: the command is stopped at its exec (a tracepoint sends it
+ * SIGSTOP), then again at its entry point (a uprobe there), when the dynamic
+ * loader has mapped its libraries; the probes go in then and it runs on.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/budget.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "cmd/cli.h"
+#include "cmd/cmd.h"
+#include "cmd/stop.h"
+#include "collector/count.h"
+#include "format/counttab.h"
+#include "format/writer.h"
+#include "proc/child.h"
+#include "proc/procfs.h"
+#include "proc/ptab.h"
+#include "sym/elfsym.h"
+#include "sym/symbolizer.h"
+
+#define COUNT_DEFAULT_MAX_FUNCS 1000
+#define COUNT_MAX_MAX_FUNCS	20000 /* two descriptors a probe: keep within fd limits */
+#define COUNT_DEFAULT_BUDGET	200000
+#define COUNT_GUARD_MS		250 /* how often call rates are checked */
+#define COUNT_STOP_WAIT_MS	10000
+
+enum {
+	OPT_MAX_FUNCS = 0x100,
+	OPT_BUDGET,
+	OPT_CALLERS,
+	OPT_HIST,
+	OPT_ALL_FUNCS,
+};
+
+struct cfunc {
+	uint64_t serial; /* the file's (mfile__serial) */
+	uint64_t start;	 /* ELF vaddr */
+	uint64_t off;	 /* file offset of start */
+	char *name, *module;
+	bool detached;
+	double rate;
+	uint64_t last_calls;
+};
+
+struct count {
+	/* options */
+	uint32_t *pids;
+	size_t nr_pids;
+	double duration;
+	const char *output, *format;
+	size_t max_funcs;
+	double budget;
+	unsigned callers;
+	bool hist, all_funcs;
+	char **cmd;
+	struct count_pat *pats;
+	size_t nr_pats;
+	size_t *pat_hits;
+	/* the run */
+	struct child ch;
+	struct ptab *ptab;
+	struct symbolizer *sym;
+	struct counter *ctr;
+	struct cfunc *fns;
+	size_t nr_fns, cap_fns;
+	struct proc_id *ids; /* the targets, as the symbolizer knows them */
+	size_t nr_ids;
+	int *pidfds;
+	uint64_t skipped_off; /* matching symbols outside every loaded segment */
+	/* Files with probes, held open: the probes' paths name their descriptors. */
+	struct mfile **held;
+	size_t nr_held, cap_held;
+	double seconds;
+};
+
+static void count_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: bpfprof count [OPTIONS] PATTERN... (-p PID | -- COMMAND [ARGS...])\n"
+		"\n"
+		"Counts every call of the functions PATTERN names and times each from entry to\n"
+		"return (uprobes): calls, seconds, seconds per call, min, max, a log2 latency\n"
+		"histogram, and the calls by caller (the function each call returns to). Times\n"
+		"are inclusive; each level of a recursion is timed from its own entry. Needs root.\n"
+		"\n"
+		"Patterns (globs, as the shell's; quote them):\n"
+		"  'bp_*'                  functions of the executable and every library it maps\n"
+		"  'libc:malloc'           LIB:PATTERN: only in that library (libc names libc.so.6,\n"
+		"                          not libcap.so.2; a name with '/' is a path glob)\n"
+		"\n"
+		"Targets:\n"
+		"  -p, --pid PID[,PID...]  these running processes\n"
+		"  -- COMMAND [ARGS...]    run COMMAND, stopped until its probes are in (after its\n"
+		"                          libraries are mapped; libraries it dlopen()s later are\n"
+		"                          not probed); bpfprof exits with its status\n"
+		"  -d, --duration SECS     stop after this long (default: until Ctrl-C, or until the\n"
+		"                          targets exit)\n"
+		"\n"
+		"Output:\n"
+		"  -o, --output FILE       write here (atomically) instead of stdout\n"
+		"  -f, --format NAME       table (default) or json (also from a FILE ending .json):\n"
+		"                          {\"functions\": [{\"function\", \"module\", \"calls\",\n"
+		"                          \"total_ns\", \"min_ns\", \"max_ns\", \"hist\", \"callers\"}]}\n"
+		"      --callers N         caller lines per function in the table (default 5, 0 none)\n"
+		"      --hist              each function's latency histogram in the table\n"
+		"      --all-functions     list functions never called too\n"
+		"\n"
+		"Guards (what the target's symbols and calls can cost):\n"
+		"      --max-functions N   refuse patterns matching more functions than N (default\n"
+		"                          %u, at most %u)\n"
+		"      --budget CALLS      a function called more than CALLS times per second (all\n"
+		"                          CPUs together; default %u) is detached, with a warning,\n"
+		"                          and its counts stop there; 0: no budget\n"
+		"  -v, --verbose           say what is probed and how\n"
+		"  -q, --quiet             only errors\n"
+		"  -h, --help              this help\n"
+		"\n"
+		"Examples:\n"
+		"  sudo bpfprof count 'bp_*' -- ./workload          every bp_ function of a command\n"
+		"  sudo bpfprof count -p 1234 -d 10 'libc:malloc' 'libc:free'\n"
+		"  sudo bpfprof count -p 1234 -d 5 'parse_*' -f json -o calls.json\n"
+		"\n"
+		"Exit status: 0, 1 failure (not root, no such process, no function matches),\n"
+		"2 usage error; under -- COMMAND, the command's status.\n",
+		COUNT_DEFAULT_MAX_FUNCS, COUNT_MAX_MAX_FUNCS, COUNT_DEFAULT_BUDGET);
+}
+
+static int usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "bpfprof count: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nHINT: see 'bpfprof count --help'\n");
+	return 2;
+}
+
+static const struct option long_opts[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "max-functions", required_argument, NULL, OPT_MAX_FUNCS },
+	{ "budget", required_argument, NULL, OPT_BUDGET },
+	{ "callers", required_argument, NULL, OPT_CALLERS },
+	{ "hist", no_argument, NULL, OPT_HIST },
+	{ "all-functions", no_argument, NULL, OPT_ALL_FUNCS },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static bool parse_num(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= lo && v <= hi))
+		return false;
+	*out = v;
+	return true;
+}
+
+/* 0 go on, 1 --help, 2 usage error. */
+static int parse(int argc, char **argv, struct count *c)
+{
+	int o, verbose = 0, dd = argc;
+	double v;
+
+	c->max_funcs = COUNT_DEFAULT_MAX_FUNCS;
+	c->budget = COUNT_DEFAULT_BUDGET;
+	c->callers = 5;
+	/* Options and patterns in any order before "--", the command after it. */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			dd = i;
+			break;
+		}
+	}
+	if (dd + 1 < argc)
+		c->cmd = argv + dd + 1;
+	optind = 1;
+	opterr = 0;
+	while ((o = getopt_long(dd, argv, ":p:d:o:f:vqh", long_opts, NULL)) != -1) {
+		switch (o) {
+		case 'p':
+			free(c->pids);
+			c->pids = NULL;
+			if (cli__parse_pids(optarg, &c->pids, &c->nr_pids) || !c->nr_pids)
+				return usage("invalid --pid '%s': expected PID[,PID...]", optarg);
+			break;
+		case 'd':
+			if (cli__parse_duration(optarg, &c->duration) || c->duration <= 0)
+				return usage("invalid --duration '%s'", optarg);
+			break;
+		case 'o':
+			c->output = optarg;
+			break;
+		case 'f':
+			if (strcmp(optarg, "table") && strcmp(optarg, "json"))
+				return usage("unknown --format '%s': table or json", optarg);
+			c->format = optarg;
+			break;
+		case OPT_MAX_FUNCS:
+			if (!parse_num(optarg, 1, COUNT_MAX_MAX_FUNCS, &v) || v != floor(v))
+				return usage("invalid --max-functions '%s': 1 to 20000", optarg);
+			c->max_funcs = (size_t)v;
+			break;
+		case OPT_BUDGET:
+			if (!parse_num(optarg, 0, 1e12, &v))
+				return usage("invalid --budget '%s': calls per second", optarg);
+			c->budget = v;
+			break;
+		case OPT_CALLERS:
+			if (!parse_num(optarg, 0, 1e6, &v) || v != floor(v))
+				return usage("invalid --callers '%s'", optarg);
+			c->callers = (unsigned)v;
+			break;
+		case OPT_HIST:
+			c->hist = true;
+			break;
+		case OPT_ALL_FUNCS:
+			c->all_funcs = true;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'q':
+			log_set_level(LOG_ERROR);
+			break;
+		case 'h':
+			return 1;
+		case ':':
+			return usage("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return usage("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (verbose)
+		log_set_level(verbose > 1 ? LOG_DEBUG : LOG_INFO);
+	for (; optind < dd; optind++) {
+		struct count_pat *np;
+
+		np = realloc(c->pats, (c->nr_pats + 1) * sizeof(*np));
+		if (!np)
+			return usage("%s", "out of memory");
+		c->pats = np;
+		if (counttab__pat_parse(argv[optind], &c->pats[c->nr_pats]))
+			return usage("invalid pattern '%s': expected GLOB or LIB:GLOB",
+				     argv[optind]);
+		c->nr_pats++;
+	}
+	if (!c->nr_pats)
+		return usage(
+			"%s",
+			"no pattern: name the functions to count, e.g. 'bp_*' or 'libc:malloc'");
+	if (!c->cmd && !c->nr_pids)
+		return usage("%s", "no target: -p PID or -- COMMAND");
+	if (c->cmd && c->nr_pids)
+		return usage("%s", "-p and -- COMMAND together: choose one");
+	c->pat_hits = calloc(c->nr_pats, sizeof(*c->pat_hits));
+	if (!c->pat_hits)
+		return usage("%s", "out of memory");
+	if (!c->format)
+		c->format = c->output && strlen(c->output) > 5 &&
+					    !strcmp(c->output + strlen(c->output) - 5, ".json")
+				    ? "json"
+				    : "table";
+	return 0;
+}
+
+static void sym_warn(void *ctx, const char *msg)
+{
+	p_warn("%s", msg);
+}
+
+/* The function at (file, start), made if new: its index, or -1 (out of memory). */
+static long func_get(struct count *c, uint64_t serial, uint64_t start, uint64_t off,
+		     const char *name, const char *module)
+{
+	struct cfunc *f;
+
+	for (size_t i = 0; i < c->nr_fns; i++)
+		if (c->fns[i].serial == serial && c->fns[i].start == start)
+			return (long)i;
+	if (array_grow((void **)&c->fns, &c->cap_fns, c->nr_fns + 1, sizeof(*c->fns)))
+		return -1;
+	f = &c->fns[c->nr_fns];
+	memset(f, 0, sizeof(*f));
+	f->serial = serial;
+	f->start = start;
+	f->off = off;
+	f->name = strdup(name);
+	f->module = strdup(module);
+	if (!f->name || !f->module) {
+		free(f->name);
+		free(f->module);
+		return -1;
+	}
+	return (long)c->nr_fns++;
+}
+
+/* One file's matching functions: added to c->fns, and (attach) probed in pid. */
+struct file_match {
+	struct mfile *f;
+	struct elfsym *es;
+	const char *path; /* as mapped */
+};
+
+static int match_file(struct count *c, struct file_match *fm, uint32_t pid, bool attach,
+		      size_t *matched)
+{
+	size_t n = elfsym__count(fm->es), nr = 0, cap_fns = 0, cap_offs = 0;
+	uint32_t *fns = NULL;
+	uint64_t *offs = NULL;
+	char kpath[64];
+	struct errmsg em = { 0 };
+	int err = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *name, *pretty;
+		uint64_t start, end, off;
+		bool hit = false;
+		long fn;
+
+		if (elfsym__symbol(fm->es, i, &name, &start, &end))
+			break;
+		for (size_t p = 0; p < c->nr_pats; p++) {
+			if (counttab__pat_match(&c->pats[p], fm->path, name)) {
+				c->pat_hits[p]++;
+				hit = true;
+			}
+		}
+		if (!hit)
+			continue;
+		if (elfsym__vaddr_to_off(fm->es, start, &off, NULL)) {
+			c->skipped_off++;
+			continue;
+		}
+		(*matched)++;
+		if (!attach)
+			continue;
+		pretty = elfsym__lookup_demangled(fm->es, start, NULL);
+		fn = func_get(c, mfile__serial(fm->f), start, off, pretty ? pretty : name,
+			      fm->path);
+		if (fn < 0 || array_grow((void **)&fns, &cap_fns, nr + 1, sizeof(*fns)) ||
+		    array_grow((void **)&offs, &cap_offs, nr + 1, sizeof(*offs))) {
+			err = -ENOMEM;
+			goto out;
+		}
+		if ((size_t)fn >= c->max_funcs) {
+			err = -E2BIG;
+			goto out;
+		}
+		fns[nr] = (uint32_t)fn;
+		offs[nr++] = off;
+		p_debug("probing %s at %s+0x%" PRIx64 " in %u", c->fns[fn].name, fm->path, off,
+			pid);
+	}
+	if (!nr)
+		goto out;
+	err = mfile__kernel_path(fm->f, kpath, sizeof(kpath));
+	if (err)
+		goto out;
+	err = counter__attach_file(c->ctr, mfile__serial(fm->f), kpath, (int)pid, fns, offs, nr,
+				   &em);
+	if (err < 0) {
+		p_warn("%s: its %zu functions not probed: %s", fm->path, nr, em.msg);
+		err = 0;
+		goto out;
+	}
+	if ((size_t)err < nr)
+		p_warn("%s: %zu of its %zu functions not probed: %s", fm->path, nr - (size_t)err,
+		       nr, em.msg);
+	err = 1; /* probed: keep the file */
+out:
+	free(fns);
+	free(offs);
+	return err;
+}
+
+/*
+ * The files process pid maps (executable mappings), their symbols read:
+ * a pass that only counts the matches (attach false), or one that probes.
+ */
+static int each_file(struct count *c, uint32_t pid, bool attach, size_t *matched)
+{
+	struct proc_id id = { .pid = pid, .exec_id = PROC_EXEC_ANY };
+	struct pproc *p;
+	struct pmaps *pm;
+	uint64_t *seen = NULL;
+	size_t nr_seen = 0, cap_seen = 0;
+	int err;
+
+	err = ptab__get(c->ptab, &id, &p);
+	if (err)
+		return err;
+	pm = ptab__maps(c->ptab, p);
+	for (size_t i = 0; i < pm->m.nr && !err; i++) {
+		const struct procmap *m = &pm->m.maps[i];
+		struct file_match fm = { .path = m->path };
+		bool dup = false;
+		Elf *elf;
+
+		if (!m->path || m->path[0] != '/')
+			continue;
+		if (ptab__file(c->ptab, p, m, &fm.f))
+			continue;
+		for (size_t s = 0; s < nr_seen; s++)
+			dup |= seen[s] == mfile__serial(fm.f);
+		if (dup || array_grow((void **)&seen, &cap_seen, nr_seen + 1, sizeof(*seen))) {
+			mfile__put(c->ptab, fm.f);
+			continue;
+		}
+		seen[nr_seen++] = mfile__serial(fm.f);
+		elf = mfile__elf(fm.f);
+		fm.es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(fm.f)->st_size) : NULL;
+		if (!fm.es && elf)
+			p_warn("%s: no symbols read: %s", m->path, elfsym__strerror(errno));
+		if (fm.es)
+			err = match_file(c, &fm, pid, attach, matched);
+		elfsym__free(fm.es);
+		if (err == 1 && !array_grow((void **)&c->held, &c->cap_held, c->nr_held + 1,
+					    sizeof(*c->held))) {
+			c->held[c->nr_held++] = fm.f;
+			err = 0;
+			continue;
+		}
+		if (err == 1)
+			err = 0; /* out of room to hold it: the guard cannot re-attach it */
+		mfile__put(c->ptab, fm.f);
+	}
+	free(seen);
+	pmaps__put(pm);
+	ptab__put(c->ptab, p);
+	return err;
+}
+
+/* Counts what the patterns match in every target, then probes it. 0, or 1 (said). */
+static int probe_all(struct count *c)
+{
+	size_t matched = 0;
+	int err;
+
+	for (size_t i = 0; i < c->nr_pids; i++) {
+		err = each_file(c, c->pids[i], false, &matched);
+		if (err == -ESRCH || err == -ENOENT) {
+			p_err("process %u not found", c->pids[i]);
+			return 1;
+		}
+		if (err) {
+			p_err("process %u: %s", c->pids[i], strerror(-err));
+			return 1;
+		}
+	}
+	for (size_t p = 0; p < c->nr_pats; p++) {
+		if (!c->pat_hits[p]) {
+			const struct count_pat *pat = &c->pats[p];
+
+			p_err("no function matches '%s%s%s' in the target's %s",
+			      pat->lib ? pat->lib : "", pat->lib ? ":" : "", pat->func,
+			      pat->lib ? "libraries" : "executable and libraries");
+			p_hint("names are as in the symbol table (nm -D FILE); libraries a program "
+			       "dlopen()s later are not searched");
+			return 1;
+		}
+	}
+	if (matched > c->max_funcs) {
+		p_err("the patterns match %zu functions in the targets, more than --max-functions %zu",
+		      matched, c->max_funcs);
+		p_hint("name fewer (a longer pattern, LIB:PATTERN) or raise --max-functions (at most %u)",
+		       COUNT_MAX_MAX_FUNCS);
+		return 1;
+	}
+	for (size_t i = 0; i < c->nr_pids; i++) {
+		matched = 0;
+		err = each_file(c, c->pids[i], true, &matched);
+		if (err == -E2BIG) {
+			p_err("process %u: more functions match than --max-functions %zu (its files changed)",
+			      c->pids[i], c->max_funcs);
+			return 1;
+		}
+		if (err) {
+			p_err("process %u: %s", c->pids[i], strerror(-err));
+			return 1;
+		}
+	}
+	if (!counter__probes(c->ctr)) {
+		p_err("no probe could be attached");
+		return 1;
+	}
+	p_info("%zu functions, %zu probes: %s", c->nr_fns, counter__probes(c->ctr),
+	       counter__mode(c->ctr));
+	if (c->skipped_off)
+		p_info("%" PRIu64 " matching symbols lie outside every loaded segment: not probed",
+		       c->skipped_off);
+	return 0;
+}
+
+/*
+ * -- COMMAND: start it, stopped at its exec and then at its entry point,
+ * where the loader has mapped its libraries. 0, or 1 (said; the command is
+ * ended).
+ */
+static int start_command(struct count *c)
+{
+	struct errmsg em = { 0 };
+	struct proc_id id = { .exec_id = PROC_EXEC_ANY };
+	uint64_t entry;
+	struct pproc *p = NULL;
+	struct pmaps *pm = NULL;
+	int err;
+
+	err = child__spawn(&c->ch, c->cmd);
+	if (err) {
+		p_err("cannot start '%s': %s", c->cmd[0], strerror(-err));
+		return 1;
+	}
+	c->pids = calloc(1, sizeof(*c->pids));
+	if (!c->pids)
+		goto out_abort;
+	c->pids[0] = (uint32_t)c->ch.pid;
+	c->nr_pids = 1;
+	id.pid = (uint32_t)c->ch.pid;
+	err = counter__target(c->ctr, id.pid, true);
+	if (!err)
+		err = counter__attach_exec_stop(c->ctr, &em);
+	if (err) {
+		p_err("%s", errmsg_said(&em) ? em.msg : strerror(-err));
+		goto out_abort;
+	}
+	err = child__start(&c->ch);
+	if (err) {
+		p_err("cannot run '%s': %s", c->cmd[0], strerror(-err));
+		child__reap(&c->ch, true);
+		return 1;
+	}
+	err = child__wait_stopped(&c->ch, COUNT_STOP_WAIT_MS);
+	if (err)
+		goto out_gone;
+	/* Stopped after its exec: its entry point, where the loader hands over. */
+	err = procfs__entry("/proc", id.pid, &entry);
+	if (!err)
+		err = ptab__get(c->ptab, &id, &p);
+	if (!err) {
+		pm = ptab__maps(c->ptab, p);
+		err = -ENOENT;
+		for (size_t i = 0; i < pm->m.nr; i++) {
+			const struct procmap *m = &pm->m.maps[i];
+			struct mfile *f;
+			char kpath[64];
+
+			if (entry < m->start || entry >= m->end || !m->path)
+				continue;
+			err = ptab__file(c->ptab, p, m, &f);
+			if (err)
+				break;
+			err = mfile__kernel_path(f, kpath, sizeof(kpath));
+			if (!err)
+				err = counter__attach_stop(c->ctr, kpath,
+							   entry - m->start + m->offset,
+							   (int)id.pid, &em);
+			mfile__put(c->ptab, f);
+			break;
+		}
+		pmaps__put(pm);
+	}
+	if (err) {
+		p_err("'%s': cannot stop it at its entry point: %s", c->cmd[0],
+		      errmsg_said(&em) ? em.msg : strerror(-err));
+		goto out_put;
+	}
+	kill(c->ch.pid, SIGCONT);
+	err = child__wait_stopped(&c->ch, COUNT_STOP_WAIT_MS);
+	if (err)
+		goto out_gone;
+	counter__detach_stops(c->ctr);
+	err = ptab__refresh(c->ptab, p);
+	ptab__put(c->ptab, p);
+	if (err)
+		goto out_gone;
+	return 0;
+
+out_gone:
+	if (err == -ECHILD) {
+		p_err("'%s' exited before its probes could be attached", c->cmd[0]);
+		return 1;
+	}
+	p_err("'%s' did not stop to have its probes attached: %s", c->cmd[0], strerror(-err));
+out_put:
+	if (p)
+		ptab__put(c->ptab, p);
+out_abort:
+	child__abort(&c->ch);
+	return 1;
+}
+
+static void end_command(struct count *c)
+{
+	if (!c->ch.pid)
+		return;
+	child__abort(&c->ch);
+}
+
+/* Whether every target has exited. */
+static bool targets_gone(struct count *c)
+{
+	if (c->ch.pid) {
+		child__reap(&c->ch, false);
+		return c->ch.exited;
+	}
+	for (size_t i = 0; i < c->nr_pids; i++)
+		if (c->pidfds[i] < 0 || !procfs__pidfd_exited(c->pidfds[i]))
+			return false;
+	return true;
+}
+
+/* The guard: functions called more often than the budget are detached. */
+static void guard(struct count *c, double dt)
+{
+	struct count_stat st;
+
+	if (c->budget <= 0 || dt <= 0)
+		return;
+	for (size_t i = 0; i < c->nr_fns; i++) {
+		struct cfunc *f = &c->fns[i];
+		double rate;
+
+		if (f->detached || counter__read(c->ctr, (uint32_t)i, &st))
+			continue;
+		rate = (double)(st.calls - f->last_calls) / dt;
+		f->last_calls = st.calls;
+		if (rate <= c->budget)
+			continue;
+		counter__detach(c->ctr, (uint32_t)i);
+		f->detached = true;
+		f->rate = rate;
+		p_warn("%s (%s): %.0f calls/s, over the budget of %.0f: detached after %llu calls; "
+		       "its counts stop there (--budget to change)",
+		       f->name, f->module, rate, c->budget, st.calls);
+	}
+}
+
+static void run(struct count *c)
+{
+	uint64_t t0 = now_ns(), last = t0, end = 0;
+
+	if (c->duration > 0)
+		end = t0 + (uint64_t)(c->duration * NS_PER_SEC_F);
+	for (;;) {
+		uint64_t now = now_ns(), wait_ms = COUNT_GUARD_MS;
+
+		if (stop__requested()) {
+			p_info("stopping on %s", strsignal(stop__requested()));
+			break;
+		}
+		if (end && now >= end)
+			break;
+		if (targets_gone(c)) {
+			p_info("the targets exited");
+			break;
+		}
+		if (now - last >= COUNT_GUARD_MS * NS_PER_MS) {
+			guard(c, (double)(now - last) / NS_PER_SEC_F);
+			last = now;
+		}
+		if (end && (end - now) / NS_PER_MS < wait_ms)
+			wait_ms = (end - now) / NS_PER_MS + 1;
+		poll(NULL, 0, (int)MIN(wait_ms, 20u));
+	}
+	c->seconds = (double)(now_ns() - t0) / NS_PER_SEC_F;
+}
+
+struct collect {
+	struct count *c;
+	struct count_fn *out;
+};
+
+static void caller_cb(void *ctx, const struct count_caller_key *k, uint64_t n)
+{
+	struct collect *cl = ctx;
+	struct count *c = cl->c;
+	struct proc_id id = { .pid = k->tgid, .exec_id = PROC_EXEC_ANY };
+	const char *name = "[unknown]";
+	char buf[512];
+	struct sym s;
+
+	if (k->fn >= c->nr_fns)
+		return;
+	if (k->ret) {
+		symbolizer__user(c->sym, &id, k->ret, false, &s);
+		name = sym__display(&s, buf, sizeof(buf));
+	}
+	if (counttab__add_caller(&cl->out[k->fn], name, n))
+		p_warn("out of memory: a caller of %s left out", c->fns[k->fn].name);
+}
+
+/* The results, into a buffer; then written to -o or stdout. 0 or 1. */
+static char *out_buf;
+static size_t out_len;
+
+static int write_buf(const struct profile *p, FILE *f, const struct out_opts *o)
+{
+	return fwrite(out_buf, 1, out_len, f) == out_len ? 0 : -EIO;
+}
+
+static const struct writer writer_buf = {
+	.name = "count",
+	.write = write_buf,
+	.all_values = true,
+};
+
+static int report(struct count *c)
+{
+	struct count_fn *fns = calloc(c->nr_fns ? c->nr_fns : 1, sizeof(*fns));
+	struct collect cl = { c, fns };
+	struct counttab_opts o = { .max_callers = c->callers,
+				   .hist = c->hist,
+				   .all = c->all_funcs };
+	uint64_t cnt[COUNT_C_NR];
+	struct errmsg em = { 0 };
+	FILE *f;
+	int ret = 0, err;
+
+	if (!fns) {
+		p_err("out of memory");
+		return 1;
+	}
+	for (size_t i = 0; i < c->nr_fns; i++) {
+		fns[i].function = strdup(c->fns[i].name);
+		fns[i].module = strdup(c->fns[i].module);
+		fns[i].detached = c->fns[i].detached;
+		fns[i].rate = c->fns[i].rate;
+		if (!fns[i].function || !fns[i].module) {
+			p_err("out of memory");
+			ret = 1;
+			goto out;
+		}
+		if (counter__read(c->ctr, (uint32_t)i, &fns[i].st))
+			p_warn("%s: its counts could not be read", c->fns[i].name);
+	}
+	err = counter__callers(c->ctr, caller_cb, &cl);
+	if (err)
+		p_warn("the callers could not be read: %s", strerror(-err));
+	counter__counters(c->ctr, cnt);
+	if (cnt[COUNT_C_CALLERS_FULL])
+		p_warn("%llu calls not counted by caller: over %u distinct callers",
+		       (unsigned long long)cnt[COUNT_C_CALLERS_FULL], COUNT_CALLERS);
+	if (cnt[COUNT_C_DEEP] || cnt[COUNT_C_THREADS_FULL])
+		p_warn("%llu calls counted but not timed: %llu deeper than %u nested calls, %llu "
+		       "whose thread's stack could not be made (kernel memory)",
+		       (unsigned long long)(cnt[COUNT_C_DEEP] + cnt[COUNT_C_THREADS_FULL]),
+		       (unsigned long long)cnt[COUNT_C_DEEP], COUNT_STACK_DEPTH,
+		       (unsigned long long)cnt[COUNT_C_THREADS_FULL]);
+	p_info("calls without their return (longjmp, a detached probe): %llu; returns without "
+	       "their call (entered before the probes): %llu",
+	       (unsigned long long)cnt[COUNT_C_UNMATCHED],
+	       (unsigned long long)cnt[COUNT_C_NOFRAME]);
+	counttab__sort(fns, c->nr_fns);
+
+	f = open_memstream(&out_buf, &out_len);
+	if (!f) {
+		p_err("out of memory");
+		ret = 1;
+		goto out;
+	}
+	if (!strcmp(c->format, "json"))
+		err = counttab__write_json(f, fns, c->nr_fns, c->seconds);
+	else
+		err = counttab__write_table(f, fns, c->nr_fns, &o);
+	if (fclose(f) || err) {
+		p_err("out of memory");
+		ret = 1;
+		goto out;
+	}
+	stop__writing(true);
+	err = writer__write_path(&writer_buf, NULL, c->output, NULL, &em);
+	stop__writing(false);
+	if (err) {
+		p_err("writing %s failed: %s", c->output ? c->output : "to stdout",
+		      errmsg_said(&em) ? em.msg : strerror(-err));
+		ret = 1;
+	} else if (c->output) {
+		p_info("wrote %s (%s)", c->output, c->format);
+	}
+out:
+	free(out_buf);
+	out_buf = NULL;
+	for (size_t i = 0; i < c->nr_fns; i++)
+		counttab__fn_free(&fns[i]);
+	free(fns);
+	return ret;
+}
+
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int count_main(struct count *c)
+{
+	struct ptab_opts po = { .warn = sym_warn };
+	struct symbolizer_opts so = { .warn = sym_warn };
+	struct errmsg em = { 0 };
+	int ret;
+
+	if (c->output && writer__check_path(c->output, &em)) {
+		p_errmsg(&em);
+		return 1;
+	}
+	stop__install();
+	raise_fd_limit();
+	c->ptab = ptab__new(&po);
+	so.ptab = c->ptab;
+	c->sym = c->ptab ? symbolizer__new(&so) : NULL;
+	if (!c->sym) {
+		p_err("out of memory");
+		return 1;
+	}
+	/* Loaded for the most functions allowed: -- COMMAND's are found after the load. */
+	c->ctr = counter__open((uint32_t)c->max_funcs, false, log_level() >= LOG_DEBUG, &em);
+	if (!c->ctr) {
+		p_errmsg(&em);
+		return 1;
+	}
+	if (c->cmd) {
+		if (start_command(c))
+			return 1;
+	} else {
+		for (size_t i = 0; i < c->nr_pids; i++) {
+			if (counter__target(c->ctr, c->pids[i], false)) {
+				p_err("cannot add process %u to the targets", c->pids[i]);
+				return 1;
+			}
+		}
+	}
+	ret = probe_all(c);
+	if (ret) {
+		end_command(c);
+		return ret;
+	}
+	c->pidfds = calloc(c->nr_pids, sizeof(*c->pidfds));
+	c->ids = calloc(c->nr_pids, sizeof(*c->ids));
+	if (!c->pidfds || !c->ids) {
+		p_err("out of memory");
+		end_command(c);
+		return 1;
+	}
+	for (size_t i = 0; i < c->nr_pids; i++) {
+		c->ids[i] = (struct proc_id){ .pid = c->pids[i], .exec_id = PROC_EXEC_ANY };
+		c->pidfds[i] = c->cmd ? -1 : procfs__pidfd(c->pids[i]);
+		/* Known now, while alive: callers are named even after it exits. */
+		symbolizer__note_process(c->sym, &c->ids[i]);
+	}
+	if (c->cmd)
+		kill(c->ch.pid, SIGCONT);
+	run(c);
+	ret = report(c);
+	if (c->cmd) {
+		if (!c->ch.exited) /* -d or a stop request: bpfprof ends it */
+			end_command(c);
+		else if (!ret && WIFEXITED(c->ch.status))
+			ret = WEXITSTATUS(c->ch.status);
+		else if (!ret && WIFSIGNALED(c->ch.status))
+			ret = 128 + WTERMSIG(c->ch.status);
+	}
+	return ret;
+}
+
+int cmd_count(int argc, char **argv)
+{
+	struct count c = { .ch = CHILD_INIT };
+	int ret;
+
+	ret = parse(argc, argv, &c);
+	if (ret == 1) {
+		count_usage(stdout);
+		ret = 0;
+	} else if (!ret) {
+		ret = count_main(&c);
+	}
+	counter__free(c.ctr);
+	for (size_t i = 0; i < c.nr_held; i++)
+		mfile__put(c.ptab, c.held[i]);
+	free(c.held);
+	symbolizer__free(c.sym);
+	ptab__free(c.ptab);
+	for (size_t i = 0; i < c.nr_fns; i++) {
+		free(c.fns[i].name);
+		free(c.fns[i].module);
+	}
+	free(c.fns);
+	for (size_t i = 0; i < c.nr_pats; i++)
+		counttab__pat_free(&c.pats[i]);
+	free(c.pats);
+	free(c.pat_hits);
+	for (size_t i = 0; c.pidfds && i < c.nr_pids; i++)
+		if (c.pidfds[i] >= 0)
+			close(c.pidfds[i]);
+	free(c.pidfds);
+	free(c.ids);
+	free(c.pids);
+	return ret;
+}

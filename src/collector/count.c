@@ -1,0 +1,619 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * count.c - bpfprof count's BPF side: bpf/count.bpf.c's skeleton, its probes
+ * and its maps (count.h). The only file of the command that touches libbpf.
+ */
+#include "collector/count.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "base/util.h"
+#include "count.skel.h"
+
+/* Not in this libbpf's headers (kernel 6.6+). */
+#define TRACE_UPROBE_MULTI    48 /* enum bpf_attach_type BPF_TRACE_UPROBE_MULTI */
+#define F_UPROBE_MULTI_RETURN 1u
+
+/* bpf_attr's link_create for uprobe_multi, as the kernel lays it out. */
+struct link_create_uprobe_multi {
+	uint32_t prog_fd, target_fd, attach_type, flags;
+	uint64_t path, offsets, ref_ctr_offsets, cookies;
+	uint32_t cnt, um_flags, pid;
+	uint8_t pad[128 - 60];
+};
+
+struct probe {
+	uint32_t fn;
+	struct bpf_link *link;
+};
+
+/* uprobe_multi: the links of one file in one process, all its functions. */
+struct mlink {
+	uint64_t file; /* the caller's key for the file: the same in every process */
+	char path[64];
+	int pid;
+	uint32_t gen; /* the cookies' high half: fn_gen of its functions */
+	uint32_t *fns;
+	uint64_t *offs;
+	size_t n;
+	int in, out; /* link descriptors, -1 none */
+};
+
+struct counter {
+	struct count_bpf *skel;
+	bool multi; /* uprobe_multi links (else one perf-event uprobe per probe) */
+	struct mlink *mlinks;
+	size_t nr_mlinks, cap_mlinks;
+	bool *off; /* functions detached */
+	uint32_t nfuncs;
+	int ncpus;
+	struct probe *probes;
+	size_t nr_probes, cap_probes;
+	struct bpf_link *exec_stop;
+	struct bpf_link **stops;
+	size_t nr_stops, cap_stops;
+	void *percpu; /* ncpus values of the largest per-CPU value read */
+};
+
+static bool debug_on;
+
+static void mlink_close(struct mlink *m);
+
+static int print_fn(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG && !debug_on)
+		return 0;
+	if (level == LIBBPF_WARN || debug_on)
+		return vfprintf(stderr, fmt, args);
+	return 0;
+}
+
+struct counter *counter__open(uint32_t nfuncs, bool all_procs, bool libbpf_debug, struct errmsg *em)
+{
+	struct counter *c = calloc(1, sizeof(*c));
+	int err;
+
+	if (!c) {
+		errmsg_set(em, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	debug_on = libbpf_debug;
+	libbpf_set_print(print_fn);
+	c->nfuncs = nfuncs ? nfuncs : 1;
+	c->ncpus = libbpf_num_possible_cpus();
+	if (c->ncpus <= 0) {
+		errmsg_set(em, c->ncpus ? c->ncpus : -EINVAL, "cannot count the possible CPUs");
+		goto out_free;
+	}
+	c->percpu = calloc((size_t)c->ncpus, sizeof(struct count_stat));
+	if (!c->percpu) {
+		errmsg_set(em, -ENOMEM, "out of memory");
+		goto out_free;
+	}
+	c->off = calloc(c->nfuncs, sizeof(*c->off));
+	if (!c->off) {
+		errmsg_set(em, -ENOMEM, "out of memory");
+		goto out_free;
+	}
+	/* uprobe_multi first (one link per file and process: 6.6+), unless a
+	 * test asks for the perf-event probes; a kernel that refuses the
+	 * attach type gets those. */
+	for (int multi = !getenv("BPFPROF_TEST_COUNT_NO_MULTI"); multi >= 0; multi--) {
+		count_bpf__destroy(c->skel);
+		c->skel = count_bpf__open();
+		if (!c->skel) {
+			errmsg_set(em, -errno, "cannot open the BPF program: %s", strerror(errno));
+			goto out_free;
+		}
+		c->skel->rodata->all_procs = all_procs;
+		err = bpf_map__set_max_entries(c->skel->maps.stats, c->nfuncs);
+		if (!err)
+			err = bpf_map__set_max_entries(c->skel->maps.fn_gen, c->nfuncs);
+		if (!err && multi) {
+			err = bpf_program__set_expected_attach_type(c->skel->progs.count_entry,
+								    TRACE_UPROBE_MULTI);
+			if (!err)
+				err = bpf_program__set_expected_attach_type(
+					c->skel->progs.count_return, TRACE_UPROBE_MULTI);
+		}
+		if (!err)
+			err = count_bpf__load(c->skel);
+		if (!err) {
+			c->multi = multi;
+			break;
+		}
+		if (!multi || err == -EPERM)
+			break;
+	}
+	if (err) {
+		errmsg_set(em, err, "cannot load the BPF program: %s", strerror(-err));
+		if (err == -EPERM)
+			errmsg_hint(em, "run as root (or with CAP_BPF and CAP_PERFMON)");
+		goto out_free;
+	}
+	return c;
+
+out_free:
+	counter__free(c);
+	return NULL;
+}
+
+void counter__detach_stops(struct counter *c)
+{
+	for (size_t i = 0; i < c->nr_stops; i++)
+		bpf_link__destroy(c->stops[i]);
+	c->nr_stops = 0;
+}
+
+/*
+ * Destroying a perf-event uprobe waits for RCU grace periods (tracepoint
+ * unregistration): 10 to 300 ms each here, one probe after another, so 2,000
+ * probes took minutes. Threads destroying slices at once share the grace
+ * periods.
+ */
+#define DESTROY_THREADS 32
+
+struct destroy_slice {
+	struct probe *probes;
+	size_t from, n, step;
+};
+
+static void *destroy_slice(void *arg)
+{
+	struct destroy_slice *d = arg;
+
+	for (size_t i = d->from; i < d->n; i += d->step)
+		bpf_link__destroy(d->probes[i].link);
+	return NULL;
+}
+
+static void destroy_probes(struct probe *probes, size_t n)
+{
+	struct destroy_slice d[DESTROY_THREADS];
+	pthread_t th[DESTROY_THREADS];
+	bool started[DESTROY_THREADS] = { 0 };
+	size_t nt = MIN(n, (size_t)DESTROY_THREADS);
+
+	for (size_t t = 0; t < nt; t++) {
+		d[t] = (struct destroy_slice){ probes, t, n, nt };
+		started[t] = !pthread_create(&th[t], NULL, destroy_slice, &d[t]);
+		if (!started[t])
+			destroy_slice(&d[t]);
+	}
+	for (size_t t = 0; t < nt; t++)
+		if (started[t])
+			pthread_join(th[t], NULL);
+}
+
+void counter__free(struct counter *c)
+{
+	if (!c)
+		return;
+	destroy_probes(c->probes, c->nr_probes);
+	free(c->probes);
+	for (size_t i = 0; i < c->nr_mlinks; i++) {
+		mlink_close(&c->mlinks[i]);
+		free(c->mlinks[i].fns);
+		free(c->mlinks[i].offs);
+	}
+	free(c->mlinks);
+	free(c->off);
+	counter__detach_stops(c);
+	free(c->stops);
+	bpf_link__destroy(c->exec_stop);
+	count_bpf__destroy(c->skel);
+	free(c->percpu);
+	free(c);
+}
+
+const char *counter__mode(const struct counter *c)
+{
+	if (c->multi)
+		return "uprobe_multi: one entry and one return link per file and process (raw "
+		       "BPF_LINK_CREATE: libbpf here has no uprobe_multi API)";
+	return "uprobe + uretprobe per function and process (perf-event links)";
+}
+
+int counter__target(struct counter *c, uint32_t tgid, bool stop_at_exec)
+{
+	uint8_t v = stop_at_exec ? COUNT_TARGET_STOP : COUNT_TARGET_ON;
+
+	if (bpf_map__update_elem(c->skel->maps.targets, &tgid, sizeof(tgid), &v, sizeof(v), 0))
+		return -errno;
+	return 0;
+}
+
+int counter__attach_exec_stop(struct counter *c, struct errmsg *em)
+{
+	c->exec_stop = bpf_program__attach(c->skel->progs.count_exec);
+	if (!c->exec_stop) {
+		int err = -errno;
+
+		return errmsg_set(em, err, "cannot attach to sched_process_exec: %s",
+				  strerror(-err));
+	}
+	return 0;
+}
+
+static struct bpf_link *uprobe(struct bpf_program *prog, bool ret, uint64_t cookie,
+			       const char *path, uint64_t off, int pid)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = ret, .bpf_cookie = cookie);
+
+	return bpf_program__attach_uprobe_opts(prog, pid, path, (size_t)off, &o);
+}
+
+int counter__attach_stop(struct counter *c, const char *path, uint64_t off, int pid,
+			 struct errmsg *em)
+{
+	struct bpf_link *l;
+
+	if (array_grow((void **)&c->stops, &c->cap_stops, c->nr_stops + 1, sizeof(*c->stops)))
+		return errmsg_set(em, -ENOMEM, "out of memory");
+	l = uprobe(c->skel->progs.count_stop, false, 0, path, off, pid);
+	if (!l) {
+		int err = -errno;
+
+		return errmsg_set(em, err, "cannot attach a uprobe at the entry point: %s",
+				  strerror(-err));
+	}
+	c->stops[c->nr_stops++] = l;
+	return 0;
+}
+
+static int attach_one(struct counter *c, uint32_t fn, const char *path, uint64_t off, int pid,
+		      struct errmsg *em)
+{
+	struct bpf_link *in, *out;
+	int err;
+
+	if (fn >= c->nfuncs)
+		return errmsg_set(em, -EINVAL, "function %u past the %u loaded", fn, c->nfuncs);
+	if (array_grow((void **)&c->probes, &c->cap_probes, c->nr_probes + 2, sizeof(*c->probes)))
+		return errmsg_set(em, -ENOMEM, "out of memory");
+	/* The return probe first: a call entered between the two is a return
+	 * without its frame (counted), never a frame without its return. */
+	out = uprobe(c->skel->progs.count_return, true, fn, path, off, pid);
+	if (!out) {
+		err = -errno;
+		return errmsg_set(em, err, "uretprobe: %s", strerror(-err));
+	}
+	in = uprobe(c->skel->progs.count_entry, false, fn, path, off, pid);
+	if (!in) {
+		err = -errno;
+		bpf_link__destroy(out);
+		return errmsg_set(em, err, "uprobe: %s", strerror(-err));
+	}
+	c->probes[c->nr_probes++] = (struct probe){ fn, in };
+	c->probes[c->nr_probes++] = (struct probe){ fn, out };
+	return 0;
+}
+
+static int multi_link(struct counter *c, struct bpf_program *prog, bool ret, const struct mlink *m)
+{
+	struct link_create_uprobe_multi a;
+	uint64_t *cookies = calloc(m->n, sizeof(*cookies));
+	int fd, err;
+
+	if (!cookies)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n; i++)
+		cookies[i] = (uint64_t)m->gen << 32 | m->fns[i];
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = (uint32_t)bpf_program__fd(prog);
+	a.attach_type = TRACE_UPROBE_MULTI;
+	a.path = (uint64_t)(uintptr_t)m->path;
+	a.offsets = (uint64_t)(uintptr_t)m->offs;
+	a.cookies = (uint64_t)(uintptr_t)cookies;
+	a.cnt = (uint32_t)m->n;
+	a.um_flags = ret ? F_UPROBE_MULTI_RETURN : 0;
+	a.pid = m->pid > 0 ? (uint32_t)m->pid : 0;
+	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	err = -errno;
+	free(cookies);
+	return fd < 0 ? err : fd;
+}
+
+static void mlink_close(struct mlink *m)
+{
+	if (m->in >= 0)
+		close(m->in);
+	if (m->out >= 0)
+		close(m->out);
+	m->in = m->out = -1;
+}
+
+/* m's two links (the return first: see attach_one). 0 or -errno. */
+static int mlink_attach(struct counter *c, struct mlink *m)
+{
+	m->in = -1;
+	m->out = multi_link(c, c->skel->progs.count_return, true, m);
+	if (m->out < 0)
+		return m->out;
+	m->in = multi_link(c, c->skel->progs.count_entry, false, m);
+	if (m->in < 0) {
+		int err = m->in;
+
+		mlink_close(m);
+		return err;
+	}
+	return 0;
+}
+
+/* One uprobe_multi pair for fns[0..n). 0 or -errno. */
+static int multi_attach(struct counter *c, uint64_t file, const char *path, int pid,
+			const uint32_t *fns, const uint64_t *offs, size_t n)
+{
+	struct mlink *m;
+	int err;
+
+	if (array_grow((void **)&c->mlinks, &c->cap_mlinks, c->nr_mlinks + 1, sizeof(*c->mlinks)))
+		return -ENOMEM;
+	m = &c->mlinks[c->nr_mlinks];
+	*m = (struct mlink){ .file = file, .pid = pid, .n = n, .in = -1, .out = -1 };
+	snprintf(m->path, sizeof(m->path), "%s", path);
+	m->fns = malloc(n * sizeof(*m->fns));
+	m->offs = malloc(n * sizeof(*m->offs));
+	if (!m->fns || !m->offs) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	memcpy(m->fns, fns, n * sizeof(*fns));
+	memcpy(m->offs, offs, n * sizeof(*offs));
+	/* Every function of a file has its links in every process at one generation. */
+	for (size_t i = 0; i < c->nr_mlinks; i++)
+		if (c->mlinks[i].file == file)
+			m->gen = c->mlinks[i].gen;
+	err = mlink_attach(c, m);
+	if (err)
+		goto out_free;
+	c->nr_mlinks++;
+	return 0;
+
+out_free:
+	free(m->fns);
+	free(m->offs);
+	return err;
+}
+
+/*
+ * A link fails whole when one offset cannot be probed (an instruction the
+ * kernel cannot single-step: -ENOTSUPP): halves are tried, down to the
+ * functions that fail alone, at most about 2 log2(n) tries per bad one.
+ * How many were attached; *err the first failure.
+ */
+static size_t multi_attach_split(struct counter *c, uint64_t file, const char *path, int pid,
+				 const uint32_t *fns, const uint64_t *offs, size_t n, int *err,
+				 unsigned depth)
+{
+	int e = multi_attach(c, file, path, pid, fns, offs, n);
+
+	if (!e)
+		return n;
+	if (!*err)
+		*err = e;
+	if (n == 1 || e == -ENOMEM || e == -EMFILE || e == -EPERM || depth > 40)
+		return 0;
+	return multi_attach_split(c, file, path, pid, fns, offs, n / 2, err, depth + 1) +
+	       multi_attach_split(c, file, path, pid, fns + n / 2, offs + n / 2, n - n / 2, err,
+				  depth + 1);
+}
+
+int counter__attach_file(struct counter *c, uint64_t file, const char *path, int pid,
+			 const uint32_t *fns, const uint64_t *offs, size_t n, struct errmsg *em)
+{
+	size_t done = 0;
+	int err = 0;
+
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (fns[i] >= c->nfuncs)
+			return errmsg_set(em, -EINVAL, "function %u past the %u loaded", fns[i],
+					  c->nfuncs);
+	if (!c->multi) {
+		for (size_t i = 0; i < n; i++) {
+			struct errmsg e1 = { 0 };
+			int e = attach_one(c, fns[i], path, offs[i], pid, &e1);
+
+			if (!e)
+				done++;
+			else if (!err && (err = e))
+				*em = e1;
+		}
+		return done ? (int)done : err;
+	}
+	done = multi_attach_split(c, file, path, pid, fns, offs, n, &err, 0);
+	if (err)
+		errmsg_set(em, err, "uprobe_multi: %s",
+			   err == -524 ? "an instruction the kernel cannot probe (ENOTSUPP)"
+				       : strerror(-err));
+	return done ? (int)done : err;
+}
+
+/*
+ * uprobe_multi links cannot lose one function: the file's links (in every
+ * process) are replaced by ones without the detached functions, at the next
+ * generation; the generation switches function by function (fn_gen), so a
+ * call is counted by the old links or the new, and a call entered at the
+ * switch itself may be counted twice or not at all.
+ */
+static void multi_detach(struct counter *c, uint32_t fn)
+{
+	uint64_t file = 0;
+	uint32_t gen = 0;
+	bool found = false;
+	size_t first = c->nr_mlinks, i;
+	int fd = bpf_map__fd(c->skel->maps.fn_gen);
+
+	for (i = 0; i < c->nr_mlinks && !found; i++)
+		for (size_t j = 0; j < c->mlinks[i].n; j++)
+			if (c->mlinks[i].fns[j] == fn) {
+				found = true;
+				file = c->mlinks[i].file;
+				gen = c->mlinks[i].gen + 1;
+				break;
+			}
+	if (!found)
+		return;
+	for (i = 0; i < first; i++) {
+		struct mlink *old = &c->mlinks[i], *m;
+		size_t k = 0;
+
+		if (old->file != file)
+			continue;
+		if (array_grow((void **)&c->mlinks, &c->cap_mlinks, c->nr_mlinks + 1,
+			       sizeof(*c->mlinks)))
+			break;
+		old = &c->mlinks[i];
+		m = &c->mlinks[c->nr_mlinks];
+		*m = (struct mlink){
+			.file = file, .pid = old->pid, .gen = gen, .in = -1, .out = -1
+		};
+		memcpy(m->path, old->path, sizeof(m->path));
+		m->fns = malloc(old->n * sizeof(*m->fns));
+		m->offs = malloc(old->n * sizeof(*m->offs));
+		if (!m->fns || !m->offs) {
+			free(m->fns);
+			free(m->offs);
+			break;
+		}
+		for (size_t j = 0; j < old->n; j++) {
+			if (c->off[old->fns[j]])
+				continue;
+			m->fns[k] = old->fns[j];
+			m->offs[k++] = old->offs[j];
+		}
+		m->n = k;
+		if (k && mlink_attach(c, m)) {
+			free(m->fns);
+			free(m->offs);
+			break;
+		}
+		c->nr_mlinks++;
+	}
+	/* Switch every function of the file (the detached one to a generation no
+	 * link has), then drop the old links. */
+	for (i = 0; i < c->nr_mlinks; i++) {
+		if (c->mlinks[i].file != file || c->mlinks[i].gen == gen)
+			continue;
+		for (size_t j = 0; j < c->mlinks[i].n; j++) {
+			uint32_t f = c->mlinks[i].fns[j], g = c->off[f] ? UINT32_MAX : gen;
+
+			bpf_map_update_elem(fd, &f, &g, 0);
+		}
+	}
+	for (i = 0; i < c->nr_mlinks;) {
+		struct mlink *m = &c->mlinks[i];
+
+		if (m->file == file && (m->gen != gen || !m->n)) {
+			mlink_close(m);
+			free(m->fns);
+			free(m->offs);
+			*m = c->mlinks[--c->nr_mlinks];
+			continue;
+		}
+		i++;
+	}
+}
+
+void counter__detach(struct counter *c, uint32_t fn)
+{
+	size_t j = 0;
+
+	if (fn >= c->nfuncs)
+		return;
+	c->off[fn] = true;
+	if (c->multi) {
+		multi_detach(c, fn);
+		return;
+	}
+
+	for (size_t i = 0; i < c->nr_probes; i++) {
+		if (c->probes[i].fn == fn)
+			bpf_link__destroy(c->probes[i].link);
+		else
+			c->probes[j++] = c->probes[i];
+	}
+	c->nr_probes = j;
+}
+
+size_t counter__probes(const struct counter *c)
+{
+	size_t n = c ? c->nr_probes : 0;
+
+	for (size_t i = 0; c && i < c->nr_mlinks; i++)
+		n += 2 * c->mlinks[i].n;
+	return n;
+}
+
+int counter__read(struct counter *c, uint32_t fn, struct count_stat *out)
+{
+	struct count_stat *v = c->percpu;
+	bool first = true;
+
+	memset(out, 0, sizeof(*out));
+	if (bpf_map__lookup_elem(c->skel->maps.stats, &fn, sizeof(fn), v,
+				 sizeof(*v) * (size_t)c->ncpus, 0))
+		return -errno;
+	for (int i = 0; i < c->ncpus; i++) {
+		const struct count_stat *s = &v[i];
+
+		out->calls += s->calls;
+		if (!s->returns)
+			continue;
+		if (first || s->min_ns < out->min_ns)
+			out->min_ns = s->min_ns;
+		first = false;
+		if (s->max_ns > out->max_ns)
+			out->max_ns = s->max_ns;
+		out->returns += s->returns;
+		out->total_ns += s->total_ns;
+		for (int b = 0; b < COUNT_HIST_BUCKETS; b++)
+			out->hist[b] += s->hist[b];
+	}
+	return 0;
+}
+
+int counter__callers(struct counter *c,
+		     void (*cb)(void *ctx, const struct count_caller_key *k, uint64_t n), void *ctx)
+{
+	int fd = bpf_map__fd(c->skel->maps.callers);
+	struct count_caller_key k, next;
+	uint64_t n;
+	void *prev = NULL;
+
+	/* At most the map's capacity: keys deleted meanwhile could restart the walk. */
+	for (size_t i = 0; i < COUNT_CALLERS; i++) {
+		if (bpf_map_get_next_key(fd, prev, &next))
+			return errno == ENOENT ? 0 : -errno;
+		k = next;
+		prev = &k;
+		if (!bpf_map_lookup_elem(fd, &k, &n))
+			cb(ctx, &k, n);
+	}
+	return 0;
+}
+
+void counter__counters(struct counter *c, uint64_t out[COUNT_C_NR])
+{
+	uint64_t *v = c->percpu;
+
+	for (uint32_t w = 0; w < COUNT_C_NR; w++) {
+		out[w] = 0;
+		if (bpf_map__lookup_elem(c->skel->maps.counters, &w, sizeof(w), v,
+					 sizeof(*v) * (size_t)c->ncpus, 0))
+			continue;
+		for (int i = 0; i < c->ncpus; i++)
+			out[w] += v[i];
+	}
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * count.h - bpfprof count's BPF side (bpf/count.bpf.c): exact calls and
+ * entry-to-return time of chosen functions, through uprobes. The command
+ * finds the functions (their files and offsets, through src/proc and
+ * src/sym); this room loads the program, attaches and detaches the probes
+ * and reads the counts.
+ *
+ *     counter__open(nfuncs)        load, the stats map sized for nfuncs
+ *     counter__target(pid, stop)   count this process (stop: at its exec)
+ *     counter__attach(fn, ...)     a uprobe and a uretprobe on one function
+ *     counter__read(fn)            its counts, summed over the CPUs
+ *     counter__detach(fn)          the guard: a function over its budget
+ *     counter__free()
+ *
+ * Attachment: uprobe_multi links (kernel 6.6+; made with a raw
+ * BPF_LINK_CREATE, as libbpf 1.1 has no API for them), one for the entries
+ * and one for the returns of a file's functions in one process; else one
+ * perf-event uprobe and one uretprobe per function and process. The
+ * function's index is in the cookie. Paths are the kernel_path of the file
+ * (ptab.h), so the probe lands in the file that was checked and read.
+ */
+#ifndef BPFPROF_COLLECTOR_COUNT_H
+#define BPFPROF_COLLECTOR_COUNT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/errmsg.h"
+#include "count_abi.h"
+
+struct counter;
+
+/* libbpf_debug: libbpf's debug lines on stderr (-vv). NULL with em filled. */
+struct counter *counter__open(uint32_t nfuncs, bool all_procs, bool libbpf_debug,
+			      struct errmsg *em);
+void counter__free(struct counter *c);
+/* How the probes are attached, for -v. */
+const char *counter__mode(const struct counter *c);
+
+/* Counts process tgid; stop_at_exec: it is sent SIGSTOP at its next exec. 0 or -errno. */
+int counter__target(struct counter *c, uint32_t tgid, bool stop_at_exec);
+/* The exec stop (tracepoint) of -- COMMAND. 0 or -errno with em. */
+int counter__attach_exec_stop(struct counter *c, struct errmsg *em);
+/* A probe that stops pid (SIGSTOP) at path's file offset off; one at a time. */
+int counter__attach_stop(struct counter *c, const char *path, uint64_t off, int pid,
+			 struct errmsg *em);
+void counter__detach_stops(struct counter *c);
+
+/*
+ * Entry and return probes of n functions (fns[i] < nfuncs, at file offset
+ * offs[i]) of the file at path, in process pid (-1: every process, with
+ * -a). file: the caller's key for the file, the same in every process. The
+ * path must stay valid while c lives (the file held open: the guard
+ * re-attaches through it). Returns how many were attached, or -errno with em.
+ */
+int counter__attach_file(struct counter *c, uint64_t file, const char *path, int pid,
+			 const uint32_t *fns, const uint64_t *offs, size_t n, struct errmsg *em);
+/* Removes every probe of fn (its counts stay). */
+void counter__detach(struct counter *c, uint32_t fn);
+/* Probes attached now (entry and return each count one). */
+size_t counter__probes(const struct counter *c);
+
+/* fn's counts over every CPU. 0 or -errno. */
+int counter__read(struct counter *c, uint32_t fn, struct count_stat *out);
+/* Calls by (process, function, return address): cb for each. 0 or -errno. */
+int counter__callers(struct counter *c,
+		     void (*cb)(void *ctx, const struct count_caller_key *k, uint64_t n),
+		     void *ctx);
+/* The program's own counters (count_abi.h, enum count_counter), summed. */
+void counter__counters(struct counter *c, uint64_t out[COUNT_C_NR]);
+
+#endif

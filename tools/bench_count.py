@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""bench_count.py - what bpfprof count adds to each call of a probed function.
+
+tests/workloads/countwork bench N calls a tiny function (bp_tiny) N times
+and prints its own ns per call. It runs, in turn and for several rounds:
+
+  * unprobed
+  * under bpfprof count 'bp_tiny', with uprobe_multi links (the default)
+  * under bpfprof count with perf-event uprobes (BPFPROF_TEST_COUNT_NO_MULTI,
+    what older kernels get)
+  * under bpftrace timing the same function the usual way: a uprobe and a
+    uretprobe, the start time in a map keyed by thread, a histogram and a
+    count (issue 40's reference one-liner)
+
+Each tool is attached (its "attached" line) before the workload starts
+(countwork wait); the added cost is its ns per call minus the unprobed
+median. Prints the median and spread of each, and bpfprof's added cost as a
+share of bpftrace's. Run it alone: flock /tmp/bpfprof-bench.lock.
+
+    sudo flock /tmp/bpfprof-bench.lock tools/bench_count.py [--calls N] [--rounds R]
+"""
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / os.environ.get("OUT", "build")
+BPFPROF = OUT / "bpfprof"
+WORK = OUT / "workloads" / "countwork"
+
+BPFTRACE = ("uprobe:{exe}:bp_tiny {{ @start[tid] = nsecs; }} "
+            "uretprobe:{exe}:bp_tiny /@start[tid]/ {{ @ns = hist(nsecs - @start[tid]); "
+            "@calls = count(); delete(@start[tid]); }}")
+
+
+def run_workload(calls, attach):
+    """Starts countwork waiting, attaches a tool (attach(pid) -> Popen, after
+    it said it is attached), lets the workload run; its ns per call."""
+    w = subprocess.Popen([str(WORK), "wait", "bench", str(calls)], stdout=subprocess.PIPE,
+                         text=True)
+    assert json.loads(w.stdout.readline())["waiting"] == w.pid
+    tool = attach(w.pid) if attach else None
+    w.send_signal(signal.SIGUSR1)
+    out = w.communicate(timeout=600)[0]
+    if tool:
+        tool.send_signal(signal.SIGINT)
+        tool.communicate(timeout=600)
+    return json.loads(out.strip().splitlines()[-1])["ns_per_call"]
+
+
+def wait_line(p, what):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = p.stderr.readline() if what != "Attaching" else p.stdout.readline()
+        if not line:
+            break
+        if what in line:
+            return
+    p.kill()
+    raise SystemExit(f"the tool never said '{what}'")
+
+
+def bpfprof(env):
+    def attach(pid):
+        p = subprocess.Popen([str(BPFPROF), "count", "-v", "-p", str(pid), "bp_tiny",
+                              "--budget", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=dict(os.environ, **env))
+        wait_line(p, " probes: ")
+        return p
+    return attach
+
+
+def bpftrace(pid):
+    p = subprocess.Popen(["bpftrace", "-p", str(pid), "-e", BPFTRACE.format(exe=WORK)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_line(p, "Attaching")
+    time.sleep(0.5)  # bpftrace prints before its probes are all in
+    return p
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--calls", type=int, default=2_000_000)
+    ap.add_argument("--rounds", type=int, default=5)
+    a = ap.parse_args()
+    tools = {"unprobed": None, "bpfprof multi": bpfprof({}),
+             "bpfprof perf": bpfprof({"BPFPROF_TEST_COUNT_NO_MULTI": "1"}), "bpftrace": bpftrace}
+    res = {k: [] for k in tools}
+    for r in range(a.rounds):
+        for name, attach in tools.items():
+            res[name].append(run_workload(a.calls, attach))
+        print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.0f}" for k, v in res.items()),
+              file=sys.stderr)
+    base = statistics.median(res["unprobed"])
+    print(f"{a.calls} calls of bp_tiny, {a.rounds} rounds: ns per call (median, min-max), "
+          f"and added by the probes")
+    added = {}
+    for name, v in res.items():
+        med = statistics.median(v)
+        added[name] = med - base
+        print(f"  {name:14s} {med:8.0f}  ({min(v):.0f}-{max(v):.0f})  added {med - base:7.0f}")
+    for name in ("bpfprof multi", "bpfprof perf"):
+        if added["bpftrace"] > 0:
+            print(f"  {name}: {added[name] / added['bpftrace']:.2f}x bpftrace's added time")
+
+
+if __name__ == "__main__":
+    main()

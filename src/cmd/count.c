@@ -38,7 +38,7 @@
 #include "base/util.h"
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
-#include "cmd/stop.h"
+#include "session/stop.h"
 #include "collector/count.h"
 #include "format/counttab.h"
 #include "format/writer.h"

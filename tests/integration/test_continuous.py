@@ -177,7 +177,7 @@ def test_small_maps_flip_when_half_full():
     as lost, never twice."""
     path, comm = uwl("syscalls")
     with Workload(path, 60), Workload(wl("busy"), 60):
-        p = run_bpfprof(["-a", "-d", 4, "-v", "--max-entries", 64, "--max-stacks", 64])
+        p = run_bpfprof(["-a", "-d", 6, "-v", "--max-entries", 64, "--max-stacks", 64])
     drains, flips, new_keys = drain_stats(p.stderr)
     m = re.search(r"(\d+) samples in [0-9.]+ s, (\d+) lost", p.stderr)
     samples, lost = int(m.group(1)), int(m.group(2))

@@ -1,0 +1,513 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * dwinline.c - inlined frames and source lines from DWARF; see dwinline.h.
+ *
+ * libdw's dwarf_getscopes() would do the walk, but recursively (a crafted
+ * unit nested a million deep would overflow the stack) and without a way to
+ * give up; the walk here is libdw's dwarf_child()/dwarf_siblingof() with an
+ * explicit stack, descending only into scopes that hold the address (and
+ * into namespaces and types, where Rust and some C++ put their functions).
+ * Units are found through an index of their ranges built here once:
+ * .debug_aranges would say it, but clang and rustc do not emit it.
+ */
+#include "sym/dwinline.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/bytes.h"
+#include "base/htab.h"
+#include "base/util.h"
+#include "proc/elffile.h"
+#include "sym/demangle.h"
+#include "sym/lineprog.h"
+#include "sym/srcline.h"
+
+/* What libdw keeps per unit it has met (its CU, abbreviations), an estimate. */
+#define UNIT_OVERHEAD 256
+/* Line-program opcodes one lookup may run. */
+#define LOOKUP_MAX_OPS (1ull << 26)
+
+struct urange {
+	uint64_t lo, hi;
+	uint64_t cu_off; /* the unit DIE's offset in .debug_info */
+};
+
+/* One cached answer: its frames, then their strings. */
+struct answer {
+	size_t n, bytes;
+	struct dwinline_frame f[];
+};
+
+struct dwinline {
+	Elf *elf;
+	Dwarf *dw;
+	struct lineprog_sections sec;
+	size_t sec_bytes;
+	/* The unit index: built at the first lookups (resumed where the budget stopped it). */
+	struct urange *ranges;
+	size_t nr_ranges, cap_ranges, nr_units;
+	Dwarf_CU *next_cu;
+	bool indexed;
+	struct htab *cache; /* addr -> struct answer */
+	size_t cache_bytes;
+};
+
+/* The bytes the debug sections take once read (decompressed); SIZE_MAX if unreadable. */
+static size_t debug_bytes(Elf *elf, bool *has_info)
+{
+	size_t shstrndx, total = 0;
+	Elf_Scn *scn = NULL;
+
+	*has_info = false;
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return SIZE_MAX;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		uint64_t size;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!name || (strncmp(name, ".debug_", 7) && strncmp(name, ".zdebug_", 8)))
+			continue;
+		if (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info"))
+			*has_info = true;
+		size = sh.sh_size;
+		if (sh.sh_flags & SHF_COMPRESSED) {
+			GElf_Chdr ch;
+
+			if (!gelf_getchdr(scn, &ch))
+				return SIZE_MAX;
+			size += ch.ch_size; /* compressed bytes, then decompressed */
+		} else if (name[1] == 'z') {
+			Elf_Data *d = elf_rawdata(scn, NULL);
+
+			if (!d || d->d_size < 12 || memcmp(d->d_buf, "ZLIB", 4))
+				return SIZE_MAX;
+			size += rd_be((const uint8_t *)d->d_buf + 4, 8);
+		}
+		if (size > SIZE_MAX - total)
+			return SIZE_MAX;
+		total += size;
+	}
+	return total;
+}
+
+struct dwinline *dwinline__open_fd(int fd, size_t max_bytes, void (*room)(void *ctx, size_t bytes),
+				   void *ctx)
+{
+	struct dwinline *d;
+	bool has_info;
+	size_t bytes;
+	Elf *elf;
+
+	elf = elffile__begin(fd);
+	if (!elf)
+		return NULL;
+	if (elf_kind(elf) != ELF_K_ELF) {
+		elffile__end(elf, NULL);
+		errno = ENOEXEC;
+		return NULL;
+	}
+	bytes = debug_bytes(elf, &has_info);
+	if (!has_info || bytes == SIZE_MAX || bytes > max_bytes) {
+		elffile__end(elf, NULL);
+		errno = !has_info ? ENOENT : bytes == SIZE_MAX ? EINVAL : E2BIG;
+		return NULL;
+	}
+	if (room)
+		room(ctx, bytes);
+	d = calloc(1, sizeof(*d));
+	if (!d || !(d->cache = htab__new())) {
+		free(d);
+		elffile__end(elf, NULL);
+		errno = ENOMEM;
+		return NULL;
+	}
+	d->elf = elf;
+	d->sec_bytes = bytes;
+	d->dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+	if (!d->dw) {
+		dwinline__free(d);
+		errno = ENOENT;
+		return NULL;
+	}
+	if (!srcline__strings_terminated(elf)) {
+		dwinline__free(d);
+		errno = EINVAL;
+		return NULL;
+	}
+	srcline__sections(elf, &d->sec);
+	/* libdw has read every section it uses: the descriptor is the caller's again. */
+	elf_cntl(elf, ELF_C_FDDONE);
+	return d;
+}
+
+static void cache_clear(struct dwinline *d)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	while ((e = htab__next(d->cache, &pos)))
+		free(e->value);
+	htab__free(d->cache);
+	d->cache = htab__new();
+	d->cache_bytes = 0;
+}
+
+void dwinline__free(struct dwinline *d)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	if (!d)
+		return;
+	while (d->cache && (e = htab__next(d->cache, &pos)))
+		free(e->value);
+	htab__free(d->cache);
+	free(d->ranges);
+	if (d->dw)
+		dwarf_end(d->dw);
+	elffile__end(d->elf, NULL);
+	free(d);
+}
+
+size_t dwinline__bytes(const struct dwinline *d)
+{
+	if (!d)
+		return 0;
+	return sizeof(*d) + d->sec_bytes + d->cap_ranges * sizeof(*d->ranges) +
+	       d->nr_units * UNIT_OVERHEAD + d->cache_bytes;
+}
+
+/* --- the unit index ------------------------------------------------------------ */
+
+static int urange_cmp(const void *a, const void *b)
+{
+	const struct urange *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->hi < y->hi ? -1 : x->hi > y->hi;
+}
+
+/* Indexes units until done (0) or b runs out (its error); -ENOMEM. */
+static int index_units(struct dwinline *d, struct budget *b)
+{
+	Dwarf_Die cudie, subdie;
+	uint8_t unit_type;
+	Dwarf_CU *cu = d->next_cu;
+
+	while (!d->indexed) {
+		Dwarf_Addr base, start, end;
+		ptrdiff_t off = 0;
+
+		if (budget__over(b))
+			return budget__err(b);
+		if (dwarf_get_units(d->dw, cu, &cu, NULL, &unit_type, &cudie, &subdie) != 0) {
+			d->indexed = true;
+			break;
+		}
+		d->next_cu = cu;
+		d->nr_units++;
+		if (unit_type == DW_UT_type || unit_type == DW_UT_split_type ||
+		    unit_type == DW_UT_split_compile || unit_type == DW_UT_skeleton)
+			continue;
+		while ((off = dwarf_ranges(&cudie, off, &base, &start, &end)) > 0) {
+			if (d->nr_ranges >= DWINLINE_MAX_RANGES) {
+				d->indexed = true; /* the rest of the file is not indexed */
+				break;
+			}
+			if (start >= end)
+				continue;
+			if (d->nr_ranges == d->cap_ranges &&
+			    array_grow((void **)&d->ranges, &d->cap_ranges, d->nr_ranges + 1,
+				       sizeof(*d->ranges)))
+				return -ENOMEM;
+			d->ranges[d->nr_ranges++] = (struct urange){
+				.lo = start, .hi = end, .cu_off = dwarf_dieoffset(&cudie)
+			};
+			if (budget__over(b))
+				return budget__err(b);
+		}
+	}
+	qsort(d->ranges, d->nr_ranges, sizeof(*d->ranges), urange_cmp);
+	return 0;
+}
+
+/* The unit holding addr: 0, -ENOENT. */
+static int unit_of(struct dwinline *d, uint64_t addr, Dwarf_Die *cudie)
+{
+	size_t lo = 0, hi = d->nr_ranges;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->ranges[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Ranges of units seldom overlap: a few below are looked at. */
+	for (size_t i = lo, k = 0; i-- > 0 && k < 16; k++)
+		if (d->ranges[i].hi > addr)
+			return dwarf_offdie(d->dw, d->ranges[i].cu_off, cudie) ? 0 : -ENOENT;
+	return -ENOENT;
+}
+
+/* --- the scopes at an address ------------------------------------------------------ */
+
+static bool is_pc_scope(int tag)
+{
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+	       tag == DW_TAG_lexical_block || tag == DW_TAG_try_block ||
+	       tag == DW_TAG_catch_block;
+}
+
+static bool is_container(int tag)
+{
+	return tag == DW_TAG_namespace || tag == DW_TAG_module || tag == DW_TAG_class_type ||
+	       tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+	       tag == DW_TAG_interface_type;
+}
+
+/*
+ * The functions holding addr in the unit, outermost first (the subprogram,
+ * then the inlined calls): *n of them. 0, -ENOENT, or b's error.
+ */
+static int scopes_at(Dwarf_Die *cu, uint64_t addr, struct budget *b, Dwarf_Die *chain, size_t *n)
+{
+	Dwarf_Die st[DWINLINE_MAX_DEPTH];
+	int depth = 0, floor = 0;
+
+	*n = 0;
+	if (dwarf_child(cu, &st[0]) != 0)
+		return -ENOENT;
+	for (;;) {
+		Dwarf_Die *cur = &st[depth];
+		int tag = dwarf_tag(cur), r;
+
+		if (budget__over(b))
+			return budget__err(b);
+		if (is_pc_scope(tag) && dwarf_haspc(cur, addr) > 0) {
+			if ((tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) &&
+			    *n < DWINLINE_MAX_FRAMES)
+				chain[(*n)++] = *cur;
+			/* Its siblings and those of the levels above hold nothing more. */
+			if (depth + 1 >= DWINLINE_MAX_DEPTH || dwarf_child(cur, &st[depth + 1]))
+				break;
+			floor = ++depth;
+			continue;
+		}
+		if (is_container(tag) && depth + 1 < DWINLINE_MAX_DEPTH &&
+		    !dwarf_child(cur, &st[depth + 1])) {
+			depth++;
+			continue;
+		}
+		/* The next sibling, up as many levels as have none. */
+		while ((r = dwarf_siblingof(&st[depth], &st[depth])) != 0) {
+			if (r < 0 || --depth < floor)
+				goto out;
+		}
+	}
+out:
+	return *n ? 0 : -ENOENT;
+}
+
+/* --- names, files, lines --------------------------------------------------------- */
+
+/* The function's name (demangled when mangled) into buf; NULL if it has none. */
+static const char *die_name(Dwarf_Die *die, char *buf, size_t size)
+{
+	Dwarf_Attribute attr;
+	const char *raw = NULL;
+	char *dm;
+
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
+		raw = dwarf_formstring(&attr);
+	if (raw && (dm = demangle__name(raw))) {
+		snprintf(buf, size, "%s", dm);
+		free(dm);
+		return buf;
+	}
+	if (dwarf_attr_integrate(die, DW_AT_name, &attr) && (raw = dwarf_formstring(&attr))) {
+		snprintf(buf, size, "%s", raw);
+		return buf;
+	}
+	return raw ? (snprintf(buf, size, "%s", raw), buf) : NULL;
+}
+
+static uint32_t die_udata(Dwarf_Die *die, int name, bool integrate)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word v;
+
+	if (!(integrate ? dwarf_attr_integrate(die, name, &attr) : dwarf_attr(die, name, &attr)) ||
+	    dwarf_formudata(&attr, &v) || v > UINT32_MAX)
+		return 0;
+	return (uint32_t)v;
+}
+
+struct line_pick {
+	uint64_t addr;
+	struct lineprog_row best;
+	bool found;
+};
+
+static int pick_row(void *ctx, const struct lineprog_row *r)
+{
+	struct line_pick *p = ctx;
+
+	if (r->addr <= p->addr && (!p->found || r->addr >= p->best.addr)) {
+		p->best = *r;
+		p->found = true;
+	}
+	return 0;
+}
+
+/* --- answers -------------------------------------------------------------------- */
+
+struct draft {
+	const char *name, *file;
+	uint32_t line, decl_line;
+};
+
+static struct answer *answer_make(const struct draft *dr, size_t n)
+{
+	size_t bytes = sizeof(struct answer) + n * sizeof(struct dwinline_frame);
+	struct answer *a;
+	char *p;
+
+	for (size_t i = 0; i < n; i++)
+		bytes += (dr[i].name ? strlen(dr[i].name) + 1 : 0) +
+			 (dr[i].file ? strlen(dr[i].file) + 1 : 0);
+	a = malloc(bytes);
+	if (!a)
+		return NULL;
+	a->n = n;
+	a->bytes = bytes;
+	p = (char *)&a->f[n];
+	for (size_t i = 0; i < n; i++) {
+		a->f[i] = (struct dwinline_frame){ .line = dr[i].line, .decl_line = dr[i].decl_line };
+		if (dr[i].name) {
+			a->f[i].name = strcpy(p, dr[i].name);
+			p += strlen(p) + 1;
+		}
+		if (dr[i].file) {
+			a->f[i].file = strcpy(p, dr[i].file);
+			p += strlen(p) + 1;
+		}
+	}
+	return a;
+}
+
+/* Strings of one answer being made (names and paths, copied by answer_make). */
+struct strings {
+	char name[DWINLINE_MAX_FRAMES][DEMANGLE_MAX_OUT + 1];
+	char file[DWINLINE_MAX_FRAMES][PATH_MAX];
+};
+
+static int resolve(struct dwinline *d, uint64_t addr, struct budget *b, struct answer **out)
+{
+	Dwarf_Die cudie, chain[DWINLINE_MAX_FRAMES];
+	struct draft dr[DWINLINE_MAX_FRAMES];
+	struct lineprog *lp = NULL;
+	struct line_pick pick = { .addr = addr };
+	struct strings *str;
+	Dwarf_Attribute attr;
+	Dwarf_Word stmt;
+	size_t n;
+	int err;
+
+	err = unit_of(d, addr, &cudie);
+	if (err)
+		return err;
+	err = scopes_at(&cudie, addr, b, chain, &n);
+	if (err)
+		return err;
+	str = malloc(sizeof(*str));
+	if (!str)
+		return -ENOMEM;
+	if (dwarf_attr(&cudie, DW_AT_stmt_list, &attr) && !dwarf_formudata(&attr, &stmt) &&
+	    !lineprog__open(&d->sec, stmt,
+			    dwarf_formstring(dwarf_attr(&cudie, DW_AT_comp_dir, &attr)), &lp)) {
+		uint64_t ops = LOOKUP_MAX_OPS;
+
+		lineprog__run(lp, addr, addr + 1, &ops, pick_row, &pick);
+	}
+	/* Innermost first: chain[n - 1] is at addr's own line, each outer one at its
+	 * inner one's call. */
+	for (size_t i = 0; i < n; i++) {
+		Dwarf_Die *die = &chain[n - 1 - i];
+
+		dr[i].name = die_name(die, str->name[i], sizeof(str->name[i]));
+		dr[i].decl_line = die_udata(die, DW_AT_decl_line, true);
+		dr[i].file = NULL;
+		dr[i].line = 0;
+		if (i == 0) {
+			if (pick.found && lp) {
+				dr[i].file = lineprog__file(lp, pick.best.file, str->file[i],
+							    sizeof(str->file[i]));
+				dr[i].line = pick.best.line;
+			}
+		} else {
+			Dwarf_Die *inner = &chain[n - i];
+
+			dr[i].line = die_udata(inner, DW_AT_call_line, false);
+			if (lp && dwarf_attr(inner, DW_AT_call_file, &attr))
+				dr[i].file = lineprog__file(lp, die_udata(inner, DW_AT_call_file, false),
+							    str->file[i], sizeof(str->file[i]));
+		}
+	}
+	lineprog__free(lp);
+	*out = answer_make(dr, n);
+	free(str);
+	return *out ? 0 : -ENOMEM;
+}
+
+int dwinline__frames(struct dwinline *d, uint64_t addr, struct budget *b,
+		     const struct dwinline_frame **out, size_t *n)
+{
+	struct htab_entry *e;
+	struct answer *a;
+	bool created;
+	int err;
+
+	if (!d->cache && !(d->cache = htab__new()))
+		return -ENOMEM;
+	e = htab__find(d->cache, &addr, sizeof(addr));
+	if (!e) {
+		if (!d->indexed && (err = index_units(d, b)))
+			return err;
+		err = resolve(d, addr, b, &a);
+		if (err == -ENOENT)
+			a = NULL; /* remembered: nothing there */
+		else if (err)
+			return err;
+		if (d->cache_bytes + sizeof(addr) * 4 + (a ? a->bytes : 0) > DWINLINE_MAX_CACHE_BYTES)
+			cache_clear(d);
+		if (!d->cache || !(e = htab__upsert(d->cache, &addr, sizeof(addr), &created))) {
+			free(a);
+			return -ENOMEM;
+		}
+		e->value = a;
+		d->cache_bytes += sizeof(addr) * 4 + (a ? a->bytes : 0);
+	}
+	a = e->value;
+	if (!a)
+		return -ENOENT;
+	*out = a->f;
+	*n = a->n;
+	return 0;
+}

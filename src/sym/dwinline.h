@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * dwinline.h - the functions inlined at a machine code address, and its
+ * source file and line, from the DWARF of an ELF file (the binary built with
+ * -g, or its separate debug file): .debug_info's DW_TAG_inlined_subroutine
+ * scopes (DW_AT_call_file/DW_AT_call_line give the caller's line, abstract
+ * origins the names), .debug_ranges/.debug_rnglists, DWARF 2 to 5,
+ * compressed sections; read with libdw, lines with lineprog (srcline.h).
+ *
+ * Lazy: opening reads the debug sections (libdw holds them; their size is
+ * known before and checked against a cap, and a callback makes room for them
+ * first); the unit index (address ranges of every compile unit) is built at
+ * the first lookup; a lookup walks only the DIEs of the one unit holding the
+ * address, and its answer is cached per address (the cache starts over past
+ * DWINLINE_MAX_CACHE_BYTES). Nothing is done for addresses nobody asks about.
+ *
+ * The file is untrusted: libdw bounds reads of the DIEs, lineprog the line
+ * program; the DIE walk is iterative with a depth cap (DWINLINE_MAX_DEPTH),
+ * and asks a budget between DIEs; a unit index holds at most
+ * DWINLINE_MAX_RANGES ranges. A corrupt unit gives no frames, never a crash.
+ */
+#ifndef BPFPROF_DWINLINE_H
+#define BPFPROF_DWINLINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/budget.h"
+
+/* Debug sections (decompressed) one file may make us hold. */
+#define DWINLINE_MAX_BYTES (256u << 20)
+/* Answers cached per file; past it the cache starts over. */
+#define DWINLINE_MAX_CACHE_BYTES (8u << 20)
+/* Unit address ranges indexed per file. */
+#define DWINLINE_MAX_RANGES (1u << 22)
+/* Nesting of scopes walked (namespaces, functions, inlined calls, blocks). */
+#define DWINLINE_MAX_DEPTH 64
+/* Frames of one answer: inlined levels and the function. */
+#define DWINLINE_MAX_FRAMES 32
+
+struct dwinline;
+
+struct dwinline_frame {
+	const char *name; /* demangled when mangled; NULL if the DIE has none */
+	const char *file; /* source file of the line, NULL if unknown */
+	uint32_t line;	  /* 0 if unknown */
+	uint32_t decl_line; /* the function's first line (DW_AT_decl_line), 0 if unknown */
+};
+
+/*
+ * Reads the DWARF of an open ELF file (fd is not kept: it may be closed after
+ * this returns). Before the sections are read, room(ctx, bytes) is called
+ * with what they will take (room may be NULL). NULL with errno: ENOENT no
+ * .debug_info, ENOEXEC not ELF, E2BIG debug sections over max_bytes, EINVAL
+ * sections libdw cannot read safely, ENOMEM.
+ */
+struct dwinline *dwinline__open_fd(int fd, size_t max_bytes, void (*room)(void *ctx, size_t bytes),
+				   void *ctx);
+void dwinline__free(struct dwinline *d);
+/* Memory held: the sections, the unit index, the cache. */
+size_t dwinline__bytes(const struct dwinline *d);
+
+/*
+ * The frames at addr (a file address): (*out)[0] the innermost inlined
+ * function, ..., (*out)[*n - 1] the function they were inlined into (*n is 1
+ * when nothing was inlined there), each with the line it is at. *out lives
+ * until the next call (the cache may start over). 0, -ENOENT (no unit or
+ * function holds addr), -ETIMEDOUT or -ECANCELED (b ran out: try again
+ * later; nothing was cached), -ENOMEM.
+ */
+int dwinline__frames(struct dwinline *d, uint64_t addr, struct budget *b,
+		     const struct dwinline_frame **out, size_t *n);
+
+#endif

@@ -301,6 +301,12 @@ $(OUT)/tools/symbench: tools/symbench.c $(OUT)/libcore.a
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(OUT)/libcore.a $(EXTRA_LDFLAGS) $(LDLIBS_CORE) -o $@
 
+# Inlined frames and lines of many addresses (tools/bench_inlines.py runs it).
+$(OUT)/tools/inlbench: tools/inlbench.c $(OUT)/libcore.a
+	$(Q)mkdir -p $(dir $@)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(OUT)/libcore.a $(EXTRA_LDFLAGS) $(LDLIBS_CORE) -o $@
+
 # The least a once-a-second terminal view costs (tools/bench_top.py --floor).
 $(OUT)/tools/tuifloor: tools/tuifloor.c
 	$(Q)mkdir -p $(dir $@)

@@ -59,6 +59,8 @@ struct dwinline {
 	bool indexed;
 	struct htab *cache; /* addr -> struct answer */
 	size_t cache_bytes;
+	struct htab *units; /* unit DIE offset -> struct unit (its index) */
+	size_t unit_bytes;
 };
 
 /* The bytes the debug sections take once read (decompressed); SIZE_MAX if unreadable. */
@@ -128,7 +130,9 @@ struct dwinline *dwinline__open_fd(int fd, size_t max_bytes, void (*room)(void *
 	if (room)
 		room(ctx, bytes);
 	d = calloc(1, sizeof(*d));
-	if (!d || !(d->cache = htab__new())) {
+	if (!d || !(d->cache = htab__new()) || !(d->units = htab__new())) {
+		if (d)
+			htab__free(d->cache);
 		free(d);
 		elffile__end(elf, NULL);
 		errno = ENOMEM;
@@ -165,6 +169,24 @@ static void cache_clear(struct dwinline *d)
 	d->cache_bytes = 0;
 }
 
+struct unit;
+static void unit_free(struct unit *u);
+
+/* Forgets every unit's index (they are made again on demand). */
+static void units_clear(struct dwinline *d)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	while (d->units && (e = htab__next(d->units, &pos))) {
+		unit_free(e->value);
+		e->value = NULL;
+	}
+	htab__free(d->units);
+	d->units = htab__new();
+	d->unit_bytes = 0;
+}
+
 void dwinline__free(struct dwinline *d)
 {
 	struct htab_entry *e;
@@ -175,6 +197,9 @@ void dwinline__free(struct dwinline *d)
 	while (d->cache && (e = htab__next(d->cache, &pos)))
 		free(e->value);
 	htab__free(d->cache);
+	units_clear(d);
+	htab__free(d->units);
+	d->units = NULL;
 	free(d->ranges);
 	if (d->dw)
 		dwarf_end(d->dw);
@@ -187,7 +212,7 @@ size_t dwinline__bytes(const struct dwinline *d)
 	if (!d)
 		return 0;
 	return sizeof(*d) + d->sec_bytes + d->cap_ranges * sizeof(*d->ranges) +
-	       d->nr_units * UNIT_OVERHEAD + d->cache_bytes;
+	       d->nr_units * UNIT_OVERHEAD + d->cache_bytes + d->unit_bytes;
 }
 
 /* --- the unit index ------------------------------------------------------------ */
@@ -267,61 +292,273 @@ static int unit_of(struct dwinline *d, uint64_t addr, Dwarf_Die *cudie)
 
 /* --- the scopes at an address ------------------------------------------------------ */
 
-static bool is_pc_scope(int tag)
+/*
+ * A unit's index, made at its first lookup by one walk of its DIEs and one
+ * run of its line program: its functions and inlined calls (nodes, with
+ * their enclosing one) and their address ranges, sorted; its line rows,
+ * sorted. A lookup is then two binary searches and a walk up the nodes.
+ */
+struct unode {
+	uint64_t off;	/* the DIE's offset */
+	int32_t parent; /* the enclosing node, -1 none */
+};
+
+struct urng {
+	uint64_t lo, hi;
+	uint64_t maxhi; /* the largest hi of this range and all before it */
+	uint32_t node, depth;
+};
+
+struct urow {
+	uint64_t addr;
+	uint32_t file, line;
+};
+
+struct unit {
+	uint64_t off;
+	struct unode *nodes;
+	size_t nr_nodes, cap_nodes;
+	struct urng *rngs;
+	size_t nr_rngs, cap_rngs;
+	struct urow *rows;
+	size_t nr_rows, cap_rows;
+	struct lineprog *lp; /* for its file table */
+	size_t bytes;
+	int err; /* the walk's, kept: 0, -ENOENT, -E2BIG */
+	unsigned tries; /* walks given up on for the budget */
+};
+
+/* Walks of one unit given up on for the budget before it is given up on for good. */
+#define UNIT_MAX_TRIES 3
+
+static void unit_free(struct unit *u)
 {
-	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
-	       tag == DW_TAG_lexical_block || tag == DW_TAG_try_block ||
-	       tag == DW_TAG_catch_block;
+	if (!u)
+		return;
+	free(u->nodes);
+	free(u->rngs);
+	free(u->rows);
+	lineprog__free(u->lp);
+	free(u);
 }
 
-static bool is_container(int tag)
+/* Whether u's index is over its share of the file's (then the unit is not indexed). */
+static bool unit_over(const struct unit *u)
 {
-	return tag == DW_TAG_namespace || tag == DW_TAG_module || tag == DW_TAG_class_type ||
-	       tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
-	       tag == DW_TAG_interface_type;
+	return u->nr_nodes * sizeof(*u->nodes) + u->nr_rngs * sizeof(*u->rngs) +
+		       u->nr_rows * sizeof(*u->rows) >
+	       DWINLINE_MAX_UNIT_BYTES / 2;
+}
+
+static int add_node(struct unit *u, Dwarf_Die *die, int32_t parent, uint32_t depth)
+{
+	Dwarf_Addr base, start, end;
+	ptrdiff_t off = 0;
+	int32_t me;
+
+	if (unit_over(u))
+		return -E2BIG;
+	if (u->nr_nodes == u->cap_nodes &&
+	    array_grow((void **)&u->nodes, &u->cap_nodes, u->nr_nodes + 1, sizeof(*u->nodes)))
+		return -ENOMEM;
+	me = (int32_t)u->nr_nodes;
+	u->nodes[u->nr_nodes++] = (struct unode){ .off = dwarf_dieoffset(die), .parent = parent };
+	while ((off = dwarf_ranges(die, off, &base, &start, &end)) > 0) {
+		if (start >= end)
+			continue;
+		if (unit_over(u))
+			return -E2BIG;
+		if (u->nr_rngs == u->cap_rngs &&
+		    array_grow((void **)&u->rngs, &u->cap_rngs, u->nr_rngs + 1, sizeof(*u->rngs)))
+			return -ENOMEM;
+		u->rngs[u->nr_rngs++] = (struct urng){
+			.lo = start, .hi = end, .node = (uint32_t)me, .depth = depth
+		};
+	}
+	return me;
 }
 
 /*
- * The functions holding addr in the unit, outermost first (the subprogram,
- * then the inlined calls): *n of them. 0, -ENOENT, or b's error.
+ * Records the unit's functions and inlined calls with code, each under the
+ * one it is in: one walk of its DIEs, iterative, descending into scopes and
+ * into namespaces and types (where Rust and some C++ put functions). 0, or
+ * b's error, -E2BIG, -ENOMEM.
  */
-static int scopes_at(Dwarf_Die *cu, uint64_t addr, struct budget *b, Dwarf_Die *chain, size_t *n)
+static int walk_unit(struct unit *u, Dwarf_Die *cu, struct budget *b)
 {
 	Dwarf_Die st[DWINLINE_MAX_DEPTH];
-	int depth = 0, floor = 0;
+	int32_t node[DWINLINE_MAX_DEPTH]; /* the node each level is in */
+	int depth = 0;
 
-	*n = 0;
 	if (dwarf_child(cu, &st[0]) != 0)
-		return -ENOENT;
+		return 0;
+	node[0] = -1;
 	for (;;) {
 		Dwarf_Die *cur = &st[depth];
 		int tag = dwarf_tag(cur), r;
+		int32_t in = node[depth];
 
 		if (budget__over(b))
 			return budget__err(b);
-		if (is_pc_scope(tag) && dwarf_haspc(cur, addr) > 0) {
-			if ((tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) &&
-			    *n < DWINLINE_MAX_FRAMES)
-				chain[(*n)++] = *cur;
-			/* Its siblings and those of the levels above hold nothing more. */
-			if (depth + 1 >= DWINLINE_MAX_DEPTH || dwarf_child(cur, &st[depth + 1]))
-				break;
-			floor = ++depth;
-			continue;
+		if ((tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) &&
+		    dwarf_hasattr(cur, tag == DW_TAG_subprogram ? DW_AT_low_pc : DW_AT_low_pc) |
+			    dwarf_hasattr(cur, DW_AT_ranges)) {
+			in = add_node(u, cur, in, (uint32_t)depth);
+			if (in < 0)
+				return in;
 		}
-		if (is_container(tag) && depth + 1 < DWINLINE_MAX_DEPTH &&
-		    !dwarf_child(cur, &st[depth + 1])) {
-			depth++;
+		if ((tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+		     tag == DW_TAG_lexical_block || tag == DW_TAG_try_block ||
+		     tag == DW_TAG_catch_block || tag == DW_TAG_namespace || tag == DW_TAG_module ||
+		     tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+		     tag == DW_TAG_union_type || tag == DW_TAG_interface_type) &&
+		    depth + 1 < DWINLINE_MAX_DEPTH && !dwarf_child(cur, &st[depth + 1])) {
+			node[++depth] = in;
 			continue;
 		}
 		/* The next sibling, up as many levels as have none. */
 		while ((r = dwarf_siblingof(&st[depth], &st[depth])) != 0) {
-			if (r < 0 || --depth < floor)
-				goto out;
+			if (r < 0 || --depth < 0)
+				return 0;
 		}
 	}
-out:
-	return *n ? 0 : -ENOENT;
+}
+
+static int urng_cmp(const void *a, const void *b)
+{
+	const struct urng *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->depth < y->depth ? -1 : x->depth > y->depth; /* the inner one last */
+}
+
+static int urow_cmp(const void *a, const void *b)
+{
+	const struct urow *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int keep_row(void *ctx, const struct lineprog_row *r)
+{
+	struct unit *u = ctx;
+
+	if (unit_over(u))
+		return 1; /* the rows so far */
+	if (u->nr_rows == u->cap_rows &&
+	    array_grow((void **)&u->rows, &u->cap_rows, u->nr_rows + 1, sizeof(*u->rows)))
+		return -ENOMEM;
+	u->rows[u->nr_rows++] = (struct urow){ .addr = r->addr, .file = r->file, .line = r->line };
+	return 0;
+}
+
+/* The unit's index (made now if it was not). */
+static int unit_index(struct dwinline *d, Dwarf_Die *cudie, struct budget *b, struct unit **out)
+{
+	uint64_t off = dwarf_dieoffset(cudie), ops = LOOKUP_MAX_OPS, maxhi = 0;
+	struct htab_entry *e = d->units ? htab__find(d->units, &off, sizeof(off)) : NULL;
+	Dwarf_Attribute attr;
+	Dwarf_Word stmt;
+	struct unit *u;
+	bool created;
+	int err;
+
+	if (!e && d->unit_bytes > DWINLINE_MAX_UNIT_BYTES / 2) {
+		units_clear(d); /* room for this one: the others are made again on demand */
+		if (!d->units)
+			return -ENOMEM;
+	}
+	if (e && ((struct unit *)e->value)->nodes != NULL) {
+		*out = e->value;
+		return 0;
+	}
+	if (!d->units && !(d->units = htab__new()))
+		return -ENOMEM;
+	if (e) {
+		u = e->value;
+		if (u->err || u->tries >= UNIT_MAX_TRIES)
+			return u->err ? u->err : -ENOENT;
+	} else {
+		u = calloc(1, sizeof(*u));
+		if (!u)
+			return -ENOMEM;
+		e = htab__upsert(d->units, &off, sizeof(off), &created);
+		if (!e) {
+			free(u);
+			return -ENOMEM;
+		}
+		e->value = u;
+		u->off = off;
+	}
+	err = walk_unit(u, cudie, b);
+	if (!err && dwarf_attr(cudie, DW_AT_stmt_list, &attr) && !dwarf_formudata(&attr, &stmt) &&
+	    !lineprog__open(&d->sec, stmt,
+			    dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &attr)), &u->lp)) {
+		err = lineprog__run(u->lp, 0, UINT64_MAX, &ops, keep_row, u);
+		if (err == 1 || err == -ETIME)
+			err = 0; /* the rows so far */
+	}
+	if (!err && !u->nr_nodes)
+		err = -ENOENT;
+	if (err) {
+		free(u->nodes);
+		free(u->rngs);
+		free(u->rows);
+		lineprog__free(u->lp);
+		u->nodes = NULL, u->rngs = NULL, u->rows = NULL, u->lp = NULL;
+		u->nr_nodes = u->cap_nodes = u->nr_rngs = u->cap_rngs = u->nr_rows = u->cap_rows = 0;
+		if (err == -ETIMEDOUT || err == -ECANCELED)
+			u->tries += err == -ETIMEDOUT;
+		else if (err != -ENOMEM)
+			u->err = err;
+		return err;
+	}
+	qsort(u->rngs, u->nr_rngs, sizeof(*u->rngs), urng_cmp);
+	for (size_t i = 0; i < u->nr_rngs; i++)
+		u->rngs[i].maxhi = maxhi = MAX(maxhi, u->rngs[i].hi);
+	qsort(u->rows, u->nr_rows, sizeof(*u->rows), urow_cmp);
+	u->bytes = sizeof(*u) + u->cap_nodes * sizeof(*u->nodes) +
+		   u->cap_rngs * sizeof(*u->rngs) + u->cap_rows * sizeof(*u->rows) +
+		   (u->lp ? lineprog__nr_files(u->lp) * 64 : 0);
+	d->unit_bytes += u->bytes;
+	*out = u;
+	return 0;
+}
+
+/* The innermost node whose range holds addr, -1 none. */
+static int32_t unit_node_at(const struct unit *u, uint64_t addr)
+{
+	size_t lo = 0, hi = u->nr_rngs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (u->rngs[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Back from the last range starting at or below addr, while one may reach it. */
+	while (lo-- > 0 && u->rngs[lo].maxhi > addr)
+		if (u->rngs[lo].hi > addr)
+			return (int32_t)u->rngs[lo].node;
+	return -1;
+}
+
+static const struct urow *unit_row_at(const struct unit *u, uint64_t addr)
+{
+	size_t lo = 0, hi = u->nr_rows;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (u->rows[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? &u->rows[lo - 1] : NULL;
 }
 
 /* --- names, files, lines --------------------------------------------------------- */
@@ -357,23 +594,6 @@ static uint32_t die_udata(Dwarf_Die *die, int name, bool integrate)
 	    dwarf_formudata(&attr, &v) || v > UINT32_MAX)
 		return 0;
 	return (uint32_t)v;
-}
-
-struct line_pick {
-	uint64_t addr;
-	struct lineprog_row best;
-	bool found;
-};
-
-static int pick_row(void *ctx, const struct lineprog_row *r)
-{
-	struct line_pick *p = ctx;
-
-	if (r->addr <= p->addr && (!p->found || r->addr >= p->best.addr)) {
-		p->best = *r;
-		p->found = true;
-	}
-	return 0;
 }
 
 /* --- answers -------------------------------------------------------------------- */
@@ -422,55 +642,58 @@ static int resolve(struct dwinline *d, uint64_t addr, struct budget *b, struct a
 {
 	Dwarf_Die cudie, chain[DWINLINE_MAX_FRAMES];
 	struct draft dr[DWINLINE_MAX_FRAMES];
-	struct lineprog *lp = NULL;
-	struct line_pick pick = { .addr = addr };
+	const struct urow *row;
 	struct strings *str;
-	Dwarf_Attribute attr;
-	Dwarf_Word stmt;
-	size_t n;
+	struct unit *u;
+	size_t n = 0;
+	int32_t node;
 	int err;
 
 	err = unit_of(d, addr, &cudie);
 	if (err)
 		return err;
-	err = scopes_at(&cudie, addr, b, chain, &n);
+	err = unit_index(d, &cudie, b, &u);
 	if (err)
 		return err;
+	/* Innermost first, up to the function (a cycle of parents cannot be: each is older). */
+	for (node = unit_node_at(u, addr); node >= 0 && n < DWINLINE_MAX_FRAMES;
+	     node = u->nodes[node].parent) {
+		if (!dwarf_offdie(d->dw, u->nodes[node].off, &chain[n]))
+			return -ENOENT;
+		n++;
+		if (dwarf_tag(&chain[n - 1]) == DW_TAG_subprogram)
+			break;
+	}
+	if (!n)
+		return -ENOENT;
 	str = malloc(sizeof(*str));
 	if (!str)
 		return -ENOMEM;
-	if (dwarf_attr(&cudie, DW_AT_stmt_list, &attr) && !dwarf_formudata(&attr, &stmt) &&
-	    !lineprog__open(&d->sec, stmt,
-			    dwarf_formstring(dwarf_attr(&cudie, DW_AT_comp_dir, &attr)), &lp)) {
-		uint64_t ops = LOOKUP_MAX_OPS;
-
-		lineprog__run(lp, addr, addr + 1, &ops, pick_row, &pick);
-	}
-	/* Innermost first: chain[n - 1] is at addr's own line, each outer one at its
-	 * inner one's call. */
+	row = unit_row_at(u, addr);
+	/* chain[0] is at addr's own line, each outer one at its inner one's call. */
 	for (size_t i = 0; i < n; i++) {
-		Dwarf_Die *die = &chain[n - 1 - i];
+		Dwarf_Die *die = &chain[i];
+		Dwarf_Attribute attr;
 
 		dr[i].name = die_name(die, str->name[i], sizeof(str->name[i]));
 		dr[i].decl_line = die_udata(die, DW_AT_decl_line, true);
 		dr[i].file = NULL;
 		dr[i].line = 0;
 		if (i == 0) {
-			if (pick.found && lp) {
-				dr[i].file = lineprog__file(lp, pick.best.file, str->file[i],
+			if (row && u->lp) {
+				dr[i].file = lineprog__file(u->lp, row->file, str->file[i],
 							    sizeof(str->file[i]));
-				dr[i].line = pick.best.line;
+				dr[i].line = row->line;
 			}
 		} else {
-			Dwarf_Die *inner = &chain[n - i];
+			Dwarf_Die *inner = &chain[i - 1];
 
 			dr[i].line = die_udata(inner, DW_AT_call_line, false);
-			if (lp && dwarf_attr(inner, DW_AT_call_file, &attr))
-				dr[i].file = lineprog__file(lp, die_udata(inner, DW_AT_call_file, false),
+			if (u->lp && dwarf_attr(inner, DW_AT_call_file, &attr))
+				dr[i].file = lineprog__file(u->lp, die_udata(inner, DW_AT_call_file, false),
 							    str->file[i], sizeof(str->file[i]));
 		}
 	}
-	lineprog__free(lp);
 	*out = answer_make(dr, n);
 	free(str);
 	return *out ? 0 : -ENOMEM;

@@ -10,14 +10,19 @@
  * Lazy: opening reads the debug sections (libdw holds them; their size is
  * known before and checked against a cap, and a callback makes room for them
  * first); the unit index (address ranges of every compile unit) is built at
- * the first lookup; a lookup walks only the DIEs of the one unit holding the
- * address, and its answer is cached per address (the cache starts over past
- * DWINLINE_MAX_CACHE_BYTES). Nothing is done for addresses nobody asks about.
+ * the first lookup; a unit holding an address asked for is indexed then, by
+ * one walk of its DIEs and one run of its line program (its functions and
+ * inlined calls with their ranges, its line rows: at most
+ * DWINLINE_MAX_UNIT_BYTES of such indexes per file, which start over past
+ * it); a lookup is then binary searches. Answers are cached per address (the
+ * cache starts over past DWINLINE_MAX_CACHE_BYTES). Units nobody asks about
+ * are never walked.
  *
  * The file is untrusted: libdw bounds reads of the DIEs, lineprog the line
- * program; the DIE walk is iterative with a depth cap (DWINLINE_MAX_DEPTH),
- * and asks a budget between DIEs; a unit index holds at most
- * DWINLINE_MAX_RANGES ranges. A corrupt unit gives no frames, never a crash.
+ * program; the DIE walk is iterative with a depth cap (DWINLINE_MAX_DEPTH)
+ * and asks a budget between DIEs; a unit whose walk runs out of budget
+ * UNIT_MAX_TRIES times, or whose index is over its cap, is not indexed (its
+ * addresses get no frames). A corrupt unit gives no frames, never a crash.
  */
 #ifndef BPFPROF_DWINLINE_H
 #define BPFPROF_DWINLINE_H
@@ -33,6 +38,9 @@
 #define DWINLINE_MAX_CACHE_BYTES (8u << 20)
 /* Unit address ranges indexed per file. */
 #define DWINLINE_MAX_RANGES (1u << 22)
+/* Indexes of units (their functions, inlined calls and line rows) held per
+ * file; one unit may take half of it, past that it is not indexed. */
+#define DWINLINE_MAX_UNIT_BYTES (64u << 20)
 /* Nesting of scopes walked (namespaces, functions, inlined calls, blocks). */
 #define DWINLINE_MAX_DEPTH 64
 /* Frames of one answer: inlined levels and the function. */

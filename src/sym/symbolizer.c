@@ -1833,6 +1833,7 @@ static size_t dwarf_frames(struct symbolizer *s, struct symproc *p, const struct
 	outer = out[0];
 	outer.file = fr[k - 1].file;
 	outer.line = fr[k - 1].line;
+	outer.start_line = fr[k - 1].decl_line;
 	if (!outer.name)
 		outer.name = fr[k - 1].name;
 	for (size_t i = 0; i + 1 < k; i++) {
@@ -1841,6 +1842,7 @@ static size_t dwarf_frames(struct symbolizer *s, struct symproc *p, const struct
 		out[i].name = fr[i].name;
 		out[i].file = fr[i].file;
 		out[i].line = fr[i].line;
+		out[i].start_line = fr[i].decl_line;
 	}
 	out[k - 1] = outer;
 	s->inline_frames += k - 1;

@@ -106,6 +106,7 @@ struct sym {
 	size_t build_id_len;
 	const char *file; /* source file (Go's pc-line table, DWARF), or NULL */
 	uint32_t line;	  /* source line, 0 if unknown */
+	uint32_t start_line; /* the function's first line (DWARF), 0 if unknown */
 };
 
 struct symbolizer_stats {

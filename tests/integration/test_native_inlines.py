@@ -103,16 +103,20 @@ def test_lines_split_inlined_frames_and_pprof_chain(tmp_path):
         names = []
         for ln in loc["lines"]:
             fn = p["function"][ln.get(1)]
-            names.append((strings(p, fn.get(2, 0)), strings(p, fn.get(4, 0)), ln.get(2, 0)))
+            names.append((strings(p, fn.get(2, 0)), strings(p, fn.get(4, 0)), ln.get(2, 0),
+                          fn.get(5, 0)))
         chains.setdefault(tuple(x[0] for x in names), []).append(names)
     assert (HEAVY, OUTER) in chains and (LIGHT, OUTER) in chains, list(chains)[:10]
     for (inner, outer) in [(HEAVY, OUTER), (LIGHT, OUTER)]:
         for chain in chains[(inner, outer)]:
-            (_, ifile, iline), (_, ofile, oline) = chain
+            (_, ifile, iline, istart), (_, ofile, oline, ostart) = chain
             assert ifile.endswith("/inlwork.cc") and ofile.endswith("/inlwork.cc"), chain
             want = heavy_lines if inner == HEAVY else light_lines
             assert iline in want, chain
             assert oline == (call_heavy if inner == HEAVY else call_light), chain
+            # Functions carry their first line (DW_AT_decl_line).
+            assert istart == src_line(INL_SRC, "inline double " + inner.split("(")[0]), chain
+            assert ostart == src_line(INL_SRC, "double bp_inl_outer(double x)"), chain
 
 
 def build_id(path):

@@ -37,10 +37,15 @@
 /* Answers cached per file; past it the cache starts over. */
 #define DWINLINE_MAX_CACHE_BYTES (8u << 20)
 /* Unit address ranges indexed per file. */
-#define DWINLINE_MAX_RANGES (1u << 22)
+#define DWINLINE_MAX_RANGES (1u << 20)
 /* Indexes of units (their functions, inlined calls and line rows) held per
  * file; one unit may take half of it, past that it is not indexed. */
 #define DWINLINE_MAX_UNIT_BYTES (64u << 20)
+/* What one lookup may add to dwinline__bytes() at most: the unit index
+ * (24 bytes a range), a unit's index (half the cap, the others cleared past
+ * that half), an answer. */
+#define DWINLINE_MAX_LOOKUP_BYTES                                                        \
+	((size_t)DWINLINE_MAX_RANGES * 24 + DWINLINE_MAX_UNIT_BYTES / 2 + (1u << 20))
 /* Nesting of scopes walked (namespaces, functions, inlined calls, blocks). */
 #define DWINLINE_MAX_DEPTH 64
 /* Frames of one answer: inlined levels and the function. */

@@ -85,6 +85,8 @@
  * without inlines until the next drain.
  */
 #define DWARF_DRAIN_CPU_NS (500ull * 1000 * 1000)
+/* ... and all files' DWARF together, per drain. */
+#define DWARF_ALL_DRAIN_CPU_NS (1000ull * 1000 * 1000)
 
 /* Python code-object caches of all processes together, at most (pyname.h). */
 #define SYM_PY_MAX_BYTES (128u << 20)
@@ -192,6 +194,7 @@ struct symbolizer {
 	uint64_t files_dropped, files_reread, pmaps_dropped, files_too_large;
 	uint64_t inline_frames;
 	uint64_t dwarf_files, dwarf_refused, dwarf_over_budget;
+	uint64_t dwarf_cpu_gen, dwarf_cpu_ns; /* all files' DWARF: CPU spent in drain dwarf_cpu_gen */
 	uint64_t py_frames, py_unknown;
 	/* Python code-object caches: their bytes together (kept at every change), how
 	 * often one started over; line-table bytes that may still be read this drain. */
@@ -1803,24 +1806,38 @@ static size_t dwarf_frames(struct symbolizer *s, struct symproc *p, const struct
 	struct sym outer;
 	int err;
 
+	uint64_t left;
+
 	if (f->dwi_cpu_gen != s->gen) {
 		f->dwi_cpu_gen = s->gen;
 		f->dwi_cpu_ns = 0;
 	}
-	if (f->dwi_cpu_ns >= DWARF_DRAIN_CPU_NS) {
+	if (s->dwarf_cpu_gen != s->gen) {
+		s->dwarf_cpu_gen = s->gen;
+		s->dwarf_cpu_ns = 0;
+	}
+	if (f->dwi_cpu_ns >= DWARF_DRAIN_CPU_NS || s->dwarf_cpu_ns >= DWARF_ALL_DRAIN_CPU_NS) {
 		s->dwarf_over_budget++;
 		return 1;
 	}
+	left = MIN(DWARF_DRAIN_CPU_NS - f->dwi_cpu_ns, DWARF_ALL_DRAIN_CPU_NS - s->dwarf_cpu_ns);
 	dwarf_open(s, p, m, f);
 	if (!f->dwi) {
 		f->dwi_cpu_ns += thread_cpu_ns() - t0;
+		s->dwarf_cpu_ns += thread_cpu_ns() - t0;
 		return 1;
 	}
-	budget__start(&b, DWARF_DRAIN_CPU_NS - f->dwi_cpu_ns);
+	/* Room for what the lookup may add, first (an eighth of the cap at most: a
+	 * small cap is held after the lookup, as for a demangled name). */
+	dwarf_room(&(struct dwarf_room){ .s = s, .f = f },
+		   MIN(DWINLINE_MAX_LOOKUP_BYTES, s->max_file_bytes / 8));
+	budget__start(&b, left);
 	before = dwinline__bytes(f->dwi);
 	err = dwinline__frames(f->dwi, vaddr, &b, &fr, &n);
 	s->file_bytes = s->file_bytes - MIN(s->file_bytes, before) + dwinline__bytes(f->dwi);
-	f->dwi_cpu_ns += thread_cpu_ns() - t0;
+	t0 = thread_cpu_ns() - t0;
+	f->dwi_cpu_ns += t0;
+	s->dwarf_cpu_ns += t0;
 	if (s->file_bytes > s->max_file_bytes)
 		files_room(s, f);
 	if (err) {

@@ -266,7 +266,8 @@ static int index_units(struct dwinline *d, struct budget *b)
 				return budget__err(b);
 		}
 	}
-	qsort(d->ranges, d->nr_ranges, sizeof(*d->ranges), urange_cmp);
+	if (d->nr_ranges)
+		qsort(d->ranges, d->nr_ranges, sizeof(*d->ranges), urange_cmp);
 	return 0;
 }
 
@@ -514,10 +515,12 @@ static int unit_index(struct dwinline *d, Dwarf_Die *cudie, struct budget *b, st
 			u->err = err;
 		return err;
 	}
-	qsort(u->rngs, u->nr_rngs, sizeof(*u->rngs), urng_cmp);
+	if (u->nr_rngs)
+		qsort(u->rngs, u->nr_rngs, sizeof(*u->rngs), urng_cmp);
 	for (size_t i = 0; i < u->nr_rngs; i++)
 		u->rngs[i].maxhi = maxhi = MAX(maxhi, u->rngs[i].hi);
-	qsort(u->rows, u->nr_rows, sizeof(*u->rows), urow_cmp);
+	if (u->nr_rows)
+		qsort(u->rows, u->nr_rows, sizeof(*u->rows), urow_cmp);
 	u->bytes = sizeof(*u) + u->cap_nodes * sizeof(*u->nodes) +
 		   u->cap_rngs * sizeof(*u->rngs) + u->cap_rows * sizeof(*u->rows) +
 		   (u->lp ? lineprog__nr_files(u->lp) * 64 : 0);

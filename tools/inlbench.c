@@ -9,9 +9,12 @@
  * CPU seconds of each step, frames found, peak RSS, bytes held.
  *
  * Usage: inlbench FILE ADDRS
+ *        inlbench -p FILE ADDRS   (prints each address's frames instead:
+ *        "ADDR name file:line; ...", innermost first)
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +58,12 @@ int main(int argc, char **argv)
 	FILE *in;
 	int fd;
 
+	bool print = argc == 4 && !strcmp(argv[1], "-p");
+
+	if (print) {
+		argv++;
+		argc--;
+	}
 	if (argc != 3) {
 		fprintf(stderr, "usage: inlbench FILE ADDRS\n");
 		return 2;
@@ -95,6 +104,15 @@ int main(int argc, char **argv)
 		if (!dwinline__frames(d, addrs[i], &b, &f, &k)) {
 			frames += k;
 			inl += k - 1;
+			if (print) {
+				printf("%" PRIx64, addrs[i]);
+				for (size_t j = 0; j < k; j++)
+					printf(" %s %s:%u;", f[j].name ? f[j].name : "??",
+					       f[j].file ? f[j].file : "??", f[j].line);
+				printf("\n");
+			}
+		} else if (print) {
+			printf("%" PRIx64 " -\n", addrs[i]);
 		}
 	}
 	t_cold = cpu_s() - t0;
@@ -108,6 +126,8 @@ int main(int argc, char **argv)
 		dwinline__frames(d, addrs[i], &b, &f, &k);
 	}
 	t_warm = cpu_s() - t0;
+	if (print)
+		return 0;
 	printf("addresses=%zu named=%" PRIu64 " frames=%" PRIu64 " inlined=%" PRIu64
 	       " symtab_s=%.3f open_s=%.3f cold_s=%.3f warm_s=%.4f held_mib=%.1f peak_rss_mib=%.1f\n",
 	       n, named, frames, inl, t_sym, t_open, t_cold, t_warm,

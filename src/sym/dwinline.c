@@ -38,6 +38,7 @@
 
 struct urange {
 	uint64_t lo, hi;
+	uint64_t maxhi;	 /* the largest hi of this range and all before it */
 	uint64_t cu_off; /* the unit DIE's offset in .debug_info */
 };
 
@@ -268,11 +269,14 @@ static int index_units(struct dwinline *d, struct budget *b)
 	}
 	if (d->nr_ranges)
 		qsort(d->ranges, d->nr_ranges, sizeof(*d->ranges), urange_cmp);
+	for (size_t i = 0, maxhi = 0; i < d->nr_ranges; i++)
+		d->ranges[i].maxhi = maxhi = MAX(maxhi, d->ranges[i].hi);
 	return 0;
 }
 
 /* The unit holding addr: 0, -ENOENT. */
-static int unit_of(struct dwinline *d, uint64_t addr, Dwarf_Die *cudie)
+/* The nth unit (from 0) with a range holding addr: 0, -ENOENT. */
+static int unit_of(struct dwinline *d, uint64_t addr, unsigned nth, Dwarf_Die *cudie)
 {
 	size_t lo = 0, hi = d->nr_ranges;
 
@@ -284,10 +288,10 @@ static int unit_of(struct dwinline *d, uint64_t addr, Dwarf_Die *cudie)
 		else
 			hi = mid;
 	}
-	/* Ranges of units seldom overlap: a few below are looked at. */
-	for (size_t i = lo, k = 0; i-- > 0 && k < 16; k++)
-		if (d->ranges[i].hi > addr)
-			return dwarf_offdie(d->dw, d->ranges[i].cu_off, cudie) ? 0 : -ENOENT;
+	/* Back from the last range starting at or below addr, while one may reach it. */
+	while (lo-- > 0 && d->ranges[lo].maxhi > addr)
+		if (d->ranges[lo].hi > addr && !nth--)
+			return dwarf_offdie(d->dw, d->ranges[lo].cu_off, cudie) ? 0 : -ENOENT;
 	return -ENOENT;
 }
 
@@ -329,6 +333,8 @@ struct unit {
 	unsigned tries; /* walks given up on for the budget */
 };
 
+/* Units with a range holding one address that are looked in, at most. */
+#define UNIT_MAX_OVERLAP 8
 /* Walks of one unit given up on for the budget before it is given up on for good. */
 #define UNIT_MAX_TRIES 3
 
@@ -652,14 +658,21 @@ static int resolve(struct dwinline *d, uint64_t addr, struct budget *b, struct a
 	int32_t node;
 	int err;
 
-	err = unit_of(d, addr, &cudie);
-	if (err)
-		return err;
-	err = unit_index(d, &cudie, b, &u);
-	if (err)
-		return err;
+	/* Units whose ranges overlap (seldom): the first that has a function there. */
+	for (unsigned nth = 0;; nth++) {
+		if (nth == UNIT_MAX_OVERLAP)
+			return -ENOENT;
+		err = unit_of(d, addr, nth, &cudie);
+		if (err)
+			return err;
+		err = unit_index(d, &cudie, b, &u);
+		if (err == -ETIMEDOUT || err == -ECANCELED || err == -ENOMEM)
+			return err;
+		if (!err && (node = unit_node_at(u, addr)) >= 0)
+			break;
+	}
 	/* Innermost first, up to the function (a cycle of parents cannot be: each is older). */
-	for (node = unit_node_at(u, addr); node >= 0 && n < DWINLINE_MAX_FRAMES;
+	for (; node >= 0 && n < DWINLINE_MAX_FRAMES;
 	     node = u->nodes[node].parent) {
 		if (!dwarf_offdie(d->dw, u->nodes[node].off, &chain[n]))
 			return -ENOENT;

@@ -329,7 +329,7 @@ struct unit {
 	size_t nr_rows, cap_rows;
 	struct lineprog *lp; /* for its file table */
 	size_t bytes;
-	int err; /* the walk's, kept: 0, -ENOENT, -E2BIG */
+	int err;	/* the walk's, kept: 0, -ENOENT, -E2BIG */
 	unsigned tries; /* walks given up on for the budget */
 };
 
@@ -408,8 +408,7 @@ static int walk_unit(struct unit *u, Dwarf_Die *cu, struct budget *b)
 		if (budget__over(b))
 			return budget__err(b);
 		if ((tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) &&
-		    dwarf_hasattr(cur, tag == DW_TAG_subprogram ? DW_AT_low_pc : DW_AT_low_pc) |
-			    dwarf_hasattr(cur, DW_AT_ranges)) {
+		    (dwarf_hasattr(cur, DW_AT_low_pc) || dwarf_hasattr(cur, DW_AT_ranges))) {
 			in = add_node(u, cur, in, (uint32_t)depth);
 			if (in < 0)
 				return in;
@@ -514,7 +513,8 @@ static int unit_index(struct dwinline *d, Dwarf_Die *cudie, struct budget *b, st
 		free(u->rows);
 		lineprog__free(u->lp);
 		u->nodes = NULL, u->rngs = NULL, u->rows = NULL, u->lp = NULL;
-		u->nr_nodes = u->cap_nodes = u->nr_rngs = u->cap_rngs = u->nr_rows = u->cap_rows = 0;
+		u->nr_nodes = u->cap_nodes = u->nr_rngs = u->cap_rngs = u->nr_rows = u->cap_rows =
+			0;
 		if (err == -ETIMEDOUT || err == -ECANCELED)
 			u->tries += err == -ETIMEDOUT;
 		else if (err != -ENOMEM)
@@ -527,9 +527,8 @@ static int unit_index(struct dwinline *d, Dwarf_Die *cudie, struct budget *b, st
 		u->rngs[i].maxhi = maxhi = MAX(maxhi, u->rngs[i].hi);
 	if (u->nr_rows)
 		qsort(u->rows, u->nr_rows, sizeof(*u->rows), urow_cmp);
-	u->bytes = sizeof(*u) + u->cap_nodes * sizeof(*u->nodes) +
-		   u->cap_rngs * sizeof(*u->rngs) + u->cap_rows * sizeof(*u->rows) +
-		   (u->lp ? lineprog__nr_files(u->lp) * 64 : 0);
+	u->bytes = sizeof(*u) + u->cap_nodes * sizeof(*u->nodes) + u->cap_rngs * sizeof(*u->rngs) +
+		   u->cap_rows * sizeof(*u->rows) + (u->lp ? lineprog__nr_files(u->lp) * 64 : 0);
 	d->unit_bytes += u->bytes;
 	*out = u;
 	return 0;
@@ -628,7 +627,8 @@ static struct answer *answer_make(const struct draft *dr, size_t n)
 	a->bytes = bytes;
 	p = (char *)&a->f[n];
 	for (size_t i = 0; i < n; i++) {
-		a->f[i] = (struct dwinline_frame){ .line = dr[i].line, .decl_line = dr[i].decl_line };
+		a->f[i] =
+			(struct dwinline_frame){ .line = dr[i].line, .decl_line = dr[i].decl_line };
 		if (dr[i].name) {
 			a->f[i].name = strcpy(p, dr[i].name);
 			p += strlen(p) + 1;
@@ -672,8 +672,7 @@ static int resolve(struct dwinline *d, uint64_t addr, struct budget *b, struct a
 			break;
 	}
 	/* Innermost first, up to the function (a cycle of parents cannot be: each is older). */
-	for (; node >= 0 && n < DWINLINE_MAX_FRAMES;
-	     node = u->nodes[node].parent) {
+	for (; node >= 0 && n < DWINLINE_MAX_FRAMES; node = u->nodes[node].parent) {
 		if (!dwarf_offdie(d->dw, u->nodes[node].off, &chain[n]))
 			return -ENOENT;
 		n++;
@@ -706,8 +705,9 @@ static int resolve(struct dwinline *d, uint64_t addr, struct budget *b, struct a
 
 			dr[i].line = die_udata(inner, DW_AT_call_line, false);
 			if (u->lp && dwarf_attr(inner, DW_AT_call_file, &attr))
-				dr[i].file = lineprog__file(u->lp, die_udata(inner, DW_AT_call_file, false),
-							    str->file[i], sizeof(str->file[i]));
+				dr[i].file = lineprog__file(
+					u->lp, die_udata(inner, DW_AT_call_file, false),
+					str->file[i], sizeof(str->file[i]));
 		}
 	}
 	*out = answer_make(dr, n);
@@ -734,7 +734,8 @@ int dwinline__frames(struct dwinline *d, uint64_t addr, struct budget *b,
 			a = NULL; /* remembered: nothing there */
 		else if (err)
 			return err;
-		if (d->cache_bytes + sizeof(addr) * 4 + (a ? a->bytes : 0) > DWINLINE_MAX_CACHE_BYTES)
+		if (d->cache_bytes + sizeof(addr) * 4 + (a ? a->bytes : 0) >
+		    DWINLINE_MAX_CACHE_BYTES)
 			cache_clear(d);
 		if (!d->cache || !(e = htab__upsert(d->cache, &addr, sizeof(addr), &created))) {
 			free(a);

@@ -44,7 +44,7 @@
 /* What one lookup may add to dwinline__bytes() at most: the unit index
  * (24 bytes a range), a unit's index (half the cap, the others cleared past
  * that half), an answer. */
-#define DWINLINE_MAX_LOOKUP_BYTES                                                        \
+#define DWINLINE_MAX_LOOKUP_BYTES                                                                  \
 	((size_t)DWINLINE_MAX_RANGES * 24 + DWINLINE_MAX_UNIT_BYTES / 2 + (1u << 20))
 /* Nesting of scopes walked (namespaces, functions, inlined calls, blocks). */
 #define DWINLINE_MAX_DEPTH 64
@@ -54,9 +54,9 @@
 struct dwinline;
 
 struct dwinline_frame {
-	const char *name; /* demangled when mangled; NULL if the DIE has none */
-	const char *file; /* source file of the line, NULL if unknown */
-	uint32_t line;	  /* 0 if unknown */
+	const char *name;   /* demangled when mangled; NULL if the DIE has none */
+	const char *file;   /* source file of the line, NULL if unknown */
+	uint32_t line;	    /* 0 if unknown */
 	uint32_t decl_line; /* the function's first line (DW_AT_decl_line), 0 if unknown */
 };
 

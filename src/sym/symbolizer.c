@@ -194,7 +194,8 @@ struct symbolizer {
 	uint64_t files_dropped, files_reread, pmaps_dropped, files_too_large;
 	uint64_t inline_frames;
 	uint64_t dwarf_files, dwarf_refused, dwarf_over_budget;
-	uint64_t dwarf_cpu_gen, dwarf_cpu_ns; /* all files' DWARF: CPU spent in drain dwarf_cpu_gen */
+	uint64_t dwarf_cpu_gen,
+		dwarf_cpu_ns; /* all files' DWARF: CPU spent in drain dwarf_cpu_gen */
 	uint64_t py_frames, py_unknown;
 	/* Python code-object caches: their bytes together (kept at every change), how
 	 * often one started over; line-table bytes that may still be read this drain. */
@@ -1764,7 +1765,8 @@ static void dwarf_open(struct symbolizer *s, struct symproc *p, const struct pro
 	if (err == -ENOENT && (elfsym__build_id(f->es, NULL) || elfsym__debuglink(f->es, NULL))) {
 		char found[PATH_MAX];
 
-		elfsym__free(find_debug_file(s, p->pp, mf, f->es, NULL, &dfd, found, sizeof(found)));
+		elfsym__free(
+			find_debug_file(s, p->pp, mf, f->es, NULL, &dfd, found, sizeof(found)));
 		if (dfd >= 0) {
 			f->dwi = dwinline__open_fd(dfd, DWINLINE_MAX_BYTES, dwarf_room, &room);
 			err = f->dwi ? 0 : -errno;

@@ -104,8 +104,8 @@ struct sym {
 	enum frame_kind kind;	 /* FRAME_USER, FRAME_KERNEL, FRAME_JIT (perf map), FRAME_INLINE */
 	const uint8_t *build_id; /* of the module's file, or NULL */
 	size_t build_id_len;
-	const char *file; /* source file (Go's pc-line table, DWARF), or NULL */
-	uint32_t line;	  /* source line, 0 if unknown */
+	const char *file;    /* source file (Go's pc-line table, DWARF), or NULL */
+	uint32_t line;	     /* source line, 0 if unknown */
 	uint32_t start_line; /* the function's first line (DWARF), 0 if unknown */
 };
 

@@ -56,7 +56,8 @@ static uint64_t sym_size(const char *file, const char *name)
 		char sym[256], type;
 		unsigned long long s;
 
-		if (sscanf(line, "%llx %llx %c %255s", &a, &s, &type, sym) == 4 && !strcmp(sym, name))
+		if (sscanf(line, "%llx %llx %c %255s", &a, &s, &type, sym) == 4 &&
+		    !strcmp(sym, name))
 			sz = s;
 	}
 	pclose(p);

@@ -2,13 +2,15 @@
 /*
  * dwinline.c - inlined frames and source lines from DWARF; see dwinline.h.
  *
- * libdw's dwarf_getscopes() would do the walk, but recursively (a crafted
- * unit nested a million deep would overflow the stack) and without a way to
- * give up; the walk here is libdw's dwarf_child()/dwarf_siblingof() with an
- * explicit stack, descending only into scopes that hold the address (and
- * into namespaces and types, where Rust and some C++ put their functions).
- * Units are found through an index of their ranges built here once:
- * .debug_aranges would say it, but clang and rustc do not emit it.
+ * libdw's dwarf_getscopes() would walk a unit's DIEs for every address,
+ * recursively (a crafted unit nested a million deep would overflow the
+ * stack) and without a way to give up: 1 ms an address on libpython's
+ * units. Here a unit is walked once, with libdw's dwarf_child() and
+ * dwarf_siblingof() and an explicit stack, into scopes, namespaces and
+ * types (where Rust and some C++ put their functions), and what it holds is
+ * kept sorted (struct unit): 20 us an address, cold. Units are found through
+ * an index of their ranges built here once: .debug_aranges would say it,
+ * but clang and rustc do not emit it.
  */
 #include "sym/dwinline.h"
 

@@ -189,6 +189,15 @@ $(OUT)/fixtures/minidebug: $(OUT)/fixtures/dbgprog.full
 	objcopy --add-section .gnu_debugdata=$$d/mini2.xz $$d/bin $@; rm -rf $$d
 $(OUT)/fixtures/cxx: tests/unit/fixtures/cxx.cc | $(OUT)/fixtures
 	$(Q)$(CLANG)++ -O1 -g $< -o $@
+# Inlined functions at -O2 (dwinline): clang's DWARF 5, gcc's DWARF 4 with
+# compressed sections, and the first's debug file alone.
+FIXTURES += $(addprefix $(OUT)/fixtures/,inlined5 inlined4z inlined5.debug)
+$(OUT)/fixtures/inlined5: tests/unit/fixtures/inlined.c | $(OUT)/fixtures
+	$(Q)$(CLANG) -O2 -g -gdwarf-5 $< -o $@
+$(OUT)/fixtures/inlined4z: tests/unit/fixtures/inlined.c | $(OUT)/fixtures
+	$(Q)gcc -O2 -g -gdwarf-4 -gz $< -o $@
+$(OUT)/fixtures/inlined5.debug: $(OUT)/fixtures/inlined5
+	$(Q)objcopy --only-keep-debug $< $@
 
 # CPython 3.11's structures as the installed headers lay them out (python3.11-dev).
 FIXTURES += $(OUT)/fixtures/py311_offsets
@@ -288,6 +297,12 @@ $(OUT)/uwtable: tools/uwtable.c $(OUT)/libcore.a
 
 # Symbolization benchmark harness (tools/bench_symbolize.py runs it).
 $(OUT)/tools/symbench: tools/symbench.c $(OUT)/libcore.a
+	$(Q)mkdir -p $(dir $@)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(OUT)/libcore.a $(EXTRA_LDFLAGS) $(LDLIBS_CORE) -o $@
+
+# Inlined frames and lines of many addresses (tools/bench_inlines.py runs it).
+$(OUT)/tools/inlbench: tools/inlbench.c $(OUT)/libcore.a
 	$(Q)mkdir -p $(dir $@)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(OUT)/libcore.a $(EXTRA_LDFLAGS) $(LDLIBS_CORE) -o $@

@@ -150,9 +150,12 @@ int64_t profile__frame_src(struct profile *p, const struct pframe *f)
 		htab__remove(p->frame_idx, &k, sizeof(k));
 		return -ENOMEM;
 	}
-	p->frames[p->nr_frames] = (struct pframe){
-		.name = iname, .module = imod, .kind = f->kind, .file = ifile, .line = f->line
-	};
+	p->frames[p->nr_frames] = (struct pframe){ .name = iname,
+						   .module = imod,
+						   .kind = f->kind,
+						   .file = ifile,
+						   .line = f->line,
+						   .start_line = f->start_line };
 	e->value = (void *)(uintptr_t)p->nr_frames;
 	return p->nr_frames++;
 }

@@ -41,8 +41,11 @@ struct pframe {
 	const char *name;   /* never NULL */
 	const char *module; /* file or kernel module, or NULL */
 	enum frame_kind kind;
-	const char *file; /* source file (Go, Python), or NULL */
+	const char *file; /* source file (Go, Python, DWARF), or NULL */
 	uint32_t line;	  /* source line, 0 if unknown */
+	/* The function's first line (DWARF's DW_AT_decl_line), 0 if unknown; not
+	 * part of the frame's identity: the first one seen is kept. */
+	uint32_t start_line;
 };
 
 struct psample {

@@ -173,7 +173,7 @@ struct plocation {
 };
 
 struct pfunction {
-	uint64_t id, name, system_name, filename;
+	uint64_t id, name, system_name, filename, start_line;
 };
 
 struct pstring {
@@ -348,6 +348,8 @@ static int function(struct pctx *c, struct pbr *m)
 			dst = &fn.system_name;
 		else if (field == PPROF_FUNCTION_FILENAME)
 			dst = &fn.filename;
+		else if (field == PPROF_FUNCTION_START_LINE)
+			dst = &fn.start_line;
 		if (dst ? pbr_uint(m, wire, dst) : pbr_skip(m, wire))
 			return -EINVAL;
 	}
@@ -596,6 +598,7 @@ static int location_frames(struct pctx *c, uint64_t loc_id, struct u64vec *fr)
 					    fid);
 			if (pf.file && !pf.file[0])
 				pf.file = NULL;
+			pf.start_line = fn->start_line <= UINT32_MAX ? (uint32_t)fn->start_line : 0;
 		}
 		if (!pf.name || !pf.name[0])
 			pf.name = "[unknown]";

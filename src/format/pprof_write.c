@@ -275,6 +275,8 @@ static uint64_t function_id(struct enc *e, const struct pframe *f)
 	pb_uint(&e->sub, PPROF_FUNCTION_SYSTEM_NAME, name);
 	if (f->file)
 		pb_uint(&e->sub, PPROF_FUNCTION_FILENAME, str_id(&e->st, f->file, &e->oom));
+	if (f->start_line)
+		pb_uint(&e->sub, PPROF_FUNCTION_START_LINE, f->start_line);
 	pb_msg(&e->out, PPROF_FUNCTION, &e->sub);
 	return e->nr_functions;
 }

@@ -105,7 +105,8 @@ static int64_t frame_of(struct record_ctx *rc, const struct sym *s)
 							      .module = s->module,
 							      .kind = s->kind,
 							      .file = s->file,
-							      .line = s->line });
+							      .line = s->line,
+							      .start_line = s->start_line });
 }
 
 /* Frames of a user stack with the inlined functions added (Go). */

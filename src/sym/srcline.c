@@ -39,7 +39,7 @@ struct srcline {
  * fuzz_annotation). Such a file is refused. Checked after dwarf_begin_elf(),
  * which has decompressed SHF_COMPRESSED sections in place.
  */
-static bool strings_terminated(Elf *elf)
+bool srcline__strings_terminated(Elf *elf)
 {
 	size_t shstrndx;
 	Elf_Scn *scn = NULL;
@@ -69,14 +69,15 @@ static bool strings_terminated(Elf *elf)
  * dwarf_begin_elf() has decompressed them in place (SHF_COMPRESSED, or the
  * old .zdebug_ ones): their data is then the plain bytes.
  */
-static void find_sections(struct srcline *sl)
+void srcline__sections(Elf *elf, struct lineprog_sections *sec)
 {
 	size_t shstrndx;
 	Elf_Scn *scn = NULL;
 
-	if (elf_getshdrstrndx(sl->elf, &shstrndx))
+	memset(sec, 0, sizeof(*sec));
+	if (elf_getshdrstrndx(elf, &shstrndx))
 		return;
-	while ((scn = elf_nextscn(sl->elf, scn))) {
+	while ((scn = elf_nextscn(elf, scn))) {
 		const uint8_t **buf = NULL;
 		size_t *size = NULL;
 		GElf_Shdr sh;
@@ -85,16 +86,16 @@ static void find_sections(struct srcline *sl)
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
 			continue;
-		name = elf_strptr(sl->elf, shstrndx, sh.sh_name);
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (!name)
 			continue;
 		name += !strncmp(name, ".zdebug_", 8) ? 8 : !strncmp(name, ".debug_", 7) ? 7 : 0;
 		if (!strcmp(name, "line"))
-			buf = &sl->sec.line, size = &sl->sec.line_size;
+			buf = &sec->line, size = &sec->line_size;
 		else if (!strcmp(name, "line_str"))
-			buf = &sl->sec.line_str, size = &sl->sec.line_str_size;
+			buf = &sec->line_str, size = &sec->line_str_size;
 		else if (!strcmp(name, "str"))
-			buf = &sl->sec.str, size = &sl->sec.str_size;
+			buf = &sec->str, size = &sec->str_size;
 		if (!buf || *buf || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
 			continue;
 		*buf = d->d_buf;
@@ -128,12 +129,12 @@ static struct srcline *open_elf(Elf *elf)
 		errno = ENOENT;
 		return NULL;
 	}
-	if (!strings_terminated(elf)) {
+	if (!srcline__strings_terminated(elf)) {
 		srcline__free(sl);
 		errno = EINVAL;
 		return NULL;
 	}
-	find_sections(sl);
+	srcline__sections(sl->elf, &sl->sec);
 	return sl;
 }
 

@@ -25,7 +25,12 @@
 #define BPFPROF_SRCLINE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
+
+#include <libelf.h>
+
+#include "sym/lineprog.h"
 
 #define SRCLINE_MAX_ROWS       (1u << 20)
 #define SRCLINE_MAX_OPS	       (1ull << 27)
@@ -59,5 +64,14 @@ int srcline__rows(struct srcline *sl, uint64_t lo, uint64_t hi, struct srcline_r
 
 /* The row that covers addr (the last row at or below it), or NULL. */
 const struct srcline_row *srcline__find(const struct srcline_row *rows, size_t nr, uint64_t addr);
+
+/*
+ * For readers of DWARF through libdw (srcline, dwinline), after
+ * dwarf_begin_elf(elf): whether every string section ends in NUL (libdw
+ * reads their strings with strlen: a crafted file could make it read past
+ * one), and where the line programs' sections are.
+ */
+bool srcline__strings_terminated(Elf *elf);
+void srcline__sections(Elf *elf, struct lineprog_sections *sec);
 
 #endif

@@ -23,10 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/htab.h"
 #include "sym/debuginfo.h"
+#include "sym/dwinline.h"
 #include "sym/elfsym.h"
 #include "sym/kallsyms.h"
 #include "proc/mountinfo.h"
@@ -77,6 +79,15 @@
  */
 #define ROOM_SLACK_SHARE 16
 
+/*
+ * CPU one file's DWARF (inlined frames, lines) may take per drain: opening
+ * it, indexing its units, lookups. Past it, frames of that file are named
+ * without inlines until the next drain.
+ */
+#define DWARF_DRAIN_CPU_NS (500ull * 1000 * 1000)
+/* ... and all files' DWARF together, per drain. */
+#define DWARF_ALL_DRAIN_CPU_NS (1000ull * 1000 * 1000)
+
 /* Python code-object caches of all processes together, at most (pyname.h). */
 #define SYM_PY_MAX_BYTES (128u << 20)
 /* Line tables read again past their kept start (pyname.h), bytes per drain in all. */
@@ -97,6 +108,14 @@ struct symfile {
 	 * in the symbolizer's list of held files, oldest first. */
 	struct mfile *held;
 	struct symfile *older, *newer;
+	/* Its DWARF, for inlined frames and lines (dwinline.h), opened at the
+	 * first lookup (of the binary, else of its debug file); dwi_err the
+	 * verdict when there is none (-ENOENT, too large...): not tried again.
+	 * Freed with the symbols to make room, opened again on demand, at most
+	 * once a drain (dwi_gen); dwi_cpu_ns spent on it in drain dwi_cpu_gen. */
+	struct dwinline *dwi;
+	int dwi_err;
+	uint64_t dwi_gen, dwi_cpu_gen, dwi_cpu_ns;
 };
 
 struct symproc {
@@ -174,6 +193,9 @@ struct symbolizer {
 	 * again), perf maps freed, files refused for their own cap. */
 	uint64_t files_dropped, files_reread, pmaps_dropped, files_too_large;
 	uint64_t inline_frames;
+	uint64_t dwarf_files, dwarf_refused, dwarf_over_budget;
+	uint64_t dwarf_cpu_gen,
+		dwarf_cpu_ns; /* all files' DWARF: CPU spent in drain dwarf_cpu_gen */
 	uint64_t py_frames, py_unknown;
 	/* Python code-object caches: their bytes together (kept at every change), how
 	 * often one started over; line-table bytes that may still be read this drain. */
@@ -282,13 +304,20 @@ static struct mfile *unlink_held(struct symbolizer *s, struct symfile *f)
 	return mf;
 }
 
+/* What a file's cache entry holds: its symbols and its DWARF. */
+static size_t symfile_bytes(const struct symfile *f)
+{
+	return elfsym__bytes(f->es) + dwinline__bytes(f->dwi);
+}
+
 static void symfile_free(struct symbolizer *s, struct symfile *f)
 {
 	if (!f || f->is_vdso)
 		return;
 	mfile__put(s->pt, unlink_held(s, f)); /* its symbols stay unread */
-	s->file_bytes -= MIN(s->file_bytes, elfsym__bytes(f->es));
+	s->file_bytes -= MIN(s->file_bytes, symfile_bytes(f));
 	elfsym__free(f->es);
+	dwinline__free(f->dwi);
 	free(f);
 }
 
@@ -445,7 +474,7 @@ static bool file_victim(const struct symbolizer *s, const void *item, uint64_t *
 
 	(void)s;
 	*key = f->used_gen << 1 | (f->refs != 0);
-	return f->es != NULL;
+	return f->es != NULL || f->dwi != NULL;
 }
 
 /* Files no process entry maps (whatever their state): least recently used first. */
@@ -462,7 +491,7 @@ static bool file_unmapped(const struct symbolizer *s, const void *item, uint64_t
 static void file_evict(struct symbolizer *s, void *item)
 {
 	struct symfile *f = item;
-	size_t b = elfsym__bytes(f->es);
+	size_t b = symfile_bytes(f);
 
 	s->freed_bytes += b;
 	if (!f->refs) {
@@ -474,6 +503,9 @@ static void file_evict(struct symbolizer *s, void *item)
 	s->file_bytes -= MIN(s->file_bytes, b);
 	elfsym__free(f->es);
 	f->es = NULL;
+	dwinline__free(f->dwi);
+	f->dwi = NULL;
+	f->dwi_err = 0;
 	f->dropped = true;
 	s->files_dropped++;
 }
@@ -1675,6 +1707,167 @@ static size_t go_frames(struct symbolizer *s, const struct symfile *f, uint64_t 
 	return n;
 }
 
+/* Room for a file's DWARF (dwinline__open_fd's callback), besides the file's own. */
+struct dwarf_room {
+	struct symbolizer *s;
+	struct symfile *f;
+};
+
+static void dwarf_room(void *ctx, size_t bytes)
+{
+	struct dwarf_room *dr = ctx;
+	struct room r = {
+		.from = dr->s->files,
+		.held = files_bytes,
+		.cap = dr->s->max_file_bytes,
+		.need = bytes,
+		.keep = dr->f,
+		.victim = file_victim,
+		.evict = file_evict,
+	};
+
+	room_make(dr->s, &r);
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * f's DWARF, opened through p (which maps it at m): the file's own
+ * .debug_info, else its separate debug file's (found as its symbols' is,
+ * readable by the file's owner). Tried at most once a drain while the file
+ * cannot be opened; a verdict (no DWARF, too large, unreadable) is kept.
+ */
+static void dwarf_open(struct symbolizer *s, struct symproc *p, const struct procmap *m,
+		       struct symfile *f)
+{
+	struct dwarf_room room = { .s = s, .f = f };
+	struct mfile *mf;
+	int err, dfd = -1;
+
+	if (f->dwi || f->dwi_err || f->dwi_gen == s->gen + 1 || !p->pp)
+		return;
+	f->dwi_gen = s->gen + 1;
+	if (ptab__file(s->pt, p->pp, m, &mf))
+		return;
+	if (mfile__serial(mf) != f->serial || mfile__fd(mf) < 0) {
+		mfile__put(s->pt, mf);
+		return;
+	}
+	f->dwi = dwinline__open_fd(mfile__fd(mf), DWINLINE_MAX_BYTES, dwarf_room, &room);
+	err = f->dwi ? 0 : -errno;
+	if (err == -ENOENT && (elfsym__build_id(f->es, NULL) || elfsym__debuglink(f->es, NULL))) {
+		char found[PATH_MAX];
+
+		elfsym__free(
+			find_debug_file(s, p->pp, mf, f->es, NULL, &dfd, found, sizeof(found)));
+		if (dfd >= 0) {
+			f->dwi = dwinline__open_fd(dfd, DWINLINE_MAX_BYTES, dwarf_room, &room);
+			err = f->dwi ? 0 : -errno;
+			close(dfd);
+		}
+	}
+	f->dwi_err = err;
+	s->file_bytes += dwinline__bytes(f->dwi);
+	s->dwarf_files += f->dwi != NULL;
+	if (err && err != -ENOENT) {
+		s->dwarf_refused++;
+		if (s->warn) {
+			char msg[PATH_MAX + 200];
+
+			snprintf(msg, sizeof(msg),
+				 "%s: DWARF not read (%s); its frames are named without inlined "
+				 "functions and lines",
+				 mfile__path(mf) ? mfile__path(mf) : "a mapped file",
+				 err == -E2BIG ? "debug sections over 256 MiB" : strerror(-err));
+			s->warn(s->warn_ctx, msg);
+		}
+	}
+	mfile__put(s->pt, mf);
+}
+
+/*
+ * Inlined frames and source lines of a native file from its DWARF: out[0]
+ * is the resolved frame (named from the symbol table), turned into
+ * out[0..n-2] the inlined functions, innermost first, and out[n-1] itself,
+ * each with its file and line. 1 when the DWARF has nothing for vaddr.
+ */
+static size_t dwarf_frames(struct symbolizer *s, struct symproc *p, const struct procmap *m,
+			   struct symfile *f, uint64_t vaddr, struct sym *out, size_t max)
+{
+	const struct dwinline_frame *fr;
+	uint64_t t0 = thread_cpu_ns();
+	size_t before, n, k;
+	struct budget b;
+	struct sym outer;
+	int err;
+
+	uint64_t left;
+
+	if (f->dwi_cpu_gen != s->gen) {
+		f->dwi_cpu_gen = s->gen;
+		f->dwi_cpu_ns = 0;
+	}
+	if (s->dwarf_cpu_gen != s->gen) {
+		s->dwarf_cpu_gen = s->gen;
+		s->dwarf_cpu_ns = 0;
+	}
+	if (f->dwi_cpu_ns >= DWARF_DRAIN_CPU_NS || s->dwarf_cpu_ns >= DWARF_ALL_DRAIN_CPU_NS) {
+		s->dwarf_over_budget++;
+		return 1;
+	}
+	left = MIN(DWARF_DRAIN_CPU_NS - f->dwi_cpu_ns, DWARF_ALL_DRAIN_CPU_NS - s->dwarf_cpu_ns);
+	dwarf_open(s, p, m, f);
+	if (!f->dwi) {
+		f->dwi_cpu_ns += thread_cpu_ns() - t0;
+		s->dwarf_cpu_ns += thread_cpu_ns() - t0;
+		return 1;
+	}
+	/* Room for what the lookup may add, first (an eighth of the cap at most: a
+	 * small cap is held after the lookup, as for a demangled name). */
+	dwarf_room(&(struct dwarf_room){ .s = s, .f = f },
+		   MIN(DWINLINE_MAX_LOOKUP_BYTES, s->max_file_bytes / 8));
+	budget__start(&b, left);
+	before = dwinline__bytes(f->dwi);
+	err = dwinline__frames(f->dwi, vaddr, &b, &fr, &n);
+	s->file_bytes = s->file_bytes - MIN(s->file_bytes, before) + dwinline__bytes(f->dwi);
+	t0 = thread_cpu_ns() - t0;
+	f->dwi_cpu_ns += t0;
+	s->dwarf_cpu_ns += t0;
+	if (s->file_bytes > s->max_file_bytes)
+		files_room(s, f);
+	if (err) {
+		s->dwarf_over_budget += err == -ETIMEDOUT;
+		return 1;
+	}
+	/* The outermost ones when they do not all fit: the function stays last. */
+	k = MIN(n, max);
+	fr += n - k;
+	outer = out[0];
+	outer.file = fr[k - 1].file;
+	outer.line = fr[k - 1].line;
+	outer.start_line = fr[k - 1].decl_line;
+	if (!outer.name)
+		outer.name = fr[k - 1].name;
+	for (size_t i = 0; i + 1 < k; i++) {
+		out[i] = outer;
+		out[i].kind = FRAME_INLINE;
+		out[i].name = fr[i].name;
+		out[i].file = fr[i].file;
+		out[i].line = fr[i].line;
+		out[i].start_line = fr[i].decl_line;
+	}
+	out[k - 1] = outer;
+	s->inline_frames += k - 1;
+	return k;
+}
+
 size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, uint64_t ip,
 			       bool leaf, struct sym *out, size_t max)
 {
@@ -1757,6 +1950,12 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 	out->addr = vaddr + (leaf ? 0 : 1);
 	if (elfsym__gopclntab(f->es))
 		return go_frames(s, f, vaddr, out, max);
+	if (f->dwi || !f->dwi_err) {
+		size_t n = dwarf_frames(s, p, m, f, vaddr, out, max);
+
+		if (n > 1 || out->name)
+			return n;
+	}
 	if (!out->name) {
 		s->unknown++;
 		/* One name for every address of an unnamed function. */
@@ -2000,7 +2199,7 @@ static void evict_files(struct symbolizer *s)
 	while ((e = htab__next(s->files, &pos))) {
 		struct symfile *f = e->value;
 
-		bytes += elfsym__bytes(f->es);
+		bytes += symfile_bytes(f);
 		idle += !f->refs && f->used_gen + FILE_IDLE_GENS < s->gen;
 	}
 	s->file_bytes = bytes;
@@ -2018,7 +2217,7 @@ static void evict_files(struct symbolizer *s)
 	}
 	qsort(cand, k, sizeof(*cand), file_cmp);
 	for (size_t i = 0; i < k; i++) {
-		size_t b = elfsym__bytes(cand[i]->es);
+		size_t b = symfile_bytes(cand[i]);
 
 		/* Oldest first: once under the caps, the rest are newer than idle. */
 		if (count <= s->max_files && bytes <= s->max_file_bytes &&
@@ -2113,7 +2312,7 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->lookups = s->lookups;
 	st->unknown = s->unknown;
 	while ((e = htab__next(s->files, &pos)))
-		st->file_bytes += elfsym__bytes(((struct symfile *)e->value)->es);
+		st->file_bytes += symfile_bytes(e->value);
 	pos = 0;
 	while ((e = htab__next(s->procs, &pos))) {
 		st->perfmaps += ((struct symproc *)e->value)->pmap != NULL;
@@ -2132,6 +2331,9 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->py_lt_reads = s->py_lt_reads;
 	st->py_lt_over = s->py_lt_over;
 	st->files_over_budget = s->files_over_budget;
+	st->dwarf_files = s->dwarf_files;
+	st->dwarf_refused = s->dwarf_refused;
+	st->dwarf_over_budget = s->dwarf_over_budget;
 	st->files_too_large = s->files_too_large;
 	st->files_dropped = s->files_dropped;
 	st->files_reread = s->files_reread;

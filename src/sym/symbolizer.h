@@ -104,8 +104,9 @@ struct sym {
 	enum frame_kind kind;	 /* FRAME_USER, FRAME_KERNEL, FRAME_JIT (perf map), FRAME_INLINE */
 	const uint8_t *build_id; /* of the module's file, or NULL */
 	size_t build_id_len;
-	const char *file; /* source file (Go's pc-line table), or NULL */
-	uint32_t line;	  /* source line, 0 if unknown */
+	const char *file;    /* source file (Go's pc-line table, DWARF), or NULL */
+	uint32_t line;	     /* source line, 0 if unknown */
+	uint32_t start_line; /* the function's first line (DWARF), 0 if unknown */
 };
 
 struct symbolizer_stats {
@@ -117,7 +118,10 @@ struct symbolizer_stats {
 	uint64_t perfmap_rescans;   /* ... of them whole again */
 	uint64_t debug_files;	    /* separate debug files found and used */
 	uint64_t jit_names;	    /* frames named from perf maps */
-	uint64_t inline_frames;	    /* inlined frames added (Go) */
+	uint64_t inline_frames;	    /* inlined frames added (Go, DWARF) */
+	uint64_t dwarf_files;	    /* files whose DWARF was read (inlined frames, lines) */
+	uint64_t dwarf_refused;	    /* ... refused: too large, unreadable */
+	uint64_t dwarf_over_budget; /* lookups named without inlines: the file's CPU per drain */
 	uint64_t py_frames;	    /* Python frames named from code objects */
 	uint64_t py_unknown;	    /* ... that could not be (freed, not Python, unreadable) */
 	size_t py_bytes;	    /* code-object caches, all processes */
@@ -255,9 +259,10 @@ void symbolizer__python(struct symbolizer *s, const struct proc_id *id, uint64_t
 #define SYM_MAX_FRAMES 33
 
 /*
- * The same, with the functions the compiler inlined at ip (Go binaries):
- * out[0..n-1] innermost first, kind FRAME_INLINE, then out[n-1] as
- * symbolizer__user() answers. Returns n, at least 1 when max is.
+ * The same, with the functions the compiler inlined at ip (Go's pc-line
+ * table; DWARF of native files, dwinline.h): out[0..n-2] innermost first,
+ * kind FRAME_INLINE, then out[n-1] as symbolizer__user() answers, each with
+ * its source file and line when known. Returns n, at least 1 when max is.
  */
 size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, uint64_t ip,
 			       bool leaf, struct sym *out, size_t max);

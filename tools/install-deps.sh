@@ -46,6 +46,8 @@ $BUILD_ONLY || PACKAGES+=(
 	# Python frames: Debian's interpreter and its headers (the 3.11 layout is
 	# checked against them)
 	python3.11 python3.11-dev
+	# inlined frames of Rust (legacy and v0 names) built by test_native_inlines.py
+	rustc
 )
 # Node.js and npm (speedscope's schema, ajv, playwright-core): Debian's, unless a
 # node and npm are already installed (e.g. from NodeSource, whose nodejs

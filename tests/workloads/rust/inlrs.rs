@@ -3,8 +3,13 @@
 //! rustc -C opt-level=2 -g, legacy and v0 mangling): the hot work is in
 //! `heavy`, always inlined into `bp_rs_outer`, which is never inlined.
 //! Usage: inlrs SECONDS
-use std::hint::black_box;
 use std::time::{Duration, Instant};
+
+/// std::hint::black_box is stable only from Rust 1.66; Debian 12 has 1.63.
+#[inline(always)]
+fn black_box(x: u64) -> u64 {
+    unsafe { std::ptr::read_volatile(&x) }
+}
 
 #[inline(always)]
 fn heavy(mut x: u64) -> u64 {

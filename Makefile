@@ -259,7 +259,7 @@ $(OUT)/workloads/annloop $(OUT)/workloads/anntpl: $(OUT)/workloads/%: $(OUT)/wor
 # frame pointers and no unwind tables at all (no -g: no .debug_frame either).
 UW_NOFP := -O2 -g -fomit-frame-pointer -fno-inline -fno-optimize-sibling-calls
 UW_WORKLOADS := $(addprefix $(OUT)/workloads/,uw_mixed libuw_nofp.so uw_leaf uw_dlopen \
-		libuw_plugin.so uw_maps uw_signal)
+		libuw_plugin.so uw_maps uw_signal uw_switch)
 $(OUT)/workloads/libuw_%.so: tests/workloads/unwind/%.c | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UW_NOFP) -fPIC -shared $< -o $@

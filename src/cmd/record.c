@@ -474,11 +474,12 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 			" executable mappings left out of lists over the limit of %u"
 			" (%" PRIu64 " with tables)",
 			us.maps_dropped, UNWIND_MAX_MAPS, us.maps_lost);
-	p_debug("unwind: %" PRIu64 " frames from tables, %" PRIu64 " by frame pointers, %" PRIu64
+	p_debug("unwind: %" PRIu64 " frames from tables, %" PRIu64 " by frame pointers (%" PRIu64
+		" where a table rule could not be followed), %" PRIu64
 		" refresh requests; row cache: %" PRIu64 " hits, %" PRIu64 " misses",
 		st->v[STAT_UNWIND_DWARF_FRAMES], st->v[STAT_UNWIND_FP_FRAMES],
-		st->v[STAT_UNWIND_REFRESH], st->v[STAT_UNWIND_CACHE_HITS],
-		st->v[STAT_UNWIND_CACHE_MISSES]);
+		st->v[STAT_UNWIND_FP_FALLBACK], st->v[STAT_UNWIND_REFRESH],
+		st->v[STAT_UNWIND_CACHE_HITS], st->v[STAT_UNWIND_CACHE_MISSES]);
 	p_debug("unwind: %" PRIu64 " tables (%" PRIu64
 		" rows) in %.1f MiB of kernel memory (%.1f MiB used), built in %.1f ms; %" PRIu64
 		" files without a table (%" PRIu64 " over their time budget), %" PRIu64

@@ -75,7 +75,7 @@ FIXTURE_SRCS := $(wildcard tests/unit/fixtures/*.c)
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(WORKLOAD_SRCS))
 WORKLOADS += $(patsubst tests/workloads/%.cc,$(OUT)/workloads/%,$(wildcard tests/workloads/*.cc))
-WORKLOADS += $(OUT)/workloads/execa $(OUT)/workloads/execb
+WORKLOADS += $(OUT)/workloads/execa $(OUT)/workloads/execb $(OUT)/workloads/fakesbcl_new
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 
 .PHONY: all
@@ -280,6 +280,15 @@ $(OUT)/workloads/uw_dlopen: tests/workloads/unwind/dlopen.c $(OUT)/workloads/lib
 $(OUT)/workloads/uw_%: tests/workloads/unwind/%.c | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UW_NOFP) $< -o $@
+
+# A tenant's fake SBCL runtime (tests/integration/test_sbcl.py): its exported
+# variables in .dynsym (-rdynamic), one version with a layout, one without.
+$(OUT)/workloads/fakesbcl: tests/workloads/fakesbcl.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -rdynamic -pthread $< -o $@
+$(OUT)/workloads/fakesbcl_new: tests/workloads/fakesbcl.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -rdynamic -pthread -DFAKE_VERSION='"9.9.9"' $< -o $@
 
 # tools/uwtable: prints the unwind table of ELF files (used by tools/bench_unwind.py).
 $(OUT)/uwtable: tools/uwtable.c $(OUT)/libcore.a

@@ -6,11 +6,15 @@
 #include "lang/sbcl.h"
 
 #include <errno.h>
+#include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/bytes.h"
+#include "base/htab.h"
+#include "base/util.h"
+#include "proc/ptab.h"
 
 #define LOWTAG_MASK  15u
 #define LOWTAG_LIST  7u
@@ -37,6 +41,7 @@ static const struct sbcl_layout layouts[] = {
 		.pkg_name_slot = 1,
 		.fun_names_word = 4,
 		.fun_slots = 4,
+		.ht_pairs_word = 5,
 	},
 };
 
@@ -55,6 +60,8 @@ const struct sbcl_layout *sbcl__layout(const char *version)
 
 static int rd(struct sbcl_heap *h, uint64_t addr, void *buf, size_t len)
 {
+	if (h->max_bytes && h->bytes_read + len > h->max_bytes)
+		return -E2BIG;
 	h->bytes_read += len;
 	return h->read(h->ctx, addr, buf, len);
 }
@@ -510,10 +517,403 @@ static int fun_name(struct sbcl_heap *h, uint64_t code, uint64_t pc, char *buf, 
 	return (int)o.used;
 }
 
+#define ASM_MAX_PAIRS 1024u /* entries read of the assembly routines' table */
+
+/*
+ * The assembly routines (GENERIC-+, ALLOC-TRAMP...) share one code object
+ * without simple-funs: its debug-info is (a cons of) a hash table of
+ * routine name -> (start end . index), offsets from the code's text. Named after the
+ * routine whose [start, end] holds pc; -ENOENT if none, -EINVAL if the
+ * object is not that.
+ */
+static int asm_name(struct sbcl_heap *h, uint64_t code, uint64_t pc, char *buf, size_t len)
+{
+	uint8_t hd[3 * WORD], vh[2 * WORD], kv[2 * WORD * ASM_MAX_PAIRS];
+	uint64_t hdr, boxed, size, di, pairs, n, off;
+	struct out o = { .buf = buf, .len = len };
+	int err;
+
+	if (len < 8)
+		return -EINVAL;
+	if ((err = rd(h, code, hd, sizeof(hd))))
+		return err;
+	hdr = rd64(hd, false);
+	size = (hdr >> 32) * WORD;
+	boxed = rd64(hd + WORD, false) & 0xffffffffu;
+	di = rd64(hd + 2 * WORD, false);
+	if ((uint8_t)hdr != h->l->code_widetag || boxed < 3 * WORD || boxed >= size ||
+	    size > SBCL_MAX_CODE || pc < code + boxed || pc >= code + size)
+		return -EINVAL;
+	/* 2.2.9 keeps (table . 0) there. */
+	if ((di & LOWTAG_MASK) == LOWTAG_LIST && (err = rd_word(h, di - LOWTAG_LIST, &di)))
+		return err;
+	if ((di & LOWTAG_MASK) != LOWTAG_INST)
+		return -EINVAL;
+	off = pc - code - boxed;
+	if ((err = rd_word(h, di - LOWTAG_INST + WORD * h->l->ht_pairs_word, &pairs)))
+		return err;
+	if ((pairs & LOWTAG_MASK) != LOWTAG_OTHER ||
+	    (err = rd(h, pairs - LOWTAG_OTHER, vh, sizeof(vh))))
+		return err ? err : -EINVAL;
+	n = rd64(vh + WORD, false);
+	if (vh[0] != h->l->vector_widetag || (n & 1))
+		return -EINVAL;
+	n >>= 1;
+	n = n < 2 * ASM_MAX_PAIRS + 2 ? n : 2 * ASM_MAX_PAIRS + 2;
+	if (n <= 2)
+		return -ENOENT;
+	/* Elements 0 and 1 are the table's own; then key, value pairs. */
+	if ((err = rd(h, pairs - LOWTAG_OTHER + 4 * WORD, kv, (n - 2) / 2 * 2 * WORD)))
+		return err;
+	for (uint64_t i = 0; i + 1 < n - 2; i += 2) {
+		uint64_t key = rd64(kv + WORD * i, false), val = rd64(kv + WORD * (i + 1), false);
+		uint64_t start, rest, end;
+
+		if ((val & LOWTAG_MASK) != LOWTAG_LIST || rd_word(h, val - LOWTAG_LIST, &start) ||
+		    rd_word(h, val - LOWTAG_LIST + WORD, &rest) ||
+		    (rest & LOWTAG_MASK) != LOWTAG_LIST || rd_word(h, rest - LOWTAG_LIST, &end) ||
+		    (start & 1) || (end & 1))
+			continue;
+		if ((start >> 1) <= off && off <= (end >> 1)) {
+			buf[0] = '\0';
+			print_obj(h, key, &o, 0, false);
+			if (o.cut && o.used >= 3)
+				memcpy(buf + o.used - 3, "...", 3);
+			return (int)o.used;
+		}
+	}
+	return -ENOENT;
+}
+
+/* The name of code's function at pc: a simple-fun's, else an assembly routine's. */
+static int code_name(struct sbcl_heap *h, uint64_t code, uint64_t pc, char *buf, size_t len)
+{
+	int n = fun_name(h, code, pc, buf, len);
+
+	return n >= 0 ? n : asm_name(h, code, pc, buf, len);
+}
+
 int sbcl__name_pc(struct sbcl_heap *h, uint64_t pc, char *buf, size_t len)
 {
 	uint64_t code;
 	int err = sbcl__find_code(h, pc, &code);
 
-	return err ? err : fun_name(h, code, pc, buf, len);
+	return err ? err : code_name(h, code, pc, buf, len);
+}
+
+/* --- a process ------------------------------------------------------------------- */
+
+enum {
+	V_TEXT_START,
+	V_TEXT_HWM,
+	V_TLSF_START,
+	V_TLSF_SSO,
+	V_PACKAGES,
+	V_NR,
+};
+
+static const char *const var_names[V_NR] = {
+	"TEXT_SPACE_START", "text_space_highwatermark", "tlsf_mem_start",
+	"tlsf_page_sso",    "lisp_package_vector",
+};
+
+#define MAX_SYMS    (1u << 20) /* symbols looked at in one file */
+#define MAX_RODATA  (64u << 20)
+#define PROBE_FILES 4
+
+/* What one file holds (its memo, MFILE_MEMO_SBCL). */
+struct sbclfile {
+	bool runtime;
+	uint64_t var[V_NR];
+	const struct sbcl_layout *l; /* NULL: a version without a layout */
+	char version[32];	     /* what its .rodata says, "" if nothing */
+	bool warned;		     /* -ENOTSUP's why given (once per runtime file) */
+};
+
+/* Whether s (len bytes, not NUL-terminated) is an SBCL version: "2.2.9", "2.2.9.debian". */
+static bool version_like(const char *s, size_t len)
+{
+	unsigned dots = 0;
+
+	if (len < 5 || len > 31 || s[0] < '1' || s[0] > '9')
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '.')
+			dots++;
+		else if (dots < 3 && (s[i] < '0' || s[i] > '9'))
+			return false;
+		else if (s[i] < 0x21 || s[i] > 0x7e)
+			return false;
+	}
+	return dots >= 2;
+}
+
+/* The runtime's version string (SBCL_VERSION_STRING, in .rodata on its own:
+ * "2.2.9.debian") into f. */
+static void find_version(Elf *elf, struct sbclfile *f)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		const char *name, *b;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)) || strcmp(name, ".rodata") ||
+		    sh.sh_size > MAX_RODATA || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			continue;
+		b = d->d_buf;
+		/* Every NUL-delimited string that looks like a version: the first
+		 * with a layout, else the first. */
+		for (size_t i = 0, start = 0; i < d->d_size; i++) {
+			if (b[i])
+				continue;
+			if (version_like(b + start, i - start)) {
+				const struct sbcl_layout *l;
+				char v[32];
+
+				memcpy(v, b + start, i - start);
+				v[i - start] = '\0';
+				l = sbcl__layout(v);
+				if (l || !f->version[0])
+					snprintf(f->version, sizeof(f->version), "%s", v);
+				if (l) {
+					f->l = l;
+					return;
+				}
+			}
+			start = i + 1;
+		}
+	}
+}
+
+static void find_vars(Elf *elf, struct sbclfile *f)
+{
+	bool found[V_NR] = { 0 };
+	size_t left = MAX_SYMS;
+	Elf_Scn *scn = NULL;
+	int n_found = 0;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+			continue;
+		n = sh.sh_size / sh.sh_entsize;
+		if (n > left || !(d = elf_getdata(scn, NULL)))
+			continue;
+		left -= n;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Sym sym;
+			const char *name;
+
+			if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
+			    !sym.st_value || GELF_ST_TYPE(sym.st_info) != STT_OBJECT)
+				continue;
+			name = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (!name || (name[0] != 'T' && name[0] != 't' && name[0] != 'l'))
+				continue;
+			for (int k = 0; k < V_NR; k++) {
+				if (!found[k] && !strcmp(name, var_names[k])) {
+					found[k] = true;
+					f->var[k] = sym.st_value;
+					n_found++;
+				}
+			}
+		}
+	}
+	f->runtime = n_found == V_NR;
+}
+
+/* Load bias of mapping m of the file: address = vaddr + bias. */
+static int load_bias(Elf *elf, const struct procmap *m, uint64_t *bias)
+{
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n))
+		return -EINVAL;
+	for (size_t i = 0; i < n && i < 4096; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (m->offset >= ph.p_offset && m->offset - ph.p_offset < ph.p_filesz) {
+			*bias = m->start - (m->offset - ph.p_offset + ph.p_vaddr);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static const struct sbclfile *file_vars(struct mfile *mf, unsigned *left)
+{
+	const struct sbclfile *memo = mfile__memo(mf, MFILE_MEMO_SBCL);
+	struct sbclfile *f;
+	Elf *elf;
+
+	if (memo)
+		return memo;
+	if (!*left || !(elf = mfile__elf(mf)))
+		return NULL;
+	(*left)--;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	find_vars(elf, f);
+	if (f->runtime)
+		find_version(elf, f);
+	mfile__set_memo(mf, MFILE_MEMO_SBCL, f);
+	return f;
+}
+
+static int proc_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct sbcl_proc *sp = ctx;
+
+	return ptab__read_mem(sp->t, sp->p, addr, buf, len) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *why, size_t why_len)
+{
+	struct pmaps *pm = ptab__maps(t, p);
+	unsigned left = PROBE_FILES;
+	int err = -ENOENT;
+
+	why[0] = '\0';
+	if (!pm)
+		return -ENOENT;
+	for (size_t i = 0; i < pm->m.nr && err == -ENOENT; i++) {
+		const struct procmap *m = &pm->m.maps[i];
+		const struct sbclfile *f;
+		uint64_t bias, v[V_NR];
+		struct mfile *mf;
+
+		if (!m->path || !(m->perms & PROCMAP_X) || m->path[0] != '/')
+			continue;
+		if (i && pm->m.maps[i - 1].path && !strcmp(pm->m.maps[i - 1].path, m->path))
+			continue; /* the same file, already tried */
+		if (ptab__file(t, p, m, &mf))
+			continue;
+		f = file_vars(mf, &left);
+		if (!f || !f->runtime || !mfile__elf(mf) || load_bias(mfile__elf(mf), m, &bias)) {
+			mfile__put(t, mf);
+			continue;
+		}
+		mfile__put(t, mf);
+		if (!f->l) {
+			err = -ENOTSUP;
+			if (f->warned)
+				break;
+			/* The memo is this module's: one warning per runtime file. */
+			((struct sbclfile *)f)->warned = true;
+			snprintf(why, why_len,
+				 "SBCL %s: a version whose heap layout bpfprof does not know "
+				 "(it knows 2.2.9): its Lisp functions are not named",
+				 f->version[0] ? f->version : "(version not found)");
+			break;
+		}
+		memset(out, 0, sizeof(*out));
+		out->t = t;
+		out->p = p;
+		out->h.l = f->l;
+		out->h.read = proc_read;
+		out->h.ctx = out;
+		out->h.max_bytes = SBCL_MAX_BYTES;
+		err = 0;
+		for (int k = 0; k < V_NR && !err; k++)
+			err = rd_word(&out->h, f->var[k] + bias, &v[k]);
+		if (err) {
+			err = -EAGAIN;
+			break;
+		}
+		out->h.text_start = v[V_TEXT_START];
+		out->h.text_end = v[V_TEXT_HWM];
+		out->h.tlsf_start = v[V_TLSF_START];
+		out->h.sso = v[V_TLSF_SSO];
+		out->h.package_vector = v[V_PACKAGES];
+		if (out->h.text_end <= out->h.text_start) {
+			snprintf(why, why_len, "SBCL %s: its text space is not set up", f->version);
+			err = -EAGAIN;
+		}
+	}
+	pmaps__put(pm);
+	return err;
+}
+
+struct sbcl_name {
+	uint64_t code, id[2]; /* the code object and its header and boxed-size words */
+	char name[];
+};
+
+const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc)
+{
+	struct htab_entry *e;
+	struct sbcl_name *n;
+	uint8_t idb[2 * WORD];
+	char buf[SBCL_NAME_MAX];
+	uint64_t code;
+	bool created;
+	int len;
+
+	if (!sp->names && !(sp->names = htab__new()))
+		return NULL;
+	e = htab__find(sp->names, &pc, sizeof(pc));
+	n = e ? e->value : NULL;
+	if (n && !rd(&sp->h, n->code, idb, sizeof(idb)) && rd64(idb, false) == n->id[0] &&
+	    rd64(idb + WORD, false) == n->id[1])
+		return n->name;
+	if (sbcl__find_code(&sp->h, pc, &code) ||
+	    (len = code_name(&sp->h, code, pc, buf, sizeof(buf))) < 0 ||
+	    rd(&sp->h, code, idb, sizeof(idb)))
+		return NULL;
+	if (n) {
+		/* Replaced: the old name may still be in use until the process goes. */
+		if (array_grow((void **)&sp->retired, &sp->cap_retired, sp->nr_retired + 1,
+			       sizeof(*sp->retired)))
+			return NULL;
+		sp->retired[sp->nr_retired++] = n;
+		e->value = NULL;
+	}
+	if (sp->nr_names + sp->nr_retired >= SBCL_MAX_NAMES)
+		return NULL;
+	n = malloc(sizeof(*n) + (size_t)len + 1);
+	if (!n)
+		return NULL;
+	n->code = code;
+	n->id[0] = rd64(idb, false);
+	n->id[1] = rd64(idb + WORD, false);
+	memcpy(n->name, buf, (size_t)len + 1);
+	e = htab__upsert(sp->names, &pc, sizeof(pc), &created);
+	if (!e) {
+		free(n);
+		return NULL;
+	}
+	if (created)
+		sp->nr_names++;
+	e->value = n;
+	sp->name_bytes += sizeof(*n) + (size_t)len + 1;
+	return n->name;
+}
+
+void sbcl__proc_free(struct sbcl_proc *sp)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	if (!sp)
+		return;
+	while (sp->names && (e = htab__next(sp->names, &pos)))
+		free(e->value);
+	htab__free(sp->names);
+	for (size_t i = 0; i < sp->nr_retired; i++)
+		free(sp->retired[i]);
+	free(sp->retired);
+	sbcl__release(&sp->h);
+	memset(sp, 0, sizeof(*sp));
 }

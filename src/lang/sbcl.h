@@ -63,6 +63,7 @@ struct sbcl_layout {
 	uint32_t pkg_name_slot;	 /* package instance: word of %NAME */
 	uint32_t fun_names_word; /* code: word of simple-fun 0's name */
 	uint32_t fun_slots;	 /* code: words per simple-fun */
+	uint32_t ht_pairs_word;	 /* hash-table instance: word of its key/value vector */
 };
 
 /* The layout for a runtime's version string ("2.2.9.debian"), or NULL. */
@@ -83,6 +84,7 @@ struct sbcl_heap {
 	uint32_t *index;
 	uint32_t nr_index;
 	uint64_t bytes_read; /* what the reads cost so far */
+	uint64_t max_bytes;  /* 0, or reads fail with -E2BIG past this many */
 };
 
 /* Frees h's index of the core's text (built at the first pc there: one
@@ -98,5 +100,47 @@ int sbcl__find_code(struct sbcl_heap *h, uint64_t pc, uint64_t *code);
  * length, or -errno: -ENOENT for a pc in no simple-fun, -EINVAL for
  * objects that are not what the layout says, the reader's error. */
 int sbcl__name_pc(struct sbcl_heap *h, uint64_t pc, char *buf, size_t len);
+
+/* --- a process ------------------------------------------------------------------- */
+
+struct ptab;
+struct pproc;
+
+#define SBCL_MAX_BYTES (64u << 20) /* read of one process's heap, in all */
+
+#define SBCL_MAX_NAMES 65536u /* names kept per process (and names replaced) */
+
+/* An SBCL process: its heap, read through the process table, and the names
+ * found in it. */
+struct sbcl_proc {
+	struct sbcl_heap h;
+	struct ptab *t;
+	struct pproc *p;    /* the caller's reference */
+	struct htab *names; /* pc -> struct sbcl_name */
+	void **retired;	    /* names replaced: freed with the process */
+	size_t nr_retired, cap_retired;
+	size_t nr_names, name_bytes;
+};
+
+/*
+ * Whether process p runs an SBCL runtime (an executable ELF mapping that
+ * exports TEXT_SPACE_START, text_space_highwatermark, tlsf_mem_start,
+ * tlsf_page_sso and lisp_package_vector in its symbol tables), and if so
+ * fills out to read its heap (out must stay where it is: it is its reader's
+ * context): 0; -ENOENT no SBCL; -ENOTSUP an SBCL whose version has no
+ * layout here (why says so the first time for its runtime file, then is
+ * empty); -EAGAIN its variables not readable or set yet.
+ * A file's verdict is remembered with it (mfile__memo).
+ */
+int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *why, size_t why_len);
+
+/*
+ * The name of the Lisp function at pc, or NULL. Kept per pc, with the
+ * identity of its code object (header and serial number), which is read
+ * again before a kept name is trusted: code freed and other code made at
+ * its place is named anew. A name stays valid until sbcl__proc_free().
+ */
+const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc);
+void sbcl__proc_free(struct sbcl_proc *sp);
 
 #endif /* BPFPROF_SBCL_H */

@@ -117,6 +117,7 @@ struct symbolizer_stats {
 	uint64_t perfmap_rescans;   /* ... of them whole again */
 	uint64_t debug_files;	    /* separate debug files found and used */
 	uint64_t jit_names;	    /* frames named from perf maps */
+	uint64_t lisp_names;	    /* frames named from SBCL's heap (lang/sbcl.c) */
 	uint64_t inline_frames;	    /* inlined frames added (Go) */
 	uint64_t py_frames;	    /* Python frames named from code objects */
 	uint64_t py_unknown;	    /* ... that could not be (freed, not Python, unreadable) */

@@ -585,12 +585,16 @@ static int asm_name(struct sbcl_heap *h, uint64_t code, uint64_t pc, char *buf, 
 	return -ENOENT;
 }
 
-/* The name of code's function at pc: a simple-fun's, else an assembly routine's. */
+/* The name of code's function at pc: a simple-fun's, else (code that is no
+ * simple-funs' object) an assembly routine's. */
 static int code_name(struct sbcl_heap *h, uint64_t code, uint64_t pc, char *buf, size_t len)
 {
-	int n = fun_name(h, code, pc, buf, len);
+	int n = fun_name(h, code, pc, buf, len), m;
 
-	return n >= 0 ? n : asm_name(h, code, pc, buf, len);
+	if (n >= 0 || n != -EINVAL)
+		return n;
+	m = asm_name(h, code, pc, buf, len);
+	return m == -EINVAL ? n : m;
 }
 
 int sbcl__name_pc(struct sbcl_heap *h, uint64_t pc, char *buf, size_t len)

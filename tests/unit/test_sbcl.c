@@ -404,6 +404,38 @@ static void test_no_name(void **state)
 	heap_free(hp);
 }
 
+/* The assembly routines' code object: no simple-funs; its debug-info (a
+ * cons of) a hash table whose pairs map a routine to (start end . index). */
+static void test_assembly_routines(void **state)
+{
+	struct heap *hp = standard_heap();
+	uint64_t code = CORE + 0x1400, table = dyn_alloc(hp, 48), pairs = dyn_alloc(hp, 16 + 8 * 6);
+	uint64_t r1[] = { 0 << 1, 15 << 1 }, r2[] = { 16 << 1, 47 << 1 };
+	char buf[SBCL_NAME_MAX];
+
+	(void)state;
+	w64(&hp->m, code, (uint64_t)(0x200 / 8) << 32 | 0x35);
+	w64(&hp->m, code + 8, 0x30);
+	w64(&hp->m, code + 16, cons(hp, table + 3, 0));
+	w64(&hp->m, table, 0x5010b15300004839ull);
+	w64(&hp->m, table + 40, pairs + 15);
+	w64(&hp->m, pairs, 0x89);
+	w64(&hp->m, pairs + 8, 6 << 1);
+	w64(&hp->m, pairs + 32, mksym(hp, "GENERIC-+", hp->pkg_impl));
+	w64(&hp->m, pairs + 40, cons(hp, r1[0], cons(hp, r1[1], 1 << 1)));
+	w64(&hp->m, pairs + 48, mksym(hp, "GENERIC-<", hp->pkg_impl));
+	w64(&hp->m, pairs + 56, cons(hp, r2[0], cons(hp, r2[1], 2 << 1)));
+	want_name(hp, code + 0x30 + 20, "SB-IMPL::GENERIC-<");
+	want_name(hp, code + 0x30 + 15, "SB-IMPL::GENERIC-+");
+	assert_int_equal(sbcl__name_pc(&hp->h, code + 0x30 + 100, buf, sizeof(buf)), -ENOENT);
+	/* In the header: no name. */
+	assert_true(sbcl__name_pc(&hp->h, code + 0x10, buf, sizeof(buf)) < 0);
+	/* A table that is no instance: the code is not that object. */
+	w64(&hp->m, code + 16, 0x1234);
+	assert_int_equal(sbcl__name_pc(&hp->h, code + 0x30 + 20, buf, sizeof(buf)), -EINVAL);
+	heap_free(hp);
+}
+
 /* --- hostile heaps ------------------------------------------------------------------- */
 
 static void test_bad_objects(void **state)
@@ -505,9 +537,9 @@ static void test_hostile_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_recorded_229),  cmocka_unit_test(test_names),
-		cmocka_unit_test(test_no_name),	      cmocka_unit_test(test_bad_objects),
-		cmocka_unit_test(test_hostile_names),
+		cmocka_unit_test(test_recorded_229), cmocka_unit_test(test_names),
+		cmocka_unit_test(test_no_name),	     cmocka_unit_test(test_assembly_routines),
+		cmocka_unit_test(test_bad_objects),  cmocka_unit_test(test_hostile_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

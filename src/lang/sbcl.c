@@ -867,6 +867,7 @@ const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc)
 
 	if (!sp->names && !(sp->names = htab__new()))
 		return NULL;
+	sp->h.bytes_read = 0; /* SBCL_MAX_BYTES: per name */
 	e = htab__find(sp->names, &pc, sizeof(pc));
 	n = e ? e->value : NULL;
 	if (n && !rd(&sp->h, n->code, idb, sizeof(idb)) && rd64(idb, false) == n->id[0] &&
@@ -884,7 +885,8 @@ const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc)
 		sp->retired[sp->nr_retired++] = n;
 		e->value = NULL;
 	}
-	if (sp->nr_names + sp->nr_retired >= SBCL_MAX_NAMES)
+	if (sp->nr_names + sp->nr_retired >= SBCL_MAX_NAMES ||
+	    sp->name_bytes + sizeof(*n) + (size_t)len + 1 > SBCL_MAX_NAME_BYTES)
 		return NULL;
 	n = malloc(sizeof(*n) + (size_t)len + 1);
 	if (!n)

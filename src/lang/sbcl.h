@@ -84,7 +84,7 @@ struct sbcl_heap {
 	uint32_t *index;
 	uint32_t nr_index;
 	uint64_t bytes_read; /* what the reads cost so far */
-	uint64_t max_bytes;  /* 0, or reads fail with -E2BIG past this many */
+	uint64_t max_bytes;  /* 0, or reads fail with -E2BIG past this many (of bytes_read) */
 };
 
 /* Frees h's index of the core's text (built at the first pc there: one
@@ -106,9 +106,12 @@ int sbcl__name_pc(struct sbcl_heap *h, uint64_t pc, char *buf, size_t len);
 struct ptab;
 struct pproc;
 
-#define SBCL_MAX_BYTES (64u << 20) /* read of one process's heap, in all */
+/* Read of one process's heap for one name: the index of the core's text
+ * (once per process) and a lookup's walk and name. */
+#define SBCL_MAX_BYTES (SBCL_MAX_TEXT + (4u << 20))
 
-#define SBCL_MAX_NAMES 65536u /* names kept per process (and names replaced) */
+#define SBCL_MAX_NAMES	    65536u     /* names kept per process (and names replaced) */
+#define SBCL_MAX_NAME_BYTES (4u << 20) /* ... and their bytes */
 
 /* An SBCL process: its heap, read through the process table, and the names
  * found in it. */

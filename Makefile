@@ -75,7 +75,7 @@ FIXTURE_SRCS := $(wildcard tests/unit/fixtures/*.c)
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(WORKLOAD_SRCS))
 WORKLOADS += $(patsubst tests/workloads/%.cc,$(OUT)/workloads/%,$(wildcard tests/workloads/*.cc))
-WORKLOADS += $(OUT)/workloads/execa $(OUT)/workloads/execb
+WORKLOADS += $(OUT)/workloads/execa $(OUT)/workloads/execb $(OUT)/workloads/fakesbcl_new
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 
 .PHONY: all
@@ -268,7 +268,7 @@ $(OUT)/workloads/annloop $(OUT)/workloads/anntpl: $(OUT)/workloads/%: $(OUT)/wor
 # frame pointers and no unwind tables at all (no -g: no .debug_frame either).
 UW_NOFP := -O2 -g -fomit-frame-pointer -fno-inline -fno-optimize-sibling-calls
 UW_WORKLOADS := $(addprefix $(OUT)/workloads/,uw_mixed libuw_nofp.so uw_leaf uw_dlopen \
-		libuw_plugin.so uw_maps uw_signal)
+		libuw_plugin.so uw_maps uw_signal uw_switch)
 $(OUT)/workloads/libuw_%.so: tests/workloads/unwind/%.c | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UW_NOFP) -fPIC -shared $< -o $@
@@ -289,6 +289,15 @@ $(OUT)/workloads/uw_dlopen: tests/workloads/unwind/dlopen.c $(OUT)/workloads/lib
 $(OUT)/workloads/uw_%: tests/workloads/unwind/%.c | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UW_NOFP) $< -o $@
+
+# A tenant's fake SBCL runtime (tests/integration/test_sbcl.py): its exported
+# variables in .dynsym (-rdynamic), one version with a layout, one without.
+$(OUT)/workloads/fakesbcl: tests/workloads/fakesbcl.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -rdynamic -pthread $< -o $@
+$(OUT)/workloads/fakesbcl_new: tests/workloads/fakesbcl.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -rdynamic -pthread -DFAKE_VERSION='"9.9.9"' $< -o $@
 
 # tools/uwtable: prints the unwind table of ELF files (used by tools/bench_unwind.py).
 $(OUT)/uwtable: tools/uwtable.c $(OUT)/libcore.a

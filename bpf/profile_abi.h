@@ -219,6 +219,7 @@ enum bp_stat {
 	STAT_UNWIND_CACHE_HITS,	     /* frames whose mapping and row came from the row cache */
 	STAT_UNWIND_CACHE_MISSES,    /* ... that were searched */
 	STAT_UNWIND_ERR_MAPS_LIMIT,  /* pc in a mapping left out of a list over UNWIND_MAX_MAPS */
+	STAT_UNWIND_FP_FALLBACK, /* a row it cannot follow: a frame-pointer step instead (auto) */
 	/* Python (bpf/python.bpf.h): how a stack in the interpreter loop found its thread's
 	 * PyThreadState, once per stack. MISS: not at all - the stack keeps its native
 	 * frames, its Python frames are not shown. */

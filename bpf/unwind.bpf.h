@@ -12,7 +12,8 @@
  * caller's rbp where the row says, and continue. A frame in code without a
  * table (JIT, anonymous, files built with frame pointers and no CFI) takes
  * a frame-pointer step instead, so the two mix freely in one stack
- * (--unwind auto); with --unwind dwarf such a frame ends the stack.
+ * (--unwind auto); with --unwind dwarf such a frame ends the stack. So does
+ * a frame whose row the walker cannot follow, in --unwind auto (uw_fp_fallback()).
  *
  * Row cache: the searches cost a dozen or more dependent reads of cold
  * memory per frame, while a profiled program's return addresses repeat from
@@ -33,6 +34,7 @@
 
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 
 #include "cpu_state.bpf.h"
 #include "python.bpf.h"
@@ -275,6 +277,45 @@ static __always_inline long uw_fp_step(struct uw_state *st)
 	return 0;
 }
 
+/*
+ * Whether addr is in the current task's main-thread stack: below its
+ * start (mm->start_stack) by at most its RLIMIT_STACK (capped at
+ * UW_FP_MAIN_STACK_MAX). Read only on uw_fp_fallback()'s path.
+ */
+static __always_inline bool uw_in_main_stack(__u64 addr)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	__u64 top = BPF_CORE_READ(t, mm, start_stack);
+	__u64 lim = BPF_CORE_READ(t, signal, rlim[UW_RLIMIT_STACK].rlim_cur);
+
+	if (lim > UW_FP_MAIN_STACK_MAX)
+		lim = UW_FP_MAIN_STACK_MAX;
+	return addr < top && top - addr <= lim;
+}
+
+/*
+ * A table row the walker cannot follow (--unwind auto): go on with a
+ * frame-pointer step from this frame, as a frame-pointer walk reaching it
+ * would, so the default never does worse than frame pointers. SBCL's
+ * call_into_lisp is such a frame (CFA = *rbp + 16: its rbp is on the C stack,
+ * its callees on the Lisp control stack). Only from a plausible frame
+ * pointer: 8-aligned, above the frame's sp, and either at most
+ * UW_FP_FALLBACK_GAP above it (the same stack) or in the main thread's stack
+ * (a switch back to it, as SBCL's main thread makes). The step moves sp
+ * above rbp, so the walk still only goes up. Counted
+ * (STAT_UNWIND_FP_FALLBACK); a frame that fails these checks stops the walk
+ * with reason, as before.
+ */
+static __always_inline long uw_fp_fallback(struct uw_state *st, __u32 reason)
+{
+	if (unwind_mode != UNWIND_MODE_AUTO || !st->bp || (st->bp & 7) || st->bp < st->sp)
+		return uw_stop(st, reason);
+	if (st->bp - st->sp > UW_FP_FALLBACK_GAP && !uw_in_main_stack(st->bp))
+		return uw_stop(st, reason);
+	stat_inc(STAT_UNWIND_FP_FALLBACK);
+	return uw_fp_step(st);
+}
+
 /* The row cache of the CPU whose state st is (the same map value). */
 static __always_inline struct uw_cent *uw_cache_of(struct uw_state *st)
 {
@@ -426,7 +467,7 @@ static long uw_step(__u64 index, void *data)
 	case UROW_CFA_NONE:
 		return uw_fp_step(st);
 	default:
-		return uw_stop(st, STAT_UNWIND_ERR_UNSUPPORTED);
+		return uw_fp_fallback(st, STAT_UNWIND_ERR_UNSUPPORTED);
 	}
 	if (cfa <= st->sp)
 		return uw_stop(st, STAT_UNWIND_ERR_CFA); /* must move up the stack */

@@ -57,6 +57,12 @@ struct {
 #define UW_NO_ROW     0xff		  /* cached: the mapping has no row for the pc */
 #define UW_WIN_BYTES  512		  /* user stack read per helper call (uw_read) */
 #define UW_WIN_WORDS  (UW_WIN_BYTES / 8)
+/* uw_fp_fallback(): the farthest a frame pointer may be above its frame's sp
+ * on the same stack (a thread stack's default size, RLIMIT_STACK's 8 MiB),
+ * and the largest main-thread stack it believes in. */
+#define UW_FP_FALLBACK_GAP   (8ULL << 20)
+#define UW_FP_MAIN_STACK_MAX (1ULL << 30)
+#define UW_RLIMIT_STACK	     3 /* RLIMIT_STACK (not in vmlinux.h) */
 
 struct uw_cent {
 	__u64 pc;	    /* the lookup address; 0: empty */

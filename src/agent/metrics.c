@@ -109,6 +109,11 @@ int metrics__render(const struct metrics_snapshot *s, uint64_t now, struct sbuf 
 		       "Samples kept without a readable user stack.", s->ustack_errors);
 	err |= COUNTER("bpfprof_process_notices_lost_total",
 		       "New-process notices dropped (ring buffer full).", s->notices_lost);
+	err |= COUNTER(
+		"bpfprof_unwind_fp_fallbacks_total",
+		"Frames whose unwind table row the stack walker cannot follow, walked on with "
+		"frame pointers (--unwind auto).",
+		s->unwind_fp_fallbacks);
 	err |= sbuf_printf(
 		out,
 		"# HELP bpfprof_python_thread_states_total Samples in Python's interpreter loop, by where their thread's state was found (not_found: shown without their Python frames).\n"

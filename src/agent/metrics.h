@@ -29,6 +29,9 @@ struct metrics_snapshot {
 	uint64_t idle, filtered, ustack_errors, notices_lost;
 	/* Stacks in Python's interpreter loop by where their thread's state was found. */
 	uint64_t py_ts_cached, py_ts_tls, py_ts_search, py_ts_miss;
+	/* --unwind auto: frames whose table row could not be followed, walked on with
+	 * frame pointers. */
+	uint64_t unwind_fp_fallbacks;
 	uint64_t drains, drain_ns_last, drain_ns_total;
 	uint64_t intervals;
 	uint64_t files_written, file_errors, files_pruned, files_kept, store_bytes;

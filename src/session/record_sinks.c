@@ -264,6 +264,7 @@ void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct
 	m.py_ts_tls = st.v[STAT_PY_TS_TLS];
 	m.py_ts_search = st.v[STAT_PY_TS_SEARCH];
 	m.py_ts_miss = st.v[STAT_PY_TS_MISS];
+	m.unwind_fp_fallbacks = st.v[STAT_UNWIND_FP_FALLBACK];
 	m.drains = st.drains;
 	m.drain_ns_last = st.drain_ns;
 	m.drain_ns_total = st.drain_ns_total;

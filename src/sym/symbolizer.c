@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "base/htab.h"
+#include "lang/sbcl.h"
 #include "sym/debuginfo.h"
 #include "sym/dwinline.h"
 #include "sym/elfsym.h"
@@ -146,6 +147,10 @@ struct symproc {
 	uint64_t *pending;	 /* wanted mode: addresses announced, not yet looked for */
 	size_t nr_pending, cap_pending;
 	bool listed; /* in symbolizer.want_procs */
+	/* SBCL: the runtime found in it (lang/sbcl.c), and its Lisp functions' names. */
+	struct sbcl_proc *sbcl;
+	int sbcl_err; /* of the last probe: 0 not tried (or found), -ENOENT not SBCL, ... */
+	uint64_t sbcl_try_ns;
 };
 
 struct proc_key {
@@ -187,7 +192,7 @@ struct symbolizer {
 	uint64_t held_read, held_forced, held_dropped;
 	uint64_t gen;
 	size_t file_bytes, pmap_bytes, freed_bytes;
-	uint64_t lookups, unknown, debug_files, jit_names, images_lost, images_mapped;
+	uint64_t lookups, unknown, debug_files, jit_names, lisp_names, images_lost, images_mapped;
 	uint64_t kernel_reloads, evicted_procs, evicted_files;
 	/* Made room at insertion: symbols of files still mapped freed (and read
 	 * again), perf maps freed, files refused for their own cap. */
@@ -351,6 +356,8 @@ static void symproc_free(struct symbolizer *s, struct symproc *p)
 	s->py_bytes -= MIN(s->py_bytes, pynamer__bytes(p->py));
 	s->py_resets += pynamer__resets(p->py);
 	pynamer__free(p->py);
+	sbcl__proc_free(p->sbcl);
+	free(p->sbcl);
 	if (p->listed) {
 		for (size_t i = 0; i < s->nr_want_procs; i++)
 			if (s->want_procs[i] == p)
@@ -1624,6 +1631,36 @@ static const char *jit_name(struct symbolizer *s, struct symproc *p, uint64_t ad
 	return perfmap__lookup(p->pmap, addr, NULL);
 }
 
+#define SBCL_RETRY_NS NS_PER_SEC /* a runtime whose heap is not set up yet */
+
+/* The Lisp function at addr of an SBCL process (lang/sbcl.c), or NULL; the
+ * runtime is looked for at the process's first frame in code of no ELF file. */
+static const char *lisp_name(struct symbolizer *s, struct symproc *p, uint64_t addr)
+{
+	char why[256];
+	int err;
+
+	if (!p->sbcl && p->pp && !p->dead &&
+	    (!p->sbcl_err || (p->sbcl_err == -EAGAIN && now_ns() >= p->sbcl_try_ns))) {
+		p->sbcl = calloc(1, sizeof(*p->sbcl));
+		err = p->sbcl ? sbcl__probe(s->pt, p->pp, p->sbcl, why, sizeof(why)) : -ENOMEM;
+		if (err) {
+			free(p->sbcl);
+			p->sbcl = NULL;
+			p->sbcl_try_ns = now_ns() + SBCL_RETRY_NS;
+			if (err == -ENOTSUP && why[0] && s->warn) {
+				char msg[320];
+
+				snprintf(msg, sizeof(msg), "process %" PRIu32 ": %s", p->id.pid,
+					 why);
+				s->warn(s->warn_ctx, msg);
+			}
+		}
+		p->sbcl_err = err;
+	}
+	return p->sbcl ? sbcl__name(p->sbcl, addr) : NULL;
+}
+
 void symbolizer__want_user(struct symbolizer *s, const struct proc_id *id, uint64_t ip, bool leaf)
 {
 	struct proc_key k = proc_key_of(id);
@@ -1923,6 +1960,11 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 			s->jit_names++;
 			return 1;
 		}
+	}
+	if ((!f || !f->es) && (out->name = lisp_name(s, p, addr))) {
+		out->module = m->path;
+		s->lisp_names++;
+		return 1;
 	}
 	if (!m->path) {
 		s->unknown++;
@@ -2323,6 +2365,7 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->perfmap_rescans = s->pmap_rescans;
 	st->debug_files = s->debug_files;
 	st->jit_names = s->jit_names;
+	st->lisp_names = s->lisp_names;
 	st->inline_frames = s->inline_frames;
 	st->py_frames = s->py_frames;
 	st->py_unknown = s->py_unknown;

@@ -163,9 +163,11 @@ static void test_listen_parsing(void **state)
 
 static void test_metrics_text(void **state)
 {
-	struct metrics_snapshot m = {
-		.samples = 990, .lost_stacks_full = 2, .drains = 10, .freq = 99
-	};
+	struct metrics_snapshot m = { .samples = 990,
+				      .lost_stacks_full = 2,
+				      .drains = 10,
+				      .freq = 99,
+				      .unwind_fp_fallbacks = 7 };
 	struct sbuf sb = { 0 };
 
 	assert_int_equal(metrics__render(&m, 0, &sb), 0);
@@ -174,6 +176,7 @@ static void test_metrics_text(void **state)
 	assert_non_null(
 		strstr(sb.buf, "bpfprof_lost_samples_total{reason=\"stack_map_full\"} 2\n"));
 	assert_non_null(strstr(sb.buf, "bpfprof_resident_memory_bytes "));
+	assert_non_null(strstr(sb.buf, "\nbpfprof_unwind_fp_fallbacks_total 7\n"));
 	/* No drain completed (last_drain_ns 0): not healthy, and no age to show. */
 	assert_non_null(strstr(sb.buf, "\nbpfprof_healthy 0\n"));
 	assert_null(strstr(sb.buf, "bpfprof_last_drain_age_seconds"));

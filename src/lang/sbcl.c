@@ -1,0 +1,925 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * sbcl.c - SBCL's heap read from outside: code objects and function names
+ * (layout and rules in sbcl.h).
+ */
+#include "lang/sbcl.h"
+
+#include <errno.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/bytes.h"
+#include "base/htab.h"
+#include "base/util.h"
+#include "proc/ptab.h"
+
+#define LOWTAG_MASK  15u
+#define LOWTAG_LIST  7u
+#define LOWTAG_INST  3u
+#define LOWTAG_OTHER 15u
+#define FREE_BIT     (1u << 8) /* a free TLSF block (text space) */
+#define NO_SSO	     0xffffu   /* a TLSF page without an object start */
+#define WORD	     8u
+
+/* Debian 12's 2.2.9 (verified on the real runtime: tests/unit/test_sbcl.c). */
+static const struct sbcl_layout layouts[] = {
+	{
+		.version = "2.2.9",
+		.nil = 0x50000117,
+		.code_widetag = 0x35,
+		.fun_widetag = 0x41,
+		.symbol_widetag = 0x2d,
+		.filler_widetag = 0x6d,
+		.base_string_widetag = 0xe1,
+		.char_string_widetag = 0xe5,
+		.vector_widetag = 0x89,
+		.instance_widetag = 0x39,
+		.name_slot = 5,
+		.pkg_name_slot = 1,
+		.fun_names_word = 4,
+		.fun_slots = 4,
+		.ht_pairs_word = 5,
+	},
+};
+
+const struct sbcl_layout *sbcl__layout(const char *version)
+{
+	for (size_t i = 0; version && i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+		size_t n = strlen(layouts[i].version);
+
+		/* "2.2.9" and "2.2.9.debian", not "2.2.90". */
+		if (!strncmp(version, layouts[i].version, n) &&
+		    (version[n] == '\0' || version[n] == '.' || version[n] == '-'))
+			return &layouts[i];
+	}
+	return NULL;
+}
+
+static int rd(struct sbcl_heap *h, uint64_t addr, void *buf, size_t len)
+{
+	if (h->max_bytes && h->bytes_read + len > h->max_bytes)
+		return -E2BIG;
+	h->bytes_read += len;
+	return h->read(h->ctx, addr, buf, len);
+}
+
+static int rd_word(struct sbcl_heap *h, uint64_t addr, uint64_t *w)
+{
+	uint8_t b[WORD];
+	int err = rd(h, addr, b, sizeof(b));
+
+	if (!err)
+		*w = rd64(b, false);
+	return err;
+}
+
+/* The size in bytes of the text-space object whose header is hdr; 0 if
+ * hdr is no object text space holds (code, filler, free block). */
+static uint64_t text_obj_size(const struct sbcl_layout *l, uint64_t hdr, bool *code)
+{
+	uint64_t words = hdr >> 32;
+	uint8_t wt = (uint8_t)hdr;
+
+	*code = wt == l->code_widetag && !(hdr & FREE_BIT);
+	if (wt != l->code_widetag && wt != l->filler_widetag)
+		return 0;
+	if (words < 2 || (words & 1) || words * WORD > SBCL_MAX_CODE)
+		return 0;
+	return words * WORD;
+}
+
+/* The end of the core's text (its pseudo-static part): the TLSF pages after. */
+static uint64_t core_text_end(const struct sbcl_heap *h)
+{
+	if (h->tlsf_start > h->text_start && h->tlsf_start < h->text_end)
+		return h->tlsf_start;
+	return h->text_end;
+}
+
+/* Builds h's index of the core's text; 0 or -errno (-E2BIG over
+ * SBCL_MAX_TEXT, -EINVAL for a walk that does not end where the space does). */
+static int sbcl_index(struct sbcl_heap *h)
+{
+	enum { CHUNK = 1 << 20 };
+	uint64_t end = core_text_end(h), a = h->text_start, base = 0, blen = 0;
+	uint32_t npages;
+	uint8_t *buf;
+	int err = 0;
+
+	if (h->index)
+		return 0;
+	if (!h->l || end <= h->text_start || (h->text_start & (SBCL_PAGE_BYTES - 1)))
+		return -EINVAL;
+	if (end - h->text_start > SBCL_MAX_TEXT)
+		return -E2BIG;
+	npages = (uint32_t)((end - h->text_start + SBCL_PAGE_BYTES - 1) / SBCL_PAGE_BYTES);
+	h->index = calloc(npages, sizeof(*h->index));
+	buf = malloc(CHUNK);
+	if (!h->index || !buf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	while (a < end) {
+		uint64_t hdr, size;
+		bool code;
+
+		if (!blen || a < base || a + WORD > base + blen) {
+			base = a;
+			blen = end - a < CHUNK ? end - a : CHUNK;
+			if (blen < WORD || (err = rd(h, base, buf, blen)))
+				goto out;
+		}
+		hdr = rd64(buf + (a - base), false);
+		size = text_obj_size(h->l, hdr, &code);
+		if (!size || size > end - a) {
+			err = -EINVAL;
+			goto out;
+		}
+		/* Every page whose first byte is in [a, a + size). */
+		for (uint64_t p = (a - h->text_start + SBCL_PAGE_BYTES - 1) / SBCL_PAGE_BYTES;
+		     p < npages && h->text_start + p * SBCL_PAGE_BYTES < a + size; p++)
+			h->index[p] = (uint32_t)(a - h->text_start);
+		a += size;
+	}
+	h->nr_index = npages;
+out:
+	free(buf);
+	if (err) {
+		free(h->index);
+		h->index = NULL;
+		h->nr_index = 0;
+	}
+	return err;
+}
+
+void sbcl__release(struct sbcl_heap *h)
+{
+	free(h->index);
+	h->index = NULL;
+	h->nr_index = 0;
+}
+
+/* A TLSF page's scan start at or below pc: the lowest object start on the
+ * nearest page at or before pc's that has one (and, on pc's page, not
+ * above pc). */
+static int tlsf_scan_start(struct sbcl_heap *h, uint64_t pc, uint64_t *start)
+{
+	uint8_t b[2 * SBCL_MAX_SCAN];
+	uint64_t page = (pc - h->tlsf_start) / SBCL_PAGE_BYTES;
+	uint64_t first = page >= SBCL_MAX_SCAN - 1 ? page - (SBCL_MAX_SCAN - 1) : 0;
+	uint64_t n = page - first + 1;
+	int err;
+
+	if (!h->sso)
+		return -ENOENT;
+	if ((err = rd(h, h->sso + 2 * first, b, 2 * n)))
+		return err;
+	for (uint64_t i = n; i-- > 0;) {
+		uint16_t sso = (uint16_t)(b[2 * i] | b[2 * i + 1] << 8);
+		uint64_t at = h->tlsf_start + (first + i) * SBCL_PAGE_BYTES + sso;
+
+		if (sso == NO_SSO || sso >= SBCL_PAGE_BYTES || (sso & LOWTAG_MASK) || at > pc)
+			continue;
+		*start = at;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int sbcl__find_code(struct sbcl_heap *h, uint64_t pc, uint64_t *code)
+{
+	uint64_t a, end = core_text_end(h);
+	int err;
+
+	if (!h->l || pc < h->text_start || pc >= h->text_end)
+		return -ENOENT;
+	if (pc < end) {
+		uint64_t page = (pc - h->text_start) / SBCL_PAGE_BYTES;
+
+		if ((err = sbcl_index(h)))
+			return err;
+		if (page >= h->nr_index)
+			return -ENOENT;
+		a = h->text_start + h->index[page];
+	} else if ((err = tlsf_scan_start(h, pc, &a))) {
+		return err;
+	}
+	for (uint32_t step = 0; step < SBCL_MAX_STEPS && a < h->text_end; step++) {
+		uint64_t hdr, size;
+		bool is_code;
+
+		if ((err = rd_word(h, a, &hdr)))
+			return err;
+		size = text_obj_size(h->l, hdr, &is_code);
+		if (!size)
+			return -EINVAL;
+		if (pc < a + size) {
+			if (!is_code)
+				return -ENOENT;
+			*code = a;
+			return 0;
+		}
+		a += size;
+	}
+	return -ENOENT;
+}
+
+/* --- printing names ---------------------------------------------------------- */
+
+struct out {
+	char *buf;
+	size_t len, used;
+	bool cut;
+};
+
+static void put(struct out *o, const char *s, size_t n)
+{
+	if (o->used + n >= o->len) {
+		n = o->len - 1 - o->used;
+		o->cut = true;
+	}
+	memcpy(o->buf + o->used, s, n);
+	o->used += n;
+	o->buf[o->used] = '\0';
+}
+
+static void puts_(struct out *o, const char *s)
+{
+	put(o, s, strlen(s));
+}
+
+/* A string object's characters as UTF-8 (at most SBCL_STRING_MAX); length or -errno. */
+static int read_string(struct sbcl_heap *h, uint64_t obj, char *dst, size_t cap, bool *cut)
+{
+	uint8_t hd[2 * WORD], raw[4 * SBCL_STRING_MAX];
+	uint64_t len, n;
+	size_t w = 0;
+	bool wide;
+	int err;
+
+	*cut = false;
+	if ((obj & LOWTAG_MASK) != LOWTAG_OTHER)
+		return -EINVAL;
+	obj -= LOWTAG_OTHER;
+	if ((err = rd(h, obj, hd, sizeof(hd))))
+		return err;
+	if (hd[0] != h->l->base_string_widetag && hd[0] != h->l->char_string_widetag)
+		return -EINVAL;
+	wide = hd[0] == h->l->char_string_widetag;
+	len = rd64(hd + WORD, false);
+	if (len & 1)
+		return -EINVAL; /* not a fixnum */
+	len >>= 1;
+	n = len > SBCL_STRING_MAX ? SBCL_STRING_MAX : len;
+	*cut = n < len;
+	if (n && (err = rd(h, obj + 2 * WORD, raw, n * (wide ? 4 : 1))))
+		return err;
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t c = wide ? rd32(raw + 4 * i, false) : raw[i];
+		char u[4];
+		size_t k;
+
+		if (c < 0x20 || c == 0x7f) {
+			u[0] = '?';
+			k = 1;
+		} else if (c < 0x80) {
+			u[0] = (char)c;
+			k = 1;
+		} else if (c < 0x800) {
+			u[0] = (char)(0xc0 | c >> 6);
+			u[1] = (char)(0x80 | (c & 0x3f));
+			k = 2;
+		} else if (c < 0x10000 && (c < 0xd800 || c > 0xdfff)) {
+			u[0] = (char)(0xe0 | c >> 12);
+			u[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+			u[2] = (char)(0x80 | (c & 0x3f));
+			k = 3;
+		} else if (c >= 0x10000 && c < 0x110000) {
+			u[0] = (char)(0xf0 | c >> 18);
+			u[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+			u[2] = (char)(0x80 | ((c >> 6) & 0x3f));
+			u[3] = (char)(0x80 | (c & 0x3f));
+			k = 4;
+		} else {
+			u[0] = '?';
+			k = 1;
+		}
+		if (w + k >= cap) {
+			*cut = true;
+			break;
+		}
+		memcpy(dst + w, u, k);
+		w += k;
+	}
+	dst[w] = '\0';
+	return (int)w;
+}
+
+/* Whether SBCL's printer writes a symbol name between bars (|foo|). */
+static bool needs_bars(const char *s)
+{
+	if (!*s)
+		return true;
+	for (; *s; s++)
+		if ((*s >= 'a' && *s <= 'z') || strchr(" ()'\";|:`,#\\", *s))
+			return true;
+	return false;
+}
+
+static void print_symbol(struct sbcl_heap *h, uint64_t obj, struct out *o)
+{
+	char name[4 * SBCL_STRING_MAX + 1], pkg[4 * SBCL_STRING_MAX + 1];
+	uint64_t w, id, vec, vhdr[2], p, pname;
+	bool cut, pcut = false;
+	int n;
+
+	if (rd_word(h, obj - LOWTAG_OTHER + WORD * h->l->name_slot, &w) ||
+	    (n = read_string(h, w & 0xffffffffffffull, name, sizeof(name), &cut)) < 0) {
+		puts_(o, "?");
+		return;
+	}
+	id = w >> 48;
+	pkg[0] = '\0';
+	vec = h->package_vector;
+	if (id && (vec & LOWTAG_MASK) == LOWTAG_OTHER &&
+	    !rd_word(h, vec - LOWTAG_OTHER, &vhdr[0]) && (uint8_t)vhdr[0] == h->l->vector_widetag &&
+	    !rd_word(h, vec - LOWTAG_OTHER + WORD, &vhdr[1]) && !(vhdr[1] & 1) &&
+	    id < vhdr[1] >> 1 && !rd_word(h, vec - LOWTAG_OTHER + WORD * (2 + id), &p) &&
+	    (p & LOWTAG_MASK) == LOWTAG_INST &&
+	    !rd_word(h, p - LOWTAG_INST + WORD * h->l->pkg_name_slot, &pname))
+		read_string(h, pname, pkg, sizeof(pkg), &pcut);
+	if (!id)
+		puts_(o, "#:");
+	else if (!strcmp(pkg, "KEYWORD"))
+		puts_(o, ":");
+	else if (!pkg[0])
+		puts_(o, "?::");
+	else if (strcmp(pkg, "COMMON-LISP") && strcmp(pkg, "COMMON-LISP-USER")) {
+		puts_(o, pkg);
+		puts_(o, "::");
+	}
+	if (needs_bars(name)) {
+		puts_(o, "|");
+		puts_(o, name);
+		puts_(o, "|");
+	} else {
+		puts_(o, name);
+	}
+	if (cut)
+		puts_(o, "...");
+}
+
+static void print_obj(struct sbcl_heap *h, uint64_t obj, struct out *o, unsigned depth,
+		      bool lambda_list);
+
+static void print_list(struct sbcl_heap *h, uint64_t obj, struct out *o, unsigned depth)
+{
+	bool lambda = false;
+
+	if (depth >= SBCL_DEPTH_MAX) {
+		puts_(o, "(...)");
+		return;
+	}
+	puts_(o, "(");
+	for (unsigned i = 0; !o->cut; i++) {
+		uint64_t cell[2];
+		uint8_t b[2 * WORD];
+		size_t mark;
+
+		if (i == SBCL_LIST_MAX) {
+			puts_(o, " ...");
+			break;
+		}
+		if (rd(h, obj - LOWTAG_LIST, b, sizeof(b))) {
+			puts_(o, "?");
+			break;
+		}
+		cell[0] = rd64(b, false);
+		cell[1] = rd64(b + WORD, false);
+		if (i)
+			puts_(o, " ");
+		mark = o->used;
+		print_obj(h, cell[0], o, depth + 1, lambda && i == 1);
+		if (i == 0)
+			lambda = !strcmp(o->buf + mark, "LAMBDA");
+		if (cell[1] == h->l->nil)
+			break;
+		if ((cell[1] & LOWTAG_MASK) != LOWTAG_LIST) {
+			puts_(o, " . ");
+			print_obj(h, cell[1], o, depth + 1, false);
+			break;
+		}
+		obj = cell[1];
+	}
+	puts_(o, ")");
+}
+
+static void print_obj(struct sbcl_heap *h, uint64_t obj, struct out *o, unsigned depth,
+		      bool lambda_list)
+{
+	char s[4 * SBCL_STRING_MAX + 1];
+	uint64_t hdr;
+	bool cut;
+
+	if (!(obj & 1)) { /* a fixnum */
+		snprintf(s, sizeof(s), "%lld", (long long)((int64_t)obj >> 1));
+		puts_(o, s);
+		return;
+	}
+	if (obj == h->l->nil) {
+		puts_(o, lambda_list ? "()" : "NIL");
+		return;
+	}
+	switch (obj & LOWTAG_MASK) {
+	case LOWTAG_LIST:
+		print_list(h, obj, o, depth);
+		return;
+	case LOWTAG_OTHER:
+		if (rd_word(h, obj - LOWTAG_OTHER, &hdr))
+			break;
+		if ((uint8_t)hdr == h->l->symbol_widetag) {
+			print_symbol(h, obj, o);
+			return;
+		}
+		if (read_string(h, obj, s, sizeof(s), &cut) >= 0) {
+			puts_(o, "\"");
+			puts_(o, s);
+			puts_(o, cut ? "...\"" : "\"");
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	puts_(o, "?");
+}
+
+static int fun_name(struct sbcl_heap *h, uint64_t code, uint64_t pc, char *buf, size_t len)
+{
+	uint8_t hd[2 * WORD], tr[WORD], offs[4 * SBCL_MAX_FUNS];
+	uint64_t hdr, size, boxed, text_off, tl, nfun, best = UINT64_MAX, best_off = 0, name, fhdr;
+	struct out o = { .buf = buf, .len = len };
+	int err;
+
+	if (!h->l || len < 8 || (code & LOWTAG_MASK))
+		return -EINVAL;
+	buf[0] = '\0';
+	if ((err = rd(h, code, hd, sizeof(hd))))
+		return err;
+	hdr = rd64(hd, false);
+	if ((uint8_t)hdr != h->l->code_widetag || (hdr & FREE_BIT))
+		return -EINVAL;
+	size = (hdr >> 32) * WORD;
+	boxed = rd64(hd + WORD, false) & 0xffffffffu;
+	if (size < 4 * WORD || size > SBCL_MAX_CODE || (boxed & (WORD - 1)) ||
+	    boxed < WORD * (h->l->fun_names_word + h->l->fun_slots) || boxed >= size)
+		return -EINVAL;
+	if (pc < code + boxed || pc >= code + size)
+		return -ENOENT;
+	if ((err = rd(h, code + size - WORD, tr, sizeof(tr))))
+		return err;
+	tl = (uint64_t)(tr[6] | tr[7] << 8);
+	nfun = (uint64_t)(tr[4] | tr[5] << 8) >> 5;
+	if (!nfun || nfun > SBCL_MAX_FUNS || tl < 4 + 4 * nfun || tl > size - boxed ||
+	    WORD * (h->l->fun_names_word + h->l->fun_slots * nfun) > boxed)
+		return -EINVAL;
+	text_off = pc - code - boxed;
+	if (text_off >= size - boxed - tl)
+		return -ENOENT; /* in the trailer */
+	if ((err = rd(h, code + size - 4 - 4 * nfun, offs, 4 * nfun)))
+		return err;
+	/* offset[i] at end - 8 - 4i: the table runs backwards from the trailer. */
+	for (uint64_t i = 0; i < nfun; i++) {
+		uint64_t off = rd32(offs + 4 * (nfun - 1 - i), false);
+
+		if (off >= size - boxed - tl || ((boxed + off) & LOWTAG_MASK))
+			return -EINVAL;
+		if (off <= text_off && (best == UINT64_MAX || off >= best_off)) {
+			best = i;
+			best_off = off;
+		}
+	}
+	if (best == UINT64_MAX)
+		return -ENOENT; /* before the first simple-fun */
+	if ((err = rd_word(h, code + boxed + best_off, &fhdr)))
+		return err;
+	if ((uint8_t)fhdr != h->l->fun_widetag)
+		return -EINVAL;
+	if ((err = rd_word(h, code + WORD * (h->l->fun_names_word + h->l->fun_slots * best),
+			   &name)))
+		return err;
+	print_obj(h, name, &o, 0, false);
+	if (o.cut && o.used >= 3)
+		memcpy(buf + o.used - 3, "...", 3);
+	return (int)o.used;
+}
+
+#define ASM_MAX_PAIRS 1024u /* entries read of the assembly routines' table */
+
+/*
+ * The assembly routines (GENERIC-+, ALLOC-TRAMP...) share one code object
+ * without simple-funs: its debug-info is (a cons of) a hash table of
+ * routine name -> (start end . index), offsets from the code's text. Named after the
+ * routine whose [start, end] holds pc; -ENOENT if none, -EINVAL if the
+ * object is not that.
+ */
+static int asm_name(struct sbcl_heap *h, uint64_t code, uint64_t pc, char *buf, size_t len)
+{
+	uint8_t hd[3 * WORD], vh[2 * WORD], kv[2 * WORD * ASM_MAX_PAIRS];
+	uint64_t hdr, boxed, size, di, pairs, n, off;
+	struct out o = { .buf = buf, .len = len };
+	int err;
+
+	if (len < 8)
+		return -EINVAL;
+	if ((err = rd(h, code, hd, sizeof(hd))))
+		return err;
+	hdr = rd64(hd, false);
+	size = (hdr >> 32) * WORD;
+	boxed = rd64(hd + WORD, false) & 0xffffffffu;
+	di = rd64(hd + 2 * WORD, false);
+	if ((uint8_t)hdr != h->l->code_widetag || boxed < 3 * WORD || boxed >= size ||
+	    size > SBCL_MAX_CODE || pc < code + boxed || pc >= code + size)
+		return -EINVAL;
+	/* 2.2.9 keeps (table . 0) there. */
+	if ((di & LOWTAG_MASK) == LOWTAG_LIST && (err = rd_word(h, di - LOWTAG_LIST, &di)))
+		return err;
+	if ((di & LOWTAG_MASK) != LOWTAG_INST)
+		return -EINVAL;
+	off = pc - code - boxed;
+	if ((err = rd_word(h, di - LOWTAG_INST + WORD * h->l->ht_pairs_word, &pairs)))
+		return err;
+	if ((pairs & LOWTAG_MASK) != LOWTAG_OTHER ||
+	    (err = rd(h, pairs - LOWTAG_OTHER, vh, sizeof(vh))))
+		return err ? err : -EINVAL;
+	n = rd64(vh + WORD, false);
+	if (vh[0] != h->l->vector_widetag || (n & 1))
+		return -EINVAL;
+	n >>= 1;
+	n = n < 2 * ASM_MAX_PAIRS + 2 ? n : 2 * ASM_MAX_PAIRS + 2;
+	if (n <= 2)
+		return -ENOENT;
+	/* Elements 0 and 1 are the table's own; then key, value pairs. */
+	if ((err = rd(h, pairs - LOWTAG_OTHER + 4 * WORD, kv, (n - 2) / 2 * 2 * WORD)))
+		return err;
+	for (uint64_t i = 0; i + 1 < n - 2; i += 2) {
+		uint64_t key = rd64(kv + WORD * i, false), val = rd64(kv + WORD * (i + 1), false);
+		uint64_t start, rest, end;
+
+		if ((val & LOWTAG_MASK) != LOWTAG_LIST || rd_word(h, val - LOWTAG_LIST, &start) ||
+		    rd_word(h, val - LOWTAG_LIST + WORD, &rest) ||
+		    (rest & LOWTAG_MASK) != LOWTAG_LIST || rd_word(h, rest - LOWTAG_LIST, &end) ||
+		    (start & 1) || (end & 1))
+			continue;
+		if ((start >> 1) <= off && off <= (end >> 1)) {
+			buf[0] = '\0';
+			print_obj(h, key, &o, 0, false);
+			if (o.cut && o.used >= 3)
+				memcpy(buf + o.used - 3, "...", 3);
+			return (int)o.used;
+		}
+	}
+	return -ENOENT;
+}
+
+/* The name of code's function at pc: a simple-fun's, else (code that is no
+ * simple-funs' object) an assembly routine's. */
+static int code_name(struct sbcl_heap *h, uint64_t code, uint64_t pc, char *buf, size_t len)
+{
+	int n = fun_name(h, code, pc, buf, len), m;
+
+	if (n >= 0 || n != -EINVAL)
+		return n;
+	m = asm_name(h, code, pc, buf, len);
+	return m == -EINVAL ? n : m;
+}
+
+int sbcl__name_pc(struct sbcl_heap *h, uint64_t pc, char *buf, size_t len)
+{
+	uint64_t code;
+	int err = sbcl__find_code(h, pc, &code);
+
+	return err ? err : code_name(h, code, pc, buf, len);
+}
+
+/* --- a process ------------------------------------------------------------------- */
+
+enum {
+	V_TEXT_START,
+	V_TEXT_HWM,
+	V_TLSF_START,
+	V_TLSF_SSO,
+	V_PACKAGES,
+	V_NR,
+};
+
+static const char *const var_names[V_NR] = {
+	"TEXT_SPACE_START", "text_space_highwatermark", "tlsf_mem_start",
+	"tlsf_page_sso",    "lisp_package_vector",
+};
+
+#define MAX_SYMS    (1u << 20) /* symbols looked at in one file */
+#define MAX_RODATA  (64u << 20)
+#define PROBE_FILES 4
+
+/* What one file holds (its memo, MFILE_MEMO_SBCL). */
+struct sbclfile {
+	bool runtime;
+	uint64_t var[V_NR];
+	const struct sbcl_layout *l; /* NULL: a version without a layout */
+	char version[32];	     /* what its .rodata says, "" if nothing */
+	bool warned;		     /* -ENOTSUP's why given (once per runtime file) */
+};
+
+/* Whether s (len bytes, not NUL-terminated) is an SBCL version: "2.2.9", "2.2.9.debian". */
+static bool version_like(const char *s, size_t len)
+{
+	unsigned dots = 0;
+
+	if (len < 5 || len > 31 || s[0] < '1' || s[0] > '9')
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '.')
+			dots++;
+		else if (dots < 3 && (s[i] < '0' || s[i] > '9'))
+			return false;
+		else if (s[i] < 0x21 || s[i] > 0x7e)
+			return false;
+	}
+	return dots >= 2;
+}
+
+/* The runtime's version string (SBCL_VERSION_STRING, in .rodata on its own:
+ * "2.2.9.debian") into f. */
+static void find_version(Elf *elf, struct sbclfile *f)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		const char *name, *b;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)) || strcmp(name, ".rodata") ||
+		    sh.sh_size > MAX_RODATA || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			continue;
+		b = d->d_buf;
+		/* Every NUL-delimited string that looks like a version: the first
+		 * with a layout, else the first. */
+		for (size_t i = 0, start = 0; i < d->d_size; i++) {
+			if (b[i])
+				continue;
+			if (version_like(b + start, i - start)) {
+				const struct sbcl_layout *l;
+				char v[32];
+
+				memcpy(v, b + start, i - start);
+				v[i - start] = '\0';
+				l = sbcl__layout(v);
+				if (l || !f->version[0])
+					snprintf(f->version, sizeof(f->version), "%s", v);
+				if (l) {
+					f->l = l;
+					return;
+				}
+			}
+			start = i + 1;
+		}
+	}
+}
+
+static void find_vars(Elf *elf, struct sbclfile *f)
+{
+	bool found[V_NR] = { 0 };
+	size_t left = MAX_SYMS;
+	Elf_Scn *scn = NULL;
+	int n_found = 0;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+			continue;
+		n = sh.sh_size / sh.sh_entsize;
+		if (n > left || !(d = elf_getdata(scn, NULL)))
+			continue;
+		left -= n;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Sym sym;
+			const char *name;
+
+			if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
+			    !sym.st_value || GELF_ST_TYPE(sym.st_info) != STT_OBJECT)
+				continue;
+			name = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (!name || (name[0] != 'T' && name[0] != 't' && name[0] != 'l'))
+				continue;
+			for (int k = 0; k < V_NR; k++) {
+				if (!found[k] && !strcmp(name, var_names[k])) {
+					found[k] = true;
+					f->var[k] = sym.st_value;
+					n_found++;
+				}
+			}
+		}
+	}
+	f->runtime = n_found == V_NR;
+}
+
+/* Load bias of mapping m of the file: address = vaddr + bias. */
+static int load_bias(Elf *elf, const struct procmap *m, uint64_t *bias)
+{
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n))
+		return -EINVAL;
+	for (size_t i = 0; i < n && i < 4096; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (m->offset >= ph.p_offset && m->offset - ph.p_offset < ph.p_filesz) {
+			*bias = m->start - (m->offset - ph.p_offset + ph.p_vaddr);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static const struct sbclfile *file_vars(struct mfile *mf, unsigned *left)
+{
+	const struct sbclfile *memo = mfile__memo(mf, MFILE_MEMO_SBCL);
+	struct sbclfile *f;
+	Elf *elf;
+
+	if (memo)
+		return memo;
+	if (!*left || !(elf = mfile__elf(mf)))
+		return NULL;
+	(*left)--;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	find_vars(elf, f);
+	if (f->runtime)
+		find_version(elf, f);
+	mfile__set_memo(mf, MFILE_MEMO_SBCL, f);
+	return f;
+}
+
+static int proc_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct sbcl_proc *sp = ctx;
+
+	return ptab__read_mem(sp->t, sp->p, addr, buf, len) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *why, size_t why_len)
+{
+	struct pmaps *pm = ptab__maps(t, p);
+	unsigned left = PROBE_FILES;
+	int err = -ENOENT;
+
+	why[0] = '\0';
+	if (!pm)
+		return -ENOENT;
+	for (size_t i = 0; i < pm->m.nr && err == -ENOENT; i++) {
+		const struct procmap *m = &pm->m.maps[i];
+		const struct sbclfile *f;
+		uint64_t bias, v[V_NR];
+		struct mfile *mf;
+
+		if (!m->path || !(m->perms & PROCMAP_X) || m->path[0] != '/')
+			continue;
+		if (i && pm->m.maps[i - 1].path && !strcmp(pm->m.maps[i - 1].path, m->path))
+			continue; /* the same file, already tried */
+		if (ptab__file(t, p, m, &mf))
+			continue;
+		f = file_vars(mf, &left);
+		if (!f || !f->runtime || !mfile__elf(mf) || load_bias(mfile__elf(mf), m, &bias)) {
+			mfile__put(t, mf);
+			continue;
+		}
+		mfile__put(t, mf);
+		if (!f->l) {
+			err = -ENOTSUP;
+			if (f->warned)
+				break;
+			/* The memo is this module's: one warning per runtime file. */
+			((struct sbclfile *)f)->warned = true;
+			snprintf(why, why_len,
+				 "SBCL %s: a version whose heap layout bpfprof does not know "
+				 "(it knows 2.2.9): its Lisp functions are not named",
+				 f->version[0] ? f->version : "(version not found)");
+			break;
+		}
+		memset(out, 0, sizeof(*out));
+		out->t = t;
+		out->p = p;
+		out->h.l = f->l;
+		out->h.read = proc_read;
+		out->h.ctx = out;
+		out->h.max_bytes = SBCL_MAX_BYTES;
+		err = 0;
+		for (int k = 0; k < V_NR && !err; k++)
+			err = rd_word(&out->h, f->var[k] + bias, &v[k]);
+		if (err) {
+			err = -EAGAIN;
+			break;
+		}
+		out->h.text_start = v[V_TEXT_START];
+		out->h.text_end = v[V_TEXT_HWM];
+		out->h.tlsf_start = v[V_TLSF_START];
+		out->h.sso = v[V_TLSF_SSO];
+		out->h.package_vector = v[V_PACKAGES];
+		if (out->h.text_end <= out->h.text_start) {
+			snprintf(why, why_len, "SBCL %s: its text space is not set up", f->version);
+			err = -EAGAIN;
+		}
+	}
+	pmaps__put(pm);
+	return err;
+}
+
+struct sbcl_name {
+	uint64_t code, id[2]; /* the code object and its header and boxed-size words */
+	char name[];
+};
+
+const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc)
+{
+	struct htab_entry *e;
+	struct sbcl_name *n;
+	uint8_t idb[2 * WORD];
+	char buf[SBCL_NAME_MAX];
+	uint64_t code;
+	bool created;
+	int len;
+
+	if (!sp->names && !(sp->names = htab__new()))
+		return NULL;
+	sp->h.bytes_read = 0; /* SBCL_MAX_BYTES: per name */
+	e = htab__find(sp->names, &pc, sizeof(pc));
+	n = e ? e->value : NULL;
+	if (n && !rd(&sp->h, n->code, idb, sizeof(idb)) && rd64(idb, false) == n->id[0] &&
+	    rd64(idb + WORD, false) == n->id[1])
+		return n->name;
+	if (sbcl__find_code(&sp->h, pc, &code) ||
+	    (len = code_name(&sp->h, code, pc, buf, sizeof(buf))) < 0 ||
+	    rd(&sp->h, code, idb, sizeof(idb)))
+		return NULL;
+	if (n) {
+		/* Replaced: the old name may still be in use until the process goes. */
+		if (array_grow((void **)&sp->retired, &sp->cap_retired, sp->nr_retired + 1,
+			       sizeof(*sp->retired)))
+			return NULL;
+		sp->retired[sp->nr_retired++] = n;
+		e->value = NULL;
+	}
+	if (sp->nr_names + sp->nr_retired >= SBCL_MAX_NAMES ||
+	    sp->name_bytes + sizeof(*n) + (size_t)len + 1 > SBCL_MAX_NAME_BYTES)
+		return NULL;
+	n = malloc(sizeof(*n) + (size_t)len + 1);
+	if (!n)
+		return NULL;
+	n->code = code;
+	n->id[0] = rd64(idb, false);
+	n->id[1] = rd64(idb + WORD, false);
+	memcpy(n->name, buf, (size_t)len + 1);
+	e = htab__upsert(sp->names, &pc, sizeof(pc), &created);
+	if (!e) {
+		free(n);
+		return NULL;
+	}
+	if (created)
+		sp->nr_names++;
+	e->value = n;
+	sp->name_bytes += sizeof(*n) + (size_t)len + 1;
+	return n->name;
+}
+
+void sbcl__proc_free(struct sbcl_proc *sp)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	if (!sp)
+		return;
+	while (sp->names && (e = htab__next(sp->names, &pos)))
+		free(e->value);
+	htab__free(sp->names);
+	for (size_t i = 0; i < sp->nr_retired; i++)
+		free(sp->retired[i]);
+	free(sp->retired);
+	sbcl__release(&sp->h);
+	memset(sp, 0, sizeof(*sp));
+}

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * sbcl.h - SBCL's heap, read from outside the process: the Lisp function
+ * that holds a pc, and its name printed as SBCL prints it (issue 38).
+ *
+ * SBCL compiles Lisp into code objects in its heap: the core's own
+ * functions in the text space mapped from the core file, code compiled
+ * after start into the text space's TLSF-managed pages. A code object
+ * (x86-64, 2.2.9) is
+ *
+ *   word 0     header: widetag 0x35, total size in words in the high 32 bits
+ *              (bit 8: a free TLSF block of that size, in text space)
+ *   word 1     boxed size in bytes (low 32 bits)
+ *   word 4+4i  the name of simple-fun i (then its arglist, type, info)
+ *   ...        machine code from the boxed size on; simple-fun i's header
+ *              (widetag 0x41) at boxed size + offset[i]
+ *   trailer    the last 2 bytes: the trailer's length; the 2 before them:
+ *              the number of simple-funs << 5; offset[i], 32 bits, at
+ *              end - 8 - 4i
+ *
+ * A name is a symbol (its name string and its package's id in the high 16
+ * bits of its name slot; the package's name through the runtime's
+ * lisp_package_vector), a string, or a list: (SETF X), (LAMBDA (X) :IN
+ * FOO), (FLET BAR :IN FOO), printed with the prefix SBCL's printer gives in
+ * COMMON-LISP-USER: none for COMMON-LISP and COMMON-LISP-USER, ":" for
+ * keywords, "PACKAGE::" otherwise (external symbols too: telling them apart
+ * needs the package's hash tables, not read yet).
+ *
+ * Everything is read through the caller's reader (the process-and-file
+ * layer's memory reads) and is untrusted: every object's header and size
+ * are checked against the space it is in, walks are bounded in steps and
+ * bytes (SBCL_MAX_*), names in length and depth; a bad object gives no
+ * name, never a read outside the spaces given or a loop.
+ */
+#ifndef BPFPROF_SBCL_H
+#define BPFPROF_SBCL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SBCL_PAGE_BYTES 4096u	     /* text space pages (IMMOBILE_CARD_BYTES) */
+#define SBCL_MAX_CODE	(16u << 20)  /* largest code object believed */
+#define SBCL_MAX_FUNS	4096u	     /* simple-funs per code object */
+#define SBCL_MAX_STEPS	65536u	     /* objects walked per lookup */
+#define SBCL_MAX_SCAN	64u	     /* pages searched back for a scan start */
+#define SBCL_MAX_TEXT	(256u << 20) /* text space indexed per process */
+#define SBCL_NAME_MAX	512u	     /* printed name, bytes (longer: cut, "...") */
+#define SBCL_STRING_MAX 200u	     /* characters read of one string */
+#define SBCL_LIST_MAX	16u	     /* elements printed of one list */
+#define SBCL_DEPTH_MAX	4u	     /* lists within lists */
+
+/* Reads len bytes of the process at addr; 0, or -errno (a short read is an error). */
+typedef int (*sbcl_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
+
+/* A version's layout (what differs between releases). */
+struct sbcl_layout {
+	const char *version; /* prefix of the runtime's version string */
+	uint64_t nil;	     /* NIL's address (static space) */
+	uint8_t code_widetag, fun_widetag, symbol_widetag, filler_widetag;
+	uint8_t base_string_widetag, char_string_widetag, vector_widetag, instance_widetag;
+	uint32_t name_slot;	 /* symbol: word of the name (and package id) */
+	uint32_t pkg_name_slot;	 /* package instance: word of %NAME */
+	uint32_t fun_names_word; /* code: word of simple-fun 0's name */
+	uint32_t fun_slots;	 /* code: words per simple-fun */
+	uint32_t ht_pairs_word;	 /* hash-table instance: word of its key/value vector */
+};
+
+/* The layout for a runtime's version string ("2.2.9.debian"), or NULL. */
+const struct sbcl_layout *sbcl__layout(const char *version);
+
+/* One process's heap: where things are (from the runtime's exported
+ * variables) and how to read it. */
+struct sbcl_heap {
+	const struct sbcl_layout *l;
+	sbcl_read_fn read;
+	void *ctx;
+	uint64_t text_start, text_end; /* TEXT_SPACE_START, text_space_highwatermark */
+	uint64_t tlsf_start;	       /* tlsf_mem_start: pages from here have a scan start */
+	uint64_t sso;		       /* tlsf_page_sso: their scan starts (16 bits a page) */
+	uint64_t package_vector;       /* lisp_package_vector: id -> package */
+	/* The core's text (text_start to tlsf_start): per page, the start of the
+	 * object holding its first byte (built at the first lookup there). */
+	uint32_t *index;
+	uint32_t nr_index;
+	uint64_t bytes_read; /* what the reads cost so far */
+	uint64_t max_bytes;  /* 0, or reads fail with -E2BIG past this many (of bytes_read) */
+};
+
+/* Frees h's index of the core's text (built at the first pc there: one
+ * walk of its objects, read in pieces of 1 MiB; not built over
+ * SBCL_MAX_TEXT, or for a walk that does not end where the space does). */
+void sbcl__release(struct sbcl_heap *h);
+
+/* The code object holding pc (its untagged address) in text space; 0 or -errno. */
+int sbcl__find_code(struct sbcl_heap *h, uint64_t pc, uint64_t *code);
+
+/* The name of the Lisp function at pc (of the simple-fun of its code object
+ * at or below it), printed into buf (NUL-terminated, cut with "..."); its
+ * length, or -errno: -ENOENT for a pc in no simple-fun, -EINVAL for
+ * objects that are not what the layout says, the reader's error. */
+int sbcl__name_pc(struct sbcl_heap *h, uint64_t pc, char *buf, size_t len);
+
+/* --- a process ------------------------------------------------------------------- */
+
+struct ptab;
+struct pproc;
+
+/* Read of one process's heap for one name: the index of the core's text
+ * (once per process) and a lookup's walk and name. */
+#define SBCL_MAX_BYTES (SBCL_MAX_TEXT + (4u << 20))
+
+#define SBCL_MAX_NAMES	    65536u     /* names kept per process (and names replaced) */
+#define SBCL_MAX_NAME_BYTES (4u << 20) /* ... and their bytes */
+
+/* An SBCL process: its heap, read through the process table, and the names
+ * found in it. */
+struct sbcl_proc {
+	struct sbcl_heap h;
+	struct ptab *t;
+	struct pproc *p;    /* the caller's reference */
+	struct htab *names; /* pc -> struct sbcl_name */
+	void **retired;	    /* names replaced: freed with the process */
+	size_t nr_retired, cap_retired;
+	size_t nr_names, name_bytes;
+};
+
+/*
+ * Whether process p runs an SBCL runtime (an executable ELF mapping that
+ * exports TEXT_SPACE_START, text_space_highwatermark, tlsf_mem_start,
+ * tlsf_page_sso and lisp_package_vector in its symbol tables), and if so
+ * fills out to read its heap (out must stay where it is: it is its reader's
+ * context): 0; -ENOENT no SBCL; -ENOTSUP an SBCL whose version has no
+ * layout here (why says so the first time for its runtime file, then is
+ * empty); -EAGAIN its variables not readable or set yet.
+ * A file's verdict is remembered with it (mfile__memo).
+ */
+int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *why, size_t why_len);
+
+/*
+ * The name of the Lisp function at pc, or NULL. Kept per pc, with the
+ * identity of its code object (header and serial number), which is read
+ * again before a kept name is trusted: code freed and other code made at
+ * its place is named anew. A name stays valid until sbcl__proc_free().
+ */
+const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc);
+void sbcl__proc_free(struct sbcl_proc *sp);
+
+#endif /* BPFPROF_SBCL_H */

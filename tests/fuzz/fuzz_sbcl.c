@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * fuzz_sbcl - SBCL's heap walker (src/lang/sbcl.c) on a hostile heap: the
+ * input is the process's memory, seen at three places at once - text space
+ * (0x52a00000, its first half the core's text, the rest TLSF pages), the
+ * pages' scan starts, and the heap the names point into (0x1000000000,
+ * where the package vector is the input's first word). 64 pcs across the
+ * text space are named: what comes out must be a NUL-terminated string of
+ * at most the buffer, whatever objects, trailers, lists and strings the
+ * bytes make, and the walk must stay within its caps.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lang/sbcl.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define TEXT 0x52a00000ull
+#define SSO  0x7f0000000000ull
+#define DYN  0x1000000000ull
+
+struct img {
+	const uint8_t *p;
+	size_t n;
+	uint64_t bytes;
+};
+
+static int rd(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct img *m = ctx;
+	const uint64_t bases[] = { TEXT, SSO, DYN };
+
+	m->bytes += len;
+	for (int i = 0; i < 3; i++) {
+		if (addr < bases[i] || addr - bases[i] > m->n || len > m->n - (addr - bases[i]))
+			continue;
+		memcpy(buf, m->p + (addr - bases[i]), len);
+		return 0;
+	}
+	return -EFAULT;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct img m = { data, size, 0 };
+	struct sbcl_heap h = { .l = sbcl__layout("2.2.9"), .read = rd, .ctx = &m };
+	char out[64];
+	uint64_t pv = 0;
+
+	if (size < 16)
+		return 0;
+	memcpy(&pv, data, 8);
+	h.text_start = TEXT;
+	h.text_end = TEXT + size;
+	h.tlsf_start = TEXT + ((size / 2) & ~4095ull);
+	h.sso = SSO;
+	h.package_vector = pv;
+	/* 64 pcs across the space (every word of a small one). */
+	for (uint64_t pc = TEXT, step = size / 64 > 8 ? size / 64 : 8; pc < TEXT + size;
+	     pc += step) {
+		int n;
+
+		memset(out, 'x', sizeof(out));
+		n = sbcl__name_pc(&h, pc, out, sizeof(out));
+		if (n >= (int)sizeof(out) || (n >= 0 && (strlen(out) != (size_t)n)))
+			abort();
+	}
+	/* Reads stay bounded: each lookup's walk and name are capped. */
+	if (m.bytes > (uint64_t)65 * (SBCL_MAX_STEPS * 8 + 64 * 1024) + SBCL_MAX_TEXT)
+		abort();
+	sbcl__release(&h);
+	return 0;
+}

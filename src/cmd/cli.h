@@ -60,6 +60,8 @@ struct options {
 	const char *app_name;	/* --app-name (default "bpfprof") */
 	const char *token_file; /* --token-file */
 	const char *listen;	/* --listen [ADDR:]PORT */
+	const char *debuginfod; /* --debuginfod URLS (else $DEBUGINFOD_URLS) */
+	bool no_debuginfod;	/* --no-debuginfod */
 	const char **cgroups;	/* --cgroup PATH (repeatable) */
 	size_t nr_cgroups, cap_cgroups;
 	enum unwind_opt unwind;
@@ -95,6 +97,8 @@ enum {
 	OPT_OFFCPU,
 	OPT_OFFCPU_MIN,
 	OPT_OFFCPU_TASKS,
+	OPT_DEBUGINFOD,
+	OPT_NO_DEBUGINFOD,
 	OPT_CMD_FIRST = 350, /* options of other commands (top, annotate) start here */
 };
 

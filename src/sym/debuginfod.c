@@ -262,8 +262,12 @@ int debuginfod__cache_dir(const char *path, struct errmsg *em)
 		return errmsg_set(em, -errno, "debuginfod cache: cannot make %s: %s", parent,
 				  strerror(errno));
 	pfd = safewrite__dir(parent, false, em);
-	if (pfd < 0)
-		return pfd;
+	if (pfd < 0) {
+		char why[sizeof(em->msg)];
+
+		snprintf(why, sizeof(why), "%s", em ? em->msg : "refused");
+		return errmsg_set(em, pfd, "debuginfod cache %s: %s", parent, why);
+	}
 	if (mkdirat(pfd, leaf, 0700) && errno != EEXIST) {
 		int err = -errno;
 

@@ -51,7 +51,7 @@ static struct dynlib libcurl_lib = DYNLIB_INIT(CURL_SONAME, libcurl_names, &libc
 _Static_assert(sizeof(libcurl) == ARRAY_SIZE(libcurl_names) * sizeof(void *),
 	       "libcurl: one pointer per name");
 
-enum id_state { ID_QUEUED = 1, ID_FETCHING, ID_DONE, ID_FAILED };
+enum id_state { ID_QUEUED = 1, ID_DONE, ID_FAILED };
 
 struct id_entry {
 	enum id_state state;
@@ -722,6 +722,8 @@ int debuginfod__want(struct debuginfod *d, const uint8_t *id, size_t len)
 	}
 	if (!d->started) {
 		if (pthread_create(&d->thread, NULL, worker, d)) {
+			ie->state = ID_FAILED; /* asked again after DEBUGINFOD_RETRY_NS */
+			ie->failed_ns = now_ns();
 			err = -EAGAIN;
 			goto out;
 		}

@@ -187,6 +187,7 @@ struct symbolizer {
 	 * when last looked at, debug files used from it. */
 	struct debuginfod *dbgd;
 	uint64_t dbgd_done, dbgd_files;
+	uint64_t dbgd_retry_ns; /* when to look at the files waiting again, fetched or not */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
 	/* Wanted-mode perf maps: processes with pending addresses; scan budget. */
@@ -1002,15 +1003,6 @@ static void hold(struct symbolizer *s, struct symfile *f, struct mfile *mf)
 }
 
 /*
- * The symbols of the file behind mapping m, read once per file; NULL if
- * unreadable. A program image maps a dozen files or more and its samples
- * land in few of them: a file of a process in the host's root (lazy) is
- * held open, its symbols read at its first lookup (read_held()), which
- * names it the same even after the process exited. A container's process
- * has its files read now: a debug file in its root is found only while it
- * lives.
- */
-/*
  * A file held with its symbols unread: if it is stripped, its debug file is
  * asked of debuginfod now, so that it may be there by its first lookup (a
  * one-shot run's first drain).
@@ -1025,6 +1017,15 @@ static void prefetch_debug_file(struct symbolizer *s, struct mfile *mf)
 		debuginfod__want(s->dbgd, id, len);
 }
 
+/*
+ * The symbols of the file behind mapping m, read once per file; NULL if
+ * unreadable. A program image maps a dozen files or more and its samples
+ * land in few of them: a file of a process in the host's root (lazy) is
+ * held open, its symbols read at its first lookup (read_held()), which
+ * names it the same even after the process exited. A container's process
+ * has its files read now: a debug file in its root is found only while it
+ * lives.
+ */
 static struct symfile *get_file(struct symbolizer *s, struct symproc *p, const struct procmap *m)
 {
 	struct pproc *pp = p->pp;
@@ -2111,7 +2112,9 @@ static void evict_perfmaps(struct symbolizer *s)
 
 /*
  * Says the fetcher's warnings; when files were fetched since the last look,
- * merges the debug files of those waiting for one (room made for each first).
+ * merges the debug files of those waiting for one (room made for each first);
+ * every DEBUGINFOD_RETRY_NS the waiting files ask again (failed fetches are
+ * retried then).
  */
 static void debuginfod_poll(struct symbolizer *s)
 {
@@ -2126,9 +2129,11 @@ static void debuginfod_poll(struct symbolizer *s)
 		if (s->warn)
 			s->warn(s->warn_ctx, msg);
 	done = debuginfod__done(s->dbgd);
-	if (done == s->dbgd_done)
+	/* Also now and then: a fetch that failed is asked again (DEBUGINFOD_RETRY_NS). */
+	if (done == s->dbgd_done && now_ns() < s->dbgd_retry_ns)
 		return;
 	s->dbgd_done = done;
+	s->dbgd_retry_ns = now_ns() + DEBUGINFOD_RETRY_NS;
 	/* By serial: making room for one may free another. */
 	while ((e = htab__next(s->files, &pos))) {
 		struct symfile *f = e->value;

@@ -26,7 +26,8 @@
  *     also gives source lines and inlined frames), read through
  *     /proc/PID/map_files (or /proc/PID/root + dev/inode check), plus a
  *     separate debug file (build id, .gnu_debuglink; container root first,
- *     then the host's) or MiniDebugInfo when the file is stripped; C++ and
+ *     then the host's; else fetched by build id from debuginfod servers,
+ *     opts.debuginfod) or MiniDebugInfo when the file is stripped; C++ and
  *     Rust names demangled;
  *   - for anonymous executable memory (and memfd or other non-ELF code): the
  *     process's perf map, /proc/PID/root/tmp/perf-NSPID.map, re-read when

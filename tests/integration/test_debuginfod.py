@@ -25,8 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (BPFPROF, as_tenant, assert_few, assert_share, parse_folded, run_bpfprof,
-                      tenant, wl)
+import pprof
+from conftest import (BPFPROF, Workload, as_tenant, assert_few, assert_share, parse_folded,
+                      run_bpfprof, tenant, wait_attached, wl)
 
 HEX_PATH = re.compile(r"^/buildid/[0-9a-f]+/debuginfo$")
 
@@ -305,6 +306,51 @@ def test_file_of_another_build_refused(work, stripped):
         assert unnamed_cache(work) == []
     finally:
         srv.close()
+
+
+def test_continuous_names_from_the_interval_after(work, stripped):
+    """--interval: the fetch never holds up a drain; intervals before the file
+    arrives have the frames unnamed, those after have them named; /metrics
+    counts the fetch."""
+    import gzip
+    import urllib.request
+    prog, debug, bid = stripped
+    body = debug.read_bytes()
+
+    def slow(h):
+        time.sleep(2.5)
+        h.send_response(200)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+    srv = FakeServer(slow)
+    store, port = work / "store", free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEBUGINFOD_")}
+    env.update(BPFPROF_CACHE_DIR=str(work / "cache"), DEBUGINFOD_URLS=srv.url)
+    try:
+        with Workload(prog, 60) as w:
+            proc = subprocess.Popen([str(BPFPROF), "-p", str(w.pid), "--interval", "1",
+                                     "--output-dir", str(store), "--listen", str(port), "-d",
+                                     "7.5", "-v"], stderr=subprocess.PIPE, text=True, env=env)
+            head = wait_attached(proc)
+            time.sleep(5)
+            metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                             timeout=10).read().decode()
+            _, tail = proc.communicate(timeout=60)
+        assert proc.returncode == 0, head + tail
+    finally:
+        srv.close()
+    assert "bpfprof_debuginfod_fetched_total 1" in metrics, metrics
+    assert "bpfprof_debuginfod_failed_total 0" in metrics, metrics
+    files = sorted(store.glob("*.pb.gz"))
+    assert len(files) >= 6, files
+    per = [shares(pprof.to_folded(pprof.decode(gzip.decompress(f.read_bytes())))) for f in files]
+    # The first interval ends before the answer (2.5 s) arrives: unnamed.
+    assert per[0][0] > 10 and per[0][1] == 0, per
+    # Named from the one after it arrives on: the last two whole intervals.
+    for n, a, _ in per[-3:-1]:
+        assert_share(a / n, 2 / 3, n, "leaf_a's share once the file is in", floor=0.05)
+    assert srv.paths == [f"/buildid/{bid}/debuginfo"]
 
 
 # --- the tenant ---------------------------------------------------------------------

@@ -28,6 +28,8 @@ $BUILD_ONLY || PACKAGES+=(
 	libcmocka-dev libclang-rt-14-dev
 	python3 python3-pytest
 	linux-perf bpftrace util-linux procps curl
+	# tests of debug files from debuginfod: a server on loopback
+	debuginfod
 	# tests of bpfprof top: a terminal to drive it in
 	tmux
 	# tests/lint/manpages.py: every page renders with man -l; tests/lint/format.sh:

@@ -185,6 +185,21 @@ int metrics__render(const struct metrics_snapshot *s, uint64_t now, struct sbuf 
 		     s->procs_cached);
 	err |= GAUGE("bpfprof_symbolizer_files", "Files in the symbol cache.", "%" PRIu64,
 		     s->files_cached);
+	err |= COUNTER("bpfprof_debuginfod_fetched_total",
+		       "Debug files fetched from debuginfod servers and cached.", s->dbgd_fetched);
+	err |= COUNTER("bpfprof_debuginfod_cache_hits_total",
+		       "Debug files found in the debuginfod cache.", s->dbgd_cache_hits);
+	err |= COUNTER("bpfprof_debuginfod_not_found_total",
+		       "Build ids no debuginfod server has a debug file for.", s->dbgd_not_found);
+	err |= COUNTER(
+		"bpfprof_debuginfod_failed_total",
+		"Debuginfod transfers that failed (connection, timeout, HTTP error, size cap).",
+		s->dbgd_failed);
+	err |= COUNTER("bpfprof_debuginfod_rejected_total",
+		       "Files from debuginfod servers refused (not ELF, another build id).",
+		       s->dbgd_rejected);
+	err |= GAUGE("bpfprof_debuginfod_pending", "Debug files being fetched or queued.",
+		     "%" PRIu64, s->dbgd_pending);
 	err |= GAUGE("bpfprof_label_cache_entries", "Processes in the label cache.", "%" PRIu64,
 		     s->labels_cached);
 	err |= GAUGE("bpfprof_sample_frequency_hertz", "Sampling frequency.", "%u", s->freq);

@@ -38,6 +38,10 @@ struct metrics_snapshot {
 	uint64_t push_sent, push_failed, push_dropped, push_queued;
 	uint64_t push_too_large; /* failed attempts whose answer was over a cap */
 	uint64_t procs_cached, files_cached, labels_cached;
+	/* Debug files from debuginfod (sym/debuginfod.h): fetched, found in the
+	 * cache, on no server, failed transfers, refused files, waiting now. */
+	uint64_t dbgd_fetched, dbgd_cache_hits, dbgd_not_found, dbgd_failed, dbgd_rejected;
+	uint64_t dbgd_pending;
 	uint64_t last_drain_unix; /* seconds */
 	uint64_t last_drain_ns;	  /* CLOCK_MONOTONIC when the last drain completed, 0: none yet */
 	/* Filled in by metrics__get() (not published): the agent's constants. */

@@ -27,6 +27,8 @@ static const struct option long_opts[] = {
 	{ "app-name", required_argument, NULL, OPT_APP_NAME },
 	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "debuginfod", required_argument, NULL, OPT_DEBUGINFOD },
+	{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 	{ "addresses", no_argument, NULL, OPT_ADDRESSES },
 	{ "off-cpu", no_argument, NULL, OPT_OFFCPU },
 	{ "off-cpu-min", required_argument, NULL, OPT_OFFCPU_MIN },
@@ -104,7 +106,13 @@ void cli__usage(FILE *f)
 		"                          ending is an error: name the format with -f);\n"
 		"                          report (the top functions) for a terminal\n"
 		"      --addresses         keep each sample's leaf address (pprof Location.address)\n"
-		"                          for 'bpfprof annotate PROFILE FUNCTION'\n");
+		"                          for 'bpfprof annotate PROFILE FUNCTION'\n"
+		"      --debuginfod URLS   fetch the debug files of stripped binaries that have none\n"
+		"                          on disk from these debuginfod servers (space-separated;\n"
+		"                          default $DEBUGINFOD_URLS), in the background, cached in\n"
+		"                          /var/cache/bpfprof/debuginfod; a run waits at most 10 s\n"
+		"                          at its end for fetches still going\n"
+		"      --no-debuginfod     never fetch debug files, whatever $DEBUGINFOD_URLS says\n");
 	for (w = writer__all(); *w; w++) {
 		char exts[64] = "";
 
@@ -648,6 +656,18 @@ static int parse_output_option(int c, const char *arg, struct options *o, struct
 		break;
 	case OPT_TOKEN_FILE:
 		o->token_file = arg;
+		break;
+	case OPT_DEBUGINFOD:
+		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
+			return usage_err(
+				em,
+				"invalid --debuginfod '%s': expected http://HOST[:PORT] or "
+				"https://... URLs, separated by spaces",
+				arg);
+		o->debuginfod = arg;
+		break;
+	case OPT_NO_DEBUGINFOD:
+		o->no_debuginfod = true;
 		break;
 	case OPT_LISTEN:
 		if (!*arg)

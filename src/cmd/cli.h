@@ -46,6 +46,8 @@ enum {
 	OPT_OFFCPU,
 	OPT_OFFCPU_MIN,
 	OPT_OFFCPU_TASKS,
+	OPT_DEBUGINFOD,
+	OPT_NO_DEBUGINFOD,
 	OPT_CMD_FIRST = 350, /* options of other commands (top, annotate) start here */
 };
 

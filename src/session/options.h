@@ -55,6 +55,8 @@ struct options {
 	const char *app_name;	/* --app-name (default "bpfprof") */
 	const char *token_file; /* --token-file */
 	const char *listen;	/* --listen [ADDR:]PORT */
+	const char *debuginfod; /* --debuginfod URLS (else $DEBUGINFOD_URLS) */
+	bool no_debuginfod;	/* --no-debuginfod */
 	const char **cgroups;	/* --cgroup PATH (repeatable) */
 	size_t nr_cgroups, cap_cgroups;
 	enum unwind_opt unwind;

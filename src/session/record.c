@@ -48,6 +48,7 @@
 #include "proc/labels.h"
 #include "proc/procfs.h"
 #include "proc/ptab.h"
+#include "sym/debuginfod.h"
 #include "sym/symbolizer.h"
 #include "unwind/unwinder.h"
 
@@ -468,11 +469,12 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 			" executable mappings left out of lists over the limit of %u"
 			" (%" PRIu64 " with tables)",
 			us.maps_dropped, UNWIND_MAX_MAPS, us.maps_lost);
-	p_debug("unwind: %" PRIu64 " frames from tables, %" PRIu64 " by frame pointers, %" PRIu64
+	p_debug("unwind: %" PRIu64 " frames from tables, %" PRIu64 " by frame pointers (%" PRIu64
+		" where a table rule could not be followed), %" PRIu64
 		" refresh requests; row cache: %" PRIu64 " hits, %" PRIu64 " misses",
 		st->v[STAT_UNWIND_DWARF_FRAMES], st->v[STAT_UNWIND_FP_FRAMES],
-		st->v[STAT_UNWIND_REFRESH], st->v[STAT_UNWIND_CACHE_HITS],
-		st->v[STAT_UNWIND_CACHE_MISSES]);
+		st->v[STAT_UNWIND_FP_FALLBACK], st->v[STAT_UNWIND_REFRESH],
+		st->v[STAT_UNWIND_CACHE_HITS], st->v[STAT_UNWIND_CACHE_MISSES]);
 	p_debug("unwind: %" PRIu64 " tables (%" PRIu64
 		" rows) in %.1f MiB of kernel memory (%.1f MiB used), built in %.1f ms; %" PRIu64
 		" files without a table (%" PRIu64 " over their time budget), %" PRIu64
@@ -721,6 +723,43 @@ static void test_collector_opts(struct collector_test_opts *t)
 	t->no_hot_slots = getenv("BPFPROF_TEST_NO_HOT_SLOTS") != NULL;
 }
 
+/* A one-shot run waits at most this long at its end for debug files being fetched. */
+#define DEBUGINFOD_END_WAIT_MS 10000
+
+/* --debuginfod URLS, else $DEBUGINFOD_URLS (perf's): a fetcher, or NULL (said why). */
+static struct debuginfod *open_debuginfod(const struct options *o)
+{
+	const char *urls = o->debuginfod ? o->debuginfod : getenv("DEBUGINFOD_URLS");
+	struct debuginfod_opts dopts = { .urls = urls };
+	struct errmsg em = { 0 };
+	struct debuginfod *d;
+
+	if (o->no_debuginfod || !urls || !*urls)
+		return NULL;
+	d = debuginfod__new(&dopts, &em);
+	if (!d)
+		p_warn("%s: debug files are not fetched", em.msg);
+	return d;
+}
+
+/* One-shot: the last drain names what the fetches still going bring, if in time. */
+static void wait_debuginfod(struct record *r)
+{
+	struct debuginfod_stats ds;
+	size_t left;
+
+	if (!r->rc.dbgd)
+		return;
+	debuginfod__stats(r->rc.dbgd, &ds);
+	if (ds.pending)
+		p_info("waiting up to %d s for %zu debug file%s from debuginfod",
+		       DEBUGINFOD_END_WAIT_MS / 1000, ds.pending, ds.pending == 1 ? "" : "s");
+	left = symbolizer__debuginfod_wait(r->rc.sym, ds.pending ? DEBUGINFOD_END_WAIT_MS : 0);
+	if (left)
+		p_warn("%zu debug file%s still coming from debuginfod: their frames stay unnamed",
+		       left, left == 1 ? " is" : "s are");
+}
+
 /* Everything but the collector: sinks, symbolizer, labels, the (stopped) command. */
 int record__setup(struct record *r)
 {
@@ -741,6 +780,8 @@ int record__setup(struct record *r)
 	rc->pt = ptab__new(&po);
 	sopts.ptab = rc->pt;
 	sopts.warn = on_sym_warn;
+	rc->dbgd = open_debuginfod(&r->o);
+	sopts.debuginfod = rc->dbgd;
 	rc->sym = rc->pt ? symbolizer__new(&sopts) : NULL;
 	rc->labels = rc->pt ? labels__new(rc->pt, 0) : NULL;
 	if (buildid__kernel(rc->kernel_build_id))
@@ -1039,6 +1080,8 @@ int record__stop(struct record *r)
 	if (collector__stopped_at_deadline(r->col, &at) && at < r->t_stop)
 		r->t_stop = at;
 	record__poll_notices(r, 0);
+	if (!r->o.interval)
+		wait_debuginfod(r);
 	r->rc.last_drain = true;
 	err = sinks__drain(&r->ct, &r->rc, r->col);
 	if (err) {
@@ -1121,6 +1164,11 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 		ss.kbpf_unnamed,
 		ss.kprogs_err ? " (no BPF program list: kallsyms alone names them)" : "",
 		ss.py_frames, ss.py_unknown, ss.inline_frames, ss.files_over_budget);
+	p_debug("native inlines and lines: %" PRIu64 " files' DWARF read, %" PRIu64
+		" refused (too large, unreadable), %" PRIu64
+		" lookups named without inlines (over the DWARF budget); %" PRIu64
+		" Lisp frames named (SBCL)",
+		ss.dwarf_files, ss.dwarf_refused, ss.dwarf_over_budget, ss.lisp_names);
 	p_debug("python names: %zu KiB of code objects cached, %" PRIu64 " caches started over"
 		" (at their cap), %" PRIu64 " line tables read again for a line past their"
 		" kept start, %" PRIu64 " lines not (over the drain's budget)",
@@ -1132,6 +1180,18 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 		" read again), %" PRIu64 " files over their own cap (not read), %" PRIu64
 		" perf maps freed for room",
 		ss.files_dropped, ss.files_reread, ss.files_too_large, ss.perfmaps_dropped);
+	if (rc->dbgd) {
+		struct debuginfod_stats ds;
+
+		debuginfod__stats(rc->dbgd, &ds);
+		p_debug("debuginfod: %" PRIu64 " debug files used, %" PRIu64 " fetched, %" PRIu64
+			" from the cache, %" PRIu64 " on no server, %" PRIu64
+			" transfers failed, %" PRIu64
+			" files refused (not the build asked for), %" PRIu64
+			" not asked (queue full), %zu pending",
+			ss.debuginfod_files, ds.fetched, ds.cache_hits, ds.not_found, ds.failed,
+			ds.rejected, ds.dropped, ds.pending);
+	}
 	if (rc->labels)
 		p_debug("labels: %" PRIu64 " processes labelled from their cgroup id without a "
 			"read of /proc/PID/cgroup, %zu processes' labels held",
@@ -1214,6 +1274,7 @@ void record__close(struct record *r)
 	unwinder__free(r->rc.uw);
 	collector__free(r->col);
 	symbolizer__free(r->rc.sym);
+	debuginfod__free(r->rc.dbgd);
 	labels__free(r->rc.labels);
 	ptab__free(r->rc.pt);
 	htab__free(r->rc.memo);

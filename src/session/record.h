@@ -43,6 +43,7 @@ struct record_ctx {
 	bool last_drain;      /* after detach: the symbolizer may take its time */
 	struct ptab *pt;      /* the process table: shared by the symbolizer and the unwinder */
 	struct symbolizer *sym;
+	struct debuginfod *dbgd; /* debug files from servers, or NULL */
 	struct labels *labels;
 	char kernel_build_id[BUILDID_HEX_MAX]; /* "" if unknown */
 	struct unwinder *uw;		       /* NULL with --unwind fp */

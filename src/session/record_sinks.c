@@ -23,6 +23,7 @@
 #include "base/util.h"
 #include "format/writer.h"
 #include "proc/labels.h"
+#include "sym/debuginfod.h"
 #include "sym/symbolizer.h"
 
 /* Warnings of the agent's threads (HTTP, push), already rate-limited there. */
@@ -298,6 +299,17 @@ void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct
 		m.push_too_large = ps.too_large;
 		m.push_dropped = ps.dropped;
 		m.push_queued = ps.queued;
+	}
+	if (rc->dbgd) {
+		struct debuginfod_stats ds;
+
+		debuginfod__stats(rc->dbgd, &ds);
+		m.dbgd_fetched = ds.fetched;
+		m.dbgd_cache_hits = ds.cache_hits;
+		m.dbgd_not_found = ds.not_found;
+		m.dbgd_failed = ds.failed;
+		m.dbgd_rejected = ds.rejected;
+		m.dbgd_pending = ds.pending;
 	}
 	symbolizer__cached(rc->sym, &procs, &files);
 	m.procs_cached = procs;

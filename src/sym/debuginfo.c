@@ -3,14 +3,19 @@
 #include "sym/debuginfo.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <gelf.h>
 #include <zlib.h>
 
+#include "proc/elffile.h"
 #include "proc/elfnote.h"
 #include "sym/elfsym.h"
 #include "proc/safeopen.h"
@@ -155,4 +160,42 @@ struct elfsym *debuginfo__find(const struct debuginfo_query *q, char *found, siz
 	}
 	errno = ENOENT;
 	return NULL;
+}
+
+struct elfsym *debuginfo__from_fd(const struct elfsym *bin, int fd)
+{
+	struct elfsym *es = elfsym__open_fd(fd);
+
+	if (es && !same_build_id(es, bin)) {
+		elfsym__free(es);
+		errno = EINVAL;
+		return NULL;
+	}
+	return es;
+}
+
+size_t debuginfo__fetchable(Elf *elf, uint8_t id[BUILD_ID_MAX])
+{
+	Elf_Scn *scn = NULL;
+	size_t n = 0;
+	GElf_Shdr sh;
+
+	/* Section headers are bounded by the file (libelf checks their count). */
+	while ((scn = elf_nextscn(elf, scn)) && n++ < 65536)
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+			return 0;
+	return elffile__build_id(elf, id);
+}
+
+bool debuginfo__local(const char *debug_dir, const uint8_t *id, size_t len)
+{
+	char path[PATH_MAX], hex[2 * BUILD_ID_MAX + 2];
+	struct stat st;
+
+	if (len < 2)
+		return false;
+	elfnote__build_id_hex(id, len, hex, sizeof(hex));
+	snprintf(path, sizeof(path), "%s/.build-id/%s.debug",
+		 debug_dir ? debug_dir : "/usr/lib/debug", hex);
+	return !fstatat(AT_FDCWD, path, &st, 0);
 }

@@ -28,9 +28,13 @@
 #ifndef BPFPROF_DEBUGINFO_H
 #define BPFPROF_DEBUGINFO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include <libelf.h>
+
+#include "proc/elfnote.h"
 #include "proc/safeopen.h"
 
 struct elfsym;
@@ -55,6 +59,22 @@ struct debuginfo_query {
  * found (if not NULL) receives "root N: path" of the file used.
  */
 struct elfsym *debuginfo__find(const struct debuginfo_query *q, char *found, size_t found_size);
+
+/*
+ * Symbols of the debug file open at fd (not closed) if it is one of bin's
+ * build id, else NULL: for a file fetched by build id (debuginfod.h), which
+ * must be that build as a local one must.
+ */
+struct elfsym *debuginfo__from_fd(const struct elfsym *bin, int fd);
+
+/*
+ * Whether a mapped file wants a debug file from a server: the build id
+ * (written to id, its length returned) of a file without a .symtab, or 0.
+ * Cheap (section headers and the note): asked when a file is first seen.
+ */
+size_t debuginfo__fetchable(Elf *elf, uint8_t id[BUILD_ID_MAX]);
+/* Whether debug_dir/.build-id/ has a file for id (no file opened or read). */
+bool debuginfo__local(const char *debug_dir, const uint8_t *id, size_t len);
 
 /* CRC32 (the .gnu_debuglink one, zlib's) of a whole open file of at most max bytes. */
 int debuginfo__crc32(int fd, uint64_t max, uint32_t *crc);

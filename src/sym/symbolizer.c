@@ -29,6 +29,7 @@
 #include "base/htab.h"
 #include "lang/sbcl.h"
 #include "sym/debuginfo.h"
+#include "sym/debuginfod.h"
 #include "sym/dwinline.h"
 #include "sym/elfsym.h"
 #include "sym/kallsyms.h"
@@ -105,6 +106,7 @@ struct symfile {
 	uint64_t read_gen; /* 1 + the drain its symbols were last read in for a lookup */
 	uint64_t used_gen;
 	uint64_t serial; /* the mfile's: a reused inode is another serial */
+	bool dbgd_wait;	 /* its debug file was asked of debuginfod: merged when it comes */
 	/* Symbols not read yet: the file, held open until its first lookup;
 	 * in the symbolizer's list of held files, oldest first. */
 	struct mfile *held;
@@ -208,6 +210,11 @@ struct symbolizer {
 	uint64_t py_resets, py_lt_reads, py_lt_over;
 	/* Files whose symbols were given up on: more work than their budget. */
 	uint64_t files_over_budget;
+	/* Debug files from debuginfod: the fetcher, its count of files fetched
+	 * when last looked at, debug files used from it. */
+	struct debuginfod *dbgd;
+	uint64_t dbgd_done, dbgd_files;
+	uint64_t dbgd_retry_ns; /* when to look at the files waiting again, fetched or not */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
 	/* Wanted-mode perf maps: processes with pending addresses; scan budget. */
@@ -258,6 +265,7 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	s->max_held = opts && opts->max_held_files ? opts->max_held_files : HELD_FILES_MAX;
 	s->warn = opts ? opts->warn : NULL;
 	s->warn_ctx = opts ? opts->warn_ctx : NULL;
+	s->dbgd = opts ? opts->debuginfod : NULL;
 	if (opts && opts->ptab) {
 		s->pt = opts->ptab;
 	} else {
@@ -895,14 +903,44 @@ static struct elfsym *find_debug_file(struct symbolizer *s, struct pproc *pp, st
 	return dbg;
 }
 
-/* Symbols of the stripped file mf's separate debug file, merged into es. */
+/*
+ * The debug file of f (stripped, symbols read) from debuginfod's cache, or
+ * NULL: then asked for, and f waits for it (merged at a sweep after it comes).
+ */
+static struct elfsym *fetched_debug_file(struct symbolizer *s, struct symfile *f)
+{
+	size_t len;
+	const uint8_t *id = elfsym__build_id(f->es, &len);
+	struct elfsym *dbg;
+	int fd, err;
+
+	f->dbgd_wait = false;
+	if (!id)
+		return NULL;
+	fd = debuginfod__open(s->dbgd, id, len);
+	if (fd >= 0) {
+		dbg = debuginfo__from_fd(f->es, fd);
+		close(fd);
+		if (dbg) {
+			s->dbgd_files++;
+			return dbg;
+		}
+	}
+	err = debuginfod__want(s->dbgd, id, len);
+	f->dbgd_wait = !err || err == -EALREADY;
+	return NULL;
+}
+
+/* Symbols of the stripped file mf's separate debug file, merged into f's. */
 static void load_debug_file(struct symbolizer *s, struct pproc *pp, struct mfile *mf,
-			    struct elfsym *es)
+			    struct symfile *f)
 {
 	char found[PATH_MAX];
-	struct elfsym *dbg = find_debug_file(s, pp, mf, es, NULL, NULL, found, sizeof(found));
+	struct elfsym *dbg = find_debug_file(s, pp, mf, f->es, NULL, NULL, found, sizeof(found));
 
-	if (dbg && !elfsym__merge(es, dbg))
+	if (!dbg && s->dbgd)
+		dbg = fetched_debug_file(s, f);
+	if (dbg && !elfsym__merge(f->es, dbg))
 		s->debug_files++;
 }
 
@@ -941,7 +979,7 @@ static void read_symbols(struct symbolizer *s, struct pproc *pp, struct symfile 
 	    (elfsym__build_id(f->es, NULL) || elfsym__debuglink(f->es, NULL))) {
 		files_room(s, f); /* the debug file's symbols, then both together */
 		before = elfsym__bytes(f->es);
-		load_debug_file(s, pp, mf, f->es);
+		load_debug_file(s, pp, mf, f);
 		s->file_bytes += elfsym__bytes(f->es) - before;
 	}
 }
@@ -1001,6 +1039,21 @@ static void hold(struct symbolizer *s, struct symfile *f, struct mfile *mf)
 		read_held(s, NULL, s->held_oldest);
 		s->held_forced++;
 	}
+}
+
+/*
+ * A file held with its symbols unread: if it is stripped, its debug file is
+ * asked of debuginfod now, so that it may be there by its first lookup (a
+ * one-shot run's first drain).
+ */
+static void prefetch_debug_file(struct symbolizer *s, struct mfile *mf)
+{
+	uint8_t id[BUILD_ID_MAX];
+	Elf *elf = s->dbgd ? mfile__elf(mf) : NULL;
+	size_t len = elf ? debuginfo__fetchable(elf, id) : 0;
+
+	if (len && !debuginfo__local(s->debug_dir, id, len))
+		debuginfod__want(s->dbgd, id, len);
 }
 
 /*
@@ -1080,6 +1133,7 @@ static struct symfile *get_file(struct symbolizer *s, struct symproc *p, const s
 			p->host_root = ptab__in_host_root(s->pt, pp);
 		/* Open now, while the process lives (a cached file may be closed). */
 		if (p->host_root && mfile__fd(mf) >= 0) {
+			prefetch_debug_file(s, mf);
 			hold(s, f, mf); /* the reference is the list's now */
 			return f;
 		}
@@ -2297,6 +2351,68 @@ static void evict_perfmaps(struct symbolizer *s)
 	free(all);
 }
 
+/*
+ * Says the fetcher's warnings; when files were fetched since the last look,
+ * merges the debug files of those waiting for one (room made for each first);
+ * every DEBUGINFOD_RETRY_NS the waiting files ask again (failed fetches are
+ * retried then).
+ */
+static void debuginfod_poll(struct symbolizer *s)
+{
+	char msg[DEBUGINFOD_MAX_URL + 600];
+	uint64_t done, *serials = NULL;
+	size_t n = 0, cap = 0, pos = 0;
+	struct htab_entry *e;
+
+	if (!s->dbgd)
+		return;
+	while (debuginfod__warning(s->dbgd, msg, sizeof(msg)))
+		if (s->warn)
+			s->warn(s->warn_ctx, msg);
+	done = debuginfod__done(s->dbgd);
+	/* Also now and then: a fetch that failed is asked again (DEBUGINFOD_RETRY_NS). */
+	if (done == s->dbgd_done && now_ns() < s->dbgd_retry_ns)
+		return;
+	s->dbgd_done = done;
+	s->dbgd_retry_ns = now_ns() + DEBUGINFOD_RETRY_NS;
+	/* By serial: making room for one may free another. */
+	while ((e = htab__next(s->files, &pos))) {
+		struct symfile *f = e->value;
+
+		if (f->dbgd_wait && f->es &&
+		    !array_grow((void **)&serials, &cap, n + 1, sizeof(*serials)))
+			serials[n++] = f->serial;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct symfile *f;
+		struct elfsym *dbg;
+		size_t before;
+
+		e = htab__find(s->files, &serials[i], sizeof(serials[i]));
+		f = e ? e->value : NULL;
+		if (!f || !f->dbgd_wait || !f->es)
+			continue;
+		files_room(s, f);
+		before = elfsym__bytes(f->es);
+		dbg = fetched_debug_file(s, f);
+		if (dbg && !elfsym__merge(f->es, dbg))
+			s->debug_files++;
+		s->file_bytes += elfsym__bytes(f->es) - before;
+	}
+	free(serials);
+}
+
+size_t symbolizer__debuginfod_wait(struct symbolizer *s, unsigned timeout_ms)
+{
+	size_t left;
+
+	if (!s->dbgd)
+		return 0;
+	left = debuginfod__wait(s->dbgd, timeout_ms);
+	debuginfod_poll(s);
+	return left;
+}
+
 void symbolizer__sweep(struct symbolizer *s)
 {
 	struct htab_entry *e;
@@ -2319,6 +2435,7 @@ void symbolizer__sweep(struct symbolizer *s)
 			p->gone = true;
 	}
 	evict_files(s);
+	debuginfod_poll(s);
 	evict_perfmaps(s);
 	s->py_lt_budget = SYM_PY_LT_BUDGET;
 	if (s->own_pt)
@@ -2364,6 +2481,7 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->perfmap_scanned = s->pmap_scanned_bytes;
 	st->perfmap_rescans = s->pmap_rescans;
 	st->debug_files = s->debug_files;
+	st->debuginfod_files = s->dbgd_files;
 	st->jit_names = s->jit_names;
 	st->lisp_names = s->lisp_names;
 	st->inline_frames = s->inline_frames;

@@ -26,7 +26,8 @@
  *     also gives source lines and inlined frames), read through
  *     /proc/PID/map_files (or /proc/PID/root + dev/inode check), plus a
  *     separate debug file (build id, .gnu_debuglink; container root first,
- *     then the host's) or MiniDebugInfo when the file is stripped; C++ and
+ *     then the host's; else fetched by build id from debuginfod servers,
+ *     opts.debuginfod) or MiniDebugInfo when the file is stripped; C++ and
  *     Rust names demangled;
  *   - for anonymous executable memory (and memfd or other non-ELF code): the
  *     process's perf map, /proc/PID/root/tmp/perf-NSPID.map, re-read when
@@ -80,6 +81,8 @@ struct symbolizer_opts {
 	size_t max_python_bytes, max_python_proc_bytes;
 	const char *host_root; /* the host's root for debug files (default "/") */
 	const char *debug_dir; /* default "/usr/lib/debug" */
+	/* Debug files from debuginfod servers (debuginfod.h; not owned), or NULL. */
+	struct debuginfod *debuginfod;
 	/* Called once per rejected file (perf map, mapped file) with a sentence;
 	 * also with a table given, for files whose symbols cost more than their
 	 * time budget (elfsym.h). */
@@ -117,6 +120,7 @@ struct symbolizer_stats {
 	uint64_t perfmap_scanned;   /* bytes of large perf maps scanned for wanted addresses */
 	uint64_t perfmap_rescans;   /* ... of them whole again */
 	uint64_t debug_files;	    /* separate debug files found and used */
+	uint64_t debuginfod_files;  /* ... of them from debuginfod (fetched now or cached) */
 	uint64_t jit_names;	    /* frames named from perf maps */
 	uint64_t inline_frames;	    /* inlined frames added (Go, DWARF) */
 	uint64_t dwarf_files;	    /* files whose DWARF was read (inlined frames, lines) */
@@ -293,6 +297,16 @@ void symbolizer__sweep(struct symbolizer *s);
  */
 void symbolizer__want_user(struct symbolizer *s, const struct proc_id *id, uint64_t ip, bool leaf);
 void symbolizer__want_flush(struct symbolizer *s, bool final);
+
+/*
+ * Debug files from debuginfod: a file seen stripped asks for its debug file
+ * (in the background) when it is first seen; files whose debug file arrived
+ * get its symbols at the next sweep, and the sweep says the fetcher's
+ * warnings. symbolizer__debuginfod_wait() waits at most timeout_ms for the
+ * fetches still pending (a one-shot run's end), then does the same; it
+ * returns how many are still pending.
+ */
+size_t symbolizer__debuginfod_wait(struct symbolizer *s, unsigned timeout_ms);
 
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st);
 /* Processes and files cached, without symbolizer__stats()'s walk over them

@@ -23,6 +23,9 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long-running test")
+    # A login shell on Debian with libdebuginfod-common enabled has it set: bpfprof
+    # would fetch debug files from the Internet. test_debuginfod.py sets its own.
+    os.environ.pop("DEBUGINFOD_URLS", None)
 
 
 @pytest.fixture(autouse=True)

@@ -41,6 +41,8 @@ ALLOWED = {
     "src/collector/open_load.c": (1, "/sys/kernel/btf/vmlinux, the kernel's"),
     "src/collector/events.c": (1, "/sys/devices/system/cpu files, the kernel's"),
     "src/collector/cpustat.c": (1, "/proc/stat, the kernel's (or a test's fake one)"),
+    "src/sym/debuginfod.c": (4, "the agent's own cache of fetched debug files (a directory "
+                                "only it may write, opened once; names are hex build ids)"),
     "src/unwind/korc_cache.c": (2, "the agent's own cache of the kernel ORC table (root-only directory)"),
     "src/session/record_samples.c": (1, "/proc/sys/kernel/perf_event_max_sample_rate, the kernel's"),
     "src/session/record_sinks.c": (1, "--token-file, the operator's"),

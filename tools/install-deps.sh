@@ -50,6 +50,8 @@ $BUILD_ONLY || PACKAGES+=(
 	python3.11 python3.11-dev
 	# inlined frames of Rust (legacy and v0 names) built by test_native_inlines.py
 	rustc
+	# SBCL's Lisp frames named from its heap, its stacks walked (test_sbcl.py)
+	sbcl
 )
 # Node.js and npm (speedscope's schema, ajv, playwright-core): Debian's, unless a
 # node and npm are already installed (e.g. from NodeSource, whose nodejs

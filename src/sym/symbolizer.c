@@ -1829,6 +1829,16 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
+/* The debug file of f from debuginfod's cache (its DWARF), or -1. */
+static int fetched_dwarf_fd(struct symbolizer *s, const struct symfile *f)
+{
+	size_t len;
+	const uint8_t *id = s->dbgd ? elfsym__build_id(f->es, &len) : NULL;
+	int fd = id ? debuginfod__open(s->dbgd, id, len) : -1;
+
+	return fd >= 0 ? fd : -1;
+}
+
 /*
  * f's DWARF, opened through p (which maps it at m): the file's own
  * .debug_info, else its separate debug file's (found as its symbols' is,
@@ -1858,13 +1868,16 @@ static void dwarf_open(struct symbolizer *s, struct symproc *p, const struct pro
 
 		elfsym__free(
 			find_debug_file(s, p->pp, mf, f->es, NULL, &dfd, found, sizeof(found)));
+		if (dfd < 0)
+			dfd = fetched_dwarf_fd(s, f);
 		if (dfd >= 0) {
 			f->dwi = dwinline__open_fd(dfd, DWINLINE_MAX_BYTES, dwarf_room, &room);
 			err = f->dwi ? 0 : -errno;
 			close(dfd);
 		}
 	}
-	f->dwi_err = err;
+	/* Not kept while debuginfod may still bring the file: tried again a drain later. */
+	f->dwi_err = err == -ENOENT && f->dbgd_wait ? 0 : err;
 	s->file_bytes += dwinline__bytes(f->dwi);
 	s->dwarf_files += f->dwi != NULL;
 	if (err && err != -ENOENT) {

@@ -413,3 +413,43 @@ def test_tenant_cache_dir_refused(work, stripped, server, tenant_dir):
     # Nothing of root's was made in the tenant's directory.
     assert sorted(x.name for x in tenant_dir.iterdir()) == ["debuginfod"]
     assert sorted(x.name for x in planted.iterdir()) == [f"{bid}.debug"]
+
+
+def test_inlined_frames_from_a_fetched_debug_file(work):
+    """Issue 41's end to end: the -O2 -g C++ program stripped of everything
+    (no symbols, no DWARF, no debug link), its debug file served only by
+    debuginfod: with DEBUGINFOD_URLS its two inlined functions are frames of
+    their own under bp_inl_outer with their shares (3/4, 1/4), as with the
+    debug file on disk (test_native_inlines.py)."""
+    from test_native_inlines import HEAVY, LIGHT, OUTER, check_shares
+    prog, srv = work / "inlstrip", work / "srv"
+    srv.mkdir()
+    subprocess.run(["objcopy", "--only-keep-debug", wl("inlwork"), srv / "inlstrip.debug"],
+                   check=True)
+    subprocess.run(["strip", "--strip-all", "-R", ".gnu_debuglink", "-o", prog, wl("inlwork")],
+                   check=True)
+    sections = subprocess.run(["readelf", "-SW", str(prog)], capture_output=True,
+                              text=True).stdout
+    assert ".debug_info" not in sections and ".symtab" not in sections, sections
+    bid = build_id(prog)
+    assert not Path(f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug").exists()
+    port, log = free_port(), work / "debuginfod.log"
+    with open(log, "w") as f:
+        srvp = subprocess.Popen(["debuginfod", "-F", str(srv), "-p", str(port), "-d",
+                                 str(work / "db.sqlite")], stdout=f, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                              f"{url}/buildid/{bid}/debuginfo"], capture_output=True,
+                             text=True).stdout != "200":
+            assert srvp.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        plain, _, _ = record(prog, work, seconds=1)
+        assert not any(OUTER in s for s in plain), plain
+        folded, err, _ = record(prog, work, {"DEBUGINFOD_URLS": url}, seconds=4)
+    finally:
+        srvp.terminate()
+        srvp.wait(10)
+    assert any(s.endswith(f";{OUTER};{HEAVY}_[i]") for s in folded), err
+    check_shares(folded, "inlstrip", "inlwork stripped, its DWARF from debuginfod")

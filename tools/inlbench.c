@@ -11,6 +11,8 @@
  * Usage: inlbench FILE ADDRS
  *        inlbench -p FILE ADDRS   (prints each address's frames instead:
  *        "ADDR name file:line; ...", innermost first)
+ *        inlbench -s FILE ADDRS   (the symbol table alone, DWARF never
+ *        opened: bpfprof without lines, its own time and peak RSS)
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -59,13 +61,14 @@ int main(int argc, char **argv)
 	int fd;
 
 	bool print = argc == 4 && !strcmp(argv[1], "-p");
+	bool symtab_only = argc == 4 && !strcmp(argv[1], "-s");
 
-	if (print) {
+	if (print || symtab_only) {
 		argv++;
 		argc--;
 	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: inlbench FILE ADDRS\n");
+		fprintf(stderr, "usage: inlbench [-p|-s] FILE ADDRS\n");
 		return 2;
 	}
 	in = fopen(argv[2], "r");
@@ -86,6 +89,14 @@ int main(int argc, char **argv)
 	for (size_t i = 0; es && i < n; i++)
 		named += elfsym__lookup_demangled(es, addrs[i], NULL) != NULL;
 	t_sym = cpu_s() - t0;
+	if (symtab_only) {
+		printf("addresses=%zu named=%" PRIu64 " symtab_s=%.3f peak_rss_mib=%.1f\n", n,
+		       named, t_sym, (double)peak_kib() / 1024);
+		elfsym__free(es);
+		close(fd);
+		free(addrs);
+		return 0;
+	}
 
 	t0 = cpu_s();
 	d = dwinline__open_fd(fd, (size_t)4 << 30, NULL, NULL);

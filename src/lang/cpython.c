@@ -19,6 +19,7 @@
 #include "base/budget.h"
 #include "base/bytes.h"
 #include "base/util.h"
+#include "proc/elffile.h"
 #include "proc/ptab.h"
 
 /*
@@ -599,26 +600,6 @@ bool cpython__needs_libpython(Elf *elf)
 	return false;
 }
 
-/* Load bias of mapping m of the file: address = vaddr + bias. */
-static int load_bias(Elf *elf, const struct procmap *m, uint64_t *bias)
-{
-	size_t n;
-
-	if (elf_getphdrnum(elf, &n))
-		return -EINVAL;
-	for (size_t i = 0; i < n && i < 4096; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		if (m->offset >= ph.p_offset && m->offset - ph.p_offset < ph.p_filesz) {
-			*bias = m->start - (m->offset - ph.p_offset + ph.p_vaddr);
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
 /* "python3.11", "libpython3.12.so.1.0", "python3.13d": version from the name, or 0. */
 static uint32_t version_from_name(const char *path)
 {
@@ -845,7 +826,7 @@ static int probe_file(struct ptab *t, struct pproc *p, const struct procmap *m,
 		return -ENOENT;
 	}
 	elf = mfile__elf(f);
-	if (!elf || load_bias(elf, m, &bias)) {
+	if (!elf || elffile__load_bias(elf, m->start, m->offset, &bias)) {
 		mfile__put(t, f);
 		return -ENOENT;
 	}

@@ -14,6 +14,7 @@
 #include "base/bytes.h"
 #include "base/htab.h"
 #include "base/util.h"
+#include "proc/elffile.h"
 #include "proc/ptab.h"
 
 #define LOWTAG_MASK  15u
@@ -735,26 +736,6 @@ static void find_vars(Elf *elf, struct sbclfile *f)
 	f->runtime = n_found == V_NR;
 }
 
-/* Load bias of mapping m of the file: address = vaddr + bias. */
-static int load_bias(Elf *elf, const struct procmap *m, uint64_t *bias)
-{
-	size_t n;
-
-	if (elf_getphdrnum(elf, &n))
-		return -EINVAL;
-	for (size_t i = 0; i < n && i < 4096; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		if (m->offset >= ph.p_offset && m->offset - ph.p_offset < ph.p_filesz) {
-			*bias = m->start - (m->offset - ph.p_offset + ph.p_vaddr);
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
 static const struct sbclfile *file_vars(struct mfile *mf, unsigned *left)
 {
 	const struct sbclfile *memo = mfile__memo(mf, MFILE_MEMO_SBCL);
@@ -805,7 +786,8 @@ int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *wh
 		if (ptab__file(t, p, m, &mf))
 			continue;
 		f = file_vars(mf, &left);
-		if (!f || !f->runtime || !mfile__elf(mf) || load_bias(mfile__elf(mf), m, &bias)) {
+		if (!f || !f->runtime || !mfile__elf(mf) ||
+		    elffile__load_bias(mfile__elf(mf), m->start, m->offset, &bias)) {
 			mfile__put(t, mf);
 			continue;
 		}

@@ -145,3 +145,22 @@ size_t elffile__build_id(Elf *elf, uint8_t id[BUILD_ID_MAX])
 	}
 	return 0;
 }
+
+int elffile__load_bias(Elf *elf, uint64_t start, uint64_t offset, uint64_t *bias)
+{
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n))
+		return -EINVAL;
+	for (size_t i = 0; i < n && i < 4096; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (offset >= ph.p_offset && offset - ph.p_offset < ph.p_filesz) {
+			*bias = start - (offset - ph.p_offset + ph.p_vaddr);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}

@@ -47,4 +47,13 @@ void elffile__end(Elf *elf, void *copy);
  */
 size_t elffile__build_id(Elf *elf, uint8_t id[BUILD_ID_MAX]);
 
+/*
+ * The load bias of a mapping of elf whose first byte is file offset
+ * `offset` mapped at address `start`: *bias is such that address = vaddr +
+ * bias, from the PT_LOAD segment whose file bytes hold that offset (the
+ * first 4096 program headers looked at). 0, -EINVAL (no program headers) or
+ * -ENOENT (no segment holds the offset).
+ */
+int elffile__load_bias(Elf *elf, uint64_t start, uint64_t offset, uint64_t *bias);
+
 #endif

@@ -2,7 +2,6 @@
 /* push.c - Pyroscope ingest client with a bounded queue; see push.h. */
 #include "agent/push.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -14,36 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/dynlib.h"
+#include "base/curllib.h"
 #include "base/errmsg.h"
 #include "base/log.h"
 #include "base/util.h"
-
-#ifndef CURL_SONAME
-#define CURL_SONAME "libcurl.so.4" /* the Makefile passes the one linked against */
-#endif
-
-/*
- * libcurl, loaded by pusher__start() (base/dynlib.h: it and the TLS,
- * Kerberos and LDAP libraries it needs are 4 MiB of RSS otherwise). Members
- * drop the curl_ prefix: curl.h makes curl_easy_setopt() a macro.
- */
-/* An X-macro list: clang-format would indent it by nesting. */
-/* clang-format off */
-#define CURL_FNS(X) \
-	X(easy_cleanup) X(easy_escape) X(easy_getinfo) X(easy_init) X(easy_perform) \
-	X(easy_reset) X(easy_setopt) X(easy_strerror) X(free) X(global_cleanup) \
-	X(global_init) X(slist_append) X(slist_free_all)
-/* clang-format on */
-#define CURL_PTR(f)  __typeof__(curl_##f) *f;
-#define CURL_NAME(f) "curl_" #f,
-static struct {
-	CURL_FNS(CURL_PTR)
-} libcurl;
-static const char *const libcurl_names[] = { CURL_FNS(CURL_NAME) };
-static struct dynlib libcurl_lib = DYNLIB_INIT(CURL_SONAME, libcurl_names, &libcurl);
-_Static_assert(sizeof(libcurl) == ARRAY_SIZE(libcurl_names) * sizeof(void *),
-	       "libcurl: one pointer per name");
 
 struct push_item {
 	char *query; /* everything after "?" */
@@ -431,19 +404,17 @@ struct pusher *pusher__start(const struct pusher_opts *o, struct errmsg *em)
 		snprintf(ps->auth_header, l, "Authorization: Bearer %s", o->token);
 	}
 	gethostname(ps->hostname, sizeof(ps->hostname) - 1);
-	err = dynlib__load(&libcurl_lib);
+	err = curllib__load();
 	if (err) {
-		errno = -errmsg_set(em, err,
-				    "cannot load libcurl (%s): pushing needs Debian's libcurl4",
-				    dynlib__why(&libcurl_lib));
+		if (err == -ELIBACC)
+			errmsg_set(em, err,
+				   "cannot load libcurl (%s): pushing needs Debian's libcurl4",
+				   curllib__why());
+		else
+			errmsg_set(em, err, "cannot initialise libcurl");
 		free(ps->auth_header);
 		free(ps);
-		return NULL;
-	}
-	if (libcurl.global_init(CURL_GLOBAL_DEFAULT)) {
-		errno = -errmsg_set(em, -ENOMEM, "cannot initialise libcurl");
-		free(ps->auth_header);
-		free(ps);
+		errno = -err;
 		return NULL;
 	}
 	pthread_mutex_init(&ps->lock, NULL);

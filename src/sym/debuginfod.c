@@ -2,7 +2,6 @@
 /* debuginfod.c - debug files from debuginfod servers, cached; see debuginfod.h. */
 #include "sym/debuginfod.h"
 
-#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/dynlib.h"
+#include "base/curllib.h"
 #include "base/htab.h"
 #include "base/util.h"
 #include "proc/elfnote.h"
@@ -24,32 +23,12 @@
 #include "sym/debuginfo.h"
 #include "sym/elfsym.h"
 
-#ifndef CURL_SONAME
-#define CURL_SONAME "libcurl.so.4" /* the Makefile passes the one linked against */
-#endif
-
 /* Header bytes of one answer, at most (a server sending headers forever). */
 #define HEADERS_MAX (64u << 10)
 /* Temporary files this old are a crashed run's: removed when the cache is trimmed. */
 #define TMP_STALE_S (24 * 3600)
 /* Cache entries looked at when trimming, at most. */
 #define TRIM_MAX_FILES 100000
-
-/* libcurl, loaded by debuginfod__new() (base/dynlib.h); see agent/push.c. */
-/* clang-format off */
-#define CURL_FNS(X) \
-	X(easy_cleanup) X(easy_getinfo) X(easy_init) X(easy_perform) X(easy_reset) \
-	X(easy_setopt) X(easy_strerror) X(global_init)
-/* clang-format on */
-#define CURL_PTR(f)  __typeof__(curl_##f) *f;
-#define CURL_NAME(f) "curl_" #f,
-static struct {
-	CURL_FNS(CURL_PTR)
-} libcurl;
-static const char *const libcurl_names[] = { CURL_FNS(CURL_NAME) };
-static struct dynlib libcurl_lib = DYNLIB_INIT(CURL_SONAME, libcurl_names, &libcurl);
-_Static_assert(sizeof(libcurl) == ARRAY_SIZE(libcurl_names) * sizeof(void *),
-	       "libcurl: one pointer per name");
 
 enum id_state { ID_QUEUED = 1, ID_DONE, ID_FAILED };
 
@@ -585,14 +564,13 @@ struct debuginfod *debuginfod__new(const struct debuginfod_opts *o, struct errms
 	else
 		snprintf(dir, sizeof(dir), "%s/debuginfod",
 			 cache && *cache ? cache : "/var/cache/bpfprof");
-	err = dynlib__load(&libcurl_lib);
+	err = curllib__load();
 	if (err) {
-		errno = -errmsg_set(em, err, "debuginfod: cannot load libcurl (%s)",
-				    dynlib__why(&libcurl_lib));
-		return NULL;
-	}
-	if (libcurl.global_init(CURL_GLOBAL_DEFAULT)) {
-		errno = -errmsg_set(em, -ENOMEM, "debuginfod: cannot initialise libcurl");
+		if (err == -ELIBACC)
+			errmsg_set(em, err, "debuginfod: cannot load libcurl (%s)", curllib__why());
+		else
+			errmsg_set(em, err, "debuginfod: cannot initialise libcurl");
+		errno = -err;
 		return NULL;
 	}
 	d = calloc(1, sizeof(*d));

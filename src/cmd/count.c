@@ -100,6 +100,8 @@ struct count {
 	/* Files with probes, held open: the probes' paths name their descriptors. */
 	struct mfile **held;
 	size_t nr_held, cap_held;
+	struct file_match *matches; /* found, not yet probed */
+	size_t nr_matches, cap_matches;
 	double seconds;
 };
 
@@ -331,22 +333,38 @@ static long func_get(struct count *c, uint64_t serial, uint64_t start, uint64_t 
 	return (long)c->nr_fns++;
 }
 
-/* One file's matching functions: added to c->fns, and (attach) probed in pid. */
+/*
+ * One file's matching functions in one target: found (and added to c->fns)
+ * by the pass that reads the file's symbols, probed after the count of all
+ * matches is known to be within --max-functions. Its symbols are read once:
+ * a hostile file costs its time budget once, not once per pass.
+ */
 struct file_match {
-	struct mfile *f;
-	struct elfsym *es;
-	const char *path; /* as mapped */
+	struct mfile *f; /* held until probed */
+	char *path;	 /* as mapped */
+	uint32_t pid;
+	uint32_t *fns;
+	uint64_t *offs;
+	size_t nr, cap_fns, cap_offs;
 };
 
-static int match_file(struct count *c, struct file_match *fm, uint32_t pid, bool attach,
-		      size_t *matched)
+static void file_match__free(struct count *c, struct file_match *fm)
 {
-	size_t n = elfsym__count(fm->es), nr = 0, cap_fns = 0, cap_offs = 0;
-	uint32_t *fns = NULL;
-	uint64_t *offs = NULL;
-	char kpath[64];
-	struct errmsg em = { 0 };
-	int err = 0;
+	if (fm->f)
+		mfile__put(c->ptab, fm->f);
+	free(fm->path);
+	free(fm->fns);
+	free(fm->offs);
+}
+
+/*
+ * The matches of es's symbols: each counted in *matched; while that is within
+ * --max-functions (past it, the run ends before any probe), kept in fm. 0 or
+ * -ENOMEM.
+ */
+static int match_file(struct count *c, struct file_match *fm, struct elfsym *es, size_t *matched)
+{
+	size_t n = elfsym__count(es);
 
 	for (size_t i = 0; i < n; i++) {
 		const char *name, *pretty;
@@ -354,7 +372,7 @@ static int match_file(struct count *c, struct file_match *fm, uint32_t pid, bool
 		bool hit = false;
 		long fn;
 
-		if (elfsym__symbol(fm->es, i, &name, &start, &end))
+		if (elfsym__symbol(es, i, &name, &start, &end))
 			break;
 		for (size_t p = 0; p < c->nr_pats; p++) {
 			if (counttab__pat_match(&c->pats[p], fm->path, name)) {
@@ -364,57 +382,55 @@ static int match_file(struct count *c, struct file_match *fm, uint32_t pid, bool
 		}
 		if (!hit)
 			continue;
-		if (elfsym__vaddr_to_off(fm->es, start, &off, NULL)) {
+		if (elfsym__vaddr_to_off(es, start, &off, NULL)) {
 			c->skipped_off++;
 			continue;
 		}
-		(*matched)++;
-		if (!attach)
+		if (++*matched > c->max_funcs)
 			continue;
-		pretty = elfsym__lookup_demangled(fm->es, start, NULL);
+		pretty = elfsym__lookup_demangled(es, start, NULL);
 		fn = func_get(c, mfile__serial(fm->f), start, off, pretty ? pretty : name,
 			      fm->path);
-		if (fn < 0 || array_grow((void **)&fns, &cap_fns, nr + 1, sizeof(*fns)) ||
-		    array_grow((void **)&offs, &cap_offs, nr + 1, sizeof(*offs))) {
-			err = -ENOMEM;
-			goto out;
-		}
-		if ((size_t)fn >= c->max_funcs) {
-			err = -E2BIG;
-			goto out;
-		}
-		fns[nr] = (uint32_t)fn;
-		offs[nr++] = off;
-		p_debug("probing %s at %s+0x%" PRIx64 " in %u", c->fns[fn].name, fm->path, off,
-			pid);
+		if (fn < 0 ||
+		    array_grow((void **)&fm->fns, &fm->cap_fns, fm->nr + 1, sizeof(*fm->fns)) ||
+		    array_grow((void **)&fm->offs, &fm->cap_offs, fm->nr + 1, sizeof(*fm->offs)))
+			return -ENOMEM;
+		fm->fns[fm->nr] = (uint32_t)fn;
+		fm->offs[fm->nr++] = off;
 	}
-	if (!nr)
-		goto out;
-	err = mfile__kernel_path(fm->f, kpath, sizeof(kpath));
-	if (err)
-		goto out;
-	err = counter__attach_file(c->ctr, mfile__serial(fm->f), kpath, (int)pid, fns, offs, nr,
-				   &em);
-	if (err < 0) {
-		p_warn("%s: its %zu functions not probed: %s", fm->path, nr, em.msg);
-		err = 0;
-		goto out;
+	return 0;
+}
+
+/* Probes fm's functions in its target: 1 if any probe went in (keep the file), 0, or -errno. */
+static int probe_file(struct count *c, const struct file_match *fm)
+{
+	struct errmsg em = { 0 };
+	char kpath[64];
+	int n;
+
+	for (size_t i = 0; i < fm->nr; i++)
+		p_debug("probing %s at %s+0x%" PRIx64 " in %u", c->fns[fm->fns[i]].name, fm->path,
+			fm->offs[i], fm->pid);
+	n = mfile__kernel_path(fm->f, kpath, sizeof(kpath));
+	if (n)
+		return n;
+	n = counter__attach_file(c->ctr, mfile__serial(fm->f), kpath, (int)fm->pid, fm->fns,
+				 fm->offs, fm->nr, &em);
+	if (n < 0) {
+		p_warn("%s: its %zu functions not probed: %s", fm->path, fm->nr, em.msg);
+		return 0;
 	}
-	if ((size_t)err < nr)
-		p_warn("%s: %zu of its %zu functions not probed: %s", fm->path, nr - (size_t)err,
-		       nr, em.msg);
-	err = 1; /* probed: keep the file */
-out:
-	free(fns);
-	free(offs);
-	return err;
+	if ((size_t)n < fm->nr)
+		p_warn("%s: %zu of its %zu functions not probed: %s", fm->path, fm->nr - (size_t)n,
+		       fm->nr, em.msg);
+	return 1;
 }
 
 /*
- * The files process pid maps (executable mappings), their symbols read:
- * a pass that only counts the matches (attach false), or one that probes.
+ * The files process pid maps, their symbols read once: the matches counted
+ * in *matched, and kept in c->matches to be probed.
  */
-static int each_file(struct count *c, uint32_t pid, bool attach, size_t *matched)
+static int each_file(struct count *c, uint32_t pid, size_t *matched)
 {
 	struct proc_id id = { .pid = pid, .exec_id = PROC_EXEC_ANY };
 	struct pproc *p;
@@ -429,7 +445,8 @@ static int each_file(struct count *c, uint32_t pid, bool attach, size_t *matched
 	pm = ptab__maps(c->ptab, p);
 	for (size_t i = 0; i < pm->m.nr && !err; i++) {
 		const struct procmap *m = &pm->m.maps[i];
-		struct file_match fm = { .path = m->path };
+		struct file_match fm = { .pid = pid };
+		struct elfsym *es;
 		bool dup = false;
 		Elf *elf;
 
@@ -445,21 +462,24 @@ static int each_file(struct count *c, uint32_t pid, bool attach, size_t *matched
 		}
 		seen[nr_seen++] = mfile__serial(fm.f);
 		elf = mfile__elf(fm.f);
-		fm.es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(fm.f)->st_size) : NULL;
-		if (!fm.es && elf)
+		es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(fm.f)->st_size) : NULL;
+		if (!es && elf)
 			p_warn("%s: no symbols read: %s", m->path, elfsym__strerror(errno));
-		if (fm.es)
-			err = match_file(c, &fm, pid, attach, matched);
-		elfsym__free(fm.es);
-		if (err == 1 && !array_grow((void **)&c->held, &c->cap_held, c->nr_held + 1,
-					    sizeof(*c->held))) {
-			c->held[c->nr_held++] = fm.f;
-			err = 0;
-			continue;
+		fm.path = strdup(m->path);
+		if (!fm.path)
+			err = -ENOMEM;
+		else if (es)
+			err = match_file(c, &fm, es, matched);
+		elfsym__free(es);
+		if (!err && fm.nr) {
+			if (array_grow((void **)&c->matches, &c->cap_matches, c->nr_matches + 1,
+				       sizeof(*c->matches)))
+				err = -ENOMEM;
+			else
+				c->matches[c->nr_matches++] = fm;
 		}
-		if (err == 1)
-			err = 0; /* out of room to hold it: the guard cannot re-attach it */
-		mfile__put(c->ptab, fm.f);
+		if (err || !fm.nr)
+			file_match__free(c, &fm);
 	}
 	free(seen);
 	pmaps__put(pm);
@@ -474,7 +494,7 @@ static int probe_all(struct count *c)
 	int err;
 
 	for (size_t i = 0; i < c->nr_pids; i++) {
-		err = each_file(c, c->pids[i], false, &matched);
+		err = each_file(c, c->pids[i], &matched);
 		if (err == -ESRCH || err == -ENOENT) {
 			p_err("process %u not found", c->pids[i]);
 			return 1;
@@ -503,18 +523,19 @@ static int probe_all(struct count *c)
 		       COUNT_MAX_MAX_FUNCS);
 		return 1;
 	}
-	for (size_t i = 0; i < c->nr_pids; i++) {
-		matched = 0;
-		err = each_file(c, c->pids[i], true, &matched);
-		if (err == -E2BIG) {
-			p_err("process %u: more functions match than --max-functions %zu (its files changed)",
-			      c->pids[i], c->max_funcs);
+	for (size_t i = 0; i < c->nr_matches; i++) {
+		struct file_match *fm = &c->matches[i];
+
+		err = probe_file(c, fm);
+		if (err < 0) {
+			p_err("process %u: %s", fm->pid, strerror(-err));
 			return 1;
 		}
-		if (err) {
-			p_err("process %u: %s", c->pids[i], strerror(-err));
-			return 1;
-		}
+		if (err && !array_grow((void **)&c->held, &c->cap_held, c->nr_held + 1,
+				       sizeof(*c->held))) {
+			c->held[c->nr_held++] = fm->f;
+			fm->f = NULL;
+		} /* else out of room to hold it: the guard cannot re-attach it */
 	}
 	if (!counter__probes(c->ctr)) {
 		p_err("no probe could be attached");
@@ -919,6 +940,9 @@ int cmd_count(int argc, char **argv)
 	for (size_t i = 0; i < c.nr_held; i++)
 		mfile__put(c.ptab, c.held[i]);
 	free(c.held);
+	for (size_t i = 0; i < c.nr_matches; i++)
+		file_match__free(&c, &c.matches[i]);
+	free(c.matches);
 	symbolizer__free(c.sym);
 	ptab__free(c.ptab);
 	for (size_t i = 0; i < c.nr_fns; i++) {

@@ -229,11 +229,13 @@ static void top_usage(FILE *f)
 		"\n"
 		"Targets and sampling, as for bpfprof record (default: the whole machine, -a):\n"
 		"  -a, --all-cpus          every online CPU\n"
-		"  -p, --pid PID[,PID...]  only these processes (all their threads)\n"
+		"  -p, --pid PID[,PID...]  only these processes (all their threads); stops\n"
+		"                          when they have all exited\n"
 		"  -C, --cpu LIST          only these CPUs, e.g. 0-3,8\n"
 		"      --cgroup PATH       only processes in this cgroup v2 (repeatable)\n"
 		"  -F, --freq HZ           samples per second per CPU (default 99)\n"
-		"  -d, --duration SECS     stop after this long (default: until q or Ctrl-C)\n"
+		"  -d, --duration SECS     stop after this long (default: until q, Ctrl-C or\n"
+		"                          -p's processes exit)\n"
 		"  -U, --user-only         start showing user frames only (k toggles)\n"
 		"  -K, --kernel-only       start showing kernel frames only (k toggles)\n"
 		"      --include-idle      count the idle task too\n"
@@ -1283,6 +1285,12 @@ static int top_loop(struct top *t)
 		}
 		if (t->r.rc.uw)
 			unwinder__tick(t->r.rc.uw);
+		/* -p: as record, top ends when its processes have (looked at
+		 * every wake-up, at least once a refresh). */
+		if (record__targets_exited(&t->r)) {
+			t->r.targets_gone = true;
+			break;
+		}
 	}
 	return 0;
 }
@@ -1457,6 +1465,10 @@ int cmd_top(int argc, char **argv)
 	release_stderr(&t);
 	if (top_signal)
 		p_debug("stopping on %s", strsignal(top_signal));
+	else if (t.r.targets_gone && t.r.o.nr_pids == 1)
+		p_info("process %u exited: stopping", t.r.o.pids[0]);
+	else if (t.r.targets_gone)
+		p_info("all %zu processes exited: stopping", t.r.o.nr_pids);
 	if (t.nr_drains)
 		top_summary(&t);
 	top_free(&t);

@@ -960,8 +960,8 @@ int record__timeout(const struct record *r, int timeout, uint64_t now)
 	return due ? record__wait_until(timeout, due, now) : timeout;
 }
 
-/* -p: whether every target process has exited (none has a pidfd: never). */
-static bool targets_exited(const struct record *r)
+/* None has a pidfd (a kernel without pidfd_open): never. */
+bool record__targets_exited(const struct record *r)
 {
 	bool any = false;
 
@@ -1025,7 +1025,7 @@ int record__loop(struct record *r)
 			if (r->ch.exited)
 				break;
 		}
-		if (targets_exited(r)) {
+		if (record__targets_exited(r)) {
 			r->targets_gone = true;
 			break;
 		}

@@ -147,6 +147,11 @@ int record__poll_notices(struct record *r, int timeout_ms);
 int record__wait_until(int timeout, uint64_t at, uint64_t now);
 /* ... and to end when the unwinder has work due (a starting Python to probe again). */
 int record__timeout(const struct record *r, int timeout, uint64_t now);
+/*
+ * -p: whether every target process has exited (record's and top's loops
+ * stop then); false while one may still run or has no pidfd.
+ */
+bool record__targets_exited(const struct record *r);
 int record__stop(struct record *r);
 /* The end of a continuous run: the partial last interval, the summary. */
 int record__finish_continuous(struct record *r);

@@ -221,6 +221,91 @@ int sinks__finish_interval(struct continuous *ct, struct record_ctx *rc, struct 
 	return 0;
 }
 
+static void metrics_from_collector(struct metrics_snapshot *m, const struct collector_stats *st)
+{
+	/* The counters the endpoint serves as the collector keeps them. */
+	const struct {
+		uint64_t *to;
+		int stat; /* STAT_* */
+	} copy[] = {
+		{ &m->samples, STAT_SAMPLES },
+		{ &m->lost_stacks_full, STAT_LOST_STACKS_FULL },
+		{ &m->lost_counts_full, STAT_LOST_COUNTS_FULL },
+		{ &m->lost_stack_err, STAT_LOST_STACK_ERR },
+		{ &m->lost_other, STAT_LOST_NO_MAP },
+		{ &m->idle, STAT_IDLE },
+		{ &m->filtered, STAT_FILTERED },
+		{ &m->ustack_errors, STAT_USTACK_ERR },
+		{ &m->notices_lost, STAT_NOTIFY_LOST },
+		{ &m->py_ts_cached, STAT_PY_TS_CACHED },
+		{ &m->py_ts_tls, STAT_PY_TS_TLS },
+		{ &m->py_ts_search, STAT_PY_TS_SEARCH },
+		{ &m->py_ts_miss, STAT_PY_TS_MISS },
+		{ &m->unwind_fp_fallbacks, STAT_UNWIND_FP_FALLBACK },
+		{ &m->offcpu_counted, STAT_OFFCPU_KEPT },
+		{ &m->offcpu_counted_ns, STAT_OFFCPU_KEPT_NS },
+		{ &m->offcpu_short, STAT_OFFCPU_SHORT },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(copy); i++)
+		*copy[i].to = st->v[copy[i].stat];
+	m->lost_throttled = st->not_taken_throttled;
+	m->lost_timer_late = st->not_taken_late;
+	/* The rate reached between the last two measurements (the first: since
+	 * the start); none before the first, nor without busy time. */
+	m->effective_hz = -1;
+	if (st->acct.at_ns) {
+		struct sampling_window w;
+
+		sampling__window(st->acct_prev.at_ns ? &st->acct_prev : NULL, &st->acct, &w);
+		m->effective_hz = w.rate_hz;
+	}
+	m->drains = st->drains;
+	m->drain_ns_last = st->drain_ns;
+	m->drain_ns_total = st->drain_ns_total;
+	m->offcpu_lost = record__offcpu_lost(st);
+	m->offcpu_evicted = st->offcpu_evicted;
+	m->offcpu_blocked_now = st->offcpu_pending;
+}
+
+static void metrics_from_store(struct metrics_snapshot *m, struct store *store)
+{
+	struct store_stats sst;
+
+	store__stats(store, &sst);
+	m->files_written = sst.written;
+	m->file_errors = sst.errors;
+	m->files_pruned = sst.pruned;
+	m->files_kept = sst.files;
+	m->store_bytes = sst.bytes;
+}
+
+static void metrics_from_pusher(struct metrics_snapshot *m, struct pusher *pusher)
+{
+	struct pusher_stats ps;
+
+	pusher__stats(pusher, &ps);
+	m->push_sent = ps.sent;
+	m->push_failed = ps.failed;
+	m->push_too_large = ps.too_large;
+	m->push_dropped = ps.dropped;
+	m->push_queued = ps.queued;
+}
+
+static void metrics_from_debuginfod(struct metrics_snapshot *m, struct debuginfod *dbgd)
+{
+	struct debuginfod_stats ds;
+
+	debuginfod__stats(dbgd, &ds);
+	m->dbgd_fetched = ds.fetched;
+	m->dbgd_cache_hits = ds.cache_hits;
+	m->dbgd_not_found = ds.not_found;
+	m->dbgd_failed = ds.failed;
+	m->dbgd_rejected = ds.rejected;
+	m->dbgd_pending = ds.pending;
+}
+
+/* The endpoint's figures, one function per source: collector, store, push, debuginfod. */
 void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct collector *col)
 {
 	struct metrics_snapshot m = { 0 };
@@ -241,76 +326,18 @@ void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct
 			ct->throttle_at = st;
 		}
 	}
-	m.samples = st.v[STAT_SAMPLES];
-	m.lost_throttled = st.not_taken_throttled;
-	m.lost_timer_late = st.not_taken_late;
-	/* The rate reached between the last two measurements (the first: since
-	 * the start); none before the first, nor without busy time. */
-	m.effective_hz = -1;
-	if (st.acct.at_ns) {
-		struct sampling_window w;
-
-		sampling__window(st.acct_prev.at_ns ? &st.acct_prev : NULL, &st.acct, &w);
-		m.effective_hz = w.rate_hz;
-	}
-	m.lost_stacks_full = st.v[STAT_LOST_STACKS_FULL];
-	m.lost_counts_full = st.v[STAT_LOST_COUNTS_FULL];
-	m.lost_stack_err = st.v[STAT_LOST_STACK_ERR];
-	m.lost_other = st.v[STAT_LOST_NO_MAP];
-	m.idle = st.v[STAT_IDLE];
-	m.filtered = st.v[STAT_FILTERED];
-	m.ustack_errors = st.v[STAT_USTACK_ERR];
-	m.notices_lost = st.v[STAT_NOTIFY_LOST];
-	m.py_ts_cached = st.v[STAT_PY_TS_CACHED];
-	m.py_ts_tls = st.v[STAT_PY_TS_TLS];
-	m.py_ts_search = st.v[STAT_PY_TS_SEARCH];
-	m.py_ts_miss = st.v[STAT_PY_TS_MISS];
-	m.unwind_fp_fallbacks = st.v[STAT_UNWIND_FP_FALLBACK];
-	m.drains = st.drains;
-	m.drain_ns_last = st.drain_ns;
-	m.drain_ns_total = st.drain_ns_total;
+	metrics_from_collector(&m, &st);
 	m.last_drain_unix = realtime_ns() / NS_PER_SEC;
 	m.last_drain_ns = now_ns();
 	m.intervals = ct->intervals;
 	m.freq = rc->o->freq;
 	m.offcpu = rc->o->offcpu;
-	m.offcpu_counted = st.v[STAT_OFFCPU_KEPT];
-	m.offcpu_counted_ns = st.v[STAT_OFFCPU_KEPT_NS];
-	m.offcpu_short = st.v[STAT_OFFCPU_SHORT];
-	m.offcpu_lost = record__offcpu_lost(&st);
-	m.offcpu_evicted = st.offcpu_evicted;
-	m.offcpu_blocked_now = st.offcpu_pending;
-	if (ct->store) {
-		struct store_stats sst;
-
-		store__stats(ct->store, &sst);
-		m.files_written = sst.written;
-		m.file_errors = sst.errors;
-		m.files_pruned = sst.pruned;
-		m.files_kept = sst.files;
-		m.store_bytes = sst.bytes;
-	}
-	if (ct->pusher) {
-		struct pusher_stats ps;
-
-		pusher__stats(ct->pusher, &ps);
-		m.push_sent = ps.sent;
-		m.push_failed = ps.failed;
-		m.push_too_large = ps.too_large;
-		m.push_dropped = ps.dropped;
-		m.push_queued = ps.queued;
-	}
-	if (rc->dbgd) {
-		struct debuginfod_stats ds;
-
-		debuginfod__stats(rc->dbgd, &ds);
-		m.dbgd_fetched = ds.fetched;
-		m.dbgd_cache_hits = ds.cache_hits;
-		m.dbgd_not_found = ds.not_found;
-		m.dbgd_failed = ds.failed;
-		m.dbgd_rejected = ds.rejected;
-		m.dbgd_pending = ds.pending;
-	}
+	if (ct->store)
+		metrics_from_store(&m, ct->store);
+	if (ct->pusher)
+		metrics_from_pusher(&m, ct->pusher);
+	if (rc->dbgd)
+		metrics_from_debuginfod(&m, rc->dbgd);
 	symbolizer__cached(rc->sym, &procs, &files);
 	m.procs_cached = procs;
 	m.files_cached = files;

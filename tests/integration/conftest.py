@@ -50,6 +50,27 @@ def wl(name):
     return str(path)
 
 
+def build_id(path):
+    out = subprocess.run(["readelf", "-n", str(path)], capture_output=True, text=True,
+                         check=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    assert m, f"{path} has no build id"
+    return m.group(1)
+
+
+def strip_with_debug_file(full, prog, debug):
+    """prog: the ELF file full stripped of everything (symbols, DWARF, debug
+    link); debug: full's debug file (objcopy --only-keep-debug). Returns
+    prog's build id, which both share."""
+    subprocess.run(["objcopy", "--only-keep-debug", str(full), str(debug)], check=True)
+    subprocess.run(["strip", "--strip-all", "-R", ".gnu_debuglink", "-o", str(prog), str(full)],
+                   check=True)
+    sections = subprocess.run(["readelf", "-SW", str(prog)], capture_output=True, text=True,
+                              check=True).stdout
+    assert ".debug_info" not in sections and ".symtab" not in sections, sections
+    return build_id(prog)
+
+
 _UNIQUE_DIR = None
 
 

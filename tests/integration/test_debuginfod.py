@@ -26,18 +26,11 @@ from pathlib import Path
 import pytest
 
 import pprof
-from conftest import (BPFPROF, Workload, as_tenant, assert_few, assert_share, parse_folded,
-                      run_bpfprof, tenant, wait_attached, wl)
+from conftest import (BPFPROF, Workload, as_tenant, assert_few, assert_share, build_id,
+                      parse_folded, run_bpfprof, strip_with_debug_file, tenant, wait_attached,
+                      wl)
 
 HEX_PATH = re.compile(r"^/buildid/[0-9a-f]+/debuginfo$")
-
-
-def build_id(path):
-    out = subprocess.run(["readelf", "-n", str(path)], capture_output=True, text=True,
-                         check=True).stdout
-    m = re.search(r"Build ID: ([0-9a-f]+)", out)
-    assert m, f"{path} has no build id"
-    return m.group(1)
 
 
 def free_port():
@@ -62,13 +55,7 @@ def stripped(work):
     everything; the debug file is nowhere a local lookup looks."""
     prog, srv = work / "busy.s", work / "srv"
     srv.mkdir()
-    shutil.copy2(wl("busy"), work / "busy.full")
-    subprocess.run(["objcopy", "--only-keep-debug", work / "busy.full", srv / "busy.debug"],
-                   check=True)
-    subprocess.run(["strip", "--strip-all", "-R", ".gnu_debuglink", "-o", prog,
-                    work / "busy.full"], check=True)
-    (work / "busy.full").unlink()
-    bid = build_id(prog)
+    bid = strip_with_debug_file(wl("busy"), prog, srv / "busy.debug")
     assert not Path(f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug").exists()
     assert b"leaf_a" not in prog.read_bytes()
     return prog, srv / "busy.debug", bid
@@ -424,14 +411,7 @@ def test_inlined_frames_from_a_fetched_debug_file(work):
     from test_native_inlines import HEAVY, LIGHT, OUTER, check_shares
     prog, srv = work / "inlstrip", work / "srv"
     srv.mkdir()
-    subprocess.run(["objcopy", "--only-keep-debug", wl("inlwork"), srv / "inlstrip.debug"],
-                   check=True)
-    subprocess.run(["strip", "--strip-all", "-R", ".gnu_debuglink", "-o", prog, wl("inlwork")],
-                   check=True)
-    sections = subprocess.run(["readelf", "-SW", str(prog)], capture_output=True,
-                              text=True).stdout
-    assert ".debug_info" not in sections and ".symtab" not in sections, sections
-    bid = build_id(prog)
+    bid = strip_with_debug_file(wl("inlwork"), prog, srv / "inlstrip.debug")
     assert not Path(f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug").exists()
     port, log = free_port(), work / "debuginfod.log"
     with open(log, "w") as f:

@@ -17,7 +17,7 @@ from pprof import decode, strings
 
 from conftest import (BPFPROF, Sampled, Workload, as_tenant, assert_count_at_least, assert_few,
                       assert_most, assert_share, command_cpu, count_with, parse_folded,
-                      run_bpfprof, tenant_run, total, wl)
+                      run_bpfprof, strip_with_debug_file, tenant_run, total, wl)
 
 FREQ = 99  # bpfprof's default -F
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,11 +119,6 @@ def test_lines_split_inlined_frames_and_pprof_chain(tmp_path):
             assert ostart == src_line(INL_SRC, "double bp_inl_outer(double x)"), chain
 
 
-def build_id(path):
-    out = subprocess.run(["readelf", "-n", str(path)], capture_output=True, text=True).stdout
-    return re.search(r"Build ID: ([0-9a-f]+)", out).group(1)
-
-
 def test_stripped_binary_inlines_from_build_id_debug_file(tmp_path):
     """Stripped of everything (no symbols, no DWARF, no debug link), its debug
     file only under /usr/lib/debug/.build-id (a tmpfs in a private mount
@@ -131,13 +126,7 @@ def test_stripped_binary_inlines_from_build_id_debug_file(tmp_path):
     frames and their shares, as the -g binary."""
     binp = tmp_path / "inlstrip"
     dbg = tmp_path / "inlstrip.debug"
-    subprocess.run(["objcopy", "--only-keep-debug", wl("inlwork"), str(dbg)], check=True)
-    subprocess.run(["strip", "-s", "--remove-section=.gnu_debuglink", wl("inlwork"), "-o",
-                    str(binp)], check=True)
-    sections = subprocess.run(["readelf", "-SW", str(binp)], capture_output=True,
-                              text=True).stdout
-    assert ".debug_info" not in sections and ".symtab" not in sections, sections
-    bid = build_id(binp)
+    bid = strip_with_debug_file(wl("inlwork"), binp, dbg)
     out_plain = tmp_path / "plain.folded"
     out_dbg = tmp_path / "dbg.folded"
     script = f"""set -e

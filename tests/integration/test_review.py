@@ -23,24 +23,27 @@ def test_count_reads_symbols_once(tmp_path):
     assert "1 matching symbols lie outside every loaded segment: not probed" in p.stderr, p.stderr
 
 
-def top_until_exit(argv, kill_after, **kw):
-    """bpfprof top argv (-p a workload, its stdout a pipe): the workload is
-    killed after kill_after seconds; top's (returncode, stderr, seconds it
-    ran on after the kill), or None for the returncode if it did not stop."""
+def top_until_exit(argv):
+    """bpfprof top argv -p a workload, its stdout a pipe: the workload is
+    killed once top has printed its first snapshot; top's (returncode,
+    stderr, seconds it ran on after the kill), None for the returncode if it
+    did not stop within 15 s."""
     w = subprocess.Popen([str(wl("topmix")), "60"], stdout=subprocess.DEVNULL)
     try:
         time.sleep(0.3)
         top = subprocess.Popen([str(BPFPROF), "top", "-p", str(w.pid), "--delay", "0.5"] + argv,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
-        time.sleep(kill_after)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for line in top.stdout:  # sampling: the first snapshot's header
+            if line.startswith("bpfprof top:"):
+                break
         w.kill()
         w.wait()
         t0 = time.monotonic()
         try:
-            out, err = top.communicate(timeout=15)
+            _, err = top.communicate(timeout=15)
         except subprocess.TimeoutExpired:
             top.send_signal(signal.SIGINT)
-            out, err = top.communicate(timeout=30)
+            _, err = top.communicate(timeout=30)
             return None, err, time.monotonic() - t0
         return top.returncode, err, time.monotonic() - t0
     finally:
@@ -50,7 +53,7 @@ def top_until_exit(argv, kill_after, **kw):
 
 
 def test_top_p_stops_when_its_process_exits():
-    rc, err, after = top_until_exit([], 3)
+    rc, err, after = top_until_exit([])
     assert rc == 0, f"top -p ran on after its process exited: {err}"
     assert "exited: stopping" in err, err
     assert after < 5, after  # within a refresh (0.5 s), start-up aside

@@ -25,7 +25,7 @@ import pytest
 from conftest import (BPFPROF, OUT, Sampled, Workload, assert_count, assert_count_at_least,
                       assert_most, cgroup2_root, children_cpu_seconds, command_cpu, count_with,
                       cpu_seconds, frames_of, has_chain, leaf, parse_folded, run_bpfprof,
-                      sampled_seconds, share_tolerance, total, wait_for, wl)
+                      sampled_seconds, share_tolerance, strip_with_debug_file, total, wait_for, wl)
 
 FREQ = 99  # bpfprof's default -F
 
@@ -82,14 +82,6 @@ def kill_session(proc):
     proc.wait()
 
 
-def build_id(path):
-    out = subprocess.run(["readelf", "-n", str(path)], capture_output=True, text=True,
-                         check=True).stdout
-    m = re.search(r"Build ID: ([0-9a-f]+)", out)
-    assert m, f"{path} has no build id"
-    return m.group(1)
-
-
 def host_pid_of_nspid(comm, nspid):
     """The host pid of the process named comm whose innermost pid is nspid."""
     for d in os.listdir("/proc"):
@@ -122,11 +114,9 @@ def test_stripped_binary_with_debug_file_under_build_id(tmp_path):
     /usr/lib/debug is created first if the machine has none)."""
     binp = tmp_path / "dbgbusy"
     dbg = tmp_path / "dbgbusy.debug"
-    subprocess.run(["objcopy", "--only-keep-debug", wl("busy"), str(dbg)], check=True)
-    subprocess.run(["strip", "-s", wl("busy"), "-o", str(binp)], check=True)
+    bid = strip_with_debug_file(wl("busy"), binp, dbg)
     assert "leaf_a" not in subprocess.run(["nm", "-D", str(binp)], capture_output=True,
                                           text=True).stdout
-    bid = build_id(binp)
     out_plain = tmp_path / "plain.folded"
     out_dbg = tmp_path / "dbg.folded"
     script = f"""set -e

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BPFPROF, as_tenant, run_bpfprof, tenant, tenant_run
+from conftest import BPFPROF, as_tenant, run_bpfprof, strip_with_debug_file, tenant, tenant_run
 
 SECRET_TOKEN = "ROOT-ONLY-7f3a9c"
 
@@ -201,10 +201,8 @@ def test_debug_link_to_a_root_only_debug_file_is_not_followed(tenant_dir, tmp_pa
                        "int main(void) { private_name_4b1d(); }\n")
         full = rootdir / "app.full"
         subprocess.run(["cc", "-g", "-O1", "-o", full, src], check=True)
-        subprocess.run(["objcopy", "--only-keep-debug", full, rootdir / "app.debug"],
-                       check=True)
+        strip_with_debug_file(full, rootdir / "app", rootdir / "app.debug")
         (rootdir / "app.debug").chmod(0o600)
-        subprocess.run(["strip", "-s", "-o", rootdir / "app", full], check=True)
         subprocess.run(["objcopy", "--add-gnu-debuglink=app.debug", rootdir / "app"],
                        check=True, cwd=rootdir)
         (rootdir / "app").chmod(0o755)

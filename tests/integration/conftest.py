@@ -4,6 +4,8 @@
 These tests need root and real BPF. They never skip: on a machine where they
 cannot run, they fail and say why.
 """
+import contextlib
+import fcntl
 import math
 import os
 import re
@@ -48,6 +50,19 @@ def wl(name):
     path = WORKLOADS / name
     assert path.exists(), f"{path} is missing: run make test-deps"
     return str(path)
+
+
+@contextlib.contextmanager
+def sample_rate(want):
+    """A frequency the kernel accepts now, at most `want`, held for the test:
+    a test or benchmark that changes kernel.perf_event_max_sample_rate holds
+    /tmp/bpfprof-sysctl.lock exclusively, so a shared hold keeps it from
+    moving under us."""
+    with open("/tmp/bpfprof-sysctl.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        with open("/proc/sys/kernel/perf_event_max_sample_rate") as f:
+            limit = int(f.read())
+        yield min(want, limit)
 
 
 def build_id(path):

@@ -10,28 +10,14 @@ deviations. Both binaries keep only their symbol tables: their DWARF is in a
 separate debug file beside them (.gnu_debuglink), which is where the source
 lines must come from.
 """
-import contextlib
-import fcntl
 import math
 import re
 import subprocess
 import time
 from pathlib import Path
 
-from conftest import BPFPROF, Workload, run_bpfprof, wl
+from conftest import BPFPROF, Workload, run_bpfprof, sample_rate, wl
 
-
-@contextlib.contextmanager
-def sample_rate(want):
-    """A frequency the kernel accepts now, at most `want`, held for the test:
-    a test or benchmark that changes kernel.perf_event_max_sample_rate holds
-    /tmp/bpfprof-sysctl.lock exclusively, so a shared hold keeps it from
-    moving under us."""
-    with open("/tmp/bpfprof-sysctl.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_SH)
-        with open("/proc/sys/kernel/perf_event_max_sample_rate") as f:
-            limit = int(f.read())
-        yield min(want, limit)
 
 INSN = re.compile(r"^(>>|  )\s+([\d.]+)%\s+(\d+)\s+\+0x([0-9a-f]+)\s+(\S.*)$")
 SELF = re.compile(r"^\s+(\d+) self samples")

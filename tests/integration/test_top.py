@@ -8,7 +8,6 @@ under any load; the tolerance is four standard deviations of a binomial
 share over the samples the screen shows.
 """
 import contextlib
-import fcntl
 import math
 import os
 import re
@@ -19,24 +18,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from conftest import (BPFPROF, ROOT, Workload, assert_count_at_least, count_tolerance, uwl,
-                      wait_attached, wl)
+from conftest import (BPFPROF, ROOT, Workload, assert_count_at_least, count_tolerance,
+                      sample_rate, uwl, wait_attached, wl)
 
 sys.path.insert(0, str(ROOT / "tools"))
 from benchlib import churn  # noqa: E402  (tools/: shared with bench_top.py)
 
-
-@contextlib.contextmanager
-def sample_rate(want):
-    """A frequency the kernel accepts now, at most `want`, held for the test:
-    a test or benchmark that changes kernel.perf_event_max_sample_rate holds
-    /tmp/bpfprof-sysctl.lock exclusively, so a shared hold keeps it from
-    moving under us."""
-    with open("/tmp/bpfprof-sysctl.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_SH)
-        with open("/proc/sys/kernel/perf_event_max_sample_rate") as f:
-            limit = int(f.read())
-        yield min(want, limit)
 
 ROW = re.compile(r"^\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s+(\S+)\s+(.+?)\s*$")
 HEADER = re.compile(r"bpfprof top: .* \((\d+) s so far\), .* (\d+) samples shown")

@@ -1224,17 +1224,7 @@ static int annotate_live(struct annotate_opts *a)
 	r.o = a->o;
 	memset(&a->o, 0, sizeof(a->o)); /* r owns the option arrays now */
 	stop__install();
-	ret = record__check(&r);
-	if (!ret)
-		ret = record__setup(&r);
-	if (!ret)
-		ret = record__open(&r);
-	if (!ret)
-		ret = record__start(&r);
-	if (!ret)
-		ret = record__loop(&r);
-	if (!ret)
-		ret = record__stop(&r);
+	ret = record__run(&r);
 	if (!ret) {
 		collector__stats(r.col, &st);
 		record__fill_meta(r.rc.prof, &r.rc, profile__meta(r.rc.prof)->start_ns,

@@ -81,17 +81,7 @@ int cmd_record(int argc, char **argv)
 	 * starts too: the loop then ends at once); see stop.h for repeats. */
 	stop__install();
 
-	ret = record__check(&r);
-	if (!ret)
-		ret = record__setup(&r);
-	if (!ret)
-		ret = record__open(&r);
-	if (!ret)
-		ret = record__start(&r);
-	if (!ret)
-		ret = record__loop(&r);
-	if (!ret)
-		ret = record__stop(&r);
+	ret = record__run(&r);
 	if (!ret)
 		ret = r.o.interval ? record__finish_continuous(&r) : record__write(&r);
 	if (!ret)

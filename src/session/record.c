@@ -16,6 +16,7 @@
  *   record__loop()     drain every second (or interval), poll notices, until
  *                      a signal, the deadline or the command's exit
  *   record__stop()     detach, the last notices and drain
+ *   record__run()      those in turn (and record__start()): record, annotate
  *   record__finish_continuous() / record__write()   the end of either mode
  *
  * Samples become frames in record_samples.c, intervals go to the sinks in
@@ -975,7 +976,7 @@ bool record__targets_exited(const struct record *r)
 }
 
 /* Until a signal, the deadline, the command's exit or the -p targets'. */
-int record__loop(struct record *r)
+static int record__loop(struct record *r)
 {
 	uint64_t deadline =
 		r->o.duration ? r->t_start + (uint64_t)(r->o.duration * NS_PER_SEC_F) : 0;
@@ -1061,7 +1062,7 @@ static void stop_command(struct record *r)
 }
 
 /* Stops sampling, takes the last notices, then drains everything. */
-int record__stop(struct record *r)
+static int record__stop(struct record *r)
 {
 	uint64_t at;
 	int err;
@@ -1091,6 +1092,23 @@ int record__stop(struct record *r)
 	if (r->ch.pid && !r->ch.exited)
 		stop_command(r);
 	return 0;
+}
+
+int record__run(struct record *r)
+{
+	int ret = record__check(r);
+
+	if (!ret)
+		ret = record__setup(r);
+	if (!ret)
+		ret = record__open(r);
+	if (!ret)
+		ret = record__start(r);
+	if (!ret)
+		ret = record__loop(r);
+	if (!ret)
+		ret = record__stop(r);
+	return ret;
 }
 
 /* Continuous mode: the partial last interval is flushed like any other. */

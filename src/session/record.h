@@ -139,7 +139,6 @@ int record__check(struct record *r);
 int record__setup(struct record *r);
 int record__open(struct record *r);
 int record__start(struct record *r);
-int record__loop(struct record *r);
 int record__drain(struct record *r, uint64_t now);
 /* Delivers the process notices waiting (up to timeout_ms for the first). */
 int record__poll_notices(struct record *r, int timeout_ms);
@@ -152,7 +151,8 @@ int record__timeout(const struct record *r, int timeout, uint64_t now);
  * stop then); false while one may still run or has no pidfd.
  */
 bool record__targets_exited(const struct record *r);
-int record__stop(struct record *r);
+/* record and annotate's run: check, setup, open, start, loop and stop; 0 or the exit status. */
+int record__run(struct record *r);
 /* The end of a continuous run: the partial last interval, the summary. */
 int record__finish_continuous(struct record *r);
 /* The end of a one-shot run: the summary, then r->w writes the profile to -o. */

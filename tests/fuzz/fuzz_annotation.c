@@ -18,17 +18,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "sym/annotation.h"
 #include "sym/elfcode.h"
 #include "sym/elfsym.h"
 #include "sym/srcline.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_memfd.h"
 
-static int memfd = -1;
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void annotate(const struct elfcode *ec, struct srcline *sl, uint64_t start, uint64_t end)
 {
@@ -55,22 +53,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct elfcode *ec;
 	struct elfsym *es;
 	struct srcline *sl;
-	size_t done = 0;
+	int memfd;
 
-	if (memfd < 0) {
-		memfd = memfd_create("fuzz_annotation", MFD_CLOEXEC);
-		if (memfd < 0)
-			abort();
-	}
-	if (ftruncate(memfd, 0))
-		abort();
-	while (done < size) {
-		ssize_t n = pwrite(memfd, data + done, size - done, (off_t)done);
-
-		if (n <= 0)
-			abort();
-		done += (size_t)n;
-	}
+	memfd = fuzz_memfd("fuzz_annotation", data, size);
 	ec = elfcode__open_fd(memfd);
 	sl = srcline__open_fd(memfd);
 	es = elfsym__open_fd(memfd);

@@ -18,15 +18,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "proc/elffile.h"
 #include "sym/dwinline.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_memfd.h"
 
-static int memfd = -1;
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check(struct dwinline *d, uint64_t addr)
 {
@@ -49,24 +47,11 @@ static void check(struct dwinline *d, uint64_t addr)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct dwinline *d;
-	size_t done = 0;
+	int memfd;
 	Elf_Scn *scn = NULL;
 	Elf *elf;
 
-	if (memfd < 0) {
-		memfd = memfd_create("fuzz_dwinline", MFD_CLOEXEC);
-		if (memfd < 0)
-			abort();
-	}
-	if (ftruncate(memfd, 0))
-		abort();
-	while (done < size) {
-		ssize_t n = pwrite(memfd, data + done, size - done, (off_t)done);
-
-		if (n <= 0)
-			abort();
-		done += (size_t)n;
-	}
+	memfd = fuzz_memfd("fuzz_dwinline", data, size);
 	d = dwinline__open_fd(memfd, 64u << 20, NULL, NULL);
 	if (!d)
 		return 0;

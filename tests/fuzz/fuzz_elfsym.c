@@ -21,14 +21,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "sym/elfsym.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_memfd.h"
 
-static int memfd = -1;
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check(struct elfsym *es, uint64_t addr)
 {
@@ -48,23 +46,11 @@ static void check(struct elfsym *es, uint64_t addr)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct elfsym *es;
-	size_t done = 0, len;
+	size_t len;
+	int memfd;
 	uint64_t v;
 
-	if (memfd < 0) {
-		memfd = memfd_create("fuzz_elfsym", MFD_CLOEXEC);
-		if (memfd < 0)
-			abort();
-	}
-	if (ftruncate(memfd, 0))
-		abort();
-	while (done < size) {
-		ssize_t n = pwrite(memfd, data + done, size - done, (off_t)done);
-
-		if (n <= 0)
-			abort();
-		done += (size_t)n;
-	}
+	memfd = fuzz_memfd("fuzz_elfsym", data, size);
 	es = elfsym__open_fd(memfd);
 	if (!es) {
 		if (errno != ENOEXEC && errno != EINVAL && errno != ENOMEM)

@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -425,3 +426,43 @@ class Sampled:
         self.returncode = proc.returncode
         assert proc.returncode == 0, f"bpfprof {args} exited {proc.returncode}\n{self.stderr}"
         assert not pids or self.cpu, f"no sampling window in:\n{self.stderr}"
+
+
+def metric(text, name):
+    """The value of a metric without labels in Prometheus text, or None."""
+    m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def metrics(port):
+    """bpfprof --listen port's /metrics, waited for (up to 10 s) while it starts."""
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            return urllib.request.urlopen(base + "/metrics", timeout=1).read().decode()
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError("no /metrics")
+
+
+class Stoppable:
+    """A bpfprof run a test started: self.proc (its stderr a pipe) and
+    self.head (what wait_attached read of it), set by the subclass. stop()
+    ends it with SIGINT and returns its whole stderr; leaving the context
+    kills it if it still runs."""
+    stderr = None
+
+    def stop(self):
+        if self.stderr is None:
+            self.proc.send_signal(signal.SIGINT)
+            _, err = self.proc.communicate(timeout=60)
+            self.stderr = self.head + err
+        return self.stderr
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()

@@ -7,7 +7,6 @@ import gzip
 import os
 import re
 import resource
-import signal
 import socket
 import subprocess
 import sys
@@ -18,8 +17,9 @@ import urllib.request
 
 import pytest
 
-from conftest import (BPFPROF, ROOT, Sampled, Workload, assert_count_at_least, assert_most,
-                      cpu_seconds, parse_folded, run_bpfprof, uwl, wait_attached, wl)
+from conftest import (BPFPROF, ROOT, Sampled, Stoppable, Workload, assert_count_at_least,
+                      assert_most, cpu_seconds, metric, parse_folded, run_bpfprof, uwl,
+                      wait_attached, wl)
 
 FREQ = 99  # bpfprof's default -F
 
@@ -47,12 +47,7 @@ def timed_get(url, timeout=5):
         return r.status, body, time.monotonic() - t
 
 
-def metric(text, name):
-    m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
-    return float(m.group(1)) if m else None
-
-
-class Agent:
+class Agent(Stoppable):
     """bpfprof in continuous mode with --listen; stopped with SIGINT."""
 
     def __init__(self, args, nofile=None):
@@ -66,22 +61,6 @@ class Agent:
                                      [str(a) for a in args],
                                      stderr=subprocess.PIPE, text=True, preexec_fn=pre)
         self.head = wait_attached(self.proc)
-        self.stderr = None
-
-    def stop(self):
-        if self.stderr is None:
-            self.proc.send_signal(signal.SIGINT)
-            _, err = self.proc.communicate(timeout=60)
-            self.stderr = self.head + err
-        return self.stderr
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
 
 
 # --- HTTP endpoint ---------------------------------------------------------

@@ -9,7 +9,6 @@ import gzip
 import os
 import re
 import resource
-import signal
 import socket
 import subprocess
 import sys
@@ -19,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from conftest import BPFPROF, ROOT, Workload, as_tenant, wait_attached, wl
+from conftest import BPFPROF, ROOT, Stoppable, Workload, as_tenant, metric, wait_attached, wl
 
 sys.path.insert(0, str(ROOT / "tools"))
 from benchlib import HoldingClients, HostileIngest, free_port  # noqa: E402
@@ -40,12 +39,7 @@ def get(url, timeout=5):
         return e.code, e.read()
 
 
-def metric(text, name):
-    m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
-    return float(m.group(1)) if m else None
-
-
-class Agent:
+class Agent(Stoppable):
     """bpfprof --listen (and args), stopped with SIGINT. It profiles a busy
     workload of its own (-p), not the whole machine: what other processes on
     a shared test machine do to its drains is not what these tests are about."""
@@ -57,7 +51,6 @@ class Agent:
         self.proc = subprocess.Popen([str(BPFPROF), "-p", str(self.work.pid), "--listen",
                                       str(self.port)] + [str(a) for a in args],
                                      stderr=subprocess.PIPE, text=True, env=env)
-        self.stderr = None
         try:
             self.head = wait_attached(self.proc)
         except BaseException:
@@ -80,20 +73,8 @@ class Agent:
             time.sleep(0.1)
         raise AssertionError(f"/healthz never became ok: {seen[-3:]}")
 
-    def stop(self):
-        if self.stderr is None:
-            self.proc.send_signal(signal.SIGINT)
-            _, err = self.proc.communicate(timeout=60)
-            self.stderr = self.head + err
-        return self.stderr
-
-    def __enter__(self):
-        return self
-
     def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
+        super().__exit__()
         self.work.__exit__()
 
 

@@ -24,12 +24,11 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pprof
-from conftest import (BPFPROF, ROOT, Sampled, as_tenant, assert_most, count_with, parse_folded,
-                      total, wait_attached)
+from conftest import (BPFPROF, ROOT, Sampled, as_tenant, assert_most, count_with, metrics,
+                      parse_folded, total, wait_attached)
 
 PY = "/usr/bin/python3.11"
 MIB = 1024
@@ -191,16 +190,6 @@ def test_oldest_of_600_threads_is_named(tenant_dir):
                   r"(\d+) in the thread list, (\d+) not", p.stderr)
     assert m, p.stderr[-3000:]
     assert int(m.group(2)) > 0 and int(m.group(4)) == 0, m.group(0)
-
-
-def metrics(port):
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            return urllib.request.urlopen(base + "/metrics", timeout=1).read().decode()
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError("no /metrics")
 
 
 def test_hidden_thread_state_is_counted(tenant_dir):

@@ -27,7 +27,7 @@ import urllib.request
 import pytest
 
 from conftest import (BPFPROF, ROOT, TENANT, Sampled, as_tenant, assert_count, assert_most,
-                      command_cpu, count_with, cpu_seconds, parse_folded, run_bpfprof,
+                      command_cpu, count_with, cpu_seconds, metric, parse_folded, run_bpfprof,
                       sampled_seconds, tenant, wait_attached, wl)
 
 sys.path.insert(0, str(ROOT / "tools"))
@@ -217,11 +217,6 @@ def test_real_throttling_warns_and_adds_up(tenant_dir):
 def scrape(base):
     with urllib.request.urlopen(base + "/metrics", timeout=5) as r:
         return r.read().decode()
-
-
-def metric(text, name):
-    m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
-    return float(m.group(1)) if m else None
 
 
 def test_metrics_effective_frequency_is_the_rate_reached():

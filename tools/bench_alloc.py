@@ -267,8 +267,8 @@ def cost(b, a):
                 for t in order:
                     j = b.run(t, [str(WORK), "bench", s, str(a.pairs)], "ns_per_pair")
                     res[s][t].append(j["ns_per_pair"])
-            print(f"round {r + 1} {s}: " + ", ".join(f"{t} {res[s][t][-1]:.0f}" for t in tools),
-                  file=sys.stderr)
+                print(f"round {r + 1} {s}: " + ", ".join(f"{t} {res[s][t][-1]:.0f}"
+                                                         for t in tools), file=sys.stderr)
     print(f"\n### Cost per malloc/free pair\n\n`{command_line(a, 'cost')}`\n")
     print(f"allocwork bench SHAPE {a.pairs}: ns per malloc/free pair, median (min-max) of "
           f"{a.rounds} interleaved rounds; added: the median less no profiler's.\n")

@@ -20,6 +20,8 @@ truth, and what it costs an allocation-heavy Go program.
               heaptrack   heaptrack ./allocwork (LD_PRELOAD, Debian's)
               bpfprof -p  bpfprof --alloc -p PID, attached before the loop
               bpfprof --  bpfprof --alloc -- allocwork ...
+              (--fallbacks: bpfprof -p multi, bpfprof -p perf: the probes of
+              kernels without session uprobes, BPFPROF_TEST_ALLOC_MODE)
             Attached tools (bpftrace, bpfprof -p) attach while the workload
             waits (allocwork wait ...) and are started before its loop. The
             added cost of a tool is its median ns per pair less the median
@@ -172,11 +174,13 @@ class Bench:
         time.sleep(0.5)  # bpftrace prints before its probes are all in
         return p
 
-    def attach_bpfprof(self, pid, period=None):
-        alloc = "--alloc" if period is None else f"--alloc={period}"
-        p = subprocess.Popen([self.bpfprof, alloc, "-v", "-p", str(pid), "-o",
+    def attach_bpfprof(self, pid, mode=None):
+        env = dict(os.environ)
+        if mode:  # the older kernels' probes: a return probe on every allocation call
+            env["BPFPROF_TEST_ALLOC_MODE"] = mode
+        p = subprocess.Popen([self.bpfprof, "--alloc", "-v", "-p", str(pid), "-o",
                               str(self.tmp / "p.pb.gz")], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True, env=env)
         wait_stream(p.stderr, self.a.attached, p, "bpfprof -p")
         return p
 
@@ -199,6 +203,10 @@ class Bench:
             return last_json(r.stdout, key)
         if tool == "bpfprof -p":
             return self.attached([wargv[0], "wait"] + wargv[1:], self.attach_bpfprof, key)
+        if tool.startswith("bpfprof -p "):  # "bpfprof -p multi", "bpfprof -p perf"
+            mode = tool.split()[-1]
+            return self.attached([wargv[0], "wait"] + wargv[1:],
+                                 lambda pid: self.attach_bpfprof(pid, mode), key)
         if tool == "bpfprof --":
             r = subprocess.run([self.bpfprof, "--alloc", "-o", str(self.tmp / "c.pb.gz"), "--"]
                                + wargv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -240,7 +248,8 @@ def med_spread(v, fmt="{:.0f}"):
 def command_line(a, sub):
     args = [sub, "--rounds", str(a.rounds)]
     if sub == "cost":
-        args += ["--pairs", str(a.pairs), "--shapes", a.shapes]
+        args += ["--pairs", str(a.pairs), "--shapes", a.shapes] + \
+            (["--fallbacks"] if a.fallbacks else [])
     if sub == "accuracy":
         args = [sub, "--period", str(a.period), "--mib", str(a.mib)]
     if sub == "go":
@@ -256,6 +265,8 @@ def cost(b, a):
     tools = ["none", "entry traps", "bpftrace", "heaptrack"]
     if has_alloc(a.bpfprof):
         tools += ["bpfprof -p", "bpfprof --"]
+        if a.fallbacks:
+            tools += ["bpfprof -p multi", "bpfprof -p perf"]
     else:
         print(f"{a.bpfprof} has no --alloc: bpfprof's rows skipped", file=sys.stderr)
     shapes = a.shapes.split(",")
@@ -431,6 +442,9 @@ def main():
     ap.add_argument("--period", default="65536", help="accuracy: --alloc=BYTES")
     ap.add_argument("--mib", type=float, default=64, help="accuracy: MiB at each site")
     ap.add_argument("--go-seconds", type=float, default=5)
+    ap.add_argument("--fallbacks", action="store_true",
+                    help="cost: also bpfprof -p with the older kernels' probes "
+                         "(BPFPROF_TEST_ALLOC_MODE=multi, perf)")
     ap.add_argument("--lock-rounds", action="store_true",
                     help="take /tmp/bpfprof-bench.lock for each round (cost, go) and the "
                          "accuracy run, instead of running under flock")

@@ -1,0 +1,3 @@
+module goalloc
+
+go 1.19

@@ -19,8 +19,9 @@
 #include "base/util.h"
 #include "count.skel.h"
 
-/* Not in this libbpf's headers (kernel 6.6+). */
-#define TRACE_UPROBE_MULTI    48 /* enum bpf_attach_type BPF_TRACE_UPROBE_MULTI */
+/* Not in this libbpf's headers (the kernel's enum bpf_attach_type). */
+#define TRACE_UPROBE_MULTI    48 /* BPF_TRACE_UPROBE_MULTI: kernel 6.6+ */
+#define TRACE_UPROBE_SESSION  57 /* BPF_TRACE_UPROBE_SESSION: kernel 6.13+ */
 #define F_UPROBE_MULTI_RETURN 1u
 
 /* bpf_attr's link_create for uprobe_multi, as the kernel lays it out. */
@@ -45,12 +46,20 @@ struct mlink {
 	uint32_t *fns;
 	uint64_t *offs;
 	size_t n;
-	int in, out; /* link descriptors, -1 none */
+	int in, out; /* link descriptors, -1 none (a session link is in alone) */
+};
+
+/* How the probes are attached, best first. */
+enum count_mode {
+	MODE_PERF,    /* a perf-event uprobe and uretprobe per function and process */
+	MODE_MULTI,   /* uprobe_multi: an entry and a return link per file and process */
+	MODE_SESSION, /* session uprobes: one link per file and process, one program */
 };
 
 struct counter {
 	struct count_bpf *skel;
-	bool multi; /* uprobe_multi links (else one perf-event uprobe per probe) */
+	enum count_mode mode;
+	bool multi; /* uprobe_multi links, session or not (else perf-event uprobes) */
 	struct mlink *mlinks;
 	size_t nr_mlinks, cap_mlinks;
 	bool *off; /* functions detached */
@@ -104,35 +113,54 @@ struct counter *counter__open(uint32_t nfuncs, bool all_procs, bool libbpf_debug
 		errmsg_set(em, -ENOMEM, "out of memory");
 		goto out_free;
 	}
-	/* uprobe_multi first (one link per file and process: 6.6+), unless a
-	 * test asks for the perf-event probes; a kernel that refuses the
-	 * attach type gets those. */
-	for (int multi = !getenv("BPFPROF_TEST_COUNT_NO_MULTI"); multi >= 0; multi--) {
+	/* Session uprobes first (one link and one program for entries and
+	 * returns: 6.13+), then uprobe_multi (6.6+), then perf-event uprobes,
+	 * each where the kernel refuses the one before; tests ask for the
+	 * fallbacks by name. */
+	int mode = getenv("BPFPROF_TEST_COUNT_NO_MULTI")     ? MODE_PERF
+		   : getenv("BPFPROF_TEST_COUNT_NO_SESSION") ? MODE_MULTI
+							     : MODE_SESSION;
+	for (; mode >= MODE_PERF; mode--) {
+		struct bpf_program *ps = NULL, *pe = NULL, *pr = NULL;
+
 		count_bpf__destroy(c->skel);
 		c->skel = count_bpf__open();
 		if (!c->skel) {
 			errmsg_set(em, -errno, "cannot open the BPF program: %s", strerror(errno));
 			goto out_free;
 		}
+		ps = c->skel->progs.count_session;
+		pe = c->skel->progs.count_entry;
+		pr = c->skel->progs.count_return;
 		c->skel->rodata->all_procs = all_procs;
 		err = bpf_map__set_max_entries(c->skel->maps.stats, c->nfuncs);
 		if (!err)
 			err = bpf_map__set_max_entries(c->skel->maps.fn_gen, c->nfuncs);
-		if (!err && multi) {
-			err = bpf_program__set_expected_attach_type(c->skel->progs.count_entry,
-								    TRACE_UPROBE_MULTI);
-			if (!err)
-				err = bpf_program__set_expected_attach_type(
-					c->skel->progs.count_return, TRACE_UPROBE_MULTI);
-		}
+		if (!err)
+			err = bpf_program__set_autoload(ps, mode == MODE_SESSION);
+		if (!err)
+			err = bpf_program__set_autoload(pe, mode != MODE_SESSION);
+		if (!err)
+			err = bpf_program__set_autoload(pr, mode != MODE_SESSION);
+		if (!err && mode == MODE_SESSION)
+			err = bpf_program__set_expected_attach_type(ps, TRACE_UPROBE_SESSION);
+		if (!err && mode == MODE_MULTI)
+			err = bpf_program__set_expected_attach_type(pe, TRACE_UPROBE_MULTI);
+		if (!err && mode == MODE_MULTI)
+			err = bpf_program__set_expected_attach_type(pr, TRACE_UPROBE_MULTI);
 		if (!err)
 			err = count_bpf__load(c->skel);
 		if (!err) {
-			c->multi = multi;
+			c->mode = (enum count_mode)mode;
+			c->multi = mode != MODE_PERF;
 			break;
 		}
-		if (!multi || err == -EPERM)
+		if (mode == MODE_PERF || err == -EPERM)
 			break;
+		if (debug_on)
+			fprintf(stderr, "count: %s refused (%s), trying the next way\n",
+				mode == MODE_SESSION ? "session uprobes" : "uprobe_multi",
+				strerror(-err));
 	}
 	if (err) {
 		errmsg_set(em, err, "cannot load the BPF program: %s", strerror(-err));
@@ -217,6 +245,10 @@ void counter__free(struct counter *c)
 
 const char *counter__mode(const struct counter *c)
 {
+	if (c->mode == MODE_SESSION)
+		return "session uprobes: one uprobe_multi link per file and process for entries and "
+		       "returns, the entry's time in the call's session cookie (raw BPF_LINK_CREATE, "
+		       "BPF_TRACE_UPROBE_SESSION)";
 	if (c->multi)
 		return "uprobe_multi: one entry and one return link per file and process (raw "
 		       "BPF_LINK_CREATE: libbpf here has no uprobe_multi API)";
@@ -298,7 +330,8 @@ static int attach_one(struct counter *c, uint32_t fn, const char *path, uint64_t
 	return 0;
 }
 
-static int multi_link(struct counter *c, struct bpf_program *prog, bool ret, const struct mlink *m)
+static int multi_link(struct counter *c, struct bpf_program *prog, uint32_t type, bool ret,
+		      const struct mlink *m)
 {
 	struct link_create_uprobe_multi a;
 	uint64_t *cookies = calloc(m->n, sizeof(*cookies));
@@ -310,7 +343,7 @@ static int multi_link(struct counter *c, struct bpf_program *prog, bool ret, con
 		cookies[i] = (uint64_t)m->gen << 32 | m->fns[i];
 	memset(&a, 0, sizeof(a));
 	a.prog_fd = (uint32_t)bpf_program__fd(prog);
-	a.attach_type = TRACE_UPROBE_MULTI;
+	a.attach_type = type;
 	a.path = (uint64_t)(uintptr_t)m->path;
 	a.offsets = (uint64_t)(uintptr_t)m->offs;
 	a.cookies = (uint64_t)(uintptr_t)cookies;
@@ -332,14 +365,18 @@ static void mlink_close(struct mlink *m)
 	m->in = m->out = -1;
 }
 
-/* m's two links (the return first: see attach_one). 0 or -errno. */
+/* m's session link, or its two links (the return first: see attach_one). 0 or -errno. */
 static int mlink_attach(struct counter *c, struct mlink *m)
 {
-	m->in = -1;
-	m->out = multi_link(c, c->skel->progs.count_return, true, m);
+	m->in = m->out = -1;
+	if (c->mode == MODE_SESSION) {
+		m->in = multi_link(c, c->skel->progs.count_session, TRACE_UPROBE_SESSION, false, m);
+		return m->in < 0 ? m->in : 0;
+	}
+	m->out = multi_link(c, c->skel->progs.count_return, TRACE_UPROBE_MULTI, true, m);
 	if (m->out < 0)
 		return m->out;
-	m->in = multi_link(c, c->skel->progs.count_entry, false, m);
+	m->in = multi_link(c, c->skel->progs.count_entry, TRACE_UPROBE_MULTI, false, m);
 	if (m->in < 0) {
 		int err = m->in;
 

@@ -24,8 +24,17 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* -a with LIB:PATTERN: every process mapping the file; else the targets map. */
+/* -a and --cgroup: every process mapping the probed files (--cgroup: those
+ * in one of the cgroups or below); else the targets map. */
 const volatile bool all_procs = false;
+const volatile __u32 nr_cgroups = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, COUNT_CGROUPS);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroups SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -89,9 +98,22 @@ static __always_inline void counter_add(__u32 which)
 		(*n)++;
 }
 
+static __always_inline bool in_cgroups(void)
+{
+	for (__u32 i = 0; i < COUNT_CGROUPS; i++) {
+		if (i >= nr_cgroups)
+			break;
+		if (bpf_current_task_under_cgroup(&cgroups, i) == 1)
+			return true;
+	}
+	return false;
+}
+
 static __always_inline bool is_target(__u32 tgid)
 {
-	return all_procs || bpf_map_lookup_elem(&targets, &tgid);
+	if (all_procs)
+		return !nr_cgroups || in_cgroups();
+	return bpf_map_lookup_elem(&targets, &tgid);
 }
 
 /* Session uprobes' kfuncs: only count_session calls them, and it is loaded

@@ -24,6 +24,8 @@
 #define COUNT_HIST_BUCKETS 40
 /* Frames timed per thread at once; deeper calls are counted, not timed. */
 #define COUNT_STACK_DEPTH 64
+/* --cgroup directories at most. */
+#define COUNT_CGROUPS 8
 /* Distinct (process, function, return address) triples counted. */
 #define COUNT_CALLERS 65536
 

@@ -16,6 +16,11 @@
  * is attached, and a function called more often than --budget calls per
  * second is detached, and said so.
  *
+ * -a and --cgroup: the files are found through the processes running at
+ * the start (every one, or those of the cgroups' cgroup.procs), each file
+ * once, and probed for every process (uprobes are per file); --cgroup's
+ * filter is in BPF.
+ *
  * -- COMMAND: the command is stopped at its exec (a tracepoint sends it
  * SIGSTOP), then again at its entry point (a uprobe there), when the dynamic
  * loader has mapped its libraries; the probes go in then and it runs on.
@@ -42,6 +47,7 @@
 #include "collector/count.h"
 #include "format/counttab.h"
 #include "format/writer.h"
+#include "proc/cgroup.h"
 #include "proc/child.h"
 #include "proc/procfs.h"
 #include "proc/ptab.h"
@@ -53,6 +59,7 @@
 #define COUNT_DEFAULT_BUDGET	200000
 #define COUNT_GUARD_MS		250 /* how often call rates are checked */
 #define COUNT_STOP_WAIT_MS	10000
+#define COUNT_MAX_PROCS		131072 /* processes -a and --cgroup look at */
 
 enum {
 	OPT_MAX_FUNCS = 0x100,
@@ -60,6 +67,7 @@ enum {
 	OPT_CALLERS,
 	OPT_HIST,
 	OPT_ALL_FUNCS,
+	OPT_COUNT_CGROUP,
 };
 
 struct cfunc {
@@ -82,6 +90,10 @@ struct count {
 	double budget;
 	unsigned callers;
 	bool hist, all_funcs;
+	bool all; /* -a or --cgroup: every process mapping the files (pid -1 probes) */
+	const char **cgroups;
+	size_t nr_cgroups, cap_cgroups;
+	int *cgroup_fds;
 	char **cmd;
 	struct count_pat *pats;
 	size_t nr_pats;
@@ -100,13 +112,17 @@ struct count {
 	/* Files with probes, held open: the probes' paths name their descriptors. */
 	struct mfile **held;
 	size_t nr_held, cap_held;
+	/* -a, --cgroup: the files looked at in this pass, whichever process maps them */
+	uint64_t *fseen;
+	size_t nr_fseen, cap_fseen;
 	double seconds;
 };
 
 static void count_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: bpfprof count [OPTIONS] PATTERN... (-p PID | -- COMMAND [ARGS...])\n"
+		"Usage: bpfprof count [OPTIONS] PATTERN... (-p PID | -a | --cgroup PATH |\n"
+		"                                           -- COMMAND [ARGS...])\n"
 		"\n"
 		"Counts every call of the functions PATTERN names and times each from entry to\n"
 		"return (uprobes): calls, seconds, seconds per call, min, max, a log2 latency\n"
@@ -120,6 +136,13 @@ static void count_usage(FILE *f)
 		"\n"
 		"Targets:\n"
 		"  -p, --pid PID[,PID...]  these running processes\n"
+		"  -a, --all               every process: the functions of the files the running\n"
+		"                          processes map, counted in every process that maps them,\n"
+		"                          now or later (uprobes are per file); no filter\n"
+		"      --cgroup PATH       the functions of the files the processes of this cgroup\n"
+		"                          v2 (and below) map, counted only in processes of the\n"
+		"                          cgroup (filtered in BPF); repeatable (at most %u); PATH\n"
+		"                          absolute or relative to the cgroup2 mount\n"
 		"  -- COMMAND [ARGS...]    run COMMAND, stopped until its probes are in (after its\n"
 		"                          libraries are mapped; libraries it dlopen()s later are\n"
 		"                          not probed); bpfprof exits with its status\n"
@@ -152,7 +175,7 @@ static void count_usage(FILE *f)
 		"\n"
 		"Exit status: 0, 1 failure (not root, no such process, no function matches),\n"
 		"2 usage error; under -- COMMAND, the command's status.\n",
-		COUNT_DEFAULT_MAX_FUNCS, COUNT_MAX_MAX_FUNCS, COUNT_DEFAULT_BUDGET);
+		COUNT_CGROUPS, COUNT_DEFAULT_MAX_FUNCS, COUNT_MAX_MAX_FUNCS, COUNT_DEFAULT_BUDGET);
 }
 
 static int usage(const char *fmt, const char *arg)
@@ -165,6 +188,8 @@ static int usage(const char *fmt, const char *arg)
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
+	{ "all", no_argument, NULL, 'a' },
+	{ "cgroup", required_argument, NULL, OPT_COUNT_CGROUP },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
@@ -212,13 +237,24 @@ static int parse(int argc, char **argv, struct count *c)
 		c->cmd = argv + dd + 1;
 	optind = 1;
 	opterr = 0;
-	while ((o = getopt_long(dd, argv, ":p:d:o:f:vqh", long_opts, NULL)) != -1) {
+	while ((o = getopt_long(dd, argv, ":p:ad:o:f:vqh", long_opts, NULL)) != -1) {
 		switch (o) {
 		case 'p':
 			free(c->pids);
 			c->pids = NULL;
 			if (cli__parse_pids(optarg, &c->pids, &c->nr_pids) || !c->nr_pids)
 				return usage("invalid --pid '%s': expected PID[,PID...]", optarg);
+			break;
+		case 'a':
+			c->all = true;
+			break;
+		case OPT_COUNT_CGROUP:
+			if (c->nr_cgroups >= COUNT_CGROUPS)
+				return usage("too many --cgroup options (at most %s)", "8");
+			if (array_grow((void **)&c->cgroups, &c->cap_cgroups, c->nr_cgroups + 1,
+				       sizeof(*c->cgroups)))
+				return usage("%s", "out of memory");
+			c->cgroups[c->nr_cgroups++] = optarg;
 			break;
 		case 'd':
 			if (cli__parse_duration(optarg, &c->duration) || c->duration <= 0)
@@ -285,10 +321,11 @@ static int parse(int argc, char **argv, struct count *c)
 		return usage(
 			"%s",
 			"no pattern: name the functions to count, e.g. 'bp_*' or 'libc:malloc'");
-	if (!c->cmd && !c->nr_pids)
-		return usage("%s", "no target: -p PID or -- COMMAND");
-	if (c->cmd && c->nr_pids)
-		return usage("%s", "-p and -- COMMAND together: choose one");
+	if (!c->cmd && !c->nr_pids && !c->all && !c->nr_cgroups)
+		return usage("%s", "no target: -p PID, -a, --cgroup PATH or -- COMMAND");
+	if ((c->cmd != NULL) + (c->nr_pids > 0) + c->all + (c->nr_cgroups > 0) > 1)
+		return usage("%s", "-p, -a, --cgroup and -- COMMAND: choose one");
+	c->all |= c->nr_cgroups > 0;
 	c->pat_hits = calloc(c->nr_pats, sizeof(*c->pat_hits));
 	if (!c->pat_hits)
 		return usage("%s", "out of memory");
@@ -393,8 +430,8 @@ static int match_file(struct count *c, struct file_match *fm, uint32_t pid, bool
 	err = mfile__kernel_path(fm->f, kpath, sizeof(kpath));
 	if (err)
 		goto out;
-	err = counter__attach_file(c->ctr, mfile__serial(fm->f), kpath, (int)pid, fns, offs, nr,
-				   &em);
+	err = counter__attach_file(c->ctr, mfile__serial(fm->f), kpath, c->all ? -1 : (int)pid, fns,
+				   offs, nr, &em);
 	if (err < 0) {
 		p_warn("%s: its %zu functions not probed: %s", fm->path, nr, em.msg);
 		err = 0;
@@ -439,11 +476,19 @@ static int each_file(struct count *c, uint32_t pid, bool attach, size_t *matched
 			continue;
 		for (size_t s = 0; s < nr_seen; s++)
 			dup |= seen[s] == mfile__serial(fm.f);
-		if (dup || array_grow((void **)&seen, &cap_seen, nr_seen + 1, sizeof(*seen))) {
+		/* -a, --cgroup: a file once, whichever process maps it (its probes are in every
+		 * one) */
+		for (size_t s = 0; c->all && s < c->nr_fseen; s++)
+			dup |= c->fseen[s] == mfile__serial(fm.f);
+		if (dup || array_grow((void **)&seen, &cap_seen, nr_seen + 1, sizeof(*seen)) ||
+		    (c->all && array_grow((void **)&c->fseen, &c->cap_fseen, c->nr_fseen + 1,
+					  sizeof(*c->fseen)))) {
 			mfile__put(c->ptab, fm.f);
 			continue;
 		}
 		seen[nr_seen++] = mfile__serial(fm.f);
+		if (c->all)
+			c->fseen[c->nr_fseen++] = mfile__serial(fm.f);
 		elf = mfile__elf(fm.f);
 		fm.es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(fm.f)->st_size) : NULL;
 		if (!fm.es && elf)
@@ -473,8 +518,12 @@ static int probe_all(struct count *c)
 	size_t matched = 0;
 	int err;
 
+	c->nr_fseen = 0;
 	for (size_t i = 0; i < c->nr_pids; i++) {
 		err = each_file(c, c->pids[i], false, &matched);
+		if (err && err != -ENOMEM && c->all)
+			continue; /* gone, a kernel thread, or not readable: its files are others'
+				     too */
 		if (err == -ESRCH || err == -ENOENT) {
 			p_err("process %u not found", c->pids[i]);
 			return 1;
@@ -488,9 +537,9 @@ static int probe_all(struct count *c)
 		if (!c->pat_hits[p]) {
 			const struct count_pat *pat = &c->pats[p];
 
-			p_err("no function matches '%s%s%s' in the target's %s",
-			      pat->lib ? pat->lib : "", pat->lib ? ":" : "", pat->func,
-			      pat->lib ? "libraries" : "executable and libraries");
+			p_err("no function matches '%s%s%s' in the %s %s", pat->lib ? pat->lib : "",
+			      pat->lib ? ":" : "", pat->func, c->all ? "processes'" : "target's",
+			      pat->lib ? "libraries" : "executables and libraries");
 			p_hint("names are as in the symbol table (nm -D FILE); libraries a program "
 			       "dlopen()s later are not searched");
 			return 1;
@@ -503,9 +552,12 @@ static int probe_all(struct count *c)
 		       COUNT_MAX_MAX_FUNCS);
 		return 1;
 	}
+	c->nr_fseen = 0;
 	for (size_t i = 0; i < c->nr_pids; i++) {
 		matched = 0;
 		err = each_file(c, c->pids[i], true, &matched);
+		if (err && err != -ENOMEM && err != -E2BIG && c->all)
+			continue;
 		if (err == -E2BIG) {
 			p_err("process %u: more functions match than --max-functions %zu (its files changed)",
 			      c->pids[i], c->max_funcs);
@@ -633,9 +685,11 @@ static void end_command(struct count *c)
 	child__abort(&c->ch);
 }
 
-/* Whether every target has exited. */
+/* Whether every target has exited (never, for -a and --cgroup). */
 static bool targets_gone(struct count *c)
 {
+	if (c->all)
+		return false;
 	if (c->ch.pid) {
 		child__reap(&c->ch, false);
 		return c->ch.exited;
@@ -823,6 +877,76 @@ out:
 	return ret;
 }
 
+/*
+ * -a and --cgroup: the processes whose files are looked at (every process,
+ * or those of the cgroups and below). 0, or 1 (said).
+ */
+static int find_processes(struct count *c)
+{
+	size_t n = 0, k;
+	int err;
+
+	c->pids = calloc(COUNT_MAX_PROCS, sizeof(*c->pids));
+	if (!c->pids) {
+		p_err("out of memory");
+		return 1;
+	}
+	if (!c->nr_cgroups) {
+		err = procfs__pids("/proc", c->pids, COUNT_MAX_PROCS, &n);
+		if (err) {
+			p_err("cannot list the processes: %s", strerror(-err));
+			return 1;
+		}
+	}
+	for (size_t i = 0; i < c->nr_cgroups; i++) {
+		err = cgroup__pids(c->cgroup_fds[i], c->pids + n, COUNT_MAX_PROCS - n, &k);
+		n += k;
+		if (err == -E2BIG) {
+			p_warn("--cgroup %s: more than %u cgroups below it: the processes of the first "
+			       "ones looked at",
+			       c->cgroups[i], CGROUP_WALK_DIRS);
+		} else if (err) {
+			p_err("--cgroup %s: cannot list its processes: %s", c->cgroups[i],
+			      strerror(-err));
+			return 1;
+		}
+	}
+	c->nr_pids = n;
+	p_info("%zu processes looked at for the patterns", n);
+	if (!n) {
+		p_err("no process in %s", c->nr_cgroups ? "the cgroups" : "/proc");
+		p_hint("the files are found through the processes that map them: start one first");
+		return 1;
+	}
+	return 0;
+}
+
+/* Opens the --cgroup directories. 0, or 1 (said). */
+static int open_cgroups(struct count *c)
+{
+	c->cgroup_fds = calloc(c->nr_cgroups ? c->nr_cgroups : 1, sizeof(*c->cgroup_fds));
+	if (!c->cgroup_fds) {
+		p_err("out of memory");
+		return 1;
+	}
+	for (size_t i = 0; i < c->nr_cgroups; i++)
+		c->cgroup_fds[i] = -1;
+	for (size_t i = 0; i < c->nr_cgroups; i++) {
+		char resolved[1024];
+		int fd = cgroup__open_v2(NULL, c->cgroups[i], resolved, sizeof(resolved));
+
+		if (fd < 0) {
+			p_err("--cgroup %s: %s", c->cgroups[i],
+			      fd == -ENOTDIR ? "not a cgroup v2 directory" : strerror(-fd));
+			p_hint("give a path under the cgroup2 mount, e.g. /system.slice/docker-ID.scope");
+			return 1;
+		}
+		c->cgroup_fds[i] = fd;
+		p_debug("--cgroup %s: %s", c->cgroups[i], resolved);
+	}
+	return 0;
+}
+
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
@@ -853,14 +977,20 @@ static int count_main(struct count *c)
 		p_err("out of memory");
 		return 1;
 	}
+	if (c->nr_cgroups && open_cgroups(c))
+		return 1;
 	/* Loaded for the most functions allowed: -- COMMAND's are found after the load. */
-	c->ctr = counter__open((uint32_t)c->max_funcs, false, log_level() >= LOG_DEBUG, &em);
+	c->ctr = counter__open((uint32_t)c->max_funcs, c->all, c->cgroup_fds,
+			       (uint32_t)c->nr_cgroups, log_level() >= LOG_DEBUG, &em);
 	if (!c->ctr) {
 		p_errmsg(&em);
 		return 1;
 	}
 	if (c->cmd) {
 		if (start_command(c))
+			return 1;
+	} else if (c->all) {
+		if (find_processes(c))
 			return 1;
 	} else {
 		for (size_t i = 0; i < c->nr_pids; i++) {
@@ -884,6 +1014,9 @@ static int count_main(struct count *c)
 	}
 	for (size_t i = 0; i < c->nr_pids; i++) {
 		c->ids[i] = (struct proc_id){ .pid = c->pids[i], .exec_id = PROC_EXEC_ANY };
+		c->pidfds[i] = -1;
+		if (c->all)
+			continue; /* not watched: -d or Ctrl-C ends the run */
 		c->pidfds[i] = c->cmd ? -1 : procfs__pidfd(c->pids[i]);
 		/* Known now, while alive: callers are named even after it exits. */
 		symbolizer__note_process(c->sym, &c->ids[i]);
@@ -935,6 +1068,12 @@ int cmd_count(int argc, char **argv)
 			close(c.pidfds[i]);
 	free(c.pidfds);
 	free(c.ids);
+	for (size_t i = 0; c.cgroup_fds && i < c.nr_cgroups; i++)
+		if (c.cgroup_fds[i] >= 0)
+			close(c.cgroup_fds[i]);
+	free(c.cgroup_fds);
+	free(c.cgroups);
+	free(c.fseen);
 	free(c.pids);
 	return ret;
 }

@@ -86,7 +86,8 @@ static int print_fn(enum libbpf_print_level level, const char *fmt, va_list args
 	return 0;
 }
 
-struct counter *counter__open(uint32_t nfuncs, bool all_procs, bool libbpf_debug, struct errmsg *em)
+struct counter *counter__open(uint32_t nfuncs, bool all_procs, const int *cgroup_fds,
+			      uint32_t nr_cgroups, bool libbpf_debug, struct errmsg *em)
 {
 	struct counter *c = calloc(1, sizeof(*c));
 	int err;
@@ -94,6 +95,10 @@ struct counter *counter__open(uint32_t nfuncs, bool all_procs, bool libbpf_debug
 	if (!c) {
 		errmsg_set(em, -ENOMEM, "out of memory");
 		return NULL;
+	}
+	if (nr_cgroups > COUNT_CGROUPS) {
+		errmsg_set(em, -E2BIG, "at most %u --cgroup options", COUNT_CGROUPS);
+		goto out_free;
 	}
 	debug_on = libbpf_debug;
 	libbpf_set_print(print_fn);
@@ -132,7 +137,8 @@ struct counter *counter__open(uint32_t nfuncs, bool all_procs, bool libbpf_debug
 		ps = c->skel->progs.count_session;
 		pe = c->skel->progs.count_entry;
 		pr = c->skel->progs.count_return;
-		c->skel->rodata->all_procs = all_procs;
+		c->skel->rodata->all_procs = all_procs || nr_cgroups;
+		c->skel->rodata->nr_cgroups = nr_cgroups;
 		err = bpf_map__set_max_entries(c->skel->maps.stats, c->nfuncs);
 		if (!err)
 			err = bpf_map__set_max_entries(c->skel->maps.fn_gen, c->nfuncs);
@@ -167,6 +173,15 @@ struct counter *counter__open(uint32_t nfuncs, bool all_procs, bool libbpf_debug
 		if (err == -EPERM)
 			errmsg_hint(em, "run as root (or with CAP_BPF and CAP_PERFMON)");
 		goto out_free;
+	}
+	for (uint32_t i = 0; i < nr_cgroups; i++) {
+		if (bpf_map__update_elem(c->skel->maps.cgroups, &i, sizeof(i), &cgroup_fds[i],
+					 sizeof(cgroup_fds[i]), 0)) {
+			err = -errno;
+			errmsg_set(em, err, "cannot add cgroup %u to the filter: %s", i,
+				   strerror(-err));
+			goto out_free;
+		}
 	}
 	return c;
 

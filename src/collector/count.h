@@ -32,9 +32,14 @@
 
 struct counter;
 
-/* libbpf_debug: libbpf's debug lines on stderr (-vv). NULL with em filled. */
-struct counter *counter__open(uint32_t nfuncs, bool all_procs, bool libbpf_debug,
-			      struct errmsg *em);
+/*
+ * all_procs: every process calls counted (-a), or with nr_cgroups those in
+ * one of the cgroup v2 directories cgroup_fds (or below: --cgroup; at most
+ * COUNT_CGROUPS, the fds not kept). libbpf_debug: libbpf's debug lines on
+ * stderr (-vv). NULL with em filled.
+ */
+struct counter *counter__open(uint32_t nfuncs, bool all_procs, const int *cgroup_fds,
+			      uint32_t nr_cgroups, bool libbpf_debug, struct errmsg *em);
 void counter__free(struct counter *c);
 /* How the probes are attached, for -v. */
 const char *counter__mode(const struct counter *c);

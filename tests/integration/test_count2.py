@@ -52,3 +52,132 @@ def test_session_guard_detaches(tmp_path):
     assert fns["bp_slow"]["calls"] == own["bp_slow"] == 10
     assert fns["bp_slow"]["timed_calls"] == 10 and fns["bp_slow"]["min_ns"] >= 2_000_000
     assert fns["bp_b"]["calls"] == own["bp_b"] == 100
+
+
+# --- -a and --cgroup -------------------------------------------------------------------
+
+def cgroup2_dir(name):
+    from conftest import cgroup2_root
+    d = os.path.join(cgroup2_root(), f"{name}-{os.getpid()}")
+    os.mkdir(d)
+    return d
+
+
+def rm_cgroup(d):
+    for _ in range(50):
+        try:
+            os.rmdir(d)
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
+def test_all_processes(tmp_path):
+    """-a: the file is found through a process running at the start; a second
+    process started after the probes are in is counted too (uprobes are per
+    file), the counts of both exact, with no filter."""
+    exe = wl("countwork")
+    w = start_waiting()
+    out = tmp_path / "a.json"
+    p, err = start_count(["-a", "-d", "60", f"{exe}:bp_a", f"{exe}:bp_b", "-o", out])
+    assert "processes looked at for the patterns" in err and SESSION_SAYS in err, err
+    w.send_signal(signal.SIGUSR1)
+    own1 = own_counts(w.communicate(timeout=60)[0])
+    later = subprocess.run([exe, "calls"], capture_output=True, text=True, timeout=60)
+    own2 = own_counts(later.stdout)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    fns = by_name(json.loads(out.read_text()))
+    assert fns["bp_a"]["calls"] == own1["bp_a"] + own2["bp_a"] == 2000
+    assert fns["bp_b"]["calls"] == own1["bp_b"] + own2["bp_b"] == 500
+    assert fns["bp_a"]["timed_calls"] == 2000
+    # The first process's callers are named (it was known from the start).
+    c = callers(fns["bp_a"])
+    assert c.get("bp_caller_one", 0) >= 600 and c.get("bp_caller_two", 0) >= 400
+
+
+def test_cgroup_filter(tmp_path):
+    """--cgroup: only the process in the cgroup is counted, the same program
+    outside it (same file, same probes) is not: filtered in BPF."""
+    cg = cgroup2_dir("bpfprof-count2")
+    inside = start_waiting()
+    outside = start_waiting()
+    try:
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(inside.pid))
+        out = tmp_path / "c.json"
+        p, err = start_count(["--cgroup", cg, "-d", "60", "bp_a", "bp_b", "bp_slow", "-o", out])
+        assert "1 processes looked at" in err, err
+        inside.send_signal(signal.SIGUSR1)
+        outside.send_signal(signal.SIGUSR1)
+        own = own_counts(inside.communicate(timeout=60)[0])
+        own_counts(outside.communicate(timeout=60)[0])
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        fns = by_name(json.loads(out.read_text()))
+        assert fns["bp_a"]["calls"] == own["bp_a"] == 1000
+        assert callers(fns["bp_a"]) == {"bp_caller_one": 600, "bp_caller_two": 400}
+        assert fns["bp_b"]["calls"] == 250 and fns["bp_slow"]["calls"] == 50
+    finally:
+        for w in (inside, outside):
+            if w.poll() is None:
+                w.kill()
+                w.wait()
+        rm_cgroup(cg)
+
+
+def test_target_usage_errors():
+    for args, what in ((["-a", "-p", "1", "x"], "choose one"),
+                       (["-a", "x", "--", "true"], "choose one"),
+                       (["--cgroup", "/nonexistent-cg", "x"], "--cgroup /nonexistent-cg"),
+                       (["-a"], "no pattern")):
+        p = run_bpfprof(["count", *args], check=False)
+        assert p.returncode in (1, 2) and what in p.stderr, (args, p.stderr)
+
+
+# --- the tenant's attack: a call storm under -a ------------------------------------------
+
+def test_tenant_call_storm_hits_budget(tenant_dir, tmp_path):
+    """Root counts a tenant program's functions with -a. The tenant calls
+    bp_hot in a storm: the guard must detach it within about one check,
+    counted and said, the tenant's other functions still counted exactly, and
+    the storm must then run at about its unprobed speed (no host slowdown
+    while bpfprof runs on)."""
+    import shutil
+    exe = tenant_dir / "countwork"
+    shutil.copy(wl("countwork"), exe)
+    os.chown(exe, *tenant_ids())
+    t = subprocess.Popen(as_tenant([exe, "wait", "hot", "3"]), stdout=subprocess.PIPE, text=True)
+    try:
+        assert "waiting" in t.stdout.readline()
+        out = tmp_path / "storm.json"
+        p, err = start_count(["-a", "--budget", "5000", "-d", "60", f"{exe}:bp_hot",
+                              f"{exe}:bp_b", f"{exe}:bp_slow", "-o", out])
+        t.send_signal(signal.SIGUSR1)
+        own = own_counts(t.communicate(timeout=60)[0])
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        assert re.search(r"warning: bp_hot \(.*countwork\): \d+ calls/s, over the budget of "
+                         r"5000: detached after \d+ calls", err), err
+        fns = by_name(json.loads(out.read_text()))
+        f = fns["bp_hot"]
+        assert f["detached"] is True
+        assert 0 < f["calls"] < f["detached_rate"] * 2  # within about one check
+        # After the detach the storm ran free: almost all its calls uncounted.
+        assert f["calls"] < own["bp_hot"] / 10, (f["calls"], own["bp_hot"])
+        assert fns["bp_b"]["calls"] == own["bp_b"] == 100
+        assert fns["bp_slow"]["calls"] == own["bp_slow"] == 10
+    finally:
+        if t.poll() is None:
+            t.kill()
+            t.wait()
+
+
+def tenant_ids():
+    import pwd
+    from conftest import TENANT
+    pw = pwd.getpwnam(TENANT)
+    return pw.pw_uid, pw.pw_gid

@@ -122,12 +122,14 @@ extern __u64 *bpf_session_cookie(void) __ksym __weak;
 extern bool bpf_session_is_return(void) __ksym __weak;
 
 /* The call's caller: whoever the return address at the top of the stack returns to. */
-static __always_inline void count_caller(__u32 tgid, __u32 fn, __u64 sp)
+static __always_inline void count_caller(__u32 tgid, __u32 fn, __u64 sp, bool kernel)
 {
 	struct count_caller_key key = { .tgid = tgid, .fn = fn };
 	__u64 one = 1, *n;
+	long err = kernel ? bpf_probe_read_kernel(&key.ret, sizeof(key.ret), (void *)sp)
+			  : bpf_probe_read_user(&key.ret, sizeof(key.ret), (void *)sp);
 
-	if (bpf_probe_read_user(&key.ret, sizeof(key.ret), (void *)sp))
+	if (err)
 		key.ret = 0;
 	n = bpf_map_lookup_elem(&callers, &key);
 	if (n) {
@@ -157,13 +159,13 @@ static __always_inline void count_time(struct count_stat *s, __u64 t)
 }
 
 /*
- * Session uprobe: the entry counts the call and keeps its time in the
- * cookie (returning 1 when the call is not counted: no return then); the
- * return of the same call reads it back. A return always belongs to its own
- * entry, whatever the generation now (the guard's switch).
+ * Session probes: the entry counts the call and keeps its time in the
+ * call's cookie (returning 1 when the call is not counted: no return then);
+ * the return of the same call reads it back. A return always belongs to its
+ * own entry, whatever the generation now (the guard's switch). kernel: the
+ * return address is on the kernel stack (kprobe session, -k).
  */
-SEC("uprobe")
-int count_session(struct pt_regs *ctx)
+static __always_inline int count_session_run(struct pt_regs *ctx, bool kernel)
 {
 	__u64 *ck = bpf_session_cookie(), now, id, cookie;
 	__u32 fn;
@@ -190,9 +192,23 @@ int count_session(struct pt_regs *ctx)
 	if (!s)
 		return 1;
 	s->calls++;
-	count_caller(id >> 32, fn, PT_REGS_SP(ctx));
+	count_caller(id >> 32, fn, PT_REGS_SP(ctx), kernel);
 	*ck = bpf_ktime_get_ns(); /* last: the bookkeeping above is not the callee's time */
 	return 0;
+}
+
+/* Session uprobes (BPF_TRACE_UPROBE_SESSION). */
+SEC("uprobe")
+int count_session(struct pt_regs *ctx)
+{
+	return count_session_run(ctx, false);
+}
+
+/* Session kprobes (BPF_TRACE_KPROBE_SESSION): kernel functions, -k. */
+SEC("kprobe")
+int count_ksession(struct pt_regs *ctx)
+{
+	return count_session_run(ctx, true);
 }
 
 SEC("uprobe")
@@ -210,7 +226,7 @@ int count_entry(struct pt_regs *ctx)
 	if (!s)
 		return 0;
 	s->calls++;
-	count_caller(id >> 32, fn, sp);
+	count_caller(id >> 32, fn, sp, false);
 
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);

@@ -70,11 +70,14 @@ enum {
 	OPT_COUNT_CGROUP,
 };
 
+#define KERNEL_SERIAL UINT64_MAX /* cfunc.serial of kernel functions */
+
 struct cfunc {
 	uint64_t serial; /* the file's (mfile__serial) */
 	uint64_t start;	 /* ELF vaddr */
 	uint64_t off;	 /* file offset of start */
 	char *name, *module;
+	bool kernel;
 	bool detached;
 	double rate;
 	uint64_t last_calls;
@@ -90,7 +93,9 @@ struct count {
 	double budget;
 	unsigned callers;
 	bool hist, all_funcs;
-	bool all; /* -a or --cgroup: every process mapping the files (pid -1 probes) */
+	bool all;	 /* -a or --cgroup: every process mapping the files (pid -1 probes) */
+	bool kernel_opt; /* -k: patterns without LIB: are kernel functions' */
+	size_t nr_upats, nr_kpats; /* patterns of files' functions, of the kernel's */
 	const char **cgroups;
 	size_t nr_cgroups, cap_cgroups;
 	int *cgroup_fds;
@@ -133,6 +138,9 @@ static void count_usage(FILE *f)
 		"  'bp_*'                  functions of the executable and every library it maps\n"
 		"  'libc:malloc'           LIB:PATTERN: only in that library (libc names libc.so.6,\n"
 		"                          not libcap.so.2; a name with '/' is a path glob)\n"
+		"  'kernel:vfs_*'          kernel functions (tracefs's available_filter_functions),\n"
+		"                          called by the targets (session kprobes: Linux 6.13+)\n"
+		"  -k, --kernel            every pattern without LIB: names kernel functions\n"
 		"\n"
 		"Targets:\n"
 		"  -p, --pid PID[,PID...]  these running processes\n"
@@ -189,6 +197,7 @@ static int usage(const char *fmt, const char *arg)
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
 	{ "all", no_argument, NULL, 'a' },
+	{ "kernel", no_argument, NULL, 'k' },
 	{ "cgroup", required_argument, NULL, OPT_COUNT_CGROUP },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "output", required_argument, NULL, 'o' },
@@ -237,7 +246,7 @@ static int parse(int argc, char **argv, struct count *c)
 		c->cmd = argv + dd + 1;
 	optind = 1;
 	opterr = 0;
-	while ((o = getopt_long(dd, argv, ":p:ad:o:f:vqh", long_opts, NULL)) != -1) {
+	while ((o = getopt_long(dd, argv, ":p:akd:o:f:vqh", long_opts, NULL)) != -1) {
 		switch (o) {
 		case 'p':
 			free(c->pids);
@@ -247,6 +256,9 @@ static int parse(int argc, char **argv, struct count *c)
 			break;
 		case 'a':
 			c->all = true;
+			break;
+		case 'k':
+			c->kernel_opt = true;
 			break;
 		case OPT_COUNT_CGROUP:
 			if (c->nr_cgroups >= COUNT_CGROUPS)
@@ -315,6 +327,12 @@ static int parse(int argc, char **argv, struct count *c)
 		if (counttab__pat_parse(argv[optind], &c->pats[c->nr_pats]))
 			return usage("invalid pattern '%s': expected GLOB or LIB:GLOB",
 				     argv[optind]);
+		if (c->kernel_opt && !c->pats[c->nr_pats].lib)
+			c->pats[c->nr_pats].kernel = true;
+		if (c->pats[c->nr_pats].kernel)
+			c->nr_kpats++;
+		else
+			c->nr_upats++;
 		c->nr_pats++;
 	}
 	if (!c->nr_pats)
@@ -512,14 +530,106 @@ static int each_file(struct count *c, uint32_t pid, bool attach, size_t *matched
 	return err;
 }
 
+/* The kernel functions the patterns match: counted, or (attach) kept in names/fns. */
+struct kmatch {
+	struct count *c;
+	bool attach;
+	size_t matched;
+	const char **names;
+	uint32_t *fns;
+	size_t nr, cap_names, cap_fns;
+	int err;
+};
+
+static void kfunc_cb(void *ctx, const char *name)
+{
+	struct kmatch *km = ctx;
+	struct count *c = km->c;
+	bool hit = false;
+	long fn;
+
+	if (km->err)
+		return;
+	for (size_t p = 0; p < c->nr_pats; p++) {
+		if (counttab__kpat_match(&c->pats[p], name)) {
+			if (!km->attach)
+				c->pat_hits[p]++;
+			hit = true;
+		}
+	}
+	if (!hit)
+		return;
+	km->matched++;
+	if (!km->attach)
+		return;
+	fn = func_get(c, KERNEL_SERIAL, km->matched, 0, name, "[kernel]");
+	if (fn < 0 ||
+	    array_grow((void **)&km->names, &km->cap_names, km->nr + 1, sizeof(*km->names)) ||
+	    array_grow((void **)&km->fns, &km->cap_fns, km->nr + 1, sizeof(*km->fns))) {
+		km->err = -ENOMEM;
+		return;
+	}
+	if ((size_t)fn >= c->max_funcs) {
+		km->err = -E2BIG;
+		return;
+	}
+	c->fns[fn].kernel = true;
+	km->names[km->nr] = c->fns[fn].name;
+	km->fns[km->nr++] = (uint32_t)fn;
+	p_debug("probing kernel function %s", name);
+}
+
+/* -k, kernel:GLOB: counts the matches, or probes them (attach). 0, or 1 (said). */
+static int probe_kernel(struct count *c, bool attach, size_t *matched)
+{
+	struct kmatch km = { .c = c, .attach = attach };
+	struct errmsg em = { 0 };
+	int err = counter__each_kfunc(kfunc_cb, &km);
+
+	if (!err)
+		err = km.err;
+	*matched += km.matched;
+	if (!err && attach && km.nr) {
+		err = counter__attach_kernel(c->ctr, km.names, km.fns, km.nr, &em);
+		if (err > 0 && (size_t)err < km.nr)
+			p_warn("%zu of %zu kernel functions not probed: %s", km.nr - (size_t)err,
+			       km.nr, em.msg);
+		if (err < 0) {
+			p_err("the %zu kernel functions could not be probed: %s", km.nr, em.msg);
+			if (err == -EOPNOTSUPP)
+				p_hint("this kernel has no kprobe_multi (CONFIG_KPROBES and "
+				       "CONFIG_FPROBE): kernel functions cannot be counted here");
+			free(km.names);
+			free(km.fns);
+			return 1;
+		}
+		err = 0;
+	}
+	free(km.names);
+	free(km.fns);
+	if (err == -E2BIG) {
+		p_err("more kernel functions match than --max-functions %zu", c->max_funcs);
+		return 1;
+	}
+	if (err) {
+		p_err("kernel functions: %s", strerror(-err));
+		p_hint("they are read from /sys/kernel/tracing/available_filter_functions (tracefs)");
+		return 1;
+	}
+	return 0;
+}
+
 /* Counts what the patterns match in every target, then probes it. 0, or 1 (said). */
 static int probe_all(struct count *c)
 {
 	size_t matched = 0;
 	int err;
 
+	if (c->nr_kpats && probe_kernel(c, false, &matched))
+		return 1;
+
 	c->nr_fseen = 0;
-	for (size_t i = 0; i < c->nr_pids; i++) {
+	for (size_t i = 0; c->nr_upats && i < c->nr_pids; i++) {
 		err = each_file(c, c->pids[i], false, &matched);
 		if (err && err != -ENOMEM && c->all)
 			continue; /* gone, a kernel thread, or not readable: its files are others'
@@ -537,11 +647,19 @@ static int probe_all(struct count *c)
 		if (!c->pat_hits[p]) {
 			const struct count_pat *pat = &c->pats[p];
 
-			p_err("no function matches '%s%s%s' in the %s %s", pat->lib ? pat->lib : "",
-			      pat->lib ? ":" : "", pat->func, c->all ? "processes'" : "target's",
-			      pat->lib ? "libraries" : "executables and libraries");
-			p_hint("names are as in the symbol table (nm -D FILE); libraries a program "
-			       "dlopen()s later are not searched");
+			if (pat->kernel)
+				p_err("no kernel function matches '%s'", pat->func);
+			else
+				p_err("no function matches '%s%s%s' in the %s %s",
+				      pat->lib ? pat->lib : "", pat->lib ? ":" : "", pat->func,
+				      c->all ? "processes'" : "target's",
+				      pat->lib ? "libraries" : "executables and libraries");
+			if (pat->kernel)
+				p_hint("names are the kernel's (tracefs's available_filter_functions, or "
+				       "kallsyms)");
+			else
+				p_hint("names are as in the symbol table (nm -D FILE); libraries a "
+				       "program dlopen()s later are not searched");
 			return 1;
 		}
 	}
@@ -552,8 +670,11 @@ static int probe_all(struct count *c)
 		       COUNT_MAX_MAX_FUNCS);
 		return 1;
 	}
+	matched = 0;
+	if (c->nr_kpats && probe_kernel(c, true, &matched))
+		return 1;
 	c->nr_fseen = 0;
-	for (size_t i = 0; i < c->nr_pids; i++) {
+	for (size_t i = 0; c->nr_upats && i < c->nr_pids; i++) {
 		matched = 0;
 		err = each_file(c, c->pids[i], true, &matched);
 		if (err && err != -ENOMEM && err != -E2BIG && c->all)
@@ -772,7 +893,10 @@ static void caller_cb(void *ctx, const struct count_caller_key *k, uint64_t n)
 
 	if (k->fn >= c->nr_fns)
 		return;
-	if (k->ret) {
+	if (k->ret && c->fns[k->fn].kernel) {
+		symbolizer__kernel(c->sym, k->ret - 1, &s);
+		name = sym__display(&s, buf, sizeof(buf));
+	} else if (k->ret) {
 		symbolizer__user(c->sym, &id, k->ret, false, &s);
 		name = sym__display(&s, buf, sizeof(buf));
 	}
@@ -824,6 +948,8 @@ static int report(struct count *c)
 		if (counter__read(c->ctr, (uint32_t)i, &fns[i].st))
 			p_warn("%s: its counts could not be read", c->fns[i].name);
 	}
+	if (c->nr_kpats && symbolizer__load_kernel(c->sym))
+		p_warn("kernel symbols could not be read: the kernel callers are unnamed");
 	err = counter__callers(c->ctr, caller_cb, &cl);
 	if (err)
 		p_warn("the callers could not be read: %s", strerror(-err));
@@ -981,7 +1107,8 @@ static int count_main(struct count *c)
 		return 1;
 	/* Loaded for the most functions allowed: -- COMMAND's are found after the load. */
 	c->ctr = counter__open((uint32_t)c->max_funcs, c->all, c->cgroup_fds,
-			       (uint32_t)c->nr_cgroups, log_level() >= LOG_DEBUG, &em);
+			       (uint32_t)c->nr_cgroups, c->nr_kpats > 0, log_level() >= LOG_DEBUG,
+			       &em);
 	if (!c->ctr) {
 		p_errmsg(&em);
 		return 1;

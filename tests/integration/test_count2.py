@@ -181,3 +181,34 @@ def tenant_ids():
     from conftest import TENANT
     pw = pwd.getpwnam(TENANT)
     return pw.pw_uid, pw.pw_gid
+
+
+# --- kernel functions ---------------------------------------------------------------------
+
+def test_kernel_function_counts_or_refuses(tmp_path):
+    """kernel:GLOB: the clock_nanosleep system call, made 55 times by countwork
+    calls (bp_slow's 50 usleeps, the recursion's 5 leaves), counted exactly
+    with its caller in the kernel; on a kernel without kprobe_multi (this
+    test machine's: CONFIG_KPROBES off) a clear refusal, the command never run."""
+    out = tmp_path / "k.json"
+    p = run_bpfprof(["count", "kernel:__x64_sys_clock_nanosleep", "bp_slow", "-o", out, "--",
+                     wl("countwork"), "calls"], check=False)
+    if p.returncode == 1 and "kernel functions cannot be counted here" in p.stderr:
+        assert "could not be probed" in p.stderr
+        assert "bp_a" not in p.stdout  # ended before it ran
+        return
+    assert p.returncode == 0, p.stderr
+    fns = by_name(json.loads(out.read_text()))
+    k = fns["__x64_sys_clock_nanosleep"]
+    assert k["module"] == "[kernel]"
+    assert k["calls"] == 55 and k["timed_calls"] == 55
+    assert k["min_ns"] >= 1_000_000
+    assert fns["bp_slow"]["calls"] == 50
+    # -k: the same pattern without kernel:
+    p = run_bpfprof(["count", "-k", "__x64_sys_clock_nanosleep", "--", wl("countwork"), "calls"])
+    assert re.search(r"^\s+55\s+", p.stdout, re.M), p.stdout
+
+
+def test_kernel_pattern_matching_nothing():
+    p = run_bpfprof(["count", "-k", "no_such_kfn_*", "-p", os.getpid()], check=False)
+    assert p.returncode == 1 and "no kernel function matches 'no_such_kfn_*'" in p.stderr

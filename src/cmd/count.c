@@ -68,6 +68,7 @@ enum {
 	OPT_HIST,
 	OPT_ALL_FUNCS,
 	OPT_COUNT_CGROUP,
+	OPT_COUNT_INTERVAL,
 };
 
 #define KERNEL_SERIAL UINT64_MAX /* cfunc.serial of kernel functions */
@@ -88,6 +89,7 @@ struct count {
 	uint32_t *pids;
 	size_t nr_pids;
 	double duration;
+	double interval; /* --interval: a running table this often (s), 0 none */
 	const char *output, *format;
 	size_t max_funcs;
 	double budget;
@@ -156,6 +158,9 @@ static void count_usage(FILE *f)
 		"                          not probed); bpfprof exits with its status\n"
 		"  -d, --duration SECS     stop after this long (default: until Ctrl-C, or until the\n"
 		"                          targets exit)\n"
+		"      --interval SECS     a running table this often (cumulative: every call since\n"
+		"                          the start; -o FILE is rewritten each time), and the\n"
+		"                          final one at the end\n"
 		"\n"
 		"Output:\n"
 		"  -o, --output FILE       write here (atomically) instead of stdout\n"
@@ -200,6 +205,7 @@ static const struct option long_opts[] = {
 	{ "kernel", no_argument, NULL, 'k' },
 	{ "cgroup", required_argument, NULL, OPT_COUNT_CGROUP },
 	{ "duration", required_argument, NULL, 'd' },
+	{ "interval", required_argument, NULL, OPT_COUNT_INTERVAL },
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
 	{ "max-functions", required_argument, NULL, OPT_MAX_FUNCS },
@@ -267,6 +273,11 @@ static int parse(int argc, char **argv, struct count *c)
 				       sizeof(*c->cgroups)))
 				return usage("%s", "out of memory");
 			c->cgroups[c->nr_cgroups++] = optarg;
+			break;
+		case OPT_COUNT_INTERVAL:
+			if (cli__parse_duration(optarg, &c->interval) || c->interval < 0.01)
+				return usage("invalid --interval '%s': seconds, at least 0.01",
+					     optarg);
 			break;
 		case 'd':
 			if (cli__parse_duration(optarg, &c->duration) || c->duration <= 0)
@@ -847,12 +858,17 @@ static void guard(struct count *c, double dt)
 	}
 }
 
+static int report(struct count *c, bool final);
+
 static void run(struct count *c)
 {
-	uint64_t t0 = now_ns(), last = t0, end = 0;
+	uint64_t t0 = now_ns(), last = t0, end = 0, next = 0;
+	uint64_t step = (uint64_t)(c->interval * NS_PER_SEC_F);
 
 	if (c->duration > 0)
 		end = t0 + (uint64_t)(c->duration * NS_PER_SEC_F);
+	if (step)
+		next = t0 + step;
 	for (;;) {
 		uint64_t now = now_ns(), wait_ms = COUNT_GUARD_MS;
 
@@ -869,6 +885,12 @@ static void run(struct count *c)
 		if (now - last >= COUNT_GUARD_MS * NS_PER_MS) {
 			guard(c, (double)(now - last) / NS_PER_SEC_F);
 			last = now;
+		}
+		if (next && now >= next && (!end || now < end)) {
+			c->seconds = (double)(now - t0) / NS_PER_SEC_F;
+			report(c, false);
+			while (next <= now)
+				next += step;
 		}
 		if (end && (end - now) / NS_PER_MS < wait_ms)
 			wait_ms = (end - now) / NS_PER_MS + 1;
@@ -919,7 +941,8 @@ static const struct writer writer_buf = {
 	.all_values = true,
 };
 
-static int report(struct count *c)
+/* The table (or JSON), written; final: the end's, with what went uncounted said. */
+static int report(struct count *c, bool final)
 {
 	struct count_fn *fns = calloc(c->nr_fns ? c->nr_fns : 1, sizeof(*fns));
 	struct collect cl = { c, fns };
@@ -954,6 +977,8 @@ static int report(struct count *c)
 	if (err)
 		p_warn("the callers could not be read: %s", strerror(-err));
 	counter__counters(c->ctr, cnt);
+	if (!final)
+		goto write;
 	if (cnt[COUNT_C_CALLERS_FULL])
 		p_warn("%llu calls not counted by caller: over %u distinct callers",
 		       (unsigned long long)cnt[COUNT_C_CALLERS_FULL], COUNT_CALLERS);
@@ -967,6 +992,7 @@ static int report(struct count *c)
 	       "their call (entered before the probes): %llu",
 	       (unsigned long long)cnt[COUNT_C_UNMATCHED],
 	       (unsigned long long)cnt[COUNT_C_NOFRAME]);
+write:
 	counttab__sort(fns, c->nr_fns);
 
 	f = open_memstream(&out_buf, &out_len);
@@ -975,6 +1001,9 @@ static int report(struct count *c)
 		ret = 1;
 		goto out;
 	}
+	if (c->interval > 0 && strcmp(c->format, "json"))
+		fprintf(f, "--- %s%.1f s (every call since the start) ---\n",
+			final ? "the end, after " : "", c->seconds);
 	if (!strcmp(c->format, "json"))
 		err = counttab__write_json(f, fns, c->nr_fns, c->seconds);
 	else
@@ -991,7 +1020,7 @@ static int report(struct count *c)
 		p_err("writing %s failed: %s", c->output ? c->output : "to stdout",
 		      errmsg_said(&em) ? em.msg : strerror(-err));
 		ret = 1;
-	} else if (c->output) {
+	} else if (c->output && final) {
 		p_info("wrote %s (%s)", c->output, c->format);
 	}
 out:
@@ -1151,7 +1180,7 @@ static int count_main(struct count *c)
 	if (c->cmd)
 		kill(c->ch.pid, SIGCONT);
 	run(c);
-	ret = report(c);
+	ret = report(c, true);
 	if (c->cmd) {
 		if (!c->ch.exited) /* -d or a stop request: bpfprof ends it */
 			end_command(c);

@@ -212,3 +212,20 @@ def test_kernel_function_counts_or_refuses(tmp_path):
 def test_kernel_pattern_matching_nothing():
     p = run_bpfprof(["count", "-k", "no_such_kfn_*", "-p", os.getpid()], check=False)
     assert p.returncode == 1 and "no kernel function matches 'no_such_kfn_*'" in p.stderr
+
+
+# --- --interval ----------------------------------------------------------------------------
+
+def test_interval_running_table():
+    """--interval: running tables, cumulative (bp_slow's calls never go
+    down), then the final one, exact."""
+    p = run_bpfprof(["count", "--interval", "0.03", "bp_slow", "--", wl("countwork"), "calls"])
+    sections = re.split(r"^--- ", p.stdout, flags=re.M)[1:]
+    assert len(sections) >= 3, p.stdout
+    assert sections[-1].startswith("the end, after ")
+    counts = []
+    for sec in sections:
+        m = re.search(r"^\s+(\d+)\s+\S+\s+\S+\s+\S+%.*bp_slow \(countwork\)$", sec, re.M)
+        counts.append(int(m.group(1)) if m else 0)
+    assert counts == sorted(counts), counts
+    assert counts[-1] == 50 and counts[0] < 50, counts

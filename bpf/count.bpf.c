@@ -38,7 +38,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
+	__uint(max_entries, COUNT_TARGETS);
 	__type(key, __u32);
 	__type(value, __u8);
 } targets SEC(".maps");
@@ -310,5 +310,32 @@ int count_stop(struct pt_regs *ctx)
 
 	if (bpf_map_lookup_elem(&targets, &tgid))
 		bpf_send_signal(SIGSTOP);
+	return 0;
+}
+
+/* --children: a process a target forks is a target, before it first runs
+ * (as record's target_fork); exec'd children stay targets. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(count_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 on = COUNT_TARGET_ON;
+
+	if (ptgid == ctgid || !bpf_map_lookup_elem(&targets, &ptgid))
+		return 0; /* a thread, or not a target's child */
+	if (bpf_map_update_elem(&targets, &ctgid, &on, BPF_ANY))
+		counter_add(COUNT_C_TARGETS_FULL);
+	return 0;
+}
+
+/* ... and leaves the map with its last thread: its pid, once reused, is not one. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(count_exit, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	if (BPF_CORE_READ(task, signal, live.counter) > 0)
+		return 0;
+	bpf_map_delete_elem(&targets, &tgid);
 	return 0;
 }

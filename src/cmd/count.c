@@ -69,6 +69,7 @@ enum {
 	OPT_ALL_FUNCS,
 	OPT_COUNT_CGROUP,
 	OPT_COUNT_INTERVAL,
+	OPT_CHILDREN,
 };
 
 #define KERNEL_SERIAL UINT64_MAX /* cfunc.serial of kernel functions */
@@ -97,6 +98,7 @@ struct count {
 	bool hist, all_funcs;
 	bool all;	 /* -a or --cgroup: every process mapping the files (pid -1 probes) */
 	bool kernel_opt; /* -k: patterns without LIB: are kernel functions' */
+	bool children;	 /* --children: -- COMMAND's forks too (pid -1 probes, the targets map) */
 	size_t nr_upats, nr_kpats; /* patterns of files' functions, of the kernel's */
 	const char **cgroups;
 	size_t nr_cgroups, cap_cgroups;
@@ -156,6 +158,10 @@ static void count_usage(FILE *f)
 		"  -- COMMAND [ARGS...]    run COMMAND, stopped until its probes are in (after its\n"
 		"                          libraries are mapped; libraries it dlopen()s later are\n"
 		"                          not probed); bpfprof exits with its status\n"
+		"      --children          and the processes it forks, before they run, and what\n"
+		"                          they exec, in the files probed at the start (probes for\n"
+		"                          every process, filtered in BPF: others mapping those\n"
+		"                          files pay a trap per call)\n"
 		"  -d, --duration SECS     stop after this long (default: until Ctrl-C, or until the\n"
 		"                          targets exit)\n"
 		"      --interval SECS     a running table this often (cumulative: every call since\n"
@@ -202,6 +208,7 @@ static int usage(const char *fmt, const char *arg)
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
 	{ "all", no_argument, NULL, 'a' },
+	{ "children", no_argument, NULL, OPT_CHILDREN },
 	{ "kernel", no_argument, NULL, 'k' },
 	{ "cgroup", required_argument, NULL, OPT_COUNT_CGROUP },
 	{ "duration", required_argument, NULL, 'd' },
@@ -265,6 +272,9 @@ static int parse(int argc, char **argv, struct count *c)
 			break;
 		case 'k':
 			c->kernel_opt = true;
+			break;
+		case OPT_CHILDREN:
+			c->children = true;
 			break;
 		case OPT_COUNT_CGROUP:
 			if (c->nr_cgroups >= COUNT_CGROUPS)
@@ -355,6 +365,8 @@ static int parse(int argc, char **argv, struct count *c)
 	if ((c->cmd != NULL) + (c->nr_pids > 0) + c->all + (c->nr_cgroups > 0) > 1)
 		return usage("%s", "-p, -a, --cgroup and -- COMMAND: choose one");
 	c->all |= c->nr_cgroups > 0;
+	if (c->children && !c->cmd)
+		return usage("%s", "--children follows -- COMMAND's children: give a command");
 	c->pat_hits = calloc(c->nr_pats, sizeof(*c->pat_hits));
 	if (!c->pat_hits)
 		return usage("%s", "out of memory");
@@ -459,8 +471,8 @@ static int match_file(struct count *c, struct file_match *fm, uint32_t pid, bool
 	err = mfile__kernel_path(fm->f, kpath, sizeof(kpath));
 	if (err)
 		goto out;
-	err = counter__attach_file(c->ctr, mfile__serial(fm->f), kpath, c->all ? -1 : (int)pid, fns,
-				   offs, nr, &em);
+	err = counter__attach_file(c->ctr, mfile__serial(fm->f), kpath,
+				   c->all || c->children ? -1 : (int)pid, fns, offs, nr, &em);
 	if (err < 0) {
 		p_warn("%s: its %zu functions not probed: %s", fm->path, nr, em.msg);
 		err = 0;
@@ -487,6 +499,7 @@ static int each_file(struct count *c, uint32_t pid, bool attach, size_t *matched
 	struct pmaps *pm;
 	uint64_t *seen = NULL;
 	size_t nr_seen = 0, cap_seen = 0;
+	bool maps_probed = false;
 	int err;
 
 	err = ptab__get(c->ptab, &id, &p);
@@ -503,6 +516,8 @@ static int each_file(struct count *c, uint32_t pid, bool attach, size_t *matched
 			continue;
 		if (ptab__file(c->ptab, p, m, &fm.f))
 			continue;
+		for (size_t h = 0; c->all && attach && h < c->nr_held; h++)
+			maps_probed |= mfile__serial(c->held[h]) == mfile__serial(fm.f);
 		for (size_t s = 0; s < nr_seen; s++)
 			dup |= seen[s] == mfile__serial(fm.f);
 		/* -a, --cgroup: a file once, whichever process maps it (its probes are in every
@@ -528,6 +543,7 @@ static int each_file(struct count *c, uint32_t pid, bool attach, size_t *matched
 		if (err == 1 && !array_grow((void **)&c->held, &c->cap_held, c->nr_held + 1,
 					    sizeof(*c->held))) {
 			c->held[c->nr_held++] = fm.f;
+			maps_probed = true;
 			err = 0;
 			continue;
 		}
@@ -538,6 +554,10 @@ static int each_file(struct count *c, uint32_t pid, bool attach, size_t *matched
 	free(seen);
 	pmaps__put(pm);
 	ptab__put(c->ptab, p);
+	/* -a, --cgroup: a process with probes is known from now, so that its calls'
+	 * callers are named even once it has exited. */
+	if (maps_probed && c->all)
+		symbolizer__note_process(c->sym, &id);
 	return err;
 }
 
@@ -740,6 +760,8 @@ static int start_command(struct count *c)
 	err = counter__target(c->ctr, id.pid, true);
 	if (!err)
 		err = counter__attach_exec_stop(c->ctr, &em);
+	if (!err && c->children)
+		err = counter__attach_children(c->ctr, &em);
 	if (err) {
 		p_err("%s", errmsg_said(&em) ? em.msg : strerror(-err));
 		goto out_abort;
@@ -979,6 +1001,9 @@ static int report(struct count *c, bool final)
 	counter__counters(c->ctr, cnt);
 	if (!final)
 		goto write;
+	if (cnt[COUNT_C_TARGETS_FULL])
+		p_warn("%llu children not counted: over %u target processes at once",
+		       (unsigned long long)cnt[COUNT_C_TARGETS_FULL], COUNT_TARGETS);
 	if (cnt[COUNT_C_CALLERS_FULL])
 		p_warn("%llu calls not counted by caller: over %u distinct callers",
 		       (unsigned long long)cnt[COUNT_C_CALLERS_FULL], COUNT_CALLERS);

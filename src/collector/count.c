@@ -80,6 +80,7 @@ struct counter {
 	int *klinks; /* kprobe session links (-k) */
 	size_t nr_klinks, cap_klinks, nr_kfuncs;
 	struct bpf_link *exec_stop;
+	struct bpf_link *fork, *exit; /* --children */
 	struct bpf_link **stops;
 	size_t nr_stops, cap_stops;
 	void *percpu; /* ncpus values of the largest per-CPU value read */
@@ -277,6 +278,8 @@ void counter__free(struct counter *c)
 	counter__detach_stops(c);
 	free(c->stops);
 	bpf_link__destroy(c->exec_stop);
+	bpf_link__destroy(c->fork);
+	bpf_link__destroy(c->exit);
 	count_bpf__destroy(c->skel);
 	free(c->percpu);
 	free(c);
@@ -310,6 +313,21 @@ int counter__attach_exec_stop(struct counter *c, struct errmsg *em)
 		int err = -errno;
 
 		return errmsg_set(em, err, "cannot attach to sched_process_exec: %s",
+				  strerror(-err));
+	}
+	return 0;
+}
+
+int counter__attach_children(struct counter *c, struct errmsg *em)
+{
+	int err;
+
+	c->fork = bpf_program__attach(c->skel->progs.count_fork);
+	if (c->fork)
+		c->exit = bpf_program__attach(c->skel->progs.count_exit);
+	if (!c->fork || !c->exit) {
+		err = -errno;
+		return errmsg_set(em, err, "cannot attach to sched_process_fork/exit: %s",
 				  strerror(-err));
 	}
 	return 0;

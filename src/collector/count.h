@@ -50,6 +50,8 @@ const char *counter__mode(const struct counter *c);
 int counter__target(struct counter *c, uint32_t tgid, bool stop_at_exec);
 /* The exec stop (tracepoint) of -- COMMAND. 0 or -errno with em. */
 int counter__attach_exec_stop(struct counter *c, struct errmsg *em);
+/* --children: the processes a target forks are targets (before they run). 0 or -errno. */
+int counter__attach_children(struct counter *c, struct errmsg *em);
 /* A probe that stops pid (SIGSTOP) at path's file offset off; one at a time. */
 int counter__attach_stop(struct counter *c, const char *path, uint64_t off, int pid,
 			 struct errmsg *em);

@@ -229,3 +229,31 @@ def test_interval_running_table():
         counts.append(int(m.group(1)) if m else 0)
     assert counts == sorted(counts), counts
     assert counts[-1] == 50 and counts[0] < 50, counts
+
+
+# --- --children ----------------------------------------------------------------------------
+
+def test_children_counted_others_not(tmp_path):
+    """--children: shortlived forks and execs itself; each child calls
+    short_spin once: all counted, exactly as many as it says ran. The same
+    program run beside it (same file, same probes: they are for every
+    process) is filtered out in BPF. Without --children, no child's call."""
+    outsider = subprocess.Popen([wl("shortlived"), "2", "5", "50"], stdout=subprocess.PIPE,
+                                text=True)
+    try:
+        out = tmp_path / "ch.json"
+        p = run_bpfprof(["count", "--children", "short_spin", "parent_spin", "-o", out, "--",
+                         wl("shortlived"), "1", "5", "50"])
+        ran = int(re.search(r"^children (\d+)$", p.stdout, re.M).group(1))
+        assert ran > 5
+        fns = by_name(json.loads(out.read_text()))
+        assert fns["short_spin"]["calls"] == ran, (fns["short_spin"]["calls"], ran)
+        assert fns["parent_spin"]["calls"] == 1
+    finally:
+        outsider.communicate(timeout=60)
+    p = run_bpfprof(["count", "short_spin", "parent_spin", "-o", out, "--", wl("shortlived"), "1",
+                     "5", "50"])
+    fns = by_name(json.loads(out.read_text()))
+    assert fns["short_spin"]["calls"] == 0 and fns["parent_spin"]["calls"] == 1
+    p = run_bpfprof(["count", "--children", "x", "-p", "1"], check=False)
+    assert p.returncode == 2 and "--children follows -- COMMAND" in p.stderr

@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /*
  * count.bpf.c - bpfprof count: every call of the probed functions counted
- * and timed from entry to return (count_abi.h says how a return finds its
- * own entry). One uprobe and one uretprobe per function and process, the
- * function's index in the probe's cookie.
+ * and timed from entry to return. Two ways, the function's index in the
+ * probe's cookie either way:
+ *
+ *  - count_session (session uprobes, kernel 6.13+): one program for the
+ *    entry and the return of each call, the entry's timestamp in the
+ *    call's own session cookie: no per-thread stack, recursion and longjmp
+ *    handled by the kernel's return instances;
+ *  - count_entry and count_return (uprobe_multi or perf-event uprobes): the
+ *    entry pushes its frame on the thread's stack, the return finds its own
+ *    (count_abi.h says how).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -17,12 +24,21 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* -a with LIB:PATTERN: every process mapping the file; else the targets map. */
+/* -a and --cgroup: every process mapping the probed files (--cgroup: those
+ * in one of the cgroups or below); else the targets map. */
 const volatile bool all_procs = false;
+const volatile __u32 nr_cgroups = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, COUNT_CGROUPS);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroups SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
+	__uint(max_entries, COUNT_TARGETS);
 	__type(key, __u32);
 	__type(value, __u8);
 } targets SEC(".maps");
@@ -82,30 +98,38 @@ static __always_inline void counter_add(__u32 which)
 		(*n)++;
 }
 
-static __always_inline bool is_target(__u32 tgid)
+static __always_inline bool in_cgroups(void)
 {
-	return all_procs || bpf_map_lookup_elem(&targets, &tgid);
+	for (__u32 i = 0; i < COUNT_CGROUPS; i++) {
+		if (i >= nr_cgroups)
+			break;
+		if (bpf_current_task_under_cgroup(&cgroups, i) == 1)
+			return true;
+	}
+	return false;
 }
 
-SEC("uprobe")
-int count_entry(struct pt_regs *ctx)
+static __always_inline bool is_target(__u32 tgid)
 {
-	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx), one = 1, *n;
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u32 fn = (__u32)cookie, d;
-	struct count_caller_key key = { .tgid = id >> 32, .fn = fn };
-	struct count_tstack *ts;
-	struct count_stat *s;
+	if (all_procs)
+		return !nr_cgroups || in_cgroups();
+	return bpf_map_lookup_elem(&targets, &tgid);
+}
 
-	if (!is_target(key.tgid) || !current_gen(cookie))
-		return 0;
-	s = bpf_map_lookup_elem(&stats, &fn);
-	if (!s)
-		return 0;
-	s->calls++;
+/* Session uprobes' kfuncs: only count_session calls them, and it is loaded
+ * only where the kernel has them. */
+extern __u64 *bpf_session_cookie(void) __ksym __weak;
+extern bool bpf_session_is_return(void) __ksym __weak;
 
-	/* The caller: whoever the return address at the top of the stack returns to. */
-	if (bpf_probe_read_user(&key.ret, sizeof(key.ret), (void *)sp))
+/* The call's caller: whoever the return address at the top of the stack returns to. */
+static __always_inline void count_caller(__u32 tgid, __u32 fn, __u64 sp, bool kernel)
+{
+	struct count_caller_key key = { .tgid = tgid, .fn = fn };
+	__u64 one = 1, *n;
+	long err = kernel ? bpf_probe_read_kernel(&key.ret, sizeof(key.ret), (void *)sp)
+			  : bpf_probe_read_user(&key.ret, sizeof(key.ret), (void *)sp);
+
+	if (err)
 		key.ret = 0;
 	n = bpf_map_lookup_elem(&callers, &key);
 	if (n) {
@@ -117,6 +141,92 @@ int count_entry(struct pt_regs *ctx)
 		else
 			counter_add(COUNT_C_CALLERS_FULL);
 	}
+}
+
+static __always_inline void count_time(struct count_stat *s, __u64 t)
+{
+	__u32 b;
+
+	if (!s->returns || t < s->min_ns)
+		s->min_ns = t;
+	if (t > s->max_ns)
+		s->max_ns = t;
+	s->returns++;
+	s->total_ns += t;
+	b = count_bucket(t);
+	if (b < COUNT_HIST_BUCKETS)
+		s->hist[b]++;
+}
+
+/*
+ * Session probes: the entry counts the call and keeps its time in the
+ * call's cookie (returning 1 when the call is not counted: no return then);
+ * the return of the same call reads it back. A return always belongs to its
+ * own entry, whatever the generation now (the guard's switch). kernel: the
+ * return address is on the kernel stack (kprobe session, -k).
+ */
+static __always_inline int count_session_run(struct pt_regs *ctx, bool kernel)
+{
+	__u64 *ck = bpf_session_cookie(), now, id, cookie;
+	__u32 fn;
+	struct count_stat *s;
+
+	if (!ck)
+		return 1;
+	if (bpf_session_is_return()) {
+		now = bpf_ktime_get_ns();
+		if (!*ck)
+			return 0;
+		fn = (__u32)bpf_get_attach_cookie(ctx);
+		s = bpf_map_lookup_elem(&stats, &fn);
+		if (s)
+			count_time(s, now - *ck);
+		return 0;
+	}
+	id = bpf_get_current_pid_tgid();
+	cookie = bpf_get_attach_cookie(ctx);
+	fn = (__u32)cookie;
+	if (!is_target(id >> 32) || !current_gen(cookie))
+		return 1;
+	s = bpf_map_lookup_elem(&stats, &fn);
+	if (!s)
+		return 1;
+	s->calls++;
+	count_caller(id >> 32, fn, PT_REGS_SP(ctx), kernel);
+	*ck = bpf_ktime_get_ns(); /* last: the bookkeeping above is not the callee's time */
+	return 0;
+}
+
+/* Session uprobes (BPF_TRACE_UPROBE_SESSION). */
+SEC("uprobe")
+int count_session(struct pt_regs *ctx)
+{
+	return count_session_run(ctx, false);
+}
+
+/* Session kprobes (BPF_TRACE_KPROBE_SESSION): kernel functions, -k. */
+SEC("kprobe")
+int count_ksession(struct pt_regs *ctx)
+{
+	return count_session_run(ctx, true);
+}
+
+SEC("uprobe")
+int count_entry(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx);
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 fn = (__u32)cookie, d;
+	struct count_tstack *ts;
+	struct count_stat *s;
+
+	if (!is_target(id >> 32) || !current_gen(cookie))
+		return 0;
+	s = bpf_map_lookup_elem(&stats, &fn);
+	if (!s)
+		return 0;
+	s->calls++;
+	count_caller(id >> 32, fn, sp, false);
 
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -142,7 +252,7 @@ int count_return(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid(), sp = PT_REGS_SP(ctx);
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u32 fn = (__u32)cookie, d, b;
+	__u32 fn = (__u32)cookie, d;
 	struct count_tstack *ts;
 	struct count_stat *s;
 	__u64 t, entry_sp = sp - 8; /* the ret popped the return address */
@@ -170,17 +280,8 @@ int count_return(struct pt_regs *ctx)
 		ts->depth = d;
 		t = now - ts->fr[d].ts;
 		s = bpf_map_lookup_elem(&stats, &fn);
-		if (!s)
-			return 0;
-		if (!s->returns || t < s->min_ns)
-			s->min_ns = t;
-		if (t > s->max_ns)
-			s->max_ns = t;
-		s->returns++;
-		s->total_ns += t;
-		b = count_bucket(t);
-		if (b < COUNT_HIST_BUCKETS)
-			s->hist[b]++;
+		if (s)
+			count_time(s, t);
 		return 0;
 	}
 	counter_add(COUNT_C_NOFRAME);
@@ -209,5 +310,32 @@ int count_stop(struct pt_regs *ctx)
 
 	if (bpf_map_lookup_elem(&targets, &tgid))
 		bpf_send_signal(SIGSTOP);
+	return 0;
+}
+
+/* --children: a process a target forks is a target, before it first runs
+ * (as record's target_fork); exec'd children stay targets. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(count_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 on = COUNT_TARGET_ON;
+
+	if (ptgid == ctgid || !bpf_map_lookup_elem(&targets, &ptgid))
+		return 0; /* a thread, or not a target's child */
+	if (bpf_map_update_elem(&targets, &ctgid, &on, BPF_ANY))
+		counter_add(COUNT_C_TARGETS_FULL);
+	return 0;
+}
+
+/* ... and leaves the map with its last thread: its pid, once reused, is not one. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(count_exit, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	if (BPF_CORE_READ(task, signal, live.counter) > 0)
+		return 0;
+	bpf_map_delete_elem(&targets, &tgid);
 	return 0;
 }

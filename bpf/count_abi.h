@@ -24,6 +24,10 @@
 #define COUNT_HIST_BUCKETS 40
 /* Frames timed per thread at once; deeper calls are counted, not timed. */
 #define COUNT_STACK_DEPTH 64
+/* Target processes at once (-p, -- COMMAND and its --children). */
+#define COUNT_TARGETS 16384
+/* --cgroup directories at most. */
+#define COUNT_CGROUPS 8
 /* Distinct (process, function, return address) triples counted. */
 #define COUNT_CALLERS 65536
 
@@ -62,6 +66,7 @@ enum count_counter {
 	COUNT_C_NOFRAME,      /* returns with no frame of theirs (entered before the attach) */
 	COUNT_C_CALLERS_FULL, /* calls not counted by caller: the callers map was full */
 	COUNT_C_THREADS_FULL, /* calls not timed: the thread's stack could not be made (memory) */
+	COUNT_C_TARGETS_FULL, /* --children: children not counted, the targets map full */
 	COUNT_C_NR,
 };
 

@@ -16,6 +16,11 @@
  * is attached, and a function called more often than --budget calls per
  * second is detached, and said so.
  *
+ * -a and --cgroup: the files are found through the processes running at
+ * the start (every one, or those of the cgroups' cgroup.procs), each file
+ * once, and probed for every process (uprobes are per file); --cgroup's
+ * filter is in BPF.
+ *
  * -- COMMAND: the command is stopped at its exec (a tracepoint sends it
  * SIGSTOP), then again at its entry point (a uprobe there), when the dynamic
  * loader has mapped its libraries; the probes go in then and it runs on.
@@ -42,6 +47,7 @@
 #include "collector/count.h"
 #include "format/counttab.h"
 #include "format/writer.h"
+#include "proc/cgroup.h"
 #include "proc/child.h"
 #include "proc/procfs.h"
 #include "proc/ptab.h"
@@ -53,6 +59,7 @@
 #define COUNT_DEFAULT_BUDGET	200000
 #define COUNT_GUARD_MS		250 /* how often call rates are checked */
 #define COUNT_STOP_WAIT_MS	10000
+#define COUNT_MAX_PROCS		131072 /* processes -a and --cgroup look at */
 
 enum {
 	OPT_MAX_FUNCS = 0x100,
@@ -60,13 +67,19 @@ enum {
 	OPT_CALLERS,
 	OPT_HIST,
 	OPT_ALL_FUNCS,
+	OPT_COUNT_CGROUP,
+	OPT_COUNT_INTERVAL,
+	OPT_CHILDREN,
 };
+
+#define KERNEL_SERIAL UINT64_MAX /* cfunc.serial of kernel functions */
 
 struct cfunc {
 	uint64_t serial; /* the file's (mfile__serial) */
 	uint64_t start;	 /* ELF vaddr */
 	uint64_t off;	 /* file offset of start */
 	char *name, *module;
+	bool kernel;
 	bool detached;
 	double rate;
 	uint64_t last_calls;
@@ -77,11 +90,19 @@ struct count {
 	uint32_t *pids;
 	size_t nr_pids;
 	double duration;
+	double interval; /* --interval: a running table this often (s), 0 none */
 	const char *output, *format;
 	size_t max_funcs;
 	double budget;
 	unsigned callers;
 	bool hist, all_funcs;
+	bool all;	 /* -a or --cgroup: every process mapping the files (pid -1 probes) */
+	bool kernel_opt; /* -k: patterns without LIB: are kernel functions' */
+	bool children;	 /* --children: -- COMMAND's forks too (pid -1 probes, the targets map) */
+	size_t nr_upats, nr_kpats; /* patterns of files' functions, of the kernel's */
+	const char **cgroups;
+	size_t nr_cgroups, cap_cgroups;
+	int *cgroup_fds;
 	char **cmd;
 	struct count_pat *pats;
 	size_t nr_pats;
@@ -100,15 +121,17 @@ struct count {
 	/* Files with probes, held open: the probes' paths name their descriptors. */
 	struct mfile **held;
 	size_t nr_held, cap_held;
-	struct file_match *matches; /* found, not yet probed */
-	size_t nr_matches, cap_matches;
+	/* -a, --cgroup: the files looked at in this pass, whichever process maps them */
+	uint64_t *fseen;
+	size_t nr_fseen, cap_fseen;
 	double seconds;
 };
 
 static void count_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: bpfprof count [OPTIONS] PATTERN... (-p PID | -- COMMAND [ARGS...])\n"
+		"Usage: bpfprof count [OPTIONS] PATTERN... (-p PID | -a | --cgroup PATH |\n"
+		"                                           -- COMMAND [ARGS...])\n"
 		"\n"
 		"Counts every call of the functions PATTERN names and times each from entry to\n"
 		"return (uprobes): calls, seconds, seconds per call, min, max, a log2 latency\n"
@@ -119,14 +142,31 @@ static void count_usage(FILE *f)
 		"  'bp_*'                  functions of the executable and every library it maps\n"
 		"  'libc:malloc'           LIB:PATTERN: only in that library (libc names libc.so.6,\n"
 		"                          not libcap.so.2; a name with '/' is a path glob)\n"
+		"  'kernel:vfs_*'          kernel functions (tracefs's available_filter_functions),\n"
+		"                          called by the targets (session kprobes: Linux 6.13+)\n"
+		"  -k, --kernel            every pattern without LIB: names kernel functions\n"
 		"\n"
 		"Targets:\n"
 		"  -p, --pid PID[,PID...]  these running processes\n"
+		"  -a, --all               every process: the functions of the files the running\n"
+		"                          processes map, counted in every process that maps them,\n"
+		"                          now or later (uprobes are per file); no filter\n"
+		"      --cgroup PATH       the functions of the files the processes of this cgroup\n"
+		"                          v2 (and below) map, counted only in processes of the\n"
+		"                          cgroup (filtered in BPF); repeatable (at most %u); PATH\n"
+		"                          absolute or relative to the cgroup2 mount\n"
 		"  -- COMMAND [ARGS...]    run COMMAND, stopped until its probes are in (after its\n"
 		"                          libraries are mapped; libraries it dlopen()s later are\n"
 		"                          not probed); bpfprof exits with its status\n"
+		"      --children          and the processes it forks, before they run, and what\n"
+		"                          they exec, in the files probed at the start (probes for\n"
+		"                          every process, filtered in BPF: others mapping those\n"
+		"                          files pay a trap per call)\n"
 		"  -d, --duration SECS     stop after this long (default: until Ctrl-C, or until the\n"
 		"                          targets exit)\n"
+		"      --interval SECS     a running table this often (cumulative: every call since\n"
+		"                          the start; -o FILE is rewritten each time), and the\n"
+		"                          final one at the end\n"
 		"\n"
 		"Output:\n"
 		"  -o, --output FILE       write here (atomically) instead of stdout\n"
@@ -154,7 +194,7 @@ static void count_usage(FILE *f)
 		"\n"
 		"Exit status: 0, 1 failure (not root, no such process, no function matches),\n"
 		"2 usage error; under -- COMMAND, the command's status.\n",
-		COUNT_DEFAULT_MAX_FUNCS, COUNT_MAX_MAX_FUNCS, COUNT_DEFAULT_BUDGET);
+		COUNT_CGROUPS, COUNT_DEFAULT_MAX_FUNCS, COUNT_MAX_MAX_FUNCS, COUNT_DEFAULT_BUDGET);
 }
 
 static int usage(const char *fmt, const char *arg)
@@ -167,7 +207,12 @@ static int usage(const char *fmt, const char *arg)
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
+	{ "all", no_argument, NULL, 'a' },
+	{ "children", no_argument, NULL, OPT_CHILDREN },
+	{ "kernel", no_argument, NULL, 'k' },
+	{ "cgroup", required_argument, NULL, OPT_COUNT_CGROUP },
 	{ "duration", required_argument, NULL, 'd' },
+	{ "interval", required_argument, NULL, OPT_COUNT_INTERVAL },
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
 	{ "max-functions", required_argument, NULL, OPT_MAX_FUNCS },
@@ -214,13 +259,35 @@ static int parse(int argc, char **argv, struct count *c)
 		c->cmd = argv + dd + 1;
 	optind = 1;
 	opterr = 0;
-	while ((o = getopt_long(dd, argv, ":p:d:o:f:vqh", long_opts, NULL)) != -1) {
+	while ((o = getopt_long(dd, argv, ":p:akd:o:f:vqh", long_opts, NULL)) != -1) {
 		switch (o) {
 		case 'p':
 			free(c->pids);
 			c->pids = NULL;
 			if (cli__parse_pids(optarg, &c->pids, &c->nr_pids) || !c->nr_pids)
 				return usage("invalid --pid '%s': expected PID[,PID...]", optarg);
+			break;
+		case 'a':
+			c->all = true;
+			break;
+		case 'k':
+			c->kernel_opt = true;
+			break;
+		case OPT_CHILDREN:
+			c->children = true;
+			break;
+		case OPT_COUNT_CGROUP:
+			if (c->nr_cgroups >= COUNT_CGROUPS)
+				return usage("too many --cgroup options (at most %s)", "8");
+			if (array_grow((void **)&c->cgroups, &c->cap_cgroups, c->nr_cgroups + 1,
+				       sizeof(*c->cgroups)))
+				return usage("%s", "out of memory");
+			c->cgroups[c->nr_cgroups++] = optarg;
+			break;
+		case OPT_COUNT_INTERVAL:
+			if (cli__parse_duration(optarg, &c->interval) || c->interval < 0.01)
+				return usage("invalid --interval '%s': seconds, at least 0.01",
+					     optarg);
 			break;
 		case 'd':
 			if (cli__parse_duration(optarg, &c->duration) || c->duration <= 0)
@@ -281,16 +348,25 @@ static int parse(int argc, char **argv, struct count *c)
 		if (counttab__pat_parse(argv[optind], &c->pats[c->nr_pats]))
 			return usage("invalid pattern '%s': expected GLOB or LIB:GLOB",
 				     argv[optind]);
+		if (c->kernel_opt && !c->pats[c->nr_pats].lib)
+			c->pats[c->nr_pats].kernel = true;
+		if (c->pats[c->nr_pats].kernel)
+			c->nr_kpats++;
+		else
+			c->nr_upats++;
 		c->nr_pats++;
 	}
 	if (!c->nr_pats)
 		return usage(
 			"%s",
 			"no pattern: name the functions to count, e.g. 'bp_*' or 'libc:malloc'");
-	if (!c->cmd && !c->nr_pids)
-		return usage("%s", "no target: -p PID or -- COMMAND");
-	if (c->cmd && c->nr_pids)
-		return usage("%s", "-p and -- COMMAND together: choose one");
+	if (!c->cmd && !c->nr_pids && !c->all && !c->nr_cgroups)
+		return usage("%s", "no target: -p PID, -a, --cgroup PATH or -- COMMAND");
+	if ((c->cmd != NULL) + (c->nr_pids > 0) + c->all + (c->nr_cgroups > 0) > 1)
+		return usage("%s", "-p, -a, --cgroup and -- COMMAND: choose one");
+	c->all |= c->nr_cgroups > 0;
+	if (c->children && !c->cmd)
+		return usage("%s", "--children follows -- COMMAND's children: give a command");
 	c->pat_hits = calloc(c->nr_pats, sizeof(*c->pat_hits));
 	if (!c->pat_hits)
 		return usage("%s", "out of memory");
@@ -333,38 +409,22 @@ static long func_get(struct count *c, uint64_t serial, uint64_t start, uint64_t 
 	return (long)c->nr_fns++;
 }
 
-/*
- * One file's matching functions in one target: found (and added to c->fns)
- * by the pass that reads the file's symbols, probed after the count of all
- * matches is known to be within --max-functions. Its symbols are read once:
- * a hostile file costs its time budget once, not once per pass.
- */
+/* One file's matching functions: added to c->fns, and (attach) probed in pid. */
 struct file_match {
-	struct mfile *f; /* held until probed */
-	char *path;	 /* as mapped */
-	uint32_t pid;
-	uint32_t *fns;
-	uint64_t *offs;
-	size_t nr, cap_fns, cap_offs;
+	struct mfile *f;
+	struct elfsym *es;
+	const char *path; /* as mapped */
 };
 
-static void file_match__free(struct count *c, struct file_match *fm)
+static int match_file(struct count *c, struct file_match *fm, uint32_t pid, bool attach,
+		      size_t *matched)
 {
-	if (fm->f)
-		mfile__put(c->ptab, fm->f);
-	free(fm->path);
-	free(fm->fns);
-	free(fm->offs);
-}
-
-/*
- * The matches of es's symbols: each counted in *matched; while that is within
- * --max-functions (past it, the run ends before any probe), kept in fm. 0 or
- * -ENOMEM.
- */
-static int match_file(struct count *c, struct file_match *fm, struct elfsym *es, size_t *matched)
-{
-	size_t n = elfsym__count(es);
+	size_t n = elfsym__count(fm->es), nr = 0, cap_fns = 0, cap_offs = 0;
+	uint32_t *fns = NULL;
+	uint64_t *offs = NULL;
+	char kpath[64];
+	struct errmsg em = { 0 };
+	int err = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		const char *name, *pretty;
@@ -372,7 +432,7 @@ static int match_file(struct count *c, struct file_match *fm, struct elfsym *es,
 		bool hit = false;
 		long fn;
 
-		if (elfsym__symbol(es, i, &name, &start, &end))
+		if (elfsym__symbol(fm->es, i, &name, &start, &end))
 			break;
 		for (size_t p = 0; p < c->nr_pats; p++) {
 			if (counttab__pat_match(&c->pats[p], fm->path, name)) {
@@ -382,61 +442,64 @@ static int match_file(struct count *c, struct file_match *fm, struct elfsym *es,
 		}
 		if (!hit)
 			continue;
-		if (elfsym__vaddr_to_off(es, start, &off, NULL)) {
+		if (elfsym__vaddr_to_off(fm->es, start, &off, NULL)) {
 			c->skipped_off++;
 			continue;
 		}
-		if (++*matched > c->max_funcs)
+		(*matched)++;
+		if (!attach)
 			continue;
-		pretty = elfsym__lookup_demangled(es, start, NULL);
+		pretty = elfsym__lookup_demangled(fm->es, start, NULL);
 		fn = func_get(c, mfile__serial(fm->f), start, off, pretty ? pretty : name,
 			      fm->path);
-		if (fn < 0 ||
-		    array_grow((void **)&fm->fns, &fm->cap_fns, fm->nr + 1, sizeof(*fm->fns)) ||
-		    array_grow((void **)&fm->offs, &fm->cap_offs, fm->nr + 1, sizeof(*fm->offs)))
-			return -ENOMEM;
-		fm->fns[fm->nr] = (uint32_t)fn;
-		fm->offs[fm->nr++] = off;
+		if (fn < 0 || array_grow((void **)&fns, &cap_fns, nr + 1, sizeof(*fns)) ||
+		    array_grow((void **)&offs, &cap_offs, nr + 1, sizeof(*offs))) {
+			err = -ENOMEM;
+			goto out;
+		}
+		if ((size_t)fn >= c->max_funcs) {
+			err = -E2BIG;
+			goto out;
+		}
+		fns[nr] = (uint32_t)fn;
+		offs[nr++] = off;
+		p_debug("probing %s at %s+0x%" PRIx64 " in %u", c->fns[fn].name, fm->path, off,
+			pid);
 	}
-	return 0;
-}
-
-/* Probes fm's functions in its target: 1 if any probe went in (keep the file), 0, or -errno. */
-static int probe_file(struct count *c, const struct file_match *fm)
-{
-	struct errmsg em = { 0 };
-	char kpath[64];
-	int n;
-
-	for (size_t i = 0; i < fm->nr; i++)
-		p_debug("probing %s at %s+0x%" PRIx64 " in %u", c->fns[fm->fns[i]].name, fm->path,
-			fm->offs[i], fm->pid);
-	n = mfile__kernel_path(fm->f, kpath, sizeof(kpath));
-	if (n)
-		return n;
-	n = counter__attach_file(c->ctr, mfile__serial(fm->f), kpath, (int)fm->pid, fm->fns,
-				 fm->offs, fm->nr, &em);
-	if (n < 0) {
-		p_warn("%s: its %zu functions not probed: %s", fm->path, fm->nr, em.msg);
-		return 0;
+	if (!nr)
+		goto out;
+	err = mfile__kernel_path(fm->f, kpath, sizeof(kpath));
+	if (err)
+		goto out;
+	err = counter__attach_file(c->ctr, mfile__serial(fm->f), kpath,
+				   c->all || c->children ? -1 : (int)pid, fns, offs, nr, &em);
+	if (err < 0) {
+		p_warn("%s: its %zu functions not probed: %s", fm->path, nr, em.msg);
+		err = 0;
+		goto out;
 	}
-	if ((size_t)n < fm->nr)
-		p_warn("%s: %zu of its %zu functions not probed: %s", fm->path, fm->nr - (size_t)n,
-		       fm->nr, em.msg);
-	return 1;
+	if ((size_t)err < nr)
+		p_warn("%s: %zu of its %zu functions not probed: %s", fm->path, nr - (size_t)err,
+		       nr, em.msg);
+	err = 1; /* probed: keep the file */
+out:
+	free(fns);
+	free(offs);
+	return err;
 }
 
 /*
- * The files process pid maps, their symbols read once: the matches counted
- * in *matched, and kept in c->matches to be probed.
+ * The files process pid maps (executable mappings), their symbols read:
+ * a pass that only counts the matches (attach false), or one that probes.
  */
-static int each_file(struct count *c, uint32_t pid, size_t *matched)
+static int each_file(struct count *c, uint32_t pid, bool attach, size_t *matched)
 {
 	struct proc_id id = { .pid = pid, .exec_id = PROC_EXEC_ANY };
 	struct pproc *p;
 	struct pmaps *pm;
 	uint64_t *seen = NULL;
 	size_t nr_seen = 0, cap_seen = 0;
+	bool maps_probed = false;
 	int err;
 
 	err = ptab__get(c->ptab, &id, &p);
@@ -445,8 +508,7 @@ static int each_file(struct count *c, uint32_t pid, size_t *matched)
 	pm = ptab__maps(c->ptab, p);
 	for (size_t i = 0; i < pm->m.nr && !err; i++) {
 		const struct procmap *m = &pm->m.maps[i];
-		struct file_match fm = { .pid = pid };
-		struct elfsym *es;
+		struct file_match fm = { .path = m->path };
 		bool dup = false;
 		Elf *elf;
 
@@ -454,37 +516,138 @@ static int each_file(struct count *c, uint32_t pid, size_t *matched)
 			continue;
 		if (ptab__file(c->ptab, p, m, &fm.f))
 			continue;
+		for (size_t h = 0; c->all && attach && h < c->nr_held; h++)
+			maps_probed |= mfile__serial(c->held[h]) == mfile__serial(fm.f);
 		for (size_t s = 0; s < nr_seen; s++)
 			dup |= seen[s] == mfile__serial(fm.f);
-		if (dup || array_grow((void **)&seen, &cap_seen, nr_seen + 1, sizeof(*seen))) {
+		/* -a, --cgroup: a file once, whichever process maps it (its probes are in every
+		 * one) */
+		for (size_t s = 0; c->all && s < c->nr_fseen; s++)
+			dup |= c->fseen[s] == mfile__serial(fm.f);
+		if (dup || array_grow((void **)&seen, &cap_seen, nr_seen + 1, sizeof(*seen)) ||
+		    (c->all && array_grow((void **)&c->fseen, &c->cap_fseen, c->nr_fseen + 1,
+					  sizeof(*c->fseen)))) {
 			mfile__put(c->ptab, fm.f);
 			continue;
 		}
 		seen[nr_seen++] = mfile__serial(fm.f);
+		if (c->all)
+			c->fseen[c->nr_fseen++] = mfile__serial(fm.f);
 		elf = mfile__elf(fm.f);
-		es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(fm.f)->st_size) : NULL;
-		if (!es && elf)
+		fm.es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(fm.f)->st_size) : NULL;
+		if (!fm.es && elf)
 			p_warn("%s: no symbols read: %s", m->path, elfsym__strerror(errno));
-		fm.path = strdup(m->path);
-		if (!fm.path)
-			err = -ENOMEM;
-		else if (es)
-			err = match_file(c, &fm, es, matched);
-		elfsym__free(es);
-		if (!err && fm.nr) {
-			if (array_grow((void **)&c->matches, &c->cap_matches, c->nr_matches + 1,
-				       sizeof(*c->matches)))
-				err = -ENOMEM;
-			else
-				c->matches[c->nr_matches++] = fm;
+		if (fm.es)
+			err = match_file(c, &fm, pid, attach, matched);
+		elfsym__free(fm.es);
+		if (err == 1 && !array_grow((void **)&c->held, &c->cap_held, c->nr_held + 1,
+					    sizeof(*c->held))) {
+			c->held[c->nr_held++] = fm.f;
+			maps_probed = true;
+			err = 0;
+			continue;
 		}
-		if (err || !fm.nr)
-			file_match__free(c, &fm);
+		if (err == 1)
+			err = 0; /* out of room to hold it: the guard cannot re-attach it */
+		mfile__put(c->ptab, fm.f);
 	}
 	free(seen);
 	pmaps__put(pm);
 	ptab__put(c->ptab, p);
+	/* -a, --cgroup: a process with probes is known from now, so that its calls'
+	 * callers are named even once it has exited. */
+	if (maps_probed && c->all)
+		symbolizer__note_process(c->sym, &id);
 	return err;
+}
+
+/* The kernel functions the patterns match: counted, or (attach) kept in names/fns. */
+struct kmatch {
+	struct count *c;
+	bool attach;
+	size_t matched;
+	const char **names;
+	uint32_t *fns;
+	size_t nr, cap_names, cap_fns;
+	int err;
+};
+
+static void kfunc_cb(void *ctx, const char *name)
+{
+	struct kmatch *km = ctx;
+	struct count *c = km->c;
+	bool hit = false;
+	long fn;
+
+	if (km->err)
+		return;
+	for (size_t p = 0; p < c->nr_pats; p++) {
+		if (counttab__kpat_match(&c->pats[p], name)) {
+			if (!km->attach)
+				c->pat_hits[p]++;
+			hit = true;
+		}
+	}
+	if (!hit)
+		return;
+	km->matched++;
+	if (!km->attach)
+		return;
+	fn = func_get(c, KERNEL_SERIAL, km->matched, 0, name, "[kernel]");
+	if (fn < 0 ||
+	    array_grow((void **)&km->names, &km->cap_names, km->nr + 1, sizeof(*km->names)) ||
+	    array_grow((void **)&km->fns, &km->cap_fns, km->nr + 1, sizeof(*km->fns))) {
+		km->err = -ENOMEM;
+		return;
+	}
+	if ((size_t)fn >= c->max_funcs) {
+		km->err = -E2BIG;
+		return;
+	}
+	c->fns[fn].kernel = true;
+	km->names[km->nr] = c->fns[fn].name;
+	km->fns[km->nr++] = (uint32_t)fn;
+	p_debug("probing kernel function %s", name);
+}
+
+/* -k, kernel:GLOB: counts the matches, or probes them (attach). 0, or 1 (said). */
+static int probe_kernel(struct count *c, bool attach, size_t *matched)
+{
+	struct kmatch km = { .c = c, .attach = attach };
+	struct errmsg em = { 0 };
+	int err = counter__each_kfunc(kfunc_cb, &km);
+
+	if (!err)
+		err = km.err;
+	*matched += km.matched;
+	if (!err && attach && km.nr) {
+		err = counter__attach_kernel(c->ctr, km.names, km.fns, km.nr, &em);
+		if (err > 0 && (size_t)err < km.nr)
+			p_warn("%zu of %zu kernel functions not probed: %s", km.nr - (size_t)err,
+			       km.nr, em.msg);
+		if (err < 0) {
+			p_err("the %zu kernel functions could not be probed: %s", km.nr, em.msg);
+			if (err == -EOPNOTSUPP)
+				p_hint("this kernel has no kprobe_multi (CONFIG_KPROBES and "
+				       "CONFIG_FPROBE): kernel functions cannot be counted here");
+			free(km.names);
+			free(km.fns);
+			return 1;
+		}
+		err = 0;
+	}
+	free(km.names);
+	free(km.fns);
+	if (err == -E2BIG) {
+		p_err("more kernel functions match than --max-functions %zu", c->max_funcs);
+		return 1;
+	}
+	if (err) {
+		p_err("kernel functions: %s", strerror(-err));
+		p_hint("they are read from /sys/kernel/tracing/available_filter_functions (tracefs)");
+		return 1;
+	}
+	return 0;
 }
 
 /* Counts what the patterns match in every target, then probes it. 0, or 1 (said). */
@@ -493,8 +656,15 @@ static int probe_all(struct count *c)
 	size_t matched = 0;
 	int err;
 
-	for (size_t i = 0; i < c->nr_pids; i++) {
-		err = each_file(c, c->pids[i], &matched);
+	if (c->nr_kpats && probe_kernel(c, false, &matched))
+		return 1;
+
+	c->nr_fseen = 0;
+	for (size_t i = 0; c->nr_upats && i < c->nr_pids; i++) {
+		err = each_file(c, c->pids[i], false, &matched);
+		if (err && err != -ENOMEM && c->all)
+			continue; /* gone, a kernel thread, or not readable: its files are others'
+				     too */
 		if (err == -ESRCH || err == -ENOENT) {
 			p_err("process %u not found", c->pids[i]);
 			return 1;
@@ -508,11 +678,19 @@ static int probe_all(struct count *c)
 		if (!c->pat_hits[p]) {
 			const struct count_pat *pat = &c->pats[p];
 
-			p_err("no function matches '%s%s%s' in the target's %s",
-			      pat->lib ? pat->lib : "", pat->lib ? ":" : "", pat->func,
-			      pat->lib ? "libraries" : "executable and libraries");
-			p_hint("names are as in the symbol table (nm -D FILE); libraries a program "
-			       "dlopen()s later are not searched");
+			if (pat->kernel)
+				p_err("no kernel function matches '%s'", pat->func);
+			else
+				p_err("no function matches '%s%s%s' in the %s %s",
+				      pat->lib ? pat->lib : "", pat->lib ? ":" : "", pat->func,
+				      c->all ? "processes'" : "target's",
+				      pat->lib ? "libraries" : "executables and libraries");
+			if (pat->kernel)
+				p_hint("names are the kernel's (tracefs's available_filter_functions, or "
+				       "kallsyms)");
+			else
+				p_hint("names are as in the symbol table (nm -D FILE); libraries a "
+				       "program dlopen()s later are not searched");
 			return 1;
 		}
 	}
@@ -523,19 +701,24 @@ static int probe_all(struct count *c)
 		       COUNT_MAX_MAX_FUNCS);
 		return 1;
 	}
-	for (size_t i = 0; i < c->nr_matches; i++) {
-		struct file_match *fm = &c->matches[i];
-
-		err = probe_file(c, fm);
-		if (err < 0) {
-			p_err("process %u: %s", fm->pid, strerror(-err));
+	matched = 0;
+	if (c->nr_kpats && probe_kernel(c, true, &matched))
+		return 1;
+	c->nr_fseen = 0;
+	for (size_t i = 0; c->nr_upats && i < c->nr_pids; i++) {
+		matched = 0;
+		err = each_file(c, c->pids[i], true, &matched);
+		if (err && err != -ENOMEM && err != -E2BIG && c->all)
+			continue;
+		if (err == -E2BIG) {
+			p_err("process %u: more functions match than --max-functions %zu (its files changed)",
+			      c->pids[i], c->max_funcs);
 			return 1;
 		}
-		if (err && !array_grow((void **)&c->held, &c->cap_held, c->nr_held + 1,
-				       sizeof(*c->held))) {
-			c->held[c->nr_held++] = fm->f;
-			fm->f = NULL;
-		} /* else out of room to hold it: the guard cannot re-attach it */
+		if (err) {
+			p_err("process %u: %s", c->pids[i], strerror(-err));
+			return 1;
+		}
 	}
 	if (!counter__probes(c->ctr)) {
 		p_err("no probe could be attached");
@@ -577,6 +760,8 @@ static int start_command(struct count *c)
 	err = counter__target(c->ctr, id.pid, true);
 	if (!err)
 		err = counter__attach_exec_stop(c->ctr, &em);
+	if (!err && c->children)
+		err = counter__attach_children(c->ctr, &em);
 	if (err) {
 		p_err("%s", errmsg_said(&em) ? em.msg : strerror(-err));
 		goto out_abort;
@@ -654,9 +839,11 @@ static void end_command(struct count *c)
 	child__abort(&c->ch);
 }
 
-/* Whether every target has exited. */
+/* Whether every target has exited (never, for -a and --cgroup). */
 static bool targets_gone(struct count *c)
 {
+	if (c->all)
+		return false;
 	if (c->ch.pid) {
 		child__reap(&c->ch, false);
 		return c->ch.exited;
@@ -693,12 +880,17 @@ static void guard(struct count *c, double dt)
 	}
 }
 
+static int report(struct count *c, bool final);
+
 static void run(struct count *c)
 {
-	uint64_t t0 = now_ns(), last = t0, end = 0;
+	uint64_t t0 = now_ns(), last = t0, end = 0, next = 0;
+	uint64_t step = (uint64_t)(c->interval * NS_PER_SEC_F);
 
 	if (c->duration > 0)
 		end = t0 + (uint64_t)(c->duration * NS_PER_SEC_F);
+	if (step)
+		next = t0 + step;
 	for (;;) {
 		uint64_t now = now_ns(), wait_ms = COUNT_GUARD_MS;
 
@@ -715,6 +907,12 @@ static void run(struct count *c)
 		if (now - last >= COUNT_GUARD_MS * NS_PER_MS) {
 			guard(c, (double)(now - last) / NS_PER_SEC_F);
 			last = now;
+		}
+		if (next && now >= next && (!end || now < end)) {
+			c->seconds = (double)(now - t0) / NS_PER_SEC_F;
+			report(c, false);
+			while (next <= now)
+				next += step;
 		}
 		if (end && (end - now) / NS_PER_MS < wait_ms)
 			wait_ms = (end - now) / NS_PER_MS + 1;
@@ -739,7 +937,10 @@ static void caller_cb(void *ctx, const struct count_caller_key *k, uint64_t n)
 
 	if (k->fn >= c->nr_fns)
 		return;
-	if (k->ret) {
+	if (k->ret && c->fns[k->fn].kernel) {
+		symbolizer__kernel(c->sym, k->ret - 1, &s);
+		name = sym__display(&s, buf, sizeof(buf));
+	} else if (k->ret) {
 		symbolizer__user(c->sym, &id, k->ret, false, &s);
 		name = sym__display(&s, buf, sizeof(buf));
 	}
@@ -762,7 +963,8 @@ static const struct writer writer_buf = {
 	.all_values = true,
 };
 
-static int report(struct count *c)
+/* The table (or JSON), written; final: the end's, with what went uncounted said. */
+static int report(struct count *c, bool final)
 {
 	struct count_fn *fns = calloc(c->nr_fns ? c->nr_fns : 1, sizeof(*fns));
 	struct collect cl = { c, fns };
@@ -791,10 +993,17 @@ static int report(struct count *c)
 		if (counter__read(c->ctr, (uint32_t)i, &fns[i].st))
 			p_warn("%s: its counts could not be read", c->fns[i].name);
 	}
+	if (c->nr_kpats && symbolizer__load_kernel(c->sym))
+		p_warn("kernel symbols could not be read: the kernel callers are unnamed");
 	err = counter__callers(c->ctr, caller_cb, &cl);
 	if (err)
 		p_warn("the callers could not be read: %s", strerror(-err));
 	counter__counters(c->ctr, cnt);
+	if (!final)
+		goto write;
+	if (cnt[COUNT_C_TARGETS_FULL])
+		p_warn("%llu children not counted: over %u target processes at once",
+		       (unsigned long long)cnt[COUNT_C_TARGETS_FULL], COUNT_TARGETS);
 	if (cnt[COUNT_C_CALLERS_FULL])
 		p_warn("%llu calls not counted by caller: over %u distinct callers",
 		       (unsigned long long)cnt[COUNT_C_CALLERS_FULL], COUNT_CALLERS);
@@ -808,6 +1017,7 @@ static int report(struct count *c)
 	       "their call (entered before the probes): %llu",
 	       (unsigned long long)cnt[COUNT_C_UNMATCHED],
 	       (unsigned long long)cnt[COUNT_C_NOFRAME]);
+write:
 	counttab__sort(fns, c->nr_fns);
 
 	f = open_memstream(&out_buf, &out_len);
@@ -816,6 +1026,9 @@ static int report(struct count *c)
 		ret = 1;
 		goto out;
 	}
+	if (c->interval > 0 && strcmp(c->format, "json"))
+		fprintf(f, "--- %s%.1f s (every call since the start) ---\n",
+			final ? "the end, after " : "", c->seconds);
 	if (!strcmp(c->format, "json"))
 		err = counttab__write_json(f, fns, c->nr_fns, c->seconds);
 	else
@@ -832,7 +1045,7 @@ static int report(struct count *c)
 		p_err("writing %s failed: %s", c->output ? c->output : "to stdout",
 		      errmsg_said(&em) ? em.msg : strerror(-err));
 		ret = 1;
-	} else if (c->output) {
+	} else if (c->output && final) {
 		p_info("wrote %s (%s)", c->output, c->format);
 	}
 out:
@@ -842,6 +1055,76 @@ out:
 		counttab__fn_free(&fns[i]);
 	free(fns);
 	return ret;
+}
+
+/*
+ * -a and --cgroup: the processes whose files are looked at (every process,
+ * or those of the cgroups and below). 0, or 1 (said).
+ */
+static int find_processes(struct count *c)
+{
+	size_t n = 0, k;
+	int err;
+
+	c->pids = calloc(COUNT_MAX_PROCS, sizeof(*c->pids));
+	if (!c->pids) {
+		p_err("out of memory");
+		return 1;
+	}
+	if (!c->nr_cgroups) {
+		err = procfs__pids("/proc", c->pids, COUNT_MAX_PROCS, &n);
+		if (err) {
+			p_err("cannot list the processes: %s", strerror(-err));
+			return 1;
+		}
+	}
+	for (size_t i = 0; i < c->nr_cgroups; i++) {
+		err = cgroup__pids(c->cgroup_fds[i], c->pids + n, COUNT_MAX_PROCS - n, &k);
+		n += k;
+		if (err == -E2BIG) {
+			p_warn("--cgroup %s: more than %u cgroups below it: the processes of the first "
+			       "ones looked at",
+			       c->cgroups[i], CGROUP_WALK_DIRS);
+		} else if (err) {
+			p_err("--cgroup %s: cannot list its processes: %s", c->cgroups[i],
+			      strerror(-err));
+			return 1;
+		}
+	}
+	c->nr_pids = n;
+	p_info("%zu processes looked at for the patterns", n);
+	if (!n) {
+		p_err("no process in %s", c->nr_cgroups ? "the cgroups" : "/proc");
+		p_hint("the files are found through the processes that map them: start one first");
+		return 1;
+	}
+	return 0;
+}
+
+/* Opens the --cgroup directories. 0, or 1 (said). */
+static int open_cgroups(struct count *c)
+{
+	c->cgroup_fds = calloc(c->nr_cgroups ? c->nr_cgroups : 1, sizeof(*c->cgroup_fds));
+	if (!c->cgroup_fds) {
+		p_err("out of memory");
+		return 1;
+	}
+	for (size_t i = 0; i < c->nr_cgroups; i++)
+		c->cgroup_fds[i] = -1;
+	for (size_t i = 0; i < c->nr_cgroups; i++) {
+		char resolved[1024];
+		int fd = cgroup__open_v2(NULL, c->cgroups[i], resolved, sizeof(resolved));
+
+		if (fd < 0) {
+			p_err("--cgroup %s: %s", c->cgroups[i],
+			      fd == -ENOTDIR ? "not a cgroup v2 directory" : strerror(-fd));
+			p_hint("give a path under the cgroup2 mount, e.g. /system.slice/docker-ID.scope");
+			return 1;
+		}
+		c->cgroup_fds[i] = fd;
+		p_debug("--cgroup %s: %s", c->cgroups[i], resolved);
+	}
+	return 0;
 }
 
 static void raise_fd_limit(void)
@@ -874,14 +1157,21 @@ static int count_main(struct count *c)
 		p_err("out of memory");
 		return 1;
 	}
+	if (c->nr_cgroups && open_cgroups(c))
+		return 1;
 	/* Loaded for the most functions allowed: -- COMMAND's are found after the load. */
-	c->ctr = counter__open((uint32_t)c->max_funcs, false, log_level() >= LOG_DEBUG, &em);
+	c->ctr = counter__open((uint32_t)c->max_funcs, c->all, c->cgroup_fds,
+			       (uint32_t)c->nr_cgroups, c->nr_kpats > 0, log_level() >= LOG_DEBUG,
+			       &em);
 	if (!c->ctr) {
 		p_errmsg(&em);
 		return 1;
 	}
 	if (c->cmd) {
 		if (start_command(c))
+			return 1;
+	} else if (c->all) {
+		if (find_processes(c))
 			return 1;
 	} else {
 		for (size_t i = 0; i < c->nr_pids; i++) {
@@ -905,6 +1195,9 @@ static int count_main(struct count *c)
 	}
 	for (size_t i = 0; i < c->nr_pids; i++) {
 		c->ids[i] = (struct proc_id){ .pid = c->pids[i], .exec_id = PROC_EXEC_ANY };
+		c->pidfds[i] = -1;
+		if (c->all)
+			continue; /* not watched: -d or Ctrl-C ends the run */
 		c->pidfds[i] = c->cmd ? -1 : procfs__pidfd(c->pids[i]);
 		/* Known now, while alive: callers are named even after it exits. */
 		symbolizer__note_process(c->sym, &c->ids[i]);
@@ -912,7 +1205,7 @@ static int count_main(struct count *c)
 	if (c->cmd)
 		kill(c->ch.pid, SIGCONT);
 	run(c);
-	ret = report(c);
+	ret = report(c, true);
 	if (c->cmd) {
 		if (!c->ch.exited) /* -d or a stop request: bpfprof ends it */
 			end_command(c);
@@ -940,9 +1233,6 @@ int cmd_count(int argc, char **argv)
 	for (size_t i = 0; i < c.nr_held; i++)
 		mfile__put(c.ptab, c.held[i]);
 	free(c.held);
-	for (size_t i = 0; i < c.nr_matches; i++)
-		file_match__free(&c, &c.matches[i]);
-	free(c.matches);
 	symbolizer__free(c.sym);
 	ptab__free(c.ptab);
 	for (size_t i = 0; i < c.nr_fns; i++) {
@@ -959,6 +1249,12 @@ int cmd_count(int argc, char **argv)
 			close(c.pidfds[i]);
 	free(c.pidfds);
 	free(c.ids);
+	for (size_t i = 0; c.cgroup_fds && i < c.nr_cgroups; i++)
+		if (c.cgroup_fds[i] >= 0)
+			close(c.cgroup_fds[i]);
+	free(c.cgroup_fds);
+	free(c.cgroups);
+	free(c.fseen);
 	free(c.pids);
 	return ret;
 }

@@ -19,8 +19,11 @@
 #include "base/util.h"
 #include "count.skel.h"
 
-/* Not in this libbpf's headers (kernel 6.6+). */
-#define TRACE_UPROBE_MULTI    48 /* enum bpf_attach_type BPF_TRACE_UPROBE_MULTI */
+/* Not in this libbpf's headers (the kernel's enum bpf_attach_type). */
+#define TRACE_UPROBE_MULTI    48 /* BPF_TRACE_UPROBE_MULTI: kernel 6.6+ */
+#define TRACE_UPROBE_SESSION  57 /* BPF_TRACE_UPROBE_SESSION: kernel 6.13+ */
+#define TRACE_KPROBE_MULTI    42 /* BPF_TRACE_KPROBE_MULTI */
+#define TRACE_KPROBE_SESSION  56 /* BPF_TRACE_KPROBE_SESSION: kernel 6.10+ */
 #define F_UPROBE_MULTI_RETURN 1u
 
 /* bpf_attr's link_create for uprobe_multi, as the kernel lays it out. */
@@ -29,6 +32,14 @@ struct link_create_uprobe_multi {
 	uint64_t path, offsets, ref_ctr_offsets, cookies;
 	uint32_t cnt, um_flags, pid;
 	uint8_t pad[128 - 60];
+};
+
+/* bpf_attr's link_create for kprobe_multi (and kprobe session). */
+struct link_create_kprobe_multi {
+	uint32_t prog_fd, target_fd, attach_type, flags;
+	uint32_t km_flags, cnt;
+	uint64_t syms, addrs, cookies;
+	uint8_t pad[128 - 48];
 };
 
 struct probe {
@@ -45,12 +56,20 @@ struct mlink {
 	uint32_t *fns;
 	uint64_t *offs;
 	size_t n;
-	int in, out; /* link descriptors, -1 none */
+	int in, out; /* link descriptors, -1 none (a session link is in alone) */
+};
+
+/* How the probes are attached, best first. */
+enum count_mode {
+	MODE_PERF,    /* a perf-event uprobe and uretprobe per function and process */
+	MODE_MULTI,   /* uprobe_multi: an entry and a return link per file and process */
+	MODE_SESSION, /* session uprobes: one link per file and process, one program */
 };
 
 struct counter {
 	struct count_bpf *skel;
-	bool multi; /* uprobe_multi links (else one perf-event uprobe per probe) */
+	enum count_mode mode;
+	bool multi; /* uprobe_multi links, session or not (else perf-event uprobes) */
 	struct mlink *mlinks;
 	size_t nr_mlinks, cap_mlinks;
 	bool *off; /* functions detached */
@@ -58,7 +77,10 @@ struct counter {
 	int ncpus;
 	struct probe *probes;
 	size_t nr_probes, cap_probes;
+	int *klinks; /* kprobe session links (-k) */
+	size_t nr_klinks, cap_klinks, nr_kfuncs;
 	struct bpf_link *exec_stop;
+	struct bpf_link *fork, *exit; /* --children */
 	struct bpf_link **stops;
 	size_t nr_stops, cap_stops;
 	void *percpu; /* ncpus values of the largest per-CPU value read */
@@ -77,7 +99,9 @@ static int print_fn(enum libbpf_print_level level, const char *fmt, va_list args
 	return 0;
 }
 
-struct counter *counter__open(uint32_t nfuncs, bool all_procs, bool libbpf_debug, struct errmsg *em)
+struct counter *counter__open(uint32_t nfuncs, bool all_procs, const int *cgroup_fds,
+			      uint32_t nr_cgroups, bool kernel, bool libbpf_debug,
+			      struct errmsg *em)
 {
 	struct counter *c = calloc(1, sizeof(*c));
 	int err;
@@ -85,6 +109,10 @@ struct counter *counter__open(uint32_t nfuncs, bool all_procs, bool libbpf_debug
 	if (!c) {
 		errmsg_set(em, -ENOMEM, "out of memory");
 		return NULL;
+	}
+	if (nr_cgroups > COUNT_CGROUPS) {
+		errmsg_set(em, -E2BIG, "at most %u --cgroup options", COUNT_CGROUPS);
+		goto out_free;
 	}
 	debug_on = libbpf_debug;
 	libbpf_set_print(print_fn);
@@ -104,41 +132,78 @@ struct counter *counter__open(uint32_t nfuncs, bool all_procs, bool libbpf_debug
 		errmsg_set(em, -ENOMEM, "out of memory");
 		goto out_free;
 	}
-	/* uprobe_multi first (one link per file and process: 6.6+), unless a
-	 * test asks for the perf-event probes; a kernel that refuses the
-	 * attach type gets those. */
-	for (int multi = !getenv("BPFPROF_TEST_COUNT_NO_MULTI"); multi >= 0; multi--) {
+	/* Session uprobes first (one link and one program for entries and
+	 * returns: 6.13+), then uprobe_multi (6.6+), then perf-event uprobes,
+	 * each where the kernel refuses the one before; tests ask for the
+	 * fallbacks by name. */
+	int mode = getenv("BPFPROF_TEST_COUNT_NO_MULTI")     ? MODE_PERF
+		   : getenv("BPFPROF_TEST_COUNT_NO_SESSION") ? MODE_MULTI
+							     : MODE_SESSION;
+	for (; mode >= MODE_PERF; mode--) {
+		struct bpf_program *ps = NULL, *pe = NULL, *pr = NULL, *pk = NULL;
+
 		count_bpf__destroy(c->skel);
 		c->skel = count_bpf__open();
 		if (!c->skel) {
 			errmsg_set(em, -errno, "cannot open the BPF program: %s", strerror(errno));
 			goto out_free;
 		}
-		c->skel->rodata->all_procs = all_procs;
+		ps = c->skel->progs.count_session;
+		pe = c->skel->progs.count_entry;
+		pr = c->skel->progs.count_return;
+		pk = c->skel->progs.count_ksession;
+		c->skel->rodata->all_procs = all_procs || nr_cgroups;
+		c->skel->rodata->nr_cgroups = nr_cgroups;
 		err = bpf_map__set_max_entries(c->skel->maps.stats, c->nfuncs);
 		if (!err)
 			err = bpf_map__set_max_entries(c->skel->maps.fn_gen, c->nfuncs);
-		if (!err && multi) {
-			err = bpf_program__set_expected_attach_type(c->skel->progs.count_entry,
-								    TRACE_UPROBE_MULTI);
-			if (!err)
-				err = bpf_program__set_expected_attach_type(
-					c->skel->progs.count_return, TRACE_UPROBE_MULTI);
-		}
+		if (!err)
+			err = bpf_program__set_autoload(ps, mode == MODE_SESSION);
+		if (!err)
+			err = bpf_program__set_autoload(pk, kernel && mode == MODE_SESSION);
+		if (!err && kernel && mode == MODE_SESSION)
+			err = bpf_program__set_expected_attach_type(pk, TRACE_KPROBE_SESSION);
+		if (!err)
+			err = bpf_program__set_autoload(pe, mode != MODE_SESSION);
+		if (!err)
+			err = bpf_program__set_autoload(pr, mode != MODE_SESSION);
+		if (!err && mode == MODE_SESSION)
+			err = bpf_program__set_expected_attach_type(ps, TRACE_UPROBE_SESSION);
+		if (!err && mode == MODE_MULTI)
+			err = bpf_program__set_expected_attach_type(pe, TRACE_UPROBE_MULTI);
+		if (!err && mode == MODE_MULTI)
+			err = bpf_program__set_expected_attach_type(pr, TRACE_UPROBE_MULTI);
 		if (!err)
 			err = count_bpf__load(c->skel);
 		if (!err) {
-			c->multi = multi;
+			c->mode = (enum count_mode)mode;
+			c->multi = mode != MODE_PERF;
 			break;
 		}
-		if (!multi || err == -EPERM)
+		if (mode == MODE_PERF || err == -EPERM || kernel)
 			break;
+		if (debug_on)
+			fprintf(stderr, "count: %s refused (%s), trying the next way\n",
+				mode == MODE_SESSION ? "session uprobes" : "uprobe_multi",
+				strerror(-err));
 	}
 	if (err) {
 		errmsg_set(em, err, "cannot load the BPF program: %s", strerror(-err));
+		if (kernel && err != -EPERM)
+			errmsg_hint(em, "kernel functions need session kprobes and uprobes (Linux "
+					"6.13 or later)");
 		if (err == -EPERM)
 			errmsg_hint(em, "run as root (or with CAP_BPF and CAP_PERFMON)");
 		goto out_free;
+	}
+	for (uint32_t i = 0; i < nr_cgroups; i++) {
+		if (bpf_map__update_elem(c->skel->maps.cgroups, &i, sizeof(i), &cgroup_fds[i],
+					 sizeof(cgroup_fds[i]), 0)) {
+			err = -errno;
+			errmsg_set(em, err, "cannot add cgroup %u to the filter: %s", i,
+				   strerror(-err));
+			goto out_free;
+		}
 	}
 	return c;
 
@@ -206,10 +271,15 @@ void counter__free(struct counter *c)
 		free(c->mlinks[i].offs);
 	}
 	free(c->mlinks);
+	for (size_t i = 0; i < c->nr_klinks; i++)
+		close(c->klinks[i]);
+	free(c->klinks);
 	free(c->off);
 	counter__detach_stops(c);
 	free(c->stops);
 	bpf_link__destroy(c->exec_stop);
+	bpf_link__destroy(c->fork);
+	bpf_link__destroy(c->exit);
 	count_bpf__destroy(c->skel);
 	free(c->percpu);
 	free(c);
@@ -217,6 +287,10 @@ void counter__free(struct counter *c)
 
 const char *counter__mode(const struct counter *c)
 {
+	if (c->mode == MODE_SESSION)
+		return "session uprobes: one uprobe_multi link per file and process for entries and "
+		       "returns, the entry's time in the call's session cookie (raw BPF_LINK_CREATE, "
+		       "BPF_TRACE_UPROBE_SESSION)";
 	if (c->multi)
 		return "uprobe_multi: one entry and one return link per file and process (raw "
 		       "BPF_LINK_CREATE: libbpf here has no uprobe_multi API)";
@@ -239,6 +313,21 @@ int counter__attach_exec_stop(struct counter *c, struct errmsg *em)
 		int err = -errno;
 
 		return errmsg_set(em, err, "cannot attach to sched_process_exec: %s",
+				  strerror(-err));
+	}
+	return 0;
+}
+
+int counter__attach_children(struct counter *c, struct errmsg *em)
+{
+	int err;
+
+	c->fork = bpf_program__attach(c->skel->progs.count_fork);
+	if (c->fork)
+		c->exit = bpf_program__attach(c->skel->progs.count_exit);
+	if (!c->fork || !c->exit) {
+		err = -errno;
+		return errmsg_set(em, err, "cannot attach to sched_process_fork/exit: %s",
 				  strerror(-err));
 	}
 	return 0;
@@ -298,7 +387,8 @@ static int attach_one(struct counter *c, uint32_t fn, const char *path, uint64_t
 	return 0;
 }
 
-static int multi_link(struct counter *c, struct bpf_program *prog, bool ret, const struct mlink *m)
+static int multi_link(struct counter *c, struct bpf_program *prog, uint32_t type, bool ret,
+		      const struct mlink *m)
 {
 	struct link_create_uprobe_multi a;
 	uint64_t *cookies = calloc(m->n, sizeof(*cookies));
@@ -310,7 +400,7 @@ static int multi_link(struct counter *c, struct bpf_program *prog, bool ret, con
 		cookies[i] = (uint64_t)m->gen << 32 | m->fns[i];
 	memset(&a, 0, sizeof(a));
 	a.prog_fd = (uint32_t)bpf_program__fd(prog);
-	a.attach_type = TRACE_UPROBE_MULTI;
+	a.attach_type = type;
 	a.path = (uint64_t)(uintptr_t)m->path;
 	a.offsets = (uint64_t)(uintptr_t)m->offs;
 	a.cookies = (uint64_t)(uintptr_t)cookies;
@@ -332,14 +422,18 @@ static void mlink_close(struct mlink *m)
 	m->in = m->out = -1;
 }
 
-/* m's two links (the return first: see attach_one). 0 or -errno. */
+/* m's session link, or its two links (the return first: see attach_one). 0 or -errno. */
 static int mlink_attach(struct counter *c, struct mlink *m)
 {
-	m->in = -1;
-	m->out = multi_link(c, c->skel->progs.count_return, true, m);
+	m->in = m->out = -1;
+	if (c->mode == MODE_SESSION) {
+		m->in = multi_link(c, c->skel->progs.count_session, TRACE_UPROBE_SESSION, false, m);
+		return m->in < 0 ? m->in : 0;
+	}
+	m->out = multi_link(c, c->skel->progs.count_return, TRACE_UPROBE_MULTI, true, m);
 	if (m->out < 0)
 		return m->out;
-	m->in = multi_link(c, c->skel->progs.count_entry, false, m);
+	m->in = multi_link(c, c->skel->progs.count_entry, TRACE_UPROBE_MULTI, false, m);
 	if (m->in < 0) {
 		int err = m->in;
 
@@ -533,6 +627,12 @@ void counter__detach(struct counter *c, uint32_t fn)
 	if (fn >= c->nfuncs)
 		return;
 	c->off[fn] = true;
+	if (c->nr_klinks) {
+		/* A kernel function: switched off in BPF (its kprobe stays till the end). */
+		uint32_t g = UINT32_MAX;
+
+		bpf_map_update_elem(bpf_map__fd(c->skel->maps.fn_gen), &fn, &g, 0);
+	}
 	if (c->multi) {
 		multi_detach(c, fn);
 		return;
@@ -553,7 +653,7 @@ size_t counter__probes(const struct counter *c)
 
 	for (size_t i = 0; c && i < c->nr_mlinks; i++)
 		n += 2 * c->mlinks[i].n;
-	return n;
+	return n + (c ? 2 * c->nr_kfuncs : 0);
 }
 
 int counter__read(struct counter *c, uint32_t fn, struct count_stat *out)
@@ -616,4 +716,129 @@ void counter__counters(struct counter *c, uint64_t out[COUNT_C_NR])
 		for (int i = 0; i < c->ncpus; i++)
 			out[w] += v[i];
 	}
+}
+
+/* --- kernel functions (-k): kprobe session links ----------------------------------- */
+
+/* One kprobe session link for names[0..n); its fd or -errno. */
+static int klink(struct counter *c, const char *const *names, const uint32_t *fns, size_t n)
+{
+	struct link_create_kprobe_multi a;
+	uint64_t *cookies = calloc(n, sizeof(*cookies));
+	int fd, err;
+
+	if (!cookies)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		cookies[i] = fns[i]; /* generation 0 */
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = (uint32_t)bpf_program__fd(c->skel->progs.count_ksession);
+	a.attach_type = TRACE_KPROBE_SESSION;
+	a.syms = (uint64_t)(uintptr_t)names;
+	a.cookies = (uint64_t)(uintptr_t)cookies;
+	a.cnt = (uint32_t)n;
+	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	err = -errno;
+	free(cookies);
+	return fd < 0 ? err : fd;
+}
+
+/* Halves down to the functions the kernel refuses alone (kprobe blacklist). */
+static size_t klink_split(struct counter *c, const char *const *names, const uint32_t *fns,
+			  size_t n, int *err, unsigned depth)
+{
+	int fd;
+
+	if (array_grow((void **)&c->klinks, &c->cap_klinks, c->nr_klinks + 1, sizeof(*c->klinks))) {
+		*err = -ENOMEM;
+		return 0;
+	}
+	fd = klink(c, names, fns, n);
+	if (fd >= 0) {
+		c->klinks[c->nr_klinks++] = fd;
+		return n;
+	}
+	if (!*err)
+		*err = fd;
+	if (n == 1 || fd == -ENOMEM || fd == -EMFILE || fd == -EPERM || depth > 40)
+		return 0;
+	return klink_split(c, names, fns, n / 2, err, depth + 1) +
+	       klink_split(c, names + n / 2, fns + n / 2, n - n / 2, err, depth + 1);
+}
+
+int counter__attach_kernel(struct counter *c, const char *const *names, const uint32_t *fns,
+			   size_t n, struct errmsg *em)
+{
+	size_t done;
+	int err = 0;
+
+	if (!c->skel->progs.count_ksession || bpf_program__fd(c->skel->progs.count_ksession) < 0)
+		return errmsg_set(em, -EOPNOTSUPP, "kernel functions need session kprobes");
+	for (size_t i = 0; i < n; i++)
+		if (fns[i] >= c->nfuncs)
+			return errmsg_set(em, -EINVAL, "function %u past the %u loaded", fns[i],
+					  c->nfuncs);
+	done = klink_split(c, names, fns, n, &err, 0);
+	c->nr_kfuncs += done;
+	if (err)
+		errmsg_set(em, err, "kprobe session: %s", strerror(-err));
+	return done ? (int)done : err;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int counter__each_kfunc(void (*cb)(void *ctx, const char *name), void *ctx)
+{
+	char *buf = NULL, **names = NULL;
+	size_t len = 0, n = 0, cap = 0;
+	bool ksyms = false;
+	int err;
+
+	/* tracefs lists what ftrace can attach to; where it cannot be read (a
+	 * locked-down tracefs), kallsyms's text symbols: the kernel refuses the
+	 * few it cannot probe, one by one (klink_split). */
+	err = read_file("/sys/kernel/tracing/available_filter_functions", 64 << 20, &buf, &len);
+	if (err) {
+		ksyms = true;
+		err = read_file("/proc/kallsyms", 64 << 20, &buf, &len);
+	}
+	if (err)
+		return err;
+	/* "name [module]" a line, or kallsyms's "address type name [module]"; a
+	 * name may be listed more than once. */
+	for (char *line = buf, *nl; line && *line; line = nl) {
+		char *name = line;
+
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl++ = '\0';
+		if (ksyms) {
+			char *t = strchr(line, ' ');
+
+			if (!t || (t[1] != 't' && t[1] != 'T') || t[2] != ' ')
+				continue;
+			name = t + 3;
+			if (!strncmp(name, "__pfx_", 6))
+				continue; /* the padding before a function, not one */
+		}
+		name[strcspn(name, " \t")] = '\0';
+		if (!*name)
+			continue;
+		if (array_grow((void **)&names, &cap, n + 1, sizeof(*names))) {
+			err = -ENOMEM;
+			goto out;
+		}
+		names[n++] = name;
+	}
+	qsort(names, n, sizeof(*names), cmp_str);
+	for (size_t i = 0; i < n; i++)
+		if (!i || strcmp(names[i], names[i - 1]))
+			cb(ctx, names[i]);
+out:
+	free(names);
+	free(buf);
+	return err;
 }

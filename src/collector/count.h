@@ -32,8 +32,15 @@
 
 struct counter;
 
-/* libbpf_debug: libbpf's debug lines on stderr (-vv). NULL with em filled. */
-struct counter *counter__open(uint32_t nfuncs, bool all_procs, bool libbpf_debug,
+/*
+ * all_procs: every process calls counted (-a), or with nr_cgroups those in
+ * one of the cgroup v2 directories cgroup_fds (or below: --cgroup; at most
+ * COUNT_CGROUPS, the fds not kept). libbpf_debug: libbpf's debug lines on
+ * stderr (-vv). kernel: kernel functions will be probed (session kprobes:
+ * refused, said, where the kernel has no session probes). NULL with em filled.
+ */
+struct counter *counter__open(uint32_t nfuncs, bool all_procs, const int *cgroup_fds,
+			      uint32_t nr_cgroups, bool kernel, bool libbpf_debug,
 			      struct errmsg *em);
 void counter__free(struct counter *c);
 /* How the probes are attached, for -v. */
@@ -43,6 +50,8 @@ const char *counter__mode(const struct counter *c);
 int counter__target(struct counter *c, uint32_t tgid, bool stop_at_exec);
 /* The exec stop (tracepoint) of -- COMMAND. 0 or -errno with em. */
 int counter__attach_exec_stop(struct counter *c, struct errmsg *em);
+/* --children: the processes a target forks are targets (before they run). 0 or -errno. */
+int counter__attach_children(struct counter *c, struct errmsg *em);
 /* A probe that stops pid (SIGSTOP) at path's file offset off; one at a time. */
 int counter__attach_stop(struct counter *c, const char *path, uint64_t off, int pid,
 			 struct errmsg *em);
@@ -57,7 +66,17 @@ void counter__detach_stops(struct counter *c);
  */
 int counter__attach_file(struct counter *c, uint64_t file, const char *path, int pid,
 			 const uint32_t *fns, const uint64_t *offs, size_t n, struct errmsg *em);
-/* Removes every probe of fn (its counts stay). */
+/*
+ * Session kprobes on the kernel functions names[0..n) (fns[i] their
+ * indexes; -k). How many were attached, or -errno with em.
+ */
+int counter__attach_kernel(struct counter *c, const char *const *names, const uint32_t *fns,
+			   size_t n, struct errmsg *em);
+/* cb for each kernel function that can be probed (tracefs's
+ * available_filter_functions), each name once, sorted. 0 or -errno. */
+int counter__each_kfunc(void (*cb)(void *ctx, const char *name), void *ctx);
+/* Removes every probe of fn (its counts stay; a kernel function's kprobe
+ * stays, switched off in BPF). */
 void counter__detach(struct counter *c, uint32_t fn);
 /* Probes attached now (entry and return each count one). */
 size_t counter__probes(const struct counter *c);

@@ -44,6 +44,11 @@ int counttab__pat_parse(const char *arg, struct count_pat *p)
 		counttab__pat_free(p);
 		return -ENOMEM;
 	}
+	if (p->lib && !strcmp(p->lib, "kernel")) {
+		free(p->lib);
+		p->lib = NULL;
+		p->kernel = true;
+	}
 	return 0;
 }
 
@@ -67,8 +72,15 @@ bool counttab__lib_match(const char *lib, const char *path)
 	return !strncmp(base, lib, n) && (base[n] == '.' || base[n] == '-');
 }
 
+bool counttab__kpat_match(const struct count_pat *p, const char *name)
+{
+	return p->kernel && !fnmatch(p->func, name, 0);
+}
+
 bool counttab__pat_match(const struct count_pat *p, const char *path, const char *name)
 {
+	if (p->kernel)
+		return false;
 	if (p->lib && !counttab__lib_match(p->lib, path))
 		return false;
 	return !fnmatch(p->func, name, 0);

@@ -16,10 +16,12 @@
 
 #include "count_abi.h"
 
-/* A pattern: "GLOB" (the executable and its libraries) or "LIB:GLOB". */
+/* A pattern: "GLOB" (the executable and its libraries), "LIB:GLOB", or
+ * "kernel:GLOB" (kernel functions; GLOB too under -k). */
 struct count_pat {
-	char *lib;  /* NULL: any file the target maps */
-	char *func; /* fnmatch(3) glob */
+	char *lib;   /* NULL: any file the target maps (or the kernel's, kernel set) */
+	char *func;  /* fnmatch(3) glob */
+	bool kernel; /* a kernel function's pattern: never matches a file's */
 };
 
 /*
@@ -38,6 +40,8 @@ void counttab__pat_free(struct count_pat *p);
 bool counttab__lib_match(const char *lib, const char *path);
 /* Whether a function name matches p's glob (and p's library names path, if it has one). */
 bool counttab__pat_match(const struct count_pat *p, const char *path, const char *name);
+/* Whether kernel pattern p names the kernel function name. */
+bool counttab__kpat_match(const struct count_pat *p, const char *name);
 
 struct count_caller {
 	char *function; /* "module+0xADDR" when no symbol names it */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -235,4 +236,68 @@ int cgroup__open_v2(const char *mountinfo_path, const char *path, char *resolved
 		return -ENOTDIR;
 	}
 	return fd;
+}
+
+/* dfd's cgroup.procs, then its subdirectories'; *dirs counts the directories read. */
+static int walk_pids(int dfd, uint32_t *pids, size_t max, size_t *n, size_t *dirs, int depth)
+{
+	char buf[4096], *p, *end;
+	uint64_t pid;
+	struct dirent *de;
+	ssize_t len, keep = 0;
+	int fd, err = 0;
+	DIR *dir;
+
+	if (++*dirs > CGROUP_WALK_DIRS || depth > 64)
+		return -E2BIG;
+	fd = openat(dfd, "cgroup.procs", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	/* One pid a line; a line cut at the buffer's end is kept for the next read. */
+	while ((len = read(fd, buf + keep, sizeof(buf) - 1 - (size_t)keep)) > 0) {
+		len += keep;
+		buf[len] = '\0';
+		for (p = buf; (end = strchr(p, '\n')); p = end + 1) {
+			*end = '\0';
+			if (!parse_u64(p, 10, &pid) && pid && pid <= UINT32_MAX && *n < max)
+				pids[(*n)++] = (uint32_t)pid;
+		}
+		keep = len - (p - buf);
+		if (keep >= (ssize_t)sizeof(buf) - 1)
+			keep = 0; /* no pid is this long */
+		memmove(buf, p, (size_t)keep);
+	}
+	close(fd);
+	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return -errno;
+	}
+	while (!err && (de = readdir(dir))) {
+		int sub;
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		sub = openat(dirfd(dir), de->d_name,
+			     O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (sub < 0)
+			continue; /* removed meanwhile */
+		err = walk_pids(sub, pids, max, n, dirs, depth + 1);
+		close(sub);
+		if (err == -ENOENT)
+			err = 0;
+	}
+	closedir(dir);
+	return err;
+}
+
+int cgroup__pids(int dirfd, uint32_t *pids, size_t max, size_t *n)
+{
+	size_t dirs = 0;
+
+	*n = 0;
+	return walk_pids(dirfd, pids, max, n, &dirs, 0);
 }

@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define CONTAINER_ID_LEN 64
 
@@ -34,6 +35,14 @@ int cgroup__parse(const char *text, struct cgroup_info *out);
  * used is copied to resolved.
  */
 int cgroup__open_v2(const char *mountinfo_path, const char *path, char *resolved, size_t size);
+/*
+ * The processes of the cgroup v2 directory dirfd and its descendants (their
+ * cgroup.procs), at most max into pids; *n the count. At most
+ * CGROUP_WALK_DIRS directories are read (a delegated subtree can be made
+ * large): -E2BIG past them, with what was found. 0 or -errno.
+ */
+#define CGROUP_WALK_DIRS 4096
+int cgroup__pids(int dirfd, uint32_t *pids, size_t max, size_t *n);
 /* The cgroup2 mount point named in a mountinfo text; 0 or -ENOENT. */
 int cgroup__v2_mount(const char *mountinfo, char *out, size_t size);
 

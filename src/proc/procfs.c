@@ -368,26 +368,38 @@ int procfs__image(const char *proc_root, uint32_t pid, uint64_t *start_ticks, ui
 	return 0;
 }
 
-int procfs__tasks(const char *proc_root, uint32_t pid, uint32_t *tids, size_t max, size_t *n)
+/* The numeric names in directory path (ids), at most max. */
+static int list_ids(const char *path, uint32_t *ids, size_t max, size_t *n)
 {
-	char path[PATH_MAX];
 	struct dirent *de;
 	DIR *dir;
 
 	*n = 0;
-	snprintf(path, sizeof(path), "%s/%u/task", proc_root, pid);
 	dir = opendir(path);
 	if (!dir)
 		return -errno;
 	while ((de = readdir(dir)) && *n < max) {
-		uint64_t tid;
+		uint64_t id;
 
-		if (parse_u64(de->d_name, 10, &tid) || !tid || tid > UINT32_MAX)
+		if (parse_u64(de->d_name, 10, &id) || !id || id > UINT32_MAX)
 			continue;
-		tids[(*n)++] = (uint32_t)tid;
+		ids[(*n)++] = (uint32_t)id;
 	}
 	closedir(dir);
 	return 0;
+}
+
+int procfs__pids(const char *proc_root, uint32_t *pids, size_t max, size_t *n)
+{
+	return list_ids(proc_root, pids, max, n);
+}
+
+int procfs__tasks(const char *proc_root, uint32_t pid, uint32_t *tids, size_t max, size_t *n)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%u/task", proc_root, pid);
+	return list_ids(path, tids, max, n);
 }
 
 int procfs__pidfd(uint32_t pid)

@@ -72,6 +72,8 @@ int procfs__image(const char *proc_root, uint32_t pid, uint64_t *start_ticks, ui
  * tids; *n receives the count. 0, or -errno (-ENOENT: no such process).
  */
 int procfs__tasks(const char *proc_root, uint32_t pid, uint32_t *tids, size_t max, size_t *n);
+/* The process ids in proc_root, at most max, into pids; *n the count. 0 or -errno. */
+int procfs__pids(const char *proc_root, uint32_t *pids, size_t max, size_t *n);
 /* Threads tried when looking for a live one (the main thread exited). */
 #define PROCFS_LIVE_TASKS 64
 

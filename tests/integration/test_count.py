@@ -65,8 +65,9 @@ def check_calls(doc, own):
         assert f["module"].endswith("/countwork")
 
 
-# uprobe_multi links (this kernel), and the perf-event uprobes older kernels get
-MODES = {"multi": {}, "perf": {"BPFPROF_TEST_COUNT_NO_MULTI": "1"}}
+# uprobe_multi entry and return links (6.6 to 6.12), and the perf-event uprobes older
+# kernels get (session uprobes, this kernel's default: test_count2.py)
+MODES = {"multi": {"BPFPROF_TEST_COUNT_NO_SESSION": "1"}, "perf": {"BPFPROF_TEST_COUNT_NO_MULTI": "1"}}
 MODE_SAYS = {"multi": "uprobe_multi: one entry and one return link per file",
              "perf": "uprobe + uretprobe per function and process"}
 

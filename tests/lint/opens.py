@@ -36,6 +36,8 @@ ALLOWED = {
                                 "(the -o file the user names, --output-dir files)"),
     "src/sym/kallsyms.c": (3, "/proc/kallsyms, the kernel's (or a test's fake one)"),
     "src/sym/kbuildid.c": (1, "/sys/kernel/notes, the kernel's"),
+    "src/collector/count.c": (2, "tracefs's available_filter_functions and /proc/kallsyms, the "
+                                 "kernel's function names for count -k"),
     "src/sym/symbolizer.c": (1, "/proc/modules, the kernel's"),
     "src/sym/elfsym.c": (2, "elfsym__open(path): tools and tests name the file; processes' files come as mfile handles"),
     "src/collector/open_load.c": (1, "/sys/kernel/btf/vmlinux, the kernel's"),

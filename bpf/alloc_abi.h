@@ -38,11 +38,11 @@ enum alloc_fn {
 	ALLOC_FN_NR,
 };
 
-#define ALLOC_GAPS	   65536  /* exponential draws, indexed by 16 random bits */
-#define ALLOC_LIVE_MAX	   65536  /* live sampled blocks tracked at once */
-#define ALLOC_STACKS	   16384  /* distinct user stacks of sampled allocations */
-#define ALLOC_STACK_DEPTH  127	  /* frames per stack (PERF_MAX_STACK_DEPTH) */
-#define ALLOC_RING_BYTES   (1u << 20)
+#define ALLOC_GAPS	  65536 /* exponential draws, indexed by 16 random bits */
+#define ALLOC_LIVE_MAX	  65536 /* live sampled blocks tracked at once */
+#define ALLOC_STACKS	  16384 /* distinct user stacks of sampled allocations */
+#define ALLOC_STACK_DEPTH 127	/* frames per stack (PERF_MAX_STACK_DEPTH) */
+#define ALLOC_RING_BYTES  (1u << 20)
 
 /* A sampled allocation, in the ring buffer. */
 struct alloc_event {
@@ -80,17 +80,17 @@ struct alloc_thread {
 
 /* The program's own counters (a per-CPU array). */
 enum alloc_counter {
-	ALLOC_C_CALLS,	      /* allocation calls of the targets */
-	ALLOC_C_FREES,	      /* free calls of the targets (non-NULL) */
-	ALLOC_C_SAMPLED,      /* sampled calls (entries) */
-	ALLOC_C_RECORDED,     /* sampled allocations sent (returns) */
-	ALLOC_C_FAILED,	      /* sampled calls that returned no block */
-	ALLOC_C_FREED,	      /* frees of sampled blocks (matched in the live table) */
-	ALLOC_C_LIVE_FULL,    /* sampled blocks not tracked: the live table was full */
-	ALLOC_C_RING_FULL,    /* sampled allocations lost: the ring buffer was full */
-	ALLOC_C_NO_STACK,     /* sampled allocations without a stack (stack map full) */
-	ALLOC_C_NO_THREAD,    /* calls not counted: the thread's state could not be made */
-	ALLOC_C_NO_RETURN,    /* sampled calls whose return was not seen (longjmp, nesting) */
+	ALLOC_C_CALLS,	   /* allocation calls of the targets */
+	ALLOC_C_FREES,	   /* free calls of the targets (non-NULL) */
+	ALLOC_C_SAMPLED,   /* sampled calls (entries) */
+	ALLOC_C_RECORDED,  /* sampled allocations sent (returns) */
+	ALLOC_C_FAILED,	   /* sampled calls that returned no block */
+	ALLOC_C_FREED,	   /* frees of sampled blocks (matched in the live table) */
+	ALLOC_C_LIVE_FULL, /* sampled blocks not tracked: the live table was full */
+	ALLOC_C_RING_FULL, /* sampled allocations lost: the ring buffer was full */
+	ALLOC_C_NO_STACK,  /* sampled allocations without a stack (stack map full) */
+	ALLOC_C_NO_THREAD, /* calls not counted: the thread's state could not be made */
+	ALLOC_C_NO_RETURN, /* sampled calls whose return was not seen (longjmp, nesting) */
 	ALLOC_C_NR,
 };
 

@@ -264,8 +264,8 @@ static int probe_process(struct arun *r, uint32_t pid)
 		}
 		seen[nr_seen++] = mfile__serial(f);
 		probe_file(r, f, m->path, pid, &probed);
-		if (probed &&
-		    !array_grow((void **)&r->held, &r->cap_held, r->nr_held + 1, sizeof(*r->held))) {
+		if (probed && !array_grow((void **)&r->held, &r->cap_held, r->nr_held + 1,
+					  sizeof(*r->held))) {
 			r->held[r->nr_held++] = f;
 			files++;
 			continue;
@@ -339,7 +339,8 @@ static int start_command(struct arun *r)
 				break;
 			err = mfile__kernel_path(f, kpath, sizeof(kpath));
 			if (!err)
-				err = allocprof__attach_stop(r->ap, kpath, entry - m->start + m->offset,
+				err = allocprof__attach_stop(r->ap, kpath,
+							     entry - m->start + m->offset,
 							     (int)id.pid, &em);
 			mfile__put(r->ptab, f);
 			break;
@@ -417,8 +418,8 @@ static void run(struct arun *r)
 }
 
 /* One (process, stack)'s weighed values into the profile. */
-static int add_agg(struct arun *r, struct profile *prof, const void *key,
-		   const struct agg *a, uint64_t *ips, uint32_t *ids)
+static int add_agg(struct arun *r, struct profile *prof, const void *key, const struct agg *a,
+		   uint64_t *ips, uint32_t *ids)
 {
 	const struct agg_key *k = key;
 	struct proc_id id = { .pid = k->tgid, .exec_id = PROC_EXEC_ANY };
@@ -497,7 +498,8 @@ static int report(struct arun *r)
 	p_info("%" PRIu64 " allocation calls, %" PRIu64 " frees; %" PRIu64
 	       " allocations sampled (one every %" PRIu64 " bytes on average), %" PRIu64
 	       " of them freed",
-	       c[ALLOC_C_CALLS], c[ALLOC_C_FREES], c[ALLOC_C_RECORDED], r->period, c[ALLOC_C_FREED]);
+	       c[ALLOC_C_CALLS], c[ALLOC_C_FREES], c[ALLOC_C_RECORDED], r->period,
+	       c[ALLOC_C_FREED]);
 	if (c[ALLOC_C_LIVE_FULL])
 		p_warn("%" PRIu64 " sampled blocks not followed to their free: the table of %u "
 		       "blocks in use was full (their in-use values are missing)",
@@ -588,8 +590,8 @@ static int alloc_main(struct arun *r)
 			goto out_end;
 		}
 		if (err) {
-			p_err("process %u: no file it maps defines malloc and free (%s)", r->pids[i],
-			      strerror(-err));
+			p_err("process %u: no file it maps defines malloc and free (%s)",
+			      r->pids[i], strerror(-err));
 			goto out_end;
 		}
 		/* Known now, while alive: stacks are named even after it exits. */

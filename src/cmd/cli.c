@@ -597,7 +597,8 @@ static int parse_offcpu_option(int c, const char *arg, struct options *o, struct
 		if (arg && (cli__parse_size(arg, &o->alloc_period) || !o->alloc_period ||
 			    o->alloc_period > CLI_ALLOC_MAX_PERIOD))
 			return usage_err(
-				em, "invalid --alloc '%s': expected bytes from 1 to 1T, e.g. 512K or 4M",
+				em,
+				"invalid --alloc '%s': expected bytes from 1 to 1T, e.g. 512K or 4M",
 				arg);
 		break;
 	default:

@@ -20,7 +20,7 @@
 #include "session/options.h"
 
 #define CLI_MAX_FREQ		  1000000u /* sanity cap; the kernel's sysctl limit is checked later */
-#define CLI_OFFCPU_MIN_DEFAULT_NS NS_PER_MS /* --off-cpu-min: 1 ms */
+#define CLI_OFFCPU_MIN_DEFAULT_NS NS_PER_MS    /* --off-cpu-min: 1 ms */
 #define CLI_ALLOC_DEFAULT_PERIOD  (512u << 10) /* --alloc: 512 KiB between samples */
 #define CLI_ALLOC_MAX_PERIOD	  (1ull << 40)
 

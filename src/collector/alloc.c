@@ -112,8 +112,8 @@ struct allocprof *allocprof__open(uint64_t period, bool libbpf_debug, struct err
 		/* Gaps of an exponential distribution of mean period: the
 		 * midpoints of 65536 equal slices of probability. */
 		for (size_t i = 0; i < ALLOC_GAPS; i++)
-			a->skel->bss->gaps[i] =
-				(uint64_t)llround(-log(((double)i + 0.5) / ALLOC_GAPS) * (double)period);
+			a->skel->bss->gaps[i] = (uint64_t)llround(
+				-log(((double)i + 0.5) / ALLOC_GAPS) * (double)period);
 		err = prepare(a->skel, (enum alloc_mode)mode);
 		if (!err)
 			err = alloc_bpf__load(a->skel);
@@ -270,23 +270,23 @@ int allocprof__attach_file(struct allocprof *a, const char *path, int pid, const
 		/* The returns first: a call entered between the two is a
 		 * return without its entry (ignored), never the reverse. */
 		for (size_t i = 0; i < nr; i++) {
-			struct bpf_link *l =
-				uprobe(a->skel->progs.alloc_return, true, rcookies[i], path, roffs[i], pid);
+			struct bpf_link *l = uprobe(a->skel->progs.alloc_return, true, rcookies[i],
+						    path, roffs[i], pid);
 
 			if (!l || keep_link(a, l))
 				goto perf_err;
 			a->probes++;
 		}
 		for (size_t i = 0; i < n; i++) {
-			struct bpf_link *l =
-				uprobe(a->skel->progs.alloc_entry, false, cookies[i], path, offs[i], pid);
+			struct bpf_link *l = uprobe(a->skel->progs.alloc_entry, false, cookies[i],
+						    path, offs[i], pid);
 
 			if (!l || keep_link(a, l))
 				goto perf_err;
 			a->probes++;
 		}
 		return 0;
-perf_err:
+	perf_err:
 		err = errno ? -errno : -ENOMEM;
 		return errmsg_set(em, err, "uprobe: %s", strerror(-err));
 	}
@@ -340,8 +340,8 @@ int allocprof__stack(struct allocprof *a, int32_t stackid, uint64_t *ips, size_t
 
 	if (stackid < 0)
 		return -ENOENT;
-	if (bpf_map__lookup_elem(a->skel->maps.stacks, &stackid, sizeof(stackid), buf,
-				 sizeof(buf), 0))
+	if (bpf_map__lookup_elem(a->skel->maps.stacks, &stackid, sizeof(stackid), buf, sizeof(buf),
+				 0))
 		return -errno;
 	while (n < ALLOC_STACK_DEPTH && n < max && buf[n]) {
 		ips[n] = buf[n];
@@ -351,7 +351,8 @@ int allocprof__stack(struct allocprof *a, int32_t stackid, uint64_t *ips, size_t
 }
 
 int allocprof__live(struct allocprof *a,
-		    void (*cb)(void *ctx, const struct alloc_live_key *k, const struct alloc_live *v),
+		    void (*cb)(void *ctx, const struct alloc_live_key *k,
+			       const struct alloc_live *v),
 		    void *ctx)
 {
 	int fd = bpf_map__fd(a->skel->maps.live);

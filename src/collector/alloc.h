@@ -59,7 +59,8 @@ int allocprof__drain(struct allocprof *a, void (*cb)(void *ctx, const struct all
 int allocprof__stack(struct allocprof *a, int32_t stackid, uint64_t *ips, size_t max);
 /* The sampled blocks not freed: cb for each. 0 or -errno. */
 int allocprof__live(struct allocprof *a,
-		    void (*cb)(void *ctx, const struct alloc_live_key *k, const struct alloc_live *v),
+		    void (*cb)(void *ctx, const struct alloc_live_key *k,
+			       const struct alloc_live *v),
 		    void *ctx);
 /* The program's own counters (alloc_abi.h, enum alloc_counter), summed. */
 void allocprof__counters(struct allocprof *a, uint64_t out[ALLOC_C_NR]);

@@ -190,9 +190,9 @@ struct pctx {
 	 * values (SIZE_MAX: absent); heap: it has all four. */
 	size_t heap_at[4];
 	bool heap;
-	struct u64vec samples;	    /* offsets and lengths of Sample messages */
-	struct u64vec lines;	    /* function ids of all locations */
-	struct u64vec line_nos;	    /* ... and their source lines */
+	struct u64vec samples;	/* offsets and lengths of Sample messages */
+	struct u64vec lines;	/* function ids of all locations */
+	struct u64vec line_nos; /* ... and their source lines */
 	struct u64vec comments;
 	struct pmapping *maps;
 	size_t nr_maps, cap_maps;
@@ -805,9 +805,9 @@ static int pick_value(struct pctx *c, size_t *index, uint64_t *divisor)
 	size_t n = c->sample_types.nr / 2, off = pick_offcpu(c);
 
 	static const char *const heap[4][2] = { { "alloc_objects", "count" },
-						 { "alloc_space", "bytes" },
-						 { "inuse_objects", "count" },
-						 { "inuse_space", "bytes" } };
+						{ "alloc_space", "bytes" },
+						{ "inuse_objects", "count" },
+						{ "inuse_space", "bytes" } };
 
 	if (!n)
 		return fail(c, -EINVAL, "no sample types");

@@ -373,17 +373,23 @@ static void comment(struct enc *e, const char *fmt, ...)
 
 /* Encodes the uncompressed Profile message into e->out. */
 /* Which values a profile's samples carry, in this order. */
-enum { V_SAMPLES, V_CPU, V_OFFCPU, V_WALL, V_ALLOC_OBJ, V_ALLOC_SPACE, V_INUSE_OBJ, V_INUSE_SPACE, V_MAX };
+enum {
+	V_SAMPLES,
+	V_CPU,
+	V_OFFCPU,
+	V_WALL,
+	V_ALLOC_OBJ,
+	V_ALLOC_SPACE,
+	V_INUSE_OBJ,
+	V_INUSE_SPACE,
+	V_MAX
+};
 
 static const char *const vtypes[V_MAX][2] = {
-	[V_SAMPLES] = { "samples", "count" },
-	[V_CPU] = { "cpu", "nanoseconds" },
-	[V_OFFCPU] = { "off_cpu", "nanoseconds" },
-	[V_WALL] = { "wall", "nanoseconds" },
-	[V_ALLOC_OBJ] = { "alloc_objects", "count" },
-	[V_ALLOC_SPACE] = { "alloc_space", "bytes" },
-	[V_INUSE_OBJ] = { "inuse_objects", "count" },
-	[V_INUSE_SPACE] = { "inuse_space", "bytes" },
+	[V_SAMPLES] = { "samples", "count" },	      [V_CPU] = { "cpu", "nanoseconds" },
+	[V_OFFCPU] = { "off_cpu", "nanoseconds" },    [V_WALL] = { "wall", "nanoseconds" },
+	[V_ALLOC_OBJ] = { "alloc_objects", "count" }, [V_ALLOC_SPACE] = { "alloc_space", "bytes" },
+	[V_INUSE_OBJ] = { "inuse_objects", "count" }, [V_INUSE_SPACE] = { "inuse_space", "bytes" },
 };
 
 static int encode(struct enc *e, enum view view)
@@ -402,7 +408,7 @@ static int encode(struct enc *e, enum view view)
 	want[V_WALL] = (view == VIEW_WALL || view == VIEW_AUTO) && period;
 	if (view == VIEW_WALL && !period)
 		return -EINVAL; /* on-CPU samples cannot be turned into time */
-	if (m->alloc_period) { /* a heap profile, as Go writes one: its four types */
+	if (m->alloc_period) {	/* a heap profile, as Go writes one: its four types */
 		memset(want, 0, sizeof(want));
 		want[V_ALLOC_OBJ] = want[V_ALLOC_SPACE] = want[V_INUSE_OBJ] = want[V_INUSE_SPACE] =
 			true;

@@ -11,11 +11,13 @@
  * so site_freed allocates 3x the bytes of site_kept and site_small as many
  * as site_kept in 48x the objects. It prints its totals, one "site bytes
  * objects kept_bytes" line per site, then exits without freeing the kept
- * blocks. Usage: allocsites [ROUNDS] [N] [SIZE]
+ * blocks. Usage: allocsites [ROUNDS] [N] [SIZE] [WAIT]: WAIT seconds of
+ * sleep first (for bpfprof -p to attach).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static volatile unsigned long sink;
 
@@ -59,6 +61,8 @@ int main(int argc, char **argv)
 
 	if (!keep)
 		return 1;
+	if (argc > 4)
+		sleep((unsigned)strtoul(argv[4], NULL, 0));
 	for (unsigned long r = 0; r < rounds; r++) {
 		for (unsigned long i = 0; i < 3 * n; i++) {
 			site_freed(size);

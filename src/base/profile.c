@@ -194,6 +194,12 @@ int profile__add(struct profile *p, const struct psample *id, const uint32_t *fr
 	return i < 0 ? (int)i : 0;
 }
 
+/* Allocation values add up to INT64_MAX at most (pprof's values are int64). */
+static uint64_t alloc_add(uint64_t a, uint64_t b)
+{
+	return a > (uint64_t)INT64_MAX - MIN(b, (uint64_t)INT64_MAX) ? (uint64_t)INT64_MAX : a + b;
+}
+
 static int64_t add_values(struct profile *p, const struct psample *id, const uint32_t *frames,
 			  uint32_t n, uint64_t count, uint64_t offcpu_ns, const struct palloc *al)
 {
@@ -240,10 +246,10 @@ static int64_t add_values(struct profile *p, const struct psample *id, const uin
 	if (al) {
 		struct palloc *d = &p->samples[(uintptr_t)e->value].alloc;
 
-		d->alloc_objects += al->alloc_objects;
-		d->alloc_bytes += al->alloc_bytes;
-		d->inuse_objects += al->inuse_objects;
-		d->inuse_bytes += al->inuse_bytes;
+		d->alloc_objects = alloc_add(d->alloc_objects, al->alloc_objects);
+		d->alloc_bytes = alloc_add(d->alloc_bytes, al->alloc_bytes);
+		d->inuse_objects = alloc_add(d->inuse_objects, al->inuse_objects);
+		d->inuse_bytes = alloc_add(d->inuse_bytes, al->inuse_bytes);
 	}
 	p->total += count;
 	p->total_offcpu += offcpu_ns;

@@ -52,6 +52,7 @@ struct pframe {
  * Allocation values (bpfprof --alloc, pprof heap profiles): allocations and
  * their bytes, and those still in use, each sampled allocation scaled by
  * the inverse of its probability of being sampled (estimates of the truth).
+ * Each sums up to INT64_MAX at most (pprof's values are int64).
  */
 struct palloc {
 	uint64_t alloc_objects, alloc_bytes;

@@ -110,6 +110,17 @@ static double weight(uint64_t size, uint64_t period)
 	return p > 0 ? 1 / p : 1;
 }
 
+/* An estimate as a profile value: rounded, within [0, INT64_MAX] (pprof's
+ * values are int64; a tenant's absurd sizes must not wrap a sum negative). */
+static uint64_t value_of(double x)
+{
+	if (!(x > 0))
+		return 0;
+	if (x >= 9.2e18)
+		return INT64_MAX;
+	return (uint64_t)llround(x);
+}
+
 static struct agg *agg_get(struct arun *r, uint32_t tgid, int32_t stackid)
 {
 	struct agg_key k = { tgid, stackid < 0 ? -1 : stackid };
@@ -425,10 +436,10 @@ static int add_agg(struct arun *r, struct profile *prof, const void *key, const 
 	struct proc_id id = { .pid = k->tgid, .exec_id = PROC_EXEC_ANY };
 	struct psample ps = { .pid = k->tgid, .comm = a->comm[0] ? a->comm : "[unknown]" };
 	struct palloc v = {
-		.alloc_objects = (uint64_t)llround(a->alloc_objects),
-		.alloc_bytes = (uint64_t)llround(a->alloc_bytes),
-		.inuse_objects = (uint64_t)llround(a->inuse_objects),
-		.inuse_bytes = (uint64_t)llround(a->inuse_bytes),
+		.alloc_objects = value_of(a->alloc_objects),
+		.alloc_bytes = value_of(a->alloc_bytes),
+		.inuse_objects = value_of(a->inuse_objects),
+		.inuse_bytes = value_of(a->inuse_bytes),
 	};
 	int n = k->stackid >= 0 ? allocprof__stack(r->ap, k->stackid, ips, ALLOC_STACK_DEPTH) : 0;
 	uint32_t nf = 0;

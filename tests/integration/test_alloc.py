@@ -141,3 +141,36 @@ def test_alloc_pid(tmp_path):
     for site, size in (("site_freed", SIZE), ("site_kept", SIZE), ("site_small", 64)):
         assert_bytes(v[site][1], t[site][0], size, PERIOD, f"-p: {site} alloc_space")
     assert_bytes(v["site_kept"][3], t["site_kept"][2], SIZE, PERIOD, "-p: site_kept inuse_space")
+
+
+def test_tenant_fake_allocator(tmp_path, tenant_dir):
+    """A tenant's program exports its own malloc and free and calls malloc with
+    2^62-byte sizes as fast as it can, each call a new address never freed:
+    every call is sampled and weighs 2^62 bytes. The bounds hold (the live
+    table stops at its size, counted and reported), bpfprof ends with the
+    process, and the sums saturate at pprof's int64 maximum instead of
+    wrapping negative."""
+    import shutil
+    pw = tenant()
+    prog = tenant_dir / "fakemalloc"
+    shutil.copy(wl("fakemalloc"), prog)
+    os.chown(prog, pw.pw_uid, pw.pw_gid)
+    out = tmp_path / "fake.pb.gz"
+    proc = subprocess.Popen(as_tenant([prog, 1, 3]))
+    try:
+        t0 = time.monotonic()
+        r = run_bpfprof(["--alloc", "-o", out, "-p", proc.pid], timeout=120)
+        took = time.monotonic() - t0
+    finally:
+        proc.kill()
+        proc.wait()
+    assert took < 60, f"bpfprof took {took:.0f} s for a 4 s process"
+    assert "fakemalloc: 4 allocator functions probed" in r.stderr, r.stderr
+    assert "blocks in use was full" in r.stderr, r.stderr
+    p, v = site_values(out)
+    for s in p["sample"]:
+        assert all(0 <= x < 1 << 63 for x in s["value"]), s["value"]
+    assert v["storm"][1] == (1 << 63) - 1, v["storm"]
+    top = subprocess.run(["go", "tool", "pprof", "-top", "-sample_index=alloc_space", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert top.returncode == 0 and "storm" in top.stdout, top.stdout + top.stderr

@@ -49,7 +49,9 @@
 
 #define ALLOC_STOP_WAIT_MS 10000
 #define ALLOC_DRAIN_MS	   100
-#define ALLOC_MAX_FILES	   4 /* files defining malloc probed per process */
+#define ALLOC_DRAIN_MAX	   65536 /* sampled allocations taken per drain: the loop stays responsive */
+#define ALLOC_REFRESH_NS   (1000 * NS_PER_MS) /* targets' mappings re-read (dlopen) */
+#define ALLOC_MAX_FILES	   4		      /* files defining malloc probed per process */
 
 /* Each function's names: aliases at one address merge under one of them
  * (sym/elfsym.h: glibc's free shows as cfree, memalign as __libc_memalign). */
@@ -400,17 +402,33 @@ static bool targets_gone(struct arun *r)
 	return true;
 }
 
+/* The targets' mappings re-read while they live: libraries they dlopen()ed
+ * are named too. */
+static void refresh(struct arun *r)
+{
+	for (size_t i = 0; i < r->nr_pids; i++) {
+		struct proc_id id = { .pid = r->pids[i], .exec_id = PROC_EXEC_ANY };
+
+		symbolizer__refresh_process(r->sym, &id);
+	}
+}
+
 static void run(struct arun *r)
 {
-	uint64_t end = 0;
+	uint64_t end = 0, next_refresh;
 
 	r->t0 = now_ns();
+	next_refresh = r->t0 + ALLOC_REFRESH_NS;
 	if (r->o->duration > 0)
 		end = r->t0 + (uint64_t)(r->o->duration * NS_PER_SEC_F);
 	for (;;) {
 		uint64_t now = now_ns();
 
-		allocprof__drain(r->ap, on_event, r, 0);
+		allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
+		if (now >= next_refresh) {
+			refresh(r);
+			next_refresh = now + ALLOC_REFRESH_NS;
+		}
 		if (stop__requested()) {
 			p_info("stopping on %s", strsignal(stop__requested()));
 			r->cmd_stopped = true;
@@ -424,7 +442,8 @@ static void run(struct arun *r)
 			break;
 		poll(NULL, 0, ALLOC_DRAIN_MS);
 	}
-	allocprof__drain(r->ap, on_event, r, 0);
+	/* What is left: the ring holds at most ALLOC_RING_BYTES of it. */
+	allocprof__drain(r->ap, on_event, r, ALLOC_RING_BYTES / sizeof(struct alloc_event) + 1);
 	r->t1 = now_ns();
 }
 

@@ -58,7 +58,7 @@ static int on_event(void *ctx, void *data, size_t size)
 		return 0;
 	a->cb(a->cb_ctx, data);
 	a->got++;
-	return a->max && a->got >= a->max ? 1 : 0;
+	return a->max && a->got >= a->max ? -EAGAIN : 0; /* < 0 stops the consume */
 }
 
 /* The mode's programs: loaded for their attach type, the others left out. */

@@ -174,3 +174,20 @@ def test_tenant_fake_allocator(tmp_path, tenant_dir):
     top = subprocess.run(["go", "tool", "pprof", "-top", "-sample_index=alloc_space", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert top.returncode == 0 and "storm" in top.stdout, top.stdout + top.stderr
+
+
+@pytest.mark.parametrize("mode,says", [("multi", "uprobe_multi"), ("perf", "perf-event")])
+def test_alloc_fallbacks(tmp_path, mode, says):
+    """Kernels without session uprobes (or uprobe_multi): a return probe on
+    every allocation call, the same estimates."""
+    out = tmp_path / "heap.pb.gz"
+    env = dict(os.environ, BPFPROF_TEST_ALLOC_MODE=mode)
+    r = run_bpfprof(["--alloc=16K", "-o", out, "--", wl("allocsites"), 4, N, SIZE], env=env)
+    assert says in r.stderr, r.stderr
+    t = truth(r.stdout)
+    _, v = site_values(out)
+    for site, size in (("site_freed", SIZE), ("site_kept", SIZE), ("site_small", 64)):
+        assert_bytes(v[site][1], t[site][0], size, PERIOD, f"{mode}: {site} alloc_space")
+    assert_bytes(v["site_kept"][3], t["site_kept"][2], SIZE, PERIOD,
+                 f"{mode}: site_kept inuse_space")
+    assert v["site_freed"][3] == 0

@@ -109,6 +109,8 @@ def test_alloc_readers(tmp_path):
     assert "site_kept" in folded and "site_freed" not in folded, folded
     objs = run_bpfprof(["convert", "--view", "alloc-objects", "-f", "folded", out]).stdout
     assert "site_small" in objs
+    d = run_bpfprof(["diff", "--view", "inuse-space", out, out]).stdout
+    assert "No function's share changed" in d, d
     # Round trip: bpfprof's pprof of its own pprof keeps the four values.
     again = tmp_path / "again.pb.gz"
     run_bpfprof(["convert", "-o", again, out])

@@ -193,3 +193,31 @@ def test_alloc_fallbacks(tmp_path, mode, says):
     assert_bytes(v["site_kept"][3], t["site_kept"][2], SIZE, PERIOD,
                  f"{mode}: site_kept inuse_space")
     assert v["site_freed"][3] == 0
+
+
+def test_tenant_storm_stop(tmp_path, tenant_dir):
+    """Rule 5: during a tenant's allocation storm (every call sampled), a stop
+    request (SIGINT) still ends bpfprof promptly with its profile written."""
+    import shutil
+    import signal
+    pw = tenant()
+    prog = tenant_dir / "fakemalloc"
+    shutil.copy(wl("fakemalloc"), prog)
+    os.chown(prog, pw.pw_uid, pw.pw_gid)
+    out = tmp_path / "storm.pb.gz"
+    victim = subprocess.Popen(as_tenant([prog, 0, 20]))
+    try:
+        bp = subprocess.Popen([str(BPFPROF), "--alloc", "-o", str(out), "-p", str(victim.pid)],
+                              stderr=subprocess.PIPE, text=True)
+        time.sleep(3)
+        assert bp.poll() is None, bp.stderr.read()
+        t0 = time.monotonic()
+        bp.send_signal(signal.SIGINT)
+        _, err = bp.communicate(timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        victim.kill()
+        victim.wait()
+    assert bp.returncode == 0, err
+    assert took < 5, f"{took:.1f} s to stop during the storm"
+    assert out.exists() and "storm" in site_values(out)[1], err

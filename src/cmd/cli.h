@@ -20,9 +20,11 @@
 #include "session/options.h"
 
 #define CLI_MAX_FREQ		  1000000u /* sanity cap; the kernel's sysctl limit is checked later */
-#define CLI_OFFCPU_MIN_DEFAULT_NS NS_PER_MS    /* --off-cpu-min: 1 ms */
-#define CLI_ALLOC_DEFAULT_PERIOD  (512u << 10) /* --alloc: 512 KiB between samples */
-#define CLI_ALLOC_MAX_PERIOD	  (1ull << 40)
+#define CLI_OFFCPU_MIN_DEFAULT_NS NS_PER_MS /* --off-cpu-min: 1 ms */
+
+/* --alloc: 512 KiB between samples by default, at most 1 TiB. */
+#define CLI_ALLOC_DEFAULT_PERIOD (512u << 10)
+#define CLI_ALLOC_MAX_PERIOD	 (1ull << 40)
 
 /* Long options without a short one (getopt_long values). */
 enum {
@@ -48,9 +50,9 @@ enum {
 	OPT_OFFCPU,
 	OPT_OFFCPU_MIN,
 	OPT_OFFCPU_TASKS,
-	OPT_ALLOC,
 	OPT_DEBUGINFOD,
 	OPT_NO_DEBUGINFOD,
+	OPT_ALLOC,
 	OPT_CMD_FIRST = 350, /* options of other commands (top, annotate) start here */
 };
 

@@ -38,13 +38,14 @@ struct options {
 	uint64_t offcpu_min_ns; /* --off-cpu-min: shorter waits are only counted */
 	uint32_t offcpu_tasks;	/* --off-cpu-tasks: blocked tasks followed at once */
 	bool offcpu_min_set;
-	uint64_t alloc_period; /* --alloc[=BYTES]: mean bytes between samples; 0: a CPU profile */
-	const char *output;    /* NULL = stdout */
-	const char *format;    /* NULL = from extension, else folded */
-	char **cmd;	       /* after "--", NULL-terminated; NULL if none */
-	bool cmd_is_target;    /* cmd is what is profiled; with -a, -C or -p it only
-				* sets how long (perf record's habit) */
-	int verbosity;	       /* 0 default, -1 quiet, 1.. -v count */
+	/* --alloc[=BYTES]: mean bytes between samples; 0: a CPU profile */
+	uint64_t alloc_period;
+	const char *output; /* NULL = stdout */
+	const char *format; /* NULL = from extension, else folded */
+	char **cmd;	    /* after "--", NULL-terminated; NULL if none */
+	bool cmd_is_target; /* cmd is what is profiled; with -a, -C or -p it only
+			     * sets how long (perf record's habit) */
+	int verbosity;	    /* 0 default, -1 quiet, 1.. -v count */
 	uint32_t max_stacks;
 	uint32_t max_counts;
 	/* Continuous mode. */

@@ -221,3 +221,13 @@ def test_tenant_storm_stop(tmp_path, tenant_dir):
     assert bp.returncode == 0, err
     assert took < 5, f"{took:.1f} s to stop during the storm"
     assert out.exists() and "storm" in site_values(out)[1], err
+
+
+def test_alloc_command_status(tmp_path):
+    """-- COMMAND: bpfprof exits as the command did; -d ends the command (0)."""
+    out = tmp_path / "heap.pb.gz"
+    r = run_bpfprof(["--alloc", "-o", out, "--", "sh", "-c", "exit 3"], check=False)
+    assert r.returncode == 3 and out.exists(), r.stderr
+    t0 = time.monotonic()
+    r = run_bpfprof(["--alloc", "-d", "1", "-o", out, "--", "sleep", "30"])
+    assert time.monotonic() - t0 < 15 and "wrote" in r.stderr, r.stderr

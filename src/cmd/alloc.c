@@ -52,6 +52,7 @@
 #define ALLOC_DRAIN_MAX	   65536 /* sampled allocations taken per drain: the loop stays responsive */
 #define ALLOC_REFRESH_NS   (1000 * NS_PER_MS) /* targets' mappings re-read (dlopen) */
 #define ALLOC_MAX_FILES	   4		      /* files defining malloc probed per process */
+#define ALLOC_MAX_FRAMES   512		      /* frames of a stack, inlined ones included */
 
 /* Each function's names: aliases at one address merge under one of them
  * (sym/elfsym.h: glibc's free shows as cfree, memalign as __libc_memalign). */
@@ -471,24 +472,27 @@ static int add_agg(struct arun *r, struct profile *prof, const void *key, const 
 		ids[nf++] = (uint32_t)f;
 	}
 	/* ips is leaf first; the profile's stacks are root first. Every
-	 * address is a return address (the stack is taken at the return). */
+	 * address is a return address (the stack is taken at the return);
+	 * functions inlined there (DWARF, Go) follow their caller. */
 	for (int i = n - 1; i >= 0; i--) {
-		struct sym s;
-		char buf[512];
-		const char *name;
-		int64_t f;
+		struct sym s[SYM_MAX_FRAMES];
+		size_t ns = symbolizer__user_frames(r->sym, &id, ips[i], false, s, SYM_MAX_FRAMES);
 
-		symbolizer__user(r->sym, &id, ips[i], false, &s);
-		name = sym__display(&s, buf, sizeof(buf));
-		f = profile__frame_src(prof, &(struct pframe){ .name = name,
-							       .module = s.module,
-							       .kind = s.kind,
-							       .file = s.file,
-							       .line = s.line,
-							       .start_line = s.start_line });
-		if (f < 0)
-			return (int)f;
-		ids[nf++] = (uint32_t)f;
+		for (size_t j = ns; j-- > 0 && nf < ALLOC_MAX_FRAMES;) {
+			char buf[512];
+			const char *name = sym__display(&s[j], buf, sizeof(buf));
+			int64_t f = profile__frame_src(
+				prof, &(struct pframe){ .name = name,
+							.module = s[j].module,
+							.kind = s[j].kind,
+							.file = s[j].file,
+							.line = s[j].line,
+							.start_line = s[j].start_line });
+
+			if (f < 0)
+				return (int)f;
+			ids[nf++] = (uint32_t)f;
+		}
 	}
 	return profile__add_alloc(prof, &ps, ids, nf, &v);
 }
@@ -498,7 +502,7 @@ static int report(struct arun *r)
 	struct profile *prof = profile__new();
 	struct profile_meta *m;
 	uint64_t c[ALLOC_C_NR], ips[ALLOC_STACK_DEPTH];
-	uint32_t ids[ALLOC_STACK_DEPTH + 1];
+	uint32_t ids[ALLOC_MAX_FRAMES + 1];
 	struct errmsg em = { 0 };
 	size_t pos = 0;
 	int err = 0;

@@ -60,7 +60,8 @@ endif
 
 # The collector's files that use libbpf and the skeletons (collector_int.h).
 LIBBPF_SRCS := $(addprefix src/collector/,collector.c deadline.c open_load.c kwalk.c prefill.c events.c \
-		 offcpu.c drain.c stats.c unwind_kops.c count.c)
+		 offcpu.c drain.c stats.c unwind_kops.c count.c \
+		 alloc.c uprobe.c)
 LIBBPF_OBJS := $(patsubst src/%.c,$(OUT)/obj/%.o,$(LIBBPF_SRCS))
 CORE_SRCS := $(filter-out src/cmd/main.c $(LIBBPF_SRCS),$(wildcard src/*/*.c))
 CORE_OBJS := $(patsubst src/%.c,$(OUT)/obj/%.o,$(CORE_SRCS))
@@ -116,7 +117,7 @@ $(OUT)/gen/flamegraph_js.h: src/format/flamegraph.js | $(OUT)/gen
 	      echo ';'; } > $@
 $(OUT)/obj/format/svg.o: $(OUT)/gen/flamegraph_js.h
 
-$(LIBBPF_OBJS): $(SKEL) $(KREAD_SKEL) $(OUT)/count.skel.h
+$(LIBBPF_OBJS): $(SKEL) $(KREAD_SKEL) $(OUT)/count.skel.h $(OUT)/alloc.skel.h
 
 $(OUT)/libcore.a: $(CORE_OBJS)
 	$(call msg,AR,$@)

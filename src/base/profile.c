@@ -194,8 +194,14 @@ int profile__add(struct profile *p, const struct psample *id, const uint32_t *fr
 	return i < 0 ? (int)i : 0;
 }
 
+/* Allocation values add up to INT64_MAX at most (pprof's values are int64). */
+static uint64_t alloc_add(uint64_t a, uint64_t b)
+{
+	return a > (uint64_t)INT64_MAX - MIN(b, (uint64_t)INT64_MAX) ? (uint64_t)INT64_MAX : a + b;
+}
+
 static int64_t add_values(struct profile *p, const struct psample *id, const uint32_t *frames,
-			  uint32_t n, uint64_t count, uint64_t offcpu_ns)
+			  uint32_t n, uint64_t count, uint64_t offcpu_ns, const struct palloc *al)
 {
 	struct sample_key k = { 0 };
 	struct htab_entry *e;
@@ -237,6 +243,14 @@ static int64_t add_values(struct profile *p, const struct psample *id, const uin
 	}
 	p->samples[(uintptr_t)e->value].count += count;
 	p->samples[(uintptr_t)e->value].offcpu_ns += offcpu_ns;
+	if (al) {
+		struct palloc *d = &p->samples[(uintptr_t)e->value].alloc;
+
+		d->alloc_objects = alloc_add(d->alloc_objects, al->alloc_objects);
+		d->alloc_bytes = alloc_add(d->alloc_bytes, al->alloc_bytes);
+		d->inuse_objects = alloc_add(d->inuse_objects, al->inuse_objects);
+		d->inuse_bytes = alloc_add(d->inuse_bytes, al->inuse_bytes);
+	}
 	p->total += count;
 	p->total_offcpu += offcpu_ns;
 	return (int64_t)(uintptr_t)e->value;
@@ -245,19 +259,27 @@ static int64_t add_values(struct profile *p, const struct psample *id, const uin
 int64_t profile__add_idx(struct profile *p, const struct psample *id, const uint32_t *frames,
 			 uint32_t n, uint64_t count)
 {
-	return add_values(p, id, frames, n, count, 0);
+	return add_values(p, id, frames, n, count, 0, NULL);
 }
 
 int64_t profile__add_offcpu_idx(struct profile *p, const struct psample *id, const uint32_t *frames,
 				uint32_t n, uint64_t ns)
 {
-	return add_values(p, id, frames, n, 0, ns);
+	return add_values(p, id, frames, n, 0, ns, NULL);
 }
 
 int profile__add_offcpu(struct profile *p, const struct psample *id, const uint32_t *frames,
 			uint32_t n, uint64_t ns)
 {
-	int64_t i = add_values(p, id, frames, n, 0, ns);
+	int64_t i = add_values(p, id, frames, n, 0, ns, NULL);
+
+	return i < 0 ? (int)i : 0;
+}
+
+int profile__add_alloc(struct profile *p, const struct psample *id, const uint32_t *frames,
+		       uint32_t n, const struct palloc *v)
+{
+	int64_t i = add_values(p, id, frames, n, 0, 0, v);
 
 	return i < 0 ? (int)i : 0;
 }
@@ -339,7 +361,8 @@ static int copy_samples(struct profile *dst, const struct profile *src,
 		}
 		if (err)
 			break;
-		at = add_values(dst, s, ids, n, values ? s->count : 0, values ? s->offcpu_ns : 0);
+		at = add_values(dst, s, ids, n, values ? s->count : 0, values ? s->offcpu_ns : 0,
+				values ? &s->alloc : NULL);
 		if (at < 0)
 			err = (int)at;
 		else if (map)

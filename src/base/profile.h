@@ -48,6 +48,17 @@ struct pframe {
 	uint32_t start_line;
 };
 
+/*
+ * Allocation values (bpfprof --alloc, pprof heap profiles): allocations and
+ * their bytes, and those still in use, each sampled allocation scaled by
+ * the inverse of its probability of being sampled (estimates of the truth).
+ * Each sums up to INT64_MAX at most (pprof's values are int64).
+ */
+struct palloc {
+	uint64_t alloc_objects, alloc_bytes;
+	uint64_t inuse_objects, inuse_bytes;
+};
+
 struct psample {
 	uint32_t pid, tid;     /* tid 0 when not collected */
 	const char *comm;      /* never NULL */
@@ -56,6 +67,7 @@ struct psample {
 	uint32_t stack;	       /* stack id */
 	uint64_t count;	       /* on-CPU samples */
 	uint64_t offcpu_ns;    /* off-CPU (blocked) time, ns */
+	struct palloc alloc;   /* allocations (meta.alloc_period set) */
 	/*
 	 * The leaf frame's address, when the profile keeps addresses (record
 	 * --addresses, pprof Location.address): the ELF virtual address in the
@@ -83,6 +95,9 @@ struct profile_meta {
 	 * "wall-clock time"); set by views (format/view.h). */
 	char unit[8];
 	char value_name[24];
+	/* An allocation profile (--alloc, a pprof heap profile): the mean bytes
+	 * between samples; samples carry alloc values. 0: not one. */
+	uint64_t alloc_period;
 };
 
 struct profile;
@@ -121,6 +136,9 @@ int profile__add_offcpu(struct profile *p, const struct psample *id, const uint3
 int64_t profile__add_offcpu_idx(struct profile *p, const struct psample *id, const uint32_t *frames,
 				uint32_t n, uint64_t ns);
 int profile__add_offcpu_count(struct profile *p, size_t i, uint64_t ns);
+/* The same for allocation values: v added to the sample's alloc. */
+int profile__add_alloc(struct profile *p, const struct psample *id, const uint32_t *frames,
+		       uint32_t n, const struct palloc *v);
 /* Changes whenever sample indexes do (profile__sort): what caches of indexes check. */
 uint64_t profile__layout_gen(const struct profile *p);
 /* A number no other profile of this process has had (0 for NULL): caches tell

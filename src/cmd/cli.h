@@ -22,6 +22,10 @@
 #define CLI_MAX_FREQ		  1000000u /* sanity cap; the kernel's sysctl limit is checked later */
 #define CLI_OFFCPU_MIN_DEFAULT_NS NS_PER_MS /* --off-cpu-min: 1 ms */
 
+/* --alloc: 512 KiB between samples by default, at most 1 TiB. */
+#define CLI_ALLOC_DEFAULT_PERIOD (512u << 10)
+#define CLI_ALLOC_MAX_PERIOD	 (1ull << 40)
+
 /* Long options without a short one (getopt_long values). */
 enum {
 	OPT_INCLUDE_IDLE = 256,
@@ -48,6 +52,7 @@ enum {
 	OPT_OFFCPU_TASKS,
 	OPT_DEBUGINFOD,
 	OPT_NO_DEBUGINFOD,
+	OPT_ALLOC,
 	OPT_CMD_FIRST = 350, /* options of other commands (top, annotate) start here */
 };
 

@@ -27,4 +27,10 @@ int cmd_top(int argc, char **argv);
 int cmd_annotate(int argc, char **argv);
 int cmd_count(int argc, char **argv);
 
+struct options;
+struct writer;
+/* record --alloc (alloc.c): memory profiles from the C library's allocator;
+ * the options were validated. The exit status. */
+int cmd_record_alloc(const struct options *o, const struct writer *w);
+
 #endif

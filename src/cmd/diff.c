@@ -3,6 +3,7 @@
  * diff.c - "bpfprof diff BEFORE AFTER": what changed between two profiles,
  * as text or a differential flame graph.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "cmd/offline.h"
+#include "format/view.h"
 
 static void diff_usage(FILE *f)
 {
@@ -45,6 +47,30 @@ static void diff_usage(FILE *f)
 		   "2 usage error.\n");
 }
 
+/*
+ * Allocation profiles (bpfprof --alloc, Go's heap profiles) are compared by
+ * one of their values (--view, default alloc-space): *p is replaced by that
+ * view. 0, or the exit status (said).
+ */
+static int alloc_view(struct profile **p, const struct offline_opts *o, const char *which)
+{
+	struct profile *v;
+
+	if (!profile__meta_c(*p)->alloc_period)
+		return 0;
+	v = view__build(*p, o->out.view);
+	if (!v) {
+		p_err("%s: %s", which,
+		      errno == EINVAL ? "an allocation profile: --view alloc-space, alloc-objects, "
+					"inuse-space or inuse-objects"
+				      : strerror(errno));
+		return errno == EINVAL ? 2 : 1;
+	}
+	profile__free(*p);
+	*p = v;
+	return 0;
+}
+
 static int diff(struct offline_opts *o)
 {
 	const struct diff_writer *w = NULL;
@@ -70,6 +96,16 @@ static int diff(struct offline_opts *o)
 		profile__free(before);
 		return ret;
 	}
+	if (!profile__meta_c(before)->alloc_period != !profile__meta_c(after)->alloc_period) {
+		p_err("an allocation profile and a CPU profile cannot be compared");
+		ret = 1;
+		goto out;
+	}
+	ret = alloc_view(&before, o, "BEFORE");
+	if (!ret)
+		ret = alloc_view(&after, o, "AFTER");
+	if (ret)
+		goto out;
 	ret = writer__write_diff_path(w, before, after, o->output, &o->out, &em);
 	if (ret) {
 		p_err("writing %s failed: %s", o->output ? o->output : "to stdout",
@@ -80,6 +116,7 @@ static int diff(struct offline_opts *o)
 	} else if (o->output) {
 		p_info("wrote %s (%s)", o->output, w->name);
 	}
+out:
 	profile__free(before);
 	profile__free(after);
 	return ret;

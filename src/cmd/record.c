@@ -74,6 +74,12 @@ int cmd_record(int argc, char **argv)
 		r.w = &writer_report;
 		r.tty_report = true;
 	}
+	if (r.o.alloc_period) {
+		stop__install();
+		ret = cmd_record_alloc(&r.o, r.w);
+		options__free(&r.o);
+		return ret;
+	}
 	if (r.o.call_graph_size)
 		p_info("--call-graph dwarf,%u: no stack copy is needed, user stacks are walked in place with .eh_frame tables",
 		       r.o.call_graph_size);

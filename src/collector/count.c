@@ -17,22 +17,14 @@
 #include <bpf/libbpf.h>
 
 #include "base/util.h"
+#include "collector/uprobe.h"
 #include "count.skel.h"
 
 /* Not in this libbpf's headers (the kernel's enum bpf_attach_type). */
-#define TRACE_UPROBE_MULTI    48 /* BPF_TRACE_UPROBE_MULTI: kernel 6.6+ */
-#define TRACE_UPROBE_SESSION  57 /* BPF_TRACE_UPROBE_SESSION: kernel 6.13+ */
+#define TRACE_UPROBE_MULTI    UPROBE_ATTACH_MULTI   /* kernel 6.6+ */
+#define TRACE_UPROBE_SESSION  UPROBE_ATTACH_SESSION /* kernel 6.13+ */
 #define TRACE_KPROBE_MULTI    42 /* BPF_TRACE_KPROBE_MULTI */
 #define TRACE_KPROBE_SESSION  56 /* BPF_TRACE_KPROBE_SESSION: kernel 6.10+ */
-#define F_UPROBE_MULTI_RETURN 1u
-
-/* bpf_attr's link_create for uprobe_multi, as the kernel lays it out. */
-struct link_create_uprobe_multi {
-	uint32_t prog_fd, target_fd, attach_type, flags;
-	uint64_t path, offsets, ref_ctr_offsets, cookies;
-	uint32_t cnt, um_flags, pid;
-	uint8_t pad[128 - 60];
-};
 
 /* bpf_attr's link_create for kprobe_multi (and kprobe session). */
 struct link_create_kprobe_multi {
@@ -390,27 +382,17 @@ static int attach_one(struct counter *c, uint32_t fn, const char *path, uint64_t
 static int multi_link(struct counter *c, struct bpf_program *prog, uint32_t type, bool ret,
 		      const struct mlink *m)
 {
-	struct link_create_uprobe_multi a;
 	uint64_t *cookies = calloc(m->n, sizeof(*cookies));
-	int fd, err;
+	int fd;
 
 	if (!cookies)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->n; i++)
 		cookies[i] = (uint64_t)m->gen << 32 | m->fns[i];
-	memset(&a, 0, sizeof(a));
-	a.prog_fd = (uint32_t)bpf_program__fd(prog);
-	a.attach_type = type;
-	a.path = (uint64_t)(uintptr_t)m->path;
-	a.offsets = (uint64_t)(uintptr_t)m->offs;
-	a.cookies = (uint64_t)(uintptr_t)cookies;
-	a.cnt = (uint32_t)m->n;
-	a.um_flags = ret ? F_UPROBE_MULTI_RETURN : 0;
-	a.pid = m->pid > 0 ? (uint32_t)m->pid : 0;
-	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
-	err = -errno;
+	fd = uprobe__link(bpf_program__fd(prog), type, ret, m->path, m->offs,
+			  cookies, m->n, m->pid);
 	free(cookies);
-	return fd < 0 ? err : fd;
+	return fd;
 }
 
 static void mlink_close(struct mlink *m)

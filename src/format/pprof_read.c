@@ -186,9 +186,13 @@ struct pctx {
 	struct errmsg *em;
 
 	struct u64vec sample_types; /* (type, unit) pairs of string indexes */
-	struct u64vec samples;	    /* offsets and lengths of Sample messages */
-	struct u64vec lines;	    /* function ids of all locations */
-	struct u64vec line_nos;	    /* ... and their source lines */
+	/* A heap profile's alloc_objects, alloc_space, inuse_objects, inuse_space
+	 * values (SIZE_MAX: absent); heap: it has all four. */
+	size_t heap_at[4];
+	bool heap;
+	struct u64vec samples;	/* offsets and lengths of Sample messages */
+	struct u64vec lines;	/* function ids of all locations */
+	struct u64vec line_nos; /* ... and their source lines */
 	struct u64vec comments;
 	struct pmapping *maps;
 	size_t nr_maps, cap_maps;
@@ -659,6 +663,8 @@ static int sample(struct pctx *c, struct pbr *m, size_t value_index, uint64_t di
 {
 	struct sample_acc s = { 0 };
 	struct psample id = { 0 };
+	struct palloc al = { 0 };
+	bool has_alloc = false;
 	unsigned field, wire;
 	struct pbr sub;
 	int64_t value = 0, off = 0;
@@ -690,7 +696,18 @@ static int sample(struct pctx *c, struct pbr *m, size_t value_index, uint64_t di
 		value = (int64_t)s.values.v[value_index];
 	if (off_index != SIZE_MAX)
 		off = (int64_t)s.values.v[off_index];
-	if (value <= 0 && off <= 0)
+	if (c->heap) {
+		uint64_t *v[4] = { &al.alloc_objects, &al.alloc_bytes, &al.inuse_objects,
+				   &al.inuse_bytes };
+
+		for (int k = 0; k < 4; k++) {
+			int64_t x = (int64_t)s.values.v[c->heap_at[k]];
+
+			*v[k] = x > 0 ? (uint64_t)x : 0;
+			has_alloc |= x > 0;
+		}
+	}
+	if (value <= 0 && off <= 0 && !has_alloc)
 		goto out; /* nothing to count (or a pprof diff profile's negative) */
 	if (value > 0) {
 		count = (uint64_t)value / divisor +
@@ -730,6 +747,9 @@ static int sample(struct pctx *c, struct pbr *m, size_t value_index, uint64_t di
 	if (!err && off > 0)
 		err = profile__add_offcpu(c->p, &id, fr->nr ? *ids : &(uint32_t){ 0 },
 					  (uint32_t)fr->nr, (uint64_t)off);
+	if (!err && has_alloc)
+		err = profile__add_alloc(c->p, &id, fr->nr ? *ids : &(uint32_t){ 0 },
+					 (uint32_t)fr->nr, &al);
 out:
 	free(s.locs.v);
 	free(s.values.v);
@@ -742,6 +762,8 @@ static void read_meta(struct pctx *c)
 
 	m->start_ns = c->time_nanos;
 	m->duration_ns = c->duration_nanos;
+	if (c->heap)
+		m->alloc_period = c->period > 0 ? (uint64_t)c->period : 1;
 	if (c->period && str_is(c, c->period_type[0], "cpu") &&
 	    str_is(c, c->period_type[1], "nanoseconds")) {
 		uint64_t hz = (NS_PER_SEC + c->period / 2) / c->period;
@@ -782,10 +804,29 @@ static int pick_value(struct pctx *c, size_t *index, uint64_t *divisor)
 {
 	size_t n = c->sample_types.nr / 2, off = pick_offcpu(c);
 
+	static const char *const heap[4][2] = { { "alloc_objects", "count" },
+						{ "alloc_space", "bytes" },
+						{ "inuse_objects", "count" },
+						{ "inuse_space", "bytes" } };
+
 	if (!n)
 		return fail(c, -EINVAL, "no sample types");
 	*index = off == 0 ? (n > 1 ? 1 : SIZE_MAX) : 0;
 	*divisor = 1;
+	/* A heap profile (Go's, bpfprof --alloc's): its four values, no count. */
+	c->heap = true;
+	for (int k = 0; k < 4; k++) {
+		c->heap_at[k] = SIZE_MAX;
+		for (size_t i = 0; i < n; i++)
+			if (str_is(c, c->sample_types.v[2 * i], heap[k][0]) &&
+			    str_is(c, c->sample_types.v[2 * i + 1], heap[k][1]))
+				c->heap_at[k] = i;
+		c->heap &= c->heap_at[k] != SIZE_MAX;
+	}
+	if (c->heap) {
+		*index = SIZE_MAX;
+		return 0;
+	}
 	for (size_t i = 0; i < n; i++)
 		if (str_is(c, c->sample_types.v[2 * i], "samples")) {
 			*index = i;

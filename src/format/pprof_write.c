@@ -18,8 +18,12 @@
  *                 off_cpu); the default sample type stays cpu (samples).
  *                 A view (out_opts.view) keeps only its values: cpu the
  *                 first two, off-cpu or wall just that one
+ *                 An allocation profile (meta.alloc_period, --alloc) has
+ *                 Go's heap profile types instead: alloc_objects/count,
+ *                 alloc_space/bytes, inuse_objects/count, inuse_space/bytes
  *   period        cpu/nanoseconds, 1e9 / F (off-CPU or wall alone: that
- *                 type, period 1)
+ *                 type, period 1); allocations: space/bytes, the mean
+ *                 bytes between samples
  *   sample        location ids leaf first; labels pid and thread (numbers,
  *                 when known), comm, cgroup, container (strings, when known)
  *   mapping       one per module file (with its build id when the profile
@@ -369,13 +373,23 @@ static void comment(struct enc *e, const char *fmt, ...)
 
 /* Encodes the uncompressed Profile message into e->out. */
 /* Which values a profile's samples carry, in this order. */
-enum { V_SAMPLES, V_CPU, V_OFFCPU, V_WALL, V_MAX };
+enum {
+	V_SAMPLES,
+	V_CPU,
+	V_OFFCPU,
+	V_WALL,
+	V_ALLOC_OBJ,
+	V_ALLOC_SPACE,
+	V_INUSE_OBJ,
+	V_INUSE_SPACE,
+	V_MAX
+};
 
 static const char *const vtypes[V_MAX][2] = {
-	[V_SAMPLES] = { "samples", "count" },
-	[V_CPU] = { "cpu", "nanoseconds" },
-	[V_OFFCPU] = { "off_cpu", "nanoseconds" },
-	[V_WALL] = { "wall", "nanoseconds" },
+	[V_SAMPLES] = { "samples", "count" },	      [V_CPU] = { "cpu", "nanoseconds" },
+	[V_OFFCPU] = { "off_cpu", "nanoseconds" },    [V_WALL] = { "wall", "nanoseconds" },
+	[V_ALLOC_OBJ] = { "alloc_objects", "count" }, [V_ALLOC_SPACE] = { "alloc_space", "bytes" },
+	[V_INUSE_OBJ] = { "inuse_objects", "count" }, [V_INUSE_SPACE] = { "inuse_space", "bytes" },
 };
 
 static int encode(struct enc *e, enum view view)
@@ -394,6 +408,11 @@ static int encode(struct enc *e, enum view view)
 	want[V_WALL] = (view == VIEW_WALL || view == VIEW_AUTO) && period;
 	if (view == VIEW_WALL && !period)
 		return -EINVAL; /* on-CPU samples cannot be turned into time */
+	if (m->alloc_period) {	/* a heap profile, as Go writes one: its four types */
+		memset(want, 0, sizeof(want));
+		want[V_ALLOC_OBJ] = want[V_ALLOC_SPACE] = want[V_INUSE_OBJ] = want[V_INUSE_SPACE] =
+			true;
+	}
 
 	str_id(&e->st, "", &e->oom); /* index 0 */
 	for (int v = 0; v < V_MAX; v++) {
@@ -405,8 +424,14 @@ static int encode(struct enc *e, enum view view)
 
 	for (size_t i = 0; i < profile__nr_samples(e->p) && !e->oom; i++) {
 		const struct psample *s = profile__sample(e->p, i);
-		uint64_t all[V_MAX] = { s->count, s->count * period, s->offcpu_ns,
-					s->count * period + s->offcpu_ns };
+		uint64_t all[V_MAX] = { s->count,
+					s->count * period,
+					s->offcpu_ns,
+					s->count * period + s->offcpu_ns,
+					s->alloc.alloc_objects,
+					s->alloc.alloc_bytes,
+					s->alloc.inuse_objects,
+					s->alloc.inuse_bytes };
 		uint64_t values[V_MAX];
 		const uint32_t *fr;
 		uint32_t n, nl;
@@ -455,7 +480,10 @@ static int encode(struct enc *e, enum view view)
 
 	pb_uint(&e->out, PPROF_TIME_NANOS, m->start_ns);
 	pb_uint(&e->out, PPROF_DURATION_NANOS, m->duration_ns);
-	if (want[V_CPU]) {
+	if (m->alloc_period) {
+		value_type(e, PPROF_PERIOD_TYPE, "space", "bytes");
+		pb_uint(&e->out, PPROF_PERIOD, m->alloc_period);
+	} else if (want[V_CPU]) {
 		value_type(e, PPROF_PERIOD_TYPE, "cpu", "nanoseconds");
 		pb_uint(&e->out, PPROF_PERIOD, period);
 	} else if (want[V_SAMPLES]) {

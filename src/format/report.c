@@ -889,6 +889,8 @@ static int write_report(const struct profile *p, FILE *f, const struct out_opts 
 	enum view v = o ? o->view : VIEW_AUTO;
 	int err;
 
+	if (profile__meta_c(p)->alloc_period)
+		return write_view(p, f, o, v, "bpfprof report:");
 	if (!profile__meta_c(p)->offcpu)
 		return write_one(p, f, o, "bpfprof report:");
 	if (v != VIEW_AUTO)

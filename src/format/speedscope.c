@@ -11,7 +11,8 @@
  * kind suffixes (kernel "_[k]", JIT "_[j]", Python "_[py]", inlined "_[i]"),
  * "file" is the source file (Go, Python) or else the module, and "line" the
  * source line when known: a function sampled at two lines is two frames.
- * Weights are sample counts (unit "none"), or microseconds for the time
+ * Weights are sample counts (unit "none"), bytes for the allocation views'
+ * bytes (bpfprof --alloc), or microseconds for the time
  * views of an --off-cpu profile (format/view.h); identical stacks of one profile
  * (threads of a process) are summed. Samples carry no time order: bpfprof
  * counts in the kernel, so the "Time Order" view shows aggregated stacks.
@@ -176,7 +177,9 @@ static int write_one(FILE *f, const struct profile *p, const struct sprof *sp, b
 		fprintf(f,
 			",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%" PRIu64
 			",\n\"samples\":[",
-			strcmp(profile__meta_c(p)->unit, "us") ? "none" : "microseconds",
+			!strcmp(profile__meta_c(p)->unit, "us")	     ? "microseconds"
+			: !strcmp(profile__meta_c(p)->unit, "bytes") ? "bytes"
+								     : "none",
 			sp->total);
 	}
 	for (size_t i = 0; i < nr && !err; i++) {
@@ -235,14 +238,17 @@ static int write_speedscope(const struct profile *p, FILE *f, const struct out_o
 	      f);
 	{
 		char name[512];
+		const char *what = m->value_name[0] && !strncmp(m->value_name, "memory", 6)
+					   ? "Memory profile"
+					   : "CPU profile";
 
 		if (m->hostname[0] && m->duration_ns)
-			snprintf(name, sizeof(name), "CPU profile of %s, %.1f s", m->hostname,
+			snprintf(name, sizeof(name), "%s of %s, %.1f s", what, m->hostname,
 				 m->duration_ns / NS_PER_SEC_F);
 		else if (m->hostname[0])
-			snprintf(name, sizeof(name), "CPU profile of %s", m->hostname);
+			snprintf(name, sizeof(name), "%s of %s", what, m->hostname);
 		else
-			snprintf(name, sizeof(name), "CPU profile");
+			snprintf(name, sizeof(name), "%s", what);
 		writer__json_string(f, name);
 	}
 	fputs(",\"activeProfileIndex\":0,\n\"profiles\":[\n", f);

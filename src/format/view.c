@@ -14,6 +14,10 @@ static const char *const names[] = {
 	[VIEW_CPU] = "cpu",
 	[VIEW_OFFCPU] = "off-cpu",
 	[VIEW_WALL] = "wall",
+	[VIEW_ALLOC_SPACE] = "alloc-space",
+	[VIEW_ALLOC_OBJECTS] = "alloc-objects",
+	[VIEW_INUSE_SPACE] = "inuse-space",
+	[VIEW_INUSE_OBJECTS] = "inuse-objects",
 };
 
 int view__parse(const char *name, enum view *v)
@@ -35,6 +39,8 @@ enum view view__resolve(const struct profile *p, enum view v)
 {
 	if (v != VIEW_AUTO)
 		return v;
+	if (profile__meta_c(p)->alloc_period)
+		return VIEW_ALLOC_SPACE;
 	return profile__meta_c(p)->offcpu ? VIEW_WALL : VIEW_CPU;
 }
 
@@ -54,7 +60,7 @@ struct profile *view__build(const struct profile *p, enum view v)
 	int err = 0;
 
 	v = view__resolve(p, v);
-	if (v == VIEW_WALL && !m->freq_hz) {
+	if ((v == VIEW_WALL && !m->freq_hz) || view__is_alloc(v) != !!m->alloc_period) {
 		errno = EINVAL; /* on-CPU samples cannot be turned into time */
 		return NULL;
 	}
@@ -64,8 +70,16 @@ struct profile *view__build(const struct profile *p, enum view v)
 	dm = profile__meta(dst);
 	*dm = *m;
 	dm->offcpu = false;
+	dm->alloc_period = 0;
 	dm->unit[0] = dm->value_name[0] = '\0';
-	if (v != VIEW_CPU) {
+	if (view__is_alloc(v)) {
+		bool space = v == VIEW_ALLOC_SPACE || v == VIEW_INUSE_SPACE;
+		bool inuse = v == VIEW_INUSE_SPACE || v == VIEW_INUSE_OBJECTS;
+
+		snprintf(dm->unit, sizeof(dm->unit), "%s", space ? "bytes" : "allocs");
+		snprintf(dm->value_name, sizeof(dm->value_name), "%s",
+			 inuse ? "memory in use" : "memory allocated");
+	} else if (v != VIEW_CPU) {
 		snprintf(dm->unit, sizeof(dm->unit), "us");
 		snprintf(dm->value_name, sizeof(dm->value_name), "%s",
 			 v == VIEW_OFFCPU ? "off-CPU time" : "wall-clock time");
@@ -88,6 +102,18 @@ struct profile *view__build(const struct profile *p, enum view v)
 			break;
 		case VIEW_OFFCPU:
 			waiting = (s->offcpu_ns + 500) / 1000;
+			break;
+		case VIEW_ALLOC_SPACE:
+			running = s->alloc.alloc_bytes;
+			break;
+		case VIEW_ALLOC_OBJECTS:
+			running = s->alloc.alloc_objects;
+			break;
+		case VIEW_INUSE_SPACE:
+			running = s->alloc.inuse_bytes;
+			break;
+		case VIEW_INUSE_OBJECTS:
+			running = s->alloc.inuse_objects;
 			break;
 		default: /* wall */
 			running = (s->count * (NS_PER_SEC / m->freq_hz) + 500) / 1000;

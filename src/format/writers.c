@@ -254,7 +254,7 @@ int writer__write_file(const struct writer *w, const struct profile *p, FILE *f,
 	struct profile *view;
 	int err;
 
-	if (w->all_values || !profile__meta_c(p)->offcpu)
+	if (w->all_values || (!profile__meta_c(p)->offcpu && !profile__meta_c(p)->alloc_period))
 		return w->write(p, f, o);
 	view = view__build(p, o ? o->view : VIEW_AUTO);
 	if (!view)

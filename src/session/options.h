@@ -38,6 +38,8 @@ struct options {
 	uint64_t offcpu_min_ns; /* --off-cpu-min: shorter waits are only counted */
 	uint32_t offcpu_tasks;	/* --off-cpu-tasks: blocked tasks followed at once */
 	bool offcpu_min_set;
+	/* --alloc[=BYTES]: mean bytes between samples; 0: a CPU profile */
+	uint64_t alloc_period;
 	const char *output; /* NULL = stdout */
 	const char *format; /* NULL = from extension, else folded */
 	char **cmd;	    /* after "--", NULL-terminated; NULL if none */

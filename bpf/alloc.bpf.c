@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * alloc.bpf.c - bpfprof --alloc: the C library's allocator sampled by bytes
+ * (alloc_abi.h says how). One entry program per call; the return is seen
+ * only for sampled calls where the kernel has session uprobes
+ * (alloc_session: its entry returns 1 for "no return probe"), else a
+ * return program runs for every allocation call (alloc_entry and
+ * alloc_return, uprobe_multi or perf-event links). The function is the
+ * probe's cookie.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+
+#include "alloc_abi.h"
+
+#define SIGSTOP 19
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+extern bool bpf_session_is_return(void) __ksym __weak;
+
+/* -a: every process (not offered yet); else the targets map. */
+const volatile bool all_procs = false;
+
+/* Exponential gaps of mean period, in bytes (filled before the load). */
+__u64 gaps[ALLOC_GAPS];
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct alloc_thread);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ALLOC_LIVE_MAX);
+	__type(key, struct alloc_live_key);
+	__type(value, struct alloc_live);
+} live SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, ALLOC_STACKS);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, ALLOC_STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, ALLOC_RING_BYTES);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, ALLOC_C_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void counter_add(__u32 which)
+{
+	__u64 *n = bpf_map_lookup_elem(&counters, &which);
+
+	if (n)
+		(*n)++;
+}
+
+static __always_inline bool is_target(__u32 tgid)
+{
+	return all_procs || bpf_map_lookup_elem(&targets, &tgid);
+}
+
+static __always_inline __s64 draw(void)
+{
+	__u32 i = bpf_get_prandom_u32() & (ALLOC_GAPS - 1);
+	__s64 g = (__s64)gaps[i];
+
+	return g > 0 ? g : 1;
+}
+
+/* A free of addr: a sampled block is no longer in use. */
+static __always_inline void forget(__u32 tgid, __u64 addr)
+{
+	struct alloc_live_key k = { .tgid = tgid, .addr = addr };
+
+	counter_add(ALLOC_C_FREES);
+	if (!bpf_map_delete_elem(&live, &k))
+		counter_add(ALLOC_C_FREED);
+}
+
+/* The entry of fn: true if the call is sampled (its return is wanted). */
+static __always_inline bool enter(struct pt_regs *ctx, __u32 fn)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 size = 0, memptr = 0, old;
+	struct alloc_thread *ts;
+
+	if (!is_target(tgid))
+		return false;
+	switch (fn) {
+	case ALLOC_FN_FREE:
+		old = PT_REGS_PARM1(ctx);
+		if (old)
+			forget(tgid, old);
+		return false;
+	case ALLOC_FN_MALLOC:
+		size = PT_REGS_PARM1(ctx);
+		break;
+	case ALLOC_FN_CALLOC:
+		size = PT_REGS_PARM1(ctx) * PT_REGS_PARM2(ctx);
+		break;
+	case ALLOC_FN_REALLOC:
+		old = PT_REGS_PARM1(ctx);
+		size = PT_REGS_PARM2(ctx);
+		if (old)
+			forget(tgid, old);
+		if (old && !size)
+			return false; /* realloc(p, 0) frees p */
+		break;
+	case ALLOC_FN_POSIX_MEMALIGN:
+		memptr = PT_REGS_PARM1(ctx);
+		size = PT_REGS_PARM3(ctx);
+		break;
+	case ALLOC_FN_ALIGNED_ALLOC:
+	case ALLOC_FN_MEMALIGN:
+		size = PT_REGS_PARM2(ctx);
+		break;
+	default:
+		return false;
+	}
+	counter_add(ALLOC_C_CALLS);
+	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts) {
+		counter_add(ALLOC_C_NO_THREAD);
+		return false;
+	}
+	if (ts->left <= 0)
+		ts->left = draw(); /* the thread's first call */
+	if ((__u64)ts->left > size) {
+		ts->left -= (__s64)size;
+		return false;
+	}
+	/* The count crossed a sampling point: this allocation stands for
+	 * 1 / (1 - exp(-size / period)) of its kind. The next gap starts at
+	 * its end (the process is memoryless). */
+	ts->left = draw();
+	if (ts->pending)
+		counter_add(ALLOC_C_NO_RETURN);
+	ts->pending = 1;
+	ts->fn = fn;
+	ts->size = size;
+	ts->memptr = memptr;
+	ts->sp = PT_REGS_SP(ctx);
+	counter_add(ALLOC_C_SAMPLED);
+	return true;
+}
+
+/* The return of fn: a sampled call's block recorded. */
+static __always_inline void leave(struct pt_regs *ctx, __u32 fn)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct alloc_thread *ts;
+	struct alloc_event *ev;
+	struct alloc_live_key k = { .tgid = tgid };
+	struct alloc_live v = {};
+	__u64 sp = PT_REGS_SP(ctx), addr = PT_REGS_RC(ctx);
+
+	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
+	if (!ts || !ts->pending)
+		return;
+	if (ts->fn != fn || ts->sp + 8 != sp) {
+		if (sp > ts->sp + 8) { /* an outer return: the sampled one's was missed */
+			ts->pending = 0;
+			counter_add(ALLOC_C_NO_RETURN);
+		}
+		return; /* a call nested in the sampled one */
+	}
+	ts->pending = 0;
+	if (fn == ALLOC_FN_POSIX_MEMALIGN) {
+		if (addr || bpf_probe_read_user(&addr, sizeof(addr), (void *)ts->memptr))
+			addr = 0; /* an error number, or an unreadable result */
+	}
+	if (!addr) {
+		counter_add(ALLOC_C_FAILED);
+		return;
+	}
+	v.size = ts->size;
+	v.stackid = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	if (v.stackid < 0)
+		counter_add(ALLOC_C_NO_STACK);
+	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (ev) {
+		ev->tgid = tgid;
+		ev->stackid = v.stackid;
+		ev->size = v.size;
+		ev->addr = addr;
+		bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+		bpf_ringbuf_submit(ev, 0);
+		counter_add(ALLOC_C_RECORDED);
+	} else {
+		counter_add(ALLOC_C_RING_FULL);
+	}
+	k.addr = addr;
+	if (bpf_map_update_elem(&live, &k, &v, BPF_ANY))
+		counter_add(ALLOC_C_LIVE_FULL);
+}
+
+/* Session uprobes (kernel 6.13+): the return runs only where the entry returned 0. */
+SEC("uprobe")
+int alloc_session(struct pt_regs *ctx)
+{
+	__u32 fn = (__u32)bpf_get_attach_cookie(ctx);
+
+	if (bpf_session_is_return()) {
+		leave(ctx, fn);
+		return 0;
+	}
+	return enter(ctx, fn) ? 0 : 1;
+}
+
+SEC("uprobe")
+int alloc_entry(struct pt_regs *ctx)
+{
+	enter(ctx, (__u32)bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
+SEC("uretprobe")
+int alloc_return(struct pt_regs *ctx)
+{
+	leave(ctx, (__u32)bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
+/* -- COMMAND: the command stops at its exec, before its first instruction. */
+SEC("tracepoint/sched/sched_process_exec")
+int alloc_exec(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u8 *v = bpf_map_lookup_elem(&targets, &tgid), on = ALLOC_TARGET_ON;
+
+	if (v && *v == ALLOC_TARGET_STOP) {
+		bpf_map_update_elem(&targets, &tgid, &on, BPF_EXIST);
+		bpf_send_signal(SIGSTOP);
+	}
+	return 0;
+}
+
+/* ... and again at its entry point, its libraries mapped: the probes go in then. */
+SEC("uprobe")
+int alloc_stop(struct pt_regs *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (bpf_map_lookup_elem(&targets, &tgid))
+		bpf_send_signal(SIGSTOP);
+	return 0;
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * alloc_abi.h - the ABI shared by bpf/alloc.bpf.c (bpfprof --alloc: memory
+ * profiles from the C library's allocator) and src/collector/alloc.c.
+ * Fixed-width types only; each struct's size is pinned.
+ *
+ * Sampling by bytes (as Go, tcmalloc and jemalloc do): each thread counts
+ * down the bytes it allocates from a gap drawn from an exponential
+ * distribution of mean `period` (a Poisson process over the bytes); the
+ * allocation that takes the count below zero is sampled and a new gap is
+ * drawn. An allocation of s bytes is thus sampled with probability
+ * 1 - exp(-s / period), and userspace weighs it by the inverse. The
+ * exponential draws come from a table userspace fills (gaps[], one per
+ * 16-bit random number): no floating point in BPF.
+ *
+ * A sampled allocation's pointer is known at its return: there the program
+ * takes the user stack (the caller's frame is complete: the return has
+ * restored its frame pointer), sends an alloc_event and enters the block in
+ * the live table; a free of an address in the table removes it, so what is
+ * left is in use.
+ */
+#ifndef BPFPROF_ALLOC_ABI_H
+#define BPFPROF_ALLOC_ABI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* The functions probed (the cookie's low half). */
+enum alloc_fn {
+	ALLOC_FN_MALLOC,
+	ALLOC_FN_CALLOC,
+	ALLOC_FN_REALLOC,
+	ALLOC_FN_FREE,
+	ALLOC_FN_POSIX_MEMALIGN,
+	ALLOC_FN_ALIGNED_ALLOC,
+	ALLOC_FN_MEMALIGN,
+	ALLOC_FN_NR,
+};
+
+#define ALLOC_GAPS	  65536 /* exponential draws, indexed by 16 random bits */
+#define ALLOC_LIVE_MAX	  65536 /* live sampled blocks tracked at once */
+#define ALLOC_STACKS	  16384 /* distinct user stacks of sampled allocations */
+#define ALLOC_STACK_DEPTH 127	/* frames per stack (PERF_MAX_STACK_DEPTH) */
+#define ALLOC_RING_BYTES  (1u << 20)
+
+/* A sampled allocation, in the ring buffer. */
+struct alloc_event {
+	__u32 tgid;
+	__s32 stackid; /* < 0: no stack (-errno of bpf_get_stackid) */
+	__u64 size;
+	__u64 addr;
+	char comm[16];
+};
+_Static_assert(sizeof(struct alloc_event) == 40, "alloc_event");
+
+struct alloc_live_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 addr;
+};
+_Static_assert(sizeof(struct alloc_live_key) == 16, "alloc_live_key");
+
+struct alloc_live {
+	__u64 size;
+	__s32 stackid;
+	__u32 pad;
+};
+_Static_assert(sizeof(struct alloc_live) == 16, "alloc_live");
+
+/* Each thread's state (task storage). */
+struct alloc_thread {
+	__s64 left;   /* bytes until the next sample */
+	__u64 size;   /* the sampled call in flight: its size */
+	__u64 memptr; /* posix_memalign's result pointer */
+	__u64 sp;     /* its stack pointer at entry (the return's is sp + 8) */
+	__u32 fn;
+	__u32 pending; /* a sampled call waits for its return */
+};
+
+/* The program's own counters (a per-CPU array). */
+enum alloc_counter {
+	ALLOC_C_CALLS,	   /* allocation calls of the targets */
+	ALLOC_C_FREES,	   /* free calls of the targets (non-NULL) */
+	ALLOC_C_SAMPLED,   /* sampled calls (entries) */
+	ALLOC_C_RECORDED,  /* sampled allocations sent (returns) */
+	ALLOC_C_FAILED,	   /* sampled calls that returned no block */
+	ALLOC_C_FREED,	   /* frees of sampled blocks (matched in the live table) */
+	ALLOC_C_LIVE_FULL, /* sampled blocks not tracked: the live table was full */
+	ALLOC_C_RING_FULL, /* sampled allocations lost: the ring buffer was full */
+	ALLOC_C_NO_STACK,  /* sampled allocations without a stack (stack map full) */
+	ALLOC_C_NO_THREAD, /* calls not counted: the thread's state could not be made */
+	ALLOC_C_NO_RETURN, /* sampled calls whose return was not seen (longjmp, nesting) */
+	ALLOC_C_NR,
+};
+
+/* targets map values */
+#define ALLOC_TARGET_ON	  1 /* profiled */
+#define ALLOC_TARGET_STOP 2 /* profiled, and stopped (SIGSTOP) at its exec: -- COMMAND */
+
+#endif

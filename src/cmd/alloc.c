@@ -1,0 +1,680 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * alloc.c - "bpfprof --alloc": memory profiles from the C library's
+ * allocator. The allocation and free functions of the files a target maps
+ * (malloc, calloc, realloc, free, posix_memalign, aligned_alloc, memalign:
+ * every file that defines malloc and free, glibc's libc.so.6 or a
+ * statically linked allocator) are probed (collector/alloc.h); allocations
+ * are sampled by bytes in BPF, one every --alloc BYTES on average, each
+ * sampled one weighed by the inverse of its probability of being sampled,
+ * 1 / (1 - exp(-size / period)), as pprof scales Go's heap profiles; what
+ * was not freed by the end of the run is in use. The profile is written as
+ * the record's -o/-f say: pprof with Go's four heap sample types, the
+ * other formats through a --view.
+ *
+ * The files are a tenant's: opened and read through the process table
+ * (proc/ptab.h), their symbols by sym/elfsym.h within its caps, probes
+ * attached by the checked descriptor's kernel path. What a tenant can make
+ * the probes record is bounded in BPF (the live table, the stack map, the
+ * ring buffer; each overflow counted and reported).
+ *
+ * -- COMMAND: as bpfprof count does, the command is stopped at its exec and
+ * at its entry point (its libraries mapped), probed, then let go. Only that
+ * process is profiled (not what it starts); -p: the processes named.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/htab.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "cmd/cmd.h"
+#include "collector/alloc.h"
+#include "format/writer.h"
+#include "proc/child.h"
+#include "proc/procfs.h"
+#include "proc/ptab.h"
+#include "session/options.h"
+#include "session/stop.h"
+#include "sym/elfsym.h"
+#include "sym/symbolizer.h"
+
+#define ALLOC_STOP_WAIT_MS 10000
+#define ALLOC_DRAIN_MS	   100
+#define ALLOC_DRAIN_MAX	   65536 /* sampled allocations taken per drain: the loop stays responsive */
+#define ALLOC_REFRESH_NS   (1000 * NS_PER_MS) /* targets' mappings re-read (dlopen) */
+#define ALLOC_MAX_FILES	   4		      /* files defining malloc probed per process */
+#define ALLOC_MAX_FRAMES   512		      /* frames of a stack, inlined ones included */
+
+/* Each function's names: aliases at one address merge under one of them
+ * (sym/elfsym.h: glibc's free shows as cfree, memalign as __libc_memalign). */
+static const char *const fn_names[ALLOC_FN_NR][3] = {
+	[ALLOC_FN_MALLOC] = { "malloc", "__libc_malloc" },
+	[ALLOC_FN_CALLOC] = { "calloc", "__libc_calloc" },
+	[ALLOC_FN_REALLOC] = { "realloc", "__libc_realloc" },
+	[ALLOC_FN_FREE] = { "free", "cfree", "__libc_free" },
+	[ALLOC_FN_POSIX_MEMALIGN] = { "posix_memalign", "__posix_memalign" },
+	[ALLOC_FN_ALIGNED_ALLOC] = { "aligned_alloc" },
+	[ALLOC_FN_MEMALIGN] = { "memalign", "__libc_memalign" },
+};
+
+/* Sampled allocations of one (process, stack), weighed. */
+struct agg_key {
+	uint32_t tgid;
+	int32_t stackid;
+};
+
+struct agg {
+	double alloc_objects, alloc_bytes, inuse_objects, inuse_bytes;
+	uint64_t samples;
+	char comm[17];
+};
+
+struct arun {
+	const struct options *o;
+	const struct writer *w;
+	uint64_t period;
+	struct child ch;
+	uint32_t *pids;
+	size_t nr_pids;
+	int *pidfds;
+	struct ptab *ptab;
+	struct symbolizer *sym;
+	struct allocprof *ap;
+	struct mfile **held; /* probed files, held open: the probes' paths name them */
+	size_t nr_held, cap_held;
+	struct htab *aggs;
+	uint64_t events, oom;
+	uint64_t t0, t1;
+	bool cmd_stopped;
+};
+
+static void sym_warn(void *ctx, const char *msg)
+{
+	p_warn("%s", msg);
+}
+
+/* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
+static double weight(uint64_t size, uint64_t period)
+{
+	double p;
+
+	if (!size)
+		return 1;
+	p = -expm1(-(double)size / (double)period);
+	return p > 0 ? 1 / p : 1;
+}
+
+/* An estimate as a profile value: rounded, within [0, INT64_MAX] (pprof's
+ * values are int64; a tenant's absurd sizes must not wrap a sum negative). */
+static uint64_t value_of(double x)
+{
+	if (!(x > 0))
+		return 0;
+	if (x >= 9.2e18)
+		return INT64_MAX;
+	return (uint64_t)llround(x);
+}
+
+static struct agg *agg_get(struct arun *r, uint32_t tgid, int32_t stackid)
+{
+	struct agg_key k = { tgid, stackid < 0 ? -1 : stackid };
+	struct htab_entry *e;
+	bool created;
+
+	e = htab__upsert(r->aggs, &k, sizeof(k), &created);
+	if (!e)
+		return NULL;
+	if (created) {
+		e->value = calloc(1, sizeof(struct agg));
+		if (!e->value) {
+			htab__remove(r->aggs, &k, sizeof(k));
+			return NULL;
+		}
+	}
+	return e->value;
+}
+
+static void on_event(void *ctx, const struct alloc_event *ev)
+{
+	struct arun *r = ctx;
+	struct agg *a = agg_get(r, ev->tgid, ev->stackid);
+	double w = weight(ev->size, r->period);
+
+	r->events++;
+	if (!a) {
+		r->oom++;
+		return;
+	}
+	if (!a->comm[0]) {
+		memcpy(a->comm, ev->comm, 16);
+		a->comm[16] = '\0';
+	}
+	a->samples++;
+	a->alloc_objects += w;
+	a->alloc_bytes += w * (double)ev->size;
+}
+
+static void on_live(void *ctx, const struct alloc_live_key *k, const struct alloc_live *v)
+{
+	struct arun *r = ctx;
+	struct agg *a = agg_get(r, k->tgid, v->stackid);
+	double w = weight(v->size, r->period);
+
+	if (!a) {
+		r->oom++;
+		return;
+	}
+	a->inuse_objects += w;
+	a->inuse_bytes += w * (double)v->size;
+}
+
+/* The allocator functions of one file that defines malloc and free: probed in pid. */
+static int probe_file(struct arun *r, struct mfile *f, const char *path, uint32_t pid, bool *probed)
+{
+	Elf *elf = mfile__elf(f);
+	struct elfsym *es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(f)->st_size) : NULL;
+	uint64_t offs[ALLOC_FN_NR];
+	uint32_t fns[ALLOC_FN_NR];
+	bool have[ALLOC_FN_NR] = { false };
+	uint64_t at[ALLOC_FN_NR];
+	size_t n = 0, nsyms;
+	struct errmsg em = { 0 };
+	char kpath[64];
+	int err;
+
+	*probed = false;
+	if (!es) {
+		p_debug("%s: no symbols read: %s", path, elfsym__strerror(errno));
+		return 0;
+	}
+	nsyms = elfsym__count(es);
+	for (size_t i = 0; i < nsyms; i++) {
+		const char *name;
+		uint64_t start, end;
+
+		if (elfsym__symbol(es, i, &name, &start, &end))
+			break;
+		for (int k = 0; k < ALLOC_FN_NR; k++)
+			for (int a = 0; a < 3 && fn_names[k][a]; a++)
+				if (!have[k] && !strcmp(name, fn_names[k][a])) {
+					have[k] = true;
+					at[k] = start;
+				}
+	}
+	if (!have[ALLOC_FN_MALLOC] || !have[ALLOC_FN_FREE])
+		goto out;
+	for (int k = 0; k < ALLOC_FN_NR; k++) {
+		uint64_t off;
+		bool dup = false;
+
+		if (!have[k] || elfsym__vaddr_to_off(es, at[k], &off, NULL))
+			continue;
+		/* One probe per address (aligned_alloc is memalign in some glibcs). */
+		for (size_t j = 0; j < n; j++)
+			dup |= offs[j] == off;
+		if (dup)
+			continue;
+		p_debug("probing %s at %s+0x%" PRIx64 " in %u", fn_names[k][0], path, off, pid);
+		fns[n] = (uint32_t)k;
+		offs[n++] = off;
+	}
+	err = mfile__kernel_path(f, kpath, sizeof(kpath));
+	if (!err)
+		err = allocprof__attach_file(r->ap, kpath, (int)pid, fns, offs, n, &em);
+	if (err) {
+		p_warn("%s: its allocator not probed in %u: %s", path, pid,
+		       errmsg_said(&em) ? em.msg : strerror(-err));
+		goto out;
+	}
+	*probed = true;
+	p_info("%s: %zu allocator functions probed in process %u", path, n, pid);
+out:
+	elfsym__free(es);
+	return 0;
+}
+
+/* Every file of pid that defines malloc and free (at most ALLOC_MAX_FILES). */
+static int probe_process(struct arun *r, uint32_t pid)
+{
+	struct proc_id id = { .pid = pid, .exec_id = PROC_EXEC_ANY };
+	struct pproc *p;
+	struct pmaps *pm;
+	uint64_t seen[64];
+	size_t nr_seen = 0, files = 0;
+	int err;
+
+	err = ptab__get(r->ptab, &id, &p);
+	if (err)
+		return err;
+	pm = ptab__maps(r->ptab, p);
+	p_debug("process %u: %zu executable mappings", pid, pm->m.nr);
+	for (size_t i = 0; i < pm->m.nr && files < ALLOC_MAX_FILES && nr_seen < 64; i++) {
+		const struct procmap *m = &pm->m.maps[i];
+		struct mfile *f;
+		bool dup = false, probed;
+
+		if (!m->path || m->path[0] != '/') /* the snapshot holds executable mappings only */
+			continue;
+		err = ptab__file(r->ptab, p, m, &f);
+		if (err) {
+			p_debug("%s: %s", m->path, strerror(-err));
+			err = 0;
+			continue;
+		}
+		for (size_t s = 0; s < nr_seen; s++)
+			dup |= seen[s] == mfile__serial(f);
+		if (dup) {
+			mfile__put(r->ptab, f);
+			continue;
+		}
+		seen[nr_seen++] = mfile__serial(f);
+		probe_file(r, f, m->path, pid, &probed);
+		if (probed && !array_grow((void **)&r->held, &r->cap_held, r->nr_held + 1,
+					  sizeof(*r->held))) {
+			r->held[r->nr_held++] = f;
+			files++;
+			continue;
+		}
+		files += probed;
+		mfile__put(r->ptab, f);
+	}
+	pmaps__put(pm);
+	ptab__put(r->ptab, p);
+	return files ? 0 : -ENOENT;
+}
+
+/*
+ * -- COMMAND: start it, stopped at its exec and then at its entry point,
+ * where the loader has mapped its libraries. 0, or 1 (said; the command is
+ * ended).
+ */
+static int start_command(struct arun *r)
+{
+	struct errmsg em = { 0 };
+	struct proc_id id = { .exec_id = PROC_EXEC_ANY };
+	char **cmd = r->o->cmd;
+	uint64_t entry;
+	struct pproc *p = NULL;
+	struct pmaps *pm = NULL;
+	int err;
+
+	err = child__spawn(&r->ch, cmd);
+	if (err) {
+		p_err("cannot start '%s': %s", cmd[0], strerror(-err));
+		return 1;
+	}
+	r->pids = calloc(1, sizeof(*r->pids));
+	if (!r->pids)
+		goto out_abort;
+	r->pids[0] = (uint32_t)r->ch.pid;
+	r->nr_pids = 1;
+	id.pid = (uint32_t)r->ch.pid;
+	err = allocprof__target(r->ap, id.pid, true);
+	if (!err)
+		err = allocprof__attach_exec_stop(r->ap, &em);
+	if (err) {
+		p_err("%s", errmsg_said(&em) ? em.msg : strerror(-err));
+		goto out_abort;
+	}
+	err = child__start(&r->ch);
+	if (err) {
+		p_err("cannot run '%s': %s", cmd[0], strerror(-err));
+		child__reap(&r->ch, true);
+		return 1;
+	}
+	err = child__wait_stopped(&r->ch, ALLOC_STOP_WAIT_MS);
+	if (err)
+		goto out_gone;
+	/* Stopped after its exec: its entry point, where the loader hands over. */
+	err = procfs__entry("/proc", id.pid, &entry);
+	if (!err)
+		err = ptab__get(r->ptab, &id, &p);
+	if (!err) {
+		pm = ptab__maps(r->ptab, p);
+		err = -ENOENT;
+		for (size_t i = 0; i < pm->m.nr; i++) {
+			const struct procmap *m = &pm->m.maps[i];
+			struct mfile *f;
+			char kpath[64];
+
+			if (entry < m->start || entry >= m->end || !m->path)
+				continue;
+			err = ptab__file(r->ptab, p, m, &f);
+			if (err)
+				break;
+			err = mfile__kernel_path(f, kpath, sizeof(kpath));
+			if (!err)
+				err = allocprof__attach_stop(r->ap, kpath,
+							     entry - m->start + m->offset,
+							     (int)id.pid, &em);
+			mfile__put(r->ptab, f);
+			break;
+		}
+		pmaps__put(pm);
+	}
+	if (err) {
+		p_err("'%s': cannot stop it at its entry point: %s", cmd[0],
+		      errmsg_said(&em) ? em.msg : strerror(-err));
+		goto out_put;
+	}
+	kill(r->ch.pid, SIGCONT);
+	err = child__wait_stopped(&r->ch, ALLOC_STOP_WAIT_MS);
+	if (err)
+		goto out_gone;
+	allocprof__detach_stops(r->ap);
+	err = ptab__refresh(r->ptab, p);
+	ptab__put(r->ptab, p);
+	if (err)
+		goto out_gone;
+	return 0;
+
+out_gone:
+	if (err == -ECHILD) {
+		p_err("'%s' exited before its probes could be attached", cmd[0]);
+		return 1;
+	}
+	p_err("'%s' did not stop to have its probes attached: %s", cmd[0], strerror(-err));
+out_put:
+	if (p)
+		ptab__put(r->ptab, p);
+out_abort:
+	child__abort(&r->ch);
+	return 1;
+}
+
+static bool targets_gone(struct arun *r)
+{
+	if (r->ch.pid) {
+		child__reap(&r->ch, false);
+		return r->ch.exited;
+	}
+	for (size_t i = 0; i < r->nr_pids; i++)
+		if (r->pidfds[i] < 0 || !procfs__pidfd_exited(r->pidfds[i]))
+			return false;
+	return true;
+}
+
+/* The targets' mappings re-read while they live: libraries they dlopen()ed
+ * are named too. */
+static void refresh(struct arun *r)
+{
+	for (size_t i = 0; i < r->nr_pids; i++) {
+		struct proc_id id = { .pid = r->pids[i], .exec_id = PROC_EXEC_ANY };
+
+		symbolizer__refresh_process(r->sym, &id);
+	}
+}
+
+static void run(struct arun *r)
+{
+	uint64_t end = 0, next_refresh;
+
+	r->t0 = now_ns();
+	next_refresh = r->t0 + ALLOC_REFRESH_NS;
+	if (r->o->duration > 0)
+		end = r->t0 + (uint64_t)(r->o->duration * NS_PER_SEC_F);
+	for (;;) {
+		uint64_t now = now_ns();
+
+		allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
+		if (now >= next_refresh) {
+			refresh(r);
+			next_refresh = now + ALLOC_REFRESH_NS;
+		}
+		if (stop__requested()) {
+			p_info("stopping on %s", strsignal(stop__requested()));
+			r->cmd_stopped = true;
+			break;
+		}
+		if (end && now >= end) {
+			r->cmd_stopped = true;
+			break;
+		}
+		if (targets_gone(r))
+			break;
+		poll(NULL, 0, ALLOC_DRAIN_MS);
+	}
+	/* What is left: the ring holds at most ALLOC_RING_BYTES of it. */
+	allocprof__drain(r->ap, on_event, r, ALLOC_RING_BYTES / sizeof(struct alloc_event) + 1);
+	r->t1 = now_ns();
+}
+
+/* One (process, stack)'s weighed values into the profile. */
+static int add_agg(struct arun *r, struct profile *prof, const void *key, const struct agg *a,
+		   uint64_t *ips, uint32_t *ids)
+{
+	const struct agg_key *k = key;
+	struct proc_id id = { .pid = k->tgid, .exec_id = PROC_EXEC_ANY };
+	struct psample ps = { .pid = k->tgid, .comm = a->comm[0] ? a->comm : "[unknown]" };
+	struct palloc v = {
+		.alloc_objects = value_of(a->alloc_objects),
+		.alloc_bytes = value_of(a->alloc_bytes),
+		.inuse_objects = value_of(a->inuse_objects),
+		.inuse_bytes = value_of(a->inuse_bytes),
+	};
+	int n = k->stackid >= 0 ? allocprof__stack(r->ap, k->stackid, ips, ALLOC_STACK_DEPTH) : 0;
+	uint32_t nf = 0;
+
+	if (n <= 0) {
+		int64_t f = profile__frame(prof, FRAME_OTHER, "[no stack]", NULL);
+
+		if (f < 0)
+			return (int)f;
+		ids[nf++] = (uint32_t)f;
+	}
+	/* ips is leaf first; the profile's stacks are root first. Every
+	 * address is a return address (the stack is taken at the return);
+	 * functions inlined there (DWARF, Go) follow their caller. */
+	for (int i = n - 1; i >= 0; i--) {
+		struct sym s[SYM_MAX_FRAMES];
+		size_t ns = symbolizer__user_frames(r->sym, &id, ips[i], false, s, SYM_MAX_FRAMES);
+
+		for (size_t j = ns; j-- > 0 && nf < ALLOC_MAX_FRAMES;) {
+			char buf[512];
+			const char *name = sym__display(&s[j], buf, sizeof(buf));
+			int64_t f = profile__frame_src(
+				prof, &(struct pframe){ .name = name,
+							.module = s[j].module,
+							.kind = s[j].kind,
+							.file = s[j].file,
+							.line = s[j].line,
+							.start_line = s[j].start_line });
+
+			if (f < 0)
+				return (int)f;
+			ids[nf++] = (uint32_t)f;
+		}
+	}
+	return profile__add_alloc(prof, &ps, ids, nf, &v);
+}
+
+static int report(struct arun *r)
+{
+	struct profile *prof = profile__new();
+	struct profile_meta *m;
+	uint64_t c[ALLOC_C_NR], ips[ALLOC_STACK_DEPTH];
+	uint32_t ids[ALLOC_MAX_FRAMES + 1];
+	struct errmsg em = { 0 };
+	size_t pos = 0;
+	int err = 0;
+
+	if (!prof) {
+		p_err("out of memory");
+		return 1;
+	}
+	if (allocprof__live(r->ap, on_live, r))
+		p_warn("the blocks in use could not be read: in-use values are incomplete");
+	allocprof__counters(r->ap, c);
+	for (struct htab_entry *e; !err && (e = htab__next(r->aggs, &pos));)
+		err = add_agg(r, prof, e->key, e->value, ips, ids);
+	if (err) {
+		p_err("out of memory");
+		profile__free(prof);
+		return 1;
+	}
+	m = profile__meta(prof);
+	m->alloc_period = r->period;
+	m->start_ns = 0;
+	m->duration_ns = r->t1 - r->t0;
+	m->lost = c[ALLOC_C_RING_FULL] + r->oom;
+	gethostname(m->hostname, sizeof(m->hostname) - 1);
+	profile__sort(prof);
+
+	p_info("%" PRIu64 " allocation calls, %" PRIu64 " frees; %" PRIu64
+	       " allocations sampled (one every %" PRIu64 " bytes on average), %" PRIu64
+	       " of them freed",
+	       c[ALLOC_C_CALLS], c[ALLOC_C_FREES], c[ALLOC_C_RECORDED], r->period,
+	       c[ALLOC_C_FREED]);
+	if (c[ALLOC_C_LIVE_FULL])
+		p_warn("%" PRIu64 " sampled blocks not followed to their free: the table of %u "
+		       "blocks in use was full (their in-use values are missing)",
+		       c[ALLOC_C_LIVE_FULL], ALLOC_LIVE_MAX);
+	if (c[ALLOC_C_RING_FULL])
+		p_warn("%" PRIu64 " sampled allocations lost: the ring buffer was full",
+		       c[ALLOC_C_RING_FULL]);
+	if (c[ALLOC_C_NO_STACK])
+		p_warn("%" PRIu64 " sampled allocations without their stack (the stack map of %u "
+		       "was full)",
+		       c[ALLOC_C_NO_STACK], ALLOC_STACKS);
+	if (c[ALLOC_C_NO_THREAD] || c[ALLOC_C_NO_RETURN] || r->oom)
+		p_warn("%" PRIu64 " calls not counted (no thread state), %" PRIu64
+		       " sampled calls without their return, %" PRIu64 " samples lost to memory",
+		       c[ALLOC_C_NO_THREAD], c[ALLOC_C_NO_RETURN], r->oom);
+	p_debug("%" PRIu64 " sampled calls, %" PRIu64 " returned no block", c[ALLOC_C_SAMPLED],
+		c[ALLOC_C_FAILED]);
+
+	err = writer__write_path(r->w, prof, r->o->output, &r->o->out, &em);
+	if (err) {
+		if (errmsg_said(&em))
+			p_errmsg(&em);
+		else
+			p_err("cannot write %s: %s", r->o->output ? r->o->output : "the profile",
+			      strerror(-err));
+	} else if (r->o->output) {
+		p_info("wrote %s", r->o->output);
+	}
+	profile__free(prof);
+	return err ? 1 : 0;
+}
+
+static int alloc_main(struct arun *r)
+{
+	struct ptab_opts po = { .warn = sym_warn };
+	struct symbolizer_opts so = { .warn = sym_warn };
+	struct errmsg em = { 0 };
+	int ret, err;
+
+	if (r->o->output && writer__check_path(r->o->output, &em)) {
+		p_errmsg(&em);
+		return 1;
+	}
+	r->ptab = ptab__new(&po);
+	so.ptab = r->ptab;
+	r->sym = r->ptab ? symbolizer__new(&so) : NULL;
+	r->aggs = htab__new();
+	if (!r->sym || !r->aggs) {
+		p_err("out of memory");
+		return 1;
+	}
+	r->ap = allocprof__open(r->period, log_level() >= LOG_DEBUG && r->o->verbosity > 1, &em);
+	if (!r->ap) {
+		p_errmsg(&em);
+		return 1;
+	}
+	p_debug("allocator probes: %s", allocprof__mode(r->ap));
+	if (r->o->cmd_is_target) {
+		if (start_command(r))
+			return 1;
+	} else {
+		r->pids = calloc(r->o->nr_pids, sizeof(*r->pids));
+		if (!r->pids) {
+			p_err("out of memory");
+			return 1;
+		}
+		memcpy(r->pids, r->o->pids, r->o->nr_pids * sizeof(*r->pids));
+		r->nr_pids = r->o->nr_pids;
+		for (size_t i = 0; i < r->nr_pids; i++) {
+			if (allocprof__target(r->ap, r->pids[i], false)) {
+				p_err("cannot add process %u to the targets", r->pids[i]);
+				return 1;
+			}
+		}
+	}
+	r->pidfds = calloc(r->nr_pids, sizeof(*r->pidfds));
+	if (!r->pidfds) {
+		p_err("out of memory");
+		goto out_end;
+	}
+	for (size_t i = 0; i < r->nr_pids; i++) {
+		struct proc_id id = { .pid = r->pids[i], .exec_id = PROC_EXEC_ANY };
+
+		r->pidfds[i] = r->ch.pid ? -1 : procfs__pidfd(r->pids[i]);
+		err = probe_process(r, r->pids[i]);
+		if (err == -ESRCH) {
+			p_err("process %u not found", r->pids[i]);
+			goto out_end;
+		}
+		if (err) {
+			p_err("process %u: no file it maps defines malloc and free (%s)",
+			      r->pids[i], strerror(-err));
+			goto out_end;
+		}
+		/* Known now, while alive: stacks are named even after it exits. */
+		symbolizer__note_process(r->sym, &id);
+	}
+	p_info("profiling allocations of %zu process%s (%zu probes), one sample every %" PRIu64
+	       " bytes on average",
+	       r->nr_pids, r->nr_pids == 1 ? "" : "es", allocprof__probes(r->ap), r->period);
+	p_info("probes: %s", allocprof__mode(r->ap));
+	if (r->ch.pid)
+		kill(r->ch.pid, SIGCONT);
+	run(r);
+	ret = report(r);
+	if (r->ch.pid) {
+		if (!r->ch.exited) /* -d or a stop request: bpfprof ends it */
+			child__abort(&r->ch);
+		else if (!ret && WIFEXITED(r->ch.status))
+			ret = WEXITSTATUS(r->ch.status);
+		else if (!ret && WIFSIGNALED(r->ch.status))
+			ret = 128 + WTERMSIG(r->ch.status);
+	}
+	return ret;
+
+out_end:
+	if (r->ch.pid)
+		child__abort(&r->ch);
+	return 1;
+}
+
+int cmd_record_alloc(const struct options *o, const struct writer *w)
+{
+	struct arun r = { .o = o, .w = w, .period = o->alloc_period, .ch = CHILD_INIT };
+	size_t pos = 0;
+	int ret;
+
+	ret = alloc_main(&r);
+	allocprof__free(r.ap);
+	for (size_t i = 0; i < r.nr_held; i++)
+		mfile__put(r.ptab, r.held[i]);
+	free(r.held);
+	symbolizer__free(r.sym);
+	ptab__free(r.ptab);
+	for (struct htab_entry *e; r.aggs && (e = htab__next(r.aggs, &pos));)
+		free(e->value);
+	htab__free(r.aggs);
+	for (size_t i = 0; r.pidfds && i < r.nr_pids; i++)
+		if (r.pidfds[i] >= 0)
+			close(r.pidfds[i]);
+	free(r.pidfds);
+	free(r.pids);
+	return ret;
+}

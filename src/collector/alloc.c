@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * alloc.c - bpfprof --alloc's BPF side: bpf/alloc.bpf.c's skeleton, its
+ * probes and maps (alloc.h). The only file of --alloc that touches libbpf.
+ */
+#include "collector/alloc.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "alloc.skel.h"
+#include "base/util.h"
+#include "collector/uprobe.h"
+
+enum alloc_mode { MODE_PERF, MODE_MULTI, MODE_SESSION };
+
+struct allocprof {
+	struct alloc_bpf *skel;
+	enum alloc_mode mode;
+	int ncpus;
+	int *fds; /* uprobe_multi / session link descriptors */
+	size_t nr_fds, cap_fds;
+	struct bpf_link **links; /* perf-event probes */
+	size_t nr_links, cap_links;
+	size_t probes;
+	struct bpf_link *exec_stop;
+	struct bpf_link **stops;
+	size_t nr_stops, cap_stops;
+	struct ring_buffer *rb;
+	void (*cb)(void *ctx, const struct alloc_event *e);
+	void *cb_ctx;
+	size_t got, max;
+};
+
+static bool debug_on;
+
+static int print_fn(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG && !debug_on)
+		return 0;
+	if (level == LIBBPF_WARN || debug_on)
+		return vfprintf(stderr, fmt, args);
+	return 0;
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct allocprof *a = ctx;
+
+	if (size < sizeof(struct alloc_event))
+		return 0;
+	a->cb(a->cb_ctx, data);
+	a->got++;
+	return a->max && a->got >= a->max ? -EAGAIN : 0; /* < 0 stops the consume */
+}
+
+/* The mode's programs: loaded for their attach type, the others left out. */
+static int prepare(struct alloc_bpf *s, enum alloc_mode mode)
+{
+	int err = 0;
+
+	bpf_program__set_autoload(s->progs.alloc_session, mode == MODE_SESSION);
+	bpf_program__set_autoload(s->progs.alloc_entry, mode != MODE_SESSION);
+	bpf_program__set_autoload(s->progs.alloc_return, mode != MODE_SESSION);
+	if (mode == MODE_SESSION)
+		err = bpf_program__set_expected_attach_type(s->progs.alloc_session,
+							    UPROBE_ATTACH_SESSION);
+	if (!err && mode == MODE_MULTI)
+		err = bpf_program__set_expected_attach_type(s->progs.alloc_entry,
+							    UPROBE_ATTACH_MULTI);
+	if (!err && mode == MODE_MULTI)
+		err = bpf_program__set_expected_attach_type(s->progs.alloc_return,
+							    UPROBE_ATTACH_MULTI);
+	return err;
+}
+
+struct allocprof *allocprof__open(uint64_t period, bool libbpf_debug, struct errmsg *em)
+{
+	struct allocprof *a = calloc(1, sizeof(*a));
+	const char *force = getenv("BPFPROF_TEST_ALLOC_MODE"); /* tests: "multi", "perf" */
+	int mode = MODE_SESSION, err = 0;
+
+	if (!a) {
+		errmsg_set(em, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	debug_on = libbpf_debug;
+	libbpf_set_print(print_fn);
+	a->ncpus = libbpf_num_possible_cpus();
+	if (a->ncpus <= 0) {
+		errmsg_set(em, a->ncpus ? a->ncpus : -EINVAL, "cannot count the possible CPUs");
+		goto out_free;
+	}
+	if (force && !strcmp(force, "multi"))
+		mode = MODE_MULTI;
+	else if (force && !strcmp(force, "perf"))
+		mode = MODE_PERF;
+	for (; mode >= MODE_PERF; mode--) {
+		alloc_bpf__destroy(a->skel);
+		a->skel = alloc_bpf__open();
+		if (!a->skel) {
+			errmsg_set(em, -errno, "cannot open the BPF program: %s", strerror(errno));
+			goto out_free;
+		}
+		/* Gaps of an exponential distribution of mean period: the
+		 * midpoints of 65536 equal slices of probability. */
+		for (size_t i = 0; i < ALLOC_GAPS; i++)
+			a->skel->bss->gaps[i] = (uint64_t)llround(
+				-log(((double)i + 0.5) / ALLOC_GAPS) * (double)period);
+		err = prepare(a->skel, (enum alloc_mode)mode);
+		if (!err)
+			err = alloc_bpf__load(a->skel);
+		if (!err) {
+			a->mode = (enum alloc_mode)mode;
+			break;
+		}
+		if (err == -EPERM)
+			break;
+	}
+	if (err) {
+		errmsg_set(em, err, "cannot load the BPF program: %s", strerror(-err));
+		if (err == -EPERM)
+			errmsg_hint(em, "run as root (or with CAP_BPF and CAP_PERFMON)");
+		goto out_free;
+	}
+	a->rb = ring_buffer__new(bpf_map__fd(a->skel->maps.events), on_event, a, NULL);
+	if (!a->rb) {
+		err = -errno;
+		errmsg_set(em, err, "cannot open the ring buffer: %s", strerror(-err));
+		goto out_free;
+	}
+	return a;
+
+out_free:
+	allocprof__free(a);
+	return NULL;
+}
+
+void allocprof__detach_stops(struct allocprof *a)
+{
+	for (size_t i = 0; i < a->nr_stops; i++)
+		bpf_link__destroy(a->stops[i]);
+	a->nr_stops = 0;
+}
+
+void allocprof__free(struct allocprof *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->nr_links; i++)
+		bpf_link__destroy(a->links[i]);
+	free(a->links);
+	for (size_t i = 0; i < a->nr_fds; i++)
+		close(a->fds[i]);
+	free(a->fds);
+	allocprof__detach_stops(a);
+	free(a->stops);
+	bpf_link__destroy(a->exec_stop);
+	ring_buffer__free(a->rb);
+	alloc_bpf__destroy(a->skel);
+	free(a);
+}
+
+const char *allocprof__mode(const struct allocprof *a)
+{
+	switch (a->mode) {
+	case MODE_SESSION:
+		return "session uprobes: one entry program per call, a return probe only for "
+		       "sampled calls";
+	case MODE_MULTI:
+		return "uprobe_multi: an entry probe per call and a return probe per allocation call "
+		       "(no session uprobes in this kernel)";
+	default:
+		return "perf-event uprobes and uretprobes: an entry and a return probe per "
+		       "allocation call";
+	}
+}
+
+int allocprof__target(struct allocprof *a, uint32_t tgid, bool stop_at_exec)
+{
+	uint8_t v = stop_at_exec ? ALLOC_TARGET_STOP : ALLOC_TARGET_ON;
+
+	if (bpf_map__update_elem(a->skel->maps.targets, &tgid, sizeof(tgid), &v, sizeof(v), 0))
+		return -errno;
+	return 0;
+}
+
+int allocprof__attach_exec_stop(struct allocprof *a, struct errmsg *em)
+{
+	a->exec_stop = bpf_program__attach(a->skel->progs.alloc_exec);
+	if (!a->exec_stop) {
+		int err = -errno;
+
+		return errmsg_set(em, err, "cannot attach to sched_process_exec: %s",
+				  strerror(-err));
+	}
+	return 0;
+}
+
+static struct bpf_link *uprobe(struct bpf_program *prog, bool ret, uint64_t cookie,
+			       const char *path, uint64_t off, int pid)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = ret, .bpf_cookie = cookie);
+
+	return bpf_program__attach_uprobe_opts(prog, pid, path, (size_t)off, &o);
+}
+
+int allocprof__attach_stop(struct allocprof *a, const char *path, uint64_t off, int pid,
+			   struct errmsg *em)
+{
+	struct bpf_link *l;
+
+	if (array_grow((void **)&a->stops, &a->cap_stops, a->nr_stops + 1, sizeof(*a->stops)))
+		return errmsg_set(em, -ENOMEM, "out of memory");
+	l = uprobe(a->skel->progs.alloc_stop, false, 0, path, off, pid);
+	if (!l) {
+		int err = -errno;
+
+		return errmsg_set(em, err, "cannot attach a uprobe at the entry point: %s",
+				  strerror(-err));
+	}
+	a->stops[a->nr_stops++] = l;
+	return 0;
+}
+
+static int keep_link(struct allocprof *a, struct bpf_link *l)
+{
+	if (array_grow((void **)&a->links, &a->cap_links, a->nr_links + 1, sizeof(*a->links))) {
+		bpf_link__destroy(l);
+		return -ENOMEM;
+	}
+	a->links[a->nr_links++] = l;
+	return 0;
+}
+
+static int keep_fd(struct allocprof *a, int fd)
+{
+	if (array_grow((void **)&a->fds, &a->cap_fds, a->nr_fds + 1, sizeof(*a->fds))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	a->fds[a->nr_fds++] = fd;
+	return 0;
+}
+
+int allocprof__attach_file(struct allocprof *a, const char *path, int pid, const uint32_t *fns,
+			   const uint64_t *offs, size_t n, struct errmsg *em)
+{
+	uint64_t cookies[ALLOC_FN_NR], roffs[ALLOC_FN_NR], rcookies[ALLOC_FN_NR];
+	size_t nr = 0;
+	int fd, err;
+
+	if (n > ALLOC_FN_NR)
+		return errmsg_set(em, -EINVAL, "%zu functions, at most %d", n, ALLOC_FN_NR);
+	for (size_t i = 0; i < n; i++) {
+		cookies[i] = fns[i];
+		if (fns[i] != ALLOC_FN_FREE) { /* free has no return to see */
+			roffs[nr] = offs[i];
+			rcookies[nr++] = fns[i];
+		}
+	}
+	if (a->mode == MODE_PERF) {
+		/* The returns first: a call entered between the two is a
+		 * return without its entry (ignored), never the reverse. */
+		for (size_t i = 0; i < nr; i++) {
+			struct bpf_link *l = uprobe(a->skel->progs.alloc_return, true, rcookies[i],
+						    path, roffs[i], pid);
+
+			if (!l || keep_link(a, l))
+				goto perf_err;
+			a->probes++;
+		}
+		for (size_t i = 0; i < n; i++) {
+			struct bpf_link *l = uprobe(a->skel->progs.alloc_entry, false, cookies[i],
+						    path, offs[i], pid);
+
+			if (!l || keep_link(a, l))
+				goto perf_err;
+			a->probes++;
+		}
+		return 0;
+	perf_err:
+		err = errno ? -errno : -ENOMEM;
+		return errmsg_set(em, err, "uprobe: %s", strerror(-err));
+	}
+	if (a->mode == MODE_MULTI && nr) {
+		fd = uprobe__link(bpf_program__fd(a->skel->progs.alloc_return), UPROBE_ATTACH_MULTI,
+				  true, path, roffs, rcookies, nr, pid);
+		if (fd < 0)
+			return errmsg_set(em, fd, "uprobe_multi (returns): %s", strerror(-fd));
+		err = keep_fd(a, fd);
+		if (err)
+			return errmsg_set(em, err, "out of memory");
+		a->probes += nr;
+	}
+	fd = uprobe__link(bpf_program__fd(a->mode == MODE_SESSION ? a->skel->progs.alloc_session
+								  : a->skel->progs.alloc_entry),
+			  a->mode == MODE_SESSION ? UPROBE_ATTACH_SESSION : UPROBE_ATTACH_MULTI,
+			  false, path, offs, cookies, n, pid);
+	if (fd < 0)
+		return errmsg_set(em, fd, "%s: %s",
+				  a->mode == MODE_SESSION ? "session uprobe" : "uprobe_multi",
+				  strerror(-fd));
+	err = keep_fd(a, fd);
+	if (err)
+		return errmsg_set(em, err, "out of memory");
+	a->probes += n;
+	return 0;
+}
+
+size_t allocprof__probes(const struct allocprof *a)
+{
+	return a ? a->probes : 0;
+}
+
+int allocprof__drain(struct allocprof *a, void (*cb)(void *ctx, const struct alloc_event *e),
+		     void *ctx, size_t max)
+{
+	int err;
+
+	a->cb = cb;
+	a->cb_ctx = ctx;
+	a->got = 0;
+	a->max = max;
+	err = ring_buffer__consume(a->rb);
+	return err < 0 && !a->got ? err : (int)a->got;
+}
+
+int allocprof__stack(struct allocprof *a, int32_t stackid, uint64_t *ips, size_t max)
+{
+	uint64_t buf[ALLOC_STACK_DEPTH];
+	size_t n = 0;
+
+	if (stackid < 0)
+		return -ENOENT;
+	if (bpf_map__lookup_elem(a->skel->maps.stacks, &stackid, sizeof(stackid), buf, sizeof(buf),
+				 0))
+		return -errno;
+	while (n < ALLOC_STACK_DEPTH && n < max && buf[n]) {
+		ips[n] = buf[n];
+		n++;
+	}
+	return (int)n;
+}
+
+int allocprof__live(struct allocprof *a,
+		    void (*cb)(void *ctx, const struct alloc_live_key *k,
+			       const struct alloc_live *v),
+		    void *ctx)
+{
+	int fd = bpf_map__fd(a->skel->maps.live);
+	struct alloc_live_key k, next;
+	struct alloc_live v;
+	void *prev = NULL;
+
+	/* At most the map's capacity: keys deleted meanwhile could restart the walk. */
+	for (size_t i = 0; i < ALLOC_LIVE_MAX; i++) {
+		if (bpf_map_get_next_key(fd, prev, &next))
+			return errno == ENOENT ? 0 : -errno;
+		k = next;
+		prev = &k;
+		if (!bpf_map_lookup_elem(fd, &k, &v))
+			cb(ctx, &k, &v);
+	}
+	return 0;
+}
+
+void allocprof__counters(struct allocprof *a, uint64_t out[ALLOC_C_NR])
+{
+	uint64_t *v = calloc((size_t)a->ncpus, sizeof(*v));
+
+	for (uint32_t w = 0; w < ALLOC_C_NR; w++) {
+		out[w] = 0;
+		if (!v || bpf_map__lookup_elem(a->skel->maps.counters, &w, sizeof(w), v,
+					       sizeof(*v) * (size_t)a->ncpus, 0))
+			continue;
+		for (int i = 0; i < a->ncpus; i++)
+			out[w] += v[i];
+	}
+	free(v);
+}

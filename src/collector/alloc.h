@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+ *
+ * alloc.h - bpfprof --alloc's BPF side (bpf/alloc.bpf.c, alloc_abi.h):
+ * the C library's allocation and free functions probed in the target
+ * processes, allocations sampled by bytes, each sampled one sent with its
+ * user stack, the sampled blocks still in use kept in a bounded table.
+ * The command finds the functions (their file and offsets, through src/proc
+ * and src/sym); this room loads the program, attaches the probes and reads
+ * what they recorded.
+ *
+ * Attachment, the first the kernel takes: session uprobes (6.13+: one
+ * program at entry and return, the return only for sampled calls), else
+ * uprobe_multi links (6.6+: an entry link, and a return link that runs
+ * for every allocation call), else perf-event uprobes and uretprobes per
+ * function (collector/uprobe.h makes the first two).
+ */
+#ifndef BPFPROF_COLLECTOR_ALLOC_H
+#define BPFPROF_COLLECTOR_ALLOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc_abi.h"
+#include "base/errmsg.h"
+
+struct allocprof;
+
+/* period: the mean bytes between samples (1..2^40). NULL with em filled. */
+struct allocprof *allocprof__open(uint64_t period, bool libbpf_debug, struct errmsg *em);
+void allocprof__free(struct allocprof *a);
+/* How the probes are attached, for -v. */
+const char *allocprof__mode(const struct allocprof *a);
+
+/* Profiles process tgid; stop_at_exec: it is sent SIGSTOP at its next exec. 0 or -errno. */
+int allocprof__target(struct allocprof *a, uint32_t tgid, bool stop_at_exec);
+/* The exec stop (tracepoint) of -- COMMAND. 0 or -errno with em. */
+int allocprof__attach_exec_stop(struct allocprof *a, struct errmsg *em);
+/* A probe that stops pid (SIGSTOP) at path's file offset off. */
+int allocprof__attach_stop(struct allocprof *a, const char *path, uint64_t off, int pid,
+			   struct errmsg *em);
+void allocprof__detach_stops(struct allocprof *a);
+
+/*
+ * The probes of n functions (fns[i]: enum alloc_fn, at file offset offs[i])
+ * of the file at path (a kernel_path: ptab.h) in process pid. 0 or -errno
+ * with em.
+ */
+int allocprof__attach_file(struct allocprof *a, const char *path, int pid, const uint32_t *fns,
+			   const uint64_t *offs, size_t n, struct errmsg *em);
+/* Probes attached now (an entry and a return count one each). */
+size_t allocprof__probes(const struct allocprof *a);
+
+/* The sampled allocations recorded since the last call: cb for each, at most
+ * max (0: all). How many, or -errno. */
+int allocprof__drain(struct allocprof *a, void (*cb)(void *ctx, const struct alloc_event *e),
+		     void *ctx, size_t max);
+/* The user stack stackid: up to max return addresses, the leaf first. How many, or -errno. */
+int allocprof__stack(struct allocprof *a, int32_t stackid, uint64_t *ips, size_t max);
+/* The sampled blocks not freed: cb for each. 0 or -errno. */
+int allocprof__live(struct allocprof *a,
+		    void (*cb)(void *ctx, const struct alloc_live_key *k,
+			       const struct alloc_live *v),
+		    void *ctx);
+/* The program's own counters (alloc_abi.h, enum alloc_counter), summed. */
+void allocprof__counters(struct allocprof *a, uint64_t out[ALLOC_C_NR]);
+
+#endif

@@ -21,10 +21,10 @@
 #include "count.skel.h"
 
 /* Not in this libbpf's headers (the kernel's enum bpf_attach_type). */
-#define TRACE_UPROBE_MULTI    UPROBE_ATTACH_MULTI   /* kernel 6.6+ */
-#define TRACE_UPROBE_SESSION  UPROBE_ATTACH_SESSION /* kernel 6.13+ */
-#define TRACE_KPROBE_MULTI    42 /* BPF_TRACE_KPROBE_MULTI */
-#define TRACE_KPROBE_SESSION  56 /* BPF_TRACE_KPROBE_SESSION: kernel 6.10+ */
+#define TRACE_UPROBE_MULTI   UPROBE_ATTACH_MULTI   /* kernel 6.6+ */
+#define TRACE_UPROBE_SESSION UPROBE_ATTACH_SESSION /* kernel 6.13+ */
+#define TRACE_KPROBE_MULTI   42			   /* BPF_TRACE_KPROBE_MULTI */
+#define TRACE_KPROBE_SESSION 56			   /* BPF_TRACE_KPROBE_SESSION: kernel 6.10+ */
 
 /* bpf_attr's link_create for kprobe_multi (and kprobe session). */
 struct link_create_kprobe_multi {
@@ -389,8 +389,8 @@ static int multi_link(struct counter *c, struct bpf_program *prog, uint32_t type
 		return -ENOMEM;
 	for (size_t i = 0; i < m->n; i++)
 		cookies[i] = (uint64_t)m->gen << 32 | m->fns[i];
-	fd = uprobe__link(bpf_program__fd(prog), type, ret, m->path, m->offs,
-			  cookies, m->n, m->pid);
+	fd = uprobe__link(bpf_program__fd(prog), type, ret, m->path, m->offs, cookies, m->n,
+			  m->pid);
 	free(cookies);
 	return fd;
 }

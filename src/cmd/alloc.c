@@ -22,6 +22,7 @@
  * at its entry point (its libraries mapped), probed, then let go. Only that
  * process is profiled (not what it starts); -p: the processes named.
  */
+#include <elf.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -38,12 +39,14 @@
 #include "base/util.h"
 #include "cmd/cmd.h"
 #include "collector/alloc.h"
+#include "collector/freeprobe.h"
 #include "format/writer.h"
 #include "proc/child.h"
 #include "proc/procfs.h"
 #include "proc/ptab.h"
 #include "session/options.h"
 #include "session/stop.h"
+#include "sym/elfcode.h"
 #include "sym/elfsym.h"
 #include "sym/symbolizer.h"
 
@@ -177,6 +180,35 @@ static void on_live(void *ctx, const struct alloc_live_key *k, const struct allo
 	a->inuse_bytes += w * (double)v->size;
 }
 
+/*
+ * How far past free's entry its probe goes (collector/freeprobe.h): past
+ * glibc's NULL test on x86-64, where a probe on the first instruction is
+ * single-stepped and one on the push after it emulated; 0: at the entry.
+ * The first bytes of [start, end), the function as its symbol bounds it,
+ * read from the file the symbols came from (bounded preads, sym/elfcode.h).
+ */
+static size_t free_skip(struct mfile *f, uint64_t start, uint64_t end)
+{
+	uint8_t code[FREEPROBE_BYTES];
+	size_t want =
+		end > start && end - start < sizeof(code) ? (size_t)(end - start) : sizeof(code);
+	int fd = mfile__fd(f);
+	struct elfcode *ec = fd >= 0 ? elfcode__open_fd(fd) : NULL;
+	size_t skip = 0;
+	bool is64 = false;
+	ssize_t got;
+
+	if (!ec)
+		return 0;
+	if (elfcode__machine(ec, &is64) == EM_X86_64 && is64) {
+		got = elfcode__read(ec, start, code, want);
+		if (got > 0)
+			skip = alloc_free_probe_offset(code, (size_t)got);
+	}
+	elfcode__free(ec);
+	return skip;
+}
+
 /* The allocator functions of one file that defines malloc and free: probed in pid. */
 static int probe_file(struct arun *r, struct mfile *f, const char *path, uint32_t pid, bool *probed)
 {
@@ -185,7 +217,7 @@ static int probe_file(struct arun *r, struct mfile *f, const char *path, uint32_
 	uint64_t offs[ALLOC_FN_NR];
 	uint32_t fns[ALLOC_FN_NR];
 	bool have[ALLOC_FN_NR] = { false };
-	uint64_t at[ALLOC_FN_NR];
+	uint64_t at[ALLOC_FN_NR], at_end[ALLOC_FN_NR];
 	size_t n = 0, nsyms;
 	struct errmsg em = { 0 };
 	char kpath[64];
@@ -208,6 +240,7 @@ static int probe_file(struct arun *r, struct mfile *f, const char *path, uint32_
 				if (!have[k] && !strcmp(name, fn_names[k][a])) {
 					have[k] = true;
 					at[k] = start;
+					at_end[k] = end;
 				}
 	}
 	if (!have[ALLOC_FN_MALLOC] || !have[ALLOC_FN_FREE])
@@ -218,6 +251,15 @@ static int probe_file(struct arun *r, struct mfile *f, const char *path, uint32_
 
 		if (!have[k] || elfsym__vaddr_to_off(es, at[k], &off, NULL))
 			continue;
+		if (k == ALLOC_FN_FREE) {
+			size_t skip = free_skip(f, at[k], at_end[k]);
+
+			if (skip)
+				p_debug("%s: free probed past its NULL test at +%zu (a push the "
+					"kernel emulates, not a single-stepped test)",
+					path, skip);
+			off += skip;
+		}
 		/* One probe per address (aligned_alloc is memalign in some glibcs). */
 		for (size_t j = 0; j < n; j++)
 			dup |= offs[j] == off;

@@ -43,6 +43,7 @@
 #include "base/util.h"
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
+#include "session/launch.h"
 #include "session/stop.h"
 #include "collector/count.h"
 #include "format/counttab.h"
@@ -57,8 +58,7 @@
 #define COUNT_DEFAULT_MAX_FUNCS 1000
 #define COUNT_MAX_MAX_FUNCS	20000 /* two descriptors a probe: keep within fd limits */
 #define COUNT_DEFAULT_BUDGET	200000
-#define COUNT_GUARD_MS		250 /* how often call rates are checked */
-#define COUNT_STOP_WAIT_MS	10000
+#define COUNT_GUARD_MS		250    /* how often call rates are checked */
 #define COUNT_MAX_PROCS		131072 /* processes -a and --cgroup look at */
 
 enum {
@@ -790,6 +790,29 @@ static int probe_all(struct count *c)
 	return 0;
 }
 
+/* -- COMMAND's stops (session/launch.h): the command a target, --children its forks. */
+static int count_at_exec(void *ctx, uint32_t pid, struct errmsg *em)
+{
+	struct count *c = ctx;
+	int err = counter__target(c->ctr, pid, true);
+
+	if (!err)
+		err = counter__attach_exec_stop(c->ctr, em);
+	if (!err && c->children)
+		err = counter__attach_children(c->ctr, em);
+	return err;
+}
+
+static int count_at_entry(void *ctx, const char *path, uint64_t off, int pid, struct errmsg *em)
+{
+	return counter__attach_stop(((struct count *)ctx)->ctr, path, off, pid, em);
+}
+
+static void count_detach_stops(void *ctx)
+{
+	counter__detach_stops(((struct count *)ctx)->ctr);
+}
+
 /*
  * -- COMMAND: start it, stopped at its exec and then at its entry point,
  * where the loader has mapped its libraries. 0, or 1 (said; the command is
@@ -797,97 +820,24 @@ static int probe_all(struct count *c)
  */
 static int start_command(struct count *c)
 {
-	struct errmsg em = { 0 };
-	struct proc_id id = { .exec_id = PROC_EXEC_ANY };
-	uint64_t entry;
-	struct pproc *p = NULL;
-	struct pmaps *pm = NULL;
-	int err;
+	const struct launch_stops stops = {
+		.ctx = c,
+		.at_exec = count_at_exec,
+		.at_entry = count_at_entry,
+		.detach = count_detach_stops,
+	};
 
-	err = child__spawn(&c->ch, c->cmd);
-	if (err) {
-		p_err("cannot start '%s': %s", c->cmd[0], strerror(-err));
+	if (launch__start(&c->ch, c->cmd, c->ptab, &stops))
+		return 1;
+	c->pids = calloc(1, sizeof(*c->pids));
+	if (!c->pids) {
+		p_err("out of memory");
+		child__abort(&c->ch);
 		return 1;
 	}
-	c->pids = calloc(1, sizeof(*c->pids));
-	if (!c->pids)
-		goto out_abort;
 	c->pids[0] = (uint32_t)c->ch.pid;
 	c->nr_pids = 1;
-	id.pid = (uint32_t)c->ch.pid;
-	err = counter__target(c->ctr, id.pid, true);
-	if (!err)
-		err = counter__attach_exec_stop(c->ctr, &em);
-	if (!err && c->children)
-		err = counter__attach_children(c->ctr, &em);
-	if (err) {
-		p_err("%s", errmsg_said(&em) ? em.msg : strerror(-err));
-		goto out_abort;
-	}
-	err = child__start(&c->ch);
-	if (err) {
-		p_err("cannot run '%s': %s", c->cmd[0], strerror(-err));
-		child__reap(&c->ch, true);
-		return 1;
-	}
-	err = child__wait_stopped(&c->ch, COUNT_STOP_WAIT_MS);
-	if (err)
-		goto out_gone;
-	/* Stopped after its exec: its entry point, where the loader hands over. */
-	err = procfs__entry("/proc", id.pid, &entry);
-	if (!err)
-		err = ptab__get(c->ptab, &id, &p);
-	if (!err) {
-		pm = ptab__maps(c->ptab, p);
-		err = -ENOENT;
-		for (size_t i = 0; i < pm->m.nr; i++) {
-			const struct procmap *m = &pm->m.maps[i];
-			struct mfile *f;
-			char kpath[64];
-
-			if (entry < m->start || entry >= m->end || !m->path)
-				continue;
-			err = ptab__file(c->ptab, p, m, &f);
-			if (err)
-				break;
-			err = mfile__kernel_path(f, kpath, sizeof(kpath));
-			if (!err)
-				err = counter__attach_stop(c->ctr, kpath,
-							   entry - m->start + m->offset,
-							   (int)id.pid, &em);
-			mfile__put(c->ptab, f);
-			break;
-		}
-		pmaps__put(pm);
-	}
-	if (err) {
-		p_err("'%s': cannot stop it at its entry point: %s", c->cmd[0],
-		      errmsg_said(&em) ? em.msg : strerror(-err));
-		goto out_put;
-	}
-	kill(c->ch.pid, SIGCONT);
-	err = child__wait_stopped(&c->ch, COUNT_STOP_WAIT_MS);
-	if (err)
-		goto out_gone;
-	counter__detach_stops(c->ctr);
-	err = ptab__refresh(c->ptab, p);
-	ptab__put(c->ptab, p);
-	if (err)
-		goto out_gone;
 	return 0;
-
-out_gone:
-	if (err == -ECHILD) {
-		p_err("'%s' exited before its probes could be attached", c->cmd[0]);
-		return 1;
-	}
-	p_err("'%s' did not stop to have its probes attached: %s", c->cmd[0], strerror(-err));
-out_put:
-	if (p)
-		ptab__put(c->ptab, p);
-out_abort:
-	child__abort(&c->ch);
-	return 1;
 }
 
 static void end_command(struct count *c)

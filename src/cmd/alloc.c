@@ -44,18 +44,18 @@
 #include "proc/child.h"
 #include "proc/procfs.h"
 #include "proc/ptab.h"
+#include "session/launch.h"
 #include "session/options.h"
 #include "session/stop.h"
 #include "sym/elfcode.h"
 #include "sym/elfsym.h"
 #include "sym/symbolizer.h"
 
-#define ALLOC_STOP_WAIT_MS 10000
-#define ALLOC_DRAIN_MS	   100
-#define ALLOC_DRAIN_MAX	   65536 /* sampled allocations taken per drain: the loop stays responsive */
-#define ALLOC_REFRESH_NS   (1000 * NS_PER_MS) /* targets' mappings re-read (dlopen) */
-#define ALLOC_MAX_FILES	   4		      /* files defining malloc probed per process */
-#define ALLOC_MAX_FRAMES   512		      /* frames of a stack, inlined ones included */
+#define ALLOC_DRAIN_MS	 100
+#define ALLOC_DRAIN_MAX	 65536 /* sampled allocations taken per drain: the loop stays responsive */
+#define ALLOC_REFRESH_NS (1000 * NS_PER_MS) /* targets' mappings re-read (dlopen) */
+#define ALLOC_MAX_FILES	 4		    /* files defining malloc probed per process */
+#define ALLOC_MAX_FRAMES 512		    /* frames of a stack, inlined ones included */
 
 /* Each function's names: aliases at one address merge under one of them
  * (sym/elfsym.h: glibc's free shows as cfree, memalign as __libc_memalign). */
@@ -334,6 +334,27 @@ static int probe_process(struct arun *r, uint32_t pid)
 	return files ? 0 : -ENOENT;
 }
 
+/* -- COMMAND's stops (session/launch.h). */
+static int alloc_at_exec(void *ctx, uint32_t pid, struct errmsg *em)
+{
+	struct arun *r = ctx;
+	int err = allocprof__target(r->ap, pid, true);
+
+	if (!err)
+		err = allocprof__attach_exec_stop(r->ap, em);
+	return err;
+}
+
+static int alloc_at_entry(void *ctx, const char *path, uint64_t off, int pid, struct errmsg *em)
+{
+	return allocprof__attach_stop(((struct arun *)ctx)->ap, path, off, pid, em);
+}
+
+static void alloc_detach_stops(void *ctx)
+{
+	allocprof__detach_stops(((struct arun *)ctx)->ap);
+}
+
 /*
  * -- COMMAND: start it, stopped at its exec and then at its entry point,
  * where the loader has mapped its libraries. 0, or 1 (said; the command is
@@ -341,96 +362,24 @@ static int probe_process(struct arun *r, uint32_t pid)
  */
 static int start_command(struct arun *r)
 {
-	struct errmsg em = { 0 };
-	struct proc_id id = { .exec_id = PROC_EXEC_ANY };
-	char **cmd = r->o->cmd;
-	uint64_t entry;
-	struct pproc *p = NULL;
-	struct pmaps *pm = NULL;
-	int err;
+	const struct launch_stops stops = {
+		.ctx = r,
+		.at_exec = alloc_at_exec,
+		.at_entry = alloc_at_entry,
+		.detach = alloc_detach_stops,
+	};
 
-	err = child__spawn(&r->ch, cmd);
-	if (err) {
-		p_err("cannot start '%s': %s", cmd[0], strerror(-err));
+	if (launch__start(&r->ch, r->o->cmd, r->ptab, &stops))
+		return 1;
+	r->pids = calloc(1, sizeof(*r->pids));
+	if (!r->pids) {
+		p_err("out of memory");
+		child__abort(&r->ch);
 		return 1;
 	}
-	r->pids = calloc(1, sizeof(*r->pids));
-	if (!r->pids)
-		goto out_abort;
 	r->pids[0] = (uint32_t)r->ch.pid;
 	r->nr_pids = 1;
-	id.pid = (uint32_t)r->ch.pid;
-	err = allocprof__target(r->ap, id.pid, true);
-	if (!err)
-		err = allocprof__attach_exec_stop(r->ap, &em);
-	if (err) {
-		p_err("%s", errmsg_said(&em) ? em.msg : strerror(-err));
-		goto out_abort;
-	}
-	err = child__start(&r->ch);
-	if (err) {
-		p_err("cannot run '%s': %s", cmd[0], strerror(-err));
-		child__reap(&r->ch, true);
-		return 1;
-	}
-	err = child__wait_stopped(&r->ch, ALLOC_STOP_WAIT_MS);
-	if (err)
-		goto out_gone;
-	/* Stopped after its exec: its entry point, where the loader hands over. */
-	err = procfs__entry("/proc", id.pid, &entry);
-	if (!err)
-		err = ptab__get(r->ptab, &id, &p);
-	if (!err) {
-		pm = ptab__maps(r->ptab, p);
-		err = -ENOENT;
-		for (size_t i = 0; i < pm->m.nr; i++) {
-			const struct procmap *m = &pm->m.maps[i];
-			struct mfile *f;
-			char kpath[64];
-
-			if (entry < m->start || entry >= m->end || !m->path)
-				continue;
-			err = ptab__file(r->ptab, p, m, &f);
-			if (err)
-				break;
-			err = mfile__kernel_path(f, kpath, sizeof(kpath));
-			if (!err)
-				err = allocprof__attach_stop(r->ap, kpath,
-							     entry - m->start + m->offset,
-							     (int)id.pid, &em);
-			mfile__put(r->ptab, f);
-			break;
-		}
-		pmaps__put(pm);
-	}
-	if (err) {
-		p_err("'%s': cannot stop it at its entry point: %s", cmd[0],
-		      errmsg_said(&em) ? em.msg : strerror(-err));
-		goto out_put;
-	}
-	kill(r->ch.pid, SIGCONT);
-	err = child__wait_stopped(&r->ch, ALLOC_STOP_WAIT_MS);
-	if (err)
-		goto out_gone;
-	allocprof__detach_stops(r->ap);
-	err = ptab__refresh(r->ptab, p);
-	ptab__put(r->ptab, p);
-	if (err)
-		goto out_gone;
 	return 0;
-
-out_gone:
-	if (err == -ECHILD) {
-		p_err("'%s' exited before its probes could be attached", cmd[0]);
-		return 1;
-	}
-	p_err("'%s' did not stop to have its probes attached: %s", cmd[0], strerror(-err));
-out_put:
-	if (p)
-		ptab__put(r->ptab, p);
-out_abort:
-	child__abort(&r->ch);
-	return 1;
 }
 
 static bool targets_gone(struct arun *r)

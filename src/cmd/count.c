@@ -43,6 +43,7 @@
 #include "base/util.h"
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
+#include "session/launch.h"
 #include "session/stop.h"
 #include "collector/count.h"
 #include "format/counttab.h"
@@ -57,8 +58,7 @@
 #define COUNT_DEFAULT_MAX_FUNCS 1000
 #define COUNT_MAX_MAX_FUNCS	20000 /* two descriptors a probe: keep within fd limits */
 #define COUNT_DEFAULT_BUDGET	200000
-#define COUNT_GUARD_MS		250 /* how often call rates are checked */
-#define COUNT_STOP_WAIT_MS	10000
+#define COUNT_GUARD_MS		250    /* how often call rates are checked */
 #define COUNT_MAX_PROCS		131072 /* processes -a and --cgroup look at */
 
 enum {
@@ -124,6 +124,11 @@ struct count {
 	/* -a, --cgroup: the files looked at in this pass, whichever process maps them */
 	uint64_t *fseen;
 	size_t nr_fseen, cap_fseen;
+	/* Found in the targets' files, not yet probed (within --max-functions) */
+	struct file_match *matches;
+	size_t nr_matches, cap_matches;
+	struct file_use *uses; /* -a, --cgroup: which processes map them */
+	size_t nr_uses, cap_uses;
 	double seconds;
 };
 
@@ -409,22 +414,46 @@ static long func_get(struct count *c, uint64_t serial, uint64_t start, uint64_t 
 	return (long)c->nr_fns++;
 }
 
-/* One file's matching functions: added to c->fns, and (attach) probed in pid. */
+/*
+ * One file's matching functions in one target (-a, --cgroup: in every
+ * process): found (and added to c->fns) by the pass that reads the file's
+ * symbols, probed once the count of all matches is known to be within
+ * --max-functions. Its symbols are read once: a hostile file costs its time
+ * budget once, not once per pass.
+ */
 struct file_match {
-	struct mfile *f;
-	struct elfsym *es;
-	const char *path; /* as mapped */
+	struct mfile *f; /* held until probed */
+	char *path;	 /* as mapped */
+	uint32_t pid;
+	bool probed;
+	uint32_t *fns;
+	uint64_t *offs;
+	size_t nr, cap_fns, cap_offs;
 };
 
-static int match_file(struct count *c, struct file_match *fm, uint32_t pid, bool attach,
-		      size_t *matched)
+/* -a, --cgroup: process pid maps c->matches[match] (noted if that is probed). */
+struct file_use {
+	uint32_t pid;
+	uint32_t match;
+};
+
+static void file_match__free(struct count *c, struct file_match *fm)
 {
-	size_t n = elfsym__count(fm->es), nr = 0, cap_fns = 0, cap_offs = 0;
-	uint32_t *fns = NULL;
-	uint64_t *offs = NULL;
-	char kpath[64];
-	struct errmsg em = { 0 };
-	int err = 0;
+	if (fm->f)
+		mfile__put(c->ptab, fm->f);
+	free(fm->path);
+	free(fm->fns);
+	free(fm->offs);
+}
+
+/*
+ * The matches of es's symbols: each counted in *matched; while that is within
+ * --max-functions (past it, the run ends before any probe), kept in fm. 0 or
+ * -ENOMEM.
+ */
+static int match_file(struct count *c, struct file_match *fm, struct elfsym *es, size_t *matched)
+{
+	size_t n = elfsym__count(es);
 
 	for (size_t i = 0; i < n; i++) {
 		const char *name, *pretty;
@@ -432,7 +461,7 @@ static int match_file(struct count *c, struct file_match *fm, uint32_t pid, bool
 		bool hit = false;
 		long fn;
 
-		if (elfsym__symbol(fm->es, i, &name, &start, &end))
+		if (elfsym__symbol(es, i, &name, &start, &end))
 			break;
 		for (size_t p = 0; p < c->nr_pats; p++) {
 			if (counttab__pat_match(&c->pats[p], fm->path, name)) {
@@ -442,64 +471,77 @@ static int match_file(struct count *c, struct file_match *fm, uint32_t pid, bool
 		}
 		if (!hit)
 			continue;
-		if (elfsym__vaddr_to_off(fm->es, start, &off, NULL)) {
+		if (elfsym__vaddr_to_off(es, start, &off, NULL)) {
 			c->skipped_off++;
 			continue;
 		}
-		(*matched)++;
-		if (!attach)
+		if (++*matched > c->max_funcs)
 			continue;
-		pretty = elfsym__lookup_demangled(fm->es, start, NULL);
+		pretty = elfsym__lookup_demangled(es, start, NULL);
 		fn = func_get(c, mfile__serial(fm->f), start, off, pretty ? pretty : name,
 			      fm->path);
-		if (fn < 0 || array_grow((void **)&fns, &cap_fns, nr + 1, sizeof(*fns)) ||
-		    array_grow((void **)&offs, &cap_offs, nr + 1, sizeof(*offs))) {
-			err = -ENOMEM;
-			goto out;
-		}
-		if ((size_t)fn >= c->max_funcs) {
-			err = -E2BIG;
-			goto out;
-		}
-		fns[nr] = (uint32_t)fn;
-		offs[nr++] = off;
-		p_debug("probing %s at %s+0x%" PRIx64 " in %u", c->fns[fn].name, fm->path, off,
-			pid);
+		if (fn < 0 ||
+		    array_grow((void **)&fm->fns, &fm->cap_fns, fm->nr + 1, sizeof(*fm->fns)) ||
+		    array_grow((void **)&fm->offs, &fm->cap_offs, fm->nr + 1, sizeof(*fm->offs)))
+			return -ENOMEM;
+		fm->fns[fm->nr] = (uint32_t)fn;
+		fm->offs[fm->nr++] = off;
 	}
-	if (!nr)
-		goto out;
-	err = mfile__kernel_path(fm->f, kpath, sizeof(kpath));
-	if (err)
-		goto out;
-	err = counter__attach_file(c->ctr, mfile__serial(fm->f), kpath,
-				   c->all || c->children ? -1 : (int)pid, fns, offs, nr, &em);
-	if (err < 0) {
-		p_warn("%s: its %zu functions not probed: %s", fm->path, nr, em.msg);
-		err = 0;
-		goto out;
+	return 0;
+}
+
+/* Probes fm's functions: 1 if any probe went in (keep the file), 0, or -errno. */
+static int probe_file(struct count *c, const struct file_match *fm)
+{
+	struct errmsg em = { 0 };
+	char kpath[64];
+	int n;
+
+	for (size_t i = 0; i < fm->nr; i++)
+		p_debug("probing %s at %s+0x%" PRIx64 " in %u", c->fns[fm->fns[i]].name, fm->path,
+			fm->offs[i], fm->pid);
+	n = mfile__kernel_path(fm->f, kpath, sizeof(kpath));
+	if (n)
+		return n;
+	n = counter__attach_file(c->ctr, mfile__serial(fm->f), kpath,
+				 c->all || c->children ? -1 : (int)fm->pid, fm->fns, fm->offs,
+				 fm->nr, &em);
+	if (n < 0) {
+		p_warn("%s: its %zu functions not probed: %s", fm->path, fm->nr, em.msg);
+		return 0;
 	}
-	if ((size_t)err < nr)
-		p_warn("%s: %zu of its %zu functions not probed: %s", fm->path, nr - (size_t)err,
-		       nr, em.msg);
-	err = 1; /* probed: keep the file */
-out:
-	free(fns);
-	free(offs);
-	return err;
+	if ((size_t)n < fm->nr)
+		p_warn("%s: %zu of its %zu functions not probed: %s", fm->path, fm->nr - (size_t)n,
+		       fm->nr, em.msg);
+	return 1;
+}
+
+/* -a, --cgroup: pid maps the file of a kept match; remembered, to be noted if it is probed. */
+static int note_use(struct count *c, uint32_t pid, uint64_t serial)
+{
+	for (size_t k = 0; k < c->nr_matches; k++) {
+		if (mfile__serial(c->matches[k].f) != serial)
+			continue;
+		if (array_grow((void **)&c->uses, &c->cap_uses, c->nr_uses + 1, sizeof(*c->uses)))
+			return -ENOMEM;
+		c->uses[c->nr_uses++] = (struct file_use){ .pid = pid, .match = (uint32_t)k };
+		return 0;
+	}
+	return 0;
 }
 
 /*
- * The files process pid maps (executable mappings), their symbols read:
- * a pass that only counts the matches (attach false), or one that probes.
+ * The files process pid maps (executable mappings), their symbols read
+ * once: the matches counted in *matched, and kept in c->matches to be
+ * probed. -a, --cgroup: each file once, whichever process maps it.
  */
-static int each_file(struct count *c, uint32_t pid, bool attach, size_t *matched)
+static int each_file(struct count *c, uint32_t pid, size_t *matched)
 {
 	struct proc_id id = { .pid = pid, .exec_id = PROC_EXEC_ANY };
 	struct pproc *p;
 	struct pmaps *pm;
 	uint64_t *seen = NULL;
 	size_t nr_seen = 0, cap_seen = 0;
-	bool maps_probed = false;
 	int err;
 
 	err = ptab__get(c->ptab, &id, &p);
@@ -508,56 +550,63 @@ static int each_file(struct count *c, uint32_t pid, bool attach, size_t *matched
 	pm = ptab__maps(c->ptab, p);
 	for (size_t i = 0; i < pm->m.nr && !err; i++) {
 		const struct procmap *m = &pm->m.maps[i];
-		struct file_match fm = { .path = m->path };
-		bool dup = false;
+		struct file_match fm = { .pid = pid };
+		struct elfsym *es;
+		bool dup = false, fdup = false;
+		uint64_t serial;
 		Elf *elf;
 
 		if (!m->path || m->path[0] != '/')
 			continue;
 		if (ptab__file(c->ptab, p, m, &fm.f))
 			continue;
-		for (size_t h = 0; c->all && attach && h < c->nr_held; h++)
-			maps_probed |= mfile__serial(c->held[h]) == mfile__serial(fm.f);
+		serial = mfile__serial(fm.f);
 		for (size_t s = 0; s < nr_seen; s++)
-			dup |= seen[s] == mfile__serial(fm.f);
+			dup |= seen[s] == serial;
 		/* -a, --cgroup: a file once, whichever process maps it (its probes are in every
 		 * one) */
-		for (size_t s = 0; c->all && s < c->nr_fseen; s++)
-			dup |= c->fseen[s] == mfile__serial(fm.f);
+		for (size_t s = 0; c->all && !dup && s < c->nr_fseen; s++)
+			fdup |= c->fseen[s] == serial;
 		if (dup || array_grow((void **)&seen, &cap_seen, nr_seen + 1, sizeof(*seen)) ||
-		    (c->all && array_grow((void **)&c->fseen, &c->cap_fseen, c->nr_fseen + 1,
-					  sizeof(*c->fseen)))) {
+		    (c->all && !fdup &&
+		     array_grow((void **)&c->fseen, &c->cap_fseen, c->nr_fseen + 1,
+				sizeof(*c->fseen)))) {
 			mfile__put(c->ptab, fm.f);
 			continue;
 		}
-		seen[nr_seen++] = mfile__serial(fm.f);
-		if (c->all)
-			c->fseen[c->nr_fseen++] = mfile__serial(fm.f);
-		elf = mfile__elf(fm.f);
-		fm.es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(fm.f)->st_size) : NULL;
-		if (!fm.es && elf)
-			p_warn("%s: no symbols read: %s", m->path, elfsym__strerror(errno));
-		if (fm.es)
-			err = match_file(c, &fm, pid, attach, matched);
-		elfsym__free(fm.es);
-		if (err == 1 && !array_grow((void **)&c->held, &c->cap_held, c->nr_held + 1,
-					    sizeof(*c->held))) {
-			c->held[c->nr_held++] = fm.f;
-			maps_probed = true;
-			err = 0;
+		seen[nr_seen++] = serial;
+		if (fdup) {
+			mfile__put(c->ptab, fm.f);
+			err = note_use(c, pid, serial);
 			continue;
 		}
-		if (err == 1)
-			err = 0; /* out of room to hold it: the guard cannot re-attach it */
-		mfile__put(c->ptab, fm.f);
+		if (c->all)
+			c->fseen[c->nr_fseen++] = serial;
+		elf = mfile__elf(fm.f);
+		es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(fm.f)->st_size) : NULL;
+		if (!es && elf)
+			p_warn("%s: no symbols read: %s", m->path, elfsym__strerror(errno));
+		fm.path = strdup(m->path);
+		if (!fm.path)
+			err = -ENOMEM;
+		else if (es)
+			err = match_file(c, &fm, es, matched);
+		elfsym__free(es);
+		if (!err && fm.nr &&
+		    array_grow((void **)&c->matches, &c->cap_matches, c->nr_matches + 1,
+			       sizeof(*c->matches)))
+			err = -ENOMEM;
+		if (err || !fm.nr) {
+			file_match__free(c, &fm);
+			continue;
+		}
+		c->matches[c->nr_matches++] = fm;
+		if (c->all)
+			err = note_use(c, pid, serial);
 	}
 	free(seen);
 	pmaps__put(pm);
 	ptab__put(c->ptab, p);
-	/* -a, --cgroup: a process with probes is known from now, so that its calls'
-	 * callers are named even once it has exited. */
-	if (maps_probed && c->all)
-		symbolizer__note_process(c->sym, &id);
 	return err;
 }
 
@@ -661,7 +710,7 @@ static int probe_all(struct count *c)
 
 	c->nr_fseen = 0;
 	for (size_t i = 0; c->nr_upats && i < c->nr_pids; i++) {
-		err = each_file(c, c->pids[i], false, &matched);
+		err = each_file(c, c->pids[i], &matched);
 		if (err && err != -ENOMEM && c->all)
 			continue; /* gone, a kernel thread, or not readable: its files are others'
 				     too */
@@ -704,21 +753,30 @@ static int probe_all(struct count *c)
 	matched = 0;
 	if (c->nr_kpats && probe_kernel(c, true, &matched))
 		return 1;
-	c->nr_fseen = 0;
-	for (size_t i = 0; c->nr_upats && i < c->nr_pids; i++) {
-		matched = 0;
-		err = each_file(c, c->pids[i], true, &matched);
-		if (err && err != -ENOMEM && err != -E2BIG && c->all)
-			continue;
-		if (err == -E2BIG) {
-			p_err("process %u: more functions match than --max-functions %zu (its files changed)",
-			      c->pids[i], c->max_funcs);
+	for (size_t i = 0; i < c->nr_matches; i++) {
+		struct file_match *fm = &c->matches[i];
+
+		err = probe_file(c, fm);
+		if (err < 0) {
+			p_err("process %u: %s", fm->pid, strerror(-err));
 			return 1;
 		}
-		if (err) {
-			p_err("process %u: %s", c->pids[i], strerror(-err));
-			return 1;
-		}
+		fm->probed = err > 0;
+		if (err && !array_grow((void **)&c->held, &c->cap_held, c->nr_held + 1,
+				       sizeof(*c->held))) {
+			c->held[c->nr_held++] = fm->f;
+			fm->f = NULL;
+		} /* else out of room to hold it: the guard cannot re-attach it */
+	}
+	/* -a, --cgroup: a process with probes is known from now, so that its calls'
+	 * callers are named even once it has exited. */
+	for (size_t i = 0, noted = 0; i < c->nr_uses; i++) {
+		struct proc_id id = { .pid = c->uses[i].pid, .exec_id = PROC_EXEC_ANY };
+
+		if (!c->matches[c->uses[i].match].probed || (noted && id.pid == noted - 1))
+			continue; /* uses come by process: noted once */
+		symbolizer__note_process(c->sym, &id);
+		noted = (size_t)id.pid + 1;
 	}
 	if (!counter__probes(c->ctr)) {
 		p_err("no probe could be attached");
@@ -732,6 +790,29 @@ static int probe_all(struct count *c)
 	return 0;
 }
 
+/* -- COMMAND's stops (session/launch.h): the command a target, --children its forks. */
+static int count_at_exec(void *ctx, uint32_t pid, struct errmsg *em)
+{
+	struct count *c = ctx;
+	int err = counter__target(c->ctr, pid, true);
+
+	if (!err)
+		err = counter__attach_exec_stop(c->ctr, em);
+	if (!err && c->children)
+		err = counter__attach_children(c->ctr, em);
+	return err;
+}
+
+static int count_at_entry(void *ctx, const char *path, uint64_t off, int pid, struct errmsg *em)
+{
+	return counter__attach_stop(((struct count *)ctx)->ctr, path, off, pid, em);
+}
+
+static void count_detach_stops(void *ctx)
+{
+	counter__detach_stops(((struct count *)ctx)->ctr);
+}
+
 /*
  * -- COMMAND: start it, stopped at its exec and then at its entry point,
  * where the loader has mapped its libraries. 0, or 1 (said; the command is
@@ -739,97 +820,24 @@ static int probe_all(struct count *c)
  */
 static int start_command(struct count *c)
 {
-	struct errmsg em = { 0 };
-	struct proc_id id = { .exec_id = PROC_EXEC_ANY };
-	uint64_t entry;
-	struct pproc *p = NULL;
-	struct pmaps *pm = NULL;
-	int err;
+	const struct launch_stops stops = {
+		.ctx = c,
+		.at_exec = count_at_exec,
+		.at_entry = count_at_entry,
+		.detach = count_detach_stops,
+	};
 
-	err = child__spawn(&c->ch, c->cmd);
-	if (err) {
-		p_err("cannot start '%s': %s", c->cmd[0], strerror(-err));
+	if (launch__start(&c->ch, c->cmd, c->ptab, &stops))
+		return 1;
+	c->pids = calloc(1, sizeof(*c->pids));
+	if (!c->pids) {
+		p_err("out of memory");
+		child__abort(&c->ch);
 		return 1;
 	}
-	c->pids = calloc(1, sizeof(*c->pids));
-	if (!c->pids)
-		goto out_abort;
 	c->pids[0] = (uint32_t)c->ch.pid;
 	c->nr_pids = 1;
-	id.pid = (uint32_t)c->ch.pid;
-	err = counter__target(c->ctr, id.pid, true);
-	if (!err)
-		err = counter__attach_exec_stop(c->ctr, &em);
-	if (!err && c->children)
-		err = counter__attach_children(c->ctr, &em);
-	if (err) {
-		p_err("%s", errmsg_said(&em) ? em.msg : strerror(-err));
-		goto out_abort;
-	}
-	err = child__start(&c->ch);
-	if (err) {
-		p_err("cannot run '%s': %s", c->cmd[0], strerror(-err));
-		child__reap(&c->ch, true);
-		return 1;
-	}
-	err = child__wait_stopped(&c->ch, COUNT_STOP_WAIT_MS);
-	if (err)
-		goto out_gone;
-	/* Stopped after its exec: its entry point, where the loader hands over. */
-	err = procfs__entry("/proc", id.pid, &entry);
-	if (!err)
-		err = ptab__get(c->ptab, &id, &p);
-	if (!err) {
-		pm = ptab__maps(c->ptab, p);
-		err = -ENOENT;
-		for (size_t i = 0; i < pm->m.nr; i++) {
-			const struct procmap *m = &pm->m.maps[i];
-			struct mfile *f;
-			char kpath[64];
-
-			if (entry < m->start || entry >= m->end || !m->path)
-				continue;
-			err = ptab__file(c->ptab, p, m, &f);
-			if (err)
-				break;
-			err = mfile__kernel_path(f, kpath, sizeof(kpath));
-			if (!err)
-				err = counter__attach_stop(c->ctr, kpath,
-							   entry - m->start + m->offset,
-							   (int)id.pid, &em);
-			mfile__put(c->ptab, f);
-			break;
-		}
-		pmaps__put(pm);
-	}
-	if (err) {
-		p_err("'%s': cannot stop it at its entry point: %s", c->cmd[0],
-		      errmsg_said(&em) ? em.msg : strerror(-err));
-		goto out_put;
-	}
-	kill(c->ch.pid, SIGCONT);
-	err = child__wait_stopped(&c->ch, COUNT_STOP_WAIT_MS);
-	if (err)
-		goto out_gone;
-	counter__detach_stops(c->ctr);
-	err = ptab__refresh(c->ptab, p);
-	ptab__put(c->ptab, p);
-	if (err)
-		goto out_gone;
 	return 0;
-
-out_gone:
-	if (err == -ECHILD) {
-		p_err("'%s' exited before its probes could be attached", c->cmd[0]);
-		return 1;
-	}
-	p_err("'%s' did not stop to have its probes attached: %s", c->cmd[0], strerror(-err));
-out_put:
-	if (p)
-		ptab__put(c->ptab, p);
-out_abort:
-	child__abort(&c->ch);
-	return 1;
 }
 
 static void end_command(struct count *c)
@@ -1233,6 +1241,10 @@ int cmd_count(int argc, char **argv)
 	for (size_t i = 0; i < c.nr_held; i++)
 		mfile__put(c.ptab, c.held[i]);
 	free(c.held);
+	for (size_t i = 0; i < c.nr_matches; i++)
+		file_match__free(&c, &c.matches[i]);
+	free(c.matches);
+	free(c.uses);
 	symbolizer__free(c.sym);
 	ptab__free(c.ptab);
 	for (size_t i = 0; i < c.nr_fns; i++) {

@@ -720,17 +720,19 @@ int hotspot__probe(struct ptab *t, struct pproc *p, struct hotspot_proc *out, ch
 			err = -EAGAIN; /* not filled yet */
 			break;
 		}
+		/* Set: a table not readable now is not going to be. */
 		err = hotspot__read_tables(proc_read, out, var, &out->h.vm);
-		if (err == -EFAULT) {
-			err = -EAGAIN;
-		} else if (err) {
+		if (err) {
 			if (!f->warned)
 				snprintf(why, why_len,
 					 "HotSpot JVM %s: %s%s: its Java methods are not named",
 					 m->path,
 					 err == -ENOTSUP ? "its VM structures lack "
 							 : "its VM structures are not readable: ",
-					 err == -ENOTSUP ? out->h.vm.missing : strerror(-err));
+					 err == -ENOTSUP ? out->h.vm.missing
+					 : err == -ETIME ? "over their time budget"
+					 : err == -E2BIG ? "over their size cap"
+							 : strerror(-err));
 			/* The memo is this module's: one warning per libjvm file. */
 			f->warned = true;
 			err = -ENOTSUP;

@@ -14,11 +14,13 @@
  *            symbol lengths, blob sizes, the code heaps' count and the
  *            segment map, in bursts between calm moments of 5 ms (a code
  *            cache that changes while read)
- *   tables   the struct table has no end, its type names no NUL
+ *   tables   the struct table has 4 Mi entries (256 MiB: one piece mapped
+ *            over and over), its type names no NUL
  *   unknown  the tables lack CodeBlob::_name (a layout bpfprof cannot use)
  *
  * Usage: fakejvm MODE SECONDS
  */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -124,16 +126,26 @@ int main(int argc, char **argv)
 		/* The far blob: hops of 1 all the way back. */
 		memset(m + FJ_SEGMAP + 64, 1, (FJ_HEAP_SIZE >> FJ_LOG2) - 64);
 	} else if (!strcmp(mode, "tables")) {
-		/* 2 MiB of entries (43690), each type name 64 bytes into 1 MiB of 'A's. */
-		uint8_t *tab = mmap(NULL, 3u << 20, PROT_READ | PROT_WRITE,
-				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		/* 256 MiB of table (4 Mi entries of 64 bytes): one 2 MiB memfd
+		 * mapped 128 times in a row, each type name 64 bytes into 1 MiB
+		 * of 'A's. */
+		size_t piece = 2u << 20, n = 128;
+		uint8_t *tab = mmap(NULL, piece * n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint8_t *as = mmap(NULL, 1u << 20, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		int fd = memfd_create("fakejvm-table", 0);
 
-		if (tab == MAP_FAILED)
+		if (tab == MAP_FAILED || as == MAP_FAILED || fd < 0 || ftruncate(fd, (off_t)piece))
 			return 1;
-		memset(tab + (2u << 20), 'A', 1u << 20);
-		for (uint32_t e = 0; 48 * (e + 1) <= (2u << 20); e++)
-			fj_w64(tab, 48 * e, (uint64_t)(uintptr_t)tab + (2u << 20) + (64 * e) % (1u << 20));
+		memset(as, 'A', 1u << 20);
+		for (size_t i = 0; i < n; i++)
+			if (mmap(tab + i * piece, piece, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+				 fd, 0) == MAP_FAILED)
+				return 1;
+		for (uint32_t e = 0; 64 * (e + 1) <= piece; e++)
+			fj_w64(tab, 64 * e, (uint64_t)(uintptr_t)as + (64 * e) % (1u << 20));
 		var[0] = (uint64_t)(uintptr_t)tab;
+		var[7] = 64;
 	}
 	gHotSpotVMStructs = var[0];
 	gHotSpotVMTypes = var[1];

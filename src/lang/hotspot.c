@@ -224,7 +224,8 @@ static int walk(struct treader *r, struct hotspot_vm *vm, uint64_t table, uint64
 			if (tr_str(r, v[1], field))
 				continue;
 			if (is_static)
-				take(vm, type, field, W_STATIC, v[4] > INT64_MAX ? -1 : (int64_t)v[4]);
+				take(vm, type, field, W_STATIC,
+				     v[4] > INT64_MAX ? -1 : (int64_t)v[4]);
 			else if (v[3] <= MAX_OFF)
 				take(vm, type, field, W_FIELD, (int64_t)v[3]);
 		} else if (v[1] && v[1] <= MAX_OFF) {
@@ -318,8 +319,8 @@ static int read_heap(struct hotspot *h, uint64_t heap, struct hotspot_heap *out)
 	const struct hotspot_vm *vm = &h->vm;
 	const enum hs_off o[] = { HS_HEAP_MEMORY, HS_HEAP_SEGMAP };
 	uint8_t b[MAX_OFF + 256];
-	int64_t vs = vm->off[HS_VS_LOW] > vm->off[HS_VS_HIGH] ? vm->off[HS_VS_LOW]
-							       : vm->off[HS_VS_HIGH];
+	int64_t vs =
+		vm->off[HS_VS_LOW] > vm->off[HS_VS_HIGH] ? vm->off[HS_VS_LOW] : vm->off[HS_VS_HIGH];
 	int64_t n = max_off(vm, o, 2, (size_t)vs + 8);
 	int32_t log2;
 	int err;
@@ -519,7 +520,9 @@ static int symbol(struct hotspot *h, uint64_t sym, char *out, size_t cap)
 	return (int)n;
 }
 
-int hotspot__method_name(struct hotspot *h, uint64_t method, char *buf, size_t len)
+/* "package.Class.method" of Method* method into buf (NUL-terminated, cut
+ * with "..."); its length, or -errno. */
+static int method_name(struct hotspot *h, uint64_t method, char *buf, size_t len)
 {
 	const struct hotspot_vm *vm = &h->vm;
 	const enum hs_off cpo[] = { HS_CP_HOLDER };
@@ -576,7 +579,7 @@ int hotspot__name_pc(struct hotspot *h, uint64_t pc, char *buf, size_t len)
 	if (err)
 		return err;
 	if (b.method)
-		return hotspot__method_name(h, b.method, buf, len);
+		return method_name(h, b.method, buf, len);
 	if (!b.name[0] || len < 2)
 		return -EINVAL;
 	snprintf(buf, len, "%s", b.name);
@@ -774,7 +777,7 @@ const char *hotspot__name(struct hotspot_proc *hp, uint64_t pc)
 	if (n && same(n, &b))
 		return n->name;
 	if (b.method)
-		len = hotspot__method_name(&hp->h, b.method, buf, sizeof(buf));
+		len = method_name(&hp->h, b.method, buf, sizeof(buf));
 	else
 		len = snprintf(buf, sizeof(buf), "%s", b.name);
 	if (len <= 0)

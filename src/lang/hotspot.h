@@ -39,33 +39,33 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HS_MAX_ENTRIES	 16384u		/* entries read of one table */
-#define HS_MAX_TABLE	 (4u << 20)	/* bytes read for the tables */
-#define HS_MAX_TABLE_NS	 (200000000ull) /* ... and their time */
-#define HS_STR_MAX	 64u		/* bytes read of a type or field name */
-#define HS_MAX_HEAPS	 8u		/* code heaps */
-#define HS_MAX_HOPS	 4096u		/* segment map steps per lookup */
-#define HS_MAX_BLOB	 (64u << 20)	/* largest code blob believed */
-#define HS_MAX_LOOKUP	 (64u << 10)	/* bytes read per lookup */
-#define HS_SYMBOL_MAX	 200u		/* bytes read of a class or method name */
-#define HS_NAME_MAX	 (2 * HS_SYMBOL_MAX + 8)
+#define HS_MAX_ENTRIES	16384u	       /* entries read of one table */
+#define HS_MAX_TABLE	(4u << 20)     /* bytes read for the tables */
+#define HS_MAX_TABLE_NS (200000000ull) /* ... and their time */
+#define HS_STR_MAX	64u	       /* bytes read of a type or field name */
+#define HS_MAX_HEAPS	8u	       /* code heaps */
+#define HS_MAX_HOPS	4096u	       /* segment map steps per lookup */
+#define HS_MAX_BLOB	(64u << 20)    /* largest code blob believed */
+#define HS_MAX_LOOKUP	(64u << 10)    /* bytes read per lookup */
+#define HS_SYMBOL_MAX	200u	       /* bytes read of a class or method name */
+#define HS_NAME_MAX	(2 * HS_SYMBOL_MAX + 8)
 
 /* Reads len bytes of the process at addr; 0, or -errno (a short read is an error). */
 typedef int (*hotspot_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
 
 /* The exported variables read (their values: a table's address, a layout's number). */
 enum hs_var {
-	HSV_STRUCTS,	  /* gHotSpotVMStructs: VMStructEntry* */
-	HSV_TYPES,	  /* gHotSpotVMTypes: VMTypeEntry* */
-	HSV_SE_TYPE,	  /* gHotSpotVMStructEntryTypeNameOffset */
-	HSV_SE_FIELD,	  /* ...FieldNameOffset */
-	HSV_SE_STATIC,	  /* ...IsStaticOffset */
-	HSV_SE_OFFSET,	  /* ...OffsetOffset */
-	HSV_SE_ADDRESS,	  /* ...AddressOffset */
-	HSV_SE_STRIDE,	  /* gHotSpotVMStructEntryArrayStride */
-	HSV_TE_TYPE,	  /* gHotSpotVMTypeEntryTypeNameOffset */
-	HSV_TE_SIZE,	  /* ...SizeOffset */
-	HSV_TE_STRIDE,	  /* gHotSpotVMTypeEntryArrayStride */
+	HSV_STRUCTS,	/* gHotSpotVMStructs: VMStructEntry* */
+	HSV_TYPES,	/* gHotSpotVMTypes: VMTypeEntry* */
+	HSV_SE_TYPE,	/* gHotSpotVMStructEntryTypeNameOffset */
+	HSV_SE_FIELD,	/* ...FieldNameOffset */
+	HSV_SE_STATIC,	/* ...IsStaticOffset */
+	HSV_SE_OFFSET,	/* ...OffsetOffset */
+	HSV_SE_ADDRESS, /* ...AddressOffset */
+	HSV_SE_STRIDE,	/* gHotSpotVMStructEntryArrayStride */
+	HSV_TE_TYPE,	/* gHotSpotVMTypeEntryTypeNameOffset */
+	HSV_TE_SIZE,	/* ...SizeOffset */
+	HSV_TE_STRIDE,	/* gHotSpotVMTypeEntryArrayStride */
 	HSV_NR,
 };
 extern const char *const hotspot_var_names[HSV_NR];
@@ -136,20 +136,16 @@ struct hotspot {
 
 /* A code blob, as read at a pc. */
 struct hotspot_blob {
-	uint64_t addr;	  /* the blob */
-	uint64_t method;  /* its Method* (an nmethod), else 0 */
-	int32_t id;	  /* its compile id (an nmethod), else -1 */
-	char name[48];	  /* its own name ("nmethod", "Interpreter", ...) */
+	uint64_t addr;	 /* the blob */
+	uint64_t method; /* its Method* (an nmethod), else 0 */
+	int32_t id;	 /* its compile id (an nmethod), else -1 */
+	char name[48];	 /* its own name ("nmethod", "Interpreter", ...) */
 };
 
 /* The blob holding pc in a code heap; 0, -ENOENT (none: no heap, a free
  * block, a pc outside its code), -EINVAL (bytes that are not a blob) or
  * the reader's error. The heaps are read again when pc is in none. */
 int hotspot__blob_at(struct hotspot *h, uint64_t pc, struct hotspot_blob *b);
-
-/* "package.Class.method" of Method* method into buf (NUL-terminated, cut
- * with "..."); its length, or -errno. */
-int hotspot__method_name(struct hotspot *h, uint64_t method, char *buf, size_t len);
 
 /* The name of the code at pc (a method's, else its blob's); its length or -errno. */
 int hotspot__name_pc(struct hotspot *h, uint64_t pc, char *buf, size_t len);

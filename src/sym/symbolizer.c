@@ -199,7 +199,8 @@ struct symbolizer {
 	uint64_t held_read, held_forced, held_dropped;
 	uint64_t gen;
 	size_t file_bytes, pmap_bytes, freed_bytes;
-	uint64_t lookups, unknown, debug_files, jit_names, lisp_names, java_names, images_lost, images_mapped;
+	uint64_t lookups, unknown, debug_files, jit_names, lisp_names, java_names, images_lost,
+		images_mapped;
 	uint64_t kernel_reloads, evicted_procs, evicted_files;
 	/* Made room at insertion: symbols of files still mapped freed (and read
 	 * again), perf maps freed, files refused for their own cap. */

@@ -263,9 +263,9 @@ static void test_hostile_heap(void **state)
 
 	/* A hop chain longer than HS_MAX_HOPS; a hop past the map's start. */
 	memset(i.m + FJ_SEGMAP + 64, 1, (FJ_HEAP_SIZE >> FJ_LOG2) - 64);
-	assert_int_equal(hotspot__name_pc(&hp.h, BASE + FJ_HEAP + FJ_HEAP_SIZE - 8, buf,
-					  sizeof(buf)),
-			 -ELOOP);
+	assert_int_equal(
+		hotspot__name_pc(&hp.h, BASE + FJ_HEAP + FJ_HEAP_SIZE - 8, buf, sizeof(buf)),
+		-ELOOP);
 	i.m[FJ_SEGMAP + 3] = 200;
 	assert_int_equal(hotspot__name_pc(&hp.h, BASE + FJ_HEAP + (3 << FJ_LOG2), buf, sizeof(buf)),
 			 -EINVAL);
@@ -289,8 +289,8 @@ static void test_hostile_heap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_tables),	       cmocka_unit_test(test_names),
-		cmocka_unit_test(test_recompiled),     cmocka_unit_test(test_hostile_tables),
+		cmocka_unit_test(test_tables),	     cmocka_unit_test(test_names),
+		cmocka_unit_test(test_recompiled),   cmocka_unit_test(test_hostile_tables),
 		cmocka_unit_test(test_hostile_heap),
 	};
 

@@ -72,6 +72,14 @@ static const struct want {
 	{ "Klass", "_name", HS_K_NAME, W_FIELD, true },
 	{ "Symbol", "_length", HS_SYM_LENGTH, W_FIELD, true },
 	{ "Symbol", "_body", HS_SYM_BODY, W_FIELD, true },
+	{ "CompiledMethod", "_scopes_data_begin", HS_NM_SCOPES, W_FIELD, false },
+	{ "nmethod", "_scopes_data_begin", HS_NM_SCOPES, W_FIELD, false },
+	{ "nmethod", "_metadata_offset", HS_NM_METADATA, W_FIELD, false },
+	{ "nmethod", "_scopes_pcs_offset", HS_NM_PCS, W_FIELD, false },
+	{ "nmethod", "_dependencies_offset", HS_NM_PCS_END, W_FIELD, false },
+	{ "PcDesc", "_pc_offset", HS_PC_OFFSET, W_FIELD, false },
+	{ "PcDesc", "_scope_decode_offset", HS_PC_SCOPE, W_FIELD, false },
+	{ "PcDesc", NULL, HS_PC_SIZE, W_SIZE, false },
 };
 #define NR_WANTS (sizeof(wants) / sizeof(wants[0]))
 
@@ -430,8 +438,9 @@ static void clean(char *s)
 int hotspot__blob_at(struct hotspot *h, uint64_t pc, struct hotspot_blob *b)
 {
 	const struct hotspot_vm *vm = &h->vm;
-	const enum hs_off o[] = { HS_CB_NAME, HS_CB_BEGIN, HS_CB_END, HS_NM_METHOD };
-	const enum hs_off o4[] = { HS_CB_SIZE, HS_CB_CODE_OFF, HS_CB_DATA_OFF, HS_NM_ID };
+	const enum hs_off o[] = { HS_CB_NAME, HS_CB_BEGIN, HS_CB_END, HS_NM_METHOD, HS_NM_SCOPES };
+	const enum hs_off o4[] = { HS_CB_SIZE,	   HS_CB_CODE_OFF, HS_CB_DATA_OFF, HS_NM_ID,
+				   HS_NM_METADATA, HS_NM_PCS,	   HS_NM_PCS_END };
 	const struct hotspot_heap *hp = heap_of(h, pc);
 	uint8_t hdr[MAX_OFF + 16];
 	uint64_t idx, block, begin, end, name;
@@ -457,8 +466,8 @@ int hotspot__blob_at(struct hotspot *h, uint64_t pc, struct hotspot_blob *b)
 	if (!used)
 		return -ENOENT;
 	b->addr = block + (uint64_t)vm->off[HS_HB_SIZE];
-	n = max_off(vm, o, 4, 8);
-	n4 = max_off(vm, o4, 4, 4);
+	n = max_off(vm, o, 5, 8);
+	n4 = max_off(vm, o4, 7, 4);
 	if (n4 > n)
 		n = n4;
 	if (n > (int64_t)sizeof(hdr))
@@ -490,6 +499,27 @@ int hotspot__blob_at(struct hotspot *h, uint64_t pc, struct hotspot_blob *b)
 			b->id = get32(hdr, vm->off[HS_NM_ID]);
 		if (!b->method)
 			return -EINVAL;
+		b->code = begin;
+		if (vm->off[HS_NM_SCOPES] >= 0 && vm->off[HS_NM_METADATA] >= 0 &&
+		    vm->off[HS_NM_PCS] >= 0 && vm->off[HS_NM_PCS_END] >= 0 &&
+		    vm->off[HS_PC_OFFSET] >= 0 && vm->off[HS_PC_SCOPE] >= 0 &&
+		    vm->off[HS_PC_SIZE] > 0) {
+			int32_t md = get32(hdr, vm->off[HS_NM_METADATA]);
+			int32_t pcs = get32(hdr, vm->off[HS_NM_PCS]);
+			int32_t pcs_end = get32(hdr, vm->off[HS_NM_PCS_END]);
+
+			b->scopes = get64(hdr, vm->off[HS_NM_SCOPES]);
+			/* metadata < scopes data < PcDescs, all in the blob */
+			if (md > 0 && pcs > md && pcs_end >= pcs && pcs_end <= size &&
+			    b->scopes > b->addr + (uint64_t)md &&
+			    b->scopes <= b->addr + (uint64_t)pcs) {
+				b->metadata = b->addr + (uint64_t)md;
+				b->pcs = b->addr + (uint64_t)pcs;
+				b->pcs_end = b->addr + (uint64_t)pcs_end;
+			} else {
+				b->scopes = 0;
+			}
+		}
 	}
 	return 0;
 }
@@ -568,6 +598,108 @@ static int method_name(struct hotspot *h, uint64_t method, char *buf, size_t len
 		memcpy(buf + len - 4, "...", 4);
 		n = (int64_t)len - 1;
 	}
+	return (int)n;
+}
+
+/* HotSpot's compressed ints (CompressedReadStream, to JDK 20: UNSIGNED5
+ * with L = 192, lg H = 6, at most 5 bytes) from b[*pos..n); -1 past n. */
+static int64_t read_int(const uint8_t *b, size_t n, size_t *pos)
+{
+	uint32_t sum, shift = 6;
+
+	if (*pos >= n)
+		return -1;
+	sum = b[(*pos)++];
+	if (sum < 192)
+		return sum;
+	for (int i = 1; i < 5; i++, shift += 6) {
+		uint32_t bi;
+
+		if (*pos >= n)
+			return -1;
+		bi = b[(*pos)++];
+		sum += bi << shift;
+		if (bi < 192)
+			break;
+	}
+	return (int64_t)(int32_t)sum;
+}
+
+int hotspot__scopes(struct hotspot *h, const struct hotspot_blob *b, uint64_t pc, uint64_t *out,
+		    size_t max)
+{
+	const struct hotspot_vm *vm = &h->vm;
+	uint64_t psize = (uint64_t)vm->off[HS_PC_SIZE], lo = 0, hi, rel, scope;
+	uint8_t pd[MAX_OFF + 8];
+	size_t n = 0;
+	int err;
+
+	if (!max)
+		return -EINVAL;
+	if (!b->scopes || pc < b->code) {
+		out[0] = b->method;
+		return 1;
+	}
+	if (psize < 8 || psize > MAX_OFF || vm->off[HS_PC_OFFSET] + 4 > (int64_t)psize ||
+	    vm->off[HS_PC_SCOPE] + 4 > (int64_t)psize)
+		return -EINVAL;
+	hi = (b->pcs_end - b->pcs) / psize;
+	if (hi > HS_MAX_PCS)
+		return -EINVAL;
+	rel = pc - b->code;
+	/* The first PcDesc whose pc offset is past rel (sorted by pc offset). */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		int32_t off;
+
+		if ((err = rd(h, b->pcs + mid * psize + (uint64_t)vm->off[HS_PC_OFFSET], &off, 4)))
+			return err;
+		if ((int64_t)off > (int64_t)rel)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (lo >= (b->pcs_end - b->pcs) / psize) {
+		out[0] = b->method;
+		return 1;
+	}
+	if ((err = rd(h, b->pcs + lo * psize, pd, (size_t)psize)))
+		return err;
+	scope = (uint64_t)(uint32_t)get32(pd, vm->off[HS_PC_SCOPE]);
+	/* Each scope: its sender's offset, its method (an index in the metadata), its bci. */
+	while (scope) {
+		uint8_t sb[16];
+		size_t pos = 0, len = sizeof(sb);
+		int64_t sender, mi;
+		uint64_t m;
+
+		if (n == max || n == HS_MAX_INLINE)
+			return -E2BIG;
+		if (b->scopes + scope < b->scopes || b->scopes + scope >= b->pcs)
+			return -EINVAL;
+		if (b->pcs - (b->scopes + scope) < len)
+			len = (size_t)(b->pcs - (b->scopes + scope));
+		if ((err = rd(h, b->scopes + scope, sb, len)))
+			return err;
+		sender = read_int(sb, len, &pos);
+		mi = read_int(sb, len, &pos);
+		if (sender < 0 || mi <= 0 || (uint64_t)sender >= scope)
+			return -EINVAL; /* senders come before their scopes */
+		if (b->metadata + 8 * (uint64_t)mi > b->scopes)
+			return -EINVAL;
+		if ((err = rd_ptr(h, b->metadata + 8 * (uint64_t)(mi - 1), &m)))
+			return err;
+		if (!m || (m & 7))
+			return -EINVAL;
+		out[n++] = m;
+		scope = (uint64_t)sender;
+	}
+	if (!n) {
+		out[0] = b->method; /* no scope here */
+		return 1;
+	}
+	if (out[n - 1] != b->method)
+		return -EINVAL; /* the outermost scope is the nmethod's own */
 	return (int)n;
 }
 
@@ -747,69 +879,111 @@ int hotspot__probe(struct ptab *t, struct pproc *p, struct hotspot_proc *out, ch
 }
 
 struct hs_name {
-	uint64_t method;
+	uint64_t blob, method;
 	int32_t id;
+	uint32_t n;
 	char blob_name[48];
-	char name[];
+	const char *name[HS_MAX_INLINE]; /* innermost first, into text */
+	char text[];
 };
 
 static bool same(const struct hs_name *n, const struct hotspot_blob *b)
 {
-	return n->method == b->method && n->id == b->id && !strcmp(n->blob_name, b->name);
+	return n->blob == b->addr && n->method == b->method && n->id == b->id &&
+	       !strcmp(n->blob_name, b->name);
 }
 
-const char *hotspot__name(struct hotspot_proc *hp, uint64_t pc)
+size_t hotspot__frames(struct hotspot_proc *hp, uint64_t pc, const char **names, size_t max)
 {
 	struct hotspot_blob b;
 	struct htab_entry *e;
 	struct hs_name *n;
-	char buf[HS_NAME_MAX];
+	char buf[HS_MAX_INLINE][HS_NAME_MAX];
+	uint64_t methods[HS_MAX_INLINE];
+	size_t bytes = 0, nr;
 	bool created;
-	int len;
+	int k;
 
-	if (!hp->names && !(hp->names = htab__new()))
-		return NULL;
-	hp->h.bytes_read = 0; /* HS_MAX_LOOKUP: per name */
+	if (!max || (!hp->names && !(hp->names = htab__new())))
+		return 0;
+	hp->h.bytes_read = 0; /* HS_MAX_LOOKUP: per lookup */
 	if (hotspot__blob_at(&hp->h, pc, &b))
-		return NULL;
-	e = htab__find(hp->names, &b.addr, sizeof(b.addr));
+		return 0;
+	e = htab__find(hp->names, &pc, sizeof(pc));
 	n = e ? e->value : NULL;
-	if (n && same(n, &b))
-		return n->name;
-	if (b.method)
-		len = method_name(&hp->h, b.method, buf, sizeof(buf));
-	else
-		len = snprintf(buf, sizeof(buf), "%s", b.name);
-	if (len <= 0)
-		return NULL;
-	if (n) {
-		/* Replaced: the old name may still be in use until the process goes. */
-		if (array_grow((void **)&hp->retired, &hp->cap_retired, hp->nr_retired + 1,
-			       sizeof(*hp->retired)))
-			return NULL;
-		hp->retired[hp->nr_retired++] = n;
-		e->value = NULL;
+	if (!n || !same(n, &b)) {
+		if (!b.method) {
+			nr = 1;
+			snprintf(buf[0], sizeof(buf[0]), "%s", b.name);
+		} else {
+			/* Inlined methods: their names, else the nmethod's alone. */
+			k = hotspot__scopes(&hp->h, &b, pc, methods, HS_MAX_INLINE);
+			if (k <= 0) {
+				methods[0] = b.method;
+				k = 1;
+			}
+			nr = (size_t)k;
+			for (size_t i = 0; i < nr; i++) {
+				if (method_name(&hp->h, methods[i], buf[i], sizeof(buf[i])) > 0)
+					continue;
+				/* One not named: the nmethod's own alone. */
+				if (method_name(&hp->h, b.method, buf[0], sizeof(buf[0])) <= 0)
+					return 0;
+				nr = 1;
+				break;
+			}
+		}
+		for (size_t i = 0; i < nr; i++)
+			bytes += strlen(buf[i]) + 1;
+		if (n) {
+			/* Replaced: the old names may still be in use until the process goes. */
+			if (array_grow((void **)&hp->retired, &hp->cap_retired, hp->nr_retired + 1,
+				       sizeof(*hp->retired)))
+				return 0;
+			hp->retired[hp->nr_retired++] = n;
+			e->value = NULL;
+		}
+		if (hp->nr_names + hp->nr_retired >= HS_MAX_NAMES ||
+		    hp->name_bytes + sizeof(*n) + bytes > HS_MAX_NAME_BYTES)
+			return 0;
+		n = malloc(sizeof(*n) + bytes);
+		if (!n)
+			return 0;
+		n->blob = b.addr;
+		n->method = b.method;
+		n->id = b.id;
+		n->n = (uint32_t)nr;
+		memcpy(n->blob_name, b.name, sizeof(n->blob_name));
+		for (size_t i = 0, at = 0; i < nr; i++) {
+			size_t l = strlen(buf[i]) + 1;
+
+			memcpy(n->text + at, buf[i], l);
+			n->name[i] = n->text + at;
+			at += l;
+		}
+		e = htab__upsert(hp->names, &pc, sizeof(pc), &created);
+		if (!e) {
+			free(n);
+			return 0;
+		}
+		if (created)
+			hp->nr_names++;
+		e->value = n;
+		hp->name_bytes += sizeof(*n) + bytes;
 	}
-	if (hp->nr_names + hp->nr_retired >= HS_MAX_NAMES ||
-	    hp->name_bytes + sizeof(*n) + (size_t)len + 1 > HS_MAX_NAME_BYTES)
-		return NULL;
-	n = malloc(sizeof(*n) + (size_t)len + 1);
-	if (!n)
-		return NULL;
-	n->method = b.method;
-	n->id = b.id;
-	memcpy(n->blob_name, b.name, sizeof(n->blob_name));
-	memcpy(n->name, buf, (size_t)len + 1);
-	e = htab__upsert(hp->names, &b.addr, sizeof(b.addr), &created);
-	if (!e) {
-		free(n);
-		return NULL;
-	}
-	if (created)
-		hp->nr_names++;
-	e->value = n;
-	hp->name_bytes += sizeof(*n) + (size_t)len + 1;
-	return n->name;
+	nr = n->n < max ? n->n : max;
+	/* Cut to max: the outermost ones kept (the nmethod's own last). */
+	for (size_t i = 0; i < nr; i++)
+		names[i] = n->name[n->n - nr + i];
+	return nr;
+}
+
+const char *hotspot__name(struct hotspot_proc *hp, uint64_t pc)
+{
+	const char *names[HS_MAX_INLINE];
+	size_t n = hotspot__frames(hp, pc, names, HS_MAX_INLINE);
+
+	return n ? names[n - 1] : NULL;
 }
 
 void hotspot__proc_free(struct hotspot_proc *hp)

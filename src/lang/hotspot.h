@@ -101,6 +101,14 @@ enum hs_off {
 	HS_K_NAME,	 /* Klass::_name */
 	HS_SYM_LENGTH,	 /* Symbol::_length (u2) */
 	HS_SYM_BODY,	 /* Symbol::_body */
+	/* Inlined methods (optional: without them, no inlined frames) */
+	HS_NM_SCOPES,	/* nmethod's (CompiledMethod's) _scopes_data_begin */
+	HS_NM_METADATA, /* nmethod::_metadata_offset (int, from the blob) */
+	HS_NM_PCS,	/* nmethod::_scopes_pcs_offset (int) */
+	HS_NM_PCS_END,	/* nmethod::_dependencies_offset (int): the PcDescs' end */
+	HS_PC_OFFSET,	/* PcDesc::_pc_offset (int) */
+	HS_PC_SCOPE,	/* PcDesc::_scope_decode_offset (int) */
+	HS_PC_SIZE,	/* sizeof(PcDesc) */
 	HS_OFF_NR,
 };
 
@@ -140,6 +148,8 @@ struct hotspot_blob {
 	uint64_t method; /* its Method* (an nmethod), else 0 */
 	int32_t id;	 /* its compile id (an nmethod), else -1 */
 	char name[48];	 /* its own name ("nmethod", "Interpreter", ...) */
+	/* An nmethod's code, debug information and metadata (0: not known). */
+	uint64_t code, scopes, pcs, pcs_end, metadata;
 };
 
 /* The blob holding pc in a code heap; 0, -ENOENT (none: no heap, a free
@@ -149,6 +159,19 @@ int hotspot__blob_at(struct hotspot *h, uint64_t pc, struct hotspot_blob *b);
 
 /* The name of the code at pc (a method's, else its blob's); its length or -errno. */
 int hotspot__name_pc(struct hotspot *h, uint64_t pc, char *buf, size_t len);
+
+#define HS_MAX_INLINE 16u	 /* inlined methods per pc (C2's MaxInlineLevel is 15) */
+#define HS_MAX_PCS    (1u << 20) /* PcDescs of an nmethod believed */
+
+/*
+ * The methods at pc of nmethod b, innermost first (the methods the JIT
+ * inlined there, then b's own): from the PcDesc of the first safepoint at
+ * or after pc (a return address: its call's), its scope and its senders
+ * in the debug information; out[0] = b's method alone when it has none.
+ * Their number (at least 1), or -errno for debug information that cannot be.
+ */
+int hotspot__scopes(struct hotspot *h, const struct hotspot_blob *b, uint64_t pc, uint64_t *out,
+		    size_t max);
 
 /* --- a process ------------------------------------------------------------------- */
 
@@ -163,7 +186,7 @@ struct hotspot_proc {
 	struct hotspot h;
 	struct ptab *t;
 	struct pproc *p;    /* the caller's reference */
-	struct htab *names; /* blob -> struct hs_name */
+	struct htab *names; /* pc -> struct hs_name */
 	void **retired;	    /* names replaced: freed with the process */
 	size_t nr_retired, cap_retired;
 	size_t nr_names, name_bytes;
@@ -181,11 +204,15 @@ int hotspot__probe(struct ptab *t, struct pproc *p, struct hotspot_proc *out, ch
 		   size_t why_len);
 
 /*
- * The name of the code at pc, or NULL. Kept per blob with its identity
- * (Method*, compile id, own name), read again at every lookup: a blob freed
- * and code made at its place, or recompiled, is named anew - never a stale
- * name. A name stays valid until hotspot__proc_free().
+ * The names of the code at pc into names, innermost first (the methods
+ * inlined there, then the nmethod's own, or a stub's name); their number,
+ * 0 for none. Kept per pc with its blob's identity (address, Method*,
+ * compile id, own name), read again at every lookup: a blob freed and code
+ * made at its place, or recompiled, is named anew - never a stale name.
+ * Names stay valid until hotspot__proc_free().
  */
+size_t hotspot__frames(struct hotspot_proc *hp, uint64_t pc, const char **names, size_t max);
+/* The outermost of them, or NULL. */
 const char *hotspot__name(struct hotspot_proc *hp, uint64_t pc);
 void hotspot__proc_free(struct hotspot_proc *hp);
 

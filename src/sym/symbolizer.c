@@ -1725,10 +1725,12 @@ static const char *lisp_name(struct symbolizer *s, struct symproc *p, uint64_t a
 
 #define JVM_RETRY_NS NS_PER_SEC /* a JVM whose tables are not filled yet */
 
-/* The Java method (or stub) at addr of a HotSpot JVM (lang/hotspot.c), or
- * NULL; the JVM is looked for at the process's first frame in code of no
- * ELF file. */
-static const char *java_name(struct symbolizer *s, struct symproc *p, uint64_t addr)
+/* The Java methods at addr of a HotSpot JVM (lang/hotspot.c), innermost
+ * first (those the JIT inlined there, then the compiled one), or a stub's
+ * name; their number. The JVM is looked for at the process's first frame
+ * in code of no ELF file. */
+static size_t java_frames(struct symbolizer *s, struct symproc *p, uint64_t addr,
+			  const char **names, size_t max)
 {
 	char why[320];
 	int err;
@@ -1751,7 +1753,7 @@ static const char *java_name(struct symbolizer *s, struct symproc *p, uint64_t a
 		}
 		p->jvm_err = err;
 	}
-	return p->jvm ? hotspot__name(p->jvm, addr) : NULL;
+	return p->jvm ? hotspot__frames(p->jvm, addr, names, max) : 0;
 }
 
 void symbolizer__want_user(struct symbolizer *s, const struct proc_id *id, uint64_t ip, bool leaf)
@@ -2067,11 +2069,22 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 			return 1;
 		}
 	}
-	if ((!f || !f->es) && jit_candidate(m) && (out->name = java_name(s, p, addr))) {
-		out->kind = FRAME_JIT;
-		out->module = m->path;
-		s->java_names++;
-		return 1;
+	if ((!f || !f->es) && jit_candidate(m)) {
+		const char *names[HS_MAX_INLINE];
+		size_t nj =
+			java_frames(s, p, addr, names, max < HS_MAX_INLINE ? max : HS_MAX_INLINE);
+
+		for (size_t i = 0; i < nj; i++) {
+			out[i] = out[0];
+			out[i].kind = i + 1 < nj ? FRAME_INLINE : FRAME_JIT;
+			out[i].name = names[i];
+			out[i].module = m->path;
+		}
+		if (nj) {
+			s->java_names++;
+			s->inline_frames += nj - 1;
+			return nj;
+		}
 	}
 	if ((!f || !f->es) && (out->name = lisp_name(s, p, addr))) {
 		out->module = m->path;

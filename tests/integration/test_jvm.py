@@ -25,7 +25,7 @@ import pytest
 from conftest import (Sampled, Workload, as_tenant, assert_few, assert_most, assert_share,
                       frames_of, parse_folded, wl)
 
-SRC = Path(__file__).resolve().parents[1] / "workloads" / "java" / "JavaHot.java"
+JAVA = Path(__file__).resolve().parents[1] / "workloads" / "java"
 NAME_MAX = 2 * 200 + 8  # HS_NAME_MAX
 
 
@@ -38,20 +38,21 @@ def java():
 
 @pytest.fixture(scope="module")
 def classes(tmp_path_factory):
-    """JavaHot compiled (javac) into a directory of its own."""
+    """JavaHot and JavaInline compiled (javac) into a directory of their own."""
     java()
     d = tmp_path_factory.mktemp("javahot")
-    subprocess.run(["javac", "-d", str(d), str(SRC)], check=True, timeout=120)
+    subprocess.run(["javac", "-d", str(d), str(JAVA / "JavaHot.java"), str(JAVA / "JavaInline.java")],
+                   check=True, timeout=120)
     d.chmod(0o755)
     return d
 
 
 class JavaHot:
-    """java [OPTIONS] JavaHot SECONDS, returned once it printed "warm" (its
-    methods compiled), then given a few seconds more."""
+    """java [OPTIONS] JavaHot SECONDS (or main), returned once it printed
+    "warm" (its methods compiled), then given a few seconds more."""
 
-    def __init__(self, classes, *opts, seconds=300):
-        self.proc = subprocess.Popen([java(), *opts, "-cp", str(classes), "JavaHot",
+    def __init__(self, classes, *opts, seconds=300, main="JavaHot"):
+        self.proc = subprocess.Popen([java(), *opts, "-cp", str(classes), main,
                                       str(seconds)], stdout=subprocess.PIPE, text=True)
         self.pid = self.proc.pid
         deadline = time.monotonic() + 120
@@ -127,6 +128,26 @@ def test_java_stacks_reach_main_with_frame_pointers(classes):
     whole = sum(c for s, c in work.items()
                 if "JavaMain" in user_frames(s) and "Interpreter_[j]" in user_frames(s))
     assert_most(whole, n, "alpha and beta stacks through Interpreter to JavaMain", share=0.9)
+
+
+def test_inlined_java_methods_are_frames_of_their_own(classes):
+    """JavaInline (-XX:+PreserveFramePointer): outer calls helper, which C2
+    inlines into it, which calls big (too large to inline). Nearly every
+    stack in big reads outer, then helper as an inlined frame of its own
+    (from the nmethod's PcDesc at the call's return address and its scopes),
+    then big."""
+    with JavaHot(classes, "-XX:+PreserveFramePointer", main="JavaInline") as j:
+        p = Sampled(["-v", "-p", j.pid, "-d", 60], [j.pid], until_cpu=5, timeout=120)
+    hot = {s: c for s, c in parse_folded(p.stdout).items() if s.split(";")[0] == "java"}
+    in_big = {s: c for s, c in hot.items() if user_frames(s)[-1] == "JavaInline.big_[j]"}
+    n = sum(in_big.values())
+    assert_most(n, sum(hot.values()), "java samples in big", share=0.85)
+    chain = sum(c for s, c in in_big.items()
+                if user_frames(s)[-3:-1] in (["JavaInline.outer_[j]", "JavaInline.helper_[i]"],
+                                             ["JavaInline.outer_[i]", "JavaInline.helper_[i]"]))
+    assert_most(chain, n, "big under helper (inlined) under outer", share=0.9)
+    m = re.search(r"(\d+) inlined frames", p.stderr)
+    assert m and int(m.group(1)) > 0, p.stderr
 
 
 def tenant_copy(tenant_dir, name):

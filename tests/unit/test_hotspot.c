@@ -131,7 +131,7 @@ static void test_recompiled(void **state)
 	assert_non_null(n1);
 	assert_string_equal(n1, "com.example.Fake.work");
 	reads = i.reads;
-	assert_ptr_equal(hotspot__name(&hp, CODE0 + 4), n1); /* kept: fewer reads */
+	assert_ptr_equal(hotspot__name(&hp, CODE0), n1); /* kept: fewer reads */
 	assert_true(i.reads - reads < 8);
 
 	/* The blob freed and another method compiled at its place (a new Method*,
@@ -160,6 +160,61 @@ static void test_recompiled(void **state)
 	/* Freed: no name. */
 	memset(i.m + FJ_SEGMAP, 0xff, FJ_BLOB >> FJ_LOG2);
 	assert_null(hotspot__name(&hp, CODE0));
+	hotspot__proc_free(&hp);
+	free(i.m);
+}
+
+/* Methods the JIT inlined: frames from the PcDesc at or after the pc and its scopes. */
+static void test_inlined(void **state)
+{
+	const uint64_t code = BASE + FJ_HEAP + FJ_CODE, blob = FJ_HEAP + 16;
+	uint64_t var[HSV_NR], ms[HS_MAX_INLINE];
+	struct hotspot_blob b;
+	struct hotspot_proc hp;
+	const char *names[HS_MAX_INLINE];
+	struct img i;
+
+	(void)state;
+	setup_img(&i, var, NULL);
+	memset(&hp, 0, sizeof(hp));
+	setup_h(&hp.h, &i, var);
+	assert_int_equal(hotspot__blob_at(&hp.h, code + 0x40, &b), 0);
+	assert_int_equal(b.code, code);
+	assert_int_equal(hotspot__scopes(&hp.h, &b, code + 0x40, ms, HS_MAX_INLINE), 2);
+	assert_int_equal(ms[0], BASE + FJ_METHOD2_AT);
+	assert_int_equal(ms[1], BASE + FJ_METHOD_AT);
+	assert_int_equal(hotspot__frames(&hp, code + 0x40, names, HS_MAX_INLINE), 2);
+	assert_string_equal(names[0], "com.example.Fake.inl");
+	assert_string_equal(names[1], "com.example.Fake.work");
+	/* max 1: the outermost */
+	assert_int_equal(hotspot__frames(&hp, code + 0x40, names, 1), 1);
+	assert_string_equal(names[0], "com.example.Fake.work");
+	/* Before 0x20: work's scope; 0x60 to 0x100: no scope; past the last: the method. */
+	assert_int_equal(hotspot__frames(&hp, code + 0x10, names, HS_MAX_INLINE), 1);
+	assert_string_equal(names[0], "com.example.Fake.work");
+	assert_int_equal(hotspot__frames(&hp, code + 0x80, names, HS_MAX_INLINE), 1);
+	assert_int_equal(hotspot__frames(&hp, code + 0x680, names, HS_MAX_INLINE), 1);
+	assert_string_equal(names[0], "com.example.Fake.work");
+
+	/* Hostile debug information: the nmethod's method alone, never a wrong chain. */
+	i.m[blob + 0x840 + 7] = 7; /* a scope its own sender */
+	assert_int_equal(hotspot__scopes(&hp.h, &b, code + 0x40, ms, HS_MAX_INLINE), -EINVAL);
+	i.m[blob + 0x840 + 7] = 1;
+	i.m[blob + 0x840 + 8] = 200; /* a metadata index past the metadata (multi-byte) */
+	assert_int_equal(hotspot__scopes(&hp.h, &b, code + 0x40, ms, HS_MAX_INLINE), -EINVAL);
+	i.m[blob + 0x840 + 8] = 1; /* inl's scope says work: the chain work, work */
+	assert_int_equal(hotspot__scopes(&hp.h, &b, code + 0x40, ms, HS_MAX_INLINE), 2);
+	i.m[blob + 0x840 + 1] = 7; /* the outer scope's sender the inner: a cycle */
+	assert_true(hotspot__scopes(&hp.h, &b, code + 0x40, ms, HS_MAX_INLINE) < 0);
+	i.m[blob + 0x840 + 1] = 0;
+	i.m[blob + 0x840 + 8] = 2;
+	fj_w32(i.m, blob + 0x900 + 16 + 4, 0x7fffffff); /* a scope past the scopes */
+	assert_int_equal(hotspot__scopes(&hp.h, &b, code + 0x40, ms, HS_MAX_INLINE), -EINVAL);
+	fj_w32(i.m, blob + 0x900 + 16 + 4, 7);
+	fj_w32(i.m, blob + 272, 0x7fffff00); /* PcDescs past the blob: no debug information */
+	assert_int_equal(hotspot__blob_at(&hp.h, code + 0x40, &b), 0);
+	assert_int_equal(b.scopes, 0);
+	assert_int_equal(hotspot__scopes(&hp.h, &b, code + 0x40, ms, HS_MAX_INLINE), 1);
 	hotspot__proc_free(&hp);
 	free(i.m);
 }
@@ -291,7 +346,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tables),	     cmocka_unit_test(test_names),
 		cmocka_unit_test(test_recompiled),   cmocka_unit_test(test_hostile_tables),
-		cmocka_unit_test(test_hostile_heap),
+		cmocka_unit_test(test_hostile_heap), cmocka_unit_test(test_inlined),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

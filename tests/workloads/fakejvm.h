@@ -12,6 +12,9 @@
  *   Symbols                                  FJ_HEAP   the code heap (1 MiB,
  *   FJ_SEGMAP its segment map): blob 0 an nmethod of FJ_CLASS.FJ_METHOD,
  *   blob 1 "Interpreter", each FJ_BLOB bytes, code from +0x100 to +0x800.
+ *   Blob 0's debug information (after its code): metadata [work, inl],
+ *   scopes (at 1: work; at 7: inl, its sender at 1) and PcDescs at code
+ *   offsets 0x20 (work), 0x60 (inl in work), 0x100 (none), 0x600 (work).
  */
 #ifndef FAKEJVM_H
 #define FAKEJVM_H
@@ -30,6 +33,9 @@
 #define FJ_KLASS_AT   (FJ_META + 0x1400u)
 #define FJ_KSYM_AT    (FJ_META + 0x1800u)
 #define FJ_MSYM_AT    (FJ_META + 0x1900u)
+#define FJ_METHOD2_AT  (FJ_META + 0x1a00u) /* "inl", inlined into blob 0's method */
+#define FJ_CMETHOD2_AT (FJ_META + 0x1b00u)
+#define FJ_MSYM2_AT    (FJ_META + 0x1c00u)
 #define FJ_SEGMAP  0x80000u
 #define FJ_HEAP	   0x100000u
 #define FJ_HEAP_SIZE 0x100000u
@@ -161,6 +167,13 @@ static inline void fj_build(uint8_t *m, uint64_t base, uint64_t var[FJ_NR_VARS],
 	fj_field(&b, "Klass", "_name", 24);
 	fj_field(&b, "Symbol", "_length", 4);
 	fj_field(&b, "Symbol", "_body", 6);
+	fj_field(&b, "CompiledMethod", "_scopes_data_begin", 120);
+	fj_field(&b, "nmethod", "_metadata_offset", 260);
+	fj_field(&b, "nmethod", "_scopes_pcs_offset", 268);
+	fj_field(&b, "nmethod", "_dependencies_offset", 272);
+	fj_field(&b, "PcDesc", "_pc_offset", 0);
+	fj_field(&b, "PcDesc", "_scope_decode_offset", 4);
+	fj_type(&b, "PcDesc", 16);
 	fj_type(&b, "HeapBlock", 16);
 	fj_type(&b, "ConstantPool", 72);
 	fj_type(&b, "Method", 88);
@@ -190,7 +203,33 @@ static inline void fj_build(uint8_t *m, uint64_t base, uint64_t var[FJ_NR_VARS],
 	fj_w16(m, FJ_MSYM_AT + 4, (uint16_t)strlen(FJ_METH));
 	memcpy(m + FJ_MSYM_AT + 6, FJ_METH, strlen(FJ_METH));
 
+	/* Method "inl": its own ConstMethod, the same pool (#7). */
+	fj_w64(m, FJ_METHOD2_AT + 8, base + FJ_CMETHOD2_AT);
+	fj_w64(m, FJ_CMETHOD2_AT + 8, base + FJ_CPOOL_AT);
+	fj_w16(m, FJ_CMETHOD2_AT + 34, 7);
+	fj_w64(m, FJ_CPOOL_AT + 72 + 7 * 8, base + FJ_MSYM2_AT);
+	fj_w16(m, FJ_MSYM2_AT + 4, 3);
+	memcpy(m + FJ_MSYM2_AT + 6, "inl", 3);
+
 	fj_blob(&b, FJ_HEAP, "nmethod", base + FJ_METHOD_AT, 7);
+	{
+		/* blob 0's debug information, from blob + 0x800 (its code ends at 0x7f0) */
+		const uint32_t blob = FJ_HEAP + 16, md = 0x800, sc = 0x840, pcs = 0x900;
+		const uint8_t scopes[] = { 0xff, 0, 1, 6, 0, 0, 0, 1, 2, 4, 0, 0, 0 };
+		const uint32_t pd[4][2] = { { 0x20, 1 }, { 0x60, 7 }, { 0x100, 0 }, { 0x600, 1 } };
+
+		fj_w64(m, blob + md, base + FJ_METHOD_AT);
+		fj_w64(m, blob + md + 8, base + FJ_METHOD2_AT);
+		memcpy(m + blob + sc, scopes, sizeof(scopes));
+		for (int i = 0; i < 4; i++) {
+			fj_w32(m, blob + pcs + 16 * i, pd[i][0]);
+			fj_w32(m, blob + pcs + 16 * i + 4, pd[i][1]);
+		}
+		fj_w64(m, blob + 120, base + blob + sc);
+		fj_w32(m, blob + 260, md);
+		fj_w32(m, blob + 268, pcs);
+		fj_w32(m, blob + 272, pcs + 4 * 16);
+	}
 	fj_blob(&b, FJ_HEAP + FJ_BLOB, "Interpreter", 0, 0);
 
 	/* The variables: the tables, then their entries' layout. */

@@ -80,6 +80,7 @@ static const struct want {
 	{ "PcDesc", "_pc_offset", HS_PC_OFFSET, W_FIELD, false },
 	{ "PcDesc", "_scope_decode_offset", HS_PC_SCOPE, W_FIELD, false },
 	{ "PcDesc", NULL, HS_PC_SIZE, W_SIZE, false },
+	{ "Abstract_VM_Version", "_s_vm_release", HS_VM_RELEASE, W_STATIC, false },
 };
 #define NR_WANTS (sizeof(wants) / sizeof(wants[0]))
 
@@ -278,7 +279,26 @@ int hotspot__read_tables(hotspot_read_fn rd, void *ctx, const uint64_t var[HSV_N
 		snprintf(vm->missing, sizeof(vm->missing), "CodeBlob::_code_begin");
 	else if (vm->off[HS_NM_METHOD] < 0)
 		snprintf(vm->missing, sizeof(vm->missing), "nmethod::_method");
-	return vm->missing[0] ? -ENOTSUP : 0;
+	if (vm->missing[0])
+		return -ENOTSUP;
+	/* The release: "17.0.15+6-Debian-1deb12u1" (JDK 8's is HotSpot's own, 25.x). */
+	if (vm->off[HS_VM_RELEASE] > 0) {
+		uint64_t s;
+		char rel[HS_STR_MAX];
+
+		if (!tr_read(&r, (uint64_t)vm->off[HS_VM_RELEASE], &s, sizeof(s)) &&
+		    !tr_str(&r, s, rel)) {
+			unsigned major = 0;
+			size_t l = strnlen(rel, sizeof(vm->release) - 1);
+
+			memcpy(vm->release, rel, l);
+			vm->release[l] = '\0';
+			for (const char *c = rel; *c >= '0' && *c <= '9' && major < 1000; c++)
+				major = major * 10 + (unsigned)(*c - '0');
+			vm->scopes = major >= 9 && major <= 19;
+		}
+	}
+	return 0;
 }
 
 /* --- lookups ----------------------------------------------------------------------- */
@@ -500,7 +520,7 @@ int hotspot__blob_at(struct hotspot *h, uint64_t pc, struct hotspot_blob *b)
 		if (!b->method)
 			return -EINVAL;
 		b->code = begin;
-		if (vm->off[HS_NM_SCOPES] >= 0 && vm->off[HS_NM_METADATA] >= 0 &&
+		if (vm->scopes && vm->off[HS_NM_SCOPES] >= 0 && vm->off[HS_NM_METADATA] >= 0 &&
 		    vm->off[HS_NM_PCS] >= 0 && vm->off[HS_NM_PCS_END] >= 0 &&
 		    vm->off[HS_PC_OFFSET] >= 0 && vm->off[HS_PC_SCOPE] >= 0 &&
 		    vm->off[HS_PC_SIZE] > 0) {

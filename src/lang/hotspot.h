@@ -109,6 +109,7 @@ enum hs_off {
 	HS_PC_OFFSET,	/* PcDesc::_pc_offset (int) */
 	HS_PC_SCOPE,	/* PcDesc::_scope_decode_offset (int) */
 	HS_PC_SIZE,	/* sizeof(PcDesc) */
+	HS_VM_RELEASE,	/* static Abstract_VM_Version::_s_vm_release (const char*) */
 	HS_OFF_NR,
 };
 
@@ -116,6 +117,10 @@ enum hs_off {
 struct hotspot_vm {
 	int64_t off[HS_OFF_NR]; /* -1: not in the tables */
 	char missing[48];	/* "Type::_field" of the first needed entry not found */
+	char release[32];	/* the VM's release ("17.0.15+6-Debian-1deb12u1"), or "" */
+	/* Its scopes' encoding is known (JDK 9 to 19: CompressedReadStream's;
+	 * 20 made it UNSIGNED5's): inlined methods are read. */
+	bool scopes;
 };
 
 /*

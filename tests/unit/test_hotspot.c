@@ -70,6 +70,13 @@ static void test_tables(void **state)
 	assert_int_equal(vm.off[HS_HB_SIZE], 16);
 	assert_int_equal(vm.off[HS_CC_HEAPS], (int64_t)(BASE + FJ_META));
 	assert_int_equal(vm.off[HS_CC_HEAP], -1);
+	assert_string_equal(vm.release, "17.0.99-fake");
+	assert_true(vm.scopes);
+	/* Another release: scopes in an encoding not known here, not read. */
+	memcpy(i.m + FJ_STRINGS + 0x7000, "21.0.2+13", 10);
+	fj_w64(i.m, FJ_META + 0x80, BASE + FJ_STRINGS + 0x7000);
+	assert_int_equal(hotspot__read_tables(img_read, &i, var, &vm), 0);
+	assert_false(vm.scopes);
 	free(i.m);
 
 	/* An unknown layout: what is missing is named. */

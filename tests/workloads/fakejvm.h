@@ -174,6 +174,8 @@ static inline void fj_build(uint8_t *m, uint64_t base, uint64_t var[FJ_NR_VARS],
 	fj_field(&b, "PcDesc", "_pc_offset", 0);
 	fj_field(&b, "PcDesc", "_scope_decode_offset", 4);
 	fj_type(&b, "PcDesc", 16);
+	fj_static(&b, "Abstract_VM_Version", "_s_vm_release", base + FJ_META + 0x80);
+	fj_w64(m, FJ_META + 0x80, fj_str(&b, "17.0.99-fake"));
 	fj_type(&b, "HeapBlock", 16);
 	fj_type(&b, "ConstantPool", 72);
 	fj_type(&b, "Method", 88);

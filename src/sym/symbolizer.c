@@ -202,6 +202,9 @@ struct symbolizer {
 	uint64_t lookups, unknown, debug_files, jit_names, lisp_names, java_names, images_lost,
 		images_mapped;
 	uint64_t kernel_reloads, evicted_procs, evicted_files;
+	/* JVMs' tables read in this drain (gen), and how long that took: at most
+	 * HS_MAX_TABLE_NS a drain, however many processes pass for JVMs. */
+	uint64_t jvm_probe_gen, jvm_probe_ns;
 	/* Made room at insertion: symbols of files still mapped freed (and read
 	 * again), perf maps freed, files refused for their own cap. */
 	uint64_t files_dropped, files_reread, pmaps_dropped, files_too_large;
@@ -1737,8 +1740,21 @@ static size_t java_frames(struct symbolizer *s, struct symproc *p, uint64_t addr
 
 	if (!p->jvm && p->pp && !p->dead &&
 	    (!p->jvm_err || (p->jvm_err == -EAGAIN && now_ns() >= p->jvm_try_ns))) {
+		uint64_t t0 = now_ns();
+
+		if (s->jvm_probe_gen != s->gen) {
+			s->jvm_probe_gen = s->gen;
+			s->jvm_probe_ns = 0;
+		}
+		if (s->jvm_probe_ns >= HS_MAX_TABLE_NS) {
+			/* This drain's time for JVM tables spent: the next drain's. */
+			p->jvm_err = -EAGAIN;
+			p->jvm_try_ns = t0;
+			return 0;
+		}
 		p->jvm = calloc(1, sizeof(*p->jvm));
 		err = p->jvm ? hotspot__probe(s->pt, p->pp, p->jvm, why, sizeof(why)) : -ENOMEM;
+		s->jvm_probe_ns += now_ns() - t0;
 		if (err) {
 			free(p->jvm);
 			p->jvm = NULL;

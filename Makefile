@@ -305,6 +305,12 @@ $(OUT)/workloads/fakesbcl_new: tests/workloads/fakesbcl.c | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -rdynamic -pthread -DFAKE_VERSION='"9.9.9"' $< -o $@
 
+# A tenant's fake HotSpot JVM (tests/integration/test_jvm.py): its exported
+# gHotSpotVM* variables in .dynsym (-rdynamic).
+$(OUT)/workloads/fakejvm: tests/workloads/fakejvm.c tests/workloads/fakejvm.h | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -rdynamic -pthread $< -o $@
+
 # tools/uwtable: prints the unwind table of ELF files (used by tools/bench_unwind.py).
 $(OUT)/uwtable: tools/uwtable.c $(OUT)/libcore.a
 	$(call msg,CC,$@)

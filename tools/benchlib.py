@@ -203,6 +203,50 @@ class HugeJit:
             os.unlink(self.map)
 
 
+class FakeJvms:
+    """build/workloads/fakejvm (issue 42) as a tenant runs it: one process in
+    each mode - "hostile" (a code cache rewritten while read, a class name
+    of 65535 control characters, a hop chain past the walk's cap), "tables"
+    (4 Mi table entries, names without a NUL) and "unknown" (tables lacking
+    CodeBlob::_name) - restarted every `every` seconds, so root's bpfprof
+    keeps probing new "JVMs". prefix: e.g. the tenant's setpriv command line
+    (it must exec the program in place)."""
+
+    MODES = ("hostile", "tables", "unknown")
+
+    def __init__(self, exe, prefix=(), every=20):
+        self.exe, self.prefix, self.every = str(exe), list(prefix), every
+        self.procs, self.stopping = [], threading.Event()
+        self.thread = None
+
+    def _spawn(self):
+        return [subprocess.Popen(self.prefix + [self.exe, m, str(self.every + 5)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                for m in self.MODES]
+
+    def _run(self):
+        while not self.stopping.is_set():
+            old, self.procs = self.procs, self._spawn()
+            for p in old:
+                p.kill()
+                p.wait()
+            self.stopping.wait(self.every)
+
+    def start(self):
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.stopping.set()
+        if self.thread:
+            self.thread.join()
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+
 class ManyMaps:
     """build/workloads/manymaps: its own executable mapped n times, then
     main -> run -> spin_hot (with copy: spin_hot runs in the first copy).

@@ -52,6 +52,8 @@ $BUILD_ONLY || PACKAGES+=(
 	rustc
 	# SBCL's Lisp frames named from its heap, its stacks walked (test_sbcl.py)
 	sbcl
+	# Java methods named from a HotSpot JVM's code cache (test_jvm.py: java, javac)
+	openjdk-17-jdk-headless
 )
 # Node.js and npm (speedscope's schema, ajv, playwright-core): Debian's, unless a
 # node and npm are already installed (e.g. from NodeSource, whose nodejs

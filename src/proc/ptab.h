@@ -280,6 +280,7 @@ size_t mfile__build_id(struct mfile *f, const uint8_t **id);
 enum mfile_memo {
 	MFILE_MEMO_CPYTHON, /* lang/cpython.c: the interpreter's symbols, or that there are none */
 	MFILE_MEMO_SBCL,    /* lang/sbcl.c: an SBCL runtime's exported variables, or none */
+	MFILE_MEMO_HOTSPOT, /* lang/hotspot.c: a libjvm's exported gHotSpotVM* variables, or none */
 	MFILE_MEMO_NR,
 };
 /* slot's memo, or NULL. */

@@ -1187,6 +1187,7 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 		" lookups named without inlines (over the DWARF budget); %" PRIu64
 		" Lisp frames named (SBCL)",
 		ss.dwarf_files, ss.dwarf_refused, ss.dwarf_over_budget, ss.lisp_names);
+	p_debug("java names: %" PRIu64 " frames named from HotSpot code caches", ss.java_names);
 	p_debug("python names: %zu KiB of code objects cached, %" PRIu64 " caches started over"
 		" (at their cap), %" PRIu64 " line tables read again for a line past their"
 		" kept start, %" PRIu64 " lines not (over the drain's budget)",

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "base/htab.h"
+#include "lang/hotspot.h"
 #include "lang/sbcl.h"
 #include "sym/debuginfo.h"
 #include "sym/debuginfod.h"
@@ -153,6 +154,10 @@ struct symproc {
 	struct sbcl_proc *sbcl;
 	int sbcl_err; /* of the last probe: 0 not tried (or found), -ENOENT not SBCL, ... */
 	uint64_t sbcl_try_ns;
+	/* HotSpot: the JVM found in it (lang/hotspot.c), and its code blobs' names. */
+	struct hotspot_proc *jvm;
+	int jvm_err; /* of the last probe: 0 not tried (or found), -ENOENT no JVM, ... */
+	uint64_t jvm_try_ns;
 };
 
 struct proc_key {
@@ -194,8 +199,12 @@ struct symbolizer {
 	uint64_t held_read, held_forced, held_dropped;
 	uint64_t gen;
 	size_t file_bytes, pmap_bytes, freed_bytes;
-	uint64_t lookups, unknown, debug_files, jit_names, lisp_names, images_lost, images_mapped;
+	uint64_t lookups, unknown, debug_files, jit_names, lisp_names, java_names, images_lost,
+		images_mapped;
 	uint64_t kernel_reloads, evicted_procs, evicted_files;
+	/* JVMs' tables read in this drain (gen), and how long that took: at most
+	 * HS_MAX_TABLE_NS a drain, however many processes pass for JVMs. */
+	uint64_t jvm_probe_gen, jvm_probe_ns;
 	/* Made room at insertion: symbols of files still mapped freed (and read
 	 * again), perf maps freed, files refused for their own cap. */
 	uint64_t files_dropped, files_reread, pmaps_dropped, files_too_large;
@@ -366,6 +375,8 @@ static void symproc_free(struct symbolizer *s, struct symproc *p)
 	pynamer__free(p->py);
 	sbcl__proc_free(p->sbcl);
 	free(p->sbcl);
+	hotspot__proc_free(p->jvm);
+	free(p->jvm);
 	if (p->listed) {
 		for (size_t i = 0; i < s->nr_want_procs; i++)
 			if (s->want_procs[i] == p)
@@ -1715,6 +1726,52 @@ static const char *lisp_name(struct symbolizer *s, struct symproc *p, uint64_t a
 	return p->sbcl ? sbcl__name(p->sbcl, addr) : NULL;
 }
 
+#define JVM_RETRY_NS NS_PER_SEC /* a JVM whose tables are not filled yet */
+
+/* The Java methods at addr of a HotSpot JVM (lang/hotspot.c), innermost
+ * first (those the JIT inlined there, then the compiled one), or a stub's
+ * name; their number. The JVM is looked for at the process's first frame
+ * in code of no ELF file. */
+static size_t java_frames(struct symbolizer *s, struct symproc *p, uint64_t addr,
+			  const char **names, size_t max)
+{
+	char why[320];
+	int err;
+
+	if (!p->jvm && p->pp && !p->dead &&
+	    (!p->jvm_err || (p->jvm_err == -EAGAIN && now_ns() >= p->jvm_try_ns))) {
+		uint64_t t0 = now_ns();
+
+		if (s->jvm_probe_gen != s->gen) {
+			s->jvm_probe_gen = s->gen;
+			s->jvm_probe_ns = 0;
+		}
+		if (s->jvm_probe_ns >= HS_MAX_TABLE_NS) {
+			/* This drain's time for JVM tables spent: the next drain's. */
+			p->jvm_err = -EAGAIN;
+			p->jvm_try_ns = t0;
+			return 0;
+		}
+		p->jvm = calloc(1, sizeof(*p->jvm));
+		err = p->jvm ? hotspot__probe(s->pt, p->pp, p->jvm, why, sizeof(why)) : -ENOMEM;
+		s->jvm_probe_ns += now_ns() - t0;
+		if (err) {
+			free(p->jvm);
+			p->jvm = NULL;
+			p->jvm_try_ns = now_ns() + JVM_RETRY_NS;
+			if (err == -ENOTSUP && why[0] && s->warn) {
+				char msg[360];
+
+				snprintf(msg, sizeof(msg), "process %" PRIu32 ": %s", p->id.pid,
+					 why);
+				s->warn(s->warn_ctx, msg);
+			}
+		}
+		p->jvm_err = err;
+	}
+	return p->jvm ? hotspot__frames(p->jvm, addr, names, max) : 0;
+}
+
 void symbolizer__want_user(struct symbolizer *s, const struct proc_id *id, uint64_t ip, bool leaf)
 {
 	struct proc_key k = proc_key_of(id);
@@ -2026,6 +2083,23 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 			out->module = pproc__perfmap_path(p->pp);
 			s->jit_names++;
 			return 1;
+		}
+	}
+	if ((!f || !f->es) && jit_candidate(m)) {
+		const char *names[HS_MAX_INLINE];
+		size_t nj =
+			java_frames(s, p, addr, names, max < HS_MAX_INLINE ? max : HS_MAX_INLINE);
+
+		for (size_t i = 0; i < nj; i++) {
+			out[i] = out[0];
+			out[i].kind = i + 1 < nj ? FRAME_INLINE : FRAME_JIT;
+			out[i].name = names[i];
+			out[i].module = m->path;
+		}
+		if (nj) {
+			s->java_names++;
+			s->inline_frames += nj - 1;
+			return nj;
 		}
 	}
 	if ((!f || !f->es) && (out->name = lisp_name(s, p, addr))) {
@@ -2497,6 +2571,7 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->debuginfod_files = s->dbgd_files;
 	st->jit_names = s->jit_names;
 	st->lisp_names = s->lisp_names;
+	st->java_names = s->java_names;
 	st->inline_frames = s->inline_frames;
 	st->py_frames = s->py_frames;
 	st->py_unknown = s->py_unknown;

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * fuzz_hotspot - a HotSpot JVM's tables and code cache (src/lang/hotspot.c)
+ * from hostile memory: the input is the process's memory at BASE, its
+ * first 88 bytes the exported variables (the tables' addresses, their
+ * entries' layout). The tables are read from it; then 32 pcs across it are
+ * named with the layout read (or, when the tables are refused, OpenJDK
+ * 17's, from tests/workloads/fakejvm.h, with CodeCache::_heaps at input
+ * byte 88). What comes out must be a NUL-terminated name within the buffer,
+ * and the reads within the caps.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lang/hotspot.h"
+#include "../workloads/fakejvm.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define BASE 0x7f1200000000ull
+
+struct img {
+	const uint8_t *p;
+	size_t n;
+	uint64_t bytes;
+};
+
+static int rd(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct img *m = ctx;
+
+	m->bytes += len;
+	if (addr < BASE || addr - BASE > m->n || len > m->n - (addr - BASE))
+		return -EFAULT;
+	memcpy(buf, m->p + (addr - BASE), len);
+	return 0;
+}
+
+static struct hotspot_vm jdk17;
+
+static void init_jdk17(void)
+{
+	static int done;
+	uint64_t var[HSV_NR];
+	struct img m;
+	uint8_t *b;
+
+	if (done++)
+		return;
+	b = malloc(FJ_SIZE);
+	if (!b)
+		abort();
+	fj_build(b, BASE, var, NULL);
+	m = (struct img){ b, FJ_SIZE, 0 };
+	if (hotspot__read_tables(rd, &m, var, &jdk17))
+		abort();
+	free(b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct img m = { data, size, 0 };
+	struct hotspot h = { .read = rd, .ctx = &m, .max_bytes = HS_MAX_LOOKUP };
+	uint64_t var[HSV_NR];
+	char out[HS_NAME_MAX];
+
+	if (size < 8 * HSV_NR + 8)
+		return 0;
+	init_jdk17();
+	memcpy(var, data, sizeof(var));
+	if (hotspot__read_tables(rd, &m, var, &h.vm)) {
+		h.vm = jdk17;
+		h.vm.off[HS_CC_HEAPS] = (int64_t)(BASE + 8 * HSV_NR);
+	}
+	if (m.bytes > HS_MAX_TABLE)
+		abort();
+	for (uint64_t pc = BASE, step = size / 32 > 1 ? size / 32 : 1; pc < BASE + size;
+	     pc += step) {
+		int n;
+
+		m.bytes = 0;
+		h.bytes_read = 0;
+		memset(out, 'x', sizeof(out));
+		n = hotspot__name_pc(&h, pc, out, sizeof(out));
+		if (n >= (int)sizeof(out) || (n >= 0 && strlen(out) != (size_t)n))
+			abort();
+		for (int i = 0; n > 0 && i < n; i++)
+			if (out[i] < 0x20 || out[i] > 0x7e)
+				abort();
+		if (m.bytes > HS_MAX_LOOKUP)
+			abort();
+	}
+	return 0;
+}

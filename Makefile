@@ -298,6 +298,11 @@ $(OUT)/workloads/fakesbcl: tests/workloads/fakesbcl.c | $(OUT)/workloads
 $(OUT)/workloads/fakesbcl_new: tests/workloads/fakesbcl.c | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -rdynamic -pthread -DFAKE_VERSION='"9.9.9"' $< -o $@
+# ... and one that passes for an executable saved with its core
+# (tests/integration/test_sbcl2.py).
+$(OUT)/workloads/fakesbcl_exe: tests/workloads/fakesbcl_exe.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -rdynamic -pthread $< -o $@
 
 # tools/uwtable: prints the unwind table of ELF files (used by tools/bench_unwind.py).
 $(OUT)/uwtable: tools/uwtable.c $(OUT)/libcore.a

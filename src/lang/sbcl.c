@@ -787,6 +787,7 @@ int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *wh
 {
 	struct pmaps *pm = ptab__maps(t, p);
 	unsigned left = PROBE_FILES;
+	const char *no_runtime = NULL;
 	int err = -ENOENT;
 
 	why[0] = '\0';
@@ -800,12 +801,20 @@ int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *wh
 
 		if (!m->path || !(m->perms & PROCMAP_X) || m->path[0] != '/')
 			continue;
-		if (i && pm->m.maps[i - 1].path && !strcmp(pm->m.maps[i - 1].path, m->path))
-			continue; /* the same file, already tried */
+		if (no_runtime && !strcmp(no_runtime, m->path))
+			continue; /* the same file, no runtime in it */
 		if (ptab__file(t, p, m, &mf))
 			continue;
 		f = file_vars(mf, &left);
-		if (!f || !f->runtime || !mfile__elf(mf) || load_bias(mfile__elf(mf), m, &bias)) {
+		if (!f || !f->runtime || !mfile__elf(mf)) {
+			no_runtime = m->path;
+			mfile__put(t, mf);
+			continue;
+		}
+		/* An executable saved with its core (save-lisp-and-die
+		 * :executable t) maps the core's spaces from past its ELF
+		 * segments too: the runtime's variables are where a segment is. */
+		if (load_bias(mfile__elf(mf), m, &bias)) {
 			mfile__put(t, mf);
 			continue;
 		}

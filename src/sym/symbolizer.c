@@ -2038,6 +2038,7 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 	fileoff = addr - m->start + m->offset;
 	elf_code = f && f->es && !elfsym__off_to_vaddr(f->es, fileoff, &vaddr);
 	if (!elf_code && (out->name = lisp_name(s, p, addr))) {
+		out->kind = FRAME_LISP;
 		out->module = m->path;
 		s->lisp_names++;
 		return 1;

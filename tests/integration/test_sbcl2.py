@@ -72,8 +72,8 @@ UNNAMED = re.compile(r"(\+0x[0-9a-f]+|^\[unknown\])$")
 def test_an_executable_saved_with_its_core_is_named_from_its_heap(tmp_path):
     """An executable made by save-lisp-and-die :executable t, profiled with
     -p and no options: at least 95% of its samples free of unnamed frames;
-    ALPHA-WORK and BETA-WORK named at 2:1 under DRIVE and its toplevel; no
-    frame of its Lisp code (after call_into_lisp_) named after one of the
+    ALPHA-WORK and BETA-WORK named (Lisp frames: "_[lisp]") at 2:1 under
+    DRIVE and its toplevel; no frame of its Lisp code (after call_into_lisp_) named after one of the
     executable's C functions but the runtime's own entry points."""
     src = tmp_path / "prog.lisp"
     src.write_text(PROGRAM)
@@ -91,13 +91,13 @@ def test_an_executable_saved_with_its_core_is_named_from_its_heap(tmp_path):
     assert n >= 100, p.stderr[-2000:]
     unnamed = sum(c for s, c in folded.items() if any(UNNAMED.search(f) for f in user_frames(s)))
     assert_few(unnamed, n, f"samples with an unnamed frame {p.stdout[:3000]}", share=0.05)
-    alpha = sum(c for s, c in folded.items() if "LISPEXE::ALPHA-WORK" in user_frames(s))
-    beta = sum(c for s, c in folded.items() if "LISPEXE::BETA-WORK" in user_frames(s))
+    alpha = sum(c for s, c in folded.items() if "LISPEXE::ALPHA-WORK_[lisp]" in user_frames(s))
+    beta = sum(c for s, c in folded.items() if "LISPEXE::BETA-WORK_[lisp]" in user_frames(s))
     assert_most(alpha + beta, n, "samples in ALPHA-WORK or BETA-WORK", share=0.85)
     assert_share(alpha / max(alpha + beta, 1), 2 / 3, alpha + beta, "ALPHA-WORK of the two")
+    chain = ["LISPEXE::TOPLEVEL_[lisp]", "LISPEXE::DRIVE_[lisp]"]
     under = sum(c for s, c in folded.items()
-                if ["LISPEXE::TOPLEVEL", "LISPEXE::DRIVE"] ==
-                [f for f in user_frames(s) if f in ("LISPEXE::TOPLEVEL", "LISPEXE::DRIVE")]
+                if chain == [f for f in user_frames(s) if f in chain]
                 and "main" in user_frames(s))
     assert_most(under, n, "samples under TOPLEVEL, DRIVE and main", share=0.9)
     # The runtime's C functions Lisp calls into (allocation, the GC, callbacks).
@@ -137,8 +137,8 @@ def test_a_fake_sbcl_executable_gets_no_c_names_in_its_spaces(tenant_dir):
         leaves[fr[-1]] = leaves.get(fr[-1], 0) + c
     assert n >= 100, p.stderr[-2000:]
     assert not [s for s in folded if "decoy" in frames_of(s)], list(folded)[:5]
-    named = leaves.get('"FAKE-LISP"', 0)
-    cut = sum(c for f, c in leaves.items() if f.startswith('"AAAA') and f.endswith('..."'))
+    named = leaves.get('"FAKE-LISP"_[lisp]', 0)
+    cut = sum(c for f, c in leaves.items() if f.startswith('"AAAA') and f.endswith('..."_[lisp]'))
     unnamed = sum(c for f, c in leaves.items() if re.fullmatch(r"fakesbcl_exe\+0x[0-9a-f]+", f))
     assert_share(named / n, 1 / 3, n, "the thread in FAKE-LISP", floor=0.05)
     assert_share(cut / n, 1 / 3, n, "the thread in the long-named code", floor=0.05)

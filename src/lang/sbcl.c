@@ -42,6 +42,8 @@ static const struct sbcl_layout layouts[] = {
 		.fun_names_word = 4,
 		.fun_slots = 4,
 		.ht_pairs_word = 5,
+		.pkg_ext_slot = 9,
+		.pht_cells_word = 1,
 	},
 };
 
@@ -329,6 +331,35 @@ static bool needs_bars(const char *s)
 	return false;
 }
 
+/* Whether symbol sym (tagged) is one of package pkg's (tagged) external
+ * symbols: in the cells of its EXTERNAL-SYMBOLS package-hashtable. */
+static bool is_external(struct sbcl_heap *h, uint64_t pkg, uint64_t sym)
+{
+	enum { CHUNK = 512 };
+	uint8_t b[CHUNK * WORD];
+	uint64_t ht, cells, vh[2], n;
+
+	if (!h->l->pkg_ext_slot || rd_word(h, pkg - LOWTAG_INST + WORD * h->l->pkg_ext_slot, &ht) ||
+	    (ht & LOWTAG_MASK) != LOWTAG_INST ||
+	    rd_word(h, ht - LOWTAG_INST + WORD * h->l->pht_cells_word, &cells) ||
+	    (cells & LOWTAG_MASK) != LOWTAG_OTHER || rd_word(h, cells - LOWTAG_OTHER, &vh[0]) ||
+	    (uint8_t)vh[0] != h->l->vector_widetag ||
+	    rd_word(h, cells - LOWTAG_OTHER + WORD, &vh[1]) || (vh[1] & 1))
+		return false;
+	n = vh[1] >> 1;
+	n = n < SBCL_MAX_EXT ? n : SBCL_MAX_EXT;
+	for (uint64_t i = 0; i < n; i += CHUNK) {
+		uint64_t k = n - i < CHUNK ? n - i : CHUNK;
+
+		if (rd(h, cells - LOWTAG_OTHER + 2 * WORD + WORD * i, b, k * WORD))
+			return false;
+		for (uint64_t j = 0; j < k; j++)
+			if (rd64(b + WORD * j, false) == sym)
+				return true;
+	}
+	return false;
+}
+
 static void print_symbol(struct sbcl_heap *h, uint64_t obj, struct out *o)
 {
 	char name[4 * SBCL_STRING_MAX + 1], pkg[4 * SBCL_STRING_MAX + 1];
@@ -359,7 +390,7 @@ static void print_symbol(struct sbcl_heap *h, uint64_t obj, struct out *o)
 		puts_(o, "?::");
 	else if (strcmp(pkg, "COMMON-LISP") && strcmp(pkg, "COMMON-LISP-USER")) {
 		puts_(o, pkg);
-		puts_(o, "::");
+		puts_(o, is_external(h, p, obj) ? ":" : "::");
 	}
 	if (needs_bars(name)) {
 		puts_(o, "|");

@@ -17,9 +17,10 @@ from conftest import (Sampled, Workload, as_tenant, assert_few, assert_most, ass
                       frames_of, parse_folded, tenant_run, wl)
 
 # Two hot functions in fixnum arithmetic (no calls), ALPHA-WORK twice the
-# iterations of BETA-WORK, under DRIVE, under the executable's toplevel.
+# iterations of BETA-WORK, under DRIVE, under the executable's toplevel;
+# ALPHA-WORK exported (LISPEXE:ALPHA-WORK as SBCL prints it), BETA-WORK not.
 PROGRAM = """
-(defpackage :lispexe (:use :cl))
+(defpackage :lispexe (:use :cl) (:export #:alpha-work))
 (in-package :lispexe)
 (declaim (optimize (speed 1) (debug 1) (safety 1)))
 (defun alpha-work (n)
@@ -72,8 +73,8 @@ UNNAMED = re.compile(r"(\+0x[0-9a-f]+|^\[unknown\])$")
 def test_an_executable_saved_with_its_core_is_named_from_its_heap(tmp_path):
     """An executable made by save-lisp-and-die :executable t, profiled with
     -p and no options: at least 95% of its samples free of unnamed frames;
-    ALPHA-WORK and BETA-WORK named (Lisp frames: "_[lisp]") at 2:1 under
-    DRIVE and its toplevel; no frame of its Lisp code (after call_into_lisp_) named after one of the
+    LISPEXE:ALPHA-WORK (exported: one colon) and LISPEXE::BETA-WORK named
+    (Lisp frames: "_[lisp]") at 2:1 under DRIVE and its toplevel; no frame of its Lisp code (after call_into_lisp_) named after one of the
     executable's C functions but the runtime's own entry points."""
     src = tmp_path / "prog.lisp"
     src.write_text(PROGRAM)
@@ -91,8 +92,9 @@ def test_an_executable_saved_with_its_core_is_named_from_its_heap(tmp_path):
     assert n >= 100, p.stderr[-2000:]
     unnamed = sum(c for s, c in folded.items() if any(UNNAMED.search(f) for f in user_frames(s)))
     assert_few(unnamed, n, f"samples with an unnamed frame {p.stdout[:3000]}", share=0.05)
-    alpha = sum(c for s, c in folded.items() if "LISPEXE::ALPHA-WORK_[lisp]" in user_frames(s))
+    alpha = sum(c for s, c in folded.items() if "LISPEXE:ALPHA-WORK_[lisp]" in user_frames(s))
     beta = sum(c for s, c in folded.items() if "LISPEXE::BETA-WORK_[lisp]" in user_frames(s))
+    assert not [s for s in folded if "LISPEXE::ALPHA-WORK" in s], "an external symbol's ::"
     assert_most(alpha + beta, n, "samples in ALPHA-WORK or BETA-WORK", share=0.85)
     assert_share(alpha / max(alpha + beta, 1), 2 / 3, alpha + beta, "ALPHA-WORK of the two")
     chain = ["LISPEXE::TOPLEVEL_[lisp]", "LISPEXE::DRIVE_[lisp]"]

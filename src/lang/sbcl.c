@@ -833,9 +833,11 @@ int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *wh
 		if (!m->path || !(m->perms & PROCMAP_X) || m->path[0] != '/')
 			continue;
 		if (no_runtime && !strcmp(no_runtime, m->path))
-			continue; /* the same file, no runtime in it */
-		if (ptab__file(t, p, m, &mf))
+			continue; /* the same file: not readable, or no runtime in it */
+		if (ptab__file(t, p, m, &mf)) {
+			no_runtime = m->path;
 			continue;
+		}
 		f = file_vars(mf, &left);
 		if (!f || !f->runtime || !mfile__elf(mf)) {
 			no_runtime = m->path;

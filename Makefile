@@ -304,6 +304,11 @@ $(OUT)/workloads/fakesbcl: tests/workloads/fakesbcl.c | $(OUT)/workloads
 $(OUT)/workloads/fakesbcl_new: tests/workloads/fakesbcl.c | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -rdynamic -pthread -DFAKE_VERSION='"9.9.9"' $< -o $@
+# ... and one that passes for an executable saved with its core
+# (tests/integration/test_sbcl2.py).
+$(OUT)/workloads/fakesbcl_exe: tests/workloads/fakesbcl_exe.c | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -rdynamic -pthread $< -o $@
 
 # A tenant's fake HotSpot JVM (tests/integration/test_jvm.py): its exported
 # gHotSpotVM* variables in .dynsym (-rdynamic).

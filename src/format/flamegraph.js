@@ -7,7 +7,7 @@
  * Data (JSON in <script id="fg-data">, written by svg.c): the call tree in
  * preorder, children sorted by name, as a flat array with `stride` numbers
  * per node: label index, samples, [samples before (diff)], number of
- * children. Labels and their kinds (0 user, 1 kernel, 2 JIT, 3 other, 4 Python, 5 inlined) are
+ * children. Labels and their kinds (0 user, 1 kernel, 2 JIT, 3 other, 4 Python, 5 inlined, 6 Lisp) are
  * separate arrays. Only frames at least MIN_PX wide at the current zoom are
  * drawn, so even a huge profile draws a few thousand elements.
  */
@@ -125,12 +125,14 @@
 			return rgb(50 + 60 * v, 185 + 50 * w, 185 + 50 * v);
 		case 5: /* inlined native code: the user colours, lighter */
 			return rgb(225 + 30 * v, 150 + 90 * w, 110 + 60 * v);
+		case 6: /* Lisp: ambers to olives */
+			return rgb(175 + 50 * v, 150 + 50 * w, 40 + 40 * v);
 		default: /* user code: reds to yellows */
 			return rgb(205 + 50 * v, 230 * w, 55 * v);
 		}
 	}
 
-	var KIND_NOTE = [' [user]', ' [kernel]', ' [JIT]', '', ' [Python]', ' [inlined]'];
+	var KIND_NOTE = [' [user]', ' [kernel]', ' [JIT]', '', ' [Python]', ' [inlined]', ' [Lisp]'];
 
 	function describe(i) {
 		var s = names[lab[i]] + KIND_NOTE[kinds[lab[i]]] + '\n' + fmt(val[i]) +
@@ -168,7 +170,7 @@
 	 * user, JIT or inlined frame (not Python, kernel or a process name) with
 	 * "::" or a parameter list at its end.
 	 */
-	var CXX_KINDS = [true, false, true, false, false, true];
+	var CXX_KINDS = [true, false, true, false, false, true, false];
 
 	/* Index of the "(" that opens a trailing " (file)" or " (file:line)", or -1. */
 	function sourceSuffix(s) {

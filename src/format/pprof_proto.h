@@ -72,6 +72,7 @@ enum {
 #define PPROF_KERNEL_MAPPING "[kernel.kallsyms]"
 #define PPROF_JIT_MAPPING    "[jit]"
 #define PPROF_PYTHON_MAPPING "[python]"
+#define PPROF_LISP_MAPPING   "[lisp]"
 #define PPROF_COMMENT_PREFIX "bpfprof "
 
 #include <stddef.h>

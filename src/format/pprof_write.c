@@ -218,6 +218,8 @@ static const char *mapping_name(const struct pframe *f)
 		return f->module ? f->module : PPROF_JIT_MAPPING;
 	if (f->kind == FRAME_PYTHON)
 		return PPROF_PYTHON_MAPPING;
+	if (f->kind == FRAME_LISP)
+		return PPROF_LISP_MAPPING;
 	return f->module;
 }
 

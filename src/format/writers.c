@@ -116,6 +116,8 @@ const char *writer__kind_suffix(enum frame_kind kind)
 		return "_[py]";
 	case FRAME_INLINE:
 		return "_[i]";
+	case FRAME_LISP:
+		return "_[lisp]";
 	default:
 		return "";
 	}

@@ -43,6 +43,8 @@ static const struct sbcl_layout layouts[] = {
 		.fun_names_word = 4,
 		.fun_slots = 4,
 		.ht_pairs_word = 5,
+		.pkg_ext_slot = 9,
+		.pht_cells_word = 1,
 	},
 };
 
@@ -330,6 +332,35 @@ static bool needs_bars(const char *s)
 	return false;
 }
 
+/* Whether symbol sym (tagged) is one of package pkg's (tagged) external
+ * symbols: in the cells of its EXTERNAL-SYMBOLS package-hashtable. */
+static bool is_external(struct sbcl_heap *h, uint64_t pkg, uint64_t sym)
+{
+	enum { CHUNK = 512 };
+	uint8_t b[CHUNK * WORD];
+	uint64_t ht, cells, vh[2], n;
+
+	if (!h->l->pkg_ext_slot || rd_word(h, pkg - LOWTAG_INST + WORD * h->l->pkg_ext_slot, &ht) ||
+	    (ht & LOWTAG_MASK) != LOWTAG_INST ||
+	    rd_word(h, ht - LOWTAG_INST + WORD * h->l->pht_cells_word, &cells) ||
+	    (cells & LOWTAG_MASK) != LOWTAG_OTHER || rd_word(h, cells - LOWTAG_OTHER, &vh[0]) ||
+	    (uint8_t)vh[0] != h->l->vector_widetag ||
+	    rd_word(h, cells - LOWTAG_OTHER + WORD, &vh[1]) || (vh[1] & 1))
+		return false;
+	n = vh[1] >> 1;
+	n = n < SBCL_MAX_EXT ? n : SBCL_MAX_EXT;
+	for (uint64_t i = 0; i < n; i += CHUNK) {
+		uint64_t k = n - i < CHUNK ? n - i : CHUNK;
+
+		if (rd(h, cells - LOWTAG_OTHER + 2 * WORD + WORD * i, b, k * WORD))
+			return false;
+		for (uint64_t j = 0; j < k; j++)
+			if (rd64(b + WORD * j, false) == sym)
+				return true;
+	}
+	return false;
+}
+
 static void print_symbol(struct sbcl_heap *h, uint64_t obj, struct out *o)
 {
 	char name[4 * SBCL_STRING_MAX + 1], pkg[4 * SBCL_STRING_MAX + 1];
@@ -360,7 +391,7 @@ static void print_symbol(struct sbcl_heap *h, uint64_t obj, struct out *o)
 		puts_(o, "?::");
 	else if (strcmp(pkg, "COMMON-LISP") && strcmp(pkg, "COMMON-LISP-USER")) {
 		puts_(o, pkg);
-		puts_(o, "::");
+		puts_(o, is_external(h, p, obj) ? ":" : "::");
 	}
 	if (needs_bars(name)) {
 		puts_(o, "|");
@@ -768,6 +799,7 @@ int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *wh
 {
 	struct pmaps *pm = ptab__maps(t, p);
 	unsigned left = PROBE_FILES;
+	const char *no_runtime = NULL;
 	int err = -ENOENT;
 
 	why[0] = '\0';
@@ -781,13 +813,22 @@ int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *wh
 
 		if (!m->path || !(m->perms & PROCMAP_X) || m->path[0] != '/')
 			continue;
-		if (i && pm->m.maps[i - 1].path && !strcmp(pm->m.maps[i - 1].path, m->path))
-			continue; /* the same file, already tried */
-		if (ptab__file(t, p, m, &mf))
+		if (no_runtime && !strcmp(no_runtime, m->path))
+			continue; /* the same file: not readable, or no runtime in it */
+		if (ptab__file(t, p, m, &mf)) {
+			no_runtime = m->path;
 			continue;
+		}
 		f = file_vars(mf, &left);
-		if (!f || !f->runtime || !mfile__elf(mf) ||
-		    elffile__load_bias(mfile__elf(mf), m->start, m->offset, &bias)) {
+		if (!f || !f->runtime || !mfile__elf(mf)) {
+			no_runtime = m->path;
+			mfile__put(t, mf);
+			continue;
+		}
+		/* An executable saved with its core (save-lisp-and-die
+		 * :executable t) maps the core's spaces from past its ELF
+		 * segments too: the runtime's variables are where a segment is. */
+		if (elffile__load_bias(mfile__elf(mf), m->start, m->offset, &bias)) {
 			mfile__put(t, mf);
 			continue;
 		}

@@ -23,8 +23,9 @@
  * lisp_package_vector), a string, or a list: (SETF X), (LAMBDA (X) :IN
  * FOO), (FLET BAR :IN FOO), printed with the prefix SBCL's printer gives in
  * COMMON-LISP-USER: none for COMMON-LISP and COMMON-LISP-USER, ":" for
- * keywords, "PACKAGE::" otherwise (external symbols too: telling them apart
- * needs the package's hash tables, not read yet).
+ * keywords, "PACKAGE:" for a symbol in its package's external symbols (the
+ * cells of its EXTERNAL-SYMBOLS table, at most SBCL_MAX_EXT of them
+ * read), "PACKAGE::" otherwise (and when that table cannot be read).
  *
  * Everything is read through the caller's reader (the process-and-file
  * layer's memory reads) and is untrusted: every object's header and size
@@ -49,6 +50,7 @@
 #define SBCL_STRING_MAX 200u	     /* characters read of one string */
 #define SBCL_LIST_MAX	16u	     /* elements printed of one list */
 #define SBCL_DEPTH_MAX	4u	     /* lists within lists */
+#define SBCL_MAX_EXT	32768u	     /* cells read of a package's external symbols */
 
 /* Reads len bytes of the process at addr; 0, or -errno (a short read is an error). */
 typedef int (*sbcl_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
@@ -64,6 +66,8 @@ struct sbcl_layout {
 	uint32_t fun_names_word; /* code: word of simple-fun 0's name */
 	uint32_t fun_slots;	 /* code: words per simple-fun */
 	uint32_t ht_pairs_word;	 /* hash-table instance: word of its key/value vector */
+	uint32_t pkg_ext_slot;	 /* package: word of EXTERNAL-SYMBOLS (0: not known) */
+	uint32_t pht_cells_word; /* package-hashtable: word of its CELLS vector */
 };
 
 /* The layout for a runtime's version string ("2.2.9.debian"), or NULL. */

@@ -2039,6 +2039,7 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 	struct symproc *p = NULL;
 	struct symfile *f;
 	size_t before;
+	bool elf_code;
 	int err;
 
 	if (!max)
@@ -2102,7 +2103,16 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 			return nj;
 		}
 	}
-	if ((!f || !f->es) && (out->name = lisp_name(s, p, addr))) {
+	/*
+	 * Code of an ELF file is what one of its PT_LOAD segments holds. Bytes
+	 * past them are no code of its: SBCL's core appended to its executable
+	 * by save-lisp-and-die :executable t is mapped from there. Such an
+	 * address is never named after the file's C symbols.
+	 */
+	fileoff = addr - m->start + m->offset;
+	elf_code = f && f->es && !elfsym__off_to_vaddr(f->es, fileoff, &vaddr);
+	if (!elf_code && (out->name = lisp_name(s, p, addr))) {
+		out->kind = FRAME_LISP;
 		out->module = m->path;
 		s->lisp_names++;
 		return 1;
@@ -2112,16 +2122,13 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 		return 1;
 	}
 	out->module = m->path;
-	fileoff = addr - m->start + m->offset;
-	if (!f || !f->es) {
+	if (!elf_code) {
 		out->addr = fileoff + (leaf ? 0 : 1);
 		s->unknown++;
 		return 1;
 	}
 	f->used_gen = s->gen;
 	out->build_id = elfsym__build_id(f->es, &out->build_id_len);
-	if (elfsym__off_to_vaddr(f->es, fileoff, &vaddr))
-		vaddr = fileoff;
 	before = elfsym__bytes(f->es);
 	out->name = elfsym__lookup_demangled(f->es, vaddr, NULL);
 	if (elfsym__bytes(f->es) != before) {

@@ -104,7 +104,7 @@ struct sym {
 	 * which names the frame ("module+0xSTART") when func_known. */
 	uint64_t func;
 	bool func_known;
-	enum frame_kind kind;	 /* FRAME_USER, FRAME_KERNEL, FRAME_JIT (perf map), FRAME_INLINE */
+	enum frame_kind kind;	 /* FRAME_USER, _KERNEL, _JIT (perf map), _INLINE, _LISP */
 	const uint8_t *build_id; /* of the module's file, or NULL */
 	size_t build_id_len;
 	const char *file;    /* source file (Go's pc-line table, DWARF), or NULL */

@@ -50,7 +50,8 @@ def fallbacks(err):
 
 
 def user_frames(stack):
-    return [f for f in frames_of(stack) if not f.endswith("_[k]")]
+    """Its user frames, Lisp ones without their kind's "_[lisp]"."""
+    return [f.removesuffix("_[lisp]") for f in frames_of(stack) if not f.endswith("_[k]")]
 
 
 def reaches_main(stack):

@@ -249,6 +249,46 @@ static void test_pprof_folded_round_trip(void **state)
 	profile__free(q);
 }
 
+/* Lisp frames (issue 38): "_[lisp]", their names never split as "name (file:line)",
+ * kept through pprof (its "[lisp]" mapping). */
+static void test_lisp_frames_round_trip(void **state)
+{
+	const char *text = "sbcl;main;call_into_lisp_;\"GENERIC-+ (x)\"_[lisp] 10\n"
+			   "sbcl;main;call_into_lisp_;(FLET SB-UNIX::BODY :IN "
+			   "SB-IMPL::START-LISP)_[lisp];LISPHOT::ALPHA-WORK_[lisp] 20\n"
+			   "sbcl;main;call_into_lisp_;(LAMBDA (X) :IN FOO:12)_[lisp] 30\n";
+	struct profile *p, *q;
+	struct errmsg err = { 0 };
+	size_t lisp = 0, zlen;
+	char *gz, *out;
+
+	(void)state;
+	p = read_buf(&reader_folded, text, strlen(text), 0, &err);
+	for (size_t i = 0; i < profile__nr_frames(p); i++) {
+		const struct pframe *f = profile__frame_get(p, (uint32_t)i);
+
+		if (f->kind == FRAME_LISP) {
+			lisp++;
+			assert_null(f->file);
+			assert_int_equal(f->line, 0);
+		}
+	}
+	assert_int_equal(lisp, 4);
+	profile__sort(p);
+	out = folded_of(p);
+	assert_string_equal(out, text);
+	free(out);
+	gz = fx_write(&writer_pprof, p, NULL, &zlen);
+	q = read_buf(&reader_pprof, gz, zlen, 0, &err);
+	profile__sort(q);
+	out = folded_of(q);
+	assert_string_equal(out, text);
+	free(out);
+	free(gz);
+	profile__free(p);
+	profile__free(q);
+}
+
 /* Leaf addresses (record --addresses) survive pprof; writers without them sum. */
 static void test_pprof_leaf_addresses(void **state)
 {
@@ -603,6 +643,7 @@ int main(void)
 		cmocka_unit_test(test_folded_depth_limit),
 		cmocka_unit_test(test_pprof_round_trip),
 		cmocka_unit_test(test_pprof_folded_round_trip),
+		cmocka_unit_test(test_lisp_frames_round_trip),
 		cmocka_unit_test(test_pprof_leaf_addresses),
 		cmocka_unit_test(test_pprof_hand_built),
 		cmocka_unit_test(test_pprof_malformed),

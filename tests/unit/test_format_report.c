@@ -115,6 +115,10 @@ static void test_report_shortens_only_cxx(void **state)
 	FX(p, "app", 1, 0, 10, FX_USER("draw_everything_now(Canvas&, Rect const&, Style const&)"));
 	FX(p, "worker (pool 1) of a process name as long as folded text allows", 2, 0, 5,
 	   FX_USER("main"));
+	/* A Lisp function's name is no C++ signature ("()" before its kind). */
+	FX(p, "sbcl", 3, 0, 4,
+	   { FRAME_LISP, "(FLET SB-UNIX::BODY :IN SB-IMPL::START-LISP)",
+	     "/usr/lib/sbcl/sbcl.core" });
 	profile__sort(p);
 	text = fx_write(&writer_report, p, &o, NULL);
 	assert_non_null(strstr(text, "  make_docs.<locals>.render_sect\u2026\n"));
@@ -123,6 +127,7 @@ static void test_report_shortens_only_cxx(void **state)
 	assert_non_null(strstr(text, "  draw_everything_now()\n"));
 	assert_non_null(
 		strstr(text, "  worker (pool 1) of a process name as long as folded\u2026\n"));
+	assert_non_null(strstr(text, "  (FLET SB-UNIX::BODY :IN SB-IMP"));
 	assert_fits_80(text);
 	free(text);
 	profile__free(p);

@@ -61,6 +61,36 @@ static void test_svg_title_escaped_and_inverted(void **state)
 	profile__free(p);
 }
 
+/* Lisp frames (issue 38): a kind of their own, with their own colours and note. */
+static void test_svg_lisp_kind(void **state)
+{
+	struct profile *p = profile__new();
+	struct pframe f = { .name = "LISPHOT::ALPHA-WORK",
+			    .module = "/usr/lib/sbcl/sbcl.core",
+			    .kind = FRAME_LISP };
+	int64_t id = profile__frame_src(p, &f);
+	uint32_t frames[1];
+	struct psample s = { .pid = 1, .comm = "sbcl" };
+	char *svg, want[32];
+
+	(void)state;
+	assert_true(id >= 0);
+	frames[0] = (uint32_t)id;
+	assert_int_equal(profile__add(p, &s, frames, 1, 5), 0);
+	profile__sort(p);
+	svg = strip_script(fx_write(&writer_svg, p, NULL, NULL));
+	/* Labels: the root, the process, then the function. */
+	snprintf(want, sizeof(want), "\"kinds\":[%d,%d,%d]", (int)FRAME_OTHER, (int)FRAME_OTHER,
+		 (int)FRAME_LISP);
+	assert_non_null(strstr(svg, want));
+	free(svg);
+	svg = fx_write(&writer_svg, p, NULL, NULL);
+	assert_non_null(strstr(svg, "case 6: /* Lisp"));
+	assert_non_null(strstr(svg, "' [Lisp]'"));
+	free(svg);
+	profile__free(p);
+}
+
 static void test_svg_diff_golden(void **state)
 {
 	struct profile *before = fx_profile(), *after = fx_profile();
@@ -194,6 +224,7 @@ int main(void)
 		cmocka_unit_test(test_svg_golden),
 		cmocka_unit_test(test_svg_title_escaped_and_inverted),
 		cmocka_unit_test(test_svg_diff_golden),
+		cmocka_unit_test(test_svg_lisp_kind),
 		cmocka_unit_test(test_svg_empty_profile),
 		cmocka_unit_test(test_flametree_aggregates_small_frames),
 		cmocka_unit_test(test_flametree_diff_slots),

@@ -260,7 +260,7 @@ static void mkfiller(struct heap *hp, uint64_t addr, uint32_t nwords)
 
 static uint64_t mkpkg(struct heap *hp, const char *name)
 {
-	uint64_t a = dyn_alloc(hp, 32);
+	uint64_t a = dyn_alloc(hp, 8 * 16); /* its slots to SOURCE-LOCATION, 0 */
 
 	w64(&hp->m, a, 0x5010123300003c39ull);
 	w64(&hp->m, a + 8, mkstring(hp, name, false));
@@ -436,6 +436,55 @@ static void test_assembly_routines(void **state)
 	heap_free(hp);
 }
 
+/* A symbol in its package's EXTERNAL-SYMBOLS cells prints with one colon
+ * (SB-KERNEL:TWO-ARG-XOR); one not there, or a table that cannot be read
+ * (no instance, cells claiming 2^40 elements past the heap), with two. */
+static void test_external_symbols(void **state)
+{
+	struct heap *hp = standard_heap();
+	uint64_t code = CORE + 0x1400, table = dyn_alloc(hp, 48), pairs = dyn_alloc(hp, 16 + 8 * 6);
+	uint64_t pkg, pht = dyn_alloc(hp, 48), cells = dyn_alloc(hp, 16 + 8 * 4), plus;
+
+	(void)state;
+	/* The assembly routines' object of test_assembly_routines. */
+	w64(&hp->m, code, (uint64_t)(0x200 / 8) << 32 | 0x35);
+	w64(&hp->m, code + 8, 0x30);
+	w64(&hp->m, code + 16, cons(hp, table + 3, 0));
+	w64(&hp->m, table, 0x5010b15300004839ull);
+	w64(&hp->m, table + 40, pairs + 15);
+	w64(&hp->m, pairs, 0x89);
+	w64(&hp->m, pairs + 8, 6 << 1);
+	plus = mksym(hp, "GENERIC-+", hp->pkg_impl);
+	w64(&hp->m, pairs + 32, plus);
+	w64(&hp->m, pairs + 40, cons(hp, 0 << 1, cons(hp, 15 << 1, 1 << 1)));
+	w64(&hp->m, pairs + 48, mksym(hp, "GENERIC-<", hp->pkg_impl));
+	w64(&hp->m, pairs + 56, cons(hp, 16 << 1, cons(hp, 47 << 1, 2 << 1)));
+	/* SB-IMPL's external symbols: GENERIC-+ only. */
+	pkg = *(uint64_t *)at(&hp->m, hp->h.package_vector - 15 + 16 + 8 * hp->pkg_impl);
+	w64(&hp->m, pkg - 3 + 8 * 9, pht + 3);
+	w64(&hp->m, pht, 0x5010b15300000839ull);
+	w64(&hp->m, pht + 8, cells + 15);
+	w64(&hp->m, cells, 0x89);
+	w64(&hp->m, cells + 8, 4 << 1);
+	w64(&hp->m, cells + 16, 0);
+	w64(&hp->m, cells + 24, NIL);
+	w64(&hp->m, cells + 32, plus);
+	w64(&hp->m, cells + 40, 0);
+	want_name(hp, code + 0x30 + 15, "SB-IMPL:GENERIC-+");
+	want_name(hp, code + 0x30 + 20, "SB-IMPL::GENERIC-<");
+	/* Cells claiming 2^40 elements: read up to the heap's end, then "::". */
+	w64(&hp->m, cells + 32, 0);
+	w64(&hp->m, cells + 8, 1ull << 41);
+	want_name(hp, code + 0x30 + 15, "SB-IMPL::GENERIC-+");
+	/* A table that is no instance. */
+	w64(&hp->m, cells + 8, 4 << 1);
+	w64(&hp->m, cells + 32, plus);
+	want_name(hp, code + 0x30 + 15, "SB-IMPL:GENERIC-+");
+	w64(&hp->m, pkg - 3 + 8 * 9, pht + 15);
+	want_name(hp, code + 0x30 + 15, "SB-IMPL::GENERIC-+");
+	heap_free(hp);
+}
+
 /* --- hostile heaps ------------------------------------------------------------------- */
 
 static void test_bad_objects(void **state)
@@ -537,9 +586,10 @@ static void test_hostile_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_recorded_229), cmocka_unit_test(test_names),
-		cmocka_unit_test(test_no_name),	     cmocka_unit_test(test_assembly_routines),
-		cmocka_unit_test(test_bad_objects),  cmocka_unit_test(test_hostile_names),
+		cmocka_unit_test(test_recorded_229),	 cmocka_unit_test(test_names),
+		cmocka_unit_test(test_no_name),		 cmocka_unit_test(test_assembly_routines),
+		cmocka_unit_test(test_bad_objects),	 cmocka_unit_test(test_hostile_names),
+		cmocka_unit_test(test_external_symbols),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -246,6 +246,8 @@ class FakeJvms:
                 p.kill()
             p.wait()
 
+    close = stop  # soak_hostile.py closes every attacker
+
 
 class ManyMaps:
     """build/workloads/manymaps: its own executable mapped n times, then

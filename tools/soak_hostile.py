@@ -50,7 +50,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from benchlib import (Crowd, FailingIngest, HoldingClients, HostileIngest, HugeJit,
+from benchlib import (Crowd, FailingIngest, FakeJvms, HoldingClients, HostileIngest, HugeJit,
                       HugePyCodes, ManyMaps, ShortTasks, StallFiles, free_port)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,13 +145,14 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("soak_hostile: terminated"))
     subprocess.run(["make", "-s", "-C", str(ROOT), "build/workloads/jitlike",
                     "build/workloads/manymaps", "build/workloads/busy",
-                    "build/workloads/shortthreads"], check=True)
+                    "build/workloads/shortthreads", "build/workloads/fakejvm"], check=True)
     d = Path(a.dir or tempfile.mkdtemp(prefix="bpfprof-soak-"))
     d.mkdir(parents=True, exist_ok=True)
     bin_ = d / "bin"
     bin_.mkdir(exist_ok=True)
     for src in (a.bpfprof, ROOT / "build/workloads/jitlike", ROOT / "build/workloads/manymaps",
-                ROOT / "build/workloads/busy", ROOT / "build/workloads/shortthreads"):
+                ROOT / "build/workloads/busy", ROOT / "build/workloads/shortthreads",
+                ROOT / "build/workloads/fakejvm"):
         shutil.copy2(src, bin_ / Path(src).name)
     secs = a.minutes * 60
     stop = threading.Event()
@@ -172,6 +173,7 @@ def main():
         tenant.append(StallFiles(tdir, prefix=t, mib=16, pythons=8))
         tenant.append(ShortTasks(bin_ / "shortthreads", int(secs + 120), 20, "thread", prefix=t))
         tenant.append(ShortTasks(bin_ / "shortthreads", int(secs + 120), 20, "fork", prefix=t))
+        tenant.append(FakeJvms(bin_ / "fakejvm", prefix=t).start())  # issue 42's fake JVMs
     if a.push_server == "hostile" and not a.no_tenant:
         ingest = HostileIngest("body", prefix=as_tenant())
     else:

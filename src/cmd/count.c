@@ -47,6 +47,7 @@
 #include "session/stop.h"
 #include "collector/count.h"
 #include "format/counttab.h"
+#include "format/pprof_proto.h"
 #include "format/writer.h"
 #include "proc/cgroup.h"
 #include "proc/child.h"
@@ -175,9 +176,13 @@ static void count_usage(FILE *f)
 		"\n"
 		"Output:\n"
 		"  -o, --output FILE       write here (atomically) instead of stdout\n"
-		"  -f, --format NAME       table (default) or json (also from a FILE ending .json):\n"
+		"  -f, --format NAME       table (default), json (also from a FILE ending .json):\n"
 		"                          {\"functions\": [{\"function\", \"module\", \"calls\",\n"
-		"                          \"total_ns\", \"min_ns\", \"max_ns\", \"hist\", \"callers\"}]}\n"
+		"                          \"total_ns\", \"min_ns\", \"max_ns\", \"hist\", \"callers\"}]},\n"
+		"                          or pprof (also from .pb.gz or .pprof; for go tool pprof):\n"
+		"                          sample types calls/count and time/nanoseconds, one sample\n"
+		"                          per (function, caller) edge, the function's time split\n"
+		"                          among its callers by their calls\n"
 		"      --callers N         caller lines per function in the table (default 5, 0 none)\n"
 		"      --hist              each function's latency histogram in the table\n"
 		"      --all-functions     list functions never called too\n"
@@ -244,6 +249,13 @@ static bool parse_num(const char *s, double lo, double hi, double *out)
 	return true;
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = s ? strlen(s) : 0, k = strlen(suffix);
+
+	return n > k && !strcmp(s + n - k, suffix);
+}
+
 /* 0 go on, 1 --help, 2 usage error. */
 static int parse(int argc, char **argv, struct count *c)
 {
@@ -302,8 +314,9 @@ static int parse(int argc, char **argv, struct count *c)
 			c->output = optarg;
 			break;
 		case 'f':
-			if (strcmp(optarg, "table") && strcmp(optarg, "json"))
-				return usage("unknown --format '%s': table or json", optarg);
+			if (strcmp(optarg, "table") && strcmp(optarg, "json") &&
+			    strcmp(optarg, "pprof"))
+				return usage("unknown --format '%s': table, json or pprof", optarg);
 			c->format = optarg;
 			break;
 		case OPT_MAX_FUNCS:
@@ -376,9 +389,9 @@ static int parse(int argc, char **argv, struct count *c)
 	if (!c->pat_hits)
 		return usage("%s", "out of memory");
 	if (!c->format)
-		c->format = c->output && strlen(c->output) > 5 &&
-					    !strcmp(c->output + strlen(c->output) - 5, ".json")
-				    ? "json"
+		c->format = ends_with(c->output, ".json") ? "json"
+			    : ends_with(c->output, ".pb.gz") || ends_with(c->output, ".pprof")
+				    ? "pprof"
 				    : "table";
 	return 0;
 }
@@ -1034,12 +1047,22 @@ write:
 		ret = 1;
 		goto out;
 	}
-	if (c->interval > 0 && strcmp(c->format, "json"))
+	if (c->interval > 0 && !strcmp(c->format, "table"))
 		fprintf(f, "--- %s%.1f s (every call since the start) ---\n",
 			final ? "the end, after " : "", c->seconds);
-	if (!strcmp(c->format, "json"))
+	if (!strcmp(c->format, "json")) {
 		err = counttab__write_json(f, fns, c->nr_fns, c->seconds);
-	else
+	} else if (!strcmp(c->format, "pprof")) {
+		uint8_t *pb;
+		size_t pblen;
+
+		err = pprof__encode_count(fns, c->nr_fns, (uint64_t)(c->seconds * NS_PER_SEC_F),
+					  &pb, &pblen);
+		if (!err) {
+			err = writer__gzip(f, pb, pblen);
+			free(pb);
+		}
+	} else
 		err = counttab__write_table(f, fns, c->nr_fns, &o);
 	if (fclose(f) || err) {
 		p_err("out of memory");

@@ -24,6 +24,9 @@
  * -- COMMAND: the command is stopped at its exec (a tracepoint sends it
  * SIGSTOP), then again at its entry point (a uprobe there), when the dynamic
  * loader has mapped its libraries; the probes go in then and it runs on.
+ * With -a or --cgroup (perf stat -a -- COMMAND): the processes are looked at
+ * while it is stopped there (it among them), every one is counted, and the
+ * run ends with the command.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -138,6 +141,7 @@ static void count_usage(FILE *f)
 	fprintf(f,
 		"Usage: bpfprof count [OPTIONS] PATTERN... (-p PID | -a | --cgroup PATH |\n"
 		"                                           -- COMMAND [ARGS...])\n"
+		"       bpfprof count [OPTIONS] PATTERN... (-a | --cgroup PATH) -- COMMAND [ARGS...]\n"
 		"\n"
 		"Counts every call of the functions PATTERN names and times each from entry to\n"
 		"return (uprobes): calls, seconds, seconds per call, min, max, a log2 latency\n"
@@ -163,7 +167,10 @@ static void count_usage(FILE *f)
 		"                          absolute or relative to the cgroup2 mount\n"
 		"  -- COMMAND [ARGS...]    run COMMAND, stopped until its probes are in (after its\n"
 		"                          libraries are mapped; libraries it dlopen()s later are\n"
-		"                          not probed); bpfprof exits with its status\n"
+		"                          not probed); bpfprof exits with its status. With -a or\n"
+		"                          --cgroup: every process (of the cgroups) is counted\n"
+		"                          until the command exits, as perf stat -a -- COMMAND\n"
+		"                          (the command's files are looked at too)\n"
 		"      --children          and the processes it forks, before they run, and what\n"
 		"                          they exec, in the files probed at the start (probes for\n"
 		"                          every process, filtered in BPF: others mapping those\n"
@@ -380,11 +387,17 @@ static int parse(int argc, char **argv, struct count *c)
 			"no pattern: name the functions to count, e.g. 'bp_*' or 'libc:malloc'");
 	if (!c->cmd && !c->nr_pids && !c->all && !c->nr_cgroups)
 		return usage("%s", "no target: -p PID, -a, --cgroup PATH or -- COMMAND");
-	if ((c->cmd != NULL) + (c->nr_pids > 0) + c->all + (c->nr_cgroups > 0) > 1)
-		return usage("%s", "-p, -a, --cgroup and -- COMMAND: choose one");
+	/* -a or --cgroup with -- COMMAND: every process (or the cgroups') while the
+	 * command runs, as perf stat -a -- COMMAND. */
+	if ((c->nr_pids > 0) + c->all + (c->nr_cgroups > 0) > 1 || (c->cmd && c->nr_pids))
+		return usage("%s", "-p, -a and --cgroup: choose one (-- COMMAND goes with -a or "
+				   "--cgroup, not -p)");
 	c->all |= c->nr_cgroups > 0;
 	if (c->children && !c->cmd)
 		return usage("%s", "--children follows -- COMMAND's children: give a command");
+	if (c->children && c->all)
+		return usage("%s", "--children with -a or --cgroup: every process (of the cgroups) "
+				   "is counted already");
 	c->pat_hits = calloc(c->nr_pats, sizeof(*c->pat_hits));
 	if (!c->pat_hits)
 		return usage("%s", "out of memory");
@@ -863,12 +876,12 @@ static void end_command(struct count *c)
 /* Whether every target has exited (never, for -a and --cgroup). */
 static bool targets_gone(struct count *c)
 {
-	if (c->all)
-		return false;
 	if (c->ch.pid) {
 		child__reap(&c->ch, false);
 		return c->ch.exited;
 	}
+	if (c->all)
+		return false;
 	for (size_t i = 0; i < c->nr_pids; i++)
 		if (c->pidfds[i] < 0 || !procfs__pidfd_exited(c->pidfds[i]))
 			return false;
@@ -922,7 +935,7 @@ static void run(struct count *c)
 		if (end && now >= end)
 			break;
 		if (targets_gone(c)) {
-			p_info("the targets exited");
+			p_info(c->ch.pid ? "the command exited" : "the targets exited");
 			break;
 		}
 		if (now - last >= COUNT_GUARD_MS * NS_PER_MS) {
@@ -1201,10 +1214,18 @@ static int count_main(struct count *c)
 	if (c->cmd) {
 		if (start_command(c))
 			return 1;
-	} else if (c->all) {
-		if (find_processes(c))
+	}
+	if (c->all) {
+		/* With -- COMMAND: it is stopped at its entry point by now, its
+		 * files mapped: -a looks at them too (--cgroup if it is in one). */
+		free(c->pids);
+		c->pids = NULL;
+		c->nr_pids = 0;
+		if (find_processes(c)) {
+			end_command(c);
 			return 1;
-	} else {
+		}
+	} else if (!c->cmd) {
 		for (size_t i = 0; i < c->nr_pids; i++) {
 			if (counter__target(c->ctr, c->pids[i], false)) {
 				p_err("cannot add process %u to the targets", c->pids[i]);

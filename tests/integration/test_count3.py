@@ -5,6 +5,7 @@ kernel functions where this kernel cannot trace them. countwork
 (tests/workloads/countwork.c) prints its own counts; test_count.py's checks
 are reused.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -101,3 +102,82 @@ def test_pprof_format_option(tmp_path):
     assert e[("bp_b", "main")][0] == 250
     p = run_bpfprof(["count", "-f", "bogus", "bp_b", "--", wl("countwork"), "calls"], check=False)
     assert p.returncode == 2 and "table, json or pprof" in p.stderr
+
+
+# --- -a and --cgroup with -- COMMAND: every process (of the cgroups) while it runs ------------
+
+def waiting_countwork():
+    from test_count import start_waiting
+    return start_waiting()
+
+
+def finish(w):
+    if w.poll() is None:
+        w.kill()
+    return w.communicate(timeout=60)[0]
+
+
+def test_all_with_command(tmp_path):
+    """-a -- COMMAND, as perf stat -a -- COMMAND: every process is counted
+    while the command runs, the command's own files (it is stopped at its
+    entry point while the files are looked at) and another process's alike;
+    the run ends with the command, with its status."""
+    exe = wl("countwork")
+    w = waiting_countwork()
+    try:
+        out = tmp_path / "a.json"
+        script = f"kill -USR1 {w.pid}; {exe} calls; sleep 1; exit 3"
+        p = run_bpfprof(["count", "-v", "-a", f"{exe}:bp_a", f"{exe}:bp_b", "-o", out, "--",
+                         "/bin/sh", "-c", script], check=False)
+        assert p.returncode == 3, p.stderr
+        assert "the command exited" in p.stderr, p.stderr
+        own_w = own_counts(finish(w))
+        fns = {f["function"]: f for f in json.loads(out.read_text())["functions"]}
+        # The command's countwork and the other process: 1000 + 1000.
+        assert fns["bp_a"]["calls"] == own_counts(p.stdout)["bp_a"] + own_w["bp_a"] == 2000
+        assert fns["bp_b"]["calls"] == 500
+    finally:
+        finish(w)
+
+
+def test_all_with_command_own_files(tmp_path):
+    """-a -- COMMAND where no other process maps the command's executable:
+    its functions are found in the stopped command itself, counted exactly,
+    callers named."""
+    exe = wl("countwork")
+    out = tmp_path / "o.json"
+    p = run_bpfprof(["count", "-a", f"{exe}:bp_a", "-o", out, "--", exe, "calls"])
+    f = json.loads(out.read_text())["functions"][0]
+    assert f["calls"] == own_counts(p.stdout)["bp_a"] == 1000
+    assert {c["function"]: c["calls"] for c in f["callers"]} == \
+        {"bp_caller_one": 600, "bp_caller_two": 400}
+
+
+def test_cgroup_with_command(tmp_path):
+    """--cgroup -- COMMAND: only the cgroup's processes, for the command's
+    duration: the process in the cgroup is counted, the command (outside it,
+    same file, same probes) is not."""
+    from test_count2 import cgroup2_dir, rm_cgroup
+    exe = wl("countwork")
+    cg = cgroup2_dir("bpfprof-count3")
+    w = waiting_countwork()
+    try:
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(w.pid))
+        out = tmp_path / "c.json"
+        script = f"kill -USR1 {w.pid}; {exe} calls; sleep 1"
+        p = run_bpfprof(["count", "--cgroup", cg, "bp_a", "-o", out, "--",
+                         "/bin/sh", "-c", script])
+        assert own_counts(p.stdout)["bp_a"] == 1000  # the command ran its calls
+        f = json.loads(out.read_text())["functions"][0]
+        assert f["calls"] == own_counts(finish(w))["bp_a"] == 1000
+    finally:
+        finish(w)
+        rm_cgroup(cg)
+
+
+def test_command_target_usage():
+    for args, what in ((["-p", "1", "x", "--", "true"], "not -p"),
+                       (["-a", "--children", "x", "--", "true"], "counted already")):
+        p = run_bpfprof(["count", *args], check=False)
+        assert p.returncode == 2 and what in p.stderr, (args, p.stderr)

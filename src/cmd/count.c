@@ -24,6 +24,8 @@
  * -- COMMAND: the command is stopped at its exec (a tracepoint sends it
  * SIGSTOP), then again at its entry point (a uprobe there), when the dynamic
  * loader has mapped its libraries; the probes go in then and it runs on.
+ * --children: its forks are targets from BPF, and a target that execs is
+ * stopped there (BPF again) until its new executable's functions are probed.
  * With -a or --cgroup (perf stat -a -- COMMAND): the processes are looked at
  * while it is stopped there (it among them), every one is counted, and the
  * run ends with the command.
@@ -134,6 +136,7 @@ struct count {
 	struct file_use *uses; /* -a, --cgroup: which processes map them */
 	size_t nr_uses, cap_uses;
 	double seconds;
+	bool maps_probed; /* each_file saw a file already probed (--children's execs) */
 };
 
 static void count_usage(FILE *f)
@@ -172,9 +175,11 @@ static void count_usage(FILE *f)
 		"                          until the command exits, as perf stat -a -- COMMAND\n"
 		"                          (the command's files are looked at too)\n"
 		"      --children          and the processes it forks, before they run, and what\n"
-		"                          they exec, in the files probed at the start (probes for\n"
-		"                          every process, filtered in BPF: others mapping those\n"
-		"                          files pay a trap per call)\n"
+		"                          they exec: each exec stops until its new executable's\n"
+		"                          functions are probed (not the libraries only it maps);\n"
+		"                          a pattern may match only there (probes for every\n"
+		"                          process, filtered in BPF: others mapping those files\n"
+		"                          pay a trap per call)\n"
 		"  -d, --duration SECS     stop after this long (default: until Ctrl-C, or until the\n"
 		"                          targets exit)\n"
 		"      --interval SECS     a running table this often (cumulative: every call since\n"
@@ -568,6 +573,7 @@ static int each_file(struct count *c, uint32_t pid, size_t *matched)
 	struct pmaps *pm;
 	uint64_t *seen = NULL;
 	size_t nr_seen = 0, cap_seen = 0;
+	bool once = c->all || c->children;
 	int err;
 
 	err = ptab__get(c->ptab, &id, &p);
@@ -589,12 +595,12 @@ static int each_file(struct count *c, uint32_t pid, size_t *matched)
 		serial = mfile__serial(fm.f);
 		for (size_t s = 0; s < nr_seen; s++)
 			dup |= seen[s] == serial;
-		/* -a, --cgroup: a file once, whichever process maps it (its probes are in every
-		 * one) */
-		for (size_t s = 0; c->all && !dup && s < c->nr_fseen; s++)
+		/* -a, --cgroup, --children: a file once, whichever process maps it (its probes
+		 * are in every one) */
+		for (size_t s = 0; once && !dup && s < c->nr_fseen; s++)
 			fdup |= c->fseen[s] == serial;
 		if (dup || array_grow((void **)&seen, &cap_seen, nr_seen + 1, sizeof(*seen)) ||
-		    (c->all && !fdup &&
+		    (once && !fdup &&
 		     array_grow((void **)&c->fseen, &c->cap_fseen, c->nr_fseen + 1,
 				sizeof(*c->fseen)))) {
 			mfile__put(c->ptab, fm.f);
@@ -603,10 +609,13 @@ static int each_file(struct count *c, uint32_t pid, size_t *matched)
 		seen[nr_seen++] = serial;
 		if (fdup) {
 			mfile__put(c->ptab, fm.f);
-			err = note_use(c, pid, serial);
+			if (c->all)
+				err = note_use(c, pid, serial);
+			for (size_t h = 0; h < c->nr_held; h++)
+				c->maps_probed |= mfile__serial(c->held[h]) == serial;
 			continue;
 		}
-		if (c->all)
+		if (once)
 			c->fseen[c->nr_fseen++] = serial;
 		elf = mfile__elf(fm.f);
 		es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(fm.f)->st_size) : NULL;
@@ -725,6 +734,66 @@ static int probe_kernel(struct count *c, bool attach, size_t *matched)
 	return 0;
 }
 
+/*
+ * Probes c->matches[from..], each file held (the guard re-attaches through
+ * it). A file whose path cannot be named: 1 (said; fatal: an error, else a
+ * warning and the next file), else 0.
+ */
+static int probe_matches(struct count *c, size_t from, bool fatal)
+{
+	for (size_t i = from; i < c->nr_matches; i++) {
+		struct file_match *fm = &c->matches[i];
+		int err = probe_file(c, fm);
+
+		if (err < 0 && fatal) {
+			p_err("process %u: %s", fm->pid, strerror(-err));
+			return 1;
+		}
+		if (err < 0) {
+			p_warn("process %u: %s not probed: %s", fm->pid, fm->path, strerror(-err));
+			continue;
+		}
+		fm->probed = err > 0;
+		if (err && !array_grow((void **)&c->held, &c->cap_held, c->nr_held + 1,
+				       sizeof(*c->held))) {
+			c->held[c->nr_held++] = fm->f;
+			fm->f = NULL;
+		} /* else out of room to hold it: the guard cannot re-attach it */
+	}
+	return 0;
+}
+
+/*
+ * --children: target pid exec'd and is stopped there (BPF sent it SIGSTOP):
+ * the functions the patterns match in files no target mapped before (its
+ * new executable; its libraries are not mapped yet, only the dynamic
+ * loader) are probed, within --max-functions, and it goes on.
+ */
+static void follow_exec(struct count *c, uint32_t pid)
+{
+	size_t first = c->nr_matches, matched = c->nr_fns, fns = c->nr_fns;
+	int err;
+
+	c->maps_probed = false;
+	err = c->nr_upats ? each_file(c, pid, &matched) : 0;
+
+	if (err && err != -ESRCH && err != -ENOENT)
+		p_warn("process %u exec'd: its files not looked at: %s", pid, strerror(-err));
+	if (matched > c->max_funcs)
+		p_warn("process %u exec'd: %zu more functions match, past --max-functions %zu: "
+		       "not counted",
+		       pid, matched - c->max_funcs, c->max_funcs);
+	probe_matches(c, first, false);
+	if (c->nr_fns > fns)
+		p_info("process %u exec'd: %zu more functions probed", pid, c->nr_fns - fns);
+	if (c->nr_fns > fns || c->maps_probed) {
+		struct proc_id id = { .pid = pid, .exec_id = PROC_EXEC_ANY };
+
+		symbolizer__note_process(c->sym, &id); /* its callers named after it exits */
+	}
+	kill((pid_t)pid, SIGCONT);
+}
+
 /* Counts what the patterns match in every target, then probes it. 0, or 1 (said). */
 static int probe_all(struct count *c)
 {
@@ -750,6 +819,13 @@ static int probe_all(struct count *c)
 		}
 	}
 	for (size_t p = 0; p < c->nr_pats; p++) {
+		if (!c->pat_hits[p] && c->children && !c->pats[p].kernel) {
+			p_warn("no function matches '%s%s%s' in the command's files yet: looked for "
+			       "in what its children exec",
+			       c->pats[p].lib ? c->pats[p].lib : "", c->pats[p].lib ? ":" : "",
+			       c->pats[p].func);
+			continue;
+		}
 		if (!c->pat_hits[p]) {
 			const struct count_pat *pat = &c->pats[p];
 
@@ -779,21 +855,8 @@ static int probe_all(struct count *c)
 	matched = 0;
 	if (c->nr_kpats && probe_kernel(c, true, &matched))
 		return 1;
-	for (size_t i = 0; i < c->nr_matches; i++) {
-		struct file_match *fm = &c->matches[i];
-
-		err = probe_file(c, fm);
-		if (err < 0) {
-			p_err("process %u: %s", fm->pid, strerror(-err));
-			return 1;
-		}
-		fm->probed = err > 0;
-		if (err && !array_grow((void **)&c->held, &c->cap_held, c->nr_held + 1,
-				       sizeof(*c->held))) {
-			c->held[c->nr_held++] = fm->f;
-			fm->f = NULL;
-		} /* else out of room to hold it: the guard cannot re-attach it */
-	}
+	if (probe_matches(c, 0, true))
+		return 1;
 	/* -a, --cgroup: a process with probes is known from now, so that its calls'
 	 * callers are named even once it has exited. */
 	for (size_t i = 0, noted = 0; i < c->nr_uses; i++) {
@@ -804,7 +867,7 @@ static int probe_all(struct count *c)
 		symbolizer__note_process(c->sym, &id);
 		noted = (size_t)id.pid + 1;
 	}
-	if (!counter__probes(c->ctr)) {
+	if (!counter__probes(c->ctr) && !(c->children && !c->nr_fns)) {
 		p_err("no probe could be attached");
 		return 1;
 	}
@@ -938,6 +1001,12 @@ static void run(struct count *c)
 			p_info(c->ch.pid ? "the command exited" : "the targets exited");
 			break;
 		}
+		if (c->children) {
+			uint32_t pid;
+
+			while (!counter__next_exec(c->ctr, &pid))
+				follow_exec(c, pid);
+		}
 		if (now - last >= COUNT_GUARD_MS * NS_PER_MS) {
 			guard(c, (double)(now - last) / NS_PER_SEC_F);
 			last = now;
@@ -953,6 +1022,12 @@ static void run(struct count *c)
 		poll(NULL, 0, (int)MIN(wait_ms, 20u));
 	}
 	c->seconds = (double)(now_ns() - t0) / NS_PER_SEC_F;
+	if (c->children) { /* exec'd since the last look: stopped, let them go */
+		uint32_t pid;
+
+		while (!counter__next_exec(c->ctr, &pid))
+			kill((pid_t)pid, SIGCONT);
+	}
 }
 
 struct collect {
@@ -1038,6 +1113,10 @@ static int report(struct count *c, bool final)
 	if (cnt[COUNT_C_TARGETS_FULL])
 		p_warn("%llu children not counted: over %u target processes at once",
 		       (unsigned long long)cnt[COUNT_C_TARGETS_FULL], COUNT_TARGETS);
+	if (cnt[COUNT_C_EXECS_FULL])
+		p_warn("%llu execs of children not looked at: over %u waiting at once (their new "
+		       "executables not probed)",
+		       (unsigned long long)cnt[COUNT_C_EXECS_FULL], COUNT_EXECS);
 	if (cnt[COUNT_C_CALLERS_FULL])
 		p_warn("%llu calls not counted by caller: over %u distinct callers",
 		       (unsigned long long)cnt[COUNT_C_CALLERS_FULL], COUNT_CALLERS);
@@ -1254,6 +1333,8 @@ static int count_main(struct count *c)
 		/* Known now, while alive: callers are named even after it exits. */
 		symbolizer__note_process(c->sym, &c->ids[i]);
 	}
+	if (c->children)
+		counter__follow_execs(c->ctr);
 	if (c->cmd)
 		kill(c->ch.pid, SIGCONT);
 	run(c);

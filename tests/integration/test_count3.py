@@ -181,3 +181,25 @@ def test_command_target_usage():
                        (["-a", "--children", "x", "--", "true"], "counted already")):
         p = run_bpfprof(["count", *args], check=False)
         assert p.returncode == 2 and what in p.stderr, (args, p.stderr)
+
+
+# --- --children: what the children exec is probed too ----------------------------------
+
+def test_children_exec_probed(tmp_path):
+    """-- COMMAND --children where the functions are only in what the
+    command's children exec (a shell running countwork twice): each exec
+    stops, its new executable is probed before its first instruction, every
+    call counted exactly and its callers named; a pattern that matches
+    nothing in the command's own files waits for them."""
+    exe = wl("countwork")
+    out = tmp_path / "x.json"
+    p = run_bpfprof(["count", "-v", "--children", "bp_a", "bp_b", "-o", out, "--", "/bin/sh",
+                     "-c", f"{exe} calls; {exe} calls; exit 4"], check=False)
+    assert p.returncode == 4, p.stderr
+    assert "no function matches 'bp_a' in the command's files yet" in p.stderr
+    assert "exec'd: 2 more functions probed" in p.stderr
+    fns = {f["function"]: f for f in json.loads(out.read_text())["functions"]}
+    assert fns["bp_a"]["calls"] == 2000 and fns["bp_a"]["timed_calls"] == 2000
+    assert {c["function"]: c["calls"] for c in fns["bp_a"]["callers"]} == \
+        {"bp_caller_one": 1200, "bp_caller_two": 800}
+    assert fns["bp_b"]["calls"] == 500

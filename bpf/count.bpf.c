@@ -288,6 +288,18 @@ int count_return(struct pt_regs *ctx)
 	return 0;
 }
 
+/* --children: a target that execs (the command's child) is stopped there and
+ * listed in execs; userspace probes the new executable's functions and lets
+ * it go on (SIGCONT). Set by userspace once the command runs. */
+volatile bool follow_exec = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, COUNT_EXECS);
+	__type(key, __u32);
+	__type(value, __u8);
+} execs SEC(".maps");
+
 /* -- COMMAND: the command stops at its exec, before its first instruction. */
 SEC("tracepoint/sched/sched_process_exec")
 int count_exec(void *ctx)
@@ -298,6 +310,11 @@ int count_exec(void *ctx)
 	if (v && *v == COUNT_TARGET_STOP) {
 		bpf_map_update_elem(&targets, &tgid, &on, BPF_EXIST);
 		bpf_send_signal(SIGSTOP);
+	} else if (v && follow_exec) {
+		if (bpf_map_update_elem(&execs, &tgid, &on, BPF_ANY))
+			counter_add(COUNT_C_EXECS_FULL);
+		else
+			bpf_send_signal(SIGSTOP);
 	}
 	return 0;
 }

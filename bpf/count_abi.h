@@ -28,6 +28,8 @@
 #define COUNT_TARGETS 16384
 /* --cgroup directories at most. */
 #define COUNT_CGROUPS 8
+/* --children: exec'd targets waiting for userspace to probe their files. */
+#define COUNT_EXECS 1024
 /* Distinct (process, function, return address) triples counted. */
 #define COUNT_CALLERS 65536
 
@@ -67,6 +69,7 @@ enum count_counter {
 	COUNT_C_CALLERS_FULL, /* calls not counted by caller: the callers map was full */
 	COUNT_C_THREADS_FULL, /* calls not timed: the thread's stack could not be made (memory) */
 	COUNT_C_TARGETS_FULL, /* --children: children not counted, the targets map full */
+	COUNT_C_EXECS_FULL,   /* --children: execs not stopped for their files, execs map full */
 	COUNT_C_NR,
 };
 

@@ -24,6 +24,11 @@
  * -- COMMAND: the command is stopped at its exec (a tracepoint sends it
  * SIGSTOP), then again at its entry point (a uprobe there), when the dynamic
  * loader has mapped its libraries; the probes go in then and it runs on.
+ * --children: its forks are targets from BPF, and a target that execs is
+ * stopped there (BPF again) until its new executable's functions are probed.
+ * With -a or --cgroup (perf stat -a -- COMMAND): the processes are looked at
+ * while it is stopped there (it among them), every one is counted, and the
+ * run ends with the command.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -47,6 +52,7 @@
 #include "session/stop.h"
 #include "collector/count.h"
 #include "format/counttab.h"
+#include "format/pprof_proto.h"
 #include "format/writer.h"
 #include "proc/cgroup.h"
 #include "proc/child.h"
@@ -130,6 +136,7 @@ struct count {
 	struct file_use *uses; /* -a, --cgroup: which processes map them */
 	size_t nr_uses, cap_uses;
 	double seconds;
+	bool maps_probed; /* each_file saw a file already probed (--children's execs) */
 };
 
 static void count_usage(FILE *f)
@@ -137,6 +144,7 @@ static void count_usage(FILE *f)
 	fprintf(f,
 		"Usage: bpfprof count [OPTIONS] PATTERN... (-p PID | -a | --cgroup PATH |\n"
 		"                                           -- COMMAND [ARGS...])\n"
+		"       bpfprof count [OPTIONS] PATTERN... (-a | --cgroup PATH) -- COMMAND [ARGS...]\n"
 		"\n"
 		"Counts every call of the functions PATTERN names and times each from entry to\n"
 		"return (uprobes): calls, seconds, seconds per call, min, max, a log2 latency\n"
@@ -162,11 +170,16 @@ static void count_usage(FILE *f)
 		"                          absolute or relative to the cgroup2 mount\n"
 		"  -- COMMAND [ARGS...]    run COMMAND, stopped until its probes are in (after its\n"
 		"                          libraries are mapped; libraries it dlopen()s later are\n"
-		"                          not probed); bpfprof exits with its status\n"
+		"                          not probed); bpfprof exits with its status. With -a or\n"
+		"                          --cgroup: every process (of the cgroups) is counted\n"
+		"                          until the command exits, as perf stat -a -- COMMAND\n"
+		"                          (the command's files are looked at too)\n"
 		"      --children          and the processes it forks, before they run, and what\n"
-		"                          they exec, in the files probed at the start (probes for\n"
-		"                          every process, filtered in BPF: others mapping those\n"
-		"                          files pay a trap per call)\n"
+		"                          they exec: each exec stops until its new executable's\n"
+		"                          functions are probed (not the libraries only it maps);\n"
+		"                          a pattern may match only there (probes for every\n"
+		"                          process, filtered in BPF: others mapping those files\n"
+		"                          pay a trap per call)\n"
 		"  -d, --duration SECS     stop after this long (default: until Ctrl-C, or until the\n"
 		"                          targets exit)\n"
 		"      --interval SECS     a running table this often (cumulative: every call since\n"
@@ -175,9 +188,13 @@ static void count_usage(FILE *f)
 		"\n"
 		"Output:\n"
 		"  -o, --output FILE       write here (atomically) instead of stdout\n"
-		"  -f, --format NAME       table (default) or json (also from a FILE ending .json):\n"
+		"  -f, --format NAME       table (default), json (also from a FILE ending .json):\n"
 		"                          {\"functions\": [{\"function\", \"module\", \"calls\",\n"
-		"                          \"total_ns\", \"min_ns\", \"max_ns\", \"hist\", \"callers\"}]}\n"
+		"                          \"total_ns\", \"min_ns\", \"max_ns\", \"hist\", \"callers\"}]},\n"
+		"                          or pprof (also from .pb.gz or .pprof; for go tool pprof):\n"
+		"                          sample types calls/count and time/nanoseconds, one sample\n"
+		"                          per (function, caller) edge, the function's time split\n"
+		"                          among its callers by their calls\n"
 		"      --callers N         caller lines per function in the table (default 5, 0 none)\n"
 		"      --hist              each function's latency histogram in the table\n"
 		"      --all-functions     list functions never called too\n"
@@ -244,6 +261,13 @@ static bool parse_num(const char *s, double lo, double hi, double *out)
 	return true;
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = s ? strlen(s) : 0, k = strlen(suffix);
+
+	return n > k && !strcmp(s + n - k, suffix);
+}
+
 /* 0 go on, 1 --help, 2 usage error. */
 static int parse(int argc, char **argv, struct count *c)
 {
@@ -302,8 +326,9 @@ static int parse(int argc, char **argv, struct count *c)
 			c->output = optarg;
 			break;
 		case 'f':
-			if (strcmp(optarg, "table") && strcmp(optarg, "json"))
-				return usage("unknown --format '%s': table or json", optarg);
+			if (strcmp(optarg, "table") && strcmp(optarg, "json") &&
+			    strcmp(optarg, "pprof"))
+				return usage("unknown --format '%s': table, json or pprof", optarg);
 			c->format = optarg;
 			break;
 		case OPT_MAX_FUNCS:
@@ -367,18 +392,24 @@ static int parse(int argc, char **argv, struct count *c)
 			"no pattern: name the functions to count, e.g. 'bp_*' or 'libc:malloc'");
 	if (!c->cmd && !c->nr_pids && !c->all && !c->nr_cgroups)
 		return usage("%s", "no target: -p PID, -a, --cgroup PATH or -- COMMAND");
-	if ((c->cmd != NULL) + (c->nr_pids > 0) + c->all + (c->nr_cgroups > 0) > 1)
-		return usage("%s", "-p, -a, --cgroup and -- COMMAND: choose one");
+	/* -a or --cgroup with -- COMMAND: every process (or the cgroups') while the
+	 * command runs, as perf stat -a -- COMMAND. */
+	if ((c->nr_pids > 0) + c->all + (c->nr_cgroups > 0) > 1 || (c->cmd && c->nr_pids))
+		return usage("%s", "-p, -a and --cgroup: choose one (-- COMMAND goes with -a or "
+				   "--cgroup, not -p)");
 	c->all |= c->nr_cgroups > 0;
 	if (c->children && !c->cmd)
 		return usage("%s", "--children follows -- COMMAND's children: give a command");
+	if (c->children && c->all)
+		return usage("%s", "--children with -a or --cgroup: every process (of the cgroups) "
+				   "is counted already");
 	c->pat_hits = calloc(c->nr_pats, sizeof(*c->pat_hits));
 	if (!c->pat_hits)
 		return usage("%s", "out of memory");
 	if (!c->format)
-		c->format = c->output && strlen(c->output) > 5 &&
-					    !strcmp(c->output + strlen(c->output) - 5, ".json")
-				    ? "json"
+		c->format = ends_with(c->output, ".json") ? "json"
+			    : ends_with(c->output, ".pb.gz") || ends_with(c->output, ".pprof")
+				    ? "pprof"
 				    : "table";
 	return 0;
 }
@@ -542,6 +573,7 @@ static int each_file(struct count *c, uint32_t pid, size_t *matched)
 	struct pmaps *pm;
 	uint64_t *seen = NULL;
 	size_t nr_seen = 0, cap_seen = 0;
+	bool once = c->all || c->children;
 	int err;
 
 	err = ptab__get(c->ptab, &id, &p);
@@ -563,12 +595,12 @@ static int each_file(struct count *c, uint32_t pid, size_t *matched)
 		serial = mfile__serial(fm.f);
 		for (size_t s = 0; s < nr_seen; s++)
 			dup |= seen[s] == serial;
-		/* -a, --cgroup: a file once, whichever process maps it (its probes are in every
-		 * one) */
-		for (size_t s = 0; c->all && !dup && s < c->nr_fseen; s++)
+		/* -a, --cgroup, --children: a file once, whichever process maps it (its probes
+		 * are in every one) */
+		for (size_t s = 0; once && !dup && s < c->nr_fseen; s++)
 			fdup |= c->fseen[s] == serial;
 		if (dup || array_grow((void **)&seen, &cap_seen, nr_seen + 1, sizeof(*seen)) ||
-		    (c->all && !fdup &&
+		    (once && !fdup &&
 		     array_grow((void **)&c->fseen, &c->cap_fseen, c->nr_fseen + 1,
 				sizeof(*c->fseen)))) {
 			mfile__put(c->ptab, fm.f);
@@ -577,10 +609,13 @@ static int each_file(struct count *c, uint32_t pid, size_t *matched)
 		seen[nr_seen++] = serial;
 		if (fdup) {
 			mfile__put(c->ptab, fm.f);
-			err = note_use(c, pid, serial);
+			if (c->all)
+				err = note_use(c, pid, serial);
+			for (size_t h = 0; h < c->nr_held; h++)
+				c->maps_probed |= mfile__serial(c->held[h]) == serial;
 			continue;
 		}
-		if (c->all)
+		if (once)
 			c->fseen[c->nr_fseen++] = serial;
 		elf = mfile__elf(fm.f);
 		es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(fm.f)->st_size) : NULL;
@@ -699,6 +734,66 @@ static int probe_kernel(struct count *c, bool attach, size_t *matched)
 	return 0;
 }
 
+/*
+ * Probes c->matches[from..], each file held (the guard re-attaches through
+ * it). A file whose path cannot be named: 1 (said; fatal: an error, else a
+ * warning and the next file), else 0.
+ */
+static int probe_matches(struct count *c, size_t from, bool fatal)
+{
+	for (size_t i = from; i < c->nr_matches; i++) {
+		struct file_match *fm = &c->matches[i];
+		int err = probe_file(c, fm);
+
+		if (err < 0 && fatal) {
+			p_err("process %u: %s", fm->pid, strerror(-err));
+			return 1;
+		}
+		if (err < 0) {
+			p_warn("process %u: %s not probed: %s", fm->pid, fm->path, strerror(-err));
+			continue;
+		}
+		fm->probed = err > 0;
+		if (err && !array_grow((void **)&c->held, &c->cap_held, c->nr_held + 1,
+				       sizeof(*c->held))) {
+			c->held[c->nr_held++] = fm->f;
+			fm->f = NULL;
+		} /* else out of room to hold it: the guard cannot re-attach it */
+	}
+	return 0;
+}
+
+/*
+ * --children: target pid exec'd and is stopped there (BPF sent it SIGSTOP):
+ * the functions the patterns match in files no target mapped before (its
+ * new executable; its libraries are not mapped yet, only the dynamic
+ * loader) are probed, within --max-functions, and it goes on.
+ */
+static void follow_exec(struct count *c, uint32_t pid)
+{
+	size_t first = c->nr_matches, matched = c->nr_fns, fns = c->nr_fns;
+	int err;
+
+	c->maps_probed = false;
+	err = c->nr_upats ? each_file(c, pid, &matched) : 0;
+
+	if (err && err != -ESRCH && err != -ENOENT)
+		p_warn("process %u exec'd: its files not looked at: %s", pid, strerror(-err));
+	if (matched > c->max_funcs)
+		p_warn("process %u exec'd: %zu more functions match, past --max-functions %zu: "
+		       "not counted",
+		       pid, matched - c->max_funcs, c->max_funcs);
+	probe_matches(c, first, false);
+	if (c->nr_fns > fns)
+		p_info("process %u exec'd: %zu more functions probed", pid, c->nr_fns - fns);
+	if (c->nr_fns > fns || c->maps_probed) {
+		struct proc_id id = { .pid = pid, .exec_id = PROC_EXEC_ANY };
+
+		symbolizer__note_process(c->sym, &id); /* its callers named after it exits */
+	}
+	kill((pid_t)pid, SIGCONT);
+}
+
 /* Counts what the patterns match in every target, then probes it. 0, or 1 (said). */
 static int probe_all(struct count *c)
 {
@@ -724,6 +819,13 @@ static int probe_all(struct count *c)
 		}
 	}
 	for (size_t p = 0; p < c->nr_pats; p++) {
+		if (!c->pat_hits[p] && c->children && !c->pats[p].kernel) {
+			p_warn("no function matches '%s%s%s' in the command's files yet: looked for "
+			       "in what its children exec",
+			       c->pats[p].lib ? c->pats[p].lib : "", c->pats[p].lib ? ":" : "",
+			       c->pats[p].func);
+			continue;
+		}
 		if (!c->pat_hits[p]) {
 			const struct count_pat *pat = &c->pats[p];
 
@@ -753,21 +855,8 @@ static int probe_all(struct count *c)
 	matched = 0;
 	if (c->nr_kpats && probe_kernel(c, true, &matched))
 		return 1;
-	for (size_t i = 0; i < c->nr_matches; i++) {
-		struct file_match *fm = &c->matches[i];
-
-		err = probe_file(c, fm);
-		if (err < 0) {
-			p_err("process %u: %s", fm->pid, strerror(-err));
-			return 1;
-		}
-		fm->probed = err > 0;
-		if (err && !array_grow((void **)&c->held, &c->cap_held, c->nr_held + 1,
-				       sizeof(*c->held))) {
-			c->held[c->nr_held++] = fm->f;
-			fm->f = NULL;
-		} /* else out of room to hold it: the guard cannot re-attach it */
-	}
+	if (probe_matches(c, 0, true))
+		return 1;
 	/* -a, --cgroup: a process with probes is known from now, so that its calls'
 	 * callers are named even once it has exited. */
 	for (size_t i = 0, noted = 0; i < c->nr_uses; i++) {
@@ -778,7 +867,7 @@ static int probe_all(struct count *c)
 		symbolizer__note_process(c->sym, &id);
 		noted = (size_t)id.pid + 1;
 	}
-	if (!counter__probes(c->ctr)) {
+	if (!counter__probes(c->ctr) && !(c->children && !c->nr_fns)) {
 		p_err("no probe could be attached");
 		return 1;
 	}
@@ -850,12 +939,12 @@ static void end_command(struct count *c)
 /* Whether every target has exited (never, for -a and --cgroup). */
 static bool targets_gone(struct count *c)
 {
-	if (c->all)
-		return false;
 	if (c->ch.pid) {
 		child__reap(&c->ch, false);
 		return c->ch.exited;
 	}
+	if (c->all)
+		return false;
 	for (size_t i = 0; i < c->nr_pids; i++)
 		if (c->pidfds[i] < 0 || !procfs__pidfd_exited(c->pidfds[i]))
 			return false;
@@ -909,8 +998,14 @@ static void run(struct count *c)
 		if (end && now >= end)
 			break;
 		if (targets_gone(c)) {
-			p_info("the targets exited");
+			p_info(c->ch.pid ? "the command exited" : "the targets exited");
 			break;
+		}
+		if (c->children) {
+			uint32_t pid;
+
+			while (!counter__next_exec(c->ctr, &pid))
+				follow_exec(c, pid);
 		}
 		if (now - last >= COUNT_GUARD_MS * NS_PER_MS) {
 			guard(c, (double)(now - last) / NS_PER_SEC_F);
@@ -927,6 +1022,12 @@ static void run(struct count *c)
 		poll(NULL, 0, (int)MIN(wait_ms, 20u));
 	}
 	c->seconds = (double)(now_ns() - t0) / NS_PER_SEC_F;
+	if (c->children) { /* exec'd since the last look: stopped, let them go */
+		uint32_t pid;
+
+		while (!counter__next_exec(c->ctr, &pid))
+			kill((pid_t)pid, SIGCONT);
+	}
 }
 
 struct collect {
@@ -1012,6 +1113,10 @@ static int report(struct count *c, bool final)
 	if (cnt[COUNT_C_TARGETS_FULL])
 		p_warn("%llu children not counted: over %u target processes at once",
 		       (unsigned long long)cnt[COUNT_C_TARGETS_FULL], COUNT_TARGETS);
+	if (cnt[COUNT_C_EXECS_FULL])
+		p_warn("%llu execs of children not looked at: over %u waiting at once (their new "
+		       "executables not probed)",
+		       (unsigned long long)cnt[COUNT_C_EXECS_FULL], COUNT_EXECS);
 	if (cnt[COUNT_C_CALLERS_FULL])
 		p_warn("%llu calls not counted by caller: over %u distinct callers",
 		       (unsigned long long)cnt[COUNT_C_CALLERS_FULL], COUNT_CALLERS);
@@ -1034,12 +1139,22 @@ write:
 		ret = 1;
 		goto out;
 	}
-	if (c->interval > 0 && strcmp(c->format, "json"))
+	if (c->interval > 0 && !strcmp(c->format, "table"))
 		fprintf(f, "--- %s%.1f s (every call since the start) ---\n",
 			final ? "the end, after " : "", c->seconds);
-	if (!strcmp(c->format, "json"))
+	if (!strcmp(c->format, "json")) {
 		err = counttab__write_json(f, fns, c->nr_fns, c->seconds);
-	else
+	} else if (!strcmp(c->format, "pprof")) {
+		uint8_t *pb;
+		size_t pblen;
+
+		err = pprof__encode_count(fns, c->nr_fns, (uint64_t)(c->seconds * NS_PER_SEC_F),
+					  &pb, &pblen);
+		if (!err) {
+			err = writer__gzip(f, pb, pblen);
+			free(pb);
+		}
+	} else
 		err = counttab__write_table(f, fns, c->nr_fns, &o);
 	if (fclose(f) || err) {
 		p_err("out of memory");
@@ -1178,10 +1293,18 @@ static int count_main(struct count *c)
 	if (c->cmd) {
 		if (start_command(c))
 			return 1;
-	} else if (c->all) {
-		if (find_processes(c))
+	}
+	if (c->all) {
+		/* With -- COMMAND: it is stopped at its entry point by now, its
+		 * files mapped: -a looks at them too (--cgroup if it is in one). */
+		free(c->pids);
+		c->pids = NULL;
+		c->nr_pids = 0;
+		if (find_processes(c)) {
+			end_command(c);
 			return 1;
-	} else {
+		}
+	} else if (!c->cmd) {
 		for (size_t i = 0; i < c->nr_pids; i++) {
 			if (counter__target(c->ctr, c->pids[i], false)) {
 				p_err("cannot add process %u to the targets", c->pids[i]);
@@ -1210,6 +1333,8 @@ static int count_main(struct count *c)
 		/* Known now, while alive: callers are named even after it exits. */
 		symbolizer__note_process(c->sym, &c->ids[i]);
 	}
+	if (c->children)
+		counter__follow_execs(c->ctr);
 	if (c->cmd)
 		kill(c->ch.pid, SIGCONT);
 	run(c);

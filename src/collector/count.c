@@ -325,6 +325,21 @@ int counter__attach_children(struct counter *c, struct errmsg *em)
 	return 0;
 }
 
+void counter__follow_execs(struct counter *c)
+{
+	c->skel->bss->follow_exec = true;
+}
+
+int counter__next_exec(struct counter *c, uint32_t *pid)
+{
+	int fd = bpf_map__fd(c->skel->maps.execs);
+
+	if (bpf_map_get_next_key(fd, NULL, pid))
+		return -ENOENT;
+	bpf_map_delete_elem(fd, pid);
+	return 0;
+}
+
 static struct bpf_link *uprobe(struct bpf_program *prog, bool ret, uint64_t cookie,
 			       const char *path, uint64_t off, int pid)
 {

@@ -52,6 +52,14 @@ int counter__target(struct counter *c, uint32_t tgid, bool stop_at_exec);
 int counter__attach_exec_stop(struct counter *c, struct errmsg *em);
 /* --children: the processes a target forks are targets (before they run). 0 or -errno. */
 int counter__attach_children(struct counter *c, struct errmsg *em);
+/*
+ * --children, once the command runs: a target that execs is stopped there
+ * (SIGSTOP) and listed, for its new executable's functions to be probed;
+ * counter__next_exec() takes one from the list (0 and *pid, or -ENOENT).
+ * The caller sends it SIGCONT.
+ */
+void counter__follow_execs(struct counter *c);
+int counter__next_exec(struct counter *c, uint32_t *pid);
 /* A probe that stops pid (SIGSTOP) at path's file offset off; one at a time. */
 int counter__attach_stop(struct counter *c, const char *path, uint64_t off, int pid,
 			 struct errmsg *em);

@@ -89,4 +89,11 @@ int pprof__encode(const struct profile *p, uint8_t **buf, size_t *len);
  * -EINVAL for the wall view of a profile whose frequency is unknown. */
 int pprof__encode_view(const struct profile *p, enum view view, uint8_t **buf, size_t *len);
 
+struct count_fn;
+/* bpfprof count's results (counttab.h) as an uncompressed Profile message:
+ * calls/count and time/nanoseconds, one sample per (function, caller) edge
+ * (pprof_write.c says how). Caller frees *buf. 0 or -ENOMEM. */
+int pprof__encode_count(const struct count_fn *fns, size_t n, uint64_t duration_ns, uint8_t **buf,
+			size_t *len);
+
 #endif

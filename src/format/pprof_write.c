@@ -56,6 +56,7 @@
 #include <string.h>
 
 #include "base/htab.h"
+#include "format/counttab.h"
 #include "format/pprof_proto.h"
 #include "base/util.h"
 
@@ -572,3 +573,200 @@ const struct writer writer_pprof = {
 	.write = write_pprof,
 	.all_values = true,
 };
+
+/* --- bpfprof count's calls and times ---------------------------------------------- */
+
+/*
+ * bpfprof count -f pprof: sample types calls/count and time/nanoseconds (the
+ * default), one sample per (function, caller) edge, its location ids the
+ * function then its caller; calls not counted by caller (the callers map
+ * full, or unknown) in a sample of the function alone. A function's time is
+ * its inclusive entry-to-return time, split among its callers in proportion
+ * to their calls (the BPF side times calls per function, not per caller):
+ * the function's flat time is exact, each edge's time its share of it.
+ * Locations are one per function (name and module), the callers' by name:
+ * a caller that is itself counted is the same location; one not counted
+ * has no mapping.
+ */
+struct cenc {
+	struct pb out, sub, sub2, scratch;
+	struct strtab st;
+	struct htab *locs;    /* module NUL name -> location id (= function id) */
+	struct htab *by_name; /* name -> the first counted function's location id */
+	uint64_t nr_locs, nr_maps;
+	struct htab *maps; /* module -> mapping id */
+	bool oom;
+};
+
+static uint64_t cenc_map(struct cenc *e, const char *module)
+{
+	struct htab_entry *he;
+	bool created;
+
+	if (!module || !*module)
+		return 0;
+	he = htab__upsert(e->maps, module, strlen(module), &created);
+	if (!he) {
+		e->oom = true;
+		return 0;
+	}
+	if (!created)
+		return (uintptr_t)he->value;
+	he->value = (void *)(uintptr_t)++e->nr_maps;
+	pb_uint(&e->sub, PPROF_MAPPING_ID, e->nr_maps);
+	pb_uint(&e->sub, PPROF_MAPPING_FILENAME, str_id(&e->st, module, &e->oom));
+	pb_uint(&e->sub, PPROF_MAPPING_HAS_FUNCTIONS, 1);
+	pb_msg(&e->out, PPROF_MAPPING, &e->sub);
+	return e->nr_maps;
+}
+
+/* The location (and function, the same id) of name in module (NULL: none). */
+static uint64_t cenc_loc(struct cenc *e, const char *name, const char *module)
+{
+	size_t ml = module ? strlen(module) : 0, nl = strlen(name);
+	char *key = malloc(ml + nl + 1);
+	struct htab_entry *he, *bn;
+	uint64_t mid, sid;
+	bool created;
+
+	if (!key) {
+		e->oom = true;
+		return 0;
+	}
+	if (ml)
+		memcpy(key, module, ml);
+	key[ml] = '\0';
+	memcpy(key + ml + 1, name, nl);
+	he = htab__upsert(e->locs, key, ml + 1 + nl, &created);
+	free(key);
+	if (!he) {
+		e->oom = true;
+		return 0;
+	}
+	if (!created)
+		return (uintptr_t)he->value;
+	mid = cenc_map(e, module);
+	he->value = (void *)(uintptr_t)++e->nr_locs;
+	if (module) {
+		bn = htab__upsert(e->by_name, name, nl, &created);
+		if (!bn)
+			e->oom = true;
+		else if (created)
+			bn->value = he->value;
+	}
+	sid = str_id(&e->st, name, &e->oom);
+	pb_uint(&e->sub, PPROF_FUNCTION_ID, e->nr_locs);
+	pb_uint(&e->sub, PPROF_FUNCTION_NAME, sid);
+	pb_uint(&e->sub, PPROF_FUNCTION_SYSTEM_NAME, sid);
+	pb_msg(&e->out, PPROF_FUNCTION, &e->sub);
+	pb_uint(&e->sub, PPROF_LOCATION_ID, e->nr_locs);
+	pb_uint(&e->sub, PPROF_LOCATION_MAPPING_ID, mid);
+	pb_uint(&e->sub2, PPROF_LINE_FUNCTION_ID, e->nr_locs);
+	pb_msg(&e->sub, PPROF_LOCATION_LINE, &e->sub2);
+	pb_msg(&e->out, PPROF_LOCATION, &e->sub);
+	return e->nr_locs;
+}
+
+/* A caller's location: the counted function of that name, else one of its own. */
+static uint64_t cenc_caller(struct cenc *e, const char *name)
+{
+	struct htab_entry *he = htab__find(e->by_name, name, strlen(name));
+
+	return he ? (uintptr_t)he->value : cenc_loc(e, name, NULL);
+}
+
+static void cenc_sample(struct cenc *e, uint64_t leaf, uint64_t caller, uint64_t calls, uint64_t ns)
+{
+	uint64_t locs[2] = { leaf, caller }, values[2] = { calls, ns };
+
+	pb_packed(&e->sub, &e->scratch, PPROF_SAMPLE_LOCATION_ID, locs, caller ? 2 : 1);
+	pb_packed(&e->sub, &e->scratch, PPROF_SAMPLE_VALUE, values, 2);
+	pb_msg(&e->out, PPROF_SAMPLE, &e->sub);
+}
+
+static void cenc_value_type(struct cenc *e, unsigned field, const char *type, const char *unit)
+{
+	pb_uint(&e->sub, PPROF_VT_TYPE, str_id(&e->st, type, &e->oom));
+	pb_uint(&e->sub, PPROF_VT_UNIT, str_id(&e->st, unit, &e->oom));
+	pb_msg(&e->out, field, &e->sub);
+}
+
+static void cenc_run(struct cenc *e, const struct count_fn *fns, size_t n, uint64_t duration_ns)
+{
+	uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
+
+	if (!ids) {
+		e->oom = true;
+		return;
+	}
+	str_id(&e->st, "", &e->oom); /* index 0 */
+	cenc_value_type(e, PPROF_SAMPLE_TYPE, "calls", "count");
+	cenc_value_type(e, PPROF_SAMPLE_TYPE, "time", "nanoseconds");
+	/* Every counted function's location first: callers that are counted use it. */
+	for (size_t i = 0; i < n; i++)
+		if (fns[i].st.calls)
+			ids[i] = cenc_loc(e, fns[i].function, fns[i].module);
+	for (size_t i = 0; i < n && !e->oom; i++) {
+		const struct count_fn *f = &fns[i];
+		uint64_t calls = f->st.calls, left = calls, left_ns = f->st.total_ns;
+
+		if (!calls)
+			continue;
+		for (size_t c = 0; c < f->nr_callers && left; c++) {
+			uint64_t k = MIN(f->callers[c].calls, left);
+			/* its share of the function's time, by calls */
+			uint64_t ns =
+				(uint64_t)((double)f->st.total_ns * (double)k / (double)calls);
+
+			ns = MIN(ns, left_ns);
+			cenc_sample(e, ids[i], cenc_caller(e, f->callers[c].function), k, ns);
+			left -= k;
+			left_ns -= ns;
+		}
+		if (left || left_ns)
+			cenc_sample(e, ids[i], 0, left, left_ns);
+	}
+	free(ids);
+	pb_uint(&e->out, PPROF_DURATION_NANOS, duration_ns);
+	cenc_value_type(e, PPROF_PERIOD_TYPE, "calls", "count");
+	pb_uint(&e->out, PPROF_PERIOD, 1);
+	pb_uint(&e->out, PPROF_DEFAULT_SAMPLE_TYPE, str_id(&e->st, "time", &e->oom));
+	pb_uint(&e->out, PPROF_COMMENT,
+		str_id(&e->st,
+		       PPROF_COMMENT_PREFIX "count: time is each function's inclusive time, split "
+					    "among its callers by their calls",
+		       &e->oom));
+	for (size_t i = 0; i < e->st.nr && !e->oom; i++)
+		pb_bytes(&e->out, PPROF_STRING_TABLE, e->st.strs[i], strlen(e->st.strs[i]));
+}
+
+int pprof__encode_count(const struct count_fn *fns, size_t n, uint64_t duration_ns, uint8_t **buf,
+			size_t *len)
+{
+	struct cenc e = { 0 };
+	int err = -ENOMEM;
+
+	e.st.idx = htab__new();
+	e.locs = htab__new();
+	e.by_name = htab__new();
+	e.maps = htab__new();
+	if (e.st.idx && e.locs && e.by_name && e.maps) {
+		cenc_run(&e, fns, n, duration_ns);
+		err = e.oom || e.out.oom || e.sub.oom || e.sub2.oom || e.scratch.oom ? -ENOMEM : 0;
+	}
+	htab__free(e.st.idx);
+	htab__free(e.locs);
+	htab__free(e.by_name);
+	htab__free(e.maps);
+	free(e.st.strs);
+	free(e.sub.buf);
+	free(e.sub2.buf);
+	free(e.scratch.buf);
+	if (err) {
+		free(e.out.buf);
+		return err;
+	}
+	*buf = e.out.buf;
+	*len = e.out.len;
+	return 0;
+}

@@ -130,7 +130,7 @@ def test_cgroup_filter(tmp_path):
 
 def test_target_usage_errors():
     for args, what in ((["-a", "-p", "1", "x"], "choose one"),
-                       (["-a", "x", "--", "true"], "choose one"),
+                       (["-a", "--cgroup", "/x", "x"], "choose one"),
                        (["--cgroup", "/nonexistent-cg", "x"], "--cgroup /nonexistent-cg"),
                        (["-a"], "no pattern")):
         p = run_bpfprof(["count", *args], check=False)

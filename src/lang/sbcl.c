@@ -729,42 +729,10 @@ static void find_version(Elf *elf, struct sbclfile *f)
 
 static void find_vars(Elf *elf, struct sbclfile *f)
 {
-	bool found[V_NR] = { 0 };
-	size_t left = MAX_SYMS;
-	Elf_Scn *scn = NULL;
-	int n_found = 0;
+	bool found[V_NR];
 
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		size_t n;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
-			continue;
-		n = sh.sh_size / sh.sh_entsize;
-		if (n > left || !(d = elf_getdata(scn, NULL)))
-			continue;
-		left -= n;
-		for (size_t i = 0; i < n; i++) {
-			GElf_Sym sym;
-			const char *name;
-
-			if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
-			    !sym.st_value || GELF_ST_TYPE(sym.st_info) != STT_OBJECT)
-				continue;
-			name = elf_strptr(elf, sh.sh_link, sym.st_name);
-			if (!name || (name[0] != 'T' && name[0] != 't' && name[0] != 'l'))
-				continue;
-			for (int k = 0; k < V_NR; k++) {
-				if (!found[k] && !strcmp(name, var_names[k])) {
-					found[k] = true;
-					f->var[k] = sym.st_value;
-					n_found++;
-				}
-			}
-		}
-	}
-	f->runtime = n_found == V_NR;
+	f->runtime = elffile__find_syms(elf, var_names, V_NR, ELFFILE_OBJECTS, MAX_SYMS, NULL,
+					found, f->var, NULL) == V_NR;
 }
 
 static const struct sbclfile *file_vars(struct mfile *mf, unsigned *left)

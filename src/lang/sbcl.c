@@ -796,8 +796,47 @@ static bool version_like(const char *s, size_t len)
 	return dots >= 2;
 }
 
-/* The runtime's version string (SBCL_VERSION_STRING, in .rodata on its own:
- * "2.2.9.debian") into f. */
+const struct sbcl_layout *sbcl__rodata_layout(const char *b, size_t len, char *version,
+					      size_t version_len)
+{
+	const struct sbcl_layout *found = NULL;
+	char first[32] = "", with[32] = "", without[32] = "";
+	bool doubt = false;
+
+	for (size_t i = 0, start = 0; i < len; i++) {
+		const struct sbcl_layout *l;
+		char v[32];
+
+		if (b[i])
+			continue;
+		if (version_like(b + start, i - start)) {
+			memcpy(v, b + start, i - start);
+			v[i - start] = '\0';
+			l = sbcl__layout(v);
+			if (!first[0])
+				snprintf(first, sizeof(first), "%s", v);
+			if (l && !found)
+				snprintf(with, sizeof(with), "%s", v);
+			if (!l && v[0] == layouts[0].version[0] && v[1] == '.') {
+				doubt = true; /* SBCL's major version, no layout */
+				if (!without[0])
+					snprintf(without, sizeof(without), "%s", v);
+			}
+			if (l && found && l != found)
+				doubt = true;
+			if (l)
+				found = l;
+		}
+		start = i + 1;
+	}
+	if (doubt)
+		found = NULL;
+	if (version_len)
+		snprintf(version, version_len, "%s", found ? with : without[0] ? without : first);
+	return found;
+}
+
+/* The runtime's version string and layout (sbcl__rodata_layout) from its .rodata. */
 static void find_version(Elf *elf, struct sbclfile *f)
 {
 	size_t shstrndx;
@@ -808,34 +847,14 @@ static void find_version(Elf *elf, struct sbclfile *f)
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *d;
-		const char *name, *b;
+		const char *name;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
 		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)) || strcmp(name, ".rodata") ||
 		    sh.sh_size > MAX_RODATA || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
 			continue;
-		b = d->d_buf;
-		/* Every NUL-delimited string that looks like a version: the first
-		 * with a layout, else the first. */
-		for (size_t i = 0, start = 0; i < d->d_size; i++) {
-			if (b[i])
-				continue;
-			if (version_like(b + start, i - start)) {
-				const struct sbcl_layout *l;
-				char v[32];
-
-				memcpy(v, b + start, i - start);
-				v[i - start] = '\0';
-				l = sbcl__layout(v);
-				if (l || !f->version[0])
-					snprintf(f->version, sizeof(f->version), "%s", v);
-				if (l) {
-					f->l = l;
-					return;
-				}
-			}
-			start = i + 1;
-		}
+		f->l = sbcl__rodata_layout(d->d_buf, d->d_size, f->version, sizeof(f->version));
+		return;
 	}
 }
 

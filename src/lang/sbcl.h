@@ -90,6 +90,18 @@ const struct sbcl_layout *sbcl__layout(const char *version);
 /* The releases with a layout, for a message ("2.2.9 to 2.6.7"). */
 const char *sbcl__known_versions(void);
 
+/*
+ * The layout of the runtime whose .rodata is b[0..len): of its
+ * NUL-delimited strings that look like a version (SBCL_VERSION_STRING is
+ * one), those of SBCL's major version must agree on one layout - another
+ * ("2.6.8", a release without one) or two layouts leave which is SBCL's in
+ * doubt: NULL, never a guess. version (if version_len) gets the string
+ * with the layout, else the first of SBCL's major version without one, else
+ * the first that looks like a version, else "".
+ */
+const struct sbcl_layout *sbcl__rodata_layout(const char *b, size_t len, char *version,
+					      size_t version_len);
+
 /* One process's heap: where things are (from the runtime's exported
  * variables) and how to read it. */
 struct sbcl_heap {

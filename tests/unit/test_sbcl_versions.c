@@ -441,13 +441,50 @@ static void test_nil_by_shape(void **state)
 	built_free(b);
 }
 
+/* The runtime's version from the strings of its .rodata. */
+static void test_rodata_version(void **state)
+{
+	static const struct {
+		const char *rodata; /* strings, NUL-separated (and ended) */
+		size_t len;
+		const char *layout; /* the release whose layout it gets, or NULL */
+		const char *version;
+	} cases[] = {
+#define C(s, l, v) { s, sizeof(s), l, v }
+		C("GCC: (Debian 12.2.0-14) 12.2.0\0%s\n\0002.2.9.debian\0", "2.2.9",
+		  "2.2.9.debian"),
+		C("2.6.7", "2.6.7", "2.6.7"),
+		C("2.6.8", NULL, "2.6.8"),
+		C("2.4.7.45-gabcdef", NULL, "2.4.7.45-gabcdef"),
+		/* zstd's version is no SBCL's: not in doubt. */
+		C("1.5.6\0002.3.4", "2.3.2", "2.3.4"),
+		C("2.2.9\0002.2.9.debian", "2.2.9", "2.2.9"),
+		/* Two releases, or one without a layout: which is SBCL's is in doubt. */
+		C("2.4.7\0002.6.8", NULL, "2.6.8"),
+		C("2.6.8\0002.4.7", NULL, "2.6.8"),
+		C("2.2.9\0002.4.0", NULL, "2.2.9"),
+		C("no version here", NULL, ""),
+#undef C
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char v[32] = "x";
+		const struct sbcl_layout *l =
+			sbcl__rodata_layout(cases[i].rodata, cases[i].len, v, sizeof(v));
+
+		if (l != (cases[i].layout ? sbcl__layout(cases[i].layout) : NULL))
+			fail_msg("case %zu: layout %s", i, l ? l->version : "none");
+		assert_string_equal(v, cases[i].version);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_each_release),
-		cmocka_unit_test(test_what_changes),
-		cmocka_unit_test(test_unknown_versions),
-		cmocka_unit_test(test_nil_by_shape),
+		cmocka_unit_test(test_each_release),	 cmocka_unit_test(test_what_changes),
+		cmocka_unit_test(test_unknown_versions), cmocka_unit_test(test_nil_by_shape),
+		cmocka_unit_test(test_rodata_version),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -504,60 +504,14 @@ struct pyfile {
 	bool needs_lib; /* without them: a DT_NEEDED libpython3 */
 };
 
-/*
- * The symbols names[0..n) in elf's symbol tables (names start with '_' or
- * 'P'): found[k], value[k], size[k]; -ETIMEDOUT/-ECANCELED over budget.
- */
-static int find_named(Elf *elf, const char *const *names, int n_names, bool *found, uint64_t *value,
-		      uint64_t *size, struct budget *b)
-{
-	size_t left = MAX_SYMS;
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		size_t n;
-
-		if (!gelf_getshdr(scn, &sh) ||
-		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize ||
-		    (sh.sh_flags & SHF_COMPRESSED))
-			continue;
-		n = sh.sh_size / sh.sh_entsize;
-		if (n > left || !(d = elf_getdata(scn, NULL)))
-			continue;
-		left -= n;
-		for (size_t i = 0; i < n; i++) {
-			GElf_Sym sym;
-			const char *name;
-
-			if (budget__over(b))
-				return budget__err(b);
-			if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
-			    !sym.st_value)
-				continue;
-			name = elf_strptr(elf, sh.sh_link, sym.st_name);
-			if (!name || (name[0] != '_' && name[0] != 'P'))
-				continue;
-			for (int k = 0; k < n_names; k++) {
-				if (!found[k] && !strcmp(name, names[k])) {
-					found[k] = true;
-					value[k] = sym.st_value;
-					size[k] = sym.st_size;
-				}
-			}
-		}
-	}
-	return 0;
-}
-
 /* The interpreter's symbols in elf's symbol tables; -ETIMEDOUT/-ECANCELED over budget. */
 static int find_syms(Elf *elf, struct pyfile *s, struct budget *b)
 {
-	int err = find_named(elf, sym_names, SYM_NR, s->found, s->value, s->size, b);
+	int n = elffile__find_syms(elf, sym_names, SYM_NR, ELFFILE_SYMTAB, MAX_SYMS, b, s->found,
+				   s->value, s->size);
 
 	s->interp = s->found[SYM_RUNTIME] && s->found[SYM_EVAL] && s->found[SYM_CODE_TYPE];
-	return err;
+	return n < 0 ? n : 0;
 }
 
 /* Dynamic section entries looked at, at most. */
@@ -967,7 +921,8 @@ static int tdb_descs(struct ptab *t, struct pproc *p, const struct procmap *m,
 		return -ENOENT;
 	elf = mfile__elf(f);
 	budget__start(&b, FILE_CPU_NS);
-	if (elf && find_named(elf, names, TDB_NR, found, value, size, &b))
+	if (elf && elffile__find_syms(elf, names, TDB_NR, ELFFILE_SYMTAB, MAX_SYMS, &b, found,
+				      value, size) < 0)
 		elf = NULL;
 	for (int k = 0; k < TDB_NR && !err; k++)
 		if (!elf || !found[k] || !elf_bytes_at(elf, value[k], &d[k], sizeof(d[k])))

@@ -13,6 +13,7 @@
 
 #include "base/htab.h"
 #include "base/util.h"
+#include "proc/elffile.h"
 #include "proc/ptab.h"
 
 #define PAGE	 4096u
@@ -752,42 +753,10 @@ struct hsfile {
 
 static void find_vars(Elf *elf, struct hsfile *f)
 {
-	bool found[HSV_NR] = { 0 };
-	size_t left = MAX_SYMS;
-	Elf_Scn *scn = NULL;
-	int n_found = 0;
+	bool found[HSV_NR];
 
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		size_t n;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
-			continue;
-		n = sh.sh_size / sh.sh_entsize;
-		if (n > left || !(d = elf_getdata(scn, NULL)))
-			continue;
-		left -= n;
-		for (size_t i = 0; i < n; i++) {
-			GElf_Sym sym;
-			const char *name;
-
-			if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
-			    !sym.st_value || GELF_ST_TYPE(sym.st_info) != STT_OBJECT)
-				continue;
-			name = elf_strptr(elf, sh.sh_link, sym.st_name);
-			if (!name || strncmp(name, "gHotSpotVM", 10))
-				continue;
-			for (int k = 0; k < HSV_NR; k++) {
-				if (!found[k] && !strcmp(name, hotspot_var_names[k])) {
-					found[k] = true;
-					f->var[k] = sym.st_value;
-					n_found++;
-				}
-			}
-		}
-	}
-	f->jvm = n_found == HSV_NR;
+	f->jvm = elffile__find_syms(elf, hotspot_var_names, HSV_NR, ELFFILE_OBJECTS, MAX_SYMS, NULL,
+				    found, f->var, NULL) == HSV_NR;
 }
 
 /* Load bias of mapping m of the file: address = vaddr + bias. */

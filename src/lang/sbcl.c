@@ -22,43 +22,126 @@
 #define LOWTAG_INST  3u
 #define LOWTAG_OTHER 15u
 #define FREE_BIT     (1u << 8) /* a free TLSF block (text space) */
-#define NO_SSO	     0xffffu   /* a TLSF page without an object start */
 #define WORD	     8u
 
-/* Debian 12's 2.2.9 (verified on the real runtime: tests/unit/test_sbcl.c). */
+/*
+ * The layouts, oldest first. 2.2.9 is Debian 12's, verified on the real
+ * runtime (tests/unit/test_sbcl.c's recorded heap). The others are from
+ * SBCL's published sources at each release's tag (github.com/sbcl/sbcl,
+ * x86-64 Linux's default features: immobile-space, sb-unicode,
+ * sb-simd-pack(-256), compact-instance-header), a range where none of the
+ * facts below changes:
+ *   widetags      src/compiler/generic/early-objdef.lisp (the defenum from
+ *                 #x11 by 4): the filler's moves from #x6d to #x71 in 2.6.7
+ *                 (simd-pack-512's slot before it); the others are the same
+ *   code header   src/compiler/generic/objdef.lisp (code): boxed-size,
+ *                 debug-info, fixups up to 2.3.11; boxed-size, fixups,
+ *                 debug-info from 2.4.0; constants (simple-fun names, 4
+ *                 slots each) from word 4 in all; the trailer
+ *                 (src/runtime/code.h) is the same in all
+ *   symbol        objdef.lisp (symbol): hash value fdefn info name, the name
+ *                 word 5 in all; its package id the name's high 16 bits
+ *                 (compact-symbol, genesis.lisp's symbol_package_id) up to
+ *                 2.4.6, a uint16 at header byte 1 from 2.4.7
+ *                 (src/runtime/symbol-tls.inc)
+ *   package       src/code/package.lisp: %NAME slot 1; EXTERNAL-SYMBOLS slot
+ *                 9, then 8 from 2.3.2 (NICKNAMES and USE-LIST became KEYS);
+ *                 its table's CELLS slot 1, a simple-vector up to 2.2.11, a
+ *                 cons (hash-fun . simple-vector) from 2.3.0
+ *   hash-table    src/code/hash-table.lisp: PAIRS slot 5 in all (the
+ *                 assembly routines' table)
+ *   TLSF pages    src/compiler/x86-64/parms.lisp's immobile-card-bytes: 4096,
+ *                 2048 from 2.6.4; src/runtime/immobile-space.c's
+ *                 tlsf_page_sso: 16 bits a page, 32 from 2.6.2
+ *   NIL           objdef.lisp's nil-value and parms.lisp's space setup move
+ *                 it in 2.3.5, 2.3.6, 2.3.7, 2.4.0, 2.4.7, 2.4.10 and 2.5.4:
+ *                 past 2.2.x it is known by its shape (see is_nil)
+ * The per-PC debug-function maps packed in 2.4.5 are not read here (names
+ * come from the simple-fun table).
+ */
+#define L_COMMON                                                                                   \
+	.code_widetag = 0x35, .fun_widetag = 0x41, .symbol_widetag = 0x2d,                         \
+	.base_string_widetag = 0xe1, .char_string_widetag = 0xe5, .vector_widetag = 0x89,          \
+	.instance_widetag = 0x39, .name_slot = 5, .pkg_name_slot = 1, .fun_names_word = 4,         \
+	.fun_slots = 4, .ht_pairs_word = 5, .pht_cells_word = 1
+
 static const struct sbcl_layout layouts[] = {
-	{
-		.version = "2.2.9",
-		.nil = 0x50000117,
-		.code_widetag = 0x35,
-		.fun_widetag = 0x41,
-		.symbol_widetag = 0x2d,
-		.filler_widetag = 0x6d,
-		.base_string_widetag = 0xe1,
-		.char_string_widetag = 0xe5,
-		.vector_widetag = 0x89,
-		.instance_widetag = 0x39,
-		.name_slot = 5,
-		.pkg_name_slot = 1,
-		.fun_names_word = 4,
-		.fun_slots = 4,
-		.ht_pairs_word = 5,
-		.pkg_ext_slot = 9,
-		.pht_cells_word = 1,
-	},
+	{ L_COMMON, .version = "2.2.9", .last = "2.2.9", .verified = true, .nil = 0x50000117,
+	  .filler_widetag = 0x6d, .debug_info_word = 2, .pkg_ext_slot = 9, .card_bytes = 4096,
+	  .sso_bytes = 2 },
+	{ L_COMMON, .version = "2.2.10", .last = "2.2.11", .nil = 0x50000117,
+	  .filler_widetag = 0x6d, .debug_info_word = 2, .pkg_ext_slot = 9, .card_bytes = 4096,
+	  .sso_bytes = 2 },
+	{ L_COMMON, .version = "2.3.0", .last = "2.3.1", .filler_widetag = 0x6d,
+	  .debug_info_word = 2, .pkg_ext_slot = 9, .cells_in_cdr = true, .card_bytes = 4096,
+	  .sso_bytes = 2 },
+	{ L_COMMON, .version = "2.3.2", .last = "2.3.11", .filler_widetag = 0x6d,
+	  .debug_info_word = 2, .pkg_ext_slot = 8, .cells_in_cdr = true, .card_bytes = 4096,
+	  .sso_bytes = 2 },
+	{ L_COMMON, .version = "2.4.0", .last = "2.4.6", .filler_widetag = 0x6d,
+	  .debug_info_word = 3, .pkg_ext_slot = 8, .cells_in_cdr = true, .card_bytes = 4096,
+	  .sso_bytes = 2 },
+	{ L_COMMON, .version = "2.4.7", .last = "2.6.1", .filler_widetag = 0x6d,
+	  .pkg_id_in_header = true, .debug_info_word = 3, .pkg_ext_slot = 8, .cells_in_cdr = true,
+	  .card_bytes = 4096, .sso_bytes = 2 },
+	{ L_COMMON, .version = "2.6.2", .last = "2.6.3", .filler_widetag = 0x6d,
+	  .pkg_id_in_header = true, .debug_info_word = 3, .pkg_ext_slot = 8, .cells_in_cdr = true,
+	  .card_bytes = 4096, .sso_bytes = 4 },
+	{ L_COMMON, .version = "2.6.4", .last = "2.6.6", .filler_widetag = 0x6d,
+	  .pkg_id_in_header = true, .debug_info_word = 3, .pkg_ext_slot = 8, .cells_in_cdr = true,
+	  .card_bytes = 2048, .sso_bytes = 4 },
+	{ L_COMMON, .version = "2.6.7", .last = "2.6.7", .filler_widetag = 0x71,
+	  .pkg_id_in_header = true, .debug_info_word = 3, .pkg_ext_slot = 8, .cells_in_cdr = true,
+	  .card_bytes = 2048, .sso_bytes = 4 },
 };
+
+/* "2.4.7" and what may follow a release's number ("2.2.9.debian",
+ * "2.4.7-1"): its three numbers; false for anything else, a development
+ * build ("2.4.7.45-abcdef") among them. */
+static bool parse_version(const char *s, unsigned v[3])
+{
+	for (int i = 0; i < 3; i++) {
+		unsigned n = 0;
+		int digits = 0;
+
+		for (; *s >= '0' && *s <= '9' && digits < 4; s++, digits++)
+			n = n * 10 + (unsigned)(*s - '0');
+		if (!digits || (*s >= '0' && *s <= '9'))
+			return false;
+		v[i] = n;
+		if (i < 2 && *s++ != '.')
+			return false;
+	}
+	return *s == '\0' || *s == '-' || (*s == '.' && !(s[1] >= '0' && s[1] <= '9') && s[1]);
+}
+
+static int version_cmp(const unsigned a[3], const unsigned b[3])
+{
+	for (int i = 0; i < 3; i++)
+		if (a[i] != b[i])
+			return a[i] < b[i] ? -1 : 1;
+	return 0;
+}
 
 const struct sbcl_layout *sbcl__layout(const char *version)
 {
-	for (size_t i = 0; version && i < sizeof(layouts) / sizeof(layouts[0]); i++) {
-		size_t n = strlen(layouts[i].version);
+	unsigned v[3], first[3], last[3];
 
-		/* "2.2.9" and "2.2.9.debian", not "2.2.90". */
-		if (!strncmp(version, layouts[i].version, n) &&
-		    (version[n] == '\0' || version[n] == '.' || version[n] == '-'))
+	if (!version || !parse_version(version, v))
+		return NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(layouts); i++) {
+		if (!parse_version(layouts[i].version, first) ||
+		    !parse_version(layouts[i].last, last))
+			continue;
+		if (version_cmp(v, first) >= 0 && version_cmp(v, last) <= 0)
 			return &layouts[i];
 	}
 	return NULL;
+}
+
+const char *sbcl__known_versions(void)
+{
+	return "2.2.9 to 2.6.7";
 }
 
 static int rd(struct sbcl_heap *h, uint64_t addr, void *buf, size_t len)
@@ -167,24 +250,27 @@ void sbcl__release(struct sbcl_heap *h)
 
 /* A TLSF page's scan start at or below pc: the lowest object start on the
  * nearest page at or before pc's that has one (and, on pc's page, not
- * above pc). */
+ * above pc). Pages of l->card_bytes, scan starts of l->sso_bytes (a page
+ * without an object start: all ones). */
 static int tlsf_scan_start(struct sbcl_heap *h, uint64_t pc, uint64_t *start)
 {
-	uint8_t b[2 * SBCL_MAX_SCAN];
-	uint64_t page = (pc - h->tlsf_start) / SBCL_PAGE_BYTES;
-	uint64_t first = page >= SBCL_MAX_SCAN - 1 ? page - (SBCL_MAX_SCAN - 1) : 0;
-	uint64_t n = page - first + 1;
+	uint8_t b[4 * SBCL_MAX_SCAN];
+	uint32_t card = h->l->card_bytes, w = h->l->sso_bytes;
+	uint64_t page, first, n;
 	int err;
 
-	if (!h->sso)
+	if (!h->sso || !card || (w != 2 && w != 4))
 		return -ENOENT;
-	if ((err = rd(h, h->sso + 2 * first, b, 2 * n)))
+	page = (pc - h->tlsf_start) / card;
+	first = page >= SBCL_MAX_SCAN - 1 ? page - (SBCL_MAX_SCAN - 1) : 0;
+	n = page - first + 1;
+	if ((err = rd(h, h->sso + w * first, b, w * n)))
 		return err;
 	for (uint64_t i = n; i-- > 0;) {
-		uint16_t sso = (uint16_t)(b[2 * i] | b[2 * i + 1] << 8);
-		uint64_t at = h->tlsf_start + (first + i) * SBCL_PAGE_BYTES + sso;
+		uint32_t sso = (uint32_t)rd_le(b + w * i, w);
+		uint64_t at = h->tlsf_start + (first + i) * card + sso;
 
-		if (sso == NO_SSO || sso >= SBCL_PAGE_BYTES || (sso & LOWTAG_MASK) || at > pc)
+		if (sso >= card || (sso & LOWTAG_MASK) || at > pc)
 			continue;
 		*start = at;
 		return 0;
@@ -343,6 +429,8 @@ static bool is_external(struct sbcl_heap *h, uint64_t pkg, uint64_t sym)
 	if (!h->l->pkg_ext_slot || rd_word(h, pkg - LOWTAG_INST + WORD * h->l->pkg_ext_slot, &ht) ||
 	    (ht & LOWTAG_MASK) != LOWTAG_INST ||
 	    rd_word(h, ht - LOWTAG_INST + WORD * h->l->pht_cells_word, &cells) ||
+	    (h->l->cells_in_cdr && ((cells & LOWTAG_MASK) != LOWTAG_LIST ||
+				    rd_word(h, cells - LOWTAG_LIST + WORD, &cells))) ||
 	    (cells & LOWTAG_MASK) != LOWTAG_OTHER || rd_word(h, cells - LOWTAG_OTHER, &vh[0]) ||
 	    (uint8_t)vh[0] != h->l->vector_widetag ||
 	    rd_word(h, cells - LOWTAG_OTHER + WORD, &vh[1]) || (vh[1] & 1))
@@ -369,11 +457,14 @@ static void print_symbol(struct sbcl_heap *h, uint64_t obj, struct out *o)
 	int n;
 
 	if (rd_word(h, obj - LOWTAG_OTHER + WORD * h->l->name_slot, &w) ||
-	    (n = read_string(h, w & 0xffffffffffffull, name, sizeof(name), &cut)) < 0) {
+	    (h->l->pkg_id_in_header && rd_word(h, obj - LOWTAG_OTHER, &id)) ||
+	    (n = read_string(h, h->l->pkg_id_in_header ? w : w & 0xffffffffffffull, name,
+			     sizeof(name), &cut)) < 0) {
 		puts_(o, "?");
 		return;
 	}
-	id = w >> 48;
+	/* The package id: header bytes 1-2 (2.4.7 on), else the name word's top 16 bits. */
+	id = h->l->pkg_id_in_header ? (id >> 8) & 0xffff : w >> 48;
 	pkg[0] = '\0';
 	vec = h->package_vector;
 	if (id && (vec & LOWTAG_MASK) == LOWTAG_OTHER &&
@@ -407,6 +498,24 @@ static void print_symbol(struct sbcl_heap *h, uint64_t obj, struct out *o)
 static void print_obj(struct sbcl_heap *h, uint64_t obj, struct out *o, unsigned depth,
 		      bool lambda_list);
 
+/*
+ * Whether obj is NIL: the layout's address, or (a layout without it) by its
+ * shape, which nothing else in a heap has: a cons whose car and cdr are
+ * itself, in a symbol (the word before it a symbol header).
+ */
+static bool is_nil(struct sbcl_heap *h, uint64_t obj)
+{
+	uint8_t b[3 * WORD];
+
+	if (h->l->nil)
+		return obj == h->l->nil;
+	if ((obj & LOWTAG_MASK) != LOWTAG_LIST || obj < LOWTAG_LIST + WORD ||
+	    rd(h, obj - LOWTAG_LIST - WORD, b, sizeof(b)))
+		return false;
+	return (uint8_t)rd64(b, false) == h->l->symbol_widetag && rd64(b + WORD, false) == obj &&
+	       rd64(b + 2 * WORD, false) == obj;
+}
+
 static void print_list(struct sbcl_heap *h, uint64_t obj, struct out *o, unsigned depth)
 {
 	bool lambda = false;
@@ -437,7 +546,7 @@ static void print_list(struct sbcl_heap *h, uint64_t obj, struct out *o, unsigne
 		print_obj(h, cell[0], o, depth + 1, lambda && i == 1);
 		if (i == 0)
 			lambda = !strcmp(o->buf + mark, "LAMBDA");
-		if (cell[1] == h->l->nil)
+		if (is_nil(h, cell[1]))
 			break;
 		if ((cell[1] & LOWTAG_MASK) != LOWTAG_LIST) {
 			puts_(o, " . ");
@@ -461,7 +570,7 @@ static void print_obj(struct sbcl_heap *h, uint64_t obj, struct out *o, unsigned
 		puts_(o, s);
 		return;
 	}
-	if (obj == h->l->nil) {
+	if (is_nil(h, obj)) {
 		puts_(o, lambda_list ? "()" : "NIL");
 		return;
 	}
@@ -560,7 +669,7 @@ static int fun_name(struct sbcl_heap *h, uint64_t code, uint64_t pc, char *buf, 
  */
 static int asm_name(struct sbcl_heap *h, uint64_t code, uint64_t pc, char *buf, size_t len)
 {
-	uint8_t hd[3 * WORD], vh[2 * WORD], kv[2 * WORD * ASM_MAX_PAIRS];
+	uint8_t hd[4 * WORD], vh[2 * WORD], kv[2 * WORD * ASM_MAX_PAIRS];
 	uint64_t hdr, boxed, size, di, pairs, n, off;
 	struct out o = { .buf = buf, .len = len };
 	int err;
@@ -572,8 +681,11 @@ static int asm_name(struct sbcl_heap *h, uint64_t code, uint64_t pc, char *buf, 
 	hdr = rd64(hd, false);
 	size = (hdr >> 32) * WORD;
 	boxed = rd64(hd + WORD, false) & 0xffffffffu;
-	di = rd64(hd + 2 * WORD, false);
-	if ((uint8_t)hdr != h->l->code_widetag || boxed < 3 * WORD || boxed >= size ||
+	if (h->l->debug_info_word < 2 || h->l->debug_info_word > 3)
+		return -EINVAL;
+	/* Word 2 up to 2.3.11, 3 (after the fixups) from 2.4.0. */
+	di = rd64(hd + WORD * h->l->debug_info_word, false);
+	if ((uint8_t)hdr != h->l->code_widetag || boxed < 4 * WORD || boxed >= size ||
 	    size > SBCL_MAX_CODE || pc < code + boxed || pc >= code + size)
 		return -EINVAL;
 	/* 2.2.9 keeps (table . 0) there. */
@@ -684,8 +796,47 @@ static bool version_like(const char *s, size_t len)
 	return dots >= 2;
 }
 
-/* The runtime's version string (SBCL_VERSION_STRING, in .rodata on its own:
- * "2.2.9.debian") into f. */
+const struct sbcl_layout *sbcl__rodata_layout(const char *b, size_t len, char *version,
+					      size_t version_len)
+{
+	const struct sbcl_layout *found = NULL;
+	char first[32] = "", with[32] = "", without[32] = "";
+	bool doubt = false;
+
+	for (size_t i = 0, start = 0; i < len; i++) {
+		const struct sbcl_layout *l;
+		char v[32];
+
+		if (b[i])
+			continue;
+		if (version_like(b + start, i - start)) {
+			memcpy(v, b + start, i - start);
+			v[i - start] = '\0';
+			l = sbcl__layout(v);
+			if (!first[0])
+				snprintf(first, sizeof(first), "%s", v);
+			if (l && !found)
+				snprintf(with, sizeof(with), "%s", v);
+			if (!l && v[0] == layouts[0].version[0] && v[1] == '.') {
+				doubt = true; /* SBCL's major version, no layout */
+				if (!without[0])
+					snprintf(without, sizeof(without), "%s", v);
+			}
+			if (l && found && l != found)
+				doubt = true;
+			if (l)
+				found = l;
+		}
+		start = i + 1;
+	}
+	if (doubt)
+		found = NULL;
+	if (version_len)
+		snprintf(version, version_len, "%s", found ? with : without[0] ? without : first);
+	return found;
+}
+
+/* The runtime's version string and layout (sbcl__rodata_layout) from its .rodata. */
 static void find_version(Elf *elf, struct sbclfile *f)
 {
 	size_t shstrndx;
@@ -696,75 +847,23 @@ static void find_version(Elf *elf, struct sbclfile *f)
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *d;
-		const char *name, *b;
+		const char *name;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
 		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)) || strcmp(name, ".rodata") ||
 		    sh.sh_size > MAX_RODATA || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
 			continue;
-		b = d->d_buf;
-		/* Every NUL-delimited string that looks like a version: the first
-		 * with a layout, else the first. */
-		for (size_t i = 0, start = 0; i < d->d_size; i++) {
-			if (b[i])
-				continue;
-			if (version_like(b + start, i - start)) {
-				const struct sbcl_layout *l;
-				char v[32];
-
-				memcpy(v, b + start, i - start);
-				v[i - start] = '\0';
-				l = sbcl__layout(v);
-				if (l || !f->version[0])
-					snprintf(f->version, sizeof(f->version), "%s", v);
-				if (l) {
-					f->l = l;
-					return;
-				}
-			}
-			start = i + 1;
-		}
+		f->l = sbcl__rodata_layout(d->d_buf, d->d_size, f->version, sizeof(f->version));
+		return;
 	}
 }
 
 static void find_vars(Elf *elf, struct sbclfile *f)
 {
-	bool found[V_NR] = { 0 };
-	size_t left = MAX_SYMS;
-	Elf_Scn *scn = NULL;
-	int n_found = 0;
+	bool found[V_NR];
 
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		size_t n;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
-			continue;
-		n = sh.sh_size / sh.sh_entsize;
-		if (n > left || !(d = elf_getdata(scn, NULL)))
-			continue;
-		left -= n;
-		for (size_t i = 0; i < n; i++) {
-			GElf_Sym sym;
-			const char *name;
-
-			if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
-			    !sym.st_value || GELF_ST_TYPE(sym.st_info) != STT_OBJECT)
-				continue;
-			name = elf_strptr(elf, sh.sh_link, sym.st_name);
-			if (!name || (name[0] != 'T' && name[0] != 't' && name[0] != 'l'))
-				continue;
-			for (int k = 0; k < V_NR; k++) {
-				if (!found[k] && !strcmp(name, var_names[k])) {
-					found[k] = true;
-					f->var[k] = sym.st_value;
-					n_found++;
-				}
-			}
-		}
-	}
-	f->runtime = n_found == V_NR;
+	f->runtime = elffile__find_syms(elf, var_names, V_NR, ELFFILE_OBJECTS, MAX_SYMS, NULL,
+					found, f->var, NULL) == V_NR;
 }
 
 static const struct sbclfile *file_vars(struct mfile *mf, unsigned *left)
@@ -841,8 +940,9 @@ int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *wh
 			((struct sbclfile *)f)->warned = true;
 			snprintf(why, why_len,
 				 "SBCL %s: a version whose heap layout bpfprof does not know "
-				 "(it knows 2.2.9): its Lisp functions are not named",
-				 f->version[0] ? f->version : "(version not found)");
+				 "(it knows %s): its Lisp functions are not named",
+				 f->version[0] ? f->version : "(version not found)",
+				 sbcl__known_versions());
 			break;
 		}
 		memset(out, 0, sizeof(*out));

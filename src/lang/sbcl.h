@@ -6,7 +6,7 @@
  * SBCL compiles Lisp into code objects in its heap: the core's own
  * functions in the text space mapped from the core file, code compiled
  * after start into the text space's TLSF-managed pages. A code object
- * (x86-64, 2.2.9) is
+ * (x86-64, 2.2.9; what later releases change is in struct sbcl_layout) is
  *
  *   word 0     header: widetag 0x35, total size in words in the high 32 bits
  *              (bit 8: a free TLSF block of that size, in text space)
@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SBCL_PAGE_BYTES 4096u	     /* text space pages (IMMOBILE_CARD_BYTES) */
+#define SBCL_PAGE_BYTES 4096u	     /* the core text's index: bytes per entry */
 #define SBCL_MAX_CODE	(16u << 20)  /* largest code object believed */
 #define SBCL_MAX_FUNS	4096u	     /* simple-funs per code object */
 #define SBCL_MAX_STEPS	65536u	     /* objects walked per lookup */
@@ -55,23 +55,52 @@
 /* Reads len bytes of the process at addr; 0, or -errno (a short read is an error). */
 typedef int (*sbcl_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
 
-/* A version's layout (what differs between releases). */
+/*
+ * A version's layout (what differs between releases), for the releases
+ * version..last (x86-64). Debian 12's 2.2.9 is verified on the real runtime;
+ * the others are taken from SBCL's published sources (sbcl.c says where).
+ */
 struct sbcl_layout {
-	const char *version; /* prefix of the runtime's version string */
-	uint64_t nil;	     /* NIL's address (static space) */
+	const char *version; /* the first release it holds for ("2.4.7") */
+	const char *last;    /* ... and the last ("2.6.1") */
+	bool verified;	     /* on a real runtime, not only from its sources */
+	uint64_t nil;	     /* NIL's address (static space); 0: known by its shape */
 	uint8_t code_widetag, fun_widetag, symbol_widetag, filler_widetag;
 	uint8_t base_string_widetag, char_string_widetag, vector_widetag, instance_widetag;
-	uint32_t name_slot;	 /* symbol: word of the name (and package id) */
-	uint32_t pkg_name_slot;	 /* package instance: word of %NAME */
-	uint32_t fun_names_word; /* code: word of simple-fun 0's name */
-	uint32_t fun_slots;	 /* code: words per simple-fun */
-	uint32_t ht_pairs_word;	 /* hash-table instance: word of its key/value vector */
-	uint32_t pkg_ext_slot;	 /* package: word of EXTERNAL-SYMBOLS (0: not known) */
-	uint32_t pht_cells_word; /* package-hashtable: word of its CELLS vector */
+	uint32_t name_slot;	  /* symbol: word of the name (and package id) */
+	bool pkg_id_in_header;	  /* symbol: package id in header bits 8-23, else name >> 48 */
+	uint32_t pkg_name_slot;	  /* package instance: word of %NAME */
+	uint32_t fun_names_word;  /* code: word of simple-fun 0's name */
+	uint32_t fun_slots;	  /* code: words per simple-fun */
+	uint32_t debug_info_word; /* code: word of its debug-info */
+	uint32_t ht_pairs_word;	  /* hash-table instance: word of its key/value vector */
+	uint32_t pkg_ext_slot;	  /* package: word of EXTERNAL-SYMBOLS (0: not known) */
+	uint32_t pht_cells_word;  /* its table: word of its CELLS vector */
+	bool cells_in_cdr;	  /* ... which holds (hash-fun . CELLS) */
+	uint32_t card_bytes;	  /* text space's TLSF pages (IMMOBILE_CARD_BYTES) */
+	uint32_t sso_bytes;	  /* bytes of one page's scan start in tlsf_page_sso (2, 4) */
 };
 
-/* The layout for a runtime's version string ("2.2.9.debian"), or NULL. */
+/*
+ * The layout for a runtime's version string ("2.2.9.debian", "2.4.7"), or
+ * NULL: a release outside every layout's range, or a development build
+ * ("2.4.7.45-abcdef", which may be anything past 2.4.7).
+ */
 const struct sbcl_layout *sbcl__layout(const char *version);
+/* The releases with a layout, for a message ("2.2.9 to 2.6.7"). */
+const char *sbcl__known_versions(void);
+
+/*
+ * The layout of the runtime whose .rodata is b[0..len): of its
+ * NUL-delimited strings that look like a version (SBCL_VERSION_STRING is
+ * one), those of SBCL's major version must agree on one layout - another
+ * ("2.6.8", a release without one) or two layouts leave which is SBCL's in
+ * doubt: NULL, never a guess. version (if version_len) gets the string
+ * with the layout, else the first of SBCL's major version without one, else
+ * the first that looks like a version, else "".
+ */
+const struct sbcl_layout *sbcl__rodata_layout(const char *b, size_t len, char *version,
+					      size_t version_len);
 
 /* One process's heap: where things are (from the runtime's exported
  * variables) and how to read it. */

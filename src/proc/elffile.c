@@ -2,6 +2,8 @@
 /* elffile.c - libelf handles and build ids; see elffile.h. */
 #include "proc/elffile.h"
 
+#include "base/budget.h"
+
 #include <errno.h>
 #include <gelf.h>
 #include <pthread.h>
@@ -163,4 +165,76 @@ int elffile__load_bias(Elf *elf, uint64_t start, uint64_t offset, uint64_t *bias
 		}
 	}
 	return -ENOENT;
+}
+
+/* One table of type `type`: the names not found yet; -ETIMEDOUT/-ECANCELED over b. */
+static int find_in(Elf *elf, Elf64_Word type, const char *const *names, int n, unsigned flags,
+		   size_t *left, struct budget *b, const uint8_t first[32], int *n_found,
+		   bool *found, uint64_t *value, uint64_t *size)
+{
+	Elf_Scn *scn = NULL;
+
+	while (*n_found < n && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t cnt;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize ||
+		    (sh.sh_flags & SHF_COMPRESSED))
+			continue;
+		cnt = sh.sh_size / sh.sh_entsize;
+		if (cnt > *left || !(d = elf_getdata(scn, NULL)))
+			continue;
+		*left -= cnt;
+		for (size_t i = 0; i < cnt && *n_found < n; i++) {
+			GElf_Sym sym;
+			const char *name;
+			uint8_t c;
+
+			if (b && budget__over(b))
+				return budget__err(b);
+			if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
+			    !sym.st_value ||
+			    ((flags & ELFFILE_OBJECTS) && GELF_ST_TYPE(sym.st_info) != STT_OBJECT))
+				continue;
+			name = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (!name)
+				continue;
+			c = (uint8_t)name[0];
+			if (!(first[c >> 3] & (1u << (c & 7))))
+				continue; /* no wanted name starts so: most symbols */
+			for (int k = 0; k < n; k++) {
+				if (!found[k] && !strcmp(name, names[k])) {
+					found[k] = true;
+					value[k] = sym.st_value;
+					if (size)
+						size[k] = sym.st_size;
+					(*n_found)++;
+					break;
+				}
+			}
+		}
+	}
+	return 0;
+}
+
+int elffile__find_syms(Elf *elf, const char *const *names, int n, unsigned flags, size_t max_syms,
+		       struct budget *b, bool *found, uint64_t *value, uint64_t *size)
+{
+	uint8_t first[32] = { 0 };
+	size_t left = max_syms;
+	int n_found = 0, err;
+
+	for (int k = 0; k < n; k++) {
+		uint8_t c = (uint8_t)names[k][0];
+
+		first[c >> 3] |= (uint8_t)(1u << (c & 7));
+		found[k] = false;
+	}
+	err = find_in(elf, SHT_DYNSYM, names, n, flags, &left, b, first, &n_found, found, value,
+		      size);
+	if (!err && (flags & ELFFILE_SYMTAB))
+		err = find_in(elf, SHT_SYMTAB, names, n, flags, &left, b, first, &n_found, found,
+			      value, size);
+	return err ? err : n_found;
 }

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include <libelf.h>
+#include <stdbool.h>
 
 #include "proc/elfnote.h"
 
@@ -55,5 +56,26 @@ size_t elffile__build_id(Elf *elf, uint8_t id[BUILD_ID_MAX]);
  * -ENOENT (no segment holds the offset).
  */
 int elffile__load_bias(Elf *elf, uint64_t start, uint64_t offset, uint64_t *bias);
+
+struct budget;
+
+/* elffile__find_syms's flags. */
+enum {
+	ELFFILE_SYMTAB = 1u << 0,  /* .symtab too, for names .dynsym does not have */
+	ELFFILE_OBJECTS = 1u << 1, /* only STT_OBJECT symbols (variables) */
+};
+
+/*
+ * The defined symbols (a section, a non-zero value) named names[0..n) in
+ * elf's .dynsym, then, with ELFFILE_SYMTAB, .symtab for the names still
+ * missing: found[k], value[k] (file vaddr) and size[k] (size may be NULL);
+ * the first definition met wins. The file is untrusted: at most max_syms
+ * symbols are looked at in all (a table that would pass that is skipped
+ * whole), compressed tables are skipped, libelf bounds the strings; b (or
+ * NULL) is asked between symbols. Returns how many names were found, or
+ * -ETIMEDOUT/-ECANCELED when b ran out (found[] then holds what was).
+ */
+int elffile__find_syms(Elf *elf, const char *const *names, int n, unsigned flags, size_t max_syms,
+		       struct budget *b, bool *found, uint64_t *value, uint64_t *size);
 
 #endif

@@ -7,7 +7,9 @@
  * where the package vector is the input's first word). 64 pcs across the
  * text space are named: what comes out must be a NUL-terminated string of
  * at most the buffer, whatever objects, trailers, lists and strings the
- * bytes make, and the walk must stay within its caps.
+ * bytes make, and the walk must stay within its caps. The input's ninth
+ * byte picks the release whose layout reads it (one of each layout's
+ * kinds: 2.2.9's, 2.3's, 2.4.0's, 2.4.7's, 2.6.2's, 2.6.4's, 2.6.7's).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -47,12 +49,17 @@ static int rd(void *ctx, uint64_t addr, void *buf, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct img m = { data, size, 0 };
-	struct sbcl_heap h = { .l = sbcl__layout("2.2.9"), .read = rd, .ctx = &m };
+	static const char *const releases[] = { "2.2.9", "2.3.2", "2.4.0", "2.4.7",
+						"2.6.2", "2.6.4", "2.6.7" };
+	struct sbcl_heap h = { .read = rd, .ctx = &m };
 	char out[64];
 	uint64_t pv = 0;
 
 	if (size < 16)
 		return 0;
+	h.l = sbcl__layout(releases[data[8] % (sizeof(releases) / sizeof(releases[0]))]);
+	if (!h.l)
+		abort();
 	memcpy(&pv, data, 8);
 	h.text_start = TEXT;
 	h.text_end = TEXT + size;

@@ -425,6 +425,13 @@ static int go_probes(struct arun *r, struct mfile *f, struct elfsym *es, const c
 				       : "no build information");
 		return err;
 	}
+	if (!gobuildinfo__matches_pclntab(b.minor, gopclntab__version(g))) {
+		p_warn("%s: its build information names %s, its pc-line table is another "
+		       "release's (version %d): its Go allocations not profiled (which registers "
+		       "hold the arguments is not known)",
+		       path, b.version, (int)gopclntab__version(g));
+		return -EINVAL;
+	}
 	if (gobuildinfo__mprof_malloc_args(b.minor, &pa, &sa) ||
 	    gobuildinfo__free_special_args(b.minor, &fpa, &fsa) || (!x86 && b.minor < 18)) {
 		p_warn("%s: built by %s, whose runtime passes arguments on the stack: its Go "

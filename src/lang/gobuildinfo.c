@@ -80,6 +80,21 @@ int gobuildinfo__parse(const void *buf, size_t len, struct gobuild *out)
 	return -ENOENT;
 }
 
+bool gobuildinfo__matches_pclntab(unsigned minor, enum gopclntab_version v)
+{
+	switch (v) {
+	case GOPCLNTAB_V12:
+		return minor >= 2 && minor <= 15;
+	case GOPCLNTAB_V116:
+		return minor == 16 || minor == 17;
+	case GOPCLNTAB_V118:
+		return minor == 18 || minor == 19;
+	case GOPCLNTAB_V120:
+		return minor >= 20;
+	}
+	return false;
+}
+
 int gobuildinfo__mprof_malloc_args(unsigned minor, unsigned *p_arg, unsigned *size_arg)
 {
 	if (minor < 17)

@@ -18,8 +18,11 @@
 #ifndef BPFPROF_GOBUILDINFO_H
 #define BPFPROF_GOBUILDINFO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "lang/gopclntab.h"
 
 #define GOBUILDINFO_SCAN	(64u << 10) /* bytes of the data segment searched */
 #define GOBUILDINFO_MAX_VERSION 64	    /* bytes of a version string */
@@ -36,6 +39,14 @@ struct gobuild {
  * header whose version is cut, too long or not "go1.N...".
  */
 int gobuildinfo__parse(const void *buf, size_t len, struct gobuild *out);
+
+/*
+ * Whether Go 1.minor writes pc-line tables of version v (1.16-1.17: V116,
+ * 1.18-1.19: V118, 1.20 and later: V120): a binary whose build information
+ * names another release than its table lies (or was edited), and its
+ * probes would read the wrong registers.
+ */
+bool gobuildinfo__matches_pclntab(unsigned minor, enum gopclntab_version v);
 
 /*
  * runtime.mProf_Malloc's arguments in Go 1.minor (ABIInternal integer

@@ -113,6 +113,22 @@ static void test_mprof_malloc_arguments_per_release(void **state)
 	assert_int_equal(s, 2);
 }
 
+static void test_release_must_match_the_pclntab(void **state)
+{
+	(void)state;
+	assert_true(gobuildinfo__matches_pclntab(19, GOPCLNTAB_V118));
+	assert_true(gobuildinfo__matches_pclntab(18, GOPCLNTAB_V118));
+	assert_true(gobuildinfo__matches_pclntab(17, GOPCLNTAB_V116));
+	assert_true(gobuildinfo__matches_pclntab(23, GOPCLNTAB_V120));
+	assert_true(gobuildinfo__matches_pclntab(20, GOPCLNTAB_V120));
+	/* An edited go1.19 binary claiming 1.23 (whose mProf_Malloc takes mp first). */
+	assert_false(gobuildinfo__matches_pclntab(23, GOPCLNTAB_V118));
+	assert_false(gobuildinfo__matches_pclntab(19, GOPCLNTAB_V120));
+	assert_false(gobuildinfo__matches_pclntab(17, GOPCLNTAB_V118));
+	assert_false(gobuildinfo__matches_pclntab(16, GOPCLNTAB_V12));
+	assert_false(gobuildinfo__matches_pclntab(19, (enum gopclntab_version)0));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -120,6 +136,7 @@ int main(void)
 		cmocka_unit_test(test_found_at_16_byte_alignment_only),
 		cmocka_unit_test(test_hostile_records),
 		cmocka_unit_test(test_mprof_malloc_arguments_per_release),
+		cmocka_unit_test(test_release_must_match_the_pclntab),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -60,9 +60,9 @@ enum alloc_fn {
  * numbers (ABIInternal's integer argument order, 0-based) of the object's
  * address and of its size.
  */
-#define ALLOC_COOKIE(fn, p_arg, size_arg) \
+#define ALLOC_COOKIE(fn, p_arg, size_arg)                                                          \
 	((__u32)(fn) | ((__u32)(p_arg) << 8) | ((__u32)(size_arg) << 12))
-#define ALLOC_COOKIE_FN(c)	 ((__u32)(c) & 0xff)
+#define ALLOC_COOKIE_FN(c)	 ((__u32)(c)&0xff)
 #define ALLOC_COOKIE_P_ARG(c)	 (((__u32)(c) >> 8) & 0xf)
 #define ALLOC_COOKIE_SIZE_ARG(c) (((__u32)(c) >> 12) & 0xf)
 
@@ -119,24 +119,24 @@ struct alloc_thread {
 	__u64 memptr; /* posix_memalign's result pointer */
 	__u64 sp;     /* its stack pointer at entry (the return's is sp + 8) */
 	__u32 fn;
-	__u32 pending; /* a sampled call waits for its return */
+	__u32 pending;	    /* a sampled call waits for its return */
 	__u64 go_free_p;    /* Go: the object freeSpecial was called for (0: none) */
 	__u64 go_free_size; /* ... and its size */
 };
 
 /* The program's own counters (a per-CPU array). */
 enum alloc_counter {
-	ALLOC_C_CALLS,	   /* allocation calls of the targets */
-	ALLOC_C_FREES,	   /* free calls of the targets (non-NULL) */
-	ALLOC_C_SAMPLED,   /* sampled calls (entries) */
-	ALLOC_C_RECORDED,  /* sampled allocations sent (returns) */
-	ALLOC_C_FAILED,	   /* sampled calls that returned no block */
-	ALLOC_C_FREED,	   /* frees of sampled blocks (matched in the live table) */
-	ALLOC_C_LIVE_FULL, /* sampled blocks not tracked: the live table was full */
-	ALLOC_C_RING_FULL, /* sampled allocations lost: the ring buffer was full */
-	ALLOC_C_NO_STACK,  /* sampled allocations without a stack (stack map full) */
-	ALLOC_C_NO_THREAD, /* calls not counted: the thread's state could not be made */
-	ALLOC_C_NO_RETURN, /* sampled calls whose return was not seen (longjmp, nesting) */
+	ALLOC_C_CALLS,	    /* allocation calls of the targets */
+	ALLOC_C_FREES,	    /* free calls of the targets (non-NULL) */
+	ALLOC_C_SAMPLED,    /* sampled calls (entries) */
+	ALLOC_C_RECORDED,   /* sampled allocations sent (returns) */
+	ALLOC_C_FAILED,	    /* sampled calls that returned no block */
+	ALLOC_C_FREED,	    /* frees of sampled blocks (matched in the live table) */
+	ALLOC_C_LIVE_FULL,  /* sampled blocks not tracked: the live table was full */
+	ALLOC_C_RING_FULL,  /* sampled allocations lost: the ring buffer was full */
+	ALLOC_C_NO_STACK,   /* sampled allocations without a stack (stack map full) */
+	ALLOC_C_NO_THREAD,  /* calls not counted: the thread's state could not be made */
+	ALLOC_C_NO_RETURN,  /* sampled calls whose return was not seen (longjmp, nesting) */
 	ALLOC_C_GO_SAMPLES, /* Go: allocations the runtime sampled (mProf_Malloc) */
 	ALLOC_C_GO_FREES,   /* Go: frees of sampled objects (mProf_Free) */
 	ALLOC_C_GO_FREED,   /* ... matched in the live table */

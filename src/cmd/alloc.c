@@ -100,11 +100,11 @@ static const uint32_t go_fn[GO_NR] = {
 /* A Go process probed: where its sampling rate lives, and the rate. */
 struct goproc {
 	uint32_t pid;
-	bool rate_known;  /* rate_addr is runtime.MemProfileRate */
-	bool rate_read;	  /* rate was read from the process at least once */
+	bool rate_known; /* rate_addr is runtime.MemProfileRate */
+	bool rate_read;	 /* rate was read from the process at least once */
 	uint64_t rate_addr;
-	int64_t rate;	  /* the last read (GO_DEFAULT_RATE until then, or without symbols) */
-	bool off_warned;  /* the program does not sample: said at attach */
+	int64_t rate;	 /* the last read (GO_DEFAULT_RATE until then, or without symbols) */
+	bool off_warned; /* the program does not sample: said at attach */
 };
 
 /* Sampled allocations of one (process, stack), weighed. */
@@ -401,8 +401,8 @@ static int go_file_flag(struct mfile *f, const char *name)
  * found. 0, or -errno (said: the file's Go allocations are not profiled).
  */
 static int go_probes(struct arun *r, struct mfile *f, struct elfsym *es, const char *path,
-		     const struct procmap *m, uint32_t pid, const uint64_t at[GO_NR],
-		     uint32_t *fns, uint64_t *offs, size_t *n)
+		     const struct procmap *m, uint32_t pid, const uint64_t at[GO_NR], uint32_t *fns,
+		     uint64_t *offs, size_t *n)
 {
 	const struct gopclntab *g = elfsym__gopclntab(es);
 	struct goproc *gp;
@@ -492,8 +492,8 @@ static int go_probes(struct arun *r, struct mfile *f, struct elfsym *es, const c
 }
 
 /* The allocator functions of one file that defines malloc and free: probed in pid. */
-static int probe_file(struct arun *r, struct mfile *f, const char *path,
-		      const struct procmap *m, uint32_t pid, bool *probed)
+static int probe_file(struct arun *r, struct mfile *f, const char *path, const struct procmap *m,
+		      uint32_t pid, bool *probed)
 {
 	Elf *elf = mfile__elf(f);
 	struct elfsym *es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(f)->st_size) : NULL;
@@ -760,8 +760,8 @@ static int add_agg(struct arun *r, struct profile *prof, const void *key, const 
 
 		while (lead < n) {
 			struct sym s[SYM_MAX_FRAMES];
-			size_t ns =
-				symbolizer__user_frames(r->sym, &id, ips[lead], false, s, SYM_MAX_FRAMES);
+			size_t ns = symbolizer__user_frames(r->sym, &id, ips[lead], false, s,
+							    SYM_MAX_FRAMES);
 
 			if (!ns || !s[ns - 1].name || strncmp(s[ns - 1].name, "runtime.", 8))
 				break;

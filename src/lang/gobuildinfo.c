@@ -68,8 +68,7 @@ int gobuildinfo__parse(const void *buf, size_t len, struct gobuild *out)
 			continue;
 		if (!(b[at + MAGIC_LEN + 1] & FLAG_INLINE))
 			return -ENOTSUP;
-		if (uvarint(b, len, &pos, &n) || !n || n > GOBUILDINFO_MAX_VERSION ||
-		    n > len - pos)
+		if (uvarint(b, len, &pos, &n) || !n || n > GOBUILDINFO_MAX_VERSION || n > len - pos)
 			return -EINVAL;
 		memcpy(out->version, b + pos, (size_t)n);
 		out->version[n] = '\0';

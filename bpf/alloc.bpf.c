@@ -6,7 +6,8 @@
  * (alloc_session: its entry returns 1 for "no return probe"), else a
  * return program runs for every allocation call (alloc_entry and
  * alloc_return, uprobe_multi or perf-event links). The function is the
- * probe's cookie.
+ * probe's cookie. Go's runtime functions (ALLOC_FN_GO_*) have entry probes
+ * only: the runtime sampled already, each call is recorded.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -91,22 +92,135 @@ static __always_inline __s64 draw(void)
 /* A free of addr: a sampled block is no longer in use. */
 static __always_inline void forget(__u32 tgid, __u64 addr)
 {
-	struct alloc_live_key k = { .tgid = tgid, .addr = addr };
+	struct alloc_live_key k = { .tgid = tgid, .source = ALLOC_SRC_LIBC, .addr = addr };
 
 	counter_add(ALLOC_C_FREES);
 	if (!bpf_map_delete_elem(&live, &k))
 		counter_add(ALLOC_C_FREED);
 }
 
-/* The entry of fn: true if the call is sampled (its return is wanted). */
-static __always_inline bool enter(struct pt_regs *ctx, __u32 fn)
+/* A sampled allocation of size bytes at addr: its user stack, an event, a live entry. */
+static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u64 addr, __u64 size,
+				   __u32 source)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct alloc_live_key k = { .tgid = tgid, .source = source, .addr = addr };
+	struct alloc_live v = { .size = size };
+	struct alloc_event *ev;
+
+	v.stackid = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	if (v.stackid < 0)
+		counter_add(ALLOC_C_NO_STACK);
+	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (ev) {
+		ev->tgid = tgid;
+		ev->stackid = v.stackid;
+		ev->size = size;
+		ev->addr = addr;
+		ev->source = source;
+		ev->pad = 0;
+		bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+		bpf_ringbuf_submit(ev, 0);
+		counter_add(ALLOC_C_RECORDED);
+	} else {
+		counter_add(ALLOC_C_RING_FULL);
+	}
+	if (bpf_map_update_elem(&live, &k, &v, BPF_ANY))
+		counter_add(ALLOC_C_LIVE_FULL);
+}
+
+/* Go's integer argument i (ABIInternal), at a probe past the prologue. Each
+ * register is loaded at its fixed offset (the verifier refuses a context
+ * read at a computed one), then one is chosen. */
+static __always_inline __u64 go_arg(struct pt_regs *ctx, __u32 i)
+{
+	__u64 a0, a1, a2, a3;
+
+#if defined(__TARGET_ARCH_x86)
+	a0 = ctx->ax;
+	a1 = ctx->bx;
+	a2 = ctx->cx;
+	a3 = ctx->di;
+#elif defined(__TARGET_ARCH_arm64)
+	a0 = PT_REGS_PARM1(ctx);
+	a1 = PT_REGS_PARM2(ctx);
+	a2 = PT_REGS_PARM3(ctx);
+	a3 = PT_REGS_PARM4(ctx);
+#else
+	a0 = a1 = a2 = a3 = 0;
+#endif
+	barrier_var(a0);
+	barrier_var(a1);
+	barrier_var(a2);
+	barrier_var(a3);
+	return i == 0 ? a0 : i == 1 ? a1 : i == 2 ? a2 : i == 3 ? a3 : 0;
+}
+
+#define GO_TINY 16 /* the runtime's tiny blocks: several objects, one special each */
+
+/* Go's runtime functions (ALLOC_FN_GO_*): cookie says which and where its arguments are. */
+static __always_inline void go_probe(struct pt_regs *ctx, __u32 tgid, __u32 cookie)
+{
+	__u64 p = go_arg(ctx, ALLOC_COOKIE_P_ARG(cookie));
+	__u64 size = go_arg(ctx, ALLOC_COOKIE_SIZE_ARG(cookie));
+	struct alloc_live_key k = { .tgid = tgid, .source = ALLOC_SRC_GO };
+	struct alloc_thread *ts;
+
+	switch (ALLOC_COOKIE_FN(cookie)) {
+	case ALLOC_FN_GO_MALLOC:
+		counter_add(ALLOC_C_GO_SAMPLES);
+		if (p)
+			record(ctx, tgid, p, size, ALLOC_SRC_GO);
+		return;
+	case ALLOC_FN_GO_FREE_SPECIAL:
+		ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
+					  BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (ts) {
+			ts->go_free_p = p;
+			ts->go_free_size = size;
+		}
+		return;
+	case ALLOC_FN_GO_MPROF_FREE:
+		/* Called by freeSpecial for a profiled object, on its thread
+		 * (the sweeper holds m.locks: no switch in between). */
+		ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
+		if (!ts || !ts->go_free_p)
+			return;
+		counter_add(ALLOC_C_GO_FREES);
+		k.addr = ts->go_free_p;
+		size = ts->go_free_size;
+		ts->go_free_p = 0;
+		if (!bpf_map_delete_elem(&live, &k)) {
+			counter_add(ALLOC_C_GO_FREED);
+			return;
+		}
+		/* A tiny block's objects were sampled at their own addresses;
+		 * the sweeper names the block. */
+		if (size != GO_TINY)
+			return;
+		for (int i = 1; i < GO_TINY; i++) {
+			k.addr++;
+			if (!bpf_map_delete_elem(&live, &k)) {
+				counter_add(ALLOC_C_GO_FREED);
+				return;
+			}
+		}
+		return;
+	}
+}
+
+/* The entry of the probe of cookie: true if the call is sampled (its return is wanted). */
+static __always_inline bool enter(struct pt_regs *ctx, __u32 cookie)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, fn = ALLOC_COOKIE_FN(cookie);
 	__u64 size = 0, memptr = 0, old;
 	struct alloc_thread *ts;
 
 	if (!is_target(tgid))
 		return false;
+	if (fn >= ALLOC_FN_GO_MALLOC) {
+		go_probe(ctx, tgid, cookie);
+		return false;
+	}
 	switch (fn) {
 	case ALLOC_FN_FREE:
 		old = PT_REGS_PARM1(ctx);
@@ -171,9 +285,6 @@ static __always_inline void leave(struct pt_regs *ctx, __u32 fn)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct alloc_thread *ts;
-	struct alloc_event *ev;
-	struct alloc_live_key k = { .tgid = tgid };
-	struct alloc_live v = {};
 	__u64 sp = PT_REGS_SP(ctx), addr = PT_REGS_RC(ctx);
 
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
@@ -195,38 +306,20 @@ static __always_inline void leave(struct pt_regs *ctx, __u32 fn)
 		counter_add(ALLOC_C_FAILED);
 		return;
 	}
-	v.size = ts->size;
-	v.stackid = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-	if (v.stackid < 0)
-		counter_add(ALLOC_C_NO_STACK);
-	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
-	if (ev) {
-		ev->tgid = tgid;
-		ev->stackid = v.stackid;
-		ev->size = v.size;
-		ev->addr = addr;
-		bpf_get_current_comm(ev->comm, sizeof(ev->comm));
-		bpf_ringbuf_submit(ev, 0);
-		counter_add(ALLOC_C_RECORDED);
-	} else {
-		counter_add(ALLOC_C_RING_FULL);
-	}
-	k.addr = addr;
-	if (bpf_map_update_elem(&live, &k, &v, BPF_ANY))
-		counter_add(ALLOC_C_LIVE_FULL);
+	record(ctx, tgid, addr, ts->size, ALLOC_SRC_LIBC);
 }
 
 /* Session uprobes (kernel 6.13+): the return runs only where the entry returned 0. */
 SEC("uprobe")
 int alloc_session(struct pt_regs *ctx)
 {
-	__u32 fn = (__u32)bpf_get_attach_cookie(ctx);
+	__u32 cookie = (__u32)bpf_get_attach_cookie(ctx);
 
 	if (bpf_session_is_return()) {
-		leave(ctx, fn);
+		leave(ctx, ALLOC_COOKIE_FN(cookie));
 		return 0;
 	}
-	return enter(ctx, fn) ? 0 : 1;
+	return enter(ctx, cookie) ? 0 : 1;
 }
 
 SEC("uprobe")
@@ -239,7 +332,7 @@ int alloc_entry(struct pt_regs *ctx)
 SEC("uretprobe")
 int alloc_return(struct pt_regs *ctx)
 {
-	leave(ctx, (__u32)bpf_get_attach_cookie(ctx));
+	leave(ctx, ALLOC_COOKIE_FN(bpf_get_attach_cookie(ctx)));
 	return 0;
 }
 

@@ -18,6 +18,20 @@
  * restored its frame pointer), sends an alloc_event and enters the block in
  * the live table; a free of an address in the table removes it, so what is
  * left is in use.
+ *
+ * Go (ALLOC_FN_GO_*): the runtime samples its own allocations by bytes
+ * (runtime.MemProfileRate) and records each sampled one through
+ * runtime.mProf_Malloc(p, size): a probe there (past the function's
+ * stack-check prologue, whose morestack path re-runs the entry) records every
+ * call as is, no sampling in BPF, its weight from the target's rate. Frees
+ * come from the sweeper: freeSpecial(s, p, size) is called for each special
+ * record of a dead object, and for a profiled one it calls mProf_Free(b,
+ * size) at once on the same thread: the freeSpecial probe keeps p in the
+ * thread's state and the mProf_Free probe consumes it (the special's kind
+ * numbering moves between releases: not read). Go passes arguments in
+ * registers (ABIInternal, Go 1.17+: RAX, RBX, RCX, RDI... on x86-64, R0...
+ * on arm64); which argument holds p and size moved (1.23 added mp first), so
+ * the probe's cookie says: ALLOC_COOKIE().
  */
 #ifndef BPFPROF_ALLOC_ABI_H
 #define BPFPROF_ALLOC_ABI_H
@@ -35,7 +49,35 @@ enum alloc_fn {
 	ALLOC_FN_POSIX_MEMALIGN,
 	ALLOC_FN_ALIGNED_ALLOC,
 	ALLOC_FN_MEMALIGN,
+	ALLOC_FN_GO_MALLOC,	  /* runtime.mProf_Malloc: a sampled allocation */
+	ALLOC_FN_GO_FREE_SPECIAL, /* runtime.freeSpecial: a dead object's special record */
+	ALLOC_FN_GO_MPROF_FREE,	  /* runtime.mProf_Free: ... and it was a profiled one */
 	ALLOC_FN_NR,
+};
+
+/*
+ * A probe's cookie: the function (low byte) and, for Go's, the argument
+ * numbers (ABIInternal's integer argument order, 0-based) of the object's
+ * address and of its size.
+ */
+#define ALLOC_COOKIE(fn, p_arg, size_arg)                                                          \
+	((__u32)(fn) | ((__u32)(p_arg) << 8) | ((__u32)(size_arg) << 12))
+#define ALLOC_COOKIE_FN(c)	 ((__u32)(c)&0xff)
+#define ALLOC_COOKIE_P_ARG(c)	 (((__u32)(c) >> 8) & 0xf)
+#define ALLOC_COOKIE_SIZE_ARG(c) (((__u32)(c) >> 12) & 0xf)
+
+/* Whether fn's return is probed: the C library's allocation functions. */
+static inline int alloc_fn_has_return(__u32 cookie)
+{
+	__u32 fn = ALLOC_COOKIE_FN(cookie);
+
+	return fn != ALLOC_FN_FREE && fn < ALLOC_FN_GO_MALLOC;
+}
+
+/* Where a sampled allocation came from (alloc_event.source, alloc_live_key.source). */
+enum alloc_source {
+	ALLOC_SRC_LIBC, /* sampled in BPF by bytes: --alloc's period */
+	ALLOC_SRC_GO,	/* sampled by the Go runtime: its MemProfileRate */
 };
 
 #define ALLOC_GAPS	  65536 /* exponential draws, indexed by 16 random bits */
@@ -51,12 +93,14 @@ struct alloc_event {
 	__u64 size;
 	__u64 addr;
 	char comm[16];
+	__u32 source; /* enum alloc_source */
+	__u32 pad;
 };
-_Static_assert(sizeof(struct alloc_event) == 40, "alloc_event");
+_Static_assert(sizeof(struct alloc_event) == 48, "alloc_event");
 
 struct alloc_live_key {
 	__u32 tgid;
-	__u32 pad;
+	__u32 source; /* enum alloc_source */
 	__u64 addr;
 };
 _Static_assert(sizeof(struct alloc_live_key) == 16, "alloc_live_key");
@@ -75,22 +119,27 @@ struct alloc_thread {
 	__u64 memptr; /* posix_memalign's result pointer */
 	__u64 sp;     /* its stack pointer at entry (the return's is sp + 8) */
 	__u32 fn;
-	__u32 pending; /* a sampled call waits for its return */
+	__u32 pending;	    /* a sampled call waits for its return */
+	__u64 go_free_p;    /* Go: the object freeSpecial was called for (0: none) */
+	__u64 go_free_size; /* ... and its size */
 };
 
 /* The program's own counters (a per-CPU array). */
 enum alloc_counter {
-	ALLOC_C_CALLS,	   /* allocation calls of the targets */
-	ALLOC_C_FREES,	   /* free calls of the targets (non-NULL) */
-	ALLOC_C_SAMPLED,   /* sampled calls (entries) */
-	ALLOC_C_RECORDED,  /* sampled allocations sent (returns) */
-	ALLOC_C_FAILED,	   /* sampled calls that returned no block */
-	ALLOC_C_FREED,	   /* frees of sampled blocks (matched in the live table) */
-	ALLOC_C_LIVE_FULL, /* sampled blocks not tracked: the live table was full */
-	ALLOC_C_RING_FULL, /* sampled allocations lost: the ring buffer was full */
-	ALLOC_C_NO_STACK,  /* sampled allocations without a stack (stack map full) */
-	ALLOC_C_NO_THREAD, /* calls not counted: the thread's state could not be made */
-	ALLOC_C_NO_RETURN, /* sampled calls whose return was not seen (longjmp, nesting) */
+	ALLOC_C_CALLS,	    /* allocation calls of the targets */
+	ALLOC_C_FREES,	    /* free calls of the targets (non-NULL) */
+	ALLOC_C_SAMPLED,    /* sampled calls (entries) */
+	ALLOC_C_RECORDED,   /* sampled allocations sent (returns) */
+	ALLOC_C_FAILED,	    /* sampled calls that returned no block */
+	ALLOC_C_FREED,	    /* frees of sampled blocks (matched in the live table) */
+	ALLOC_C_LIVE_FULL,  /* sampled blocks not tracked: the live table was full */
+	ALLOC_C_RING_FULL,  /* sampled allocations lost: the ring buffer was full */
+	ALLOC_C_NO_STACK,   /* sampled allocations without a stack (stack map full) */
+	ALLOC_C_NO_THREAD,  /* calls not counted: the thread's state could not be made */
+	ALLOC_C_NO_RETURN,  /* sampled calls whose return was not seen (longjmp, nesting) */
+	ALLOC_C_GO_SAMPLES, /* Go: allocations the runtime sampled (mProf_Malloc) */
+	ALLOC_C_GO_FREES,   /* Go: frees of sampled objects (mProf_Free) */
+	ALLOC_C_GO_FREED,   /* ... matched in the live table */
 	ALLOC_C_NR,
 };
 

@@ -18,6 +18,17 @@
  * the probes record is bounded in BPF (the live table, the stack map, the
  * ring buffer; each overflow counted and reported).
  *
+ * Go: the runtime samples its own allocations (one per
+ * runtime.MemProfileRate bytes on average, when the program links
+ * runtime.MemProfile) and records each through runtime.mProf_Malloc; a file
+ * defining it, runtime.freeSpecial and runtime.mProf_Free gets entry probes
+ * there (past each function's stack-check prologue, from the pc-line
+ * table's stack deltas), every call recorded, weighed with the target's own
+ * MemProfileRate, read from its memory (512 KiB, the default, when the
+ * binary has no symbol table). The release (.go.buildinfo, else the table's
+ * version) says which registers hold the arguments. Leading runtime.*
+ * frames are left out of Go stacks, as runtime/pprof does.
+ *
  * -- COMMAND: as bpfprof count does, the command is stopped at its exec and
  * at its entry point (its libraries mapped), probed, then let go. Only that
  * process is profiled (not what it starts); -p: the processes named.
@@ -47,7 +58,10 @@
 #include "session/launch.h"
 #include "session/options.h"
 #include "session/stop.h"
+#include "lang/gobuildinfo.h"
+#include "proc/elffile.h"
 #include "sym/elfcode.h"
+#include "sym/elfobj.h"
 #include "sym/elfsym.h"
 #include "sym/symbolizer.h"
 
@@ -69,6 +83,30 @@ static const char *const fn_names[ALLOC_FN_NR][3] = {
 	[ALLOC_FN_MEMALIGN] = { "memalign", "__libc_memalign" },
 };
 
+/* Go's runtime functions, and older names of them. */
+enum { GO_MALLOC, GO_FREE_SPECIAL, GO_MPROF_FREE, GO_NR };
+static const char *const go_names[GO_NR][2] = {
+	[GO_MALLOC] = { "runtime.mProf_Malloc" },
+	[GO_FREE_SPECIAL] = { "runtime.freeSpecial", "runtime.freespecial" },
+	[GO_MPROF_FREE] = { "runtime.mProf_Free" },
+};
+static const uint32_t go_fn[GO_NR] = {
+	[GO_MALLOC] = ALLOC_FN_GO_MALLOC,
+	[GO_FREE_SPECIAL] = ALLOC_FN_GO_FREE_SPECIAL,
+	[GO_MPROF_FREE] = ALLOC_FN_GO_MPROF_FREE,
+};
+#define GO_DEFAULT_RATE (512 * 1024) /* runtime.MemProfileRate's default */
+
+/* A Go process probed: where its sampling rate lives, and the rate. */
+struct goproc {
+	uint32_t pid;
+	bool rate_known; /* rate_addr is runtime.MemProfileRate */
+	bool rate_read;	 /* rate was read from the process at least once */
+	uint64_t rate_addr;
+	int64_t rate;	 /* the last read (GO_DEFAULT_RATE until then, or without symbols) */
+	bool off_warned; /* the program does not sample: said at attach */
+};
+
 /* Sampled allocations of one (process, stack), weighed. */
 struct agg_key {
 	uint32_t tgid;
@@ -78,6 +116,7 @@ struct agg_key {
 struct agg {
 	double alloc_objects, alloc_bytes, inuse_objects, inuse_bytes;
 	uint64_t samples;
+	bool go; /* sampled by the Go runtime: leading runtime.* frames left out */
 	char comm[17];
 };
 
@@ -95,6 +134,8 @@ struct arun {
 	struct mfile **held; /* probed files, held open: the probes' paths name them */
 	size_t nr_held, cap_held;
 	struct htab *aggs;
+	struct goproc *go;
+	size_t nr_go, cap_go;
 	uint64_t events, oom;
 	uint64_t t0, t1;
 	bool cmd_stopped;
@@ -114,6 +155,50 @@ static double weight(uint64_t size, uint64_t period)
 		return 1;
 	p = -expm1(-(double)size / (double)period);
 	return p > 0 ? 1 / p : 1;
+}
+
+/* Go's weight: runtime/pprof's scaleHeapSample (a rate of 0 or 1: every allocation). */
+static double go_weight(uint64_t size, int64_t rate)
+{
+	return rate <= 1 ? 1 : weight(size, (uint64_t)rate);
+}
+
+static struct goproc *goproc_of(struct arun *r, uint32_t pid)
+{
+	for (size_t i = 0; i < r->nr_go; i++)
+		if (r->go[i].pid == pid)
+			return &r->go[i];
+	return NULL;
+}
+
+/* runtime.MemProfileRate read from the process (its value as of now). */
+static void go_read_rate(struct arun *r, struct goproc *g)
+{
+	struct proc_id id = { .pid = g->pid, .exec_id = PROC_EXEC_ANY };
+	struct pproc *p;
+	int64_t v;
+
+	if (!g->rate_known || ptab__get(r->ptab, &id, &p))
+		return;
+	if (ptab__read_mem(r->ptab, p, g->rate_addr, &v, sizeof(v)) == (ssize_t)sizeof(v)) {
+		if (!g->rate_read || v != g->rate)
+			p_debug("process %u: runtime.MemProfileRate is %" PRId64, g->pid, v);
+		g->rate = v;
+		g->rate_read = true;
+	}
+	ptab__put(r->ptab, p);
+}
+
+/* The weight of a Go sample of size bytes in process pid. */
+static double go_weight_of(struct arun *r, uint32_t pid, uint64_t size)
+{
+	struct goproc *g = goproc_of(r, pid);
+
+	if (!g)
+		return go_weight(size, GO_DEFAULT_RATE);
+	if (g->rate_known && !g->rate_read)
+		go_read_rate(r, g); /* its first sample: the runtime has set the rate by now */
+	return go_weight(size, g->rate);
 }
 
 /* An estimate as a profile value: rounded, within [0, INT64_MAX] (pprof's
@@ -150,7 +235,8 @@ static void on_event(void *ctx, const struct alloc_event *ev)
 {
 	struct arun *r = ctx;
 	struct agg *a = agg_get(r, ev->tgid, ev->stackid);
-	double w = weight(ev->size, r->period);
+	bool go = ev->source == ALLOC_SRC_GO;
+	double w = go ? go_weight_of(r, ev->tgid, ev->size) : weight(ev->size, r->period);
 
 	r->events++;
 	if (!a) {
@@ -162,6 +248,7 @@ static void on_event(void *ctx, const struct alloc_event *ev)
 		a->comm[16] = '\0';
 	}
 	a->samples++;
+	a->go |= go;
 	a->alloc_objects += w;
 	a->alloc_bytes += w * (double)ev->size;
 }
@@ -170,7 +257,8 @@ static void on_live(void *ctx, const struct alloc_live_key *k, const struct allo
 {
 	struct arun *r = ctx;
 	struct agg *a = agg_get(r, k->tgid, v->stackid);
-	double w = weight(v->size, r->period);
+	double w = k->source == ALLOC_SRC_GO ? go_weight_of(r, k->tgid, v->size)
+					     : weight(v->size, r->period);
 
 	if (!a) {
 		r->oom++;
@@ -209,15 +297,211 @@ static size_t free_skip(struct mfile *f, uint64_t start, uint64_t end)
 	return skip;
 }
 
+struct pcsp_first {
+	uint64_t pc;
+	bool found;
+};
+
+static int pcsp_first_frame(uint64_t start, uint64_t end, int32_t delta, void *ctx)
+{
+	struct pcsp_first *pf = ctx;
+
+	(void)end;
+	if (delta <= 0)
+		return 0;
+	pf->pc = start;
+	pf->found = true;
+	return 1;
+}
+
+/*
+ * Where a Go function is probed: at its first pc with a frame (the stack
+ * delta > 0), past the prologue's stack check whose morestack path jumps
+ * back to the entry (a probe at the entry would count a call twice when the
+ * goroutine's stack grows there); the entry for a function without a
+ * frame (no stack check either). 0 or -ENOENT (not in the pc-line table).
+ */
+static int go_probe_pc(const struct gopclntab *g, uint64_t start, uint64_t *pc)
+{
+	struct pcsp_first pf = { 0 };
+	ssize_t i = gopclntab__find(g, start);
+	const char *name;
+	uint64_t fs, fe;
+
+	if (i < 0 || gopclntab__func(g, (size_t)i, &fs, &fe, &name) || fs != start)
+		return -ENOENT;
+	if (gopclntab__pcsp(g, (size_t)i, pcsp_first_frame, &pf) < 0 || !pf.found)
+		*pc = start;
+	else
+		*pc = pf.pc;
+	return *pc >= fs && *pc < fe ? 0 : -ENOENT;
+}
+
+/* The Go release of the file (its build information, else its pc-line table). 0 or -errno. */
+static int go_release(struct mfile *f, const struct gopclntab *g, struct gobuild *b, bool *x86)
+{
+	int fd = mfile__fd(f), err = -ENOENT;
+	struct elfcode *ec = fd >= 0 ? elfcode__open_fd(fd) : NULL;
+	uint64_t va, len;
+	bool is64 = false;
+	int machine;
+	void *buf;
+
+	if (!ec)
+		return -ENOEXEC;
+	machine = elfcode__machine(ec, &is64);
+	*x86 = machine == EM_X86_64;
+	if (!is64 || (machine != EM_X86_64 && machine != EM_AARCH64)) {
+		elfcode__free(ec);
+		return -ENOEXEC;
+	}
+	if (!elfcode__first_writable(ec, &va, &len)) {
+		len = len < GOBUILDINFO_SCAN ? len : GOBUILDINFO_SCAN;
+		buf = malloc(len ? len : 1);
+		if (buf) {
+			ssize_t got = elfcode__read(ec, va, buf, (size_t)len);
+
+			err = got > 0 ? gobuildinfo__parse(buf, (size_t)got, b) : -ENOENT;
+			free(buf);
+		}
+	}
+	elfcode__free(ec);
+	if (err && gopclntab__version(g) == GOPCLNTAB_V118) { /* 1.18 or 1.19: both alike */
+		snprintf(b->version, sizeof(b->version), "go1.18 or go1.19 (pc-line table)");
+		b->minor = 18;
+		err = 0;
+	}
+	return err;
+}
+
+/* A linked flag of the runtime read from the file (Go's linker sets it: the
+ * value does not change at run time). 1, 0, or -errno. */
+static int go_file_flag(struct mfile *f, const char *name)
+{
+	int fd = mfile__fd(f);
+	Elf *elf = mfile__elf(f);
+	struct elfcode *ec;
+	uint64_t va;
+	uint8_t v;
+	ssize_t got;
+
+	if (!elf || fd < 0 || elfobj__find(elf, name, 1, &va))
+		return -ENOENT;
+	ec = elfcode__open_fd(fd);
+	if (!ec)
+		return -ENOENT;
+	got = elfcode__read(ec, va, &v, 1);
+	elfcode__free(ec);
+	return got == 1 ? v != 0 : -ENOENT;
+}
+
+/*
+ * The Go runtime's memory-profiling functions of a file (at[GO_*] their
+ * addresses), as probes: appended to fns/offs (n). The process's rate is
+ * found. 0, or -errno (said: the file's Go allocations are not profiled).
+ */
+static int go_probes(struct arun *r, struct mfile *f, struct elfsym *es, const char *path,
+		     const struct procmap *m, uint32_t pid, const uint64_t at[GO_NR], uint32_t *fns,
+		     uint64_t *offs, size_t *n)
+{
+	const struct gopclntab *g = elfsym__gopclntab(es);
+	struct goproc *gp;
+	struct gobuild b = { .minor = 0 };
+	unsigned pa, sa, fpa, fsa;
+	bool x86 = false;
+	uint64_t bias, va;
+	int err;
+
+	if (!g) {
+		p_warn("%s: defines runtime.mProf_Malloc but has no Go pc-line table: its Go "
+		       "allocations not profiled",
+		       path);
+		return -ENOENT;
+	}
+	err = go_release(f, g, &b, &x86);
+	if (err) {
+		p_warn("%s: Go release not known (%s): its Go allocations not profiled", path,
+		       err == -ENOTSUP ? "build information older than Go 1.18"
+				       : "no build information");
+		return err;
+	}
+	if (!gobuildinfo__matches_pclntab(b.minor, gopclntab__version(g))) {
+		p_warn("%s: its build information names %s, its pc-line table is another "
+		       "release's (version %d): its Go allocations not profiled (which registers "
+		       "hold the arguments is not known)",
+		       path, b.version, (int)gopclntab__version(g));
+		return -EINVAL;
+	}
+	if (gobuildinfo__mprof_malloc_args(b.minor, &pa, &sa) ||
+	    gobuildinfo__free_special_args(b.minor, &fpa, &fsa) || (!x86 && b.minor < 18)) {
+		p_warn("%s: built by %s, whose runtime passes arguments on the stack: its Go "
+		       "allocations not profiled (Go 1.17 and later on x86-64, 1.18 on arm64)",
+		       path, b.version);
+		return -ENOTSUP;
+	}
+	for (int k = 0; k < GO_NR; k++) {
+		uint64_t pc, off;
+		uint32_t c = k == GO_MALLOC	    ? ALLOC_COOKIE(go_fn[k], pa, sa)
+			     : k == GO_FREE_SPECIAL ? ALLOC_COOKIE(go_fn[k], fpa, fsa)
+						    : ALLOC_COOKIE(go_fn[k], 0, 0);
+
+		if (go_probe_pc(g, at[k], &pc) || elfsym__vaddr_to_off(es, pc, &off, NULL)) {
+			p_warn("%s: %s not found in its pc-line table: its Go allocations not "
+			       "profiled",
+			       path, go_names[k][0]);
+			*n -= (size_t)k;
+			return -ENOENT;
+		}
+		p_debug("probing %s at %s+0x%" PRIx64 " (+%" PRIu64 " past its entry) in %u",
+			go_names[k][0], path, off, pc - at[k], pid);
+		fns[*n] = c;
+		offs[(*n)++] = off;
+	}
+	p_debug("%s: built by %s: mProf_Malloc's address and size in arguments %u and %u", path,
+		b.version, pa, sa);
+	gp = goproc_of(r, pid);
+	if (!gp) {
+		if (array_grow((void **)&r->go, &r->cap_go, r->nr_go + 1, sizeof(*r->go))) {
+			*n -= GO_NR;
+			return -ENOMEM;
+		}
+		gp = &r->go[r->nr_go++];
+		*gp = (struct goproc){ .pid = pid, .rate = GO_DEFAULT_RATE };
+	}
+	if (go_file_flag(f, "runtime.disableMemoryProfiling") == 1 && !gp->off_warned) {
+		gp->off_warned = true;
+		p_warn("process %u (%s): the Go runtime samples no allocation: its "
+		       "runtime.MemProfileRate is 0, the program does not link runtime.MemProfile "
+		       "(import runtime/pprof or net/http/pprof, or call runtime.MemProfile, to "
+		       "turn its sampling on)",
+		       pid, path);
+	}
+	if (mfile__elf(f) && !elfobj__find(mfile__elf(f), "runtime.MemProfileRate", 8, &va) &&
+	    !elffile__load_bias(mfile__elf(f), m->start, m->offset, &bias)) {
+		gp->rate_known = true;
+		gp->rate_addr = va + bias;
+		go_read_rate(r, gp); /* -- COMMAND: before the runtime's start: read again later */
+		if (gp->rate_read && gp->rate == 0)
+			gp->rate_read = false;
+	} else {
+		p_info("%s: no symbol table: its Go samples weighed with runtime.MemProfileRate's "
+		       "default, %d bytes",
+		       path, GO_DEFAULT_RATE);
+	}
+	return 0;
+}
+
 /* The allocator functions of one file that defines malloc and free: probed in pid. */
-static int probe_file(struct arun *r, struct mfile *f, const char *path, uint32_t pid, bool *probed)
+static int probe_file(struct arun *r, struct mfile *f, const char *path, const struct procmap *m,
+		      uint32_t pid, bool *probed)
 {
 	Elf *elf = mfile__elf(f);
 	struct elfsym *es = elf ? elfsym__open_elf(elf, (uint64_t)mfile__stat(f)->st_size) : NULL;
 	uint64_t offs[ALLOC_FN_NR];
 	uint32_t fns[ALLOC_FN_NR];
 	bool have[ALLOC_FN_NR] = { false };
-	uint64_t at[ALLOC_FN_NR], at_end[ALLOC_FN_NR];
+	uint64_t at[ALLOC_FN_NR], at_end[ALLOC_FN_NR], go_at[GO_NR];
+	bool go_have[GO_NR] = { false }, libc, go;
 	size_t n = 0, nsyms;
 	struct errmsg em = { 0 };
 	char kpath[64];
@@ -242,10 +526,18 @@ static int probe_file(struct arun *r, struct mfile *f, const char *path, uint32_
 					at[k] = start;
 					at_end[k] = end;
 				}
+		for (int k = 0; k < GO_NR && !strncmp(name, "runtime.", 8); k++)
+			for (int a = 0; a < 2 && go_names[k][a]; a++)
+				if (!go_have[k] && !strcmp(name, go_names[k][a])) {
+					go_have[k] = true;
+					go_at[k] = start;
+				}
 	}
-	if (!have[ALLOC_FN_MALLOC] || !have[ALLOC_FN_FREE])
+	libc = have[ALLOC_FN_MALLOC] && have[ALLOC_FN_FREE];
+	go = go_have[GO_MALLOC] && go_have[GO_FREE_SPECIAL] && go_have[GO_MPROF_FREE];
+	if (!libc && !go)
 		goto out;
-	for (int k = 0; k < ALLOC_FN_NR; k++) {
+	for (int k = 0; libc && k < ALLOC_FN_GO_MALLOC; k++) {
 		uint64_t off;
 		bool dup = false;
 
@@ -269,6 +561,8 @@ static int probe_file(struct arun *r, struct mfile *f, const char *path, uint32_
 		fns[n] = (uint32_t)k;
 		offs[n++] = off;
 	}
+	if (go && go_probes(r, f, es, path, m, pid, go_at, fns, offs, &n) && !libc)
+		goto out;
 	err = mfile__kernel_path(f, kpath, sizeof(kpath));
 	if (!err)
 		err = allocprof__attach_file(r->ap, kpath, (int)pid, fns, offs, n, &em);
@@ -278,7 +572,8 @@ static int probe_file(struct arun *r, struct mfile *f, const char *path, uint32_
 		goto out;
 	}
 	*probed = true;
-	p_info("%s: %zu allocator functions probed in process %u", path, n, pid);
+	p_info("%s: %zu allocator functions probed in process %u%s", path, n, pid,
+	       go ? " (the Go runtime's sampled allocations)" : "");
 out:
 	elfsym__free(es);
 	return 0;
@@ -319,7 +614,7 @@ static int probe_process(struct arun *r, uint32_t pid)
 			continue;
 		}
 		seen[nr_seen++] = mfile__serial(f);
-		probe_file(r, f, m->path, pid, &probed);
+		probe_file(r, f, m->path, m, pid, &probed);
 		if (probed && !array_grow((void **)&r->held, &r->cap_held, r->nr_held + 1,
 					  sizeof(*r->held))) {
 			r->held[r->nr_held++] = f;
@@ -403,6 +698,8 @@ static void refresh(struct arun *r)
 
 		symbolizer__refresh_process(r->sym, &id);
 	}
+	for (size_t i = 0; i < r->nr_go; i++)
+		go_read_rate(r, &r->go[i]);
 }
 
 static void run(struct arun *r)
@@ -454,6 +751,27 @@ static int add_agg(struct arun *r, struct profile *prof, const void *key, const 
 	};
 	int n = k->stackid >= 0 ? allocprof__stack(r->ap, k->stackid, ips, ALLOC_STACK_DEPTH) : 0;
 	uint32_t nf = 0;
+
+	if (a->go) {
+		/* The runtime's own frames above the first frame of the program
+		 * are left out, as runtime/pprof does (all kept if none is the
+		 * program's). */
+		int lead = 0;
+
+		while (lead < n) {
+			struct sym s[SYM_MAX_FRAMES];
+			size_t ns = symbolizer__user_frames(r->sym, &id, ips[lead], false, s,
+							    SYM_MAX_FRAMES);
+
+			if (!ns || !s[ns - 1].name || strncmp(s[ns - 1].name, "runtime.", 8))
+				break;
+			lead++;
+		}
+		if (lead < n) {
+			ips += lead;
+			n -= lead;
+		}
+	}
 
 	if (n <= 0) {
 		int64_t f = profile__frame(prof, FRAME_OTHER, "[no stack]", NULL);
@@ -542,6 +860,21 @@ static int report(struct arun *r)
 		       c[ALLOC_C_NO_THREAD], c[ALLOC_C_NO_RETURN], r->oom);
 	p_debug("%" PRIu64 " sampled calls, %" PRIu64 " returned no block", c[ALLOC_C_SAMPLED],
 		c[ALLOC_C_FAILED]);
+	if (r->nr_go) {
+		bool warned = false;
+
+		for (size_t i = 0; i < r->nr_go; i++)
+			warned |= r->go[i].off_warned;
+		p_info("Go: %" PRIu64 " allocations the runtime sampled, %" PRIu64
+		       " frees of sampled objects seen, %" PRIu64 " of them matched",
+		       c[ALLOC_C_GO_SAMPLES], c[ALLOC_C_GO_FREES], c[ALLOC_C_GO_FREED]);
+		if (!c[ALLOC_C_GO_SAMPLES] && !warned)
+			p_warn("the Go runtime sampled no allocation: a Go program samples only "
+			       "when it links runtime.MemProfile (imports runtime/pprof or "
+			       "net/http/pprof), else its runtime.MemProfileRate is 0; or it "
+			       "allocated less than its rate (%d bytes by default)",
+			       GO_DEFAULT_RATE);
+	}
 
 	err = writer__write_path(r->w, prof, r->o->output, &r->o->out, &em);
 	if (err) {
@@ -615,7 +948,8 @@ static int alloc_main(struct arun *r)
 			goto out_end;
 		}
 		if (err) {
-			p_err("process %u: no file it maps defines malloc and free (%s)",
+			p_err("process %u: no file it maps defines malloc and free, or Go's "
+			      "runtime.mProf_Malloc (%s)",
 			      r->pids[i], strerror(-err));
 			goto out_end;
 		}
@@ -667,5 +1001,6 @@ int cmd_record_alloc(const struct options *o, const struct writer *w)
 			close(r.pidfds[i]);
 	free(r.pidfds);
 	free(r.pids);
+	free(r.go);
 	return ret;
 }

@@ -261,7 +261,7 @@ int allocprof__attach_file(struct allocprof *a, const char *path, int pid, const
 		return errmsg_set(em, -EINVAL, "%zu functions, at most %d", n, ALLOC_FN_NR);
 	for (size_t i = 0; i < n; i++) {
 		cookies[i] = fns[i];
-		if (fns[i] != ALLOC_FN_FREE) { /* free has no return to see */
+		if (alloc_fn_has_return(fns[i])) { /* free and Go's have none to see */
 			roffs[nr] = offs[i];
 			rcookies[nr++] = fns[i];
 		}

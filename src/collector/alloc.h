@@ -42,7 +42,8 @@ int allocprof__attach_stop(struct allocprof *a, const char *path, uint64_t off, 
 void allocprof__detach_stops(struct allocprof *a);
 
 /*
- * The probes of n functions (fns[i]: enum alloc_fn, at file offset offs[i])
+ * The probes of n functions (fns[i]: ALLOC_COOKIE() of alloc_abi.h, its low
+ * byte the enum alloc_fn; at file offset offs[i])
  * of the file at path (a kernel_path: ptab.h) in process pid. 0 or -errno
  * with em.
  */

@@ -17,6 +17,7 @@
 
 struct seg {
 	uint64_t vaddr, off, filesz;
+	bool writable;
 };
 
 struct elfcode {
@@ -68,7 +69,8 @@ struct elfcode *elfcode__open_fd(int fd)
 		 * is the end of its address space, so it passes too). */
 		if (S_ISREG(st.st_mode) && ph.p_offset + ph.p_filesz > (uint64_t)st.st_size)
 			continue;
-		ec->segs[ec->nr++] = (struct seg){ ph.p_vaddr, ph.p_offset, ph.p_filesz };
+		ec->segs[ec->nr++] =
+			(struct seg){ ph.p_vaddr, ph.p_offset, ph.p_filesz, !!(ph.p_flags & PF_W) };
 	}
 	err = 0;
 out:
@@ -124,4 +126,16 @@ int elfcode__machine(const struct elfcode *ec, bool *is64)
 	if (is64)
 		*is64 = ec->is64;
 	return ec->machine;
+}
+
+int elfcode__first_writable(const struct elfcode *ec, uint64_t *vaddr, uint64_t *filesz)
+{
+	for (size_t i = 0; i < ec->nr; i++) {
+		if (ec->segs[i].writable) {
+			*vaddr = ec->segs[i].vaddr;
+			*filesz = ec->segs[i].filesz;
+			return 0;
+		}
+	}
+	return -ENOENT;
 }

@@ -33,6 +33,10 @@ void elfcode__free(struct elfcode *ec);
  */
 ssize_t elfcode__read(const struct elfcode *ec, uint64_t vaddr, void *buf, size_t len);
 
+/* The first writable PT_LOAD segment with bytes in the file (Go's build
+ * information opens it): its vaddr and file size. 0 or -ENOENT. */
+int elfcode__first_writable(const struct elfcode *ec, uint64_t *vaddr, uint64_t *filesz);
+
 /* e_machine and whether the file is ELFCLASS64. */
 int elfcode__machine(const struct elfcode *ec, bool *is64);
 

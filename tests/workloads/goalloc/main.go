@@ -4,9 +4,23 @@
 // (tools/bench_alloc.py go): each goroutine builds small structs, byte
 // slices of 16 B-32 KiB (size classes log-uniform) and short strings, keeps
 // each in a ring of 4096 live objects (so the collector has work), and counts
-// what it made. It prints its own throughput as one JSON line.
+// what it made. It prints its own throughput as one JSON line (per second
+// and per CPU second).
 //
-//	goalloc [wait] SECONDS [GOROUTINES]   (default 1 goroutine per CPU)
+//	goalloc [wait] [memprof] SECONDS [GOROUTINES]   (default 1 goroutine per CPU)
+//
+// The runtime samples allocations (runtime.MemProfileRate, 512 KiB) only
+// when the program links runtime.MemProfile (the linker sets
+// runtime.disableMemoryProfiling otherwise): memprof.go links it, so
+// goalloc samples as a program importing runtime/pprof does; built with
+// -tags nomemprof (goalloc-nomemprof) it samples nothing.
+//
+// memprof: after the run, runtime.GC() twice (the sweep is finished and
+// the profile published), then one more JSON line, the runtime's own heap
+// profile per site (the first frame not in package runtime, inlined frames
+// expanded), scaled as runtime/pprof scales it: {"memprof": {"rate": R,
+// "sites": {NAME: [samples, alloc_objects, alloc_space, inuse_objects,
+// inuse_space]}}}.
 //
 // wait: print {"waiting": PID} and wait for SIGUSR1 before starting (a
 // profiler attaches with -p first). The first tenth of SECONDS is a
@@ -34,6 +48,10 @@ type node struct {
 
 var sink [64]interface{}
 
+// The workers' rings stay reachable after the run: memprof's in-use bytes
+// are theirs (the runtime's profile and bpfprof's agree on what is kept).
+var rings [64]*[4096]interface{}
+
 //go:noinline
 func makeNode(i uint64, prev *node) *node {
 	return &node{key: i, name: strconv.FormatUint(i, 36), next: prev}
@@ -47,8 +65,9 @@ func makeBytes(r uint64) []byte {
 	return b
 }
 
-func worker(seed uint64, stop *int32, counting *int32, ops *uint64) {
-	var ring [4096]interface{}
+func worker(k int, seed uint64, stop *int32, counting *int32, ops *uint64) {
+	ring := new([4096]interface{})
+	rings[k%64] = ring
 	var prev *node
 	x := seed
 	var n uint64
@@ -73,6 +92,15 @@ func worker(seed uint64, stop *int32, counting *int32, ops *uint64) {
 	atomic.AddUint64(ops, n)
 }
 
+// cpuSeconds: the process's CPU time (user and system: a probe's traps count
+// as system time), what ops_per_cpu_sec divides by - steadier than wall-clock
+// throughput on a host whose other work takes the CPUs.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
 func main() {
 	args := os.Args[1:]
 	if len(args) > 0 && args[0] == "wait" {
@@ -80,6 +108,11 @@ func main() {
 		signal.Notify(ch, syscall.SIGUSR1)
 		fmt.Printf("{\"waiting\": %d}\n", os.Getpid())
 		<-ch
+		args = args[1:]
+	}
+	memprof := false
+	if len(args) > 0 && args[0] == "memprof" {
+		memprof = true
 		args = args[1:]
 	}
 	secs := 5.0
@@ -97,19 +130,22 @@ func main() {
 		wg.Add(1)
 		go func(k int) {
 			defer wg.Done()
-			worker(uint64(k)*0x9E3779B97F4A7C15+88172645463325252, &stop, &counting, &ops)
+			worker(k, uint64(k)*0x9E3779B97F4A7C15+88172645463325252, &stop, &counting, &ops)
 		}(k)
 	}
 	time.Sleep(time.Duration(secs * 0.1 * float64(time.Second)))
 	atomic.StoreInt32(&counting, 1)
-	t0 := time.Now()
+	t0, c0 := time.Now(), cpuSeconds()
 	time.Sleep(time.Duration(secs * 0.9 * float64(time.Second)))
 	atomic.StoreInt32(&counting, 0)
-	el := time.Since(t0).Seconds()
+	el, cpu := time.Since(t0).Seconds(), cpuSeconds()-c0
 	atomic.StoreInt32(&stop, 1)
 	wg.Wait()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	fmt.Printf("{\"goroutines\": %d, \"seconds\": %.3f, \"ops\": %d, \"ops_per_sec\": %.0f, \"gc\": %d, \"total_alloc\": %d}\n",
-		g, el, ops, float64(ops)/el, ms.NumGC, ms.TotalAlloc)
+	fmt.Printf("{\"goroutines\": %d, \"seconds\": %.3f, \"ops\": %d, \"ops_per_sec\": %.0f, \"cpu_seconds\": %.3f, \"ops_per_cpu_sec\": %.0f, \"gc\": %d, \"total_alloc\": %d}\n",
+		g, el, ops, float64(ops)/el, cpu, float64(ops)/cpu, ms.NumGC, ms.TotalAlloc)
+	if memprof {
+		printMemProfile()
+	}
 }

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * gobuildinfo.c - Go's build information; see gobuildinfo.h. The layout
+ * follows debug/buildinfo (Go 1.18 and later) and cmd/link's writer.
+ */
+#include "lang/gobuildinfo.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define MAGIC	    "\xff Go buildinf:"
+#define MAGIC_LEN   14
+#define HEADER_LEN  32
+#define FLAG_INLINE 2
+
+/* An unsigned varint at *pos of buf[0, len): at most 10 bytes. 0 or -EINVAL. */
+static int uvarint(const unsigned char *buf, size_t len, size_t *pos, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0, shift = 0; i < 10; i++, shift += 7) {
+		unsigned char b;
+
+		if (*pos >= len)
+			return -EINVAL;
+		b = buf[(*pos)++];
+		if (i == 9 && b > 1)
+			return -EINVAL; /* over 64 bits */
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*out = v;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* "go1.N..." (after an optional "devel "): N. 0 or -EINVAL. */
+static int minor_of(const char *v, unsigned *minor)
+{
+	unsigned n = 0;
+	size_t i;
+
+	if (!strncmp(v, "devel ", 6))
+		v += 6;
+	if (strncmp(v, "go1.", 4))
+		return -EINVAL;
+	for (i = 4; v[i] >= '0' && v[i] <= '9'; i++) {
+		if (i >= 8)
+			return -EINVAL; /* four digits are plenty */
+		n = n * 10 + (unsigned)(v[i] - '0');
+	}
+	if (i == 4)
+		return -EINVAL;
+	*minor = n;
+	return 0;
+}
+
+int gobuildinfo__parse(const void *buf, size_t len, struct gobuild *out)
+{
+	const unsigned char *b = buf;
+
+	for (size_t at = 0; len >= HEADER_LEN && at <= len - HEADER_LEN; at += 16) {
+		size_t pos = at + HEADER_LEN;
+		uint64_t n;
+
+		if (memcmp(b + at, MAGIC, MAGIC_LEN))
+			continue;
+		if (!(b[at + MAGIC_LEN + 1] & FLAG_INLINE))
+			return -ENOTSUP;
+		if (uvarint(b, len, &pos, &n) || !n || n > GOBUILDINFO_MAX_VERSION || n > len - pos)
+			return -EINVAL;
+		memcpy(out->version, b + pos, (size_t)n);
+		out->version[n] = '\0';
+		if (strlen(out->version) != n)
+			return -EINVAL; /* a NUL inside */
+		return minor_of(out->version, &out->minor);
+	}
+	return -ENOENT;
+}
+
+bool gobuildinfo__matches_pclntab(unsigned minor, enum gopclntab_version v)
+{
+	switch (v) {
+	case GOPCLNTAB_V12:
+		return minor >= 2 && minor <= 15;
+	case GOPCLNTAB_V116:
+		return minor == 16 || minor == 17;
+	case GOPCLNTAB_V118:
+		return minor == 18 || minor == 19;
+	case GOPCLNTAB_V120:
+		return minor >= 20;
+	}
+	return false;
+}
+
+int gobuildinfo__mprof_malloc_args(unsigned minor, unsigned *p_arg, unsigned *size_arg)
+{
+	if (minor < 17)
+		return -ENOTSUP;
+	if (minor < 23) { /* mProf_Malloc(p unsafe.Pointer, size uintptr) */
+		*p_arg = 0;
+		*size_arg = 1;
+	} else { /* (mp *m, p, size) in 1.23 and 1.24, (mp, p, size, typ) later */
+		*p_arg = 1;
+		*size_arg = 2;
+	}
+	return 0;
+}
+
+int gobuildinfo__free_special_args(unsigned minor, unsigned *p_arg, unsigned *size_arg)
+{
+	if (minor < 17)
+		return -ENOTSUP;
+	*p_arg = 1; /* freeSpecial(s *special, p unsafe.Pointer, size uintptr) */
+	*size_arg = 2;
+	return 0;
+}

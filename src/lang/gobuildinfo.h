@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * gobuildinfo.h - the Go release a binary was built by, from its build
+ * information (.go.buildinfo, kept by -ldflags='-s -w'), and what that
+ * release's memory-profiling functions take (bpfprof --alloc's Go probes).
+ *
+ * The record, as Go's debug/buildinfo reads it: 32 bytes of header at a
+ * 16-byte aligned place, the magic "\xff Go buildinf:", the pointer size, a
+ * flags byte; with flag 2 (Go 1.18 and later) the version string and the
+ * module information follow inline, each behind an unsigned varint length.
+ * Older binaries hold pointers to runtime.buildVersion instead: refused here
+ * (ENOTSUP), the caller falls back on the pc-line table's version.
+ *
+ * The bytes are untrusted (the profiled process's file): the search is
+ * bounded by the buffer given (the caller reads at most GOBUILDINFO_SCAN
+ * bytes), varints by 10 bytes and the version by GOBUILDINFO_MAX_VERSION.
+ */
+#ifndef BPFPROF_GOBUILDINFO_H
+#define BPFPROF_GOBUILDINFO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lang/gopclntab.h"
+
+#define GOBUILDINFO_SCAN	(64u << 10) /* bytes of the data segment searched */
+#define GOBUILDINFO_MAX_VERSION 64	    /* bytes of a version string */
+
+struct gobuild {
+	char version[GOBUILDINFO_MAX_VERSION + 1]; /* "go1.19.8", as stored */
+	unsigned minor;				   /* 19: Go 1.minor */
+};
+
+/*
+ * The build information in buf (a data segment's first bytes, or the
+ * .go.buildinfo section): 0 and *out, -ENOENT no header at a 16-byte
+ * aligned place of buf, -ENOTSUP the pre-1.18 pointer form, -EINVAL a
+ * header whose version is cut, too long or not "go1.N...".
+ */
+int gobuildinfo__parse(const void *buf, size_t len, struct gobuild *out);
+
+/*
+ * Whether Go 1.minor writes pc-line tables of version v (1.16-1.17: V116,
+ * 1.18-1.19: V118, 1.20 and later: V120): a binary whose build information
+ * names another release than its table lies (or was edited), and its
+ * probes would read the wrong registers.
+ */
+bool gobuildinfo__matches_pclntab(unsigned minor, enum gopclntab_version v);
+
+/*
+ * runtime.mProf_Malloc's arguments in Go 1.minor (ABIInternal integer
+ * argument numbers, 0-based): the object's address and its size. 0, or
+ * -ENOTSUP before 1.17 (arguments on the stack).
+ */
+int gobuildinfo__mprof_malloc_args(unsigned minor, unsigned *p_arg, unsigned *size_arg);
+/* runtime.freeSpecial(s, p, size)'s, the same since 1.17. */
+int gobuildinfo__free_special_args(unsigned minor, unsigned *p_arg, unsigned *size_arg);
+
+#endif

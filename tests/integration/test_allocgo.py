@@ -1,0 +1,219 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""bpfprof --alloc on Go programs: the runtime's own sampled allocations.
+
+The Go runtime samples allocations by bytes (runtime.MemProfileRate) and
+records each sampled one through runtime.mProf_Malloc; bpfprof probes that
+path, so its samples are the runtime's own. The workload
+(tests/workloads/goalloc, memprof mode) prints the runtime's heap profile per
+site (runtime.MemProfile after runtime.GC() twice, scaled as runtime/pprof
+scales it): bpfprof's profile must show the same samples at the same sites,
+its alloc_space per site within 10% of the runtime's (the same samples: only
+weighing each sample by its own size instead of the bucket's average
+differs), and in-use bytes within 20% (ours: not yet swept at exit; the
+runtime's: after its last GC - the same after runtime.GC()).
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import BPFPROF, as_tenant, run_bpfprof, tenant, wl
+import pprof
+
+SITES = ("main.makeBytes", "main.makeNode", "strconv.formatBits", "main.worker")
+MIN_SAMPLES = 20  # a site compared needs this many of the runtime's samples (a loaded
+# host makes fewer); main.makeBytes, most of the bytes, always has them
+
+
+def go_sites(path):
+    """{innermost non-runtime function: [alloc_objects, alloc_space, inuse_objects,
+    inuse_space]} of a heap profile."""
+    with open(path, "rb") as f:
+        p = pprof.decode(f.read())
+    out = {}
+    for s in p["sample"]:
+        name = "[none]"
+        for lid in s["location_id"]:
+            lines = p["location"][lid]["lines"] if lid in p["location"] else []
+            names = [pprof.strings(p, p["function"][ln.get(1)].get(2, 0)) for ln in lines]
+            hit = [n for n in names if not n.startswith("runtime.")]
+            if hit:
+                name = hit[0]
+                break
+        v = out.setdefault(name, [0, 0, 0, 0])
+        for i in range(4):
+            v[i] += s["value"][i]
+    return p, out
+
+
+def memprof(stdout):
+    for line in stdout.splitlines():
+        if line.startswith('{"memprof"'):
+            return json.loads(line)["memprof"]
+    raise AssertionError(f"goalloc printed no memprof line:\n{stdout}")
+
+
+def go_counts(stderr):
+    """(sampled, frees seen, frees matched) from bpfprof's -v summary."""
+    m = re.search(r"Go: (\d+) allocations the runtime sampled, (\d+) frees of sampled "
+                  r"objects seen, (\d+) of them matched", stderr)
+    if m:
+        return tuple(int(x) for x in m.groups())
+    raise AssertionError(f"no Go summary:\n{stderr}")
+
+
+def check_against_runtime(out, stdout, stderr, rate=None, late=0):
+    """late: samples the runtime may have taken before -p attached (its start,
+    signal.Notify), beyond its own [runtime] site."""
+    mp = memprof(stdout)
+    if rate is not None:
+        assert mp["rate"] == rate
+    truth = mp["sites"]
+    sampled, seen, matched = go_counts(stderr)
+    rt_samples = sum(v[0] for v in truth.values())
+    early = truth.get("[runtime]", [0])[0]  # the runtime's start, before -p attached
+    # Every sample the runtime took is ours too (a few more: after its profile was read).
+    assert rt_samples - early - late <= sampled <= rt_samples * 1.02 + 10, (rt_samples, sampled)
+    assert matched >= 0.97 * seen and seen > 0, (seen, matched)
+    _, v = go_sites(out)
+    assert truth["main.makeBytes"][0] >= MIN_SAMPLES, truth
+    for site in SITES:
+        t = truth.get(site, [0] * 5)
+        if t[0] < MIN_SAMPLES:
+            continue
+        assert site in v, f"{site} missing from {sorted(v)}"
+        assert abs(v[site][1] - t[2]) <= 0.10 * t[2], \
+            f"{site} alloc_space: ours {v[site][1]}, the runtime's {t[2]:.0f}"
+        assert abs(v[site][0] - t[1]) <= 0.10 * t[1], \
+            f"{site} alloc_objects: ours {v[site][0]}, the runtime's {t[1]:.0f}"
+        assert abs(v[site][3] - t[4]) <= 0.20 * t[4] + 2 * 524288, \
+            f"{site} inuse_space: ours {v[site][3]}, the runtime's {t[4]:.0f}"
+    # The runtime's leading frames are left out: no sample's leaf is runtime.*.
+    return v
+
+
+@pytest.fixture(scope="module")
+def go_command(tmp_path_factory):
+    out = tmp_path_factory.mktemp("allocgo") / "go.pb.gz"
+    r = run_bpfprof(["--alloc", "-v", "-o", out, "--", wl("goalloc"), "memprof", 2])
+    return out, r
+
+
+def test_go_sites_match_the_runtime(go_command):
+    """-- COMMAND: per site, the runtime's own heap profile."""
+    out, r = go_command
+    assert "goalloc: 3 allocator functions probed" in r.stderr, r.stderr
+    check_against_runtime(out, r.stdout, r.stderr, rate=524288)
+
+
+def test_go_runtime_frames_trimmed(go_command):
+    """Leading runtime.* frames are left out, as runtime/pprof does: the leaf
+    of the big site is main.makeBytes itself (go tool pprof -top's flat)."""
+    out, _ = go_command
+    p, _ = go_sites(out)
+    leaves = {}
+    for s in p["sample"]:
+        loc = p["location"][s["location_id"][0]]
+        name = pprof.strings(p, p["function"][loc["lines"][0].get(1)].get(2, 0))
+        leaves[name] = leaves.get(name, 0) + s["value"][1]
+    tot = sum(leaves.values())
+    runtime = sum(b for n, b in leaves.items() if n.startswith("runtime."))
+    assert leaves.get("main.makeBytes", 0) > 0.8 * tot, leaves
+    assert runtime < 0.01 * tot, leaves
+
+
+def test_go_stripped(tmp_path):
+    """-ldflags='-s -w': names from .gopclntab, the release from .go.buildinfo,
+    the rate taken as the default (said)."""
+    out = tmp_path / "go.pb.gz"
+    r = run_bpfprof(["--alloc", "-v", "-o", out, "--", wl("goalloc-stripped"), "memprof", 2])
+    assert "no symbol table" in r.stderr and "524288" in r.stderr, r.stderr
+    check_against_runtime(out, r.stdout, r.stderr, rate=524288)
+
+
+def start_waiting(argv):
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line.startswith('{"waiting"'), line
+    return proc, json.loads(line)["waiting"]
+
+
+def attach(proc, pid, out, timeout=60):
+    """bpfprof -p pid until it exits; pid is let go once the probes are in."""
+    bp = subprocess.Popen([str(BPFPROF), "--alloc", "-v", "-o", str(out), "-p", str(pid)],
+                          stderr=subprocess.PIPE, text=True)
+    seen = []
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = bp.stderr.readline()
+            if not line:
+                break
+            seen.append(line)
+            if "profiling allocations of" in line:
+                break
+        os.kill(pid, signal.SIGUSR1)
+        stdout, _ = proc.communicate(timeout=timeout)
+        rest = bp.communicate(timeout=timeout)[1]
+    finally:
+        for p in (proc, bp):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return stdout, "".join(seen) + rest, bp.returncode
+
+
+def test_go_pid(tmp_path):
+    """-p: a running Go program (attached before its work starts)."""
+    out = tmp_path / "go.pb.gz"
+    proc, pid = start_waiting([wl("goalloc"), "wait", "memprof", "2"])
+    stdout, stderr, rc = attach(proc, pid, out)
+    assert rc == 0, stderr
+    check_against_runtime(out, stdout, stderr, rate=524288, late=5)
+
+
+def test_go_sampling_off_warns():
+    """A Go program that does not link runtime.MemProfile samples nothing
+    (MemProfileRate 0): said, not an empty profile in silence."""
+    r = run_bpfprof(["--alloc", "-d", "3", "-f", "folded", "--", wl("goalloc-nomemprof"), 1])
+    assert "the Go runtime samples no allocation" in r.stderr, r.stderr
+    assert "runtime.MemProfile" in r.stderr
+
+
+def test_go_sampling_off_stripped_warns(tmp_path):
+    """The same without a symbol table (the flag cannot be read): zero samples
+    from a Go program that ran are said at the end."""
+    prog = tmp_path / "goalloc-nomemprof"
+    shutil.copy(wl("goalloc-nomemprof"), prog)
+    subprocess.run(["strip", str(prog)], check=True)
+    r = run_bpfprof(["--alloc", "-d", "3", "-f", "folded", "--", prog, 1])
+    assert "the Go runtime sampled no allocation" in r.stderr, r.stderr
+
+
+def test_tenant_edited_buildinfo(tmp_path, tenant_dir):
+    """A tenant's Go program whose build information names another release
+    than its code (go1.19.8 edited to go1.23.8, whose mProf_Malloc takes the
+    M first: its probe would read the size from the wrong register) is not
+    probed, said; no sample of wrong weight."""
+    pw = tenant()
+    prog = tenant_dir / "goalloc"
+    data = bytearray(open(wl("goalloc"), "rb").read())
+    at = data.find(b"\xff Go buildinf:")
+    assert at >= 0
+    ver = data.find(b"go1.19", at, at + 64)
+    assert ver > 0, data[at:at + 64]
+    data[ver:ver + 6] = b"go1.23"
+    prog.write_bytes(bytes(data))
+    prog.chmod(0o755)
+    os.chown(prog, pw.pw_uid, pw.pw_gid)
+    out = tmp_path / "go.pb.gz"
+    proc, pid = start_waiting(as_tenant([prog, "wait", "memprof", "1"]))
+    stdout, stderr, rc = attach(proc, pid, out)
+    assert "its build information names go1.23" in stderr, stderr
+    assert "Go allocations not profiled" in stderr
+    assert rc != 0 or "allocations the runtime sampled" not in stderr, stderr

@@ -24,8 +24,14 @@
 #include "base/profile.h"
 #include "base/util.h"
 
-enum { OPT_SEL_PID = OPT_CMD_FIRST, OPT_SEL_COMM, OPT_SEL_EVENT, OPT_CALLERS, OPT_CALLEES,
-       OPT_STYLE };
+enum {
+	OPT_SEL_PID = OPT_CMD_FIRST,
+	OPT_SEL_COMM,
+	OPT_SEL_EVENT,
+	OPT_CALLERS,
+	OPT_CALLEES,
+	OPT_STYLE
+};
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, OPT_SEL_PID },

@@ -447,8 +447,8 @@ static void sbsprof_table(FILE *f, struct fstats *fs, uint64_t total, bool by_to
 	}
 	for (int c = 0; c < 72; c++)
 		fputc('-', f);
-	fprintf(f, "\n%11" PRIu64 " %5.1f%36s elsewhere\n", total - cumul, pct(total - cumul, total),
-		"");
+	fprintf(f, "\n%11" PRIu64 " %5.1f%36s elsewhere\n", total - cumul,
+		pct(total - cumul, total), "");
 }
 
 struct pstat {

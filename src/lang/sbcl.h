@@ -40,17 +40,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SBCL_PAGE_BYTES 4096u	     /* text space pages (IMMOBILE_CARD_BYTES) */
-#define SBCL_MAX_CODE	(16u << 20)  /* largest code object believed */
-#define SBCL_MAX_FUNS	4096u	     /* simple-funs per code object */
-#define SBCL_MAX_STEPS	65536u	     /* objects walked per lookup */
-#define SBCL_MAX_SCAN	64u	     /* pages searched back for a scan start */
-#define SBCL_MAX_TEXT	(256u << 20) /* text space indexed per process */
-#define SBCL_NAME_MAX	512u	     /* printed name, bytes (longer: cut, "...") */
-#define SBCL_STRING_MAX 200u	     /* characters read of one string */
-#define SBCL_LIST_MAX	16u	     /* elements printed of one list */
-#define SBCL_DEPTH_MAX	4u	     /* lists within lists */
-#define SBCL_MAX_EXT	32768u	     /* cells read of a package's external symbols */
+#define SBCL_PAGE_BYTES	   4096u	/* text space pages (IMMOBILE_CARD_BYTES) */
+#define SBCL_MAX_CODE	   (16u << 20)	/* largest code object believed */
+#define SBCL_MAX_FUNS	   4096u	/* simple-funs per code object */
+#define SBCL_MAX_STEPS	   65536u	/* objects walked per lookup */
+#define SBCL_MAX_SCAN	   64u		/* pages searched back for a scan start */
+#define SBCL_MAX_TEXT	   (256u << 20) /* text space indexed per process */
+#define SBCL_NAME_MAX	   512u		/* printed name, bytes (longer: cut, "...") */
+#define SBCL_STRING_MAX	   200u		/* characters read of one string */
+#define SBCL_LIST_MAX	   16u		/* elements printed of one list */
+#define SBCL_DEPTH_MAX	   4u		/* lists within lists */
+#define SBCL_MAX_EXT	   32768u	/* cells read of a package's external symbols */
+#define SBCL_MAX_DYN_WALK  (4u << 20)	/* dynamic space walked back to a scan start */
+#define SBCL_MAX_DYN_SPACE (1ull << 44) /* dynamic space believed (16 TiB) */
 
 /* Reads len bytes of the process at addr; 0, or -errno (a short read is an error). */
 typedef int (*sbcl_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
@@ -68,6 +70,11 @@ struct sbcl_layout {
 	uint32_t ht_pairs_word;	 /* hash-table instance: word of its key/value vector */
 	uint32_t pkg_ext_slot;	 /* package: word of EXTERNAL-SYMBOLS (0: not known) */
 	uint32_t pht_cells_word; /* package-hashtable: word of its CELLS vector */
+	/* Dynamic space (gencgc): 0 gc_page_bytes for a version whose code there
+	 * is not named. */
+	uint32_t gc_page_bytes; /* GENCGC_PAGE_BYTES */
+	uint8_t gc_card_shift;	/* GENCGC_CARD_SHIFT: a page-aligned scan start's scale */
+	uint8_t fin_widetag;	/* funcallable instances share code pages */
 };
 
 /* The layout for a runtime's version string ("2.2.9.debian"), or NULL. */
@@ -83,6 +90,9 @@ struct sbcl_heap {
 	uint64_t tlsf_start;	       /* tlsf_mem_start: pages from here have a scan start */
 	uint64_t sso;		       /* tlsf_page_sso: their scan starts (16 bits a page) */
 	uint64_t package_vector;       /* lisp_package_vector: id -> package */
+	/* Dynamic space: DYNAMIC_SPACE_START, dynamic_space_size, and the address
+	 * of page_table's entries (8 bytes a page); 0 when not known. */
+	uint64_t dyn_start, dyn_size, page_table;
 	/* The core's text (text_start to tlsf_start): per page, the start of the
 	 * object holding its first byte (built at the first lookup there). */
 	uint32_t *index;
@@ -96,7 +106,12 @@ struct sbcl_heap {
  * SBCL_MAX_TEXT, or for a walk that does not end where the space does). */
 void sbcl__release(struct sbcl_heap *h);
 
-/* The code object holding pc (its untagged address) in text space; 0 or -errno. */
+/* The code object holding pc (its untagged address) in text space, or in
+ * dynamic space (code compiled there: COMPILE with
+ * sb-c::*compile-to-memory-space* :dynamic): walked from the scan start of
+ * pc's page in page_table, on a code page only, over code objects,
+ * funcallable instances and fillers, at most SBCL_MAX_DYN_WALK bytes;
+ * 0 or -errno. */
 int sbcl__find_code(struct sbcl_heap *h, uint64_t pc, uint64_t *code);
 
 /* The name of the Lisp function at pc (of the simple-fun of its code object
@@ -122,9 +137,11 @@ struct pproc;
 struct sbcl_proc {
 	struct sbcl_heap h;
 	struct ptab *t;
-	struct pproc *p;    /* the caller's reference */
-	struct htab *names; /* pc -> struct sbcl_name */
-	void **retired;	    /* names replaced: freed with the process */
+	struct pproc *p;       /* the caller's reference */
+	uint64_t packages_var; /* lisp_package_vector's address: read again per name (GC moves
+				* the vector, a new package replaces it) */
+	struct htab *names;    /* pc -> struct sbcl_name */
+	void **retired;	       /* names replaced: freed with the process */
 	size_t nr_retired, cap_retired;
 	size_t nr_names, name_bytes;
 };

@@ -728,6 +728,59 @@ static int code_name(struct sbcl_heap *h, uint64_t code, uint64_t pc, char *buf,
 	return m == -EINVAL ? n : m;
 }
 
+int sbcl__fun_range(struct sbcl_heap *h, uint64_t pc, uint64_t *start, uint64_t *end)
+{
+	uint8_t hd[2 * WORD], tr[WORD], offs[4 * SBCL_MAX_FUNS];
+	uint64_t code, hdr, size, boxed, tl, nfun, text, text_end, lo = 0, hi;
+	bool found = false;
+	int err;
+
+	if ((err = sbcl__find_code(h, pc, &code)) || (err = rd(h, code, hd, sizeof(hd))))
+		return err;
+	hdr = rd64(hd, false);
+	size = (hdr >> 32) * WORD;
+	boxed = rd64(hd + WORD, false) & 0xffffffffu;
+	if ((uint8_t)hdr != h->l->code_widetag || size < 4 * WORD || size > SBCL_MAX_CODE ||
+	    (boxed & (WORD - 1)) || !boxed || boxed >= size)
+		return -EINVAL;
+	if ((err = rd(h, code + size - WORD, tr, sizeof(tr))))
+		return err;
+	tl = (uint64_t)(tr[6] | tr[7] << 8);
+	nfun = (uint64_t)(tr[4] | tr[5] << 8) >> 5;
+	if (!nfun || nfun > SBCL_MAX_FUNS || tl < 4 + 4 * nfun || tl > size - boxed)
+		return -EINVAL;
+	text = code + boxed;
+	text_end = code + size - tl;
+	if (pc < text || pc >= text_end)
+		return -ENOENT;
+	if ((err = rd(h, code + size - 4 - 4 * nfun, offs, 4 * nfun)))
+		return err;
+	/* The simple-fun at or below pc, up to the next one or the text's end. */
+	hi = text_end - text;
+	for (uint64_t i = 0; i < nfun; i++) {
+		uint64_t off = rd32(offs + 4 * i, false);
+
+		if (off >= text_end - text)
+			return -EINVAL;
+		if (off <= pc - text && (!found || off >= lo)) {
+			lo = off;
+			found = true;
+		}
+	}
+	if (!found)
+		return -ENOENT;
+	for (uint64_t i = 0; i < nfun; i++) {
+		uint64_t off = rd32(offs + 4 * i, false);
+
+		if (off > lo && off < hi)
+			hi = off;
+	}
+	/* Its instructions: past the simple-fun's header and self words. */
+	*start = text + lo + 2 * WORD;
+	*end = text + hi;
+	return *end > *start && pc >= *start ? 0 : -ENOENT;
+}
+
 int sbcl__name_pc(struct sbcl_heap *h, uint64_t pc, char *buf, size_t len)
 {
 	uint64_t code;
@@ -1082,4 +1135,11 @@ void sbcl__proc_free(struct sbcl_proc *sp)
 	free(sp->retired);
 	sbcl__release(&sp->h);
 	memset(sp, 0, sizeof(*sp));
+}
+
+int sbcl__read_code(struct sbcl_heap *h, uint64_t addr, void *buf, size_t len)
+{
+	if (len > SBCL_MAX_CODE)
+		return -E2BIG;
+	return h->read(h->ctx, addr, buf, len);
 }

@@ -120,6 +120,14 @@ int sbcl__find_code(struct sbcl_heap *h, uint64_t pc, uint64_t *code);
  * objects that are not what the layout says, the reader's error. */
 int sbcl__name_pc(struct sbcl_heap *h, uint64_t pc, char *buf, size_t len);
 
+/* The instructions of the simple-fun holding pc: [start, end), from past its
+ * header to the next simple-fun or its code's trailer; 0 or -errno
+ * (-ENOENT: no simple-fun's instructions hold pc, as an assembly routine's). */
+int sbcl__fun_range(struct sbcl_heap *h, uint64_t pc, uint64_t *start, uint64_t *end);
+
+/* Reads len bytes of code at addr (bounded by SBCL_MAX_CODE); 0 or -errno. */
+int sbcl__read_code(struct sbcl_heap *h, uint64_t addr, void *buf, size_t len);
+
 /* --- a process ------------------------------------------------------------------- */
 
 struct ptab;

@@ -11,9 +11,11 @@ again before it is trusted.
 
 One bpfprof run of one Lisp program serves every test (module fixture).
 """
+import re
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -168,3 +170,31 @@ def test_report_in_the_layout_of_sb_sprof(dyn):
     assert elsewhere[2] == "elsewhere", lines[end + 1]
     total = sum(c for c in parse_folded(dyn.folded_path.read_text()).values())
     assert cumul + int(elsewhere[0]) == total
+
+
+LISPHOT = Path(__file__).resolve().parents[1] / "workloads" / "lisphot.lisp"
+
+
+def test_annotate_of_a_lisp_function_reads_its_code_from_the_process():
+    """bpfprof annotate -p PID LISPHOT::ALPHA-WORK (live): its simple-fun's
+    instructions read from the process's heap and disassembled, SBCL's
+    prologue first (popq 8(%rbp)), the samples on its loop (acc * 31), at
+    least 90% of them inside what was read; the hottest marked >>. Without
+    the Lisp path annotate looked for an ELF file (sbcl.core is none)."""
+    with Workload(sbcl(), "--script", LISPHOT, "120") as w:
+        time.sleep(1)  # past the compilation of the file's forms
+        r = subprocess.run([str(BPFPROF), "annotate", "-p", str(w.pid), "-d", "3",
+                            "LISPHOT::ALPHA-WORK"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert f"LISPHOT::ALPHA-WORK  (Lisp, process {w.pid})" in out, out[:500]
+    assert "read from the process's heap" in out, out[:500]
+    rows = [l for l in out.splitlines() if "%" in l and "  +0x" in l]
+    assert rows and "popq 8(%rbp)" in rows[0], rows[:3]
+    self_n = int(re.search(r"(\d+) self samples", out).group(1))
+    shown = sum(int(re.search(r"%\s+(\d+)\s+\+0x", l).group(1)) for l in rows)
+    assert self_n >= 20, out[:500] + r.stderr
+    assert_most(shown, self_n, "ALPHA-WORK's samples on its instructions", share=0.9)
+    assert [l for l in rows if l.startswith(">>")], rows
+    loop = [l for l in rows if "imulq $0x1f" in l]
+    assert loop, rows

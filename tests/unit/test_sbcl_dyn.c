@@ -7,7 +7,8 @@
  * across pages - and hostile tables (a scan start too far back, into the
  * middle of an object, pages of other types); then a kept name re-checked
  * against its code object's serial number: code of another serial number
- * made at the same place with the same header is named anew.
+ * made at the same place with the same header is named anew; the range of
+ * a simple-fun's instructions (annotate).
  */
 #include "testutil.h"
 
@@ -245,12 +246,30 @@ static void test_moved_code_renamed(void **state)
 	heap_fini(&hp);
 }
 
+/* annotate's range: the simple-fun's instructions, past its header and self
+ * words, to the code's trailer (one simple-fun); none before it. */
+static void test_fun_range(void **state)
+{
+	struct heap hp;
+	uint64_t start, end, code = DYN + PAGE + 0x9040;
+
+	(void)state;
+	heap_init(&hp);
+	assert_int_equal(sbcl__fun_range(&hp.h, code + 0x40 + 0x30, &start, &end), 0);
+	assert_int_equal(start, code + 0x40 + 0x10 + 0x10);
+	assert_int_equal(end, code + 0x400 - 8);
+	assert_int_equal(sbcl__fun_range(&hp.h, code + 0x40 + 0x8, &start, &end), -ENOENT);
+	assert_int_equal(sbcl__fun_range(&hp.h, code + 0x400 - 4, &start, &end), -ENOENT);
+	heap_fini(&hp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dynamic_space),
 		cmocka_unit_test(test_hostile_page_table),
 		cmocka_unit_test(test_moved_code_renamed),
+		cmocka_unit_test(test_fun_range),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,11 @@
  *
  * SBCL compiles Lisp into code objects in its heap: the core's own
  * functions in the text space mapped from the core file, code compiled
- * after start into the text space's TLSF-managed pages. A code object
+ * after start into the text space's TLSF-managed pages, or into dynamic
+ * space (gencgc's code pages; on 2.2.9 when sb-c::*compile-to-memory-space*
+ * is :dynamic), where a GC moves it: found from page_table's scan start of
+ * the pc's page (2.2.9: 8 bytes a page, a 32-bit offset back in words or,
+ * its low bit set, in halves of a 1 KiB card; the page's type in byte 6). A code object
  * (x86-64, 2.2.9) is
  *
  *   word 0     header: widetag 0x35, total size in words in the high 32 bits
@@ -168,9 +172,11 @@ int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *wh
 
 /*
  * The name of the Lisp function at pc, or NULL. Kept per pc, with the
- * identity of its code object (header and serial number), which is read
- * again before a kept name is trusted: code freed and other code made at
- * its place is named anew. A name stays valid until sbcl__proc_free().
+ * identity of its code object (header's widetag and size, boxed size, and
+ * the serial number in the first word of its instructions), which is read
+ * again before a kept name is trusted: code freed, or moved by a GC, and
+ * other code made at its place is named anew, never after what was there.
+ * A name stays valid until sbcl__proc_free().
  */
 const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc);
 void sbcl__proc_free(struct sbcl_proc *sp);

@@ -2075,6 +2075,19 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 	} else if (f && f->dropped) {
 		reread(s, p, m, f);
 	}
+	/*
+	 * An SBCL process's heap is read before its perf map (sb-perf's
+	 * write-perfmap): a Lisp function gets one name and one kind however
+	 * its addresses are covered, and code a GC moved after the map was
+	 * written keeps no name of the map's. The map names what the heap
+	 * does not (a version without a layout).
+	 */
+	if ((!f || !f->es) && jit_candidate(m) && (out->name = lisp_name(s, p, addr))) {
+		out->kind = FRAME_LISP;
+		out->module = m->path;
+		s->lisp_names++;
+		return 1;
+	}
 	if ((!f || !f->es) && jit_candidate(m)) {
 		const char *name = jit_name(s, p, addr);
 

@@ -22,6 +22,7 @@
  */
 #include "cmd/cmd.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -124,7 +125,9 @@ static void annotate_usage(FILE *f)
 		"  bpfprof annotate app.pb.gz parse_header\n"
 		"\n"
 		"Kernel functions are disassembled from /proc/kcore; where the kernel does not\n"
-		"offer it, their samples are printed per address.\n"
+		"offer it, their samples are printed per address. Lisp functions (SBCL) are\n"
+		"disassembled from the process's heap, live only: 'bpfprof annotate -p PID -d 5\n"
+		"MYPKG::HOT-LOOP'.\n"
 		"\n"
 		"Exit status: 0 printed, 1 failure (no samples in FUNCTION, binary unreadable),\n"
 		"2 usage error.\n");
@@ -1126,6 +1129,62 @@ out:
 	return ret;
 }
 
+/*
+ * A Lisp function (SBCL): its code is in the process's heap, not in a file:
+ * the instructions of its simple-fun read from the process (live runs only;
+ * through the process-and-file layer, at most ANNOTATION_MAX_BYTES), no
+ * source lines. Code a GC moved during the run has its earlier samples
+ * outside the range read.
+ */
+static int annotate_lisp(const struct profile *p, const struct fn_samples *fs,
+			 struct symbolizer *sym, struct termcolor *c)
+{
+	uint64_t start, end, hot = hottest_addr(fs);
+	struct annotation an;
+	uint8_t *bytes = NULL;
+	char where[64];
+	int err;
+
+	if (!sym) {
+		p_err("'%s' is Lisp code: its instructions are in its process's heap, read by a "
+		      "live run only",
+		      shown(fs->f->name));
+		p_hint("bpfprof annotate -p PID -d 10 FUNCTION");
+		return 1;
+	}
+	err = symbolizer__lisp_code(sym, fs->pid, hot, ANNOTATION_MAX_BYTES, &start, &end, &bytes);
+	if (err) {
+		p_err("cannot read the code of '%s' from process %" PRIu32 ": %s",
+		      shown(fs->f->name), fs->pid,
+		      err == -ESRCH    ? "it has ended"
+		      : err == -EFBIG  ? "the function is too large"
+		      : err == -ENOENT ? "no Lisp function's instructions hold its hottest address"
+				       : strerror(-err));
+		return 1;
+	}
+	err = annotation__build_bytes(&an, bytes, (size_t)(end - start), EM_X86_64, true, NULL,
+				      start, end, fs->counts, fs->nr);
+	free(bytes);
+	if (err) {
+		p_err("cannot disassemble '%s': %s", shown(fs->f->name),
+		      err == -ELIBACC ? (disasm__unavailable() ?: "no disassembler")
+				      : strerror(-err));
+		return 1;
+	}
+	snprintf(where, sizeof(where), "Lisp, process %" PRIu32, fs->pid);
+	print_header(fs, p, where);
+	printf("  %" PRIx64 "-%" PRIx64 " (%" PRIu64
+	       " bytes, %zu instructions), read from the process's heap\n",
+	       start, end, end - start, an.nr);
+	if (an.outside || fs->no_addr)
+		printf("  not shown: %" PRIu64 " samples outside %" PRIx64 "-%" PRIx64 " (other "
+		       "processes, code the GC moved), %" PRIu64 " without an address\n",
+		       an.outside, start, end, fs->no_addr);
+	print_listing(&an, c, &(struct sources){ .off = true });
+	annotation__free(&an);
+	return 0;
+}
+
 static int annotate_kernel(const struct profile *p, const struct fn_samples *fs,
 			   struct symbolizer *sym, struct termcolor *c)
 {
@@ -1209,6 +1268,7 @@ static int annotate_profile(const struct annotate_opts *a, const struct profile 
 	}
 	termcolor__init(&c, isatty(STDOUT_FILENO));
 	ret = fs->f->kind == FRAME_KERNEL ? annotate_kernel(p, fs, sym, &c)
+	      : fs->f->kind == FRAME_LISP ? annotate_lisp(p, fs, sym, &c)
 					  : annotate_user(a, p, fs, sym, &c);
 	free_fns(all, nr);
 	return ret;

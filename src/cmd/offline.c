@@ -24,7 +24,14 @@
 #include "base/profile.h"
 #include "base/util.h"
 
-enum { OPT_SEL_PID = OPT_CMD_FIRST, OPT_SEL_COMM, OPT_SEL_EVENT, OPT_CALLERS, OPT_CALLEES };
+enum {
+	OPT_SEL_PID = OPT_CMD_FIRST,
+	OPT_SEL_COMM,
+	OPT_SEL_EVENT,
+	OPT_CALLERS,
+	OPT_CALLEES,
+	OPT_STYLE
+};
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, OPT_SEL_PID },
@@ -34,6 +41,7 @@ static const struct option long_opts[] = {
 	{ "callers", required_argument, NULL, OPT_CALLERS }, /* report only */
 	{ "callees", required_argument, NULL, OPT_CALLEES },
 	{ "call-graph", no_argument, NULL, 'g' },
+	{ "style", required_argument, NULL, OPT_STYLE }, /* report only */
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -121,10 +129,12 @@ int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *
 	opterr = 0;
 	/* Permuting: "convert a.folded -o x.svg" and "convert -o x.svg a.folded" both work. */
 	while ((c = getopt_long(argc, argv, ":o:f:vqhg", long_opts, NULL)) != -1) {
-		if ((c == OPT_CALLERS || c == OPT_CALLEES || c == 'g') && strcmp(cmd, "report"))
+		if ((c == OPT_CALLERS || c == OPT_CALLEES || c == 'g' || c == OPT_STYLE) &&
+		    strcmp(cmd, "report"))
 			return offline__usage(cmd, "%s is an option of 'bpfprof report'",
 					      c == OPT_CALLERS	 ? "--callers"
 					      : c == OPT_CALLEES ? "--callees"
+					      : c == OPT_STYLE	 ? "--style"
 								 : "-g/--call-graph");
 		switch (c) {
 		case 'o':
@@ -179,6 +189,13 @@ int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *
 			break;
 		case 'g':
 			o->out.call_graph = true;
+			break;
+		case OPT_STYLE:
+			if (strcmp(optarg, "tables") && strcmp(optarg, "sb-sprof"))
+				return offline__usage(
+					cmd, "invalid --style '%s': expected tables or sb-sprof",
+					optarg);
+			o->out.style = strcmp(optarg, "sb-sprof") ? NULL : "sb-sprof";
 			break;
 		case OPT_SEL_EVENT:
 			if (!*optarg)

@@ -31,7 +31,11 @@ static void report_usage(FILE *f)
 		"                          one without its parameters, a glob ('*alloc*'), or a\n"
 		"                          part of one\n"
 		"  -g, --call-graph        instead of the tables: each top function (--top and\n"
-		"                          --sort choose them) with its callers and callees\n",
+		"                          --sort choose them) with its callers and callees\n"
+		"      --style tables|sb-sprof\n"
+		"                          sb-sprof: one flat table laid out as SBCL's sb-sprof\n"
+		"                          prints it (Self, Total, Cumul: counts and %%, by self\n"
+		"                          or --sort total; an 'elsewhere' row for the rest)\n",
 		OUT_DEFAULT_TOP);
 	offline__select_usage(f);
 	fprintf(f,
@@ -45,6 +49,7 @@ static void report_usage(FILE *f)
 		"  bpfprof report --callers malloc cpu.pb.gz      who calls malloc, and how much\n"
 		"  bpfprof report -g --top 10 cpu.folded          call graph of the top 10\n"
 		"  bpfprof report --pid 1234 all.pb.gz            one process of a -a profile\n"
+		"  bpfprof report --style sb-sprof lisp.folded    as sb-sprof's flat report\n"
 		"  bpfprof report --comm nginx,php-fpm all.pb.gz  the processes with these names\n"
 		"  sudo bpfprof -p 1234 -d 10 | bpfprof report -\n"
 		"  sudo bpfprof -p 1234 -d 10 -f report           the same, in one step\n"
@@ -75,6 +80,9 @@ static int report(struct offline_opts *o)
 	if (o->out.merge || o->out.inverted || o->out.title)
 		return offline__usage("report",
 				      "--merge, --inverted and --title do not apply to a report");
+	if (o->out.style && (o->out.callers || o->out.callees || o->out.call_graph))
+		return offline__usage("report", "--style sb-sprof is a flat table: it does not go "
+						"with --callers, --callees or -g");
 	if (!o->nr_inputs)
 		return offline__usage("report", "no input files");
 	ret = offline__check_output("report", o->output);

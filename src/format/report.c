@@ -408,6 +408,49 @@ static void function_table(FILE *f, const struct profile_meta *m, struct fstats 
 	}
 }
 
+/*
+ * --style sb-sprof: one flat table in the layout of SBCL's sb-sprof
+ * (report :type :flat), so a Lisp user reads it as they read that one:
+ * rows by self samples (by total with --sort total), each with its self
+ * and total samples and their percentages and Cumul, the self samples of
+ * this row and those above; Calls is "-" (bpfprof counts no calls); then
+ * "elsewhere", the self samples of the rows not shown (--top) and of
+ * samples with no frames. Names whole, as the profile has them, without
+ * their kind's suffix.
+ */
+static void sbsprof_table(FILE *f, struct fstats *fs, uint64_t total, bool by_total, unsigned top)
+{
+	uint64_t cumul = 0;
+	size_t rows = 0;
+
+	if (fs->nr)
+		qsort(fs->v, fs->nr, sizeof(*fs->v), by_total ? cmp_total : cmp_self);
+	for (size_t i = 0; i < fs->nr; i++)
+		rows += fs->v[i].total != 0;
+	if (top && rows > top)
+		rows = top;
+	fputs("\n           Self        Total        Cumul\n"
+	      "  Nr  Count     %  Count     %  Count     %    Calls  Function\n",
+	      f);
+	for (int c = 0; c < 72; c++)
+		fputc('-', f);
+	fputc('\n', f);
+	for (size_t i = 0; i < rows; i++) {
+		const struct fstat *st = &fs->v[i];
+
+		cumul += st->self;
+		fprintf(f, "%4zu %6" PRIu64 " %5.1f %6" PRIu64 " %5.1f %6" PRIu64 " %5.1f %8s  ",
+			i + 1, st->self, pct(st->self, total), st->total, pct(st->total, total),
+			cumul, pct(cumul, total), "-");
+		put_name(f, st->name, st->kind, SIZE_MAX); /* whole, as sb-sprof prints it */
+		fputc('\n', f);
+	}
+	for (int c = 0; c < 72; c++)
+		fputc('-', f);
+	fprintf(f, "\n%11" PRIu64 " %5.1f%36s elsewhere\n", total - cumul,
+		pct(total - cumul, total), "");
+}
+
 struct pstat {
 	const char *comm;
 	uint32_t pid;
@@ -859,6 +902,8 @@ static int write_one(const struct profile *p, FILE *f, const struct out_opts *o,
 	header(f, what, p);
 	if (!profile__total(p))
 		fputs(m->unit[0] ? "\nNo time.\n" : "\nNo samples.\n", f);
+	else if (o && o->style && !strcmp(o->style, "sb-sprof"))
+		sbsprof_table(f, &fs, profile__total(p), sort && !strcmp(sort, "total"), top);
 	else {
 		if (!sort || !strcmp(sort, "self"))
 			function_table(f, m, &fs, profile__total(p), false, top);

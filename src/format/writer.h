@@ -39,6 +39,9 @@ struct out_opts {
 	 * functions these name (writer__name_match), or of the top functions */
 	const char *callers, *callees;
 	bool call_graph;
+	/* report: "sb-sprof" for one flat table in the layout of SBCL's
+	 * sb-sprof (Self, Total, Cumul), NULL for the tables */
+	const char *style;
 };
 
 /* Rows per report table when no options are given (o == NULL). */

@@ -68,7 +68,7 @@
 static const struct sbcl_layout layouts[] = {
 	{ L_COMMON, .version = "2.2.9", .last = "2.2.9", .verified = true, .nil = 0x50000117,
 	  .filler_widetag = 0x6d, .debug_info_word = 2, .pkg_ext_slot = 9, .card_bytes = 4096,
-	  .sso_bytes = 2 },
+	  .sso_bytes = 2, .gc_page_bytes = 32768, .gc_card_shift = 10, .fin_widetag = 0x3d },
 	{ L_COMMON, .version = "2.2.10", .last = "2.2.11", .nil = 0x50000117,
 	  .filler_widetag = 0x6d, .debug_info_word = 2, .pkg_ext_slot = 9, .card_bytes = 4096,
 	  .sso_bytes = 2 },
@@ -278,11 +278,106 @@ static int tlsf_scan_start(struct sbcl_heap *h, uint64_t pc, uint64_t *start)
 	return -ENOENT;
 }
 
+/* Whether addr is in dynamic space, and its code is named (a layout that says how). */
+static bool in_dyn(const struct sbcl_heap *h, uint64_t addr)
+{
+	return h->l && h->l->gc_page_bytes && h->page_table && addr >= h->dyn_start &&
+	       addr - h->dyn_start < h->dyn_size;
+}
+
+#define PAGE_TYPE_MASK 15u
+#define PAGE_TYPE_CODE 7u
+#define SSO_MAX	       0xffffffffu /* a scan start further back than 32 bits say */
+
+/* The size in bytes of an object on a dynamic-space code page (code, a
+ * funcallable instance, a filler), 0 if hdr is none of these. */
+static uint64_t dyn_obj_size(const struct sbcl_layout *l, uint64_t hdr, bool *code)
+{
+	uint64_t words = hdr >> 32;
+	uint8_t wt = (uint8_t)hdr;
+
+	*code = wt == l->code_widetag;
+	if (wt == l->fin_widetag)
+		return WORD * (1 + (((hdr >> 8) & 0x7fff) | 1)); /* SBCL's size_instance */
+	if (wt != l->code_widetag && wt != l->filler_widetag)
+		return 0;
+	if (words < 2 || (words & 1) || words * WORD > SBCL_MAX_CODE)
+		return 0;
+	return words * WORD;
+}
+
+/*
+ * The object of a dynamic-space code page holding pc: from the scan start
+ * of pc's page (page_table's entry: a 32-bit offset back from the page, in
+ * words or, with its low bit set, in halves of a card), object after
+ * object, read in pieces of 64 KiB. What moves under the walk (a GC)
+ * gives a header that is none of these objects, or a code object that is
+ * checked again when named.
+ */
+static int dyn_find_code(struct sbcl_heap *h, uint64_t pc, uint64_t *code)
+{
+	enum { CHUNK = 64 << 10 };
+	const struct sbcl_layout *l = h->l;
+	uint64_t page = (pc - h->dyn_start) / l->gc_page_bytes, page_addr, back, a, base = 0,
+		 blen = 0;
+	uint8_t e[8], *buf;
+	uint32_t sso;
+	int err = -ENOENT;
+
+	if ((err = rd(h, h->page_table + 8 * page, e, sizeof(e))))
+		return err;
+	sso = rd32(e, false);
+	if ((e[6] & PAGE_TYPE_MASK) != PAGE_TYPE_CODE || sso == SSO_MAX)
+		return -ENOENT;
+	back = (uint64_t)(sso & ~1u) << (sso & 1 ? l->gc_card_shift - 1 : 3);
+	page_addr = h->dyn_start + page * l->gc_page_bytes;
+	if (back > SBCL_MAX_DYN_WALK || back > page_addr - h->dyn_start)
+		return -ENOENT;
+	a = page_addr - back;
+	if (!(buf = malloc(CHUNK)))
+		return -ENOMEM;
+	err = -ENOENT;
+	for (uint32_t step = 0; step < SBCL_MAX_STEPS && a <= pc; step++) {
+		uint64_t hdr, size;
+		bool is_code;
+
+		if (!blen || a < base || a + WORD > base + blen) {
+			base = a;
+			blen = h->dyn_start + h->dyn_size - a < CHUNK
+				       ? h->dyn_start + h->dyn_size - a
+				       : CHUNK;
+			/* Not past pc's page: the rest may be unmapped. */
+			if (base + blen > page_addr + l->gc_page_bytes)
+				blen = page_addr + l->gc_page_bytes - base;
+			if (blen < WORD || (err = rd(h, base, buf, blen)))
+				break;
+		}
+		hdr = rd64(buf + (a - base), false);
+		size = dyn_obj_size(l, hdr, &is_code);
+		if (!size) {
+			err = -EINVAL;
+			break;
+		}
+		if (pc < a + size) {
+			err = is_code ? 0 : -ENOENT;
+			if (is_code)
+				*code = a;
+			break;
+		}
+		a += size;
+		err = -ENOENT;
+	}
+	free(buf);
+	return err;
+}
+
 int sbcl__find_code(struct sbcl_heap *h, uint64_t pc, uint64_t *code)
 {
 	uint64_t a, end = core_text_end(h);
 	int err;
 
+	if (in_dyn(h, pc))
+		return dyn_find_code(h, pc, code);
 	if (!h->l || pc < h->text_start || pc >= h->text_end)
 		return -ENOENT;
 	if (pc < end) {
@@ -611,7 +706,8 @@ static int fun_name(struct sbcl_heap *h, uint64_t code, uint64_t pc, char *buf, 
 	if ((err = rd(h, code, hd, sizeof(hd))))
 		return err;
 	hdr = rd64(hd, false);
-	if ((uint8_t)hdr != h->l->code_widetag || (hdr & FREE_BIT))
+	/* FREE_BIT: a free TLSF block, in text space only. */
+	if ((uint8_t)hdr != h->l->code_widetag || ((hdr & FREE_BIT) && !in_dyn(h, code)))
 		return -EINVAL;
 	size = (hdr >> 32) * WORD;
 	boxed = rd64(hd + WORD, false) & 0xffffffffu;
@@ -741,6 +837,59 @@ static int code_name(struct sbcl_heap *h, uint64_t code, uint64_t pc, char *buf,
 	return m == -EINVAL ? n : m;
 }
 
+int sbcl__fun_range(struct sbcl_heap *h, uint64_t pc, uint64_t *start, uint64_t *end)
+{
+	uint8_t hd[2 * WORD], tr[WORD], offs[4 * SBCL_MAX_FUNS];
+	uint64_t code, hdr, size, boxed, tl, nfun, text, text_end, lo = 0, hi;
+	bool found = false;
+	int err;
+
+	if ((err = sbcl__find_code(h, pc, &code)) || (err = rd(h, code, hd, sizeof(hd))))
+		return err;
+	hdr = rd64(hd, false);
+	size = (hdr >> 32) * WORD;
+	boxed = rd64(hd + WORD, false) & 0xffffffffu;
+	if ((uint8_t)hdr != h->l->code_widetag || size < 4 * WORD || size > SBCL_MAX_CODE ||
+	    (boxed & (WORD - 1)) || !boxed || boxed >= size)
+		return -EINVAL;
+	if ((err = rd(h, code + size - WORD, tr, sizeof(tr))))
+		return err;
+	tl = (uint64_t)(tr[6] | tr[7] << 8);
+	nfun = (uint64_t)(tr[4] | tr[5] << 8) >> 5;
+	if (!nfun || nfun > SBCL_MAX_FUNS || tl < 4 + 4 * nfun || tl > size - boxed)
+		return -EINVAL;
+	text = code + boxed;
+	text_end = code + size - tl;
+	if (pc < text || pc >= text_end)
+		return -ENOENT;
+	if ((err = rd(h, code + size - 4 - 4 * nfun, offs, 4 * nfun)))
+		return err;
+	/* The simple-fun at or below pc, up to the next one or the text's end. */
+	hi = text_end - text;
+	for (uint64_t i = 0; i < nfun; i++) {
+		uint64_t off = rd32(offs + 4 * i, false);
+
+		if (off >= text_end - text)
+			return -EINVAL;
+		if (off <= pc - text && (!found || off >= lo)) {
+			lo = off;
+			found = true;
+		}
+	}
+	if (!found)
+		return -ENOENT;
+	for (uint64_t i = 0; i < nfun; i++) {
+		uint64_t off = rd32(offs + 4 * i, false);
+
+		if (off > lo && off < hi)
+			hi = off;
+	}
+	/* Its instructions: past the simple-fun's header and self words. */
+	*start = text + lo + 2 * WORD;
+	*end = text + hi;
+	return *end > *start && pc >= *start ? 0 : -ENOENT;
+}
+
 int sbcl__name_pc(struct sbcl_heap *h, uint64_t pc, char *buf, size_t len)
 {
 	uint64_t code;
@@ -757,12 +906,16 @@ enum {
 	V_TLSF_START,
 	V_TLSF_SSO,
 	V_PACKAGES,
+	V_REQUIRED, /* those above: a runtime; those below: dynamic space's code */
+	V_DYN_START = V_REQUIRED,
+	V_DYN_SIZE,
+	V_PAGE_TABLE,
 	V_NR,
 };
 
 static const char *const var_names[V_NR] = {
-	"TEXT_SPACE_START", "text_space_highwatermark", "tlsf_mem_start",
-	"tlsf_page_sso",    "lisp_package_vector",
+	"TEXT_SPACE_START",    "text_space_highwatermark", "tlsf_mem_start",	 "tlsf_page_sso",
+	"lisp_package_vector", "DYNAMIC_SPACE_START",	   "dynamic_space_size", "page_table",
 };
 
 #define MAX_SYMS    (1u << 20) /* symbols looked at in one file */
@@ -860,10 +1013,13 @@ static void find_version(Elf *elf, struct sbclfile *f)
 
 static void find_vars(Elf *elf, struct sbclfile *f)
 {
-	bool found[V_NR];
+	bool found[V_NR] = { 0 };
 
-	f->runtime = elffile__find_syms(elf, var_names, V_NR, ELFFILE_OBJECTS, MAX_SYMS, NULL,
-					found, f->var, NULL) == V_NR;
+	elffile__find_syms(elf, var_names, V_NR, ELFFILE_OBJECTS, MAX_SYMS, NULL, found, f->var,
+			   NULL);
+	f->runtime = true;
+	for (int k = 0; k < V_REQUIRED; k++)
+		f->runtime = f->runtime && found[k];
 }
 
 static const struct sbclfile *file_vars(struct mfile *mf, unsigned *left)
@@ -953,17 +1109,28 @@ int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *wh
 		out->h.ctx = out;
 		out->h.max_bytes = SBCL_MAX_BYTES;
 		err = 0;
-		for (int k = 0; k < V_NR && !err; k++)
+		for (int k = 0; k < V_REQUIRED && !err; k++)
 			err = rd_word(&out->h, f->var[k] + bias, &v[k]);
 		if (err) {
 			err = -EAGAIN;
 			break;
+		}
+		/* Dynamic space: all three, or its code is not named. */
+		for (int k = V_REQUIRED; k < V_NR; k++)
+			if (!f->var[k] || rd_word(&out->h, f->var[k] + bias, &v[k]))
+				v[V_PAGE_TABLE] = 0;
+		if (v[V_PAGE_TABLE] && !(v[V_DYN_START] & (SBCL_PAGE_BYTES - 1)) &&
+		    v[V_DYN_SIZE] <= SBCL_MAX_DYN_SPACE) {
+			out->h.dyn_start = v[V_DYN_START];
+			out->h.dyn_size = v[V_DYN_SIZE];
+			out->h.page_table = v[V_PAGE_TABLE];
 		}
 		out->h.text_start = v[V_TEXT_START];
 		out->h.text_end = v[V_TEXT_HWM];
 		out->h.tlsf_start = v[V_TLSF_START];
 		out->h.sso = v[V_TLSF_SSO];
 		out->h.package_vector = v[V_PACKAGES];
+		out->packages_var = f->var[V_PACKAGES] + bias;
 		if (out->h.text_end <= out->h.text_start) {
 			snprintf(why, why_len, "SBCL %s: its text space is not set up", f->version);
 			err = -EAGAIN;
@@ -974,15 +1141,38 @@ int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *wh
 }
 
 struct sbcl_name {
-	uint64_t code, id[2]; /* the code object and its header and boxed-size words */
+	uint64_t code, id[3]; /* the code object and its identity (code_id) */
 	char name[];
 };
+
+/*
+ * A code object's identity: its header's widetag and size (not the GC's
+ * bits between them), its boxed-size word, and the first word of its
+ * instructions, whose high 32 bits are its serial number (globally unique:
+ * code compiled later at the same place, or moved there by a GC, has
+ * another). 0 or -errno.
+ */
+static int code_id(struct sbcl_heap *h, uint64_t code, uint64_t id[3])
+{
+	uint8_t b[2 * WORD];
+	uint64_t boxed;
+	int err;
+
+	if ((err = rd(h, code, b, sizeof(b))))
+		return err;
+	id[0] = rd64(b, false) & 0xffffffff000000ffull;
+	id[1] = rd64(b + WORD, false);
+	boxed = id[1] & 0xffffffffu;
+	if (!boxed || boxed > SBCL_MAX_CODE || (id[0] >> 32) * WORD <= boxed)
+		return -EINVAL;
+	return rd_word(h, code + boxed, &id[2]);
+}
 
 const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc)
 {
 	struct htab_entry *e;
 	struct sbcl_name *n;
-	uint8_t idb[2 * WORD];
+	uint64_t id[3];
 	char buf[SBCL_NAME_MAX];
 	uint64_t code;
 	bool created;
@@ -993,12 +1183,13 @@ const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc)
 	sp->h.bytes_read = 0; /* SBCL_MAX_BYTES: per name */
 	e = htab__find(sp->names, &pc, sizeof(pc));
 	n = e ? e->value : NULL;
-	if (n && !rd(&sp->h, n->code, idb, sizeof(idb)) && rd64(idb, false) == n->id[0] &&
-	    rd64(idb + WORD, false) == n->id[1])
+	if (n && !code_id(&sp->h, n->code, id) && !memcmp(id, n->id, sizeof(id)))
 		return n->name;
+	/* The vector of packages as it is now (read at the probe: moved since). */
+	if (sp->packages_var)
+		rd_word(&sp->h, sp->packages_var, &sp->h.package_vector);
 	if (sbcl__find_code(&sp->h, pc, &code) ||
-	    (len = code_name(&sp->h, code, pc, buf, sizeof(buf))) < 0 ||
-	    rd(&sp->h, code, idb, sizeof(idb)))
+	    (len = code_name(&sp->h, code, pc, buf, sizeof(buf))) < 0 || code_id(&sp->h, code, id))
 		return NULL;
 	if (n) {
 		/* Replaced: the old name may still be in use until the process goes. */
@@ -1015,8 +1206,7 @@ const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc)
 	if (!n)
 		return NULL;
 	n->code = code;
-	n->id[0] = rd64(idb, false);
-	n->id[1] = rd64(idb + WORD, false);
+	memcpy(n->id, id, sizeof(id));
 	memcpy(n->name, buf, (size_t)len + 1);
 	e = htab__upsert(sp->names, &pc, sizeof(pc), &created);
 	if (!e) {
@@ -1045,4 +1235,11 @@ void sbcl__proc_free(struct sbcl_proc *sp)
 	free(sp->retired);
 	sbcl__release(&sp->h);
 	memset(sp, 0, sizeof(*sp));
+}
+
+int sbcl__read_code(struct sbcl_heap *h, uint64_t addr, void *buf, size_t len)
+{
+	if (len > SBCL_MAX_CODE)
+		return -E2BIG;
+	return h->read(h->ctx, addr, buf, len);
 }

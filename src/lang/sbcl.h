@@ -5,7 +5,11 @@
  *
  * SBCL compiles Lisp into code objects in its heap: the core's own
  * functions in the text space mapped from the core file, code compiled
- * after start into the text space's TLSF-managed pages. A code object
+ * after start into the text space's TLSF-managed pages, or into dynamic
+ * space (gencgc's code pages; on 2.2.9 when sb-c::*compile-to-memory-space*
+ * is :dynamic), where a GC moves it: found from page_table's scan start of
+ * the pc's page (2.2.9: 8 bytes a page, a 32-bit offset back in words or,
+ * its low bit set, in halves of a 1 KiB card; the page's type in byte 6). A code object
  * (x86-64, 2.2.9; what later releases change is in struct sbcl_layout) is
  *
  *   word 0     header: widetag 0x35, total size in words in the high 32 bits
@@ -40,17 +44,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SBCL_PAGE_BYTES 4096u	     /* the core text's index: bytes per entry */
-#define SBCL_MAX_CODE	(16u << 20)  /* largest code object believed */
-#define SBCL_MAX_FUNS	4096u	     /* simple-funs per code object */
-#define SBCL_MAX_STEPS	65536u	     /* objects walked per lookup */
-#define SBCL_MAX_SCAN	64u	     /* pages searched back for a scan start */
-#define SBCL_MAX_TEXT	(256u << 20) /* text space indexed per process */
-#define SBCL_NAME_MAX	512u	     /* printed name, bytes (longer: cut, "...") */
-#define SBCL_STRING_MAX 200u	     /* characters read of one string */
-#define SBCL_LIST_MAX	16u	     /* elements printed of one list */
-#define SBCL_DEPTH_MAX	4u	     /* lists within lists */
-#define SBCL_MAX_EXT	32768u	     /* cells read of a package's external symbols */
+#define SBCL_PAGE_BYTES	   4096u	/* the core text's index: bytes per entry */
+#define SBCL_MAX_CODE	   (16u << 20)	/* largest code object believed */
+#define SBCL_MAX_FUNS	   4096u	/* simple-funs per code object */
+#define SBCL_MAX_STEPS	   65536u	/* objects walked per lookup */
+#define SBCL_MAX_SCAN	   64u		/* pages searched back for a scan start */
+#define SBCL_MAX_TEXT	   (256u << 20) /* text space indexed per process */
+#define SBCL_NAME_MAX	   512u		/* printed name, bytes (longer: cut, "...") */
+#define SBCL_STRING_MAX	   200u		/* characters read of one string */
+#define SBCL_LIST_MAX	   16u		/* elements printed of one list */
+#define SBCL_DEPTH_MAX	   4u		/* lists within lists */
+#define SBCL_MAX_EXT	   32768u	/* cells read of a package's external symbols */
+#define SBCL_MAX_DYN_WALK  (4u << 20)	/* dynamic space walked back to a scan start */
+#define SBCL_MAX_DYN_SPACE (1ull << 44) /* dynamic space believed (16 TiB) */
 
 /* Reads len bytes of the process at addr; 0, or -errno (a short read is an error). */
 typedef int (*sbcl_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
@@ -79,6 +85,11 @@ struct sbcl_layout {
 	bool cells_in_cdr;	  /* ... which holds (hash-fun . CELLS) */
 	uint32_t card_bytes;	  /* text space's TLSF pages (IMMOBILE_CARD_BYTES) */
 	uint32_t sso_bytes;	  /* bytes of one page's scan start in tlsf_page_sso (2, 4) */
+	/* Dynamic space (gencgc): 0 gc_page_bytes for a version whose code there
+	 * is not named. */
+	uint32_t gc_page_bytes; /* GENCGC_PAGE_BYTES */
+	uint8_t gc_card_shift;	/* GENCGC_CARD_SHIFT: a page-aligned scan start's scale */
+	uint8_t fin_widetag;	/* funcallable instances share code pages */
 };
 
 /*
@@ -112,6 +123,9 @@ struct sbcl_heap {
 	uint64_t tlsf_start;	       /* tlsf_mem_start: pages from here have a scan start */
 	uint64_t sso;		       /* tlsf_page_sso: their scan starts (16 bits a page) */
 	uint64_t package_vector;       /* lisp_package_vector: id -> package */
+	/* Dynamic space: DYNAMIC_SPACE_START, dynamic_space_size, and the address
+	 * of page_table's entries (8 bytes a page); 0 when not known. */
+	uint64_t dyn_start, dyn_size, page_table;
 	/* The core's text (text_start to tlsf_start): per page, the start of the
 	 * object holding its first byte (built at the first lookup there). */
 	uint32_t *index;
@@ -125,7 +139,12 @@ struct sbcl_heap {
  * SBCL_MAX_TEXT, or for a walk that does not end where the space does). */
 void sbcl__release(struct sbcl_heap *h);
 
-/* The code object holding pc (its untagged address) in text space; 0 or -errno. */
+/* The code object holding pc (its untagged address) in text space, or in
+ * dynamic space (code compiled there: COMPILE with
+ * sb-c::*compile-to-memory-space* :dynamic): walked from the scan start of
+ * pc's page in page_table, on a code page only, over code objects,
+ * funcallable instances and fillers, at most SBCL_MAX_DYN_WALK bytes;
+ * 0 or -errno. */
 int sbcl__find_code(struct sbcl_heap *h, uint64_t pc, uint64_t *code);
 
 /* The name of the Lisp function at pc (of the simple-fun of its code object
@@ -133,6 +152,14 @@ int sbcl__find_code(struct sbcl_heap *h, uint64_t pc, uint64_t *code);
  * length, or -errno: -ENOENT for a pc in no simple-fun, -EINVAL for
  * objects that are not what the layout says, the reader's error. */
 int sbcl__name_pc(struct sbcl_heap *h, uint64_t pc, char *buf, size_t len);
+
+/* The instructions of the simple-fun holding pc: [start, end), from past its
+ * header to the next simple-fun or its code's trailer; 0 or -errno
+ * (-ENOENT: no simple-fun's instructions hold pc, as an assembly routine's). */
+int sbcl__fun_range(struct sbcl_heap *h, uint64_t pc, uint64_t *start, uint64_t *end);
+
+/* Reads len bytes of code at addr (bounded by SBCL_MAX_CODE); 0 or -errno. */
+int sbcl__read_code(struct sbcl_heap *h, uint64_t addr, void *buf, size_t len);
 
 /* --- a process ------------------------------------------------------------------- */
 
@@ -151,9 +178,11 @@ struct pproc;
 struct sbcl_proc {
 	struct sbcl_heap h;
 	struct ptab *t;
-	struct pproc *p;    /* the caller's reference */
-	struct htab *names; /* pc -> struct sbcl_name */
-	void **retired;	    /* names replaced: freed with the process */
+	struct pproc *p;       /* the caller's reference */
+	uint64_t packages_var; /* lisp_package_vector's address: read again per name (GC moves
+				* the vector, a new package replaces it) */
+	struct htab *names;    /* pc -> struct sbcl_name */
+	void **retired;	       /* names replaced: freed with the process */
 	size_t nr_retired, cap_retired;
 	size_t nr_names, name_bytes;
 };
@@ -172,9 +201,11 @@ int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *wh
 
 /*
  * The name of the Lisp function at pc, or NULL. Kept per pc, with the
- * identity of its code object (header and serial number), which is read
- * again before a kept name is trusted: code freed and other code made at
- * its place is named anew. A name stays valid until sbcl__proc_free().
+ * identity of its code object (header's widetag and size, boxed size, and
+ * the serial number in the first word of its instructions), which is read
+ * again before a kept name is trusted: code freed, or moved by a GC, and
+ * other code made at its place is named anew, never after what was there.
+ * A name stays valid until sbcl__proc_free().
  */
 const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc);
 void sbcl__proc_free(struct sbcl_proc *sp);

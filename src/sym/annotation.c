@@ -24,13 +24,10 @@ static int cmp_counts(const void *a, const void *b)
 int annotation__build(struct annotation *a, const struct elfcode *code, struct srcline *sl,
 		      uint64_t start, uint64_t end, const struct ann_count *counts, size_t n)
 {
-	struct ann_count *sorted = NULL;
-	struct disasm *d = NULL;
-	uint8_t *bytes = NULL;
-	size_t len, cap = 0, ci = 0;
+	uint8_t *bytes;
 	ssize_t got;
 	bool is64;
-	int machine, err = 0;
+	int machine, err;
 
 	memset(a, 0, sizeof(*a));
 	a->start = start;
@@ -39,20 +36,45 @@ int annotation__build(struct annotation *a, const struct elfcode *code, struct s
 		return -EINVAL;
 	if (end - start > ANNOTATION_MAX_BYTES)
 		return -EFBIG;
-	len = (size_t)(end - start);
-	bytes = malloc(len);
+	bytes = malloc((size_t)(end - start));
+	if (!bytes)
+		return -ENOMEM;
+	got = elfcode__read(code, start, bytes, (size_t)(end - start));
+	if (got <= 0) {
+		free(bytes);
+		return got ? (int)got : -ENOENT;
+	}
+	machine = elfcode__machine(code, &is64);
+	/* A function cut short by its segment's end: what there is. */
+	err = annotation__build_bytes(a, bytes, (size_t)got, machine, is64, sl, start, end, counts,
+				      n);
+	free(bytes);
+	return err;
+}
+
+int annotation__build_bytes(struct annotation *a, const uint8_t *bytes, size_t len, int machine,
+			    bool is64, struct srcline *sl, uint64_t start, uint64_t end,
+			    const struct ann_count *counts, size_t n)
+{
+	struct ann_count *sorted = NULL;
+	struct disasm *d = NULL;
+	size_t cap = 0, ci = 0;
+	int err = 0;
+
+	memset(a, 0, sizeof(*a));
+	a->start = start;
+	a->end = end;
+	if (end <= start)
+		return -EINVAL;
+	if (end - start > ANNOTATION_MAX_BYTES)
+		return -EFBIG;
+	if (len > end - start)
+		len = (size_t)(end - start);
 	sorted = malloc((n ? n : 1) * sizeof(*sorted));
-	if (!bytes || !sorted) {
+	if (!sorted) {
 		err = -ENOMEM;
 		goto out;
 	}
-	got = elfcode__read(code, start, bytes, len);
-	if (got <= 0) {
-		err = got ? (int)got : -ENOENT;
-		goto out;
-	}
-	len = (size_t)got; /* a function cut short by its segment's end: what there is */
-	machine = elfcode__machine(code, &is64);
 	d = disasm__new(machine, is64);
 	if (!d) {
 		err = -errno;
@@ -93,7 +115,6 @@ int annotation__build(struct annotation *a, const struct elfcode *code, struct s
 	while (ci < n)
 		a->outside += sorted[ci++].count;
 out:
-	free(bytes);
 	free(sorted);
 	disasm__free(d);
 	if (err)

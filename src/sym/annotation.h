@@ -14,6 +14,7 @@
 #ifndef BPFPROF_ANNOTATION_H
 #define BPFPROF_ANNOTATION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,13 @@ struct annotation {
  */
 int annotation__build(struct annotation *a, const struct elfcode *code, struct srcline *sl,
 		      uint64_t start, uint64_t end, const struct ann_count *counts, size_t n);
+/*
+ * The same from the function's bytes (len of them, from start; code read
+ * from a process: a Lisp function's), for an ELF machine (EM_X86_64...).
+ */
+int annotation__build_bytes(struct annotation *a, const uint8_t *bytes, size_t len, int machine,
+			    bool is64, struct srcline *sl, uint64_t start, uint64_t end,
+			    const struct ann_count *counts, size_t n);
 void annotation__free(struct annotation *a);
 
 #endif

@@ -2075,6 +2075,19 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 	} else if (f && f->dropped) {
 		reread(s, p, m, f);
 	}
+	/*
+	 * An SBCL process's heap is read before its perf map (sb-perf's
+	 * write-perfmap): a Lisp function gets one name and one kind however
+	 * its addresses are covered, and code a GC moved after the map was
+	 * written keeps no name of the map's. The map names what the heap
+	 * does not (a version without a layout).
+	 */
+	if ((!f || !f->es) && jit_candidate(m) && (out->name = lisp_name(s, p, addr))) {
+		out->kind = FRAME_LISP;
+		out->module = m->path;
+		s->lisp_names++;
+		return 1;
+	}
 	if ((!f || !f->es) && jit_candidate(m)) {
 		const char *name = jit_name(s, p, addr);
 
@@ -2155,6 +2168,52 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 }
 
 /* --- files for annotate --------------------------------------------------------- */
+
+/* The newest live image of pid (an exec'd one is another image), or NULL. */
+static struct symproc *live_image(struct symbolizer *s, uint32_t pid)
+{
+	struct symproc *p = NULL;
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	while ((e = htab__next(s->procs, &pos))) {
+		struct symproc *q = e->value;
+
+		if (q->id.pid == pid && !q->dead && !q->gone &&
+		    (!p || q->id.exec_id > p->id.exec_id || q->id.start_time > p->id.start_time))
+			p = q;
+	}
+	return p && ptab__alive(s->pt, &p->id) ? p : NULL;
+}
+
+int symbolizer__lisp_code(struct symbolizer *s, uint32_t pid, uint64_t ip, size_t max,
+			  uint64_t *start, uint64_t *end, uint8_t **bytes)
+{
+	struct symproc *p = live_image(s, pid);
+	int err;
+
+	*bytes = NULL;
+	if (!p)
+		return -ESRCH;
+	/* Named once: its heap is known (lisp_name probed it). */
+	if (!lisp_name(s, p, ip) || !p->sbcl)
+		return -ENOENT;
+	p->sbcl->h.bytes_read = 0;
+	err = sbcl__fun_range(&p->sbcl->h, ip, start, end);
+	if (err)
+		return err;
+	if (*end - *start > max)
+		return -EFBIG;
+	*bytes = malloc(*end - *start);
+	if (!*bytes)
+		return -ENOMEM;
+	err = sbcl__read_code(&p->sbcl->h, *start, *bytes, *end - *start);
+	if (err) {
+		free(*bytes);
+		*bytes = NULL;
+	}
+	return err;
+}
 
 int symbolizer__open_files(struct symbolizer *s, uint32_t pid, const char *module,
 			   struct sym_files *out)

@@ -222,6 +222,16 @@ void symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out);
 void symbolizer__user(struct symbolizer *s, const struct proc_id *id, uint64_t ip, bool leaf,
 		      struct sym *out);
 
+/*
+ * The Lisp function (SBCL) at ip of process pid (its newest live image):
+ * the instructions of its simple-fun, [*start, *end), read from the process
+ * into *bytes (malloc'd, the caller frees). 0 or -errno (-ESRCH: no live
+ * image of pid, -ENOENT: no SBCL or no Lisp function at ip, -EFBIG: longer
+ * than max bytes, a read's error).
+ */
+int symbolizer__lisp_code(struct symbolizer *s, uint32_t pid, uint64_t ip, size_t max,
+			  uint64_t *start, uint64_t *end, uint8_t **bytes);
+
 /* The kernel function containing ip: [*start, *end). 0 or -ENOENT. */
 int symbolizer__kernel_range(struct symbolizer *s, uint64_t ip, uint64_t *start, uint64_t *end);
 

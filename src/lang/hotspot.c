@@ -81,6 +81,16 @@ static const struct want {
 	{ "PcDesc", "_scope_decode_offset", HS_PC_SCOPE, W_FIELD, false },
 	{ "PcDesc", NULL, HS_PC_SIZE, W_SIZE, false },
 	{ "Abstract_VM_Version", "_s_vm_release", HS_VM_RELEASE, W_STATIC, false },
+	{ "CodeBlob", "_frame_size", HS_CB_FRAME_SIZE, W_FIELD, false },
+	{ "CodeBlob", "_frame_complete_offset", HS_CB_FRAME_COMPLETE, W_FIELD, false },
+	{ "VirtualSpace", "_low_boundary", HS_VS_LOW_B, W_FIELD, false },
+	{ "VirtualSpace", "_high_boundary", HS_VS_HIGH_B, W_FIELD, false },
+	{ "CodeCache", "_low_bound", HS_CC_LOW, W_STATIC, false },
+	{ "CodeCache", "_high_bound", HS_CC_HIGH, W_STATIC, false },
+	{ "StubRoutines", "_call_stub_return_address", HS_CALL_STUB_RA, W_STATIC, false },
+	{ "AbstractInterpreter", "_code", HS_INTERP_CODE, W_STATIC, false },
+	{ "StubQueue", "_stub_buffer", HS_SQ_BUFFER, W_FIELD, false },
+	{ "StubQueue", "_buffer_limit", HS_SQ_LIMIT, W_FIELD, false },
 };
 #define NR_WANTS (sizeof(wants) / sizeof(wants[0]))
 

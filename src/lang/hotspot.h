@@ -110,6 +110,17 @@ enum hs_off {
 	HS_PC_SCOPE,	/* PcDesc::_scope_decode_offset (int) */
 	HS_PC_SIZE,	/* sizeof(PcDesc) */
 	HS_VM_RELEASE,	/* static Abstract_VM_Version::_s_vm_release (const char*) */
+	/* Walking its frames (optional: without them, native frames alone) */
+	HS_CB_FRAME_SIZE,     /* CodeBlob::_frame_size (int, words) */
+	HS_CB_FRAME_COMPLETE, /* CodeBlob::_frame_complete_offset (int; int16_t from 23) */
+	HS_VS_LOW_B,	      /* VirtualSpace::_low_boundary (reserved: never moves) */
+	HS_VS_HIGH_B,	      /* VirtualSpace::_high_boundary */
+	HS_CC_LOW,	      /* static CodeCache::_low_bound (address) */
+	HS_CC_HIGH,	      /* static CodeCache::_high_bound */
+	HS_CALL_STUB_RA,      /* static StubRoutines::_call_stub_return_address */
+	HS_INTERP_CODE,	      /* static AbstractInterpreter::_code (StubQueue*) */
+	HS_SQ_BUFFER,	      /* StubQueue::_stub_buffer (address) */
+	HS_SQ_LIMIT,	      /* StubQueue::_buffer_limit (int: its size) */
 	HS_OFF_NR,
 };
 

@@ -16,7 +16,8 @@ import re
 
 import pytest
 
-from conftest import Sampled, Workload, as_tenant, assert_few, assert_most, frames_of, parse_folded, wl
+from conftest import (Sampled, Workload, as_tenant, assert_few, assert_most, frames_of,
+                      parse_folded, wl)
 from test_jvm import tenant_copy
 
 CHAIN = ["spin", "StubRoutines (1)_[j]", "Interpreter_[j]", "com.example.Fake.work_[j]"]

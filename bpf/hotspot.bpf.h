@@ -24,9 +24,9 @@
  * A leaf (the sampled pc, not a return address) may be before its frame is
  * built (a compiled method's prologue, an interpreted method's entry): its
  * return address is then taken from [sp] or [sp + 8], only when that value
- * is in the code cache (counted: STAT_UNWIND_JVM_LEAF_GUESS). Epilogues are
- * not recognised yet: their leaves take the frame-size step, and the caller
- * check below catches most of them.
+ * is in the code cache (counted: STAT_UNWIND_JVM_LEAF_GUESS). So is a
+ * compiled leaf in its epilogue, told by the instruction at its pc
+ * (hs_epilogue(): one more read of the JVM's memory per compiled leaf).
  *
  * Nothing the process wrote is trusted: the entry's offsets are bounded
  * before use, sp must move up, frame sizes stay in [BP_HS_MIN_FRAME,
@@ -308,6 +308,32 @@ static __always_inline long hs_leaf(struct uw_state *st, const struct hs_scratch
 	return uw_stop(st, reason);
 }
 
+/*
+ * Where a compiled leaf is in its epilogue (add rsp; pop rbp; the return
+ * poll: cmp rsp, [r15 + d]; ja; ret), from the instruction at pc: 1 after
+ * pop rbp (return address at [sp]), 2 at it (rbp at [sp], return address at
+ * [sp + 8]), 0 elsewhere: the frame is whole, the frame-size step holds.
+ * The frame-size step in an epilogue would read the caller's frame - and
+ * an interpreted caller's frame holds its own return address, whose frame
+ * would be skipped.
+ */
+static __always_inline int hs_epilogue(struct uw_state *st, __u64 pc)
+{
+	__u8 c[8];
+
+	if (hs_charge(st) || bpf_probe_read_user(c, sizeof(c), (void *)pc))
+		return 0;
+	if (c[0] == 0xc3) /* ret */
+		return 1;
+	if (c[0] == 0x5d) /* pop rbp */
+		return 2;
+	if (c[0] == 0x49 && c[1] == 0x3b && (c[2] == 0x67 || c[2] == 0xa7))
+		return 1; /* cmp rsp, [r15 + disp8 | disp32] */
+	if (c[0] == 0x0f && c[1] == 0x87 && c[6] == 0xc3)
+		return 1; /* the poll's ja rel32, then ret */
+	return 0;
+}
+
 /* A frame-pointer step out of a stub; the pc it finds may be native. */
 static __always_inline long hs_fp_step(struct uw_state *st)
 {
@@ -375,6 +401,17 @@ __attribute__((noinline)) int hs_step(__u64 unused)
 	if ((st->flags & UW_F_EXACT) && s->frame_complete != HS_FC_NEVER &&
 	    pc < s->code_begin + s->frame_complete)
 		return hs_leaf(st, s, STAT_UNWIND_ERR_JVM_RA);
+	if (st->flags & UW_F_EXACT) {
+		r = hs_epilogue(st, pc);
+		if (r) {
+			stat_inc(STAT_UNWIND_JVM_LEAF_GUESS);
+			if (uw_read(st, st->sp, fr, 2))
+				return uw_stop(st, STAT_UNWIND_ERR_JVM_READ);
+			if (r == 1)
+				return hs_next(st, s, fr[0], st->sp + 8, st->bp);
+			return hs_next(st, s, fr[1], st->sp + 16, fr[0]);
+		}
+	}
 	ssp = st->sp + (__u64)s->frame_size * 8;
 	if (uw_read(st, ssp - 16, fr, 2))
 		return uw_stop(st, STAT_UNWIND_ERR_JVM_READ);

@@ -7,6 +7,7 @@ call stub (back to the native walker), so stacks reach the thread's start.
 
 The fake JVM (tests/workloads/fakejvm.c, mode "frames") builds those frames
 itself in its fake code cache: it runs wherever the tests do, no JDK needed.
+The real JDK's tests are in test_jvmuser.py.
 
 A tenant's hostile fake JVM (mode "hostile": a segment-map hop chain longer
 than any walk may take, a thread rewriting the code cache while it is read)
@@ -20,7 +21,7 @@ from conftest import (Sampled, Workload, as_tenant, assert_few, assert_most, fra
                       parse_folded, wl)
 from test_jvm import tenant_copy
 
-CHAIN = ["spin", "StubRoutines (1)_[j]", "Interpreter_[j]", "com.example.Fake.work_[j]"]
+CHAIN = ["spin_via", "StubRoutines (1)_[j]", "Interpreter_[j]", "com.example.Fake.work_[j]"]
 
 
 def user_frames(stack):
@@ -49,9 +50,12 @@ def fake_frames():
 
 
 def test_fake_jvm_stacks_walk_through_jit_interpreter_and_call_stub(fake_frames):
-    """The nmethod's junk rbp cuts a frame-pointer walk; the HotSpot walk
-    reads the nmethod's frame size, steps through the interpreter frame
-    and the call stub to spin() and down to start_thread."""
+    """Two threads: one in an nmethod that left a junk rbp, which cuts a
+    frame-pointer walk, the other in an nmethod's epilogue (its frame
+    taken down, spinning in the return poll), where the frame-size step
+    would read the interpreter frame's own return address and skip that
+    frame. Both walk through the nmethod, the interpreter frame and the
+    call stub to spin_via() and down to start_thread."""
     p, folded = fake_frames
     n = sum(folded.values())
     whole = sum(c for s, c in folded.items()

@@ -17,15 +17,19 @@
  *   tables   the struct table has 4 Mi entries (256 MiB: one piece mapped
  *            over and over), its type names no NUL
  *   unknown  the tables lack CodeBlob::_name (a layout bpfprof cannot use)
- *   frames   one thread calls through frames as a JVM without
- *            -XX:+PreserveFramePointer builds them: its C function spin()
- *            calls the call stub (blob 2: push rbp; mov rbp,rsp; call, the
- *            return address FJ_CALL_STUB_RA), which calls the interpreter
- *            (blob 1: an interpreter frame - fp, sender sp at fp - 8, last
- *            sp, Method* - then a call), which calls the nmethod (blob 0:
- *            push rbp; sub rsp, 0x20 - FJ_FRAME words - then a junk rbp and
- *            a spin): a frame-pointer walk stops at the junk rbp, the
- *            HotSpot walk (bpf/hotspot.bpf.h) reaches spin() and start_thread
+ *   frames   two threads call through frames as a JVM without
+ *            -XX:+PreserveFramePointer builds them: the C function
+ *            spin_via() calls the call stub (blob 2: push rbp; mov rbp,rsp;
+ *            call rdi, the return address FJ_CALL_STUB_RA), which calls the
+ *            interpreter (blob 1: an interpreter frame - fp, sender sp at
+ *            fp - 8, last sp, Method* - then a call), which calls the
+ *            nmethod (blob 0, FJ_FRAME words: push rbp; sub rsp, 0x20).
+ *            There the first thread leaves a junk rbp and spins (a
+ *            frame-pointer walk stops at the junk rbp, the HotSpot walk
+ *            reaches spin_via() and start_thread); the second takes its
+ *            frame down again (add rsp; pop rbp) and spins in the return
+ *            poll (cmp rsp, [r15 + 8]; ja): a leaf in its epilogue, where the
+ *            frame-size step would skip the interpreter frame
  *
  * Usage: fakejvm MODE SECONDS
  */
@@ -65,8 +69,9 @@ static uint32_t call(uint32_t off, uint32_t target)
 	return off + 5;
 }
 
-/* The frames mode's code; the pc its thread starts at (the call stub). */
-static uint8_t *frames(uint64_t base)
+/* The frames mode's code; the interpreter's entries its two threads call
+ * through the call stub. */
+static void frames(uint64_t base, uint8_t *entry[2])
 {
 	/* blob 0, the nmethod: push rbp; sub rsp, 0x20; (frame complete:)
 	 * mov ebp, 0x0badf00d; jmp . */
@@ -76,23 +81,34 @@ static uint8_t *frames(uint64_t base)
 	 * push rax (sender sp); push 0 (last sp); movabs rax, Method*; push rax */
 	static const uint8_t in[] = { 0x55, 0x48, 0x89, 0xe5, 0x48, 0x8d, 0x45,
 				      0x10, 0x50, 0x6a, 0x00, 0x48, 0xb8 };
-	/* blob 2, the call stub: push rbp; mov rbp, rsp; nops to the call
-	 * that returns to FJ_CALL_STUB_RA */
-	static const uint8_t cs[] = { 0x55, 0x48, 0x89, 0xe5, 0x90, 0x90,
-				      0x90, 0x90, 0x90, 0x90, 0x90 };
-	const uint32_t nm_at = FJ_HEAP + FJ_CODE, in_at = FJ_HEAP + FJ_BLOB + FJ_CODE,
-		       cs_at = FJ_STUB + FJ_CODE;
-	uint64_t method = base + FJ_METHOD_AT;
+	/* blob 0 at +0x200, the epilogue: push rbp; sub rsp, 0x20; add rsp,
+	 * 0x20; pop rbp; movabs r15, a zero word - 8; then the return poll
+	 * spins: cmp rsp, [r15 + 8]; ja (back to the cmp); ret */
+	static const uint8_t ep[] = { 0x55, 0x48, 0x83, 0xec, 0x20, 0x48,
+				      0x83, 0xc4, 0x20, 0x5d, 0x49, 0xbf };
+	static const uint8_t poll[] = { 0x49, 0x3b, 0x67, 0x08, 0x0f, 0x87,
+					0xf6, 0xff, 0xff, 0xff, 0xc3 };
+	/* blob 2, the call stub: push rbp; mov rbp, rsp; nops; call rdi
+	 * (returns to FJ_CALL_STUB_RA) */
+	static const uint8_t cs[] = { 0x55, 0x48, 0x89, 0xe5, 0x90, 0x90, 0x90, 0x90,
+				      0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xff, 0xd7 };
+	const uint32_t nm_at = FJ_HEAP + FJ_CODE, ep_at = nm_at + 0x200,
+		       in_at = FJ_HEAP + FJ_BLOB + FJ_CODE, cs_at = FJ_STUB + FJ_CODE;
+	uint64_t method = base + FJ_METHOD_AT, zero = base + FJ_META + 0x7f0;
 	uint32_t at;
 
 	code(nm_at, nm, sizeof(nm));
-	at = code(in_at, in, sizeof(in));
-	at = code(at, &method, 8);
-	at = code(at, &(uint8_t){ 0x50 }, 1);
-	call(at, nm_at);
-	if (call(code(cs_at, cs, sizeof(cs)), in_at) != FJ_CALL_STUB_RA)
+	at = code(code(ep_at, ep, sizeof(ep)), &zero, 8);
+	code(at, poll, sizeof(poll));
+	for (int i = 0; i < 2; i++) {
+		at = code(in_at + 0x100 * i, in, sizeof(in));
+		at = code(at, &method, 8);
+		at = code(at, &(uint8_t){ 0x50 }, 1);
+		call(at, i ? ep_at : nm_at);
+		entry[i] = m + in_at + 0x100 * i;
+	}
+	if (code(cs_at, cs, sizeof(cs)) != FJ_CALL_STUB_RA)
 		abort();
-	return m + cs_at;
 }
 
 #define SPIN 0xfeeb				/* jmp . */
@@ -101,6 +117,13 @@ static uint8_t *frames(uint64_t base)
 static void *spin(void *pc)
 {
 	((void (*)(void))pc)();
+	return NULL;
+}
+
+/* frames: the call stub, asked to call entry. */
+static void *spin_via(void *entry)
+{
+	((void (*)(void *))(m + FJ_STUB + FJ_CODE))(entry);
 	return NULL;
 }
 
@@ -170,7 +193,7 @@ int main(int argc, char **argv)
 	uint64_t var[FJ_NR_VARS], base;
 	const char *mode = argc > 1 ? argv[1] : "hostile";
 	unsigned secs = argc > 2 ? (unsigned)atoi(argv[2]) : 30;
-	uint8_t *start = NULL;
+	uint8_t *entry[2] = { NULL, NULL };
 	pthread_t t;
 
 	m = mmap(NULL, FJ_SIZE, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1,
@@ -183,7 +206,7 @@ int main(int argc, char **argv)
 	memcpy(m + FJ_HEAP + FJ_CODE, &(uint16_t){ SPIN }, 2);
 	memcpy(m + FAR + FJ_CODE, &(uint16_t){ SPIN }, 2);
 	if (!strcmp(mode, "frames")) {
-		start = frames(base);
+		frames(base, entry);
 	} else if (!strcmp(mode, "hostile")) {
 		/* A class name of 65535 bytes, control characters in it. */
 		memset(m + FJ_KSYM_AT + 6, '\n', 0xffff);
@@ -223,8 +246,9 @@ int main(int argc, char **argv)
 	gHotSpotVMTypeEntryTypeNameOffset = var[8];
 	gHotSpotVMTypeEntrySizeOffset = var[9];
 	gHotSpotVMTypeEntryArrayStride = var[10];
-	if (start) {
-		pthread_create(&t, NULL, spin, start);
+	if (entry[0]) {
+		pthread_create(&t, NULL, spin_via, entry[0]);
+		pthread_create(&t, NULL, spin_via, entry[1]);
 	} else {
 		pthread_create(&t, NULL, spin, m + FJ_HEAP + FJ_CODE);
 		pthread_create(&t, NULL, spin, m + FAR + FJ_CODE);

@@ -87,14 +87,16 @@ def test_jvm_walk_is_counted_in_the_verbose_output(attached):
                 if "warning" in l and ("HotSpot" in l or "JVM" in l)], attached.stderr
 
 
-def test_a_jvm_started_under_bpfprof_is_walked_once_started(classes):
+def test_a_jvm_started_under_bpfprof_is_walked_once_started(classes, tmp_path):
     """-- java JavaHot: at its first samples the launcher has not mapped
     libjvm.so or the VM not made its code cache; probed again, then walked:
     most of alpha's and beta's stacks reach JavaMain."""
-    p = Sampled(["-v", "-d", 60, "--", java(), "-cp", classes, "JavaHot", 6], timeout=120)
+    out = tmp_path / "out.folded"  # (java prints to the same stdout)
+    p = Sampled(["-v", "-d", 60, "-o", out, "--", java(), "-cp", classes, "JavaHot", 6],
+                timeout=120)
     v = jvm_line(p.stderr)
     assert v["walked"] == 1, v
-    work = work_stacks(parse_folded(p.stdout))
+    work = work_stacks(parse_folded(out.read_text()))
     n = sum(work.values())
     whole = sum(c for s, c in work.items() if through_main(s))
     assert_most(whole, n, "alpha/beta stacks through Interpreter to JavaMain", share=0.9)

@@ -251,6 +251,17 @@ enum bp_stat {
 	STAT_OFFCPU_USTACK_ERR,	      /* kept, user stack missing */
 	STAT_TARGETS_LOST, /* -- COMMAND: processes it forked not followed (tgids full) */
 	STAT_IDLE_KEPT,	   /* --include-idle: idle samples that passed the filters */
+	/* HotSpot JIT and interpreter frames (bpf/hotspot.bpf.h). Every JVM step either
+	 * counts a frame or ends the walk with one of the ERR_JVM_* reasons. */
+	STAT_UNWIND_JVM_FRAMES,	    /* frames stepped through the code cache */
+	STAT_UNWIND_JVM_STUB,	    /* call stub reached: handed back to the native walker */
+	STAT_UNWIND_JVM_LEAF_GUESS, /* a leaf's return address taken from [sp] (prologue, stubs) */
+	STAT_UNWIND_ERR_JVM_BLOB,   /* no blob: free or bad segment map, header, code range */
+	STAT_UNWIND_ERR_JVM_FRAME,  /* frame size out of bounds, or sp did not move up */
+	STAT_UNWIND_ERR_JVM_RA,	    /* a Java frame's caller pc not in the code cache */
+	STAT_UNWIND_ERR_JVM_INTERP, /* an interpreter frame's fp or sender sp implausible */
+	STAT_UNWIND_ERR_JVM_READ,   /* JVM memory (segment map, header, stack) unreadable */
+	STAT_UNWIND_ERR_JVM_BUDGET, /* BP_HS_READ_BUDGET reads spent in one walk */
 	STAT_MAX,
 };
 

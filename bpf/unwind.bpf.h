@@ -37,7 +37,9 @@
 #include <bpf/bpf_core_read.h>
 
 #include "cpu_state.bpf.h"
+#include "hotspot.bpf.h"
 #include "python.bpf.h"
+#include "unwind_read.bpf.h"
 #include "unwind_state.bpf.h"
 
 struct uw_ctx {
@@ -185,99 +187,6 @@ __attribute__((noinline)) int uw_find_row(__u64 off)
 }
 
 /*
- * Reads words (1 or 2) aligned 8-byte words of the stack at addr (user
- * memory, or kernel memory if kernel: the ORC walk of kwalk.bpf.h). The
- * stack is read in pieces of up to UW_WIN_BYTES: a frame's saved registers
- * are a few dozen bytes above the last frame's, so one helper call serves
- * several frames, where each read helper call has a fixed cost of its own
- * (~100 ns for user memory, ~40 for kernel memory). A user piece may run
- * into the next page (the stack above a frame is mapped: callers' frames,
- * then the thread's start-up data; 512 bytes where 256 needed a second
- * read for half the samples of tools/bench_breakdown.py's workload); if
- * that read fails, the piece ends at the page holding addr, which is
- * mapped if addr is. A kernel piece always ends there: a task's kernel
- * stack ends at a page boundary, with a guard page after it. The window
- * belongs to one walk (the walks reset win_base). 0, or -1 if the memory
- * cannot be read.
- */
-static __always_inline long uw_read_mem(void *dst, __u32 len, __u64 addr, bool kernel)
-{
-	return kernel ? bpf_probe_read_kernel(dst, len, (void *)addr)
-		      : bpf_probe_read_user(dst, len, (void *)addr);
-}
-
-static __always_inline int uw_read_win(struct uw_state *st, __u64 addr, __u64 *dst, __u32 words,
-				       bool kernel)
-{
-	__u64 off = addr - st->win_base, len, rem;
-	__u32 idx;
-
-	if ((addr & 7) || words < 1 || words > 2)
-		goto direct;
-	if (!st->win_base || addr < st->win_base || off + 8 * words > st->win_len) {
-		len = UW_WIN_BYTES;
-		if (kernel || uw_read_mem(st->win, UW_WIN_BYTES, addr, false)) {
-			rem = 4096 - (addr & 4095);
-			if (rem < len)
-				len = rem;
-			if (len < 8 * words)
-				goto direct; /* the words cross into the next page */
-			barrier_var(len);
-			if (len > UW_WIN_BYTES)
-				goto direct;
-			if (uw_read_mem(st->win, len, addr, kernel)) {
-				st->win_base = 0;
-				goto direct; /* as before: one read of just these words */
-			}
-		}
-		st->win_base = addr;
-		st->win_len = (__u32)len;
-		off = 0;
-	}
-	idx = (__u32)(off >> 3);
-	if (idx > UW_WIN_WORDS - words)
-		goto direct;
-	dst[0] = st->win[idx & (UW_WIN_WORDS - 1)];
-	if (words == 2)
-		dst[1] = st->win[(idx + 1) & (UW_WIN_WORDS - 1)];
-	return 0;
-direct:
-	return uw_read_mem(dst, 8 * (words & 3), addr, kernel) ? -1 : 0;
-}
-
-static __always_inline int uw_read(struct uw_state *st, __u64 addr, __u64 *dst, __u32 words)
-{
-	return uw_read_win(st, addr, dst, words, false);
-}
-
-static __always_inline long uw_stop(struct uw_state *st, __u32 reason)
-{
-	st->stop = reason;
-	return 1;
-}
-
-/* A frame-pointer step: [rbp] = caller's rbp, [rbp + 8] = return address. */
-static __always_inline long uw_fp_step(struct uw_state *st)
-{
-	__u64 fr[2];
-
-	if (unwind_mode == UNWIND_MODE_DWARF)
-		return uw_stop(st, STAT_UNWIND_ERR_NO_TABLE);
-	if (!st->bp)
-		return uw_stop(st, STAT_UNWIND_FP_END);
-	if (st->bp < st->sp || (st->bp & 7))
-		return uw_stop(st, STAT_UNWIND_ERR_CFA);
-	if (uw_read(st, st->bp, fr, 2))
-		return uw_stop(st, STAT_UNWIND_ERR_READ);
-	st->fp_frames++;
-	st->sp = st->bp + 16;
-	st->bp = fr[0];
-	st->pc = fr[1];
-	st->flags = 0; /* a frame-pointer pc may be junk: no refresh requests for it */
-	return 0;
-}
-
-/*
  * Whether addr is in the current task's main-thread stack: below its
  * start (mm->start_stack) by at most its RLIMIT_STACK (capped at
  * UW_FP_MAIN_STACK_MAX). Read only on uw_fp_fallback()'s path.
@@ -388,6 +297,9 @@ static long uw_step(__u64 index, void *data)
 		out->ips[nr] = st->pc;
 		st->nr = nr + 1;
 	}
+	/* A JVM's code cache: its own steps, no mapping or row lookup. */
+	if (st->pc >= st->hs_lo && st->pc < st->hs_hi)
+		return hs_step(0) ? 1 : 0; /* a callback returns 0 or 1 */
 
 	/* A return address is looked up at address - 1: the call may be the
 	 * last instruction of its function. */
@@ -536,6 +448,7 @@ static __always_inline bool uw_proc(struct uw_state *st, __u32 tgid, __u64 start
 	st->proc.nr_maps = found ? p->nr_maps : 0;
 	st->proc.python = found && (p->flags & UPROC_F_PYTHON);
 	st->proc.capped = found && (p->flags & UPROC_F_CAPPED);
+	st->proc.hotspot = found && (p->flags & UPROC_F_HOTSPOT);
 	return found;
 }
 
@@ -582,6 +495,10 @@ static __always_inline enum uw_result uw_walk_regs(struct task_struct *task, str
 
 	py_walk_init(st);
 	c.py = tables && st->proc.python ? py_proc(st->tgid, start_time, exec_id) : NULL;
+	st->hs_lo = st->hs_hi = 0;
+	st->hs_reads = st->hs_frames = 0;
+	if (tables && st->proc.hotspot)
+		hs_begin(st->tgid, start_time, exec_id);
 	c.st = st;
 	bpf_loop(PROFILE_MAX_DEPTH + 1, uw_step, &c, 0);
 	out->nr = st->nr;
@@ -591,6 +508,8 @@ static __always_inline enum uw_result uw_walk_regs(struct task_struct *task, str
 		stat_add(STAT_UNWIND_FP_FRAMES, st->fp_frames);
 		stat_add(STAT_UNWIND_CACHE_HITS, st->cache_hits);
 		stat_add(STAT_UNWIND_CACHE_MISSES, st->cache_misses);
+		if (st->hs_frames)
+			stat_add(STAT_UNWIND_JVM_FRAMES, st->hs_frames);
 	}
 	return UW_OK;
 }

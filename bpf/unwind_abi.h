@@ -110,6 +110,8 @@ _Static_assert(sizeof(struct bp_umap) == 8 * UNWIND_MAP_SLOTS, "bp_umap: UNWIND_
 #define UPROC_F_CAPPED                                                                             \
 	4 /* mappings with tables were left out (UNWIND_MAX_MAPS): a pc in no                      \
 	   * listed mapping ends the stack (STAT_UNWIND_ERR_MAPS_LIMIT) */
+/* A JVM: hotspot_procs (hotspot_abi.h) has its entry. */
+#define UPROC_F_HOTSPOT 8
 
 /* unwind_procs: tgid -> the image's mappings. */
 struct bp_uproc {

@@ -103,6 +103,10 @@ struct uw_state {
 	__u32 nr;
 	__u32 dwarf_frames, fp_frames; /* counted into stats once per walk */
 	__u32 cache_hits, cache_misses;
+	/* HotSpot (hotspot.bpf.h): the JVM's code cache (0, 0: not a JVM), reads of
+	 * its memory and frames in this walk. */
+	__u64 hs_lo, hs_hi;
+	__u32 hs_reads, hs_frames;
 	__u64 gen;
 	/* A copy of user stack memory [win_base, win_base + win_len), this walk's. */
 	__u64 win_base;
@@ -113,8 +117,10 @@ struct uw_state {
 	struct {
 		__u64 gen, start_time, exec_id;
 		__u32 tgid, found, maps, nr_maps;
-		__u32 python; /* UPROC_F_PYTHON: python_procs has an entry */
-		__u32 capped; /* UPROC_F_CAPPED */
+		__u32 python;  /* UPROC_F_PYTHON: python_procs has an entry */
+		__u32 capped;  /* UPROC_F_CAPPED */
+		__u32 hotspot; /* UPROC_F_HOTSPOT: hotspot_procs has an entry */
+		__u32 hotspot_pad;
 	} proc;
 	struct uw_py py;
 };

@@ -114,6 +114,27 @@ int metrics__render(const struct metrics_snapshot *s, uint64_t now, struct sbuf 
 		"Frames whose unwind table row the stack walker cannot follow, walked on with "
 		"frame pointers (--unwind auto).",
 		s->unwind_fp_fallbacks);
+	err |= COUNTER("bpfprof_jvm_frames_total",
+		       "Frames of HotSpot JVMs stepped through their code cache (JIT-compiled, "
+		       "interpreted, stubs).",
+		       s->jvm_frames);
+	err |= COUNTER("bpfprof_jvm_leaf_guesses_total",
+		       "JVM leaf frames whose return address was taken from the stack's top "
+		       "(a prologue, a frameless stub).",
+		       s->jvm_leaf_guesses);
+	err |= sbuf_printf(
+		out,
+		"# HELP bpfprof_jvm_walk_ends_total Walks through a JVM's frames by how they left them (call_stub: handed back to the native walker; the others end the stack there).\n"
+		"# TYPE bpfprof_jvm_walk_ends_total counter\n"
+		"bpfprof_jvm_walk_ends_total{reason=\"call_stub\"} %" PRIu64 "\n"
+		"bpfprof_jvm_walk_ends_total{reason=\"no_blob\"} %" PRIu64 "\n"
+		"bpfprof_jvm_walk_ends_total{reason=\"bad_frame\"} %" PRIu64 "\n"
+		"bpfprof_jvm_walk_ends_total{reason=\"return_address\"} %" PRIu64 "\n"
+		"bpfprof_jvm_walk_ends_total{reason=\"interpreter_frame\"} %" PRIu64 "\n"
+		"bpfprof_jvm_walk_ends_total{reason=\"unreadable\"} %" PRIu64 "\n"
+		"bpfprof_jvm_walk_ends_total{reason=\"read_budget\"} %" PRIu64 "\n",
+		s->jvm_ends[0], s->jvm_ends[1], s->jvm_ends[2], s->jvm_ends[3], s->jvm_ends[4],
+		s->jvm_ends[5], s->jvm_ends[6]);
 	err |= sbuf_printf(
 		out,
 		"# HELP bpfprof_python_thread_states_total Samples in Python's interpreter loop, by where their thread's state was found (not_found: shown without their Python frames).\n"

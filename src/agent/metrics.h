@@ -32,6 +32,10 @@ struct metrics_snapshot {
 	/* --unwind auto: frames whose table row could not be followed, walked on with
 	 * frame pointers. */
 	uint64_t unwind_fp_fallbacks;
+	/* HotSpot JVMs: frames stepped through the code cache, leaf return
+	 * addresses guessed, and how those walks ended (JVM_END_*). */
+	uint64_t jvm_frames, jvm_leaf_guesses;
+	uint64_t jvm_ends[7];
 	uint64_t drains, drain_ns_last, drain_ns_total;
 	uint64_t intervals;
 	uint64_t files_written, file_errors, files_pruned, files_kept, store_bytes;

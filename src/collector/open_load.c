@@ -192,6 +192,7 @@ static int skel_configure(struct collector *c, const struct load_attempt *a, str
 	if (opts->unwind_max_procs) {
 		bpf_map__set_max_entries(s->maps.unwind_procs, opts->unwind_max_procs);
 		bpf_map__set_max_entries(s->maps.python_procs, opts->unwind_max_procs);
+		bpf_map__set_max_entries(s->maps.hotspot_procs, opts->unwind_max_procs);
 	}
 	offcpu__configure(c);
 	return 0;

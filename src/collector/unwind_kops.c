@@ -169,6 +169,25 @@ static int uw_py_del(void *ctx, uint32_t tgid)
 	return 0;
 }
 
+/* A JVM's code cache, for the walker (hotspot.bpf.h); before its unwind entry. */
+static int uw_hs_set(void *ctx, uint32_t tgid, const struct bp_hsproc *p)
+{
+	struct collector *c = ctx;
+
+	if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.hotspot_procs), &tgid, p, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+static int uw_hs_del(void *ctx, uint32_t tgid)
+{
+	struct collector *c = ctx;
+
+	if (bpf_map_delete_elem(bpf_map__fd(c->skel->maps.hotspot_procs), &tgid) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
 /* The walker's row cache keeps only entries of the current generation. */
 static void uw_pool_changed(void *ctx, uint64_t generation)
 {
@@ -187,6 +206,8 @@ void collector__unwind_kops(struct collector *c, struct unwind_kops *k)
 	k->proc_set = uw_proc_set;
 	k->py_set = uw_py_set;
 	k->py_del = uw_py_del;
+	k->hs_set = uw_hs_set;
+	k->hs_del = uw_hs_del;
 	k->pool_changed = uw_pool_changed;
 	k->proc_del = uw_proc_del;
 }

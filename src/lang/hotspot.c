@@ -82,6 +82,16 @@ static const struct want {
 	{ "PcDesc", "_scope_decode_offset", HS_PC_SCOPE, W_FIELD, false },
 	{ "PcDesc", NULL, HS_PC_SIZE, W_SIZE, false },
 	{ "Abstract_VM_Version", "_s_vm_release", HS_VM_RELEASE, W_STATIC, false },
+	{ "CodeBlob", "_frame_size", HS_CB_FRAME_SIZE, W_FIELD, false },
+	{ "CodeBlob", "_frame_complete_offset", HS_CB_FRAME_COMPLETE, W_FIELD, false },
+	{ "VirtualSpace", "_low_boundary", HS_VS_LOW_B, W_FIELD, false },
+	{ "VirtualSpace", "_high_boundary", HS_VS_HIGH_B, W_FIELD, false },
+	{ "CodeCache", "_low_bound", HS_CC_LOW, W_STATIC, false },
+	{ "CodeCache", "_high_bound", HS_CC_HIGH, W_STATIC, false },
+	{ "StubRoutines", "_call_stub_return_address", HS_CALL_STUB_RA, W_STATIC, false },
+	{ "AbstractInterpreter", "_code", HS_INTERP_CODE, W_STATIC, false },
+	{ "StubQueue", "_stub_buffer", HS_SQ_BUFFER, W_FIELD, false },
+	{ "StubQueue", "_buffer_limit", HS_SQ_LIMIT, W_FIELD, false },
 };
 #define NR_WANTS (sizeof(wants) / sizeof(wants[0]))
 
@@ -348,9 +358,9 @@ static int read_heap(struct hotspot *h, uint64_t heap, struct hotspot_heap *out)
 	const struct hotspot_vm *vm = &h->vm;
 	const enum hs_off o[] = { HS_HEAP_MEMORY, HS_HEAP_SEGMAP };
 	uint8_t b[MAX_OFF + 256];
-	int64_t vs =
-		vm->off[HS_VS_LOW] > vm->off[HS_VS_HIGH] ? vm->off[HS_VS_LOW] : vm->off[HS_VS_HIGH];
-	int64_t n = max_off(vm, o, 2, (size_t)vs + 8);
+	const enum hs_off vso[] = { HS_VS_LOW, HS_VS_HIGH, HS_VS_LOW_B, HS_VS_HIGH_B };
+	int64_t vs = max_off(vm, vso, 4, 8);
+	int64_t n = max_off(vm, o, 2, (size_t)vs);
 	int32_t log2;
 	int err;
 
@@ -364,6 +374,14 @@ static int read_heap(struct hotspot *h, uint64_t heap, struct hotspot_heap *out)
 	out->hi = get64(b, vm->off[HS_HEAP_MEMORY] + vm->off[HS_VS_HIGH]);
 	out->seg_lo = get64(b, vm->off[HS_HEAP_SEGMAP] + vm->off[HS_VS_LOW]);
 	out->seg_hi = get64(b, vm->off[HS_HEAP_SEGMAP] + vm->off[HS_VS_HIGH]);
+	if (vm->off[HS_VS_LOW_B] >= 0 && vm->off[HS_VS_HIGH_B] >= 0) {
+		out->res_lo = get64(b, vm->off[HS_HEAP_MEMORY] + vm->off[HS_VS_LOW_B]);
+		out->res_hi = get64(b, vm->off[HS_HEAP_MEMORY] + vm->off[HS_VS_HIGH_B]);
+		out->seg_res_lo = get64(b, vm->off[HS_HEAP_SEGMAP] + vm->off[HS_VS_LOW_B]);
+		out->seg_res_hi = get64(b, vm->off[HS_HEAP_SEGMAP] + vm->off[HS_VS_HIGH_B]);
+	} else {
+		out->res_lo = out->res_hi = out->seg_res_lo = out->seg_res_hi = 0;
+	}
 	log2 = get32(b, vm->off[HS_HEAP_LOG2]);
 	if (log2 < 4 || log2 > 16 || out->hi <= out->lo || out->seg_hi <= out->seg_lo ||
 	    ((out->hi - out->lo) >> log2) > out->seg_hi - out->seg_lo)
@@ -737,6 +755,121 @@ int hotspot__name_pc(struct hotspot *h, uint64_t pc, char *buf, size_t len)
 		return -EINVAL;
 	snprintf(buf, len, "%s", b.name);
 	return (int)strlen(buf);
+}
+
+/* --- the walker's entry ------------------------------------------------------------ */
+
+/* An offset into the BP_HS_HDR bytes the walker reads of a blob (each read 8 bytes wide). */
+static bool in_window(int64_t off)
+{
+	return off >= 0 && off <= BP_HS_HDR - 8;
+}
+
+int hotspot__bpf(const struct hotspot *hs, struct bp_hsproc *out)
+{
+	static const enum hs_off walk[] = { HS_CB_FRAME_SIZE, HS_CB_FRAME_COMPLETE, HS_VS_LOW_B,
+					    HS_VS_HIGH_B,     HS_CALL_STUB_RA,	    HS_INTERP_CODE,
+					    HS_SQ_BUFFER,     HS_SQ_LIMIT };
+	struct hotspot h = *hs; /* its own reads: not the caller's lookup budget */
+	const struct hotspot_vm *vm = &h.vm;
+	bool offsets = vm->off[HS_CB_BEGIN] < 0 || vm->off[HS_CB_END] < 0;
+	int64_t begin = offsets ? vm->off[HS_CB_CODE_OFF] : vm->off[HS_CB_BEGIN];
+	int64_t end = offsets ? vm->off[HS_CB_DATA_OFF] : vm->off[HS_CB_END];
+	int64_t used = vm->off[HS_HB_HEADER] + vm->off[HS_HBH_USED];
+	uint64_t sq, ra, buf, cc_lo = UINT64_MAX, cc_hi = 0;
+	int32_t limit;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	h.max_bytes = 0;
+	for (size_t i = 0; i < sizeof(walk) / sizeof(walk[0]); i++)
+		if (vm->off[walk[i]] < 0)
+			return -ENOTSUP;
+	/* What the walker reads of a blob, in the window it reads. */
+	if (!in_window(vm->off[HS_CB_FRAME_SIZE]) || !in_window(vm->off[HS_CB_FRAME_COMPLETE]) ||
+	    !in_window(begin) || !in_window(end) || !in_window(vm->off[HS_CB_SIZE]))
+		return -ENOTSUP;
+	if (vm->off[HS_HB_SIZE] < 8 || vm->off[HS_HB_SIZE] > 256 || (vm->off[HS_HB_SIZE] & 7) ||
+	    used < 0 || used >= vm->off[HS_HB_SIZE])
+		return -ENOTSUP;
+
+	/* The heaps, with their reserved bounds (the segment map covers them). */
+	if ((err = read_heaps(&h)))
+		return err;
+	if (h.nr_heaps > BP_HS_HEAPS)
+		return -ENOTSUP;
+	for (unsigned i = 0; i < h.nr_heaps; i++) {
+		const struct hotspot_heap *hp = &h.heap[i];
+
+		if (hp->log2 != h.heap[0].log2)
+			return -ENOTSUP; /* one segment size for all */
+		if (hp->res_lo > hp->lo || hp->res_hi < hp->hi || hp->seg_res_lo != hp->seg_lo ||
+		    hp->seg_res_hi < hp->seg_hi ||
+		    ((hp->res_hi - hp->res_lo) >> hp->log2) > hp->seg_res_hi - hp->seg_res_lo)
+			return -EINVAL;
+		for (unsigned k = 0; k < i; k++)
+			if (hp->res_lo < h.heap[k].res_hi && h.heap[k].res_lo < hp->res_hi)
+				return -EINVAL; /* overlapping heaps */
+		out->heap[i].lo = hp->res_lo;
+		out->heap[i].hi = hp->res_hi;
+		out->heap[i].segmap = hp->seg_res_lo;
+		cc_lo = MIN(cc_lo, hp->res_lo);
+		cc_hi = MAX(cc_hi, hp->res_hi);
+	}
+	out->nr_heaps = (uint8_t)h.nr_heaps;
+	out->log2_seg = (uint8_t)h.heap[0].log2;
+
+	/* The code cache's bounds (JDK 8 has none: its one heap's). */
+	if (vm->off[HS_CC_LOW] >= 0 && vm->off[HS_CC_HIGH] >= 0) {
+		uint64_t lo, hi;
+
+		if ((err = rd_ptr(&h, (uint64_t)vm->off[HS_CC_LOW], &lo)) ||
+		    (err = rd_ptr(&h, (uint64_t)vm->off[HS_CC_HIGH], &hi)))
+			return err;
+		if (!lo || !hi)
+			return -EAGAIN;
+		if (lo > cc_lo || hi < cc_hi)
+			return -EINVAL; /* a heap outside the code cache */
+		cc_lo = lo;
+		cc_hi = hi;
+	}
+	if (cc_hi <= cc_lo || cc_hi - cc_lo > HS_MAX_CODE_CACHE)
+		return -EINVAL;
+	out->cc_lo = cc_lo;
+	out->cc_hi = cc_hi;
+
+	/* The interpreter's code (a StubQueue) and the call stub. */
+	if ((err = rd_ptr(&h, (uint64_t)vm->off[HS_INTERP_CODE], &sq)))
+		return err;
+	if (!sq)
+		return -EAGAIN;
+	if ((err = rd_ptr(&h, sq + (uint64_t)vm->off[HS_SQ_BUFFER], &buf)) ||
+	    (err = rd(&h, sq + (uint64_t)vm->off[HS_SQ_LIMIT], &limit, sizeof(limit))) ||
+	    (err = rd_ptr(&h, (uint64_t)vm->off[HS_CALL_STUB_RA], &ra)))
+		return err;
+	if (!buf || limit <= 0 || !ra)
+		return -EAGAIN;
+	if ((uint64_t)limit > HS_MAX_BLOB || buf < cc_lo || buf + (uint64_t)limit > cc_hi ||
+	    ra < cc_lo || ra >= cc_hi)
+		return -EINVAL;
+	out->interp_lo = buf;
+	out->interp_hi = buf + (uint64_t)limit;
+	out->call_stub_ra = ra;
+
+	out->cb_frame_size = (uint16_t)vm->off[HS_CB_FRAME_SIZE];
+	out->cb_frame_complete = (uint16_t)vm->off[HS_CB_FRAME_COMPLETE];
+	out->cb_begin = (uint16_t)begin;
+	out->cb_end = (uint16_t)end;
+	out->cb_size = (uint16_t)vm->off[HS_CB_SIZE];
+	out->hb_size = (uint16_t)vm->off[HS_HB_SIZE];
+	out->hb_used = (uint16_t)used;
+	out->flags = offsets ? HSPROC_F_CODE_OFFSETS : 0;
+	/* x86-64's interpreter frame (frame_x86.hpp); JDK 8 (one code heap) has
+	 * no mirror slot, so its bcp is one word nearer. */
+	out->if_sender_sp = -1;
+	out->if_method = -3;
+	out->if_bcp = vm->off[HS_CC_HEAPS] < 0 ? -7 : -8;
+	return 0;
 }
 
 /* --- a process ------------------------------------------------------------------- */

@@ -39,6 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hotspot_abi.h"
+
 #define HS_MAX_ENTRIES	16384u	       /* entries read of one table */
 #define HS_MAX_TABLE	(4u << 20)     /* bytes read for the tables */
 #define HS_MAX_TABLE_NS (200000000ull) /* ... and their time */
@@ -110,6 +112,17 @@ enum hs_off {
 	HS_PC_SCOPE,	/* PcDesc::_scope_decode_offset (int) */
 	HS_PC_SIZE,	/* sizeof(PcDesc) */
 	HS_VM_RELEASE,	/* static Abstract_VM_Version::_s_vm_release (const char*) */
+	/* Walking its frames (optional: without them, native frames alone) */
+	HS_CB_FRAME_SIZE,     /* CodeBlob::_frame_size (int, words) */
+	HS_CB_FRAME_COMPLETE, /* CodeBlob::_frame_complete_offset (int; int16_t from 23) */
+	HS_VS_LOW_B,	      /* VirtualSpace::_low_boundary (reserved: never moves) */
+	HS_VS_HIGH_B,	      /* VirtualSpace::_high_boundary */
+	HS_CC_LOW,	      /* static CodeCache::_low_bound (address) */
+	HS_CC_HIGH,	      /* static CodeCache::_high_bound */
+	HS_CALL_STUB_RA,      /* static StubRoutines::_call_stub_return_address */
+	HS_INTERP_CODE,	      /* static AbstractInterpreter::_code (StubQueue*) */
+	HS_SQ_BUFFER,	      /* StubQueue::_stub_buffer (address) */
+	HS_SQ_LIMIT,	      /* StubQueue::_buffer_limit (int: its size) */
 	HS_OFF_NR,
 };
 
@@ -133,7 +146,8 @@ int hotspot__read_tables(hotspot_read_fn rd, void *ctx, const uint64_t var[HSV_N
 			 struct hotspot_vm *vm);
 
 struct hotspot_heap {
-	uint64_t lo, hi, seg_lo, seg_hi;
+	uint64_t lo, hi, seg_lo, seg_hi;		 /* committed */
+	uint64_t res_lo, res_hi, seg_res_lo, seg_res_hi; /* reserved (0: not in the tables) */
 	unsigned log2;
 };
 
@@ -164,6 +178,23 @@ int hotspot__blob_at(struct hotspot *h, uint64_t pc, struct hotspot_blob *b);
 
 /* The name of the code at pc (a method's, else its blob's); its length or -errno. */
 int hotspot__name_pc(struct hotspot *h, uint64_t pc, char *buf, size_t len);
+
+#define HS_MAX_CODE_CACHE (4ull << 30) /* largest code cache believed (HotSpot's cap: 2 GiB) */
+
+/*
+ * What the BPF walker needs to step through h's JIT-compiled and
+ * interpreted frames (hotspot_abi.h), read now through h's reader: the
+ * code cache's and heaps' reserved bounds, the interpreter's code, the call
+ * stub's return address, the CodeBlob fields' offsets (each within the
+ * BP_HS_HDR bytes the walker reads of a blob). start_time and exec_id are
+ * the caller's. 0; -ENOTSUP a layout the walker cannot follow (an entry
+ * missing from the tables, an offset outside its window, more heaps than
+ * BP_HS_HEAPS); -EAGAIN the VM not started far enough (its code cache or
+ * interpreter not made yet); -EINVAL values that cannot be (bounds
+ * inverted, a heap or the interpreter outside the code cache); or the
+ * reader's error. Reads a few hundred bytes, whatever h->max_bytes says.
+ */
+int hotspot__bpf(const struct hotspot *h, struct bp_hsproc *out);
 
 #define HS_MAX_INLINE 16u	 /* inlined methods per pc (C2's MaxInlineLevel is 15) */
 #define HS_MAX_PCS    (1u << 20) /* PcDescs of an nmethod believed */

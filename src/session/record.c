@@ -434,6 +434,7 @@ static int unwind_start(struct record_ctx *rc, struct collector *col, const stru
 	{
 		struct unwinder_opts uo = { .ptab = rc->pt,
 					    .python = !rc->o->no_python,
+					    .jvm = true,
 					    .warn = on_sym_warn };
 
 		rc->uw = unwinder__new(&uo, &k);
@@ -488,6 +489,18 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 		us.build_ns / NS_PER_MS_F, us.tables_failed, us.tables_over_budget, us.procs_loaded,
 		us.python_procs, us.python_unknown, us.python_vfork, us.python_retries,
 		us.python_file_reads);
+	if (us.jvm_procs || us.jvm_unknown || st->v[STAT_UNWIND_JVM_FRAMES])
+		p_debug("unwind: JVMs: %" PRIu64 " walked, %" PRIu64 " not (layout), %" PRIu64
+			" probes again of JVMs starting; %" PRIu64
+			" frames through the code cache (%" PRIu64 " leaf guesses), %" PRIu64
+			" handed back at the call stub; stops: %" PRIu64 " no blob, %" PRIu64
+			" bad frame, %" PRIu64 " return address, %" PRIu64
+			" interpreter frame, %" PRIu64 " unreadable, %" PRIu64 " read budget",
+			us.jvm_procs, us.jvm_unknown, us.jvm_retries, st->v[STAT_UNWIND_JVM_FRAMES],
+			st->v[STAT_UNWIND_JVM_LEAF_GUESS], st->v[STAT_UNWIND_JVM_STUB],
+			st->v[STAT_UNWIND_ERR_JVM_BLOB], st->v[STAT_UNWIND_ERR_JVM_FRAME],
+			st->v[STAT_UNWIND_ERR_JVM_RA], st->v[STAT_UNWIND_ERR_JVM_INTERP],
+			st->v[STAT_UNWIND_ERR_JVM_READ], st->v[STAT_UNWIND_ERR_JVM_BUDGET]);
 }
 
 /*

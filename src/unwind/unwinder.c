@@ -24,6 +24,7 @@
 #include "unwind/pool.h"
 #include "unwind/table.h"
 #include "lang/cpython.h"
+#include "lang/hotspot.h"
 
 #define REFRESH_MIN_NS (250ull * 1000000) /* per process */
 #define REFRESH_MAX_NS (32 * NS_PER_SEC)  /* ... after re-reads that found nothing new */
@@ -75,6 +76,12 @@ struct uproc {
 	 * across exec (a forked Python that runs python again) and eviction,
 	 * so a process gets that warning once. */
 	uint64_t py_warned;
+	/* A HotSpot JVM: its code cache in hotspot_procs (walked), or why not;
+	 * probed again on Python's schedule while it starts (-EAGAIN). */
+	bool jvm;
+	int jvm_err;
+	unsigned jvm_tries;
+	uint64_t jvm_retry_ns;
 	uint64_t refresh_gap; /* ns before the next re-read (backs off, see unwinder__refresh) */
 	bool over_limit;      /* over UNWIND_MAX_MAPS: counted once */
 	bool warned_maps;     /* ... and mappings with tables left out: said once */
@@ -99,6 +106,10 @@ struct unwinder {
 	struct htab *by_build_id; /* build id bytes -> ufile */
 	struct htab *procs;	  /* pid -> uproc */
 	bool python;
+	bool jvm;
+	bool jvm_warned; /* a JVM whose frames cannot be walked: said once */
+	/* Time spent reading JVM tables in the current second (HS_MAX_TABLE_NS at most). */
+	uint64_t jvm_probe_t0, jvm_probe_ns;
 	struct cpython_tls_cache tls_cache; /* the libcs' thread-data layouts, by file */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
@@ -559,6 +570,14 @@ static void proc_unload(struct unwinder *u, struct uproc *p)
 	p->py_tries = 0;
 	free(p->py_wait);
 	p->py_wait = NULL;
+	if (p->jvm) {
+		if (u->k.hs_del)
+			u->k.hs_del(u->k.ctx, p->pid);
+		p->jvm = false;
+		u->st.jvm_procs--;
+	}
+	p->jvm_err = 0;
+	p->jvm_tries = 0;
 	if (p->in_kernel) {
 		if (u->k.proc_del)
 			u->k.proc_del(u->k.ctx, p->pid);
@@ -797,7 +816,7 @@ static int load_maps(struct unwinder *u, struct uproc *p)
 	kp.maps = r.slot;
 	kp.nr_maps = (uint32_t)n;
 	kp.flags = (p->any_image ? UPROC_F_ANY_IMAGE : 0) | (p->python ? UPROC_F_PYTHON : 0) |
-		   (lost ? UPROC_F_CAPPED : 0);
+		   (p->jvm ? UPROC_F_HOTSPOT : 0) | (lost ? UPROC_F_CAPPED : 0);
 	if (!p->in_kernel && u->nr_in_kernel >= u->max_procs)
 		evict_one_proc(u, p);
 	err = u->k.proc_set ? u->k.proc_set(u->k.ctx, p->pid, &kp) : 0;
@@ -902,14 +921,27 @@ static int hold_image(struct unwinder *u, struct uproc *p, const struct proc_id 
 /* p's next probe at p->py_retry_ns (a slow one up to a second later, at
  * the caller's first wake-up): the tick's earliest due retry and the loop's
  * wake-up follow it. */
-static void python_retry_at(struct unwinder *u, const struct uproc *p)
+static void retry_at(struct unwinder *u, uint64_t when, unsigned tries)
 {
-	uint64_t late = p->py_retry_ns + (p->py_tries < PY_FAST_TRIES ? 0 : PY_RETRY_SLOW_NS);
+	uint64_t late = when + (tries < PY_FAST_TRIES ? 0 : PY_RETRY_SLOW_NS);
 
-	if (!u->py_retry_due || p->py_retry_ns < u->py_retry_due)
-		u->py_retry_due = p->py_retry_ns;
+	if (!u->py_retry_due || when < u->py_retry_due)
+		u->py_retry_due = when;
 	if (!u->py_wake_by || late < u->py_wake_by)
 		u->py_wake_by = late;
+}
+
+static void python_retry_at(struct unwinder *u, const struct uproc *p)
+{
+	retry_at(u, p->py_retry_ns, p->py_tries);
+}
+
+/* The wait before try number tries (counted from 1). */
+static uint64_t retry_wait(unsigned tries)
+{
+	return tries < PY_FIRST_TRIES  ? PY_RETRY_FIRST_NS
+	       : tries < PY_FAST_TRIES ? PY_RETRY_NS
+				       : PY_RETRY_SLOW_NS;
 }
 
 /*
@@ -998,9 +1030,7 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 			p->py_wait = NULL;
 			return;
 		}
-		p->py_retry_ns = now_ns() + (p->py_tries < PY_FIRST_TRIES  ? PY_RETRY_FIRST_NS
-					     : p->py_tries < PY_FAST_TRIES ? PY_RETRY_NS
-									   : PY_RETRY_SLOW_NS);
+		p->py_retry_ns = now_ns() + retry_wait(p->py_tries);
 		python_retry_at(u, p);
 		return;
 	}
@@ -1024,6 +1054,99 @@ static void python_probe(struct unwinder *u, struct uproc *p)
 	p->python = true;
 	u->st.python_procs++;
 	u->py_found_ns = now_ns();
+}
+
+/* --- HotSpot ------------------------------------------------------------------ */
+
+/* p's next JVM probe (a VM still starting), on Python's schedule. */
+static void jvm_retry(struct unwinder *u, struct uproc *p)
+{
+	p->jvm_err = -EAGAIN;
+	p->jvm_retry_ns = now_ns() + retry_wait(p->jvm_tries);
+	retry_at(u, p->jvm_retry_ns, p->jvm_tries);
+}
+
+/*
+ * Finds the HotSpot JVM of p, if it is one (lang/hotspot.c reads its
+ * exported tables), and puts what the walker needs to step through its JIT
+ * and interpreter frames in hotspot_procs (before the unwind entry that
+ * points the walker there). A VM still starting is probed again (its
+ * tables, code cache and interpreter are made during its first tens of
+ * milliseconds). A JVM whose layout the walker cannot follow keeps native
+ * frames (and its Java methods' names): said once. Reading tables costs up
+ * to HS_MAX_TABLE_NS per JVM: at most that much per second, the rest later.
+ */
+static void jvm_probe(struct unwinder *u, struct uproc *p)
+{
+	struct hotspot_proc *hp;
+	struct bp_hsproc bp;
+	char why[320], msg[400];
+	uint64_t t0 = now_ns();
+	int err;
+
+	if (!u->jvm || p->jvm || !p->pp || p->any_image || (p->jvm_err && p->jvm_err != -EAGAIN))
+		return;
+	if (p->vfork) {
+		p->jvm_err = -ENOENT; /* its parent's memory until its exec */
+		return;
+	}
+	if (t0 - u->jvm_probe_t0 >= NS_PER_SEC) {
+		u->jvm_probe_t0 = t0;
+		u->jvm_probe_ns = 0;
+	}
+	if (u->jvm_probe_ns >= HS_MAX_TABLE_NS) {
+		jvm_retry(u, p); /* this second's time spent: not a try */
+		return;
+	}
+	u->st.jvm_retries += p->jvm_tries > 0;
+	hp = calloc(1, sizeof(*hp));
+	if (!hp)
+		return;
+	err = hotspot__probe(u->pt, p->pp, hp, why, sizeof(why));
+	if (err == -ENOTSUP) {
+		u->st.jvm_unknown++;
+		if (why[0] && u->warn) {
+			/* (the symbolizer's probe finds the same: said once, here) */
+			snprintf(msg, sizeof(msg), "process %u: %s", p->pid, why);
+			u->warn(u->warn_ctx, msg);
+		}
+	} else if (!err && (err = hotspot__bpf(&hp->h, &bp)) && err != -EAGAIN) {
+		u->st.jvm_unknown++;
+		if (!u->jvm_warned && u->warn) {
+			u->jvm_warned = true;
+			snprintf(msg, sizeof(msg),
+				 "process %u runs a HotSpot JVM (%s) whose frames bpfprof cannot "
+				 "walk: %s; its stacks end at their first Java frame (its Java "
+				 "methods are still named; said once for all JVMs)",
+				 p->pid, hp->h.vm.release[0] ? hp->h.vm.release : "release unknown",
+				 err == -ENOTSUP ? "its VM structures lack what the walk needs, or "
+						   "place it where the walker does not read"
+				 : err == -EINVAL ? "its code cache's bounds cannot be"
+						  : strerror(-err));
+			u->warn(u->warn_ctx, msg);
+		}
+		err = -ENOTSUP;
+	}
+	hotspot__proc_free(hp);
+	free(hp);
+	u->jvm_probe_ns += now_ns() - t0;
+	p->jvm_err = err;
+	if (err == -EAGAIN) {
+		if (++p->jvm_tries >= PY_MAX_TRIES) {
+			p->jvm_err = -ETIMEDOUT;
+			return;
+		}
+		jvm_retry(u, p);
+		return;
+	}
+	if (err || !u->k.hs_set)
+		return;
+	bp.start_time = p->start_time;
+	bp.exec_id = p->exec_id;
+	if (u->k.hs_set(u->k.ctx, p->pid, &bp))
+		return;
+	p->jvm = true;
+	u->st.jvm_procs++;
 }
 
 uint64_t unwinder__next_due_ns(const struct unwinder *u)
@@ -1057,6 +1180,7 @@ int unwinder__note_process(struct unwinder *u, const struct proc_id *id)
 		p->vfork = id->vfork;
 		p->sig = 0;
 		python_probe(u, p);
+		jvm_probe(u, p);
 		err = load_maps(u, p);
 		if (!err)
 			return 0;
@@ -1074,8 +1198,10 @@ int unwinder__note_process(struct unwinder *u, const struct proc_id *id)
 	err = ptab__check_x86_64(u->pt, pid);
 	if (!err)
 		err = hold_image(u, p, id);
-	if (!err)
+	if (!err) {
 		python_probe(u, p);
+		jvm_probe(u, p);
+	}
 	if (!err)
 		err = load_maps(u, p);
 	if (err) {
@@ -1124,6 +1250,15 @@ int unwinder__refresh(struct unwinder *u, const struct proc_id *id)
 			err = load_maps(u, p);
 		}
 	}
+	/* Likewise a libjvm.so (the java launcher dlopen()s it after its exec). */
+	if (!err && p->sig != sig && p->jvm_err == -ENOENT && !p->vfork) {
+		p->jvm_err = 0;
+		jvm_probe(u, p);
+		if (p->jvm) {
+			p->sig = 0;
+			err = load_maps(u, p);
+		}
+	}
 	return err;
 }
 
@@ -1165,9 +1300,9 @@ int unwinder__install(struct unwinder *u, uint32_t pid)
 	return err;
 }
 
-/* The Pythons that were still starting up and are due: looked at again, the
- * walker told of those found. */
-static void python_retries(struct unwinder *u, uint64_t now)
+/* The Pythons and JVMs that were still starting up and are due: looked at
+ * again, the walker told of those found. */
+static void probe_retries(struct unwinder *u, uint64_t now)
 {
 	struct htab_entry *e;
 	size_t pos = 0;
@@ -1178,6 +1313,18 @@ static void python_retries(struct unwinder *u, uint64_t now)
 	while ((e = htab__next(u->procs, &pos))) {
 		struct uproc *p = e->value;
 
+		if (p->jvm_err == -EAGAIN && p->in_kernel) {
+			if (now < p->jvm_retry_ns) {
+				retry_at(u, p->jvm_retry_ns, p->jvm_tries);
+			} else {
+				/* (a gone process: its reads fail, the sweep forgets it) */
+				jvm_probe(u, p);
+				if (p->jvm) {
+					p->sig = 0;
+					load_maps(u, p);
+				}
+			}
+		}
 		if (p->py_err != -EAGAIN || !p->in_kernel)
 			continue;
 		if (now < p->py_retry_ns) {
@@ -1205,7 +1352,7 @@ void unwinder__tick(struct unwinder *u)
 
 	reclaim(u);
 	if (u->py_retry_due && now >= u->py_retry_due)
-		python_retries(u, now);
+		probe_retries(u, now);
 	if (now - u->last_sweep < TICK_SWEEP_NS)
 		return;
 	u->last_sweep = now;
@@ -1258,6 +1405,7 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts, const struct un
 	u->max_procs = opts && opts->max_procs ? opts->max_procs : 4096;
 	u->seg_rows = opts && opts->seg_rows ? opts->seg_rows : SEG_ROWS;
 	u->python = opts && opts->python;
+	u->jvm = opts && opts->jvm;
 	u->warn = opts ? opts->warn : NULL;
 	u->warn_ctx = opts ? opts->warn_ctx : NULL;
 	if (u->seg_rows < UNWIND_PAGE_MAX_ROWS)

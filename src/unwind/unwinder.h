@@ -36,6 +36,7 @@
 #include <linux/types.h>
 
 #include "proc/ptab.h"
+#include "hotspot_abi.h"
 #include "python_abi.h"
 #include "unwind_abi.h"
 
@@ -53,6 +54,9 @@ struct unwind_kops {
 	/* A Python process's interpreter (python_abi.h), set before its unwind entry. */
 	int (*py_set)(void *ctx, uint32_t tgid, const struct bp_pyproc *p);
 	int (*py_del)(void *ctx, uint32_t tgid);
+	/* A JVM's code cache (hotspot_abi.h), set before its unwind entry. */
+	int (*hs_set)(void *ctx, uint32_t tgid, const struct bp_hsproc *p);
+	int (*hs_del)(void *ctx, uint32_t tgid);
 };
 
 struct ptab;
@@ -67,6 +71,7 @@ struct unwinder_opts {
 	uint32_t idle_table_secs; /* unused tables kept this long; default 60 */
 	uint32_t seg_rows;	  /* rows per pool run (tables are split); default 16384 */
 	bool python;		  /* walk Python frames (default: only if set) */
+	bool jvm;		  /* walk HotSpot JIT and interpreter frames (likewise) */
 	/* Called once per process whose Python bpfprof cannot walk, with a sentence. */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
@@ -97,6 +102,9 @@ struct unwinder_stats {
 	uint64_t python_vfork;	 /* vfork() children before their exec: not probed */
 	uint64_t python_retries; /* probes again of interpreters not started yet */
 	uint64_t python_file_reads; /* files whose symbols Python probes read (once a file) */
+	uint64_t jvm_procs;	    /* JVMs whose JIT and interpreter frames the walker steps */
+	uint64_t jvm_unknown;	    /* JVMs it cannot (tables lacking, a layout out of bounds) */
+	uint64_t jvm_retries;	    /* probes again of JVMs not started yet */
 };
 
 struct unwinder;
@@ -131,7 +139,7 @@ int unwinder__install(struct unwinder *u, uint32_t pid);
  * and idle tables held. */
 void unwinder__tick(struct unwinder *u);
 /* When (now_ns()) unwinder__tick() must have run for work that is due - a
- * Python still starting up to probe again - or 0 for none: a caller's wait
+ * Python or a JVM still starting up to probe again - or 0 for none: a caller's wait
  * ends by then. Work that may wait is taken at any tick after it is due, so
  * a caller that wakes up more often than that wakes up for nothing more. */
 uint64_t unwinder__next_due_ns(const struct unwinder *u);

@@ -7,7 +7,8 @@
  * named with the layout read (or, when the tables are refused, OpenJDK
  * 17's, from tests/workloads/fakejvm.h, with CodeCache::_heaps at input
  * byte 88). What comes out must be a NUL-terminated name within the buffer,
- * and the reads within the caps.
+ * and the reads within the caps; the frame walker's entry (hotspot__bpf())
+ * taken only within its bounds.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -77,6 +78,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (m.bytes > HS_MAX_TABLE)
 		abort();
+	{
+		struct bp_hsproc bp;
+		int err;
+
+		m.bytes = 0;
+		err = hotspot__bpf(&h, &bp);
+		if (m.bytes > 4096)
+			abort();
+		if (!err &&
+		    (bp.cb_frame_size > BP_HS_HDR - 8 || bp.cb_frame_complete > BP_HS_HDR - 8 ||
+		     bp.cb_begin > BP_HS_HDR - 8 || bp.cb_end > BP_HS_HDR - 8 ||
+		     bp.cb_size > BP_HS_HDR - 8 || bp.hb_used >= bp.hb_size || !bp.nr_heaps ||
+		     bp.nr_heaps > BP_HS_HEAPS || bp.cc_lo >= bp.cc_hi || bp.interp_lo < bp.cc_lo ||
+		     bp.interp_hi > bp.cc_hi || bp.interp_lo >= bp.interp_hi ||
+		     bp.call_stub_ra < bp.cc_lo || bp.call_stub_ra >= bp.cc_hi))
+			abort();
+		for (int i = 0; !err && i < bp.nr_heaps; i++)
+			if (bp.heap[i].lo < bp.cc_lo || bp.heap[i].hi > bp.cc_hi ||
+			    bp.heap[i].lo >= bp.heap[i].hi)
+				abort();
+		h.nr_heaps = 0;
+	}
 	for (uint64_t pc = BASE, step = size / 32 > 1 ? size / 32 : 1; pc < BASE + size;
 	     pc += step) {
 		int n;

@@ -167,7 +167,9 @@ static void test_metrics_text(void **state)
 				      .lost_stacks_full = 2,
 				      .drains = 10,
 				      .freq = 99,
-				      .unwind_fp_fallbacks = 7 };
+				      .unwind_fp_fallbacks = 7,
+				      .jvm_frames = 40,
+				      .jvm_ends = { 12, 3 } };
 	struct sbuf sb = { 0 };
 
 	assert_int_equal(metrics__render(&m, 0, &sb), 0);
@@ -177,6 +179,9 @@ static void test_metrics_text(void **state)
 		strstr(sb.buf, "bpfprof_lost_samples_total{reason=\"stack_map_full\"} 2\n"));
 	assert_non_null(strstr(sb.buf, "bpfprof_resident_memory_bytes "));
 	assert_non_null(strstr(sb.buf, "\nbpfprof_unwind_fp_fallbacks_total 7\n"));
+	assert_non_null(strstr(sb.buf, "\nbpfprof_jvm_frames_total 40\n"));
+	assert_non_null(strstr(sb.buf, "\nbpfprof_jvm_walk_ends_total{reason=\"call_stub\"} 12\n"));
+	assert_non_null(strstr(sb.buf, "\nbpfprof_jvm_walk_ends_total{reason=\"no_blob\"} 3\n"));
 	/* No drain completed (last_drain_ns 0): not healthy, and no age to show. */
 	assert_non_null(strstr(sb.buf, "\nbpfprof_healthy 0\n"));
 	assert_null(strstr(sb.buf, "bpfprof_last_drain_age_seconds"));

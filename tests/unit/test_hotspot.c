@@ -348,12 +348,156 @@ static void test_hostile_heap(void **state)
 	free(i.m);
 }
 
+/* The struct table's entry of type::field in the image: its offset (a
+ * field's) or address (a static's) slot. */
+static uint32_t entry_slot(struct img *i, const char *type, const char *field)
+{
+	for (uint32_t e = FJ_STRUCTS;; e += 48) {
+		uint64_t t, f;
+
+		memcpy(&t, i->m + e, 8);
+		memcpy(&f, i->m + e + 8, 8);
+		assert_true(t != 0);
+		if (!strcmp((char *)i->m + (t - BASE), type) &&
+		    !strcmp((char *)i->m + (f - BASE), field))
+			return e + (i->m[e + 24] ? 40 : 32);
+	}
+}
+
+static int bpf_entry(struct img *i, uint64_t var[HSV_NR], struct bp_hsproc *bp)
+{
+	struct hotspot h;
+
+	setup_h(&h, i, var);
+	return hotspot__bpf(&h, bp);
+}
+
+/* What the BPF frame walker is given (hotspot_abi.h). */
+static void test_bpf(void **state)
+{
+	uint64_t var[HSV_NR], reads;
+	struct bp_hsproc bp;
+	struct hotspot h;
+	struct img i;
+
+	(void)state;
+	setup_img(&i, var, NULL);
+	setup_h(&h, &i, var);
+	h.max_bytes = 8; /* not the lookups' budget */
+	reads = i.bytes;
+	assert_int_equal(hotspot__bpf(&h, &bp), 0);
+	assert_true(i.bytes - reads < 4096);
+	assert_int_equal(bp.cc_lo, BASE + FJ_HEAP);
+	assert_int_equal(bp.cc_hi, BASE + FJ_HEAP + FJ_HEAP_SIZE);
+	assert_int_equal(bp.nr_heaps, 1);
+	assert_int_equal(bp.heap[0].lo, BASE + FJ_HEAP);
+	assert_int_equal(bp.heap[0].hi, BASE + FJ_HEAP + FJ_HEAP_SIZE);
+	assert_int_equal(bp.heap[0].segmap, BASE + FJ_SEGMAP);
+	assert_int_equal(bp.heap[1].lo, 0);
+	assert_int_equal(bp.log2_seg, FJ_LOG2);
+	assert_int_equal(bp.interp_lo, BASE + FJ_HEAP + FJ_BLOB + FJ_CODE);
+	assert_int_equal(bp.interp_hi, BASE + FJ_HEAP + FJ_BLOB + FJ_CODE_END);
+	assert_int_equal(bp.call_stub_ra, BASE + FJ_CALL_STUB_RA);
+	assert_int_equal(bp.cb_frame_size, 28);
+	assert_int_equal(bp.cb_frame_complete, 20);
+	assert_int_equal(bp.cb_begin, 32);
+	assert_int_equal(bp.cb_end, 40);
+	assert_int_equal(bp.cb_size, 12);
+	assert_int_equal(bp.hb_size, 16);
+	assert_int_equal(bp.hb_used, 8);
+	assert_int_equal(bp.flags, 0);
+	assert_int_equal(bp.if_sender_sp, -1);
+	assert_int_equal(bp.if_method, -3);
+	assert_int_equal(bp.if_bcp, -8);
+	assert_int_equal(bp.start_time, 0); /* the caller's */
+	/* The blobs the walker is to find: the call stub and blob 0's frame. */
+	{
+		struct hotspot_blob b;
+		char buf[HS_NAME_MAX];
+		int32_t fs;
+
+		h.max_bytes = HS_MAX_LOOKUP;
+		assert_int_equal(hotspot__blob_at(&h, BASE + FJ_CALL_STUB_RA, &b), 0);
+		assert_string_equal(b.name, "StubRoutines (1)");
+		assert_true(hotspot__name_pc(&h, CODE0, buf, sizeof(buf)) > 0);
+		memcpy(&fs, i.m + FJ_HEAP + bp.hb_size + bp.cb_frame_size, 4);
+		assert_int_equal(fs, FJ_FRAME);
+	}
+	free(i.m);
+
+	/* A VM whose tables lack _frame_size: names, no walk. */
+	setup_img(&i, var, &(struct fj_opts){ .omit_frame_size = 1 });
+	assert_int_equal(bpf_entry(&i, var, &bp), -ENOTSUP);
+	setup_h(&h, &i, var);
+	assert_true(hotspot__name_pc(&h, CODE0, (char[HS_NAME_MAX]){ 0 }, HS_NAME_MAX) > 0);
+	free(i.m);
+
+	/* Offsets outside the header window the walker reads: refused. */
+	setup_img(&i, var, NULL);
+	fj_w64(i.m, entry_slot(&i, "CodeBlob", "_frame_size"), BP_HS_HDR - 4);
+	assert_int_equal(bpf_entry(&i, var, &bp), -ENOTSUP);
+	fj_w64(i.m, entry_slot(&i, "CodeBlob", "_frame_size"), BP_HS_HDR - 8);
+	assert_int_equal(bpf_entry(&i, var, &bp), 0);
+	fj_w64(i.m, entry_slot(&i, "CodeBlob", "_code_end"), 200);
+	assert_int_equal(bpf_entry(&i, var, &bp), -ENOTSUP);
+	fj_w64(i.m, entry_slot(&i, "CodeBlob", "_code_end"), 40);
+	fj_w64(i.m, entry_slot(&i, "CodeBlob", "_frame_complete_offset"), 1000);
+	assert_int_equal(bpf_entry(&i, var, &bp), -ENOTSUP);
+	fj_w64(i.m, entry_slot(&i, "CodeBlob", "_frame_complete_offset"), 20);
+	/* HeapBlock::Header::_used past sizeof(HeapBlock) */
+	fj_w64(i.m, entry_slot(&i, "HeapBlock::Header", "_used"), 16);
+	assert_int_equal(bpf_entry(&i, var, &bp), -ENOTSUP);
+	fj_w64(i.m, entry_slot(&i, "HeapBlock::Header", "_used"), 8);
+	assert_int_equal(bpf_entry(&i, var, &bp), 0);
+
+	/* A VM still starting: no interpreter, no call stub, no code cache yet. */
+	fj_w64(i.m, FJ_STATICS + 24, 0);
+	assert_int_equal(bpf_entry(&i, var, &bp), -EAGAIN);
+	fj_w64(i.m, FJ_STATICS + 24, BASE + FJ_SQ_AT);
+	fj_w64(i.m, FJ_STATICS + 16, 0);
+	assert_int_equal(bpf_entry(&i, var, &bp), -EAGAIN);
+	fj_w64(i.m, FJ_STATICS + 16, BASE + FJ_CALL_STUB_RA);
+	fj_w64(i.m, FJ_STATICS, 0);
+	assert_int_equal(bpf_entry(&i, var, &bp), -EAGAIN);
+	fj_w64(i.m, FJ_STATICS, BASE + FJ_HEAP);
+
+	/* Values that cannot be: the call stub or the interpreter outside the
+	 * code cache, a heap outside it, a code cache of 8 GiB, a segment map
+	 * shorter than its heap, five heaps. */
+	fj_w64(i.m, FJ_STATICS + 16, BASE);
+	assert_int_equal(bpf_entry(&i, var, &bp), -EINVAL);
+	fj_w64(i.m, FJ_STATICS + 16, BASE + FJ_CALL_STUB_RA);
+	fj_w32(i.m, FJ_SQ_AT + 20, FJ_HEAP_SIZE);
+	assert_int_equal(bpf_entry(&i, var, &bp), -EINVAL);
+	fj_w32(i.m, FJ_SQ_AT + 20, 0x80000000u);
+	assert_int_equal(bpf_entry(&i, var, &bp), -EAGAIN); /* (a negative size: not made yet) */
+	fj_w32(i.m, FJ_SQ_AT + 20, FJ_CODE_END - FJ_CODE);
+	fj_w64(i.m, FJ_STATICS, BASE + FJ_HEAP + 0x1000);
+	assert_int_equal(bpf_entry(&i, var, &bp), -EINVAL);
+	fj_w64(i.m, FJ_STATICS, BASE + FJ_HEAP - (8ull << 30));
+	assert_int_equal(bpf_entry(&i, var, &bp), -EINVAL);
+	fj_w64(i.m, FJ_STATICS, BASE + FJ_HEAP);
+	fj_w64(i.m, FJ_META + 0x400 + 8 + 8, BASE + FJ_HEAP + 2 * FJ_HEAP_SIZE);
+	assert_int_equal(bpf_entry(&i, var, &bp), -EINVAL);
+	fj_w64(i.m, FJ_META + 0x400 + 8 + 8, BASE + FJ_HEAP + FJ_HEAP_SIZE);
+	assert_int_equal(bpf_entry(&i, var, &bp), 0);
+	fj_w32(i.m, FJ_META + 0x100, 5);
+	for (int k = 0; k < 5; k++)
+		fj_w64(i.m, FJ_META + 0x200 + 8 * k, BASE + FJ_META + 0x400);
+	assert_int_equal(bpf_entry(&i, var, &bp), -ENOTSUP);
+	/* (two heaps, the same: overlapping) */
+	fj_w32(i.m, FJ_META + 0x100, 2);
+	assert_int_equal(bpf_entry(&i, var, &bp), -EINVAL);
+	free(i.m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tables),	     cmocka_unit_test(test_names),
 		cmocka_unit_test(test_recompiled),   cmocka_unit_test(test_hostile_tables),
 		cmocka_unit_test(test_hostile_heap), cmocka_unit_test(test_inlined),
+		cmocka_unit_test(test_bpf),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

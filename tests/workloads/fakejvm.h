@@ -15,6 +15,10 @@
  *   Blob 0's debug information (after its code): metadata [work, inl],
  *   scopes (at 1: work; at 7: inl, its sender at 1) and PcDescs at code
  *   offsets 0x20 (work), 0x60 (inl in work), 0x100 (none), 0x600 (work).
+ *   Blob 2 (FJ_STUB) "StubRoutines (1)": the call stub, its return address
+ *   FJ_CALL_STUB_RA. What the frame walker needs (hotspot__bpf()): blob 0's
+ *   frame size FJ_FRAME words, the code cache the one heap's reserved
+ *   bounds, the interpreter's StubQueue blob 1's code.
  */
 #ifndef FAKEJVM_H
 #define FAKEJVM_H
@@ -43,6 +47,11 @@
 #define FJ_BLOB	   0x1000u
 #define FJ_CODE	   0x100u /* code begins at blob + this ... */
 #define FJ_CODE_END 0x800u /* ... and ends here */
+#define FJ_STUB	   (FJ_HEAP + 2 * FJ_BLOB)	/* blob 2: the call stub */
+#define FJ_CALL_STUB_RA (FJ_STUB + FJ_CODE + 0x10) /* its return address */
+#define FJ_FRAME   6u /* blob 0's frame size, words */
+#define FJ_STATICS (FJ_META + 0x600u) /* CodeCache::_low/_high_bound, the call stub's ra, _code */
+#define FJ_SQ_AT   (FJ_META + 0x700u) /* the interpreter's StubQueue */
 #define FJ_CLASS   "com/example/Fake"
 #define FJ_METH    "work"
 
@@ -51,6 +60,7 @@ enum { FJ_NR_VARS = 11 };
 
 struct fj_opts {
 	int omit_name; /* no CodeBlob::_name in the tables (an unknown layout) */
+	int omit_frame_size; /* no CodeBlob::_frame_size (names, but no frame walk) */
 };
 
 static inline void fj_w64(uint8_t *m, uint32_t off, uint64_t v)
@@ -179,12 +189,27 @@ static inline void fj_build(uint8_t *m, uint64_t base, uint64_t var[FJ_NR_VARS],
 	fj_type(&b, "HeapBlock", 16);
 	fj_type(&b, "ConstantPool", 72);
 	fj_type(&b, "Method", 88);
+	/* The frame walker's (after the others: tests patch entries by index) */
+	if (!o || !o->omit_frame_size)
+		fj_field(&b, "CodeBlob", "_frame_size", 28);
+	fj_field(&b, "CodeBlob", "_frame_complete_offset", 20);
+	fj_field(&b, "VirtualSpace", "_high_boundary", 8);
+	fj_static(&b, "CodeCache", "_low_bound", base + FJ_STATICS);
+	fj_static(&b, "CodeCache", "_high_bound", base + FJ_STATICS + 8);
+	fj_static(&b, "StubRoutines", "_call_stub_return_address", base + FJ_STATICS + 16);
+	fj_static(&b, "AbstractInterpreter", "_code", base + FJ_STATICS + 24);
+	fj_field(&b, "StubQueue", "_stub_buffer", 8);
+	fj_field(&b, "StubQueue", "_buffer_limit", 20);
 
 	/* CodeCache::_heaps -> GrowableArray {1, data} -> [heap] */
 	fj_w64(m, heaps, base + ga);
 	fj_w32(m, ga, 1);
 	fj_w64(m, ga + 8, base + data);
 	fj_w64(m, data, base + heap);
+	fj_w64(m, heap + 8, base + FJ_HEAP); /* reserved = committed */
+	fj_w64(m, heap + 8 + 8, base + FJ_HEAP + FJ_HEAP_SIZE);
+	fj_w64(m, heap + 120, base + FJ_SEGMAP);
+	fj_w64(m, heap + 120 + 8, base + FJ_SEGMAP + (FJ_HEAP_SIZE >> FJ_LOG2));
 	fj_w64(m, heap + 8 + 16, base + FJ_HEAP);
 	fj_w64(m, heap + 8 + 24, base + FJ_HEAP + FJ_HEAP_SIZE);
 	fj_w64(m, heap + 120 + 16, base + FJ_SEGMAP);
@@ -233,6 +258,19 @@ static inline void fj_build(uint8_t *m, uint64_t base, uint64_t var[FJ_NR_VARS],
 		fj_w32(m, blob + 272, pcs + 4 * 16);
 	}
 	fj_blob(&b, FJ_HEAP + FJ_BLOB, "Interpreter", 0, 0);
+	fj_blob(&b, FJ_STUB, "StubRoutines (1)", 0, 0);
+	/* Frames: blob 0 FJ_FRAME words, complete at code + 8; the stubs none, never. */
+	fj_w32(m, FJ_HEAP + 16 + 28, FJ_FRAME);
+	fj_w32(m, FJ_HEAP + 16 + 20, 8);
+	fj_w32(m, FJ_HEAP + FJ_BLOB + 16 + 20, (uint32_t)-1);
+	fj_w32(m, FJ_STUB + 16 + 20, (uint32_t)-1);
+	/* The code cache, the call stub, the interpreter's code (blob 1's). */
+	fj_w64(m, FJ_STATICS, base + FJ_HEAP);
+	fj_w64(m, FJ_STATICS + 8, base + FJ_HEAP + FJ_HEAP_SIZE);
+	fj_w64(m, FJ_STATICS + 16, base + FJ_CALL_STUB_RA);
+	fj_w64(m, FJ_STATICS + 24, base + FJ_SQ_AT);
+	fj_w64(m, FJ_SQ_AT + 8, base + FJ_HEAP + FJ_BLOB + FJ_CODE);
+	fj_w32(m, FJ_SQ_AT + 20, FJ_CODE_END - FJ_CODE);
 
 	/* The variables: the tables, then their entries' layout. */
 	var[0] = base + FJ_STRUCTS;

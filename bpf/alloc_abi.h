@@ -43,6 +43,7 @@ enum alloc_fn {
 #define ALLOC_STACKS	  16384 /* distinct user stacks of sampled allocations */
 #define ALLOC_STACK_DEPTH 127	/* frames per stack (PERF_MAX_STACK_DEPTH) */
 #define ALLOC_RING_BYTES  (1u << 20)
+#define ALLOC_CGROUPS	  8 /* --cgroup directories */
 
 /* A sampled allocation, in the ring buffer. */
 struct alloc_event {
@@ -91,6 +92,8 @@ enum alloc_counter {
 	ALLOC_C_NO_STACK,  /* sampled allocations without a stack (stack map full) */
 	ALLOC_C_NO_THREAD, /* calls not counted: the thread's state could not be made */
 	ALLOC_C_NO_RETURN, /* sampled calls whose return was not seen (longjmp, nesting) */
+	ALLOC_C_OTHERS,	   /* -a, --cgroup: calls of processes not profiled (bpfprof itself,
+			    * other cgroups), trapped all the same */
 	ALLOC_C_NR,
 };
 

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/htab.h"
@@ -110,7 +111,8 @@ struct arun {
 	struct htab *noted; /* processes whose mappings were noted for the names */
 	size_t noted_now;
 	struct allocguard g;
-	uint64_t toggle_ns, toggle_max_ns, toggle_fails;
+	uint64_t toggle_ns[2], toggle_max_ns, toggle_fails; /* [0] off, [1] on */
+	uint64_t toggle_cpu_ns;				    /* this thread's CPU time in them */
 	double scale; /* of the alloc values: time / time on */
 };
 
@@ -468,9 +470,17 @@ static uint32_t rnd32(void)
  * (the program switched off first) or put back (switched on last, the
  * window on starting then). Each switch's cost is measured.
  */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
 static void guard_tick(struct arun *r, uint64_t now)
 {
-	uint64_t c[ALLOC_C_NR], t;
+	uint64_t c[ALLOC_C_NR], t, cpu;
 	struct errmsg em = { 0 };
 	bool was = r->g.engaged;
 	enum allocguard_act act;
@@ -495,6 +505,7 @@ static void guard_tick(struct arun *r, uint64_t now)
 	if (act == ALLOCGUARD_NONE)
 		return;
 	t = now_ns();
+	cpu = thread_cpu_ns();
 	if (act == ALLOCGUARD_OFF) {
 		allocprof__probes_off(r->ap);
 	} else {
@@ -504,10 +515,21 @@ static void guard_tick(struct arun *r, uint64_t now)
 			p_warn("the allocator's probes not all put back: %s",
 			       errmsg_said(&em) ? em.msg : strerror(-err));
 	}
+	r->toggle_cpu_ns += thread_cpu_ns() - cpu;
 	t = now_ns() - t;
-	r->toggle_ns += t;
+	r->toggle_ns[act == ALLOCGUARD_ON] += t;
 	if (t > r->toggle_max_ns)
 		r->toggle_max_ns = t;
+}
+
+/* Until the next drain: ALLOC_DRAIN_MS, or less to the end of the guard's phase. */
+static int drain_wait_ms(struct arun *r)
+{
+	uint64_t d = r->all ? allocguard__deadline(&r->g) : 0, now = now_ns();
+
+	if (!d || d >= now + ALLOC_DRAIN_MS * NS_PER_MS)
+		return ALLOC_DRAIN_MS;
+	return d > now ? (int)((d - now + NS_PER_MS - 1) / NS_PER_MS) : 0;
 }
 
 static void run(struct arun *r)
@@ -546,7 +568,7 @@ static void run(struct arun *r)
 		}
 		if (targets_gone(r))
 			break;
-		poll(NULL, 0, ALLOC_DRAIN_MS);
+		poll(NULL, 0, drain_wait_ms(r));
 	}
 	/* What is left: the ring holds at most ALLOC_RING_BYTES of it. */
 	allocprof__drain(r->ap, on_event, r, ALLOC_RING_BYTES / sizeof(struct alloc_event) + 1);
@@ -609,21 +631,27 @@ static void report_guard(struct arun *r, const uint64_t *c, struct profile_meta 
 	uint64_t on = allocguard__on_ns(&r->g, r->t1), total = r->t1 - r->t0;
 	double frac = total ? (double)on / (double)total : 1;
 
-	p_debug("allocator guard: budget %" PRIu64 " calls/s, %" PRIu64
-		" calls seen (%" PRIu64 " of processes not profiled), busiest %.0f calls/s",
+	p_debug("allocator guard: budget %" PRIu64 " calls/s, %" PRIu64 " calls seen (%" PRIu64
+		" of processes not profiled), busiest %.0f calls/s",
 		r->g.budget, c[ALLOC_C_CALLS] + c[ALLOC_C_FREES] + c[ALLOC_C_OTHERS],
 		c[ALLOC_C_OTHERS], r->g.max_rate);
+	p_debug("allocator guard: %.1f ms taking the probes off, %.1f ms putting them back "
+		"(wall time; %.1f ms of bpfprof's CPU), %zu files probed",
+		(double)r->toggle_ns[0] / 1e6, (double)r->toggle_ns[1] / 1e6,
+		(double)r->toggle_cpu_ns / 1e6, r->nr_held);
 	if (!r->g.engaged) {
 		p_info("allocator guard: not engaged (probes on all the time)");
 		return;
 	}
 	p_info("allocator guard: engaged after %.1f s; probes on %.1f%% of the time (%.2f of "
 	       "%.2f s), %" PRIu64 " windows, %" PRIu64 " switches off and on (%.1f ms each on "
-	       "average, %.1f ms at most); alloc values scaled x%.2f; in-use not measured",
+	       "average, %.1f ms at most, wall time); alloc values scaled x%.2f; in-use not "
+	       "measured",
 	       (double)(r->g.engaged_ns - r->t0) / NS_PER_SEC_F, frac * 100,
-	       (double)on / NS_PER_SEC_F, (double)total / NS_PER_SEC_F, r->g.windows,
-	       r->g.toggles,
-	       r->g.toggles ? (double)r->toggle_ns / (double)r->g.toggles / 1e6 : 0.0,
+	       (double)on / NS_PER_SEC_F, (double)total / NS_PER_SEC_F, r->g.windows, r->g.toggles,
+	       r->g.toggles
+		       ? (double)(r->toggle_ns[0] + r->toggle_ns[1]) / (double)r->g.toggles / 1e6
+		       : 0.0,
 	       (double)r->toggle_max_ns / 1e6, r->scale);
 	p_warn("in-use values not measured (0 in the profile): the guard took the allocator's "
 	       "probes off, and the frees of the windows off were not seen");
@@ -758,7 +786,7 @@ static int alloc_all(struct arun *r)
 	r->pids = NULL;
 	p_info("profiling allocations of %s (%zu files, %zu probes), one sample every %" PRIu64
 	       " bytes on average; %s",
-	       o->nr_cgroups ? "the cgroups' processes" : "every process", r->nr_fseen,
+	       o->nr_cgroups ? "the cgroups' processes" : "every process", r->nr_held,
 	       allocprof__probes(r->ap), r->period,
 	       o->alloc_budget ? "the guard holds the calls under --alloc-budget" : "no guard");
 	if (o->alloc_budget)

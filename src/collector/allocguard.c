@@ -124,6 +124,11 @@ void allocguard__on_at(struct allocguard *g, uint64_t t_ns)
 	g->since_ns = t_ns;
 }
 
+uint64_t allocguard__deadline(const struct allocguard *g)
+{
+	return g->engaged ? g->until_ns : 0;
+}
+
 uint64_t allocguard__on_ns(const struct allocguard *g, uint64_t now_ns)
 {
 	return g->on_ns + (g->on && now_ns > g->since_ns ? now_ns - g->since_ns : 0);

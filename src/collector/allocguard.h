@@ -64,6 +64,8 @@ enum allocguard_act allocguard__tick(struct allocguard *g, uint64_t now_ns, uint
 				     uint32_t rnd);
 /* After ALLOCGUARD_ON: the probes are in (and counting) since t_ns. */
 void allocguard__on_at(struct allocguard *g, uint64_t t_ns);
+/* Engaged: when the current phase ends (the next tick should come then); else 0. */
+uint64_t allocguard__deadline(const struct allocguard *g);
 /* Time on from the start to now_ns. */
 uint64_t allocguard__on_ns(const struct allocguard *g, uint64_t now_ns);
 /* What the counts seen from the start to now_ns are multiplied by: time / time on (>= 1). */

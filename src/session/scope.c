@@ -50,7 +50,8 @@ int scope__pids(const char *const *paths, const int *fds, size_t n, uint32_t *pi
 			       "ones looked at",
 			       paths[i], CGROUP_WALK_DIRS);
 		} else if (err) {
-			p_err("--cgroup %s: cannot list its processes: %s", paths[i], strerror(-err));
+			p_err("--cgroup %s: cannot list its processes: %s", paths[i],
+			      strerror(-err));
 			return 1;
 		}
 	}

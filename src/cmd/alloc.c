@@ -113,7 +113,8 @@ struct arun {
 	struct allocguard g;
 	uint64_t toggle_ns[2], toggle_max_ns, toggle_fails; /* [0] off, [1] on */
 	uint64_t toggle_cpu_ns;				    /* this thread's CPU time in them */
-	double scale; /* of the alloc values: time / time on */
+	double scale;	 /* of the alloc values: time / time on */
+	uint64_t calls0; /* calls counted before the run (the probes going in) */
 };
 
 static void sym_warn(void *ctx, const char *msg)
@@ -541,8 +542,8 @@ static void run(struct arun *r)
 		uint64_t c[ALLOC_C_NR];
 
 		allocprof__counters(r->ap, c);
-		allocguard__init(&r->g, r->o->alloc_budget, r->t0,
-				 c[ALLOC_C_CALLS] + c[ALLOC_C_FREES] + c[ALLOC_C_OTHERS]);
+		r->calls0 = c[ALLOC_C_CALLS] + c[ALLOC_C_FREES] + c[ALLOC_C_OTHERS];
+		allocguard__init(&r->g, r->o->alloc_budget, r->t0, r->calls0);
 	}
 	next_refresh = r->t0 + ALLOC_REFRESH_NS;
 	if (r->o->duration > 0)
@@ -633,7 +634,7 @@ static void report_guard(struct arun *r, const uint64_t *c, struct profile_meta 
 
 	p_debug("allocator guard: budget %" PRIu64 " calls/s, %" PRIu64 " calls seen (%" PRIu64
 		" of processes not profiled), busiest %.0f calls/s",
-		r->g.budget, c[ALLOC_C_CALLS] + c[ALLOC_C_FREES] + c[ALLOC_C_OTHERS],
+		r->g.budget, c[ALLOC_C_CALLS] + c[ALLOC_C_FREES] + c[ALLOC_C_OTHERS] - r->calls0,
 		c[ALLOC_C_OTHERS], r->g.max_rate);
 	p_debug("allocator guard: %.1f ms taking the probes off, %.1f ms putting them back "
 		"(wall time; %.1f ms of bpfprof's CPU), %zu files probed",
@@ -775,8 +776,15 @@ static int alloc_all(struct arun *r)
 	if (scope__pids(o->cgroups, r->cgroup_fds, o->nr_cgroups, r->pids, ALLOC_MAX_PROCS, &n,
 			"files that define malloc and free"))
 		return 1;
+	/* The files' probes are kept while the processes are looked at (which
+	 * takes a while on a busy host), and put in together when the run and
+	 * its guard start: no call traps unguarded. */
+	allocprof__probes_off(r->ap);
 	for (size_t i = 0; i < n; i++)
 		probe_process(r, r->pids[i]); /* gone, a kernel thread: its files are others' too */
+	if (r->nr_held && allocprof__probes_on(r->ap, &em))
+		p_warn("the allocator's probes not all attached: %s",
+		       errmsg_said(&em) ? em.msg : "(no reason given)");
 	if (!allocprof__probes(r->ap)) {
 		p_err("no file the %s map defines malloc and free, or none could be probed",
 		      o->nr_cgroups ? "cgroups' processes" : "processes");

@@ -24,7 +24,8 @@
  *   allocwork [wait] steady RATE SECS  site_steady: RATE malloc(4096)/free
  *                                    pairs a second, paced by the clock
  *                                    (each 1 ms catches up), for SECS: any
- *                                    interval holds RATE x its length; prints
+ *                                    interval holds RATE x its length (SIGTERM
+ *                                    ends it early); prints
  *       {"pid", "site": "site_steady", "size", "rate", "bytes", "pairs",
  *        "seconds", "behind_max_ms"} (behind: the pace it fell behind by)
  *   allocwork [wait] storm SECS      malloc/free pairs as fast as it can for
@@ -43,7 +44,7 @@
 #include <unistd.h>
 
 static void *volatile escape;
-static volatile sig_atomic_t go;
+static volatile sig_atomic_t go, stop;
 
 static unsigned long long now_ns(void)
 {
@@ -242,13 +243,19 @@ __attribute__((noinline)) void site_steady(unsigned long n)
 		free(touch(malloc(4096)));
 }
 
+static void on_term(int sig)
+{
+	stop = 1;
+}
+
 static int steady(double rate, double secs)
 {
 	unsigned long long t0 = now_ns(), end = t0 + (unsigned long long)(secs * 1e9), t;
 	unsigned long long done = 0, behind = 0;
 	struct timespec ms = { 0, 1000000 };
 
-	while ((t = now_ns()) < end) {
+	signal(SIGTERM, on_term);
+	while ((t = now_ns()) < end && !stop) {
 		unsigned long long owed = (unsigned long long)((double)(t - t0) * rate / 1e9);
 
 		if (owed > done) {

@@ -9,7 +9,7 @@
 #include "proc/cgroup.h"
 #include "proc/procfs.h"
 
-int scope__open_cgroups(const char *const *paths, size_t n, int *fds)
+int scope__open_cgroups(const char **paths, size_t n, int *fds)
 {
 	for (size_t i = 0; i < n; i++)
 		fds[i] = -1;
@@ -29,7 +29,7 @@ int scope__open_cgroups(const char *const *paths, size_t n, int *fds)
 	return 0;
 }
 
-int scope__pids(const char *const *paths, const int *fds, size_t n, uint32_t *pids, size_t max,
+int scope__pids(const char **paths, const int *fds, size_t n, uint32_t *pids, size_t max,
 		size_t *nr, const char *what)
 {
 	size_t got = 0, k;

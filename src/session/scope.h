@@ -13,13 +13,13 @@
 #include <stdint.h>
 
 /* Opens the --cgroup directories paths[0..n) into fds[0..n) (-1 for those not opened). */
-int scope__open_cgroups(const char *const *paths, size_t n, int *fds);
+int scope__open_cgroups(const char **paths, size_t n, int *fds);
 /*
  * The processes of the n cgroups (fds, named paths), or with n == 0 every
  * process: at most max into pids, *nr the count (0 is an error, said). what
  * names what they are looked at for, in the -v line.
  */
-int scope__pids(const char *const *paths, const int *fds, size_t n, uint32_t *pids, size_t max,
+int scope__pids(const char **paths, const int *fds, size_t n, uint32_t *pids, size_t max,
 		size_t *nr, const char *what);
 
 #endif

@@ -61,6 +61,8 @@
 #define ALLOC_MAX_FRAMES 512		    /* frames of a stack, inlined ones included */
 #define ALLOC_MAX_PROCS	 131072		    /* processes -a and --cgroup look at */
 #define ALLOC_MAX_NOTED	 64 /* -a: processes first seen noted per drain (their names) */
+#define ALLOC_RESCAN_NS	 (10 * NS_PER_SEC) /* -a: the processes looked at again (new files) */
+#define ALLOC_RESCAN_PER 256		   /* ... so many a drain (the guard's tick waits) */
 
 /* Each function's names: aliases at one address merge under one of them
  * (sym/elfsym.h: glibc's free shows as cfree, memalign as __libc_memalign). */
@@ -113,8 +115,11 @@ struct arun {
 	struct allocguard g;
 	uint64_t toggle_ns[2], toggle_max_ns, toggle_fails; /* [0] off, [1] on */
 	uint64_t toggle_cpu_ns;				    /* this thread's CPU time in them */
-	double scale;	 /* of the alloc values: time / time on */
-	uint64_t calls0; /* calls counted before the run (the probes going in) */
+	double scale;	  /* of the alloc values: time / time on */
+	uint64_t calls0;  /* calls counted before the run (the probes going in) */
+	uint32_t *rescan; /* the processes of this rescan */
+	size_t nr_rescan, rescan_pos;
+	uint64_t next_rescan;
 };
 
 static void sym_warn(void *ctx, const char *msg)
@@ -444,6 +449,46 @@ static bool targets_gone(struct arun *r)
 
 /* The targets' mappings re-read while they live: libraries they dlopen()ed
  * are named too. */
+/*
+ * -a, --cgroup: every ALLOC_RESCAN_NS the processes are listed again and
+ * their files not seen yet (a container's own C library, a library
+ * dlopen()ed) probed; ALLOC_RESCAN_PER processes a drain, so that the
+ * guard's ticks keep their pace however many processes there are.
+ */
+static uint64_t rescan_ns(void)
+{
+	const char *t = getenv("BPFPROF_TEST_ALLOC_RESCAN_MS"); /* tests: sooner */
+	uint64_t ms;
+
+	if (t && !parse_u64(t, 10, &ms) && ms && ms < 60000)
+		return ms * NS_PER_MS;
+	return ALLOC_RESCAN_NS;
+}
+
+static void rescan(struct arun *r, uint64_t now)
+{
+	const struct options *o = r->o;
+	size_t end, before = r->nr_held;
+
+	if (r->rescan_pos >= r->nr_rescan) {
+		if (now < r->next_rescan)
+			return;
+		r->next_rescan = now + rescan_ns();
+		r->rescan_pos = r->nr_rescan = 0;
+		if (!r->rescan && !(r->rescan = calloc(ALLOC_MAX_PROCS, sizeof(*r->rescan))))
+			return;
+		if (scope__pids(o->cgroups, r->cgroup_fds, o->nr_cgroups, r->rescan,
+				ALLOC_MAX_PROCS, &r->nr_rescan, NULL))
+			return;
+	}
+	end = r->rescan_pos + ALLOC_RESCAN_PER < r->nr_rescan ? r->rescan_pos + ALLOC_RESCAN_PER
+							      : r->nr_rescan;
+	for (; r->rescan_pos < end; r->rescan_pos++)
+		probe_process(r, r->rescan[r->rescan_pos]);
+	if (r->nr_held > before)
+		p_info("%zu files newly mapped probed", r->nr_held - before);
+}
+
 static void refresh(struct arun *r)
 {
 	for (size_t i = 0; i < r->nr_pids; i++) {
@@ -544,6 +589,7 @@ static void run(struct arun *r)
 		allocprof__counters(r->ap, c);
 		r->calls0 = c[ALLOC_C_CALLS] + c[ALLOC_C_FREES] + c[ALLOC_C_OTHERS];
 		allocguard__init(&r->g, r->o->alloc_budget, r->t0, r->calls0);
+		r->next_rescan = r->t0 + rescan_ns();
 	}
 	next_refresh = r->t0 + ALLOC_REFRESH_NS;
 	if (r->o->duration > 0)
@@ -554,6 +600,8 @@ static void run(struct arun *r)
 		r->noted_now = 0;
 		allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
 		guard_tick(r, now);
+		if (r->all)
+			rescan(r, now);
 		if (now >= next_refresh) {
 			refresh(r);
 			next_refresh = now + ALLOC_REFRESH_NS;
@@ -926,6 +974,7 @@ int cmd_record_alloc(const struct options *o, const struct writer *w)
 			close(r.cgroup_fds[i]);
 	free(r.cgroup_fds);
 	free(r.fseen);
+	free(r.rescan);
 	htab__free(r.noted);
 	return ret;
 }

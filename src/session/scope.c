@@ -37,6 +37,8 @@ int scope__pids(const char **paths, const int *fds, size_t n, uint32_t *pids, si
 
 	if (!n) {
 		err = procfs__pids("/proc", pids, max, &got);
+		if (err && !what)
+			return err;
 		if (err) {
 			p_err("cannot list the processes: %s", strerror(-err));
 			return 1;
@@ -45,7 +47,10 @@ int scope__pids(const char **paths, const int *fds, size_t n, uint32_t *pids, si
 	for (size_t i = 0; i < n; i++) {
 		err = cgroup__pids(fds[i], pids + got, max - got, &k);
 		got += k;
-		if (err == -E2BIG) {
+		if (err && !what) {
+			if (err != -E2BIG)
+				return err;
+		} else if (err == -E2BIG) {
 			p_warn("--cgroup %s: more than %u cgroups below it: the processes of the first "
 			       "ones looked at",
 			       paths[i], CGROUP_WALK_DIRS);
@@ -56,6 +61,8 @@ int scope__pids(const char **paths, const int *fds, size_t n, uint32_t *pids, si
 		}
 	}
 	*nr = got;
+	if (!what)
+		return 0;
 	p_info("%zu processes looked at for %s", got, what);
 	if (!got) {
 		p_err("no process in %s", n ? "the cgroups" : "/proc");

@@ -17,7 +17,8 @@ int scope__open_cgroups(const char **paths, size_t n, int *fds);
 /*
  * The processes of the n cgroups (fds, named paths), or with n == 0 every
  * process: at most max into pids, *nr the count (0 is an error, said). what
- * names what they are looked at for, in the -v line.
+ * names what they are looked at for, in the -v line; NULL: quiet (a
+ * rescan: nothing said, 0 processes not an error; -errno returned instead of 1).
  */
 int scope__pids(const char **paths, const int *fds, size_t n, uint32_t *pids, size_t max,
 		size_t *nr, const char *what);

@@ -114,6 +114,7 @@ def test_guard_engages_and_holds_the_budget(guarded):
     err, p, _ = guarded
     assert "over --alloc-budget %d" % BUDGET in err, err
     assert "allocator guard: engaged" in err, err
+    assert "biased for bursty programs" in err, err
     f = guard_facts(err)
     assert f["switches"] >= 2 and f["windows"] >= 2, f
     # The on fraction: at least the floor's (5% of a window, its rest stretched
@@ -165,6 +166,35 @@ def test_no_guard_under_the_budget(tmp_path):
     want = RATE * SIZE * prof["duration_nanos"] / 1e9
     tol = SIGMAS * sd_bytes(want, SIZE, PERIOD) + RATE * SIZE * 0.01
     assert abs(sites["site_steady"][1] - want) <= tol, (sites, want, tol)
+
+
+def test_rescan_probes_a_new_c_library(tmp_path):
+    """-a: a process started later that maps its own copy of the C library (a
+    container's) is probed at the next rescan (every 10 s; 300 ms here)."""
+    import shutil
+    libc = next(p for p in ("/lib/x86_64-linux-gnu/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6",
+                            "/lib64/libc.so.6") if os.path.exists(p))
+    shutil.copy(libc, tmp_path / "libc.so.6")
+    out = tmp_path / "heap.pb.gz"
+    with bench_lock():
+        b = subprocess.Popen([str(BPFPROF), "record", "--alloc=%d" % PERIOD, "-v", "-a", "-d", "3",
+                              "--alloc-budget", "1000000000", "-o", str(out)],
+                             stderr=subprocess.PIPE, text=True,
+                             env=dict(os.environ, BPFPROF_TEST_ALLOC_RESCAN_MS="300"))
+        err = ""
+        for line in b.stderr:
+            err += line
+            if "probes: " in line:
+                break
+        w = subprocess.Popen([wl("allocwork"), "steady", str(RATE), "1.5"], stdout=subprocess.PIPE,
+                             text=True, env=dict(os.environ, LD_LIBRARY_PATH=str(tmp_path)))
+        maps = open(f"/proc/{w.pid}/maps").read() if w.poll() is None else ""
+        truth = json.loads(w.communicate(timeout=30)[0])
+        err += b.communicate(timeout=60)[1]
+    assert b.returncode == 0, err
+    assert str(tmp_path / "libc.so.6") in maps or not maps, maps
+    assert "files newly mapped probed" in err, err
+    assert "site_steady" in by_pid(load(out)).get(truth["pid"], {}), err
 
 
 def test_cgroup_only_its_processes(tmp_path):

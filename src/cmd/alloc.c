@@ -541,8 +541,8 @@ static void guard_tick(struct arun *r, uint64_t now)
 		/* The frees of the windows off are unseen: in-use is not measured from now. */
 		allocprof__track_live(r->ap, false);
 		p_warn("the allocator's probes saw %.0f calls/s, over --alloc-budget %" PRIu64
-		       ": from now on for %.0f%% of each 1 s window, the allocations scaled by "
-		       "the time over the time on; in-use not measured",
+		       ": from now on for %.0f%% of the time (windows of 1 s or more), the "
+		       "allocations scaled by the time over the time on; in-use not measured",
 		       r->g.rate, r->g.budget, r->g.duty * 100);
 		p_debug("the scale assumes the calls of the windows off are like those of the "
 			"windows on: biased for bursty programs; a process that lived only in "

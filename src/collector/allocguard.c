@@ -30,11 +30,11 @@ static uint64_t on_len(const struct allocguard *g)
 	return on < ALLOCGUARD_MIN_ON_NS ? ALLOCGUARD_MIN_ON_NS : on;
 }
 
-/* The rest of the window, times a factor in [0.5, 1.5) (mean 1). */
+/* The rest of the window, times a factor in [0.5, 1.5) (mean 1); a window
+ * on held at ALLOCGUARD_MIN_ON_NS stretches the window, keeping the duty. */
 static uint64_t off_len(const struct allocguard *g, uint32_t rnd)
 {
-	uint64_t on = on_len(g);
-	double rest = on < ALLOCGUARD_WINDOW_NS ? (double)(ALLOCGUARD_WINDOW_NS - on) : 0;
+	double rest = g->duty < 1 ? (double)on_len(g) * (1 / g->duty - 1) : 0;
 
 	return (uint64_t)(rest * (0.5 + (double)rnd / 4294967296.0));
 }

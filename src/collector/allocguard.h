@@ -10,12 +10,13 @@
  * (counted only while they are on) each tick of the drain loop; it says
  * when to take the probes off or put them back. Under the budget, nothing
  * happens. The first tick over it engages the guard for the rest of the
- * run: windows of ALLOCGUARD_WINDOW_NS, on for max(duty x window,
- * ALLOCGUARD_MIN_ON_NS) where duty = budget / (the last on-window's rate)
- * within [ALLOCGUARD_MIN_DUTY, 1], off for the rest of the window times a
- * random factor in [0.5, 1.5) (a program periodic in the window does not
- * alias with it; the mean keeps the duty). At most one off/on pair per
- * window: taking uprobes off and on walks every process mapping the file.
+ * run: windows of ALLOCGUARD_WINDOW_NS, on for duty x window where duty =
+ * budget / (the last on-window's rate) within [ALLOCGUARD_MIN_DUTY, 1],
+ * off for the rest of the window times a random factor in [0.5, 1.5) (a
+ * program periodic in the window does not alias with it; the mean keeps
+ * the duty). A window on is at least ALLOCGUARD_MIN_ON_NS: below that the
+ * window stretches (the duty kept), so there is at most one off/on pair a
+ * second; taking uprobes off and on walks every process mapping the file.
  *
  * The scale (time / time on) assumes the calls of the windows off were like
  * those of the windows on: biased for a bursty program (a burst inside a

@@ -692,8 +692,8 @@ static void report_guard(struct arun *r, const uint64_t *c, struct profile_meta 
 		p_info("allocator guard: not engaged (probes on all the time)");
 		return;
 	}
-	p_info("allocator guard: engaged after %.1f s; probes on %.1f%% of the time (%.2f of "
-	       "%.2f s), %" PRIu64 " windows, %" PRIu64 " switches off and on (%.1f ms each on "
+	p_info("allocator guard: engaged after %.1f s; probes on %.1f%% of the time (%.3f of "
+	       "%.3f s), %" PRIu64 " windows, %" PRIu64 " switches off and on (%.1f ms each on "
 	       "average, %.1f ms at most, wall time); alloc values scaled x%.2f; in-use not "
 	       "measured",
 	       (double)(r->g.engaged_ns - r->t0) / NS_PER_SEC_F, frac * 100,

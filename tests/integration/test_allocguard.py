@@ -120,7 +120,8 @@ def test_guard_engages_and_holds_the_budget(guarded):
     # The on fraction: at least the floor's (5% of a window, its rest stretched
     # at most 1.5x), below 1 (the steady site alone is twice the budget).
     assert 0.05 / (0.05 + 1.5 * 0.95) <= f["on"] < 0.95, f
-    assert abs(f["scale"] - f["t"] / f["t_on"]) < 0.02 * f["scale"], f
+    # (the times printed to the ms, the scale to 0.01)
+    assert abs(f["scale"] - f["t"] / f["t_on"]) <= f["scale"] * 0.0006 / f["t_on"] + 0.006, f
     # The calls that trapped: within the budget, but for the tick before the
     # guard engaged (at most the busiest rate for 0.2 s) and the windows' rates
     # moving from one window to the next (the host's other processes): 1.5x.
@@ -188,7 +189,13 @@ def test_rescan_probes_a_new_c_library(tmp_path):
                 break
         w = subprocess.Popen([wl("allocwork"), "steady", str(RATE), "1.5"], stdout=subprocess.PIPE,
                              text=True, env=dict(os.environ, LD_LIBRARY_PATH=str(tmp_path)))
-        maps = open(f"/proc/{w.pid}/maps").read() if w.poll() is None else ""
+        maps = ""
+        for _ in range(100):  # the loader maps the copy
+            with contextlib.suppress(OSError):
+                maps = open(f"/proc/{w.pid}/maps").read()
+            if "libc.so.6" in maps or w.poll() is not None:
+                break
+            time.sleep(0.01)
         truth = json.loads(w.communicate(timeout=30)[0])
         err += b.communicate(timeout=60)[1]
     assert b.returncode == 0, err

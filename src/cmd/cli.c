@@ -897,8 +897,9 @@ int cli__validate(struct options *o, struct errmsg *em)
 				em,
 				"--alloc with -a or --cgroup takes no -p and no command (-d sets how long)");
 		if (!o->nr_pids && !o->cmd_is_target && !all)
-			return usage_err(em,
-					 "--alloc needs -p PID, -a, --cgroup PATH or a command to profile");
+			return usage_err(
+				em,
+				"--alloc needs -p PID, -a, --cgroup PATH or a command to profile");
 		if (o->alloc_budget_set && !all)
 			return usage_err(
 				em,

@@ -524,9 +524,9 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
-static void guard_tick(struct arun *r, uint64_t now)
+static void guard_tick(struct arun *r)
 {
-	uint64_t c[ALLOC_C_NR], t, cpu;
+	uint64_t c[ALLOC_C_NR], t, cpu, now;
 	struct errmsg em = { 0 };
 	bool was = r->g.engaged;
 	enum allocguard_act act;
@@ -535,6 +535,7 @@ static void guard_tick(struct arun *r, uint64_t now)
 	if (!r->all || !r->g.budget)
 		return;
 	allocprof__counters(r->ap, c);
+	now = now_ns(); /* the window's edge: the switch follows at once */
 	act = allocguard__tick(&r->g, now, c[ALLOC_C_CALLS] + c[ALLOC_C_FREES] + c[ALLOC_C_OTHERS],
 			       rnd32());
 	if (!was && r->g.engaged) {
@@ -599,7 +600,7 @@ static void run(struct arun *r)
 
 		r->noted_now = 0;
 		allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
-		guard_tick(r, now);
+		guard_tick(r);
 		if (r->all)
 			rescan(r, now);
 		if (now >= next_refresh) {
@@ -830,24 +831,29 @@ static int alloc_all(struct arun *r)
 	allocprof__probes_off(r->ap);
 	for (size_t i = 0; i < n; i++)
 		probe_process(r, r->pids[i]); /* gone, a kernel thread: its files are others' too */
-	if (r->nr_held && allocprof__probes_on(r->ap, &em))
-		p_warn("the allocator's probes not all attached: %s",
-		       errmsg_said(&em) ? em.msg : "(no reason given)");
-	if (!allocprof__probes(r->ap)) {
+	if (!r->nr_held) {
 		p_err("no file the %s map defines malloc and free, or none could be probed",
 		      o->nr_cgroups ? "cgroups' processes" : "processes");
 		return 1;
 	}
 	free(r->pids); /* targets_gone: never, for -a */
 	r->pids = NULL;
-	p_info("profiling allocations of %s (%zu files, %zu probes), one sample every %" PRIu64
+	p_info("profiling allocations of %s (%zu files), one sample every %" PRIu64
 	       " bytes on average; %s",
-	       o->nr_cgroups ? "the cgroups' processes" : "every process", r->nr_held,
-	       allocprof__probes(r->ap), r->period,
+	       o->nr_cgroups ? "the cgroups' processes" : "every process", r->nr_held, r->period,
 	       o->alloc_budget ? "the guard holds the calls under --alloc-budget" : "no guard");
 	if (o->alloc_budget)
 		p_debug("--alloc-budget %" PRIu64 " calls/s across the CPUs", o->alloc_budget);
 	p_info("probes: %s", allocprof__mode(r->ap));
+	/* The probes in (kept while the processes were looked at), the run at once. */
+	if (allocprof__probes_on(r->ap, &em))
+		p_warn("the allocator's probes not all attached: %s",
+		       errmsg_said(&em) ? em.msg : "(no reason given)");
+	if (!allocprof__probes(r->ap)) {
+		p_err("no probe could be attached");
+		return 1;
+	}
+	p_debug("%zu probes in", allocprof__probes(r->ap));
 	run(r);
 	return report(r);
 }

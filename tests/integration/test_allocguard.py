@@ -135,7 +135,7 @@ def test_steady_site_scaled_to_the_truth(guarded):
     secs = p["duration_nanos"] / 1e9
     want = RATE * SIZE * secs
     sites = by_pid(p).get(truth["pid"], {})
-    assert "site_steady" in sites, sites
+    assert "site_steady" in sites, (sites, err[-3000:])
     est = sites["site_steady"][1]
     tol = SIGMAS * f["scale"] * sd_bytes(want / f["scale"], SIZE, PERIOD) \
         + RATE * SIZE * 0.002 * (2 * f["windows"] + 5)

@@ -95,8 +95,9 @@ enum allocguard_act allocguard__tick(struct allocguard *g, uint64_t now_ns, uint
 				rate * ALLOCGUARD_MIN_DUTY > (double)g->budget;
 		return go_off(g, now_ns, rnd);
 	}
-	if (now_ns < g->until_ns)
-		return ALLOCGUARD_NONE;
+	if (now_ns < g->until_ns && (double)(calls - g->phase_calls) <=
+					    (double)g->budget * (double)on_len(g) / g->duty / 1e9)
+		return ALLOCGUARD_NONE; /* (a window on over its window's budget ends early) */
 	/* The end of a window on: its rate sets the next window's duty. */
 	rate = now_ns > g->since_ns
 		       ? (double)(calls - g->phase_calls) * 1e9 / (double)(now_ns - g->since_ns)

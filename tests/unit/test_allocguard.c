@@ -197,6 +197,25 @@ static void test_back_under_the_budget(void **state)
 	assert_true(allocguard__scale(&s.g, s.now) > 1.0);
 }
 
+/* A rate that jumps inside a window on: the window ends once its calls pass
+ * its window's budget (two ticks later at most), not at its planned end. */
+static void test_jump_ends_the_window_early(void **state)
+{
+	struct sim s;
+	uint64_t before;
+
+	(void)state;
+	sim_init(&s, 100000);
+	sim_run(&s, 500000, 3000 * MS); /* engaged */
+	sim_run(&s, 10000, 4000 * MS);	/* back under: windows on of 1 s */
+	assert_true(s.g.on && s.g.duty == 1.0);
+	before = s.seen;
+	sim_run(&s, 2e6, 1000 * MS);
+	assert_false(s.g.on);
+	/* without the early end: 2e6 calls */
+	assert_true(s.seen - before <= 100000 + 2 * 2e6 * 0.1 + 10000);
+}
+
 /* The time to put the probes back is not time on: on_at moves the edge. */
 static void test_on_at_moves_the_edge(void **state)
 {
@@ -227,6 +246,7 @@ int main(void)
 		cmocka_unit_test(test_floor_and_still_over),
 		cmocka_unit_test(test_jitter_bounds),
 		cmocka_unit_test(test_back_under_the_budget),
+		cmocka_unit_test(test_jump_ends_the_window_early),
 		cmocka_unit_test(test_on_at_moves_the_edge),
 	};
 

@@ -22,8 +22,29 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 extern bool bpf_session_is_return(void) __ksym __weak;
 
-/* -a: every process (not offered yet); else the targets map. */
+/* -a and --cgroup: every process mapping the probed files (--cgroup: those
+ * in one of the cgroups or below) but bpfprof itself (self_tgid); else the
+ * targets map. */
 const volatile bool all_procs = false;
+const volatile __u32 nr_cgroups = 0;
+const volatile __u32 self_tgid = 0;
+
+/*
+ * -a's guard (src/collector/allocguard.h): enabled is cleared before the
+ * probes are taken off and set once they are back, so that the counters'
+ * windows have exact edges; track_live cleared once the guard engages (the
+ * frees of the windows off are unseen: the live table would only grow, and
+ * in-use is reported as not measured).
+ */
+volatile bool enabled = true;
+volatile bool track_live = true;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, ALLOC_CGROUPS);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroups SEC(".maps");
 
 /* Exponential gaps of mean period, in bytes (filled before the load). */
 __u64 gaps[ALLOC_GAPS];
@@ -76,9 +97,28 @@ static __always_inline void counter_add(__u32 which)
 		(*n)++;
 }
 
+static __always_inline bool in_cgroups(void)
+{
+	for (__u32 i = 0; i < ALLOC_CGROUPS; i++) {
+		if (i >= nr_cgroups)
+			break;
+		if (bpf_current_task_under_cgroup(&cgroups, i) == 1)
+			return true;
+	}
+	return false;
+}
+
 static __always_inline bool is_target(__u32 tgid)
 {
-	return all_procs || bpf_map_lookup_elem(&targets, &tgid);
+	if (!enabled)
+		return false;
+	if (all_procs) {
+		if (tgid != self_tgid && (!nr_cgroups || in_cgroups()))
+			return true;
+		counter_add(ALLOC_C_OTHERS);
+		return false;
+	}
+	return bpf_map_lookup_elem(&targets, &tgid);
 }
 
 static __always_inline __s64 draw(void)
@@ -124,6 +164,8 @@ static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u64 addr, 
 	} else {
 		counter_add(ALLOC_C_RING_FULL);
 	}
+	if (!track_live)
+		return;
 	if (bpf_map_update_elem(&live, &k, &v, BPF_ANY))
 		counter_add(ALLOC_C_LIVE_FULL);
 }

@@ -85,6 +85,7 @@ enum alloc_source {
 #define ALLOC_STACKS	  16384 /* distinct user stacks of sampled allocations */
 #define ALLOC_STACK_DEPTH 127	/* frames per stack (PERF_MAX_STACK_DEPTH) */
 #define ALLOC_RING_BYTES  (1u << 20)
+#define ALLOC_CGROUPS	  8 /* --cgroup directories */
 
 /* A sampled allocation, in the ring buffer. */
 struct alloc_event {
@@ -140,6 +141,8 @@ enum alloc_counter {
 	ALLOC_C_GO_SAMPLES, /* Go: allocations the runtime sampled (mProf_Malloc) */
 	ALLOC_C_GO_FREES,   /* Go: frees of sampled objects (mProf_Free) */
 	ALLOC_C_GO_FREED,   /* ... matched in the live table */
+	ALLOC_C_OTHERS,	    /* -a, --cgroup: calls of processes not profiled (bpfprof itself,
+			     * other cgroups), trapped all the same */
 	ALLOC_C_NR,
 };
 

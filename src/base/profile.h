@@ -99,6 +99,9 @@ struct profile_meta {
 	/* An allocation profile (--alloc, a pprof heap profile): the mean bytes
 	 * between samples; samples carry alloc values. 0: not one. */
 	uint64_t alloc_period;
+	/* A note for the profile's readers ("": none): pprof's comment
+	 * "bpfprof note=...", e.g. --alloc -a's guard. */
+	char note[192];
 };
 
 struct profile;

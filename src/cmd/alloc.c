@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/htab.h"
@@ -50,6 +51,7 @@
 #include "base/util.h"
 #include "cmd/cmd.h"
 #include "collector/alloc.h"
+#include "collector/allocguard.h"
 #include "collector/freeprobe.h"
 #include "format/writer.h"
 #include "proc/child.h"
@@ -57,6 +59,7 @@
 #include "proc/ptab.h"
 #include "session/launch.h"
 #include "session/options.h"
+#include "session/scope.h"
 #include "session/stop.h"
 #include "lang/gobuildinfo.h"
 #include "proc/elffile.h"
@@ -70,6 +73,10 @@
 #define ALLOC_REFRESH_NS (1000 * NS_PER_MS) /* targets' mappings re-read (dlopen) */
 #define ALLOC_MAX_FILES	 4		    /* files defining malloc probed per process */
 #define ALLOC_MAX_FRAMES 512		    /* frames of a stack, inlined ones included */
+#define ALLOC_MAX_PROCS	 131072		    /* processes -a and --cgroup look at */
+#define ALLOC_MAX_NOTED	 64 /* -a: processes first seen noted per drain (their names) */
+#define ALLOC_RESCAN_NS	 (10 * NS_PER_SEC) /* -a: the processes looked at again (new files) */
+#define ALLOC_RESCAN_PER 256		   /* ... so many a drain (the guard's tick waits) */
 
 /* Each function's names: aliases at one address merge under one of them
  * (sym/elfsym.h: glibc's free shows as cfree, memalign as __libc_memalign). */
@@ -139,6 +146,21 @@ struct arun {
 	uint64_t events, oom;
 	uint64_t t0, t1;
 	bool cmd_stopped;
+	/* -a, --cgroup: probes in every process mapping the files, the guard */
+	bool all;
+	int *cgroup_fds;
+	uint64_t *fseen; /* files looked at, each once */
+	size_t nr_fseen, cap_fseen;
+	struct htab *noted; /* processes whose mappings were noted for the names */
+	size_t noted_now;
+	struct allocguard g;
+	uint64_t toggle_ns[2], toggle_max_ns, toggle_fails; /* [0] off, [1] on */
+	uint64_t toggle_cpu_ns;				    /* this thread's CPU time in them */
+	double scale;	  /* of the alloc values: time / time on */
+	uint64_t calls0;  /* calls counted before the run (the probes going in) */
+	uint32_t *rescan; /* the processes of this rescan */
+	size_t nr_rescan, rescan_pos;
+	uint64_t next_rescan;
 };
 
 static void sym_warn(void *ctx, const char *msg)
@@ -239,6 +261,17 @@ static void on_event(void *ctx, const struct alloc_event *ev)
 	double w = go ? go_weight_of(r, ev->tgid, ev->size) : weight(ev->size, r->period);
 
 	r->events++;
+	if (r->all && r->noted_now < ALLOC_MAX_NOTED &&
+	    !htab__find(r->noted, &ev->tgid, sizeof(ev->tgid))) {
+		struct proc_id id = { .pid = ev->tgid, .exec_id = PROC_EXEC_ANY };
+		bool created;
+
+		/* -a, --cgroup: a process first seen is noted while it lives (its
+		 * stacks named even once it has exited); a few per drain */
+		r->noted_now++;
+		symbolizer__note_process(r->sym, &id);
+		htab__upsert(r->noted, &ev->tgid, sizeof(ev->tgid), &created);
+	}
 	if (!a) {
 		r->oom++;
 		return;
@@ -567,13 +600,21 @@ static int probe_file(struct arun *r, struct mfile *f, const char *path, const s
 	if (!err)
 		err = allocprof__attach_file(r->ap, kpath, (int)pid, fns, offs, n, &em);
 	if (err) {
-		p_warn("%s: its allocator not probed in %u: %s", path, pid,
-		       errmsg_said(&em) ? em.msg : strerror(-err));
+		if (r->all)
+			p_warn("%s: its allocator not probed: %s", path,
+			       errmsg_said(&em) ? em.msg : strerror(-err));
+		else
+			p_warn("%s: its allocator not probed in %u: %s", path, pid,
+			       errmsg_said(&em) ? em.msg : strerror(-err));
 		goto out;
 	}
 	*probed = true;
-	p_info("%s: %zu allocator functions probed in process %u%s", path, n, pid,
-	       go ? " (the Go runtime's sampled allocations)" : "");
+	if (r->all)
+		p_info("%s: %zu allocator functions probed in every process mapping it%s", path, n,
+		       go ? " (the Go runtime's sampled allocations)" : "");
+	else
+		p_info("%s: %zu allocator functions probed in process %u%s", path, n, pid,
+		       go ? " (the Go runtime's sampled allocations)" : "");
 out:
 	elfsym__free(es);
 	return 0;
@@ -614,6 +655,17 @@ static int probe_process(struct arun *r, uint32_t pid)
 			continue;
 		}
 		seen[nr_seen++] = mfile__serial(f);
+		/* -a, --cgroup: a file once, whichever process maps it (its probes are in every
+		 * one), as bpfprof count's pass */
+		for (size_t s = 0; r->all && !dup && s < r->nr_fseen; s++)
+			dup |= r->fseen[s] == mfile__serial(f);
+		if (r->all && (dup || array_grow((void **)&r->fseen, &r->cap_fseen, r->nr_fseen + 1,
+						 sizeof(*r->fseen)))) {
+			mfile__put(r->ptab, f);
+			continue;
+		}
+		if (r->all)
+			r->fseen[r->nr_fseen++] = mfile__serial(f);
 		probe_file(r, f, m->path, m, pid, &probed);
 		if (probed && !array_grow((void **)&r->held, &r->cap_held, r->nr_held + 1,
 					  sizeof(*r->held))) {
@@ -679,6 +731,8 @@ static int start_command(struct arun *r)
 
 static bool targets_gone(struct arun *r)
 {
+	if (r->all)
+		return false;
 	if (r->ch.pid) {
 		child__reap(&r->ch, false);
 		return r->ch.exited;
@@ -691,6 +745,46 @@ static bool targets_gone(struct arun *r)
 
 /* The targets' mappings re-read while they live: libraries they dlopen()ed
  * are named too. */
+/*
+ * -a, --cgroup: every ALLOC_RESCAN_NS the processes are listed again and
+ * their files not seen yet (a container's own C library, a library
+ * dlopen()ed) probed; ALLOC_RESCAN_PER processes a drain, so that the
+ * guard's ticks keep their pace however many processes there are.
+ */
+static uint64_t rescan_ns(void)
+{
+	const char *t = getenv("BPFPROF_TEST_ALLOC_RESCAN_MS"); /* tests: sooner */
+	uint64_t ms;
+
+	if (t && !parse_u64(t, 10, &ms) && ms && ms < 60000)
+		return ms * NS_PER_MS;
+	return ALLOC_RESCAN_NS;
+}
+
+static void rescan(struct arun *r, uint64_t now)
+{
+	const struct options *o = r->o;
+	size_t end, before = r->nr_held;
+
+	if (r->rescan_pos >= r->nr_rescan) {
+		if (now < r->next_rescan)
+			return;
+		r->next_rescan = now + rescan_ns();
+		r->rescan_pos = r->nr_rescan = 0;
+		if (!r->rescan && !(r->rescan = calloc(ALLOC_MAX_PROCS, sizeof(*r->rescan))))
+			return;
+		if (scope__pids(o->cgroups, r->cgroup_fds, o->nr_cgroups, r->rescan,
+				ALLOC_MAX_PROCS, &r->nr_rescan, NULL))
+			return;
+	}
+	end = r->rescan_pos + ALLOC_RESCAN_PER < r->nr_rescan ? r->rescan_pos + ALLOC_RESCAN_PER
+							      : r->nr_rescan;
+	for (; r->rescan_pos < end; r->rescan_pos++)
+		probe_process(r, r->rescan[r->rescan_pos]);
+	if (r->nr_held > before)
+		p_info("%zu files newly mapped probed", r->nr_held - before);
+}
+
 static void refresh(struct arun *r)
 {
 	for (size_t i = 0; i < r->nr_pids; i++) {
@@ -702,18 +796,111 @@ static void refresh(struct arun *r)
 		go_read_rate(r, &r->go[i]);
 }
 
+static uint32_t rnd32(void)
+{
+	static uint64_t x;
+
+	if (!x)
+		x = now_ns() | 1;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return (uint32_t)(x >> 16);
+}
+
+/*
+ * -a, --cgroup: the guard's tick (collector/allocguard.h). Calls are counted
+ * only while the probes are in; when it says so, the probes are taken off
+ * (the program switched off first) or put back (switched on last, the
+ * window on starting then). Each switch's cost is measured.
+ */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static void guard_tick(struct arun *r)
+{
+	uint64_t c[ALLOC_C_NR], t, cpu, now;
+	struct errmsg em = { 0 };
+	bool was = r->g.engaged;
+	enum allocguard_act act;
+	int err;
+
+	if (!r->all || !r->g.budget)
+		return;
+	allocprof__counters(r->ap, c);
+	now = now_ns(); /* the window's edge: the switch follows at once */
+	act = allocguard__tick(&r->g, now, c[ALLOC_C_CALLS] + c[ALLOC_C_FREES] + c[ALLOC_C_OTHERS],
+			       rnd32());
+	if (!was && r->g.engaged) {
+		/* The frees of the windows off are unseen: in-use is not measured from now. */
+		allocprof__track_live(r->ap, false);
+		p_warn("the allocator's probes saw %.0f calls/s, over --alloc-budget %" PRIu64
+		       ": from now on for %.0f%% of the time (windows of 1 s or more), the "
+		       "allocations scaled by the time over the time on; in-use not measured",
+		       r->g.rate, r->g.budget, r->g.duty * 100);
+		p_debug("the scale assumes the calls of the windows off are like those of the "
+			"windows on: biased for bursty programs; a process that lived only in "
+			"windows off is missed");
+	}
+	if (act == ALLOCGUARD_NONE)
+		return;
+	t = now_ns();
+	cpu = thread_cpu_ns();
+	if (act == ALLOCGUARD_OFF) {
+		allocprof__probes_off(r->ap);
+	} else {
+		err = allocprof__probes_on(r->ap, &em);
+		allocguard__on_at(&r->g, now_ns());
+		if (err && !r->toggle_fails++)
+			p_warn("the allocator's probes not all put back: %s",
+			       errmsg_said(&em) ? em.msg : strerror(-err));
+	}
+	r->toggle_cpu_ns += thread_cpu_ns() - cpu;
+	t = now_ns() - t;
+	r->toggle_ns[act == ALLOCGUARD_ON] += t;
+	if (t > r->toggle_max_ns)
+		r->toggle_max_ns = t;
+}
+
+/* Until the next drain: ALLOC_DRAIN_MS, or less to the end of the guard's phase. */
+static int drain_wait_ms(struct arun *r)
+{
+	uint64_t d = r->all ? allocguard__deadline(&r->g) : 0, now = now_ns();
+
+	if (!d || d >= now + ALLOC_DRAIN_MS * NS_PER_MS)
+		return ALLOC_DRAIN_MS;
+	return d > now ? (int)((d - now + NS_PER_MS - 1) / NS_PER_MS) : 0;
+}
+
 static void run(struct arun *r)
 {
 	uint64_t end = 0, next_refresh;
 
 	r->t0 = now_ns();
+	if (r->all) {
+		uint64_t c[ALLOC_C_NR];
+
+		allocprof__counters(r->ap, c);
+		r->calls0 = c[ALLOC_C_CALLS] + c[ALLOC_C_FREES] + c[ALLOC_C_OTHERS];
+		allocguard__init(&r->g, r->o->alloc_budget, r->t0, r->calls0);
+		r->next_rescan = r->t0 + rescan_ns();
+	}
 	next_refresh = r->t0 + ALLOC_REFRESH_NS;
 	if (r->o->duration > 0)
 		end = r->t0 + (uint64_t)(r->o->duration * NS_PER_SEC_F);
 	for (;;) {
 		uint64_t now = now_ns();
 
+		r->noted_now = 0;
 		allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
+		guard_tick(r);
+		if (r->all)
+			rescan(r, now);
 		if (now >= next_refresh) {
 			refresh(r);
 			next_refresh = now + ALLOC_REFRESH_NS;
@@ -729,11 +916,12 @@ static void run(struct arun *r)
 		}
 		if (targets_gone(r))
 			break;
-		poll(NULL, 0, ALLOC_DRAIN_MS);
+		poll(NULL, 0, drain_wait_ms(r));
 	}
 	/* What is left: the ring holds at most ALLOC_RING_BYTES of it. */
 	allocprof__drain(r->ap, on_event, r, ALLOC_RING_BYTES / sizeof(struct alloc_event) + 1);
 	r->t1 = now_ns();
+	r->scale = r->all ? allocguard__scale(&r->g, r->t1) : 1;
 }
 
 /* One (process, stack)'s weighed values into the profile. */
@@ -744,8 +932,8 @@ static int add_agg(struct arun *r, struct profile *prof, const void *key, const 
 	struct proc_id id = { .pid = k->tgid, .exec_id = PROC_EXEC_ANY };
 	struct psample ps = { .pid = k->tgid, .comm = a->comm[0] ? a->comm : "[unknown]" };
 	struct palloc v = {
-		.alloc_objects = value_of(a->alloc_objects),
-		.alloc_bytes = value_of(a->alloc_bytes),
+		.alloc_objects = value_of(a->alloc_objects * r->scale),
+		.alloc_bytes = value_of(a->alloc_bytes * r->scale),
 		.inuse_objects = value_of(a->inuse_objects),
 		.inuse_bytes = value_of(a->inuse_bytes),
 	};
@@ -806,6 +994,48 @@ static int add_agg(struct arun *r, struct profile *prof, const void *key, const 
 	return profile__add_alloc(prof, &ps, ids, nf, &v);
 }
 
+/* -a, --cgroup: what the guard did, said and kept in the profile. */
+static void report_guard(struct arun *r, const uint64_t *c, struct profile_meta *m)
+{
+	uint64_t on = allocguard__on_ns(&r->g, r->t1), total = r->t1 - r->t0;
+	double frac = total ? (double)on / (double)total : 1;
+
+	p_debug("allocator guard: budget %" PRIu64 " calls/s, %" PRIu64 " calls seen (%" PRIu64
+		" of processes not profiled), busiest %.0f calls/s",
+		r->g.budget, c[ALLOC_C_CALLS] + c[ALLOC_C_FREES] + c[ALLOC_C_OTHERS] - r->calls0,
+		c[ALLOC_C_OTHERS], r->g.max_rate);
+	p_debug("allocator guard: %.1f ms taking the probes off, %.1f ms putting them back "
+		"(wall time; %.1f ms of bpfprof's CPU), %zu files probed",
+		(double)r->toggle_ns[0] / 1e6, (double)r->toggle_ns[1] / 1e6,
+		(double)r->toggle_cpu_ns / 1e6, r->nr_held);
+	if (!r->g.engaged) {
+		p_info("allocator guard: not engaged (probes on all the time)");
+		return;
+	}
+	p_info("allocator guard: engaged after %.1f s; probes on %.1f%% of the time (%.3f of "
+	       "%.3f s), %" PRIu64 " windows, %" PRIu64 " switches off and on (%.1f ms each on "
+	       "average, %.1f ms at most, wall time); alloc values scaled x%.2f; in-use not "
+	       "measured",
+	       (double)(r->g.engaged_ns - r->t0) / NS_PER_SEC_F, frac * 100,
+	       (double)on / NS_PER_SEC_F, (double)total / NS_PER_SEC_F, r->g.windows, r->g.toggles,
+	       r->g.toggles
+		       ? (double)(r->toggle_ns[0] + r->toggle_ns[1]) / (double)r->g.toggles / 1e6
+		       : 0.0,
+	       (double)r->toggle_max_ns / 1e6, r->scale);
+	p_warn("in-use values not measured (0 in the profile): the guard took the allocator's "
+	       "probes off, and the frees of the windows off were not seen");
+	if (r->g.still_over)
+		p_warn("still over the budget at the lowest duty (%.0f%%): %.0f calls/s during the "
+		       "windows on",
+		       ALLOCGUARD_MIN_DUTY * 100, r->g.rate);
+	p_info("the processes in the profile are a lower bound: one that lived only while the "
+	       "probes were off is not there");
+	snprintf(m->note, sizeof(m->note),
+		 "alloc_guard budget=%" PRIu64 " on_fraction=%.4f scale=%.3f windows=%" PRIu64
+		 " toggles=%" PRIu64 " inuse=not_measured",
+		 r->g.budget, frac, r->scale, r->g.windows, r->g.toggles);
+}
+
 static int report(struct arun *r)
 {
 	struct profile *prof = profile__new();
@@ -820,7 +1050,9 @@ static int report(struct arun *r)
 		p_err("out of memory");
 		return 1;
 	}
-	if (allocprof__live(r->ap, on_live, r))
+	if (r->g.engaged)
+		; /* not measured: said below, the values left 0 */
+	else if (allocprof__live(r->ap, on_live, r))
 		p_warn("the blocks in use could not be read: in-use values are incomplete");
 	allocprof__counters(r->ap, c);
 	for (struct htab_entry *e; !err && (e = htab__next(r->aggs, &pos));)
@@ -875,6 +1107,8 @@ static int report(struct arun *r)
 			       "allocated less than its rate (%d bytes by default)",
 			       GO_DEFAULT_RATE);
 	}
+	if (r->all)
+		report_guard(r, c, m);
 
 	err = writer__write_path(r->w, prof, r->o->output, &r->o->out, &em);
 	if (err) {
@@ -888,6 +1122,74 @@ static int report(struct arun *r)
 	}
 	profile__free(prof);
 	return err ? 1 : 0;
+}
+
+/*
+ * -a, --cgroup: the files of every process (or the cgroups'), each once,
+ * probed in every process that maps them; the program counts bpfprof's
+ * own calls apart, and --cgroup's filter is in BPF. The guard holds the
+ * calls to --alloc-budget.
+ */
+static int alloc_all(struct arun *r)
+{
+	struct allocprof_scope scope = { .all = true };
+	const struct options *o = r->o;
+	struct errmsg em = { 0 };
+	size_t n = 0;
+
+	r->noted = htab__new();
+	r->cgroup_fds = calloc(o->nr_cgroups ? o->nr_cgroups : 1, sizeof(*r->cgroup_fds));
+	r->pids = calloc(ALLOC_MAX_PROCS, sizeof(*r->pids));
+	if (!r->noted || !r->cgroup_fds || !r->pids) {
+		p_err("out of memory");
+		return 1;
+	}
+	for (size_t i = 0; i < o->nr_cgroups; i++)
+		r->cgroup_fds[i] = -1;
+	if (o->nr_cgroups && scope__open_cgroups(o->cgroups, o->nr_cgroups, r->cgroup_fds))
+		return 1;
+	scope.cgroup_fds = r->cgroup_fds;
+	scope.nr_cgroups = (uint32_t)o->nr_cgroups;
+	r->ap = allocprof__open_scope(r->period, &scope,
+				      log_level() >= LOG_DEBUG && o->verbosity > 1, &em);
+	if (!r->ap) {
+		p_errmsg(&em);
+		return 1;
+	}
+	if (scope__pids(o->cgroups, r->cgroup_fds, o->nr_cgroups, r->pids, ALLOC_MAX_PROCS, &n,
+			"files that define malloc and free"))
+		return 1;
+	/* The files' probes are kept while the processes are looked at (which
+	 * takes a while on a busy host), and put in together when the run and
+	 * its guard start: no call traps unguarded. */
+	allocprof__probes_off(r->ap);
+	for (size_t i = 0; i < n; i++)
+		probe_process(r, r->pids[i]); /* gone, a kernel thread: its files are others' too */
+	if (!r->nr_held) {
+		p_err("no file the %s map defines malloc and free, or none could be probed",
+		      o->nr_cgroups ? "cgroups' processes" : "processes");
+		return 1;
+	}
+	free(r->pids); /* targets_gone: never, for -a */
+	r->pids = NULL;
+	p_info("profiling allocations of %s (%zu files), one sample every %" PRIu64
+	       " bytes on average; %s",
+	       o->nr_cgroups ? "the cgroups' processes" : "every process", r->nr_held, r->period,
+	       o->alloc_budget ? "the guard holds the calls under --alloc-budget" : "no guard");
+	if (o->alloc_budget)
+		p_debug("--alloc-budget %" PRIu64 " calls/s across the CPUs", o->alloc_budget);
+	p_info("probes: %s", allocprof__mode(r->ap));
+	/* The probes in (kept while the processes were looked at), the run at once. */
+	if (allocprof__probes_on(r->ap, &em))
+		p_warn("the allocator's probes not all attached: %s",
+		       errmsg_said(&em) ? em.msg : "(no reason given)");
+	if (!allocprof__probes(r->ap)) {
+		p_err("no probe could be attached");
+		return 1;
+	}
+	p_debug("%zu probes in", allocprof__probes(r->ap));
+	run(r);
+	return report(r);
 }
 
 static int alloc_main(struct arun *r)
@@ -909,6 +1211,8 @@ static int alloc_main(struct arun *r)
 		p_err("out of memory");
 		return 1;
 	}
+	if (r->all)
+		return alloc_all(r);
 	r->ap = allocprof__open(r->period, log_level() >= LOG_DEBUG && r->o->verbosity > 1, &em);
 	if (!r->ap) {
 		p_errmsg(&em);
@@ -982,7 +1286,12 @@ out_end:
 
 int cmd_record_alloc(const struct options *o, const struct writer *w)
 {
-	struct arun r = { .o = o, .w = w, .period = o->alloc_period, .ch = CHILD_INIT };
+	struct arun r = { .o = o,
+			  .w = w,
+			  .period = o->alloc_period,
+			  .ch = CHILD_INIT,
+			  .all = o->all_cpus || o->nr_cgroups,
+			  .scale = 1 };
 	size_t pos = 0;
 	int ret;
 
@@ -1002,5 +1311,12 @@ int cmd_record_alloc(const struct options *o, const struct writer *w)
 	free(r.pidfds);
 	free(r.pids);
 	free(r.go);
+	for (size_t i = 0; r.cgroup_fds && i < o->nr_cgroups; i++)
+		if (r.cgroup_fds[i] >= 0)
+			close(r.cgroup_fds[i]);
+	free(r.cgroup_fds);
+	free(r.fseen);
+	free(r.rescan);
+	htab__free(r.noted);
 	return ret;
 }

@@ -34,6 +34,7 @@ static const struct option long_opts[] = {
 	{ "off-cpu-min", required_argument, NULL, OPT_OFFCPU_MIN },
 	{ "off-cpu-tasks", required_argument, NULL, OPT_OFFCPU_TASKS },
 	{ "alloc", optional_argument, NULL, OPT_ALLOC },
+	{ "alloc-budget", required_argument, NULL, OPT_ALLOC_BUDGET },
 	{ "help", no_argument, NULL, 'h' },
 	CLI_OUT_OPTIONS,
 	{ NULL, 0, NULL, 0 },
@@ -105,11 +106,17 @@ void cli__usage(FILE *f)
 		"                          allocations sampled by bytes, one every BYTES on average\n"
 		"                          (default 512K; K, M, G suffixes), each weighed by its\n"
 		"                          sampling probability; frees of sampled blocks matched,\n"
-		"                          so what is still in use is known. Needs -p or a\n"
-		"                          command; pprof gets Go's heap profile types, the other\n"
-		"                          formats a --view (default alloc-space). Go programs: the\n"
-		"                          runtime's own samples (runtime.mProf_Malloc), weighed\n"
-		"                          with its MemProfileRate, which BYTES does not change\n"
+		"                          so what is still in use is known. Needs -p, a command,\n"
+		"                          -a (every process) or --cgroup; pprof gets Go's heap\n"
+		"                          profile types, the other formats a --view (default\n"
+		"                          alloc-space). Go programs: the runtime's own samples\n"
+		"                          (runtime.mProf_Malloc), weighed with its\n"
+		"                          MemProfileRate, which BYTES does not change\n"
+		"      --alloc-budget CALLS  with -a or --cgroup: at most CALLS allocator calls per\n"
+		"                          second across the CPUs trap (default 100000; 0: no\n"
+		"                          guard); over it the probes are on part of each second\n"
+		"                          and allocations scaled by the time on (biased for\n"
+		"                          bursty programs); in-use is then not measured\n"
 		"\n"
 		"Output:\n"
 		"  -o, --output FILE       write here instead of stdout (written atomically; if\n"
@@ -603,6 +610,14 @@ static int parse_offcpu_option(int c, const char *arg, struct options *o, struct
 				"invalid --alloc '%s': expected bytes from 1 to 1T, e.g. 512K or 4M",
 				arg);
 		break;
+	case OPT_ALLOC_BUDGET:
+		if (parse_u64(arg, 10, &o->alloc_budget) || o->alloc_budget > CLI_ALLOC_MAX_BUDGET)
+			return usage_err(
+				em,
+				"invalid --alloc-budget '%s': expected calls per second from 0 (no guard) to 1000000000",
+				arg);
+		o->alloc_budget_set = true;
+		break;
 	default:
 		return NOT_AN_OPTION;
 	}
@@ -870,13 +885,29 @@ int cli__validate(struct options *o, struct errmsg *em)
 			"--cgroup cannot be combined with -p or a profiled command (with -a or -C, a command sets the duration)");
 	if ((o->offcpu_min_set || o->offcpu_tasks) && !o->offcpu)
 		return usage_err(em, "--off-cpu-min and --off-cpu-tasks need --off-cpu");
+	if (o->alloc_budget_set && !o->alloc_period)
+		return usage_err(em, "--alloc-budget needs --alloc");
 	if (o->alloc_period) {
-		if (o->all_cpus || o->cpu_list || o->nr_cgroups)
+		bool all = o->all_cpus || o->nr_cgroups;
+
+		if (o->cpu_list)
 			return usage_err(
 				em,
-				"--alloc profiles chosen processes: -p or a command, not -a, -C or --cgroup (a host-wide guard on the allocator's probes is not built yet)");
-		if (!o->nr_pids && !o->cmd_is_target)
-			return usage_err(em, "--alloc needs -p PID or a command to profile");
+				"--alloc profiles processes, not CPUs: -p, -a, --cgroup or a command, not -C");
+		if (all && (o->nr_pids || o->cmd))
+			return usage_err(
+				em,
+				"--alloc with -a or --cgroup takes no -p and no command (-d sets how long)");
+		if (!o->nr_pids && !o->cmd_is_target && !all)
+			return usage_err(
+				em,
+				"--alloc needs -p PID, -a, --cgroup PATH or a command to profile");
+		if (o->alloc_budget_set && !all)
+			return usage_err(
+				em,
+				"--alloc-budget needs -a or --cgroup (with -p or a command only those processes are probed)");
+		if (!o->alloc_budget_set)
+			o->alloc_budget = CLI_ALLOC_DEFAULT_BUDGET;
 		if (o->offcpu || o->interval || o->kernel_only || o->addresses)
 			return usage_err(
 				em,

@@ -25,6 +25,10 @@
 /* --alloc: 512 KiB between samples by default, at most 1 TiB. */
 #define CLI_ALLOC_DEFAULT_PERIOD (512u << 10)
 #define CLI_ALLOC_MAX_PERIOD	 (1ull << 40)
+/* --alloc -a, --cgroup: the allocator's calls per second across the CPUs the
+ * guard allows (about a third of a CPU in traps at ~3 us each), at most 1G. */
+#define CLI_ALLOC_DEFAULT_BUDGET 100000u
+#define CLI_ALLOC_MAX_BUDGET	 1000000000u
 
 /* Long options without a short one (getopt_long values). */
 enum {
@@ -53,6 +57,7 @@ enum {
 	OPT_DEBUGINFOD,
 	OPT_NO_DEBUGINFOD,
 	OPT_ALLOC,
+	OPT_ALLOC_BUDGET,
 	OPT_CMD_FIRST = 350, /* options of other commands (top, annotate) start here */
 };
 

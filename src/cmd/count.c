@@ -49,6 +49,7 @@
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "session/launch.h"
+#include "session/scope.h"
 #include "session/stop.h"
 #include "collector/count.h"
 #include "format/counttab.h"
@@ -1186,42 +1187,13 @@ out:
  */
 static int find_processes(struct count *c)
 {
-	size_t n = 0, k;
-	int err;
-
 	c->pids = calloc(COUNT_MAX_PROCS, sizeof(*c->pids));
 	if (!c->pids) {
 		p_err("out of memory");
 		return 1;
 	}
-	if (!c->nr_cgroups) {
-		err = procfs__pids("/proc", c->pids, COUNT_MAX_PROCS, &n);
-		if (err) {
-			p_err("cannot list the processes: %s", strerror(-err));
-			return 1;
-		}
-	}
-	for (size_t i = 0; i < c->nr_cgroups; i++) {
-		err = cgroup__pids(c->cgroup_fds[i], c->pids + n, COUNT_MAX_PROCS - n, &k);
-		n += k;
-		if (err == -E2BIG) {
-			p_warn("--cgroup %s: more than %u cgroups below it: the processes of the first "
-			       "ones looked at",
-			       c->cgroups[i], CGROUP_WALK_DIRS);
-		} else if (err) {
-			p_err("--cgroup %s: cannot list its processes: %s", c->cgroups[i],
-			      strerror(-err));
-			return 1;
-		}
-	}
-	c->nr_pids = n;
-	p_info("%zu processes looked at for the patterns", n);
-	if (!n) {
-		p_err("no process in %s", c->nr_cgroups ? "the cgroups" : "/proc");
-		p_hint("the files are found through the processes that map them: start one first");
-		return 1;
-	}
-	return 0;
+	return scope__pids(c->cgroups, c->cgroup_fds, c->nr_cgroups, c->pids, COUNT_MAX_PROCS,
+			   &c->nr_pids, "the patterns");
 }
 
 /* Opens the --cgroup directories. 0, or 1 (said). */
@@ -1232,22 +1204,7 @@ static int open_cgroups(struct count *c)
 		p_err("out of memory");
 		return 1;
 	}
-	for (size_t i = 0; i < c->nr_cgroups; i++)
-		c->cgroup_fds[i] = -1;
-	for (size_t i = 0; i < c->nr_cgroups; i++) {
-		char resolved[1024];
-		int fd = cgroup__open_v2(NULL, c->cgroups[i], resolved, sizeof(resolved));
-
-		if (fd < 0) {
-			p_err("--cgroup %s: %s", c->cgroups[i],
-			      fd == -ENOTDIR ? "not a cgroup v2 directory" : strerror(-fd));
-			p_hint("give a path under the cgroup2 mount, e.g. /system.slice/docker-ID.scope");
-			return 1;
-		}
-		c->cgroup_fds[i] = fd;
-		p_debug("--cgroup %s: %s", c->cgroups[i], resolved);
-	}
-	return 0;
+	return scope__open_cgroups(c->cgroups, c->nr_cgroups, c->cgroup_fds);
 }
 
 static void raise_fd_limit(void)

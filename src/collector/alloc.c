@@ -21,6 +21,14 @@
 
 enum alloc_mode { MODE_PERF, MODE_MULTI, MODE_SESSION };
 
+/* -a, --cgroup: a file's probes as attached (every process), to put them back. */
+struct saved_file {
+	char path[64]; /* a kernel_path: the file is held open by the caller */
+	uint32_t fns[ALLOC_FN_NR];
+	uint64_t offs[ALLOC_FN_NR];
+	size_t n;
+};
+
 struct allocprof {
 	struct alloc_bpf *skel;
 	enum alloc_mode mode;
@@ -37,6 +45,10 @@ struct allocprof {
 	void (*cb)(void *ctx, const struct alloc_event *e);
 	void *cb_ctx;
 	size_t got, max;
+	bool all;		  /* -a, --cgroup: probes in every process (pid 0) */
+	bool off;		  /* the guard took the probes off */
+	struct saved_file *saved; /* -a, --cgroup: what allocprof__probes_on puts back */
+	size_t nr_saved, cap_saved;
 };
 
 static bool debug_on;
@@ -83,6 +95,12 @@ static int prepare(struct alloc_bpf *s, enum alloc_mode mode)
 
 struct allocprof *allocprof__open(uint64_t period, bool libbpf_debug, struct errmsg *em)
 {
+	return allocprof__open_scope(period, NULL, libbpf_debug, em);
+}
+
+struct allocprof *allocprof__open_scope(uint64_t period, const struct allocprof_scope *scope,
+					bool libbpf_debug, struct errmsg *em)
+{
 	struct allocprof *a = calloc(1, sizeof(*a));
 	const char *force = getenv("BPFPROF_TEST_ALLOC_MODE"); /* tests: "multi", "perf" */
 	int mode = MODE_SESSION, err = 0;
@@ -91,6 +109,11 @@ struct allocprof *allocprof__open(uint64_t period, bool libbpf_debug, struct err
 		errmsg_set(em, -ENOMEM, "out of memory");
 		return NULL;
 	}
+	if (scope && scope->nr_cgroups > ALLOC_CGROUPS) {
+		errmsg_set(em, -E2BIG, "at most %u --cgroup options", ALLOC_CGROUPS);
+		goto out_free;
+	}
+	a->all = scope && scope->all;
 	debug_on = libbpf_debug;
 	libbpf_set_print(print_fn);
 	a->ncpus = libbpf_num_possible_cpus();
@@ -114,6 +137,9 @@ struct allocprof *allocprof__open(uint64_t period, bool libbpf_debug, struct err
 		for (size_t i = 0; i < ALLOC_GAPS; i++)
 			a->skel->bss->gaps[i] = (uint64_t)llround(
 				-log(((double)i + 0.5) / ALLOC_GAPS) * (double)period);
+		a->skel->rodata->all_procs = a->all;
+		a->skel->rodata->nr_cgroups = a->all ? scope->nr_cgroups : 0;
+		a->skel->rodata->self_tgid = (uint32_t)getpid();
 		err = prepare(a->skel, (enum alloc_mode)mode);
 		if (!err)
 			err = alloc_bpf__load(a->skel);
@@ -129,6 +155,15 @@ struct allocprof *allocprof__open(uint64_t period, bool libbpf_debug, struct err
 		if (err == -EPERM)
 			errmsg_hint(em, "run as root (or with CAP_BPF and CAP_PERFMON)");
 		goto out_free;
+	}
+	for (uint32_t i = 0; a->all && i < scope->nr_cgroups; i++) {
+		if (bpf_map__update_elem(a->skel->maps.cgroups, &i, sizeof(i),
+					 &scope->cgroup_fds[i], sizeof(scope->cgroup_fds[i]), 0)) {
+			err = -errno;
+			errmsg_set(em, err, "cannot add cgroup %u to the filter: %s", i,
+				   strerror(-err));
+			goto out_free;
+		}
 	}
 	a->rb = ring_buffer__new(bpf_map__fd(a->skel->maps.events), on_event, a, NULL);
 	if (!a->rb) {
@@ -162,6 +197,7 @@ void allocprof__free(struct allocprof *a)
 	free(a->fds);
 	allocprof__detach_stops(a);
 	free(a->stops);
+	free(a->saved);
 	bpf_link__destroy(a->exec_stop);
 	ring_buffer__free(a->rb);
 	alloc_bpf__destroy(a->skel);
@@ -250,8 +286,8 @@ static int keep_fd(struct allocprof *a, int fd)
 	return 0;
 }
 
-int allocprof__attach_file(struct allocprof *a, const char *path, int pid, const uint32_t *fns,
-			   const uint64_t *offs, size_t n, struct errmsg *em)
+static int attach_one(struct allocprof *a, const char *path, int pid, const uint32_t *fns,
+		      const uint64_t *offs, size_t n, struct errmsg *em)
 {
 	uint64_t cookies[ALLOC_FN_NR], roffs[ALLOC_FN_NR], rcookies[ALLOC_FN_NR];
 	size_t nr = 0;
@@ -313,6 +349,86 @@ int allocprof__attach_file(struct allocprof *a, const char *path, int pid, const
 		return errmsg_set(em, err, "out of memory");
 	a->probes += n;
 	return 0;
+}
+
+int allocprof__attach_file(struct allocprof *a, const char *path, int pid, const uint32_t *fns,
+			   const uint64_t *offs, size_t n, struct errmsg *em)
+{
+	struct saved_file *sf;
+	int err;
+
+	if (!a->all)
+		return attach_one(a, path, pid, fns, offs, n, em);
+	if (n > ALLOC_FN_NR || strlen(path) >= sizeof(sf->path))
+		return errmsg_set(em, -EINVAL, "%zu functions at %s: not kept", n, path);
+	if (array_grow((void **)&a->saved, &a->cap_saved, a->nr_saved + 1, sizeof(*a->saved)))
+		return errmsg_set(em, -ENOMEM, "out of memory");
+	if (!a->off) {
+		err = attach_one(a, path, 0, fns, offs, n, em);
+		if (err)
+			return err;
+	}
+	sf = &a->saved[a->nr_saved++];
+	memset(sf, 0, sizeof(*sf));
+	strcpy(sf->path, path);
+	memcpy(sf->fns, fns, n * sizeof(*fns));
+	memcpy(sf->offs, offs, n * sizeof(*offs));
+	sf->n = n;
+	return 0;
+}
+
+static void detach_all(struct allocprof *a)
+{
+	for (size_t i = 0; i < a->nr_links; i++)
+		bpf_link__destroy(a->links[i]);
+	a->nr_links = 0;
+	for (size_t i = 0; i < a->nr_fds; i++)
+		close(a->fds[i]);
+	a->nr_fds = 0;
+	a->probes = 0;
+}
+
+static void set_flag(volatile bool *flag, bool on)
+{
+	*flag = on;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+int allocprof__probes_off(struct allocprof *a)
+{
+	if (!a->all)
+		return -EINVAL;
+	if (a->off)
+		return 0;
+	set_flag(&a->skel->data->enabled, false); /* first: the window ends here */
+	detach_all(a);
+	a->off = true;
+	return 0;
+}
+
+int allocprof__probes_on(struct allocprof *a, struct errmsg *em)
+{
+	int err = 0, first = 0;
+
+	if (!a->all)
+		return -EINVAL;
+	if (!a->off)
+		return 0;
+	for (size_t i = 0; i < a->nr_saved; i++) {
+		const struct saved_file *sf = &a->saved[i];
+
+		err = attach_one(a, sf->path, 0, sf->fns, sf->offs, sf->n, em);
+		if (err && !first)
+			first = err;
+	}
+	a->off = false;
+	set_flag(&a->skel->data->enabled, true); /* last: the window starts here */
+	return first;
+}
+
+void allocprof__track_live(struct allocprof *a, bool on)
+{
+	set_flag(&a->skel->data->track_live, on);
 }
 
 size_t allocprof__probes(const struct allocprof *a)

@@ -28,6 +28,17 @@ struct allocprof;
 
 /* period: the mean bytes between samples (1..2^40). NULL with em filled. */
 struct allocprof *allocprof__open(uint64_t period, bool libbpf_debug, struct errmsg *em);
+
+/* -a (all) and --cgroup (all, and the cgroup v2 directories cgroup_fds, at
+ * most ALLOC_CGROUPS, not kept): every process but bpfprof itself. */
+struct allocprof_scope {
+	bool all;
+	const int *cgroup_fds;
+	uint32_t nr_cgroups;
+};
+/* allocprof__open for -a, --cgroup (scope NULL: the targets map). */
+struct allocprof *allocprof__open_scope(uint64_t period, const struct allocprof_scope *scope,
+					bool libbpf_debug, struct errmsg *em);
 void allocprof__free(struct allocprof *a);
 /* How the probes are attached, for -v. */
 const char *allocprof__mode(const struct allocprof *a);
@@ -49,6 +60,17 @@ void allocprof__detach_stops(struct allocprof *a);
  */
 int allocprof__attach_file(struct allocprof *a, const char *path, int pid, const uint32_t *fns,
 			   const uint64_t *offs, size_t n, struct errmsg *em);
+/*
+ * -a, --cgroup (the guard, collector/allocguard.h): every probe taken off
+ * (after the program is switched off: the counters stop first), or put
+ * back (the program switched on once they are in). With all, files
+ * attached while off go in at the next allocprof__probes_on; their pid is
+ * ignored (every process). 0 or -errno (the first file that failed; em).
+ */
+int allocprof__probes_off(struct allocprof *a);
+int allocprof__probes_on(struct allocprof *a, struct errmsg *em);
+/* Whether sampled blocks enter the live table (off once the guard engages). */
+void allocprof__track_live(struct allocprof *a, bool on);
 /* Probes attached now (an entry and a return count one each). */
 size_t allocprof__probes(const struct allocprof *a);
 

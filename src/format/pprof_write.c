@@ -44,7 +44,8 @@
  *                 filename = the source file (Go, Python) when known
  *   comment       "bpfprof host=NAME", "bpfprof lost=N" when known; with
  *                 off-CPU time "bpfprof offcpu_min_ns=N", "bpfprof
- *                 offcpu_lost=N" (read back by pprof_read.c)
+ *                 offcpu_lost=N" (read back by pprof_read.c); "bpfprof
+ *                 note=TEXT" (profile_meta.note: --alloc -a's guard)
  */
 #include "format/writer.h"
 
@@ -510,6 +511,8 @@ static int encode(struct enc *e, enum view view)
 		comment(e, PPROF_COMMENT_PREFIX "offcpu_min_ns=%" PRIu64, m->offcpu_min_ns);
 	if (m->offcpu && m->offcpu_lost)
 		comment(e, PPROF_COMMENT_PREFIX "offcpu_lost=%" PRIu64, m->offcpu_lost);
+	if (m->note[0])
+		comment(e, PPROF_COMMENT_PREFIX "note=%s", m->note);
 	/* The string table last: by now it holds every string used above. */
 	for (size_t i = 0; i < e->st.nr && !e->oom; i++)
 		pb_bytes(&e->out, PPROF_STRING_TABLE, e->st.strs[i], strlen(e->st.strs[i]));

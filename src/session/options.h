@@ -40,6 +40,9 @@ struct options {
 	bool offcpu_min_set;
 	/* --alloc[=BYTES]: mean bytes between samples; 0: a CPU profile */
 	uint64_t alloc_period;
+	/* --alloc-budget CALLS: -a, --cgroup: allocator calls per second (0: no guard) */
+	uint64_t alloc_budget;
+	bool alloc_budget_set;
 	const char *output; /* NULL = stdout */
 	const char *format; /* NULL = from extension, else folded */
 	char **cmd;	    /* after "--", NULL-terminated; NULL if none */

@@ -93,6 +93,8 @@ def decode(data):
             p["period_type"] = {k: x for k, _, x in _fields(v)}
         elif f == 12:
             p["period"] = v
+        elif f == 13:
+            p.setdefault("comment", []).extend(_packed(v, wt))
     st = p["string_table"]
     for raw in raw_samples:
         s = {"location_id": [], "value": [], "label": {}}

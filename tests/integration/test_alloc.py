@@ -118,7 +118,12 @@ def test_alloc_readers(tmp_path):
 
 
 def test_alloc_usage_errors():
-    for args, msg in ((["--alloc", "-a", "-d", "1"], "not -a"),
+    for args, msg in ((["--alloc", "-C", "0", "-d", "1"], "not -C"),
+                      (["--alloc", "-a", "-p", "1"], "exclude each other"),
+                      (["--alloc", "-a", "--", "true"], "no command"),
+                      (["--alloc", "--alloc-budget", "5", "-p", "1"], "needs -a or --cgroup"),
+                      (["--alloc", "--alloc-budget", "x", "-a"], "invalid --alloc-budget"),
+                      (["--alloc-budget", "5", "-a"], "needs --alloc"),
                       (["--alloc", "-d", "1"], "needs -p"),
                       (["--alloc=0", "-p", "1"], "invalid --alloc"),
                       (["--alloc", "--off-cpu", "-p", "1"], "cannot be combined"),

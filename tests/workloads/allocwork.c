@@ -21,6 +21,15 @@
  *       site_calloc  calloc(1-16, 256), freed at once
  *       site_align   posix_memalign(64, 64 B-8 KiB), freed at once
  *       {"sites": {NAME: {"bytes", "count", "inuse_bytes"}}, "pid"}
+ *   allocwork [wait] steady RATE SECS  site_steady: RATE malloc(4096)/free
+ *                                    pairs a second, paced by the clock
+ *                                    (each 1 ms catches up), for SECS: any
+ *                                    interval holds RATE x its length (SIGTERM
+ *                                    ends it early); prints
+ *       {"pid", "site": "site_steady", "size", "rate", "bytes", "pairs",
+ *        "seconds", "behind_max_ms"} (behind: the pace it fell behind by)
+ *   allocwork [wait] storm SECS      malloc/free pairs as fast as it can for
+ *                                    SECS (the tenant's storm under -a)
  *
  * wait: print {"waiting": PID} and wait for SIGUSR1 before starting (a
  * profiler attaches with -p first). Each block is written once and its
@@ -35,7 +44,7 @@
 #include <unistd.h>
 
 static void *volatile escape;
-static volatile sig_atomic_t go;
+static volatile sig_atomic_t go, stop;
 
 static unsigned long long now_ns(void)
 {
@@ -226,14 +235,68 @@ __attribute__((noinline)) void site_align(unsigned long long target, struct trut
 	}
 }
 
+/* ---- steady: a known rate of pairs at one site, paced by the clock ---- */
+
+__attribute__((noinline)) void site_steady(unsigned long n)
+{
+	for (unsigned long i = 0; i < n; i++)
+		free(touch(malloc(4096)));
+}
+
+static void on_term(int sig)
+{
+	stop = 1;
+}
+
+static int steady(double rate, double secs)
+{
+	unsigned long long t0 = now_ns(), end = t0 + (unsigned long long)(secs * 1e9), t;
+	unsigned long long done = 0, behind = 0;
+	struct timespec ms = { 0, 1000000 };
+
+	signal(SIGTERM, on_term);
+	while ((t = now_ns()) < end && !stop) {
+		unsigned long long owed = (unsigned long long)((double)(t - t0) * rate / 1e9);
+
+		if (owed > done) {
+			double lag = (double)(owed - done) / rate * 1e9;
+
+			if (lag > 2e6 && (unsigned long long)lag > behind)
+				behind = (unsigned long long)lag;
+			site_steady((unsigned long)(owed - done));
+			done = owed;
+		}
+		nanosleep(&ms, NULL);
+	}
+	printf("{\"pid\": %d, \"site\": \"site_steady\", \"size\": 4096, \"rate\": %.1f, "
+	       "\"bytes\": %llu, \"pairs\": %llu, \"seconds\": %.3f, \"behind_max_ms\": %.1f}\n",
+	       getpid(), rate, done * 4096, done, (double)(now_ns() - t0) / 1e9,
+	       (double)behind / 1e6);
+	return 0;
+}
+
+static int storm(double secs)
+{
+	unsigned long long end = now_ns() + (unsigned long long)(secs * 1e9);
+	unsigned long seed = (unsigned long)getpid() | 1, n = 0;
+
+	while (now_ns() < end) {
+		bench_small(1000, seed);
+		n += 1000;
+	}
+	printf("{\"pid\": %d, \"pairs\": %lu}\n", getpid(), n);
+	return 0;
+}
+
 static int sites(double mib)
 {
 	static const struct {
 		const char *name;
 		void (*fn)(unsigned long long, struct truth *);
 	} s[] = {
-		{ "site_free", site_free },   { "site_keep", site_keep },   { "site_small", site_small },
-		{ "site_calloc", site_calloc }, { "site_align", site_align },
+		{ "site_free", site_free },   { "site_keep", site_keep },
+		{ "site_small", site_small }, { "site_calloc", site_calloc },
+		{ "site_align", site_align },
 	};
 	unsigned long long target = (unsigned long long)(mib * 1048576.0);
 	struct truth t[sizeof(s) / sizeof(s[0])] = { { 0 } };
@@ -273,7 +336,13 @@ int main(int argc, char **argv)
 		rc = bench(argv[a + 1], strtoul(argv[a + 2], NULL, 10));
 	else if (a + 1 < argc && !strcmp(argv[a], "sites"))
 		rc = sites(atof(argv[a + 1]));
+	else if (a + 2 < argc && !strcmp(argv[a], "steady") && atof(argv[a + 1]) > 0)
+		rc = steady(atof(argv[a + 1]), atof(argv[a + 2]));
+	else if (a + 1 < argc && !strcmp(argv[a], "storm"))
+		rc = storm(atof(argv[a + 1]));
 	if (rc == 2)
-		fprintf(stderr, "usage: allocwork [wait] bench small|mixed|mt N | sites MIB\n");
+		fprintf(stderr,
+			"usage: allocwork [wait] bench small|mixed|mt N | sites MIB | steady "
+			"RATE SECS | storm SECS\n");
 	return rc;
 }

@@ -99,7 +99,7 @@ def test_drains_leave_hot_stacks_in_the_kernel(tmp_path):
     out = tmp_path / "keys.pb.gz"
     with Workload(wl("busy"), 300) as w:
         p = Sampled(["-p", w.pid, "-d", 120, "-v", "--addresses", "-o", out], [w.pid],
-                    until_cpu=8, timeout=180)
+                    until_cpu=4, timeout=180)
     drains, flips, new_keys = drain_stats(p.stderr)
     samples = int(re.search(r"(\d+) samples in", p.stderr).group(1))
     assert drains >= 8 and flips == 1, p.stderr  # only the last drain empties the maps
@@ -122,12 +122,14 @@ def test_hot_slots_count_exactly():
     """Most samples of a steady loop are counted in per-CPU slots, not in the
     counts map; the drains add the slots back: the same totals and the same
     split as with the map alone (BPFPROF_TEST_NO_HOT_SLOTS), every sample once.
-    8 s each (~800 samples): 5 sigmas of the split is +-0.08."""
+    4 s each (~400 samples): 5 sigmas of the split is +-0.14 with its floor,
+    the difference of the two +-0.18 - a slot counted for the wrong
+    key, or not at all, moves leaf_a's 2/3 further; the totals are exact."""
     runs = {}
     for name, env in [("hot", None),
                       ("map only", dict(os.environ, BPFPROF_TEST_NO_HOT_SLOTS="1"))]:
         with Workload(wl("busy"), 300) as w:
-            p = Sampled(["-p", w.pid, "-d", 120, "-v"], [w.pid], env=env, until_cpu=8,
+            p = Sampled(["-p", w.pid, "-d", 120, "-v"], [w.pid], env=env, until_cpu=4,
                         timeout=180)
         folded = parse_folded(p.stdout)
         samples = int(re.search(r"(\d+) samples in", p.stderr).group(1))

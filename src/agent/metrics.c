@@ -75,6 +75,93 @@ bool metrics__healthy(const struct metrics_snapshot *s, uint64_t now, char *why,
 #define GAUGE(name, help, fmt, v)                                                                  \
 	sbuf_printf(out, "# HELP " name " " help "\n# TYPE " name " gauge\n" name " " fmt "\n", v)
 
+int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out)
+{
+	static const char *const lost[METRICS_ALLOC_LOST_NR] = {
+		[METRICS_ALLOC_LOST_RING_FULL] = "ring_full",
+		[METRICS_ALLOC_LOST_LIVE_FULL] = "live_full",
+		[METRICS_ALLOC_LOST_NO_STACK] = "no_stack",
+		[METRICS_ALLOC_LOST_NO_THREAD] = "no_thread",
+		[METRICS_ALLOC_LOST_NO_RETURN] = "no_return",
+		[METRICS_ALLOC_LOST_MEMORY] = "memory",
+	};
+	int err = 0;
+
+	err |= sbuf_printf(
+		out,
+		"# HELP bpfprof_alloc_calls_total Allocator calls the probes saw (alloc: the targets' allocations, free: their frees, other: calls of processes not profiled).\n"
+		"# TYPE bpfprof_alloc_calls_total counter\n"
+		"bpfprof_alloc_calls_total{kind=\"alloc\"} %" PRIu64 "\n"
+		"bpfprof_alloc_calls_total{kind=\"free\"} %" PRIu64 "\n"
+		"bpfprof_alloc_calls_total{kind=\"other\"} %" PRIu64 "\n",
+		a->calls, a->frees, a->others);
+	err |= sbuf_printf(
+		out,
+		"# HELP bpfprof_alloc_samples_total Sampled allocations recorded, by source (libc: the C library's allocator, go: the Go runtime's own samples).\n"
+		"# TYPE bpfprof_alloc_samples_total counter\n"
+		"bpfprof_alloc_samples_total{source=\"libc\"} %" PRIu64 "\n"
+		"bpfprof_alloc_samples_total{source=\"go\"} %" PRIu64 "\n",
+		a->samples_libc, a->samples_go);
+	err |= sbuf_printf(
+		out,
+		"# HELP bpfprof_alloc_frees_matched_total Frees of sampled blocks, by source.\n"
+		"# TYPE bpfprof_alloc_frees_matched_total counter\n"
+		"bpfprof_alloc_frees_matched_total{source=\"libc\"} %" PRIu64 "\n"
+		"bpfprof_alloc_frees_matched_total{source=\"go\"} %" PRIu64 "\n",
+		a->freed_libc, a->freed_go);
+	err |= sbuf_printf(
+		out,
+		"# HELP bpfprof_alloc_lost_total What the allocator probes lost, by reason (ring_full, no_stack, no_return, memory: sampled allocations not recorded; live_full: recorded, not followed in use; no_thread: calls not counted).\n"
+		"# TYPE bpfprof_alloc_lost_total counter\n");
+	for (int i = 0; i < METRICS_ALLOC_LOST_NR; i++)
+		err |= sbuf_printf(out, "bpfprof_alloc_lost_total{reason=\"%s\"} %" PRIu64 "\n",
+				   lost[i], a->lost[i]);
+	err |= GAUGE("bpfprof_alloc_live_blocks",
+		     "Sampled blocks in use at the last walk of the live table.", "%" PRIu64,
+		     a->live_blocks);
+	err |= GAUGE("bpfprof_alloc_inuse_bytes",
+		     "Estimated bytes in use at the last walk of the live table.", "%" PRIu64,
+		     a->inuse_bytes);
+	err |= GAUGE("bpfprof_alloc_probes", "Allocator probes attached.", "%" PRIu64, a->probes);
+	err |= sbuf_printf(
+		out,
+		"# HELP bpfprof_alloc_live_dropped_total Live-table entries dropped, by reason (exited: their process ended).\n"
+		"# TYPE bpfprof_alloc_live_dropped_total counter\n"
+		"bpfprof_alloc_live_dropped_total{reason=\"exited\"} %" PRIu64 "\n",
+		a->live_dropped_exited);
+	err |= COUNTER("bpfprof_alloc_aggs_evicted_total",
+		       "Run-long totals of a process and stack dropped for room.", a->aggs_evicted);
+	if (!a->guard)
+		return err ? -ENOMEM : 0;
+	err |= GAUGE("bpfprof_alloc_guard_engaged",
+		     "1 once the calls went over --alloc-budget (the probes are duty-cycled).",
+		     "%d", a->guard_engaged ? 1 : 0);
+	err |= GAUGE("bpfprof_alloc_guard_duty", "Share of each guard window the probes are in.",
+		     "%.3f", a->guard_duty);
+	err |= GAUGE("bpfprof_alloc_guard_scale",
+		     "What the last interval's estimates were multiplied by (time / time on).",
+		     "%.3f", a->guard_scale);
+	err |= GAUGE("bpfprof_alloc_guard_calls_per_second",
+		     "Allocator calls per second of the last window on.", "%.0f", a->guard_rate);
+	err |= COUNTER("bpfprof_alloc_guard_windows_total", "Guard windows since it engaged.",
+		       a->guard_windows);
+	err |= COUNTER("bpfprof_alloc_guard_toggles_total",
+		       "Times the probes were taken off or put back.", a->guard_toggles);
+	err |= sbuf_printf(out,
+			   "# HELP bpfprof_alloc_probes_on_seconds_total Time the probes were in.\n"
+			   "# TYPE bpfprof_alloc_probes_on_seconds_total counter\n"
+			   "bpfprof_alloc_probes_on_seconds_total %.6f\n",
+			   a->probes_on_ns / NS_PER_SEC_F);
+	err |= sbuf_printf(
+		out,
+		"# HELP bpfprof_alloc_guard_switch_seconds_total Time spent taking the probes off and putting them back.\n"
+		"# TYPE bpfprof_alloc_guard_switch_seconds_total counter\n"
+		"bpfprof_alloc_guard_switch_seconds_total{dir=\"off\"} %.6f\n"
+		"bpfprof_alloc_guard_switch_seconds_total{dir=\"on\"} %.6f\n",
+		a->switch_ns[0] / NS_PER_SEC_F, a->switch_ns[1] / NS_PER_SEC_F);
+	return err ? -ENOMEM : 0;
+}
+
 int metrics__render(const struct metrics_snapshot *s, uint64_t now, struct sbuf *out)
 {
 	char why[160];
@@ -163,6 +250,8 @@ int metrics__render(const struct metrics_snapshot *s, uint64_t now, struct sbuf 
 		err |= GAUGE("bpfprof_offcpu_blocked_threads", "Target threads blocked now.",
 			     "%" PRIu64, s->offcpu_blocked_now);
 	}
+	if (s->alloc && metrics__render_alloc(&s->am, out))
+		err = 1;
 	err |= COUNTER("bpfprof_drains_total", "Kernel map drains.", s->drains);
 	err |= GAUGE("bpfprof_drain_duration_seconds", "Duration of the last drain.", "%.6f",
 		     s->drain_ns_last / NS_PER_SEC_F);

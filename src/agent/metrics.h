@@ -20,6 +20,41 @@
 
 #include "base/util.h"
 
+/* Sampled allocations not recorded, by reason (bpfprof_alloc_lost_total). */
+enum metrics_alloc_lost {
+	METRICS_ALLOC_LOST_RING_FULL, /* the ring buffer was full */
+	METRICS_ALLOC_LOST_LIVE_FULL, /* not tracked in use: the live table was full */
+	METRICS_ALLOC_LOST_NO_STACK,  /* without their stack */
+	METRICS_ALLOC_LOST_NO_THREAD, /* the thread's state could not be made */
+	METRICS_ALLOC_LOST_NO_RETURN, /* the call's return was not seen */
+	METRICS_ALLOC_LOST_MEMORY,    /* userspace ran out of memory */
+	METRICS_ALLOC_LOST_NR
+};
+
+/*
+ * --alloc (rendered only with it): the allocator probes, what became of the
+ * sampled allocations, the live table, and with -a / --cgroup the guard
+ * (collector/allocguard.h), as plain numbers the engine copies in.
+ */
+struct metrics_alloc {
+	uint64_t calls, frees, others; /* allocator calls seen: targets', their frees, others' */
+	uint64_t samples_libc, samples_go; /* sampled allocations recorded, by source */
+	uint64_t freed_libc, freed_go;	   /* frees matched to a sampled block */
+	uint64_t lost[METRICS_ALLOC_LOST_NR];
+	uint64_t live_blocks, inuse_bytes; /* the last walk of the live table */
+	uint64_t probes;		   /* probes attached */
+	uint64_t live_dropped_exited;	   /* live entries of exited processes dropped */
+	uint64_t aggs_evicted;		   /* run-long (process, stack) totals dropped for room */
+	bool guard; /* a calls-per-second budget is kept: the guard's lines */
+	bool guard_engaged;
+	double guard_duty;  /* share of each window on */
+	double guard_scale; /* the last interval's estimates were multiplied by this */
+	double guard_rate;  /* calls per second of the last window on */
+	uint64_t guard_windows, guard_toggles;
+	uint64_t probes_on_ns; /* time the probes were in */
+	uint64_t switch_ns[2]; /* time spent taking the probes off [0], putting them back [1] */
+};
+
 struct metrics_snapshot {
 	uint64_t samples;
 	uint64_t lost_stacks_full, lost_counts_full, lost_stack_err, lost_other;
@@ -56,6 +91,9 @@ struct metrics_snapshot {
 	bool offcpu;
 	uint64_t offcpu_counted, offcpu_short, offcpu_lost, offcpu_evicted;
 	uint64_t offcpu_counted_ns, offcpu_blocked_now;
+	/* --alloc (rendered only with it). */
+	bool alloc;
+	struct metrics_alloc am;
 };
 
 /* Seconds a drain may run late before health says it is overdue. */
@@ -82,5 +120,7 @@ uint64_t metrics__overdue_ns(const struct metrics_snapshot *s);
 /* Prometheus text exposition format (version 0.0.4), health as of now
  * (CLOCK_MONOTONIC ns). 0 or -ENOMEM. */
 int metrics__render(const struct metrics_snapshot *s, uint64_t now, struct sbuf *out);
+/* The --alloc lines of it ("bpfprof_alloc_..."); 0 or -ENOMEM. */
+int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out);
 
 #endif

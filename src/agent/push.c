@@ -66,13 +66,15 @@ static size_t over_cap(struct post_result *r, const char *what, size_t cap)
 int pusher__series_name_of(const char *app, const char *type, const char *hostname,
 			   const char *container, char *out, size_t size)
 {
+	const char *dot = type ? "." : "";
 	int n;
 
+	type = type ? type : "";
 	if (container)
-		n = snprintf(out, size, "%s.%s{hostname=%s,container_id=%s}", app, type, hostname,
-			     container);
+		n = snprintf(out, size, "%s%s%s{hostname=%s,container_id=%s}", app, dot, type,
+			     hostname, container);
 	else
-		n = snprintf(out, size, "%s.%s{hostname=%s}", app, type, hostname);
+		n = snprintf(out, size, "%s%s%s{hostname=%s}", app, dot, type, hostname);
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
@@ -470,9 +472,15 @@ static int enqueue(struct pusher *ps, const struct profile *p, const char *conta
 	err = writer__write_file(ps->o.writer, p, f, &oo);
 	if (fclose(f) && !err)
 		err = -ENOMEM;
+	/*
+	 * The series name. Pyroscope reads a folded body's type from the name's
+	 * last ".SUFFIX" and takes the rest as service_name; a pprof body's
+	 * type comes from its sample types and service_name is the name as
+	 * sent, dots and all: "app.cpu" there would be a service "app.cpu".
+	 */
 	if (!err)
-		err = pusher__series_name_of(ps->o.app, type->suffix, ps->hostname, container, name,
-					     sizeof(name));
+		err = pusher__series_name_of(ps->o.app, pprof ? NULL : type->suffix, ps->hostname,
+					     container, name, sizeof(name));
 	curl = err ? NULL : libcurl.easy_init();
 	esc = curl ? libcurl.easy_escape(curl, name, 0) : NULL;
 	if (!esc) {

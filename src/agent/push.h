@@ -2,13 +2,18 @@
 /*
  * push.h - ships interval profiles to a Grafana Pyroscope server (--push).
  *
- *   POST {URL}/ingest?name=<app>.cpu{hostname=H,container_id=C}&from=S&until=S
- *        &sampleRate=F&spyName=bpfprof&units=samples&aggregationType=sum[&format=pprof]
+ *   POST {URL}/ingest?name=<app>{hostname=H,container_id=C}&from=S&until=S
+ *        &sampleRate=F&spyName=bpfprof&units=samples&aggregationType=sum&format=pprof
  *
- * One series per container (and one for the host's own processes); with
- * --off-cpu each also gets its off-CPU time as a second profile type,
- * name=<app>.off_cpu{...} (pprof with one off_cpu/nanoseconds sample type,
- * units=nanoseconds). Profiles
+ * Pyroscope takes a pprof body's profile type from its sample types and the
+ * whole name before "{" as service_name (grafana/pyroscope,
+ * pkg/og/convert/pprof/profile.go createLabels); a folded body (the writer's
+ * fallback, no "format") names its type in the name instead, <app>.cpu{...},
+ * split off by the server (pkg/ingester/pyroscope/ingest_adapter.go
+ * convertMetadata). One series per container (and one for the host's own
+ * processes); with --off-cpu each also gets its off-CPU time as a second
+ * profile type: pprof with one off_cpu/nanoseconds sample type,
+ * units=nanoseconds (folded: <app>.off_cpu{...}). Profiles
  * are serialized on submit and queued (bounded: the oldest is dropped and
  * counted when full); one worker thread sends them with libcurl, retrying
  * failures with exponential backoff, or after the server's Retry-After (at
@@ -88,7 +93,12 @@ void pusher__shown_url(const char *url, char *out, size_t size);
 /* "app.cpu{hostname=h,container_id=c}" (unescaped); 0 or -ENAMETOOLONG. */
 int pusher__series_name(const char *app, const char *hostname, const char *container, char *out,
 			size_t size);
-/* The same for another profile type: "app.TYPE{...}" (TYPE "cpu", "off_cpu"). */
+/*
+ * The same for another profile type: "app.TYPE{...}" (TYPE "cpu", "off_cpu"),
+ * or "app{...}" with TYPE NULL, as pprof bodies are sent (Pyroscope takes
+ * the type from the profile's sample types and the whole name as the
+ * service_name).
+ */
 int pusher__series_name_of(const char *app, const char *type, const char *hostname,
 			   const char *container, char *out, size_t size);
 

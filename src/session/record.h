@@ -5,7 +5,10 @@
  *
  *   record.c          the run: checks, open, the main loop, stop, one-shot output
  *   record_samples.c  drained samples and process notices into the profile
- *   record_sinks.c    continuous mode: intervals, store, push, HTTP, metrics
+ *   record_sinks.c    continuous mode: the CPU collector's intervals and metrics
+ *   sinks.c           continuous mode's sinks, for any engine: stores, push,
+ *                     HTTP, metrics (no collector: an engine emits a finished
+ *                     profile and its kind)
  *
  * Everything here is owned by one struct record that lives on the command's
  * stack; the functions print what went wrong and the run's progress and
@@ -36,6 +39,7 @@ struct store;
 struct pusher;
 struct live;
 struct httpd;
+struct debuginfod;
 
 /* Turning drained samples into the profile (record_samples.c). */
 struct record_ctx {
@@ -60,9 +64,20 @@ struct record_ctx {
 	uint64_t keys_symbolized; /* drained keys symbolized (not in the memo) */
 };
 
+/*
+ * The kinds of profile the sinks take. Each has its own store in one
+ * --output-dir, by extension: "bpfprof-T.pb.gz" (CPU), "bpfprof-T.heap.pb.gz"
+ * (allocations, pprof only), disjoint listings and retention.
+ */
+enum sink_kind { SINK_CPU, SINK_HEAP, SINK_KINDS };
+#define SINK_BIT(k) (1u << (k))
+
 /* Continuous mode: where intervals go, and the bookkeeping of the current one. */
 struct continuous {
-	struct store *store;
+	unsigned kinds;			 /* SINK_BIT()s of the kinds opened */
+	const char *output_dir;		 /* for messages */
+	struct store *store[SINK_KINDS]; /* --output-dir: one per kind opened */
+	uint64_t emitted[SINK_KINDS];	 /* profiles handed to sinks__emit() */
 	struct pusher *pusher;
 	struct live *live;
 	struct httpd *httpd;
@@ -198,20 +213,52 @@ uint64_t record__offcpu_lost(const struct collector_stats *st);
 void record__offcpu_summary(const struct collector_stats *st, const struct profile *prof,
 			    uint64_t min_ns);
 
-/* Opens the sinks the options ask for (0, or the exit status after printing why). */
+/*
+ * The sinks (sinks.c), without a collector. Opens what the options ask for,
+ * for the kinds of profile the run makes (sinks__kinds: the CPU's, or
+ * --alloc's heap profiles); 0, or the exit status after printing why.
+ * --keep applies to each kind's store; --max-disk is shared equally.
+ */
+unsigned sinks__kinds(const struct options *o);
 int sinks__open(struct continuous *ct, const struct options *o);
+int sinks__open_kinds(struct continuous *ct, const struct options *o, unsigned kinds);
 /* Sinks that wait for the next drain (a pending HTTP request) shorten the period. */
 bool sinks__want_drain(const struct continuous *ct);
-/* One drain, handed to the profile and to waiting HTTP requests. 0 or -errno. */
-int sinks__drain(struct continuous *ct, struct record_ctx *rc, struct collector *col);
-/* Ends the current interval: stamps it, hands it to the sinks, starts the next. */
-int sinks__finish_interval(struct continuous *ct, struct record_ctx *rc, struct collector *col,
-			   uint64_t now_mono);
-void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct collector *col);
+/*
+ * The HTTP endpoint's live profile: *delta is a new profile for this drain
+ * when requests wait (else NULL); hand it (or NULL, the clock's tick) to
+ * sinks__live_feed() after the drain. 0 or -ENOMEM.
+ */
+int sinks__live_begin(struct continuous *ct, struct profile **delta);
+void sinks__live_feed(struct continuous *ct, const struct profile *delta);
+/*
+ * A finished profile of that kind, covering [from_real, until_real)
+ * (CLOCK_REALTIME ns): written to the kind's store (path, if given, gets the
+ * file, "" if none) and queued for --push (CPU only for now). A sink failing
+ * is warned (rate-limited) and counted, never returned. -EINVAL: a kind not
+ * opened, or a profile not of its kind (meta.alloc_period set iff heap).
+ */
+int sinks__emit(struct continuous *ct, enum sink_kind kind, const struct profile *p,
+		uint64_t from_real, uint64_t until_real, char *path, size_t size);
+/*
+ * Publishes m for /metrics after adding the sinks' figures (stores summed
+ * over the kinds, push, intervals) and the run's shared caches (any NULL).
+ */
+void sinks__publish(struct continuous *ct, struct metrics_snapshot *m, struct symbolizer *sym,
+		    struct debuginfod *dbgd, struct labels *labels);
 /* For the status line: ", 3 profiles written, 2 pushed (1 failed, 0 dropped)". */
 void sinks__status(struct continuous *ct, char *buf, size_t size);
-/* At the end of a run: the last push, and what the sinks did. */
+/* At the end of a run: the last push, and what the sinks did (a line per store). */
 void sinks__summary(struct continuous *ct, const struct options *o);
 void sinks__close(struct continuous *ct);
+
+/* The CPU collector's side (record_sinks.c). One drain, handed to the profile
+ * and to waiting HTTP requests. 0 or -errno. */
+int sinks__drain(struct continuous *ct, struct record_ctx *rc, struct collector *col);
+/* Ends the current interval: stamps it, sinks__emit()s it, starts the next. */
+int sinks__finish_interval(struct continuous *ct, struct record_ctx *rc, struct collector *col,
+			   uint64_t now_mono);
+/* The collector's counters and the sinks' figures to /metrics. */
+void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct collector *col);
 
 #endif

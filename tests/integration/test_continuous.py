@@ -321,7 +321,9 @@ def test_push_to_pyroscope_ingest(tmp_path):
         u = urllib.parse.urlparse(r["path"])
         assert u.path == "/ingest"
         q = urllib.parse.parse_qs(u.query)
-        assert re.fullmatch(r"fleet\.cpu\{hostname=[^,}]+(,container_id=[0-9a-f]{64})?\}",
+        # pprof: the type is in the body, the name is Pyroscope's service_name whole
+        app = r"fleet" if q.get("format") == ["pprof"] else r"fleet\.cpu"
+        assert re.fullmatch(app + r"\{hostname=[^,}]+(,container_id=[0-9a-f]{64})?\}",
                             q["name"][0]), q["name"]
         assert int(q["from"][0]) < int(q["until"][0])
         assert q["sampleRate"] == ["99"] and q["spyName"] == ["bpfprof"]

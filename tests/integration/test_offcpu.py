@@ -384,11 +384,12 @@ def test_push_sends_off_cpu_as_a_second_series():
     kinds = {}
     for r in _Ingest.requests:
         q = urllib.parse.parse_qs(urllib.parse.urlparse(r["path"]).query)
-        name = q["name"][0]
-        kind = re.match(r"svc\.(\w+)\{", name).group(1)
-        kinds[kind] = kinds.get(kind, 0) + 1
+        # pprof: one name for both (Pyroscope's service_name), the type in the body
+        assert q["format"] == ["pprof"] and re.match(r"svc\{", q["name"][0]), q
         prof = pprof.decode(r["body"])
         names = [pprof.strings(prof, t.get(1, 0)) for t in prof["sample_type"]]
+        kind = "off_cpu" if q["units"] == ["nanoseconds"] else "cpu"
+        kinds[kind] = kinds.get(kind, 0) + 1
         if kind == "off_cpu":
             assert q["units"] == ["nanoseconds"] and names == ["off_cpu"], (q, names)
             assert sum(folded_values(prof, "off_cpu").values()) > 0

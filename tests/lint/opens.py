@@ -47,7 +47,7 @@ ALLOWED = {
                                 "only it may write, opened once; names are hex build ids)"),
     "src/unwind/korc_cache.c": (2, "the agent's own cache of the kernel ORC table (root-only directory)"),
     "src/session/record_samples.c": (1, "/proc/sys/kernel/perf_event_max_sample_rate, the kernel's"),
-    "src/session/record_sinks.c": (1, "--token-file, the operator's"),
+    "src/session/sinks.c": (1, "--token-file, the operator's"),
     "src/cmd/annotate.c": (2, "the binary a saved profile names, opened as the user asks (--symfs), "
                               "and /proc/kcore, the kernel's; a live process's files come from the "
                               "symbolizer, debug and source files through safeopen"),

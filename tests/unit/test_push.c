@@ -66,13 +66,17 @@ struct server {
 	enum answer mode;
 	pthread_t th;
 	pthread_mutex_t lock;
-	size_t sent[16]; /* per connection: bytes sent after the status line */
+	size_t sent[16];    /* per connection: bytes sent after the status line */
+	char line[16][512]; /* per connection: the request line */
 	int conns;
 	bool stop;
 };
 
-/* Reads a request (header, then Content-Length bytes); false if it did not come. */
-static bool read_request(int fd)
+/*
+ * Reads a request (header, then Content-Length bytes) and keeps its request
+ * line in line; false if it did not come.
+ */
+static bool read_request(int fd, char *line, size_t size)
 {
 	static char buf[1 << 16];
 	size_t n = 0, need = SIZE_MAX;
@@ -93,6 +97,7 @@ static bool read_request(int fd)
 		if (end && need == SIZE_MAX) {
 			const char *cl = strcasestr(buf, "Content-Length:");
 
+			snprintf(line, size, "%.*s", (int)strcspn(buf, "\r\n"), buf);
 			need = (size_t)(end + 4 - buf) + (cl ? strtoul(cl + 15, NULL, 10) : 0);
 		}
 		if (n >= need)
@@ -111,6 +116,7 @@ static void *serve(void *arg)
 		struct pollfd p = { .fd = s->lfd, .events = POLLIN };
 		const char *status;
 		size_t sent = 0, limit = (size_t)64 << 20;
+		char line[512] = "";
 		int fd, k;
 
 		pthread_mutex_lock(&s->lock);
@@ -122,7 +128,7 @@ static void *serve(void *arg)
 		if (poll(&p, 1, 100) != 1)
 			continue;
 		fd = accept(s->lfd, NULL, NULL);
-		if (fd < 0 || !read_request(fd)) {
+		if (fd < 0 || !read_request(fd, line, sizeof(line))) {
 			if (fd >= 0)
 				close(fd);
 			continue;
@@ -165,8 +171,10 @@ static void *serve(void *arg)
 		close(fd);
 		pthread_mutex_lock(&s->lock);
 		k = s->conns++;
-		if (k < (int)ARRAY_SIZE(s->sent))
+		if (k < (int)ARRAY_SIZE(s->sent)) {
 			s->sent[k] = sent;
+			memcpy(s->line[k], line, sizeof(line));
+		}
 		pthread_mutex_unlock(&s->lock);
 	}
 }
@@ -216,14 +224,18 @@ static long sysctl_max(const char *path)
 	return c;
 }
 
-/* One profile pushed to a server answering `mode`: the stats once an attempt is over. */
-static void push_once(enum answer mode, struct pusher_stats *st, struct server *s)
+/*
+ * One profile (with --off-cpu's values if offcpu: two uploads) pushed with
+ * writer w to a server answering `mode`: the stats once every attempt is over.
+ */
+static void push_with(const struct writer *w, bool offcpu, enum answer mode,
+		      struct pusher_stats *st, struct server *s)
 {
 	struct profile *p = profile__new();
 	struct psample smp = { .pid = 1, .comm = "app" };
 	struct pusher_opts o = { .app = "t",
 				 .freq = 99,
-				 .writer = &writer_folded,
+				 .writer = w,
 				 .max_attempts = 1,
 				 .timeout_s = 10,
 				 .warn = on_warn };
@@ -240,16 +252,25 @@ static void push_once(enum answer mode, struct pusher_stats *st, struct server *
 	assert_non_null(ps);
 	f = (uint32_t)profile__frame(p, FRAME_USER, "main", "/bin/app");
 	assert_int_equal(profile__add(p, &smp, &f, 1, 5), 0);
+	if (offcpu) {
+		profile__meta(p)->offcpu = true;
+		assert_int_equal(profile__add_offcpu(p, &smp, &f, 1, 3000000), 0);
+	}
 	assert_int_equal(pusher__submit(ps, p, 0, 1000000000ULL), 0);
 	for (int i = 0; i < 1500; i++) {
 		pusher__stats(ps, st);
-		if (st->sent + st->failed)
+		if (st->sent + st->failed >= 1u + offcpu)
 			break;
 		usleep(10000);
 	}
 	pusher__stop(ps, 0, st);
 	server_stop(s);
 	profile__free(p);
+}
+
+static void push_once(enum answer mode, struct pusher_stats *st, struct server *s)
+{
+	push_with(&writer_folded, false, mode, st, s);
 }
 
 static void test_answers_over_the_caps(void **state)
@@ -303,6 +324,48 @@ static void test_small_answer_is_fine(void **state)
 	assert_int_equal(st.too_large, 0);
 }
 
+/*
+ * The series name Pyroscope gets. A pprof body's profile type is read from
+ * its sample types and the name is taken whole as service_name
+ * (grafana/pyroscope pkg/og/convert/pprof/profile.go createLabels; its
+ * ingest_handler_test.go: name=pprof.test{...} -> service_name "pprof.test"),
+ * so the name is the app's alone: name=t{...}, on-CPU and off-CPU alike. A
+ * folded body's type is the name's last ".SUFFIX" (ingest_adapter.go
+ * convertMetadata): name=t.cpu{...}, t.off_cpu{...}.
+ */
+static void test_series_name_per_format(void **state)
+{
+	static const struct {
+		const struct writer *w;
+		const char *name[2]; /* on-CPU, off-CPU */
+	} cases[] = {
+		{ &writer_pprof, { "?name=t%7Bhostname%3D", "?name=t%7Bhostname%3D" } },
+		{ &writer_folded,
+		  { "?name=t.cpu%7Bhostname%3D", "?name=t.off_cpu%7Bhostname%3D" } },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct pusher_stats st;
+		struct server s;
+
+		push_with(cases[i].w, true, SMALL_OK, &st, &s);
+		assert_int_equal(st.sent, 2);
+		assert_int_equal(s.conns, 2);
+		for (int k = 0; k < 2; k++) {
+			const char *fmt = strstr(s.line[k], "&format=pprof");
+
+			if (!strstr(s.line[k], cases[i].name[k]))
+				fail_msg("case %zu: '%s' not in '%s'", i, cases[i].name[k],
+					 s.line[k]);
+			assert_true(cases[i].w == &writer_pprof ? fmt != NULL : fmt == NULL);
+		}
+		assert_non_null(strstr(s.line[0], "&units=samples&"));
+		assert_non_null(strstr(s.line[1], cases[i].w == &writer_pprof
+							  ? "&units=nanoseconds&"
+							  : "&units=microseconds&"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -310,6 +373,7 @@ int main(void)
 		cmocka_unit_test(test_shown_url),
 		cmocka_unit_test(test_answers_over_the_caps),
 		cmocka_unit_test(test_small_answer_is_fine),
+		cmocka_unit_test(test_series_name_per_format),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

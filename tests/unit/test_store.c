@@ -4,7 +4,9 @@
  * removes only files the store wrote: earlier runs' files by owner, link
  * count and exact name; files that appear after the start are never listed
  * (the store remembers what it wrote instead of listing the directory after
- * every write); names it does not make and other users' files stay.
+ * every write); names it does not make and other users' files stay; two
+ * stores of different extensions share a directory without touching each
+ * other's files.
  */
 #include "testutil.h"
 
@@ -226,6 +228,75 @@ static void test_other_owners_files_stay(void **state)
 	profile__free(p);
 }
 
+/*
+ * Two stores in one directory, as --output-dir holds the CPU's and --alloc's
+ * files (session/sinks.c): ".pb.gz" and ".heap.pb.gz" end alike, but each
+ * store lists, counts, prunes and cleans up only its own names - an earlier
+ * run's files and a crash's temporary files of the other kind stay.
+ */
+static void test_two_stores_one_dir(void **state)
+{
+	struct store_opts co = { .dir = dir, .writer = &writer_folded, .ext = ".pb.gz", .keep = 2 };
+	struct store_opts ho = {
+		.dir = dir, .writer = &writer_folded, .ext = ".heap.pb.gz", .keep = 3
+	};
+	struct profile *p = small_profile();
+	struct store_stats cs, hs;
+	struct store *c, *h;
+	char path[512];
+
+	(void)state;
+	/* An earlier run's: two of each kind, one "-N" each, a tmp file each. */
+	touch("bpfprof-20200101T000000Z.pb.gz");
+	touch("bpfprof-20200101T000000Z-1.pb.gz");
+	touch("bpfprof-20200101T000000Z.heap.pb.gz");
+	touch("bpfprof-20200101T000000Z-1.heap.pb.gz");
+	touch("bpfprof-20200101T000001Z.pb.gz.tmp.Ab3dE9");
+	touch("bpfprof-20200101T000001Z.heap.pb.gz.tmp.Zy9xW8");
+	c = store__open(&co, NULL);
+	assert_non_null(c);
+	store__stats(c, &cs);
+	assert_int_equal(cs.files, 2);
+	assert_false(exists("bpfprof-20200101T000001Z.pb.gz.tmp.Ab3dE9"));
+	assert_true(exists("bpfprof-20200101T000001Z.heap.pb.gz.tmp.Zy9xW8"));
+	h = store__open(&ho, NULL);
+	assert_non_null(h);
+	store__stats(h, &hs);
+	assert_int_equal(hs.files, 2);
+	assert_false(exists("bpfprof-20200101T000001Z.heap.pb.gz.tmp.Zy9xW8"));
+	/* The same interval edges for both kinds: names never collide. */
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(store__write(c, p, T0 + (uint64_t)i * SEC, path, sizeof(path)), 0);
+		assert_null(strstr(path, ".heap."));
+		assert_int_equal(store__write(h, p, T0 + (uint64_t)i * SEC, path, sizeof(path)), 0);
+		assert_non_null(strstr(path, ".heap.pb.gz"));
+		assert_null(strstr(path, "Z-"));
+	}
+	store__stats(c, &cs);
+	store__stats(h, &hs);
+	assert_int_equal(cs.files, 2);
+	assert_int_equal(cs.pruned, 4);
+	assert_int_equal(hs.files, 3);
+	assert_int_equal(hs.pruned, 3);
+	assert_int_equal(count(".heap.pb.gz"), 3);
+	assert_int_equal(count("pb.gz") - count(".heap.pb.gz"), 2);
+	assert_true(exists("bpfprof-20261122T091003Z.pb.gz"));
+	assert_true(exists("bpfprof-20261122T091002Z.pb.gz"));
+	assert_true(exists("bpfprof-20261122T091001Z.heap.pb.gz"));
+	assert_false(exists("bpfprof-20261122T091000Z.heap.pb.gz"));
+	store__close(c);
+	store__close(h);
+	/* A restart of one kind alone: the other kind's files are not its own. */
+	co.keep = 1;
+	c = store__open(&co, NULL);
+	assert_non_null(c);
+	store__stats(c, &cs);
+	assert_int_equal(cs.files, 1);
+	assert_int_equal(count(".heap.pb.gz"), 3);
+	store__close(c);
+	profile__free(p);
+}
+
 /* A directory others can write is refused, saying who owns it and its mode. */
 static void test_shared_dir_refused(void **state)
 {
@@ -249,6 +320,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_max_disk_in_memory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_owners_files_stay, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shared_dir_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_two_stores_one_dir, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * test_metrics_alloc.c - the /metrics lines of --alloc (agent/metrics.h,
+ * metrics__render_alloc): the allocator probes' counters, the live table,
+ * and the -a guard's lines only when a guard runs; metrics__render has them
+ * only in an --alloc run, each metric named once.
+ */
+#include "testutil.h"
+
+#include "agent/metrics.h"
+#include "base/util.h"
+
+static const struct metrics_alloc filled = {
+	.calls = 1000000,
+	.frees = 900000,
+	.others = 12,
+	.samples_libc = 2048,
+	.samples_go = 64,
+	.freed_libc = 1500,
+	.freed_go = 40,
+	.lost = { 1, 2, 3, 4, 5, 6 },
+	.live_blocks = 548,
+	.inuse_bytes = 287309824,
+	.probes = 9,
+	.live_dropped_exited = 17,
+	.aggs_evicted = 3,
+	.guard = true,
+	.guard_engaged = true,
+	.guard_duty = 0.25,
+	.guard_scale = 3.9876,
+	.guard_rate = 812345.4,
+	.guard_windows = 30,
+	.guard_toggles = 61,
+	.probes_on_ns = 7500000000ULL,
+	.switch_ns = { 1250000, 2500000 },
+};
+
+static const char golden[] =
+	"# HELP bpfprof_alloc_calls_total Allocator calls the probes saw (alloc: the targets' allocations, free: their frees, other: calls of processes not profiled).\n"
+	"# TYPE bpfprof_alloc_calls_total counter\n"
+	"bpfprof_alloc_calls_total{kind=\"alloc\"} 1000000\n"
+	"bpfprof_alloc_calls_total{kind=\"free\"} 900000\n"
+	"bpfprof_alloc_calls_total{kind=\"other\"} 12\n"
+	"# HELP bpfprof_alloc_samples_total Sampled allocations recorded, by source (libc: the C library's allocator, go: the Go runtime's own samples).\n"
+	"# TYPE bpfprof_alloc_samples_total counter\n"
+	"bpfprof_alloc_samples_total{source=\"libc\"} 2048\n"
+	"bpfprof_alloc_samples_total{source=\"go\"} 64\n"
+	"# HELP bpfprof_alloc_frees_matched_total Frees of sampled blocks, by source.\n"
+	"# TYPE bpfprof_alloc_frees_matched_total counter\n"
+	"bpfprof_alloc_frees_matched_total{source=\"libc\"} 1500\n"
+	"bpfprof_alloc_frees_matched_total{source=\"go\"} 40\n"
+	"# HELP bpfprof_alloc_lost_total What the allocator probes lost, by reason (ring_full, no_stack, no_return, memory: sampled allocations not recorded; live_full: recorded, not followed in use; no_thread: calls not counted).\n"
+	"# TYPE bpfprof_alloc_lost_total counter\n"
+	"bpfprof_alloc_lost_total{reason=\"ring_full\"} 1\n"
+	"bpfprof_alloc_lost_total{reason=\"live_full\"} 2\n"
+	"bpfprof_alloc_lost_total{reason=\"no_stack\"} 3\n"
+	"bpfprof_alloc_lost_total{reason=\"no_thread\"} 4\n"
+	"bpfprof_alloc_lost_total{reason=\"no_return\"} 5\n"
+	"bpfprof_alloc_lost_total{reason=\"memory\"} 6\n"
+	"# HELP bpfprof_alloc_live_blocks Sampled blocks in use at the last walk of the live table.\n"
+	"# TYPE bpfprof_alloc_live_blocks gauge\n"
+	"bpfprof_alloc_live_blocks 548\n"
+	"# HELP bpfprof_alloc_inuse_bytes Estimated bytes in use at the last walk of the live table.\n"
+	"# TYPE bpfprof_alloc_inuse_bytes gauge\n"
+	"bpfprof_alloc_inuse_bytes 287309824\n"
+	"# HELP bpfprof_alloc_probes Allocator probes attached.\n"
+	"# TYPE bpfprof_alloc_probes gauge\n"
+	"bpfprof_alloc_probes 9\n"
+	"# HELP bpfprof_alloc_live_dropped_total Live-table entries dropped, by reason (exited: their process ended).\n"
+	"# TYPE bpfprof_alloc_live_dropped_total counter\n"
+	"bpfprof_alloc_live_dropped_total{reason=\"exited\"} 17\n"
+	"# HELP bpfprof_alloc_aggs_evicted_total Run-long totals of a process and stack dropped for room.\n"
+	"# TYPE bpfprof_alloc_aggs_evicted_total counter\n"
+	"bpfprof_alloc_aggs_evicted_total 3\n"
+	"# HELP bpfprof_alloc_guard_engaged 1 once the calls went over --alloc-budget (the probes are duty-cycled).\n"
+	"# TYPE bpfprof_alloc_guard_engaged gauge\n"
+	"bpfprof_alloc_guard_engaged 1\n"
+	"# HELP bpfprof_alloc_guard_duty Share of each guard window the probes are in.\n"
+	"# TYPE bpfprof_alloc_guard_duty gauge\n"
+	"bpfprof_alloc_guard_duty 0.250\n"
+	"# HELP bpfprof_alloc_guard_scale What the last interval's estimates were multiplied by (time / time on).\n"
+	"# TYPE bpfprof_alloc_guard_scale gauge\n"
+	"bpfprof_alloc_guard_scale 3.988\n"
+	"# HELP bpfprof_alloc_guard_calls_per_second Allocator calls per second of the last window on.\n"
+	"# TYPE bpfprof_alloc_guard_calls_per_second gauge\n"
+	"bpfprof_alloc_guard_calls_per_second 812345\n"
+	"# HELP bpfprof_alloc_guard_windows_total Guard windows since it engaged.\n"
+	"# TYPE bpfprof_alloc_guard_windows_total counter\n"
+	"bpfprof_alloc_guard_windows_total 30\n"
+	"# HELP bpfprof_alloc_guard_toggles_total Times the probes were taken off or put back.\n"
+	"# TYPE bpfprof_alloc_guard_toggles_total counter\n"
+	"bpfprof_alloc_guard_toggles_total 61\n"
+	"# HELP bpfprof_alloc_probes_on_seconds_total Time the probes were in.\n"
+	"# TYPE bpfprof_alloc_probes_on_seconds_total counter\n"
+	"bpfprof_alloc_probes_on_seconds_total 7.500000\n"
+	"# HELP bpfprof_alloc_guard_switch_seconds_total Time spent taking the probes off and putting them back.\n"
+	"# TYPE bpfprof_alloc_guard_switch_seconds_total counter\n"
+	"bpfprof_alloc_guard_switch_seconds_total{dir=\"off\"} 0.001250\n"
+	"bpfprof_alloc_guard_switch_seconds_total{dir=\"on\"} 0.002500\n";
+
+static void test_alloc_lines(void **state)
+{
+	struct sbuf sb = { 0 };
+
+	(void)state;
+	assert_int_equal(metrics__render_alloc(&filled, &sb), 0);
+	assert_string_equal(sb.buf, golden);
+	sbuf_free(&sb);
+}
+
+/* -p or a command (no budget): no guard, no guard lines. */
+static void test_no_guard_no_guard_lines(void **state)
+{
+	struct metrics_alloc a = filled;
+	struct sbuf sb = { 0 };
+
+	(void)state;
+	a.guard = false;
+	assert_int_equal(metrics__render_alloc(&a, &sb), 0);
+	assert_null(strstr(sb.buf, "guard"));
+	assert_null(strstr(sb.buf, "probes_on_seconds"));
+	assert_non_null(strstr(sb.buf, "\nbpfprof_alloc_aggs_evicted_total 3\n"));
+	assert_int_equal(strncmp(sb.buf, golden, sb.len), 0); /* the same lines up to there */
+	sbuf_free(&sb);
+}
+
+/* In the whole page: only with --alloc; every metric's TYPE once. */
+static void test_render_has_them_with_alloc_only(void **state)
+{
+	struct metrics_snapshot m = { .samples = 5, .freq = 99, .am = filled };
+	struct sbuf sb = { 0 };
+	char *types[256];
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(metrics__render(&m, 0, &sb), 0);
+	assert_null(strstr(sb.buf, "bpfprof_alloc_"));
+	sbuf_free(&sb);
+	m.alloc = true;
+	assert_int_equal(metrics__render(&m, 0, &sb), 0);
+	assert_non_null(strstr(sb.buf, golden));
+	for (char *line = strtok(sb.buf, "\n"); line; line = strtok(NULL, "\n")) {
+		if (strncmp(line, "# TYPE ", 7))
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(types[i], line))
+				fail_msg("twice: %s", line);
+		assert_true(n < ARRAY_SIZE(types));
+		types[n++] = line;
+	}
+	sbuf_free(&sb);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_alloc_lines),
+		cmocka_unit_test(test_no_guard_no_guard_lines),
+		cmocka_unit_test(test_render_has_them_with_alloc_only),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,116 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""Tenant attacks of session 5 (../shared/threat-model.md): count --children's
+exec stops and a pid the tenant has reused. Each test performs the attack as
+the tenant (conftest.as_tenant) against root's bpfprof.
+"""
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import BPFPROF, as_tenant, tenant, wait_for
+
+
+def _state(pid):
+    """Process pid's state letter (/proc/PID/stat), or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def _children(ppid):
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == ppid:
+                        out.append(int(d))
+            except (FileNotFoundError, ProcessLookupError, ValueError):
+                pass
+    return out
+
+
+def _spawn_at(pid, argv):
+    """argv started with process id pid (the kernel asked through
+    ns_last_pid; other processes of the host may take it first: retried)."""
+    for _ in range(300):
+        Path("/proc/sys/kernel/ns_last_pid").write_text(str(pid - 1))
+        p = subprocess.Popen(argv)
+        if p.pid == pid:
+            return p
+        p.kill()
+        p.wait()
+    return None
+
+
+def _write_fifo(path, timeout=10):
+    """A line into FIFO path once its reader has it open (never blocks for good)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError:
+            assert time.monotonic() < deadline, f"{path}: no reader"
+            time.sleep(0.02)
+    os.write(fd, b"\n")
+    os.close(fd)
+
+
+def test_children_sigcont_not_sent_to_a_reused_pid(tenant_dir):
+    """count --children stops a target at its exec (BPF's SIGSTOP) and lists
+    its pid; before the agent looks (its main loop late: here stopped by the
+    test), the tenant kills that stopped process and starts one of its own at
+    the same pid, stopped on purpose. The agent must not resume the process
+    now at that number: it signals the process it stopped (a pidfd checked
+    against the start time BPF saw), not a number."""
+    pw = tenant()
+    d = tenant_dir
+    for f in ("go", "end"):
+        os.mkfifo(d / f)
+        os.chown(d / f, pw.pw_uid, pw.pw_gid)
+    # Builtins only between the stops: every exec of a target is stopped.
+    script = (f"read x < {d}/go; sleep 1000 & echo $! > {d}/p.pid; wait; "
+              f"read x < {d}/end")
+    bp = subprocess.Popen([str(BPFPROF), "count", "--children", "bp_none_matches", "-d", "30",
+                           "--", *as_tenant(["/bin/sh", "-c", script])],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    impostor = None
+    try:
+        # The command (setpriv, then sh) waits in its read: the agent is in its loop.
+        def sh_waits():
+            kids = _children(bp.pid)
+            return kids and Path(f"/proc/{kids[0]}/comm").read_text().strip() == "sh" \
+                and _state(kids[0]) == "S"
+        wait_for(sh_waits, "the command running")
+        os.kill(bp.pid, signal.SIGSTOP)
+        _write_fifo(d / "go")
+        wait_for(lambda: (d / "p.pid").exists() and (d / "p.pid").read_text().strip(),
+                 "the child's pid")
+        victim = int((d / "p.pid").read_text())
+        wait_for(lambda: _state(victim) == "T", "the child stopped at its exec")
+        subprocess.run(as_tenant(["kill", "-9", str(victim)]), check=True)
+        wait_for(lambda: _state(victim) is None, "the child reaped")
+        # The tenant's own process at that pid, stopped on purpose.
+        impostor = _spawn_at(victim, as_tenant(["/bin/sh", "-c", "kill -STOP $$; exec sleep 100"]))
+        assert impostor, "could not get the same pid again"
+        wait_for(lambda: _state(victim) == "T", "the impostor stopped itself")
+        os.kill(bp.pid, signal.SIGCONT)
+        time.sleep(0.6)  # the agent's loop looks every 20 ms
+        assert _state(victim) == "T", "the agent resumed a process it did not stop"
+    finally:
+        os.kill(bp.pid, signal.SIGCONT)
+        if impostor:
+            impostor.kill()
+            impostor.wait()
+        try:  # the command's last read, if it got there
+            _write_fifo(d / "end", timeout=2)
+        except AssertionError:
+            pass
+        bp.send_signal(signal.SIGINT)
+        _, err = bp.communicate(timeout=30)
+    assert bp.returncode == 0, err

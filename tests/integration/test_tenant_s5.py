@@ -6,10 +6,14 @@ the tenant (conftest.as_tenant) against root's bpfprof.
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
-from conftest import BPFPROF, as_tenant, tenant, wait_for
+from conftest import BPFPROF, ROOT, as_tenant, tenant, wait_for
+
+sys.path.insert(0, str(ROOT / "tools"))
+from benchlib import make_fake_python  # noqa: E402  (shared with the soak)
 
 
 def _state(pid):
@@ -114,3 +118,49 @@ def test_children_sigcont_not_sent_to_a_reused_pid(tenant_dir):
         bp.send_signal(signal.SIGINT)
         _, err = bp.communicate(timeout=30)
     assert bp.returncode == 0, err
+
+
+def _kill_exe_under(d):
+    """Kills the processes whose executable is in directory d (the tenant's
+    programs this test started)."""
+    for p in os.listdir("/proc"):
+        try:
+            if p.isdigit() and os.readlink(f"/proc/{p}/exe").startswith(f"{d}/"):
+                os.kill(int(p), signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def test_children_crowd_of_execs_does_not_hold_up_a_stop(tenant_dir, tmp_path):
+    """count --children: the tenant's child forks 8 processes that each exec
+    a distinct copy of a program with 200,000 symbols (~0.1 s of the
+    agent's CPU each to read, within a file's budget; seconds on a loaded
+    host). They were all followed back to back on the main loop before it
+    looked at anything else (a stop request: every file still opened, then
+    given up as "bpfprof is stopping"); SIGINT once the first is probed must
+    stop the agent after at most one more file (the rest stay stopped until
+    it lets them go)."""
+    n = 8
+    py = make_fake_python(tenant_dir, nsyms=200000, prefix=as_tenant([]))
+    for i in range(n):
+        subprocess.run(as_tenant(["cp", py, f"{tenant_dir}/c{i}"]), check=True)
+    script = " ".join(f"{tenant_dir}/c{i} &" for i in range(n)) + " wait"
+    log = tmp_path / "err"
+    with open(log, "w") as err:
+        bp = subprocess.Popen([str(BPFPROF), "count", "-v", "--children", "main", "-d", "60",
+                               "--", *as_tenant(["/bin/sh", "-c", script])],
+                              stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        wait_for(lambda: "exec'd: 1 more functions probed" in log.read_text(),
+                 "the first exec probed", timeout=60)
+        bp.send_signal(signal.SIGINT)
+        bp.wait(timeout=60)
+    finally:
+        if bp.poll() is None:
+            bp.kill()
+            bp.wait()
+        _kill_exe_under(tenant_dir)
+    text = log.read_text()
+    followed = text.count("exec'd: 1 more functions probed") + text.count("no symbols read")
+    assert "stopping on Interrupt" in text, text
+    assert 1 <= followed <= 2, text

@@ -67,6 +67,7 @@
 #define COUNT_DEFAULT_BUDGET	200000
 #define COUNT_GUARD_MS		250    /* how often call rates are checked */
 #define COUNT_MAX_PROCS		131072 /* processes -a and --cgroup look at */
+#define COUNT_EXEC_SLICE_MS	50     /* --children: execs followed per turn of the loop */
 
 enum {
 	OPT_MAX_FUNCS = 0x100,
@@ -803,6 +804,23 @@ static void follow_exec(struct count *c, uint32_t pid, uint64_t start_ns)
 	close(fd);
 }
 
+/*
+ * --children: the execs listed since the last turn of the loop, for at most
+ * COUNT_EXEC_SLICE_MS of it (one file's read has its own budget of time):
+ * the rest wait, stopped, for the next turn, so that a tenant's crowd of
+ * execs of costly files does not hold up the guard, the interval reports or
+ * a stop request.
+ */
+static void follow_execs(struct count *c)
+{
+	uint64_t end = now_ns() + COUNT_EXEC_SLICE_MS * NS_PER_MS, start_ns;
+	uint32_t pid;
+
+	while (!stop__requested() && now_ns() < end &&
+	       !counter__next_exec(c->ctr, &pid, &start_ns))
+		follow_exec(c, pid, start_ns);
+}
+
 /* --children, at the end: the targets stopped at an exec since the last look go on. */
 static void release_execs(struct count *c)
 {
@@ -1026,13 +1044,8 @@ static void run(struct count *c)
 			p_info(c->ch.pid ? "the command exited" : "the targets exited");
 			break;
 		}
-		if (c->children) {
-			uint64_t start_ns;
-			uint32_t pid;
-
-			while (!counter__next_exec(c->ctr, &pid, &start_ns))
-				follow_exec(c, pid, start_ns);
-		}
+		if (c->children)
+			follow_execs(c);
 		if (now - last >= COUNT_GUARD_MS * NS_PER_MS) {
 			guard(c, (double)(now - last) / NS_PER_SEC_F);
 			last = now;

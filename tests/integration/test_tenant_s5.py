@@ -1,16 +1,20 @@
 # SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 """Tenant attacks of session 5 (../shared/threat-model.md): count --children's
-exec stops and a pid the tenant has reused. Each test performs the attack as
-the tenant (conftest.as_tenant) against root's bpfprof.
+exec stops (a pid the tenant has reused; a crowd of execs of costly files)
+and a fake SBCL's dynamic space made to cost. Each test performs the attack
+as the tenant (conftest.as_tenant) against root's bpfprof.
 """
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from conftest import BPFPROF, ROOT, as_tenant, tenant, wait_for
+from conftest import (BPFPROF, ROOT, Sampled, Workload, as_tenant, frames_of, parse_folded,
+                      tenant, wait_for, wl)
 
 sys.path.insert(0, str(ROOT / "tools"))
 from benchlib import make_fake_python  # noqa: E402  (shared with the soak)
@@ -164,3 +168,39 @@ def test_children_crowd_of_execs_does_not_hold_up_a_stop(tenant_dir, tmp_path):
     followed = text.count("exec'd: 1 more functions probed") + text.count("no symbols read")
     assert "stopping on Interrupt" in text, text
     assert 1 <= followed <= 2, text
+
+
+def test_sbcl_dynamic_space_sled_costs_its_budget_and_names_nothing_wrong(tenant_dir):
+    """The tenant's fakesbcl_dyn: a dynamic space whose page_table sends every
+    lookup 4 MiB back over 65,536 fillers (SBCL_MAX_DYN_WALK, SBCL_MAX_STEPS)
+    at a new pc every sample (a thread running a 15 MiB sled), and a code
+    object named "DYNOK" another thread spins in. A failed lookup is not
+    kept, so each sample of the sled cost a whole walk (~1.6 ms of the
+    agent's CPU here, at any sample rate the operator picks): now at most
+    SBCL_DYN_WALK_BUDGET (64 MiB, 16 walks) a second per process, the rest
+    counted. No wrong name: the sled unnamed, the code named "DYNOK"."""
+    pw = tenant()
+    exe = tenant_dir / "fakesbcl_dyn"
+    shutil.copy(wl("fakesbcl_dyn"), exe)
+    os.chown(exe, pw.pw_uid, pw.pw_gid)
+    t0 = time.monotonic()
+    with Workload(*as_tenant([exe, "120"])) as w:
+        p = Sampled(["-v", "-F", 1999, "-p", w.pid, "-d", 60], [w.pid], until_cpu=1,
+                    timeout=120)
+    wall = time.monotonic() - t0
+    folded = {st: c for st, c in parse_folded(p.stdout).items() if st.startswith("fakesbcl_dyn;")}
+    leaves = {}
+    for st, c in folded.items():
+        user = [f for f in frames_of(st)[1:] if not f.endswith("_[k]")]
+        leaves[user[0] if user else ""] = leaves.get(user[0] if user else "", 0) + c
+    lisp = {f for f in leaves if f.endswith("_[lisp]")}
+    assert lisp == {'"DYNOK"_[lisp]'}, leaves
+    sled = leaves.get("[unknown]", 0)
+    assert sled > 200 and leaves['"DYNOK"_[lisp]'] > 200, leaves
+    m = re.search(r"(\d+) not \(dynamic-space walks over their budget; (\d+) KiB walked\)",
+                  p.stderr)
+    assert m and int(m.group(1)) > 0, p.stderr[-3000:]
+    secs = float(re.search(r"\d+ samples in ([0-9.]+) s", p.stderr).group(1))
+    walked_mib = int(m.group(2)) / 1024
+    # 64 MiB a second of drains and of the last symbolization (a few seconds).
+    assert walked_mib <= 64 * (secs + 4), (walked_mib, secs, sled)

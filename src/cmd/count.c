@@ -816,8 +816,7 @@ static void follow_execs(struct count *c)
 	uint64_t end = now_ns() + COUNT_EXEC_SLICE_MS * NS_PER_MS, start_ns;
 	uint32_t pid;
 
-	while (!stop__requested() && now_ns() < end &&
-	       !counter__next_exec(c->ctr, &pid, &start_ns))
+	while (!stop__requested() && now_ns() < end && !counter__next_exec(c->ctr, &pid, &start_ns))
 		follow_exec(c, pid, start_ns);
 }
 

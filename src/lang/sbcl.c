@@ -318,7 +318,7 @@ static bool dyn_walk_spend(struct sbcl_heap *h, uint64_t bytes)
 
 	if (!h->dyn_walk_ns || now - h->dyn_walk_ns >= NS_PER_SEC) {
 		h->dyn_walk_ns = now;
-		h->dyn_walk_left = SBCL_DYN_WALK_BUDGET;
+		h->dyn_walk_left = SBCL_DYN_BUDGET;
 	}
 	if (bytes > h->dyn_walk_left) {
 		h->dyn_over++;

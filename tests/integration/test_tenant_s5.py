@@ -177,7 +177,7 @@ def test_sbcl_dynamic_space_sled_costs_its_budget_and_names_nothing_wrong(tenant
     object named "DYNOK" another thread spins in. A failed lookup is not
     kept, so each sample of the sled cost a whole walk (~1.6 ms of the
     agent's CPU here, at any sample rate the operator picks): now at most
-    SBCL_DYN_WALK_BUDGET (64 MiB, 16 walks) a second per process, the rest
+    SBCL_DYN_BUDGET (64 MiB, 16 walks) a second per process, the rest
     counted. No wrong name: the sled unnamed, the code named "DYNOK"."""
     pw = tenant()
     exe = tenant_dir / "fakesbcl_dyn"

@@ -24,13 +24,13 @@ uintptr_t DYNAMIC_SPACE_START, dynamic_space_size;
 uint64_t *page_table;
 const char fake_version[] = "2.2.9.fake";
 
-#define MB	   (1ul << 20)
-#define DYN	   (16 * MB)
-#define SLED	   (15 * MB)
-#define GC_PAGE	   32768ul
-#define PAGE_CODE  7ull
-#define SPIN	   0xfeeb /* jmp . */
-#define MAX_WALK   (4 * MB)
+#define MB	  (1ul << 20)
+#define DYN	  (16 * MB)
+#define SLED	  (15 * MB)
+#define GC_PAGE	  32768ul
+#define PAGE_CODE 7ull
+#define SPIN	  0xfeeb /* jmp . */
+#define MAX_WALK  (4 * MB)
 
 static void w64(uint8_t *at, uint64_t v)
 {

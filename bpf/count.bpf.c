@@ -289,15 +289,17 @@ int count_return(struct pt_regs *ctx)
 }
 
 /* --children: a target that execs (the command's child) is stopped there and
- * listed in execs; userspace probes the new executable's functions and lets
- * it go on (SIGCONT). Set by userspace once the command runs. */
+ * listed in execs with its start time (start_boottime, ns: the pid may be
+ * another process's by the time userspace looks); userspace probes the new
+ * executable's functions and lets it go on (SIGCONT, by a pidfd it checked
+ * against that time). Set by userspace once the command runs. */
 volatile bool follow_exec = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, COUNT_EXECS);
 	__type(key, __u32);
-	__type(value, __u8);
+	__type(value, __u64);
 } execs SEC(".maps");
 
 /* -- COMMAND: the command stops at its exec, before its first instruction. */
@@ -311,7 +313,9 @@ int count_exec(void *ctx)
 		bpf_map_update_elem(&targets, &tgid, &on, BPF_EXIST);
 		bpf_send_signal(SIGSTOP);
 	} else if (v && follow_exec) {
-		if (bpf_map_update_elem(&execs, &tgid, &on, BPF_ANY))
+		__u64 start = bpf_get_current_task_btf()->group_leader->start_boottime;
+
+		if (bpf_map_update_elem(&execs, &tgid, &start, BPF_ANY))
 			counter_add(COUNT_C_EXECS_FULL);
 		else
 			bpf_send_signal(SIGSTOP);

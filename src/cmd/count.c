@@ -67,6 +67,7 @@
 #define COUNT_DEFAULT_BUDGET	200000
 #define COUNT_GUARD_MS		250    /* how often call rates are checked */
 #define COUNT_MAX_PROCS		131072 /* processes -a and --cgroup look at */
+#define COUNT_EXEC_SLICE_MS	50     /* --children: execs followed per turn of the loop */
 
 enum {
 	OPT_MAX_FUNCS = 0x100,
@@ -768,13 +769,20 @@ static int probe_matches(struct count *c, size_t from, bool fatal)
  * --children: target pid exec'd and is stopped there (BPF sent it SIGSTOP):
  * the functions the patterns match in files no target mapped before (its
  * new executable; its libraries are not mapped yet, only the dynamic
- * loader) are probed, within --max-functions, and it goes on.
+ * loader) are probed, within --max-functions, and it goes on. Only if pid is
+ * still the process that started at start_ns (BPF's start_boottime): a
+ * tenant may have killed the stopped one and made the number its own
+ * process's; that one is neither read nor signalled.
  */
-static void follow_exec(struct count *c, uint32_t pid)
+static void follow_exec(struct count *c, uint32_t pid, uint64_t start_ns)
 {
 	size_t first = c->nr_matches, matched = c->nr_fns, fns = c->nr_fns;
-	int err;
+	int err, fd = procfs__pidfd_started("/proc", pid, start_ns);
 
+	if (fd < 0) {
+		p_debug("process %u exec'd and is gone: %s", pid, strerror(-fd));
+		return;
+	}
 	c->maps_probed = false;
 	err = c->nr_upats ? each_file(c, pid, &matched) : 0;
 
@@ -792,7 +800,40 @@ static void follow_exec(struct count *c, uint32_t pid)
 
 		symbolizer__note_process(c->sym, &id); /* its callers named after it exits */
 	}
-	kill((pid_t)pid, SIGCONT);
+	procfs__pidfd_signal(fd, SIGCONT);
+	close(fd);
+}
+
+/*
+ * --children: the execs listed since the last turn of the loop, for at most
+ * COUNT_EXEC_SLICE_MS of it (one file's read has its own budget of time):
+ * the rest wait, stopped, for the next turn, so that a tenant's crowd of
+ * execs of costly files does not hold up the guard, the interval reports or
+ * a stop request.
+ */
+static void follow_execs(struct count *c)
+{
+	uint64_t end = now_ns() + COUNT_EXEC_SLICE_MS * NS_PER_MS, start_ns;
+	uint32_t pid;
+
+	while (!stop__requested() && now_ns() < end && !counter__next_exec(c->ctr, &pid, &start_ns))
+		follow_exec(c, pid, start_ns);
+}
+
+/* --children, at the end: the targets stopped at an exec since the last look go on. */
+static void release_execs(struct count *c)
+{
+	uint64_t start_ns;
+	uint32_t pid;
+
+	while (!counter__next_exec(c->ctr, &pid, &start_ns)) {
+		int fd = procfs__pidfd_started("/proc", pid, start_ns);
+
+		if (fd >= 0) {
+			procfs__pidfd_signal(fd, SIGCONT);
+			close(fd);
+		}
+	}
 }
 
 /* Counts what the patterns match in every target, then probes it. 0, or 1 (said). */
@@ -1002,12 +1043,8 @@ static void run(struct count *c)
 			p_info(c->ch.pid ? "the command exited" : "the targets exited");
 			break;
 		}
-		if (c->children) {
-			uint32_t pid;
-
-			while (!counter__next_exec(c->ctr, &pid))
-				follow_exec(c, pid);
-		}
+		if (c->children)
+			follow_execs(c);
 		if (now - last >= COUNT_GUARD_MS * NS_PER_MS) {
 			guard(c, (double)(now - last) / NS_PER_SEC_F);
 			last = now;
@@ -1023,12 +1060,8 @@ static void run(struct count *c)
 		poll(NULL, 0, (int)MIN(wait_ms, 20u));
 	}
 	c->seconds = (double)(now_ns() - t0) / NS_PER_SEC_F;
-	if (c->children) { /* exec'd since the last look: stopped, let them go */
-		uint32_t pid;
-
-		while (!counter__next_exec(c->ctr, &pid))
-			kill((pid_t)pid, SIGCONT);
-	}
+	if (c->children)
+		release_execs(c);
 }
 
 struct collect {

@@ -330,12 +330,14 @@ void counter__follow_execs(struct counter *c)
 	c->skel->bss->follow_exec = true;
 }
 
-int counter__next_exec(struct counter *c, uint32_t *pid)
+int counter__next_exec(struct counter *c, uint32_t *pid, uint64_t *start_ns)
 {
 	int fd = bpf_map__fd(c->skel->maps.execs);
 
 	if (bpf_map_get_next_key(fd, NULL, pid))
 		return -ENOENT;
+	if (bpf_map_lookup_elem(fd, pid, start_ns))
+		*start_ns = 0; /* deleted meanwhile: not one to signal */
 	bpf_map_delete_elem(fd, pid);
 	return 0;
 }

@@ -55,11 +55,12 @@ int counter__attach_children(struct counter *c, struct errmsg *em);
 /*
  * --children, once the command runs: a target that execs is stopped there
  * (SIGSTOP) and listed, for its new executable's functions to be probed;
- * counter__next_exec() takes one from the list (0 and *pid, or -ENOENT).
- * The caller sends it SIGCONT.
+ * counter__next_exec() takes one from the list (0, *pid and *start_ns, its
+ * start_boottime as BPF saw it; or -ENOENT). The pid may name another
+ * process by now: the caller signals it through procfs__pidfd_started().
  */
 void counter__follow_execs(struct counter *c);
-int counter__next_exec(struct counter *c, uint32_t *pid);
+int counter__next_exec(struct counter *c, uint32_t *pid, uint64_t *start_ns);
 /* A probe that stops pid (SIGSTOP) at path's file offset off; one at a time. */
 int counter__attach_stop(struct counter *c, const char *path, uint64_t off, int pid,
 			 struct errmsg *em);

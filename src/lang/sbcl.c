@@ -307,6 +307,29 @@ static uint64_t dyn_obj_size(const struct sbcl_layout *l, uint64_t hdr, bool *co
 }
 
 /*
+ * Whether a dynamic-space walk may read bytes more this second. A tenant's
+ * page_table can send every lookup 4 MiB back over objects none of which is
+ * code, at a new pc every sample (a sled): unnamed, so never kept, so
+ * walked again; the budget bounds what that costs the agent.
+ */
+static bool dyn_walk_spend(struct sbcl_heap *h, uint64_t bytes)
+{
+	uint64_t now = now_ns();
+
+	if (!h->dyn_walk_ns || now - h->dyn_walk_ns >= NS_PER_SEC) {
+		h->dyn_walk_ns = now;
+		h->dyn_walk_left = SBCL_DYN_BUDGET;
+	}
+	if (bytes > h->dyn_walk_left) {
+		h->dyn_over++;
+		return false;
+	}
+	h->dyn_walk_left -= bytes;
+	h->dyn_walked += bytes;
+	return true;
+}
+
+/*
  * The object of a dynamic-space code page holding pc: from the scan start
  * of pc's page (page_table's entry: a 32-bit offset back from the page, in
  * words or, with its low bit set, in halves of a card), object after
@@ -349,6 +372,10 @@ static int dyn_find_code(struct sbcl_heap *h, uint64_t pc, uint64_t *code)
 			/* Not past pc's page: the rest may be unmapped. */
 			if (base + blen > page_addr + l->gc_page_bytes)
 				blen = page_addr + l->gc_page_bytes - base;
+			if (blen >= WORD && !dyn_walk_spend(h, blen)) {
+				err = -EBUSY;
+				break;
+			}
 			if (blen < WORD || (err = rd(h, base, buf, blen)))
 				break;
 		}

@@ -57,6 +57,7 @@
 #define SBCL_MAX_EXT	   32768u	/* cells read of a package's external symbols */
 #define SBCL_MAX_DYN_WALK  (4u << 20)	/* dynamic space walked back to a scan start */
 #define SBCL_MAX_DYN_SPACE (1ull << 44) /* dynamic space believed (16 TiB) */
+#define SBCL_DYN_BUDGET	   (64u << 20)	/* dynamic space read by walks a second */
 
 /* Reads len bytes of the process at addr; 0, or -errno (a short read is an error). */
 typedef int (*sbcl_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
@@ -132,6 +133,10 @@ struct sbcl_heap {
 	uint32_t nr_index;
 	uint64_t bytes_read; /* what the reads cost so far */
 	uint64_t max_bytes;  /* 0, or reads fail with -E2BIG past this many (of bytes_read) */
+	/* Dynamic-space walks failed lookups repeat (a name is kept, a failure
+	 * is not): SBCL_DYN_BUDGET bytes of them a second, then -EBUSY
+	 * (counted in dyn_over) until the next second; dyn_walked: bytes so read. */
+	uint64_t dyn_walk_left, dyn_walk_ns, dyn_over, dyn_walked;
 };
 
 /* Frees h's index of the core's text (built at the first pc there: one
@@ -143,8 +148,8 @@ void sbcl__release(struct sbcl_heap *h);
  * dynamic space (code compiled there: COMPILE with
  * sb-c::*compile-to-memory-space* :dynamic): walked from the scan start of
  * pc's page in page_table, on a code page only, over code objects,
- * funcallable instances and fillers, at most SBCL_MAX_DYN_WALK bytes;
- * 0 or -errno. */
+ * funcallable instances and fillers, at most SBCL_MAX_DYN_WALK bytes, and
+ * within SBCL_DYN_BUDGET a second (-EBUSY past it); 0 or -errno. */
 int sbcl__find_code(struct sbcl_heap *h, uint64_t pc, uint64_t *code);
 
 /* The name of the Lisp function at pc (of the simple-fun of its code object

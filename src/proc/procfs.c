@@ -416,3 +416,28 @@ bool procfs__pidfd_exited(int pidfd)
 
 	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLIN | POLLHUP | POLLERR));
 }
+
+int procfs__pidfd_started(const char *proc_root, uint32_t pid, uint64_t start_ns)
+{
+	uint64_t ticks;
+	int fd, err;
+
+	if (!start_ns)
+		return -ESRCH;
+	fd = procfs__pidfd(pid);
+	if (fd < 0)
+		return fd;
+	err = procfs__starttime(proc_root, pid, &ticks);
+	if (!err && (ticks != procfs__ns_to_ticks(start_ns) || procfs__pidfd_exited(fd)))
+		err = -ESRCH;
+	if (err) {
+		close(fd);
+		return err == -ENOENT ? -ESRCH : err;
+	}
+	return fd;
+}
+
+int procfs__pidfd_signal(int pidfd, int sig)
+{
+	return syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) ? -errno : 0;
+}

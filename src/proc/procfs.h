@@ -85,6 +85,17 @@ int procfs__pids(const char *proc_root, uint32_t *pids, size_t max, size_t *n);
 int procfs__pidfd(uint32_t pid);
 /* Whether the process of pidfd has exited (the pidfd polls readable). */
 bool procfs__pidfd_exited(int pidfd);
+/*
+ * A pidfd of process pid if it is still the process that started at
+ * start_ns (a BPF task start_boottime): a number BPF saw may name another
+ * process by the time userspace looks (the first exited and the number was
+ * reused). The pidfd is taken, then the start time read, then the pidfd
+ * checked alive: the number named the pidfd's process when its time was
+ * read. The descriptor, or -errno (-ESRCH: gone, or another process now).
+ */
+int procfs__pidfd_started(const char *proc_root, uint32_t pid, uint64_t start_ns);
+/* Sends sig to the process of pidfd (pidfd_send_signal(2)). 0 or -errno. */
+int procfs__pidfd_signal(int pidfd, int sig);
 
 /*
  * The entry point (AT_ENTRY) of process pid's program, from its auxiliary

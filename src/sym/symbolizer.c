@@ -199,6 +199,7 @@ struct symbolizer {
 	uint64_t held_read, held_forced, held_dropped;
 	uint64_t gen;
 	size_t file_bytes, pmap_bytes, freed_bytes;
+	uint64_t lisp_over_budget, lisp_walked;
 	uint64_t lookups, unknown, debug_files, jit_names, lisp_names, java_names, images_lost,
 		images_mapped;
 	uint64_t kernel_reloads, evicted_procs, evicted_files;
@@ -1723,7 +1724,15 @@ static const char *lisp_name(struct symbolizer *s, struct symproc *p, uint64_t a
 		}
 		p->sbcl_err = err;
 	}
-	return p->sbcl ? sbcl__name(p->sbcl, addr) : NULL;
+	if (p->sbcl) {
+		uint64_t over = p->sbcl->h.dyn_over, walked = p->sbcl->h.dyn_walked;
+		const char *name = sbcl__name(p->sbcl, addr);
+
+		s->lisp_over_budget += p->sbcl->h.dyn_over - over;
+		s->lisp_walked += p->sbcl->h.dyn_walked - walked;
+		return name;
+	}
+	return NULL;
 }
 
 #define JVM_RETRY_NS NS_PER_SEC /* a JVM whose tables are not filled yet */
@@ -2637,6 +2646,8 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->debuginfod_files = s->dbgd_files;
 	st->jit_names = s->jit_names;
 	st->lisp_names = s->lisp_names;
+	st->lisp_over_budget = s->lisp_over_budget;
+	st->lisp_walked = s->lisp_walked;
 	st->java_names = s->java_names;
 	st->inline_frames = s->inline_frames;
 	st->py_frames = s->py_frames;

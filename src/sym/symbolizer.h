@@ -152,6 +152,8 @@ struct symbolizer_stats {
 	 * cap on held files; never read (no process maps them any more). */
 	size_t files_held;
 	uint64_t files_read_late, files_read_early, files_never_read;
+	uint64_t lisp_over_budget; /* SBCL lookups given up: walks over their budget */
+	uint64_t lisp_walked;	   /* ... and the bytes of dynamic space the walks read */
 };
 
 struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts);

@@ -237,6 +237,24 @@ static void test_procfs_stat_and_status(void **state)
 			 2500000000ULL / (1000000000ULL / sysconf(_SC_CLK_TCK)));
 }
 
+/* A pidfd only for the process that started when BPF saw it (count --children's
+ * stops): another start time, a gone pid and an unknown time are refused. */
+static void test_procfs_pidfd_started(void **state)
+{
+	uint64_t ns_tick = 1000000000ULL / (uint64_t)sysconf(_SC_CLK_TCK), t;
+	int fd;
+
+	(void)state;
+	assert_int_equal(procfs__starttime("/proc", getpid(), &t), 0);
+	fd = procfs__pidfd_started("/proc", getpid(), t * ns_tick + ns_tick / 2);
+	assert_true(fd >= 0);
+	assert_int_equal(procfs__pidfd_signal(fd, 0), 0);
+	close(fd);
+	assert_int_equal(procfs__pidfd_started("/proc", getpid(), (t + 1) * ns_tick), -ESRCH);
+	assert_int_equal(procfs__pidfd_started("/proc", getpid(), 0), -ESRCH);
+	assert_int_equal(procfs__pidfd_started("/proc", 0x3ffffffe, t * ns_tick), -ESRCH);
+}
+
 /* Fields 14 and 15: a process's user and system time (the -p targets' CPU). */
 static void test_procfs_cputime(void **state)
 {
@@ -361,6 +379,7 @@ int main(void)
 		cmocka_unit_test(test_procfs_stat_and_status),
 		cmocka_unit_test(test_procfs_cputime),
 		cmocka_unit_test(test_procfs_image_signature),
+		cmocka_unit_test(test_procfs_pidfd_started),
 		cmocka_unit_test(test_dynlib),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -205,6 +205,7 @@ struct symbolizer {
 	/* JVMs' tables read in this drain (gen), and how long that took: at most
 	 * HS_MAX_TABLE_NS a drain, however many processes pass for JVMs. */
 	uint64_t jvm_probe_gen, jvm_probe_ns;
+	uint64_t java_probe_ns, java_name_ns; /* totals, for the stats */
 	/* Made room at insertion: symbols of files still mapped freed (and read
 	 * again), perf maps freed, files refused for their own cap. */
 	uint64_t files_dropped, files_reread, pmaps_dropped, files_too_large;
@@ -1755,6 +1756,7 @@ static size_t java_frames(struct symbolizer *s, struct symproc *p, uint64_t addr
 		p->jvm = calloc(1, sizeof(*p->jvm));
 		err = p->jvm ? hotspot__probe(s->pt, p->pp, p->jvm, why, sizeof(why)) : -ENOMEM;
 		s->jvm_probe_ns += now_ns() - t0;
+		s->java_probe_ns += now_ns() - t0;
 		if (err) {
 			free(p->jvm);
 			p->jvm = NULL;
@@ -1769,7 +1771,14 @@ static size_t java_frames(struct symbolizer *s, struct symproc *p, uint64_t addr
 		}
 		p->jvm_err = err;
 	}
-	return p->jvm ? hotspot__frames(p->jvm, addr, names, max) : 0;
+	if (p->jvm) {
+		uint64_t t0 = now_ns();
+		size_t n = hotspot__frames(p->jvm, addr, names, max);
+
+		s->java_name_ns += now_ns() - t0;
+		return n;
+	}
+	return 0;
 }
 
 void symbolizer__want_user(struct symbolizer *s, const struct proc_id *id, uint64_t ip, bool leaf)
@@ -2638,6 +2647,8 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->jit_names = s->jit_names;
 	st->lisp_names = s->lisp_names;
 	st->java_names = s->java_names;
+	st->java_probe_ns = s->java_probe_ns;
+	st->java_name_ns = s->java_name_ns;
 	st->inline_frames = s->inline_frames;
 	st->py_frames = s->py_frames;
 	st->py_unknown = s->py_unknown;

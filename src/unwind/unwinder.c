@@ -1130,6 +1130,7 @@ static void jvm_probe(struct unwinder *u, struct uproc *p)
 	hotspot__proc_free(hp);
 	free(hp);
 	u->jvm_probe_ns += now_ns() - t0;
+	u->st.jvm_probe_ns += now_ns() - t0;
 	p->jvm_err = err;
 	if (err == -EAGAIN) {
 		if (++p->jvm_tries >= PY_MAX_TRIES) {

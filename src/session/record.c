@@ -496,7 +496,7 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 			" handed back at the call stub; stops: %" PRIu64 " no blob, %" PRIu64
 			" bad frame, %" PRIu64 " return address, %" PRIu64
 			" interpreter frame, %" PRIu64 " unreadable, %" PRIu64
-			" read budget; VM structures read in %.1f ms",
+			" read budget; VM structures read in %.1f ms of CPU",
 			us.jvm_procs, us.jvm_unknown, us.jvm_retries, st->v[STAT_UNWIND_JVM_FRAMES],
 			st->v[STAT_UNWIND_JVM_LEAF_GUESS], st->v[STAT_UNWIND_JVM_STUB],
 			st->v[STAT_UNWIND_ERR_JVM_BLOB], st->v[STAT_UNWIND_ERR_JVM_FRAME],
@@ -1202,8 +1202,8 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 		" lookups named without inlines (over the DWARF budget); %" PRIu64
 		" Lisp frames named (SBCL)",
 		ss.dwarf_files, ss.dwarf_refused, ss.dwarf_over_budget, ss.lisp_names);
-	p_debug("java names: %" PRIu64 " frames named from HotSpot code caches in %.1f ms, VM"
-		" structures read in %.1f ms",
+	p_debug("java names: %" PRIu64 " frames named from HotSpot code caches in %.1f ms of CPU,"
+		" VM structures read in %.1f ms",
 		ss.java_names, ss.java_name_ns / NS_PER_MS_F, ss.java_probe_ns / NS_PER_MS_F);
 	p_debug("python names: %zu KiB of code objects cached, %" PRIu64 " caches started over"
 		" (at their cap), %" PRIu64 " line tables read again for a line past their"

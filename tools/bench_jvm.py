@@ -389,7 +389,7 @@ def breakdown(tmp, shapes, rounds, seconds):
             for r in range(rounds):
                 freqs = {"java": 99, "native": 97} if r % 2 == 0 else {"java": 97, "native": 99}
                 profs = {k: Prof(tmp, f"tm-{shape}-{k}", ["-F", str(freqs[k]), "-U", "-q", "-p",
-                                                           str(procs[k].pid)], TIMING)
+                                                           str(procs[k].pid)], TIMING / "bpfprof")
                          for k in procs}
                 for p in profs.values():
                     p.wait_progs()

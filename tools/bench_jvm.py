@@ -453,8 +453,8 @@ def naming(tmp, rounds, seconds, jvms, steady):
                     "cpu": p.cpu, "rss": p.maxrss,
                     "tables_ms": vnum(r"unwind: \d+ tables .* built in ([\d.]+) ms", p.err),
                     "probe_u": vnum(r"read budget; VM structures read in ([\d.]+) ms", p.err),
-                    "probe_s": vnum(r"frames named from HotSpot code caches in [\d.]+ ms, VM"
-                                    r" structures read in ([\d.]+) ms", p.err),
+                    "probe_s": vnum(r"frames named from HotSpot code caches in [\d.]+ ms of CPU,"
+                                    r" VM structures read in ([\d.]+) ms", p.err),
                     "name_ms": vnum(r"frames named from HotSpot code caches in ([\d.]+) ms", p.err),
                     "names": vnum(r"java names: (\d+) frames", p.err),
                     "startup": vnum(r"start-up: (\d+) ms to sampling", p.err),
@@ -477,7 +477,8 @@ def naming(tmp, rounds, seconds, jvms, steady):
             p.finish(False)
             loads.append(load())
             drains = vnum(r"(\d+) drains", p.err)
-            half = [t for t in trace if t[0] >= steady / 2]
+            # (not the last second: the exit frees)
+            half = [t for t in trace if steady / 2 <= t[0] <= steady - 1]
             a, b = half[0], half[-1]
             steady_runs[label] = {
                 "cpu_per_drain_ms": 1000 * (b[1] - a[1]) / max(1e-9, b[0] - a[0]),
@@ -496,7 +497,8 @@ def naming(tmp, rounds, seconds, jvms, steady):
     print(f"\n### Naming cost per JVM, first sight (-p of the wide shape, -d {seconds:g}, "
           f"{rounds} rounds; load average {min(loads):.1f} - {max(loads):.1f})\n")
     print("| profiled | bpfprof CPU s (median, range) | peak RSS MiB | unwind tables built ms | "
-          "VM structures read ms (walker + names) | code-cache addresses named (ms) |")
+          "VM structures read, ms of CPU (walker + names) | code-cache addresses named "
+          "(ms of CPU) |")
     print("|---|---:|---:|---:|---:|---:|")
     for label, _ in cases:
         c, s, t = col(label, "cpu"), col(label, "rss"), col(label, "tables_ms")
@@ -517,7 +519,7 @@ def naming(tmp, rounds, seconds, jvms, steady):
               f"{(rm - r1) / 1024 / (jvms - 1):+.1f} MiB peak RSS")
     print(f"\n### Steady state ({steady:g} s, -p of {jvms} processes, the second half)\n")
     print("| profiled | bpfprof CPU per drain (ms) | RSS at half / end (MiB) | drains | "
-          "code-cache addresses named (ms; us each) |")
+          "code-cache addresses named (ms of CPU; us each) |")
     print("|---|---:|---:|---:|---:|")
     for label, s in steady_runs.items():
         print(f"| {label} | {s['cpu_per_drain_ms']:.1f} | {s['rss_half'] / 1024:.1f} / "

@@ -119,6 +119,9 @@ enum bp_timing {
 	TM_UW_MISS,   /* user frames: probe that missed, and the searches ... */
 	TM_UW_MISS_N, /* ... how many */
 	TM_UW_REST,   /* user table frames: the step after the row was found */
+	TM_HS_BEGIN,  /* user stack: a JVM's entry looked up and copied (hs_begin) */
+	TM_HS_STEP,   /* user frames: steps through a JVM's code cache (hs_step) ... */
+	TM_HS_STEP_N, /* ... how many */
 	TM_MAX,
 };
 

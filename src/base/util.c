@@ -255,6 +255,11 @@ uint64_t now_ns(void)
 	return clock_ns(CLOCK_MONOTONIC);
 }
 
+uint64_t thread_cputime_ns(void)
+{
+	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
 uint64_t boottime_ns(void)
 {
 	return clock_ns(CLOCK_BOOTTIME);

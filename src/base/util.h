@@ -90,9 +90,10 @@ int possible_cpus(void);
 uint64_t roundup_pow2(uint64_t v);
 
 /* Clocks. */
-uint64_t now_ns(void);	    /* CLOCK_MONOTONIC */
-uint64_t boottime_ns(void); /* CLOCK_BOOTTIME (what task start_boottime uses) */
-uint64_t realtime_ns(void); /* CLOCK_REALTIME */
+uint64_t now_ns(void);		  /* CLOCK_MONOTONIC */
+uint64_t boottime_ns(void);	  /* CLOCK_BOOTTIME (what task start_boottime uses) */
+uint64_t realtime_ns(void);	  /* CLOCK_REALTIME */
+uint64_t thread_cputime_ns(void); /* CLOCK_THREAD_CPUTIME_ID: this thread's CPU time */
 
 /* Basename of a path, without allocating (pointer into path). */
 const char *path_basename(const char *path);

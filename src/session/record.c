@@ -495,12 +495,14 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 			" frames through the code cache (%" PRIu64 " leaf guesses), %" PRIu64
 			" handed back at the call stub; stops: %" PRIu64 " no blob, %" PRIu64
 			" bad frame, %" PRIu64 " return address, %" PRIu64
-			" interpreter frame, %" PRIu64 " unreadable, %" PRIu64 " read budget",
+			" interpreter frame, %" PRIu64 " unreadable, %" PRIu64
+			" read budget; VM structures read in %.1f ms of CPU",
 			us.jvm_procs, us.jvm_unknown, us.jvm_retries, st->v[STAT_UNWIND_JVM_FRAMES],
 			st->v[STAT_UNWIND_JVM_LEAF_GUESS], st->v[STAT_UNWIND_JVM_STUB],
 			st->v[STAT_UNWIND_ERR_JVM_BLOB], st->v[STAT_UNWIND_ERR_JVM_FRAME],
 			st->v[STAT_UNWIND_ERR_JVM_RA], st->v[STAT_UNWIND_ERR_JVM_INTERP],
-			st->v[STAT_UNWIND_ERR_JVM_READ], st->v[STAT_UNWIND_ERR_JVM_BUDGET]);
+			st->v[STAT_UNWIND_ERR_JVM_READ], st->v[STAT_UNWIND_ERR_JVM_BUDGET],
+			us.jvm_probe_ns / NS_PER_MS_F);
 }
 
 /*
@@ -1202,7 +1204,9 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 		" not (dynamic-space walks over their budget; %" PRIu64 " KiB walked)",
 		ss.dwarf_files, ss.dwarf_refused, ss.dwarf_over_budget, ss.lisp_names,
 		ss.lisp_over_budget, ss.lisp_walked >> 10);
-	p_debug("java names: %" PRIu64 " frames named from HotSpot code caches", ss.java_names);
+	p_debug("java names: %" PRIu64 " frames named from HotSpot code caches in %.1f ms of CPU,"
+		" VM structures read in %.1f ms",
+		ss.java_names, ss.java_name_ns / NS_PER_MS_F, ss.java_probe_ns / NS_PER_MS_F);
 	p_debug("python names: %zu KiB of code objects cached, %" PRIu64 " caches started over"
 		" (at their cap), %" PRIu64 " line tables read again for a line past their"
 		" kept start, %" PRIu64 " lines not (over the drain's budget)",

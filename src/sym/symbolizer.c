@@ -206,6 +206,7 @@ struct symbolizer {
 	/* JVMs' tables read in this drain (gen), and how long that took: at most
 	 * HS_MAX_TABLE_NS a drain, however many processes pass for JVMs. */
 	uint64_t jvm_probe_gen, jvm_probe_ns;
+	uint64_t java_probe_ns, java_name_ns; /* CPU time in all, for the stats */
 	/* Made room at insertion: symbols of files still mapped freed (and read
 	 * again), perf maps freed, files refused for their own cap. */
 	uint64_t files_dropped, files_reread, pmaps_dropped, files_too_large;
@@ -1749,7 +1750,7 @@ static size_t java_frames(struct symbolizer *s, struct symproc *p, uint64_t addr
 
 	if (!p->jvm && p->pp && !p->dead &&
 	    (!p->jvm_err || (p->jvm_err == -EAGAIN && now_ns() >= p->jvm_try_ns))) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = now_ns(), c0 = thread_cputime_ns();
 
 		if (s->jvm_probe_gen != s->gen) {
 			s->jvm_probe_gen = s->gen;
@@ -1764,6 +1765,7 @@ static size_t java_frames(struct symbolizer *s, struct symproc *p, uint64_t addr
 		p->jvm = calloc(1, sizeof(*p->jvm));
 		err = p->jvm ? hotspot__probe(s->pt, p->pp, p->jvm, why, sizeof(why)) : -ENOMEM;
 		s->jvm_probe_ns += now_ns() - t0;
+		s->java_probe_ns += thread_cputime_ns() - c0;
 		if (err) {
 			free(p->jvm);
 			p->jvm = NULL;
@@ -1778,7 +1780,14 @@ static size_t java_frames(struct symbolizer *s, struct symproc *p, uint64_t addr
 		}
 		p->jvm_err = err;
 	}
-	return p->jvm ? hotspot__frames(p->jvm, addr, names, max) : 0;
+	if (p->jvm) {
+		uint64_t c0 = thread_cputime_ns();
+		size_t n = hotspot__frames(p->jvm, addr, names, max);
+
+		s->java_name_ns += thread_cputime_ns() - c0;
+		return n;
+	}
+	return 0;
 }
 
 void symbolizer__want_user(struct symbolizer *s, const struct proc_id *id, uint64_t ip, bool leaf)
@@ -1886,15 +1895,6 @@ static void dwarf_room(void *ctx, size_t bytes)
 	room_make(dr->s, &r);
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
-		return 0;
-	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
 /* The debug file of f from debuginfod's cache (its DWARF), or -1. */
 static int fetched_dwarf_fd(struct symbolizer *s, const struct symfile *f)
 {
@@ -1972,7 +1972,7 @@ static size_t dwarf_frames(struct symbolizer *s, struct symproc *p, const struct
 			   struct symfile *f, uint64_t vaddr, struct sym *out, size_t max)
 {
 	const struct dwinline_frame *fr;
-	uint64_t t0 = thread_cpu_ns();
+	uint64_t t0 = thread_cputime_ns();
 	size_t before, n, k;
 	struct budget b;
 	struct sym outer;
@@ -1995,8 +1995,8 @@ static size_t dwarf_frames(struct symbolizer *s, struct symproc *p, const struct
 	left = MIN(DWARF_DRAIN_CPU_NS - f->dwi_cpu_ns, DWARF_ALL_DRAIN_CPU_NS - s->dwarf_cpu_ns);
 	dwarf_open(s, p, m, f);
 	if (!f->dwi) {
-		f->dwi_cpu_ns += thread_cpu_ns() - t0;
-		s->dwarf_cpu_ns += thread_cpu_ns() - t0;
+		f->dwi_cpu_ns += thread_cputime_ns() - t0;
+		s->dwarf_cpu_ns += thread_cputime_ns() - t0;
 		return 1;
 	}
 	/* Room for what the lookup may add, first (an eighth of the cap at most: a
@@ -2007,7 +2007,7 @@ static size_t dwarf_frames(struct symbolizer *s, struct symproc *p, const struct
 	before = dwinline__bytes(f->dwi);
 	err = dwinline__frames(f->dwi, vaddr, &b, &fr, &n);
 	s->file_bytes = s->file_bytes - MIN(s->file_bytes, before) + dwinline__bytes(f->dwi);
-	t0 = thread_cpu_ns() - t0;
+	t0 = thread_cputime_ns() - t0;
 	f->dwi_cpu_ns += t0;
 	s->dwarf_cpu_ns += t0;
 	if (s->file_bytes > s->max_file_bytes)
@@ -2649,6 +2649,8 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->lisp_over_budget = s->lisp_over_budget;
 	st->lisp_walked = s->lisp_walked;
 	st->java_names = s->java_names;
+	st->java_probe_ns = s->java_probe_ns;
+	st->java_name_ns = s->java_name_ns;
 	st->inline_frames = s->inline_frames;
 	st->py_frames = s->py_frames;
 	st->py_unknown = s->py_unknown;

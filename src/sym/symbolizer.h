@@ -128,6 +128,8 @@ struct symbolizer_stats {
 	uint64_t dwarf_over_budget; /* lookups named without inlines: the file's CPU per drain */
 	uint64_t lisp_names;	    /* frames named from SBCL's heap (lang/sbcl.c) */
 	uint64_t java_names;	    /* frames named from JVM code caches (lang/hotspot.c) */
+	uint64_t java_probe_ns;	    /* ... CPU ns reading JVMs' VM structures */
+	uint64_t java_name_ns;	    /* ... CPU ns naming code-cache addresses */
 	uint64_t py_frames;	    /* Python frames named from code objects */
 	uint64_t py_unknown;	    /* ... that could not be (freed, not Python, unreadable) */
 	size_t py_bytes;	    /* code-object caches, all processes */

@@ -1081,7 +1081,7 @@ static void jvm_probe(struct unwinder *u, struct uproc *p)
 	struct hotspot_proc *hp;
 	struct bp_hsproc bp;
 	char why[320], msg[400];
-	uint64_t t0 = now_ns();
+	uint64_t t0 = now_ns(), c0 = thread_cputime_ns();
 	int err;
 
 	if (!u->jvm || p->jvm || !p->pp || p->any_image || (p->jvm_err && p->jvm_err != -EAGAIN))
@@ -1130,6 +1130,7 @@ static void jvm_probe(struct unwinder *u, struct uproc *p)
 	hotspot__proc_free(hp);
 	free(hp);
 	u->jvm_probe_ns += now_ns() - t0;
+	u->st.jvm_probe_ns += thread_cputime_ns() - c0;
 	p->jvm_err = err;
 	if (err == -EAGAIN) {
 		if (++p->jvm_tries >= PY_MAX_TRIES) {

@@ -105,6 +105,7 @@ struct unwinder_stats {
 	uint64_t jvm_procs;	    /* JVMs whose JIT and interpreter frames the walker steps */
 	uint64_t jvm_unknown;	    /* JVMs it cannot (tables lacking, a layout out of bounds) */
 	uint64_t jvm_retries;	    /* probes again of JVMs not started yet */
+	uint64_t jvm_probe_ns;	    /* CPU time reading JVMs' VM structures */
 };
 
 struct unwinder;

@@ -1043,11 +1043,13 @@ static const struct sbclfile *file_vars(struct mfile *mf, unsigned *left)
 	return f;
 }
 
+/* -ESRCH once the process is gone (its memory with it), else -EFAULT for what cannot be read. */
 static int proc_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
 	struct sbcl_proc *sp = ctx;
+	ssize_t n = ptab__read_mem(sp->t, sp->p, addr, buf, len);
 
-	return ptab__read_mem(sp->t, sp->p, addr, buf, len) == (ssize_t)len ? 0 : -EFAULT;
+	return n == (ssize_t)len ? 0 : n == -ESRCH ? -ESRCH : -EFAULT;
 }
 
 int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *why, size_t why_len)
@@ -1183,8 +1185,15 @@ const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc)
 	sp->h.bytes_read = 0; /* SBCL_MAX_BYTES: per name */
 	e = htab__find(sp->names, &pc, sizeof(pc));
 	n = e ? e->value : NULL;
-	if (n && !code_id(&sp->h, n->code, id) && !memcmp(id, n->id, sizeof(id)))
-		return n->name;
+	if (n) {
+		int err = code_id(&sp->h, n->code, id);
+
+		/* Checked again; or the process is gone (the last drain of a
+		 * command that exited): its code cannot change any more, and
+		 * the name holds as of its last check (sbcl.h). */
+		if ((!err && !memcmp(id, n->id, sizeof(id))) || err == -ESRCH)
+			return n->name;
+	}
 	/* The vector of packages as it is now (read at the probe: moved since). */
 	if (sp->packages_var)
 		rd_word(&sp->h, sp->packages_var, &sp->h.package_vector);

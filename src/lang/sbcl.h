@@ -205,6 +205,9 @@ int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *wh
  * the serial number in the first word of its instructions), which is read
  * again before a kept name is trusted: code freed, or moved by a GC, and
  * other code made at its place is named anew, never after what was there.
+ * Once the process is gone (its memory unreadable: -ESRCH, the drain after
+ * a command exited) a kept name is given as of its last check; a pc never
+ * named before gets none.
  * A name stays valid until sbcl__proc_free().
  */
 const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc);

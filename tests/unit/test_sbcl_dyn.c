@@ -246,6 +246,44 @@ static void test_moved_code_renamed(void **state)
 	heap_fini(&hp);
 }
 
+static int gone_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	(void)ctx, (void)addr, (void)buf, (void)len;
+	return -ESRCH;
+}
+
+static int fault_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	(void)ctx, (void)addr, (void)buf, (void)len;
+	return -EFAULT;
+}
+
+/* The process gone (the drain after a command exited: its memory reads
+ * -ESRCH): a name checked before is kept, a pc never named gets none; a
+ * live process's page that cannot be read (-EFAULT) keeps no name. */
+static void test_gone_process_keeps_checked_names(void **state)
+{
+	struct heap hp;
+	struct sbcl_proc sp = { 0 };
+	uint64_t pc = DYN + PAGE + 0x9040 + 0x60;
+	const char *n;
+
+	(void)state;
+	heap_init(&hp);
+	sp.h = hp.h;
+	n = sbcl__name(&sp, pc);
+	assert_non_null(n);
+	assert_string_equal(n, "\"BETA\"");
+	sp.h.read = gone_read;
+	assert_ptr_equal(sbcl__name(&sp, pc), n);
+	assert_null(sbcl__name(&sp, DYN + PAGE + 0x40 + 0x60)); /* ALPHA: never named */
+	sp.h.read = fault_read;
+	assert_null(sbcl__name(&sp, pc));
+	sp.h = (struct sbcl_heap){ 0 };
+	sbcl__proc_free(&sp);
+	heap_fini(&hp);
+}
+
 /* annotate's range: the simple-fun's instructions, past its header and self
  * words, to the code's trailer (one simple-fun); none before it. */
 static void test_fun_range(void **state)
@@ -269,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_dynamic_space),
 		cmocka_unit_test(test_hostile_page_table),
 		cmocka_unit_test(test_moved_code_renamed),
+		cmocka_unit_test(test_gone_process_keeps_checked_names),
 		cmocka_unit_test(test_fun_range),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

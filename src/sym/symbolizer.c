@@ -1084,18 +1084,22 @@ static struct symfile *get_file(struct symbolizer *s, struct symproc *p, const s
 	struct mfile *mf;
 	uint64_t serial;
 	bool created;
+	int fd;
 
 	if (ptab__file(s->pt, pp, m, &mf))
 		return NULL; /* refused (the table warned once), or not readable now */
 	serial = mfile__serial(mf);
 	/*
-	 * A process known from its notice alone (gone): the symbols read for
-	 * the file before, or from the descriptor the table still has open;
-	 * it cannot be opened again through this process, and a failure here
-	 * must not be kept for the processes that can.
+	 * A process known from its notice alone, or one that exited since its
+	 * maps were read (a short-lived compiler under -a: the table had
+	 * closed the file, and opens it again through this process): the
+	 * symbols read for the file before, or from the descriptor the table
+	 * still has open; it cannot be opened again through this process, and
+	 * a failure here must not be kept for the processes that can (it was:
+	 * libc unnamed in every process for the rest of the run).
 	 */
-	if (pproc__mapped(pp) && !htab__find(s->files, &serial, sizeof(serial)) &&
-	    mfile__fd(mf) < 0) {
+	if (!htab__find(s->files, &serial, sizeof(serial)) && (fd = mfile__fd(mf)) < 0 &&
+	    (pproc__mapped(pp) || fd == -ENOENT || fd == -ESRCH)) {
 		mfile__put(s->pt, mf);
 		return NULL;
 	}

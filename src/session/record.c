@@ -1198,8 +1198,9 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 	p_debug("native inlines and lines: %" PRIu64 " files' DWARF read, %" PRIu64
 		" refused (too large, unreadable), %" PRIu64
 		" lookups named without inlines (over the DWARF budget); %" PRIu64
-		" Lisp frames named (SBCL)",
-		ss.dwarf_files, ss.dwarf_refused, ss.dwarf_over_budget, ss.lisp_names);
+		" Lisp frames named (SBCL), %" PRIu64 " not (a GC between sample and drain)",
+		ss.dwarf_files, ss.dwarf_refused, ss.dwarf_over_budget, ss.lisp_names,
+		ss.lisp_gc_held);
 	p_debug("java names: %" PRIu64 " frames named from HotSpot code caches", ss.java_names);
 	p_debug("python names: %zu KiB of code objects cached, %" PRIu64 " caches started over"
 		" (at their cap), %" PRIu64 " line tables read again for a line past their"

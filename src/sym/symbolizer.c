@@ -154,6 +154,7 @@ struct symproc {
 	struct sbcl_proc *sbcl;
 	int sbcl_err; /* of the last probe: 0 not tried (or found), -ENOENT not SBCL, ... */
 	uint64_t sbcl_try_ns;
+	uint64_t sbcl_gen; /* the drain (gen + 1) sbcl__new_drain was last called for */
 	/* HotSpot: the JVM found in it (lang/hotspot.c), and its code blobs' names. */
 	struct hotspot_proc *jvm;
 	int jvm_err; /* of the last probe: 0 not tried (or found), -ENOENT no JVM, ... */
@@ -200,7 +201,7 @@ struct symbolizer {
 	uint64_t gen;
 	size_t file_bytes, pmap_bytes, freed_bytes;
 	uint64_t lookups, unknown, debug_files, jit_names, lisp_names, java_names, images_lost,
-		images_mapped;
+		images_mapped, lisp_gc_held;
 	uint64_t kernel_reloads, evicted_procs, evicted_files;
 	/* JVMs' tables read in this drain (gen), and how long that took: at most
 	 * HS_MAX_TABLE_NS a drain, however many processes pass for JVMs. */
@@ -1706,7 +1707,9 @@ static const char *jit_name(struct symbolizer *s, struct symproc *p, uint64_t ad
  * runtime is looked for at the process's first frame in code of no ELF file. */
 static const char *lisp_name(struct symbolizer *s, struct symproc *p, uint64_t addr)
 {
+	const char *name;
 	char why[256];
+	uint64_t held;
 	int err;
 
 	if (!p->sbcl && p->pp && !p->dead &&
@@ -1727,7 +1730,16 @@ static const char *lisp_name(struct symbolizer *s, struct symproc *p, uint64_t a
 		}
 		p->sbcl_err = err;
 	}
-	return p->sbcl ? sbcl__name(p->sbcl, addr) : NULL;
+	if (!p->sbcl)
+		return NULL;
+	if (p->sbcl_gen != s->gen + 1) {
+		p->sbcl_gen = s->gen + 1;
+		sbcl__new_drain(p->sbcl);
+	}
+	held = p->sbcl->gc_dropped;
+	name = sbcl__name(p->sbcl, addr);
+	s->lisp_gc_held += p->sbcl->gc_dropped - held;
+	return name;
 }
 
 #define JVM_RETRY_NS NS_PER_SEC /* a JVM whose tables are not filled yet */
@@ -2641,6 +2653,7 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->debuginfod_files = s->dbgd_files;
 	st->jit_names = s->jit_names;
 	st->lisp_names = s->lisp_names;
+	st->lisp_gc_held = s->lisp_gc_held;
 	st->java_names = s->java_names;
 	st->inline_frames = s->inline_frames;
 	st->py_frames = s->py_frames;

@@ -127,6 +127,7 @@ struct symbolizer_stats {
 	uint64_t dwarf_refused;	    /* ... refused: too large, unreadable */
 	uint64_t dwarf_over_budget; /* lookups named without inlines: the file's CPU per drain */
 	uint64_t lisp_names;	    /* frames named from SBCL's heap (lang/sbcl.c) */
+	uint64_t lisp_gc_held;	    /* ... not: a GC between their sample and drain */
 	uint64_t java_names;	    /* frames named from JVM code caches (lang/hotspot.c) */
 	uint64_t py_frames;	    /* Python frames named from code objects */
 	uint64_t py_unknown;	    /* ... that could not be (freed, not Python, unreadable) */

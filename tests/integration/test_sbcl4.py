@@ -23,9 +23,12 @@ CPU = 3  # seconds of the program's CPU time per run
 COMM = "lispcore4"  # -a: the program's own comm (sbcl run through a link of that name)
 WORK = {"LISPCORE::SORT-WORK": 1 / 2, "LISPCORE::HASH-WORK": 1 / 4,
         "LISPCORE::FORMAT-WORK": 1 / 4}
-# The core's function each work function calls, named as SBCL prints it.
-CORE = {"LISPCORE::SORT-WORK": "SORT", "LISPCORE::HASH-WORK": "SB-IMPL::GETHASH/EQUAL",
-        "LISPCORE::FORMAT-WORK": "FORMAT"}
+# The core's function each work function calls, named as SBCL prints it, and
+# the share of the caller's samples in it at least (measured 0.95, 0.80, 0.99:
+# HASH-WORK's own loop and AREF take the rest).
+CORE = {"LISPCORE::SORT-WORK": ("SORT", 0.9),
+        "LISPCORE::HASH-WORK": ("SB-IMPL::GETHASH/EQUAL", 0.7),
+        "LISPCORE::FORMAT-WORK": ("FORMAT", 0.9)}
 UNNAMED = re.compile(r"(\+0x[0-9a-f]+|^\[unknown\])$")
 
 
@@ -113,11 +116,11 @@ def test_sbcls_own_functions_named_under_their_callers(runs):
     SB-FORMAT's directive functions under FORMAT - in nearly every sample of
     each work function."""
     for r in runs:
-        for f, core in CORE.items():
+        for f, (core, share) in CORE.items():
             n = r.count(lambda fr: f in fr)
             called = r.count(lambda fr: f in fr and fr.index(f) + 1 < len(fr)
                              and fr[fr.index(f) + 1] == core)
-            assert_most(called, n, f"{r.how}: {f}'s samples in {core}", share=0.85)
+            assert_most(called, n, f"{r.how}: {f}'s samples in {core}", share=share)
         sbf = r.count(lambda fr: "FORMAT" in fr and
                       any(x.startswith("SB-FORMAT::") for x in fr[fr.index("FORMAT"):]))
         fmt = r.count(lambda fr: "FORMAT" in fr)

@@ -7,8 +7,10 @@
 ;;; control string known only at run time: SB-FORMAT's interpreter), each
 ;;; through RUN-FOR for 20, 10 and 10 ms of the process's CPU time (its calls
 ;;; take well under 0.1 ms, so the shares are 1/2, 1/4 and 1/4 whatever the
-;;; machine's load). None of them ends in a tail call: each stays on the stack
-;;; under its callee. It stops after SECONDS of CPU time (default 3), then exits.
+;;; machine's load), each round's three scaled by one random factor of 0.5 to
+;;; 1.5: rounds of a fixed length would alias with a sampling period near
+;;; 10 ms (99 Hz), giving one of them more samples than its share. None of
+;;; them ends in a tail call: each stays on the stack under its callee. It stops after SECONDS of CPU time (default 3), then exits.
 
 (defpackage :lispcore (:use :cl))
 (in-package :lispcore)
@@ -44,9 +46,10 @@
 (defun drive (seconds)
   (let ((until (+ (get-internal-run-time) (* seconds internal-time-units-per-second))))
     (loop while (< (get-internal-run-time) until)
-          do (run-for #'sort-work 20000)
-             (run-for #'hash-work 10000)
-             (run-for #'format-work 10000))))
+          do (let ((usec (floor (* 10000 (+ 0.5 (random 1.0))))))
+               (run-for #'sort-work (* 2 usec))
+               (run-for #'hash-work usec)
+               (run-for #'format-work usec)))))
 
 (drive (let ((a (car (last sb-ext:*posix-argv*))))
          (or (parse-integer a :junk-allowed t) 3)))

@@ -943,6 +943,7 @@ int record__drain(struct record *r, uint64_t now)
 	ksyms_join(r, true); /* names are asked for from here */
 	/* Notices first: the drain may hold samples of processes they announce. */
 	record__poll_notices(r, 0);
+	symbolizer__drain_begin(r->rc.sym);
 	err = sinks__drain(&r->ct, &r->rc, r->col);
 	if (err) {
 		p_err("draining the kernel maps failed: %s", strerror(-err));
@@ -1097,6 +1098,7 @@ static int record__stop(struct record *r)
 	if (!r->o.interval)
 		wait_debuginfod(r);
 	r->rc.last_drain = true;
+	symbolizer__drain_begin(r->rc.sym);
 	err = sinks__drain(&r->ct, &r->rc, r->col);
 	if (err) {
 		p_err("draining the kernel maps failed: %s", strerror(-err));

@@ -1703,6 +1703,15 @@ static const char *jit_name(struct symbolizer *s, struct symproc *p, uint64_t ad
 
 #define SBCL_RETRY_NS NS_PER_SEC /* a runtime whose heap is not set up yet */
 
+/* SBCL: the GC count as of the drain's start (symbolizer__drain_begin, else its first lookup). */
+static void sbcl_drain(struct symbolizer *s, struct symproc *p)
+{
+	if (p->sbcl && p->sbcl_gen != s->gen + 1) {
+		p->sbcl_gen = s->gen + 1;
+		sbcl__new_drain(p->sbcl);
+	}
+}
+
 /* The Lisp function at addr of an SBCL process (lang/sbcl.c), or NULL; the
  * runtime is looked for at the process's first frame in code of no ELF file. */
 static const char *lisp_name(struct symbolizer *s, struct symproc *p, uint64_t addr)
@@ -1732,10 +1741,7 @@ static const char *lisp_name(struct symbolizer *s, struct symproc *p, uint64_t a
 	}
 	if (!p->sbcl)
 		return NULL;
-	if (p->sbcl_gen != s->gen + 1) {
-		p->sbcl_gen = s->gen + 1;
-		sbcl__new_drain(p->sbcl);
-	}
+	sbcl_drain(s, p);
 	held = p->sbcl->gc_dropped;
 	name = sbcl__name(p->sbcl, addr);
 	s->lisp_gc_held += p->sbcl->gc_dropped - held;
@@ -2580,6 +2586,15 @@ size_t symbolizer__debuginfod_wait(struct symbolizer *s, unsigned timeout_ms)
 	left = debuginfod__wait(s->dbgd, timeout_ms);
 	debuginfod_poll(s);
 	return left;
+}
+
+void symbolizer__drain_begin(struct symbolizer *s)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	while ((e = htab__next(s->procs, &pos)))
+		sbcl_drain(s, e->value);
 }
 
 void symbolizer__sweep(struct symbolizer *s)

@@ -291,6 +291,14 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 const char *sym__display(const struct sym *sym, char *buf, size_t size);
 
 /*
+ * Before a drain reads the kernel maps: what a process's names depend on
+ * is read as of then (SBCL: its GC count, lang/sbcl.h sbcl__new_drain), so
+ * that the drain's samples, all taken since the last one, are judged
+ * against it. Without the call, it is read at the drain's first lookup.
+ */
+void symbolizer__drain_begin(struct symbolizer *s);
+
+/*
  * After a drain: forget processes that were already gone at the last sweep,
  * enforce the memory caps, re-read kallsyms if modules or BPF programs
  * changed, free what lookups handed out before.

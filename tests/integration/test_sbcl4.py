@@ -24,7 +24,7 @@ COMM = "lispcore4"  # -a: the program's own comm (sbcl run through a link of tha
 WORK = {"LISPCORE::SORT-WORK": 1 / 2, "LISPCORE::HASH-WORK": 1 / 4,
         "LISPCORE::FORMAT-WORK": 1 / 4}
 # The core's function each work function calls, named as SBCL prints it, and
-# the share of the caller's samples in it at least (measured 0.95, 0.80, 0.99:
+# the share of the caller's samples in it at least (measured 0.89-0.97, 0.70-0.85, 0.99-1:
 # HASH-WORK's own loop and AREF take the rest).
 CORE = {"LISPCORE::SORT-WORK": ("SORT", 0.9),
         "LISPCORE::HASH-WORK": ("SB-IMPL::GETHASH/EQUAL", 0.7),

@@ -937,12 +937,20 @@ enum {
 	V_DYN_START = V_REQUIRED,
 	V_DYN_SIZE,
 	V_PAGE_TABLE,
+	V_N_GCS, /* optional: GCs so far (sbcl__new_drain) */
 	V_NR,
 };
 
 static const char *const var_names[V_NR] = {
-	"TEXT_SPACE_START",    "text_space_highwatermark", "tlsf_mem_start",	 "tlsf_page_sso",
-	"lisp_package_vector", "DYNAMIC_SPACE_START",	   "dynamic_space_size", "page_table",
+	"TEXT_SPACE_START",
+	"text_space_highwatermark",
+	"tlsf_mem_start",
+	"tlsf_page_sso",
+	"lisp_package_vector",
+	"DYNAMIC_SPACE_START",
+	"dynamic_space_size",
+	"page_table",
+	"n_gcs",
 };
 
 #define MAX_SYMS    (1u << 20) /* symbols looked at in one file */
@@ -1070,11 +1078,13 @@ static const struct sbclfile *file_vars(struct mfile *mf, unsigned *left)
 	return f;
 }
 
+/* -ESRCH once the process is gone (its memory with it), else -EFAULT for what cannot be read. */
 static int proc_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
 	struct sbcl_proc *sp = ctx;
+	ssize_t n = ptab__read_mem(sp->t, sp->p, addr, buf, len);
 
-	return ptab__read_mem(sp->t, sp->p, addr, buf, len) == (ssize_t)len ? 0 : -EFAULT;
+	return n == (ssize_t)len ? 0 : n == -ESRCH ? -ESRCH : -EFAULT;
 }
 
 int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *why, size_t why_len)
@@ -1142,8 +1152,9 @@ int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *wh
 			err = -EAGAIN;
 			break;
 		}
+		out->gc_var = f->var[V_N_GCS] ? f->var[V_N_GCS] + bias : 0;
 		/* Dynamic space: all three, or its code is not named. */
-		for (int k = V_REQUIRED; k < V_NR; k++)
+		for (int k = V_REQUIRED; k < V_N_GCS; k++)
 			if (!f->var[k] || rd_word(&out->h, f->var[k] + bias, &v[k]))
 				v[V_PAGE_TABLE] = 0;
 		if (v[V_PAGE_TABLE] && !(v[V_DYN_START] & (SBCL_PAGE_BYTES - 1)) &&
@@ -1195,6 +1206,31 @@ static int code_id(struct sbcl_heap *h, uint64_t code, uint64_t id[3])
 	return rd_word(h, code + boxed, &id[2]);
 }
 
+void sbcl__new_drain(struct sbcl_proc *sp)
+{
+	uint8_t b[4];
+	uint32_t n;
+
+	sp->serial_floor = sp->max_serial;
+	sp->gc_window = 0;
+	sp->h.bytes_read = 0;
+	if (!sp->gc_var || rd(&sp->h, sp->gc_var, b, sizeof(b))) {
+		sp->gcs_known = false; /* gone, or not exported: nothing to compare with */
+		return;
+	}
+	n = rd32(b, false);
+	if (sp->gcs_known)
+		sp->gc_window = n - sp->gcs;
+	sp->gcs = n;
+	sp->gcs_known = true;
+}
+
+/* Code at pc may have moved there, or been made where freed code was, at a GC. */
+static bool movable(const struct sbcl_heap *h, uint64_t pc)
+{
+	return in_dyn(h, pc) || (pc >= h->tlsf_start && pc < h->text_end);
+}
+
 const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc)
 {
 	struct htab_entry *e;
@@ -1210,14 +1246,36 @@ const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc)
 	sp->h.bytes_read = 0; /* SBCL_MAX_BYTES: per name */
 	e = htab__find(sp->names, &pc, sizeof(pc));
 	n = e ? e->value : NULL;
-	if (n && !code_id(&sp->h, n->code, id) && !memcmp(id, n->id, sizeof(id)))
-		return n->name;
+	if (n) {
+		int err = code_id(&sp->h, n->code, id);
+
+		/* Checked again; or the process is gone (the last drain of a
+		 * command that exited): its code cannot change any more, and
+		 * the name holds as of its last check (sbcl.h). */
+		if (!err && !memcmp(id, n->id, sizeof(id))) {
+			if ((uint32_t)(id[2] >> 32) > sp->max_serial)
+				sp->max_serial = (uint32_t)(id[2] >> 32);
+			return n->name;
+		}
+		if (err == -ESRCH)
+			return n->name;
+	}
 	/* The vector of packages as it is now (read at the probe: moved since). */
 	if (sp->packages_var)
 		rd_word(&sp->h, sp->packages_var, &sp->h.package_vector);
 	if (sbcl__find_code(&sp->h, pc, &code) ||
 	    (len = code_name(&sp->h, code, pc, buf, sizeof(buf))) < 0 || code_id(&sp->h, code, id))
 		return NULL;
+	/* A GC since the last drain: two may have moved old code to pc's place
+	 * too; after one, only code made since (a higher serial number) can
+	 * have taken the place of what was sampled. */
+	if (sp->gc_window && movable(&sp->h, pc) &&
+	    (sp->gc_window > 1 || (uint32_t)(id[2] >> 32) > sp->serial_floor)) {
+		sp->gc_dropped++;
+		return NULL;
+	}
+	if ((uint32_t)(id[2] >> 32) > sp->max_serial)
+		sp->max_serial = (uint32_t)(id[2] >> 32);
 	if (n) {
 		/* Replaced: the old name may still be in use until the process goes. */
 		if (array_grow((void **)&sp->retired, &sp->cap_retired, sp->nr_retired + 1,

@@ -190,6 +190,15 @@ struct sbcl_proc {
 	void **retired;	       /* names replaced: freed with the process */
 	size_t nr_retired, cap_retired;
 	size_t nr_names, name_bytes;
+	/* GCs between drains (sbcl__new_drain): the runtime's n_gcs (0: not
+	 * exported), as read at this drain; the GCs since the last; the
+	 * highest serial number of code named by the end of the last drain,
+	 * and by now; names not given for a GC in the window (counted). */
+	uint64_t gc_var;
+	uint32_t gcs, gc_window;
+	bool gcs_known;
+	uint32_t serial_floor, max_serial;
+	uint64_t gc_dropped;
 };
 
 /*
@@ -210,9 +219,25 @@ int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *wh
  * the serial number in the first word of its instructions), which is read
  * again before a kept name is trusted: code freed, or moved by a GC, and
  * other code made at its place is named anew, never after what was there.
+ * Once the process is gone (its memory unreadable: -ESRCH, the drain after
+ * a command exited) a kept name is given as of its last check; a pc never
+ * named before gets none.
  * A name stays valid until sbcl__proc_free().
  */
 const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc);
+
+/*
+ * A drain begins: the samples it names were taken since the last one.
+ * Reads the runtime's GC count (n_gcs). When a GC ran in between, a pc
+ * of code that can move or be freed (dynamic space, text space's TLSF
+ * pages) is named only from a kept name still checked, or from code
+ * older than the last drain (its serial number at most the highest named
+ * by then) after a single GC: what a GC moved away, with other code made
+ * at its place before the drain, is never named after that code (NULL,
+ * counted in gc_dropped). Before the first call (or without n_gcs) no
+ * name is held back.
+ */
+void sbcl__new_drain(struct sbcl_proc *sp);
 void sbcl__proc_free(struct sbcl_proc *sp);
 
 #endif /* BPFPROF_SBCL_H */

@@ -945,6 +945,7 @@ int record__drain(struct record *r, uint64_t now)
 	ksyms_join(r, true); /* names are asked for from here */
 	/* Notices first: the drain may hold samples of processes they announce. */
 	record__poll_notices(r, 0);
+	symbolizer__drain_begin(r->rc.sym);
 	err = sinks__drain(&r->ct, &r->rc, r->col);
 	if (err) {
 		p_err("draining the kernel maps failed: %s", strerror(-err));
@@ -1099,6 +1100,7 @@ static int record__stop(struct record *r)
 	if (!r->o.interval)
 		wait_debuginfod(r);
 	r->rc.last_drain = true;
+	symbolizer__drain_begin(r->rc.sym);
 	err = sinks__drain(&r->ct, &r->rc, r->col);
 	if (err) {
 		p_err("draining the kernel maps failed: %s", strerror(-err));
@@ -1200,10 +1202,10 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 	p_debug("native inlines and lines: %" PRIu64 " files' DWARF read, %" PRIu64
 		" refused (too large, unreadable), %" PRIu64
 		" lookups named without inlines (over the DWARF budget); %" PRIu64
-		" Lisp frames named (SBCL), %" PRIu64
+		" Lisp frames named (SBCL), %" PRIu64 " not (a GC between sample and drain), %" PRIu64
 		" not (dynamic-space walks over their budget; %" PRIu64 " KiB walked)",
 		ss.dwarf_files, ss.dwarf_refused, ss.dwarf_over_budget, ss.lisp_names,
-		ss.lisp_over_budget, ss.lisp_walked >> 10);
+		ss.lisp_gc_held, ss.lisp_over_budget, ss.lisp_walked >> 10);
 	p_debug("java names: %" PRIu64 " frames named from HotSpot code caches in %.1f ms of CPU,"
 		" VM structures read in %.1f ms",
 		ss.java_names, ss.java_name_ns / NS_PER_MS_F, ss.java_probe_ns / NS_PER_MS_F);

@@ -154,6 +154,7 @@ struct symproc {
 	struct sbcl_proc *sbcl;
 	int sbcl_err; /* of the last probe: 0 not tried (or found), -ENOENT not SBCL, ... */
 	uint64_t sbcl_try_ns;
+	uint64_t sbcl_gen; /* the drain (gen + 1) sbcl__new_drain was last called for */
 	/* HotSpot: the JVM found in it (lang/hotspot.c), and its code blobs' names. */
 	struct hotspot_proc *jvm;
 	int jvm_err; /* of the last probe: 0 not tried (or found), -ENOENT no JVM, ... */
@@ -201,7 +202,7 @@ struct symbolizer {
 	size_t file_bytes, pmap_bytes, freed_bytes;
 	uint64_t lisp_over_budget, lisp_walked;
 	uint64_t lookups, unknown, debug_files, jit_names, lisp_names, java_names, images_lost,
-		images_mapped;
+		images_mapped, lisp_gc_held;
 	uint64_t kernel_reloads, evicted_procs, evicted_files;
 	/* JVMs' tables read in this drain (gen), and how long that took: at most
 	 * HS_MAX_TABLE_NS a drain, however many processes pass for JVMs. */
@@ -1086,18 +1087,22 @@ static struct symfile *get_file(struct symbolizer *s, struct symproc *p, const s
 	struct mfile *mf;
 	uint64_t serial;
 	bool created;
+	int fd;
 
 	if (ptab__file(s->pt, pp, m, &mf))
 		return NULL; /* refused (the table warned once), or not readable now */
 	serial = mfile__serial(mf);
 	/*
-	 * A process known from its notice alone (gone): the symbols read for
-	 * the file before, or from the descriptor the table still has open;
-	 * it cannot be opened again through this process, and a failure here
-	 * must not be kept for the processes that can.
+	 * A process known from its notice alone, or one that exited since its
+	 * maps were read (a short-lived compiler under -a: the table had
+	 * closed the file, and opens it again through this process): the
+	 * symbols read for the file before, or from the descriptor the table
+	 * still has open; it cannot be opened again through this process, and
+	 * a failure here must not be kept for the processes that can (it was:
+	 * libc unnamed in every process for the rest of the run).
 	 */
-	if (pproc__mapped(pp) && !htab__find(s->files, &serial, sizeof(serial)) &&
-	    mfile__fd(mf) < 0) {
+	if (!htab__find(s->files, &serial, sizeof(serial)) && (fd = mfile__fd(mf)) < 0 &&
+	    (pproc__mapped(pp) || fd == -ENOENT || fd == -ESRCH)) {
 		mfile__put(s->pt, mf);
 		return NULL;
 	}
@@ -1700,11 +1705,22 @@ static const char *jit_name(struct symbolizer *s, struct symproc *p, uint64_t ad
 
 #define SBCL_RETRY_NS NS_PER_SEC /* a runtime whose heap is not set up yet */
 
+/* SBCL: the GC count as of the drain's start (symbolizer__drain_begin, else its first lookup). */
+static void sbcl_drain(struct symbolizer *s, struct symproc *p)
+{
+	if (p->sbcl && p->sbcl_gen != s->gen + 1) {
+		p->sbcl_gen = s->gen + 1;
+		sbcl__new_drain(p->sbcl);
+	}
+}
+
 /* The Lisp function at addr of an SBCL process (lang/sbcl.c), or NULL; the
  * runtime is looked for at the process's first frame in code of no ELF file. */
 static const char *lisp_name(struct symbolizer *s, struct symproc *p, uint64_t addr)
 {
+	const char *name;
 	char why[256];
+	uint64_t held, over, walked;
 	int err;
 
 	if (!p->sbcl && p->pp && !p->dead &&
@@ -1725,15 +1741,17 @@ static const char *lisp_name(struct symbolizer *s, struct symproc *p, uint64_t a
 		}
 		p->sbcl_err = err;
 	}
-	if (p->sbcl) {
-		uint64_t over = p->sbcl->h.dyn_over, walked = p->sbcl->h.dyn_walked;
-		const char *name = sbcl__name(p->sbcl, addr);
-
-		s->lisp_over_budget += p->sbcl->h.dyn_over - over;
-		s->lisp_walked += p->sbcl->h.dyn_walked - walked;
-		return name;
-	}
-	return NULL;
+	if (!p->sbcl)
+		return NULL;
+	sbcl_drain(s, p);
+	held = p->sbcl->gc_dropped;
+	over = p->sbcl->h.dyn_over;
+	walked = p->sbcl->h.dyn_walked;
+	name = sbcl__name(p->sbcl, addr);
+	s->lisp_gc_held += p->sbcl->gc_dropped - held;
+	s->lisp_over_budget += p->sbcl->h.dyn_over - over;
+	s->lisp_walked += p->sbcl->h.dyn_walked - walked;
+	return name;
 }
 
 #define JVM_RETRY_NS NS_PER_SEC /* a JVM whose tables are not filled yet */
@@ -2575,6 +2593,15 @@ size_t symbolizer__debuginfod_wait(struct symbolizer *s, unsigned timeout_ms)
 	return left;
 }
 
+void symbolizer__drain_begin(struct symbolizer *s)
+{
+	struct htab_entry *e;
+	size_t pos = 0;
+
+	while ((e = htab__next(s->procs, &pos)))
+		sbcl_drain(s, e->value);
+}
+
 void symbolizer__sweep(struct symbolizer *s)
 {
 	struct htab_entry *e;
@@ -2648,6 +2675,7 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->lisp_names = s->lisp_names;
 	st->lisp_over_budget = s->lisp_over_budget;
 	st->lisp_walked = s->lisp_walked;
+	st->lisp_gc_held = s->lisp_gc_held;
 	st->java_names = s->java_names;
 	st->java_probe_ns = s->java_probe_ns;
 	st->java_name_ns = s->java_name_ns;

@@ -127,6 +127,7 @@ struct symbolizer_stats {
 	uint64_t dwarf_refused;	    /* ... refused: too large, unreadable */
 	uint64_t dwarf_over_budget; /* lookups named without inlines: the file's CPU per drain */
 	uint64_t lisp_names;	    /* frames named from SBCL's heap (lang/sbcl.c) */
+	uint64_t lisp_gc_held;	    /* ... not: a GC between their sample and drain */
 	uint64_t java_names;	    /* frames named from JVM code caches (lang/hotspot.c) */
 	uint64_t java_probe_ns;	    /* ... CPU ns reading JVMs' VM structures */
 	uint64_t java_name_ns;	    /* ... CPU ns naming code-cache addresses */
@@ -292,6 +293,14 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
  * symbols), else "module+0xADDR", else "[unknown]".
  */
 const char *sym__display(const struct sym *sym, char *buf, size_t size);
+
+/*
+ * Before a drain reads the kernel maps: what a process's names depend on
+ * is read as of then (SBCL: its GC count, lang/sbcl.h sbcl__new_drain), so
+ * that the drain's samples, all taken since the last one, are judged
+ * against it. Without the call, it is read at the drain's first lookup.
+ */
+void symbolizer__drain_begin(struct symbolizer *s);
 
 /*
  * After a drain: forget processes that were already gone at the last sweep,

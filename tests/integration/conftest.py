@@ -9,6 +9,7 @@ import fcntl
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -51,6 +52,14 @@ def wl(name):
     path = WORKLOADS / name
     assert path.exists(), f"{path} is missing: run make test-deps"
     return str(path)
+
+
+def sbcl():
+    """Debian's sbcl, for the SBCL tests (test_sbcl*.py); skipped without it."""
+    path = shutil.which("sbcl")
+    if not path:
+        pytest.skip("no sbcl (apt-get install sbcl)")
+    return path
 
 
 @contextlib.contextmanager

@@ -21,20 +21,11 @@ import time
 import urllib.request
 from pathlib import Path
 
-import pytest
-
 from conftest import (BPFPROF, Sampled, Workload, as_tenant, assert_few, assert_most, assert_share,
-                      frames_of, parse_folded, uwl, wait_attached, wl)
+                      frames_of, parse_folded, sbcl, uwl, wait_attached, wl)
 
 LISP = Path(__file__).resolve().parents[1] / "workloads" / "lisphot.lisp"
 FREQ = 99
-
-
-def sbcl():
-    path = shutil.which("sbcl")
-    if not path:
-        pytest.skip("no sbcl (apt-get install sbcl)")
-    return path
 
 
 def stops(err, reason):

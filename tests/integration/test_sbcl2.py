@@ -8,13 +8,10 @@ never after the file's C symbols (src/sym/symbolizer.c: only what a PT_LOAD
 segment holds is the ELF's code).
 """
 import re
-import shutil
 import subprocess
 
-import pytest
-
 from conftest import (Sampled, Workload, as_tenant, assert_few, assert_most, assert_share,
-                      frames_of, parse_folded, tenant_run, wl)
+                      frames_of, parse_folded, sbcl, tenant_run, wl)
 
 # Two hot functions in fixnum arithmetic (no calls), ALPHA-WORK twice the
 # iterations of BETA-WORK, under DRIVE, under the executable's toplevel;
@@ -45,13 +42,6 @@ PROGRAM = """
   (drive (parse-integer (or (second sb-ext:*posix-argv*) "10")))
   (sb-ext:exit))
 """
-
-
-def sbcl():
-    path = shutil.which("sbcl")
-    if not path:
-        pytest.skip("no sbcl (apt-get install sbcl)")
-    return path
 
 
 def user_frames(stack):

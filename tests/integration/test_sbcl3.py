@@ -12,7 +12,6 @@ again before it is trusted.
 One bpfprof run of one Lisp program serves every test (module fixture).
 """
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (BPFPROF, Sampled, Workload, assert_few, assert_most, assert_share,
-                      frames_of, parse_folded)
+                      frames_of, parse_folded, sbcl)
 
 # ALPHA-WORK twice the iterations of BETA-WORK, under DRIVE, all compiled
 # into dynamic space; a full GC every GC-EVERY seconds (argument 3, default
@@ -68,13 +67,6 @@ PROGRAM = """
 """
 
 DYNAMIC_SPACE_START = 0x1000000000  # Debian's 2.2.9 (written by the program too)
-
-
-def sbcl():
-    path = shutil.which("sbcl")
-    if not path:
-        pytest.skip("no sbcl (apt-get install sbcl)")
-    return path
 
 
 def user_frames(stack):

@@ -246,6 +246,95 @@ static void test_moved_code_renamed(void **state)
 	heap_fini(&hp);
 }
 
+static int gone_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	(void)ctx, (void)addr, (void)buf, (void)len;
+	return -ESRCH;
+}
+
+static int fault_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	(void)ctx, (void)addr, (void)buf, (void)len;
+	return -EFAULT;
+}
+
+/* The process gone (the drain after a command exited: its memory reads
+ * -ESRCH): a name checked before is kept, a pc never named gets none; a
+ * live process's page that cannot be read (-EFAULT) keeps no name. */
+static void test_gone_process_keeps_checked_names(void **state)
+{
+	struct heap hp;
+	struct sbcl_proc sp = { 0 };
+	uint64_t pc = DYN + PAGE + 0x9040 + 0x60;
+	const char *n;
+
+	(void)state;
+	heap_init(&hp);
+	sp.h = hp.h;
+	n = sbcl__name(&sp, pc);
+	assert_non_null(n);
+	assert_string_equal(n, "\"BETA\"");
+	sp.h.read = gone_read;
+	assert_ptr_equal(sbcl__name(&sp, pc), n);
+	assert_null(sbcl__name(&sp, DYN + PAGE + 0x40 + 0x60)); /* ALPHA: never named */
+	sp.h.read = fault_read;
+	assert_null(sbcl__name(&sp, pc));
+	sp.h = (struct sbcl_heap){ 0 };
+	sbcl__proc_free(&sp);
+	heap_fini(&hp);
+}
+
+/*
+ * A GC between a sample and its drain: BETA sampled, moved away, DELTA
+ * made at its place (a higher serial number) before the drain - DELTA is
+ * not named in that drain (the sample was BETA's), but is at the next
+ * (no GC since). Old code moved there by one GC keeps its name; by two,
+ * not (two GCs can move old code into a place one freed).
+ */
+static void test_no_name_across_a_gc(void **state)
+{
+	struct heap hp;
+	struct sbcl_proc sp = { 0 };
+	uint64_t pc = DYN + PAGE + 0x9040 + 0x60, gcs = MISC + 0xff00;
+	const char *n;
+
+	(void)state;
+	heap_init(&hp);
+	sp.h = hp.h;
+	sp.gc_var = gcs;
+	w32(&hp.m, gcs, 5);
+	sbcl__new_drain(&sp); /* the first: nothing to compare with */
+	n = sbcl__name(&sp, pc);
+	assert_non_null(n);
+	assert_string_equal(n, "\"BETA\"");
+	w32(&hp.m, gcs, 6);
+	mkcode(&hp.m, DYN + PAGE + 0x9040, 0x400 / 8, "DELTA", 9);
+	sbcl__new_drain(&sp);
+	assert_null(sbcl__name(&sp, pc));
+	assert_int_equal(sp.gc_dropped, 1);
+	assert_string_equal(sbcl__name(&sp, DYN + PAGE + 0x40 + 0x60), "\"ALPHA\""); /* old code */
+	sbcl__new_drain(&sp); /* no GC since */
+	n = sbcl__name(&sp, pc);
+	assert_non_null(n);
+	assert_string_equal(n, "\"DELTA\"");
+	/* One GC: older code (serial 2 <= 9 named by then) moved to pc's place. */
+	w32(&hp.m, gcs, 7);
+	mkcode(&hp.m, DYN + PAGE + 0x9040, 0x400 / 8, "EPSILON", 2);
+	sbcl__new_drain(&sp);
+	assert_string_equal(sbcl__name(&sp, pc), "\"EPSILON\"");
+	/* Two GCs: not even old code. */
+	w32(&hp.m, gcs, 9);
+	mkcode(&hp.m, DYN + PAGE + 0x9040, 0x400 / 8, "ZETA", 3);
+	sbcl__new_drain(&sp);
+	assert_null(sbcl__name(&sp, pc));
+	/* A kept name still checked is given, GC or not. */
+	assert_string_equal(sbcl__name(&sp, DYN + PAGE + 0x40 + 0x60), "\"ALPHA\"");
+	assert_int_equal(sp.gc_dropped, 2);
+	sp.h = (struct sbcl_heap){ 0 };
+	sbcl__proc_free(&sp);
+	heap_fini(&hp);
+}
+
 /* annotate's range: the simple-fun's instructions, past its header and self
  * words, to the code's trailer (one simple-fun); none before it. */
 static void test_fun_range(void **state)
@@ -269,6 +358,8 @@ int main(void)
 		cmocka_unit_test(test_dynamic_space),
 		cmocka_unit_test(test_hostile_page_table),
 		cmocka_unit_test(test_moved_code_renamed),
+		cmocka_unit_test(test_gone_process_keeps_checked_names),
+		cmocka_unit_test(test_no_name_across_a_gc),
 		cmocka_unit_test(test_fun_range),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

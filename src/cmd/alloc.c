@@ -110,9 +110,16 @@ static void report_counters(const struct allocrun_stats *st)
 		p_warn("%" PRIu64 " sampled allocations lost: the ring buffer was full",
 		       c[ALLOC_C_RING_FULL]);
 	if (c[ALLOC_C_NO_STACK])
-		p_warn("%" PRIu64 " sampled allocations without their stack (the stack map of %u "
-		       "was full)",
-		       c[ALLOC_C_NO_STACK], ALLOC_STACKS);
+		p_warn("%" PRIu64 " sampled allocations without their stack (it could not be read)",
+		       c[ALLOC_C_NO_STACK]);
+	if (st->stacks.dropped || st->stack_unknown)
+		p_warn("%" PRIu64 " sampled allocations and %" PRIu64
+		       " blocks in use without their "
+		       "stack ([stack lost]): the table of %u distinct stacks was full, or their "
+		       "allocation was not seen",
+		       st->stacks.dropped, st->stack_unknown, ALLOCRUN_STACKS);
+	p_debug("%zu distinct stacks kept, %" PRIu64 " unused ones evicted", st->stacks.count,
+		st->stacks.evicted);
 	if (c[ALLOC_C_NO_THREAD] || c[ALLOC_C_NO_RETURN] || st->oom)
 		p_warn("%" PRIu64 " calls not counted (no thread state), %" PRIu64
 		       " sampled calls without their return, %" PRIu64 " samples lost to memory",

@@ -13,8 +13,10 @@
  * The files are a tenant's: opened and read through the process table
  * (proc/ptab.h), their symbols by sym/elfsym.h within its caps, probes
  * attached by the checked descriptor's kernel path. What a tenant can make
- * the probes record is bounded in BPF (the live table, the stack map, the
- * ring buffer; each overflow counted and reported).
+ * the probes record is bounded: in BPF the live table and the ring buffer,
+ * here the distinct stacks kept (base/stacktab.h: each event brings its
+ * stack by value, aggregates and live blocks name it by hash); each
+ * overflow counted and reported.
  *
  * Go: the runtime samples its own allocations (one per
  * runtime.MemProfileRate bytes on average, when the program links
@@ -46,6 +48,7 @@
 
 #include "base/htab.h"
 #include "base/log.h"
+#include "base/stacktab.h"
 #include "base/util.h"
 #include "collector/freeprobe.h"
 #include "proc/procfs.h"
@@ -104,10 +107,13 @@ struct goproc {
 	bool off_warned; /* the program does not sample: said at attach */
 };
 
-/* Sampled allocations of one (process, stack), weighed. */
+/* Sampled allocations of one (process, stack), weighed. stack 0: none
+ * (not read in BPF), or with lost, one the table could not hold or did not
+ * know (a live block whose event was not seen). */
 struct agg_key {
 	uint32_t tgid;
-	int32_t stackid;
+	uint32_t lost;
+	uint64_t stack; /* the stack's hash (r->stacks holds it) */
 };
 
 struct agg {
@@ -130,6 +136,8 @@ struct allocrun {
 	struct mfile **held; /* probed files, held open: the probes' paths name them */
 	size_t nr_held, cap_held;
 	struct htab *aggs;
+	struct stacktab *stacks; /* each aggregate holds a reference to its stack */
+	uint64_t stack_unknown;	 /* live blocks whose stack the table did not know */
 	struct goproc *go;
 	size_t nr_go, cap_go;
 	uint64_t events, oom;
@@ -218,29 +226,53 @@ static uint64_t value_of(double x)
 	return (uint64_t)llround(x);
 }
 
-static struct agg *agg_get(struct allocrun *r, uint32_t tgid, int32_t stackid)
+/*
+ * The aggregate of (tgid, stack), made with a reference to its stack: ips
+ * (nr frames) interned, or without ips (a live block) the stack the table
+ * knows. A stack the table cannot hold (full: dropped, counted there) or
+ * does not know goes to (tgid, lost). NULL: out of memory.
+ */
+static struct agg *agg_get(struct allocrun *r, uint32_t tgid, uint64_t stack, const uint64_t *ips,
+			   uint32_t nr)
 {
-	struct agg_key k = { tgid, stackid < 0 ? -1 : stackid };
-	struct htab_entry *e;
-	bool created;
+	struct agg_key k = { .tgid = tgid, .stack = stack };
+	struct htab_entry *e = htab__find(r->aggs, &k, sizeof(k));
+	bool created, ref = false;
+	int err = 0;
 
-	e = htab__upsert(r->aggs, &k, sizeof(k), &created);
-	if (!e)
-		return NULL;
-	if (created) {
-		e->value = calloc(1, sizeof(struct agg));
-		if (!e->value) {
-			htab__remove(r->aggs, &k, sizeof(k));
+	if (e)
+		return e->value;
+	if (stack) {
+		if (ips || stacktab__find(r->stacks, stack, &nr))
+			err = stacktab__get(r->stacks, stack, ips, nr);
+		else
+			err = -ENOENT;
+		if (err == -ENOMEM)
 			return NULL;
+		if (err == -ENOENT)
+			r->stack_unknown++;
+		ref = !err;
+		if (err) {
+			k = (struct agg_key){ .tgid = tgid, .lost = 1 };
+			e = htab__find(r->aggs, &k, sizeof(k));
+			if (e)
+				return e->value;
 		}
 	}
-	return e->value;
+	e = htab__upsert(r->aggs, &k, sizeof(k), &created);
+	if (e && created && !(e->value = calloc(1, sizeof(struct agg)))) {
+		htab__remove(r->aggs, &k, sizeof(k));
+		e = NULL;
+	}
+	if (!e && ref)
+		stacktab__put(r->stacks, stack);
+	return e ? e->value : NULL;
 }
 
 static void on_event(void *ctx, const struct alloc_event *ev)
 {
 	struct allocrun *r = ctx;
-	struct agg *a = agg_get(r, ev->tgid, ev->stackid);
+	struct agg *a = agg_get(r, ev->tgid, ev->stack, (const uint64_t *)ev->ips, ev->nr);
 	bool go = ev->source == ALLOC_SRC_GO;
 	double w = go ? go_weight_of(r, ev->tgid, ev->size) : weight(ev->size, r->period);
 
@@ -273,7 +305,7 @@ static void on_event(void *ctx, const struct alloc_event *ev)
 static void on_live(void *ctx, const struct alloc_live_key *k, const struct alloc_live *v)
 {
 	struct allocrun *r = ctx;
-	struct agg *a = agg_get(r, k->tgid, v->stackid);
+	struct agg *a = agg_get(r, k->tgid, v->stack, NULL, 0);
 	double w = k->source == ALLOC_SRC_GO ? go_weight_of(r, k->tgid, v->size)
 					     : weight(v->size, r->period);
 
@@ -905,7 +937,7 @@ void allocrun__stop(struct allocrun *r)
 
 /* One (process, stack)'s weighed values into the profile. */
 static int add_agg(struct allocrun *r, struct profile *prof, const void *key, const struct agg *a,
-		   uint64_t *ips, uint32_t *ids)
+		   uint32_t *ids)
 {
 	const struct agg_key *k = key;
 	struct proc_id id = { .pid = k->tgid, .exec_id = PROC_EXEC_ANY };
@@ -916,8 +948,9 @@ static int add_agg(struct allocrun *r, struct profile *prof, const void *key, co
 		.inuse_objects = value_of(a->inuse_objects),
 		.inuse_bytes = value_of(a->inuse_bytes),
 	};
-	int n = k->stackid >= 0 ? allocprof__stack(r->ap, k->stackid, ips, ALLOC_STACK_DEPTH) : 0;
-	uint32_t nf = 0;
+	uint32_t nr = 0, nf = 0;
+	const uint64_t *ips = k->stack ? stacktab__find(r->stacks, k->stack, &nr) : NULL;
+	int n = ips ? (int)nr : 0;
 
 	if (a->go) {
 		/* The runtime's own frames above the first frame of the program
@@ -941,7 +974,8 @@ static int add_agg(struct allocrun *r, struct profile *prof, const void *key, co
 	}
 
 	if (n <= 0) {
-		int64_t f = profile__frame(prof, FRAME_OTHER, "[no stack]", NULL);
+		int64_t f = profile__frame(prof, FRAME_OTHER,
+					   k->lost ? "[stack lost]" : "[no stack]", NULL);
 
 		if (f < 0)
 			return (int)f;
@@ -989,7 +1023,7 @@ static void guard_note(struct allocrun *r, struct profile_meta *m)
 
 int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 {
-	uint64_t c[ALLOC_C_NR], ips[ALLOC_STACK_DEPTH];
+	uint64_t c[ALLOC_C_NR];
 	uint32_t ids[ALLOC_MAX_FRAMES + 1];
 	struct profile_meta *m;
 	size_t pos = 0;
@@ -1001,7 +1035,7 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 		p_warn("the blocks in use could not be read: in-use values are incomplete");
 	allocprof__counters(r->ap, c);
 	for (struct htab_entry *e; !err && (e = htab__next(r->aggs, &pos));)
-		err = add_agg(r, prof, e->key, e->value, ips, ids);
+		err = add_agg(r, prof, e->key, e->value, ids);
 	if (err)
 		return err;
 	m = profile__meta(prof);
@@ -1032,7 +1066,9 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 		.toggle_max_ns = r->toggle_max_ns,
 		.toggle_cpu_ns = r->toggle_cpu_ns,
 		.scale = r->scale,
+		.stack_unknown = r->stack_unknown,
 	};
+	stacktab__stats(r->stacks, &st->stacks);
 	allocprof__counters(r->ap, st->c);
 	for (size_t i = 0; i < r->nr_go; i++)
 		st->go_off_warned |= r->go[i].off_warned;
@@ -1041,6 +1077,16 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 const struct child *allocrun__child(const struct allocrun *r)
 {
 	return r->ch.pid ? &r->ch : NULL;
+}
+
+/* -v: what the program's load cost (the verifier's time, mostly). */
+static void load_cost(struct allocrun *r)
+{
+	uint64_t ns, insns;
+
+	allocprof__load_cost(r->ap, &ns, &insns);
+	p_debug("allocator programs loaded in %.1f ms, %" PRIu64 " instructions verified",
+		(double)ns / 1e6, insns);
 }
 
 /*
@@ -1107,6 +1153,7 @@ static int start_all(struct allocrun *r)
 		return 1;
 	}
 	p_debug("%zu probes in", allocprof__probes(r->ap));
+	load_cost(r);
 	run_start(r);
 	return 0;
 }
@@ -1124,6 +1171,7 @@ int allocrun__start(struct allocrun *r)
 		return 1;
 	}
 	p_debug("allocator probes: %s", allocprof__mode(r->ap));
+	load_cost(r);
 	if (r->o->cmd_is_target) {
 		if (start_command(r))
 			return 1;
@@ -1191,7 +1239,10 @@ struct allocrun *allocrun__new(const struct options *o, struct ptab *pt, struct 
 				.ptab = pt,
 				.sym = sym };
 	r->aggs = htab__new();
-	if (!r->aggs) {
+	r->stacks = stacktab__new(ALLOCRUN_STACKS, ALLOC_STACK_DEPTH);
+	if (!r->aggs || !r->stacks) {
+		htab__free(r->aggs);
+		stacktab__free(r->stacks);
 		free(r);
 		errno = ENOMEM;
 		return NULL;
@@ -1214,6 +1265,7 @@ void allocrun__free(struct allocrun *r)
 	for (struct htab_entry *e; (e = htab__next(r->aggs, &pos));)
 		free(e->value);
 	htab__free(r->aggs);
+	stacktab__free(r->stacks);
 	for (size_t i = 0; r->pidfds && i < r->nr_pids; i++)
 		if (r->pidfds[i] >= 0)
 			close(r->pidfds[i]);

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "base/profile.h"
+#include "base/stacktab.h"
 #include "collector/alloc.h"
 #include "collector/allocguard.h"
 #include "proc/child.h"
@@ -29,6 +30,9 @@
 #include "sym/symbolizer.h"
 
 #define ALLOCRUN_GO_DEFAULT_RATE (512 * 1024) /* runtime.MemProfileRate's default */
+/* Distinct stacks kept (base/stacktab.h): as many as the live table's blocks,
+ * whose stacks must stay known; ~1 KiB each at most, 300 B typical. */
+#define ALLOCRUN_STACKS ALLOC_LIVE_MAX
 
 struct allocrun;
 
@@ -71,6 +75,8 @@ struct allocrun_stats {
 	uint64_t calls0; /* calls counted before the run (the probes going in) */
 	uint64_t toggle_ns[2], toggle_max_ns, toggle_cpu_ns; /* [0] off, [1] on */
 	double scale;					     /* of the alloc values */
+	struct stacktab_stats stacks;			     /* the distinct stacks kept */
+	uint64_t stack_unknown; /* live blocks whose stack was not known ([stack lost]) */
 };
 void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);
 

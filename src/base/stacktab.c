@@ -156,6 +156,7 @@ const uint64_t *stacktab__find(const struct stacktab *t, uint64_t hash, uint32_t
 void stacktab__stats(const struct stacktab *t, struct stacktab_stats *st)
 {
 	st->count = htab__count(t->h);
+	st->cap = t->cap;
 	st->evicted = t->evicted;
 	st->dropped = t->dropped;
 }

@@ -37,6 +37,7 @@ const uint64_t *stacktab__find(const struct stacktab *t, uint64_t hash, uint32_t
 
 struct stacktab_stats {
 	size_t count;	  /* stacks held */
+	size_t cap;	  /* at most */
 	uint64_t evicted; /* unreferenced stacks that made room for new ones */
 	uint64_t dropped; /* new stacks not kept: the table full of referenced ones */
 };

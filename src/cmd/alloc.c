@@ -115,9 +115,9 @@ static void report_counters(const struct allocrun_stats *st)
 	if (st->stacks.dropped || st->stack_unknown)
 		p_warn("%" PRIu64 " sampled allocations and %" PRIu64
 		       " blocks in use without their "
-		       "stack ([stack lost]): the table of %u distinct stacks was full, or their "
+		       "stack ([stack lost]): the table of %zu distinct stacks was full, or their "
 		       "allocation was not seen",
-		       st->stacks.dropped, st->stack_unknown, ALLOCRUN_STACKS);
+		       st->stacks.dropped, st->stack_unknown, st->stacks.cap);
 	p_debug("%zu distinct stacks kept, %" PRIu64 " unused ones evicted", st->stacks.count,
 		st->stacks.evicted);
 	if (c[ALLOC_C_NO_THREAD] || c[ALLOC_C_NO_RETURN] || st->oom)

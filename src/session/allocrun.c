@@ -1225,6 +1225,17 @@ int allocrun__start(struct allocrun *r)
 	return 0;
 }
 
+/* The stack table's cap: tests make it smaller (its overflow). */
+static size_t stacks_cap(void)
+{
+	const char *t = getenv("BPFPROF_TEST_ALLOC_STACKS");
+	uint64_t n;
+
+	if (t && !parse_u64(t, 10, &n) && n && n < ALLOCRUN_STACKS)
+		return (size_t)n;
+	return ALLOCRUN_STACKS;
+}
+
 struct allocrun *allocrun__new(const struct options *o, struct ptab *pt, struct symbolizer *sym)
 {
 	struct allocrun *r = calloc(1, sizeof(*r));
@@ -1239,7 +1250,7 @@ struct allocrun *allocrun__new(const struct options *o, struct ptab *pt, struct 
 				.ptab = pt,
 				.sym = sym };
 	r->aggs = htab__new();
-	r->stacks = stacktab__new(ALLOCRUN_STACKS, ALLOC_STACK_DEPTH);
+	r->stacks = stacktab__new(stacks_cap(), ALLOC_STACK_DEPTH);
 	if (!r->aggs || !r->stacks) {
 		htab__free(r->aggs);
 		stacktab__free(r->stacks);

@@ -11,7 +11,13 @@ The workload (tests/workloads/allocpaths.c) allocates once from each of
 32768 distinct paths (3 levels of 32 functions); every allocation is
 sampled (--alloc=1), so the profile must hold every path, by name. The old
 map kept 14182 of them here (18586 samples "without their stack").
+
+The table's overflow (BPFPROF_TEST_ALLOC_STACKS makes it small): the
+stacks beyond go under [stack lost], counted and said, no byte lost.
 """
+import os
+import re
+
 from conftest import parse_folded, run_bpfprof, wl
 
 PATHS = 32 ** 3
@@ -43,3 +49,22 @@ def test_alloc_many_stacks(tmp_path):
     # Each path once, 64 bytes (weighed by 1 / (1 - exp(-64)), 1).
     assert all(v == 64 for s, v in folded.items() if s.endswith(";leaf")), \
         [(s, v) for s, v in folded.items() if s.endswith(";leaf") and v != 64][:5]
+
+
+def test_alloc_stack_table_full(tmp_path):
+    cap, paths = 100, 32 ** 2
+    out = tmp_path / "heap.folded"
+    r = run_bpfprof(["--alloc=1", "-o", out, "--", wl("allocpaths"), 2, 64, 16],
+                    env=dict(os.environ, BPFPROF_TEST_ALLOC_STACKS=str(cap)))
+    assert f"paths {paths}" in r.stdout, r.stdout
+    folded = parse_folded(out.read_text())
+    named = [s for s in folded if s.endswith(";leaf")]
+    lost = sum(v for s, v in folded.items() if s.endswith(";[stack lost]"))
+    assert len(named) <= cap, len(named)
+    # Every sampled allocation is there, named or not (the stdio buffer besides).
+    assert sum(folded[s] for s in named) + lost >= paths * 64, (len(named), lost)
+    assert lost >= (paths - cap) * 64, lost
+    m = re.search(r"warning: (\d+) sampled allocations and (\d+) blocks in use without "
+                  r"their stack \(\[stack lost\]\): the table of (\d+) distinct stacks", r.stderr)
+    assert m, r.stderr
+    assert int(m.group(1)) >= paths - cap and int(m.group(3)) == cap, m.group(0)

@@ -136,7 +136,7 @@ static __always_inline void forget(__u32 tgid, __u64 addr)
  * A sampled allocation of size bytes at addr: an event with its user stack
  * by value (read straight into the ring's record: no scratch buffer, which a
  * uprobe could not keep per CPU, preemptible), a live entry with its hash.
- * The ring full: the block is still followed, its stack unknown (0).
+ * The ring full: the block is still followed, its stack lost (ALLOC_STACK_LOST).
  */
 static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u64 addr, __u64 size,
 				   __u32 source)
@@ -152,6 +152,8 @@ static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u64 addr, 
 		n = bpf_get_stack(ctx, ev->ips, sizeof(ev->ips), BPF_F_USER_STACK);
 		ev->nr = n > 0 ? (__u32)(n / sizeof(__u64)) : 0;
 		ev->stack = ev->nr ? bp_stack_hash(ev->ips, ev->nr, BP_SEED_USTACK) : 0;
+		if (ev->stack == ALLOC_STACK_LOST)
+			ev->stack = 2;
 		if (!ev->nr)
 			counter_add(ALLOC_C_NO_STACK);
 		v.stack = ev->stack;
@@ -164,6 +166,7 @@ static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u64 addr, 
 		bpf_ringbuf_submit(ev, 0);
 		counter_add(ALLOC_C_RECORDED);
 	} else {
+		v.stack = ALLOC_STACK_LOST;
 		counter_add(ALLOC_C_RING_FULL);
 	}
 	if (!track_live)

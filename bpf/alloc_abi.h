@@ -114,8 +114,12 @@ _Static_assert(sizeof(struct alloc_live_key) == 16, "alloc_live_key");
 
 struct alloc_live {
 	__u64 size;
-	__u64 stack; /* alloc_event.stack: the stack's hash; 0: no stack */
+	__u64 stack; /* alloc_event.stack: the stack's hash; 0: no stack; ALLOC_STACK_LOST */
 };
+
+/* alloc_live.stack of a block whose event (and stack) the full ring lost: a
+ * value events never carry (a stack hashing to it is sent as 2). */
+#define ALLOC_STACK_LOST 1ULL
 _Static_assert(sizeof(struct alloc_live) == 16, "alloc_live");
 
 /* Each thread's state (task storage). */

@@ -109,7 +109,7 @@ struct goproc {
 
 /* Sampled allocations of one (process, stack), weighed. stack 0: none
  * (not read in BPF), or with lost, one the table could not hold or did not
- * know (a live block whose event was not seen). */
+ * know, or a live block whose event the full ring lost. */
 struct agg_key {
 	uint32_t tgid;
 	uint32_t lost;
@@ -242,7 +242,10 @@ static struct agg *agg_get(struct allocrun *r, uint32_t tgid, uint64_t stack, co
 
 	if (e)
 		return e->value;
-	if (stack) {
+	if (stack == ALLOC_STACK_LOST) { /* its event lost to a full ring: counted there */
+		k = (struct agg_key){ .tgid = tgid, .lost = 1 };
+		stack = 0;
+	} else if (stack) {
 		if (ips || stacktab__find(r->stacks, stack, &nr))
 			err = stacktab__get(r->stacks, stack, ips, nr);
 		else

@@ -71,13 +71,6 @@ struct {
 } live SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, ALLOC_STACKS);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, ALLOC_STACK_DEPTH * sizeof(__u64));
-} stacks SEC(".maps");
-
-struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, ALLOC_RING_BYTES);
 } events SEC(".maps");
@@ -139,21 +132,32 @@ static __always_inline void forget(__u32 tgid, __u64 addr)
 		counter_add(ALLOC_C_FREED);
 }
 
-/* A sampled allocation of size bytes at addr: its user stack, an event, a live entry. */
+/*
+ * A sampled allocation of size bytes at addr: an event with its user stack
+ * by value (read straight into the ring's record: no scratch buffer, which a
+ * uprobe could not keep per CPU, preemptible), a live entry with its hash.
+ * The ring full: the block is still followed, its stack lost (ALLOC_STACK_LOST).
+ */
 static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u64 addr, __u64 size,
 				   __u32 source)
 {
 	struct alloc_live_key k = { .tgid = tgid, .source = source, .addr = addr };
 	struct alloc_live v = { .size = size };
 	struct alloc_event *ev;
+	long n;
 
-	v.stackid = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-	if (v.stackid < 0)
-		counter_add(ALLOC_C_NO_STACK);
 	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 	if (ev) {
+		/* the rest of ips[] zeroed by the helper, on an error the whole */
+		n = bpf_get_stack(ctx, ev->ips, sizeof(ev->ips), BPF_F_USER_STACK);
+		ev->nr = n > 0 ? (__u32)(n / sizeof(__u64)) : 0;
+		ev->stack = ev->nr ? bp_stack_hash(ev->ips, ev->nr, BP_SEED_USTACK) : 0;
+		if (ev->stack == ALLOC_STACK_LOST)
+			ev->stack = 2;
+		if (!ev->nr)
+			counter_add(ALLOC_C_NO_STACK);
+		v.stack = ev->stack;
 		ev->tgid = tgid;
-		ev->stackid = v.stackid;
 		ev->size = size;
 		ev->addr = addr;
 		ev->source = source;
@@ -162,6 +166,7 @@ static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u64 addr, 
 		bpf_ringbuf_submit(ev, 0);
 		counter_add(ALLOC_C_RECORDED);
 	} else {
+		v.stack = ALLOC_STACK_LOST;
 		counter_add(ALLOC_C_RING_FULL);
 	}
 	if (!track_live)

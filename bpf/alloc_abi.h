@@ -15,9 +15,11 @@
  *
  * A sampled allocation's pointer is known at its return: there the program
  * takes the user stack (the caller's frame is complete: the return has
- * restored its frame pointer), sends an alloc_event and enters the block in
- * the live table; a free of an address in the table removes it, so what is
- * left is in use.
+ * restored its frame pointer) into the event it sends, by value with its
+ * hash (hash_abi.h's bp_stack_hash), and enters the block in the live table
+ * with the hash; a free of an address in the table removes it, so what is
+ * left is in use. Userspace keeps each distinct stack once, by hash
+ * (base/stacktab.h): nothing in BPF fills up with stacks over a long run.
  *
  * Go (ALLOC_FN_GO_*): the runtime samples its own allocations by bytes
  * (runtime.MemProfileRate) and records each sampled one through
@@ -39,6 +41,8 @@
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
+
+#include "hash_abi.h"
 
 /* The functions probed (the cookie's low half). */
 enum alloc_fn {
@@ -80,24 +84,26 @@ enum alloc_source {
 	ALLOC_SRC_GO,	/* sampled by the Go runtime: its MemProfileRate */
 };
 
-#define ALLOC_GAPS	  65536 /* exponential draws, indexed by 16 random bits */
-#define ALLOC_LIVE_MAX	  65536 /* live sampled blocks tracked at once */
-#define ALLOC_STACKS	  16384 /* distinct user stacks of sampled allocations */
-#define ALLOC_STACK_DEPTH 127	/* frames per stack (PERF_MAX_STACK_DEPTH) */
-#define ALLOC_RING_BYTES  (1u << 20)
-#define ALLOC_CGROUPS	  8 /* --cgroup directories */
+#define ALLOC_GAPS	  65536	     /* exponential draws, indexed by 16 random bits */
+#define ALLOC_LIVE_MAX	  65536	     /* live sampled blocks tracked at once */
+#define ALLOC_STACK_DEPTH 127	     /* frames per stack (PERF_MAX_STACK_DEPTH) */
+#define ALLOC_RING_BYTES  (4u << 20) /* ~3,900 events: ~2 s at 2,000 samples/s */
+#define ALLOC_CGROUPS	  8	     /* --cgroup directories */
 
-/* A sampled allocation, in the ring buffer. */
+/* A sampled allocation, in the ring buffer, its user stack by value. */
 struct alloc_event {
 	__u32 tgid;
-	__s32 stackid; /* < 0: no stack (-errno of bpf_get_stackid) */
+	__u32 nr; /* frames in ips[] (0: no stack: it could not be read) */
 	__u64 size;
 	__u64 addr;
 	char comm[16];
 	__u32 source; /* enum alloc_source */
 	__u32 pad;
+	__u64 stack;		      /* bp_stack_hash(ips, nr, BP_SEED_USTACK); 0: no stack */
+	__u64 ips[ALLOC_STACK_DEPTH]; /* the leaf first; zeros past nr */
 };
-_Static_assert(sizeof(struct alloc_event) == 48, "alloc_event");
+_Static_assert(sizeof(struct alloc_event) == 56 + 8 * ALLOC_STACK_DEPTH, "alloc_event");
+_Static_assert(ALLOC_STACK_DEPTH <= BP_STACK_HASH_MAX, "a stack hash covers the event's ips");
 
 struct alloc_live_key {
 	__u32 tgid;
@@ -108,9 +114,12 @@ _Static_assert(sizeof(struct alloc_live_key) == 16, "alloc_live_key");
 
 struct alloc_live {
 	__u64 size;
-	__s32 stackid;
-	__u32 pad;
+	__u64 stack; /* alloc_event.stack: the stack's hash; 0: no stack; ALLOC_STACK_LOST */
 };
+
+/* alloc_live.stack of a block whose event (and stack) the full ring lost: a
+ * value events never carry (a stack hashing to it is sent as 2). */
+#define ALLOC_STACK_LOST 1ULL
 _Static_assert(sizeof(struct alloc_live) == 16, "alloc_live");
 
 /* Each thread's state (task storage). */
@@ -135,7 +144,7 @@ enum alloc_counter {
 	ALLOC_C_FREED,	    /* frees of sampled blocks (matched in the live table) */
 	ALLOC_C_LIVE_FULL,  /* sampled blocks not tracked: the live table was full */
 	ALLOC_C_RING_FULL,  /* sampled allocations lost: the ring buffer was full */
-	ALLOC_C_NO_STACK,   /* sampled allocations without a stack (stack map full) */
+	ALLOC_C_NO_STACK,   /* sampled allocations without a stack (it could not be read) */
 	ALLOC_C_NO_THREAD,  /* calls not counted: the thread's state could not be made */
 	ALLOC_C_NO_RETURN,  /* sampled calls whose return was not seen (longjmp, nesting) */
 	ALLOC_C_GO_SAMPLES, /* Go: allocations the runtime sampled (mProf_Malloc) */

@@ -157,17 +157,12 @@ struct {
 	__type(value, struct bp_proc_seen);
 } seen SEC(".maps");
 
-/* One mixing step per frame; 0 is reserved for "no stack". */
+_Static_assert(PROFILE_MAX_DEPTH == BP_STACK_HASH_MAX, "a stack hash covers a whole bp_stack");
+
+/* hash_abi.h's stack hash; 0 is reserved for "no stack". */
 static __always_inline __u64 stack_hash(const struct bp_stack *st, __u64 seed)
 {
-	__u64 h = seed ^ ((__u64)st->nr * BP_GOLDEN);
-
-	for (__u32 i = 0; i < PROFILE_MAX_DEPTH; i++) {
-		if (i >= st->nr)
-			break;
-		h = bp_hash_step(h, st->ips[i]);
-	}
-	return bp_hash_end(h);
+	return bp_stack_hash(st->ips, st->nr, seed);
 }
 
 /*

@@ -14,6 +14,8 @@
 #include <linux/types.h>
 #endif
 
+#include "hash_abi.h"
+
 #define PROFILE_MAX_DEPTH 127 /* frames per stack, the kernel's own limit */
 #define PROFILE_COMM_LEN  16  /* TASK_COMM_LEN */
 #define PROFILE_NR_BUFS	  2   /* count/stack map sets, see "double buffering" */
@@ -94,36 +96,6 @@ struct bp_hot_slot {
 _Static_assert(sizeof(struct bp_hot_slot) == 16, "bp_hot_slot");
 _Static_assert(sizeof(struct bp_hot_slot) * PROFILE_HOT_SLOTS * PROFILE_NR_BUFS == 4096,
 	       "hot slots: one page per CPU");
-
-/*
- * Hashing. Stack ids, key hashes and address-space signatures all use the
- * same mixing step (splitmix64's finalizer constants), each started from
- * its own seed so that equal inputs of different kinds never share a value:
- * a kernel and a user stack with the same addresses get different ids.
- */
-#define BP_MIX_MUL1    0xbf58476d1ce4e5b9ULL /* splitmix64 */
-#define BP_MIX_MUL2    0x94d049bb133111ebULL
-#define BP_GOLDEN      0x9e3779b97f4a7c15ULL /* 2^64 / golden ratio: spreads small values */
-#define BP_SEED_KEY    0x243f6a8885a308d3ULL /* pi's fraction: sample keys, mm signatures */
-#define BP_SEED_KSTACK 0x6bULL		     /* 'k': kernel stacks */
-#define BP_SEED_USTACK 0x75ULL		     /* 'u': user stacks */
-
-/* One 64-bit word into the hash. */
-static inline __u64 bp_hash_step(__u64 h, __u64 w)
-{
-	h ^= w;
-	h *= BP_MIX_MUL1;
-	return h ^ (h >> 31);
-}
-
-/* The final avalanche; never 0 (0 means "no stack"). */
-static inline __u64 bp_hash_end(__u64 h)
-{
-	h ^= h >> 30;
-	h *= BP_MIX_MUL2;
-	h ^= h >> 31;
-	return h ? h : 1;
-}
 
 /* A 64-bit hash of a whole sample key, the same on both sides. */
 static inline __u64 bp_key_hash(const struct bp_sample_key *k)

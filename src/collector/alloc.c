@@ -49,6 +49,7 @@ struct allocprof {
 	bool off;		  /* the guard took the probes off */
 	struct saved_file *saved; /* -a, --cgroup: what allocprof__probes_on puts back */
 	size_t nr_saved, cap_saved;
+	uint64_t load_ns; /* the load that succeeded: its wall time (the verifier's mostly) */
 };
 
 static bool debug_on;
@@ -141,8 +142,12 @@ struct allocprof *allocprof__open_scope(uint64_t period, const struct allocprof_
 		a->skel->rodata->nr_cgroups = a->all ? scope->nr_cgroups : 0;
 		a->skel->rodata->self_tgid = (uint32_t)getpid();
 		err = prepare(a->skel, (enum alloc_mode)mode);
-		if (!err)
+		if (!err) {
+			uint64_t t = now_ns();
+
 			err = alloc_bpf__load(a->skel);
+			a->load_ns = now_ns() - t;
+		}
 		if (!err) {
 			a->mode = (enum alloc_mode)mode;
 			break;
@@ -202,6 +207,23 @@ void allocprof__free(struct allocprof *a)
 	ring_buffer__free(a->rb);
 	alloc_bpf__destroy(a->skel);
 	free(a);
+}
+
+void allocprof__load_cost(const struct allocprof *a, uint64_t *ns, uint64_t *insns)
+{
+	struct bpf_program *p;
+
+	*ns = a->load_ns;
+	*insns = 0;
+	bpf_object__for_each_program(p, a->skel->obj)
+	{
+		struct bpf_prog_info info = { 0 };
+		uint32_t len = sizeof(info);
+		int fd = bpf_program__fd(p);
+
+		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
+			*insns += info.verified_insns;
+	}
 }
 
 const char *allocprof__mode(const struct allocprof *a)
@@ -447,23 +469,6 @@ int allocprof__drain(struct allocprof *a, void (*cb)(void *ctx, const struct all
 	a->max = max;
 	err = ring_buffer__consume(a->rb);
 	return err < 0 && !a->got ? err : (int)a->got;
-}
-
-int allocprof__stack(struct allocprof *a, int32_t stackid, uint64_t *ips, size_t max)
-{
-	uint64_t buf[ALLOC_STACK_DEPTH];
-	size_t n = 0;
-
-	if (stackid < 0)
-		return -ENOENT;
-	if (bpf_map__lookup_elem(a->skel->maps.stacks, &stackid, sizeof(stackid), buf, sizeof(buf),
-				 0))
-		return -errno;
-	while (n < ALLOC_STACK_DEPTH && n < max && buf[n]) {
-		ips[n] = buf[n];
-		n++;
-	}
-	return (int)n;
 }
 
 int allocprof__live(struct allocprof *a,

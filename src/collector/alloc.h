@@ -3,7 +3,8 @@
  * alloc.h - bpfprof --alloc's BPF side (bpf/alloc.bpf.c, alloc_abi.h):
  * the C library's allocation and free functions probed in the target
  * processes, allocations sampled by bytes, each sampled one sent with its
- * user stack, the sampled blocks still in use kept in a bounded table.
+ * user stack by value and its hash, the sampled blocks still in use kept in
+ * a bounded table (with their stack's hash).
  * The command finds the functions (their file and offsets, through src/proc
  * and src/sym); this room loads the program, attaches the probes and reads
  * what they recorded.
@@ -42,6 +43,9 @@ struct allocprof *allocprof__open_scope(uint64_t period, const struct allocprof_
 void allocprof__free(struct allocprof *a);
 /* How the probes are attached, for -v. */
 const char *allocprof__mode(const struct allocprof *a);
+/* The load's cost, for -v: its wall time, the instructions the verifier
+ * processed (the programs loaded, summed). */
+void allocprof__load_cost(const struct allocprof *a, uint64_t *ns, uint64_t *insns);
 
 /* Profiles process tgid; stop_at_exec: it is sent SIGSTOP at its next exec. 0 or -errno. */
 int allocprof__target(struct allocprof *a, uint32_t tgid, bool stop_at_exec);
@@ -78,8 +82,6 @@ size_t allocprof__probes(const struct allocprof *a);
  * max (0: all). How many, or -errno. */
 int allocprof__drain(struct allocprof *a, void (*cb)(void *ctx, const struct alloc_event *e),
 		     void *ctx, size_t max);
-/* The user stack stackid: up to max return addresses, the leaf first. How many, or -errno. */
-int allocprof__stack(struct allocprof *a, int32_t stackid, uint64_t *ips, size_t max);
 /* The sampled blocks not freed: cb for each. 0 or -errno. */
 int allocprof__live(struct allocprof *a,
 		    void (*cb)(void *ctx, const struct alloc_live_key *k,

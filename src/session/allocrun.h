@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * allocrun.h - the --alloc engine: the allocator functions of the targets'
+ * files found and probed (collector/alloc.h), -- COMMAND started and
+ * stopped at its entry, the sampled allocations drained and weighed per
+ * (process, stack), -a's rescans and guard (collector/allocguard.h), and
+ * what was recorded taken into a profile with Go's four heap sample types.
+ * The command (cmd/alloc.c) drives it: new, start, tick until a stop,
+ * stop, take, and says what the counters (allocrun__stats) tell.
+ *
+ * The process table and the symbolizer are the caller's (a combined CPU
+ * and allocation run shares them); the engine holds the files it probed
+ * open through the table until allocrun__free. Like the rest of session/,
+ * it says the run's progress (probes attached, files skipped) itself.
+ */
+#ifndef BPFPROF_SESSION_ALLOCRUN_H
+#define BPFPROF_SESSION_ALLOCRUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/profile.h"
+#include "base/stacktab.h"
+#include "collector/alloc.h"
+#include "collector/allocguard.h"
+#include "proc/child.h"
+#include "proc/ptab.h"
+#include "session/options.h"
+#include "sym/symbolizer.h"
+
+#define ALLOCRUN_GO_DEFAULT_RATE (512 * 1024) /* runtime.MemProfileRate's default */
+/* Distinct stacks kept (base/stacktab.h): as many as the live table's blocks,
+ * whose stacks must stay known; ~1 KiB each at most, 300 B typical. */
+#define ALLOCRUN_STACKS ALLOC_LIVE_MAX
+
+struct allocrun;
+
+/* o (validated; kept), pt and sym (the caller's, outliving the run). NULL with errno. */
+struct allocrun *allocrun__new(const struct options *o, struct ptab *pt, struct symbolizer *sym);
+/*
+ * The program opened, the targets found (-- COMMAND started, -p's
+ * processes, -a's or --cgroup's scan), their files probed, the probes in
+ * and the run's clock started. 0, or 1: said (a command started is ended
+ * by allocrun__free).
+ */
+int allocrun__start(struct allocrun *ar);
+/* One turn: the ring drained, the guard's tick, -a's rescan, the targets'
+ * mappings refreshed when due. When the next turn is due (ns, now_ns()'s clock). */
+uint64_t allocrun__tick(struct allocrun *ar, uint64_t now);
+/* The targets are all gone (never for -a, --cgroup). */
+bool allocrun__targets_gone(struct allocrun *ar);
+/* The run's end: what is left in the ring drained, the clock stopped. */
+void allocrun__stop(struct allocrun *ar);
+
+#define ALLOCRUN_ALLOC (1u << 0) /* alloc_objects, alloc_space since the start */
+#define ALLOCRUN_INUSE (1u << 1) /* inuse_objects, inuse_space: the live table now */
+#define ALLOCRUN_ALL   (ALLOCRUN_ALLOC | ALLOCRUN_INUSE)
+/* The samples (what) into into, with its meta (period, duration, lost, the
+ * guard's note). 0 or -errno (-ENOMEM). */
+int allocrun__take(struct allocrun *ar, struct profile *into, unsigned what);
+
+/* What the run counted, for its summary. */
+struct allocrun_stats {
+	uint64_t c[ALLOC_C_NR]; /* the program's counters */
+	uint64_t period;
+	uint64_t oom;	    /* samples lost to memory in userspace */
+	uint64_t t0, t1;    /* the run's start and stop (now_ns) */
+	bool all;	    /* -a, --cgroup */
+	size_t nr_go;	    /* Go processes probed */
+	bool go_off_warned; /* one of them was said not to sample */
+	size_t nr_held;	    /* files probed */
+	/* -a, --cgroup: the guard */
+	struct allocguard g;
+	uint64_t calls0; /* calls counted before the run (the probes going in) */
+	uint64_t toggle_ns[2], toggle_max_ns, toggle_cpu_ns; /* [0] off, [1] on */
+	double scale;					     /* of the alloc values */
+	struct stacktab_stats stacks;			     /* the distinct stacks kept */
+	uint64_t stack_unknown; /* live blocks whose stack was not known ([stack lost]) */
+};
+void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);
+
+/* -- COMMAND: the command (its status once it exited); NULL without one. */
+const struct child *allocrun__child(const struct allocrun *ar);
+
+/* Ends a command started and not exited; the probes out, the files let go. NULL: nothing. */
+void allocrun__free(struct allocrun *ar);
+
+#endif

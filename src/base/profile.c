@@ -502,7 +502,8 @@ void profile__sort(struct profile *p)
 
 	p->layout_gen++;
 	sort_ctx = p;
-	qsort(p->samples, p->nr_samples, sizeof(*p->samples), cmp_samples);
+	if (p->nr_samples) /* qsort(NULL, 0) is undefined */
+		qsort(p->samples, p->nr_samples, sizeof(*p->samples), cmp_samples);
 	sort_ctx = NULL;
 	/* Reindex: the sample index maps identities to positions. */
 	for (size_t i = 0; i < p->nr_samples; i++) {

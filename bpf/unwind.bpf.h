@@ -298,8 +298,17 @@ static long uw_step(__u64 index, void *data)
 		st->nr = nr + 1;
 	}
 	/* A JVM's code cache: its own steps, no mapping or row lookup. */
-	if (st->pc >= st->hs_lo && st->pc < st->hs_hi)
-		return hs_step(0) ? 1 : 0; /* a callback returns 0 or 1 */
+	if (st->pc >= st->hs_lo && st->pc < st->hs_hi) {
+		long r = hs_step(0) ? 1 : 0; /* a callback returns 0 or 1 */
+
+		/* A deoptimised frame: recorded at its original pc (hs_deopt()). */
+		if (st->hs_orig) {
+			if (st->nr == nr + 1 && nr < PROFILE_MAX_DEPTH)
+				out->ips[nr] = st->hs_orig;
+			st->hs_orig = 0;
+		}
+		return r;
+	}
 
 	/* A return address is looked up at address - 1: the call may be the
 	 * last instruction of its function. */
@@ -495,7 +504,7 @@ static __always_inline enum uw_result uw_walk_regs(struct task_struct *task, str
 
 	py_walk_init(st);
 	c.py = tables && st->proc.python ? py_proc(st->tgid, start_time, exec_id) : NULL;
-	st->hs_lo = st->hs_hi = 0;
+	st->hs_lo = st->hs_hi = st->hs_orig = 0;
 	st->hs_reads = st->hs_frames = 0;
 	if (tables && st->proc.hotspot)
 		hs_begin(st->tgid, start_time, exec_id);

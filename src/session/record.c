@@ -1145,6 +1145,7 @@ int record__finish_continuous(struct record *r)
 	       r->ct.intervals);
 	if (r->o.offcpu)
 		record__offcpu_summary(&st, NULL, r->o.offcpu_min_ns);
+	print_unwind_summary(&r->rc, &st); /* -v: the whole run's, as in one-shot mode */
 	print_python_threads(&r->rc, &st);
 	sinks__summary(&r->ct, &r->o);
 	record__symbolizer_stats(&r->rc); /* -v: the whole run's, as one profile's */

@@ -15,11 +15,16 @@ started with no JVM option, one `bpfprof -a` run of three JVMs at once:
     nmethod's deopt handler) walked and named at its original pc, so the
     method inlined at the call (via) stays a frame of its own.
 
-The profile is pprof (its samples carry the pid: other processes' JVMs on
+bpfprof runs as an always-on profiler would (--interval 1 --output-dir):
+its first interval, while it builds the unwind tables of every process it
+meets (libjvm.so's among them: seconds on a loaded machine, during which
+native frames are walked by frame pointers), is left out; the next four
+are the profile. pprof: its samples carry the pid (other processes' JVMs on
 the machine are left out); frames root first, inlined ones expanded.
 """
 import re
 import select
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -27,7 +32,7 @@ from pathlib import Path
 import pytest
 
 import pprof
-from conftest import Sampled, assert_few, assert_most, assert_share
+from conftest import BPFPROF, assert_few, assert_most, assert_share
 from test_jvm import java
 
 JAVA = Path(__file__).resolve().parents[1] / "workloads" / "java"
@@ -62,10 +67,10 @@ def wait_warm(procs, timeout=120):
                 left.remove(p)
 
 
-def by_pid(profile):
+def by_pid(profiles):
     """{pid: {(comm, frame, ..., leaf): samples}}, inlined frames expanded."""
     out = {}
-    for s in profile["sample"]:
+    for profile, s in ((p, s) for p in profiles for s in p["sample"]):
         names = []
         for lid in reversed(s["location_id"]):
             for line in reversed(profile["location"][lid]["lines"]):
@@ -99,21 +104,34 @@ def jvm_counts(stderr):
     return [int(x) for x in m.groups()]
 
 
+INTERVALS = 4  # measured, after the first
+
+
 @pytest.fixture(scope="module")
 def machine(classes, tmp_path_factory):
-    """One -a run (5 s) while the three JVMs run."""
+    """One -a run while the three JVMs run: its first interval, then 4 of 1 s."""
     procs = [start(classes, m) for m in ("JavaHot", "JavaInline", "JavaDeopt")]
+    d = tmp_path_factory.mktemp("java4out")
     try:
         wait_warm(procs)
-        out = tmp_path_factory.mktemp("java4out") / "all.pb.gz"
-        p = Sampled(["-v", "-a", "-d", 5, "-o", out], timeout=120)
-        stacks = by_pid(pprof.decode(out.read_bytes()))
+        bp = subprocess.Popen([str(BPFPROF), "-v", "-a", "--interval", "1", "--output-dir",
+                               str(d), "-d", "60"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 90
+        while len(list(d.glob("*.pb.gz"))) < 1 + INTERVALS and time.monotonic() < deadline \
+                and bp.poll() is None:
+            time.sleep(0.1)
+        bp.send_signal(signal.SIGINT)
+        _, stderr = bp.communicate(timeout=60)
     finally:
         for pr in procs:
             pr.kill()
             pr.wait()
+    files = sorted(d.glob("*.pb.gz"))
+    assert len(files) >= 1 + INTERVALS, (files, stderr[-2000:])
+    stacks = by_pid(pprof.decode(f.read_bytes()) for f in files[1:1 + INTERVALS])
     return {"hot": stacks.get(procs[0].pid, {}), "inline": stacks.get(procs[1].pid, {}),
-            "deopt": stacks.get(procs[2].pid, {}), "stderr": p.stderr}
+            "deopt": stacks.get(procs[2].pid, {}), "stderr": stderr}
 
 
 def test_java_thread_named_with_shares_down_to_main(machine):

@@ -19,7 +19,7 @@
  * Beta.work (never Alpha.work), each under via, mid and drive.
  */
 public class DeoptCycle implements Runnable {
-	static volatile long hold = 2000;  /* work()'s time, ns (a few rounds; the long call: 1.2 s) */
+	static volatile long hold = 2000;  /* work()'s time, ns (a few rounds; the long call: 1 s) */
 	static volatile boolean stop;
 	static volatile long sink;
 
@@ -170,21 +170,21 @@ public class DeoptCycle implements Runnable {
 		stop = false;
 		Thread t = new Thread(() -> sink = drive(s, 1), name);
 		t.start();
-		Thread.sleep(warm_ms);  /* drive compiled (OSR) */
+		Thread.sleep(warm_ms);  /* mid compiled (drive too, later: OSR) */
 		hold = hold_ms * 1_000_000L;
 		Thread.sleep(hold_ms / 4);  /* in the long call of work() */
 		hold = 2000;
-		if (load != null)  /* drive's frame deoptimised */
+		if (load != null)  /* mid's (or drive's) compiled frame deoptimised */
 			make(load);
-		Thread.sleep(hold_ms);  /* the long call returns; drive compiled again */
+		Thread.sleep(hold_ms);  /* the long call returns; compiled again */
 		stop = true;
 		t.join();
 	}
 
 	public void run() {
 		try {
-			phase("deoptA", "DeoptCycle$Alpha", 700, 1200, "DeoptCycle$Beta");
-			phase("deoptB", "DeoptCycle$Beta", 700, 1200, null);
+			phase("deoptA", "DeoptCycle$Alpha", 500, 1000, "DeoptCycle$Beta");
+			phase("deoptB", "DeoptCycle$Beta", 500, 1000, null);
 		} catch (Exception e) {
 			throw new RuntimeException(e);
 		}

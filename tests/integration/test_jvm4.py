@@ -15,11 +15,11 @@ started with no JVM option, one `bpfprof -a` run of three JVMs at once:
     nmethod's deopt handler) walked and named at its original pc, so the
     method inlined at the call (via) stays a frame of its own.
 
-bpfprof runs as an always-on profiler would (--interval 1 --output-dir):
-its first interval, while it builds the unwind tables of every process it
-meets (libjvm.so's among them: seconds on a loaded machine, during which
-native frames are walked by frame pointers), is left out; the next four
-are the profile. pprof: its samples carry the pid (other processes' JVMs on
+bpfprof runs as an always-on profiler would (--interval 1 --output-dir),
+started with the JVMs: the intervals until they are warm (and bpfprof has
+built the unwind tables of every process it met, libjvm.so's among them:
+seconds on a loaded machine, while native frames are walked by frame
+pointers) are left out; the four after them are the profile. pprof: its samples carry the pid (other processes' JVMs on
 the machine are left out); frames root first, inlined ones expanded.
 """
 import re
@@ -109,27 +109,29 @@ INTERVALS = 4  # measured, after the first
 
 @pytest.fixture(scope="module")
 def machine(classes, tmp_path_factory):
-    """One -a run while the three JVMs run: its first interval, then 4 of 1 s."""
-    procs = [start(classes, m) for m in ("JavaHot", "JavaInline", "JavaDeopt")]
+    """One -a run of 1 s intervals, started with the three JVMs: the 4
+    intervals after the one in which the last of them got warm."""
     d = tmp_path_factory.mktemp("java4out")
+    procs = [start(classes, m) for m in ("JavaHot", "JavaInline", "JavaDeopt")]
+    bp = subprocess.Popen([str(BPFPROF), "-v", "-a", "--interval", "1", "--output-dir", str(d),
+                           "-d", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True)
     try:
         wait_warm(procs)
-        bp = subprocess.Popen([str(BPFPROF), "-v", "-a", "--interval", "1", "--output-dir",
-                               str(d), "-d", "60"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
+        skip = len(list(d.glob("*.pb.gz"))) + 1  # written, and the one under way
         deadline = time.monotonic() + 90
-        while len(list(d.glob("*.pb.gz"))) < 1 + INTERVALS and time.monotonic() < deadline \
+        while len(list(d.glob("*.pb.gz"))) < skip + INTERVALS and time.monotonic() < deadline \
                 and bp.poll() is None:
             time.sleep(0.1)
+    finally:
         bp.send_signal(signal.SIGINT)
         _, stderr = bp.communicate(timeout=60)
-    finally:
         for pr in procs:
             pr.kill()
             pr.wait()
     files = sorted(d.glob("*.pb.gz"))
-    assert len(files) >= 1 + INTERVALS, (files, stderr[-2000:])
-    stacks = by_pid(pprof.decode(f.read_bytes()) for f in files[1:1 + INTERVALS])
+    assert len(files) >= skip + INTERVALS, (files, stderr[-2000:])
+    stacks = by_pid(pprof.decode(f.read_bytes()) for f in files[skip:skip + INTERVALS])
     return {"hot": stacks.get(procs[0].pid, {}), "inline": stacks.get(procs[1].pid, {}),
             "deopt": stacks.get(procs[2].pid, {}), "stderr": stderr}
 

@@ -53,8 +53,9 @@
 #include "unwind_state.bpf.h"
 
 #define HS_MAX_HOPS 32 /* segment-map hops per blob (an honest 1 MiB blob needs ~66) */
-#define HS_HDR_READ (BP_HS_HDR + BP_HS_HDR_EXTRA) /* the HeapBlock (hb_size <= 64), the header */
-#define HS_FC_NEVER 0xffff	     /* _frame_complete_offset -1: never complete */
+/* the HeapBlock (hb_size <= 64), the header, nm_deopt* */
+#define HS_HDR_READ (BP_HS_HDR + BP_HS_HDR_EXTRA)
+#define HS_FC_NEVER 0xffff /* _frame_complete_offset -1: never complete */
 #define HS_LOG2_MIN 4
 #define HS_LOG2_MAX 16
 

@@ -878,8 +878,8 @@ int hotspot__bpf(const struct hotspot *hs, struct bp_hsproc *out)
 	 * reads (past the HeapBlock), the original pc's slot offset anywhere in
 	 * the nmethod (a read of its own); else such a frame keeps the handler's
 	 * pc (its nmethod's name without the methods inlined at the call). */
-	if (vm->off[HS_NM_DEOPT] > 0 && vm->off[HS_NM_DEOPT_MH] > 0 &&
-	    vm->off[HS_NM_ORIG_PC] > 0 && vm->off[HS_NM_ORIG_PC] <= MAX_OFF - 4 &&
+	if (vm->off[HS_NM_DEOPT] > 0 && vm->off[HS_NM_DEOPT_MH] > 0 && vm->off[HS_NM_ORIG_PC] > 0 &&
+	    vm->off[HS_NM_ORIG_PC] <= MAX_OFF - 4 &&
 	    vm->off[HS_NM_DEOPT] + out->hb_size <= BP_HS_HDR + BP_HS_HDR_EXTRA - 8 &&
 	    vm->off[HS_NM_DEOPT_MH] + out->hb_size <= BP_HS_HDR + BP_HS_HDR_EXTRA - 8) {
 		out->nm_deopt = (uint16_t)vm->off[HS_NM_DEOPT];

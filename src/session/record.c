@@ -495,8 +495,8 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 			" frames through the code cache (%" PRIu64 " leaf guesses), %" PRIu64
 			" handed back at the call stub; stops: %" PRIu64 " no blob, %" PRIu64
 			" bad frame, %" PRIu64 " return address, %" PRIu64
-			" interpreter frame, %" PRIu64 " unreadable, %" PRIu64 " read budget; %" PRIu64
-			" deoptimised frames at their original pc",
+			" interpreter frame, %" PRIu64 " unreadable, %" PRIu64
+			" read budget; %" PRIu64 " deoptimised frames at their original pc",
 			us.jvm_procs, us.jvm_unknown, us.jvm_retries, st->v[STAT_UNWIND_JVM_FRAMES],
 			st->v[STAT_UNWIND_JVM_LEAF_GUESS], st->v[STAT_UNWIND_JVM_STUB],
 			st->v[STAT_UNWIND_ERR_JVM_BLOB], st->v[STAT_UNWIND_ERR_JVM_FRAME],

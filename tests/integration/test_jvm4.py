@@ -55,7 +55,7 @@ def start(classes, main):
                             stdout=subprocess.PIPE, text=True)
 
 
-def wait_warm(procs, timeout=120):
+def wait_warm(procs, timeout=240):
     """Each JVM printed "warm" (its methods compiled; JavaDeopt: one cycle run)."""
     left, deadline = list(procs), time.monotonic() + timeout
     while left:

@@ -169,7 +169,8 @@ def test_inlined_method_walked_as_a_frame_of_its_own(machine):
 
 
 DEOPT = {"DeoptCycle.drive", "DeoptCycle.mid", "DeoptCycle.via",
-         "DeoptCycle.lambda$phase$0", "java.lang.Thread.run"}
+         "DeoptCycle.lambda$phase$0", "java.lang.Thread.run",
+         "java.lang.System.nanoTime"}  # (its native wrapper, called by work interpreted)
 WORK = {"deoptA": "DeoptCycle$Alpha.work", "deoptB": "DeoptCycle$Beta.work"}
 
 
@@ -194,6 +195,8 @@ def test_recompiled_and_deoptimised_code_keeps_its_names(machine):
                   if s[s.index(work) - 1] in ("DeoptCycle.mid", "DeoptCycle.drive"))
         assert_few(cut, k, f"{comm}: work's stacks without via", share=0.02)
         whole = sum(c for s, c in in_work.items() if in_order(list(s), ["Interpreter"], {work}))
-        assert_most(whole, k, f"{comm}: work's stacks through an interpreted frame", share=0.9)
+        top = sorted(in_work.items(), key=lambda x: -x[1])[:6]
+        assert_most(whole, k, f"{comm}: work's stacks through an interpreted frame {top} "
+                    f"{machine['stderr'][-3000:]}", share=0.9)
     walked, frames, deopt = jvm_counts(machine["stderr"])
     assert walked >= 3 and frames > 0 and deopt > 0, (walked, frames, deopt)

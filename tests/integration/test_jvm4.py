@@ -36,7 +36,7 @@ from conftest import BPFPROF, assert_few, assert_most, assert_share
 from test_jvm import java
 
 JAVA = Path(__file__).resolve().parents[1] / "workloads" / "java"
-METHOD = re.compile(r"^[\w$.]+\.[\w$<>]+$")  # a Java method: package.Class.method
+METHOD = re.compile(r"^[\w$.]+\.[A-Za-z_$<][\w$<>]*$")  # a Java method: package.Class.method
 MAIN = ["JavaMain", "StubRoutines (1)", "Interpreter"]
 
 
@@ -68,11 +68,15 @@ def wait_warm(procs, timeout=240):
 
 
 def by_pid(profiles):
-    """{pid: {(comm, frame, ..., leaf): samples}}, inlined frames expanded."""
+    """{pid: {(comm, frame, ..., leaf): samples}}, inlined frames expanded,
+    kernel frames left out (pprof's names have no _[k]: "finish_task_switch.isra.0")."""
     out = {}
     for profile, s in ((p, s) for p in profiles for s in p["sample"]):
         names = []
         for lid in reversed(s["location_id"]):
+            m = profile["mapping"].get(profile["location"][lid]["mapping_id"], {})
+            if pprof.strings(profile, m.get(5, 0)) == "[kernel.kallsyms]":
+                continue
             for line in reversed(profile["location"][lid]["lines"]):
                 fn = profile["function"][line.get(1)]
                 names.append(pprof.strings(profile, fn.get(2, 0)))

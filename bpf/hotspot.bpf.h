@@ -53,8 +53,9 @@
 #include "unwind_state.bpf.h"
 
 #define HS_MAX_HOPS 32 /* segment-map hops per blob (an honest 1 MiB blob needs ~66) */
-#define HS_HDR_READ (BP_HS_HDR + 64) /* the HeapBlock (hb_size <= 64) and the header */
-#define HS_FC_NEVER 0xffff	     /* _frame_complete_offset -1: never complete */
+/* the HeapBlock (hb_size <= 64), the header, nm_deopt* */
+#define HS_HDR_READ (BP_HS_HDR + BP_HS_HDR_EXTRA)
+#define HS_FC_NEVER 0xffff /* _frame_complete_offset -1: never complete */
 #define HS_LOG2_MIN 4
 #define HS_LOG2_MAX 16
 
@@ -72,6 +73,8 @@ struct {
 struct hs_scratch {
 	struct bp_hsproc p;
 	__u64 code_begin; /* hs_find_blob()'s answer */
+	__u64 code_end, blob;
+	__u64 deopt, deopt_mh; /* its deopt handlers, if an nmethod (0: not known) */
 	__s32 frame_size;
 	__u32 frame_complete;
 	/* hs_find_blob()'s walk of the segment map, kept here rather than in
@@ -266,6 +269,10 @@ __attribute__((noinline)) int hs_find_blob(__u64 pc)
 	if (begin < blob || end > blob + size || pc < begin || pc >= end)
 		return STAT_UNWIND_ERR_JVM_BLOB;
 	s->code_begin = begin;
+	s->code_end = end;
+	s->blob = blob;
+	s->deopt = s->p.nm_deopt ? hs_hdr(s, s->p.nm_deopt, 8) : 0;
+	s->deopt_mh = s->p.nm_deopt_mh ? hs_hdr(s, s->p.nm_deopt_mh, 8) : 0;
 	s->frame_size = (__s32)hs_hdr(s, s->p.cb_frame_size, 4);
 	s->frame_complete = (__u32)hs_hdr(s, s->p.cb_frame_complete, 2);
 	return 0;
@@ -332,6 +339,33 @@ static __always_inline int hs_epilogue(struct uw_state *st, __u64 pc)
 	if (c[0] == 0x0f && c[1] == 0x87 && c[6] == 0xc3)
 		return 1; /* the poll's ja rel32, then ret */
 	return 0;
+}
+
+/*
+ * A deoptimised frame: its callee returns to its nmethod's deopt handler
+ * (pc), which unpacks it into interpreter frames; until then, the pc it was
+ * at is in the frame, at sp + nmethod::_orig_pc_offset. Taken (st->hs_orig:
+ * uw_step() records it in place of pc) only if it is code of the same
+ * nmethod and not the handler: named then with the methods inlined at the
+ * call. The step itself is the nmethod's either way.
+ */
+static __always_inline void hs_deopt(struct uw_state *st, const struct hs_scratch *s, __u64 pc)
+{
+	__s32 off;
+	__u64 orig;
+
+	if (hs_charge(st) ||
+	    bpf_probe_read_user(&off, sizeof(off), (void *)(s->blob + s->p.nm_orig_pc)))
+		return;
+	if (off < 0 || off > (s->frame_size - 1) * 8 || (off & 7))
+		return;
+	if (uw_read(st, st->sp + (__u64)off, &orig, 1))
+		return;
+	if (orig < s->code_begin || orig >= s->code_end || orig == pc || orig == s->deopt ||
+	    orig == s->deopt_mh)
+		return;
+	st->hs_orig = orig;
+	stat_inc(STAT_UNWIND_JVM_DEOPT);
 }
 
 /* A frame-pointer step out of a stub; the pc it finds may be native. */
@@ -412,6 +446,8 @@ __attribute__((noinline)) int hs_step(__u64 unused)
 			return hs_next(st, s, fr[1], st->sp + 16, fr[0]);
 		}
 	}
+	if (!(st->flags & UW_F_EXACT) && s->deopt && (pc == s->deopt || pc == s->deopt_mh))
+		hs_deopt(st, s, pc);
 	ssp = st->sp + (__u64)s->frame_size * 8;
 	if (uw_read(st, ssp - 16, fr, 2))
 		return uw_stop(st, STAT_UNWIND_ERR_JVM_READ);

@@ -17,7 +17,8 @@
  *     the heap's segment map (one byte per 2^log2_seg bytes of code: 0xff
  *     free, 0 a block's first segment, n: go back n), then its header;
  *     frame_size > 0 (nmethods, runtime stubs): sender_sp = sp + 8 *
- *     frame_size, pc = sender_sp[-1], bp = sender_sp[-2].
+ *     frame_size, pc = sender_sp[-1], bp = sender_sp[-2]; a deoptimised
+ *     frame (pc is its nmethod's deopt handler) recorded at its original pc.
  *
  * Nothing here is trusted: every value read from the process is checked
  * (sp moves up, frame sizes and fps in bounds, a Java frame's caller in the
@@ -38,6 +39,7 @@
 #define BP_HS_SEG_WIN	    256 /* segment-map bytes per read (one hop spans up to 254) */
 #define BP_HS_SEG_WINDOWS   8	/* windows read per blob at most: longer chains stop */
 #define BP_HS_HDR	    128 /* the CodeBlob header read: every cb_* field ends inside */
+#define BP_HS_HDR_EXTRA	    64	/* read with it: the HeapBlock (hb_size <= 64), and nm_deopt* */
 #define BP_HS_READ_BUDGET   256 /* reads of JVM memory per stack walk (hostile chains) */
 #define BP_HS_MIN_FRAME	    2	/* frame_size bounds, words (ra and saved rbp included) */
 #define BP_HS_MAX_FRAME	    8192
@@ -82,8 +84,19 @@ struct bp_hsproc {
 	__s8 if_sender_sp; /* -1: the caller's unextended sp */
 	__s8 if_method;	   /* -3: Method* (naming interpreted frames later) */
 	__s8 if_bcp;	   /* -8 (JDK 9+), -7 (JDK 8) */
+	/*
+	 * A deoptimised frame: its callee's return address patched to its
+	 * nmethod's deopt handler; the original pc is in the frame, at sp +
+	 * *(int *)(nmethod + nm_orig_pc). nm_deopt, nm_deopt_mh: the handlers'
+	 * addresses in the nmethod, within the header read (hb_size + off <=
+	 * BP_HS_HDR + BP_HS_HDR_EXTRA - 8). 0: not known (the handler's pc kept).
+	 */
+	__u16 nm_deopt;	   /* _deopt_handler_begin (u64) */
+	__u16 nm_deopt_mh; /* _deopt_mh_handler_begin (u64) */
+	__u16 nm_orig_pc;  /* nmethod::_orig_pc_offset (int) */
+	__u16 pad16;
 	__u32 pad;
 };
-_Static_assert(sizeof(struct bp_hsproc) == 176, "bp_hsproc");
+_Static_assert(sizeof(struct bp_hsproc) == 184, "bp_hsproc");
 
 #endif /* BPFPROF_HOTSPOT_ABI_H */

@@ -234,6 +234,7 @@ enum bp_stat {
 	STAT_UNWIND_ERR_JVM_INTERP, /* an interpreter frame's fp or sender sp implausible */
 	STAT_UNWIND_ERR_JVM_READ,   /* JVM memory (segment map, header, stack) unreadable */
 	STAT_UNWIND_ERR_JVM_BUDGET, /* BP_HS_READ_BUDGET reads spent in one walk */
+	STAT_UNWIND_JVM_DEOPT,	    /* deoptimised frames recorded at their original pc */
 	STAT_MAX,
 };
 

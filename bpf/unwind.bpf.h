@@ -299,21 +299,26 @@ static long uw_step(__u64 index, void *data)
 	}
 	/* A JVM's code cache: its own steps, no mapping or row lookup. */
 	if (st->pc >= st->hs_lo && st->pc < st->hs_hi) {
+		long r;
 #ifdef BPFPROF_TIMING
 		__u64 t_hs = bpf_ktime_get_ns();
-		int r;
 
 		/* Its unused argument set after the clock's call: the verifier
 		 * wants a scalar there, and the compiler drops the 0. */
 		asm volatile("r1 = 0" ::: "r1");
 		r = hs_step(0) ? 1 : 0;
-
 		TM_ADD(TM_HS_STEP, bpf_ktime_get_ns() - t_hs);
 		TM_ADD(TM_HS_STEP_N, 1);
-		return r;
 #else
-		return hs_step(0) ? 1 : 0; /* a callback returns 0 or 1 */
+		r = hs_step(0) ? 1 : 0; /* a callback returns 0 or 1 */
 #endif
+		/* A deoptimised frame: recorded at its original pc (hs_deopt()). */
+		if (st->hs_orig) {
+			if (st->nr == nr + 1 && nr < PROFILE_MAX_DEPTH)
+				out->ips[nr] = st->hs_orig;
+			st->hs_orig = 0;
+		}
+		return r;
 	}
 
 	/* A return address is looked up at address - 1: the call may be the
@@ -510,7 +515,7 @@ static __always_inline enum uw_result uw_walk_regs(struct task_struct *task, str
 
 	py_walk_init(st);
 	c.py = tables && st->proc.python ? py_proc(st->tgid, start_time, exec_id) : NULL;
-	st->hs_lo = st->hs_hi = 0;
+	st->hs_lo = st->hs_hi = st->hs_orig = 0;
 	st->hs_reads = st->hs_frames = 0;
 	if (tables && st->proc.hotspot) {
 		TM_NOW(t_hsb);

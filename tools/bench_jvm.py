@@ -452,7 +452,7 @@ def naming(tmp, rounds, seconds, jvms, steady):
                 runs[label].append({
                     "cpu": p.cpu, "rss": p.maxrss,
                     "tables_ms": vnum(r"unwind: \d+ tables .* built in ([\d.]+) ms", p.err),
-                    "probe_u": vnum(r"read budget; VM structures read in ([\d.]+) ms", p.err),
+                    "probe_u": vnum(r"original pc; VM structures read in ([\d.]+) ms", p.err),
                     "probe_s": vnum(r"frames named from HotSpot code caches in [\d.]+ ms of CPU,"
                                     r" VM structures read in ([\d.]+) ms", p.err),
                     "name_ms": vnum(r"frames named from HotSpot code caches in ([\d.]+) ms", p.err),

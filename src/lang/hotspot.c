@@ -92,6 +92,11 @@ static const struct want {
 	{ "AbstractInterpreter", "_code", HS_INTERP_CODE, W_STATIC, false },
 	{ "StubQueue", "_stub_buffer", HS_SQ_BUFFER, W_FIELD, false },
 	{ "StubQueue", "_buffer_limit", HS_SQ_LIMIT, W_FIELD, false },
+	{ "CompiledMethod", "_deopt_handler_begin", HS_NM_DEOPT, W_FIELD, false },
+	{ "nmethod", "_deopt_handler_begin", HS_NM_DEOPT, W_FIELD, false },
+	{ "CompiledMethod", "_deopt_mh_handler_begin", HS_NM_DEOPT_MH, W_FIELD, false },
+	{ "nmethod", "_deopt_mh_handler_begin", HS_NM_DEOPT_MH, W_FIELD, false },
+	{ "nmethod", "_orig_pc_offset", HS_NM_ORIG_PC, W_FIELD, false },
 };
 #define NR_WANTS (sizeof(wants) / sizeof(wants[0]))
 
@@ -869,6 +874,18 @@ int hotspot__bpf(const struct hotspot *hs, struct bp_hsproc *out)
 	out->if_sender_sp = -1;
 	out->if_method = -3;
 	out->if_bcp = vm->off[HS_CC_HEAPS] < 0 ? -7 : -8;
+	/* Deoptimised frames: both handlers' addresses in the header the walker
+	 * reads (past the HeapBlock), the original pc's slot offset anywhere in
+	 * the nmethod (a read of its own); else such a frame keeps the handler's
+	 * pc (its nmethod's name without the methods inlined at the call). */
+	if (vm->off[HS_NM_DEOPT] > 0 && vm->off[HS_NM_DEOPT_MH] > 0 && vm->off[HS_NM_ORIG_PC] > 0 &&
+	    vm->off[HS_NM_ORIG_PC] <= MAX_OFF - 4 &&
+	    vm->off[HS_NM_DEOPT] + out->hb_size <= BP_HS_HDR + BP_HS_HDR_EXTRA - 8 &&
+	    vm->off[HS_NM_DEOPT_MH] + out->hb_size <= BP_HS_HDR + BP_HS_HDR_EXTRA - 8) {
+		out->nm_deopt = (uint16_t)vm->off[HS_NM_DEOPT];
+		out->nm_deopt_mh = (uint16_t)vm->off[HS_NM_DEOPT_MH];
+		out->nm_orig_pc = (uint16_t)vm->off[HS_NM_ORIG_PC];
+	}
 	return 0;
 }
 

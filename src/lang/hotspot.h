@@ -123,6 +123,10 @@ enum hs_off {
 	HS_INTERP_CODE,	      /* static AbstractInterpreter::_code (StubQueue*) */
 	HS_SQ_BUFFER,	      /* StubQueue::_stub_buffer (address) */
 	HS_SQ_LIMIT,	      /* StubQueue::_buffer_limit (int: its size) */
+	/* Deoptimised frames walked at their original pc (optional) */
+	HS_NM_DEOPT,	/* nmethod's (CompiledMethod's) _deopt_handler_begin (address) */
+	HS_NM_DEOPT_MH, /* ... _deopt_mh_handler_begin (address) */
+	HS_NM_ORIG_PC,	/* nmethod::_orig_pc_offset (int: the slot, from the frame's sp) */
 	HS_OFF_NR,
 };
 

@@ -496,13 +496,14 @@ static void print_unwind_summary(const struct record_ctx *rc, const struct colle
 			" handed back at the call stub; stops: %" PRIu64 " no blob, %" PRIu64
 			" bad frame, %" PRIu64 " return address, %" PRIu64
 			" interpreter frame, %" PRIu64 " unreadable, %" PRIu64
-			" read budget; VM structures read in %.1f ms of CPU",
+			" read budget; %" PRIu64 " deoptimised frames at their original pc;"
+			" VM structures read in %.1f ms of CPU",
 			us.jvm_procs, us.jvm_unknown, us.jvm_retries, st->v[STAT_UNWIND_JVM_FRAMES],
 			st->v[STAT_UNWIND_JVM_LEAF_GUESS], st->v[STAT_UNWIND_JVM_STUB],
 			st->v[STAT_UNWIND_ERR_JVM_BLOB], st->v[STAT_UNWIND_ERR_JVM_FRAME],
 			st->v[STAT_UNWIND_ERR_JVM_RA], st->v[STAT_UNWIND_ERR_JVM_INTERP],
 			st->v[STAT_UNWIND_ERR_JVM_READ], st->v[STAT_UNWIND_ERR_JVM_BUDGET],
-			us.jvm_probe_ns / NS_PER_MS_F);
+			st->v[STAT_UNWIND_JVM_DEOPT], us.jvm_probe_ns / NS_PER_MS_F);
 }
 
 /*
@@ -1147,6 +1148,7 @@ int record__finish_continuous(struct record *r)
 	       r->ct.intervals);
 	if (r->o.offcpu)
 		record__offcpu_summary(&st, NULL, r->o.offcpu_min_ns);
+	print_unwind_summary(&r->rc, &st); /* -v: the whole run's, as in one-shot mode */
 	print_python_threads(&r->rc, &st);
 	sinks__summary(&r->ct, &r->o);
 	record__symbolizer_stats(&r->rc); /* -v: the whole run's, as one profile's */

@@ -1150,6 +1150,32 @@ static void jvm_probe(struct unwinder *u, struct uproc *p)
 	u->st.jvm_procs++;
 }
 
+/*
+ * A JVM's first kernel entry, before load_maps() builds its files' unwind
+ * tables (libjvm.so's take seconds on a loaded machine: the first JVM that
+ * -a meets would have its stacks cut at the first compiled frame until
+ * then): no mappings, so its native frames are walked by frame pointers as
+ * for a process without an entry, and its Java frames by hotspot_procs.
+ * load_maps() rewrites it in place with the tables.
+ */
+static void jvm_early_entry(struct unwinder *u, struct uproc *p)
+{
+	struct bp_uproc kp;
+
+	if (!p->jvm || p->in_kernel || !u->k.proc_set)
+		return;
+	if (u->nr_in_kernel >= u->max_procs)
+		evict_one_proc(u, p);
+	memset(&kp, 0, sizeof(kp));
+	kp.start_time = p->start_time;
+	kp.exec_id = p->exec_id;
+	kp.flags = (p->any_image ? UPROC_F_ANY_IMAGE : 0) | UPROC_F_HOTSPOT;
+	if (u->k.proc_set(u->k.ctx, p->pid, &kp))
+		return;
+	p->in_kernel = true;
+	u->nr_in_kernel++;
+}
+
 uint64_t unwinder__next_due_ns(const struct unwinder *u)
 {
 	return u->py_wake_by;
@@ -1202,6 +1228,7 @@ int unwinder__note_process(struct unwinder *u, const struct proc_id *id)
 	if (!err) {
 		python_probe(u, p);
 		jvm_probe(u, p);
+		jvm_early_entry(u, p);
 	}
 	if (!err)
 		err = load_maps(u, p);

@@ -409,6 +409,9 @@ static void test_bpf(void **state)
 	assert_int_equal(bp.if_sender_sp, -1);
 	assert_int_equal(bp.if_method, -3);
 	assert_int_equal(bp.if_bcp, -8);
+	assert_int_equal(bp.nm_deopt, 128);
+	assert_int_equal(bp.nm_deopt_mh, 136);
+	assert_int_equal(bp.nm_orig_pc, 300);
 	assert_int_equal(bp.start_time, 0); /* the caller's */
 	/* The blobs the walker is to find: the call stub and blob 0's frame. */
 	{
@@ -444,6 +447,21 @@ static void test_bpf(void **state)
 	fj_w64(i.m, entry_slot(&i, "CodeBlob", "_frame_complete_offset"), 1000);
 	assert_int_equal(bpf_entry(&i, var, &bp), -ENOTSUP);
 	fj_w64(i.m, entry_slot(&i, "CodeBlob", "_frame_complete_offset"), 20);
+	/* Deopt handlers past the header read, or an orig pc offset past any
+	 * object: walked, deoptimised frames at the handler's pc (never a read
+	 * the window does not hold). */
+	fj_w64(i.m, entry_slot(&i, "CompiledMethod", "_deopt_mh_handler_begin"),
+	       BP_HS_HDR + BP_HS_HDR_EXTRA - 16 - 7);
+	assert_int_equal(bpf_entry(&i, var, &bp), 0);
+	assert_int_equal(bp.nm_deopt + bp.nm_deopt_mh + bp.nm_orig_pc, 0);
+	fj_w64(i.m, entry_slot(&i, "CompiledMethod", "_deopt_mh_handler_begin"),
+	       BP_HS_HDR + BP_HS_HDR_EXTRA - 16 - 8);
+	assert_int_equal(bpf_entry(&i, var, &bp), 0);
+	assert_int_equal(bp.nm_deopt_mh, BP_HS_HDR + BP_HS_HDR_EXTRA - 16 - 8);
+	fj_w64(i.m, entry_slot(&i, "nmethod", "_orig_pc_offset"), 1u << 20);
+	assert_int_equal(bpf_entry(&i, var, &bp), 0);
+	assert_int_equal(bp.nm_deopt + bp.nm_deopt_mh + bp.nm_orig_pc, 0);
+	fj_w64(i.m, entry_slot(&i, "nmethod", "_orig_pc_offset"), 300);
 	/* HeapBlock::Header::_used past sizeof(HeapBlock) */
 	fj_w64(i.m, entry_slot(&i, "HeapBlock::Header", "_used"), 16);
 	assert_int_equal(bpf_entry(&i, var, &bp), -ENOTSUP);

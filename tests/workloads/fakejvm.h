@@ -200,6 +200,9 @@ static inline void fj_build(uint8_t *m, uint64_t base, uint64_t var[FJ_NR_VARS],
 	fj_static(&b, "AbstractInterpreter", "_code", base + FJ_STATICS + 24);
 	fj_field(&b, "StubQueue", "_stub_buffer", 8);
 	fj_field(&b, "StubQueue", "_buffer_limit", 20);
+	fj_field(&b, "CompiledMethod", "_deopt_handler_begin", 128);
+	fj_field(&b, "CompiledMethod", "_deopt_mh_handler_begin", 136);
+	fj_field(&b, "nmethod", "_orig_pc_offset", 300);
 
 	/* CodeCache::_heaps -> GrowableArray {1, data} -> [heap] */
 	fj_w64(m, heaps, base + ga);

@@ -214,6 +214,26 @@ static uint64_t pbw_str(struct pbw *w, const char *s)
 	return str_id(&w->st, s, &w->oom);
 }
 
+/*
+ * key's entry in h (a table of ids) if key is new, its value for the caller
+ * to set; else NULL, *id the key's (0 out of memory: w->oom set).
+ */
+static struct htab_entry *pbw_new_key(struct pbw *w, struct htab *h, const void *key, size_t len,
+				      uint64_t *id)
+{
+	bool created;
+	struct htab_entry *he = htab__upsert(h, key, len, &created);
+
+	*id = 0;
+	if (!he)
+		w->oom = true;
+	else if (created)
+		return he;
+	else
+		*id = (uintptr_t)he->value;
+	return NULL;
+}
+
 static int pbw_open(struct pbw *w)
 {
 	w->st.idx = htab__new();
@@ -235,15 +255,11 @@ static void pbw_value_type(struct pbw *w, unsigned field, const char *type, cons
 static uint64_t pbw_mapping(struct pbw *w, const char *file, const char *build_id)
 {
 	struct htab_entry *he;
-	bool created;
+	uint64_t id;
 
-	he = htab__upsert(w->mappings, file, strlen(file), &created);
-	if (!he) {
-		w->oom = true;
-		return 0;
-	}
-	if (!created)
-		return (uintptr_t)he->value;
+	he = pbw_new_key(w, w->mappings, file, strlen(file), &id);
+	if (!he)
+		return id;
 	he->value = (void *)(uintptr_t)++w->nr_mappings;
 	pb_uint(&w->sub, PPROF_MAPPING_ID, w->nr_mappings);
 	pb_uint(&w->sub, PPROF_MAPPING_FILENAME, pbw_str(w, file));
@@ -336,8 +352,8 @@ static uint64_t function_id(struct enc *e, const struct pframe *f)
 {
 	size_t len = strlen(f->name), flen = f->file ? strlen(f->file) : 0;
 	struct htab_entry *he;
-	bool created;
 	char *key = malloc(len + flen + 2);
+	uint64_t id;
 
 	if (!key) {
 		e->w.oom = true;
@@ -348,14 +364,10 @@ static uint64_t function_id(struct enc *e, const struct pframe *f)
 	memcpy(key + 1, f->name, len + 1);
 	if (flen)
 		memcpy(key + len + 2, f->file, flen);
-	he = htab__upsert(e->functions, key, len + 1 + (flen ? flen + 1 : 0), &created);
+	he = pbw_new_key(&e->w, e->functions, key, len + 1 + (flen ? flen + 1 : 0), &id);
 	free(key);
-	if (!he) {
-		e->w.oom = true;
-		return 0;
-	}
-	if (!created)
-		return (uintptr_t)he->value;
+	if (!he)
+		return id;
 	he->value = (void *)(uintptr_t)++e->nr_functions;
 	pbw_function(&e->w, e->nr_functions, f->name, f->file, f->start_line);
 	return e->nr_functions;
@@ -369,9 +381,8 @@ static uint64_t location_id(struct enc *e, const uint32_t *frames, uint32_t n, u
 {
 	const struct pframe *outer = profile__frame_get(e->p, frames[n - 1]);
 	struct htab_entry *he = NULL;
-	uint64_t mid, fids[PPROF_MAX_INLINE];
+	uint64_t mid, id, fids[PPROF_MAX_INLINE];
 	uint32_t key[PPROF_MAX_INLINE + 2];
-	bool created;
 
 	if (n == 1 && !addr && e->loc_of_frame[frames[0]])
 		return e->loc_of_frame[frames[0]];
@@ -379,21 +390,13 @@ static uint64_t location_id(struct enc *e, const uint32_t *frames, uint32_t n, u
 		/* A leaf address: one location per (frames, address). */
 		memcpy(key, frames, n * sizeof(*frames));
 		memcpy(key + n, &addr, sizeof(addr));
-		he = htab__upsert(e->leaf_locs, key, n * sizeof(*frames) + sizeof(addr), &created);
-		if (!he) {
-			e->w.oom = true;
-			return 0;
-		}
-		if (!created)
-			return (uintptr_t)he->value;
+		he = pbw_new_key(&e->w, e->leaf_locs, key, n * sizeof(*frames) + sizeof(addr), &id);
+		if (!he)
+			return id;
 	} else if (n > 1) {
-		he = htab__upsert(e->loc_groups, frames, n * sizeof(*frames), &created);
-		if (!he) {
-			e->w.oom = true;
-			return 0;
-		}
-		if (!created)
-			return (uintptr_t)he->value;
+		he = pbw_new_key(&e->w, e->loc_groups, frames, n * sizeof(*frames), &id);
+		if (!he)
+			return id;
 	}
 	mid = mapping_id(e, outer);
 	/* Functions first: their messages must not interleave with this one's. */
@@ -652,7 +655,7 @@ static uint64_t cenc_loc(struct cenc *e, const char *name, const char *module)
 	size_t ml = module ? strlen(module) : 0, nl = strlen(name);
 	char *key = malloc(ml + nl + 1);
 	struct htab_entry *he, *bn;
-	uint64_t mid;
+	uint64_t mid, id;
 	bool created;
 
 	if (!key) {
@@ -663,14 +666,10 @@ static uint64_t cenc_loc(struct cenc *e, const char *name, const char *module)
 		memcpy(key, module, ml);
 	key[ml] = '\0';
 	memcpy(key + ml + 1, name, nl);
-	he = htab__upsert(e->locs, key, ml + 1 + nl, &created);
+	he = pbw_new_key(&e->w, e->locs, key, ml + 1 + nl, &id);
 	free(key);
-	if (!he) {
-		e->w.oom = true;
-		return 0;
-	}
-	if (!created)
-		return (uintptr_t)he->value;
+	if (!he)
+		return id;
 	mid = module && *module ? pbw_mapping(&e->w, module, NULL) : 0;
 	he->value = (void *)(uintptr_t)++e->nr_locs;
 	if (module) {

@@ -61,7 +61,7 @@ endif
 # The collector's files that use libbpf and the skeletons (collector_int.h).
 LIBBPF_SRCS := $(addprefix src/collector/,collector.c deadline.c open_load.c kwalk.c prefill.c events.c \
 		 offcpu.c drain.c stats.c unwind_kops.c count.c \
-		 alloc.c uprobe.c)
+		 alloc.c uprobe.c execstop.c)
 LIBBPF_OBJS := $(patsubst src/%.c,$(OUT)/obj/%.o,$(LIBBPF_SRCS))
 CORE_SRCS := $(filter-out src/cmd/main.c $(LIBBPF_SRCS),$(wildcard src/*/*.c))
 CORE_OBJS := $(patsubst src/%.c,$(OUT)/obj/%.o,$(CORE_SRCS))

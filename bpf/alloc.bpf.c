@@ -383,17 +383,13 @@ int alloc_return(struct pt_regs *ctx)
 	return 0;
 }
 
-/* -- COMMAND: the command stops at its exec, before its first instruction. */
+/* -- COMMAND: the command stops at its exec, before its first instruction, ... */
+#include "execstop.bpf.h"
+
 SEC("tracepoint/sched/sched_process_exec")
 int alloc_exec(void *ctx)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	__u8 *v = bpf_map_lookup_elem(&targets, &tgid), on = ALLOC_TARGET_ON;
-
-	if (v && *v == ALLOC_TARGET_STOP) {
-		bpf_map_update_elem(&targets, &tgid, &on, BPF_EXIST);
-		bpf_send_signal(SIGSTOP);
-	}
+	execstop__at_exec(&targets, ALLOC_TARGET_STOP, ALLOC_TARGET_ON);
 	return 0;
 }
 
@@ -401,9 +397,6 @@ int alloc_exec(void *ctx)
 SEC("uprobe")
 int alloc_stop(struct pt_regs *ctx)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-
-	if (bpf_map_lookup_elem(&targets, &tgid))
-		bpf_send_signal(SIGSTOP);
+	execstop__at_entry(&targets);
 	return 0;
 }

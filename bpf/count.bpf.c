@@ -18,6 +18,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "count_abi.h"
+#include "execstop.bpf.h"
 
 #define EEXIST	17
 #define SIGSTOP 19
@@ -327,10 +328,7 @@ int count_exec(void *ctx)
 SEC("uprobe")
 int count_stop(struct pt_regs *ctx)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-
-	if (bpf_map_lookup_elem(&targets, &tgid))
-		bpf_send_signal(SIGSTOP);
+	execstop__at_entry(&targets);
 	return 0;
 }
 

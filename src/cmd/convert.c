@@ -71,14 +71,5 @@ static int convert(struct offline_opts *o)
 
 int cmd_convert(int argc, char **argv)
 {
-	struct offline_opts o;
-	int ret;
-
-	ret = offline__parse(argc, argv, "convert", &o, true);
-	if (!ret && o.help)
-		convert_usage(stdout);
-	else if (!ret)
-		ret = convert(&o);
-	offline__free(&o);
-	return ret;
+	return offline__main(argc, argv, "convert", true, convert_usage, convert);
 }

@@ -124,14 +124,5 @@ out:
 
 int cmd_diff(int argc, char **argv)
 {
-	struct offline_opts o;
-	int ret;
-
-	ret = offline__parse(argc, argv, "diff", &o, true);
-	if (!ret && o.help)
-		diff_usage(stdout);
-	else if (!ret)
-		ret = diff(&o);
-	offline__free(&o);
-	return ret;
+	return offline__main(argc, argv, "diff", true, diff_usage, diff);
 }

@@ -95,7 +95,8 @@ static int add_comms(struct offline_opts *o, const char *arg)
 	return 0;
 }
 
-void offline__free(struct offline_opts *o)
+/* Frees what parse() allocated. */
+static void options_free(struct offline_opts *o)
 {
 	for (size_t i = 0; i < o->nr_comms; i++)
 		free(o->comms[i]);
@@ -116,9 +117,8 @@ void offline__select_usage(FILE *f)
 		"                          the event with the most; events are never mixed)\n");
 }
 
-/* Options and inputs; 0 to go on, else the exit status (help: 0 via *done). */
-int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *o,
-		   bool takes_format)
+/* Options and inputs of `cmd`: 0 to go on (o->help: --help), else the exit status. */
+static int parse(int argc, char **argv, const char *cmd, struct offline_opts *o, bool takes_format)
 {
 	struct errmsg em = { 0 };
 	int c;
@@ -217,6 +217,20 @@ int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *
 	o->nr_inputs = argc - optind;
 	log_set_level(o->verbosity < 0 ? LOG_ERROR : o->verbosity == 0 ? LOG_WARN : LOG_DEBUG);
 	return 0;
+}
+
+int offline__main(int argc, char **argv, const char *cmd, bool takes_format, void (*usage)(FILE *f),
+		  int (*run)(struct offline_opts *o))
+{
+	struct offline_opts o;
+	int ret = parse(argc, argv, cmd, &o, takes_format);
+
+	if (!ret && o.help)
+		usage(stdout);
+	else if (!ret)
+		ret = run(&o);
+	options_free(&o);
+	return ret;
 }
 
 int offline__check_output(const char *cmd, const char *path)

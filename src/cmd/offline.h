@@ -37,9 +37,6 @@ struct offline_opts {
 int offline__usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same for an error described in em (with its hint, if it has one). */
 int offline__usage_em(const char *cmd, const struct errmsg *em);
-/* Options and inputs of `cmd`; o->help set when --help was asked. */
-int offline__parse(int argc, char **argv, const char *cmd, struct offline_opts *o,
-		   bool takes_format);
 /* 2 if the output path cannot be written. */
 int offline__check_output(const char *cmd, const char *path);
 /*
@@ -49,8 +46,12 @@ int offline__check_output(const char *cmd, const char *path);
  * does not apply to an input, such as --pid on folded text).
  */
 int offline__load(const struct offline_opts *o, char **paths, int n, struct profile **out);
-/* Frees what offline__parse() allocated. */
-void offline__free(struct offline_opts *o);
+/*
+ * All of command cmd: its options and inputs parsed, then its --help
+ * printed by usage or the command run, and its options freed; the exit status.
+ */
+int offline__main(int argc, char **argv, const char *cmd, bool takes_format, void (*usage)(FILE *f),
+		  int (*run)(struct offline_opts *o));
 /* The --help lines of --pid, --comm and --event. */
 void offline__select_usage(FILE *f);
 /* 1 if writing failed. */

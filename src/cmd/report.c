@@ -102,14 +102,5 @@ static int report(struct offline_opts *o)
 
 int cmd_report(int argc, char **argv)
 {
-	struct offline_opts o;
-	int ret;
-
-	ret = offline__parse(argc, argv, "report", &o, false);
-	if (!ret && o.help)
-		report_usage(stdout);
-	else if (!ret)
-		ret = report(&o);
-	offline__free(&o);
-	return ret;
+	return offline__main(argc, argv, "report", false, report_usage, report);
 }

@@ -17,6 +17,7 @@
 
 #include "alloc.skel.h"
 #include "base/util.h"
+#include "collector/execstop.h"
 #include "collector/uprobe.h"
 
 enum alloc_mode { MODE_PERF, MODE_MULTI, MODE_SESSION };
@@ -38,9 +39,7 @@ struct allocprof {
 	struct bpf_link **links; /* perf-event probes */
 	size_t nr_links, cap_links;
 	size_t probes;
-	struct bpf_link *exec_stop;
-	struct bpf_link **stops;
-	size_t nr_stops, cap_stops;
+	struct execstop stop; /* -- COMMAND's */
 	struct ring_buffer *rb;
 	void (*cb)(void *ctx, const struct alloc_event *e);
 	void *cb_ctx;
@@ -185,9 +184,7 @@ out_free:
 
 void allocprof__detach_stops(struct allocprof *a)
 {
-	for (size_t i = 0; i < a->nr_stops; i++)
-		bpf_link__destroy(a->stops[i]);
-	a->nr_stops = 0;
+	execstop__detach_entries(&a->stop);
 }
 
 void allocprof__free(struct allocprof *a)
@@ -200,10 +197,8 @@ void allocprof__free(struct allocprof *a)
 	for (size_t i = 0; i < a->nr_fds; i++)
 		close(a->fds[i]);
 	free(a->fds);
-	allocprof__detach_stops(a);
-	free(a->stops);
+	execstop__free(&a->stop);
 	free(a->saved);
-	bpf_link__destroy(a->exec_stop);
 	ring_buffer__free(a->rb);
 	alloc_bpf__destroy(a->skel);
 	free(a);
@@ -252,14 +247,7 @@ int allocprof__target(struct allocprof *a, uint32_t tgid, bool stop_at_exec)
 
 int allocprof__attach_exec_stop(struct allocprof *a, struct errmsg *em)
 {
-	a->exec_stop = bpf_program__attach(a->skel->progs.alloc_exec);
-	if (!a->exec_stop) {
-		int err = -errno;
-
-		return errmsg_set(em, err, "cannot attach to sched_process_exec: %s",
-				  strerror(-err));
-	}
-	return 0;
+	return execstop__attach_exec(&a->stop, a->skel->progs.alloc_exec, em);
 }
 
 static struct bpf_link *uprobe(struct bpf_program *prog, bool ret, uint64_t cookie,
@@ -273,19 +261,7 @@ static struct bpf_link *uprobe(struct bpf_program *prog, bool ret, uint64_t cook
 int allocprof__attach_stop(struct allocprof *a, const char *path, uint64_t off, int pid,
 			   struct errmsg *em)
 {
-	struct bpf_link *l;
-
-	if (array_grow((void **)&a->stops, &a->cap_stops, a->nr_stops + 1, sizeof(*a->stops)))
-		return errmsg_set(em, -ENOMEM, "out of memory");
-	l = uprobe(a->skel->progs.alloc_stop, false, 0, path, off, pid);
-	if (!l) {
-		int err = -errno;
-
-		return errmsg_set(em, err, "cannot attach a uprobe at the entry point: %s",
-				  strerror(-err));
-	}
-	a->stops[a->nr_stops++] = l;
-	return 0;
+	return execstop__attach_entry(&a->stop, a->skel->progs.alloc_stop, path, off, pid, em);
 }
 
 static int keep_link(struct allocprof *a, struct bpf_link *l)

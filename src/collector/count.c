@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "base/util.h"
+#include "collector/execstop.h"
 #include "collector/uprobe.h"
 #include "count.skel.h"
 
@@ -71,11 +72,9 @@ struct counter {
 	size_t nr_probes, cap_probes;
 	int *klinks; /* kprobe session links (-k) */
 	size_t nr_klinks, cap_klinks, nr_kfuncs;
-	struct bpf_link *exec_stop;
+	struct execstop stop;	      /* -- COMMAND's */
 	struct bpf_link *fork, *exit; /* --children */
-	struct bpf_link **stops;
-	size_t nr_stops, cap_stops;
-	void *percpu; /* ncpus values of the largest per-CPU value read */
+	void *percpu;		      /* ncpus values of the largest per-CPU value read */
 };
 
 static bool debug_on;
@@ -206,9 +205,7 @@ out_free:
 
 void counter__detach_stops(struct counter *c)
 {
-	for (size_t i = 0; i < c->nr_stops; i++)
-		bpf_link__destroy(c->stops[i]);
-	c->nr_stops = 0;
+	execstop__detach_entries(&c->stop);
 }
 
 /*
@@ -267,9 +264,7 @@ void counter__free(struct counter *c)
 		close(c->klinks[i]);
 	free(c->klinks);
 	free(c->off);
-	counter__detach_stops(c);
-	free(c->stops);
-	bpf_link__destroy(c->exec_stop);
+	execstop__free(&c->stop);
 	bpf_link__destroy(c->fork);
 	bpf_link__destroy(c->exit);
 	count_bpf__destroy(c->skel);
@@ -300,14 +295,7 @@ int counter__target(struct counter *c, uint32_t tgid, bool stop_at_exec)
 
 int counter__attach_exec_stop(struct counter *c, struct errmsg *em)
 {
-	c->exec_stop = bpf_program__attach(c->skel->progs.count_exec);
-	if (!c->exec_stop) {
-		int err = -errno;
-
-		return errmsg_set(em, err, "cannot attach to sched_process_exec: %s",
-				  strerror(-err));
-	}
-	return 0;
+	return execstop__attach_exec(&c->stop, c->skel->progs.count_exec, em);
 }
 
 int counter__attach_children(struct counter *c, struct errmsg *em)
@@ -353,19 +341,7 @@ static struct bpf_link *uprobe(struct bpf_program *prog, bool ret, uint64_t cook
 int counter__attach_stop(struct counter *c, const char *path, uint64_t off, int pid,
 			 struct errmsg *em)
 {
-	struct bpf_link *l;
-
-	if (array_grow((void **)&c->stops, &c->cap_stops, c->nr_stops + 1, sizeof(*c->stops)))
-		return errmsg_set(em, -ENOMEM, "out of memory");
-	l = uprobe(c->skel->progs.count_stop, false, 0, path, off, pid);
-	if (!l) {
-		int err = -errno;
-
-		return errmsg_set(em, err, "cannot attach a uprobe at the entry point: %s",
-				  strerror(-err));
-	}
-	c->stops[c->nr_stops++] = l;
-	return 0;
+	return execstop__attach_entry(&c->stop, c->skel->progs.count_stop, path, off, pid, em);
 }
 
 static int attach_one(struct counter *c, uint32_t fn, const char *path, uint64_t off, int pid,

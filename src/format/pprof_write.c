@@ -194,6 +194,121 @@ static uint64_t str_id_raw(struct strtab *t, const char *s, bool *oom)
 	return t->nr++;
 }
 
+/* --- the Profile message's writer ------------------------------------------------- */
+
+/*
+ * What both encoders below (a profile's, bpfprof count's) write with: the
+ * Profile message, scratch messages for the nested ones, the string table.
+ * pbw_open() first; pbw_close() last, whatever happened in between.
+ */
+struct pbw {
+	struct pb out, sub, sub2, scratch;
+	struct strtab st;
+	struct htab *mappings; /* mapping file name -> id */
+	uint64_t nr_mappings;
+	bool oom;
+};
+
+static uint64_t pbw_str(struct pbw *w, const char *s)
+{
+	return str_id(&w->st, s, &w->oom);
+}
+
+/*
+ * key's entry in h (a table of ids) if key is new, its value for the caller
+ * to set; else NULL, *id the key's (0 out of memory: w->oom set).
+ */
+static struct htab_entry *pbw_new_key(struct pbw *w, struct htab *h, const void *key, size_t len,
+				      uint64_t *id)
+{
+	bool created;
+	struct htab_entry *he = htab__upsert(h, key, len, &created);
+
+	*id = 0;
+	if (!he)
+		w->oom = true;
+	else if (created)
+		return he;
+	else
+		*id = (uintptr_t)he->value;
+	return NULL;
+}
+
+static int pbw_open(struct pbw *w)
+{
+	w->st.idx = htab__new();
+	w->mappings = htab__new();
+	if (!w->st.idx || !w->mappings)
+		return -ENOMEM;
+	pbw_str(w, ""); /* index 0 */
+	return 0;
+}
+
+static void pbw_value_type(struct pbw *w, unsigned field, const char *type, const char *unit)
+{
+	pb_uint(&w->sub, PPROF_VT_TYPE, pbw_str(w, type));
+	pb_uint(&w->sub, PPROF_VT_UNIT, pbw_str(w, unit));
+	pb_msg(&w->out, field, &w->sub);
+}
+
+/* The id of file's mapping, its Mapping message written the first time (build_id NULL: none). */
+static uint64_t pbw_mapping(struct pbw *w, const char *file, const char *build_id)
+{
+	struct htab_entry *he;
+	uint64_t id;
+
+	he = pbw_new_key(w, w->mappings, file, strlen(file), &id);
+	if (!he)
+		return id;
+	he->value = (void *)(uintptr_t)++w->nr_mappings;
+	pb_uint(&w->sub, PPROF_MAPPING_ID, w->nr_mappings);
+	pb_uint(&w->sub, PPROF_MAPPING_FILENAME, pbw_str(w, file));
+	pb_uint(&w->sub, PPROF_MAPPING_BUILD_ID, build_id ? pbw_str(w, build_id) : 0);
+	pb_uint(&w->sub, PPROF_MAPPING_HAS_FUNCTIONS, 1);
+	pb_msg(&w->out, PPROF_MAPPING, &w->sub);
+	return w->nr_mappings;
+}
+
+/* A Function message (file NULL, start_line 0: not known). */
+static void pbw_function(struct pbw *w, uint64_t id, const char *name, const char *file,
+			 uint64_t start_line)
+{
+	uint64_t sid = pbw_str(w, name);
+
+	pb_uint(&w->sub, PPROF_FUNCTION_ID, id);
+	pb_uint(&w->sub, PPROF_FUNCTION_NAME, sid);
+	pb_uint(&w->sub, PPROF_FUNCTION_SYSTEM_NAME, sid);
+	pb_uint(&w->sub, PPROF_FUNCTION_FILENAME, file ? pbw_str(w, file) : 0);
+	pb_uint(&w->sub, PPROF_FUNCTION_START_LINE, start_line);
+	pb_msg(&w->out, PPROF_FUNCTION, &w->sub);
+}
+
+/*
+ * Unless err, ends the message with the string table (last: by now it holds
+ * every string used) and hands it out in *buf, the caller's to free; frees
+ * everything else.
+ */
+static int pbw_close(struct pbw *w, int err, uint8_t **buf, size_t *len)
+{
+	for (size_t i = 0; !err && i < w->st.nr && !w->oom; i++)
+		pb_bytes(&w->out, PPROF_STRING_TABLE, w->st.strs[i], strlen(w->st.strs[i]));
+	if (!err && (w->oom || w->out.oom || w->sub.oom || w->sub2.oom || w->scratch.oom))
+		err = -ENOMEM;
+	htab__free(w->st.idx);
+	htab__free(w->mappings);
+	free(w->st.strs);
+	free(w->sub.buf);
+	free(w->sub2.buf);
+	free(w->scratch.buf);
+	if (err) {
+		free(w->out.buf);
+		return err;
+	}
+	*buf = w->out.buf;
+	*len = w->out.len;
+	return 0;
+}
+
 /* --- the profile ----------------------------------------------------------- */
 
 /* Inlined frames joined into one location at most (deeper runs are split). */
@@ -201,15 +316,12 @@ static uint64_t str_id_raw(struct strtab *t, const char *s, bool *oom)
 
 struct enc {
 	const struct profile *p;
-	struct pb out, sub, sub2, scratch;
-	struct strtab st;
-	struct htab *mappings;	 /* mapping file name -> id */
+	struct pbw w;
 	struct htab *functions;	 /* kind byte + name -> id */
 	uint32_t *loc_of_frame;	 /* frame id -> location id, 0 = not yet */
 	struct htab *loc_groups; /* frame ids of an inlined run, innermost first -> id */
 	struct htab *leaf_locs;	 /* the same with a leaf address after them -> id */
-	uint64_t nr_mappings, nr_functions, nr_locations;
-	bool oom;
+	uint64_t nr_functions, nr_locations;
 };
 
 static const char *mapping_name(const struct pframe *f)
@@ -227,40 +339,24 @@ static const char *mapping_name(const struct pframe *f)
 
 static uint64_t mapping_id(struct enc *e, const struct pframe *f)
 {
-	const char *name = mapping_name(f), *build_id;
-	struct htab_entry *he;
-	bool created;
+	const char *name = mapping_name(f);
 
 	if (!name)
 		return 0;
-	he = htab__upsert(e->mappings, name, strlen(name), &created);
-	if (!he) {
-		e->oom = true;
-		return 0;
-	}
-	if (!created)
-		return (uintptr_t)he->value;
-	he->value = (void *)(uintptr_t)++e->nr_mappings;
-	build_id = f->kind == FRAME_KERNEL ? profile__build_id(e->p, PPROF_KERNEL_MAPPING)
-					   : profile__build_id(e->p, name);
-	pb_uint(&e->sub, PPROF_MAPPING_ID, e->nr_mappings);
-	pb_uint(&e->sub, PPROF_MAPPING_FILENAME, str_id(&e->st, name, &e->oom));
-	pb_uint(&e->sub, PPROF_MAPPING_BUILD_ID, build_id ? str_id(&e->st, build_id, &e->oom) : 0);
-	pb_uint(&e->sub, PPROF_MAPPING_HAS_FUNCTIONS, 1);
-	pb_msg(&e->out, PPROF_MAPPING, &e->sub);
-	return e->nr_mappings;
+	return pbw_mapping(
+		&e->w, name,
+		profile__build_id(e->p, f->kind == FRAME_KERNEL ? PPROF_KERNEL_MAPPING : name));
 }
 
 static uint64_t function_id(struct enc *e, const struct pframe *f)
 {
 	size_t len = strlen(f->name), flen = f->file ? strlen(f->file) : 0;
 	struct htab_entry *he;
-	bool created;
 	char *key = malloc(len + flen + 2);
-	uint64_t name;
+	uint64_t id;
 
 	if (!key) {
-		e->oom = true;
+		e->w.oom = true;
 		return 0;
 	}
 	/* kind, name, NUL, file: unambiguous since names have no NUL. */
@@ -268,24 +364,12 @@ static uint64_t function_id(struct enc *e, const struct pframe *f)
 	memcpy(key + 1, f->name, len + 1);
 	if (flen)
 		memcpy(key + len + 2, f->file, flen);
-	he = htab__upsert(e->functions, key, len + 1 + (flen ? flen + 1 : 0), &created);
+	he = pbw_new_key(&e->w, e->functions, key, len + 1 + (flen ? flen + 1 : 0), &id);
 	free(key);
-	if (!he) {
-		e->oom = true;
-		return 0;
-	}
-	if (!created)
-		return (uintptr_t)he->value;
+	if (!he)
+		return id;
 	he->value = (void *)(uintptr_t)++e->nr_functions;
-	name = str_id(&e->st, f->name, &e->oom);
-	pb_uint(&e->sub, PPROF_FUNCTION_ID, e->nr_functions);
-	pb_uint(&e->sub, PPROF_FUNCTION_NAME, name);
-	pb_uint(&e->sub, PPROF_FUNCTION_SYSTEM_NAME, name);
-	if (f->file)
-		pb_uint(&e->sub, PPROF_FUNCTION_FILENAME, str_id(&e->st, f->file, &e->oom));
-	if (f->start_line)
-		pb_uint(&e->sub, PPROF_FUNCTION_START_LINE, f->start_line);
-	pb_msg(&e->out, PPROF_FUNCTION, &e->sub);
+	pbw_function(&e->w, e->nr_functions, f->name, f->file, f->start_line);
 	return e->nr_functions;
 }
 
@@ -297,9 +381,8 @@ static uint64_t location_id(struct enc *e, const uint32_t *frames, uint32_t n, u
 {
 	const struct pframe *outer = profile__frame_get(e->p, frames[n - 1]);
 	struct htab_entry *he = NULL;
-	uint64_t mid, fids[PPROF_MAX_INLINE];
+	uint64_t mid, id, fids[PPROF_MAX_INLINE];
 	uint32_t key[PPROF_MAX_INLINE + 2];
-	bool created;
 
 	if (n == 1 && !addr && e->loc_of_frame[frames[0]])
 		return e->loc_of_frame[frames[0]];
@@ -307,21 +390,13 @@ static uint64_t location_id(struct enc *e, const uint32_t *frames, uint32_t n, u
 		/* A leaf address: one location per (frames, address). */
 		memcpy(key, frames, n * sizeof(*frames));
 		memcpy(key + n, &addr, sizeof(addr));
-		he = htab__upsert(e->leaf_locs, key, n * sizeof(*frames) + sizeof(addr), &created);
-		if (!he) {
-			e->oom = true;
-			return 0;
-		}
-		if (!created)
-			return (uintptr_t)he->value;
+		he = pbw_new_key(&e->w, e->leaf_locs, key, n * sizeof(*frames) + sizeof(addr), &id);
+		if (!he)
+			return id;
 	} else if (n > 1) {
-		he = htab__upsert(e->loc_groups, frames, n * sizeof(*frames), &created);
-		if (!he) {
-			e->oom = true;
-			return 0;
-		}
-		if (!created)
-			return (uintptr_t)he->value;
+		he = pbw_new_key(&e->w, e->loc_groups, frames, n * sizeof(*frames), &id);
+		if (!he)
+			return id;
 	}
 	mid = mapping_id(e, outer);
 	/* Functions first: their messages must not interleave with this one's. */
@@ -332,35 +407,28 @@ static uint64_t location_id(struct enc *e, const uint32_t *frames, uint32_t n, u
 		he->value = (void *)(uintptr_t)e->nr_locations;
 	else
 		e->loc_of_frame[frames[0]] = (uint32_t)e->nr_locations;
-	pb_uint(&e->sub, PPROF_LOCATION_ID, e->nr_locations);
-	pb_uint(&e->sub, PPROF_LOCATION_MAPPING_ID, mid);
-	pb_uint(&e->sub, PPROF_LOCATION_ADDRESS, addr);
+	pb_uint(&e->w.sub, PPROF_LOCATION_ID, e->nr_locations);
+	pb_uint(&e->w.sub, PPROF_LOCATION_MAPPING_ID, mid);
+	pb_uint(&e->w.sub, PPROF_LOCATION_ADDRESS, addr);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct pframe *f = profile__frame_get(e->p, frames[i]);
 
-		pb_uint(&e->sub2, PPROF_LINE_FUNCTION_ID, fids[i]);
-		pb_uint(&e->sub2, PPROF_LINE_LINE, f->line);
-		pb_msg(&e->sub, PPROF_LOCATION_LINE, &e->sub2);
+		pb_uint(&e->w.sub2, PPROF_LINE_FUNCTION_ID, fids[i]);
+		pb_uint(&e->w.sub2, PPROF_LINE_LINE, f->line);
+		pb_msg(&e->w.sub, PPROF_LOCATION_LINE, &e->w.sub2);
 	}
-	pb_msg(&e->out, PPROF_LOCATION, &e->sub);
+	pb_msg(&e->w.out, PPROF_LOCATION, &e->w.sub);
 	return e->nr_locations;
-}
-
-static void value_type(struct enc *e, unsigned field, const char *type, const char *unit)
-{
-	pb_uint(&e->sub, PPROF_VT_TYPE, str_id(&e->st, type, &e->oom));
-	pb_uint(&e->sub, PPROF_VT_UNIT, str_id(&e->st, unit, &e->oom));
-	pb_msg(&e->out, field, &e->sub);
 }
 
 static void label(struct enc *e, const char *key, const char *str, uint64_t num)
 {
-	pb_uint(&e->sub2, PPROF_LABEL_KEY, str_id(&e->st, key, &e->oom));
+	pb_uint(&e->w.sub2, PPROF_LABEL_KEY, pbw_str(&e->w, key));
 	if (str)
-		pb_uint(&e->sub2, PPROF_LABEL_STR, str_id(&e->st, str, &e->oom));
+		pb_uint(&e->w.sub2, PPROF_LABEL_STR, pbw_str(&e->w, str));
 	else
-		pb_uint(&e->sub2, PPROF_LABEL_NUM, num);
-	pb_msg(&e->sub, PPROF_SAMPLE_LABEL, &e->sub2);
+		pb_uint(&e->w.sub2, PPROF_LABEL_NUM, num);
+	pb_msg(&e->w.sub, PPROF_SAMPLE_LABEL, &e->w.sub2);
 }
 
 static void comment(struct enc *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -372,10 +440,9 @@ static void comment(struct enc *e, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	pb_uint(&e->out, PPROF_COMMENT, str_id(&e->st, buf, &e->oom));
+	pb_uint(&e->w.out, PPROF_COMMENT, pbw_str(&e->w, buf));
 }
 
-/* Encodes the uncompressed Profile message into e->out. */
 /* Which values a profile's samples carry, in this order. */
 enum {
 	V_SAMPLES,
@@ -396,6 +463,7 @@ static const char *const vtypes[V_MAX][2] = {
 	[V_INUSE_OBJ] = { "inuse_objects", "count" }, [V_INUSE_SPACE] = { "inuse_space", "bytes" },
 };
 
+/* Encodes the uncompressed Profile message, but its string table, into e->w.out. */
 static int encode(struct enc *e, enum view view)
 {
 	const struct profile_meta *m = profile__meta_c(e->p);
@@ -418,15 +486,14 @@ static int encode(struct enc *e, enum view view)
 			true;
 	}
 
-	str_id(&e->st, "", &e->oom); /* index 0 */
 	for (int v = 0; v < V_MAX; v++) {
 		if (!want[v])
 			continue;
 		which[nv++] = v;
-		value_type(e, PPROF_SAMPLE_TYPE, vtypes[v][0], vtypes[v][1]);
+		pbw_value_type(&e->w, PPROF_SAMPLE_TYPE, vtypes[v][0], vtypes[v][1]);
 	}
 
-	for (size_t i = 0; i < profile__nr_samples(e->p) && !e->oom; i++) {
+	for (size_t i = 0; i < profile__nr_samples(e->p) && !e->w.oom; i++) {
 		const struct psample *s = profile__sample(e->p, i);
 		uint64_t all[V_MAX] = { s->count,
 					s->count * period,
@@ -449,7 +516,7 @@ static int encode(struct enc *e, enum view view)
 			continue;
 		fr = profile__stack_get(e->p, s->stack, &n);
 		if (array_grow((void **)&locs, &cap, n, sizeof(*locs))) {
-			e->oom = true;
+			e->w.oom = true;
 			break;
 		}
 		/* Location messages go out as frames are first seen, before the
@@ -467,8 +534,8 @@ static int encode(struct enc *e, enum view view)
 			locs[nl] = location_id(e, group, g, nl ? 0 : s->addr);
 			nl++;
 		}
-		pb_packed(&e->sub, &e->scratch, PPROF_SAMPLE_LOCATION_ID, locs, nl);
-		pb_packed(&e->sub, &e->scratch, PPROF_SAMPLE_VALUE, values, (size_t)nv);
+		pb_packed(&e->w.sub, &e->w.scratch, PPROF_SAMPLE_LOCATION_ID, locs, nl);
+		pb_packed(&e->w.sub, &e->w.scratch, PPROF_SAMPLE_VALUE, values, (size_t)nv);
 		if (s->pid)
 			label(e, "pid", NULL, s->pid);
 		if (s->tid)
@@ -478,31 +545,30 @@ static int encode(struct enc *e, enum view view)
 			label(e, "cgroup", s->cgroup, 0);
 		if (s->container)
 			label(e, "container_id", s->container, 0);
-		pb_msg(&e->out, PPROF_SAMPLE, &e->sub);
+		pb_msg(&e->w.out, PPROF_SAMPLE, &e->w.sub);
 	}
 	free(locs);
 
-	pb_uint(&e->out, PPROF_TIME_NANOS, m->start_ns);
-	pb_uint(&e->out, PPROF_DURATION_NANOS, m->duration_ns);
+	pb_uint(&e->w.out, PPROF_TIME_NANOS, m->start_ns);
+	pb_uint(&e->w.out, PPROF_DURATION_NANOS, m->duration_ns);
 	if (m->alloc_period) {
-		value_type(e, PPROF_PERIOD_TYPE, "space", "bytes");
-		pb_uint(&e->out, PPROF_PERIOD, m->alloc_period);
+		pbw_value_type(&e->w, PPROF_PERIOD_TYPE, "space", "bytes");
+		pb_uint(&e->w.out, PPROF_PERIOD, m->alloc_period);
 	} else if (want[V_CPU]) {
-		value_type(e, PPROF_PERIOD_TYPE, "cpu", "nanoseconds");
-		pb_uint(&e->out, PPROF_PERIOD, period);
+		pbw_value_type(&e->w, PPROF_PERIOD_TYPE, "cpu", "nanoseconds");
+		pb_uint(&e->w.out, PPROF_PERIOD, period);
 	} else if (want[V_SAMPLES]) {
-		value_type(e, PPROF_PERIOD_TYPE, "samples", "count");
-		pb_uint(&e->out, PPROF_PERIOD, 1);
+		pbw_value_type(&e->w, PPROF_PERIOD_TYPE, "samples", "count");
+		pb_uint(&e->w.out, PPROF_PERIOD, 1);
 	} else {
-		value_type(e, PPROF_PERIOD_TYPE, vtypes[which[0]][0], vtypes[which[0]][1]);
-		pb_uint(&e->out, PPROF_PERIOD, 1);
+		pbw_value_type(&e->w, PPROF_PERIOD_TYPE, vtypes[which[0]][0], vtypes[which[0]][1]);
+		pb_uint(&e->w.out, PPROF_PERIOD, 1);
 	}
 	/* Several types: the on-CPU one stays the default, as without --off-cpu. */
 	if (nv > 1 && m->offcpu)
 		dflt = want[V_CPU] ? V_CPU : V_SAMPLES;
 	if (dflt >= 0)
-		pb_uint(&e->out, PPROF_DEFAULT_SAMPLE_TYPE,
-			str_id(&e->st, vtypes[dflt][0], &e->oom));
+		pb_uint(&e->w.out, PPROF_DEFAULT_SAMPLE_TYPE, pbw_str(&e->w, vtypes[dflt][0]));
 	if (m->hostname[0])
 		comment(e, PPROF_COMMENT_PREFIX "host=%s", m->hostname);
 	if (m->lost)
@@ -513,10 +579,7 @@ static int encode(struct enc *e, enum view view)
 		comment(e, PPROF_COMMENT_PREFIX "offcpu_lost=%" PRIu64, m->offcpu_lost);
 	if (m->note[0])
 		comment(e, PPROF_COMMENT_PREFIX "note=%s", m->note);
-	/* The string table last: by now it holds every string used above. */
-	for (size_t i = 0; i < e->st.nr && !e->oom; i++)
-		pb_bytes(&e->out, PPROF_STRING_TABLE, e->st.strs[i], strlen(e->st.strs[i]));
-	return e->oom || e->out.oom || e->sub.oom || e->sub2.oom || e->scratch.oom ? -ENOMEM : 0;
+	return 0;
 }
 
 int pprof__encode(const struct profile *p, uint8_t **buf, size_t *len)
@@ -527,33 +590,21 @@ int pprof__encode(const struct profile *p, uint8_t **buf, size_t *len)
 int pprof__encode_view(const struct profile *p, enum view view, uint8_t **buf, size_t *len)
 {
 	struct enc e = { .p = p };
-	int err = -ENOMEM;
+	int err = pbw_open(&e.w);
 
-	e.st.idx = htab__new();
-	e.mappings = htab__new();
 	e.functions = htab__new();
 	e.loc_groups = htab__new();
 	e.loc_of_frame = calloc(profile__nr_frames(p) + 1, sizeof(*e.loc_of_frame));
 	e.leaf_locs = htab__new();
-	if (e.st.idx && e.mappings && e.functions && e.loc_groups && e.leaf_locs && e.loc_of_frame)
+	if (!err && !(e.functions && e.loc_groups && e.leaf_locs && e.loc_of_frame))
+		err = -ENOMEM;
+	if (!err)
 		err = encode(&e, view);
 	htab__free(e.loc_groups);
 	htab__free(e.leaf_locs);
-	htab__free(e.st.idx);
-	htab__free(e.mappings);
 	htab__free(e.functions);
-	free(e.st.strs);
 	free(e.loc_of_frame);
-	free(e.sub.buf);
-	free(e.sub2.buf);
-	free(e.scratch.buf);
-	if (err) {
-		free(e.out.buf);
-		return err;
-	}
-	*buf = e.out.buf;
-	*len = e.out.len;
-	return 0;
+	return pbw_close(&e.w, err, buf, len);
 }
 
 static int write_pprof(const struct profile *p, FILE *f, const struct out_opts *o)
@@ -592,36 +643,11 @@ const struct writer writer_pprof = {
  * has no mapping.
  */
 struct cenc {
-	struct pb out, sub, sub2, scratch;
-	struct strtab st;
+	struct pbw w;
 	struct htab *locs;    /* module NUL name -> location id (= function id) */
 	struct htab *by_name; /* name -> the first counted function's location id */
-	uint64_t nr_locs, nr_maps;
-	struct htab *maps; /* module -> mapping id */
-	bool oom;
+	uint64_t nr_locs;
 };
-
-static uint64_t cenc_map(struct cenc *e, const char *module)
-{
-	struct htab_entry *he;
-	bool created;
-
-	if (!module || !*module)
-		return 0;
-	he = htab__upsert(e->maps, module, strlen(module), &created);
-	if (!he) {
-		e->oom = true;
-		return 0;
-	}
-	if (!created)
-		return (uintptr_t)he->value;
-	he->value = (void *)(uintptr_t)++e->nr_maps;
-	pb_uint(&e->sub, PPROF_MAPPING_ID, e->nr_maps);
-	pb_uint(&e->sub, PPROF_MAPPING_FILENAME, str_id(&e->st, module, &e->oom));
-	pb_uint(&e->sub, PPROF_MAPPING_HAS_FUNCTIONS, 1);
-	pb_msg(&e->out, PPROF_MAPPING, &e->sub);
-	return e->nr_maps;
-}
 
 /* The location (and function, the same id) of name in module (NULL: none). */
 static uint64_t cenc_loc(struct cenc *e, const char *name, const char *module)
@@ -629,44 +655,36 @@ static uint64_t cenc_loc(struct cenc *e, const char *name, const char *module)
 	size_t ml = module ? strlen(module) : 0, nl = strlen(name);
 	char *key = malloc(ml + nl + 1);
 	struct htab_entry *he, *bn;
-	uint64_t mid, sid;
+	uint64_t mid, id;
 	bool created;
 
 	if (!key) {
-		e->oom = true;
+		e->w.oom = true;
 		return 0;
 	}
 	if (ml)
 		memcpy(key, module, ml);
 	key[ml] = '\0';
 	memcpy(key + ml + 1, name, nl);
-	he = htab__upsert(e->locs, key, ml + 1 + nl, &created);
+	he = pbw_new_key(&e->w, e->locs, key, ml + 1 + nl, &id);
 	free(key);
-	if (!he) {
-		e->oom = true;
-		return 0;
-	}
-	if (!created)
-		return (uintptr_t)he->value;
-	mid = cenc_map(e, module);
+	if (!he)
+		return id;
+	mid = module && *module ? pbw_mapping(&e->w, module, NULL) : 0;
 	he->value = (void *)(uintptr_t)++e->nr_locs;
 	if (module) {
 		bn = htab__upsert(e->by_name, name, nl, &created);
 		if (!bn)
-			e->oom = true;
+			e->w.oom = true;
 		else if (created)
 			bn->value = he->value;
 	}
-	sid = str_id(&e->st, name, &e->oom);
-	pb_uint(&e->sub, PPROF_FUNCTION_ID, e->nr_locs);
-	pb_uint(&e->sub, PPROF_FUNCTION_NAME, sid);
-	pb_uint(&e->sub, PPROF_FUNCTION_SYSTEM_NAME, sid);
-	pb_msg(&e->out, PPROF_FUNCTION, &e->sub);
-	pb_uint(&e->sub, PPROF_LOCATION_ID, e->nr_locs);
-	pb_uint(&e->sub, PPROF_LOCATION_MAPPING_ID, mid);
-	pb_uint(&e->sub2, PPROF_LINE_FUNCTION_ID, e->nr_locs);
-	pb_msg(&e->sub, PPROF_LOCATION_LINE, &e->sub2);
-	pb_msg(&e->out, PPROF_LOCATION, &e->sub);
+	pbw_function(&e->w, e->nr_locs, name, NULL, 0);
+	pb_uint(&e->w.sub, PPROF_LOCATION_ID, e->nr_locs);
+	pb_uint(&e->w.sub, PPROF_LOCATION_MAPPING_ID, mid);
+	pb_uint(&e->w.sub2, PPROF_LINE_FUNCTION_ID, e->nr_locs);
+	pb_msg(&e->w.sub, PPROF_LOCATION_LINE, &e->w.sub2);
+	pb_msg(&e->w.out, PPROF_LOCATION, &e->w.sub);
 	return e->nr_locs;
 }
 
@@ -682,16 +700,9 @@ static void cenc_sample(struct cenc *e, uint64_t leaf, uint64_t caller, uint64_t
 {
 	uint64_t locs[2] = { leaf, caller }, values[2] = { calls, ns };
 
-	pb_packed(&e->sub, &e->scratch, PPROF_SAMPLE_LOCATION_ID, locs, caller ? 2 : 1);
-	pb_packed(&e->sub, &e->scratch, PPROF_SAMPLE_VALUE, values, 2);
-	pb_msg(&e->out, PPROF_SAMPLE, &e->sub);
-}
-
-static void cenc_value_type(struct cenc *e, unsigned field, const char *type, const char *unit)
-{
-	pb_uint(&e->sub, PPROF_VT_TYPE, str_id(&e->st, type, &e->oom));
-	pb_uint(&e->sub, PPROF_VT_UNIT, str_id(&e->st, unit, &e->oom));
-	pb_msg(&e->out, field, &e->sub);
+	pb_packed(&e->w.sub, &e->w.scratch, PPROF_SAMPLE_LOCATION_ID, locs, caller ? 2 : 1);
+	pb_packed(&e->w.sub, &e->w.scratch, PPROF_SAMPLE_VALUE, values, 2);
+	pb_msg(&e->w.out, PPROF_SAMPLE, &e->w.sub);
 }
 
 static void cenc_run(struct cenc *e, const struct count_fn *fns, size_t n, uint64_t duration_ns)
@@ -699,17 +710,16 @@ static void cenc_run(struct cenc *e, const struct count_fn *fns, size_t n, uint6
 	uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
 
 	if (!ids) {
-		e->oom = true;
+		e->w.oom = true;
 		return;
 	}
-	str_id(&e->st, "", &e->oom); /* index 0 */
-	cenc_value_type(e, PPROF_SAMPLE_TYPE, "calls", "count");
-	cenc_value_type(e, PPROF_SAMPLE_TYPE, "time", "nanoseconds");
+	pbw_value_type(&e->w, PPROF_SAMPLE_TYPE, "calls", "count");
+	pbw_value_type(&e->w, PPROF_SAMPLE_TYPE, "time", "nanoseconds");
 	/* Every counted function's location first: callers that are counted use it. */
 	for (size_t i = 0; i < n; i++)
 		if (fns[i].st.calls)
 			ids[i] = cenc_loc(e, fns[i].function, fns[i].module);
-	for (size_t i = 0; i < n && !e->oom; i++) {
+	for (size_t i = 0; i < n && !e->w.oom; i++) {
 		const struct count_fn *f = &fns[i];
 		uint64_t calls = f->st.calls, left = calls, left_ns = f->st.total_ns;
 
@@ -730,46 +740,29 @@ static void cenc_run(struct cenc *e, const struct count_fn *fns, size_t n, uint6
 			cenc_sample(e, ids[i], 0, left, left_ns);
 	}
 	free(ids);
-	pb_uint(&e->out, PPROF_DURATION_NANOS, duration_ns);
-	cenc_value_type(e, PPROF_PERIOD_TYPE, "calls", "count");
-	pb_uint(&e->out, PPROF_PERIOD, 1);
-	pb_uint(&e->out, PPROF_DEFAULT_SAMPLE_TYPE, str_id(&e->st, "time", &e->oom));
-	pb_uint(&e->out, PPROF_COMMENT,
-		str_id(&e->st,
-		       PPROF_COMMENT_PREFIX "count: time is each function's inclusive time, split "
-					    "among its callers by their calls",
-		       &e->oom));
-	for (size_t i = 0; i < e->st.nr && !e->oom; i++)
-		pb_bytes(&e->out, PPROF_STRING_TABLE, e->st.strs[i], strlen(e->st.strs[i]));
+	pb_uint(&e->w.out, PPROF_DURATION_NANOS, duration_ns);
+	pbw_value_type(&e->w, PPROF_PERIOD_TYPE, "calls", "count");
+	pb_uint(&e->w.out, PPROF_PERIOD, 1);
+	pb_uint(&e->w.out, PPROF_DEFAULT_SAMPLE_TYPE, pbw_str(&e->w, "time"));
+	pb_uint(&e->w.out, PPROF_COMMENT,
+		pbw_str(&e->w,
+			PPROF_COMMENT_PREFIX "count: time is each function's inclusive time, "
+					     "split among its callers by their calls"));
 }
 
 int pprof__encode_count(const struct count_fn *fns, size_t n, uint64_t duration_ns, uint8_t **buf,
 			size_t *len)
 {
 	struct cenc e = { 0 };
-	int err = -ENOMEM;
+	int err = pbw_open(&e.w);
 
-	e.st.idx = htab__new();
 	e.locs = htab__new();
 	e.by_name = htab__new();
-	e.maps = htab__new();
-	if (e.st.idx && e.locs && e.by_name && e.maps) {
+	if (!err && !(e.locs && e.by_name))
+		err = -ENOMEM;
+	if (!err)
 		cenc_run(&e, fns, n, duration_ns);
-		err = e.oom || e.out.oom || e.sub.oom || e.sub2.oom || e.scratch.oom ? -ENOMEM : 0;
-	}
-	htab__free(e.st.idx);
 	htab__free(e.locs);
 	htab__free(e.by_name);
-	htab__free(e.maps);
-	free(e.st.strs);
-	free(e.sub.buf);
-	free(e.sub2.buf);
-	free(e.scratch.buf);
-	if (err) {
-		free(e.out.buf);
-		return err;
-	}
-	*buf = e.out.buf;
-	*len = e.out.len;
-	return 0;
+	return pbw_close(&e.w, err, buf, len);
 }

@@ -451,61 +451,13 @@ static void sbsprof_table(FILE *f, struct fstats *fs, uint64_t total, bool by_to
 		pct(total - cumul, total), "");
 }
 
-struct pstat {
-	const char *comm;
-	uint32_t pid;
-	uint64_t count;
-};
-
-static int cmp_pstat(const void *a, const void *b)
-{
-	const struct pstat *x = a, *y = b;
-	int c;
-
-	if (x->count != y->count)
-		return x->count < y->count ? 1 : -1;
-	c = strcmp(x->comm, y->comm);
-	return c ? c : (x->pid > y->pid) - (x->pid < y->pid);
-}
-
 static int process_table(FILE *f, const struct profile *p, unsigned top)
 {
-	struct htab *idx = htab__new();
-	struct pstat *v = NULL;
-	size_t nr = 0, cap = 0, rows;
-	int err = 0, w = count_width(profile__total(p));
+	struct wproc *v = NULL;
+	size_t nr = 0, rows;
+	int err = writer__processes(p, false, &v, &nr), w = count_width(profile__total(p));
 
-	if (!idx)
-		return -ENOMEM;
-	for (size_t i = 0; i < profile__nr_samples(p); i++) {
-		const struct psample *s = profile__sample(p, i);
-		struct {
-			uintptr_t comm;
-			uint32_t pid, pad;
-		} k = { (uintptr_t)s->comm, s->pid, 0 };
-		struct htab_entry *e;
-		bool created;
-
-		if (!s->count)
-			continue;
-		e = htab__upsert(idx, &k, sizeof(k), &created);
-		if (!e) {
-			err = -ENOMEM;
-			break;
-		}
-		if (created) {
-			if (array_grow((void **)&v, &cap, nr + 1, sizeof(*v))) {
-				err = -ENOMEM;
-				break;
-			}
-			v[nr] = (struct pstat){ .comm = s->comm, .pid = s->pid };
-			e->value = (void *)(uintptr_t)nr++;
-		}
-		v[(uintptr_t)e->value].count += s->count;
-	}
 	if (!err) {
-		if (nr)
-			qsort(v, nr, sizeof(*v), cmp_pstat);
 		rows = top && nr > top ? top : nr;
 		if (profile__meta_c(p)->unit[0]) {
 			fprintf(f, "\n%c%s by process (%s, %zu of %zu):\n",
@@ -518,8 +470,8 @@ static int process_table(FILE *f, const struct profile *p, unsigned top)
 			fprintf(f, "%*s %6s %8s  %s\n", w, "Samples", "%", "PID", "Command");
 		}
 		for (size_t i = 0; i < rows; i++) {
-			put_count(f, w, v[i].count);
-			fprintf(f, " %6.2f ", pct(v[i].count, profile__total(p)));
+			put_count(f, w, v[i].total);
+			fprintf(f, " %6.2f ", pct(v[i].total, profile__total(p)));
 			if (v[i].pid)
 				fprintf(f, "%8u  ", v[i].pid);
 			else
@@ -529,8 +481,7 @@ static int process_table(FILE *f, const struct profile *p, unsigned top)
 			fputc('\n', f);
 		}
 	}
-	free(v);
-	htab__free(idx);
+	writer__processes_free(v, nr);
 	return err;
 }
 

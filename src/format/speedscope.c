@@ -27,91 +27,6 @@
 #include "base/htab.h"
 #include "base/util.h"
 
-struct sprof {
-	const char *comm;
-	uint32_t pid;
-	uint64_t total;
-	size_t *samples; /* indexes into the profile's samples */
-	size_t nr, cap;
-};
-
-struct sskey {
-	uintptr_t comm;
-	uint32_t pid, pad;
-};
-
-static int cmp_sprof(const void *a, const void *b)
-{
-	const struct sprof *x = a, *y = b;
-	int c;
-
-	if (x->total != y->total)
-		return x->total < y->total ? 1 : -1;
-	c = strcmp(x->comm, y->comm);
-	if (c)
-		return c;
-	return (x->pid > y->pid) - (x->pid < y->pid);
-}
-
-/* Groups samples into profiles: by (comm, pid), or all in one when merged. */
-static int group(const struct profile *p, bool merge, struct sprof **out, size_t *nr_out)
-{
-	struct htab *idx = htab__new();
-	struct sprof *v = NULL;
-	size_t nr = 0, cap = 0;
-	int err = 0;
-
-	if (!idx)
-		return -ENOMEM;
-	for (size_t i = 0; i < profile__nr_samples(p) && !err; i++) {
-		const struct psample *s = profile__sample(p, i);
-		struct sskey k = { 0 };
-		struct htab_entry *e;
-		struct sprof *sp;
-		bool created;
-
-		if (!s->count)
-			continue;
-		if (!merge) {
-			k.comm = (uintptr_t)s->comm;
-			k.pid = s->pid;
-		}
-		e = htab__upsert(idx, &k, sizeof(k), &created);
-		if (!e) {
-			err = -ENOMEM;
-			break;
-		}
-		if (created) {
-			if (array_grow((void **)&v, &cap, nr + 1, sizeof(*v))) {
-				err = -ENOMEM;
-				break;
-			}
-			v[nr] = (struct sprof){ .comm = merge ? "all processes" : s->comm,
-						.pid = merge ? 0 : s->pid };
-			e->value = (void *)(uintptr_t)nr++;
-		}
-		sp = &v[(uintptr_t)e->value];
-		if (array_grow((void **)&sp->samples, &sp->cap, sp->nr + 1, sizeof(*sp->samples))) {
-			err = -ENOMEM;
-			break;
-		}
-		sp->samples[sp->nr++] = i;
-		sp->total += s->count;
-	}
-	htab__free(idx);
-	if (err) {
-		for (size_t i = 0; i < nr; i++)
-			free(v[i].samples);
-		free(v);
-		return err;
-	}
-	if (nr)
-		qsort(v, nr, sizeof(*v), cmp_sprof);
-	*out = v;
-	*nr_out = nr;
-	return 0;
-}
-
 /* Frame index of comm in merged profiles: after the profile's frames. */
 static int64_t comm_frame(struct htab *comms, size_t base, const char *comm)
 {
@@ -131,7 +46,7 @@ struct skey {
 	uint32_t stack, pad;
 };
 
-static int write_one(FILE *f, const struct profile *p, const struct sprof *sp, bool merge,
+static int write_one(FILE *f, const struct profile *p, const struct wproc *sp, bool merge,
 		     struct htab *comms)
 {
 	struct htab *stacks = htab__new(); /* (comm if merged, stack) -> index */
@@ -221,14 +136,14 @@ static int write_speedscope(const struct profile *p, FILE *f, const struct out_o
 	const struct profile_meta *m = profile__meta_c(p);
 	bool merge = o && o->merge;
 	struct htab *comms = htab__new(); /* comm pointer -> frame index (merged) */
-	struct sprof *profs = NULL;
+	struct wproc *profs = NULL;
 	size_t nr = 0;
 	char label[4096];
 	int err;
 
 	if (!comms)
 		return -ENOMEM;
-	err = group(p, merge, &profs, &nr);
+	err = writer__processes(p, merge, &profs, &nr);
 	if (err) {
 		htab__free(comms);
 		return err;
@@ -296,9 +211,7 @@ static int write_speedscope(const struct profile *p, FILE *f, const struct out_o
 			free(extra);
 		}
 	}
-	for (size_t i = 0; i < nr; i++)
-		free(profs[i].samples);
-	free(profs);
+	writer__processes_free(profs, nr);
 	htab__free(comms);
 	return err;
 }

@@ -162,6 +162,23 @@ const char *writer__kind_suffix(enum frame_kind kind);
 /* A source file as labels show it: its base name ("pkg/__init__.py" for a package). */
 const char *writer__short_file(const char *file);
 
+/* One process of a profile, as the writers that split by process see it. */
+struct wproc {
+	const char *comm;
+	uint32_t pid;
+	uint64_t total;	 /* its samples' count */
+	size_t *samples; /* indexes of its samples (those with a count) in the profile */
+	size_t nr, cap;
+};
+
+/*
+ * p's samples with a count grouped by process (comm, pid), or all in one
+ * ("all processes", pid 0) when merge: *out[0..*nr), most samples first,
+ * then by comm and pid; free with writer__processes_free(). 0 or -ENOMEM.
+ */
+int writer__processes(const struct profile *p, bool merge, struct wproc **out, size_t *nr);
+void writer__processes_free(struct wproc *v, size_t nr);
+
 /* Writes len bytes of data to f gzip-compressed (RFC 1952, mtime 0, so the
  * same input gives the same bytes); 0 or -errno. */
 int writer__gzip(FILE *f, const void *data, size_t len);

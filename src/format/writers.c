@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/htab.h"
 #include "base/text.h"
 #include "base/util.h"
 #include "proc/safewrite.h"
@@ -194,6 +195,89 @@ void writer__clean_utf8(const char *s, char *buf, size_t size)
 		s += n ? n : 1;
 	}
 	buf[i] = '\0';
+}
+
+/* --- processes ------------------------------------------------------------- */
+
+struct wproc_key {
+	uintptr_t comm;
+	uint32_t pid, pad;
+};
+
+static int cmp_wproc(const void *a, const void *b)
+{
+	const struct wproc *x = a, *y = b;
+	int c;
+
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	c = strcmp(x->comm, y->comm);
+	if (c)
+		return c;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+int writer__processes(const struct profile *p, bool merge, struct wproc **out, size_t *nr_out)
+{
+	struct htab *idx = htab__new();
+	struct wproc *v = NULL;
+	size_t nr = 0, cap = 0;
+	int err = 0;
+
+	if (!idx)
+		return -ENOMEM;
+	for (size_t i = 0; i < profile__nr_samples(p) && !err; i++) {
+		const struct psample *s = profile__sample(p, i);
+		struct wproc_key k = { 0 };
+		struct htab_entry *e;
+		struct wproc *sp;
+		bool created;
+
+		if (!s->count)
+			continue;
+		if (!merge) {
+			k.comm = (uintptr_t)s->comm;
+			k.pid = s->pid;
+		}
+		e = htab__upsert(idx, &k, sizeof(k), &created);
+		if (!e) {
+			err = -ENOMEM;
+			break;
+		}
+		if (created) {
+			if (array_grow((void **)&v, &cap, nr + 1, sizeof(*v))) {
+				err = -ENOMEM;
+				break;
+			}
+			v[nr] = (struct wproc){ .comm = merge ? "all processes" : s->comm,
+						.pid = merge ? 0 : s->pid };
+			e->value = (void *)(uintptr_t)nr++;
+		}
+		sp = &v[(uintptr_t)e->value];
+		if (array_grow((void **)&sp->samples, &sp->cap, sp->nr + 1, sizeof(*sp->samples))) {
+			err = -ENOMEM;
+			break;
+		}
+		sp->samples[sp->nr++] = i;
+		sp->total += s->count;
+	}
+	htab__free(idx);
+	if (err) {
+		writer__processes_free(v, nr);
+		return err;
+	}
+	if (nr)
+		qsort(v, nr, sizeof(*v), cmp_wproc);
+	*out = v;
+	*nr_out = nr;
+	return 0;
+}
+
+void writer__processes_free(struct wproc *v, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++)
+		free(v[i].samples);
+	free(v);
 }
 
 void writer__json_string(FILE *f, const char *s)

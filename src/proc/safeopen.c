@@ -177,13 +177,9 @@ static bool has_dotdot(const char *path)
 	return false;
 }
 
-int safeopen__in_root(const struct safe_root *root, const char *path, unsigned flags,
-		      struct safe_file *f)
+/* Nothing opened yet in f; 0 if path can be looked up in root, else why not. */
+static int open_begin(const struct safe_root *root, const char *path, struct safe_file *f)
 {
-	bool no_symlinks = (flags & SAFEOPEN_NO_SYMLINKS) || (root->mi && root->mi->any_block);
-	const struct mountinfo_ent *blk;
-	int opath, err;
-
 	f->fd = -1;
 	f->fstype[0] = '\0';
 	if (root->fd < 0)
@@ -192,6 +188,19 @@ int safeopen__in_root(const struct safe_root *root, const char *path, unsigned f
 		return -EINVAL;
 	if (strlen(path) >= PATH_MAX)
 		return -ENAMETOOLONG;
+	return 0;
+}
+
+int safeopen__in_root(const struct safe_root *root, const char *path, unsigned flags,
+		      struct safe_file *f)
+{
+	bool no_symlinks = (flags & SAFEOPEN_NO_SYMLINKS) || (root->mi && root->mi->any_block);
+	const struct mountinfo_ent *blk;
+	int opath, err;
+
+	err = open_begin(root, path, f);
+	if (err)
+		return err;
 	if (has_dotdot(path))
 		return -EINVAL;
 	blk = mountinfo__path_may_block(root->mi, path);
@@ -409,14 +418,9 @@ int safeopen__in_root_as(const struct safe_root *root, const char *path, unsigne
 	int links = 0, fd = -1, err = 0;
 	bool no_symlinks = flags & SAFEOPEN_NO_SYMLINKS;
 
-	f->fd = -1;
-	f->fstype[0] = '\0';
-	if (root->fd < 0)
-		return -EBADF;
-	if (!path || path[0] != '/')
-		return -EINVAL;
-	if (strlen(path) >= sizeof(buf))
-		return -ENAMETOOLONG;
+	err = open_begin(root, path, f);
+	if (err)
+		return err;
 	/* What the path's text says, for kernels without mount ids (see check_dir()). */
 	if (!has_dotdot(path) && (blk = mountinfo__path_may_block(root->mi, path))) {
 		snprintf(f->fstype, sizeof(f->fstype), "%s", blk->fstype);

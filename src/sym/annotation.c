@@ -21,6 +21,19 @@ static int cmp_counts(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* An empty a for [start, end): 0, or -EINVAL (an empty range), -EFBIG (too large). */
+static int annotation_init(struct annotation *a, uint64_t start, uint64_t end)
+{
+	memset(a, 0, sizeof(*a));
+	a->start = start;
+	a->end = end;
+	if (end <= start)
+		return -EINVAL;
+	if (end - start > ANNOTATION_MAX_BYTES)
+		return -EFBIG;
+	return 0;
+}
+
 int annotation__build(struct annotation *a, const struct elfcode *code, struct srcline *sl,
 		      uint64_t start, uint64_t end, const struct ann_count *counts, size_t n)
 {
@@ -29,13 +42,9 @@ int annotation__build(struct annotation *a, const struct elfcode *code, struct s
 	bool is64;
 	int machine, err;
 
-	memset(a, 0, sizeof(*a));
-	a->start = start;
-	a->end = end;
-	if (end <= start)
-		return -EINVAL;
-	if (end - start > ANNOTATION_MAX_BYTES)
-		return -EFBIG;
+	err = annotation_init(a, start, end);
+	if (err)
+		return err;
 	bytes = malloc((size_t)(end - start));
 	if (!bytes)
 		return -ENOMEM;
@@ -61,13 +70,9 @@ int annotation__build_bytes(struct annotation *a, const uint8_t *bytes, size_t l
 	size_t cap = 0, ci = 0;
 	int err = 0;
 
-	memset(a, 0, sizeof(*a));
-	a->start = start;
-	a->end = end;
-	if (end <= start)
-		return -EINVAL;
-	if (end - start > ANNOTATION_MAX_BYTES)
-		return -EFBIG;
+	err = annotation_init(a, start, end);
+	if (err)
+		return err;
 	if (len > end - start)
 		len = (size_t)(end - start);
 	sorted = malloc((n ? n : 1) * sizeof(*sorted));

@@ -106,25 +106,8 @@ static void skip(struct cur *c, uint64_t n)
 	c->p += n;
 }
 
-static uint64_t uleb(struct cur *c)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-
-	while (c->p < c->end) {
-		uint8_t b = *c->p++;
-
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			return v;
-	}
-	c->bad = true;
-	return 0;
-}
-
-static uint64_t sleb(struct cur *c)
+/* A LEB128 number, signed or not: 0, and c->bad, when the bytes end first. */
+static uint64_t leb128(struct cur *c, bool is_signed)
 {
 	uint64_t v = 0;
 	unsigned shift = 0;
@@ -136,13 +119,23 @@ static uint64_t sleb(struct cur *c)
 			v |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
 		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
+			if (is_signed && shift < 64 && (b & 0x40))
 				v |= ~(uint64_t)0 << shift;
 			return v;
 		}
 	}
 	c->bad = true;
 	return 0;
+}
+
+static uint64_t uleb(struct cur *c)
+{
+	return leb128(c, false);
+}
+
+static uint64_t sleb(struct cur *c)
+{
+	return leb128(c, true);
 }
 
 /* An inline string: its bytes up to the NUL (skipped), NULL if longer than a name may be. */

@@ -10,35 +10,14 @@
  * and the reads within the caps; the frame walker's entry (hotspot__bpf())
  * taken only within its bounds.
  */
-#include <errno.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "lang/hotspot.h"
 #include "../workloads/fakejvm.h"
+
+#include "fuzz_procmem.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define BASE 0x7f1200000000ull
-
-struct img {
-	const uint8_t *p;
-	size_t n;
-	uint64_t bytes;
-};
-
-static int rd(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	struct img *m = ctx;
-
-	m->bytes += len;
-	if (addr < BASE || addr - BASE > m->n || len > m->n - (addr - BASE))
-		return -EFAULT;
-	memcpy(buf, m->p + (addr - BASE), len);
-	return 0;
-}
 
 static struct hotspot_vm jdk17;
 
@@ -46,7 +25,7 @@ static void init_jdk17(void)
 {
 	static int done;
 	uint64_t var[HSV_NR];
-	struct img m;
+	struct procmem m;
 	uint8_t *b;
 
 	if (done++)
@@ -55,16 +34,16 @@ static void init_jdk17(void)
 	if (!b)
 		abort();
 	fj_build(b, BASE, var, NULL);
-	m = (struct img){ b, FJ_SIZE, 0 };
-	if (hotspot__read_tables(rd, &m, var, &jdk17))
+	m = (struct procmem){ b, FJ_SIZE, 0, { BASE } };
+	if (hotspot__read_tables(procmem_read, &m, var, &jdk17))
 		abort();
 	free(b);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct img m = { data, size, 0 };
-	struct hotspot h = { .read = rd, .ctx = &m, .max_bytes = HS_MAX_LOOKUP };
+	struct procmem m = { data, size, 0, { BASE } };
+	struct hotspot h = { .read = procmem_read, .ctx = &m, .max_bytes = HS_MAX_LOOKUP };
 	uint64_t var[HSV_NR];
 	char out[HS_NAME_MAX];
 
@@ -72,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	init_jdk17();
 	memcpy(var, data, sizeof(var));
-	if (hotspot__read_tables(rd, &m, var, &h.vm)) {
+	if (hotspot__read_tables(procmem_read, &m, var, &h.vm)) {
 		h.vm = jdk17;
 		h.vm.off[HS_CC_HEAPS] = (int64_t)(BASE + 8 * HSV_NR);
 	}
@@ -108,8 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		h.bytes_read = 0;
 		memset(out, 'x', sizeof(out));
 		n = hotspot__name_pc(&h, pc, out, sizeof(out));
-		if (n >= (int)sizeof(out) || (n >= 0 && strlen(out) != (size_t)n))
-			abort();
+		procmem_check_name(out, sizeof(out), n);
 		for (int i = 0; n > 0 && i < n; i++)
 			if (out[i] < 0x20 || out[i] > 0x7e)
 				abort();

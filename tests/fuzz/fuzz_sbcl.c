@@ -11,13 +11,9 @@
  * byte picks the release whose layout reads it (one of each layout's
  * kinds: 2.2.9's, 2.3's, 2.4.0's, 2.4.7's, 2.6.2's, 2.6.4's, 2.6.7's).
  */
-#include <errno.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "lang/sbcl.h"
+
+#include "fuzz_procmem.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -25,33 +21,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define SSO  0x7f0000000000ull
 #define DYN  0x1000000000ull
 
-struct img {
-	const uint8_t *p;
-	size_t n;
-	uint64_t bytes;
-};
-
-static int rd(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	struct img *m = ctx;
-	const uint64_t bases[] = { TEXT, SSO, DYN };
-
-	m->bytes += len;
-	for (int i = 0; i < 3; i++) {
-		if (addr < bases[i] || addr - bases[i] > m->n || len > m->n - (addr - bases[i]))
-			continue;
-		memcpy(buf, m->p + (addr - bases[i]), len);
-		return 0;
-	}
-	return -EFAULT;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct img m = { data, size, 0 };
+	struct procmem m = { data, size, 0, { TEXT, SSO, DYN } };
 	static const char *const releases[] = { "2.2.9", "2.3.2", "2.4.0", "2.4.7",
 						"2.6.2", "2.6.4", "2.6.7" };
-	struct sbcl_heap h = { .read = rd, .ctx = &m };
+	struct sbcl_heap h = { .read = procmem_read, .ctx = &m };
 	char out[64];
 	uint64_t pv = 0;
 
@@ -73,8 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		memset(out, 'x', sizeof(out));
 		n = sbcl__name_pc(&h, pc, out, sizeof(out));
-		if (n >= (int)sizeof(out) || (n >= 0 && (strlen(out) != (size_t)n)))
-			abort();
+		procmem_check_name(out, sizeof(out), n);
 	}
 	/* Reads stay bounded: each lookup's walk and name are capped. */
 	if (m.bytes > (uint64_t)65 * (SBCL_MAX_STEPS * 8 + 64 * 1024) + SBCL_MAX_TEXT)

@@ -7,44 +7,19 @@
  * simple-fun's range taken (annotate's): names NUL-terminated within the
  * buffer, ranges inside the code that holds the pc, reads within the caps.
  */
-#include <errno.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "lang/sbcl.h"
+
+#include "fuzz_procmem.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define PT  0x7f0000000000ull
 #define DYN 0x1000000000ull
 
-struct img {
-	const uint8_t *p;
-	size_t n;
-	uint64_t bytes;
-};
-
-static int rd(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	struct img *m = ctx;
-	const uint64_t bases[] = { PT, DYN };
-
-	m->bytes += len;
-	for (int i = 0; i < 2; i++) {
-		if (addr < bases[i] || addr - bases[i] > m->n || len > m->n - (addr - bases[i]))
-			continue;
-		memcpy(buf, m->p + (addr - bases[i]), len);
-		return 0;
-	}
-	return -EFAULT;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct img m = { data, size, 0 };
-	struct sbcl_heap h = { .l = sbcl__layout("2.2.9"), .read = rd, .ctx = &m };
+	struct procmem m = { data, size, 0, { PT, DYN } };
+	struct sbcl_heap h = { .l = sbcl__layout("2.2.9"), .read = procmem_read, .ctx = &m };
 	char out[64];
 	int lookups = 0;
 
@@ -59,8 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		memset(out, 'x', sizeof(out));
 		n = sbcl__name_pc(&h, pc, out, sizeof(out));
-		if (n >= (int)sizeof(out) || (n >= 0 && (strlen(out) != (size_t)n)))
-			abort();
+		procmem_check_name(out, sizeof(out), n);
 		if (!sbcl__fun_range(&h, pc, &start, &end) &&
 		    (start >= end || pc < start || pc >= end || end - start > SBCL_MAX_CODE))
 			abort();

@@ -267,6 +267,41 @@ static void test_annotation_with_debug_file(void **state)
 	close(dfd);
 }
 
+/* From bytes (a Lisp function's, read from the process): the same checks as from a file. */
+static void test_annotation_bytes(void **state)
+{
+	/* push %rbp; mov %rsp,%rbp; jmp back to the mov; an invalid byte; ret */
+	static const uint8_t code[] = { 0x55, 0x48, 0x89, 0xe5, 0xeb, 0xfb, 0x06, 0xc3 };
+	struct ann_count counts[] = { { 0x1002, 4 }, { 0x1000, 1 }, { 0xfff, 9 }, { 0x1006, 2 } };
+	struct annotation a;
+
+	/* More bytes than the function has: only its own are read. */
+	assert_int_equal(annotation__build_bytes(&a, code, sizeof(code), EM_X86_64, true, NULL,
+						 0x1000, 0x1007, counts, 4),
+			 0);
+	assert_int_equal(a.nr, 4);
+	assert_int_equal(a.insns[3].addr, 0x1006);
+	assert_int_equal(a.insns[0].count, 1);
+	assert_int_equal(a.insns[1].count, 4);
+	assert_int_equal(a.insns[3].count, 2);
+	assert_int_equal(a.total, 7);
+	assert_int_equal(a.outside, 9);
+	annotation__free(&a);
+	assert_int_equal(annotation__build_bytes(&a, code, sizeof(code), EM_X86_64, true, NULL,
+						 0x1008, 0x1000, NULL, 0),
+			 -EINVAL);
+	assert_int_equal(a.start, 0x1008);
+	assert_int_equal(a.nr, 0);
+	assert_int_equal(annotation__build_bytes(&a, code, sizeof(code), EM_X86_64, true, NULL,
+						 0x1000, 0x1000, NULL, 0),
+			 -EINVAL);
+	assert_int_equal(annotation__build_bytes(&a, code, sizeof(code), EM_X86_64, true, NULL,
+						 0x1000, 0x1000 + ANNOTATION_MAX_BYTES + 1, NULL,
+						 0),
+			 -EFBIG);
+	assert_int_equal(a.end, 0x1000 + ANNOTATION_MAX_BYTES + 1);
+}
+
 /* A C++ template method: lines from the binary's own DWARF. */
 static void test_srcline_cxx(void **state)
 {
@@ -310,6 +345,7 @@ int main(void)
 		cmocka_unit_test(test_elfcode_core),
 		cmocka_unit_test(test_disasm_x86),
 		cmocka_unit_test(test_annotation_with_debug_file),
+		cmocka_unit_test(test_annotation_bytes),
 		cmocka_unit_test(test_srcline_cxx),
 	};
 

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <zlib.h>
 
+#include "format/counttab.h"
 #include "format/pprof_proto.h"
 
 /* --- a schema-driven protobuf printer -------------------------------------------- */
@@ -56,7 +57,7 @@ static const struct fdesc location_f[] = { F(1, "id", F_UINT), F(2, "mapping_id"
 static const struct mdesc location_m = M(location_f);
 static const struct fdesc function_f[] = { F(1, "id", F_UINT), F(2, "name", F_STRIDX),
 					   F(3, "system_name", F_STRIDX),
-					   F(4, "filename", F_STRIDX) };
+					   F(4, "filename", F_STRIDX), F(5, "start_line", F_UINT) };
 static const struct mdesc function_m = M(function_f);
 static const struct fdesc profile_f[] = {
 	FM(1, "sample_type", &value_type_m),  FM(2, "sample", &sample_m),
@@ -64,7 +65,7 @@ static const struct fdesc profile_f[] = {
 	FM(5, "function", &function_m),	      F(6, "string_table", F_STRING),
 	F(9, "time_nanos", F_UINT),	      F(10, "duration_nanos", F_UINT),
 	FM(11, "period_type", &value_type_m), F(12, "period", F_UINT),
-	F(13, "comment", F_STRIDX),
+	F(13, "comment", F_STRIDX),	      F(14, "default_sample_type", F_STRIDX),
 };
 static const struct mdesc profile_m = M(profile_f);
 
@@ -295,12 +296,48 @@ static void test_pprof_unknown_frequency(void **state)
 	profile__free(p);
 }
 
+/*
+ * bpfprof count's encoder: a counted function called by another counted one
+ * (the same location), by an uncounted one (a location of its own, no
+ * mapping), and calls by no known caller (a sample of the function alone).
+ */
+static void test_pprof_count(void **state)
+{
+	struct count_caller work_callers[] = { { "main", 3 }, { "libc+0x10", 1 } };
+	struct count_fn fns[] = {
+		{ .function = "work",
+		  .module = "/usr/bin/app",
+		  .st = { .calls = 6, .total_ns = 600 },
+		  .callers = work_callers,
+		  .nr_callers = 2 },
+		{ .function = "main",
+		  .module = "/usr/bin/app",
+		  .st = { .calls = 1, .total_ns = 1000 } },
+		{ .function = "idle", .module = "/lib/libc.so.6" }, /* no calls: left out */
+	};
+	uint8_t *msg;
+	size_t len;
+	char *text;
+
+	assert_int_equal(pprof__encode_count(fns, 3, 5000000000ull, &msg, &len), 0);
+	text = decode_text(msg, len);
+	assert_golden("count.pprof.txt", text, strlen(text));
+	free(text);
+	free(msg);
+	assert_int_equal(pprof__encode_count(NULL, 0, 0, &msg, &len), 0);
+	text = decode_text(msg, len);
+	assert_non_null(strstr(text, "default_sample_type: \"time\""));
+	free(text);
+	free(msg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pprof_golden),
 		cmocka_unit_test(test_pprof_gzip_layer),
 		cmocka_unit_test(test_pprof_unknown_frequency),
+		cmocka_unit_test(test_pprof_count),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

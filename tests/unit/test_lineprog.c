@@ -251,6 +251,41 @@ static void test_rows_of_a_range(void **state)
 	free(sec.p);
 }
 
+/* Lines that go back by more than a special opcode can: multi-byte negative SLEB128s. */
+static void test_line_advances_back(void **state)
+{
+	struct buf prog = { 0 }, sec = { 0 };
+	struct lineprog *lp;
+	struct got g = { 0 };
+	uint64_t budget = 1000;
+
+	(void)state;
+	/* 0x2000 line 301, 0x2010 line 101, 0x2020 line 37, end 0x2030. */
+	set_address(&prog, 0x2000);
+	u8(&prog, DW_LNS_advance_line), sleb(&prog, 300);
+	u8(&prog, DW_LNS_copy);
+	u8(&prog, DW_LNS_advance_pc), uleb(&prog, 0x10);
+	u8(&prog, DW_LNS_advance_line), sleb(&prog, -200);
+	u8(&prog, DW_LNS_copy);
+	u8(&prog, DW_LNS_advance_pc), uleb(&prog, 0x10);
+	u8(&prog, DW_LNS_advance_line), sleb(&prog, -64);
+	u8(&prog, DW_LNS_copy);
+	u8(&prog, DW_LNS_advance_pc), uleb(&prog, 0x10);
+	end_sequence(&prog);
+	unit_v4(&sec, &prog, false);
+	lp = open_line(&sec, 0, NULL);
+	assert_int_equal(lineprog__run(lp, 0x2000, 0x2030, &budget, collect, &g), 0);
+	assert_int_equal(g.n, 3);
+	assert_int_equal(g.v[0].line, 301);
+	assert_int_equal(g.v[1].addr, 0x2010);
+	assert_int_equal(g.v[1].line, 101);
+	assert_int_equal(g.v[2].addr, 0x2020);
+	assert_int_equal(g.v[2].line, 37);
+	lineprog__free(lp);
+	free(prog.p);
+	free(sec.p);
+}
+
 /* A million rows at one address, as a crafted file has them: one is handed out, nothing kept. */
 static void test_many_rows_at_one_address(void **state)
 {
@@ -512,6 +547,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows_of_a_range),
+		cmocka_unit_test(test_line_advances_back),
 		cmocka_unit_test(test_many_rows_at_one_address),
 		cmocka_unit_test(test_dwarf5_tables),
 		cmocka_unit_test(test_bad_headers),

@@ -11,6 +11,7 @@
 #include "testutil.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
@@ -285,6 +286,49 @@ static void test_acl_denies_what_the_mode_allows(void **state)
 			    "acl\n");
 }
 
+/* What neither opener looks up: no root, a relative or missing path, one too long. */
+static void test_bad_arguments(void **state)
+{
+	struct safe_root r = { .fd = safeopen__dir("/"), .mi = &host_mi, .host_mi = &host_mi };
+	struct safe_root none = { .fd = -1 };
+	const struct safe_cred *readers[1] = { &(struct safe_cred){ .uid = 0, .gid = 0 } };
+	char *longp = malloc(PATH_MAX + 1);
+	struct safe_file f;
+
+	(void)state;
+	assert_true(r.fd >= 0);
+	assert_non_null(longp);
+	longp[0] = '/';
+	memset(longp + 1, 'a', PATH_MAX - 1);
+	longp[PATH_MAX] = '\0'; /* strlen PATH_MAX: no room for its NUL */
+	for (int as = 0; as < 2; as++) {
+		const char *paths[] = { "/etc/passwd", "etc/passwd", NULL, longp };
+		const int want[][4] = { { 0, -EINVAL, -EINVAL, -ENAMETOOLONG },
+					{ -EBADF, -EBADF, -EBADF, -EBADF } };
+
+		for (int ri = 0; ri < 2; ri++) {
+			for (int i = 0; i < 4; i++) {
+				const struct safe_root *rt = ri ? &none : &r;
+				int err;
+
+				memset(&f, 0x55, sizeof(f));
+				err = as ? safeopen__in_root_as(rt, paths[i], 0, readers, 1, &f,
+								NULL)
+					 : safeopen__in_root(rt, paths[i], 0, &f);
+				assert_int_equal(err, want[ri][i]);
+				if (err) {
+					assert_int_equal(f.fd, -1);
+					assert_string_equal(f.fstype, "");
+				} else {
+					close(f.fd);
+				}
+			}
+		}
+	}
+	free(longp);
+	close(r.fd);
+}
+
 /* /proc's files are checked by more than their mode bits: never read for a reader. */
 static void test_pseudo_file_systems(void **state)
 {
@@ -347,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_links_and_dotdot_stay_inside),
 		cmocka_unit_test(test_acl_denies_what_the_mode_allows),
 		cmocka_unit_test(test_pseudo_file_systems),
+		cmocka_unit_test(test_bad_arguments),
 		cmocka_unit_test(test_cred_parser),
 	};
 

@@ -851,7 +851,10 @@ class DensePerfMaps:
     (~45 MiB of entries each, before one map had a cap of its own); name=60:
     ~100,000 entries, ~15 MiB each, just under that cap (16 MiB), so that a
     few pass the cap on all maps (64 MiB). mode "benign": ordinary maps.
-    Returns once they run; close() kills them and removes their maps."""
+    Returns once they run; close() kills them and removes their maps. They
+    are started all at once: each writes its map, then says its pid and
+    spins - one after the other, each map was written beside the spinning
+    processes before it (24 maps: 13 s on a loaded machine, 0.4 s at once)."""
 
     def __init__(self, exe, n=12, prefix=(), mode="attack", name=1, mib=7.5, secs=3600):
         self.procs = []
@@ -859,11 +862,12 @@ class DensePerfMaps:
         env = dict(os.environ, JITLIKE_NAME=str(name), JITLIKE_BYTES=str(int(mib * 2**20)))
         try:
             for _ in range(n):
-                p = subprocess.Popen(list(prefix) + [str(exe), str(secs),
+                self.procs.append(
+                    subprocess.Popen(list(prefix) + [str(exe), str(secs),
                                                      "dense" if mode == "attack" else "normal"],
                                      stdout=subprocess.PIPE, text=True, env=env,
-                                     start_new_session=True)
-                self.procs.append(p)
+                                     start_new_session=True))
+            for p in self.procs:
                 line = p.stdout.readline().split()
                 if not line:
                     raise RuntimeError(f"{exe} did not start")
@@ -873,9 +877,10 @@ class DensePerfMaps:
             raise
 
     def close(self):
+        pids = set(self.pids) | {p.pid for p in self.procs}  # (setpriv execs in place)
         kill_groups(self.procs)
         self.procs = []
-        for pid in self.pids:
+        for pid in pids:
             with contextlib.suppress(OSError):
                 os.unlink(f"/tmp/perf-{pid}.map")
 

@@ -56,8 +56,8 @@ class Agent:
     machine a second of CPU can take many of real time, and without the fix
     the tenant's file costs a minute of CPU wherever it runs."""
 
-    def __init__(self, argv):
-        self.proc = subprocess.Popen([str(BPFPROF)] + [str(a) for a in argv],
+    def __init__(self, argv, wrap=()):
+        self.proc = subprocess.Popen(list(wrap) + [str(BPFPROF)] + [str(a) for a in argv],
                                      stderr=subprocess.PIPE, text=True)
         self.pid = self.proc.pid
         self.lines = []  # (time.monotonic(), line)
@@ -125,17 +125,28 @@ def agent_hwm(pids, out, seconds, cpu):
     run `seconds` after it started sampling and until it has spent `cpu`
     seconds of CPU since (what reading the tenant's files costs, on a loaded
     machine too; at most 3 minutes): its VmHWM (KiB) then, and its stderr
-    (-v)."""
-    a = Agent(["-p", ",".join(str(p) for p in pids), "-v", "-o", out])
+    (-v). It runs at nice -10: beside the tenant's 8-24 spinning processes
+    it reads their files and writes its profile in a fraction of the time
+    (the memory it holds is the same)."""
+    a = Agent(["-p", ",".join(str(p) for p in pids), "-v", "-o", out],
+              wrap=["nice", "-n", "-10"])
     try:
         t0 = a.when("sampling")
         cpu0 = a.cpu()
         a.run(wall=180, until=lambda: time.monotonic() - t0 >= seconds and a.cpu() - cpu0 >= cpu)
         assert a.proc.poll() is None, a.err()
         hwm = status_kib(a.pid, "VmHWM")
-        print(f"ran {time.monotonic() - t0:.1f} s, {a.cpu() - cpu0:.1f} s of CPU")
+        cpu1 = a.cpu()
+        print(f"ran {time.monotonic() - t0:.1f} s, {cpu1 - cpu0:.1f} s of CPU")
+        # The bound is taken: the tenant's processes stopped (their files and
+        # maps stay), so that the profile's write - its samples named from
+        # those files again - has the CPUs they spun on.
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        t1 = time.monotonic()
         a.proc.send_signal(signal.SIGINT)
         a.run(wall=180)
+        print(f"wrote in {time.monotonic() - t1:.1f} s, {a.cpu() - cpu1:.1f} s of CPU")
     finally:
         a.close()
     err = a.err()

@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 import pprof
-from conftest import (BPFPROF, ROOT, Sampled, as_tenant, assert_most, count_with, metrics,
-                      parse_folded, total, wait_attached)
+from conftest import (BPFPROF, ROOT, Sampled, as_tenant, assert_most, count_with, cpu_seconds,
+                      metrics, parse_folded, total, wait_attached, wait_for)
 
 PY = "/usr/bin/python3.11"
 MIB = 1024
@@ -58,18 +58,24 @@ def status_kib(pid, field):
     return int(m.group(1))
 
 
-def agent_run(pids, store, seconds, extra=()):
-    """Root's bpfprof on pids, always on (--interval 1 into store), for
-    `seconds`; its VmHWM (KiB) just before it is stopped, and its stderr."""
+def agent_run(pids, store, cpu, extra=()):
+    """Root's bpfprof on pids, always on (--interval 1 into store), until each
+    of them has had `cpu` seconds of CPU since it started sampling (however
+    busy the machine), and one drain more; its VmHWM (KiB) just before it is
+    stopped, and its stderr."""
     args = [str(BPFPROF), "-p", ",".join(str(p) for p in pids), "--interval", "1",
             "--output-dir", str(store), "-v", *extra]
     a = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(seconds)
-        assert a.poll() is None, a.communicate()[1]
+        head = wait_attached(a)
+        cpu0 = {p: cpu_seconds(p) for p in pids}
+        wait_for(lambda: all(cpu_seconds(p) - cpu0[p] >= cpu for p in pids),
+                 f"{cpu} s of CPU for each of {pids}", timeout=300, step=0.1)
+        time.sleep(1.2)  # the drain after the last of those samples (--interval 1)
+        assert a.poll() is None, head + a.communicate()[1]
         hwm = status_kib(a.pid, "VmHWM")
         a.send_signal(signal.SIGINT)
-        err = a.communicate(timeout=60)[1]
+        err = head + a.communicate(timeout=60)[1]
     finally:
         if a.poll() is None:
             a.kill()
@@ -93,14 +99,24 @@ def stored(store):
     return out, files
 
 
-def attack_hwm(tenant_dir, tmp_path, nproc, mode, seconds=12):
+# Each process's CPU time sampled: 3 s, ~300 samples at 99 Hz (was: 12 s of
+# wall time, start-up included, ~10 s of samples on a quiet machine and as
+# few as a loaded one gave). Its 3,000 functions run in 50 chains of 60
+# calls, one chain after the other: each chain is in a sample with
+# probability 1 - (49/50)^300 = 99.8%, so all but a few code objects are
+# read - without the caps the agent's VmHWM went from 26 to 148 MiB in this
+# run (bound: 51 MiB) - and assert_most's bound for n = 300 is 0.80.
+CPU = 3.0
+
+
+def attack_hwm(tenant_dir, tmp_path, nproc, mode, cpu=CPU):
     """The tenant's HugePyCodes (tools/benchlib.py) in nproc processes under
     root's agent: its VmHWM and stderr, and what it stored."""
     codes = HugePyCodes(tenant_dir / "codes.py", n=nproc, mode=mode, prefix=as_tenant([]),
                         python=PY)
     store = tmp_path / f"store-{mode}"
     try:
-        hwm, err = agent_run(codes.pids, store, seconds)
+        hwm, err = agent_run(codes.pids, store, cpu)
     finally:
         codes.close()
     return (hwm, err, *stored(store))

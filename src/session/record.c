@@ -1204,7 +1204,8 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 	p_debug("native inlines and lines: %" PRIu64 " files' DWARF read, %" PRIu64
 		" refused (too large, unreadable), %" PRIu64
 		" lookups named without inlines (over the DWARF budget); %" PRIu64
-		" Lisp frames named (SBCL), %" PRIu64 " not (a GC between sample and drain), %" PRIu64
+		" Lisp frames named (SBCL), %" PRIu64
+		" not (a GC between sample and drain), %" PRIu64
 		" not (dynamic-space walks over their budget; %" PRIu64 " KiB walked)",
 		ss.dwarf_files, ss.dwarf_refused, ss.dwarf_over_budget, ss.lisp_names,
 		ss.lisp_gc_held, ss.lisp_over_budget, ss.lisp_walked >> 10);

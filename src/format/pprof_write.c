@@ -20,7 +20,11 @@
  *                 first two, off-cpu or wall just that one
  *                 An allocation profile (meta.alloc_period, --alloc) has
  *                 Go's heap profile types instead: alloc_objects/count,
- *                 alloc_space/bytes, inuse_objects/count, inuse_space/bytes
+ *                 alloc_space/bytes, inuse_objects/count, inuse_space/bytes,
+ *                 all four whatever the view; an allocation view names the
+ *                 default type (/debug/pprof/allocs: alloc_space, as Go's
+ *                 allocs profile), else none (pprof then shows the last,
+ *                 inuse_space, as for Go's heap profile)
  *   period        cpu/nanoseconds, 1e9 / F (off-CPU or wall alone: that
  *                 type, period 1); allocations: space/bytes, the mean
  *                 bytes between samples
@@ -473,6 +477,12 @@ static int encode(struct enc *e, enum view view)
 	uint64_t *locs = NULL;
 	size_t cap = 0;
 
+	/* A heap profile: the view names the default type (any other: none). */
+	if (m->alloc_period && view__is_alloc(view))
+		dflt = view == VIEW_ALLOC_SPACE	    ? V_ALLOC_SPACE
+		       : view == VIEW_ALLOC_OBJECTS ? V_ALLOC_OBJ
+		       : view == VIEW_INUSE_SPACE   ? V_INUSE_SPACE
+						    : V_INUSE_OBJ;
 	view = m->offcpu ? view : VIEW_CPU;
 	want[V_SAMPLES] = view == VIEW_CPU || view == VIEW_AUTO;
 	want[V_CPU] = want[V_SAMPLES] && period;

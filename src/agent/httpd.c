@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /*
- * httpd.c - /debug/pprof/profile, /metrics, /healthz on one epoll thread;
+ * httpd.c - /debug/pprof/profile, /heap, /allocs, /metrics, /healthz on one epoll thread;
  * see httpd.h for what it guarantees against hostile clients.
  *
  * A connection goes READ (collecting its header, deadline 10 s after accept)
@@ -85,7 +85,10 @@ struct worker {
 	pthread_t th;
 	bool busy, done;
 	struct conn *conn; /* NULL once the client is gone */
+	struct live *live; /* the CPU's, or the heap's (/debug/pprof/heap, /allocs) */
+	const char *type;  /* the profile's Content-Type */
 	unsigned seconds;
+	enum view view; /* /allocs: alloc_space by default */
 	bool head;
 	bool cancel; /* set atomically when the client hangs up */
 	int err;
@@ -251,7 +254,7 @@ static void conn_close(struct httpd *h, struct conn *c)
 		pthread_mutex_unlock(&h->lock);
 		/* Nobody waits for it any more: free the live slot now. */
 		__atomic_store_n(&w->cancel, true, __ATOMIC_RELEASE);
-		live__wake(h->o.live);
+		live__wake(w->live);
 		c->worker = -1;
 	}
 	close(c->fd); /* also removes it from the epoll set */
@@ -417,7 +420,7 @@ static void refuse_fd(int fd, unsigned status, const char *msg)
 	close(fd);
 }
 
-/* ---- /debug/pprof/profile threads ---- */
+/* ---- /debug/pprof/profile, /heap, /allocs threads ---- */
 
 static void *profile_thread(void *arg)
 {
@@ -427,7 +430,7 @@ static void *profile_thread(void *arg)
 	uint64_t one = 1;
 	int err;
 
-	err = live__collect_or_cancel(w->h->o.live, w->seconds, &w->cancel, &body, &len);
+	err = live__collect_or_cancel(w->live, w->seconds, w->view, &w->cancel, &body, &len);
 	pthread_mutex_lock(&w->h->lock);
 	w->err = err;
 	w->body = body;
@@ -471,18 +474,25 @@ static void reap_workers(struct httpd *h)
 			continue;
 		}
 		c->worker = -1;
-		if (err == -EBUSY)
+		if (err == -EBUSY) {
 			text(h, c, 429, "too many profile requests at once\n", w->head);
-		else if (err)
+		} else if (err == -ESHUTDOWN) {
 			text(h, c, 503, "profiler is stopping\n", w->head);
-		else
-			respond(h, c, 200, h->o.content_type, body, len, false, w->head);
+		} else if (err) {
+			char msg[128];
+
+			snprintf(msg, sizeof(msg), "cannot make the profile: %s\n", strerror(-err));
+			text_copy(h, c, 500, msg, w->head);
+		} else {
+			respond(h, c, 200, w->type, body, len, false, w->head);
+		}
 		if (err)
 			free(body);
 	}
 }
 
-static void start_profile(struct httpd *h, struct conn *c, unsigned seconds, bool head)
+static void start_profile(struct httpd *h, struct conn *c, struct live *live, unsigned seconds,
+			  enum view view, bool head)
 {
 	struct worker *w = NULL;
 	pthread_attr_t attr;
@@ -499,7 +509,11 @@ static void start_profile(struct httpd *h, struct conn *c, unsigned seconds, boo
 		w->done = false;
 		w->cancel = false;
 		w->conn = c;
+		w->live = live;
+		/* Heap profiles are pprof only (sinks.c opens their live with it). */
+		w->type = live__is_heap(live) ? "application/octet-stream" : h->o.content_type;
 		w->seconds = seconds;
+		w->view = view;
 		w->head = head;
 		w->h = h;
 	}
@@ -634,6 +648,23 @@ int http_request__parse(const char *buf, size_t len, struct http_request *r)
 	return 0;
 }
 
+/*
+ * A profile's seconds=N: *seconds unchanged if absent; false unless N is 1 to
+ * LIVE_MAX_SECONDS (seconds=0 too, as Go's handlers refuse it).
+ */
+static bool query_seconds(const char *q, size_t qlen, unsigned *seconds)
+{
+	char sec[24];
+	uint64_t n;
+
+	if (!q || !http_query__value(q, qlen, "seconds", sec, sizeof(sec)))
+		return true;
+	if (parse_u64(sec, 10, &n) || n == 0 || n > LIVE_MAX_SECONDS)
+		return false;
+	*seconds = (unsigned)n;
+	return true;
+}
+
 /* A complete header is in c->in: parse the request line and answer. */
 static void handle_request(struct httpd *h, struct conn *c)
 {
@@ -685,18 +716,49 @@ static void handle_request(struct httpd *h, struct conn *c)
 		respond(h, c, 200, "text/plain; version=0.0.4; charset=utf-8", sb.buf, sb.len,
 			false, head);
 	} else if (PATH_IS("/debug/pprof/profile")) {
-		char sec[24];
-		uint64_t seconds = 30;
+		unsigned seconds = 30;
 
-		if (q && http_query__value(q, qlen, "seconds", sec, sizeof(sec)) &&
-		    (parse_u64(sec, 10, &seconds) || seconds == 0 || seconds > LIVE_MAX_SECONDS)) {
+		if (!h->o.live) {
+			text(h, c, 404,
+			     "not a CPU profiling run (--alloc: /debug/pprof/heap, /debug/pprof/allocs)\n",
+			     head);
+			return;
+		}
+		if (!query_seconds(q, qlen, &seconds)) {
 			text(h, c, 400, "seconds must be 1 to 3600\n", head);
 			return;
 		}
-		start_profile(h, c, (unsigned)seconds, head);
+		start_profile(h, c, h->o.live, seconds, VIEW_AUTO, head);
+	} else if (PATH_IS("/debug/pprof/heap") || PATH_IS("/debug/pprof/allocs")) {
+		unsigned seconds = 0; /* the profile as it is now */
+		char dbg[8];
+
+		if (!h->o.live_heap) {
+			text(h, c, 404, "not an allocation profiling run (--alloc)\n", head);
+			return;
+		}
+		if (q && http_query__value(q, qlen, "debug", dbg, sizeof(dbg)) &&
+		    strcmp(dbg, "0")) {
+			text(h, c, 400, "debug=N (the text format) is not served: protobuf only\n",
+			     head);
+			return;
+		}
+		if (!query_seconds(q, qlen, &seconds)) {
+			text(h, c, 400, "seconds must be 1 to 3600\n", head);
+			return;
+		}
+		/* As Go's: /allocs is /heap with alloc_space the default sample type. */
+		start_profile(h, c, h->o.live_heap, seconds,
+			      PATH_IS("/debug/pprof/allocs") ? VIEW_ALLOC_SPACE : VIEW_AUTO, head);
 	} else if (PATH_IS("/")) {
-		text(h, c, 200, "bpfprof: /debug/pprof/profile?seconds=N, /metrics, /healthz\n",
-		     head);
+		char idx[256];
+
+		snprintf(idx, sizeof(idx), "bpfprof: %s%s/metrics, /healthz\n",
+			 h->o.live ? "/debug/pprof/profile?seconds=N, " : "",
+			 h->o.live_heap ? "/debug/pprof/heap, /debug/pprof/allocs (?seconds=N: "
+					  "the allocations of the next N seconds), "
+					: "");
+		text_copy(h, c, 200, idx, head);
 	} else {
 		text(h, c, 404, "not found\n", head);
 	}

@@ -5,6 +5,14 @@
  *   GET /debug/pprof/profile?seconds=N   gzip pprof of the next N seconds
  *                                        (default 30), as Go services serve it,
  *                                        so `go tool pprof` and Parca read it
+ *   GET /debug/pprof/heap[?seconds=N]    --alloc: Go's heap profile (alloc_*,
+ *   GET /debug/pprof/allocs[?seconds=N]  inuse_*); without seconds the profile
+ *                                        now (allocations since the start),
+ *                                        with it the allocations of the next N
+ *                                        seconds; /allocs has alloc_space the
+ *                                        default type. debug=N (N != 0): 400.
+ *                                        404 in a CPU run, as /profile is in
+ *                                        an --alloc run
  *   GET /metrics                         Prometheus text
  *   GET /healthz                         "ok" once drained and while drains
  *                                        are on time, else 503 and why
@@ -57,10 +65,11 @@ struct errmsg;
 typedef void (*httpd_warn_fn)(void *ctx, const char *msg);
 
 struct httpd_opts {
-	const char *listen; /* "[ADDR:]PORT" */
-	struct live *live;
+	const char *listen;	/* "[ADDR:]PORT" */
+	struct live *live;	/* /debug/pprof/profile; NULL: 404 */
+	struct live *live_heap; /* /debug/pprof/heap, /allocs (live__new_heap); NULL: 404 */
 	struct metrics *metrics;
-	const char *content_type; /* of profiles */
+	const char *content_type; /* of CPU profiles (heap ones are pprof) */
 	httpd_warn_fn warn;	  /* may be NULL */
 	void *warn_ctx;
 	unsigned max_conns; /* 0: HTTPD_MAX_CONNS */

@@ -13,7 +13,10 @@
 
 struct live_req {
 	bool used, done;
+	bool finishing; /* the main thread completes it outside the lock */
 	int err;
+	unsigned seconds;
+	enum view view;
 	uint64_t start_mono, deadline, start_real;
 	struct profile *prof;
 	char *body;
@@ -25,6 +28,9 @@ struct live {
 	pthread_cond_t cond;
 	const struct writer *w;
 	uint32_t freq;
+	uint64_t alloc_period; /* a heap live; 0: CPU */
+	live_finish_fn finish;
+	void *finish_ctx;
 	bool shutdown;
 	struct live_req req[LIVE_MAX_REQUESTS];
 };
@@ -42,6 +48,24 @@ struct live *live__new(const struct writer *w, uint32_t freq)
 	return l;
 }
 
+struct live *live__new_heap(const struct writer *w, uint64_t alloc_period, live_finish_fn finish,
+			    void *ctx)
+{
+	struct live *l = live__new(w, 0);
+
+	if (!l)
+		return NULL;
+	l->alloc_period = alloc_period ? alloc_period : 1;
+	l->finish = finish;
+	l->finish_ctx = ctx;
+	return l;
+}
+
+bool live__is_heap(const struct live *l)
+{
+	return l && l->alloc_period;
+}
+
 void live__free(struct live *l)
 {
 	if (!l)
@@ -55,32 +79,43 @@ void live__free(struct live *l)
 	free(l);
 }
 
+/*
+ * Stamps, finishes and encodes r on the main thread, without the lock: its
+ * waiter leaves r alone while r->finishing. Sets r->err, r->body.
+ */
 static void complete(struct live *l, struct live_req *r, uint64_t now_mono)
 {
 	struct profile_meta *m = profile__meta(r->prof);
+	struct out_opts oo = { .view = r->view };
 	FILE *f;
 
 	m->freq_hz = l->freq;
 	m->start_ns = r->start_real;
 	m->duration_ns = now_mono - r->start_mono;
+	m->alloc_period = l->alloc_period;
 	gethostname(m->hostname, sizeof(m->hostname) - 1);
+	/* The finisher may restamp (seconds = 0: since the engine started). */
+	r->err = l->finish ? l->finish(l->finish_ctx, r->prof, r->seconds) : 0;
+	if (r->err)
+		goto out;
+	m->alloc_period = l->alloc_period; /* whatever the finisher merged in */
 	profile__sort(r->prof);
 	f = open_memstream(&r->body, &r->len);
 	if (!f) {
 		r->err = -ENOMEM;
 	} else {
-		r->err = l->w->write(r->prof, f, NULL);
+		r->err = l->w->write(r->prof, f, r->view == VIEW_AUTO ? NULL : &oo);
 		if (fclose(f) && !r->err)
 			r->err = -ENOMEM;
 	}
+out:
 	profile__free(r->prof);
 	r->prof = NULL;
-	r->done = true;
 }
 
 int live__collect(struct live *l, unsigned seconds, char **body, size_t *len)
 {
-	return live__collect_or_cancel(l, seconds, NULL, body, len);
+	return live__collect_or_cancel(l, seconds, VIEW_AUTO, NULL, body, len);
 }
 
 static bool cancelled(const bool *cancel)
@@ -95,8 +130,8 @@ void live__wake(struct live *l)
 	pthread_mutex_unlock(&l->lock);
 }
 
-int live__collect_or_cancel(struct live *l, unsigned seconds, const bool *cancel, char **body,
-			    size_t *len)
+int live__collect_or_cancel(struct live *l, unsigned seconds, enum view view, const bool *cancel,
+			    char **body, size_t *len)
 {
 	struct live_req *r = NULL;
 	int err;
@@ -116,10 +151,14 @@ int live__collect_or_cancel(struct live *l, unsigned seconds, const bool *cancel
 		return -ENOMEM;
 	}
 	r->used = true;
+	r->seconds = seconds;
+	r->view = view;
 	r->start_mono = now_ns();
 	r->start_real = realtime_ns();
 	r->deadline = r->start_mono + (uint64_t)seconds * NS_PER_SEC;
 	while (!r->done && !l->shutdown && !cancelled(cancel))
+		pthread_cond_wait(&l->cond, &l->lock);
+	while (r->finishing) /* the main thread holds r's profile: wait for it */
 		pthread_cond_wait(&l->cond, &l->lock);
 	err = r->done ? r->err : l->shutdown ? -ESHUTDOWN : -ECANCELED;
 	if (!err) {
@@ -138,27 +177,42 @@ int live__collect_or_cancel(struct live *l, unsigned seconds, const bool *cancel
 
 void live__feed(struct live *l, const struct profile *delta, uint64_t now_mono)
 {
+	struct live_req *due[LIVE_MAX_REQUESTS];
+	int ndue = 0;
 	bool woke = false;
 
 	pthread_mutex_lock(&l->lock);
 	for (int i = 0; i < LIVE_MAX_REQUESTS; i++) {
 		struct live_req *r = &l->req[i];
 
-		if (!r->used || r->done)
+		if (!r->used || r->done || r->finishing)
 			continue;
-		if (delta && profile__merge(r->prof, delta))
+		/* A heap request without seconds gets the engine's totals instead. */
+		if (delta && (r->seconds || !l->alloc_period) && profile__merge(r->prof, delta))
 			r->err = -ENOMEM;
 		if (delta && profile__meta_c(delta)->offcpu) /* --off-cpu: both values */
 			profile__meta(r->prof)->offcpu = true;
-		if (now_mono >= r->deadline || r->err) {
-			if (!r->err)
-				complete(l, r, now_mono);
+		if (r->err) {
 			r->done = true;
 			woke = true;
+		} else if (now_mono >= r->deadline) {
+			r->finishing = true;
+			due[ndue++] = r;
 		}
 	}
 	if (woke)
 		pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+	if (!ndue)
+		return;
+	for (int i = 0; i < ndue; i++)
+		complete(l, due[i], now_mono);
+	pthread_mutex_lock(&l->lock);
+	for (int i = 0; i < ndue; i++) {
+		due[i]->finishing = false;
+		due[i]->done = true;
+	}
+	pthread_cond_broadcast(&l->cond);
 	pthread_mutex_unlock(&l->lock);
 }
 

@@ -79,7 +79,16 @@ struct continuous {
 	struct store *store[SINK_KINDS]; /* --output-dir: one per kind opened */
 	uint64_t emitted[SINK_KINDS];	 /* profiles handed to sinks__emit() */
 	struct pusher *pusher;
-	struct live *live;
+	struct live *live;	/* --listen, CPU: /debug/pprof/profile */
+	struct live *live_heap; /* --listen, --alloc: /debug/pprof/heap, /allocs */
+	/*
+	 * Set by the allocation engine's loop before sinks__open(): the heap
+	 * live's finisher (agent/live.h, live_finish_fn), run on the loop's
+	 * thread in sinks__heap_feed() when a request completes. NULL: a
+	 * request gets only the allocations fed over its seconds.
+	 */
+	int (*heap_finish)(void *ctx, struct profile *acc, unsigned seconds);
+	void *heap_ctx;
 	struct httpd *httpd;
 	struct metrics metrics;
 	uint64_t start_mono, start_real;
@@ -231,6 +240,15 @@ bool sinks__want_drain(const struct continuous *ct);
  */
 int sinks__live_begin(struct continuous *ct, struct profile **delta);
 void sinks__live_feed(struct continuous *ct, const struct profile *delta);
+/*
+ * --alloc's side of the HTTP endpoint (ct->live_heap). The number of heap
+ * requests waiting (the engine then feeds every tick, and builds the tick's
+ * allocations as a delta while one waits for seconds); the tick's delta
+ * (NULL: none, the clock's tick) to them, completing the due ones through
+ * ct->heap_finish.
+ */
+int sinks__heap_pending(const struct continuous *ct);
+void sinks__heap_feed(struct continuous *ct, const struct profile *delta);
 /*
  * A finished profile of that kind, covering [from_real, until_real)
  * (CLOCK_REALTIME ns): written to the kind's store (path, if given, gets the

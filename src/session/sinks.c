@@ -161,14 +161,24 @@ int sinks__open_kinds(struct continuous *ct, const struct options *o, unsigned w
 		}
 	}
 	if (o->listen) {
-		ct->live = live__new(fmt, o->freq);
-		if (!ct->live) {
+		if (want & SINK_BIT(SINK_HEAP) && !pw) {
+			p_err("cannot use --listen: heap profiles need the pprof writer");
+			return 1;
+		}
+		if (want & SINK_BIT(SINK_CPU))
+			ct->live = live__new(fmt, o->freq);
+		if (want & SINK_BIT(SINK_HEAP))
+			ct->live_heap =
+				live__new_heap(pw, o->alloc_period, ct->heap_finish, ct->heap_ctx);
+		if ((want & SINK_BIT(SINK_CPU) && !ct->live) ||
+		    (want & SINK_BIT(SINK_HEAP) && !ct->live_heap)) {
 			p_err("out of memory");
 			return 1;
 		}
 		struct httpd_opts ho = {
 			.listen = o->listen,
 			.live = ct->live,
+			.live_heap = ct->live_heap,
 			.metrics = &ct->metrics,
 			.content_type =
 				pw ? "application/octet-stream" : "text/plain; charset=utf-8",
@@ -186,11 +196,15 @@ int sinks__open_kinds(struct continuous *ct, const struct options *o, unsigned w
 
 void sinks__close(struct continuous *ct)
 {
+	/* Wakes HTTP requests still waiting, before their threads are joined. */
 	if (ct->live)
-		live__shutdown(ct->live); /* wakes HTTP requests still waiting */
+		live__shutdown(ct->live);
+	if (ct->live_heap)
+		live__shutdown(ct->live_heap);
 	httpd__stop(ct->httpd);
 	live__free(ct->live);
-	ct->live = NULL;
+	live__free(ct->live_heap);
+	ct->live = ct->live_heap = NULL;
 	ct->httpd = NULL;
 	pusher__stop(ct->pusher, 0, NULL);
 	ct->pusher = NULL;
@@ -218,6 +232,17 @@ void sinks__live_feed(struct continuous *ct, const struct profile *delta)
 {
 	if (ct->live)
 		live__feed(ct->live, delta, now_ns());
+}
+
+int sinks__heap_pending(const struct continuous *ct)
+{
+	return ct->live_heap ? live__pending(ct->live_heap) : 0;
+}
+
+void sinks__heap_feed(struct continuous *ct, const struct profile *delta)
+{
+	if (ct->live_heap)
+		live__feed(ct->live_heap, delta, now_ns());
 }
 
 /*

@@ -4,13 +4,17 @@
  * root, no BPF): malformed and oversized requests, every method but GET and
  * HEAD, more idle connections than the cap, more clients that got their
  * answer and never hang up than the cap, a client that stops reading, one
- * that half-closes; /healthz before the first drain and when one is overdue.
+ * that half-closes; /healthz before the first drain and when one is overdue;
+ * /debug/pprof/heap and /allocs (--alloc): their bounds, 404 in a CPU run
+ * (and /profile's in an allocation run), the default sample type, a client
+ * gone while one waits, a finisher that fails.
  */
 #include "testutil.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/socket.h>
@@ -21,12 +25,19 @@
 #include "agent/metrics.h"
 #include "base/profile.h"
 #include "format/writer.h"
+#include "pprofdec.h"
 
 struct fixture {
 	struct metrics metrics;
 	struct live *live;
 	struct httpd *h;
 	int port;
+	/* setup_heap: an allocation run's endpoint, a fake engine ticking. */
+	struct live *heap;
+	pthread_t ticker;
+	bool stop;
+	int finished, fail;
+	unsigned seconds; /* of the last finisher call */
 };
 
 static int free_port(void)
@@ -74,13 +85,72 @@ static int setup(void **state)
 	return 0;
 }
 
+/* The fake allocation engine's finisher: one site with blocks in use. */
+static int heap_finish(void *ctx, struct profile *acc, unsigned seconds)
+{
+	struct fixture *f = ctx;
+	struct psample s = { .pid = 1, .comm = "app" };
+	struct palloc v = { 2, 8192, 1, 4096 };
+	uint32_t fr = (uint32_t)profile__frame(acc, FRAME_USER, "keeper", "/bin/app");
+
+	__atomic_add_fetch(&f->finished, 1, __ATOMIC_RELAXED);
+	f->seconds = seconds;
+	if (f->fail)
+		return f->fail;
+	return profile__add_alloc(acc, &s, &fr, 1, &v);
+}
+
+/* The engine's tick, every 10 ms, with no allocations. */
+static void *ticker(void *arg)
+{
+	struct fixture *f = arg;
+
+	while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
+		live__feed(f->heap, NULL, now_ns());
+		usleep(10000);
+	}
+	return NULL;
+}
+
+/* An --alloc run's endpoint: a heap live, no CPU one. */
+static int setup_heap(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct httpd_opts o = { .content_type = "text/plain" };
+	struct errmsg err = { 0 };
+	char listen[16];
+
+	metrics__init(&f->metrics, 1000000000ULL);
+	drained(f, 0);
+	f->heap = live__new_heap(&writer_pprof, 4096, heap_finish, f);
+	assert_non_null(f->heap);
+	f->port = free_port();
+	snprintf(listen, sizeof(listen), "%d", f->port);
+	o.listen = listen;
+	o.live_heap = f->heap;
+	o.metrics = &f->metrics;
+	o.max_conns = 64;
+	f->h = httpd__start(&o, &err);
+	assert_non_null(f->h);
+	assert_int_equal(pthread_create(&f->ticker, NULL, ticker, f), 0);
+	*state = f;
+	return 0;
+}
+
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
 
-	live__shutdown(f->live);
+	if (f->heap) {
+		__atomic_store_n(&f->stop, true, __ATOMIC_RELEASE);
+		pthread_join(f->ticker, NULL);
+		live__shutdown(f->heap);
+	}
+	if (f->live)
+		live__shutdown(f->live);
 	httpd__stop(f->h);
 	live__free(f->live);
+	live__free(f->heap);
 	free(f);
 	return 0;
 }
@@ -438,6 +508,148 @@ static void test_client_gone_while_profiling(void **state)
 	assert_int_equal(live__pending(f->live), 0);
 }
 
+/* The body of an answer get() returned (its Content-Length bytes). */
+static const char *body_of(const char *r, size_t *len)
+{
+	const char *cl = strstr(r, "Content-Length: "), *b = strstr(r, "\r\n\r\n");
+
+	assert_non_null(cl);
+	assert_non_null(b);
+	*len = strtoul(cl + 16, NULL, 10);
+	return b + 4;
+}
+
+/* GETs a heap profile and reads its sample types back. */
+static void get_heap(struct fixture *f, const char *req, struct pprofdec *d)
+{
+	static char copy[65536];
+	const char *r = get(f->port, req), *b;
+	size_t len;
+
+	assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+	assert_non_null(strstr(r, "Content-Type: application/octet-stream\r\n"));
+	b = body_of(r, &len);
+	assert_true(len > 0 && len < sizeof(copy));
+	memcpy(copy, b, len);
+	pprofdec(copy, len, d);
+	assert_int_equal(d->ntypes, 4);
+	assert_string_equal(pprofdec_str(d, d->types[1]), "alloc_space");
+	assert_string_equal(pprofdec_str(d, d->types[3]), "inuse_space");
+	assert_int_equal(d->period, 4096);
+	assert_int_equal(d->nsamples, 1);
+}
+
+static void test_heap_is_404_in_a_cpu_run(void **state)
+{
+	struct fixture *f = *state;
+	char *r;
+
+	r = get(f->port, "GET /debug/pprof/heap HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 404 Not Found\r\n"));
+	assert_non_null(strstr(r, "\r\n\r\nnot an allocation profiling run (--alloc)\n"));
+	r = get(f->port, "GET /debug/pprof/allocs?seconds=1 HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 404 Not Found\r\n"));
+	assert_non_null(strstr(r, "not an allocation profiling run (--alloc)\n"));
+	r = get(f->port, "GET / HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "/debug/pprof/profile?seconds=N, /metrics, /healthz\n"));
+	assert_null(strstr(r, "heap"));
+}
+
+static void test_heap_routes_and_bounds(void **state)
+{
+	static const char *bad[] = {
+		"/debug/pprof/heap?seconds=0",	      "/debug/pprof/heap?seconds=3601",
+		"/debug/pprof/allocs?seconds=x",      "/debug/pprof/allocs?seconds=-1",
+		"/debug/pprof/heap?gc=1&seconds=1e3", "/debug/pprof/allocs?seconds=",
+	};
+	struct fixture *f = *state;
+	struct pprofdec d;
+	char req[128], *r;
+	uint64_t t0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\n\r\n", bad[i]);
+		r = get(f->port, req);
+		assert_non_null(strstr(r, "HTTP/1.1 400 Bad Request\r\n"));
+		assert_non_null(strstr(r, "seconds must be 1 to 3600\n"));
+	}
+	/* The text format is not served: protobuf only. */
+	r = get(f->port, "GET /debug/pprof/heap?debug=1 HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 400 Bad Request\r\n"));
+	assert_non_null(strstr(r, "protobuf only\n"));
+	r = get(f->port, "GET /debug/pprof/allocs?seconds=1&debug=2 HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 400 Bad Request\r\n"));
+	/* No CPU profile in an allocation run. */
+	r = get(f->port, "GET /debug/pprof/profile?seconds=1 HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 404 Not Found\r\n"));
+	assert_non_null(strstr(r, "not a CPU profiling run"));
+	assert_int_equal(f->finished, 0);
+
+	/* /heap: the profile now, Go's heap profile (no default type). */
+	get_heap(f, "GET /debug/pprof/heap HTTP/1.1\r\n\r\n", &d);
+	assert_int_equal(d.dflt, -1);
+	assert_int_equal(f->finished, 1);
+	assert_int_equal(f->seconds, 0);
+	/* /allocs: alloc_space the default; gc= and debug=0 change nothing. */
+	get_heap(f, "GET /debug/pprof/allocs?gc=1&debug=0 HTTP/1.1\r\n\r\n", &d);
+	assert_true(d.dflt >= 0);
+	assert_string_equal(pprofdec_str(&d, (uint64_t)d.dflt), "alloc_space");
+	assert_int_equal(f->seconds, 0);
+	/* A window: answered when it ends. */
+	t0 = now_ns();
+	get_heap(f, "GET /debug/pprof/allocs?seconds=1 HTTP/1.1\r\n\r\n", &d);
+	assert_true(now_ns() - t0 >= NS_PER_SEC);
+	assert_int_equal(f->seconds, 1);
+	assert_string_equal(pprofdec_str(&d, (uint64_t)d.dflt), "alloc_space");
+	assert_int_equal(f->finished, 3);
+	/* HEAD: the headers only. */
+	r = get(f->port, "HEAD /debug/pprof/heap HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+	assert_non_null(strstr(r, "Content-Type: application/octet-stream\r\n"));
+	assert_true(strlen(r) == (size_t)(strstr(r, "\r\n\r\n") + 4 - r));
+	/* The index lists what this run serves. */
+	r = get(f->port, "GET / HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "/debug/pprof/heap, /debug/pprof/allocs"));
+	assert_null(strstr(r, "/debug/pprof/profile"));
+}
+
+static void test_heap_finisher_failing_is_a_500(void **state)
+{
+	struct fixture *f = *state;
+	char *r;
+
+	f->fail = -EIO;
+	r = get(f->port, "GET /debug/pprof/heap HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 500 Internal Server Error\r\n"));
+	assert_non_null(strstr(r, "cannot make the profile: "));
+	f->fail = 0;
+	r = get(f->port, "GET /debug/pprof/heap HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+}
+
+static void test_heap_client_gone_frees_its_slot(void **state)
+{
+	struct fixture *f = *state;
+	char *r;
+
+	/* The heap live's slots come back at once when their clients hang up
+	 * (the waiter is woken on the live it waits on, not the CPU's). */
+	for (int i = 0; i < LIVE_MAX_REQUESTS; i++) {
+		int fd = connect_to(f->port);
+		const char *req = "GET /debug/pprof/allocs?seconds=3600 HTTP/1.1\r\n\r\n";
+
+		assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+		for (int k = 0; k < 500 && live__pending(f->heap) <= i; k++)
+			usleep(10000);
+		close(fd);
+	}
+	for (int i = 0; i < 200 && live__pending(f->heap); i++)
+		usleep(10000);
+	assert_int_equal(live__pending(f->heap), 0);
+	r = get(f->port, "GET /debug/pprof/heap HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "HTTP/1.1 200 OK\r\n"));
+}
+
 int main(void)
 {
 	struct rlimit rl;
@@ -455,6 +667,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_half_close_gets_the_profile, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_half_closed_client_that_does_not_read_costs_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_heap_is_404_in_a_cpu_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_heap_routes_and_bounds, setup_heap, teardown),
+		cmocka_unit_test_setup_teardown(test_heap_finisher_failing_is_a_500, setup_heap,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_heap_client_gone_frees_its_slot, setup_heap,
+						teardown),
 	};
 
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < 1024) {

@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * test_live.c - the heap live (agent/live.h) behind /debug/pprof/heap and
+ * /allocs: seconds=0 completes at the next feed with only what the finisher
+ * adds, seconds=N accumulates the fed deltas, the finisher runs on the
+ * feeding thread outside the live's lock, its error fails the request, the
+ * profile is a heap profile (meta.alloc_period, Go's four types) whose
+ * default sample type is alloc_space for /allocs and none for /heap; the
+ * sinks open it (and no CPU live) for an --alloc run with --listen.
+ */
+#include "testutil.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include "agent/live.h"
+#include "base/profile.h"
+#include "format/writer.h"
+#include "session/record.h"
+#include "pprofdec.h"
+
+#define PERIOD 524288
+
+/* The profile as the allocation engine hands it: one site, alloc values. */
+static struct profile *alloc_profile(const char *fn, uint64_t objects, uint64_t bytes,
+				     uint64_t inuse)
+{
+	struct profile *p = profile__new();
+	struct psample s = { .pid = 7, .comm = "app" };
+	struct palloc v = { objects, bytes, inuse ? 1 : 0, inuse };
+	uint32_t f = (uint32_t)profile__frame(p, FRAME_USER, fn, "/bin/app");
+
+	profile__meta(p)->alloc_period = PERIOD;
+	assert_int_equal(profile__add_alloc(p, &s, &f, 1, &v), 0);
+	return p;
+}
+
+/* ---- a fake allocation engine: the finisher ---- */
+
+struct engine {
+	struct live *l;
+	int calls;
+	unsigned seconds;      /* of the last call */
+	size_t acc_samples;    /* what acc held when it was called */
+	uint64_t acc_bytes;    /* alloc_bytes summed over acc's samples */
+	int pending_in_finish; /* live__pending() from inside: the lock is not held */
+	int fail;	       /* -errno to return */
+};
+
+static int finish(void *ctx, struct profile *acc, unsigned seconds)
+{
+	struct engine *e = ctx;
+	struct profile *now;
+	int err;
+
+	e->calls++;
+	e->seconds = seconds;
+	e->acc_samples = profile__nr_samples(acc);
+	e->acc_bytes = 0;
+	for (size_t i = 0; i < e->acc_samples; i++)
+		e->acc_bytes += profile__sample(acc, i)->alloc.alloc_bytes;
+	/* Would deadlock if the finisher ran under the live's lock. */
+	e->pending_in_finish = live__pending(e->l);
+	if (e->fail)
+		return e->fail;
+	/* The blocks in use now (and, seconds = 0, the totals since the start). */
+	now = alloc_profile("keeper", seconds ? 0 : 10, seconds ? 0 : 10 * PERIOD, 3 * PERIOD);
+	err = profile__merge(acc, now);
+	profile__free(now);
+	return err;
+}
+
+struct request {
+	struct live *l;
+	unsigned seconds;
+	enum view view;
+	int err;
+	char *body;
+	size_t len;
+};
+
+static void *request_thread(void *arg)
+{
+	struct request *r = arg;
+
+	r->err = live__collect_or_cancel(r->l, r->seconds, r->view, NULL, &r->body, &r->len);
+	return NULL;
+}
+
+static void start(struct request *r, pthread_t *t, int before)
+{
+	assert_int_equal(pthread_create(t, NULL, request_thread, r), 0);
+	while (live__pending(r->l) == before)
+		usleep(1000);
+}
+
+static int setup(void **state)
+{
+	struct engine *e = calloc(1, sizeof(*e));
+
+	e->l = live__new_heap(&writer_pprof, PERIOD, finish, e);
+	assert_non_null(e->l);
+	assert_true(live__is_heap(e->l));
+	alarm(20); /* a lock held across the finisher hangs: fail instead */
+	*state = e;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct engine *e = *state;
+
+	alarm(0);
+	live__shutdown(e->l);
+	live__free(e->l);
+	free(e);
+	return 0;
+}
+
+static void test_heap_without_seconds_completes_at_the_next_feed(void **state)
+{
+	struct engine *e = *state;
+	struct request r = { .l = e->l, .seconds = 0, .view = VIEW_AUTO };
+	struct profile *d = alloc_profile("churn", 4, 4 * PERIOD, 0);
+	struct pprofdec dec;
+	pthread_t t;
+
+	start(&r, &t, 0);
+	/* The next feed, whenever it comes: its delta is not the profile's
+	 * (the finisher gives the totals since the start instead). */
+	live__feed(e->l, d, now_ns());
+	pthread_join(t, NULL);
+	assert_int_equal(r.err, 0);
+	assert_int_equal(e->calls, 1);
+	assert_int_equal(e->seconds, 0);
+	assert_int_equal(e->acc_samples, 0);
+	assert_int_equal(e->pending_in_finish, 1);
+	pprofdec(r.body, r.len, &dec);
+	assert_int_equal(dec.ntypes, 4);
+	assert_string_equal(pprofdec_str(&dec, dec.types[0]), "alloc_objects");
+	assert_string_equal(pprofdec_str(&dec, dec.types[1]), "alloc_space");
+	assert_string_equal(pprofdec_str(&dec, dec.types[2]), "inuse_objects");
+	assert_string_equal(pprofdec_str(&dec, dec.types[3]), "inuse_space");
+	assert_int_equal(dec.period, PERIOD);
+	assert_int_equal(dec.nsamples, 1); /* keeper only: churn was not merged */
+	/* /heap as Go's: no default type (pprof shows the last, inuse_space). */
+	assert_int_equal(dec.dflt, -1);
+	free(r.body);
+	assert_int_equal(live__pending(e->l), 0);
+	profile__free(d);
+}
+
+static void test_allocs_over_seconds_accumulates_and_defaults_to_alloc_space(void **state)
+{
+	struct engine *e = *state;
+	struct request r = { .l = e->l, .seconds = 2, .view = VIEW_ALLOC_SPACE };
+	struct profile *d = alloc_profile("churn", 4, 4 * PERIOD, 0);
+	struct pprofdec dec;
+	pthread_t t;
+
+	start(&r, &t, 0);
+	live__feed(e->l, d, now_ns());
+	live__feed(e->l, NULL, now_ns()); /* a tick with no allocations */
+	live__feed(e->l, d, now_ns());
+	assert_int_equal(e->calls, 0); /* not due yet */
+	live__feed(e->l, d, now_ns() + 3 * NS_PER_SEC);
+	pthread_join(t, NULL);
+	assert_int_equal(r.err, 0);
+	assert_int_equal(e->calls, 1);
+	assert_int_equal(e->seconds, 2);
+	assert_int_equal(e->acc_samples, 1);
+	assert_int_equal(e->acc_bytes, 3 * 4 * PERIOD);
+	pprofdec(r.body, r.len, &dec);
+	assert_int_equal(dec.ntypes, 4);
+	assert_int_equal(dec.nsamples, 2); /* churn (alloc) and keeper (inuse) */
+	assert_true(dec.dflt >= 0);
+	assert_string_equal(pprofdec_str(&dec, (uint64_t)dec.dflt), "alloc_space");
+	free(r.body);
+	profile__free(d);
+}
+
+static void test_an_empty_heap_is_still_a_heap_profile(void **state)
+{
+	struct live *l = live__new_heap(&writer_pprof, PERIOD, NULL, NULL);
+	struct request r = { .l = l, .seconds = 0, .view = VIEW_ALLOC_SPACE };
+	struct pprofdec dec;
+	pthread_t t;
+
+	(void)state;
+	start(&r, &t, 0);
+	live__feed(l, NULL, now_ns());
+	pthread_join(t, NULL);
+	assert_int_equal(r.err, 0);
+	pprofdec(r.body, r.len, &dec);
+	assert_int_equal(dec.ntypes, 4);
+	assert_int_equal(dec.nsamples, 0);
+	assert_int_equal(dec.period, PERIOD);
+	assert_string_equal(pprofdec_str(&dec, (uint64_t)dec.dflt), "alloc_space");
+	free(r.body);
+	live__shutdown(l);
+	live__free(l);
+}
+
+static void test_finisher_error_fails_the_request_and_frees_its_slot(void **state)
+{
+	struct engine *e = *state;
+	struct request r = { .l = e->l, .seconds = 0 };
+	pthread_t t;
+
+	e->fail = -EIO;
+	start(&r, &t, 0);
+	live__feed(e->l, NULL, now_ns());
+	pthread_join(t, NULL);
+	assert_int_equal(r.err, -EIO);
+	assert_null(r.body);
+	assert_int_equal(live__pending(e->l), 0);
+	/* The slot serves the next request. */
+	e->fail = 0;
+	r.err = 1;
+	start(&r, &t, 0);
+	live__feed(e->l, NULL, now_ns());
+	pthread_join(t, NULL);
+	assert_int_equal(r.err, 0);
+	free(r.body);
+}
+
+static void test_requests_are_bounded_and_shutdown_wakes_them(void **state)
+{
+	struct engine *e = *state;
+	struct request r[LIVE_MAX_REQUESTS];
+	pthread_t t[LIVE_MAX_REQUESTS];
+	char *body;
+	size_t len;
+
+	for (int i = 0; i < LIVE_MAX_REQUESTS; i++) {
+		r[i] = (struct request){ .l = e->l, .seconds = LIVE_MAX_SECONDS };
+		start(&r[i], &t[i], i);
+	}
+	assert_int_equal(live__collect(e->l, 0, &body, &len), -EBUSY);
+	live__shutdown(e->l);
+	for (int i = 0; i < LIVE_MAX_REQUESTS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(r[i].err, -ESHUTDOWN);
+	}
+	assert_int_equal(e->calls, 0);
+}
+
+static void test_cpu_live_is_not_a_heap(void **state)
+{
+	struct live *l = live__new(&writer_pprof, 99);
+	struct request r = { .l = l, .seconds = 1, .view = VIEW_AUTO };
+	struct pprofdec dec;
+	pthread_t t;
+
+	(void)state;
+	assert_false(live__is_heap(l));
+	start(&r, &t, 0);
+	live__feed(l, NULL, now_ns() + 2 * NS_PER_SEC);
+	pthread_join(t, NULL);
+	assert_int_equal(r.err, 0);
+	pprofdec(r.body, r.len, &dec);
+	assert_string_equal(pprofdec_str(&dec, dec.types[0]), "samples");
+	free(r.body);
+	live__shutdown(l);
+	live__free(l);
+}
+
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+/*
+ * --alloc --listen: the sinks open the heap live with the engine's finisher
+ * and no CPU live; sinks__heap_feed completes requests through it; closing
+ * wakes what waits. A run of both kinds has both.
+ */
+static void test_sinks_open_the_heap_live(void **state)
+{
+	struct engine *e = *state;
+	char listen[32];
+	struct options o = { .listen = listen, .alloc_period = PERIOD };
+	struct continuous ct = { .heap_finish = finish, .heap_ctx = e };
+	struct request r = { .seconds = 0, .view = VIEW_AUTO };
+	struct live *own = e->l; /* the fixture's, freed by teardown */
+	pthread_t t;
+
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", free_port());
+	metrics__init(&ct.metrics, NS_PER_SEC);
+	assert_int_equal(sinks__kinds(&o), SINK_BIT(SINK_HEAP));
+	assert_int_equal(sinks__open(&ct, &o), 0);
+	assert_null(ct.live);
+	assert_non_null(ct.live_heap);
+	assert_true(live__is_heap(ct.live_heap));
+	assert_int_equal(sinks__heap_pending(&ct), 0);
+	assert_false(sinks__want_drain(&ct));
+	e->l = r.l = ct.live_heap;
+	start(&r, &t, 0);
+	assert_int_equal(sinks__heap_pending(&ct), 1);
+	sinks__heap_feed(&ct, NULL);
+	pthread_join(t, NULL);
+	assert_int_equal(r.err, 0);
+	assert_int_equal(e->calls, 1);
+	free(r.body);
+	/* A request still waiting when the run ends gets -ESHUTDOWN. */
+	r = (struct request){ .l = ct.live_heap, .seconds = 5 };
+	start(&r, &t, 0);
+	sinks__close(&ct);
+	pthread_join(t, NULL);
+	assert_int_equal(r.err, -ESHUTDOWN);
+	assert_null(ct.live_heap);
+	sinks__heap_feed(&ct, NULL); /* closed: nothing to feed */
+	assert_int_equal(sinks__heap_pending(&ct), 0);
+	e->l = own;
+
+	/* Both kinds (the combined run to come): both lives. */
+	memset(&ct, 0, sizeof(ct));
+	metrics__init(&ct.metrics, NS_PER_SEC);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", free_port());
+	assert_int_equal(sinks__open_kinds(&ct, &o, SINK_BIT(SINK_CPU) | SINK_BIT(SINK_HEAP)), 0);
+	assert_non_null(ct.live);
+	assert_false(live__is_heap(ct.live));
+	assert_true(live__is_heap(ct.live_heap));
+	sinks__close(&ct);
+	/* A CPU run: no heap live. */
+	memset(&ct, 0, sizeof(ct));
+	metrics__init(&ct.metrics, NS_PER_SEC);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", free_port());
+	o.alloc_period = 0;
+	assert_int_equal(sinks__open(&ct, &o), 0);
+	assert_non_null(ct.live);
+	assert_null(ct.live_heap);
+	sinks__close(&ct);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_heap_without_seconds_completes_at_the_next_feed, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_allocs_over_seconds_accumulates_and_defaults_to_alloc_space, setup,
+			teardown),
+		cmocka_unit_test(test_an_empty_heap_is_still_a_heap_profile),
+		cmocka_unit_test_setup_teardown(
+			test_finisher_error_fails_the_request_and_frees_its_slot, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_requests_are_bounded_and_shutdown_wakes_them,
+						setup, teardown),
+		cmocka_unit_test(test_cpu_live_is_not_a_heap),
+		cmocka_unit_test_setup_teardown(test_sinks_open_the_heap_live, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

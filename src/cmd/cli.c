@@ -1019,6 +1019,7 @@ void cli__out_usage(FILE *f)
 		"      --view alloc-space|alloc-objects|inuse-space|inuse-objects\n"
 		"                          allocation profiles (--alloc, pprof heap profiles):\n"
 		"                          bytes or allocations made, or still in use when the\n"
-		"                          profile ended (default alloc-space); pprof keeps all four\n",
+		"                          profile ended (default alloc-space); pprof keeps all four\n"
+		"                          and makes the view its default sample type\n",
 		OUT_DEFAULT_TOP);
 }

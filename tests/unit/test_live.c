@@ -268,6 +268,42 @@ static void test_cpu_live_is_not_a_heap(void **state)
 	live__free(l);
 }
 
+/* Any writer of a heap profile (record -o, convert): --view names pprof's default type. */
+static void test_pprof_view_names_the_default_type(void **state)
+{
+	static const struct {
+		enum view view;
+		const char *dflt;
+	} cases[] = {
+		{ VIEW_AUTO, NULL },
+		{ VIEW_ALLOC_SPACE, "alloc_space" },
+		{ VIEW_ALLOC_OBJECTS, "alloc_objects" },
+		{ VIEW_INUSE_SPACE, "inuse_space" },
+		{ VIEW_INUSE_OBJECTS, "inuse_objects" },
+	};
+	struct profile *p = alloc_profile("site", 3, 3 * PERIOD, PERIOD);
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct out_opts oo = { .view = cases[i].view };
+		struct pprofdec d;
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		assert_int_equal(writer__write_file(&writer_pprof, p, f, &oo), 0);
+		fclose(f);
+		pprofdec(buf, len, &d);
+		assert_int_equal(d.ntypes, 4); /* all four, whatever the view */
+		if (cases[i].dflt)
+			assert_string_equal(pprofdec_str(&d, (uint64_t)d.dflt), cases[i].dflt);
+		else
+			assert_int_equal(d.dflt, -1);
+		free(buf);
+	}
+	profile__free(p);
+}
+
 static int free_port(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -359,6 +395,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_requests_are_bounded_and_shutdown_wakes_them,
 						setup, teardown),
 		cmocka_unit_test(test_cpu_live_is_not_a_heap),
+		cmocka_unit_test(test_pprof_view_names_the_default_type),
 		cmocka_unit_test_setup_teardown(test_sinks_open_the_heap_live, setup, teardown),
 	};
 

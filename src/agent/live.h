@@ -64,7 +64,11 @@ int live__collect_or_cancel(struct live *l, unsigned seconds, enum view view, co
 			    char **body, size_t *len);
 void live__wake(struct live *l);
 
-/* Main loop, after a drain: adds delta to every open request, completes due ones. */
+/*
+ * Main loop, after a drain: adds delta to every open request, completes due
+ * ones (a heap live's through its finisher). live__feed and live__shutdown
+ * are called from one thread, the main loop's.
+ */
 void live__feed(struct live *l, const struct profile *delta, uint64_t now_mono);
 /* How many requests wait (the main loop may skip building deltas when none). */
 int live__pending(struct live *l);

@@ -306,19 +306,19 @@ $(OUT)/workloads/uw_%: tests/workloads/unwind/%.c | $(OUT)/workloads
 
 # A tenant's fake SBCL runtime (tests/integration/test_sbcl.py): its exported
 # variables in .dynsym (-rdynamic), one version with a layout, one without.
-$(OUT)/workloads/fakesbcl: tests/workloads/fakesbcl.c | $(OUT)/workloads
+$(OUT)/workloads/fakesbcl: tests/workloads/fakesbcl.c tests/workloads/fakesbcl.h | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -rdynamic -pthread $< -o $@
-$(OUT)/workloads/fakesbcl_new: tests/workloads/fakesbcl.c | $(OUT)/workloads
+$(OUT)/workloads/fakesbcl_new: tests/workloads/fakesbcl.c tests/workloads/fakesbcl.h | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -rdynamic -pthread -DFAKE_VERSION='"9.9.9"' $< -o $@
 # ... and one with a dynamic space made to cost (tests/integration/test_tenant_s5.py)
-$(OUT)/workloads/fakesbcl_dyn: tests/workloads/fakesbcl_dyn.c | $(OUT)/workloads
+$(OUT)/workloads/fakesbcl_dyn: tests/workloads/fakesbcl_dyn.c tests/workloads/fakesbcl.h | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -rdynamic -pthread $< -o $@
 # ... and one that passes for an executable saved with its core
 # (tests/integration/test_sbcl2.py).
-$(OUT)/workloads/fakesbcl_exe: tests/workloads/fakesbcl_exe.c | $(OUT)/workloads
+$(OUT)/workloads/fakesbcl_exe: tests/workloads/fakesbcl_exe.c tests/workloads/fakesbcl.h | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -rdynamic -pthread $< -o $@
 

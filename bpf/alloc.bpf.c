@@ -16,8 +16,6 @@
 
 #include "alloc_abi.h"
 
-#define SIGSTOP 19
-
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 extern bool bpf_session_is_return(void) __ksym __weak;

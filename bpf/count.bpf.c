@@ -20,8 +20,7 @@
 #include "count_abi.h"
 #include "execstop.bpf.h"
 
-#define EEXIST	17
-#define SIGSTOP 19
+#define EEXIST 17
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -303,24 +302,22 @@ struct {
 	__type(value, __u64);
 } execs SEC(".maps");
 
-/* -- COMMAND: the command stops at its exec, before its first instruction. */
+/* -- COMMAND: the command stops at its exec, before its first instruction;
+ * --children: so does any other target. */
 SEC("tracepoint/sched/sched_process_exec")
 int count_exec(void *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	__u8 *v = bpf_map_lookup_elem(&targets, &tgid), on = COUNT_TARGET_ON;
+	__u64 start;
 
-	if (v && *v == COUNT_TARGET_STOP) {
-		bpf_map_update_elem(&targets, &tgid, &on, BPF_EXIST);
+	if (execstop__at_exec(&targets, COUNT_TARGET_STOP, COUNT_TARGET_ON) || !follow_exec ||
+	    !bpf_map_lookup_elem(&targets, &tgid))
+		return 0;
+	start = bpf_get_current_task_btf()->group_leader->start_boottime;
+	if (bpf_map_update_elem(&execs, &tgid, &start, BPF_ANY))
+		counter_add(COUNT_C_EXECS_FULL);
+	else
 		bpf_send_signal(SIGSTOP);
-	} else if (v && follow_exec) {
-		__u64 start = bpf_get_current_task_btf()->group_leader->start_boottime;
-
-		if (bpf_map_update_elem(&execs, &tgid, &start, BPF_ANY))
-			counter_add(COUNT_C_EXECS_FULL);
-		else
-			bpf_send_signal(SIGSTOP);
-	}
 	return 0;
 }
 

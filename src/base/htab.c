@@ -2,6 +2,8 @@
 /* htab.c - open-addressing hash table with copied byte keys; see htab.h. */
 #include "base/htab.h"
 
+#include "base/util.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +176,31 @@ struct htab_entry *htab__upsert(struct htab *h, const void *key, size_t klen, bo
 	h->count++;
 	if (created)
 		*created = true;
+	return e;
+}
+
+struct htab_entry *htab__index(struct htab *h, const void *key, size_t klen, size_t *index,
+			       bool *created, size_t *nr, void **arr, size_t *cap, size_t elem)
+{
+	struct htab_entry *e = htab__upsert(h, key, klen, created);
+
+	if (!e)
+		return NULL;
+	if (!*created) {
+		*index = (uintptr_t)e->value;
+		return e;
+	}
+	if (arr) {
+		if (array_grow(arr, cap, *nr + 1, elem)) {
+			htab__remove(h, key, klen);
+			*created = false;
+			errno = ENOMEM;
+			return NULL;
+		}
+		memset((char *)*arr + *nr * elem, 0, elem);
+	}
+	e->value = (void *)(uintptr_t)*nr;
+	*index = (*nr)++;
 	return e;
 }
 

@@ -34,6 +34,17 @@ struct htab_entry *htab__find(const struct htab *h, const void *key, size_t klen
  * with errno ENOMEM if it could not be created.
  */
 struct htab_entry *htab__upsert(struct htab *h, const void *key, size_t klen, bool *created);
+/*
+ * Grouping by key into an array, the keys numbered 0, 1, 2... in the order
+ * first seen: key's entry, its number in *index (and in its value: leave it).
+ * A new key (*created set) gets *nr, which is then incremented; tables that
+ * share one *nr share one numbering. With arr (NULL: the numbers only), the
+ * caller's array of elem-byte elements is grown (array_grow, *cap) to hold the
+ * new number's element, zeroed for the caller to fill. NULL with errno ENOMEM,
+ * and nothing added, if the table or the array could not grow.
+ */
+struct htab_entry *htab__index(struct htab *h, const void *key, size_t klen, size_t *index,
+			       bool *created, size_t *nr, void **arr, size_t *cap, size_t elem);
 /* Removes key; returns its value (NULL if absent). */
 void *htab__remove(struct htab *h, const void *key, size_t klen);
 

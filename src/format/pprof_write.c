@@ -144,7 +144,7 @@ static void pb_packed(struct pb *b, struct pb *scratch, unsigned field, const ui
 /* --- string table ------------------------------------------------------------- */
 
 struct strtab {
-	struct htab *idx;  /* string -> index + 1 */
+	struct htab *idx;  /* string -> index */
 	const char **strs; /* by index; point into idx's keys */
 	size_t nr, cap;
 };
@@ -180,22 +180,17 @@ static uint64_t str_id_raw(struct strtab *t, const char *s, bool *oom)
 {
 	struct htab_entry *e;
 	bool created;
+	size_t at;
 
-	e = htab__upsert(t->idx, s, strlen(s), &created);
+	e = htab__index(t->idx, s, strlen(s), &at, &created, &t->nr, (void **)&t->strs, &t->cap,
+			sizeof(*t->strs));
 	if (!e) {
 		*oom = true;
 		return 0;
 	}
-	if (!created)
-		return (uintptr_t)e->value - 1;
-	if (array_grow((void **)&t->strs, &t->cap, t->nr + 1, sizeof(*t->strs))) {
-		htab__remove(t->idx, s, strlen(s));
-		*oom = true;
-		return 0;
-	}
-	t->strs[t->nr] = (const char *)e->key;
-	e->value = (void *)(uintptr_t)(t->nr + 1);
-	return t->nr++;
+	if (created)
+		t->strs[at] = (const char *)e->key;
+	return at;
 }
 
 /* --- the Profile message's writer ------------------------------------------------- */
@@ -208,8 +203,8 @@ static uint64_t str_id_raw(struct strtab *t, const char *s, bool *oom)
 struct pbw {
 	struct pb out, sub, sub2, scratch;
 	struct strtab st;
-	struct htab *mappings; /* mapping file name -> id */
-	uint64_t nr_mappings;
+	struct htab *mappings; /* mapping file name -> id - 1 */
+	size_t nr_mappings;
 	bool oom;
 };
 
@@ -219,23 +214,20 @@ static uint64_t pbw_str(struct pbw *w, const char *s)
 }
 
 /*
- * key's entry in h (a table of ids) if key is new, its value for the caller
- * to set; else NULL, *id the key's (0 out of memory: w->oom set).
+ * key's id in h (a table of ids, numbered from 1 and counted by *nr: tables
+ * that share it share the numbering), *created when key is new: the caller
+ * writes its message. 0 out of memory (w->oom set).
  */
-static struct htab_entry *pbw_new_key(struct pbw *w, struct htab *h, const void *key, size_t len,
-				      uint64_t *id)
+static uint64_t pbw_id(struct pbw *w, struct htab *h, const void *key, size_t len, size_t *nr,
+		       bool *created)
 {
-	bool created;
-	struct htab_entry *he = htab__upsert(h, key, len, &created);
+	size_t at;
 
-	*id = 0;
-	if (!he)
+	if (!htab__index(h, key, len, &at, created, nr, NULL, NULL, 0)) {
 		w->oom = true;
-	else if (created)
-		return he;
-	else
-		*id = (uintptr_t)he->value;
-	return NULL;
+		return 0;
+	}
+	return at + 1;
 }
 
 static int pbw_open(struct pbw *w)
@@ -258,19 +250,17 @@ static void pbw_value_type(struct pbw *w, unsigned field, const char *type, cons
 /* The id of file's mapping, its Mapping message written the first time (build_id NULL: none). */
 static uint64_t pbw_mapping(struct pbw *w, const char *file, const char *build_id)
 {
-	struct htab_entry *he;
-	uint64_t id;
+	bool created;
+	uint64_t id = pbw_id(w, w->mappings, file, strlen(file), &w->nr_mappings, &created);
 
-	he = pbw_new_key(w, w->mappings, file, strlen(file), &id);
-	if (!he)
+	if (!created)
 		return id;
-	he->value = (void *)(uintptr_t)++w->nr_mappings;
-	pb_uint(&w->sub, PPROF_MAPPING_ID, w->nr_mappings);
+	pb_uint(&w->sub, PPROF_MAPPING_ID, id);
 	pb_uint(&w->sub, PPROF_MAPPING_FILENAME, pbw_str(w, file));
 	pb_uint(&w->sub, PPROF_MAPPING_BUILD_ID, build_id ? pbw_str(w, build_id) : 0);
 	pb_uint(&w->sub, PPROF_MAPPING_HAS_FUNCTIONS, 1);
 	pb_msg(&w->out, PPROF_MAPPING, &w->sub);
-	return w->nr_mappings;
+	return id;
 }
 
 /* A Function message (file NULL, start_line 0: not known). */
@@ -321,11 +311,11 @@ static int pbw_close(struct pbw *w, int err, uint8_t **buf, size_t *len)
 struct enc {
 	const struct profile *p;
 	struct pbw w;
-	struct htab *functions;	 /* kind byte + name -> id */
+	struct htab *functions;	 /* kind byte + name -> id - 1 */
 	uint32_t *loc_of_frame;	 /* frame id -> location id, 0 = not yet */
-	struct htab *loc_groups; /* frame ids of an inlined run, innermost first -> id */
-	struct htab *leaf_locs;	 /* the same with a leaf address after them -> id */
-	uint64_t nr_functions, nr_locations;
+	struct htab *loc_groups; /* frame ids of an inlined run, innermost first -> id - 1 */
+	struct htab *leaf_locs;	 /* the same with a leaf address after them -> id - 1 */
+	size_t nr_functions, nr_locations;
 };
 
 static const char *mapping_name(const struct pframe *f)
@@ -355,9 +345,9 @@ static uint64_t mapping_id(struct enc *e, const struct pframe *f)
 static uint64_t function_id(struct enc *e, const struct pframe *f)
 {
 	size_t len = strlen(f->name), flen = f->file ? strlen(f->file) : 0;
-	struct htab_entry *he;
 	char *key = malloc(len + flen + 2);
 	uint64_t id;
+	bool created;
 
 	if (!key) {
 		e->w.oom = true;
@@ -368,13 +358,12 @@ static uint64_t function_id(struct enc *e, const struct pframe *f)
 	memcpy(key + 1, f->name, len + 1);
 	if (flen)
 		memcpy(key + len + 2, f->file, flen);
-	he = pbw_new_key(&e->w, e->functions, key, len + 1 + (flen ? flen + 1 : 0), &id);
+	id = pbw_id(&e->w, e->functions, key, len + 1 + (flen ? flen + 1 : 0), &e->nr_functions,
+		    &created);
 	free(key);
-	if (!he)
-		return id;
-	he->value = (void *)(uintptr_t)++e->nr_functions;
-	pbw_function(&e->w, e->nr_functions, f->name, f->file, f->start_line);
-	return e->nr_functions;
+	if (created)
+		pbw_function(&e->w, id, f->name, f->file, f->start_line);
+	return id;
 }
 
 /*
@@ -384,9 +373,9 @@ static uint64_t function_id(struct enc *e, const struct pframe *f)
 static uint64_t location_id(struct enc *e, const uint32_t *frames, uint32_t n, uint64_t addr)
 {
 	const struct pframe *outer = profile__frame_get(e->p, frames[n - 1]);
-	struct htab_entry *he = NULL;
 	uint64_t mid, id, fids[PPROF_MAX_INLINE];
 	uint32_t key[PPROF_MAX_INLINE + 2];
+	bool created = true;
 
 	if (n == 1 && !addr && e->loc_of_frame[frames[0]])
 		return e->loc_of_frame[frames[0]];
@@ -394,24 +383,22 @@ static uint64_t location_id(struct enc *e, const uint32_t *frames, uint32_t n, u
 		/* A leaf address: one location per (frames, address). */
 		memcpy(key, frames, n * sizeof(*frames));
 		memcpy(key + n, &addr, sizeof(addr));
-		he = pbw_new_key(&e->w, e->leaf_locs, key, n * sizeof(*frames) + sizeof(addr), &id);
-		if (!he)
-			return id;
+		id = pbw_id(&e->w, e->leaf_locs, key, n * sizeof(*frames) + sizeof(addr),
+			    &e->nr_locations, &created);
 	} else if (n > 1) {
-		he = pbw_new_key(&e->w, e->loc_groups, frames, n * sizeof(*frames), &id);
-		if (!he)
-			return id;
+		id = pbw_id(&e->w, e->loc_groups, frames, n * sizeof(*frames), &e->nr_locations,
+			    &created);
+	} else {
+		id = ++e->nr_locations;
+		e->loc_of_frame[frames[0]] = (uint32_t)id;
 	}
+	if (!created)
+		return id;
 	mid = mapping_id(e, outer);
 	/* Functions first: their messages must not interleave with this one's. */
 	for (uint32_t i = 0; i < n; i++)
 		fids[i] = function_id(e, profile__frame_get(e->p, frames[i]));
-	++e->nr_locations;
-	if (he)
-		he->value = (void *)(uintptr_t)e->nr_locations;
-	else
-		e->loc_of_frame[frames[0]] = (uint32_t)e->nr_locations;
-	pb_uint(&e->w.sub, PPROF_LOCATION_ID, e->nr_locations);
+	pb_uint(&e->w.sub, PPROF_LOCATION_ID, id);
 	pb_uint(&e->w.sub, PPROF_LOCATION_MAPPING_ID, mid);
 	pb_uint(&e->w.sub, PPROF_LOCATION_ADDRESS, addr);
 	for (uint32_t i = 0; i < n; i++) {
@@ -422,7 +409,7 @@ static uint64_t location_id(struct enc *e, const uint32_t *frames, uint32_t n, u
 		pb_msg(&e->w.sub, PPROF_LOCATION_LINE, &e->w.sub2);
 	}
 	pb_msg(&e->w.out, PPROF_LOCATION, &e->w.sub);
-	return e->nr_locations;
+	return id;
 }
 
 static void label(struct enc *e, const char *key, const char *str, uint64_t num)
@@ -654,9 +641,9 @@ const struct writer writer_pprof = {
  */
 struct cenc {
 	struct pbw w;
-	struct htab *locs;    /* module NUL name -> location id (= function id) */
+	struct htab *locs;    /* module NUL name -> location id (= function id) - 1 */
 	struct htab *by_name; /* name -> the first counted function's location id */
-	uint64_t nr_locs;
+	size_t nr_locs;
 };
 
 /* The location (and function, the same id) of name in module (NULL: none). */
@@ -664,7 +651,7 @@ static uint64_t cenc_loc(struct cenc *e, const char *name, const char *module)
 {
 	size_t ml = module ? strlen(module) : 0, nl = strlen(name);
 	char *key = malloc(ml + nl + 1);
-	struct htab_entry *he, *bn;
+	struct htab_entry *bn;
 	uint64_t mid, id;
 	bool created;
 
@@ -676,26 +663,25 @@ static uint64_t cenc_loc(struct cenc *e, const char *name, const char *module)
 		memcpy(key, module, ml);
 	key[ml] = '\0';
 	memcpy(key + ml + 1, name, nl);
-	he = pbw_new_key(&e->w, e->locs, key, ml + 1 + nl, &id);
+	id = pbw_id(&e->w, e->locs, key, ml + 1 + nl, &e->nr_locs, &created);
 	free(key);
-	if (!he)
+	if (!created)
 		return id;
 	mid = module && *module ? pbw_mapping(&e->w, module, NULL) : 0;
-	he->value = (void *)(uintptr_t)++e->nr_locs;
 	if (module) {
 		bn = htab__upsert(e->by_name, name, nl, &created);
 		if (!bn)
 			e->w.oom = true;
 		else if (created)
-			bn->value = he->value;
+			bn->value = (void *)(uintptr_t)id;
 	}
-	pbw_function(&e->w, e->nr_locs, name, NULL, 0);
-	pb_uint(&e->w.sub, PPROF_LOCATION_ID, e->nr_locs);
+	pbw_function(&e->w, id, name, NULL, 0);
+	pb_uint(&e->w.sub, PPROF_LOCATION_ID, id);
 	pb_uint(&e->w.sub, PPROF_LOCATION_MAPPING_ID, mid);
-	pb_uint(&e->w.sub2, PPROF_LINE_FUNCTION_ID, e->nr_locs);
+	pb_uint(&e->w.sub2, PPROF_LINE_FUNCTION_ID, id);
 	pb_msg(&e->w.sub, PPROF_LOCATION_LINE, &e->w.sub2);
 	pb_msg(&e->w.out, PPROF_LOCATION, &e->w.sub);
-	return e->nr_locs;
+	return id;
 }
 
 /* A caller's location: the counted function of that name, else one of its own. */

@@ -594,26 +594,20 @@ static int cgraph_edges(const struct profile *p, const bool *want, struct cgraph
 		fr = profile__stack_get(p, s->stack, &n);
 		for (uint32_t j = 0; j + 1 < n; j++) {
 			uint32_t k[2] = { cg->fn_of[fr[j]] - 1, cg->fn_of[fr[j + 1]] - 1 };
-			struct htab_entry *he;
 			struct edge *ed;
 			bool created;
+			size_t at;
 
 			if (k[0] == k[1] || !(want[k[0]] || want[k[1]]))
 				continue;
-			he = htab__upsert(idx, k, sizeof(k), &created);
-			if (!he) {
+			if (!htab__index(idx, k, sizeof(k), &at, &created, &nr, (void **)&e, &cap,
+					 sizeof(*e))) {
 				err = -ENOMEM;
 				break;
 			}
-			if (created) {
-				if (array_grow((void **)&e, &cap, nr + 1, sizeof(*e))) {
-					err = -ENOMEM;
-					break;
-				}
-				e[nr] = (struct edge){ .from = k[0], .to = k[1] };
-				he->value = (void *)(uintptr_t)nr++;
-			}
-			ed = &e[(uintptr_t)he->value];
+			ed = &e[at];
+			if (created)
+				*ed = (struct edge){ .from = k[0], .to = k[1] };
 			if (ed->seen == i + 1)
 				continue; /* recursion: once per stack */
 			ed->seen = i + 1;

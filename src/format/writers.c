@@ -229,9 +229,9 @@ int writer__processes(const struct profile *p, bool merge, struct wproc **out, s
 	for (size_t i = 0; i < profile__nr_samples(p) && !err; i++) {
 		const struct psample *s = profile__sample(p, i);
 		struct wproc_key k = { 0 };
-		struct htab_entry *e;
 		struct wproc *sp;
 		bool created;
+		size_t at;
 
 		if (!s->count)
 			continue;
@@ -239,21 +239,15 @@ int writer__processes(const struct profile *p, bool merge, struct wproc **out, s
 			k.comm = (uintptr_t)s->comm;
 			k.pid = s->pid;
 		}
-		e = htab__upsert(idx, &k, sizeof(k), &created);
-		if (!e) {
+		if (!htab__index(idx, &k, sizeof(k), &at, &created, &nr, (void **)&v, &cap,
+				 sizeof(*v))) {
 			err = -ENOMEM;
 			break;
 		}
-		if (created) {
-			if (array_grow((void **)&v, &cap, nr + 1, sizeof(*v))) {
-				err = -ENOMEM;
-				break;
-			}
-			v[nr] = (struct wproc){ .comm = merge ? "all processes" : s->comm,
-						.pid = merge ? 0 : s->pid };
-			e->value = (void *)(uintptr_t)nr++;
-		}
-		sp = &v[(uintptr_t)e->value];
+		sp = &v[at];
+		if (created)
+			*sp = (struct wproc){ .comm = merge ? "all processes" : s->comm,
+					      .pid = merge ? 0 : s->pid };
 		if (array_grow((void **)&sp->samples, &sp->cap, sp->nr + 1, sizeof(*sp->samples))) {
 			err = -ENOMEM;
 			break;

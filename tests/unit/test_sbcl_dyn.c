@@ -216,19 +216,36 @@ static void test_hostile_page_table(void **state)
 	heap_fini(&hp);
 }
 
+/* hp made and a process sp reading it, BETA named at pc there first: the name, kept. */
+static const char *beta_named(struct heap *hp, struct sbcl_proc *sp, uint64_t pc)
+{
+	const char *n;
+
+	heap_init(hp);
+	*sp = (struct sbcl_proc){ .h = hp->h };
+	n = sbcl__name(sp, pc);
+	assert_non_null(n);
+	assert_string_equal(n, "\"BETA\"");
+	return n;
+}
+
+/* sp's names freed (not the heap it shares with hp), then hp. */
+static void proc_fini(struct heap *hp, struct sbcl_proc *sp)
+{
+	sp->h = (struct sbcl_heap){ 0 };
+	sbcl__proc_free(sp);
+	heap_fini(hp);
+}
+
 static void test_moved_code_renamed(void **state)
 {
 	struct heap hp;
-	struct sbcl_proc sp = { 0 };
+	struct sbcl_proc sp;
 	uint64_t pc = DYN + PAGE + 0x9040 + 0x60;
 	const char *n;
 
 	(void)state;
-	heap_init(&hp);
-	sp.h = hp.h;
-	n = sbcl__name(&sp, pc);
-	assert_non_null(n);
-	assert_string_equal(n, "\"BETA\"");
+	n = beta_named(&hp, &sp, pc);
 	/* The GC's bits in the header change: still BETA, kept. */
 	w64(&hp.m, DYN + PAGE + 0x9040, (uint64_t)(0x400 / 8) << 32 | 0x35);
 	assert_ptr_equal(sbcl__name(&sp, pc), n);
@@ -241,9 +258,7 @@ static void test_moved_code_renamed(void **state)
 	/* Then other data there: no name (not BETA's, not DELTA's). */
 	w64(&hp.m, DYN + PAGE + 0x9040, 0);
 	assert_null(sbcl__name(&sp, pc));
-	sp.h = (struct sbcl_heap){ 0 };
-	sbcl__proc_free(&sp);
-	heap_fini(&hp);
+	proc_fini(&hp, &sp);
 }
 
 static int gone_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -264,24 +279,18 @@ static int fault_read(void *ctx, uint64_t addr, void *buf, size_t len)
 static void test_gone_process_keeps_checked_names(void **state)
 {
 	struct heap hp;
-	struct sbcl_proc sp = { 0 };
+	struct sbcl_proc sp;
 	uint64_t pc = DYN + PAGE + 0x9040 + 0x60;
 	const char *n;
 
 	(void)state;
-	heap_init(&hp);
-	sp.h = hp.h;
-	n = sbcl__name(&sp, pc);
-	assert_non_null(n);
-	assert_string_equal(n, "\"BETA\"");
+	n = beta_named(&hp, &sp, pc);
 	sp.h.read = gone_read;
 	assert_ptr_equal(sbcl__name(&sp, pc), n);
 	assert_null(sbcl__name(&sp, DYN + PAGE + 0x40 + 0x60)); /* ALPHA: never named */
 	sp.h.read = fault_read;
 	assert_null(sbcl__name(&sp, pc));
-	sp.h = (struct sbcl_heap){ 0 };
-	sbcl__proc_free(&sp);
-	heap_fini(&hp);
+	proc_fini(&hp, &sp);
 }
 
 /*
@@ -330,9 +339,7 @@ static void test_no_name_across_a_gc(void **state)
 	/* A kept name still checked is given, GC or not. */
 	assert_string_equal(sbcl__name(&sp, DYN + PAGE + 0x40 + 0x60), "\"ALPHA\"");
 	assert_int_equal(sp.gc_dropped, 2);
-	sp.h = (struct sbcl_heap){ 0 };
-	sbcl__proc_free(&sp);
-	heap_fini(&hp);
+	proc_fini(&hp, &sp);
 }
 
 /* annotate's range: the simple-fun's instructions, past its header and self

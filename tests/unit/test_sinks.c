@@ -6,7 +6,7 @@
  * (".pb.gz", ".heap.pb.gz") with its own retention, --max-disk shared; a
  * profile of the wrong kind is refused, never written among the others.
  */
-#include "testutil.h"
+#include "dirfixture.h"
 
 #include <sys/stat.h>
 
@@ -14,21 +14,6 @@
 #include "base/profile.h"
 #include "session/options.h"
 #include "session/record.h"
-
-static char dir[64];
-
-#define T0  (1795338600ULL * 1000000000ULL) /* 2026-11-22T09:10:00Z */
-#define SEC 1000000000ULL
-
-static struct profile *cpu_profile(void)
-{
-	struct profile *p = profile__new();
-	struct psample s = { .pid = 1, .comm = "app" };
-	uint32_t f = (uint32_t)profile__frame(p, FRAME_USER, "main", "/bin/app");
-
-	assert_int_equal(profile__add(p, &s, &f, 1, 7), 0);
-	return p;
-}
 
 static struct profile *heap_profile(void)
 {
@@ -42,45 +27,11 @@ static struct profile *heap_profile(void)
 	return p;
 }
 
-/* Files in dir whose name ends with suffix (and, with heap false, not .heap.pb.gz). */
-static int files(const char *suffix, bool heap)
+/* A CPU profile's file: a name ending with .pb.gz but not .heap.pb.gz. */
+static bool cpu_file(const char *name, const char *unused)
 {
-	char cmd[160], line[256];
-	int n = 0;
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "ls -1 %s", dir);
-	f = popen(cmd, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		size_t l, e = strlen(suffix);
-
-		line[strcspn(line, "\n")] = '\0';
-		l = strlen(line);
-		if (l >= e && !strcmp(line + l - e, suffix) &&
-		    (heap || !strstr(line, ".heap.pb.gz")))
-			n++;
-	}
-	pclose(f);
-	return n;
-}
-
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/bpfprof-sinks-XXXXXX");
-	assert_non_null(mkdtemp(dir));
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
-	return 0;
+	(void)unused;
+	return name_ends(name, ".pb.gz") && !strstr(name, ".heap.pb.gz");
 }
 
 /* The kinds a run's options ask for: --alloc makes heap profiles instead. */
@@ -103,7 +54,7 @@ static void test_emit_two_kinds(void **state)
 {
 	struct options o = { .output_dir = dir, .keep = 2 };
 	struct continuous ct = { 0 };
-	struct profile *c = cpu_profile(), *h = heap_profile();
+	struct profile *c = small_profile(), *h = heap_profile();
 	struct store_stats st;
 	char path[512], buf[128];
 
@@ -131,8 +82,8 @@ static void test_emit_two_kinds(void **state)
 	store__stats(ct.store[SINK_HEAP], &st);
 	assert_int_equal(st.written, 3);
 	assert_int_equal(st.files, 2);
-	assert_int_equal(files(".heap.pb.gz", true), 2);
-	assert_int_equal(files(".pb.gz", false), 2);
+	assert_int_equal(dir_count(name_ends, ".heap.pb.gz"), 2);
+	assert_int_equal(dir_count(cpu_file, NULL), 2);
 	sinks__status(&ct, buf, sizeof(buf));
 	assert_string_equal(buf, ", 6 profiles written");
 	sinks__close(&ct);
@@ -148,8 +99,8 @@ static void test_emit_two_kinds(void **state)
 	assert_int_equal(sinks__emit(&ct, SINK_HEAP, h, T0, T0 + SEC, NULL, 0), -EINVAL);
 	profile__free(h);
 	sinks__close(&ct);
-	assert_int_equal(files(".pb.gz", false), 1);
-	assert_int_equal(files(".heap.pb.gz", true), 2);
+	assert_int_equal(dir_count(cpu_file, NULL), 1);
+	assert_int_equal(dir_count(name_ends, ".heap.pb.gz"), 2);
 }
 
 /* --max-disk with two kinds: half each, so one kind cannot push the other out. */
@@ -157,7 +108,7 @@ static void test_max_disk_shared(void **state)
 {
 	struct options o = { .output_dir = dir };
 	struct continuous ct = { 0 };
-	struct profile *c = cpu_profile(), *h = heap_profile();
+	struct profile *c = small_profile(), *h = heap_profile();
 	struct store_stats cs, hs;
 	uint64_t most;
 
@@ -194,8 +145,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kinds_of_options),
-		cmocka_unit_test_setup_teardown(test_emit_two_kinds, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_max_disk_shared, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_emit_two_kinds, dir_setup, dir_teardown),
+		cmocka_unit_test_setup_teardown(test_max_disk_shared, dir_setup, dir_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

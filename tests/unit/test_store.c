@@ -8,7 +8,7 @@
  * stores of different extensions share a directory without touching each
  * other's files.
  */
-#include "testutil.h"
+#include "dirfixture.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,18 +16,6 @@
 #include "agent/store.h"
 #include "base/profile.h"
 #include "format/writer.h"
-
-static char dir[64];
-
-static struct profile *small_profile(void)
-{
-	struct profile *p = profile__new();
-	struct psample s = { .pid = 1, .comm = "app" };
-	uint32_t f = (uint32_t)profile__frame(p, FRAME_USER, "main", "/bin/app");
-
-	assert_int_equal(profile__add(p, &s, &f, 1, 7), 0);
-	return p;
-}
 
 static void touch(const char *name)
 {
@@ -49,41 +37,6 @@ static bool exists(const char *name)
 	snprintf(p, sizeof(p), "%s/%s", dir, name);
 	return lstat(p, &st) == 0;
 }
-
-static int count(const char *needle)
-{
-	char cmd[128], line[256];
-	int n = 0;
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "ls -1 %s", dir);
-	f = popen(cmd, "r");
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	pclose(f);
-	return n;
-}
-
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/bpfprof-store-XXXXXX");
-	assert_non_null(mkdtemp(dir));
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	assert_int_equal(system(cmd), 0);
-	return 0;
-}
-
-#define T0  (1795338600ULL * 1000000000ULL) /* 2026-11-22T09:10:00Z */
-#define SEC 1000000000ULL
 
 /* Earlier runs' files count and go first; names the store does not make stay. */
 static void test_restart_keeps_counting_its_files(void **state)
@@ -162,7 +115,7 @@ static void test_no_listing_after_start(void **state)
 	/* Same second as a file that exists: a new name, never over it. */
 	assert_int_equal(store__write(s, p, T0 + 4 * SEC, path, sizeof(path)), 0);
 	assert_non_null(strstr(path, "T091004Z-1.folded"));
-	assert_int_equal(count(".tmp."), 0);
+	assert_int_equal(dir_count(name_has, ".tmp."), 0);
 	store__close(s);
 	profile__free(p);
 }
@@ -186,7 +139,7 @@ static void test_max_disk_in_memory(void **state)
 	assert_int_equal(st.files, 2);
 	assert_int_equal(st.bytes, 22);
 	assert_int_equal(st.pruned, 4);
-	assert_int_equal(count(".txt"), 2);
+	assert_int_equal(dir_count(name_has, ".txt"), 2);
 	store__close(s);
 	profile__free(p);
 }
@@ -278,8 +231,8 @@ static void test_two_stores_one_dir(void **state)
 	assert_int_equal(cs.pruned, 4);
 	assert_int_equal(hs.files, 3);
 	assert_int_equal(hs.pruned, 3);
-	assert_int_equal(count(".heap.pb.gz"), 3);
-	assert_int_equal(count("pb.gz") - count(".heap.pb.gz"), 2);
+	assert_int_equal(dir_count(name_has, ".heap.pb.gz"), 3);
+	assert_int_equal(dir_count(name_has, "pb.gz") - dir_count(name_has, ".heap.pb.gz"), 2);
 	assert_true(exists("bpfprof-20261122T091003Z.pb.gz"));
 	assert_true(exists("bpfprof-20261122T091002Z.pb.gz"));
 	assert_true(exists("bpfprof-20261122T091001Z.heap.pb.gz"));
@@ -292,7 +245,7 @@ static void test_two_stores_one_dir(void **state)
 	assert_non_null(c);
 	store__stats(c, &cs);
 	assert_int_equal(cs.files, 1);
-	assert_int_equal(count(".heap.pb.gz"), 3);
+	assert_int_equal(dir_count(name_has, ".heap.pb.gz"), 3);
 	store__close(c);
 	profile__free(p);
 }
@@ -314,13 +267,15 @@ static void test_shared_dir_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_restart_keeps_counting_its_files, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_no_listing_after_start, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_max_disk_in_memory, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_other_owners_files_stay, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_shared_dir_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_two_stores_one_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restart_keeps_counting_its_files, dir_setup,
+						dir_teardown),
+		cmocka_unit_test_setup_teardown(test_no_listing_after_start, dir_setup,
+						dir_teardown),
+		cmocka_unit_test_setup_teardown(test_max_disk_in_memory, dir_setup, dir_teardown),
+		cmocka_unit_test_setup_teardown(test_other_owners_files_stay, dir_setup,
+						dir_teardown),
+		cmocka_unit_test_setup_teardown(test_shared_dir_refused, dir_setup, dir_teardown),
+		cmocka_unit_test_setup_teardown(test_two_stores_one_dir, dir_setup, dir_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-/* test_util.c - htab, string buffer, number and CPU-list parsers, procfs. */
+/* test_util.c - htab, htab__index, string buffer, number and CPU-list parsers, procfs. */
 #include "testutil.h"
 
 #include <signal.h>
@@ -62,6 +62,81 @@ static void test_htab_insert_find_remove_grow(void **state)
 	}
 	htab__free(h);
 	htab__free(NULL);
+}
+
+/* Grouping by key into an array: dense numbers, zeroed new elements, nothing kept on failure. */
+static void test_htab_index(void **state)
+{
+	struct group {
+		uint32_t key, hits;
+	} *g = NULL;
+	struct htab *h = htab__new(), *a = htab__new(), *b = htab__new();
+	size_t nr = 0, cap = 0, at, shared = 0;
+	struct htab_entry *e;
+	bool created;
+
+	assert_non_null(h);
+	assert_non_null(a);
+	assert_non_null(b);
+	/* Keys 0..99 seen in the order 7k mod 100, each as often as its key mod 3, plus once. */
+	for (uint32_t round = 0; round < 3; round++)
+		for (uint32_t i = 0; i < 100; i++) {
+			uint32_t k = i * 7 % 100;
+
+			if (round && k % 3 < round)
+				continue;
+			e = htab__index(h, &k, sizeof(k), &at, &created, &nr, (void **)&g, &cap,
+					sizeof(*g));
+			assert_non_null(e);
+			assert_int_equal(created, !round);
+			assert_int_equal((uintptr_t)e->value, at);
+			if (created) {
+				assert_int_equal(at, i); /* numbered in first-seen order */
+				assert_int_equal(g[at].key, 0);
+				assert_int_equal(g[at].hits, 0); /* zeroed */
+				g[at].key = k;
+			}
+			assert_int_equal(g[at].key, k);
+			g[at].hits++;
+		}
+	assert_int_equal(nr, 100);
+	assert_int_equal(htab__count(h), 100);
+	for (size_t i = 0; i < nr; i++)
+		assert_int_equal(g[i].hits, 1 + g[i].key % 3);
+	/* An array that cannot grow (its bytes would wrap): NULL, and the key is not kept. */
+	{
+		uint32_t k = 1000;
+		void *big = NULL;
+		size_t bnr = 0, bcap = 0;
+
+		errno = 0;
+		assert_null(htab__index(h, &k, sizeof(k), &at, &created, &bnr, &big, &bcap,
+					SIZE_MAX / 2));
+		assert_int_equal(errno, ENOMEM);
+		assert_false(created);
+		assert_int_equal(bnr, 0);
+		assert_int_equal(bcap, 0);
+		assert_null(big);
+		assert_null(htab__find(h, &k, sizeof(k)));
+		assert_int_equal(htab__count(h), 100);
+	}
+	/* Numbers only, one numbering shared by two tables. */
+	assert_non_null(htab__index(a, "x", 1, &at, &created, &shared, NULL, NULL, 0));
+	assert_true(created);
+	assert_int_equal(at, 0);
+	assert_non_null(htab__index(b, "x", 1, &at, &created, &shared, NULL, NULL, 0));
+	assert_true(created);
+	assert_int_equal(at, 1);
+	assert_non_null(htab__index(a, "y", 1, &at, &created, &shared, NULL, NULL, 0));
+	assert_int_equal(at, 2);
+	assert_non_null(htab__index(a, "x", 1, &at, &created, &shared, NULL, NULL, 0));
+	assert_false(created);
+	assert_int_equal(at, 0);
+	assert_int_equal(shared, 3);
+	free(g);
+	htab__free(h);
+	htab__free(a);
+	htab__free(b);
 }
 
 static void test_array_grow(void **state)
@@ -369,6 +444,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_htab_insert_find_remove_grow),
+		cmocka_unit_test(test_htab_index),
 		cmocka_unit_test(test_array_grow),
 		cmocka_unit_test(test_array_trim),
 		cmocka_unit_test(test_errmsg),

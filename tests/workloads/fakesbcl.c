@@ -21,51 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef FAKE_VERSION
-#define FAKE_VERSION "2.2.9.fake"
-#endif
+#include "fakesbcl.h"
 
-uintptr_t TEXT_SPACE_START, text_space_highwatermark, tlsf_mem_start, lisp_package_vector;
-uint16_t *tlsf_page_sso;
-const char fake_version[] = FAKE_VERSION;
-
-#define MB   (1ul << 20)
-#define NIL  0x50000117ul
-#define SPIN 0xfeeb /* jmp . */
+#define NIL 0x50000117ul
 
 static uint8_t *text, *heap;
-
-static void w64(uint8_t *at, uint64_t v)
-{
-	memcpy(at, &v, 8);
-}
-
-static void filler(uint8_t *at, uint64_t bytes)
-{
-	w64(at, (bytes / 8) << 32 | 0x6d);
-}
-
-/* A code object of size bytes at at, named name, spinning at its only function. */
-static void code(uint8_t *at, uint64_t size, uint64_t name)
-{
-	uint8_t *end = at + size;
-	uint16_t tr[2] = { 1 << 5, 8 };
-	uint32_t off = 0x10;
-
-	w64(at, (size / 8) << 32 | 0x35);
-	w64(at + 8, 0x40);
-	w64(at + 32, name);
-	w64(at + 0x50, 0x41);
-	memcpy(at + 0x60, &(uint16_t){ SPIN }, 2);
-	memcpy(end - 8, &off, 4);
-	memcpy(end - 4, tr, 4);
-}
-
-static void *spin(void *pc)
-{
-	((void (*)(void))pc)();
-	return NULL;
-}
 
 static void *mutate(void *arg)
 {
@@ -114,19 +74,19 @@ int main(int argc, char **argv)
 	w64(vec + 8, 1ul << 51);
 	/* The core's text: a filler, the cyclic-named code, a filler. */
 	filler(text, MB);
-	code(text + MB, 0x1000, (uint64_t)(uintptr_t)cell + 7);
+	code(text + MB, 0x1000, (uint64_t)(uintptr_t)cell + 7, 1);
 	filler(text + MB + 0x1000, MB - 0x1000);
 	/* The TLSF pages: 16-byte objects up to a code named by the long string. */
 	for (uint64_t o = 2 * MB; o < 3 * MB + 0x800; o += 16)
 		filler(text + o, 16);
-	code(text + 3 * MB + 0x800, 0x1000, (uint64_t)(uintptr_t)str + 15);
+	code(text + 3 * MB + 0x800, 0x1000, (uint64_t)(uintptr_t)str + 15, 1);
 	filler(text + 3 * MB + 0x1800, MB - 0x1800);
 	TEXT_SPACE_START = (uintptr_t)text;
 	tlsf_mem_start = (uintptr_t)text + 2 * MB;
 	text_space_highwatermark = (uintptr_t)text + 4 * MB;
 	lisp_package_vector = (uintptr_t)vec + 15;
-	pthread_create(&t[0], NULL, spin, text + MB + 0x60);
-	pthread_create(&t[1], NULL, spin, text + 3 * MB + 0x800 + 0x60);
+	pthread_create(&t[0], NULL, run, text + MB + 0x60);
+	pthread_create(&t[1], NULL, run, text + 3 * MB + 0x800 + 0x60);
 	pthread_create(&t[2], NULL, mutate, cell);
 	sleep(argc > 1 ? (unsigned)atoi(argv[1]) : 10);
 	return fake_version[0] == 0;

@@ -18,46 +18,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-uintptr_t TEXT_SPACE_START, text_space_highwatermark, tlsf_mem_start, lisp_package_vector;
-uint16_t *tlsf_page_sso;
+#include "fakesbcl.h"
+
 uintptr_t DYNAMIC_SPACE_START, dynamic_space_size;
 uint64_t *page_table;
-const char fake_version[] = "2.2.9.fake";
 
-#define MB	  (1ul << 20)
 #define DYN	  (16 * MB)
 #define SLED	  (15 * MB)
 #define GC_PAGE	  32768ul
 #define PAGE_CODE 7ull
-#define SPIN	  0xfeeb /* jmp . */
 #define MAX_WALK  (4 * MB)
-
-static void w64(uint8_t *at, uint64_t v)
-{
-	memcpy(at, &v, 8);
-}
-
-/* A code object of size bytes at at, named name, spinning at its only function. */
-static void code(uint8_t *at, uint64_t size, uint64_t name)
-{
-	uint8_t *end = at + size;
-	uint16_t tr[2] = { 1 << 5, 8 };
-	uint32_t off = 0x10;
-
-	w64(at, (size / 8) << 32 | 0x35);
-	w64(at + 8, 0x40);
-	w64(at + 32, name);
-	w64(at + 0x50, 0x41);
-	memcpy(at + 0x60, &(uint16_t){ SPIN }, 2);
-	memcpy(end - 8, &off, 4);
-	memcpy(end - 4, tr, 4);
-}
-
-static void *run(void *pc)
-{
-	((void (*)(void))pc)();
-	return NULL;
-}
 
 int main(int argc, char **argv)
 {
@@ -100,7 +70,7 @@ int main(int argc, char **argv)
 		page_table[p] = PAGE_CODE << 48 | (back >> 3);
 	}
 	/* The named code, at the start of its page (its scan start 0). */
-	code(dyn + SLED, 0x1000, (uint64_t)(uintptr_t)str + 15);
+	code(dyn + SLED, 0x1000, (uint64_t)(uintptr_t)str + 15, 1);
 	page_table[SLED / GC_PAGE] = PAGE_CODE << 48;
 	TEXT_SPACE_START = (uintptr_t)text;
 	tlsf_mem_start = (uintptr_t)text + 2 * MB;

@@ -21,9 +21,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-uintptr_t TEXT_SPACE_START, text_space_highwatermark, tlsf_mem_start, lisp_package_vector;
-uint16_t *tlsf_page_sso;
-const char fake_version[] = "2.2.9.fake";
+#include "fakesbcl.h"
 
 /* The decoy: addresses 0x1000-aligned from .bss's start, 16 MiB of them. */
 __asm__(".section .bss\n"
@@ -38,43 +36,15 @@ __asm__(".section .bss\n"
 #define BASE	0x52a00000ul /* where the space is mapped (SBCL's text space) */
 #define SPACE	0x10000ul    /* its bytes */
 #define AT	0x100000ul   /* its file offset (in decoy's addresses) */
-#define SPIN	0xfeeb	     /* jmp . */
-
-static void w64(uint8_t *at, uint64_t v)
-{
-	memcpy(at, &v, 8);
-}
-
-static void filler(uint8_t *at, uint64_t bytes)
-{
-	w64(at, (bytes / 8) << 32 | 0x6d);
-}
-
-/* A code object of 0x1000 bytes at sp + off, named name, spinning at its
- * only function (offset 0x60); nfun its simple-fun count (0: corrupt). */
-static void code(uint8_t *sp, uint64_t off, uint64_t name, uint16_t nfun)
-{
-	uint8_t *at = sp + off, *end = at + 0x1000;
-	uint16_t tr[2] = { (uint16_t)(nfun << 5), 8 };
-	uint32_t fo = 0x10;
-
-	w64(at, (0x1000ul / 8) << 32 | 0x35);
-	w64(at + 8, 0x40);
-	w64(at + 32, name);
-	w64(at + 0x50, 0x41);
-	memcpy(at + 0x60, &(uint16_t){ SPIN }, 2);
-	memcpy(end - 8, &fo, 4);
-	memcpy(end - 4, tr, 4);
-}
 
 static void make_space(uint8_t *sp)
 {
 	uint8_t *str = sp + 0x3010, *big = sp + 0x3100;
 
 	memset(sp, 0, SPACE);
-	code(sp, 0, BASE + 0x3010 + 15, 1);
-	code(sp, 0x1000, BASE + 0x3010 + 15, 0);
-	code(sp, 0x2000, BASE + 0x3100 + 15, 1);
+	code(sp, 0x1000, BASE + 0x3010 + 15, 1);
+	code(sp + 0x1000, 0x1000, BASE + 0x3010 + 15, 0);
+	code(sp + 0x2000, 0x1000, BASE + 0x3100 + 15, 1);
 	filler(sp + 0x3000, SPACE - 0x3000);
 	w64(str, 0xe1); /* a base-string */
 	w64(str + 8, 9 << 1);
@@ -107,12 +77,6 @@ static int make(const char *out)
 	return close(fd) ? 1 : 0;
 }
 
-static void *spin(void *pc)
-{
-	((void (*)(void))pc)();
-	return NULL;
-}
-
 int main(int argc, char **argv)
 {
 	pthread_t t[3];
@@ -132,7 +96,7 @@ int main(int argc, char **argv)
 	text_space_highwatermark = BASE + SPACE;
 	tlsf_mem_start = BASE + SPACE;
 	for (int i = 0; i < 3; i++)
-		pthread_create(&t[i], NULL, spin, sp + 0x1000 * (uint64_t)i + 0x60);
+		pthread_create(&t[i], NULL, run, sp + 0x1000 * (uint64_t)i + 0x60);
 	sleep(argc > 1 ? (unsigned)atoi(argv[1]) : 10);
 	return fake_version[0] == 0;
 }

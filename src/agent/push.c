@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@ struct push_item {
 	char *query; /* everything after "?" */
 	char *body;
 	size_t len;
+	char content_type[80]; /* of body */
 	unsigned attempts;
 	struct push_item *next;
 };
@@ -190,7 +192,7 @@ static bool sent_request(CURL *curl)
 static void post(struct pusher *ps, CURL *curl, const struct push_item *it, struct post_result *r)
 {
 	struct curl_slist *hdrs = NULL;
-	char url[4096];
+	char url[4096], ctype[sizeof(it->content_type) + 16];
 	CURLcode cc;
 
 	memset(r, 0, sizeof(*r));
@@ -216,7 +218,8 @@ static void post(struct pusher *ps, CURL *curl, const struct push_item *it, stru
 	libcurl.easy_setopt(curl, CURLOPT_ERRORBUFFER, r->error);
 	/* A Content-Length over the cap ends it before the body is read. */
 	libcurl.easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)PUSH_MAX_RESPONSE_BODY);
-	hdrs = libcurl.slist_append(hdrs, "Content-Type: application/octet-stream");
+	snprintf(ctype, sizeof(ctype), "Content-Type: %s", it->content_type);
+	hdrs = libcurl.slist_append(hdrs, ctype);
 	if (ps->auth_header)
 		hdrs = libcurl.slist_append(hdrs, ps->auth_header);
 	libcurl.easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
@@ -440,21 +443,78 @@ static bool same_container(const struct psample *s, void *ctx)
 	return s->container == ((struct by_container *)ctx)->container;
 }
 
-/* The profile types a series can be: on-CPU samples, off-CPU time (--off-cpu). */
+/*
+ * The profile types a series can be: on-CPU samples, off-CPU time
+ * (--off-cpu), allocations (--alloc: always pprof, in a multipart body).
+ */
 struct series_type {
 	const char *suffix; /* app.SUFFIX{...} */
 	enum view view;
 	const char *units; /* with pprof; folded text carries a view's microseconds */
+	bool heap;
 };
 
-static const struct series_type type_cpu = { "cpu", VIEW_CPU, "samples" };
-static const struct series_type type_offcpu = { "off_cpu", VIEW_OFFCPU, "nanoseconds" };
+static const struct series_type type_cpu = { "cpu", VIEW_CPU, "samples", false };
+static const struct series_type type_offcpu = { "off_cpu", VIEW_OFFCPU, "nanoseconds", false };
+static const struct series_type type_heap = { "memory", VIEW_AUTO, NULL, true };
+
+/* The two parts' headers; Go's multipart writer's CreateFormFile writes the same. */
+#define PART_HEAD(name, file)                                                                      \
+	"Content-Disposition: form-data; name=\"" name "\"; filename=\"" file "\"\r\n"             \
+	"Content-Type: application/octet-stream\r\n\r\n"
+#define CONFIG_HEAD PART_HEAD("sample_type_config", "sample_type_config.json")
+
+/*
+ * pb (a gzipped profile.proto) as the multipart/form-data body Pyroscope
+ * takes a heap profile in (push.h), into it->body and it->content_type. The
+ * boundary is drawn at random until pb does not hold it. 0 or -ENOMEM.
+ */
+static int heap_body(struct push_item *it, const char *pb, size_t len)
+{
+	struct sbuf b = { 0 };
+	char bnd[48];
+	int err;
+
+	for (unsigned tries = 0;; tries++) {
+		unsigned char rnd[16];
+
+		/* Early at boot without entropy: any bytes will do, as the
+		 * check below is what keeps the boundary out of the body. */
+		if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd)) {
+			uint64_t x = now_ns() ^ ((uint64_t)getpid() << 32) ^ tries;
+
+			for (size_t i = 0; i < sizeof(rnd); i++, x = x * 6364136223846793005ull + 1)
+				rnd[i] = (unsigned char)(x >> 56);
+		}
+		memcpy(bnd, "bpfprof-", 8);
+		for (size_t i = 0; i < sizeof(rnd); i++)
+			snprintf(bnd + 8 + 2 * i, 3, "%02x", rnd[i]);
+		if (!memmem(pb, len, bnd, strlen(bnd)))
+			break;
+	}
+	err = sbuf_printf(&b, "--%s\r\n" PART_HEAD("profile", "profile.pprof"), bnd);
+	if (!err)
+		err = sbuf_add(&b, pb, len);
+	if (!err)
+		err = sbuf_printf(&b, "\r\n--%s\r\n" CONFIG_HEAD "%s\r\n--%s--\r\n", bnd,
+				  PUSH_HEAP_SAMPLE_TYPE_CONFIG, bnd);
+	if (err) {
+		sbuf_free(&b);
+		return err;
+	}
+	it->body = b.buf;
+	it->len = b.len;
+	snprintf(it->content_type, sizeof(it->content_type), "multipart/form-data; boundary=%s",
+		 bnd);
+	return 0;
+}
 
 static int enqueue(struct pusher *ps, const struct profile *p, const char *container,
 		   const struct series_type *type, uint64_t from_ns, uint64_t until_ns)
 {
 	struct out_opts oo = { .view = type->view };
-	bool pprof = !strcmp(ps->o.writer->name, "pprof");
+	const struct writer *w = type->heap ? &writer_pprof : ps->o.writer;
+	bool pprof = !strcmp(w->name, "pprof");
 	char name[512], *esc;
 	struct push_item *it = calloc(1, sizeof(*it));
 	struct sbuf q = { 0 };
@@ -469,9 +529,19 @@ static int enqueue(struct pusher *ps, const struct profile *p, const char *conta
 		free(it);
 		return -ENOMEM;
 	}
-	err = writer__write_file(ps->o.writer, p, f, &oo);
+	err = writer__write_file(w, p, f, &oo);
 	if (fclose(f) && !err)
 		err = -ENOMEM;
+	if (!err && type->heap) {
+		char *pb = it->body;
+
+		err = heap_body(it, pb, it->len);
+		free(pb);
+		if (err)
+			it->body = NULL;
+	} else {
+		snprintf(it->content_type, sizeof(it->content_type), "application/octet-stream");
+	}
 	/*
 	 * The series name. Pyroscope reads a folded body's type from the name's
 	 * last ".SUFFIX" and takes the rest as service_name; a pprof body's
@@ -489,17 +559,22 @@ static int enqueue(struct pusher *ps, const struct profile *p, const char *conta
 		item_free(it);
 		return err ? err : -ENOMEM;
 	}
-	err = sbuf_printf(&q,
-			  "name=%s&from=%" PRIu64 "&until=%" PRIu64
-			  "&sampleRate=%u&spyName=bpfprof&units=%s&aggregationType=sum%s",
-			  esc, (uint64_t)(from_ns / NS_PER_SEC),
-			  /* Whole seconds, floored on both ends: intervals tile without overlap. */
-			  (uint64_t)MAX(until_ns / NS_PER_SEC, from_ns / NS_PER_SEC + 1),
-			  ps->o.freq,
-			  type->view == VIEW_CPU ? "samples"
-			  : pprof		 ? type->units
-						 : "microseconds",
-			  pprof ? "&format=pprof" : "");
+	/* Whole seconds, floored on both ends: intervals tile without overlap. */
+	err = sbuf_printf(&q, "name=%s&from=%" PRIu64 "&until=%" PRIu64, esc,
+			  (uint64_t)(from_ns / NS_PER_SEC),
+			  (uint64_t)MAX(until_ns / NS_PER_SEC, from_ns / NS_PER_SEC + 1));
+	/* A heap upload's units and aggregation are its parts' (push.h); no
+	 * "format", or the server would take the whole body as the profile. */
+	if (!err && type->heap)
+		err = sbuf_puts(&q, "&spyName=bpfprof");
+	else if (!err)
+		err = sbuf_printf(&q,
+				  "&sampleRate=%u&spyName=bpfprof&units=%s&aggregationType=sum%s",
+				  ps->o.freq,
+				  type->view == VIEW_CPU ? "samples"
+				  : pprof		 ? type->units
+							 : "microseconds",
+				  pprof ? "&format=pprof" : "");
 	libcurl.free(esc);
 	libcurl.easy_cleanup(curl);
 	if (err) {
@@ -532,12 +607,19 @@ static int enqueue(struct pusher *ps, const struct profile *p, const char *conta
 	return 0;
 }
 
-int pusher__submit(struct pusher *ps, const struct profile *p, uint64_t from_ns, uint64_t until_ns)
+int pusher__submit_kind(struct pusher *ps, enum push_kind kind, const struct profile *p,
+			uint64_t from_ns, uint64_t until_ns)
 {
 	const char *seen[64];
 	size_t nseen = 0;
 	int err = 0;
 
+	/* A heap profile under a CPU series (or the reverse) would be misread. */
+	if ((kind == PUSH_HEAP) != !!profile__meta_c(p)->alloc_period)
+		return -EINVAL;
+	/* One series: what a container's code allocates is told by its labels. */
+	if (kind == PUSH_HEAP)
+		return enqueue(ps, p, NULL, &type_heap, from_ns, until_ns);
 	/* One series per distinct container (NULL: the host's processes). */
 	for (size_t i = 0; i < profile__nr_samples(p) && !err; i++) {
 		const char *c = profile__sample(p, i)->container;
@@ -563,6 +645,11 @@ int pusher__submit(struct pusher *ps, const struct profile *p, uint64_t from_ns,
 		profile__free(sub);
 	}
 	return err;
+}
+
+int pusher__submit(struct pusher *ps, const struct profile *p, uint64_t from_ns, uint64_t until_ns)
+{
+	return pusher__submit_kind(ps, PUSH_CPU, p, from_ns, until_ns);
 }
 
 void pusher__stop(struct pusher *ps, unsigned flush_ms, struct pusher_stats *final)

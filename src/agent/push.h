@@ -13,7 +13,23 @@
  * convertMetadata). One series per container (and one for the host's own
  * processes); with --off-cpu each also gets its off-CPU time as a second
  * profile type: pprof with one off_cpu/nanoseconds sample type,
- * units=nanoseconds (folded: <app>.off_cpu{...}). Profiles
+ * units=nanoseconds (folded: <app>.off_cpu{...}).
+ *
+ * An allocation profile (--alloc, PUSH_HEAP) goes as one series, always
+ * pprof, the way Pyroscope's Go client sends heap profiles:
+ *
+ *   POST {URL}/ingest?name=<app>{hostname=H}&from=S&until=S&spyName=bpfprof
+ *   Content-Type: multipart/form-data; boundary=bpfprof-<32 random hex digits>
+ *
+ * with two parts, each a form file (the server reads only files): "profile"
+ * (the gzipped profile.proto with alloc_objects, alloc_space, inuse_objects,
+ * inuse_space) and "sample_type_config" (PUSH_HEAP_SAMPLE_TYPE_CONFIG: the
+ * types' units, inuse_* averaged over time, none cumulative: each upload is
+ * the interval's own allocations and its end's in-use blocks). There is no
+ * "format": the server takes a format=pprof body whole as the profile, and
+ * reads the parts only without it (grafana/pyroscope ingest_handler.go
+ * readInputRawDataFromRequest; pkg/og/convert/pprof/profile.go
+ * loadPprofFromForm; pkg/og/storage/tree SampleTypeConfig). Profiles
  * are serialized on submit and queued (bounded: the oldest is dropped and
  * counted when full); one worker thread sends them with libcurl, retrying
  * failures with exponential backoff, or after the server's Retry-After (at
@@ -73,7 +89,26 @@ struct pusher_stats {
 
 /* Starts the sending thread. NULL with errno set and em saying why. */
 struct pusher *pusher__start(const struct pusher_opts *o, struct errmsg *em);
-/* Splits p by container and queues one request per series. 0 or -ENOMEM. */
+/* What a profile handed to the pusher is. */
+enum push_kind {
+	PUSH_CPU,  /* on-CPU samples (and --off-cpu's time): a series per container */
+	PUSH_HEAP, /* an allocation profile (meta.alloc_period set): one series */
+};
+
+/* The multipart part "sample_type_config" of a PUSH_HEAP upload. */
+#define PUSH_HEAP_SAMPLE_TYPE_CONFIG                                                               \
+	"{\"alloc_objects\":{\"units\":\"objects\"},\"alloc_space\":{\"units\":\"bytes\"},"        \
+	"\"inuse_objects\":{\"units\":\"objects\",\"aggregation\":\"average\"},"                   \
+	"\"inuse_space\":{\"units\":\"bytes\",\"aggregation\":\"average\"}}"
+
+/*
+ * Queues p's requests: for PUSH_CPU one per container (and per profile
+ * type), for PUSH_HEAP one. 0, -ENOMEM, or -EINVAL when p is not of that
+ * kind (an allocation profile sent as CPU, or the reverse).
+ */
+int pusher__submit_kind(struct pusher *ps, enum push_kind kind, const struct profile *p,
+			uint64_t from_ns, uint64_t until_ns);
+/* pusher__submit_kind(PUSH_CPU). */
 int pusher__submit(struct pusher *ps, const struct profile *p, uint64_t from_ns, uint64_t until_ns);
 /* Stops the worker, giving queued profiles up to flush_ms to go out; the
  * final counters go to *final if given. */

@@ -245,11 +245,7 @@ void sinks__heap_feed(struct continuous *ct, const struct profile *delta)
 		live__feed(ct->live_heap, delta, now_ns());
 }
 
-/*
- * A finished profile to the store of its kind and the pusher. The pusher
- * sends CPU series only for now (Pyroscope's memory series need a multipart
- * body with their sample types' config): a heap profile is not pushed.
- */
+/* A finished profile to the store of its kind and the pusher. */
 int sinks__emit(struct continuous *ct, enum sink_kind kind, const struct profile *p,
 		uint64_t from_real, uint64_t until_real, char *path, size_t size)
 {
@@ -269,8 +265,11 @@ int sinks__emit(struct continuous *ct, enum sink_kind kind, const struct profile
 			p_warn_rl(&ct->write_rl, 60, "writing the interval %s to %s failed: %s",
 				  kinds[kind].one, ct->output_dir, strerror(-err));
 	}
-	if (ct->pusher && kind == SINK_CPU && (profile__total(p) || profile__total_offcpu(p)) &&
-	    pusher__submit(ct->pusher, p, from_real, until_real))
+	if (ct->pusher &&
+	    (kind == SINK_HEAP ? profile__nr_samples(p) != 0
+			       : profile__total(p) || profile__total_offcpu(p)) &&
+	    pusher__submit_kind(ct->pusher, kind == SINK_HEAP ? PUSH_HEAP : PUSH_CPU, p, from_real,
+				until_real))
 		p_warn_rl(&ct->write_rl, 60, "cannot queue the interval for --push: out of memory");
 	return 0;
 }

@@ -285,18 +285,68 @@ def test_container_label_and_cgroup_filter(tmp_path):
         cg.parent.rmdir()
 
 
+def _multipart(ctype, body):
+    """A multipart/form-data body's parts, {name: {"filename", "type", "data"}}, read as
+    strictly as the layout Go's mime/multipart writes (what Pyroscope's clients send and
+    its /ingest reads): CRLF lines, the boundary from ctype, a closing delimiter."""
+    m = re.fullmatch(r"multipart/form-data; boundary=([0-9A-Za-z'()+_,\-./:=?]{1,70})", ctype)
+    assert m, ctype
+    delim = b"--" + m.group(1).encode()
+    assert body.startswith(delim + b"\r\n"), body[:80]
+    assert body.endswith(b"\r\n" + delim + b"--\r\n"), body[-80:]
+    parts = {}
+    for chunk in body[len(delim) + 2:-(len(delim) + 6)].split(b"\r\n" + delim + b"\r\n"):
+        head, sep, data = chunk.partition(b"\r\n\r\n")
+        assert sep, chunk[:80]
+        hdrs = dict(line.split(": ", 1) for line in head.decode().split("\r\n"))
+        cd = re.fullmatch(r'form-data; name="([^"]+)"(?:; filename="([^"]*)")?',
+                          hdrs["Content-Disposition"])
+        assert cd and cd.group(1) not in parts, hdrs
+        parts[cd.group(1)] = {"filename": cd.group(2), "type": hdrs.get("Content-Type"), "data": data}
+    return parts
+
+
 class _Ingest(http.server.BaseHTTPRequestHandler):
-    """A test double for Grafana Pyroscope's /ingest (no real server here)."""
+    """A test double for Grafana Pyroscope's /ingest (no real server here). A multipart
+    body (heap profiles) is split into "parts" (see _multipart); one it cannot read is
+    answered 400 and kept with "bad" saying why."""
     requests = []
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-        self.send_response(200)
+        ctype = self.headers.get("Content-Type", "")
+        r = {"path": self.path, "headers": dict(self.headers), "body": body, "parts": None}
+        if ctype.startswith("multipart/form-data"):
+            try:
+                r["parts"] = _multipart(ctype, body)
+            except (AssertionError, KeyError, ValueError) as e:
+                r["bad"] = repr(e)
+        self.requests.append(r)
+        self.send_response(400 if "bad" in r else 200)
         self.end_headers()
 
     def log_message(self, *a):
         pass
+
+
+def test_ingest_double_reads_multipart():
+    """_Ingest's reader on a body as Go's multipart writer lays one out (pyroscope-go's
+    heap upload): parts by name, the file names, the bytes whole; and what it refuses."""
+    cfg = b'{"alloc_space":{"units":"bytes"}}'
+    body = (b"--b0\r\nContent-Disposition: form-data; name=\"profile\"; filename=\"profile.pprof\"\r\n"
+            b"Content-Type: application/octet-stream\r\n\r\n\x1f\x8b\r\n--b\x00\r\n"
+            b"--b0\r\nContent-Disposition: form-data; name=\"sample_type_config\"; "
+            b"filename=\"sample_type_config.json\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+            + cfg + b"\r\n--b0--\r\n")
+    parts = _multipart("multipart/form-data; boundary=b0", body)
+    assert parts["profile"] == {"filename": "profile.pprof", "type": "application/octet-stream",
+                                "data": b"\x1f\x8b\r\n--b\x00"}
+    assert parts["sample_type_config"]["filename"] == "sample_type_config.json"
+    assert json.loads(parts["sample_type_config"]["data"]) == {"alloc_space": {"units": "bytes"}}
+    for ctype, b in (("multipart/form-data; boundary=b1", body), ("multipart/form-data", body),
+                     ("multipart/form-data; boundary=b0", body[:-2])):
+        with pytest.raises(AssertionError):
+            _multipart(ctype, b)
 
 
 def test_push_to_pyroscope_ingest(tmp_path):
@@ -329,6 +379,8 @@ def test_push_to_pyroscope_ingest(tmp_path):
         assert q["sampleRate"] == ["99"] and q["spyName"] == ["bpfprof"]
         assert q["units"] == ["samples"] and q["aggregationType"] == ["sum"]
         assert r["headers"].get("Authorization") == "Bearer t0ps3cret"
+        # CPU series: the raw profile, not a multipart body (that is for heap profiles)
+        assert r["headers"].get("Content-Type") == "application/octet-stream" and r["parts"] is None
         if q.get("format") == ["pprof"]:
             folded = pprof.to_folded(pprof.decode(r["body"]))
         else:

@@ -8,6 +8,7 @@
 #include "testutil.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -68,18 +69,22 @@ struct server {
 	pthread_mutex_t lock;
 	size_t sent[16];    /* per connection: bytes sent after the status line */
 	char line[16][512]; /* per connection: the request line */
+	char *req[16];	    /* per connection: the whole request (malloc), if under 64 KiB */
+	size_t req_len[16];
 	int conns;
 	bool stop;
 };
 
 /*
  * Reads a request (header, then Content-Length bytes) and keeps its request
- * line in line; false if it did not come.
+ * line in line, and a copy of the whole of it in *whole if it fits the
+ * buffer (else NULL); false if it did not come.
  */
-static bool read_request(int fd, char *line, size_t size)
+static bool read_request(int fd, char *line, size_t size, char **whole, size_t *whole_len)
 {
 	static char buf[1 << 16];
 	size_t n = 0, need = SIZE_MAX;
+	bool wrapped = false;
 
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -100,10 +105,15 @@ static bool read_request(int fd, char *line, size_t size)
 			snprintf(line, size, "%.*s", (int)strcspn(buf, "\r\n"), buf);
 			need = (size_t)(end + 4 - buf) + (cl ? strtoul(cl + 15, NULL, 10) : 0);
 		}
-		if (n >= need)
+		if (n >= need) {
+			*whole = wrapped ? NULL : malloc(n);
+			if (*whole)
+				memcpy(*whole, buf, n);
+			*whole_len = *whole ? n : 0;
 			return true;
+		}
 		if (n == sizeof(buf) - 1)
-			n = 0, need -= sizeof(buf) - 1; /* keep reading, forget what came */
+			n = 0, need -= sizeof(buf) - 1, wrapped = true; /* keep reading, forget */
 	}
 }
 
@@ -115,8 +125,8 @@ static void *serve(void *arg)
 	for (;;) {
 		struct pollfd p = { .fd = s->lfd, .events = POLLIN };
 		const char *status;
-		size_t sent = 0, limit = (size_t)64 << 20;
-		char line[512] = "";
+		size_t sent = 0, limit = (size_t)64 << 20, req_len = 0;
+		char line[512] = "", *req = NULL;
 		int fd, k;
 
 		pthread_mutex_lock(&s->lock);
@@ -128,7 +138,7 @@ static void *serve(void *arg)
 		if (poll(&p, 1, 100) != 1)
 			continue;
 		fd = accept(s->lfd, NULL, NULL);
-		if (fd < 0 || !read_request(fd, line, sizeof(line))) {
+		if (fd < 0 || !read_request(fd, line, sizeof(line), &req, &req_len)) {
 			if (fd >= 0)
 				close(fd);
 			continue;
@@ -174,7 +184,10 @@ static void *serve(void *arg)
 		if (k < (int)ARRAY_SIZE(s->sent)) {
 			s->sent[k] = sent;
 			memcpy(s->line[k], line, sizeof(line));
+			s->req[k] = req, s->req_len[k] = req_len;
+			req = NULL;
 		}
+		free(req);
 		pthread_mutex_unlock(&s->lock);
 	}
 }
@@ -204,6 +217,12 @@ static void server_stop(struct server *s)
 	pthread_join(s->th, NULL);
 	close(s->lfd);
 	pthread_mutex_destroy(&s->lock);
+}
+
+static void server_free(struct server *s)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(s->req); i++)
+		free(s->req[i]);
 }
 
 static char warned[2048];
@@ -310,6 +329,7 @@ static void test_answers_over_the_caps(void **state)
 			fail_msg("case %zu: the server sent %zu bytes", i, s.sent[0]);
 		/* Cut at the cap, not at the 10 s timeout. */
 		assert_true(now_ns() - t0 < 5000000000ULL);
+		server_free(&s);
 	}
 }
 
@@ -322,6 +342,7 @@ static void test_small_answer_is_fine(void **state)
 	assert_int_equal(st.sent, 1);
 	assert_int_equal(st.failed, 0);
 	assert_int_equal(st.too_large, 0);
+	server_free(&s);
 }
 
 /*
@@ -363,7 +384,194 @@ static void test_series_name_per_format(void **state)
 		assert_non_null(strstr(s.line[1], cases[i].w == &writer_pprof
 							  ? "&units=nanoseconds&"
 							  : "&units=microseconds&"));
+		for (int k = 0; k < 2; k++)
+			assert_non_null(s.req[k] &&
+					strstr(s.req[k], "\r\nContent-Type: "
+							 "application/octet-stream\r\n"));
+		server_free(&s);
 	}
+}
+
+/* --- heap profiles: multipart, as Pyroscope takes them with their types' config --- */
+
+/* Header name's value in the request's head (up to "\r\n\r\n") into out; false if absent. */
+static bool header_value(const char *req, size_t len, const char *name, char *out, size_t size)
+{
+	const char *end = memmem(req, len, "\r\n\r\n", 4), *h = req;
+	size_t n = strlen(name);
+
+	assert_non_null(end);
+	while ((h = memmem(h, (size_t)(end - h), "\r\n", 2)) && h < end) {
+		h += 2;
+		if (!strncasecmp(h, name, n) && h[n] == ':') {
+			h += n + 1;
+			while (*h == ' ')
+				h++;
+			snprintf(out, size, "%.*s", (int)strcspn(h, "\r"), h);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* What curl_easy_escape() makes of s: RFC 3986's unreserved characters kept. */
+static void escape(const char *s, char *out, size_t size)
+{
+	size_t n = 0;
+
+	for (; *s && n + 4 < size; s++) {
+		if (isalnum((unsigned char)*s) || strchr("-._~", *s))
+			out[n++] = *s;
+		else
+			n += (size_t)snprintf(out + n, size - n, "%%%02X", (unsigned char)*s);
+	}
+	out[n] = '\0';
+}
+
+/* An allocation profile: one site, two processes, one of them in a container. */
+static struct profile *heap_profile(void)
+{
+	struct profile *p = profile__new();
+	struct psample a = { .pid = 1, .comm = "app" };
+	struct psample b = { .pid = 2, .comm = "app2", .container = "c0ffee" };
+	struct palloc va = { 3, 3 * 4096, 1, 4096 }, vb = { 5, 500, 0, 0 };
+	uint32_t f;
+
+	assert_non_null(p);
+	profile__meta(p)->alloc_period = 512 * 1024;
+	profile__meta(p)->start_ns = 1700000000000000000ULL;
+	profile__meta(p)->duration_ns = 10000000000ULL;
+	f = (uint32_t)profile__frame(p, FRAME_USER, "alloc_site", "/bin/app");
+	assert_int_equal(profile__add_alloc(p, &a, &f, 1, &va), 0);
+	assert_int_equal(profile__add_alloc(p, &b, &f, 1, &vb), 0);
+	return p;
+}
+
+/*
+ * A heap profile goes as grafana/pyroscope's /ingest reads one with its
+ * sample types' config (ingest_handler.go: no "format", or the body is taken
+ * whole as the profile; a Content-Type holding "multipart/form-data";
+ * pkg/og/convert/pprof/profile.go loadPprofFromForm: the parts "profile" and
+ * "sample_type_config" read as form files; pkg/og/storage/tree's
+ * SampleTypeConfig JSON keys). Checked byte for byte: the request line, the
+ * boundary in the header, the whole body; one series for all containers; a
+ * new boundary per request; always pprof, whatever the CPU series' writer.
+ */
+static void test_heap_push_is_multipart(void **state)
+{
+	static const char config[] =
+		"{\"alloc_objects\":{\"units\":\"objects\"},\"alloc_space\":{\"units\":\"bytes\"},"
+		"\"inuse_objects\":{\"units\":\"objects\",\"aggregation\":\"average\"},"
+		"\"inuse_space\":{\"units\":\"bytes\",\"aggregation\":\"average\"}}";
+	const struct writer *writers[] = { &writer_pprof, &writer_folded };
+	struct profile *heap = heap_profile(), *cpu = profile__new();
+	struct psample smp = { .pid = 1, .comm = "app" };
+	char host[256] = "", esc[800], line[1024], *pb = NULL;
+	const uint64_t from = 1700000000000000000ULL, until = from + 10000000000ULL;
+	struct out_opts oo = { 0 };
+	size_t pblen = 0;
+	uint32_t f;
+	FILE *mf;
+
+	/* The profile part: the heap profile as the pprof writer writes it. */
+	mf = open_memstream(&pb, &pblen);
+	assert_non_null(mf);
+	assert_int_equal(writer__write_file(&writer_pprof, heap, mf, &oo), 0);
+	fclose(mf);
+	gethostname(host, sizeof(host) - 1);
+	escape(host, esc, sizeof(esc));
+	snprintf(line, sizeof(line),
+		 "POST /ingest?name=t%%7Bhostname%%3D%s%%7D&from=1700000000&until=1700000010"
+		 "&spyName=bpfprof HTTP/1.1",
+		 esc);
+	f = (uint32_t)profile__frame(cpu, FRAME_USER, "main", "/bin/app");
+	assert_int_equal(profile__add(cpu, &smp, &f, 1, 5), 0);
+
+	for (size_t i = 0; i < ARRAY_SIZE(writers); i++) {
+		struct pusher_opts o = { .app = "t", .freq = 99, .writer = writers[i] };
+		struct errmsg em = { 0 };
+		char url[64], bnd[2][256];
+		struct pusher_stats st;
+		struct pusher *ps;
+		struct server s;
+
+		server_start(&s, SMALL_OK);
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d", s.port);
+		o.url = url;
+		ps = pusher__start(&o, &em);
+		assert_non_null(ps);
+		/* Each profile only as its own kind. */
+		assert_int_equal(pusher__submit_kind(ps, PUSH_CPU, heap, from, until), -EINVAL);
+		assert_int_equal(pusher__submit_kind(ps, PUSH_HEAP, cpu, from, until), -EINVAL);
+		assert_int_equal(pusher__submit_kind(ps, PUSH_HEAP, heap, from, until), 0);
+		assert_int_equal(pusher__submit_kind(ps, PUSH_HEAP, heap, from, until), 0);
+		assert_int_equal(pusher__submit_kind(ps, PUSH_CPU, cpu, from, until), 0);
+		for (int k = 0; k < 1500; k++) {
+			pusher__stats(ps, &st);
+			if (st.sent + st.failed >= 3)
+				break;
+			usleep(10000);
+		}
+		pusher__stop(ps, 0, &st);
+		server_stop(&s);
+		assert_int_equal(st.sent, 3);
+		/* Two heap uploads (one series, though two containers), then the CPU one. */
+		assert_int_equal(s.conns, 3);
+		for (int k = 0; k < 2; k++) {
+			const char *body;
+			char ct[256], cl[32];
+			struct sbuf want = { 0 };
+
+			assert_non_null(s.req[k]);
+			assert_string_equal(s.line[k], line);
+			assert_null(strstr(s.line[k], "format="));
+			assert_true(header_value(s.req[k], s.req_len[k], "Content-Type", ct,
+						 sizeof(ct)));
+			if (strncmp(ct, "multipart/form-data; boundary=", 30))
+				fail_msg("writer %zu: Content-Type: %s", i, ct);
+			/* RFC 2046 bchars, 1 to 70 of them, no quotes needed. */
+			snprintf(bnd[k], sizeof(bnd[k]), "%s", ct + 30);
+			assert_true(strlen(bnd[k]) >= 16 && strlen(bnd[k]) <= 70);
+			assert_int_equal(strspn(bnd[k], "0123456789abcdefghijklmnopqrstuvwxyz"
+							"ABCDEFGHIJKLMNOPQRSTUVWXYZ'()+_,-./:=?"),
+					 strlen(bnd[k]));
+			assert_int_equal(
+				sbuf_printf(&want,
+					    "--%s\r\nContent-Disposition: form-data; "
+					    "name=\"profile\"; filename=\"profile.pprof\"\r\n"
+					    "Content-Type: application/octet-stream\r\n\r\n",
+					    bnd[k]),
+				0);
+			assert_int_equal(sbuf_add(&want, pb, pblen), 0);
+			assert_int_equal(
+				sbuf_printf(&want,
+					    "\r\n--%s\r\nContent-Disposition: form-data; "
+					    "name=\"sample_type_config\"; "
+					    "filename=\"sample_type_config.json\"\r\n"
+					    "Content-Type: application/octet-stream\r\n\r\n"
+					    "%s\r\n--%s--\r\n",
+					    bnd[k], config, bnd[k]),
+				0);
+			assert_true(header_value(s.req[k], s.req_len[k], "Content-Length", cl,
+						 sizeof(cl)));
+			assert_int_equal(strtoul(cl, NULL, 10), want.len);
+			body = (const char *)memmem(s.req[k], s.req_len[k], "\r\n\r\n", 4) + 4;
+			assert_int_equal((size_t)(s.req[k] + s.req_len[k] - body), want.len);
+			if (memcmp(body, want.buf, want.len))
+				fail_msg("writer %zu, request %d: the body is not the expected one",
+					 i, k);
+			sbuf_free(&want);
+		}
+		assert_string_not_equal(bnd[0], bnd[1]);
+		/* The CPU series as before. */
+		assert_non_null(strstr(s.req[2], "\r\nContent-Type: application/octet-stream\r\n"));
+		assert_true((strstr(s.line[2], "&format=pprof") != NULL) ==
+			    (writers[i] == &writer_pprof));
+		server_free(&s);
+	}
+	free(pb);
+	profile__free(heap);
+	profile__free(cpu);
 }
 
 int main(void)
@@ -374,6 +582,7 @@ int main(void)
 		cmocka_unit_test(test_answers_over_the_caps),
 		cmocka_unit_test(test_small_answer_is_fine),
 		cmocka_unit_test(test_series_name_per_format),
+		cmocka_unit_test(test_heap_push_is_multipart),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -512,7 +512,7 @@ static enum frame_kind kind_of_mapping(const char *file)
 		return FRAME_PYTHON;
 	if (!strcmp(file, PPROF_LISP_MAPPING))
 		return FRAME_LISP;
-	if (!strcmp(file, PPROF_JAVA_INTERP_MAPPING))
+	if (!strcmp(file, PPROF_INTERP_MAPPING))
 		return FRAME_JAVA_INTERP;
 	base = path_basename(file);
 	if (!strncmp(base, "perf-", 5) && strlen(base) > 9 &&

@@ -335,7 +335,7 @@ static const char *mapping_name(const struct pframe *f)
 	if (f->kind == FRAME_LISP)
 		return PPROF_LISP_MAPPING;
 	if (f->kind == FRAME_JAVA_INTERP)
-		return PPROF_JAVA_INTERP_MAPPING;
+		return PPROF_INTERP_MAPPING;
 	return f->module;
 }
 

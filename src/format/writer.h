@@ -149,9 +149,9 @@ int writer__write_diff_path(const struct diff_writer *w, const struct profile *b
 /*
  * Shared by the text writers: a frame name as folded/flame graph tools see it
  * (kernel "_[k]", JIT "_[j]", Python "_[py]", inlined "_[i]", Lisp "_[lisp]",
- * interpreted Java "_[0]" suffixes; ';' and control characters replaced). A Python frame shows its file,
- * "name (app.py)"; with lines, any frame with a file and line shows both,
- * "name (app.py:12)", "main.leaf (main.go:30)".
+ * interpreted Java "_[0]" suffixes; ';' and control characters replaced). A
+ * Python frame shows its file, "name (app.py)"; with lines, any frame with a
+ * file and line shows both, "name (app.py:12)", "main.leaf (main.go:30)".
  */
 void writer__frame_label(const struct pframe *f, char *buf, size_t size);
 void writer__frame_label_lines(const struct pframe *f, bool lines, char *buf, size_t size);

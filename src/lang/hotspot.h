@@ -225,10 +225,10 @@ struct htab;
 struct hotspot_proc {
 	struct hotspot h;
 	struct ptab *t;
-	struct pproc *p;    /* the caller's reference */
-	struct htab *names; /* pc -> struct hs_name */
+	struct pproc *p;      /* the caller's reference */
+	struct htab *names;   /* pc -> struct hs_name */
 	struct htab *methods; /* Method* -> its name (interpreted frames) */
-	void **retired;	    /* names replaced: freed with the process */
+	void **retired;	      /* names replaced: freed with the process */
 	size_t nr_retired, cap_retired;
 	size_t nr_names, name_bytes;
 };

@@ -1825,8 +1825,7 @@ static size_t java_frames(struct symbolizer *s, struct symproc *p, uint64_t addr
  * a name the method does not have. Unnamed while the process's JVM is not
  * read yet (as its compiled frames are): a later drain names it.
  */
-static size_t java_interp(struct symbolizer *s, struct symproc *p, uint64_t method,
-			  struct sym *out)
+static size_t java_interp(struct symbolizer *s, struct symproc *p, uint64_t method, struct sym *out)
 {
 	struct hotspot_proc *jvm;
 	uint64_t c0;

@@ -11,7 +11,6 @@
  */
 #include "outfixture.h"
 
-
 #include "format/reader.h"
 #include "lang/hotspot.h"
 #include "../workloads/fakejvm.h"
@@ -117,8 +116,8 @@ static void test_method_not_a_method(void **state)
 	setup(&hp, &i);
 	assert_null(hotspot__method(&hp, 0));
 	assert_null(hotspot__method(&hp, BASE + FJ_METHOD_AT + 4)); /* unaligned */
-	assert_null(hotspot__method(&hp, BASE - 0x1000));	       /* unreadable */
-	assert_null(hotspot__method(&hp, BASE + FJ_STRINGS));	       /* text */
+	assert_null(hotspot__method(&hp, BASE - 0x1000));	    /* unreadable */
+	assert_null(hotspot__method(&hp, BASE + FJ_STRINGS));	    /* text */
 	/* A name index past the pool's length. */
 	fj_w16(i.m, FJ_CMETHOD2_AT + 34, 16);
 	assert_null(hotspot__method(&hp, BASE + FJ_METHOD2_AT));
@@ -140,17 +139,18 @@ static struct profile *interp_profile(void)
 
 	assert_non_null(p);
 	FX(p, "java", 7, 7, 5, { FRAME_USER, "JavaMain", "/usr/lib/jvm/libjli.so" },
-	       { FRAME_JIT, "StubRoutines (1)", NULL }, { FRAME_JAVA_INTERP, "JavaHot.main", NULL },
-	       { FRAME_JIT, "JavaHot.alpha", NULL });
+	   { FRAME_JIT, "StubRoutines (1)", NULL }, { FRAME_JAVA_INTERP, "JavaHot.main", NULL },
+	   { FRAME_JIT, "JavaHot.alpha", NULL });
 	FX(p, "java", 7, 7, 2, { FRAME_USER, "JavaMain", "/usr/lib/jvm/libjli.so" },
-	       { FRAME_JIT, "Interpreter", NULL });
+	   { FRAME_JIT, "Interpreter", NULL });
 	return p;
 }
 
 static void test_kind_folded_pprof_speedscope(void **state)
 {
-	const char *want = "java;JavaMain;Interpreter_[j] 2\n"
-			   "java;JavaMain;StubRoutines (1)_[j];JavaHot.main_[0];JavaHot.alpha_[j] 5\n";
+	const char *want =
+		"java;JavaMain;Interpreter_[j] 2\n"
+		"java;JavaMain;StubRoutines (1)_[j];JavaHot.main_[0];JavaHot.alpha_[j] 5\n";
 	struct profile *p = interp_profile(), *q;
 	struct errmsg err = { 0 };
 	size_t kinds[FRAME_KIND_MAX] = { 0 }, zlen;

@@ -100,12 +100,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * asked for again the same. */
 	{
 		struct hotspot_proc hp = { .h = h };
-		uint64_t step = (size / 32) & ~7ull;
+		uint64_t step = (size / 32) & ~7ull ? (size / 32) & ~7ull : 8;
+		/* fakejvm's two methods (the seed's layout), then 32 across. */
+		uint64_t at[34] = { BASE + FJ_METHOD_AT, BASE + FJ_METHOD2_AT };
 
-		for (uint64_t mth = BASE; mth < BASE + size; mth += step ? step : 8) {
+		for (int k = 2; k < 34; k++)
+			at[k] = BASE + (uint64_t)(k - 2) * step;
+		for (int k = 0; k < 34; k++) {
+			uint64_t mth = at[k];
 			const char *s;
 			size_t l;
 
+			if (mth >= BASE + size)
+				continue;
 			m.bytes = 0;
 			s = hotspot__method(&hp, mth);
 			if (m.bytes > HS_MAX_LOOKUP)

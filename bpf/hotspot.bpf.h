@@ -394,7 +394,7 @@ __attribute__((noinline)) int hs_step(__u64 unused)
 	struct cpu_state *cs = cpu_state_get();
 	struct hs_scratch *s = hs_scratch_get();
 	struct uw_state *st;
-	__u64 pc, fp, fr[2], ssp;
+	__u64 pc, fp, fr[2], ssp, m;
 	__u32 r;
 
 	if (!cs || !s)
@@ -412,6 +412,12 @@ __attribute__((noinline)) int hs_step(__u64 unused)
 			return uw_stop(st, STAT_UNWIND_ERR_JVM_READ);
 		if (ssp < fp + 16 || ssp - fp > BP_HS_INTERP_SENDER)
 			return uw_stop(st, STAT_UNWIND_ERR_JVM_INTERP);
+		/* A frame that called out is complete: recorded by its Method*
+		 * (uw_step() puts st->hs_orig in place of pc; bp_hs_is_interp). */
+		if (!(st->flags & UW_F_EXACT) &&
+		    !uw_read(st, fp + (__s64)s->p.if_method * 8, &m, 1) && m && !(m & 7) &&
+		    !(m & ~BP_HS_ADDR_MASK))
+			st->hs_orig = BP_HS_INTERP_MARK | m;
 		return hs_next(st, s, fr[1], ssp, fr[0]);
 	}
 	if (pc == s->p.call_stub_ra && !(st->flags & UW_F_EXACT)) {

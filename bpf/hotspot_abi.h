@@ -82,7 +82,7 @@ struct bp_hsproc {
 	__u8 flags;		 /* HSPROC_F_* */
 	/* The interpreter frame, words from its rbp (frame_x86.hpp). */
 	__s8 if_sender_sp; /* -1: the caller's unextended sp */
-	__s8 if_method;	   /* -3: Method* (naming interpreted frames later) */
+	__s8 if_method;	   /* -3: Method* (a caller's frame is recorded by it) */
 	__s8 if_bcp;	   /* -8 (JDK 9+), -7 (JDK 8) */
 	/*
 	 * A deoptimised frame: its callee's return address patched to its
@@ -98,5 +98,19 @@ struct bp_hsproc {
 	__u32 pad;
 };
 _Static_assert(sizeof(struct bp_hsproc) == 184, "bp_hsproc");
+
+/*
+ * An interpreted frame that called out (not the leaf: at a method's entry
+ * rbp is still its caller's) is recorded by the Method* in its frame, in
+ * place of its pc, as BP_HS_INTERP_MARK | Method*. User addresses are below
+ * 2^56 and kernel ones have the top bits set: the slot is neither.
+ */
+#define BP_HS_INTERP_MARK 0x4000000000000000ULL
+#define BP_HS_ADDR_MASK	  0x00ffffffffffffffULL
+
+static inline int bp_hs_is_interp(__u64 slot)
+{
+	return (slot & ~BP_HS_ADDR_MASK) == BP_HS_INTERP_MARK;
+}
 
 #endif /* BPFPROF_HOTSPOT_ABI_H */

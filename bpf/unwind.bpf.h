@@ -312,7 +312,8 @@ static long uw_step(__u64 index, void *data)
 #else
 		r = hs_step(0) ? 1 : 0; /* a callback returns 0 or 1 */
 #endif
-		/* A deoptimised frame: recorded at its original pc (hs_deopt()). */
+		/* A deoptimised frame: recorded at its original pc (hs_deopt());
+		 * an interpreted caller by its Method* (BP_HS_INTERP_MARK). */
 		if (st->hs_orig) {
 			if (st->nr == nr + 1 && nr < PROFILE_MAX_DEPTH)
 				out->ips[nr] = st->hs_orig;

@@ -106,7 +106,8 @@ struct uw_state {
 	/* HotSpot (hotspot.bpf.h): the JVM's code cache (0, 0: not a JVM), reads of
 	 * its memory and frames in this walk. */
 	__u64 hs_lo, hs_hi;
-	__u64 hs_orig; /* hs_step(): a deoptimised frame's original pc, to record */
+	__u64 hs_orig; /* hs_step(): recorded in place of pc (a deoptimised frame's
+			original pc, an interpreted frame's tagged Method*) */
 	__u32 hs_reads, hs_frames;
 	__u64 gen;
 	/* A copy of user stack memory [win_base, win_base + win_len), this walk's. */

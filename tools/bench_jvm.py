@@ -253,7 +253,7 @@ def depths(folded):
             continue
         frames = stack.split(";")[1:]
         total += [len(frames)] * int(n)
-        java += [sum(f.endswith(("_[j]", "_[i]")) for f in frames)] * int(n)
+        java += [sum(f.endswith(("_[j]", "_[i]", "_[0]")) for f in frames)] * int(n)
     med = statistics.median
     return (med(total) if total else 0), (med(java) if java else 0)
 

@@ -30,6 +30,7 @@ enum frame_kind {
 	FRAME_PYTHON,	/* a Python function; file is its source (folded: "name (app.py)_[py]") */
 	FRAME_INLINE,	/* native code the compiler inlined into the frame below it ("_[i]") */
 	FRAME_LISP,	/* a Lisp function named from SBCL's heap; module: its core ("_[lisp]") */
+	FRAME_JAVA_INTERP, /* an interpreted Java method, named by its Method* ("_[0]") */
 	FRAME_KIND_MAX,
 };
 

@@ -7,7 +7,8 @@
  * Data (JSON in <script id="fg-data">, written by svg.c): the call tree in
  * preorder, children sorted by name, as a flat array with `stride` numbers
  * per node: label index, samples, [samples before (diff)], number of
- * children. Labels and their kinds (0 user, 1 kernel, 2 JIT, 3 other, 4 Python, 5 inlined, 6 Lisp) are
+ * children. Labels and their kinds (0 user, 1 kernel, 2 JIT, 3 other, 4 Python, 5 inlined, 6 Lisp,
+ * 7 interpreted Java) are
  * separate arrays. Only frames at least MIN_PX wide at the current zoom are
  * drawn, so even a huge profile draws a few thousand elements.
  */
@@ -127,12 +128,15 @@
 			return rgb(225 + 30 * v, 150 + 90 * w, 110 + 60 * v);
 		case 6: /* Lisp: ambers to olives */
 			return rgb(175 + 50 * v, 150 + 50 * w, 40 + 40 * v);
+		case 7: /* interpreted Java: the JIT greens, paler */
+			return rgb(140 + 50 * v, 210 + 40 * w, 130 + 40 * v);
 		default: /* user code: reds to yellows */
 			return rgb(205 + 50 * v, 230 * w, 55 * v);
 		}
 	}
 
-	var KIND_NOTE = [' [user]', ' [kernel]', ' [JIT]', '', ' [Python]', ' [inlined]', ' [Lisp]'];
+	var KIND_NOTE = [' [user]', ' [kernel]', ' [JIT]', '', ' [Python]', ' [inlined]', ' [Lisp]',
+		' [interpreted]'];
 
 	function describe(i) {
 		var s = names[lab[i]] + KIND_NOTE[kinds[lab[i]]] + '\n' + fmt(val[i]) +

@@ -6,8 +6,8 @@
  * The count is after the last space of the line (frames may contain spaces).
  * The first frame is the process name (folded files have no pid: it is 0).
  * Frames ending in "_[k]" are kernel frames, "_[j]" JIT frames, "_[py]"
- * Python frames, "_[i]" inlined frames and "_[lisp]" Lisp frames (their
- * names never split), the suffix removed; everything
+ * Python frames, "_[i]" inlined frames, "_[0]" interpreted Java frames and
+ * "_[lisp]" Lisp frames (their names never split), the suffix removed; everything
  * else is a user frame. A Python frame's "name (file)" or "name (file:line)",
  * and any frame's "name (file:LINE)" (what --lines writes), are split into
  * name, file and line. So folded output of the profile read is the text read. Empty lines and CRLF
@@ -107,6 +107,8 @@ static int read_line(char *line, size_t len, struct profile *p, uint32_t **frame
 			kind = FRAME_PYTHON;
 		else if (ends_with(s, flen, "_[lisp]"))
 			kind = FRAME_LISP;
+		else if (ends_with(s, flen, "_[0]"))
+			kind = FRAME_JAVA_INTERP;
 		if (kind != FRAME_USER)
 			s[flen -= kind == FRAME_PYTHON ? 5 : kind == FRAME_LISP ? 7 : 4] = '\0';
 		if (n >= INPUT_MAX_DEPTH)

@@ -73,6 +73,7 @@ enum {
 #define PPROF_JIT_MAPPING    "[jit]"
 #define PPROF_PYTHON_MAPPING "[python]"
 #define PPROF_LISP_MAPPING   "[lisp]"
+#define PPROF_INTERP_MAPPING "[java-interpreted]" /* interpreted Java frames */
 #define PPROF_COMMENT_PREFIX "bpfprof "
 
 #include <stddef.h>

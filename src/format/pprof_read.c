@@ -512,6 +512,8 @@ static enum frame_kind kind_of_mapping(const char *file)
 		return FRAME_PYTHON;
 	if (!strcmp(file, PPROF_LISP_MAPPING))
 		return FRAME_LISP;
+	if (!strcmp(file, PPROF_INTERP_MAPPING))
+		return FRAME_JAVA_INTERP;
 	base = path_basename(file);
 	if (!strncmp(base, "perf-", 5) && strlen(base) > 9 &&
 	    !strcmp(base + strlen(base) - 4, ".map"))

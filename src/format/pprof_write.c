@@ -328,6 +328,8 @@ static const char *mapping_name(const struct pframe *f)
 		return PPROF_PYTHON_MAPPING;
 	if (f->kind == FRAME_LISP)
 		return PPROF_LISP_MAPPING;
+	if (f->kind == FRAME_JAVA_INTERP)
+		return PPROF_INTERP_MAPPING;
 	return f->module;
 }
 

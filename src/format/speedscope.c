@@ -8,7 +8,8 @@
  * One "sampled" profile per process (comm and pid), largest first, or with
  * --merge one profile for everything with the process name as the root
  * frame, as folded output has it. Frames are shared; names carry the folded
- * kind suffixes (kernel "_[k]", JIT "_[j]", Python "_[py]", inlined "_[i]", Lisp "_[lisp]"),
+ * kind suffixes (kernel "_[k]", JIT "_[j]", Python "_[py]", inlined "_[i]", Lisp "_[lisp]",
+ * interpreted Java "_[0]"),
  * "file" is the source file (Go, Python) or else the module, and "line" the
  * source line when known: a function sampled at two lines is two frames.
  * Weights are sample counts (unit "none"), bytes for the allocation views'

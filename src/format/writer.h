@@ -148,16 +148,16 @@ int writer__write_diff_path(const struct diff_writer *w, const struct profile *b
 
 /*
  * Shared by the text writers: a frame name as folded/flame graph tools see it
- * (kernel "_[k]", JIT "_[j]", Python "_[py]", inlined "_[i]", Lisp "_[lisp]"
- * suffixes; ';' and control characters replaced). A Python frame shows its file,
- * "name (app.py)"; with lines, any frame with a file and line shows both,
- * "name (app.py:12)", "main.leaf (main.go:30)".
+ * (kernel "_[k]", JIT "_[j]", Python "_[py]", inlined "_[i]", Lisp "_[lisp]",
+ * interpreted Java "_[0]" suffixes; ';' and control characters replaced). A
+ * Python frame shows its file, "name (app.py)"; with lines, any frame with a
+ * file and line shows both, "name (app.py:12)", "main.leaf (main.go:30)".
  */
 void writer__frame_label(const struct pframe *f, char *buf, size_t size);
 void writer__frame_label_lines(const struct pframe *f, bool lines, char *buf, size_t size);
 /* The same without the kind suffix and without cleaning (for labelled formats). */
 void writer__frame_display(const struct pframe *f, bool lines, char *buf, size_t size);
-/* "_[k]", "_[j]", "_[py]", "_[i]", "_[lisp]" or "". */
+/* "_[k]", "_[j]", "_[py]", "_[i]", "_[lisp]", "_[0]" or "". */
 const char *writer__kind_suffix(enum frame_kind kind);
 /* A source file as labels show it: its base name ("pkg/__init__.py" for a package). */
 const char *writer__short_file(const char *file);

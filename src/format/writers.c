@@ -119,6 +119,8 @@ const char *writer__kind_suffix(enum frame_kind kind)
 		return "_[i]";
 	case FRAME_LISP:
 		return "_[lisp]";
+	case FRAME_JAVA_INTERP:
+		return "_[0]"; /* async-profiler's interpreted frames */
 	default:
 		return "";
 	}

@@ -594,44 +594,63 @@ static int symbol(struct hotspot *h, uint64_t sym, char *out, size_t cap)
 	return (int)n;
 }
 
-/* "package.Class.method" of Method* method into buf (NUL-terminated, cut
- * with "..."); its length, or -errno. */
-static int method_name(struct hotspot *h, uint64_t method, char *buf, size_t len)
+/* What a Method*'s name is read from: the pointers to its class's and its
+ * own Symbol, and the chain that led there. Equal ones name the same. */
+struct method_id {
+	uint64_t cm, constants, holder, kname, mname;
+	uint16_t name_index;
+};
+
+/* The identity of Method* method (no Symbol text read); 0 or -errno. */
+static int method_id(struct hotspot *h, uint64_t method, struct method_id *id)
 {
 	const struct hotspot_vm *vm = &h->vm;
 	const enum hs_off cpo[] = { HS_CP_HOLDER };
 	uint8_t cp[MAX_OFF + 8];
-	uint64_t cm, constants, holder, kname, mname;
-	char cls[HS_SYMBOL_MAX + 1], meth[HS_SYMBOL_MAX + 1];
-	uint16_t name_index;
 	int64_t n = max_off(vm, cpo, 1, 8);
-	int err, cl, ml;
+	int err;
 
-	if (!method || (method & 7) || len < 8)
+	memset(id, 0, sizeof(*id));
+	if (!method || (method & 7))
 		return -EINVAL;
 	if (vm->off[HS_CP_LENGTH] >= 0 && vm->off[HS_CP_LENGTH] + 4 > n)
 		n = vm->off[HS_CP_LENGTH] + 4;
-	if ((err = rd_ptr(h, method + (uint64_t)vm->off[HS_M_CONST], &cm)))
+	if ((err = rd_ptr(h, method + (uint64_t)vm->off[HS_M_CONST], &id->cm)))
 		return err;
-	if (!cm || (cm & 7))
+	if (!id->cm || (id->cm & 7))
 		return -EINVAL;
-	if ((err = rd_ptr(h, cm + (uint64_t)vm->off[HS_CM_CONSTANTS], &constants)) ||
-	    (err = rd(h, cm + (uint64_t)vm->off[HS_CM_NAME], &name_index, sizeof(name_index))))
+	if ((err = rd_ptr(h, id->cm + (uint64_t)vm->off[HS_CM_CONSTANTS], &id->constants)) ||
+	    (err = rd(h, id->cm + (uint64_t)vm->off[HS_CM_NAME], &id->name_index,
+		      sizeof(id->name_index))))
 		return err;
-	if (!constants || (constants & 7) || !name_index)
+	if (!id->constants || (id->constants & 7) || !id->name_index)
 		return -EINVAL;
-	if ((err = rd(h, constants, cp, (size_t)n)))
+	if ((err = rd(h, id->constants, cp, (size_t)n)))
 		return err;
-	holder = get64(cp, vm->off[HS_CP_HOLDER]);
-	if (vm->off[HS_CP_LENGTH] >= 0 && name_index >= get32(cp, vm->off[HS_CP_LENGTH]))
+	id->holder = get64(cp, vm->off[HS_CP_HOLDER]);
+	if (vm->off[HS_CP_LENGTH] >= 0 && id->name_index >= get32(cp, vm->off[HS_CP_LENGTH]))
 		return -EINVAL;
-	if ((err = rd_ptr(h, constants + (uint64_t)vm->off[HS_CP_SIZE] + 8u * name_index,
-			  &mname)) ||
-	    (err = holder ? rd_ptr(h, holder + (uint64_t)vm->off[HS_K_NAME], &kname) : -EINVAL))
+	if ((err = rd_ptr(h, id->constants + (uint64_t)vm->off[HS_CP_SIZE] + 8u * id->name_index,
+			  &id->mname)) ||
+	    (err = id->holder ? rd_ptr(h, id->holder + (uint64_t)vm->off[HS_K_NAME], &id->kname)
+			      : -EINVAL))
 		return err;
-	if ((cl = symbol(h, kname, cls, sizeof(cls))) < 0)
+	return 0;
+}
+
+/* "package.Class.method" of a method's identity into buf (NUL-terminated,
+ * cut with "..."); its length, or -errno. */
+static int method_text(struct hotspot *h, const struct method_id *id, char *buf, size_t len)
+{
+	char cls[HS_SYMBOL_MAX + 1], meth[HS_SYMBOL_MAX + 1];
+	int64_t n;
+	int cl, ml;
+
+	if (len < 8)
+		return -EINVAL;
+	if ((cl = symbol(h, id->kname, cls, sizeof(cls))) < 0)
 		return cl;
-	if ((ml = symbol(h, mname, meth, sizeof(meth))) < 0)
+	if ((ml = symbol(h, id->mname, meth, sizeof(meth))) < 0)
 		return ml;
 	/* java/lang/String -> java.lang.String */
 	for (char *c = cls; *c; c++)
@@ -643,6 +662,20 @@ static int method_name(struct hotspot *h, uint64_t method, char *buf, size_t len
 		n = (int64_t)len - 1;
 	}
 	return (int)n;
+}
+
+/* "package.Class.method" of Method* method into buf (NUL-terminated, cut
+ * with "..."); its length, or -errno. */
+static int method_name(struct hotspot *h, uint64_t method, char *buf, size_t len)
+{
+	struct method_id id;
+	int err;
+
+	if (len < 8)
+		return -EINVAL;
+	if ((err = method_id(h, method, &id)))
+		return err;
+	return method_text(h, &id, buf, len);
 }
 
 /* HotSpot's compressed ints (CompressedReadStream, to JDK 20: UNSIGNED5
@@ -1117,6 +1150,64 @@ size_t hotspot__frames(struct hotspot_proc *hp, uint64_t pc, const char **names,
 	return nr;
 }
 
+/* A Method*'s name, kept with what it was read from (method_id). */
+struct hs_mname {
+	struct method_id id;
+	char text[];
+};
+
+const char *hotspot__method(struct hotspot_proc *hp, uint64_t method)
+{
+	struct method_id id;
+	struct htab_entry *e;
+	struct hs_mname *n;
+	char buf[HS_NAME_MAX];
+	size_t bytes;
+	bool created;
+	int len;
+
+	if (!hp->methods && !(hp->methods = htab__new()))
+		return NULL;
+	hp->h.bytes_read = 0; /* HS_MAX_LOOKUP: per lookup */
+	/* Its identity read again each time: a Method* freed with its class
+	 * and made another method's names that one. */
+	if (method_id(&hp->h, method, &id))
+		return NULL;
+	e = htab__find(hp->methods, &method, sizeof(method));
+	n = e ? e->value : NULL;
+	if (n && !memcmp(&n->id, &id, sizeof(id)))
+		return n->text;
+	if ((len = method_text(&hp->h, &id, buf, sizeof(buf))) <= 0)
+		return NULL;
+	bytes = (size_t)len + 1;
+	if (n) {
+		/* Replaced: the old name may still be in use until the process goes. */
+		if (array_grow((void **)&hp->retired, &hp->cap_retired, hp->nr_retired + 1,
+			       sizeof(*hp->retired)))
+			return NULL;
+		hp->retired[hp->nr_retired++] = n;
+		e->value = NULL;
+	}
+	if (hp->nr_names + hp->nr_retired >= HS_MAX_NAMES ||
+	    hp->name_bytes + sizeof(*n) + bytes > HS_MAX_NAME_BYTES)
+		return NULL;
+	n = malloc(sizeof(*n) + bytes);
+	if (!n)
+		return NULL;
+	memcpy(&n->id, &id, sizeof(id)); /* with its padding: compared by memcmp */
+	memcpy(n->text, buf, bytes);
+	e = htab__upsert(hp->methods, &method, sizeof(method), &created);
+	if (!e) {
+		free(n);
+		return NULL;
+	}
+	if (created)
+		hp->nr_names++;
+	e->value = n;
+	hp->name_bytes += sizeof(*n) + bytes;
+	return n->text;
+}
+
 const char *hotspot__name(struct hotspot_proc *hp, uint64_t pc)
 {
 	const char *names[HS_MAX_INLINE];
@@ -1135,6 +1226,10 @@ void hotspot__proc_free(struct hotspot_proc *hp)
 	while (hp->names && (e = htab__next(hp->names, &pos)))
 		free(e->value);
 	htab__free(hp->names);
+	pos = 0;
+	while (hp->methods && (e = htab__next(hp->methods, &pos)))
+		free(e->value);
+	htab__free(hp->methods);
 	for (size_t i = 0; i < hp->nr_retired; i++)
 		free(hp->retired[i]);
 	free(hp->retired);

@@ -225,9 +225,10 @@ struct htab;
 struct hotspot_proc {
 	struct hotspot h;
 	struct ptab *t;
-	struct pproc *p;    /* the caller's reference */
-	struct htab *names; /* pc -> struct hs_name */
-	void **retired;	    /* names replaced: freed with the process */
+	struct pproc *p;      /* the caller's reference */
+	struct htab *names;   /* pc -> struct hs_name */
+	struct htab *methods; /* Method* -> its name (interpreted frames) */
+	void **retired;	      /* names replaced: freed with the process */
 	size_t nr_retired, cap_retired;
 	size_t nr_names, name_bytes;
 };
@@ -254,6 +255,16 @@ int hotspot__probe(struct ptab *t, struct pproc *p, struct hotspot_proc *out, ch
 size_t hotspot__frames(struct hotspot_proc *hp, uint64_t pc, const char **names, size_t max);
 /* The outermost of them, or NULL. */
 const char *hotspot__name(struct hotspot_proc *hp, uint64_t pc);
+/*
+ * "package.Class.method" of Method* method (an interpreted frame's, as the
+ * BPF walker read it from the frame: hotspot_abi.h BP_HS_INTERP_MARK), or
+ * NULL. Kept per Method* with what its name was read from (its ConstMethod,
+ * ConstantPool, holder, and their name Symbols' addresses), read again at
+ * every lookup: a Method* freed with its class and reused by another method
+ * is named anew. Valid until hotspot__proc_free(), with the same caps as
+ * hotspot__frames()'s names.
+ */
+const char *hotspot__method(struct hotspot_proc *hp, uint64_t method);
 void hotspot__proc_free(struct hotspot_proc *hp);
 
 #endif /* BPFPROF_HOTSPOT_H */

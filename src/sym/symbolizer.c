@@ -1756,12 +1756,10 @@ static const char *lisp_name(struct symbolizer *s, struct symproc *p, uint64_t a
 
 #define JVM_RETRY_NS NS_PER_SEC /* a JVM whose tables are not filled yet */
 
-/* The Java methods at addr of a HotSpot JVM (lang/hotspot.c), innermost
- * first (those the JIT inlined there, then the compiled one), or a stub's
- * name; their number. The JVM is looked for at the process's first frame
- * in code of no ELF file. */
-static size_t java_frames(struct symbolizer *s, struct symproc *p, uint64_t addr,
-			  const char **names, size_t max)
+/* p's HotSpot JVM (lang/hotspot.c), probed now if not yet (once per
+ * JVM_RETRY_NS while its tables are not filled, within the drain's time
+ * for JVM tables), or NULL. */
+static struct hotspot_proc *java_proc(struct symbolizer *s, struct symproc *p)
 {
 	char why[320];
 	int err;
@@ -1778,7 +1776,7 @@ static size_t java_frames(struct symbolizer *s, struct symproc *p, uint64_t addr
 			/* This drain's time for JVM tables spent: the next drain's. */
 			p->jvm_err = -EAGAIN;
 			p->jvm_try_ns = t0;
-			return 0;
+			return NULL;
 		}
 		p->jvm = calloc(1, sizeof(*p->jvm));
 		err = p->jvm ? hotspot__probe(s->pt, p->pp, p->jvm, why, sizeof(why)) : -ENOMEM;
@@ -1798,14 +1796,65 @@ static size_t java_frames(struct symbolizer *s, struct symproc *p, uint64_t addr
 		}
 		p->jvm_err = err;
 	}
-	if (p->jvm) {
-		uint64_t c0 = thread_cputime_ns();
-		size_t n = hotspot__frames(p->jvm, addr, names, max);
+	return p->jvm;
+}
 
-		s->java_name_ns += thread_cputime_ns() - c0;
-		return n;
+/* The Java methods at addr of a HotSpot JVM (lang/hotspot.c), innermost
+ * first (those the JIT inlined there, then the compiled one), or a stub's
+ * name; their number. The JVM is looked for at the process's first frame
+ * in code of no ELF file. */
+static size_t java_frames(struct symbolizer *s, struct symproc *p, uint64_t addr,
+			  const char **names, size_t max)
+{
+	struct hotspot_proc *jvm = java_proc(s, p);
+	uint64_t c0 = thread_cputime_ns();
+	size_t n;
+
+	if (!jvm)
+		return 0;
+	n = hotspot__frames(jvm, addr, names, max);
+	s->java_name_ns += thread_cputime_ns() - c0;
+	return n;
+}
+
+/*
+ * An interpreted Java frame the BPF walker recorded by its Method*
+ * (hotspot_abi.h BP_HS_INTERP_MARK; method without the mark): named
+ * "package.Class.method", kind FRAME_JAVA_INTERP (hotspot__method()); else
+ * "Interpreter", kind FRAME_JIT, as the interpreter's code is named - never
+ * a name the method does not have. Unnamed while the process's JVM is not
+ * read yet (as its compiled frames are): a later drain names it.
+ */
+static size_t java_interp(struct symbolizer *s, struct symproc *p, uint64_t method, struct sym *out)
+{
+	struct hotspot_proc *jvm;
+	uint64_t c0;
+
+	out->addr = 0; /* no address: the slot is the tagged Method* */
+	if (!p || p->dead) {
+		out->kind = FRAME_JIT;
+		out->name = "Interpreter";
+		return 1;
 	}
-	return 0;
+	jvm = java_proc(s, p);
+	if (!jvm) {
+		if (p->jvm_err == -EAGAIN) {
+			s->unknown++;
+			return 1;
+		}
+		out->kind = FRAME_JIT;
+		out->name = "Interpreter";
+		return 1;
+	}
+	c0 = thread_cputime_ns();
+	out->name = hotspot__method(jvm, method);
+	s->java_name_ns += thread_cputime_ns() - c0;
+	out->kind = out->name ? FRAME_JAVA_INTERP : FRAME_JIT;
+	if (out->name)
+		s->java_names++;
+	else
+		out->name = "Interpreter";
+	return 1;
 }
 
 void symbolizer__want_user(struct symbolizer *s, const struct proc_id *id, uint64_t ip, bool leaf)
@@ -1817,8 +1866,11 @@ void symbolizer__want_user(struct symbolizer *s, const struct proc_id *id, uint6
 	struct symproc *p;
 	struct symfile *f;
 
-	/* Only processes already known in wanted mode: the rest name as before. */
+	/* Only processes already known in wanted mode: the rest name as before.
+	 * An interpreted frame's Method* (hotspot_abi.h) is no address. */
 	p = e ? e->value : NULL;
+	if (bp_hs_is_interp(ip))
+		return;
 	if (!p || p->dead || !p->pmap_wanted || p->pmap_rejected || !p->maps)
 		return;
 	m = procmaps__find(&p->maps->m, addr);
@@ -2078,8 +2130,11 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 
 	e = htab__find(s->procs, &k, sizeof(k));
 	p = e ? e->value : add_proc(s, id, NULL, &err);
-	if (p && !p->dead) {
+	if (p && !p->dead)
 		p->used_gen = s->gen;
+	if (bp_hs_is_interp(ip))
+		return java_interp(s, p, ip & BP_HS_ADDR_MASK, out);
+	if (p && !p->dead) {
 		m = procmaps__find(&p->maps->m, addr);
 		/* Mapped after our snapshot (dlopen, new JIT region)? Re-read once per drain. */
 		if (!m && !p->refreshed && !p->gone) {

@@ -284,6 +284,10 @@ void symbolizer__python(struct symbolizer *s, const struct proc_id *id, uint64_t
  * table; DWARF of native files, dwinline.h): out[0..n-2] innermost first,
  * kind FRAME_INLINE, then out[n-1] as symbolizer__user() answers, each with
  * its source file and line when known. Returns n, at least 1 when max is.
+ * An interpreted Java frame the BPF walker recorded by its Method*
+ * (hotspot_abi.h BP_HS_INTERP_MARK) is named "package.Class.method", kind
+ * FRAME_JAVA_INTERP; else "Interpreter" (FRAME_JIT), never another name;
+ * unnamed while its JVM is not read yet.
  */
 size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, uint64_t ip,
 			       bool leaf, struct sym *out, size_t max);

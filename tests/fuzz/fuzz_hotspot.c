@@ -8,7 +8,8 @@
  * 17's, from tests/workloads/fakejvm.h, with CodeCache::_heaps at input
  * byte 88). What comes out must be a NUL-terminated name within the buffer,
  * and the reads within the caps; the frame walker's entry (hotspot__bpf())
- * taken only within its bounds.
+ * taken only within its bounds; Method*s (interpreted frames) named
+ * printably or not at all.
  */
 #include "lang/hotspot.h"
 #include "../workloads/fakejvm.h"
@@ -93,6 +94,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 		if (m.bytes > HS_MAX_LOOKUP)
 			abort();
+	}
+	/* Interpreted frames' Method*s (hotspot__method), 8-aligned across the
+	 * input: a printable name or none, the reads within the cap, a name
+	 * asked for again the same. */
+	{
+		struct hotspot_proc hp = { .h = h };
+		uint64_t step = (size / 32) & ~7ull ? (size / 32) & ~7ull : 8;
+		/* fakejvm's two methods (the seed's layout), then 32 across. */
+		uint64_t at[34] = { BASE + FJ_METHOD_AT, BASE + FJ_METHOD2_AT };
+
+		for (int k = 2; k < 34; k++)
+			at[k] = BASE + (uint64_t)(k - 2) * step;
+		for (int k = 0; k < 34; k++) {
+			uint64_t mth = at[k];
+			const char *s;
+			size_t l;
+
+			if (mth >= BASE + size)
+				continue;
+			m.bytes = 0;
+			s = hotspot__method(&hp, mth);
+			if (m.bytes > HS_MAX_LOOKUP)
+				abort();
+			if (!s)
+				continue;
+			l = strnlen(s, HS_NAME_MAX);
+			if (!l || l == HS_NAME_MAX)
+				abort();
+			for (size_t i = 0; i < l; i++)
+				if (s[i] < 0x20 || s[i] > 0x7e)
+					abort();
+			if (hotspot__method(&hp, mth) != s)
+				abort();
+		}
+		hotspot__proc_free(&hp);
 	}
 	return 0;
 }

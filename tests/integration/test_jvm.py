@@ -5,7 +5,8 @@ The JVM's code cache is read from outside (src/lang/hotspot.c): the tables
 libjvm.so exports (gHotSpotVMStructs, gHotSpotVMTypes) give the layout, the
 code heap's segment map the blob holding a pc, an nmethod's Method* its
 name ("JavaHot.alpha"); stubs and the interpreter are named by their blob
-("Interpreter", "StubRoutines (1)"). Frames are JIT frames ("_[j]").
+("Interpreter", "StubRoutines (1)"). Frames are JIT frames ("_[j]"); an
+interpreted frame that called out is named by its Method* ("JavaHot.main_[0]").
 
 Stacks: without -XX:+PreserveFramePointer the walk stops at the first
 compiled frame (walking JIT and interpreter frames in BPF is not done yet:
@@ -117,8 +118,8 @@ def test_java_methods_named_machine_wide(classes):
 
 def test_java_stacks_reach_main_with_frame_pointers(classes):
     """-XX:+PreserveFramePointer: the stacks of alpha and beta go down
-    through main's interpreter frame and the call stub to the launcher's
-    JavaMain, named on the way."""
+    through main's interpreter frame (named by its Method*: JavaHot.main_[0])
+    and the call stub to the launcher's JavaMain, named on the way."""
     with JavaHot(classes, "-XX:+PreserveFramePointer") as j:
         p = Sampled(["-p", j.pid, "-d", 60], [j.pid], until_cpu=5, timeout=120)
     hot = check_names_and_shares(parse_folded(p.stdout), p.stderr)
@@ -126,8 +127,8 @@ def test_java_stacks_reach_main_with_frame_pointers(classes):
             if {"JavaHot.alpha_[j]", "JavaHot.beta_[j]"} & set(user_frames(s))}
     n = sum(work.values())
     whole = sum(c for s, c in work.items()
-                if "JavaMain" in user_frames(s) and "Interpreter_[j]" in user_frames(s))
-    assert_most(whole, n, "alpha and beta stacks through Interpreter to JavaMain", share=0.9)
+                if "JavaMain" in user_frames(s) and "JavaHot.main_[0]" in user_frames(s))
+    assert_most(whole, n, "alpha and beta stacks through JavaHot.main to JavaMain", share=0.9)
 
 
 def test_inlined_java_methods_are_frames_of_their_own(classes):

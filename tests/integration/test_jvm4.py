@@ -36,8 +36,14 @@ from conftest import BPFPROF, assert_few, assert_most, assert_share
 from test_jvm import java
 
 JAVA = Path(__file__).resolve().parents[1] / "workloads" / "java"
-METHOD = re.compile(r"^[\w$.]+\.[A-Za-z_$<][\w$<>]*$")  # a Java method: package.Class.method
-MAIN = ["JavaMain", "StubRoutines (1)", "Interpreter"]
+# A Java method: package.Class.method, "_[0]" when interpreted (by_pid)
+METHOD = re.compile(r"^[\w$.]+\.[A-Za-z_$<][\w$<>]*(_\[0\])?$")
+INTERP = "_[0]"
+
+
+def main_chain(cls):
+    """JavaMain, the call stub, main's interpreter frame named by its Method*."""
+    return ["JavaMain", "StubRoutines (1)", f"{cls}.main{INTERP}"]
 
 
 @pytest.fixture(scope="module")
@@ -69,17 +75,20 @@ def wait_warm(procs, timeout=240):
 
 def by_pid(profiles):
     """{pid: {(comm, frame, ..., leaf): samples}}, inlined frames expanded,
-    kernel frames left out (pprof's names have no _[k]: "finish_task_switch.isra.0")."""
+    kernel frames left out (pprof's names have no _[k]: "finish_task_switch.isra.0");
+    interpreted Java frames (their mapping "[java-interpreted]") with "_[0]"."""
     out = {}
     for profile, s in ((p, s) for p in profiles for s in p["sample"]):
         names = []
         for lid in reversed(s["location_id"]):
             m = profile["mapping"].get(profile["location"][lid]["mapping_id"], {})
-            if pprof.strings(profile, m.get(5, 0)) == "[kernel.kallsyms]":
+            mapping = pprof.strings(profile, m.get(5, 0))
+            if mapping == "[kernel.kallsyms]":
                 continue
             for line in reversed(profile["location"][lid]["lines"]):
                 fn = profile["function"][line.get(1)]
-                names.append(pprof.strings(profile, fn.get(2, 0)))
+                names.append(pprof.strings(profile, fn.get(2, 0))
+                             + (INTERP if mapping == "[java-interpreted]" else ""))
         d = out.setdefault(s["label"].get("pid"), {})
         key = (s["label"].get("comm", ""), *names)
         d[key] = d.get(key, 0) + s["value"][0]
@@ -143,7 +152,8 @@ def machine(classes, tmp_path_factory):
 def test_java_thread_named_with_shares_down_to_main(machine):
     """JavaHot's Java thread: >= 90% of its samples with a Java method
     named, alpha and beta nearly all of them at 2:1, their stacks through
-    main's interpreter frame and the call stub to the launcher's JavaMain."""
+    main's interpreter frame (named JavaHot.main by its Method*) and the
+    call stub to the launcher's JavaMain."""
     hot = thread(machine["hot"], "java")
     n = sum(hot.values())
     named = sum(c for s, c in hot.items() if any(METHOD.match(f) for f in s))
@@ -154,7 +164,7 @@ def test_java_thread_named_with_shares_down_to_main(machine):
     alpha = sum(c for s, c in work.items() if "JavaHot.alpha" in s)
     assert_share(alpha / max(k, 1), 2 / 3, k, "alpha of the two")
     whole = sum(c for s, c in work.items()
-                if in_order(list(s), MAIN, ("JavaHot.alpha", "JavaHot.beta")))
+                if in_order(list(s), main_chain("JavaHot"), ("JavaHot.alpha", "JavaHot.beta")))
     assert_most(whole, k, "alpha/beta stacks down to JavaMain")
 
 
@@ -168,7 +178,7 @@ def test_inlined_method_walked_as_a_frame_of_its_own(machine):
     assert_most(n, sum(inl.values()), "java samples in big", share=0.85)
     chain = sum(c for s, c in in_big.items()
                 if list(s[-3:]) == ["JavaInline.outer", "JavaInline.helper", "JavaInline.big"]
-                and in_order(list(s), MAIN))
+                and in_order(list(s), main_chain("JavaInline")))
     assert_most(chain, n, "big under helper (inlined) under outer, down to JavaMain")
 
 
@@ -188,17 +198,22 @@ def test_recompiled_and_deoptimised_code_keeps_its_names(machine):
         t = thread(machine["deopt"], comm)
         n = sum(t.values())
         assert n > 0, (comm, machine["deopt"].keys())
-        wrong = {f for s in t for f in s if METHOD.match(f) and f not in DEOPT | {work}}
+        wrong = {f for s in t for f in s
+                 if METHOD.match(f) and f.removesuffix(INTERP) not in DEOPT | {work}}
         assert not wrong, (comm, wrong)
         in_work = {s: c for s, c in t.items() if work in s}
         k = sum(in_work.values())
         assert_most(k, n, f"{comm} samples in {work}", share=0.85)
         # The frame above work: via (inlined or not), or an interpreted one
-        # (not named by method yet); never mid or drive with via lost.
+        # (via_[0], or Interpreter); never mid or drive with via lost.
         cut = sum(c for s, c in in_work.items()
-                  if s[s.index(work) - 1] in ("DeoptCycle.mid", "DeoptCycle.drive"))
+                  if s[s.index(work) - 1] in ("DeoptCycle.mid", "DeoptCycle.drive",
+                                              "DeoptCycle.mid" + INTERP,
+                                              "DeoptCycle.drive" + INTERP))
         assert_few(cut, k, f"{comm}: work's stacks without via", share=0.02)
-        whole = sum(c for s, c in in_work.items() if in_order(list(s), ["Interpreter"], {work}))
+        whole = sum(c for s, c in in_work.items()
+                    if any(f == "Interpreter" or f.endswith(INTERP)
+                           for f in s[:s.index(work)]))
         top = sorted(in_work.items(), key=lambda x: -x[1])[:6]
         assert_most(whole, k, f"{comm}: work's stacks through an interpreted frame {top} "
                     f"{machine['stderr'][-3000:]}", share=0.9)

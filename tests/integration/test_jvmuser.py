@@ -9,7 +9,9 @@ stub's return address, CodeBlob offsets) and the walker steps through
 nmethods by their frame size, interpreter frames by rbp, and hands back to
 the native walker at the call stub: JavaHot's stacks read
 
-    JavaMain;...;JavaCalls::call_helper;StubRoutines (1)_[j];Interpreter_[j];JavaHot.alpha_[j]
+    JavaMain;...;JavaCalls::call_helper;StubRoutines (1)_[j];JavaHot.main_[0];JavaHot.alpha_[j]
+
+main's interpreter frame named by the Method* in it ("_[0]": interpreted).
 
 One bpfprof run of a JVM (-p) serves the assertions on it; a second starts
 the JVM under bpfprof (-- java), whose tables are not filled yet at its first
@@ -22,7 +24,7 @@ import pytest
 from conftest import Sampled, assert_few, assert_most, assert_share, parse_folded
 from test_jvm import JavaHot, classes, java, user_frames  # noqa: F401 (fixture)
 
-CHAIN = ["JavaMain", "StubRoutines (1)_[j]", "Interpreter_[j]"]
+CHAIN = ["JavaMain", "StubRoutines (1)_[j]", "JavaHot.main_[0]"]
 
 
 def work_stacks(folded):
@@ -32,7 +34,8 @@ def work_stacks(folded):
 
 
 def through_main(stack):
-    """JavaMain, the call stub, main's interpreter frame, then alpha or beta: in that order."""
+    """JavaMain, the call stub, main's interpreter frame (named JavaHot.main),
+    then alpha or beta: in that order."""
     frames = user_frames(stack)
     at = 0
     for want in CHAIN:
@@ -64,13 +67,16 @@ def attached(classes):
 
 def test_java_stacks_reach_main_with_no_jvm_option(attached):
     """Nearly every stack of alpha and beta goes down through main's
-    interpreter frame and the call stub to the launcher's JavaMain, and
-    alpha and beta keep their 2:1 shares."""
+    interpreter frame, named JavaHot.main by its Method*, and the call stub
+    to the launcher's JavaMain, and alpha and beta keep their 2:1 shares;
+    hardly any interpreted caller is left unnamed ("Interpreter")."""
     work = work_stacks(parse_folded(attached.stdout))
     n = sum(work.values())
     whole = sum(c for s, c in work.items() if through_main(s))
-    assert_most(whole, n, f"alpha/beta stacks through Interpreter to JavaMain "
+    assert_most(whole, n, f"alpha/beta stacks through JavaHot.main_[0] to JavaMain "
                 f"{attached.stderr[-2000:]}", share=0.9)
+    unnamed = sum(c for s, c in work.items() if "Interpreter_[j]" in user_frames(s)[:-1])
+    assert_few(unnamed, n, "alpha/beta stacks with an interpreted caller unnamed", share=0.02)
     alpha = sum(c for s, c in work.items() if "JavaHot.alpha_[j]" in user_frames(s))
     assert_share(alpha / max(n, 1), 2 / 3, n, "alpha of the two")
 
@@ -99,4 +105,4 @@ def test_a_jvm_started_under_bpfprof_is_walked_once_started(classes, tmp_path):
     work = work_stacks(parse_folded(out.read_text()))
     n = sum(work.values())
     whole = sum(c for s, c in work.items() if through_main(s))
-    assert_most(whole, n, "alpha/beta stacks through Interpreter to JavaMain", share=0.9)
+    assert_most(whole, n, "alpha/beta stacks through JavaHot.main_[0] to JavaMain", share=0.9)

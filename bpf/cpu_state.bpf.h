@@ -43,6 +43,7 @@ struct cpu_state {
 	struct bp_stack kernel; /* this sample's stacks */
 	struct bp_stack user;
 	struct uw_state uw;    /* the walkers' registers */
+	struct hs_scratch hs;  /* a JVM's walk (hotspot.bpf.h) */
 	struct bp_stack check; /* kw_verify: the kernel stack from bpf_get_stack() */
 	/* A notice's mappings as bpf_find_vma() finds them (notice_vmas()). */
 	struct bp_vma nvma[BP_NOTICE_VMAS];
@@ -119,7 +120,7 @@ enum bp_timing {
 	TM_UW_MISS,   /* user frames: probe that missed, and the searches ... */
 	TM_UW_MISS_N, /* ... how many */
 	TM_UW_REST,   /* user table frames: the step after the row was found */
-	TM_HS_BEGIN,  /* user stack: a JVM's entry looked up and copied (hs_begin) */
+	TM_HS_BEGIN,  /* user stack: a JVM's entry, its walk's start (hs_begin) */
 	TM_HS_STEP,   /* user frames: steps through a JVM's code cache (hs_step) ... */
 	TM_HS_STEP_N, /* ... how many */
 	TM_MAX,

@@ -38,8 +38,15 @@
  *
  * Verifier: the step and the blob lookup are global functions with scalar
  * arguments (like uw_find_mapping()), verified once on their own; their
- * state is this CPU's (cpu_state's walk state, hs_scratch: the process's
- * entry, copied once per walk, and the read buffers).
+ * state is this CPU's cpu_state: the walk's registers (uw) and the JVM's
+ * walk (hs: the process's entry, copied once and kept while uw_proc_gen
+ * holds, the last blob found, the read buffers).
+ *
+ * Per sample, what a Java stack costs over a native one is mostly cold
+ * memory: hence the entry kept per CPU (no lookup or copy while the CPU
+ * samples the same JVM), the last blob reused within a walk (a recursion
+ * steps through one nmethod many times: no segment-map or header read), and
+ * the JVM's walk on the pages of the walk's registers.
  */
 #ifndef BPFPROF_HOTSPOT_BPF_H
 #define BPFPROF_HOTSPOT_BPF_H
@@ -52,9 +59,7 @@
 #include "unwind_read.bpf.h"
 #include "unwind_state.bpf.h"
 
-#define HS_MAX_HOPS 32 /* segment-map hops per blob (an honest 1 MiB blob needs ~66) */
-/* the HeapBlock (hb_size <= 64), the header, nm_deopt* */
-#define HS_HDR_READ (BP_HS_HDR + BP_HS_HDR_EXTRA)
+#define HS_MAX_HOPS 32	   /* segment-map hops per blob (an honest 1 MiB blob needs ~66) */
 #define HS_FC_NEVER 0xffff /* _frame_complete_offset -1: never complete */
 #define HS_LOG2_MIN 4
 #define HS_LOG2_MAX 16
@@ -68,59 +73,19 @@ struct {
 	__type(value, struct bp_hsproc);
 } hotspot_procs SEC(".maps");
 
-/* This CPU's HotSpot walk: the entry (copied: the global functions below
- * take no pointers), the blob found, the read buffers. */
-struct hs_scratch {
-	struct bp_hsproc p;
-	__u64 code_begin; /* hs_find_blob()'s answer */
-	__u64 code_end, blob;
-	__u64 deopt, deopt_mh; /* its deopt handlers, if an nmethod (0: not known) */
-	__s32 frame_size;
-	__u32 frame_complete;
-	/* hs_find_blob()'s walk of the segment map, kept here rather than in
-	 * registers: the verifier then sees one state per hop, not one per
-	 * combination of window and hop (the loop went past its 1M insns). */
-	__u64 idx, wlo, segmap;
-	__u32 windows, have, r;
-	__u8 seg[BP_HS_SEG_WIN];
-	__u8 hdr[HS_HDR_READ];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct hs_scratch);
-} hs_scratch SEC(".maps");
-
-static __always_inline struct hs_scratch *hs_scratch_get(void)
+/* This CPU's HotSpot walk (struct hs_scratch: unwind_state.bpf.h), or NULL. */
+static __always_inline struct hs_scratch *hs_scratch_of(struct cpu_state *cs)
 {
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&hs_scratch, &zero);
+	return cs ? &cs->hs : NULL;
 }
 
-/*
- * A walk's start: the process's JVM entry for exactly this image, copied
- * into this CPU's scratch, its offsets checked once, and its code cache
- * into the walk's state (st->hs_lo, hs_hi: the frames hs_step() takes);
- * none (0, 0: native frames only, as before) if it has no usable entry.
- * Global, and the walker sees only the state it wrote: verified once, and
- * the walk's loop is not verified once per answer (a pointer in the loop's
- * context doubled the program's verification).
- */
-__attribute__((noinline)) int hs_begin(__u32 tgid, __u64 start_time, __u64 exec_id)
+/* The process's JVM entry for exactly this image, into s->p with its
+ * offsets checked: 1, or 0 if it has no usable one. */
+static __always_inline int hs_load(struct hs_scratch *s, __u32 tgid, __u64 start_time,
+				   __u64 exec_id)
 {
 	struct bp_hsproc *p = bpf_map_lookup_elem(&hotspot_procs, &tgid);
-	struct cpu_state *cs = cpu_state_get();
-	struct hs_scratch *s = hs_scratch_get();
-	struct uw_state *st;
 
-	if (!cs || !s)
-		return 0;
-	st = &cs->uw;
-	st->hs_lo = st->hs_hi = 0;
-	st->hs_reads = st->hs_frames = 0;
 	if (!p || p->start_time != start_time || p->exec_id != exec_id)
 		return 0;
 	__builtin_memcpy(&s->p, p, sizeof(s->p));
@@ -130,6 +95,45 @@ __attribute__((noinline)) int hs_begin(__u32 tgid, __u64 start_time, __u64 exec_
 	    s->p.cb_frame_complete > BP_HS_HDR - 8 || s->p.cb_begin > BP_HS_HDR - 8 ||
 	    s->p.cb_end > BP_HS_HDR - 8 || s->p.cb_size > BP_HS_HDR - 8 ||
 	    s->p.if_sender_sp < -16 || s->p.if_sender_sp > -1)
+		return 0;
+	return 1;
+}
+
+/*
+ * A walk's start: the process's JVM entry (hs_load()), and its code cache
+ * into the walk's state (st->hs_lo, hs_hi: the frames hs_step() takes);
+ * none (0, 0: native frames only, as before) if it has no usable entry.
+ * The answer is kept in this CPU's scratch until hotspot_procs changes
+ * (uw_proc_gen: st->proc.gen is this sample's, read before uw_proc(),
+ * which ran first; userspace bumps it after every update or delete, so an
+ * entry taken is never older than the generation it is kept under).
+ * Global, and the walker sees only the state it wrote: verified once, and
+ * the walk's loop is not verified once per answer (a pointer in the loop's
+ * context doubled the program's verification).
+ */
+__attribute__((noinline)) int hs_begin(__u32 tgid, __u64 start_time, __u64 exec_id)
+{
+	struct cpu_state *cs = cpu_state_get();
+	struct hs_scratch *s = hs_scratch_of(cs);
+	struct uw_state *st;
+
+	if (!cs || !s)
+		return 0;
+	st = &cs->uw;
+	st->hs_lo = st->hs_hi = 0;
+	st->hs_reads = st->hs_frames = 0;
+	s->code_begin = s->code_end = 0; /* no blob of this walk yet */
+	if (!s->m_valid || s->m_gen != st->proc.gen || s->m_tgid != tgid ||
+	    s->m_start != start_time || s->m_exec != exec_id) {
+		s->m_valid = 0; /* while p is rewritten */
+		s->m_ok = hs_load(s, tgid, start_time, exec_id);
+		s->m_gen = st->proc.gen;
+		s->m_tgid = tgid;
+		s->m_start = start_time;
+		s->m_exec = exec_id;
+		s->m_valid = 1;
+	}
+	if (!s->m_ok)
 		return 0;
 	st->hs_lo = s->p.cc_lo;
 	st->hs_hi = s->p.cc_hi;
@@ -168,26 +172,30 @@ static __always_inline __u32 hs_charge(struct uw_state *st)
 	return 0;
 }
 
+/* hs_hop()'s context: this CPU's walk, as hs_find_blob() found it. */
+struct hs_hop_ctx {
+	struct uw_state *st;
+	struct hs_scratch *s;
+};
+
 /*
  * One hop back through the segment map (a bpf_loop() callback: verified
  * once, where an unrolled loop of HS_MAX_HOPS took 6,000 of the program's
  * verified instructions): its state in this CPU's scratch; at the block's
  * first segment, s->r = 0.
  */
-static long hs_hop(__u64 i, void *unused)
+static long hs_hop(__u64 i, void *ctx)
 {
-	struct cpu_state *cs = cpu_state_get();
-	struct hs_scratch *s = hs_scratch_get();
+	struct hs_hop_ctx *c = ctx;
+	struct hs_scratch *s = c->s;
 	__u64 len;
 	__u8 b;
 
-	if (!cs || !s)
-		return 1;
 	if (!s->have || s->idx < s->wlo) {
 		/* The window of segment-map bytes that ends at idx. */
 		if (s->windows++ >= BP_HS_SEG_WINDOWS)
 			return 1;
-		if ((s->r = hs_charge(&cs->uw)))
+		if ((s->r = hs_charge(c->st)))
 			return 1;
 		s->r = STAT_UNWIND_ERR_JVM_BLOB;
 		s->wlo = s->idx >= BP_HS_SEG_WIN - 1 ? s->idx - (BP_HS_SEG_WIN - 1) : 0;
@@ -219,7 +227,8 @@ static long hs_hop(__u64 i, void *unused)
 __attribute__((noinline)) int hs_find_blob(__u64 pc)
 {
 	struct cpu_state *cs = cpu_state_get();
-	struct hs_scratch *s = hs_scratch_get();
+	struct hs_scratch *s = hs_scratch_of(cs);
+	struct hs_hop_ctx c;
 	__u64 lo = 0, hi = 0, segmap = 0, block, blob, size, begin, end;
 	struct uw_state *st;
 	__u8 log2;
@@ -245,7 +254,9 @@ __attribute__((noinline)) int hs_find_blob(__u64 pc)
 	s->have = s->windows = 0;
 	s->segmap = segmap;
 	s->r = STAT_UNWIND_ERR_JVM_BLOB; /* a chain longer than any honest blob's */
-	bpf_loop(HS_MAX_HOPS, hs_hop, NULL, 0);
+	c.st = st;
+	c.s = s;
+	bpf_loop(HS_MAX_HOPS, hs_hop, &c, 0);
 	if (s->r)
 		return s->r;
 	block = lo + (s->idx << log2);
@@ -276,6 +287,20 @@ __attribute__((noinline)) int hs_find_blob(__u64 pc)
 	s->frame_size = (__s32)hs_hdr(s, s->p.cb_frame_size, 4);
 	s->frame_complete = (__u32)hs_hdr(s, s->p.cb_frame_complete, 2);
 	return 0;
+}
+
+/*
+ * The blob holding pc into s (hs_find_blob()), or the walk's last one if
+ * it holds pc: a recursion steps through one nmethod again and again. Live
+ * blobs' code ranges do not overlap, and hs_find_blob() writes its answer
+ * whole, after its checks; a blob freed and reused within one walk is the
+ * race two lookups would have too.
+ */
+static __always_inline __u32 hs_blob(const struct hs_scratch *s, __u64 pc)
+{
+	if (pc >= s->code_begin && pc < s->code_end)
+		return 0;
+	return hs_find_blob(pc);
 }
 
 /* The step to a Java frame's caller: it must be up the stack and in the code cache. */
@@ -392,7 +417,7 @@ static __always_inline long hs_fp_step(struct uw_state *st)
 __attribute__((noinline)) int hs_step(__u64 unused)
 {
 	struct cpu_state *cs = cpu_state_get();
-	struct hs_scratch *s = hs_scratch_get();
+	struct hs_scratch *s = hs_scratch_of(cs);
 	struct uw_state *st;
 	__u64 pc, fp, fr[2], ssp, m;
 	__u32 r;
@@ -425,7 +450,7 @@ __attribute__((noinline)) int hs_step(__u64 unused)
 		stat_inc(STAT_UNWIND_JVM_STUB);
 		return hs_fp_step(st);
 	}
-	r = hs_find_blob(pc - ((st->flags & UW_F_EXACT) ? 0 : 1));
+	r = hs_blob(s, pc - ((st->flags & UW_F_EXACT) ? 0 : 1));
 	if (r)
 		return uw_stop(st, r);
 	if (s->frame_size <= 0) {

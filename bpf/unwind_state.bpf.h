@@ -10,6 +10,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
+#include "hotspot_abi.h"
 #include "profile_abi.h"
 #include "unwind_abi.h"
 
@@ -17,7 +18,7 @@ const volatile __u32 unwind_mode = UNWIND_MODE_FP;
 
 /* Slot pool generation: set by userspace whenever slots are freed. */
 volatile __u64 uw_gen = 0;
-/* Bumped by userspace after every change to unwind_procs. */
+/* Bumped by userspace after every change to unwind_procs or hotspot_procs. */
 volatile __u64 uw_proc_gen = 0;
 
 /* Mmapable: userspace writes tables straight into the chunk's memory. */
@@ -125,6 +126,38 @@ struct uw_state {
 		__u32 hotspot_pad;
 	} proc;
 	struct uw_py py;
+};
+
+/* the HeapBlock (hb_size <= 64), the header, nm_deopt* */
+#define HS_HDR_READ (BP_HS_HDR + BP_HS_HDR_EXTRA)
+
+/*
+ * This CPU's HotSpot walk (hotspot.bpf.h; cpu_state's hs, beside the walk's
+ * registers): the JVM's entry (copied: the global functions take no
+ * pointers), the blob found, the read buffers.
+ */
+struct hs_scratch {
+	struct bp_hsproc p;
+	/* Whose entry p is (hs_begin()): kept across samples until
+	 * uw_proc_gen changes (userspace bumps it after every change to
+	 * hotspot_procs), so a CPU sampling the same JVM again neither looks
+	 * it up nor copies it. m_ok: hs_begin()'s answer for it. */
+	__u64 m_gen, m_start, m_exec;
+	__u32 m_tgid, m_valid, m_ok, m_pad;
+	/* hs_find_blob()'s answer: [code_begin, code_end) is also the walk's
+	 * last blob, which hs_step() reuses (zeroed by hs_begin()). */
+	__u64 code_begin;
+	__u64 code_end, blob;
+	__u64 deopt, deopt_mh; /* its deopt handlers, if an nmethod (0: not known) */
+	__s32 frame_size;
+	__u32 frame_complete;
+	/* hs_find_blob()'s walk of the segment map, kept here rather than in
+	 * registers: the verifier then sees one state per hop, not one per
+	 * combination of window and hop (the loop went past its 1M insns). */
+	__u64 idx, wlo, segmap;
+	__u32 windows, have, r;
+	__u8 seg[BP_HS_SEG_WIN];
+	__u8 hdr[HS_HDR_READ];
 };
 
 #endif /* BPFPROF_UNWIND_STATE_BPF_H */

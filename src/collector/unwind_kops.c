@@ -176,6 +176,8 @@ static int uw_hs_set(void *ctx, uint32_t tgid, const struct bp_hsproc *p)
 
 	if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.hotspot_procs), &tgid, p, BPF_ANY))
 		return -errno;
+	/* After the update: the walker's per-CPU copy (hs_begin()) is stale. */
+	__atomic_add_fetch(&c->skel->bss->uw_proc_gen, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -185,6 +187,7 @@ static int uw_hs_del(void *ctx, uint32_t tgid)
 
 	if (bpf_map_delete_elem(bpf_map__fd(c->skel->maps.hotspot_procs), &tgid) && errno != ENOENT)
 		return -errno;
+	__atomic_add_fetch(&c->skel->bss->uw_proc_gen, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
 

@@ -50,6 +50,7 @@
 #include "base/log.h"
 #include "base/stacktab.h"
 #include "base/util.h"
+#include "agent/metrics.h"
 #include "collector/freeprobe.h"
 #include "proc/procfs.h"
 #include "session/launch.h"
@@ -158,6 +159,7 @@ struct allocrun {
 	uint32_t *rescan; /* the processes of this rescan */
 	size_t nr_rescan, rescan_pos;
 	uint64_t next_rescan;
+	bool want_ticks; /* heap requests wait: the tick set is kept */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -1075,6 +1077,17 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 	allocprof__counters(r->ap, st->c);
 	for (size_t i = 0; i < r->nr_go; i++)
 		st->go_off_warned |= r->go[i].off_warned;
+}
+
+void allocrun__want_ticks(struct allocrun *r, bool on)
+{
+	r->want_ticks = on;
+}
+
+void allocrun__metrics(struct allocrun *r, struct metrics_alloc *m)
+{
+	(void)r;
+	*m = (struct metrics_alloc){ 0 };
 }
 
 const struct child *allocrun__child(const struct allocrun *r)

@@ -448,25 +448,35 @@ int allocprof__drain(struct allocprof *a, void (*cb)(void *ctx, const struct all
 }
 
 int allocprof__live(struct allocprof *a,
-		    void (*cb)(void *ctx, const struct alloc_live_key *k,
+		    bool (*cb)(void *ctx, const struct alloc_live_key *k,
 			       const struct alloc_live *v),
-		    void *ctx)
+		    void *ctx, size_t *deleted)
 {
-	int fd = bpf_map__fd(a->skel->maps.live);
-	struct alloc_live_key k, next;
+	int fd = bpf_map__fd(a->skel->maps.live), err = 0;
+	struct alloc_live_key k, next, *del = NULL;
+	size_t nr_del = 0, cap_del = 0;
 	struct alloc_live v;
 	void *prev = NULL;
 
 	/* At most the map's capacity: keys deleted meanwhile could restart the walk. */
 	for (size_t i = 0; i < ALLOC_LIVE_MAX; i++) {
-		if (bpf_map_get_next_key(fd, prev, &next))
-			return errno == ENOENT ? 0 : -errno;
+		if (bpf_map_get_next_key(fd, prev, &next)) {
+			err = errno == ENOENT ? 0 : -errno;
+			break;
+		}
 		k = next;
 		prev = &k;
-		if (!bpf_map_lookup_elem(fd, &k, &v))
-			cb(ctx, &k, &v);
+		if (bpf_map_lookup_elem(fd, &k, &v) || !cb(ctx, &k, &v))
+			continue;
+		/* deleted after the walk: a key deleted under it would restart it */
+		if (!array_grow((void **)&del, &cap_del, nr_del + 1, sizeof(*del)))
+			del[nr_del++] = k;
 	}
-	return 0;
+	*deleted = 0;
+	for (size_t i = 0; i < nr_del; i++)
+		*deleted += !bpf_map_delete_elem(fd, &del[i]);
+	free(del);
+	return err;
 }
 
 void allocprof__counters(struct allocprof *a, uint64_t out[ALLOC_C_NR])

@@ -78,6 +78,10 @@ void allocrun__stop(struct allocrun *ar);
  * resets. 0 or -errno (-ENOMEM; the sets then stay as they were).
  */
 int allocrun__take(struct allocrun *ar, struct profile *into, unsigned what);
+/* The scale of a span's alloc values: its time (t_from to t_to) over the
+ * time the probes were in (allocguard__on_ns at each edge); >= 1, and 1
+ * when they were in throughout, or never. */
+double allocrun__span_scale(uint64_t t_from, uint64_t on_from, uint64_t t_to, uint64_t on_to);
 /* Heap requests wait (on) or none does (off): the tick set is kept only
  * while on; off frees it. */
 void allocrun__want_ticks(struct allocrun *ar, bool on);

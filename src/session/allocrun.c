@@ -1373,6 +1373,8 @@ void allocrun__want_ticks(struct allocrun *r, bool on)
 		return;
 	}
 	r->tick = htab__new(); /* NULL: no memory, no tick set (an empty tick) */
+	if (!r->ap)	       /* not started: the run's start is the tick's edge */
+		return;
 	allocprof__counters(r->ap, c);
 	edge_at(r, &r->tickedge, now_ns(), c);
 }
@@ -1403,9 +1405,10 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 
 void allocrun__metrics(struct allocrun *r, struct metrics_alloc *m)
 {
-	uint64_t c[ALLOC_C_NR];
+	uint64_t c[ALLOC_C_NR] = { 0 };
 
-	allocprof__counters(r->ap, c);
+	if (r->ap)
+		allocprof__counters(r->ap, c);
 	*m = (struct metrics_alloc){
 		.calls = c[ALLOC_C_CALLS],
 		.frees = c[ALLOC_C_FREES],

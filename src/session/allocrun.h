@@ -6,7 +6,9 @@
  * (process, stack), -a's rescans and guard (collector/allocguard.h), and
  * what was recorded taken into a profile with Go's four heap sample types.
  * The command (cmd/alloc.c) drives it: new, start, tick until a stop,
- * stop, take, and says what the counters (allocrun__stats) tell.
+ * stop, take, and says what the counters (allocrun__stats) tell; in
+ * continuous mode it takes each interval's profile (ALLOCRUN_INTERVAL)
+ * while the run goes on.
  *
  * The process table and the symbolizer are the caller's (a combined CPU
  * and allocation run shares them); the engine holds the files it probed
@@ -100,9 +102,9 @@ struct allocrun_stats {
 	struct allocguard g;
 	uint64_t calls0; /* calls counted before the run (the probes going in) */
 	uint64_t toggle_ns[2], toggle_max_ns, toggle_cpu_ns; /* [0] off, [1] on */
-	double scale;					     /* of the alloc values */
-	struct stacktab_stats stacks;			     /* the distinct stacks kept */
-	uint64_t stack_unknown; /* live blocks whose stack was not known ([stack lost]) */
+	double scale;		      /* of the last take's alloc values (one-shot: the run's) */
+	struct stacktab_stats stacks; /* the distinct stacks kept */
+	uint64_t stack_unknown;	      /* live blocks whose stack was not known ([stack lost]) */
 };
 void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);
 

@@ -1330,6 +1330,8 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 	if (!err && (what & ALLOCRUN_INTERVAL))
 		err = total_add(r, ivl);
 	profile__free(ivl);
+	htab__free(r->alive); /* processes exit between takes: asked again next time */
+	r->alive = NULL;
 	if (err) {
 		htab__free(fresh_cur);
 		htab__free(fresh_tick);
@@ -1356,8 +1358,6 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 		r->tick = fresh_tick;
 		r->tickedge = e;
 	}
-	htab__free(r->alive); /* processes exit between takes: asked again next time */
-	r->alive = NULL;
 	return 0;
 }
 

@@ -908,10 +908,14 @@ int cli__validate(struct options *o, struct errmsg *em)
 				"--alloc-budget needs -a or --cgroup (with -p or a command only those processes are probed)");
 		if (!o->alloc_budget_set)
 			o->alloc_budget = CLI_ALLOC_DEFAULT_BUDGET;
-		if (o->offcpu || o->interval || o->kernel_only || o->addresses)
+		if (o->offcpu || o->kernel_only || o->addresses)
+			return usage_err(
+				em, "--alloc cannot be combined with --off-cpu, -K or --addresses");
+		/* Pyroscope's memory series need a multipart upload, not made yet. */
+		if (o->push_url)
 			return usage_err(
 				em,
-				"--alloc cannot be combined with --off-cpu, -K, --addresses or continuous mode (--interval, --output-dir, --push, --listen)");
+				"--alloc cannot be combined with --push yet: use --output-dir or --listen");
 		if (o->out.view != VIEW_AUTO && !view__is_alloc(o->out.view))
 			return usage_err(
 				em,

@@ -182,12 +182,6 @@ static int loop(struct allocrun *ar, const struct options *o, struct drive *d)
 	for (;;) {
 		uint64_t now = now_ns(), due = allocrun__tick(ar, now), after;
 
-		if (d && drive_turn(d, now, &due)) {
-			p_err("out of memory");
-			ret = 1;
-			break;
-		}
-		after = now_ns();
 		if (stop__requested()) {
 			p_info("stopping on %s", strsignal(stop__requested()));
 			break;
@@ -196,6 +190,14 @@ static int loop(struct allocrun *ar, const struct options *o, struct drive *d)
 			break;
 		if (allocrun__targets_gone(ar))
 			break;
+		/* After the checks: an edge due at the end is the last interval's, not one
+		 * more interval and an empty last one. */
+		if (d && drive_turn(d, now, &due)) {
+			p_err("out of memory");
+			ret = 1;
+			break;
+		}
+		after = now_ns();
 		if (end && end < due)
 			due = end;
 		poll(NULL, 0, due > after ? (int)((due - after + NS_PER_MS - 1) / NS_PER_MS) : 0);

@@ -94,6 +94,7 @@ def run(tmp_path_factory):
         r.metrics.append(get(base + "/metrics"))
         r.cpu = get(base + "/debug/pprof/profile?seconds=1")
         time.sleep(max(0.0, STOP_AFTER - (time.monotonic() - t0)))
+        r.stopped = time.time()
         proc.send_signal(signal.SIGINT)
         r.stdout, r.stderr = proc.communicate(timeout=60)
     finally:
@@ -115,6 +116,10 @@ def test_runs_and_stops_on_sigint(run):
     assert len(run.files) == int(m.group(1)) >= 4, (run.files, run.stderr)
     assert f"{len(run.files)} heap profiles written to {run.dir}" in run.stderr, run.stderr
     assert not list(run.dir.glob("bpfprof-*[0-9].pb.gz")), "a CPU profile in an --alloc run"
+    # The last file ends at the stop (its interval cut short), not at the edge before it.
+    p = pprof.decode(run.files[-1].read_bytes())
+    end = (p["time_nanos"] + p["duration_nanos"]) / 1e9
+    assert run.stopped - 0.05 <= end <= run.stopped + 10, (end, run.stopped)
 
 
 def test_interval_files(run):

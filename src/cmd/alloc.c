@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "base/util.h"
@@ -50,6 +51,8 @@ struct drive {
 	uint64_t next_edge;    /* the next interval's end (now_ns), 0: no intervals */
 	uint64_t next_publish; /* /metrics */
 	uint64_t publishes;
+	uint64_t start;	    /* the loop's */
+	bool status, shown; /* the status line: on a terminal (stderr); on the screen */
 };
 
 /*
@@ -134,12 +137,39 @@ static void drive_feed(struct drive *d)
 	profile__free(delta);
 }
 
+/* On a terminal, every second: "bpfprof: 3 s of 10 s, 512 allocations sampled, 3 profiles written".
+ */
+static void status_update(struct drive *d, const struct metrics_alloc *am, uint64_t now)
+{
+	char sinks[160];
+
+	if (!d->status)
+		return;
+	sinks__status(&d->ct, sinks, sizeof(sinks));
+	fprintf(stderr, "\r\033[Kbpfprof: %.0f s", (double)(now - d->start) / NS_PER_SEC_F);
+	if (d->o->duration)
+		fprintf(stderr, " of %g s", d->o->duration);
+	fprintf(stderr, ", %" PRIu64 " allocations sampled%s", am->samples_libc + am->samples_go,
+		sinks);
+	fflush(stderr);
+	d->shown = true;
+}
+
+static void status_clear(struct drive *d)
+{
+	if (d && d->shown)
+		fputs("\r\033[K", stderr);
+	if (d)
+		d->shown = false;
+}
+
 static void drive_publish(struct drive *d, uint64_t now)
 {
 	struct metrics_snapshot m = { 0 };
 
 	m.alloc = true;
 	allocrun__metrics(d->ar, &m.am);
+	status_update(d, &m.am, now);
 	m.drains = ++d->publishes;
 	m.last_drain_unix = realtime_ns() / NS_PER_SEC;
 	m.last_drain_ns = now;
@@ -176,23 +206,28 @@ static int loop(struct allocrun *ar, const struct options *o, struct drive *d)
 	if (o->duration > 0)
 		end = start + (uint64_t)(o->duration * NS_PER_SEC_F);
 	if (d) {
+		const char *term = getenv("TERM");
+
+		d->start = start;
 		d->next_edge = o->interval ? start + (uint64_t)(o->interval * NS_PER_SEC_F) : 0;
 		d->next_publish = start;
+		d->status = isatty(STDERR_FILENO) && log_level() >= LOG_INFO &&
+			    !(term && !strcmp(term, "dumb"));
 	}
 	for (;;) {
 		uint64_t now = now_ns(), due = allocrun__tick(ar, now), after;
+		int sig = stop__requested();
 
-		if (stop__requested()) {
-			p_info("stopping on %s", strsignal(stop__requested()));
+		if (sig || (end && now >= end) || allocrun__targets_gone(ar)) {
+			status_clear(d);
+			if (sig)
+				p_info("stopping on %s", strsignal(sig));
 			break;
 		}
-		if (end && now >= end)
-			break;
-		if (allocrun__targets_gone(ar))
-			break;
 		/* After the checks: an edge due at the end is the last interval's, not one
 		 * more interval and an empty last one. */
 		if (d && drive_turn(d, now, &due)) {
+			status_clear(d);
 			p_err("out of memory");
 			ret = 1;
 			break;

@@ -15,10 +15,13 @@ floor for what is not random: the pace the workload fell behind by, and the
 import gzip
 import json
 import math
+import os
+import pty
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -76,10 +79,27 @@ def run(tmp_path_factory):
     r.dir = tmp_path_factory.mktemp("heap")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
+    # stderr a terminal: the status line
+    master, slave = pty.openpty()
     proc = subprocess.Popen([str(BPFPROF), "--alloc=16K", "--interval", "1", "--output-dir",
                              str(r.dir), "--listen", str(port), "-d", "60", "--",
                              str(wl("allocwork")), "steady", str(RATE), "120", str(HOLD)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=slave, text=True,
+                            env=dict(os.environ, TERM="xterm"))
+    os.close(slave)
+    shown = []
+
+    def read_tty():
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown.append(chunk)
+    reader = threading.Thread(target=read_tty, daemon=True)
+    reader.start()
     try:
         def healthy():
             try:
@@ -96,11 +116,15 @@ def run(tmp_path_factory):
         time.sleep(max(0.0, STOP_AFTER - (time.monotonic() - t0)))
         r.stopped = time.time()
         proc.send_signal(signal.SIGINT)
-        r.stdout, r.stderr = proc.communicate(timeout=60)
+        r.stdout, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+        reader.join(timeout=10)
+        os.close(master)
+    r.tty = b"".join(shown).decode(errors="replace")
+    r.stderr = r.tty.replace("\r\n", "\n")
     r.returncode = proc.returncode
     r.truth = json.loads(r.stdout.strip().splitlines()[-1])
     r.files = sorted(r.dir.glob("bpfprof-*.heap.pb.gz"))
@@ -120,6 +144,16 @@ def test_runs_and_stops_on_sigint(run):
     p = pprof.decode(run.files[-1].read_bytes())
     end = (p["time_nanos"] + p["duration_nanos"]) / 1e9
     assert run.stopped - 0.05 <= end <= run.stopped + 10, (end, run.stopped)
+
+
+def test_status_line(run):
+    """On a terminal: the seconds, the allocations sampled and the files written."""
+    lines = re.findall(r"\r\033\[Kbpfprof: (\d+) s of 60 s, (\d+) allocations sampled, "
+                       r"(\d+) profiles? written", run.tty)
+    assert len(lines) >= 2, run.tty
+    assert int(lines[-1][1]) > int(lines[0][1]) and int(lines[-1][2]) >= 2, lines
+    # Cleared before the summary.
+    assert "\r\033[Kbpfprof: stopping on Interrupt" in run.tty, run.tty
 
 
 def test_interval_files(run):

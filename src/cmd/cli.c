@@ -114,7 +114,7 @@ void cli__usage(FILE *f)
 		"                          MemProfileRate, which BYTES does not change. With\n"
 		"                          --interval, --output-dir or --listen: a heap profile\n"
 		"                          per interval (.heap.pb.gz), /debug/pprof/heap and\n"
-		"                          /allocs (not --push yet)\n"
+		"                          /allocs; --push: Pyroscope memory profiles\n"
 		"      --alloc-budget CALLS  with -a or --cgroup: at most CALLS allocator calls per\n"
 		"                          second across the CPUs trap (default 100000; 0: no\n"
 		"                          guard); over it the probes are on part of each second\n"
@@ -917,11 +917,6 @@ int cli__validate(struct options *o, struct errmsg *em)
 		if (o->offcpu || o->kernel_only || o->addresses)
 			return usage_err(
 				em, "--alloc cannot be combined with --off-cpu, -K or --addresses");
-		/* Pyroscope's memory series need a multipart upload, not made yet. */
-		if (o->push_url)
-			return usage_err(
-				em,
-				"--alloc cannot be combined with --push yet: use --output-dir or --listen");
 		if (o->out.view != VIEW_AUTO && !view__is_alloc(o->out.view))
 			return usage_err(
 				em,

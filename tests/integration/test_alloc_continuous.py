@@ -13,6 +13,7 @@ floor for what is not random: the pace the workload fell behind by, and the
 100 ms tick at which a ?seconds window's allocations begin to be counted.
 """
 import gzip
+import http.server
 import json
 import math
 import os
@@ -24,6 +25,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -31,6 +33,7 @@ import pytest
 from conftest import BPFPROF, ROOT, wait_for, wl
 import pprof
 from test_alloc import assert_bytes, site_values
+from test_continuous import _Ingest
 
 sys.path.insert(0, str(ROOT / "tools"))
 from benchlib import free_port  # noqa: E402
@@ -79,10 +82,15 @@ def run(tmp_path_factory):
     r.dir = tmp_path_factory.mktemp("heap")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
+    _Ingest.requests = []  # the Pyroscope double --push sends to
+    ingest = http.server.HTTPServer(("127.0.0.1", 0), _Ingest)
+    threading.Thread(target=ingest.serve_forever, daemon=True).start()
     # stderr a terminal: the status line
     master, slave = pty.openpty()
     proc = subprocess.Popen([str(BPFPROF), "--alloc=16K", "--interval", "1", "--output-dir",
-                             str(r.dir), "--listen", str(port), "-d", "60", "--",
+                             str(r.dir), "--listen", str(port), "--push",
+                             f"http://127.0.0.1:{ingest.server_port}", "--app-name", "heapapp",
+                             "-d", "60", "--",
                              str(wl("allocwork")), "steady", str(RATE), "120", str(HOLD)],
                             stdout=subprocess.PIPE, stderr=slave, text=True,
                             env=dict(os.environ, TERM="xterm"))
@@ -121,6 +129,7 @@ def run(tmp_path_factory):
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+        ingest.shutdown()
         reader.join(timeout=10)
         os.close(master)
     r.tty = b"".join(shown).decode(errors="replace")
@@ -128,6 +137,7 @@ def run(tmp_path_factory):
     r.returncode = proc.returncode
     r.truth = json.loads(r.stdout.strip().splitlines()[-1])
     r.files = sorted(r.dir.glob("bpfprof-*.heap.pb.gz"))
+    r.pushed = list(_Ingest.requests)
     return r
 
 
@@ -224,10 +234,28 @@ def test_debug_pprof_allocs_seconds(run, tmp_path):
     assert run.cpu[0] == 404, run.cpu
 
 
-def test_alloc_push_refused():
-    """Memory profiles are not pushed yet (Pyroscope's memory series need a
-    multipart upload): said before anything starts."""
-    r = subprocess.run([str(BPFPROF), "--alloc", "--push", "http://127.0.0.1:9", "-p", "1"],
-                       capture_output=True, text=True, timeout=30)
-    assert r.returncode == 2 and "--alloc cannot be combined with --push yet" in r.stderr, \
-        r.stderr
+def test_heap_pushed_as_pyroscope_memory_profiles(run, tmp_path):
+    """--push: each interval's heap profile to /ingest as Pyroscope's Go client
+    uploads one (multipart: the pprof and its sample types' config, no
+    format=), one series for the host, the allocations of the run in them."""
+    assert len(run.pushed) >= 2, run.stderr
+    steady = 0
+    for i, r in enumerate(run.pushed):
+        u = urllib.parse.urlparse(r["path"])
+        q = urllib.parse.parse_qs(u.query)
+        assert u.path == "/ingest" and "format" not in q, r["path"]
+        assert re.fullmatch(r"heapapp\{hostname=[^,}]+\}", q["name"][0]), q["name"]
+        assert int(q["from"][0]) < int(q["until"][0]) and q["spyName"] == ["bpfprof"]
+        assert r["headers"]["Content-Type"].startswith("multipart/form-data; boundary=")
+        assert "bad" not in r, r.get("bad")
+        parts = r["parts"]
+        assert set(parts) == {"profile", "sample_type_config"}, parts.keys()
+        cfg = json.loads(parts["sample_type_config"]["data"])
+        assert cfg["inuse_space"] == {"units": "bytes", "aggregation": "average"}, cfg
+        assert cfg["alloc_space"]["units"] == "bytes", cfg
+        _, v = values_of(tmp_path, f"push{i}.pb.gz", parts["profile"]["data"])
+        steady += v.get("site_steady", [0, 0, 0, 0])[1]
+    # The intervals pushed hold the run's allocations (the last one's push may
+    # still be queued at the stop: at least all but one interval's worth).
+    assert steady >= run.truth["bytes"] * (len(run.pushed) - 1) / len(run.files) * 0.5, \
+        (steady, run.truth["bytes"], len(run.pushed), len(run.files))

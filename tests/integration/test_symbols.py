@@ -670,8 +670,9 @@ def test_rss_flat_with_many_short_lived_processes(tmp_path):
     the spawner's own binary) may come at any second: once 2-3.5 MB late in
     the run (libm's DWARF from libc6-dbg), which is no leak. So the files
     are few and met in the first second: the spawner is one sh loop in the
-    cgroup (no Python between fork and exec there), and the agent sees an
-    empty /usr/lib/debug (a tmpfs in its private mount namespace)."""
+    cgroup (no Python between fork and exec there), and both the agent and
+    the processes (whose root it looks in too) see an empty /usr/lib/debug
+    (a tmpfs in a private mount namespace)."""
     exes = [copy_as(wl("busy"), tmp_path / f"churn{i}") for i in range(4)]
     rel = f"bpfprof-rss-{os.getpid()}"
     cg = Path(cgroup2_root()) / rel
@@ -694,7 +695,7 @@ def test_rss_flat_with_many_short_lived_processes(tmp_path):
     spawner = None
     try:
         bp = start_bpfprof(["-a", "--cgroup", "/" + rel, "-d", 300, "-v"], prefix=nodebug)
-        spawner = subprocess.Popen(["sh", "-c", script], preexec_fn=join)
+        spawner = subprocess.Popen(nodebug + ["sh", "-c", script], preexec_fn=join)
         samples, at = [], []
         t0 = time.monotonic()
         while (time.monotonic() - t0 < 14 or started() < 400) and time.monotonic() - t0 < 120:
@@ -712,7 +713,8 @@ def test_rss_flat_with_many_short_lived_processes(tmp_path):
         if spawner:
             spawner.wait(timeout=60)
         cg.rmdir()
-    print(f"{i} processes, RSS KiB each second: {samples}, processes started by then: {at}")
+    said = "".join(l for l in err.splitlines(True) if re.search(r"symbols:", l))
+    print(f"{i} processes, RSS KiB each second: {samples}, processes started by then: {at}\n{said}")
     assert i >= 400, f"only {i} processes started in 120 s"
     assert total(parse_folded(out)) > 0, err  # the cgroup's processes were sampled
     # From the 4th second on, only processes are new. The profile keeps each
@@ -724,7 +726,7 @@ def test_rss_flat_with_many_short_lived_processes(tmp_path):
     late = max(samples[-3:])
     n = i - at[3]
     assert late - early < 512 + 3 * n // 4, \
-        f"RSS grew from {early} to {late} KiB with {n} processes: {samples}"
+        f"RSS grew from {early} to {late} KiB with {n} processes: {samples}\n{said}"
     # Exited processes are forgotten at the drain after the one that took
     # their last samples (1 s apart): the table holds about 2 s of the start
     # rate, whatever the total (a quiet machine starts ~70 a second; 121 were

@@ -719,7 +719,7 @@ def test_rss_flat_with_many_short_lived_processes(tmp_path):
     assert total(parse_folded(out)) > 0, err  # the cgroup's processes were sampled
     # From the 4th second on, only processes are new. The profile keeps each
     # one's samples (pid and tid are in them) and the drain's memo each one's
-    # kernel keys, for the profile's life: 0.4-0.62 KiB a process measured
+    # kernel keys, for the profile's life: 0.4-0.8 KiB a process measured
     # (4 copies of busy). A leak of 2 KiB in each process the symbolizer
     # forgets (about half of them are sampled) fails this.
     early = max(samples[3:6])

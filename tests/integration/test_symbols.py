@@ -692,7 +692,7 @@ def test_rss_flat_with_many_short_lived_processes(tmp_path):
             return int(count.read_text() or 0)
         except (FileNotFoundError, ValueError):
             return 0
-    spawner = None
+    bp = spawner = None
     try:
         bp = start_bpfprof(["-a", "--cgroup", "/" + rel, "-d", 300, "-v"], prefix=nodebug)
         spawner = subprocess.Popen(nodebug + ["sh", "-c", script], preexec_fn=join)
@@ -712,6 +712,9 @@ def test_rss_flat_with_many_short_lived_processes(tmp_path):
         stop.touch()
         if spawner:
             spawner.wait(timeout=60)
+        if bp and bp.poll() is None:
+            bp.kill()
+            bp.wait()
         cg.rmdir()
     said = "".join(l for l in err.splitlines(True) if re.search(r"symbols:", l))
     print(f"{i} processes, RSS KiB each second: {samples}, processes started by then: {at}\n{said}")

@@ -15,7 +15,9 @@
 
 struct stk {
 	uint64_t hash;
-	uint64_t refs;
+	uint64_t refs;	    /* the pin counts one */
+	uint64_t pin_epoch; /* pinned: the epoch it was last renewed in */
+	bool pinned;
 	struct stk *prev, *next; /* on the unreferenced list while refs == 0 */
 	uint32_t nr;
 	uint64_t ips[];
@@ -27,6 +29,7 @@ struct stacktab {
 	uint32_t max_depth;
 	struct stk *idle_head, *idle_tail; /* unreferenced, oldest first */
 	uint64_t evicted, dropped;
+	size_t pinned;
 };
 
 struct stacktab *stacktab__new(size_t cap, uint32_t max_depth)
@@ -142,6 +145,43 @@ void stacktab__put(struct stacktab *t, uint64_t hash)
 		idle_append(t, s);
 }
 
+int stacktab__pin(struct stacktab *t, uint64_t hash, uint64_t epoch)
+{
+	struct htab_entry *e = hash ? htab__find(t->h, &hash, sizeof(hash)) : NULL;
+	struct stk *s = e ? e->value : NULL;
+
+	if (!s)
+		return -ENOENT;
+	s->pin_epoch = epoch;
+	if (s->pinned)
+		return 0;
+	s->pinned = true;
+	t->pinned++;
+	if (!s->refs++)
+		idle_unlink(t, s);
+	return 0;
+}
+
+size_t stacktab__pin_epoch(struct stacktab *t, uint64_t epoch)
+{
+	size_t pos = 0, n = 0;
+
+	if (!t->pinned)
+		return 0;
+	for (struct htab_entry *e; (e = htab__next(t->h, &pos));) {
+		struct stk *s = e->value;
+
+		if (!s->pinned || s->pin_epoch == epoch)
+			continue;
+		s->pinned = false;
+		t->pinned--;
+		n++;
+		if (!--s->refs)
+			idle_append(t, s);
+	}
+	return n;
+}
+
 const uint64_t *stacktab__find(const struct stacktab *t, uint64_t hash, uint32_t *nr)
 {
 	struct htab_entry *e = hash ? htab__find(t->h, &hash, sizeof(hash)) : NULL;
@@ -157,6 +197,7 @@ void stacktab__stats(const struct stacktab *t, struct stacktab_stats *st)
 {
 	st->count = htab__count(t->h);
 	st->cap = t->cap;
+	st->pinned = t->pinned;
 	st->evicted = t->evicted;
 	st->dropped = t->dropped;
 }

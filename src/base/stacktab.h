@@ -10,6 +10,12 @@
  * stack takes the place of the oldest unreferenced one (evicted), and when
  * every entry is referenced it is not kept (dropped). Both are counted: a
  * tenant's many distinct stacks cost at most cap entries.
+ *
+ * A pin is a reference of its own, one per stack at most, renewed by
+ * epochs: the engine pins the stacks its walk of the live table sees
+ * (blocks still in use name them long after the aggregates that took
+ * them in are gone) and ends the epoch, which lets go of the pins not
+ * renewed in it. A stack held only by live blocks is never evicted.
  */
 #ifndef BPFPROF_STACKTAB_H
 #define BPFPROF_STACKTAB_H
@@ -35,8 +41,16 @@ void stacktab__put(struct stacktab *t, uint64_t hash);
 /* The known stack hash's frames (*nr of them), or NULL. */
 const uint64_t *stacktab__find(const struct stacktab *t, uint64_t hash, uint32_t *nr);
 
+/* hash's stack pinned in epoch (a reference taken if it had no pin). 0,
+ * -ENOENT (not known: nothing pinned). */
+int stacktab__pin(struct stacktab *t, uint64_t hash, uint64_t epoch);
+/* The epoch's end: the pins not renewed in epoch let go (the stacks stay,
+ * evictable once unreferenced). How many. */
+size_t stacktab__pin_epoch(struct stacktab *t, uint64_t epoch);
+
 struct stacktab_stats {
 	size_t count;	  /* stacks held */
+	size_t pinned;	  /* of them, pinned */
 	size_t cap;	  /* at most */
 	uint64_t evicted; /* unreferenced stacks that made room for new ones */
 	uint64_t dropped; /* new stacks not kept: the table full of referenced ones */

@@ -6,7 +6,10 @@
  * makes the process table and the symbolizer, runs the engine until the
  * targets end, -d or a stop request, writes the one profile as the
  * record's -o/-f say (pprof with Go's four heap sample types, the other
- * formats through a --view) and says what the counters tell.
+ * formats through a --view) and says what the counters tell. In continuous
+ * mode it hands each interval's heap profile to the sinks (session/record.h:
+ * --output-dir's .heap.pb.gz files), answers --listen's /debug/pprof/heap
+ * and /allocs and publishes the engine's counters to /metrics.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,12 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "base/util.h"
 #include "cmd/cmd.h"
 #include "format/writer.h"
 #include "session/allocrun.h"
+#include "session/record.h"
 #include "session/stop.h"
 
 static void sym_warn(void *ctx, const char *msg)
@@ -30,27 +35,210 @@ static void sym_warn(void *ctx, const char *msg)
 	p_warn("%s", msg);
 }
 
-/* Until the engine's next turn is due, stop requests and -d checked. */
-static void loop(struct allocrun *ar, const struct options *o)
+/*
+ * Continuous mode (--interval, --output-dir, --listen): the sinks of
+ * session/record.h, fed by the engine's takes. One heap profile per interval
+ * (the allocations of the interval, the blocks in use at its end), /metrics
+ * every second, and the HTTP endpoint's heap requests every tick while one
+ * waits. Everything runs on this thread: the heap live's finisher too.
+ */
+struct drive {
+	struct allocrun *ar;
+	const struct options *o;
+	struct symbolizer *sym;
+	struct continuous ct;
+	bool open;	       /* sinks__open done: sinks__close at the end */
+	uint64_t next_edge;    /* the next interval's end (now_ns), 0: no intervals */
+	uint64_t next_publish; /* /metrics */
+	uint64_t publishes;
+	uint64_t start;	    /* the loop's */
+	bool status, shown; /* the status line: on a terminal (stderr); on the screen */
+};
+
+/*
+ * A heap request completes (agent/live.h): seconds = N, acc holds the
+ * allocations fed over them, the blocks in use now are added; seconds = 0,
+ * acc is empty: the allocations since the run started and the blocks in use.
+ */
+static int heap_finish(void *ctx, struct profile *acc, unsigned seconds)
+{
+	struct drive *d = ctx;
+	struct profile_meta keep = *profile__meta(acc);
+	struct profile_meta *m;
+	int err;
+
+	if (!seconds)
+		return allocrun__take(d->ar, acc, ALLOCRUN_TOTAL | ALLOCRUN_ALLOC | ALLOCRUN_INUSE);
+	err = allocrun__take(d->ar, acc, ALLOCRUN_INUSE);
+	if (err)
+		return err;
+	m = profile__meta(acc); /* the window's span, not the run's */
+	m->start_ns = keep.start_ns;
+	m->duration_ns = keep.duration_ns;
+	m->lost = keep.lost;
+	return 0;
+}
+
+static int drive_open(struct drive *d, uint64_t start)
+{
+	int ret;
+
+	metrics__init(&d->ct.metrics, NS_PER_SEC);
+	d->ct.heap_finish = heap_finish;
+	d->ct.heap_ctx = d;
+	d->ct.start_mono = start;
+	d->ct.start_real = realtime_ns();
+	ret = sinks__open(&d->ct, d->o);
+	d->open = true;
+	return ret;
+}
+
+/* The interval's heap profile to the sinks; 0 or -ENOMEM. */
+static int drive_emit(struct drive *d)
+{
+	struct profile *p = profile__new();
+	const struct profile_meta *m;
+	char path[4096] = "";
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	err = allocrun__take(d->ar, p, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	if (err) {
+		profile__free(p);
+		return err;
+	}
+	m = profile__meta_c(p);
+	sinks__emit(&d->ct, SINK_HEAP, p, m->start_ns, m->start_ns + m->duration_ns, path,
+		    sizeof(path));
+	p_debug("interval %" PRIu64 ": %zu samples, %" PRIu64 " lost%s%s", d->ct.intervals,
+		profile__nr_samples(p), m->lost, path[0] ? ", wrote " : "", path);
+	d->ct.intervals++;
+	profile__free(p);
+	return 0;
+}
+
+/* Heap requests waiting: the tick's allocations (a delta while one waits for seconds). */
+static void drive_feed(struct drive *d)
+{
+	struct profile *delta = NULL;
+
+	if (!sinks__heap_pending(&d->ct)) {
+		allocrun__want_ticks(d->ar, false);
+		return;
+	}
+	allocrun__want_ticks(d->ar, true);
+	delta = profile__new();
+	if (delta && allocrun__take(d->ar, delta, ALLOCRUN_TICK)) {
+		profile__free(delta);
+		delta = NULL; /* no memory: the clock's tick only */
+	}
+	sinks__heap_feed(&d->ct, delta);
+	profile__free(delta);
+}
+
+/* On a terminal, every second: "bpfprof: 3 s of 10 s, 512 allocations sampled, 3 profiles written".
+ */
+static void status_update(struct drive *d, const struct metrics_alloc *am, uint64_t now)
+{
+	char sinks[160];
+
+	if (!d->status)
+		return;
+	sinks__status(&d->ct, sinks, sizeof(sinks));
+	fprintf(stderr, "\r\033[Kbpfprof: %.0f s", (double)(now - d->start) / NS_PER_SEC_F);
+	if (d->o->duration)
+		fprintf(stderr, " of %g s", d->o->duration);
+	fprintf(stderr, ", %" PRIu64 " allocations sampled%s", am->samples_libc + am->samples_go,
+		sinks);
+	fflush(stderr);
+	d->shown = true;
+}
+
+static void status_clear(struct drive *d)
+{
+	if (d && d->shown)
+		fputs("\r\033[K", stderr);
+	if (d)
+		d->shown = false;
+}
+
+static void drive_publish(struct drive *d, uint64_t now)
+{
+	struct metrics_snapshot m = { 0 };
+
+	m.alloc = true;
+	allocrun__metrics(d->ar, &m.am);
+	status_update(d, &m.am, now);
+	m.drains = ++d->publishes;
+	m.last_drain_unix = realtime_ns() / NS_PER_SEC;
+	m.last_drain_ns = now;
+	sinks__publish(&d->ct, &m, d->sym, NULL, NULL);
+	d->next_publish = now + NS_PER_SEC;
+}
+
+/* One turn's sinks; when the next one is due. 0 or -ENOMEM. */
+static int drive_turn(struct drive *d, uint64_t now, uint64_t *due)
+{
+	if (d->next_edge && now >= d->next_edge) {
+		if (drive_emit(d))
+			return -ENOMEM;
+		while (d->next_edge <= now) /* on the interval, without drifting */
+			d->next_edge += (uint64_t)(d->o->interval * NS_PER_SEC_F);
+	}
+	if (d->ct.live_heap)
+		drive_feed(d);
+	if (now >= d->next_publish)
+		drive_publish(d, now);
+	if (d->next_edge && d->next_edge < *due)
+		*due = d->next_edge;
+	if (d->next_publish < *due)
+		*due = d->next_publish;
+	return 0;
+}
+
+/* Until a stop request, -d, or the targets' end; the engine stopped. 0 or 1 (said). */
+static int loop(struct allocrun *ar, const struct options *o, struct drive *d)
 {
 	uint64_t end = 0, start = now_ns();
+	int ret = 0;
 
 	if (o->duration > 0)
 		end = start + (uint64_t)(o->duration * NS_PER_SEC_F);
-	for (;;) {
-		uint64_t now = now_ns(), due = allocrun__tick(ar, now), after = now_ns();
+	if (d) {
+		const char *term = getenv("TERM");
 
-		if (stop__requested()) {
-			p_info("stopping on %s", strsignal(stop__requested()));
+		d->start = start;
+		d->next_edge = o->interval ? start + (uint64_t)(o->interval * NS_PER_SEC_F) : 0;
+		d->next_publish = start;
+		d->status = isatty(STDERR_FILENO) && log_level() >= LOG_INFO &&
+			    !(term && !strcmp(term, "dumb"));
+	}
+	for (;;) {
+		uint64_t now = now_ns(), due = allocrun__tick(ar, now), after;
+		int sig = stop__requested();
+
+		if (sig || (end && now >= end) || allocrun__targets_gone(ar)) {
+			status_clear(d);
+			if (sig)
+				p_info("stopping on %s", strsignal(sig));
 			break;
 		}
-		if (end && now >= end)
+		/* After the checks: an edge due at the end is the last interval's, not one
+		 * more interval and an empty last one. */
+		if (d && drive_turn(d, now, &due)) {
+			status_clear(d);
+			p_err("out of memory");
+			ret = 1;
 			break;
-		if (allocrun__targets_gone(ar))
-			break;
+		}
+		after = now_ns();
+		if (end && end < due)
+			due = end;
 		poll(NULL, 0, due > after ? (int)((due - after + NS_PER_MS - 1) / NS_PER_MS) : 0);
 	}
 	allocrun__stop(ar);
+	return ret;
 }
 
 /* -a, --cgroup: what the guard did. */
@@ -170,6 +358,27 @@ static int report(struct allocrun *ar, const struct options *o, const struct wri
 	return err ? 1 : 0;
 }
 
+/* Continuous mode's end: the partial last interval like any other, the summary. 0 or 1. */
+static int finish_continuous(struct drive *d)
+{
+	struct allocrun_stats st;
+	int err;
+
+	stop__writing(true);
+	err = drive_emit(d);
+	stop__writing(false);
+	if (err) {
+		p_err("out of memory");
+		return 1;
+	}
+	allocrun__stats(d->ar, &st);
+	report_counters(&st);
+	p_info("%" PRIu64 " intervals in %.1f s", d->ct.intervals,
+	       (double)(st.t1 - st.t0) / NS_PER_SEC_F);
+	sinks__summary(&d->ct, d->o);
+	return 0;
+}
+
 int cmd_record_alloc(const struct options *o, const struct writer *w)
 {
 	struct ptab_opts po = { .warn = sym_warn };
@@ -178,6 +387,8 @@ int cmd_record_alloc(const struct options *o, const struct writer *w)
 	struct ptab *pt = NULL;
 	struct symbolizer *sym = NULL;
 	struct allocrun *ar = NULL;
+	/* --interval (set by --output-dir and --listen), or --listen with -o */
+	struct drive *d = NULL;
 	const struct child *ch;
 	int ret = 1;
 
@@ -189,14 +400,26 @@ int cmd_record_alloc(const struct options *o, const struct writer *w)
 	so.ptab = pt;
 	sym = pt ? symbolizer__new(&so) : NULL;
 	ar = sym ? allocrun__new(o, pt, sym) : NULL;
-	if (!ar) {
+	if (ar && (o->interval || o->listen))
+		d = calloc(1, sizeof(*d));
+	if (!ar || ((o->interval || o->listen) && !d)) {
 		p_err("out of memory");
 		goto out;
 	}
+	if (d) {
+		d->ar = ar;
+		d->o = o;
+		d->sym = sym;
+		ret = drive_open(d, now_ns());
+		if (ret)
+			goto out;
+		ret = 1;
+	}
 	if (allocrun__start(ar))
 		goto out;
-	loop(ar, o);
-	ret = report(ar, o, w);
+	ret = loop(ar, o, d);
+	if (!ret)
+		ret = o->interval ? finish_continuous(d) : report(ar, o, w);
 	ch = allocrun__child(ar);
 	if (ch && ch->exited) {
 		if (!ret && WIFEXITED(ch->status))
@@ -205,6 +428,9 @@ int cmd_record_alloc(const struct options *o, const struct writer *w)
 			ret = 128 + WTERMSIG(ch->status);
 	}
 out:
+	if (d && d->open)
+		sinks__close(&d->ct); /* before the engine: no request is finished after it */
+	free(d);
 	allocrun__free(ar); /* a command not exited is ended */
 	symbolizer__free(sym);
 	ptab__free(pt);

@@ -111,7 +111,10 @@ void cli__usage(FILE *f)
 		"                          profile types, the other formats a --view (default\n"
 		"                          alloc-space). Go programs: the runtime's own samples\n"
 		"                          (runtime.mProf_Malloc), weighed with its\n"
-		"                          MemProfileRate, which BYTES does not change\n"
+		"                          MemProfileRate, which BYTES does not change. With\n"
+		"                          --interval, --output-dir or --listen: a heap profile\n"
+		"                          per interval (.heap.pb.gz), /debug/pprof/heap and\n"
+		"                          /allocs; --push: Pyroscope memory profiles\n"
 		"      --alloc-budget CALLS  with -a or --cgroup: at most CALLS allocator calls per\n"
 		"                          second across the CPUs trap (default 100000; 0: no\n"
 		"                          guard); over it the probes are on part of each second\n"
@@ -150,9 +153,9 @@ void cli__usage(FILE *f)
 		"      --interval SECS     drain and emit a profile every SECS (default 10 with\n"
 		"                          --output-dir, --push, or --listen without -o)\n"
 		"      --output-dir DIR    write one gzip pprof per interval, named by UTC start\n"
-		"                          time (bpfprof-YYYYMMDDTHHMMSSZ.pb.gz), atomically; DIR\n"
-		"                          (made if missing) must belong to root or you and be\n"
-		"                          writable by no one else\n"
+		"                          time (bpfprof-YYYYMMDDTHHMMSSZ.pb.gz; --alloc:\n"
+		"                          .heap.pb.gz), atomically; DIR (made if missing) must\n"
+		"                          belong to root or you and be writable by no one else\n"
 		"      --keep N            keep at most N of bpfprof's files in DIR (oldest\n"
 		"                          removed first; no other file is ever removed)\n"
 		"      --max-disk SIZE     keep DIR's profiles under SIZE bytes (K, M, G suffixes)\n"
@@ -160,7 +163,8 @@ void cli__usage(FILE *f)
 		"                          one series per container; never blocks sampling\n"
 		"      --app-name NAME     series name for --push (default bpfprof)\n"
 		"      --token-file FILE   bearer token for --push (or $BPFPROF_PUSH_TOKEN)\n"
-		"      --listen [ADDR:]PORT  serve /debug/pprof/profile?seconds=N, /metrics and\n"
+		"      --listen [ADDR:]PORT  serve /debug/pprof/profile?seconds=N (--alloc:\n"
+		"                          /debug/pprof/heap and /allocs), /metrics and\n"
 		"                          /healthz (ADDR defaults to 127.0.0.1)\n"
 		"      --cgroup PATH       only tasks in this cgroup v2 (and its descendants);\n"
 		"                          repeatable; PATH absolute or relative to the cgroup2 mount\n");
@@ -188,6 +192,8 @@ void cli__usage(FILE *f)
 		"  flamegraph.pl cpu.folded > cpu.svg           (any folded-stack tool reads the output)\n"
 		"  sudo bpfprof -F 99 -a --interval 10 --output-dir /var/lib/bpfprof --keep 8640\n"
 		"  sudo bpfprof -a --push http://pyroscope:4040 --listen 6060   always on, shipped\n"
+		"  sudo bpfprof --alloc -p 1234 --output-dir /var/lib/bpfprof   heap profiles, always on\n"
+		"  sudo bpfprof --alloc -p 1234 --listen 6060   go tool pprof localhost:6060/debug/pprof/heap\n"
 		"\n"
 		"Exit status: 0 profile written, 1 failure, 2 usage error.\n");
 }
@@ -908,10 +914,9 @@ int cli__validate(struct options *o, struct errmsg *em)
 				"--alloc-budget needs -a or --cgroup (with -p or a command only those processes are probed)");
 		if (!o->alloc_budget_set)
 			o->alloc_budget = CLI_ALLOC_DEFAULT_BUDGET;
-		if (o->offcpu || o->interval || o->kernel_only || o->addresses)
+		if (o->offcpu || o->kernel_only || o->addresses)
 			return usage_err(
-				em,
-				"--alloc cannot be combined with --off-cpu, -K, --addresses or continuous mode (--interval, --output-dir, --push, --listen)");
+				em, "--alloc cannot be combined with --off-cpu, -K or --addresses");
 		if (o->out.view != VIEW_AUTO && !view__is_alloc(o->out.view))
 			return usage_err(
 				em,

@@ -447,26 +447,77 @@ int allocprof__drain(struct allocprof *a, void (*cb)(void *ctx, const struct all
 	return err < 0 && !a->got ? err : (int)a->got;
 }
 
-int allocprof__live(struct allocprof *a,
-		    void (*cb)(void *ctx, const struct alloc_live_key *k,
-			       const struct alloc_live *v),
-		    void *ctx)
+/*
+ * The live table read in batches (a few system calls for 65536 blocks,
+ * where a walk by key takes two per block): into keys/vals (cap each),
+ * *n of them. 0, or -errno (-EINVAL, -ENOTSUP...: the kernel has no batch
+ * for the map; *n then 0).
+ */
+static int live_batch(int fd, struct alloc_live_key *keys, struct alloc_live *vals, size_t cap,
+		      size_t *n)
 {
-	int fd = bpf_map__fd(a->skel->maps.live);
-	struct alloc_live_key k, next;
-	struct alloc_live v;
-	void *prev = NULL;
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	struct alloc_live_key in, out; /* the batch token: a hash map's is a bucket (u32) */
+	bool first = true;
 
-	/* At most the map's capacity: keys deleted meanwhile could restart the walk. */
-	for (size_t i = 0; i < ALLOC_LIVE_MAX; i++) {
-		if (bpf_map_get_next_key(fd, prev, &next))
+	*n = 0;
+	while (*n < cap) {
+		__u32 count = (__u32)(cap - *n);
+		int err = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys + *n, vals + *n,
+					       &count, &opts);
+
+		*n += count;
+		if (err)
 			return errno == ENOENT ? 0 : -errno;
-		k = next;
-		prev = &k;
-		if (!bpf_map_lookup_elem(fd, &k, &v))
-			cb(ctx, &k, &v);
+		in = out;
+		first = false;
 	}
 	return 0;
+}
+
+int allocprof__live(struct allocprof *a,
+		    bool (*cb)(void *ctx, const struct alloc_live_key *k,
+			       const struct alloc_live *v),
+		    void *ctx, size_t *deleted)
+{
+	int fd = bpf_map__fd(a->skel->maps.live), err = 0;
+	struct alloc_live_key k, next, *del = NULL, *keys;
+	struct alloc_live v, *vals;
+	size_t nr_del = 0, cap_del = 0, n = 0;
+	void *prev = NULL;
+
+	keys = malloc(ALLOC_LIVE_MAX * sizeof(*keys));
+	vals = malloc(ALLOC_LIVE_MAX * sizeof(*vals));
+	if (keys && vals && !live_batch(fd, keys, vals, ALLOC_LIVE_MAX, &n)) {
+		for (size_t i = 0; i < n; i++)
+			if (cb(ctx, &keys[i], &vals[i]) &&
+			    !array_grow((void **)&del, &cap_del, nr_del + 1, sizeof(*del)))
+				del[nr_del++] = keys[i];
+		goto out;
+	}
+	/* No batch (or no memory for one): a walk by key, at most the map's
+	 * capacity (keys deleted meanwhile could restart it). */
+	for (size_t i = 0; i < ALLOC_LIVE_MAX; i++) {
+		if (bpf_map_get_next_key(fd, prev, &next)) {
+			err = errno == ENOENT ? 0 : -errno;
+			break;
+		}
+		k = next;
+		prev = &k;
+		if (bpf_map_lookup_elem(fd, &k, &v) || !cb(ctx, &k, &v))
+			continue;
+		/* deleted after the walk: a key deleted under it would restart it */
+		if (!array_grow((void **)&del, &cap_del, nr_del + 1, sizeof(*del)))
+			del[nr_del++] = k;
+	}
+out:
+	*deleted = 0;
+	for (size_t i = 0; i < nr_del; i++)
+		*deleted += !bpf_map_delete_elem(fd, &del[i]);
+	free(del);
+	free(keys);
+	free(vals);
+	return err;
 }
 
 void allocprof__counters(struct allocprof *a, uint64_t out[ALLOC_C_NR])

@@ -82,11 +82,12 @@ size_t allocprof__probes(const struct allocprof *a);
  * max (0: all). How many, or -errno. */
 int allocprof__drain(struct allocprof *a, void (*cb)(void *ctx, const struct alloc_event *e),
 		     void *ctx, size_t max);
-/* The sampled blocks not freed: cb for each. 0 or -errno. */
+/* The sampled blocks not freed: cb for each; those it answers true for are
+ * deleted from the table after the walk (*deleted: how many). 0 or -errno. */
 int allocprof__live(struct allocprof *a,
-		    void (*cb)(void *ctx, const struct alloc_live_key *k,
+		    bool (*cb)(void *ctx, const struct alloc_live_key *k,
 			       const struct alloc_live *v),
-		    void *ctx);
+		    void *ctx, size_t *deleted);
 /* The program's own counters (alloc_abi.h, enum alloc_counter), summed. */
 void allocprof__counters(struct allocprof *a, uint64_t out[ALLOC_C_NR]);
 

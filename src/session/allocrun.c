@@ -50,6 +50,7 @@
 #include "base/log.h"
 #include "base/stacktab.h"
 #include "base/util.h"
+#include "agent/metrics.h"
 #include "collector/freeprobe.h"
 #include "proc/procfs.h"
 #include "session/launch.h"
@@ -70,6 +71,8 @@
 #define ALLOC_MAX_NOTED	 64 /* -a: processes first seen noted per drain (their names) */
 #define ALLOC_RESCAN_NS	 (10 * NS_PER_SEC) /* -a: the processes looked at again (new files) */
 #define ALLOC_RESCAN_PER 256		   /* ... so many a drain (the guard's tick waits) */
+#define ALLOC_TOTAL_MAX	 65536 /* run-long (process, stack) totals before exited ones go */
+#define ALLOC_COMMS_MAX	 ALLOC_MAX_PROCS /* processes whose command name is kept */
 
 /* Each function's names: aliases at one address merge under one of them
  * (sym/elfsym.h: glibc's free shows as cfree, memalign as __libc_memalign). */
@@ -123,6 +126,18 @@ struct agg {
 	char comm[17];
 };
 
+/*
+ * A span's edge: where the values of a set (cur, tick) start. Its
+ * estimates are scaled by the guard over the span alone (time / time on),
+ * its meta says when it started and what was lost in it.
+ */
+struct edge {
+	uint64_t t;    /* now_ns() */
+	uint64_t on;   /* allocguard__on_ns() then */
+	uint64_t real; /* CLOCK_REALTIME then */
+	uint64_t lost; /* ring full + userspace memory then */
+};
+
 struct allocrun {
 	const struct options *o;
 	uint64_t period;
@@ -135,9 +150,22 @@ struct allocrun {
 	struct allocprof *ap;
 	struct mfile **held; /* probed files, held open: the probes' paths name them */
 	size_t nr_held, cap_held;
-	struct htab *aggs;
-	struct stacktab *stacks; /* each aggregate holds a reference to its stack */
-	uint64_t stack_unknown;	 /* live blocks whose stack the table did not know */
+	/* The sets of (process, stack) values (struct agg): cur since the
+	 * interval's edge, tick since the tick's (want_ticks), inuse of one live
+	 * walk. cur's and tick's each hold a reference to their stack; the live
+	 * walk pins the stacks its blocks name (base/stacktab.h). */
+	struct htab *aggs, *tick, *inuse;
+	struct stacktab *stacks;
+	uint64_t stack_unknown; /* live blocks whose stack the table did not know */
+	uint64_t epoch;		/* live walks: each renews the pins */
+	struct edge start, ivl, tickedge;
+	struct profile *total; /* the run-long alloc_*: each interval merged in */
+	struct htab *comms;    /* tgid -> its command name (the live blocks') */
+	struct htab *alive;    /* one live walk: tgid -> 1 alive, 2 exited */
+	bool sweep;	       /* this walk deletes the blocks of exited processes */
+	uint64_t live_blocks;  /* the last walk's */
+	double inuse_bytes;    /* ... and their weighed bytes */
+	uint64_t live_dropped_exited, aggs_evicted;
 	struct goproc *go;
 	size_t nr_go, cap_go;
 	uint64_t events, oom;
@@ -227,16 +255,18 @@ static uint64_t value_of(double x)
 }
 
 /*
- * The aggregate of (tgid, stack), made with a reference to its stack: ips
- * (nr frames) interned, or without ips (a live block) the stack the table
+ * The aggregate of (tgid, stack) in set, made with a reference to its
+ * stack: ips (nr frames) interned, or without ips the stack the table
  * knows. A stack the table cannot hold (full: dropped, counted there) or
- * does not know goes to (tgid, lost). NULL: out of memory.
+ * does not know goes to (tgid, lost). pin (the live walk's set): no
+ * reference, the stack pinned in this walk's epoch instead. NULL: out of
+ * memory.
  */
-static struct agg *agg_get(struct allocrun *r, uint32_t tgid, uint64_t stack, const uint64_t *ips,
-			   uint32_t nr)
+static struct agg *agg_get(struct allocrun *r, struct htab *set, uint32_t tgid, uint64_t stack,
+			   const uint64_t *ips, uint32_t nr, bool pin)
 {
 	struct agg_key k = { .tgid = tgid, .stack = stack };
-	struct htab_entry *e = htab__find(r->aggs, &k, sizeof(k));
+	struct htab_entry *e = htab__find(set, &k, sizeof(k));
 	bool created, ref = false;
 	int err = 0;
 
@@ -245,6 +275,8 @@ static struct agg *agg_get(struct allocrun *r, uint32_t tgid, uint64_t stack, co
 	if (stack == ALLOC_STACK_LOST) { /* its event lost to a full ring: counted there */
 		k = (struct agg_key){ .tgid = tgid, .lost = 1 };
 		stack = 0;
+	} else if (stack && pin) {
+		err = stacktab__pin(r->stacks, stack, r->epoch);
 	} else if (stack) {
 		if (ips || stacktab__find(r->stacks, stack, &nr))
 			err = stacktab__get(r->stacks, stack, ips, nr);
@@ -252,19 +284,19 @@ static struct agg *agg_get(struct allocrun *r, uint32_t tgid, uint64_t stack, co
 			err = -ENOENT;
 		if (err == -ENOMEM)
 			return NULL;
+		ref = !err;
+	}
+	if (err) {
 		if (err == -ENOENT)
 			r->stack_unknown++;
-		ref = !err;
-		if (err) {
-			k = (struct agg_key){ .tgid = tgid, .lost = 1 };
-			e = htab__find(r->aggs, &k, sizeof(k));
-			if (e)
-				return e->value;
-		}
+		k = (struct agg_key){ .tgid = tgid, .lost = 1 };
+		e = htab__find(set, &k, sizeof(k));
+		if (e)
+			return e->value;
 	}
-	e = htab__upsert(r->aggs, &k, sizeof(k), &created);
+	e = htab__upsert(set, &k, sizeof(k), &created);
 	if (e && created && !(e->value = calloc(1, sizeof(struct agg)))) {
-		htab__remove(r->aggs, &k, sizeof(k));
+		htab__remove(set, &k, sizeof(k));
 		e = NULL;
 	}
 	if (!e && ref)
@@ -272,10 +304,65 @@ static struct agg *agg_get(struct allocrun *r, uint32_t tgid, uint64_t stack, co
 	return e ? e->value : NULL;
 }
 
+/* A set freed: its aggregates' references let go (pinned: it holds none). */
+static void set_free(struct allocrun *r, struct htab *set, bool pinned)
+{
+	size_t pos = 0;
+
+	if (!set)
+		return;
+	for (struct htab_entry *e; (e = htab__next(set, &pos));) {
+		const struct agg_key *k = (const void *)e->key;
+
+		if (!pinned && k->stack && !k->lost)
+			stacktab__put(r->stacks, k->stack);
+		free(e->value);
+	}
+	htab__free(set);
+}
+
+/* A sampled allocation's weighed values into set's aggregate. false: out of memory. */
+static bool set_add(struct allocrun *r, struct htab *set, const struct alloc_event *ev, double w)
+{
+	struct agg *a =
+		agg_get(r, set, ev->tgid, ev->stack, (const uint64_t *)ev->ips, ev->nr, false);
+
+	if (!a)
+		return false;
+	if (!a->comm[0]) {
+		memcpy(a->comm, ev->comm, 16);
+		a->comm[16] = '\0';
+	}
+	a->samples++;
+	a->go |= ev->source == ALLOC_SRC_GO;
+	a->alloc_objects += w;
+	a->alloc_bytes += w * (double)ev->size;
+	return true;
+}
+
+/* The process's command name kept for its live blocks (the first one seen). */
+static void note_comm(struct allocrun *r, uint32_t tgid, const char *comm)
+{
+	struct htab_entry *e;
+	bool created;
+	char *c;
+
+	if (htab__count(r->comms) >= ALLOC_COMMS_MAX || htab__find(r->comms, &tgid, sizeof(tgid)))
+		return;
+	c = calloc(1, 17);
+	if (!c)
+		return;
+	memcpy(c, comm, 16);
+	e = htab__upsert(r->comms, &tgid, sizeof(tgid), &created);
+	if (!e)
+		free(c);
+	else
+		e->value = c;
+}
+
 static void on_event(void *ctx, const struct alloc_event *ev)
 {
 	struct allocrun *r = ctx;
-	struct agg *a = agg_get(r, ev->tgid, ev->stack, (const uint64_t *)ev->ips, ev->nr);
 	bool go = ev->source == ALLOC_SRC_GO;
 	double w = go ? go_weight_of(r, ev->tgid, ev->size) : weight(ev->size, r->period);
 
@@ -291,33 +378,66 @@ static void on_event(void *ctx, const struct alloc_event *ev)
 		symbolizer__note_process(r->sym, &id);
 		htab__upsert(r->noted, &ev->tgid, sizeof(ev->tgid), &created);
 	}
-	if (!a) {
+	note_comm(r, ev->tgid, ev->comm);
+	if (!set_add(r, r->aggs, ev, w) || (r->tick && !set_add(r, r->tick, ev, w)))
 		r->oom++;
-		return;
-	}
-	if (!a->comm[0]) {
-		memcpy(a->comm, ev->comm, 16);
-		a->comm[16] = '\0';
-	}
-	a->samples++;
-	a->go |= go;
-	a->alloc_objects += w;
-	a->alloc_bytes += w * (double)ev->size;
 }
 
-static void on_live(void *ctx, const struct alloc_live_key *k, const struct alloc_live *v)
+/* Whether process tgid has exited (one live walk asks once a process). */
+static bool exited(struct allocrun *r, uint32_t tgid)
+{
+	struct htab_entry *e = htab__find(r->alive, &tgid, sizeof(tgid));
+	bool created, gone = false;
+	size_t i;
+
+	if (e)
+		return e->value == (void *)2;
+	for (i = 0; i < r->nr_pids && r->pids[i] != tgid; i++)
+		;
+	if (i < r->nr_pids && r->ch.pid)
+		gone = r->ch.exited;
+	else if (i < r->nr_pids && r->pidfds && r->pidfds[i] >= 0)
+		gone = procfs__pidfd_exited(r->pidfds[i]);
+	else
+		gone = kill((pid_t)tgid, 0) && errno == ESRCH;
+	e = htab__upsert(r->alive, &tgid, sizeof(tgid), &created);
+	if (e)
+		e->value = (void *)(uintptr_t)(gone ? 2 : 1);
+	return gone;
+}
+
+/* A live block: into the walk's set, its stack pinned; true: delete it
+ * (its process has exited: it is in this profile, the last one). */
+static bool on_live(void *ctx, const struct alloc_live_key *k, const struct alloc_live *v)
 {
 	struct allocrun *r = ctx;
-	struct agg *a = agg_get(r, k->tgid, v->stack, NULL, 0);
-	double w = k->source == ALLOC_SRC_GO ? go_weight_of(r, k->tgid, v->size)
-					     : weight(v->size, r->period);
+	struct agg_key ak = { .tgid = k->tgid, .stack = v->stack };
+	struct agg *a = agg_get(r, r->inuse, k->tgid, v->stack, NULL, 0, true);
+	bool go = k->source == ALLOC_SRC_GO;
+	double w = go ? go_weight_of(r, k->tgid, v->size) : weight(v->size, r->period);
 
 	if (!a) {
 		r->oom++;
-		return;
+		return false;
 	}
+	if (!a->comm[0]) {
+		/* the name its allocation's aggregate has (one-shot: always), else the process's */
+		struct htab_entry *e = htab__find(r->aggs, &ak, sizeof(ak));
+		const char *c = e ? ((const struct agg *)e->value)->comm : NULL;
+
+		if (!c || !c[0]) {
+			e = htab__find(r->comms, &k->tgid, sizeof(k->tgid));
+			c = e ? e->value : NULL;
+		}
+		if (c)
+			snprintf(a->comm, sizeof(a->comm), "%s", c);
+	}
+	a->go |= go;
 	a->inuse_objects += w;
 	a->inuse_bytes += w * (double)v->size;
+	r->live_blocks++;
+	r->inuse_bytes += w * (double)v->size;
+	return r->sweep && exited(r, k->tgid);
 }
 
 /*
@@ -896,18 +1016,34 @@ static uint64_t next_due(struct allocrun *r, uint64_t now)
 	return d > now ? d : now;
 }
 
+/* An edge at t (now_ns()'s clock; the counters c read then). */
+static void edge_at(struct allocrun *r, struct edge *e, uint64_t t, const uint64_t c[ALLOC_C_NR])
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*e = (struct edge){
+		.t = t,
+		.on = r->all ? allocguard__on_ns(&r->g, t) : 0,
+		.real = (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec,
+		.lost = c[ALLOC_C_RING_FULL] + r->oom,
+	};
+}
+
 /* The run's clock, the guard and the rescans start. */
 static void run_start(struct allocrun *r)
 {
-	r->t0 = now_ns();
-	if (r->all) {
-		uint64_t c[ALLOC_C_NR];
+	uint64_t c[ALLOC_C_NR];
 
-		allocprof__counters(r->ap, c);
+	r->t0 = now_ns();
+	allocprof__counters(r->ap, c);
+	if (r->all) {
 		r->calls0 = c[ALLOC_C_CALLS] + c[ALLOC_C_FREES] + c[ALLOC_C_OTHERS];
 		allocguard__init(&r->g, r->o->alloc_budget, r->t0, r->calls0);
 		r->next_rescan = r->t0 + rescan_ns();
 	}
+	edge_at(r, &r->start, r->t0, c);
+	r->ivl = r->tickedge = r->start;
 	r->next_refresh = r->t0 + ALLOC_REFRESH_NS;
 }
 
@@ -935,19 +1071,30 @@ void allocrun__stop(struct allocrun *r)
 	/* What is left: the ring holds at most ALLOC_RING_BYTES of it. */
 	allocprof__drain(r->ap, on_event, r, ALLOC_RING_BYTES / sizeof(struct alloc_event) + 1);
 	r->t1 = now_ns();
-	r->scale = r->all ? allocguard__scale(&r->g, r->t1) : 1;
+	r->scale = allocrun__span_scale(r->start.t, r->start.on, r->t1,
+					r->all ? allocguard__on_ns(&r->g, r->t1) : 0);
+}
+
+double allocrun__span_scale(uint64_t t_from, uint64_t on_from, uint64_t t_to, uint64_t on_to)
+{
+	uint64_t on = on_to > on_from ? on_to - on_from : 0,
+		 total = t_to > t_from ? t_to - t_from : 0;
+
+	if (!on || on >= total)
+		return 1;
+	return (double)total / (double)on;
 }
 
 /* One (process, stack)'s weighed values into the profile. */
 static int add_agg(struct allocrun *r, struct profile *prof, const void *key, const struct agg *a,
-		   uint32_t *ids)
+		   double scale, uint32_t *ids)
 {
 	const struct agg_key *k = key;
 	struct proc_id id = { .pid = k->tgid, .exec_id = PROC_EXEC_ANY };
 	struct psample ps = { .pid = k->tgid, .comm = a->comm[0] ? a->comm : "[unknown]" };
 	struct palloc v = {
-		.alloc_objects = value_of(a->alloc_objects * r->scale),
-		.alloc_bytes = value_of(a->alloc_bytes * r->scale),
+		.alloc_objects = value_of(a->alloc_objects * scale),
+		.alloc_bytes = value_of(a->alloc_bytes * scale),
 		.inuse_objects = value_of(a->inuse_objects),
 		.inuse_bytes = value_of(a->inuse_bytes),
 	};
@@ -1010,10 +1157,11 @@ static int add_agg(struct allocrun *r, struct profile *prof, const void *key, co
 	return profile__add_alloc(prof, &ps, ids, nf, &v);
 }
 
-/* -a, --cgroup: what the guard did, kept in the profile. */
-static void guard_note(struct allocrun *r, struct profile_meta *m)
+/* -a, --cgroup: what the guard did over the span from, kept in the profile. */
+static void guard_note(struct allocrun *r, struct profile_meta *m, const struct edge *from,
+		       uint64_t to, double scale)
 {
-	uint64_t on = allocguard__on_ns(&r->g, r->t1), total = r->t1 - r->t0;
+	uint64_t on = allocguard__on_ns(&r->g, to) - from->on, total = to - from->t;
 	double frac = total ? (double)on / (double)total : 1;
 
 	if (!r->g.engaged)
@@ -1021,36 +1169,214 @@ static void guard_note(struct allocrun *r, struct profile_meta *m)
 	snprintf(m->note, sizeof(m->note),
 		 "alloc_guard budget=%" PRIu64 " on_fraction=%.4f scale=%.3f windows=%" PRIu64
 		 " toggles=%" PRIu64 " inuse=not_measured",
-		 r->g.budget, frac, r->scale, r->g.windows, r->g.toggles);
+		 r->g.budget, frac > 1 ? 1 : frac, scale, r->g.windows, r->g.toggles);
+}
+
+/* A set's values into prof, alloc_* multiplied by scale. 0 or -ENOMEM. */
+static int add_set(struct allocrun *r, struct profile *prof, struct htab *set, double scale)
+{
+	uint32_t ids[ALLOC_MAX_FRAMES + 1];
+	size_t pos = 0;
+	int err = 0;
+
+	for (struct htab_entry *e; !err && set && (e = htab__next(set, &pos));)
+		err = add_agg(r, prof, e->key, e->value, scale, ids);
+	return err;
+}
+
+/* The scale of the alloc values of the span from its edge to t. */
+static double scale_since(struct allocrun *r, const struct edge *from, uint64_t t)
+{
+	if (!r->all)
+		return 1;
+	return allocrun__span_scale(from->t, from->on, t, allocguard__on_ns(&r->g, t));
+}
+
+static bool total_keep(const struct psample *s, void *ctx)
+{
+	return !exited(ctx, s->pid);
+}
+
+/* An interval's alloc_* into the run-long total; past ALLOC_TOTAL_MAX
+ * samples those of exited processes go (counted). 0 or -ENOMEM. */
+static int total_add(struct allocrun *r, const struct profile *ivl)
+{
+	struct profile *t;
+	size_t before;
+	int err;
+
+	if (!r->total && !(r->total = profile__new()))
+		return -ENOMEM;
+	err = profile__merge(r->total, ivl);
+	if (err || profile__nr_samples(r->total) <= ALLOC_TOTAL_MAX)
+		return err;
+	before = profile__nr_samples(r->total);
+	t = profile__new();
+	r->alive = r->alive ? r->alive : htab__new();
+	if (!t || !r->alive || profile__merge_if(t, r->total, total_keep, r)) {
+		profile__free(t);
+		return 0; /* kept whole: tried again at the next interval */
+	}
+	*profile__meta(t) = *profile__meta(r->total);
+	r->aggs_evicted += before - profile__nr_samples(t);
+	profile__free(r->total);
+	r->total = t;
+	return 0;
+}
+
+/* The names of the processes the walk found exited go with their blocks. */
+static void forget_exited(struct allocrun *r)
+{
+	uint32_t *gone = NULL;
+	size_t pos = 0, n = 0, cap = 0;
+
+	for (struct htab_entry *e; (e = htab__next(r->alive, &pos));)
+		if (e->value == (void *)2 &&
+		    !array_grow((void **)&gone, &cap, n + 1, sizeof(*gone)))
+			memcpy(&gone[n++], e->key, sizeof(*gone));
+	for (size_t i = 0; i < n; i++) {
+		struct htab_entry *c = htab__find(r->comms, &gone[i], sizeof(gone[i]));
+
+		if (c) {
+			free(c->value);
+			htab__remove(r->comms, &gone[i], sizeof(gone[i]));
+		}
+	}
+	free(gone);
+}
+
+/*
+ * One walk of the live table into prof's inuse_*: the stacks its blocks
+ * name pinned (the epoch's pins not renewed let go), sweep: the blocks of
+ * exited processes deleted once in it. The guard engaged: not measured
+ * (its windows off miss frees), every pin let go. 0 or -ENOMEM.
+ */
+static int take_inuse(struct allocrun *r, struct profile *prof, bool sweep)
+{
+	size_t deleted = 0;
+	int err;
+
+	r->epoch++;
+	r->live_blocks = 0;
+	r->inuse_bytes = 0;
+	if (r->g.engaged) {
+		stacktab__pin_epoch(r->stacks, r->epoch);
+		return 0;
+	}
+	r->inuse = htab__new();
+	r->alive = r->alive ? r->alive : htab__new();
+	if (!r->inuse || !r->alive) {
+		htab__free(r->inuse);
+		r->inuse = NULL;
+		return -ENOMEM;
+	}
+	r->sweep = sweep;
+	err = allocprof__live(r->ap, on_live, r, &deleted);
+	r->sweep = false;
+	r->live_dropped_exited += deleted;
+	if (err)
+		p_warn("the blocks in use could not be read: in-use values are incomplete");
+	else
+		stacktab__pin_epoch(r->stacks, r->epoch);
+	err = add_set(r, prof, r->inuse, 1);
+	set_free(r, r->inuse, true);
+	r->inuse = NULL;
+	if (deleted)
+		forget_exited(r);
+	return err;
 }
 
 int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 {
-	uint64_t c[ALLOC_C_NR];
-	uint32_t ids[ALLOC_MAX_FRAMES + 1];
+	uint64_t c[ALLOC_C_NR], now;
+	struct htab *fresh_cur = NULL, *fresh_tick = NULL;
+	struct profile *ivl = NULL;
+	const struct edge *from = &r->start;
 	struct profile_meta *m;
-	size_t pos = 0;
+	struct edge e;
+	double scale = 1;
 	int err = 0;
 
-	if (!(what & ALLOCRUN_INUSE) || r->g.engaged)
-		; /* not measured (the guard's windows off): said, the values left 0 */
-	else if (allocprof__live(r->ap, on_live, r))
-		p_warn("the blocks in use could not be read: in-use values are incomplete");
+	if (!r->t1) /* what the ring holds first: its blocks in the table name its stacks */
+		allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
+	now = r->t1 ? r->t1 : now_ns();
 	allocprof__counters(r->ap, c);
-	for (struct htab_entry *e; !err && (e = htab__next(r->aggs, &pos));)
-		err = add_agg(r, prof, e->key, e->value, ids);
-	if (err)
+	edge_at(r, &e, now, c);
+	if (what & ALLOCRUN_INTERVAL)
+		from = &r->ivl;
+	else if (what & ALLOCRUN_TICK)
+		from = &r->tickedge;
+	if (((what & ALLOCRUN_INTERVAL) && !(fresh_cur = htab__new())) ||
+	    ((what & ALLOCRUN_TICK) && r->tick && !(fresh_tick = htab__new())) ||
+	    ((what & (ALLOCRUN_ALLOC | ALLOCRUN_INTERVAL)) && !(ivl = profile__new())))
+		err = -ENOMEM;
+	if (!err && ivl) {
+		scale = scale_since(r, &r->ivl, now);
+		err = add_set(r, ivl, r->aggs, scale);
+		if (!err)
+			err = profile__merge(prof, ivl);
+	}
+	if (!err && (what & ALLOCRUN_TICK) && r->tick) {
+		double ts = scale_since(r, &r->tickedge, now);
+
+		err = add_set(r, prof, r->tick, ts);
+		if (!ivl)
+			scale = ts;
+	}
+	if (!err && (what & ALLOCRUN_TOTAL) && r->total)
+		err = profile__merge(prof, r->total);
+	if (!err && (what & ALLOCRUN_INUSE))
+		err = take_inuse(r, prof, what & ALLOCRUN_INTERVAL);
+	if (!err && (what & ALLOCRUN_INTERVAL))
+		err = total_add(r, ivl);
+	profile__free(ivl);
+	htab__free(r->alive); /* processes exit between takes: asked again next time */
+	r->alive = NULL;
+	if (err) {
+		htab__free(fresh_cur);
+		htab__free(fresh_tick);
 		return err;
+	}
+	if (what & (ALLOCRUN_ALLOC | ALLOCRUN_INTERVAL | ALLOCRUN_TICK))
+		r->scale = scale;
 	m = profile__meta(prof);
 	m->alloc_period = r->period;
-	m->start_ns = 0;
-	m->duration_ns = r->t1 - r->t0;
-	m->lost = c[ALLOC_C_RING_FULL] + r->oom;
+	m->start_ns = from->real;
+	m->duration_ns = now - from->t;
+	m->lost = e.lost - from->lost;
 	gethostname(m->hostname, sizeof(m->hostname) - 1);
 	if (r->all)
-		guard_note(r, m);
+		guard_note(r, m, from, now, scale);
 	profile__sort(prof);
+	if (fresh_cur) {
+		set_free(r, r->aggs, false);
+		r->aggs = fresh_cur;
+		r->ivl = e;
+	}
+	if (fresh_tick) {
+		set_free(r, r->tick, false);
+		r->tick = fresh_tick;
+		r->tickedge = e;
+	}
 	return 0;
+}
+
+void allocrun__want_ticks(struct allocrun *r, bool on)
+{
+	uint64_t c[ALLOC_C_NR];
+
+	if (on == !!r->tick)
+		return;
+	if (!on) {
+		set_free(r, r->tick, false);
+		r->tick = NULL;
+		return;
+	}
+	r->tick = htab__new(); /* NULL: no memory, no tick set (an empty tick) */
+	if (!r->ap)	       /* not started: the run's start is the tick's edge */
+		return;
+	allocprof__counters(r->ap, c);
+	edge_at(r, &r->tickedge, now_ns(), c);
 }
 
 void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
@@ -1075,6 +1401,48 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 	allocprof__counters(r->ap, st->c);
 	for (size_t i = 0; i < r->nr_go; i++)
 		st->go_off_warned |= r->go[i].off_warned;
+}
+
+void allocrun__metrics(struct allocrun *r, struct metrics_alloc *m)
+{
+	uint64_t c[ALLOC_C_NR] = { 0 };
+
+	if (r->ap)
+		allocprof__counters(r->ap, c);
+	*m = (struct metrics_alloc){
+		.calls = c[ALLOC_C_CALLS],
+		.frees = c[ALLOC_C_FREES],
+		.others = c[ALLOC_C_OTHERS],
+		.samples_libc = c[ALLOC_C_RECORDED] > c[ALLOC_C_GO_SAMPLES]
+					? c[ALLOC_C_RECORDED] - c[ALLOC_C_GO_SAMPLES]
+					: 0,
+		.samples_go = c[ALLOC_C_GO_SAMPLES],
+		.freed_libc = c[ALLOC_C_FREED],
+		.freed_go = c[ALLOC_C_GO_FREED],
+		.live_blocks = r->live_blocks,
+		.inuse_bytes = value_of(r->inuse_bytes),
+		.probes = allocprof__probes(r->ap),
+		.live_dropped_exited = r->live_dropped_exited,
+		.aggs_evicted = r->aggs_evicted,
+	};
+	m->lost[METRICS_ALLOC_LOST_RING_FULL] = c[ALLOC_C_RING_FULL];
+	m->lost[METRICS_ALLOC_LOST_LIVE_FULL] = c[ALLOC_C_LIVE_FULL];
+	m->lost[METRICS_ALLOC_LOST_NO_STACK] = c[ALLOC_C_NO_STACK];
+	m->lost[METRICS_ALLOC_LOST_NO_THREAD] = c[ALLOC_C_NO_THREAD];
+	m->lost[METRICS_ALLOC_LOST_NO_RETURN] = c[ALLOC_C_NO_RETURN];
+	m->lost[METRICS_ALLOC_LOST_MEMORY] = r->oom;
+	if (!r->all || !r->g.budget)
+		return;
+	m->guard = true;
+	m->guard_engaged = r->g.engaged;
+	m->guard_duty = r->g.duty;
+	m->guard_scale = r->scale;
+	m->guard_rate = r->g.rate;
+	m->guard_windows = r->g.windows;
+	m->guard_toggles = r->g.toggles;
+	m->probes_on_ns = allocguard__on_ns(&r->g, r->t1 ? r->t1 : now_ns());
+	m->switch_ns[0] = r->toggle_ns[0];
+	m->switch_ns[1] = r->toggle_ns[1];
 }
 
 const struct child *allocrun__child(const struct allocrun *r)
@@ -1253,9 +1621,11 @@ struct allocrun *allocrun__new(const struct options *o, struct ptab *pt, struct 
 				.ptab = pt,
 				.sym = sym };
 	r->aggs = htab__new();
+	r->comms = htab__new();
 	r->stacks = stacktab__new(stacks_cap(), ALLOC_STACK_DEPTH);
-	if (!r->aggs || !r->stacks) {
+	if (!r->aggs || !r->comms || !r->stacks) {
 		htab__free(r->aggs);
+		htab__free(r->comms);
 		stacktab__free(r->stacks);
 		free(r);
 		errno = ENOMEM;
@@ -1276,9 +1646,13 @@ void allocrun__free(struct allocrun *r)
 	for (size_t i = 0; i < r->nr_held; i++)
 		mfile__put(r->ptab, r->held[i]);
 	free(r->held);
-	for (struct htab_entry *e; (e = htab__next(r->aggs, &pos));)
+	set_free(r, r->aggs, false);
+	set_free(r, r->tick, false);
+	for (struct htab_entry *e; (e = htab__next(r->comms, &pos));)
 		free(e->value);
-	htab__free(r->aggs);
+	htab__free(r->comms);
+	htab__free(r->alive);
+	profile__free(r->total);
 	stacktab__free(r->stacks);
 	for (size_t i = 0; r->pidfds && i < r->nr_pids; i++)
 		if (r->pidfds[i] >= 0)

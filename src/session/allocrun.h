@@ -6,7 +6,9 @@
  * (process, stack), -a's rescans and guard (collector/allocguard.h), and
  * what was recorded taken into a profile with Go's four heap sample types.
  * The command (cmd/alloc.c) drives it: new, start, tick until a stop,
- * stop, take, and says what the counters (allocrun__stats) tell.
+ * stop, take, and says what the counters (allocrun__stats) tell; in
+ * continuous mode it takes each interval's profile (ALLOCRUN_INTERVAL)
+ * while the run goes on.
  *
  * The process table and the symbolizer are the caller's (a combined CPU
  * and allocation run shares them); the engine holds the files it probed
@@ -53,12 +55,38 @@ bool allocrun__targets_gone(struct allocrun *ar);
 /* The run's end: what is left in the ring drained, the clock stopped. */
 void allocrun__stop(struct allocrun *ar);
 
-#define ALLOCRUN_ALLOC (1u << 0) /* alloc_objects, alloc_space since the start */
-#define ALLOCRUN_INUSE (1u << 1) /* inuse_objects, inuse_space: the live table now */
-#define ALLOCRUN_ALL   (ALLOCRUN_ALLOC | ALLOCRUN_INUSE)
-/* The samples (what) into into, with its meta (period, duration, lost, the
- * guard's note). 0 or -errno (-ENOMEM). */
+/*
+ * What allocrun__take puts in. The engine keeps three sets of (process,
+ * stack) values: cur (the allocations since the last interval's edge),
+ * tick (since the last tick's edge; only while allocrun__want_ticks) and a
+ * run-long total (a symbolized profile, each interval merged in, bounded).
+ * alloc_* are estimates scaled by the guard over the set's own span (time
+ * / time the probes were in, -a and --cgroup); inuse_* come from one walk
+ * of the live table, never from a set: two takes never count a block twice.
+ */
+#define ALLOCRUN_ALLOC	  (1u << 0) /* cur's alloc_*, cur kept (one-shot: since the start) */
+#define ALLOCRUN_INUSE	  (1u << 1) /* inuse_*: one walk of the live table (pins, sweep) */
+#define ALLOCRUN_ALL	  (ALLOCRUN_ALLOC | ALLOCRUN_INUSE) /* the one-shot run's profile */
+#define ALLOCRUN_INTERVAL (1u << 2) /* cur's alloc_* since the last edge; resets cur */
+#define ALLOCRUN_TICK	  (1u << 3) /* tick's alloc_* (heap requests waiting); resets tick */
+#define ALLOCRUN_TOTAL	  (1u << 4) /* a copy of the run-long profile's alloc_* */
+/*
+ * The samples (what: ALLOCRUN_*) into into (a new profile: the values of
+ * the sets asked are summed), with its meta: the period; start_ns
+ * (CLOCK_REALTIME) and duration_ns of the span (INTERVAL: since the last
+ * interval's edge, TICK: the last tick's, else the run's start; to now,
+ * or the stop); lost (ring full and userspace memory, grown over that
+ * span); the guard's note. INTERVAL merges cur into the total before it
+ * resets. 0 or -errno (-ENOMEM; the sets then stay as they were).
+ */
 int allocrun__take(struct allocrun *ar, struct profile *into, unsigned what);
+/* The scale of a span's alloc values: its time (t_from to t_to) over the
+ * time the probes were in (allocguard__on_ns at each edge); >= 1, and 1
+ * when they were in throughout, or never. */
+double allocrun__span_scale(uint64_t t_from, uint64_t on_from, uint64_t t_to, uint64_t on_to);
+/* Heap requests wait (on) or none does (off): the tick set is kept only
+ * while on; off frees it. */
+void allocrun__want_ticks(struct allocrun *ar, bool on);
 
 /* What the run counted, for its summary. */
 struct allocrun_stats {
@@ -74,11 +102,16 @@ struct allocrun_stats {
 	struct allocguard g;
 	uint64_t calls0; /* calls counted before the run (the probes going in) */
 	uint64_t toggle_ns[2], toggle_max_ns, toggle_cpu_ns; /* [0] off, [1] on */
-	double scale;					     /* of the alloc values */
-	struct stacktab_stats stacks;			     /* the distinct stacks kept */
-	uint64_t stack_unknown; /* live blocks whose stack was not known ([stack lost]) */
+	double scale;		      /* of the last take's alloc values (one-shot: the run's) */
+	struct stacktab_stats stacks; /* the distinct stacks kept */
+	uint64_t stack_unknown;	      /* live blocks whose stack was not known ([stack lost]) */
 };
 void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);
+
+struct metrics_alloc;
+/* The run's counters, the last live walk's and the guard's, as /metrics
+ * renders them (agent/metrics.h); m overwritten. */
+void allocrun__metrics(struct allocrun *ar, struct metrics_alloc *m);
 
 /* -- COMMAND: the command (its status once it exited); NULL without one. */
 const struct child *allocrun__child(const struct allocrun *ar);

@@ -3,7 +3,7 @@
  * test_stacktab.c - the bounded table of stacks by hash (base/stacktab.h)
  * --alloc keeps its stacks in: interning, references, the cap (eviction
  * only of unreferenced stacks, oldest first; drops when all are
- * referenced), depth cut, and hash_abi.h's stack hash as BPF computes it.
+ * referenced), pins renewed by epochs, depth cut, and hash_abi.h's stack hash as BPF computes it.
  */
 #include "testutil.h"
 
@@ -139,6 +139,65 @@ static void test_depth(void **state)
 	stacktab__free(t);
 }
 
+/*
+ * Pins: a stack the aggregates let go of but a live block still names
+ * survives a full table (what per-interval resets rely on); a pin not
+ * renewed in an epoch is let go at its end, and the stack is evictable
+ * again; a pin is one reference however often renewed.
+ */
+static void test_pin(void **state)
+{
+	struct stacktab *t = stacktab__new(3, 8);
+	uint64_t ips[8][1], h[8];
+	struct stacktab_stats st;
+	uint32_t nr;
+
+	for (int i = 0; i < 8; i++) {
+		ips[i][0] = 0x2000 + (uint64_t)i;
+		h[i] = hash_of(ips[i], 1);
+	}
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(stacktab__get(t, h[i], ips[i], 1), 0);
+	/* epoch 1: the walk sees 0 (twice: one pin) and 1; then the interval's
+	 * aggregates are freed */
+	assert_int_equal(stacktab__pin(t, h[0], 1), 0);
+	assert_int_equal(stacktab__pin(t, h[0], 1), 0);
+	assert_int_equal(stacktab__pin(t, h[1], 1), 0);
+	assert_int_equal(stacktab__pin(t, h[7], 1), -ENOENT); /* unknown: nothing pinned */
+	assert_int_equal(stacktab__pin_epoch(t, 1), 0);
+	for (int i = 0; i < 3; i++)
+		stacktab__put(t, h[i]);
+	stacktab__stats(t, &st);
+	assert_int_equal(st.pinned, 2);
+	/* full: new stacks take only 2's place, the pinned ones stay */
+	assert_int_equal(stacktab__get(t, h[3], ips[3], 1), 0);
+	stacktab__put(t, h[3]);
+	assert_int_equal(stacktab__get(t, h[4], ips[4], 1), 0); /* evicts 3 */
+	assert_int_equal(stacktab__get(t, h[5], ips[5], 1), -ENOSPC);
+	assert_non_null(stacktab__find(t, h[0], &nr));
+	assert_non_null(stacktab__find(t, h[1], &nr));
+	assert_null(stacktab__find(t, h[2], &nr));
+	assert_null(stacktab__find(t, h[3], &nr));
+	/* epoch 2: the walk sees only 1; 0's pin goes, 0 is evictable */
+	assert_int_equal(stacktab__pin(t, h[1], 2), 0);
+	assert_int_equal(stacktab__pin_epoch(t, 2), 1);
+	stacktab__stats(t, &st);
+	assert_int_equal(st.pinned, 1);
+	assert_int_equal(stacktab__get(t, h[5], ips[5], 1), 0);
+	assert_null(stacktab__find(t, h[0], &nr));
+	assert_non_null(stacktab__find(t, h[1], &nr));
+	/* a referenced stack unpinned stays referenced: 4 is still held */
+	assert_int_equal(stacktab__pin(t, h[4], 3), 0);
+	assert_int_equal(stacktab__pin_epoch(t, 4), 2); /* no walk (the guard): all let go */
+	assert_int_equal(stacktab__get(t, h[6], ips[6], 1), 0); /* evicts 1 */
+	assert_null(stacktab__find(t, h[1], &nr));
+	assert_non_null(stacktab__find(t, h[4], &nr));
+	assert_int_equal(stacktab__get(t, h[7], ips[7], 1), -ENOSPC);
+	stacktab__stats(t, &st);
+	assert_int_equal(st.pinned, 0);
+	stacktab__free(t);
+}
+
 /* The hash: the same ips the same hash; the count and every frame count. */
 static void test_hash(void **state)
 {
@@ -156,7 +215,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_intern), cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_churn),  cmocka_unit_test(test_depth),
-		cmocka_unit_test(test_hash),
+		cmocka_unit_test(test_hash),   cmocka_unit_test(test_pin),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

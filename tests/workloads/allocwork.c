@@ -21,13 +21,16 @@
  *       site_calloc  calloc(1-16, 256), freed at once
  *       site_align   posix_memalign(64, 64 B-8 KiB), freed at once
  *       {"sites": {NAME: {"bytes", "count", "inuse_bytes"}}, "pid"}
- *   allocwork [wait] steady RATE SECS  site_steady: RATE malloc(4096)/free
- *                                    pairs a second, paced by the clock
- *                                    (each 1 ms catches up), for SECS: any
- *                                    interval holds RATE x its length (SIGTERM
- *                                    ends it early); prints
+ *   allocwork [wait] steady RATE SECS [HOLD]  site_steady: RATE
+ *                                    malloc(4096)/free pairs a second, paced
+ *                                    by the clock (each 1 ms catches up), for
+ *                                    SECS: any interval holds RATE x its
+ *                                    length (SIGTERM ends it early); and
+ *                                    site_held: HOLD malloc(4096) a second
+ *                                    (default 0), kept until exit; prints
  *       {"pid", "site": "site_steady", "size", "rate", "bytes", "pairs",
- *        "seconds", "behind_max_ms"} (behind: the pace it fell behind by)
+ *        "seconds", "behind_max_ms", "held_bytes"} (behind: the pace it fell
+ *        behind by)
  *   allocwork [wait] storm SECS      malloc/free pairs as fast as it can for
  *                                    SECS (the tenant's storm under -a)
  *
@@ -243,15 +246,21 @@ __attribute__((noinline)) void site_steady(unsigned long n)
 		free(touch(malloc(4096)));
 }
 
+__attribute__((noinline)) void site_held(unsigned long n)
+{
+	for (unsigned long i = 0; i < n; i++)
+		touch(malloc(4096)); /* kept: escape holds the last one, the rest leak */
+}
+
 static void on_term(int sig)
 {
 	stop = 1;
 }
 
-static int steady(double rate, double secs)
+static int steady(double rate, double secs, double hold)
 {
 	unsigned long long t0 = now_ns(), end = t0 + (unsigned long long)(secs * 1e9), t;
-	unsigned long long done = 0, behind = 0;
+	unsigned long long done = 0, behind = 0, held = 0;
 	struct timespec ms = { 0, 1000000 };
 
 	signal(SIGTERM, on_term);
@@ -266,12 +275,18 @@ static int steady(double rate, double secs)
 			site_steady((unsigned long)(owed - done));
 			done = owed;
 		}
+		owed = (unsigned long long)((double)(t - t0) * hold / 1e9);
+		if (owed > held) {
+			site_held((unsigned long)(owed - held));
+			held = owed;
+		}
 		nanosleep(&ms, NULL);
 	}
 	printf("{\"pid\": %d, \"site\": \"site_steady\", \"size\": 4096, \"rate\": %.1f, "
-	       "\"bytes\": %llu, \"pairs\": %llu, \"seconds\": %.3f, \"behind_max_ms\": %.1f}\n",
+	       "\"bytes\": %llu, \"pairs\": %llu, \"seconds\": %.3f, \"behind_max_ms\": %.1f, "
+	       "\"held_bytes\": %llu}\n",
 	       getpid(), rate, done * 4096, done, (double)(now_ns() - t0) / 1e9,
-	       (double)behind / 1e6);
+	       (double)behind / 1e6, held * 4096);
 	return 0;
 }
 
@@ -337,12 +352,13 @@ int main(int argc, char **argv)
 	else if (a + 1 < argc && !strcmp(argv[a], "sites"))
 		rc = sites(atof(argv[a + 1]));
 	else if (a + 2 < argc && !strcmp(argv[a], "steady") && atof(argv[a + 1]) > 0)
-		rc = steady(atof(argv[a + 1]), atof(argv[a + 2]));
+		rc = steady(atof(argv[a + 1]), atof(argv[a + 2]),
+			    a + 3 < argc ? atof(argv[a + 3]) : 0);
 	else if (a + 1 < argc && !strcmp(argv[a], "storm"))
 		rc = storm(atof(argv[a + 1]));
 	if (rc == 2)
 		fprintf(stderr,
 			"usage: allocwork [wait] bench small|mixed|mt N | sites MIB | steady "
-			"RATE SECS | storm SECS\n");
+			"RATE SECS [HOLD] | storm SECS\n");
 	return rc;
 }

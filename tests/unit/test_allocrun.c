@@ -1,0 +1,571 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+/*
+ * test_allocrun.c - the --alloc engine's sets and takes (session/allocrun.h)
+ * without BPF: collector/alloc.h's functions are faked here (libcore.a has
+ * no libbpf user, so these definitions are the ones linked), the events
+ * and the live table are the test's. The engine profiles this process (-p
+ * self: its C library found and "probed"), and its stacks are addresses of
+ * this file's functions, named by the real symbolizer.
+ *
+ * What it shows: alloc_* per interval and in-use from the live table only
+ * (two takes never count a block twice); the run-long total; a stack only
+ * live blocks name survives a full stack table (pins); the sweep of an
+ * exited process's blocks (continuous takes only); the tick set; the
+ * per-span scale;
+ * allocrun__metrics.
+ */
+#include "testutil.h"
+
+#include <math.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "agent/metrics.h"
+#include "base/profile.h"
+#include "collector/alloc.h"
+#include "collector/allocguard.h"
+#include "proc/ptab.h"
+#include "session/allocrun.h"
+#include "session/options.h"
+#include "sym/symbolizer.h"
+
+#define PERIOD 4096
+
+/* --- the fake collector ---------------------------------------------- */
+
+struct allocprof {
+	int unused;
+};
+static struct allocprof fake;
+static struct alloc_event events[16];
+static size_t nr_events;
+static struct {
+	struct alloc_live_key k;
+	struct alloc_live v;
+} live[16];
+static size_t nr_live;
+static uint64_t counters[ALLOC_C_NR];
+
+struct allocprof *allocprof__open(uint64_t period, bool libbpf_debug, struct errmsg *em)
+{
+	(void)period, (void)libbpf_debug, (void)em;
+	return &fake;
+}
+
+struct allocprof *allocprof__open_scope(uint64_t period, const struct allocprof_scope *scope,
+					bool libbpf_debug, struct errmsg *em)
+{
+	(void)scope;
+	return allocprof__open(period, libbpf_debug, em);
+}
+
+void allocprof__free(struct allocprof *a)
+{
+	(void)a;
+}
+
+const char *allocprof__mode(const struct allocprof *a)
+{
+	(void)a;
+	return "fake";
+}
+
+void allocprof__load_cost(const struct allocprof *a, uint64_t *ns, uint64_t *insns)
+{
+	(void)a;
+	*ns = *insns = 0;
+}
+
+int allocprof__target(struct allocprof *a, uint32_t tgid, bool stop_at_exec)
+{
+	(void)a, (void)tgid, (void)stop_at_exec;
+	return 0;
+}
+
+int allocprof__attach_exec_stop(struct allocprof *a, struct errmsg *em)
+{
+	(void)a, (void)em;
+	return 0;
+}
+
+int allocprof__attach_stop(struct allocprof *a, const char *path, uint64_t off, int pid,
+			   struct errmsg *em)
+{
+	(void)a, (void)path, (void)off, (void)pid, (void)em;
+	return 0;
+}
+
+void allocprof__detach_stops(struct allocprof *a)
+{
+	(void)a;
+}
+
+int allocprof__attach_file(struct allocprof *a, const char *path, int pid, const uint32_t *fns,
+			   const uint64_t *offs, size_t n, struct errmsg *em)
+{
+	(void)a, (void)path, (void)pid, (void)fns, (void)offs, (void)n, (void)em;
+	return 0;
+}
+
+int allocprof__probes_off(struct allocprof *a)
+{
+	(void)a;
+	return 0;
+}
+
+int allocprof__probes_on(struct allocprof *a, struct errmsg *em)
+{
+	(void)a, (void)em;
+	return 0;
+}
+
+void allocprof__track_live(struct allocprof *a, bool on)
+{
+	(void)a, (void)on;
+}
+
+size_t allocprof__probes(const struct allocprof *a)
+{
+	(void)a;
+	return 7;
+}
+
+int allocprof__drain(struct allocprof *a, void (*cb)(void *ctx, const struct alloc_event *e),
+		     void *ctx, size_t max)
+{
+	size_t n = nr_events;
+
+	(void)a, (void)max;
+	for (size_t i = 0; i < n; i++)
+		cb(ctx, &events[i]);
+	nr_events = 0;
+	return (int)n;
+}
+
+int allocprof__live(struct allocprof *a,
+		    bool (*cb)(void *ctx, const struct alloc_live_key *k,
+			       const struct alloc_live *v),
+		    void *ctx, size_t *deleted)
+{
+	size_t kept = 0;
+
+	(void)a;
+	*deleted = 0;
+	for (size_t i = 0; i < nr_live; i++) {
+		if (cb(ctx, &live[i].k, &live[i].v))
+			(*deleted)++;
+		else
+			live[kept++] = live[i];
+	}
+	nr_live = kept;
+	return 0;
+}
+
+void allocprof__counters(struct allocprof *a, uint64_t out[ALLOC_C_NR])
+{
+	(void)a;
+	memcpy(out, counters, sizeof(counters));
+}
+
+/* --- the stacks: this file's functions -------------------------------- */
+
+static __attribute__((noinline, used)) void site_a(void)
+{
+	__asm__ volatile("nop; nop; nop; nop; nop; nop; nop; nop");
+}
+
+static __attribute__((noinline, used)) void site_b(void)
+{
+	__asm__ volatile("nop; nop; nop; nop; nop; nop; nop; nop");
+}
+
+static __attribute__((noinline, used)) void site_c(void)
+{
+	__asm__ volatile("nop; nop; nop; nop; nop; nop; nop; nop");
+}
+
+static __attribute__((noinline, used)) void site_d(void)
+{
+	__asm__ volatile("nop; nop; nop; nop; nop; nop; nop; nop");
+}
+
+/* A sampled allocation of size bytes at addr by fn (its stack: fn alone, hash h). */
+static void event(void (*fn)(void), uint64_t h, uint64_t size, uint64_t addr, bool keep)
+{
+	struct alloc_event *e = &events[nr_events++];
+
+	memset(e, 0, sizeof(*e));
+	e->tgid = (uint32_t)getpid();
+	e->nr = 1;
+	e->size = size;
+	e->addr = addr;
+	strcpy(e->comm, "test_allocrun");
+	e->source = ALLOC_SRC_LIBC;
+	e->stack = h;
+	e->ips[0] = (uint64_t)(uintptr_t)fn + 4; /* a return address inside fn */
+	counters[ALLOC_C_RECORDED]++;
+	if (keep) {
+		live[nr_live].k = (struct alloc_live_key){ .tgid = e->tgid, .addr = addr };
+		live[nr_live].v = (struct alloc_live){ .size = size, .stack = h };
+		nr_live++;
+	}
+}
+
+static double weight(uint64_t size)
+{
+	return 1 / -expm1(-(double)size / PERIOD);
+}
+
+/* The values of the samples whose leaf is name, summed; how many samples. */
+static size_t values_at(const struct profile *p, const char *name, struct palloc *v)
+{
+	size_t n = 0;
+
+	*v = (struct palloc){ 0 };
+	for (size_t i = 0; i < profile__nr_samples(p); i++) {
+		const struct psample *s = profile__sample(p, i);
+		uint32_t nf;
+		const uint32_t *fr = profile__stack_get(p, s->stack, &nf);
+
+		if (!nf || strcmp(profile__frame_get(p, fr[nf - 1])->name, name))
+			continue;
+		n++;
+		v->alloc_objects += s->alloc.alloc_objects;
+		v->alloc_bytes += s->alloc.alloc_bytes;
+		v->inuse_objects += s->alloc.inuse_objects;
+		v->inuse_bytes += s->alloc.inuse_bytes;
+	}
+	return n;
+}
+
+/* The inuse bytes of process pid's samples. */
+static uint64_t inuse_of(const struct profile *p, uint32_t pid)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < profile__nr_samples(p); i++)
+		if (profile__sample(p, i)->pid == pid)
+			n += profile__sample(p, i)->alloc.inuse_bytes;
+	return n;
+}
+
+struct rig {
+	struct options o;
+	uint32_t pid;
+	struct ptab *pt;
+	struct symbolizer *sym;
+	struct allocrun *ar;
+};
+
+static int rig_up(void **state)
+{
+	struct rig *g = calloc(1, sizeof(*g));
+
+	nr_events = nr_live = 0;
+	memset(counters, 0, sizeof(counters));
+	g->pid = (uint32_t)getpid();
+	g->o.pids = &g->pid;
+	g->o.nr_pids = 1;
+	g->o.alloc_period = PERIOD;
+	g->o.verbosity = -1;
+	g->pt = ptab__new(&(struct ptab_opts){ 0 });
+	g->sym = symbolizer__new(&(struct symbolizer_opts){ .ptab = g->pt });
+	g->ar = allocrun__new(&g->o, g->pt, g->sym);
+	assert_non_null(g->ar);
+	assert_int_equal(allocrun__start(g->ar), 0);
+	*state = g;
+	return 0;
+}
+
+static int rig_down(void **state)
+{
+	struct rig *g = *state;
+
+	allocrun__free(g->ar);
+	symbolizer__free(g->sym);
+	ptab__free(g->pt);
+	free(g);
+	unsetenv("BPFPROF_TEST_ALLOC_STACKS");
+	return 0;
+}
+
+static struct profile *take(struct allocrun *ar, unsigned what)
+{
+	struct profile *p = profile__new();
+
+	assert_non_null(p);
+	allocrun__tick(ar, now_ns());
+	assert_int_equal(allocrun__take(ar, p, what), 0);
+	return p;
+}
+
+/*
+ * Two interval takes: alloc_* only of each interval's own allocations,
+ * inuse_* the live table's blocks once each time (not summed over takes);
+ * the total holds the intervals; the one-shot take (ALL) keeps cur.
+ */
+static void test_two_takes(void **state)
+{
+	struct rig *g = *state;
+	double wa = weight(4096) * 4096, wb = weight(100) * 100;
+	struct profile *p;
+	struct palloc v;
+
+	event(site_a, 0x1111, 4096, 0x10000, true);
+	event(site_b, 0x2222, 100, 0x20000, false);
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_int_equal(values_at(p, "site_a", &v), 1);
+	assert_int_equal(v.alloc_bytes, (uint64_t)llround(wa));
+	assert_int_equal(v.inuse_bytes, (uint64_t)llround(wa));
+	assert_int_equal(values_at(p, "site_b", &v), 1);
+	assert_int_equal(v.alloc_bytes, (uint64_t)llround(wb));
+	assert_int_equal(v.inuse_bytes, 0);
+	assert_int_not_equal(profile__meta(p)->start_ns, 0);
+	assert_int_equal(profile__meta(p)->alloc_period, PERIOD);
+	profile__free(p);
+
+	/* the second interval: nothing allocated; the block still in use, once */
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_int_equal(values_at(p, "site_a", &v), 1);
+	assert_int_equal(v.alloc_bytes, 0);
+	assert_int_equal(v.inuse_bytes, (uint64_t)llround(wa));
+	assert_int_equal(values_at(p, "site_b", &v), 0);
+	profile__free(p);
+
+	/* the third: site_c allocates; with TOTAL, the intervals before it too */
+	event(site_c, 0x3333, 4096, 0x30000, false);
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_TOTAL);
+	values_at(p, "site_a", &v);
+	assert_int_equal(v.alloc_bytes, (uint64_t)llround(wa));
+	assert_int_equal(v.inuse_bytes, 0);
+	values_at(p, "site_c", &v);
+	assert_int_equal(v.alloc_bytes, (uint64_t)llround(wa));
+	profile__free(p);
+	p = take(g->ar, ALLOCRUN_TOTAL);
+	values_at(p, "site_b", &v);
+	assert_int_equal(v.alloc_bytes, (uint64_t)llround(wb));
+	values_at(p, "site_c", &v);
+	assert_int_equal(v.alloc_bytes, (uint64_t)llround(wa)); /* merged once */
+	profile__free(p);
+
+	/* ALL (one-shot) keeps cur: twice the same */
+	event(site_d, 0x4444, 4096, 0x40000, true);
+	for (int i = 0; i < 2; i++) {
+		p = take(g->ar, ALLOCRUN_ALL);
+		values_at(p, "site_d", &v);
+		assert_int_equal(v.alloc_bytes, (uint64_t)llround(wa));
+		assert_int_equal(v.inuse_bytes, (uint64_t)llround(wa));
+		values_at(p, "site_a", &v);
+		assert_int_equal(v.inuse_bytes, (uint64_t)llround(wa));
+		profile__free(p);
+	}
+}
+
+/*
+ * A stack only a live block names survives a full stack table across
+ * interval resets (its pin); once the block is freed, the pin goes at the
+ * next walk and the stack makes room.
+ */
+static void test_pins(void **state)
+{
+	struct rig *g = *state;
+	struct allocrun_stats st;
+	struct profile *p;
+	struct palloc v;
+
+	/* the rig's run is replaced by one with a table of 2 stacks */
+	allocrun__free(g->ar);
+	setenv("BPFPROF_TEST_ALLOC_STACKS", "2", 1);
+	g->ar = allocrun__new(&g->o, g->pt, g->sym);
+	assert_int_equal(allocrun__start(g->ar), 0);
+
+	event(site_a, 0x1111, 4096, 0x10000, true);
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_int_equal(values_at(p, "site_a", &v), 1);
+	profile__free(p);
+	/* three new stacks: b takes the free place, c and d find the table full */
+	event(site_b, 0x2222, 100, 0x20000, false);
+	event(site_c, 0x3333, 100, 0x30000, false);
+	event(site_d, 0x4444, 100, 0x40000, false);
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL));
+	/* c again: b is unreferenced now and goes; a is pinned and stays */
+	event(site_c, 0x3333, 100, 0x30000, false);
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_int_equal(values_at(p, "site_a", &v), 1);
+	assert_int_equal(v.inuse_bytes, (uint64_t)llround(weight(4096) * 4096));
+	assert_int_equal(values_at(p, "[stack lost]", &v), 0);
+	assert_int_equal(values_at(p, "site_c", &v), 1);
+	profile__free(p);
+	allocrun__stats(g->ar, &st);
+	assert_int_equal(st.stacks.pinned, 1);
+	assert_int_equal(st.stack_unknown, 0);
+
+	/* a freed: the next walk lets its pin go, and a is evicted for d */
+	nr_live = 0;
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE));
+	allocrun__stats(g->ar, &st);
+	assert_int_equal(st.stacks.pinned, 0);
+	event(site_d, 0x4444, 100, 0x40000, false);
+	event(site_b, 0x2222, 100, 0x20000, false);
+	p = take(g->ar, ALLOCRUN_INTERVAL);
+	assert_int_equal(values_at(p, "site_d", &v), 1);
+	assert_int_equal(values_at(p, "site_b", &v), 1);
+	profile__free(p);
+}
+
+/* A process gone: its blocks are in the next interval's in-use once, then
+ * deleted from the table (counted); a one-shot take deletes nothing. */
+static void test_sweep(void **state)
+{
+	struct rig *g = *state;
+	struct metrics_alloc m;
+	struct profile *p;
+	struct palloc v;
+	pid_t dead = fork();
+
+	if (!dead)
+		_exit(0);
+	assert_true(dead > 0);
+	waitpid(dead, NULL, 0);
+	event(site_a, 0x1111, 4096, 0x10000, true);
+	live[nr_live - 1].k.tgid = (uint32_t)dead;
+	event(site_b, 0x2222, 4096, 0x20000, true);
+	p = take(g->ar, ALLOCRUN_ALL);
+	assert_int_equal(nr_live, 2);
+	profile__free(p);
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_int_equal(inuse_of(p, (uint32_t)dead), (uint64_t)llround(weight(4096) * 4096));
+	profile__free(p);
+	assert_int_equal(nr_live, 1);
+	allocrun__metrics(g->ar, &m);
+	assert_int_equal(m.live_dropped_exited, 1);
+	assert_int_equal(m.live_blocks, 2); /* the walk's: the dropped one counted in it */
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_int_equal(inuse_of(p, (uint32_t)dead), 0);
+	assert_int_equal(values_at(p, "site_b", &v), 1);
+	profile__free(p);
+	allocrun__metrics(g->ar, &m);
+	assert_int_equal(m.live_blocks, 1);
+	assert_int_equal(m.inuse_bytes, (uint64_t)llround(weight(4096) * 4096));
+}
+
+/* The tick set: kept only while heap requests wait, apart from cur (an
+ * interval's reset leaves it), reset by each TICK take. */
+static void test_ticks(void **state)
+{
+	struct rig *g = *state;
+	double wa = weight(4096) * 4096;
+	struct profile *p;
+	struct palloc v;
+
+	event(site_a, 0x1111, 4096, 0x10000, false); /* before: not in a tick */
+	allocrun__tick(g->ar, now_ns());
+	allocrun__want_ticks(g->ar, true);
+	event(site_b, 0x2222, 4096, 0x20000, false);
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL));
+	event(site_c, 0x3333, 4096, 0x30000, false);
+	p = take(g->ar, ALLOCRUN_TICK);
+	assert_int_equal(values_at(p, "site_a", &v), 0);
+	assert_int_equal(values_at(p, "site_b", &v), 1);
+	assert_int_equal(v.alloc_bytes, (uint64_t)llround(wa));
+	assert_int_equal(values_at(p, "site_c", &v), 1);
+	profile__free(p);
+	p = take(g->ar, ALLOCRUN_TICK);
+	assert_int_equal(profile__nr_samples(p), 0);
+	profile__free(p);
+	/* cur kept its own: c since the interval */
+	p = take(g->ar, ALLOCRUN_INTERVAL);
+	assert_int_equal(values_at(p, "site_b", &v), 0);
+	assert_int_equal(values_at(p, "site_c", &v), 1);
+	profile__free(p);
+	allocrun__want_ticks(g->ar, false);
+	event(site_d, 0x4444, 4096, 0x40000, false);
+	p = take(g->ar, ALLOCRUN_TICK);
+	assert_int_equal(profile__nr_samples(p), 0);
+	profile__free(p);
+}
+
+/* The counters as /metrics shows them. */
+static void test_metrics(void **state)
+{
+	struct rig *g = *state;
+	struct metrics_alloc m;
+
+	counters[ALLOC_C_CALLS] = 100;
+	counters[ALLOC_C_FREES] = 90;
+	counters[ALLOC_C_RECORDED] = 12;
+	counters[ALLOC_C_GO_SAMPLES] = 2;
+	counters[ALLOC_C_GO_FREED] = 1;
+	counters[ALLOC_C_FREED] = 5;
+	counters[ALLOC_C_RING_FULL] = 3;
+	counters[ALLOC_C_NO_RETURN] = 4;
+	allocrun__metrics(g->ar, &m);
+	assert_int_equal(m.calls, 100);
+	assert_int_equal(m.frees, 90);
+	assert_int_equal(m.samples_libc, 10);
+	assert_int_equal(m.samples_go, 2);
+	assert_int_equal(m.freed_libc, 5);
+	assert_int_equal(m.freed_go, 1);
+	assert_int_equal(m.lost[METRICS_ALLOC_LOST_RING_FULL], 3);
+	assert_int_equal(m.lost[METRICS_ALLOC_LOST_NO_RETURN], 4);
+	assert_int_equal(m.probes, 7);
+	assert_false(m.guard); /* -p: no guard */
+}
+
+/* The meta of a span: what was lost in it, not since the start. */
+static void test_meta(void **state)
+{
+	struct rig *g = *state;
+	struct profile *p;
+
+	counters[ALLOC_C_RING_FULL] = 5;
+	p = take(g->ar, ALLOCRUN_INTERVAL);
+	assert_int_equal(profile__meta(p)->lost, 5);
+	profile__free(p);
+	counters[ALLOC_C_RING_FULL] = 7;
+	p = take(g->ar, ALLOCRUN_INTERVAL);
+	assert_int_equal(profile__meta(p)->lost, 2);
+	profile__free(p);
+	p = take(g->ar, ALLOCRUN_ALL);
+	assert_int_equal(profile__meta(p)->lost, 7); /* the run's */
+	profile__free(p);
+}
+
+/*
+ * The guard's scale over a span: its own time over its own time on. A run
+ * on for its first 10 s, then on 2 s of each 10: the first interval's
+ * scale is 1 and the second's 5, where the run-long one is 20/12.
+ */
+static void test_span_scale(void **state)
+{
+	const uint64_t s = NS_PER_SEC;
+	struct allocguard gd = { .start_ns = 0 };
+	uint64_t on10, on20;
+
+	(void)state;
+	gd.on_ns = 10 * s; /* at 10 s: on throughout */
+	on10 = allocguard__on_ns(&gd, 10 * s);
+	gd.on_ns = 12 * s; /* at 20 s: 2 s more */
+	on20 = allocguard__on_ns(&gd, 20 * s);
+	assert_true(fabs(allocrun__span_scale(0, 0, 10 * s, on10) - 1) < 1e-9);
+	assert_true(fabs(allocrun__span_scale(10 * s, on10, 20 * s, on20) - 5) < 1e-9);
+	assert_true(fabs(allocrun__span_scale(0, 0, 20 * s, on20) - 20.0 / 12) < 1e-9);
+	/* never on, or no time: 1 */
+	assert_true(allocrun__span_scale(0, 0, 10 * s, 0) == 1);
+	assert_true(allocrun__span_scale(5, 3, 5, 3) == 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_two_takes, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_pins, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_sweep, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_ticks, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_metrics, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_meta, rig_up, rig_down),
+		cmocka_unit_test(test_span_scale),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -158,6 +158,8 @@ struct allocrun {
 	uint32_t *rescan; /* the processes of this rescan */
 	size_t nr_rescan, rescan_pos;
 	uint64_t next_rescan;
+	uint64_t rescan_max_ns; /* the longest turn of rescan work */
+	unsigned rescan_turns;	/* turns of this rescan */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -784,24 +786,35 @@ static void rescan(struct allocrun *r, uint64_t now)
 {
 	const struct options *o = r->o;
 	size_t end, before = r->nr_held;
+	uint64_t t;
 
 	if (r->rescan_pos >= r->nr_rescan) {
 		if (now < r->next_rescan)
 			return;
 		r->next_rescan = now + rescan_ns();
 		r->rescan_pos = r->nr_rescan = 0;
+		r->rescan_turns = 0;
 		if (!r->rescan && !(r->rescan = calloc(ALLOC_MAX_PROCS, sizeof(*r->rescan))))
 			return;
 		if (scope__pids(o->cgroups, r->cgroup_fds, o->nr_cgroups, r->rescan,
 				ALLOC_MAX_PROCS, &r->nr_rescan, NULL))
 			return;
 	}
+	t = now_ns();
 	end = r->rescan_pos + ALLOC_RESCAN_PER < r->nr_rescan ? r->rescan_pos + ALLOC_RESCAN_PER
 							      : r->nr_rescan;
 	for (; r->rescan_pos < end; r->rescan_pos++)
 		probe_process(r, r->rescan[r->rescan_pos]);
+	t = now_ns() - t;
+	r->rescan_turns++;
+	if (t > r->rescan_max_ns)
+		r->rescan_max_ns = t;
 	if (r->nr_held > before)
 		p_info("%zu files newly mapped probed", r->nr_held - before);
+	if (r->rescan_pos >= r->nr_rescan)
+		p_debug("rescan: %zu processes in %u turns, %zu files looked at so far, the "
+			"longest turn %.1f ms",
+			r->nr_rescan, r->rescan_turns, r->nr_fseen, (double)r->rescan_max_ns / 1e6);
 }
 
 static void refresh(struct allocrun *r)

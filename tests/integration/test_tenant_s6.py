@@ -10,7 +10,7 @@ PROT_EXEC) files it made: distinct ELF files of 200,000 symbols each (each
 costs ~160 ms to read; all in one turn, the drains and the guard's ticks
 wait seconds) and distinct copies of the C library (each one probed and held
 for the run: the guard's switches and the exit cost ~50 ms a file). One
-bpfprof run (-d 3) serves every assertion; it holds /tmp/bpfprof-bench.lock
+bpfprof run (-d 4) serves every assertion; it holds /tmp/bpfprof-bench.lock
 (-a traps the whole host's allocations, as test_allocguard.py's runs).
 """
 import fcntl
@@ -25,8 +25,8 @@ import pytest
 from conftest import BPFPROF, as_tenant, tenant
 import pprof
 
-BIG = 16  # distinct files of many symbols
-LIBCS = 24  # distinct copies of the C library
+BIG = 8  # distinct files of many symbols
+LIBCS = 16  # distinct copies of the C library
 MAX_HELD = 8  # the cap on files probed, made small (BPFPROF_TEST_ALLOC_MAX_HELD)
 
 # The tenant's program: makes the files, maps them in processes of its own,
@@ -60,15 +60,15 @@ def big(path, n):
                 + sec(23, 3, 0, 0, shs_off, len(shstr), 0, 0, 1, 0))
 
 groups = [[], []]
+for i in range(nlibc):  # first: the processes mapping them are looked at first
+    p = os.path.join(d, "libc-%d.so.6" % i)
+    shutil.copyfile(libc, p)
+    groups[0].append(p)
 big(os.path.join(d, "big-0.so"), 200000)
 for i in range(nbig):
     p = os.path.join(d, "big-%d.so" % i)
     if i:
         shutil.copyfile(os.path.join(d, "big-0.so"), p)
-    groups[0].append(p)
-for i in range(nlibc):
-    p = os.path.join(d, "libc-%d.so.6" % i)
-    shutil.copyfile(libc, p)
     groups[1].append(p)
 kids = []
 for g in groups:
@@ -98,7 +98,7 @@ def _libc():
 
 @pytest.fixture(scope="module")
 def rescan_attack(tmp_path_factory):
-    """bpfprof --alloc -a -d 3 -v while the tenant maps BIG costly files and
+    """bpfprof --alloc -a -d 4 -v while the tenant maps BIG costly files and
     LIBCS copies of the C library: (stderr, the profile's duration in s)."""
     import shutil
     import tempfile
@@ -115,7 +115,7 @@ def rescan_attack(tmp_path_factory):
     try:
         with open("/tmp/bpfprof-bench.lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            b = subprocess.Popen([str(BPFPROF), "record", "--alloc", "-v", "-a", "-d", "3",
+            b = subprocess.Popen([str(BPFPROF), "record", "--alloc", "-v", "-a", "-d", "4",
                                   "--alloc-budget", "1000000000", "-o", str(out)],
                                  stderr=subprocess.PIPE, text=True,
                                  env=dict(os.environ, BPFPROF_TEST_ALLOC_RESCAN_MS="300",
@@ -151,15 +151,15 @@ def _rescans(err):
 
 def test_rescan_turns_keep_the_drains_pace(rescan_attack):
     """BIG files of 200,000 symbols (~160 ms each): without a time budget a turn
-    reads them all (~2.6 s, under load more) while the ring and the guard wait;
-    with it a turn stops at ~50 ms past its first file and the next turn
-    resumes, every file still looked at."""
+    reads them all (~1.3 s, under load more) while the ring and the guard wait;
+    with it a turn stops 50 ms in, or after its first file, and the next turn
+    resumes: every file is still looked at."""
     err, secs = rescan_attack
     r = _rescans(err)
     assert r, err[-3000:]
-    assert max(x[3] for x in r) < 1000, r
+    assert max(x[3] for x in r) < 700, r
     assert max(x[2] for x in r) >= BIG + LIBCS, r  # the pass completed: every file looked at
-    assert secs < 3.5, secs  # -d 3 kept
+    assert secs < 4.5, secs  # -d 4 kept
 
 
 def test_rescan_files_probed_capped(rescan_attack):
@@ -170,5 +170,4 @@ def test_rescan_files_probed_capped(rescan_attack):
     m = re.search(r"allocator guard: .*, (\d+) files probed", err)
     assert m, err[-3000:]
     assert int(m[1]) <= MAX_HELD, m[0]
-    assert re.search(r"\d+ files? not probed: at most %d files are probed" % MAX_HELD, err), \
-        err[-3000:]
+    assert "not probed any more: at most %d files are probed" % MAX_HELD in err, err[-3000:]

@@ -24,7 +24,7 @@ import pytest
 from conftest import BPFPROF, as_tenant, tenant
 import pprof
 
-BIG = 8  # distinct files of many symbols
+BIG = 10  # distinct files of many symbols, in one process
 LIBCS = 16  # distinct copies of the C library
 MAX_HELD = 8  # the cap on files probed, made small (BPFPROF_TEST_ALLOC_MAX_HELD)
 
@@ -70,18 +70,17 @@ for i in range(nbig):
         shutil.copyfile(os.path.join(d, "big-0.so"), p)
     groups[1].append(p)
 kids = []
-for g in groups:
-    for part in (g[:len(g) // 2], g[len(g) // 2:]):  # two processes a kind
-        pid = os.fork()
-        if not pid:
-            ms = []
-            for p in part:
-                with open(p, "rb") as f:
-                    ms.append(mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE,
-                                        prot=mmap.PROT_READ | mmap.PROT_EXEC))
-            time.sleep(600)
-            os._exit(0)
-        kids.append(pid)
+for part in (groups[0][:nlibc // 2], groups[0][nlibc // 2:], groups[1]):  # 2 + 1 processes
+    pid = os.fork()
+    if not pid:
+        ms = []
+        for p in part:
+            with open(p, "rb") as f:
+                ms.append(mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE,
+                                    prot=mmap.PROT_READ | mmap.PROT_EXEC))
+        time.sleep(600)
+        os._exit(0)
+    kids.append(pid)
 signal.signal(signal.SIGTERM, lambda *a: [os.kill(k, 9) for k in kids] and os._exit(0))
 time.sleep(0.2)
 print("ready", flush=True)
@@ -150,7 +149,7 @@ def _rescans(err):
 
 def test_rescan_turns_keep_the_drains_pace(rescan_attack):
     """BIG files of 200,000 symbols (~160 ms each): without a time budget a turn
-    reads them all (~1.3 s, under load more) while the ring and the guard wait;
+    reads them all (~1.6 s, under load more) while the ring and the guard wait;
     with it a turn stops 50 ms in, or after its first file, and the next turn
     resumes: every file is still looked at."""
     err, secs, base = rescan_attack

@@ -59,7 +59,7 @@ def big(path, n):
                 + sec(23, 3, 0, 0, shs_off, len(shstr), 0, 0, 1, 0))
 
 groups = [[], []]
-for i in range(nlibc):  # first: the processes mapping them are looked at first
+for i in range(nlibc):
     p = os.path.join(d, "libc-%d.so.6" % i)
     shutil.copyfile(libc, p)
     groups[0].append(p)
@@ -70,7 +70,9 @@ for i in range(nbig):
         shutil.copyfile(os.path.join(d, "big-0.so"), p)
     groups[1].append(p)
 kids = []
-for part in (groups[0][:nlibc // 2], groups[0][nlibc // 2:], groups[1]):  # 2 + 1 processes
+# The costly files' process first (looked at first, before the copies fill the
+# cap on files probed: past it no new file is read).
+for part in (groups[1], groups[0][:nlibc // 2], groups[0][nlibc // 2:]):
     pid = os.fork()
     if not pid:
         ms = []

@@ -72,7 +72,10 @@
 #define ALLOC_RESCAN_NS	 (10 * NS_PER_SEC) /* -a: the processes looked at again (new files) */
 #define ALLOC_RESCAN_PER 256		   /* ... so many a drain (the guard's tick waits) */
 #define ALLOC_TOTAL_MAX	 65536 /* run-long (process, stack) totals before exited ones go */
-#define ALLOC_COMMS_MAX	 ALLOC_MAX_PROCS /* processes whose command name is kept */
+#define ALLOC_COMMS_MAX	 ALLOC_MAX_PROCS  /* processes whose command name is kept */
+#define ALLOC_TURN_NS	 (50 * NS_PER_MS) /* ... and so much time a drain (then resumed) */
+#define ALLOC_MAX_HELD	 256   /* -a: files probed (each one's probes cost every switch) */
+#define ALLOC_MAX_LOOKED 65536 /* -a: files looked at (their verdicts remembered) */
 
 /* Each function's names: aliases at one address merge under one of them
  * (sym/elfsym.h: glibc's free shows as cfree, memalign as __libc_memalign). */
@@ -174,8 +177,7 @@ struct allocrun {
 	/* -a, --cgroup: probes in every process mapping the files, the guard */
 	bool all;
 	int *cgroup_fds;
-	uint64_t *fseen; /* files looked at, each once */
-	size_t nr_fseen, cap_fseen;
+	struct htab *fseen; /* files looked at, each once (by serial) */
 	struct htab *noted; /* processes whose mappings were noted for the names */
 	size_t noted_now;
 	struct allocguard g;
@@ -186,6 +188,11 @@ struct allocrun {
 	uint32_t *rescan; /* the processes of this rescan */
 	size_t nr_rescan, rescan_pos;
 	uint64_t next_rescan;
+	uint64_t rescan_max_ns;		 /* the longest turn of rescan work */
+	unsigned rescan_turns;		 /* turns of this rescan */
+	uint64_t rescan_until;		 /* this turn's rescan work ends then (0: not a rescan) */
+	bool rescan_did;		 /* a file was looked at in this turn */
+	uint64_t held_over, looked_over; /* files not probed, not looked at: the caps */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -759,7 +766,63 @@ out:
 	return 0;
 }
 
-/* Every file of pid that defines malloc and free (at most ALLOC_MAX_FILES). */
+/* -a: the cap on files probed (tests make it smaller). */
+static size_t max_held(void)
+{
+	const char *t = getenv("BPFPROF_TEST_ALLOC_MAX_HELD");
+	uint64_t n;
+
+	if (t && !parse_u64(t, 10, &n) && n && n < ALLOC_MAX_HELD)
+		return (size_t)n;
+	return ALLOC_MAX_HELD;
+}
+
+/*
+ * -a, --cgroup: whether f is a file not looked at yet (then remembered as
+ * looked at, whatever comes of it): 1, 0 seen before or past a cap (counted),
+ * or -EAGAIN when a rescan's turn is spent and it looked at a file already
+ * (f is left for the next turn).
+ */
+static int first_look(struct allocrun *r, struct mfile *f)
+{
+	uint64_t serial = mfile__serial(f);
+	struct htab_entry *e;
+	bool created;
+
+	if (!r->fseen && !(r->fseen = htab__new()))
+		return 0;
+	if (htab__find(r->fseen, &serial, sizeof(serial)))
+		return 0;
+	if (r->rescan_until && r->rescan_did && now_ns() >= r->rescan_until)
+		return -EAGAIN;
+	if (htab__count(r->fseen) >= ALLOC_MAX_LOOKED) {
+		if (!r->looked_over++) /* counted at each rescan: a lower bound of the files */
+			p_warn("files newly mapped not looked at any more: at most %d files are "
+			       "looked at",
+			       ALLOC_MAX_LOOKED);
+		return 0;
+	}
+	e = htab__upsert(r->fseen, &serial, sizeof(serial), &created);
+	if (!e)
+		return 0;
+	r->rescan_did = true;
+	if (r->nr_held >= max_held()) {
+		if (!r->held_over++)
+			p_warn("files newly mapped not probed any more: at most %zu files are "
+			       "probed (each one's probes are taken off and put back at every "
+			       "switch of the guard)",
+			       max_held());
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * Every file of pid that defines malloc and free (at most ALLOC_MAX_FILES).
+ * -a, --cgroup: each file once, whichever process maps it, at most
+ * max_held() probed; in a rescan, -EAGAIN when its turn is spent (the
+ * process is looked at again at the next turn: the files done are skipped).
+ */
 static int probe_process(struct allocrun *r, uint32_t pid)
 {
 	struct proc_id id = { .pid = pid, .exec_id = PROC_EXEC_ANY };
@@ -767,7 +830,7 @@ static int probe_process(struct allocrun *r, uint32_t pid)
 	struct pmaps *pm;
 	uint64_t seen[64];
 	size_t nr_seen = 0, files = 0;
-	int err;
+	int err, again = 0;
 
 	err = ptab__get(r->ptab, &id, &p);
 	if (err)
@@ -796,15 +859,13 @@ static int probe_process(struct allocrun *r, uint32_t pid)
 		seen[nr_seen++] = mfile__serial(f);
 		/* -a, --cgroup: a file once, whichever process maps it (its probes are in every
 		 * one), as bpfprof count's pass */
-		for (size_t s = 0; r->all && !dup && s < r->nr_fseen; s++)
-			dup |= r->fseen[s] == mfile__serial(f);
-		if (r->all && (dup || array_grow((void **)&r->fseen, &r->cap_fseen, r->nr_fseen + 1,
-						 sizeof(*r->fseen)))) {
+		if (r->all && (again = first_look(r, f)) != 1) {
 			mfile__put(r->ptab, f);
+			if (again)
+				break;
 			continue;
 		}
-		if (r->all)
-			r->fseen[r->nr_fseen++] = mfile__serial(f);
+		again = 0;
 		probe_file(r, f, m->path, m, pid, &probed);
 		if (probed && !array_grow((void **)&r->held, &r->cap_held, r->nr_held + 1,
 					  sizeof(*r->held))) {
@@ -817,6 +878,8 @@ static int probe_process(struct allocrun *r, uint32_t pid)
 	}
 	pmaps__put(pm);
 	ptab__put(r->ptab, p);
+	if (again)
+		return again;
 	return files ? 0 : -ENOENT;
 }
 
@@ -887,8 +950,13 @@ static bool targets_gone(struct allocrun *r)
 /*
  * -a, --cgroup: every ALLOC_RESCAN_NS the processes are listed again and
  * their files not seen yet (a container's own C library, a library
- * dlopen()ed) probed; ALLOC_RESCAN_PER processes a drain, so that the
- * guard's ticks keep their pace however many processes there are.
+ * dlopen()ed) probed. The work is cut in turns, one a drain, so that the
+ * drains and the guard's ticks keep their pace however many processes and
+ * files a tenant makes: at most ALLOC_RESCAN_PER processes and
+ * ALLOC_TURN_NS a turn, and no later than the end of the guard's
+ * phase (past it, once a file or a process was done, the next turn resumes
+ * where this one stopped). What one file costs (its symbols, read within
+ * elfsym's own time budget) is the most a turn goes over.
  */
 static uint64_t rescan_ns(void)
 {
@@ -903,25 +971,53 @@ static uint64_t rescan_ns(void)
 static void rescan(struct allocrun *r, uint64_t now)
 {
 	const struct options *o = r->o;
-	size_t end, before = r->nr_held;
+	size_t end, start, before = r->nr_held;
+	uint64_t t;
 
 	if (r->rescan_pos >= r->nr_rescan) {
 		if (now < r->next_rescan)
 			return;
 		r->next_rescan = now + rescan_ns();
 		r->rescan_pos = r->nr_rescan = 0;
+		r->rescan_turns = 0;
 		if (!r->rescan && !(r->rescan = calloc(ALLOC_MAX_PROCS, sizeof(*r->rescan))))
 			return;
 		if (scope__pids(o->cgroups, r->cgroup_fds, o->nr_cgroups, r->rescan,
 				ALLOC_MAX_PROCS, &r->nr_rescan, NULL))
 			return;
 	}
+	t = now_ns();
+	r->rescan_until = t + ALLOC_TURN_NS;
+	if (allocguard__deadline(&r->g) > t && allocguard__deadline(&r->g) < r->rescan_until)
+		r->rescan_until = allocguard__deadline(&r->g);
+	r->rescan_did = false;
+	start = r->rescan_pos;
 	end = r->rescan_pos + ALLOC_RESCAN_PER < r->nr_rescan ? r->rescan_pos + ALLOC_RESCAN_PER
 							      : r->nr_rescan;
-	for (; r->rescan_pos < end; r->rescan_pos++)
-		probe_process(r, r->rescan[r->rescan_pos]);
+	for (; r->rescan_pos < end; r->rescan_pos++) {
+		if ((r->rescan_did || r->rescan_pos > start) && now_ns() >= r->rescan_until)
+			break;
+		if (probe_process(r, r->rescan[r->rescan_pos]) == -EAGAIN)
+			break; /* this process again at the next turn */
+	}
+	r->rescan_until = 0;
+	t = now_ns() - t;
+	r->rescan_turns++;
+	if (t > r->rescan_max_ns)
+		r->rescan_max_ns = t;
 	if (r->nr_held > before)
 		p_info("%zu files newly mapped probed", r->nr_held - before);
+	if (r->rescan_pos < r->nr_rescan)
+		return;
+	p_debug("rescan: %zu processes in %u turns, %zu files looked at so far, the longest "
+		"turn %.1f ms",
+		r->nr_rescan, r->rescan_turns, r->fseen ? htab__count(r->fseen) : 0,
+		(double)r->rescan_max_ns / 1e6);
+	if (r->held_over + r->looked_over)
+		p_debug("rescan: %" PRIu64
+			" files not probed (the cap of %zu files probed), %" PRIu64
+			" times a file not looked at (the cap of %d files looked at)",
+			r->held_over, max_held(), r->looked_over, ALLOC_MAX_LOOKED);
 }
 
 static void refresh(struct allocrun *r)
@@ -1664,7 +1760,7 @@ void allocrun__free(struct allocrun *r)
 		if (r->cgroup_fds[i] >= 0)
 			close(r->cgroup_fds[i]);
 	free(r->cgroup_fds);
-	free(r->fseen);
+	htab__free(r->fseen);
 	free(r->rescan);
 	htab__free(r->noted);
 	free(r);

@@ -1,0 +1,174 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""Tenant attacks of session 6 (../shared/threat-model.md): --alloc -a's rescan
+(session/allocrun.c rescan(), probe_process()), which looks at the files of
+every process again every 10 s (300 ms here) and probes those that define
+malloc and free. Each test performs the attack as the tenant
+(conftest.as_tenant) against root's bpfprof.
+
+The tenant starts, after bpfprof's probes are in, processes that map (mmap
+PROT_EXEC) files it made: distinct ELF files of 200,000 symbols each (each
+costs ~160 ms to read; all in one turn, the drains and the guard's ticks
+wait seconds) and distinct copies of the C library (each one probed and held
+for the run: the guard's switches and the exit cost ~50 ms a file). One
+bpfprof run (-d 4) serves every assertion; it holds /tmp/bpfprof-bench.lock
+(-a traps the whole host's allocations, as test_allocguard.py's runs).
+"""
+import fcntl
+import os
+import re
+import signal
+import subprocess
+
+import pytest
+
+from conftest import BPFPROF, as_tenant, tenant
+import pprof
+
+BIG = 10  # distinct files of many symbols, in one process
+LIBCS = 16  # distinct copies of the C library
+MAX_HELD = 8  # the cap on files probed, made small (BPFPROF_TEST_ALLOC_MAX_HELD)
+
+# The tenant's program: makes the files, maps them in processes of its own,
+# says "ready", sleeps until SIGTERM.
+ATTACK = r'''
+import mmap, os, shutil, signal, struct, sys, time
+d, libc, nbig, nlibc = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+
+def big(path, n):
+    """An x86-64 ELF of n function symbols (.symtab over a .text of no bytes)."""
+    strtab, syms = bytearray(b"\0"), bytearray(24)
+    for i in range(n):
+        syms += struct.pack("<IBBHQQ", len(strtab), 0x12, 0, 1, 0x1000 + 16 * i, 16)
+        strtab += b"f%x\0" % i
+    shstr = b"\0.text\0.symtab\0.strtab\0.shstrtab\0"
+    sym_off = 0x1000
+    str_off = sym_off + len(syms)
+    shs_off = str_off + len(strtab)
+    sh_off = (shs_off + len(shstr) + 7) & ~7
+    sec = lambda *a: struct.pack("<IIQQQQIIQQ", *a)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<4sBBBBB7sHHIQQQIHHHHHH", b"\x7fELF", 2, 1, 1, 0, 0, bytes(7), 3,
+                            62, 1, 0, 64, sh_off, 0, 64, 56, 1, 64, 5, 4))
+        f.write(struct.pack("<IIQQQQQQ", 1, 5, 0, 0, 0, sh_off, sh_off, 0x1000))
+        f.seek(sym_off)
+        f.write(syms + strtab + shstr)
+        f.seek(sh_off)
+        f.write(sec(*[0] * 10) + sec(1, 8, 6, 0x1000, 0x1000, 16 * n, 0, 0, 16, 0)
+                + sec(7, 2, 0, 0, sym_off, len(syms), 3, 1, 8, 24)
+                + sec(15, 3, 0, 0, str_off, len(strtab), 0, 0, 1, 0)
+                + sec(23, 3, 0, 0, shs_off, len(shstr), 0, 0, 1, 0))
+
+groups = [[], []]
+for i in range(nlibc):
+    p = os.path.join(d, "libc-%d.so.6" % i)
+    shutil.copyfile(libc, p)
+    groups[0].append(p)
+big(os.path.join(d, "big-0.so"), 200000)
+for i in range(nbig):
+    p = os.path.join(d, "big-%d.so" % i)
+    if i:
+        shutil.copyfile(os.path.join(d, "big-0.so"), p)
+    groups[1].append(p)
+kids = []
+# The costly files' process first (looked at first, before the copies fill the
+# cap on files probed: past it no new file is read).
+for part in (groups[1], groups[0][:nlibc // 2], groups[0][nlibc // 2:]):
+    pid = os.fork()
+    if not pid:
+        ms = []
+        for p in part:
+            with open(p, "rb") as f:
+                ms.append(mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE,
+                                    prot=mmap.PROT_READ | mmap.PROT_EXEC))
+        time.sleep(600)
+        os._exit(0)
+    kids.append(pid)
+signal.signal(signal.SIGTERM, lambda *a: [os.kill(k, 9) for k in kids] and os._exit(0))
+time.sleep(0.2)
+print("ready", flush=True)
+for k in kids:
+    os.waitpid(k, 0)
+'''
+
+
+def _libc():
+    return next(p for p in ("/lib/x86_64-linux-gnu/libc.so.6", "/lib64/libc.so.6")
+                if os.path.exists(p))
+
+
+@pytest.fixture(scope="module")
+def rescan_attack(tmp_path_factory):
+    """bpfprof --alloc -a -d 4 -v while the tenant maps BIG costly files and
+    LIBCS copies of the C library: (stderr, the profile's duration in s)."""
+    import shutil
+    import tempfile
+    pw = tenant()
+    d = tempfile.mkdtemp(prefix="bpfprof-tenant-", dir="/tmp")
+    os.chmod(d, 0o755)
+    os.chown(d, pw.pw_uid, pw.pw_gid)
+    prog = os.path.join(d, "attack.py")
+    with open(prog, "w") as f:
+        f.write(ATTACK)
+    os.chmod(prog, 0o644)
+    out = tmp_path_factory.mktemp("s6") / "heap.pb.gz"
+    a = b = None
+    try:
+        with open("/tmp/bpfprof-bench.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            b = subprocess.Popen([str(BPFPROF), "record", "--alloc", "-v", "-a", "-d", "4",
+                                  "--alloc-budget", "1000000000", "-o", str(out)],
+                                 stderr=subprocess.PIPE, text=True,
+                                 env=dict(os.environ, BPFPROF_TEST_ALLOC_RESCAN_MS="300",
+                                          BPFPROF_TEST_ALLOC_MAX_HELD=str(MAX_HELD)))
+            err = ""
+            for line in b.stderr:  # the probes in, and a first rescan without the tenant
+                err += line
+                if "rescan: " in line:
+                    break
+            base = err
+            a = subprocess.Popen(as_tenant(["/usr/bin/python3", prog, d, _libc(), BIG, LIBCS]),
+                                 stdout=subprocess.PIPE, text=True)
+            assert a.stdout.readline().strip() == "ready"
+            err += b.communicate(timeout=120)[1]
+    finally:
+        for p in (a, b):
+            if p and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                p.wait(timeout=30)
+        shutil.rmtree(d, ignore_errors=True)
+    assert b.returncode == 0, err
+    with open(out, "rb") as f:
+        secs = pprof.decode(f.read())["duration_nanos"] / 1e9
+    return err, secs, max(x[2] for x in _rescans(base))
+
+
+def _rescans(err):
+    """Each finished rescan: (processes, turns, files looked at so far, longest turn ms)."""
+    return [(int(m[1]), int(m[2]), int(m[3]), float(m[4])) for m in re.finditer(
+        r"rescan: (\d+) processes in (\d+) turns, (\d+) files looked at so far, the longest "
+        r"turn ([\d.]+) ms", err)]
+
+
+def test_rescan_turns_keep_the_drains_pace(rescan_attack):
+    """BIG files of 200,000 symbols (40-160 ms each, by the load): without a
+    time budget one turn reads them all (0.5-1.6 s) while the ring and the
+    guard wait; with it a turn stops 50 ms in, or after its first file, and
+    the next turn resumes (several turns): every file is still looked at."""
+    err, secs, base = rescan_attack
+    r = _rescans(err)
+    assert r, err[-3000:]
+    assert max(x[1] for x in r) >= 3, r  # the pass of the costly files cut in turns
+    assert max(x[3] for x in r) < 700, r
+    assert r[-1][2] - base >= BIG + LIBCS, (base, r)  # a pass completed: every file looked at
+    assert secs < 4.5, secs  # -d 4 kept
+
+
+def test_rescan_files_probed_capped(rescan_attack):
+    """LIBCS distinct copies of the C library, each probed and held for the run
+    (the guard's switches and the exit ~50 ms a file): at most the cap, the
+    rest counted and said."""
+    err, _, _ = rescan_attack
+    m = re.search(r"allocator guard: .*, (\d+) files probed", err)
+    assert m, err[-3000:]
+    assert int(m[1]) <= MAX_HELD, m[0]
+    assert "not probed any more: at most %d files are probed" % MAX_HELD in err, err[-3000:]

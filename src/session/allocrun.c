@@ -74,7 +74,7 @@
 #define ALLOC_TOTAL_MAX	 65536 /* run-long (process, stack) totals before exited ones go */
 #define ALLOC_COMMS_MAX	 ALLOC_MAX_PROCS  /* processes whose command name is kept */
 #define ALLOC_TURN_NS	 (50 * NS_PER_MS) /* ... and so much time a drain (then resumed) */
-#define ALLOC_MAX_HELD	 256   /* -a: files probed (each one's probes cost every switch) */
+#define ALLOC_MAX_HELD	 64    /* -a: files probed (a guard switch takes ~50 ms a file off) */
 #define ALLOC_MAX_LOOKED 65536 /* -a: files looked at (their verdicts remembered) */
 
 /* Each function's names: aliases at one address merge under one of them

@@ -8,10 +8,10 @@ name ("JavaHot.alpha"); stubs and the interpreter are named by their blob
 ("Interpreter", "StubRoutines (1)"). Frames are JIT frames ("_[j]"); an
 interpreted frame that called out is named by its Method* ("JavaHot.main_[0]").
 
-Stacks: without -XX:+PreserveFramePointer the walk stops at the first
-compiled frame (walking JIT and interpreter frames in BPF is not done yet:
-issue 42's item 3), so leaves are named; with it, stacks reach the launcher's
-JavaMain through the interpreter frame of main.
+Stacks: the tests that run the JVM with -XX:+PreserveFramePointer reach the
+launcher's JavaMain through the interpreter frame of main by frame pointers;
+without it the BPF walker steps through JIT and interpreter frames
+(test_jvmwalk.py, test_jvmuser.py, test_jvm4.py).
 """
 import os
 import re

@@ -29,7 +29,7 @@
  *                                    site_held: HOLD malloc(4096) a second
  *                                    (default 0), kept until exit; prints
  *       {"pid", "site": "site_steady", "size", "rate", "bytes", "pairs",
- *        "seconds", "behind_max_ms", "held_bytes"} (behind: the pace it fell
+ *        "seconds", "behind_max_ms", "held_bytes", "end_real"} (behind: the pace it fell
  *        behind by)
  *   allocwork [wait] storm SECS      malloc/free pairs as fast as it can for
  *                                    SECS (the tenant's storm under -a)
@@ -282,11 +282,14 @@ static int steady(double rate, double secs, double hold)
 		}
 		nanosleep(&ms, NULL);
 	}
+	struct timespec wall;
+
+	clock_gettime(CLOCK_REALTIME, &wall); /* its last allocation: tests compare files' ends */
 	printf("{\"pid\": %d, \"site\": \"site_steady\", \"size\": 4096, \"rate\": %.1f, "
 	       "\"bytes\": %llu, \"pairs\": %llu, \"seconds\": %.3f, \"behind_max_ms\": %.1f, "
-	       "\"held_bytes\": %llu}\n",
+	       "\"held_bytes\": %llu, \"end_real\": %.3f}\n",
 	       getpid(), rate, done * 4096, done, (double)(now_ns() - t0) / 1e9,
-	       (double)behind / 1e6, held * 4096);
+	       (double)behind / 1e6, held * 4096, (double)wall.tv_sec + wall.tv_nsec / 1e9);
 	return 0;
 }
 

@@ -59,7 +59,8 @@ void allocrun__stop(struct allocrun *ar);
  * What allocrun__take puts in. The engine keeps three sets of (process,
  * stack) values: cur (the allocations since the last interval's edge),
  * tick (since the last tick's edge; only while allocrun__want_ticks) and a
- * run-long total (a symbolized profile, each interval merged in, bounded).
+ * run-long total (a symbolized profile, each interval merged in; past
+ * ALLOC_TOTAL_MAX samples exited processes' go, live ones keep growing).
  * alloc_* are estimates scaled by the guard over the set's own span (time
  * / time the probes were in, -a and --cgroup); inuse_* come from one walk
  * of the live table, never from a set: two takes never count a block twice.

@@ -268,9 +268,10 @@ int sinks__emit(struct continuous *ct, enum sink_kind kind, const struct profile
 	if (ct->pusher &&
 	    (kind == SINK_HEAP ? profile__nr_samples(p) != 0
 			       : profile__total(p) || profile__total_offcpu(p)) &&
-	    pusher__submit_kind(ct->pusher, kind == SINK_HEAP ? PUSH_HEAP : PUSH_CPU, p, from_real,
-				until_real))
-		p_warn_rl(&ct->write_rl, 60, "cannot queue the interval for --push: out of memory");
+	    (err = pusher__submit_kind(ct->pusher, kind == SINK_HEAP ? PUSH_HEAP : PUSH_CPU, p,
+				       from_real, until_real)))
+		p_warn_rl(&ct->write_rl, 60, "cannot queue the interval for --push: %s",
+			  strerror(-err));
 	return 0;
 }
 

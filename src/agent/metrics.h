@@ -48,7 +48,8 @@ struct metrics_alloc {
 	bool guard; /* a calls-per-second budget is kept: the guard's lines */
 	bool guard_engaged;
 	double guard_duty;  /* share of each window on */
-	double guard_scale; /* the last take's estimates (an interval's or a tick's) were multiplied by this */
+	double guard_scale; /* the last take's estimates (an interval's or a tick's) were multiplied
+			       by this */
 	double guard_rate;  /* calls per second of the last window on */
 	uint64_t guard_windows, guard_toggles;
 	uint64_t probes_on_ns; /* time the probes were in */

@@ -71,9 +71,9 @@
 #define ALLOC_MAX_NOTED	 64 /* -a: processes first seen noted per drain (their names) */
 #define ALLOC_RESCAN_NS	 (10 * NS_PER_SEC) /* -a: the processes looked at again (new files) */
 #define ALLOC_RESCAN_PER 256		   /* ... so many a drain (the guard's tick waits) */
-#define ALLOC_TURN_NS	 (50 * NS_PER_MS) /* ... and so much time a drain (then resumed) */
+#define ALLOC_TURN_NS	 (50 * NS_PER_MS)  /* ... and so much time a drain (then resumed) */
 #define ALLOC_TOTAL_MAX	 65536 /* run-long (process, stack) totals before exited ones go */
-#define ALLOC_COMMS_MAX	 ALLOC_MAX_PROCS  /* processes whose command name is kept */
+#define ALLOC_COMMS_MAX	 ALLOC_MAX_PROCS /* processes whose command name is kept */
 #define ALLOC_MAX_HELD	 64    /* -a: files probed (a guard switch takes ~50 ms a file off) */
 #define ALLOC_MAX_LOOKED 65536 /* -a: files looked at (their verdicts remembered) */
 

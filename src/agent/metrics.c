@@ -131,6 +131,22 @@ int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out)
 		a->live_dropped_exited);
 	err |= COUNTER("bpfprof_alloc_aggs_evicted_total",
 		       "Run-long totals of a process and stack dropped for room.", a->aggs_evicted);
+	if (a->all) {
+		err |= GAUGE("bpfprof_alloc_files_probed",
+			     "Files whose allocator functions are probed (-a, --cgroup).",
+			     "%" PRIu64, a->files_probed);
+		err |= GAUGE("bpfprof_alloc_files_probed_max",
+			     "Files probed at most (files that define no allocator do not count).",
+			     "%" PRIu64, a->files_probed_max);
+		err |= COUNTER(
+			"bpfprof_alloc_files_not_probed_total",
+			"Files that define the allocator not probed, past bpfprof_alloc_files_probed_max (their processes' allocations are missing).",
+			a->files_not_probed);
+		err |= COUNTER(
+			"bpfprof_alloc_files_not_looked_total",
+			"Times a newly mapped file was not looked at, past the cap on files looked at (a file counts again at each look, every 10 s).",
+			a->files_not_looked);
+	}
 	if (!a->guard)
 		return err ? -ENOMEM : 0;
 	err |= GAUGE("bpfprof_alloc_guard_engaged",

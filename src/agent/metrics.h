@@ -48,12 +48,16 @@ struct metrics_alloc {
 	bool guard; /* a calls-per-second budget is kept: the guard's lines */
 	bool guard_engaged;
 	double guard_duty;  /* share of each window on */
-	double guard_scale; /* the last take's estimates (an interval's or a tick's) were multiplied
-			       by this */
+	double guard_scale; /* the last interval's estimates were multiplied by this */
 	double guard_rate;  /* calls per second of the last window on */
 	uint64_t guard_windows, guard_toggles;
 	uint64_t probes_on_ns; /* time the probes were in */
 	uint64_t switch_ns[2]; /* time spent taking the probes off [0], putting them back [1] */
+	/* -a, --cgroup (rendered only then): the files probed and their caps */
+	bool all;
+	uint64_t files_probed, files_probed_max;
+	uint64_t files_not_probed; /* files that define the allocator, refused past the cap */
+	uint64_t files_not_looked; /* times a new file was not looked at (past its cap) */
 };
 
 struct metrics_snapshot {

@@ -280,6 +280,19 @@ static void report_guard(const struct allocrun_stats *st)
 	       "probes were off is not there");
 }
 
+/* -a, --cgroup: the files probed, and what their caps left out. */
+static void report_files(const struct allocrun_stats *st)
+{
+	if (!st->held_over && !st->looked_over) {
+		p_info("%zu files probed (at most %zu)", st->nr_held, st->max_held);
+		return;
+	}
+	p_warn("%zu files probed (at most %zu); %" PRIu64
+	       " files that define the allocator not probed (their processes' allocations are "
+	       "missing), %" PRIu64 " times a new file not looked at (at most %d are)",
+	       st->nr_held, st->max_held, st->held_over, st->looked_over, ALLOCRUN_MAX_LOOKED);
+}
+
 /* What the counters say about the run. */
 static void report_counters(const struct allocrun_stats *st)
 {
@@ -325,8 +338,10 @@ static void report_counters(const struct allocrun_stats *st)
 			       "allocated less than its rate (%d bytes by default)",
 			       ALLOCRUN_GO_DEFAULT_RATE);
 	}
-	if (st->all)
+	if (st->all) {
+		report_files(st);
 		report_guard(st);
+	}
 }
 
 /* The profile taken, said, written. 0 or 1 (said). */

@@ -74,8 +74,6 @@
 #define ALLOC_TURN_NS	 (50 * NS_PER_MS)  /* ... and so much time a drain (then resumed) */
 #define ALLOC_TOTAL_MAX	 65536 /* run-long (process, stack) totals before exited ones go */
 #define ALLOC_COMMS_MAX	 ALLOC_MAX_PROCS /* processes whose command name is kept */
-#define ALLOC_MAX_HELD	 64    /* -a: files probed (a guard switch takes ~50 ms a file off) */
-#define ALLOC_MAX_LOOKED 65536 /* -a: files looked at (their verdicts remembered) */
 
 /* Each function's names: aliases at one address merge under one of them
  * (sym/elfsym.h: glibc's free shows as cfree, memalign as __libc_memalign). */
@@ -670,7 +668,38 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 	return 0;
 }
 
-/* The allocator functions of one file that defines malloc and free: probed in pid. */
+/* -a: the cap on files probed (tests make it smaller). */
+static size_t max_held(void)
+{
+	const char *t = getenv("BPFPROF_TEST_ALLOC_MAX_HELD");
+	uint64_t n;
+
+	if (t && !parse_u64(t, 10, &n) && n && n < ALLOCRUN_MAX_HELD)
+		return (size_t)n;
+	return ALLOCRUN_MAX_HELD;
+}
+
+/*
+ * -a, --cgroup: whether the cap on files probed refuses path, a file that
+ * defines the allocator (counted, said once; each file is looked at once, so
+ * counted once). Files that define no allocator do not count.
+ */
+static bool held_full(struct allocrun *r, const char *path)
+{
+	if (!r->all || r->nr_held < max_held())
+		return false;
+	if (!r->held_over++)
+		p_warn("files newly mapped not probed any more: at most %zu files are probed "
+		       "(each one's probes are taken off and put back at every switch of the "
+		       "guard)",
+		       max_held());
+	p_debug("%s: defines the allocator, not probed (the cap of %zu files probed)", path,
+		max_held());
+	return true;
+}
+
+/* The allocator functions of one file that defines malloc and free: probed
+ * in pid (-a, --cgroup: unless the cap on files probed refuses it). */
 static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 		      const struct procmap *m, uint32_t pid, bool *probed)
 {
@@ -715,6 +744,8 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	libc = have[ALLOC_FN_MALLOC] && have[ALLOC_FN_FREE];
 	go = go_have[GO_MALLOC] && go_have[GO_FREE_SPECIAL] && go_have[GO_MPROF_FREE];
 	if (!libc && !go)
+		goto out;
+	if (held_full(r, path))
 		goto out;
 	for (int k = 0; libc && k < ALLOC_FN_GO_MALLOC; k++) {
 		uint64_t off;
@@ -766,22 +797,11 @@ out:
 	return 0;
 }
 
-/* -a: the cap on files probed (tests make it smaller). */
-static size_t max_held(void)
-{
-	const char *t = getenv("BPFPROF_TEST_ALLOC_MAX_HELD");
-	uint64_t n;
-
-	if (t && !parse_u64(t, 10, &n) && n && n < ALLOC_MAX_HELD)
-		return (size_t)n;
-	return ALLOC_MAX_HELD;
-}
-
 /*
  * -a, --cgroup: whether f is a file not looked at yet (then remembered as
- * looked at, whatever comes of it): 1, 0 seen before or past a cap (counted),
- * or -EAGAIN when a rescan's turn is spent and it looked at a file already
- * (f is left for the next turn).
+ * looked at, whatever comes of it): 1, 0 seen before or past the cap on
+ * files looked at (counted), or -EAGAIN when a rescan's turn is spent and
+ * it looked at a file already (f is left for the next turn).
  */
 static int first_look(struct allocrun *r, struct mfile *f)
 {
@@ -795,26 +815,18 @@ static int first_look(struct allocrun *r, struct mfile *f)
 		return 0;
 	if (r->rescan_until && r->rescan_did && now_ns() >= r->rescan_until)
 		return -EAGAIN;
-	if (htab__count(r->fseen) >= ALLOC_MAX_LOOKED) {
+	if (htab__count(r->fseen) >= ALLOCRUN_MAX_LOOKED) {
 		if (!r->looked_over++) /* counted at each rescan: a lower bound of the files */
 			p_warn("files newly mapped not looked at any more: at most %d files are "
 			       "looked at",
-			       ALLOC_MAX_LOOKED);
+			       ALLOCRUN_MAX_LOOKED);
 		return 0;
 	}
 	e = htab__upsert(r->fseen, &serial, sizeof(serial), &created);
 	if (!e)
 		return 0;
 	r->rescan_did = true;
-	if (r->nr_held >= max_held()) {
-		if (!r->held_over++)
-			p_warn("files newly mapped not probed any more: at most %zu files are "
-			       "probed (each one's probes are taken off and put back at every "
-			       "switch of the guard)",
-			       max_held());
-		return 0;
-	}
-	return 1;
+	return 1; /* the cap on files probed is probe_file's: only allocators count */
 }
 
 /*
@@ -1010,14 +1022,12 @@ static void rescan(struct allocrun *r, uint64_t now)
 	if (r->rescan_pos < r->nr_rescan)
 		return;
 	p_debug("rescan: %zu processes in %u turns, %zu files looked at so far, the longest "
-		"turn %.1f ms",
+		"turn %.1f ms; %zu files probed, %" PRIu64
+		" defining the allocator not probed (the cap of %zu probed), %" PRIu64
+		" times a file not looked at (the cap of %d looked at)",
 		r->nr_rescan, r->rescan_turns, r->fseen ? htab__count(r->fseen) : 0,
-		(double)r->rescan_max_ns / 1e6);
-	if (r->held_over + r->looked_over)
-		p_debug("rescan: %" PRIu64
-			" files not probed (the cap of %zu files probed), %" PRIu64
-			" times a file not looked at (the cap of %d files looked at)",
-			r->held_over, max_held(), r->looked_over, ALLOC_MAX_LOOKED);
+		(double)r->rescan_max_ns / 1e6, r->nr_held, r->held_over, max_held(),
+		r->looked_over, ALLOCRUN_MAX_LOOKED);
 }
 
 static void refresh(struct allocrun *r)
@@ -1492,6 +1502,9 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 		.toggle_cpu_ns = r->toggle_cpu_ns,
 		.scale = r->scale,
 		.stack_unknown = r->stack_unknown,
+		.max_held = max_held(),
+		.held_over = r->held_over,
+		.looked_over = r->looked_over,
 	};
 	stacktab__stats(r->stacks, &st->stacks);
 	allocprof__counters(r->ap, st->c);
@@ -1520,6 +1533,11 @@ void allocrun__metrics(struct allocrun *r, struct metrics_alloc *m)
 		.probes = allocprof__probes(r->ap),
 		.live_dropped_exited = r->live_dropped_exited,
 		.aggs_evicted = r->aggs_evicted,
+		.all = r->all,
+		.files_probed = r->nr_held,
+		.files_probed_max = max_held(),
+		.files_not_probed = r->held_over,
+		.files_not_looked = r->looked_over,
 	};
 	m->lost[METRICS_ALLOC_LOST_RING_FULL] = c[ALLOC_C_RING_FULL];
 	m->lost[METRICS_ALLOC_LOST_LIVE_FULL] = c[ALLOC_C_LIVE_FULL];

@@ -35,6 +35,15 @@
 /* Distinct stacks kept (base/stacktab.h): as many as the live table's blocks,
  * whose stacks must stay known; ~1 KiB each at most, 300 B typical. */
 #define ALLOCRUN_STACKS ALLOC_LIVE_MAX
+/*
+ * -a, --cgroup: the caps on files. At most ALLOCRUN_MAX_HELD files that
+ * define the allocator are probed (each one's probes are taken off and put
+ * back at every switch of the guard, ~50 ms a file); files that define none
+ * do not count. At most ALLOCRUN_MAX_LOOKED files are looked at (each one's
+ * verdict is remembered).
+ */
+#define ALLOCRUN_MAX_HELD   64
+#define ALLOCRUN_MAX_LOOKED 65536
 
 struct allocrun;
 
@@ -106,6 +115,10 @@ struct allocrun_stats {
 	double scale;		      /* of the last take's alloc values (one-shot: the run's) */
 	struct stacktab_stats stacks; /* the distinct stacks kept */
 	uint64_t stack_unknown;	      /* live blocks whose stack was not known ([stack lost]) */
+	/* -a, --cgroup: the caps on files */
+	size_t max_held;      /* files probed at most (ALLOCRUN_MAX_HELD; tests: smaller) */
+	uint64_t held_over;   /* files that define the allocator, not probed: past max_held */
+	uint64_t looked_over; /* times a new file was not looked at: past ALLOCRUN_MAX_LOOKED */
 };
 void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);
 

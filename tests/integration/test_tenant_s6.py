@@ -9,7 +9,9 @@ The tenant starts, after bpfprof's probes are in, processes that map (mmap
 PROT_EXEC) files it made: distinct ELF files of 200,000 symbols each (each
 costs ~160 ms to read; all in one turn, the drains and the guard's ticks
 wait seconds) and distinct copies of the C library (each one probed and held
-for the run: the guard's switches and the exit cost ~50 ms a file). One
+for the run: the guard's switches and the exit cost ~50 ms a file; past the
+cap on files probed, refused and counted, while the costly files, which
+define no allocator, are read and not counted). One
 bpfprof run (stopped once a pass looked at every file) serves every assertion; it holds /tmp/bpfprof-bench.lock
 (-a traps the whole host's allocations, as test_allocguard.py's runs).
 """
@@ -71,9 +73,11 @@ for i in range(nbig):
         shutil.copyfile(os.path.join(d, "big-0.so"), p)
     groups[1].append(p)
 kids = []
-# The costly files' process first (looked at first, before the copies fill the
-# cap on files probed: past it no new file is read).
-for part in (groups[1], groups[0][:nlibc // 2], groups[0][nlibc // 2:]):
+# The copies' processes first (looked at first: they fill the cap on files
+# probed before the costly files, which define no allocator, are looked at),
+# 4 copies each (a pass probes at most 4 files of a process: every copy is
+# looked at in one pass).
+for part in [groups[0][i:i + 4] for i in range(0, nlibc, 4)] + [groups[1]]:
     pid = os.fork()
     if not pid:
         ms = []
@@ -184,3 +188,37 @@ def test_rescan_files_probed_capped(rescan_attack):
     assert m, err[-3000:]
     assert int(m[1]) <= MAX_HELD, m[0]
     assert "not probed any more: at most %d files are probed" % MAX_HELD in err, err[-3000:]
+
+
+def _caps(err):
+    """Each finished rescan's (files probed, files defining the allocator not probed)."""
+    return [(int(m[1]), int(m[2])) for m in re.finditer(
+        r"rescan: \d+ processes in .*; (\d+) files probed, (\d+) defining the allocator not "
+        r"probed", err)]
+
+
+def test_rescan_cap_counts_allocators_only(rescan_attack):
+    """The cap on files probed counts only files that define the allocator,
+    when they would be probed: every tenant copy of the C library past the
+    cap is refused and counted once (the count the end says, as /metrics'
+    bpfprof_alloc_files_not_probed_total), the costly files (no allocator,
+    looked at once the cap is full) are not (fcf51cc: counted, +BIG)."""
+    err, _, _ = rescan_attack
+    m = re.search(r"(\d+) files probed \(at most (\d+)\)(?:; (\d+) files that define the "
+                  r"allocator not probed)?", err)  # the summary at the end
+    assert m, err[-3000:]
+    assert int(m[2]) == MAX_HELD, m[0]
+    after = int(m[3] or 0)
+    first = err.index("rescan: ")  # the fixture's first look, before the tenant started
+    before = _caps(err)[0][1]
+    tenant = re.compile(r"/bpfprof-tenant-[^/\s]+/(?:libc|big)-\d+\.so(?:\.6)?$")
+    probed = {x[1] for x in re.finditer(r"(\S+): \d+ allocator functions probed", err)
+              if tenant.search(x[1])}
+    refused = [x[1] for x in re.finditer(r"(\S+): defines the allocator, not probed", err)
+               if x.start() > first]
+    tenant_refused = {p for p in refused if tenant.search(p)}
+    # Every copy looked at: probed, or refused past the cap (fcf51cc: not said).
+    assert len(probed) + len(tenant_refused) == LIBCS, (sorted(probed), sorted(tenant_refused))
+    # Each file refused counted once, and nothing else: not the costly files
+    # (fcf51cc: +BIG, 20 where LIBCS - probed was 10).
+    assert after - before == len(refused) == len(set(refused)), (before, after, refused)

@@ -2,13 +2,15 @@
 /*
  * test_metrics_alloc.c - the /metrics lines of --alloc (agent/metrics.h,
  * metrics__render_alloc): the allocator probes' counters, the live table,
- * and the -a guard's lines only when a guard runs; metrics__render has them
- * only in an --alloc run, each metric named once.
+ * -a's files and their caps (the real cap: a wrong constant fails the
+ * golden text) and the guard's lines only when a guard runs;
+ * metrics__render has them only in an --alloc run, each metric named once.
  */
 #include "testutil.h"
 
 #include "agent/metrics.h"
 #include "base/util.h"
+#include "session/allocrun.h"
 
 static const struct metrics_alloc filled = {
 	.calls = 1000000,
@@ -33,6 +35,11 @@ static const struct metrics_alloc filled = {
 	.guard_toggles = 61,
 	.probes_on_ns = 7500000000ULL,
 	.switch_ns = { 1250000, 2500000 },
+	.all = true,
+	.files_probed = 64,
+	.files_probed_max = ALLOCRUN_MAX_HELD,
+	.files_not_probed = 16,
+	.files_not_looked = 2,
 };
 
 static const char golden[] =
@@ -72,6 +79,18 @@ static const char golden[] =
 	"# HELP bpfprof_alloc_aggs_evicted_total Run-long totals of a process and stack dropped for room.\n"
 	"# TYPE bpfprof_alloc_aggs_evicted_total counter\n"
 	"bpfprof_alloc_aggs_evicted_total 3\n"
+	"# HELP bpfprof_alloc_files_probed Files whose allocator functions are probed (-a, --cgroup).\n"
+	"# TYPE bpfprof_alloc_files_probed gauge\n"
+	"bpfprof_alloc_files_probed 64\n"
+	"# HELP bpfprof_alloc_files_probed_max Files probed at most (files that define no allocator do not count).\n"
+	"# TYPE bpfprof_alloc_files_probed_max gauge\n"
+	"bpfprof_alloc_files_probed_max 64\n"
+	"# HELP bpfprof_alloc_files_not_probed_total Files that define the allocator not probed, past bpfprof_alloc_files_probed_max (their processes' allocations are missing).\n"
+	"# TYPE bpfprof_alloc_files_not_probed_total counter\n"
+	"bpfprof_alloc_files_not_probed_total 16\n"
+	"# HELP bpfprof_alloc_files_not_looked_total Times a newly mapped file was not looked at, past the cap on files looked at (a file counts again at each look, every 10 s).\n"
+	"# TYPE bpfprof_alloc_files_not_looked_total counter\n"
+	"bpfprof_alloc_files_not_looked_total 2\n"
 	"# HELP bpfprof_alloc_guard_engaged 1 once the calls went over --alloc-budget (the probes are duty-cycled).\n"
 	"# TYPE bpfprof_alloc_guard_engaged gauge\n"
 	"bpfprof_alloc_guard_engaged 1\n"
@@ -124,6 +143,22 @@ static void test_no_guard_no_guard_lines(void **state)
 	sbuf_free(&sb);
 }
 
+/* -p or a command (no -a, --cgroup): no caps on files, no file lines. */
+static void test_no_scan_no_file_lines(void **state)
+{
+	struct metrics_alloc a = filled;
+	struct sbuf sb = { 0 };
+
+	(void)state;
+	a.all = false;
+	a.guard = false;
+	assert_int_equal(metrics__render_alloc(&a, &sb), 0);
+	assert_null(strstr(sb.buf, "bpfprof_alloc_files_"));
+	assert_true(sb.len > 0 && !strncmp(sb.buf, golden, sb.len));
+	assert_non_null(strstr(sb.buf, "\nbpfprof_alloc_aggs_evicted_total 3\n"));
+	sbuf_free(&sb);
+}
+
 /* In the whole page: only with --alloc; every metric's TYPE once. */
 static void test_render_has_them_with_alloc_only(void **state)
 {
@@ -156,6 +191,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_alloc_lines),
 		cmocka_unit_test(test_no_guard_no_guard_lines),
+		cmocka_unit_test(test_no_scan_no_file_lines),
 		cmocka_unit_test(test_render_has_them_with_alloc_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -103,6 +103,10 @@ struct profile_meta {
 	/* A note for the profile's readers ("": none): pprof's comment
 	 * "bpfprof note=...", e.g. --alloc -a's guard. */
 	char note[192];
+	/* An allocation profile: the time of its span (duration_ns) the
+	 * probes were in (--alloc -a's guard takes them out; without it the
+	 * whole span). 0: not one, or unknown. */
+	uint64_t alloc_on_ns;
 };
 
 struct profile;

@@ -1253,19 +1253,27 @@ static int add_agg(struct allocrun *r, struct profile *prof, const void *key, co
 	return profile__add_alloc(prof, &ps, ids, nf, &v);
 }
 
-/* -a, --cgroup: what the guard did over the span from, kept in the profile. */
-static void guard_note(struct allocrun *r, struct profile_meta *m, const struct edge *from,
-		       uint64_t to, double scale)
+void allocrun__window_note(struct allocrun *r, struct profile_meta *m)
 {
-	uint64_t on = allocguard__on_ns(&r->g, to) - from->on, total = to - from->t;
+	uint64_t on = m->alloc_on_ns, total = m->duration_ns;
 	double frac = total ? (double)on / (double)total : 1;
+	size_t n = 0;
+	int w;
 
-	if (!r->g.engaged)
+	if (!r->all || (!r->g.engaged && !r->held_over))
 		return;
-	snprintf(m->note, sizeof(m->note),
-		 "alloc_guard budget=%" PRIu64 " on_fraction=%.4f scale=%.3f windows=%" PRIu64
-		 " toggles=%" PRIu64 " inuse=not_measured",
-		 r->g.budget, frac > 1 ? 1 : frac, scale, r->g.windows, r->g.toggles);
+	m->note[0] = '\0';
+	if (r->g.engaged) {
+		w = snprintf(m->note, sizeof(m->note),
+			     "alloc_guard budget=%" PRIu64 " on_fraction=%.4f scale=%.3f"
+			     " windows=%" PRIu64 " toggles=%" PRIu64 " inuse=not_measured",
+			     r->g.budget, frac > 1 ? 1 : frac,
+			     allocrun__span_scale(0, 0, total, on), r->g.windows, r->g.toggles);
+		n = w < 0 ? 0 : (size_t)w < sizeof(m->note) ? (size_t)w : sizeof(m->note) - 1;
+	}
+	if (r->held_over)
+		snprintf(m->note + n, sizeof(m->note) - n, "%sfiles_not_probed=%" PRIu64,
+			 n ? " " : "", r->held_over);
 }
 
 /* A set's values into prof, alloc_* multiplied by scale. 0 or -ENOMEM. */
@@ -1441,8 +1449,9 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 	m->duration_ns = now - from->t;
 	m->lost = e.lost - from->lost;
 	gethostname(m->hostname, sizeof(m->hostname) - 1);
+	m->alloc_on_ns = r->all ? allocguard__on_ns(&r->g, now) - from->on : m->duration_ns;
 	if (r->all)
-		guard_note(r, m, from, now, scale);
+		allocrun__window_note(r, m);
 	profile__sort(prof);
 	if (fresh_cur) {
 		set_free(r, r->aggs, false);

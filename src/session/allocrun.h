@@ -81,6 +81,14 @@ void allocrun__stop(struct allocrun *ar);
  * resets. 0 or -errno (-ENOMEM; the sets then stay as they were).
  */
 int allocrun__take(struct allocrun *ar, struct profile *into, unsigned what);
+/*
+ * -a, --cgroup: the note of a profile whose span m says (duration_ns, of
+ * it alloc_on_ns with the probes in; a window's, the sums of its parts'):
+ * the guard's (budget, on_fraction, scale, windows, toggles) once it
+ * engaged, and files_not_probed=N once the cap on files probed was met.
+ * m->note left as it is when there is nothing to say.
+ */
+void allocrun__window_note(struct allocrun *ar, struct profile_meta *m);
 /* The scale of a span's alloc values: its time (t_from to t_to) over the
  * time the probes were in (allocguard__on_ns at each edge); >= 1, and 1
  * when they were in throughout, or never. */

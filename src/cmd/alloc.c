@@ -57,8 +57,10 @@ struct drive {
 
 /*
  * A heap request completes (agent/live.h): seconds = N, acc holds the
- * allocations fed over them, the blocks in use now are added; seconds = 0,
- * acc is empty: the allocations since the run started and the blocks in use.
+ * allocations fed over them (its meta: the window's span, and the sums of
+ * its ticks' lost and alloc_on_ns), the blocks in use now are added, and
+ * the note is the window's; seconds = 0, acc is empty: the allocations
+ * since the run started and the blocks in use.
  */
 static int heap_finish(void *ctx, struct profile *acc, unsigned seconds)
 {
@@ -76,6 +78,9 @@ static int heap_finish(void *ctx, struct profile *acc, unsigned seconds)
 	m->start_ns = keep.start_ns;
 	m->duration_ns = keep.duration_ns;
 	m->lost = keep.lost;
+	m->alloc_on_ns = keep.alloc_on_ns;
+	m->note[0] = '\0';
+	allocrun__window_note(d->ar, m);
 	return 0;
 }
 

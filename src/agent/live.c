@@ -234,6 +234,8 @@ int live__collect_or_cancel(struct live *l, unsigned seconds, enum view view, co
 	while (r->finishing) /* the main thread holds r's profile: wait for it */
 		pthread_cond_wait(&l->cond, &l->lock);
 	err = r->done ? r->err : l->shutdown ? -ESHUTDOWN : -ECANCELED;
+	if (!err && cancelled(cancel)) /* its client is gone: nobody reads the bytes */
+		err = -ECANCELED;
 	if (!err) {
 		/* Done: the main thread no longer looks at r (still used: the
 		 * slot stays taken, at most LIVE_MAX_REQUESTS encodes at once). */

@@ -1296,6 +1296,17 @@ static double scale_since(struct allocrun *r, const struct edge *from, uint64_t 
 	return allocrun__span_scale(from->t, from->on, t, allocguard__on_ns(&r->g, t));
 }
 
+/* The cap on the run-long total's samples (tests make it smaller). */
+static size_t total_max(void)
+{
+	const char *t = getenv("BPFPROF_TEST_ALLOC_TOTAL_MAX");
+	uint64_t n;
+
+	if (t && !parse_u64(t, 10, &n) && n && n < ALLOC_TOTAL_MAX)
+		return (size_t)n;
+	return ALLOC_TOTAL_MAX;
+}
+
 static bool total_keep(const struct psample *s, void *ctx)
 {
 	return !exited(ctx, s->pid);
@@ -1309,10 +1320,12 @@ static int total_add(struct allocrun *r, const struct profile *ivl)
 	size_t before;
 	int err;
 
+	if (getenv("BPFPROF_TEST_ALLOC_TOTAL_FAIL")) /* tests: no memory */
+		return -ENOMEM;
 	if (!r->total && !(r->total = profile__new()))
 		return -ENOMEM;
 	err = profile__merge(r->total, ivl);
-	if (err || profile__nr_samples(r->total) <= ALLOC_TOTAL_MAX)
+	if (err || profile__nr_samples(r->total) <= total_max())
 		return err;
 	before = profile__nr_samples(r->total);
 	t = profile__new();

@@ -302,6 +302,78 @@ int profile__add_offcpu_count(struct profile *p, size_t i, uint64_t ns)
 	return 0;
 }
 
+int profile__add_alloc_at(struct profile *p, size_t i, const struct palloc *v)
+{
+	struct palloc *d;
+
+	if (i >= p->nr_samples)
+		return -EINVAL;
+	d = &p->samples[i].alloc;
+	d->alloc_objects = alloc_add(d->alloc_objects, v->alloc_objects);
+	d->alloc_bytes = alloc_add(d->alloc_bytes, v->alloc_bytes);
+	d->inuse_objects = alloc_add(d->inuse_objects, v->inuse_objects);
+	d->inuse_bytes = alloc_add(d->inuse_bytes, v->inuse_bytes);
+	return 0;
+}
+
+/* s as p interned it (p's copy; NULL s: 0), or 0 with *absent set: p has no s. */
+static uintptr_t interned(const struct profile *p, const char *s, bool *absent)
+{
+	const struct htab_entry *e;
+
+	if (!s)
+		return 0;
+	e = htab__find(p->strings, s, strlen(s));
+	if (!e)
+		*absent = true;
+	return e ? (uintptr_t)e->key : 0;
+}
+
+int64_t profile__find(const struct profile *p, const struct profile *src, size_t i)
+{
+	const struct psample *s;
+	const struct htab_entry *e = NULL;
+	struct sample_key k = { 0 };
+	const uint32_t *fr;
+	uint32_t *ids, n;
+	bool absent = false;
+
+	if (i >= src->nr_samples)
+		return -EINVAL;
+	s = &src->samples[i];
+	fr = profile__stack_get(src, s->stack, &n);
+	ids = malloc((n ? n : 1) * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	for (uint32_t j = 0; j < n && !absent; j++) {
+		const struct pframe *f = &src->frames[fr[j]];
+		struct frame_key fk = {
+			.name = interned(p, f->name, &absent),
+			.module = interned(p, f->module, &absent),
+			.file = interned(p, f->file, &absent),
+			.kind = f->kind,
+			.line = f->line,
+		};
+
+		e = absent ? NULL : htab__find(p->frame_idx, &fk, sizeof(fk));
+		absent |= !e;
+		ids[j] = e ? (uint32_t)(uintptr_t)e->value : 0;
+	}
+	e = absent ? NULL : htab__find(p->stack_idx, ids, (size_t)n * sizeof(*ids));
+	free(ids);
+	if (!e)
+		return -1;
+	k.comm = interned(p, s->comm ? s->comm : "", &absent);
+	k.cgroup = interned(p, s->cgroup, &absent);
+	k.container = interned(p, s->container, &absent);
+	k.pid = s->pid;
+	k.tid = s->tid;
+	k.stack = (uint32_t)(uintptr_t)e->value;
+	k.addr = s->addr;
+	e = absent ? NULL : htab__find(p->sample_idx, &k, sizeof(k));
+	return e ? (int64_t)(uintptr_t)e->value : -1;
+}
+
 uint64_t profile__layout_gen(const struct profile *p)
 {
 	return p->layout_gen;

@@ -11,8 +11,9 @@
  * (two takes never count a block twice); the run-long total; a stack only
  * live blocks name survives a full stack table (pins); the sweep of an
  * exited process's blocks (continuous takes only); the tick set; the
- * per-span scale;
- * allocrun__metrics.
+ * per-span scale; allocrun__metrics; the run-long total's cap ([other
+ * stacks]); a failed take committing nothing; -a's guard: the scale
+ * /metrics gives (an interval's) and the profiles' notes.
  */
 #include "testutil.h"
 
@@ -656,6 +657,65 @@ static void test_take_fails_whole(void **state)
 	profile__free(p);
 }
 
+/* A profile's note has what. */
+static bool note_has(struct profile *p, const char *what)
+{
+	return strstr(profile__meta(p)->note, what) != NULL;
+}
+
+/*
+ * -a with the guard engaged (a budget of 1 call/s, a million calls counted):
+ * the scale /metrics gives is the last interval's; neither a tick's take
+ * nor a heap request's (ALLOC without the run's stop) changes it. An
+ * interval's meta has the time its probes were in, and the guard's note;
+ * an in-use-only take (a heap window's part) none; a window's note from
+ * its own time and time on.
+ */
+static void test_guard_scale_note(void **state)
+{
+	struct rig *g = *state;
+	struct allocrun_stats st;
+	struct profile_meta wm = { .duration_ns = 10 * NS_PER_SEC, .alloc_on_ns = 2 * NS_PER_SEC };
+	struct profile *p;
+	double want;
+
+	allocrun__free(g->ar);
+	g->o.pids = NULL;
+	g->o.nr_pids = 0;
+	g->o.all_cpus = true;
+	g->o.alloc_budget = 1;
+	g->ar = allocrun__new(&g->o, g->pt, g->sym);
+	assert_int_equal(allocrun__start(g->ar), 0);
+	allocrun__tick(g->ar, now_ns());
+	usleep(150 * 1000);
+	counters[ALLOC_C_CALLS] = 1000000;
+	allocrun__tick(g->ar, now_ns()); /* engaged: off for 0.95 s or more */
+	allocrun__stats(g->ar, &st);
+	assert_true(st.g.engaged);
+	usleep(50 * 1000);
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_true(profile__meta(p)->alloc_on_ns > 0);
+	assert_true(profile__meta(p)->alloc_on_ns < profile__meta(p)->duration_ns);
+	want = (double)profile__meta(p)->duration_ns / (double)profile__meta(p)->alloc_on_ns;
+	assert_true(note_has(p, "alloc_guard budget=1 "));
+	profile__free(p);
+	allocrun__stats(g->ar, &st);
+	assert_true(st.scale > 1.01 && fabs(st.scale - want) < 1e-6 * want);
+
+	allocrun__want_ticks(g->ar, true);
+	usleep(20 * 1000);
+	profile__free(take(g->ar, ALLOCRUN_TICK)); /* all of it off: its scale 1 */
+	profile__free(take(g->ar, ALLOCRUN_TOTAL | ALLOCRUN_ALLOC | ALLOCRUN_INUSE));
+	allocrun__stats(g->ar, &st);
+	assert_true(fabs(st.scale - want) < 1e-6 * want);
+
+	p = take(g->ar, ALLOCRUN_INUSE);
+	assert_string_equal(profile__meta(p)->note, "");
+	allocrun__window_note(g->ar, &wm);
+	assert_non_null(strstr(wm.note, "on_fraction=0.2000 scale=5.000"));
+	profile__free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -668,6 +728,7 @@ int main(void)
 		cmocka_unit_test(test_span_scale),
 		cmocka_unit_test_setup_teardown(test_total_cap, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_take_fails_whole, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_guard_scale_note, rig_up, rig_down),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -329,49 +329,69 @@ static uintptr_t interned(const struct profile *p, const char *s, bool *absent)
 	return e ? (uintptr_t)e->key : 0;
 }
 
-int64_t profile__find(const struct profile *p, const struct profile *src, size_t i)
+/* src's frame f as p has it: its id, or -1 (p has none). */
+static int64_t frame_in(const struct profile *p, const struct pframe *f)
 {
-	const struct psample *s;
-	const struct htab_entry *e = NULL;
-	struct sample_key k = { 0 };
-	const uint32_t *fr;
-	uint32_t *ids, n;
 	bool absent = false;
+	struct frame_key k = {
+		.name = interned(p, f->name, &absent),
+		.module = interned(p, f->module, &absent),
+		.file = interned(p, f->file, &absent),
+		.kind = f->kind,
+		.line = f->line,
+	};
+	const struct htab_entry *e = absent ? NULL : htab__find(p->frame_idx, &k, sizeof(k));
 
-	if (i >= src->nr_samples)
-		return -EINVAL;
-	s = &src->samples[i];
-	fr = profile__stack_get(src, s->stack, &n);
-	ids = malloc((n ? n : 1) * sizeof(*ids));
-	if (!ids)
-		return -ENOMEM;
-	for (uint32_t j = 0; j < n && !absent; j++) {
-		const struct pframe *f = &src->frames[fr[j]];
-		struct frame_key fk = {
-			.name = interned(p, f->name, &absent),
-			.module = interned(p, f->module, &absent),
-			.file = interned(p, f->file, &absent),
-			.kind = f->kind,
-			.line = f->line,
-		};
-
-		e = absent ? NULL : htab__find(p->frame_idx, &fk, sizeof(fk));
-		absent |= !e;
-		ids[j] = e ? (uint32_t)(uintptr_t)e->value : 0;
-	}
-	e = absent ? NULL : htab__find(p->stack_idx, ids, (size_t)n * sizeof(*ids));
-	free(ids);
-	if (!e)
-		return -1;
-	k.comm = interned(p, s->comm ? s->comm : "", &absent);
-	k.cgroup = interned(p, s->cgroup, &absent);
-	k.container = interned(p, s->container, &absent);
-	k.pid = s->pid;
-	k.tid = s->tid;
-	k.stack = (uint32_t)(uintptr_t)e->value;
-	k.addr = s->addr;
-	e = absent ? NULL : htab__find(p->sample_idx, &k, sizeof(k));
 	return e ? (int64_t)(uintptr_t)e->value : -1;
+}
+
+int profile__find_all(const struct profile *p, const struct profile *src, int64_t *at)
+{
+	int64_t *frame_map = malloc((src->nr_frames ? src->nr_frames : 1) * sizeof(*frame_map));
+	uint32_t *ids = NULL;
+	size_t cap = 0;
+
+	if (!frame_map)
+		return -ENOMEM;
+	for (size_t i = 0; i < src->nr_frames; i++)
+		frame_map[i] = -2; /* not looked up yet */
+	for (size_t i = 0; i < src->nr_samples; i++) {
+		const struct psample *s = &src->samples[i];
+		const struct htab_entry *e = NULL;
+		struct sample_key k = { 0 };
+		bool absent = false;
+		const uint32_t *fr;
+		uint32_t n;
+
+		at[i] = -1;
+		fr = profile__stack_get(src, s->stack, &n);
+		if (array_grow((void **)&ids, &cap, n + 1, sizeof(*ids))) {
+			free(frame_map);
+			return -ENOMEM;
+		}
+		for (uint32_t j = 0; j < n && !absent; j++) {
+			if (frame_map[fr[j]] == -2)
+				frame_map[fr[j]] = frame_in(p, &src->frames[fr[j]]);
+			absent = frame_map[fr[j]] < 0;
+			ids[j] = (uint32_t)frame_map[fr[j]];
+		}
+		e = absent ? NULL : htab__find(p->stack_idx, ids, (size_t)n * sizeof(*ids));
+		if (!e)
+			continue;
+		k.comm = interned(p, s->comm ? s->comm : "", &absent);
+		k.cgroup = interned(p, s->cgroup, &absent);
+		k.container = interned(p, s->container, &absent);
+		k.pid = s->pid;
+		k.tid = s->tid;
+		k.stack = (uint32_t)(uintptr_t)e->value;
+		k.addr = s->addr;
+		e = absent ? NULL : htab__find(p->sample_idx, &k, sizeof(k));
+		if (e)
+			at[i] = (int64_t)(uintptr_t)e->value;
+	}
+	free(ids);
+	free(frame_map);
+	return 0;
 }
 
 uint64_t profile__layout_gen(const struct profile *p)

@@ -1381,6 +1381,7 @@ static int total_stage(struct allocrun *r, const struct profile *ivl, struct tot
 {
 	size_t n = profile__nr_samples(ivl), cap = total_max(), nr;
 	struct stage_keep k = { .ivl = ivl };
+	int64_t *at = NULL;
 	bool *keep = NULL;
 	int err = 0;
 
@@ -1389,17 +1390,15 @@ static int total_stage(struct allocrun *r, const struct profile *ivl, struct tot
 		return -ENOMEM;
 	if ((!r->total && !(r->total = profile__new())) ||
 	    (!r->others && !(r->others = htab__new())) || !(st->delta = profile__new()) ||
-	    !(keep = calloc(n ? n : 1, sizeof(*keep))))
+	    !(keep = calloc(n ? n : 1, sizeof(*keep))) || !(at = malloc((n ? n : 1) * sizeof(*at))))
 		err = -ENOMEM;
+	if (!err)
+		err = profile__find_all(r->total, ivl, at);
 	nr = r->total ? profile__nr_samples(r->total) : 0;
 	for (size_t i = 0; !err && i < n; i++) {
-		int64_t at = profile__find(r->total, ivl, i);
-
-		if (at < -1) {
-			err = (int)at;
-		} else if (at >= 0 || nr < cap) {
+		if (at[i] >= 0 || nr < cap) {
 			keep[i] = true;
-			nr += at < 0;
+			nr += at[i] < 0;
 		} else if (!(err = total_fold(r, st->delta, profile__sample(ivl, i))))
 			st->folded++;
 	}
@@ -1407,6 +1406,7 @@ static int total_stage(struct allocrun *r, const struct profile *ivl, struct tot
 	if (!err)
 		err = profile__merge_if(st->delta, ivl, stage_keep, &k);
 	free(keep);
+	free(at);
 	nr = err ? 0 : profile__nr_samples(st->delta);
 	if (!err && !(st->at = malloc((nr ? nr : 1) * sizeof(*st->at))))
 		err = -ENOMEM;

@@ -115,12 +115,13 @@ static void test_copy_if(void **state)
 	profile__free(dst);
 }
 
-/* profile__find: a sample of another profile found by its identity (frames
- * by value), nothing added; profile__add_alloc_at adds to it in place. */
+/* profile__find_all: the samples of another profile found by their identity
+ * (frames by value), nothing added; profile__add_alloc_at adds to one in place. */
 static void test_find(void **state)
 {
 	struct profile *src = profile__new(), *dst = profile__new();
 	struct palloc v = { .alloc_objects = 2, .alloc_bytes = 64 };
+	int64_t at[5];
 	size_t nf, ns;
 
 	(void)state;
@@ -133,12 +134,12 @@ static void test_find(void **state)
 	add(src, "app", 1, 5, 2, "work", "main");  /* another stack */
 	nf = profile__nr_frames(dst);
 	ns = profile__nr_samples(dst);
-	assert_int_equal(profile__find(dst, src, 0), -1);
-	assert_int_equal(profile__find(dst, src, 1), 0);
-	assert_int_equal(profile__find(dst, src, 2), -1);
-	assert_int_equal(profile__find(dst, src, 3), -1);
-	assert_int_equal(profile__find(dst, src, 4), -1);
-	assert_int_equal(profile__find(dst, src, 5), -EINVAL);
+	assert_int_equal(profile__find_all(dst, src, at), 0);
+	assert_int_equal(at[0], -1);
+	assert_int_equal(at[1], 0);
+	assert_int_equal(at[2], -1);
+	assert_int_equal(at[3], -1);
+	assert_int_equal(at[4], -1);
 	assert_int_equal(profile__nr_frames(dst), nf);
 	assert_int_equal(profile__nr_samples(dst), ns);
 	assert_int_equal(profile__add_alloc_at(dst, 0, &v), 0);

@@ -1309,6 +1309,20 @@ static size_t total_max(void)
 	return ALLOC_TOTAL_MAX;
 }
 
+/* Tests: BPFPROF_TEST_ALLOC_TOTAL_FAIL=N, the process's first N stagings
+ * of the total fail as without memory. */
+static bool total_fail(void)
+{
+	static uint64_t failed;
+	const char *t = getenv("BPFPROF_TEST_ALLOC_TOTAL_FAIL");
+	uint64_t n;
+
+	if (!t || parse_u64(t, 10, &n) || failed >= n)
+		return false;
+	failed++;
+	return true;
+}
+
 /*
  * An interval's change to the run-long total, staged: its samples as they go
  * in (delta), each one's place in the total (at: reserved there, its values
@@ -1386,7 +1400,7 @@ static int total_stage(struct allocrun *r, const struct profile *ivl, struct tot
 	int err = 0;
 
 	*st = (struct total_stage){ 0 };
-	if (getenv("BPFPROF_TEST_ALLOC_TOTAL_FAIL")) /* tests: no memory */
+	if (total_fail()) /* tests: no memory */
 		return -ENOMEM;
 	if ((!r->total && !(r->total = profile__new())) ||
 	    (!r->others && !(r->others = htab__new())) || !(st->delta = profile__new()) ||

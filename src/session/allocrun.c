@@ -1543,9 +1543,9 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 	}
 	if (!err && (what & ALLOCRUN_TOTAL) && r->total)
 		err = profile__merge(prof, r->total);
-	/* staged: on an error nothing below is committed (the sweep's deletions
-	 * are the walk's last step, after everything that can fail but its own
-	 * add) */
+	/* Staged: the total's change, then the live walk (its sweep deletes the
+	 * blocks of exited processes; only its own add can fail after that),
+	 * then the commit, which cannot fail. On an error nothing is committed. */
 	if (!err && (what & ALLOCRUN_INTERVAL))
 		err = total_stage(r, ivl, &st);
 	if (!err && (what & ALLOCRUN_INUSE))

@@ -11,8 +11,16 @@
  * allocation engine; on completion its finisher, on the main thread, adds
  * what only the engine knows (the blocks in use now; for seconds = 0 the
  * allocations since the start). seconds = 0 completes at the next feed.
- * The finisher and the encoding run outside the live's lock: an HTTP thread
- * (or the HTTP loop waking one) never waits for them.
+ * The finisher runs outside the live's lock: an HTTP thread (or the HTTP
+ * loop waking one) never waits for it. The encoding runs on the waiting
+ * thread, not the main loop's.
+ *
+ * An HTTP client must not set how much work the main loop does: the
+ * seconds = 0 requests due at one feed share one build (one finisher call),
+ * a heap live builds at most once per LIVE_HEAP_GAP_NS (a due request waits
+ * for a later feed), and a seconds = 0 request within LIVE_HEAP_GAP_NS of
+ * the last seconds = 0 build gets that build. A window's lost and
+ * alloc_on_ns are the sums of its deltas'.
  */
 #ifndef BPFPROF_LIVE_H
 #define BPFPROF_LIVE_H
@@ -26,13 +34,16 @@
 
 #define LIVE_MAX_REQUESTS 4
 #define LIVE_MAX_SECONDS  3600
+#define LIVE_HEAP_GAP_NS  500000000ULL /* between two builds of a heap live: 500 ms */
 
 struct live;
 
 /*
  * A heap request's last step, on the main thread (in live__feed), given the
  * request's profile: for seconds > 0 it holds the allocations fed over the
- * window, for seconds = 0 nothing yet. 0 or -errno (the request fails).
+ * window (its meta: the window's span, lost and alloc_on_ns), for seconds = 0
+ * nothing yet (one call for every such request due). 0 or -errno (the
+ * request fails).
  */
 typedef int (*live_finish_fn)(void *ctx, struct profile *acc, unsigned seconds);
 

@@ -302,6 +302,98 @@ int profile__add_offcpu_count(struct profile *p, size_t i, uint64_t ns)
 	return 0;
 }
 
+int profile__add_alloc_at(struct profile *p, size_t i, const struct palloc *v)
+{
+	struct palloc *d;
+
+	if (i >= p->nr_samples)
+		return -EINVAL;
+	d = &p->samples[i].alloc;
+	d->alloc_objects = alloc_add(d->alloc_objects, v->alloc_objects);
+	d->alloc_bytes = alloc_add(d->alloc_bytes, v->alloc_bytes);
+	d->inuse_objects = alloc_add(d->inuse_objects, v->inuse_objects);
+	d->inuse_bytes = alloc_add(d->inuse_bytes, v->inuse_bytes);
+	return 0;
+}
+
+/* s as p interned it (p's copy; NULL s: 0), or 0 with *absent set: p has no s. */
+static uintptr_t interned(const struct profile *p, const char *s, bool *absent)
+{
+	const struct htab_entry *e;
+
+	if (!s)
+		return 0;
+	e = htab__find(p->strings, s, strlen(s));
+	if (!e)
+		*absent = true;
+	return e ? (uintptr_t)e->key : 0;
+}
+
+/* src's frame f as p has it: its id, or -1 (p has none). */
+static int64_t frame_in(const struct profile *p, const struct pframe *f)
+{
+	bool absent = false;
+	struct frame_key k = {
+		.name = interned(p, f->name, &absent),
+		.module = interned(p, f->module, &absent),
+		.file = interned(p, f->file, &absent),
+		.kind = f->kind,
+		.line = f->line,
+	};
+	const struct htab_entry *e = absent ? NULL : htab__find(p->frame_idx, &k, sizeof(k));
+
+	return e ? (int64_t)(uintptr_t)e->value : -1;
+}
+
+int profile__find_all(const struct profile *p, const struct profile *src, int64_t *at)
+{
+	int64_t *frame_map = malloc((src->nr_frames ? src->nr_frames : 1) * sizeof(*frame_map));
+	uint32_t *ids = NULL;
+	size_t cap = 0;
+
+	if (!frame_map)
+		return -ENOMEM;
+	for (size_t i = 0; i < src->nr_frames; i++)
+		frame_map[i] = -2; /* not looked up yet */
+	for (size_t i = 0; i < src->nr_samples; i++) {
+		const struct psample *s = &src->samples[i];
+		const struct htab_entry *e = NULL;
+		struct sample_key k = { 0 };
+		bool absent = false;
+		const uint32_t *fr;
+		uint32_t n;
+
+		at[i] = -1;
+		fr = profile__stack_get(src, s->stack, &n);
+		if (array_grow((void **)&ids, &cap, n + 1, sizeof(*ids))) {
+			free(frame_map);
+			return -ENOMEM;
+		}
+		for (uint32_t j = 0; j < n && !absent; j++) {
+			if (frame_map[fr[j]] == -2)
+				frame_map[fr[j]] = frame_in(p, &src->frames[fr[j]]);
+			absent = frame_map[fr[j]] < 0;
+			ids[j] = (uint32_t)frame_map[fr[j]];
+		}
+		e = absent ? NULL : htab__find(p->stack_idx, ids, (size_t)n * sizeof(*ids));
+		if (!e)
+			continue;
+		k.comm = interned(p, s->comm ? s->comm : "", &absent);
+		k.cgroup = interned(p, s->cgroup, &absent);
+		k.container = interned(p, s->container, &absent);
+		k.pid = s->pid;
+		k.tid = s->tid;
+		k.stack = (uint32_t)(uintptr_t)e->value;
+		k.addr = s->addr;
+		e = absent ? NULL : htab__find(p->sample_idx, &k, sizeof(k));
+		if (e)
+			at[i] = (int64_t)(uintptr_t)e->value;
+	}
+	free(ids);
+	free(frame_map);
+	return 0;
+}
+
 uint64_t profile__layout_gen(const struct profile *p)
 {
 	return p->layout_gen;

@@ -103,6 +103,10 @@ struct profile_meta {
 	/* A note for the profile's readers ("": none): pprof's comment
 	 * "bpfprof note=...", e.g. --alloc -a's guard. */
 	char note[192];
+	/* An allocation profile: the time of its span (duration_ns) the
+	 * probes were in (--alloc -a's guard takes them out; without it the
+	 * whole span). 0: not one, or unknown. */
+	uint64_t alloc_on_ns;
 };
 
 struct profile;
@@ -144,6 +148,13 @@ int profile__add_offcpu_count(struct profile *p, size_t i, uint64_t ns);
 /* The same for allocation values: v added to the sample's alloc. */
 int profile__add_alloc(struct profile *p, const struct psample *id, const uint32_t *frames,
 		       uint32_t n, const struct palloc *v);
+/* Adds v to sample i's alloc values (an index profile__find_all or
+ * profile__copy_if gave; nothing allocated, so it cannot fail on memory); 0 or -EINVAL. */
+int profile__add_alloc_at(struct profile *p, size_t i, const struct palloc *v);
+/* For each sample i of src, at[i] (nr_samples entries): the index of p's
+ * sample with its identity (frames compared by value), -1: p has none.
+ * Nothing added to p. 0 or -ENOMEM. */
+int profile__find_all(const struct profile *p, const struct profile *src, int64_t *at);
 /* Changes whenever sample indexes do (profile__sort): what caches of indexes check. */
 uint64_t profile__layout_gen(const struct profile *p);
 /* A number no other profile of this process has had (0 for NULL): caches tell

@@ -57,8 +57,10 @@ struct drive {
 
 /*
  * A heap request completes (agent/live.h): seconds = N, acc holds the
- * allocations fed over them, the blocks in use now are added; seconds = 0,
- * acc is empty: the allocations since the run started and the blocks in use.
+ * allocations fed over them (its meta: the window's span, and the sums of
+ * its ticks' lost and alloc_on_ns), the blocks in use now are added, and
+ * the note is the window's; seconds = 0, acc is empty: the allocations
+ * since the run started and the blocks in use.
  */
 static int heap_finish(void *ctx, struct profile *acc, unsigned seconds)
 {
@@ -76,6 +78,9 @@ static int heap_finish(void *ctx, struct profile *acc, unsigned seconds)
 	m->start_ns = keep.start_ns;
 	m->duration_ns = keep.duration_ns;
 	m->lost = keep.lost;
+	m->alloc_on_ns = keep.alloc_on_ns;
+	m->note[0] = '\0';
+	allocrun__window_note(d->ar, m);
 	return 0;
 }
 
@@ -177,12 +182,22 @@ static void drive_publish(struct drive *d, uint64_t now)
 	d->next_publish = now + NS_PER_SEC;
 }
 
-/* One turn's sinks; when the next one is due. 0 or -ENOMEM. */
-static int drive_turn(struct drive *d, uint64_t now, uint64_t *due)
+/* One turn's sinks; when the next one is due. An interval that could not
+ * be taken (no memory) is skipped, said: the next one spans both. */
+static void drive_turn(struct drive *d, uint64_t now, uint64_t *due)
 {
+	static struct ratelimit rl;
+
 	if (d->next_edge && now >= d->next_edge) {
-		if (drive_emit(d))
-			return -ENOMEM;
+		int err = drive_emit(d);
+
+		if (err) {
+			status_clear(d);
+			p_warn_rl(&rl, 60,
+				  "the interval's profile could not be taken (%s): its "
+				  "allocations go into the next one",
+				  strerror(-err));
+		}
 		while (d->next_edge <= now) /* on the interval, without drifting */
 			d->next_edge += (uint64_t)(d->o->interval * NS_PER_SEC_F);
 	}
@@ -194,14 +209,12 @@ static int drive_turn(struct drive *d, uint64_t now, uint64_t *due)
 		*due = d->next_edge;
 	if (d->next_publish < *due)
 		*due = d->next_publish;
-	return 0;
 }
 
-/* Until a stop request, -d, or the targets' end; the engine stopped. 0 or 1 (said). */
+/* Until a stop request, -d, or the targets' end; the engine stopped. 0. */
 static int loop(struct allocrun *ar, const struct options *o, struct drive *d)
 {
 	uint64_t end = 0, start = now_ns();
-	int ret = 0;
 
 	if (o->duration > 0)
 		end = start + (uint64_t)(o->duration * NS_PER_SEC_F);
@@ -226,19 +239,15 @@ static int loop(struct allocrun *ar, const struct options *o, struct drive *d)
 		}
 		/* After the checks: an edge due at the end is the last interval's, not one
 		 * more interval and an empty last one. */
-		if (d && drive_turn(d, now, &due)) {
-			status_clear(d);
-			p_err("out of memory");
-			ret = 1;
-			break;
-		}
+		if (d)
+			drive_turn(d, now, &due);
 		after = now_ns();
 		if (end && end < due)
 			due = end;
 		poll(NULL, 0, due > after ? (int)((due - after + NS_PER_MS - 1) / NS_PER_MS) : 0);
 	}
 	allocrun__stop(ar);
-	return ret;
+	return 0;
 }
 
 /* -a, --cgroup: what the guard did. */

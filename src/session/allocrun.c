@@ -72,7 +72,8 @@
 #define ALLOC_RESCAN_NS	 (10 * NS_PER_SEC) /* -a: the processes looked at again (new files) */
 #define ALLOC_RESCAN_PER 256		   /* ... so many a drain (the guard's tick waits) */
 #define ALLOC_TURN_NS	 (50 * NS_PER_MS)  /* ... and so much time a drain (then resumed) */
-#define ALLOC_TOTAL_MAX	 65536 /* run-long (process, stack) totals before exited ones go */
+#define ALLOC_TOTAL_MAX	 65536		 /* run-long (process, stack) totals; then [other stacks] */
+#define ALLOC_TOTAL_PIDS 1024		 /* ... processes with their own; then one of pid 0 */
 #define ALLOC_COMMS_MAX	 ALLOC_MAX_PROCS /* processes whose command name is kept */
 
 /* Each function's names: aliases at one address merge under one of them
@@ -191,6 +192,7 @@ struct allocrun {
 	uint64_t rescan_until;		 /* this turn's rescan work ends then (0: not a rescan) */
 	bool rescan_did;		 /* a file was looked at in this turn */
 	uint64_t held_over, looked_over; /* files not probed, not looked at: the caps */
+	struct htab *others; /* processes with an [other stacks] sample in the total -> its comm */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -1263,19 +1265,27 @@ static int add_agg(struct allocrun *r, struct profile *prof, const void *key, co
 	return profile__add_alloc(prof, &ps, ids, nf, &v);
 }
 
-/* -a, --cgroup: what the guard did over the span from, kept in the profile. */
-static void guard_note(struct allocrun *r, struct profile_meta *m, const struct edge *from,
-		       uint64_t to, double scale)
+void allocrun__window_note(struct allocrun *r, struct profile_meta *m)
 {
-	uint64_t on = allocguard__on_ns(&r->g, to) - from->on, total = to - from->t;
+	uint64_t on = m->alloc_on_ns, total = m->duration_ns;
 	double frac = total ? (double)on / (double)total : 1;
+	size_t n = 0;
+	int w;
 
-	if (!r->g.engaged)
+	if (!r->all || (!r->g.engaged && !r->held_over))
 		return;
-	snprintf(m->note, sizeof(m->note),
-		 "alloc_guard budget=%" PRIu64 " on_fraction=%.4f scale=%.3f windows=%" PRIu64
-		 " toggles=%" PRIu64 " inuse=not_measured",
-		 r->g.budget, frac > 1 ? 1 : frac, scale, r->g.windows, r->g.toggles);
+	m->note[0] = '\0';
+	if (r->g.engaged) {
+		w = snprintf(m->note, sizeof(m->note),
+			     "alloc_guard budget=%" PRIu64 " on_fraction=%.4f scale=%.3f"
+			     " windows=%" PRIu64 " toggles=%" PRIu64 " inuse=not_measured",
+			     r->g.budget, frac > 1 ? 1 : frac,
+			     allocrun__span_scale(0, 0, total, on), r->g.windows, r->g.toggles);
+		n = w < 0 ? 0 : (size_t)w < sizeof(m->note) ? (size_t)w : sizeof(m->note) - 1;
+	}
+	if (r->held_over)
+		snprintf(m->note + n, sizeof(m->note) - n, "%sfiles_not_probed=%" PRIu64,
+			 n ? " " : "", r->held_over);
 }
 
 /* A set's values into prof, alloc_* multiplied by scale. 0 or -ENOMEM. */
@@ -1298,36 +1308,147 @@ static double scale_since(struct allocrun *r, const struct edge *from, uint64_t 
 	return allocrun__span_scale(from->t, from->on, t, allocguard__on_ns(&r->g, t));
 }
 
-static bool total_keep(const struct psample *s, void *ctx)
+/* The cap on the run-long total's samples (tests make it smaller). */
+static size_t total_max(void)
 {
-	return !exited(ctx, s->pid);
+	const char *t = getenv("BPFPROF_TEST_ALLOC_TOTAL_MAX");
+	uint64_t n;
+
+	if (t && !parse_u64(t, 10, &n) && n && n < ALLOC_TOTAL_MAX)
+		return (size_t)n;
+	return ALLOC_TOTAL_MAX;
 }
 
-/* An interval's alloc_* into the run-long total; past ALLOC_TOTAL_MAX
- * samples those of exited processes go (counted). 0 or -ENOMEM. */
-static int total_add(struct allocrun *r, const struct profile *ivl)
+/* Tests: BPFPROF_TEST_ALLOC_TOTAL_FAIL=N, the process's first N stagings
+ * of the total fail as without memory. */
+static bool total_fail(void)
 {
-	struct profile *t;
-	size_t before;
-	int err;
+	static uint64_t failed;
+	const char *t = getenv("BPFPROF_TEST_ALLOC_TOTAL_FAIL");
+	uint64_t n;
 
-	if (!r->total && !(r->total = profile__new()))
-		return -ENOMEM;
-	err = profile__merge(r->total, ivl);
-	if (err || profile__nr_samples(r->total) <= ALLOC_TOTAL_MAX)
-		return err;
-	before = profile__nr_samples(r->total);
-	t = profile__new();
-	r->alive = r->alive ? r->alive : htab__new();
-	if (!t || !r->alive || profile__merge_if(t, r->total, total_keep, r)) {
-		profile__free(t);
-		return 0; /* kept whole: tried again at the next interval */
+	if (!t || parse_u64(t, 10, &n) || failed >= n)
+		return false;
+	failed++;
+	return true;
+}
+
+/*
+ * An interval's change to the run-long total, staged: its samples as they go
+ * in (delta), each one's place in the total (at: reserved there, its values
+ * 0 until the commit), and the samples folded into [other stacks].
+ */
+struct total_stage {
+	struct profile *delta;
+	int64_t *at;
+	uint64_t folded;
+};
+
+static void stage_free(struct total_stage *st)
+{
+	profile__free(st->delta);
+	free(st->at);
+	*st = (struct total_stage){ 0 };
+}
+
+/* Sample s (the interval's, a stack the total has no room for) into its
+ * process's [other stacks] sample in delta; past ALLOC_TOTAL_PIDS such
+ * processes, into one of pid 0. 0 or -ENOMEM. */
+static int total_fold(struct allocrun *r, struct profile *delta, const struct psample *s)
+{
+	struct htab_entry *e = htab__find(r->others, &s->pid, sizeof(s->pid));
+	struct psample ps = { .pid = s->pid };
+	int64_t f;
+
+	if (!e && htab__count(r->others) < ALLOC_TOTAL_PIDS) {
+		char *c = strdup(s->comm ? s->comm : "");
+		bool created;
+
+		/* its name the first one's: one such sample a process */
+		e = c ? htab__upsert(r->others, &s->pid, sizeof(s->pid), &created) : NULL;
+		if (!e) {
+			free(c);
+			return -ENOMEM;
+		}
+		e->value = c;
 	}
-	*profile__meta(t) = *profile__meta(r->total);
-	r->aggs_evicted += before - profile__nr_samples(t);
-	profile__free(r->total);
-	r->total = t;
-	return 0;
+	if (e)
+		ps.comm = e->value;
+	else
+		ps = (struct psample){ .pid = 0, .comm = "[other processes]" };
+	f = profile__frame(delta, FRAME_OTHER, "[other stacks]", NULL);
+	if (f < 0)
+		return (int)f;
+	return profile__add_alloc(delta, &ps, &(uint32_t){ (uint32_t)f }, 1, &s->alloc);
+}
+
+struct stage_keep {
+	const struct profile *ivl;
+	const bool *keep;
+};
+
+static bool stage_keep(const struct psample *s, void *ctx)
+{
+	const struct stage_keep *k = ctx;
+
+	return k->keep[s - profile__sample(k->ivl, 0)];
+}
+
+/*
+ * An interval's alloc_* staged for the run-long total (st): a sample whose
+ * identity the total has goes to it, a new one while the total has fewer
+ * than total_max() samples, the others fold into their process's [other
+ * stacks] (counted at the commit). The places reserved in the total (values
+ * 0) are all that changes there. 0 or -ENOMEM (st freed).
+ */
+static int total_stage(struct allocrun *r, const struct profile *ivl, struct total_stage *st)
+{
+	size_t n = profile__nr_samples(ivl), cap = total_max(), nr;
+	struct stage_keep k = { .ivl = ivl };
+	int64_t *at = NULL;
+	bool *keep = NULL;
+	int err = 0;
+
+	*st = (struct total_stage){ 0 };
+	if (total_fail()) /* tests: no memory */
+		return -ENOMEM;
+	if ((!r->total && !(r->total = profile__new())) ||
+	    (!r->others && !(r->others = htab__new())) || !(st->delta = profile__new()) ||
+	    !(keep = calloc(n ? n : 1, sizeof(*keep))) || !(at = malloc((n ? n : 1) * sizeof(*at))))
+		err = -ENOMEM;
+	if (!err)
+		err = profile__find_all(r->total, ivl, at);
+	nr = r->total ? profile__nr_samples(r->total) : 0;
+	for (size_t i = 0; !err && i < n; i++) {
+		if (at[i] >= 0 || nr < cap) {
+			keep[i] = true;
+			nr += at[i] < 0;
+		} else if (!(err = total_fold(r, st->delta, profile__sample(ivl, i))))
+			st->folded++;
+	}
+	k.keep = keep;
+	if (!err)
+		err = profile__merge_if(st->delta, ivl, stage_keep, &k);
+	free(keep);
+	free(at);
+	nr = err ? 0 : profile__nr_samples(st->delta);
+	if (!err && !(st->at = malloc((nr ? nr : 1) * sizeof(*st->at))))
+		err = -ENOMEM;
+	if (!err) /* left 0-valued in the total on failure: filled when tried again */
+		err = profile__copy_if(r->total, st->delta, NULL, st->at);
+	if (err)
+		stage_free(st);
+	return err;
+}
+
+/* The staged interval into the total: cannot fail (its places are reserved). */
+static void total_commit(struct allocrun *r, struct total_stage *st)
+{
+	for (size_t i = 0; st->delta && i < profile__nr_samples(st->delta); i++)
+		profile__add_alloc_at(r->total, (size_t)st->at[i],
+				      &profile__sample(st->delta, i)->alloc);
+	r->aggs_evicted += st->folded;
+	stage_free(st);
 }
 
 /* The names of the processes the walk found exited go with their blocks. */
@@ -1397,6 +1518,7 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 	uint64_t c[ALLOC_C_NR], now;
 	struct htab *fresh_cur = NULL, *fresh_tick = NULL;
 	struct profile *ivl = NULL;
+	struct total_stage st = { 0 };
 	const struct edge *from = &r->start;
 	struct profile_meta *m;
 	struct edge e;
@@ -1431,19 +1553,25 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 	}
 	if (!err && (what & ALLOCRUN_TOTAL) && r->total)
 		err = profile__merge(prof, r->total);
+	/* Staged: the total's change, then the live walk (its sweep deletes the
+	 * blocks of exited processes; only its own add can fail after that),
+	 * then the commit, which cannot fail. On an error nothing is committed. */
+	if (!err && (what & ALLOCRUN_INTERVAL))
+		err = total_stage(r, ivl, &st);
 	if (!err && (what & ALLOCRUN_INUSE))
 		err = take_inuse(r, prof, what & ALLOCRUN_INTERVAL);
-	if (!err && (what & ALLOCRUN_INTERVAL))
-		err = total_add(r, ivl);
 	profile__free(ivl);
 	htab__free(r->alive); /* processes exit between takes: asked again next time */
 	r->alive = NULL;
 	if (err) {
+		stage_free(&st);
 		htab__free(fresh_cur);
 		htab__free(fresh_tick);
 		return err;
 	}
-	if (what & (ALLOCRUN_ALLOC | ALLOCRUN_INTERVAL | ALLOCRUN_TICK))
+	total_commit(r, &st);
+	/* the guard's scale (/metrics) is an interval's, or the one-shot run's */
+	if ((what & ALLOCRUN_INTERVAL) || ((what & ALLOCRUN_ALLOC) && r->t1))
 		r->scale = scale;
 	m = profile__meta(prof);
 	m->alloc_period = r->period;
@@ -1451,8 +1579,9 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 	m->duration_ns = now - from->t;
 	m->lost = e.lost - from->lost;
 	gethostname(m->hostname, sizeof(m->hostname) - 1);
-	if (r->all)
-		guard_note(r, m, from, now, scale);
+	m->alloc_on_ns = r->all ? allocguard__on_ns(&r->g, now) - from->on : m->duration_ns;
+	if (what & ~ALLOCRUN_INUSE) /* in-use only: a window's part, its note the window's */
+		allocrun__window_note(r, m);
 	profile__sort(prof);
 	if (fresh_cur) {
 		set_free(r, r->aggs, false);
@@ -1767,6 +1896,10 @@ void allocrun__free(struct allocrun *r)
 	htab__free(r->comms);
 	htab__free(r->alive);
 	profile__free(r->total);
+	pos = 0;
+	for (struct htab_entry *e; r->others && (e = htab__next(r->others, &pos));)
+		free(e->value);
+	htab__free(r->others);
 	stacktab__free(r->stacks);
 	for (size_t i = 0; r->pidfds && i < r->nr_pids; i++)
 		if (r->pidfds[i] >= 0)

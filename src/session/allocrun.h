@@ -68,8 +68,10 @@ void allocrun__stop(struct allocrun *ar);
  * What allocrun__take puts in. The engine keeps three sets of (process,
  * stack) values: cur (the allocations since the last interval's edge),
  * tick (since the last tick's edge; only while allocrun__want_ticks) and a
- * run-long total (a symbolized profile, each interval merged in; past
- * ALLOC_TOTAL_MAX samples exited processes' go, live ones keep growing).
+ * run-long total (a symbolized profile, each interval merged in; bounded:
+ * once it holds ALLOC_TOTAL_MAX samples, an interval's sample it does not
+ * have goes into its process's "[other stacks]" sample, counted in
+ * /metrics' aggregates evicted; past 1024 such processes into one of pid 0).
  * alloc_* are estimates scaled by the guard over the set's own span (time
  * / time the probes were in, -a and --cgroup); inuse_* come from one walk
  * of the live table, never from a set: two takes never count a block twice.
@@ -85,11 +87,24 @@ void allocrun__stop(struct allocrun *ar);
  * the sets asked are summed), with its meta: the period; start_ns
  * (CLOCK_REALTIME) and duration_ns of the span (INTERVAL: since the last
  * interval's edge, TICK: the last tick's, else the run's start; to now,
- * or the stop); lost (ring full and userspace memory, grown over that
- * span); the guard's note. INTERVAL merges cur into the total before it
- * resets. 0 or -errno (-ENOMEM; the sets then stay as they were).
+ * or the stop); alloc_on_ns, the part of it the probes were in; lost
+ * (ring full and userspace memory, grown over that span); the note
+ * (allocrun__window_note; none for INUSE alone: a heap window's part).
+ * INTERVAL merges cur into the total before it resets, and sets the scale
+ * allocrun__metrics gives (so does ALLOC once the run stopped). 0 or
+ * -errno (-ENOMEM: nothing committed; the sets, the total and the live
+ * table's blocks of exited processes stay as they were, the next take
+ * counts them).
  */
 int allocrun__take(struct allocrun *ar, struct profile *into, unsigned what);
+/*
+ * -a, --cgroup: the note of a profile whose span m says (duration_ns, of
+ * it alloc_on_ns with the probes in; a window's, the sums of its parts'):
+ * the guard's (budget, on_fraction, scale, windows, toggles) once it
+ * engaged, and files_not_probed=N once the cap on files probed was met.
+ * m->note left as it is when there is nothing to say.
+ */
+void allocrun__window_note(struct allocrun *ar, struct profile_meta *m);
 /* The scale of a span's alloc values: its time (t_from to t_to) over the
  * time the probes were in (allocguard__on_ns at each edge); >= 1, and 1
  * when they were in throughout, or never. */
@@ -112,7 +127,7 @@ struct allocrun_stats {
 	struct allocguard g;
 	uint64_t calls0; /* calls counted before the run (the probes going in) */
 	uint64_t toggle_ns[2], toggle_max_ns, toggle_cpu_ns; /* [0] off, [1] on */
-	double scale;		      /* of the last take's alloc values (one-shot: the run's) */
+	double scale; /* of the last interval's alloc values (one-shot: the run's) */
 	struct stacktab_stats stacks; /* the distinct stacks kept */
 	uint64_t stack_unknown;	      /* live blocks whose stack was not known ([stack lost]) */
 	/* -a, --cgroup: the caps on files */

@@ -11,8 +11,9 @@
  * (two takes never count a block twice); the run-long total; a stack only
  * live blocks name survives a full stack table (pins); the sweep of an
  * exited process's blocks (continuous takes only); the tick set; the
- * per-span scale;
- * allocrun__metrics.
+ * per-span scale; allocrun__metrics; the run-long total's cap ([other
+ * stacks]); a failed take committing nothing; -a's guard: the scale
+ * /metrics gives (an interval's) and the profiles' notes.
  */
 #include "testutil.h"
 
@@ -555,6 +556,166 @@ static void test_span_scale(void **state)
 	assert_true(allocrun__span_scale(5, 3, 5, 3) == 1);
 }
 
+/* A sampled allocation whose stack is depth frames of fns (leaf first), hash h. */
+static void event_deep(void (*const *fns)(void), uint32_t depth, uint64_t h, uint64_t size)
+{
+	event(fns[0], h, size, 0, false);
+	events[nr_events - 1].nr = depth;
+	for (uint32_t i = 0; i < depth; i++)
+		events[nr_events - 1].ips[i] = (uint64_t)(uintptr_t)fns[i] + 4;
+}
+
+/* The alloc_bytes of every sample of p, summed. */
+static uint64_t alloc_sum(const struct profile *p)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < profile__nr_samples(p); i++)
+		n += profile__sample(p, i)->alloc.alloc_bytes;
+	return n;
+}
+
+/*
+ * The run-long total is bounded at insertion: one live process with 256
+ * distinct stacks over 3 intervals, at a cap of 64, keeps at most 64
+ * samples and one [other stacks] sample for it; the bytes of the stacks
+ * left out are in that sample (nothing lost), the samples folded counted.
+ */
+static void test_total_cap(void **state)
+{
+	static void (*const sites[4])(void) = { site_a, site_b, site_c, site_d };
+	struct rig *g = *state;
+	struct metrics_alloc m;
+	struct profile *p;
+	struct palloc v;
+	uint64_t want = 0;
+
+	allocrun__free(g->ar);
+	setenv("BPFPROF_TEST_ALLOC_TOTAL_MAX", "64", 1);
+	g->ar = allocrun__new(&g->o, g->pt, g->sym);
+	assert_int_equal(allocrun__start(g->ar), 0);
+	for (int ivl = 0; ivl < 3; ivl++) {
+		for (uint32_t c = 0; c < 256; c++) {
+			void (*fns[4])(void) = { sites[c & 3], sites[(c >> 2) & 3],
+						 sites[(c >> 4) & 3], sites[(c >> 6) & 3] };
+
+			if (nr_events == 16)
+				allocrun__tick(g->ar, now_ns());
+			event_deep(fns, 4, 0x100000 + c, 1000 + 100 * (uint64_t)ivl + c);
+		}
+		p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+		assert_int_equal(profile__nr_samples(p), 256);
+		want += alloc_sum(p);
+		profile__free(p);
+	}
+	p = take(g->ar, ALLOCRUN_TOTAL);
+	assert_true(profile__nr_samples(p) <= 65);
+	assert_int_equal(alloc_sum(p), want); /* conserved */
+	assert_int_equal(values_at(p, "[other stacks]", &v), 1);
+	assert_true(v.alloc_bytes > 0);
+	profile__free(p);
+	allocrun__metrics(g->ar, &m);
+	assert_true(m.aggs_evicted >= 3 * (256 - 64));
+	unsetenv("BPFPROF_TEST_ALLOC_TOTAL_MAX");
+}
+
+/*
+ * A take that fails (no memory for the total) commits nothing: the blocks
+ * of an exited process stay in the table (not swept), cur stays; the next
+ * take counts them, and the interval's allocations, once.
+ */
+static void test_take_fails_whole(void **state)
+{
+	struct rig *g = *state;
+	uint64_t wa = (uint64_t)llround(weight(4096) * 4096);
+	struct profile *p = profile__new();
+	struct palloc v;
+	pid_t dead = fork();
+
+	if (!dead)
+		_exit(0);
+	assert_true(dead > 0);
+	waitpid(dead, NULL, 0);
+	event(site_a, 0x1111, 4096, 0x10000, true);
+	live[nr_live - 1].k.tgid = (uint32_t)dead;
+	event(site_b, 0x2222, 4096, 0x20000, false);
+	allocrun__tick(g->ar, now_ns());
+	setenv("BPFPROF_TEST_ALLOC_TOTAL_FAIL", "1", 1);
+	assert_int_equal(allocrun__take(g->ar, p, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE), -ENOMEM);
+	unsetenv("BPFPROF_TEST_ALLOC_TOTAL_FAIL");
+	profile__free(p);
+	assert_int_equal(nr_live, 1); /* not swept */
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_int_equal(inuse_of(p, (uint32_t)dead), wa);
+	assert_int_equal(values_at(p, "site_b", &v), 1);
+	assert_int_equal(v.alloc_bytes, wa);
+	profile__free(p);
+	assert_int_equal(nr_live, 0);
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_TOTAL);
+	values_at(p, "site_b", &v);
+	assert_int_equal(v.alloc_bytes, wa); /* once in the total */
+	profile__free(p);
+}
+
+/* A profile's note has what. */
+static bool note_has(struct profile *p, const char *what)
+{
+	return strstr(profile__meta(p)->note, what) != NULL;
+}
+
+/*
+ * -a with the guard engaged (a budget of 1 call/s, a million calls counted):
+ * the scale /metrics gives is the last interval's; neither a tick's take
+ * nor a heap request's (ALLOC without the run's stop) changes it. An
+ * interval's meta has the time its probes were in, and the guard's note;
+ * an in-use-only take (a heap window's part) none; a window's note from
+ * its own time and time on.
+ */
+static void test_guard_scale_note(void **state)
+{
+	struct rig *g = *state;
+	struct allocrun_stats st;
+	struct profile_meta wm = { .duration_ns = 10 * NS_PER_SEC, .alloc_on_ns = 2 * NS_PER_SEC };
+	struct profile *p;
+	double want;
+
+	allocrun__free(g->ar);
+	g->o.pids = NULL;
+	g->o.nr_pids = 0;
+	g->o.all_cpus = true;
+	g->o.alloc_budget = 1;
+	g->ar = allocrun__new(&g->o, g->pt, g->sym);
+	assert_int_equal(allocrun__start(g->ar), 0);
+	allocrun__tick(g->ar, now_ns());
+	usleep(150 * 1000);
+	counters[ALLOC_C_CALLS] = 1000000;
+	allocrun__tick(g->ar, now_ns()); /* engaged: off for 0.95 s or more */
+	allocrun__stats(g->ar, &st);
+	assert_true(st.g.engaged);
+	usleep(50 * 1000);
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_true(profile__meta(p)->alloc_on_ns > 0);
+	assert_true(profile__meta(p)->alloc_on_ns < profile__meta(p)->duration_ns);
+	want = (double)profile__meta(p)->duration_ns / (double)profile__meta(p)->alloc_on_ns;
+	assert_true(note_has(p, "alloc_guard budget=1 "));
+	profile__free(p);
+	allocrun__stats(g->ar, &st);
+	assert_true(st.scale > 1.01 && fabs(st.scale - want) < 1e-6 * want);
+
+	allocrun__want_ticks(g->ar, true);
+	usleep(20 * 1000);
+	profile__free(take(g->ar, ALLOCRUN_TICK)); /* all of it off: its scale 1 */
+	profile__free(take(g->ar, ALLOCRUN_TOTAL | ALLOCRUN_ALLOC | ALLOCRUN_INUSE));
+	allocrun__stats(g->ar, &st);
+	assert_true(fabs(st.scale - want) < 1e-6 * want);
+
+	p = take(g->ar, ALLOCRUN_INUSE);
+	assert_string_equal(profile__meta(p)->note, "");
+	allocrun__window_note(g->ar, &wm);
+	assert_non_null(strstr(wm.note, "on_fraction=0.2000 scale=5.000"));
+	profile__free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -565,6 +726,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_metrics, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_meta, rig_up, rig_down),
 		cmocka_unit_test(test_span_scale),
+		cmocka_unit_test_setup_teardown(test_total_cap, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_take_fails_whole, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_guard_scale_note, rig_up, rig_down),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,7 +6,12 @@
  * feeding thread outside the live's lock, its error fails the request, the
  * profile is a heap profile (meta.alloc_period, Go's four types) whose
  * default sample type is alloc_space for /allocs and none for /heap; the
- * sinks open it (and no CPU live) for an --alloc run with --listen.
+ * sinks open it (and no CPU live) for an --alloc run with --listen. What a
+ * client cannot make the main loop do: the seconds=0 requests due at one
+ * feed share one finisher call, a heap live builds at most once per
+ * LIVE_HEAP_GAP_NS (a seconds=0 request within it gets the last build), the
+ * encoding runs on the waiting thread. A window's lost and alloc_on_ns are
+ * the sums of its deltas'.
  */
 #include "testutil.h"
 
@@ -43,11 +48,12 @@ static struct profile *alloc_profile(const char *fn, uint64_t objects, uint64_t 
 struct engine {
 	struct live *l;
 	int calls;
-	unsigned seconds;      /* of the last call */
-	size_t acc_samples;    /* what acc held when it was called */
-	uint64_t acc_bytes;    /* alloc_bytes summed over acc's samples */
-	int pending_in_finish; /* live__pending() from inside: the lock is not held */
-	int fail;	       /* -errno to return */
+	unsigned seconds;	      /* of the last call */
+	size_t acc_samples;	      /* what acc held when it was called */
+	uint64_t acc_bytes;	      /* alloc_bytes summed over acc's samples */
+	int pending_in_finish;	      /* live__pending() from inside: the lock is not held */
+	int fail;		      /* -errno to return */
+	uint64_t acc_lost, acc_on_ns; /* acc's meta when it was called */
 };
 
 static int finish(void *ctx, struct profile *acc, unsigned seconds)
@@ -59,6 +65,8 @@ static int finish(void *ctx, struct profile *acc, unsigned seconds)
 	e->calls++;
 	e->seconds = seconds;
 	e->acc_samples = profile__nr_samples(acc);
+	e->acc_lost = profile__meta(acc)->lost;
+	e->acc_on_ns = profile__meta(acc)->alloc_on_ns;
 	e->acc_bytes = 0;
 	for (size_t i = 0; i < e->acc_samples; i++)
 		e->acc_bytes += profile__sample(acc, i)->alloc.alloc_bytes;
@@ -190,6 +198,7 @@ static void test_an_empty_heap_is_still_a_heap_profile(void **state)
 	pthread_t t;
 
 	(void)state;
+	alarm(20);
 	start(&r, &t, 0);
 	live__feed(l, NULL, now_ns());
 	pthread_join(t, NULL);
@@ -202,6 +211,7 @@ static void test_an_empty_heap_is_still_a_heap_profile(void **state)
 	free(r.body);
 	live__shutdown(l);
 	live__free(l);
+	alarm(0);
 }
 
 static void test_finisher_error_fails_the_request_and_frees_its_slot(void **state)
@@ -217,11 +227,14 @@ static void test_finisher_error_fails_the_request_and_frees_its_slot(void **stat
 	assert_int_equal(r.err, -EIO);
 	assert_null(r.body);
 	assert_int_equal(live__pending(e->l), 0);
-	/* The slot serves the next request. */
+	/* The slot serves the next request (a failed build is a build: the
+	 * next one comes LIVE_HEAP_GAP_NS later). */
 	e->fail = 0;
 	r.err = 1;
 	start(&r, &t, 0);
 	live__feed(e->l, NULL, now_ns());
+	assert_int_equal(live__pending(e->l), 1);
+	live__feed(e->l, NULL, now_ns() + LIVE_HEAP_GAP_NS);
 	pthread_join(t, NULL);
 	assert_int_equal(r.err, 0);
 	free(r.body);
@@ -256,6 +269,7 @@ static void test_cpu_live_is_not_a_heap(void **state)
 	pthread_t t;
 
 	(void)state;
+	alarm(20);
 	assert_false(live__is_heap(l));
 	start(&r, &t, 0);
 	live__feed(l, NULL, now_ns() + 2 * NS_PER_SEC);
@@ -266,6 +280,7 @@ static void test_cpu_live_is_not_a_heap(void **state)
 	free(r.body);
 	live__shutdown(l);
 	live__free(l);
+	alarm(0);
 }
 
 /* Any writer of a heap profile (record -o, convert): --view names pprof's default type. */
@@ -302,6 +317,152 @@ static void test_pprof_view_names_the_default_type(void **state)
 		free(buf);
 	}
 	profile__free(p);
+}
+
+/* Every request for the profile now, due at one feed: one finisher call, each its own view. */
+static void test_due_requests_without_seconds_share_one_build(void **state)
+{
+	struct engine *e = *state;
+	struct request r[LIVE_MAX_REQUESTS];
+	pthread_t t[LIVE_MAX_REQUESTS];
+	struct pprofdec dec;
+
+	for (int i = 0; i < LIVE_MAX_REQUESTS; i++) {
+		r[i] = (struct request){ .l = e->l, .view = i ? VIEW_AUTO : VIEW_ALLOC_SPACE };
+		start(&r[i], &t[i], i);
+	}
+	live__feed(e->l, NULL, now_ns());
+	for (int i = 0; i < LIVE_MAX_REQUESTS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(r[i].err, 0);
+		pprofdec(r[i].body, r[i].len, &dec);
+		assert_int_equal(dec.nsamples, 1); /* keeper, in each */
+		if (i)
+			assert_int_equal(dec.dflt, -1);
+		else
+			assert_string_equal(pprofdec_str(&dec, (uint64_t)dec.dflt), "alloc_space");
+		free(r[i].body);
+	}
+	assert_int_equal(e->calls, 1);
+	assert_int_equal(live__pending(e->l), 0);
+}
+
+/* The clock the feeds say: one build per LIVE_HEAP_GAP_NS, whatever the clients ask. */
+static void test_builds_are_a_gap_apart(void **state)
+{
+	struct engine *e = *state;
+	struct request a = { .l = e->l }, b = { .l = e->l }, c = { .l = e->l };
+	struct request n = { .l = e->l, .seconds = 1 };
+	uint64_t t0, t1;
+	pthread_t t;
+
+	start(&a, &t, 0);
+	t0 = now_ns(); /* after the request's start: it is due */
+	live__feed(e->l, NULL, t0);
+	pthread_join(t, NULL);
+	assert_int_equal(e->calls, 1);
+	/* 100 ms later: the last build, the same bytes. */
+	start(&b, &t, 0);
+	live__feed(e->l, NULL, t0 + 100 * NS_PER_MS);
+	pthread_join(t, NULL);
+	assert_int_equal(b.err, 0);
+	assert_int_equal(e->calls, 1);
+	assert_int_equal(b.len, a.len);
+	assert_memory_equal(b.body, a.body, a.len);
+	/* The gap passed: a new build. */
+	start(&c, &t, 0);
+	live__feed(e->l, NULL, t0 + LIVE_HEAP_GAP_NS);
+	pthread_join(t, NULL);
+	assert_int_equal(c.err, 0);
+	assert_int_equal(e->calls, 2);
+	/* A window's build counts too: the profile now waits for the gap. */
+	t1 = now_ns() + 2 * NS_PER_SEC;
+	start(&n, &t, 0);
+	live__feed(e->l, NULL, t1);
+	pthread_join(t, NULL);
+	assert_int_equal(n.err, 0);
+	assert_int_equal(e->calls, 3);
+	free(a.body);
+	free(b.body);
+	free(c.body);
+	a = (struct request){ .l = e->l };
+	start(&a, &t, 0);
+	live__feed(e->l, NULL, t1 + 100 * NS_PER_MS);
+	assert_int_equal(live__pending(e->l), 1);
+	assert_int_equal(e->calls, 3);
+	live__feed(e->l, NULL, t1 + LIVE_HEAP_GAP_NS);
+	pthread_join(t, NULL);
+	assert_int_equal(a.err, 0);
+	assert_int_equal(e->calls, 4);
+	free(a.body);
+	free(n.body);
+}
+
+/* ---- a writer that says which thread ran it ---- */
+
+static pthread_t writer_thread;
+static int writer_calls;
+
+static int write_where(const struct profile *p, FILE *f, const struct out_opts *o)
+{
+	(void)p;
+	(void)o;
+	writer_thread = pthread_self();
+	writer_calls++;
+	return fputs("where\n", f) < 0 ? -EIO : 0;
+}
+
+static const struct writer writer_where = { .name = "where", .write = write_where };
+
+/* The encoding is the waiter's work, not the main loop's (heap and CPU lives alike). */
+static void test_the_waiter_encodes(void **state)
+{
+	struct engine *e = *state;
+	struct live *cpu = live__new(&writer_where, 99);
+	struct request r = { .seconds = 0 };
+	pthread_t t;
+
+	live__free(e->l);
+	e->l = live__new_heap(&writer_where, PERIOD, finish, e);
+	for (int k = 0; k < 2; k++) {
+		r = (struct request){ .l = k ? cpu : e->l, .seconds = (unsigned)k };
+		writer_calls = 0;
+		start(&r, &t, 0);
+		live__feed(r.l, NULL, now_ns() + 2 * NS_PER_SEC);
+		pthread_join(t, NULL);
+		assert_int_equal(r.err, 0);
+		assert_int_equal(writer_calls, 1);
+		assert_false(pthread_equal(writer_thread, pthread_self())); /* not the feeder */
+		assert_true(pthread_equal(writer_thread, t));		    /* the waiter */
+		assert_int_equal(r.len, 6);
+		assert_memory_equal(r.body, "where\n", 6);
+		free(r.body);
+	}
+	live__shutdown(cpu);
+	live__free(cpu);
+}
+
+/* A window's lost and time with the probes in: its deltas' sums (merge leaves the meta). */
+static void test_a_window_sums_its_deltas_lost_and_time_on(void **state)
+{
+	struct engine *e = *state;
+	struct request r = { .l = e->l, .seconds = 2, .view = VIEW_ALLOC_SPACE };
+	struct profile *d = alloc_profile("churn", 4, 4 * PERIOD, 0);
+	pthread_t t;
+
+	profile__meta(d)->lost = 3;
+	profile__meta(d)->alloc_on_ns = 70 * NS_PER_MS;
+	start(&r, &t, 0);
+	live__feed(e->l, d, now_ns());
+	live__feed(e->l, d, now_ns());
+	live__feed(e->l, d, now_ns() + 3 * NS_PER_SEC);
+	pthread_join(t, NULL);
+	assert_int_equal(r.err, 0);
+	assert_int_equal(e->calls, 1);
+	assert_int_equal(e->acc_lost, 9);
+	assert_int_equal(e->acc_on_ns, 210 * NS_PER_MS);
+	free(r.body);
+	profile__free(d);
 }
 
 static int free_port(void)
@@ -400,6 +561,12 @@ int main(void)
 		cmocka_unit_test(test_cpu_live_is_not_a_heap),
 		cmocka_unit_test(test_pprof_view_names_the_default_type),
 		cmocka_unit_test_setup_teardown(test_sinks_open_the_heap_live, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_due_requests_without_seconds_share_one_build,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_builds_are_a_gap_apart, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_the_waiter_encodes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_window_sums_its_deltas_lost_and_time_on,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -115,6 +115,42 @@ static void test_copy_if(void **state)
 	profile__free(dst);
 }
 
+/* profile__find_all: the samples of another profile found by their identity
+ * (frames by value), nothing added; profile__add_alloc_at adds to one in place. */
+static void test_find(void **state)
+{
+	struct profile *src = profile__new(), *dst = profile__new();
+	struct palloc v = { .alloc_objects = 2, .alloc_bytes = 64 };
+	int64_t at[5];
+	size_t nf, ns;
+
+	(void)state;
+	add(dst, "app", 1, 3, 2, "main", "work");
+	add(dst, "app", 1, 1, 1, "main");
+	add(src, "other", 9, 1, 1, "unrelated"); /* frames in another order than dst's */
+	add(src, "app", 1, 5, 2, "main", "work");
+	add(src, "app", 2, 5, 2, "main", "work");  /* another pid */
+	add(src, "tool", 1, 5, 2, "main", "work"); /* another comm */
+	add(src, "app", 1, 5, 2, "work", "main");  /* another stack */
+	nf = profile__nr_frames(dst);
+	ns = profile__nr_samples(dst);
+	assert_int_equal(profile__find_all(dst, src, at), 0);
+	assert_int_equal(at[0], -1);
+	assert_int_equal(at[1], 0);
+	assert_int_equal(at[2], -1);
+	assert_int_equal(at[3], -1);
+	assert_int_equal(at[4], -1);
+	assert_int_equal(profile__nr_frames(dst), nf);
+	assert_int_equal(profile__nr_samples(dst), ns);
+	assert_int_equal(profile__add_alloc_at(dst, 0, &v), 0);
+	assert_int_equal(profile__add_alloc_at(dst, 0, &v), 0);
+	assert_int_equal(profile__sample(dst, 0)->alloc.alloc_bytes, 128);
+	assert_int_equal(profile__sample(dst, 0)->alloc.alloc_objects, 4);
+	assert_int_equal(profile__add_alloc_at(dst, 2, &v), -EINVAL);
+	profile__free(src);
+	profile__free(dst);
+}
+
 static void test_folded_golden(void **state)
 {
 	struct profile *p = profile__new();
@@ -188,6 +224,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_interning_and_merge),
 		cmocka_unit_test(test_copy_if),
+		cmocka_unit_test(test_find),
 		cmocka_unit_test(test_folded_golden),
 		cmocka_unit_test(test_writer_table),
 		cmocka_unit_test(test_atomic_write),

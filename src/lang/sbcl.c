@@ -1234,6 +1234,7 @@ int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *wh
 		out->h.sso = v[V_TLSF_SSO];
 		out->h.package_vector = v[V_PACKAGES];
 		out->packages_var = f->var[V_PACKAGES] + bias;
+		out->hwm_var = f->var[V_TEXT_HWM] + bias;
 		if (out->h.text_end <= out->h.text_start) {
 			snprintf(why, why_len, "SBCL %s: its text space is not set up", f->version);
 			err = -EAGAIN;
@@ -1298,6 +1299,7 @@ static bool movable(const struct sbcl_heap *h, uint64_t pc)
 
 const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc)
 {
+	uint64_t hwm;
 	struct htab_entry *e;
 	struct sbcl_name *n;
 	uint64_t id[3];
@@ -1328,6 +1330,10 @@ const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc)
 	/* The vector of packages as it is now (read at the probe: moved since). */
 	if (sp->packages_var)
 		rd_word(&sp->h, sp->packages_var, &sp->h.package_vector);
+	/* Text space grown since (it only grows): its new end. */
+	if (pc >= sp->h.text_end && sp->hwm_var && !rd_word(&sp->h, sp->hwm_var, &hwm) &&
+	    hwm > sp->h.text_end)
+		sp->h.text_end = hwm;
 	if (sbcl__find_code(&sp->h, pc, &code) ||
 	    (len = code_name(&sp->h, code, pc, buf, sizeof(buf))) < 0 || code_id(&sp->h, code, id))
 		return NULL;

@@ -229,6 +229,9 @@ struct sbcl_proc {
 	bool gcs_known;
 	uint32_t serial_floor, max_serial;
 	uint64_t gc_dropped;
+	/* text_space_highwatermark's address: read again for a pc past text_end
+	 * (code compiled since the probe, as a script's own functions) */
+	uint64_t hwm_var;
 };
 
 /*

@@ -196,6 +196,7 @@ struct allocrun {
 	uint64_t held_over, looked_over; /* files not probed, not looked at: the caps */
 	uint32_t nr_sbcl;		 /* SBCL runtimes probed: their slots in the sbcl map */
 	bool sbcl_said;			 /* in-use not measured for SBCL: said once (-v) */
+	struct htab *sbcl_named;	 /* (tgid, stack) named in this drain (sbcl_name_now) */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -374,13 +375,21 @@ static void note_comm(struct allocrun *r, uint32_t tgid, const char *comm)
  * An SBCL sample's frames named now, while the process lives: a Lisp
  * function's name is read from its heap and kept with the pc
  * (lang/sbcl.h), given as of then once the process is gone (a command's
- * profile is written after its exit). Names already kept are only checked.
+ * profile is written after its exit). Names already kept are only checked:
+ * once a drain for each (process, stack) (a consing loop brings the same
+ * few stacks thousands of times a second).
  */
 static void sbcl_name_now(struct allocrun *r, const struct alloc_event *ev)
 {
 	struct proc_id id = { .pid = ev->tgid, .exec_id = PROC_EXEC_ANY };
+	struct agg_key k = { .tgid = ev->tgid, .stack = ev->stack };
 	struct sym s[SYM_MAX_FRAMES];
+	bool created = false;
 
+	if ((!r->sbcl_named && !(r->sbcl_named = htab__new())) ||
+	    htab__count(r->sbcl_named) >= ALLOC_DRAIN_MAX ||
+	    !htab__upsert(r->sbcl_named, &k, sizeof(k), &created) || !created)
+		return;
 	for (uint32_t i = 0; i < ev->nr && i < ALLOC_STACK_DEPTH; i++)
 		symbolizer__user_frames(r->sym, &id, ev->ips[i], false, s, SYM_MAX_FRAMES);
 }
@@ -1300,6 +1309,11 @@ static void run_start(struct allocrun *r)
 uint64_t allocrun__tick(struct allocrun *r, uint64_t now)
 {
 	r->noted_now = 0;
+	if (r->nr_sbcl) { /* names read at each event: SBCL's drain begins */
+		symbolizer__lisp_drain(r->sym);
+		htab__free(r->sbcl_named);
+		r->sbcl_named = NULL;
+	}
 	allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
 	guard_tick(r);
 	if (r->all)
@@ -1319,6 +1333,11 @@ bool allocrun__targets_gone(struct allocrun *r)
 void allocrun__stop(struct allocrun *r)
 {
 	/* What is left: the ring holds at most ALLOC_RING_BYTES of it. */
+	if (r->nr_sbcl) {
+		symbolizer__lisp_drain(r->sym);
+		htab__free(r->sbcl_named);
+		r->sbcl_named = NULL;
+	}
 	allocprof__drain(r->ap, on_event, r, ALLOC_RING_BYTES / sizeof(struct alloc_event) + 1);
 	r->t1 = now_ns();
 	r->scale = allocrun__span_scale(r->start.t, r->start.on, r->t1,
@@ -1915,6 +1934,7 @@ void allocrun__free(struct allocrun *r)
 			close(r->cgroup_fds[i]);
 	free(r->cgroup_fds);
 	htab__free(r->fseen);
+	htab__free(r->sbcl_named);
 	free(r->rescan);
 	htab__free(r->noted);
 	free(r);

@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -113,3 +114,48 @@ def test_a_fake_sbcl_is_not_probed(tenant_dir):
     new = [l for l in r.stderr.splitlines() if "SBCL 9.9.9" in l]
     assert len(new) == 1 and "not verified" in new[0], r.stderr
     assert "gc_close_region probed" not in r.stderr, r.stderr
+
+
+def test_all_processes_continuous(tmp_path):
+    """-a in continuous mode: the sbcl binary is a file of its own (probed
+    once, in every process mapping it); each interval's heap profile names
+    the Lisp sites, and over the files their shares of the bytes are the
+    program's (the same rounds all along: get-bytes-consed's ratios), within
+    SIGMAS of the samples' binomial spread plus the region floor."""
+    exe = sbcl()
+    rounds = 300  # some 2.7 s: past the run's 2
+    w = subprocess.Popen([exe, "--script", LISP, str(rounds), str(PAUSE_MS)],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)  # its runtime started: current_thread's GOT entry relocated
+        d = tmp_path / "out"
+        r = run_bpfprof([f"--alloc={PERIOD // 1024}K", "-a", "--interval", "1", "--output-dir",
+                         d, "-d", "2", "-v"], timeout=60)
+        stdout, _ = w.communicate(timeout=60)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+    assert re.search(r"sbcl: 2 allocator functions probed in every process mapping it",
+                     r.stderr), r.stderr
+    files = sorted(d.glob("bpfprof-*.heap.pb.gz"))
+    assert len(files) >= 2, (files, r.stderr)
+    truth = {m[0]: int(m[1]) for m in re.findall(r"^site (\S+) (\d+)$", stdout, re.M)}
+    est, samples, named = dict.fromkeys(SITES, 0), 0.0, 0
+    for f in files:
+        space = run_bpfprof(["convert", "--view", "alloc-space", "-f", "folded", f]).stdout
+        objs = run_bpfprof(["convert", "--view", "alloc-objects", "-f", "folded", f]).stdout
+        named += any(("LISPALLOC::" + s) in space for s in SITES)
+        for site in SITES:
+            b, o = folded_sum(space, "LISPALLOC::" + site), folded_sum(objs, "LISPALLOC::" + site)
+            est[site] += b
+            if o:
+                samples += o * -math.expm1(-(b / o) / PERIOD)
+    assert named >= len(files) - 1, (named, files)  # the last interval may hold none
+    total, true_total = sum(est.values()), sum(truth.values())
+    assert total > 0, r.stderr
+    for site in SITES:
+        share, want = est[site] / total, truth[site] / true_total
+        tol = SIGMAS * math.sqrt(want * (1 - want) / samples) + 2 * REGION * rounds / true_total
+        assert abs(share - want) <= tol, \
+            f"{site}: {share:.3f} of the bytes, expected {want:.3f} +- {tol:.3f}"

@@ -77,6 +77,7 @@ WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(WORKLOAD_SRCS))
 WORKLOADS += $(patsubst tests/workloads/%.cc,$(OUT)/workloads/%,$(wildcard tests/workloads/*.cc))
 WORKLOADS += $(OUT)/workloads/execa $(OUT)/workloads/execb $(OUT)/workloads/fakesbcl_new
+WORKLOADS += $(OUT)/workloads/fakesbcl_alloc_new
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 
 .PHONY: all
@@ -321,6 +322,15 @@ $(OUT)/workloads/fakesbcl_dyn: tests/workloads/fakesbcl_dyn.c tests/workloads/fa
 $(OUT)/workloads/fakesbcl_exe: tests/workloads/fakesbcl_exe.c tests/workloads/fakesbcl.h | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -rdynamic -pthread $< -o $@
+
+# ... and one that passes for 2.2.9 to --alloc (tests/integration/test_allocsbcl.py),
+# with a twin of a release without a layout.
+$(OUT)/workloads/fakesbcl_alloc: tests/workloads/fakesbcl_alloc.c tests/workloads/fakesbcl.h | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -rdynamic $< -o $@
+$(OUT)/workloads/fakesbcl_alloc_new: tests/workloads/fakesbcl_alloc.c tests/workloads/fakesbcl.h | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -rdynamic -DFAKE_VERSION='"9.9.9"' $< -o $@
 
 # A tenant's fake HotSpot JVM (tests/integration/test_jvm.py): its exported
 # gHotSpotVM* variables in .dynsym (-rdynamic).

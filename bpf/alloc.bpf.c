@@ -73,6 +73,14 @@ struct {
 	__uint(max_entries, ALLOC_RING_BYTES);
 } events SEC(".maps");
 
+/* SBCL runtimes probed: each one's layout (alloc_abi.h), by the probe cookie's slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, ALLOC_SBCL_SLOTS);
+	__type(key, __u32);
+	__type(value, struct alloc_sbcl);
+} sbcl SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, ALLOC_C_NR);
@@ -146,8 +154,11 @@ static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u64 addr, 
 
 	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 	if (ev) {
-		/* the rest of ips[] zeroed by the helper, on an error the whole */
-		n = bpf_get_stack(ctx, ev->ips, sizeof(ev->ips), BPF_F_USER_STACK);
+		/* the rest of ips[] zeroed by the helper, on an error the whole;
+		 * SBCL's, taken at an entry: the probed function's own pc left
+		 * out (the leaf is where it was called, as a return's stack) */
+		n = bpf_get_stack(ctx, ev->ips, sizeof(ev->ips),
+				  BPF_F_USER_STACK | (source == ALLOC_SRC_SBCL ? 1 : 0));
 		ev->nr = n > 0 ? (__u32)(n / sizeof(__u64)) : 0;
 		ev->stack = ev->nr ? bp_stack_hash(ev->ips, ev->nr, BP_SEED_USTACK) : 0;
 		if (ev->stack == ALLOC_STACK_LOST)
@@ -167,7 +178,7 @@ static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u64 addr, 
 		v.stack = ALLOC_STACK_LOST;
 		counter_add(ALLOC_C_RING_FULL);
 	}
-	if (!track_live)
+	if (!track_live || source == ALLOC_SRC_SBCL) /* the GC moves SBCL's objects */
 		return;
 	if (bpf_map_update_elem(&live, &k, &v, BPF_ANY))
 		counter_add(ALLOC_C_LIVE_FULL);
@@ -253,6 +264,63 @@ static __always_inline void go_probe(struct pt_regs *ctx, __u32 tgid, __u32 cook
 	}
 }
 
+/*
+ * SBCL (alloc_abi.h): the bytes of a region of the calling thread being
+ * closed (gc_close_region), or of a large object (alloc), sampled by bytes
+ * as the C library's. The stack is the entry's (record() leaves the entry
+ * pc out): the probed function's caller shows by the return address its
+ * frame holds, its own caller (alloc's, ALLOC-TRAMP; gc_close_region's,
+ * alloc, make_list...).
+ */
+static __always_inline void sbcl_probe(struct pt_regs *ctx, __u32 tgid, __u32 cookie)
+{
+	__u32 slot = ALLOC_COOKIE_SLOT(cookie);
+	__u64 arg = PT_REGS_PARM1(ctx), w = 0, thread = 0, tp = 0, r[3];
+	const struct alloc_sbcl *l = bpf_map_lookup_elem(&sbcl, &slot);
+	struct alloc_thread *ts;
+
+	if (!l)
+		return;
+	if (ALLOC_COOKIE_FN(cookie) == ALLOC_FN_SBCL_ALLOC) {
+		if (l->large && arg >= l->large && arg < ALLOC_SBCL_MAX_REGION)
+			w = arg; /* a large object */
+	} else {
+#if defined(__TARGET_ARCH_x86)
+		tp = bpf_get_current_task_btf()->thread.fsbase;
+#endif
+		if (!tp || bpf_probe_read_user(&thread, sizeof(thread), (void *)(tp + l->tpoff)) ||
+		    !thread)
+			return;
+		for (int i = 0; i < ALLOC_SBCL_REGIONS; i++) {
+			if (arg != thread + l->region[i])
+				continue;
+			/* r: free_pointer, end_addr, start_addr */
+			if (!bpf_probe_read_user(r, sizeof(r), (void *)arg) && r[2] &&
+			    r[0] >= r[2] && r[0] - r[2] < ALLOC_SBCL_MAX_REGION)
+				w = r[0] - r[2];
+			break;
+		}
+	}
+	if (!w)
+		return;
+	counter_add(ALLOC_C_CALLS);
+	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts) {
+		counter_add(ALLOC_C_NO_THREAD);
+		return;
+	}
+	if (ts->left <= 0)
+		ts->left = draw();
+	if ((__u64)ts->left > w) {
+		ts->left -= (__s64)w;
+		return;
+	}
+	ts->left = draw();
+	counter_add(ALLOC_C_SAMPLED);
+	record(ctx, tgid, 0, w, ALLOC_SRC_SBCL);
+}
+
 /* The entry of the probe of cookie: true if the call is sampled (its return is wanted). */
 static __always_inline bool enter(struct pt_regs *ctx, __u32 cookie)
 {
@@ -262,6 +330,10 @@ static __always_inline bool enter(struct pt_regs *ctx, __u32 cookie)
 
 	if (!is_target(tgid))
 		return false;
+	if (fn >= ALLOC_FN_SBCL_ALLOC) {
+		sbcl_probe(ctx, tgid, cookie);
+		return false;
+	}
 	if (fn >= ALLOC_FN_GO_MALLOC) {
 		go_probe(ctx, tgid, cookie);
 		return false;

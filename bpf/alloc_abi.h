@@ -56,6 +56,8 @@ enum alloc_fn {
 	ALLOC_FN_GO_MALLOC,	  /* runtime.mProf_Malloc: a sampled allocation */
 	ALLOC_FN_GO_FREE_SPECIAL, /* runtime.freeSpecial: a dead object's special record */
 	ALLOC_FN_GO_MPROF_FREE,	  /* runtime.mProf_Free: ... and it was a profiled one */
+	ALLOC_FN_SBCL_ALLOC,	  /* SBCL's alloc(nbytes, sys): a large object */
+	ALLOC_FN_SBCL_CLOSE,	  /* SBCL's gc_close_region(region, type): a region's bytes */
 	ALLOC_FN_NR,
 };
 
@@ -82,7 +84,37 @@ static inline int alloc_fn_has_return(__u32 cookie)
 enum alloc_source {
 	ALLOC_SRC_LIBC, /* sampled in BPF by bytes: --alloc's period */
 	ALLOC_SRC_GO,	/* sampled by the Go runtime: its MemProfileRate */
+	ALLOC_SRC_SBCL, /* SBCL's regions closed, large objects: sampled in BPF by bytes */
 };
+
+/*
+ * SBCL (ALLOC_FN_SBCL_*): Lisp code allocates inline in its thread's
+ * allocation regions (each {free_pointer, end_addr, start_addr}, in the
+ * thread structure, the TLS variable current_thread, at offsets per
+ * release: the user's and the system's mixed and cons regions); a region
+ * full is closed by the runtime's gc_close_region(region, page_type) and a
+ * new one opened (from alloc, alloc_list, make_list...). A close of one of
+ * the calling thread's regions stands for the bytes it holds (free -
+ * start: sb-sprof's :alloc point, the allocations since its opening); the
+ * GC's own regions are other addresses (not counted). Objects of at least
+ * `large` bytes are not in regions: alloc(nbytes, sys)'s entry stands for
+ * them (nbytes). Those bytes are then sampled as the C library's are
+ * (alloc_thread.left). The GC moves objects: no live entry (in-use is not
+ * measured). The probe's cookie holds the slot of its runtime's struct
+ * alloc_sbcl in the sbcl map: ALLOC_SBCL_COOKIE().
+ */
+#define ALLOC_SBCL_SLOTS	    64
+#define ALLOC_SBCL_COOKIE(fn, slot) ((__u32)(fn) | ((__u32)(slot) << 8))
+#define ALLOC_COOKIE_SLOT(c)	    (((__u32)(c) >> 8) & 0xff)
+#define ALLOC_SBCL_MAX_REGION	    (1ull << 30) /* a region's bytes believed */
+#define ALLOC_SBCL_REGIONS	    4
+
+struct alloc_sbcl {
+	__s64 tpoff; /* current_thread's offset from the thread pointer (FS base) */
+	__u64 large; /* LARGE_OBJECT_SIZE: alloc's objects out of regions (0: none) */
+	__u32 region[ALLOC_SBCL_REGIONS]; /* the thread's regions: offsets in its structure */
+};
+_Static_assert(sizeof(struct alloc_sbcl) == 32, "alloc_sbcl");
 
 #define ALLOC_GAPS	  65536	     /* exponential draws, indexed by 16 random bits */
 #define ALLOC_LIVE_MAX	  65536	     /* live sampled blocks tracked at once */

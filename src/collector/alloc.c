@@ -534,3 +534,12 @@ void allocprof__counters(struct allocprof *a, uint64_t out[ALLOC_C_NR])
 	}
 	free(v);
 }
+
+int allocprof__sbcl_layout(struct allocprof *a, uint32_t slot, const struct alloc_sbcl *l)
+{
+	if (slot >= ALLOC_SBCL_SLOTS)
+		return -ENOSPC;
+	return bpf_map__update_elem(a->skel->maps.sbcl, &slot, sizeof(slot), l, sizeof(*l), BPF_ANY)
+		       ? -errno
+		       : 0;
+}

@@ -64,6 +64,10 @@ void allocprof__detach_stops(struct allocprof *a);
  */
 int allocprof__attach_file(struct allocprof *a, const char *path, int pid, const uint32_t *fns,
 			   const uint64_t *offs, size_t n, struct errmsg *em);
+/* SBCL: the layout of the runtime whose probes' cookies name slot
+ * (ALLOC_SBCL_COOKIE), set before they are attached. 0 or -errno. */
+int allocprof__sbcl_layout(struct allocprof *a, uint32_t slot, const struct alloc_sbcl *l);
+
 /*
  * -a, --cgroup (the guard, collector/allocguard.h): every probe taken off
  * (after the program is switched off: the counters stop first), or put

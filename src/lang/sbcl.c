@@ -68,7 +68,11 @@
 static const struct sbcl_layout layouts[] = {
 	{ L_COMMON, .version = "2.2.9", .last = "2.2.9", .verified = true, .nil = 0x50000117,
 	  .filler_widetag = 0x6d, .debug_info_word = 2, .pkg_ext_slot = 9, .card_bytes = 4096,
-	  .sso_bytes = 2, .gc_page_bytes = 32768, .gc_card_shift = 10, .fin_widetag = 0x3d },
+	  .sso_bytes = 2, .gc_page_bytes = 32768, .gc_card_shift = 10, .fin_widetag = 0x3d,
+	  /* Debian's 2.2.9 (objdump of alloc, alloc_list; src/runtime/thread.h's
+	   * mixed_tlab, cons_tlab, sys_mixed_tlab, sys_cons_tlab;
+	   * src/runtime/gencgc-internal.h's LARGE_OBJECT_SIZE, 4 pages) */
+	  .tlab = { { 0x70, 0x118 }, { 0x58, 0x130 } }, .large_bytes = 4 * 32768 },
 	{ L_COMMON, .version = "2.2.10", .last = "2.2.11", .nil = 0x50000117,
 	  .filler_widetag = 0x6d, .debug_info_word = 2, .pkg_ext_slot = 9, .card_bytes = 4096,
 	  .sso_bytes = 2 },
@@ -964,6 +968,7 @@ struct sbclfile {
 	const struct sbcl_layout *l; /* NULL: a version without a layout */
 	char version[32];	     /* what its .rodata says, "" if nothing */
 	bool warned;		     /* -ENOTSUP's why given (once per runtime file) */
+	bool alloc_warned;	     /* ... and --alloc's (sbcl__file_layout) */
 };
 
 /* Whether s (len bytes, not NUL-terminated) is an SBCL version: "2.2.9", "2.2.9.debian". */
@@ -1078,6 +1083,66 @@ static const struct sbclfile *file_vars(struct mfile *mf, unsigned *left)
 	return f;
 }
 
+int sbcl__file_layout(struct mfile *mf, const struct sbcl_layout **l, char *version,
+		      size_t version_len, bool *warn)
+{
+	unsigned left = 1;
+	struct sbclfile *f = (struct sbclfile *)file_vars(mf, &left);
+
+	*l = NULL;
+	*warn = false;
+	if (!f || !f->runtime)
+		return -ENOENT;
+	snprintf(version, version_len, "%s", f->version[0] ? f->version : "(version not found)");
+	if (!f->l || !f->l->tlab[0][0]) {
+		*warn = !f->alloc_warned;
+		f->alloc_warned = true;
+		return -ENOTSUP;
+	}
+	*l = f->l;
+	return 0;
+}
+
+/* A 32-bit displacement at b. */
+static int32_t disp32(const uint8_t *b)
+{
+	int32_t v;
+
+	memcpy(&v, b, 4);
+	return v;
+}
+
+int sbcl__alloc_code(const struct sbcl_layout *l, bool list, const uint8_t *code, size_t len,
+		     uint64_t va, uint64_t *got)
+{
+	/* mov %fs:(%rax),%rsi; lea D32(%rsi),%rax; lea D8(%rsi),%r12; cmovne %rax,%r12 */
+	static const uint8_t fs[] = { 0x64, 0x48, 0x8b, 0x30 }, lea_rax[] = { 0x48, 0x8d, 0x86 },
+			     lea_r12[] = { 0x4c, 0x8d, 0x66 }, cmov[] = { 0x4c, 0x0f, 0x45, 0xe0 };
+	unsigned k = list ? 1 : 0;
+
+	if (!l || !l->tlab[k][0] || l->tlab[k][0] > 127)
+		return -ENOTSUP;
+	/* mov GOT(%rip),%rax within the prologue, then the above at most 4 bytes on */
+	for (size_t p = 0; p + 7 <= len && p < 48; p++) {
+		size_t q = p + 7;
+
+		if (code[p] != 0x48 || code[p + 1] != 0x8b || code[p + 2] != 0x05)
+			continue;
+		for (size_t s = q; s <= q + 4 && s + 19 <= len; s++) {
+			const uint8_t *c = code + s;
+
+			if (memcmp(c, fs, 4) || memcmp(c + 4, lea_rax, 3) ||
+			    (uint32_t)disp32(c + 7) != l->tlab[k][1] ||
+			    memcmp(c + 11, lea_r12, 3) || c[14] != l->tlab[k][0] ||
+			    memcmp(c + 15, cmov, 4))
+				continue;
+			*got = va + q + (uint64_t)(int64_t)disp32(code + p + 3);
+			return 0;
+		}
+	}
+	return -ENOTSUP;
+}
+
 /* -ESRCH once the process is gone (its memory with it), else -EFAULT for what cannot be read. */
 static int proc_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
@@ -1169,6 +1234,7 @@ int sbcl__probe(struct ptab *t, struct pproc *p, struct sbcl_proc *out, char *wh
 		out->h.sso = v[V_TLSF_SSO];
 		out->h.package_vector = v[V_PACKAGES];
 		out->packages_var = f->var[V_PACKAGES] + bias;
+		out->hwm_var = f->var[V_TEXT_HWM] + bias;
 		if (out->h.text_end <= out->h.text_start) {
 			snprintf(why, why_len, "SBCL %s: its text space is not set up", f->version);
 			err = -EAGAIN;
@@ -1233,6 +1299,7 @@ static bool movable(const struct sbcl_heap *h, uint64_t pc)
 
 const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc)
 {
+	uint64_t hwm;
 	struct htab_entry *e;
 	struct sbcl_name *n;
 	uint64_t id[3];
@@ -1263,6 +1330,10 @@ const char *sbcl__name(struct sbcl_proc *sp, uint64_t pc)
 	/* The vector of packages as it is now (read at the probe: moved since). */
 	if (sp->packages_var)
 		rd_word(&sp->h, sp->packages_var, &sp->h.package_vector);
+	/* Text space grown since (it only grows): its new end. */
+	if (pc >= sp->h.text_end && sp->hwm_var && !rd_word(&sp->h, sp->hwm_var, &hwm) &&
+	    hwm > sp->h.text_end)
+		sp->h.text_end = hwm;
 	if (sbcl__find_code(&sp->h, pc, &code) ||
 	    (len = code_name(&sp->h, code, pc, buf, sizeof(buf))) < 0 || code_id(&sp->h, code, id))
 		return NULL;

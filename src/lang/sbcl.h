@@ -91,6 +91,12 @@ struct sbcl_layout {
 	uint32_t gc_page_bytes; /* GENCGC_PAGE_BYTES */
 	uint8_t gc_card_shift;	/* GENCGC_CARD_SHIFT: a page-aligned scan start's scale */
 	uint8_t fin_widetag;	/* funcallable instances share code pages */
+	/* --alloc (bpf/alloc_abi.h): the thread structure's allocation regions
+	 * alloc's [0] and alloc_list's [1], the user's [][0] and the system's
+	 * [][1]; alloc's objects of large_bytes or more are out of regions. 0:
+	 * not known (a release not verified: not probed). */
+	uint16_t tlab[2][2];
+	uint32_t large_bytes;
 };
 
 /*
@@ -113,6 +119,30 @@ const char *sbcl__known_versions(void);
  */
 const struct sbcl_layout *sbcl__rodata_layout(const char *b, size_t len, char *version,
 					      size_t version_len);
+
+struct mfile;
+
+/*
+ * --alloc: the layout of the SBCL runtime in file mf (its exported variables
+ * and version, as sbcl__probe finds them, remembered with the file) into
+ * *l: 0; -ENOENT not an SBCL runtime; -ENOTSUP a release without a layout,
+ * or whose allocation regions are not verified (version gets the version
+ * string, *warn is true the first time for the file, else false).
+ */
+int sbcl__file_layout(struct mfile *mf, const struct sbcl_layout **l, char *version,
+		      size_t version_len, bool *warn);
+
+/*
+ * --alloc: whether code (len bytes of the function at address va) is the
+ * beginning of l's alloc (list false) or alloc_list (list true) as
+ * verified: current_thread's GOT entry loaded, the thread read from the FS
+ * segment, the system's and the user's regions at l->tlab[list]'s offsets,
+ * chosen by the second argument. 0 and *got (the GOT entry's address, of
+ * the file's addresses), or -ENOTSUP: other code (another build, a fake),
+ * not probed.
+ */
+int sbcl__alloc_code(const struct sbcl_layout *l, bool list, const uint8_t *code, size_t len,
+		     uint64_t va, uint64_t *got);
 
 /* One process's heap: where things are (from the runtime's exported
  * variables) and how to read it. */
@@ -199,6 +229,9 @@ struct sbcl_proc {
 	bool gcs_known;
 	uint32_t serial_floor, max_serial;
 	uint64_t gc_dropped;
+	/* text_space_highwatermark's address: read again for a pc past text_end
+	 * (code compiled since the probe, as a script's own functions) */
+	uint64_t hwm_var;
 };
 
 /*

@@ -56,6 +56,7 @@
 #include "session/launch.h"
 #include "session/scope.h"
 #include "lang/gobuildinfo.h"
+#include "lang/sbcl.h"
 #include "proc/elffile.h"
 #include "sym/elfcode.h"
 #include "sym/elfobj.h"
@@ -193,6 +194,9 @@ struct allocrun {
 	bool rescan_did;		 /* a file was looked at in this turn */
 	uint64_t held_over, looked_over; /* files not probed, not looked at: the caps */
 	struct htab *others; /* processes with an [other stacks] sample in the total -> its comm */
+	uint32_t nr_sbcl;		 /* SBCL runtimes probed: their slots in the sbcl map */
+	bool sbcl_said;			 /* in-use not measured for SBCL: said once (-v) */
+	struct htab *sbcl_named;	 /* (tgid, stack) named in this drain (sbcl_name_now) */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -367,6 +371,29 @@ static void note_comm(struct allocrun *r, uint32_t tgid, const char *comm)
 		e->value = c;
 }
 
+/*
+ * An SBCL sample's frames named now, while the process lives: a Lisp
+ * function's name is read from its heap and kept with the pc
+ * (lang/sbcl.h), given as of then once the process is gone (a command's
+ * profile is written after its exit). Names already kept are only checked:
+ * once a drain for each (process, stack) (a consing loop brings the same
+ * few stacks thousands of times a second).
+ */
+static void sbcl_name_now(struct allocrun *r, const struct alloc_event *ev)
+{
+	struct proc_id id = { .pid = ev->tgid, .exec_id = PROC_EXEC_ANY };
+	struct agg_key k = { .tgid = ev->tgid, .stack = ev->stack };
+	struct sym s[SYM_MAX_FRAMES];
+	bool created = false;
+
+	if ((!r->sbcl_named && !(r->sbcl_named = htab__new())) ||
+	    htab__count(r->sbcl_named) >= ALLOC_DRAIN_MAX ||
+	    !htab__upsert(r->sbcl_named, &k, sizeof(k), &created) || !created)
+		return;
+	for (uint32_t i = 0; i < ev->nr && i < ALLOC_STACK_DEPTH; i++)
+		symbolizer__user_frames(r->sym, &id, ev->ips[i], false, s, SYM_MAX_FRAMES);
+}
+
 static void on_event(void *ctx, const struct alloc_event *ev)
 {
 	struct allocrun *r = ctx;
@@ -386,6 +413,8 @@ static void on_event(void *ctx, const struct alloc_event *ev)
 		htab__upsert(r->noted, &ev->tgid, sizeof(ev->tgid), &created);
 	}
 	note_comm(r, ev->tgid, ev->comm);
+	if (ev->source == ALLOC_SRC_SBCL)
+		sbcl_name_now(r, ev);
 	if (!set_add(r, r->aggs, ev, w) || (r->tick && !set_add(r, r->tick, ev, w)))
 		r->oom++;
 }
@@ -700,6 +729,133 @@ static bool held_full(struct allocrun *r, const char *path)
 	return true;
 }
 
+/* SBCL's exported alloc, alloc_list and gc_close_region among a file's
+ * symbols (probe_file's loop). */
+enum { SBCL_ALLOC, SBCL_ALLOC_LIST, SBCL_CLOSE, SBCL_NR };
+static void sbcl_sym(const char *name, uint64_t start, uint64_t at[SBCL_NR], bool have[SBCL_NR])
+{
+	int k = !strcmp(name, "alloc")		   ? SBCL_ALLOC
+		: !strcmp(name, "alloc_list")	   ? SBCL_ALLOC_LIST
+		: !strcmp(name, "gc_close_region") ? SBCL_CLOSE
+						   : -1;
+
+	if (k >= 0 && !have[k]) {
+		have[k] = true;
+		at[k] = start;
+	}
+}
+
+/*
+ * The SBCL runtime's regions closed and large objects (gc_close_region and
+ * alloc: alloc_abi.h) of a file, as probes: appended to fns/offs (n), its
+ * layout in the BPF program's sbcl map. Only a release whose regions are
+ * verified (sbcl.h's tlab), and only code that is that release's: alloc's
+ * and alloc_list's first instructions hold the regions' offsets
+ * (sbcl__alloc_code: a fake's alloc with other offsets is not probed); the
+ * thread's TLS offset read from the process (its GOT entry, relocated by
+ * the dynamic linker).
+ * 0, or -errno (said, but for a file that is not an SBCL runtime).
+ */
+static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, const char *path,
+		       const struct procmap *m, uint32_t pid, const uint64_t at[SBCL_NR],
+		       uint32_t *fns, uint64_t *offs, size_t *n)
+{
+	struct proc_id id = { .pid = pid, .exec_id = PROC_EXEC_ANY };
+	const struct sbcl_layout *l;
+	struct alloc_sbcl al = { .tpoff = 0 };
+	uint64_t got[SBCL_NR], off[SBCL_NR], bias;
+	char version[32];
+	struct elfcode *ec;
+	struct pproc *p;
+	bool warn;
+	int err;
+
+	err = sbcl__file_layout(f, &l, version, sizeof(version), &warn);
+	if (err == -ENOENT)
+		return err; /* another program's alloc */
+	if (err) {
+		if (warn)
+			p_warn("%s: SBCL %s: a release whose allocation regions bpfprof has not "
+			       "verified (it knows 2.2.9): its Lisp allocations not profiled",
+			       path, version);
+		return err;
+	}
+	ec = mfile__fd(f) >= 0 ? elfcode__open_fd(mfile__fd(f)) : NULL;
+	for (int k = 0; k < SBCL_NR; k++) {
+		uint8_t code[64] = { 0 };
+		ssize_t got_bytes;
+
+		if (k == SBCL_CLOSE) {
+			err = elfsym__vaddr_to_off(es, at[k], &off[k], NULL) ? -ENOENT : 0;
+			break;
+		}
+		got_bytes = ec ? elfcode__read(ec, at[k], code, sizeof(code)) : -1;
+		err = got_bytes > 0 ? sbcl__alloc_code(l, k == SBCL_ALLOC_LIST, code,
+						       (size_t)got_bytes, at[k], &got[k])
+				    : -EIO;
+		if (!err && elfsym__vaddr_to_off(es, at[k], &off[k], NULL))
+			err = -ENOENT;
+		if (err)
+			break;
+	}
+	if (ec)
+		elfcode__free(ec);
+	if (!err && got[SBCL_ALLOC] != got[SBCL_ALLOC_LIST])
+		err = -ENOTSUP;
+	if (err) {
+		p_warn("%s: SBCL %s: its alloc, alloc_list and gc_close_region are not the code "
+		       "verified for it (another build, or not SBCL's): its Lisp allocations not "
+		       "profiled",
+		       path, version);
+		return err;
+	}
+	err = mfile__elf(f) ? elffile__load_bias(mfile__elf(f), m->start, m->offset, &bias)
+			    : -ENOENT;
+	if (!err)
+		err = ptab__get(r->ptab, &id, &p);
+	if (!err) {
+		if (ptab__read_mem(r->ptab, p, got[SBCL_ALLOC] + bias, &al.tpoff,
+				   sizeof(al.tpoff)) != (ssize_t)sizeof(al.tpoff))
+			err = -EFAULT;
+		ptab__put(r->ptab, p);
+	}
+	/* a static TLS block's offset: below the thread pointer, aligned, not far */
+	if (!err && (al.tpoff >= 0 || al.tpoff < -(1 << 20) || (al.tpoff & 7)))
+		err = -EINVAL;
+	if (!err && r->nr_sbcl >= ALLOC_SBCL_SLOTS)
+		err = -ENOSPC;
+	if (err) {
+		p_warn("%s: SBCL %s: its thread's TLS offset not read in process %u (%s): its "
+		       "Lisp allocations not profiled",
+		       path, version, pid, strerror(-err));
+		return err;
+	}
+	al.large = l->large_bytes;
+	for (int k = 0; k < 2; k++)
+		for (int sys = 0; sys < 2; sys++)
+			al.region[k * 2 + sys] = l->tlab[k][sys];
+	err = allocprof__sbcl_layout(r->ap, r->nr_sbcl, &al);
+	if (err) {
+		p_warn("%s: its Lisp allocations not profiled: %s", path, strerror(-err));
+		return err;
+	}
+	p_debug("%s: SBCL %s: alloc and gc_close_region probed, current_thread at %" PRId64
+		" from the thread pointer (slot %u)",
+		path, version, (int64_t)al.tpoff, r->nr_sbcl);
+	if (!r->sbcl_said) {
+		r->sbcl_said = true;
+		p_info("SBCL: the bytes of its threads' allocation regions as each is closed "
+		       "(full), and its large objects; in-use bytes are not measured (its GC "
+		       "moves objects)");
+	}
+	fns[*n] = ALLOC_SBCL_COOKIE(ALLOC_FN_SBCL_ALLOC, r->nr_sbcl);
+	offs[(*n)++] = off[SBCL_ALLOC];
+	fns[*n] = ALLOC_SBCL_COOKIE(ALLOC_FN_SBCL_CLOSE, r->nr_sbcl);
+	offs[(*n)++] = off[SBCL_CLOSE];
+	r->nr_sbcl++;
+	return 0;
+}
+
 /* The allocator functions of one file that defines malloc and free: probed
  * in pid (-a, --cgroup: unless the cap on files probed refuses it). */
 static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
@@ -712,6 +868,8 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	bool have[ALLOC_FN_NR] = { false };
 	uint64_t at[ALLOC_FN_NR], at_end[ALLOC_FN_NR], go_at[GO_NR];
 	bool go_have[GO_NR] = { false }, libc, go;
+	uint64_t sb_at[SBCL_NR];
+	bool sb_have[SBCL_NR] = { false }, sbcl;
 	size_t n = 0, nsyms;
 	struct errmsg em = { 0 };
 	char kpath[64];
@@ -742,10 +900,12 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 					go_have[k] = true;
 					go_at[k] = start;
 				}
+		sbcl_sym(name, start, sb_at, sb_have);
 	}
 	libc = have[ALLOC_FN_MALLOC] && have[ALLOC_FN_FREE];
 	go = go_have[GO_MALLOC] && go_have[GO_FREE_SPECIAL] && go_have[GO_MPROF_FREE];
-	if (!libc && !go)
+	sbcl = sb_have[SBCL_ALLOC] && sb_have[SBCL_ALLOC_LIST] && sb_have[SBCL_CLOSE];
+	if (!libc && !go && !sbcl)
 		goto out;
 	if (held_full(r, path))
 		goto out;
@@ -774,6 +934,9 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 		offs[n++] = off;
 	}
 	if (go && go_probes(r, f, es, path, m, pid, go_at, fns, offs, &n) && !libc)
+		goto out;
+	if ((sbcl && sbcl_probes(r, f, es, path, m, pid, sb_at, fns, offs, &n) && !libc && !go) ||
+	    !n)
 		goto out;
 	err = mfile__kernel_path(f, kpath, sizeof(kpath));
 	if (!err)
@@ -1158,6 +1321,11 @@ static void run_start(struct allocrun *r)
 uint64_t allocrun__tick(struct allocrun *r, uint64_t now)
 {
 	r->noted_now = 0;
+	if (r->nr_sbcl) { /* names read at each event: SBCL's drain begins */
+		symbolizer__lisp_drain(r->sym);
+		htab__free(r->sbcl_named);
+		r->sbcl_named = NULL;
+	}
 	allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
 	guard_tick(r);
 	if (r->all)
@@ -1177,6 +1345,11 @@ bool allocrun__targets_gone(struct allocrun *r)
 void allocrun__stop(struct allocrun *r)
 {
 	/* What is left: the ring holds at most ALLOC_RING_BYTES of it. */
+	if (r->nr_sbcl) {
+		symbolizer__lisp_drain(r->sym);
+		htab__free(r->sbcl_named);
+		r->sbcl_named = NULL;
+	}
 	allocprof__drain(r->ap, on_event, r, ALLOC_RING_BYTES / sizeof(struct alloc_event) + 1);
 	r->t1 = now_ns();
 	r->scale = allocrun__span_scale(r->start.t, r->start.on, r->t1,
@@ -1912,6 +2085,7 @@ void allocrun__free(struct allocrun *r)
 			close(r->cgroup_fds[i]);
 	free(r->cgroup_fds);
 	htab__free(r->fseen);
+	htab__free(r->sbcl_named);
 	free(r->rescan);
 	htab__free(r->noted);
 	free(r);

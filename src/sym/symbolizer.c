@@ -154,7 +154,8 @@ struct symproc {
 	struct sbcl_proc *sbcl;
 	int sbcl_err; /* of the last probe: 0 not tried (or found), -ENOENT not SBCL, ... */
 	uint64_t sbcl_try_ns;
-	uint64_t sbcl_gen; /* the drain (gen + 1) sbcl__new_drain was last called for */
+	uint64_t sbcl_gen; /* the drain (gen + lisp_drains + 1) sbcl__new_drain was last called for
+			    */
 	/* HotSpot: the JVM found in it (lang/hotspot.c), and its code blobs' names. */
 	struct hotspot_proc *jvm;
 	int jvm_err; /* of the last probe: 0 not tried (or found), -ENOENT no JVM, ... */
@@ -199,6 +200,7 @@ struct symbolizer {
 	size_t nr_held, max_held;
 	uint64_t held_read, held_forced, held_dropped;
 	uint64_t gen;
+	uint64_t lisp_drains; /* symbolizer__lisp_drain: drains of SBCL names alone */
 	size_t file_bytes, pmap_bytes, freed_bytes;
 	uint64_t lisp_over_budget, lisp_walked;
 	uint64_t lookups, unknown, debug_files, jit_names, lisp_names, java_names, images_lost,
@@ -1708,8 +1710,8 @@ static const char *jit_name(struct symbolizer *s, struct symproc *p, uint64_t ad
 /* SBCL: the GC count as of the drain's start (symbolizer__drain_begin, else its first lookup). */
 static void sbcl_drain(struct symbolizer *s, struct symproc *p)
 {
-	if (p->sbcl && p->sbcl_gen != s->gen + 1) {
-		p->sbcl_gen = s->gen + 1;
+	if (p->sbcl && p->sbcl_gen != s->gen + s->lisp_drains + 1) {
+		p->sbcl_gen = s->gen + s->lisp_drains + 1;
 		sbcl__new_drain(p->sbcl);
 	}
 }
@@ -2655,6 +2657,12 @@ void symbolizer__drain_begin(struct symbolizer *s)
 
 	while ((e = htab__next(s->procs, &pos)))
 		sbcl_drain(s, e->value);
+}
+
+void symbolizer__lisp_drain(struct symbolizer *s)
+{
+	s->lisp_drains++;
+	symbolizer__drain_begin(s);
 }
 
 void symbolizer__sweep(struct symbolizer *s)

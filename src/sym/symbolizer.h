@@ -305,6 +305,13 @@ const char *sym__display(const struct sym *sym, char *buf, size_t size);
  * against it. Without the call, it is read at the drain's first lookup.
  */
 void symbolizer__drain_begin(struct symbolizer *s);
+/*
+ * The same for a drain that names SBCL frames only, without a sweep (bpfprof
+ * --alloc names an SBCL sample's frames as it arrives): each call starts a
+ * new drain for SBCL's names (its GC count read again, its read budget
+ * renewed); nothing else changes.
+ */
+void symbolizer__lisp_drain(struct symbolizer *s);
 
 /*
  * After a drain: forget processes that were already gone at the last sweep,

@@ -120,6 +120,12 @@ int allocprof__probes_on(struct allocprof *a, struct errmsg *em)
 	return 0;
 }
 
+int allocprof__sbcl_layout(struct allocprof *a, uint32_t slot, const struct alloc_sbcl *l)
+{
+	(void)a, (void)slot, (void)l;
+	return 0;
+}
+
 void allocprof__track_live(struct allocprof *a, bool on)
 {
 	(void)a, (void)on;

@@ -194,9 +194,9 @@ struct allocrun {
 	bool rescan_did;		 /* a file was looked at in this turn */
 	uint64_t held_over, looked_over; /* files not probed, not looked at: the caps */
 	struct htab *others; /* processes with an [other stacks] sample in the total -> its comm */
-	uint32_t nr_sbcl;		 /* SBCL runtimes probed: their slots in the sbcl map */
-	bool sbcl_said;			 /* in-use not measured for SBCL: said once (-v) */
-	struct htab *sbcl_named;	 /* (tgid, stack) named in this drain (sbcl_name_now) */
+	uint32_t nr_sbcl;    /* SBCL runtimes probed: their slots in the sbcl map */
+	bool sbcl_said;	     /* in-use not measured for SBCL: said once (-v) */
+	struct htab *sbcl_named; /* (tgid, stack) named in this drain (sbcl_name_now) */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */

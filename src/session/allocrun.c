@@ -129,6 +129,17 @@ struct agg {
 	char comm[17];
 };
 
+#define ALLOC_COMMS_SWEEP 4096 /* names checked after an interval's walk (start times read) */
+#define ALLOC_COMMS_READS 64   /* start times of new names read per ALLOC_DRAIN_MS */
+
+/* A process's command name (r->comms, by tgid): the first one seen, and
+ * the start time of the process it was seen in (clock ticks; 0: unknown,
+ * read at the next sweep). Another start time is another process. */
+struct comm {
+	char name[17];
+	uint64_t start;
+};
+
 /*
  * A span's edge: where the values of a set (cur, tick) start. Its
  * estimates are scaled by the guard over the span alone (time / time on),
@@ -163,7 +174,7 @@ struct allocrun {
 	uint64_t epoch;		/* live walks: each renews the pins */
 	struct edge start, ivl, tickedge;
 	struct profile *total; /* the run-long alloc_*: each interval merged in */
-	struct htab *comms;    /* tgid -> its command name (the live blocks') */
+	struct htab *comms;    /* tgid -> struct comm: its name (the live blocks') */
 	struct htab *alive;    /* one live walk: tgid -> 1 alive, 2 exited */
 	bool sweep;	       /* this walk deletes the blocks of exited processes */
 	uint64_t live_blocks;  /* the last walk's */
@@ -193,6 +204,14 @@ struct allocrun {
 	uint64_t rescan_until;		 /* this turn's rescan work ends then (0: not a rescan) */
 	bool rescan_did;		 /* a file was looked at in this turn */
 	uint64_t held_over, looked_over; /* files not probed, not looked at: the caps */
+	/* the process-name table's upkeep (comms_sweep) */
+	int (*starttime)(struct ptab *t, uint32_t pid, uint64_t *ticks); /* NULL: ptab__starttime */
+	size_t comms_pos;     /* the sweep's place in comms (a slot) */
+	uint64_t comms_added; /* names noted since the last sweep */
+	uint64_t comms_turn;  /* when the reads of new names' start times were counted from */
+	unsigned comms_reads; /* ... and how many since */
+	uint64_t comms_gone, comms_reused; /* names the sweeps removed: process gone, pid reused */
+	uint64_t comms_full;		   /* names not noted: the table full */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -347,24 +366,53 @@ static bool set_add(struct allocrun *r, struct htab *set, const struct alloc_eve
 	return true;
 }
 
-/* The process's command name kept for its live blocks (the first one seen). */
+/* Start time of pid in clock ticks (proc/ptab.h). 0 or -errno. */
+static int comm_start(struct allocrun *r, uint32_t pid, uint64_t *ticks)
+{
+	return r->starttime ? r->starttime(r->ptab, pid, ticks)
+			    : ptab__starttime(r->ptab, pid, ticks);
+}
+
+/*
+ * The process's command name kept for its live blocks (the first one seen),
+ * with its start time: read once when the process is first seen, at most
+ * ALLOC_COMMS_READS per ALLOC_DRAIN_MS (a tenant's new processes cost the loop so
+ * much); past them, or when the read fails, left for the sweep.
+ */
 static void note_comm(struct allocrun *r, uint32_t tgid, const char *comm)
 {
 	struct htab_entry *e;
+	struct comm *c;
+	uint64_t now;
 	bool created;
-	char *c;
 
-	if (htab__count(r->comms) >= ALLOC_COMMS_MAX || htab__find(r->comms, &tgid, sizeof(tgid)))
+	if (htab__find(r->comms, &tgid, sizeof(tgid)))
 		return;
-	c = calloc(1, 17);
+	if (htab__count(r->comms) >= ALLOC_COMMS_MAX) {
+		r->comms_full++;
+		return;
+	}
+	c = calloc(1, sizeof(*c));
 	if (!c)
 		return;
-	memcpy(c, comm, 16);
+	memcpy(c->name, comm, 16);
+	now = now_ns();
+	if (now - r->comms_turn >= ALLOC_DRAIN_MS * NS_PER_MS) {
+		r->comms_turn = now;
+		r->comms_reads = 0;
+	}
+	if (r->comms_reads < ALLOC_COMMS_READS) {
+		r->comms_reads++;
+		if (comm_start(r, tgid, &c->start))
+			c->start = 0;
+	}
 	e = htab__upsert(r->comms, &tgid, sizeof(tgid), &created);
-	if (!e)
+	if (!e) {
 		free(c);
-	else
-		e->value = c;
+		return;
+	}
+	e->value = c;
+	r->comms_added++;
 }
 
 static void on_event(void *ctx, const struct alloc_event *ev)
@@ -434,7 +482,7 @@ static bool on_live(void *ctx, const struct alloc_live_key *k, const struct allo
 
 		if (!c || !c[0]) {
 			e = htab__find(r->comms, &k->tgid, sizeof(k->tgid));
-			c = e ? e->value : NULL;
+			c = e ? ((const struct comm *)e->value)->name : NULL;
 		}
 		if (c)
 			snprintf(a->comm, sizeof(a->comm), "%s", c);
@@ -1341,6 +1389,114 @@ static void forget_exited(struct allocrun *r)
 	free(gone);
 }
 
+/* The pids of another process now (reused) get the name this interval's
+ * allocations by them carry (cur: the events since the edge, all after the
+ * reuse unless the old process allocated in this interval too), else are
+ * forgotten: the next event notes them again. */
+static void comms_renamed(struct allocrun *r, const uint32_t *pids, size_t n)
+{
+	struct htab *want = htab__new();
+	size_t pos = 0;
+	bool created;
+
+	for (size_t i = 0; want && i < n; i++)
+		if (!htab__upsert(want, &pids[i], sizeof(pids[i]), &created)) {
+			htab__free(want);
+			want = NULL;
+		}
+	for (struct htab_entry *e; want && htab__count(want) && (e = htab__next(r->aggs, &pos));) {
+		const struct agg_key *k = (const void *)e->key;
+		const struct agg *a = e->value;
+		struct htab_entry *w = htab__find(want, &k->tgid, sizeof(k->tgid));
+		struct htab_entry *c = htab__find(r->comms, &k->tgid, sizeof(k->tgid));
+
+		if (!w || !a->comm[0] || !c)
+			continue;
+		snprintf(((struct comm *)c->value)->name, sizeof(((struct comm *)0)->name), "%s",
+			 a->comm);
+		htab__remove(want, &k->tgid, sizeof(k->tgid));
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!want || htab__find(want, &pids[i], sizeof(pids[i])))
+			free(htab__remove(r->comms, &pids[i], sizeof(pids[i])));
+	r->comms_reused += n;
+	htab__free(want);
+}
+
+/* Whether the walk found process tgid alive, its blocks in the table. */
+static bool walked_alive(struct allocrun *r, uint32_t tgid)
+{
+	struct htab_entry *e = r->alive ? htab__find(r->alive, &tgid, sizeof(tgid)) : NULL;
+
+	return e && e->value == (void *)1;
+}
+
+/*
+ * After an interval's walk, the names checked round robin: at most
+ * ALLOC_COMMS_SWEEP start times read, and at most as many names looked at,
+ * or twice as many as were noted since the last sweep (a gone process costs
+ * a kill(2) only). A process gone is forgotten, unless the walk found it
+ * alive with blocks (the next walk deletes them, named, then forget_exited);
+ * a pid another process has now is renamed or forgotten (comms_renamed).
+ * So the table follows the processes: a tenant's churn of pids leaves in it
+ * the live ones and those noted since a sweep or two.
+ */
+static void comms_sweep(struct allocrun *r)
+{
+	size_t n = htab__count(r->comms), seen = 0, reads = 0, pos = r->comms_pos;
+	size_t visits = MIN(n, MAX((size_t)ALLOC_COMMS_SWEEP, 2 * r->comms_added));
+	uint32_t *reused = NULL;
+	size_t nr_reused = 0, cap_reused = 0;
+	bool wrapped = pos == 0;
+
+	r->comms_added = 0;
+	while (seen < visits && reads < ALLOC_COMMS_SWEEP) {
+		struct htab_entry *e = htab__next(r->comms, &pos);
+		struct comm *c;
+		uint32_t tgid;
+		uint64_t t;
+		bool gone;
+		int err;
+
+		if (!e) {
+			if (wrapped)
+				break;
+			wrapped = true;
+			pos = 0;
+			continue;
+		}
+		seen++;
+		memcpy(&tgid, e->key, sizeof(tgid));
+		c = e->value;
+		gone = kill((pid_t)tgid, 0) && errno == ESRCH;
+		if (!gone) {
+			reads++;
+			err = comm_start(r, tgid, &t);
+			gone = err == -ENOENT || err == -ESRCH;
+			if (!err && c->start && t != c->start) {
+				c->start = t;
+				if (!array_grow((void **)&reused, &cap_reused, nr_reused + 1,
+						sizeof(*reused)))
+					reused[nr_reused++] = tgid;
+				continue;
+			}
+			if (!err)
+				c->start = t;
+		}
+		if (gone && !walked_alive(r, tgid)) {
+			free(htab__remove(r->comms, &tgid, sizeof(tgid)));
+			r->comms_gone++;
+		}
+	}
+	r->comms_pos = pos;
+	if (nr_reused)
+		comms_renamed(r, reused, nr_reused);
+	free(reused);
+	p_debug("process names: %zu kept, %zu checked (%zu start times read); run-long: %" PRIu64
+		" gone, %" PRIu64 " reused, %" PRIu64 " not noted (table full)",
+		htab__count(r->comms), seen, reads, r->comms_gone, r->comms_reused, r->comms_full);
+}
+
 /*
  * One walk of the live table into prof's inuse_*: the stacks its blocks
  * name pinned (the epoch's pins not renewed let go), sweep: the blocks of
@@ -1357,6 +1513,8 @@ static int take_inuse(struct allocrun *r, struct profile *prof, bool sweep)
 	r->inuse_bytes = 0;
 	if (r->g.engaged) {
 		stacktab__pin_epoch(r->stacks, r->epoch);
+		if (sweep)
+			comms_sweep(r);
 		return 0;
 	}
 	r->inuse = htab__new();
@@ -1379,6 +1537,8 @@ static int take_inuse(struct allocrun *r, struct profile *prof, bool sweep)
 	r->inuse = NULL;
 	if (deleted)
 		forget_exited(r);
+	if (sweep)
+		comms_sweep(r);
 	return err;
 }
 
@@ -1728,6 +1888,17 @@ struct allocrun *allocrun__new(const struct options *o, struct ptab *pt, struct 
 		return NULL;
 	}
 	return r;
+}
+
+size_t allocrun__nr_comms(const struct allocrun *r)
+{
+	return htab__count(r->comms);
+}
+
+void allocrun__set_starttime(struct allocrun *r,
+			     int (*fn)(struct ptab *t, uint32_t pid, uint64_t *ticks))
+{
+	r->starttime = fn;
 }
 
 void allocrun__free(struct allocrun *r)

@@ -376,8 +376,10 @@ static int comm_start(struct allocrun *r, uint32_t pid, uint64_t *ticks)
 /*
  * The process's command name kept for its live blocks (the first one seen),
  * with its start time: read once when the process is first seen, at most
- * ALLOC_COMMS_READS per ALLOC_DRAIN_MS (a tenant's new processes cost the loop so
- * much); past them, or when the read fails, left for the sweep.
+ * ALLOC_COMMS_READS per ALLOC_DRAIN_MS (a tenant's new processes cost the
+ * loop so much); past them, or when the read fails, left for the sweep. A
+ * process already gone is not noted (its pid may be another's by the
+ * sweep): its blocks go at the next walk, named by this interval's events.
  */
 static void note_comm(struct allocrun *r, uint32_t tgid, const char *comm)
 {
@@ -402,8 +404,14 @@ static void note_comm(struct allocrun *r, uint32_t tgid, const char *comm)
 		r->comms_reads = 0;
 	}
 	if (r->comms_reads < ALLOC_COMMS_READS) {
+		int err = comm_start(r, tgid, &c->start);
+
 		r->comms_reads++;
-		if (comm_start(r, tgid, &c->start))
+		if (err == -ENOENT || err == -ESRCH) {
+			free(c);
+			return;
+		}
+		if (err)
 			c->start = 0;
 	}
 	e = htab__upsert(r->comms, &tgid, sizeof(tgid), &created);
@@ -1389,18 +1397,25 @@ static void forget_exited(struct allocrun *r)
 	free(gone);
 }
 
-/* The pids of another process now (reused) get the name this interval's
- * allocations by them carry (cur: the events since the edge, all after the
- * reuse unless the old process allocated in this interval too), else are
- * forgotten: the next event notes them again. */
-static void comms_renamed(struct allocrun *r, const uint32_t *pids, size_t n)
+/* A name the sweep found in doubt: its pid another process's now (reused:
+ * forget), or its start time read only now (unsure: keep). */
+struct comm_doubt {
+	uint32_t pid;
+	bool reused;
+};
+
+/* The names in doubt take the one this interval's allocations by their pid
+ * carry (cur: the events since the edge, all after a reuse unless the old
+ * process allocated in this interval too); else the reused are forgotten
+ * (the next event notes them again), the unsure kept. */
+static void comms_renamed(struct allocrun *r, const struct comm_doubt *d, size_t n)
 {
 	struct htab *want = htab__new();
 	size_t pos = 0;
 	bool created;
 
 	for (size_t i = 0; want && i < n; i++)
-		if (!htab__upsert(want, &pids[i], sizeof(pids[i]), &created)) {
+		if (!htab__upsert(want, &d[i].pid, sizeof(d[i].pid), &created)) {
 			htab__free(want);
 			want = NULL;
 		}
@@ -1416,10 +1431,13 @@ static void comms_renamed(struct allocrun *r, const uint32_t *pids, size_t n)
 			 a->comm);
 		htab__remove(want, &k->tgid, sizeof(k->tgid));
 	}
-	for (size_t i = 0; i < n; i++)
-		if (!want || htab__find(want, &pids[i], sizeof(pids[i])))
-			free(htab__remove(r->comms, &pids[i], sizeof(pids[i])));
-	r->comms_reused += n;
+	for (size_t i = 0; i < n; i++) {
+		if (!d[i].reused)
+			continue;
+		if (!want || htab__find(want, &d[i].pid, sizeof(d[i].pid)))
+			free(htab__remove(r->comms, &d[i].pid, sizeof(d[i].pid)));
+		r->comms_reused++;
+	}
 	htab__free(want);
 }
 
@@ -1437,7 +1455,8 @@ static bool walked_alive(struct allocrun *r, uint32_t tgid)
  * or twice as many as were noted since the last sweep (a gone process costs
  * a kill(2) only). A process gone is forgotten, unless the walk found it
  * alive with blocks (the next walk deletes them, named, then forget_exited);
- * a pid another process has now is renamed or forgotten (comms_renamed).
+ * a pid another process has now, or one whose start time is read only now,
+ * is renamed from this interval's allocations (comms_renamed).
  * So the table follows the processes: a tenant's churn of pids leaves in it
  * the live ones and those noted since a sweep or two.
  */
@@ -1445,8 +1464,8 @@ static void comms_sweep(struct allocrun *r)
 {
 	size_t n = htab__count(r->comms), seen = 0, reads = 0, pos = r->comms_pos;
 	size_t visits = MIN(n, MAX((size_t)ALLOC_COMMS_SWEEP, 2 * r->comms_added));
-	uint32_t *reused = NULL;
-	size_t nr_reused = 0, cap_reused = 0;
+	struct comm_doubt *doubt = NULL;
+	size_t nr_doubt = 0, cap_doubt = 0;
 	bool wrapped = pos == 0;
 
 	r->comms_added = 0;
@@ -1473,15 +1492,15 @@ static void comms_sweep(struct allocrun *r)
 			reads++;
 			err = comm_start(r, tgid, &t);
 			gone = err == -ENOENT || err == -ESRCH;
-			if (!err && c->start && t != c->start) {
+			if (!err && t != c->start) {
+				bool reused = c->start;
+
 				c->start = t;
-				if (!array_grow((void **)&reused, &cap_reused, nr_reused + 1,
-						sizeof(*reused)))
-					reused[nr_reused++] = tgid;
+				if (!array_grow((void **)&doubt, &cap_doubt, nr_doubt + 1,
+						sizeof(*doubt)))
+					doubt[nr_doubt++] = (struct comm_doubt){ tgid, reused };
 				continue;
 			}
-			if (!err)
-				c->start = t;
 		}
 		if (gone && !walked_alive(r, tgid)) {
 			free(htab__remove(r->comms, &tgid, sizeof(tgid)));
@@ -1489,9 +1508,9 @@ static void comms_sweep(struct allocrun *r)
 		}
 	}
 	r->comms_pos = pos;
-	if (nr_reused)
-		comms_renamed(r, reused, nr_reused);
-	free(reused);
+	if (nr_doubt)
+		comms_renamed(r, doubt, nr_doubt);
+	free(doubt);
 	p_debug("process names: %zu kept, %zu checked (%zu start times read); run-long: %" PRIu64
 		" gone, %" PRIu64 " reused, %" PRIu64 " not noted (table full)",
 		htab__count(r->comms), seen, reads, r->comms_gone, r->comms_reused, r->comms_full);

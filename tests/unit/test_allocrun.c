@@ -550,14 +550,15 @@ static void test_comms_gone(void **state)
 	assert_int_equal(allocrun__nr_comms(g->ar), 0);
 }
 
-/* The fake start time of every process (test_comms_reused). */
+/* The fake start time of every process (test_comms_reused), or the error its read fails with. */
 static uint64_t fake_start = 100;
+static int fake_err;
 
 static int fake_starttime(struct ptab *t, uint32_t pid, uint64_t *ticks)
 {
 	(void)t, (void)pid;
 	*ticks = fake_start;
-	return 0;
+	return fake_err;
 }
 
 /*
@@ -599,6 +600,23 @@ static void test_comms_reused(void **state)
 	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE));
 	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
 	assert_string_equal(comm_of(p, g->pid), "newer");
+	profile__free(p);
+
+	/* a start time not read when first seen: the sweep that reads it takes
+	 * the name of that interval's allocations (the pid may be another's) */
+	fake_start = 400;
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE)); /* reused: "newer" goes */
+	assert_int_equal(allocrun__nr_comms(g->ar), 0);
+	fake_err = -EMFILE;
+	event(site_a, 0x1111, 100, 0x10000, false);
+	strcpy(events[nr_events - 1].comm, "unsure");
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE)); /* noted, start unread */
+	fake_err = 0;
+	event(site_c, 0x3333, 100, 0x30000, false);
+	strcpy(events[nr_events - 1].comm, "sure");
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE));
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_string_equal(comm_of(p, g->pid), "sure");
 	profile__free(p);
 	fake_start = 100;
 }

@@ -138,6 +138,8 @@ struct agg {
 struct comm {
 	char name[17];
 	uint64_t start;
+	uint64_t checked; /* the interval (r->comms_gen) another name was checked in */
+	bool doubt;	  /* another process's maybe: the next event's name is taken */
 };
 
 /*
@@ -208,6 +210,7 @@ struct allocrun {
 	int (*starttime)(struct ptab *t, uint32_t pid, uint64_t *ticks); /* NULL: ptab__starttime */
 	size_t comms_pos;     /* the sweep's place in comms (a slot) */
 	uint64_t comms_added; /* names noted since the last sweep */
+	uint64_t comms_gen;   /* sweeps */
 	uint64_t comms_turn;  /* when the reads of new names' start times were counted from */
 	unsigned comms_reads; /* ... and how many since */
 	uint64_t comms_gone, comms_reused; /* names the sweeps removed: process gone, pid reused */
@@ -373,23 +376,58 @@ static int comm_start(struct allocrun *r, uint32_t pid, uint64_t *ticks)
 			    : ptab__starttime(r->ptab, pid, ticks);
 }
 
+/* Whether a start time may be read now: ALLOC_COMMS_READS per
+ * ALLOC_DRAIN_MS (a tenant's new processes cost the loop so much). */
+static bool comms_read_ok(struct allocrun *r)
+{
+	uint64_t now = now_ns();
+
+	if (now - r->comms_turn >= ALLOC_DRAIN_MS * NS_PER_MS) {
+		r->comms_turn = now;
+		r->comms_reads = 0;
+	}
+	if (r->comms_reads >= ALLOC_COMMS_READS)
+		return false;
+	r->comms_reads++;
+	return true;
+}
+
 /*
  * The process's command name kept for its live blocks (the first one seen),
- * with its start time: read once when the process is first seen, at most
- * ALLOC_COMMS_READS per ALLOC_DRAIN_MS (a tenant's new processes cost the
- * loop so much); past them, or when the read fails, left for the sweep. A
- * process already gone is not noted (its pid may be another's by the
- * sweep): its blocks go at the next walk, named by this interval's events.
+ * with its start time: read once when the process is first seen (past the
+ * reads' pace, or when the read fails, left for the sweep). A process
+ * already gone is not noted (its pid may be another's by the sweep): its
+ * blocks go at the next walk, named by this interval's events. An event
+ * under another name (another thread's, or another process's with the
+ * pid) reads the start time again, once an interval while it finds the
+ * same process: another process's name replaces the old one at once.
  */
 static void note_comm(struct allocrun *r, uint32_t tgid, const char *comm)
 {
-	struct htab_entry *e;
+	struct htab_entry *e = htab__find(r->comms, &tgid, sizeof(tgid));
 	struct comm *c;
-	uint64_t now;
 	bool created;
+	uint64_t t;
 
-	if (htab__find(r->comms, &tgid, sizeof(tgid)))
+	if (e) {
+		c = e->value;
+		if (c->doubt) {
+			memcpy(c->name, comm, 16);
+			c->doubt = false;
+			return;
+		}
+		if (c->start && c->checked != r->comms_gen && strncmp(c->name, comm, 16) &&
+		    comms_read_ok(r)) {
+			if (comm_start(r, tgid, &t) || t == c->start) {
+				c->checked = r->comms_gen;
+			} else {
+				memcpy(c->name, comm, 16);
+				c->start = t;
+				r->comms_reused++;
+			}
+		}
 		return;
+	}
 	if (htab__count(r->comms) >= ALLOC_COMMS_MAX) {
 		r->comms_full++;
 		return;
@@ -398,15 +436,10 @@ static void note_comm(struct allocrun *r, uint32_t tgid, const char *comm)
 	if (!c)
 		return;
 	memcpy(c->name, comm, 16);
-	now = now_ns();
-	if (now - r->comms_turn >= ALLOC_DRAIN_MS * NS_PER_MS) {
-		r->comms_turn = now;
-		r->comms_reads = 0;
-	}
-	if (r->comms_reads < ALLOC_COMMS_READS) {
+	c->checked = UINT64_MAX; /* read at its first other name */
+	if (comms_read_ok(r)) {
 		int err = comm_start(r, tgid, &c->start);
 
-		r->comms_reads++;
 		if (err == -ENOENT || err == -ESRCH) {
 			free(c);
 			return;
@@ -1397,20 +1430,24 @@ static void forget_exited(struct allocrun *r)
 	free(gone);
 }
 
-/* A name the sweep found in doubt: its pid another process's now (reused:
- * forget), or its start time read only now (unsure: keep). */
+/* A name the sweep found in doubt: its pid another process's now (reused),
+ * or its start time read only now (unsure). */
 struct comm_doubt {
 	uint32_t pid;
 	bool reused;
 };
 
-/* The names in doubt take the one this interval's allocations by their pid
+/*
+ * The names in doubt take the one this interval's allocations by their pid
  * carry (cur: the events since the edge, all after a reuse unless the old
- * process allocated in this interval too); else the reused are forgotten
- * (the next event notes them again), the unsure kept. */
+ * process allocated in this interval too: a name other than the one kept is
+ * the new process's). With none other, the name stays in doubt (the next
+ * event's decides), or a reused one with no allocation at all is forgotten
+ * (the next event notes it again).
+ */
 static void comms_renamed(struct allocrun *r, const struct comm_doubt *d, size_t n)
 {
-	struct htab *want = htab__new();
+	struct htab *want = htab__new(); /* pid -> 1: its name seen in cur */
 	size_t pos = 0;
 	bool created;
 
@@ -1423,20 +1460,30 @@ static void comms_renamed(struct allocrun *r, const struct comm_doubt *d, size_t
 		const struct agg_key *k = (const void *)e->key;
 		const struct agg *a = e->value;
 		struct htab_entry *w = htab__find(want, &k->tgid, sizeof(k->tgid));
-		struct htab_entry *c = htab__find(r->comms, &k->tgid, sizeof(k->tgid));
+		struct htab_entry *ce = htab__find(r->comms, &k->tgid, sizeof(k->tgid));
+		struct comm *c = ce ? ce->value : NULL;
 
 		if (!w || !a->comm[0] || !c)
 			continue;
-		snprintf(((struct comm *)c->value)->name, sizeof(((struct comm *)0)->name), "%s",
-			 a->comm);
+		if (!strcmp(c->name, a->comm)) {
+			w->value = (void *)1;
+			continue;
+		}
+		snprintf(c->name, sizeof(c->name), "%s", a->comm);
+		c->doubt = false;
 		htab__remove(want, &k->tgid, sizeof(k->tgid));
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (!d[i].reused)
+		struct htab_entry *w = want ? htab__find(want, &d[i].pid, sizeof(d[i].pid)) : NULL;
+		struct htab_entry *ce = htab__find(r->comms, &d[i].pid, sizeof(d[i].pid));
+
+		r->comms_reused += d[i].reused;
+		if (!ce || (want && !w))
 			continue;
-		if (!want || htab__find(want, &d[i].pid, sizeof(d[i].pid)))
+		if (d[i].reused && (!w || !w->value))
 			free(htab__remove(r->comms, &d[i].pid, sizeof(d[i].pid)));
-		r->comms_reused++;
+		else
+			((struct comm *)ce->value)->doubt = true;
 	}
 	htab__free(want);
 }
@@ -1469,6 +1516,7 @@ static void comms_sweep(struct allocrun *r)
 	bool wrapped = pos == 0;
 
 	r->comms_added = 0;
+	r->comms_gen++;
 	while (seen < visits && reads < ALLOC_COMMS_SWEEP) {
 		struct htab_entry *e = htab__next(r->comms, &pos);
 		struct comm *c;

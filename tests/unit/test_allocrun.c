@@ -602,21 +602,49 @@ static void test_comms_reused(void **state)
 	assert_string_equal(comm_of(p, g->pid), "newer");
 	profile__free(p);
 
+	/* reused within one interval, both processes allocating in it: the new
+	 * one's first event under another name reads the start time again */
+	fake_start = 500;
+	event(site_a, 0x1111, 100, 0x10000, false);
+	strcpy(events[nr_events - 1].comm, "first");
+	allocrun__tick(g->ar, now_ns());
+	fake_start = 600;
+	event(site_d, 0x4444, 100, 0x40000, false);
+	strcpy(events[nr_events - 1].comm, "second");
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE));
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_string_equal(comm_of(p, g->pid), "second");
+	profile__free(p);
+
 	/* a start time not read when first seen: the sweep that reads it takes
-	 * the name of that interval's allocations (the pid may be another's) */
+	 * another name the interval's allocations carry (the pid may have been
+	 * another's), whichever agg it meets first */
 	fake_start = 400;
-	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE)); /* reused: "newer" goes */
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE)); /* reused: forgotten */
 	assert_int_equal(allocrun__nr_comms(g->ar), 0);
 	fake_err = -EMFILE;
 	event(site_a, 0x1111, 100, 0x10000, false);
 	strcpy(events[nr_events - 1].comm, "unsure");
-	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE)); /* noted, start unread */
+	allocrun__tick(g->ar, now_ns()); /* noted, its start time unread */
 	fake_err = 0;
 	event(site_c, 0x3333, 100, 0x30000, false);
 	strcpy(events[nr_events - 1].comm, "sure");
 	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE));
 	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
 	assert_string_equal(comm_of(p, g->pid), "sure");
+	profile__free(p);
+
+	/* reused, the interval's allocations all under the name kept: in doubt,
+	 * the next event's name is taken */
+	fake_start = 900;
+	event(site_c, 0x3333, 100, 0x30000, false);
+	strcpy(events[nr_events - 1].comm, "sure");
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE));
+	event(site_c, 0x3333, 100, 0x30000, false);
+	strcpy(events[nr_events - 1].comm, "later");
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE));
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_string_equal(comm_of(p, g->pid), "later");
 	profile__free(p);
 	fake_start = 100;
 }

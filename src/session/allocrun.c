@@ -1500,12 +1500,14 @@ static bool walked_alive(struct allocrun *r, uint32_t tgid)
  * After an interval's walk, the names checked round robin: at most
  * ALLOC_COMMS_SWEEP start times read, and at most as many names looked at,
  * or twice as many as were noted since the last sweep (a gone process costs
- * a kill(2) only). A process gone is forgotten, unless the walk found it
- * alive with blocks (the next walk deletes them, named, then forget_exited);
- * a pid another process has now, or one whose start time is read only now,
- * is renamed from this interval's allocations (comms_renamed).
- * So the table follows the processes: a tenant's churn of pids leaves in it
- * the live ones and those noted since a sweep or two.
+ * a kill(2) only), within ALLOC_TURN_NS (the rest left to the next sweep: a
+ * tenant's churn may fill the table, not stall the loop). A process gone is
+ * forgotten, unless the walk found it alive with blocks (the next walk
+ * deletes them, named, then forget_exited); a pid another process has now,
+ * or one whose start time is read only now, is renamed from this interval's
+ * allocations (comms_renamed). So the table follows the processes: a
+ * tenant's churn of pids leaves in it the live ones and those noted since a
+ * sweep or two.
  */
 static void comms_sweep(struct allocrun *r)
 {
@@ -1513,11 +1515,12 @@ static void comms_sweep(struct allocrun *r)
 	size_t visits = MIN(n, MAX((size_t)ALLOC_COMMS_SWEEP, 2 * r->comms_added));
 	struct comm_doubt *doubt = NULL;
 	size_t nr_doubt = 0, cap_doubt = 0;
+	uint64_t t0 = now_ns();
 	bool wrapped = pos == 0;
 
-	r->comms_added = 0;
 	r->comms_gen++;
-	while (seen < visits && reads < ALLOC_COMMS_SWEEP) {
+	while (seen < visits && reads < ALLOC_COMMS_SWEEP &&
+	       ((seen & 63) || now_ns() - t0 < ALLOC_TURN_NS)) {
 		struct htab_entry *e = htab__next(r->comms, &pos);
 		struct comm *c;
 		uint32_t tgid;
@@ -1556,6 +1559,7 @@ static void comms_sweep(struct allocrun *r)
 		}
 	}
 	r->comms_pos = pos;
+	r->comms_added = (visits - seen) / 2; /* the sweep cut short: more next time */
 	if (nr_doubt)
 		comms_renamed(r, doubt, nr_doubt);
 	free(doubt);

@@ -8,7 +8,8 @@ carry the tenant's name: fcf51cc kept a name until that pid's blocks were
 deleted, so a process without blocks left its name, for good, to the next
 process with its pid (and the table filled up with the pids of a busy host).
 
-One run (~6 s with the probes going in): --alloc=1M -a --interval 1 with a
+One run (4 s once the probes are in; -a's start took up to 15 s on the
+loaded 2-core host): --alloc=1M -a --interval 1 with a
 budget the host's allocations do not reach (the guard, engaged, would not
 measure in-use); it holds /tmp/bpfprof-bench.lock (do not run it under flock).
 """

@@ -249,6 +249,60 @@ class FakeJvms:
     close = stop  # soak_hostile.py closes every attacker
 
 
+# A fork loop: each child allocates 1 MiB (sampled at any --alloc period up to
+# that) and exits; the parent prints how many it made when SIGINT ends it.
+PID_CHURN_PY = r'''
+import os, sys, time
+end, n = time.monotonic() + float(sys.argv[1]), 0
+try:
+    while time.monotonic() < end:
+        pid = os.fork()
+        if pid == 0:
+            b = bytearray(1 << 20)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        n += 1
+except KeyboardInterrupt:
+    pass
+print("forks", n, flush=True)
+'''
+
+
+class PidChurn:
+    """--alloc -a's table of process names against a tenant (session 7, W1-D):
+    one process forking short children one after the other, each allocating
+    1 MiB and exiting - hundreds of new pids a second, each a new name. The
+    table must keep only the live ones (bpfprof -v's "process names: N kept").
+    prefix: e.g. the tenant's setpriv command line (it must exec python in
+    place). stop() returns the forks made."""
+
+    def __init__(self, prefix=(), secs=86400):
+        self.argv = list(prefix) + ["/usr/bin/python3", "-c", PID_CHURN_PY, str(secs)]
+        self.proc, self.forks = None, 0
+
+    def start(self):
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, text=True)
+        return self
+
+    def stop(self):
+        if self.proc is None:
+            return self.forks
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            out = self.proc.communicate(timeout=30)[0]
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out = self.proc.communicate()[0]
+        for line in (out or "").splitlines():
+            if line.startswith("forks "):
+                self.forks = int(line.split()[1])
+        self.proc = None
+        return self.forks
+
+    close = stop  # soak_hostile.py closes every attacker
+
+
 class ManyMaps:
     """build/workloads/manymaps: its own executable mapped n times, then
     main -> run -> spin_hot (with copy: spin_hot runs in the first copy).

@@ -129,6 +129,19 @@ struct agg {
 	char comm[17];
 };
 
+#define ALLOC_COMMS_SWEEP 4096 /* names checked after an interval's walk (start times read) */
+#define ALLOC_COMMS_READS 64   /* start times of new names read per ALLOC_DRAIN_MS */
+
+/* A process's command name (r->comms, by tgid): the first one seen, and
+ * the start time of the process it was seen in (clock ticks; 0: unknown,
+ * read at the next sweep). Another start time is another process. */
+struct comm {
+	char name[17];
+	uint64_t start;
+	uint64_t checked; /* the interval (r->comms_gen) another name was checked in */
+	bool doubt;	  /* another process's maybe: the next event's name is taken */
+};
+
 /*
  * A span's edge: where the values of a set (cur, tick) start. Its
  * estimates are scaled by the guard over the span alone (time / time on),
@@ -163,7 +176,7 @@ struct allocrun {
 	uint64_t epoch;		/* live walks: each renews the pins */
 	struct edge start, ivl, tickedge;
 	struct profile *total; /* the run-long alloc_*: each interval merged in */
-	struct htab *comms;    /* tgid -> its command name (the live blocks') */
+	struct htab *comms;    /* tgid -> struct comm: its name (the live blocks') */
 	struct htab *alive;    /* one live walk: tgid -> 1 alive, 2 exited */
 	bool sweep;	       /* this walk deletes the blocks of exited processes */
 	uint64_t live_blocks;  /* the last walk's */
@@ -197,6 +210,15 @@ struct allocrun {
 	uint32_t nr_sbcl;    /* SBCL runtimes probed: their slots in the sbcl map */
 	bool sbcl_said;	     /* in-use not measured for SBCL: said once (-v) */
 	struct htab *sbcl_named; /* (tgid, stack) named in this drain (sbcl_name_now) */
+	/* the process-name table's upkeep (comms_sweep) */
+	int (*starttime)(struct ptab *t, uint32_t pid, uint64_t *ticks); /* NULL: ptab__starttime */
+	size_t comms_pos;     /* the sweep's place in comms (a slot) */
+	uint64_t comms_added; /* names noted since the last sweep */
+	uint64_t comms_gen;   /* sweeps */
+	uint64_t comms_turn;  /* when the reads of new names' start times were counted from */
+	unsigned comms_reads; /* ... and how many since */
+	uint64_t comms_gone, comms_reused; /* names the sweeps removed: process gone, pid reused */
+	uint64_t comms_full;		   /* names not noted: the table full */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -351,24 +373,91 @@ static bool set_add(struct allocrun *r, struct htab *set, const struct alloc_eve
 	return true;
 }
 
-/* The process's command name kept for its live blocks (the first one seen). */
+/* Start time of pid in clock ticks (proc/ptab.h). 0 or -errno. */
+static int comm_start(struct allocrun *r, uint32_t pid, uint64_t *ticks)
+{
+	return r->starttime ? r->starttime(r->ptab, pid, ticks)
+			    : ptab__starttime(r->ptab, pid, ticks);
+}
+
+/* Whether a start time may be read now: ALLOC_COMMS_READS per
+ * ALLOC_DRAIN_MS (a tenant's new processes cost the loop so much). */
+static bool comms_read_ok(struct allocrun *r)
+{
+	uint64_t now = now_ns();
+
+	if (now - r->comms_turn >= ALLOC_DRAIN_MS * NS_PER_MS) {
+		r->comms_turn = now;
+		r->comms_reads = 0;
+	}
+	if (r->comms_reads >= ALLOC_COMMS_READS)
+		return false;
+	r->comms_reads++;
+	return true;
+}
+
+/*
+ * The process's command name kept for its live blocks (the first one seen),
+ * with its start time: read once when the process is first seen (past the
+ * reads' pace, or when the read fails, left for the sweep). A process
+ * already gone is not noted (its pid may be another's by the sweep): its
+ * blocks go at the next walk, named by this interval's events. An event
+ * under another name (another thread's, or another process's with the
+ * pid) reads the start time again, once an interval while it finds the
+ * same process: another process's name replaces the old one at once.
+ */
 static void note_comm(struct allocrun *r, uint32_t tgid, const char *comm)
 {
-	struct htab_entry *e;
+	struct htab_entry *e = htab__find(r->comms, &tgid, sizeof(tgid));
+	struct comm *c;
 	bool created;
-	char *c;
+	uint64_t t;
 
-	if (htab__count(r->comms) >= ALLOC_COMMS_MAX || htab__find(r->comms, &tgid, sizeof(tgid)))
+	if (e) {
+		c = e->value;
+		if (c->doubt) {
+			memcpy(c->name, comm, 16);
+			c->doubt = false;
+			return;
+		}
+		if (c->start && c->checked != r->comms_gen && strncmp(c->name, comm, 16) &&
+		    comms_read_ok(r)) {
+			if (comm_start(r, tgid, &t) || t == c->start) {
+				c->checked = r->comms_gen;
+			} else {
+				memcpy(c->name, comm, 16);
+				c->start = t;
+				r->comms_reused++;
+			}
+		}
 		return;
-	c = calloc(1, 17);
+	}
+	if (htab__count(r->comms) >= ALLOC_COMMS_MAX) {
+		r->comms_full++;
+		return;
+	}
+	c = calloc(1, sizeof(*c));
 	if (!c)
 		return;
-	memcpy(c, comm, 16);
+	memcpy(c->name, comm, 16);
+	c->checked = UINT64_MAX; /* read at its first other name */
+	if (comms_read_ok(r)) {
+		int err = comm_start(r, tgid, &c->start);
+
+		if (err == -ENOENT || err == -ESRCH) {
+			free(c);
+			return;
+		}
+		if (err)
+			c->start = 0;
+	}
 	e = htab__upsert(r->comms, &tgid, sizeof(tgid), &created);
-	if (!e)
+	if (!e) {
 		free(c);
-	else
-		e->value = c;
+		return;
+	}
+	e->value = c;
+	r->comms_added++;
 }
 
 /*
@@ -463,7 +552,7 @@ static bool on_live(void *ctx, const struct alloc_live_key *k, const struct allo
 
 		if (!c || !c[0]) {
 			e = htab__find(r->comms, &k->tgid, sizeof(k->tgid));
-			c = e ? e->value : NULL;
+			c = e ? ((const struct comm *)e->value)->name : NULL;
 		}
 		if (c)
 			snprintf(a->comm, sizeof(a->comm), "%s", c);
@@ -1645,6 +1734,144 @@ static void forget_exited(struct allocrun *r)
 	free(gone);
 }
 
+/* A name the sweep found in doubt: its pid another process's now (reused),
+ * or its start time read only now (unsure). */
+struct comm_doubt {
+	uint32_t pid;
+	bool reused;
+};
+
+/*
+ * The names in doubt take the one this interval's allocations by their pid
+ * carry (cur: the events since the edge, all after a reuse unless the old
+ * process allocated in this interval too: a name other than the one kept is
+ * the new process's). With none other, the name stays in doubt (the next
+ * event's decides), or a reused one with no allocation at all is forgotten
+ * (the next event notes it again).
+ */
+static void comms_renamed(struct allocrun *r, const struct comm_doubt *d, size_t n)
+{
+	struct htab *want = htab__new(); /* pid -> 1: its name seen in cur */
+	size_t pos = 0;
+	bool created;
+
+	for (size_t i = 0; want && i < n; i++)
+		if (!htab__upsert(want, &d[i].pid, sizeof(d[i].pid), &created)) {
+			htab__free(want);
+			want = NULL;
+		}
+	for (struct htab_entry *e; want && htab__count(want) && (e = htab__next(r->aggs, &pos));) {
+		const struct agg_key *k = (const void *)e->key;
+		const struct agg *a = e->value;
+		struct htab_entry *w = htab__find(want, &k->tgid, sizeof(k->tgid));
+		struct htab_entry *ce = htab__find(r->comms, &k->tgid, sizeof(k->tgid));
+		struct comm *c = ce ? ce->value : NULL;
+
+		if (!w || !a->comm[0] || !c)
+			continue;
+		if (!strcmp(c->name, a->comm)) {
+			w->value = (void *)1;
+			continue;
+		}
+		snprintf(c->name, sizeof(c->name), "%s", a->comm);
+		c->doubt = false;
+		htab__remove(want, &k->tgid, sizeof(k->tgid));
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct htab_entry *w = want ? htab__find(want, &d[i].pid, sizeof(d[i].pid)) : NULL;
+		struct htab_entry *ce = htab__find(r->comms, &d[i].pid, sizeof(d[i].pid));
+
+		r->comms_reused += d[i].reused;
+		if (!ce || (want && !w))
+			continue;
+		if (d[i].reused && (!w || !w->value))
+			free(htab__remove(r->comms, &d[i].pid, sizeof(d[i].pid)));
+		else
+			((struct comm *)ce->value)->doubt = true;
+	}
+	htab__free(want);
+}
+
+/* Whether the walk found process tgid alive, its blocks in the table. */
+static bool walked_alive(struct allocrun *r, uint32_t tgid)
+{
+	struct htab_entry *e = r->alive ? htab__find(r->alive, &tgid, sizeof(tgid)) : NULL;
+
+	return e && e->value == (void *)1;
+}
+
+/*
+ * After an interval's walk, the names checked round robin: at most
+ * ALLOC_COMMS_SWEEP start times read, and at most as many names looked at,
+ * or twice as many as were noted since the last sweep (a gone process costs
+ * a kill(2) only), within ALLOC_TURN_NS (the rest left to the next sweep: a
+ * tenant's churn may fill the table, not stall the loop). A process gone is
+ * forgotten, unless the walk found it alive with blocks (the next walk
+ * deletes them, named, then forget_exited); a pid another process has now,
+ * or one whose start time is read only now, is renamed from this interval's
+ * allocations (comms_renamed). So the table follows the processes: a
+ * tenant's churn of pids leaves in it the live ones and those noted since a
+ * sweep or two.
+ */
+static void comms_sweep(struct allocrun *r)
+{
+	size_t n = htab__count(r->comms), seen = 0, reads = 0, pos = r->comms_pos;
+	size_t visits = MIN(n, MAX((size_t)ALLOC_COMMS_SWEEP, 2 * r->comms_added));
+	struct comm_doubt *doubt = NULL;
+	size_t nr_doubt = 0, cap_doubt = 0;
+	uint64_t t0 = now_ns();
+	bool wrapped = pos == 0;
+
+	r->comms_gen++;
+	while (seen < visits && reads < ALLOC_COMMS_SWEEP &&
+	       ((seen & 63) || now_ns() - t0 < ALLOC_TURN_NS)) {
+		struct htab_entry *e = htab__next(r->comms, &pos);
+		struct comm *c;
+		uint32_t tgid;
+		uint64_t t;
+		bool gone;
+		int err;
+
+		if (!e) {
+			if (wrapped)
+				break;
+			wrapped = true;
+			pos = 0;
+			continue;
+		}
+		seen++;
+		memcpy(&tgid, e->key, sizeof(tgid));
+		c = e->value;
+		gone = kill((pid_t)tgid, 0) && errno == ESRCH;
+		if (!gone) {
+			reads++;
+			err = comm_start(r, tgid, &t);
+			gone = err == -ENOENT || err == -ESRCH;
+			if (!err && t != c->start) {
+				bool reused = c->start;
+
+				c->start = t;
+				if (!array_grow((void **)&doubt, &cap_doubt, nr_doubt + 1,
+						sizeof(*doubt)))
+					doubt[nr_doubt++] = (struct comm_doubt){ tgid, reused };
+				continue;
+			}
+		}
+		if (gone && !walked_alive(r, tgid)) {
+			free(htab__remove(r->comms, &tgid, sizeof(tgid)));
+			r->comms_gone++;
+		}
+	}
+	r->comms_pos = pos;
+	r->comms_added = (visits - seen) / 2; /* the sweep cut short: more next time */
+	if (nr_doubt)
+		comms_renamed(r, doubt, nr_doubt);
+	free(doubt);
+	p_debug("process names: %zu kept, %zu checked (%zu start times read); run-long: %" PRIu64
+		" gone, %" PRIu64 " reused, %" PRIu64 " not noted (table full)",
+		htab__count(r->comms), seen, reads, r->comms_gone, r->comms_reused, r->comms_full);
+}
+
 /*
  * One walk of the live table into prof's inuse_*: the stacks its blocks
  * name pinned (the epoch's pins not renewed let go), sweep: the blocks of
@@ -1661,6 +1888,8 @@ static int take_inuse(struct allocrun *r, struct profile *prof, bool sweep)
 	r->inuse_bytes = 0;
 	if (r->g.engaged) {
 		stacktab__pin_epoch(r->stacks, r->epoch);
+		if (sweep)
+			comms_sweep(r);
 		return 0;
 	}
 	r->inuse = htab__new();
@@ -1683,6 +1912,8 @@ static int take_inuse(struct allocrun *r, struct profile *prof, bool sweep)
 	r->inuse = NULL;
 	if (deleted)
 		forget_exited(r);
+	if (sweep)
+		comms_sweep(r);
 	return err;
 }
 
@@ -2048,6 +2279,17 @@ struct allocrun *allocrun__new(const struct options *o, struct ptab *pt, struct 
 		return NULL;
 	}
 	return r;
+}
+
+size_t allocrun__nr_comms(const struct allocrun *r)
+{
+	return htab__count(r->comms);
+}
+
+void allocrun__set_starttime(struct allocrun *r,
+			     int (*fn)(struct ptab *t, uint32_t pid, uint64_t *ticks))
+{
+	r->starttime = fn;
 }
 
 void allocrun__free(struct allocrun *r)

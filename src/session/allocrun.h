@@ -148,4 +148,14 @@ const struct child *allocrun__child(const struct allocrun *ar);
 /* Ends a command started and not exited; the probes out, the files let go. NULL: nothing. */
 void allocrun__free(struct allocrun *ar);
 
+/*
+ * The process-name table: each process's command name, kept for the live
+ * blocks of earlier intervals, with its start time (a pid reused is another
+ * process). Its entries, and the start-time lookup it checks them with
+ * (NULL: ptab__starttime; the unit test fakes it).
+ */
+size_t allocrun__nr_comms(const struct allocrun *ar);
+void allocrun__set_starttime(struct allocrun *ar,
+			     int (*fn)(struct ptab *t, uint32_t pid, uint64_t *ticks));
+
 #endif

@@ -13,7 +13,8 @@
  * exited process's blocks (continuous takes only); the tick set; the
  * per-span scale; allocrun__metrics; the run-long total's cap ([other
  * stacks]); a failed take committing nothing; -a's guard: the scale
- * /metrics gives (an interval's) and the profiles' notes.
+ * /metrics gives (an interval's) and the profiles' notes; the process-name
+ * table following the processes (one gone forgotten, a pid reused renamed).
  */
 #include "testutil.h"
 
@@ -492,6 +493,169 @@ static void test_ticks(void **state)
 	profile__free(p);
 }
 
+/* The comm of process pid's samples (the first one's); NULL: none. */
+static const char *comm_of(const struct profile *p, uint32_t pid)
+{
+	for (size_t i = 0; i < profile__nr_samples(p); i++)
+		if (profile__sample(p, i)->pid == pid)
+			return profile__sample(p, i)->comm;
+	return NULL;
+}
+
+/* A child that waits until the pipe's write end closes, then exits. */
+static pid_t waiter(int fds[2])
+{
+	pid_t pid = fork();
+
+	if (!pid) {
+		char c;
+
+		close(fds[1]);
+		_exit(read(fds[0], &c, 1) < 0);
+	}
+	assert_true(pid > 0);
+	return pid;
+}
+
+/*
+ * The name table forgets a process gone: one without blocks at the next
+ * interval's sweep, one with blocks once the walk that deletes them has
+ * named them (fcf51cc kept the first for good: the table filled up with
+ * the pids of a busy host).
+ */
+static void test_comms_gone(void **state)
+{
+	struct rig *g = *state;
+	struct profile *p;
+	pid_t a, b;
+	int fds[2];
+
+	assert_int_equal(pipe(fds), 0);
+	a = waiter(fds);
+	b = waiter(fds);
+	close(fds[0]);
+	event(site_a, 0x1111, 4096, 0x10000, false);
+	events[nr_events - 1].tgid = (uint32_t)a;
+	strcpy(events[nr_events - 1].comm, "ay");
+	event(site_b, 0x2222, 4096, 0x20000, true);
+	events[nr_events - 1].tgid = live[nr_live - 1].k.tgid = (uint32_t)b;
+	strcpy(events[nr_events - 1].comm, "bee");
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_string_equal(comm_of(p, (uint32_t)b), "bee");
+	profile__free(p);
+	assert_int_equal(allocrun__nr_comms(g->ar), 2); /* both live: kept */
+
+	close(fds[1]);
+	waitpid(a, NULL, 0);
+	waitpid(b, NULL, 0);
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	/* b's block, allocated an interval ago: named from the table, then deleted */
+	assert_string_equal(comm_of(p, (uint32_t)b), "bee");
+	assert_int_equal(inuse_of(p, (uint32_t)b), (uint64_t)llround(weight(4096) * 4096));
+	profile__free(p);
+	assert_int_equal(nr_live, 0);
+	assert_int_equal(allocrun__nr_comms(g->ar), 0);
+}
+
+/* The fake start time of every process (test_comms_reused), or the error its read fails with. */
+static uint64_t fake_start = 100;
+static int fake_err;
+
+static int fake_starttime(struct ptab *t, uint32_t pid, uint64_t *ticks)
+{
+	(void)t, (void)pid;
+	*ticks = fake_start;
+	return fake_err;
+}
+
+/*
+ * A pid another process has now (its start time changed): its blocks carry
+ * the new process's name, not the one first seen under that pid (fcf51cc:
+ * the old one, for good).
+ */
+static void test_comms_reused(void **state)
+{
+	struct rig *g = *state;
+	struct profile *p;
+
+	allocrun__set_starttime(g->ar, fake_starttime);
+	event(site_a, 0x1111, 4096, 0x10000, false);
+	strcpy(events[nr_events - 1].comm, "old");
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE));
+	assert_int_equal(allocrun__nr_comms(g->ar), 1);
+
+	/* the pid is another process's now: it allocates a block that stays */
+	fake_start = 200;
+	event(site_b, 0x2222, 4096, 0x20000, true);
+	strcpy(events[nr_events - 1].comm, "new");
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_string_equal(comm_of(p, g->pid), "new"); /* from the interval's own */
+	profile__free(p);
+	/* an interval later the block is named from the table */
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_int_equal(inuse_of(p, g->pid), (uint64_t)llround(weight(4096) * 4096));
+	assert_string_equal(comm_of(p, g->pid), "new");
+	profile__free(p);
+
+	/* reused again, with no allocation of the new process seen: forgotten,
+	 * then noted afresh by its next event */
+	fake_start = 300;
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE));
+	assert_int_equal(allocrun__nr_comms(g->ar), 0);
+	event(site_c, 0x3333, 100, 0x30000, false);
+	strcpy(events[nr_events - 1].comm, "newer");
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE));
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_string_equal(comm_of(p, g->pid), "newer");
+	profile__free(p);
+
+	/* reused within one interval, both processes allocating in it: the new
+	 * one's first event under another name reads the start time again */
+	fake_start = 500;
+	event(site_a, 0x1111, 100, 0x10000, false);
+	strcpy(events[nr_events - 1].comm, "first");
+	allocrun__tick(g->ar, now_ns());
+	fake_start = 600;
+	event(site_d, 0x4444, 100, 0x40000, false);
+	strcpy(events[nr_events - 1].comm, "second");
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE));
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_string_equal(comm_of(p, g->pid), "second");
+	profile__free(p);
+
+	/* a start time not read when first seen: the sweep that reads it takes
+	 * another name the interval's allocations carry (the pid may have been
+	 * another's), whichever agg it meets first */
+	fake_start = 400;
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE)); /* reused: forgotten */
+	assert_int_equal(allocrun__nr_comms(g->ar), 0);
+	fake_err = -EMFILE;
+	event(site_a, 0x1111, 100, 0x10000, false);
+	strcpy(events[nr_events - 1].comm, "unsure");
+	allocrun__tick(g->ar, now_ns()); /* noted, its start time unread */
+	fake_err = 0;
+	event(site_c, 0x3333, 100, 0x30000, false);
+	strcpy(events[nr_events - 1].comm, "sure");
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE));
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_string_equal(comm_of(p, g->pid), "sure");
+	profile__free(p);
+
+	/* reused, the interval's allocations all under the name kept: in doubt,
+	 * the next event's name is taken */
+	fake_start = 900;
+	event(site_c, 0x3333, 100, 0x30000, false);
+	strcpy(events[nr_events - 1].comm, "sure");
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE));
+	event(site_c, 0x3333, 100, 0x30000, false);
+	strcpy(events[nr_events - 1].comm, "later");
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE));
+	p = take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
+	assert_string_equal(comm_of(p, g->pid), "later");
+	profile__free(p);
+	fake_start = 100;
+}
+
 /* The counters as /metrics shows them. */
 static void test_metrics(void **state)
 {
@@ -731,6 +895,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ticks, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_metrics, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_meta, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_comms_gone, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_comms_reused, rig_up, rig_down),
 		cmocka_unit_test(test_span_scale),
 		cmocka_unit_test_setup_teardown(test_total_cap, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_take_fails_whole, rig_up, rig_down),

@@ -205,11 +205,11 @@ class Bench:
         time.sleep(0.5)  # bpftrace prints before its probes are all in
         return p
 
-    def attach_bpfprof(self, pid, mode=None):
+    def attach_bpfprof(self, pid, mode=None, bpfprof=None):
         env = dict(os.environ)
         if mode:  # the older kernels' probes: a return probe on every allocation call
             env["BPFPROF_TEST_ALLOC_MODE"] = mode
-        p = subprocess.Popen([self.bpfprof, "--alloc", "-v", "-p", str(pid), "-o",
+        p = subprocess.Popen([bpfprof or self.bpfprof, "--alloc", "-v", "-p", str(pid), "-o",
                               str(self.tmp / "p.pb.gz")], stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True, env=env)
         wait_stream(p.stderr, self.a.attached, p, "bpfprof -p")
@@ -234,6 +234,9 @@ class Bench:
             return last_json(r.stdout, key)
         if tool == "bpfprof -p":
             return self.attached([wargv[0], "wait"] + wargv[1:], self.attach_bpfprof, key)
+        if tool == "baseline -p":  # go --baseline: another build of bpfprof
+            return self.attached([wargv[0], "wait"] + wargv[1:],
+                                 lambda pid: self.attach_bpfprof(pid, None, self.a.baseline), key)
         if tool.startswith("bpfprof -p "):  # "bpfprof -p multi", "bpfprof -p perf"
             mode = tool.split()[-1]
             return self.attached([wargv[0], "wait"] + wargv[1:],
@@ -287,7 +290,8 @@ def command_line(a, sub):
         args += ["--go-seconds", str(a.go_seconds)] + \
             (["--procs", str(a.procs)] if a.procs else []) + \
             ([] if a.go_control else ["--no-control"]) + \
-            (["--trap-rounds", str(a.trap_rounds)] if a.trap_rounds != 3 else [])
+            (["--trap-rounds", str(a.trap_rounds)] if a.trap_rounds != 3 else []) + \
+            (["--baseline", a.baseline] if a.baseline else [])
     if a.bpfprof != str(OUT / "bpfprof"):
         args += ["--bpfprof", a.bpfprof]
     if a.lock_rounds:
@@ -516,6 +520,8 @@ def go(b, a):
         raise Skip(why)
     stats_fd = bpf_stats()
     arms = [x for x in GO_ARMS if a.go_control or not x[0].startswith("nomemprof")]
+    if a.baseline:
+        arms.insert(2, ("baseline -p", "baseline -p", GOWORK))
     names = [x[0] for x in arms]
     res = {t: [] for t in names}
     extra = {t: [] for t in names}
@@ -548,7 +554,7 @@ def go_report(a, names, res, extra, traps, stats):
           f"target at most 1%). The control (goalloc-nomemprof, no runtime.MemProfile linked) "
           f"is probed the same but its probes never fire: its cost is what bpfprof's "
           f"presence costs without a trap (or the host's noise).\n")
-    pairs = [("bpfprof -p", "none")]
+    pairs = [("bpfprof -p", "none"), ("baseline -p", "none")]
     if "nomemprof" in names:
         pairs.append(("nomemprof, bpfprof -p", "nomemprof"))
     for key, what in (("ops_per_sec", "ops/s"), ("ops_per_cpu_sec", "ops per CPU second")):
@@ -563,14 +569,33 @@ def go_report(a, names, res, extra, traps, stats):
                     cost = med_spread(c, "{:+.1f}") + "%"
             print(f"| goalloc{'' if t == 'none' else ' ' + t} | {med_spread(v)} | {cost} |")
         print()
-    # The bound: what the probes' fires can cost, from counts and a trap's price.
+    print("The bound: probe fires per second x a fire's price (an empty trap + bpfprof's BPF "
+          "program) over goalloc's CPU seconds per second.\n")
+    if traps:
+        print(f"An empty uprobe trap (allocwork under the cost mode's entry traps, its CPU time "
+              f"per call trapped): {med_spread(traps)} ns.\n")
+    print("| arm | fires/s | BPF ns per fire | goalloc's added system ns per fire "
+          "| goalloc CPU s/s | bpfprof's CPU, % of a CPU | bound |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for arm, base in (("bpfprof -p", "none"), ("baseline -p", "none"),
+                      ("nomemprof, bpfprof -p", "nomemprof")):
+        if arm in names:
+            go_bound(arm, extra[arm], res[arm], res[base], traps, stats)
+    print("\nfires/s: BPF stats' run_cnt of bpfprof's programs (else bpfprof -v's counters: "
+          "the profiled objects' fires, a floor); added system ns: goalloc's system time "
+          "per second with bpfprof less without, per fire (the trap and the BPF both in "
+          "it); bound: fires/s x a fire's price (the empty trap plus the BPF ns, or the "
+          "added system ns, the larger) / goalloc's CPU seconds per second; target at most 1%.")
+
+
+def go_bound(arm, extra, res, base, traps, stats):
     fires, bpf_ns, agent, sys_ns = [], [], [], []
-    for x, j, base in zip(extra["bpfprof -p"], res["bpfprof -p"], res["none"]):
+    for x, j, b0 in zip(extra, res, base):
         if x.get("progs"):
             runs, ns = x["progs"]
             fires.append(runs / x["wall"])
             bpf_ns.append(ns / runs if runs else 0)
-            added = j["sys_seconds"] / j["seconds"] - base["sys_seconds"] / base["seconds"]
+            added = j["sys_seconds"] / j["seconds"] - b0["sys_seconds"] / b0["seconds"]
             if runs:
                 sys_ns.append(1e9 * added / (runs / x["wall"]))
         elif x.get("stderr"):
@@ -579,39 +604,16 @@ def go_report(a, names, res, extra, traps, stats):
                 fires.append((int(m.group(1)) + int(m.group(2))) / x["wall"])
         if x.get("tool_cpu") is not None:
             agent.append(100 * x["tool_cpu"] / x["wall"])
-    cpu = statistics.median(j["cpu_seconds"] / j["seconds"] for j in res["bpfprof -p"])
-    ctrl = [100 * x["tool_cpu"] / x["wall"] for x in extra.get("nomemprof, bpfprof -p", [])
-            if x.get("tool_cpu") is not None]
-    print("The bound: probe fires per second x a fire's price (an empty trap + bpfprof's BPF "
-          "program) over goalloc's CPU seconds per second.\n")
-    print("| | median (min-max) |")
-    print("|---|---:|")
-    if fires:
-        print(f"| probe fires per second ({'BPF stats run_cnt' if stats else 'bpfprof -v counters'}"
-              f") | {med_spread(fires)} |")
-    if bpf_ns:
-        print(f"| ns in bpfprof's BPF per fire (run_time_ns / run_cnt) | {med_spread(bpf_ns)} |")
-    if traps:
-        print(f"| ns per empty uprobe trap (allocwork, the cost mode's entry traps) "
-              f"| {med_spread(traps)} |")
-    if sys_ns:
-        print(f"| goalloc's added system ns per fire (its sys time with bpfprof less "
-              f"without: the trap and the BPF) | {med_spread(sys_ns)} |")
-    print(f"| goalloc's CPU seconds per second | {cpu:.2f} |")
-    if agent:
-        print(f"| bpfprof's own CPU, % of one CPU (goalloc probed) | "
-              f"{med_spread(agent, '{:.1f}')} |")
-    if ctrl:
-        print(f"| bpfprof's own CPU, % of one CPU (control) | {med_spread(ctrl, '{:.1f}')} |")
-    if fires and (traps or sys_ns):
-        # a trap plus the BPF time, or the added system time (both in it): the larger
+    cpu = statistics.median(j["cpu_seconds"] / j["seconds"] for j in res)
+    bound = "-"
+    if fires and statistics.median(fires) and (traps or sys_ns):
         per = max((statistics.median(traps) if traps else 0)
                   + (statistics.median(bpf_ns) if bpf_ns else 0),
                   statistics.median(sys_ns) if sys_ns else 0)
-        bound = 100 * statistics.median(fires) * per * 1e-9 / cpu
-        print(f"\nbound: {statistics.median(fires):.0f} fires/s x {per:.0f} ns / {cpu:.2f} CPU "
-              f"s/s = {bound:.2f}% of goalloc's CPU (a fire's price: an empty trap plus the "
-              f"BPF time, or goalloc's added system time, the larger; target at most 1%)")
+        bound = f"{100 * statistics.median(fires) * per * 1e-9 / cpu:.2f}%"
+    print(f"| {arm} | {med_spread(fires) if fires else '-'} | "
+          f"{med_spread(bpf_ns) if bpf_ns else '-'} | {med_spread(sys_ns) if sys_ns else '-'} | "
+          f"{cpu:.2f} | {med_spread(agent, '{:.1f}') if agent else '-'} | {bound} |")
 
 
 def main():
@@ -631,6 +633,8 @@ def main():
     ap.add_argument("--no-control", dest="go_control", action="store_false",
                     help="go: without the control arms (goalloc-nomemprof, whose probes "
                          "never fire)")
+    ap.add_argument("--baseline", metavar="PATH",
+                    help="go: also goalloc under this other build of bpfprof (an arm)")
     ap.add_argument("--trap-rounds", type=int, default=3,
                     help="go: paired allocwork runs pricing an empty uprobe trap (0: none)")
     ap.add_argument("--fallbacks", action="store_true",

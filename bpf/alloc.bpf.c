@@ -200,7 +200,9 @@ static __always_inline __u64 go_arg(struct pt_regs *ctx, __u32 i)
 	return i == 0 ? a0 : i == 1 ? a1 : i == 2 ? a2 : i == 3 ? a3 : 0;
 }
 
-#define GO_TINY 16 /* the runtime's tiny blocks: several objects, one special each */
+#define GO_TINY	  16   /* the runtime's tiny blocks: several objects, one special each */
+#define GO_X86_CF 0x01 /* EFLAGS' carry and zero flags: jbe's condition */
+#define GO_X86_ZF 0x40
 
 /*
  * Go's runtime functions (ALLOC_FN_GO_*): cookie says which and where their
@@ -216,6 +218,11 @@ static __always_inline void go_probe(struct pt_regs *ctx, __u32 tgid, __u32 cook
 	__u64 s;
 	__u8 kind;
 
+#if defined(__TARGET_ARCH_x86)
+	/* at the stack check's jbe: taken, morestack runs and the call starts again */
+	if ((cookie & ALLOC_COOKIE_GO_AT_CHECK) && (ctx->flags & (GO_X86_CF | GO_X86_ZF)))
+		return;
+#endif
 	switch (ALLOC_COOKIE_FN(cookie)) {
 	case ALLOC_FN_GO_MALLOC:
 		counter_add(ALLOC_C_GO_SAMPLES);

@@ -75,9 +75,13 @@ enum alloc_fn {
  * kind byte in struct special and _KindSpecialProfile's value. */
 #define ALLOC_COOKIE_SPECIAL(p_arg, size_arg, kind_off, kind)                                      \
 	(ALLOC_COOKIE(ALLOC_FN_GO_FREE_SPECIAL, p_arg, size_arg) |                                 \
-	 ((__u32)(kind_off)&0xff) << 16 | ((__u32)(kind)&0xff) << 24)
+	 ((__u32)(kind_off)&0xff) << 16 | ((__u32)(kind)&0x7f) << 24)
 #define ALLOC_COOKIE_KIND_OFF(c) (((__u32)(c) >> 16) & 0xff)
-#define ALLOC_COOKIE_KIND(c)	 (((__u32)(c) >> 24) & 0xff)
+#define ALLOC_COOKIE_KIND(c)	 (((__u32)(c) >> 24) & 0x7f)
+/* A Go probe on its function's stack-check jump (x86-64,
+ * collector/freeprobe.h): a fire with the jump taken (CF or ZF set: the stack
+ * grows, the function starts again) is not one. */
+#define ALLOC_COOKIE_GO_AT_CHECK (1u << 31)
 
 /* Whether fn's return is probed: the C library's allocation functions. */
 static inline int alloc_fn_has_return(__u32 cookie)

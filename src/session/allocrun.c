@@ -516,6 +516,32 @@ static int go_probe_pc(const struct gopclntab *g, uint64_t start, uint64_t *pc)
 	return *pc >= fs && *pc < fe ? 0 : -ENOENT;
 }
 
+/*
+ * x86-64: where a Go function's stack check jumps to morestack, if its
+ * prologue is Go's (collector/freeprobe.h): an instruction the kernel
+ * emulates, a trap several times cheaper than the single-step of the first
+ * instruction with a frame. 0 and *pc, or -ENOENT.
+ */
+static int go_check_pc(struct mfile *f, uint64_t start, uint64_t *pc)
+{
+	uint8_t code[GOPROBE_BYTES];
+	int fd = mfile__fd(f);
+	struct elfcode *ec = fd >= 0 ? elfcode__open_fd(fd) : NULL;
+	ssize_t got;
+	size_t at = 0;
+
+	if (!ec)
+		return -ENOENT;
+	got = elfcode__read(ec, start, code, sizeof(code));
+	if (got > 0)
+		at = alloc_go_probe_offset(code, (size_t)got);
+	elfcode__free(ec);
+	if (!at)
+		return -ENOENT;
+	*pc = start + at;
+	return 0;
+}
+
 /* The Go release of the file (its build information, else its pc-line table). 0 or -errno. */
 static int go_release(struct mfile *f, const struct gopclntab *g, struct gobuild *b, bool *x86)
 {
@@ -630,16 +656,24 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 		uint64_t pc, off;
 		uint32_t c = k == GO_MALLOC ? ALLOC_COOKIE(go_fn[k], pa, sa)
 					    : ALLOC_COOKIE_SPECIAL(fpa, fsa, koff, kind);
+		bool check = false, bad = go_probe_pc(g, at[k], &pc) != 0;
 
-		if (go_probe_pc(g, at[k], &pc) || elfsym__vaddr_to_off(es, pc, &off, NULL)) {
+		if (!bad && x86 && !go_check_pc(f, at[k], &pc)) {
+			check = true;
+			c |= ALLOC_COOKIE_GO_AT_CHECK;
+		}
+		if (bad || elfsym__vaddr_to_off(es, pc, &off, NULL)) {
 			p_warn("%s: %s not found in its pc-line table: its Go allocations not "
 			       "profiled",
 			       path, go_names[k][0]);
 			*n -= (size_t)k;
 			return -ENOENT;
 		}
-		p_debug("probing %s at %s+0x%" PRIx64 " (+%" PRIu64 " past its entry) in %u",
-			go_names[k][0], path, off, pc - at[k], pid);
+		p_debug("probing %s at %s+0x%" PRIx64 " (+%" PRIu64 " past its entry: %s) in %u",
+			go_names[k][0], path, off, pc - at[k],
+			check ? "its stack check's jump, emulated"
+			      : "its first instruction with a frame",
+			pid);
 		fns[*n] = c;
 		offs[(*n)++] = off;
 	}

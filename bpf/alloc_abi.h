@@ -23,12 +23,13 @@
  *
  * Go (ALLOC_FN_GO_*): the runtime samples its own allocations by bytes
  * (runtime.MemProfileRate) and records each sampled one through
- * runtime.mProf_Malloc(p, size): a probe there (past the function's
- * stack-check prologue, whose morestack path re-runs the entry) records every
- * call as is, no sampling in BPF, its weight from the target's rate. Frees
- * come from the sweeper: freeSpecial(s, p, size) is called for each special
- * record of a dead object; the probe reads the record's kind byte (its offset
- * in struct special and the value of _KindSpecialProfile move between
+ * runtime.mProf_Malloc(p, size): a probe there (on x86-64 on the jbe of the
+ * function's stack check, a fire with the jump taken skipped; elsewhere past
+ * the prologue: its morestack path re-runs the entry) records every call
+ * as is, no sampling in BPF, its weight from the target's rate. Frees come
+ * from the sweeper: freeSpecial(s, p, size) is called for each special
+ * record of a dead object; the probe reads the record's kind byte (its
+ * offset in struct special and the value of _KindSpecialProfile move between
  * releases: the cookie carries both, from a table of the releases verified,
  * lang/gobuildinfo.c) and, for a profiled object, deletes p's live entry
  * itself: two traps per profiled object (mProf_Malloc, freeSpecial), the

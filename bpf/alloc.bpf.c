@@ -211,16 +211,29 @@ static __always_inline __u64 go_arg(struct pt_regs *ctx, __u32 i)
 	return i == 0 ? a0 : i == 1 ? a1 : i == 2 ? a2 : i == 3 ? a3 : 0;
 }
 
-#define GO_TINY 16 /* the runtime's tiny blocks: several objects, one special each */
+#define GO_TINY	  16   /* the runtime's tiny blocks: several objects, one special each */
+#define GO_X86_CF 0x01 /* EFLAGS' carry and zero flags: jbe's condition */
+#define GO_X86_ZF 0x40
 
-/* Go's runtime functions (ALLOC_FN_GO_*): cookie says which and where its arguments are. */
+/*
+ * Go's runtime functions (ALLOC_FN_GO_*): cookie says which and where their
+ * arguments are. freeSpecial(s, p, size) runs for each special record of a
+ * dead object: the record's kind byte (at the cookie's offset in s, the
+ * release's layout) says whether it is a profiled one, whose live entry goes.
+ */
 static __always_inline void go_probe(struct pt_regs *ctx, __u32 tgid, __u32 cookie)
 {
 	__u64 p = go_arg(ctx, ALLOC_COOKIE_P_ARG(cookie));
 	__u64 size = go_arg(ctx, ALLOC_COOKIE_SIZE_ARG(cookie));
 	struct alloc_live_key k = { .tgid = tgid, .source = ALLOC_SRC_GO };
-	struct alloc_thread *ts;
+	__u64 s;
+	__u8 kind;
 
+#if defined(__TARGET_ARCH_x86)
+	/* at the stack check's jbe: taken, morestack runs and the call starts again */
+	if ((cookie & ALLOC_COOKIE_GO_AT_CHECK) && (ctx->flags & (GO_X86_CF | GO_X86_ZF)))
+		return;
+#endif
 	switch (ALLOC_COOKIE_FN(cookie)) {
 	case ALLOC_FN_GO_MALLOC:
 		counter_add(ALLOC_C_GO_SAMPLES);
@@ -228,23 +241,13 @@ static __always_inline void go_probe(struct pt_regs *ctx, __u32 tgid, __u32 cook
 			record(ctx, tgid, p, size, ALLOC_SRC_GO);
 		return;
 	case ALLOC_FN_GO_FREE_SPECIAL:
-		ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
-					  BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (ts) {
-			ts->go_free_p = p;
-			ts->go_free_size = size;
-		}
-		return;
-	case ALLOC_FN_GO_MPROF_FREE:
-		/* Called by freeSpecial for a profiled object, on its thread
-		 * (the sweeper holds m.locks: no switch in between). */
-		ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
-		if (!ts || !ts->go_free_p)
+		s = go_arg(ctx, 0);
+		if (!s || !p ||
+		    bpf_probe_read_user(&kind, 1, (void *)(s + ALLOC_COOKIE_KIND_OFF(cookie))) ||
+		    kind != ALLOC_COOKIE_KIND(cookie))
 			return;
 		counter_add(ALLOC_C_GO_FREES);
-		k.addr = ts->go_free_p;
-		size = ts->go_free_size;
-		ts->go_free_p = 0;
+		k.addr = p;
 		if (!bpf_map_delete_elem(&live, &k)) {
 			counter_add(ALLOC_C_GO_FREED);
 			return;

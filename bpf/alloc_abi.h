@@ -23,14 +23,17 @@
  *
  * Go (ALLOC_FN_GO_*): the runtime samples its own allocations by bytes
  * (runtime.MemProfileRate) and records each sampled one through
- * runtime.mProf_Malloc(p, size): a probe there (past the function's
- * stack-check prologue, whose morestack path re-runs the entry) records every
- * call as is, no sampling in BPF, its weight from the target's rate. Frees
- * come from the sweeper: freeSpecial(s, p, size) is called for each special
- * record of a dead object, and for a profiled one it calls mProf_Free(b,
- * size) at once on the same thread: the freeSpecial probe keeps p in the
- * thread's state and the mProf_Free probe consumes it (the special's kind
- * numbering moves between releases: not read). Go passes arguments in
+ * runtime.mProf_Malloc(p, size): a probe there (on x86-64 on the jbe of the
+ * function's stack check, a fire with the jump taken skipped; elsewhere past
+ * the prologue: its morestack path re-runs the entry) records every call
+ * as is, no sampling in BPF, its weight from the target's rate. Frees come
+ * from the sweeper: freeSpecial(s, p, size) is called for each special
+ * record of a dead object; the probe reads the record's kind byte (its
+ * offset in struct special and the value of _KindSpecialProfile move between
+ * releases: the cookie carries both, from a table of the releases verified,
+ * lang/gobuildinfo.c) and, for a profiled object, deletes p's live entry
+ * itself: two traps per profiled object (mProf_Malloc, freeSpecial), the
+ * runtime's mProf_Free, called next, is not probed. Go passes arguments in
  * registers (ABIInternal, Go 1.17+: RAX, RBX, RCX, RDI... on x86-64, R0...
  * on arm64); which argument holds p and size moved (1.23 added mp first), so
  * the probe's cookie says: ALLOC_COOKIE().
@@ -55,7 +58,7 @@ enum alloc_fn {
 	ALLOC_FN_MEMALIGN,
 	ALLOC_FN_GO_MALLOC,	  /* runtime.mProf_Malloc: a sampled allocation */
 	ALLOC_FN_GO_FREE_SPECIAL, /* runtime.freeSpecial: a dead object's special record */
-	ALLOC_FN_GO_MPROF_FREE,	  /* runtime.mProf_Free: ... and it was a profiled one */
+	ALLOC_FN_GO_MPROF_FREE,	  /* runtime.mProf_Free: not probed (see above) */
 	ALLOC_FN_SBCL_ALLOC,	  /* SBCL's alloc(nbytes, sys): a large object */
 	ALLOC_FN_SBCL_CLOSE,	  /* SBCL's gc_close_region(region, type): a region's bytes */
 	ALLOC_FN_NR,
@@ -71,6 +74,17 @@ enum alloc_fn {
 #define ALLOC_COOKIE_FN(c)	 ((__u32)(c)&0xff)
 #define ALLOC_COOKIE_P_ARG(c)	 (((__u32)(c) >> 8) & 0xf)
 #define ALLOC_COOKIE_SIZE_ARG(c) (((__u32)(c) >> 12) & 0xf)
+/* freeSpecial's (s, p, size; s the first argument): also the offset of the
+ * kind byte in struct special and _KindSpecialProfile's value. */
+#define ALLOC_COOKIE_SPECIAL(p_arg, size_arg, kind_off, kind)                                      \
+	(ALLOC_COOKIE(ALLOC_FN_GO_FREE_SPECIAL, p_arg, size_arg) |                                 \
+	 ((__u32)(kind_off)&0xff) << 16 | ((__u32)(kind)&0x7f) << 24)
+#define ALLOC_COOKIE_KIND_OFF(c) (((__u32)(c) >> 16) & 0xff)
+#define ALLOC_COOKIE_KIND(c)	 (((__u32)(c) >> 24) & 0x7f)
+/* A Go probe on its function's stack-check jump (x86-64,
+ * collector/freeprobe.h): a fire with the jump taken (CF or ZF set: the stack
+ * grows, the function starts again) is not one. */
+#define ALLOC_COOKIE_GO_AT_CHECK (1u << 31)
 
 /* Whether fn's return is probed: the C library's allocation functions. */
 static inline int alloc_fn_has_return(__u32 cookie)
@@ -161,9 +175,7 @@ struct alloc_thread {
 	__u64 memptr; /* posix_memalign's result pointer */
 	__u64 sp;     /* its stack pointer at entry (the return's is sp + 8) */
 	__u32 fn;
-	__u32 pending;	    /* a sampled call waits for its return */
-	__u64 go_free_p;    /* Go: the object freeSpecial was called for (0: none) */
-	__u64 go_free_size; /* ... and its size */
+	__u32 pending; /* a sampled call waits for its return */
 };
 
 /* The program's own counters (a per-CPU array). */
@@ -180,7 +192,7 @@ enum alloc_counter {
 	ALLOC_C_NO_THREAD,  /* calls not counted: the thread's state could not be made */
 	ALLOC_C_NO_RETURN,  /* sampled calls whose return was not seen (longjmp, nesting) */
 	ALLOC_C_GO_SAMPLES, /* Go: allocations the runtime sampled (mProf_Malloc) */
-	ALLOC_C_GO_FREES,   /* Go: frees of sampled objects (mProf_Free) */
+	ALLOC_C_GO_FREES,   /* Go: frees of sampled objects (freeSpecial of a profile record) */
 	ALLOC_C_GO_FREED,   /* ... matched in the live table */
 	ALLOC_C_OTHERS,	    /* -a, --cgroup: calls of processes not profiled (bpfprof itself,
 			     * other cgroups), trapped all the same */

@@ -38,10 +38,19 @@ truth, and what it costs an allocation-heavy Go program.
             period P, a site of B bytes in blocks much smaller than P is
             estimated to about sqrt(P/B).
   go        tests/workloads/goalloc (structs, strings, slices, one goroutine
-            per CPU) prints its own ops per second and per CPU second; none
-            against bpfprof --alloc -p PID, rounds interleaved. goalloc links
+            per CPU, or --procs N: GOMAXPROCS=N and N goroutines) prints its
+            own ops per second and per CPU second; none against bpfprof
+            --alloc -p PID, and a control pair: goalloc-nomemprof alone and
+            under bpfprof -p (probed the same, but its runtime samples nothing:
+            no probe fires), the arms' order rotated each round. goalloc links
             runtime.MemProfile, so the runtime samples in both arms (its own
-            sampling is not bpfprof's cost). Issue target: at most 1%
+            sampling is not bpfprof's cost). Then the bound, from exact counts:
+            the probes' fires per second (run_cnt of bpfprof's programs, BPF
+            stats turned on for the run by BPF_ENABLE_STATS) times a fire's
+            price (an empty uprobe trap, the cost mode's entry-traps arm on
+            allocwork, or goalloc's own added system time per fire, the larger,
+            plus bpfprof's BPF run_time_ns per run) over goalloc's CPU seconds
+            per second; and bpfprof's own CPU. Issue target: at most 1%
             cost. Skipped, with a message, when bpfprof --alloc records no
             allocation of the Go program (Go's allocator not probed).
 
@@ -52,18 +61,21 @@ each round, other benchmarks can run between them).
 
     sudo flock /tmp/bpfprof-bench.lock tools/bench_alloc.py [cost|accuracy|go|all]
         [--bpfprof PATH] [--pairs N] [--rounds R] [--shapes small,mixed,mt]
-        [--period BYTES] [--mib MIB] [--go-seconds S]
+        [--period BYTES] [--mib MIB] [--go-seconds S] [--procs N] [--no-control]
+        [--trap-rounds N]
     sudo tools/bench_alloc.py --lock-rounds ...
 Needs make test-deps (build/workloads/allocwork, goalloc), bpftrace, heaptrack.
 """
 import argparse
 import contextlib
+import ctypes
 import fcntl
 import json
 import math
 import os
 import re
 import shlex
+import shutil
 import signal
 import statistics
 import subprocess
@@ -76,6 +88,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / os.environ.get("OUT", "build")
 WORK = OUT / "workloads" / "allocwork"
 GOWORK = OUT / "workloads" / "goalloc"
+GONOMEM = OUT / "workloads" / "goalloc-nomemprof"
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 import pprof  # noqa: E402  (tests/integration/pprof.py: an independent decoder)
 
@@ -115,7 +128,7 @@ def libc_of(pid):
 
 
 def wait_stream(stream, pattern, proc, what, timeout=60):
-    """Reads lines from stream until one matches pattern (a regex)."""
+    """Reads lines from stream until one matches pattern (a regex); returns them."""
     deadline = time.monotonic() + timeout
     seen = []
     while time.monotonic() < deadline:
@@ -124,7 +137,7 @@ def wait_stream(stream, pattern, proc, what, timeout=60):
             break
         seen.append(line)
         if re.search(pattern, line):
-            return
+            return "".join(seen)
     proc.kill()
     raise RuntimeError(f"{what} never printed /{pattern}/: {''.join(seen)[-800:]}")
 
@@ -138,10 +151,19 @@ def stop(p, timeout=120):
         return p.communicate(timeout=timeout)
 
 
+def wait_rusage(w):
+    """The stdout of the workload w (a Popen) and its resource usage, once it exits."""
+    out = w.stdout.read()
+    _, status, ru = os.wait4(w.pid, 0)
+    w.returncode = os.waitstatus_to_exitcode(status)
+    return out, ru
+
+
 class Bench:
     def __init__(self, a, tmp):
         self.a, self.tmp = a, Path(tmp)
         self.bpfprof = a.bpfprof
+        self.extra = {}
 
     # -- how each tool runs the workload; each returns the workload's JSON --
 
@@ -154,8 +176,14 @@ class Bench:
         tool = None
         try:
             tool = attach(pid)
+            t0, c0 = time.monotonic(), proc_cpu(tool.pid)
             w.send_signal(signal.SIGUSR1)
-            out = w.communicate(timeout=900)[0]
+            out, ru = wait_rusage(w)
+            # go: the tool's CPU and its programs' runs over the workload's life
+            c1 = proc_cpu(tool.pid)
+            self.extra = {"wall": time.monotonic() - t0, "progs": prog_stats(tool.pid),
+                          "tool_cpu": c1 - c0 if c0 is not None and c1 is not None else None,
+                          "work_cpu": ru.ru_utime + ru.ru_stime}
         finally:
             if w.poll() is None:
                 w.kill()
@@ -164,6 +192,7 @@ class Bench:
             if tool.args[0] == "bpftrace":  # it outlives its target: ended here
                 tool.send_signal(signal.SIGINT)
             _, err = stop(tool)
+            self.extra["stderr"] = getattr(tool, "head", "") + (err or "")
             if tool.returncode not in (0, -signal.SIGINT, 130):
                 raise RuntimeError(f"tool exited {tool.returncode}: {(err or '')[-800:]}")
         return last_json(out, key)
@@ -176,14 +205,14 @@ class Bench:
         time.sleep(0.5)  # bpftrace prints before its probes are all in
         return p
 
-    def attach_bpfprof(self, pid, mode=None):
+    def attach_bpfprof(self, pid, mode=None, bpfprof=None):
         env = dict(os.environ)
         if mode:  # the older kernels' probes: a return probe on every allocation call
             env["BPFPROF_TEST_ALLOC_MODE"] = mode
-        p = subprocess.Popen([self.bpfprof, "--alloc", "-v", "-p", str(pid), "-o",
+        p = subprocess.Popen([bpfprof or self.bpfprof, "--alloc", "-v", "-p", str(pid), "-o",
                               str(self.tmp / "p.pb.gz")], stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True, env=env)
-        wait_stream(p.stderr, self.a.attached, p, "bpfprof -p")
+        p.head = wait_stream(p.stderr, self.a.attached, p, "bpfprof -p")
         return p
 
     def run(self, tool, wargv, key):
@@ -205,6 +234,9 @@ class Bench:
             return last_json(r.stdout, key)
         if tool == "bpfprof -p":
             return self.attached([wargv[0], "wait"] + wargv[1:], self.attach_bpfprof, key)
+        if tool == "baseline -p":  # go --baseline: another build of bpfprof
+            return self.attached([wargv[0], "wait"] + wargv[1:],
+                                 lambda pid: self.attach_bpfprof(pid, None, self.a.baseline), key)
         if tool.startswith("bpfprof -p "):  # "bpfprof -p multi", "bpfprof -p perf"
             mode = tool.split()[-1]
             return self.attached([wargv[0], "wait"] + wargv[1:],
@@ -255,7 +287,11 @@ def command_line(a, sub):
     if sub == "accuracy":
         args = [sub, "--period", str(a.period), "--mib", str(a.mib)]
     if sub == "go":
-        args += ["--go-seconds", str(a.go_seconds)]
+        args += ["--go-seconds", str(a.go_seconds)] + \
+            (["--procs", str(a.procs)] if a.procs else []) + \
+            ([] if a.go_control else ["--no-control"]) + \
+            (["--trap-rounds", str(a.trap_rounds)] if a.trap_rounds != 3 else []) + \
+            (["--baseline", a.baseline] if a.baseline else [])
     if a.bpfprof != str(OUT / "bpfprof"):
         args += ["--bpfprof", a.bpfprof]
     if a.lock_rounds:
@@ -393,9 +429,89 @@ def accuracy(b, a):
     return worst <= 0.10
 
 
+def bpf_stats():
+    """BPF_ENABLE_STATS (BPF_STATS_RUN_TIME): the kernel counts every BPF
+    program's runs and their time while the returned fd is open (a count of
+    holders: the kernel.bpf_stats_enabled sysctl is left as it is). None where
+    refused."""
+    nr = {"x86_64": 321, "aarch64": 280}.get(os.uname().machine)
+    if nr is None:
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = ctypes.create_string_buffer(8)  # union bpf_attr: enable_stats.type 0, run time
+    fd = libc.syscall(ctypes.c_long(nr), ctypes.c_long(32), attr, ctypes.c_long(8))
+    return fd if fd >= 0 else None
+
+
+def prog_stats(pid):
+    """(runs, ns) of the BPF programs pid holds open (their fds' run_cnt and
+    run_time_ns in /proc/PID/fdinfo, counted while BPF stats are on), or None."""
+    seen, runs, ns = set(), 0, 0
+    try:
+        fds = os.listdir(f"/proc/{pid}/fdinfo")
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                info = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+        except OSError:
+            continue
+        if "prog_id" not in info or "run_cnt" not in info or info["prog_id"] in seen:
+            continue
+        seen.add(info["prog_id"])
+        runs += int(info["run_cnt"])
+        ns += int(info["run_time_ns"])
+    return (runs, ns) if seen else None
+
+
+def proc_cpu(pid):
+    """utime + stime of pid in seconds (None: it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            st = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# An empty uprobe of each kind the kernel has: malloc's first instruction
+# (glibc 2.36: push %r12) is emulated, free's (test %rdi,%rdi) single-stepped
+# out of line, a second trap. bpfprof's Go probes sit on an emulated jbe
+# (bpfprof -v: "emulated"), older builds on a single-stepped mov.
+TRAP_KINDS = {"emulated": "uprobe:{libc}:malloc /pid == 0/ {{ }}",
+              "single-stepped": "uprobe:{libc}:free /pid == 0/ {{ }}"}
+
+
+def trap_ns(b, a):
+    """{kind: [ns]}: the CPU time of one empty uprobe trap of each kind,
+    allocwork bench small's CPU time with the probe less without, per call
+    (malloc's and free's are one each per pair); a.trap_rounds paired runs."""
+    pairs = 200_000
+    argv = [str(WORK), "bench", "small", str(pairs)]
+    v = {k: [] for k in TRAP_KINDS}
+    for _ in range(a.trap_rounds):
+        for kind, text in TRAP_KINDS.items():
+            w = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+            _, ru = wait_rusage(w)
+            b.extra = {}
+            b.attached([argv[0], "wait"] + argv[1:],
+                       lambda pid, t=text: b.attach_bpftrace(pid, t), "ns_per_pair")
+            # CPU time, not the loop's wall clock: steady on a busy host
+            v[kind].append(1e9 * (b.extra["work_cpu"] - ru.ru_utime - ru.ru_stime) / pairs)
+    return v
+
+
+GO_ARMS = (("none", "none", GOWORK), ("bpfprof -p", "bpfprof -p", GOWORK),
+           ("nomemprof", "none", GONOMEM), ("nomemprof, bpfprof -p", "bpfprof -p", GONOMEM))
+GO_COUNTERS = re.compile(r"Go: (\d+) allocations the runtime sampled, (\d+) frees of sampled")
+
+
 def go(b, a):
     if not has_alloc(a.bpfprof):
         raise Skip(f"{a.bpfprof} has no --alloc")
+    if a.procs:
+        os.environ["GOMAXPROCS"] = str(a.procs)
     # Does --alloc see Go's allocations at all? A short run, its profile.
     out = b.tmp / "go.pb.gz"
     r = subprocess.run([a.bpfprof, "--alloc", "-o", str(out), "--", str(GOWORK), "1"],
@@ -412,37 +528,105 @@ def go(b, a):
                    f"by this build")
     if why:
         raise Skip(why)
-    tools = ["none", "bpfprof -p"]
-    res = {t: [] for t in tools}
-    cpu = {t: [] for t in tools}
-    for rnd in range(a.rounds):
-        with bench_lock(a):
-            for t in (tools if rnd % 2 == 0 else tools[::-1]):
-                j = b.run(t, [str(GOWORK), str(a.go_seconds)], "ops_per_sec")
-                res[t].append(j["ops_per_sec"])
-                cpu[t].append(j["ops_per_cpu_sec"])
-        print(f"round {rnd + 1}: " + ", ".join(f"{t} {res[t][-1]:.0f}" for t in tools),
-              file=sys.stderr)
+    stats_fd = bpf_stats()
+    arms = [x for x in GO_ARMS if a.go_control or not x[0].startswith("nomemprof")]
+    if a.baseline:
+        arms.insert(2, ("baseline -p", "baseline -p", GOWORK))
+    names = [x[0] for x in arms]
+    res = {t: [] for t in names}
+    extra = {t: [] for t in names}
+    wargs = [str(a.go_seconds)] + ([str(a.procs)] if a.procs else [])
+    traps = {}
+    try:
+        for rnd in range(a.rounds):
+            with bench_lock(a):
+                for name, tool, prog in arms[rnd % len(arms):] + arms[:rnd % len(arms)]:
+                    b.extra = {}
+                    res[name].append(b.run(tool, [str(prog)] + wargs, "ops_per_sec"))
+                    extra[name].append(b.extra)
+            print(f"round {rnd + 1}: " + ", ".join(f"{t} {res[t][-1]['ops_per_sec']:.0f}"
+                                                  for t in names), file=sys.stderr)
+        if a.trap_rounds and shutil.which("bpftrace"):
+            with bench_lock(a):
+                traps = trap_ns(b, a)
+    finally:
+        if stats_fd is not None:
+            os.close(stats_fd)
+    go_report(a, names, res, extra, traps, stats_fd is not None)
+
+
+def go_report(a, names, res, extra, traps, stats):
+    procs = a.procs or os.cpu_count()
     print(f"\n### Go: throughput of an allocation-heavy program\n\n`{command_line(a, 'go')}`\n")
-    print(f"goalloc {a.go_seconds}: objects made per second (one goroutine per CPU), median "
-          f"(min-max) of {a.rounds} interleaved rounds; cost: 1 - profiled / unprofiled "
-          f"(median of the rounds' pairs, min-max; target at most 1%).\n")
-    print("| | ops/s | cost |")
-    print("|---|---:|---:|")
-    costs = [1 - y / x for x, y in zip(res["none"], res["bpfprof -p"])]
-    print(f"| none | {med_spread(res['none'])} | - |")
-    print(f"| bpfprof --alloc -p PID | {med_spread(res['bpfprof -p'])} | "
-          f"{med_spread([c * 100 for c in costs], '{:.1f}')}% |")
-    # Objects per CPU second of the program (its traps are its system time):
-    # what the probes cost it, less at the mercy of other work on the host.
-    ccosts = [1 - y / x for x, y in zip(cpu["none"], cpu["bpfprof -p"])]
-    print("\nThe same per CPU second of goalloc (user + system time: the probes' traps "
-          "included):\n")
-    print("| | ops per CPU second | cost |")
-    print("|---|---:|---:|")
-    print(f"| none | {med_spread(cpu['none'])} | - |")
-    print(f"| bpfprof --alloc -p PID | {med_spread(cpu['bpfprof -p'])} | "
-          f"{med_spread([c * 100 for c in ccosts], '{:.1f}')}% |")
+    print(f"goalloc {a.go_seconds}: objects made per second ({procs} goroutine(s), GOMAXPROCS "
+          f"{a.procs or 'unset'}), median (min-max) of {a.rounds} interleaved rounds (arm order "
+          f"rotated); cost: 1 - profiled / unprofiled (median of the rounds' pairs, min-max; "
+          f"target at most 1%). The control (goalloc-nomemprof, no runtime.MemProfile linked) "
+          f"is probed the same but its probes never fire: its cost is what bpfprof's "
+          f"presence costs without a trap (or the host's noise).\n")
+    pairs = [("bpfprof -p", "none"), ("baseline -p", "none")]
+    if "nomemprof" in names:
+        pairs.append(("nomemprof, bpfprof -p", "nomemprof"))
+    for key, what in (("ops_per_sec", "ops/s"), ("ops_per_cpu_sec", "ops per CPU second")):
+        print(f"| {what} | median (min-max) | cost |")
+        print("|---|---:|---:|")
+        for t in names:
+            v = [j[key] for j in res[t]]
+            cost = "-"
+            for p, base in pairs:
+                if t == p:
+                    c = [100 * (1 - y[key] / x[key]) for x, y in zip(res[base], res[p])]
+                    cost = med_spread(c, "{:+.1f}") + "%"
+            print(f"| goalloc{'' if t == 'none' else ' ' + t} | {med_spread(v)} | {cost} |")
+        print()
+    print("The bound: probe fires per second x a fire's price (an empty trap + bpfprof's BPF "
+          "program) over goalloc's CPU seconds per second.\n")
+    for kind, v in traps.items():
+        print(f"An empty uprobe trap, {kind} (allocwork's {'malloc' if kind == 'emulated' else 'free'}"
+              f", its CPU time per call trapped): {med_spread(v)} ns.\n")
+    print("| arm | fires/s | trap | BPF ns per fire | goalloc's added system ns per fire "
+          "| goalloc CPU s/s | bpfprof's CPU, % of a CPU | bound |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|")
+    for arm, base in (("bpfprof -p", "none"), ("baseline -p", "none"),
+                      ("nomemprof, bpfprof -p", "nomemprof")):
+        if arm in names:
+            go_bound(arm, extra[arm], res[arm], res[base], traps, stats)
+    print("\nfires/s: BPF stats' run_cnt of bpfprof's programs (else bpfprof -v's counters: "
+          "the profiled objects' fires, a floor); added system ns: goalloc's system time "
+          "per second with bpfprof less without, per fire (the trap and the BPF both in "
+          "it: a cross-check, noisy); trap: the kind of the probes' instruction (bpfprof -v "
+          "says emulated); bound: fires/s x (that kind's empty trap + the BPF ns) / goalloc's "
+          "CPU seconds per second; target at most 1%.")
+
+
+def go_bound(arm, extra, res, base, traps, stats):
+    fires, bpf_ns, agent, sys_ns = [], [], [], []
+    kind = "single-stepped"
+    for x, j, b0 in zip(extra, res, base):
+        if "emulated)" in x.get("stderr", "") or "emulated," in x.get("stderr", ""):
+            kind = "emulated"
+        if x.get("progs"):
+            runs, ns = x["progs"]
+            fires.append(runs / x["wall"])
+            bpf_ns.append(ns / runs if runs else 0)
+            added = j["sys_seconds"] / j["seconds"] - b0["sys_seconds"] / b0["seconds"]
+            if runs:
+                sys_ns.append(1e9 * added / (runs / x["wall"]))
+        elif x.get("stderr"):
+            m = GO_COUNTERS.search(x["stderr"])
+            if m:  # without BPF stats: the profiled objects' two traps, a floor
+                fires.append((int(m.group(1)) + int(m.group(2))) / x["wall"])
+        if x.get("tool_cpu") is not None:
+            agent.append(100 * x["tool_cpu"] / x["wall"])
+    cpu = statistics.median(j["cpu_seconds"] / j["seconds"] for j in res)
+    bound = "-"
+    if fires and statistics.median(fires) and traps.get(kind):
+        per = statistics.median(traps[kind]) + (statistics.median(bpf_ns) if bpf_ns else 0)
+        bound = f"{100 * statistics.median(fires) * per * 1e-9 / cpu:.2f}%"
+    print(f"| {arm} | {med_spread(fires) if fires else '-'} | "
+          f"{kind if fires and statistics.median(fires) else '-'} | "
+          f"{med_spread(bpf_ns) if bpf_ns else '-'} | {med_spread(sys_ns) if sys_ns else '-'} | "
+          f"{cpu:.2f} | {med_spread(agent, '{:.1f}') if agent else '-'} | {bound} |")
 
 
 def main():
@@ -456,6 +640,16 @@ def main():
     ap.add_argument("--period", default="65536", help="accuracy: --alloc=BYTES")
     ap.add_argument("--mib", type=float, default=64, help="accuracy: MiB at each site")
     ap.add_argument("--go-seconds", type=float, default=5)
+    ap.add_argument("--procs", type=int, default=0,
+                    help="go: GOMAXPROCS and goroutines of goalloc (default: unset, one "
+                         "goroutine per CPU)")
+    ap.add_argument("--no-control", dest="go_control", action="store_false",
+                    help="go: without the control arms (goalloc-nomemprof, whose probes "
+                         "never fire)")
+    ap.add_argument("--baseline", metavar="PATH",
+                    help="go: also goalloc under this other build of bpfprof (an arm)")
+    ap.add_argument("--trap-rounds", type=int, default=3,
+                    help="go: paired allocwork runs pricing an empty uprobe trap (0: none)")
     ap.add_argument("--fallbacks", action="store_true",
                     help="cost: also bpfprof -p with the older kernels' probes "
                          "(BPFPROF_TEST_ALLOC_MODE=multi, perf)")

@@ -31,3 +31,29 @@ size_t alloc_free_probe_offset(const uint8_t *code, size_t len)
 		return 0;
 	return emulated_push(code, len, at) ? at : 0;
 }
+
+size_t alloc_go_probe_offset(const uint8_t *code, size_t len)
+{
+	size_t at = 0;
+	uint8_t rex = 0x49; /* cmp 0x10(%r14),%rsp */
+
+	if (!code)
+		return 0;
+	if (len >= 5 && code[0] == 0x4c && code[1] == 0x8d && code[2] == 0x64 && code[3] == 0x24) {
+		at = 5; /* lea -n(%rsp),%r12 (disp8) */
+		rex = 0x4d;
+	} else if (len >= 8 && code[0] == 0x4c && code[1] == 0x8d && code[2] == 0xa4 &&
+		   code[3] == 0x24) {
+		at = 8; /* lea -n(%rsp),%r12 (disp32) */
+		rex = 0x4d;
+	}
+	if (at + 4 > len || code[at] != rex || code[at + 1] != 0x3b || code[at + 2] != 0x66 ||
+	    code[at + 3] != 0x10)
+		return 0;
+	at += 4;
+	if (at + 2 <= len && code[at] == 0x76)
+		return at; /* jbe rel8 */
+	if (at + 6 <= len && code[at] == 0x0f && code[at + 1] == 0x86)
+		return at; /* jbe rel32 */
+	return 0;
+}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * freeprobe.h - where --alloc's uprobe on free goes in an x86-64 file.
+ * freeprobe.h - where --alloc's uprobe on free, and on Go's runtime
+ * functions, goes in an x86-64 file.
  *
  * A uprobe costs what the kernel does with the instruction it replaces: x86
  * emulates a few (a push of a register, jumps, calls) and single-steps the
@@ -36,5 +37,22 @@
  * other prologue, or fewer bytes than the match needs).
  */
 size_t alloc_free_probe_offset(const uint8_t *code, size_t len);
+
+/*
+ * Go (ABIInternal, x86-64): the offset of the conditional jump of a
+ * function's stack check to its morestack call, given its first len bytes:
+ *     49 3b 66 10          cmp 0x10(%r14),%rsp      (g.stackguard0)
+ *     76 xx | 0f 86 ...    jbe (morestack)          <- the offset
+ * or, for a frame over a few hundred bytes, the same compare of %r12 (4d 3b
+ * 66 10) after "lea -n(%rsp),%r12" (4c 8d 64 24 xx or 4c 8d a4 24 xx xx xx
+ * xx). A jcc is emulated (about 1.2 us a trap on the test host) where the
+ * first instruction with a frame, "mov %rbp,n(%rsp)", is single-stepped
+ * (about 5.9 us); the arguments are in their registers there as at the
+ * entry. The jump taken (CF or ZF set), the stack grows and the function
+ * starts again: the BPF program skips that fire (ALLOC_COOKIE_GO_AT_CHECK).
+ * 0: no such prologue (a function without a stack check, or fewer bytes).
+ */
+#define GOPROBE_BYTES 24
+size_t alloc_go_probe_offset(const uint8_t *code, size_t len);
 
 #endif

@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/util.h"
+
 #define MAGIC	    "\xff Go buildinf:"
 #define MAGIC_LEN   14
 #define HEADER_LEN  32
@@ -115,4 +117,27 @@ int gobuildinfo__free_special_args(unsigned minor, unsigned *p_arg, unsigned *si
 	*p_arg = 1; /* freeSpecial(s *special, p unsafe.Pointer, size uintptr) */
 	*size_arg = 2;
 	return 0;
+}
+
+/*
+ * struct special { next *special; offset uint16; kind byte } and the kinds
+ * (finalizer 1, profile 2, reachable 3) of runtime/mheap.go, per release
+ * verified: Go 1.19.8 (Debian 12's golang-1.19), the runtime's DWARF of
+ * goalloc (runtime.special.kind at 10) and its mheap.go.
+ */
+static const struct {
+	unsigned minor, kind_off, profile_kind;
+} special_kinds[] = {
+	{ 19, 10, 2 },
+};
+
+int gobuildinfo__special_kind(unsigned minor, unsigned *kind_off, unsigned *profile_kind)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(special_kinds); i++)
+		if (special_kinds[i].minor == minor) {
+			*kind_off = special_kinds[i].kind_off;
+			*profile_kind = special_kinds[i].profile_kind;
+			return 0;
+		}
+	return -ENOTSUP;
 }

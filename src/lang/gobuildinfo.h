@@ -57,4 +57,17 @@ int gobuildinfo__mprof_malloc_args(unsigned minor, unsigned *p_arg, unsigned *si
 /* runtime.freeSpecial(s, p, size)'s, the same since 1.17. */
 int gobuildinfo__free_special_args(unsigned minor, unsigned *p_arg, unsigned *size_arg);
 
+/*
+ * Where freeSpecial's probe reads whether a special record is a profiled
+ * object's: the offset of struct special's kind byte and the value of
+ * _KindSpecialProfile in Go 1.minor. Both moved (1.24 widened offset to a
+ * uintptr, later releases renumbered the kinds), and a wrong pair would
+ * leave every Go object "in use" or delete the wrong entries: only the
+ * releases in the table, each checked against the runtime's DWARF of a
+ * binary built by that release (tests/integration/test_gocost.py), are
+ * known. 0, or -ENOTSUP (a release not verified: its Go allocations are not
+ * profiled).
+ */
+int gobuildinfo__special_kind(unsigned minor, unsigned *kind_off, unsigned *profile_kind);
+
 #endif

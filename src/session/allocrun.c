@@ -89,17 +89,17 @@ static const char *const fn_names[ALLOC_FN_NR][3] = {
 	[ALLOC_FN_MEMALIGN] = { "memalign", "__libc_memalign" },
 };
 
-/* Go's runtime functions, and older names of them. */
-enum { GO_MALLOC, GO_FREE_SPECIAL, GO_MPROF_FREE, GO_NR };
+/* Go's runtime functions, and older names of them: the first GO_PROBED are
+ * probed, mProf_Free only looked for (a Go runtime's mark). */
+enum { GO_MALLOC, GO_FREE_SPECIAL, GO_MPROF_FREE, GO_NR, GO_PROBED = GO_MPROF_FREE };
 static const char *const go_names[GO_NR][2] = {
 	[GO_MALLOC] = { "runtime.mProf_Malloc" },
 	[GO_FREE_SPECIAL] = { "runtime.freeSpecial", "runtime.freespecial" },
 	[GO_MPROF_FREE] = { "runtime.mProf_Free" },
 };
-static const uint32_t go_fn[GO_NR] = {
+static const uint32_t go_fn[GO_PROBED] = {
 	[GO_MALLOC] = ALLOC_FN_GO_MALLOC,
 	[GO_FREE_SPECIAL] = ALLOC_FN_GO_FREE_SPECIAL,
-	[GO_MPROF_FREE] = ALLOC_FN_GO_MPROF_FREE,
 };
 #define GO_DEFAULT_RATE ALLOCRUN_GO_DEFAULT_RATE
 
@@ -634,6 +634,32 @@ static int go_probe_pc(const struct gopclntab *g, uint64_t start, uint64_t *pc)
 	return *pc >= fs && *pc < fe ? 0 : -ENOENT;
 }
 
+/*
+ * x86-64: where a Go function's stack check jumps to morestack, if its
+ * prologue is Go's (collector/freeprobe.h): an instruction the kernel
+ * emulates, a trap several times cheaper than the single-step of the first
+ * instruction with a frame. 0 and *pc, or -ENOENT.
+ */
+static int go_check_pc(struct mfile *f, uint64_t start, uint64_t *pc)
+{
+	uint8_t code[GOPROBE_BYTES];
+	int fd = mfile__fd(f);
+	struct elfcode *ec = fd >= 0 ? elfcode__open_fd(fd) : NULL;
+	ssize_t got;
+	size_t at = 0;
+
+	if (!ec)
+		return -ENOENT;
+	got = elfcode__read(ec, start, code, sizeof(code));
+	if (got > 0)
+		at = alloc_go_probe_offset(code, (size_t)got);
+	elfcode__free(ec);
+	if (!at)
+		return -ENOENT;
+	*pc = start + at;
+	return 0;
+}
+
 /* The Go release of the file (its build information, else its pc-line table). 0 or -errno. */
 static int go_release(struct mfile *f, const struct gopclntab *g, struct gobuild *b, bool *x86)
 {
@@ -694,8 +720,10 @@ static int go_file_flag(struct mfile *f, const char *name)
 
 /*
  * The Go runtime's memory-profiling functions of a file (at[GO_*] their
- * addresses), as probes: appended to fns/offs (n). The process's rate is
- * found. 0, or -errno (said: the file's Go allocations are not profiled).
+ * addresses), as probes: mProf_Malloc and freeSpecial (which reads the
+ * special's kind: a release whose layout is not verified is refused),
+ * appended to fns/offs (n). The process's rate is found. 0, or -errno (said: the file's Go
+ * allocations are not profiled).
  */
 static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, const char *path,
 		     const struct procmap *m, uint32_t pid, const uint64_t at[GO_NR], uint32_t *fns,
@@ -704,7 +732,7 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 	const struct gopclntab *g = elfsym__gopclntab(es);
 	struct goproc *gp;
 	struct gobuild b = { .minor = 0 };
-	unsigned pa, sa, fpa, fsa;
+	unsigned pa, sa, fpa, fsa, koff, kind;
 	bool x86 = false;
 	uint64_t bias, va;
 	int err;
@@ -736,30 +764,44 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 		       path, b.version);
 		return -ENOTSUP;
 	}
-	for (int k = 0; k < GO_NR; k++) {
+	if (gobuildinfo__special_kind(b.minor, &koff, &kind)) {
+		p_warn("%s: built by %s, whose runtime's special records are not known to "
+		       "bpfprof (the layouts verified: Go 1.19): its Go allocations not profiled",
+		       path, b.version);
+		return -ENOTSUP;
+	}
+	for (int k = 0; k < GO_PROBED; k++) {
 		uint64_t pc, off;
-		uint32_t c = k == GO_MALLOC	    ? ALLOC_COOKIE(go_fn[k], pa, sa)
-			     : k == GO_FREE_SPECIAL ? ALLOC_COOKIE(go_fn[k], fpa, fsa)
-						    : ALLOC_COOKIE(go_fn[k], 0, 0);
+		uint32_t c = k == GO_MALLOC ? ALLOC_COOKIE(go_fn[k], pa, sa)
+					    : ALLOC_COOKIE_SPECIAL(fpa, fsa, koff, kind);
+		bool check = false, bad = go_probe_pc(g, at[k], &pc) != 0;
 
-		if (go_probe_pc(g, at[k], &pc) || elfsym__vaddr_to_off(es, pc, &off, NULL)) {
+		if (!bad && x86 && !go_check_pc(f, at[k], &pc)) {
+			check = true;
+			c |= ALLOC_COOKIE_GO_AT_CHECK;
+		}
+		if (bad || elfsym__vaddr_to_off(es, pc, &off, NULL)) {
 			p_warn("%s: %s not found in its pc-line table: its Go allocations not "
 			       "profiled",
 			       path, go_names[k][0]);
 			*n -= (size_t)k;
 			return -ENOENT;
 		}
-		p_debug("probing %s at %s+0x%" PRIx64 " (+%" PRIu64 " past its entry) in %u",
-			go_names[k][0], path, off, pc - at[k], pid);
+		p_debug("probing %s at %s+0x%" PRIx64 " (+%" PRIu64 " past its entry: %s) in %u",
+			go_names[k][0], path, off, pc - at[k],
+			check ? "its stack check's jump, emulated"
+			      : "its first instruction with a frame",
+			pid);
 		fns[*n] = c;
 		offs[(*n)++] = off;
 	}
-	p_debug("%s: built by %s: mProf_Malloc's address and size in arguments %u and %u", path,
-		b.version, pa, sa);
+	p_debug("%s: built by %s: mProf_Malloc's address and size in arguments %u and %u, "
+		"freeSpecial's special kind at +%u (profile %u)",
+		path, b.version, pa, sa, koff, kind);
 	gp = goproc_of(r, pid);
 	if (!gp) {
 		if (array_grow((void **)&r->go, &r->cap_go, r->nr_go + 1, sizeof(*r->go))) {
-			*n -= GO_NR;
+			*n -= GO_PROBED;
 			return -ENOMEM;
 		}
 		gp = &r->go[r->nr_go++];

@@ -107,7 +107,7 @@ def go_command(tmp_path_factory):
 def test_go_sites_match_the_runtime(go_command):
     """-- COMMAND: per site, the runtime's own heap profile."""
     out, r = go_command
-    assert "goalloc: 3 allocator functions probed" in r.stderr, r.stderr
+    assert "goalloc: 2 allocator functions probed" in r.stderr, r.stderr  # not mProf_Free
     check_against_runtime(out, r.stdout, r.stderr, rate=524288)
 
 

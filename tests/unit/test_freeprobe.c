@@ -77,6 +77,49 @@ static void test_truncated_bytes_are_probed_at_the_entry(void **state)
 	assert_int_equal(alloc_free_probe_offset(rel8r12, 7), 5);
 }
 
+/* Go 1.19.8's runtime.freeSpecial and runtime.mProf_Malloc (goalloc, go tool objdump). */
+static void test_go_stack_check_jump(void **state)
+{
+	static const uint8_t free_special[] = { 0x49, 0x3b, 0x66, 0x10, 0x0f, 0x86, 0x0a,
+						0x01, 0x00, 0x00, 0x48, 0x83, 0xec, 0x30 };
+	static const uint8_t mprof_malloc[] = { 0x4c, 0x8d, 0xa4, 0x24, 0x10, 0xff, 0xff, 0xff,
+						0x4d, 0x3b, 0x66, 0x10, 0x0f, 0x86, 0xaa, 0x01,
+						0x00, 0x00, 0x48, 0x81, 0xec, 0x70, 0x01 };
+	static const uint8_t rel8[] = { 0x49, 0x3b, 0x66, 0x10, 0x76, 0x30, 0x48, 0x83 };
+	static const uint8_t lea8[] = { 0x4c, 0x8d, 0x64, 0x24, 0xb0, 0x4d,
+					0x3b, 0x66, 0x10, 0x76, 0x40 };
+
+	(void)state;
+	assert_int_equal(alloc_go_probe_offset(free_special, sizeof(free_special)), 4);
+	assert_int_equal(alloc_go_probe_offset(mprof_malloc, sizeof(mprof_malloc)), 12);
+	assert_int_equal(alloc_go_probe_offset(rel8, sizeof(rel8)), 4);
+	assert_int_equal(alloc_go_probe_offset(lea8, sizeof(lea8)), 9);
+	/* cut short: the jump not read whole */
+	assert_int_equal(alloc_go_probe_offset(free_special, 9), 0);
+	assert_int_equal(alloc_go_probe_offset(free_special, 10), 4);
+	assert_int_equal(alloc_go_probe_offset(rel8, 5), 0);
+	assert_int_equal(alloc_go_probe_offset(NULL, 16), 0);
+}
+
+/* No stack check (a NOSPLIT function), the %r12 compare without its lea, a
+ * compare of another register, a jump other than jbe: none. */
+static void test_go_other_prologues(void **state)
+{
+	static const uint8_t other[][12] = {
+		{ 0x48, 0x83, 0xec, 0x18, 0x48, 0x89, 0x6c, 0x24, 0x10 },
+		{ 0x4d, 0x3b, 0x66, 0x10, 0x76, 0x30 },
+		{ 0x48, 0x3b, 0x66, 0x10, 0x76, 0x30 },
+		{ 0x49, 0x3b, 0x66, 0x18, 0x76, 0x30 },
+		{ 0x49, 0x3b, 0x66, 0x10, 0x74, 0x30 },
+		{ 0x49, 0x3b, 0x66, 0x10, 0x0f, 0x84, 0, 0, 0, 0 },
+		{ 0x4c, 0x8d, 0x64, 0x24, 0xb0, 0x49, 0x3b, 0x66, 0x10, 0x76, 0x40 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+		assert_int_equal(alloc_go_probe_offset(other[i], sizeof(other[i])), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -84,6 +127,8 @@ int main(void)
 		cmocka_unit_test(test_rel8_and_rex_pushes),
 		cmocka_unit_test(test_other_prologues_are_probed_at_the_entry),
 		cmocka_unit_test(test_truncated_bytes_are_probed_at_the_entry),
+		cmocka_unit_test(test_go_stack_check_jump),
+		cmocka_unit_test(test_go_other_prologues),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

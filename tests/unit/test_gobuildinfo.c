@@ -116,6 +116,27 @@ static void test_mprof_malloc_arguments_per_release(void **state)
 	assert_int_equal(s, 2);
 }
 
+/* The special's kind is read only where the layout was verified: Go 1.19;
+ * 1.24 moved the byte (offset became a uintptr) and later releases
+ * renumbered the kinds, so a neighbour's guess would be wrong. */
+static void test_special_kind_only_for_verified_releases(void **state)
+{
+	unsigned off = 99, kind = 99;
+
+	(void)state;
+	assert_int_equal(gobuildinfo__special_kind(19, &off, &kind), 0);
+	assert_int_equal(off, 10);
+	assert_int_equal(kind, 2);
+	off = kind = 99;
+	assert_int_equal(gobuildinfo__special_kind(17, &off, &kind), -ENOTSUP);
+	assert_int_equal(gobuildinfo__special_kind(18, &off, &kind), -ENOTSUP);
+	assert_int_equal(gobuildinfo__special_kind(20, &off, &kind), -ENOTSUP);
+	assert_int_equal(gobuildinfo__special_kind(24, &off, &kind), -ENOTSUP);
+	assert_int_equal(gobuildinfo__special_kind(0, &off, &kind), -ENOTSUP);
+	assert_int_equal(off, 99);
+	assert_int_equal(kind, 99);
+}
+
 static void test_release_must_match_the_pclntab(void **state)
 {
 	(void)state;
@@ -140,6 +161,7 @@ int main(void)
 		cmocka_unit_test(test_hostile_records),
 		cmocka_unit_test(test_mprof_malloc_arguments_per_release),
 		cmocka_unit_test(test_release_must_match_the_pclntab),
+		cmocka_unit_test(test_special_kind_only_for_verified_releases),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

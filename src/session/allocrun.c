@@ -1164,6 +1164,9 @@ bool allocrun__targets_gone(struct allocrun *r)
 
 void allocrun__stop(struct allocrun *r)
 {
+	/* Nothing more from here (--alloc --on-cpu writes the CPU profile
+	 * first: its calls would be counted, its frees matched, the ring fill). */
+	allocprof__pause(r->ap);
 	/* What is left: the ring holds at most ALLOC_RING_BYTES of it. */
 	allocprof__drain(r->ap, on_event, r, ALLOC_RING_BYTES / sizeof(struct alloc_event) + 1);
 	r->t1 = now_ns();

@@ -52,7 +52,8 @@ int allocrun__start(struct allocrun *ar);
 uint64_t allocrun__tick(struct allocrun *ar, uint64_t now);
 /* The targets are all gone (never for -a, --cgroup). */
 bool allocrun__targets_gone(struct allocrun *ar);
-/* The run's end: what is left in the ring drained, the clock stopped. */
+/* The run's end: the program paused (nothing more counted, sampled or
+ * matched: allocprof__pause), what is left in the ring drained, the clock stopped. */
 void allocrun__stop(struct allocrun *ar);
 
 /*

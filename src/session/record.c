@@ -889,6 +889,13 @@ int record__open(struct record *r)
 	 * load and tables (seconds with -a), so both spans start together. */
 	if (r->ar && allocrun__start(r->ar))
 		return 1;
+	/* -a's guard at its pace, whatever a turn of this loop takes */
+	if (r->ar) {
+		err = allocrun__guard_thread(r->ar);
+		if (err)
+			p_warn("no thread for the allocator's guard (%s): it ticks between drains",
+			       strerror(-err));
+	}
 	/* Everything privileged is open now: keep only what reading needs.
 	 * Not with --alloc -a or --cgroup beside: its rescans probe the files
 	 * of processes started later, its guard takes the probes off and puts

@@ -802,6 +802,9 @@ int record__setup(struct record *r)
 	rc->pt = ptab__new(&po);
 	sopts.ptab = rc->pt;
 	sopts.warn = on_sym_warn;
+	/* --alloc --on-cpu: the heap profile names its stacks at the end, past
+	 * the drains' sweeps: a process that exited meanwhile keeps its names. */
+	sopts.keep_gone = r->o.alloc_period != 0;
 	rc->dbgd = open_debuginfod(&r->o);
 	sopts.debuginfod = rc->dbgd;
 	rc->sym = rc->pt ? symbolizer__new(&sopts) : NULL;

@@ -83,13 +83,16 @@ def pid_run(tmp_path_factory):
     """One --alloc --on-cpu -p run of busy and allocwork, until both exit. busy
     is stopped until the run samples, then spins BUSY_CPU seconds of its own
     CPU time (as many samples on a loaded machine as on an idle one, later);
-    allocwork waits for SIGUSR1, sent then too. busy's CPU time is read from
-    its zombie (not reaped until the run ended)."""
+    allocwork waits for SIGUSR1, sent then too, and is reaped as soon as it
+    exits (seconds before busy: gone for the drains' sweeps, its heap stacks
+    must still be named at the end). busy's CPU time is read from its zombie
+    (not reaped until the run ended)."""
     d = tmp_path_factory.mktemp("alloccpu")
     busy = subprocess.Popen([wl("busy"), f"{BUSY_CPU}c"], stdout=subprocess.DEVNULL)
     aw = subprocess.Popen([wl("allocwork"), "wait", "sites", str(MIB)], stdout=subprocess.PIPE,
                           text=True)
-    cpu, truth = {}, None
+    cpu, truth, reaped = {}, [], threading.Thread(
+        target=lambda: (truth.append(aw.stdout.read()), aw.wait()), daemon=True)
     try:
         # Stopped once it runs its own code (the C library mapped: probed).
         wait_for(lambda: "libc" in open(f"/proc/{busy.pid}/maps").read(), "busy's libc")
@@ -101,19 +104,20 @@ def pid_run(tmp_path_factory):
                 cpu["start"] = cpu_seconds(busy.pid)
                 os.kill(busy.pid, signal.SIGCONT)
                 os.kill(aw.pid, signal.SIGUSR1)
+                reaped.start()
 
         rc, err = _bpfprof([f"--alloc={PERIOD}", "--on-cpu", "-F", FREQ, "-o", d / "p.pb.gz",
                                "-p", f"{busy.pid},{aw.pid}"], on_sampling)
         cpu["end"] = cpu_seconds(busy.pid)  # a zombie now: its times are kept
         if rc == 0:
-            truth = json.loads(aw.stdout.read())
+            reaped.join(60)
     finally:
         for p in (busy, aw):
             if p.poll() is None:
                 p.kill()
             p.wait()
     assert rc == 0, err
-    return {"dir": d, "rc": rc, "stderr": err, "truth": truth, "busy": busy.pid,
+    return {"dir": d, "rc": rc, "stderr": err, "truth": json.loads(truth[0]), "busy": busy.pid,
             "cpu": cpu.get("end", 0) - cpu.get("start", 0)}
 
 

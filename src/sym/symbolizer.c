@@ -172,7 +172,7 @@ struct symbolizer {
 	char debug_dir[256];
 	bool real_proc; /* proc_root is the real /proc: BPF ids */
 	struct ptab *pt;
-	bool own_pt; /* made here (no ptab in the options): freed and swept here */
+	bool own_pt;	/* made here (no ptab in the options): freed and swept here */
 	bool keep_gone; /* opts.keep_gone */
 	size_t max_procs, max_files, max_file_bytes, max_perfmap_bytes;
 	size_t max_py_bytes, max_py_proc_bytes;

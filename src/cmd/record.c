@@ -155,6 +155,7 @@ int cmd_record(int argc, char **argv)
 	if (r.o.on_cpu) {
 		ret = check_both(&r, &heap);
 		if (ret) {
+			free(heap);
 			options__free(&r.o);
 			return ret;
 		}

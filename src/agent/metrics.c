@@ -129,8 +129,10 @@ int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out)
 		"# TYPE bpfprof_alloc_live_dropped_total counter\n"
 		"bpfprof_alloc_live_dropped_total{reason=\"exited\"} %" PRIu64 "\n",
 		a->live_dropped_exited);
-	err |= COUNTER("bpfprof_alloc_aggs_evicted_total",
-		       "Run-long totals of a process and stack dropped for room.", a->aggs_evicted);
+	err |= COUNTER(
+		"bpfprof_alloc_aggs_evicted_total",
+		"Samples of the run-long totals folded into their process's [other stacks] for room.",
+		a->aggs_evicted);
 	if (a->all) {
 		err |= GAUGE("bpfprof_alloc_files_probed",
 			     "Files whose allocator functions are probed (-a, --cgroup).",

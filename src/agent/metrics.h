@@ -44,8 +44,8 @@ struct metrics_alloc {
 	uint64_t live_blocks, inuse_bytes; /* the last walk of the live table */
 	uint64_t probes;		   /* probes attached */
 	uint64_t live_dropped_exited;	   /* live entries of exited processes dropped */
-	uint64_t aggs_evicted;		   /* run-long (process, stack) totals dropped for room */
-	bool guard; /* a calls-per-second budget is kept: the guard's lines */
+	uint64_t aggs_evicted; /* run-long (process, stack) totals folded into [other stacks] */
+	bool guard;	       /* a calls-per-second budget is kept: the guard's lines */
 	bool guard_engaged;
 	double guard_duty;  /* share of each window on */
 	double guard_scale; /* the last interval's estimates were multiplied by this */

@@ -353,8 +353,9 @@ static void report_counters(const struct allocrun_stats *st)
 	}
 }
 
-/* The profile taken, said, written. 0 or 1 (said). */
-static int report(struct allocrun *ar, const struct options *o, const struct writer *w)
+/* The profile taken, said, written to path (NULL: stdout). 0 or 1 (said). */
+int cmd_alloc_report(struct allocrun *ar, const struct options *o, const struct writer *w,
+		     const char *path)
 {
 	struct profile *prof = profile__new();
 	struct allocrun_stats st;
@@ -368,15 +369,14 @@ static int report(struct allocrun *ar, const struct options *o, const struct wri
 	}
 	allocrun__stats(ar, &st);
 	report_counters(&st);
-	err = writer__write_path(w, prof, o->output, &o->out, &em);
+	err = writer__write_path(w, prof, path, &o->out, &em);
 	if (err) {
 		if (errmsg_said(&em))
 			p_errmsg(&em);
 		else
-			p_err("cannot write %s: %s", o->output ? o->output : "the profile",
-			      strerror(-err));
-	} else if (o->output) {
-		p_info("wrote %s", o->output);
+			p_err("cannot write %s: %s", path ? path : "the profile", strerror(-err));
+	} else if (path) {
+		p_info("wrote %s", path);
 	}
 	profile__free(prof);
 	return err ? 1 : 0;
@@ -443,7 +443,7 @@ int cmd_record_alloc(const struct options *o, const struct writer *w)
 		goto out;
 	ret = loop(ar, o, d);
 	if (!ret)
-		ret = o->interval ? finish_continuous(d) : report(ar, o, w);
+		ret = o->interval ? finish_continuous(d) : cmd_alloc_report(ar, o, w, o->output);
 	ch = allocrun__child(ar);
 	if (ch && ch->exited) {
 		if (!ret && WIFEXITED(ch->status))

@@ -35,6 +35,7 @@ static const struct option long_opts[] = {
 	{ "off-cpu-tasks", required_argument, NULL, OPT_OFFCPU_TASKS },
 	{ "alloc", optional_argument, NULL, OPT_ALLOC },
 	{ "alloc-budget", required_argument, NULL, OPT_ALLOC_BUDGET },
+	{ "on-cpu", no_argument, NULL, OPT_ON_CPU },
 	{ "help", no_argument, NULL, 'h' },
 	CLI_OUT_OPTIONS,
 	{ NULL, 0, NULL, 0 },
@@ -100,7 +101,7 @@ void cli__usage(FILE *f)
 		"                          power of two; thread id modulo N: a thread blocking\n"
 		"                          into a slot holding another's wait evicts it, counted)\n"
 		"\n"
-		"Memory (instead of the CPU):\n"
+		"Memory (instead of the CPU, or beside it with --on-cpu):\n"
 		"      --alloc[=BYTES]     where the C library's allocator is called (malloc, calloc,\n"
 		"                          realloc, posix_memalign, aligned_alloc, memalign; free):\n"
 		"                          allocations sampled by bytes, one every BYTES on average\n"
@@ -122,6 +123,11 @@ void cli__usage(FILE *f)
 		"                          guard); over it the probes are on part of each second\n"
 		"                          and allocations scaled by the time on (biased for\n"
 		"                          bursty programs); in-use is then not measured\n"
+		"      --on-cpu            with --alloc, -p or -a (--cgroup): the CPU profile too,\n"
+		"                          in the same run; -o FILE gets the CPU's, the heap\n"
+		"                          profile goes beside it with .heap before the ending\n"
+		"                          (p.pb.gz, p.heap.pb.gz; out.svg, out.heap.svg). Without\n"
+		"                          -o, on a terminal: both reports, the CPU's first\n"
 		"\n"
 		"Output:\n"
 		"  -o, --output FILE       write here instead of stdout (written atomically; if\n"
@@ -196,6 +202,7 @@ void cli__usage(FILE *f)
 		"  sudo bpfprof -a --push http://pyroscope:4040 --listen 6060   always on, shipped\n"
 		"  sudo bpfprof --alloc -p 1234 --output-dir /var/lib/bpfprof   heap profiles, always on\n"
 		"  sudo bpfprof --alloc -p 1234 --listen 6060   go tool pprof localhost:6060/debug/pprof/heap\n"
+		"  sudo bpfprof --alloc --on-cpu -p 1234 -d 30 -o p.pb.gz   p.pb.gz (CPU), p.heap.pb.gz\n"
 		"\n"
 		"Exit status: 0 profile written, 1 failure, 2 usage error.\n");
 }
@@ -626,6 +633,9 @@ static int parse_offcpu_option(int c, const char *arg, struct options *o, struct
 				arg);
 		o->alloc_budget_set = true;
 		break;
+	case OPT_ON_CPU:
+		o->on_cpu = true;
+		break;
 	default:
 		return NOT_AN_OPTION;
 	}
@@ -895,13 +905,29 @@ int cli__validate(struct options *o, struct errmsg *em)
 		return usage_err(em, "--off-cpu-min and --off-cpu-tasks need --off-cpu");
 	if (o->alloc_budget_set && !o->alloc_period)
 		return usage_err(em, "--alloc-budget needs --alloc");
+	if (o->on_cpu && !o->alloc_period)
+		return usage_err(
+			em,
+			"--on-cpu adds the CPU profile to --alloc's: it needs --alloc (without it, the CPU is what is profiled)");
 	if (o->alloc_period) {
 		bool all = o->all_cpus || o->nr_cgroups;
 
 		if (o->cpu_list)
 			return usage_err(
 				em,
-				"--alloc profiles processes, not CPUs: -p, -a, --cgroup or a command, not -C");
+				"--alloc profiles processes, not CPUs: -p, -a, --cgroup or a command, not -C (both profiles: --alloc --on-cpu)");
+		if (o->on_cpu && o->interval)
+			return usage_err(
+				em,
+				"--alloc --on-cpu writes both profiles at the end of the run (-o); continuous mode (--interval, --output-dir, --push, --listen) takes one of them: --alloc or the CPU");
+		if (o->on_cpu && o->listen)
+			return usage_err(
+				em,
+				"--alloc --on-cpu writes both profiles at the end of the run (-o); --listen serves one of them: --alloc or the CPU");
+		if (o->on_cpu && o->cmd_is_target)
+			return usage_err(
+				em,
+				"--alloc --on-cpu profiles -p PID, -a or --cgroup PATH, not a command (yet): start it, then -p its PID");
 		if (all && (o->nr_pids || o->cmd))
 			return usage_err(
 				em,

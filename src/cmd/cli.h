@@ -58,6 +58,7 @@ enum {
 	OPT_NO_DEBUGINFOD,
 	OPT_ALLOC,
 	OPT_ALLOC_BUDGET,
+	OPT_ON_CPU,
 	OPT_CMD_FIRST = 350, /* options of other commands (top, annotate) start here */
 };
 

@@ -32,5 +32,11 @@ struct writer;
 /* record --alloc (alloc.c): memory profiles from the C library's allocator;
  * the options were validated. The exit status. */
 int cmd_record_alloc(const struct options *o, const struct writer *w);
+struct allocrun;
+/* The engine's one-shot heap profile (ALLOCRUN_ALL) taken, its counters
+ * said, written with w to path (NULL: stdout). 0 or 1 (said). --alloc
+ * alone, and --alloc --on-cpu after the CPU profile. */
+int cmd_alloc_report(struct allocrun *ar, const struct options *o, const struct writer *w,
+		     const char *path);
 
 #endif

@@ -8,6 +8,8 @@
 #include "cmd/cmd.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +28,68 @@ static const struct writer *pick_writer(const struct options *o)
 
 	cli__pick_writer(o->format, o->output, &w, NULL);
 	return w;
+}
+
+/*
+ * --alloc --on-cpu: where the heap profile goes beside -o's CPU one, ".heap"
+ * before the writer's ending (p.pb.gz: p.heap.pb.gz, out.svg: out.heap.svg),
+ * or after the name when it has none of them (-f pprof -o prof: prof.heap).
+ * NULL: no memory.
+ */
+static char *heap_path(const char *output, const struct writer *w)
+{
+	size_t len = strlen(output), cut = len;
+	char *p;
+
+	for (size_t i = 0; i < ARRAY_SIZE(w->exts) && w->exts[i]; i++) {
+		size_t n = strlen(w->exts[i]);
+
+		/* the longest ending that fits (.speedscope.json before .json) */
+		if (n < len && len - n < cut && !strcmp(output + len - n, w->exts[i]))
+			cut = len - n;
+	}
+	p = malloc(len + sizeof(".heap"));
+	if (p)
+		sprintf(p, "%.*s.heap%s", (int)cut, output, output + cut);
+	return p;
+}
+
+/*
+ * --alloc --on-cpu: two profiles, so -o names the CPU's (the heap one goes
+ * beside it), or a terminal shows both reports; one stream cannot hold two.
+ * heap gets the heap profile's path (NULL: the terminal). 0, or 2 (said).
+ */
+static int check_both(const struct record *r, char **heap)
+{
+	struct errmsg em = { 0 };
+	int err;
+
+	*heap = NULL;
+	if (!r->o.output && r->tty_report)
+		return 0;
+	if (!r->o.output || !strcmp(r->o.output, "-")) {
+		p_err("--alloc --on-cpu writes two profiles: %s",
+		      r->o.output ? "stdout (-o -) cannot hold both"
+		      : isatty(STDOUT_FILENO)
+			      ? "without -o, a terminal shows both reports (-f needs -o)"
+			      : "a pipe cannot hold both");
+		p_hint("name the CPU profile with -o FILE (e.g. -o p.pb.gz): the heap profile goes "
+		       "beside it (p.heap.pb.gz)");
+		return 2;
+	}
+	*heap = heap_path(r->o.output, r->w);
+	if (!*heap) {
+		p_err("out of memory");
+		return 1;
+	}
+	err = writer__check_path(*heap, &em);
+	if (err) {
+		p_err("cannot write %s: %s", *heap, errmsg_said(&em) ? em.msg : strerror(-err));
+		if (errmsg_said(&em) && em.hint[0])
+			p_hint("%s", em.hint);
+		return 2;
+	}
+	return 0;
 }
 
 /*
@@ -48,6 +112,7 @@ int cmd_record(int argc, char **argv)
 {
 	struct record r = { .ch = CHILD_INIT, .t_main = now_ns() };
 	struct errmsg em = { 0 };
+	char *heap = NULL;
 	int ret;
 
 	ret = cli__parse(argc, argv, &r.o, &em);
@@ -74,7 +139,7 @@ int cmd_record(int argc, char **argv)
 		r.w = &writer_report;
 		r.tty_report = true;
 	}
-	if (r.o.alloc_period) {
+	if (r.o.alloc_period && !r.o.on_cpu) {
 		stop__install();
 		ret = cmd_record_alloc(&r.o, r.w);
 		options__free(&r.o);
@@ -87,11 +152,26 @@ int cmd_record(int argc, char **argv)
 	 * starts too: the loop then ends at once); see stop.h for repeats. */
 	stop__install();
 
+	if (r.o.on_cpu) {
+		ret = check_both(&r, &heap);
+		if (ret) {
+			free(heap);
+			options__free(&r.o);
+			return ret;
+		}
+	}
 	ret = record__run(&r);
 	if (!ret)
 		ret = r.o.interval ? record__finish_continuous(&r) : record__write(&r);
+	/* --alloc --on-cpu: the heap profile after the CPU's (its report below it) */
+	if (!ret && r.ar)
+		ret = cmd_alloc_report(r.ar, &r.o, r.w, heap);
+	if (!ret && r.ar && r.tty_report)
+		p_info("those are the tops of the two profiles: save them with -o FILE (p.svg: the "
+		       "CPU's flame graph and p.heap.svg beside it; .folded, .pb.gz)");
 	if (!ret)
 		ret = command_status(&r);
 	record__close(&r);
+	free(heap);
 	return ret;
 }

@@ -404,6 +404,11 @@ int allocprof__probes_off(struct allocprof *a)
 	return 0;
 }
 
+void allocprof__pause(struct allocprof *a)
+{
+	set_flag(&a->skel->data->enabled, false);
+}
+
 int allocprof__probes_on(struct allocprof *a, struct errmsg *em)
 {
 	int err = 0, first = 0;

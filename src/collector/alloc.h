@@ -77,6 +77,12 @@ int allocprof__sbcl_layout(struct allocprof *a, uint32_t slot, const struct allo
  */
 int allocprof__probes_off(struct allocprof *a);
 int allocprof__probes_on(struct allocprof *a, struct errmsg *em);
+/*
+ * The run's end: the program switched off (any mode; the probes stay in but
+ * count, sample and match nothing more), so that the counters, the ring and
+ * the live table hold what the run saw while its output is written.
+ */
+void allocprof__pause(struct allocprof *a);
 /* Whether sampled blocks enter the live table (off once the guard engages). */
 void allocprof__track_live(struct allocprof *a, bool on);
 /* Probes attached now (an entry and a return count one each). */

@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,6 +220,11 @@ struct allocrun {
 	unsigned comms_reads; /* ... and how many since */
 	uint64_t comms_gone, comms_reused; /* names the sweeps removed: process gone, pid reused */
 	uint64_t comms_full;		   /* names not noted: the table full */
+	/* allocrun__guard_thread: the guard ticks on a thread of its own, lock
+	 * held by it and by allocrun__tick (everything that touches ap, g) */
+	pthread_t guard_tid;
+	pthread_mutex_t lock;
+	bool guard_threaded, guard_stop;
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -1451,6 +1457,10 @@ static void run_start(struct allocrun *r)
 
 uint64_t allocrun__tick(struct allocrun *r, uint64_t now)
 {
+	uint64_t due;
+
+	if (r->guard_threaded)
+		pthread_mutex_lock(&r->lock);
 	r->noted_now = 0;
 	if (r->nr_sbcl) { /* names read at each event: SBCL's drain begins */
 		symbolizer__lisp_drain(r->sym);
@@ -1458,14 +1468,80 @@ uint64_t allocrun__tick(struct allocrun *r, uint64_t now)
 		r->sbcl_named = NULL;
 	}
 	allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
-	guard_tick(r);
+	if (!r->guard_threaded)
+		guard_tick(r);
 	if (r->all)
 		rescan(r, now);
 	if (now >= r->next_refresh) {
 		refresh(r);
 		r->next_refresh = now + ALLOC_REFRESH_NS;
 	}
-	return next_due(r, now_ns());
+	due = next_due(r, now_ns());
+	if (r->guard_threaded)
+		pthread_mutex_unlock(&r->lock);
+	return due;
+}
+
+/* The guard's thread: a tick when due (next_due: 100 ms, or the phase's end). */
+static void *guard_main(void *arg)
+{
+	struct allocrun *r = arg;
+
+	pthread_mutex_lock(&r->lock);
+	while (!r->guard_stop) {
+		uint64_t now, due;
+		struct timespec ts;
+
+		guard_tick(r);
+		due = next_due(r, now_ns());
+		pthread_mutex_unlock(&r->lock);
+		now = now_ns();
+		if (due > now) {
+			ts.tv_sec = (time_t)((due - now) / NS_PER_SEC);
+			ts.tv_nsec = (long)((due - now) % NS_PER_SEC);
+			nanosleep(&ts, NULL);
+		}
+		pthread_mutex_lock(&r->lock);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+int allocrun__guard_thread(struct allocrun *r)
+{
+	sigset_t all, old;
+	int err;
+
+	if (!r->all || !r->g.budget || r->guard_threaded)
+		return 0;
+	err = pthread_mutex_init(&r->lock, NULL);
+	if (err)
+		return -err;
+	/* Signals stay the main thread's (stop.h's handler, its poll). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	r->guard_threaded = true;
+	err = pthread_create(&r->guard_tid, NULL, guard_main, r);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		r->guard_threaded = false;
+		pthread_mutex_destroy(&r->lock);
+		return -err;
+	}
+	return 0;
+}
+
+/* The guard's thread ended (its last tick done); the engine one-threaded again. */
+static void guard_join(struct allocrun *r)
+{
+	if (!r->guard_threaded)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->guard_stop = true;
+	pthread_mutex_unlock(&r->lock);
+	pthread_join(r->guard_tid, NULL);
+	pthread_mutex_destroy(&r->lock);
+	r->guard_threaded = false;
 }
 
 bool allocrun__targets_gone(struct allocrun *r)
@@ -1475,6 +1551,10 @@ bool allocrun__targets_gone(struct allocrun *r)
 
 void allocrun__stop(struct allocrun *r)
 {
+	guard_join(r);
+	/* Nothing more from here (--alloc --on-cpu writes the CPU profile
+	 * first: its calls would be counted, its frees matched, the ring fill). */
+	allocprof__pause(r->ap);
 	/* What is left: the ring holds at most ALLOC_RING_BYTES of it. */
 	if (r->nr_sbcl) {
 		symbolizer__lisp_drain(r->sym);
@@ -2340,6 +2420,7 @@ void allocrun__free(struct allocrun *r)
 
 	if (!r)
 		return;
+	guard_join(r);
 	if (r->ch.pid && !r->ch.exited) /* -d, a stop request or a failed start: bpfprof ends it */
 		child__abort(&r->ch);
 	allocprof__free(r->ap);

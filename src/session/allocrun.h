@@ -59,9 +59,18 @@ int allocrun__start(struct allocrun *ar);
 /* One turn: the ring drained, the guard's tick, -a's rescan, the targets'
  * mappings refreshed when due. When the next turn is due (ns, now_ns()'s clock). */
 uint64_t allocrun__tick(struct allocrun *ar, uint64_t now);
+/*
+ * -a, --cgroup with a guard, when the caller's turns may be long (a CPU
+ * profile's drains beside, seconds on a loaded host; bpfprof's own
+ * allocations trap into -a's probes too): the guard ticks on a thread of
+ * its own from here, at its pace, whatever the caller does; allocrun__tick
+ * does the rest. Until allocrun__stop. 0 (nothing to do too) or -errno.
+ */
+int allocrun__guard_thread(struct allocrun *ar);
 /* The targets are all gone (never for -a, --cgroup). */
 bool allocrun__targets_gone(struct allocrun *ar);
-/* The run's end: what is left in the ring drained, the clock stopped. */
+/* The run's end: the program paused (nothing more counted, sampled or
+ * matched: allocprof__pause), what is left in the ring drained, the clock stopped. */
 void allocrun__stop(struct allocrun *ar);
 
 /*

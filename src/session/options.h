@@ -43,6 +43,8 @@ struct options {
 	/* --alloc-budget CALLS: -a, --cgroup: allocator calls per second (0: no guard) */
 	uint64_t alloc_budget;
 	bool alloc_budget_set;
+	/* --on-cpu: with --alloc, the CPU profile too (one run, two files) */
+	bool on_cpu;
 	const char *output; /* NULL = stdout */
 	const char *format; /* NULL = from extension, else folded */
 	char **cmd;	    /* after "--", NULL-terminated; NULL if none */

@@ -49,6 +49,7 @@
 #include "proc/labels.h"
 #include "proc/procfs.h"
 #include "proc/ptab.h"
+#include "session/allocrun.h"
 #include "sym/debuginfod.h"
 #include "sym/symbolizer.h"
 #include "unwind/unwinder.h"
@@ -82,6 +83,8 @@ static int check_privileges(void)
  */
 #define FDS_BPF	     24
 #define FDS_HTTP_MIN 8
+/* --alloc --on-cpu: the allocator program's maps, ring and links, the targets' pidfds */
+#define FDS_ALLOC 16
 
 static int check_fd_limit(const struct options *o, const bool *cpus, int nr_cpus)
 {
@@ -102,6 +105,8 @@ static int check_fd_limit(const struct options *o, const bool *cpus, int nr_cpus
 		need += HTTPD_FD_RESERVE;
 	if (o->listen)
 		need += FDS_HTTP_MIN;
+	if (o->alloc_period)
+		need += FDS_ALLOC;
 	if (limit >= need)
 		return 0;
 	p_err("too few file descriptors: the limit is %" PRIu64 ", this run needs about %" PRIu64,
@@ -797,13 +802,19 @@ int record__setup(struct record *r)
 	rc->pt = ptab__new(&po);
 	sopts.ptab = rc->pt;
 	sopts.warn = on_sym_warn;
+	/* --alloc --on-cpu: the heap profile names its stacks at the end, past
+	 * the drains' sweeps: a process that exited meanwhile keeps its names. */
+	sopts.keep_gone = r->o.alloc_period != 0;
 	rc->dbgd = open_debuginfod(&r->o);
 	sopts.debuginfod = rc->dbgd;
 	rc->sym = rc->pt ? symbolizer__new(&sopts) : NULL;
 	rc->labels = rc->pt ? labels__new(rc->pt, 0) : NULL;
 	if (buildid__kernel(rc->kernel_build_id))
 		rc->kernel_build_id[0] = '\0';
-	if (!rc->prof || !rc->sym || !rc->labels) {
+	/* --alloc --on-cpu: one process table and symbolizer for both profiles. */
+	if (rc->sym && r->o.alloc_period)
+		r->ar = allocrun__new(&r->o, rc->pt, rc->sym);
+	if (!rc->prof || !rc->sym || !rc->labels || (r->o.alloc_period && !r->ar)) {
 		p_err("out of memory");
 		return 1;
 	}
@@ -876,10 +887,30 @@ int record__open(struct record *r)
 		p_errmsg(&em);
 		return 1;
 	}
-	/* Everything privileged is open now: keep only what reading needs. */
-	err = caps__drop_after_attach(r->o.output || r->o.output_dir);
-	if (err)
-		p_warn("cannot drop capabilities: %s", strerror(-err));
+	/* --alloc --on-cpu: the allocator's targets found, its files probed,
+	 * its clock started, while every privilege is there; after the CPU's
+	 * load and tables (seconds with -a), so both spans start together. */
+	if (r->ar && allocrun__start(r->ar))
+		return 1;
+	/* -a's guard at its pace, whatever a turn of this loop takes */
+	if (r->ar) {
+		err = allocrun__guard_thread(r->ar);
+		if (err)
+			p_warn("no thread for the allocator's guard (%s): it ticks between drains",
+			       strerror(-err));
+	}
+	/* Everything privileged is open now: keep only what reading needs.
+	 * Not with --alloc -a or --cgroup beside: its rescans probe the files
+	 * of processes started later, its guard takes the probes off and puts
+	 * them back (perf events, CAP_PERFMON or CAP_SYS_ADMIN), as --alloc
+	 * alone does. */
+	if (r->ar && (r->o.all_cpus || r->o.nr_cgroups)) {
+		p_debug("capabilities kept: --alloc -a attaches probes while it runs");
+	} else {
+		err = caps__drop_after_attach(r->o.output || r->o.output_dir);
+		if (err)
+			p_warn("cannot drop capabilities: %s", strerror(-err));
+	}
 	p_debug("effective capabilities after attach: %#llx", caps__effective());
 	/* Loading parsed the kernel's BTF (megabytes) and freed it: give the
 	 * pages back, an always-on agent's RSS is what it keeps, not its peak. */
@@ -1003,6 +1034,9 @@ static int record__loop(struct record *r)
 	while (!stop__requested()) {
 		int timeout = 200;
 		uint64_t now = now_ns();
+		/* --alloc --on-cpu: the allocation engine's turn (its ring, the
+		 * guard's 100 ms pace, -a's rescans) bounds the wait too. */
+		uint64_t alloc_due = r->ar ? allocrun__tick(r->ar, now) : 0;
 		bool skip;
 
 		/*
@@ -1029,6 +1063,8 @@ static int record__loop(struct record *r)
 			timeout = record__wait_until(timeout, next_drain(r, last_drain, now), now);
 		if (deadline)
 			timeout = record__wait_until(timeout, deadline, now);
+		if (alloc_due)
+			timeout = record__wait_until(timeout, alloc_due, now_ns());
 		err = record__poll_notices(r, record__timeout(r, timeout, now));
 		if (err < 0 && err != -EINTR) {
 			status_clear(&r->sl);
@@ -1086,6 +1122,10 @@ static int record__stop(struct record *r)
 
 	status_clear(&r->sl);
 	r->t_stop = now_ns();
+	/* --alloc --on-cpu: the allocations end with the CPU's sampling (its
+	 * probes stay in until allocrun__free, nothing more is drained). */
+	if (r->ar)
+		allocrun__stop(r->ar);
 	ksyms_join(r, true); /* the last drain asks for names */
 	if (stop__requested())
 		p_info("stopping on %s", strsignal(stop__requested()));
@@ -1247,7 +1287,7 @@ void record__symbolizer_stats(const struct record_ctx *rc)
  * lost with it, but saved to a new file in $TMPDIR or /tmp (0600, made
  * O_EXCL there), and the run still fails.
  */
-static void save_elsewhere(const struct record *r)
+static void save_elsewhere(const struct record *r, const struct out_opts *out)
 {
 	char path[PATH_MAX];
 	struct errmsg em = { 0 };
@@ -1256,8 +1296,7 @@ static void save_elsewhere(const struct record *r)
 	if (!r->o.output || !strcmp(r->o.output, "-"))
 		return;
 	stop__writing(true);
-	err = writer__write_fallback(r->w, r->rc.prof, r->o.output, &r->o.out, path, sizeof(path),
-				     &em);
+	err = writer__write_fallback(r->w, r->rc.prof, r->o.output, out, path, sizeof(path), &em);
 	stop__writing(false);
 	if (err)
 		p_err("the profile could not be saved elsewhere either: %s",
@@ -1272,8 +1311,12 @@ int record__write(struct record *r)
 	struct record_ctx *rc = &r->rc;
 	struct collector_stats st;
 	struct errmsg em = { 0 };
+	/* --alloc --on-cpu: --view is the heap profile's, the CPU's has one value */
+	struct out_opts out = r->o.out;
 	int err;
 
+	if (r->ar)
+		out.view = VIEW_AUTO;
 	collector__stats(r->col, &st);
 	record__fill_meta(rc->prof, rc, profile__meta(rc->prof)->start_ns, r->t_stop - r->t_start,
 			  record__lost(&st));
@@ -1289,19 +1332,19 @@ int record__write(struct record *r)
 
 	profile__sort(rc->prof);
 	stop__writing(true);
-	err = writer__write_path(r->w, rc->prof, r->o.output, &r->o.out, &em);
+	err = writer__write_path(r->w, rc->prof, r->o.output, &out, &em);
 	stop__writing(false);
 	if (err) {
 		p_err("writing %s failed: %s", r->o.output ? r->o.output : "to stdout",
 		      errmsg_said(&em) ? em.msg : strerror(-err));
 		if (errmsg_said(&em) && em.hint[0])
 			p_hint("%s", em.hint);
-		save_elsewhere(r);
+		save_elsewhere(r, &out);
 		return 1;
 	}
 	if (r->o.output)
 		p_info("wrote %s (%s)", r->o.output, r->w->name);
-	if (r->tty_report)
+	if (r->tty_report && !r->ar) /* --alloc --on-cpu: after both (src/cmd/record.c) */
 		p_info("that is the top of the profile: save all of it with -o FILE (profile.svg: a "
 		       "flame graph; .folded, .pb.gz), or pipe it (folded text)");
 	print_symbol_stats(rc, r->t_stop);
@@ -1314,6 +1357,9 @@ void record__close(struct record *r)
 	if (r->ch.pid && !r->ch.exited)
 		child__abort(&r->ch);
 	sinks__close(&r->ct);
+	/* Before the symbolizer and the table: it holds files through them. */
+	allocrun__free(r->ar);
+	r->ar = NULL;
 	unwinder__free(r->rc.uw);
 	collector__free(r->col);
 	symbolizer__free(r->rc.sym);

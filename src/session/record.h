@@ -40,6 +40,7 @@ struct pusher;
 struct live;
 struct httpd;
 struct debuginfod;
+struct allocrun;
 
 /* Turning drained samples into the profile (record_samples.c). */
 struct record_ctx {
@@ -157,6 +158,10 @@ struct record {
 	void *notice_ctx;
 	/* Tests (BPFPROF_TEST_DRAIN_STALL, record.c): drain stall_drain is held stall_ms. */
 	uint64_t drains_begun, stall_drain, stall_ms;
+	/* --alloc --on-cpu: the allocation engine beside the collector, sharing
+	 * rc.pt and rc.sym (session/allocrun.h); started before the CPU program,
+	 * ticked every turn of the loop, stopped after it; NULL without --alloc. */
+	struct allocrun *ar;
 };
 
 int record__check(struct record *r);

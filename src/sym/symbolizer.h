@@ -88,6 +88,10 @@ struct symbolizer_opts {
 	 * time budget (elfsym.h). */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
+	/* Processes seen gone stay (until max_procs evicts the least recently
+	 * used): for a caller naming stacks long after they were taken, past
+	 * sweeps (--alloc --on-cpu: the heap profile's, at the end). */
+	bool keep_gone;
 };
 
 /*

@@ -76,7 +76,7 @@ static const char golden[] =
 	"# HELP bpfprof_alloc_live_dropped_total Live-table entries dropped, by reason (exited: their process ended).\n"
 	"# TYPE bpfprof_alloc_live_dropped_total counter\n"
 	"bpfprof_alloc_live_dropped_total{reason=\"exited\"} 17\n"
-	"# HELP bpfprof_alloc_aggs_evicted_total Run-long totals of a process and stack dropped for room.\n"
+	"# HELP bpfprof_alloc_aggs_evicted_total Samples of the run-long totals folded into their process's [other stacks] for room.\n"
 	"# TYPE bpfprof_alloc_aggs_evicted_total counter\n"
 	"bpfprof_alloc_aggs_evicted_total 3\n"
 	"# HELP bpfprof_alloc_files_probed Files whose allocator functions are probed (-a, --cgroup).\n"

@@ -143,9 +143,10 @@ static __always_inline void forget(__u32 tgid, __u64 addr)
  * by value (read straight into the ring's record: no scratch buffer, which a
  * uprobe could not keep per CPU, preemptible), a live entry with its hash.
  * The ring full: the block is still followed, its stack lost (ALLOC_STACK_LOST).
+ * followed false: no live entry (no probe will see its free).
  */
 static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u64 addr, __u64 size,
-				   __u32 source)
+				   __u32 source, bool followed)
 {
 	struct alloc_live_key k = { .tgid = tgid, .source = source, .addr = addr };
 	struct alloc_live v = { .size = size };
@@ -178,7 +179,7 @@ static __always_inline void record(struct pt_regs *ctx, __u32 tgid, __u64 addr, 
 		v.stack = ALLOC_STACK_LOST;
 		counter_add(ALLOC_C_RING_FULL);
 	}
-	if (!track_live || source == ALLOC_SRC_SBCL) /* the GC moves SBCL's objects */
+	if (!track_live || !followed)
 		return;
 	if (bpf_map_update_elem(&live, &k, &v, BPF_ANY))
 		counter_add(ALLOC_C_LIVE_FULL);
@@ -238,7 +239,8 @@ static __always_inline void go_probe(struct pt_regs *ctx, __u32 tgid, __u32 cook
 	case ALLOC_FN_GO_MALLOC:
 		counter_add(ALLOC_C_GO_SAMPLES);
 		if (p)
-			record(ctx, tgid, p, size, ALLOC_SRC_GO);
+			record(ctx, tgid, p, size, ALLOC_SRC_GO,
+			       !(cookie & ALLOC_COOKIE_GO_UNFOLLOWED));
 		return;
 	case ALLOC_FN_GO_FREE_SPECIAL:
 		s = go_arg(ctx, 0);
@@ -321,7 +323,7 @@ static __always_inline void sbcl_probe(struct pt_regs *ctx, __u32 tgid, __u32 co
 	}
 	ts->left = draw();
 	counter_add(ALLOC_C_SAMPLED);
-	record(ctx, tgid, 0, w, ALLOC_SRC_SBCL);
+	record(ctx, tgid, 0, w, ALLOC_SRC_SBCL, false); /* the GC moves SBCL's objects */
 }
 
 /* The entry of the probe of cookie: true if the call is sampled (its return is wanted). */
@@ -426,7 +428,7 @@ static __always_inline void leave(struct pt_regs *ctx, __u32 fn)
 		counter_add(ALLOC_C_FAILED);
 		return;
 	}
-	record(ctx, tgid, addr, ts->size, ALLOC_SRC_LIBC);
+	record(ctx, tgid, addr, ts->size, ALLOC_SRC_LIBC, true);
 }
 
 /* Session uprobes (kernel 6.13+): the return runs only where the entry returned 0. */

@@ -85,6 +85,9 @@ enum alloc_fn {
  * collector/freeprobe.h): a fire with the jump taken (CF or ZF set: the stack
  * grows, the function starts again) is not one. */
 #define ALLOC_COOKIE_GO_AT_CHECK (1u << 31)
+/* runtime.mProf_Malloc's cookie: a release whose special records are not
+ * verified (freeSpecial not probed): its samples get no live entry. */
+#define ALLOC_COOKIE_GO_UNFOLLOWED (1u << 16)
 
 /* Whether fn's return is probed: the C library's allocation functions. */
 static inline int alloc_fn_has_return(__u32 cookie)

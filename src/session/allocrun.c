@@ -738,7 +738,8 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 	const struct gopclntab *g = elfsym__gopclntab(es);
 	struct goproc *gp;
 	struct gobuild b = { .minor = 0 };
-	unsigned pa, sa, fpa, fsa, koff, kind;
+	unsigned pa, sa, fpa, fsa, koff = 0, kind = 0;
+	int nprobed = GO_PROBED; /* mProf_Malloc alone: freeSpecial's layout not known */
 	bool x86 = false;
 	uint64_t bias, va;
 	int err;
@@ -771,15 +772,20 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 		return -ENOTSUP;
 	}
 	if (gobuildinfo__special_kind(b.minor, &koff, &kind)) {
+		/* allocations still: mProf_Malloc's arguments are known */
 		p_warn("%s: built by %s, whose runtime's special records are not known to "
-		       "bpfprof (the layouts verified: Go 1.19): its Go allocations not profiled",
+		       "bpfprof (the layouts verified: Go 1.19): its Go allocations profiled, "
+		       "their frees not (no in-use values)",
 		       path, b.version);
-		return -ENOTSUP;
+		nprobed = 1;
 	}
-	for (int k = 0; k < GO_PROBED; k++) {
+	for (int k = 0; k < nprobed; k++) {
 		uint64_t pc, off;
 		uint32_t c = k == GO_MALLOC ? ALLOC_COOKIE(go_fn[k], pa, sa)
 					    : ALLOC_COOKIE_SPECIAL(fpa, fsa, koff, kind);
+
+		if (nprobed < GO_PROBED)
+			c |= ALLOC_COOKIE_GO_UNFOLLOWED;
 		bool check = false, bad = go_probe_pc(g, at[k], &pc) != 0;
 
 		if (!bad && x86 && !go_check_pc(f, at[k], &pc)) {
@@ -801,13 +807,14 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 		fns[*n] = c;
 		offs[(*n)++] = off;
 	}
-	p_debug("%s: built by %s: mProf_Malloc's address and size in arguments %u and %u, "
-		"freeSpecial's special kind at +%u (profile %u)",
-		path, b.version, pa, sa, koff, kind);
+	if (nprobed == GO_PROBED)
+		p_debug("%s: built by %s: mProf_Malloc's address and size in arguments %u and "
+			"%u, freeSpecial's special kind at +%u (profile %u)",
+			path, b.version, pa, sa, koff, kind);
 	gp = goproc_of(r, pid);
 	if (!gp) {
 		if (array_grow((void **)&r->go, &r->cap_go, r->nr_go + 1, sizeof(*r->go))) {
-			*n -= GO_PROBED;
+			*n -= (size_t)nprobed;
 			return -ENOMEM;
 		}
 		gp = &r->go[r->nr_go++];

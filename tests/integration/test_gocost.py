@@ -9,10 +9,11 @@ freeSpecial calls next, is not probed); on x86-64 both probes sit on the jbe
 of the function's stack check, which the kernel emulates (a trap, not a trap
 and a single-step). The byte's offset in struct special
 and the profile kind's value move between Go releases: bpfprof keeps a table
-of the releases verified (lang/gobuildinfo.c) and refuses the others. Here:
+of the releases verified (lang/gobuildinfo.c); the others get their
+allocations only (mProf_Malloc alone, no in-use values). Here:
 the table's entry for the Go on this machine agrees with that Go's own
 runtime (the DWARF of a binary it built, its runtime/mheap.go), and a binary
-naming a release not in the table is not probed.
+naming a release not in the table gets allocations and no in-use values.
 """
 import os
 import re
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_bpfprof, wl
+import pprof
 
 
 def dwarf_member_offset(binary, struct, member):
@@ -81,10 +83,12 @@ def test_two_traps_frees_matched(go_run):
     assert samples >= 100 and matched >= samples // 4 and matched <= seen, m.group(0)
 
 
-def test_unverified_release_refused(tmp_path):
+def test_unverified_release_allocations_only(tmp_path):
     """A binary whose build information names a release whose special records
     were not verified (go1.19.8 edited to go1.18.8: the same pc-line table
-    version, so only the layout table refuses it) is not probed, said."""
+    version, so only the layout table tells them apart) gets its allocations
+    profiled through mProf_Malloc alone, said, and no in-use values (its
+    frees are not seen: a live entry would never go)."""
     prog = tmp_path / "goalloc"
     data = bytearray(Path(wl("goalloc")).read_bytes())
     at = data.find(b"\xff Go buildinf:")
@@ -94,8 +98,19 @@ def test_unverified_release_refused(tmp_path):
     data[ver:ver + 6] = b"go1.18"
     prog.write_bytes(bytes(data))
     prog.chmod(0o755)
-    r = run_bpfprof(["--alloc", "-v", "-o", tmp_path / "go.pb.gz", "--", prog, 1], check=False)
+    out = tmp_path / "go.pb.gz"
+    r = run_bpfprof(["--alloc", "-v", "-o", out, "--", prog, 1], check=False)
+    assert r.returncode == 0, r.stderr
     assert "built by go1.18" in r.stderr and "special records are not known" in r.stderr, \
         r.stderr
-    assert "Go allocations not profiled" in r.stderr
-    assert "allocations the runtime sampled" not in r.stderr, r.stderr
+    assert "its Go allocations profiled, their frees not" in r.stderr, r.stderr
+    assert "goalloc: 1 allocator functions probed" in r.stderr, r.stderr
+    m = re.search(r"Go: (\d+) allocations the runtime sampled, (\d+) frees of sampled objects "
+                  r"seen, (\d+) of them matched", r.stderr)
+    assert m, r.stderr
+    samples, seen, matched = map(int, m.groups())
+    assert samples >= 100 and seen == 0 and matched == 0, m.group(0)
+    with open(out, "rb") as f:
+        prof = pprof.decode(f.read())
+    totals = [sum(s["value"][i] for s in prof["sample"]) for i in range(4)]
+    assert totals[1] > 0 and totals[2] == 0 and totals[3] == 0, totals

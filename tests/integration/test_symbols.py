@@ -736,19 +736,18 @@ def test_rss_flat_with_many_short_lived_processes(tmp_path):
     assert total(parse_folded(out)) > 0, err  # the cgroup's processes were sampled
     # From the 4th second on, only processes are new. The profile keeps each
     # one's samples (pid and tid are in them) and the drain's memo each one's
-    # kernel keys, for the profile's life: 0.4-0.8 KiB a process measured
-    # (4 copies of busy). A leak of 2 KiB in each process the symbolizer
-    # forgets (about half of them are sampled) costs 1.6 KiB a process more
-    # and fails this. The growth a process: the least-squares slope of the
-    # RSS over the processes started, one point a second (not the first and
-    # last few seconds' difference, which a few samples' noise sets when the
-    # processes are few).
+    # kernel keys, for the profile's life. The growth a process is the
+    # least-squares slope of the RSS over the processes started, one point a
+    # second (the difference of the first and last seconds, against a margin
+    # of its own, let a leak pass when the processes were few): 0.69-1.01 KiB
+    # measured (10 runs beside two busy loops, 1100-1250 processes), 1.5-2.1
+    # with a leak of 2 KiB in each process the symbolizer forgets (7 runs).
     xs, ys = at[3:], samples[3:]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     var = sum((x - mx) ** 2 for x in xs)
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var if var else 0.0
     print(f"RSS slope {slope:.3f} KiB a process")
-    assert slope < 1.0, \
+    assert slope < 1.25, \
         f"RSS grew {slope:.2f} KiB a process ({xs[0]}-{xs[-1]} processes): {samples}\n{said}"
     # Exited processes are forgotten at the drain after the one that took
     # their last samples (1 s apart): the table holds about 2 s of the start

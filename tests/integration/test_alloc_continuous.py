@@ -88,8 +88,8 @@ def rose(before, after):
     ((status, body) pairs)."""
     try:
         return before[0] == after[0] == 200 and all(
-            alloc_metric(after[1].decode(), n, l) > alloc_metric(before[1].decode(), n, l)
-            for n, l in RISING)
+            alloc_metric(after[1].decode(), name, label)
+            > alloc_metric(before[1].decode(), name, label) for name, label in RISING)
     except AssertionError:  # not published yet
         return False
 

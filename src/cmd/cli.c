@@ -915,7 +915,7 @@ int cli__validate(struct options *o, struct errmsg *em)
 		if (o->cpu_list)
 			return usage_err(
 				em,
-				"--alloc profiles processes, not CPUs: -p, -a, --cgroup or a command, not -C (both profiles: --alloc --on-cpu)");
+				"--alloc profiles processes, not CPUs: -p, -a, --cgroup or a command, not -C (both profiles of every CPU: --alloc --on-cpu -a)");
 		if (o->on_cpu && o->interval)
 			return usage_err(
 				em,

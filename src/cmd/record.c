@@ -72,7 +72,7 @@ static int check_both(const struct record *r, char **heap)
 		      r->o.output ? "stdout (-o -) cannot hold both"
 		      : isatty(STDOUT_FILENO)
 			      ? "without -o, a terminal shows both reports (-f needs -o)"
-			      : "a pipe cannot hold both");
+			      : "standard output cannot hold both");
 		p_hint("name the CPU profile with -o FILE (e.g. -o p.pb.gz): the heap profile goes "
 		       "beside it (p.heap.pb.gz)");
 		return 2;

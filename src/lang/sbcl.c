@@ -1112,6 +1112,28 @@ static int32_t disp32(const uint8_t *b)
 	return v;
 }
 
+int sbcl__tls_offset_ok(Elf *elf, int64_t tpoff)
+{
+	size_t n;
+
+	if (!elf || elf_getphdrnum(elf, &n))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		uint64_t align, size;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_TLS)
+			continue;
+		align = ph.p_align ? ph.p_align : 1;
+		if (ph.p_memsz > (1u << 20) || align > (1u << 20) || (align & (align - 1)))
+			return -EINVAL;
+		size = (ph.p_memsz + align - 1) & ~(align - 1);
+		/* an 8-byte pointer wholly inside the block below the thread pointer */
+		return tpoff < 0 && tpoff >= -(int64_t)size && !(tpoff & 7) ? 0 : -EINVAL;
+	}
+	return -EINVAL;
+}
+
 int sbcl__alloc_code(const struct sbcl_layout *l, bool list, const uint8_t *code, size_t len,
 		     uint64_t va, uint64_t *got)
 {

@@ -44,6 +44,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <libelf.h>
+
 #define SBCL_PAGE_BYTES	   4096u	/* the core text's index: bytes per entry */
 #define SBCL_MAX_CODE	   (16u << 20)	/* largest code object believed */
 #define SBCL_MAX_FUNS	   4096u	/* simple-funs per code object */
@@ -143,6 +145,16 @@ int sbcl__file_layout(struct mfile *mf, const struct sbcl_layout **l, char *vers
  */
 int sbcl__alloc_code(const struct sbcl_layout *l, bool list, const uint8_t *code, size_t len,
 		     uint64_t va, uint64_t *got);
+
+/*
+ * --alloc: whether tpoff (current_thread's offset from the thread pointer,
+ * read from a process's GOT entry) lies in the static TLS block of the
+ * executable elf (its PT_TLS, x86-64's variant II: the executable's block
+ * ends at the thread pointer). A process that rewrote its own GOT entry
+ * cannot point the offset, used for every process of the file (-a),
+ * anywhere else. 0, or -EINVAL.
+ */
+int sbcl__tls_offset_ok(Elf *elf, int64_t tpoff);
 
 /* One process's heap: where things are (from the runtime's exported
  * variables) and how to read it. */

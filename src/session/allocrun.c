@@ -963,15 +963,19 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 			err = -EFAULT;
 		ptab__put(r->ptab, p);
 	}
-	/* a static TLS block's offset: below the thread pointer, aligned, not far */
-	if (!err && (al.tpoff >= 0 || al.tpoff < -(1 << 20) || (al.tpoff & 7)))
+	/* in the executable's static TLS block: a tenant's own rewritten GOT
+	 * entry is not believed for every process of the file (-a) */
+	if (!err && sbcl__tls_offset_ok(mfile__elf(f), al.tpoff))
 		err = -EINVAL;
 	if (!err && r->nr_sbcl >= ALLOC_SBCL_SLOTS)
 		err = -ENOSPC;
 	if (err) {
 		p_warn("%s: SBCL %s: its thread's TLS offset not read in process %u (%s): its "
 		       "Lisp allocations not profiled",
-		       path, version, pid, strerror(-err));
+		       path, version, pid,
+		       err == -EINVAL	? "not in the executable's TLS block"
+		       : err == -ENOSPC ? "no slot left for another SBCL runtime"
+					: strerror(-err));
 		return err;
 	}
 	al.large = l->large_bytes;

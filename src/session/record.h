@@ -159,8 +159,9 @@ struct record {
 	/* Tests (BPFPROF_TEST_DRAIN_STALL, record.c): drain stall_drain is held stall_ms. */
 	uint64_t drains_begun, stall_drain, stall_ms;
 	/* --alloc --on-cpu: the allocation engine beside the collector, sharing
-	 * rc.pt and rc.sym (session/allocrun.h); started before the CPU program,
-	 * ticked every turn of the loop, stopped after it; NULL without --alloc. */
+	 * rc.pt and rc.sym (session/allocrun.h); started after the CPU program's
+	 * attach, ticked every turn of the loop, stopped first in record__stop;
+	 * NULL without --alloc. */
 	struct allocrun *ar;
 };
 

@@ -156,8 +156,12 @@ def test_java_thread_named_with_shares_down_to_main(machine):
     call stub to the launcher's JavaMain."""
     hot = thread(machine["hot"], "java")
     n = sum(hot.values())
-    named = sum(c for s, c in hot.items() if any(METHOD.match(f) for f in s))
-    assert_most(named, n, f"java samples with a Java method named {machine['stderr'][-2000:]}")
+    # Named from the JIT's code (nmethods), not by main's interpreter frame
+    # (main_[0]), which is under nearly every stack.
+    named = sum(c for s, c in hot.items()
+                if any(METHOD.match(f) and not f.endswith(INTERP) for f in s))
+    assert_most(named, n, f"java samples with a compiled Java method named "
+                f"{machine['stderr'][-2000:]}")
     work = {s: c for s, c in hot.items() if {"JavaHot.alpha", "JavaHot.beta"} & set(s)}
     k = sum(work.values())
     assert_most(k, n, "java samples in alpha or beta", share=0.85)

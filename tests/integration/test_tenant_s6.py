@@ -18,6 +18,7 @@ bpfprof run (stopped once a pass looked at every file) serves every assertion; i
 import fcntl
 import os
 import re
+import select
 import signal
 import subprocess
 import time
@@ -131,9 +132,12 @@ def rescan_attack(tmp_path_factory):
                 if "rescan: " in line:
                     break
             base = err
+            # In a session of its own: killpg ends it and its processes, whenever
+            # it dies (before "ready" its SIGTERM handler is not in yet).
             a = subprocess.Popen(as_tenant(["/usr/bin/python3", prog, d, _libc(), BIG, LIBCS]),
-                                 stdout=subprocess.PIPE, text=True)
-            assert a.stdout.readline().strip() == "ready"
+                                 stdout=subprocess.PIPE, text=True, start_new_session=True)
+            ready, _, _ = select.select([a.stdout], [], [], 120)
+            assert ready and a.stdout.readline().strip() == "ready", "the tenant not ready"
             # Stopped once a pass has looked at every file of the tenant's
             # (however long the loaded machine took), then the stop's pace.
             looked0 = max(x[2] for x in _rescans(base))
@@ -147,10 +151,15 @@ def rescan_attack(tmp_path_factory):
             err += b.communicate(timeout=120)[1]
             stop_s = time.monotonic() - t_stop
     finally:
-        for p in (a, b):
-            if p and p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                p.wait(timeout=30)
+        if a:
+            try:
+                os.killpg(a.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            a.wait(timeout=30)
+        if b and b.poll() is None:
+            b.send_signal(signal.SIGTERM)
+            b.wait(timeout=30)
         shutil.rmtree(d, ignore_errors=True)
     assert b.returncode == 0, err
     with open(out, "rb") as f:

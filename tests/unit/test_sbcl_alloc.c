@@ -5,11 +5,15 @@
  * 2.2.9 alloc and alloc_list (objdump of /usr/bin/sbcl) pass with
  * current_thread's GOT entry (0x5cfb8); the same code with other region
  * offsets, cut short, shifted or garbled does not, nor a release whose
- * regions are not verified.
+ * regions are not verified. sbcl__tls_offset_ok: current_thread's offset
+ * believed only inside the executable's static TLS block (Debian's 2.2.9:
+ * PT_TLS of 8 bytes, so -8 alone).
  */
 #include "testutil.h"
 
+#include <elf.h>
 #include <errno.h>
+#include <gelf.h>
 #include <string.h>
 
 #include "lang/sbcl.h"
@@ -104,12 +108,64 @@ static void test_other_code(void **state)
 	assert_int_equal(got, ALLOC_VA + 8 + 7 + 0x2160f);
 }
 
+/* An ELF header and one PT_TLS of memsz bytes aligned to align, in memory. */
+static Elf *tls_elf(uint8_t *buf, uint64_t memsz, uint64_t align, uint32_t type)
+{
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)buf;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(buf + sizeof(*eh));
+
+	memset(buf, 0, sizeof(*eh) + sizeof(*ph));
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_DYN;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_phentsize = sizeof(*ph);
+	eh->e_phnum = 1;
+	ph->p_type = type;
+	ph->p_memsz = memsz;
+	ph->p_align = align;
+	elf_version(EV_CURRENT);
+	return elf_memory((char *)buf, sizeof(*eh) + sizeof(*ph));
+}
+
+static void test_tls_offset(void **state)
+{
+	uint8_t buf[sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr)];
+	Elf *elf = tls_elf(buf, 8, 8, PT_TLS); /* Debian's sbcl 2.2.9 */
+
+	(void)state;
+	assert_non_null(elf);
+	assert_int_equal(sbcl__tls_offset_ok(elf, -8), 0);
+	/* a rewritten GOT entry: anywhere else below or above the thread pointer */
+	assert_int_equal(sbcl__tls_offset_ok(elf, -16), -EINVAL);
+	assert_int_equal(sbcl__tls_offset_ok(elf, -4096), -EINVAL);
+	assert_int_equal(sbcl__tls_offset_ok(elf, 0), -EINVAL);
+	assert_int_equal(sbcl__tls_offset_ok(elf, 8), -EINVAL);
+	assert_int_equal(sbcl__tls_offset_ok(elf, -4), -EINVAL);
+	elf_end(elf);
+	elf = tls_elf(buf, 20, 16, PT_TLS); /* a block of 32 */
+	assert_int_equal(sbcl__tls_offset_ok(elf, -32), 0);
+	assert_int_equal(sbcl__tls_offset_ok(elf, -8), 0);
+	assert_int_equal(sbcl__tls_offset_ok(elf, -40), -EINVAL);
+	elf_end(elf);
+	elf = tls_elf(buf, 8, 8, PT_LOAD); /* no PT_TLS: its TLS is a library's */
+	assert_int_equal(sbcl__tls_offset_ok(elf, -8), -EINVAL);
+	elf_end(elf);
+	assert_int_equal(sbcl__tls_offset_ok(NULL, -8), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_debian_229),
 		cmocka_unit_test(test_not_verified),
 		cmocka_unit_test(test_other_code),
+		cmocka_unit_test(test_tls_offset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

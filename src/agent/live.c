@@ -25,6 +25,7 @@ struct live_build {
 struct live_req {
 	bool used, done;
 	bool finishing; /* the main thread completes it outside the lock */
+	bool fed;	/* a delta merged: the span begins at the first one's start */
 	int err;
 	unsigned seconds;
 	enum view view;
@@ -317,6 +318,16 @@ void live__feed(struct live *l, const struct profile *delta, uint64_t now_mono)
 			const struct profile_meta *dm = profile__meta_c(delta);
 			struct profile_meta *m = profile__meta(r->prof);
 
+			/* The window is what was counted: it begins where its first
+			 * delta does (a main loop slow to feed would otherwise
+			 * stretch its duration over time no delta covered). */
+			if (!r->fed && dm->start_ns && dm->duration_ns &&
+			    dm->duration_ns <= now_mono) {
+				r->start_real = dm->start_ns;
+				r->start_mono = now_mono - dm->duration_ns;
+				r->deadline = r->start_mono + (uint64_t)r->seconds * NS_PER_SEC;
+			}
+			r->fed = true;
 			if (profile__merge(r->prof, delta))
 				r->err = -ENOMEM;
 			/* profile__merge leaves the meta: the window's are the sums. */

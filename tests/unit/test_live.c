@@ -54,6 +54,7 @@ struct engine {
 	int pending_in_finish;	      /* live__pending() from inside: the lock is not held */
 	int fail;		      /* -errno to return */
 	uint64_t acc_lost, acc_on_ns; /* acc's meta when it was called */
+	uint64_t acc_start, acc_duration;
 };
 
 static int finish(void *ctx, struct profile *acc, unsigned seconds)
@@ -67,6 +68,8 @@ static int finish(void *ctx, struct profile *acc, unsigned seconds)
 	e->acc_samples = profile__nr_samples(acc);
 	e->acc_lost = profile__meta(acc)->lost;
 	e->acc_on_ns = profile__meta(acc)->alloc_on_ns;
+	e->acc_start = profile__meta(acc)->start_ns;
+	e->acc_duration = profile__meta(acc)->duration_ns;
 	e->acc_bytes = 0;
 	for (size_t i = 0; i < e->acc_samples; i++)
 		e->acc_bytes += profile__sample(acc, i)->alloc.alloc_bytes;
@@ -465,6 +468,38 @@ static void test_a_window_sums_its_deltas_lost_and_time_on(void **state)
 	profile__free(d);
 }
 
+/*
+ * A window's span is what its deltas counted: a main loop that feeds the
+ * first delta late (it stalled 1 s after the request came) does not stretch
+ * the window over time no delta covered; its deadline counts from there.
+ */
+static void test_a_window_begins_with_its_first_delta(void **state)
+{
+	struct engine *e = *state;
+	struct request r = { .l = e->l, .seconds = 2, .view = VIEW_ALLOC_SPACE };
+	struct profile *d = alloc_profile("churn", 4, 4 * PERIOD, 0);
+	uint64_t t0;
+	pthread_t t;
+
+	start(&r, &t, 0);
+	t0 = now_ns() + NS_PER_SEC; /* the loop's first feed, 1 s after the request */
+	profile__meta(d)->start_ns = 5 * NS_PER_SEC;
+	profile__meta(d)->duration_ns = 100 * NS_PER_MS;
+	live__feed(e->l, d, t0);
+	profile__meta(d)->start_ns = 5 * NS_PER_SEC + 100 * NS_PER_MS;
+	/* 2 s after the request, but not after the first delta's start: not due */
+	live__feed(e->l, d, t0 + NS_PER_SEC);
+	assert_int_equal(e->calls, 0);
+	live__feed(e->l, d, t0 + 1900 * NS_PER_MS);
+	pthread_join(t, NULL);
+	assert_int_equal(r.err, 0);
+	assert_int_equal(e->calls, 1);
+	assert_int_equal(e->acc_start, 5 * NS_PER_SEC);
+	assert_int_equal(e->acc_duration, 2 * NS_PER_SEC);
+	free(r.body);
+	profile__free(d);
+}
+
 static int free_port(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -567,6 +602,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_the_waiter_encodes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_window_sums_its_deltas_lost_and_time_on,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_window_begins_with_its_first_delta, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

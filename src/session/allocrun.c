@@ -1470,8 +1470,10 @@ uint64_t allocrun__tick(struct allocrun *r, uint64_t now)
 {
 	uint64_t due;
 
-	if (r->guard_threaded)
-		pthread_mutex_lock(&r->lock);
+	/* The guard's thread switching the probes (~50 ms a file held, seconds
+	 * at the cap): the caller's loop goes on, this tick comes back soon. */
+	if (r->guard_threaded && pthread_mutex_trylock(&r->lock))
+		return now_ns() + 10 * NS_PER_MS;
 	r->noted_now = 0;
 	if (r->nr_sbcl) { /* names read at each event: SBCL's drain begins */
 		symbolizer__lisp_drain(r->sym);

@@ -64,7 +64,9 @@ uint64_t allocrun__tick(struct allocrun *ar, uint64_t now);
  * profile's drains beside, seconds on a loaded host; bpfprof's own
  * allocations trap into -a's probes too): the guard ticks on a thread of
  * its own from here, at its pace, whatever the caller does; allocrun__tick
- * does the rest. Until allocrun__stop. 0 (nothing to do too) or -errno.
+ * does the rest (a tick while the thread switches the probes does nothing
+ * and is due again in 10 ms). Until allocrun__stop. 0 (nothing to do too)
+ * or -errno.
  */
 int allocrun__guard_thread(struct allocrun *ar);
 /* The targets are all gone (never for -a, --cgroup). */

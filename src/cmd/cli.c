@@ -123,9 +123,10 @@ void cli__usage(FILE *f)
 		"                          guard); over it the probes are on part of each second\n"
 		"                          and allocations scaled by the time on (biased for\n"
 		"                          bursty programs); in-use is then not measured\n"
-		"      --on-cpu            with --alloc, -p or -a (--cgroup): the CPU profile too,\n"
-		"                          in the same run; -o FILE gets the CPU's, the heap\n"
-		"                          profile goes beside it with .heap before the ending\n"
+		"      --on-cpu            with --alloc, -p, -a (--cgroup) or a command: the CPU\n"
+		"                          profile too, in the same run; -o FILE gets the CPU's,\n"
+		"                          the heap profile goes beside it with .heap before the\n"
+		"                          ending\n"
 		"                          (p.pb.gz, p.heap.pb.gz; out.svg, out.heap.svg). Without\n"
 		"                          -o, on a terminal: both reports, the CPU's first\n"
 		"\n"
@@ -924,10 +925,6 @@ int cli__validate(struct options *o, struct errmsg *em)
 			return usage_err(
 				em,
 				"--alloc --on-cpu writes both profiles at the end of the run (-o); --listen serves one of them: --alloc or the CPU");
-		if (o->on_cpu && o->cmd_is_target)
-			return usage_err(
-				em,
-				"--alloc --on-cpu profiles -p PID, -a or --cgroup PATH, not a command (yet): start it, then -p its PID");
 		if (all && (o->nr_pids || o->cmd))
 			return usage_err(
 				em,

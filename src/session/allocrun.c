@@ -225,6 +225,9 @@ struct allocrun {
 	pthread_t guard_tid;
 	pthread_mutex_t lock;
 	bool guard_threaded, guard_stop;
+	/* allocrun__launch: -- COMMAND in the caller's struct child (released
+	 * by the caller's SIGCONT, reaped by it) */
+	bool launched;
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -1234,7 +1237,7 @@ static void alloc_detach_stops(void *ctx)
  * where the loader has mapped its libraries. 0, or 1 (said; the command is
  * ended).
  */
-static int start_command(struct allocrun *r)
+static int start_command(struct allocrun *r, struct child *ch)
 {
 	const struct launch_stops stops = {
 		.ctx = r,
@@ -1243,15 +1246,15 @@ static int start_command(struct allocrun *r)
 		.detach = alloc_detach_stops,
 	};
 
-	if (launch__start(&r->ch, r->o->cmd, r->ptab, &stops))
+	if (launch__start(ch, r->o->cmd, r->ptab, &stops))
 		return 1;
 	r->pids = calloc(1, sizeof(*r->pids));
 	if (!r->pids) {
 		p_err("out of memory");
-		child__abort(&r->ch);
+		child__abort(ch);
 		return 1;
 	}
-	r->pids[0] = (uint32_t)r->ch.pid;
+	r->pids[0] = (uint32_t)ch->pid;
 	r->nr_pids = 1;
 	return 0;
 }
@@ -1470,8 +1473,10 @@ uint64_t allocrun__tick(struct allocrun *r, uint64_t now)
 {
 	uint64_t due;
 
-	if (r->guard_threaded)
-		pthread_mutex_lock(&r->lock);
+	/* The guard's thread switching the probes (~50 ms a file held, seconds
+	 * at the cap): the caller's loop goes on, this tick comes back soon. */
+	if (r->guard_threaded && pthread_mutex_trylock(&r->lock))
+		return now_ns() + 10 * NS_PER_MS;
 	r->noted_now = 0;
 	if (r->nr_sbcl) { /* names read at each event: SBCL's drain begins */
 		symbolizer__lisp_drain(r->sym);
@@ -2309,13 +2314,11 @@ static int start_all(struct allocrun *r)
 	return 0;
 }
 
-int allocrun__start(struct allocrun *r)
+/* The allocator's programs, for -p and -- COMMAND. 0 or 1 (said). */
+static int open_targeted(struct allocrun *r)
 {
 	struct errmsg em = { 0 };
-	int err;
 
-	if (r->all)
-		return start_all(r);
 	r->ap = allocprof__open(r->period, log_level() >= LOG_DEBUG && r->o->verbosity > 1, &em);
 	if (!r->ap) {
 		p_errmsg(&em);
@@ -2323,8 +2326,30 @@ int allocrun__start(struct allocrun *r)
 	}
 	p_debug("allocator probes: %s", allocprof__mode(r->ap));
 	load_cost(r);
-	if (r->o->cmd_is_target) {
-		if (start_command(r))
+	return 0;
+}
+
+int allocrun__launch(struct allocrun *r, struct child *ch)
+{
+	if (open_targeted(r) || start_command(r, ch))
+		return 1;
+	r->launched = true;
+	return 0;
+}
+
+int allocrun__start(struct allocrun *r)
+{
+	int err;
+
+	if (r->all)
+		return start_all(r);
+	if (r->launched) {
+		/* allocrun__launch: the caller's child, stopped at its entry;
+		 * watched by its pidfd like -p's, never reaped nor ended here */
+	} else if (open_targeted(r)) {
+		return 1;
+	} else if (r->o->cmd_is_target) {
+		if (start_command(r, &r->ch))
 			return 1;
 	} else {
 		r->pids = calloc(r->o->nr_pids, sizeof(*r->pids));

@@ -56,6 +56,13 @@ struct allocrun *allocrun__new(const struct options *o, struct ptab *pt, struct 
  * by allocrun__free).
  */
 int allocrun__start(struct allocrun *ar);
+/*
+ * -- COMMAND beside another collector (--alloc --on-cpu): the program
+ * opened and the command started in ch, the caller's, stopped at its entry
+ * point; before allocrun__start, which probes it and leaves it stopped. The
+ * caller sends SIGCONT, reaps and ends it. 0, or 1: said (the command ended).
+ */
+int allocrun__launch(struct allocrun *ar, struct child *ch);
 /* One turn: the ring drained, the guard's tick, -a's rescan, the targets'
  * mappings refreshed when due. When the next turn is due (ns, now_ns()'s clock). */
 uint64_t allocrun__tick(struct allocrun *ar, uint64_t now);
@@ -64,7 +71,9 @@ uint64_t allocrun__tick(struct allocrun *ar, uint64_t now);
  * profile's drains beside, seconds on a loaded host; bpfprof's own
  * allocations trap into -a's probes too): the guard ticks on a thread of
  * its own from here, at its pace, whatever the caller does; allocrun__tick
- * does the rest. Until allocrun__stop. 0 (nothing to do too) or -errno.
+ * does the rest (a tick while the thread switches the probes does nothing
+ * and is due again in 10 ms). Until allocrun__stop. 0 (nothing to do too)
+ * or -errno.
  */
 int allocrun__guard_thread(struct allocrun *ar);
 /* The targets are all gone (never for -a, --cgroup). */

@@ -818,7 +818,8 @@ int record__setup(struct record *r)
 		p_err("out of memory");
 		return 1;
 	}
-	if (r->o.cmd) {
+	/* --alloc --on-cpu -- COMMAND: started by record__open (allocrun__launch) */
+	if (r->o.cmd && !(r->ar && r->o.cmd_is_target)) {
 		err = child__spawn(&r->ch, r->o.cmd);
 		if (err) {
 			p_err("cannot start '%s': %s", r->o.cmd[0], strerror(-err));
@@ -865,6 +866,11 @@ int record__open(struct record *r)
 	struct collector_stats st;
 	int err;
 
+	/* --alloc --on-cpu -- COMMAND: started now, stopped at its entry with
+	 * its libraries mapped, so that its pid is the CPU program's child;
+	 * probed after the attach (allocrun__start), let go by record__start. */
+	if (r->ar && r->o.cmd_is_target && allocrun__launch(r->ar, &r->ch))
+		return 1;
 	collector_options(r, &copts);
 	r->col = collector__open(&copts, &em);
 	/* Kernel symbols on a thread from here: after the program load, whose
@@ -950,7 +956,9 @@ int record__start(struct record *r)
 			p_debug("no timer thread for -d (%s): the deadline is kept between drains",
 				strerror(-err));
 	}
-	if (r->ch.pid) {
+	if (r->ch.pid && r->ar && r->o.cmd_is_target) {
+		kill(r->ch.pid, SIGCONT); /* allocrun__launch's, stopped at its entry */
+	} else if (r->ch.pid) {
 		err = child__start(&r->ch);
 		if (err) {
 			p_err("cannot run '%s': %s", r->o.cmd[0], strerror(-err));

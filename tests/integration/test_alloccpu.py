@@ -10,7 +10,9 @@ SIGMAS x sqrt(T x P) of what allocwork says it allocated (the standard
 deviation of a site's estimate, sqrt(T s (1-p)/p) for blocks of s bytes, is
 at most sqrt(T P) whatever the sizes: test_alloc.py's derivation). One -a
 run writes both files in another format (svg: .heap before the ending), and
-a terminal without -o gets both reports.
+a terminal without -o gets both reports. One `-- allocwork sites` run: both
+files of the command (its CPU samples F x the CPU time it reports, its
+sites as above), its exit status bpfprof's.
 """
 import json
 import os
@@ -155,6 +157,51 @@ def test_pid_heap_sites(pid_run):
     assert not any(k in ("leaf_a", "leaf_b") for k in v), sorted(v)
 
 
+@pytest.fixture(scope="module")
+def cmd_run(tmp_path_factory):
+    """One --alloc --on-cpu -- allocwork sites run: the command started by
+    bpfprof, stopped at its entry for the probes, its pid the CPU program's
+    child; its stdout (bpfprof's, -o takes the profiles) is its truth."""
+    d = tmp_path_factory.mktemp("alloccmd")
+    r = run_bpfprof([f"--alloc={PERIOD}", "--on-cpu", "-F", FREQ, "-o", d / "p.pb.gz", "--",
+                     wl("allocwork"), "sites", MIB], check=False)
+    return {"dir": d, "rc": r.returncode, "stderr": r.stderr, "stdout": r.stdout}
+
+
+def test_cmd_both_profiles(cmd_run):
+    """-- COMMAND: its exit status, both files, its CPU samples and its heap sites."""
+    err, d = cmd_run["stderr"], cmd_run["dir"]
+    assert cmd_run["rc"] == 0, err
+    truth = json.loads(cmd_run["stdout"])
+    assert sorted(os.listdir(d)) == ["p.heap.pb.gz", "p.pb.gz"], os.listdir(d)
+    assert f"wrote {d / 'p.pb.gz'} (pprof)" in err and f"wrote {d / 'p.heap.pb.gz'}" in err, err
+    assert "probed in process %d" % truth["pid"] in err, err
+    # The CPU side: allocwork's samples, F x the CPU time it ran (all of it
+    # in the window: it is let go when the run samples).
+    m = re.search(r"exited with status 0 after ([0-9.]+) s of CPU", err)
+    assert m, err
+    p = pprof.decode((d / "p.pb.gz").read_bytes())
+    n = sum(s["value"][0] for s in p["sample"] if s["label"].get("pid") == truth["pid"])
+    assert_count(n, FREQ * float(m.group(1)), "allocwork's CPU samples")
+    # The heap side: every site within SIGMAS x sqrt(T x P).
+    p, v = _heap_sites(d / "p.heap.pb.gz")
+    assert p["period"] == PERIOD
+    for site in SITES:
+        t = truth["sites"][site]["bytes"]
+        tol = SIGMAS * (t * PERIOD) ** 0.5
+        assert site in v, f"{site} missing from {sorted(v)}"
+        assert abs(v[site] - t) <= tol, f"{site}: estimated {v[site]} bytes, truly {t} +- {tol:.0f}"
+
+
+def test_cmd_status(tmp_path):
+    """The command's exit status is bpfprof's; both files are written."""
+    out = tmp_path / "s.pb.gz"
+    r = run_bpfprof(["--alloc", "--on-cpu", "-o", out, "--", "sh", "-c", "exit 3"],
+                    check=False)
+    assert r.returncode == 3, r.stderr
+    assert sorted(os.listdir(tmp_path)) == ["s.heap.pb.gz", "s.pb.gz"], r.stderr
+
+
 def test_all_svg(tmp_path):
     """-a: both profiles, here as svg (out.svg, out.heap.svg). --alloc-budget 1
     engages the guard at its first tick: it ticks on its own thread at once
@@ -222,7 +269,6 @@ def test_usage_errors():
                        "continuous mode"),
                       (["--alloc", "--on-cpu", "-p", "1", "--listen", "127.0.0.1:0", "-o",
                         "/tmp/x.pb.gz"], "--listen serves one"),
-                      (["--alloc", "--on-cpu", "--", "true"], "not a command"),
                       (["--alloc", "--on-cpu", "-p", "1", "-o", "-"], "stdout (-o -)"),
                       (["--alloc", "--on-cpu", "-p", "1"], "standard output cannot hold both")):
         r = run_bpfprof(args, check=False, stdin=subprocess.DEVNULL)

@@ -283,7 +283,8 @@ def test_heap_callers_of_a_site(heap):
     s = g["site_small"]
     assert s["callers"] == {"sites": s["total"]} and s["self"] == s["total"], s
     text = report("--view", "inuse-space", "--callers", "site_small", pb)
-    assert "'site_small' has no memory in use" in text, text
+    assert "'site_small': no memory in use there or in a callee\n" \
+        "(it is in the profile, not in this view)." in text, text
     assert "No function matches" not in text, text
 
 

@@ -4,10 +4,12 @@
  * profiles written earlier, as text; or the callers and callees of some
  * functions (--callers, --callees, --call-graph).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/log.h"
+#include "base/util.h"
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "cmd/offline.h"
@@ -59,6 +61,21 @@ static void report_usage(FILE *f)
 		"no function matches --callers/--callees), 2 usage error.\n");
 }
 
+/* Whether pattern names an allocator's entry point (C's, C++'s, Go's). */
+static bool names_allocator(const char *pattern)
+{
+	static const char *const allocators[] = {
+		"malloc",	   "calloc",	       "realloc",	    "free",
+		"posix_memalign",  "aligned_alloc",    "memalign",	    "operator new",
+		"operator delete", "runtime.mallocgc", "runtime.newobject", "runtime.mProf_Malloc",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(allocators); i++)
+		if (writer__name_match(allocators[i], pattern) >= 0)
+			return true;
+	return false;
+}
+
 /* 0 if some function of p matches pattern (NULL: none asked), else 1 after saying so. */
 static int check_match(const struct profile *p, const char *opt, const char *pattern)
 {
@@ -68,7 +85,12 @@ static int check_match(const struct profile *p, const char *opt, const char *pat
 		if (writer__name_match(profile__frame_get(p, id)->name, pattern) >= 0)
 			return 0;
 	p_err("%s '%s': no function of the profile has that name or matches it", opt, pattern);
-	p_hint("'bpfprof report' lists the hottest functions; a part of a name matches too");
+	/* bpfprof --alloc and Go's runtime leave the allocator's own frames out. */
+	if (profile__meta_c(p)->alloc_period && names_allocator(pattern))
+		p_hint("an allocation profile's stacks end at the allocator's caller (the leaf): "
+		       "'bpfprof report' lists them by self");
+	else
+		p_hint("'bpfprof report' lists the hottest functions; a part of a name matches too");
 	return 1;
 }
 

@@ -737,8 +737,9 @@ static void cg_print(FILE *f, const struct profile_meta *m, const struct cgraph 
 		/* Named by the profile but not in this view: a function that freed
 		 * all it allocated has no memory in use. */
 		if (sec->named)
-			fprintf(f, "\n'%s': no %s there or in a callee\n(it is in the profile, "
-				   "not in this view).\n",
+			fprintf(f,
+				"\n'%s': no %s there or in a callee\n(it is in the profile, "
+				"not in this view).\n",
 				pat, what);
 		else
 			fprintf(f, "\nNo function matches '%s'.\n", pat);

@@ -336,17 +336,27 @@ def test_heap_go_tool_pprof_peek_agrees(heap, view, index):
     assert (s["callers"], s["callees"]) == theirs, p.stdout
 
 
-def test_heap_errors(heap):
-    """No allocator frame: --callers malloc says where the stacks end; a CPU
-    view of an allocation profile is a usage error, said in one line."""
+def test_heap_callers_of_malloc(heap):
+    """No allocator frame: --callers malloc says where the stacks end."""
     pb, truth = heap
     p = run_bpfprof(["report", "--callers", "malloc", pb], check=False)
     assert p.returncode == 1 and not p.stdout, p.stderr
     assert "--callers 'malloc': no function of the profile" in p.stderr, p.stderr
     assert "an allocation profile's stacks end at the allocator's caller" in p.stderr, p.stderr
+
+
+def test_heap_cpu_view(heap, tmp_path):
+    """A CPU view of an allocation profile, or an allocation view of another
+    profile, is a usage error said in one line."""
+    pb, truth = heap
     for cmd in (["report"], ["convert", "-f", "folded"]):
         p = run_bpfprof(cmd + ["--view", "cpu", pb], check=False)
         assert p.returncode == 2 and not p.stdout, p.stderr
         assert "an allocation profile: --view alloc-space, alloc-objects, inuse-space or " \
                "inuse-objects" in p.stderr, p.stderr
-        assert len(p.stderr.splitlines()) <= 2, p.stderr
+        assert len(p.stderr.splitlines()) == 1, p.stderr
+    folded = tmp_path / "heap.folded"
+    run_bpfprof(["convert", pb, "-o", folded])
+    p = run_bpfprof(["report", "--view", "inuse-space", folded], check=False)
+    assert p.returncode == 2 and not p.stdout, p.stderr
+    assert "heap.folded: not an allocation profile" in p.stderr, p.stderr

@@ -37,7 +37,14 @@ static void report_usage(FILE *f)
 		"      --style tables|sb-sprof\n"
 		"                          sb-sprof: one flat table laid out as SBCL's sb-sprof\n"
 		"                          prints it (Self, Total, Cumul: counts and %%, by self\n"
-		"                          or --sort total; an 'elsewhere' row for the rest)\n",
+		"                          or --sort total; an 'elsewhere' row for the rest)\n"
+		"      --view cpu|off-cpu|wall\n"
+		"                          profiles with off-CPU time: only that view's tables\n"
+		"                          or call graph (default: on-CPU, then off-CPU)\n"
+		"      --view alloc-space|alloc-objects|inuse-space|inuse-objects\n"
+		"                          allocation profiles (bpfprof --alloc, Go heap\n"
+		"                          profiles): bytes or allocations made, or in use\n"
+		"                          (default alloc-space), tables or call graph\n",
 		OUT_DEFAULT_TOP);
 	offline__select_usage(f);
 	fprintf(f,
@@ -49,6 +56,7 @@ static void report_usage(FILE *f)
 		"  bpfprof report cpu.folded\n"
 		"  bpfprof report --top 50 --sort total cpu.pb.gz\n"
 		"  bpfprof report --callers malloc cpu.pb.gz      who calls malloc, and how much\n"
+		"  bpfprof report --view inuse-space -g h.pb.gz   call graph of memory in use\n"
 		"  bpfprof report -g --top 10 cpu.folded          call graph of the top 10\n"
 		"  bpfprof report --pid 1234 all.pb.gz            one process of a -a profile\n"
 		"  bpfprof report --style sb-sprof lisp.folded    as sb-sprof's flat report\n"
@@ -58,7 +66,8 @@ static void report_usage(FILE *f)
 		"  perf script -i perf.data | bpfprof report -    a perf record -g recording\n"
 		"\n"
 		"Exit status: 0 printed, 1 an input could not be read (or nothing selected, or\n"
-		"no function matches --callers/--callees), 2 usage error.\n");
+		"no function matches --callers/--callees), 2 usage error (or a --view the\n"
+		"input does not have).\n");
 }
 
 /* Whether pattern names an allocator's entry point (C's, C++'s, Go's). */

@@ -7,6 +7,9 @@ only caller is caller_b (its calls of itself are not callers). The shares
 are checked with tolerances from the sample counts, on the pprof profile
 bpfprof wrote and on the folded text converted from it (the same numbers),
 and against go tool pprof -peek on the same file. Then the command's errors.
+Last, an allocation profile (bpfprof --alloc -- allocwork sites, ~1 s, one
+run for the module): the call graph of each --view in its unit, the sites'
+shares within the sampling's tolerance, go tool pprof -peek agreeing.
 """
 import json
 import math

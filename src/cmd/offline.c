@@ -20,6 +20,7 @@
 #include "cmd/cli.h"
 #include "format/reader.h"
 #include "base/log.h"
+#include "format/view.h"
 #include "format/writer.h"
 #include "base/profile.h"
 #include "base/util.h"
@@ -359,6 +360,28 @@ static int none_selected(const struct offline_opts *o, struct profile *all)
 	return 1;
 }
 
+/*
+ * 0 if --view fits p: an allocation profile's views for an allocation
+ * profile, the others for the rest (off-CPU time or not: a CPU profile has
+ * its samples whatever the view). Else 2, said.
+ */
+static int view_fits(const struct offline_opts *o, const struct profile *p, const char *name)
+{
+	enum view v = o->out.view;
+
+	if (v == VIEW_AUTO || view__is_alloc(v) == !!profile__meta_c(p)->alloc_period)
+		return 0;
+	if (profile__meta_c(p)->alloc_period)
+		p_err("%s: an allocation profile: --view alloc-space, alloc-objects, inuse-space or "
+		      "inuse-objects",
+		      name);
+	else
+		p_err("%s: not an allocation profile (bpfprof --alloc, a Go heap profile): no "
+		      "--view %s",
+		      name, view__name(v));
+	return 2;
+}
+
 int offline__load(const struct offline_opts *o, char **paths, int n, struct profile **out)
 {
 	struct profile *all = NULL, *unfiltered = NULL;
@@ -383,6 +406,11 @@ int offline__load(const struct offline_opts *o, char **paths, int n, struct prof
 			p_warn("%s: %s", name, em.msg);
 			if (em.hint[0])
 				p_hint("%s", em.hint);
+		}
+		ret = view_fits(o, p, name);
+		if (ret) {
+			profile__free(p);
+			break;
 		}
 		any_perf |= format && !strcmp(format, "perf script");
 		p_debug("%s: %s, %zu stacks, %llu samples", paths[i], format ? format : "?",

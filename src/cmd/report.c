@@ -4,10 +4,12 @@
  * profiles written earlier, as text; or the callers and callees of some
  * functions (--callers, --callees, --call-graph).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/log.h"
+#include "base/util.h"
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "cmd/offline.h"
@@ -35,7 +37,14 @@ static void report_usage(FILE *f)
 		"      --style tables|sb-sprof\n"
 		"                          sb-sprof: one flat table laid out as SBCL's sb-sprof\n"
 		"                          prints it (Self, Total, Cumul: counts and %%, by self\n"
-		"                          or --sort total; an 'elsewhere' row for the rest)\n",
+		"                          or --sort total; an 'elsewhere' row for the rest)\n"
+		"      --view cpu|off-cpu|wall\n"
+		"                          profiles with off-CPU time: only that view's tables\n"
+		"                          or call graph (default: on-CPU, then off-CPU)\n"
+		"      --view alloc-space|alloc-objects|inuse-space|inuse-objects\n"
+		"                          allocation profiles (bpfprof --alloc, Go heap\n"
+		"                          profiles): bytes or allocations made, or in use\n"
+		"                          (default alloc-space), tables or call graph\n",
 		OUT_DEFAULT_TOP);
 	offline__select_usage(f);
 	fprintf(f,
@@ -47,6 +56,7 @@ static void report_usage(FILE *f)
 		"  bpfprof report cpu.folded\n"
 		"  bpfprof report --top 50 --sort total cpu.pb.gz\n"
 		"  bpfprof report --callers malloc cpu.pb.gz      who calls malloc, and how much\n"
+		"  bpfprof report --view inuse-space -g h.pb.gz   call graph of memory in use\n"
 		"  bpfprof report -g --top 10 cpu.folded          call graph of the top 10\n"
 		"  bpfprof report --pid 1234 all.pb.gz            one process of a -a profile\n"
 		"  bpfprof report --style sb-sprof lisp.folded    as sb-sprof's flat report\n"
@@ -56,7 +66,23 @@ static void report_usage(FILE *f)
 		"  perf script -i perf.data | bpfprof report -    a perf record -g recording\n"
 		"\n"
 		"Exit status: 0 printed, 1 an input could not be read (or nothing selected, or\n"
-		"no function matches --callers/--callees), 2 usage error.\n");
+		"no function matches --callers/--callees), 2 usage error (or a --view the\n"
+		"input does not have).\n");
+}
+
+/* Whether pattern names an allocator's entry point (C's, C++'s, Go's). */
+static bool names_allocator(const char *pattern)
+{
+	static const char *const allocators[] = {
+		"malloc",	   "calloc",	       "realloc",	    "free",
+		"posix_memalign",  "aligned_alloc",    "memalign",	    "operator new",
+		"operator delete", "runtime.mallocgc", "runtime.newobject", "runtime.mProf_Malloc",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(allocators); i++)
+		if (writer__name_match(allocators[i], pattern) >= 0)
+			return true;
+	return false;
 }
 
 /* 0 if some function of p matches pattern (NULL: none asked), else 1 after saying so. */
@@ -68,7 +94,12 @@ static int check_match(const struct profile *p, const char *opt, const char *pat
 		if (writer__name_match(profile__frame_get(p, id)->name, pattern) >= 0)
 			return 0;
 	p_err("%s '%s': no function of the profile has that name or matches it", opt, pattern);
-	p_hint("'bpfprof report' lists the hottest functions; a part of a name matches too");
+	/* bpfprof --alloc and Go's runtime leave the allocator's own frames out. */
+	if (profile__meta_c(p)->alloc_period && names_allocator(pattern))
+		p_hint("an allocation profile's stacks end at the allocator's caller (the leaf): "
+		       "'bpfprof report' lists them by self");
+	else
+		p_hint("'bpfprof report' lists the hottest functions; a part of a name matches too");
 	return 1;
 }
 

@@ -453,18 +453,24 @@ static void sbsprof_table(FILE *f, struct fstats *fs, uint64_t total, bool by_to
 
 static int process_table(FILE *f, const struct profile *p, unsigned top)
 {
+	const struct profile_meta *m = profile__meta_c(p);
 	struct wproc *v = NULL;
 	size_t nr = 0, rows;
 	int err = writer__processes(p, false, &v, &nr), w = count_width(profile__total(p));
 
 	if (!err) {
 		rows = top && nr > top ? top : nr;
-		if (profile__meta_c(p)->unit[0]) {
+		if (m->unit[0]) {
+			/* "Off-CPU time by process (µs, ...)", "Memory in use by process
+			 * (bytes, ...)": the value's name, its column named by its unit. */
+			char col[sizeof(m->unit)];
+
+			snprintf(col, sizeof(col), "%s", !strcmp(m->unit, "us") ? "Time" : m->unit);
+			col[0] = (char)toupper((unsigned char)col[0]);
 			fprintf(f, "\n%c%s by process (%s, %zu of %zu):\n",
-				profile__meta_c(p)->value_name[0] == 'o' ? 'O' : 'W',
-				profile__meta_c(p)->value_name + 1,
-				unit_label(profile__meta_c(p)->unit), rows, nr);
-			fprintf(f, "%*s %6s %8s  %s\n", w, "Time", "%", "PID", "Command");
+				toupper((unsigned char)m->value_name[0]), m->value_name + 1,
+				unit_label(m->unit), rows, nr);
+			fprintf(f, "%*s %6s %8s  %s\n", w, col, "%", "PID", "Command");
 		} else {
 			fprintf(f, "\nSamples by process (%zu of %zu):\n", rows, nr);
 			fprintf(f, "%*s %6s %8s  %s\n", w, "Samples", "%", "PID", "Command");
@@ -659,6 +665,7 @@ struct cg_section {
 	bool callers, callees;
 	uint32_t *fns; /* function ids, in the order shown */
 	size_t nr, matched;
+	bool named; /* a frame of the whole profile (all views) matches pattern */
 };
 
 /*
@@ -727,7 +734,15 @@ static void cg_print(FILE *f, const struct profile_meta *m, const struct cgraph 
 	if (sec->pattern)
 		writer__clean_utf8(sec->pattern, pat, sizeof(pat));
 	if (sec->pattern && !sec->nr) {
-		fprintf(f, "\nNo function matches '%s'.\n", pat);
+		/* Named by the profile but not in this view: a function that freed
+		 * all it allocated has no memory in use. */
+		if (sec->named)
+			fprintf(f,
+				"\n'%s': no %s there or in a callee\n(it is in the profile, "
+				"not in this view).\n",
+				pat, what);
+		else
+			fprintf(f, "\nNo function matches '%s'.\n", pat);
 		return;
 	}
 	fputc('\n', f);
@@ -779,8 +794,18 @@ static void cg_print(FILE *f, const struct profile_meta *m, const struct cgraph 
 	}
 }
 
-/* The call graph sections o asks for, of p (one view). */
-static int call_graph(const struct profile *p, FILE *f, const struct out_opts *o)
+/* Whether a frame of p has a name pattern matches. */
+static bool names(const struct profile *p, const char *pattern)
+{
+	for (uint32_t id = 0; id < profile__nr_frames(p); id++)
+		if (writer__name_match(profile__frame_get(p, id)->name, pattern) >= 0)
+			return true;
+	return false;
+}
+
+/* The call graph sections o asks for, of p (one view of whole). */
+static int call_graph(const struct profile *p, const struct profile *whole, FILE *f,
+		      const struct out_opts *o)
 {
 	bool by_self = o->sort && !strcmp(o->sort, "self");
 	struct cg_section sec[3] = { 0 };
@@ -811,6 +836,8 @@ static int call_graph(const struct profile *p, FILE *f, const struct out_opts *o
 		err = -ENOMEM;
 	for (size_t i = 0; i < nr_sec && !err; i++) {
 		err = cg_choose(&cg.fs, &sec[i], by_self, o->top);
+		if (!err && sec[i].pattern && !sec[i].nr)
+			sec[i].named = names(whole, sec[i].pattern);
 		for (size_t j = 0; !err && j < sec[i].nr; j++)
 			want[sec[i].fns[j]] = true;
 	}
@@ -825,7 +852,9 @@ static int call_graph(const struct profile *p, FILE *f, const struct out_opts *o
 	return err;
 }
 
-static int write_one(const struct profile *p, FILE *f, const struct out_opts *o, const char *what)
+/* p, or one view of whole (whole: the profile it was built from). */
+static int write_one(const struct profile *p, const struct profile *whole, FILE *f,
+		     const struct out_opts *o, const char *what)
 {
 	unsigned top = o ? o->top : OUT_DEFAULT_TOP;
 	const char *sort = o ? o->sort : NULL;
@@ -839,7 +868,7 @@ static int write_one(const struct profile *p, FILE *f, const struct out_opts *o,
 			fputs(m->unit[0] ? "\nNo time.\n" : "\nNo samples.\n", f);
 			return 0;
 		}
-		return call_graph(p, f, o);
+		return call_graph(p, whole, f, o);
 	}
 	err = fstats_build(p, true, &fs, NULL);
 	if (err)
@@ -869,7 +898,7 @@ static int write_view(const struct profile *p, FILE *f, const struct out_opts *o
 
 	if (!vp)
 		return -errno;
-	err = write_one(vp, f, o, what);
+	err = write_one(vp, p, f, o, what);
 	profile__free(vp);
 	return err;
 }
@@ -882,7 +911,7 @@ static int write_report(const struct profile *p, FILE *f, const struct out_opts 
 	if (profile__meta_c(p)->alloc_period)
 		return write_view(p, f, o, v, "bpfprof report:");
 	if (!profile__meta_c(p)->offcpu)
-		return write_one(p, f, o, "bpfprof report:");
+		return write_one(p, p, f, o, "bpfprof report:");
 	if (v != VIEW_AUTO)
 		return write_view(p, f, o, v, "bpfprof report:");
 	/* Both: what ran, then what waited. */

@@ -7,14 +7,19 @@ only caller is caller_b (its calls of itself are not callers). The shares
 are checked with tolerances from the sample counts, on the pprof profile
 bpfprof wrote and on the folded text converted from it (the same numbers),
 and against go tool pprof -peek on the same file. Then the command's errors.
+Last, an allocation profile (bpfprof --alloc -- allocwork sites, ~1 s, one
+run for the module): the call graph of each --view in its unit, the sites'
+shares within the sampling's tolerance, go tool pprof -peek agreeing.
 """
+import json
+import math
 import os
 import re
 import subprocess
 
 import pytest
 
-from conftest import Sampled, Workload, run_bpfprof, wl, assert_most, assert_share
+from conftest import SIGMAS, Sampled, Workload, run_bpfprof, wl, assert_most, assert_share
 
 # A row of the call graph: a function's line (self, %, total, %) or an edge
 # (samples, %) with its name indented by four more columns.
@@ -189,3 +194,172 @@ def test_other_commands_refuse_it(rec, tmp_path):
     p = run_bpfprof(["diff", "--callees", "hot", rec / "callers.folded", rec / "callers.folded"],
                     check=False)
     assert p.returncode == 2 and "--callees is an option of 'bpfprof report'" in p.stderr
+
+
+# --- allocation profiles ----------------------------------------------------
+#
+# bpfprof --alloc -- allocwork sites MIB: about MIB MiB from each of five
+# call sites, all called by sites(); the workload prints each one's truth.
+# An allocation's stack ends at the allocator's caller (the site), as Go's
+# heap profiles do: the sites are the leaves, sites() their only caller.
+# Sampled by bytes (one sample every HEAP_PERIOD bytes on average), a site
+# of T bytes is estimated within about sqrt(T * HEAP_PERIOD) bytes (one
+# sample in n: 1/sqrt(n) relative; test_alloc.py's docstring derives it),
+# whatever its block sizes; its allocations, of at least s bytes each,
+# within about sqrt(count * HEAP_PERIOD / s).
+HEAP_PERIOD = 16384
+HEAP_MIB = 8
+# A sampled block of s bytes weighs s / (1 - exp(-s / HEAP_PERIOD)): at
+# most s + HEAP_PERIOD bytes, 1 + HEAP_PERIOD / s allocations.
+OTHER_BYTES, OTHER_COUNT = 4096 + HEAP_PERIOD, 1 + HEAP_PERIOD / 4096
+MIN_SIZE = {"site_free": 1024, "site_keep": 4096, "site_small": 16, "site_calloc": 256,
+            "site_align": 64}
+
+
+@pytest.fixture(scope="module")
+def heap(tmp_path_factory):
+    """One allocation profile of allocwork sites, and the workload's truth."""
+    d = tmp_path_factory.mktemp("heap")
+    pb = d / "heap.pb.gz"
+    r = run_bpfprof([f"--alloc={HEAP_PERIOD}", "-o", pb, "--", wl("allocwork"), "sites",
+                     HEAP_MIB])
+    truth = json.loads(next(l for l in r.stdout.splitlines() if l.startswith('{"pid"')))
+    return pb, truth["sites"]
+
+
+def check_sites(g, truth, value, sd_of, other_max, what):
+    """sites()'s callees in view `value` of g: each site with its share of
+    the truth (value: "bytes", "count" or "inuse_bytes"), within SIGMAS of
+    the estimate's standard deviation (sd_of(site)) and of the total's.
+    Besides the sites, sites() calls printf, whose stdio buffer (one 4 KiB
+    block, kept) may be sampled: at most other_max."""
+    s = g["sites"]
+    callees = {k: v for k, v in s["callees"].items() if k.startswith("site_")}
+    assert sum(s["callees"].values()) - sum(callees.values()) <= other_max, s
+    want = {k: v[value] for k, v in truth.items() if v[value]}
+    assert set(callees) == set(want), (callees, want)
+    whole, est_whole = sum(want.values()), sum(callees.values())
+    whole_sd = math.sqrt(sum(sd_of(k) ** 2 for k in want))
+    # Every byte is allocated under sites(): its total is its callees'.
+    assert s["total"] == sum(s["callees"].values()) and s["self"] == 0, s
+    assert abs(est_whole - whole) <= SIGMAS * whole_sd, (what, est_whole, whole)
+    for k, est in callees.items():
+        tol = SIGMAS * (sd_of(k) + want[k] / whole * whole_sd) / whole + 0.001
+        share = est / est_whole
+        assert abs(share - want[k] / whole) <= tol, \
+            f"{what}: {k}'s share {share:.3f}, truly {want[k] / whole:.3f} +- {tol:.3f}"
+
+
+def test_heap_callees_by_view(heap):
+    """--callees sites in each view: the five sites with their shares of the
+    bytes and of the allocations, and in use only the site that keeps its
+    blocks, in the view's unit."""
+    pb, truth = heap
+
+    def sd_bytes(k):
+        return math.sqrt(truth[k]["bytes"] * HEAP_PERIOD)
+
+    def sd_count(k):
+        return math.sqrt(truth[k]["count"] * HEAP_PERIOD / MIN_SIZE[k])
+
+    text = report("--view", "alloc-space", "--callees", "sites", pb)
+    assert "Callees of 'sites' (1 function), bytes:" in text, text
+    check_sites(graph(text), truth, "bytes", sd_bytes, OTHER_BYTES, "alloc-space")
+    assert text == report("--callees", "sites", pb)  # the default view
+    text = report("--view", "alloc-objects", "--callees", "sites", pb)
+    assert "Callees of 'sites' (1 function), allocs:" in text, text
+    check_sites(graph(text), truth, "count", sd_count, OTHER_COUNT, "alloc-objects")
+    text = report("--view", "inuse-space", "--callers", "sites", "--callees", "sites", pb)
+    assert "Callers and callees of 'sites' (1 function), bytes:" in text, text
+    g = graph(text)
+    check_sites(g, truth, "inuse_bytes", sd_bytes, OTHER_BYTES, "inuse-space")
+    assert g["sites"]["callers"] == {"main": g["sites"]["total"]}, g
+    g = graph(report("--view", "inuse-objects", "--callees", "sites", pb))
+    assert [k for k in g["sites"]["callees"] if k.startswith("site_")] == ["site_keep"], g
+
+
+def test_heap_callers_of_a_site(heap):
+    """--callers of a site: sites() with all of it; in use, a site that
+    freed all its blocks has none (said so, not 'no function matches')."""
+    pb, truth = heap
+    g = graph(report("--callers", "site_small", pb))
+    s = g["site_small"]
+    assert s["callers"] == {"sites": s["total"]} and s["self"] == s["total"], s
+    text = report("--view", "inuse-space", "--callers", "site_small", pb)
+    assert "'site_small': no memory in use there or in a callee\n" \
+        "(it is in the profile, not in this view)." in text, text
+    assert "No function matches" not in text, text
+
+
+def test_heap_call_graph(heap):
+    """-g in use: the kept site under sites() with all of it."""
+    pb, truth = heap
+    text = report("--view", "inuse-space", "-g", pb)
+    assert re.search(r"^Call graph of the top \d+ functions by total memory in use, bytes:$",
+                     text, re.M), text
+    g = graph(text)
+    assert "site_keep" in g and "sites" in g, text
+    k = g["site_keep"]
+    assert k["callers"] == {"sites": k["total"]} and k["self"] == k["total"], k
+
+
+def test_heap_tables_in_the_views_unit(heap):
+    """The tables' process table names the view's value and unit (not time)."""
+    pb, truth = heap
+    text = report(pb)
+    assert "Memory allocated by process (bytes, 1 of 1):" in text, text
+    assert re.search(r"^ +Bytes +% +PID +Command$", text, re.M), text
+    text = report("--view", "inuse-objects", pb)
+    assert "Memory in use by process (allocs, 1 of 1):" in text, text
+    assert re.search(r"^ +Allocs +% +PID +Command$", text, re.M), text
+
+
+@pytest.mark.parametrize("view,index", [("alloc-space", "alloc_space"),
+                                        ("inuse-space", "inuse_space"),
+                                        ("alloc-objects", "alloc_objects")])
+def test_heap_go_tool_pprof_peek_agrees(heap, view, index):
+    """go tool pprof -peek of the same heap profile: the same callers and
+    callees of sites(), the same bytes and allocations."""
+    pb, truth = heap
+    p = subprocess.run(["go", "tool", "pprof", "-peek", "^sites$", f"-sample_index={index}",
+                        "-unit=B" if "space" in view else "-unit=count", str(pb)],
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, HOME=os.environ.get("HOME", "/root"),
+                                PPROF_TMPDIR="/tmp"))
+    assert p.returncode == 0, p.stderr
+    # "     67897688B 20.48% |   site_keep", callers above "| sites", callees below
+    theirs, side = ({}, {}), 0
+    for line in p.stdout.splitlines():
+        m = re.match(r"^\s+(\d+)B?\s+[\d.]+%\s+\|\s{3}(\S+)$", line)
+        if m:
+            theirs[side][m[2]] = int(m[1])
+        if re.search(r"\|\s(sites)$", line):
+            side = 1
+    s = graph(report("--view", view, "--callers", "sites", "--callees", "sites", pb))["sites"]
+    assert (s["callers"], s["callees"]) == theirs, p.stdout
+
+
+def test_heap_callers_of_malloc(heap):
+    """No allocator frame: --callers malloc says where the stacks end."""
+    pb, truth = heap
+    p = run_bpfprof(["report", "--callers", "malloc", pb], check=False)
+    assert p.returncode == 1 and not p.stdout, p.stderr
+    assert "--callers 'malloc': no function of the profile" in p.stderr, p.stderr
+    assert "an allocation profile's stacks end at the allocator's caller" in p.stderr, p.stderr
+
+
+def test_heap_cpu_view(heap, tmp_path):
+    """A CPU view of an allocation profile, or an allocation view of another
+    profile, is a usage error said in one line."""
+    pb, truth = heap
+    for cmd in (["report"], ["convert", "-f", "folded"]):
+        p = run_bpfprof(cmd + ["--view", "cpu", pb], check=False)
+        assert p.returncode == 2 and not p.stdout, p.stderr
+        assert "an allocation profile: --view alloc-space, alloc-objects, inuse-space or " \
+               "inuse-objects" in p.stderr, p.stderr
+        assert len(p.stderr.splitlines()) == 1, p.stderr
+    folded = tmp_path / "heap.folded"
+    run_bpfprof(["convert", pb, "-o", folded])
+    p = run_bpfprof(["report", "--view", "inuse-space", folded], check=False)
+    assert p.returncode == 2 and not p.stdout, p.stderr
+    assert "heap.folded: not an allocation profile" in p.stderr, p.stderr

@@ -5,7 +5,7 @@
  * once for a function's total and once for each call in it; a function is
  * not its own caller), one stack reaching a function from two callers,
  * inlined frames as functions, how FUNCTION matches, --top and --sort, the
- * off-CPU view, and folded and pprof inputs read back.
+ * off-CPU and allocation views, and folded and pprof inputs read back.
  */
 #include "outfixture.h"
 
@@ -281,7 +281,8 @@ static void test_offcpu_views(void **state)
 	text = report(p, "schedule", NULL, false, 20);
 	/* On-CPU: schedule never ran. Off-CPU: 3 ms from reader, 1 ms from writer. */
 	assert_has(text, "bpfprof report, on-CPU:");
-	assert_has(text, "\nNo function matches 'schedule'.\n");
+	assert_has(text, "\n'schedule': no samples there or in a callee\n"
+			 "(it is in the profile, not in this view).\n");
 	assert_has(text, "bpfprof report, off-CPU:");
 	assert_has(text, "Callers of 'schedule' (1 function), \u00b5s:\n");
 	assert_has(text, "-----\n"
@@ -289,6 +290,88 @@ static void test_offcpu_views(void **state)
 			 "                     1,000  25.00  app               writer\n"
 			 "    4,000 100.00     4,000 100.00  [kernel]      schedule\n");
 	assert_fits_80(text);
+	free(text);
+	profile__free(p);
+}
+
+/*
+ * An allocation profile: the call graph of its --view, in its unit; a site
+ * that freed all it allocated is in the profile, not in the in-use view;
+ * the process table names the value and its unit.
+ *   main -> sites -> site_freed   300 allocations, 3,000,000 bytes, none in use
+ *   main -> sites -> site_kept    100 allocations, 1,000,000 bytes, all in use
+ */
+static void test_alloc_views(void **state)
+{
+	static const struct {
+		const char *leaf;
+		struct palloc v;
+	} sites[] = {
+		{ "site_freed", { 300, 3000000, 0, 0 } },
+		{ "site_kept", { 100, 1000000, 100, 1000000 } },
+	};
+	struct profile *p = profile__new();
+	struct psample s = { .pid = 7, .comm = "app" };
+	struct out_opts o = { .top = 20, .callees = "sites", .view = VIEW_ALLOC_SPACE };
+	uint32_t ids[3];
+	char *text;
+
+	profile__meta(p)->alloc_period = 524288;
+	ids[0] = (uint32_t)profile__frame(p, FRAME_USER, "main", "/usr/bin/app");
+	ids[1] = (uint32_t)profile__frame(p, FRAME_USER, "sites", "/usr/bin/app");
+	for (size_t i = 0; i < ARRAY_SIZE(sites); i++) {
+		ids[2] = (uint32_t)profile__frame(p, FRAME_USER, sites[i].leaf, "/usr/bin/app");
+		assert_int_equal(profile__add_alloc(p, &s, ids, 3, &sites[i].v), 0);
+	}
+	profile__sort(p);
+	text = fx_write(&writer_report, p, &o, NULL);
+	assert_has(text, "bpfprof report: 4,000,000 bytes of memory allocated\n");
+	assert_has(text, "Callees of 'sites' (1 function), bytes:\n");
+	assert_has(text, "-----\n"
+			 "        0   0.00 4,000,000 100.00  app           sites\n"
+			 "                 3,000,000  75.00  app               site_freed\n"
+			 "                 1,000,000  25.00  app               site_kept\n");
+	assert_fits_80(text);
+	free(text);
+	o.view = VIEW_ALLOC_OBJECTS;
+	text = fx_write(&writer_report, p, &o, NULL);
+	assert_has(text, "Callees of 'sites' (1 function), allocs:\n");
+	assert_has(text, "-----\n"
+			 "        0   0.00       400 100.00  app           sites\n"
+			 "                       300  75.00  app               site_freed\n"
+			 "                       100  25.00  app               site_kept\n");
+	free(text);
+	o.view = VIEW_INUSE_SPACE;
+	o.callees = NULL;
+	o.callers = "site_*";
+	text = fx_write(&writer_report, p, &o, NULL);
+	assert_has(text, "Callers of 'site_*' (1 function), bytes:\n");
+	assert_has(text, "-----\n"
+			 "                 1,000,000 100.00  app               sites\n"
+			 "1,000,000 100.00 1,000,000 100.00  app           site_kept\n");
+	assert_lacks(text, "site_freed");
+	free(text);
+	o.callers = "site_freed";
+	text = fx_write(&writer_report, p, &o, NULL);
+	assert_has(text, "\n'site_freed': no memory in use there or in a callee\n"
+			 "(it is in the profile, not in this view).\n");
+	free(text);
+	o.callers = "nothing";
+	text = fx_write(&writer_report, p, &o, NULL);
+	assert_has(text, "\nNo function matches 'nothing'.\n");
+	free(text);
+	/* The tables: the process table in the view's value and unit. */
+	o = (struct out_opts){ .top = 20, .view = VIEW_INUSE_OBJECTS };
+	text = fx_write(&writer_report, p, &o, NULL);
+	assert_has(text, "\nMemory in use by process (allocs, 1 of 1):\n"
+			 "   Allocs      %      PID  Command\n"
+			 "      100 100.00        7  app\n");
+	free(text);
+	o.view = VIEW_ALLOC_SPACE;
+	text = fx_write(&writer_report, p, &o, NULL);
+	assert_has(text, "\nMemory allocated by process (bytes, 1 of 1):\n"
+			 "    Bytes      %      PID  Command\n"
+			 "4,000,000 100.00        7  app\n");
 	free(text);
 	profile__free(p);
 }
@@ -340,6 +423,7 @@ int main(void)
 		cmocka_unit_test(test_call_graph_top_and_sort),
 		cmocka_unit_test(test_fixture_fits),
 		cmocka_unit_test(test_offcpu_views),
+		cmocka_unit_test(test_alloc_views),
 		cmocka_unit_test(test_read_back),
 	};
 

@@ -742,8 +742,7 @@ static void share_add(struct allocrun *r, const char *key)
  * (key, from pid: share_key), so that one tenant's copies of the C library
  * do not use it up for the others.
  */
-static bool held_full(struct allocrun *r, const char *path, uint32_t pid, char *key,
-		      size_t size)
+static bool held_full(struct allocrun *r, const char *path, uint32_t pid, char *key, size_t size)
 {
 	key[0] = '\0';
 	if (!r->all)
@@ -754,8 +753,8 @@ static bool held_full(struct allocrun *r, const char *path, uint32_t pid, char *
 			       "probed (each one's probes are taken off and put back at every "
 			       "switch of the guard)",
 			       max_held());
-		p_debug("%s: defines the allocator, not probed (the cap of %zu files probed)",
-			path, max_held());
+		p_debug("%s: defines the allocator, not probed (the cap of %zu files probed)", path,
+			max_held());
 		return true;
 	}
 	share_key(r, pid, key, size);

@@ -110,10 +110,8 @@ static void test_parse_v2(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_runtimes),
-		cmocka_unit_test(test_not_containers),
-		cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_v2_only),
+		cmocka_unit_test(test_runtimes),  cmocka_unit_test(test_not_containers),
+		cmocka_unit_test(test_malformed), cmocka_unit_test(test_v2_only),
 		cmocka_unit_test(test_parse_v2),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

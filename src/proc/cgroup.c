@@ -163,6 +163,65 @@ int cgroup__read(const char *proc_root, unsigned pid, struct cgroup_info *out)
 	return err;
 }
 
+int cgroup__parse_v2(const char *text, char *out, size_t size)
+{
+	const char *line = text;
+
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+
+		if (len >= 4 && !memcmp(line, "0::/", 4)) {
+			const char *parent = "", *p = line + 3, *end = line + len;
+			size_t pn = 0, cut = len - 3;
+			char id[CONTAINER_ID_LEN + 1];
+			const char *rt;
+
+			/* The outermost component naming a container, or systemd's
+			 * delegation to a user (user@UID.service): cut after it. */
+			while (p < end) {
+				size_t n;
+
+				while (p < end && *p == '/')
+					p++;
+				n = strcspn(p, "/\n"); /* the line ends at '\n' or the text's end */
+				if (!n)
+					break;
+				if (component_id(p, n, parent, pn, id, sizeof(id), &rt) ||
+				    (n > 13 && !memcmp(p, "user@", 5) &&
+				     !memcmp(p + n - 8, ".service", 8))) {
+					cut = (size_t)(p + n - (line + 3));
+					break;
+				}
+				parent = p;
+				pn = n;
+				p += n;
+			}
+			if (cut >= size)
+				return -ENAMETOOLONG;
+			memcpy(out, line + 3, cut);
+			out[cut] = '\0';
+			return 0;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return -ENOENT;
+}
+
+int cgroup__read_v2(const char *proc_root, unsigned pid, char *out, size_t size)
+{
+	char path[256], *buf;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%u/cgroup", proc_root, pid);
+	err = read_file(path, 64 * 1024, &buf, NULL);
+	if (err)
+		return err;
+	err = cgroup__parse_v2(buf, out, size);
+	free(buf);
+	return err;
+}
+
 int cgroup__v2_mount(const char *mountinfo, char *out, size_t size)
 {
 	const char *line = mountinfo;

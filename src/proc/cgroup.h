@@ -48,5 +48,14 @@ int cgroup__v2_mount(const char *mountinfo, char *out, size_t size);
 
 /* Reads <proc_root>/PID/cgroup; 0 or -errno. */
 int cgroup__read(const char *proc_root, unsigned pid, struct cgroup_info *out);
+/*
+ * The v2 path of /proc/PID/cgroup text (its "0::/path" line), cut after its
+ * outermost component naming a container or systemd's delegation to a user,
+ * user@UID.service (the cgroups made inside them are theirs): 0, -ENOENT
+ * without a v2 line,
+ * -ENAMETOOLONG past size. cgroup__read_v2 reads <proc_root>/PID/cgroup.
+ */
+int cgroup__parse_v2(const char *text, char *out, size_t size);
+int cgroup__read_v2(const char *proc_root, unsigned pid, char *out, size_t size);
 
 #endif

@@ -920,6 +920,18 @@ int ptab__cgroup(struct ptab *t, const struct proc_id *id, struct cgroup_info *c
 	return err;
 }
 
+int ptab__cgroup_v2(struct ptab *t, const struct proc_id *id, char *out, size_t size)
+{
+	int err;
+
+	if (!ptab__alive(t, id))
+		return -ESRCH;
+	err = cgroup__read_v2(t->proc_root, id->pid, out, size);
+	if (!err && !ptab__alive(t, id))
+		err = -ESRCH;
+	return err;
+}
+
 /* The image /proc shows now is id's: same start time, same address space. */
 static int image_check(struct ptab *t, const struct proc_id *id, uint64_t *sig)
 {

@@ -179,6 +179,8 @@ bool ptab__alive(struct ptab *t, const struct proc_id *id);
 int ptab__check_image(struct ptab *t, struct pproc *p);
 /* The process's cgroup labels (proc/cgroup.h); -ESRCH if it is not id's process. */
 int ptab__cgroup(struct ptab *t, const struct proc_id *id, struct cgroup_info *ci);
+/* The same for its v2 path alone (cgroup__read_v2). */
+int ptab__cgroup_v2(struct ptab *t, const struct proc_id *id, char *out, size_t size);
 /* Start time of pid in clock ticks (/proc/PID/stat). 0 or -errno. */
 int ptab__starttime(struct ptab *t, uint32_t pid, uint64_t *ticks);
 /*

@@ -228,6 +228,9 @@ struct allocrun {
 	/* allocrun__launch: -- COMMAND in the caller's struct child (released
 	 * by the caller's SIGCONT, reaped by it) */
 	bool launched;
+	/* -a, --cgroup: cgroup (share_key) -> files first probed for its processes */
+	struct htab *shares;
+	bool share_said; /* the share's warning, once */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -857,22 +860,92 @@ static size_t max_held(void)
 	return ALLOCRUN_MAX_HELD;
 }
 
+/* -a: the share of one cgroup's processes in the files probed (tests: larger). */
+static size_t max_share(void)
+{
+	const char *t = getenv("BPFPROF_TEST_ALLOC_MAX_SHARE");
+	uint64_t n;
+
+	if (t && !parse_u64(t, 10, &n) && n && n <= max_held())
+		return (size_t)n;
+	return max_held() / 4 ? max_held() / 4 : 1;
+}
+
+/*
+ * -a, --cgroup: the cgroup pid's new files are charged to, into key: its v2
+ * path cut at a container (cgroup__parse_v2: the cgroups a container makes
+ * in its own are one), "" for none: the root cgroup, where the host's own
+ * processes are (a tenant cannot move there: cgroup.procs of the root is
+ * root's), and hosts without cgroup v2. A process whose cgroup is not read
+ * (gone meanwhile) is charged to "?", one share for them all.
+ */
+static void share_key(struct allocrun *r, uint32_t pid, char *key, size_t size)
+{
+	struct proc_id id = { .pid = pid, .exec_id = PROC_EXEC_ANY };
+	int err = ptab__cgroup_v2(r->ptab, &id, key, size);
+
+	if (err == -ENOENT || (!err && !strcmp(key, "/")))
+		key[0] = '\0';
+	else if (err)
+		snprintf(key, size, "?");
+}
+
+static size_t share_of(struct allocrun *r, const char *key)
+{
+	struct htab_entry *e = r->shares ? htab__find(r->shares, key, strlen(key)) : NULL;
+
+	return e ? (size_t)(uintptr_t)e->value : 0;
+}
+
+/* A file probed: charged to key's share (at most max_held() keys: each has a file). */
+static void share_add(struct allocrun *r, const char *key)
+{
+	struct htab_entry *e;
+	bool created;
+
+	if (!key[0] || (!r->shares && !(r->shares = htab__new())))
+		return;
+	e = htab__upsert(r->shares, key, strlen(key), &created);
+	if (e)
+		e->value = (void *)((uintptr_t)e->value + 1);
+}
+
 /*
  * -a, --cgroup: whether the cap on files probed refuses path, a file that
  * defines the allocator (counted, said once; each file is looked at once, so
- * counted once). Files that define no allocator do not count.
+ * counted once). Files that define no allocator do not count. Of the cap, at
+ * most max_share() files are first probed for the processes of one cgroup
+ * (key, from pid: share_key), so that one tenant's copies of the C library
+ * do not use it up for the others.
  */
-static bool held_full(struct allocrun *r, const char *path)
+static bool held_full(struct allocrun *r, const char *path, uint32_t pid, char *key, size_t size)
 {
-	if (!r->all || r->nr_held < max_held())
+	key[0] = '\0';
+	if (!r->all)
 		return false;
-	if (!r->held_over++)
-		p_warn("files newly mapped not probed any more: at most %zu files are probed "
-		       "(each one's probes are taken off and put back at every switch of the "
-		       "guard)",
-		       max_held());
-	p_debug("%s: defines the allocator, not probed (the cap of %zu files probed)", path,
-		max_held());
+	if (r->nr_held >= max_held()) {
+		if (!r->held_over++)
+			p_warn("files newly mapped not probed any more: at most %zu files are "
+			       "probed (each one's probes are taken off and put back at every "
+			       "switch of the guard)",
+			       max_held());
+		p_debug("%s: defines the allocator, not probed (the cap of %zu files probed)", path,
+			max_held());
+		return true;
+	}
+	share_key(r, pid, key, size);
+	if (!key[0] || share_of(r, key) < max_share())
+		return false;
+	r->held_over++;
+	if (!r->share_said) {
+		r->share_said = true;
+		p_warn("files newly mapped by processes of cgroup %s not probed: at most %zu of "
+		       "the %zu files probed are first probed for one cgroup's processes",
+		       key, max_share(), max_held());
+	}
+	p_debug("%s: defines the allocator, not probed (the share of %zu files probed of "
+		"cgroup %s)",
+		path, max_share(), key);
 	return true;
 }
 
@@ -1023,7 +1096,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	bool sb_have[SBCL_NR] = { false }, sbcl;
 	size_t n = 0, nsyms;
 	struct errmsg em = { 0 };
-	char kpath[64];
+	char kpath[64], key[512];
 	int err;
 
 	*probed = false;
@@ -1058,7 +1131,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	sbcl = sb_have[SBCL_ALLOC] && sb_have[SBCL_ALLOC_LIST] && sb_have[SBCL_CLOSE];
 	if (!libc && !go && !sbcl)
 		goto out;
-	if (held_full(r, path))
+	if (held_full(r, path, pid, key, sizeof(key)))
 		goto out;
 	for (int k = 0; libc && k < ALLOC_FN_GO_MALLOC; k++) {
 		uint64_t off;
@@ -1102,6 +1175,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 		goto out;
 	}
 	*probed = true;
+	share_add(r, key);
 	if (r->all)
 		p_info("%s: %zu allocator functions probed in every process mapping it%s", path, n,
 		       go ? " (the Go runtime's sampled allocations)" : "");
@@ -2487,6 +2561,7 @@ void allocrun__free(struct allocrun *r)
 	free(r->cgroup_fds);
 	htab__free(r->fseen);
 	htab__free(r->sbcl_named);
+	htab__free(r->shares);
 	free(r->rescan);
 	htab__free(r->noted);
 	free(r);

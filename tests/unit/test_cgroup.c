@@ -77,13 +77,42 @@ static void test_v2_only(void **state)
 	assert_true(ci.v2_only); /* a line that does not parse is no hierarchy */
 }
 
+static void expect_v2(const char *text, const char *want)
+{
+	char out[512];
+
+	assert_int_equal(cgroup__parse_v2(text, out, sizeof(out)), 0);
+	assert_string_equal(out, want);
+}
+
+/* The v2 path alone (the share of files probed of --alloc -a), cut at a container or a
+ * user's delegation: the cgroups made inside them are theirs. */
+static void test_parse_v2(void **state)
+{
+	char out[8];
+
+	(void)state;
+	expect_v2("0::/\n", "/");
+	expect_v2("4:memory:/process_api/x\n0::/\n", "/"); /* hybrid: v2's, not v1's */
+	expect_v2("0::/system.slice/cron.service\n", "/system.slice/cron.service");
+	expect_v2("0::/system.slice/docker-" ID ".scope/a/b\n",
+		  "/system.slice/docker-" ID ".scope");
+	expect_v2("0::/machine.slice/libpod-" ID ".scope/container\n",
+		  "/machine.slice/libpod-" ID ".scope");
+	expect_v2("0::/user.slice/user-1000.slice/user@1000.service/app.slice/x-1.scope\n",
+		  "/user.slice/user-1000.slice/user@1000.service");
+	expect_v2("0::/a/user@.service/b\n", "/a/user@.service/b"); /* no uid: not systemd's */
+	assert_int_equal(cgroup__parse_v2("4:memory:/x\n", out, sizeof(out)), -ENOENT);
+	assert_int_equal(cgroup__parse_v2("", out, sizeof(out)), -ENOENT);
+	assert_int_equal(cgroup__parse_v2("0::/abcdefgh\n", out, sizeof(out)), -ENAMETOOLONG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_runtimes),
-		cmocka_unit_test(test_not_containers),
-		cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_v2_only),
+		cmocka_unit_test(test_runtimes),  cmocka_unit_test(test_not_containers),
+		cmocka_unit_test(test_malformed), cmocka_unit_test(test_v2_only),
+		cmocka_unit_test(test_parse_v2),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

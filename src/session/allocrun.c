@@ -849,15 +849,21 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 	return 0;
 }
 
-/* -a: the cap on files probed (tests make it smaller). */
-static size_t max_held(void)
+/* A cap tests make smaller through the environment variable name (1 to cap). */
+static size_t test_cap(const char *name, size_t cap)
 {
-	const char *t = getenv("BPFPROF_TEST_ALLOC_MAX_HELD");
+	const char *t = getenv(name);
 	uint64_t n;
 
-	if (t && !parse_u64(t, 10, &n) && n && n < ALLOCRUN_MAX_HELD)
+	if (t && !parse_u64(t, 10, &n) && n && n < cap)
 		return (size_t)n;
-	return ALLOCRUN_MAX_HELD;
+	return cap;
+}
+
+/* -a: the cap on files probed. */
+static size_t max_held(void)
+{
+	return test_cap("BPFPROF_TEST_ALLOC_MAX_HELD", ALLOCRUN_MAX_HELD);
 }
 
 /* -a: the share of one cgroup's processes in the files probed (tests: larger). */
@@ -1782,15 +1788,10 @@ static double scale_since(struct allocrun *r, const struct edge *from, uint64_t 
 	return allocrun__span_scale(from->t, from->on, t, allocguard__on_ns(&r->g, t));
 }
 
-/* The cap on the run-long total's samples (tests make it smaller). */
+/* The cap on the run-long total's samples. */
 static size_t total_max(void)
 {
-	const char *t = getenv("BPFPROF_TEST_ALLOC_TOTAL_MAX");
-	uint64_t n;
-
-	if (t && !parse_u64(t, 10, &n) && n && n < ALLOC_TOTAL_MAX)
-		return (size_t)n;
-	return ALLOC_TOTAL_MAX;
+	return test_cap("BPFPROF_TEST_ALLOC_TOTAL_MAX", ALLOC_TOTAL_MAX);
 }
 
 /* Tests: BPFPROF_TEST_ALLOC_TOTAL_FAIL=N, the process's first N stagings
@@ -2475,15 +2476,10 @@ int allocrun__start(struct allocrun *r)
 	return 0;
 }
 
-/* The stack table's cap: tests make it smaller (its overflow). */
+/* The stack table's cap (tests: its overflow). */
 static size_t stacks_cap(void)
 {
-	const char *t = getenv("BPFPROF_TEST_ALLOC_STACKS");
-	uint64_t n;
-
-	if (t && !parse_u64(t, 10, &n) && n && n < ALLOCRUN_STACKS)
-		return (size_t)n;
-	return ALLOCRUN_STACKS;
+	return test_cap("BPFPROF_TEST_ALLOC_STACKS", ALLOCRUN_STACKS);
 }
 
 struct allocrun *allocrun__new(const struct options *o, struct ptab *pt, struct symbolizer *sym)

@@ -1549,6 +1549,17 @@ static void run_start(struct allocrun *r)
 	r->next_refresh = r->t0 + ALLOC_REFRESH_NS;
 }
 
+/* A drain of the ring begins: SBCL's names are read at each event (a
+ * symbolizer drain of their own, the stacks named in it forgotten). */
+static void sbcl_drain_begins(struct allocrun *r)
+{
+	if (!r->nr_sbcl)
+		return;
+	symbolizer__lisp_drain(r->sym);
+	htab__free(r->sbcl_named);
+	r->sbcl_named = NULL;
+}
+
 uint64_t allocrun__tick(struct allocrun *r, uint64_t now)
 {
 	uint64_t due;
@@ -1558,11 +1569,7 @@ uint64_t allocrun__tick(struct allocrun *r, uint64_t now)
 	if (r->guard_threaded && pthread_mutex_trylock(&r->lock))
 		return now_ns() + 10 * NS_PER_MS;
 	r->noted_now = 0;
-	if (r->nr_sbcl) { /* names read at each event: SBCL's drain begins */
-		symbolizer__lisp_drain(r->sym);
-		htab__free(r->sbcl_named);
-		r->sbcl_named = NULL;
-	}
+	sbcl_drain_begins(r);
 	allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
 	if (!r->guard_threaded)
 		guard_tick(r);
@@ -1652,11 +1659,7 @@ void allocrun__stop(struct allocrun *r)
 	 * first: its calls would be counted, its frees matched, the ring fill). */
 	allocprof__pause(r->ap);
 	/* What is left: the ring holds at most ALLOC_RING_BYTES of it. */
-	if (r->nr_sbcl) {
-		symbolizer__lisp_drain(r->sym);
-		htab__free(r->sbcl_named);
-		r->sbcl_named = NULL;
-	}
+	sbcl_drain_begins(r);
 	allocprof__drain(r->ap, on_event, r, ALLOC_RING_BYTES / sizeof(struct alloc_event) + 1);
 	r->t1 = now_ns();
 	r->scale = allocrun__span_scale(r->start.t, r->start.on, r->t1,

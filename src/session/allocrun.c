@@ -849,15 +849,21 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 	return 0;
 }
 
-/* -a: the cap on files probed (tests make it smaller). */
-static size_t max_held(void)
+/* A cap tests make smaller through the environment variable name (1 to cap). */
+static size_t test_cap(const char *name, size_t cap)
 {
-	const char *t = getenv("BPFPROF_TEST_ALLOC_MAX_HELD");
+	const char *t = getenv(name);
 	uint64_t n;
 
-	if (t && !parse_u64(t, 10, &n) && n && n < ALLOCRUN_MAX_HELD)
+	if (t && !parse_u64(t, 10, &n) && n && n < cap)
 		return (size_t)n;
-	return ALLOCRUN_MAX_HELD;
+	return cap;
+}
+
+/* -a: the cap on files probed. */
+static size_t max_held(void)
+{
+	return test_cap("BPFPROF_TEST_ALLOC_MAX_HELD", ALLOCRUN_MAX_HELD);
 }
 
 /* -a: the share of one cgroup's processes in the files probed (tests: larger). */
@@ -1543,6 +1549,17 @@ static void run_start(struct allocrun *r)
 	r->next_refresh = r->t0 + ALLOC_REFRESH_NS;
 }
 
+/* A drain of the ring begins: SBCL's names are read at each event (a
+ * symbolizer drain of their own, the stacks named in it forgotten). */
+static void sbcl_drain_begins(struct allocrun *r)
+{
+	if (!r->nr_sbcl)
+		return;
+	symbolizer__lisp_drain(r->sym);
+	htab__free(r->sbcl_named);
+	r->sbcl_named = NULL;
+}
+
 uint64_t allocrun__tick(struct allocrun *r, uint64_t now)
 {
 	uint64_t due;
@@ -1552,11 +1569,7 @@ uint64_t allocrun__tick(struct allocrun *r, uint64_t now)
 	if (r->guard_threaded && pthread_mutex_trylock(&r->lock))
 		return now_ns() + 10 * NS_PER_MS;
 	r->noted_now = 0;
-	if (r->nr_sbcl) { /* names read at each event: SBCL's drain begins */
-		symbolizer__lisp_drain(r->sym);
-		htab__free(r->sbcl_named);
-		r->sbcl_named = NULL;
-	}
+	sbcl_drain_begins(r);
 	allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
 	if (!r->guard_threaded)
 		guard_tick(r);
@@ -1646,11 +1659,7 @@ void allocrun__stop(struct allocrun *r)
 	 * first: its calls would be counted, its frees matched, the ring fill). */
 	allocprof__pause(r->ap);
 	/* What is left: the ring holds at most ALLOC_RING_BYTES of it. */
-	if (r->nr_sbcl) {
-		symbolizer__lisp_drain(r->sym);
-		htab__free(r->sbcl_named);
-		r->sbcl_named = NULL;
-	}
+	sbcl_drain_begins(r);
 	allocprof__drain(r->ap, on_event, r, ALLOC_RING_BYTES / sizeof(struct alloc_event) + 1);
 	r->t1 = now_ns();
 	r->scale = allocrun__span_scale(r->start.t, r->start.on, r->t1,
@@ -1782,15 +1791,10 @@ static double scale_since(struct allocrun *r, const struct edge *from, uint64_t 
 	return allocrun__span_scale(from->t, from->on, t, allocguard__on_ns(&r->g, t));
 }
 
-/* The cap on the run-long total's samples (tests make it smaller). */
+/* The cap on the run-long total's samples. */
 static size_t total_max(void)
 {
-	const char *t = getenv("BPFPROF_TEST_ALLOC_TOTAL_MAX");
-	uint64_t n;
-
-	if (t && !parse_u64(t, 10, &n) && n && n < ALLOC_TOTAL_MAX)
-		return (size_t)n;
-	return ALLOC_TOTAL_MAX;
+	return test_cap("BPFPROF_TEST_ALLOC_TOTAL_MAX", ALLOC_TOTAL_MAX);
 }
 
 /* Tests: BPFPROF_TEST_ALLOC_TOTAL_FAIL=N, the process's first N stagings
@@ -2475,15 +2479,10 @@ int allocrun__start(struct allocrun *r)
 	return 0;
 }
 
-/* The stack table's cap: tests make it smaller (its overflow). */
+/* The stack table's cap (tests: its overflow). */
 static size_t stacks_cap(void)
 {
-	const char *t = getenv("BPFPROF_TEST_ALLOC_STACKS");
-	uint64_t n;
-
-	if (t && !parse_u64(t, 10, &n) && n && n < ALLOCRUN_STACKS)
-		return (size_t)n;
-	return ALLOCRUN_STACKS;
+	return test_cap("BPFPROF_TEST_ALLOC_STACKS", ALLOCRUN_STACKS);
 }
 
 struct allocrun *allocrun__new(const struct options *o, struct ptab *pt, struct symbolizer *sym)

@@ -223,7 +223,8 @@ def test_all_svg(tmp_path):
     m = re.search(r"allocator guard: engaged after ([0-9.]+) s;.* (\d+) switches off and on",
                   err)
     assert m, err
-    assert float(m.group(1)) < 1.0, f"the guard engaged late: {m.group(0)}"
+    # fails unfixed at 14-39 s; 0.1 s measured: 2 s leaves room for a stalled host
+    assert float(m.group(1)) < 2.0, f"the guard engaged late: {m.group(0)}"
     assert int(m.group(2)) >= 2, f"the probes were never put back: {m.group(0)}"
     assert "not all put back" not in err and "not all attached" not in err, err
     cpu, heap = (tmp_path / "out.svg").read_text(), (tmp_path / "out.heap.svg").read_text()

@@ -99,7 +99,8 @@ def test_a_fake_sbcl_is_not_probed(tenant_dir):
         shutil.copy2(wl(name), dst)
         os.chown(dst, pw.pw_uid, pw.pw_gid)
         exes.append(dst)
-    procs = [subprocess.Popen(as_tenant([e, "2"]), stdout=subprocess.PIPE, text=True)
+    # 5 s: bpfprof -p's start (its -p scan, the probes) well inside their life on a loaded host
+    procs = [subprocess.Popen(as_tenant([e, "5"]), stdout=subprocess.PIPE, text=True)
              for e in (exes[0], exes[1], exes[1])]
     try:
         for p in procs:
@@ -123,7 +124,7 @@ def test_all_processes_continuous(tmp_path):
     program's (the same rounds all along: get-bytes-consed's ratios), within
     SIGMAS of the samples' binomial spread plus the region floor."""
     exe = sbcl()
-    rounds = 300  # some 2.7 s: past the run's 2
+    rounds = 900  # some 8 s: past the run's 2 however long -a's start takes (seconds, loaded)
     w = subprocess.Popen([exe, "--script", LISP, str(rounds), str(PAUSE_MS)],
                          stdout=subprocess.PIPE, text=True)
     try:

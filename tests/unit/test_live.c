@@ -379,8 +379,8 @@ static void test_builds_are_a_gap_apart(void **state)
 	assert_int_equal(c.err, 0);
 	assert_int_equal(e->calls, 2);
 	/* A window's build counts too: the profile now waits for the gap. */
-	t1 = now_ns() + 2 * NS_PER_SEC;
 	start(&n, &t, 0);
+	t1 = now_ns() + 2 * NS_PER_SEC; /* after the request: its 1 s is over by then */
 	live__feed(e->l, NULL, t1);
 	pthread_join(t, NULL);
 	assert_int_equal(n.err, 0);

@@ -8,8 +8,8 @@ bpfprof record --alloc -a --interval 1 --output-dir TMP -v runs with the
 default --alloc-budget (or --budget N); once its probes are in, a forker
 (FORKERS processes forked from this script, FORKS/FORKERS each) starts
 FORKS short processes a second for SECONDS, paced by the clock (a forker
-that falls behind catches up until SECONDS are over; the rate printed is
-the one reached): each child allocates one 1 MiB block through the C
+that falls behind forks what it owes, so it may end later; the rate
+printed is the one reached): each child allocates one 1 MiB block through the C
 library (bytes(1 << 20): calloc, sampled at the default 512 KiB period about
 6 times in 7 while the probes are in) and exits at once. -v prints at each
 interval's end "process names: N kept, ... run-long: G gone, R reused, F not
@@ -46,7 +46,8 @@ NAMES = re.compile(r"process names: (\d+) kept, (\d+) checked \((\d+) start time
 
 def forker(rate, seconds, wfd):
     """Forks rate children a second for seconds (paced by the clock); each
-    allocates 1 MiB through malloc and exits. Writes the count to wfd."""
+    allocates 1 MiB through calloc and exits. Writes the count and the
+    seconds taken to wfd."""
     t0 = time.monotonic()
     n = 0
     while True:

@@ -81,6 +81,14 @@ struct {
 	__type(value, struct alloc_sbcl);
 } sbcl SEC(".maps");
 
+/* Go: setprofilebucket's calls by (process, bucket) (alloc_abi.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ALLOC_GO_BUCKETS);
+	__type(key, struct alloc_go_bkey);
+	__type(value, struct alloc_go_bval);
+} gobuckets SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, ALLOC_C_NR);
@@ -270,6 +278,39 @@ static __always_inline void go_probe(struct pt_regs *ctx, __u32 tgid, __u32 cook
 }
 
 /*
+ * Go's runtime.setprofilebucket(p, b) (alloc_abi.h): a sampled allocation
+ * counted by (process, bucket); no stack, no memory read. The cookie's
+ * size argument is b's.
+ */
+static __always_inline void go_bucket(struct pt_regs *ctx, __u32 tgid, __u32 cookie)
+{
+	struct alloc_go_bkey k = { .tgid = tgid, .pad = ALLOC_COOKIE_GO_LAYOUT(cookie) };
+	struct alloc_go_bval nv = { .count = 1 }, *v;
+
+#if defined(__TARGET_ARCH_x86)
+	if ((cookie & ALLOC_COOKIE_GO_AT_CHECK) && (ctx->flags & (GO_X86_CF | GO_X86_ZF)))
+		return;
+#endif
+	k.b = go_arg(ctx, ALLOC_COOKIE_SIZE_ARG(cookie));
+	if (!k.b)
+		return;
+	counter_add(ALLOC_C_GO_SAMPLES);
+	v = bpf_map_lookup_elem(&gobuckets, &k);
+	if (v) {
+		__sync_fetch_and_add(&v->count, 1);
+		return;
+	}
+	bpf_get_current_comm(nv.comm, sizeof(nv.comm));
+	if (!bpf_map_update_elem(&gobuckets, &k, &nv, BPF_NOEXIST))
+		return;
+	v = bpf_map_lookup_elem(&gobuckets, &k); /* made meanwhile by another thread */
+	if (v)
+		__sync_fetch_and_add(&v->count, 1);
+	else
+		counter_add(ALLOC_C_GO_BUCKETS_FULL);
+}
+
+/*
  * SBCL (alloc_abi.h): the bytes of a region of the calling thread being
  * closed (gc_close_region), or of a large object (alloc), sampled by bytes
  * as the C library's. The stack is the entry's (record() leaves the entry
@@ -335,6 +376,10 @@ static __always_inline bool enter(struct pt_regs *ctx, __u32 cookie)
 
 	if (!is_target(tgid))
 		return false;
+	if (fn == ALLOC_FN_GO_BUCKET) {
+		go_bucket(ctx, tgid, cookie);
+		return false;
+	}
 	if (fn >= ALLOC_FN_SBCL_ALLOC) {
 		sbcl_probe(ctx, tgid, cookie);
 		return false;

@@ -340,6 +340,16 @@ static void report_counters(const struct allocrun_stats *st)
 		p_info("Go: %" PRIu64 " allocations the runtime sampled, %" PRIu64
 		       " frees of sampled objects seen, %" PRIu64 " of them matched",
 		       c[ALLOC_C_GO_SAMPLES], c[ALLOC_C_GO_FREES], c[ALLOC_C_GO_FREED]);
+		if (st->go_buckets || st->go_bkt_bad || st->go_bkt_over || st->go_bkt_gone ||
+		    c[ALLOC_C_GO_BUCKETS_FULL])
+			p_info("Go: %zu profile buckets read from the processes (%" PRIu64
+			       " reads, %.1f ms), %" PRIu64 " samples of buckets refused (not a "
+			       "bucket, unreadable), %" PRIu64
+			       " not counted (the tables full), %" PRIu64
+			       " of buckets first seen once their process had exited",
+			       st->go_buckets, st->go_bkt_reads, (double)st->go_bkt_read_ns / 1e6,
+			       st->go_bkt_bad, st->go_bkt_over + c[ALLOC_C_GO_BUCKETS_FULL],
+			       st->go_bkt_gone);
 		if (!c[ALLOC_C_GO_SAMPLES] && !st->go_off_warned)
 			p_warn("the Go runtime sampled no allocation: a Go program samples only "
 			       "when it links runtime.MemProfile (imports runtime/pprof or "

@@ -525,6 +525,67 @@ out:
 	return err;
 }
 
+int allocprof__go_buckets(struct allocprof *a,
+			  void (*cb)(void *ctx, const struct alloc_go_bkey *k,
+				     const struct alloc_go_bval *v),
+			  void *ctx)
+{
+	int fd = bpf_map__fd(a->skel->maps.gobuckets), err = 0;
+	struct alloc_go_bkey *keys, k, next, in, out;
+	struct alloc_go_bval *vals, v;
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	size_t n = 0;
+	void *prev = NULL;
+	bool first = true;
+
+	keys = malloc(ALLOC_GO_BUCKETS * sizeof(*keys));
+	vals = malloc(ALLOC_GO_BUCKETS * sizeof(*vals));
+	while (keys && vals && n < ALLOC_GO_BUCKETS) {
+		__u32 count = (__u32)(ALLOC_GO_BUCKETS - n);
+
+		err = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys + n, vals + n, &count,
+					   &opts);
+		n += count;
+		if (err) {
+			err = errno == ENOENT ? 0 : -errno;
+			break;
+		}
+		in = out;
+		first = false;
+	}
+	if (keys && vals && !err) {
+		for (size_t i = 0; i < n; i++)
+			cb(ctx, &keys[i], &vals[i]);
+		goto out;
+	}
+	/* No batch: a walk by key, at most the map's capacity. */
+	err = 0;
+	for (size_t i = 0; i < ALLOC_GO_BUCKETS; i++) {
+		if (bpf_map_get_next_key(fd, prev, &next)) {
+			err = errno == ENOENT ? 0 : -errno;
+			break;
+		}
+		k = next;
+		prev = &k;
+		if (!bpf_map_lookup_elem(fd, &k, &v))
+			cb(ctx, &k, &v);
+	}
+out:
+	free(keys);
+	free(vals);
+	return err;
+}
+
+size_t allocprof__go_forget(struct allocprof *a, const struct alloc_go_bkey *keys, size_t n)
+{
+	int fd = bpf_map__fd(a->skel->maps.gobuckets);
+	size_t done = 0;
+
+	for (size_t i = 0; i < n; i++)
+		done += !bpf_map_delete_elem(fd, &keys[i]);
+	return done;
+}
+
 void allocprof__counters(struct allocprof *a, uint64_t out[ALLOC_C_NR])
 {
 	uint64_t *v = calloc((size_t)a->ncpus, sizeof(*v));

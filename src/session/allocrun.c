@@ -91,12 +91,21 @@ static const char *const fn_names[ALLOC_FN_NR][3] = {
 };
 
 /* Go's runtime functions, and older names of them: the first GO_PROBED are
- * probed, mProf_Free only looked for (a Go runtime's mark). */
-enum { GO_MALLOC, GO_FREE_SPECIAL, GO_MPROF_FREE, GO_NR, GO_PROBED = GO_MPROF_FREE };
+ * probed, mProf_Free only looked for (a Go runtime's mark); setprofilebucket
+ * probed alone where the release's bucket is verified. */
+enum {
+	GO_MALLOC,
+	GO_FREE_SPECIAL,
+	GO_MPROF_FREE,
+	GO_SETPROFILEBUCKET,
+	GO_NR,
+	GO_PROBED = GO_MPROF_FREE
+};
 static const char *const go_names[GO_NR][2] = {
 	[GO_MALLOC] = { "runtime.mProf_Malloc" },
 	[GO_FREE_SPECIAL] = { "runtime.freeSpecial", "runtime.freespecial" },
 	[GO_MPROF_FREE] = { "runtime.mProf_Free" },
+	[GO_SETPROFILEBUCKET] = { "runtime.setprofilebucket" },
 };
 static const uint32_t go_fn[GO_PROBED] = {
 	[GO_MALLOC] = ALLOC_FN_GO_MALLOC,
@@ -112,6 +121,25 @@ struct goproc {
 	uint64_t rate_addr;
 	int64_t rate;	 /* the last read (GO_DEFAULT_RATE until then, or without symbols) */
 	bool off_warned; /* the program does not sample: said at attach */
+};
+
+/*
+ * Go's buckets (setprofilebucket's probe, alloc_abi.h): one a (process,
+ * bucket) counted in BPF, read from the process once (size, stack) and its
+ * in-use counts at each take; kept while the process lives (the map's
+ * entries bound them), with the bucket's layout (cookie's, the key's pad).
+ */
+#define ALLOC_GO_INUSE_EVERY 4096 /* buckets whose in-use is read every drain; more: every s */
+
+struct gobkt {
+	uint64_t seen;	     /* the map's count taken so far */
+	uint64_t size;	     /* each allocation's bytes */
+	uint64_t stack;	     /* its stack's hash (a reference held); 0: none */
+	uint32_t active_off; /* the memRecord's offset */
+	int state; /* 0 not read yet, 1 read, -1 refused (not a bucket, unreadable), -2 gone */
+	bool inuse_known;
+	double inuse_objects, inuse_bytes; /* as of the last read, weighed */
+	char comm[17];
 };
 
 /* Sampled allocations of one (process, stack), weighed. stack 0: none
@@ -231,6 +259,14 @@ struct allocrun {
 	/* -a, --cgroup: cgroup (share_key) -> files first probed for its processes */
 	struct htab *shares;
 	bool share_said; /* the share's warning, once */
+	/* Go's buckets: alloc_go_bkey -> struct gobkt */
+	struct htab *gob;
+	uint64_t go_bkt_over;	 /* samples of buckets not kept: the table full */
+	uint64_t go_bkt_bad;	 /* samples of buckets refused (forged, unreadable) */
+	uint64_t go_bkt_gone;	 /* samples of new buckets seen after their process exited */
+	uint64_t go_bkt_read_ns; /* userspace's time reading buckets (run-long) */
+	uint64_t go_bkt_reads;	 /* buckets read (first reads and in-use reads) */
+	uint64_t go_next_inuse;	 /* the next in-use read of many buckets */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -520,6 +556,276 @@ static void on_event(void *ctx, const struct alloc_event *ev)
 		r->oom++;
 }
 
+static bool exited(struct allocrun *r, uint32_t tgid);
+
+/* A Go bucket's layout: the one its probe's cookie named (the key's pad). */
+static int go_layout_of(const struct alloc_go_bkey *k, struct gobucket_layout *l)
+{
+	return gobuildinfo__bucket_layout_at(k->pad, l);
+}
+
+/*
+ * A new bucket read from its process (bounded: GOBUCKET_READ bytes of that
+ * process's memory, once): its size and stack (interned, a reference held),
+ * and its in-use counts if the read reached them. A forged or unreadable
+ * one is refused: its samples counted (go_bkt_bad), nothing else.
+ */
+static void go_bucket_read(struct allocrun *r, const struct alloc_go_bkey *k, struct gobkt *b)
+{
+	struct proc_id id = { .pid = k->tgid, .exec_id = PROC_EXEC_ANY };
+	uint8_t buf[GOBUCKET_READ];
+	struct gobucket_layout l;
+	struct gobucket gb;
+	struct pproc *p;
+	ssize_t got = -ESRCH;
+	uint64_t t0 = now_ns(), h;
+
+	b->state = -1;
+	if (go_layout_of(k, &l))
+		return;
+	if (ptab__get(r->ptab, &id, &p)) {
+		b->state = -2; /* gone before its first read */
+		return;
+	}
+	got = ptab__read_mem(r->ptab, p, k->b, buf, sizeof(buf));
+	if (got < (ssize_t)sizeof(buf)) /* the bucket may end at its mapping's end */
+		got = ptab__read_mem(r->ptab, p, k->b, buf, l.hdr + 8 * GOBUCKET_MAX_STACK);
+	if (got < (ssize_t)(l.hdr + 8 * GOBUCKET_MAX_STACK))
+		got = ptab__read_mem(r->ptab, p, k->b, buf, l.hdr);
+	ptab__put(r->ptab, p);
+	r->go_bkt_reads++;
+	if (got > 0 && gobucket__parse(buf, (size_t)got, &l, &gb) == -ENODATA && got >= l.hdr) {
+		/* its stack past what one read reached: read it exactly */
+		if (!ptab__get(r->ptab, &id, &p)) {
+			got = ptab__read_mem(r->ptab, p, k->b, buf, sizeof(buf));
+			ptab__put(r->ptab, p);
+		}
+	}
+	if (got == -ESRCH)
+		b->state = -2;
+	if (got <= 0 || gobucket__parse(buf, (size_t)got, &l, &gb)) {
+		p_debug("process %u: Go bucket 0x%" PRIx64 " refused (%s)", k->tgid, (uint64_t)k->b,
+			got <= 0 ? "not readable" : "not a memory-profile bucket");
+		r->go_bkt_read_ns += now_ns() - t0;
+		return;
+	}
+	b->state = 1;
+	b->size = gb.size;
+	b->active_off = gb.active_off;
+	if (gb.nstk) {
+		h = bp_stack_hash((const __u64 *)gb.stk, gb.nstk, BP_SEED_USTACK);
+		if (h == ALLOC_STACK_LOST || !h)
+			h = 2;
+		if (!stacktab__get(r->stacks, h, gb.stk, gb.nstk))
+			b->stack = h;
+	}
+	if ((size_t)got >= (size_t)gb.active_off + 32) {
+		uint64_t a[4];
+
+		memcpy(a, buf + gb.active_off, sizeof(a));
+		gobucket__inuse(
+			a, goproc_of(r, k->tgid) ? goproc_of(r, k->tgid)->rate : GO_DEFAULT_RATE,
+			&b->inuse_objects, &b->inuse_bytes);
+		b->inuse_known = true;
+	}
+	r->go_bkt_read_ns += now_ns() - t0;
+}
+
+/* n samples of bucket b into set's aggregate of (tgid, its stack). */
+static bool go_set_add(struct allocrun *r, struct htab *set, uint32_t tgid, const struct gobkt *b,
+		       uint64_t n, double w)
+{
+	struct agg *a = agg_get(r, set, tgid, b->stack, NULL, 0, false);
+
+	if (!a)
+		return false;
+	if (!a->comm[0])
+		memcpy(a->comm, b->comm, sizeof(a->comm));
+	a->samples += n;
+	a->go = true;
+	a->alloc_objects += w * (double)n;
+	a->alloc_bytes += w * (double)n * (double)b->size;
+	return true;
+}
+
+/* One entry of the gobuckets map: its samples since the last drain. */
+static void on_gobucket(void *ctx, const struct alloc_go_bkey *k, const struct alloc_go_bval *v)
+{
+	struct allocrun *r = ctx;
+	struct htab_entry *e = r->gob ? htab__find(r->gob, k, sizeof(*k)) : NULL;
+	struct gobkt *b;
+	uint64_t n;
+	bool created;
+	double w;
+
+	if (!e) {
+		if ((!r->gob && !(r->gob = htab__new())) ||
+		    htab__count(r->gob) >= ALLOC_GO_BUCKETS || !(b = calloc(1, sizeof(*b)))) {
+			r->go_bkt_over += v->count; /* counted again each drain: an upper bound */
+			return;
+		}
+		e = htab__upsert(r->gob, k, sizeof(*k), &created);
+		if (!e) {
+			free(b);
+			r->go_bkt_over += v->count;
+			return;
+		}
+		e->value = b;
+		memcpy(b->comm, v->comm, 16);
+	}
+	b = e->value;
+	n = v->count >= b->seen ? v->count - b->seen : v->count; /* a new entry under the key */
+	b->seen = v->count;
+	if (!n)
+		return;
+	if (!b->state)
+		go_bucket_read(r, k, b);
+	r->events += n;
+	if (r->all && r->noted_now < ALLOC_MAX_NOTED &&
+	    !htab__find(r->noted, &k->tgid, sizeof(k->tgid))) {
+		struct proc_id id = { .pid = k->tgid, .exec_id = PROC_EXEC_ANY };
+
+		r->noted_now++;
+		symbolizer__note_process(r->sym, &id);
+		htab__upsert(r->noted, &k->tgid, sizeof(k->tgid), &created);
+	}
+	note_comm(r, k->tgid, v->comm);
+	if (b->state < 0) {
+		if (b->state == -2)
+			r->go_bkt_gone += n;
+		else
+			r->go_bkt_bad += n;
+		return;
+	}
+	w = go_weight_of(r, k->tgid, b->size);
+	if (!go_set_add(r, r->aggs, k->tgid, b, n, w) ||
+	    (r->tick && !go_set_add(r, r->tick, k->tgid, b, n, w)))
+		r->oom++;
+}
+
+struct gobkt_ref {
+	const struct alloc_go_bkey *k;
+	struct gobkt *b;
+};
+
+static int gobkt_ref_cmp(const void *a, const void *b)
+{
+	const struct gobkt_ref *x = a, *y = b;
+
+	return x->k->tgid < y->k->tgid ? -1 : x->k->tgid > y->k->tgid;
+}
+
+/*
+ * The in-use counts of the buckets of process refs[0..n) (one process)
+ * read again: one process_vm_readv for up to 1024 buckets. Unreadable
+ * (gone): the last values kept.
+ */
+static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n)
+{
+	struct proc_id id = { .pid = refs[0].k->tgid, .exec_id = PROC_EXEC_ANY };
+	struct goproc *g = goproc_of(r, id.pid);
+	uint64_t *addrs = malloc(n * sizeof(*addrs)), (*act)[4] = malloc(n * sizeof(*act));
+	bool *ok = malloc(n * sizeof(*ok));
+	struct pproc *p;
+
+	if (addrs && act && ok && !ptab__get(r->ptab, &id, &p)) {
+		for (size_t i = 0; i < n; i++)
+			addrs[i] = refs[i].k->b + refs[i].b->active_off;
+		if (ptab__read_memv(r->ptab, p, addrs, n, sizeof(act[0]), act, ok) > 0)
+			for (size_t i = 0; i < n; i++)
+				if (ok[i]) {
+					gobucket__inuse(act[i], g ? g->rate : GO_DEFAULT_RATE,
+							&refs[i].b->inuse_objects,
+							&refs[i].b->inuse_bytes);
+					refs[i].b->inuse_known = true;
+				}
+		ptab__put(r->ptab, p);
+		r->go_bkt_reads += n;
+	}
+	free(addrs);
+	free(act);
+	free(ok);
+}
+
+/*
+ * The Go buckets' in-use counts: read again for each live process (as of
+ * its runtime's last GC), kept from the last read for one that exited (a
+ * command's profile is written after its exit: as of up to one drain
+ * before it). into: the live walk's set (pinned stacks), and sweep: the
+ * buckets of exited processes then let go (here and in BPF).
+ */
+static void go_inuse(struct allocrun *r, struct htab *into, bool sweep)
+{
+	size_t n = r->gob ? htab__count(r->gob) : 0, pos = 0, m = 0, nr_del = 0, cap_del = 0;
+	struct gobkt_ref *refs = n ? malloc(n * sizeof(*refs)) : NULL;
+	struct alloc_go_bkey *del = NULL;
+	uint64_t t0 = now_ns();
+
+	if (!refs)
+		return;
+	for (struct htab_entry *e; m < n && (e = htab__next(r->gob, &pos));)
+		if (((struct gobkt *)e->value)->state > 0)
+			refs[m++] = (struct gobkt_ref){ (const void *)e->key, e->value };
+	qsort(refs, m, sizeof(*refs), gobkt_ref_cmp);
+	for (size_t i = 0, j; i < m; i = j) {
+		uint32_t tgid = refs[i].k->tgid;
+		bool gone;
+
+		for (j = i; j < m && refs[j].k->tgid == tgid; j++)
+			;
+		gone = into ? exited(r, tgid) : kill((pid_t)tgid, 0) && errno == ESRCH;
+		if (!gone)
+			go_inuse_read(r, refs + i, j - i);
+		for (size_t x = i; into && x < j; x++) {
+			struct gobkt *b = refs[x].b;
+			struct agg *a;
+
+			if (!b->inuse_known || !(b->inuse_objects > 0))
+				continue;
+			a = agg_get(r, into, tgid, b->stack, NULL, 0, true);
+			if (!a) {
+				r->oom++;
+				continue;
+			}
+			if (!a->comm[0])
+				memcpy(a->comm, b->comm, sizeof(a->comm));
+			a->go = true;
+			a->inuse_objects += b->inuse_objects;
+			a->inuse_bytes += b->inuse_bytes;
+			r->inuse_bytes += b->inuse_bytes;
+		}
+		for (size_t x = i; sweep && gone && x < j; x++)
+			if (!array_grow((void **)&del, &cap_del, nr_del + 1, sizeof(*del)))
+				del[nr_del++] = *refs[x].k;
+	}
+	r->go_bkt_read_ns += now_ns() - t0;
+	free(refs);
+	if (!del)
+		return;
+	allocprof__go_forget(r->ap, del, nr_del);
+	for (size_t i = 0; i < nr_del; i++) {
+		struct gobkt *b = htab__remove(r->gob, &del[i], sizeof(del[i]));
+
+		if (b && b->stack)
+			stacktab__put(r->stacks, b->stack);
+		free(b);
+	}
+	free(del);
+}
+
+/* A drain of the Go buckets' counts (and of their in-use counts, every drain
+ * while they are few: a command's last ones are those of its exit). */
+static void go_drain(struct allocrun *r, uint64_t now)
+{
+	if (!r->nr_go && !r->all)
+		return;
+	allocprof__go_buckets(r->ap, on_gobucket, r);
+	if (r->gob && (htab__count(r->gob) <= ALLOC_GO_INUSE_EVERY || now >= r->go_next_inuse)) {
+		go_inuse(r, NULL, false);
+		r->go_next_inuse = now + ALLOC_REFRESH_NS;
+	}
+}
+
 /* Whether process tgid has exited (one live walk asks once a process). */
 static bool exited(struct allocrun *r, uint32_t tgid)
 {
@@ -746,6 +1052,8 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 	struct gobuild b = { .minor = 0 };
 	unsigned pa, sa, fpa, fsa, koff = 0, kind = 0;
 	int nprobed = GO_PROBED; /* mProf_Malloc alone: freeSpecial's layout not known */
+	struct gobucket_layout layout;
+	int bl;
 	bool x86 = false;
 	uint64_t bias, va;
 	int err;
@@ -777,7 +1085,38 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 		       path, b.version);
 		return -ENOTSUP;
 	}
-	if (gobuildinfo__special_kind(b.minor, &koff, &kind)) {
+	bl = gobuildinfo__bucket_layout(b.minor, &layout);
+	if (bl >= 0 && at[GO_SETPROFILEBUCKET]) {
+		/* the bucket read in userspace: setprofilebucket alone, no free probe */
+		uint64_t pc, off;
+		uint32_t c = ALLOC_COOKIE(ALLOC_FN_GO_BUCKET, layout.p_arg, layout.b_arg) |
+			     ALLOC_COOKIE_GO_LAYOUT_SET(bl);
+		bool check = false, bad = go_probe_pc(g, at[GO_SETPROFILEBUCKET], &pc) != 0;
+
+		if (!bad && x86 && !go_check_pc(f, at[GO_SETPROFILEBUCKET], &pc)) {
+			check = true;
+			c |= ALLOC_COOKIE_GO_AT_CHECK;
+		}
+		if (bad || elfsym__vaddr_to_off(es, pc, &off, NULL)) {
+			p_warn("%s: %s not found in its pc-line table: its Go allocations not "
+			       "profiled",
+			       path, go_names[GO_SETPROFILEBUCKET][0]);
+			return -ENOENT;
+		}
+		p_debug("probing %s at %s+0x%" PRIx64 " (+%" PRIu64 " past its entry: %s) in %u",
+			go_names[GO_SETPROFILEBUCKET][0], path, off, pc - at[GO_SETPROFILEBUCKET],
+			check ? "its stack check's jump, emulated"
+			      : "its first instruction with a frame",
+			pid);
+		p_debug("%s: built by %s: setprofilebucket's bucket in argument %u, read from "
+			"the process (bucket size at +%u, nstk at +%u, stack at +%u): no free "
+			"probed",
+			path, b.version, layout.b_arg, layout.size_off, layout.nstk_off,
+			layout.hdr);
+		fns[*n] = c;
+		offs[(*n)++] = off;
+		nprobed = 0;
+	} else if (gobuildinfo__special_kind(b.minor, &koff, &kind)) {
 		/* allocations still: mProf_Malloc's arguments are known */
 		p_warn("%s: built by %s, whose runtime's special records are not known to "
 		       "bpfprof (the layouts verified: Go 1.19): its Go allocations profiled, "
@@ -820,7 +1159,7 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 	gp = goproc_of(r, pid);
 	if (!gp) {
 		if (array_grow((void **)&r->go, &r->cap_go, r->nr_go + 1, sizeof(*r->go))) {
-			*n -= (size_t)nprobed;
+			*n -= (size_t)(nprobed ? nprobed : 1);
 			return -ENOMEM;
 		}
 		gp = &r->go[r->nr_go++];
@@ -1096,7 +1435,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	uint64_t offs[ALLOC_FN_NR];
 	uint32_t fns[ALLOC_FN_NR];
 	bool have[ALLOC_FN_NR] = { false };
-	uint64_t at[ALLOC_FN_NR], at_end[ALLOC_FN_NR], go_at[GO_NR];
+	uint64_t at[ALLOC_FN_NR], at_end[ALLOC_FN_NR], go_at[GO_NR] = { 0 };
 	bool go_have[GO_NR] = { false }, libc, go;
 	uint64_t sb_at[SBCL_NR];
 	bool sb_have[SBCL_NR] = { false }, sbcl;
@@ -1571,6 +1910,7 @@ uint64_t allocrun__tick(struct allocrun *r, uint64_t now)
 	r->noted_now = 0;
 	sbcl_drain_begins(r);
 	allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
+	go_drain(r, now);
 	if (!r->guard_threaded)
 		guard_tick(r);
 	if (r->all)
@@ -1661,6 +2001,7 @@ void allocrun__stop(struct allocrun *r)
 	/* What is left: the ring holds at most ALLOC_RING_BYTES of it. */
 	sbcl_drain_begins(r);
 	allocprof__drain(r->ap, on_event, r, ALLOC_RING_BYTES / sizeof(struct alloc_event) + 1);
+	go_drain(r, now_ns());
 	r->t1 = now_ns();
 	r->scale = allocrun__span_scale(r->start.t, r->start.on, r->t1,
 					r->all ? allocguard__on_ns(&r->g, r->t1) : 0);
@@ -2117,6 +2458,7 @@ static int take_inuse(struct allocrun *r, struct profile *prof, bool sweep)
 	}
 	r->sweep = sweep;
 	err = allocprof__live(r->ap, on_live, r, &deleted);
+	go_inuse(r, r->inuse, sweep);
 	r->sweep = false;
 	r->live_dropped_exited += deleted;
 	if (err)
@@ -2145,8 +2487,10 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 	double scale = 1;
 	int err = 0;
 
-	if (!r->t1) /* what the ring holds first: its blocks in the table name its stacks */
+	if (!r->t1) { /* what the ring holds first: its blocks in the table name its stacks */
 		allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
+		go_drain(r, now_ns());
+	}
 	now = r->t1 ? r->t1 : now_ns();
 	allocprof__counters(r->ap, c);
 	edge_at(r, &e, now, c);
@@ -2254,6 +2598,12 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 		.max_held = max_held(),
 		.held_over = r->held_over,
 		.looked_over = r->looked_over,
+		.go_buckets = r->gob ? htab__count(r->gob) : 0,
+		.go_bkt_bad = r->go_bkt_bad,
+		.go_bkt_gone = r->go_bkt_gone,
+		.go_bkt_over = r->go_bkt_over,
+		.go_bkt_reads = r->go_bkt_reads,
+		.go_bkt_read_ns = r->go_bkt_read_ns,
 	};
 	stacktab__stats(r->stacks, &st->stacks);
 	allocprof__counters(r->ap, st->c);
@@ -2538,6 +2888,15 @@ void allocrun__free(struct allocrun *r)
 	free(r->held);
 	set_free(r, r->aggs, false);
 	set_free(r, r->tick, false);
+	for (struct htab_entry *e; r->gob && (e = htab__next(r->gob, &pos));) {
+		struct gobkt *b = e->value;
+
+		if (b->stack)
+			stacktab__put(r->stacks, b->stack);
+		free(b);
+	}
+	htab__free(r->gob);
+	pos = 0;
 	for (struct htab_entry *e; (e = htab__next(r->comms, &pos));)
 		free(e->value);
 	htab__free(r->comms);

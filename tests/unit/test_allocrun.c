@@ -174,6 +174,26 @@ int allocprof__live(struct allocprof *a,
 	return 0;
 }
 
+/* Go's buckets: none here (tests/integration/test_gobucket.py runs them). */
+int allocprof__go_buckets(struct allocprof *a,
+			  void (*cb)(void *ctx, const struct alloc_go_bkey *k,
+				     const struct alloc_go_bval *v),
+			  void *ctx)
+{
+	(void)a;
+	(void)cb;
+	(void)ctx;
+	return 0;
+}
+
+size_t allocprof__go_forget(struct allocprof *a, const struct alloc_go_bkey *keys, size_t n)
+{
+	(void)a;
+	(void)keys;
+	(void)n;
+	return 0;
+}
+
 void allocprof__counters(struct allocprof *a, uint64_t out[ALLOC_C_NR])
 {
 	(void)a;

@@ -54,7 +54,8 @@ bool gobuildinfo__matches_pclntab(unsigned minor, enum gopclntab_version v);
  * -ENOTSUP before 1.17 (arguments on the stack).
  */
 int gobuildinfo__mprof_malloc_args(unsigned minor, unsigned *p_arg, unsigned *size_arg);
-/* runtime.freeSpecial(s, p, size)'s, the same since 1.17. */
+/* runtime.freeSpecial(s, p, size)'s, the same since 1.17 (probed for Go 1.19
+ * only where runtime.setprofilebucket is not found). */
 int gobuildinfo__free_special_args(unsigned minor, unsigned *p_arg, unsigned *size_arg);
 
 /*

@@ -20,8 +20,12 @@
  *
  * Go: the runtime samples its own allocations (one per
  * runtime.MemProfileRate bytes on average, when the program links
- * runtime.MemProfile) and records each through runtime.mProf_Malloc; a file
- * defining it, runtime.freeSpecial and runtime.mProf_Free gets entry probes
+ * runtime.MemProfile) and records each through runtime.mProf_Malloc in its
+ * profile bucket, then runtime.setprofilebucket(p, b). Go 1.19 (the bucket
+ * layout verified): setprofilebucket alone is probed, its calls counted by
+ * (process, bucket) in BPF; each bucket's size and stack read here once,
+ * its in-use counts every drain (go_drain, go_inuse). Other releases: a
+ * file defining mProf_Malloc, runtime.freeSpecial and runtime.mProf_Free gets entry probes
  * there (past each function's stack-check prologue, from the pc-line
  * table's stack deltas), every call recorded, weighed with the target's own
  * MemProfileRate, read from its memory (512 KiB, the default, when the
@@ -1038,10 +1042,12 @@ static int go_file_flag(struct mfile *f, const char *name)
 
 /*
  * The Go runtime's memory-profiling functions of a file (at[GO_*] their
- * addresses), as probes: mProf_Malloc and freeSpecial (which reads the
- * special's kind: a release whose layout is not verified is refused),
- * appended to fns/offs (n). The process's rate is found. 0, or -errno (said: the file's Go
- * allocations are not profiled).
+ * addresses), as probes appended to fns/offs (n): setprofilebucket alone
+ * where the release's bucket layout is verified (the buckets read here:
+ * go_bucket_read, go_inuse); else mProf_Malloc and freeSpecial (which reads
+ * the special's kind) where that is verified; else mProf_Malloc alone
+ * (allocations, no in-use values; said). The process's rate is found. 0, or -errno (said: the
+ * file's Go allocations are not profiled).
  */
 static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, const char *path,
 		     const struct procmap *m, uint32_t pid, const uint64_t at[GO_NR], uint32_t *fns,

@@ -89,6 +89,14 @@ struct {
 	__type(value, struct alloc_go_bval);
 } gobuckets SEC(".maps");
 
+/* Go: each process's entries in gobuckets (ALLOC_GO_BUCKETS_PROC at most). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ALLOC_GO_PROCS);
+	__type(key, __u32);
+	__type(value, __u32);
+} gobucket_procs SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, ALLOC_C_NR);
@@ -286,6 +294,7 @@ static __always_inline void go_bucket(struct pt_regs *ctx, __u32 tgid, __u32 coo
 {
 	struct alloc_go_bkey k = { .tgid = tgid, .pad = ALLOC_COOKIE_GO_LAYOUT(cookie) };
 	struct alloc_go_bval nv = { .count = 1 }, *v;
+	__u32 zero = 0, *np;
 
 #if defined(__TARGET_ARCH_x86)
 	if ((cookie & ALLOC_COOKIE_GO_AT_CHECK) && (ctx->flags & (GO_X86_CF | GO_X86_ZF)))
@@ -300,14 +309,29 @@ static __always_inline void go_bucket(struct pt_regs *ctx, __u32 tgid, __u32 coo
 		__sync_fetch_and_add(&v->count, 1);
 		return;
 	}
-	bpf_get_current_comm(nv.comm, sizeof(nv.comm));
-	if (!bpf_map_update_elem(&gobuckets, &k, &nv, BPF_NOEXIST))
-		return;
-	v = bpf_map_lookup_elem(&gobuckets, &k); /* made meanwhile by another thread */
-	if (v)
-		__sync_fetch_and_add(&v->count, 1);
-	else
+	/* a new bucket: within the process's share (a forged flood fills its own) */
+	np = bpf_map_lookup_elem(&gobucket_procs, &tgid);
+	if (!np) {
+		bpf_map_update_elem(&gobucket_procs, &tgid, &zero, BPF_NOEXIST);
+		np = bpf_map_lookup_elem(&gobucket_procs, &tgid);
+	}
+	if (!np || *np >= ALLOC_GO_BUCKETS_PROC) {
 		counter_add(ALLOC_C_GO_BUCKETS_FULL);
+		return;
+	}
+	bpf_get_current_comm(nv.comm, sizeof(nv.comm));
+	if (!bpf_map_update_elem(&gobuckets, &k, &nv, BPF_NOEXIST)) {
+		__sync_fetch_and_add(np, 1);
+		return;
+	}
+	v = bpf_map_lookup_elem(&gobuckets, &k); /* made meanwhile by another thread */
+	if (v) {
+		__sync_fetch_and_add(&v->count, 1);
+		return;
+	}
+	counter_add(ALLOC_C_GO_BUCKETS_FULL);
+	if (!*np) /* the table full: no entry of the process's left behind */
+		bpf_map_delete_elem(&gobucket_procs, &tgid);
 }
 
 /*

@@ -216,7 +216,9 @@ enum alloc_counter {
  * bucket's size and stack from the process once and its in-use counts
  * (the bucket's memRecord) at each take: no free is probed.
  */
-#define ALLOC_GO_BUCKETS 65536 /* (process, bucket) counted at once */
+#define ALLOC_GO_BUCKETS      65536 /* (process, bucket) counted at once */
+#define ALLOC_GO_BUCKETS_PROC 8192  /* ... of one process (a tenant's forged ones: its own) */
+#define ALLOC_GO_PROCS	      4096  /* processes with buckets counted at once */
 /* setprofilebucket's cookie: ALLOC_COOKIE(ALLOC_FN_GO_BUCKET, p_arg, b_arg) |
  * ALLOC_COOKIE_GO_LAYOUT_SET(layout): the bucket layout's index
  * (gobuildinfo__bucket_layout), carried in the key's pad. */

@@ -579,10 +579,14 @@ out:
 size_t allocprof__go_forget(struct allocprof *a, const struct alloc_go_bkey *keys, size_t n)
 {
 	int fd = bpf_map__fd(a->skel->maps.gobuckets);
+	int pfd = bpf_map__fd(a->skel->maps.gobucket_procs);
 	size_t done = 0;
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		done += !bpf_map_delete_elem(fd, &keys[i]);
+		if (!i || keys[i].tgid != keys[i - 1].tgid)
+			bpf_map_delete_elem(pfd, &keys[i].tgid);
+	}
 	return done;
 }
 

@@ -106,7 +106,8 @@ int allocprof__go_buckets(struct allocprof *a,
 			  void (*cb)(void *ctx, const struct alloc_go_bkey *k,
 				     const struct alloc_go_bval *v),
 			  void *ctx);
-/* Go: the entries of keys deleted (exited processes'). How many were. */
+/* Go: the entries of keys deleted (exited processes', all of each process's:
+ * its count of entries goes too). How many were. */
 size_t allocprof__go_forget(struct allocprof *a, const struct alloc_go_bkey *keys, size_t n);
 /* The program's own counters (alloc_abi.h, enum alloc_counter), summed. */
 void allocprof__counters(struct allocprof *a, uint64_t out[ALLOC_C_NR]);

@@ -134,6 +134,7 @@ struct goproc {
  * entries bound them), with the bucket's layout (cookie's, the key's pad).
  */
 #define ALLOC_GO_INUSE_EVERY 4096 /* buckets whose in-use is read every drain; more: every s */
+#define ALLOC_GO_READS	     1024 /* new buckets read per drain (the others wait a drain) */
 
 struct gobkt {
 	uint64_t seen;	     /* the map's count taken so far */
@@ -265,12 +266,14 @@ struct allocrun {
 	bool share_said; /* the share's warning, once */
 	/* Go's buckets: alloc_go_bkey -> struct gobkt */
 	struct htab *gob;
-	uint64_t go_bkt_over;	 /* samples of buckets not kept: the table full */
-	uint64_t go_bkt_bad;	 /* samples of buckets refused (forged, unreadable) */
-	uint64_t go_bkt_gone;	 /* samples of new buckets seen after their process exited */
-	uint64_t go_bkt_read_ns; /* userspace's time reading buckets (run-long) */
-	uint64_t go_bkt_reads;	 /* buckets read (first reads and in-use reads) */
-	uint64_t go_next_inuse;	 /* the next in-use read of many buckets */
+	uint64_t go_bkt_over;	    /* samples of buckets not kept: the table full */
+	uint64_t go_bkt_bad;	    /* samples of buckets refused (forged, unreadable) */
+	uint64_t go_bkt_gone;	    /* samples of new buckets seen after their process exited */
+	uint64_t go_bkt_read_ns;    /* userspace's time reading buckets (run-long) */
+	uint64_t go_bkt_reads;	    /* buckets read (first reads and in-use reads) */
+	uint64_t go_next_inuse;	    /* the next in-use read of many buckets */
+	unsigned go_reads_now;	    /* new buckets read in this drain */
+	uint64_t go_reads_deferred; /* new buckets left for a later drain (the budget) */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -678,12 +681,18 @@ static void on_gobucket(void *ctx, const struct alloc_go_bkey *k, const struct a
 		memcpy(b->comm, v->comm, 16);
 	}
 	b = e->value;
+	if (!b->state) {
+		if (r->go_reads_now >= ALLOC_GO_READS) { /* its samples taken at a later drain */
+			r->go_reads_deferred++;
+			return;
+		}
+		r->go_reads_now++;
+		go_bucket_read(r, k, b);
+	}
 	n = v->count >= b->seen ? v->count - b->seen : v->count; /* a new entry under the key */
 	b->seen = v->count;
 	if (!n)
 		return;
-	if (!b->state)
-		go_bucket_read(r, k, b);
 	r->events += n;
 	if (r->all && r->noted_now < ALLOC_MAX_NOTED &&
 	    !htab__find(r->noted, &k->tgid, sizeof(k->tgid))) {
@@ -730,22 +739,28 @@ static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n)
 	struct goproc *g = goproc_of(r, id.pid);
 	uint64_t *addrs = malloc(n * sizeof(*addrs)), (*act)[4] = malloc(n * sizeof(*act));
 	bool *ok = malloc(n * sizeof(*ok));
+	struct gobkt **bs = malloc(n * sizeof(*bs));
 	struct pproc *p;
+	size_t m = 0;
 
-	if (addrs && act && ok && !ptab__get(r->ptab, &id, &p)) {
+	if (bs && addrs && act && ok && !ptab__get(r->ptab, &id, &p)) {
 		for (size_t i = 0; i < n; i++)
-			addrs[i] = refs[i].k->b + refs[i].b->active_off;
-		if (ptab__read_memv(r->ptab, p, addrs, n, sizeof(act[0]), act, ok) > 0)
+			if (refs[i].b->state > 0) {
+				bs[m] = refs[i].b;
+				addrs[m++] = refs[i].k->b + refs[i].b->active_off;
+			}
+		n = m;
+		if (n && ptab__read_memv(r->ptab, p, addrs, n, sizeof(act[0]), act, ok) > 0)
 			for (size_t i = 0; i < n; i++)
 				if (ok[i]) {
 					gobucket__inuse(act[i], g ? g->rate : GO_DEFAULT_RATE,
-							&refs[i].b->inuse_objects,
-							&refs[i].b->inuse_bytes);
-					refs[i].b->inuse_known = true;
+							&bs[i]->inuse_objects, &bs[i]->inuse_bytes);
+					bs[i]->inuse_known = true;
 				}
 		ptab__put(r->ptab, p);
 		r->go_bkt_reads += n;
 	}
+	free(bs);
 	free(addrs);
 	free(act);
 	free(ok);
@@ -768,8 +783,7 @@ static void go_inuse(struct allocrun *r, struct htab *into, bool sweep)
 	if (!refs)
 		return;
 	for (struct htab_entry *e; m < n && (e = htab__next(r->gob, &pos));)
-		if (((struct gobkt *)e->value)->state > 0)
-			refs[m++] = (struct gobkt_ref){ (const void *)e->key, e->value };
+		refs[m++] = (struct gobkt_ref){ (const void *)e->key, e->value };
 	qsort(refs, m, sizeof(*refs), gobkt_ref_cmp);
 	for (size_t i = 0, j; i < m; i = j) {
 		uint32_t tgid = refs[i].k->tgid;
@@ -779,12 +793,12 @@ static void go_inuse(struct allocrun *r, struct htab *into, bool sweep)
 			;
 		gone = into ? exited(r, tgid) : kill((pid_t)tgid, 0) && errno == ESRCH;
 		if (!gone)
-			go_inuse_read(r, refs + i, j - i);
+			go_inuse_read(r, refs + i, j - i); /* the buckets read (state 1) */
 		for (size_t x = i; into && x < j; x++) {
 			struct gobkt *b = refs[x].b;
 			struct agg *a;
 
-			if (!b->inuse_known || !(b->inuse_objects > 0))
+			if (b->state <= 0 || !b->inuse_known || !(b->inuse_objects > 0))
 				continue;
 			a = agg_get(r, into, tgid, b->stack, NULL, 0, true);
 			if (!a) {
@@ -823,6 +837,7 @@ static void go_drain(struct allocrun *r, uint64_t now)
 {
 	if (!r->nr_go && !r->all)
 		return;
+	r->go_reads_now = 0;
 	allocprof__go_buckets(r->ap, on_gobucket, r);
 	if (r->gob && (htab__count(r->gob) <= ALLOC_GO_INUSE_EVERY || now >= r->go_next_inuse)) {
 		go_inuse(r, NULL, false);

@@ -260,6 +260,11 @@ $(OUT)/workloads/goalloc-stripped: $(GOALLOC_SRCS) | $(OUT)/workloads
 $(OUT)/workloads/goalloc-nomemprof: $(GOALLOC_SRCS) | $(OUT)/workloads
 	$(call msg,GO,$@)
 	$(Q)cd tests/workloads/goalloc && $(GO) build -tags nomemprof -o $(abspath $@) .
+# A tenant's Go program that forges the profile buckets bpfprof --alloc reads.
+GO_WORKLOADS += $(OUT)/workloads/goforge
+$(OUT)/workloads/goforge: tests/workloads/goforge/main.go tests/workloads/goforge/go.mod | $(OUT)/workloads
+	$(call msg,GO,$@)
+	$(Q)cd tests/workloads/goforge && $(GO) build -o $(abspath $@) .
 
 # Workloads for the annotate tests: one hot instruction, a C and a C++ template
 # function; their DWARF moved to NAME.debug beside them (.gnu_debuglink), the

@@ -133,8 +133,9 @@ struct goproc {
  * in-use counts at each take; kept while the process lives (the map's
  * entries bound them), with the bucket's layout (cookie's, the key's pad).
  */
-#define ALLOC_GO_INUSE_EVERY 4096 /* buckets whose in-use is read every drain; more: every s */
-#define ALLOC_GO_READS	     1024 /* new buckets read per drain (the others wait a drain) */
+#define ALLOC_GO_INUSE_EVERY                                                                       \
+	4096 /* a process's buckets whose in-use is read every drain; more: every s */
+#define ALLOC_GO_READS 1024 /* new buckets read per drain (the others wait a drain) */
 
 struct gobkt {
 	uint64_t seen;	     /* the map's count taken so far */
@@ -272,7 +273,9 @@ struct allocrun {
 	uint64_t go_bkt_read_ns;    /* userspace's time reading buckets (run-long) */
 	uint64_t go_bkt_reads;	    /* buckets read (first reads and in-use reads) */
 	uint64_t go_next_inuse;	    /* the next in-use read of many buckets */
-	unsigned go_reads_now;	    /* new buckets read in this drain */
+	struct gobkt_new *new_bkts; /* this drain's new buckets (ALLOC_GO_READS) */
+	size_t nr_new;
+	unsigned go_refused_said;   /* refused buckets said (-v): the first few */
 	uint64_t go_reads_deferred; /* new buckets left for a later drain (the budget) */
 };
 
@@ -572,48 +575,54 @@ static int go_layout_of(const struct alloc_go_bkey *k, struct gobucket_layout *l
 }
 
 /*
- * A new bucket read from its process (bounded: GOBUCKET_READ bytes of that
- * process's memory, once): its size and stack (interned, a reference held),
- * and its in-use counts if the read reached them. A forged or unreadable
- * one is refused: its samples counted (go_bkt_bad), nothing else.
+ * A new bucket read from its process p (NULL: gone) (bounded: at most
+ * GOBUCKET_READ bytes of that process's memory, once; pre: those bytes
+ * read already, else NULL): its size and stack (interned, a reference
+ * held), and its in-use counts if the read reached them. A forged or
+ * unreadable one is refused: its samples counted (go_bkt_bad), nothing else.
  */
-static void go_bucket_read(struct allocrun *r, const struct alloc_go_bkey *k, struct gobkt *b)
+static void go_bucket_read(struct allocrun *r, struct pproc *p, const struct alloc_go_bkey *k,
+			   struct gobkt *b, const uint8_t *pre)
 {
-	struct proc_id id = { .pid = k->tgid, .exec_id = PROC_EXEC_ANY };
 	uint8_t buf[GOBUCKET_READ];
 	struct gobucket_layout l;
 	struct gobucket gb;
-	struct pproc *p;
 	ssize_t got = -ESRCH;
-	uint64_t t0 = now_ns(), h;
+	uint64_t h, nstk;
 
 	b->state = -1;
 	if (go_layout_of(k, &l))
 		return;
-	if (ptab__get(r->ptab, &id, &p)) {
+	if (!p) {
 		b->state = -2; /* gone before its first read */
 		return;
 	}
-	got = ptab__read_mem(r->ptab, p, k->b, buf, sizeof(buf));
-	if (got < (ssize_t)sizeof(buf)) /* the bucket may end at its mapping's end */
-		got = ptab__read_mem(r->ptab, p, k->b, buf, l.hdr + 8 * GOBUCKET_MAX_STACK);
-	if (got < (ssize_t)(l.hdr + 8 * GOBUCKET_MAX_STACK))
-		got = ptab__read_mem(r->ptab, p, k->b, buf, l.hdr);
-	ptab__put(r->ptab, p);
 	r->go_bkt_reads++;
-	if (got > 0 && gobucket__parse(buf, (size_t)got, &l, &gb) == -ENODATA && got >= l.hdr) {
-		/* its stack past what one read reached: read it exactly */
-		if (!ptab__get(r->ptab, &id, &p)) {
-			got = ptab__read_mem(r->ptab, p, k->b, buf, sizeof(buf));
-			ptab__put(r->ptab, p);
+	if (pre) {
+		memcpy(buf, pre, sizeof(buf));
+		got = sizeof(buf);
+	} else {
+		/* the header, then exactly the stack and the record (the bucket may end
+		 * at its mapping's end), else the stack alone */
+		got = ptab__read_mem(r->ptab, p, k->b, buf, l.hdr);
+		if (got == (ssize_t)l.hdr) {
+			memcpy(&nstk, buf + l.nstk_off, sizeof(nstk));
+			if (nstk <= GOBUCKET_MAX_STACK) {
+				size_t want = l.hdr + 8 * nstk + 32;
+
+				got = ptab__read_mem(r->ptab, p, k->b, buf, want);
+				if (got < (ssize_t)want)
+					got = ptab__read_mem(r->ptab, p, k->b, buf, want - 32);
+			}
 		}
 	}
 	if (got == -ESRCH)
 		b->state = -2;
 	if (got <= 0 || gobucket__parse(buf, (size_t)got, &l, &gb)) {
-		p_debug("process %u: Go bucket 0x%" PRIx64 " refused (%s)", k->tgid, (uint64_t)k->b,
-			got <= 0 ? "not readable" : "not a memory-profile bucket");
-		r->go_bkt_read_ns += now_ns() - t0;
+		if (r->go_refused_said++ < 8) /* a tenant's flood: a few said, all counted */
+			p_debug("process %u: Go bucket 0x%" PRIx64 " refused (%s)", k->tgid,
+				(uint64_t)k->b,
+				got <= 0 ? "not readable" : "not a memory-profile bucket");
 		return;
 	}
 	b->state = 1;
@@ -627,15 +636,14 @@ static void go_bucket_read(struct allocrun *r, const struct alloc_go_bkey *k, st
 			b->stack = h;
 	}
 	if ((size_t)got >= (size_t)gb.active_off + 32) {
-		uint64_t a[4];
+		uint64_t act[4];
+		struct goproc *g = goproc_of(r, k->tgid);
 
-		memcpy(a, buf + gb.active_off, sizeof(a));
-		gobucket__inuse(
-			a, goproc_of(r, k->tgid) ? goproc_of(r, k->tgid)->rate : GO_DEFAULT_RATE,
-			&b->inuse_objects, &b->inuse_bytes);
+		memcpy(act, buf + gb.active_off, sizeof(act));
+		gobucket__inuse(act, g ? g->rate : GO_DEFAULT_RATE, &b->inuse_objects,
+				&b->inuse_bytes);
 		b->inuse_known = true;
 	}
-	r->go_bkt_read_ns += now_ns() - t0;
 }
 
 /* n samples of bucket b into set's aggregate of (tgid, its stack). */
@@ -655,41 +663,21 @@ static bool go_set_add(struct allocrun *r, struct htab *set, uint32_t tgid, cons
 	return true;
 }
 
-/* One entry of the gobuckets map: its samples since the last drain. */
-static void on_gobucket(void *ctx, const struct alloc_go_bkey *k, const struct alloc_go_bval *v)
-{
-	struct allocrun *r = ctx;
-	struct htab_entry *e = r->gob ? htab__find(r->gob, k, sizeof(*k)) : NULL;
+/* A new bucket waiting for its first read (this drain's, sorted by process). */
+struct gobkt_new {
+	struct alloc_go_bkey k;
+	struct alloc_go_bval v;
 	struct gobkt *b;
-	uint64_t n;
+};
+
+/* bucket b's samples counted since the last drain (v: the map's value). */
+static void go_count(struct allocrun *r, const struct alloc_go_bkey *k,
+		     const struct alloc_go_bval *v, struct gobkt *b)
+{
+	uint64_t n = v->count >= b->seen ? v->count - b->seen : v->count; /* a new entry */
 	bool created;
 	double w;
 
-	if (!e) {
-		if ((!r->gob && !(r->gob = htab__new())) ||
-		    htab__count(r->gob) >= ALLOC_GO_BUCKETS || !(b = calloc(1, sizeof(*b)))) {
-			r->go_bkt_over += v->count; /* counted again each drain: an upper bound */
-			return;
-		}
-		e = htab__upsert(r->gob, k, sizeof(*k), &created);
-		if (!e) {
-			free(b);
-			r->go_bkt_over += v->count;
-			return;
-		}
-		e->value = b;
-		memcpy(b->comm, v->comm, 16);
-	}
-	b = e->value;
-	if (!b->state) {
-		if (r->go_reads_now >= ALLOC_GO_READS) { /* its samples taken at a later drain */
-			r->go_reads_deferred++;
-			return;
-		}
-		r->go_reads_now++;
-		go_bucket_read(r, k, b);
-	}
-	n = v->count >= b->seen ? v->count - b->seen : v->count; /* a new entry under the key */
 	b->seen = v->count;
 	if (!n)
 		return;
@@ -714,6 +702,95 @@ static void on_gobucket(void *ctx, const struct alloc_go_bkey *k, const struct a
 	if (!go_set_add(r, r->aggs, k->tgid, b, n, w) ||
 	    (r->tick && !go_set_add(r, r->tick, k->tgid, b, n, w)))
 		r->oom++;
+}
+
+/* One entry of the gobuckets map: its samples since the last drain; a new
+ * bucket's wait for its read (go_read_new), ALLOC_GO_READS a drain. */
+static void on_gobucket(void *ctx, const struct alloc_go_bkey *k, const struct alloc_go_bval *v)
+{
+	struct allocrun *r = ctx;
+	struct htab_entry *e = r->gob ? htab__find(r->gob, k, sizeof(*k)) : NULL;
+	struct gobkt *b;
+	bool created;
+
+	if (!e) {
+		if ((!r->gob && !(r->gob = htab__new())) ||
+		    htab__count(r->gob) >= ALLOC_GO_BUCKETS || !(b = calloc(1, sizeof(*b)))) {
+			r->go_bkt_over += v->count; /* counted again each drain: an upper bound */
+			return;
+		}
+		e = htab__upsert(r->gob, k, sizeof(*k), &created);
+		if (!e) {
+			free(b);
+			r->go_bkt_over += v->count;
+			return;
+		}
+		e->value = b;
+		memcpy(b->comm, v->comm, 16);
+	}
+	b = e->value;
+	if (b->state) {
+		go_count(r, k, v, b);
+		return;
+	}
+	if (r->nr_new >= ALLOC_GO_READS ||
+	    (!r->new_bkts && !(r->new_bkts = malloc(ALLOC_GO_READS * sizeof(*r->new_bkts))))) {
+		r->go_reads_deferred++; /* its samples taken at a later drain */
+		return;
+	}
+	r->new_bkts[r->nr_new++] = (struct gobkt_new){ *k, *v, b };
+}
+
+static int gobkt_new_cmp(const void *a, const void *b)
+{
+	const struct gobkt_new *x = a, *y = b;
+
+	return x->k.tgid < y->k.tgid ? -1 : x->k.tgid > y->k.tgid;
+}
+
+/*
+ * This drain's new buckets read, a process at a time: one process_vm_readv
+ * for all of its (GOBUCKET_READ bytes each), a bucket that read missed
+ * (at its mapping's end, or not readable) read alone; then counted.
+ */
+static void go_read_new(struct allocrun *r)
+{
+	size_t n = r->nr_new;
+	uint8_t *bufs = n ? malloc(n * GOBUCKET_READ) : NULL;
+	uint64_t *addrs = n ? malloc(n * sizeof(*addrs)) : NULL;
+	bool *ok = n ? malloc(n * sizeof(*ok)) : NULL;
+	uint64_t t0 = now_ns();
+
+	qsort(r->new_bkts, n, sizeof(*r->new_bkts), gobkt_new_cmp);
+	for (size_t i = 0, j; i < n; i = j) {
+		struct gobkt_new *nb = r->new_bkts;
+		struct proc_id id = { .pid = nb[i].k.tgid, .exec_id = PROC_EXEC_ANY };
+		struct pproc *p = NULL;
+		bool batch = false;
+
+		for (j = i; j < n && nb[j].k.tgid == id.pid; j++)
+			if (addrs)
+				addrs[j - i] = nb[j].k.b;
+		if (ptab__get(r->ptab, &id, &p))
+			p = NULL;
+		if (p && bufs && addrs && ok)
+			batch = ptab__read_memv(r->ptab, p, addrs, j - i, GOBUCKET_READ, bufs + 0,
+						ok) >= 0;
+		for (size_t x = i; x < j; x++) {
+			const uint8_t *pre =
+				batch && ok[x - i] ? bufs + (x - i) * GOBUCKET_READ : NULL;
+
+			go_bucket_read(r, p, &nb[x].k, nb[x].b, pre);
+			go_count(r, &nb[x].k, &nb[x].v, nb[x].b);
+		}
+		if (p)
+			ptab__put(r->ptab, p);
+	}
+	r->nr_new = 0;
+	r->go_bkt_read_ns += now_ns() - t0;
+	free(bufs);
+	free(addrs);
+	free(ok);
 }
 
 struct gobkt_ref {
@@ -773,7 +850,7 @@ static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n)
  * before it). into: the live walk's set (pinned stacks), and sweep: the
  * buckets of exited processes then let go (here and in BPF).
  */
-static void go_inuse(struct allocrun *r, struct htab *into, bool sweep)
+static void go_inuse(struct allocrun *r, struct htab *into, bool sweep, bool big_too)
 {
 	size_t n = r->gob ? htab__count(r->gob) : 0, pos = 0, m = 0, nr_del = 0, cap_del = 0;
 	struct gobkt_ref *refs = n ? malloc(n * sizeof(*refs)) : NULL;
@@ -792,7 +869,9 @@ static void go_inuse(struct allocrun *r, struct htab *into, bool sweep)
 		for (j = i; j < m && refs[j].k->tgid == tgid; j++)
 			;
 		gone = into ? exited(r, tgid) : kill((pid_t)tgid, 0) && errno == ESRCH;
-		if (!gone)
+		/* a drain's: the processes with few buckets (a command's last ones are
+		 * those of its exit), the others every second */
+		if (!gone && (into || big_too || j - i <= ALLOC_GO_INUSE_EVERY))
 			go_inuse_read(r, refs + i, j - i); /* the buckets read (state 1) */
 		for (size_t x = i; into && x < j; x++) {
 			struct gobkt *b = refs[x].b;
@@ -831,17 +910,22 @@ static void go_inuse(struct allocrun *r, struct htab *into, bool sweep)
 	free(del);
 }
 
-/* A drain of the Go buckets' counts (and of their in-use counts, every drain
- * while they are few: a command's last ones are those of its exit). */
+/* A drain of the Go buckets' counts (and of their in-use counts: every drain
+ * for a process with few buckets, a command's last ones those of its exit;
+ * every second for one with more). */
 static void go_drain(struct allocrun *r, uint64_t now)
 {
 	if (!r->nr_go && !r->all)
 		return;
-	r->go_reads_now = 0;
+	r->nr_new = 0;
 	allocprof__go_buckets(r->ap, on_gobucket, r);
-	if (r->gob && (htab__count(r->gob) <= ALLOC_GO_INUSE_EVERY || now >= r->go_next_inuse)) {
-		go_inuse(r, NULL, false);
-		r->go_next_inuse = now + ALLOC_REFRESH_NS;
+	go_read_new(r);
+	if (r->gob) {
+		bool big = now >= r->go_next_inuse;
+
+		go_inuse(r, NULL, false, big);
+		if (big)
+			r->go_next_inuse = now + ALLOC_REFRESH_NS;
 	}
 }
 
@@ -2479,7 +2563,7 @@ static int take_inuse(struct allocrun *r, struct profile *prof, bool sweep)
 	}
 	r->sweep = sweep;
 	err = allocprof__live(r->ap, on_live, r, &deleted);
-	go_inuse(r, r->inuse, sweep);
+	go_inuse(r, r->inuse, sweep, true);
 	r->sweep = false;
 	r->live_dropped_exited += deleted;
 	if (err)
@@ -2917,6 +3001,7 @@ void allocrun__free(struct allocrun *r)
 		free(b);
 	}
 	htab__free(r->gob);
+	free(r->new_bkts);
 	pos = 0;
 	for (struct htab_entry *e; (e = htab__next(r->comms, &pos));)
 		free(e->value);

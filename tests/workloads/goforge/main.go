@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+// goforge - a tenant's Go program that forges what bpfprof --alloc reads
+// from Go's profile buckets: it calls runtime.setprofilebucket(p, b) itself
+// (go:linkname) with b pointing at bytes it made (a bucket with a garbage
+// stack and absurd counts, one whose nstk is huge, one of another type), at
+// unmapped and kernel addresses, and at thousands of distinct forged buckets
+// (a flood past its share of bpfprof's table). Each p is a fresh object kept
+// reachable for ever (the runtime would update b's counts at its free).
+// The runtime's own sampling is off (MemProfileRate 0): no real bucket.
+//
+//	goforge [wait] SECONDS   (wait: prints {"waiting": PID}, starts at SIGUSR1)
+//
+// Prints {"forged": {"garbage": N, "absurd": N, "huge_nstk": N, "unmapped": N,
+// "kernel": N, "flood": N}}: the calls made with each kind of b.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+	"unsafe"
+	_ "unsafe"
+)
+
+//go:linkname setprofilebucket runtime.setprofilebucket
+func setprofilebucket(p unsafe.Pointer, b uintptr)
+
+var keep [][]byte
+var fakes [][]uint64
+
+// A forged bucket: Go 1.19's header {next, allnext, typ, hash, size, nstk},
+// stk, then memRecord {active, future[3]} (4 words each).
+func fake(typ, size, nstk uint64, stk []uint64, active [4]uint64) uintptr {
+	w := []uint64{0, 0, typ, 0x5eed, size, nstk}
+	w = append(w, stk...)
+	w = append(w, active[:]...)
+	w = append(w, make([]uint64, 12)...)
+	fakes = append(fakes, w)
+	return uintptr(unsafe.Pointer(&w[0]))
+}
+
+func call(b uintptr) {
+	p := make([]byte, 64)
+	keep = append(keep, p)
+	setprofilebucket(unsafe.Pointer(&p[0]), b)
+}
+
+func main() {
+	runtime.MemProfileRate = 0
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "wait" {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGUSR1)
+		fmt.Printf("{\"waiting\": %d}\n", os.Getpid())
+		<-ch
+		args = args[1:]
+	}
+	secs := 2.0
+	if len(args) > 0 {
+		secs, _ = strconv.ParseFloat(args[0], 64)
+	}
+	garbage := fake(1, 4096, 3, []uint64{0xdeadbeef, 1, ^uint64(0)},
+		[4]uint64{5, 1 << 63, 1 << 63, 0}) // frees past allocs: nothing in use
+	absurd := fake(1, 1<<39, 32, make([]uint64, 32),
+		[4]uint64{^uint64(0), 0, ^uint64(0), 0}) // in use: absurd, its own profile's
+	huge := fake(1, 4096, 1<<40, nil, [4]uint64{})
+	other := fake(2, 4096, 1, []uint64{0x401000}, [4]uint64{})
+	n := map[string]int{}
+	const flood = 20000
+	floodb := make([]uintptr, flood)
+	for i := range floodb {
+		floodb[i] = fake(7, 64, 1, []uint64{uint64(i)}, [4]uint64{})
+	}
+	end := time.Now().Add(time.Duration(secs * float64(time.Second)))
+	for i := 0; time.Now().Before(end) && i < 200; i++ {
+		call(garbage)
+		n["garbage"]++
+		call(absurd)
+		n["absurd"]++
+		call(huge)
+		n["huge_nstk"]++
+		call(other)
+		n["other_type"]++
+		call(0x10)
+		n["unmapped"]++
+		call(0xffff800000000000)
+		n["kernel"]++
+		time.Sleep(time.Millisecond)
+	}
+	for _, b := range floodb {
+		call(b)
+		n["flood"]++
+	}
+	for time.Now().Before(end) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	out, _ := json.Marshal(map[string]interface{}{"forged": n})
+	fmt.Println(string(out))
+}

@@ -160,7 +160,8 @@ struct agg_key {
 struct agg {
 	double alloc_objects, alloc_bytes, inuse_objects, inuse_bytes;
 	uint64_t samples;
-	bool go; /* sampled by the Go runtime: leading runtime.* frames left out */
+	bool go;      /* sampled by the Go runtime: leading runtime.* frames left out */
+	bool logical; /* a Go bucket's stack: an inlined call's callers have pcs of their own */
 	char comm[17];
 };
 
@@ -658,6 +659,7 @@ static bool go_set_add(struct allocrun *r, struct htab *set, uint32_t tgid, cons
 		memcpy(a->comm, b->comm, sizeof(a->comm));
 	a->samples += n;
 	a->go = true;
+	a->logical = true;
 	a->alloc_objects += w * (double)n;
 	a->alloc_bytes += w * (double)n * (double)b->size;
 	return true;
@@ -887,6 +889,7 @@ static void go_inuse(struct allocrun *r, struct htab *into, bool sweep, bool big
 			if (!a->comm[0])
 				memcpy(a->comm, b->comm, sizeof(a->comm));
 			a->go = true;
+			a->logical = true;
 			a->inuse_objects += b->inuse_objects;
 			a->inuse_bytes += b->inuse_bytes;
 			r->inuse_bytes += b->inuse_bytes;
@@ -2122,6 +2125,46 @@ double allocrun__span_scale(uint64_t t_from, uint64_t on_from, uint64_t t_to, ui
 	return (double)total / (double)on;
 }
 
+/* A frame's name, file and line hashed (FNV-1a): frames compared across symbolizer calls. */
+static uint64_t frame_hash(const struct sym *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	const char *parts[2] = { s->name ? s->name : "", s->file ? s->file : "" };
+
+	for (int i = 0; i < 2; i++) {
+		for (const char *c = parts[i]; *c; c++)
+			h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+		h = (h ^ 0xff) * 0x100000001b3ull;
+	}
+	return (h ^ s->line) * 0x100000001b3ull;
+}
+
+/*
+ * A Go bucket's stack (runtime.callers: logical frames) made physical:
+ * where a call was inlined, the runtime gives the inlined code's pc and then
+ * one pc per caller it was inlined into (the inline mark + 1), while a pc
+ * here is named with its inlined callers already. skip[i]: ips[i] names
+ * exactly what ips[i - 1] names past its innermost frame (such a pc).
+ */
+static void go_logical_frames(struct allocrun *r, const struct proc_id *id, const uint64_t *ips,
+			      int n, bool *skip)
+{
+	uint64_t prev[SYM_MAX_FRAMES], cur[SYM_MAX_FRAMES];
+	size_t np = 0;
+
+	for (int i = 0; i < n && i < ALLOC_STACK_DEPTH; i++) {
+		struct sym s[SYM_MAX_FRAMES];
+		size_t nc = symbolizer__user_frames(r->sym, id, ips[i], false, s, SYM_MAX_FRAMES);
+
+		for (size_t j = 0; j < nc; j++)
+			cur[j] = s[j].name ? frame_hash(&s[j]) : 0;
+		skip[i] = i && np >= 2 && nc == np - 1 && cur[0] &&
+			  !memcmp(prev + 1, cur, nc * sizeof(*cur));
+		memcpy(prev, cur, nc * sizeof(*cur));
+		np = nc;
+	}
+}
+
 /* One (process, stack)'s weighed values into the profile. */
 static int add_agg(struct allocrun *r, struct profile *prof, const void *key, const struct agg *a,
 		   double scale, uint32_t *ids)
@@ -2138,6 +2181,7 @@ static int add_agg(struct allocrun *r, struct profile *prof, const void *key, co
 	uint32_t nr = 0, nf = 0;
 	const uint64_t *ips = k->stack ? stacktab__find(r->stacks, k->stack, &nr) : NULL;
 	int n = ips ? (int)nr : 0;
+	bool skip[ALLOC_STACK_DEPTH] = { false };
 
 	if (a->go) {
 		/* The runtime's own frames above the first frame of the program
@@ -2160,6 +2204,8 @@ static int add_agg(struct allocrun *r, struct profile *prof, const void *key, co
 		}
 	}
 
+	if (a->logical)
+		go_logical_frames(r, &id, ips, n, skip);
 	if (n <= 0) {
 		int64_t f = profile__frame(prof, FRAME_OTHER,
 					   k->lost ? "[stack lost]" : "[no stack]", NULL);
@@ -2173,7 +2219,11 @@ static int add_agg(struct allocrun *r, struct profile *prof, const void *key, co
 	 * functions inlined there (DWARF, Go) follow their caller. */
 	for (int i = n - 1; i >= 0; i--) {
 		struct sym s[SYM_MAX_FRAMES];
-		size_t ns = symbolizer__user_frames(r->sym, &id, ips[i], false, s, SYM_MAX_FRAMES);
+		size_t ns;
+
+		if (i < ALLOC_STACK_DEPTH && skip[i])
+			continue;
+		ns = symbolizer__user_frames(r->sym, &id, ips[i], false, s, SYM_MAX_FRAMES);
 
 		for (size_t j = ns; j-- > 0 && nf < ALLOC_MAX_FRAMES;) {
 			char buf[512];

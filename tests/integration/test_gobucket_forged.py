@@ -143,3 +143,25 @@ def test_forged_buckets_stay_the_forgers(tmp_path, tenant_dir):
         assert abs(v[site][1] - t[2]) <= 0.10 * t[2], (site, v[site], t)
         assert abs(v[site][0] - t[1]) <= 0.10 * t[1], (site, v[site], t)
         assert abs(v[site][3] - t[4]) <= 0.20 * t[4] + 2 * 524288, (site, v[site], t)
+
+
+def test_inlined_call_frames_once(tmp_path):
+    """A bucket's stack is runtime.callers's: an allocation in main.small,
+    inlined into main.outer, has a pc in outer's code for small and another
+    for outer itself. The profile's stack names each function once, as the
+    runtime's own profile does (runtime.CallersFrames), innermost first."""
+    out = tmp_path / "go.pb.gz"
+    r = subprocess.run([str(BPFPROF), "--alloc", "-o", str(out), "--", wl("goforge"), "inline",
+                        "1"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    truth = last_json(r.stdout, "inline")
+    assert truth[:2] == ["main.small", "main.outer"], truth
+    with open(out, "rb") as f:
+        p = pprof.decode(f.read())
+    best = max(p["sample"], key=lambda s: s["value"][1])
+    names = []
+    for lid in best["location_id"]:  # leaf first; a location's lines innermost first
+        for ln in p["location"][lid]["lines"]:
+            names.append(pprof.strings(p, p["function"][ln.get(1)].get(2, 0)))
+    names = [n.removesuffix(".abi0") for n in names]
+    assert names == truth, (names, truth)

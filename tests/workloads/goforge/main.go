@@ -9,6 +9,13 @@
 // The runtime's own sampling is off (MemProfileRate 0): no real bucket.
 //
 //	goforge [wait] SECONDS   (wait: prints {"waiting": PID}, starts at SIGUSR1)
+//	goforge inline SECONDS   (no forging: allocations through an inlined call)
+//
+// inline: the runtime samples (MemProfileRate 4096) allocations made by
+// main.small, inlined into main.outer (//go:noinline); the bucket's stack
+// then has a pc for small's code in outer and one for outer itself. Prints
+// {"inline": ["main.small", "main.outer", ...]}: the runtime's own frames of
+// its biggest record (runtime.CallersFrames), innermost first.
 //
 // Prints {"forged": {"garbage": N, "absurd": N, "huge_nstk": N, "unmapped": N,
 // "kernel": N, "flood": N}}: the calls made with each kind of b.
@@ -50,9 +57,55 @@ func call(b uintptr) {
 	setprofilebucket(unsafe.Pointer(&p[0]), b)
 }
 
+var sink [][]byte
+
+func small(n int) []byte { return make([]byte, n) } // inlined into outer
+
+//go:noinline
+func outer(n int) []byte { return small(n) }
+
+func inline(secs float64) {
+	end := time.Now().Add(time.Duration(secs * float64(time.Second)))
+	for time.Now().Before(end) {
+		for i := 0; i < 1000; i++ {
+			if b := outer(1000); len(sink) < 100 {
+				sink = append(sink, b)
+			}
+		}
+	}
+	runtime.GC()
+	n, _ := runtime.MemProfile(nil, true)
+	recs := make([]runtime.MemProfileRecord, n+64)
+	n, _ = runtime.MemProfile(recs, true)
+	var best *runtime.MemProfileRecord
+	for i := range recs[:n] {
+		if best == nil || recs[i].AllocBytes > best.AllocBytes {
+			best = &recs[i]
+		}
+	}
+	var names []string
+	frames := runtime.CallersFrames(best.Stack())
+	for {
+		f, more := frames.Next()
+		names = append(names, f.Function)
+		if !more {
+			break
+		}
+	}
+	out, _ := json.Marshal(map[string]interface{}{"inline": names})
+	fmt.Println(string(out))
+	time.Sleep(300 * time.Millisecond)
+}
+
 func main() {
-	runtime.MemProfileRate = 0
 	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "inline" {
+		runtime.MemProfileRate = 4096
+		secs, _ := strconv.ParseFloat(args[len(args)-1], 64)
+		inline(secs)
+		return
+	}
+	runtime.MemProfileRate = 0
 	if len(args) > 0 && args[0] == "wait" {
 		ch := make(chan os.Signal, 1)
 		signal.Notify(ch, syscall.SIGUSR1)

@@ -530,6 +530,7 @@ int allocprof__go_buckets(struct allocprof *a,
 				     const struct alloc_go_bval *v),
 			  void *ctx)
 {
+	enum { CHUNK = 4096 }; /* entries a batch call reads (the map holds ALLOC_GO_BUCKETS) */
 	int fd = bpf_map__fd(a->skel->maps.gobuckets), err = 0;
 	struct alloc_go_bkey *keys, k, next, in, out;
 	struct alloc_go_bval *vals, v;
@@ -538,24 +539,30 @@ int allocprof__go_buckets(struct allocprof *a,
 	void *prev = NULL;
 	bool first = true;
 
-	keys = malloc(ALLOC_GO_BUCKETS * sizeof(*keys));
-	vals = malloc(ALLOC_GO_BUCKETS * sizeof(*vals));
+	keys = malloc(CHUNK * sizeof(*keys));
+	vals = malloc(CHUNK * sizeof(*vals));
 	while (keys && vals && n < ALLOC_GO_BUCKETS) {
-		__u32 count = (__u32)(ALLOC_GO_BUCKETS - n);
+		__u32 count = CHUNK;
+		int rc = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys, vals, &count,
+					      &opts);
+		int e = rc ? errno : 0;
 
-		err = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys + n, vals + n, &count,
-					   &opts);
-		n += count;
-		if (err) {
-			err = errno == ENOENT ? 0 : -errno;
-			break;
+		if (rc && e != ENOENT) {
+			if (first) /* no batch: the walk by key below */
+				break;
+			err = -e; /* part walked: the rest at the next drain */
+			goto out;
 		}
+		for (__u32 i = 0; i < count; i++)
+			cb(ctx, &keys[i], &vals[i]);
+		n += count;
+		if (rc)
+			goto out; /* ENOENT: the whole map walked */
 		in = out;
 		first = false;
 	}
-	if (keys && vals && !err) {
-		for (size_t i = 0; i < n; i++)
-			cb(ctx, &keys[i], &vals[i]);
+	if (keys && vals && !first) {
+		err = 0;
 		goto out;
 	}
 	/* No batch: a walk by key, at most the map's capacity. */

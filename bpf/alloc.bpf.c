@@ -404,6 +404,10 @@ static __always_inline bool enter(struct pt_regs *ctx, __u32 cookie)
 		go_bucket(ctx, tgid, cookie);
 		return false;
 	}
+	if (fn == ALLOC_FN_GO_FLUSH) {
+		counter_add(ALLOC_C_GO_FLUSHES);
+		return false;
+	}
 	if (fn >= ALLOC_FN_SBCL_ALLOC) {
 		sbcl_probe(ctx, tgid, cookie);
 		return false;

@@ -62,6 +62,7 @@ enum alloc_fn {
 	ALLOC_FN_SBCL_ALLOC,	  /* SBCL's alloc(nbytes, sys): a large object */
 	ALLOC_FN_SBCL_CLOSE,	  /* SBCL's gc_close_region(region, type): a region's bytes */
 	ALLOC_FN_GO_BUCKET, /* runtime.setprofilebucket(p, b): a sampled allocation's bucket */
+	ALLOC_FN_GO_FLUSH,  /* runtime.mProf_Flush: a GC's end (the buckets polled) */
 	ALLOC_FN_NR,
 };
 
@@ -201,6 +202,7 @@ enum alloc_counter {
 	ALLOC_C_OTHERS,	    /* -a, --cgroup: calls of processes not profiled (bpfprof itself,
 			     * other cgroups), trapped all the same */
 	ALLOC_C_GO_BUCKETS_FULL, /* Go: sampled allocations not counted: the bucket table full */
+	ALLOC_C_GO_FLUSHES,	 /* Go: mProf_Flush's calls (GC cycles of the polled programs) */
 	ALLOC_C_NR,
 };
 

@@ -102,6 +102,7 @@ enum {
 	GO_FREE_SPECIAL,
 	GO_MPROF_FREE,
 	GO_SETPROFILEBUCKET,
+	GO_MPROF_FLUSH,
 	GO_NR,
 	GO_PROBED = GO_MPROF_FREE
 };
@@ -110,6 +111,7 @@ static const char *const go_names[GO_NR][2] = {
 	[GO_FREE_SPECIAL] = { "runtime.freeSpecial", "runtime.freespecial" },
 	[GO_MPROF_FREE] = { "runtime.mProf_Free" },
 	[GO_SETPROFILEBUCKET] = { "runtime.setprofilebucket" },
+	[GO_MPROF_FLUSH] = { "runtime.mProf_Flush" },
 };
 static const uint32_t go_fn[GO_PROBED] = {
 	[GO_MALLOC] = ALLOC_FN_GO_MALLOC,
@@ -125,6 +127,14 @@ struct goproc {
 	uint64_t rate_addr;
 	int64_t rate;	 /* the last read (GO_DEFAULT_RATE until then, or without symbols) */
 	bool off_warned; /* the program does not sample: said at attach */
+	/* its buckets polled (runtime.mbuckets, a symbol table's): no trap per sample */
+	uint64_t mbuckets;   /* runtime.mbuckets's address; 0: not polled */
+	uint64_t head_known; /* the list's head at the last walk */
+	unsigned layout;     /* the bucket layout's index */
+	size_t nr_buckets;   /* buckets of its list kept (ALLOC_GO_BUCKETS_PROC at most) */
+	bool walked;	     /* its list walked once (the buckets then: counted from then on) */
+	uint64_t over;	     /* buckets of its list past that */
+	char comm[16];
 };
 
 /*
@@ -144,6 +154,8 @@ struct gobkt {
 	uint32_t active_off; /* the memRecord's offset */
 	int state; /* 0 not read yet, 1 read, -1 refused (not a bucket, unreadable), -2 gone */
 	bool inuse_known;
+	bool polled;   /* found in runtime.mbuckets: seen is its allocs, read from it */
+	bool baseline; /* ... there before the first walk: its allocs until then not counted */
 	double inuse_objects, inuse_bytes; /* as of the last read, weighed */
 	char comm[17];
 };
@@ -277,6 +289,8 @@ struct allocrun {
 	struct gobkt_new *new_bkts; /* this drain's new buckets (ALLOC_GO_READS) */
 	size_t nr_new;
 	unsigned go_refused_said;   /* refused buckets said (-v): the first few */
+	uint64_t go_polled;	    /* samples counted from polled buckets */
+	uint64_t go_poll_refused;   /* polled buckets refused */
 	uint64_t go_reads_deferred; /* new buckets left for a later drain (the budget) */
 };
 
@@ -673,14 +687,12 @@ struct gobkt_new {
 };
 
 /* bucket b's samples counted since the last drain (v: the map's value). */
-static void go_count(struct allocrun *r, const struct alloc_go_bkey *k,
-		     const struct alloc_go_bval *v, struct gobkt *b)
+static void go_count_n(struct allocrun *r, const struct alloc_go_bkey *k, const char *comm,
+		       struct gobkt *b, uint64_t n)
 {
-	uint64_t n = v->count >= b->seen ? v->count - b->seen : v->count; /* a new entry */
 	bool created;
 	double w;
 
-	b->seen = v->count;
 	if (!n)
 		return;
 	r->events += n;
@@ -692,7 +704,7 @@ static void go_count(struct allocrun *r, const struct alloc_go_bkey *k,
 		symbolizer__note_process(r->sym, &id);
 		htab__upsert(r->noted, &k->tgid, sizeof(k->tgid), &created);
 	}
-	note_comm(r, k->tgid, v->comm);
+	note_comm(r, k->tgid, comm);
 	if (b->state < 0) {
 		if (b->state == -2)
 			r->go_bkt_gone += n;
@@ -704,6 +716,15 @@ static void go_count(struct allocrun *r, const struct alloc_go_bkey *k,
 	if (!go_set_add(r, r->aggs, k->tgid, b, n, w) ||
 	    (r->tick && !go_set_add(r, r->tick, k->tgid, b, n, w)))
 		r->oom++;
+}
+
+static void go_count(struct allocrun *r, const struct alloc_go_bkey *k,
+		     const struct alloc_go_bval *v, struct gobkt *b)
+{
+	uint64_t n = v->count >= b->seen ? v->count - b->seen : v->count; /* a new entry */
+
+	b->seen = v->count;
+	go_count_n(r, k, v->comm, b, n);
 }
 
 /* One entry of the gobuckets map: its samples since the last drain; a new
@@ -810,39 +831,139 @@ static int gobkt_ref_cmp(const void *a, const void *b)
 /*
  * The in-use counts of the buckets of process refs[0..n) (one process)
  * read again: one process_vm_readv for up to 1024 buckets. Unreadable
- * (gone): the last values kept.
+ * (gone): the last values kept. A polled process's: the whole record, its
+ * allocations (active's and the future cycles') counted when count (a
+ * drain's read).
  */
-static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n)
+static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n, bool count)
 {
 	struct proc_id id = { .pid = refs[0].k->tgid, .exec_id = PROC_EXEC_ANY };
 	struct goproc *g = goproc_of(r, id.pid);
-	uint64_t *addrs = malloc(n * sizeof(*addrs)), (*act)[4] = malloc(n * sizeof(*act));
+	bool polled = g && g->mbuckets;
+	size_t rec = polled ? 128 : 32; /* memRecord: active, future[3]; or active */
+	uint64_t *addrs = malloc(n * sizeof(*addrs)), *act = malloc(n * rec);
 	bool *ok = malloc(n * sizeof(*ok));
 	struct gobkt **bs = malloc(n * sizeof(*bs));
+	const struct alloc_go_bkey **ks = malloc(n * sizeof(*ks));
 	struct pproc *p;
 	size_t m = 0;
 
-	if (bs && addrs && act && ok && !ptab__get(r->ptab, &id, &p)) {
+	if (bs && ks && addrs && act && ok && !ptab__get(r->ptab, &id, &p)) {
 		for (size_t i = 0; i < n; i++)
 			if (refs[i].b->state > 0) {
 				bs[m] = refs[i].b;
+				ks[m] = refs[i].k;
 				addrs[m++] = refs[i].k->b + refs[i].b->active_off;
 			}
 		n = m;
-		if (n && ptab__read_memv(r->ptab, p, addrs, n, sizeof(act[0]), act, ok) > 0)
-			for (size_t i = 0; i < n; i++)
-				if (ok[i]) {
-					gobucket__inuse(act[i], g ? g->rate : GO_DEFAULT_RATE,
-							&bs[i]->inuse_objects, &bs[i]->inuse_bytes);
-					bs[i]->inuse_known = true;
+		if (n && ptab__read_memv(r->ptab, p, addrs, n, rec, act, ok) > 0)
+			for (size_t i = 0; i < n; i++) {
+				const uint64_t *a = act + i * (rec / 8);
+				uint64_t total = 0;
+
+				if (!ok[i])
+					continue;
+				gobucket__inuse(a, g ? g->rate : GO_DEFAULT_RATE,
+						&bs[i]->inuse_objects, &bs[i]->inuse_bytes);
+				bs[i]->inuse_known = true;
+				if (!bs[i]->polled || !count)
+					continue;
+				for (int c = 0; c < 4; c++) /* allocs of active and future[0..2] */
+					total = a[c * 4] > UINT64_MAX - total ? UINT64_MAX
+									      : total + a[c * 4];
+				if (bs[i]->baseline) { /* before the first walk: not this run's */
+					bs[i]->baseline = false;
+					bs[i]->seen = total;
+				} else if (total >
+					   bs[i]->seen) { /* a read racing the flush: never back */
+					uint64_t d = total - bs[i]->seen;
+
+					bs[i]->seen = total;
+					/* a forged record's: the sum saturates */
+					r->go_polled = d > UINT64_MAX - r->go_polled
+							       ? UINT64_MAX
+							       : r->go_polled + d;
+					go_count_n(r, ks[i], bs[i]->comm, bs[i], d);
 				}
+			}
 		ptab__put(r->ptab, p);
 		r->go_bkt_reads += n;
 	}
+	free(ks);
 	free(bs);
 	free(addrs);
 	free(act);
 	free(ok);
+}
+
+/*
+ * A polled process's new buckets: runtime.mbuckets's list (new ones are
+ * prepended) walked from its head to the last walk's head, each bucket read
+ * once (go_bucket_read); at most ALLOC_GO_BUCKETS_PROC kept for the process
+ * (a tenant's list is its own memory: any length, cycles), stopped at a
+ * bucket already kept.
+ */
+static void go_poll_list(struct allocrun *r, struct goproc *gp)
+{
+	struct proc_id id = { .pid = gp->pid, .exec_id = PROC_EXEC_ANY };
+	uint64_t head = 0, cur;
+	struct pproc *p;
+
+	if (ptab__get(r->ptab, &id, &p))
+		return;
+	if (ptab__read_mem(r->ptab, p, gp->mbuckets, &head, sizeof(head)) != sizeof(head)) {
+		ptab__put(r->ptab, p);
+		return;
+	}
+	for (cur = head; cur && cur != gp->head_known;) {
+		struct alloc_go_bkey k = { .tgid = gp->pid, .pad = gp->layout, .b = cur };
+		struct htab_entry *e;
+		struct gobkt *b;
+		bool created;
+
+		if (r->gob && htab__find(r->gob, &k, sizeof(k)))
+			break; /* kept already: a cycle */
+		if (gp->nr_buckets >= ALLOC_GO_BUCKETS_PROC) {
+			gp->over++;
+			break;
+		}
+		if ((!r->gob && !(r->gob = htab__new())) ||
+		    htab__count(r->gob) >= ALLOC_GO_BUCKETS || !(b = calloc(1, sizeof(*b)))) {
+			r->go_bkt_over++;
+			break;
+		}
+		e = htab__upsert(r->gob, &k, sizeof(k), &created);
+		if (!e) {
+			free(b);
+			break;
+		}
+		e->value = b;
+		b->polled = true;
+		b->baseline = !gp->walked;
+		memcpy(b->comm, gp->comm, sizeof(gp->comm));
+		gp->nr_buckets++;
+		go_bucket_read(r, p, &k, b, NULL);
+		if (b->state < 0)
+			r->go_poll_refused++;
+		if (b->state > 0 && b->baseline) { /* its allocations so far: not this run's */
+			uint64_t rec[16];
+
+			if (ptab__read_mem(r->ptab, p, cur + b->active_off, rec, sizeof(rec)) ==
+			    sizeof(rec)) {
+				b->seen = 0;
+				for (int c = 0; c < 4; c++)
+					b->seen = rec[c * 4] > UINT64_MAX - b->seen
+							  ? UINT64_MAX
+							  : b->seen + rec[c * 4];
+				b->baseline = false;
+			}
+		}
+		if (ptab__read_mem(r->ptab, p, cur + 8, &cur, sizeof(cur)) != sizeof(cur))
+			break; /* allnext */
+	}
+	gp->head_known = head;
+	gp->walked = true;
+	ptab__put(r->ptab, p);
 }
 
 /*
@@ -874,7 +995,7 @@ static void go_inuse(struct allocrun *r, struct htab *into, bool sweep, bool big
 		/* a drain's: the processes with few buckets (a command's last ones are
 		 * those of its exit), the others every second */
 		if (!gone && (into || big_too || j - i <= ALLOC_GO_INUSE_EVERY))
-			go_inuse_read(r, refs + i, j - i); /* the buckets read (state 1) */
+			go_inuse_read(r, refs + i, j - i, !into); /* the buckets read (state 1) */
 		for (size_t x = i; into && x < j; x++) {
 			struct gobkt *b = refs[x].b;
 			struct agg *a;
@@ -923,6 +1044,13 @@ static void go_drain(struct allocrun *r, uint64_t now)
 	r->nr_new = 0;
 	allocprof__go_buckets(r->ap, on_gobucket, r);
 	go_read_new(r);
+	for (size_t i = 0; i < r->nr_go; i++)
+		if (r->go[i].mbuckets) {
+			uint64_t t0 = now_ns();
+
+			go_poll_list(r, &r->go[i]);
+			r->go_bkt_read_ns += now_ns() - t0;
+		}
 	if (r->gob) {
 		bool big = now >= r->go_next_inuse;
 
@@ -1161,6 +1289,7 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 	unsigned pa, sa, fpa, fsa, koff = 0, kind = 0;
 	int nprobed = GO_PROBED; /* mProf_Malloc alone: freeSpecial's layout not known */
 	struct gobucket_layout layout;
+	uint64_t mbuckets = 0;
 	int bl;
 	bool x86 = false;
 	uint64_t bias, va;
@@ -1194,28 +1323,41 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 		return -ENOTSUP;
 	}
 	bl = gobuildinfo__bucket_layout(b.minor, &layout);
-	if (bl >= 0 && at[GO_SETPROFILEBUCKET]) {
-		/* the bucket read in userspace: setprofilebucket alone, no free probe */
+	/* With a symbol table, the runtime's bucket list is polled (no trap per
+	 * sample): mProf_Flush probed, a trap per GC (the process probed as others) */
+	if (bl >= 0 && !r->all && at[GO_MPROF_FLUSH] && !getenv("BPFPROF_TEST_GO_NO_POLL") &&
+	    mfile__elf(f) && !elfobj__find(mfile__elf(f), "runtime.mbuckets", 8, &va) &&
+	    !elffile__load_bias(mfile__elf(f), m->start, m->offset, &bias))
+		mbuckets = va + bias;
+	if (bl >= 0 && (mbuckets || at[GO_SETPROFILEBUCKET])) {
+		/* the bucket read in userspace: setprofilebucket alone, or mProf_Flush */
+		int fk = mbuckets ? GO_MPROF_FLUSH : GO_SETPROFILEBUCKET;
 		uint64_t pc, off;
-		uint32_t c = ALLOC_COOKIE(ALLOC_FN_GO_BUCKET, layout.p_arg, layout.b_arg) |
-			     ALLOC_COOKIE_GO_LAYOUT_SET(bl);
-		bool check = false, bad = go_probe_pc(g, at[GO_SETPROFILEBUCKET], &pc) != 0;
+		uint32_t c =
+			mbuckets ? ALLOC_COOKIE(ALLOC_FN_GO_FLUSH, 0, 0)
+				 : ALLOC_COOKIE(ALLOC_FN_GO_BUCKET, layout.p_arg, layout.b_arg) |
+					   ALLOC_COOKIE_GO_LAYOUT_SET(bl);
+		bool check = false, bad = go_probe_pc(g, at[fk], &pc) != 0;
 
-		if (!bad && x86 && !go_check_pc(f, at[GO_SETPROFILEBUCKET], &pc)) {
+		if (!bad && x86 && !go_check_pc(f, at[fk], &pc)) {
 			check = true;
 			c |= ALLOC_COOKIE_GO_AT_CHECK;
 		}
 		if (bad || elfsym__vaddr_to_off(es, pc, &off, NULL)) {
 			p_warn("%s: %s not found in its pc-line table: its Go allocations not "
 			       "profiled",
-			       path, go_names[GO_SETPROFILEBUCKET][0]);
+			       path, go_names[fk][0]);
 			return -ENOENT;
 		}
 		p_debug("probing %s at %s+0x%" PRIx64 " (+%" PRIu64 " past its entry: %s) in %u",
-			go_names[GO_SETPROFILEBUCKET][0], path, off, pc - at[GO_SETPROFILEBUCKET],
+			go_names[fk][0], path, off, pc - at[fk],
 			check ? "its stack check's jump, emulated"
 			      : "its first instruction with a frame",
 			pid);
+		if (mbuckets)
+			p_debug("%s: runtime.mbuckets at 0x%" PRIx64 " in %u: its buckets polled "
+				"each drain (no trap per sample; mProf_Flush: a trap per GC)",
+				path, mbuckets, pid);
 		p_debug("%s: built by %s: setprofilebucket's bucket in argument %u, read from "
 			"the process (bucket size at +%u, nstk at +%u, stack at +%u): no free "
 			"probed",
@@ -1272,6 +1414,14 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 		}
 		gp = &r->go[r->nr_go++];
 		*gp = (struct goproc){ .pid = pid, .rate = GO_DEFAULT_RATE };
+	}
+	if (mbuckets && !gp->mbuckets) {
+		const char *base = strrchr(path, '/');
+
+		gp->mbuckets = mbuckets;
+		gp->layout = (unsigned)bl;
+		snprintf(gp->comm, sizeof(gp->comm), "%s", base ? base + 1 : path);
+		go_poll_list(r, gp); /* the buckets there before the probes: not counted */
 	}
 	if (go_file_flag(f, "runtime.disableMemoryProfiling") == 1 && !gp->off_warned) {
 		gp->off_warned = true;
@@ -2759,6 +2909,8 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 		.go_bkt_over = r->go_bkt_over,
 		.go_bkt_reads = r->go_bkt_reads,
 		.go_bkt_read_ns = r->go_bkt_read_ns,
+		.go_polled = r->go_polled,
+		.go_poll_refused = r->go_poll_refused,
 	};
 	stacktab__stats(r->stacks, &st->stacks);
 	allocprof__counters(r->ap, st->c);

@@ -153,12 +153,14 @@ struct allocrun_stats {
 	uint64_t held_over;   /* files that define the allocator, not probed: past max_held */
 	uint64_t looked_over; /* times a new file was not looked at: past ALLOCRUN_MAX_LOOKED */
 	/* Go's buckets (setprofilebucket's probe) */
-	size_t go_buckets;	 /* kept now */
-	uint64_t go_bkt_bad;	 /* samples of buckets refused (not a bucket, unreadable) */
-	uint64_t go_bkt_over;	 /* samples of buckets not kept: userspace's table full */
-	uint64_t go_bkt_gone;	 /* samples of new buckets seen once their process had exited */
-	uint64_t go_bkt_reads;	 /* buckets read from the processes (first reads, in-use) */
-	uint64_t go_bkt_read_ns; /* the time those reads took */
+	size_t go_buckets;	  /* kept now */
+	uint64_t go_bkt_bad;	  /* samples of buckets refused (not a bucket, unreadable) */
+	uint64_t go_bkt_over;	  /* samples of buckets not kept: userspace's table full */
+	uint64_t go_bkt_gone;	  /* samples of new buckets seen once their process had exited */
+	uint64_t go_bkt_reads;	  /* buckets read from the processes (first reads, in-use) */
+	uint64_t go_bkt_read_ns;  /* the time those reads took */
+	uint64_t go_polled;	  /* samples counted from polled buckets (runtime.mbuckets) */
+	uint64_t go_poll_refused; /* polled buckets refused */
 };
 void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);
 

@@ -2,10 +2,12 @@
 """bpfprof --alloc on Go programs: the runtime's own sampled allocations.
 
 The Go runtime samples allocations by bytes (runtime.MemProfileRate) and
-records each sampled one in its profile bucket (runtime.setprofilebucket);
-bpfprof counts those calls by bucket and reads each bucket's stack and size,
-and its in-use counts, from the process, so its samples are the runtime's own
-and no free is probed. The workload
+records each sampled one in its profile bucket. With a symbol table bpfprof
+polls the runtime's list of buckets (runtime.mbuckets) each drain, with no
+trap per sample; without one it counts runtime.setprofilebucket's calls by
+bucket. Either way it reads each bucket's stack and size, and its in-use
+counts, from the process, so its samples are the runtime's own and no free is
+probed. The workload
 (tests/workloads/goalloc, memprof mode) prints the runtime's heap profile per
 site (runtime.MemProfile after runtime.GC() twice, scaled as runtime/pprof
 scales it): bpfprof's profile must show the same samples at the same sites,
@@ -121,9 +123,11 @@ def go_command(tmp_path_factory):
 def test_go_sites_match_the_runtime(go_command):
     """-- COMMAND: per site, the runtime's own heap profile."""
     out, r = go_command
-    # setprofilebucket alone: not mProf_Malloc, freeSpecial, mProf_Free
+    # a symbol table: the runtime's bucket list polled, mProf_Flush alone probed (a
+    # trap per GC, none per sample): not mProf_Malloc, freeSpecial, mProf_Free
     assert "goalloc: 1 allocator functions probed" in r.stderr, r.stderr
-    assert "probing runtime.setprofilebucket" in r.stderr and "mProf_" not in r.stderr, r.stderr
+    assert "probing runtime.mProf_Flush" in r.stderr and "buckets polled" in r.stderr, r.stderr
+    assert "mProf_Malloc" not in r.stderr and "mProf_Free " not in r.stderr, r.stderr
     check_against_runtime(out, r.stdout, r.stderr, rate=524288)
 
 
@@ -149,6 +153,8 @@ def test_go_stripped(tmp_path):
     out = tmp_path / "go.pb.gz"
     r = run_bpfprof(["--alloc", "-v", "-o", out, "--", wl("goalloc-stripped"), "memprof", 2])
     assert "no symbol table" in r.stderr and "524288" in r.stderr, r.stderr
+    # no runtime.mbuckets symbol: setprofilebucket probed, a trap per sample
+    assert "probing runtime.setprofilebucket" in r.stderr and "polled each" not in r.stderr
     check_against_runtime(out, r.stdout, r.stderr, rate=524288)
 
 

@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 """bpfprof --alloc on Go reads the runtime's profile buckets from the
-process (runtime.setprofilebucket(p, b) is probed: b's stack, size and
-in-use counts): a tenant's Go program can call that function itself with
-any b. tests/workloads/goforge does (a bucket with a garbage stack and
+process: with a symbol table it polls the runtime's list of them
+(runtime.mbuckets), else it probes runtime.setprofilebucket(p, b) and reads
+b (its stack, size and in-use counts). A tenant's Go program can forge both:
+call that function itself with any b (the probed path, forced here by
+BPFPROF_TEST_GO_NO_POLL), or point runtime.mbuckets at a list it made.
+For the first, tests/workloads/goforge does (a bucket with a garbage stack and
 counts whose frees pass their allocations, one with absurd counts, one with
 a huge nstk, one of another type, unmapped and kernel addresses, and 20,000
 distinct forged buckets, past its share of the BPF table), while an honest
@@ -19,6 +22,8 @@ import shutil
 import signal
 import subprocess
 import time
+
+import pytest
 
 from conftest import BPFPROF, as_tenant, tenant, wl
 import pprof
@@ -64,16 +69,13 @@ def last_json(text, key):
     raise AssertionError(f"no {key} line:\n{text}")
 
 
-def test_forged_buckets_stay_the_forgers(tmp_path, tenant_dir):
-    pw = tenant()
-    prog = tenant_dir / "goforge"
-    shutil.copy(wl("goforge"), prog)
-    os.chown(prog, pw.pw_uid, pw.pw_gid)
-    out = tmp_path / "go.pb.gz"
-    honest, hpid = start_waiting([wl("goalloc"), "wait", "memprof", "2"])
-    forger, fpid = start_waiting(as_tenant([prog, "wait", "2"]))
+def run_pair(honest, hpid, forger, fpid, out, strip=False):
+    """bpfprof --alloc -v -p honest,forger until both exit: (stderr, honest's stdout,
+    forger's stdout, seconds from their start, bpfprof's exit code). strip: the
+    bucket list not polled (as for a binary without a symbol table)."""
+    env = dict(os.environ, **({"BPFPROF_TEST_GO_NO_POLL": "1"} if strip else {}))
     bp = subprocess.Popen([str(BPFPROF), "--alloc", "-v", "-o", str(out), "-p",
-                           f"{hpid},{fpid}"], stderr=subprocess.PIPE, text=True)
+                           f"{hpid},{fpid}"], stderr=subprocess.PIPE, text=True, env=env)
     seen = []
     try:
         deadline = time.monotonic() + 60
@@ -96,7 +98,34 @@ def test_forged_buckets_stay_the_forgers(tmp_path, tenant_dir):
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    assert bp.returncode == 0, stderr
+    return stderr, hout, fout, took, bp.returncode
+
+
+def check_honest(p, hpid, hout):
+    """The honest goalloc's sites: its runtime's own profile (test_allocgo's tolerances)."""
+    truth = last_json(hout, "memprof")["sites"]
+    v = sites_of(p, hpid)
+    assert truth["main.makeBytes"][0] >= MIN_SAMPLES, truth
+    for site in SITES:
+        t = truth.get(site, [0] * 5)
+        if t[0] < MIN_SAMPLES:
+            continue
+        assert site in v, f"{site} missing from {sorted(v)}"
+        assert abs(v[site][1] - t[2]) <= 0.10 * t[2], (site, v[site], t)
+        assert abs(v[site][0] - t[1]) <= 0.10 * t[1], (site, v[site], t)
+        assert abs(v[site][3] - t[4]) <= 0.20 * t[4] + 2 * 524288, (site, v[site], t)
+
+
+def test_forged_buckets_stay_the_forgers(tmp_path, tenant_dir):
+    pw = tenant()
+    prog = tenant_dir / "goforge"
+    shutil.copy(wl("goforge"), prog)
+    os.chown(prog, pw.pw_uid, pw.pw_gid)
+    out = tmp_path / "go.pb.gz"
+    honest, hpid = start_waiting([wl("goalloc"), "wait", "memprof", "2"])
+    forger, fpid = start_waiting(as_tenant([prog, "wait", "2"]))
+    stderr, hout, fout, took, rc = run_pair(honest, hpid, forger, fpid, out, strip=True)
+    assert rc == 0, stderr
     assert took < 30, took  # the forger's buckets did not stall the run
     forged = last_json(fout, "forged")
     assert forged["flood"] == 20000, forged
@@ -131,28 +160,20 @@ def test_forged_buckets_stay_the_forgers(tmp_path, tenant_dir):
     fsites = sites_of(p, fpid)
     assert not set(fsites) & set(SITES), fsites
 
-    # the honest program: its runtime's own profile, per site
-    truth = last_json(hout, "memprof")["sites"]
-    v = sites_of(p, hpid)
-    assert truth["main.makeBytes"][0] >= MIN_SAMPLES, truth
-    for site in SITES:
-        t = truth.get(site, [0] * 5)
-        if t[0] < MIN_SAMPLES:
-            continue
-        assert site in v, f"{site} missing from {sorted(v)}"
-        assert abs(v[site][1] - t[2]) <= 0.10 * t[2], (site, v[site], t)
-        assert abs(v[site][0] - t[1]) <= 0.10 * t[1], (site, v[site], t)
-        assert abs(v[site][3] - t[4]) <= 0.20 * t[4] + 2 * 524288, (site, v[site], t)
+    check_honest(p, hpid, hout)
 
 
-def test_inlined_call_frames_once(tmp_path):
+@pytest.mark.parametrize("poll", [True, False], ids=["polled", "probed"])
+def test_inlined_call_frames_once(tmp_path, poll):
     """A bucket's stack is runtime.callers's: an allocation in main.small,
     inlined into main.outer, has a pc in outer's code for small and another
     for outer itself. The profile's stack names each function once, as the
     runtime's own profile does (runtime.CallersFrames), innermost first."""
     out = tmp_path / "go.pb.gz"
-    r = subprocess.run([str(BPFPROF), "--alloc", "-o", str(out), "--", wl("goforge"), "inline",
-                        "1"], capture_output=True, text=True, timeout=60)
+    env = dict(os.environ, **({} if poll else {"BPFPROF_TEST_GO_NO_POLL": "1"}))
+    r = subprocess.run([str(BPFPROF), "--alloc", "-v", "-o", str(out), "--", wl("goforge"),
+                        "inline", "1"], capture_output=True, text=True, timeout=60, env=env)
+    assert ("buckets polled each drain" in r.stderr) == poll, r.stderr
     assert r.returncode == 0, r.stderr
     truth = last_json(r.stdout, "inline")
     assert truth[:2] == ["main.small", "main.outer"], truth
@@ -165,3 +186,36 @@ def test_inlined_call_frames_once(tmp_path):
             names.append(pprof.strings(p, p["function"][ln.get(1)].get(2, 0)))
     names = [n.removesuffix(".abi0") for n in names]
     assert names == truth, (names, truth)
+
+
+def test_forged_bucket_list_stays_the_forgers(tmp_path, tenant_dir):
+    """With a symbol table bpfprof polls the runtime's bucket list
+    (runtime.mbuckets) instead of probing each sample. goforge list points
+    that list at 20,000 forged buckets (absurd and moving counts, another
+    type, a huge nstk, a cycle at its end): the walk keeps the forger's share
+    (8192), refuses the two that are not buckets, its values are clamped, and
+    the honest goalloc profiled in the same run still matches its runtime."""
+    pw = tenant()
+    prog = tenant_dir / "goforge"
+    shutil.copy(wl("goforge"), prog)
+    os.chown(prog, pw.pw_uid, pw.pw_gid)
+    out = tmp_path / "go.pb.gz"
+    honest, hpid = start_waiting([wl("goalloc"), "wait", "memprof", "2"])
+    forger, fpid = start_waiting(as_tenant([prog, "list", "wait", "2"]))
+    stderr, hout, fout, took, rc = run_pair(honest, hpid, forger, fpid, out)
+    assert rc == 0, stderr
+    assert took < 30, took
+    assert last_json(fout, "list") == 20000
+    assert "buckets polled each drain" in stderr, stderr
+    m = re.search(r"Go: (\d+) profile buckets read from the processes .*; (\d+) samples from "
+                  r"polled buckets, (\d+) polled buckets refused", stderr)
+    assert m, stderr
+    nb, refused = int(m.group(1)), int(m.group(3))
+    assert SHARE <= nb <= SHARE + 1000 and refused == 2, m.group(0)
+    with open(out, "rb") as f:
+        p = pprof.decode(f.read())
+    for s in p["sample"]:
+        assert all(0 <= v <= INT64_MAX for v in s["value"]), s
+    fs = [s for s in p["sample"] if s["label"].get("pid") == fpid]
+    assert fs and all(s["value"][2] == 0 and s["value"][3] == 0 for s in fs), fs  # frees > allocs
+    check_honest(p, hpid, hout)

@@ -95,14 +95,15 @@ def test_bucket_layout_is_this_gos(go_run):
                      re.M)
 
 
-def test_one_trap_no_free_probe(go_run):
-    """setprofilebucket alone is probed (not mProf_Malloc, freeSpecial,
-    mProf_Free), on an instruction the kernel emulates (x86-64); its buckets
-    are read from the process, none refused."""
+def test_no_trap_per_sample(go_run):
+    """A symbol table: the runtime's bucket list is polled; mProf_Flush alone
+    is probed (a trap per GC; not mProf_Malloc, freeSpecial, mProf_Free), on
+    an instruction the kernel emulates (x86-64); every sample is counted from
+    the buckets read from the process, none refused."""
     r = go_run
     assert "goalloc: 1 allocator functions probed" in r.stderr, r.stderr
-    assert "probing runtime.setprofilebucket" in r.stderr and "mProf_" not in r.stderr
-    assert "freeSpecial" not in r.stderr
+    assert "probing runtime.mProf_Flush" in r.stderr and "mProf_Malloc" not in r.stderr
+    assert "freeSpecial" not in r.stderr and "setprofilebucket at" not in r.stderr
     m = re.search(r"Go: (\d+) allocations the runtime sampled, (\d+) frees of sampled objects "
                   r"seen, (\d+) of them matched", r.stderr)
     assert m, r.stderr
@@ -111,8 +112,13 @@ def test_one_trap_no_free_probe(go_run):
         assert r.stderr.count("its stack check's jump, emulated") == 1, r.stderr
     assert samples >= 100 and seen == 0 and matched == 0, m.group(0)
     m = re.search(r"Go: (\d+) profile buckets read from the processes \((\d+) reads, [\d.]+ ms\), "
-                  r"(\d+) samples of buckets refused", r.stderr)
+                  r"(\d+) samples of buckets refused.*; (\d+) samples from polled buckets, "
+                  r"(\d+) polled buckets refused, (\d+) GC cycles seen", r.stderr)
     assert m and int(m.group(1)) > 0 and int(m.group(3)) == 0, r.stderr
+    polled, refused, gcs = int(m.group(4)), int(m.group(5)), int(m.group(6))
+    assert polled == samples and refused == 0, m.group(0)
+    # goalloc collects often, yet a trap per GC is far fewer than one per sample
+    assert 0 < gcs < samples / 4, m.group(0)
     with open(r.args[r.args.index("-o") + 1], "rb") as f:
         prof = pprof.decode(f.read())
     totals = [sum(s["value"][i] for s in prof["sample"]) for i in range(4)]

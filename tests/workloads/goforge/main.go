@@ -10,6 +10,13 @@
 //
 //	goforge [wait] SECONDS   (wait: prints {"waiting": PID}, starts at SIGUSR1)
 //	goforge inline SECONDS   (no forging: allocations through an inlined call)
+//	goforge list [wait] SECONDS   (the runtime's bucket list itself forged)
+//
+// list: the GC off (it would walk the list), runtime.mbuckets (the list
+// bpfprof polls when the binary has a symbol table) pointed at 20,000
+// forged buckets: valid-looking ones with garbage stacks and absurd counts
+// (growing each 50 ms), one of another type, one with a huge nstk, the
+// last one's allnext back into the list (a cycle). Prints {"list": N}.
 //
 // inline: the runtime samples (MemProfileRate 4096) allocations made by
 // main.small, inlined into main.outer (//go:noinline); the bucket's stack
@@ -27,7 +34,9 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -36,6 +45,44 @@ import (
 
 //go:linkname setprofilebucket runtime.setprofilebucket
 func setprofilebucket(p unsafe.Pointer, b uintptr)
+
+//go:linkname mbuckets runtime.mbuckets
+var mbuckets uintptr
+
+func list(secs float64) {
+	debug.SetGCPercent(-1)
+	const n = 20000
+	words := make([]uint64, n*(6+1+16))
+	addr := func(i int) uintptr { return uintptr(unsafe.Pointer(&words[i*23])) }
+	for i := 0; i < n; i++ {
+		w := words[i*23 : (i+1)*23]
+		w[2], w[4], w[5], w[6] = 1, 4096, 1, 0xdead0000+uint64(i)
+		if i == 7 {
+			w[2] = 2 // another type
+		}
+		if i == 9 {
+			w[5] = 1 << 40 // nstk huge
+		}
+		w[7], w[8], w[9], w[10] = 1<<62, 1<<63, ^uint64(0), 1 // active: frees past allocs
+		w[11] = ^uint64(0) - 5                                 // future[0].allocs: sums wrap
+		if i+1 < n {
+			w[1] = uint64(addr(i + 1))
+		} else {
+			w[1] = uint64(addr(3)) // a cycle
+		}
+	}
+	atomic.StoreUintptr(&mbuckets, addr(0))
+	end := time.Now().Add(time.Duration(secs * float64(time.Second)))
+	for time.Now().Before(end) {
+		for i := 0; i < n; i++ {
+			words[i*23+12] += 1000 // future[0].frees, and future[1].allocs: counts that move
+			words[i*23+15]++
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	fmt.Printf("{\"list\": %d}\n", n)
+	runtime.KeepAlive(words)
+}
 
 var keep [][]byte
 var fakes [][]uint64
@@ -97,8 +144,24 @@ func inline(secs float64) {
 	time.Sleep(300 * time.Millisecond)
 }
 
+func waitSignal() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGUSR1)
+	fmt.Printf("{\"waiting\": %d}\n", os.Getpid())
+	<-ch
+}
+
 func main() {
 	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "list" {
+		runtime.MemProfileRate = 0
+		if len(args) > 1 && args[1] == "wait" {
+			waitSignal()
+		}
+		secs, _ := strconv.ParseFloat(args[len(args)-1], 64)
+		list(secs)
+		return
+	}
 	if len(args) > 0 && args[0] == "inline" {
 		runtime.MemProfileRate = 4096
 		secs, _ := strconv.ParseFloat(args[len(args)-1], 64)
@@ -107,10 +170,7 @@ func main() {
 	}
 	runtime.MemProfileRate = 0
 	if len(args) > 0 && args[0] == "wait" {
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, syscall.SIGUSR1)
-		fmt.Printf("{\"waiting\": %d}\n", os.Getpid())
-		<-ch
+		waitSignal()
 		args = args[1:]
 	}
 	secs := 2.0

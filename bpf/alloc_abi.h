@@ -216,7 +216,10 @@ enum alloc_counter {
  * counts the call in the gobuckets hash map by (tgid, b), the value made at
  * the first call with the thread's command name. Userspace reads each new
  * bucket's size and stack from the process once and its in-use counts
- * (the bucket's memRecord) at each take: no free is probed.
+ * (the bucket's memRecord) at each take: no free is probed. With a symbol
+ * table userspace polls the runtime's bucket list instead (no trap per
+ * sample): runtime.mProf_Flush is probed (ALLOC_FN_GO_FLUSH: a GC's end,
+ * only counted) so that the process is probed as any other.
  */
 #define ALLOC_GO_BUCKETS      65536 /* (process, bucket) counted at once */
 #define ALLOC_GO_BUCKETS_PROC 8192  /* ... of one process (a tenant's forged ones: its own) */

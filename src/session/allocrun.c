@@ -22,9 +22,13 @@
  * runtime.MemProfileRate bytes on average, when the program links
  * runtime.MemProfile) and records each through runtime.mProf_Malloc in its
  * profile bucket, then runtime.setprofilebucket(p, b). Go 1.19 (the bucket
- * layout verified): setprofilebucket alone is probed, its calls counted by
- * (process, bucket) in BPF; each bucket's size and stack read here once,
- * its in-use counts every drain (go_drain, go_inuse). Other releases: a
+ * layout verified): with a symbol table the runtime's bucket list
+ * (runtime.mbuckets) is polled each drain (go_poll_list: no trap per sample,
+ * the allocations counted from the buckets' records, runtime.mProf_Flush
+ * probed: a trap per GC); without one setprofilebucket alone is probed, its
+ * calls counted by (process, bucket) in BPF. Either way each bucket's size
+ * and stack are read here once, its in-use counts every drain (go_drain,
+ * go_inuse). Other releases: a
  * file defining mProf_Malloc, runtime.freeSpecial and runtime.mProf_Free gets entry probes
  * there (past each function's stack-check prologue, from the pc-line
  * table's stack deltas), every call recorded, weighed with the target's own

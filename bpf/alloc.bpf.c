@@ -534,7 +534,7 @@ int alloc_return(struct pt_regs *ctx)
 /* -- COMMAND: the command stops at its exec, before its first instruction, ... */
 #include "execstop.bpf.h"
 
-SEC("tracepoint/sched/sched_process_exec")
+SEC("tp_btf/sched_process_exec")
 int alloc_exec(void *ctx)
 {
 	execstop__at_exec(&targets, ALLOC_TARGET_STOP, ALLOC_TARGET_ON);

@@ -956,13 +956,15 @@ static bool held_full(struct allocrun *r, const char *path, uint32_t pid, char *
 }
 
 /* SBCL's exported alloc, alloc_list and gc_close_region among a file's
- * symbols (probe_file's loop). */
-enum { SBCL_ALLOC, SBCL_ALLOC_LIST, SBCL_CLOSE, SBCL_NR };
+ * symbols (probe_file's loop); gc_alloc_large, where alloc's large objects
+ * go (its tail jump there probed if found: sbcl__alloc_large_exit). */
+enum { SBCL_ALLOC, SBCL_ALLOC_LIST, SBCL_CLOSE, SBCL_LARGE, SBCL_NR };
 static void sbcl_sym(const char *name, uint64_t start, uint64_t at[SBCL_NR], bool have[SBCL_NR])
 {
 	int k = !strcmp(name, "alloc")		   ? SBCL_ALLOC
 		: !strcmp(name, "alloc_list")	   ? SBCL_ALLOC_LIST
 		: !strcmp(name, "gc_close_region") ? SBCL_CLOSE
+		: !strcmp(name, "gc_alloc_large")  ? SBCL_LARGE
 						   : -1;
 
 	if (k >= 0 && !have[k]) {
@@ -984,7 +986,7 @@ static void sbcl_sym(const char *name, uint64_t start, uint64_t at[SBCL_NR], boo
  */
 static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, const char *path,
 		       const struct procmap *m, uint32_t pid, const uint64_t at[SBCL_NR],
-		       uint32_t *fns, uint64_t *offs, size_t *n)
+		       const bool have[SBCL_NR], uint32_t *fns, uint64_t *offs, size_t *n)
 {
 	struct proc_id id = { .pid = pid, .exec_id = PROC_EXEC_ANY };
 	const struct sbcl_layout *l;
@@ -993,7 +995,7 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 	char version[32];
 	struct elfcode *ec;
 	struct pproc *p;
-	bool warn;
+	bool warn, large_exit = false;
 	int err;
 
 	err = sbcl__file_layout(f, &l, version, sizeof(version), &warn);
@@ -1023,6 +1025,20 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 			err = -ENOENT;
 		if (err)
 			break;
+	}
+	if (!err && ec && have[SBCL_LARGE]) {
+		/* alloc probed at its large objects' exit, not at each region refilled */
+		uint8_t code[1024] = { 0 };
+		ssize_t got_bytes = elfcode__read(ec, at[SBCL_ALLOC], code, sizeof(code));
+		uint64_t va, o;
+
+		if (got_bytes > 0 &&
+		    !sbcl__alloc_large_exit(code, (size_t)got_bytes, at[SBCL_ALLOC], at[SBCL_LARGE],
+					    &va) &&
+		    !elfsym__vaddr_to_off(es, va, &o, NULL)) {
+			off[SBCL_ALLOC] = o;
+			large_exit = true;
+		}
 	}
 	if (ec)
 		elfcode__free(ec);
@@ -1070,8 +1086,9 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 		return err;
 	}
 	p_debug("%s: SBCL %s: alloc and gc_close_region probed, current_thread at %" PRId64
-		" from the thread pointer (slot %u)",
-		path, version, (int64_t)al.tpoff, r->nr_sbcl);
+		" from the thread pointer (slot %u; alloc at %s)",
+		path, version, (int64_t)al.tpoff, r->nr_sbcl,
+		large_exit ? "its large objects' jump to gc_alloc_large (emulated)" : "its entry");
 	if (!r->sbcl_said) {
 		r->sbcl_said = true;
 		p_info("SBCL: the bytes of its threads' allocation regions as each is closed "
@@ -1165,7 +1182,8 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	}
 	if (go && go_probes(r, f, es, path, m, pid, go_at, fns, offs, &n) && !libc)
 		goto out;
-	if ((sbcl && sbcl_probes(r, f, es, path, m, pid, sb_at, fns, offs, &n) && !libc && !go) ||
+	if ((sbcl && sbcl_probes(r, f, es, path, m, pid, sb_at, sb_have, fns, offs, &n) && !libc &&
+	     !go) ||
 	    !n)
 		goto out;
 	err = mfile__kernel_path(f, kpath, sizeof(kpath));

@@ -207,9 +207,10 @@ struct allocrun {
 	uint64_t rescan_until;		 /* this turn's rescan work ends then (0: not a rescan) */
 	bool rescan_did;		 /* a file was looked at in this turn */
 	uint64_t held_over, looked_over; /* files not probed, not looked at: the caps */
-	struct htab *others; /* processes with an [other stacks] sample in the total -> its comm */
-	uint32_t nr_sbcl;    /* SBCL runtimes probed: their slots in the sbcl map */
-	bool sbcl_said;	     /* in-use not measured for SBCL: said once (-v) */
+	struct htab
+		*others;  /* (pid, start) with an [other stacks] sample in the total -> its comm */
+	uint32_t nr_sbcl; /* SBCL runtimes probed: their slots in the sbcl map */
+	bool sbcl_said;	  /* in-use not measured for SBCL: said once (-v) */
 	struct htab *sbcl_named; /* (tgid, stack) named in this drain (sbcl_name_now) */
 	/* the process-name table's upkeep (comms_sweep) */
 	int (*starttime)(struct ptab *t, uint32_t pid, uint64_t *ticks); /* NULL: ptab__starttime */
@@ -959,6 +960,13 @@ static bool held_full(struct allocrun *r, const char *path, uint32_t pid, char *
  * symbols (probe_file's loop); gc_alloc_large, where alloc's large objects
  * go (its tail jump there probed if found: sbcl__alloc_large_exit). */
 enum { SBCL_ALLOC, SBCL_ALLOC_LIST, SBCL_CLOSE, SBCL_LARGE, SBCL_NR };
+
+/* The SBCL runtimes' slots (tests: fewer, BPFPROF_TEST_ALLOC_SBCL_SLOTS). */
+static uint32_t sbcl_slots(void)
+{
+	return (uint32_t)test_cap("BPFPROF_TEST_ALLOC_SBCL_SLOTS", ALLOC_SBCL_SLOTS);
+}
+
 static void sbcl_sym(const char *name, uint64_t start, uint64_t at[SBCL_NR], bool have[SBCL_NR])
 {
 	int k = !strcmp(name, "alloc")		   ? SBCL_ALLOC
@@ -1065,7 +1073,7 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 	 * entry is not believed for every process of the file (-a) */
 	if (!err && sbcl__tls_offset_ok(mfile__elf(f), al.tpoff))
 		err = -EINVAL;
-	if (!err && r->nr_sbcl >= ALLOC_SBCL_SLOTS)
+	if (!err && r->nr_sbcl >= sbcl_slots())
 		err = -ENOSPC;
 	if (err) {
 		p_warn("%s: SBCL %s: its thread's TLS offset not read in process %u (%s): its "
@@ -1099,8 +1107,7 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 	offs[(*n)++] = off[SBCL_ALLOC];
 	fns[*n] = ALLOC_SBCL_COOKIE(ALLOC_FN_SBCL_CLOSE, r->nr_sbcl);
 	offs[(*n)++] = off[SBCL_CLOSE];
-	r->nr_sbcl++;
-	return 0;
+	return 0; /* the slot taken once the probes are attached (probe_file) */
 }
 
 /* The allocator functions of one file that defines malloc and free: probed
@@ -1116,7 +1123,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	uint64_t at[ALLOC_FN_NR], at_end[ALLOC_FN_NR], go_at[GO_NR];
 	bool go_have[GO_NR] = { false }, libc, go;
 	uint64_t sb_at[SBCL_NR];
-	bool sb_have[SBCL_NR] = { false }, sbcl;
+	bool sb_have[SBCL_NR] = { false }, sbcl, sbcl_ok;
 	size_t n = 0, nsyms;
 	struct errmsg em = { 0 };
 	char kpath[64], key[512];
@@ -1182,9 +1189,8 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	}
 	if (go && go_probes(r, f, es, path, m, pid, go_at, fns, offs, &n) && !libc)
 		goto out;
-	if ((sbcl && sbcl_probes(r, f, es, path, m, pid, sb_at, sb_have, fns, offs, &n) && !libc &&
-	     !go) ||
-	    !n)
+	sbcl_ok = sbcl && !sbcl_probes(r, f, es, path, m, pid, sb_at, sb_have, fns, offs, &n);
+	if ((sbcl && !sbcl_ok && !libc && !go) || !n)
 		goto out;
 	err = mfile__kernel_path(f, kpath, sizeof(kpath));
 	if (!err)
@@ -1199,6 +1205,8 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 		goto out;
 	}
 	*probed = true;
+	if (sbcl_ok)
+		r->nr_sbcl++; /* its slot, now used (a failed attach leaves it for another) */
 	share_add(r, key);
 	if (r->all)
 		p_info("%s: %zu allocator functions probed in every process mapping it%s", path, n,

@@ -1860,7 +1860,14 @@ static void stage_free(struct total_stage *st)
  * processes, into one of pid 0. 0 or -ENOMEM. */
 static int total_fold(struct allocrun *r, struct profile *delta, const struct psample *s)
 {
-	struct htab_entry *e = htab__find(r->others, &s->pid, sizeof(s->pid));
+	/* a process: its pid and start time (the name table's, 0 unknown), as
+	 * the name table keeps them: a pid reused is another [other stacks] */
+	struct htab_entry *ce = r->comms ? htab__find(r->comms, &s->pid, sizeof(s->pid)) : NULL;
+	struct {
+		uint32_t pid, pad;
+		uint64_t start;
+	} k = { .pid = s->pid, .start = ce ? ((struct comm *)ce->value)->start : 0 };
+	struct htab_entry *e = htab__find(r->others, &k, sizeof(k));
 	struct psample ps = { .pid = s->pid };
 	int64_t f;
 
@@ -1869,7 +1876,7 @@ static int total_fold(struct allocrun *r, struct profile *delta, const struct ps
 		bool created;
 
 		/* its name the first one's: one such sample a process */
-		e = c ? htab__upsert(r->others, &s->pid, sizeof(s->pid), &created) : NULL;
+		e = c ? htab__upsert(r->others, &k, sizeof(k), &created) : NULL;
 		if (!e) {
 			free(c);
 			return -ENOMEM;

@@ -212,6 +212,9 @@ struct allocrun {
 	uint32_t nr_sbcl; /* SBCL runtimes probed: their slots in the sbcl map */
 	bool sbcl_said;	  /* in-use not measured for SBCL: said once (-v) */
 	struct htab *sbcl_named; /* (tgid, stack) named in this drain (sbcl_name_now) */
+	uint64_t sbcl_name_ns;	 /* this drain's time naming SBCL's frames */
+	bool sbcl_name_over;	 /* this drain's naming budget spent */
+	uint64_t sbcl_unnamed;	 /* SBCL samples not named as they came (the budget) */
 	/* the process-name table's upkeep (comms_sweep) */
 	int (*starttime)(struct ptab *t, uint32_t pid, uint64_t *ticks); /* NULL: ptab__starttime */
 	size_t comms_pos;     /* the sweep's place in comms (a slot) */
@@ -473,6 +476,14 @@ static void note_comm(struct allocrun *r, uint32_t tgid, const char *comm)
 	r->comms_added++;
 }
 
+static size_t test_cap(const char *name, size_t cap);
+
+/* SBCL's new stacks named a drain (tests: fewer, BPFPROF_TEST_ALLOC_SBCL_NAME_STACKS). */
+static size_t sbcl_name_stacks(void)
+{
+	return test_cap("BPFPROF_TEST_ALLOC_SBCL_NAME_STACKS", ALLOCRUN_SBCL_NAME_STACKS);
+}
+
 /*
  * An SBCL sample's frames named now, while the process lives: a Lisp
  * function's name is read from its heap and kept with the pc
@@ -480,20 +491,44 @@ static void note_comm(struct allocrun *r, uint32_t tgid, const char *comm)
  * profile is written after its exit). Names already kept are only checked:
  * once a drain for each (process, stack) (a consing loop brings the same
  * few stacks thousands of times a second).
+ *
+ * Within a budget a drain (ALLOCRUN_SBCL_NAME_STACKS new stacks,
+ * ALLOCRUN_SBCL_NAME_MS of naming; a runtime's first name costs some 50 ms,
+ * its heap indexed, the next ones 0.05-0.5 ms): a tenant's many distinct or
+ * deep stacks do not hold the loop; a sample past it is counted
+ * (sbcl_unnamed), its frames (or the rest of them) named when the profile
+ * is written (unnamed if its process is gone by then).
  */
 static void sbcl_name_now(struct allocrun *r, const struct alloc_event *ev)
 {
 	struct proc_id id = { .pid = ev->tgid, .exec_id = PROC_EXEC_ANY };
 	struct agg_key k = { .tgid = ev->tgid, .stack = ev->stack };
 	struct sym s[SYM_MAX_FRAMES];
+	const uint64_t budget = ALLOCRUN_SBCL_NAME_MS * NS_PER_MS;
 	bool created = false;
+	uint64_t t0;
 
 	if ((!r->sbcl_named && !(r->sbcl_named = htab__new())) ||
-	    htab__count(r->sbcl_named) >= ALLOC_DRAIN_MAX ||
-	    !htab__upsert(r->sbcl_named, &k, sizeof(k), &created) || !created)
+	    htab__find(r->sbcl_named, &k, sizeof(k)))
 		return;
-	for (uint32_t i = 0; i < ev->nr && i < ALLOC_STACK_DEPTH; i++)
+	if (r->sbcl_name_over || htab__count(r->sbcl_named) >= sbcl_name_stacks()) {
+		r->sbcl_name_over = true;
+		r->sbcl_unnamed++;
+		return;
+	}
+	if (!htab__upsert(r->sbcl_named, &k, sizeof(k), &created) || !created)
+		return;
+	t0 = now_ns();
+	for (uint32_t i = 0; i < ev->nr && i < ALLOC_STACK_DEPTH; i++) {
+		if (i % 8 == 7 && r->sbcl_name_ns + (now_ns() - t0) >= budget) {
+			r->sbcl_unnamed++; /* the rest named at the writing */
+			break;
+		}
 		symbolizer__user_frames(r->sym, &id, ev->ips[i], false, s, SYM_MAX_FRAMES);
+	}
+	r->sbcl_name_ns += now_ns() - t0;
+	if (r->sbcl_name_ns >= budget)
+		r->sbcl_name_over = true;
 }
 
 static void on_event(void *ctx, const struct alloc_event *ev)
@@ -1579,11 +1614,12 @@ static void run_start(struct allocrun *r)
  * symbolizer drain of their own, the stacks named in it forgotten). */
 static void sbcl_drain_begins(struct allocrun *r)
 {
-	if (!r->nr_sbcl)
-		return;
-	symbolizer__lisp_drain(r->sym);
+	r->sbcl_name_ns = 0;
+	r->sbcl_name_over = false;
 	htab__free(r->sbcl_named);
 	r->sbcl_named = NULL;
+	if (r->nr_sbcl)
+		symbolizer__lisp_drain(r->sym);
 }
 
 uint64_t allocrun__tick(struct allocrun *r, uint64_t now)
@@ -2287,6 +2323,8 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 		.max_held = max_held(),
 		.held_over = r->held_over,
 		.looked_over = r->looked_over,
+		.nr_sbcl = r->nr_sbcl,
+		.sbcl_unnamed = r->sbcl_unnamed,
 	};
 	stacktab__stats(r->stacks, &st->stacks);
 	allocprof__counters(r->ap, st->c);

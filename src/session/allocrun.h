@@ -44,6 +44,12 @@
  */
 #define ALLOCRUN_MAX_HELD   64
 #define ALLOCRUN_MAX_LOOKED 65536
+/* SBCL's names read as its samples come: per drain (100 ms), at most so
+ * many new (process, stack) and so much time naming; past them a sample's
+ * Lisp frames are named when the profile is written
+ * (allocrun_stats.sbcl_unnamed) */
+#define ALLOCRUN_SBCL_NAME_STACKS 4096
+#define ALLOCRUN_SBCL_NAME_MS	  250
 
 struct allocrun;
 
@@ -149,9 +155,11 @@ struct allocrun_stats {
 	struct stacktab_stats stacks; /* the distinct stacks kept */
 	uint64_t stack_unknown;	      /* live blocks whose stack was not known ([stack lost]) */
 	/* -a, --cgroup: the caps on files */
-	size_t max_held;      /* files probed at most (ALLOCRUN_MAX_HELD; tests: smaller) */
-	uint64_t held_over;   /* files that define the allocator, not probed: past max_held */
-	uint64_t looked_over; /* times a new file was not looked at: past ALLOCRUN_MAX_LOOKED */
+	size_t max_held;       /* files probed at most (ALLOCRUN_MAX_HELD; tests: smaller) */
+	uint64_t held_over;    /* files that define the allocator, not probed: past max_held */
+	uint64_t looked_over;  /* times a new file was not looked at: past ALLOCRUN_MAX_LOOKED */
+	uint32_t nr_sbcl;      /* SBCL runtimes probed */
+	uint64_t sbcl_unnamed; /* SBCL samples not named as they came: a drain's budget spent */
 };
 void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);
 

@@ -851,6 +851,36 @@ static void test_total_others_reused(void **state)
 }
 
 /*
+ * SBCL's frames named as the samples come, within a budget a drain: past
+ * its new stacks (4 here) a sample is counted, not named then; a stack
+ * named in the drain again is not counted; the next drain has its budget
+ * anew.
+ */
+static void test_sbcl_name_budget(void **state)
+{
+	static void (*const sites[4])(void) = { site_a, site_b, site_c, site_d };
+	struct rig *g = *state;
+	struct allocrun_stats st;
+
+	setenv("BPFPROF_TEST_ALLOC_SBCL_NAME_STACKS", "4", 1);
+	for (uint32_t i = 0; i < 16; i++) {
+		event(sites[i & 3], i < 14 ? 0x100 + i : 0x100, 4096, 0, false); /* 2 repeats */
+		events[nr_events - 1].source = ALLOC_SRC_SBCL;
+	}
+	allocrun__tick(g->ar, now_ns());
+	allocrun__stats(g->ar, &st);
+	assert_int_equal(st.sbcl_unnamed, 14 - 4);
+	for (uint32_t i = 0; i < 4; i++) {
+		event(sites[i & 3], 0x200 + i, 4096, 0, false);
+		events[nr_events - 1].source = ALLOC_SRC_SBCL;
+	}
+	allocrun__tick(g->ar, now_ns());
+	unsetenv("BPFPROF_TEST_ALLOC_SBCL_NAME_STACKS");
+	allocrun__stats(g->ar, &st);
+	assert_int_equal(st.sbcl_unnamed, 14 - 4); /* a new drain: its 4 named */
+}
+
+/*
  * A take that fails (no memory for the total) commits nothing: the blocks
  * of an exited process stay in the table (not swept), cur stays; the next
  * take counts them, and the interval's allocations, once.
@@ -961,6 +991,7 @@ int main(void)
 		cmocka_unit_test(test_span_scale),
 		cmocka_unit_test_setup_teardown(test_total_cap, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_total_others_reused, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_sbcl_name_budget, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_take_fails_whole, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_guard_scale_note, rig_up, rig_down),
 	};

@@ -58,8 +58,10 @@ truth, and what it costs an allocation-heavy Go program.
             vector (256-byte vectors: alloc's mixed region), large (160 KB
             arrays: large objects); it prints its own ops per second and per
             CPU second. Arms, the order rotated each round: none, bpfprof
-            --alloc -p PID (attached while it waits), and none again (a
-            control: its cost against none is the host's noise). Then the
+            --alloc -p PID (attached while it waits), close traps (bpftrace:
+            an empty uprobe on gc_close_region, the floor of any design that
+            traps at each region closed) and none again (a control: its cost
+            against none is the host's noise). Then the
             bound, as go's: the probes' fires per second (BPF stats'
             run_cnt) x (an empty emulated uprobe trap, priced on allocwork
             + bpfprof's BPF run_time_ns per run) over the program's CPU
@@ -648,8 +650,10 @@ def go_bound(arm, extra, res, base, traps, stats):
 
 SBCL_SHAPES = {"list": "make-list 100, 1,600 B of conses", "vector": "make-array 30, 256 B",
                "large": "160 KB double-float arrays"}
-SBCL_ARMS = ("none", "bpfprof -p", "none again")
-SBCL_BASE = ("none", "bpfprof -p", "baseline -p", "none again")  # --baseline
+SBCL_ARMS = ("none", "bpfprof -p", "close traps", "none again")
+# The floor of probing each region's close: an empty uprobe on gc_close_region (bpftrace).
+# (attach_bpftrace formats it again: its braces doubled)
+SBCL_TRAPS = "uprobe:{exe}:gc_close_region /pid == 0/ {{{{ }}}}"
 
 
 def sbcl_bench(b, a):
@@ -662,7 +666,8 @@ def sbcl_bench(b, a):
     for s in shapes:
         if s not in SBCL_SHAPES:
             raise Skip(f"--sbcl-shapes: {s} is none of {', '.join(SBCL_SHAPES)}")
-    arms = SBCL_BASE if a.baseline else SBCL_ARMS
+    arms = SBCL_ARMS[:2] + (("baseline -p",) if a.baseline else ()) + \
+        (SBCL_ARMS[2:3] if shutil.which("bpftrace") else ()) + SBCL_ARMS[3:]
     stats_fd = bpf_stats()
     res = {s: {t: [] for t in arms} for s in shapes}
     extra = {s: {t: [] for t in arms} for s in shapes}
@@ -682,6 +687,12 @@ def sbcl_bench(b, a):
                                 lambda pid, p=path: b.attach_bpfprof(pid, None, p),
                                 "ops_per_sec"))
                             extra[s][t].append(b.extra)
+                        elif t == "close traps":
+                            res[s][t].append(b.attached(
+                                argv + ["wait"],
+                                lambda pid: b.attach_bpftrace(
+                                    pid, SBCL_TRAPS.format(exe=os.path.realpath(exe))),
+                                "ops_per_sec"))
                         else:
                             res[s][t].append(b.run("none", argv, "ops_per_sec"))
                     print(f"round {rnd + 1} {s}: " + ", ".join(
@@ -702,7 +713,8 @@ def sbcl_report(a, shapes, arms, res, extra, traps):
     print(f"sbcl --script lispbench.lisp SHAPE {a.sbcl_seconds}: operations per second, median "
           f"(min-max) of {a.rounds} interleaved rounds (arm order rotated); cost: 1 - profiled "
           f"/ unprofiled (each round's pair, median and min-max). none again is a second "
-          f"unprofiled run in each round: its cost against none is the host's noise"
+          f"unprofiled run in each round: its cost against none is the host's noise; close "
+          f"traps: an empty uprobe on gc_close_region (bpftrace), the trap alone"
           + (f"; baseline -p: {a.baseline}" if a.baseline else "") + ".\n")
     for key, what in (("ops_per_sec", "ops/s"), ("ops_per_cpu_sec", "ops per CPU second")):
         print("| shape | GB/s consed | none " + what + " |"

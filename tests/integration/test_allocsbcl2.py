@@ -11,6 +11,8 @@ sampling itself).
   large object's only), not at its entry (which trapped at each mixed
   region refilled too): said by -v, and a loop of 160 KB arrays gets its
   bytes within the sampling's spread.
+- current_thread is read once a thread (kept in its task storage with where
+  it was read): two Lisp threads consing at once each get their own bytes.
 """
 import json
 import math
@@ -23,6 +25,8 @@ from pathlib import Path
 from conftest import SIGMAS, as_tenant, run_bpfprof, sbcl, tenant, wl
 
 LISPBENCH = str(Path(__file__).resolve().parents[1] / "workloads" / "lispbench.lisp")
+LISPTHREADS = str(Path(__file__).resolve().parents[1] / "workloads" / "lispthreads.lisp")
+REGION = 32768
 PERIOD = 2 << 20  # some 8,000 samples a second: a loaded host's reader keeps up
 LARGE = 20000 * 8 + 16  # lispbench's large shape: a double-float array of 20,000
 
@@ -90,3 +94,28 @@ def test_failed_attach_gives_the_slot_back(tenant_dir):
         r.stderr
     space = run_bpfprof(["convert", "--view", "alloc-space", "-f", "folded", out]).stdout
     assert "LISPBENCH::OP-LIST" in space, space[:3000]
+
+
+def test_two_threads_each_their_bytes(tmp_path):
+    """lispthreads.lisp: THREAD-A conses twice THREAD-B's bytes, at once in
+    two threads. Each thread's regions are its own (current_thread kept per
+    thread): A's estimate over B's is 2 within SIGMAS standard deviations
+    of both sums of sampled regions (s bytes each, p = 1 - exp(-s/P)) and
+    two regions each (a thread's last one, open at its end)."""
+    exe = sbcl()
+    n = 5_000_000
+    out = tmp_path / "threads.pb.gz"
+    r = run_bpfprof([f"--alloc={PERIOD}", "-v", "-o", out, "--", exe, "--script", LISPTHREADS,
+                     n], timeout=120)
+    assert "done" in r.stdout, r.stdout
+    space = run_bpfprof(["convert", "--view", "alloc-space", "-f", "folded", out]).stdout
+    a, b = (folded_sum(space, "LISPTHREADS::THREAD-" + t) for t in "AB")
+    assert a > 0 and b > 0, space[:3000]
+    p = -math.expm1(-REGION / PERIOD)
+    rel = math.hypot(math.sqrt(REGION * (1 - p) / (p * 1600 * n)),
+                     math.sqrt(REGION * (1 - p) / (p * 800 * n)))
+    tol = 2 * (SIGMAS * rel + 2 * REGION / (800 * n))
+    m = re.search(r"(\d+) sampled allocations lost", r.stderr)
+    if m:
+        tol += 2 * int(m.group(1)) * REGION / p / (800 * n)
+    assert abs(a / b - 2) <= tol, f"THREAD-A {a} bytes, THREAD-B {b}: {a / b:.3f}, 2 +- {tol:.3f}"

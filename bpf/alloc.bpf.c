@@ -342,12 +342,22 @@ static __always_inline void go_bucket(struct pt_regs *ctx, __u32 tgid, __u32 coo
  * frame holds, its own caller (alloc's, ALLOC-TRAMP; gc_close_region's,
  * alloc, make_list...).
  */
+/* Which of the thread's regions (at thread) arg is, or -1. */
+static __always_inline int sbcl_region(const struct alloc_sbcl *l, __u64 thread, __u64 arg)
+{
+	for (int i = 0; i < ALLOC_SBCL_REGIONS; i++)
+		if (arg == thread + l->region[i])
+			return i;
+	return -1;
+}
+
 static __always_inline void sbcl_probe(struct pt_regs *ctx, __u32 tgid, __u32 cookie)
 {
 	__u32 slot = ALLOC_COOKIE_SLOT(cookie);
-	__u64 arg = PT_REGS_PARM1(ctx), w = 0, thread = 0, tp = 0, r[3];
+	__u64 arg = PT_REGS_PARM1(ctx), w = 0, thread = 0, tp = 0, at, r[3];
 	const struct alloc_sbcl *l = bpf_map_lookup_elem(&sbcl, &slot);
-	struct alloc_thread *ts;
+	struct alloc_thread *ts = NULL;
+	int i = -1;
 
 	if (!l)
 		return;
@@ -358,24 +368,39 @@ static __always_inline void sbcl_probe(struct pt_regs *ctx, __u32 tgid, __u32 co
 #if defined(__TARGET_ARCH_x86)
 		tp = bpf_get_current_task_btf()->thread.fsbase;
 #endif
-		if (!tp || bpf_probe_read_user(&thread, sizeof(thread), (void *)(tp + l->tpoff)) ||
-		    !thread)
+		if (!tp)
 			return;
-		for (int i = 0; i < ALLOC_SBCL_REGIONS; i++) {
-			if (arg != thread + l->region[i])
-				continue;
-			/* r: free_pointer, end_addr, start_addr */
-			if (!bpf_probe_read_user(r, sizeof(r), (void *)arg) && r[2] &&
-			    r[0] >= r[2] && r[0] - r[2] < ALLOC_SBCL_MAX_REGION)
-				w = r[0] - r[2];
-			break;
+		/* current_thread: read once a thread, kept with where it was read
+		 * (another place: read again); a close of none of its regions
+		 * with the kept one reads it again too (the GC's own regions,
+		 * rarer; a thread structure that changed at the same place) */
+		at = tp + (__u64)l->tpoff;
+		ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
+					  BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (ts && ts->sbcl_at == at) {
+			thread = ts->sbcl_thread;
+			i = sbcl_region(l, thread, arg);
 		}
+		if (i < 0) {
+			if (bpf_probe_read_user(&thread, sizeof(thread), (void *)at) || !thread)
+				return;
+			if (ts) {
+				ts->sbcl_at = at;
+				ts->sbcl_thread = thread;
+			}
+			i = sbcl_region(l, thread, arg);
+		}
+		/* r: free_pointer, end_addr, start_addr */
+		if (i >= 0 && !bpf_probe_read_user(r, sizeof(r), (void *)arg) && r[2] &&
+		    r[0] >= r[2] && r[0] - r[2] < ALLOC_SBCL_MAX_REGION)
+			w = r[0] - r[2];
 	}
 	if (!w)
 		return;
 	counter_add(ALLOC_C_CALLS);
-	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts)
+		ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
+					  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts) {
 		counter_add(ALLOC_C_NO_THREAD);
 		return;

@@ -181,6 +181,10 @@ struct alloc_thread {
 	__u64 sp;     /* its stack pointer at entry (the return's is sp + 8) */
 	__u32 fn;
 	__u32 pending; /* a sampled call waits for its return */
+	/* SBCL: current_thread as read at sbcl_at (thread pointer + its TLS
+	 * offset), once a thread (a runtime's thread structure lives with it) */
+	__u64 sbcl_at;
+	__u64 sbcl_thread;
 };
 
 /* The program's own counters (a per-CPU array). */

@@ -361,6 +361,11 @@ static void report_counters(const struct allocrun_stats *st)
 			       "allocated less than its rate (%d bytes by default)",
 			       ALLOCRUN_GO_DEFAULT_RATE);
 	}
+	if (st->sbcl_unnamed)
+		p_warn("SBCL: %" PRIu64 " sampled allocations' Lisp frames not named as they came "
+		       "(a drain names at most %d new stacks, in %d ms): named when the profile "
+		       "is written, unnamed if their process is gone by then",
+		       st->sbcl_unnamed, ALLOCRUN_SBCL_NAME_STACKS, ALLOCRUN_SBCL_NAME_MS);
 	if (st->all) {
 		report_files(st);
 		report_guard(st);

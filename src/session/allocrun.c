@@ -258,10 +258,14 @@ struct allocrun {
 	uint64_t rescan_until;		 /* this turn's rescan work ends then (0: not a rescan) */
 	bool rescan_did;		 /* a file was looked at in this turn */
 	uint64_t held_over, looked_over; /* files not probed, not looked at: the caps */
-	struct htab *others; /* processes with an [other stacks] sample in the total -> its comm */
-	uint32_t nr_sbcl;    /* SBCL runtimes probed: their slots in the sbcl map */
-	bool sbcl_said;	     /* in-use not measured for SBCL: said once (-v) */
+	struct htab
+		*others;  /* (pid, start) with an [other stacks] sample in the total -> its comm */
+	uint32_t nr_sbcl; /* SBCL runtimes probed: their slots in the sbcl map */
+	bool sbcl_said;	  /* in-use not measured for SBCL: said once (-v) */
 	struct htab *sbcl_named; /* (tgid, stack) named in this drain (sbcl_name_now) */
+	uint64_t sbcl_name_ns;	 /* this drain's time naming SBCL's frames */
+	bool sbcl_name_over;	 /* this drain's naming budget spent */
+	uint64_t sbcl_unnamed;	 /* SBCL samples not named as they came (the budget) */
 	/* the process-name table's upkeep (comms_sweep) */
 	int (*starttime)(struct ptab *t, uint32_t pid, uint64_t *ticks); /* NULL: ptab__starttime */
 	size_t comms_pos;     /* the sweep's place in comms (a slot) */
@@ -537,6 +541,14 @@ static void note_comm(struct allocrun *r, uint32_t tgid, const char *comm)
 	r->comms_added++;
 }
 
+static size_t test_cap(const char *name, size_t cap);
+
+/* SBCL's new stacks named a drain (tests: fewer, BPFPROF_TEST_ALLOC_SBCL_NAME_STACKS). */
+static size_t sbcl_name_stacks(void)
+{
+	return test_cap("BPFPROF_TEST_ALLOC_SBCL_NAME_STACKS", ALLOCRUN_SBCL_NAME_STACKS);
+}
+
 /*
  * An SBCL sample's frames named now, while the process lives: a Lisp
  * function's name is read from its heap and kept with the pc
@@ -544,20 +556,44 @@ static void note_comm(struct allocrun *r, uint32_t tgid, const char *comm)
  * profile is written after its exit). Names already kept are only checked:
  * once a drain for each (process, stack) (a consing loop brings the same
  * few stacks thousands of times a second).
+ *
+ * Within a budget a drain (ALLOCRUN_SBCL_NAME_STACKS new stacks,
+ * ALLOCRUN_SBCL_NAME_MS of naming; a runtime's first name costs some 50 ms,
+ * its heap indexed, the next ones 0.05-0.5 ms): a tenant's many distinct or
+ * deep stacks do not hold the loop; a sample past it is counted
+ * (sbcl_unnamed), its frames (or the rest of them) named when the profile
+ * is written (unnamed if its process is gone by then).
  */
 static void sbcl_name_now(struct allocrun *r, const struct alloc_event *ev)
 {
 	struct proc_id id = { .pid = ev->tgid, .exec_id = PROC_EXEC_ANY };
 	struct agg_key k = { .tgid = ev->tgid, .stack = ev->stack };
 	struct sym s[SYM_MAX_FRAMES];
+	const uint64_t budget = ALLOCRUN_SBCL_NAME_MS * NS_PER_MS;
 	bool created = false;
+	uint64_t t0;
 
 	if ((!r->sbcl_named && !(r->sbcl_named = htab__new())) ||
-	    htab__count(r->sbcl_named) >= ALLOC_DRAIN_MAX ||
-	    !htab__upsert(r->sbcl_named, &k, sizeof(k), &created) || !created)
+	    htab__find(r->sbcl_named, &k, sizeof(k)))
 		return;
-	for (uint32_t i = 0; i < ev->nr && i < ALLOC_STACK_DEPTH; i++)
+	if (r->sbcl_name_over || htab__count(r->sbcl_named) >= sbcl_name_stacks()) {
+		r->sbcl_name_over = true;
+		r->sbcl_unnamed++;
+		return;
+	}
+	if (!htab__upsert(r->sbcl_named, &k, sizeof(k), &created) || !created)
+		return;
+	t0 = now_ns();
+	for (uint32_t i = 0; i < ev->nr && i < ALLOC_STACK_DEPTH; i++) {
+		if (i % 8 == 7 && r->sbcl_name_ns + (now_ns() - t0) >= budget) {
+			r->sbcl_unnamed++; /* the rest named at the writing */
+			break;
+		}
 		symbolizer__user_frames(r->sym, &id, ev->ips[i], false, s, SYM_MAX_FRAMES);
+	}
+	r->sbcl_name_ns += now_ns() - t0;
+	if (r->sbcl_name_ns >= budget)
+		r->sbcl_name_over = true;
 }
 
 static void on_event(void *ctx, const struct alloc_event *ev)
@@ -1557,13 +1593,22 @@ static bool held_full(struct allocrun *r, const char *path, uint32_t pid, char *
 }
 
 /* SBCL's exported alloc, alloc_list and gc_close_region among a file's
- * symbols (probe_file's loop). */
-enum { SBCL_ALLOC, SBCL_ALLOC_LIST, SBCL_CLOSE, SBCL_NR };
+ * symbols (probe_file's loop); gc_alloc_large, where alloc's large objects
+ * go (its tail jump there probed if found: sbcl__alloc_large_exit). */
+enum { SBCL_ALLOC, SBCL_ALLOC_LIST, SBCL_CLOSE, SBCL_LARGE, SBCL_NR };
+
+/* The SBCL runtimes' slots (tests: fewer, BPFPROF_TEST_ALLOC_SBCL_SLOTS). */
+static uint32_t sbcl_slots(void)
+{
+	return (uint32_t)test_cap("BPFPROF_TEST_ALLOC_SBCL_SLOTS", ALLOC_SBCL_SLOTS);
+}
+
 static void sbcl_sym(const char *name, uint64_t start, uint64_t at[SBCL_NR], bool have[SBCL_NR])
 {
 	int k = !strcmp(name, "alloc")		   ? SBCL_ALLOC
 		: !strcmp(name, "alloc_list")	   ? SBCL_ALLOC_LIST
 		: !strcmp(name, "gc_close_region") ? SBCL_CLOSE
+		: !strcmp(name, "gc_alloc_large")  ? SBCL_LARGE
 						   : -1;
 
 	if (k >= 0 && !have[k]) {
@@ -1585,7 +1630,7 @@ static void sbcl_sym(const char *name, uint64_t start, uint64_t at[SBCL_NR], boo
  */
 static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, const char *path,
 		       const struct procmap *m, uint32_t pid, const uint64_t at[SBCL_NR],
-		       uint32_t *fns, uint64_t *offs, size_t *n)
+		       const bool have[SBCL_NR], uint32_t *fns, uint64_t *offs, size_t *n)
 {
 	struct proc_id id = { .pid = pid, .exec_id = PROC_EXEC_ANY };
 	const struct sbcl_layout *l;
@@ -1594,7 +1639,7 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 	char version[32];
 	struct elfcode *ec;
 	struct pproc *p;
-	bool warn;
+	bool warn, large_exit = false;
 	int err;
 
 	err = sbcl__file_layout(f, &l, version, sizeof(version), &warn);
@@ -1625,6 +1670,20 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 		if (err)
 			break;
 	}
+	if (!err && ec && have[SBCL_LARGE]) {
+		/* alloc probed at its large objects' exit, not at each region refilled */
+		uint8_t code[1024] = { 0 };
+		ssize_t got_bytes = elfcode__read(ec, at[SBCL_ALLOC], code, sizeof(code));
+		uint64_t va, o;
+
+		if (got_bytes > 0 &&
+		    !sbcl__alloc_large_exit(code, (size_t)got_bytes, at[SBCL_ALLOC], at[SBCL_LARGE],
+					    &va) &&
+		    !elfsym__vaddr_to_off(es, va, &o, NULL)) {
+			off[SBCL_ALLOC] = o;
+			large_exit = true;
+		}
+	}
 	if (ec)
 		elfcode__free(ec);
 	if (!err && got[SBCL_ALLOC] != got[SBCL_ALLOC_LIST])
@@ -1650,7 +1709,7 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 	 * entry is not believed for every process of the file (-a) */
 	if (!err && sbcl__tls_offset_ok(mfile__elf(f), al.tpoff))
 		err = -EINVAL;
-	if (!err && r->nr_sbcl >= ALLOC_SBCL_SLOTS)
+	if (!err && r->nr_sbcl >= sbcl_slots())
 		err = -ENOSPC;
 	if (err) {
 		p_warn("%s: SBCL %s: its thread's TLS offset not read in process %u (%s): its "
@@ -1671,8 +1730,9 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 		return err;
 	}
 	p_debug("%s: SBCL %s: alloc and gc_close_region probed, current_thread at %" PRId64
-		" from the thread pointer (slot %u)",
-		path, version, (int64_t)al.tpoff, r->nr_sbcl);
+		" from the thread pointer (slot %u; alloc at %s)",
+		path, version, (int64_t)al.tpoff, r->nr_sbcl,
+		large_exit ? "its large objects' jump to gc_alloc_large (emulated)" : "its entry");
 	if (!r->sbcl_said) {
 		r->sbcl_said = true;
 		p_info("SBCL: the bytes of its threads' allocation regions as each is closed "
@@ -1683,8 +1743,7 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 	offs[(*n)++] = off[SBCL_ALLOC];
 	fns[*n] = ALLOC_SBCL_COOKIE(ALLOC_FN_SBCL_CLOSE, r->nr_sbcl);
 	offs[(*n)++] = off[SBCL_CLOSE];
-	r->nr_sbcl++;
-	return 0;
+	return 0; /* the slot taken once the probes are attached (probe_file) */
 }
 
 /* The allocator functions of one file that defines malloc and free: probed
@@ -1700,7 +1759,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	uint64_t at[ALLOC_FN_NR], at_end[ALLOC_FN_NR], go_at[GO_NR] = { 0 };
 	bool go_have[GO_NR] = { false }, libc, go;
 	uint64_t sb_at[SBCL_NR];
-	bool sb_have[SBCL_NR] = { false }, sbcl;
+	bool sb_have[SBCL_NR] = { false }, sbcl, sbcl_ok;
 	size_t n = 0, nsyms;
 	struct errmsg em = { 0 };
 	char kpath[64], key[512];
@@ -1766,8 +1825,8 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	}
 	if (go && go_probes(r, f, es, path, m, pid, go_at, fns, offs, &n) && !libc)
 		goto out;
-	if ((sbcl && sbcl_probes(r, f, es, path, m, pid, sb_at, fns, offs, &n) && !libc && !go) ||
-	    !n)
+	sbcl_ok = sbcl && !sbcl_probes(r, f, es, path, m, pid, sb_at, sb_have, fns, offs, &n);
+	if ((sbcl && !sbcl_ok && !libc && !go) || !n)
 		goto out;
 	err = mfile__kernel_path(f, kpath, sizeof(kpath));
 	if (!err)
@@ -1782,6 +1841,8 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 		goto out;
 	}
 	*probed = true;
+	if (sbcl_ok)
+		r->nr_sbcl++; /* its slot, now used (a failed attach leaves it for another) */
 	share_add(r, key);
 	if (r->all)
 		p_info("%s: %zu allocator functions probed in every process mapping it%s", path, n,
@@ -2154,11 +2215,12 @@ static void run_start(struct allocrun *r)
  * symbolizer drain of their own, the stacks named in it forgotten). */
 static void sbcl_drain_begins(struct allocrun *r)
 {
-	if (!r->nr_sbcl)
-		return;
-	symbolizer__lisp_drain(r->sym);
+	r->sbcl_name_ns = 0;
+	r->sbcl_name_over = false;
 	htab__free(r->sbcl_named);
 	r->sbcl_named = NULL;
+	if (r->nr_sbcl)
+		symbolizer__lisp_drain(r->sym);
 }
 
 uint64_t allocrun__tick(struct allocrun *r, uint64_t now)
@@ -2484,7 +2546,14 @@ static void stage_free(struct total_stage *st)
  * processes, into one of pid 0. 0 or -ENOMEM. */
 static int total_fold(struct allocrun *r, struct profile *delta, const struct psample *s)
 {
-	struct htab_entry *e = htab__find(r->others, &s->pid, sizeof(s->pid));
+	/* a process: its pid and start time (the name table's, 0 unknown), as
+	 * the name table keeps them: a pid reused is another [other stacks] */
+	struct htab_entry *ce = r->comms ? htab__find(r->comms, &s->pid, sizeof(s->pid)) : NULL;
+	struct {
+		uint32_t pid, pad;
+		uint64_t start;
+	} k = { .pid = s->pid, .start = ce ? ((struct comm *)ce->value)->start : 0 };
+	struct htab_entry *e = htab__find(r->others, &k, sizeof(k));
 	struct psample ps = { .pid = s->pid };
 	int64_t f;
 
@@ -2493,7 +2562,7 @@ static int total_fold(struct allocrun *r, struct profile *delta, const struct ps
 		bool created;
 
 		/* its name the first one's: one such sample a process */
-		e = c ? htab__upsert(r->others, &s->pid, sizeof(s->pid), &created) : NULL;
+		e = c ? htab__upsert(r->others, &k, sizeof(k), &created) : NULL;
 		if (!e) {
 			free(c);
 			return -ENOMEM;
@@ -2915,6 +2984,8 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 		.go_bkt_read_ns = r->go_bkt_read_ns,
 		.go_polled = r->go_polled,
 		.go_poll_refused = r->go_poll_refused,
+		.nr_sbcl = r->nr_sbcl,
+		.sbcl_unnamed = r->sbcl_unnamed,
 	};
 	stacktab__stats(r->stacks, &st->stacks);
 	allocprof__counters(r->ap, st->c);

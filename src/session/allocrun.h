@@ -44,6 +44,12 @@
  */
 #define ALLOCRUN_MAX_HELD   64
 #define ALLOCRUN_MAX_LOOKED 65536
+/* SBCL's names read as its samples come: per drain (100 ms), at most so
+ * many new (process, stack) and so much time naming; past them a sample's
+ * Lisp frames are named when the profile is written
+ * (allocrun_stats.sbcl_unnamed) */
+#define ALLOCRUN_SBCL_NAME_STACKS 4096
+#define ALLOCRUN_SBCL_NAME_MS	  250
 
 struct allocrun;
 
@@ -161,6 +167,8 @@ struct allocrun_stats {
 	uint64_t go_bkt_read_ns;  /* the time those reads took */
 	uint64_t go_polled;	  /* samples counted from polled buckets (runtime.mbuckets) */
 	uint64_t go_poll_refused; /* polled buckets refused */
+	uint32_t nr_sbcl;	  /* SBCL runtimes probed */
+	uint64_t sbcl_unnamed;	  /* SBCL samples not named as they came: a drain's budget spent */
 };
 void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);
 

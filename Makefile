@@ -77,7 +77,7 @@ WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOADS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(WORKLOAD_SRCS))
 WORKLOADS += $(patsubst tests/workloads/%.cc,$(OUT)/workloads/%,$(wildcard tests/workloads/*.cc))
 WORKLOADS += $(OUT)/workloads/execa $(OUT)/workloads/execb $(OUT)/workloads/fakesbcl_new
-WORKLOADS += $(OUT)/workloads/fakesbcl_alloc_new
+WORKLOADS += $(OUT)/workloads/fakesbcl_alloc_new $(OUT)/workloads/fakesbcl_attach
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 
 .PHONY: all
@@ -260,6 +260,11 @@ $(OUT)/workloads/goalloc-stripped: $(GOALLOC_SRCS) | $(OUT)/workloads
 $(OUT)/workloads/goalloc-nomemprof: $(GOALLOC_SRCS) | $(OUT)/workloads
 	$(call msg,GO,$@)
 	$(Q)cd tests/workloads/goalloc && $(GO) build -tags nomemprof -o $(abspath $@) .
+# A tenant's Go program that forges the profile buckets bpfprof --alloc reads.
+GO_WORKLOADS += $(OUT)/workloads/goforge
+$(OUT)/workloads/goforge: tests/workloads/goforge/main.go tests/workloads/goforge/go.mod | $(OUT)/workloads
+	$(call msg,GO,$@)
+	$(Q)cd tests/workloads/goforge && $(GO) build -o $(abspath $@) .
 
 # Workloads for the annotate tests: one hot instruction, a C and a C++ template
 # function; their DWARF moved to NAME.debug beside them (.gnu_debuglink), the
@@ -331,6 +336,11 @@ $(OUT)/workloads/fakesbcl_alloc: tests/workloads/fakesbcl_alloc.c tests/workload
 $(OUT)/workloads/fakesbcl_alloc_new: tests/workloads/fakesbcl_alloc.c tests/workloads/fakesbcl.h | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O1 -rdynamic -DFAKE_VERSION='"9.9.9"' $< -o $@
+# ... and one that passes every check but whose probe the kernel refuses
+# (tests/integration/test_allocsbcl2.py).
+$(OUT)/workloads/fakesbcl_attach: tests/workloads/fakesbcl_alloc.c tests/workloads/fakesbcl.h | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O1 -rdynamic -DFAKE_ATTACH_FAILS $< -o $@
 
 # A tenant's fake HotSpot JVM (tests/integration/test_jvm.py): its exported
 # gHotSpotVM* variables in .dynsym (-rdynamic).

@@ -81,6 +81,22 @@ struct {
 	__type(value, struct alloc_sbcl);
 } sbcl SEC(".maps");
 
+/* Go: setprofilebucket's calls by (process, bucket) (alloc_abi.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ALLOC_GO_BUCKETS);
+	__type(key, struct alloc_go_bkey);
+	__type(value, struct alloc_go_bval);
+} gobuckets SEC(".maps");
+
+/* Go: each process's entries in gobuckets (ALLOC_GO_BUCKETS_PROC at most). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ALLOC_GO_PROCS);
+	__type(key, __u32);
+	__type(value, __u32);
+} gobucket_procs SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, ALLOC_C_NR);
@@ -270,6 +286,55 @@ static __always_inline void go_probe(struct pt_regs *ctx, __u32 tgid, __u32 cook
 }
 
 /*
+ * Go's runtime.setprofilebucket(p, b) (alloc_abi.h): a sampled allocation
+ * counted by (process, bucket); no stack, no memory read. The cookie's
+ * size argument is b's.
+ */
+static __always_inline void go_bucket(struct pt_regs *ctx, __u32 tgid, __u32 cookie)
+{
+	struct alloc_go_bkey k = { .tgid = tgid, .pad = ALLOC_COOKIE_GO_LAYOUT(cookie) };
+	struct alloc_go_bval nv = { .count = 1 }, *v;
+	__u32 zero = 0, *np;
+
+#if defined(__TARGET_ARCH_x86)
+	if ((cookie & ALLOC_COOKIE_GO_AT_CHECK) && (ctx->flags & (GO_X86_CF | GO_X86_ZF)))
+		return;
+#endif
+	k.b = go_arg(ctx, ALLOC_COOKIE_SIZE_ARG(cookie));
+	if (!k.b)
+		return;
+	counter_add(ALLOC_C_GO_SAMPLES);
+	v = bpf_map_lookup_elem(&gobuckets, &k);
+	if (v) {
+		__sync_fetch_and_add(&v->count, 1);
+		return;
+	}
+	/* a new bucket: within the process's share (a forged flood fills its own) */
+	np = bpf_map_lookup_elem(&gobucket_procs, &tgid);
+	if (!np) {
+		bpf_map_update_elem(&gobucket_procs, &tgid, &zero, BPF_NOEXIST);
+		np = bpf_map_lookup_elem(&gobucket_procs, &tgid);
+	}
+	if (!np || *np >= ALLOC_GO_BUCKETS_PROC) {
+		counter_add(ALLOC_C_GO_BUCKETS_FULL);
+		return;
+	}
+	bpf_get_current_comm(nv.comm, sizeof(nv.comm));
+	if (!bpf_map_update_elem(&gobuckets, &k, &nv, BPF_NOEXIST)) {
+		__sync_fetch_and_add(np, 1);
+		return;
+	}
+	v = bpf_map_lookup_elem(&gobuckets, &k); /* made meanwhile by another thread */
+	if (v) {
+		__sync_fetch_and_add(&v->count, 1);
+		return;
+	}
+	counter_add(ALLOC_C_GO_BUCKETS_FULL);
+	if (!*np) /* the table full: no entry of the process's left behind */
+		bpf_map_delete_elem(&gobucket_procs, &tgid);
+}
+
+/*
  * SBCL (alloc_abi.h): the bytes of a region of the calling thread being
  * closed (gc_close_region), or of a large object (alloc), sampled by bytes
  * as the C library's. The stack is the entry's (record() leaves the entry
@@ -277,12 +342,22 @@ static __always_inline void go_probe(struct pt_regs *ctx, __u32 tgid, __u32 cook
  * frame holds, its own caller (alloc's, ALLOC-TRAMP; gc_close_region's,
  * alloc, make_list...).
  */
+/* Which of the thread's regions (at thread) arg is, or -1. */
+static __always_inline int sbcl_region(const struct alloc_sbcl *l, __u64 thread, __u64 arg)
+{
+	for (int i = 0; i < ALLOC_SBCL_REGIONS; i++)
+		if (arg == thread + l->region[i])
+			return i;
+	return -1;
+}
+
 static __always_inline void sbcl_probe(struct pt_regs *ctx, __u32 tgid, __u32 cookie)
 {
 	__u32 slot = ALLOC_COOKIE_SLOT(cookie);
-	__u64 arg = PT_REGS_PARM1(ctx), w = 0, thread = 0, tp = 0, r[3];
+	__u64 arg = PT_REGS_PARM1(ctx), w = 0, thread = 0, tp = 0, at, r[3];
 	const struct alloc_sbcl *l = bpf_map_lookup_elem(&sbcl, &slot);
-	struct alloc_thread *ts;
+	struct alloc_thread *ts = NULL;
+	int i = -1;
 
 	if (!l)
 		return;
@@ -293,24 +368,39 @@ static __always_inline void sbcl_probe(struct pt_regs *ctx, __u32 tgid, __u32 co
 #if defined(__TARGET_ARCH_x86)
 		tp = bpf_get_current_task_btf()->thread.fsbase;
 #endif
-		if (!tp || bpf_probe_read_user(&thread, sizeof(thread), (void *)(tp + l->tpoff)) ||
-		    !thread)
+		if (!tp)
 			return;
-		for (int i = 0; i < ALLOC_SBCL_REGIONS; i++) {
-			if (arg != thread + l->region[i])
-				continue;
-			/* r: free_pointer, end_addr, start_addr */
-			if (!bpf_probe_read_user(r, sizeof(r), (void *)arg) && r[2] &&
-			    r[0] >= r[2] && r[0] - r[2] < ALLOC_SBCL_MAX_REGION)
-				w = r[0] - r[2];
-			break;
+		/* current_thread: read once a thread, kept with where it was read
+		 * (another place: read again); a close of none of its regions
+		 * with the kept one reads it again too (the GC's own regions,
+		 * rarer; a thread structure that changed at the same place) */
+		at = tp + (__u64)l->tpoff;
+		ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
+					  BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (ts && ts->sbcl_at == at) {
+			thread = ts->sbcl_thread;
+			i = sbcl_region(l, thread, arg);
 		}
+		if (i < 0) {
+			if (bpf_probe_read_user(&thread, sizeof(thread), (void *)at) || !thread)
+				return;
+			if (ts) {
+				ts->sbcl_at = at;
+				ts->sbcl_thread = thread;
+			}
+			i = sbcl_region(l, thread, arg);
+		}
+		/* r: free_pointer, end_addr, start_addr */
+		if (i >= 0 && !bpf_probe_read_user(r, sizeof(r), (void *)arg) && r[2] &&
+		    r[0] >= r[2] && r[0] - r[2] < ALLOC_SBCL_MAX_REGION)
+			w = r[0] - r[2];
 	}
 	if (!w)
 		return;
 	counter_add(ALLOC_C_CALLS);
-	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts)
+		ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
+					  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts) {
 		counter_add(ALLOC_C_NO_THREAD);
 		return;
@@ -335,6 +425,14 @@ static __always_inline bool enter(struct pt_regs *ctx, __u32 cookie)
 
 	if (!is_target(tgid))
 		return false;
+	if (fn == ALLOC_FN_GO_BUCKET) {
+		go_bucket(ctx, tgid, cookie);
+		return false;
+	}
+	if (fn == ALLOC_FN_GO_FLUSH) {
+		counter_add(ALLOC_C_GO_FLUSHES);
+		return false;
+	}
 	if (fn >= ALLOC_FN_SBCL_ALLOC) {
 		sbcl_probe(ctx, tgid, cookie);
 		return false;
@@ -461,7 +559,7 @@ int alloc_return(struct pt_regs *ctx)
 /* -- COMMAND: the command stops at its exec, before its first instruction, ... */
 #include "execstop.bpf.h"
 
-SEC("tracepoint/sched/sched_process_exec")
+SEC("tp_btf/sched_process_exec")
 int alloc_exec(void *ctx)
 {
 	execstop__at_exec(&targets, ALLOC_TARGET_STOP, ALLOC_TARGET_ON);

@@ -61,6 +61,8 @@ enum alloc_fn {
 	ALLOC_FN_GO_MPROF_FREE,	  /* runtime.mProf_Free: not probed (see above) */
 	ALLOC_FN_SBCL_ALLOC,	  /* SBCL's alloc(nbytes, sys): a large object */
 	ALLOC_FN_SBCL_CLOSE,	  /* SBCL's gc_close_region(region, type): a region's bytes */
+	ALLOC_FN_GO_BUCKET, /* runtime.setprofilebucket(p, b): a sampled allocation's bucket */
+	ALLOC_FN_GO_FLUSH,  /* runtime.mProf_Flush: a GC's end (the buckets polled) */
 	ALLOC_FN_NR,
 };
 
@@ -179,6 +181,10 @@ struct alloc_thread {
 	__u64 sp;     /* its stack pointer at entry (the return's is sp + 8) */
 	__u32 fn;
 	__u32 pending; /* a sampled call waits for its return */
+	/* SBCL: current_thread as read at sbcl_at (thread pointer + its TLS
+	 * offset), once a thread (a runtime's thread structure lives with it) */
+	__u64 sbcl_at;
+	__u64 sbcl_thread;
 };
 
 /* The program's own counters (a per-CPU array). */
@@ -199,8 +205,47 @@ enum alloc_counter {
 	ALLOC_C_GO_FREED,   /* ... matched in the live table */
 	ALLOC_C_OTHERS,	    /* -a, --cgroup: calls of processes not profiled (bpfprof itself,
 			     * other cgroups), trapped all the same */
+	ALLOC_C_GO_BUCKETS_FULL, /* Go: sampled allocations not counted: the bucket table full */
+	ALLOC_C_GO_FLUSHES,	 /* Go: mProf_Flush's calls (GC cycles of the polled programs) */
 	ALLOC_C_NR,
 };
+
+/*
+ * Go, the releases whose profile bucket is verified (lang/gobuildinfo.h):
+ * runtime.setprofilebucket(p, b) is called once per sampled allocation,
+ * after the runtime has recorded it in its bucket b (the allocation's stack,
+ * size and counts, which the runtime keeps for runtime.MemProfile). Its
+ * probe (ALLOC_COOKIE(ALLOC_FN_GO_BUCKET, p_arg, b_arg), on the stack
+ * check's jbe as mProf_Malloc's) copies no stack and reads no memory: it
+ * counts the call in the gobuckets hash map by (tgid, b), the value made at
+ * the first call with the thread's command name. Userspace reads each new
+ * bucket's size and stack from the process once and its in-use counts
+ * (the bucket's memRecord) at each take: no free is probed. With a symbol
+ * table userspace polls the runtime's bucket list instead (no trap per
+ * sample): runtime.mProf_Flush is probed (ALLOC_FN_GO_FLUSH: a GC's end,
+ * only counted) so that the process is probed as any other.
+ */
+#define ALLOC_GO_BUCKETS      65536 /* (process, bucket) counted at once */
+#define ALLOC_GO_BUCKETS_PROC 8192  /* ... of one process (a tenant's forged ones: its own) */
+#define ALLOC_GO_PROCS	      4096  /* processes with buckets counted at once */
+/* setprofilebucket's cookie: ALLOC_COOKIE(ALLOC_FN_GO_BUCKET, p_arg, b_arg) |
+ * ALLOC_COOKIE_GO_LAYOUT_SET(layout): the bucket layout's index
+ * (gobuildinfo__bucket_layout), carried in the key's pad. */
+#define ALLOC_COOKIE_GO_LAYOUT_SET(i) (((__u32)(i)&0xff) << 16)
+#define ALLOC_COOKIE_GO_LAYOUT(c)     (((__u32)(c) >> 16) & 0xff)
+
+struct alloc_go_bkey {
+	__u32 tgid;
+	__u32 pad;
+	__u64 b; /* the bucket's address in the process */
+};
+_Static_assert(sizeof(struct alloc_go_bkey) == 16, "alloc_go_bkey");
+
+struct alloc_go_bval {
+	__u64 count; /* calls since the entry was made (never reset: userspace takes deltas) */
+	char comm[16];
+};
+_Static_assert(sizeof(struct alloc_go_bval) == 24, "alloc_go_bval");
 
 /* targets map values */
 #define ALLOC_TARGET_ON	  1 /* profiled */

@@ -304,7 +304,7 @@ struct {
 
 /* -- COMMAND: the command stops at its exec, before its first instruction;
  * --children: so does any other target. */
-SEC("tracepoint/sched/sched_process_exec")
+SEC("tp_btf/sched_process_exec")
 int count_exec(void *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;

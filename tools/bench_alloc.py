@@ -53,18 +53,32 @@ truth, and what it costs an allocation-heavy Go program.
             per second; and bpfprof's own CPU. Issue target: at most 1%
             cost. Skipped, with a message, when bpfprof --alloc records no
             allocation of the Go program (Go's allocator not probed).
+  sbcl      tests/workloads/lispbench.lisp under Debian's sbcl, SHAPE for
+            --sbcl-seconds: list (make-list 100: alloc_list's cons region),
+            vector (256-byte vectors: alloc's mixed region), large (160 KB
+            arrays: large objects); it prints its own ops per second and per
+            CPU second. Arms, the order rotated each round: none, bpfprof
+            --alloc -p PID (attached while it waits), close traps (bpftrace:
+            an empty uprobe on gc_close_region, the floor of any design that
+            traps at each region closed) and none again (a control: its cost
+            against none is the host's noise). Then the
+            bound, as go's: the probes' fires per second (BPF stats'
+            run_cnt) x (an empty emulated uprobe trap, priced on allocwork
+            + bpfprof's BPF run_time_ns per run) over the program's CPU
+            seconds per second. --baseline PATH: another build's arm too.
 
 Prints Markdown tables with the command. bpftrace 0.17 attaches its library
 uprobes to every process (the pid is only its predicate), so run it alone on
 the host: flock /tmp/bpfprof-bench.lock, or --lock-rounds (the lock taken for
 each round, other benchmarks can run between them).
 
-    sudo flock /tmp/bpfprof-bench.lock tools/bench_alloc.py [cost|accuracy|go|all]
+    sudo flock /tmp/bpfprof-bench.lock tools/bench_alloc.py [cost|accuracy|go|sbcl|all]
         [--bpfprof PATH] [--pairs N] [--rounds R] [--shapes small,mixed,mt]
         [--period BYTES] [--mib MIB] [--go-seconds S] [--procs N] [--no-control]
-        [--trap-rounds N]
+        [--trap-rounds N] [--sbcl-seconds S] [--sbcl-shapes list,vector,large]
     sudo tools/bench_alloc.py --lock-rounds ...
-Needs make test-deps (build/workloads/allocwork, goalloc), bpftrace, heaptrack.
+Needs make test-deps (build/workloads/allocwork, goalloc), bpftrace, heaptrack,
+sbcl (for sbcl).
 """
 import argparse
 import contextlib
@@ -89,6 +103,7 @@ OUT = ROOT / os.environ.get("OUT", "build")
 WORK = OUT / "workloads" / "allocwork"
 GOWORK = OUT / "workloads" / "goalloc"
 GONOMEM = OUT / "workloads" / "goalloc-nomemprof"
+LISPBENCH = ROOT / "tests" / "workloads" / "lispbench.lisp"
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 import pprof  # noqa: E402  (tests/integration/pprof.py: an independent decoder)
 
@@ -290,6 +305,10 @@ def command_line(a, sub):
         args += ["--go-seconds", str(a.go_seconds)] + \
             (["--procs", str(a.procs)] if a.procs else []) + \
             ([] if a.go_control else ["--no-control"]) + \
+            (["--trap-rounds", str(a.trap_rounds)] if a.trap_rounds != 3 else []) + \
+            (["--baseline", a.baseline] if a.baseline else [])
+    if sub == "sbcl":
+        args += ["--sbcl-seconds", str(a.sbcl_seconds), "--sbcl-shapes", a.sbcl_shapes] + \
             (["--trap-rounds", str(a.trap_rounds)] if a.trap_rounds != 3 else []) + \
             (["--baseline", a.baseline] if a.baseline else [])
     if a.bpfprof != str(OUT / "bpfprof"):
@@ -629,9 +648,129 @@ def go_bound(arm, extra, res, base, traps, stats):
           f"{cpu:.2f} | {med_spread(agent, '{:.1f}') if agent else '-'} | {bound} |")
 
 
+SBCL_SHAPES = {"list": "make-list 100, 1,600 B of conses", "vector": "make-array 30, 256 B",
+               "large": "160 KB double-float arrays"}
+SBCL_ARMS = ("none", "bpfprof -p", "close traps", "none again")
+# The floor of probing each region's close: an empty uprobe on gc_close_region (bpftrace).
+# (attach_bpftrace formats it again: its braces doubled)
+SBCL_TRAPS = "uprobe:{exe}:gc_close_region /pid == 0/ {{{{ }}}}"
+
+
+def sbcl_bench(b, a):
+    exe = shutil.which("sbcl")
+    if not exe:
+        raise Skip("no sbcl (apt-get install sbcl)")
+    if not has_alloc(a.bpfprof):
+        raise Skip(f"{a.bpfprof} has no --alloc")
+    shapes = a.sbcl_shapes.split(",")
+    for s in shapes:
+        if s not in SBCL_SHAPES:
+            raise Skip(f"--sbcl-shapes: {s} is none of {', '.join(SBCL_SHAPES)}")
+    arms = SBCL_ARMS[:2] + (("baseline -p",) if a.baseline else ()) + \
+        (SBCL_ARMS[2:3] if shutil.which("bpftrace") else ()) + SBCL_ARMS[3:]
+    stats_fd = bpf_stats()
+    res = {s: {t: [] for t in arms} for s in shapes}
+    extra = {s: {t: [] for t in arms} for s in shapes}
+    traps = {}
+    try:
+        for rnd in range(a.rounds):
+            with bench_lock(a):
+                for s in shapes:
+                    argv = [exe, "--script", str(LISPBENCH), s, str(a.sbcl_seconds)]
+                    k = rnd % len(arms)
+                    for t in arms[k:] + arms[:k]:
+                        if t.endswith(" -p"):
+                            b.extra = {}
+                            path = a.baseline if t == "baseline -p" else a.bpfprof
+                            res[s][t].append(b.attached(
+                                argv + ["wait"],
+                                lambda pid, p=path: b.attach_bpfprof(pid, None, p),
+                                "ops_per_sec"))
+                            extra[s][t].append(b.extra)
+                        elif t == "close traps":
+                            res[s][t].append(b.attached(
+                                argv + ["wait"],
+                                lambda pid: b.attach_bpftrace(
+                                    pid, SBCL_TRAPS.format(exe=os.path.realpath(exe))),
+                                "ops_per_sec"))
+                        else:
+                            res[s][t].append(b.run("none", argv, "ops_per_sec"))
+                    print(f"round {rnd + 1} {s}: " + ", ".join(
+                        f"{t} {res[s][t][-1]['ops_per_sec']:.0f}" for t in arms),
+                        file=sys.stderr)
+        if a.trap_rounds and shutil.which("bpftrace"):
+            with bench_lock(a):
+                traps = trap_ns(b, a)
+    finally:
+        if stats_fd is not None:
+            os.close(stats_fd)
+    sbcl_report(a, shapes, arms, res, extra, traps)
+
+
+def sbcl_report(a, shapes, arms, res, extra, traps):
+    print(f"\n### SBCL: throughput of an allocation-heavy Lisp loop\n\n"
+          f"`{command_line(a, 'sbcl')}`\n")
+    print(f"sbcl --script lispbench.lisp SHAPE {a.sbcl_seconds}: operations per second, median "
+          f"(min-max) of {a.rounds} interleaved rounds (arm order rotated); cost: 1 - profiled "
+          f"/ unprofiled (each round's pair, median and min-max). none again is a second "
+          f"unprofiled run in each round: its cost against none is the host's noise; close "
+          f"traps: an empty uprobe on gc_close_region (bpftrace), the trap alone"
+          + (f"; baseline -p: {a.baseline}" if a.baseline else "") + ".\n")
+    for key, what in (("ops_per_sec", "ops/s"), ("ops_per_cpu_sec", "ops per CPU second")):
+        print("| shape | GB/s consed | none " + what + " |"
+              + "".join(f" {t} {what} | cost |" for t in arms[1:]))
+        print("|---|---:|---:|" + "---:|---:|" * (len(arms) - 1))
+        for s in shapes:
+            r = res[s]
+
+            def cost(t):
+                return med_spread([100 * (1 - y[key] / x[key])
+                                   for x, y in zip(r["none"], r[t])], "{:+.1f}") + "%"
+            gbs = statistics.median(j["bytes_per_sec"] for j in r["none"]) / 1e9
+            print(f"| {s} ({SBCL_SHAPES[s]}) | {gbs:.1f} | "
+                  f"{med_spread([j[key] for j in r['none']])} |"
+                  + "".join(f" {med_spread([j[key] for j in r[t]])} | {cost(t)} |"
+                            for t in arms[1:]))
+        print()
+    for kind, v in traps.items():
+        print(f"An empty uprobe trap, {kind} (allocwork's "
+              f"{'malloc' if kind == 'emulated' else 'free'}, its CPU time per call trapped): "
+              f"{med_spread(v)} ns.\n")
+    kind = "emulated"  # alloc's and gc_close_region's probed instructions (push, jmp)
+    print("| shape | arm | fires/s | BPF ns per fire | added system ns per fire | CPU s/s "
+          "| bpfprof's CPU, % of a CPU | bound |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for s, arm in [(s, t) for s in shapes for t in arms if t.endswith(" -p")]:
+        fires, bpf_ns, agent, sys_ns = [], [], [], []
+        for x, j, b0 in zip(extra[s][arm], res[s][arm], res[s]["none"]):
+            if x.get("progs"):
+                runs, ns = x["progs"]
+                fires.append(runs / j["seconds"])
+                bpf_ns.append(ns / runs if runs else 0)
+                added = j["sys_seconds"] / j["seconds"] - b0["sys_seconds"] / b0["seconds"]
+                if runs:
+                    sys_ns.append(1e9 * added / (runs / j["seconds"]))
+            if x.get("tool_cpu") is not None:
+                agent.append(100 * x["tool_cpu"] / x["wall"])
+        cpu = statistics.median(j["cpu_seconds"] / j["seconds"] for j in res[s][arm])
+        bound = "-"
+        if fires and traps.get(kind):
+            per = statistics.median(traps[kind]) + (statistics.median(bpf_ns) if bpf_ns else 0)
+            bound = f"{100 * statistics.median(fires) * per * 1e-9 / cpu:.1f}%"
+        print(f"| {s} | {arm} | {med_spread(fires) if fires else '-'} | "
+              f"{med_spread(bpf_ns) if bpf_ns else '-'} | "
+              f"{med_spread(sys_ns) if sys_ns else '-'} | {cpu:.2f} | "
+              f"{med_spread(agent, '{:.1f}') if agent else '-'} | {bound} |")
+    print("\nfires/s: BPF stats' run_cnt of bpfprof's programs over the loop's seconds (the "
+          "run's start and end included: a slight overcount); bound: fires/s x (an empty "
+          "emulated trap + the BPF ns) / the program's CPU seconds per second; added system "
+          "ns: its system time per second with bpfprof less without, per fire (a noisy "
+          "cross-check: the SBCL GC's own system time varies).")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", nargs="?", default="all", choices=["cost", "accuracy", "go", "all"])
+    ap.add_argument("what", nargs="?", default="all", choices=["cost", "accuracy", "go", "sbcl", "all"])
     ap.add_argument("--bpfprof", default=str(OUT / "bpfprof"),
                     help="the bpfprof with --alloc (default build/bpfprof)")
     ap.add_argument("--pairs", type=int, default=50_000, help="pairs per run (cost)")
@@ -647,9 +786,14 @@ def main():
                     help="go: without the control arms (goalloc-nomemprof, whose probes "
                          "never fire)")
     ap.add_argument("--baseline", metavar="PATH",
-                    help="go: also goalloc under this other build of bpfprof (an arm)")
+                    help="go, sbcl: also the workload under this other build of bpfprof "
+                         "(an arm)")
     ap.add_argument("--trap-rounds", type=int, default=3,
                     help="go: paired allocwork runs pricing an empty uprobe trap (0: none)")
+    ap.add_argument("--sbcl-seconds", type=int, default=3,
+                    help="sbcl: seconds of each run of lispbench.lisp")
+    ap.add_argument("--sbcl-shapes", default="list,vector,large",
+                    help="sbcl: lispbench.lisp's shapes (list, vector, large)")
     ap.add_argument("--fallbacks", action="store_true",
                     help="cost: also bpfprof -p with the older kernels' probes "
                          "(BPFPROF_TEST_ALLOC_MODE=multi, perf)")
@@ -666,7 +810,8 @@ def main():
     ok = True
     with tempfile.TemporaryDirectory(prefix="bench_alloc.") as tmp:
         b = Bench(a, tmp)
-        for what, fn in (("cost", cost), ("accuracy", accuracy), ("go", go)):
+        for what, fn in (("cost", cost), ("accuracy", accuracy), ("go", go),
+                         ("sbcl", sbcl_bench)):
             if a.what not in (what, "all"):
                 continue
             try:

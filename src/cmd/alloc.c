@@ -339,14 +339,33 @@ static void report_counters(const struct allocrun_stats *st)
 	if (st->nr_go) {
 		p_info("Go: %" PRIu64 " allocations the runtime sampled, %" PRIu64
 		       " frees of sampled objects seen, %" PRIu64 " of them matched",
-		       c[ALLOC_C_GO_SAMPLES], c[ALLOC_C_GO_FREES], c[ALLOC_C_GO_FREED]);
-		if (!c[ALLOC_C_GO_SAMPLES] && !st->go_off_warned)
+		       c[ALLOC_C_GO_SAMPLES] + st->go_polled, c[ALLOC_C_GO_FREES],
+		       c[ALLOC_C_GO_FREED]);
+		if (st->go_buckets || st->go_bkt_bad || st->go_bkt_over || st->go_bkt_gone ||
+		    c[ALLOC_C_GO_BUCKETS_FULL] || st->go_poll_refused)
+			p_info("Go: %zu profile buckets read from the processes (%" PRIu64
+			       " reads, %.1f ms), %" PRIu64 " samples of buckets refused (not a "
+			       "bucket, unreadable), %" PRIu64
+			       " not counted (the tables full), %" PRIu64
+			       " of buckets first seen once their process had exited; %" PRIu64
+			       " samples from polled buckets, %" PRIu64
+			       " polled buckets refused, %" PRIu64 " GC cycles seen (mProf_Flush)",
+			       st->go_buckets, st->go_bkt_reads, (double)st->go_bkt_read_ns / 1e6,
+			       st->go_bkt_bad, st->go_bkt_over + c[ALLOC_C_GO_BUCKETS_FULL],
+			       st->go_bkt_gone, st->go_polled, st->go_poll_refused,
+			       c[ALLOC_C_GO_FLUSHES]);
+		if (!c[ALLOC_C_GO_SAMPLES] && !st->go_polled && !st->go_off_warned)
 			p_warn("the Go runtime sampled no allocation: a Go program samples only "
 			       "when it links runtime.MemProfile (imports runtime/pprof or "
 			       "net/http/pprof), else its runtime.MemProfileRate is 0; or it "
 			       "allocated less than its rate (%d bytes by default)",
 			       ALLOCRUN_GO_DEFAULT_RATE);
 	}
+	if (st->sbcl_unnamed)
+		p_warn("SBCL: %" PRIu64 " sampled allocations' Lisp frames not named as they came "
+		       "(a drain names at most %d new stacks, in %d ms): named when the profile "
+		       "is written, unnamed if their process is gone by then",
+		       st->sbcl_unnamed, ALLOCRUN_SBCL_NAME_STACKS, ALLOCRUN_SBCL_NAME_MS);
 	if (st->all) {
 		report_files(st);
 		report_guard(st);

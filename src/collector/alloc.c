@@ -525,6 +525,78 @@ out:
 	return err;
 }
 
+int allocprof__go_buckets(struct allocprof *a,
+			  void (*cb)(void *ctx, const struct alloc_go_bkey *k,
+				     const struct alloc_go_bval *v),
+			  void *ctx)
+{
+	enum { CHUNK = 4096 }; /* entries a batch call reads (the map holds ALLOC_GO_BUCKETS) */
+	int fd = bpf_map__fd(a->skel->maps.gobuckets), err = 0;
+	struct alloc_go_bkey *keys, k, next, in, out;
+	struct alloc_go_bval *vals, v;
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	size_t n = 0;
+	void *prev = NULL;
+	bool first = true;
+
+	keys = malloc(CHUNK * sizeof(*keys));
+	vals = malloc(CHUNK * sizeof(*vals));
+	while (keys && vals && n < ALLOC_GO_BUCKETS) {
+		__u32 count = CHUNK;
+		int rc = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys, vals, &count,
+					      &opts);
+		int e = rc ? errno : 0;
+
+		if (rc && e != ENOENT) {
+			if (first) /* no batch: the walk by key below */
+				break;
+			err = -e; /* part walked: the rest at the next drain */
+			goto out;
+		}
+		for (__u32 i = 0; i < count; i++)
+			cb(ctx, &keys[i], &vals[i]);
+		n += count;
+		if (rc)
+			goto out; /* ENOENT: the whole map walked */
+		in = out;
+		first = false;
+	}
+	if (keys && vals && !first) {
+		err = 0;
+		goto out;
+	}
+	/* No batch: a walk by key, at most the map's capacity. */
+	err = 0;
+	for (size_t i = 0; i < ALLOC_GO_BUCKETS; i++) {
+		if (bpf_map_get_next_key(fd, prev, &next)) {
+			err = errno == ENOENT ? 0 : -errno;
+			break;
+		}
+		k = next;
+		prev = &k;
+		if (!bpf_map_lookup_elem(fd, &k, &v))
+			cb(ctx, &k, &v);
+	}
+out:
+	free(keys);
+	free(vals);
+	return err;
+}
+
+size_t allocprof__go_forget(struct allocprof *a, const struct alloc_go_bkey *keys, size_t n)
+{
+	int fd = bpf_map__fd(a->skel->maps.gobuckets);
+	int pfd = bpf_map__fd(a->skel->maps.gobucket_procs);
+	size_t done = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		done += !bpf_map_delete_elem(fd, &keys[i]);
+		if (!i || keys[i].tgid != keys[i - 1].tgid)
+			bpf_map_delete_elem(pfd, &keys[i].tgid);
+	}
+	return done;
+}
+
 void allocprof__counters(struct allocprof *a, uint64_t out[ALLOC_C_NR])
 {
 	uint64_t *v = calloc((size_t)a->ncpus, sizeof(*v));

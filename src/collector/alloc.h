@@ -98,6 +98,17 @@ int allocprof__live(struct allocprof *a,
 		    bool (*cb)(void *ctx, const struct alloc_live_key *k,
 			       const struct alloc_live *v),
 		    void *ctx, size_t *deleted);
+/*
+ * Go: the (process, bucket) counts of setprofilebucket's calls
+ * (alloc_abi.h): cb for each, at most ALLOC_GO_BUCKETS. 0 or -errno.
+ */
+int allocprof__go_buckets(struct allocprof *a,
+			  void (*cb)(void *ctx, const struct alloc_go_bkey *k,
+				     const struct alloc_go_bval *v),
+			  void *ctx);
+/* Go: the entries of keys deleted (exited processes', all of each process's:
+ * its count of entries goes too). How many were. */
+size_t allocprof__go_forget(struct allocprof *a, const struct alloc_go_bkey *keys, size_t n);
 /* The program's own counters (alloc_abi.h, enum alloc_counter), summed. */
 void allocprof__counters(struct allocprof *a, uint64_t out[ALLOC_C_NR]);
 

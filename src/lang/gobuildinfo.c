@@ -6,6 +6,7 @@
 #include "lang/gobuildinfo.h"
 
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "base/util.h"
@@ -140,4 +141,94 @@ int gobuildinfo__special_kind(unsigned minor, unsigned *kind_off, unsigned *prof
 			return 0;
 		}
 	return -ENOTSUP;
+}
+
+/*
+ * runtime.bucket and memRecord of runtime/mprof.go, per release verified:
+ * Go 1.19.8, the DWARF of goalloc (runtime.bucket: typ at 16, size at 32,
+ * nstk at 40, 48 bytes; memProfile = 1) and setprofilebucket(p, b) in AX, BX.
+ */
+static const struct {
+	unsigned minor;
+	struct gobucket_layout l;
+} bucket_layouts[] = {
+	{ 19,
+	  { .p_arg = 0,
+	    .b_arg = 1,
+	    .hdr = 48,
+	    .typ_off = 16,
+	    .size_off = 32,
+	    .nstk_off = 40,
+	    .mem_type = 1 } },
+};
+
+int gobuildinfo__bucket_layout(unsigned minor, struct gobucket_layout *l)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(bucket_layouts); i++)
+		if (bucket_layouts[i].minor == minor) {
+			*l = bucket_layouts[i].l;
+			return (int)i;
+		}
+	return -ENOTSUP;
+}
+
+int gobuildinfo__bucket_layout_at(unsigned i, struct gobucket_layout *l)
+{
+	if (i >= ARRAY_SIZE(bucket_layouts))
+		return -ENOENT;
+	*l = bucket_layouts[i].l;
+	return 0;
+}
+
+static uint64_t word(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+int gobucket__parse(const void *buf, size_t len, const struct gobucket_layout *l,
+		    struct gobucket *out)
+{
+	const uint8_t *b = buf;
+	uint64_t nstk;
+
+	if (len < l->hdr || l->hdr < l->nstk_off + 8 || l->hdr < l->size_off + 8 ||
+	    l->hdr < l->typ_off + 8)
+		return len < l->hdr ? -ENODATA : -EINVAL;
+	nstk = word(b + l->nstk_off);
+	out->size = word(b + l->size_off);
+	if (word(b + l->typ_off) != l->mem_type || nstk > GOBUCKET_MAX_STACK || !out->size ||
+	    out->size > GOBUCKET_MAX_SIZE)
+		return -EINVAL;
+	if (len < l->hdr + 8 * nstk)
+		return -ENODATA;
+	out->nstk = (uint32_t)nstk;
+	for (uint32_t i = 0; i < out->nstk; i++)
+		out->stk[i] = word(b + l->hdr + 8 * i);
+	out->active_off = l->hdr + 8 * out->nstk;
+	return 0;
+}
+
+void gobucket__inuse(const uint64_t active[4], int64_t rate, double *objects, double *bytes)
+{
+	double n = active[1] < active[0] ? (double)(active[0] - active[1]) : 0;
+	double s = active[3] < active[2] ? (double)(active[2] - active[3]) : 0;
+	double p;
+
+	*objects = *bytes = 0;
+	if (!n || !s)
+		return;
+	if (rate > 1) {
+		p = -expm1(-(s / n) / (double)rate);
+		if (p > 0) {
+			n /= p;
+			s /= p;
+		}
+	}
+	if (isfinite(n) && isfinite(s)) {
+		*objects = n;
+		*bytes = s;
+	}
 }

@@ -54,7 +54,8 @@ bool gobuildinfo__matches_pclntab(unsigned minor, enum gopclntab_version v);
  * -ENOTSUP before 1.17 (arguments on the stack).
  */
 int gobuildinfo__mprof_malloc_args(unsigned minor, unsigned *p_arg, unsigned *size_arg);
-/* runtime.freeSpecial(s, p, size)'s, the same since 1.17. */
+/* runtime.freeSpecial(s, p, size)'s, the same since 1.17 (probed for Go 1.19
+ * only where runtime.setprofilebucket is not found). */
 int gobuildinfo__free_special_args(unsigned minor, unsigned *p_arg, unsigned *size_arg);
 
 /*
@@ -65,9 +66,62 @@ int gobuildinfo__free_special_args(unsigned minor, unsigned *p_arg, unsigned *si
  * leave every Go object "in use" or delete the wrong entries: only the
  * releases in the table, each checked against the runtime's DWARF of a
  * binary built by that release (tests/integration/test_gocost.py), are
- * known. 0, or -ENOTSUP (a release not verified: its Go allocations are not
- * profiled).
+ * known. 0, or -ENOTSUP (a release not verified: its Go allocations are
+ * profiled through mProf_Malloc alone, their frees not).
  */
 int gobuildinfo__special_kind(unsigned minor, unsigned *kind_off, unsigned *profile_kind);
+
+/*
+ * The runtime's memory-profile bucket (runtime/mprof.go), where a release's
+ * is verified: struct bucket { next, allnext *bucket; typ bucketType; hash,
+ * size, nstk uintptr } (hdr bytes), then stk [nstk]uintptr (return pcs,
+ * the leaf first, as runtime.callers gives them: an inlined call's frames
+ * each a pc of their own), then a memRecord whose first 32 bytes are active
+ * {allocs, frees, alloc_bytes, free_bytes}: the counts as of the last GC
+ * that runtime.MemProfile reports. runtime.setprofilebucket(p, b) is called
+ * once per sampled allocation, b's arguments (ABIInternal) as given here.
+ * Verified: Go 1.19.8 (Debian 12's golang-1.19), the DWARF of goalloc
+ * (runtime.bucket) and its mprof.go (tests/integration/test_gocost.py).
+ */
+#define GOBUCKET_MAX_STACK 32				      /* the runtime's maxStack */
+#define GOBUCKET_MAX_SIZE  (1ull << 40)			      /* an object's bytes believed */
+#define GOBUCKET_READ	   (48 + 8 * GOBUCKET_MAX_STACK + 32) /* the most bytes one read wants */
+
+struct gobucket_layout {
+	unsigned p_arg, b_arg; /* setprofilebucket's arguments */
+	unsigned hdr;	       /* sizeof(bucket): where stk starts */
+	unsigned typ_off, size_off, nstk_off;
+	uint64_t mem_type; /* memProfile's bucketType */
+};
+
+/* Go 1.minor's: its index in the table (>= 0, the probe's cookie carries it); or
+ * -ENOTSUP: not verified. */
+int gobuildinfo__bucket_layout(unsigned minor, struct gobucket_layout *l);
+/* The layout of index i. 0, or -ENOENT. */
+int gobuildinfo__bucket_layout_at(unsigned i, struct gobucket_layout *l);
+
+struct gobucket {
+	uint64_t size;			  /* each allocation's bytes */
+	uint32_t nstk;			  /* pcs in stk */
+	uint64_t stk[GOBUCKET_MAX_STACK]; /* the leaf first */
+	uint32_t active_off;		  /* the memRecord's offset from the bucket */
+};
+
+/*
+ * A bucket's first len bytes (read from the process: untrusted) parsed into
+ * *out: 0, -EINVAL not a memory-profile bucket of the layout (type, size 0
+ * or above GOBUCKET_MAX_SIZE, nstk above GOBUCKET_MAX_STACK), -ENODATA len
+ * too short for its stack.
+ */
+int gobucket__parse(const void *buf, size_t len, const struct gobucket_layout *l,
+		    struct gobucket *out);
+
+/*
+ * In use as of the last GC from a bucket's active record {allocs, frees,
+ * alloc_bytes, free_bytes} (untrusted: a count that went backwards gives 0),
+ * scaled as runtime/pprof's scaleHeapSample (by the average size; a rate of
+ * 0 or 1: not scaled): *objects, *bytes (finite, >= 0).
+ */
+void gobucket__inuse(const uint64_t active[4], int64_t rate, double *objects, double *bytes);
 
 #endif

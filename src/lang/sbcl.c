@@ -1165,6 +1165,26 @@ int sbcl__alloc_code(const struct sbcl_layout *l, bool list, const uint8_t *code
 	return -ENOTSUP;
 }
 
+int sbcl__alloc_large_exit(const uint8_t *code, size_t len, uint64_t va, uint64_t large,
+			   uint64_t *at)
+{
+	static const uint8_t seq[] = { 0x48, 0x83, 0xc4, 0x10, 0x48, 0x89, 0xdf,
+				       0xbe, 0x03, 0x00, 0x00, 0x00, 0x5b, 0x41,
+				       0x5c, 0x41, 0x5d, 0x41, 0x5e, 0x5d, 0xe9 };
+	unsigned found = 0;
+
+	for (size_t p = 0; p + sizeof(seq) + 4 <= len; p++) {
+		uint64_t jmp = va + p + sizeof(seq) - 1;
+
+		if (memcmp(code + p, seq, sizeof(seq)) ||
+		    jmp + 5 + (uint64_t)(int64_t)disp32(code + p + sizeof(seq)) != large)
+			continue;
+		*at = jmp;
+		found++;
+	}
+	return found == 1 ? 0 : -ENOTSUP;
+}
+
 /* -ESRCH once the process is gone (its memory with it), else -EFAULT for what cannot be read. */
 static int proc_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {

@@ -147,6 +147,20 @@ int sbcl__alloc_code(const struct sbcl_layout *l, bool list, const uint8_t *code
 		     uint64_t va, uint64_t *got);
 
 /*
+ * --alloc: alloc's large-object exit, where a probe traps only for large
+ * objects (not for each region refilled, half of a vector loop's traps):
+ * in code (alloc's first len bytes, at file address va) the one tail jump
+ * to gc_alloc_large (its address large) with the frame popped and nbytes
+ * in %rdi - Debian's 2.2.9: add $0x10,%rsp; mov %rbx,%rdi; mov $3,%esi;
+ * pop %rbx, %r12, %r13, %r14, %rbp; jmp gc_alloc_large. The stack there is
+ * the entry's (the caller's return address on top), the jmp an instruction
+ * the kernel emulates. *at: the jmp's file address. 0, or -ENOTSUP: not
+ * found, or more than one (the entry is probed instead).
+ */
+int sbcl__alloc_large_exit(const uint8_t *code, size_t len, uint64_t va, uint64_t large,
+			   uint64_t *at);
+
+/*
  * --alloc: whether tpoff (current_thread's offset from the thread pointer,
  * read from a process's GOT entry) lies in the static TLS block of the
  * executable elf (its PT_TLS, x86-64's variant II: the executable's block

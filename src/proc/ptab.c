@@ -1562,6 +1562,64 @@ ssize_t ptab__read_mem(struct ptab *t, struct pproc *p, uint64_t addr, void *buf
 	return n;
 }
 
+ssize_t ptab__read_memv(struct ptab *t, struct pproc *p, const uint64_t *addrs, size_t n,
+			size_t len, void *bufs, bool *ok)
+{
+	enum { PIECES = 1024 };
+	struct iovec local[PIECES], remote[PIECES];
+	size_t i = 0, got = 0;
+	ssize_t r;
+
+	if (!len || len > 4096)
+		return -E2BIG;
+	for (size_t j = 0; j < n; j++)
+		ok[j] = false;
+	/* the checks (blocked mounts): a piece that fails them alone, by ptab__read_mem */
+	while (i < n) {
+		size_t m = 0;
+
+		while (i + m < n && m < PIECES) {
+			uint64_t a = addrs[i + m];
+			bool blocked = a + len < a;
+
+			for (size_t b = 0; !blocked && p->blocked_known && b < p->nr_blocked; b++)
+				blocked = a < p->blocked[b].end && a + len > p->blocked[b].start;
+			if (blocked || !p->blocked_known)
+				break;
+			local[m] = (struct iovec){ .iov_base = (char *)bufs + (i + m) * len,
+						   .iov_len = len };
+			remote[m] =
+				(struct iovec){ .iov_base = (void *)(uintptr_t)a, .iov_len = len };
+			m++;
+		}
+		if (!m) { /* the first piece alone: ptab__read_mem checks (and loads the list) */
+			r = ptab__read_mem(t, p, addrs[i], (char *)bufs + i * len, len);
+			if (r == -ESRCH)
+				return got ? (ssize_t)got : r;
+			if (r == (ssize_t)len) {
+				ok[i] = true;
+				got++;
+			}
+			i++;
+			continue;
+		}
+		r = process_vm_readv((pid_t)p->id.pid, local, (unsigned long)m, remote,
+				     (unsigned long)m, 0);
+		if (r < 0 && errno == ESRCH)
+			return got ? (ssize_t)got : -ESRCH;
+		if (r < 0)
+			r = 0;
+		/* whole pieces read, then the one that stopped it (skipped) */
+		for (size_t k = 0; k < (size_t)r / len; k++)
+			ok[i + k] = true;
+		got += (size_t)r / len;
+		i += (size_t)r / len;
+		if ((size_t)r / len < m)
+			i++;
+	}
+	return (ssize_t)got;
+}
+
 /* --- mapped files ----------------------------------------------------------------- */
 
 uint64_t mfile__serial(const struct mfile *f)

@@ -233,6 +233,14 @@ const char *pproc__perfmap_path(const struct pproc *p);
  */
 #define PTAB_MEM_MAX (1u << 20)
 ssize_t ptab__read_mem(struct ptab *t, struct pproc *p, uint64_t addr, void *buf, size_t len);
+/*
+ * n pieces of len bytes each (len at most 4096) of p's memory, piece i at addrs[i] into bufs + i *
+ * len, with as few process_vm_readv calls as the pieces allow (up to 1024 pieces a call, a piece
+ * that cannot be read skipped): ok[i] says which were read whole. The same checks as
+ * ptab__read_mem. How many were, or -errno.
+ */
+ssize_t ptab__read_memv(struct ptab *t, struct pproc *p, const uint64_t *addrs, size_t n,
+			size_t len, void *bufs, bool *ok);
 
 /* --- mapped files ------------------------------------------------------------ */
 

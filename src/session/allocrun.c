@@ -20,8 +20,16 @@
  *
  * Go: the runtime samples its own allocations (one per
  * runtime.MemProfileRate bytes on average, when the program links
- * runtime.MemProfile) and records each through runtime.mProf_Malloc; a file
- * defining it, runtime.freeSpecial and runtime.mProf_Free gets entry probes
+ * runtime.MemProfile) and records each through runtime.mProf_Malloc in its
+ * profile bucket, then runtime.setprofilebucket(p, b). Go 1.19 (the bucket
+ * layout verified): with a symbol table the runtime's bucket list
+ * (runtime.mbuckets) is polled each drain (go_poll_list: no trap per sample,
+ * the allocations counted from the buckets' records, runtime.mProf_Flush
+ * probed: a trap per GC); without one setprofilebucket alone is probed, its
+ * calls counted by (process, bucket) in BPF. Either way each bucket's size
+ * and stack are read here once, its in-use counts every drain (go_drain,
+ * go_inuse). Other releases: a
+ * file defining mProf_Malloc, runtime.freeSpecial and runtime.mProf_Free gets entry probes
  * there (past each function's stack-check prologue, from the pc-line
  * table's stack deltas), every call recorded, weighed with the target's own
  * MemProfileRate, read from its memory (512 KiB, the default, when the
@@ -91,12 +99,23 @@ static const char *const fn_names[ALLOC_FN_NR][3] = {
 };
 
 /* Go's runtime functions, and older names of them: the first GO_PROBED are
- * probed, mProf_Free only looked for (a Go runtime's mark). */
-enum { GO_MALLOC, GO_FREE_SPECIAL, GO_MPROF_FREE, GO_NR, GO_PROBED = GO_MPROF_FREE };
+ * probed, mProf_Free only looked for (a Go runtime's mark); setprofilebucket
+ * probed alone where the release's bucket is verified. */
+enum {
+	GO_MALLOC,
+	GO_FREE_SPECIAL,
+	GO_MPROF_FREE,
+	GO_SETPROFILEBUCKET,
+	GO_MPROF_FLUSH,
+	GO_NR,
+	GO_PROBED = GO_MPROF_FREE
+};
 static const char *const go_names[GO_NR][2] = {
 	[GO_MALLOC] = { "runtime.mProf_Malloc" },
 	[GO_FREE_SPECIAL] = { "runtime.freeSpecial", "runtime.freespecial" },
 	[GO_MPROF_FREE] = { "runtime.mProf_Free" },
+	[GO_SETPROFILEBUCKET] = { "runtime.setprofilebucket" },
+	[GO_MPROF_FLUSH] = { "runtime.mProf_Flush" },
 };
 static const uint32_t go_fn[GO_PROBED] = {
 	[GO_MALLOC] = ALLOC_FN_GO_MALLOC,
@@ -112,6 +131,37 @@ struct goproc {
 	uint64_t rate_addr;
 	int64_t rate;	 /* the last read (GO_DEFAULT_RATE until then, or without symbols) */
 	bool off_warned; /* the program does not sample: said at attach */
+	/* its buckets polled (runtime.mbuckets, a symbol table's): no trap per sample */
+	uint64_t mbuckets;   /* runtime.mbuckets's address; 0: not polled */
+	uint64_t head_known; /* the list's head at the last walk */
+	unsigned layout;     /* the bucket layout's index */
+	size_t nr_buckets;   /* buckets of its list kept (ALLOC_GO_BUCKETS_PROC at most) */
+	bool walked;	     /* its list walked once (the buckets then: counted from then on) */
+	uint64_t over;	     /* buckets of its list past that */
+	char comm[16];
+};
+
+/*
+ * Go's buckets (setprofilebucket's probe, alloc_abi.h): one a (process,
+ * bucket) counted in BPF, read from the process once (size, stack) and its
+ * in-use counts at each take; kept while the process lives (the map's
+ * entries bound them), with the bucket's layout (cookie's, the key's pad).
+ */
+#define ALLOC_GO_INUSE_EVERY                                                                       \
+	4096 /* a process's buckets whose in-use is read every drain; more: every s */
+#define ALLOC_GO_READS 1024 /* new buckets read per drain (the others wait a drain) */
+
+struct gobkt {
+	uint64_t seen;	     /* the map's count taken so far */
+	uint64_t size;	     /* each allocation's bytes */
+	uint64_t stack;	     /* its stack's hash (a reference held); 0: none */
+	uint32_t active_off; /* the memRecord's offset */
+	int state; /* 0 not read yet, 1 read, -1 refused (not a bucket, unreadable), -2 gone */
+	bool inuse_known;
+	bool polled;   /* found in runtime.mbuckets: seen is its allocs, read from it */
+	bool baseline; /* ... there before the first walk: its allocs until then not counted */
+	double inuse_objects, inuse_bytes; /* as of the last read, weighed */
+	char comm[17];
 };
 
 /* Sampled allocations of one (process, stack), weighed. stack 0: none
@@ -126,7 +176,8 @@ struct agg_key {
 struct agg {
 	double alloc_objects, alloc_bytes, inuse_objects, inuse_bytes;
 	uint64_t samples;
-	bool go; /* sampled by the Go runtime: leading runtime.* frames left out */
+	bool go;      /* sampled by the Go runtime: leading runtime.* frames left out */
+	bool logical; /* a Go bucket's stack: an inlined call's callers have pcs of their own */
 	char comm[17];
 };
 
@@ -207,10 +258,14 @@ struct allocrun {
 	uint64_t rescan_until;		 /* this turn's rescan work ends then (0: not a rescan) */
 	bool rescan_did;		 /* a file was looked at in this turn */
 	uint64_t held_over, looked_over; /* files not probed, not looked at: the caps */
-	struct htab *others; /* processes with an [other stacks] sample in the total -> its comm */
-	uint32_t nr_sbcl;    /* SBCL runtimes probed: their slots in the sbcl map */
-	bool sbcl_said;	     /* in-use not measured for SBCL: said once (-v) */
+	struct htab
+		*others;  /* (pid, start) with an [other stacks] sample in the total -> its comm */
+	uint32_t nr_sbcl; /* SBCL runtimes probed: their slots in the sbcl map */
+	bool sbcl_said;	  /* in-use not measured for SBCL: said once (-v) */
 	struct htab *sbcl_named; /* (tgid, stack) named in this drain (sbcl_name_now) */
+	uint64_t sbcl_name_ns;	 /* this drain's time naming SBCL's frames */
+	bool sbcl_name_over;	 /* this drain's naming budget spent */
+	uint64_t sbcl_unnamed;	 /* SBCL samples not named as they came (the budget) */
 	/* the process-name table's upkeep (comms_sweep) */
 	int (*starttime)(struct ptab *t, uint32_t pid, uint64_t *ticks); /* NULL: ptab__starttime */
 	size_t comms_pos;     /* the sweep's place in comms (a slot) */
@@ -231,6 +286,20 @@ struct allocrun {
 	/* -a, --cgroup: cgroup (share_key) -> files first probed for its processes */
 	struct htab *shares;
 	bool share_said; /* the share's warning, once */
+	/* Go's buckets: alloc_go_bkey -> struct gobkt */
+	struct htab *gob;
+	uint64_t go_bkt_over;	    /* samples of buckets not kept: the table full */
+	uint64_t go_bkt_bad;	    /* samples of buckets refused (forged, unreadable) */
+	uint64_t go_bkt_gone;	    /* samples of new buckets seen after their process exited */
+	uint64_t go_bkt_read_ns;    /* userspace's time reading buckets (run-long) */
+	uint64_t go_bkt_reads;	    /* buckets read (first reads and in-use reads) */
+	uint64_t go_next_inuse;	    /* the next in-use read of many buckets */
+	struct gobkt_new *new_bkts; /* this drain's new buckets (ALLOC_GO_READS) */
+	size_t nr_new;
+	unsigned go_refused_said;   /* refused buckets said (-v): the first few */
+	uint64_t go_polled;	    /* samples counted from polled buckets */
+	uint64_t go_poll_refused;   /* polled buckets refused */
+	uint64_t go_reads_deferred; /* new buckets left for a later drain (the budget) */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -472,6 +541,14 @@ static void note_comm(struct allocrun *r, uint32_t tgid, const char *comm)
 	r->comms_added++;
 }
 
+static size_t test_cap(const char *name, size_t cap);
+
+/* SBCL's new stacks named a drain (tests: fewer, BPFPROF_TEST_ALLOC_SBCL_NAME_STACKS). */
+static size_t sbcl_name_stacks(void)
+{
+	return test_cap("BPFPROF_TEST_ALLOC_SBCL_NAME_STACKS", ALLOCRUN_SBCL_NAME_STACKS);
+}
+
 /*
  * An SBCL sample's frames named now, while the process lives: a Lisp
  * function's name is read from its heap and kept with the pc
@@ -479,20 +556,44 @@ static void note_comm(struct allocrun *r, uint32_t tgid, const char *comm)
  * profile is written after its exit). Names already kept are only checked:
  * once a drain for each (process, stack) (a consing loop brings the same
  * few stacks thousands of times a second).
+ *
+ * Within a budget a drain (ALLOCRUN_SBCL_NAME_STACKS new stacks,
+ * ALLOCRUN_SBCL_NAME_MS of naming; a runtime's first name costs some 50 ms,
+ * its heap indexed, the next ones 0.05-0.5 ms): a tenant's many distinct or
+ * deep stacks do not hold the loop; a sample past it is counted
+ * (sbcl_unnamed), its frames (or the rest of them) named when the profile
+ * is written (unnamed if its process is gone by then).
  */
 static void sbcl_name_now(struct allocrun *r, const struct alloc_event *ev)
 {
 	struct proc_id id = { .pid = ev->tgid, .exec_id = PROC_EXEC_ANY };
 	struct agg_key k = { .tgid = ev->tgid, .stack = ev->stack };
 	struct sym s[SYM_MAX_FRAMES];
+	const uint64_t budget = ALLOCRUN_SBCL_NAME_MS * NS_PER_MS;
 	bool created = false;
+	uint64_t t0;
 
 	if ((!r->sbcl_named && !(r->sbcl_named = htab__new())) ||
-	    htab__count(r->sbcl_named) >= ALLOC_DRAIN_MAX ||
-	    !htab__upsert(r->sbcl_named, &k, sizeof(k), &created) || !created)
+	    htab__find(r->sbcl_named, &k, sizeof(k)))
 		return;
-	for (uint32_t i = 0; i < ev->nr && i < ALLOC_STACK_DEPTH; i++)
+	if (r->sbcl_name_over || htab__count(r->sbcl_named) >= sbcl_name_stacks()) {
+		r->sbcl_name_over = true;
+		r->sbcl_unnamed++;
+		return;
+	}
+	if (!htab__upsert(r->sbcl_named, &k, sizeof(k), &created) || !created)
+		return;
+	t0 = now_ns();
+	for (uint32_t i = 0; i < ev->nr && i < ALLOC_STACK_DEPTH; i++) {
+		if (i % 8 == 7 && r->sbcl_name_ns + (now_ns() - t0) >= budget) {
+			r->sbcl_unnamed++; /* the rest named at the writing */
+			break;
+		}
 		symbolizer__user_frames(r->sym, &id, ev->ips[i], false, s, SYM_MAX_FRAMES);
+	}
+	r->sbcl_name_ns += now_ns() - t0;
+	if (r->sbcl_name_ns >= budget)
+		r->sbcl_name_over = true;
 }
 
 static void on_event(void *ctx, const struct alloc_event *ev)
@@ -518,6 +619,485 @@ static void on_event(void *ctx, const struct alloc_event *ev)
 		sbcl_name_now(r, ev);
 	if (!set_add(r, r->aggs, ev, w) || (r->tick && !set_add(r, r->tick, ev, w)))
 		r->oom++;
+}
+
+static bool exited(struct allocrun *r, uint32_t tgid);
+
+/* A Go bucket's layout: the one its probe's cookie named (the key's pad). */
+static int go_layout_of(const struct alloc_go_bkey *k, struct gobucket_layout *l)
+{
+	return gobuildinfo__bucket_layout_at(k->pad, l);
+}
+
+/*
+ * A new bucket read from its process p (NULL: gone) (bounded: at most
+ * GOBUCKET_READ bytes of that process's memory, once; pre: those bytes
+ * read already, else NULL): its size and stack (interned, a reference
+ * held), and its in-use counts if the read reached them. A forged or
+ * unreadable one is refused: its samples counted (go_bkt_bad), nothing else.
+ */
+static void go_bucket_read(struct allocrun *r, struct pproc *p, const struct alloc_go_bkey *k,
+			   struct gobkt *b, const uint8_t *pre)
+{
+	uint8_t buf[GOBUCKET_READ];
+	struct gobucket_layout l;
+	struct gobucket gb;
+	ssize_t got = -ESRCH;
+	uint64_t h, nstk;
+
+	b->state = -1;
+	if (go_layout_of(k, &l))
+		return;
+	if (!p) {
+		b->state = -2; /* gone before its first read */
+		return;
+	}
+	r->go_bkt_reads++;
+	if (pre) {
+		memcpy(buf, pre, sizeof(buf));
+		got = sizeof(buf);
+	} else {
+		/* the header, then exactly the stack and the record (the bucket may end
+		 * at its mapping's end), else the stack alone */
+		got = ptab__read_mem(r->ptab, p, k->b, buf, l.hdr);
+		if (got == (ssize_t)l.hdr) {
+			memcpy(&nstk, buf + l.nstk_off, sizeof(nstk));
+			if (nstk <= GOBUCKET_MAX_STACK) {
+				size_t want = l.hdr + 8 * nstk + 32;
+
+				got = ptab__read_mem(r->ptab, p, k->b, buf, want);
+				if (got < (ssize_t)want)
+					got = ptab__read_mem(r->ptab, p, k->b, buf, want - 32);
+			}
+		}
+	}
+	if (got == -ESRCH)
+		b->state = -2;
+	if (got <= 0 || gobucket__parse(buf, (size_t)got, &l, &gb)) {
+		if (r->go_refused_said++ < 8) /* a tenant's flood: a few said, all counted */
+			p_debug("process %u: Go bucket 0x%" PRIx64 " refused (%s)", k->tgid,
+				(uint64_t)k->b,
+				got <= 0 ? "not readable" : "not a memory-profile bucket");
+		return;
+	}
+	b->state = 1;
+	b->size = gb.size;
+	b->active_off = gb.active_off;
+	if (gb.nstk) {
+		h = bp_stack_hash((const __u64 *)gb.stk, gb.nstk, BP_SEED_USTACK);
+		if (h == ALLOC_STACK_LOST || !h)
+			h = 2;
+		if (!stacktab__get(r->stacks, h, gb.stk, gb.nstk))
+			b->stack = h;
+	}
+	if ((size_t)got >= (size_t)gb.active_off + 32) {
+		uint64_t act[4];
+		struct goproc *g = goproc_of(r, k->tgid);
+
+		memcpy(act, buf + gb.active_off, sizeof(act));
+		gobucket__inuse(act, g ? g->rate : GO_DEFAULT_RATE, &b->inuse_objects,
+				&b->inuse_bytes);
+		b->inuse_known = true;
+	}
+}
+
+/* n samples of bucket b into set's aggregate of (tgid, its stack). */
+static bool go_set_add(struct allocrun *r, struct htab *set, uint32_t tgid, const struct gobkt *b,
+		       uint64_t n, double w)
+{
+	struct agg *a = agg_get(r, set, tgid, b->stack, NULL, 0, false);
+
+	if (!a)
+		return false;
+	if (!a->comm[0])
+		memcpy(a->comm, b->comm, sizeof(a->comm));
+	a->samples += n;
+	a->go = true;
+	a->logical = true;
+	a->alloc_objects += w * (double)n;
+	a->alloc_bytes += w * (double)n * (double)b->size;
+	return true;
+}
+
+/* A new bucket waiting for its first read (this drain's, sorted by process). */
+struct gobkt_new {
+	struct alloc_go_bkey k;
+	struct alloc_go_bval v;
+	struct gobkt *b;
+};
+
+/* bucket b's samples counted since the last drain (v: the map's value). */
+static void go_count_n(struct allocrun *r, const struct alloc_go_bkey *k, const char *comm,
+		       struct gobkt *b, uint64_t n)
+{
+	bool created;
+	double w;
+
+	if (!n)
+		return;
+	r->events += n;
+	if (r->all && r->noted_now < ALLOC_MAX_NOTED &&
+	    !htab__find(r->noted, &k->tgid, sizeof(k->tgid))) {
+		struct proc_id id = { .pid = k->tgid, .exec_id = PROC_EXEC_ANY };
+
+		r->noted_now++;
+		symbolizer__note_process(r->sym, &id);
+		htab__upsert(r->noted, &k->tgid, sizeof(k->tgid), &created);
+	}
+	note_comm(r, k->tgid, comm);
+	if (b->state < 0) {
+		if (b->state == -2)
+			r->go_bkt_gone += n;
+		else
+			r->go_bkt_bad += n;
+		return;
+	}
+	w = go_weight_of(r, k->tgid, b->size);
+	if (!go_set_add(r, r->aggs, k->tgid, b, n, w) ||
+	    (r->tick && !go_set_add(r, r->tick, k->tgid, b, n, w)))
+		r->oom++;
+}
+
+static void go_count(struct allocrun *r, const struct alloc_go_bkey *k,
+		     const struct alloc_go_bval *v, struct gobkt *b)
+{
+	uint64_t n = v->count >= b->seen ? v->count - b->seen : v->count; /* a new entry */
+
+	b->seen = v->count;
+	go_count_n(r, k, v->comm, b, n);
+}
+
+/* One entry of the gobuckets map: its samples since the last drain; a new
+ * bucket's wait for its read (go_read_new), ALLOC_GO_READS a drain. */
+static void on_gobucket(void *ctx, const struct alloc_go_bkey *k, const struct alloc_go_bval *v)
+{
+	struct allocrun *r = ctx;
+	struct htab_entry *e = r->gob ? htab__find(r->gob, k, sizeof(*k)) : NULL;
+	struct gobkt *b;
+	bool created;
+
+	if (!e) {
+		if ((!r->gob && !(r->gob = htab__new())) ||
+		    htab__count(r->gob) >= ALLOC_GO_BUCKETS || !(b = calloc(1, sizeof(*b)))) {
+			r->go_bkt_over += v->count; /* counted again each drain: an upper bound */
+			return;
+		}
+		e = htab__upsert(r->gob, k, sizeof(*k), &created);
+		if (!e) {
+			free(b);
+			r->go_bkt_over += v->count;
+			return;
+		}
+		e->value = b;
+		memcpy(b->comm, v->comm, 16);
+	}
+	b = e->value;
+	if (b->state) {
+		go_count(r, k, v, b);
+		return;
+	}
+	if (r->nr_new >= ALLOC_GO_READS ||
+	    (!r->new_bkts && !(r->new_bkts = malloc(ALLOC_GO_READS * sizeof(*r->new_bkts))))) {
+		r->go_reads_deferred++; /* its samples taken at a later drain */
+		return;
+	}
+	r->new_bkts[r->nr_new++] = (struct gobkt_new){ *k, *v, b };
+}
+
+static int gobkt_new_cmp(const void *a, const void *b)
+{
+	const struct gobkt_new *x = a, *y = b;
+
+	return x->k.tgid < y->k.tgid ? -1 : x->k.tgid > y->k.tgid;
+}
+
+/*
+ * This drain's new buckets read, a process at a time: one process_vm_readv
+ * for all of its (GOBUCKET_READ bytes each), a bucket that read missed
+ * (at its mapping's end, or not readable) read alone; then counted.
+ */
+static void go_read_new(struct allocrun *r)
+{
+	size_t n = r->nr_new;
+	uint8_t *bufs = n ? malloc(n * GOBUCKET_READ) : NULL;
+	uint64_t *addrs = n ? malloc(n * sizeof(*addrs)) : NULL;
+	bool *ok = n ? malloc(n * sizeof(*ok)) : NULL;
+	uint64_t t0 = now_ns();
+
+	qsort(r->new_bkts, n, sizeof(*r->new_bkts), gobkt_new_cmp);
+	for (size_t i = 0, j; i < n; i = j) {
+		struct gobkt_new *nb = r->new_bkts;
+		struct proc_id id = { .pid = nb[i].k.tgid, .exec_id = PROC_EXEC_ANY };
+		struct pproc *p = NULL;
+		bool batch = false;
+
+		for (j = i; j < n && nb[j].k.tgid == id.pid; j++)
+			if (addrs)
+				addrs[j - i] = nb[j].k.b;
+		if (ptab__get(r->ptab, &id, &p))
+			p = NULL;
+		if (p && bufs && addrs && ok)
+			batch = ptab__read_memv(r->ptab, p, addrs, j - i, GOBUCKET_READ, bufs + 0,
+						ok) >= 0;
+		for (size_t x = i; x < j; x++) {
+			const uint8_t *pre =
+				batch && ok[x - i] ? bufs + (x - i) * GOBUCKET_READ : NULL;
+
+			go_bucket_read(r, p, &nb[x].k, nb[x].b, pre);
+			go_count(r, &nb[x].k, &nb[x].v, nb[x].b);
+		}
+		if (p)
+			ptab__put(r->ptab, p);
+	}
+	r->nr_new = 0;
+	r->go_bkt_read_ns += now_ns() - t0;
+	free(bufs);
+	free(addrs);
+	free(ok);
+}
+
+struct gobkt_ref {
+	const struct alloc_go_bkey *k;
+	struct gobkt *b;
+};
+
+static int gobkt_ref_cmp(const void *a, const void *b)
+{
+	const struct gobkt_ref *x = a, *y = b;
+
+	return x->k->tgid < y->k->tgid ? -1 : x->k->tgid > y->k->tgid;
+}
+
+/*
+ * The in-use counts of the buckets of process refs[0..n) (one process)
+ * read again: one process_vm_readv for up to 1024 buckets. Unreadable
+ * (gone): the last values kept. A polled process's: the whole record, its
+ * allocations (active's and the future cycles') counted when count (a
+ * drain's read).
+ */
+static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n, bool count)
+{
+	struct proc_id id = { .pid = refs[0].k->tgid, .exec_id = PROC_EXEC_ANY };
+	struct goproc *g = goproc_of(r, id.pid);
+	bool polled = g && g->mbuckets;
+	size_t rec = polled ? 128 : 32; /* memRecord: active, future[3]; or active */
+	uint64_t *addrs = malloc(n * sizeof(*addrs)), *act = malloc(n * rec);
+	bool *ok = malloc(n * sizeof(*ok));
+	struct gobkt **bs = malloc(n * sizeof(*bs));
+	const struct alloc_go_bkey **ks = malloc(n * sizeof(*ks));
+	struct pproc *p;
+	size_t m = 0;
+
+	if (bs && ks && addrs && act && ok && !ptab__get(r->ptab, &id, &p)) {
+		for (size_t i = 0; i < n; i++)
+			if (refs[i].b->state > 0) {
+				bs[m] = refs[i].b;
+				ks[m] = refs[i].k;
+				addrs[m++] = refs[i].k->b + refs[i].b->active_off;
+			}
+		n = m;
+		if (n && ptab__read_memv(r->ptab, p, addrs, n, rec, act, ok) > 0)
+			for (size_t i = 0; i < n; i++) {
+				const uint64_t *a = act + i * (rec / 8);
+				uint64_t total = 0;
+
+				if (!ok[i])
+					continue;
+				gobucket__inuse(a, g ? g->rate : GO_DEFAULT_RATE,
+						&bs[i]->inuse_objects, &bs[i]->inuse_bytes);
+				bs[i]->inuse_known = true;
+				if (!bs[i]->polled || !count)
+					continue;
+				for (int c = 0; c < 4; c++) /* allocs of active and future[0..2] */
+					total = a[c * 4] > UINT64_MAX - total ? UINT64_MAX
+									      : total + a[c * 4];
+				if (bs[i]->baseline) { /* before the first walk: not this run's */
+					bs[i]->baseline = false;
+					bs[i]->seen = total;
+				} else if (total >
+					   bs[i]->seen) { /* a read racing the flush: never back */
+					uint64_t d = total - bs[i]->seen;
+
+					bs[i]->seen = total;
+					/* a forged record's: the sum saturates */
+					r->go_polled = d > UINT64_MAX - r->go_polled
+							       ? UINT64_MAX
+							       : r->go_polled + d;
+					go_count_n(r, ks[i], bs[i]->comm, bs[i], d);
+				}
+			}
+		ptab__put(r->ptab, p);
+		r->go_bkt_reads += n;
+	}
+	free(ks);
+	free(bs);
+	free(addrs);
+	free(act);
+	free(ok);
+}
+
+/*
+ * A polled process's new buckets: runtime.mbuckets's list (new ones are
+ * prepended) walked from its head to the last walk's head, each bucket read
+ * once (go_bucket_read); at most ALLOC_GO_BUCKETS_PROC kept for the process
+ * (a tenant's list is its own memory: any length, cycles), stopped at a
+ * bucket already kept.
+ */
+static void go_poll_list(struct allocrun *r, struct goproc *gp)
+{
+	struct proc_id id = { .pid = gp->pid, .exec_id = PROC_EXEC_ANY };
+	uint64_t head = 0, cur;
+	struct pproc *p;
+
+	if (ptab__get(r->ptab, &id, &p))
+		return;
+	if (ptab__read_mem(r->ptab, p, gp->mbuckets, &head, sizeof(head)) != sizeof(head)) {
+		ptab__put(r->ptab, p);
+		return;
+	}
+	for (cur = head; cur && cur != gp->head_known;) {
+		struct alloc_go_bkey k = { .tgid = gp->pid, .pad = gp->layout, .b = cur };
+		struct htab_entry *e;
+		struct gobkt *b;
+		bool created;
+
+		if (r->gob && htab__find(r->gob, &k, sizeof(k)))
+			break; /* kept already: a cycle */
+		if (gp->nr_buckets >= ALLOC_GO_BUCKETS_PROC) {
+			gp->over++;
+			break;
+		}
+		if ((!r->gob && !(r->gob = htab__new())) ||
+		    htab__count(r->gob) >= ALLOC_GO_BUCKETS || !(b = calloc(1, sizeof(*b)))) {
+			r->go_bkt_over++;
+			break;
+		}
+		e = htab__upsert(r->gob, &k, sizeof(k), &created);
+		if (!e) {
+			free(b);
+			break;
+		}
+		e->value = b;
+		b->polled = true;
+		b->baseline = !gp->walked;
+		memcpy(b->comm, gp->comm, sizeof(gp->comm));
+		gp->nr_buckets++;
+		go_bucket_read(r, p, &k, b, NULL);
+		if (b->state < 0)
+			r->go_poll_refused++;
+		if (b->state > 0 && b->baseline) { /* its allocations so far: not this run's */
+			uint64_t rec[16];
+
+			if (ptab__read_mem(r->ptab, p, cur + b->active_off, rec, sizeof(rec)) ==
+			    sizeof(rec)) {
+				b->seen = 0;
+				for (int c = 0; c < 4; c++)
+					b->seen = rec[c * 4] > UINT64_MAX - b->seen
+							  ? UINT64_MAX
+							  : b->seen + rec[c * 4];
+				b->baseline = false;
+			}
+		}
+		if (ptab__read_mem(r->ptab, p, cur + 8, &cur, sizeof(cur)) != sizeof(cur))
+			break; /* allnext */
+	}
+	gp->head_known = head;
+	gp->walked = true;
+	ptab__put(r->ptab, p);
+}
+
+/*
+ * The Go buckets' in-use counts: read again for each live process (as of
+ * its runtime's last GC), kept from the last read for one that exited (a
+ * command's profile is written after its exit: as of up to one drain
+ * before it). into: the live walk's set (pinned stacks), and sweep: the
+ * buckets of exited processes then let go (here and in BPF).
+ */
+static void go_inuse(struct allocrun *r, struct htab *into, bool sweep, bool big_too)
+{
+	size_t n = r->gob ? htab__count(r->gob) : 0, pos = 0, m = 0, nr_del = 0, cap_del = 0;
+	struct gobkt_ref *refs = n ? malloc(n * sizeof(*refs)) : NULL;
+	struct alloc_go_bkey *del = NULL;
+	uint64_t t0 = now_ns();
+
+	if (!refs)
+		return;
+	for (struct htab_entry *e; m < n && (e = htab__next(r->gob, &pos));)
+		refs[m++] = (struct gobkt_ref){ (const void *)e->key, e->value };
+	qsort(refs, m, sizeof(*refs), gobkt_ref_cmp);
+	for (size_t i = 0, j; i < m; i = j) {
+		uint32_t tgid = refs[i].k->tgid;
+		bool gone;
+
+		for (j = i; j < m && refs[j].k->tgid == tgid; j++)
+			;
+		gone = into ? exited(r, tgid) : kill((pid_t)tgid, 0) && errno == ESRCH;
+		/* a drain's: the processes with few buckets (a command's last ones are
+		 * those of its exit), the others every second */
+		if (!gone && (into || big_too || j - i <= ALLOC_GO_INUSE_EVERY))
+			go_inuse_read(r, refs + i, j - i, !into); /* the buckets read (state 1) */
+		for (size_t x = i; into && x < j; x++) {
+			struct gobkt *b = refs[x].b;
+			struct agg *a;
+
+			if (b->state <= 0 || !b->inuse_known || !(b->inuse_objects > 0))
+				continue;
+			a = agg_get(r, into, tgid, b->stack, NULL, 0, true);
+			if (!a) {
+				r->oom++;
+				continue;
+			}
+			if (!a->comm[0])
+				memcpy(a->comm, b->comm, sizeof(a->comm));
+			a->go = true;
+			a->logical = true;
+			a->inuse_objects += b->inuse_objects;
+			a->inuse_bytes += b->inuse_bytes;
+			r->inuse_bytes += b->inuse_bytes;
+		}
+		for (size_t x = i; sweep && gone && x < j; x++)
+			if (!array_grow((void **)&del, &cap_del, nr_del + 1, sizeof(*del)))
+				del[nr_del++] = *refs[x].k;
+	}
+	r->go_bkt_read_ns += now_ns() - t0;
+	free(refs);
+	if (!del)
+		return;
+	allocprof__go_forget(r->ap, del, nr_del);
+	for (size_t i = 0; i < nr_del; i++) {
+		struct gobkt *b = htab__remove(r->gob, &del[i], sizeof(del[i]));
+
+		if (b && b->stack)
+			stacktab__put(r->stacks, b->stack);
+		free(b);
+	}
+	free(del);
+}
+
+/* A drain of the Go buckets' counts (and of their in-use counts: every drain
+ * for a process with few buckets, a command's last ones those of its exit;
+ * every second for one with more). */
+static void go_drain(struct allocrun *r, uint64_t now)
+{
+	if (!r->nr_go && !r->all)
+		return;
+	r->nr_new = 0;
+	allocprof__go_buckets(r->ap, on_gobucket, r);
+	go_read_new(r);
+	for (size_t i = 0; i < r->nr_go; i++)
+		if (r->go[i].mbuckets) {
+			uint64_t t0 = now_ns();
+
+			go_poll_list(r, &r->go[i]);
+			r->go_bkt_read_ns += now_ns() - t0;
+		}
+	if (r->gob) {
+		bool big = now >= r->go_next_inuse;
+
+		go_inuse(r, NULL, false, big);
+		if (big)
+			r->go_next_inuse = now + ALLOC_REFRESH_NS;
+	}
 }
 
 /* Whether process tgid has exited (one live walk asks once a process). */
@@ -732,10 +1312,12 @@ static int go_file_flag(struct mfile *f, const char *name)
 
 /*
  * The Go runtime's memory-profiling functions of a file (at[GO_*] their
- * addresses), as probes: mProf_Malloc and freeSpecial (which reads the
- * special's kind: a release whose layout is not verified is refused),
- * appended to fns/offs (n). The process's rate is found. 0, or -errno (said: the file's Go
- * allocations are not profiled).
+ * addresses), as probes appended to fns/offs (n): setprofilebucket alone
+ * where the release's bucket layout is verified (the buckets read here:
+ * go_bucket_read, go_inuse); else mProf_Malloc and freeSpecial (which reads
+ * the special's kind) where that is verified; else mProf_Malloc alone
+ * (allocations, no in-use values; said). The process's rate is found. 0, or -errno (said: the
+ * file's Go allocations are not profiled).
  */
 static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, const char *path,
 		     const struct procmap *m, uint32_t pid, const uint64_t at[GO_NR], uint32_t *fns,
@@ -746,6 +1328,9 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 	struct gobuild b = { .minor = 0 };
 	unsigned pa, sa, fpa, fsa, koff = 0, kind = 0;
 	int nprobed = GO_PROBED; /* mProf_Malloc alone: freeSpecial's layout not known */
+	struct gobucket_layout layout;
+	uint64_t mbuckets = 0;
+	int bl;
 	bool x86 = false;
 	uint64_t bias, va;
 	int err;
@@ -777,7 +1362,51 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 		       path, b.version);
 		return -ENOTSUP;
 	}
-	if (gobuildinfo__special_kind(b.minor, &koff, &kind)) {
+	bl = gobuildinfo__bucket_layout(b.minor, &layout);
+	/* With a symbol table, the runtime's bucket list is polled (no trap per
+	 * sample): mProf_Flush probed, a trap per GC (the process probed as others) */
+	if (bl >= 0 && !r->all && at[GO_MPROF_FLUSH] && !getenv("BPFPROF_TEST_GO_NO_POLL") &&
+	    mfile__elf(f) && !elfobj__find(mfile__elf(f), "runtime.mbuckets", 8, &va) &&
+	    !elffile__load_bias(mfile__elf(f), m->start, m->offset, &bias))
+		mbuckets = va + bias;
+	if (bl >= 0 && (mbuckets || at[GO_SETPROFILEBUCKET])) {
+		/* the bucket read in userspace: setprofilebucket alone, or mProf_Flush */
+		int fk = mbuckets ? GO_MPROF_FLUSH : GO_SETPROFILEBUCKET;
+		uint64_t pc, off;
+		uint32_t c =
+			mbuckets ? ALLOC_COOKIE(ALLOC_FN_GO_FLUSH, 0, 0)
+				 : ALLOC_COOKIE(ALLOC_FN_GO_BUCKET, layout.p_arg, layout.b_arg) |
+					   ALLOC_COOKIE_GO_LAYOUT_SET(bl);
+		bool check = false, bad = go_probe_pc(g, at[fk], &pc) != 0;
+
+		if (!bad && x86 && !go_check_pc(f, at[fk], &pc)) {
+			check = true;
+			c |= ALLOC_COOKIE_GO_AT_CHECK;
+		}
+		if (bad || elfsym__vaddr_to_off(es, pc, &off, NULL)) {
+			p_warn("%s: %s not found in its pc-line table: its Go allocations not "
+			       "profiled",
+			       path, go_names[fk][0]);
+			return -ENOENT;
+		}
+		p_debug("probing %s at %s+0x%" PRIx64 " (+%" PRIu64 " past its entry: %s) in %u",
+			go_names[fk][0], path, off, pc - at[fk],
+			check ? "its stack check's jump, emulated"
+			      : "its first instruction with a frame",
+			pid);
+		if (mbuckets)
+			p_debug("%s: runtime.mbuckets at 0x%" PRIx64 " in %u: its buckets polled "
+				"each drain (no trap per sample; mProf_Flush: a trap per GC)",
+				path, mbuckets, pid);
+		p_debug("%s: built by %s: setprofilebucket's bucket in argument %u, read from "
+			"the process (bucket size at +%u, nstk at +%u, stack at +%u): no free "
+			"probed",
+			path, b.version, layout.b_arg, layout.size_off, layout.nstk_off,
+			layout.hdr);
+		fns[*n] = c;
+		offs[(*n)++] = off;
+		nprobed = 0;
+	} else if (gobuildinfo__special_kind(b.minor, &koff, &kind)) {
 		/* allocations still: mProf_Malloc's arguments are known */
 		p_warn("%s: built by %s, whose runtime's special records are not known to "
 		       "bpfprof (the layouts verified: Go 1.19): its Go allocations profiled, "
@@ -820,11 +1449,19 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 	gp = goproc_of(r, pid);
 	if (!gp) {
 		if (array_grow((void **)&r->go, &r->cap_go, r->nr_go + 1, sizeof(*r->go))) {
-			*n -= (size_t)nprobed;
+			*n -= (size_t)(nprobed ? nprobed : 1);
 			return -ENOMEM;
 		}
 		gp = &r->go[r->nr_go++];
 		*gp = (struct goproc){ .pid = pid, .rate = GO_DEFAULT_RATE };
+	}
+	if (mbuckets && !gp->mbuckets) {
+		const char *base = strrchr(path, '/');
+
+		gp->mbuckets = mbuckets;
+		gp->layout = (unsigned)bl;
+		snprintf(gp->comm, sizeof(gp->comm), "%s", base ? base + 1 : path);
+		go_poll_list(r, gp); /* the buckets there before the probes: not counted */
 	}
 	if (go_file_flag(f, "runtime.disableMemoryProfiling") == 1 && !gp->off_warned) {
 		gp->off_warned = true;
@@ -956,13 +1593,22 @@ static bool held_full(struct allocrun *r, const char *path, uint32_t pid, char *
 }
 
 /* SBCL's exported alloc, alloc_list and gc_close_region among a file's
- * symbols (probe_file's loop). */
-enum { SBCL_ALLOC, SBCL_ALLOC_LIST, SBCL_CLOSE, SBCL_NR };
+ * symbols (probe_file's loop); gc_alloc_large, where alloc's large objects
+ * go (its tail jump there probed if found: sbcl__alloc_large_exit). */
+enum { SBCL_ALLOC, SBCL_ALLOC_LIST, SBCL_CLOSE, SBCL_LARGE, SBCL_NR };
+
+/* The SBCL runtimes' slots (tests: fewer, BPFPROF_TEST_ALLOC_SBCL_SLOTS). */
+static uint32_t sbcl_slots(void)
+{
+	return (uint32_t)test_cap("BPFPROF_TEST_ALLOC_SBCL_SLOTS", ALLOC_SBCL_SLOTS);
+}
+
 static void sbcl_sym(const char *name, uint64_t start, uint64_t at[SBCL_NR], bool have[SBCL_NR])
 {
 	int k = !strcmp(name, "alloc")		   ? SBCL_ALLOC
 		: !strcmp(name, "alloc_list")	   ? SBCL_ALLOC_LIST
 		: !strcmp(name, "gc_close_region") ? SBCL_CLOSE
+		: !strcmp(name, "gc_alloc_large")  ? SBCL_LARGE
 						   : -1;
 
 	if (k >= 0 && !have[k]) {
@@ -984,7 +1630,7 @@ static void sbcl_sym(const char *name, uint64_t start, uint64_t at[SBCL_NR], boo
  */
 static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, const char *path,
 		       const struct procmap *m, uint32_t pid, const uint64_t at[SBCL_NR],
-		       uint32_t *fns, uint64_t *offs, size_t *n)
+		       const bool have[SBCL_NR], uint32_t *fns, uint64_t *offs, size_t *n)
 {
 	struct proc_id id = { .pid = pid, .exec_id = PROC_EXEC_ANY };
 	const struct sbcl_layout *l;
@@ -993,7 +1639,7 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 	char version[32];
 	struct elfcode *ec;
 	struct pproc *p;
-	bool warn;
+	bool warn, large_exit = false;
 	int err;
 
 	err = sbcl__file_layout(f, &l, version, sizeof(version), &warn);
@@ -1024,6 +1670,20 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 		if (err)
 			break;
 	}
+	if (!err && ec && have[SBCL_LARGE]) {
+		/* alloc probed at its large objects' exit, not at each region refilled */
+		uint8_t code[1024] = { 0 };
+		ssize_t got_bytes = elfcode__read(ec, at[SBCL_ALLOC], code, sizeof(code));
+		uint64_t va, o;
+
+		if (got_bytes > 0 &&
+		    !sbcl__alloc_large_exit(code, (size_t)got_bytes, at[SBCL_ALLOC], at[SBCL_LARGE],
+					    &va) &&
+		    !elfsym__vaddr_to_off(es, va, &o, NULL)) {
+			off[SBCL_ALLOC] = o;
+			large_exit = true;
+		}
+	}
 	if (ec)
 		elfcode__free(ec);
 	if (!err && got[SBCL_ALLOC] != got[SBCL_ALLOC_LIST])
@@ -1049,7 +1709,7 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 	 * entry is not believed for every process of the file (-a) */
 	if (!err && sbcl__tls_offset_ok(mfile__elf(f), al.tpoff))
 		err = -EINVAL;
-	if (!err && r->nr_sbcl >= ALLOC_SBCL_SLOTS)
+	if (!err && r->nr_sbcl >= sbcl_slots())
 		err = -ENOSPC;
 	if (err) {
 		p_warn("%s: SBCL %s: its thread's TLS offset not read in process %u (%s): its "
@@ -1070,8 +1730,9 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 		return err;
 	}
 	p_debug("%s: SBCL %s: alloc and gc_close_region probed, current_thread at %" PRId64
-		" from the thread pointer (slot %u)",
-		path, version, (int64_t)al.tpoff, r->nr_sbcl);
+		" from the thread pointer (slot %u; alloc at %s)",
+		path, version, (int64_t)al.tpoff, r->nr_sbcl,
+		large_exit ? "its large objects' jump to gc_alloc_large (emulated)" : "its entry");
 	if (!r->sbcl_said) {
 		r->sbcl_said = true;
 		p_info("SBCL: the bytes of its threads' allocation regions as each is closed "
@@ -1082,8 +1743,7 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 	offs[(*n)++] = off[SBCL_ALLOC];
 	fns[*n] = ALLOC_SBCL_COOKIE(ALLOC_FN_SBCL_CLOSE, r->nr_sbcl);
 	offs[(*n)++] = off[SBCL_CLOSE];
-	r->nr_sbcl++;
-	return 0;
+	return 0; /* the slot taken once the probes are attached (probe_file) */
 }
 
 /* The allocator functions of one file that defines malloc and free: probed
@@ -1096,10 +1756,10 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	uint64_t offs[ALLOC_FN_NR];
 	uint32_t fns[ALLOC_FN_NR];
 	bool have[ALLOC_FN_NR] = { false };
-	uint64_t at[ALLOC_FN_NR], at_end[ALLOC_FN_NR], go_at[GO_NR];
+	uint64_t at[ALLOC_FN_NR], at_end[ALLOC_FN_NR], go_at[GO_NR] = { 0 };
 	bool go_have[GO_NR] = { false }, libc, go;
 	uint64_t sb_at[SBCL_NR];
-	bool sb_have[SBCL_NR] = { false }, sbcl;
+	bool sb_have[SBCL_NR] = { false }, sbcl, sbcl_ok;
 	size_t n = 0, nsyms;
 	struct errmsg em = { 0 };
 	char kpath[64], key[512];
@@ -1165,8 +1825,8 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	}
 	if (go && go_probes(r, f, es, path, m, pid, go_at, fns, offs, &n) && !libc)
 		goto out;
-	if ((sbcl && sbcl_probes(r, f, es, path, m, pid, sb_at, fns, offs, &n) && !libc && !go) ||
-	    !n)
+	sbcl_ok = sbcl && !sbcl_probes(r, f, es, path, m, pid, sb_at, sb_have, fns, offs, &n);
+	if ((sbcl && !sbcl_ok && !libc && !go) || !n)
 		goto out;
 	err = mfile__kernel_path(f, kpath, sizeof(kpath));
 	if (!err)
@@ -1181,6 +1841,8 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 		goto out;
 	}
 	*probed = true;
+	if (sbcl_ok)
+		r->nr_sbcl++; /* its slot, now used (a failed attach leaves it for another) */
 	share_add(r, key);
 	if (r->all)
 		p_info("%s: %zu allocator functions probed in every process mapping it%s", path, n,
@@ -1553,11 +2215,12 @@ static void run_start(struct allocrun *r)
  * symbolizer drain of their own, the stacks named in it forgotten). */
 static void sbcl_drain_begins(struct allocrun *r)
 {
-	if (!r->nr_sbcl)
-		return;
-	symbolizer__lisp_drain(r->sym);
+	r->sbcl_name_ns = 0;
+	r->sbcl_name_over = false;
 	htab__free(r->sbcl_named);
 	r->sbcl_named = NULL;
+	if (r->nr_sbcl)
+		symbolizer__lisp_drain(r->sym);
 }
 
 uint64_t allocrun__tick(struct allocrun *r, uint64_t now)
@@ -1571,6 +2234,7 @@ uint64_t allocrun__tick(struct allocrun *r, uint64_t now)
 	r->noted_now = 0;
 	sbcl_drain_begins(r);
 	allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
+	go_drain(r, now);
 	if (!r->guard_threaded)
 		guard_tick(r);
 	if (r->all)
@@ -1661,6 +2325,7 @@ void allocrun__stop(struct allocrun *r)
 	/* What is left: the ring holds at most ALLOC_RING_BYTES of it. */
 	sbcl_drain_begins(r);
 	allocprof__drain(r->ap, on_event, r, ALLOC_RING_BYTES / sizeof(struct alloc_event) + 1);
+	go_drain(r, now_ns());
 	r->t1 = now_ns();
 	r->scale = allocrun__span_scale(r->start.t, r->start.on, r->t1,
 					r->all ? allocguard__on_ns(&r->g, r->t1) : 0);
@@ -1674,6 +2339,46 @@ double allocrun__span_scale(uint64_t t_from, uint64_t on_from, uint64_t t_to, ui
 	if (!on || on >= total)
 		return 1;
 	return (double)total / (double)on;
+}
+
+/* A frame's name, file and line hashed (FNV-1a): frames compared across symbolizer calls. */
+static uint64_t frame_hash(const struct sym *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	const char *parts[2] = { s->name ? s->name : "", s->file ? s->file : "" };
+
+	for (int i = 0; i < 2; i++) {
+		for (const char *c = parts[i]; *c; c++)
+			h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+		h = (h ^ 0xff) * 0x100000001b3ull;
+	}
+	return (h ^ s->line) * 0x100000001b3ull;
+}
+
+/*
+ * A Go bucket's stack (runtime.callers: logical frames) made physical:
+ * where a call was inlined, the runtime gives the inlined code's pc and then
+ * one pc per caller it was inlined into (the inline mark + 1), while a pc
+ * here is named with its inlined callers already. skip[i]: ips[i] names
+ * exactly what ips[i - 1] names past its innermost frame (such a pc).
+ */
+static void go_logical_frames(struct allocrun *r, const struct proc_id *id, const uint64_t *ips,
+			      int n, bool *skip)
+{
+	uint64_t prev[SYM_MAX_FRAMES], cur[SYM_MAX_FRAMES];
+	size_t np = 0;
+
+	for (int i = 0; i < n && i < ALLOC_STACK_DEPTH; i++) {
+		struct sym s[SYM_MAX_FRAMES];
+		size_t nc = symbolizer__user_frames(r->sym, id, ips[i], false, s, SYM_MAX_FRAMES);
+
+		for (size_t j = 0; j < nc; j++)
+			cur[j] = s[j].name ? frame_hash(&s[j]) : 0;
+		skip[i] = i && np >= 2 && nc == np - 1 && cur[0] &&
+			  !memcmp(prev + 1, cur, nc * sizeof(*cur));
+		memcpy(prev, cur, nc * sizeof(*cur));
+		np = nc;
+	}
 }
 
 /* One (process, stack)'s weighed values into the profile. */
@@ -1692,6 +2397,7 @@ static int add_agg(struct allocrun *r, struct profile *prof, const void *key, co
 	uint32_t nr = 0, nf = 0;
 	const uint64_t *ips = k->stack ? stacktab__find(r->stacks, k->stack, &nr) : NULL;
 	int n = ips ? (int)nr : 0;
+	bool skip[ALLOC_STACK_DEPTH] = { false };
 
 	if (a->go) {
 		/* The runtime's own frames above the first frame of the program
@@ -1714,6 +2420,8 @@ static int add_agg(struct allocrun *r, struct profile *prof, const void *key, co
 		}
 	}
 
+	if (a->logical)
+		go_logical_frames(r, &id, ips, n, skip);
 	if (n <= 0) {
 		int64_t f = profile__frame(prof, FRAME_OTHER,
 					   k->lost ? "[stack lost]" : "[no stack]", NULL);
@@ -1727,7 +2435,11 @@ static int add_agg(struct allocrun *r, struct profile *prof, const void *key, co
 	 * functions inlined there (DWARF, Go) follow their caller. */
 	for (int i = n - 1; i >= 0; i--) {
 		struct sym s[SYM_MAX_FRAMES];
-		size_t ns = symbolizer__user_frames(r->sym, &id, ips[i], false, s, SYM_MAX_FRAMES);
+		size_t ns;
+
+		if (i < ALLOC_STACK_DEPTH && skip[i])
+			continue;
+		ns = symbolizer__user_frames(r->sym, &id, ips[i], false, s, SYM_MAX_FRAMES);
 
 		for (size_t j = ns; j-- > 0 && nf < ALLOC_MAX_FRAMES;) {
 			char buf[512];
@@ -1834,7 +2546,14 @@ static void stage_free(struct total_stage *st)
  * processes, into one of pid 0. 0 or -ENOMEM. */
 static int total_fold(struct allocrun *r, struct profile *delta, const struct psample *s)
 {
-	struct htab_entry *e = htab__find(r->others, &s->pid, sizeof(s->pid));
+	/* a process: its pid and start time (the name table's, 0 unknown), as
+	 * the name table keeps them: a pid reused is another [other stacks] */
+	struct htab_entry *ce = r->comms ? htab__find(r->comms, &s->pid, sizeof(s->pid)) : NULL;
+	struct {
+		uint32_t pid, pad;
+		uint64_t start;
+	} k = { .pid = s->pid, .start = ce ? ((struct comm *)ce->value)->start : 0 };
+	struct htab_entry *e = htab__find(r->others, &k, sizeof(k));
 	struct psample ps = { .pid = s->pid };
 	int64_t f;
 
@@ -1843,7 +2562,7 @@ static int total_fold(struct allocrun *r, struct profile *delta, const struct ps
 		bool created;
 
 		/* its name the first one's: one such sample a process */
-		e = c ? htab__upsert(r->others, &s->pid, sizeof(s->pid), &created) : NULL;
+		e = c ? htab__upsert(r->others, &k, sizeof(k), &created) : NULL;
 		if (!e) {
 			free(c);
 			return -ENOMEM;
@@ -2117,6 +2836,7 @@ static int take_inuse(struct allocrun *r, struct profile *prof, bool sweep)
 	}
 	r->sweep = sweep;
 	err = allocprof__live(r->ap, on_live, r, &deleted);
+	go_inuse(r, r->inuse, sweep, true);
 	r->sweep = false;
 	r->live_dropped_exited += deleted;
 	if (err)
@@ -2145,8 +2865,10 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 	double scale = 1;
 	int err = 0;
 
-	if (!r->t1) /* what the ring holds first: its blocks in the table name its stacks */
+	if (!r->t1) { /* what the ring holds first: its blocks in the table name its stacks */
 		allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
+		go_drain(r, now_ns());
+	}
 	now = r->t1 ? r->t1 : now_ns();
 	allocprof__counters(r->ap, c);
 	edge_at(r, &e, now, c);
@@ -2254,6 +2976,16 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 		.max_held = max_held(),
 		.held_over = r->held_over,
 		.looked_over = r->looked_over,
+		.go_buckets = r->gob ? htab__count(r->gob) : 0,
+		.go_bkt_bad = r->go_bkt_bad,
+		.go_bkt_gone = r->go_bkt_gone,
+		.go_bkt_over = r->go_bkt_over,
+		.go_bkt_reads = r->go_bkt_reads,
+		.go_bkt_read_ns = r->go_bkt_read_ns,
+		.go_polled = r->go_polled,
+		.go_poll_refused = r->go_poll_refused,
+		.nr_sbcl = r->nr_sbcl,
+		.sbcl_unnamed = r->sbcl_unnamed,
 	};
 	stacktab__stats(r->stacks, &st->stacks);
 	allocprof__counters(r->ap, st->c);
@@ -2538,6 +3270,16 @@ void allocrun__free(struct allocrun *r)
 	free(r->held);
 	set_free(r, r->aggs, false);
 	set_free(r, r->tick, false);
+	for (struct htab_entry *e; r->gob && (e = htab__next(r->gob, &pos));) {
+		struct gobkt *b = e->value;
+
+		if (b->stack)
+			stacktab__put(r->stacks, b->stack);
+		free(b);
+	}
+	htab__free(r->gob);
+	free(r->new_bkts);
+	pos = 0;
 	for (struct htab_entry *e; (e = htab__next(r->comms, &pos));)
 		free(e->value);
 	htab__free(r->comms);

@@ -44,6 +44,12 @@
  */
 #define ALLOCRUN_MAX_HELD   64
 #define ALLOCRUN_MAX_LOOKED 65536
+/* SBCL's names read as its samples come: per drain (100 ms), at most so
+ * many new (process, stack) and so much time naming; past them a sample's
+ * Lisp frames are named when the profile is written
+ * (allocrun_stats.sbcl_unnamed) */
+#define ALLOCRUN_SBCL_NAME_STACKS 4096
+#define ALLOCRUN_SBCL_NAME_MS	  250
 
 struct allocrun;
 
@@ -152,6 +158,17 @@ struct allocrun_stats {
 	size_t max_held;      /* files probed at most (ALLOCRUN_MAX_HELD; tests: smaller) */
 	uint64_t held_over;   /* files that define the allocator, not probed: past max_held */
 	uint64_t looked_over; /* times a new file was not looked at: past ALLOCRUN_MAX_LOOKED */
+	/* Go's buckets (setprofilebucket's probe) */
+	size_t go_buckets;	  /* kept now */
+	uint64_t go_bkt_bad;	  /* samples of buckets refused (not a bucket, unreadable) */
+	uint64_t go_bkt_over;	  /* samples of buckets not kept: userspace's table full */
+	uint64_t go_bkt_gone;	  /* samples of new buckets seen once their process had exited */
+	uint64_t go_bkt_reads;	  /* buckets read from the processes (first reads, in-use) */
+	uint64_t go_bkt_read_ns;  /* the time those reads took */
+	uint64_t go_polled;	  /* samples counted from polled buckets (runtime.mbuckets) */
+	uint64_t go_poll_refused; /* polled buckets refused */
+	uint32_t nr_sbcl;	  /* SBCL runtimes probed */
+	uint64_t sbcl_unnamed;	  /* SBCL samples not named as they came: a drain's budget spent */
 };
 void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);
 

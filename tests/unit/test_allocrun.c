@@ -174,6 +174,26 @@ int allocprof__live(struct allocprof *a,
 	return 0;
 }
 
+/* Go's buckets: none here (tests/integration/test_gobucket.py runs them). */
+int allocprof__go_buckets(struct allocprof *a,
+			  void (*cb)(void *ctx, const struct alloc_go_bkey *k,
+				     const struct alloc_go_bval *v),
+			  void *ctx)
+{
+	(void)a;
+	(void)cb;
+	(void)ctx;
+	return 0;
+}
+
+size_t allocprof__go_forget(struct allocprof *a, const struct alloc_go_bkey *keys, size_t n)
+{
+	(void)a;
+	(void)keys;
+	(void)n;
+	return 0;
+}
+
 void allocprof__counters(struct allocprof *a, uint64_t out[ALLOC_C_NR])
 {
 	(void)a;
@@ -794,6 +814,92 @@ static void test_total_cap(void **state)
 	unsetenv("BPFPROF_TEST_ALLOC_TOTAL_MAX");
 }
 
+/* The comm of the [other stacks] sample of p named comm: its alloc_bytes (0: none). */
+static uint64_t others_of(const struct profile *p, const char *comm)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < profile__nr_samples(p); i++) {
+		const struct psample *s = profile__sample(p, i);
+		uint32_t nf;
+		const uint32_t *fr = profile__stack_get(p, s->stack, &nf);
+
+		if (nf && !strcmp(profile__frame_get(p, fr[nf - 1])->name, "[other stacks]") &&
+		    !strcmp(s->comm, comm))
+			n += s->alloc.alloc_bytes;
+	}
+	return n;
+}
+
+/*
+ * The run-long total full: a process's stacks left out fold into its
+ * [other stacks], one a process by (pid, start time) as the name table
+ * keeps them: a pid reused by another process is another sample under the
+ * new name (keyed by pid alone, the new one's bytes went under the exited
+ * one's name).
+ */
+static void test_total_others_reused(void **state)
+{
+	struct rig *g = *state;
+	struct profile *p;
+	uint64_t wb = (uint64_t)llround(weight(4096) * 4096), old, new;
+
+	allocrun__free(g->ar);
+	setenv("BPFPROF_TEST_ALLOC_TOTAL_MAX", "1", 1);
+	g->ar = allocrun__new(&g->o, g->pt, g->sym);
+	assert_int_equal(allocrun__start(g->ar), 0);
+	allocrun__set_starttime(g->ar, fake_starttime);
+	fake_start = 100;
+	event(site_a, 0x1111, 4096, 0, false);
+	strcpy(events[nr_events - 1].comm, "old");
+	event(site_b, 0x2222, 4096, 0, false);
+	strcpy(events[nr_events - 1].comm, "old");
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE));
+	/* the pid is another process's now */
+	fake_start = 200;
+	event(site_c, 0x3333, 4096, 0, false);
+	strcpy(events[nr_events - 1].comm, "new");
+	profile__free(take(g->ar, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE));
+	p = take(g->ar, ALLOCRUN_TOTAL);
+	unsetenv("BPFPROF_TEST_ALLOC_TOTAL_MAX"); /* before a failed assert ends the test */
+	fake_start = 100;
+	old = others_of(p, "old");
+	new = others_of(p, "new");
+	profile__free(p);
+	assert_int_equal(old, wb); /* site_b's */
+	assert_int_equal(new, wb); /* site_c's, not under "old" */
+}
+
+/*
+ * SBCL's frames named as the samples come, within a budget a drain: past
+ * its new stacks (4 here) a sample is counted, not named then; a stack
+ * named in the drain again is not counted; the next drain has its budget
+ * anew.
+ */
+static void test_sbcl_name_budget(void **state)
+{
+	static void (*const sites[4])(void) = { site_a, site_b, site_c, site_d };
+	struct rig *g = *state;
+	struct allocrun_stats st;
+
+	setenv("BPFPROF_TEST_ALLOC_SBCL_NAME_STACKS", "4", 1);
+	for (uint32_t i = 0; i < 16; i++) {
+		event(sites[i & 3], i < 14 ? 0x100 + i : 0x100, 4096, 0, false); /* 2 repeats */
+		events[nr_events - 1].source = ALLOC_SRC_SBCL;
+	}
+	allocrun__tick(g->ar, now_ns());
+	allocrun__stats(g->ar, &st);
+	assert_int_equal(st.sbcl_unnamed, 14 - 4);
+	for (uint32_t i = 0; i < 4; i++) {
+		event(sites[i & 3], 0x200 + i, 4096, 0, false);
+		events[nr_events - 1].source = ALLOC_SRC_SBCL;
+	}
+	allocrun__tick(g->ar, now_ns());
+	unsetenv("BPFPROF_TEST_ALLOC_SBCL_NAME_STACKS");
+	allocrun__stats(g->ar, &st);
+	assert_int_equal(st.sbcl_unnamed, 14 - 4); /* a new drain: its 4 named */
+}
+
 /*
  * A take that fails (no memory for the total) commits nothing: the blocks
  * of an exited process stay in the table (not swept), cur stays; the next
@@ -904,6 +1010,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_comms_reused, rig_up, rig_down),
 		cmocka_unit_test(test_span_scale),
 		cmocka_unit_test_setup_teardown(test_total_cap, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_total_others_reused, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_sbcl_name_budget, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_take_fails_whole, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_guard_scale_note, rig_up, rig_down),
 	};

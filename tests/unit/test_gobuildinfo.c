@@ -7,6 +7,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "lang/gobuildinfo.h"
@@ -153,6 +154,129 @@ static void test_release_must_match_the_pclntab(void **state)
 	assert_false(gobuildinfo__matches_pclntab(19, (enum gopclntab_version)0));
 }
 
+/* A Go 1.19 bucket as the runtime lays it out: header, stk[nstk], memRecord.active. */
+static size_t bucket(uint8_t *buf, uint64_t typ, uint64_t size, uint64_t nstk,
+		     const uint64_t act[4])
+{
+	uint64_t w[6] = { 0x1000, 0x2000, typ, 0xabcdef, size, nstk };
+	size_t at = sizeof(w);
+
+	memcpy(buf, w, sizeof(w));
+	for (uint64_t i = 0; i < nstk && i < 64; i++, at += 8) {
+		uint64_t pc = 0x401000 + 16 * i;
+
+		memcpy(buf + at, &pc, 8);
+	}
+	memcpy(buf + at, act, 32);
+	return at + 32;
+}
+
+static void test_bucket_layout_only_for_verified_releases(void **state)
+{
+	struct gobucket_layout l;
+
+	(void)state;
+	assert_int_equal(gobuildinfo__bucket_layout(19, &l), 0);
+	assert_int_equal(l.b_arg, 1);
+	assert_int_equal(l.hdr, 48);
+	assert_int_equal(l.size_off, 32);
+	assert_int_equal(l.nstk_off, 40);
+	assert_int_equal(gobuildinfo__bucket_layout(18, &l), -ENOTSUP);
+	assert_int_equal(gobuildinfo__bucket_layout(20, &l), -ENOTSUP);
+	assert_int_equal(gobuildinfo__bucket_layout_at(0, &l), 0);
+	assert_int_equal(gobuildinfo__bucket_layout_at(1, &l), -ENOENT);
+	assert_int_equal(gobuildinfo__bucket_layout_at(255, &l), -ENOENT);
+}
+
+static void test_bucket_parsed(void **state)
+{
+	uint8_t buf[GOBUCKET_READ + 64];
+	const uint64_t act[4] = { 10, 4, 10 * 4096, 4 * 4096 };
+	struct gobucket_layout l;
+	struct gobucket b;
+	size_t len;
+
+	(void)state;
+	gobuildinfo__bucket_layout(19, &l);
+	len = bucket(buf, 1, 4096, 5, act);
+	assert_int_equal(gobucket__parse(buf, len, &l, &b), 0);
+	assert_int_equal(b.size, 4096);
+	assert_int_equal(b.nstk, 5);
+	assert_int_equal(b.stk[0], 0x401000);
+	assert_int_equal(b.stk[4], 0x401040);
+	assert_int_equal(b.active_off, 48 + 40);
+	/* the stack read to its end, the record not: parsed (in-use read later) */
+	assert_int_equal(gobucket__parse(buf, 48 + 40, &l, &b), 0);
+	assert_int_equal(gobucket__parse(buf, 48 + 39, &l, &b), -ENODATA);
+	assert_int_equal(gobucket__parse(buf, 47, &l, &b), -ENODATA);
+	len = bucket(buf, 1, 64, 32, act); /* maxStack frames: the most */
+	assert_int_equal(gobucket__parse(buf, len, &l, &b), 0);
+	assert_int_equal(b.nstk, 32);
+	assert_true(len <= GOBUCKET_READ);
+}
+
+/* A tenant's forged bucket (any bytes at any address of its memory): refused
+ * or bounded, never a read past the buffer, never a wrapped count. */
+static void test_bucket_forged(void **state)
+{
+	uint8_t buf[GOBUCKET_READ + 64 * 8 + 64];
+	const uint64_t act[4] = { 1, 0, 1, 0 };
+	struct gobucket_layout l;
+	struct gobucket b;
+	size_t len;
+
+	(void)state;
+	gobuildinfo__bucket_layout(19, &l);
+	len = bucket(buf, 2, 4096, 3, act); /* a block profile's bucket */
+	assert_int_equal(gobucket__parse(buf, len, &l, &b), -EINVAL);
+	len = bucket(buf, 0, 4096, 3, act);
+	assert_int_equal(gobucket__parse(buf, len, &l, &b), -EINVAL);
+	len = bucket(buf, 1, 0, 3, act); /* size 0 */
+	assert_int_equal(gobucket__parse(buf, len, &l, &b), -EINVAL);
+	len = bucket(buf, 1, GOBUCKET_MAX_SIZE + 1, 3, act);
+	assert_int_equal(gobucket__parse(buf, len, &l, &b), -EINVAL);
+	len = bucket(buf, 1, UINT64_MAX, 3, act);
+	assert_int_equal(gobucket__parse(buf, len, &l, &b), -EINVAL);
+	len = bucket(buf, 1, 4096, 33, act); /* past maxStack */
+	assert_int_equal(gobucket__parse(buf, len, &l, &b), -EINVAL);
+	len = bucket(buf, 1, 4096, 64, act);
+	assert_int_equal(gobucket__parse(buf, len, &l, &b), -EINVAL);
+	len = bucket(buf, 1, 4096, 3, act);
+	memset(buf + 40, 0xff, 8); /* nstk huge */
+	assert_int_equal(gobucket__parse(buf, len, &l, &b), -EINVAL);
+	memset(buf + 40, 0x00, 8);
+	buf[40] = 0x80; /* nstk 2^63 + ... : wraps hdr + 8 * nstk */
+	buf[47] = 0x80;
+	assert_int_equal(gobucket__parse(buf, len, &l, &b), -EINVAL);
+	assert_int_equal(gobucket__parse(buf, 0, &l, &b), -ENODATA);
+}
+
+static void test_bucket_inuse_clamped(void **state)
+{
+	double o, s;
+	const uint64_t fine[4] = { 10, 4, 10 * 4096, 4 * 4096 };
+	const uint64_t back[4] = { 4, 10, 4 * 4096, 10 * 4096 }; /* frees past allocs */
+	const uint64_t huge[4] = { UINT64_MAX, 0, UINT64_MAX, 0 };
+	const uint64_t nobytes[4] = { 5, 0, 0, 0 };
+
+	(void)state;
+	gobucket__inuse(fine, 1, &o, &s); /* rate 1: every allocation, not scaled */
+	assert_true(o == 6 && s == 6 * 4096);
+	gobucket__inuse(fine, 0, &o, &s);
+	assert_true(o == 6 && s == 6 * 4096);
+	gobucket__inuse(fine, 512 * 1024, &o, &s); /* scaleHeapSample: / (1 - exp(-4096/rate)) */
+	assert_true(fabs(o - 6 / -expm1(-4096.0 / (512 * 1024))) < 1e-6);
+	assert_true(fabs(s - 6 * 4096 / -expm1(-4096.0 / (512 * 1024))) < 1e-3);
+	gobucket__inuse(back, 512 * 1024, &o, &s);
+	assert_true(o == 0 && s == 0);
+	gobucket__inuse(nobytes, 512 * 1024, &o, &s);
+	assert_true(o == 0 && s == 0);
+	gobucket__inuse(huge, 512 * 1024, &o, &s); /* absurd: finite, not negative */
+	assert_true(isfinite(o) && isfinite(s) && o >= 0 && s >= 0);
+	gobucket__inuse(huge, INT64_MAX, &o, &s);
+	assert_true(isfinite(o) && isfinite(s) && o >= 0 && s >= 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -162,6 +286,10 @@ int main(void)
 		cmocka_unit_test(test_mprof_malloc_arguments_per_release),
 		cmocka_unit_test(test_release_must_match_the_pclntab),
 		cmocka_unit_test(test_special_kind_only_for_verified_releases),
+		cmocka_unit_test(test_bucket_layout_only_for_verified_releases),
+		cmocka_unit_test(test_bucket_parsed),
+		cmocka_unit_test(test_bucket_forged),
+		cmocka_unit_test(test_bucket_inuse_clamped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,7 +7,8 @@
  * offsets, cut short, shifted or garbled does not, nor a release whose
  * regions are not verified. sbcl__tls_offset_ok: current_thread's offset
  * believed only inside the executable's static TLS block (Debian's 2.2.9:
- * PT_TLS of 8 bytes, so -8 alone).
+ * PT_TLS of 8 bytes, so -8 alone). sbcl__alloc_large_exit: 2.2.9 alloc's
+ * tail jump to gc_alloc_large found (at +476) only with its target, once.
  */
 #include "testutil.h"
 
@@ -133,6 +134,41 @@ static Elf *tls_elf(uint8_t *buf, uint64_t memsz, uint64_t align, uint32_t type)
 	return elf_memory((char *)buf, sizeof(*eh) + sizeof(*ph));
 }
 
+/* Debian's 2.2.9 alloc+456..+481: the frame popped, jmp gc_alloc_large (0x39a20). */
+static const uint8_t large229[] = { 0x48, 0x83, 0xc4, 0x10, 0x48, 0x89, 0xdf, 0xbe, 0x03,
+				    0x00, 0x00, 0x00, 0x5b, 0x41, 0x5c, 0x41, 0x5d, 0x41,
+				    0x5e, 0x5d, 0xe9, 0xaf, 0xde, 0xff, 0xff };
+#define LARGE_VA 0x39a20
+
+static void test_large_exit(void **state)
+{
+	uint8_t code[640] = { 0 };
+	uint64_t at = 0;
+
+	(void)state;
+	memcpy(code, alloc229, sizeof(alloc229));
+	memcpy(code + 456, large229, sizeof(large229));
+	assert_int_equal(sbcl__alloc_large_exit(code, sizeof(code), ALLOC_VA, LARGE_VA, &at), 0);
+	assert_int_equal(at, ALLOC_VA + 476);
+	/* another target, cut short, not there */
+	assert_int_equal(sbcl__alloc_large_exit(code, sizeof(code), ALLOC_VA, LARGE_VA + 16, &at),
+			 -ENOTSUP);
+	assert_int_equal(
+		sbcl__alloc_large_exit(code, 456 + sizeof(large229) - 1, ALLOC_VA, LARGE_VA, &at),
+		-ENOTSUP);
+	assert_int_equal(sbcl__alloc_large_exit(code, 456, ALLOC_VA, LARGE_VA, &at), -ENOTSUP);
+	/* the frame not popped the same way (a pop %r14 missing) */
+	code[456 + 17] = 0x90;
+	assert_int_equal(sbcl__alloc_large_exit(code, sizeof(code), ALLOC_VA, LARGE_VA, &at),
+			 -ENOTSUP);
+	code[456 + 17] = 0x41;
+	/* twice (each jump to the same target): which one is unknown, none */
+	memcpy(code + 556, large229, sizeof(large229));
+	code[556 + 21] = (uint8_t)(code[556 + 21] - 100); /* 100 bytes on: the same target */
+	assert_int_equal(sbcl__alloc_large_exit(code, sizeof(code), ALLOC_VA, LARGE_VA, &at),
+			 -ENOTSUP);
+}
+
 static void test_tls_offset(void **state)
 {
 	uint8_t buf[sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr)];
@@ -162,10 +198,9 @@ static void test_tls_offset(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_debian_229),
-		cmocka_unit_test(test_not_verified),
-		cmocka_unit_test(test_other_code),
-		cmocka_unit_test(test_tls_offset),
+		cmocka_unit_test(test_debian_229), cmocka_unit_test(test_not_verified),
+		cmocka_unit_test(test_other_code), cmocka_unit_test(test_tls_offset),
+		cmocka_unit_test(test_large_exit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,6 +13,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 )
 
 // scale is runtime/pprof's scaleHeapSample (protomem.go).
@@ -77,4 +78,7 @@ func printMemProfile() {
 	b, _ := json.Marshal(map[string]interface{}{"memprof": map[string]interface{}{
 		"rate": rate, "sites": sites}})
 	fmt.Fprintln(os.Stdout, string(b))
+	// A profiler that reads the runtime's buckets from outside (bpfprof
+	// --alloc, every 100 ms) sees the state printed before the exit.
+	time.Sleep(300 * time.Millisecond)
 }

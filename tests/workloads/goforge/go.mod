@@ -1,0 +1,3 @@
+module goforge
+
+go 1.19

@@ -13,6 +13,7 @@
 
 #include "base/profile.h"
 #include "base/util.h"
+#include "session/allocrun.h"
 
 /*
  * One drain. While /debug/pprof/profile requests wait, the drain goes into a
@@ -134,7 +135,8 @@ static void metrics_from_collector(struct metrics_snapshot *m, const struct coll
 }
 
 /* The endpoint's figures: the collector's here, the rest from the sinks (sinks.c). */
-void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct collector *col)
+void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct collector *col,
+			    struct allocrun *ar)
 {
 	struct metrics_snapshot m = { 0 };
 	struct collector_stats st;
@@ -158,5 +160,9 @@ void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct
 	m.last_drain_ns = now_ns();
 	m.freq = rc->o->freq;
 	m.offcpu = rc->o->offcpu;
+	if (ar) { /* --alloc --on-cpu: the allocator's lines beside the CPU's */
+		m.alloc = true;
+		allocrun__metrics(ar, &m.am);
+	}
 	sinks__publish(ct, &m, rc->sym, rc->dbgd, rc->labels);
 }

@@ -72,7 +72,10 @@ int sinks__finish_interval(struct continuous *ct, struct record_ctx *rc, struct 
 	rc->prof = next;
 	ct->intervals++;
 	ct->start_mono = now_mono;
-	ct->start_real = realtime_ns();
+	/* The next one starts at this one's end: the edge's wall-clock time, not
+	 * the time now (after the write, the push's queueing and, with --alloc
+	 * --on-cpu, the heap interval's take: the files would leave a gap). */
+	ct->start_real = realtime_ns() - (now_ns() - now_mono);
 	ct->lost_at_start = record__lost(&st);
 	ct->offcpu_lost_at_start = record__offcpu_lost(&st);
 	return 0;

@@ -1075,8 +1075,11 @@ static int record__loop(struct record *r)
 		uint64_t alloc_due = r->ar ? allocrun__tick(r->ar, now) : 0;
 		bool skip;
 
-		if (r->ar) /* heap requests of --listen waiting: the tick's allocations */
+		/* heap requests of --listen waiting: the tick's allocations */
+		if (r->ar && now >= r->heap_feed_due) {
 			sinks__heap_tick(&r->ct, r->ar);
+			r->heap_feed_due = alloc_due;
+		}
 
 		/*
 		 * -d: sampling stops when it says. The deadline is looked at

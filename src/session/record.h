@@ -163,6 +163,9 @@ struct record {
 	 * attach, ticked every turn of the loop, stopped first in record__stop;
 	 * NULL without --alloc. */
 	struct allocrun *ar;
+	/* --alloc --on-cpu --listen: when the heap requests are fed next (the
+	 * engine's pace, not every turn: process notices can make turns many) */
+	uint64_t heap_feed_due;
 };
 
 int record__check(struct record *r);

@@ -348,7 +348,9 @@ def test_guard_on_its_thread_beside_cpu_intervals(tmp_path):
     files, the heap ones past the engagement noted, in-use not measured, and
     a steady site's whole intervals scaled to the truth (test_allocguard.py's
     tolerance: SIGMAS x the scale x the standard deviation of the bytes
-    allocated while the probes were on, plus the windows' edges)."""
+    allocated while the probes were on, plus the windows' edges and the
+    pace's lag, scaled too: a loose bound at the low duties of a loaded
+    host; the guard's accuracy is test_allocguard.py's)."""
     port = free_port()
     lock = bench_lock()
     try:
@@ -422,8 +424,11 @@ def test_guard_on_its_thread_beside_cpu_intervals(tmp_path):
                 name = pprof.strings(p, p["function"][loc["lines"][-1].get(1)].get(2, 0))
                 sites[name] = sites.get(name, 0) + s["value"][1]
         want = GUARD_RATE * SIZE * p["duration_nanos"] / 1e9
+        # What is not random (the pace's 1 ms batches and the lag it catches
+        # up at the windows' edges) moves the bytes seen while on, so it is
+        # scaled like them: at a duty of 6% one window of ~70 ms an interval.
         tol = SIGMAS * scale * sd_bytes(want / scale, SIZE, GUARD_PERIOD) \
-            + GUARD_RATE * SIZE * (0.002 * (2 * 2 + 5) + behind)
+            + scale * GUARD_RATE * SIZE * (0.002 * (2 * 2 + 5) + 2 * behind)
         est = sites.get("site_steady", 0)
         assert abs(est - want) <= tol, f"{f.name}: estimated {est}, truly {want:.0f} +- {tol:.0f}"
     assert noted >= 2 and checked >= 1, [comments(load(f)) for f in heap_files]

@@ -40,7 +40,8 @@ static void sym_warn(void *ctx, const char *msg)
  * session/record.h, fed by the engine's takes. One heap profile per interval
  * (the allocations of the interval, the blocks in use at its end), /metrics
  * every second, and the HTTP endpoint's heap requests every tick while one
- * waits. Everything runs on this thread: the heap live's finisher too.
+ * waits (session/alloc_sinks.c). Everything runs on this thread: the heap
+ * live's finisher too.
  */
 struct drive {
 	struct allocrun *ar;
@@ -55,42 +56,13 @@ struct drive {
 	bool status, shown; /* the status line: on a terminal (stderr); on the screen */
 };
 
-/*
- * A heap request completes (agent/live.h): seconds = N, acc holds the
- * allocations fed over them (its meta: the window's span, and the sums of
- * its ticks' lost and alloc_on_ns), the blocks in use now are added, and
- * the note is the window's; seconds = 0, acc is empty: the allocations
- * since the run started and the blocks in use.
- */
-static int heap_finish(void *ctx, struct profile *acc, unsigned seconds)
-{
-	struct drive *d = ctx;
-	struct profile_meta keep = *profile__meta(acc);
-	struct profile_meta *m;
-	int err;
-
-	if (!seconds)
-		return allocrun__take(d->ar, acc, ALLOCRUN_TOTAL | ALLOCRUN_ALLOC | ALLOCRUN_INUSE);
-	err = allocrun__take(d->ar, acc, ALLOCRUN_INUSE);
-	if (err)
-		return err;
-	m = profile__meta(acc); /* the window's span, not the run's */
-	m->start_ns = keep.start_ns;
-	m->duration_ns = keep.duration_ns;
-	m->lost = keep.lost;
-	m->alloc_on_ns = keep.alloc_on_ns;
-	m->note[0] = '\0';
-	allocrun__window_note(d->ar, m);
-	return 0;
-}
-
 static int drive_open(struct drive *d, uint64_t start)
 {
 	int ret;
 
 	metrics__init(&d->ct.metrics, NS_PER_SEC);
-	d->ct.heap_finish = heap_finish;
-	d->ct.heap_ctx = d;
+	d->ct.heap_finish = sinks__heap_finish;
+	d->ct.heap_ctx = d->ar;
 	d->ct.start_mono = start;
 	d->ct.start_real = realtime_ns();
 	ret = sinks__open(&d->ct, d->o);
@@ -101,45 +73,11 @@ static int drive_open(struct drive *d, uint64_t start)
 /* The interval's heap profile to the sinks; 0 or -ENOMEM. */
 static int drive_emit(struct drive *d)
 {
-	struct profile *p = profile__new();
-	const struct profile_meta *m;
-	char path[4096] = "";
-	int err;
+	int err = sinks__heap_interval(&d->ct, d->ar);
 
-	if (!p)
-		return -ENOMEM;
-	err = allocrun__take(d->ar, p, ALLOCRUN_INTERVAL | ALLOCRUN_INUSE);
-	if (err) {
-		profile__free(p);
-		return err;
-	}
-	m = profile__meta_c(p);
-	sinks__emit(&d->ct, SINK_HEAP, p, m->start_ns, m->start_ns + m->duration_ns, path,
-		    sizeof(path));
-	p_debug("interval %" PRIu64 ": %zu samples, %" PRIu64 " lost%s%s", d->ct.intervals,
-		profile__nr_samples(p), m->lost, path[0] ? ", wrote " : "", path);
-	d->ct.intervals++;
-	profile__free(p);
-	return 0;
-}
-
-/* Heap requests waiting: the tick's allocations (a delta while one waits for seconds). */
-static void drive_feed(struct drive *d)
-{
-	struct profile *delta = NULL;
-
-	if (!sinks__heap_pending(&d->ct)) {
-		allocrun__want_ticks(d->ar, false);
-		return;
-	}
-	allocrun__want_ticks(d->ar, true);
-	delta = profile__new();
-	if (delta && allocrun__take(d->ar, delta, ALLOCRUN_TICK)) {
-		profile__free(delta);
-		delta = NULL; /* no memory: the clock's tick only */
-	}
-	sinks__heap_feed(&d->ct, delta);
-	profile__free(delta);
+	if (!err)
+		d->ct.intervals++;
+	return err;
 }
 
 /* On a terminal, every second: "bpfprof: 3 s of 10 s, 512 allocations sampled, 3 profiles written".
@@ -201,8 +139,7 @@ static void drive_turn(struct drive *d, uint64_t now, uint64_t *due)
 		while (d->next_edge <= now) /* on the interval, without drifting */
 			d->next_edge += (uint64_t)(d->o->interval * NS_PER_SEC_F);
 	}
-	if (d->ct.live_heap)
-		drive_feed(d);
+	sinks__heap_tick(&d->ct, d->ar);
 	if (now >= d->next_publish)
 		drive_publish(d, now);
 	if (d->next_edge && d->next_edge < *due)
@@ -370,6 +307,14 @@ static void report_counters(const struct allocrun_stats *st)
 		report_files(st);
 		report_guard(st);
 	}
+}
+
+void cmd_alloc_summary(struct allocrun *ar)
+{
+	struct allocrun_stats st;
+
+	allocrun__stats(ar, &st);
+	report_counters(&st);
 }
 
 /* The profile taken, said, written to path (NULL: stdout). 0 or 1 (said). */

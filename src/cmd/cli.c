@@ -130,7 +130,11 @@ void cli__usage(FILE *f)
 		"                          the heap profile goes beside it with .heap before the\n"
 		"                          ending\n"
 		"                          (p.pb.gz, p.heap.pb.gz; out.svg, out.heap.svg). Without\n"
-		"                          -o, on a terminal: both reports, the CPU's first\n"
+		"                          -o, on a terminal: both reports, the CPU's first.\n"
+		"                          Continuous mode: both per interval (bpfprof-T.pb.gz\n"
+		"                          and bpfprof-T.heap.pb.gz), --listen serves\n"
+		"                          /debug/pprof/profile, /heap and /allocs, --push\n"
+		"                          sends Pyroscope CPU and memory profiles\n"
 		"\n"
 		"Output:\n"
 		"  -o, --output FILE       write here instead of stdout (written atomically; if\n"
@@ -919,14 +923,6 @@ int cli__validate(struct options *o, struct errmsg *em)
 			return usage_err(
 				em,
 				"--alloc profiles processes, not CPUs: -p, -a, --cgroup or a command, not -C (both profiles of every CPU: --alloc --on-cpu -a)");
-		if (o->on_cpu && o->interval)
-			return usage_err(
-				em,
-				"--alloc --on-cpu writes both profiles at the end of the run (-o); continuous mode (--interval, --output-dir, --push, --listen) takes one of them: --alloc or the CPU");
-		if (o->on_cpu && o->listen)
-			return usage_err(
-				em,
-				"--alloc --on-cpu writes both profiles at the end of the run (-o); --listen serves one of them: --alloc or the CPU");
 		if (all && (o->nr_pids || o->cmd))
 			return usage_err(
 				em,

@@ -38,5 +38,8 @@ struct allocrun;
  * alone, and --alloc --on-cpu after the CPU profile. */
 int cmd_alloc_report(struct allocrun *ar, const struct options *o, const struct writer *w,
 		     const char *path);
+/* --alloc --on-cpu in continuous mode, at its end (the heap profiles all
+ * written): what the engine's counters say. */
+void cmd_alloc_summary(struct allocrun *ar);
 
 #endif

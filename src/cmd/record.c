@@ -152,7 +152,8 @@ int cmd_record(int argc, char **argv)
 	 * starts too: the loop then ends at once); see stop.h for repeats. */
 	stop__install();
 
-	if (r.o.on_cpu) {
+	/* One-shot: the two files of -o; continuous mode: the sinks take both kinds. */
+	if (r.o.on_cpu && !r.o.interval) {
 		ret = check_both(&r, &heap);
 		if (ret) {
 			free(heap);
@@ -163,8 +164,11 @@ int cmd_record(int argc, char **argv)
 	ret = record__run(&r);
 	if (!ret)
 		ret = r.o.interval ? record__finish_continuous(&r) : record__write(&r);
-	/* --alloc --on-cpu: the heap profile after the CPU's (its report below it) */
-	if (!ret && r.ar)
+	/* --alloc --on-cpu: the heap profile after the CPU's (its report below
+	 * it); in continuous mode, each interval's went to the sinks with the CPU's */
+	if (!ret && r.ar && r.o.interval)
+		cmd_alloc_summary(r.ar);
+	else if (!ret && r.ar)
 		ret = cmd_alloc_report(r.ar, &r.o, r.w, heap);
 	if (!ret && r.ar && r.tty_report)
 		p_info("those are the tops of the two profiles: save them with -o FILE (p.svg: the "

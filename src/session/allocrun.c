@@ -276,7 +276,8 @@ struct allocrun {
 	uint64_t comms_gone, comms_reused; /* names the sweeps removed: process gone, pid reused */
 	uint64_t comms_full;		   /* names not noted: the table full */
 	/* allocrun__guard_thread: the guard ticks on a thread of its own, lock
-	 * held by it and by allocrun__tick (everything that touches ap, g) */
+	 * held by it and by allocrun__tick (everything that touches ap, g), and
+	 * by guard_view for a copy of g (takes, stats, metrics) */
 	pthread_t guard_tid;
 	pthread_mutex_t lock;
 	bool guard_threaded, guard_stop;
@@ -2180,15 +2181,48 @@ static uint64_t next_due(struct allocrun *r, uint64_t now)
 	return d > now ? d : now;
 }
 
-/* An edge at t (now_ns()'s clock; the counters c read then). */
-static void edge_at(struct allocrun *r, struct edge *e, uint64_t t, const uint64_t c[ALLOC_C_NR])
+/*
+ * The guard as the caller's thread reads it. While the guard's thread runs
+ * (allocrun__guard_thread: --alloc --on-cpu -a, whose takes come while it
+ * switches), it changes r->g, the switches' times and the probes held under
+ * the lock: a copy of them is taken under it, with the time (the time on
+ * to it is the guard's at that instant, not one a switch made since). A
+ * struct copy: the guard's switch waits for no take. Without the thread
+ * (or after allocrun__stop joined it), r's own, read as they are.
+ */
+struct guard_view {
+	struct allocguard g;
+	uint64_t toggle_ns[2], toggle_max_ns, toggle_cpu_ns;
+	size_t probes;
+	uint64_t now; /* now_ns() when the copy was taken */
+};
+
+static void guard_view(struct allocrun *r, struct guard_view *v)
+{
+	if (r->guard_threaded)
+		pthread_mutex_lock(&r->lock);
+	*v = (struct guard_view){
+		.g = r->g,
+		.toggle_ns = { r->toggle_ns[0], r->toggle_ns[1] },
+		.toggle_max_ns = r->toggle_max_ns,
+		.toggle_cpu_ns = r->toggle_cpu_ns,
+		.probes = allocprof__probes(r->ap),
+		.now = now_ns(),
+	};
+	if (r->guard_threaded)
+		pthread_mutex_unlock(&r->lock);
+}
+
+/* An edge at t (now_ns()'s clock; the counters c read then), g the guard then. */
+static void edge_at(struct allocrun *r, const struct allocguard *g, struct edge *e, uint64_t t,
+		    const uint64_t c[ALLOC_C_NR])
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	*e = (struct edge){
 		.t = t,
-		.on = r->all ? allocguard__on_ns(&r->g, t) : 0,
+		.on = r->all ? allocguard__on_ns(g, t) : 0,
 		.real = (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec,
 		.lost = c[ALLOC_C_RING_FULL] + r->oom,
 	};
@@ -2206,7 +2240,7 @@ static void run_start(struct allocrun *r)
 		allocguard__init(&r->g, r->o->alloc_budget, r->t0, r->calls0);
 		r->next_rescan = r->t0 + rescan_ns();
 	}
-	edge_at(r, &r->start, r->t0, c);
+	edge_at(r, &r->g, &r->start, r->t0, c); /* no guard thread yet */
 	r->ivl = r->tickedge = r->start;
 	r->next_refresh = r->t0 + ALLOC_REFRESH_NS;
 }
@@ -2460,27 +2494,36 @@ static int add_agg(struct allocrun *r, struct profile *prof, const void *key, co
 	return profile__add_alloc(prof, &ps, ids, nf, &v);
 }
 
-void allocrun__window_note(struct allocrun *r, struct profile_meta *m)
+/* allocrun__window_note with g, the guard as the caller read it (guard_view). */
+static void window_note(struct allocrun *r, const struct allocguard *g, struct profile_meta *m)
 {
 	uint64_t on = m->alloc_on_ns, total = m->duration_ns;
 	double frac = total ? (double)on / (double)total : 1;
 	size_t n = 0;
 	int w;
 
-	if (!r->all || (!r->g.engaged && !r->held_over))
+	if (!r->all || (!g->engaged && !r->held_over))
 		return;
 	m->note[0] = '\0';
-	if (r->g.engaged) {
+	if (g->engaged) {
 		w = snprintf(m->note, sizeof(m->note),
 			     "alloc_guard budget=%" PRIu64 " on_fraction=%.4f scale=%.3f"
 			     " windows=%" PRIu64 " toggles=%" PRIu64 " inuse=not_measured",
-			     r->g.budget, frac > 1 ? 1 : frac,
-			     allocrun__span_scale(0, 0, total, on), r->g.windows, r->g.toggles);
+			     g->budget, frac > 1 ? 1 : frac, allocrun__span_scale(0, 0, total, on),
+			     g->windows, g->toggles);
 		n = w < 0 ? 0 : (size_t)w < sizeof(m->note) ? (size_t)w : sizeof(m->note) - 1;
 	}
 	if (r->held_over)
 		snprintf(m->note + n, sizeof(m->note) - n, "%sfiles_not_probed=%" PRIu64,
 			 n ? " " : "", r->held_over);
+}
+
+void allocrun__window_note(struct allocrun *r, struct profile_meta *m)
+{
+	struct guard_view v;
+
+	guard_view(r, &v);
+	window_note(r, &v.g, m);
 }
 
 /* A set's values into prof, alloc_* multiplied by scale. 0 or -ENOMEM. */
@@ -2495,12 +2538,13 @@ static int add_set(struct allocrun *r, struct profile *prof, struct htab *set, d
 	return err;
 }
 
-/* The scale of the alloc values of the span from its edge to t. */
-static double scale_since(struct allocrun *r, const struct edge *from, uint64_t t)
+/* The scale of the alloc values of the span from its edge to t (g: the guard then). */
+static double scale_since(struct allocrun *r, const struct allocguard *g, const struct edge *from,
+			  uint64_t t)
 {
 	if (!r->all)
 		return 1;
-	return allocrun__span_scale(from->t, from->on, t, allocguard__on_ns(&r->g, t));
+	return allocrun__span_scale(from->t, from->on, t, allocguard__on_ns(g, t));
 }
 
 /* The cap on the run-long total's samples. */
@@ -2811,9 +2855,10 @@ static void comms_sweep(struct allocrun *r)
  * One walk of the live table into prof's inuse_*: the stacks its blocks
  * name pinned (the epoch's pins not renewed let go), sweep: the blocks of
  * exited processes deleted once in it. The guard engaged: not measured
- * (its windows off miss frees), every pin let go. 0 or -ENOMEM.
+ * (its windows off miss frees), every pin let go (engaged: the guard's, as
+ * the take read it). 0 or -ENOMEM.
  */
-static int take_inuse(struct allocrun *r, struct profile *prof, bool sweep)
+static int take_inuse(struct allocrun *r, bool engaged, struct profile *prof, bool sweep)
 {
 	size_t deleted = 0;
 	int err;
@@ -2821,7 +2866,7 @@ static int take_inuse(struct allocrun *r, struct profile *prof, bool sweep)
 	r->epoch++;
 	r->live_blocks = 0;
 	r->inuse_bytes = 0;
-	if (r->g.engaged) {
+	if (engaged) {
 		stacktab__pin_epoch(r->stacks, r->epoch);
 		if (sweep)
 			comms_sweep(r);
@@ -2861,6 +2906,7 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 	struct total_stage st = { 0 };
 	const struct edge *from = &r->start;
 	struct profile_meta *m;
+	struct guard_view gv;
 	struct edge e;
 	double scale = 1;
 	int err = 0;
@@ -2869,9 +2915,10 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 		allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
 		go_drain(r, now_ns());
 	}
-	now = r->t1 ? r->t1 : now_ns();
+	guard_view(r, &gv); /* the guard's thread may switch meanwhile: one instant of it */
+	now = r->t1 ? r->t1 : gv.now;
 	allocprof__counters(r->ap, c);
-	edge_at(r, &e, now, c);
+	edge_at(r, &gv.g, &e, now, c);
 	if (what & ALLOCRUN_INTERVAL)
 		from = &r->ivl;
 	else if (what & ALLOCRUN_TICK)
@@ -2881,13 +2928,13 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 	    ((what & (ALLOCRUN_ALLOC | ALLOCRUN_INTERVAL)) && !(ivl = profile__new())))
 		err = -ENOMEM;
 	if (!err && ivl) {
-		scale = scale_since(r, &r->ivl, now);
+		scale = scale_since(r, &gv.g, &r->ivl, now);
 		err = add_set(r, ivl, r->aggs, scale);
 		if (!err)
 			err = profile__merge(prof, ivl);
 	}
 	if (!err && (what & ALLOCRUN_TICK) && r->tick) {
-		double ts = scale_since(r, &r->tickedge, now);
+		double ts = scale_since(r, &gv.g, &r->tickedge, now);
 
 		err = add_set(r, prof, r->tick, ts);
 		if (!ivl)
@@ -2901,7 +2948,7 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 	if (!err && (what & ALLOCRUN_INTERVAL))
 		err = total_stage(r, ivl, &st);
 	if (!err && (what & ALLOCRUN_INUSE))
-		err = take_inuse(r, prof, what & ALLOCRUN_INTERVAL);
+		err = take_inuse(r, gv.g.engaged, prof, what & ALLOCRUN_INTERVAL);
 	profile__free(ivl);
 	htab__free(r->alive); /* processes exit between takes: asked again next time */
 	r->alive = NULL;
@@ -2921,9 +2968,9 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 	m->duration_ns = now - from->t;
 	m->lost = e.lost - from->lost;
 	gethostname(m->hostname, sizeof(m->hostname) - 1);
-	m->alloc_on_ns = r->all ? allocguard__on_ns(&r->g, now) - from->on : m->duration_ns;
+	m->alloc_on_ns = r->all ? allocguard__on_ns(&gv.g, now) - from->on : m->duration_ns;
 	if (what & ~ALLOCRUN_INUSE) /* in-use only: a window's part, its note the window's */
-		allocrun__window_note(r, m);
+		window_note(r, &gv.g, m);
 	profile__sort(prof);
 	if (fresh_cur) {
 		set_free(r, r->aggs, false);
@@ -2941,6 +2988,7 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 void allocrun__want_ticks(struct allocrun *r, bool on)
 {
 	uint64_t c[ALLOC_C_NR];
+	struct guard_view gv;
 
 	if (on == !!r->tick)
 		return;
@@ -2952,12 +3000,16 @@ void allocrun__want_ticks(struct allocrun *r, bool on)
 	r->tick = htab__new(); /* NULL: no memory, no tick set (an empty tick) */
 	if (!r->ap)	       /* not started: the run's start is the tick's edge */
 		return;
+	guard_view(r, &gv);
 	allocprof__counters(r->ap, c);
-	edge_at(r, &r->tickedge, now_ns(), c);
+	edge_at(r, &gv.g, &r->tickedge, gv.now, c);
 }
 
 void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 {
+	struct guard_view gv;
+
+	guard_view(r, &gv);
 	*st = (struct allocrun_stats){
 		.period = r->period,
 		.oom = r->oom,
@@ -2966,11 +3018,11 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 		.all = r->all,
 		.nr_go = r->nr_go,
 		.nr_held = r->nr_held,
-		.g = r->g,
+		.g = gv.g,
 		.calls0 = r->calls0,
-		.toggle_ns = { r->toggle_ns[0], r->toggle_ns[1] },
-		.toggle_max_ns = r->toggle_max_ns,
-		.toggle_cpu_ns = r->toggle_cpu_ns,
+		.toggle_ns = { gv.toggle_ns[0], gv.toggle_ns[1] },
+		.toggle_max_ns = gv.toggle_max_ns,
+		.toggle_cpu_ns = gv.toggle_cpu_ns,
 		.scale = r->scale,
 		.stack_unknown = r->stack_unknown,
 		.max_held = max_held(),
@@ -2996,7 +3048,9 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 void allocrun__metrics(struct allocrun *r, struct metrics_alloc *m)
 {
 	uint64_t c[ALLOC_C_NR] = { 0 };
+	struct guard_view gv;
 
+	guard_view(r, &gv);
 	if (r->ap)
 		allocprof__counters(r->ap, c);
 	*m = (struct metrics_alloc){
@@ -3011,7 +3065,7 @@ void allocrun__metrics(struct allocrun *r, struct metrics_alloc *m)
 		.freed_go = c[ALLOC_C_GO_FREED],
 		.live_blocks = r->live_blocks,
 		.inuse_bytes = value_of(r->inuse_bytes),
-		.probes = allocprof__probes(r->ap),
+		.probes = gv.probes,
 		.live_dropped_exited = r->live_dropped_exited,
 		.aggs_evicted = r->aggs_evicted,
 		.all = r->all,
@@ -3026,18 +3080,18 @@ void allocrun__metrics(struct allocrun *r, struct metrics_alloc *m)
 	m->lost[METRICS_ALLOC_LOST_NO_THREAD] = c[ALLOC_C_NO_THREAD];
 	m->lost[METRICS_ALLOC_LOST_NO_RETURN] = c[ALLOC_C_NO_RETURN];
 	m->lost[METRICS_ALLOC_LOST_MEMORY] = r->oom;
-	if (!r->all || !r->g.budget)
+	if (!r->all || !gv.g.budget)
 		return;
 	m->guard = true;
-	m->guard_engaged = r->g.engaged;
-	m->guard_duty = r->g.duty;
+	m->guard_engaged = gv.g.engaged;
+	m->guard_duty = gv.g.duty;
 	m->guard_scale = r->scale;
-	m->guard_rate = r->g.rate;
-	m->guard_windows = r->g.windows;
-	m->guard_toggles = r->g.toggles;
-	m->probes_on_ns = allocguard__on_ns(&r->g, r->t1 ? r->t1 : now_ns());
-	m->switch_ns[0] = r->toggle_ns[0];
-	m->switch_ns[1] = r->toggle_ns[1];
+	m->guard_rate = gv.g.rate;
+	m->guard_windows = gv.g.windows;
+	m->guard_toggles = gv.g.toggles;
+	m->probes_on_ns = allocguard__on_ns(&gv.g, r->t1 ? r->t1 : gv.now);
+	m->switch_ns[0] = gv.toggle_ns[0];
+	m->switch_ns[1] = gv.toggle_ns[1];
 }
 
 const struct child *allocrun__child(const struct allocrun *r)

@@ -78,8 +78,10 @@ uint64_t allocrun__tick(struct allocrun *ar, uint64_t now);
  * allocations trap into -a's probes too): the guard ticks on a thread of
  * its own from here, at its pace, whatever the caller does; allocrun__tick
  * does the rest (a tick while the thread switches the probes does nothing
- * and is due again in 10 ms). Until allocrun__stop. 0 (nothing to do too)
- * or -errno.
+ * and is due again in 10 ms). Until allocrun__stop. Meanwhile takes,
+ * stats, metrics and the window note read the guard's state under its
+ * lock (a copy; continuous mode takes intervals while it runs). 0 (nothing
+ * to do too) or -errno.
  */
 int allocrun__guard_thread(struct allocrun *ar);
 /* The targets are all gone (never for -a, --cgroup). */

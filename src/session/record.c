@@ -794,9 +794,6 @@ int record__setup(struct record *r)
 	/* /healthz counts a drain overdue from this period (metrics.h). */
 	metrics__init(&r->ct.metrics, base_drain_period(&r->o));
 	test_drain_stall_init(r);
-	err = sinks__open(&r->ct, &r->o);
-	if (err)
-		return err;
 	rc->o = &r->o;
 	rc->prof = profile__new();
 	rc->pt = ptab__new(&po);
@@ -818,6 +815,15 @@ int record__setup(struct record *r)
 		p_err("out of memory");
 		return 1;
 	}
+	/* --alloc --on-cpu in continuous mode: the heap profiles' sinks beside
+	 * the CPU's, its requests finished by the engine (on the loop's thread). */
+	if (r->ar) {
+		r->ct.heap_finish = sinks__heap_finish;
+		r->ct.heap_ctx = r->ar;
+	}
+	err = sinks__open(&r->ct, &r->o);
+	if (err)
+		return err;
 	/* --alloc --on-cpu -- COMMAND: started by record__open (allocrun__launch) */
 	if (r->o.cmd && !(r->ar && r->o.cmd_is_target)) {
 		err = child__spawn(&r->ch, r->o.cmd);
@@ -976,6 +982,25 @@ int record__poll_notices(struct record *r, int timeout_ms)
 	return collector__poll(r->col, timeout_ms, record__on_proc_notice, &r->rc);
 }
 
+/*
+ * --alloc --on-cpu in continuous mode: the interval's heap profile beside
+ * the CPU's. One that could not be taken (no memory) is said: its
+ * allocations go into the next one.
+ */
+static void heap_interval(struct record *r)
+{
+	static struct ratelimit rl;
+	int err = sinks__heap_interval(&r->ct, r->ar);
+
+	if (err) {
+		status_clear(&r->sl);
+		p_warn_rl(&rl, 60,
+			  "the interval's heap profile could not be taken (%s): its allocations "
+			  "go into the next one",
+			  strerror(-err));
+	}
+}
+
 /* The periodic drain: notices, counts, the interval's end, forgetting exited processes. */
 int record__drain(struct record *r, uint64_t now)
 {
@@ -991,17 +1016,20 @@ int record__drain(struct record *r, uint64_t now)
 		p_err("draining the kernel maps failed: %s", strerror(-err));
 		return 1;
 	}
-	if (r->o.interval && now - r->ct.start_mono >= (uint64_t)(r->o.interval * NS_PER_SEC_F) &&
-	    sinks__finish_interval(&r->ct, &r->rc, r->col, now)) {
-		p_err("out of memory");
-		return 1;
+	if (r->o.interval && now - r->ct.start_mono >= (uint64_t)(r->o.interval * NS_PER_SEC_F)) {
+		if (r->ar) /* first: its number is the CPU interval's, counted by the next */
+			heap_interval(r);
+		if (sinks__finish_interval(&r->ct, &r->rc, r->col, now)) {
+			p_err("out of memory");
+			return 1;
+		}
 	}
 	/* Processes that exited before this drain are forgotten at the next:
 	 * samples between the buffer flip and the exit are drained then. */
 	symbolizer__sweep(r->rc.sym);
 	ptab__sweep(r->rc.pt);
 	labels__sweep(r->rc.labels);
-	sinks__publish_metrics(&r->ct, &r->rc, r->col);
+	sinks__publish_metrics(&r->ct, &r->rc, r->col, r->ar);
 	return 0;
 }
 
@@ -1046,6 +1074,12 @@ static int record__loop(struct record *r)
 		 * guard's 100 ms pace, -a's rescans) bounds the wait too. */
 		uint64_t alloc_due = r->ar ? allocrun__tick(r->ar, now) : 0;
 		bool skip;
+
+		/* heap requests of --listen waiting: the tick's allocations */
+		if (r->ar && now >= r->heap_feed_due) {
+			sinks__heap_tick(&r->ct, r->ar);
+			r->heap_feed_due = alloc_due;
+		}
 
 		/*
 		 * -d: sampling stops when it says. The deadline is looked at
@@ -1184,7 +1218,11 @@ int record__finish_continuous(struct record *r)
 	int err;
 
 	stop__writing(true);
-	err = sinks__finish_interval(&r->ct, &r->rc, r->col, r->t_stop);
+	/* --alloc --on-cpu: the heap profile's last interval too (the engine
+	 * stopped with the CPU's sampling) */
+	err = r->ar ? sinks__heap_interval(&r->ct, r->ar) : 0;
+	if (!err)
+		err = sinks__finish_interval(&r->ct, &r->rc, r->col, r->t_stop);
 	stop__writing(false);
 	if (err) {
 		p_err("out of memory");

@@ -163,6 +163,9 @@ struct record {
 	 * attach, ticked every turn of the loop, stopped first in record__stop;
 	 * NULL without --alloc. */
 	struct allocrun *ar;
+	/* --alloc --on-cpu --listen: when the heap requests are fed next (the
+	 * engine's pace, not every turn: process notices can make turns many) */
+	uint64_t heap_feed_due;
 };
 
 int record__check(struct record *r);
@@ -231,7 +234,8 @@ void record__offcpu_summary(const struct collector_stats *st, const struct profi
 /*
  * The sinks (sinks.c), without a collector. Opens what the options ask for,
  * for the kinds of profile the run makes (sinks__kinds: the CPU's, or
- * --alloc's heap profiles); 0, or the exit status after printing why.
+ * --alloc's heap profiles, or both with --alloc --on-cpu); 0, or the exit
+ * status after printing why.
  * --keep applies to each kind's store; --max-disk is shared equally.
  */
 unsigned sinks__kinds(const struct options *o);
@@ -258,7 +262,7 @@ void sinks__heap_feed(struct continuous *ct, const struct profile *delta);
 /*
  * A finished profile of that kind, covering [from_real, until_real)
  * (CLOCK_REALTIME ns): written to the kind's store (path, if given, gets the
- * file, "" if none) and queued for --push (CPU only for now). A sink failing
+ * file, "" if none) and queued for --push (as its kind). A sink failing
  * is warned (rate-limited) and counted, never returned. -EINVAL: a kind not
  * opened, or a profile not of its kind (meta.alloc_period set iff heap).
  */
@@ -282,7 +286,28 @@ int sinks__drain(struct continuous *ct, struct record_ctx *rc, struct collector 
 /* Ends the current interval: stamps it, sinks__emit()s it, starts the next. */
 int sinks__finish_interval(struct continuous *ct, struct record_ctx *rc, struct collector *col,
 			   uint64_t now_mono);
-/* The collector's counters and the sinks' figures to /metrics. */
-void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct collector *col);
+/* The collector's counters (and ar's: --alloc --on-cpu; NULL: none) and the
+ * sinks' figures to /metrics. */
+void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct collector *col,
+			    struct allocrun *ar);
+
+/*
+ * The allocation engine's side (alloc_sinks.c), for --alloc alone and
+ * beside the CPU collector. The heap live's finisher (ct->heap_finish, ctx
+ * the engine): a request of N seconds gets the ticks' allocations fed over
+ * them and the blocks in use now, one of 0 seconds the run's allocations
+ * and the blocks in use. 0 or -errno.
+ */
+int sinks__heap_finish(void *ctx, struct profile *acc, unsigned seconds);
+/*
+ * The interval's heap profile (its allocations since the last edge, the
+ * blocks in use now) taken from the engine and sinks__emit()ted as
+ * SINK_HEAP; ct->intervals is the caller's to count. 0, or -ENOMEM: nothing
+ * taken, the interval's allocations go into the next one.
+ */
+int sinks__heap_interval(struct continuous *ct, struct allocrun *ar);
+/* Every turn of the loop: heap requests waiting get the tick's allocations
+ * (the engine's tick set kept only while one waits). */
+void sinks__heap_tick(struct continuous *ct, struct allocrun *ar);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include "base/profile.h"
 #include "base/util.h"
+#include "session/allocrun.h"
 
 /*
  * One drain. While /debug/pprof/profile requests wait, the drain goes into a
@@ -71,7 +72,10 @@ int sinks__finish_interval(struct continuous *ct, struct record_ctx *rc, struct 
 	rc->prof = next;
 	ct->intervals++;
 	ct->start_mono = now_mono;
-	ct->start_real = realtime_ns();
+	/* The next one starts at this one's end: the edge's wall-clock time, not
+	 * the time now (after the write, the push's queueing and, with --alloc
+	 * --on-cpu, the heap interval's take: the files would leave a gap). */
+	ct->start_real = realtime_ns() - (now_ns() - now_mono);
 	ct->lost_at_start = record__lost(&st);
 	ct->offcpu_lost_at_start = record__offcpu_lost(&st);
 	return 0;
@@ -134,7 +138,8 @@ static void metrics_from_collector(struct metrics_snapshot *m, const struct coll
 }
 
 /* The endpoint's figures: the collector's here, the rest from the sinks (sinks.c). */
-void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct collector *col)
+void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct collector *col,
+			    struct allocrun *ar)
 {
 	struct metrics_snapshot m = { 0 };
 	struct collector_stats st;
@@ -158,5 +163,9 @@ void sinks__publish_metrics(struct continuous *ct, struct record_ctx *rc, struct
 	m.last_drain_ns = now_ns();
 	m.freq = rc->o->freq;
 	m.offcpu = rc->o->offcpu;
+	if (ar) { /* --alloc --on-cpu: the allocator's lines beside the CPU's */
+		m.alloc = true;
+		allocrun__metrics(ar, &m.am);
+	}
 	sinks__publish(ct, &m, rc->sym, rc->dbgd, rc->labels);
 }

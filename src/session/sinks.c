@@ -44,7 +44,9 @@ static const struct {
 
 unsigned sinks__kinds(const struct options *o)
 {
-	/* --alloc is an allocation profile instead of the CPU's. */
+	/* --alloc is an allocation profile instead of the CPU's, --on-cpu both. */
+	if (o->alloc_period && o->on_cpu)
+		return SINK_BIT(SINK_CPU) | SINK_BIT(SINK_HEAP);
 	return o->alloc_period ? SINK_BIT(SINK_HEAP) : SINK_BIT(SINK_CPU);
 }
 

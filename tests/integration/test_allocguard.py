@@ -12,7 +12,6 @@ scale times that of the bytes allocated while the probes were on
 (1 ms batches) and the windows' edges may move.
 """
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -22,24 +21,14 @@ import time
 
 import pytest
 
-from conftest import BPFPROF, SIGMAS, as_tenant, cgroup2_root, wl
+from conftest import (BPFPROF, SIGMAS, as_tenant, bench_lock, cgroup_v2, heap_by_pid as by_pid,
+                      into_cgroup, libc_path, sd_bytes, wl)
 import pprof
-from test_alloc import sd_bytes
 
 PERIOD = 65536
 RATE = 20000  # malloc/free pairs a second: 40000 calls
 SIZE = 4096
 BUDGET = 20000
-
-
-@contextlib.contextmanager
-def bench_lock():
-    with open("/tmp/bpfprof-bench.lock", "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def start_steady(rate=RATE, secs=60, **kw):
@@ -64,20 +53,6 @@ def record(args, timeout=120):
 def load(path):
     with open(path, "rb") as f:
         return pprof.decode(f.read())
-
-
-def by_pid(p):
-    """{pid: {leaf function: [alloc_objects, alloc_space, inuse_objects, inuse_space]}}"""
-    out = {}
-    for s in p["sample"]:
-        loc = p["location"][s["location_id"][0]] if s["location_id"] else None
-        name = "[none]"
-        if loc and loc["lines"]:
-            name = pprof.strings(p, p["function"][loc["lines"][-1].get(1)].get(2, 0))
-        v = out.setdefault(s["label"].get("pid"), {}).setdefault(name, [0, 0, 0, 0])
-        for i in range(4):
-            v[i] += s["value"][i]
-    return out
 
 
 def comments(p):
@@ -173,9 +148,7 @@ def test_rescan_probes_a_new_c_library(tmp_path):
     """-a: a process started later that maps its own copy of the C library (a
     container's) is probed at the next rescan (every 10 s; 300 ms here)."""
     import shutil
-    libc = next(p for p in ("/lib/x86_64-linux-gnu/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6",
-                            "/lib64/libc.so.6") if os.path.exists(p))
-    shutil.copy(libc, tmp_path / "libc.so.6")
+    shutil.copy(libc_path(), tmp_path / "libc.so.6")
     out = tmp_path / "heap.pb.gz"
     with bench_lock():
         b = subprocess.Popen([str(BPFPROF), "record", "--alloc=%d" % PERIOD, "-v", "-a", "-d", "3",
@@ -207,14 +180,11 @@ def test_rescan_probes_a_new_c_library(tmp_path):
 def test_cgroup_only_its_processes(tmp_path):
     """--cgroup: the probes trap every process mapping the C library, but only
     the cgroup's processes are in the profile."""
-    d = os.path.join(cgroup2_root(), f"bpfprof-ag-{os.getpid()}")
-    os.mkdir(d)
     out = tmp_path / "heap.pb.gz"
     inside = outside = None
     try:
-        with bench_lock():
-            inside = start_steady(
-                preexec_fn=lambda: open(os.path.join(d, "cgroup.procs"), "w").write("0"))
+        with cgroup_v2("bpfprof-ag") as d, bench_lock():
+            inside = start_steady(preexec_fn=into_cgroup(d))
             outside = start_steady()
             time.sleep(0.3)
             p, _ = record(["--cgroup", d, "-d", "2", "-o", out])
@@ -224,12 +194,6 @@ def test_cgroup_only_its_processes(tmp_path):
             if w and w.poll() is None:
                 w.kill()
                 w.wait()
-        for _ in range(50):
-            try:
-                os.rmdir(d)
-                break
-            except OSError:
-                time.sleep(0.1)
     pids = by_pid(load(out))
     assert "in every process mapping it" in p.stderr, p.stderr
     assert set(pids) == {t_in["pid"]}, (pids.keys(), t_in["pid"], t_out["pid"])

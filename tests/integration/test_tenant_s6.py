@@ -15,17 +15,17 @@ define no allocator, are read and not counted). One
 bpfprof run (stopped once a pass looked at every file) serves every assertion; it holds /tmp/bpfprof-bench.lock
 (-a traps the whole host's allocations, as test_allocguard.py's runs).
 """
-import fcntl
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import time
 
 import pytest
 
-from conftest import BPFPROF, as_tenant, tenant
+from conftest import BPFPROF, as_tenant, bench_lock, libc_path, new_tenant_dir, tenant_program
 import pprof
 
 BIG = 10  # distinct files of many symbols, in one process
@@ -97,30 +97,16 @@ for k in kids:
 '''
 
 
-def _libc():
-    return next(p for p in ("/lib/x86_64-linux-gnu/libc.so.6", "/lib64/libc.so.6")
-                if os.path.exists(p))
-
-
 @pytest.fixture(scope="module")
 def rescan_attack(tmp_path_factory):
     """bpfprof --alloc -a -v while the tenant maps BIG costly files and
     LIBCS copies of the C library: (stderr, s from SIGINT to exit, files looked at before)."""
-    import shutil
-    import tempfile
-    pw = tenant()
-    d = tempfile.mkdtemp(prefix="bpfprof-tenant-", dir="/tmp")
-    os.chmod(d, 0o755)
-    os.chown(d, pw.pw_uid, pw.pw_gid)
-    prog = os.path.join(d, "attack.py")
-    with open(prog, "w") as f:
-        f.write(ATTACK)
-    os.chmod(prog, 0o644)
+    d = str(new_tenant_dir())
+    prog = tenant_program(d, ATTACK)
     out = tmp_path_factory.mktemp("s6") / "heap.pb.gz"
     a = b = None
     try:
-        with open("/tmp/bpfprof-bench.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with bench_lock():
             b = subprocess.Popen([str(BPFPROF), "record", "--alloc", "-v", "-a", "-d", "60",
                                   "--alloc-budget", "1000000000", "-o", str(out)],
                                  stderr=subprocess.PIPE, text=True,
@@ -136,7 +122,7 @@ def rescan_attack(tmp_path_factory):
             base = err
             # In a session of its own: killpg ends it and its processes, whenever
             # it dies (before "ready" its SIGTERM handler is not in yet).
-            a = subprocess.Popen(as_tenant(["/usr/bin/python3", prog, d, _libc(), BIG, LIBCS]),
+            a = subprocess.Popen(as_tenant(["/usr/bin/python3", prog, d, libc_path(), BIG, LIBCS]),
                                  stdout=subprocess.PIPE, text=True, start_new_session=True)
             ready, _, _ = select.select([a.stdout], [], [], 120)
             assert ready and a.stdout.readline().strip() == "ready", "the tenant not ready"

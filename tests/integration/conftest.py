@@ -140,10 +140,13 @@ def bench_lock(timeout=None):
     instead of stalling the run for ever (tools/benchlib.py bench_lock())."""
     what = os.environ.get("PYTEST_CURRENT_TEST", "a test").rsplit(" (", 1)[0]
     with contextlib.ExitStack() as held:
+        failed = None
         try:
             held.enter_context(benchlib.bench_lock(timeout, what=what))
         except benchlib.BenchLockTimeout as e:
-            pytest.fail(str(e), pytrace=False)
+            failed = str(e)
+        if failed:  # (outside the except: one message, not a chained traceback)
+            pytest.fail(failed, pytrace=False)
         yield
 
 

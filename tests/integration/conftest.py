@@ -353,6 +353,50 @@ def libc_path():
     pytest.fail("no libc.so.6 in /lib/x86_64-linux-gnu, /lib/aarch64-linux-gnu or /lib64")
 
 
+# The tenant's program that maps copies of the C library (as a container
+# host's processes map their own): it copies LIBC N times into DIR
+# (libc-I.so.6), maps the copies (mmap PROT_EXEC) 4 to a process of its own
+# (a rescan pass probes at most 4 files of a process: each copy is looked at
+# in one pass), then the FILEs, if any, all in one more process (looked at
+# after the copies); says "ready" and sleeps until SIGTERM, which ends its
+# processes. Started by start_libc_copies().
+LIBC_COPIES = r'''
+import mmap, os, shutil, signal, sys, time
+d, libc, n, more = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+paths = []
+for i in range(n):
+    paths.append(os.path.join(d, "libc-%d.so.6" % i))
+    shutil.copyfile(libc, paths[-1])
+kids = []
+for part in [paths[i:i + 4] for i in range(0, n, 4)] + ([more] if more else []):
+    pid = os.fork()
+    if not pid:
+        ms = []
+        for p in part:
+            with open(p, "rb") as f:
+                ms.append(mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE,
+                                    prot=mmap.PROT_READ | mmap.PROT_EXEC))
+        time.sleep(600)
+        os._exit(0)
+    kids.append(pid)
+signal.signal(signal.SIGTERM, lambda *a: [os.kill(k, 9) for k in kids] and os._exit(0))
+time.sleep(0.2)
+print("ready", flush=True)
+for k in kids:
+    os.waitpid(k, 0)
+'''
+
+
+def start_libc_copies(d, n, more=(), **kw):
+    """The tenant's LIBC_COPIES program, in its directory d: n copies of the
+    C library mapped, then the files `more`; started in a session of its own
+    (os.killpg ends it and its processes whenever it dies: before "ready" its
+    SIGTERM handler is not in yet), its stdout a pipe (text)."""
+    prog = tenant_program(d, LIBC_COPIES, "libc_copies.py")
+    return subprocess.Popen(as_tenant(["/usr/bin/python3", prog, d, libc_path(), n] + list(more)),
+                            stdout=subprocess.PIPE, text=True, start_new_session=True, **kw)
+
+
 def as_tenant(argv):
     """argv, to be run as the tenant: its uid, gid and groups, no capabilities."""
     tenant()

@@ -33,41 +33,14 @@ from contextlib import ExitStack
 
 import pytest
 
-from conftest import (BPFPROF, Lines, as_tenant, bench_lock, cgroup_v2, heap_by_pid, into_cgroup,
-                      libc_path, new_tenant_dir, tenant_program, wl)
+from conftest import (BPFPROF, Lines, bench_lock, cgroup_v2, heap_by_pid, into_cgroup, libc_path,
+                      new_tenant_dir, start_libc_copies, wl)
 import pprof
 
 LIBCS = 16  # the tenant's copies of the C library
 MAX_HELD = 64  # the cap on files probed (ALLOCRUN_MAX_HELD), host-wide
 SHARE = 4  # one cgroup's share of it (BPFPROF_TEST_ALLOC_MAX_SHARE)
 WAIT = 120  # s: the most any step waits for bpfprof or a process (-a's start: 15 s seen)
-
-# The tenant's program: copies the C library, maps the copies in processes of
-# its own (4 each), says "ready", sleeps until SIGTERM.
-ATTACK = r'''
-import mmap, os, shutil, signal, sys, time
-d, libc, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-paths = []
-for i in range(n):
-    paths.append(os.path.join(d, "libc-%d.so.6" % i))
-    shutil.copyfile(libc, paths[-1])
-kids = []
-for i in range(0, n, 4):
-    pid = os.fork()
-    if not pid:
-        ms = []
-        for p in paths[i:i + 4]:
-            with open(p, "rb") as f:
-                ms.append(mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE,
-                                    prot=mmap.PROT_READ | mmap.PROT_EXEC))
-        time.sleep(600)
-        os._exit(0)
-    kids.append(pid)
-signal.signal(signal.SIGTERM, lambda *a: [os.kill(k, 9) for k in kids] and os._exit(0))
-print("ready", flush=True)
-for k in kids:
-    os.waitpid(k, 0)
-'''
 
 
 def _said(err, path):
@@ -106,7 +79,6 @@ def share_attack(tmp_path_factory):
     with ExitStack() as stack:
         d = str(new_tenant_dir())
         stack.callback(shutil.rmtree, d, ignore_errors=True)
-        prog = tenant_program(d, ATTACK)
         vdir = tempfile.mkdtemp(prefix="bpfprof-victim-", dir="/tmp")
         stack.callback(shutil.rmtree, vdir, ignore_errors=True)
         vlibc = os.path.join(vdir, "libc.so.6")
@@ -126,11 +98,8 @@ def share_attack(tmp_path_factory):
         assert base + SHARE + 1 <= MAX_HELD, \
             f"the host's own {base} files probed leave no room for the test under the cap " \
             f"of {MAX_HELD}"
-        # In a session of its own: killpg ends it and its processes, whenever
-        # it dies (before "ready" its SIGTERM handler is not in yet).
-        a = subprocess.Popen(as_tenant(["/usr/bin/python3", prog, d, libc_path(), LIBCS]),
-                             stdout=subprocess.PIPE, text=True, preexec_fn=into_cgroup(cgs[0]),
-                             start_new_session=True)
+        # (conftest's LIBC_COPIES: 4 copies mapped by each of its processes)
+        a = start_libc_copies(d, LIBCS, preexec_fn=into_cgroup(cgs[0]))
         stack.callback(_stop, a, signal.SIGKILL, group=True)
         assert Lines(a.stdout).readline(WAIT, "the tenant's ready").strip() == "ready"
         copies = [os.path.join(d, "libc-%d.so.6" % i) for i in range(LIBCS)]

@@ -60,16 +60,19 @@ def comments(p):
 
 
 def guard_facts(err):
-    """The -v lines' numbers: on fraction, time on, time, windows, switches, scale, calls seen."""
-    m = re.search(r"probes on ([\d.]+)% of the time \(([\d.]+) of ([\d.]+) s\), (\d+) windows, "
-                  r"(\d+) switches.*scaled x([\d.]+)", err)
+    """The -v lines' numbers: when it engaged, on fraction, time on, time, windows, switches
+    (and the longest one, s), scale, calls seen."""
+    m = re.search(r"engaged after ([\d.]+) s; probes on ([\d.]+)% of the time \(([\d.]+) of "
+                  r"([\d.]+) s\), (\d+) windows, (\d+) switches off and on \([\d.]+ ms each on "
+                  r"average, ([\d.]+) ms at most.*scaled x([\d.]+)", err)
     c = re.search(r"budget (\d+) calls/s, (\d+) calls seen \((\d+) of processes not profiled\), "
                   r"busiest (\d+) calls/s", err)
     assert c, err
     f = {"budget": int(c[1]), "seen": int(c[2]), "busiest": int(c[4])}
     if m:
-        f.update(on=float(m[1]) / 100, t_on=float(m[2]), t=float(m[3]), windows=int(m[4]),
-                 switches=int(m[5]), scale=float(m[6]))
+        f.update(engaged=float(m[1]), on=float(m[2]) / 100, t_on=float(m[3]), t=float(m[4]),
+                 windows=int(m[5]), switches=int(m[6]), switch_max=float(m[7]) / 1000,
+                 scale=float(m[8]))
     return f
 
 
@@ -140,8 +143,12 @@ def test_no_guard_under_the_budget(tmp_path):
     assert not [c for c in comments(prof) if "alloc_guard" in c]
     sites = by_pid(prof).get(truth["pid"], {})
     want = RATE * SIZE * prof["duration_nanos"] / 1e9
-    tol = SIGMAS * sd_bytes(want, SIZE, PERIOD) + RATE * SIZE * 0.01
-    assert abs(sites["site_steady"][1] - want) <= tol, (sites, want, tol)
+    # plus what the workload fell behind its pace by (a loaded host: it
+    # catches up later, maybe after the run), as test_alloc_continuous allows
+    tol = SIGMAS * sd_bytes(want, SIZE, PERIOD) \
+        + RATE * SIZE * (0.01 + truth["behind_max_ms"] / 1000)
+    assert abs(sites["site_steady"][1] - want) <= tol, \
+        (sites, want, tol, truth, p.stderr[-2000:])
 
 
 def test_rescan_probes_a_new_c_library(tmp_path):
@@ -230,10 +237,20 @@ def test_tenant_malloc_storm_does_not_wedge(tmp_path):
                 s.wait()
     assert b.returncode == 0, err
     assert stop_s < 5, f"{stop_s:.1f} s to stop\n{err}"
+    assert "allocator guard: engaged" in err, err
     f = guard_facts(err)
     t = load(out)["duration_nanos"] / 1e9
-    # the calls that trapped: near the budget (without the guard, the storm's rate)
-    assert f["seen"] <= 1.5 * budget * t + 0.2 * f["busiest"], \
+    # The calls that trapped: near the budget (without the guard, the storm's
+    # rate, 13x it). At up to the busiest rate: until it engaged (a tick late
+    # on a host the storm keeps busy: 0.1-0.5 s), each switch (the probes in
+    # while they are taken off) and each window on's shortest length
+    # (ALLOCGUARD_MIN_ON_NS, 0.1 s, longer than the budget's share of a
+    # window at the storm's rate); beyond those, the budget, with the windows'
+    # rates moving from one window to the next: 1.5x. (2 s of 0.2 s allowed
+    # failed once in 5 runs: 0.72 s on in all, 2 windows.)
+    allowed = f["engaged"] + 0.1 * f["windows"] + f["switches"] * f["switch_max"]
+    assert f["seen"] <= 1.5 * budget * t + allowed * f["busiest"], \
         f"{f['seen'] / t:.0f} calls/s trapped in {t:.1f} s; {f}"
-    assert "allocator guard: engaged" in err, err
+    # and it engaged at its first ticks, not late in the run (14-39 s unfixed)
+    assert f["engaged"] < t / 2, f
     assert f["busiest"] > 2 * budget, f  # the storm is a storm

@@ -70,7 +70,8 @@ truth, and what it costs an allocation-heavy Go program.
 Prints Markdown tables with the command. bpftrace 0.17 attaches its library
 uprobes to every process (the pid is only its predicate), so run it alone on
 the host: flock /tmp/bpfprof-bench.lock, or --lock-rounds (the lock taken for
-each round, other benchmarks can run between them).
+each round, other benchmarks can run between them; each wait at most
+BPFPROF_BENCH_LOCK_TIMEOUT s, default 900, then it stops naming the holder).
 
     sudo flock /tmp/bpfprof-bench.lock tools/bench_alloc.py [cost|accuracy|go|sbcl|all]
         [--bpfprof PATH] [--pairs N] [--rounds R] [--shapes small,mixed,mt]
@@ -83,7 +84,6 @@ sbcl (for sbcl).
 import argparse
 import contextlib
 import ctypes
-import fcntl
 import json
 import math
 import os
@@ -106,6 +106,7 @@ GONOMEM = OUT / "workloads" / "goalloc-nomemprof"
 LISPBENCH = ROOT / "tests" / "workloads" / "lispbench.lisp"
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 import pprof  # noqa: E402  (tests/integration/pprof.py: an independent decoder)
+import benchlib  # noqa: E402  (tools/: the bounded wait for the benchmark lock)
 
 BPFTRACE = ("uprobe:{libc}:malloc /pid == {pid}/ {{ @size[tid] = arg0; }} "
             "uretprobe:{libc}:malloc /@size[tid]/ {{ @bytes[ustack] = sum(@size[tid]); "
@@ -269,16 +270,14 @@ class Bench:
 @contextlib.contextmanager
 def bench_lock(a):
     """--lock-rounds: /tmp/bpfprof-bench.lock held for each round only (other
-    benchmarks run between rounds); without it the caller holds it (flock)."""
+    benchmarks run between rounds), each wait bounded (tools/benchlib.py:
+    BPFPROF_BENCH_LOCK_TIMEOUT, the holder named); without it the caller
+    holds it (flock)."""
     if not a.lock_rounds:
         yield
         return
-    with open("/tmp/bpfprof-bench.lock", "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    with benchlib.bench_lock(what="tools/bench_alloc.py --lock-rounds"):
+        yield
 
 
 def has_alloc(bpfprof):

@@ -6,6 +6,8 @@
   * kill_groups(): ends workloads started in their own sessions, whole groups;
   * churn(): shell loops that start short processes, as a busy host does;
   * free_port(): a TCP port nothing listens on;
+  * bench_lock(): /tmp/bpfprof-bench.lock held, waited for at most a bound
+    (a stuck holder names itself in the error instead of stalling CI);
   * FailingIngest: a push server that fails every request;
   * Crowd: idle and trickling HTTP clients that keep their number;
   * HoldingClients: HTTP clients that send a request and never hang up;
@@ -28,6 +30,7 @@
 Standard library only: the tools run from a fresh checkout.
 """
 import contextlib
+import fcntl
 import http.server
 import os
 import signal
@@ -76,6 +79,172 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# --- the benchmark lock ----------------------------------------------------------
+#
+# Benchmarks and timing-sensitive tests hold /tmp/bpfprof-bench.lock (flock,
+# exclusive) while they measure. A holder that never lets go (a benchmark
+# stuck on the host) must not stall whoever waits for ever: bench_lock()
+# waits at most `timeout` seconds (BPFPROF_BENCH_LOCK_TIMEOUT, default 900:
+# longer than any benchmark's round here, far shorter than "for ever"), then
+# raises BenchLockTimeout naming the holder - from /proc/locks (whoever holds
+# it, flock(1) and the command it runs too) and from what the last holder
+# that took it through bench_lock() wrote into the file.
+
+BENCH_LOCK = "/tmp/bpfprof-bench.lock"
+BENCH_LOCK_TIMEOUT = 900.0
+
+
+class BenchLockTimeout(TimeoutError):
+    pass
+
+
+def bench_lock_timeout():
+    """The bound on a wait for the lock: BPFPROF_BENCH_LOCK_TIMEOUT seconds, or 900."""
+    t = os.environ.get("BPFPROF_BENCH_LOCK_TIMEOUT")
+    try:
+        return float(t) if t else BENCH_LOCK_TIMEOUT
+    except ValueError:
+        raise ValueError(f"BPFPROF_BENCH_LOCK_TIMEOUT={t!r}: not a number of seconds") from None
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return " ".join(f.read().decode(errors="replace").replace("\0", " ").split())[:300]
+    except OSError:
+        return None
+
+
+def _ancestors():
+    """The pids above this process, up to init."""
+    out, pid = [], os.getppid()
+    while pid > 1:
+        out.append(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return out
+
+
+def lock_holders(path=BENCH_LOCK):
+    """The pids holding a flock() lock on path (/proc/locks), blocked waiters not."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    want = "%02x:%02x:%d" % (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+    pids = []
+    for line in lines:
+        f = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 1234 00:1f:5678 0 EOF"; a waiter: "1: -> FLOCK ..."
+        if len(f) >= 6 and f[1] == "FLOCK" and f[5] == want and f[4].isdigit():
+            pids.append(int(f[4]))
+    return pids
+
+
+def describe_holders(path=BENCH_LOCK):
+    """Who holds path: each holder's pid and command line (and its children's:
+    flock(1) runs the command that measures), and what the last bench_lock()
+    holder wrote into the file."""
+    said = []
+    for pid in lock_holders(path):
+        cmd = _cmdline(pid)
+        if cmd is None:
+            said.append(f"pid {pid} (gone; a child of its holds the lock)")
+            continue
+        kids = []
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                kids = f.read().split()
+        said.append(f"pid {pid} ({cmd})" + "".join(
+            f", running pid {k} ({_cmdline(k) or 'gone'})" for k in kids[:3]))
+    try:
+        with open(path, errors="replace") as f:
+            note = f.read(1000).strip()
+    except OSError:
+        note = ""
+    if note:  # written by a bench_lock() holder, emptied as it lets go
+        said.append(f"the file says: {note}")
+    return "; ".join(said) or "no holder found in /proc/locks (it let go just now?)"
+
+
+class _Expired(Exception):
+    pass
+
+
+def _flock_within(f, timeout):
+    """Takes f's lock (exclusive), waiting at most timeout seconds: True once
+    taken. In the main thread the wait is flock(2)'s own, queued with the
+    other waiters (flock(1)'s), and ended by a timer's SIGALRM; elsewhere
+    (no signals there) a try every 0.1 s."""
+    def on_alarm(signum, frame):
+        raise _Expired
+    if timeout > 0 and threading.current_thread() is threading.main_thread():
+        old = signal.signal(signal.SIGALRM, on_alarm)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            fcntl.flock(f, fcntl.LOCK_EX)
+            return True
+        except _Expired:
+            return False
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+        time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def bench_lock(timeout=None, path=BENCH_LOCK, what=None):
+    """Holds path (flock, exclusive) for the with block, waiting at most
+    timeout seconds (None: bench_lock_timeout()) for it; BenchLockTimeout
+    naming the holder otherwise - at once when the holder is an ancestor of
+    this process (run under `flock PATH`: a wait that would never end).
+    While held, the file says who holds it (pid, command line, `what`), for
+    whoever waits to read; it is emptied before the lock is let go."""
+    if timeout is None:
+        timeout = bench_lock_timeout()
+    f = open(path, "a+")
+    try:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            mine = set(lock_holders(path)) & set(_ancestors())
+            if mine:
+                raise BenchLockTimeout(
+                    f"{path} is held by pid {min(mine)}, an ancestor of this process "
+                    f"({_cmdline(min(mine))}): the wait would never end (what takes the "
+                    f"lock itself is run without flock)") from None
+            if not _flock_within(f, timeout):
+                raise BenchLockTimeout(f"{path} not taken within {timeout:g} s "
+                                       f"(BPFPROF_BENCH_LOCK_TIMEOUT); held by "
+                                       f"{describe_holders(path)}") from None
+        with contextlib.suppress(OSError):  # the note is a courtesy; the lock is what counts
+            f.seek(0)
+            f.truncate()
+            f.write(f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}"
+                    f"{', ' + what if what else ''} ({_cmdline(os.getpid())})\n")
+            f.flush()
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                f.truncate(0)
+    finally:
+        f.close()  # lets go of the lock
 
 
 class FailingIngest:

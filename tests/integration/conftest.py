@@ -9,9 +9,12 @@ import fcntl
 import math
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
+import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -23,6 +26,9 @@ OUT = ROOT / os.environ.get("OUT", "build")
 BPFPROF = OUT / "bpfprof"
 WORKLOADS = OUT / "workloads"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+sys.path.insert(0, str(ROOT / "tools"))
+import benchlib  # noqa: E402  (tools/: the benchmarks' lock, shared with them)
 
 
 def pytest_configure(config):
@@ -46,6 +52,54 @@ def cgroup2_root():
             if post.startswith("cgroup2 "):
                 return pre.split()[4]
     pytest.fail("no cgroup2 mount on this machine")
+
+
+@contextlib.contextmanager
+def cgroup_v2(name):
+    """A cgroup v2 cgroup of its own for the with block, NAME-PID under the
+    mount: yields its path; afterwards its processes are killed (cgroup.kill,
+    or SIGKILL each) and it is removed, waited for at most 10 s."""
+    cg = os.path.join(cgroup2_root(), f"{name}-{os.getpid()}")
+    os.mkdir(cg)
+    try:
+        yield cg
+    finally:
+        remove_cgroup(cg)
+
+
+def remove_cgroup(cg, timeout=10):
+    """Kills cgroup cg's processes and removes it (an assertion if it stays)."""
+    if not os.path.isdir(cg):
+        return
+    kill = os.path.join(cg, "cgroup.kill")
+    deadline = time.monotonic() + timeout
+    while True:
+        if os.path.exists(kill):
+            with contextlib.suppress(OSError):
+                with open(kill, "w") as f:
+                    f.write("1")
+        else:  # before Linux 5.14
+            with contextlib.suppress(OSError):
+                for pid in open(os.path.join(cg, "cgroup.procs")).read().split():
+                    with contextlib.suppress(OSError):
+                        os.kill(int(pid), signal.SIGKILL)
+        try:
+            os.rmdir(cg)
+            return
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            assert time.monotonic() < deadline, f"cgroup {cg} not removed in {timeout} s: {e}"
+        time.sleep(0.05)
+
+
+def into_cgroup(cg):
+    """A preexec_fn: the child into cgroup cg (before it execs, e.g. before
+    setpriv drops root)."""
+    def f():
+        with open(os.path.join(cg, "cgroup.procs"), "w") as p:
+            p.write(str(os.getpid()))
+    return f
 
 
 def wl(name):
@@ -73,6 +127,139 @@ def sample_rate(want):
         with open("/proc/sys/kernel/perf_event_max_sample_rate") as f:
             limit = int(f.read())
         yield min(want, limit)
+
+
+@contextlib.contextmanager
+def bench_lock(timeout=None):
+    """Holds /tmp/bpfprof-bench.lock for the with block: the tests that
+    measure on the host (-a traps every process's allocations) take it
+    themselves - never run them under `flock` (this fails at once then,
+    saying so). The wait is bounded (timeout s; None: BPFPROF_BENCH_LOCK_TIMEOUT,
+    default 900): a benchmark stuck on the host fails the test naming the
+    holder (its pid and command line, and what it wrote into the file)
+    instead of stalling the run for ever (tools/benchlib.py bench_lock())."""
+    what = os.environ.get("PYTEST_CURRENT_TEST", "a test").rsplit(" (", 1)[0]
+    with contextlib.ExitStack() as held:
+        failed = None
+        try:
+            held.enter_context(benchlib.bench_lock(timeout, what=what))
+        except benchlib.BenchLockTimeout as e:
+            failed = str(e)
+        if failed:  # (outside the except: one message, not a chained traceback)
+            pytest.fail(failed, pytrace=False)
+        yield
+
+
+class Lines:
+    """A child's output pipe (text) read line by line in a thread, so that a
+    test waits for a line with a bound: a child that neither writes nor
+    exits fails the test after the timeout instead of stalling it.
+    self.text: all read so far."""
+
+    def __init__(self, stream):
+        import queue
+        self._q = queue.Queue()
+        self._eof = False
+        self.text = ""
+
+        def pump():
+            for line in stream:
+                self._q.put(line)
+            self._q.put(None)
+        threading.Thread(target=pump, daemon=True).start()
+
+    def readline(self, timeout, what="a line"):
+        """The next line ("" at the end); an assertion after timeout s."""
+        import queue
+        if self._eof:
+            return ""
+        try:
+            line = self._q.get(timeout=max(timeout, 0))
+        except queue.Empty:
+            raise AssertionError(f"{what}: nothing within {timeout} s; read so far:\n"
+                                 + self.text[-3000:]) from None
+        if line is None:
+            self._eof = True
+            return ""
+        self.text += line
+        return line
+
+    def until(self, pred, timeout, what):
+        """Reads until pred(line) is true for a line read (at most timeout s
+        in all); that line. An assertion at the end of the stream or after
+        timeout s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            line = self.readline(deadline - time.monotonic(), what)
+            if not line:
+                raise AssertionError(f"{what}: the stream ended first; read:\n"
+                                     + self.text[-3000:])
+            if pred(line):
+                return line
+
+    def rest(self, timeout, what="the end of the stream"):
+        """Everything up to the end of the stream (at most timeout s)."""
+        deadline = time.monotonic() + timeout
+        while self.readline(deadline - time.monotonic(), what):
+            pass
+        return self.text
+
+
+def read_tty(master, timeout, proc=None):
+    """All a terminal's master side master gets until its other end is closed
+    (EOF or EIO), bytes; waits at most timeout s (select), then kills proc
+    (if given) and fails."""
+    out = []
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        ready = select.select([master], [], [], max(left, 0))[0] if left > 0 else []
+        if not ready:
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+            raise AssertionError(f"the terminal not closed within {timeout} s; it showed:\n"
+                                 + b"".join(out).decode(errors="replace")[-3000:])
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the last writer closed its side
+            break
+        if not chunk:
+            break
+        out.append(chunk)
+    return b"".join(out)
+
+
+def run_on_tty(argv, stream="stdout", timeout=120, env=None, **kw):
+    """Runs argv with its stdout (stream="stdout") or stderr ("stderr") on a
+    new terminal, the other one a pipe, at most timeout s: (returncode, what
+    the terminal showed (text), the other stream (text))."""
+    import pty
+    master, slave = pty.openpty()
+    other = "stderr" if stream == "stdout" else "stdout"
+    try:
+        with open(os.devnull, "rb") as null:
+            proc = subprocess.Popen([str(a) for a in argv], stdin=null, env=env,
+                                    **{stream: slave, other: subprocess.PIPE}, **kw)
+        os.close(slave)
+        slave = None
+        got = []
+        reader = threading.Thread(
+            target=lambda: got.append(getattr(proc, other).read()), daemon=True)
+        reader.start()  # the pipe read meanwhile: a full pipe would stall the terminal
+        try:
+            shown = read_tty(master, timeout, proc)
+            proc.wait(timeout=max(10, timeout / 4))
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        reader.join(timeout=30)
+    finally:
+        if slave is not None:
+            os.close(slave)
+        os.close(master)
+    return proc.returncode, shown.decode(errors="replace"), \
+        (got[0].decode(errors="replace") if got else "")
 
 
 def build_id(path):
@@ -137,6 +324,79 @@ def tenant():
         return pwd.getpwnam(TENANT)
 
 
+def new_tenant_dir(prefix="bpfprof-tenant-"):
+    """A new directory the tenant owns (mode 0755, under /tmp, reachable by
+    it); the caller removes it (tenant_dir, the fixture, does)."""
+    import tempfile
+    pw = tenant()
+    d = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    d.chmod(0o755)
+    os.chown(d, pw.pw_uid, pw.pw_gid)
+    return d
+
+
+def tenant_program(d, source, name="attack.py"):
+    """The tenant's program `source` written into its directory d (readable
+    by it); its path."""
+    prog = Path(d) / name
+    prog.write_text(source)
+    prog.chmod(0o644)
+    return str(prog)
+
+
+def libc_path():
+    """The C library's file: the tenant's attacks copy it (a container's own)."""
+    for p in ("/lib/x86_64-linux-gnu/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6",
+              "/lib64/libc.so.6"):
+        if os.path.exists(p):
+            return p
+    pytest.fail("no libc.so.6 in /lib/x86_64-linux-gnu, /lib/aarch64-linux-gnu or /lib64")
+
+
+# The tenant's program that maps copies of the C library (as a container
+# host's processes map their own): it copies LIBC N times into DIR
+# (libc-I.so.6), maps the copies (mmap PROT_EXEC) 4 to a process of its own
+# (a rescan pass probes at most 4 files of a process: each copy is looked at
+# in one pass), then the FILEs, if any, all in one more process (looked at
+# after the copies); says "ready" and sleeps until SIGTERM, which ends its
+# processes. Started by start_libc_copies().
+LIBC_COPIES = r'''
+import mmap, os, shutil, signal, sys, time
+d, libc, n, more = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+paths = []
+for i in range(n):
+    paths.append(os.path.join(d, "libc-%d.so.6" % i))
+    shutil.copyfile(libc, paths[-1])
+kids = []
+for part in [paths[i:i + 4] for i in range(0, n, 4)] + ([more] if more else []):
+    pid = os.fork()
+    if not pid:
+        ms = []
+        for p in part:
+            with open(p, "rb") as f:
+                ms.append(mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE,
+                                    prot=mmap.PROT_READ | mmap.PROT_EXEC))
+        time.sleep(600)
+        os._exit(0)
+    kids.append(pid)
+signal.signal(signal.SIGTERM, lambda *a: [os.kill(k, 9) for k in kids] and os._exit(0))
+time.sleep(0.2)
+print("ready", flush=True)
+for k in kids:
+    os.waitpid(k, 0)
+'''
+
+
+def start_libc_copies(d, n, more=(), **kw):
+    """The tenant's LIBC_COPIES program, in its directory d: n copies of the
+    C library mapped, then the files `more`; started in a session of its own
+    (os.killpg ends it and its processes whenever it dies: before "ready" its
+    SIGTERM handler is not in yet), its stdout a pipe (text)."""
+    prog = tenant_program(d, LIBC_COPIES, "libc_copies.py")
+    return subprocess.Popen(as_tenant(["/usr/bin/python3", prog, d, libc_path(), n] + list(more)),
+                            stdout=subprocess.PIPE, text=True, start_new_session=True, **kw)
+
+
 def as_tenant(argv):
     """argv, to be run as the tenant: its uid, gid and groups, no capabilities."""
     tenant()
@@ -156,12 +416,7 @@ def tenant_run(argv, **kw):
 def tenant_dir():
     """A directory the tenant owns (mode 0755, under /tmp, reachable by it):
     where its programs and crafted files live. Removed afterwards."""
-    import shutil
-    import tempfile
-    pw = tenant()
-    d = Path(tempfile.mkdtemp(prefix="bpfprof-tenant-", dir="/tmp"))
-    d.chmod(0o755)
-    os.chown(d, pw.pw_uid, pw.pw_gid)
+    d = new_tenant_dir()
     yield d
     shutil.rmtree(d, ignore_errors=True)
 
@@ -347,6 +602,69 @@ def assert_few(k, n, what, share=0.02, floor=0.01):
     tol = share_tolerance(share, n, floor)
     assert k / max(n, 1) <= share + tol, \
         f"{what}: {k} of {n} samples ({k / max(n, 1):.3f}), expected at most {share + tol:.3f}"
+
+
+# Heap profiles (--alloc): a Poisson process of mean P over the bytes samples
+# an allocation of s bytes with probability p = 1 - exp(-s/P) and weighs it by
+# w = 1/p. For a site of n allocations of s bytes (T = n s), the estimate
+# s w K (K ~ Binomial(n, p)) is unbiased with variance n s^2 w^2 p (1 - p) =
+# T s w (1 - p): a standard deviation of about sqrt(T P) bytes, 1/sqrt(expected
+# samples) relative. assert_bytes allows SIGMAS of them.
+
+def sd_bytes(total, size, period):
+    """Standard deviation of a site's estimated bytes (n blocks of size bytes)."""
+    p = -math.expm1(-size / period)
+    return math.sqrt(total * size * (1 - p) / p)
+
+
+def assert_bytes(est, total, size, period, what, floor=0.0):
+    """A site's estimated bytes within SIGMAS x sd_bytes of its true total,
+    plus floor (what is not random: a workload's pace, a window's edges)."""
+    tol = SIGMAS * sd_bytes(total, size, period) + floor
+    assert abs(est - total) <= tol, \
+        f"{what}: estimated {est} bytes, truly {total} +- {tol:.0f}"
+
+
+def sample_leaf(p, s):
+    """The function name of pprof profile p's sample s's leaf ("[none]")."""
+    import pprof
+    loc = p["location"][s["location_id"][0]] if s["location_id"] else None
+    if loc and loc["lines"]:
+        return pprof.strings(p, p["function"][loc["lines"][-1].get(1)].get(2, 0))
+    return "[none]"
+
+
+def heap_by_pid(p):
+    """A heap profile's values by pid label and leaf function: {pid: {leaf:
+    [alloc_objects, alloc_space, inuse_objects, inuse_space]}}."""
+    out = {}
+    for s in p["sample"]:
+        v = out.setdefault(s["label"].get("pid"), {}).setdefault(sample_leaf(p, s), [0, 0, 0, 0])
+        for i in range(4):
+            v[i] += s["value"][i]
+    return out
+
+
+def site_values(path):
+    """A heap profile file (its four sample types and period type checked):
+    (profile, {leaf function: [alloc_objects, alloc_space, inuse_objects,
+    inuse_space]}), all processes together."""
+    import pprof
+    with open(path, "rb") as f:
+        p = pprof.decode(f.read())
+    types = [(pprof.strings(p, t.get(1, 0)), pprof.strings(p, t.get(2, 0)))
+             for t in p["sample_type"]]
+    assert types == [("alloc_objects", "count"), ("alloc_space", "bytes"),
+                     ("inuse_objects", "count"), ("inuse_space", "bytes")], types
+    pt = p["period_type"]
+    assert (pprof.strings(p, pt.get(1, 0)), pprof.strings(p, pt.get(2, 0))) == \
+        ("space", "bytes")
+    out = {}
+    for s in p["sample"]:
+        v = out.setdefault(sample_leaf(p, s), [0, 0, 0, 0])
+        for i in range(4):
+            v[i] += s["value"][i]
+    return p, out
 
 
 def children_cpu_seconds():

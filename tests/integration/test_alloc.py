@@ -10,55 +10,21 @@ with probability p = 1 - exp(-s/P) and weighs it by w = 1/p. For a site of
 n allocations of s bytes (T = n s), the estimate s w K (K ~ Binomial(n, p))
 is unbiased with variance n s^2 w^2 p (1 - p) = T s w (1 - p): a standard
 deviation of about sqrt(T P) bytes, 1/sqrt(expected samples) relative.
-The assertions allow SIGMAS (5) of them, as conftest's helpers do.
+The assertions allow SIGMAS (5) of them, as conftest's helpers do
+(sd_bytes, assert_bytes and site_values are conftest's; other files still
+import them from here).
 """
-import math
 import os
 import subprocess
 import time
 
 import pytest
 
-from conftest import BPFPROF, SIGMAS, as_tenant, run_bpfprof, tenant, wl
-import pprof
+from conftest import BPFPROF, as_tenant, assert_bytes, run_bpfprof, site_values, tenant, wl
+from conftest import sd_bytes  # noqa: F401  (imported from here by other files)
 
 PERIOD = 16384
 ROUNDS, N, SIZE = 8, 1024, 4096
-
-
-def site_values(path):
-    """{leaf function: [alloc_objects, alloc_space, inuse_objects, inuse_space]}"""
-    with open(path, "rb") as f:
-        p = pprof.decode(f.read())
-    types = [(pprof.strings(p, t.get(1, 0)), pprof.strings(p, t.get(2, 0)))
-             for t in p["sample_type"]]
-    assert types == [("alloc_objects", "count"), ("alloc_space", "bytes"),
-                     ("inuse_objects", "count"), ("inuse_space", "bytes")], types
-    pt = p["period_type"]
-    assert (pprof.strings(p, pt.get(1, 0)), pprof.strings(p, pt.get(2, 0))) == \
-        ("space", "bytes")
-    out = {}
-    for s in p["sample"]:
-        loc = p["location"][s["location_id"][0]] if s["location_id"] else None
-        name = "[none]"
-        if loc and loc["lines"]:
-            name = pprof.strings(p, p["function"][loc["lines"][-1].get(1)].get(2, 0))
-        v = out.setdefault(name, [0, 0, 0, 0])
-        for i in range(4):
-            v[i] += s["value"][i]
-    return p, out
-
-
-def sd_bytes(total, size, period):
-    """Standard deviation of a site's estimated bytes (n blocks of size bytes)."""
-    p = -math.expm1(-size / period)
-    return math.sqrt(total * size * (1 - p) / p)
-
-
-def assert_bytes(est, total, size, period, what, floor=0.0):
-    tol = SIGMAS * sd_bytes(total, size, period) + floor
-    assert abs(est - total) <= tol, \
-        f"{what}: estimated {est} bytes, truly {total} +- {tol:.0f}"
 
 
 def truth(stdout):

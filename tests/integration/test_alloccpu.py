@@ -16,7 +16,6 @@ sites as above), its exit status bpfprof's.
 """
 import json
 import os
-import pty
 import re
 import signal
 import subprocess
@@ -24,7 +23,8 @@ import threading
 
 import pytest
 
-from conftest import BPFPROF, SIGMAS, assert_count, cpu_seconds, run_bpfprof, wait_for, wl
+from conftest import (BPFPROF, SIGMAS, assert_count, cpu_seconds, run_bpfprof, run_on_tty,
+                      site_values, wait_for, wl)
 import pprof
 
 PERIOD = 16384
@@ -65,19 +65,10 @@ def _bpfprof(args, on_sampling=None, timeout=120, env=None):
 
 
 def _heap_sites(path):
-    """{leaf function: alloc_space} of a heap profile (its four sample types checked)."""
-    p = pprof.decode(path.read_bytes())
-    types = [pprof.strings(p, t.get(1, 0)) for t in p["sample_type"]]
-    assert types == ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space"], types
-    out = {}
-    for s in p["sample"]:
-        name = "[none]"
-        if s["location_id"]:
-            loc = p["location"][s["location_id"][0]]
-            if loc["lines"]:
-                name = pprof.strings(p, p["function"][loc["lines"][-1].get(1)].get(2, 0))
-        out[name] = out.get(name, 0) + s["value"][1]
-    return p, out
+    """(profile, {leaf function: alloc_space}) of a heap profile (conftest's
+    site_values: its sample types checked)."""
+    p, v = site_values(path)
+    return p, {k: x[1] for k, x in v.items()}
 
 
 @pytest.fixture(scope="module")
@@ -235,28 +226,12 @@ def test_all_svg(tmp_path):
 def test_terminal_both_reports():
     """A terminal without -o: the CPU's report, then the heap's."""
     busy = subprocess.Popen([wl("busy"), "20"], stdout=subprocess.DEVNULL)
-    master, slave = pty.openpty()
     try:
-        proc = subprocess.Popen([str(BPFPROF), "--alloc", "--on-cpu", "-d", "1", "-p",
-                                 str(busy.pid)], stdout=slave, stderr=subprocess.PIPE)
-        os.close(slave)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the other end closed
-                break
-            if not chunk:
-                break
-            out += chunk
-        proc.wait(timeout=120)
-        err = proc.stderr.read().decode()
+        rc, out, err = run_on_tty([BPFPROF, "--alloc", "--on-cpu", "-d", "1", "-p", busy.pid])
     finally:
-        os.close(master)
         busy.kill()
         busy.wait()
-    out = out.decode(errors="replace")
-    assert proc.returncode == 0, err
+    assert rc == 0, err
     cpu, heap = out.find("samples"), out.find("bytes of memory allocated")
     assert 0 <= cpu < heap, out
     assert "leaf_a" in out[:heap], out

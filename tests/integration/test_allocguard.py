@@ -12,7 +12,6 @@ scale times that of the bytes allocated while the probes were on
 (1 ms batches) and the windows' edges may move.
 """
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -22,24 +21,14 @@ import time
 
 import pytest
 
-from conftest import BPFPROF, SIGMAS, as_tenant, cgroup2_root, wl
+from conftest import (BPFPROF, SIGMAS, as_tenant, bench_lock, cgroup_v2, heap_by_pid as by_pid,
+                      into_cgroup, libc_path, sd_bytes, wl)
 import pprof
-from test_alloc import sd_bytes
 
 PERIOD = 65536
 RATE = 20000  # malloc/free pairs a second: 40000 calls
 SIZE = 4096
 BUDGET = 20000
-
-
-@contextlib.contextmanager
-def bench_lock():
-    with open("/tmp/bpfprof-bench.lock", "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def start_steady(rate=RATE, secs=60, **kw):
@@ -66,35 +55,24 @@ def load(path):
         return pprof.decode(f.read())
 
 
-def by_pid(p):
-    """{pid: {leaf function: [alloc_objects, alloc_space, inuse_objects, inuse_space]}}"""
-    out = {}
-    for s in p["sample"]:
-        loc = p["location"][s["location_id"][0]] if s["location_id"] else None
-        name = "[none]"
-        if loc and loc["lines"]:
-            name = pprof.strings(p, p["function"][loc["lines"][-1].get(1)].get(2, 0))
-        v = out.setdefault(s["label"].get("pid"), {}).setdefault(name, [0, 0, 0, 0])
-        for i in range(4):
-            v[i] += s["value"][i]
-    return out
-
-
 def comments(p):
     return [pprof.strings(p, c) for c in p.get("comment", [])]
 
 
 def guard_facts(err):
-    """The -v lines' numbers: on fraction, time on, time, windows, switches, scale, calls seen."""
-    m = re.search(r"probes on ([\d.]+)% of the time \(([\d.]+) of ([\d.]+) s\), (\d+) windows, "
-                  r"(\d+) switches.*scaled x([\d.]+)", err)
+    """The -v lines' numbers: when it engaged, on fraction, time on, time, windows, switches
+    (and the longest one, s), scale, calls seen."""
+    m = re.search(r"engaged after ([\d.]+) s; probes on ([\d.]+)% of the time \(([\d.]+) of "
+                  r"([\d.]+) s\), (\d+) windows, (\d+) switches off and on \([\d.]+ ms each on "
+                  r"average, ([\d.]+) ms at most.*scaled x([\d.]+)", err)
     c = re.search(r"budget (\d+) calls/s, (\d+) calls seen \((\d+) of processes not profiled\), "
                   r"busiest (\d+) calls/s", err)
     assert c, err
     f = {"budget": int(c[1]), "seen": int(c[2]), "busiest": int(c[4])}
     if m:
-        f.update(on=float(m[1]) / 100, t_on=float(m[2]), t=float(m[3]), windows=int(m[4]),
-                 switches=int(m[5]), scale=float(m[6]))
+        f.update(engaged=float(m[1]), on=float(m[2]) / 100, t_on=float(m[3]), t=float(m[4]),
+                 windows=int(m[5]), switches=int(m[6]), switch_max=float(m[7]) / 1000,
+                 scale=float(m[8]))
     return f
 
 
@@ -165,17 +143,19 @@ def test_no_guard_under_the_budget(tmp_path):
     assert not [c for c in comments(prof) if "alloc_guard" in c]
     sites = by_pid(prof).get(truth["pid"], {})
     want = RATE * SIZE * prof["duration_nanos"] / 1e9
-    tol = SIGMAS * sd_bytes(want, SIZE, PERIOD) + RATE * SIZE * 0.01
-    assert abs(sites["site_steady"][1] - want) <= tol, (sites, want, tol)
+    # plus what the workload fell behind its pace by (a loaded host: it
+    # catches up later, maybe after the run), as test_alloc_continuous allows
+    tol = SIGMAS * sd_bytes(want, SIZE, PERIOD) \
+        + RATE * SIZE * (0.01 + truth["behind_max_ms"] / 1000)
+    assert abs(sites["site_steady"][1] - want) <= tol, \
+        (sites, want, tol, truth, p.stderr[-2000:])
 
 
 def test_rescan_probes_a_new_c_library(tmp_path):
     """-a: a process started later that maps its own copy of the C library (a
     container's) is probed at the next rescan (every 10 s; 300 ms here)."""
     import shutil
-    libc = next(p for p in ("/lib/x86_64-linux-gnu/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6",
-                            "/lib64/libc.so.6") if os.path.exists(p))
-    shutil.copy(libc, tmp_path / "libc.so.6")
+    shutil.copy(libc_path(), tmp_path / "libc.so.6")
     out = tmp_path / "heap.pb.gz"
     with bench_lock():
         b = subprocess.Popen([str(BPFPROF), "record", "--alloc=%d" % PERIOD, "-v", "-a", "-d", "3",
@@ -207,14 +187,11 @@ def test_rescan_probes_a_new_c_library(tmp_path):
 def test_cgroup_only_its_processes(tmp_path):
     """--cgroup: the probes trap every process mapping the C library, but only
     the cgroup's processes are in the profile."""
-    d = os.path.join(cgroup2_root(), f"bpfprof-ag-{os.getpid()}")
-    os.mkdir(d)
     out = tmp_path / "heap.pb.gz"
     inside = outside = None
     try:
-        with bench_lock():
-            inside = start_steady(
-                preexec_fn=lambda: open(os.path.join(d, "cgroup.procs"), "w").write("0"))
+        with cgroup_v2("bpfprof-ag") as d, bench_lock():
+            inside = start_steady(preexec_fn=into_cgroup(d))
             outside = start_steady()
             time.sleep(0.3)
             p, _ = record(["--cgroup", d, "-d", "2", "-o", out])
@@ -224,12 +201,6 @@ def test_cgroup_only_its_processes(tmp_path):
             if w and w.poll() is None:
                 w.kill()
                 w.wait()
-        for _ in range(50):
-            try:
-                os.rmdir(d)
-                break
-            except OSError:
-                time.sleep(0.1)
     pids = by_pid(load(out))
     assert "in every process mapping it" in p.stderr, p.stderr
     assert set(pids) == {t_in["pid"]}, (pids.keys(), t_in["pid"], t_out["pid"])
@@ -266,10 +237,20 @@ def test_tenant_malloc_storm_does_not_wedge(tmp_path):
                 s.wait()
     assert b.returncode == 0, err
     assert stop_s < 5, f"{stop_s:.1f} s to stop\n{err}"
+    assert "allocator guard: engaged" in err, err
     f = guard_facts(err)
     t = load(out)["duration_nanos"] / 1e9
-    # the calls that trapped: near the budget (without the guard, the storm's rate)
-    assert f["seen"] <= 1.5 * budget * t + 0.2 * f["busiest"], \
+    # The calls that trapped: near the budget (without the guard, the storm's
+    # rate, 13x it). At up to the busiest rate: until it engaged (a tick late
+    # on a host the storm keeps busy: 0.1-0.5 s), each switch (the probes in
+    # while they are taken off) and each window on's shortest length
+    # (ALLOCGUARD_MIN_ON_NS, 0.1 s, longer than the budget's share of a
+    # window at the storm's rate); beyond those, the budget, with the windows'
+    # rates moving from one window to the next: 1.5x. (2 s of 0.2 s allowed
+    # failed once in 5 runs: 0.72 s on in all, 2 windows.)
+    allowed = f["engaged"] + 0.1 * f["windows"] + f["switches"] * f["switch_max"]
+    assert f["seen"] <= 1.5 * budget * t + allowed * f["busiest"], \
         f"{f['seen'] / t:.0f} calls/s trapped in {t:.1f} s; {f}"
-    assert "allocator guard: engaged" in err, err
+    # and it engaged at its first ticks, not late in the run (14-39 s unfixed)
+    assert f["engaged"] < t / 2, f
     assert f["busiest"] > 2 * budget, f  # the storm is a storm

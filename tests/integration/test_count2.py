@@ -9,11 +9,10 @@ import os
 import re
 import signal
 import subprocess
-import time
 
 import pytest
 
-from conftest import BPFPROF, as_tenant, run_bpfprof, tenant_dir, wl  # noqa: F401
+from conftest import BPFPROF, as_tenant, cgroup_v2, run_bpfprof, tenant_dir, wl  # noqa: F401
 from test_count import by_name, callers, check_calls, own_counts, start_count, start_waiting
 
 SESSION_SAYS = "session uprobes: one uprobe_multi link per file and process"
@@ -56,22 +55,6 @@ def test_session_guard_detaches(tmp_path):
 
 # --- -a and --cgroup -------------------------------------------------------------------
 
-def cgroup2_dir(name):
-    from conftest import cgroup2_root
-    d = os.path.join(cgroup2_root(), f"{name}-{os.getpid()}")
-    os.mkdir(d)
-    return d
-
-
-def rm_cgroup(d):
-    for _ in range(50):
-        try:
-            os.rmdir(d)
-            return
-        except OSError:
-            time.sleep(0.1)
-
-
 def test_all_processes(tmp_path):
     """-a: the file is found through a process running at the start; a second
     process started after the probes are in is counted too (uprobes are per
@@ -100,7 +83,11 @@ def test_all_processes(tmp_path):
 def test_cgroup_filter(tmp_path):
     """--cgroup: only the process in the cgroup is counted, the same program
     outside it (same file, same probes) is not: filtered in BPF."""
-    cg = cgroup2_dir("bpfprof-count2")
+    with cgroup_v2("bpfprof-count2") as cg:
+        _cgroup_filter(tmp_path, cg)
+
+
+def _cgroup_filter(tmp_path, cg):
     inside = start_waiting()
     outside = start_waiting()
     try:
@@ -125,7 +112,6 @@ def test_cgroup_filter(tmp_path):
             if w.poll() is None:
                 w.kill()
                 w.wait()
-        rm_cgroup(cg)
 
 
 def test_target_usage_errors():

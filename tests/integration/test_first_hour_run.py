@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from conftest import (BPFPROF, Workload, parse_folded, run_bpfprof, sampled_seconds, total,
-                      wait_attached, wl)
+from conftest import (BPFPROF, Workload, parse_folded, run_bpfprof, run_on_tty, sampled_seconds,
+                      total, wait_attached, wl)
 
 
 def start(args, **kw):
@@ -254,24 +254,9 @@ def test_fallback_not_in_a_tenants_directory(tenant_dir, shared_dir):
 # --- 6: a terminal without -o gets the top functions, not folded lines -------------
 
 def run_on_a_pty(args):
-    """Runs bpfprof with stdout on a new terminal; (rc, what the terminal showed, stderr)."""
-    import pty
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([str(BPFPROF)] + [str(a) for a in args], stdout=slave,
-                            stderr=subprocess.PIPE, text=True)
-    os.close(slave)
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the last writer closed it
-            break
-        if not chunk:
-            break
-        shown += chunk
-    _, err = proc.communicate(timeout=60)
-    os.close(master)
-    return proc.returncode, shown.decode(errors="replace"), err
+    """Runs bpfprof with stdout on a new terminal (at most 60 s); (rc, what the
+    terminal showed, stderr)."""
+    return run_on_tty([BPFPROF] + list(args), timeout=60)
 
 
 FOLDED_LINE = re.compile(r"^\S.*;.* \d+\r?$", re.M)
@@ -302,32 +287,15 @@ def test_continuous_status_line_counts_profiles(tmp_path):
     """On a terminal (stderr), the status line says how many profiles were
     written and pushed, and how many pushes failed (a server that refuses
     connections)."""
-    import pty
     import socket
     d = tmp_path / "store"
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    master, slave = pty.openpty()
     with Workload(wl("busy"), 60) as w:
-        args = ["-p", w.pid, "--interval", 1, "--output-dir", d,
-                "--push", f"http://127.0.0.1:{port}", "-d", 5]
-        proc = subprocess.Popen([str(BPFPROF)] + [str(a) for a in args],
-                                stderr=slave, stdout=subprocess.DEVNULL,
-                                env=dict(os.environ, TERM="xterm"))
-        os.close(slave)
-        shown = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            shown += chunk
-        proc.wait(timeout=60)
-    os.close(master)
-    text = shown.decode(errors="replace")
+        _, text, _ = run_on_tty([BPFPROF, "-p", w.pid, "--interval", 1, "--output-dir", d,
+                                 "--push", f"http://127.0.0.1:{port}", "-d", 5], stream="stderr",
+                                timeout=60, env=dict(os.environ, TERM="xterm"))
     lines = re.findall(r"bpfprof: (\d+) s of 5 s, \d+ samples, (\d+) profiles? written, "
                        r"(\d+) pushed(?: \((\d+) failed, \d+ dropped\))?", text)
     assert lines, text

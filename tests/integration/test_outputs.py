@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (BPFPROF, ROOT, Workload, count_with, has_chain, parse_folded,
+from conftest import (BPFPROF, ROOT, Workload, count_with, has_chain, parse_folded, read_tty,
                       run_bpfprof, total, wl, assert_most, assert_share)
 
 JS = ROOT / "tests" / "integration" / "js"
@@ -416,18 +416,11 @@ def test_live_status_on_a_terminal_only(tmp_path):
                               str(tmp_path / "s.folded")], stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=slave)
         os.close(slave)
-        chunks = []
-        while True:
-            try:
-                data = os.read(master, 4096)
-            except OSError:
-                break
-            if not data:
-                break
-            chunks.append(data)
+        try:
+            out = read_tty(master, 60, p).decode()
+        finally:
+            os.close(master)
         p.wait(timeout=30)
-        os.close(master)
-    out = b"".join(chunks).decode()
     updates = re.findall(r"\r\x1b\[Kbpfprof: (\d+) s of 3.5 s, (\d+) samples", out)
     assert len(updates) >= 2, repr(out)
     assert [int(s) for s, _ in updates] == sorted(int(s) for s, _ in updates)

@@ -13,7 +13,6 @@ loaded 2-core host): --alloc=1M -a --interval 1 with a
 budget the host's allocations do not reach (the guard, engaged, would not
 measure in-use); it holds /tmp/bpfprof-bench.lock (do not run it under flock).
 """
-import fcntl
 import glob
 import json
 import os
@@ -21,12 +20,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 import pytest
 
-from conftest import BPFPROF, as_tenant, tenant, wait_for, wl
+from conftest import BPFPROF, Lines, as_tenant, bench_lock, new_tenant_dir, wait_for, wl
 import pprof
 
 HOLD_INTERVALS = 2.5  # intervals of 1 s the victim's blocks stay after it allocated them
@@ -51,18 +49,14 @@ def _poison(d):
 @pytest.fixture(scope="module")
 def reuse_attack(tmp_path_factory):
     """(the victim's pid, when it held its blocks (ns, CLOCK_REALTIME), the profiles)."""
-    pw = tenant()
-    d = tempfile.mkdtemp(prefix="bpfprof-tenant-", dir="/tmp")
-    os.chmod(d, 0o755)
-    os.chown(d, pw.pw_uid, pw.pw_gid)
+    d = str(new_tenant_dir())
     subprocess.run(as_tenant(["ln", "-s", wl("allocwork"), os.path.join(d, "poison")]),
                    check=True)
     out = tmp_path_factory.mktemp("comms")
     errpath = out / "stderr"
     b = victim = None
     try:
-        with open("/tmp/bpfprof-bench.lock", "a") as lock, open(errpath, "w") as err:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with bench_lock(), open(errpath, "w") as err:
             b = subprocess.Popen([str(BPFPROF), "record", "--alloc=1M", "-a", "--interval", "1",
                                   "--alloc-budget", "1000000000", "--output-dir", str(out / "p")],
                                  stderr=err)
@@ -78,7 +72,7 @@ def reuse_attack(tmp_path_factory):
                 victim.kill()
                 victim.wait()
             assert victim.pid == pid, "the victim never got the poison's pid"
-            assert victim.stdout.readline().strip() == "held"
+            assert Lines(victim.stdout).readline(60, "the victim's blocks").strip() == "held"
             held = time.time_ns()
             time.sleep(HOLD_INTERVALS)
             b.send_signal(signal.SIGINT)

@@ -15,28 +15,32 @@ define no allocator, are read and not counted). One
 bpfprof run (stopped once a pass looked at every file) serves every assertion; it holds /tmp/bpfprof-bench.lock
 (-a traps the whole host's allocations, as test_allocguard.py's runs).
 """
-import fcntl
 import os
 import re
-import select
+import shutil
 import signal
 import subprocess
 import time
 
 import pytest
 
-from conftest import BPFPROF, as_tenant, tenant
+from conftest import (BPFPROF, Lines, bench_lock, new_tenant_dir, start_libc_copies,
+                      tenant_program, tenant_run)
 import pprof
 
 BIG = 10  # distinct files of many symbols, in one process
 LIBCS = 16  # distinct copies of the C library
 MAX_HELD = 8  # the cap on files probed, made small (BPFPROF_TEST_ALLOC_MAX_HELD)
+WAIT = 120  # s: the most any step waits for bpfprof or the tenant
 
-# The tenant's program: makes the files, maps them in processes of its own,
-# says "ready", sleeps until SIGTERM.
-ATTACK = r'''
-import mmap, os, shutil, signal, struct, sys, time
-d, libc, nbig, nlibc = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+# The tenant's program that makes its costly files, DIR/big-I.so (one made,
+# copied NBIG - 1 times: distinct files); conftest's LIBC_COPIES maps them
+# after its copies of the C library (looked at first: they fill the cap on
+# files probed before the costly files, which define no allocator, are
+# looked at).
+MAKE_BIG = r'''
+import os, shutil, struct, sys
+d, nbig = sys.argv[1], int(sys.argv[2])
 
 def big(path, n):
     """An x86-64 ELF of n function symbols (.symtab over a .text of no bytes)."""
@@ -62,65 +66,25 @@ def big(path, n):
                 + sec(15, 3, 0, 0, str_off, len(strtab), 0, 0, 1, 0)
                 + sec(23, 3, 0, 0, shs_off, len(shstr), 0, 0, 1, 0))
 
-groups = [[], []]
-for i in range(nlibc):
-    p = os.path.join(d, "libc-%d.so.6" % i)
-    shutil.copyfile(libc, p)
-    groups[0].append(p)
 big(os.path.join(d, "big-0.so"), 200000)
-for i in range(nbig):
-    p = os.path.join(d, "big-%d.so" % i)
-    if i:
-        shutil.copyfile(os.path.join(d, "big-0.so"), p)
-    groups[1].append(p)
-kids = []
-# The copies' processes first (looked at first: they fill the cap on files
-# probed before the costly files, which define no allocator, are looked at),
-# 4 copies each (a pass probes at most 4 files of a process: every copy is
-# looked at in one pass).
-for part in [groups[0][i:i + 4] for i in range(0, nlibc, 4)] + [groups[1]]:
-    pid = os.fork()
-    if not pid:
-        ms = []
-        for p in part:
-            with open(p, "rb") as f:
-                ms.append(mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE,
-                                    prot=mmap.PROT_READ | mmap.PROT_EXEC))
-        time.sleep(600)
-        os._exit(0)
-    kids.append(pid)
-signal.signal(signal.SIGTERM, lambda *a: [os.kill(k, 9) for k in kids] and os._exit(0))
-time.sleep(0.2)
-print("ready", flush=True)
-for k in kids:
-    os.waitpid(k, 0)
+for i in range(1, nbig):
+    shutil.copyfile(os.path.join(d, "big-0.so"), os.path.join(d, "big-%d.so" % i))
 '''
-
-
-def _libc():
-    return next(p for p in ("/lib/x86_64-linux-gnu/libc.so.6", "/lib64/libc.so.6")
-                if os.path.exists(p))
 
 
 @pytest.fixture(scope="module")
 def rescan_attack(tmp_path_factory):
     """bpfprof --alloc -a -v while the tenant maps BIG costly files and
     LIBCS copies of the C library: (stderr, s from SIGINT to exit, files looked at before)."""
-    import shutil
-    import tempfile
-    pw = tenant()
-    d = tempfile.mkdtemp(prefix="bpfprof-tenant-", dir="/tmp")
-    os.chmod(d, 0o755)
-    os.chown(d, pw.pw_uid, pw.pw_gid)
-    prog = os.path.join(d, "attack.py")
-    with open(prog, "w") as f:
-        f.write(ATTACK)
-    os.chmod(prog, 0o644)
-    out = tmp_path_factory.mktemp("s6") / "heap.pb.gz"
+    d = str(new_tenant_dir())
     a = b = None
     try:
-        with open("/tmp/bpfprof-bench.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        # the costly files made before the run (only their mapping is the attack)
+        r = tenant_run(["/usr/bin/python3", tenant_program(d, MAKE_BIG, "make_big.py"), d, BIG])
+        assert r.returncode == 0, r.stderr
+        bigs = [os.path.join(d, "big-%d.so" % i) for i in range(BIG)]
+        out = tmp_path_factory.mktemp("s6") / "heap.pb.gz"
+        with bench_lock():
             b = subprocess.Popen([str(BPFPROF), "record", "--alloc", "-v", "-a", "-d", "60",
                                   "--alloc-budget", "1000000000", "-o", str(out)],
                                  stderr=subprocess.PIPE, text=True,
@@ -128,30 +92,26 @@ def rescan_attack(tmp_path_factory):
                                           BPFPROF_TEST_ALLOC_MAX_HELD=str(MAX_HELD),
                                           # one cgroup may have it all (the share: test_tenant_s7)
                                           BPFPROF_TEST_ALLOC_MAX_SHARE=str(MAX_HELD)))
-            err = ""
-            for line in b.stderr:  # the probes in, and a first rescan without the tenant
-                err += line
-                if "rescan: " in line:
-                    break
-            base = err
-            # In a session of its own: killpg ends it and its processes, whenever
-            # it dies (before "ready" its SIGTERM handler is not in yet).
-            a = subprocess.Popen(as_tenant(["/usr/bin/python3", prog, d, _libc(), BIG, LIBCS]),
-                                 stdout=subprocess.PIPE, text=True, start_new_session=True)
-            ready, _, _ = select.select([a.stdout], [], [], 120)
-            assert ready and a.stdout.readline().strip() == "ready", "the tenant not ready"
+            lines = Lines(b.stderr)  # every wait below bounded (WAIT s)
+            # the probes in, and a first rescan without the tenant
+            lines.until(lambda line: "rescan: " in line, WAIT, "the first rescan")
+            base = lines.text
+            a = start_libc_copies(d, LIBCS, bigs)  # its own session: killpg'd below
+            assert Lines(a.stdout).readline(WAIT, "the tenant").strip() == "ready", \
+                "the tenant not ready"
             # Stopped once a pass has looked at every file of the tenant's
             # (however long the loaded machine took), then the stop's pace.
             looked0 = max(x[2] for x in _rescans(base))
-            for line in b.stderr:
-                err += line
+
+            def passed(line):
                 r = _rescans(line)
-                if r and r[-1][2] - looked0 >= BIG + LIBCS:
-                    break
+                return r and r[-1][2] - looked0 >= BIG + LIBCS
+            lines.until(passed, WAIT, "a pass over every file of the tenant's")
             t_stop = time.monotonic()
             b.send_signal(signal.SIGINT)
-            err += b.communicate(timeout=120)[1]
+            b.wait(timeout=WAIT)
             stop_s = time.monotonic() - t_stop
+            err = lines.rest(WAIT)
     finally:
         if a:
             try:
@@ -161,7 +121,11 @@ def rescan_attack(tmp_path_factory):
             a.wait(timeout=30)
         if b and b.poll() is None:
             b.send_signal(signal.SIGTERM)
-            b.wait(timeout=30)
+            try:
+                b.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                b.kill()
+                b.wait()
         shutil.rmtree(d, ignore_errors=True)
     assert b.returncode == 0, err
     with open(out, "rb") as f:

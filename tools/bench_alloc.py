@@ -305,7 +305,8 @@ def command_line(a, sub):
             (["--procs", str(a.procs)] if a.procs else []) + \
             ([] if a.go_control else ["--no-control"]) + \
             (["--trap-rounds", str(a.trap_rounds)] if a.trap_rounds != 3 else []) + \
-            (["--baseline", a.baseline] if a.baseline else [])
+            (["--baseline", a.baseline] if a.baseline else []) + \
+            (["--go-binary", a.go_binary] if a.go_binary else [])
     if sub == "sbcl":
         args += ["--sbcl-seconds", str(a.sbcl_seconds), "--sbcl-shapes", a.sbcl_shapes] + \
             (["--trap-rounds", str(a.trap_rounds)] if a.trap_rounds != 3 else []) + \
@@ -532,7 +533,8 @@ def go(b, a):
         os.environ["GOMAXPROCS"] = str(a.procs)
     # Does --alloc see Go's allocations at all? A short run, its profile.
     out = b.tmp / "go.pb.gz"
-    r = subprocess.run([a.bpfprof, "--alloc", "-o", str(out), "--", str(GOWORK), "1"],
+    work = Path(a.go_binary) if a.go_binary else GOWORK
+    r = subprocess.run([a.bpfprof, "--alloc", "-o", str(out), "--", str(work), "1"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     why = None
     if r.returncode:
@@ -547,9 +549,10 @@ def go(b, a):
     if why:
         raise Skip(why)
     stats_fd = bpf_stats()
-    arms = [x for x in GO_ARMS if a.go_control or not x[0].startswith("nomemprof")]
+    arms = [(n, t, work if p == GOWORK else p) for n, t, p in GO_ARMS
+            if a.go_control or not n.startswith("nomemprof")]
     if a.baseline:
-        arms.insert(2, ("baseline -p", "baseline -p", GOWORK))
+        arms.insert(2, ("baseline -p", "baseline -p", work))
     names = [x[0] for x in arms]
     res = {t: [] for t in names}
     extra = {t: [] for t in names}
@@ -784,6 +787,9 @@ def main():
     ap.add_argument("--no-control", dest="go_control", action="store_false",
                     help="go: without the control arms (goalloc-nomemprof, whose probes "
                          "never fire)")
+    ap.add_argument("--go-binary", metavar="PATH",
+                    help="go: this build of tests/workloads/goalloc instead (e.g. "
+                    "build/workloads/goalloc-stripped, -ldflags='-s -w')")
     ap.add_argument("--baseline", metavar="PATH",
                     help="go, sbcl: also the workload under this other build of bpfprof "
                          "(an arm)")

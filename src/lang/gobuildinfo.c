@@ -232,3 +232,63 @@ void gobucket__inuse(const uint64_t active[4], int64_t rate, double *objects, do
 		*bytes = s;
 	}
 }
+
+/* `op r64, [rip + disp32]` at code[i] (REX.W, REX.W + R; opcode op): its
+ * target (the next instruction's address + disp32) into *t. */
+static bool rip_op(const uint8_t *code, size_t len, size_t i, uint64_t vaddr, uint8_t op,
+		   uint64_t *t)
+{
+	int32_t d;
+
+	if (i > len || len - i < 7 || (code[i] != 0x48 && code[i] != 0x4c) || code[i + 1] != op ||
+	    (code[i + 2] & 0xc7) != 0x05)
+		return false;
+	memcpy(&d, code + i + 3, sizeof(d));
+	*t = vaddr + i + 7 + (uint64_t)(int64_t)d;
+	return true;
+}
+
+int gobuildinfo__x86_memprof_lea(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t typ,
+				 uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	uint64_t found = 0, t;
+
+	if (typ > 0x7f)
+		return -ENOENT;
+	for (size_t i = 0; len >= 4 && i <= len - 4; i++) {
+		size_t j = i + 4;
+
+		/* cmp r64, imm8: REX.W (+ B) 83 /7 ib, register operand */
+		if ((code[i] != 0x48 && code[i] != 0x49) || code[i + 1] != 0x83 ||
+		    (code[i + 2] & 0xf8) != 0xf8 || code[i + 3] != typ)
+			continue;
+		if (j + 2 <= len && code[j] == 0x75) /* jne rel8 */
+			j += 2;
+		else if (j + 6 <= len && code[j] == 0x0f && code[j + 1] == 0x85) /* jne rel32 */
+			j += 6;
+		else
+			continue;
+		if (!rip_op(code, len, j, vaddr, 0x8d, &t) || t < lo || t >= hi)
+			continue;
+		if (found && found != t)
+			return -ENOENT; /* two answers: none */
+		found = t;
+	}
+	if (!found)
+		return -ENOENT;
+	*out = found;
+	return 0;
+}
+
+int gobuildinfo__x86_first_rip_load(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t lo,
+				    uint64_t hi, uint64_t *out)
+{
+	uint64_t t;
+
+	for (size_t i = 0; i < len; i++)
+		if (rip_op(code, len, i, vaddr, 0x8b, &t) && t >= lo && t < hi) {
+			*out = t;
+			return 0;
+		}
+	return -ENOENT;
+}

@@ -124,4 +124,25 @@ int gobucket__parse(const void *buf, size_t len, const struct gobucket_layout *l
  */
 void gobucket__inuse(const uint64_t active[4], int64_t rate, double *objects, double *bytes);
 
+/*
+ * runtime.mbuckets in a Go binary without a symbol table (x86-64), from the
+ * runtime's own code (the file's bytes: untrusted; a forgery can only point
+ * its own process's poll at its own memory, and the list read is checked
+ * as any other). Both take code[0, len) at vaddr and return 0 and *out, a
+ * target in [lo, hi) (the zero-filled data: .bss, .noptrbss), or -ENOENT.
+ *
+ * gobuildinfo__x86_memprof_lea: runtime.stkbucket's memProfile branch of
+ * `switch typ` ("b.allnext = mbuckets; mbuckets = b"): `cmp r64, $typ`,
+ * `jne`, then `lea r64, [rip + disp32]` whose target is the list's head;
+ * every match in [lo, hi) names one address (else -ENOENT: ambiguous).
+ *
+ * gobuildinfo__x86_first_rip_load: the first `mov r64, [rip + disp32]`
+ * whose target is in [lo, hi) (runtime.mProf_FlushLocked's first load is
+ * `mbuckets.Load()`): the cross-check.
+ */
+int gobuildinfo__x86_memprof_lea(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t typ,
+				 uint64_t lo, uint64_t hi, uint64_t *out);
+int gobuildinfo__x86_first_rip_load(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t lo,
+				    uint64_t hi, uint64_t *out);
+
 #endif

@@ -25,8 +25,10 @@
  * layout verified): with a symbol table the runtime's bucket list
  * (runtime.mbuckets) is polled each drain (go_poll_list: no trap per sample,
  * the allocations counted from the buckets' records, runtime.mProf_Flush
- * probed: a trap per GC); without one setprofilebucket alone is probed, its
- * calls counted by (process, bucket) in BPF. Either way each bucket's size
+ * probed: a trap per GC), stripped x86-64 binaries too (the list's address
+ * found in the runtime's code: go_find_mbuckets, go_list_check); else
+ * setprofilebucket alone is probed, its calls counted by (process, bucket)
+ * in BPF. Either way each bucket's size
  * and stack are read here once, its in-use counts every drain (go_drain,
  * go_inuse). Other releases: a
  * file defining mProf_Malloc, runtime.freeSpecial and runtime.mProf_Free gets entry probes
@@ -107,6 +109,8 @@ enum {
 	GO_MPROF_FREE,
 	GO_SETPROFILEBUCKET,
 	GO_MPROF_FLUSH,
+	GO_STKBUCKET,	       /* looked for: its code names runtime.mbuckets (stripped) */
+	GO_MPROF_FLUSH_LOCKED, /* ... and this one's, the cross-check */
 	GO_NR,
 	GO_PROBED = GO_MPROF_FREE
 };
@@ -116,6 +120,8 @@ static const char *const go_names[GO_NR][2] = {
 	[GO_MPROF_FREE] = { "runtime.mProf_Free" },
 	[GO_SETPROFILEBUCKET] = { "runtime.setprofilebucket" },
 	[GO_MPROF_FLUSH] = { "runtime.mProf_Flush" },
+	[GO_STKBUCKET] = { "runtime.stkbucket" },
+	[GO_MPROF_FLUSH_LOCKED] = { "runtime.mProf_FlushLocked" },
 };
 static const uint32_t go_fn[GO_PROBED] = {
 	[GO_MALLOC] = ALLOC_FN_GO_MALLOC,
@@ -139,6 +145,9 @@ struct goproc {
 	bool walked;	     /* its list walked once (the buckets then: counted from then on) */
 	uint64_t over;	     /* buckets of its list past that */
 	char comm[16];
+	bool walked_ok; /* a bucket of its list read (from_code: the list trusted) */
+	bool from_code; /* mbuckets found in the runtime's code (stripped): its list's
+			 * first bucket refused, the list is no longer polled */
 };
 
 /*
@@ -986,6 +995,18 @@ static void go_poll_list(struct allocrun *r, struct goproc *gp)
 		go_bucket_read(r, p, &k, b, NULL);
 		if (b->state < 0)
 			r->go_poll_refused++;
+		if (b->state == -1 && gp->from_code && !gp->walked_ok) {
+			/* the address found in its code (go_find_mbuckets) is not the
+			 * runtime's list: nothing more read from it */
+			p_warn("process %u (%s): the word its code names as runtime.mbuckets "
+			       "(0x%" PRIx64 ") holds no memory-profile bucket: its Go allocations "
+			       "no longer polled",
+			       gp->pid, gp->comm, gp->mbuckets);
+			gp->mbuckets = 0;
+			break;
+		}
+		if (b->state > 0)
+			gp->walked_ok = true;
 		if (b->state > 0 && b->baseline) { /* its allocations so far: not this run's */
 			uint64_t rec[16];
 
@@ -1290,6 +1311,93 @@ static int go_release(struct mfile *f, const struct gopclntab *g, struct gobuild
 	return err;
 }
 
+#define GO_CODE_MAX 65536 /* the most bytes of a function's code decoded */
+
+/*
+ * runtime.mbuckets of an x86-64 binary without it in its symbols (-s -w):
+ * named by runtime.stkbucket's memProfile branch and by mProf_FlushLocked's
+ * first load of the zero-filled data (both found in the pc-line table, each
+ * decoded up to its end): both must name the same address. The file is the
+ * process's own: a forgery points its own poll at its own memory, and the
+ * list is checked (go_list_check) and read as any other. 0 and *va, or
+ * -ENOENT.
+ */
+static int go_find_mbuckets(struct mfile *f, const uint64_t at[GO_NR], const uint64_t end[GO_NR],
+			    uint64_t typ, uint64_t *va)
+{
+	static const int fk[2] = { GO_STKBUCKET, GO_MPROF_FLUSH_LOCKED };
+	int fd = mfile__fd(f), err = -ENOENT;
+	struct elfcode *ec = fd >= 0 ? elfcode__open_fd(fd) : NULL;
+	uint64_t lo, hi, got[2] = { 0, 0 };
+
+	if (!ec)
+		return -ENOENT;
+	if (elfcode__first_zero_fill(ec, &lo, &hi))
+		goto out;
+	for (int i = 0; i < 2; i++) {
+		uint64_t a = at[fk[i]], e = end[fk[i]];
+		uint8_t *code;
+		ssize_t n;
+		int bad;
+
+		if (!a || e <= a || e - a > GO_CODE_MAX || !(code = malloc(e - a)))
+			goto out;
+		n = elfcode__read(ec, a, code, e - a);
+		bad = n <= 0 || (i == 0 ? gobuildinfo__x86_memprof_lea(code, (size_t)n, a, typ, lo,
+								       hi, &got[i])
+					: gobuildinfo__x86_first_rip_load(code, (size_t)n, a, lo,
+									  hi, &got[i]));
+		free(code);
+		if (bad)
+			goto out;
+	}
+	if (got[0] == got[1]) {
+		*va = got[0];
+		err = 0;
+	}
+out:
+	elfcode__free(ec);
+	return err;
+}
+
+/*
+ * The list at runtime.mbuckets found by go_find_mbuckets, checked in the
+ * process before it is polled: empty, or its first buckets (up to 4) are
+ * memory-profile buckets of the layout (gobucket__parse). 0, or -EINVAL.
+ */
+static int go_list_check(struct allocrun *r, uint32_t pid, uint64_t mbuckets,
+			 const struct gobucket_layout *l)
+{
+	struct proc_id id = { .pid = pid, .exec_id = PROC_EXEC_ANY };
+	uint8_t buf[GOBUCKET_READ];
+	struct gobucket gb;
+	struct pproc *p;
+	uint64_t cur = 0;
+	int err = -EINVAL;
+
+	if (ptab__get(r->ptab, &id, &p))
+		return -EINVAL;
+	if (ptab__read_mem(r->ptab, p, mbuckets, &cur, sizeof(cur)) != sizeof(cur))
+		goto out;
+	for (int i = 0; cur && i < 4; i++) {
+		uint64_t nstk;
+
+		if (ptab__read_mem(r->ptab, p, cur, buf, l->hdr) != (ssize_t)l->hdr)
+			goto out;
+		memcpy(&nstk, buf + l->nstk_off, sizeof(nstk));
+		if (nstk > GOBUCKET_MAX_STACK ||
+		    ptab__read_mem(r->ptab, p, cur, buf, l->hdr + 8 * nstk) !=
+			    (ssize_t)(l->hdr + 8 * nstk) ||
+		    gobucket__parse(buf, l->hdr + 8 * nstk, l, &gb) ||
+		    ptab__read_mem(r->ptab, p, cur + 8, &cur, sizeof(cur)) != sizeof(cur))
+			goto out; /* allnext */
+	}
+	err = 0;
+out:
+	ptab__put(r->ptab, p);
+	return err;
+}
+
 /* A linked flag of the runtime read from the file (Go's linker sets it: the
  * value does not change at run time). 1, 0, or -errno. */
 static int go_file_flag(struct mfile *f, const char *name)
@@ -1313,7 +1421,9 @@ static int go_file_flag(struct mfile *f, const char *name)
 
 /*
  * The Go runtime's memory-profiling functions of a file (at[GO_*] their
- * addresses), as probes appended to fns/offs (n): setprofilebucket alone
+ * addresses, end[GO_*] their ends), as probes appended to fns/offs (n):
+ * mProf_Flush alone where runtime.mbuckets is known (its symbol, or found in
+ * the runtime's code and checked), else setprofilebucket alone
  * where the release's bucket layout is verified (the buckets read here:
  * go_bucket_read, go_inuse); else mProf_Malloc and freeSpecial (which reads
  * the special's kind) where that is verified; else mProf_Malloc alone
@@ -1321,8 +1431,8 @@ static int go_file_flag(struct mfile *f, const char *name)
  * file's Go allocations are not profiled).
  */
 static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, const char *path,
-		     const struct procmap *m, uint32_t pid, const uint64_t at[GO_NR], uint32_t *fns,
-		     uint64_t *offs, size_t *n)
+		     const struct procmap *m, uint32_t pid, const uint64_t at[GO_NR],
+		     const uint64_t end[GO_NR], uint32_t *fns, uint64_t *offs, size_t *n)
 {
 	const struct gopclntab *g = elfsym__gopclntab(es);
 	struct goproc *gp;
@@ -1331,6 +1441,7 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 	int nprobed = GO_PROBED; /* mProf_Malloc alone: freeSpecial's layout not known */
 	struct gobucket_layout layout;
 	uint64_t mbuckets = 0;
+	bool from_code = false;
 	int bl;
 	bool x86 = false;
 	uint64_t bias, va;
@@ -1367,9 +1478,29 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 	/* With a symbol table, the runtime's bucket list is polled (no trap per
 	 * sample): mProf_Flush probed, a trap per GC (the process probed as others) */
 	if (bl >= 0 && !r->all && at[GO_MPROF_FLUSH] && !getenv("BPFPROF_TEST_GO_NO_POLL") &&
-	    mfile__elf(f) && !elfobj__find(mfile__elf(f), "runtime.mbuckets", 8, &va) &&
-	    !elffile__load_bias(mfile__elf(f), m->start, m->offset, &bias))
-		mbuckets = va + bias;
+	    mfile__elf(f) && !elffile__load_bias(mfile__elf(f), m->start, m->offset, &bias)) {
+		if (!elfobj__find(mfile__elf(f), "runtime.mbuckets", 8, &va)) {
+			mbuckets = va + bias;
+		} else if (x86 && !go_find_mbuckets(f, at, end, layout.mem_type, &va)) {
+			/* stripped: found in the runtime's code, checked in the process
+			 * (tests: another word, as a forged code would name) */
+			const char *shift = getenv("BPFPROF_TEST_GO_MBUCKETS_SHIFT");
+
+			va += shift ? (uint64_t)strtoll(shift, NULL, 0) : 0;
+			if (go_list_check(r, pid, va + bias, &layout)) {
+				p_debug("%s: runtime.mbuckets found in runtime.stkbucket's code at "
+					"0x%" PRIx64 " holds no bucket list in %u: "
+					"runtime.setprofilebucket probed instead",
+					path, va + bias, pid);
+			} else {
+				mbuckets = va + bias;
+				from_code = true;
+				p_debug("%s: runtime.mbuckets found in runtime.stkbucket's code "
+					"(and mProf_FlushLocked's): 0x%" PRIx64,
+					path, mbuckets);
+			}
+		}
+	}
 	if (bl >= 0 && (mbuckets || at[GO_SETPROFILEBUCKET])) {
 		/* the bucket read in userspace: setprofilebucket alone, or mProf_Flush */
 		int fk = mbuckets ? GO_MPROF_FLUSH : GO_SETPROFILEBUCKET;
@@ -1460,6 +1591,7 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 		const char *base = strrchr(path, '/');
 
 		gp->mbuckets = mbuckets;
+		gp->from_code = from_code;
 		gp->layout = (unsigned)bl;
 		snprintf(gp->comm, sizeof(gp->comm), "%s", base ? base + 1 : path);
 		go_poll_list(r, gp); /* the buckets there before the probes: not counted */
@@ -1757,7 +1889,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	uint64_t offs[ALLOC_FN_NR];
 	uint32_t fns[ALLOC_FN_NR];
 	bool have[ALLOC_FN_NR] = { false };
-	uint64_t at[ALLOC_FN_NR], at_end[ALLOC_FN_NR], go_at[GO_NR] = { 0 };
+	uint64_t at[ALLOC_FN_NR], at_end[ALLOC_FN_NR], go_at[GO_NR] = { 0 }, go_end[GO_NR] = { 0 };
 	bool go_have[GO_NR] = { false }, libc, go;
 	uint64_t sb_at[SBCL_NR];
 	bool sb_have[SBCL_NR] = { false }, sbcl, sbcl_ok;
@@ -1790,6 +1922,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 				if (!go_have[k] && !strcmp(name, go_names[k][a])) {
 					go_have[k] = true;
 					go_at[k] = start;
+					go_end[k] = end;
 				}
 		sbcl_sym(name, start, sb_at, sb_have);
 	}
@@ -1824,7 +1957,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 		fns[n] = (uint32_t)k;
 		offs[n++] = off;
 	}
-	if (go && go_probes(r, f, es, path, m, pid, go_at, fns, offs, &n) && !libc)
+	if (go && go_probes(r, f, es, path, m, pid, go_at, go_end, fns, offs, &n) && !libc)
 		goto out;
 	sbcl_ok = sbcl && !sbcl_probes(r, f, es, path, m, pid, sb_at, sb_have, fns, offs, &n);
 	if ((sbcl && !sbcl_ok && !libc && !go) || !n)

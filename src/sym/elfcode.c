@@ -18,6 +18,7 @@
 struct seg {
 	uint64_t vaddr, off, filesz;
 	bool writable;
+	uint64_t memsz; /* filesz, or more: the rest zero-filled (.bss) */
 };
 
 struct elfcode {
@@ -70,7 +71,11 @@ struct elfcode *elfcode__open_fd(int fd)
 		if (S_ISREG(st.st_mode) && ph.p_offset + ph.p_filesz > (uint64_t)st.st_size)
 			continue;
 		ec->segs[ec->nr++] =
-			(struct seg){ ph.p_vaddr, ph.p_offset, ph.p_filesz, !!(ph.p_flags & PF_W) };
+			(struct seg){ ph.p_vaddr, ph.p_offset, ph.p_filesz, !!(ph.p_flags & PF_W),
+				      ph.p_memsz > ph.p_filesz &&
+						      ph.p_memsz <= UINT64_MAX - ph.p_vaddr
+					      ? ph.p_memsz
+					      : ph.p_filesz };
 	}
 	err = 0;
 out:
@@ -117,6 +122,20 @@ ssize_t elfcode__read(const struct elfcode *ec, uint64_t vaddr, void *buf, size_
 			done += (size_t)r;
 		}
 		return (ssize_t)done;
+	}
+	return -ENOENT;
+}
+
+int elfcode__first_zero_fill(const struct elfcode *ec, uint64_t *lo, uint64_t *hi)
+{
+	for (size_t i = 0; i < ec->nr; i++) {
+		const struct seg *s = &ec->segs[i];
+
+		if (s->writable && s->memsz > s->filesz) {
+			*lo = s->vaddr + s->filesz;
+			*hi = s->vaddr + s->memsz;
+			return 0;
+		}
 	}
 	return -ENOENT;
 }

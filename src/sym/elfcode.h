@@ -37,6 +37,10 @@ ssize_t elfcode__read(const struct elfcode *ec, uint64_t vaddr, void *buf, size_
  * information opens it): its vaddr and file size. 0 or -ENOENT. */
 int elfcode__first_writable(const struct elfcode *ec, uint64_t *vaddr, uint64_t *filesz);
 
+/* The zero-filled part (.bss, .noptrbss) of the first writable PT_LOAD
+ * segment that has one: [*lo, *hi). 0 or -ENOENT. */
+int elfcode__first_zero_fill(const struct elfcode *ec, uint64_t *lo, uint64_t *hi);
+
 /* e_machine and whether the file is ELFCLASS64. */
 int elfcode__machine(const struct elfcode *ec, bool *is64);
 

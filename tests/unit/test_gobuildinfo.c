@@ -277,6 +277,109 @@ static void test_bucket_inuse_clamped(void **state)
 	assert_true(isfinite(o) && isfinite(s) && o >= 0 && s >= 0);
 }
 
+/* goalloc's (Go 1.19.8, x86-64) runtime.stkbucket at 0x42bf41: switch typ {
+ * case memProfile: mbuckets (0x56d590); case mutexProfile: xbuckets
+ * (0x56d5f0); default: bbuckets (0x56d548) } - objdump's bytes */
+static const uint8_t stkbucket_switch[] = {
+	0x48, 0x83, 0xf9, 0x01, 0x75, 0x09, 0x48, 0x8d, 0x0d, 0x42, 0x16, 0x14, 0x00,
+	0xeb, 0x16, 0x48, 0x83, 0xf9, 0x03, 0x75, 0x09, 0x48, 0x8d, 0x0d, 0x93, 0x16,
+	0x14, 0x00, 0xeb, 0x07, 0x48, 0x8d, 0x0d, 0xe2, 0x15, 0x14, 0x00,
+};
+/* its runtime.mProf_FlushLocked at 0x42c180, up to its load of mbuckets */
+static const uint8_t flush_locked[] = {
+	0x49, 0x3b, 0x66, 0x10, 0x0f, 0x86, 0xb6, 0x00, 0x00, 0x00, 0x48, 0x83, 0xec, 0x28, 0x48,
+	0x89, 0x6c, 0x24, 0x20, 0x48, 0x8d, 0x6c, 0x24, 0x20, 0x89, 0xc0, 0x66, 0x0f, 0x1f, 0x44,
+	0x00, 0x00, 0x48, 0x83, 0xf8, 0x03, 0x0f, 0x83, 0x8b, 0x00, 0x00, 0x00, 0x48, 0x89, 0x44,
+	0x24, 0x18, 0x90, 0x48, 0x8b, 0x0d, 0xd9, 0x13, 0x14, 0x00, 0xeb, 0x6d,
+};
+#define BSS_LO 0x56d480ull /* goalloc's .bss and .noptrbss */
+#define BSS_HI 0x5a1b28ull
+
+static void test_mbuckets_from_real_code(void **state)
+{
+	uint64_t va = 0;
+
+	(void)state;
+	assert_int_equal(gobuildinfo__x86_memprof_lea(stkbucket_switch, sizeof(stkbucket_switch),
+						      0x42bf41, 1, BSS_LO, BSS_HI, &va),
+			 0);
+	assert_int_equal(va, 0x56d590);
+	/* the type is what picks the branch: mutexProfile's is xbuckets */
+	assert_int_equal(gobuildinfo__x86_memprof_lea(stkbucket_switch, sizeof(stkbucket_switch),
+						      0x42bf41, 3, BSS_LO, BSS_HI, &va),
+			 0);
+	assert_int_equal(va, 0x56d5f0);
+	assert_int_equal(gobuildinfo__x86_first_rip_load(flush_locked, sizeof(flush_locked),
+							 0x42c180, BSS_LO, BSS_HI, &va),
+			 0);
+	assert_int_equal(va, 0x56d590);
+	/* a target outside the zero-filled data is no answer */
+	assert_int_equal(gobuildinfo__x86_memprof_lea(stkbucket_switch, sizeof(stkbucket_switch),
+						      0x42bf41, 1, 0x56d5a0, BSS_HI, &va),
+			 -ENOENT);
+	assert_int_equal(gobuildinfo__x86_first_rip_load(flush_locked, sizeof(flush_locked),
+							 0x42c180, BSS_LO, 0x56d590, &va),
+			 -ENOENT);
+}
+
+static void test_mbuckets_truncated_or_forged(void **state)
+{
+	uint8_t c[64];
+	uint64_t va = 0;
+
+	(void)state;
+	/* cut before the LEA's end, or the load's: nothing read past len */
+	for (size_t n = 0; n < 13; n++)
+		assert_int_equal(gobuildinfo__x86_memprof_lea(stkbucket_switch, n, 0x42bf41, 1,
+							      BSS_LO, BSS_HI, &va),
+				 -ENOENT);
+	for (size_t n = 0; n < 55; n++)
+		assert_int_equal(gobuildinfo__x86_first_rip_load(flush_locked, n, 0x42c180, BSS_LO,
+								 BSS_HI, &va),
+				 -ENOENT);
+	/* two memProfile branches naming two addresses: ambiguous, none */
+	memcpy(c, stkbucket_switch, 13);
+	memcpy(c + 13, stkbucket_switch, 13);
+	c[13 + 9] = 0x52; /* the second one's disp: another .bss address */
+	assert_int_equal(gobuildinfo__x86_memprof_lea(c, 26, 0x42bf41, 1, BSS_LO, BSS_HI, &va),
+			 -ENOENT);
+	/* ... the same address twice (disp - 13 from 13 bytes further): one */
+	memcpy(c + 13, stkbucket_switch, 13);
+	c[13 + 9] = 0x42 - 13;
+	va = 0;
+	assert_int_equal(gobuildinfo__x86_memprof_lea(c, 26, 0x42bf41, 1, BSS_LO, BSS_HI, &va), 0);
+	assert_int_equal(va, 0x56d590);
+	/* REX.WB cmp, jne rel32, REX.WR lea: the same branch */
+	const uint8_t alt[] = { 0x49, 0x83, 0xf8, 0x01, 0x0f, 0x85, 0x10, 0,   0,
+				0,    0x4c, 0x8d, 0x05, 0x00, 0x10, 0x00, 0x00 };
+	assert_int_equal(gobuildinfo__x86_memprof_lea(alt, sizeof(alt), 0x100000, 1, 0x101000,
+						      0x102000, &va),
+			 0);
+	assert_int_equal(va, 0x100000 + sizeof(alt) + 0x1000);
+	/* not a register compare (a memory operand), not jne, not rip-relative */
+	memcpy(c, stkbucket_switch, 13);
+	c[2] = 0x79; /* cmp [rcx + d8], ... */
+	assert_int_equal(gobuildinfo__x86_memprof_lea(c, 13, 0x42bf41, 1, BSS_LO, BSS_HI, &va),
+			 -ENOENT);
+	memcpy(c, stkbucket_switch, 13);
+	c[4] = 0x74; /* je */
+	assert_int_equal(gobuildinfo__x86_memprof_lea(c, 13, 0x42bf41, 1, BSS_LO, BSS_HI, &va),
+			 -ENOENT);
+	memcpy(c, stkbucket_switch, 13);
+	c[8] = 0x0c; /* lea rcx, [rsp + ...] (a SIB) */
+	assert_int_equal(gobuildinfo__x86_memprof_lea(c, 13, 0x42bf41, 1, BSS_LO, BSS_HI, &va),
+			 -ENOENT);
+	/* a displacement wrapping the address space lands outside [lo, hi) */
+	memcpy(c, stkbucket_switch, 13);
+	assert_int_equal(
+		gobuildinfo__x86_memprof_lea(c, 13, UINT64_MAX - 4, 1, BSS_LO, BSS_HI, &va),
+		-ENOENT);
+	/* a type no imm8 holds */
+	assert_int_equal(gobuildinfo__x86_memprof_lea(stkbucket_switch, sizeof(stkbucket_switch),
+						      0x42bf41, 0x101, BSS_LO, BSS_HI, &va),
+			 -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -290,6 +393,8 @@ int main(void)
 		cmocka_unit_test(test_bucket_parsed),
 		cmocka_unit_test(test_bucket_forged),
 		cmocka_unit_test(test_bucket_inuse_clamped),
+		cmocka_unit_test(test_mbuckets_from_real_code),
+		cmocka_unit_test(test_mbuckets_truncated_or_forged),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -76,6 +76,17 @@ def guard_facts(err):
     return f
 
 
+def trapped_max(f, budget, t):
+    """The most calls the guard (engaged) lets trap in a run of t s (guard
+    facts f). At up to the busiest rate: until it engaged (a tick, later on a
+    loaded host), each switch (the probes in while they are taken off) and
+    each window on's shortest length (ALLOCGUARD_MIN_ON_NS, 0.1 s: longer
+    than the budget's share of a window at a high rate); beyond those, the
+    budget, with the windows' rates moving from one window to the next: 1.5x."""
+    allowed = f["engaged"] + 0.1 * f["windows"] + f["switches"] * f["switch_max"]
+    return 1.5 * budget * t + allowed * f["busiest"]
+
+
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory):
     """One -a run over the budget while a steady site allocates."""
@@ -100,10 +111,11 @@ def test_guard_engages_and_holds_the_budget(guarded):
     assert 0.05 / (0.05 + 1.5 * 0.95) <= f["on"] < 0.95, f
     # (the times printed to the ms, the scale to 0.01)
     assert abs(f["scale"] - f["t"] / f["t_on"]) <= f["scale"] * 0.0006 / f["t_on"] + 0.006, f
-    # The calls that trapped: within the budget, but for the tick before the
-    # guard engaged (at most the busiest rate for 0.2 s) and the windows' rates
-    # moving from one window to the next (the host's other processes): 1.5x.
-    assert f["seen"] <= 1.5 * BUDGET * f["t"] + 0.2 * f["busiest"], f
+    # The calls that trapped: within the budget, but for what the guard lets
+    # through at the busiest rate (trapped_max: the host's other processes
+    # may allocate far faster than the site: 1.45 M calls/s seen, where 0.2 s
+    # of it failed once in 5).
+    assert f["seen"] <= trapped_max(f, BUDGET, f["t"]), f
 
 
 def test_steady_site_scaled_to_the_truth(guarded):
@@ -241,15 +253,9 @@ def test_tenant_malloc_storm_does_not_wedge(tmp_path):
     f = guard_facts(err)
     t = load(out)["duration_nanos"] / 1e9
     # The calls that trapped: near the budget (without the guard, the storm's
-    # rate, 13x it). At up to the busiest rate: until it engaged (a tick late
-    # on a host the storm keeps busy: 0.1-0.5 s), each switch (the probes in
-    # while they are taken off) and each window on's shortest length
-    # (ALLOCGUARD_MIN_ON_NS, 0.1 s, longer than the budget's share of a
-    # window at the storm's rate); beyond those, the budget, with the windows'
-    # rates moving from one window to the next: 1.5x. (2 s of 0.2 s allowed
-    # failed once in 5 runs: 0.72 s on in all, 2 windows.)
-    allowed = f["engaged"] + 0.1 * f["windows"] + f["switches"] * f["switch_max"]
-    assert f["seen"] <= 1.5 * budget * t + allowed * f["busiest"], \
+    # rate, 13x it; trapped_max; 0.2 s at the busiest rate failed 1 in 5:
+    # 0.72 s on in all, 2 windows).
+    assert f["seen"] <= trapped_max(f, budget, t), \
         f"{f['seen'] / t:.0f} calls/s trapped in {t:.1f} s; {f}"
     # and it engaged at its first ticks, not late in the run (14-39 s unfixed)
     assert f["engaged"] < t / 2, f

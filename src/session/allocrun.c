@@ -231,6 +231,7 @@ struct allocrun {
 	/* -a, --cgroup: cgroup (share_key) -> files first probed for its processes */
 	struct htab *shares;
 	bool share_said; /* the share's warning, once */
+	bool cap_said;	 /* the cap's warning, once (a share's refusal before it says its own) */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -930,11 +931,14 @@ static bool held_full(struct allocrun *r, const char *path, uint32_t pid, char *
 	if (!r->all)
 		return false;
 	if (r->nr_held >= max_held()) {
-		if (!r->held_over++)
+		r->held_over++;
+		if (!r->cap_said) {
+			r->cap_said = true;
 			p_warn("files newly mapped not probed any more: at most %zu files are "
 			       "probed (each one's probes are taken off and put back at every "
 			       "switch of the guard)",
 			       max_held());
+		}
 		p_debug("%s: defines the allocator, not probed (the cap of %zu files probed)", path,
 			max_held());
 		return true;

@@ -74,8 +74,8 @@
 #define ALLOC_RESCAN_NS	 (10 * NS_PER_SEC) /* -a: the processes looked at again (new files) */
 #define ALLOC_RESCAN_PER 256		   /* ... so many a drain (the guard's tick waits) */
 #define ALLOC_TURN_NS	 (50 * NS_PER_MS)  /* ... and so much time a drain (then resumed) */
-#define ALLOC_TOTAL_MAX	 65536		 /* run-long (process, stack) totals; then [other stacks] */
-#define ALLOC_TOTAL_PIDS 1024		 /* ... processes with their own; then one of pid 0 */
+#define ALLOC_TOTAL_MAX	 65536 /* run-long (process, stack) totals (exited ones folded first) */
+#define ALLOC_TOTAL_PIDS 1024  /* ... processes with their own; then one of pid 0 */
 #define ALLOC_COMMS_MAX	 ALLOC_MAX_PROCS /* processes whose command name is kept */
 
 /* Each function's names: aliases at one address merge under one of them
@@ -1864,6 +1864,155 @@ static int total_fold(struct allocrun *r, struct profile *delta, const struct ps
 	return profile__add_alloc(delta, &ps, &(uint32_t){ (uint32_t)f }, 1, &s->alloc);
 }
 
+/* What total_make_room folds: the total's processes found exited, by pid
+ * (one kill(2) each a fold), and the tier it folds to. */
+struct total_room {
+	struct htab *gone; /* pid -> 1 alive, 2 exited */
+	bool all_exited;   /* the second tier: exited processes' samples all in one */
+};
+
+/* Whether the total's process pid has exited, as total_make_room's first
+ * pass found (pid 0: [other processes] and the exited processes' own
+ * samples are no process's). */
+static bool total_gone(const struct total_room *t, uint32_t pid)
+{
+	struct htab_entry *e = pid ? htab__find(t->gone, &pid, sizeof(pid)) : NULL;
+
+	return e && e->value == (void *)2;
+}
+
+/* total_make_room's first pass: whether pid has exited asked (once a
+ * fold). 0 or -ENOMEM. */
+static int total_ask(struct total_room *t, uint32_t pid)
+{
+	struct htab_entry *e;
+	bool created;
+
+	if (!pid || htab__find(t->gone, &pid, sizeof(pid)))
+		return 0;
+	e = htab__upsert(t->gone, &pid, sizeof(pid), &created);
+	if (!e)
+		return -ENOMEM;
+	e->value = (void *)(uintptr_t)(kill((pid_t)pid, 0) && errno == ESRCH ? 2 : 1);
+	return 0;
+}
+
+/* A sample of exited processes' (pid 0, not [other processes]). Command
+ * names have at most 15 bytes: no process can take this one's. */
+static bool total_exited_sample(const struct psample *s)
+{
+	return !s->pid && strcmp(s->comm, "[other processes]");
+}
+
+static bool total_keep(const struct psample *s, void *ctx)
+{
+	struct total_room *t = ctx;
+
+	return t->all_exited ? !total_exited_sample(s) : !total_gone(t, s->pid);
+}
+
+/* Sample s of src (one total_keep refused) into dst: an exited process's
+ * under pid 0 and its command name, its stack kept; the second tier: into
+ * the one [exited processes] sample. 0 or -ENOMEM. */
+static int total_fold_exited(struct profile *dst, const struct profile *src,
+			     const struct psample *s, bool all)
+{
+	struct psample ps = { .comm = all ? "[exited processes]" : s->comm };
+	uint32_t ids[ALLOC_MAX_FRAMES + 2], n = 0;
+	const uint32_t *fr = all ? NULL : profile__stack_get(src, s->stack, &n);
+	int64_t f;
+
+	if (all) {
+		f = profile__frame(dst, FRAME_OTHER, "[other stacks]", NULL);
+		if (f < 0)
+			return (int)f;
+		ids[0] = (uint32_t)f;
+		n = 1;
+	}
+	for (uint32_t i = 0; fr && i < n && i < ARRAY_SIZE(ids); i++) {
+		f = profile__frame_src(dst, profile__frame_get(src, fr[i]));
+		if (f < 0)
+			return (int)f;
+		ids[i] = (uint32_t)f;
+	}
+	return profile__add_alloc(dst, &ps, ids, MIN(n, (uint32_t)ARRAY_SIZE(ids)), &s->alloc);
+}
+
+/* One tier of total_make_room: the total rebuilt with the samples
+ * total_keep refuses folded. 0 or -ENOMEM (the total unchanged). */
+static int total_refold(struct allocrun *r, struct total_room *t)
+{
+	struct profile *np = profile__new();
+	size_t n = profile__nr_samples(r->total);
+	int err = np ? profile__merge_if(np, r->total, total_keep, t) : -ENOMEM;
+
+	for (size_t i = 0; !err && i < n; i++) {
+		const struct psample *s = profile__sample(r->total, i);
+
+		if (!total_keep(s, t))
+			err = total_fold_exited(np, r->total, s, t->all_exited);
+	}
+	if (err) {
+		profile__free(np);
+		return err;
+	}
+	*profile__meta(np) = *profile__meta_c(r->total);
+	profile__free(r->total);
+	r->total = np;
+	return 0;
+}
+
+/*
+ * Room in the run-long total for need more samples, made of what exited
+ * processes left there (each fold of a tenant's churn would otherwise keep
+ * its place for the rest of the run, and every new stack of a live process
+ * go to [other stacks]): their samples merge under pid 0 and their command
+ * name, their stacks kept; if that leaves too little room, into one sample,
+ * pid 0 [exited processes] / [other stacks]. Only identities change: every
+ * value stays in the total. Their [other stacks] names are forgotten (a
+ * reused pid is another process). Called when the cap would fold samples;
+ * nothing done when no process of the total has exited. 0 or -ENOMEM
+ * (the total unchanged).
+ */
+static int total_make_room(struct allocrun *r, size_t need)
+{
+	struct total_room t = { .gone = htab__new() };
+	size_t n = profile__nr_samples(r->total), exited = 0, folded = 0;
+	int err = t.gone ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !err && i < n; i++) {
+		uint32_t pid = profile__sample(r->total, i)->pid;
+
+		err = total_ask(&t, pid);
+		folded += total_gone(&t, pid);
+	}
+	if (!err && folded)
+		err = total_refold(r, &t);
+	n = r->total ? profile__nr_samples(r->total) : 0;
+	for (size_t i = 0; !err && n + need > total_max() && i < n; i++)
+		exited += total_exited_sample(profile__sample(r->total, i));
+	if (!err && exited > 1) {
+		t.all_exited = true;
+		err = total_refold(r, &t);
+	}
+	for (size_t pos = 0; !err && folded && r->others;) {
+		struct htab_entry *e = htab__next(t.gone, &pos);
+		uint32_t pid;
+
+		if (!e)
+			break;
+		memcpy(&pid, e->key, sizeof(pid));
+		if (e->value == (void *)2)
+			free(htab__remove(r->others, &pid, sizeof(pid)));
+	}
+	if (!err && (folded || exited > 1))
+		p_debug("run-long total: %zu samples of exited processes folded%s, %zu samples now",
+			folded, exited > 1 ? " (all in one, [exited processes])" : "",
+			profile__nr_samples(r->total));
+	htab__free(t.gone);
+	return err;
+}
+
 struct stage_keep {
 	const struct profile *ivl;
 	const bool *keep;
@@ -1879,7 +2028,8 @@ static bool stage_keep(const struct psample *s, void *ctx)
 /*
  * An interval's alloc_* staged for the run-long total (st): a sample whose
  * identity the total has goes to it, a new one while the total has fewer
- * than total_max() samples, the others fold into their process's [other
+ * than total_max() samples (room made first of what exited processes left
+ * there: total_make_room), the others fold into their process's [other
  * stacks] (counted at the commit). The places reserved in the total (values
  * 0) are all that changes there. 0 or -ENOMEM (st freed).
  */
@@ -1900,6 +2050,11 @@ static int total_stage(struct allocrun *r, const struct profile *ivl, struct tot
 		err = -ENOMEM;
 	if (!err)
 		err = profile__find_all(r->total, ivl, at);
+	for (size_t i = nr = 0; !err && i < n; i++)
+		nr += at[i] < 0;
+	if (!err && nr && profile__nr_samples(r->total) + nr > cap &&
+	    !(err = total_make_room(r, nr)))
+		err = profile__find_all(r->total, ivl, at); /* its indexes changed */
 	nr = r->total ? profile__nr_samples(r->total) : 0;
 	for (size_t i = 0; !err && i < n; i++) {
 		if (at[i] >= 0 || nr < cap) {

@@ -206,7 +206,7 @@ struct allocrun {
 	unsigned rescan_turns;		 /* turns of this rescan */
 	uint64_t rescan_until;		 /* this turn's rescan work ends then (0: not a rescan) */
 	bool rescan_did;		 /* a file was looked at in this turn */
-	uint64_t held_over, looked_over; /* files not probed, not looked at: the caps */
+	uint64_t held_over, looked_over; /* files not probed (the cap, a share), not looked at */
 	struct htab *others; /* processes with an [other stacks] sample in the total -> its comm */
 	uint32_t nr_sbcl;    /* SBCL runtimes probed: their slots in the sbcl map */
 	bool sbcl_said;	     /* in-use not measured for SBCL: said once (-v) */
@@ -919,11 +919,11 @@ static void share_add(struct allocrun *r, const char *key)
 
 /*
  * -a, --cgroup: whether the cap on files probed refuses path, a file that
- * defines the allocator (counted, said once; each file is looked at once, so
- * counted once). Files that define no allocator do not count. Of the cap, at
- * most max_share() files are first probed for the processes of one cgroup
- * (key, from pid: share_key), so that one tenant's copies of the C library
- * do not use it up for the others.
+ * defines the allocator (counted; the cap and the shares each warn once:
+ * cap_said, share_said; each file is looked at once, so counted once). Files that define no
+ * allocator do not count. Of the cap, at most max_share() files are first probed for the processes
+ * of one cgroup (key, from pid: share_key), so that one tenant's copies of the C library do not use
+ * it up for the others.
  */
 static bool held_full(struct allocrun *r, const char *path, uint32_t pid, char *key, size_t size)
 {
@@ -1091,7 +1091,8 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 }
 
 /* The allocator functions of one file that defines malloc and free: probed
- * in pid (-a, --cgroup: unless the cap on files probed refuses it). */
+ * in pid (-a, --cgroup: unless the cap on files probed, or the share of it
+ * of pid's cgroup, refuses it: held_full). */
 static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 		      const struct procmap *m, uint32_t pid, bool *probed)
 {
@@ -1232,8 +1233,9 @@ static int first_look(struct allocrun *r, struct mfile *f)
 /*
  * Every file of pid that defines malloc and free (at most ALLOC_MAX_FILES).
  * -a, --cgroup: each file once, whichever process maps it, at most
- * max_held() probed; in a rescan, -EAGAIN when its turn is spent (the
- * process is looked at again at the next turn: the files done are skipped).
+ * max_held() probed (max_share() first probed for one cgroup's processes); in a rescan, -EAGAIN
+ * when its turn is spent (the process is looked at again at the next turn: the files done are
+ * skipped).
  */
 static int probe_process(struct allocrun *r, uint32_t pid)
 {
@@ -1423,10 +1425,10 @@ static void rescan(struct allocrun *r, uint64_t now)
 		return;
 	p_debug("rescan: %zu processes in %u turns, %zu files looked at so far, the longest "
 		"turn %.1f ms; %zu files probed, %" PRIu64
-		" defining the allocator not probed (the cap of %zu probed), %" PRIu64
-		" times a file not looked at (the cap of %d looked at)",
+		" defining the allocator not probed (the cap of %zu probed, a cgroup's share of %zu),"
+		" %" PRIu64 " times a file not looked at (the cap of %d looked at)",
 		r->nr_rescan, r->rescan_turns, r->fseen ? htab__count(r->fseen) : 0,
-		(double)r->rescan_max_ns / 1e6, r->nr_held, r->held_over, max_held(),
+		(double)r->rescan_max_ns / 1e6, r->nr_held, r->held_over, max_held(), max_share(),
 		r->looked_over, ALLOCRUN_MAX_LOOKED);
 }
 

@@ -38,7 +38,8 @@
 /*
  * -a, --cgroup: the caps on files. At most ALLOCRUN_MAX_HELD files that
  * define the allocator are probed (each one's probes are taken off and put
- * back at every switch of the guard, ~50 ms a file); files that define none
+ * back at every switch of the guard, ~50 ms a file), a quarter of them at
+ * most first probed for the processes of one cgroup; files that define none
  * do not count. At most ALLOCRUN_MAX_LOOKED files are looked at (each one's
  * verdict is remembered).
  */
@@ -150,7 +151,7 @@ struct allocrun_stats {
 	uint64_t stack_unknown;	      /* live blocks whose stack was not known ([stack lost]) */
 	/* -a, --cgroup: the caps on files */
 	size_t max_held;      /* files probed at most (ALLOCRUN_MAX_HELD; tests: smaller) */
-	uint64_t held_over;   /* files that define the allocator, not probed: past max_held */
+	uint64_t held_over;   /* files that define the allocator, not probed: the cap, a share */
 	uint64_t looked_over; /* times a new file was not looked at: past ALLOCRUN_MAX_LOOKED */
 };
 void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);

@@ -49,6 +49,7 @@
 
 #include "base/htab.h"
 #include "base/log.h"
+#include "base/selfstat.h"
 #include "base/stacktab.h"
 #include "base/util.h"
 #include "agent/metrics.h"
@@ -64,19 +65,20 @@
 #include "sym/elfsym.h"
 #include "sym/symbolizer.h"
 
-#define ALLOC_DRAIN_MS	 100
-#define ALLOC_DRAIN_MAX	 65536 /* sampled allocations taken per drain: the loop stays responsive */
-#define ALLOC_REFRESH_NS (1000 * NS_PER_MS) /* targets' mappings re-read (dlopen) */
-#define ALLOC_MAX_FILES	 4		    /* files defining malloc probed per process */
-#define ALLOC_MAX_FRAMES 512		    /* frames of a stack, inlined ones included */
-#define ALLOC_MAX_PROCS	 131072		    /* processes -a and --cgroup look at */
-#define ALLOC_MAX_NOTED	 64 /* -a: processes first seen noted per drain (their names) */
-#define ALLOC_RESCAN_NS	 (10 * NS_PER_SEC) /* -a: the processes looked at again (new files) */
-#define ALLOC_RESCAN_PER 256		   /* ... so many a drain (the guard's tick waits) */
-#define ALLOC_TURN_NS	 (50 * NS_PER_MS)  /* ... and so much time a drain (then resumed) */
-#define ALLOC_TOTAL_MAX	 65536 /* run-long (process, stack) totals (exited ones folded first) */
-#define ALLOC_TOTAL_PIDS 1024  /* ... processes with their own; then one of pid 0 */
-#define ALLOC_COMMS_MAX	 ALLOC_MAX_PROCS /* processes whose command name is kept */
+#define ALLOC_DRAIN_MS	  100
+#define ALLOC_DRAIN_MAX	  65536 /* sampled allocations taken per drain: the loop stays responsive */
+#define ALLOC_REFRESH_NS  (1000 * NS_PER_MS) /* targets' mappings re-read (dlopen) */
+#define ALLOC_MAX_FILES	  4		     /* files defining malloc probed per process */
+#define ALLOC_MAX_FRAMES  512		     /* frames of a stack, inlined ones included */
+#define ALLOC_MAX_PROCS	  131072	     /* processes -a and --cgroup look at */
+#define ALLOC_MAX_NOTED	  64 /* -a: processes first seen noted per drain (their names) */
+#define ALLOC_RESCAN_NS	  (10 * NS_PER_SEC) /* -a: the processes looked at again (new files) */
+#define ALLOC_RESCAN_PER  256		    /* ... so many a drain (the guard's tick waits) */
+#define ALLOC_TURN_NS	  (50 * NS_PER_MS)  /* ... and so much time a drain (then resumed) */
+#define ALLOC_TOTAL_MAX	  65536 /* run-long (process, stack) totals (exited ones folded first) */
+#define ALLOC_TOTAL_PIDS  1024	/* ... processes with their own; then one of pid 0 */
+#define ALLOC_COMMS_MAX	  ALLOC_MAX_PROCS /* processes whose command name is kept */
+#define ALLOC_FDS_RESERVE 64 /* -a: descriptors no file's probes take (output, symbols) */
 
 /* Each function's names: aliases at one address merge under one of them
  * (sym/elfsym.h: glibc's free shows as cfree, memalign as __libc_memalign). */
@@ -232,6 +234,9 @@ struct allocrun {
 	struct htab *shares;
 	bool share_said; /* the share's warning, once */
 	bool cap_said;	 /* the cap's warning, once (a share's refusal before it says its own) */
+	bool fds_said;	 /* a file not probed for want of descriptors: said once */
+	/* tgid -> the aggregates of cur and tick naming it (allocrun__references) */
+	struct htab *refs;
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -300,6 +305,27 @@ static uint64_t value_of(double x)
 	return (uint64_t)llround(x);
 }
 
+/* Process tgid named by one aggregate more (d 1) or less (-1) of cur or
+ * tick (r->refs). No memory: not counted (its names may go with it). */
+static void refs_add(struct allocrun *r, uint32_t tgid, int d)
+{
+	struct htab_entry *e = r->refs ? htab__find(r->refs, &tgid, sizeof(tgid)) : NULL;
+	bool created;
+
+	if (!e && d > 0 && (r->refs || (r->refs = htab__new())))
+		e = htab__upsert(r->refs, &tgid, sizeof(tgid), &created);
+	if (!e)
+		return;
+	e->value = (void *)((uintptr_t)e->value + (uintptr_t)(intptr_t)d);
+	if (!e->value)
+		htab__remove(r->refs, &tgid, sizeof(tgid));
+}
+
+bool allocrun__references(const struct allocrun *r, uint32_t tgid)
+{
+	return r && r->refs && htab__find(r->refs, &tgid, sizeof(tgid));
+}
+
 /*
  * The aggregate of (tgid, stack) in set, made with a reference to its
  * stack: ips (nr frames) interned, or without ips the stack the table
@@ -347,6 +373,8 @@ static struct agg *agg_get(struct allocrun *r, struct htab *set, uint32_t tgid, 
 	}
 	if (!e && ref)
 		stacktab__put(r->stacks, stack);
+	if (e && created && !pin)
+		refs_add(r, tgid, 1);
 	return e ? e->value : NULL;
 }
 
@@ -362,6 +390,8 @@ static void set_free(struct allocrun *r, struct htab *set, bool pinned)
 
 		if (!pinned && k->stack && !k->lost)
 			stacktab__put(r->stacks, k->stack);
+		if (!pinned)
+			refs_add(r, k->tgid, -1);
 		free(e->value);
 	}
 	htab__free(set);
@@ -918,9 +948,30 @@ static void share_add(struct allocrun *r, const char *key)
 }
 
 /*
+ * -a, --cgroup: whether the probes of one more file would leave fewer than
+ * ALLOC_FDS_RESERVE descriptors under the limit (those held off counted as
+ * on: the guard puts them back): a tenant's copies of the C library would
+ * otherwise take every descriptor (perf-event uprobes: 26 a copy), and the
+ * profile could not be written.
+ */
+static bool fds_short(struct allocrun *r)
+{
+	long open_now = selfstat__open_fds();
+	size_t now, on;
+
+	if (open_now < 0)
+		return false;
+	allocprof__fds(r->ap, &now, &on);
+	return (uint64_t)open_now - MIN(now, (uint64_t)open_now) + on +
+		       allocprof__fds_per_file(r->ap) + ALLOC_FDS_RESERVE >
+	       selfstat__fd_limit();
+}
+
+/*
  * -a, --cgroup: whether the cap on files probed refuses path, a file that
- * defines the allocator (counted; the cap and the shares each warn once:
- * cap_said, share_said; each file is looked at once, so counted once). Files that define no
+ * defines the allocator (counted; the cap, the shares and the descriptors
+ * each warn once: cap_said, share_said, fds_said; each file is looked at
+ * once, so counted once). Files that define no
  * allocator do not count. Of the cap, at most max_share() files are first probed for the processes
  * of one cgroup (key, from pid: share_key), so that one tenant's copies of the C library do not use
  * it up for the others.
@@ -943,6 +994,19 @@ static bool held_full(struct allocrun *r, const char *path, uint32_t pid, char *
 			max_held());
 		return true;
 	}
+	if (fds_short(r)) {
+		r->held_over++;
+		if (!r->fds_said) {
+			r->fds_said = true;
+			p_warn("files newly mapped not probed while file descriptors are short: the "
+			       "probes of one more would leave fewer than %d of the limit of %" PRIu64
+			       " (kept for the output and symbol files)",
+			       ALLOC_FDS_RESERVE, selfstat__fd_limit());
+			p_hint("raise it with 'ulimit -n' (LimitNOFILE= in a systemd unit)");
+		}
+		p_debug("%s: defines the allocator, not probed (file descriptors short)", path);
+		return true;
+	}
 	share_key(r, pid, key, size);
 	if (!key[0] || share_of(r, key) < max_share())
 		return false;
@@ -957,6 +1021,75 @@ static bool held_full(struct allocrun *r, const char *path, uint32_t pid, char *
 		"cgroup %s)",
 		path, max_share(), key);
 	return true;
+}
+
+/*
+ * The descriptors the probes of a run may hold at most, per_file a file: -a,
+ * --cgroup's cap on files probed, else ALLOC_MAX_FILES a process (-p, --
+ * COMMAND), and FDS_ALLOC_BASE for the programs, maps and ring.
+ */
+#define FDS_ALLOC_BASE 16
+uint64_t allocrun__fds_need(const struct options *o, size_t per_file)
+{
+	uint64_t files = o->all_cpus || o->nr_cgroups ? max_held()
+			 : o->cmd_is_target	      ? ALLOC_MAX_FILES
+					    : (uint64_t)MAX(o->nr_pids, 1) * ALLOC_MAX_FILES;
+
+	return FDS_ALLOC_BASE + files * per_file;
+}
+
+/*
+ * Once the mode is known (the program open): the soft limit on descriptors
+ * raised to the hard one, and whether it holds the probes of as many files
+ * as the run may probe (perf-event uprobes: two a probe, 26 a C library).
+ * Short: said once, with what to raise it to; the files past it are
+ * counted not probed (attach_failed).
+ */
+static void fds_check(struct allocrun *r)
+{
+	uint64_t limit = selfstat__raise_fd_limit(), need;
+	long open_now = selfstat__open_fds();
+
+	if (open_now < 0)
+		return;
+	need = (uint64_t)open_now + allocrun__fds_need(r->o, allocprof__fds_per_file(r->ap)) -
+	       FDS_ALLOC_BASE; /* the programs are open already */
+	if (limit >= need)
+		return;
+	p_warn("file descriptors: the limit is %" PRIu64 ", %ld are open, and the probes of the "
+	       "%" PRIu64 " files this run may probe need up to %" PRIu64 " more (%zu a file): "
+	       "files past the limit are not probed",
+	       limit, open_now, (allocrun__fds_need(r->o, 1) - FDS_ALLOC_BASE),
+	       need - (uint64_t)open_now, allocprof__fds_per_file(r->ap));
+	p_hint("raise it with 'ulimit -n %" PRIu64 "' (LimitNOFILE= in a systemd unit)", need + 64);
+}
+
+/* A file's probes not attached (err, em): said; for want of descriptors
+ * (EMFILE, ENFILE) said once, then -v only, and counted with the files
+ * not probed (files_not_probed). */
+static void attach_failed(struct allocrun *r, const char *path, uint32_t pid, int err,
+			  const struct errmsg *em)
+{
+	const char *why = errmsg_said(em) ? em->msg : strerror(-err);
+	char in[32] = "";
+
+	if (!r->all)
+		snprintf(in, sizeof(in), " in %u", pid);
+	if (err != -EMFILE && err != -ENFILE) {
+		p_warn("%s: its allocator not probed%s: %s", path, in, why);
+		return;
+	}
+	r->held_over++;
+	if (!r->fds_said) {
+		r->fds_said = true;
+		p_warn("%s: its allocator not probed%s: %s: out of file descriptors (the limit is "
+		       "%" PRIu64 "); files newly mapped are not probed while they are short, "
+		       "counted with the files not probed",
+		       path, in, why, selfstat__fd_limit());
+		p_hint("raise it with 'ulimit -n' (LimitNOFILE= in a systemd unit)");
+		return;
+	}
+	p_debug("%s: its allocator not probed%s: %s", path, in, why);
 }
 
 /* SBCL's exported alloc, alloc_list and gc_close_region among a file's
@@ -1177,12 +1310,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	if (!err)
 		err = allocprof__attach_file(r->ap, kpath, (int)pid, fns, offs, n, &em);
 	if (err) {
-		if (r->all)
-			p_warn("%s: its allocator not probed: %s", path,
-			       errmsg_said(&em) ? em.msg : strerror(-err));
-		else
-			p_warn("%s: its allocator not probed in %u: %s", path, pid,
-			       errmsg_said(&em) ? em.msg : strerror(-err));
+		attach_failed(r, path, pid, err, &em);
 		goto out;
 	}
 	*probed = true;
@@ -2516,6 +2644,7 @@ static int start_all(struct allocrun *r)
 		p_errmsg(&em);
 		return 1;
 	}
+	fds_check(r);
 	if (scope__pids(o->cgroups, r->cgroup_fds, o->nr_cgroups, r->pids, ALLOC_MAX_PROCS, &n,
 			"files that define malloc and free"))
 		return 1;
@@ -2564,6 +2693,7 @@ static int open_targeted(struct allocrun *r)
 		return 1;
 	}
 	p_debug("allocator probes: %s", allocprof__mode(r->ap));
+	fds_check(r);
 	load_cost(r);
 	return 0;
 }
@@ -2701,6 +2831,7 @@ void allocrun__free(struct allocrun *r)
 	set_free(r, r->tick, false);
 	for (struct htab_entry *e; (e = htab__next(r->comms, &pos));)
 		free(e->value);
+	htab__free(r->refs);
 	htab__free(r->comms);
 	htab__free(r->alive);
 	profile__free(r->total);

@@ -48,6 +48,16 @@
 
 struct allocrun;
 
+/* Whether the allocations of process tgid not yet in a profile (since the
+ * interval's edge, or the one-shot run's start) name their stacks with
+ * tgid's mappings: a symbolizer keeping processes gone (keep_gone) keeps
+ * those only. */
+bool allocrun__references(const struct allocrun *r, uint32_t tgid);
+
+/* The descriptors the probes of a run of options o may hold at most,
+ * per_file a file's (collector/alloc.h allocprof__fds_per_file: 1 to 36). */
+uint64_t allocrun__fds_need(const struct options *o, size_t per_file);
+
 /* o (validated; kept), pt and sym (the caller's, outliving the run). NULL with errno. */
 struct allocrun *allocrun__new(const struct options *o, struct ptab *pt, struct symbolizer *sym);
 /*

@@ -10,6 +10,7 @@ The run holds /tmp/bpfprof-bench.lock (-a traps the whole host's
 allocations, as test_tenant_s7.py's run).
 """
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -21,6 +22,7 @@ import time
 import pytest
 
 from conftest import BPFPROF, as_tenant, cgroup2_root, tenant, wl
+import pprof
 
 MAX_HELD = 32  # the cap on files probed, made small (BPFPROF_TEST_ALLOC_MAX_HELD)
 SHARE = 2  # one cgroup's share of it (BPFPROF_TEST_ALLOC_MAX_SHARE)
@@ -140,3 +142,129 @@ def test_cap_warned_after_a_share_refusal():
     assert err.count("files newly mapped not probed any more: at most %d files are probed"
                      % MAX_HELD) == 1, err[-3000:]
     assert err.count("files newly mapped by processes of cgroup") == 1, err[-3000:]
+
+
+def test_descriptors_short_said_once():
+    """-a with perf-event uprobes (two descriptors a probe, 14 a copy of
+    fakemalloc) under a limit of FDS descriptors (soft and hard): the start
+    says the limit is short for the cap on files; then the tenant maps 40
+    copies at once: those that would leave fewer than 64 descriptors are not
+    probed, said once, counted with the files not probed, and the profile is
+    written (main: the descriptors ran out, one warning per file, then files
+    not even opened and the output not written)."""
+    fds, copies = 320, 40
+    pw = tenant()
+    d = tempfile.mkdtemp(prefix="bpfprof-tenant-", dir="/tmp")
+    os.chmod(d, 0o755)
+    os.chown(d, pw.pw_uid, pw.pw_gid)
+    prog = os.path.join(d, "mapper.py")
+    with open(prog, "w") as f:
+        f.write(MAPPER)
+    os.chmod(prog, 0o644)
+    paths = [os.path.join(d, "fake-%d" % i) for i in range(copies)]
+    for p in paths:
+        shutil.copy(wl("fakemalloc"), p)
+        os.chmod(p, 0o755)
+    out = os.path.join(d, "heap.pb.gz")
+    a = b = None
+    err = ""
+    try:
+        with open("/tmp/bpfprof-bench.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            b = subprocess.Popen(["prlimit", "--nofile=%d:%d" % (fds, fds), str(BPFPROF),
+                                  "record", "--alloc", "-v", "-a", "-d", "30",
+                                  "--alloc-budget", "1000000000", "-o", out],
+                                 stderr=subprocess.PIPE, text=True,
+                                 env=dict(os.environ, BPFPROF_TEST_ALLOC_RESCAN_MS="300",
+                                          BPFPROF_TEST_ALLOC_MODE="perf"))
+            err = _read_until(b, err, lambda e: "rescan: " in e, "the first rescan")
+            a = subprocess.Popen(as_tenant(["/usr/bin/python3", prog] + paths),
+                                 stdout=subprocess.PIPE, text=True)
+            assert a.stdout.readline().strip() == "ready"
+            err = _read_until(b, err, lambda e: all(
+                re.search(r"(?m)%s: (\d+ allocator functions probed|its allocator not probed|"
+                          r"defines the allocator, not probed|Too many open files)"
+                          % re.escape(p), e) for p in paths), "every copy probed or not")
+            b.send_signal(signal.SIGINT)
+            err += b.communicate(timeout=120)[1]
+    finally:
+        for p in (a, b):
+            if p and p.poll() is None:
+                p.send_signal(signal.SIGKILL if p is not b else signal.SIGTERM)
+                p.wait(timeout=30)
+        written = os.path.exists(out) and os.path.getsize(out) > 0
+        shutil.rmtree(d, ignore_errors=True)
+    warned = [l for l in err.splitlines()
+              if "warning:" in l and "its allocator not probed" in l]
+    assert len(warned) <= 1, "\n".join(warned[:5])
+    assert b.returncode == 0 and written, err[-3000:]
+    probed = [p for p in paths if re.search(r"(?m)%s: \d+ allocator functions probed"
+                                            % re.escape(p), err)]
+    assert 0 < len(probed) < copies, err[-3000:]  # the descriptors short among them
+    assert err.count("not probed while file descriptors are short") == 1, err[-3000:]
+    m = re.search(r"file descriptors: the limit is %d, \d+ are open, and the probes of the 64 "
+                  r"files this run may probe need up to \d+ more \(36 a file\)" % fds, err)
+    assert m, err[-3000:]
+    m = re.search(r"(\d+) files that define the allocator not probed", err)
+    assert m and int(m[1]) >= copies - len(probed), err[-3000:]
+
+
+def _sites_by_pid(p):
+    """{pid: {leaf function: alloc_space}} of a heap profile."""
+    out = {}
+    for s in p["sample"]:
+        loc = p["location"][s["location_id"][0]] if s["location_id"] else None
+        name = "[none]"
+        if loc and loc["lines"]:
+            name = pprof.strings(p, p["function"][loc["lines"][-1].get(1)].get(2, 0))
+        v = out.setdefault(s["label"].get("pid"), {})
+        v[name] = v.get(name, 0) + s["value"][1]
+    return out
+
+
+CHURN = 3000  # the tenant's short-lived processes (/bin/true)
+
+
+def test_on_cpu_churn_keeps_only_what_the_heap_names(tmp_path):
+    """--alloc --on-cpu -a keeps the symbols of exited processes for the heap
+    profile, named at the end: only those whose allocations it still has to
+    name. A tenant's churn of CHURN processes that allocate nothing sampled
+    leaves the symbolizer's process count bounded (main: every exited process
+    kept, up to 16384: the churn's count and more), and an allocwork that
+    allocated and exited before the end is still named (site_steady)."""
+    out = tmp_path / "p.pb.gz"
+    b = w = None
+    err = ""
+    try:
+        with open("/tmp/bpfprof-bench.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            b = subprocess.Popen([str(BPFPROF), "record", "--alloc", "--alloc-budget",
+                                  "1000000000", "--on-cpu", "-a", "-d", "12", "-v", "-o",
+                                  str(out)], stderr=subprocess.PIPE, text=True)
+            err = _read_until(b, err, lambda e: re.search(r"bpfprof: sampling ", e),
+                              "the sampling's start")
+            w = subprocess.Popen([wl("allocwork"), "steady", "20000", "2"],
+                                 stdout=subprocess.PIPE, text=True)
+            churn = subprocess.run(as_tenant(["/bin/sh", "-c", "i=0; while [ $i -lt %d ]; do "
+                                              "/bin/true; i=$((i+1)); done" % CHURN]),
+                                   timeout=120)
+            assert churn.returncode == 0
+            truth = json.loads(w.stdout.readline())
+            w.wait(timeout=30)
+            assert b.poll() is None, "the run ended before the churn did: %s" % err[-3000:]
+            err += b.communicate(timeout=120)[1]
+    finally:
+        for p in (w, b):
+            if p and p.poll() is None:
+                p.send_signal(signal.SIGKILL if p is w else signal.SIGTERM)
+                p.wait(timeout=30)
+    assert b.returncode == 0, err[-3000:]
+    m = re.search(r"symbols: (\d+) processes", err)
+    assert m, err[-3000:]
+    procs = int(m[1])
+    live = len([d for d in os.listdir("/proc") if d.isdigit()])
+    assert procs < live + CHURN // 3, (procs, live, err[-3000:])
+    with open(tmp_path / "p.heap.pb.gz", "rb") as f:
+        prof = pprof.decode(f.read())
+    sites = _sites_by_pid(prof).get(truth["pid"], {})
+    assert sites.get("site_steady", 0) > 0, (sorted(sites), err[-3000:])

@@ -208,7 +208,7 @@ struct allocrun {
 	unsigned rescan_turns;		 /* turns of this rescan */
 	uint64_t rescan_until;		 /* this turn's rescan work ends then (0: not a rescan) */
 	bool rescan_did;		 /* a file was looked at in this turn */
-	uint64_t held_over, looked_over; /* files not probed (the cap, a share), not looked at */
+	uint64_t held_over, looked_over; /* not probed (cap, share, fds), not looked at */
 	struct htab *others; /* processes with an [other stacks] sample in the total -> its comm */
 	uint32_t nr_sbcl;    /* SBCL runtimes probed: their slots in the sbcl map */
 	bool sbcl_said;	     /* in-use not measured for SBCL: said once (-v) */

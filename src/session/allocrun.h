@@ -161,7 +161,7 @@ struct allocrun_stats {
 	uint64_t stack_unknown;	      /* live blocks whose stack was not known ([stack lost]) */
 	/* -a, --cgroup: the caps on files */
 	size_t max_held;      /* files probed at most (ALLOCRUN_MAX_HELD; tests: smaller) */
-	uint64_t held_over;   /* files that define the allocator, not probed: the cap, a share */
+	uint64_t held_over;   /* files that define the allocator, not probed: cap, share, fds */
 	uint64_t looked_over; /* times a new file was not looked at: past ALLOCRUN_MAX_LOOKED */
 };
 void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);

@@ -16,6 +16,11 @@ test_on_cpu_churn_keeps_only_what_the_heap_names: --alloc --on-cpu -a kept
 every exited process's symbols (keep_gone) up to max_procs; now only those
 the heap profile still names.
 
+test_total_keeps_live_stacks_past_a_churn: the run-long total (capped at
+insertion) kept what exited processes left for the rest of the run, so a
+live process's new stacks all went to [other stacks]; now exited processes'
+samples are folded when the cap would be reached.
+
 Each run holds /tmp/bpfprof-bench.lock (-a traps the whole host's
 allocations, as test_tenant_s7.py's run).
 """
@@ -28,11 +33,16 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.request
+import sys
 
 import pytest
 
-from conftest import BPFPROF, as_tenant, cgroup2_root, tenant, wl
+from conftest import BPFPROF, ROOT, as_tenant, cgroup2_root, tenant, wl
 import pprof
+
+sys.path.insert(0, str(ROOT / "tools"))
+from benchlib import free_port  # noqa: E402
 
 MAX_HELD = 32  # the cap on files probed, made small (BPFPROF_TEST_ALLOC_MAX_HELD)
 SHARE = 2  # one cgroup's share of it (BPFPROF_TEST_ALLOC_MAX_SHARE)
@@ -278,3 +288,57 @@ def test_on_cpu_churn_keeps_only_what_the_heap_names(tmp_path):
         prof = pprof.decode(f.read())
     sites = _sites_by_pid(prof).get(truth["pid"], {})
     assert sites.get("site_steady", 0) > 0, (sorted(sites), err[-3000:])
+
+
+TOTAL_MAX = 2000  # the run-long total's cap, made small (BPFPROF_TEST_ALLOC_TOTAL_MAX)
+
+
+def _get(url, timeout=20):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read()
+
+
+def test_total_keeps_live_stacks_past_a_churn(tmp_path):
+    """Continuous -a with the run-long total capped at TOTAL_MAX samples: a
+    tenant's two short-lived allocpaths (thousands of distinct stacks each)
+    fill it and exit; then an allocwork's site_steady and site_held are in
+    /debug/pprof/heap's total by name (main: in its [other stacks] for the
+    rest of the run, the exited processes' samples keeping the places)."""
+    port = free_port()
+    base = "http://127.0.0.1:%d" % port
+    b = w = None
+    err = ""
+    try:
+        with open("/tmp/bpfprof-bench.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            b = subprocess.Popen([str(BPFPROF), "record", "--alloc=4K", "-a", "--alloc-budget",
+                                  "1000000000", "--interval", "1", "--listen",
+                                  "127.0.0.1:%d" % port, "-d", "40", "-v"],
+                                 stderr=subprocess.PIPE, text=True,
+                                 env=dict(os.environ,
+                                          BPFPROF_TEST_ALLOC_TOTAL_MAX=str(TOTAL_MAX)))
+            err = _read_until(b, err, lambda e: "probes: " in e, "the probes in")
+            for _ in range(2):  # each: 32768 paths of 4 KiB, 1 ms asleep every 100
+                churn = subprocess.run(as_tenant([wl("allocpaths"), "3", "4096", "100"]),
+                                       capture_output=True, text=True, timeout=60)
+                assert churn.returncode == 0, churn
+            time.sleep(2.5)  # their samples in the total (intervals of 1 s)
+            w = subprocess.Popen([wl("allocwork"), "steady", "5000", "8", "200"],
+                                 stdout=subprocess.PIPE, text=True)
+            time.sleep(3.5)
+            heap = pprof.decode(_get(base + "/debug/pprof/heap"))
+            w.send_signal(signal.SIGTERM)
+            truth = json.loads(w.stdout.readline())
+            w.wait(timeout=30)
+            b.send_signal(signal.SIGINT)
+            err += b.communicate(timeout=120)[1]
+    finally:
+        for p in (w, b):
+            if p and p.poll() is None:
+                p.send_signal(signal.SIGKILL if p is w else signal.SIGTERM)
+                p.wait(timeout=30)
+    assert b.returncode == 0, err[-3000:]
+    sites = _sites_by_pid(heap).get(truth["pid"], {})
+    assert sites.get("site_steady", 0) > 0 and sites.get("site_held", 0) > 0, (
+        sites, err[-3000:])
+    assert "[other stacks]" not in sites, sites

@@ -142,7 +142,7 @@ int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out)
 			     "%" PRIu64, a->files_probed_max);
 		err |= COUNTER(
 			"bpfprof_alloc_files_not_probed_total",
-			"Files that define the allocator not probed, past bpfprof_alloc_files_probed_max (their processes' allocations are missing).",
+			"Files that define the allocator not probed: past bpfprof_alloc_files_probed_max, past one cgroup's share of it (a quarter) for files first mapped by its processes, or while file descriptors were short (their processes' allocations are missing).",
 			a->files_not_probed);
 		err |= COUNTER(
 			"bpfprof_alloc_files_not_looked_total",

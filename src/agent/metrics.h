@@ -56,7 +56,7 @@ struct metrics_alloc {
 	/* -a, --cgroup (rendered only then): the files probed and their caps */
 	bool all;
 	uint64_t files_probed, files_probed_max;
-	uint64_t files_not_probed; /* files that define the allocator, refused past the cap */
+	uint64_t files_not_probed; /* refused: the cap, a share, descriptors */
 	uint64_t files_not_looked; /* times a new file was not looked at (past its cap) */
 };
 

@@ -439,6 +439,43 @@ size_t allocprof__probes(const struct allocprof *a)
 	return a ? a->probes : 0;
 }
 
+size_t allocprof__fds_per_file(const struct allocprof *a)
+{
+	size_t probes = 0;
+
+	if (a->mode == MODE_SESSION)
+		return 1;
+	if (a->mode == MODE_MULTI)
+		return 2;
+	for (uint32_t fn = 0; fn < ALLOC_FN_NR; fn++)
+		probes += 1 + (size_t)alloc_fn_has_return(fn);
+	return 2 * probes;
+}
+
+/* The descriptors of one file's probes (n functions fns) in a's mode. */
+static size_t file_fds(const struct allocprof *a, const uint32_t *fns, size_t n)
+{
+	size_t ret = 0;
+
+	for (size_t i = 0; i < n; i++)
+		ret += (size_t)alloc_fn_has_return(fns[i]);
+	if (a->mode == MODE_PERF)
+		return 2 * (n + ret);
+	return a->mode == MODE_MULTI && ret ? 2 : 1;
+}
+
+void allocprof__fds(const struct allocprof *a, size_t *now, size_t *on)
+{
+	*now = 2 * a->nr_links + a->nr_fds;
+	if (!a->all) {
+		*on = *now;
+		return;
+	}
+	*on = 0;
+	for (size_t i = 0; i < a->nr_saved; i++)
+		*on += file_fds(a, a->saved[i].fns, a->saved[i].n);
+}
+
 int allocprof__drain(struct allocprof *a, void (*cb)(void *ctx, const struct alloc_event *e),
 		     void *ctx, size_t max)
 {

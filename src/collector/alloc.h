@@ -87,6 +87,13 @@ void allocprof__pause(struct allocprof *a);
 void allocprof__track_live(struct allocprof *a, bool on);
 /* Probes attached now (an entry and a return count one each). */
 size_t allocprof__probes(const struct allocprof *a);
+/* The descriptors the probes of one file hold at most in this mode:
+ * perf-event uprobes two a probe (the event, its link), an entry and a
+ * return a function; uprobe_multi two links, session uprobes one. */
+size_t allocprof__fds_per_file(const struct allocprof *a);
+/* The descriptors the probes hold now, and would hold on (-a, --cgroup:
+ * every file kept put back; else now's). */
+void allocprof__fds(const struct allocprof *a, size_t *now, size_t *on);
 
 /* The sampled allocations recorded since the last call: cb for each, at most
  * max (0: all). How many, or -errno. */

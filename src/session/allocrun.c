@@ -59,6 +59,7 @@
 
 #include "base/htab.h"
 #include "base/log.h"
+#include "base/selfstat.h"
 #include "base/stacktab.h"
 #include "base/util.h"
 #include "agent/metrics.h"
@@ -74,19 +75,20 @@
 #include "sym/elfsym.h"
 #include "sym/symbolizer.h"
 
-#define ALLOC_DRAIN_MS	 100
-#define ALLOC_DRAIN_MAX	 65536 /* sampled allocations taken per drain: the loop stays responsive */
-#define ALLOC_REFRESH_NS (1000 * NS_PER_MS) /* targets' mappings re-read (dlopen) */
-#define ALLOC_MAX_FILES	 4		    /* files defining malloc probed per process */
-#define ALLOC_MAX_FRAMES 512		    /* frames of a stack, inlined ones included */
-#define ALLOC_MAX_PROCS	 131072		    /* processes -a and --cgroup look at */
-#define ALLOC_MAX_NOTED	 64 /* -a: processes first seen noted per drain (their names) */
-#define ALLOC_RESCAN_NS	 (10 * NS_PER_SEC) /* -a: the processes looked at again (new files) */
-#define ALLOC_RESCAN_PER 256		   /* ... so many a drain (the guard's tick waits) */
-#define ALLOC_TURN_NS	 (50 * NS_PER_MS)  /* ... and so much time a drain (then resumed) */
-#define ALLOC_TOTAL_MAX	 65536		 /* run-long (process, stack) totals; then [other stacks] */
-#define ALLOC_TOTAL_PIDS 1024		 /* ... processes with their own; then one of pid 0 */
-#define ALLOC_COMMS_MAX	 ALLOC_MAX_PROCS /* processes whose command name is kept */
+#define ALLOC_DRAIN_MS	  100
+#define ALLOC_DRAIN_MAX	  65536 /* sampled allocations taken per drain: the loop stays responsive */
+#define ALLOC_REFRESH_NS  (1000 * NS_PER_MS) /* targets' mappings re-read (dlopen) */
+#define ALLOC_MAX_FILES	  4		     /* files defining malloc probed per process */
+#define ALLOC_MAX_FRAMES  512		     /* frames of a stack, inlined ones included */
+#define ALLOC_MAX_PROCS	  131072	     /* processes -a and --cgroup look at */
+#define ALLOC_MAX_NOTED	  64 /* -a: processes first seen noted per drain (their names) */
+#define ALLOC_RESCAN_NS	  (10 * NS_PER_SEC) /* -a: the processes looked at again (new files) */
+#define ALLOC_RESCAN_PER  256		    /* ... so many a drain (the guard's tick waits) */
+#define ALLOC_TURN_NS	  (50 * NS_PER_MS)  /* ... and so much time a drain (then resumed) */
+#define ALLOC_TOTAL_MAX	  65536 /* run-long (process, stack) totals (exited ones folded first) */
+#define ALLOC_TOTAL_PIDS  1024	/* ... processes with their own; then one of pid 0 */
+#define ALLOC_COMMS_MAX	  ALLOC_MAX_PROCS /* processes whose command name is kept */
+#define ALLOC_FDS_RESERVE 64 /* -a: descriptors no file's probes take (output, symbols) */
 
 /* Each function's names: aliases at one address merge under one of them
  * (sym/elfsym.h: glibc's free shows as cfree, memalign as __libc_memalign). */
@@ -266,7 +268,7 @@ struct allocrun {
 	unsigned rescan_turns;		 /* turns of this rescan */
 	uint64_t rescan_until;		 /* this turn's rescan work ends then (0: not a rescan) */
 	bool rescan_did;		 /* a file was looked at in this turn */
-	uint64_t held_over, looked_over; /* files not probed, not looked at: the caps */
+	uint64_t held_over, looked_over; /* not probed (cap, share, fds), not looked at */
 	struct htab
 		*others;  /* (pid, start) with an [other stacks] sample in the total -> its comm */
 	uint32_t nr_sbcl; /* SBCL runtimes probed: their slots in the sbcl map */
@@ -310,6 +312,10 @@ struct allocrun {
 	uint64_t go_polled;	    /* samples counted from polled buckets */
 	uint64_t go_poll_refused;   /* polled buckets refused */
 	uint64_t go_reads_deferred; /* new buckets left for a later drain (the budget) */
+	bool cap_said; /* the cap's warning, once (a share's refusal before it says its own) */
+	bool fds_said; /* a file not probed for want of descriptors: said once */
+	/* tgid -> the aggregates of cur and tick naming it (allocrun__references) */
+	struct htab *refs;
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -378,6 +384,27 @@ static uint64_t value_of(double x)
 	return (uint64_t)llround(x);
 }
 
+/* Process tgid named by one aggregate more (d 1) or less (-1) of cur or
+ * tick (r->refs). No memory: not counted (its names may go with it). */
+static void refs_add(struct allocrun *r, uint32_t tgid, int d)
+{
+	struct htab_entry *e = r->refs ? htab__find(r->refs, &tgid, sizeof(tgid)) : NULL;
+	bool created;
+
+	if (!e && d > 0 && (r->refs || (r->refs = htab__new())))
+		e = htab__upsert(r->refs, &tgid, sizeof(tgid), &created);
+	if (!e)
+		return;
+	e->value = (void *)((uintptr_t)e->value + (uintptr_t)(intptr_t)d);
+	if (!e->value)
+		htab__remove(r->refs, &tgid, sizeof(tgid));
+}
+
+bool allocrun__references(const struct allocrun *r, uint32_t tgid)
+{
+	return r && r->refs && htab__find(r->refs, &tgid, sizeof(tgid));
+}
+
 /*
  * The aggregate of (tgid, stack) in set, made with a reference to its
  * stack: ips (nr frames) interned, or without ips the stack the table
@@ -425,6 +452,8 @@ static struct agg *agg_get(struct allocrun *r, struct htab *set, uint32_t tgid, 
 	}
 	if (!e && ref)
 		stacktab__put(r->stacks, stack);
+	if (e && created && !pin)
+		refs_add(r, tgid, 1);
 	return e ? e->value : NULL;
 }
 
@@ -440,6 +469,8 @@ static void set_free(struct allocrun *r, struct htab *set, bool pinned)
 
 		if (!pinned && k->stack && !k->lost)
 			stacktab__put(r->stacks, k->stack);
+		if (!pinned)
+			refs_add(r, k->tgid, -1);
 		free(e->value);
 	}
 	htab__free(set);
@@ -1687,12 +1718,33 @@ static void share_add(struct allocrun *r, const char *key)
 }
 
 /*
+ * -a, --cgroup: whether the probes of one more file would leave fewer than
+ * ALLOC_FDS_RESERVE descriptors under the limit (those held off counted as
+ * on: the guard puts them back): a tenant's copies of the C library would
+ * otherwise take every descriptor (perf-event uprobes: 26 a copy), and the
+ * profile could not be written.
+ */
+static bool fds_short(struct allocrun *r)
+{
+	long open_now = selfstat__open_fds();
+	size_t now, on;
+
+	if (open_now < 0)
+		return false;
+	allocprof__fds(r->ap, &now, &on);
+	return (uint64_t)open_now - MIN(now, (uint64_t)open_now) + on +
+		       allocprof__fds_per_file(r->ap) + ALLOC_FDS_RESERVE >
+	       selfstat__fd_limit();
+}
+
+/*
  * -a, --cgroup: whether the cap on files probed refuses path, a file that
- * defines the allocator (counted, said once; each file is looked at once, so
- * counted once). Files that define no allocator do not count. Of the cap, at
- * most max_share() files are first probed for the processes of one cgroup
- * (key, from pid: share_key), so that one tenant's copies of the C library
- * do not use it up for the others.
+ * defines the allocator (counted; the cap, the shares and the descriptors
+ * each warn once: cap_said, share_said, fds_said; each file is looked at
+ * once, so counted once). Files that define no
+ * allocator do not count. Of the cap, at most max_share() files are first probed for the processes
+ * of one cgroup (key, from pid: share_key), so that one tenant's copies of the C library do not use
+ * it up for the others.
  */
 static bool held_full(struct allocrun *r, const char *path, uint32_t pid, char *key, size_t size)
 {
@@ -1700,13 +1752,29 @@ static bool held_full(struct allocrun *r, const char *path, uint32_t pid, char *
 	if (!r->all)
 		return false;
 	if (r->nr_held >= max_held()) {
-		if (!r->held_over++)
+		r->held_over++;
+		if (!r->cap_said) {
+			r->cap_said = true;
 			p_warn("files newly mapped not probed any more: at most %zu files are "
 			       "probed (each one's probes are taken off and put back at every "
 			       "switch of the guard)",
 			       max_held());
+		}
 		p_debug("%s: defines the allocator, not probed (the cap of %zu files probed)", path,
 			max_held());
+		return true;
+	}
+	if (fds_short(r)) {
+		r->held_over++;
+		if (!r->fds_said) {
+			r->fds_said = true;
+			p_warn("files newly mapped not probed while file descriptors are short: the "
+			       "probes of one more would leave fewer than %d of the limit of %" PRIu64
+			       " (kept for the output and symbol files)",
+			       ALLOC_FDS_RESERVE, selfstat__fd_limit());
+			p_hint("raise it with 'ulimit -n' (LimitNOFILE= in a systemd unit)");
+		}
+		p_debug("%s: defines the allocator, not probed (file descriptors short)", path);
 		return true;
 	}
 	share_key(r, pid, key, size);
@@ -1723,6 +1791,75 @@ static bool held_full(struct allocrun *r, const char *path, uint32_t pid, char *
 		"cgroup %s)",
 		path, max_share(), key);
 	return true;
+}
+
+/*
+ * The descriptors the probes of a run may hold at most, per_file a file: -a,
+ * --cgroup's cap on files probed, else ALLOC_MAX_FILES a process (-p, --
+ * COMMAND), and FDS_ALLOC_BASE for the programs, maps and ring.
+ */
+#define FDS_ALLOC_BASE 16
+uint64_t allocrun__fds_need(const struct options *o, size_t per_file)
+{
+	uint64_t files = o->all_cpus || o->nr_cgroups ? max_held()
+			 : o->cmd_is_target	      ? ALLOC_MAX_FILES
+					    : (uint64_t)MAX(o->nr_pids, 1) * ALLOC_MAX_FILES;
+
+	return FDS_ALLOC_BASE + files * per_file;
+}
+
+/*
+ * Once the mode is known (the program open): the soft limit on descriptors
+ * raised to the hard one, and whether it holds the probes of as many files
+ * as the run may probe (perf-event uprobes: two a probe, 26 a C library).
+ * Short: said once, with what to raise it to; the files past it are
+ * counted not probed (attach_failed).
+ */
+static void fds_check(struct allocrun *r)
+{
+	uint64_t limit = selfstat__raise_fd_limit(), need;
+	long open_now = selfstat__open_fds();
+
+	if (open_now < 0)
+		return;
+	need = (uint64_t)open_now + allocrun__fds_need(r->o, allocprof__fds_per_file(r->ap)) -
+	       FDS_ALLOC_BASE; /* the programs are open already */
+	if (limit >= need)
+		return;
+	p_warn("file descriptors: the limit is %" PRIu64 ", %ld are open, and the probes of the "
+	       "%" PRIu64 " files this run may probe need up to %" PRIu64 " more (%zu a file): "
+	       "files past the limit are not probed",
+	       limit, open_now, (allocrun__fds_need(r->o, 1) - FDS_ALLOC_BASE),
+	       need - (uint64_t)open_now, allocprof__fds_per_file(r->ap));
+	p_hint("raise it with 'ulimit -n %" PRIu64 "' (LimitNOFILE= in a systemd unit)", need + 64);
+}
+
+/* A file's probes not attached (err, em): said; for want of descriptors
+ * (EMFILE, ENFILE) said once, then -v only, and counted with the files
+ * not probed (files_not_probed). */
+static void attach_failed(struct allocrun *r, const char *path, uint32_t pid, int err,
+			  const struct errmsg *em)
+{
+	const char *why = errmsg_said(em) ? em->msg : strerror(-err);
+	char in[32] = "";
+
+	if (!r->all)
+		snprintf(in, sizeof(in), " in %u", pid);
+	if (err != -EMFILE && err != -ENFILE) {
+		p_warn("%s: its allocator not probed%s: %s", path, in, why);
+		return;
+	}
+	r->held_over++;
+	if (!r->fds_said) {
+		r->fds_said = true;
+		p_warn("%s: its allocator not probed%s: %s: out of file descriptors (the limit is "
+		       "%" PRIu64 "); files newly mapped are not probed while they are short, "
+		       "counted with the files not probed",
+		       path, in, why, selfstat__fd_limit());
+		p_hint("raise it with 'ulimit -n' (LimitNOFILE= in a systemd unit)");
+		return;
+	}
+	p_debug("%s: its allocator not probed%s: %s", path, in, why);
 }
 
 /* SBCL's exported alloc, alloc_list and gc_close_region among a file's
@@ -1880,7 +2017,8 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 }
 
 /* The allocator functions of one file that defines malloc and free: probed
- * in pid (-a, --cgroup: unless the cap on files probed refuses it). */
+ * in pid (-a, --cgroup: unless the cap on files probed, or the share of it
+ * of pid's cgroup, refuses it: held_full). */
 static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 		      const struct procmap *m, uint32_t pid, bool *probed)
 {
@@ -1966,12 +2104,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	if (!err)
 		err = allocprof__attach_file(r->ap, kpath, (int)pid, fns, offs, n, &em);
 	if (err) {
-		if (r->all)
-			p_warn("%s: its allocator not probed: %s", path,
-			       errmsg_said(&em) ? em.msg : strerror(-err));
-		else
-			p_warn("%s: its allocator not probed in %u: %s", path, pid,
-			       errmsg_said(&em) ? em.msg : strerror(-err));
+		attach_failed(r, path, pid, err, &em);
 		goto out;
 	}
 	*probed = true;
@@ -2024,8 +2157,9 @@ static int first_look(struct allocrun *r, struct mfile *f)
 /*
  * Every file of pid that defines malloc and free (at most ALLOC_MAX_FILES).
  * -a, --cgroup: each file once, whichever process maps it, at most
- * max_held() probed; in a rescan, -EAGAIN when its turn is spent (the
- * process is looked at again at the next turn: the files done are skipped).
+ * max_held() probed (max_share() first probed for one cgroup's processes); in a rescan, -EAGAIN
+ * when its turn is spent (the process is looked at again at the next turn: the files done are
+ * skipped).
  */
 static int probe_process(struct allocrun *r, uint32_t pid)
 {
@@ -2215,10 +2349,10 @@ static void rescan(struct allocrun *r, uint64_t now)
 		return;
 	p_debug("rescan: %zu processes in %u turns, %zu files looked at so far, the longest "
 		"turn %.1f ms; %zu files probed, %" PRIu64
-		" defining the allocator not probed (the cap of %zu probed), %" PRIu64
-		" times a file not looked at (the cap of %d looked at)",
+		" defining the allocator not probed (the cap of %zu probed, a cgroup's share of %zu),"
+		" %" PRIu64 " times a file not looked at (the cap of %d looked at)",
 		r->nr_rescan, r->rescan_turns, r->fseen ? htab__count(r->fseen) : 0,
-		(double)r->rescan_max_ns / 1e6, r->nr_held, r->held_over, max_held(),
+		(double)r->rescan_max_ns / 1e6, r->nr_held, r->held_over, max_held(), max_share(),
 		r->looked_over, ALLOCRUN_MAX_LOOKED);
 }
 
@@ -2756,6 +2890,155 @@ static int total_fold(struct allocrun *r, struct profile *delta, const struct ps
 	return profile__add_alloc(delta, &ps, &(uint32_t){ (uint32_t)f }, 1, &s->alloc);
 }
 
+/* What total_make_room folds: the total's processes found exited, by pid
+ * (one kill(2) each a fold), and the tier it folds to. */
+struct total_room {
+	struct htab *gone; /* pid -> 1 alive, 2 exited */
+	bool all_exited;   /* the second tier: exited processes' samples all in one */
+};
+
+/* Whether the total's process pid has exited, as total_make_room's first
+ * pass found (pid 0: [other processes] and the exited processes' own
+ * samples are no process's). */
+static bool total_gone(const struct total_room *t, uint32_t pid)
+{
+	struct htab_entry *e = pid ? htab__find(t->gone, &pid, sizeof(pid)) : NULL;
+
+	return e && e->value == (void *)2;
+}
+
+/* total_make_room's first pass: whether pid has exited asked (once a
+ * fold). 0 or -ENOMEM. */
+static int total_ask(struct total_room *t, uint32_t pid)
+{
+	struct htab_entry *e;
+	bool created;
+
+	if (!pid || htab__find(t->gone, &pid, sizeof(pid)))
+		return 0;
+	e = htab__upsert(t->gone, &pid, sizeof(pid), &created);
+	if (!e)
+		return -ENOMEM;
+	e->value = (void *)(uintptr_t)(kill((pid_t)pid, 0) && errno == ESRCH ? 2 : 1);
+	return 0;
+}
+
+/* A sample of exited processes' (pid 0, not [other processes]). Command
+ * names have at most 15 bytes: no process can take this one's. */
+static bool total_exited_sample(const struct psample *s)
+{
+	return !s->pid && strcmp(s->comm, "[other processes]");
+}
+
+static bool total_keep(const struct psample *s, void *ctx)
+{
+	struct total_room *t = ctx;
+
+	return t->all_exited ? !total_exited_sample(s) : !total_gone(t, s->pid);
+}
+
+/* Sample s of src (one total_keep refused) into dst: an exited process's
+ * under pid 0 and its command name, its stack kept; the second tier: into
+ * the one [exited processes] sample. 0 or -ENOMEM. */
+static int total_fold_exited(struct profile *dst, const struct profile *src,
+			     const struct psample *s, bool all)
+{
+	struct psample ps = { .comm = all ? "[exited processes]" : s->comm };
+	uint32_t ids[ALLOC_MAX_FRAMES + 2], n = 0;
+	const uint32_t *fr = all ? NULL : profile__stack_get(src, s->stack, &n);
+	int64_t f;
+
+	if (all) {
+		f = profile__frame(dst, FRAME_OTHER, "[other stacks]", NULL);
+		if (f < 0)
+			return (int)f;
+		ids[0] = (uint32_t)f;
+		n = 1;
+	}
+	for (uint32_t i = 0; fr && i < n && i < ARRAY_SIZE(ids); i++) {
+		f = profile__frame_src(dst, profile__frame_get(src, fr[i]));
+		if (f < 0)
+			return (int)f;
+		ids[i] = (uint32_t)f;
+	}
+	return profile__add_alloc(dst, &ps, ids, MIN(n, (uint32_t)ARRAY_SIZE(ids)), &s->alloc);
+}
+
+/* One tier of total_make_room: the total rebuilt with the samples
+ * total_keep refuses folded. 0 or -ENOMEM (the total unchanged). */
+static int total_refold(struct allocrun *r, struct total_room *t)
+{
+	struct profile *np = profile__new();
+	size_t n = profile__nr_samples(r->total);
+	int err = np ? profile__merge_if(np, r->total, total_keep, t) : -ENOMEM;
+
+	for (size_t i = 0; !err && i < n; i++) {
+		const struct psample *s = profile__sample(r->total, i);
+
+		if (!total_keep(s, t))
+			err = total_fold_exited(np, r->total, s, t->all_exited);
+	}
+	if (err) {
+		profile__free(np);
+		return err;
+	}
+	*profile__meta(np) = *profile__meta_c(r->total);
+	profile__free(r->total);
+	r->total = np;
+	return 0;
+}
+
+/*
+ * Room in the run-long total for need more samples, made of what exited
+ * processes left there (each fold of a tenant's churn would otherwise keep
+ * its place for the rest of the run, and every new stack of a live process
+ * go to [other stacks]): their samples merge under pid 0 and their command
+ * name, their stacks kept; if that leaves too little room, into one sample,
+ * pid 0 [exited processes] / [other stacks]. Only identities change: every
+ * value stays in the total. Their [other stacks] names are forgotten (a
+ * reused pid is another process). Called when the cap would fold samples;
+ * nothing done when no process of the total has exited. 0 or -ENOMEM
+ * (the total unchanged).
+ */
+static int total_make_room(struct allocrun *r, size_t need)
+{
+	struct total_room t = { .gone = htab__new() };
+	size_t n = profile__nr_samples(r->total), exited = 0, folded = 0;
+	int err = t.gone ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !err && i < n; i++) {
+		uint32_t pid = profile__sample(r->total, i)->pid;
+
+		err = total_ask(&t, pid);
+		folded += total_gone(&t, pid);
+	}
+	if (!err && folded)
+		err = total_refold(r, &t);
+	n = r->total ? profile__nr_samples(r->total) : 0;
+	for (size_t i = 0; !err && n + need > total_max() && i < n; i++)
+		exited += total_exited_sample(profile__sample(r->total, i));
+	if (!err && exited > 1) {
+		t.all_exited = true;
+		err = total_refold(r, &t);
+	}
+	for (size_t pos = 0; !err && folded && r->others;) {
+		struct htab_entry *e = htab__next(t.gone, &pos);
+		uint32_t pid;
+
+		if (!e)
+			break;
+		memcpy(&pid, e->key, sizeof(pid));
+		if (e->value == (void *)2)
+			free(htab__remove(r->others, &pid, sizeof(pid)));
+	}
+	if (!err && (folded || exited > 1))
+		p_debug("run-long total: %zu samples of exited processes folded%s, %zu samples now",
+			folded, exited > 1 ? " (all in one, [exited processes])" : "",
+			profile__nr_samples(r->total));
+	htab__free(t.gone);
+	return err;
+}
+
 struct stage_keep {
 	const struct profile *ivl;
 	const bool *keep;
@@ -2771,7 +3054,8 @@ static bool stage_keep(const struct psample *s, void *ctx)
 /*
  * An interval's alloc_* staged for the run-long total (st): a sample whose
  * identity the total has goes to it, a new one while the total has fewer
- * than total_max() samples, the others fold into their process's [other
+ * than total_max() samples (room made first of what exited processes left
+ * there: total_make_room), the others fold into their process's [other
  * stacks] (counted at the commit). The places reserved in the total (values
  * 0) are all that changes there. 0 or -ENOMEM (st freed).
  */
@@ -2792,6 +3076,11 @@ static int total_stage(struct allocrun *r, const struct profile *ivl, struct tot
 		err = -ENOMEM;
 	if (!err)
 		err = profile__find_all(r->total, ivl, at);
+	for (size_t i = nr = 0; !err && i < n; i++)
+		nr += at[i] < 0;
+	if (!err && nr && profile__nr_samples(r->total) + nr > cap &&
+	    !(err = total_make_room(r, nr)))
+		err = profile__find_all(r->total, ivl, at); /* its indexes changed */
 	nr = r->total ? profile__nr_samples(r->total) : 0;
 	for (size_t i = 0; !err && i < n; i++) {
 		if (at[i] >= 0 || nr < cap) {
@@ -3274,6 +3563,7 @@ static int start_all(struct allocrun *r)
 		p_errmsg(&em);
 		return 1;
 	}
+	fds_check(r);
 	if (scope__pids(o->cgroups, r->cgroup_fds, o->nr_cgroups, r->pids, ALLOC_MAX_PROCS, &n,
 			"files that define malloc and free"))
 		return 1;
@@ -3322,6 +3612,7 @@ static int open_targeted(struct allocrun *r)
 		return 1;
 	}
 	p_debug("allocator probes: %s", allocprof__mode(r->ap));
+	fds_check(r);
 	load_cost(r);
 	return 0;
 }
@@ -3469,6 +3760,7 @@ void allocrun__free(struct allocrun *r)
 	pos = 0;
 	for (struct htab_entry *e; (e = htab__next(r->comms, &pos));)
 		free(e->value);
+	htab__free(r->refs);
 	htab__free(r->comms);
 	htab__free(r->alive);
 	profile__free(r->total);

@@ -38,7 +38,8 @@
 /*
  * -a, --cgroup: the caps on files. At most ALLOCRUN_MAX_HELD files that
  * define the allocator are probed (each one's probes are taken off and put
- * back at every switch of the guard, ~50 ms a file); files that define none
+ * back at every switch of the guard, ~50 ms a file), a quarter of them at
+ * most first probed for the processes of one cgroup; files that define none
  * do not count. At most ALLOCRUN_MAX_LOOKED files are looked at (each one's
  * verdict is remembered).
  */
@@ -52,6 +53,16 @@
 #define ALLOCRUN_SBCL_NAME_MS	  250
 
 struct allocrun;
+
+/* Whether the allocations of process tgid not yet in a profile (since the
+ * interval's edge, or the one-shot run's start) name their stacks with
+ * tgid's mappings: a symbolizer keeping processes gone (keep_gone) keeps
+ * those only. */
+bool allocrun__references(const struct allocrun *r, uint32_t tgid);
+
+/* The descriptors the probes of a run of options o may hold at most,
+ * per_file a file's (collector/alloc.h allocprof__fds_per_file: 1 to 36). */
+uint64_t allocrun__fds_need(const struct options *o, size_t per_file);
 
 /* o (validated; kept), pt and sym (the caller's, outliving the run). NULL with errno. */
 struct allocrun *allocrun__new(const struct options *o, struct ptab *pt, struct symbolizer *sym);
@@ -158,7 +169,7 @@ struct allocrun_stats {
 	uint64_t stack_unknown;	      /* live blocks whose stack was not known ([stack lost]) */
 	/* -a, --cgroup: the caps on files */
 	size_t max_held;      /* files probed at most (ALLOCRUN_MAX_HELD; tests: smaller) */
-	uint64_t held_over;   /* files that define the allocator, not probed: past max_held */
+	uint64_t held_over;   /* files that define the allocator, not probed: cap, share, fds */
 	uint64_t looked_over; /* times a new file was not looked at: past ALLOCRUN_MAX_LOOKED */
 	/* Go's buckets (setprofilebucket's probe) */
 	size_t go_buckets;	  /* kept now */

@@ -83,8 +83,6 @@ static int check_privileges(void)
  */
 #define FDS_BPF	     24
 #define FDS_HTTP_MIN 8
-/* --alloc --on-cpu: the allocator program's maps, ring and links, the targets' pidfds */
-#define FDS_ALLOC 16
 
 static int check_fd_limit(const struct options *o, const bool *cpus, int nr_cpus)
 {
@@ -105,14 +103,26 @@ static int check_fd_limit(const struct options *o, const bool *cpus, int nr_cpus
 		need += HTTPD_FD_RESERVE;
 	if (o->listen)
 		need += FDS_HTTP_MIN;
+	/* --alloc --on-cpu: the allocator's programs, maps and ring, and the
+	 * probes of as many files as it may probe at one descriptor a file
+	 * (session uprobes); its start checks them again in its mode
+	 * (perf-event uprobes: 26 a C library) and says what is short. */
 	if (o->alloc_period)
-		need += FDS_ALLOC;
+		need += allocrun__fds_need(o, 1);
 	if (limit >= need)
 		return 0;
 	p_err("too few file descriptors: the limit is %" PRIu64 ", this run needs about %" PRIu64,
 	      limit, need);
 	p_hint("raise it with 'ulimit -n 4096' (LimitNOFILE= in a systemd unit)");
 	return -EMFILE;
+}
+
+/* symbolizer_opts.keep: an exited process the heap profile still names. */
+static bool keep_gone(void *ctx, uint32_t pid)
+{
+	struct record *r = ctx;
+
+	return allocrun__references(r->ar, pid);
 }
 
 static int check_freq(uint32_t freq)
@@ -800,8 +810,12 @@ int record__setup(struct record *r)
 	sopts.ptab = rc->pt;
 	sopts.warn = on_sym_warn;
 	/* --alloc --on-cpu: the heap profile names its stacks at the end, past
-	 * the drains' sweeps: a process that exited meanwhile keeps its names. */
+	 * the drains' sweeps: a process that exited meanwhile keeps its names,
+	 * if its allocations are still to be named (the others go: a tenant's
+	 * fork churn would keep every exited process up to max_procs). */
 	sopts.keep_gone = r->o.alloc_period != 0;
+	sopts.keep = keep_gone;
+	sopts.keep_ctx = r;
 	rc->dbgd = open_debuginfod(&r->o);
 	sopts.debuginfod = rc->dbgd;
 	rc->sym = rc->pt ? symbolizer__new(&sopts) : NULL;

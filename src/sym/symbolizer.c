@@ -175,6 +175,8 @@ struct symbolizer {
 	struct ptab *pt;
 	bool own_pt;	/* made here (no ptab in the options): freed and swept here */
 	bool keep_gone; /* opts.keep_gone */
+	bool (*keep)(void *ctx, uint32_t pid);
+	void *keep_ctx;
 	size_t max_procs, max_files, max_file_bytes, max_perfmap_bytes;
 	size_t max_py_bytes, max_py_proc_bytes;
 	struct ksyms *ks;
@@ -269,6 +271,8 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 		 opts && opts->debug_dir ? opts->debug_dir : "/usr/lib/debug");
 	s->max_procs = opts && opts->max_procs ? opts->max_procs : 16384;
 	s->keep_gone = opts && opts->keep_gone;
+	s->keep = opts ? opts->keep : NULL;
+	s->keep_ctx = opts ? opts->keep_ctx : NULL;
 	s->max_files = opts && opts->max_files ? opts->max_files : 4096;
 	s->max_file_bytes = opts && opts->max_file_bytes ? opts->max_file_bytes : 512u << 20;
 	s->max_perfmap_bytes =
@@ -2676,7 +2680,7 @@ void symbolizer__sweep(struct symbolizer *s)
 	while ((e = htab__next(s->procs, &pos))) {
 		struct symproc *p = e->value;
 
-		if (p->gone && !s->keep_gone) {
+		if (p->gone && (!s->keep_gone || (s->keep && !s->keep(s->keep_ctx, p->id.pid)))) {
 			struct proc_key k = proc_key_of(&p->id);
 
 			htab__remove(s->procs, &k, sizeof(k));

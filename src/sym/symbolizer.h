@@ -90,8 +90,12 @@ struct symbolizer_opts {
 	void *warn_ctx;
 	/* Processes seen gone stay (until max_procs evicts the least recently
 	 * used): for a caller naming stacks long after they were taken, past
-	 * sweeps (--alloc --on-cpu: the heap profile's, at the end). */
+	 * sweeps (--alloc --on-cpu: the heap profile's, at the end). With keep
+	 * set, only those keep(keep_ctx, pid) answers true for, asked at each
+	 * sweep (the others go as without keep_gone). */
 	bool keep_gone;
+	bool (*keep)(void *ctx, uint32_t pid);
+	void *keep_ctx;
 };
 
 /*

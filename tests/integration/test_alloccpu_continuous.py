@@ -20,7 +20,6 @@ back to back, the blocks kept in use at the end. One -a run (the bench lock:
 it traps every process) checks the guard, on its own thread, beside the
 CPU's intervals.
 """
-import fcntl
 import http.server
 import json
 import math
@@ -39,7 +38,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BPFPROF, ROOT, SIGMAS, assert_count, assert_share, cpu_seconds, wait_for, wl
+from conftest import (BPFPROF, ROOT, SIGMAS, assert_count, assert_share, bench_lock, cpu_seconds,
+                      wait_for, wl)
 import pprof
 from test_alloc import assert_bytes, sd_bytes, site_values
 from test_continuous import _Ingest
@@ -333,12 +333,6 @@ def test_push_sends_both_kinds(run, tmp_path):
         assert missed in ([], [max(files)]), (kind, missed, len(got), len(files))
 
 
-def bench_lock():
-    f = open("/tmp/bpfprof-bench.lock", "a")
-    fcntl.flock(f, fcntl.LOCK_EX)
-    return f
-
-
 GUARD_RATE, GUARD_PERIOD, BUDGET = 20000, 65536, 20000
 
 
@@ -352,7 +346,13 @@ def test_guard_on_its_thread_beside_cpu_intervals(tmp_path):
     pace's lag, scaled too: a loose bound at the low duties of a loaded
     host; the guard's accuracy is test_allocguard.py's)."""
     port = free_port()
-    lock = bench_lock()
+    w = None
+    with bench_lock():
+        _guard_run(tmp_path, port, w)
+
+
+def _guard_run(tmp_path, port, w):
+    """The guard test's run and checks, under the bench lock."""
     try:
         w = subprocess.Popen([wl("allocwork"), "steady", str(GUARD_RATE), "60"],
                              stdout=subprocess.PIPE, text=True)
@@ -382,11 +382,9 @@ def test_guard_on_its_thread_beside_cpu_intervals(tmp_path):
         w.send_signal(signal.SIGTERM)
         truth = json.loads(w.communicate(timeout=30)[0].splitlines()[-1])
     finally:
-        if w.poll() is None:
+        if w is not None and w.poll() is None:
             w.kill()
             w.wait()
-        fcntl.flock(lock, fcntl.LOCK_UN)
-        lock.close()
     assert proc.returncode == 0, err
     assert "allocator guard: engaged" in err, err
     assert "no thread for the allocator's guard" not in err, err

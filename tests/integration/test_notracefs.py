@@ -9,22 +9,28 @@ tracepoint's id from tracefs).
 Each run is in its own mount namespace with tracefs unmounted there (the
 host's mounts are left as they are)."""
 import json
-import shlex
 import subprocess
 
 from conftest import BPFPROF, parse_folded, wl
 
 
 def without_tracefs(argv, timeout=120):
-    """argv run in a new mount namespace where no tracefs is mounted."""
+    """argv run in a new mount namespace where no tracefs is mounted and
+    /sys/kernel/debug is an empty tmpfs (with debugfs mounted, reading
+    /sys/kernel/debug/tracing would mount tracefs again: libbpf looks there
+    first). Fails if a tracefs is mounted there after the run."""
     script = (
         "for m in $(awk '$3 == \"tracefs\" {print $2}' /proc/self/mounts | sort -r); do "
         "umount \"$m\" || exit 99; done; "
+        "mount -t tmpfs none /sys/kernel/debug || exit 99; "
         "if awk '$3 == \"tracefs\"' /proc/self/mounts | grep -q .; then exit 98; fi; "
-        "exec " + " ".join(shlex.quote(str(a)) for a in argv))
-    p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
-                       capture_output=True, text=True, timeout=timeout)
-    assert p.returncode not in (98, 99), "tracefs could not be unmounted: " + p.stderr
+        "\"$@\"; rc=$?; "
+        "if awk '$3 == \"tracefs\"' /proc/self/mounts | grep -q .; then exit 97; fi; "
+        "exit $rc")
+    p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh"]
+                       + [str(a) for a in argv], capture_output=True, text=True, timeout=timeout)
+    assert p.returncode not in (98, 99), "tracefs could not be hidden: " + p.stderr
+    assert p.returncode != 97, "the run mounted tracefs: " + p.stderr
     return p
 
 

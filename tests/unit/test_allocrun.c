@@ -12,9 +12,9 @@
  * live blocks name survives a full stack table (pins); the sweep of an
  * exited process's blocks (continuous takes only); the tick set; the
  * per-span scale; allocrun__metrics; the run-long total's cap ([other
- * stacks]); a failed take committing nothing; -a's guard: the scale
- * /metrics gives (an interval's) and the profiles' notes; the process-name
- * table following the processes (one gone forgotten, a pid reused renamed).
+ * stacks]; exited processes' samples folded to make room); a failed take committing nothing; -a's
+ * guard: the scale /metrics gives (an interval's) and the profiles' notes; the process-name table
+ * following the processes (one gone forgotten, a pid reused renamed).
  */
 #include "testutil.h"
 
@@ -135,6 +135,18 @@ void allocprof__track_live(struct allocprof *a, bool on)
 void allocprof__pause(struct allocprof *a)
 {
 	(void)a;
+}
+
+size_t allocprof__fds_per_file(const struct allocprof *a)
+{
+	(void)a;
+	return 1;
+}
+
+void allocprof__fds(const struct allocprof *a, size_t *now, size_t *on)
+{
+	(void)a;
+	*now = *on = 0;
 }
 
 size_t allocprof__probes(const struct allocprof *a)
@@ -900,6 +912,129 @@ static void test_sbcl_name_budget(void **state)
 	assert_int_equal(st.sbcl_unnamed, 14 - 4); /* a new drain: its 4 named */
 }
 
+/* The samples of process pid in p whose leaf is name; their alloc_bytes summed. */
+static size_t pid_at(const struct profile *p, uint32_t pid, const char *name, uint64_t *bytes)
+{
+	size_t n = 0;
+
+	*bytes = 0;
+	for (size_t i = 0; i < profile__nr_samples(p); i++) {
+		const struct psample *s = profile__sample(p, i);
+		uint32_t nf;
+		const uint32_t *fr = profile__stack_get(p, s->stack, &nf);
+
+		if (s->pid != pid || !nf || strcmp(profile__frame_get(p, fr[nf - 1])->name, name))
+			continue;
+		n++;
+		*bytes += s->alloc.alloc_bytes;
+	}
+	return n;
+}
+
+/* A child of this process (its stacks named as this one's), waiting to be killed. */
+static pid_t child_waiting(void)
+{
+	pid_t pid = fork();
+
+	if (!pid) {
+		pause();
+		_exit(0);
+	}
+	assert_true(pid > 0);
+	return pid;
+}
+
+/* Process pid's samples of p; those with leaf name too (name NULL: all). */
+static size_t samples_of(const struct profile *p, uint32_t pid, const char *comm)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < profile__nr_samples(p); i++)
+		n += profile__sample(p, i)->pid == pid &&
+		     (!comm || !strcmp(profile__sample(p, i)->comm, comm));
+	return n;
+}
+
+/* Sampled allocations of process tgid (comm), stacks c in [from, to) of 3
+ * frames each (64 distinct ones; hash: c), and the interval taken; its
+ * alloc_bytes. */
+static uint64_t interval_of(struct rig *g, uint32_t tgid, const char *comm, uint32_t from,
+			    uint32_t to)
+{
+	void (*sites[4])(void) = { site_a, site_b, site_c, site_d };
+	struct profile *p;
+	uint64_t sum;
+
+	for (uint32_t c = from; c < to; c++) {
+		void (*fns[3])(void) = { sites[c & 3], sites[(c >> 2) & 3], sites[(c >> 4) & 3] };
+
+		if (nr_events == 16)
+			allocrun__tick(g->ar, now_ns());
+		event_deep(fns, 3, 0x200000 + c, 1000 + c);
+		events[nr_events - 1].tgid = tgid;
+		strcpy(events[nr_events - 1].comm, comm);
+	}
+	p = take(g->ar, ALLOCRUN_INTERVAL);
+	sum = alloc_sum(p);
+	profile__free(p);
+	return sum;
+}
+
+/*
+ * A tenant's churn of short-lived allocating processes does not take the
+ * run-long total from the live ones (cap 64). Two processes of one command,
+ * 16 stacks each, exit; a live process's 40 distinct stacks are each in the
+ * total by name (main: 8 of them in its [other stacks]), the exited ones'
+ * merged under pid 0 and their command name (16 samples). Then another
+ * process's 30 new stacks leave no room even so: the exited processes' go
+ * into one sample, pid 0 [exited processes]. Nothing lost: the sum of the
+ * values stays the intervals'.
+ */
+static void test_total_exited_fold(void **state)
+{
+	struct rig *g = *state;
+	uint64_t want = 0, b;
+	struct profile *p;
+	pid_t kid[3];
+
+	allocrun__free(g->ar);
+	setenv("BPFPROF_TEST_ALLOC_TOTAL_MAX", "64", 1);
+	g->ar = allocrun__new(&g->o, g->pt, g->sym);
+	assert_int_equal(allocrun__start(g->ar), 0);
+	for (int i = 0; i < 2; i++) {
+		kid[i] = child_waiting();
+		want += interval_of(g, (uint32_t)kid[i], "churn", 0, 16);
+	}
+	for (int i = 0; i < 2; i++) {
+		kill(kid[i], SIGKILL);
+		waitpid(kid[i], NULL, 0);
+	}
+	want += interval_of(g, g->pid, "test_allocrun", 0, 40);
+	p = take(g->ar, ALLOCRUN_TOTAL);
+	assert_int_equal(alloc_sum(p), want); /* conserved */
+	assert_int_equal(samples_of(p, g->pid, NULL), 40);
+	assert_int_equal(pid_at(p, g->pid, "[other stacks]", &b), 0);
+	assert_int_equal(samples_of(p, 0, "churn"), 16);
+	assert_int_equal(
+		samples_of(p, (uint32_t)kid[0], NULL) + samples_of(p, (uint32_t)kid[1], NULL), 0);
+	profile__free(p);
+
+	kid[2] = child_waiting();
+	want += interval_of(g, (uint32_t)kid[2], "other", 10, 40);
+	kill(kid[2], SIGKILL);
+	waitpid(kid[2], NULL, 0);
+	p = take(g->ar, ALLOCRUN_TOTAL);
+	assert_int_equal(alloc_sum(p), want);
+	assert_int_equal(samples_of(p, g->pid, NULL), 40);
+	assert_int_equal(samples_of(p, 0, "churn"), 0);
+	assert_int_equal(pid_at(p, 0, "[other stacks]", &b), 1); /* [exited processes] */
+	assert_int_equal(samples_of(p, 0, "[exited processes]"), 1);
+	assert_true(b > 0);
+	assert_true(profile__nr_samples(p) <= 65);
+	profile__free(p);
+	unsetenv("BPFPROF_TEST_ALLOC_TOTAL_MAX");
+}
+
 /*
  * A take that fails (no memory for the total) commits nothing: the blocks
  * of an exited process stay in the table (not swept), cur stays; the next
@@ -1013,6 +1148,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_total_others_reused, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_sbcl_name_budget, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_take_fails_whole, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_total_exited_fold, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_guard_scale_note, rig_up, rig_down),
 	};
 

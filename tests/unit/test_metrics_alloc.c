@@ -85,7 +85,7 @@ static const char golden[] =
 	"# HELP bpfprof_alloc_files_probed_max Files probed at most (files that define no allocator do not count).\n"
 	"# TYPE bpfprof_alloc_files_probed_max gauge\n"
 	"bpfprof_alloc_files_probed_max 64\n"
-	"# HELP bpfprof_alloc_files_not_probed_total Files that define the allocator not probed, past bpfprof_alloc_files_probed_max (their processes' allocations are missing).\n"
+	"# HELP bpfprof_alloc_files_not_probed_total Files that define the allocator not probed: past bpfprof_alloc_files_probed_max, past one cgroup's share of it (a quarter) for files first mapped by its processes, or while file descriptors were short (their processes' allocations are missing).\n"
 	"# TYPE bpfprof_alloc_files_not_probed_total counter\n"
 	"bpfprof_alloc_files_not_probed_total 16\n"
 	"# HELP bpfprof_alloc_files_not_looked_total Times a newly mapped file was not looked at, past the cap on files looked at (a file counts again at each look, every 10 s).\n"

@@ -79,6 +79,7 @@ func printMemProfile() {
 		"rate": rate, "sites": sites}})
 	fmt.Fprintln(os.Stdout, string(b))
 	// A profiler that reads the runtime's buckets from outside (bpfprof
-	// --alloc, every 100 ms) sees the state printed before the exit.
-	time.Sleep(300 * time.Millisecond)
+	// --alloc, every 100 ms; later on a loaded host) sees the state printed
+	// before the exit.
+	time.Sleep(time.Second)
 }

@@ -3021,15 +3021,23 @@ static int total_make_room(struct allocrun *r, size_t need)
 		t.all_exited = true;
 		err = total_refold(r, &t);
 	}
+	/* the exited processes' [other stacks] names let go: r->others is keyed
+	 * by (pid, start time), t.gone by pid (2: exited) */
 	for (size_t pos = 0; !err && folded && r->others;) {
-		struct htab_entry *e = htab__next(t.gone, &pos);
+		struct htab_entry *e = htab__next(r->others, &pos), *g;
+		unsigned char key[16];
 		uint32_t pid;
 
 		if (!e)
 			break;
-		memcpy(&pid, e->key, sizeof(pid));
-		if (e->value == (void *)2)
-			free(htab__remove(r->others, &pid, sizeof(pid)));
+		if (e->klen != sizeof(key))
+			continue;
+		memcpy(key, e->key, sizeof(key));
+		memcpy(&pid, key, sizeof(pid));
+		g = htab__find(t.gone, &pid, sizeof(pid));
+		if (g && g->value == (void *)2)
+			free(htab__remove(r->others, key,
+					  sizeof(key))); /* a tombstone: pos holds */
 	}
 	if (!err && (folded || exited > 1))
 		p_debug("run-long total: %zu samples of exited processes folded%s, %zu samples now",

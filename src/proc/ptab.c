@@ -656,6 +656,11 @@ int ptab__starttime(struct ptab *t, uint32_t pid, uint64_t *ticks)
 	return procfs__starttime(t->proc_root, pid, ticks);
 }
 
+int ptab__image(struct ptab *t, uint32_t pid, uint64_t *ticks, uint64_t *mm_sig)
+{
+	return procfs__image(t->proc_root, pid, ticks, mm_sig);
+}
+
 /*
  * The check itself: /proc/PID/stat is there and shows id's start time. *gone
  * (if given) says whether a no is for good: the process is not there, or

@@ -183,6 +183,10 @@ int ptab__cgroup(struct ptab *t, const struct proc_id *id, struct cgroup_info *c
 int ptab__cgroup_v2(struct ptab *t, const struct proc_id *id, char *out, size_t size);
 /* Start time of pid in clock ticks (/proc/PID/stat). 0 or -errno. */
 int ptab__starttime(struct ptab *t, uint32_t pid, uint64_t *ticks);
+/* pid's image as /proc/PID/stat shows it now: its start time in clock ticks
+ * and its address space's signature (bp_mm_sig: another after an exec; 0:
+ * not known). 0 or -errno. */
+int ptab__image(struct ptab *t, uint32_t pid, uint64_t *ticks, uint64_t *mm_sig);
 /*
  * The credentials p opens files with (procfs__cred), read now - not cached:
  * a process may change them - and only if p still runs the same image after

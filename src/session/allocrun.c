@@ -671,6 +671,7 @@ static void on_event(void *ctx, const struct alloc_event *ev)
 
 static bool exited(struct allocrun *r, uint32_t tgid);
 static bool gone_now(struct allocrun *r, uint32_t tgid);
+static bool is_target(const struct allocrun *r, uint32_t pid);
 
 /* A Go bucket's layout: the one its probe's cookie named (the key's pad). */
 static int go_layout_of(const struct alloc_go_bkey *k, struct gobucket_layout *l)
@@ -1124,7 +1125,13 @@ static void go_inuse(struct allocrun *r, struct htab *into, bool sweep, bool big
 			a->inuse_bytes += b->inuse_bytes;
 			r->inuse_bytes += b->inuse_bytes;
 		}
-		for (size_t x = i; sweep && gone && x < j; x++)
+		/* a take's sweep; a drain's: the processes not targets (one-shot runs
+		 * too: BPF's tables are shared, short-lived processes must not fill them) */
+		if (!gone || !(sweep || (!into && !is_target(r, tgid))))
+			continue;
+		if (!into)
+			p_debug("process %u has exited: its %zu Go buckets let go", tgid, j - i);
+		for (size_t x = i; x < j; x++)
 			if (!array_grow((void **)&del, &cap_del, nr_del + 1, sizeof(*del)))
 				del[nr_del++] = *refs[x].k;
 	}
@@ -1206,6 +1213,10 @@ static void go_check_all(struct allocrun *r)
 
 		go_same(r, gp);
 		if (gp->gone == GO_OTHER || (gp->gone && !is_target(r, gp->pid))) {
+			p_debug("process %u %s: its Go state let go", gp->pid,
+				gp->gone == GO_OTHER
+					? "runs another image (exec, or its pid reused)"
+					: "has exited");
 			drop[n++] = gp->pid;
 			if (gp->gone == GO_OTHER && is_target(r, gp->pid)) {
 				gp->gone = GO_EXITED; /* kept: never read again, not set up again */

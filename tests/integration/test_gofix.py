@@ -12,11 +12,12 @@ count) and not the stranger's.
 """
 import fcntl
 import os
+import re
 import signal
 import subprocess
 import time
 
-from conftest import BPFPROF, wl
+from conftest import BPFPROF, wait_for, wl
 from test_allocgo import go_counts, memprof, start_waiting
 
 
@@ -77,3 +78,35 @@ def test_go_pid_reused_not_counted(tmp_path):
     # the target's samples, not the stranger's (before the fix: both)
     assert rt_samples * 0.5 <= sampled <= rt_samples * 1.02 + 10, \
         (sampled, rt_samples, s_samples, stderr)
+
+
+def test_go_exited_let_go_one_shot(tmp_path):
+    """-a, one run (no interval, review8-src H2): a Go process that exited
+    has its Go state (buckets, BPF's gobuckets and gobucket_procs entries)
+    let go at a drain, not only at an interval's take: else short-lived Go
+    processes fill the shared tables for the rest of the run."""
+    errpath = tmp_path / "stderr"
+    bp = None
+    proc, pid = start_waiting([wl("goalloc"), "wait", "memprof", "1"])  # found at the start
+    try:
+        with open(errpath, "w") as err:
+            bp = subprocess.Popen([str(BPFPROF), "--alloc", "-a", "-v", "-d", "300",
+                                   "--alloc-budget", "1000000000", "-o",
+                                   str(tmp_path / "a.pb.gz")], stderr=err)
+            wait_for(lambda: "profiling allocations of every process" in errpath.read_text(),
+                     timeout=120, what="the probes in")
+            assert f"in {pid}" in errpath.read_text(), "goalloc not probed"
+            os.kill(pid, signal.SIGUSR1)
+            proc.communicate(timeout=60)
+            assert proc.returncode == 0
+            wait_for(lambda: re.search(rf"process {pid} has exited: its (Go state|\d+ Go "
+                                       r"buckets) let go", errpath.read_text()),
+                     timeout=10, what="the exited Go process let go")
+            bp.send_signal(signal.SIGINT)
+            bp.wait(timeout=60)
+    finally:
+        for p in (proc, bp):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    assert bp.returncode == 0, errpath.read_text()

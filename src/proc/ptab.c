@@ -1572,7 +1572,7 @@ ssize_t ptab__read_memv(struct ptab *t, struct pproc *p, const uint64_t *addrs, 
 {
 	enum { PIECES = 1024 };
 	struct iovec local[PIECES], remote[PIECES];
-	size_t i = 0, got = 0;
+	size_t i = 0, got = 0, fails = 0;
 	ssize_t r;
 
 	if (!len || len > 4096)
@@ -1580,7 +1580,8 @@ ssize_t ptab__read_memv(struct ptab *t, struct pproc *p, const uint64_t *addrs, 
 	for (size_t j = 0; j < n; j++)
 		ok[j] = false;
 	/* the checks (blocked mounts): a piece that fails them alone, by ptab__read_mem */
-	while (i < n) {
+	/* each failed piece costs a call (of up to PIECES pieces): bounded, the rest not read */
+	while (i < n && fails < PTAB_MEMV_FAILS) {
 		size_t m = 0;
 
 		while (i + m < n && m < PIECES) {
@@ -1604,6 +1605,8 @@ ssize_t ptab__read_memv(struct ptab *t, struct pproc *p, const uint64_t *addrs, 
 			if (r == (ssize_t)len) {
 				ok[i] = true;
 				got++;
+			} else {
+				fails++;
 			}
 			i++;
 			continue;
@@ -1619,8 +1622,10 @@ ssize_t ptab__read_memv(struct ptab *t, struct pproc *p, const uint64_t *addrs, 
 			ok[i + k] = true;
 		got += (size_t)r / len;
 		i += (size_t)r / len;
-		if ((size_t)r / len < m)
+		if ((size_t)r / len < m) {
 			i++;
+			fails++;
+		}
 	}
 	return (ssize_t)got;
 }

@@ -151,12 +151,14 @@ struct goproc {
 	/* the process it was set up for: pid, start time and address space
 	 * (go_same): GO_LIVE, else its buckets are not read again */
 	uint64_t start_ticks, mm_sig;
-	int gone; /* GO_LIVE, GO_EXITED, GO_OTHER (its pid another's, or exec'd) */
+	int gone;	/* GO_LIVE, GO_EXITED, GO_OTHER (its pid another's, or exec'd) */
+	uint32_t walks; /* walks of its list begun */
 };
-#define GO_LIVE	       0
-#define GO_EXITED      1
-#define GO_OTHER       2
-#define ALLOC_GO_DROPS 64 /* gone processes whose Go state is let go in a drain */
+#define ALLOC_GO_POLL_STEPS 4096 /* new buckets a walk of a polled list reads (then resumed) */
+#define GO_LIVE		    0
+#define GO_EXITED	    1
+#define GO_OTHER	    2
+#define ALLOC_GO_DROPS	    64 /* gone processes whose Go state is let go in a drain */
 
 /*
  * Go's buckets (setprofilebucket's probe, alloc_abi.h): one a (process,
@@ -179,6 +181,7 @@ struct gobkt {
 	bool baseline; /* ... there before the first walk: its allocs until then not counted */
 	double inuse_objects, inuse_bytes; /* as of the last read, weighed */
 	char comm[17];
+	uint32_t walk; /* polled: the last walk of its list that passed it (goproc's walks) */
 };
 
 /* Sampled allocations of one (process, stack), weighed. stack 0: none
@@ -992,13 +995,18 @@ static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n, 
  * prepended) walked from its head to the last walk's head, each bucket read
  * once (go_bucket_read); at most ALLOC_GO_BUCKETS_PROC kept for the process
  * (a tenant's list is its own memory: any length, cycles), stopped at a
- * bucket already kept.
+ * bucket this walk passed already (a cycle). At most ALLOC_GO_POLL_STEPS
+ * new buckets a walk: one stopped early (that, the table full, a read failed)
+ * leaves the last head as it was, and the next walk passes the buckets kept
+ * since to go on where it stopped (the list is prepend-only).
  */
 static void go_poll_list(struct allocrun *r, struct goproc *gp)
 {
 	struct proc_id id = { .pid = gp->pid, .exec_id = PROC_EXEC_ANY };
 	uint64_t head = 0, cur;
 	struct pproc *p;
+	size_t steps = 0;
+	bool done = false; /* reached the last walk's head (or the end, a cycle, the cap) */
 
 	if (!go_same(r, gp) || ptab__get(r->ptab, &id, &p))
 		return;
@@ -1006,18 +1014,38 @@ static void go_poll_list(struct allocrun *r, struct goproc *gp)
 		ptab__put(r->ptab, p);
 		return;
 	}
-	for (cur = head; cur && cur != gp->head_known;) {
+	gp->walks++;
+	for (cur = head;;) {
 		struct alloc_go_bkey k = { .tgid = gp->pid, .pad = gp->layout, .b = cur };
 		struct htab_entry *e;
 		struct gobkt *b;
 		bool created;
 
-		if (r->gob && htab__find(r->gob, &k, sizeof(k)))
-			break; /* kept already: a cycle */
-		if (gp->nr_buckets >= ALLOC_GO_BUCKETS_PROC) {
-			gp->over++;
+		if (!cur || cur == gp->head_known) {
+			done = true;
 			break;
 		}
+		e = r->gob ? htab__find(r->gob, &k, sizeof(k)) : NULL;
+		if (e) {
+			b = e->value;
+			if (b->walk == gp->walks) { /* passed already in this walk: a cycle */
+				done = true;
+				break;
+			}
+			/* kept by a walk that stopped before the last head: past it */
+			b->walk = gp->walks;
+			if (ptab__read_mem(r->ptab, p, cur + 8, &cur, sizeof(cur)) != sizeof(cur))
+				break;
+			continue;
+		}
+		if (gp->nr_buckets >= ALLOC_GO_BUCKETS_PROC) {
+			gp->over++;
+			done = true; /* for good: not walked again */
+			break;
+		}
+		if (steps++ >= ALLOC_GO_POLL_STEPS)
+			break; /* the rest at the next drain (the kept ones passed: one read each)
+				*/
 		if ((!r->gob && !(r->gob = htab__new())) ||
 		    htab__count(r->gob) >= ALLOC_GO_BUCKETS || !(b = calloc(1, sizeof(*b)))) {
 			r->go_bkt_over++;
@@ -1030,6 +1058,7 @@ static void go_poll_list(struct allocrun *r, struct goproc *gp)
 		}
 		e->value = b;
 		b->polled = true;
+		b->walk = gp->walks;
 		b->baseline = !gp->walked;
 		memcpy(b->comm, gp->comm, sizeof(gp->comm));
 		gp->nr_buckets++;
@@ -1064,8 +1093,12 @@ static void go_poll_list(struct allocrun *r, struct goproc *gp)
 		if (ptab__read_mem(r->ptab, p, cur + 8, &cur, sizeof(cur)) != sizeof(cur))
 			break; /* allnext */
 	}
-	gp->head_known = head;
-	gp->walked = true;
+	/* a walk stopped early (the budget, the table full, a read): the next
+	 * resumes past the buckets it kept, to the same last head */
+	if (done) {
+		gp->head_known = head;
+		gp->walked = true;
+	}
 	ptab__put(r->ptab, p);
 }
 

@@ -291,6 +291,13 @@ static void report_counters(const struct allocrun_stats *st)
 			       st->go_bkt_bad, st->go_bkt_over + c[ALLOC_C_GO_BUCKETS_FULL],
 			       st->go_bkt_gone, st->go_polled, st->go_poll_refused,
 			       c[ALLOC_C_GO_FLUSHES]);
+		if (st->go_poll_ended || st->go_other)
+			p_info("Go: %" PRIu64 " polled processes ended between polls: their "
+			       "allocations of up to one drain (100 ms; 1 s with more than %d "
+			       "buckets) before their end not counted; %" PRIu64
+			       " processes' pids went to another image (exec, reuse): their Go "
+			       "state let go, not read in the new one",
+			       st->go_poll_ended, 4096, st->go_other);
 		if (!c[ALLOC_C_GO_SAMPLES] && !st->go_polled && !st->go_off_warned)
 			p_warn("the Go runtime sampled no allocation: a Go program samples only "
 			       "when it links runtime.MemProfile (imports runtime/pprof or "

@@ -656,6 +656,11 @@ int ptab__starttime(struct ptab *t, uint32_t pid, uint64_t *ticks)
 	return procfs__starttime(t->proc_root, pid, ticks);
 }
 
+int ptab__image(struct ptab *t, uint32_t pid, uint64_t *ticks, uint64_t *mm_sig)
+{
+	return procfs__image(t->proc_root, pid, ticks, mm_sig);
+}
+
 /*
  * The check itself: /proc/PID/stat is there and shows id's start time. *gone
  * (if given) says whether a no is for good: the process is not there, or
@@ -1567,7 +1572,7 @@ ssize_t ptab__read_memv(struct ptab *t, struct pproc *p, const uint64_t *addrs, 
 {
 	enum { PIECES = 1024 };
 	struct iovec local[PIECES], remote[PIECES];
-	size_t i = 0, got = 0;
+	size_t i = 0, got = 0, fails = 0;
 	ssize_t r;
 
 	if (!len || len > 4096)
@@ -1575,7 +1580,8 @@ ssize_t ptab__read_memv(struct ptab *t, struct pproc *p, const uint64_t *addrs, 
 	for (size_t j = 0; j < n; j++)
 		ok[j] = false;
 	/* the checks (blocked mounts): a piece that fails them alone, by ptab__read_mem */
-	while (i < n) {
+	/* each failed piece costs a call (of up to PIECES pieces): bounded, the rest not read */
+	while (i < n && fails < PTAB_MEMV_FAILS) {
 		size_t m = 0;
 
 		while (i + m < n && m < PIECES) {
@@ -1599,6 +1605,8 @@ ssize_t ptab__read_memv(struct ptab *t, struct pproc *p, const uint64_t *addrs, 
 			if (r == (ssize_t)len) {
 				ok[i] = true;
 				got++;
+			} else {
+				fails++;
 			}
 			i++;
 			continue;
@@ -1614,8 +1622,10 @@ ssize_t ptab__read_memv(struct ptab *t, struct pproc *p, const uint64_t *addrs, 
 			ok[i + k] = true;
 		got += (size_t)r / len;
 		i += (size_t)r / len;
-		if ((size_t)r / len < m)
+		if ((size_t)r / len < m) {
 			i++;
+			fails++;
+		}
 	}
 	return (ssize_t)got;
 }

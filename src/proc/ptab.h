@@ -183,6 +183,10 @@ int ptab__cgroup(struct ptab *t, const struct proc_id *id, struct cgroup_info *c
 int ptab__cgroup_v2(struct ptab *t, const struct proc_id *id, char *out, size_t size);
 /* Start time of pid in clock ticks (/proc/PID/stat). 0 or -errno. */
 int ptab__starttime(struct ptab *t, uint32_t pid, uint64_t *ticks);
+/* pid's image as /proc/PID/stat shows it now: its start time in clock ticks
+ * and its address space's signature (bp_mm_sig: another after an exec; 0:
+ * not known). 0 or -errno. */
+int ptab__image(struct ptab *t, uint32_t pid, uint64_t *ticks, uint64_t *mm_sig);
 /*
  * The credentials p opens files with (procfs__cred), read now - not cached:
  * a process may change them - and only if p still runs the same image after
@@ -237,8 +241,11 @@ ssize_t ptab__read_mem(struct ptab *t, struct pproc *p, uint64_t addr, void *buf
  * n pieces of len bytes each (len at most 4096) of p's memory, piece i at addrs[i] into bufs + i *
  * len, with as few process_vm_readv calls as the pieces allow (up to 1024 pieces a call, a piece
  * that cannot be read skipped): ok[i] says which were read whole. The same checks as
- * ptab__read_mem. How many were, or -errno.
+ * ptab__read_mem. How many were, or -errno. Once PTAB_MEMV_FAILS pieces have failed the rest
+ * are not read (each failure costs a call: a process's unreadable pieces must not make it
+ * quadratic).
  */
+#define PTAB_MEMV_FAILS 64
 ssize_t ptab__read_memv(struct ptab *t, struct pproc *p, const uint64_t *addrs, size_t n,
 			size_t len, void *bufs, bool *ok);
 

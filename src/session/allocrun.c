@@ -150,7 +150,17 @@ struct goproc {
 	bool walked_ok; /* a bucket of its list read (from_code: the list trusted) */
 	bool from_code; /* mbuckets found in the runtime's code (stripped): its list's
 			 * first bucket refused, the list is no longer polled */
+	/* the process it was set up for: pid, start time and address space
+	 * (go_same): GO_LIVE, else its buckets are not read again */
+	uint64_t start_ticks, mm_sig;
+	int gone;	/* GO_LIVE, GO_EXITED, GO_OTHER (its pid another's, or exec'd) */
+	uint32_t walks; /* walks of its list begun */
 };
+#define ALLOC_GO_POLL_STEPS 4096 /* new buckets a walk of a polled list reads (then resumed) */
+#define GO_LIVE		    0
+#define GO_EXITED	    1
+#define GO_OTHER	    2
+#define ALLOC_GO_DROPS	    64 /* gone processes whose Go state is let go in a drain */
 
 /*
  * Go's buckets (setprofilebucket's probe, alloc_abi.h): one a (process,
@@ -173,6 +183,7 @@ struct gobkt {
 	bool baseline; /* ... there before the first walk: its allocs until then not counted */
 	double inuse_objects, inuse_bytes; /* as of the last read, weighed */
 	char comm[17];
+	uint32_t walk; /* polled: the last walk of its list that passed it (goproc's walks) */
 };
 
 /* Sampled allocations of one (process, stack), weighed. stack 0: none
@@ -316,6 +327,8 @@ struct allocrun {
 	bool fds_said; /* a file not probed for want of descriptors: said once */
 	/* tgid -> the aggregates of cur and tick naming it (allocrun__references) */
 	struct htab *refs;
+	uint64_t go_poll_ended; /* polled processes that ended between polls */
+	uint64_t go_other;	/* Go processes whose pid went to another image */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -343,6 +356,34 @@ static struct goproc *goproc_of(struct allocrun *r, uint32_t pid)
 	return NULL;
 }
 
+/*
+ * Whether gp's process is the one it was set up for and still runs: the same
+ * start time (not another process that took its pid) and address space (no
+ * exec since: another image's addresses). Not: gp->gone set for good (its
+ * polling stops; its buckets are not read again). A read that failed for
+ * another reason (descriptors, memory): not for good, false this time.
+ */
+static bool go_same(struct allocrun *r, struct goproc *gp)
+{
+	uint64_t ticks = 0, sig = 0;
+	int err;
+
+	if (gp->gone)
+		return false;
+	err = ptab__image(r->ptab, gp->pid, &ticks, &sig);
+	if (err && err != -ENOENT && err != -ESRCH)
+		return false;
+	if (!err && ticks == gp->start_ticks && (!sig || !gp->mm_sig || sig == gp->mm_sig))
+		return true;
+	gp->gone = err ? GO_EXITED : GO_OTHER;
+	if (gp->gone == GO_OTHER)
+		r->go_other++;
+	if (gp->mbuckets && gp->walked) /* its allocations since the last poll: lost */
+		r->go_poll_ended++;
+	gp->mbuckets = 0;
+	return false;
+}
+
 /* runtime.MemProfileRate read from the process (its value as of now). */
 static void go_read_rate(struct allocrun *r, struct goproc *g)
 {
@@ -350,7 +391,7 @@ static void go_read_rate(struct allocrun *r, struct goproc *g)
 	struct pproc *p;
 	int64_t v;
 
-	if (!g->rate_known || ptab__get(r->ptab, &id, &p))
+	if (!g->rate_known || !go_same(r, g) || ptab__get(r->ptab, &id, &p))
 		return;
 	if (ptab__read_mem(r->ptab, p, g->rate_addr, &v, sizeof(v)) == (ssize_t)sizeof(v)) {
 		if (!g->rate_read || v != g->rate)
@@ -663,6 +704,8 @@ static void on_event(void *ctx, const struct alloc_event *ev)
 }
 
 static bool exited(struct allocrun *r, uint32_t tgid);
+static bool gone_now(struct allocrun *r, uint32_t tgid);
+static bool is_target(const struct allocrun *r, uint32_t pid);
 
 /* A Go bucket's layout: the one its probe's cookie named (the key's pad). */
 static int go_layout_of(const struct alloc_go_bkey *k, struct gobucket_layout *l)
@@ -865,7 +908,8 @@ static void go_read_new(struct allocrun *r)
 	bool *ok = n ? malloc(n * sizeof(*ok)) : NULL;
 	uint64_t t0 = now_ns();
 
-	qsort(r->new_bkts, n, sizeof(*r->new_bkts), gobkt_new_cmp);
+	if (n > 1) /* none new: new_bkts may be NULL (qsort takes no NULL) */
+		qsort(r->new_bkts, n, sizeof(*r->new_bkts), gobkt_new_cmp);
 	for (size_t i = 0, j; i < n; i = j) {
 		struct gobkt_new *nb = r->new_bkts;
 		struct proc_id id = { .pid = nb[i].k.tgid, .exec_id = PROC_EXEC_ANY };
@@ -921,6 +965,7 @@ static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n, 
 	struct proc_id id = { .pid = refs[0].k->tgid, .exec_id = PROC_EXEC_ANY };
 	struct goproc *g = goproc_of(r, id.pid);
 	bool polled = g && g->mbuckets;
+	bool same = !g || go_same(r, g);
 	size_t rec = polled ? 128 : 32; /* memRecord: active, future[3]; or active */
 	uint64_t *addrs = malloc(n * sizeof(*addrs)), *act = malloc(n * rec);
 	bool *ok = malloc(n * sizeof(*ok));
@@ -929,7 +974,7 @@ static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n, 
 	struct pproc *p;
 	size_t m = 0;
 
-	if (bs && ks && addrs && act && ok && !ptab__get(r->ptab, &id, &p)) {
+	if (same && bs && ks && addrs && act && ok && !ptab__get(r->ptab, &id, &p)) {
 		for (size_t i = 0; i < n; i++)
 			if (refs[i].b->state > 0) {
 				bs[m] = refs[i].b;
@@ -982,32 +1027,57 @@ static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n, 
  * prepended) walked from its head to the last walk's head, each bucket read
  * once (go_bucket_read); at most ALLOC_GO_BUCKETS_PROC kept for the process
  * (a tenant's list is its own memory: any length, cycles), stopped at a
- * bucket already kept.
+ * bucket this walk passed already (a cycle). At most ALLOC_GO_POLL_STEPS
+ * new buckets a walk: one stopped early (that, the table full, a read failed)
+ * leaves the last head as it was, and the next walk passes the buckets kept
+ * since to go on where it stopped (the list is prepend-only).
  */
 static void go_poll_list(struct allocrun *r, struct goproc *gp)
 {
 	struct proc_id id = { .pid = gp->pid, .exec_id = PROC_EXEC_ANY };
 	uint64_t head = 0, cur;
 	struct pproc *p;
+	size_t steps = 0;
+	bool done = false; /* reached the last walk's head (or the end, a cycle, the cap) */
 
-	if (ptab__get(r->ptab, &id, &p))
+	if (!go_same(r, gp) || ptab__get(r->ptab, &id, &p))
 		return;
 	if (ptab__read_mem(r->ptab, p, gp->mbuckets, &head, sizeof(head)) != sizeof(head)) {
 		ptab__put(r->ptab, p);
 		return;
 	}
-	for (cur = head; cur && cur != gp->head_known;) {
+	gp->walks++;
+	for (cur = head;;) {
 		struct alloc_go_bkey k = { .tgid = gp->pid, .pad = gp->layout, .b = cur };
 		struct htab_entry *e;
 		struct gobkt *b;
 		bool created;
 
-		if (r->gob && htab__find(r->gob, &k, sizeof(k)))
-			break; /* kept already: a cycle */
-		if (gp->nr_buckets >= ALLOC_GO_BUCKETS_PROC) {
-			gp->over++;
+		if (!cur || cur == gp->head_known) {
+			done = true;
 			break;
 		}
+		e = r->gob ? htab__find(r->gob, &k, sizeof(k)) : NULL;
+		if (e) {
+			b = e->value;
+			if (b->walk == gp->walks) { /* passed already in this walk: a cycle */
+				done = true;
+				break;
+			}
+			/* kept by a walk that stopped before the last head: past it */
+			b->walk = gp->walks;
+			if (ptab__read_mem(r->ptab, p, cur + 8, &cur, sizeof(cur)) != sizeof(cur))
+				break;
+			continue;
+		}
+		if (gp->nr_buckets >= ALLOC_GO_BUCKETS_PROC) {
+			gp->over++;
+			done = true; /* for good: not walked again */
+			break;
+		}
+		if (steps++ >= ALLOC_GO_POLL_STEPS)
+			break; /* the rest at the next drain (the kept ones passed: one read each)
+				*/
 		if ((!r->gob && !(r->gob = htab__new())) ||
 		    htab__count(r->gob) >= ALLOC_GO_BUCKETS || !(b = calloc(1, sizeof(*b)))) {
 			r->go_bkt_over++;
@@ -1020,6 +1090,7 @@ static void go_poll_list(struct allocrun *r, struct goproc *gp)
 		}
 		e->value = b;
 		b->polled = true;
+		b->walk = gp->walks;
 		b->baseline = !gp->walked;
 		memcpy(b->comm, gp->comm, sizeof(gp->comm));
 		gp->nr_buckets++;
@@ -1054,8 +1125,12 @@ static void go_poll_list(struct allocrun *r, struct goproc *gp)
 		if (ptab__read_mem(r->ptab, p, cur + 8, &cur, sizeof(cur)) != sizeof(cur))
 			break; /* allnext */
 	}
-	gp->head_known = head;
-	gp->walked = true;
+	/* a walk stopped early (the budget, the table full, a read): the next
+	 * resumes past the buckets it kept, to the same last head */
+	if (done) {
+		gp->head_known = head;
+		gp->walked = true;
+	}
 	ptab__put(r->ptab, p);
 }
 
@@ -1084,7 +1159,14 @@ static void go_inuse(struct allocrun *r, struct htab *into, bool sweep, bool big
 
 		for (j = i; j < m && refs[j].k->tgid == tgid; j++)
 			;
-		gone = into ? exited(r, tgid) : kill((pid_t)tgid, 0) && errno == ESRCH;
+		{
+			struct goproc *g = goproc_of(r, tgid);
+
+			/* its pid another's (or exec'd): never read (go_same); else the
+			 * process's pidfd where it is a target's */
+			gone = (g && !go_same(r, g) && g->gone) ||
+			       (into ? exited(r, tgid) : gone_now(r, tgid));
+		}
 		/* a drain's: the processes with few buckets (a command's last ones are
 		 * those of its exit), the others every second */
 		if (!gone && (into || big_too || j - i <= ALLOC_GO_INUSE_EVERY))
@@ -1108,7 +1190,13 @@ static void go_inuse(struct allocrun *r, struct htab *into, bool sweep, bool big
 			a->inuse_bytes += b->inuse_bytes;
 			r->inuse_bytes += b->inuse_bytes;
 		}
-		for (size_t x = i; sweep && gone && x < j; x++)
+		/* a take's sweep; a drain's: the processes not targets (one-shot runs
+		 * too: BPF's tables are shared, short-lived processes must not fill them) */
+		if (!gone || !(sweep || (!into && !is_target(r, tgid))))
+			continue;
+		if (!into)
+			p_debug("process %u has exited: its %zu Go buckets let go", tgid, j - i);
+		for (size_t x = i; x < j; x++)
 			if (!array_grow((void **)&del, &cap_del, nr_del + 1, sizeof(*del)))
 				del[nr_del++] = *refs[x].k;
 	}
@@ -1127,6 +1215,88 @@ static void go_inuse(struct allocrun *r, struct htab *into, bool sweep, bool big
 	free(del);
 }
 
+/* Whether pid is one of the run's targets (-p, -- COMMAND). */
+static bool is_target(const struct allocrun *r, uint32_t pid)
+{
+	for (size_t i = 0; i < r->nr_pids; i++)
+		if (r->pids[i] == pid)
+			return true;
+	return false;
+}
+
+/* The Go buckets of processes tgids[0..n) let go: userspace's and BPF's
+ * (gobuckets, gobucket_procs), their stacks released. */
+static void go_drop(struct allocrun *r, const uint32_t *tgids, size_t n)
+{
+	size_t cnt = r->gob ? htab__count(r->gob) : 0, pos = 0, nr = 0;
+	struct alloc_go_bkey *del = calloc(cnt + n, sizeof(*del));
+	struct htab_entry *e;
+
+	if (!del) {
+		r->oom++;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) /* gobucket_procs' entry even without a bucket kept */
+		del[nr++] = (struct alloc_go_bkey){ .tgid = tgids[i] };
+	while (nr < cnt + n && (e = htab__next(r->gob, &pos))) {
+		const struct alloc_go_bkey *k = (const void *)e->key;
+
+		for (size_t i = 0; i < n; i++)
+			if (k->tgid == tgids[i]) {
+				del[nr++] = *k;
+				break;
+			}
+	}
+	allocprof__go_forget(r->ap, del, nr);
+	for (size_t i = n; i < nr; i++) {
+		struct gobkt *b = htab__remove(r->gob, &del[i], sizeof(del[i]));
+
+		if (b && b->stack)
+			stacktab__put(r->stacks, b->stack);
+		free(b);
+	}
+	free(del);
+}
+
+/*
+ * The Go processes checked (go_same) before their samples and buckets are
+ * read: one whose pid went to another image (reused, exec'd) has its
+ * buckets let go now - their addresses are not the new image's, and its
+ * samples would be weighed with the old ones; one that exited and is not a
+ * target likewise (its last in-use reading is of no process; one-shot runs
+ * too: the tables it holds are shared). A target that exited keeps its last
+ * reading for the profile (a take's sweep lets it go). At most
+ * ALLOC_GO_DROPS a drain.
+ */
+static void go_check_all(struct allocrun *r)
+{
+	uint32_t drop[ALLOC_GO_DROPS];
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->nr_go && n < ALLOC_GO_DROPS;) {
+		struct goproc *gp = &r->go[i];
+
+		go_same(r, gp);
+		if (gp->gone == GO_OTHER || (gp->gone && !is_target(r, gp->pid))) {
+			p_debug("process %u %s: its Go state let go", gp->pid,
+				gp->gone == GO_OTHER
+					? "runs another image (exec, or its pid reused)"
+					: "has exited");
+			drop[n++] = gp->pid;
+			if (gp->gone == GO_OTHER && is_target(r, gp->pid)) {
+				gp->gone = GO_EXITED; /* kept: never read again, not set up again */
+				i++;
+				continue;
+			}
+			r->go[i] = r->go[--r->nr_go]; /* its entry goes too */
+			continue;
+		}
+		i++;
+	}
+	if (n)
+		go_drop(r, drop, n);
+}
+
 /* A drain of the Go buckets' counts (and of their in-use counts: every drain
  * for a process with few buckets, a command's last ones those of its exit;
  * every second for one with more). */
@@ -1135,6 +1305,7 @@ static void go_drain(struct allocrun *r, uint64_t now)
 	if (!r->nr_go && !r->all)
 		return;
 	r->nr_new = 0;
+	go_check_all(r);
 	allocprof__go_buckets(r->ap, on_gobucket, r);
 	go_read_new(r);
 	for (size_t i = 0; i < r->nr_go; i++)
@@ -1153,23 +1324,30 @@ static void go_drain(struct allocrun *r, uint64_t now)
 	}
 }
 
+/* Whether process tgid has exited, asked now: a target's pidfd (its pid may be
+ * another's by now), else kill(2). */
+static bool gone_now(struct allocrun *r, uint32_t tgid)
+{
+	size_t i;
+
+	for (i = 0; i < r->nr_pids && r->pids[i] != tgid; i++)
+		;
+	if (i < r->nr_pids && r->ch.pid)
+		return r->ch.exited;
+	if (i < r->nr_pids && r->pidfds && r->pidfds[i] >= 0)
+		return procfs__pidfd_exited(r->pidfds[i]);
+	return kill((pid_t)tgid, 0) && errno == ESRCH;
+}
+
 /* Whether process tgid has exited (one live walk asks once a process). */
 static bool exited(struct allocrun *r, uint32_t tgid)
 {
 	struct htab_entry *e = htab__find(r->alive, &tgid, sizeof(tgid));
-	bool created, gone = false;
-	size_t i;
+	bool created, gone;
 
 	if (e)
 		return e->value == (void *)2;
-	for (i = 0; i < r->nr_pids && r->pids[i] != tgid; i++)
-		;
-	if (i < r->nr_pids && r->ch.pid)
-		gone = r->ch.exited;
-	else if (i < r->nr_pids && r->pidfds && r->pidfds[i] >= 0)
-		gone = procfs__pidfd_exited(r->pidfds[i]);
-	else
-		gone = kill((pid_t)tgid, 0) && errno == ESRCH;
+	gone = gone_now(r, tgid);
 	e = htab__upsert(r->alive, &tgid, sizeof(tgid), &created);
 	if (e)
 		e->value = (void *)(uintptr_t)(gone ? 2 : 1);
@@ -1475,8 +1653,8 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 	bool from_code = false;
 	int bl;
 	bool x86 = false;
-	uint64_t bias, va;
-	int err;
+	uint64_t bias, va, ticks = 0, sig = 0;
+	int err, ident_err;
 
 	if (!g) {
 		p_warn("%s: defines runtime.mProf_Malloc but has no Go pc-line table: its Go "
@@ -1610,6 +1788,20 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 			"%u, freeSpecial's special kind at +%u (profile %u)",
 			path, b.version, pa, sa, koff, kind);
 	gp = goproc_of(r, pid);
+	ident_err = ptab__image(r->ptab, pid, &ticks, &sig);
+	if (gp && !ident_err &&
+	    (ticks != gp->start_ticks || (sig && gp->mm_sig && sig != gp->mm_sig))) {
+		/* its state another image's (exec'd; or another took its pid) */
+		if (ticks == gp->start_ticks || !is_target(r, pid)) {
+			go_same(r, gp);
+			go_drop(r, &pid, 1);
+			*gp = (struct goproc){ .pid = pid, .rate = GO_DEFAULT_RATE };
+			gp->start_ticks = ticks;
+			gp->mm_sig = sig;
+		} else {
+			gp->gone = GO_EXITED; /* a target's pid, another process: not set up */
+		}
+	}
 	if (!gp) {
 		if (array_grow((void **)&r->go, &r->cap_go, r->nr_go + 1, sizeof(*r->go))) {
 			*n -= (size_t)(nprobed ? nprobed : 1);
@@ -1617,8 +1809,12 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 		}
 		gp = &r->go[r->nr_go++];
 		*gp = (struct goproc){ .pid = pid, .rate = GO_DEFAULT_RATE };
+		gp->start_ticks = ticks;
+		gp->mm_sig = sig;
+		if (ident_err) /* not known: never polled, never read */
+			gp->gone = GO_EXITED;
 	}
-	if (mbuckets && !gp->mbuckets) {
+	if (mbuckets && !gp->mbuckets && !gp->gone) {
 		const char *base = strrchr(path, '/');
 
 		gp->mbuckets = mbuckets;
@@ -3468,6 +3664,8 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 		.go_poll_refused = r->go_poll_refused,
 		.nr_sbcl = r->nr_sbcl,
 		.sbcl_unnamed = r->sbcl_unnamed,
+		.go_poll_ended = r->go_poll_ended,
+		.go_other = r->go_other,
 	};
 	stacktab__stats(r->stacks, &st->stacks);
 	allocprof__counters(r->ap, st->c);

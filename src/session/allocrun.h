@@ -182,6 +182,8 @@ struct allocrun_stats {
 	uint64_t go_poll_refused; /* polled buckets refused */
 	uint32_t nr_sbcl;	  /* SBCL runtimes probed */
 	uint64_t sbcl_unnamed;	  /* SBCL samples not named as they came: a drain's budget spent */
+	uint64_t go_poll_ended;	  /* polled Go processes that ended between two polls */
+	uint64_t go_other;	  /* Go processes whose pid went to another image (reused, exec) */
 };
 void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);
 

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 import pprof
-from conftest import run_bpfprof, wl
+from conftest import cgroup_v2, run_bpfprof, wl
 from test_count import own_counts
 
 GO = shutil.which("go") or "/usr/lib/go-1.19/bin/go"
@@ -157,23 +157,21 @@ def test_cgroup_with_command(tmp_path):
     """--cgroup -- COMMAND: only the cgroup's processes, for the command's
     duration: the process in the cgroup is counted, the command (outside it,
     same file, same probes) is not."""
-    from test_count2 import cgroup2_dir, rm_cgroup
     exe = wl("countwork")
-    cg = cgroup2_dir("bpfprof-count3")
-    w = waiting_countwork()
-    try:
-        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
-            f.write(str(w.pid))
-        out = tmp_path / "c.json"
-        script = f"kill -USR1 {w.pid}; {exe} calls; sleep 1"
-        p = run_bpfprof(["count", "--cgroup", cg, "bp_a", "-o", out, "--",
-                         "/bin/sh", "-c", script])
-        assert own_counts(p.stdout)["bp_a"] == 1000  # the command ran its calls
-        f = json.loads(out.read_text())["functions"][0]
-        assert f["calls"] == own_counts(finish(w))["bp_a"] == 1000
-    finally:
-        finish(w)
-        rm_cgroup(cg)
+    with cgroup_v2("bpfprof-count3") as cg:
+        w = waiting_countwork()
+        try:
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(w.pid))
+            out = tmp_path / "c.json"
+            script = f"kill -USR1 {w.pid}; {exe} calls; sleep 1"
+            p = run_bpfprof(["count", "--cgroup", cg, "bp_a", "-o", out, "--",
+                             "/bin/sh", "-c", script])
+            assert own_counts(p.stdout)["bp_a"] == 1000  # the command ran its calls
+            f = json.loads(out.read_text())["functions"][0]
+            assert f["calls"] == own_counts(finish(w))["bp_a"] == 1000
+        finally:
+            finish(w)
 
 
 def test_command_target_usage():

@@ -262,6 +262,36 @@ static void test_read_mem_is_bounded(void **state)
 	ptab__free(t);
 }
 
+/* Failing pieces: each costs a call, so after PTAB_MEMV_FAILS the rest is not read. */
+static void test_read_memv_fails_bounded(void **state)
+{
+	enum { N = PTAB_MEMV_FAILS + 2 };
+	struct ptab *t = ptab__new(NULL);
+	static uint64_t addrs[N];
+	static char bufs[N][8];
+	static bool ok[N];
+	char word[8] = "readable";
+	struct pproc *p;
+
+	(void)state;
+	p = get_self(t);
+	addrs[0] = (uintptr_t)word; /* read */
+	for (size_t i = 1; i < N - 1; i++)
+		addrs[i] = 8;		/* unmapped: PTAB_MEMV_FAILS of them */
+	addrs[N - 1] = (uintptr_t)word; /* past the bound: not read */
+	assert_int_equal(ptab__read_memv(t, p, addrs, N, 8, bufs, ok), 1);
+	assert_true(ok[0]);
+	assert_memory_equal(bufs[0], word, 8);
+	for (size_t i = 1; i < N; i++)
+		assert_false(ok[i]);
+	/* fewer failures: the rest read */
+	addrs[N - 2] = (uintptr_t)word;
+	assert_int_equal(ptab__read_memv(t, p, addrs, N, 8, bufs, ok), 3);
+	assert_true(ok[N - 1]);
+	ptab__put(t, p);
+	ptab__free(t);
+}
+
 /* --- liveness: pidfds answer for processes asked about before ---------------------- */
 
 /* A child that waits to be killed, and its id (start time in ns, as samples have it). */
@@ -1065,6 +1095,7 @@ int main(void)
 		cmocka_unit_test(test_a_gone_process_is_made_from_its_notice),
 		cmocka_unit_test(test_notice_devices_are_learned_from_a_process_read_both_ways),
 		cmocka_unit_test(test_read_mem_is_bounded),
+		cmocka_unit_test(test_read_memv_fails_bounded),
 		cmocka_unit_test(test_a_process_in_the_host_root_is_told_apart),
 		cmocka_unit_test(test_own_mount_table_is_read_again_only_when_changed),
 		cmocka_unit_test(test_a_running_process_is_answered_by_its_pidfd),

@@ -54,6 +54,7 @@ struct dwinline {
 	Elf *elf;
 	Dwarf *dw;
 	struct lineprog_sections sec;
+	struct srcline_strs strs; /* where its string attributes may point */
 	size_t sec_bytes;
 	/* The unit index: built at the first lookups (resumed where the budget stopped it). */
 	struct urange *ranges;
@@ -155,6 +156,7 @@ struct dwinline *dwinline__open_fd(int fd, size_t max_bytes, void (*room)(void *
 		return NULL;
 	}
 	srcline__sections(elf, &d->sec);
+	srcline__strs_init(elf, &d->strs);
 	/* libdw has read every section it uses: the descriptor is the caller's again. */
 	elf_cntl(elf, ELF_C_FDDONE);
 	return d;
@@ -501,8 +503,10 @@ static int unit_index(struct dwinline *d, Dwarf_Die *cudie, struct budget *b, st
 	}
 	err = walk_unit(u, cudie, b);
 	if (!err && dwarf_attr(cudie, DW_AT_stmt_list, &attr) && !dwarf_formudata(&attr, &stmt) &&
-	    !lineprog__open(&d->sec, stmt,
-			    dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &attr)), &u->lp)) {
+	    !lineprog__open(
+		    &d->sec, stmt,
+		    srcline__string(&d->strs, d->dw, dwarf_attr(cudie, DW_AT_comp_dir, &attr)),
+		    &u->lp)) {
 		err = lineprog__run(u->lp, 0, UINT64_MAX, &ops, keep_row, u);
 		if (err == 1 || err == -ETIME)
 			err = 0; /* the rows so far */
@@ -574,7 +578,7 @@ static const struct urow *unit_row_at(const struct unit *u, uint64_t addr)
 /* --- names, files, lines --------------------------------------------------------- */
 
 /* The function's name (demangled when mangled) into buf; NULL if it has none. */
-static const char *die_name(Dwarf_Die *die, char *buf, size_t size)
+static const char *die_name(struct dwinline *d, Dwarf_Die *die, char *buf, size_t size)
 {
 	Dwarf_Attribute attr;
 	const char *raw = NULL;
@@ -582,13 +586,14 @@ static const char *die_name(Dwarf_Die *die, char *buf, size_t size)
 
 	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
 	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
-		raw = dwarf_formstring(&attr);
+		raw = srcline__string(&d->strs, d->dw, &attr);
 	if (raw && (dm = demangle__name(raw))) {
 		snprintf(buf, size, "%s", dm);
 		free(dm);
 		return buf;
 	}
-	if (dwarf_attr_integrate(die, DW_AT_name, &attr) && (raw = dwarf_formstring(&attr))) {
+	if (dwarf_attr_integrate(die, DW_AT_name, &attr) &&
+	    (raw = srcline__string(&d->strs, d->dw, &attr))) {
 		snprintf(buf, size, "%s", raw);
 		return buf;
 	}
@@ -692,7 +697,7 @@ static int resolve(struct dwinline *d, uint64_t addr, struct budget *b, struct a
 		Dwarf_Die *die = &chain[i];
 		Dwarf_Attribute attr;
 
-		dr[i].name = die_name(die, str->name[i], sizeof(str->name[i]));
+		dr[i].name = die_name(d, die, str->name[i], sizeof(str->name[i]));
 		dr[i].decl_line = die_udata(die, DW_AT_decl_line, true);
 		dr[i].file = NULL;
 		dr[i].line = 0;

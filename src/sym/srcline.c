@@ -27,8 +27,9 @@ struct srcline {
 	Elf *elf;
 	Dwarf *dw;
 	struct lineprog_sections
-		sec;  /* .debug_line and its string sections, as libdw loaded them */
-	char **names; /* the file paths rows point to */
+		sec;		  /* .debug_line and its string sections, as libdw loaded them */
+	struct srcline_strs strs; /* where its string attributes may point */
+	char **names;		  /* the file paths rows point to */
 	size_t nr_names, cap_names, name_bytes;
 };
 
@@ -103,6 +104,72 @@ void srcline__sections(Elf *elf, struct lineprog_sections *sec)
 	}
 }
 
+static void strs_add(Elf *elf, struct srcline_strs *st)
+{
+	static const char *const names[] = { "info", "types", "str", "line_str" };
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(elf, scn)) && st->nr < SRCLINE_STR_RANGES) {
+		GElf_Shdr sh;
+		const char *name;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
+			continue;
+		name += !strncmp(name, ".zdebug_", 8) ? 8 : !strncmp(name, ".debug_", 7) ? 7 : 0;
+		for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+			/* elf_getdata() again: the data libdw decompressed in place. */
+			if (strcmp(name, names[i]) || !(d = elf_getdata(scn, NULL)) || !d->d_buf ||
+			    !d->d_size)
+				continue;
+			st->r[st->nr].p = d->d_buf;
+			st->r[st->nr].n = d->d_size;
+			st->nr++;
+			break;
+		}
+	}
+}
+
+void srcline__strs_init(Elf *elf, struct srcline_strs *st)
+{
+	memset(st, 0, sizeof(*st));
+	strs_add(elf, st);
+}
+
+static const char *str_in(const struct srcline_strs *st, const char *s)
+{
+	for (unsigned i = 0; i < st->nr; i++) {
+		uintptr_t lo = (uintptr_t)st->r[i].p, at = (uintptr_t)s;
+
+		if (at >= lo && at - lo < st->r[i].n)
+			return memchr(s, 0, st->r[i].n - (at - lo)) ? s : NULL;
+	}
+	return NULL;
+}
+
+const char *srcline__string(struct srcline_strs *st, Dwarf *dw, Dwarf_Attribute *attr)
+{
+	const char *s = attr ? dwarf_formstring(attr) : NULL;
+	Dwarf *alt;
+
+	if (!s)
+		return NULL;
+	if (str_in(st, s))
+		return s;
+	/* A dwz file's strings (DW_FORM_GNU_strp_alt): its sections, once. */
+	if (!st->alt_done && dw) {
+		st->alt_done = true;
+		if ((alt = dwarf_getalt(dw)))
+			strs_add(dwarf_getelf(alt), st);
+		return str_in(st, s);
+	}
+	return NULL;
+}
+
 static struct srcline *open_elf(Elf *elf)
 {
 	struct srcline *sl;
@@ -135,6 +202,7 @@ static struct srcline *open_elf(Elf *elf)
 		return NULL;
 	}
 	srcline__sections(sl->elf, &sl->sec);
+	srcline__strs_init(sl->elf, &sl->strs);
 	return sl;
 }
 
@@ -255,8 +323,9 @@ static int unit_rows(struct srcline *sl, Dwarf_Die *cu, uint64_t lo, uint64_t hi
 
 	if (!dwarf_attr(cu, DW_AT_stmt_list, &attr) || dwarf_formudata(&attr, &off))
 		return 0; /* no line table: no rows */
-	err = lineprog__open(&sl->sec, off, dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr)),
-			     &u.lp);
+	err = lineprog__open(
+		&sl->sec, off,
+		srcline__string(&sl->strs, sl->dw, dwarf_attr(cu, DW_AT_comp_dir, &attr)), &u.lp);
 	if (err)
 		return err == -ENOMEM ? err : 0; /* a corrupt header: no rows */
 	err = lineprog__run(u.lp, lo, hi, budget, emit_row, &u);

@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <elfutils/libdw.h>
 #include <libelf.h>
 
 #include "sym/lineprog.h"
@@ -73,5 +74,26 @@ const struct srcline_row *srcline__find(const struct srcline_row *rows, size_t n
  */
 bool srcline__strings_terminated(Elf *elf);
 void srcline__sections(Elf *elf, struct lineprog_sections *sec);
+
+/*
+ * Where a string attribute may point: .debug_info, .debug_types, .debug_str,
+ * .debug_line_str of the file, and of its dwz file once one is met. libdw
+ * hands out a DW_FORM_string without looking for its NUL (dwarf_attr()
+ * measures only the attributes before the one asked for), so a unit cut
+ * after the string's first bytes would let a reader run past the section
+ * (found by fuzz_annotation).
+ */
+#define SRCLINE_STR_RANGES 10
+struct srcline_strs {
+	struct {
+		const char *p;
+		size_t n;
+	} r[SRCLINE_STR_RANGES];
+	unsigned nr;
+	bool alt_done;
+};
+void srcline__strs_init(Elf *elf, struct srcline_strs *st);
+/* The attribute's string if it ends inside one of those sections, else NULL. */
+const char *srcline__string(struct srcline_strs *st, Dwarf *dw, Dwarf_Attribute *attr);
 
 #endif

@@ -50,6 +50,8 @@ $BUILD_ONLY || PACKAGES+=(
 	python3.11 python3.11-dev
 	# inlined frames of Rust (legacy and v0 names) built by test_native_inlines.py
 	rustc
+	# a tenant's dwz'd program whose .gnu_debugaltlink names a FIFO (test_tenant_dwz.py)
+	dwz
 	# SBCL's Lisp frames named from its heap, its stacks walked (test_sbcl.py)
 	sbcl
 	# Java methods named from a HotSpot JVM's code cache (test_jvm.py: java, javac)

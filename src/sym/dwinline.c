@@ -150,7 +150,7 @@ struct dwinline *dwinline__open_fd(int fd, size_t max_bytes, void (*room)(void *
 		errno = ENOENT;
 		return NULL;
 	}
-	if (!srcline__strings_terminated(elf)) {
+	if (!srcline__strings_terminated(elf) || !srcline__no_dwz(d->dw)) {
 		dwinline__free(d);
 		errno = EINVAL;
 		return NULL;
@@ -503,10 +503,9 @@ static int unit_index(struct dwinline *d, Dwarf_Die *cudie, struct budget *b, st
 	}
 	err = walk_unit(u, cudie, b);
 	if (!err && dwarf_attr(cudie, DW_AT_stmt_list, &attr) && !dwarf_formudata(&attr, &stmt) &&
-	    !lineprog__open(
-		    &d->sec, stmt,
-		    srcline__string(&d->strs, d->dw, dwarf_attr(cudie, DW_AT_comp_dir, &attr)),
-		    &u->lp)) {
+	    !lineprog__open(&d->sec, stmt,
+			    srcline__string(&d->strs, dwarf_attr(cudie, DW_AT_comp_dir, &attr)),
+			    &u->lp)) {
 		err = lineprog__run(u->lp, 0, UINT64_MAX, &ops, keep_row, u);
 		if (err == 1 || err == -ETIME)
 			err = 0; /* the rows so far */
@@ -586,14 +585,14 @@ static const char *die_name(struct dwinline *d, Dwarf_Die *die, char *buf, size_
 
 	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
 	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
-		raw = srcline__string(&d->strs, d->dw, &attr);
+		raw = srcline__string(&d->strs, &attr);
 	if (raw && (dm = demangle__name(raw))) {
 		snprintf(buf, size, "%s", dm);
 		free(dm);
 		return buf;
 	}
 	if (dwarf_attr_integrate(die, DW_AT_name, &attr) &&
-	    (raw = srcline__string(&d->strs, d->dw, &attr))) {
+	    (raw = srcline__string(&d->strs, &attr))) {
 		snprintf(buf, size, "%s", raw);
 		return buf;
 	}

@@ -15,6 +15,8 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,23 +153,86 @@ static const char *str_in(const struct srcline_strs *st, const char *s)
 	return NULL;
 }
 
-const char *srcline__string(struct srcline_strs *st, Dwarf *dw, Dwarf_Attribute *attr)
+const char *srcline__string(struct srcline_strs *st, Dwarf_Attribute *attr)
 {
 	const char *s = attr ? dwarf_formstring(attr) : NULL;
-	Dwarf *alt;
 
-	if (!s)
-		return NULL;
-	if (str_in(st, s))
-		return s;
-	/* A dwz file's strings (DW_FORM_GNU_strp_alt): its sections, once. */
-	if (!st->alt_done && dw) {
-		st->alt_done = true;
-		if ((alt = dwarf_getalt(dw)))
-			strs_add(dwarf_getelf(alt), st);
-		return str_in(st, s);
-	}
-	return NULL;
+	return s ? str_in(st, s) : NULL;
+}
+
+/*
+ * The dwz file libdw looks for on its own (.gnu_debugaltlink, at the first
+ * DW_FORM_GNU_strp_alt or _ref_alt) is a path the tenant's file names,
+ * opened as root in bpfprof's own mount namespace with a blocking open(): a
+ * FIFO there stopped the main loop for good. Every Dwarf gets this empty one
+ * as its dwz file instead: its strings and references are not found (the
+ * frames keep their symbol names). One image for the run, never freed
+ * (dwarf_end() frees only a dwz file libdw opened itself).
+ */
+#define NOALT_SHSTRTAB "\0.shstrtab\0.debug_line\0.debug_str"
+enum { NOALT_NAME_SHSTRTAB = 1, NOALT_NAME_LINE = 11, NOALT_NAME_STR = 23 };
+
+static Dwarf *noalt_dw;
+static pthread_once_t noalt_once = PTHREAD_ONCE_INIT;
+
+static void noalt_init(void)
+{
+	static union {
+		struct {
+			Elf64_Ehdr eh;
+			Elf64_Shdr sh[4];
+			char strs[sizeof(NOALT_SHSTRTAB)];
+			char data[2]; /* .debug_line: one byte; .debug_str: "" */
+		} img;
+		uint64_t align;
+	} u;
+	const size_t strs = offsetof(__typeof__(u.img), strs),
+		     data = offsetof(__typeof__(u.img), data);
+	static const unsigned char ident[EI_NIDENT] = {
+		ELFMAG0,    ELFMAG1,
+		ELFMAG2,    ELFMAG3,
+		ELFCLASS64, __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB,
+		EV_CURRENT,
+	};
+	Elf *elf;
+
+	memcpy(u.img.eh.e_ident, ident, EI_NIDENT);
+	u.img.eh.e_type = ET_REL;
+	u.img.eh.e_machine = EM_X86_64;
+	u.img.eh.e_version = EV_CURRENT;
+	u.img.eh.e_shoff = offsetof(__typeof__(u.img), sh);
+	u.img.eh.e_ehsize = sizeof(Elf64_Ehdr);
+	u.img.eh.e_shentsize = sizeof(Elf64_Shdr);
+	u.img.eh.e_shnum = 4;
+	u.img.eh.e_shstrndx = 1;
+	u.img.sh[1] = (Elf64_Shdr){ .sh_name = NOALT_NAME_SHSTRTAB,
+				    .sh_type = SHT_STRTAB,
+				    .sh_offset = strs,
+				    .sh_size = sizeof(NOALT_SHSTRTAB),
+				    .sh_addralign = 1 };
+	u.img.sh[2] = (Elf64_Shdr){ .sh_name = NOALT_NAME_LINE,
+				    .sh_type = SHT_PROGBITS,
+				    .sh_offset = data,
+				    .sh_size = 1,
+				    .sh_addralign = 1 };
+	u.img.sh[3] = (Elf64_Shdr){ .sh_name = NOALT_NAME_STR,
+				    .sh_type = SHT_PROGBITS,
+				    .sh_offset = data + 1,
+				    .sh_size = 1,
+				    .sh_addralign = 1 };
+	memcpy(u.img.strs, NOALT_SHSTRTAB, sizeof(NOALT_SHSTRTAB));
+	elf = elffile__adopt_mem(&u.img, sizeof(u.img));
+	if (elf && !(noalt_dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL)))
+		elffile__end(elf, NULL);
+}
+
+bool srcline__no_dwz(Dwarf *dw)
+{
+	pthread_once(&noalt_once, noalt_init);
+	if (!noalt_dw)
+		return false;
+	dwarf_setalt(dw, noalt_dw);
+	return true;
 }
 
 static struct srcline *open_elf(Elf *elf)
@@ -196,7 +261,7 @@ static struct srcline *open_elf(Elf *elf)
 		errno = ENOENT;
 		return NULL;
 	}
-	if (!srcline__strings_terminated(elf)) {
+	if (!srcline__strings_terminated(elf) || !srcline__no_dwz(sl->dw)) {
 		srcline__free(sl);
 		errno = EINVAL;
 		return NULL;
@@ -323,9 +388,9 @@ static int unit_rows(struct srcline *sl, Dwarf_Die *cu, uint64_t lo, uint64_t hi
 
 	if (!dwarf_attr(cu, DW_AT_stmt_list, &attr) || dwarf_formudata(&attr, &off))
 		return 0; /* no line table: no rows */
-	err = lineprog__open(
-		&sl->sec, off,
-		srcline__string(&sl->strs, sl->dw, dwarf_attr(cu, DW_AT_comp_dir, &attr)), &u.lp);
+	err = lineprog__open(&sl->sec, off,
+			     srcline__string(&sl->strs, dwarf_attr(cu, DW_AT_comp_dir, &attr)),
+			     &u.lp);
 	if (err)
 		return err == -ENOMEM ? err : 0; /* a corrupt header: no rows */
 	err = lineprog__run(u.lp, lo, hi, budget, emit_row, &u);

@@ -77,7 +77,7 @@ void srcline__sections(Elf *elf, struct lineprog_sections *sec);
 
 /*
  * Where a string attribute may point: .debug_info, .debug_types, .debug_str,
- * .debug_line_str of the file, and of its dwz file once one is met. libdw
+ * .debug_line_str of the file. libdw
  * hands out a DW_FORM_string without looking for its NUL (dwarf_attr()
  * measures only the attributes before the one asked for), so a unit cut
  * after the string's first bytes would let a reader run past the section
@@ -90,10 +90,15 @@ struct srcline_strs {
 		size_t n;
 	} r[SRCLINE_STR_RANGES];
 	unsigned nr;
-	bool alt_done;
 };
 void srcline__strs_init(Elf *elf, struct srcline_strs *st);
 /* The attribute's string if it ends inside one of those sections, else NULL. */
-const char *srcline__string(struct srcline_strs *st, Dwarf *dw, Dwarf_Attribute *attr);
+const char *srcline__string(struct srcline_strs *st, Dwarf_Attribute *attr);
+/*
+ * Gives dw an empty dwz file, so that libdw never opens the one the file
+ * names (a path a tenant chose, opened as root with a blocking open()).
+ * false if the empty one could not be made (the caller refuses the file).
+ */
+bool srcline__no_dwz(Dwarf *dw);
 
 #endif

@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""A tenant's dwz file (threat model rules 1 and 5).
+
+dwz moves the DWARF that programs share into one file and leaves in each a
+.gnu_debugaltlink naming it (a path and a build ID) and strings and
+references into it (DW_FORM_GNU_strp_alt, _ref_alt). libdw opens that file
+on its own at the first such string, by the path the program names, with a
+blocking open(), as root, in bpfprof's mount namespace: a tenant whose
+program named a FIFO stopped root's agent in its first drain, for good
+(SIGINT and -d unheard). bpfprof now never lets libdw look for it: the
+profile comes out on time, its frames named from the symbol table, and
+annotate's lines too.
+
+The program is the tenant's, built by it with gcc -g and dwz -m, in a
+directory it owns.
+"""
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import BPFPROF, as_tenant, parse_folded, run_bpfprof, tenant_program, tenant_run
+
+PROG = r"""
+volatile double sink;
+static inline __attribute__((always_inline)) double inner(double x)
+{
+	for (int i = 0; i < 1000; i++)
+		x = x * 1.0000001 + 0.5;
+	return x;
+}
+__attribute__((noinline)) double hot(double x)
+{
+	return inner(x) + inner(x + 1);
+}
+int main(void)
+{
+	for (;;)
+		sink += hot(sink);
+}
+"""
+
+pytestmark = pytest.mark.skipif(not shutil.which("dwz"), reason="dwz not installed")
+
+
+def build_dwz(d, altname):
+    """Two copies of the tenant's program made dwz's (the second is what dwz
+    needs to find something shared), their .gnu_debugaltlink naming
+    altname; the first one's path."""
+    src = tenant_program(d, PROG, "hot.c")
+    a1, a2 = f"{d}/a1", f"{d}/a2"
+    for out in (a1, a2):
+        r = tenant_run(["gcc", "-O2", "-g", "-o", out, src])
+        assert r.returncode == 0, r.stderr
+    r = tenant_run(["dwz", "-m", f"{d}/common.dwz", "-M", altname, a1, a2])
+    assert r.returncode == 0, r.stderr
+    info = subprocess.run(["readelf", "--debug-dump=info", a1], capture_output=True,
+                          text=True).stdout
+    assert "alt indirect string" in info, "dwz moved no string: the test tests nothing"
+    link = subprocess.run(["readelf", "-p", ".gnu_debugaltlink", a1], capture_output=True,
+                          check=True).stdout
+    assert altname.encode() in link, link
+    return a1
+
+
+@pytest.mark.parametrize("kind", ["fifo", "real"])
+def test_dwz_file_a_tenant_names_is_never_opened(tenant_dir, tmp_path, kind):
+    """kind fifo: the link names a FIFO the tenant made (before: the agent
+    blocked in libdw's open() and never wrote its profile); kind real: the
+    dwz file itself, which bpfprof does not read either (its strings would be
+    the tenant's anyway): the profile is the same."""
+    d = str(tenant_dir)
+    alt = f"{d}/fifo" if kind == "fifo" else f"{d}/common.dwz"
+    a1 = build_dwz(d, alt)
+    if kind == "fifo":
+        r = tenant_run(["rm", "-f", f"{d}/common.dwz"])
+        r = tenant_run(["mkfifo", alt])
+        assert r.returncode == 0, r.stderr
+    prog = subprocess.Popen(as_tenant([a1]))
+    try:
+        time.sleep(0.3)
+        out = tmp_path / "out.folded"
+        t0 = time.monotonic()
+        p = run_bpfprof(["-p", prog.pid, "-d", "3", "-o", out], timeout=90)
+        took = time.monotonic() - t0
+        stacks = parse_folded(out.read_text())
+        mine = {s: n for s, n in stacks.items() if s.startswith("a1;")}
+        n = sum(mine.values())
+        assert n > 0, (p.stderr, stacks)
+        hot = sum(c for s, c in mine.items() if ";main;hot" in s)
+        # A spinning program sampled for 3 s: nearly every sample in hot
+        # (main's loop around it is a few instructions).
+        assert hot >= 0.9 * n, (hot, n, mine)
+        print(f"{kind}: {n} samples, {hot} in main;hot, {took:.1f} s")
+        # annotate reads the same DWARF (its line table, through srcline):
+        # hot's lines, with the tenant's source beside them.
+        a = run_bpfprof(["annotate", "-F", "499", "-p", prog.pid, "-d", "2", "hot"], timeout=90)
+        assert "x * 1.0000001 + 0.5" in a.stdout, a.stdout + a.stderr
+    finally:
+        prog.kill()
+        prog.wait()
+    if kind == "fifo":
+        # Nobody opened the FIFO: a writer opening it without blocking finds
+        # no reader.
+        with pytest.raises(OSError):
+            os.close(os.open(alt, os.O_WRONLY | os.O_NONBLOCK))

@@ -201,3 +201,84 @@ def test_failed_attach_not_polled(tmp_path):
         "buckets (runtime.mbuckets) not polled, its Go allocations not profiled" \
         in r.stderr, r.stderr
     assert r.returncode != 0 and not out.exists(), r.stderr
+
+
+def _names(p, s):
+    out = []
+    for lid in s["location_id"]:
+        for ln in (p["location"][lid]["lines"] if lid in p["location"] else []):
+            out.append(pprof.strings(p, p["function"][ln.get(1)].get(2, 0)))
+    return out
+
+
+def test_many_forgers_leave_half_the_table(tmp_path, tenant_dir):
+    """Nine tenant forgers (goforge list), each within its own share (an
+    eighth of the table), would fill the whole stack table between them:
+    all Go buckets together hold at most half of it, so that a C program
+    profiled in the same run (allocwork, its stacks new once they are
+    full) still has its stacks named. Before: every one of its stacks was
+    dropped ([stack lost])."""
+    stacks = 2048  # a process's share 256, Go's 1024: 9 x 256 > 2048
+    pw = tenant()
+    prog = tenant_dir / "goforge"
+    shutil.copy(wl("goforge"), prog)
+    os.chown(prog, pw.pw_uid, pw.pw_gid)
+    out = tmp_path / "heap.pb.gz"
+    port = free_port()
+    procs, pids = [], []
+    bp = None
+    err = ""
+    try:
+        for _ in range(9):
+            f, fpid = start_waiting(as_tenant([prog, "list", "wait", "8"]))
+            procs.append(f)
+            pids.append(fpid)
+        aw, awpid = start_waiting([wl("allocwork"), "wait", "sites", "8"])
+        procs.append(aw)
+        bp = subprocess.Popen(
+            [str(BPFPROF), "--alloc", "-v", "-o", str(out), "--listen", f"127.0.0.1:{port}",
+             "-p", ",".join(map(str, pids + [awpid]))], stderr=subprocess.PIPE, text=True,
+            env=dict(os.environ, BPFPROF_TEST_ALLOC_STACKS=str(stacks)))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = bp.stderr.readline()
+            if not line:
+                break
+            err += line
+            if "profiling allocations of" in line:
+                break
+        for fpid in pids:
+            os.kill(fpid, signal.SIGUSR1)
+        last = [None]
+
+        def full():
+            try:
+                last[0] = metric(get(f"http://127.0.0.1:{port}/metrics"),
+                                 "bpfprof_alloc_go_stacks")
+            except OSError:
+                return False
+            return last[0] is not None and last[0] >= stacks // 2
+        wait_for(full, "Go's half of the stack table used", timeout=30, step=0.2)
+        m = get(f"http://127.0.0.1:{port}/metrics")
+        assert metric(m, "bpfprof_alloc_go_stacks") == stacks // 2, m
+        assert metric(m, "bpfprof_alloc_go_stacks_max") == stacks // 2, m
+        os.kill(awpid, signal.SIGUSR1)
+        awout, _ = aw.communicate(timeout=60)
+        for f in procs[:-1]:
+            f.communicate(timeout=60)
+        err += bp.communicate(timeout=60)[1]
+    finally:
+        for p in procs + ([bp] if bp else []):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert bp.returncode == 0, err
+    assert "all Go processes'" in err or "the Go processes' share" in err, err
+    truth = json.loads([ln for ln in awout.splitlines() if '"sites"' in ln][-1])
+    with open(out, "rb") as f:
+        p = pprof.decode(f.read())
+    mine = [s for s in p["sample"] if s["label"].get("pid") == awpid]
+    total = sum(s["value"][1] for s in mine)
+    named = sum(s["value"][1] for s in mine if any(n.startswith("site_") for n in _names(p, s)))
+    assert total > 0.5 * sum(v["bytes"] for v in truth["sites"].values()), (total, truth)
+    assert named >= 0.95 * total, (named, total)

@@ -58,7 +58,7 @@ func list(secs float64, wrap bool) {
 	addr := func(i int) uintptr { return uintptr(unsafe.Pointer(&words[i*23])) }
 	for i := 0; i < n; i++ {
 		w := words[i*23 : (i+1)*23]
-		w[2], w[4], w[5], w[6] = 1, 4096, 1, 0xdead0000+uint64(i)
+		w[2], w[4], w[5], w[6] = 1, 4096, 1, 0xdead0000+uint64(i)+uint64(os.Getpid())<<32 // distinct a process
 		if i == 7 {
 			w[2] = 2 // another type
 		}

@@ -338,7 +338,6 @@ struct allocrun {
 	struct htab *go_stk;
 	size_t go_stk_n;
 	uint64_t go_stk_over;	  /* buckets kept without their stack: a share spent */
-	bool go_stk_said;	  /* ... said once (then -v, a few) */
 	uint64_t go_unnamed;	  /* samples counted without their stack (those buckets') */
 	uint64_t go_bkts_refused; /* buckets refused (not a bucket, unreadable), both paths */
 	uint64_t go_read_fails; /* reads of buckets' records or a polled list's head that failed */
@@ -755,8 +754,7 @@ static bool go_stk_take(struct allocrun *r, uint32_t tgid, const char *comm)
 	bool created;
 
 	if (r->go_stk_n >= go_stk_cap() || n >= go_stk_cap_proc()) {
-		if (!r->go_stk_over++ && !r->go_stk_said) {
-			r->go_stk_said = true;
+		if (!r->go_stk_over++) {
 			p_warn("process %u (%s): its Go buckets past %s share of the stack table "
 			       "(%zu stacks a process, %zu all Go processes): their samples "
 			       "counted without their stack ([no stack]), counted "

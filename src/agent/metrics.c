@@ -133,6 +133,61 @@ int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out)
 		"bpfprof_alloc_aggs_evicted_total",
 		"Samples of the run-long totals folded into their process's [other stacks] for room.",
 		a->aggs_evicted);
+	if (a->go) {
+		static const char *const go_lost[METRICS_GO_LOST_NR] = {
+			[METRICS_GO_LOST_REFUSED] = "refused",
+			[METRICS_GO_LOST_TABLES_FULL] = "tables_full",
+			[METRICS_GO_LOST_EXITED] = "exited",
+		};
+
+		err |= sbuf_printf(
+			out,
+			"# HELP bpfprof_alloc_go_samples_lost_total Go's sampled allocations not counted, by reason (refused: their bucket forged or unreadable; tables_full: their bucket not kept, the bucket tables or a process's share of them full; exited: their bucket first seen once its process had exited).\n"
+			"# TYPE bpfprof_alloc_go_samples_lost_total counter\n");
+		for (int i = 0; i < METRICS_GO_LOST_NR; i++)
+			err |= sbuf_printf(
+				out,
+				"bpfprof_alloc_go_samples_lost_total{reason=\"%s\"} %" PRIu64 "\n",
+				go_lost[i], a->go_lost[i]);
+		err |= COUNTER(
+			"bpfprof_alloc_go_samples_unnamed_total",
+			"Go's sampled allocations counted without their stack ([no stack]): their bucket's stack past its process's share of the stack table.",
+			a->go_unnamed);
+		err |= sbuf_printf(
+			out,
+			"# HELP bpfprof_alloc_go_buckets_lost_total Go profile buckets not read whole, by reason (refused: not a memory-profile bucket, or unreadable; stack_share: kept without their stack, past their process's share of the stack table or all Go processes').\n"
+			"# TYPE bpfprof_alloc_go_buckets_lost_total counter\n"
+			"bpfprof_alloc_go_buckets_lost_total{reason=\"refused\"} %" PRIu64 "\n"
+			"bpfprof_alloc_go_buckets_lost_total{reason=\"stack_share\"} %" PRIu64 "\n",
+			a->go_bkts_refused, a->go_bkts_unnamed);
+		err |= COUNTER(
+			"bpfprof_alloc_go_reads_failed_total",
+			"Reads of a Go bucket or of a polled bucket list's head that failed (the last values kept).",
+			a->go_read_fails);
+		err |= COUNTER(
+			"bpfprof_alloc_go_list_cap_total",
+			"Walks of a polled bucket list stopped at its process's cap on buckets (its newer buckets not counted).",
+			a->go_list_over);
+		err |= sbuf_printf(
+			out,
+			"# HELP bpfprof_alloc_go_processes_lost_total Polled Go processes whose last allocations were lost, by reason (ended: between two polls; other_image: their pid went to another image, exec or reuse).\n"
+			"# TYPE bpfprof_alloc_go_processes_lost_total counter\n"
+			"bpfprof_alloc_go_processes_lost_total{reason=\"ended\"} %" PRIu64 "\n"
+			"bpfprof_alloc_go_processes_lost_total{reason=\"other_image\"} %" PRIu64
+			"\n",
+			a->go_poll_ended, a->go_other);
+		err |= GAUGE("bpfprof_alloc_go_buckets", "Go profile buckets kept now.", "%" PRIu64,
+			     a->go_buckets);
+		err |= GAUGE("bpfprof_alloc_go_stacks",
+			     "Stacks of the stack table Go's buckets hold now.", "%" PRIu64,
+			     a->go_stacks);
+		err |= GAUGE("bpfprof_alloc_go_stacks_max",
+			     "Stacks Go's buckets may hold: all Go processes together.", "%" PRIu64,
+			     a->go_stacks_max);
+		err |= GAUGE("bpfprof_alloc_go_stacks_process_max",
+			     "Stacks one Go process's buckets may hold.", "%" PRIu64,
+			     a->go_stacks_proc);
+	}
 	if (a->all) {
 		err |= GAUGE("bpfprof_alloc_files_probed",
 			     "Files whose allocator functions are probed (-a, --cgroup).",

@@ -31,6 +31,14 @@ enum metrics_alloc_lost {
 	METRICS_ALLOC_LOST_NR
 };
 
+/* Go's sampled allocations not counted, by reason (bpfprof_alloc_go_samples_lost_total). */
+enum metrics_go_lost {
+	METRICS_GO_LOST_REFUSED,     /* their bucket refused (forged, unreadable) */
+	METRICS_GO_LOST_TABLES_FULL, /* their bucket not kept: the bucket tables full */
+	METRICS_GO_LOST_EXITED,	     /* their bucket first seen once its process had exited */
+	METRICS_GO_LOST_NR
+};
+
 /*
  * --alloc (rendered only with it): the allocator probes, what became of the
  * sampled allocations, the live table, and with -a / --cgroup the guard
@@ -58,6 +66,18 @@ struct metrics_alloc {
 	uint64_t files_probed, files_probed_max;
 	uint64_t files_not_probed; /* refused: the cap, a share, descriptors */
 	uint64_t files_not_looked; /* times a new file was not looked at (past its cap) */
+	/* Go's buckets (rendered with go): what was lost, and their share of the stack table */
+	bool go;
+	uint64_t go_lost[METRICS_GO_LOST_NR]; /* Go's samples not counted, by reason */
+	uint64_t go_unnamed;		      /* samples counted without their stack */
+	uint64_t go_bkts_refused;	      /* buckets refused (not a bucket, unreadable) */
+	uint64_t go_bkts_unnamed;	      /* buckets kept without their stack (a share spent) */
+	uint64_t go_read_fails;		/* reads of buckets' records or a list's head failed */
+	uint64_t go_list_over;		/* polled lists' walks stopped at the process's cap */
+	uint64_t go_poll_ended;		/* polled processes ended between two polls */
+	uint64_t go_other;		/* processes whose pid went to another image */
+	uint64_t go_buckets, go_stacks; /* kept now; stacks they hold */
+	uint64_t go_stacks_max, go_stacks_proc; /* ... at most: all Go processes', one's */
 };
 
 struct metrics_snapshot {

@@ -291,6 +291,14 @@ static void report_counters(const struct allocrun_stats *st)
 			       st->go_bkt_bad, st->go_bkt_over + c[ALLOC_C_GO_BUCKETS_FULL],
 			       st->go_bkt_gone, st->go_polled, st->go_poll_refused,
 			       c[ALLOC_C_GO_FLUSHES]);
+		if (st->go_stk_over || st->go_read_fails || st->go_list_over)
+			p_info("Go: %" PRIu64 " buckets kept without their stack (past their "
+			       "process's share of the stack table, %zu, or all Go processes', %zu): "
+			       "%" PRIu64 " samples counted as [no stack]; %" PRIu64
+			       " reads of buckets failed; %" PRIu64 " walks of a polled list "
+			       "stopped at its process's cap of %d buckets",
+			       st->go_stk_over, st->go_stacks_proc, st->go_stacks_max,
+			       st->go_unnamed, st->go_read_fails, st->go_list_over, 8192);
 		if (st->go_poll_ended || st->go_other)
 			p_info("Go: %" PRIu64 " polled processes ended between polls: their "
 			       "allocations of up to one drain (100 ms; 1 s with more than %d "

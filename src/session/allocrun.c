@@ -155,6 +155,10 @@ struct goproc {
 	uint64_t start_ticks, mm_sig;
 	int gone;	/* GO_LIVE, GO_EXITED, GO_OTHER (its pid another's, or exec'd) */
 	uint32_t walks; /* walks of its list begun */
+	/* its list to poll once mProf_Flush's probe is in (go_poll_begin) */
+	uint64_t pend_mbuckets;
+	unsigned pend_layout;
+	bool pend_from_code;
 };
 #define ALLOC_GO_POLL_STEPS 4096 /* new buckets a walk of a polled list reads (then resumed) */
 #define GO_LIVE		    0
@@ -329,6 +333,15 @@ struct allocrun {
 	struct htab *refs;
 	uint64_t go_poll_ended; /* polled processes that ended between polls */
 	uint64_t go_other;	/* Go processes whose pid went to another image */
+	/* the stack table's share of Go's buckets (go_stk_take): tgid -> buckets
+	 * of it holding a stack reference; all of them */
+	struct htab *go_stk;
+	size_t go_stk_n;
+	uint64_t go_stk_over;	  /* buckets kept without their stack: a share spent */
+	uint64_t go_unnamed;	  /* samples counted without their stack (those buckets') */
+	uint64_t go_bkts_refused; /* buckets refused (not a bucket, unreadable), both paths */
+	uint64_t go_read_fails; /* reads of buckets' records or a polled list's head that failed */
+	uint64_t go_list_over;	/* polled lists' buckets past their process's cap */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -707,6 +720,79 @@ static bool exited(struct allocrun *r, uint32_t tgid);
 static bool gone_now(struct allocrun *r, uint32_t tgid);
 static bool is_target(const struct allocrun *r, uint32_t pid);
 
+/* a + b, at most UINT64_MAX (a forged record's counts are any words). */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+static size_t stacks_cap(void);
+
+/* The stack table's share of all Go buckets (half: the other half is the
+ * C library's, SBCL's and the aggregates'), and of one process's (an
+ * eighth of the table, at most ALLOC_GO_BUCKETS_PROC): a bucket's stack
+ * holds its entry while its process lives, unevictable. */
+static size_t go_stk_cap(void)
+{
+	return stacks_cap() / 2 ? stacks_cap() / 2 : 1;
+}
+
+static size_t go_stk_cap_proc(void)
+{
+	size_t n = stacks_cap() / 8;
+
+	return n > ALLOC_GO_BUCKETS_PROC ? ALLOC_GO_BUCKETS_PROC : n ? n : 1;
+}
+
+/* Whether a bucket of process tgid may hold a stack of the table (then
+ * charged to it). Not: its share (or Go's) spent, counted and said; the
+ * bucket is kept without its stack, its samples counted as [no stack]. */
+static bool go_stk_take(struct allocrun *r, uint32_t tgid, const char *comm)
+{
+	struct htab_entry *e = r->go_stk ? htab__find(r->go_stk, &tgid, sizeof(tgid)) : NULL;
+	size_t n = e ? (size_t)(uintptr_t)e->value : 0;
+	bool created;
+
+	if (r->go_stk_n >= go_stk_cap() || n >= go_stk_cap_proc()) {
+		if (!r->go_stk_over++) {
+			p_warn("process %u (%s): its Go buckets past %s share of the stack table "
+			       "(%zu stacks a process, %zu all Go processes): their samples "
+			       "counted without their stack ([no stack]), counted "
+			       "(bpfprof_alloc_go_buckets_lost_total{reason=\"stack_share\"})",
+			       tgid, comm, n >= go_stk_cap_proc() ? "its" : "the Go processes'",
+			       go_stk_cap_proc(), go_stk_cap());
+		}
+		return false;
+	}
+	if (!e && (r->go_stk || (r->go_stk = htab__new())))
+		e = htab__upsert(r->go_stk, &tgid, sizeof(tgid), &created);
+	if (!e) {
+		r->oom++;
+		return false;
+	}
+	e->value = (void *)(uintptr_t)(n + 1);
+	r->go_stk_n++;
+	return true;
+}
+
+/* A stack charged to process tgid given back (go_stk_take); and released
+ * from the table when put (a bucket's reference). */
+static void go_stk_give(struct allocrun *r, uint32_t tgid, uint64_t stack, bool put)
+{
+	struct htab_entry *e = r->go_stk ? htab__find(r->go_stk, &tgid, sizeof(tgid)) : NULL;
+	size_t n = e ? (size_t)(uintptr_t)e->value : 0;
+
+	if (put && stack)
+		stacktab__put(r->stacks, stack);
+	if (!n)
+		return;
+	r->go_stk_n--;
+	if (n == 1)
+		htab__remove(r->go_stk, &tgid, sizeof(tgid));
+	else
+		e->value = (void *)(uintptr_t)(n - 1);
+}
+
 /* A Go bucket's layout: the one its probe's cookie named (the key's pad). */
 static int go_layout_of(const struct alloc_go_bkey *k, struct gobucket_layout *l)
 {
@@ -758,6 +844,9 @@ static void go_bucket_read(struct allocrun *r, struct pproc *p, const struct all
 	if (got == -ESRCH)
 		b->state = -2;
 	if (got <= 0 || gobucket__parse(buf, (size_t)got, &l, &gb)) {
+		r->go_bkts_refused++;
+		if (got <= 0 && got != -ESRCH)
+			r->go_read_fails++;
 		if (r->go_refused_said++ < 8) /* a tenant's flood: a few said, all counted */
 			p_debug("process %u: Go bucket 0x%" PRIx64 " refused (%s)", k->tgid,
 				(uint64_t)k->b,
@@ -771,8 +860,12 @@ static void go_bucket_read(struct allocrun *r, struct pproc *p, const struct all
 		h = bp_stack_hash((const __u64 *)gb.stk, gb.nstk, BP_SEED_USTACK);
 		if (h == ALLOC_STACK_LOST || !h)
 			h = 2;
-		if (!stacktab__get(r->stacks, h, gb.stk, gb.nstk))
-			b->stack = h;
+		if (go_stk_take(r, k->tgid, b->comm)) {
+			if (!stacktab__get(r->stacks, h, gb.stk, gb.nstk))
+				b->stack = h;
+			else
+				go_stk_give(r, k->tgid, 0, false);
+		}
 	}
 	if ((size_t)got >= (size_t)gb.active_off + 32) {
 		uint64_t act[4];
@@ -795,7 +888,7 @@ static bool go_set_add(struct allocrun *r, struct htab *set, uint32_t tgid, cons
 		return false;
 	if (!a->comm[0])
 		memcpy(a->comm, b->comm, sizeof(a->comm));
-	a->samples += n;
+	a->samples = sat_add(a->samples, n); /* a forged record's n: any word */
 	a->go = true;
 	a->logical = true;
 	a->alloc_objects += w * (double)n;
@@ -819,7 +912,7 @@ static void go_count_n(struct allocrun *r, const struct alloc_go_bkey *k, const 
 
 	if (!n)
 		return;
-	r->events += n;
+	r->events = sat_add(r->events, n);
 	if (r->all && r->noted_now < ALLOC_MAX_NOTED &&
 	    !htab__find(r->noted, &k->tgid, sizeof(k->tgid))) {
 		struct proc_id id = { .pid = k->tgid, .exec_id = PROC_EXEC_ANY };
@@ -831,11 +924,13 @@ static void go_count_n(struct allocrun *r, const struct alloc_go_bkey *k, const 
 	note_comm(r, k->tgid, comm);
 	if (b->state < 0) {
 		if (b->state == -2)
-			r->go_bkt_gone += n;
+			r->go_bkt_gone = sat_add(r->go_bkt_gone, n);
 		else
-			r->go_bkt_bad += n;
+			r->go_bkt_bad = sat_add(r->go_bkt_bad, n);
 		return;
 	}
+	if (!b->stack)
+		r->go_unnamed = sat_add(r->go_unnamed, n);
 	w = go_weight_of(r, k->tgid, b->size);
 	if (!go_set_add(r, r->aggs, k->tgid, b, n, w) ||
 	    (r->tick && !go_set_add(r, r->tick, k->tgid, b, n, w)))
@@ -863,13 +958,14 @@ static void on_gobucket(void *ctx, const struct alloc_go_bkey *k, const struct a
 	if (!e) {
 		if ((!r->gob && !(r->gob = htab__new())) ||
 		    htab__count(r->gob) >= ALLOC_GO_BUCKETS || !(b = calloc(1, sizeof(*b)))) {
-			r->go_bkt_over += v->count; /* counted again each drain: an upper bound */
+			/* counted again each drain: an upper bound */
+			r->go_bkt_over = sat_add(r->go_bkt_over, v->count);
 			return;
 		}
 		e = htab__upsert(r->gob, k, sizeof(*k), &created);
 		if (!e) {
 			free(b);
-			r->go_bkt_over += v->count;
+			r->go_bkt_over = sat_add(r->go_bkt_over, v->count);
 			return;
 		}
 		e->value = b;
@@ -958,7 +1054,14 @@ static int gobkt_ref_cmp(const void *a, const void *b)
  * read again: one process_vm_readv for up to 1024 buckets. Unreadable
  * (gone): the last values kept. A polled process's: the whole record, its
  * allocations (active's and the future cycles') counted when count (a
- * drain's read).
+ * drain's read). The record is not read atomically: a read racing
+ * mProf_FlushLocked (which adds future[c] to active, then clears it) can
+ * see future[c] twice. Its count is then held high ("never back": seen is
+ * not lowered), so the next reads count nothing until the real sum passes
+ * it: the run's total is right, an interval's off by at most that
+ * bucket's allocations of one GC cycle, moved to the next (not lost, not
+ * counted twice). Reading twice for a consistent pair would double the
+ * drain's reads for that.
  */
 static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n, bool count)
 {
@@ -987,8 +1090,10 @@ static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n, 
 				const uint64_t *a = act + i * (rec / 8);
 				uint64_t total = 0;
 
-				if (!ok[i])
+				if (!ok[i]) {
+					r->go_read_fails++; /* the last values kept */
 					continue;
+				}
 				gobucket__inuse(a, g ? g->rate : GO_DEFAULT_RATE,
 						&bs[i]->inuse_objects, &bs[i]->inuse_bytes);
 				bs[i]->inuse_known = true;
@@ -1043,6 +1148,7 @@ static void go_poll_list(struct allocrun *r, struct goproc *gp)
 	if (!go_same(r, gp) || ptab__get(r->ptab, &id, &p))
 		return;
 	if (ptab__read_mem(r->ptab, p, gp->mbuckets, &head, sizeof(head)) != sizeof(head)) {
+		r->go_read_fails++;
 		ptab__put(r->ptab, p);
 		return;
 	}
@@ -1072,6 +1178,7 @@ static void go_poll_list(struct allocrun *r, struct goproc *gp)
 		}
 		if (gp->nr_buckets >= ALLOC_GO_BUCKETS_PROC) {
 			gp->over++;
+			r->go_list_over++;
 			done = true; /* for good: not walked again */
 			break;
 		}
@@ -1209,7 +1316,7 @@ static void go_inuse(struct allocrun *r, struct htab *into, bool sweep, bool big
 		struct gobkt *b = htab__remove(r->gob, &del[i], sizeof(del[i]));
 
 		if (b && b->stack)
-			stacktab__put(r->stacks, b->stack);
+			go_stk_give(r, del[i].tgid, b->stack, true);
 		free(b);
 	}
 	free(del);
@@ -1252,7 +1359,7 @@ static void go_drop(struct allocrun *r, const uint32_t *tgids, size_t n)
 		struct gobkt *b = htab__remove(r->gob, &del[i], sizeof(del[i]));
 
 		if (b && b->stack)
-			stacktab__put(r->stacks, b->stack);
+			go_stk_give(r, del[i].tgid, b->stack, true);
 		free(b);
 	}
 	free(del);
@@ -1650,7 +1757,7 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 	int nprobed = GO_PROBED; /* mProf_Malloc alone: freeSpecial's layout not known */
 	struct gobucket_layout layout;
 	uint64_t mbuckets = 0;
-	bool from_code = false;
+	bool from_code = false, second = false;
 	int bl;
 	bool x86 = false;
 	uint64_t bias, va, ticks = 0, sig = 0;
@@ -1709,6 +1816,18 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 					path, mbuckets);
 			}
 		}
+	}
+	gp = goproc_of(r, pid);
+	if (mbuckets && gp && go_same(r, gp) &&
+	    ((gp->mbuckets && gp->mbuckets != mbuckets) ||
+	     (gp->pend_mbuckets && gp->pend_mbuckets != mbuckets))) {
+		/* a second Go runtime in the process (c-shared libraries): one list is
+		 * polled a process, this runtime's buckets are probed instead */
+		p_info("%s: a second Go runtime in process %u: its buckets probed "
+		       "(runtime.setprofilebucket: a trap per sample), the first's polled",
+		       path, pid);
+		mbuckets = 0;
+		second = true;
 	}
 	if (bl >= 0 && (mbuckets || at[GO_SETPROFILEBUCKET])) {
 		/* the bucket read in userspace: setprofilebucket alone, or mProf_Flush */
@@ -1817,11 +1936,11 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 	if (mbuckets && !gp->mbuckets && !gp->gone) {
 		const char *base = strrchr(path, '/');
 
-		gp->mbuckets = mbuckets;
-		gp->from_code = from_code;
-		gp->layout = (unsigned)bl;
+		/* polled once the probe is in (go_poll_begin): else not at all */
+		gp->pend_mbuckets = mbuckets;
+		gp->pend_from_code = from_code;
+		gp->pend_layout = (unsigned)bl;
 		snprintf(gp->comm, sizeof(gp->comm), "%s", base ? base + 1 : path);
-		go_poll_list(r, gp); /* the buckets there before the probes: not counted */
 	}
 	if (go_file_flag(f, "runtime.disableMemoryProfiling") == 1 && !gp->off_warned) {
 		gp->off_warned = true;
@@ -1831,6 +1950,9 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 		       "turn its sampling on)",
 		       pid, path);
 	}
+	if (second && gp->rate_known)
+		return 0; /* the first runtime's rate weighs the process's samples (one a process)
+			   */
 	if (mfile__elf(f) && !elfobj__find(mfile__elf(f), "runtime.MemProfileRate", 8, &va) &&
 	    !elffile__load_bias(mfile__elf(f), m->start, m->offset, &bias)) {
 		gp->rate_known = true;
@@ -1844,6 +1966,30 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 		       path, GO_DEFAULT_RATE);
 	}
 	return 0;
+}
+
+/*
+ * Process pid's bucket list (go_probes found it) polled from now on, once
+ * the file's probes are in (attached); not attached: never polled, said
+ * (its Go allocations are not profiled, as the file's other functions).
+ */
+static void go_poll_begin(struct allocrun *r, uint32_t pid, bool attached, const char *path)
+{
+	struct goproc *gp = goproc_of(r, pid);
+
+	if (!gp || !gp->pend_mbuckets)
+		return;
+	if (!attached) {
+		p_warn("process %u (%s): runtime.mProf_Flush not probed: its Go buckets "
+		       "(runtime.mbuckets) not polled, its Go allocations not profiled",
+		       pid, path);
+	} else if (!gp->mbuckets && !gp->gone) {
+		gp->mbuckets = gp->pend_mbuckets;
+		gp->from_code = gp->pend_from_code;
+		gp->layout = gp->pend_layout;
+		go_poll_list(r, gp); /* the buckets there before the probes: not counted */
+	}
+	gp->pend_mbuckets = 0;
 }
 
 /* A cap tests make smaller through the environment variable name (1 to cap). */
@@ -2224,7 +2370,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	uint32_t fns[ALLOC_FN_NR];
 	bool have[ALLOC_FN_NR] = { false };
 	uint64_t at[ALLOC_FN_NR], at_end[ALLOC_FN_NR], go_at[GO_NR] = { 0 }, go_end[GO_NR] = { 0 };
-	bool go_have[GO_NR] = { false }, libc, go;
+	bool go_have[GO_NR] = { false }, libc, go, go_ok = false;
 	uint64_t sb_at[SBCL_NR];
 	bool sb_have[SBCL_NR] = { false }, sbcl, sbcl_ok;
 	size_t n = 0, nsyms;
@@ -2291,13 +2437,16 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 		fns[n] = (uint32_t)k;
 		offs[n++] = off;
 	}
-	if (go && go_probes(r, f, es, path, m, pid, go_at, go_end, fns, offs, &n) && !libc)
+	go_ok = go && !go_probes(r, f, es, path, m, pid, go_at, go_end, fns, offs, &n);
+	if (go && !go_ok && !libc)
 		goto out;
 	sbcl_ok = sbcl && !sbcl_probes(r, f, es, path, m, pid, sb_at, sb_have, fns, offs, &n);
 	if ((sbcl && !sbcl_ok && !libc && !go) || !n)
 		goto out;
 	err = mfile__kernel_path(f, kpath, sizeof(kpath));
-	if (!err)
+	if (!err && go_ok && test_cap("BPFPROF_TEST_GO_ATTACH_FAIL", UINT32_MAX) == pid)
+		err = -EPERM; /* tests: a failed attach in that process */
+	else if (!err)
 		err = allocprof__attach_file(r->ap, kpath, (int)pid, fns, offs, n, &em);
 	if (err) {
 		attach_failed(r, path, pid, err, &em);
@@ -2314,6 +2463,8 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 		p_info("%s: %zu allocator functions probed in process %u%s", path, n, pid,
 		       go ? " (the Go runtime's sampled allocations)" : "");
 out:
+	if (go_ok)
+		go_poll_begin(r, pid, *probed, path);
 	elfsym__free(es);
 	return 0;
 }
@@ -3666,6 +3817,14 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 		.sbcl_unnamed = r->sbcl_unnamed,
 		.go_poll_ended = r->go_poll_ended,
 		.go_other = r->go_other,
+		.go_stacks = r->go_stk_n,
+		.go_stacks_max = go_stk_cap(),
+		.go_stacks_proc = go_stk_cap_proc(),
+		.go_stk_over = r->go_stk_over,
+		.go_unnamed = r->go_unnamed,
+		.go_bkts_refused = r->go_bkts_refused,
+		.go_read_fails = r->go_read_fails,
+		.go_list_over = r->go_list_over,
 	};
 	stacktab__stats(r->stacks, &st->stacks);
 	allocprof__counters(r->ap, st->c);
@@ -3708,6 +3867,22 @@ void allocrun__metrics(struct allocrun *r, struct metrics_alloc *m)
 	m->lost[METRICS_ALLOC_LOST_NO_THREAD] = c[ALLOC_C_NO_THREAD];
 	m->lost[METRICS_ALLOC_LOST_NO_RETURN] = c[ALLOC_C_NO_RETURN];
 	m->lost[METRICS_ALLOC_LOST_MEMORY] = r->oom;
+	m->go = r->nr_go || r->gob || r->all;
+	m->go_lost[METRICS_GO_LOST_REFUSED] = r->go_bkt_bad;
+	m->go_lost[METRICS_GO_LOST_TABLES_FULL] =
+		sat_add(r->go_bkt_over, c[ALLOC_C_GO_BUCKETS_FULL]);
+	m->go_lost[METRICS_GO_LOST_EXITED] = r->go_bkt_gone;
+	m->go_unnamed = r->go_unnamed;
+	m->go_bkts_refused = r->go_bkts_refused;
+	m->go_bkts_unnamed = r->go_stk_over;
+	m->go_read_fails = r->go_read_fails;
+	m->go_list_over = r->go_list_over;
+	m->go_poll_ended = r->go_poll_ended;
+	m->go_other = r->go_other;
+	m->go_buckets = r->gob ? htab__count(r->gob) : 0;
+	m->go_stacks = r->go_stk_n;
+	m->go_stacks_max = go_stk_cap();
+	m->go_stacks_proc = go_stk_cap_proc();
 	if (!r->all || !gv.g.budget)
 		return;
 	m->guard = true;
@@ -3962,6 +4137,7 @@ void allocrun__free(struct allocrun *r)
 		free(b);
 	}
 	htab__free(r->gob);
+	htab__free(r->go_stk);
 	free(r->new_bkts);
 	pos = 0;
 	for (struct htab_entry *e; (e = htab__next(r->comms, &pos));)

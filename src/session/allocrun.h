@@ -184,6 +184,13 @@ struct allocrun_stats {
 	uint64_t sbcl_unnamed;	  /* SBCL samples not named as they came: a drain's budget spent */
 	uint64_t go_poll_ended;	  /* polled Go processes that ended between two polls */
 	uint64_t go_other;	  /* Go processes whose pid went to another image (reused, exec) */
+	size_t go_stacks;	  /* stacks Go's buckets hold now (their share of the table) */
+	size_t go_stacks_max, go_stacks_proc; /* ... at most: all Go processes', one's */
+	uint64_t go_stk_over;		      /* buckets kept without their stack: a share spent */
+	uint64_t go_unnamed;		      /* samples counted without their stack */
+	uint64_t go_bkts_refused; /* buckets refused (not a bucket, unreadable), both paths */
+	uint64_t go_read_fails;	  /* reads of bucket records or a polled list's head failed */
+	uint64_t go_list_over;	  /* walks of a polled list stopped at its process's cap */
 };
 void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);
 

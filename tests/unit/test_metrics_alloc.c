@@ -186,6 +186,75 @@ static void test_render_has_them_with_alloc_only(void **state)
 	sbuf_free(&sb);
 }
 
+static const char *const go_want[] = {
+	"\nbpfprof_alloc_go_samples_lost_total{reason=\"refused\"} 7\n",
+	"\nbpfprof_alloc_go_samples_lost_total{reason=\"tables_full\"} 11802\n",
+	"\nbpfprof_alloc_go_samples_lost_total{reason=\"exited\"} 3\n",
+	"\nbpfprof_alloc_go_samples_unnamed_total 18446744073709551615\n",
+	"\nbpfprof_alloc_go_buckets_lost_total{reason=\"refused\"} 2\n",
+	"\nbpfprof_alloc_go_buckets_lost_total{reason=\"stack_share\"} 7678\n",
+	"\nbpfprof_alloc_go_reads_failed_total 5\n",
+	"\nbpfprof_alloc_go_list_cap_total 4\n",
+	"\nbpfprof_alloc_go_processes_lost_total{reason=\"ended\"} 1\n",
+	"\nbpfprof_alloc_go_processes_lost_total{reason=\"other_image\"} 6\n",
+	"\nbpfprof_alloc_go_buckets 8192\n",
+	"\nbpfprof_alloc_go_stacks 514\n",
+	"\nbpfprof_alloc_go_stacks_max 32768\n",
+	"\nbpfprof_alloc_go_stacks_process_max 8192\n",
+};
+
+/* Go's lines: only with Go (a Go process probed, or -a); its losses by
+ * reason, the stack table's share, a saturated counter as it is. */
+static void test_go_lines(void **state)
+{
+	struct metrics_snapshot m = { .samples = 5, .freq = 99, .am = filled, .alloc = true };
+	struct metrics_alloc *a = &m.am;
+	struct sbuf sb = { 0 };
+	char *types[256];
+	size_t n = 0;
+
+	(void)state;
+	a->go = true;
+	a->go_lost[METRICS_GO_LOST_REFUSED] = 7;
+	a->go_lost[METRICS_GO_LOST_TABLES_FULL] = 11802;
+	a->go_lost[METRICS_GO_LOST_EXITED] = 3;
+	a->go_unnamed = UINT64_MAX;
+	a->go_bkts_refused = 2;
+	a->go_bkts_unnamed = 7678;
+	a->go_read_fails = 5;
+	a->go_list_over = 4;
+	a->go_poll_ended = 1;
+	a->go_other = 6;
+	a->go_buckets = 8192;
+	a->go_stacks = 514;
+	a->go_stacks_max = 32768;
+	a->go_stacks_proc = 8192;
+	assert_int_equal(metrics__render_alloc(a, &sb), 0);
+	assert_int_equal(
+		strncmp(sb.buf, golden, strstr(golden, "# HELP bpfprof_alloc_files") - golden), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(go_want); i++)
+		if (!strstr(sb.buf, go_want[i]))
+			fail_msg("not in /metrics: %s", go_want[i]);
+	sbuf_free(&sb);
+	memset(&sb, 0, sizeof(sb));
+	assert_int_equal(metrics__render(&m, 0, &sb), 0);
+	for (char *line = strtok(sb.buf, "\n"); line; line = strtok(NULL, "\n")) {
+		if (strncmp(line, "# TYPE ", 7))
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(types[i], line))
+				fail_msg("twice: %s", line);
+		assert_true(n < ARRAY_SIZE(types));
+		types[n++] = line;
+	}
+	sbuf_free(&sb);
+	memset(&sb, 0, sizeof(sb));
+	a->go = false; /* no Go: no Go line */
+	assert_int_equal(metrics__render_alloc(a, &sb), 0);
+	assert_null(strstr(sb.buf, "bpfprof_alloc_go_"));
+	sbuf_free(&sb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -193,6 +262,7 @@ int main(void)
 		cmocka_unit_test(test_no_guard_no_guard_lines),
 		cmocka_unit_test(test_no_scan_no_file_lines),
 		cmocka_unit_test(test_render_has_them_with_alloc_only),
+		cmocka_unit_test(test_go_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

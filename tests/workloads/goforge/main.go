@@ -11,6 +11,8 @@
 //	goforge [wait] SECONDS   (wait: prints {"waiting": PID}, starts at SIGUSR1)
 //	goforge inline SECONDS   (no forging: allocations through an inlined call)
 //	goforge list [wait] SECONDS   (the runtime's bucket list itself forged)
+//	goforge listwrap [wait] SECONDS   (list's, its counts 0, then 2^63 allocations
+//	                                   each after 2 s: sums of them wrap)
 //
 // list: the GC off (it would walk the list), runtime.mbuckets (the list
 // bpfprof polls when the binary has a symbol table) pointed at 20,000
@@ -49,22 +51,24 @@ func setprofilebucket(p unsafe.Pointer, b uintptr)
 //go:linkname mbuckets runtime.mbuckets
 var mbuckets uintptr
 
-func list(secs float64) {
+func list(secs float64, wrap bool) {
 	debug.SetGCPercent(-1)
 	const n = 20000
 	words := make([]uint64, n*(6+1+16))
 	addr := func(i int) uintptr { return uintptr(unsafe.Pointer(&words[i*23])) }
 	for i := 0; i < n; i++ {
 		w := words[i*23 : (i+1)*23]
-		w[2], w[4], w[5], w[6] = 1, 4096, 1, 0xdead0000+uint64(i)
+		w[2], w[4], w[5], w[6] = 1, 4096, 1, 0xdead0000+uint64(i)+uint64(os.Getpid())<<32 // distinct a process
 		if i == 7 {
 			w[2] = 2 // another type
 		}
 		if i == 9 {
 			w[5] = 1 << 40 // nstk huge
 		}
-		w[7], w[8], w[9], w[10] = 1<<62, 1<<63, ^uint64(0), 1 // active: frees past allocs
-		w[11] = ^uint64(0) - 5                                 // future[0].allocs: sums wrap
+		if !wrap {
+			w[7], w[8], w[9], w[10] = 1<<62, 1<<63, ^uint64(0), 1 // active: frees past allocs
+			w[11] = ^uint64(0) - 5                                // future[0].allocs: sums wrap
+		}
 		if i+1 < n {
 			w[1] = uint64(addr(i + 1))
 		} else {
@@ -72,9 +76,16 @@ func list(secs float64) {
 		}
 	}
 	atomic.StoreUintptr(&mbuckets, addr(0))
-	end := time.Now().Add(time.Duration(secs * float64(time.Second)))
+	start := time.Now()
+	end := start.Add(time.Duration(secs * float64(time.Second)))
 	for time.Now().Before(end) {
 		for i := 0; i < n; i++ {
+			if wrap {
+				if time.Since(start) > 2*time.Second {
+					words[i*23+7] = 1 << 63 // active.allocs: 2^63 more, each bucket
+				}
+				continue
+			}
 			words[i*23+12] += 1000 // future[0].frees, and future[1].allocs: counts that move
 			words[i*23+15]++
 		}
@@ -153,13 +164,13 @@ func waitSignal() {
 
 func main() {
 	args := os.Args[1:]
-	if len(args) > 0 && args[0] == "list" {
+	if len(args) > 0 && (args[0] == "list" || args[0] == "listwrap") {
 		runtime.MemProfileRate = 0
 		if len(args) > 1 && args[1] == "wait" {
 			waitSignal()
 		}
 		secs, _ := strconv.ParseFloat(args[len(args)-1], 64)
-		list(secs)
+		list(secs, args[0] == "listwrap")
 		return
 	}
 	if len(args) > 0 && args[0] == "inline" {

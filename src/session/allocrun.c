@@ -2083,10 +2083,20 @@ static void sbcl_sym(const char *name, uint64_t start, uint64_t at[SBCL_NR], boo
 	}
 }
 
+/* An SBCL runtime to be probed: what sbcl_probes found, given to the BPF
+ * program (sbcl_probed) once its probes are attached. */
+struct sbcl_found {
+	struct alloc_sbcl al;
+	char version[32];
+	bool large_exit;
+};
+
 /*
  * The SBCL runtime's regions closed and large objects (gc_close_region and
  * alloc: alloc_abi.h) of a file, as probes: appended to fns/offs (n), its
- * layout in the BPF program's sbcl map. Only a release whose regions are
+ * layout in *sf (the BPF program's sbcl map gets it once they are attached:
+ * sbcl_probed; a slot written before would serve the probes of an attach
+ * that then fails, and another runtime's after it). Only a release whose regions are
  * verified (sbcl.h's tlab), and only code that is that release's: alloc's
  * and alloc_list's first instructions hold the regions' offsets
  * (sbcl__alloc_code: a fake's alloc with other offsets is not probed); the
@@ -2096,19 +2106,21 @@ static void sbcl_sym(const char *name, uint64_t start, uint64_t at[SBCL_NR], boo
  */
 static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, const char *path,
 		       const struct procmap *m, uint32_t pid, const uint64_t at[SBCL_NR],
-		       const bool have[SBCL_NR], uint32_t *fns, uint64_t *offs, size_t *n)
+		       const bool have[SBCL_NR], uint32_t *fns, uint64_t *offs, size_t *n,
+		       struct sbcl_found *sf)
 {
 	struct proc_id id = { .pid = pid, .exec_id = PROC_EXEC_ANY };
 	const struct sbcl_layout *l;
 	struct alloc_sbcl al = { .tpoff = 0 };
 	uint64_t got[SBCL_NR], off[SBCL_NR], bias;
-	char version[32];
+	char *version = sf->version;
+	const size_t version_len = sizeof(sf->version);
 	struct elfcode *ec;
 	struct pproc *p;
 	bool warn, large_exit = false;
 	int err;
 
-	err = sbcl__file_layout(f, &l, version, sizeof(version), &warn);
+	err = sbcl__file_layout(f, &l, version, version_len, &warn);
 	if (err == -ENOENT)
 		return err; /* another program's alloc */
 	if (err) {
@@ -2190,26 +2202,40 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 	for (int k = 0; k < 2; k++)
 		for (int sys = 0; sys < 2; sys++)
 			al.region[k * 2 + sys] = l->tlab[k][sys];
-	err = allocprof__sbcl_layout(r->ap, r->nr_sbcl, &al);
+	sf->al = al;
+	sf->large_exit = large_exit;
+	fns[*n] = ALLOC_SBCL_COOKIE(ALLOC_FN_SBCL_ALLOC, r->nr_sbcl);
+	offs[(*n)++] = off[SBCL_ALLOC];
+	fns[*n] = ALLOC_SBCL_COOKIE(ALLOC_FN_SBCL_CLOSE, r->nr_sbcl);
+	offs[(*n)++] = off[SBCL_CLOSE];
+	return 0; /* the slot taken once the probes are attached (probe_file) */
+}
+
+/*
+ * An SBCL runtime's probes attached (sbcl_probes found it): its layout in
+ * its slot, which is now taken (the probes carry it in their cookies: never
+ * given to another runtime, even if the layout cannot be written).
+ */
+static void sbcl_probed(struct allocrun *r, const char *path, const struct sbcl_found *sf)
+{
+	int err = allocprof__sbcl_layout(r->ap, r->nr_sbcl, &sf->al);
+
+	r->nr_sbcl++;
 	if (err) {
 		p_warn("%s: its Lisp allocations not profiled: %s", path, strerror(-err));
-		return err;
+		return;
 	}
 	p_debug("%s: SBCL %s: alloc and gc_close_region probed, current_thread at %" PRId64
 		" from the thread pointer (slot %u; alloc at %s)",
-		path, version, (int64_t)al.tpoff, r->nr_sbcl,
-		large_exit ? "its large objects' jump to gc_alloc_large (emulated)" : "its entry");
+		path, sf->version, (int64_t)sf->al.tpoff, r->nr_sbcl - 1,
+		sf->large_exit ? "its large objects' jump to gc_alloc_large (emulated)"
+			       : "its entry");
 	if (!r->sbcl_said) {
 		r->sbcl_said = true;
 		p_info("SBCL: the bytes of its threads' allocation regions as each is closed "
 		       "(full), and its large objects; in-use bytes are not measured (its GC "
 		       "moves objects)");
 	}
-	fns[*n] = ALLOC_SBCL_COOKIE(ALLOC_FN_SBCL_ALLOC, r->nr_sbcl);
-	offs[(*n)++] = off[SBCL_ALLOC];
-	fns[*n] = ALLOC_SBCL_COOKIE(ALLOC_FN_SBCL_CLOSE, r->nr_sbcl);
-	offs[(*n)++] = off[SBCL_CLOSE];
-	return 0; /* the slot taken once the probes are attached (probe_file) */
 }
 
 /* The allocator functions of one file that defines malloc and free: probed
@@ -2227,6 +2253,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	bool go_have[GO_NR] = { false }, libc, go;
 	uint64_t sb_at[SBCL_NR];
 	bool sb_have[SBCL_NR] = { false }, sbcl, sbcl_ok;
+	struct sbcl_found sf = { .large_exit = false };
 	size_t n = 0, nsyms;
 	struct errmsg em = { 0 };
 	char kpath[64], key[512];
@@ -2293,7 +2320,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	}
 	if (go && go_probes(r, f, es, path, m, pid, go_at, go_end, fns, offs, &n) && !libc)
 		goto out;
-	sbcl_ok = sbcl && !sbcl_probes(r, f, es, path, m, pid, sb_at, sb_have, fns, offs, &n);
+	sbcl_ok = sbcl && !sbcl_probes(r, f, es, path, m, pid, sb_at, sb_have, fns, offs, &n, &sf);
 	if ((sbcl && !sbcl_ok && !libc && !go) || !n)
 		goto out;
 	err = mfile__kernel_path(f, kpath, sizeof(kpath));
@@ -2305,7 +2332,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	}
 	*probed = true;
 	if (sbcl_ok)
-		r->nr_sbcl++; /* its slot, now used (a failed attach leaves it for another) */
+		sbcl_probed(r, path, &sf); /* its slot (a failed attach leaves it for another) */
 	share_add(r, key);
 	if (r->all)
 		p_info("%s: %zu allocator functions probed in every process mapping it%s", path, n,

@@ -284,10 +284,11 @@ struct allocrun {
 		*others;  /* (pid, start) with an [other stacks] sample in the total -> its comm */
 	uint32_t nr_sbcl; /* SBCL runtimes probed: their slots in the sbcl map */
 	bool sbcl_said;	  /* in-use not measured for SBCL: said once (-v) */
-	struct htab *sbcl_named; /* (tgid, stack) named in this drain (sbcl_name_now) */
-	uint64_t sbcl_name_ns;	 /* this drain's time naming SBCL's frames */
-	bool sbcl_name_over;	 /* this drain's naming budget spent */
-	uint64_t sbcl_unnamed;	 /* SBCL samples not named as they came (the budget) */
+	struct htab *sbcl_named;     /* (tgid, stack) named in this drain (sbcl_name_now) */
+	uint64_t sbcl_name_ns;	     /* this drain's time naming SBCL's frames */
+	bool sbcl_name_over;	     /* this drain's naming budget spent */
+	uint64_t sbcl_unnamed;	     /* SBCL samples not named as they came (the budget) */
+	uint64_t sbcl_write_unnamed; /* SBCL frames not named by the takes (their budget) */
 	/* the process-name table's upkeep (comms_sweep) */
 	int (*starttime)(struct ptab *t, uint32_t pid, uint64_t *ticks); /* NULL: ptab__starttime */
 	size_t comms_pos;     /* the sweep's place in comms (a slot) */
@@ -631,6 +632,12 @@ static size_t sbcl_name_stacks(void)
 	return test_cap("BPFPROF_TEST_ALLOC_SBCL_NAME_STACKS", ALLOCRUN_SBCL_NAME_STACKS);
 }
 
+/* A take's time naming SBCL's frames (tests: less, BPFPROF_TEST_ALLOC_SBCL_WRITE_MS). */
+static uint64_t sbcl_write_ns(void)
+{
+	return test_cap("BPFPROF_TEST_ALLOC_SBCL_WRITE_MS", ALLOCRUN_SBCL_WRITE_MS) * NS_PER_MS;
+}
+
 /*
  * An SBCL sample's frames named now, while the process lives: a Lisp
  * function's name is read from its heap and kept with the pc
@@ -644,7 +651,8 @@ static size_t sbcl_name_stacks(void)
  * its heap indexed, the next ones 0.05-0.5 ms): a tenant's many distinct or
  * deep stacks do not hold the loop; a sample past it is counted
  * (sbcl_unnamed), its frames (or the rest of them) named when the profile
- * is written (unnamed if its process is gone by then).
+ * is written (unnamed if its process is gone by then), within that take's
+ * own budget (allocrun__take).
  */
 static void sbcl_name_now(struct allocrun *r, const struct alloc_event *ev)
 {
@@ -3551,7 +3559,25 @@ static int take_inuse(struct allocrun *r, bool engaged, struct profile *prof, bo
 	return err;
 }
 
+static int take(struct allocrun *r, struct profile *prof, unsigned what);
+
+/*
+ * A take names the SBCL frames its drains left (sbcl_name_now) within a
+ * budget of its own (ALLOCRUN_SBCL_WRITE_MS): a tenant's Lisp code making
+ * many distinct stacks cannot stall an interval's file or a heap request;
+ * the frames past it are SYM_LISP_UNNAMED, counted (sbcl_write_unnamed).
+ */
 int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
+{
+	uint64_t unnamed = symbolizer__lisp_unnamed(r->sym);
+	int err = take(r, prof, what);
+
+	symbolizer__lisp_deadline(r->sym, 0);
+	r->sbcl_write_unnamed += symbolizer__lisp_unnamed(r->sym) - unnamed;
+	return err;
+}
+
+static int take(struct allocrun *r, struct profile *prof, unsigned what)
 {
 	uint64_t c[ALLOC_C_NR], now;
 	struct htab *fresh_cur = NULL, *fresh_tick = NULL;
@@ -3568,6 +3594,7 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 		allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
 		go_drain(r, now_ns());
 	}
+	symbolizer__lisp_deadline(r->sym, now_ns() + sbcl_write_ns());
 	guard_view(r, &gv); /* the guard's thread may switch meanwhile: one instant of it */
 	now = r->t1 ? r->t1 : gv.now;
 	allocprof__counters(r->ap, c);
@@ -3691,6 +3718,7 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 		.go_poll_refused = r->go_poll_refused,
 		.nr_sbcl = r->nr_sbcl,
 		.sbcl_unnamed = r->sbcl_unnamed,
+		.sbcl_write_unnamed = r->sbcl_write_unnamed,
 		.go_poll_ended = r->go_poll_ended,
 		.go_other = r->go_other,
 	};

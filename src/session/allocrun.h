@@ -48,9 +48,12 @@
 /* SBCL's names read as its samples come: per drain (100 ms), at most so
  * many new (process, stack) and so much time naming; past them a sample's
  * Lisp frames are named when the profile is written
- * (allocrun_stats.sbcl_unnamed) */
+ * (allocrun_stats.sbcl_unnamed), for at most ALLOCRUN_SBCL_WRITE_MS a
+ * profile (a take: an interval's file, /debug/pprof/heap), then named
+ * SYM_LISP_UNNAMED (allocrun_stats.sbcl_write_unnamed) */
 #define ALLOCRUN_SBCL_NAME_STACKS 4096
 #define ALLOCRUN_SBCL_NAME_MS	  250
+#define ALLOCRUN_SBCL_WRITE_MS	  500
 
 struct allocrun;
 
@@ -184,6 +187,7 @@ struct allocrun_stats {
 	uint64_t sbcl_unnamed;	  /* SBCL samples not named as they came: a drain's budget spent */
 	uint64_t go_poll_ended;	  /* polled Go processes that ended between two polls */
 	uint64_t go_other;	  /* Go processes whose pid went to another image (reused, exec) */
+	uint64_t sbcl_write_unnamed; /* SBCL frames left unnamed by a profile's write: its budget */
 };
 void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);
 

@@ -3565,16 +3565,27 @@ static int take(struct allocrun *r, struct profile *prof, unsigned what);
  * A take names the SBCL frames its drains left (sbcl_name_now) within a
  * budget of its own (ALLOCRUN_SBCL_WRITE_MS): a tenant's Lisp code making
  * many distinct stacks cannot stall an interval's file or a heap request;
- * the frames past it are SYM_LISP_UNNAMED, counted (sbcl_write_unnamed).
+ * the frames past it are SYM_LISP_UNNAMED, counted (sbcl_write_unnamed)
+ * and said in the profile's note (sbcl_unnamed_frames=N).
  */
 int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 {
 	uint64_t unnamed = symbolizer__lisp_unnamed(r->sym);
 	int err = take(r, prof, what);
+	struct profile_meta *m;
+	size_t n;
 
 	symbolizer__lisp_deadline(r->sym, 0);
-	r->sbcl_write_unnamed += symbolizer__lisp_unnamed(r->sym) - unnamed;
-	return err;
+	unnamed = symbolizer__lisp_unnamed(r->sym) - unnamed;
+	r->sbcl_write_unnamed += unnamed;
+	if (err || !unnamed)
+		return err;
+	m = profile__meta(prof);
+	n = strnlen(m->note, sizeof(m->note));
+	if (n < sizeof(m->note) - 1)
+		snprintf(m->note + n, sizeof(m->note) - n, "%ssbcl_unnamed_frames=%" PRIu64,
+			 n ? " " : "", unnamed);
+	return 0;
 }
 
 static int take(struct allocrun *r, struct profile *prof, unsigned what)

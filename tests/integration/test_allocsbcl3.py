@@ -14,16 +14,25 @@ default mode).
   profile is written within a budget of the write's own (500 ms a take):
   a tenant's Lisp code allocating from some 30,000 distinct stacks
   (lisppaths.lisp) took the write 8.5 s here before, its frames past the
-  budget are now "[unnamed: SBCL]", counted in the summary.
+  budget are now "[unnamed: SBCL]", counted in the summary; in continuous
+  mode /debug/pprof/heap answers within the budget's reach and each
+  interval's file says its unnamed frames in its note.
 """
 import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import time
+import urllib.request
 from pathlib import Path
 
-from conftest import BPFPROF, as_tenant, parse_folded, run_bpfprof, sbcl, tenant, wl
+from conftest import BPFPROF, ROOT, as_tenant, parse_folded, run_bpfprof, sbcl, tenant, wait_for, wl
+import pprof
+
+sys.path.insert(0, str(ROOT / "tools"))
+from benchlib import free_port  # noqa: E402
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
 LISPBENCH = str(WORKLOADS / "lispbench.lisp")
@@ -117,3 +126,67 @@ def test_write_names_lisp_frames_within_a_budget(tenant_dir):
     assert any("LISPPATHS::LEAF" in k for k in folded), list(folded)[:10]
     print(f"{m.group(1)} frames unnamed, {len(folded)} stacks")
     assert after <= 5, f"{after:.2f} s past the {duration} s\n{err}"
+
+
+def _get(url, timeout=60):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status, r.read()
+
+
+def test_heap_request_within_the_budget(tenant_dir, tmp_path):
+    """Continuous mode (--interval 2, --output-dir, --listen) on the tenant's
+    lisppaths: /debug/pprof/heap (the current interval's Lisp frames named
+    by the request) answers within 4 s (its naming 500 ms of it; every frame
+    named took 10.8 s here), /healthz right after it within 1 s; the
+    interval files whose frames were cut say so in their note
+    (sbcl_unnamed_frames=N)."""
+    exe = sbcl()
+    pw = tenant()
+    script = tenant_dir / "lisppaths.lisp"
+    shutil.copy2(WORKLOADS / "lisppaths.lisp", script)
+    os.chown(script, pw.pw_uid, pw.pw_gid)
+    lisp = subprocess.Popen(as_tenant([exe, "--script", script, "14", "60"]),
+                            stdout=subprocess.PIPE, text=True)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    b = None
+    try:
+        assert lisp.stdout.readline().strip() == "ready"
+        b = subprocess.Popen([str(BPFPROF), "--alloc=4K", "--interval", "2", "--output-dir",
+                              tmp_path, "--listen", str(port), "-d", "40", "-p", str(lisp.pid)],
+                             stderr=subprocess.PIPE, text=True)
+
+        def healthy():
+            try:
+                return _get(base + "/healthz", timeout=1)[0] == 200
+            except OSError:
+                return False
+        wait_for(healthy, "/healthz ok", timeout=30)
+        time.sleep(1.8)  # the interval's stacks: a second and more of the paths
+        t = time.monotonic()
+        status, body = _get(base + "/debug/pprof/heap")
+        took = time.monotonic() - t
+        t = time.monotonic()
+        health = _get(base + "/healthz", timeout=30)[0]
+        health_took = time.monotonic() - t
+        time.sleep(2.5)  # an interval file or two more
+        b.send_signal(signal.SIGINT)
+        _, err = b.communicate(timeout=60)
+    finally:
+        if b and b.poll() is None:
+            b.kill()
+            b.communicate(timeout=30)
+        lisp.kill()
+        lisp.communicate(timeout=30)
+    print(f"/debug/pprof/heap {took:.2f} s, /healthz {health_took:.2f} s")
+    assert status == 200 and health == 200, err[-3000:]
+    heap = pprof.decode(body)
+    assert any("LISPPATHS" in k for k in pprof.to_folded(heap)), err[-3000:]
+    assert took <= 4, f"/debug/pprof/heap took {took:.2f} s\n{err[-3000:]}"
+    assert health_took <= 1, f"/healthz took {health_took:.2f} s"
+    notes = []
+    for f in sorted(tmp_path.glob("*.heap.pb.gz")):
+        p = pprof.decode(f.read_bytes())
+        notes += [pprof.strings(p, c) for c in p.get("comment", [])]
+    cut = [n for n in notes if re.search(r"sbcl_unnamed_frames=[1-9]", n)]
+    assert cut, (notes, err[-3000:])

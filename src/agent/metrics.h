@@ -56,8 +56,9 @@ struct metrics_alloc {
 	/* -a, --cgroup (rendered only then): the files probed and their caps */
 	bool all;
 	uint64_t files_probed, files_probed_max;
-	uint64_t files_not_probed; /* refused: the cap, a share, descriptors */
-	uint64_t files_not_looked; /* times a new file was not looked at (past its cap) */
+	uint64_t files_not_probed;    /* refused: the cap, a share, descriptors */
+	uint64_t files_not_looked;    /* times a new file was not looked at (past its cap) */
+	uint64_t sbcl_unnamed_frames; /* SBCL frames a profile's write left unnamed (its budget) */
 };
 
 struct metrics_snapshot {

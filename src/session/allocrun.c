@@ -3762,6 +3762,7 @@ void allocrun__metrics(struct allocrun *r, struct metrics_alloc *m)
 		.probes = gv.probes,
 		.live_dropped_exited = r->live_dropped_exited,
 		.aggs_evicted = r->aggs_evicted,
+		.sbcl_unnamed_frames = r->sbcl_write_unnamed,
 		.all = r->all,
 		.files_probed = r->nr_held,
 		.files_probed_max = max_held(),

@@ -139,7 +139,8 @@ def test_heap_request_within_the_budget(tenant_dir, tmp_path):
     by the request) answers within 4 s (its naming 500 ms of it; every frame
     named took 10.8 s here), /healthz right after it within 1 s; the
     interval files whose frames were cut say so in their note
-    (sbcl_unnamed_frames=N)."""
+    (sbcl_unnamed_frames=N), /metrics counts them
+    (bpfprof_alloc_sbcl_unnamed_frames_total)."""
     exe = sbcl()
     pw = tenant()
     script = tenant_dir / "lisppaths.lisp"
@@ -170,6 +171,7 @@ def test_heap_request_within_the_budget(tenant_dir, tmp_path):
         health = _get(base + "/healthz", timeout=30)[0]
         health_took = time.monotonic() - t
         time.sleep(2.5)  # an interval file or two more
+        metrics = _get(base + "/metrics")[1].decode()
         b.send_signal(signal.SIGINT)
         _, err = b.communicate(timeout=60)
     finally:
@@ -190,3 +192,5 @@ def test_heap_request_within_the_budget(tenant_dir, tmp_path):
         notes += [pprof.strings(p, c) for c in p.get("comment", [])]
     cut = [n for n in notes if re.search(r"sbcl_unnamed_frames=[1-9]", n)]
     assert cut, (notes, err[-3000:])
+    m = re.search(r"^bpfprof_alloc_sbcl_unnamed_frames_total (\d+)$", metrics, re.M)
+    assert m and int(m.group(1)) > 0, metrics

@@ -133,6 +133,10 @@ int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out)
 		"bpfprof_alloc_aggs_evicted_total",
 		"Samples of the run-long totals folded into their process's [other stacks] for room.",
 		a->aggs_evicted);
+	err |= COUNTER("bpfprof_alloc_sbcl_unnamed_frames_total",
+		       "SBCL frames written as [unnamed: SBCL]: past a profile's time for naming "
+		       "Lisp functions (500 ms a profile written).",
+		       a->sbcl_unnamed_frames);
 	if (a->go) {
 		static const char *const go_lost[METRICS_GO_LOST_NR] = {
 			[METRICS_GO_LOST_REFUSED] = "refused",

@@ -78,6 +78,7 @@ struct metrics_alloc {
 	uint64_t go_other;		/* processes whose pid went to another image */
 	uint64_t go_buckets, go_stacks; /* kept now; stacks they hold */
 	uint64_t go_stacks_max, go_stacks_proc; /* ... at most: all Go processes', one's */
+	uint64_t sbcl_unnamed_frames; /* SBCL frames a profile's write left unnamed (its budget) */
 };
 
 struct metrics_snapshot {

@@ -28,6 +28,7 @@
 #include "session/allocrun.h"
 #include "session/record.h"
 #include "session/stop.h"
+#include "sym/symbolizer.h"
 
 static void sym_warn(void *ctx, const char *msg)
 {
@@ -316,8 +317,14 @@ static void report_counters(const struct allocrun_stats *st)
 	if (st->sbcl_unnamed)
 		p_warn("SBCL: %" PRIu64 " sampled allocations' Lisp frames not named as they came "
 		       "(a drain names at most %d new stacks, in %d ms): named when the profile "
-		       "is written, unnamed if their process is gone by then",
-		       st->sbcl_unnamed, ALLOCRUN_SBCL_NAME_STACKS, ALLOCRUN_SBCL_NAME_MS);
+		       "is written (for up to %d ms a profile), unnamed if their process is gone "
+		       "by then",
+		       st->sbcl_unnamed, ALLOCRUN_SBCL_NAME_STACKS, ALLOCRUN_SBCL_NAME_MS,
+		       ALLOCRUN_SBCL_WRITE_MS);
+	if (st->sbcl_write_unnamed)
+		p_warn("SBCL: %" PRIu64 " Lisp frames written as \"%s\": a profile's write names "
+		       "SBCL's frames for at most %d ms",
+		       st->sbcl_write_unnamed, SYM_LISP_UNNAMED, ALLOCRUN_SBCL_WRITE_MS);
 	if (st->all) {
 		report_files(st);
 		report_guard(st);

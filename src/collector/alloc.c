@@ -284,7 +284,9 @@ static int keep_fd(struct allocprof *a, int fd)
 	return 0;
 }
 
-static int attach_one(struct allocprof *a, const char *path, int pid, const uint32_t *fns,
+/* A file's probes attached as a's mode does it; on an error, those attached
+ * so far are kept (attach_one takes them back). */
+static int attach_all(struct allocprof *a, const char *path, int pid, const uint32_t *fns,
 		      const uint64_t *offs, size_t n, struct errmsg *em)
 {
 	uint64_t cookies[ALLOC_FN_NR], roffs[ALLOC_FN_NR], rcookies[ALLOC_FN_NR];
@@ -347,6 +349,34 @@ static int attach_one(struct allocprof *a, const char *path, int pid, const uint
 		return errmsg_set(em, err, "out of memory");
 	a->probes += n;
 	return 0;
+}
+
+/* The links and descriptors kept from (nl, nf, np) on taken back: a file's
+ * attach that failed part way leaves none of its probes. */
+static void attach_undo(struct allocprof *a, size_t nl, size_t nf, size_t np)
+{
+	while (a->nr_links > nl)
+		bpf_link__destroy(a->links[--a->nr_links]);
+	while (a->nr_fds > nf)
+		close(a->fds[--a->nr_fds]);
+	a->probes = np;
+}
+
+/*
+ * A file's probes (n functions fns at offs) in pid (0: every process), all
+ * or none: a probe left behind by an attach that failed part way would
+ * fire for a file the caller took as not probed, with a cookie (an SBCL
+ * runtime's slot) the caller hands to the next one (issue 39).
+ */
+static int attach_one(struct allocprof *a, const char *path, int pid, const uint32_t *fns,
+		      const uint64_t *offs, size_t n, struct errmsg *em)
+{
+	const size_t nl = a->nr_links, nf = a->nr_fds, np = a->probes;
+	int err = attach_all(a, path, pid, fns, offs, n, em);
+
+	if (err)
+		attach_undo(a, nl, nf, np);
+	return err;
 }
 
 int allocprof__attach_file(struct allocprof *a, const char *path, int pid, const uint32_t *fns,

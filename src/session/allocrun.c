@@ -288,10 +288,11 @@ struct allocrun {
 		*others;  /* (pid, start) with an [other stacks] sample in the total -> its comm */
 	uint32_t nr_sbcl; /* SBCL runtimes probed: their slots in the sbcl map */
 	bool sbcl_said;	  /* in-use not measured for SBCL: said once (-v) */
-	struct htab *sbcl_named; /* (tgid, stack) named in this drain (sbcl_name_now) */
-	uint64_t sbcl_name_ns;	 /* this drain's time naming SBCL's frames */
-	bool sbcl_name_over;	 /* this drain's naming budget spent */
-	uint64_t sbcl_unnamed;	 /* SBCL samples not named as they came (the budget) */
+	struct htab *sbcl_named;     /* (tgid, stack) named in this drain (sbcl_name_now) */
+	uint64_t sbcl_name_ns;	     /* this drain's time naming SBCL's frames */
+	bool sbcl_name_over;	     /* this drain's naming budget spent */
+	uint64_t sbcl_unnamed;	     /* SBCL samples not named as they came (the budget) */
+	uint64_t sbcl_write_unnamed; /* SBCL frames not named by the takes (their budget) */
 	/* the process-name table's upkeep (comms_sweep) */
 	int (*starttime)(struct ptab *t, uint32_t pid, uint64_t *ticks); /* NULL: ptab__starttime */
 	size_t comms_pos;     /* the sweep's place in comms (a slot) */
@@ -644,6 +645,12 @@ static size_t sbcl_name_stacks(void)
 	return test_cap("BPFPROF_TEST_ALLOC_SBCL_NAME_STACKS", ALLOCRUN_SBCL_NAME_STACKS);
 }
 
+/* A take's time naming SBCL's frames (tests: less, BPFPROF_TEST_ALLOC_SBCL_WRITE_MS). */
+static uint64_t sbcl_write_ns(void)
+{
+	return test_cap("BPFPROF_TEST_ALLOC_SBCL_WRITE_MS", ALLOCRUN_SBCL_WRITE_MS) * NS_PER_MS;
+}
+
 /*
  * An SBCL sample's frames named now, while the process lives: a Lisp
  * function's name is read from its heap and kept with the pc
@@ -657,7 +664,8 @@ static size_t sbcl_name_stacks(void)
  * its heap indexed, the next ones 0.05-0.5 ms): a tenant's many distinct or
  * deep stacks do not hold the loop; a sample past it is counted
  * (sbcl_unnamed), its frames (or the rest of them) named when the profile
- * is written (unnamed if its process is gone by then).
+ * is written (unnamed if its process is gone by then), within that take's
+ * own budget (allocrun__take).
  */
 static void sbcl_name_now(struct allocrun *r, const struct alloc_event *ev)
 {
@@ -2229,10 +2237,20 @@ static void sbcl_sym(const char *name, uint64_t start, uint64_t at[SBCL_NR], boo
 	}
 }
 
+/* An SBCL runtime to be probed: what sbcl_probes found, given to the BPF
+ * program (sbcl_probed) once its probes are attached. */
+struct sbcl_found {
+	struct alloc_sbcl al;
+	char version[32];
+	bool large_exit;
+};
+
 /*
  * The SBCL runtime's regions closed and large objects (gc_close_region and
  * alloc: alloc_abi.h) of a file, as probes: appended to fns/offs (n), its
- * layout in the BPF program's sbcl map. Only a release whose regions are
+ * layout in *sf (the BPF program's sbcl map gets it once they are attached:
+ * sbcl_probed; a slot written before would serve the probes of an attach
+ * that then fails, and another runtime's after it). Only a release whose regions are
  * verified (sbcl.h's tlab), and only code that is that release's: alloc's
  * and alloc_list's first instructions hold the regions' offsets
  * (sbcl__alloc_code: a fake's alloc with other offsets is not probed); the
@@ -2242,19 +2260,21 @@ static void sbcl_sym(const char *name, uint64_t start, uint64_t at[SBCL_NR], boo
  */
 static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, const char *path,
 		       const struct procmap *m, uint32_t pid, const uint64_t at[SBCL_NR],
-		       const bool have[SBCL_NR], uint32_t *fns, uint64_t *offs, size_t *n)
+		       const bool have[SBCL_NR], uint32_t *fns, uint64_t *offs, size_t *n,
+		       struct sbcl_found *sf)
 {
 	struct proc_id id = { .pid = pid, .exec_id = PROC_EXEC_ANY };
 	const struct sbcl_layout *l;
 	struct alloc_sbcl al = { .tpoff = 0 };
 	uint64_t got[SBCL_NR], off[SBCL_NR], bias;
-	char version[32];
+	char *version = sf->version;
+	const size_t version_len = sizeof(sf->version);
 	struct elfcode *ec;
 	struct pproc *p;
 	bool warn, large_exit = false;
 	int err;
 
-	err = sbcl__file_layout(f, &l, version, sizeof(version), &warn);
+	err = sbcl__file_layout(f, &l, version, version_len, &warn);
 	if (err == -ENOENT)
 		return err; /* another program's alloc */
 	if (err) {
@@ -2336,26 +2356,40 @@ static int sbcl_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, c
 	for (int k = 0; k < 2; k++)
 		for (int sys = 0; sys < 2; sys++)
 			al.region[k * 2 + sys] = l->tlab[k][sys];
-	err = allocprof__sbcl_layout(r->ap, r->nr_sbcl, &al);
+	sf->al = al;
+	sf->large_exit = large_exit;
+	fns[*n] = ALLOC_SBCL_COOKIE(ALLOC_FN_SBCL_ALLOC, r->nr_sbcl);
+	offs[(*n)++] = off[SBCL_ALLOC];
+	fns[*n] = ALLOC_SBCL_COOKIE(ALLOC_FN_SBCL_CLOSE, r->nr_sbcl);
+	offs[(*n)++] = off[SBCL_CLOSE];
+	return 0; /* the slot taken once the probes are attached (probe_file) */
+}
+
+/*
+ * An SBCL runtime's probes attached (sbcl_probes found it): its layout in
+ * its slot, which is now taken (the probes carry it in their cookies: never
+ * given to another runtime, even if the layout cannot be written).
+ */
+static void sbcl_probed(struct allocrun *r, const char *path, const struct sbcl_found *sf)
+{
+	int err = allocprof__sbcl_layout(r->ap, r->nr_sbcl, &sf->al);
+
+	r->nr_sbcl++;
 	if (err) {
 		p_warn("%s: its Lisp allocations not profiled: %s", path, strerror(-err));
-		return err;
+		return;
 	}
 	p_debug("%s: SBCL %s: alloc and gc_close_region probed, current_thread at %" PRId64
 		" from the thread pointer (slot %u; alloc at %s)",
-		path, version, (int64_t)al.tpoff, r->nr_sbcl,
-		large_exit ? "its large objects' jump to gc_alloc_large (emulated)" : "its entry");
+		path, sf->version, (int64_t)sf->al.tpoff, r->nr_sbcl - 1,
+		sf->large_exit ? "its large objects' jump to gc_alloc_large (emulated)"
+			       : "its entry");
 	if (!r->sbcl_said) {
 		r->sbcl_said = true;
 		p_info("SBCL: the bytes of its threads' allocation regions as each is closed "
 		       "(full), and its large objects; in-use bytes are not measured (its GC "
 		       "moves objects)");
 	}
-	fns[*n] = ALLOC_SBCL_COOKIE(ALLOC_FN_SBCL_ALLOC, r->nr_sbcl);
-	offs[(*n)++] = off[SBCL_ALLOC];
-	fns[*n] = ALLOC_SBCL_COOKIE(ALLOC_FN_SBCL_CLOSE, r->nr_sbcl);
-	offs[(*n)++] = off[SBCL_CLOSE];
-	return 0; /* the slot taken once the probes are attached (probe_file) */
 }
 
 /* The allocator functions of one file that defines malloc and free: probed
@@ -2373,6 +2407,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	bool go_have[GO_NR] = { false }, libc, go, go_ok = false;
 	uint64_t sb_at[SBCL_NR];
 	bool sb_have[SBCL_NR] = { false }, sbcl, sbcl_ok;
+	struct sbcl_found sf = { .large_exit = false };
 	size_t n = 0, nsyms;
 	struct errmsg em = { 0 };
 	char kpath[64], key[512];
@@ -2440,7 +2475,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	go_ok = go && !go_probes(r, f, es, path, m, pid, go_at, go_end, fns, offs, &n);
 	if (go && !go_ok && !libc)
 		goto out;
-	sbcl_ok = sbcl && !sbcl_probes(r, f, es, path, m, pid, sb_at, sb_have, fns, offs, &n);
+	sbcl_ok = sbcl && !sbcl_probes(r, f, es, path, m, pid, sb_at, sb_have, fns, offs, &n, &sf);
 	if ((sbcl && !sbcl_ok && !libc && !go) || !n)
 		goto out;
 	err = mfile__kernel_path(f, kpath, sizeof(kpath));
@@ -2454,7 +2489,7 @@ static int probe_file(struct allocrun *r, struct mfile *f, const char *path,
 	}
 	*probed = true;
 	if (sbcl_ok)
-		r->nr_sbcl++; /* its slot, now used (a failed attach leaves it for another) */
+		sbcl_probed(r, path, &sf); /* its slot (a failed attach leaves it for another) */
 	share_add(r, key);
 	if (r->all)
 		p_info("%s: %zu allocator functions probed in every process mapping it%s", path, n,
@@ -3675,7 +3710,36 @@ static int take_inuse(struct allocrun *r, bool engaged, struct profile *prof, bo
 	return err;
 }
 
+static int take(struct allocrun *r, struct profile *prof, unsigned what);
+
+/*
+ * A take names the SBCL frames its drains left (sbcl_name_now) within a
+ * budget of its own (ALLOCRUN_SBCL_WRITE_MS): a tenant's Lisp code making
+ * many distinct stacks cannot stall an interval's file or a heap request;
+ * the frames past it are SYM_LISP_UNNAMED, counted (sbcl_write_unnamed)
+ * and said in the profile's note (sbcl_unnamed_frames=N).
+ */
 int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
+{
+	uint64_t unnamed = symbolizer__lisp_unnamed(r->sym);
+	int err = take(r, prof, what);
+	struct profile_meta *m;
+	size_t n;
+
+	symbolizer__lisp_deadline(r->sym, 0);
+	unnamed = symbolizer__lisp_unnamed(r->sym) - unnamed;
+	r->sbcl_write_unnamed += unnamed;
+	if (err || !unnamed)
+		return err;
+	m = profile__meta(prof);
+	n = strnlen(m->note, sizeof(m->note));
+	if (n < sizeof(m->note) - 1)
+		snprintf(m->note + n, sizeof(m->note) - n, "%ssbcl_unnamed_frames=%" PRIu64,
+			 n ? " " : "", unnamed);
+	return 0;
+}
+
+static int take(struct allocrun *r, struct profile *prof, unsigned what)
 {
 	uint64_t c[ALLOC_C_NR], now;
 	struct htab *fresh_cur = NULL, *fresh_tick = NULL;
@@ -3692,6 +3756,7 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 		allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
 		go_drain(r, now_ns());
 	}
+	symbolizer__lisp_deadline(r->sym, now_ns() + sbcl_write_ns());
 	guard_view(r, &gv); /* the guard's thread may switch meanwhile: one instant of it */
 	now = r->t1 ? r->t1 : gv.now;
 	allocprof__counters(r->ap, c);
@@ -3815,6 +3880,7 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 		.go_poll_refused = r->go_poll_refused,
 		.nr_sbcl = r->nr_sbcl,
 		.sbcl_unnamed = r->sbcl_unnamed,
+		.sbcl_write_unnamed = r->sbcl_write_unnamed,
 		.go_poll_ended = r->go_poll_ended,
 		.go_other = r->go_other,
 		.go_stacks = r->go_stk_n,
@@ -3855,6 +3921,7 @@ void allocrun__metrics(struct allocrun *r, struct metrics_alloc *m)
 		.probes = gv.probes,
 		.live_dropped_exited = r->live_dropped_exited,
 		.aggs_evicted = r->aggs_evicted,
+		.sbcl_unnamed_frames = r->sbcl_write_unnamed,
 		.all = r->all,
 		.files_probed = r->nr_held,
 		.files_probed_max = max_held(),

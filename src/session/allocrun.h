@@ -48,9 +48,12 @@
 /* SBCL's names read as its samples come: per drain (100 ms), at most so
  * many new (process, stack) and so much time naming; past them a sample's
  * Lisp frames are named when the profile is written
- * (allocrun_stats.sbcl_unnamed) */
+ * (allocrun_stats.sbcl_unnamed), for at most ALLOCRUN_SBCL_WRITE_MS a
+ * profile (a take: an interval's file, /debug/pprof/heap), then named
+ * SYM_LISP_UNNAMED (allocrun_stats.sbcl_write_unnamed) */
 #define ALLOCRUN_SBCL_NAME_STACKS 4096
 #define ALLOCRUN_SBCL_NAME_MS	  250
+#define ALLOCRUN_SBCL_WRITE_MS	  500
 
 struct allocrun;
 
@@ -188,9 +191,10 @@ struct allocrun_stats {
 	size_t go_stacks_max, go_stacks_proc; /* ... at most: all Go processes', one's */
 	uint64_t go_stk_over;		      /* buckets kept without their stack: a share spent */
 	uint64_t go_unnamed;		      /* samples counted without their stack */
-	uint64_t go_bkts_refused; /* buckets refused (not a bucket, unreadable), both paths */
-	uint64_t go_read_fails;	  /* reads of bucket records or a polled list's head failed */
-	uint64_t go_list_over;	  /* walks of a polled list stopped at its process's cap */
+	uint64_t go_bkts_refused;    /* buckets refused (not a bucket, unreadable), both paths */
+	uint64_t go_read_fails;	     /* reads of bucket records or a polled list's head failed */
+	uint64_t go_list_over;	     /* walks of a polled list stopped at its process's cap */
+	uint64_t sbcl_write_unnamed; /* SBCL frames left unnamed by a profile's write: its budget */
 };
 void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);
 

@@ -1229,19 +1229,20 @@ int record__run(struct record *r)
 int record__finish_continuous(struct record *r)
 {
 	struct collector_stats st;
-	int err;
+	int heap_err, err;
 
 	stop__writing(true);
 	/* --alloc --on-cpu: the heap profile's last interval too (the engine
-	 * stopped with the CPU's sampling) */
-	err = r->ar ? sinks__heap_interval(&r->ct, r->ar) : 0;
-	if (!err)
-		err = sinks__finish_interval(&r->ct, &r->rc, r->col, r->t_stop);
+	 * stopped with the CPU's sampling); each attempted whatever the other
+	 * did (a heap take without memory does not lose the CPU's interval) */
+	heap_err = r->ar ? sinks__heap_interval(&r->ct, r->ar) : 0;
+	err = sinks__finish_interval(&r->ct, &r->rc, r->col, r->t_stop);
 	stop__writing(false);
-	if (err) {
+	if (heap_err)
+		p_err("the last interval's heap profile could not be taken: %s",
+		      strerror(-heap_err));
+	if (err)
 		p_err("out of memory");
-		return 1;
-	}
 	collector__stats(r->col, &st);
 	p_info("%" PRIu64 " samples in %.1f s, %" PRIu64 " lost, %" PRIu64 " intervals",
 	       st.v[STAT_SAMPLES], (r->t_stop - r->t_start) / NS_PER_SEC_F, record__lost(&st),
@@ -1252,7 +1253,7 @@ int record__finish_continuous(struct record *r)
 	print_python_threads(&r->rc, &st);
 	sinks__summary(&r->ct, &r->o);
 	record__symbolizer_stats(&r->rc); /* -v: the whole run's, as one profile's */
-	return 0;
+	return heap_err || err ? 1 : 0;
 }
 
 static void print_child_exit(const struct child *ch, bool stopped, const struct options *o)

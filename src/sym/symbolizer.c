@@ -206,6 +206,9 @@ struct symbolizer {
 	uint64_t lisp_drains; /* symbolizer__lisp_drain: drains of SBCL names alone */
 	size_t file_bytes, pmap_bytes, freed_bytes;
 	uint64_t lisp_over_budget, lisp_walked;
+	/* symbolizer__lisp_deadline: SBCL's names read until then (0: always),
+	 * and the frames given SYM_LISP_UNNAMED past it */
+	uint64_t lisp_until, lisp_unnamed;
 	uint64_t lookups, unknown, debug_files, jit_names, lisp_names, java_names, images_lost,
 		images_mapped, lisp_gc_held;
 	uint64_t kernel_reloads, evicted_procs, evicted_files;
@@ -1731,6 +1734,14 @@ static const char *lisp_name(struct symbolizer *s, struct symproc *p, uint64_t a
 	uint64_t held, over, walked;
 	int err;
 
+	/* The caller's budget spent: no read, of a heap known to be SBCL's or
+	 * to find one (another process's frames go on to perf maps, ...). */
+	if (s->lisp_until && now_ns() >= s->lisp_until) {
+		if (!p->sbcl)
+			return NULL;
+		s->lisp_unnamed++;
+		return SYM_LISP_UNNAMED;
+	}
 	if (!p->sbcl && p->pp && !p->dead &&
 	    (!p->sbcl_err || (p->sbcl_err == -EAGAIN && now_ns() >= p->sbcl_try_ns))) {
 		p->sbcl = calloc(1, sizeof(*p->sbcl));
@@ -2175,7 +2186,7 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 	if ((!f || !f->es) && jit_candidate(m) && (out->name = lisp_name(s, p, addr))) {
 		out->kind = FRAME_LISP;
 		out->module = m->path;
-		s->lisp_names++;
+		s->lisp_names += strcmp(out->name, SYM_LISP_UNNAMED) != 0;
 		return 1;
 	}
 	if ((!f || !f->es) && jit_candidate(m)) {
@@ -2217,7 +2228,7 @@ size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, u
 	if (!elf_code && (out->name = lisp_name(s, p, addr))) {
 		out->kind = FRAME_LISP;
 		out->module = m->path;
-		s->lisp_names++;
+		s->lisp_names += strcmp(out->name, SYM_LISP_UNNAMED) != 0;
 		return 1;
 	}
 	if (!m->path) {
@@ -2663,6 +2674,16 @@ void symbolizer__drain_begin(struct symbolizer *s)
 
 	while ((e = htab__next(s->procs, &pos)))
 		sbcl_drain(s, e->value);
+}
+
+void symbolizer__lisp_deadline(struct symbolizer *s, uint64_t deadline)
+{
+	s->lisp_until = deadline;
+}
+
+uint64_t symbolizer__lisp_unnamed(const struct symbolizer *s)
+{
+	return s->lisp_unnamed;
 }
 
 void symbolizer__lisp_drain(struct symbolizer *s)

@@ -321,6 +321,23 @@ void symbolizer__drain_begin(struct symbolizer *s);
  */
 void symbolizer__lisp_drain(struct symbolizer *s);
 
+/* The name of an SBCL frame past symbolizer__lisp_deadline (kind FRAME_LISP). */
+#define SYM_LISP_UNNAMED "[unnamed: SBCL]"
+
+/*
+ * SBCL's Lisp functions named until deadline (now_ns(); 0: no deadline,
+ * the default): past it, a frame in the Lisp code of a process whose SBCL
+ * heap is known is named SYM_LISP_UNNAMED without a read (its kept name is
+ * not checked either), and counted (symbolizer__lisp_unnamed); a process
+ * not yet known as SBCL's is not looked at for one. A name costs reads of
+ * the process's heap (0.05-0.5 ms, its runtime's first some 50 ms): a
+ * tenant's many distinct Lisp stacks cannot hold the caller (bpfprof
+ * --alloc's profile writes) past its budget.
+ */
+void symbolizer__lisp_deadline(struct symbolizer *s, uint64_t deadline);
+/* The frames named SYM_LISP_UNNAMED so far. */
+uint64_t symbolizer__lisp_unnamed(const struct symbolizer *s);
+
 /*
  * After a drain: forget processes that were already gone at the last sweep,
  * enforce the memory caps, re-read kallsyms if modules or BPF programs

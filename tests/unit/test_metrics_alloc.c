@@ -26,6 +26,7 @@ static const struct metrics_alloc filled = {
 	.probes = 9,
 	.live_dropped_exited = 17,
 	.aggs_evicted = 3,
+	.sbcl_unnamed_frames = 5,
 	.guard = true,
 	.guard_engaged = true,
 	.guard_duty = 0.25,
@@ -79,6 +80,9 @@ static const char golden[] =
 	"# HELP bpfprof_alloc_aggs_evicted_total Samples of the run-long totals folded into their process's [other stacks] for room.\n"
 	"# TYPE bpfprof_alloc_aggs_evicted_total counter\n"
 	"bpfprof_alloc_aggs_evicted_total 3\n"
+	"# HELP bpfprof_alloc_sbcl_unnamed_frames_total SBCL frames written as [unnamed: SBCL]: past a profile's time for naming Lisp functions (500 ms a profile written).\n"
+	"# TYPE bpfprof_alloc_sbcl_unnamed_frames_total counter\n"
+	"bpfprof_alloc_sbcl_unnamed_frames_total 5\n"
 	"# HELP bpfprof_alloc_files_probed Files whose allocator functions are probed (-a, --cgroup).\n"
 	"# TYPE bpfprof_alloc_files_probed gauge\n"
 	"bpfprof_alloc_files_probed 64\n"

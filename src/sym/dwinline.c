@@ -234,7 +234,8 @@ static int urange_cmp(const void *a, const void *b)
 /* Indexes units until done (0) or b runs out (its error); -ENOMEM. */
 static int index_units(struct dwinline *d, struct budget *b)
 {
-	Dwarf_Die cudie, subdie;
+	Dwarf_Die
+		cudie; /* no subdie: libdw would open the skeleton's .dwo (a path the file names) */
 	uint8_t unit_type;
 	Dwarf_CU *cu = d->next_cu;
 
@@ -244,7 +245,7 @@ static int index_units(struct dwinline *d, struct budget *b)
 
 		if (budget__over(b))
 			return budget__err(b);
-		if (dwarf_get_units(d->dw, cu, &cu, NULL, &unit_type, &cudie, &subdie) != 0) {
+		if (dwarf_get_units(d->dw, cu, &cu, NULL, &unit_type, &cudie, NULL) != 0) {
 			d->indexed = true;
 			break;
 		}

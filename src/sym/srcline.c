@@ -417,14 +417,15 @@ int srcline__rows(struct srcline *sl, uint64_t lo, uint64_t hi, struct srcline_r
 	struct rowvec rv = { 0 };
 	uint64_t budget = SRCLINE_MAX_OPS;
 	Dwarf_CU *cu = NULL;
-	Dwarf_Die cudie, subdie;
+	Dwarf_Die
+		cudie; /* no subdie: libdw would open the skeleton's .dwo (a path the file names) */
 	uint8_t unit_type;
 	struct srcline_row *out;
 	int err = 0;
 
 	*rows = NULL;
 	*nr = 0;
-	while (!err && dwarf_get_units(sl->dw, cu, &cu, NULL, &unit_type, &cudie, &subdie) == 0) {
+	while (!err && dwarf_get_units(sl->dw, cu, &cu, NULL, &unit_type, &cudie, NULL) == 0) {
 		if (unit_type == DW_UT_type || unit_type == DW_UT_split_type ||
 		    unit_type == DW_UT_split_compile)
 			continue;

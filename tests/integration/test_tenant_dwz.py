@@ -11,6 +11,11 @@ program named a FIFO stopped root's agent in its first drain, for good
 profile comes out on time, its frames named from the symbol table, and
 annotate's lines too.
 
+Split DWARF is the same: a skeleton unit names its .dwo (DW_AT_dwo_name,
+beside DW_AT_comp_dir), and libdw opened it, blocking, as soon as the unit
+walk asked for the split unit's DIE; bpfprof no longer asks (it skips split
+units anyway).
+
 The program is the tenant's, built by it with gcc -g and dwz -m, in a
 directory it owns.
 """
@@ -107,3 +112,32 @@ def test_dwz_file_a_tenant_names_is_never_opened(tenant_dir, tmp_path, kind):
         # no reader.
         with pytest.raises(OSError):
             os.close(os.open(alt, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def test_split_dwarf_object_a_tenant_names_is_never_opened(tenant_dir, tmp_path):
+    """-gsplit-dwarf: the tenant's hot.dwo replaced by a FIFO (before: the
+    agent blocked in libdw's open() from dwarf_get_units())."""
+    d = str(tenant_dir)
+    src = tenant_program(d, PROG, "hot.c")
+    r = tenant_run(["sh", "-c", f"cd {d} && gcc -O2 -g -gsplit-dwarf -c hot.c -o hot.o && "
+                    f"gcc -o hot hot.o && rm hot.dwo && mkfifo hot.dwo"])
+    assert r.returncode == 0, r.stderr
+    info = subprocess.run(["readelf", "--debug-dump=info", f"{d}/hot"], capture_output=True,
+                          check=True).stdout
+    assert b"DW_AT_dwo_name" in info, "no skeleton unit: the test tests nothing"
+    prog = subprocess.Popen(as_tenant([f"{d}/hot"]))
+    try:
+        time.sleep(0.3)
+        out = tmp_path / "out.folded"
+        p = run_bpfprof(["-p", prog.pid, "-d", "2", "-o", out], timeout=90)
+        mine = {s: n for s, n in parse_folded(out.read_text()).items() if s.startswith("hot;")}
+        n = sum(mine.values())
+        hot = sum(c for s, c in mine.items() if ";main;hot" in s)
+        assert n > 0 and hot >= 0.9 * n, (hot, n, mine, p.stderr)
+        a = run_bpfprof(["annotate", "-F", "499", "-p", prog.pid, "-d", "2", "hot"], timeout=90)
+        assert a.returncode == 0 and "hot" in a.stdout, a.stdout + a.stderr
+    finally:
+        prog.kill()
+        prog.wait()
+    with pytest.raises(OSError):
+        os.close(os.open(f"{d}/hot.dwo", os.O_WRONLY | os.O_NONBLOCK))

@@ -140,12 +140,15 @@ struct goproc {
 	int64_t rate;	 /* the last read (GO_DEFAULT_RATE until then, or without symbols) */
 	bool off_warned; /* the program does not sample: said at attach */
 	/* its buckets polled (runtime.mbuckets, a symbol table's): no trap per sample */
-	uint64_t mbuckets;   /* runtime.mbuckets's address; 0: not polled */
-	uint64_t head_known; /* the list's head at the last walk */
-	unsigned layout;     /* the bucket layout's index */
-	size_t nr_buckets;   /* buckets of its list kept (ALLOC_GO_BUCKETS_PROC at most) */
-	bool walked;	     /* its list walked once (the buckets then: counted from then on) */
-	uint64_t over;	     /* buckets of its list past that */
+	uint64_t mbuckets;    /* runtime.mbuckets's address; 0: not polled */
+	uint64_t head_known;  /* the list's head at the last walk */
+	uint64_t resume_at;   /* a walk stopped early: the first bucket it did not read */
+	uint64_t resume_head; /* ... and the head it began at (go_poll_list) */
+	uint64_t head_full;   /* the head last seen with the shared table full */
+	unsigned layout;      /* the bucket layout's index */
+	size_t nr_buckets;    /* buckets of its list kept (ALLOC_GO_BUCKETS_PROC at most) */
+	bool walked;	      /* its list walked once (the buckets then: counted from then on) */
+	uint64_t over;	      /* buckets of its list past that */
 	char comm[16];
 	bool walked_ok; /* a bucket of its list read (from_code: the list trusted) */
 	bool from_code; /* mbuckets found in the runtime's code (stripped): its list's
@@ -1026,67 +1029,48 @@ static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n, 
  * A polled process's new buckets: runtime.mbuckets's list (new ones are
  * prepended) walked from its head to the last walk's head, each bucket read
  * once (go_bucket_read); at most ALLOC_GO_BUCKETS_PROC kept for the process
- * (a tenant's list is its own memory: any length, cycles), stopped at a
- * bucket this walk passed already (a cycle). At most ALLOC_GO_POLL_STEPS
- * new buckets a walk: one stopped early (that, the table full, a read failed)
- * leaves the last head as it was, and the next walk passes the buckets kept
- * since to go on where it stopped (the list is prepend-only).
+ * (a tenant's list is its own memory: any length, cycles). At most
+ * ALLOC_GO_POLL_STEPS new buckets a walk: one stopped early (that, the table
+ * full) keeps a cursor (resume_at, the first bucket not read; resume_head,
+ * the head that walk began at), and the next walk reads from the cursor down
+ * to the last head first, then from the new head down to resume_head: only
+ * buckets not read yet, never the kept ones again (the list is
+ * prepend-only). The walk's end: the last head, the list's end, a bucket
+ * already kept (a cycle: a tenant's), an allnext that cannot be read (for
+ * good: not read again each drain), the cap. The shared table full: no walk
+ * (the head read only; counted in go_bkt_over).
  */
-static void go_poll_list(struct allocrun *r, struct goproc *gp)
+#define GO_WALK_DONE	1 /* reached its end */
+#define GO_WALK_STOPPED 2 /* stopped at *cur (not read yet): resumed there */
+#define GO_WALK_OFF	3 /* the list no longer polled */
+static int go_walk(struct allocrun *r, struct goproc *gp, struct pproc *p, uint64_t *cur,
+		   uint64_t stop, size_t *steps)
 {
-	struct proc_id id = { .pid = gp->pid, .exec_id = PROC_EXEC_ANY };
-	uint64_t head = 0, cur;
-	struct pproc *p;
-	size_t steps = 0;
-	bool done = false; /* reached the last walk's head (or the end, a cycle, the cap) */
-
-	if (!go_same(r, gp) || ptab__get(r->ptab, &id, &p))
-		return;
-	if (ptab__read_mem(r->ptab, p, gp->mbuckets, &head, sizeof(head)) != sizeof(head)) {
-		ptab__put(r->ptab, p);
-		return;
-	}
-	gp->walks++;
-	for (cur = head;;) {
-		struct alloc_go_bkey k = { .tgid = gp->pid, .pad = gp->layout, .b = cur };
+	for (;;) {
+		struct alloc_go_bkey k = { .tgid = gp->pid, .pad = gp->layout, .b = *cur };
 		struct htab_entry *e;
 		struct gobkt *b;
 		bool created;
 
-		if (!cur || cur == gp->head_known) {
-			done = true;
-			break;
-		}
-		e = r->gob ? htab__find(r->gob, &k, sizeof(k)) : NULL;
-		if (e) {
-			b = e->value;
-			if (b->walk == gp->walks) { /* passed already in this walk: a cycle */
-				done = true;
-				break;
-			}
-			/* kept by a walk that stopped before the last head: past it */
-			b->walk = gp->walks;
-			if (ptab__read_mem(r->ptab, p, cur + 8, &cur, sizeof(cur)) != sizeof(cur))
-				break;
-			continue;
-		}
+		if (!*cur || *cur == stop)
+			return GO_WALK_DONE;
+		if (r->gob && htab__find(r->gob, &k, sizeof(k)))
+			return GO_WALK_DONE; /* kept already: a cycle, or a list not prepend-only */
 		if (gp->nr_buckets >= ALLOC_GO_BUCKETS_PROC) {
 			gp->over++;
-			done = true; /* for good: not walked again */
-			break;
+			return GO_WALK_DONE; /* for good: not walked again */
 		}
-		if (steps++ >= ALLOC_GO_POLL_STEPS)
-			break; /* the rest at the next drain (the kept ones passed: one read each)
-				*/
+		if ((*steps)++ >= ALLOC_GO_POLL_STEPS)
+			return GO_WALK_STOPPED; /* the rest at the next drain */
 		if ((!r->gob && !(r->gob = htab__new())) ||
 		    htab__count(r->gob) >= ALLOC_GO_BUCKETS || !(b = calloc(1, sizeof(*b)))) {
 			r->go_bkt_over++;
-			break;
+			return GO_WALK_STOPPED;
 		}
 		e = htab__upsert(r->gob, &k, sizeof(k), &created);
 		if (!e) {
 			free(b);
-			break;
+			return GO_WALK_STOPPED;
 		}
 		e->value = b;
 		b->polled = true;
@@ -1105,14 +1089,14 @@ static void go_poll_list(struct allocrun *r, struct goproc *gp)
 			       "no longer polled",
 			       gp->pid, gp->comm, gp->mbuckets);
 			gp->mbuckets = 0;
-			break;
+			return GO_WALK_OFF;
 		}
 		if (b->state > 0)
 			gp->walked_ok = true;
 		if (b->state > 0 && b->baseline) { /* its allocations so far: not this run's */
 			uint64_t rec[16];
 
-			if (ptab__read_mem(r->ptab, p, cur + b->active_off, rec, sizeof(rec)) ==
+			if (ptab__read_mem(r->ptab, p, *cur + b->active_off, rec, sizeof(rec)) ==
 			    sizeof(rec)) {
 				b->seen = 0;
 				for (int c = 0; c < 4; c++)
@@ -1122,15 +1106,57 @@ static void go_poll_list(struct allocrun *r, struct goproc *gp)
 				b->baseline = false;
 			}
 		}
-		if (ptab__read_mem(r->ptab, p, cur + 8, &cur, sizeof(cur)) != sizeof(cur))
-			break; /* allnext */
+		r->go_bkt_reads++;
+		if (ptab__read_mem(r->ptab, p, *cur + 8, cur, sizeof(*cur)) != sizeof(*cur))
+			return GO_WALK_DONE; /* allnext unreadable: the list's end, for good */
 	}
-	/* a walk stopped early (the budget, the table full, a read): the next
-	 * resumes past the buckets it kept, to the same last head */
-	if (done) {
+}
+
+static void go_poll_list(struct allocrun *r, struct goproc *gp)
+{
+	struct proc_id id = { .pid = gp->pid, .exec_id = PROC_EXEC_ANY };
+	uint64_t head = 0, cur;
+	struct pproc *p;
+	size_t steps = 0;
+	int res;
+
+	if (!go_same(r, gp) || ptab__get(r->ptab, &id, &p))
+		return;
+	if (ptab__read_mem(r->ptab, p, gp->mbuckets, &head, sizeof(head)) != sizeof(head)) {
+		ptab__put(r->ptab, p);
+		return;
+	}
+	if (r->gob && htab__count(r->gob) >= ALLOC_GO_BUCKETS) {
+		if (head != gp->head_known && head != gp->head_full)
+			r->go_bkt_over++; /* new buckets not read (counted once a head) */
+		gp->head_full = head;
+		ptab__put(r->ptab, p);
+		return;
+	}
+	gp->walks++;
+	if (gp->resume_at) { /* the rest of a walk stopped early, down to the last head */
+		cur = gp->resume_at;
+		res = go_walk(r, gp, p, &cur, gp->head_known, &steps);
+		if (res == GO_WALK_STOPPED) {
+			gp->resume_at = cur;
+			goto out;
+		}
+		gp->head_known = gp->resume_head;
+		gp->resume_at = gp->resume_head = 0;
+		gp->walked = true;
+		if (res == GO_WALK_OFF)
+			goto out;
+	}
+	cur = head;
+	res = go_walk(r, gp, p, &cur, gp->head_known, &steps);
+	if (res == GO_WALK_STOPPED) {
+		gp->resume_at = cur;
+		gp->resume_head = head;
+	} else {
 		gp->head_known = head;
 		gp->walked = true;
 	}
+out:
 	ptab__put(r->ptab, p);
 }
 

@@ -261,6 +261,7 @@ struct allocrun {
 	uint64_t live_dropped_exited, aggs_evicted;
 	struct goproc *go;
 	size_t nr_go, cap_go;
+	size_t go_seen; /* Go processes set up during the run (the summary's gate) */
 	uint64_t events, oom;
 	uint64_t t0, t1;
 	uint64_t next_refresh;
@@ -1286,15 +1287,17 @@ static void go_drop(struct allocrun *r, const uint32_t *tgids, size_t n)
 
 /*
  * The Go processes checked (go_same) before their samples and buckets are
- * read: one whose pid went to another image (reused, exec'd) has its
- * buckets let go now - their addresses are not the new image's, and its
- * samples would be weighed with the old ones; one that exited and is not a
- * target likewise (its last in-use reading is of no process; one-shot runs
- * too: the tables it holds are shared). A target that exited keeps its last
- * reading for the profile (a take's sweep lets it go). At most
- * ALLOC_GO_DROPS a drain.
+ * read (exited false): one whose pid went to another image (reused, exec'd)
+ * has its buckets let go now - their addresses are not the new image's, and
+ * its samples would be weighed with the old ones. After the read (exited
+ * true): one that exited and is not a target likewise (its last in-use
+ * reading is of no process; one-shot runs too: the tables it holds are
+ * shared) - its samples since the last drain counted first (its buckets'
+ * sizes and stacks are kept: no read of the process needed). A target that
+ * exited keeps its last reading for the profile (a take's sweep lets it go).
+ * At most ALLOC_GO_DROPS a call.
  */
-static void go_check_all(struct allocrun *r)
+static void go_check_all(struct allocrun *r, bool exited)
 {
 	uint32_t drop[ALLOC_GO_DROPS];
 	size_t n = 0;
@@ -1302,8 +1305,10 @@ static void go_check_all(struct allocrun *r)
 	for (size_t i = 0; i < r->nr_go && n < ALLOC_GO_DROPS;) {
 		struct goproc *gp = &r->go[i];
 
-		go_same(r, gp);
-		if (gp->gone == GO_OTHER || (gp->gone && !is_target(r, gp->pid))) {
+		if (!exited)
+			go_same(r, gp);
+		if (exited ? gp->gone == GO_EXITED && !is_target(r, gp->pid)
+			   : gp->gone == GO_OTHER) {
 			p_debug("process %u %s: its Go state let go", gp->pid,
 				gp->gone == GO_OTHER
 					? "runs another image (exec, or its pid reused)"
@@ -1331,9 +1336,10 @@ static void go_drain(struct allocrun *r, uint64_t now)
 	if (!r->nr_go && !r->all)
 		return;
 	r->nr_new = 0;
-	go_check_all(r);
+	go_check_all(r, false);
 	allocprof__go_buckets(r->ap, on_gobucket, r);
 	go_read_new(r);
+	go_check_all(r, true);
 	for (size_t i = 0; i < r->nr_go; i++)
 		if (r->go[i].mbuckets) {
 			uint64_t t0 = now_ns();
@@ -1834,6 +1840,7 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 			return -ENOMEM;
 		}
 		gp = &r->go[r->nr_go++];
+		r->go_seen++;
 		*gp = (struct goproc){ .pid = pid, .rate = GO_DEFAULT_RATE };
 		gp->start_ticks = ticks;
 		gp->mm_sig = sig;
@@ -3668,7 +3675,7 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 		.t0 = r->t0,
 		.t1 = r->t1,
 		.all = r->all,
-		.nr_go = r->nr_go,
+		.nr_go = r->go_seen, /* not those alive now: exited ones' counters stay */
 		.nr_held = r->nr_held,
 		.g = gv.g,
 		.calls0 = r->calls0,

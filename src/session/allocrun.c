@@ -158,6 +158,10 @@ struct goproc {
 	uint64_t start_ticks, mm_sig;
 	int gone;	/* GO_LIVE, GO_EXITED, GO_OTHER (its pid another's, or exec'd) */
 	uint32_t walks; /* walks of its list begun */
+	/* its image not read at its probing (descriptors, memory): start_ticks
+	 * the probing's time, the image read at the first go_same that can (a
+	 * process started since: another) */
+	bool ident_late;
 };
 #define ALLOC_GO_POLL_STEPS 4096 /* new buckets a walk of a polled list reads (then resumed) */
 #define GO_LIVE		    0
@@ -377,6 +381,11 @@ static bool go_same(struct allocrun *r, struct goproc *gp)
 	err = ptab__image(r->ptab, gp->pid, &ticks, &sig);
 	if (err && err != -ENOENT && err != -ESRCH)
 		return false;
+	if (!err && gp->ident_late && ticks <= gp->start_ticks) {
+		gp->start_ticks = ticks; /* started before its probing: the process probed */
+		gp->mm_sig = sig;
+		gp->ident_late = false;
+	}
 	if (!err && ticks == gp->start_ticks && (!sig || !gp->mm_sig || sig == gp->mm_sig))
 		return true;
 	gp->gone = err ? GO_EXITED : GO_OTHER;
@@ -1821,6 +1830,10 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 			path, b.version, pa, sa, koff, kind);
 	gp = goproc_of(r, pid);
 	ident_err = ptab__image(r->ptab, pid, &ticks, &sig);
+	if (!gp && getenv("BPFPROF_TEST_GO_IDENT_FAIL")) /* tests: descriptors short */
+		ident_err = -EMFILE;
+	if (gp && gp->ident_late && !ident_err)
+		go_same(r, gp); /* its image known now (or another's) */
 	if (gp && !ident_err &&
 	    (ticks != gp->start_ticks || (sig && gp->mm_sig && sig != gp->mm_sig))) {
 		/* its state another image's (exec'd; or another took its pid) */
@@ -1844,8 +1857,17 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 		*gp = (struct goproc){ .pid = pid, .rate = GO_DEFAULT_RATE };
 		gp->start_ticks = ticks;
 		gp->mm_sig = sig;
-		if (ident_err) /* not known: never polled, never read */
-			gp->gone = GO_EXITED;
+		if (ident_err == -ENOENT || ident_err == -ESRCH) {
+			gp->gone = GO_EXITED; /* exited already: never polled, never read */
+		} else if (ident_err) {
+			/* not read now (descriptors, memory): at its first poll, a
+			 * process started since its probing taken for another */
+			gp->ident_late = true;
+			gp->start_ticks = procfs__ns_to_ticks(boottime_ns());
+			p_debug("process %u: its image not read at its probing (%s): read at "
+				"its first poll",
+				pid, strerror(-ident_err));
+		}
 	}
 	if (mbuckets && !gp->mbuckets && !gp->gone) {
 		const char *base = strrchr(path, '/');

@@ -13,6 +13,11 @@ F2: under --cgroup a Go process (every allocation sampled, MemProfileRate 1)
 makes 2000 allocations, pauses, makes 5000 more from the same stack and
 exits at once: the samples since the last drain are counted before its Go
 state is let go (before the fix: 2013 of 7013, and no Go summary at all).
+
+L1: a -p target whose image (start time, address space) could not be read
+at its probing (descriptors short: BPFPROF_TEST_GO_IDENT_FAIL) is read at
+its first poll; its allocations are polled and counted (before the fix:
+none, silently - its polling off for the whole run).
 """
 import json
 import os
@@ -25,7 +30,7 @@ import pytest
 
 import pprof
 from conftest import BPFPROF, cgroup_v2, into_cgroup, wait_for, wl
-from test_allocgo import go_counts
+from test_allocgo import attach, check_against_runtime, go_counts, start_waiting
 
 
 def _walk_run(tmp_path, tail):
@@ -130,3 +135,14 @@ def test_go_exit_last_drain_counted(tmp_path, run):
     # the Go summary printed though the process is gone
     sampled, _, _ = go_counts(stderr)
     assert sampled >= objs, (sampled, objs)
+
+
+def test_go_ident_read_late(tmp_path, monkeypatch):
+    monkeypatch.setenv("BPFPROF_TEST_GO_IDENT_FAIL", "1")
+    out = tmp_path / "go.pb.gz"
+    proc, pid = start_waiting([wl("goalloc"), "wait", "memprof", "2"])
+    stdout, stderr, rc = attach(proc, pid, out)
+    assert rc == 0, stderr
+    assert f"process {pid}: its image not read at its probing" in stderr, stderr
+    assert "buckets polled" in stderr, stderr
+    check_against_runtime(out, stdout, stderr, rate=524288, late=5)

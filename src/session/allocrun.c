@@ -1053,6 +1053,22 @@ static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n, 
 #define GO_WALK_DONE	1 /* reached its end */
 #define GO_WALK_STOPPED 2 /* stopped at *cur (not read yet): resumed there */
 #define GO_WALK_OFF	3 /* the list no longer polled */
+/* ALLOC_GO_POLL_STEPS; tests: BPFPROF_TEST_GO_POLL_STEPS (fewer: walks resumed more often) */
+static size_t go_poll_steps(void)
+{
+	static size_t steps;
+	const char *t;
+	uint64_t n;
+
+	if (!steps) {
+		t = getenv("BPFPROF_TEST_GO_POLL_STEPS");
+		steps = t && !parse_u64(t, 10, &n) && n && n <= ALLOC_GO_POLL_STEPS
+				? (size_t)n
+				: ALLOC_GO_POLL_STEPS;
+	}
+	return steps;
+}
+
 static int go_walk(struct allocrun *r, struct goproc *gp, struct pproc *p, uint64_t *cur,
 		   uint64_t stop, size_t *steps)
 {
@@ -1070,7 +1086,7 @@ static int go_walk(struct allocrun *r, struct goproc *gp, struct pproc *p, uint6
 			gp->over++;
 			return GO_WALK_DONE; /* for good: not walked again */
 		}
-		if ((*steps)++ >= ALLOC_GO_POLL_STEPS)
+		if ((*steps)++ >= go_poll_steps())
 			return GO_WALK_STOPPED; /* the rest at the next drain */
 		if ((!r->gob && !(r->gob = htab__new())) ||
 		    htab__count(r->gob) >= ALLOC_GO_BUCKETS || !(b = calloc(1, sizeof(*b)))) {

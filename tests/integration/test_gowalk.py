@@ -146,3 +146,35 @@ def test_go_ident_read_late(tmp_path, monkeypatch):
     assert f"process {pid}: its image not read at its probing" in stderr, stderr
     assert "buckets polled" in stderr, stderr
     check_against_runtime(out, stdout, stderr, rate=524288, late=5)
+
+
+def test_go_list_grown_while_resumed(tmp_path, monkeypatch):
+    """A list of 8100 buckets read 500 a walk (BPFPROF_TEST_GO_POLL_STEPS:
+    17 walks, one a drain) that grows by 4 every 20 ms from the probes' start:
+    each walk resumes the old list where the last stopped, then reads the new
+    buckets before it - every bucket kept once, none missed, none refused."""
+    monkeypatch.setenv("BPFPROF_TEST_GO_POLL_STEPS", "500")
+    prog = subprocess.Popen([wl("gowalk"), "8100", "cycle", "30", "4", "20", "20"],
+                            stdout=subprocess.PIPE, text=True)
+    errpath = tmp_path / "stderr"
+    bp = None
+    try:
+        pid = json.loads(prog.stdout.readline())["pid"]
+        with open(errpath, "w") as err:
+            bp = subprocess.Popen([str(BPFPROF), "--alloc", "-v", "-d", "4", "-o",
+                                   str(tmp_path / "grow.pb.gz"), "-p", str(pid)], stderr=err)
+            wait_for(lambda: "profiling allocations of" in errpath.read_text(),
+                     timeout=120, what="the probes in")
+            os.kill(pid, signal.SIGUSR1)
+            total = json.loads(prog.stdout.readline())["total"]
+            bp.wait(timeout=60)
+    finally:
+        for p in (prog, bp):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    stderr = errpath.read_text()
+    assert bp.returncode == 0, stderr
+    assert total == 8180
+    kept, refused = _polled(stderr)
+    assert kept == total and refused == 0, (kept, refused, total, stderr)

@@ -265,6 +265,15 @@ GO_WORKLOADS += $(OUT)/workloads/goforge
 $(OUT)/workloads/goforge: tests/workloads/goforge/main.go tests/workloads/goforge/go.mod | $(OUT)/workloads
 	$(call msg,GO,$@)
 	$(Q)cd tests/workloads/goforge && $(GO) build -o $(abspath $@) .
+# Go programs for review9's F1 (a bucket list that cannot be walked to its
+# end) and F2 (an exit right after the last allocations).
+GO_WORKLOADS += $(OUT)/workloads/gowalk $(OUT)/workloads/goexit
+$(OUT)/workloads/gowalk: tests/workloads/gowalk/main.go tests/workloads/gowalk/go.mod | $(OUT)/workloads
+	$(call msg,GO,$@)
+	$(Q)cd tests/workloads/gowalk && $(GO) build -o $(abspath $@) .
+$(OUT)/workloads/goexit: tests/workloads/goexit/main.go tests/workloads/goexit/go.mod | $(OUT)/workloads
+	$(call msg,GO,$@)
+	$(Q)cd tests/workloads/goexit && $(GO) build -o $(abspath $@) .
 
 # Workloads for the annotate tests: one hot instruction, a C and a C++ template
 # function; their DWARF moved to NAME.debug beside them (.gnu_debuglink), the

@@ -140,12 +140,15 @@ struct goproc {
 	int64_t rate;	 /* the last read (GO_DEFAULT_RATE until then, or without symbols) */
 	bool off_warned; /* the program does not sample: said at attach */
 	/* its buckets polled (runtime.mbuckets, a symbol table's): no trap per sample */
-	uint64_t mbuckets;   /* runtime.mbuckets's address; 0: not polled */
-	uint64_t head_known; /* the list's head at the last walk */
-	unsigned layout;     /* the bucket layout's index */
-	size_t nr_buckets;   /* buckets of its list kept (ALLOC_GO_BUCKETS_PROC at most) */
-	bool walked;	     /* its list walked once (the buckets then: counted from then on) */
-	uint64_t over;	     /* buckets of its list past that */
+	uint64_t mbuckets;    /* runtime.mbuckets's address; 0: not polled */
+	uint64_t head_known;  /* the list's head at the last walk */
+	uint64_t resume_at;   /* a walk stopped early: the first bucket it did not read */
+	uint64_t resume_head; /* ... and the head it began at (go_poll_list) */
+	uint64_t head_full;   /* the head last seen with the shared table full */
+	unsigned layout;      /* the bucket layout's index */
+	size_t nr_buckets;    /* buckets of its list kept (ALLOC_GO_BUCKETS_PROC at most) */
+	bool walked;	      /* its list walked once (the buckets then: counted from then on) */
+	uint64_t over;	      /* buckets of its list past that */
 	char comm[16];
 	bool walked_ok; /* a bucket of its list read (from_code: the list trusted) */
 	bool from_code; /* mbuckets found in the runtime's code (stripped): its list's
@@ -159,6 +162,10 @@ struct goproc {
 	uint64_t pend_mbuckets;
 	unsigned pend_layout;
 	bool pend_from_code;
+	/* its image not read at its probing (descriptors, memory): start_ticks
+	 * the probing's time, the image read at the first go_same that can (a
+	 * process started since: another) */
+	bool ident_late;
 };
 #define ALLOC_GO_POLL_STEPS 4096 /* new buckets a walk of a polled list reads (then resumed) */
 #define GO_LIVE		    0
@@ -262,6 +269,7 @@ struct allocrun {
 	uint64_t live_dropped_exited, aggs_evicted;
 	struct goproc *go;
 	size_t nr_go, cap_go;
+	size_t go_seen; /* Go processes set up during the run (the summary's gate) */
 	uint64_t events, oom;
 	uint64_t t0, t1;
 	uint64_t next_refresh;
@@ -387,6 +395,11 @@ static bool go_same(struct allocrun *r, struct goproc *gp)
 	err = ptab__image(r->ptab, gp->pid, &ticks, &sig);
 	if (err && err != -ENOENT && err != -ESRCH)
 		return false;
+	if (!err && gp->ident_late && ticks <= gp->start_ticks) {
+		gp->start_ticks = ticks; /* started before its probing: the process probed */
+		gp->mm_sig = sig;
+		gp->ident_late = false;
+	}
 	if (!err && ticks == gp->start_ticks && (!sig || !gp->mm_sig || sig == gp->mm_sig))
 		return true;
 	gp->gone = err ? GO_EXITED : GO_OTHER;
@@ -1139,69 +1152,65 @@ static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n, 
  * A polled process's new buckets: runtime.mbuckets's list (new ones are
  * prepended) walked from its head to the last walk's head, each bucket read
  * once (go_bucket_read); at most ALLOC_GO_BUCKETS_PROC kept for the process
- * (a tenant's list is its own memory: any length, cycles), stopped at a
- * bucket this walk passed already (a cycle). At most ALLOC_GO_POLL_STEPS
- * new buckets a walk: one stopped early (that, the table full, a read failed)
- * leaves the last head as it was, and the next walk passes the buckets kept
- * since to go on where it stopped (the list is prepend-only).
+ * (a tenant's list is its own memory: any length, cycles). At most
+ * ALLOC_GO_POLL_STEPS new buckets a walk: one stopped early (that, the table
+ * full) keeps a cursor (resume_at, the first bucket not read; resume_head,
+ * the head that walk began at), and the next walk reads from the cursor down
+ * to the last head first, then from the new head down to resume_head: only
+ * buckets not read yet, never the kept ones again (the list is
+ * prepend-only). The walk's end: the last head, the list's end, a bucket
+ * already kept (a cycle: a tenant's), an allnext that cannot be read (for
+ * good: not read again each drain), the cap. The shared table full: no walk
+ * (the head read only; counted in go_bkt_over).
  */
-static void go_poll_list(struct allocrun *r, struct goproc *gp)
+#define GO_WALK_DONE	1 /* reached its end */
+#define GO_WALK_STOPPED 2 /* stopped at *cur (not read yet): resumed there */
+#define GO_WALK_OFF	3 /* the list no longer polled */
+/* ALLOC_GO_POLL_STEPS; tests: BPFPROF_TEST_GO_POLL_STEPS (fewer: walks resumed more often) */
+static size_t go_poll_steps(void)
 {
-	struct proc_id id = { .pid = gp->pid, .exec_id = PROC_EXEC_ANY };
-	uint64_t head = 0, cur;
-	struct pproc *p;
-	size_t steps = 0;
-	bool done = false; /* reached the last walk's head (or the end, a cycle, the cap) */
+	static size_t steps;
+	const char *t;
+	uint64_t n;
 
-	if (!go_same(r, gp) || ptab__get(r->ptab, &id, &p))
-		return;
-	if (ptab__read_mem(r->ptab, p, gp->mbuckets, &head, sizeof(head)) != sizeof(head)) {
-		r->go_read_fails++;
-		ptab__put(r->ptab, p);
-		return;
+	if (!steps) {
+		t = getenv("BPFPROF_TEST_GO_POLL_STEPS");
+		steps = t && !parse_u64(t, 10, &n) && n && n <= ALLOC_GO_POLL_STEPS
+				? (size_t)n
+				: ALLOC_GO_POLL_STEPS;
 	}
-	gp->walks++;
-	for (cur = head;;) {
-		struct alloc_go_bkey k = { .tgid = gp->pid, .pad = gp->layout, .b = cur };
+	return steps;
+}
+
+static int go_walk(struct allocrun *r, struct goproc *gp, struct pproc *p, uint64_t *cur,
+		   uint64_t stop, size_t *steps)
+{
+	for (;;) {
+		struct alloc_go_bkey k = { .tgid = gp->pid, .pad = gp->layout, .b = *cur };
 		struct htab_entry *e;
 		struct gobkt *b;
 		bool created;
 
-		if (!cur || cur == gp->head_known) {
-			done = true;
-			break;
-		}
-		e = r->gob ? htab__find(r->gob, &k, sizeof(k)) : NULL;
-		if (e) {
-			b = e->value;
-			if (b->walk == gp->walks) { /* passed already in this walk: a cycle */
-				done = true;
-				break;
-			}
-			/* kept by a walk that stopped before the last head: past it */
-			b->walk = gp->walks;
-			if (ptab__read_mem(r->ptab, p, cur + 8, &cur, sizeof(cur)) != sizeof(cur))
-				break;
-			continue;
-		}
+		if (!*cur || *cur == stop)
+			return GO_WALK_DONE;
+		if (r->gob && htab__find(r->gob, &k, sizeof(k)))
+			return GO_WALK_DONE; /* kept already: a cycle, or a list not prepend-only */
 		if (gp->nr_buckets >= ALLOC_GO_BUCKETS_PROC) {
 			gp->over++;
 			r->go_list_over++;
-			done = true; /* for good: not walked again */
-			break;
+			return GO_WALK_DONE; /* for good: not walked again */
 		}
-		if (steps++ >= ALLOC_GO_POLL_STEPS)
-			break; /* the rest at the next drain (the kept ones passed: one read each)
-				*/
+		if ((*steps)++ >= go_poll_steps())
+			return GO_WALK_STOPPED; /* the rest at the next drain */
 		if ((!r->gob && !(r->gob = htab__new())) ||
 		    htab__count(r->gob) >= ALLOC_GO_BUCKETS || !(b = calloc(1, sizeof(*b)))) {
 			r->go_bkt_over++;
-			break;
+			return GO_WALK_STOPPED;
 		}
 		e = htab__upsert(r->gob, &k, sizeof(k), &created);
 		if (!e) {
 			free(b);
-			break;
+			return GO_WALK_STOPPED;
 		}
 		e->value = b;
 		b->polled = true;
@@ -1220,14 +1229,14 @@ static void go_poll_list(struct allocrun *r, struct goproc *gp)
 			       "no longer polled",
 			       gp->pid, gp->comm, gp->mbuckets);
 			gp->mbuckets = 0;
-			break;
+			return GO_WALK_OFF;
 		}
 		if (b->state > 0)
 			gp->walked_ok = true;
 		if (b->state > 0 && b->baseline) { /* its allocations so far: not this run's */
 			uint64_t rec[16];
 
-			if (ptab__read_mem(r->ptab, p, cur + b->active_off, rec, sizeof(rec)) ==
+			if (ptab__read_mem(r->ptab, p, *cur + b->active_off, rec, sizeof(rec)) ==
 			    sizeof(rec)) {
 				b->seen = 0;
 				for (int c = 0; c < 4; c++)
@@ -1237,15 +1246,58 @@ static void go_poll_list(struct allocrun *r, struct goproc *gp)
 				b->baseline = false;
 			}
 		}
-		if (ptab__read_mem(r->ptab, p, cur + 8, &cur, sizeof(cur)) != sizeof(cur))
-			break; /* allnext */
+		r->go_bkt_reads++;
+		if (ptab__read_mem(r->ptab, p, *cur + 8, cur, sizeof(*cur)) != sizeof(*cur))
+			return GO_WALK_DONE; /* allnext unreadable: the list's end, for good */
 	}
-	/* a walk stopped early (the budget, the table full, a read): the next
-	 * resumes past the buckets it kept, to the same last head */
-	if (done) {
+}
+
+static void go_poll_list(struct allocrun *r, struct goproc *gp)
+{
+	struct proc_id id = { .pid = gp->pid, .exec_id = PROC_EXEC_ANY };
+	uint64_t head = 0, cur;
+	struct pproc *p;
+	size_t steps = 0;
+	int res;
+
+	if (!go_same(r, gp) || ptab__get(r->ptab, &id, &p))
+		return;
+	if (ptab__read_mem(r->ptab, p, gp->mbuckets, &head, sizeof(head)) != sizeof(head)) {
+		r->go_read_fails++;
+		ptab__put(r->ptab, p);
+		return;
+	}
+	if (r->gob && htab__count(r->gob) >= ALLOC_GO_BUCKETS) {
+		if (head != gp->head_known && head != gp->head_full)
+			r->go_bkt_over++; /* new buckets not read (counted once a head) */
+		gp->head_full = head;
+		ptab__put(r->ptab, p);
+		return;
+	}
+	gp->walks++;
+	if (gp->resume_at) { /* the rest of a walk stopped early, down to the last head */
+		cur = gp->resume_at;
+		res = go_walk(r, gp, p, &cur, gp->head_known, &steps);
+		if (res == GO_WALK_STOPPED) {
+			gp->resume_at = cur;
+			goto out;
+		}
+		gp->head_known = gp->resume_head;
+		gp->resume_at = gp->resume_head = 0;
+		gp->walked = true;
+		if (res == GO_WALK_OFF)
+			goto out;
+	}
+	cur = head;
+	res = go_walk(r, gp, p, &cur, gp->head_known, &steps);
+	if (res == GO_WALK_STOPPED) {
+		gp->resume_at = cur;
+		gp->resume_head = head;
+	} else {
 		gp->head_known = head;
 		gp->walked = true;
 	}
+out:
 	ptab__put(r->ptab, p);
 }
 
@@ -1375,15 +1427,17 @@ static void go_drop(struct allocrun *r, const uint32_t *tgids, size_t n)
 
 /*
  * The Go processes checked (go_same) before their samples and buckets are
- * read: one whose pid went to another image (reused, exec'd) has its
- * buckets let go now - their addresses are not the new image's, and its
- * samples would be weighed with the old ones; one that exited and is not a
- * target likewise (its last in-use reading is of no process; one-shot runs
- * too: the tables it holds are shared). A target that exited keeps its last
- * reading for the profile (a take's sweep lets it go). At most
- * ALLOC_GO_DROPS a drain.
+ * read (exited false): one whose pid went to another image (reused, exec'd)
+ * has its buckets let go now - their addresses are not the new image's, and
+ * its samples would be weighed with the old ones. After the read (exited
+ * true): one that exited and is not a target likewise (its last in-use
+ * reading is of no process; one-shot runs too: the tables it holds are
+ * shared) - its samples since the last drain counted first (its buckets'
+ * sizes and stacks are kept: no read of the process needed). A target that
+ * exited keeps its last reading for the profile (a take's sweep lets it go).
+ * At most ALLOC_GO_DROPS a call.
  */
-static void go_check_all(struct allocrun *r)
+static void go_check_all(struct allocrun *r, bool exited)
 {
 	uint32_t drop[ALLOC_GO_DROPS];
 	size_t n = 0;
@@ -1391,8 +1445,10 @@ static void go_check_all(struct allocrun *r)
 	for (size_t i = 0; i < r->nr_go && n < ALLOC_GO_DROPS;) {
 		struct goproc *gp = &r->go[i];
 
-		go_same(r, gp);
-		if (gp->gone == GO_OTHER || (gp->gone && !is_target(r, gp->pid))) {
+		if (!exited)
+			go_same(r, gp);
+		if (exited ? gp->gone == GO_EXITED && !is_target(r, gp->pid)
+			   : gp->gone == GO_OTHER) {
 			p_debug("process %u %s: its Go state let go", gp->pid,
 				gp->gone == GO_OTHER
 					? "runs another image (exec, or its pid reused)"
@@ -1420,9 +1476,10 @@ static void go_drain(struct allocrun *r, uint64_t now)
 	if (!r->nr_go && !r->all)
 		return;
 	r->nr_new = 0;
-	go_check_all(r);
+	go_check_all(r, false);
 	allocprof__go_buckets(r->ap, on_gobucket, r);
 	go_read_new(r);
+	go_check_all(r, true);
 	for (size_t i = 0; i < r->nr_go; i++)
 		if (r->go[i].mbuckets) {
 			uint64_t t0 = now_ns();
@@ -1916,6 +1973,10 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 			path, b.version, pa, sa, koff, kind);
 	gp = goproc_of(r, pid);
 	ident_err = ptab__image(r->ptab, pid, &ticks, &sig);
+	if (!gp && getenv("BPFPROF_TEST_GO_IDENT_FAIL")) /* tests: descriptors short */
+		ident_err = -EMFILE;
+	if (gp && gp->ident_late && !ident_err)
+		go_same(r, gp); /* its image known now (or another's) */
 	if (gp && !ident_err &&
 	    (ticks != gp->start_ticks || (sig && gp->mm_sig && sig != gp->mm_sig))) {
 		/* its state another image's (exec'd; or another took its pid) */
@@ -1935,11 +1996,21 @@ static int go_probes(struct allocrun *r, struct mfile *f, struct elfsym *es, con
 			return -ENOMEM;
 		}
 		gp = &r->go[r->nr_go++];
+		r->go_seen++;
 		*gp = (struct goproc){ .pid = pid, .rate = GO_DEFAULT_RATE };
 		gp->start_ticks = ticks;
 		gp->mm_sig = sig;
-		if (ident_err) /* not known: never polled, never read */
-			gp->gone = GO_EXITED;
+		if (ident_err == -ENOENT || ident_err == -ESRCH) {
+			gp->gone = GO_EXITED; /* exited already: never polled, never read */
+		} else if (ident_err) {
+			/* not read now (descriptors, memory): at its first poll, a
+			 * process started since its probing taken for another */
+			gp->ident_late = true;
+			gp->start_ticks = procfs__ns_to_ticks(boottime_ns());
+			p_debug("process %u: its image not read at its probing (%s): read at "
+				"its first poll",
+				pid, strerror(-ident_err));
+		}
 	}
 	if (mbuckets && !gp->mbuckets && !gp->gone) {
 		const char *base = strrchr(path, '/');
@@ -3858,7 +3929,7 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 		.t0 = r->t0,
 		.t1 = r->t1,
 		.all = r->all,
-		.nr_go = r->nr_go,
+		.nr_go = r->go_seen, /* not those alive now: exited ones' counters stay */
 		.nr_held = r->nr_held,
 		.g = gv.g,
 		.calls0 = r->calls0,

@@ -160,7 +160,7 @@ struct allocrun_stats {
 	uint64_t oom;	    /* samples lost to memory in userspace */
 	uint64_t t0, t1;    /* the run's start and stop (now_ns) */
 	bool all;	    /* -a, --cgroup */
-	size_t nr_go;	    /* Go processes probed */
+	size_t nr_go;	    /* Go processes probed during the run (exited ones too) */
 	bool go_off_warned; /* one of them was said not to sample */
 	size_t nr_held;	    /* files probed */
 	/* -a, --cgroup: the guard */

@@ -1,0 +1,3 @@
+module goexit
+
+go 1.19

@@ -1,0 +1,3 @@
+module gowalk
+
+go 1.19

@@ -93,6 +93,9 @@ def free_port():
 # that took it through bench_lock() wrote into the file.
 
 BENCH_LOCK = "/tmp/bpfprof-bench.lock"
+# Held exclusively by whatever changes kernel.perf_event_max_sample_rate (and
+# puts it back), shared by whatever relies on it not moving.
+SYSCTL_LOCK = "/tmp/bpfprof-sysctl.lock"
 BENCH_LOCK_TIMEOUT = 900.0
 
 
@@ -178,9 +181,9 @@ class _Expired(Exception):
     pass
 
 
-def _flock_within(f, timeout):
-    """Takes f's lock (exclusive), waiting at most timeout seconds: True once
-    taken. In the main thread the wait is flock(2)'s own, queued with the
+def _flock_within(f, timeout, op=fcntl.LOCK_EX):
+    """Takes f's lock (op: fcntl.LOCK_EX or LOCK_SH), waiting at most timeout
+    seconds: True once taken. In the main thread the wait is flock(2)'s own, queued with the
     other waiters (flock(1)'s), and ended by a timer's SIGALRM; elsewhere
     (no signals there) a try every 0.1 s."""
     def on_alarm(signum, frame):
@@ -189,7 +192,7 @@ def _flock_within(f, timeout):
         old = signal.signal(signal.SIGALRM, on_alarm)
         try:
             signal.setitimer(signal.ITIMER_REAL, timeout)
-            fcntl.flock(f, fcntl.LOCK_EX)
+            fcntl.flock(f, op)
             return True
         except _Expired:
             return False
@@ -199,7 +202,7 @@ def _flock_within(f, timeout):
     deadline = time.monotonic() + timeout
     while True:
         try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(f, op | fcntl.LOCK_NB)
             return True
         except BlockingIOError:
             if time.monotonic() >= deadline:
@@ -208,19 +211,22 @@ def _flock_within(f, timeout):
 
 
 @contextlib.contextmanager
-def bench_lock(timeout=None, path=BENCH_LOCK, what=None):
-    """Holds path (flock, exclusive) for the with block, waiting at most
-    timeout seconds (None: bench_lock_timeout()) for it; BenchLockTimeout
-    naming the holder otherwise - at once when the holder is an ancestor of
-    this process (run under `flock PATH`: a wait that would never end).
-    While held, the file says who holds it (pid, command line, `what`), for
-    whoever waits to read; it is emptied before the lock is let go."""
+def bench_lock(timeout=None, path=BENCH_LOCK, what=None, shared=False):
+    """Holds path (flock, exclusive; shared=True: shared) for the with block,
+    waiting at most timeout seconds (None: bench_lock_timeout()) for it;
+    BenchLockTimeout naming the holder otherwise - at once when the holder is
+    an ancestor of this process (run under `flock PATH`: a wait that would
+    never end). While held exclusively, the file says who holds it (pid,
+    command line, `what`), for whoever waits to read; it is emptied before
+    the lock is let go (a shared holder writes nothing: others share it).
+    Any lock file: SYSCTL_LOCK, the ns_last_pid one, as well as BENCH_LOCK."""
     if timeout is None:
         timeout = bench_lock_timeout()
+    op = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     f = open(path, "a+")
     try:
         try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(f, op | fcntl.LOCK_NB)
         except BlockingIOError:
             mine = set(lock_holders(path)) & set(_ancestors())
             if mine:
@@ -228,10 +234,13 @@ def bench_lock(timeout=None, path=BENCH_LOCK, what=None):
                     f"{path} is held by pid {min(mine)}, an ancestor of this process "
                     f"({_cmdline(min(mine))}): the wait would never end (what takes the "
                     f"lock itself is run without flock)") from None
-            if not _flock_within(f, timeout):
+            if not _flock_within(f, timeout, op):
                 raise BenchLockTimeout(f"{path} not taken within {timeout:g} s "
                                        f"(BPFPROF_BENCH_LOCK_TIMEOUT); held by "
                                        f"{describe_holders(path)}") from None
+        if shared:
+            yield
+            return
         with contextlib.suppress(OSError):  # the note is a courtesy; the lock is what counts
             f.seek(0)
             f.truncate()

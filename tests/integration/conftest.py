@@ -5,7 +5,7 @@ These tests need root and real BPF. They never skip: on a machine where they
 cannot run, they fail and say why.
 """
 import contextlib
-import fcntl
+import json
 import math
 import os
 import re
@@ -121,33 +121,41 @@ def sample_rate(want):
     """A frequency the kernel accepts now, at most `want`, held for the test:
     a test or benchmark that changes kernel.perf_event_max_sample_rate holds
     /tmp/bpfprof-sysctl.lock exclusively, so a shared hold keeps it from
-    moving under us."""
-    with open("/tmp/bpfprof-sysctl.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_SH)
+    moving under us (sysctl_lock: the wait bounded)."""
+    with sysctl_lock(shared=True):
         with open("/proc/sys/kernel/perf_event_max_sample_rate") as f:
             limit = int(f.read())
         yield min(want, limit)
 
 
 @contextlib.contextmanager
-def bench_lock(timeout=None):
-    """Holds /tmp/bpfprof-bench.lock for the with block: the tests that
-    measure on the host (-a traps every process's allocations) take it
-    themselves - never run them under `flock` (this fails at once then,
-    saying so). The wait is bounded (timeout s; None: BPFPROF_BENCH_LOCK_TIMEOUT,
-    default 900): a benchmark stuck on the host fails the test naming the
-    holder (its pid and command line, and what it wrote into the file)
-    instead of stalling the run for ever (tools/benchlib.py bench_lock())."""
+def bench_lock(timeout=None, path=benchlib.BENCH_LOCK, shared=False):
+    """Holds /tmp/bpfprof-bench.lock (or path; shared: a shared hold) for the
+    with block: the tests that measure on the host (-a traps every process's
+    allocations) take it themselves - never run them under `flock` (this
+    fails at once then, saying so). The wait is bounded (timeout s; None:
+    BPFPROF_BENCH_LOCK_TIMEOUT, default 900): a benchmark stuck on the host
+    fails the test naming the holder (its pid and command line, and what it
+    wrote into the file) instead of stalling the run for ever
+    (tools/benchlib.py bench_lock())."""
     what = os.environ.get("PYTEST_CURRENT_TEST", "a test").rsplit(" (", 1)[0]
     with contextlib.ExitStack() as held:
         failed = None
         try:
-            held.enter_context(benchlib.bench_lock(timeout, what=what))
+            held.enter_context(benchlib.bench_lock(timeout, path=path, what=what, shared=shared))
         except benchlib.BenchLockTimeout as e:
             failed = str(e)
         if failed:  # (outside the except: one message, not a chained traceback)
             pytest.fail(failed, pytrace=False)
         yield
+
+
+def sysctl_lock(shared=False, timeout=None):
+    """/tmp/bpfprof-sysctl.lock held for the with block: exclusively by a test
+    that changes kernel.perf_event_max_sample_rate (and puts it back),
+    shared by one that relies on it not moving. Waited for as bench_lock()
+    waits (bounded, the holder named)."""
+    return bench_lock(timeout, path=benchlib.SYSCTL_LOCK, shared=shared)
 
 
 class Lines:
@@ -203,6 +211,140 @@ class Lines:
         while self.readline(deadline - time.monotonic(), what):
             pass
         return self.text
+
+
+class Waiting:
+    """A workload started in its `wait` mode (goalloc, goforge): its first
+    line of stdout is {"waiting": PID} (waited for at most timeout s), then
+    it waits for SIGUSR1 (go()). self.pid: that PID; its stdout is read by a
+    Lines. Leaving the context (or a start that fails) kills it."""
+
+    def __init__(self, argv, timeout=60):
+        self.proc = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE, text=True)
+        try:
+            self.lines = Lines(self.proc.stdout)
+            what = f"{os.path.basename(str(argv[0]))}'s {{\"waiting\"}} line"
+            first = self.lines.readline(timeout, what)
+            assert first.startswith('{"waiting"'), f"{what}: {first!r}"
+            self.pid = json.loads(first)["waiting"]
+            self._first = len(first)
+        except BaseException:
+            self.close()
+            raise
+
+    def go(self):
+        os.kill(self.pid, signal.SIGUSR1)
+
+    def output(self, timeout=60):
+        """Its stdout after the waiting line, once it ends (at most timeout s)."""
+        text = self.lines.rest(timeout, f"the end of {self.proc.args[0]}'s stdout")
+        self.proc.wait(timeout=timeout)
+        return text[self._first:]
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def probes_in(err, timeout=60):
+    """Reads bpfprof --alloc's stderr (a Lines) until it says "profiling
+    allocations of" (its probes are in) or ends, at most timeout s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        line = err.readline(deadline - time.monotonic(),
+                            "bpfprof's \"profiling allocations of\" line")
+        if not line or "profiling allocations of" in line:
+            return
+
+
+def alloc_attach(waiting, out, env=None, timeout=60):
+    """bpfprof --alloc -v -o out -p (the Waiting workloads' pids) until they
+    exit; they are let go (go()) once the probes are in. Every wait is
+    bounded (timeout s). Returns (bpfprof's stderr, the workloads' stdouts,
+    seconds from the go to their ends, bpfprof's exit code)."""
+    bp = subprocess.Popen([str(BPFPROF), "--alloc", "-v", "-o", str(out), "-p",
+                           ",".join(str(w.pid) for w in waiting)],
+                          stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        err = Lines(bp.stderr)
+        probes_in(err, timeout)
+        t0 = time.monotonic()
+        for w in waiting:
+            w.go()
+        outs = [w.output(timeout) for w in waiting]
+        took = time.monotonic() - t0
+        stderr = err.rest(timeout, "the end of bpfprof's stderr")
+        bp.wait(timeout=timeout)
+    finally:
+        if bp.poll() is None:
+            bp.kill()
+        bp.wait()
+    return stderr, outs, took, bp.returncode
+
+
+def json_line(text, key):
+    """The value of the first line of text that is a JSON object of key
+    (goalloc's, goforge's reports)."""
+    for line in text.splitlines():
+        if line.startswith('{"' + key + '"'):
+            return json.loads(line)[key]
+    raise AssertionError(f"no {key} line:\n{text}")
+
+
+def go_sites(p, pid=None):
+    """{innermost non-runtime function: [alloc_objects, alloc_space,
+    inuse_objects, inuse_space]} of a Go heap profile p's samples (of pid's
+    alone if given)."""
+    import pprof
+    out = {}
+    for s in p["sample"]:
+        if pid is not None and s["label"].get("pid") != pid:
+            continue
+        name = "[none]"
+        for lid in s["location_id"]:
+            lines = p["location"][lid]["lines"] if lid in p["location"] else []
+            names = [pprof.strings(p, p["function"][ln.get(1)].get(2, 0)) for ln in lines]
+            hit = [n for n in names if not n.startswith("runtime.")]
+            if hit:
+                name = hit[0]
+                break
+        v = out.setdefault(name, [0, 0, 0, 0])
+        for i in range(4):
+            v[i] += s["value"][i]
+    return out
+
+
+GO_SITES = ("main.makeBytes", "main.makeNode", "strconv.formatBits", "main.worker")
+GO_MIN_SAMPLES = 20  # a site compared needs this many of the runtime's samples (a loaded
+# host makes fewer); main.makeBytes, most of the bytes, always has them
+
+
+def assert_go_sites(truth, v, rate=524288):
+    """goalloc's sites in bpfprof's profile (v, go_sites()) against its
+    runtime's own heap profile (truth, its memprof line's "sites"): the same
+    samples, so alloc_space and alloc_objects per site within 10% (only the
+    weighing of each sample by its own size differs), in-use bytes within 20%
+    plus two samples (the bucket's counts, read up to a drain before the
+    exit: as of the runtime's last GC)."""
+    assert truth["main.makeBytes"][0] >= GO_MIN_SAMPLES, truth
+    for site in GO_SITES:
+        t = truth.get(site, [0] * 5)
+        if t[0] < GO_MIN_SAMPLES:
+            continue
+        assert site in v, f"{site} missing from {sorted(v)}"
+        assert abs(v[site][1] - t[2]) <= 0.10 * t[2], \
+            f"{site} alloc_space: ours {v[site][1]}, the runtime's {t[2]:.0f}"
+        assert abs(v[site][0] - t[1]) <= 0.10 * t[1], \
+            f"{site} alloc_objects: ours {v[site][0]}, the runtime's {t[1]:.0f}"
+        assert abs(v[site][3] - t[4]) <= 0.20 * t[4] + 2 * rate, \
+            f"{site} inuse_space: ours {v[site][3]}, the runtime's {t[4]:.0f}"
 
 
 def read_tty(master, timeout, proc=None):

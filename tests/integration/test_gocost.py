@@ -117,8 +117,11 @@ def test_no_trap_per_sample(go_run):
     assert m and int(m.group(1)) > 0 and int(m.group(3)) == 0, r.stderr
     polled, refused, gcs = int(m.group(4)), int(m.group(5)), int(m.group(6))
     assert polled == samples and refused == 0, m.group(0)
-    # goalloc collects often, yet a trap per GC is far fewer than one per sample
-    assert 0 < gcs < samples / 4, m.group(0)
+    # goalloc collects often, yet a trap per GC is far fewer than one per
+    # sample: about 8 samples a GC at the 4 MB minimum heap (its pacing, not
+    # the host's load), so half of the samples leaves 4x headroom for a Go or
+    # workload change and still fails a trap per sample (gcs >= samples)
+    assert 0 < gcs < samples / 2, m.group(0)
     with open(r.args[r.args.index("-o") + 1], "rb") as f:
         prof = pprof.decode(f.read())
     totals = [sum(s["value"][i] for s in prof["sample"]) for i in range(4)]

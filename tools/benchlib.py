@@ -6,6 +6,10 @@
   * kill_groups(): ends workloads started in their own sessions, whole groups;
   * churn(): shell loops that start short processes, as a busy host does;
   * free_port(): a TCP port nothing listens on;
+  * http_get(), wait_healthy(), interrupt(), cpu_s(), med(): a bpfprof run's
+    plumbing - a GET on its --listen port, waited for until /healthz is ok,
+    stopped with SIGINT (killed if it does not end), its CPU time, and a
+    median (min - max) for the tables;
   * bench_lock(): /tmp/bpfprof-bench.lock held, waited for at most a bound
     (a stuck holder names itself in the error instead of stalling CI);
   * FailingIngest: a push server that fails every request;
@@ -31,10 +35,12 @@ Standard library only: the tools run from a fresh checkout.
 """
 import contextlib
 import fcntl
+import http.client
 import http.server
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import threading
 import time
@@ -79,6 +85,63 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def http_get(port, path, timeout=10):
+    """GET 127.0.0.1:port path: (status, body bytes)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def wait_healthy(proc, port, timeout=60, ready=None):
+    """Waits until bpfprof proc's /healthz on port is ok (and ready(), if
+    given, is true), at most timeout s; RuntimeError if proc ends first or
+    the time runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if ready is None or ready():
+            try:
+                if http_get(port, "/healthz", timeout=1)[0] == 200:
+                    return
+            except OSError:
+                pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{proc.args[0]} never ready on port {port} "
+                               f"(exit {proc.poll()}, {timeout:g} s)")
+        time.sleep(0.1)
+
+
+def interrupt(proc, timeout=60):
+    """Stops proc with SIGINT (if it still runs) and reaps it; killed if it
+    has not ended within timeout s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def cpu_s(pid):
+    """utime + stime of the process (all its threads), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def med(v, fmt="{:.0f}"):
+    """"median (min - max)" of v's values (None left out; "-" if none), each
+    formatted by fmt."""
+    v = [x for x in v if x is not None]
+    if not v:
+        return "-"
+    return f"{fmt.format(statistics.median(v))} ({fmt.format(min(v))} - {fmt.format(max(v))})"
 
 
 # --- the benchmark lock ----------------------------------------------------------

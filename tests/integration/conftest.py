@@ -63,8 +63,14 @@ def cgroup_v2(name):
     os.mkdir(cg)
     try:
         yield cg
-    finally:
-        remove_cgroup(cg)
+    except BaseException:
+        try:
+            remove_cgroup(cg)
+        except AssertionError as e:  # the test's own error is the one to show; this too
+            import warnings
+            warnings.warn(str(e))
+        raise
+    remove_cgroup(cg)
 
 
 def remove_cgroup(cg, timeout=10):
@@ -184,7 +190,7 @@ class Lines:
         try:
             line = self._q.get(timeout=max(timeout, 0))
         except queue.Empty:
-            raise AssertionError(f"{what}: nothing within {timeout} s; read so far:\n"
+            raise AssertionError(f"{what}: nothing within {timeout:.1f} s; read so far:\n"
                                  + self.text[-3000:]) from None
         if line is None:
             self._eof = True
@@ -585,6 +591,21 @@ def run_bpfprof(args, timeout=120, check=True, **kw):
     return p
 
 
+def http_get(url, timeout=10):
+    """(status, body) of a GET of url; an HTTP error status is an answer too."""
+    import urllib.error
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def profile_end(p):
+    """A pprof profile's end (its time plus its duration), s since the epoch."""
+    return (p["time_nanos"] + p["duration_nanos"]) / 1e9
+
+
 def parse_folded(text):
     """{stack text: count}; the count is after the last space."""
     out = {}
@@ -595,6 +616,32 @@ def parse_folded(text):
         assert stack and count.isdigit(), f"malformed folded line: {line!r}"
         out[stack] = out.get(stack, 0) + int(count)
     return out
+
+
+def folded_sum(text, name):
+    """The values of the folded stacks (text) with a frame named name (an
+    annotation such as _[lisp] left out)."""
+    n = 0
+    for line in text.splitlines():
+        stack, _, v = line.rpartition(" ")
+        if any(f.split("_[")[0] == name for f in stack.split(";")):
+            n += int(v)
+    return n
+
+
+def go_release_edited(src, dst, release):
+    """dst: the Go program src with its build information's go1.19 edited
+    to `release` (6 characters, e.g. go1.23), its code unchanged; mode 0755."""
+    data = bytearray(Path(src).read_bytes())
+    at = data.find(b"\xff Go buildinf:")
+    assert at >= 0, f"{src}: no build information"
+    ver = data.find(b"go1.19", at, at + 64)
+    assert ver > 0, data[at:at + 64]
+    assert len(release) == 6, release
+    data[ver:ver + 6] = release.encode()
+    Path(dst).write_bytes(bytes(data))
+    Path(dst).chmod(0o755)
+    return dst
 
 
 def total(folded, comm=None):

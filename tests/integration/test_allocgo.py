@@ -23,8 +23,8 @@ import subprocess
 
 import pytest
 
-from conftest import (Waiting, alloc_attach, as_tenant, assert_go_sites, go_sites, json_line,
-                      run_bpfprof, tenant, wl)
+from conftest import (Waiting, alloc_attach, as_tenant, assert_go_sites, go_release_edited,
+                      go_sites, json_line, run_bpfprof, tenant, wl)
 import pprof
 
 
@@ -155,14 +155,7 @@ def test_tenant_edited_buildinfo(tmp_path, tenant_dir):
     probed, said; no sample of wrong weight."""
     pw = tenant()
     prog = tenant_dir / "goalloc"
-    data = bytearray(open(wl("goalloc"), "rb").read())
-    at = data.find(b"\xff Go buildinf:")
-    assert at >= 0
-    ver = data.find(b"go1.19", at, at + 64)
-    assert ver > 0, data[at:at + 64]
-    data[ver:ver + 6] = b"go1.23"
-    prog.write_bytes(bytes(data))
-    prog.chmod(0o755)
+    go_release_edited(wl("goalloc"), prog, "go1.23")
     os.chown(prog, pw.pw_uid, pw.pw_gid)
     out = tmp_path / "go.pb.gz"
     with Waiting(as_tenant([prog, "wait", "memprof", "1"])) as w:

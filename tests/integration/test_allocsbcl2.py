@@ -22,23 +22,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import SIGMAS, Lines, as_tenant, run_bpfprof, sbcl, tenant, wl
+from conftest import SIGMAS, Lines, as_tenant, folded_sum, run_bpfprof, sbcl, tenant, wl
 
 LISPBENCH = str(Path(__file__).resolve().parents[1] / "workloads" / "lispbench.lisp")
 LISPTHREADS = str(Path(__file__).resolve().parents[1] / "workloads" / "lispthreads.lisp")
 REGION = 32768
 PERIOD = 2 << 20  # some 8,000 samples a second: a loaded host's reader keeps up
 LARGE = 20000 * 8 + 16  # lispbench's large shape: a double-float array of 20,000
-
-
-def folded_sum(text, name):
-    """The values of the folded stacks with a frame named name."""
-    n = 0
-    for line in text.splitlines():
-        stack, _, v = line.rpartition(" ")
-        if any(f.split("_[")[0] == name for f in stack.split(";")):
-            n += int(v)
-    return n
 
 
 def test_large_objects_at_the_jump(tmp_path):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_bpfprof, wl
+from conftest import go_release_edited, run_bpfprof, wl
 import pprof
 
 
@@ -135,14 +135,7 @@ def test_unverified_release_allocations_only(tmp_path):
     profiled through mProf_Malloc alone, said, and no in-use values (its
     frees are not seen: a live entry would never go)."""
     prog = tmp_path / "goalloc"
-    data = bytearray(Path(wl("goalloc")).read_bytes())
-    at = data.find(b"\xff Go buildinf:")
-    assert at >= 0
-    ver = data.find(b"go1.19", at, at + 64)
-    assert ver > 0, data[at:at + 64]
-    data[ver:ver + 6] = b"go1.18"
-    prog.write_bytes(bytes(data))
-    prog.chmod(0o755)
+    go_release_edited(wl("goalloc"), prog, "go1.18")
     out = tmp_path / "go.pb.gz"
     r = run_bpfprof(["--alloc", "-v", "-o", out, "--", prog, 1], check=False)
     assert r.returncode == 0, r.stderr

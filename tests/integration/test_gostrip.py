@@ -57,6 +57,12 @@ def test_found_address_is_the_symbol(tmp_path):
     src = ROOT / "tests" / "workloads" / "goalloc"
     if not src.is_dir():
         pytest.skip(f"no {src}")
+    # the twins must be built by the release that built the workload (the same layout)
+    built = subprocess.run([go, "version", wl("goalloc-stripped")], stdout=subprocess.PIPE,
+                           text=True, check=True).stdout.split()[-1]
+    have = subprocess.run([go, "version"], stdout=subprocess.PIPE, text=True,
+                          check=True).stdout.split()[2]
+    assert have == built, f"{go} is {have}, the workload was built by {built}"
     twins = {}
     for name, flags in (("sym", "-w"), ("strip", "-s -w")):
         twins[name] = tmp_path / f"goalloc-{name}"

@@ -709,17 +709,30 @@ class Workload:
 
 
 def wait_attached(proc, timeout=60):
-    """Reads proc's stderr until bpfprof says it is sampling; returns what it read."""
-    seen = []
+    """Reads proc's stderr (a text pipe nothing has read yet) until bpfprof
+    says it is sampling; returns what it read. The wait is bounded (timeout
+    s): a bpfprof stalled before sampling (an open that blocks) fails the
+    test instead of hanging it. The pipe is read a byte at a time, beneath
+    proc.stderr's buffer, so what follows stays there for the caller."""
+    fd = proc.stderr.fileno()
+    seen, line = bytearray(), bytearray()
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise AssertionError(f"bpfprof did not start sampling within {timeout} s:\n"
+                                 + seen.decode(errors="replace")[-3000:])
+        b = os.read(fd, 1)
+        if not b:
             break
-        seen.append(line)
-        if "sampling" in line:
-            return "".join(seen)
-    raise AssertionError("bpfprof never started sampling:\n" + "".join(seen))
+        seen += b
+        if b != b"\n":
+            line += b
+        elif b"sampling" in line:
+            return seen.decode(errors="replace")
+        else:
+            line.clear()
+    raise AssertionError("bpfprof never started sampling:\n" + seen.decode(errors="replace"))
 
 
 # --- statistical tolerances ----------------------------------------------------

@@ -620,30 +620,52 @@ def go_report(a, names, res, extra, traps, stats):
           "CPU seconds per second; target at most 1%.")
 
 
-def go_bound(arm, extra, res, base, traps, stats):
+def fire_stats(extra, res, base, seconds, fallback=None):
+    """Per round of a probed arm: (fires a second, BPF ns per fire, bpfprof's
+    CPU as % of a CPU, the workload's added system ns per fire), from BPF
+    stats' run counts (extra's "progs") over seconds(extra, result); rounds
+    without them: fallback(extra) fires a second if given (None: none)."""
     fires, bpf_ns, agent, sys_ns = [], [], [], []
-    kind = "single-stepped"
     for x, j, b0 in zip(extra, res, base):
-        if "emulated)" in x.get("stderr", "") or "emulated," in x.get("stderr", ""):
-            kind = "emulated"
         if x.get("progs"):
             runs, ns = x["progs"]
-            fires.append(runs / x["wall"])
+            per_s = runs / seconds(x, j)
+            fires.append(per_s)
             bpf_ns.append(ns / runs if runs else 0)
             added = j["sys_seconds"] / j["seconds"] - b0["sys_seconds"] / b0["seconds"]
             if runs:
-                sys_ns.append(1e9 * added / (runs / x["wall"]))
-        elif x.get("stderr"):
-            m = GO_COUNTERS.search(x["stderr"])
-            if m:  # without BPF stats: the profiled objects' two traps, a floor
-                fires.append((int(m.group(1)) + int(m.group(2))) / x["wall"])
+                sys_ns.append(1e9 * added / per_s)
+        elif fallback and x.get("stderr"):
+            f = fallback(x)
+            if f is not None:
+                fires.append(f)
         if x.get("tool_cpu") is not None:
             agent.append(100 * x["tool_cpu"] / x["wall"])
+    return fires, bpf_ns, agent, sys_ns
+
+
+def trap_bound(fires, bpf_ns, traps, kind, cpu, fmt):
+    """fires/s x (an empty trap of that kind + the BPF ns) over the
+    workload's CPU seconds a second, as a percentage (fmt); "-" without fires
+    or a trap's price."""
+    if not (fires and statistics.median(fires) and traps.get(kind)):
+        return "-"
+    per = statistics.median(traps[kind]) + (statistics.median(bpf_ns) if bpf_ns else 0)
+    return fmt.format(100 * statistics.median(fires) * per * 1e-9 / cpu) + "%"
+
+
+def go_bound(arm, extra, res, base, traps, stats):
+    kind = "single-stepped"
+    for x in extra:
+        if "emulated)" in x.get("stderr", "") or "emulated," in x.get("stderr", ""):
+            kind = "emulated"
+
+    def counters(x):  # without BPF stats: the profiled objects' two traps, a floor
+        m = GO_COUNTERS.search(x["stderr"])
+        return (int(m.group(1)) + int(m.group(2))) / x["wall"] if m else None
+    fires, bpf_ns, agent, sys_ns = fire_stats(extra, res, base, lambda x, j: x["wall"], counters)
     cpu = statistics.median(j["cpu_seconds"] / j["seconds"] for j in res)
-    bound = "-"
-    if fires and statistics.median(fires) and traps.get(kind):
-        per = statistics.median(traps[kind]) + (statistics.median(bpf_ns) if bpf_ns else 0)
-        bound = f"{100 * statistics.median(fires) * per * 1e-9 / cpu:.2f}%"
+    bound = trap_bound(fires, bpf_ns, traps, kind, cpu, "{:.2f}")
     print(f"| {arm} | {med_spread(fires) if fires else '-'} | "
           f"{kind if fires and statistics.median(fires) else '-'} | "
           f"{med_spread(bpf_ns) if bpf_ns else '-'} | {med_spread(sys_ns) if sys_ns else '-'} | "
@@ -743,22 +765,10 @@ def sbcl_report(a, shapes, arms, res, extra, traps):
           "| bpfprof's CPU, % of a CPU | bound |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for s, arm in [(s, t) for s in shapes for t in arms if t.endswith(" -p")]:
-        fires, bpf_ns, agent, sys_ns = [], [], [], []
-        for x, j, b0 in zip(extra[s][arm], res[s][arm], res[s]["none"]):
-            if x.get("progs"):
-                runs, ns = x["progs"]
-                fires.append(runs / j["seconds"])
-                bpf_ns.append(ns / runs if runs else 0)
-                added = j["sys_seconds"] / j["seconds"] - b0["sys_seconds"] / b0["seconds"]
-                if runs:
-                    sys_ns.append(1e9 * added / (runs / j["seconds"]))
-            if x.get("tool_cpu") is not None:
-                agent.append(100 * x["tool_cpu"] / x["wall"])
+        fires, bpf_ns, agent, sys_ns = fire_stats(extra[s][arm], res[s][arm], res[s]["none"],
+                                                  lambda x, j: j["seconds"])
         cpu = statistics.median(j["cpu_seconds"] / j["seconds"] for j in res[s][arm])
-        bound = "-"
-        if fires and traps.get(kind):
-            per = statistics.median(traps[kind]) + (statistics.median(bpf_ns) if bpf_ns else 0)
-            bound = f"{100 * statistics.median(fires) * per * 1e-9 / cpu:.1f}%"
+        bound = trap_bound(fires, bpf_ns, traps, kind, cpu, "{:.1f}")
         print(f"| {s} | {arm} | {med_spread(fires) if fires else '-'} | "
               f"{med_spread(bpf_ns) if bpf_ns else '-'} | "
               f"{med_spread(sys_ns) if sys_ns else '-'} | {cpu:.2f} | "

@@ -24,13 +24,10 @@ Needs make test-deps (build/workloads/allocwork). Prints a Markdown table
 (docs/performance.md has the latest).
 """
 import argparse
-import http.client
 import json
 import os
 import re
 import shlex
-import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,26 +37,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / os.environ.get("OUT", "build")
 sys.path.insert(0, str(ROOT / "tools"))
-from benchlib import free_port  # noqa: E402
+from benchlib import free_port, http_get, interrupt, med, wait_healthy  # noqa: E402
 
 METRIC = re.compile(r"^(bpfprof_alloc_(?:calls_total|probes_on_seconds_total|"
                     r"guard_toggles_total|guard_switch_seconds_total))(\{[^}]*\})? (\S+)$", re.M)
 
 
-def get(port, path, timeout=10):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        return r.status, r.read().decode()
-    finally:
-        c.close()
-
-
 def metrics(port):
     """{name: summed value} of the guard's metrics, and when they were read."""
     m = {}
-    for name, _, v in METRIC.findall(get(port, "/metrics")[1]):
+    for name, _, v in METRIC.findall(http_get(port, "/metrics")[1].decode()):
         m[name] = m.get(name, 0.0) + float(v)
     return m, time.monotonic()
 
@@ -85,19 +72,14 @@ def one_run(a, budget, tmp):
                           "--listen", str(port), "-o", str(tmp / "x.pb.gz")],
                          stdout=subprocess.DEVNULL, stderr=err)
     try:
-        deadline = time.monotonic() + 180
-        while True:
+        def probes_in():
             err.seek(0)
-            if "profiling allocations of every process" in err.read():
-                try:
-                    if get(port, "/healthz", timeout=1)[0] == 200:
-                        break
-                except OSError:
-                    pass
-            if b.poll() is not None or time.monotonic() > deadline:
-                err.seek(0)
-                raise RuntimeError(f"bpfprof never ready (exit {b.poll()}): {err.read()[-800:]}")
-            time.sleep(0.2)
+            return "profiling allocations of every process" in err.read()
+        try:
+            wait_healthy(b, port, 180, probes_in)
+        except RuntimeError as e:
+            err.seek(0)
+            raise RuntimeError(f"{e}: {err.read()[-800:]}") from None
         time.sleep(2)  # the guard's first windows
         m0, t0 = metrics(port)
         ns = allocwork(a.seconds)
@@ -110,21 +92,8 @@ def one_run(a, budget, tmp):
                 d("bpfprof_alloc_calls_total") / dt, d("bpfprof_alloc_guard_toggles_total"),
                 d("bpfprof_alloc_guard_switch_seconds_total"))
     finally:
-        if b.poll() is None:
-            b.send_signal(signal.SIGINT)
-        try:
-            b.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            b.kill()
-            b.wait()
+        interrupt(b, 120)
         err.close()
-
-
-def med(v, fmt):
-    v = [x for x in v if x is not None]
-    if not v:
-        return "-"
-    return f"{fmt.format(statistics.median(v))} ({fmt.format(min(v))} - {fmt.format(max(v))})"
 
 
 def main():

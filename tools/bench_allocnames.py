@@ -29,7 +29,6 @@ import argparse
 import os
 import re
 import shlex
-import signal
 import statistics
 import subprocess
 import sys
@@ -40,6 +39,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / os.environ.get("OUT", "build")
+sys.path.insert(0, str(ROOT / "tools"))
+from benchlib import interrupt  # noqa: E402
+
 NAMES = re.compile(r"process names: (\d+) kept, (\d+) checked \((\d+) start times read\); "
                    r"run-long: (\d+) gone, (\d+) reused, (\d+) not noted")
 
@@ -126,13 +128,7 @@ def main():
             os.close(r)
             time.sleep(3)
         finally:
-            if b.poll() is None:
-                b.send_signal(signal.SIGINT)
-            try:
-                b.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                b.kill()
-                b.wait()
+            interrupt(b, 60)
             reader.join(timeout=10)
     during, after, last = [], [], None
     for t, line in lines:

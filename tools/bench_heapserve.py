@@ -27,11 +27,9 @@ Needs make test-deps (build/workloads/allocwork). Prints a Markdown table
 (docs/continuous.md has the latest).
 """
 import argparse
-import http.client
 import os
 import shlex
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,30 +40,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / os.environ.get("OUT", "build")
 sys.path.insert(0, str(ROOT / "tools"))
-from benchlib import free_port  # noqa: E402
-
-
-def cpu_s(pid):
-    """utime + stime of the process (all its threads), in seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def get(port, path, timeout=30):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        return r.status, r.read()
-    finally:
-        c.close()
+from benchlib import cpu_s, free_port, http_get, med, wait_healthy  # noqa: E402
 
 
 def hammer(port, stop, counts, sizes, i):
     while not stop.is_set():
         try:
-            status, body = get(port, "/debug/pprof/heap")
+            status, body = http_get(port, "/debug/pprof/heap")
             if status == 200 and body[:2] == b"\x1f\x8b":
                 counts[i] += 1
                 sizes[i] = len(body)
@@ -74,7 +55,7 @@ def hammer(port, stop, counts, sizes, i):
 
 
 def live_blocks(port):
-    for line in get(port, "/metrics")[1].decode().splitlines():
+    for line in http_get(port, "/metrics")[1].decode().splitlines():
         if line.startswith("bpfprof_alloc_live_blocks "):
             return int(float(line.split()[1]))
     return -1
@@ -89,16 +70,7 @@ def one_run(bpfprof, a, err):
     b = subprocess.Popen([str(bpfprof), f"--alloc={a.period}", "-p", str(w.pid), "--listen", str(port)],
                          stdout=subprocess.DEVNULL, stderr=err)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if get(port, "/healthz", timeout=1)[0] == 200:
-                    break
-            except OSError:
-                pass
-            if b.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{bpfprof}: /healthz never ok (exit {b.poll()})")
-            time.sleep(0.1)
+        wait_healthy(b, port, 60)
         time.sleep(a.warmup)
         c0, t0 = cpu_s(b.pid), time.monotonic()
         time.sleep(a.seconds)
@@ -128,10 +100,6 @@ def one_run(bpfprof, a, err):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-
-
-def med(v, fmt):
-    return f"{fmt.format(statistics.median(v))} ({fmt.format(min(v))} - {fmt.format(max(v))})"
 
 
 def main():

@@ -6,6 +6,10 @@
   * kill_groups(): ends workloads started in their own sessions, whole groups;
   * churn(): shell loops that start short processes, as a busy host does;
   * free_port(): a TCP port nothing listens on;
+  * http_get(), wait_healthy(), interrupt(), cpu_s(), med(): a bpfprof run's
+    plumbing - a GET on its --listen port, waited for until /healthz is ok,
+    stopped with SIGINT (killed if it does not end), its CPU time, and a
+    median (min - max) for the tables;
   * bench_lock(): /tmp/bpfprof-bench.lock held, waited for at most a bound
     (a stuck holder names itself in the error instead of stalling CI);
   * FailingIngest: a push server that fails every request;
@@ -31,10 +35,12 @@ Standard library only: the tools run from a fresh checkout.
 """
 import contextlib
 import fcntl
+import http.client
 import http.server
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import threading
 import time
@@ -81,6 +87,63 @@ def free_port():
         return s.getsockname()[1]
 
 
+def http_get(port, path, timeout=10):
+    """GET 127.0.0.1:port path: (status, body bytes)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def wait_healthy(proc, port, timeout=60, ready=None):
+    """Waits until bpfprof proc's /healthz on port is ok (and ready(), if
+    given, is true), at most timeout s; RuntimeError if proc ends first or
+    the time runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if ready is None or ready():
+            try:
+                if http_get(port, "/healthz", timeout=1)[0] == 200:
+                    return
+            except OSError:
+                pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{proc.args[0]} never ready on port {port} "
+                               f"(exit {proc.poll()}, {timeout:g} s)")
+        time.sleep(0.1)
+
+
+def interrupt(proc, timeout=60):
+    """Stops proc with SIGINT (if it still runs) and reaps it; killed if it
+    has not ended within timeout s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def cpu_s(pid):
+    """utime + stime of the process (all its threads), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def med(v, fmt="{:.0f}"):
+    """"median (min - max)" of v's values (None left out; "-" if none), each
+    formatted by fmt."""
+    v = [x for x in v if x is not None]
+    if not v:
+        return "-"
+    return f"{fmt.format(statistics.median(v))} ({fmt.format(min(v))} - {fmt.format(max(v))})"
+
+
 # --- the benchmark lock ----------------------------------------------------------
 #
 # Benchmarks and timing-sensitive tests hold /tmp/bpfprof-bench.lock (flock,
@@ -93,6 +156,9 @@ def free_port():
 # that took it through bench_lock() wrote into the file.
 
 BENCH_LOCK = "/tmp/bpfprof-bench.lock"
+# Held exclusively by whatever changes kernel.perf_event_max_sample_rate (and
+# puts it back), shared by whatever relies on it not moving.
+SYSCTL_LOCK = "/tmp/bpfprof-sysctl.lock"
 BENCH_LOCK_TIMEOUT = 900.0
 
 
@@ -178,9 +244,9 @@ class _Expired(Exception):
     pass
 
 
-def _flock_within(f, timeout):
-    """Takes f's lock (exclusive), waiting at most timeout seconds: True once
-    taken. In the main thread the wait is flock(2)'s own, queued with the
+def _flock_within(f, timeout, op=fcntl.LOCK_EX):
+    """Takes f's lock (op: fcntl.LOCK_EX or LOCK_SH), waiting at most timeout
+    seconds: True once taken. In the main thread the wait is flock(2)'s own, queued with the
     other waiters (flock(1)'s), and ended by a timer's SIGALRM; elsewhere
     (no signals there) a try every 0.1 s."""
     def on_alarm(signum, frame):
@@ -189,7 +255,7 @@ def _flock_within(f, timeout):
         old = signal.signal(signal.SIGALRM, on_alarm)
         try:
             signal.setitimer(signal.ITIMER_REAL, timeout)
-            fcntl.flock(f, fcntl.LOCK_EX)
+            fcntl.flock(f, op)
             return True
         except _Expired:
             return False
@@ -199,7 +265,7 @@ def _flock_within(f, timeout):
     deadline = time.monotonic() + timeout
     while True:
         try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(f, op | fcntl.LOCK_NB)
             return True
         except BlockingIOError:
             if time.monotonic() >= deadline:
@@ -208,19 +274,22 @@ def _flock_within(f, timeout):
 
 
 @contextlib.contextmanager
-def bench_lock(timeout=None, path=BENCH_LOCK, what=None):
-    """Holds path (flock, exclusive) for the with block, waiting at most
-    timeout seconds (None: bench_lock_timeout()) for it; BenchLockTimeout
-    naming the holder otherwise - at once when the holder is an ancestor of
-    this process (run under `flock PATH`: a wait that would never end).
-    While held, the file says who holds it (pid, command line, `what`), for
-    whoever waits to read; it is emptied before the lock is let go."""
+def bench_lock(timeout=None, path=BENCH_LOCK, what=None, shared=False):
+    """Holds path (flock, exclusive; shared=True: shared) for the with block,
+    waiting at most timeout seconds (None: bench_lock_timeout()) for it;
+    BenchLockTimeout naming the holder otherwise - at once when the holder is
+    an ancestor of this process (run under `flock PATH`: a wait that would
+    never end). While held exclusively, the file says who holds it (pid,
+    command line, `what`), for whoever waits to read; it is emptied before
+    the lock is let go (a shared holder writes nothing: others share it).
+    Any lock file: SYSCTL_LOCK, the ns_last_pid one, as well as BENCH_LOCK."""
     if timeout is None:
         timeout = bench_lock_timeout()
+    op = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     f = open(path, "a+")
     try:
         try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(f, op | fcntl.LOCK_NB)
         except BlockingIOError:
             mine = set(lock_holders(path)) & set(_ancestors())
             if mine:
@@ -228,10 +297,13 @@ def bench_lock(timeout=None, path=BENCH_LOCK, what=None):
                     f"{path} is held by pid {min(mine)}, an ancestor of this process "
                     f"({_cmdline(min(mine))}): the wait would never end (what takes the "
                     f"lock itself is run without flock)") from None
-            if not _flock_within(f, timeout):
+            if not _flock_within(f, timeout, op):
                 raise BenchLockTimeout(f"{path} not taken within {timeout:g} s "
                                        f"(BPFPROF_BENCH_LOCK_TIMEOUT); held by "
                                        f"{describe_holders(path)}") from None
+        if shared:
+            yield
+            return
         with contextlib.suppress(OSError):  # the note is a courtesy; the lock is what counts
             f.seek(0)
             f.truncate()

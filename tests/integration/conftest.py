@@ -5,7 +5,7 @@ These tests need root and real BPF. They never skip: on a machine where they
 cannot run, they fail and say why.
 """
 import contextlib
-import fcntl
+import json
 import math
 import os
 import re
@@ -63,8 +63,14 @@ def cgroup_v2(name):
     os.mkdir(cg)
     try:
         yield cg
-    finally:
-        remove_cgroup(cg)
+    except BaseException:
+        try:
+            remove_cgroup(cg)
+        except AssertionError as e:  # the test's own error is the one to show; this too
+            import warnings
+            warnings.warn(str(e))
+        raise
+    remove_cgroup(cg)
 
 
 def remove_cgroup(cg, timeout=10):
@@ -121,33 +127,41 @@ def sample_rate(want):
     """A frequency the kernel accepts now, at most `want`, held for the test:
     a test or benchmark that changes kernel.perf_event_max_sample_rate holds
     /tmp/bpfprof-sysctl.lock exclusively, so a shared hold keeps it from
-    moving under us."""
-    with open("/tmp/bpfprof-sysctl.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_SH)
+    moving under us (sysctl_lock: the wait bounded)."""
+    with sysctl_lock(shared=True):
         with open("/proc/sys/kernel/perf_event_max_sample_rate") as f:
             limit = int(f.read())
         yield min(want, limit)
 
 
 @contextlib.contextmanager
-def bench_lock(timeout=None):
-    """Holds /tmp/bpfprof-bench.lock for the with block: the tests that
-    measure on the host (-a traps every process's allocations) take it
-    themselves - never run them under `flock` (this fails at once then,
-    saying so). The wait is bounded (timeout s; None: BPFPROF_BENCH_LOCK_TIMEOUT,
-    default 900): a benchmark stuck on the host fails the test naming the
-    holder (its pid and command line, and what it wrote into the file)
-    instead of stalling the run for ever (tools/benchlib.py bench_lock())."""
+def bench_lock(timeout=None, path=benchlib.BENCH_LOCK, shared=False):
+    """Holds /tmp/bpfprof-bench.lock (or path; shared: a shared hold) for the
+    with block: the tests that measure on the host (-a traps every process's
+    allocations) take it themselves - never run them under `flock` (this
+    fails at once then, saying so). The wait is bounded (timeout s; None:
+    BPFPROF_BENCH_LOCK_TIMEOUT, default 900): a benchmark stuck on the host
+    fails the test naming the holder (its pid and command line, and what it
+    wrote into the file) instead of stalling the run for ever
+    (tools/benchlib.py bench_lock())."""
     what = os.environ.get("PYTEST_CURRENT_TEST", "a test").rsplit(" (", 1)[0]
     with contextlib.ExitStack() as held:
         failed = None
         try:
-            held.enter_context(benchlib.bench_lock(timeout, what=what))
+            held.enter_context(benchlib.bench_lock(timeout, path=path, what=what, shared=shared))
         except benchlib.BenchLockTimeout as e:
             failed = str(e)
         if failed:  # (outside the except: one message, not a chained traceback)
             pytest.fail(failed, pytrace=False)
         yield
+
+
+def sysctl_lock(shared=False, timeout=None):
+    """/tmp/bpfprof-sysctl.lock held for the with block: exclusively by a test
+    that changes kernel.perf_event_max_sample_rate (and puts it back),
+    shared by one that relies on it not moving. Waited for as bench_lock()
+    waits (bounded, the holder named)."""
+    return bench_lock(timeout, path=benchlib.SYSCTL_LOCK, shared=shared)
 
 
 class Lines:
@@ -176,7 +190,7 @@ class Lines:
         try:
             line = self._q.get(timeout=max(timeout, 0))
         except queue.Empty:
-            raise AssertionError(f"{what}: nothing within {timeout} s; read so far:\n"
+            raise AssertionError(f"{what}: nothing within {timeout:.1f} s; read so far:\n"
                                  + self.text[-3000:]) from None
         if line is None:
             self._eof = True
@@ -203,6 +217,140 @@ class Lines:
         while self.readline(deadline - time.monotonic(), what):
             pass
         return self.text
+
+
+class Waiting:
+    """A workload started in its `wait` mode (goalloc, goforge): its first
+    line of stdout is {"waiting": PID} (waited for at most timeout s), then
+    it waits for SIGUSR1 (go()). self.pid: that PID; its stdout is read by a
+    Lines. Leaving the context (or a start that fails) kills it."""
+
+    def __init__(self, argv, timeout=60):
+        self.proc = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE, text=True)
+        try:
+            self.lines = Lines(self.proc.stdout)
+            what = f"{os.path.basename(str(argv[0]))}'s {{\"waiting\"}} line"
+            first = self.lines.readline(timeout, what)
+            assert first.startswith('{"waiting"'), f"{what}: {first!r}"
+            self.pid = json.loads(first)["waiting"]
+            self._first = len(first)
+        except BaseException:
+            self.close()
+            raise
+
+    def go(self):
+        os.kill(self.pid, signal.SIGUSR1)
+
+    def output(self, timeout=60):
+        """Its stdout after the waiting line, once it ends (at most timeout s)."""
+        text = self.lines.rest(timeout, f"the end of {self.proc.args[0]}'s stdout")
+        self.proc.wait(timeout=timeout)
+        return text[self._first:]
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def probes_in(err, timeout=60):
+    """Reads bpfprof --alloc's stderr (a Lines) until it says "profiling
+    allocations of" (its probes are in) or ends, at most timeout s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        line = err.readline(deadline - time.monotonic(),
+                            "bpfprof's \"profiling allocations of\" line")
+        if not line or "profiling allocations of" in line:
+            return
+
+
+def alloc_attach(waiting, out, env=None, timeout=60):
+    """bpfprof --alloc -v -o out -p (the Waiting workloads' pids) until they
+    exit; they are let go (go()) once the probes are in. Every wait is
+    bounded (timeout s). Returns (bpfprof's stderr, the workloads' stdouts,
+    seconds from the go to their ends, bpfprof's exit code)."""
+    bp = subprocess.Popen([str(BPFPROF), "--alloc", "-v", "-o", str(out), "-p",
+                           ",".join(str(w.pid) for w in waiting)],
+                          stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        err = Lines(bp.stderr)
+        probes_in(err, timeout)
+        t0 = time.monotonic()
+        for w in waiting:
+            w.go()
+        outs = [w.output(timeout) for w in waiting]
+        took = time.monotonic() - t0
+        stderr = err.rest(timeout, "the end of bpfprof's stderr")
+        bp.wait(timeout=timeout)
+    finally:
+        if bp.poll() is None:
+            bp.kill()
+        bp.wait()
+    return stderr, outs, took, bp.returncode
+
+
+def json_line(text, key):
+    """The value of the first line of text that is a JSON object of key
+    (goalloc's, goforge's reports)."""
+    for line in text.splitlines():
+        if line.startswith('{"' + key + '"'):
+            return json.loads(line)[key]
+    raise AssertionError(f"no {key} line:\n{text}")
+
+
+def go_sites(p, pid=None):
+    """{innermost non-runtime function: [alloc_objects, alloc_space,
+    inuse_objects, inuse_space]} of a Go heap profile p's samples (of pid's
+    alone if given)."""
+    import pprof
+    out = {}
+    for s in p["sample"]:
+        if pid is not None and s["label"].get("pid") != pid:
+            continue
+        name = "[none]"
+        for lid in s["location_id"]:
+            lines = p["location"][lid]["lines"] if lid in p["location"] else []
+            names = [pprof.strings(p, p["function"][ln.get(1)].get(2, 0)) for ln in lines]
+            hit = [n for n in names if not n.startswith("runtime.")]
+            if hit:
+                name = hit[0]
+                break
+        v = out.setdefault(name, [0, 0, 0, 0])
+        for i in range(4):
+            v[i] += s["value"][i]
+    return out
+
+
+GO_SITES = ("main.makeBytes", "main.makeNode", "strconv.formatBits", "main.worker")
+GO_MIN_SAMPLES = 20  # a site compared needs this many of the runtime's samples (a loaded
+# host makes fewer); main.makeBytes, most of the bytes, always has them
+
+
+def assert_go_sites(truth, v, rate=524288):
+    """goalloc's sites in bpfprof's profile (v, go_sites()) against its
+    runtime's own heap profile (truth, its memprof line's "sites"): the same
+    samples, so alloc_space and alloc_objects per site within 10% (only the
+    weighing of each sample by its own size differs), in-use bytes within 20%
+    plus two samples (the bucket's counts, read up to a drain before the
+    exit: as of the runtime's last GC)."""
+    assert truth["main.makeBytes"][0] >= GO_MIN_SAMPLES, truth
+    for site in GO_SITES:
+        t = truth.get(site, [0] * 5)
+        if t[0] < GO_MIN_SAMPLES:
+            continue
+        assert site in v, f"{site} missing from {sorted(v)}"
+        assert abs(v[site][1] - t[2]) <= 0.10 * t[2], \
+            f"{site} alloc_space: ours {v[site][1]}, the runtime's {t[2]:.0f}"
+        assert abs(v[site][0] - t[1]) <= 0.10 * t[1], \
+            f"{site} alloc_objects: ours {v[site][0]}, the runtime's {t[1]:.0f}"
+        assert abs(v[site][3] - t[4]) <= 0.20 * t[4] + 2 * rate, \
+            f"{site} inuse_space: ours {v[site][3]}, the runtime's {t[4]:.0f}"
 
 
 def read_tty(master, timeout, proc=None):
@@ -443,6 +591,21 @@ def run_bpfprof(args, timeout=120, check=True, **kw):
     return p
 
 
+def http_get(url, timeout=10):
+    """(status, body) of a GET of url; an HTTP error status is an answer too."""
+    import urllib.error
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def profile_end(p):
+    """A pprof profile's end (its time plus its duration), s since the epoch."""
+    return (p["time_nanos"] + p["duration_nanos"]) / 1e9
+
+
 def parse_folded(text):
     """{stack text: count}; the count is after the last space."""
     out = {}
@@ -453,6 +616,32 @@ def parse_folded(text):
         assert stack and count.isdigit(), f"malformed folded line: {line!r}"
         out[stack] = out.get(stack, 0) + int(count)
     return out
+
+
+def folded_sum(text, name):
+    """The values of the folded stacks (text) with a frame named name (an
+    annotation such as _[lisp] left out)."""
+    n = 0
+    for line in text.splitlines():
+        stack, _, v = line.rpartition(" ")
+        if any(f.split("_[")[0] == name for f in stack.split(";")):
+            n += int(v)
+    return n
+
+
+def go_release_edited(src, dst, release):
+    """dst: the Go program src with its build information's go1.19 edited
+    to `release` (6 characters, e.g. go1.23), its code unchanged; mode 0755."""
+    data = bytearray(Path(src).read_bytes())
+    at = data.find(b"\xff Go buildinf:")
+    assert at >= 0, f"{src}: no build information"
+    ver = data.find(b"go1.19", at, at + 64)
+    assert ver > 0, data[at:at + 64]
+    assert len(release) == 6, release
+    data[ver:ver + 6] = release.encode()
+    Path(dst).write_bytes(bytes(data))
+    Path(dst).chmod(0o755)
+    return dst
 
 
 def total(folded, comm=None):
@@ -520,17 +709,30 @@ class Workload:
 
 
 def wait_attached(proc, timeout=60):
-    """Reads proc's stderr until bpfprof says it is sampling; returns what it read."""
-    seen = []
+    """Reads proc's stderr (a text pipe nothing has read yet) until bpfprof
+    says it is sampling; returns what it read. The wait is bounded (timeout
+    s): a bpfprof stalled before sampling (an open that blocks) fails the
+    test instead of hanging it. The pipe is read a byte at a time, beneath
+    proc.stderr's buffer, so what follows stays there for the caller."""
+    fd = proc.stderr.fileno()
+    seen, line = bytearray(), bytearray()
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise AssertionError(f"bpfprof did not start sampling within {timeout} s:\n"
+                                 + seen.decode(errors="replace")[-3000:])
+        b = os.read(fd, 1)
+        if not b:
             break
-        seen.append(line)
-        if "sampling" in line:
-            return "".join(seen)
-    raise AssertionError("bpfprof never started sampling:\n" + "".join(seen))
+        seen += b
+        if b != b"\n":
+            line += b
+        elif b"sampling" in line:
+            return seen.decode(errors="replace")
+        else:
+            line.clear()
+    raise AssertionError("bpfprof never started sampling:\n" + seen.decode(errors="replace"))
 
 
 # --- statistical tolerances ----------------------------------------------------

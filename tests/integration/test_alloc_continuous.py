@@ -13,7 +13,6 @@ floor for what is not random: the pace the workload fell behind by, and the
 100 ms tick at which a ?seconds window's allocations begin to be counted.
 """
 import gzip
-import http.server
 import json
 import math
 import os
@@ -32,9 +31,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BPFPROF, ROOT, assert_bytes, read_tty, site_values, wait_for, wl
+from conftest import (BPFPROF, ROOT, assert_bytes, http_get, profile_end, read_tty, site_values,
+                      wait_for, wl)
 import pprof
-from test_continuous import _Ingest
+from test_continuous import _Ingest, ingest_double
 
 sys.path.insert(0, str(ROOT / "tools"))
 from benchlib import free_port  # noqa: E402
@@ -57,14 +57,6 @@ INTERVAL = 1            # s: --interval
 LATE = INTERVAL - 0.1
 # A block's weight: one sampled block of SIZE stands for 1/p of them.
 BLOCK_WEIGHT = SIZE / -math.expm1(-SIZE / PERIOD)
-
-
-def get(url, timeout=10):
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
 
 
 def alloc_metric(text, name, label):
@@ -103,11 +95,6 @@ def rose(before, after):
         return False
 
 
-def end_of(p):
-    """A profile's end, s since the epoch."""
-    return (p["time_nanos"] + p["duration_nanos"]) / 1e9
-
-
 class Run:
     pass
 
@@ -118,9 +105,7 @@ def run(tmp_path_factory):
     r.dir = tmp_path_factory.mktemp("heap")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    _Ingest.requests = []  # the Pyroscope double --push sends to
-    ingest = http.server.HTTPServer(("127.0.0.1", 0), _Ingest)
-    threading.Thread(target=ingest.serve_forever, daemon=True).start()
+    ingest = ingest_double()  # the Pyroscope double --push sends to
     # stderr a terminal: the status line
     master, slave = pty.openpty()
     proc = subprocess.Popen([str(BPFPROF), "--alloc=16K", "--interval", str(INTERVAL),
@@ -138,19 +123,19 @@ def run(tmp_path_factory):
     try:
         def healthy():
             try:
-                return get(base + "/healthz", timeout=1)[0] == 200
+                return http_get(base + "/healthz", timeout=1)[0] == 200
             except OSError:
                 return False
         wait_for(healthy, "/healthz ok", timeout=30)
         t0 = time.monotonic()
-        r.metrics = [get(base + "/metrics")]
-        r.allocs = get(base + "/debug/pprof/allocs?seconds=1", timeout=20)
-        r.heap = get(base + "/debug/pprof/heap", timeout=20)
-        r.cpu = get(base + "/debug/pprof/profile?seconds=1")
+        r.metrics = [http_get(base + "/metrics")]
+        r.allocs = http_get(base + "/debug/pprof/allocs?seconds=1", timeout=20)
+        r.heap = http_get(base + "/debug/pprof/heap", timeout=20)
+        r.cpu = http_get(base + "/debug/pprof/profile?seconds=1")
         # /metrics is published every second or so: read until its counters
         # have risen (or the stop is due; the test then says which did not).
         while True:
-            m = get(base + "/metrics")
+            m = http_get(base + "/metrics")
             if rose(r.metrics[0], m) or time.monotonic() - t0 > STOP_AFTER - 0.2:
                 break
             time.sleep(0.1)
@@ -173,6 +158,7 @@ def run(tmp_path_factory):
                 except OSError:
                     pass
         ingest.shutdown()
+        ingest.server_close()
         reader.join(timeout=10)
         os.close(master)
     r.tty = b"".join(shown).decode(errors="replace")
@@ -215,7 +201,7 @@ def test_interval_files(run):
     # The workload runs on after the last file's end until bpfprof, done
     # writing and pushing, ends it: what it allocated then is in its totals
     # but in no file.
-    after = max(0.0, run.truth["end_real"] - end_of(pprof.decode(run.files[-1].read_bytes())))
+    after = max(0.0, run.truth["end_real"] - profile_end(pprof.decode(run.files[-1].read_bytes())))
     start = None
     for i, path in enumerate(run.files):
         p, v = site_values(path)  # four sample types, space/bytes
@@ -226,7 +212,7 @@ def test_interval_files(run):
         # first tick after it (taken then: a late tick shortens the next
         # interval, not every one after it); the last one at the stop, before.
         start = start or p["time_nanos"] / 1e9
-        late = end_of(p) - (start + (i + 1) * INTERVAL)
+        late = profile_end(p) - (start + (i + 1) * INTERVAL)
         if last:
             assert dur > 0 and late < LATE, (path.name, i, late, dur)
         else:
@@ -274,7 +260,7 @@ def test_debug_pprof_heap(run, tmp_path):
     # under way, and the held blocks in use (none freed: all kept so far).
     assert p["time_nanos"] == pprof.decode(run.files[0].read_bytes())["time_nanos"], p
     t = run.truth
-    ran = end_of(p) - (t["end_real"] - t["seconds"])  # the workload's seconds by the take
+    ran = profile_end(p) - (t["end_real"] - t["seconds"])  # the workload's seconds by the take
     behind = t["behind_max_ms"] / 1000
     assert_bytes(v["site_steady"][1], RATE * SIZE * ran, SIZE, PERIOD, "/heap site_steady",
                  floor=RATE * SIZE * (behind + 0.05))

@@ -24,21 +24,20 @@ samples are folded when the cap would be reached.
 Each run holds /tmp/bpfprof-bench.lock (-a traps the whole host's
 allocations, as test_tenant_s7.py's run).
 """
-import fcntl
 import json
 import os
 import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 import urllib.request
 import sys
 
 import pytest
 
-from conftest import BPFPROF, ROOT, as_tenant, cgroup2_root, tenant, wl
+from conftest import (BPFPROF, ROOT, Lines, as_tenant, bench_lock, cgroup2_root, into_cgroup,
+                      new_tenant_dir, remove_cgroup, tenant_program, wl)
 import pprof
 
 sys.path.insert(0, str(ROOT / "tools"))
@@ -60,26 +59,6 @@ time.sleep(600)
 '''
 
 
-def _into(cg):
-    """A preexec_fn: the child into cgroup cg (before setpriv drops root)."""
-    def f():
-        with open(os.path.join(cg, "cgroup.procs"), "w") as p:
-            p.write(str(os.getpid()))
-    return f
-
-
-def _remove(cg):
-    if not os.path.isdir(cg):
-        return
-    for _ in range(100):
-        try:
-            os.rmdir(cg)
-            return
-        except OSError:
-            time.sleep(0.1)
-    os.rmdir(cg)
-
-
 def _said(err, path):
     """Whether bpfprof said it probed or refused the file path."""
     return re.search(r"(?m)^.*%s: (\d+ allocator functions probed|defines the allocator, not "
@@ -87,15 +66,37 @@ def _said(err, path):
 
 
 def _read_until(proc, err, cond, what, timeout=60):
-    """stderr lines of proc appended to err until cond(err); the new err."""
-    t0 = time.monotonic()
-    for line in proc.stderr:
+    """stderr lines of proc appended to err until cond(err) (at most timeout
+    s, a Lines); the new err."""
+    deadline = time.monotonic() + timeout
+    while True:
+        line = _lines(proc, "stderr").readline(deadline - time.monotonic(), what)
+        if not line:
+            raise AssertionError("%s: bpfprof ended first\n%s" % (what, err[-3000:]))
         err += line
         if cond(err):
             return err
-        assert time.monotonic() - t0 < timeout, "%s: not seen in %d s\n%s" % (
-            what, timeout, err[-3000:])
-    raise AssertionError("%s: bpfprof ended first\n%s" % (what, err[-3000:]))
+
+
+def _lines(proc, stream="stdout"):
+    """proc's stream (a pipe) read by a Lines, the same one each call."""
+    if not hasattr(proc, "lines_" + stream):
+        setattr(proc, "lines_" + stream, Lines(getattr(proc, stream)))
+    return getattr(proc, "lines_" + stream)
+
+
+def _line(proc, what, timeout=60):
+    """proc's next line of stdout, at most timeout s."""
+    return _lines(proc).readline(timeout, what)
+
+
+def _rest(proc, timeout=120):
+    """The rest of bpfprof's stderr, once it exits (at most timeout s)."""
+    text = _lines(proc, "stderr")
+    start = len(text.text)
+    text.rest(timeout, "the end of bpfprof's stderr")
+    proc.wait(timeout=timeout)
+    return text.text[start:]
 
 
 def test_cap_warned_after_a_share_refusal():
@@ -103,14 +104,8 @@ def test_cap_warned_after_a_share_refusal():
     cap's when the root cgroup's copies reach it (main: the cap's missing,
     its refusals only in -v's debug lines)."""
     mnt = cgroup2_root()
-    pw = tenant()
-    d = tempfile.mkdtemp(prefix="bpfprof-tenant-", dir="/tmp")
-    os.chmod(d, 0o755)
-    os.chown(d, pw.pw_uid, pw.pw_gid)
-    prog = os.path.join(d, "mapper.py")
-    with open(prog, "w") as f:
-        f.write(MAPPER)
-    os.chmod(prog, 0o644)
+    d = new_tenant_dir()
+    prog = tenant_program(d, MAPPER, "mapper.py")
     mine = [os.path.join(d, "fake-%d" % i) for i in range(SHARE + 1)]
     host = [os.path.join(d, "host-%d" % i) for i in range(MAX_HELD)]
     for p in mine + host:
@@ -121,8 +116,7 @@ def test_cap_warned_after_a_share_refusal():
     a = h = b = None
     err = ""
     try:
-        with open("/tmp/bpfprof-bench.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with bench_lock():
             b = subprocess.Popen([str(BPFPROF), "record", "--alloc", "-v", "-a", "-d", "60",
                                   "--alloc-budget", "1000000000", "-o", "/dev/null"],
                                  stderr=subprocess.PIPE, text=True,
@@ -135,25 +129,25 @@ def test_cap_warned_after_a_share_refusal():
                 pytest.skip("this host's own files (%d) leave no room under the cap" % held)
             assert "not probed any more" not in err, err[-3000:]
             a = subprocess.Popen(as_tenant(["/usr/bin/python3", prog] + mine),
-                                 stdout=subprocess.PIPE, text=True, preexec_fn=_into(cg))
-            assert a.stdout.readline().strip() == "ready"
+                                 stdout=subprocess.PIPE, text=True, preexec_fn=into_cgroup(cg))
+            assert _line(a, "the tenant's mapper ready").strip() == "ready"
             err = _read_until(b, err, lambda e: all(_said(e, p) for p in mine),
                               "the tenant's copies looked at")
             assert "files newly mapped by processes of cgroup" in err, err[-3000:]
             assert "not probed any more" not in err, err[-3000:]
             h = subprocess.Popen(["/usr/bin/python3", prog] + host, stdout=subprocess.PIPE,
-                                 text=True, preexec_fn=_into(mnt))
-            assert h.stdout.readline().strip() == "ready"
+                                 text=True, preexec_fn=into_cgroup(mnt))
+            assert _line(h, "the host's mapper ready").strip() == "ready"
             err = _read_until(b, err, lambda e: all(_said(e, p) for p in host),
                               "the root cgroup's copies looked at")
             b.send_signal(signal.SIGINT)
-            err += b.communicate(timeout=120)[1]
+            err += _rest(b)
     finally:
         for p in (a, h, b):
             if p and p.poll() is None:
                 p.send_signal(signal.SIGKILL if p is not b else signal.SIGTERM)
                 p.wait(timeout=30)
-        _remove(cg)
+        remove_cgroup(cg)
         shutil.rmtree(d, ignore_errors=True)
     assert b.returncode == 0, err[-3000:]
     refused = [p for p in host if re.search(r"%s: defines the allocator, not probed \(the cap"
@@ -173,14 +167,8 @@ def test_descriptors_short_said_once():
     written (main: the descriptors ran out, one warning per file, then files
     not even opened and the output not written)."""
     fds, copies = 320, 40
-    pw = tenant()
-    d = tempfile.mkdtemp(prefix="bpfprof-tenant-", dir="/tmp")
-    os.chmod(d, 0o755)
-    os.chown(d, pw.pw_uid, pw.pw_gid)
-    prog = os.path.join(d, "mapper.py")
-    with open(prog, "w") as f:
-        f.write(MAPPER)
-    os.chmod(prog, 0o644)
+    d = new_tenant_dir()
+    prog = tenant_program(d, MAPPER, "mapper.py")
     paths = [os.path.join(d, "fake-%d" % i) for i in range(copies)]
     for p in paths:
         shutil.copy(wl("fakemalloc"), p)
@@ -189,8 +177,7 @@ def test_descriptors_short_said_once():
     a = b = None
     err = ""
     try:
-        with open("/tmp/bpfprof-bench.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with bench_lock():
             b = subprocess.Popen(["prlimit", "--nofile=%d:%d" % (fds, fds), str(BPFPROF),
                                   "record", "--alloc", "-v", "-a", "-d", "30",
                                   "--alloc-budget", "1000000000", "-o", out],
@@ -200,13 +187,13 @@ def test_descriptors_short_said_once():
             err = _read_until(b, err, lambda e: "rescan: " in e, "the first rescan")
             a = subprocess.Popen(as_tenant(["/usr/bin/python3", prog] + paths),
                                  stdout=subprocess.PIPE, text=True)
-            assert a.stdout.readline().strip() == "ready"
+            assert _line(a, "the tenant's mapper ready").strip() == "ready"
             err = _read_until(b, err, lambda e: all(
                 re.search(r"(?m)%s: (\d+ allocator functions probed|its allocator not probed|"
                           r"defines the allocator, not probed|Too many open files)"
                           % re.escape(p), e) for p in paths), "every copy probed or not")
             b.send_signal(signal.SIGINT)
-            err += b.communicate(timeout=120)[1]
+            err += _rest(b)
     finally:
         for p in (a, b):
             if p and p.poll() is None:
@@ -259,31 +246,30 @@ def test_on_cpu_churn_keeps_only_what_the_heap_names(tmp_path):
     err = ""
     try:
         # the C library's file found through a process of the cgroup (--cgroup)
-        s = subprocess.Popen(["/bin/sleep", "120"], preexec_fn=_into(cg))
-        with open("/tmp/bpfprof-bench.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        s = subprocess.Popen(["/bin/sleep", "120"], preexec_fn=into_cgroup(cg))
+        with bench_lock():
             b = subprocess.Popen([str(BPFPROF), "record", "--alloc", "--alloc-budget",
                                   "1000000000", "--on-cpu", "--cgroup", cg, "-F", "999", "-d",
                                   "14", "-v", "-o", str(out)], stderr=subprocess.PIPE, text=True)
             err = _read_until(b, err, lambda e: re.search(r"bpfprof: sampling ", e),
                               "the sampling's start")
             w = subprocess.Popen([wl("allocwork"), "steady", "20000", "2"],
-                                 stdout=subprocess.PIPE, text=True, preexec_fn=_into(cg))
+                                 stdout=subprocess.PIPE, text=True, preexec_fn=into_cgroup(cg))
             churn = subprocess.run(as_tenant([wl("shortlived"), "6", "4", "5"]), timeout=120,
-                                   capture_output=True, text=True, preexec_fn=_into(cg))
+                                   capture_output=True, text=True, preexec_fn=into_cgroup(cg))
             m = re.search(r"children (\d+)", churn.stdout)
             assert churn.returncode == 0 and m, churn
             children = int(m[1])
-            truth = json.loads(w.stdout.readline())
+            truth = json.loads(_line(w, "allocwork's report"))
             w.wait(timeout=30)
             assert b.poll() is None, "the run ended before the churn did: %s" % err[-3000:]
-            err += b.communicate(timeout=120)[1]
+            err += _rest(b)
     finally:
         for p in (w, s, b):
             if p and p.poll() is None:
                 p.send_signal(signal.SIGKILL if p is not b else signal.SIGTERM)
                 p.wait(timeout=30)
-        _remove(cg)
+        remove_cgroup(cg)
     assert b.returncode == 0, err[-3000:]
     assert children >= 100, children  # a churn at all
     m = re.search(r"symbols: (\d+) processes", err)
@@ -315,8 +301,7 @@ def test_total_keeps_live_stacks_past_a_churn(tmp_path):
     b = w = None
     err = ""
     try:
-        with open("/tmp/bpfprof-bench.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with bench_lock():
             b = subprocess.Popen([str(BPFPROF), "record", "--alloc=4K", "-a", "--alloc-budget",
                                   "1000000000", "--interval", "1", "--listen",
                                   "127.0.0.1:%d" % port, "-d", "40", "-v"],
@@ -334,10 +319,10 @@ def test_total_keeps_live_stacks_past_a_churn(tmp_path):
             time.sleep(3.5)
             heap = pprof.decode(_get(base + "/debug/pprof/heap"))
             w.send_signal(signal.SIGTERM)
-            truth = json.loads(w.stdout.readline())
+            truth = json.loads(_line(w, "allocwork's report"))
             w.wait(timeout=30)
             b.send_signal(signal.SIGINT)
-            err += b.communicate(timeout=120)[1]
+            err += _rest(b)
     finally:
         for p in (w, b):
             if p and p.poll() is None:

@@ -20,7 +20,6 @@ back to back, the blocks kept in use at the end. One -a run (the bench lock:
 it traps every process) checks the guard, on its own thread, beside the
 CPU's intervals.
 """
-import http.server
 import json
 import math
 import os
@@ -38,11 +37,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (BPFPROF, ROOT, SIGMAS, assert_count, assert_share, bench_lock, cpu_seconds,
-                      wait_for, wl)
+from conftest import (BPFPROF, ROOT, SIGMAS, assert_bytes, assert_count, assert_share, bench_lock,
+                      cpu_seconds, http_get, profile_end, sd_bytes, site_values, wait_for, wl)
 import pprof
-from test_alloc import assert_bytes, sd_bytes, site_values
-from test_continuous import _Ingest
+from test_continuous import _Ingest, ingest_double
 
 sys.path.insert(0, str(ROOT / "tools"))
 from benchlib import free_port  # noqa: E402
@@ -52,23 +50,16 @@ RATE, HOLD = 2000, 250  # 4 KiB blocks a second: freed at once, kept
 FREQ = 99
 BUSY_CPU = 3     # s of busy's CPU time: ~300 samples
 MIN_RUN = 4.5    # s after /healthz before the stop, at least (busy's exit too)
-LATE = 0.5       # s: how far apart a heap and a CPU interval's edges may be
+# s: how far apart a heap and a CPU interval's ends may be. Both are taken at
+# the agent's tick after the edge (the heap's just before the CPU's), so they
+# part only by what the host delays between the two takes - 0.36 s was seen
+# for a late tick on the 2-CPU host (test_alloc_continuous.py's LATE). What
+# must fail is a heap file of another interval: a whole interval (1 s) off.
+# So the interval less 0.1 s, as there (0.5 s flaked on a loaded host).
+LATE = 1 - 0.1
 GAP = 0.02       # s: how far one file's start may be from the previous one's end
 # A block's weight: one sampled block of SIZE stands for 1/p of them.
 BLOCK_WEIGHT = SIZE / -math.expm1(-SIZE / PERIOD)
-
-
-def get(url, timeout=10):
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
-def end_of(p):
-    """A profile's end, s since the epoch."""
-    return (p["time_nanos"] + p["duration_nanos"]) / 1e9
 
 
 def load(path):
@@ -121,9 +112,7 @@ def run(tmp_path_factory):
     r.dir = tmp_path_factory.mktemp("both")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    _Ingest.requests = []  # the Pyroscope double --push sends to
-    ingest = http.server.HTTPServer(("127.0.0.1", 0), _Ingest)
-    threading.Thread(target=ingest.serve_forever, daemon=True).start()
+    ingest = ingest_double()  # the Pyroscope double --push sends to
     busy = subprocess.Popen([wl("busy"), f"{BUSY_CPU}c"], stdout=subprocess.DEVNULL)
     aw = subprocess.Popen([wl("allocwork"), "wait", "steady", str(RATE), "120", str(HOLD)],
                           stdout=subprocess.PIPE, text=True)
@@ -154,15 +143,15 @@ def run(tmp_path_factory):
 
         def healthy():
             try:
-                return get(base + "/healthz", timeout=1)[0] == 200
+                return http_get(base + "/healthz", timeout=1)[0] == 200
             except OSError:
                 return False
         wait_for(healthy, "/healthz ok", timeout=30)
         t0 = time.monotonic()
-        r.cpu = get(base + "/debug/pprof/profile?seconds=1", timeout=20)
-        r.heap = get(base + "/debug/pprof/heap", timeout=20)
-        r.allocs = get(base + "/debug/pprof/allocs?seconds=1", timeout=20)
-        r.metrics = get(base + "/metrics")
+        r.cpu = http_get(base + "/debug/pprof/profile?seconds=1", timeout=20)
+        r.heap = http_get(base + "/debug/pprof/heap", timeout=20)
+        r.allocs = http_get(base + "/debug/pprof/allocs?seconds=1", timeout=20)
+        r.metrics = http_get(base + "/metrics")
         # busy's CPU time all in the run: its exit (a zombie, not reaped:
         # its times kept), then at least MIN_RUN s of intervals
         wait_for(lambda: zombie(busy.pid), "busy's exit", timeout=90)
@@ -182,6 +171,7 @@ def run(tmp_path_factory):
             if p is not None:
                 p.wait()
         ingest.shutdown()
+        ingest.server_close()
     r.stderr = "".join(lines)
     r.returncode = proc.returncode
     r.cpu_files, r.heap_files = by_time(r.dir)
@@ -205,14 +195,14 @@ def test_stops_on_sigint_with_both_last_intervals(run):
     assert re.search(r"\d+ allocation calls, \d+ frees; \d+ allocations sampled", run.stderr), \
         run.stderr
     for f in (run.cpu_files[-1], run.heap_files[-1]):  # they end at the stop
-        assert run.stopped - 0.05 <= end_of(load(f)) <= run.stopped + 10, (f.name, run.stopped)
+        assert run.stopped - 0.05 <= profile_end(load(f)) <= run.stopped + 10, (f.name, run.stopped)
 
 
 def test_files_back_to_back_on_the_same_edges(run):
     cpu = [load(f) for f in run.cpu_files]
     heap = [load(f) for f in run.heap_files]
     for name, kind in (("cpu", cpu), ("heap", heap)):
-        spans = [(p["time_nanos"] / 1e9, end_of(p)) for p in kind]
+        spans = [(p["time_nanos"] / 1e9, profile_end(p)) for p in kind]
         for i in range(1, len(kind)):
             gap = spans[i][0] - spans[i - 1][1]
             assert abs(gap) <= GAP, (name, i, gap, spans)
@@ -220,7 +210,7 @@ def test_files_back_to_back_on_the_same_edges(run):
         assert sample_types(c)[:1] == ["samples"], sample_types(c)
         assert "alloc_space" in sample_types(h), sample_types(h)
         # The same interval: the heap's taken at the CPU's edge, just before it.
-        assert abs(end_of(c) - end_of(h)) <= LATE, (i, end_of(c), end_of(h))
+        assert abs(profile_end(c) - profile_end(h)) <= LATE, (i, profile_end(c), profile_end(h))
 
 
 def test_cpu_interval_files(run):
@@ -243,7 +233,7 @@ def test_cpu_interval_files(run):
 
 def test_heap_interval_files(run):
     behind = run.truth["behind_max_ms"] / 1000
-    after = max(0.0, run.truth["end_real"] - end_of(load(run.heap_files[-1])))
+    after = max(0.0, run.truth["end_real"] - profile_end(load(run.heap_files[-1])))
     steady = held = 0
     for i, path in enumerate(run.heap_files):
         p, v = site_values(path)
@@ -273,7 +263,10 @@ def test_listen_serves_both(run, tmp_path):
     assert st == 200, body
     p = pprof.decode(body)
     assert sample_types(p)[:1] == ["samples"], sample_types(p)
-    assert 1.0 <= p["duration_nanos"] / 1e9 < 2.5, p["duration_nanos"]
+    # seconds=1: at least that, ended at the agent's first tick after it (a
+    # loaded host's tick may be a second or more late); the default's 30 s, or
+    # the whole run's, would fail
+    assert 1.0 <= p["duration_nanos"] / 1e9 < 5, p["duration_nanos"]
     lv = leaves(p, run.busy_comm)
     assert lv.get("leaf_a", 0) > 0, lv  # busy ran that second (~99 samples)
     for name, (st, body) in (("heap", run.heap), ("allocs", run.allocs)):
@@ -366,7 +359,7 @@ def _guard_run(tmp_path, port, w):
         def poll_metrics():  # /metrics read while the guard's thread switches
             while proc.poll() is None:
                 try:
-                    metrics.append(get(f"http://127.0.0.1:{port}/metrics", timeout=2))
+                    metrics.append(http_get(f"http://127.0.0.1:{port}/metrics", timeout=2))
                 except OSError:
                     pass
                 time.sleep(0.2)

@@ -15,8 +15,8 @@ import subprocess
 
 import pytest
 
-from conftest import run_bpfprof, wl
-from test_alloc import N, ROUNDS, SIZE, site_values, truth
+from conftest import run_bpfprof, site_values, wl
+from test_alloc import N, ROUNDS, SIZE, truth
 
 
 def file_offset(path, name):

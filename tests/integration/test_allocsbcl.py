@@ -27,7 +27,7 @@ import time
 
 import pytest
 
-from conftest import SIGMAS, as_tenant, run_bpfprof, sbcl, tenant, wl
+from conftest import SIGMAS, as_tenant, folded_sum, run_bpfprof, sbcl, tenant, wl
 
 PERIOD = 131072
 ROUNDS, PAUSE_MS = 150, 3
@@ -35,16 +35,6 @@ REGION = 32768
 SITES = ("CONS-SITE", "VECTOR-SITE", "BIG-SITE")
 LISP = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "workloads"
            / "lispalloc.lisp")
-
-
-def folded_sum(text, name):
-    """The values of the folded stacks with a frame named name."""
-    n = 0
-    for line in text.splitlines():
-        stack, _, v = line.rpartition(" ")
-        if any(f.split("_[")[0] == name for f in stack.split(";")):
-            n += int(v)
-    return n
 
 
 @pytest.fixture(scope="module")

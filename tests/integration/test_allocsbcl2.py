@@ -22,23 +22,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import SIGMAS, as_tenant, run_bpfprof, sbcl, tenant, wl
+from conftest import SIGMAS, Lines, as_tenant, folded_sum, run_bpfprof, sbcl, tenant, wl
 
 LISPBENCH = str(Path(__file__).resolve().parents[1] / "workloads" / "lispbench.lisp")
 LISPTHREADS = str(Path(__file__).resolve().parents[1] / "workloads" / "lispthreads.lisp")
 REGION = 32768
 PERIOD = 2 << 20  # some 8,000 samples a second: a loaded host's reader keeps up
 LARGE = 20000 * 8 + 16  # lispbench's large shape: a double-float array of 20,000
-
-
-def folded_sum(text, name):
-    """The values of the folded stacks with a frame named name."""
-    n = 0
-    for line in text.splitlines():
-        stack, _, v = line.rpartition(" ")
-        if any(f.split("_[")[0] == name for f in stack.split(";")):
-            n += int(v)
-    return n
 
 
 def test_large_objects_at_the_jump(tmp_path):
@@ -79,14 +69,14 @@ def test_failed_attach_gives_the_slot_back(tenant_dir):
                          text=True)
     out = tenant_dir.parent / "attach.pb.gz"
     try:
-        assert f.stdout.readline().strip() == "ready"
+        assert Lines(f.stdout).readline(60, "the tenant's fake's ready line").strip() == "ready"
         env = dict(os.environ, BPFPROF_TEST_ALLOC_SBCL_SLOTS="1")
         r = run_bpfprof(["--alloc", "-v", "-o", out, "-d", "3", "-p", f"{f.pid},{s.pid}"],
                         timeout=60, env=env)
     finally:
         for p in (f, s):
             p.kill()
-            p.communicate(timeout=30)
+            p.wait(timeout=30)
     fails = [l for l in r.stderr.splitlines() if "fakesbcl_attach" in l and "not probed" in l]
     assert fails, r.stderr  # the fake's attach did fail
     assert "no slot left" not in r.stderr, r.stderr

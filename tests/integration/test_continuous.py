@@ -329,6 +329,15 @@ class _Ingest(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def ingest_double():
+    """An _Ingest server on a port of its own (its requests emptied), serving
+    in a thread: what --push sends to. shutdown() and server_close() it."""
+    _Ingest.requests = []
+    srv = http.server.HTTPServer(("127.0.0.1", 0), _Ingest)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
 def test_ingest_double_reads_multipart():
     """_Ingest's reader on a body as Go's multipart writer lays one out (pyroscope-go's
     heap upload): parts by name, the file names, the bytes whole; and what it refuses."""

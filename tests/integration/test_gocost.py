@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_bpfprof, wl
+from conftest import go_release_edited, run_bpfprof, wl
 import pprof
 
 
@@ -117,8 +117,11 @@ def test_no_trap_per_sample(go_run):
     assert m and int(m.group(1)) > 0 and int(m.group(3)) == 0, r.stderr
     polled, refused, gcs = int(m.group(4)), int(m.group(5)), int(m.group(6))
     assert polled == samples and refused == 0, m.group(0)
-    # goalloc collects often, yet a trap per GC is far fewer than one per sample
-    assert 0 < gcs < samples / 4, m.group(0)
+    # goalloc collects often, yet a trap per GC is far fewer than one per
+    # sample: about 8 samples a GC at the 4 MB minimum heap (its pacing, not
+    # the host's load), so half of the samples leaves 4x headroom for a Go or
+    # workload change and still fails a trap per sample (gcs >= samples)
+    assert 0 < gcs < samples / 2, m.group(0)
     with open(r.args[r.args.index("-o") + 1], "rb") as f:
         prof = pprof.decode(f.read())
     totals = [sum(s["value"][i] for s in prof["sample"]) for i in range(4)]
@@ -132,14 +135,7 @@ def test_unverified_release_allocations_only(tmp_path):
     profiled through mProf_Malloc alone, said, and no in-use values (its
     frees are not seen: a live entry would never go)."""
     prog = tmp_path / "goalloc"
-    data = bytearray(Path(wl("goalloc")).read_bytes())
-    at = data.find(b"\xff Go buildinf:")
-    assert at >= 0
-    ver = data.find(b"go1.19", at, at + 64)
-    assert ver > 0, data[at:at + 64]
-    data[ver:ver + 6] = b"go1.18"
-    prog.write_bytes(bytes(data))
-    prog.chmod(0o755)
+    go_release_edited(wl("goalloc"), prog, "go1.18")
     out = tmp_path / "go.pb.gz"
     r = run_bpfprof(["--alloc", "-v", "-o", out, "--", prog, 1], check=False)
     assert r.returncode == 0, r.stderr

@@ -10,68 +10,56 @@ process's allocations, all of its life, under the dead target. They must
 not be counted: the run's Go samples are the target's (the runtime's own
 count) and not the stranger's.
 """
-import fcntl
-import os
+import contextlib
 import re
 import signal
 import subprocess
 import time
 
-from conftest import BPFPROF, wait_for, wl
-from test_allocgo import go_counts, memprof, start_waiting
+from conftest import BPFPROF, Lines, Waiting, bench_lock, json_line, probes_in, wait_for, wl
+from test_allocgo import go_counts
 
 
 def _same_pid(pid, argv, tries=40):
-    """argv started with pid (it waits for SIGUSR1), or None."""
-    with open("/tmp/bpfprof-ns-last-pid.lock", "w") as lk:
-        fcntl.flock(lk, fcntl.LOCK_EX)
+    """A Waiting argv started with pid, or None."""
+    with bench_lock(path="/tmp/bpfprof-ns-last-pid.lock"):
         for _ in range(tries):
             with open("/proc/sys/kernel/ns_last_pid", "w") as f:
                 f.write(str(pid - 1))
-            proc, got = start_waiting(argv)
-            if got == pid:
-                return proc
-            proc.kill()
-            proc.wait()
+            w = Waiting(argv)
+            if w.pid == pid:
+                return w
+            w.close()
     return None
 
 
 def test_go_pid_reused_not_counted(tmp_path):
     out = tmp_path / "go.pb.gz"
-    keeper = subprocess.Popen(["sleep", "120"])
-    target, pid = start_waiting([wl("goalloc"), "wait", "memprof", "1"])
-    stranger = None
-    bp = subprocess.Popen([str(BPFPROF), "--alloc", "-v", "-o", str(out), "-p", f"{pid},{keeper.pid}"], stderr=subprocess.PIPE, text=True)
-    seen = []
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            line = bp.stderr.readline()
-            if not line:
-                break
-            seen.append(line)
-            if "profiling allocations of" in line:
-                break
-        assert bp.poll() is None, "".join(seen)
-        os.kill(pid, signal.SIGUSR1)
-        t_out, _ = target.communicate(timeout=60)
-        truth = memprof(t_out)
+    with contextlib.ExitStack() as stack:
+        keeper = subprocess.Popen(["sleep", "120"])
+        stack.callback(lambda: (keeper.kill(), keeper.wait()))
+        target = stack.enter_context(Waiting([wl("goalloc"), "wait", "memprof", "1"]))
+        pid = target.pid
+        bp = subprocess.Popen([str(BPFPROF), "--alloc", "-v", "-o", str(out), "-p",
+                               f"{pid},{keeper.pid}"], stderr=subprocess.PIPE, text=True)
+        stack.callback(lambda: (bp.poll() is None and bp.kill(), bp.wait()))
+        err = Lines(bp.stderr)
+        probes_in(err, 90)
+        assert bp.poll() is None, err.text
+        target.go()
+        truth = json_line(target.output(60), "memprof")
         rt_samples = sum(v[0] for v in truth["sites"].values())
         # the stranger: the same binary, 3 s of allocations
         stranger = _same_pid(pid, [wl("goalloc"), "wait", "memprof", "3"])
         assert stranger is not None, "no process got the target's pid"
-        os.kill(pid, signal.SIGUSR1)
-        s_out, _ = stranger.communicate(timeout=60)
-        s_samples = sum(v[0] for v in memprof(s_out)["sites"].values())
+        stack.enter_context(stranger)
+        stranger.go()
+        s_samples = sum(v[0] for v in json_line(stranger.output(60), "memprof")["sites"].values())
         time.sleep(0.5)  # a few drains more
         keeper.kill()
         keeper.wait()
-        stderr = "".join(seen) + bp.communicate(timeout=60)[1]
-    finally:
-        for p in (target, stranger, keeper, bp):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
+        stderr = err.rest(60, "the end of bpfprof's stderr")
+        bp.wait(timeout=60)
     assert bp.returncode == 0, stderr
     sampled, _, _ = go_counts(stderr)
     assert s_samples > 0.3 * rt_samples, (s_samples, rt_samples)  # seen if counted
@@ -87,26 +75,26 @@ def test_go_exited_let_go_one_shot(tmp_path):
     processes fill the shared tables for the rest of the run."""
     errpath = tmp_path / "stderr"
     bp = None
-    proc, pid = start_waiting([wl("goalloc"), "wait", "memprof", "1"])  # found at the start
-    try:
-        with open(errpath, "w") as err:
-            bp = subprocess.Popen([str(BPFPROF), "--alloc", "-a", "-v", "-d", "300",
-                                   "--alloc-budget", "1000000000", "-o",
-                                   str(tmp_path / "a.pb.gz")], stderr=err)
-            wait_for(lambda: "profiling allocations of every process" in errpath.read_text(),
-                     timeout=120, what="the probes in")
-            assert f"in {pid}" in errpath.read_text(), "goalloc not probed"
-            os.kill(pid, signal.SIGUSR1)
-            proc.communicate(timeout=60)
-            assert proc.returncode == 0
-            wait_for(lambda: re.search(rf"process {pid} has exited: its (Go state|\d+ Go "
-                                       r"buckets) let go", errpath.read_text()),
-                     timeout=10, what="the exited Go process let go")
-            bp.send_signal(signal.SIGINT)
-            bp.wait(timeout=60)
-    finally:
-        for p in (proc, bp):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
+    with Waiting([wl("goalloc"), "wait", "memprof", "1"]) as w:  # found at the start
+        pid = w.pid
+        try:
+            with open(errpath, "w") as err:
+                bp = subprocess.Popen([str(BPFPROF), "--alloc", "-a", "-v", "-d", "300",
+                                       "--alloc-budget", "1000000000", "-o",
+                                       str(tmp_path / "a.pb.gz")], stderr=err)
+                wait_for(lambda: "profiling allocations of every process" in errpath.read_text(),
+                         timeout=120, what="the probes in")
+                assert f"in {pid}" in errpath.read_text(), "goalloc not probed"
+                w.go()
+                w.output(60)
+                assert w.proc.returncode == 0
+                wait_for(lambda: re.search(rf"process {pid} has exited: its (Go state|\d+ Go "
+                                           r"buckets) let go", errpath.read_text()),
+                         timeout=10, what="the exited Go process let go")
+                bp.send_signal(signal.SIGINT)
+                bp.wait(timeout=60)
+        finally:
+            if bp is not None and bp.poll() is None:
+                bp.kill()
+                bp.wait()
     assert bp.returncode == 0, errpath.read_text()

@@ -19,8 +19,8 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, run_bpfprof, wl
-from test_allocgo import attach, check_against_runtime, start_waiting
+from conftest import ROOT, Waiting, alloc_attach, run_bpfprof, wl
+from test_allocgo import check_against_runtime
 
 FOUND = re.compile(r"runtime\.mbuckets found in runtime\.stkbucket's code "
                    r"\(and mProf_FlushLocked's\): 0x([0-9a-f]+)")
@@ -57,6 +57,12 @@ def test_found_address_is_the_symbol(tmp_path):
     src = ROOT / "tests" / "workloads" / "goalloc"
     if not src.is_dir():
         pytest.skip(f"no {src}")
+    # the twins must be built by the release that built the workload (the same layout)
+    built = subprocess.run([go, "version", wl("goalloc-stripped")], stdout=subprocess.PIPE,
+                           text=True, check=True).stdout.split()[-1]
+    have = subprocess.run([go, "version"], stdout=subprocess.PIPE, text=True,
+                          check=True).stdout.split()[2]
+    assert have == built, f"{go} is {have}, the workload was built by {built}"
     twins = {}
     for name, flags in (("sym", "-w"), ("strip", "-s -w")):
         twins[name] = tmp_path / f"goalloc-{name}"
@@ -77,8 +83,8 @@ def test_found_address_is_the_symbol(tmp_path):
 def test_pid_stripped_polled(tmp_path):
     """-p: the list there at attach is checked, then polled."""
     out = tmp_path / "go.pb.gz"
-    proc, pid = start_waiting([wl("goalloc-stripped"), "wait", "memprof", "2"])
-    stdout, stderr, rc = attach(proc, pid, out)
+    with Waiting([wl("goalloc-stripped"), "wait", "memprof", "2"]) as w:
+        stderr, (stdout,), _, rc = alloc_attach([w], out)
     assert rc == 0, stderr
     assert FOUND.search(stderr) and "buckets polled each drain" in stderr, stderr
     assert "probing runtime.setprofilebucket" not in stderr, stderr
@@ -91,8 +97,8 @@ def test_pid_wrong_word_probed_instead(tmp_path, monkeypatch):
     check: setprofilebucket is probed, and the profile is still right."""
     monkeypatch.setenv("BPFPROF_TEST_GO_MBUCKETS_SHIFT", "-64")
     out = tmp_path / "go.pb.gz"
-    proc, pid = start_waiting([wl("goalloc-stripped"), "wait", "memprof", "2"])
-    stdout, stderr, rc = attach(proc, pid, out)
+    with Waiting([wl("goalloc-stripped"), "wait", "memprof", "2"]) as w:
+        stderr, (stdout,), _, rc = alloc_attach([w], out)
     assert rc == 0, stderr
     assert "holds no bucket list" in stderr and "setprofilebucket probed instead" in stderr, \
         stderr

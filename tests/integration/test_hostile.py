@@ -19,7 +19,7 @@ import pytest
 
 from conftest import (BPFPROF, ROOT, Sampled, Stoppable, Workload, assert_count_at_least,
                       assert_most, cpu_seconds, metric, parse_folded, run_bpfprof, uwl,
-                      wait_attached, wl)
+                      sysctl_lock, wait_attached, wl)
 
 FREQ = 99  # bpfprof's default -F
 
@@ -330,10 +330,8 @@ def test_kernel_throttling_is_reported_and_counted():
     shortfall is reported with the effective rate, counted as "not taken
     (throttled)", and taken + not taken is what the workload's CPU time asked
     for."""
-    import fcntl
     freq, window = 2000, 3.0
-    with Workload(wl("busy"), 30) as w, open("/tmp/bpfprof-sysctl.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with Workload(wl("busy"), 30) as w, sysctl_lock():
         with open(MAX_RATE) as f:
             old = f.read().strip()
         proc = subprocess.Popen([str(BPFPROF), "-p", str(w.pid), "-F", str(freq), "-d", "7",

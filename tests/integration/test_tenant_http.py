@@ -13,12 +13,11 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
-from conftest import BPFPROF, ROOT, Stoppable, Workload, as_tenant, metric, wait_attached, wl
+from conftest import (BPFPROF, ROOT, Stoppable, Workload, as_tenant, http_get, metric, wait_attached,
+                      wl)
 
 sys.path.insert(0, str(ROOT / "tools"))
 from benchlib import HoldingClients, HostileIngest, free_port  # noqa: E402
@@ -32,11 +31,7 @@ def raise_own_nofile(n):
 
 def get(url, timeout=5):
     """(status, body); an HTTP error status is an answer too."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
+    return http_get(url, timeout)
 
 
 class Agent(Stoppable):

@@ -14,7 +14,6 @@ up; /metrics shows the rate reached, not 0.
 
 Tenant programs are copied into a directory the tenant owns and run as the
 tenant (conftest's as_tenant)."""
-import fcntl
 import os
 import re
 import shutil
@@ -28,13 +27,12 @@ import pytest
 
 from conftest import (BPFPROF, ROOT, TENANT, Sampled, as_tenant, assert_count, assert_most,
                       command_cpu, count_with, cpu_seconds, metric, parse_folded, run_bpfprof,
-                      sampled_seconds, tenant, wait_attached, wl)
+                      sampled_seconds, sysctl_lock, tenant, wait_attached, wl)
 
 sys.path.insert(0, str(ROOT / "tools"))
 from benchlib import free_port  # noqa: E402
 
 FREQ = 99  # bpfprof's default -F
-SYSCTL_LOCK = "/tmp/bpfprof-sysctl.lock"
 MAX_RATE = "/proc/sys/kernel/perf_event_max_sample_rate"
 
 SUMMARY = re.compile(r"bpfprof: (\d+) samples in [0-9.]+ s, (\d+) lost(?: \([^)]*\))?"
@@ -141,9 +139,7 @@ def test_unfollowed_processes_are_said(tenant_dir):
 def shared_rate():
     """Holds the sysctl lock shared: no test lowers the kernel's sample rate
     limit (a real throttle) while these runs say there was none."""
-    lock = open(SYSCTL_LOCK, "a")
-    fcntl.flock(lock, fcntl.LOCK_SH)
-    return lock
+    return sysctl_lock(shared=True)
 
 
 HALF_IDLE = ("import time\n"
@@ -173,8 +169,14 @@ def test_default_rate_never_warns(tenant_dir, load):
                 procs = [subprocess.Popen([str(BPFPROF)] + t + ["-d", "2", "-v", "-o", "/dev/null"],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                           text=True) for t in targets]
-                for t, proc in zip(targets, procs):
-                    err = proc.communicate(timeout=120)[1]
+                try:
+                    errs = [proc.communicate(timeout=120)[1] for proc in procs]
+                finally:  # a run that did not end in time is not left running
+                    for proc in procs:
+                        if proc.poll() is None:
+                            proc.kill()
+                            proc.wait()
+                for t, proc, err in zip(targets, procs, errs):
                     assert proc.returncode == 0, f"{t} run {i}:\n{err}"
                     _, not_taken, warnings = figures(err)
                     assert not not_taken and not warnings, f"{t} run {i}:\n{err}"
@@ -193,8 +195,7 @@ def test_real_throttling_warns_and_adds_up(tenant_dir):
     share taken, and the summary and the warning agree."""
     freq = 2000
     prog = tenant_copy(tenant_dir, "busy")
-    with TenantProcess([prog, 60]), open(SYSCTL_LOCK, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with TenantProcess([prog, 60]), sysctl_lock():
         with open(MAX_RATE) as f:
             old = f.read().strip()
         proc = subprocess.Popen([str(BPFPROF), "-a", "-F", str(freq), "-d", "5", "-o",

@@ -259,6 +259,32 @@ class Waiting:
         self.close()
 
 
+class WaitingProc:
+    """A Waiting workload shaped as the Popen its callers keep: communicate()
+    gives its stdout after the waiting line (bounded), poll/kill/wait."""
+
+    def __init__(self, waiting):
+        self.w = waiting
+
+    def communicate(self, timeout=60):
+        return self.w.output(timeout), None
+
+    def poll(self):
+        return self.w.proc.poll()
+
+    def kill(self):
+        self.w.proc.kill()
+
+    def wait(self, timeout=None):
+        return self.w.proc.wait(timeout)
+
+
+def start_waiting(argv, timeout=60):
+    """(a WaitingProc, its pid) of a workload started in its wait mode."""
+    w = Waiting(argv, timeout)
+    return WaitingProc(w), w.pid
+
+
 def probes_in(err, timeout=60):
     """Reads bpfprof --alloc's stderr (a Lines) until it says "profiling
     allocations of" (its probes are in) or ends, at most timeout s."""

@@ -22,9 +22,10 @@ import sys
 import time
 import urllib.request
 
-from conftest import BPFPROF, ROOT, as_tenant, tenant, wait_for, wl
+from conftest import BPFPROF, ROOT, as_tenant, start_waiting, tenant, wait_for, wl
+from conftest import json_line as last_json
 import pprof
-from test_gobucket_forged import check_honest, last_json, start_waiting
+from test_gobucket_forged import check_honest
 
 sys.path.insert(0, str(ROOT / "tools"))
 from benchlib import free_port  # noqa: E402

@@ -29,8 +29,8 @@ import time
 import pytest
 
 import pprof
-from conftest import BPFPROF, cgroup_v2, into_cgroup, wait_for, wl
-from test_allocgo import attach, check_against_runtime, go_counts, start_waiting
+from conftest import BPFPROF, Waiting, alloc_attach, cgroup_v2, into_cgroup, wait_for, wl
+from test_allocgo import check_against_runtime, go_counts
 
 
 def _walk_run(tmp_path, tail):
@@ -140,8 +140,9 @@ def test_go_exit_last_drain_counted(tmp_path, run):
 def test_go_ident_read_late(tmp_path, monkeypatch):
     monkeypatch.setenv("BPFPROF_TEST_GO_IDENT_FAIL", "1")
     out = tmp_path / "go.pb.gz"
-    proc, pid = start_waiting([wl("goalloc"), "wait", "memprof", "2"])
-    stdout, stderr, rc = attach(proc, pid, out)
+    with Waiting([wl("goalloc"), "wait", "memprof", "2"]) as w:
+        pid = w.pid
+        stderr, (stdout,), _, rc = alloc_attach([w], out)
     assert rc == 0, stderr
     assert f"process {pid}: its image not read at its probing" in stderr, stderr
     assert "buckets polled" in stderr, stderr

@@ -23,11 +23,10 @@ import os
 import shutil
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
-from conftest import BPFPROF, as_tenant, parse_folded, run_bpfprof, tenant_program, tenant_run
+from conftest import as_tenant, parse_folded, run_bpfprof, tenant_program, tenant_run
 
 PROG = r"""
 volatile double sink;

@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "format/writer.h"
 #include "base/util.h"
@@ -61,7 +63,9 @@ void cli__usage(FILE *f)
 		"                          stops when it exits. With -a, -C or -p (as perf\n"
 		"                          record does): profile that target while COMMAND runs.\n"
 		"                          bpfprof then exits with COMMAND's status (128+N if\n"
-		"                          signal N killed it), 0 if bpfprof ended it (-d)\n"
+		"                          signal N killed it), 0 if bpfprof ended it (-d).\n"
+		"                          Looked up in $PATH (sudo's own, secure_path): a\n"
+		"                          program here is ./prog\n"
 		"\n"
 		"Sampling:\n"
 		"  -F, --freq HZ           samples per second per CPU (default 99)\n"
@@ -143,7 +147,8 @@ void cli__usage(FILE *f)
 		"  -f, --format NAME       output format; default from FILE's ending (below),\n"
 		"                          folded for stdout or a FILE without one (another\n"
 		"                          ending is an error: name the format with -f);\n"
-		"                          report (the top functions) for a terminal\n"
+		"                          report (the top functions) for a terminal, which\n"
+		"                          never gets pprof or svgz (gzip): use -o or '>'\n"
 		"      --addresses         keep each sample's leaf address (pprof Location.address)\n"
 		"                          for 'bpfprof annotate PROFILE FUNCTION'\n"
 		"      --debuginfod URLS   fetch the debug files of stripped binaries that have none\n"
@@ -854,6 +859,67 @@ int cli__pick_writer(const char *format, const char *path, const struct writer *
 	return CLI_OK;
 }
 
+/* 0 if path is a file this process may execute, else -errno (as execve says). */
+static int executable(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	return access(path, X_OK) ? -errno : 0;
+}
+
+int cli__check_command(const char *name, struct errmsg *em)
+{
+	const char *path = getenv("PATH"), *dir, *end;
+	char buf[4096];
+	int err;
+
+	if (strchr(name, '/')) {
+		err = executable(name);
+		if (!err)
+			return CLI_OK;
+		usage_err(em, "cannot run '%s': %s", name, strerror(-err));
+		return CLI_USAGE;
+	}
+	/* execvp's search: an empty entry is the current directory */
+	if (!path)
+		path = "/bin:/usr/bin";
+	for (dir = path;; dir = end + 1) {
+		end = strchrnul(dir, ':');
+		if ((size_t)snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(end - dir), dir,
+				     end > dir ? "/" : "", name) < sizeof(buf) &&
+		    !executable(buf))
+			return CLI_OK;
+		if (!*end)
+			break;
+	}
+	usage_err(em, "cannot run '%s': no such command in PATH (%s)", name, path);
+	if (!executable(name))
+		errmsg_hint(em, "it is in this directory: run ./%s", name);
+	else if (getenv("SUDO_USER"))
+		errmsg_hint(em, "give its path: sudo runs bpfprof with its own PATH (secure_path)");
+	else
+		errmsg_hint(em, "give its path");
+	return CLI_USAGE;
+}
+
+int cli__check_terminal(const struct writer *w, const char *path, struct errmsg *em)
+{
+	const char *ext = w == &writer_pprof ? "pb.gz" : "svgz";
+
+	if (w != &writer_pprof && w != &writer_svgz)
+		return CLI_OK;
+	if ((path && strcmp(path, "-")) || !isatty(STDOUT_FILENO))
+		return CLI_OK;
+	usage_err(em, "%s is gzip-compressed binary: it is not written to a terminal", w->name);
+	errmsg_hint(em, "name a file with -o FILE (e.g. -o cpu.%s), or redirect: > cpu.%s", ext,
+		    ext);
+	return CLI_USAGE;
+}
+
 int cli__pick_diff_writer(const char *format, const char *path, const struct diff_writer **out,
 			  struct errmsg *em)
 {
@@ -900,6 +966,8 @@ int cli__validate(struct options *o, struct errmsg *em)
 			"-o writes one profile at the end; with --output-dir or --push, profiles go there");
 	/* Before sampling: a profile must not end up in a format nobody asked for. */
 	if (cli__pick_writer(o->format, o->output, &w, em) != CLI_OK)
+		return CLI_USAGE;
+	if (!o->interval && cli__check_terminal(w, o->output, em) != CLI_OK)
 		return CLI_USAGE;
 	if ((o->keep || o->max_disk) && !o->output_dir)
 		return usage_err(em, "--keep and --max-disk need --output-dir");

@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""What a new user trips over in the first hour, second pass (session 9):
+a command after -- that cannot run is said before sampling starts (and
+where it was looked for), a gzip-compressed format is not poured onto a
+terminal, and `bpfprof count` without privileges says it needs root instead
+of libbpf's RLIMIT_MEMLOCK lines.
+"""
+import gzip
+import os
+import stat
+import subprocess
+
+import pytest
+
+from conftest import BPFPROF, run_bpfprof, run_on_tty, tenant_run
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+# --- a command that cannot run: said before "sampling ..." --------------------------
+
+@pytest.mark.parametrize("sub", [[], ["count", "main"]], ids=["record", "count"])
+@pytest.mark.parametrize("kind", ["not-in-path", "no-file", "directory", "not-executable"])
+def test_command_that_cannot_run_is_said_before_sampling(tmp_path, sub, kind):
+    """`bpfprof -- CMD` with a CMD that cannot run: one error naming it, exit
+    1 (as when the exec fails), and no probe was attached first - not
+    "sampling 'CMD' ...; stops when it exits" and then "cannot run"."""
+    plain = tmp_path / "plain.txt"
+    plain.write_text("not a program\n")
+    cmd = {"not-in-path": "bpfprof-no-such-command", "no-file": str(tmp_path / "nothere"),
+           "directory": str(tmp_path), "not-executable": str(plain)}[kind]
+    p = run_bpfprof(sub + ["-d", "5", "--", cmd], check=False, timeout=60)
+    assert p.returncode == 1, p.stderr
+    assert f"cannot run '{cmd}'" in p.stderr, p.stderr
+    assert "sampling" not in p.stderr and "probing" not in p.stderr, p.stderr
+    if kind == "not-in-path":
+        assert "PATH" in p.stderr, p.stderr
+
+
+def test_command_in_this_directory_hints_dot_slash(tmp_path):
+    """A program in the current directory given by its bare name (as perf's
+    users type `perf record mybench` and get "not found"): the hint says
+    ./NAME; found through PATH, the same name runs."""
+    prog = tmp_path / "mybench"
+    prog.write_text("#!/bin/sh\nexit 7\n")
+    prog.chmod(prog.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    env = dict(os.environ, PATH="/usr/bin:/bin")
+    p = run_bpfprof(["-d", "5", "-o", tmp_path / "p.folded", "--", "mybench"], check=False,
+                    cwd=tmp_path, env=env)
+    assert p.returncode == 1, p.stderr
+    assert "HINT: it is in this directory: run ./mybench" in p.stderr, p.stderr
+    # An empty PATH entry is the current directory, as execvp() says.
+    env["PATH"] = "/usr/bin:/bin:"
+    p = run_bpfprof(["-d", "5", "-o", tmp_path / "p.folded", "--", "mybench"], check=False,
+                    cwd=tmp_path, env=env)
+    assert p.returncode == 7, p.stderr
+    env["PATH"] = f"/usr/bin:{tmp_path}"
+    p = run_bpfprof(["-d", "5", "-o", tmp_path / "q.folded", "--", "mybench"], check=False,
+                    env=env)
+    assert p.returncode == 7, p.stderr
+    assert (tmp_path / "q.folded").exists()
+
+
+# --- gzip-compressed formats are not written to a terminal --------------------------
+
+@pytest.fixture
+def folded(tmp_path):
+    f = tmp_path / "in.folded"
+    f.write_text("app;main;work 30\napp;main;idle 10\n")
+    return f
+
+
+@pytest.mark.parametrize("args,fmt", [
+    (["-d", "5", "-f", "pprof"], "pprof"),
+    (["-d", "5", "-f", "svgz", "-o", "-"], "svgz"),
+    (["convert", "IN", "-f", "pprof"], "pprof"),
+    (["convert", "IN", "-f", "svgz", "-o", "-"], "svgz"),
+])
+def test_binary_format_is_not_written_to_a_terminal(folded, args, fmt):
+    """gzip's rule: -f pprof (or svgz) with stdout on a terminal is a usage
+    error, before sampling, whose hint names a file; the screen gets none of
+    the compressed bytes."""
+    args = [folded if a == "IN" else a for a in args]
+    rc, shown, err = run_on_tty([BPFPROF] + args, timeout=60)
+    assert rc == 2, err
+    assert f"{fmt} is gzip-compressed binary: it is not written to a terminal" in err, err
+    assert "HINT: name a file with -o FILE" in err, err
+    assert "sampling" not in err, err
+    assert "\ufffd" not in shown and not shown.strip(), shown
+
+
+def test_binary_format_to_a_file_is_written(folded, tmp_path):
+    """The same options with stdout a file (or a pipe) write the profile."""
+    out = tmp_path / "o.pb.gz"
+    with open(out, "wb") as f:
+        r = subprocess.run([str(BPFPROF), "convert", str(folded), "-f", "pprof"], stdout=f,
+                           stderr=subprocess.PIPE, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    data = out.read_bytes()
+    assert data[:2] == GZIP_MAGIC and len(gzip.decompress(data)) > 0
+
+
+# --- count without privileges -------------------------------------------------------
+
+def test_count_without_privileges_says_it_needs_root():
+    """As `bpfprof` and `bpfprof top` do: one line and a hint, not libbpf's
+    "Failed to bump RLIMIT_MEMLOCK" and "Couldn't load trivial BPF program"."""
+    p = tenant_run([BPFPROF, "count", "main", "--", "/bin/true"], timeout=60)
+    assert p.returncode == 1, p.stderr
+    assert "bpfprof count needs root (missing CAP_BPF and CAP_PERFMON)" in p.stderr, p.stderr
+    assert "HINT: run it with sudo" in p.stderr, p.stderr
+    assert "libbpf" not in p.stderr and "RLIMIT_MEMLOCK" not in p.stderr, p.stderr

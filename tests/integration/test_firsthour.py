@@ -110,3 +110,33 @@ def test_count_without_privileges_says_it_needs_root():
     assert "bpfprof count needs root (missing CAP_BPF and CAP_PERFMON)" in p.stderr, p.stderr
     assert "HINT: run it with sudo" in p.stderr, p.stderr
     assert "libbpf" not in p.stderr and "RLIMIT_MEMLOCK" not in p.stderr, p.stderr
+
+
+# --- "idle samples excluded" only where --include-idle would keep them --------------
+
+def test_pid_target_does_not_offer_idle_samples():
+    """`bpfprof -p PID` of a process that sleeps: "no samples were collected"
+    and no "N idle samples excluded (--include-idle keeps them)" - the idle
+    task is no process of -p's, and --include-idle gives a -p run none. A run
+    of the whole machine over the same seconds shows the idle samples were
+    there to be (wrongly) offered."""
+    import re
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        procs = [subprocess.Popen([str(BPFPROF), "-d", "3", "-o", "/dev/null"] + extra,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for extra in (["-p", str(sleeper.pid)], ["-a"], ["-p", str(sleeper.pid),
+                                                                  "--include-idle"])]
+        outs = [p.communicate(timeout=120) for p in procs]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    for p, (_, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+    pid_err, all_err, inc_err = (o[1] for o in outs)
+    assert "idle samples excluded" not in pid_err, pid_err
+    assert "no samples were collected" in pid_err, pid_err
+    # --include-idle adds nothing to a -p run: what the line offered is not there.
+    assert re.search(r"\b0 samples in", inc_err), inc_err
+    m = re.search(r"(\d+) idle samples excluded", all_err)
+    print(f"idle samples the -a run excluded meanwhile: {m.group(1) if m else 0}")

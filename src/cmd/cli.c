@@ -186,7 +186,8 @@ void cli__usage(FILE *f)
 		"      --token-file FILE   bearer token for --push (or $BPFPROF_PUSH_TOKEN)\n"
 		"      --listen [ADDR:]PORT  serve /debug/pprof/profile?seconds=N (--alloc:\n"
 		"                          /debug/pprof/heap and /allocs), /metrics and\n"
-		"                          /healthz (ADDR defaults to 127.0.0.1)\n"
+		"                          /healthz (ADDR defaults to 127.0.0.1); the URL is\n"
+		"                          printed at the start\n"
 		"      --cgroup PATH       only tasks in this cgroup v2 (and its descendants);\n"
 		"                          repeatable; PATH absolute or relative to the cgroup2 mount\n");
 	fprintf(f,

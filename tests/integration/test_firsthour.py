@@ -140,3 +140,53 @@ def test_pid_target_does_not_offer_idle_samples():
     assert re.search(r"\b0 samples in", inc_err), inc_err
     m = re.search(r"(\d+) idle samples excluded", all_err)
     print(f"idle samples the -a run excluded meanwhile: {m.group(1) if m else 0}")
+
+
+# --- --listen says where it serves ------------------------------------------------
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("extra,paths", [
+    ([], ["/debug/pprof/profile?seconds=N", "/metrics", "/healthz"]),
+    (["--alloc", "-a"], ["/debug/pprof/heap", "/debug/pprof/allocs", "/metrics"]),
+])
+def test_listen_says_the_url_it_serves(extra, paths):
+    """`bpfprof --listen PORT` printed "sampling ...; Ctrl-C to stop" and
+    nothing about where to point go tool pprof or curl: it now prints the
+    URL (ADDR defaulted to 127.0.0.1) and the endpoints of what it profiles,
+    and that URL answers."""
+    import re
+    import urllib.request
+    port = free_port()
+    proc = subprocess.Popen([str(BPFPROF), "--listen", str(port), "-d", "30"] + extra,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        while line and "serving" not in line and "sampling" not in line:
+            line = proc.stderr.readline()
+        m = re.match(r"bpfprof: serving on (http://[^: ]+:\d+): (.*)$", line.strip())
+        assert m, line
+        assert m.group(1) == f"http://127.0.0.1:{port}", line
+        for path in paths:
+            assert path in m.group(2), line
+        # The URL answers (503 from /healthz until sampling has started).
+        import time
+        import urllib.error
+        deadline, status = time.monotonic() + 30, None
+        while status != 200 and time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(m.group(1) + "/healthz", timeout=30) as r:
+                    status = r.status
+            except urllib.error.HTTPError as e:
+                status = e.code
+                time.sleep(0.2)
+        assert status == 200, status
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)
+    assert proc.returncode == 0

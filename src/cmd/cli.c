@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/httpd.h"
 #include "format/writer.h"
 #include "base/util.h"
 
@@ -738,11 +739,31 @@ static int parse_output_option(int c, const char *arg, struct options *o, struct
 	case OPT_NO_DEBUGINFOD:
 		o->no_debuginfod = true;
 		break;
-	case OPT_LISTEN:
+	case OPT_LISTEN: {
+		struct sockaddr_storage ss;
+		socklen_t len;
+
 		if (!*arg)
 			return usage_err(em, "empty --listen");
+		/* At once, as the other options: not after the BPF load. */
+		if (httpd__parse_listen(arg, &ss, &len)) {
+			usage_err(
+				em,
+				"invalid --listen '%s': expected [ADDR:]PORT (6060, 0.0.0.0:6060, [::1]:6060)",
+				arg);
+			/* Go's ":6060" is every interface: not guessed for an endpoint without auth
+			 */
+			if (arg[0] == ':')
+				errmsg_hint(
+					em,
+					"name the address: %s alone is loopback, 0.0.0.0%s every "
+					"interface (no authentication: see bpfprof(1))",
+					arg + 1, arg);
+			return CLI_USAGE;
+		}
 		o->listen = arg;
 		break;
+	}
 	case 'h':
 		o->show_help = true;
 		return CLI_EXIT;

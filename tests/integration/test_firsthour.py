@@ -190,3 +190,19 @@ def test_listen_says_the_url_it_serves(extra, paths):
         proc.terminate()
         proc.communicate(timeout=60)
     assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("arg", ["99999", "6060x", ":6060", "[::1]"])
+def test_listen_is_checked_with_the_other_options(arg):
+    """A bad --listen is a usage error of the option parser, before any BPF is
+    loaded or sampling begins, said once ("--listen: invalid --listen" was
+    said after the load); Go's ":6060" gets a hint naming both choices."""
+    p = run_bpfprof(["--listen", arg, "-d", "5"], check=False, timeout=60)
+    assert p.returncode == 2, p.stderr
+    first = p.stderr.splitlines()[0]
+    assert first == (f"bpfprof: invalid --listen '{arg}': expected [ADDR:]PORT "
+                     "(6060, 0.0.0.0:6060, [::1]:6060)"), p.stderr
+    assert "sampling" not in p.stderr and "libbpf" not in p.stderr, p.stderr
+    if arg == ":6060":
+        assert "HINT: name the address: 6060 alone is loopback, 0.0.0.0:6060 every interface" \
+            in p.stderr, p.stderr

@@ -58,7 +58,7 @@ void cli__usage(FILE *f)
 		"Targets (default: the whole machine, -a):\n"
 		"  -a, --all-cpus          every online CPU\n"
 		"  -p, --pid PID[,PID...]  only these processes (all their threads); stops\n"
-		"                          when they have all exited\n"
+		"                          when they have all exited; repeatable (-p 1 -p 2)\n"
 		"  -C, --cpu LIST          only these CPUs, e.g. 0-3,8\n"
 		"  -- COMMAND [ARGS...]    run COMMAND and profile it and everything it starts;\n"
 		"                          stops when it exits. With -a, -C or -p (as perf\n"
@@ -293,6 +293,38 @@ err_inval:
 	return -EINVAL;
 }
 
+/* cli__parse_pids() of s, added to the *nr already in *pids (sorted, unique). */
+static int add_pids(const char *s, uint32_t **pids, size_t *nr)
+{
+	uint32_t *add = NULL, *all;
+	size_t n = 0, w = 0;
+	int rc = cli__parse_pids(s, &add, &n);
+
+	if (rc || !*nr) {
+		if (!rc) {
+			free(*pids);
+			*pids = add;
+			*nr = n;
+		}
+		return rc;
+	}
+	all = realloc(*pids, (*nr + n) * sizeof(*all));
+	if (!all) {
+		free(add);
+		return -ENOMEM;
+	}
+	memcpy(all + *nr, add, n * sizeof(*all));
+	free(add);
+	n += *nr;
+	qsort(all, n, sizeof(*all), cmp_u32);
+	for (size_t i = 0; i < n; i++)
+		if (!w || all[w - 1] != all[i])
+			all[w++] = all[i];
+	*pids = all;
+	*nr = w;
+	return 0;
+}
+
 int cli__parse_wait(const char *s, uint64_t *ns)
 {
 	double v, mult = NS_PER_MS_F; /* bare: milliseconds */
@@ -510,9 +542,8 @@ static int parse_sampling_option(int c, const char *arg, struct options *o, stru
 		o->all_cpus = true;
 		break;
 	case 'p':
-		free(o->pids);
-		o->pids = NULL;
-		rc = cli__parse_pids(arg, &o->pids, &o->nr_pids);
+		/* Repeated -p adds up (-p 12 -p 34 is -p 12,34), as --cgroup does. */
+		rc = add_pids(arg, &o->pids, &o->nr_pids);
 		if (rc == -ERANGE)
 			return usage_err(em, "invalid pid in '%s': pids are 1 to 4194304", arg);
 		if (rc) {

@@ -206,3 +206,17 @@ def test_listen_is_checked_with_the_other_options(arg):
     if arg == ":6060":
         assert "HINT: name the address: 6060 alone is loopback, 0.0.0.0:6060 every interface" \
             in p.stderr, p.stderr
+
+
+# --- `bpfprof report` alone, as `perf report` is typed -----------------------------
+
+def test_report_without_input_says_there_is_no_default_file(tmp_path):
+    """`perf report` reads ./perf.data; `bpfprof report` alone said only "no
+    input files". It now says there is no default file and how to get one
+    (and perf's way in), in the directory where a perf user types it."""
+    (tmp_path / "perf.data").write_bytes(b"PERFILE2" + b"\0" * 64)
+    p = run_bpfprof(["report"], check=False, cwd=tmp_path)
+    assert p.returncode == 2, p.stderr
+    assert "there is no default file, as perf.data is for perf report" in p.stderr, p.stderr
+    assert "-o app.pb.gz, then bpfprof report app.pb.gz" in p.stderr, p.stderr
+    assert "perf script | bpfprof report -" in p.stderr, p.stderr

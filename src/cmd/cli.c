@@ -13,6 +13,7 @@
 
 #include "agent/httpd.h"
 #include "format/writer.h"
+#include "base/log.h"
 #include "base/util.h"
 
 static const struct option long_opts[] = {
@@ -957,6 +958,15 @@ int cli__check_command(const char *name, struct errmsg *em)
 	else
 		errmsg_hint(em, "give its path");
 	return CLI_USAGE;
+}
+
+void cli__warn_mismatch(const struct writer *w, const char *format, const char *path)
+{
+	const struct writer *named = path ? writer__for_path(path) : NULL;
+
+	if (format && named && named != w)
+		p_warn("-f %s writes %s into %s, whose ending says %s (drop -f, or rename it)",
+		       format, w->name, path, named->name);
 }
 
 int cli__check_terminal(const struct writer *w, const char *path, struct errmsg *em)

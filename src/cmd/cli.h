@@ -121,6 +121,9 @@ int cli__validate(struct options *o, struct errmsg *em);
  */
 int cli__pick_writer(const char *format, const char *path, const struct writer **out,
 		     struct errmsg *em);
+/* -f naming another format than -o FILE's ending (-f pprof -o x.svg): a
+ * warning, as the file is still written as -f says. */
+void cli__warn_mismatch(const struct writer *w, const char *format, const char *path);
 /*
  * The command of "-- COMMAND" can be run: a path to an executable file, or a
  * name found in $PATH as execvp() searches it; checked before sampling starts

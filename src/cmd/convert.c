@@ -61,6 +61,7 @@ static int convert(struct offline_opts *o)
 		return offline__usage_em("convert", &em);
 	if (cli__check_terminal(w, o->output, &em) != CLI_OK)
 		return offline__usage_em("convert", &em);
+	cli__warn_mismatch(w, o->format, o->output);
 	ret = offline__check_output("convert", o->output);
 	if (ret)
 		return ret;

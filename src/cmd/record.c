@@ -139,6 +139,7 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	}
 	r.w = pick_writer(&r.o);
+	cli__warn_mismatch(r.w, r.o.format, r.o.output);
 	/* Folded lines by the thousand would flood a terminal: it gets the top
 	 * functions (as bpfprof report prints them); pipes and files get folded. */
 	if (!r.o.output && !r.o.format && !r.o.interval && isatty(STDOUT_FILENO)) {

@@ -220,3 +220,20 @@ def test_report_without_input_says_there_is_no_default_file(tmp_path):
     assert "there is no default file, as perf.data is for perf report" in p.stderr, p.stderr
     assert "-o app.pb.gz, then bpfprof report app.pb.gz" in p.stderr, p.stderr
     assert "perf script | bpfprof report -" in p.stderr, p.stderr
+
+
+# --- -f against -o's ending --------------------------------------------------------
+
+def test_format_against_the_files_ending_warns(folded, tmp_path):
+    """`-f pprof -o x.svg` wrote gzip into x.svg without a word (a browser then
+    shows garbage); -f still wins, but a warning says what went where. The
+    same name and format agreeing (-f pprof -o x.pprof) says nothing."""
+    out = tmp_path / "x.svg"
+    p = run_bpfprof(["convert", folded, "-f", "pprof", "-o", out])
+    assert "warning: -f pprof writes pprof into" in p.stderr and "ending says svg" in p.stderr, \
+        p.stderr
+    assert out.read_bytes()[:2] == GZIP_MAGIC
+    p = run_bpfprof(["convert", folded, "-f", "pprof", "-o", tmp_path / "x.pprof"])
+    assert "warning" not in p.stderr, p.stderr
+    p = run_bpfprof(["-d", "0.3", "-f", "folded", "-o", tmp_path / "y.pb.gz"])
+    assert "warning: -f folded writes folded into" in p.stderr, p.stderr

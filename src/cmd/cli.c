@@ -8,8 +8,12 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "agent/httpd.h"
 #include "format/writer.h"
+#include "base/log.h"
 #include "base/util.h"
 
 static const struct option long_opts[] = {
@@ -55,13 +59,15 @@ void cli__usage(FILE *f)
 		"Targets (default: the whole machine, -a):\n"
 		"  -a, --all-cpus          every online CPU\n"
 		"  -p, --pid PID[,PID...]  only these processes (all their threads); stops\n"
-		"                          when they have all exited\n"
+		"                          when they have all exited; repeatable (-p 1 -p 2)\n"
 		"  -C, --cpu LIST          only these CPUs, e.g. 0-3,8\n"
 		"  -- COMMAND [ARGS...]    run COMMAND and profile it and everything it starts;\n"
 		"                          stops when it exits. With -a, -C or -p (as perf\n"
 		"                          record does): profile that target while COMMAND runs.\n"
 		"                          bpfprof then exits with COMMAND's status (128+N if\n"
-		"                          signal N killed it), 0 if bpfprof ended it (-d)\n"
+		"                          signal N killed it), 0 if bpfprof ended it (-d).\n"
+		"                          Looked up in $PATH (sudo's own, secure_path): a\n"
+		"                          program here is ./prog\n"
 		"\n"
 		"Sampling:\n"
 		"  -F, --freq HZ           samples per second per CPU (default 99)\n"
@@ -143,7 +149,8 @@ void cli__usage(FILE *f)
 		"  -f, --format NAME       output format; default from FILE's ending (below),\n"
 		"                          folded for stdout or a FILE without one (another\n"
 		"                          ending is an error: name the format with -f);\n"
-		"                          report (the top functions) for a terminal\n"
+		"                          report (the top functions) for a terminal, which\n"
+		"                          never gets pprof or svgz (gzip): use -o or '>'\n"
 		"      --addresses         keep each sample's leaf address (pprof Location.address)\n"
 		"                          for 'bpfprof annotate PROFILE FUNCTION'\n"
 		"      --debuginfod URLS   fetch the debug files of stripped binaries that have none\n"
@@ -181,7 +188,8 @@ void cli__usage(FILE *f)
 		"      --token-file FILE   bearer token for --push (or $BPFPROF_PUSH_TOKEN)\n"
 		"      --listen [ADDR:]PORT  serve /debug/pprof/profile?seconds=N (--alloc:\n"
 		"                          /debug/pprof/heap and /allocs), /metrics and\n"
-		"                          /healthz (ADDR defaults to 127.0.0.1)\n"
+		"                          /healthz (ADDR defaults to 127.0.0.1); the URL is\n"
+		"                          printed at the start\n"
 		"      --cgroup PATH       only tasks in this cgroup v2 (and its descendants);\n"
 		"                          repeatable; PATH absolute or relative to the cgroup2 mount\n");
 	fprintf(f,
@@ -284,6 +292,38 @@ int cli__parse_pids(const char *s, uint32_t **pids, size_t *nr)
 err_inval:
 	free(arr);
 	return -EINVAL;
+}
+
+/* cli__parse_pids() of s, added to the *nr already in *pids (sorted, unique). */
+static int add_pids(const char *s, uint32_t **pids, size_t *nr)
+{
+	uint32_t *add = NULL, *all;
+	size_t n = 0, w = 0;
+	int rc = cli__parse_pids(s, &add, &n);
+
+	if (rc || !*nr) {
+		if (!rc) {
+			free(*pids);
+			*pids = add;
+			*nr = n;
+		}
+		return rc;
+	}
+	all = realloc(*pids, (*nr + n) * sizeof(*all));
+	if (!all) {
+		free(add);
+		return -ENOMEM;
+	}
+	memcpy(all + *nr, add, n * sizeof(*all));
+	free(add);
+	n += *nr;
+	qsort(all, n, sizeof(*all), cmp_u32);
+	for (size_t i = 0; i < n; i++)
+		if (!w || all[w - 1] != all[i])
+			all[w++] = all[i];
+	*pids = all;
+	*nr = w;
+	return 0;
 }
 
 int cli__parse_wait(const char *s, uint64_t *ns)
@@ -503,9 +543,8 @@ static int parse_sampling_option(int c, const char *arg, struct options *o, stru
 		o->all_cpus = true;
 		break;
 	case 'p':
-		free(o->pids);
-		o->pids = NULL;
-		rc = cli__parse_pids(arg, &o->pids, &o->nr_pids);
+		/* Repeated -p adds up (-p 12 -p 34 is -p 12,34), as --cgroup does. */
+		rc = add_pids(arg, &o->pids, &o->nr_pids);
 		if (rc == -ERANGE)
 			return usage_err(em, "invalid pid in '%s': pids are 1 to 4194304", arg);
 		if (rc) {
@@ -732,11 +771,31 @@ static int parse_output_option(int c, const char *arg, struct options *o, struct
 	case OPT_NO_DEBUGINFOD:
 		o->no_debuginfod = true;
 		break;
-	case OPT_LISTEN:
+	case OPT_LISTEN: {
+		struct sockaddr_storage ss;
+		socklen_t len;
+
 		if (!*arg)
 			return usage_err(em, "empty --listen");
+		/* At once, as the other options: not after the BPF load. */
+		if (httpd__parse_listen(arg, &ss, &len)) {
+			usage_err(
+				em,
+				"invalid --listen '%s': expected [ADDR:]PORT (6060, 0.0.0.0:6060, [::1]:6060)",
+				arg);
+			/* Go's ":6060" is every interface: not guessed for an endpoint without auth
+			 */
+			if (arg[0] == ':')
+				errmsg_hint(
+					em,
+					"name the address: %s alone is loopback, 0.0.0.0%s every "
+					"interface (no authentication: see bpfprof(1))",
+					arg + 1, arg);
+			return CLI_USAGE;
+		}
 		o->listen = arg;
 		break;
+	}
 	case 'h':
 		o->show_help = true;
 		return CLI_EXIT;
@@ -854,6 +913,76 @@ int cli__pick_writer(const char *format, const char *path, const struct writer *
 	return CLI_OK;
 }
 
+/* 0 if path is a file this process may execute, else -errno (as execve says). */
+static int executable(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	return access(path, X_OK) ? -errno : 0;
+}
+
+int cli__check_command(const char *name, struct errmsg *em)
+{
+	const char *path = getenv("PATH"), *dir, *end;
+	char buf[4096];
+	int err;
+
+	if (strchr(name, '/')) {
+		err = executable(name);
+		if (!err)
+			return CLI_OK;
+		usage_err(em, "cannot run '%s': %s", name, strerror(-err));
+		return CLI_USAGE;
+	}
+	/* execvp's search: an empty entry is the current directory */
+	if (!path)
+		path = "/bin:/usr/bin";
+	for (dir = path;; dir = end + 1) {
+		end = strchrnul(dir, ':');
+		if ((size_t)snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(end - dir), dir,
+				     end > dir ? "/" : "", name) < sizeof(buf) &&
+		    !executable(buf))
+			return CLI_OK;
+		if (!*end)
+			break;
+	}
+	usage_err(em, "cannot run '%s': no such command in PATH (%s)", name, path);
+	if (!executable(name))
+		errmsg_hint(em, "it is in this directory: run ./%s", name);
+	else if (getenv("SUDO_USER"))
+		errmsg_hint(em, "give its path: sudo runs bpfprof with its own PATH (secure_path)");
+	else
+		errmsg_hint(em, "give its path");
+	return CLI_USAGE;
+}
+
+void cli__warn_mismatch(const struct writer *w, const char *format, const char *path)
+{
+	const struct writer *named = path ? writer__for_path(path) : NULL;
+
+	if (format && named && named != w)
+		p_warn("-f %s writes %s into %s, whose ending says %s (drop -f, or rename it)",
+		       format, w->name, path, named->name);
+}
+
+int cli__check_terminal(const struct writer *w, const char *path, struct errmsg *em)
+{
+	const char *ext = w == &writer_pprof ? "pb.gz" : "svgz";
+
+	if (w != &writer_pprof && w != &writer_svgz)
+		return CLI_OK;
+	if ((path && strcmp(path, "-")) || !isatty(STDOUT_FILENO))
+		return CLI_OK;
+	usage_err(em, "%s is gzip-compressed binary: it is not written to a terminal", w->name);
+	errmsg_hint(em, "name a file with -o FILE (e.g. -o cpu.%s), or redirect: > cpu.%s", ext,
+		    ext);
+	return CLI_USAGE;
+}
+
 int cli__pick_diff_writer(const char *format, const char *path, const struct diff_writer **out,
 			  struct errmsg *em)
 {
@@ -900,6 +1029,8 @@ int cli__validate(struct options *o, struct errmsg *em)
 			"-o writes one profile at the end; with --output-dir or --push, profiles go there");
 	/* Before sampling: a profile must not end up in a format nobody asked for. */
 	if (cli__pick_writer(o->format, o->output, &w, em) != CLI_OK)
+		return CLI_USAGE;
+	if (!o->interval && cli__check_terminal(w, o->output, em) != CLI_OK)
 		return CLI_USAGE;
 	if ((o->keep || o->max_disk) && !o->output_dir)
 		return usage_err(em, "--keep and --max-disk need --output-dir");

@@ -121,6 +121,22 @@ int cli__validate(struct options *o, struct errmsg *em);
  */
 int cli__pick_writer(const char *format, const char *path, const struct writer **out,
 		     struct errmsg *em);
+/* -f naming another format than -o FILE's ending (-f pprof -o x.svg): a
+ * warning, as the file is still written as -f says. */
+void cli__warn_mismatch(const struct writer *w, const char *format, const char *path);
+/*
+ * The command of "-- COMMAND" can be run: a path to an executable file, or a
+ * name found in $PATH as execvp() searches it; checked before sampling starts
+ * so "cannot run" is not said after "sampling". CLI_OK or CLI_USAGE with em
+ * (the caller exits 1, as when the exec itself fails).
+ */
+int cli__check_command(const char *name, struct errmsg *em);
+/*
+ * A binary format (pprof, svgz) bound for stdout (path NULL or "-") when
+ * stdout is a terminal: a usage error (gzip's rule), as it would only garble
+ * the screen. CLI_OK or CLI_USAGE with em.
+ */
+int cli__check_terminal(const struct writer *w, const char *path, struct errmsg *em);
 /* The same for "bpfprof diff", whose default is its report. */
 int cli__pick_diff_writer(const char *format, const char *path, const struct diff_writer **out,
 			  struct errmsg *em);

@@ -25,7 +25,8 @@ static void convert_usage(FILE *f)
 		"  -o, --output FILE       write here (atomically) instead of stdout\n"
 		"  -f, --format NAME       output format; default from FILE's ending (see\n"
 		"                          'bpfprof --help'), else folded (an ending bpfprof does\n"
-		"                          not know is an error)\n");
+		"                          not know is an error; pprof and svgz are not written\n"
+		"                          to a terminal)\n");
 	for (w = writer__all(); *w; w++)
 		fprintf(f, "      %-10s %s\n", (*w)->name, (*w)->description);
 	cli__out_usage(f);
@@ -58,6 +59,9 @@ static int convert(struct offline_opts *o)
 		return offline__usage("convert", "no input files");
 	if (cli__pick_writer(o->format, o->output, &w, &em) != CLI_OK)
 		return offline__usage_em("convert", &em);
+	if (cli__check_terminal(w, o->output, &em) != CLI_OK)
+		return offline__usage_em("convert", &em);
+	cli__warn_mismatch(w, o->format, o->output);
 	ret = offline__check_output("convert", o->output);
 	if (ret)
 		return ret;

@@ -55,6 +55,7 @@
 #include "format/counttab.h"
 #include "format/pprof_proto.h"
 #include "format/writer.h"
+#include "proc/caps.h"
 #include "proc/cgroup.h"
 #include "proc/child.h"
 #include "proc/procfs.h"
@@ -1255,8 +1256,21 @@ static int count_main(struct count *c)
 	struct ptab_opts po = { .warn = sym_warn };
 	struct symbolizer_opts so = { .warn = sym_warn };
 	struct errmsg em = { 0 };
+	struct caps_report cr;
 	int ret;
 
+	/* Before libbpf, whose own lines about RLIMIT_MEMLOCK and "Couldn't
+	 * load trivial BPF program" would bury the cause. */
+	caps__check(&cr);
+	if (cr.missing[0]) {
+		p_err("bpfprof count needs root (missing %s)", cr.missing);
+		p_hint("run it with sudo, or grant CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE and CAP_SYSLOG");
+		return 1;
+	}
+	if (c->cmd && cli__check_command(c->cmd[0], &em) != CLI_OK) {
+		p_errmsg(&em);
+		return 1;
+	}
 	if (c->output && writer__check_path(c->output, &em)) {
 		p_errmsg(&em);
 		return 1;

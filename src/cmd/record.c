@@ -132,7 +132,14 @@ int cmd_record(int argc, char **argv)
 	}
 	/* Start and summary lines show by default; -q leaves errors only. */
 	log_set_level(r.o.verbosity < 0 ? LOG_ERROR : r.o.verbosity == 0 ? LOG_INFO : LOG_DEBUG);
+	/* A command that cannot run: said before "sampling ...", not after. */
+	if (r.o.cmd && cli__check_command(r.o.cmd[0], &em) != CLI_OK) {
+		p_errmsg(&em);
+		options__free(&r.o);
+		return 1;
+	}
 	r.w = pick_writer(&r.o);
+	cli__warn_mismatch(r.w, r.o.format, r.o.output);
 	/* Folded lines by the thousand would flood a terminal: it gets the top
 	 * functions (as bpfprof report prints them); pipes and files get folded. */
 	if (!r.o.output && !r.o.format && !r.o.interval && isatty(STDOUT_FILENO)) {

@@ -114,8 +114,14 @@ static int report(struct offline_opts *o)
 	if (o->out.style && (o->out.callers || o->out.callees || o->out.call_graph))
 		return offline__usage("report", "--style sb-sprof is a flat table: it does not go "
 						"with --callers, --callees or -g");
-	if (!o->nr_inputs)
-		return offline__usage("report", "no input files");
+	if (!o->nr_inputs) {
+		/* perf report reads ./perf.data by default: bpfprof keeps no such file. */
+		p_err("no input files: bpfprof report reads the profiles you name (there is no "
+		      "default file, as perf.data is for perf report)");
+		p_hint("record one first: sudo bpfprof -p PID -d 10 -o app.pb.gz, then bpfprof "
+		       "report app.pb.gz; perf's: perf script | bpfprof report -");
+		return 2;
+	}
 	ret = offline__check_output("report", o->output);
 	if (ret)
 		return ret;

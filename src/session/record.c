@@ -295,7 +295,11 @@ static void print_summary(const struct collector_stats *st, const struct profile
 	if (st->v[STAT_USTACK_ERR])
 		p_info("%" PRIu64 " samples had no readable user stack (shown as [unknown])",
 		       st->v[STAT_USTACK_ERR]);
-	if (st->v[STAT_IDLE] && !o->include_idle)
+	/* Only where --include-idle would keep them: the idle task is no -p
+	 * process, command or cgroup's, so saying so there sends users after
+	 * samples their target never had. */
+	if (st->v[STAT_IDLE] && !o->include_idle && !o->nr_pids && !o->cmd_is_target &&
+	    !o->nr_cgroups)
 		p_info("%" PRIu64 " idle samples excluded (--include-idle keeps them)",
 		       st->v[STAT_IDLE]);
 	/* Rule: what a target does is counted, or said not to be. */

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,27 @@ static int open_stores(struct continuous *ct, const struct options *o, unsigned 
 	return 0;
 }
 
+/*
+ * --listen: where the endpoints are, as URLs to paste (the start line says
+ * only "Ctrl-C to stop"). From the address --listen names, ADDR defaulted.
+ */
+static void say_listening(const char *listen, bool cpu, bool heap)
+{
+	char host[NI_MAXHOST], port[NI_MAXSERV];
+	struct sockaddr_storage ss;
+	socklen_t len;
+	bool v6;
+
+	if (httpd__parse_listen(listen, &ss, &len) ||
+	    getnameinfo((struct sockaddr *)&ss, len, host, sizeof(host), port, sizeof(port),
+			NI_NUMERICHOST | NI_NUMERICSERV))
+		return;
+	v6 = ss.ss_family == AF_INET6;
+	p_info("serving on http://%s%s%s:%s: %s%s/metrics, /healthz", v6 ? "[" : "", host,
+	       v6 ? "]" : "", port, cpu ? "/debug/pprof/profile?seconds=N, " : "",
+	       heap ? "/debug/pprof/heap, /debug/pprof/allocs, " : "");
+}
+
 int sinks__open(struct continuous *ct, const struct options *o)
 {
 	return sinks__open_kinds(ct, o, sinks__kinds(o));
@@ -192,6 +214,7 @@ int sinks__open_kinds(struct continuous *ct, const struct options *o, unsigned w
 			p_err("--listen: %s", em.msg);
 			return 2;
 		}
+		say_listening(o->listen, want & SINK_BIT(SINK_CPU), want & SINK_BIT(SINK_HEAP));
 	}
 	return 0;
 }

@@ -31,6 +31,23 @@ static void test_defaults(void **state)
 	options__free(&o);
 }
 
+/* -p repeated adds up (it replaced the earlier list, silently). */
+static void test_repeated_pid_adds_up(void **state)
+{
+	struct options o;
+	struct errmsg err = { 0 };
+
+	assert_int_equal(parse(&o, &err, "-p", "34", "-p", "12,34", "--pid=7", "-d", "1", NULL),
+			 CLI_OK);
+	assert_int_equal(o.nr_pids, 3);
+	assert_int_equal(o.pids[0], 7);
+	assert_int_equal(o.pids[1], 12);
+	assert_int_equal(o.pids[2], 34);
+	options__free(&o);
+	assert_int_equal(parse(&o, &err, "-p", "34", "-p", "x", NULL), CLI_USAGE);
+	options__free(&o);
+}
+
 static void test_full_record_line(void **state)
 {
 	struct options o;
@@ -354,6 +371,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_repeated_pid_adds_up),
 		cmocka_unit_test(test_full_record_line),
 		cmocka_unit_test(test_command_after_dashdash),
 		cmocka_unit_test(test_bad_options),

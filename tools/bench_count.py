@@ -15,6 +15,14 @@ and prints its own ns per call. It runs, in turn and for several rounds:
   * under bpftrace timing the same function the usual way: a uprobe and a
     uretprobe, the start time in a map keyed by thread, a histogram and a
     count (issue 40's reference one-liner)
+  * --floor: under bpftrace with an empty uprobe and uretprobe: what the
+    kernel alone costs, which no tool's programs can go below
+
+--nop5: the function is tiny_nop5 (countwork bench5), whose first
+instruction is a 5-byte nop, as in code built with -pg -mfentry -mnop-mcount.
+Linux 6.18+ (x86-64) turns a uprobe on such a nop into a call to a
+trampoline and a syscall instead of an int3 trap: the kernel's floor drops
+and the tools' own programs are most of the cost.
 
 Each tool is attached (its "attached" line) before the workload starts
 (countwork wait); the cost per call is the workload's CPU time (user and
@@ -24,7 +32,7 @@ added cost is that minus the unprobed median. --wall: the workload's own
 wall-clock ns per call instead. Prints the median and spread of each, and bpfprof's added cost as a
 share of bpftrace's. Run it alone: flock /tmp/bpfprof-bench.lock.
 
-    sudo flock /tmp/bpfprof-bench.lock tools/bench_count.py [--calls N] [--rounds R]
+    sudo flock /tmp/bpfprof-bench.lock tools/bench_count.py [--calls N] [--rounds R] [--nop5] [--floor]
 """
 import argparse
 import json
@@ -41,16 +49,19 @@ OUT = ROOT / os.environ.get("OUT", "build")
 BPFPROF = OUT / "bpfprof"
 WORK = OUT / "workloads" / "countwork"
 
-BPFTRACE = ("uprobe:{exe}:bp_tiny {{ @start[tid] = nsecs; }} "
-            "uretprobe:{exe}:bp_tiny /@start[tid]/ {{ @ns = hist(nsecs - @start[tid]); "
+BPFTRACE = ("uprobe:{exe}:{fn} {{ @start[tid] = nsecs; }} "
+            "uretprobe:{exe}:{fn} /@start[tid]/ {{ @ns = hist(nsecs - @start[tid]); "
             "@calls = count(); delete(@start[tid]); }}")
+BPFTRACE_EMPTY = "uprobe:{exe}:{fn} {{ }} uretprobe:{exe}:{fn} {{ }}"
+FN = "bp_tiny"
+MODE = "bench"
 
 
 def run_workload(calls, attach, wall):
     """Starts countwork waiting, attaches a tool (attach(pid) -> Popen, after
     it said it is attached), lets the workload run; its CPU (or wall) ns per
     call."""
-    w = subprocess.Popen([str(WORK), "wait", "bench", str(calls)], stdout=subprocess.PIPE,
+    w = subprocess.Popen([str(WORK), "wait", MODE, str(calls)], stdout=subprocess.PIPE,
                          text=True)
     assert json.loads(w.stdout.readline())["waiting"] == w.pid
     tool = attach(w.pid) if attach else None
@@ -80,7 +91,7 @@ def wait_line(p, what):
 
 def bpfprof(env):
     def attach(pid):
-        p = subprocess.Popen([str(BPFPROF), "count", "-v", "-p", str(pid), "bp_tiny",
+        p = subprocess.Popen([str(BPFPROF), "count", "-v", "-p", str(pid), FN,
                               "--budget", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=dict(os.environ, **env))
         wait_line(p, " probes: ")
@@ -88,12 +99,14 @@ def bpfprof(env):
     return attach
 
 
-def bpftrace(pid):
-    p = subprocess.Popen(["bpftrace", "-p", str(pid), "-e", BPFTRACE.format(exe=WORK)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_line(p, "Attaching")
-    time.sleep(0.5)  # bpftrace prints before its probes are all in
-    return p
+def bpftrace(script):
+    def attach(pid):
+        p = subprocess.Popen(["bpftrace", "-p", str(pid), "-e", script.format(exe=WORK, fn=FN)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_line(p, "Attaching")
+        time.sleep(0.5)  # bpftrace prints before its probes are all in
+        return p
+    return attach
 
 
 def main():
@@ -101,10 +114,20 @@ def main():
     ap.add_argument("--calls", type=int, default=2_000_000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--wall", action="store_true", help="wall-clock ns per call, not CPU")
+    ap.add_argument("--nop5", action="store_true",
+                    help="probe tiny_nop5 (a 5-byte nop first: Linux 6.18+ optimizes the uprobe)")
+    ap.add_argument("--floor", action="store_true",
+                    help="also bpftrace with empty probes (the kernel's own cost)")
     a = ap.parse_args()
+    global FN, MODE
+    if a.nop5:
+        FN, MODE = "tiny_nop5", "bench5"
     tools = {"unprobed": None, "bpfprof session": bpfprof({}),
              "bpfprof multi": bpfprof({"BPFPROF_TEST_COUNT_NO_SESSION": "1"}),
-             "bpfprof perf": bpfprof({"BPFPROF_TEST_COUNT_NO_MULTI": "1"}), "bpftrace": bpftrace}
+             "bpfprof perf": bpfprof({"BPFPROF_TEST_COUNT_NO_MULTI": "1"}),
+             "bpftrace": bpftrace(BPFTRACE)}
+    if a.floor:
+        tools["bpftrace empty"] = bpftrace(BPFTRACE_EMPTY)
     res = {k: [] for k in tools}
     for r in range(a.rounds):
         for name, attach in tools.items():
@@ -112,16 +135,19 @@ def main():
         print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.0f}" for k, v in res.items()),
               file=sys.stderr)
     base = statistics.median(res["unprobed"])
-    print(f"{a.calls} calls of bp_tiny, {a.rounds} rounds: {'wall' if a.wall else 'CPU'} ns "
+    print(f"{a.calls} calls of {FN}, {a.rounds} rounds: {'wall' if a.wall else 'CPU'} ns "
           f"per call (median, min-max), and added by the probes")
     added = {}
     for name, v in res.items():
         med = statistics.median(v)
         added[name] = med - base
         print(f"  {name:16s} {med:8.0f}  ({min(v):.0f}-{max(v):.0f})  added {med - base:7.0f}")
-    for name in ("bpfprof session", "bpfprof multi", "bpfprof perf"):
+    for name in ("bpfprof session", "bpfprof multi", "bpfprof perf") + (
+            ("bpftrace empty",) if a.floor else ()):
         if added["bpftrace"] > 0:
-            print(f"  {name}: {added[name] / added['bpftrace']:.2f}x bpftrace's added time")
+            ratios = sorted((x - base) / (y - base) for x, y in zip(res[name], res["bpftrace"]))
+            print(f"  {name}: {added[name] / added['bpftrace']:.2f}x bpftrace's added time "
+                  f"(per round {ratios[0]:.2f}-{ratios[-1]:.2f})")
 
 
 if __name__ == "__main__":

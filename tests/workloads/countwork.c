@@ -11,10 +11,14 @@
  *   countwork [wait] hot SECS  bp_hot in a tight loop for SECS seconds, then
  *                            bp_slow 10 times and bp_b 100 times
  *   countwork [wait] bench N   bp_tiny N times; prints ns per call
+ *   countwork [wait] bench5 N  tiny_nop5 N times: bp_tiny with a 5-byte nop
+ *                            first, as -pg -mfentry -mnop-mcount builds have
+ *                            (Linux 6.18+ turns a uprobe there into a call)
  *   countwork [wait] sleep SECS  nothing for SECS seconds (a target that stays)
  * wait: wait for SIGUSR1 before starting (bpfprof count -p attaches first).
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +94,19 @@ __attribute__((noinline)) void bp_tiny(unsigned long i)
 	sink += i;
 }
 
+/* The nop is the function's first instruction, where an entry probe goes
+ * (in asm: a C function would push its frame pointer first). */
+void tiny_nop5(unsigned long i);
+__asm__(".text\n"
+	".globl tiny_nop5\n"
+	".type tiny_nop5, @function\n"
+	"tiny_nop5:\n"
+	"\t.cfi_startproc\n"
+	"\t.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n" /* nopl 0x0(%rax,%rax,1) */
+	"\tret\n"
+	"\t.cfi_endproc\n"
+	".size tiny_nop5, .-tiny_nop5\n");
+
 static void on_usr1(int sig)
 {
 	go = 1;
@@ -137,19 +154,24 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 100; i++)
 			bp_b(i);
 		printf("{\"bp_hot\": %lu, \"bp_slow\": 10, \"bp_b\": 100}\n", n);
-	} else if (!strcmp(argv[a], "bench") && a + 1 < argc) {
+	} else if (!strncmp(argv[a], "bench", 5) && a + 1 < argc) {
 		unsigned long n = strtoul(argv[a + 1], NULL, 10);
+		bool nop5 = !strcmp(argv[a], "bench5");
 		unsigned long long t0 = now_ns();
 
-		for (unsigned long i = 0; i < n; i++)
-			bp_tiny(i);
-		printf("{\"bp_tiny\": %lu, \"ns_per_call\": %.1f}\n", n,
+		for (unsigned long i = 0; i < n; i++) {
+			if (nop5)
+				tiny_nop5(i);
+			else
+				bp_tiny(i);
+		}
+		printf("{\"%s\": %lu, \"ns_per_call\": %.1f}\n", nop5 ? "tiny_nop5" : "bp_tiny", n,
 		       (double)(now_ns() - t0) / (double)(n ? n : 1));
 	} else if (!strcmp(argv[a], "sleep") && a + 1 < argc) {
 		usleep((useconds_t)(atof(argv[a + 1]) * 1e6));
 		printf("{}\n");
 	} else {
-		fprintf(stderr, "usage: countwork [wait] calls|hot SECS|bench N|sleep SECS\n");
+		fprintf(stderr, "usage: countwork [wait] calls|hot SECS|bench N|bench5 N|sleep SECS\n");
 		return 2;
 	}
 	return 0;

@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""Names from dwz files, read safely (threat model rules 1 and 5).
+
+dwz moves the DWARF programs share into one file and leaves in each a
+.gnu_debugaltlink naming it (a path and its build ID). Debian's -dbgsym
+packages are made so: the names of inlined functions often live only in
+/usr/lib/debug/.dwz/TRIPLET/PKG.debug. libdw would open that path itself,
+blocking, as root (test_tenant_dwz.py); bpfprof now opens it the way it
+opens every file a tenant names (inside the process's root, a regular file,
+readable by the binary's owner, under the size caps) and uses it only if its
+build ID is the one the link names.
+
+The tenant's program spins in hot(), whose loop is an always-inlined
+function whose name dwz moved to the shared file:
+  - the dwz file is there (linked by a relative or an absolute path): the
+    inlined frame is named, with its source line;
+  - its build ID rewritten, or it replaced by a FIFO: the profile comes out
+    on time, the unnamed inlined frame left out (hot's own frame remains;
+    before, such frames were named a1+0xADDR, one stack per address) and
+    the FIFO never opened.
+"""
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import as_tenant, parse_folded, run_bpfprof, tenant_program, tenant_run
+
+PROG = r"""
+volatile double sink;
+static inline __attribute__((always_inline)) double spin_in_dwz(double x)
+{
+	for (int i = 0; i < 1000; i++)
+		x = x * 1.0000001 + 0.5; /* the loop's line */
+	return x;
+}
+__attribute__((noinline)) double hot(double x)
+{
+	return spin_in_dwz(x) + spin_in_dwz(x + 1);
+}
+int main(void)
+{
+	for (;;)
+		sink += hot(sink);
+}
+"""
+LOOP_LINES = "56"  # the for and its body
+
+pytestmark = pytest.mark.skipif(not shutil.which("dwz"), reason="dwz not installed")
+
+
+def build(d, link):
+    """The tenant's program twice (dwz needs something shared), dwz'd with
+    d/common.dwz named as `link`; the first one's path."""
+    src = tenant_program(d, PROG, "hot.c")
+    for out in ("a1", "a2"):
+        r = tenant_run(["gcc", "-O2", "-g", "-o", f"{d}/{out}", src])
+        assert r.returncode == 0, r.stderr
+    r = tenant_run(["sh", "-c", f"cd {d} && dwz -m common.dwz -M {link} a1 a2"])
+    assert r.returncode == 0, r.stderr
+    # The name's bytes are only in the shared file (readelf's dump of a1
+    # would follow the link and show it).
+    assert b"spin_in_dwz" not in open(f"{d}/a1", "rb").read(), "the test tests nothing"
+    assert b"spin_in_dwz" in open(f"{d}/common.dwz", "rb").read()
+    info = subprocess.run(["readelf", "--debug-dump=info", f"{d}/a1"], capture_output=True,
+                          text=True).stdout
+    assert "DW_AT_abstract_origin: <alt" in info, info[:2000]
+    return f"{d}/a1"
+
+
+def record(a1, tmp_path, lines=False):
+    """3 s of the tenant's running a1: (its stacks, bpfprof's stderr, seconds taken)."""
+    prog = subprocess.Popen(as_tenant([a1]))
+    try:
+        time.sleep(0.3)
+        out = tmp_path / "out.folded"
+        t0 = time.monotonic()
+        p = run_bpfprof(["-v", "-p", prog.pid, "-d", "3", "-o", out] +
+                        (["--lines"] if lines else []), timeout=90)
+        took = time.monotonic() - t0
+    finally:
+        prog.kill()
+        prog.wait()
+    stacks = {s: n for s, n in parse_folded(out.read_text()).items() if s.startswith("a1;")}
+    return stacks, p.stderr, took
+
+
+@pytest.mark.parametrize("link", ["relative", "absolute"])
+def test_inlined_name_from_the_dwz_file(tenant_dir, tmp_path, link):
+    d = str(tenant_dir)
+    a1 = build(d, "common.dwz" if link == "relative" else f"{d}/common.dwz")
+    stacks, err, took = record(a1, tmp_path, lines=True)
+    n = sum(stacks.values())
+    assert n > 100, (stacks, err)
+    # A spinning program sampled for 3 s: nearly every sample in the inlined
+    # loop, named, at its line, under hot.
+    named = sum(c for s, c in stacks.items()
+                if re.search(r";hot \(hot\.c:\d+\);spin_in_dwz \(hot\.c:\d+\)", s))
+    assert named >= 0.8 * n, (named, n, stacks)
+    in_loop = sum(c for s, c in stacks.items()
+                  if re.search(r";spin_in_dwz \(hot\.c:[%s]\)" % LOOP_LINES, s))
+    assert in_loop >= 0.5 * n, (in_loop, n, stacks)
+    assert not any("a1+0x" in s for s in stacks), stacks
+    assert re.search(r"dwz files: 1 read, 0 not", err), err
+    print(f"{link}: {named}/{n} samples in hot;spin_in_dwz, {took:.1f} s")
+
+
+def flip_build_id(path):
+    """Rewrites the file's build ID (its note's last byte): another build."""
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True,
+                         check=True).stdout
+    bid = bytes.fromhex(re.search(r"Build ID: ([0-9a-f]+)", out).group(1))
+    b = bytearray(open(path, "rb").read())
+    k = b.find(bid)
+    assert k > 0
+    b[k + len(bid) - 1] ^= 0xFF
+    tmp = path + ".new"
+    open(tmp, "wb").write(b)
+    shutil.chown(tmp, os.stat(path).st_uid, os.stat(path).st_gid)
+    os.rename(tmp, path)
+
+
+@pytest.mark.parametrize("kind", ["build-id", "fifo"])
+def test_dwz_file_not_the_one_named(tenant_dir, tmp_path, kind):
+    d = str(tenant_dir)
+    a1 = build(d, "common.dwz")
+    alt = f"{d}/common.dwz"
+    if kind == "build-id":
+        flip_build_id(alt)
+    else:
+        os.unlink(alt)
+        r = tenant_run(["mkfifo", alt])
+        assert r.returncode == 0, r.stderr
+    stacks, err, took = record(a1, tmp_path)
+    n = sum(stacks.values())
+    assert n > 100, (stacks, err)
+    assert took < 30, took
+    hot = sum(c for s, c in stacks.items() if s.endswith(";main;hot"))
+    assert hot >= 0.9 * n, (hot, n, stacks)
+    assert not any("spin_in_dwz" in s or "a1+0x" in s for s in stacks), stacks
+    assert re.search(r"dwz files: 0 read, 1 not \(found nowhere, refused\), [1-9]\d* inlined "
+                     r"frames left out", err), err
+    why = "a file of another build id" if kind == "build-id" else "not a regular file"
+    assert f"its dwz file (.gnu_debugaltlink) not read ({why}" in err, err
+    if kind == "fifo":
+        with pytest.raises(OSError):
+            os.close(os.open(alt, os.O_WRONLY | os.O_NONBLOCK))
+    print(f"{kind}: {hot}/{n} samples in main;hot, {took:.1f} s")

@@ -121,6 +121,10 @@ struct symfile {
 	struct dwinline *dwi;
 	int dwi_err;
 	uint64_t dwi_gen, dwi_cpu_gen, dwi_cpu_ns;
+	/* dwi read without its dwz file, which was asked of debuginfod: dwi is
+	 * read again once the file is in the cache (dwz_id_len 0: not waiting). */
+	uint8_t dwz_id[BUILD_ID_MAX];
+	uint8_t dwz_id_len;
 };
 
 struct symproc {
@@ -226,6 +230,9 @@ struct symbolizer {
 	 * frames left out for want of a name (in a dwz file not read). */
 	uint64_t dwz_files, dwz_missing, inline_unnamed;
 	bool dwz_warned;
+	/* The dwz file the last DWARF opened asked debuginfod for (len 0: none). */
+	uint8_t dwz_want[BUILD_ID_MAX];
+	size_t dwz_want_len;
 	uint64_t dwarf_cpu_gen,
 		dwarf_cpu_ns; /* all files' DWARF: CPU spent in drain dwarf_cpu_gen */
 	uint64_t py_frames, py_unknown;
@@ -2025,11 +2032,16 @@ static int fetched_dwarf_fd(struct symbolizer *s, const struct symfile *f)
 static int dwz_fetch(void *ctx, const uint8_t *id, size_t len)
 {
 	struct symbolizer *s = ctx;
-	int fd = debuginfod__open(s->dbgd, id, len);
+	int fd = debuginfod__open(s->dbgd, id, len), err;
 
-	if (fd < 0)
-		debuginfod__want(s->dbgd, id, len);
-	return fd >= 0 ? fd : -1;
+	if (fd >= 0)
+		return fd;
+	err = debuginfod__want(s->dbgd, id, len);
+	if ((!err || err == -EALREADY) && len <= sizeof(s->dwz_want)) {
+		memcpy(s->dwz_want, id, len);
+		s->dwz_want_len = len;
+	}
+	return -1;
 }
 
 /* Counts what became of a file's dwz file, and says the first failure once. */
@@ -2049,7 +2061,8 @@ static void dwz_note(struct symbolizer *s, struct mfile *mf, const struct dwinli
 		return;
 	}
 	s->dwz_missing++;
-	if (s->dwz_warned || !s->warn)
+	/* Asked of debuginfod: read again when it comes (debuginfod_poll), not said. */
+	if (s->dwz_warned || !s->warn || s->dwz_want_len)
 		return;
 	s->dwz_warned = true;
 	why = st == -ESTALE   ? "a file of another build id"
@@ -2093,6 +2106,7 @@ static void dwarf_open(struct symbolizer *s, struct symproc *p, const struct pro
 	owner = (struct safe_cred){ .uid = mfile__stat(mf)->st_uid,
 				    .gid = mfile__stat(mf)->st_gid };
 	readers[0] = &owner;
+	s->dwz_want_len = 0;
 	/* Its dwz file: looked for as its debug file is, readable by the file's owner. */
 	debug_roots(s, p->pp, &root, roots);
 	alt.roots[0] = &roots[0];
@@ -2125,6 +2139,11 @@ static void dwarf_open(struct symbolizer *s, struct symproc *p, const struct pro
 	}
 	ptab__root_close(&root);
 	dwz_note(s, mf, f->dwi);
+	f->dwz_id_len = 0;
+	if (f->dwi && dwinline__alt(f->dwi, NULL) < 0 && s->dwz_want_len) {
+		memcpy(f->dwz_id, s->dwz_want, s->dwz_want_len);
+		f->dwz_id_len = (uint8_t)s->dwz_want_len;
+	}
 	/* Not kept while debuginfod may still bring the file: tried again a drain later. */
 	f->dwi_err = err == -ENOENT && f->dbgd_wait ? 0 : err;
 	s->file_bytes += dwinline__bytes(f->dwi);
@@ -2738,7 +2757,7 @@ static void debuginfod_poll(struct symbolizer *s)
 	while ((e = htab__next(s->files, &pos))) {
 		struct symfile *f = e->value;
 
-		if (f->dbgd_wait && f->es &&
+		if (((f->dbgd_wait && f->es) || (f->dwz_id_len && f->dwi)) &&
 		    !array_grow((void **)&serials, &cap, n + 1, sizeof(*serials)))
 			serials[n++] = f->serial;
 	}
@@ -2746,9 +2765,21 @@ static void debuginfod_poll(struct symbolizer *s)
 		struct symfile *f;
 		struct elfsym *dbg;
 		size_t before;
+		int fd;
 
 		e = htab__find(s->files, &serials[i], sizeof(serials[i]));
 		f = e ? e->value : NULL;
+		if (f && f->dwz_id_len && f->dwi &&
+		    (fd = debuginfod__open(s->dbgd, f->dwz_id, f->dwz_id_len)) >= 0) {
+			/* Its dwz file came: its DWARF is read again at its next lookup. */
+			close(fd);
+			s->file_bytes -= MIN(s->file_bytes, dwinline__bytes(f->dwi));
+			dwinline__free(f->dwi);
+			f->dwi = NULL;
+			f->dwi_err = 0;
+			f->dwi_gen = 0;
+			f->dwz_id_len = 0;
+		}
 		if (!f || !f->dbgd_wait || !f->es)
 			continue;
 		files_room(s, f);

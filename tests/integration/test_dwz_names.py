@@ -151,3 +151,71 @@ def test_dwz_file_not_the_one_named(tenant_dir, tmp_path, kind):
         with pytest.raises(OSError):
             os.close(os.open(alt, os.O_WRONLY | os.O_NONBLOCK))
     print(f"{kind}: {hot}/{n} samples in main;hot, {took:.1f} s")
+
+
+@pytest.mark.skipif(not shutil.which("debuginfod"), reason="debuginfod not installed")
+def test_dwz_file_from_debuginfod(tenant_dir, tmp_path):
+    """The dwz file nowhere on disk but on a debuginfod server (which serves
+    it by its build id, /buildid/ID/debuginfo): the first run asks for it
+    (names come once it is in the cache), the second takes it from the cache."""
+    import socket
+    d = str(tenant_dir)
+    a1 = build(d, "common.dwz")
+    srv = tmp_path / "srv"
+    srv.mkdir()
+    shutil.move(f"{d}/common.dwz", srv / "common.dwz")
+    out = subprocess.run(["readelf", "-n", srv / "common.dwz"], capture_output=True, text=True,
+                         check=True).stdout
+    bid = re.search(r"Build ID: ([0-9a-f]+)", out).group(1)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path / "debuginfod.log"
+    with open(log, "w") as f:
+        server = subprocess.Popen(["debuginfod", "-F", str(srv), "-p", str(port), "-d",
+                                   str(tmp_path / "db.sqlite"), "-vvv"], stdout=f,
+                                  stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEBUGINFOD_")}
+    env["DEBUGINFOD_URLS"] = url
+    env["BPFPROF_CACHE_DIR"] = str(tmp_path / "cache")
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # it scans the directory first
+            r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                f"{url}/buildid/{bid}/debuginfo"], capture_output=True,
+                               text=True)
+            if r.stdout == "200":
+                break
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        runs = []
+        for i in range(2):
+            prog = subprocess.Popen(as_tenant([a1]))
+            try:
+                time.sleep(0.3)
+                folded = tmp_path / f"out{i}.folded"
+                p = run_bpfprof(["-v", "-p", prog.pid, "-d", "3", "-o", folded], env=env,
+                                timeout=90)
+            finally:
+                prog.kill()
+                prog.wait()
+            stacks = {s: n for s, n in parse_folded(folded.read_text()).items()
+                      if s.startswith("a1;")}
+            runs.append((stacks, p.stderr))
+    finally:
+        server.terminate()
+        server.wait(10)
+    stacks, err = runs[1]
+    n = sum(stacks.values())
+    named = sum(c for s, c in stacks.items() if ";main;hot;spin_in_dwz" in s)
+    assert n >= 20 and named >= 0.8 * n, (named, n, stacks, err)
+    assert re.search(r"dwz files: 1 read, 0 not", err), err
+    assert not any("a1+0x" in s for s in stacks), stacks
+    # The first run: asked once; its unnamed frames left out, never a1+0xADDR.
+    assert not any("a1+0x" in s for s in runs[0][0]), runs[0][0]
+    gets = [line for line in log.read_text().splitlines()
+            if f"GET /buildid/{bid}/debuginfo" in line and "UA:curl" not in line]
+    assert len(gets) == 1, gets
+    print(f"debuginfod: first run {sum(c for s, c in runs[0][0].items() if 'spin_in_dwz' in s)}"
+          f"/{sum(runs[0][0].values())} named, second {named}/{n}")

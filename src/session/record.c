@@ -1308,8 +1308,8 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 		ss.py_frames, ss.py_unknown, ss.inline_frames, ss.files_over_budget);
 	p_debug("native inlines and lines: %" PRIu64 " files' DWARF read, %" PRIu64
 		" refused (too large, unreadable), %" PRIu64
-		" lookups named without inlines (over the DWARF budget); dwz files: %" PRIu64
-		" read, %" PRIu64 " not (found nowhere, refused), %" PRIu64
+		" lookups named without inlines (over the DWARF budget); files naming a dwz file:"
+		" %" PRIu64 " read it, %" PRIu64 " not (found nowhere, refused), %" PRIu64
 		" inlined frames left out (no name: in a dwz file not read); %" PRIu64
 		" Lisp frames named (SBCL), %" PRIu64
 		" not (a GC between sample and drain), %" PRIu64

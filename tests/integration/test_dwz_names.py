@@ -108,7 +108,7 @@ def test_inlined_name_from_the_dwz_file(tenant_dir, tmp_path, link):
                   if re.search(r";spin_in_dwz \(hot\.c:[%s]\)" % LOOP_LINES, s))
     assert in_loop >= 0.5 * n, (in_loop, n, stacks)
     assert not any("a1+0x" in s for s in stacks), stacks
-    assert re.search(r"dwz files: 1 read, 0 not", err), err
+    assert re.search(r"files naming a dwz file: 1 read it, 0 not", err), err
     print(f"{link}: {named}/{n} samples in hot;spin_in_dwz, {took:.1f} s")
 
 
@@ -146,8 +146,8 @@ def test_dwz_file_not_the_one_named(tenant_dir, tmp_path, kind):
     hot = sum(c for s, c in stacks.items() if s.endswith(";main;hot"))
     assert hot >= 0.9 * n, (hot, n, stacks)
     assert not any("spin_in_dwz" in s or "a1+0x" in s for s in stacks), stacks
-    assert re.search(r"dwz files: 0 read, 1 not \(found nowhere, refused\), [1-9]\d* inlined "
-                     r"frames left out", err), err
+    assert re.search(r"files naming a dwz file: 0 read it, 1 not \(found nowhere, refused\), "
+                     r"[1-9]\d* inlined frames left out", err), err
     why = "a file of another build id" if kind == "build-id" else "not a regular file"
     assert f"its dwz file (.gnu_debugaltlink) not read ({why}" in err, err
     if kind == "fifo":
@@ -213,7 +213,7 @@ def test_dwz_file_from_debuginfod(tenant_dir, tmp_path):
     n = sum(stacks.values())
     named = sum(c for s, c in stacks.items() if ";main;hot;spin_in_dwz" in s)
     assert n >= 10 and named >= 0.8 * n, (named, n, stacks, err)
-    assert re.search(r"dwz files: 1 read, 0 not", err), err
+    assert re.search(r"files naming a dwz file: 1 read it, 0 not", err), err
     assert not any("a1+0x" in s for s in stacks), stacks
     # The first run: asked once; its unnamed frames left out, never a1+0xADDR.
     assert not any("a1+0x" in s for s in runs[0][0]), runs[0][0]
@@ -270,4 +270,4 @@ exec {d}/prog
     n = sum(stacks.values())
     named = sum(c for s, c in stacks.items() if ";main;hot;spin_in_dwz" in s)
     assert n >= 10 and named >= 0.8 * n, (named, n, stacks, p.stderr)
-    assert re.search(r"dwz files: 1 read, 0 not", p.stderr), p.stderr
+    assert re.search(r"files naming a dwz file: 1 read it, 0 not", p.stderr), p.stderr

@@ -117,6 +117,11 @@ static int adopt(int fd, const char *path, const uint8_t *id, size_t id_len, siz
 		return -EINVAL;
 	pthread_mutex_lock(&held_lock);
 	a = held_find((uint64_t)st.st_dev, (uint64_t)st.st_ino, id, id_len);
+	if (a && a->bytes > max_bytes) {
+		/* Held for a file with more room than this one has. */
+		pthread_mutex_unlock(&held_lock);
+		return -EFBIG;
+	}
 	if (a)
 		a->refs++;
 	pthread_mutex_unlock(&held_lock);

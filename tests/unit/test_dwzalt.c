@@ -5,7 +5,8 @@
  * characters); the inlined fixture dwz'd (fixtures/dwz: heavy's and light's
  * names live only in common.dwz, named by the relative link "common.dwz"):
  * read through dwinline, the inlined frames are named, and two files share
- * one held dwz file, freed with the last; without it they have no name.
+ * one held dwz file, freed with the last; without it they have no name; its
+ * sections count in the file's cap (one byte short: not read).
  * Then the tenant's attacks, each of which must leave the names out without
  * blocking or reading outside the root: the dwz file missing, a FIFO, a
  * directory, a symlink loop, another build id, over the size cap, a link
@@ -244,6 +245,78 @@ static void test_names_from_dwz_file(void **state)
 	assert_int_equal(dwzalt__held(), 0);
 }
 
+/* What room() was asked for, in order: the file's sections, then its dwz file's. */
+static size_t rooms[4], nr_rooms;
+
+static void room(void *ctx, size_t bytes)
+{
+	(void)ctx;
+	if (nr_rooms < 4)
+		rooms[nr_rooms++] = bytes;
+}
+
+static struct dwinline *open_max(const char *root_dir, size_t max, int *status)
+{
+	struct safe_root root = { .fd = safeopen__dir(root_dir), .host_mi = &self_mi };
+	struct dwzalt_query q = { .roots = { &root }, .path = "/p/a", .link_root = 0 };
+	char path[4096];
+	struct dwinline *d;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/p/a", root_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0 && root.fd >= 0);
+	nr_rooms = 0;
+	d = dwinline__open_fd_alt(fd, max, room, NULL, &q);
+	close(fd);
+	close(root.fd);
+	assert_non_null(d);
+	*status = dwinline__alt(d, NULL);
+	return d;
+}
+
+/*
+ * The dwz file's sections count in the file's cap and are asked room for:
+ * one byte short, it is not read (whether read now or already held for
+ * another file with more room).
+ */
+static void test_dwz_file_counts_in_the_cap(void **state)
+{
+	struct dwinline *d, *held;
+	size_t own, alt;
+	char root[256];
+	int st;
+
+	(void)state;
+	if (!have_fixture())
+		return;
+	make_root("cap", root, sizeof(root));
+	d = open_max(root, DWINLINE_MAX_BYTES, &st);
+	assert_int_equal(st, 0);
+	assert_int_equal(nr_rooms, 2);
+	own = rooms[0];
+	alt = rooms[1];
+	assert_true(own > 0 && alt > 0);
+	dwinline__free(d);
+	d = open_max(root, own + alt, &st);
+	assert_int_equal(st, 0);
+	dwinline__free(d);
+	d = open_max(root, own + alt - 1, &st);
+	assert_int_equal(st, -EFBIG);
+	assert_int_equal(nr_rooms, 1);
+	dwinline__free(d);
+	/* Held for one file, too large for another. */
+	held = open_max(root, DWINLINE_MAX_BYTES, &st);
+	assert_int_equal(st, 0);
+	d = open_max(root, own + alt - 1, &st);
+	assert_int_equal(st, -EFBIG);
+	assert_int_equal(nr_rooms, 1);
+	assert_int_equal(dwzalt__held(), 1);
+	dwinline__free(d);
+	dwinline__free(held);
+	assert_int_equal(dwzalt__held(), 0);
+}
+
 /* The dwz file replaced by what cmd makes of root/p/common.dwz: no names, no hang. */
 static void attack(const char *name, const char *cmd, const struct safe_cred *reader, int want)
 {
@@ -363,6 +436,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_altlink_parse),
 		cmocka_unit_test(test_names_from_dwz_file),
+		cmocka_unit_test(test_dwz_file_counts_in_the_cap),
 		cmocka_unit_test(test_attacks),
 		cmocka_unit_test(test_link_escapes),
 	};

@@ -167,13 +167,8 @@ struct dwinline *dwinline__open_fd_alt(int fd, size_t max_bytes,
 	/* Its dwz file, read safely (the empty one stays if it cannot be). */
 	d->alt_status = 1;
 	if (alt) {
+		/* What is left of the cap (a held one is refused past it too). */
 		d->alt_status = dwzalt__get(elf, alt, max_bytes - bytes, room, ctx, &d->alt);
-		if (d->alt && dwzalt__bytes(d->alt) > max_bytes - bytes) {
-			/* One held for a file with more room than this one has. */
-			dwzalt__put(d->alt);
-			d->alt = NULL;
-			d->alt_status = -EFBIG;
-		}
 		if (d->alt) {
 			dwarf_setalt(d->dw, dwzalt__dwarf(d->alt));
 			d->sec_bytes += dwzalt__bytes(d->alt);

@@ -201,6 +201,18 @@ $(OUT)/fixtures/inlined4z: tests/unit/fixtures/inlined.c | $(OUT)/fixtures
 $(OUT)/fixtures/inlined5.debug: $(OUT)/fixtures/inlined5
 	$(Q)objcopy --only-keep-debug $< $@
 
+# dwz'd copies of the inlined fixture (dwzalt): two programs sharing
+# dwz/common.dwz, which holds heavy's and light's names; their
+# .gnu_debugaltlink is the relative "common.dwz". Without dwz: an empty
+# dwz/a (test_dwzalt skips what needs it).
+FIXTURES += $(OUT)/fixtures/dwz/a
+$(OUT)/fixtures/dwz/a: tests/unit/fixtures/inlined.c | $(OUT)/fixtures
+	$(Q)rm -rf $(dir $@) && mkdir -p $(dir $@)
+	$(Q)if command -v dwz >/dev/null; then \
+		gcc -O2 -g -gdwarf-4 $< -o $(dir $@)a.tmp && cp $(dir $@)a.tmp $(dir $@)b && \
+		cd $(dir $@) && dwz -m common.dwz -M common.dwz a.tmp b && mv a.tmp a; \
+	else : > $@; fi
+
 # CPython 3.11's structures as the installed headers lay them out (python3.11-dev).
 FIXTURES += $(OUT)/fixtures/py311_offsets
 $(OUT)/fixtures/py311_offsets: tests/unit/fixtures/py311_offsets.c | $(OUT)/fixtures

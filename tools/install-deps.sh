@@ -50,7 +50,8 @@ $BUILD_ONLY || PACKAGES+=(
 	python3.11 python3.11-dev
 	# inlined frames of Rust (legacy and v0 names) built by test_native_inlines.py
 	rustc
-	# a tenant's dwz'd program whose .gnu_debugaltlink names a FIFO (test_tenant_dwz.py)
+	# dwz'd programs: names read from their dwz file (test_dwz_names.py, the
+	# fixtures/dwz unit fixture), a tenant's naming a FIFO (test_tenant_dwz.py)
 	dwz
 	# SBCL's Lisp frames named from its heap, its stacks walked (test_sbcl.py)
 	sbcl

@@ -76,6 +76,30 @@ int elfnote__debuglink(const void *data, size_t len, bool big_endian,
 	return 0;
 }
 
+int elfnote__altlink(const void *data, size_t len, char name[ALTLINK_NAME_MAX],
+		     uint8_t id[BUILD_ID_MAX], size_t *id_len)
+{
+	const uint8_t *d = data, *nul;
+	size_t n;
+
+	if (!d || !len)
+		return -EINVAL;
+	nul = memchr(d, '\0', len);
+	if (!nul)
+		return -EINVAL;
+	n = (size_t)(nul - d);
+	if (!n || n >= ALTLINK_NAME_MAX || len - n - 1 < 1 || len - n - 1 > BUILD_ID_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (d[i] < 0x20 || d[i] == 0x7f)
+			return -EINVAL;
+	memcpy(name, d, n);
+	name[n] = '\0';
+	*id_len = len - n - 1;
+	memcpy(id, nul + 1, *id_len);
+	return 0;
+}
+
 void elfnote__build_id_hex(const uint8_t *id, size_t len, char *buf, size_t size)
 {
 	size_t o = 0;

@@ -35,6 +35,19 @@ size_t elfnote__build_id(const void *notes, size_t len, size_t align, uint8_t id
 int elfnote__debuglink(const void *data, size_t len, bool big_endian,
 		       char name[DEBUGLINK_NAME_MAX + 1], uint32_t *crc);
 
+/*
+ * Parses .gnu_debugaltlink contents (dwz's link to the file holding the DWARF
+ * several files share): a NUL-terminated path (absolute, or relative to the
+ * directory of the file holding the link), then the build id of that file,
+ * to the end of the section. 0 and fills name (NUL-terminated), id and
+ * *id_len (1..BUILD_ID_MAX), or -EINVAL: no NUL, an empty name, one of
+ * ALTLINK_NAME_MAX bytes or more, control characters, no build id or one
+ * over BUILD_ID_MAX bytes.
+ */
+#define ALTLINK_NAME_MAX 4096 /* PATH_MAX */
+int elfnote__altlink(const void *data, size_t len, char name[ALTLINK_NAME_MAX],
+		     uint8_t id[BUILD_ID_MAX], size_t *id_len);
+
 /* "ab/cdef..." (lower-case hex, no suffix) for a build id; "" if len is 0. */
 void elfnote__build_id_hex(const uint8_t *id, size_t len, char *buf, size_t size);
 

@@ -1308,12 +1308,15 @@ void record__symbolizer_stats(const struct record_ctx *rc)
 		ss.py_frames, ss.py_unknown, ss.inline_frames, ss.files_over_budget);
 	p_debug("native inlines and lines: %" PRIu64 " files' DWARF read, %" PRIu64
 		" refused (too large, unreadable), %" PRIu64
-		" lookups named without inlines (over the DWARF budget); %" PRIu64
+		" lookups named without inlines (over the DWARF budget); files naming a dwz file:"
+		" %" PRIu64 " read it, %" PRIu64 " not (found nowhere, refused), %" PRIu64
+		" inlined frames left out (no name: in a dwz file not read); %" PRIu64
 		" Lisp frames named (SBCL), %" PRIu64
 		" not (a GC between sample and drain), %" PRIu64
 		" not (dynamic-space walks over their budget; %" PRIu64 " KiB walked)",
-		ss.dwarf_files, ss.dwarf_refused, ss.dwarf_over_budget, ss.lisp_names,
-		ss.lisp_gc_held, ss.lisp_over_budget, ss.lisp_walked >> 10);
+		ss.dwarf_files, ss.dwarf_refused, ss.dwarf_over_budget, ss.dwz_files,
+		ss.dwz_missing, ss.inline_unnamed, ss.lisp_names, ss.lisp_gc_held,
+		ss.lisp_over_budget, ss.lisp_walked >> 10);
 	p_debug("java names: %" PRIu64 " frames named from HotSpot code caches in %.1f ms of CPU,"
 		" VM structures read in %.1f ms",
 		ss.java_names, ss.java_name_ns / NS_PER_MS_F, ss.java_probe_ns / NS_PER_MS_F);

@@ -99,8 +99,13 @@ out:
 	return es;
 }
 
-static void note_found(char *found, size_t size, int root, const char *path)
+static void note_found(const struct debuginfo_query *q, char *found, size_t size, int root,
+		       const char *path)
 {
+	if (q->root_out)
+		*q->root_out = root;
+	if (q->path_out)
+		snprintf(q->path_out, PATH_MAX, "%s", path);
 	if (found && size)
 		snprintf(found, size, "%s%s", root ? "" : "(process root) ", path);
 }
@@ -117,6 +122,8 @@ struct elfsym *debuginfo__find(const struct debuginfo_query *q, char *found, siz
 
 	if (q->fd_out)
 		*q->fd_out = -1;
+	if (q->root_out)
+		*q->root_out = -1;
 	id = elfsym__build_id(q->bin, &id_len);
 	if (id && id_len >= 2) {
 		elfnote__build_id_hex(id, id_len, hex, sizeof(hex));
@@ -124,7 +131,7 @@ struct elfsym *debuginfo__find(const struct debuginfo_query *q, char *found, siz
 		for (int r = 0; r < 2; r++) {
 			es = try_file(q, &q->roots[r], path, NULL);
 			if (es) {
-				note_found(found, found_size, r, path);
+				note_found(q, found, found_size, r, path);
 				return es;
 			}
 		}
@@ -152,7 +159,7 @@ struct elfsym *debuginfo__find(const struct debuginfo_query *q, char *found, siz
 					continue;
 				es = try_file(q, &q->roots[r], path, &crc);
 				if (es) {
-					note_found(found, found_size, r, path);
+					note_found(q, found, found_size, r, path);
 					return es;
 				}
 			}

@@ -52,6 +52,10 @@ struct debuginfo_query {
 	size_t nr_readers;
 	int *fd_out; /* if set: the debug file's fd, kept open for the
 		      * caller to read its DWARF and close; -1 if none */
+	/* If set: the index in roots of the one it was found in, and its path
+	 * there (PATH_MAX bytes): where its dwz file's link is resolved. */
+	int *root_out;
+	char *path_out;
 };
 
 /*

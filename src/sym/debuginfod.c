@@ -18,10 +18,10 @@
 #include "base/curllib.h"
 #include "base/htab.h"
 #include "base/util.h"
+#include "proc/elffile.h"
 #include "proc/elfnote.h"
 #include "proc/safewrite.h"
 #include "sym/debuginfo.h"
-#include "sym/elfsym.h"
 
 /* Header bytes of one answer, at most (a server sending headers forever). */
 #define HEADERS_MAX (64u << 10)
@@ -366,15 +366,21 @@ static void server_failed(struct debuginfod *d, struct server *sv, const char *w
 enum outcome { GOT, NOT_THERE, FAILED, REJECTED };
 
 /* Whether the file name in the cache holds an ELF file of build id id. */
+/*
+ * Whether the fetched file is an ELF file of that build id. Only its build
+ * id is read: a dwz file (a relocatable file of DWARF alone, which elfsym
+ * does not take) is fetched by its build id too; whoever reads the file
+ * checks it again.
+ */
 static bool right_file(int dirfd, const char *name, const uint8_t *id, size_t len)
 {
 	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	struct elfsym *es = fd >= 0 ? elfsym__open_fd(fd) : NULL;
-	size_t l = 0;
-	const uint8_t *b = es ? elfsym__build_id(es, &l) : NULL;
-	bool ok = b && l == len && !memcmp(b, id, len);
+	Elf *elf = fd >= 0 ? elffile__begin(fd) : NULL;
+	uint8_t b[BUILD_ID_MAX];
+	size_t l = elf && elf_kind(elf) == ELF_K_ELF ? elffile__build_id(elf, b) : 0;
+	bool ok = l && l == len && !memcmp(b, id, len);
 
-	elfsym__free(es);
+	elffile__end(elf, NULL);
 	if (fd >= 0)
 		close(fd);
 	return ok;

@@ -30,6 +30,7 @@
 #include "base/util.h"
 #include "proc/elffile.h"
 #include "sym/demangle.h"
+#include "sym/dwzalt.h"
 #include "sym/lineprog.h"
 #include "sym/srcline.h"
 
@@ -65,10 +66,11 @@ struct dwinline {
 	size_t cache_bytes;
 	struct htab *units; /* unit DIE offset -> struct unit (its index) */
 	size_t unit_bytes;
+	struct dwzalt *alt; /* its dwz file, shared; NULL: an empty one */
+	int alt_status;	    /* dwzalt__get()'s answer: 1 no link, 0 read, -errno */
 };
 
-/* The bytes the debug sections take once read (decompressed); SIZE_MAX if unreadable. */
-static size_t debug_bytes(Elf *elf, bool *has_info)
+size_t dwinline__debug_bytes(Elf *elf, bool *has_info)
 {
 	size_t shstrndx, total = 0;
 	Elf_Scn *scn = NULL;
@@ -112,6 +114,13 @@ static size_t debug_bytes(Elf *elf, bool *has_info)
 struct dwinline *dwinline__open_fd(int fd, size_t max_bytes, void (*room)(void *ctx, size_t bytes),
 				   void *ctx)
 {
+	return dwinline__open_fd_alt(fd, max_bytes, room, ctx, NULL);
+}
+
+struct dwinline *dwinline__open_fd_alt(int fd, size_t max_bytes,
+				       void (*room)(void *ctx, size_t bytes), void *ctx,
+				       const struct dwzalt_query *alt)
+{
 	struct dwinline *d;
 	bool has_info;
 	size_t bytes;
@@ -125,7 +134,7 @@ struct dwinline *dwinline__open_fd(int fd, size_t max_bytes, void (*room)(void *
 		errno = ENOEXEC;
 		return NULL;
 	}
-	bytes = debug_bytes(elf, &has_info);
+	bytes = dwinline__debug_bytes(elf, &has_info);
 	if (!has_info || bytes == SIZE_MAX || bytes > max_bytes) {
 		elffile__end(elf, NULL);
 		errno = !has_info ? ENOENT : bytes == SIZE_MAX ? EINVAL : E2BIG;
@@ -155,8 +164,19 @@ struct dwinline *dwinline__open_fd(int fd, size_t max_bytes, void (*room)(void *
 		errno = EINVAL;
 		return NULL;
 	}
+	/* Its dwz file, read safely (the empty one stays if it cannot be). */
+	d->alt_status = 1;
+	if (alt) {
+		/* What is left of the cap (a held one is refused past it too). */
+		d->alt_status = dwzalt__get(elf, alt, max_bytes - bytes, room, ctx, &d->alt);
+		if (d->alt) {
+			dwarf_setalt(d->dw, dwzalt__dwarf(d->alt));
+			d->sec_bytes += dwzalt__bytes(d->alt);
+		}
+	}
 	srcline__sections(elf, &d->sec);
 	srcline__strs_init(elf, &d->strs);
+	dwzalt__strs(d->alt, &d->strs);
 	/* libdw has read every section it uses: the descriptor is the caller's again. */
 	elf_cntl(elf, ELF_C_FDDONE);
 	return d;
@@ -208,8 +228,16 @@ void dwinline__free(struct dwinline *d)
 	free(d->ranges);
 	if (d->dw)
 		dwarf_end(d->dw);
+	dwzalt__put(d->alt); /* after dwarf_end: dw points into it */
 	elffile__end(d->elf, NULL);
 	free(d);
+}
+
+int dwinline__alt(const struct dwinline *d, const char **path)
+{
+	if (path)
+		*path = dwzalt__path(d ? d->alt : NULL);
+	return d ? d->alt_status : 1;
 }
 
 size_t dwinline__bytes(const struct dwinline *d)

@@ -27,10 +27,15 @@
 #ifndef BPFPROF_DWINLINE_H
 #define BPFPROF_DWINLINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include <libelf.h>
+
 #include "base/budget.h"
+
+struct dwzalt_query;
 
 /* Debug sections (decompressed) one file may make us hold. */
 #define DWINLINE_MAX_BYTES (256u << 20)
@@ -69,7 +74,25 @@ struct dwinline_frame {
  */
 struct dwinline *dwinline__open_fd(int fd, size_t max_bytes, void (*room)(void *ctx, size_t bytes),
 				   void *ctx);
+/*
+ * The same, and the file's dwz file (.gnu_debugaltlink) found and read as
+ * alt says (dwzalt.h; its sections count in max_bytes and room too, and in
+ * dwinline__bytes(), for every file sharing it); alt NULL, or the dwz file
+ * not found: an empty one, the inlined functions named only there have no
+ * name. dwinline__open_fd() is this with alt NULL.
+ */
+struct dwinline *dwinline__open_fd_alt(int fd, size_t max_bytes,
+				       void (*room)(void *ctx, size_t bytes), void *ctx,
+				       const struct dwzalt_query *alt);
+/*
+ * What became of d's dwz file: 1 it names none (or alt was NULL), 0 read
+ * (*path, if path is not NULL: where it was found, "" if fetched), else
+ * dwzalt__get()'s -errno.
+ */
+int dwinline__alt(const struct dwinline *d, const char **path);
 void dwinline__free(struct dwinline *d);
+/* The bytes the debug sections take once read (decompressed); SIZE_MAX if unreadable. */
+size_t dwinline__debug_bytes(Elf *elf, bool *has_info);
 /* Memory held: the sections, the unit index, the cache. */
 size_t dwinline__bytes(const struct dwinline *d);
 

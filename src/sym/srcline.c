@@ -106,7 +106,7 @@ void srcline__sections(Elf *elf, struct lineprog_sections *sec)
 	}
 }
 
-static void strs_add(Elf *elf, struct srcline_strs *st)
+void srcline__strs_add(Elf *elf, struct srcline_strs *st)
 {
 	static const char *const names[] = { "info", "types", "str", "line_str" };
 	size_t shstrndx;
@@ -139,7 +139,7 @@ static void strs_add(Elf *elf, struct srcline_strs *st)
 void srcline__strs_init(Elf *elf, struct srcline_strs *st)
 {
 	memset(st, 0, sizeof(*st));
-	strs_add(elf, st);
+	srcline__strs_add(elf, st);
 }
 
 static const char *str_in(const struct srcline_strs *st, const char *s)

@@ -92,6 +92,8 @@ struct srcline_strs {
 	unsigned nr;
 };
 void srcline__strs_init(Elf *elf, struct srcline_strs *st);
+/* Adds another file's sections (its dwz file's: dwzalt.h) to st, while ranges are left. */
+void srcline__strs_add(Elf *elf, struct srcline_strs *st);
 /* The attribute's string if it ends inside one of those sections, else NULL. */
 const char *srcline__string(struct srcline_strs *st, Dwarf_Attribute *attr);
 /*

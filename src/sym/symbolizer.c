@@ -32,6 +32,7 @@
 #include "sym/debuginfo.h"
 #include "sym/debuginfod.h"
 #include "sym/dwinline.h"
+#include "sym/dwzalt.h"
 #include "sym/elfsym.h"
 #include "sym/kallsyms.h"
 #include "proc/mountinfo.h"
@@ -120,6 +121,10 @@ struct symfile {
 	struct dwinline *dwi;
 	int dwi_err;
 	uint64_t dwi_gen, dwi_cpu_gen, dwi_cpu_ns;
+	/* dwi read without its dwz file, which was asked of debuginfod: dwi is
+	 * read again once the file is in the cache (dwz_id_len 0: not waiting). */
+	uint8_t dwz_id[BUILD_ID_MAX];
+	uint8_t dwz_id_len;
 };
 
 struct symproc {
@@ -221,6 +226,13 @@ struct symbolizer {
 	uint64_t files_dropped, files_reread, pmaps_dropped, files_too_large;
 	uint64_t inline_frames;
 	uint64_t dwarf_files, dwarf_refused, dwarf_over_budget;
+	/* Files whose dwz file was read, not (found nowhere, refused); inlined
+	 * frames left out for want of a name (in a dwz file not read). */
+	uint64_t dwz_files, dwz_missing, inline_unnamed;
+	bool dwz_warned;
+	/* The dwz file the last DWARF opened asked debuginfod for (len 0: none). */
+	uint8_t dwz_want[BUILD_ID_MAX];
+	size_t dwz_want_len;
 	uint64_t dwarf_cpu_gen,
 		dwarf_cpu_ns; /* all files' DWARF: CPU spent in drain dwarf_cpu_gen */
 	uint64_t py_frames, py_unknown;
@@ -892,12 +904,34 @@ static bool is_memfd(const struct procmap *m)
  * process's credentials); the verdict is then the file's own, the same for
  * every process that maps it, as the symbols cached per file need.
  */
-static struct elfsym *find_debug_file(struct symbolizer *s, struct pproc *pp, struct mfile *mf,
-				      const struct elfsym *es, const struct safe_cred *proc,
-				      int *fd_out, char *found, size_t found_size)
+/*
+ * The roots a file of pp's is looked for in: roots[0] pp's (the host's when
+ * there is no pp or its root cannot be opened), roots[1] the host's (fd -1
+ * when roots[0] is already it). *root holds what was opened: ptab__root_close() it.
+ */
+static void debug_roots(struct symbolizer *s, struct pproc *pp, struct safe_root *root,
+			struct safe_root roots[2])
+{
+	const struct safe_root *host = ptab__host_root(s->pt);
+
+	root->fd = -1;
+	if (!pp || ptab__root_open(s->pt, pp, root)) {
+		roots[0] = *host; /* a process whose root we cannot open still has the host's */
+		roots[1].fd = -1;
+	} else {
+		roots[0] = *root;
+		roots[1] = *host;
+		if (ptab__root_is_host(s->pt, root))
+			roots[1].fd = -1;
+	}
+}
+
+static struct elfsym *find_debug_file_at(struct symbolizer *s, struct pproc *pp, struct mfile *mf,
+					 const struct elfsym *es, const struct safe_cred *proc,
+					 int *fd_out, char *found, size_t found_size, int *root_out,
+					 char *path_out)
 {
 	const struct stat *st = mfile__stat(mf);
-	const struct safe_root *host = ptab__host_root(s->pt);
 	const struct safe_cred owner = { .uid = st->st_uid, .gid = st->st_gid };
 	const struct safe_cred *readers[2] = { &owner, proc };
 	struct safe_root root;
@@ -913,19 +947,19 @@ static struct elfsym *find_debug_file(struct symbolizer *s, struct pproc *pp, st
 		.nr_readers = proc ? 2 : 1,
 	};
 
-	root.fd = -1;
-	if (!pp || ptab__root_open(s->pt, pp, &root)) {
-		q.roots[0] = *host; /* a process whose root we cannot open still has the host's */
-		q.roots[1].fd = -1;
-	} else {
-		q.roots[0] = root;
-		q.roots[1] = *host;
-		if (ptab__root_is_host(s->pt, &root))
-			q.roots[1].fd = -1;
-	}
+	q.root_out = root_out;
+	q.path_out = path_out;
+	debug_roots(s, pp, &root, q.roots);
 	dbg = debuginfo__find(&q, found, found_size);
 	ptab__root_close(&root);
 	return dbg;
+}
+
+static struct elfsym *find_debug_file(struct symbolizer *s, struct pproc *pp, struct mfile *mf,
+				      const struct elfsym *es, const struct safe_cred *proc,
+				      int *fd_out, char *found, size_t found_size)
+{
+	return find_debug_file_at(s, pp, mf, es, proc, fd_out, found, found_size, NULL, NULL);
 }
 
 /*
@@ -1994,6 +2028,55 @@ static int fetched_dwarf_fd(struct symbolizer *s, const struct symfile *f)
 	return fd >= 0 ? fd : -1;
 }
 
+/* A dwz file by its build id from debuginfod's cache (asked for if not there), or -1. */
+static int dwz_fetch(void *ctx, const uint8_t *id, size_t len)
+{
+	struct symbolizer *s = ctx;
+	int fd = debuginfod__open(s->dbgd, id, len), err;
+
+	if (fd >= 0)
+		return fd;
+	err = debuginfod__want(s->dbgd, id, len);
+	if ((!err || err == -EALREADY) && len <= sizeof(s->dwz_want)) {
+		memcpy(s->dwz_want, id, len);
+		s->dwz_want_len = len;
+	}
+	return -1;
+}
+
+/* Counts what became of a file's dwz file, and says the first failure once. */
+static void dwz_note(struct symbolizer *s, struct mfile *mf, const struct dwinline *d)
+{
+	const char *why;
+	char msg[PATH_MAX + 200];
+	int st;
+
+	if (!d)
+		return;
+	st = dwinline__alt(d, NULL);
+	if (st == 1)
+		return;
+	if (!st) {
+		s->dwz_files++;
+		return;
+	}
+	s->dwz_missing++;
+	/* Asked of debuginfod: read again when it comes (debuginfod_poll), not said. */
+	if (s->dwz_warned || !s->warn || s->dwz_want_len)
+		return;
+	s->dwz_warned = true;
+	why = st == -ESTALE   ? "a file of another build id"
+	      : st == -EFBIG  ? "too large"
+	      : st == -ENOENT ? "not found"
+	      : st == -EINVAL ? "not a regular file, or a malformed link"
+			      : strerror(-st);
+	snprintf(msg, sizeof(msg),
+		 "%s: its dwz file (.gnu_debugaltlink) not read (%s); inlined functions named "
+		 "only there are left out (said once; -v counts the others)",
+		 mfile__path(mf) ? mfile__path(mf) : "a mapped file", why);
+	s->warn(s->warn_ctx, msg);
+}
+
 /*
  * f's DWARF, opened through p (which maps it at m): the file's own
  * .debug_info, else its separate debug file's (found as its symbols' is,
@@ -2004,6 +2087,10 @@ static void dwarf_open(struct symbolizer *s, struct symproc *p, const struct pro
 		       struct symfile *f)
 {
 	struct dwarf_room room = { .s = s, .f = f };
+	struct dwzalt_query alt = { 0 };
+	struct safe_root root, roots[2];
+	const struct safe_cred *readers[1];
+	struct safe_cred owner;
 	struct mfile *mf;
 	int err, dfd = -1;
 
@@ -2016,20 +2103,46 @@ static void dwarf_open(struct symbolizer *s, struct symproc *p, const struct pro
 		mfile__put(s->pt, mf);
 		return;
 	}
-	f->dwi = dwinline__open_fd(mfile__fd(mf), DWINLINE_MAX_BYTES, dwarf_room, &room);
+	owner = (struct safe_cred){ .uid = mfile__stat(mf)->st_uid,
+				    .gid = mfile__stat(mf)->st_gid };
+	readers[0] = &owner;
+	s->dwz_want_len = 0;
+	/* Its dwz file: looked for as its debug file is, readable by the file's owner. */
+	debug_roots(s, p->pp, &root, roots);
+	alt.roots[0] = &roots[0];
+	alt.roots[1] = &roots[1];
+	alt.path = mfile__path(mf);
+	alt.link_root = 0;
+	alt.debug_dir = s->debug_dir;
+	alt.readers = readers;
+	alt.nr_readers = 1;
+	alt.fetch = s->dbgd ? dwz_fetch : NULL;
+	alt.fetch_ctx = s;
+	f->dwi = dwinline__open_fd_alt(mfile__fd(mf), DWINLINE_MAX_BYTES, dwarf_room, &room, &alt);
 	err = f->dwi ? 0 : -errno;
 	if (err == -ENOENT && (elfsym__build_id(f->es, NULL) || elfsym__debuglink(f->es, NULL))) {
-		char found[PATH_MAX];
+		char found[PATH_MAX], dpath[PATH_MAX];
+		int droot = -1;
 
-		elfsym__free(
-			find_debug_file(s, p->pp, mf, f->es, NULL, &dfd, found, sizeof(found)));
+		elfsym__free(find_debug_file_at(s, p->pp, mf, f->es, NULL, &dfd, found,
+						sizeof(found), &droot, dpath));
+		alt.path = droot >= 0 ? dpath : NULL;
+		alt.link_root = droot;
 		if (dfd < 0)
 			dfd = fetched_dwarf_fd(s, f);
 		if (dfd >= 0) {
-			f->dwi = dwinline__open_fd(dfd, DWINLINE_MAX_BYTES, dwarf_room, &room);
+			f->dwi = dwinline__open_fd_alt(dfd, DWINLINE_MAX_BYTES, dwarf_room, &room,
+						       &alt);
 			err = f->dwi ? 0 : -errno;
 			close(dfd);
 		}
+	}
+	ptab__root_close(&root);
+	dwz_note(s, mf, f->dwi);
+	f->dwz_id_len = 0;
+	if (f->dwi && dwinline__alt(f->dwi, NULL) < 0 && s->dwz_want_len) {
+		memcpy(f->dwz_id, s->dwz_want, s->dwz_want_len);
+		f->dwz_id_len = (uint8_t)s->dwz_want_len;
 	}
 	/* Not kept while debuginfod may still bring the file: tried again a drain later. */
 	f->dwi_err = err == -ENOENT && f->dbgd_wait ? 0 : err;
@@ -2114,17 +2227,28 @@ static size_t dwarf_frames(struct symbolizer *s, struct symproc *p, const struct
 	outer.start_line = fr[k - 1].decl_line;
 	if (!outer.name)
 		outer.name = fr[k - 1].name;
+	/*
+	 * An inlined function without a name (its name in a dwz file that could
+	 * not be read) is left out: named file+0xADDR it would split one stack
+	 * into one per address; its caller's frame, with the line, remains.
+	 */
+	n = 0;
 	for (size_t i = 0; i + 1 < k; i++) {
-		out[i] = outer;
-		out[i].kind = FRAME_INLINE;
-		out[i].name = fr[i].name;
-		out[i].file = fr[i].file;
-		out[i].line = fr[i].line;
-		out[i].start_line = fr[i].decl_line;
+		if (!fr[i].name) {
+			s->inline_unnamed++;
+			continue;
+		}
+		out[n] = outer;
+		out[n].kind = FRAME_INLINE;
+		out[n].name = fr[i].name;
+		out[n].file = fr[i].file;
+		out[n].line = fr[i].line;
+		out[n].start_line = fr[i].decl_line;
+		n++;
 	}
-	out[k - 1] = outer;
-	s->inline_frames += k - 1;
-	return k;
+	out[n] = outer;
+	s->inline_frames += n;
+	return n + 1;
 }
 
 size_t symbolizer__user_frames(struct symbolizer *s, const struct proc_id *id, uint64_t ip,
@@ -2633,7 +2757,7 @@ static void debuginfod_poll(struct symbolizer *s)
 	while ((e = htab__next(s->files, &pos))) {
 		struct symfile *f = e->value;
 
-		if (f->dbgd_wait && f->es &&
+		if (((f->dbgd_wait && f->es) || (f->dwz_id_len && f->dwi)) &&
 		    !array_grow((void **)&serials, &cap, n + 1, sizeof(*serials)))
 			serials[n++] = f->serial;
 	}
@@ -2641,9 +2765,21 @@ static void debuginfod_poll(struct symbolizer *s)
 		struct symfile *f;
 		struct elfsym *dbg;
 		size_t before;
+		int fd;
 
 		e = htab__find(s->files, &serials[i], sizeof(serials[i]));
 		f = e ? e->value : NULL;
+		if (f && f->dwz_id_len && f->dwi &&
+		    (fd = debuginfod__open(s->dbgd, f->dwz_id, f->dwz_id_len)) >= 0) {
+			/* Its dwz file came: its DWARF is read again at its next lookup. */
+			close(fd);
+			s->file_bytes -= MIN(s->file_bytes, dwinline__bytes(f->dwi));
+			dwinline__free(f->dwi);
+			f->dwi = NULL;
+			f->dwi_err = 0;
+			f->dwi_gen = 0;
+			f->dwz_id_len = 0;
+		}
 		if (!f || !f->dbgd_wait || !f->es)
 			continue;
 		files_room(s, f);
@@ -2780,6 +2916,9 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	st->dwarf_files = s->dwarf_files;
 	st->dwarf_refused = s->dwarf_refused;
 	st->dwarf_over_budget = s->dwarf_over_budget;
+	st->dwz_files = s->dwz_files;
+	st->dwz_missing = s->dwz_missing;
+	st->inline_unnamed = s->inline_unnamed;
 	st->files_too_large = s->files_too_large;
 	st->files_dropped = s->files_dropped;
 	st->files_reread = s->files_reread;

@@ -134,6 +134,9 @@ struct symbolizer_stats {
 	uint64_t dwarf_files;	    /* files whose DWARF was read (inlined frames, lines) */
 	uint64_t dwarf_refused;	    /* ... refused: too large, unreadable */
 	uint64_t dwarf_over_budget; /* lookups named without inlines: the file's CPU per drain */
+	uint64_t dwz_files;	    /* files whose dwz file (.gnu_debugaltlink) was read */
+	uint64_t dwz_missing;	    /* ... not: found nowhere, refused (names in it lost) */
+	uint64_t inline_unnamed;    /* inlined frames left out: no name (in a dwz file not read) */
 	uint64_t lisp_names;	    /* frames named from SBCL's heap (lang/sbcl.c) */
 	uint64_t lisp_gc_held;	    /* ... not: a GC between their sample and drain */
 	uint64_t java_names;	    /* frames named from JVM code caches (lang/hotspot.c) */

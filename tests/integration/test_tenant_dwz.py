@@ -74,8 +74,9 @@ def build_dwz(d, altname):
 def test_dwz_file_a_tenant_names_is_never_opened(tenant_dir, tmp_path, kind):
     """kind fifo: the link names a FIFO the tenant made (before: the agent
     blocked in libdw's open() and never wrote its profile); kind real: the
-    dwz file itself, which bpfprof does not read either (its strings would be
-    the tenant's anyway): the profile is the same."""
+    dwz file itself, which libdw does not open either (bpfprof reads it
+    itself, safely: test_dwz_names.py): the profile is the same, hot's
+    inlined calls under it."""
     d = str(tenant_dir)
     alt = f"{d}/fifo" if kind == "fifo" else f"{d}/common.dwz"
     a1 = build_dwz(d, alt)

@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+"""What a new user trips over in the first hour, round two (session 10):
+`perf script | bpfprof report` without '-', report's Module column cut at 12
+columns, an allocation profile with nothing in it written without a word,
+Ctrl-C during the load sampling on, `.SVG` and `.pb` endings refused, a
+silent convert, count's "no function matches" exit status, and "1 intervals".
+"""
+import os
+import pty
+import subprocess
+
+import pytest
+
+from conftest import BPFPROF, run_bpfprof
+
+FOLDED = "app;main;work 30\napp;main;idle 10\n"
+NO_FILE = "there is no default file, as perf.data is for perf report"
+READING_STDIN = "no input file named: reading standard input (as 'bpfprof report -')"
+
+
+def bpfprof(args, timeout=60, **kw):
+    return subprocess.run([str(BPFPROF)] + [str(a) for a in args], capture_output=True,
+                          text=True, timeout=timeout, **kw)
+
+
+# --- 1. `... | bpfprof report` without '-' ------------------------------------------
+
+def test_report_reads_a_pipe_without_dash():
+    """perf script | bpfprof report: stdin read as if '-' were given, and said
+    (a pipe nobody writes would otherwise look like a hang)."""
+    p = bpfprof(["report"], input=FOLDED)
+    assert p.returncode == 0, p.stderr
+    assert READING_STDIN in p.stderr, p.stderr
+    assert "bpfprof report: 40 samples" in p.stdout, p.stdout
+    assert "work" in p.stdout and "idle" in p.stdout, p.stdout
+    # -q: the report, not the note.
+    p = bpfprof(["report", "-q"], input=FOLDED)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert "bpfprof report: 40 samples" in p.stdout, p.stdout
+
+
+def test_report_reads_a_redirected_file(tmp_path):
+    """bpfprof report < cpu.folded: a file on stdin that is not empty is read;
+    an empty one is no input (the no-file message, not an empty report)."""
+    f = tmp_path / "cpu.folded"
+    f.write_text(FOLDED)
+    with open(f) as stdin:
+        p = bpfprof(["report"], stdin=stdin)
+    assert p.returncode == 0, p.stderr
+    assert "bpfprof report: 40 samples" in p.stdout, p.stdout
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    with open(empty) as stdin:
+        p = bpfprof(["report"], stdin=stdin)
+    assert p.returncode == 2, p.stderr
+    assert NO_FILE in p.stderr and READING_STDIN not in p.stderr, p.stderr
+    assert p.stdout == "", p.stdout
+
+
+def test_report_with_stdin_on_dev_null_says_there_is_no_file():
+    """CI runs with stdin on /dev/null: no hang, no empty report, the message."""
+    p = bpfprof(["report"], stdin=subprocess.DEVNULL, timeout=20)
+    assert p.returncode == 2, p.stderr
+    assert NO_FILE in p.stderr and READING_STDIN not in p.stderr, p.stderr
+    assert p.stdout == "", p.stdout
+
+
+def test_report_with_stdin_on_a_terminal_says_there_is_no_file():
+    """Typed at a prompt (stdin a terminal): the no-file message at once, not
+    a wait for text typed at the terminal."""
+    master, slave = pty.openpty()
+    try:
+        p = bpfprof(["report"], stdin=slave, timeout=20)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert p.returncode == 2, p.stderr
+    assert NO_FILE in p.stderr and READING_STDIN not in p.stderr, p.stderr
+
+
+def test_report_with_an_empty_pipe_says_it_is_empty():
+    """true | bpfprof report: stdin read (it is a pipe), and found empty: exit 1."""
+    p = bpfprof(["report"], input="")
+    assert p.returncode == 1, p.stderr
+    assert READING_STDIN in p.stderr and "cannot read stdin: empty file" in p.stderr, p.stderr
+
+
+# --- 3. bpfprof --alloc -- CMD with nothing sampled says why ------------------------
+
+def test_alloc_with_no_allocation_call_says_why(tmp_path):
+    """`true` calls no allocator once the probes are in: the profile is
+    written (empty), and a warning says why, as record says of 0 samples."""
+    out = tmp_path / "a.pb.gz"
+    p = run_bpfprof(["--alloc", "-o", out, "--", "true"], check=False)
+    assert p.returncode == 0, p.stderr
+    assert out.exists()
+    assert "no allocation was sampled: the allocator functions probed were never called" \
+        in p.stderr, p.stderr
+
+
+def test_alloc_below_the_sampling_period_says_why(tmp_path):
+    """A few hundred small allocations against one sample per GiB (a chance
+    below 1e-5 of one): the warning names the calls, the period and --alloc=."""
+    out = tmp_path / "a.folded"
+    p = run_bpfprof(["--alloc=1G", "-o", out, "--", "sleep", "0.1"], check=False)
+    assert p.returncode == 0, p.stderr
+    assert out.exists()
+    assert "no allocation was sampled: " in p.stderr, p.stderr
+    assert "fewer bytes in all than one sample takes (one every 1073741824 bytes on average)" \
+        in p.stderr, p.stderr
+    assert "a smaller --alloc=BYTES" in p.stderr, p.stderr
+
+
+def test_alloc_with_samples_says_nothing_of_it(tmp_path):
+    """One sample every 64 bytes: samples, and no such warning."""
+    out = tmp_path / "a.folded"
+    p = run_bpfprof(["--alloc=64", "-o", out, "--", "sleep", "0.1"], check=False)
+    assert p.returncode == 0, p.stderr
+    assert out.read_text().strip(), p.stderr
+    assert "no allocation was sampled" not in p.stderr, p.stderr
+
+
+# --- 6. bpfprof convert says what it wrote -------------------------------------------
+
+def test_convert_says_what_it_wrote(tmp_path):
+    """As record does: one line, what was written where, in which format;
+    nothing with -q, nothing when the profile goes to stdout."""
+    src = tmp_path / "in.folded"
+    src.write_text(FOLDED)
+    out = tmp_path / "out.svg"
+    p = run_bpfprof(["convert", src, "-o", out])
+    assert p.stderr == f"bpfprof: wrote 40 samples to {out} (svg)\n", p.stderr
+    assert out.read_text().startswith("<?xml"), out.read_text()[:100]
+    p = run_bpfprof(["convert", "-q", src, "-o", tmp_path / "q.folded"])
+    assert p.stderr == "", p.stderr
+    p = run_bpfprof(["convert", src])
+    assert p.stderr == "" and sorted(p.stdout.splitlines()) == sorted(FOLDED.splitlines()), \
+        (p.stdout, p.stderr)
+    one = tmp_path / "one.folded"
+    one.write_text("app;main 1\n")
+    p = run_bpfprof(["convert", one, "-o", tmp_path / "one.pb.gz"])
+    assert p.stderr == f"bpfprof: wrote 1 sample to {tmp_path / 'one.pb.gz'} (pprof)\n", \
+        p.stderr

@@ -331,6 +331,33 @@ static void report_counters(const struct allocrun_stats *st)
 	}
 }
 
+/*
+ * A one-shot profile with no allocation in it: why, as record says of 0
+ * samples (it was written without a word, and looked like a failure). Go
+ * and SBCL runtimes sample on their own and say so above.
+ */
+static void say_why_empty(const struct allocrun_stats *st)
+{
+	const uint64_t *c = st->c;
+
+	if (st->nr_go || st->nr_sbcl)
+		return;
+	if (!c[ALLOC_C_CALLS])
+		p_warn("no allocation was sampled: the allocator functions probed were never "
+		       "called while the probes were in (the program ended first, allocates "
+		       "another way - its own allocator, mmap - or was idle)");
+	else if (!c[ALLOC_C_SAMPLED])
+		p_warn("no allocation was sampled: %" PRIu64 " allocation call%s, fewer bytes in "
+		       "all than one sample takes (one every %" PRIu64 " bytes on average); "
+		       "sample more often with a smaller --alloc=BYTES (--alloc=4K)",
+		       c[ALLOC_C_CALLS], c[ALLOC_C_CALLS] == 1 ? "" : "s", st->period);
+	else
+		p_warn("no allocation was sampled: the %" PRIu64 " sampled call%s returned no "
+		       "block, or %s return was not seen",
+		       c[ALLOC_C_SAMPLED], c[ALLOC_C_SAMPLED] == 1 ? "" : "s",
+		       c[ALLOC_C_SAMPLED] == 1 ? "its" : "their");
+}
+
 void cmd_alloc_summary(struct allocrun *ar)
 {
 	struct allocrun_stats st;
@@ -355,6 +382,8 @@ int cmd_alloc_report(struct allocrun *ar, const struct options *o, const struct 
 	}
 	allocrun__stats(ar, &st);
 	report_counters(&st);
+	if (!profile__nr_samples(prof))
+		say_why_empty(&st);
 	err = writer__write_path(w, prof, path, &o->out, &em);
 	if (err) {
 		if (errmsg_said(&em))

@@ -33,7 +33,7 @@ static void convert_usage(FILE *f)
 	offline__select_usage(f);
 	fprintf(f,
 		"  -v, --verbose           say what was read and written\n"
-		"  -q, --quiet             only errors\n"
+		"  -q, --quiet             only errors (not the line saying what was written)\n"
 		"  -h, --help              this help\n"
 		"\n"
 		"Examples:\n"

@@ -483,7 +483,17 @@ int offline__write_or_fail(const struct writer *w, const struct profile *p,
 			p_hint("%s", em.hint);
 		return 1;
 	}
-	if (o->output)
-		p_info("wrote %s (%s)", o->output, w->name);
+	/* As record says it (unless -q): a silent convert left users checking ls. */
+	if (o->output && strcmp(o->output, "-")) {
+		uint64_t n = profile__total(p);
+		const char *what = "sample";
+
+		if (!n) { /* an allocation or off-CPU profile: no CPU samples */
+			n = profile__nr_samples(p);
+			what = "stack";
+		}
+		p_note("wrote %llu %s%s to %s (%s)", (unsigned long long)n, what, n == 1 ? "" : "s",
+		       o->output, w->name);
+	}
 	return 0;
 }

@@ -917,6 +917,16 @@ int record__open(struct record *r)
 		p_errmsg(&em);
 		return 1;
 	}
+	/* Ctrl-C during the load (a second or more with -a on a busy machine):
+	 * the run ends now, with the profile written as perf record writes its
+	 * file, not after a first turn of sampling (nor after the kernel
+	 * symbols' read: record__stop detaches first). The events stop at once:
+	 * no sample after the request. Not with --alloc beside (its command is
+	 * launched already). */
+	if (!r->ar && stop__requested()) {
+		r->stopped_early = true;
+		collector__detach(r->col);
+	}
 	/* --alloc --on-cpu: the allocator's targets found, its files probed,
 	 * its clock started, while every privilege is there; after the CPU's
 	 * load and tables (seconds with -a), so both spans start together. */
@@ -946,7 +956,12 @@ int record__open(struct record *r)
 	 * pages back, an always-on agent's RSS is what it keeps, not its peak. */
 	malloc_trim(0);
 	collector__stats(r->col, &st);
-	describe_target(&r->o, &st);
+	if (r->stopped_early)
+		p_info("stopping on %s: it came while the BPF program was loading, before "
+		       "sampling started",
+		       strsignal(stop__requested()));
+	else
+		describe_target(&r->o, &st);
 	p_debug("start-up: %.0f ms to sampling: program load %.0f ms (map slots filled %s), "
 		"kernel ORC table %.0f ms, unwind tables %.0f ms",
 		(now_ns() - r->t_main) / NS_PER_MS_F, (st.open_ns - st.korc_ns) / NS_PER_MS_F,
@@ -980,7 +995,10 @@ int record__start(struct record *r)
 			p_debug("no timer thread for -d (%s): the deadline is kept between drains",
 				strerror(-err));
 	}
-	if (r->ch.pid && r->ar && r->o.cmd_is_target) {
+	if (r->ch.pid && r->stopped_early && !(r->ar && r->o.cmd_is_target)) {
+		child__abort(&r->ch); /* never run: it exits without exec */
+		r->cmd_stopped = true;
+	} else if (r->ch.pid && r->ar && r->o.cmd_is_target) {
 		kill(r->ch.pid, SIGCONT); /* allocrun__launch's, stopped at its entry */
 	} else if (r->ch.pid) {
 		err = child__start(&r->ch);
@@ -1186,14 +1204,16 @@ static int record__stop(struct record *r)
 	 * probes stay in until allocrun__free, nothing more is drained). */
 	if (r->ar)
 		allocrun__stop(r->ar);
-	ksyms_join(r, true); /* the last drain asks for names */
-	if (stop__requested())
+	if (stop__requested() && !r->stopped_early)
 		p_info("stopping on %s", strsignal(stop__requested()));
 	else if (r->targets_gone && r->o.nr_pids == 1)
 		p_info("process %u exited: stopping", r->o.pids[0]);
 	else if (r->targets_gone)
 		p_info("all %zu processes exited: stopping", r->o.nr_pids);
 	collector__detach(r->col);
+	/* After the detach: sampling does not go on while kallsyms is read
+	 * (up to a second on a busy machine, after a Ctrl-C in the load). */
+	ksyms_join(r, true); /* the last drain asks for names */
 	/* Stopped by -d's timer while a drain ran late: sampling ended there. */
 	if (collector__stopped_at_deadline(r->col, &at) && at < r->t_stop)
 		r->t_stop = at;
@@ -1391,9 +1411,14 @@ int record__write(struct record *r)
 		record__offcpu_summary(&st, rc->prof, r->o.offcpu_min_ns);
 	print_unwind_summary(rc, &st);
 	print_python_threads(rc, &st);
-	if (profile__total(rc->prof) == 0 && profile__total_offcpu(rc->prof) == 0)
+	if (r->stopped_early)
+		p_info("stopped before sampling started: the profile is written all the same, as "
+		       "perf record writes its file%s",
+		       r->ch.pid ? "; the command was not started" : "");
+	else if (profile__total(rc->prof) == 0 && profile__total_offcpu(rc->prof) == 0)
 		p_warn("no samples were collected: was the target idle?");
-	print_child_exit(&r->ch, r->cmd_stopped, &r->o);
+	if (!r->stopped_early)
+		print_child_exit(&r->ch, r->cmd_stopped, &r->o);
 
 	profile__sort(rc->prof);
 	stop__writing(true);

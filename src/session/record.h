@@ -141,6 +141,9 @@ struct record {
 	 * when every one has exited (targets_gone), as perf record does. */
 	int *target_fds;
 	bool targets_gone;
+	/* A stop request (Ctrl-C) came during the load, before "sampling ...":
+	 * the command is not started, the run ends as soon as it can. */
+	bool stopped_early;
 	bool *cpus; /* -C, NULL: all */
 	int nr_cpus;
 	int *cgroup_fds;

@@ -24,9 +24,9 @@ static void convert_usage(FILE *f)
 		"\n"
 		"  -o, --output FILE       write here (atomically) instead of stdout\n"
 		"  -f, --format NAME       output format; default from FILE's ending (see\n"
-		"                          'bpfprof --help'), else folded (an ending bpfprof does\n"
-		"                          not know is an error; pprof and svgz are not written\n"
-		"                          to a terminal)\n");
+		"                          'bpfprof --help', in any case), else folded (an ending\n"
+		"                          bpfprof does not know is an error; pprof, pb and svgz\n"
+		"                          are not written to a terminal)\n");
 	for (w = writer__all(); *w; w++)
 		fprintf(f, "      %-10s %s\n", (*w)->name, (*w)->description);
 	cli__out_usage(f);

@@ -150,8 +150,9 @@ def test_unknown_output_ending_is_a_usage_error_before_sampling(tmp_path):
             assert err == (f"bpfprof: cannot tell the format of {tmp_path / name} from its "
                            f"ending '{os.path.splitext(name)[1]}'"), p.stderr
             assert hint.startswith("HINT: end the name in .folded .collapsed .stacks .svg .svgz "
-                                   ".pb.gz .pprof .speedscope.json .json .txt .report, or "
-                                   "choose with -f folded|svg|svgz|pprof|speedscope|report"), hint
+                                   ".pb.gz .pprof .pb .speedscope.json .json .txt .report, or "
+                                   "choose with -f folded|svg|svgz|pprof|pb|speedscope|report"), \
+                hint
         # -f decides whatever the name; no ending (or a number) is folded.
         for name, argv in [("profile", []), ("run.1", []), ("x.png", ["-f", "svg"])]:
             run_bpfprof(["-p", w.pid, "-d", "1", "-o", tmp_path / name] + argv)

@@ -212,3 +212,41 @@ def test_ctrl_c_during_the_load_does_not_start_the_command(tmp_path):
     assert "exited with status" not in err and "bpfprof ended it" not in err, err
     assert not marker.exists()
     assert out.exists() and out.read_text() == ""
+
+
+# --- 5. -o endings in any case; .pb (pprof uncompressed) -----------------------------
+
+def test_output_ending_in_capitals_names_the_format(tmp_path):
+    """cpu.SVG and cpu.PB.GZ were refused ("cannot tell the format"): endings
+    name formats in any case, in record and in convert."""
+    src = tmp_path / "in.folded"
+    src.write_text(FOLDED)
+    run_bpfprof(["convert", src, "-o", tmp_path / "cpu.SVG"])
+    assert (tmp_path / "cpu.SVG").read_text().startswith("<?xml")
+    run_bpfprof(["convert", src, "-o", tmp_path / "cpu.Pb.Gz"])
+    assert (tmp_path / "cpu.Pb.Gz").read_bytes()[:2] == b"\x1f\x8b"
+    p = run_bpfprof(["-d", "1", "-o", tmp_path / "rec.SVG", "--", "sleep", "0.2"])
+    assert (tmp_path / "rec.SVG").read_text().startswith("<?xml"), p.stderr
+
+
+def test_pb_ending_writes_uncompressed_pprof(tmp_path):
+    """.pb (as go tool pprof -proto writes): profile.proto uncompressed, read
+    back by report and by the pprof decoder the tests use, same samples as
+    .pb.gz; not poured onto a terminal."""
+    import gzip
+    from pprof import decode, to_folded
+    src = tmp_path / "in.folded"
+    src.write_text(FOLDED)
+    p = run_bpfprof(["convert", src, "-o", tmp_path / "cpu.pb"])
+    assert "(pb)" in p.stderr, p.stderr
+    raw = (tmp_path / "cpu.pb").read_bytes()
+    assert raw[:2] != b"\x1f\x8b" and raw, raw[:20]
+    run_bpfprof(["convert", src, "-o", tmp_path / "cpu.pb.gz"])
+    assert gzip.decompress((tmp_path / "cpu.pb.gz").read_bytes()) == raw
+    assert to_folded(decode(raw)) == to_folded(decode((tmp_path / "cpu.pb.gz").read_bytes()))
+    rep = run_bpfprof(["report", tmp_path / "cpu.pb"]).stdout
+    assert "bpfprof report: 40 samples" in rep, rep
+    from conftest import run_on_tty
+    rc, shown, err = run_on_tty([BPFPROF, "convert", src, "-f", "pb"], timeout=60)
+    assert rc == 2, err
+    assert "pb is binary (profile.proto): it is not written to a terminal" in err, err

@@ -197,7 +197,7 @@ def test_kernel_function_counts_or_refuses(tmp_path):
 
 def test_kernel_pattern_matching_nothing():
     p = run_bpfprof(["count", "-k", "no_such_kfn_*", "-p", os.getpid()], check=False)
-    assert p.returncode == 1 and "no kernel function matches 'no_such_kfn_*'" in p.stderr
+    assert p.returncode == 2 and "no kernel function matches 'no_such_kfn_*'" in p.stderr
 
 
 # --- --interval ----------------------------------------------------------------------------

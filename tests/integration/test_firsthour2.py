@@ -250,3 +250,18 @@ def test_pb_ending_writes_uncompressed_pprof(tmp_path):
     rc, shown, err = run_on_tty([BPFPROF, "convert", src, "-f", "pb"], timeout=60)
     assert rc == 2, err
     assert "pb is binary (profile.proto): it is not written to a terminal" in err, err
+
+
+# --- 7. count: a pattern that matches no function is a usage error (2) ---------------
+
+@pytest.mark.parametrize("pattern", ["bpfprof_no_such_fn_*", "nolib:malloc",
+                                     "kernel:bpfprof_no_such_kfn_*"])
+def test_count_pattern_matching_nothing_exits_2(pattern):
+    """Exit 0 ok, 1 failure, 2 usage error (design.md): a pattern that names
+    nothing is the user's argument, as a bad option is - it exited 1."""
+    p = run_bpfprof(["count", pattern, "-p", os.getpid(), "-d", "1"], check=False)
+    assert p.returncode == 2, p.stderr
+    assert "function matches '" in p.stderr and "HINT: names are" in p.stderr, p.stderr
+    # A process that is not there stays a failure (1), as in record.
+    p = run_bpfprof(["count", "malloc", "-p", "4000000", "-d", "1"], check=False)
+    assert p.returncode == 1 and "process 4000000 not found" in p.stderr, p.stderr

@@ -917,8 +917,8 @@ static int probe_all(struct count *c)
 		p_err("no probe could be attached");
 		return 1;
 	}
-	p_info("%zu functions, %zu probes: %s", c->nr_fns, counter__probes(c->ctr),
-	       counter__mode(c->ctr));
+	p_info("%zu function%s, %zu probe%s: %s", c->nr_fns, plural_s(c->nr_fns),
+	       counter__probes(c->ctr), plural_s(counter__probes(c->ctr)), counter__mode(c->ctr));
 	if (c->skipped_off)
 		p_info("%" PRIu64 " matching symbols lie outside every loaded segment: not probed",
 		       c->skipped_off);

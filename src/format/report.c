@@ -450,7 +450,7 @@ static void function_table(FILE *f, const struct profile_meta *m, struct fstats 
 		snprintf(what, sizeof(what), "%s %s (%s, %s)", by_total ? "total" : "self",
 			 m->value_name, unit_label(m->unit),
 			 by_total ? "there or in a callee" : "the leaf frame");
-	fprintf(f, "\nTop %zu functions by %s:\n", rows, what);
+	fprintf(f, "\nTop %zu function%s by %s:\n", rows, plural_s(rows), what);
 	for (size_t i = 0; i < rows; i++)
 		mw = module_width(mw, &fs->v[i]);
 	/* 49 columns of numbers and module (as wide as its names: the line
@@ -822,8 +822,8 @@ static void cg_print(FILE *f, const struct profile_meta *m, const struct cgraph 
 					: "Callers and callees",
 			pat);
 	else
-		fprintf(f, "Call graph of the top %zu functions by %s %s", sec->nr,
-			by_self ? "self" : "total", what);
+		fprintf(f, "Call graph of the top %zu function%s by %s %s", sec->nr,
+			plural_s(sec->nr), by_self ? "self" : "total", what);
 	if (sec->pattern && sec->matched > sec->nr)
 		fprintf(f, " (%zu of %zu functions; --top 0: all)", sec->nr, sec->matched);
 	else if (sec->pattern)

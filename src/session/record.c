@@ -261,7 +261,8 @@ static void print_summary(const struct collector_stats *st, const struct profile
 
 	for (size_t i = 0; i < ARRAY_SIZE(lost); i++)
 		nlost += st->v[lost[i].stat];
-	sbuf_printf(&sb, "%" PRIu64 " samples in %.1f s, %" PRIu64 " lost", samples, secs, nlost);
+	sbuf_printf(&sb, "%" PRIu64 " sample%s in %.1f s, %" PRIu64 " lost", samples,
+		    plural_s(samples), secs, nlost);
 	if (nlost) {
 		const char *sep = " (";
 
@@ -403,7 +404,8 @@ static void status_update(struct status_line *sl, struct collector *col, const s
 		fprintf(stderr, " of %g s", o->duration);
 	if (o->interval) /* continuous mode: what became of the intervals */
 		sinks__status(ct, sinks, sizeof(sinks));
-	fprintf(stderr, ", %" PRIu64 " samples%s", st.v[STAT_SAMPLES], sinks);
+	fprintf(stderr, ", %" PRIu64 " sample%s%s", st.v[STAT_SAMPLES],
+		plural_s(st.v[STAT_SAMPLES]), sinks);
 	fflush(stderr);
 	sl->shown = true;
 }
@@ -1268,9 +1270,10 @@ int record__finish_continuous(struct record *r)
 	if (err)
 		p_err("out of memory");
 	collector__stats(r->col, &st);
-	p_info("%" PRIu64 " samples in %.1f s, %" PRIu64 " lost, %" PRIu64 " intervals",
-	       st.v[STAT_SAMPLES], (r->t_stop - r->t_start) / NS_PER_SEC_F, record__lost(&st),
-	       r->ct.intervals);
+	p_info("%" PRIu64 " sample%s in %.1f s, %" PRIu64 " lost, %" PRIu64 " interval%s",
+	       st.v[STAT_SAMPLES], plural_s(st.v[STAT_SAMPLES]),
+	       (r->t_stop - r->t_start) / NS_PER_SEC_F, record__lost(&st), r->ct.intervals,
+	       plural_s(r->ct.intervals));
 	if (r->o.offcpu)
 		record__offcpu_summary(&st, NULL, r->o.offcpu_min_ns);
 	print_unwind_summary(&r->rc, &st); /* -v: the whole run's, as in one-shot mode */

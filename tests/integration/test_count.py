@@ -117,7 +117,7 @@ def start_count(args):
         if not line:
             break
         seen.append(line)
-        if " probes: " in line:
+        if re.search(r" probes?: ", line):  # "N functions, N probes: MODE" (1 probe)
             return p, "".join(seen)
     p.kill()
     raise AssertionError("bpfprof count never attached:\n" + "".join(seen))

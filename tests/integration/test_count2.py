@@ -95,7 +95,7 @@ def _cgroup_filter(tmp_path, cg):
             f.write(str(inside.pid))
         out = tmp_path / "c.json"
         p, err = start_count(["--cgroup", cg, "-d", "60", "bp_a", "bp_b", "bp_slow", "-o", out])
-        assert "1 processes looked at" in err, err
+        assert "1 process looked at" in err, err
         inside.send_signal(signal.SIGUSR1)
         outside.send_signal(signal.SIGUSR1)
         own = own_counts(inside.communicate(timeout=60)[0])

@@ -7,11 +7,12 @@ silent convert, count's "no function matches" exit status, and "1 intervals".
 """
 import os
 import pty
+import re
 import subprocess
 
 import pytest
 
-from conftest import BPFPROF, run_bpfprof
+from conftest import BPFPROF, run_bpfprof, wl
 
 FOLDED = "app;main;work 30\napp;main;idle 10\n"
 NO_FILE = "there is no default file, as perf.data is for perf report"
@@ -265,3 +266,26 @@ def test_count_pattern_matching_nothing_exits_2(pattern):
     # A process that is not there stays a failure (1), as in record.
     p = run_bpfprof(["count", "malloc", "-p", "4000000", "-d", "1"], check=False)
     assert p.returncode == 1 and "process 4000000 not found" in p.stderr, p.stderr
+
+
+# --- 8. "1 interval", "1 function", not "1 intervals" --------------------------------
+
+def test_one_interval_is_singular(tmp_path):
+    """A 1 s run of 5 s intervals: one (partial) interval, one file - said so."""
+    out = tmp_path / "od"
+    p = run_bpfprof(["-a", "-F", "99", "--interval", "5", "--output-dir", out, "-d", "1"])
+    assert re.search(r"bpfprof: \d+ samples in [0-9.]+ s, \d+ lost, 1 interval\n", p.stderr), \
+        p.stderr
+    assert f"bpfprof: 1 profile written to {out} (1 kept" in p.stderr, p.stderr
+    assert "1 intervals" not in p.stderr and "1 profiles" not in p.stderr, p.stderr
+
+
+def test_one_function_is_singular(tmp_path):
+    """report's tables and count's probe line with one function."""
+    one = tmp_path / "one.folded"
+    one.write_text("app;main 5\n")
+    rep = run_bpfprof(["report", one]).stdout
+    assert "Top 1 function by self samples (running):" in rep, rep
+    assert "Top 1 function by total samples" in rep, rep
+    p = run_bpfprof(["count", "-v", "bp_a", "--", wl("countwork"), "calls"])
+    assert re.search(r"bpfprof: 1 function, \d+ probes?: ", p.stderr), p.stderr

@@ -1090,6 +1090,12 @@ int cli__validate(struct options *o, struct errmsg *em)
 	return CLI_OK;
 }
 
+/* --event or --event=NAME: perf record's long spelling of -e. */
+static bool is_event_option(const char *arg)
+{
+	return !strncmp(arg, "--event", 7) && (!arg[7] || arg[7] == '=');
+}
+
 int cli__parse(int argc, char **argv, struct options *o, struct errmsg *em)
 {
 	int c, rc;
@@ -1103,6 +1109,17 @@ int cli__parse(int argc, char **argv, struct options *o, struct errmsg *em)
 		if (c == ':')
 			return usage_err(em, "option '%s' needs a value", argv[optind - 1]);
 		rc = parse_option(c, optarg, o, em);
+		/* perf record -e cycles: the first thing a perf user types. */
+		if (rc == NOT_AN_OPTION && (optopt == 'e' || (!optopt && optind > 1 &&
+							      is_event_option(argv[optind - 1])))) {
+			usage_err(em,
+				  "unknown option '%s': bpfprof samples one event, the cpu-clock "
+				  "timer (as perf record -e cpu-clock, or bcc's profile)",
+				  optopt ? "-e" : "--event");
+			errmsg_hint(em, "drop -e; the rate is -F HZ (cycles and other hardware "
+					"events are not offered: VMs often have no PMU)");
+			return CLI_USAGE;
+		}
 		if (rc == NOT_AN_OPTION && optopt)
 			return usage_err(em, "unknown option '-%c'", optopt);
 		if (rc == NOT_AN_OPTION)

@@ -52,6 +52,7 @@ static void report_usage(FILE *f)
 		OUT_DEFAULT_TOP);
 	offline__select_usage(f);
 	fprintf(f,
+		"      --stdio             accepted for perf's sake: the report is always text\n"
 		"  -o, --output FILE       write here instead of stdout\n"
 		"  -q, --quiet             only errors\n"
 		"  -h, --help              this help\n"

@@ -289,3 +289,35 @@ def test_one_function_is_singular(tmp_path):
     assert "Top 1 function by total samples" in rep, rep
     p = run_bpfprof(["count", "-v", "bp_a", "--", wl("countwork"), "calls"])
     assert re.search(r"bpfprof: 1 function, \d+ probes?: ", p.stderr), p.stderr
+
+
+# --- also: perf's spellings a perf user types first ---------------------------------
+
+def test_report_takes_perf_reports_dash_i_and_stdio(tmp_path):
+    """perf report -i FILE --stdio: -i names an input (repeatable, first),
+    --stdio is accepted (the report is text); convert takes -i too, not --stdio."""
+    src = tmp_path / "in.folded"
+    src.write_text(FOLDED)
+    rep = run_bpfprof(["report", "--stdio", "-i", src]).stdout
+    assert "bpfprof report: 40 samples" in rep, rep
+    rep = run_bpfprof(["report", "-i", src, "--input", src, src]).stdout
+    assert "bpfprof report: 120 samples" in rep, rep
+    out = tmp_path / "o.folded"
+    run_bpfprof(["convert", "-i", src, "-o", out])
+    assert sorted(out.read_text().splitlines()) == sorted(FOLDED.splitlines())
+    p = run_bpfprof(["convert", "--stdio", src], check=False)
+    assert p.returncode == 2 and "--stdio is an option of 'bpfprof report'" in p.stderr, p.stderr
+    p = run_bpfprof(["report", "-i", ""], check=False)
+    assert p.returncode == 2 and "empty input file name" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("args", [["-e", "cycles"], ["-ecycles"], ["--event=cycles"],
+                                  ["record", "-e", "cpu-clock"]])
+def test_record_dash_e_says_the_one_event(args):
+    """perf record -e cycles: said what bpfprof samples instead of a bare
+    "unknown option", before anything is sampled (exit 2)."""
+    p = run_bpfprof(args + ["-d", "1", "--", "true"], check=False)
+    assert p.returncode == 2, p.stderr
+    assert "bpfprof samples one event, the cpu-clock timer" in p.stderr, p.stderr
+    assert "HINT: drop -e; the rate is -F HZ" in p.stderr, p.stderr
+    assert "sampling" not in p.stderr.split("\n")[0], p.stderr

@@ -915,7 +915,11 @@ int record__open(struct record *r)
 									       : r->o.unwind);
 		p_debug("user stacks walked with --unwind %s", r->rc.unwind_name);
 	}
-	if (!r->col || collector__attach(r->col, &em)) {
+	if (r->col && !r->ar && r->early_skips_attach && stop__requested()) {
+		/* Stopped during the load: no event is enabled at all (not even
+		 * for the attach's few milliseconds, a busy machine's samples). */
+		r->stopped_early = r->not_attached = true;
+	} else if (!r->col || collector__attach(r->col, &em)) {
 		p_errmsg(&em);
 		return 1;
 	}
@@ -925,7 +929,7 @@ int record__open(struct record *r)
 	 * symbols' read: record__stop detaches first). The events stop at once:
 	 * no sample after the request. Not with --alloc beside (its command is
 	 * launched already). */
-	if (!r->ar && stop__requested()) {
+	if (!r->ar && !r->stopped_early && stop__requested()) {
 		r->stopped_early = true;
 		collector__detach(r->col);
 	}
@@ -1015,6 +1019,8 @@ int record__start(struct record *r)
 
 int record__poll_notices(struct record *r, int timeout_ms)
 {
+	if (r->not_attached)
+		return 0; /* no ring to poll: nothing was ever sampled */
 	if (r->on_notice)
 		return collector__poll(r->col, timeout_ms, r->on_notice, r->notice_ctx);
 	return collector__poll(r->col, timeout_ms, record__on_proc_notice, &r->rc);
@@ -1240,6 +1246,7 @@ int record__run(struct record *r)
 
 	if (!ret)
 		ret = record__setup(r);
+	r->early_skips_attach = true;
 	if (!ret)
 		ret = record__open(r);
 	if (!ret)

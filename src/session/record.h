@@ -144,6 +144,9 @@ struct record {
 	/* A stop request (Ctrl-C) came during the load, before "sampling ...":
 	 * the command is not started, the run ends as soon as it can. */
 	bool stopped_early;
+	/* ... before the attach: no event was ever enabled (record__run only:
+	 * top's loop polls the collector's ring, which the attach makes). */
+	bool early_skips_attach, not_attached;
 	bool *cpus; /* -C, NULL: all */
 	int nr_cpus;
 	int *cgroup_fds;

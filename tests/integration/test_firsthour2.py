@@ -142,6 +142,11 @@ def test_convert_says_what_it_wrote(tmp_path):
     p = run_bpfprof(["convert", one, "-o", tmp_path / "one.pb.gz"])
     assert p.stderr == f"bpfprof: wrote 1 sample to {tmp_path / 'one.pb.gz'} (pprof)\n", \
         p.stderr
+    # diff -o says it too (its two profiles' samples are in the file's title).
+    p = run_bpfprof(["diff", src, one, "-o", tmp_path / "d.svg"])
+    assert p.stderr == f"bpfprof: wrote {tmp_path / 'd.svg'} (svg)\n", p.stderr
+    p = run_bpfprof(["diff", "-q", src, one, "-o", tmp_path / "e.svg"])
+    assert p.stderr == "", p.stderr
 
 
 # --- 4. Ctrl-C during the load ends the run, no sampling after it --------------------

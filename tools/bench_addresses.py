@@ -49,7 +49,7 @@ def run_pair(seconds, tmp):
         p.returncode = os.waitstatus_to_exitcode(status)
         assert p.returncode == 0, stderr
         keys = re.search(r"(\d+) samples stored a new key", stderr)
-        samples = re.search(r"(\d+) samples in", stderr)
+        samples = re.search(r"(\d+) samples? in", stderr)
         prof = pprof.decode(out.read_bytes())
         res[mode] = {
             "kernel samples": int(samples.group(1)),

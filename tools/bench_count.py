@@ -37,6 +37,7 @@ share of bpftrace's. Run it alone: flock /tmp/bpfprof-bench.lock.
 import argparse
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -83,7 +84,7 @@ def wait_line(p, what):
         line = p.stderr.readline() if what != "Attaching" else p.stdout.readline()
         if not line:
             break
-        if what in line:
+        if (what.search(line) if hasattr(what, "search") else what in line):
             return
     p.kill()
     raise SystemExit(f"the tool never said '{what}'")
@@ -94,7 +95,7 @@ def bpfprof(env):
         p = subprocess.Popen([str(BPFPROF), "count", "-v", "-p", str(pid), FN,
                               "--budget", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=dict(os.environ, **env))
-        wait_line(p, " probes: ")
+        wait_line(p, re.compile(r" probes?: "))  # "1 function, 1 probe: MODE" too
         return p
     return attach
 

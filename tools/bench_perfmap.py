@@ -79,7 +79,7 @@ def one(bpfprof, jitlike, nproc, tmp):
             except FileNotFoundError:
                 pass
     tail = re.search(r"end of sampling to written profile: ([0-9.]+) ms", err)
-    secs = re.search(r"\d+ samples in ([0-9.]+) s", err)
+    secs = re.search(r"\d+ samples? in ([0-9.]+) s", err)
     named, unnamed = folded_counts(out, Path(jitlike).name[:15])
     return {
         "rss_mb": ru.ru_maxrss / 1024,

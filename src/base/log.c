@@ -57,6 +57,7 @@ DEFINE_LOGGER(p_err, LOG_ERROR, "bpfprof: ")
 DEFINE_LOGGER(p_hint, LOG_ERROR, "HINT: ")
 DEFINE_LOGGER(p_warn, LOG_WARN, "bpfprof: warning: ")
 DEFINE_LOGGER(p_info, LOG_INFO, "bpfprof: ")
+DEFINE_LOGGER(p_note, LOG_WARN, "bpfprof: ")
 DEFINE_LOGGER(p_debug, LOG_DEBUG, "bpfprof: debug: ")
 
 void p_errmsg(const struct errmsg *em)

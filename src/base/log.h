@@ -26,6 +26,8 @@ void p_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void p_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void p_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void p_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* What the user should know even without -v (what was read or written): silenced by -q only. */
+void p_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void p_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The message and hint a library function left in a struct errmsg (base/errmsg.h). */
 struct errmsg;

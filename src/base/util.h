@@ -59,6 +59,12 @@ int sbuf_printf(struct sbuf *sb, const char *fmt, ...) __attribute__((format(pri
 void sbuf_reset(struct sbuf *sb);
 void sbuf_free(struct sbuf *sb);
 
+/* "s" unless n is 1: "1 interval", "2 intervals" (and "0 samples"). */
+static inline const char *plural_s(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
 /* A space or a tab. */
 static inline bool is_blank(char c)
 {

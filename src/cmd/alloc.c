@@ -93,8 +93,8 @@ static void status_update(struct drive *d, const struct metrics_alloc *am, uint6
 	fprintf(stderr, "\r\033[Kbpfprof: %.0f s", (double)(now - d->start) / NS_PER_SEC_F);
 	if (d->o->duration)
 		fprintf(stderr, " of %g s", d->o->duration);
-	fprintf(stderr, ", %" PRIu64 " allocations sampled%s", am->samples_libc + am->samples_go,
-		sinks);
+	fprintf(stderr, ", %" PRIu64 " allocation%s sampled%s", am->samples_libc + am->samples_go,
+		plural_s(am->samples_libc + am->samples_go), sinks);
 	fflush(stderr);
 	d->shown = true;
 }
@@ -245,11 +245,12 @@ static void report_counters(const struct allocrun_stats *st)
 {
 	const uint64_t *c = st->c;
 
-	p_info("%" PRIu64 " allocation calls, %" PRIu64 " frees; %" PRIu64
-	       " allocations sampled (one every %" PRIu64 " bytes on average), %" PRIu64
+	p_info("%" PRIu64 " allocation call%s, %" PRIu64 " free%s; %" PRIu64
+	       " allocation%s sampled (one every %" PRIu64 " bytes on average), %" PRIu64
 	       " of them freed",
-	       c[ALLOC_C_CALLS], c[ALLOC_C_FREES], c[ALLOC_C_RECORDED], st->period,
-	       c[ALLOC_C_FREED]);
+	       c[ALLOC_C_CALLS], plural_s(c[ALLOC_C_CALLS]), c[ALLOC_C_FREES],
+	       plural_s(c[ALLOC_C_FREES]), c[ALLOC_C_RECORDED], plural_s(c[ALLOC_C_RECORDED]),
+	       st->period, c[ALLOC_C_FREED]);
 	if (c[ALLOC_C_LIVE_FULL])
 		p_warn("%" PRIu64 " sampled blocks not followed to their free: the table of %u "
 		       "blocks in use was full (their in-use values are missing)",
@@ -331,6 +332,33 @@ static void report_counters(const struct allocrun_stats *st)
 	}
 }
 
+/*
+ * A one-shot profile with no allocation in it: why, as record says of 0
+ * samples (it was written without a word, and looked like a failure). Go
+ * and SBCL runtimes sample on their own and say so above.
+ */
+static void say_why_empty(const struct allocrun_stats *st)
+{
+	const uint64_t *c = st->c;
+
+	if (st->nr_go || st->nr_sbcl)
+		return;
+	if (!c[ALLOC_C_CALLS])
+		p_warn("no allocation was sampled: the allocator functions probed were never "
+		       "called while the probes were in (the program ended first, allocates "
+		       "another way - its own allocator, mmap - or was idle)");
+	else if (!c[ALLOC_C_SAMPLED])
+		p_warn("no allocation was sampled: %" PRIu64 " allocation call%s, fewer bytes in "
+		       "all than one sample takes (one every %" PRIu64 " bytes on average); "
+		       "sample more often with a smaller --alloc=BYTES (--alloc=4K)",
+		       c[ALLOC_C_CALLS], c[ALLOC_C_CALLS] == 1 ? "" : "s", st->period);
+	else
+		p_warn("no allocation was sampled: the %" PRIu64 " sampled call%s returned no "
+		       "block, or %s return was not seen",
+		       c[ALLOC_C_SAMPLED], c[ALLOC_C_SAMPLED] == 1 ? "" : "s",
+		       c[ALLOC_C_SAMPLED] == 1 ? "its" : "their");
+}
+
 void cmd_alloc_summary(struct allocrun *ar)
 {
 	struct allocrun_stats st;
@@ -355,6 +383,8 @@ int cmd_alloc_report(struct allocrun *ar, const struct options *o, const struct 
 	}
 	allocrun__stats(ar, &st);
 	report_counters(&st);
+	if (!profile__nr_samples(prof))
+		say_why_empty(&st);
 	err = writer__write_path(w, prof, path, &o->out, &em);
 	if (err) {
 		if (errmsg_said(&em))
@@ -383,7 +413,7 @@ static int finish_continuous(struct drive *d)
 	}
 	allocrun__stats(d->ar, &st);
 	report_counters(&st);
-	p_info("%" PRIu64 " intervals in %.1f s", d->ct.intervals,
+	p_info("%" PRIu64 " interval%s in %.1f s", d->ct.intervals, plural_s(d->ct.intervals),
 	       (double)(st.t1 - st.t0) / NS_PER_SEC_F);
 	sinks__summary(&d->ct, d->o);
 	return 0;

@@ -1289,8 +1289,9 @@ static int annotate_live(struct annotate_opts *a)
 		collector__stats(r.col, &st);
 		record__fill_meta(r.rc.prof, &r.rc, profile__meta(r.rc.prof)->start_ns,
 				  r.t_stop - r.t_start, record__lost(&st));
-		p_info("%" PRIu64 " samples in %.1f s, %" PRIu64 " lost", st.v[STAT_SAMPLES],
-		       (r.t_stop - r.t_start) / NS_PER_SEC_F, record__lost(&st));
+		p_info("%" PRIu64 " sample%s in %.1f s, %" PRIu64 " lost", st.v[STAT_SAMPLES],
+		       plural_s(st.v[STAT_SAMPLES]), (r.t_stop - r.t_start) / NS_PER_SEC_F,
+		       record__lost(&st));
 		fflush(stderr);
 		a->host = ptab__host_root(r.rc.pt);
 		ret = annotate_profile(a, r.rc.prof, r.rc.sym);

@@ -146,11 +146,12 @@ void cli__usage(FILE *f)
 		"Output:\n"
 		"  -o, --output FILE       write here instead of stdout (written atomically; if\n"
 		"                          FILE cannot be written, saved in $TMPDIR or /tmp)\n"
-		"  -f, --format NAME       output format; default from FILE's ending (below),\n"
-		"                          folded for stdout or a FILE without one (another\n"
-		"                          ending is an error: name the format with -f);\n"
-		"                          report (the top functions) for a terminal, which\n"
-		"                          never gets pprof or svgz (gzip): use -o or '>'\n"
+		"  -f, --format NAME       output format; default from FILE's ending (below, in\n"
+		"                          any case), folded for stdout or a FILE without one\n"
+		"                          (another ending is an error: name the format with\n"
+		"                          -f); report (the top functions) for a terminal,\n"
+		"                          which never gets pprof, pb or svgz (binary): use -o\n"
+		"                          or '>'\n"
 		"      --addresses         keep each sample's leaf address (pprof Location.address)\n"
 		"                          for 'bpfprof annotate PROFILE FUNCTION'\n"
 		"      --debuginfod URLS   fetch the debug files of stripped binaries that have none\n"
@@ -971,13 +972,14 @@ void cli__warn_mismatch(const struct writer *w, const char *format, const char *
 
 int cli__check_terminal(const struct writer *w, const char *path, struct errmsg *em)
 {
-	const char *ext = w == &writer_pprof ? "pb.gz" : "svgz";
+	const char *ext = w == &writer_pprof ? "pb.gz" : w == &writer_pb ? "pb" : "svgz";
 
-	if (w != &writer_pprof && w != &writer_svgz)
+	if (w != &writer_pprof && w != &writer_svgz && w != &writer_pb)
 		return CLI_OK;
 	if ((path && strcmp(path, "-")) || !isatty(STDOUT_FILENO))
 		return CLI_OK;
-	usage_err(em, "%s is gzip-compressed binary: it is not written to a terminal", w->name);
+	usage_err(em, "%s is %s: it is not written to a terminal", w->name,
+		  w == &writer_pb ? "binary (profile.proto)" : "gzip-compressed binary");
 	errmsg_hint(em, "name a file with -o FILE (e.g. -o cpu.%s), or redirect: > cpu.%s", ext,
 		    ext);
 	return CLI_USAGE;
@@ -1088,6 +1090,12 @@ int cli__validate(struct options *o, struct errmsg *em)
 	return CLI_OK;
 }
 
+/* --event or --event=NAME: perf record's long spelling of -e. */
+static bool is_event_option(const char *arg)
+{
+	return !strncmp(arg, "--event", 7) && (!arg[7] || arg[7] == '=');
+}
+
 int cli__parse(int argc, char **argv, struct options *o, struct errmsg *em)
 {
 	int c, rc;
@@ -1101,6 +1109,17 @@ int cli__parse(int argc, char **argv, struct options *o, struct errmsg *em)
 		if (c == ':')
 			return usage_err(em, "option '%s' needs a value", argv[optind - 1]);
 		rc = parse_option(c, optarg, o, em);
+		/* perf record -e cycles: the first thing a perf user types. */
+		if (rc == NOT_AN_OPTION && (optopt == 'e' || (!optopt && optind > 1 &&
+							      is_event_option(argv[optind - 1])))) {
+			usage_err(em,
+				  "unknown option '%s': bpfprof samples one event, the cpu-clock "
+				  "timer (as perf record -e cpu-clock, or bcc's profile)",
+				  optopt ? "-e" : "--event");
+			errmsg_hint(em, "drop -e; the rate is -F HZ (cycles and other hardware "
+					"events are not offered: VMs often have no PMU)");
+			return CLI_USAGE;
+		}
 		if (rc == NOT_AN_OPTION && optopt)
 			return usage_err(em, "unknown option '-%c'", optopt);
 		if (rc == NOT_AN_OPTION)

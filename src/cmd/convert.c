@@ -24,16 +24,16 @@ static void convert_usage(FILE *f)
 		"\n"
 		"  -o, --output FILE       write here (atomically) instead of stdout\n"
 		"  -f, --format NAME       output format; default from FILE's ending (see\n"
-		"                          'bpfprof --help'), else folded (an ending bpfprof does\n"
-		"                          not know is an error; pprof and svgz are not written\n"
-		"                          to a terminal)\n");
+		"                          'bpfprof --help', in any case), else folded (an ending\n"
+		"                          bpfprof does not know is an error; pprof, pb and svgz\n"
+		"                          are not written to a terminal)\n");
 	for (w = writer__all(); *w; w++)
 		fprintf(f, "      %-10s %s\n", (*w)->name, (*w)->description);
 	cli__out_usage(f);
 	offline__select_usage(f);
 	fprintf(f,
 		"  -v, --verbose           say what was read and written\n"
-		"  -q, --quiet             only errors\n"
+		"  -q, --quiet             only errors (not the line saying what was written)\n"
 		"  -h, --help              this help\n"
 		"\n"
 		"Examples:\n"

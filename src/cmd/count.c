@@ -217,8 +217,8 @@ static void count_usage(FILE *f)
 		"  sudo bpfprof count -p 1234 -d 10 'libc:malloc' 'libc:free'\n"
 		"  sudo bpfprof count -p 1234 -d 5 'parse_*' -f json -o calls.json\n"
 		"\n"
-		"Exit status: 0, 1 failure (not root, no such process, no function matches),\n"
-		"2 usage error; under -- COMMAND, the command's status.\n",
+		"Exit status: 0, 1 failure (not root, no such process), 2 usage error (a\n"
+		"pattern that matches no function too); under -- COMMAND, the command's status.\n",
 		COUNT_CGROUPS, COUNT_DEFAULT_MAX_FUNCS, COUNT_MAX_MAX_FUNCS, COUNT_DEFAULT_BUDGET);
 }
 
@@ -837,7 +837,8 @@ static void release_execs(struct count *c)
 	}
 }
 
-/* Counts what the patterns match in every target, then probes it. 0, or 1 (said). */
+/* Counts what the patterns match in every target, then probes it. 0, or 1 (said), or 2
+ * (said) when a pattern matches no function. */
 static int probe_all(struct count *c)
 {
 	size_t matched = 0;
@@ -885,7 +886,9 @@ static int probe_all(struct count *c)
 			else
 				p_hint("names are as in the symbol table (nm -D FILE); libraries a "
 				       "program dlopen()s later are not searched");
-			return 1;
+			/* The user's argument is what is wrong: a usage error, as
+			 * the design's exit statuses say (2), not a failure (1). */
+			return 2;
 		}
 	}
 	if (matched > c->max_funcs) {
@@ -914,8 +917,8 @@ static int probe_all(struct count *c)
 		p_err("no probe could be attached");
 		return 1;
 	}
-	p_info("%zu functions, %zu probes: %s", c->nr_fns, counter__probes(c->ctr),
-	       counter__mode(c->ctr));
+	p_info("%zu function%s, %zu probe%s: %s", c->nr_fns, plural_s(c->nr_fns),
+	       counter__probes(c->ctr), plural_s(counter__probes(c->ctr)), counter__mode(c->ctr));
 	if (c->skipped_off)
 		p_info("%" PRIu64 " matching symbols lie outside every loaded segment: not probed",
 		       c->skipped_off);

@@ -114,7 +114,7 @@ static int diff(struct offline_opts *o)
 			p_hint("%s", em.hint);
 		ret = 1;
 	} else if (o->output) {
-		p_info("wrote %s (%s)", o->output, w->name);
+		p_note("wrote %s (%s)", o->output, w->name); /* as convert says it, unless -q */
 	}
 out:
 	profile__free(before);

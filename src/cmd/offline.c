@@ -31,7 +31,8 @@ enum {
 	OPT_SEL_EVENT,
 	OPT_CALLERS,
 	OPT_CALLEES,
-	OPT_STYLE
+	OPT_STYLE,
+	OPT_STDIO
 };
 
 static const struct option long_opts[] = {
@@ -43,6 +44,8 @@ static const struct option long_opts[] = {
 	{ "callees", required_argument, NULL, OPT_CALLEES },
 	{ "call-graph", no_argument, NULL, 'g' },
 	{ "style", required_argument, NULL, OPT_STYLE }, /* report only */
+	{ "input", required_argument, NULL, 'i' },	 /* perf report -i perf.data */
+	{ "stdio", no_argument, NULL, OPT_STDIO },	 /* perf report's: always so */
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -103,6 +106,10 @@ static void options_free(struct offline_opts *o)
 		free(o->comms[i]);
 	free(o->comms);
 	free(o->pids);
+	free(o->named);
+	free(o->inputs_buf);
+	o->named = o->inputs_buf = NULL;
+	o->nr_named = o->cap_named = 0;
 	o->comms = NULL;
 	o->pids = NULL;
 	o->nr_comms = o->cap_comms = o->nr_pids = o->cap_pids = 0;
@@ -111,6 +118,8 @@ static void options_free(struct offline_opts *o)
 void offline__select_usage(FILE *f)
 {
 	fprintf(f,
+		"  -i, --input FILE        an input, as perf report -i names it (repeatable; the\n"
+		"                          same as naming FILE after the options)\n"
 		"      --pid PID[,PID...]  only the samples of these processes (as perf report)\n"
 		"      --comm NAME[,NAME...]\n"
 		"                          only the samples of processes with these names\n"
@@ -129,13 +138,15 @@ static int parse(int argc, char **argv, const char *cmd, struct offline_opts *o,
 	optind = 1;
 	opterr = 0;
 	/* Permuting: "convert a.folded -o x.svg" and "convert -o x.svg a.folded" both work. */
-	while ((c = getopt_long(argc, argv, ":o:f:vqhg", long_opts, NULL)) != -1) {
-		if ((c == OPT_CALLERS || c == OPT_CALLEES || c == 'g' || c == OPT_STYLE) &&
+	while ((c = getopt_long(argc, argv, ":o:f:i:vqhg", long_opts, NULL)) != -1) {
+		if ((c == OPT_CALLERS || c == OPT_CALLEES || c == 'g' || c == OPT_STYLE ||
+		     c == OPT_STDIO) &&
 		    strcmp(cmd, "report"))
 			return offline__usage(cmd, "%s is an option of 'bpfprof report'",
 					      c == OPT_CALLERS	 ? "--callers"
 					      : c == OPT_CALLEES ? "--callees"
 					      : c == OPT_STYLE	 ? "--style"
+					      : c == OPT_STDIO	 ? "--stdio"
 								 : "-g/--call-graph");
 		switch (c) {
 		case 'o':
@@ -148,6 +159,18 @@ static int parse(int argc, char **argv, const char *cmd, struct offline_opts *o,
 				return offline__usage(cmd, "'bpfprof %s' takes no -f", cmd);
 			o->format = optarg;
 			break;
+		case 'i':
+			if (!*optarg)
+				return offline__usage(cmd, "empty input file name");
+			if (array_grow((void **)&o->named, &o->cap_named, o->nr_named + 1,
+				       sizeof(*o->named))) {
+				p_err("out of memory");
+				return 1;
+			}
+			o->named[o->nr_named++] = optarg;
+			break;
+		case OPT_STDIO:
+			break; /* perf report --stdio: text is all report prints */
 		case 'v':
 			o->verbosity = o->verbosity < 0 ? 1 : o->verbosity + 1;
 			break;
@@ -216,6 +239,20 @@ static int parse(int argc, char **argv, const char *cmd, struct offline_opts *o,
 	}
 	o->inputs = argv + optind;
 	o->nr_inputs = argc - optind;
+	if (o->nr_named) {
+		size_t n = o->nr_named + (size_t)o->nr_inputs;
+
+		o->inputs_buf = calloc(n, sizeof(*o->inputs_buf));
+		if (!o->inputs_buf) {
+			p_err("out of memory");
+			return 1;
+		}
+		memcpy(o->inputs_buf, o->named, o->nr_named * sizeof(*o->named));
+		memcpy(o->inputs_buf + o->nr_named, o->inputs,
+		       (size_t)o->nr_inputs * sizeof(char *));
+		o->inputs = o->inputs_buf;
+		o->nr_inputs = (int)n;
+	}
 	log_set_level(o->verbosity < 0 ? LOG_ERROR : o->verbosity == 0 ? LOG_WARN : LOG_DEBUG);
 	return 0;
 }
@@ -483,7 +520,17 @@ int offline__write_or_fail(const struct writer *w, const struct profile *p,
 			p_hint("%s", em.hint);
 		return 1;
 	}
-	if (o->output)
-		p_info("wrote %s (%s)", o->output, w->name);
+	/* As record says it (unless -q): a silent convert left users checking ls. */
+	if (o->output && strcmp(o->output, "-")) {
+		uint64_t n = profile__total(p);
+		const char *what = "sample";
+
+		if (!n) { /* an allocation or off-CPU profile: no CPU samples */
+			n = profile__nr_samples(p);
+			what = "stack";
+		}
+		p_note("wrote %llu %s%s to %s (%s)", (unsigned long long)n, what, n == 1 ? "" : "s",
+		       o->output, w->name);
+	}
 	return 0;
 }

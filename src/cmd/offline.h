@@ -23,6 +23,10 @@ struct offline_opts {
 	struct out_opts out;
 	char **inputs;
 	int nr_inputs;
+	/* -i FILE (perf report's spelling), repeatable: inputs before the others */
+	char **named;
+	size_t nr_named, cap_named;
+	char **inputs_buf; /* inputs when -i was given: named, then the arguments */
 	int verbosity;
 	bool help;
 	/* Which samples of the inputs are read (perf report's --pid, --comm). */

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "base/util.h"
@@ -18,11 +20,13 @@ static void report_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: bpfprof report [OPTIONS] INPUT...\n"
+		"       ... | bpfprof report [OPTIONS]\n"
 		"\n"
 		"Prints the hottest functions of profiles (folded, pprof or perf script text;\n"
 		"several are added): by self samples (the function was running) and by total\n"
 		"samples (it was on the stack, counted once per stack under recursion), then\n"
-		"samples per process.\n"
+		"samples per process. '-' is stdin; with no INPUT, stdin is read if it is a\n"
+		"pipe or a file (perf script | bpfprof report), never a terminal.\n"
 		"\n"
 		"      --top N             rows per table (default %u, 0: all)\n"
 		"      --sort self|total   only the table sorted by self or by total samples\n"
@@ -48,6 +52,7 @@ static void report_usage(FILE *f)
 		OUT_DEFAULT_TOP);
 	offline__select_usage(f);
 	fprintf(f,
+		"      --stdio             accepted for perf's sake: the report is always text\n"
 		"  -o, --output FILE       write here instead of stdout\n"
 		"  -q, --quiet             only errors\n"
 		"  -h, --help              this help\n"
@@ -63,7 +68,7 @@ static void report_usage(FILE *f)
 		"  bpfprof report --comm nginx,php-fpm all.pb.gz  the processes with these names\n"
 		"  sudo bpfprof -p 1234 -d 10 | bpfprof report -\n"
 		"  sudo bpfprof -p 1234 -d 10 -f report           the same, in one step\n"
-		"  perf script -i perf.data | bpfprof report -    a perf record -g recording\n"
+		"  perf script -i perf.data | bpfprof report      a perf record -g recording\n"
 		"\n"
 		"Exit status: 0 printed, 1 an input could not be read (or nothing selected, or\n"
 		"no function matches --callers/--callees), 2 usage error (or a --view the\n"
@@ -103,8 +108,27 @@ static int check_match(const struct profile *p, const char *opt, const char *pat
 	return 1;
 }
 
+/*
+ * Whether stdin brings a profile nobody named: a pipe or socket (perf script |
+ * bpfprof report), or a file that is not empty (bpfprof report < cpu.folded).
+ * Not a terminal, nor /dev/null or another device: CI runs with stdin on
+ * /dev/null, and there "no input files" must be said, not an empty report.
+ */
+static bool stdin_brings_input(void)
+{
+	struct stat st;
+
+	if (fstat(STDIN_FILENO, &st))
+		return false;
+	if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))
+		return true;
+	return S_ISREG(st.st_mode) && st.st_size > 0;
+}
+
 static int report(struct offline_opts *o)
 {
+	static char *stdin_input[] = { "-" };
+
 	struct profile *p;
 	int ret;
 
@@ -114,6 +138,13 @@ static int report(struct offline_opts *o)
 	if (o->out.style && (o->out.callers || o->out.callees || o->out.call_graph))
 		return offline__usage("report", "--style sb-sprof is a flat table: it does not go "
 						"with --callers, --callees or -g");
+	if (!o->nr_inputs && stdin_brings_input()) {
+		/* perf script | bpfprof report: as if '-' had been given, and said (a
+		 * pipe nobody writes would otherwise look like a hang). */
+		p_note("no input file named: reading standard input (as 'bpfprof report -')");
+		o->inputs = stdin_input;
+		o->nr_inputs = 1;
+	}
 	if (!o->nr_inputs) {
 		/* perf report reads ./perf.data by default: bpfprof keeps no such file. */
 		p_err("no input files: bpfprof report reads the profiles you name (there is no "

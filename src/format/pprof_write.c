@@ -627,6 +627,30 @@ const struct writer writer_pprof = {
 	.all_values = true,
 };
 
+/* The same message uncompressed: go tool pprof reads both, and a .pb file
+ * name (as its -proto output and some tools write) was refused. */
+static int write_pprof_pb(const struct profile *p, FILE *f, const struct out_opts *o)
+{
+	uint8_t *buf;
+	size_t len;
+	int err = pprof__encode_view(p, o ? o->view : VIEW_AUTO, &buf, &len);
+
+	if (err)
+		return err;
+	if (len && fwrite(buf, 1, len, f) != len)
+		err = -EIO;
+	free(buf);
+	return err;
+}
+
+const struct writer writer_pb = {
+	.name = "pb",
+	.exts = { ".pb" },
+	.description = "profile.proto uncompressed (go tool pprof reads it)",
+	.write = write_pprof_pb,
+	.all_values = true,
+};
+
 /* --- bpfprof count's calls and times ---------------------------------------------- */
 
 /*

@@ -34,6 +34,13 @@
 #include "format/view.h"
 
 #define REPORT_WIDTH 80
+/* The Module column: as wide as its longest name, between these (it was 12,
+ * and cut libstdc++.so.6.0.30 where two versions differ). */
+#define MODULE_MIN 12
+#define MODULE_MAX 40
+/* A wider Module column takes its columns from the name, down to this; then
+ * the line grows past 80. */
+#define NAME_MIN 24
 
 struct fstat {
 	const char *name;   /* the profile's string */
@@ -285,6 +292,64 @@ static const char *module_col(const struct fstat *st)
 	return st->module ? st->module : "";
 }
 
+/* The Module column's width for the modules of rows st[0..n), or of one row. */
+static size_t module_width(size_t width, const struct fstat *st)
+{
+	char mod[3 * MODULE_MAX + 4];
+	size_t c;
+
+	/* A name longer than the maximum is cut anyway: a prefix tells. */
+	writer__clean_utf8(module_col(st), mod, sizeof(mod));
+	c = columns(mod);
+	if (c > MODULE_MAX)
+		c = MODULE_MAX;
+	return c > width ? c : width;
+}
+
+/*
+ * Prints st's module cleaned, padded to width columns, or cut in the middle
+ * with an ellipsis when longer: both the library's name (its start) and its
+ * version (its end) stay, which is what tells two apart.
+ */
+static void put_module(FILE *f, const struct fstat *st, size_t width)
+{
+	const char *m = module_col(st);
+	size_t size = 3 * strlen(m) + 4, cols;
+	char *buf = malloc(size);
+
+	if (!buf)
+		return;
+	writer__clean_utf8(m, buf, size);
+	cols = columns(buf);
+	if (cols > width && width > 2) {
+		size_t tail = (width - 1) / 2, head = width - 1 - tail;
+		char *h = buf, *t;
+
+		for (size_t c = 0; c < head; h++)
+			c += ((unsigned char)*h & 0xc0) != 0x80;
+		while (((unsigned char)*h & 0xc0) == 0x80)
+			h++;
+		/* The start of the last tail code points. */
+		t = buf + strlen(buf);
+		for (size_t c = 0; c < tail;)
+			c += ((unsigned char)*--t & 0xc0) != 0x80;
+		fprintf(f, "%.*s\u2026%s", (int)(h - buf), buf, t);
+		cols = width;
+	} else
+		fputs(buf, f);
+	for (; cols < width; cols++)
+		fputc(' ', f);
+	free(buf);
+}
+
+/* Columns for the name after numbers w wide and a module column mw wide. */
+static size_t name_width(int w, size_t mw)
+{
+	long cols = REPORT_WIDTH - 49 - 2L * (w - 9) - (long)(mw - MODULE_MIN);
+
+	return cols > NAME_MIN ? (size_t)cols : NAME_MIN;
+}
+
 static void put_count(FILE *f, int width, uint64_t v)
 {
 	char digits[32], out[48];
@@ -368,7 +433,7 @@ static void function_table(FILE *f, const struct profile_meta *m, struct fstats 
 			   bool by_total, unsigned top)
 {
 	int w = count_width(total);
-	size_t rows = 0;
+	size_t rows = 0, mw = MODULE_MIN;
 	char what[96];
 
 	if (fs->nr)
@@ -385,20 +450,23 @@ static void function_table(FILE *f, const struct profile_meta *m, struct fstats 
 		snprintf(what, sizeof(what), "%s %s (%s, %s)", by_total ? "total" : "self",
 			 m->value_name, unit_label(m->unit),
 			 by_total ? "there or in a callee" : "the leaf frame");
-	fprintf(f, "\nTop %zu functions by %s:\n", rows, what);
-	/* 49 columns of numbers and module, 31 for the name. */
-	fprintf(f, "%*s %6s %*s %6s  %-12s  %s\n", w, "Self", "%", w, "Total", "%", "Module",
-		"Function");
+	fprintf(f, "\nTop %zu function%s by %s:\n", rows, plural_s(rows), what);
+	for (size_t i = 0; i < rows; i++)
+		mw = module_width(mw, &fs->v[i]);
+	/* 49 columns of numbers and module (as wide as its names: the line
+	 * grows with them), 31 for the name. */
+	fprintf(f, "%*s %6s %*s %6s  %-*s  %s\n", w, "Self", "%", w, "Total", "%", (int)mw,
+		"Module", "Function");
 	for (size_t i = 0; i < rows; i++) {
 		const struct fstat *st = &fs->v[i];
-		char mod[13];
 
 		put_count(f, w, st->self);
 		fprintf(f, " %6.2f ", pct(st->self, total));
 		put_count(f, w, st->total);
-		writer__clean_utf8(module_col(st), mod, sizeof(mod));
-		fprintf(f, " %6.2f  %-12s  ", pct(st->total, total), mod);
-		put_name(f, st->name, st->kind, REPORT_WIDTH - 49 - 2 * (w - 9));
+		fprintf(f, " %6.2f  ", pct(st->total, total));
+		put_module(f, st, mw);
+		fputs("  ", f);
+		put_name(f, st->name, st->kind, name_width(w, mw));
 		fputc('\n', f);
 	}
 	if (fs->no_frames && !by_total) {
@@ -706,11 +774,10 @@ static int cg_choose(const struct fstats *fs, struct cg_section *sec, bool by_se
 }
 
 /* A row of the call graph: a function's own line, or an edge (indented). */
-static void cg_row(FILE *f, int w, const struct fstat *st, const uint64_t *self, uint64_t value,
-		   uint64_t of)
+static void cg_row(FILE *f, int w, size_t mw, const struct fstat *st, const uint64_t *self,
+		   uint64_t value, uint64_t of)
 {
-	size_t width = REPORT_WIDTH - 49 - 2 * (size_t)(w - 9);
-	char mod[13];
+	size_t width = name_width(w, mw);
 
 	if (self) {
 		put_count(f, w, *self);
@@ -718,8 +785,9 @@ static void cg_row(FILE *f, int w, const struct fstat *st, const uint64_t *self,
 	} else
 		fprintf(f, "%*s %6s ", w, "", "");
 	put_count(f, w, value);
-	writer__clean_utf8(module_col(st), mod, sizeof(mod));
-	fprintf(f, " %6.2f  %-12s  %s", pct(value, of), mod, self ? "" : "    ");
+	fprintf(f, " %6.2f  ", pct(value, of));
+	put_module(f, st, mw);
+	fprintf(f, "  %s", self ? "" : "    ");
 	put_name(f, st->name, st->kind, self ? width : width - 4);
 	fputc('\n', f);
 }
@@ -729,6 +797,7 @@ static void cg_print(FILE *f, const struct profile_meta *m, const struct cgraph 
 {
 	const char *what = m->unit[0] ? m->value_name : "samples";
 	int w = count_width(total);
+	size_t mw = MODULE_MIN;
 	char pat[256];
 
 	if (sec->pattern)
@@ -753,8 +822,8 @@ static void cg_print(FILE *f, const struct profile_meta *m, const struct cgraph 
 					: "Callers and callees",
 			pat);
 	else
-		fprintf(f, "Call graph of the top %zu functions by %s %s", sec->nr,
-			by_self ? "self" : "total", what);
+		fprintf(f, "Call graph of the top %zu function%s by %s %s", sec->nr,
+			plural_s(sec->nr), by_self ? "self" : "total", what);
 	if (sec->pattern && sec->matched > sec->nr)
 		fprintf(f, " (%zu of %zu functions; --top 0: all)", sec->nr, sec->matched);
 	else if (sec->pattern)
@@ -769,8 +838,21 @@ static void cg_print(FILE *f, const struct profile_meta *m, const struct cgraph 
 				: "Callers above each function's line (self and total, % of all), "
 				  "callees below,\nwith what went through that call (% of the "
 				  "function's total).");
-	fprintf(f, "%*s %6s %*s %6s  %-12s  %s\n", w, "Self", "%", w, "Total", "%", "Module",
-		"Function");
+	for (size_t i = 0; i < sec->nr; i++) {
+		uint32_t fn = sec->fns[i];
+		const struct link *l;
+		size_t n;
+
+		mw = module_width(mw, &cg->fs.v[fn]);
+		if (sec->callers)
+			for (l = links_of(cg->in, cg->nr, fn, &n); n; n--, l++)
+				mw = module_width(mw, &cg->fs.v[l->peer]);
+		if (sec->callees)
+			for (l = links_of(cg->out, cg->nr, fn, &n); n; n--, l++)
+				mw = module_width(mw, &cg->fs.v[l->peer]);
+	}
+	fprintf(f, "%*s %6s %*s %6s  %-*s  %s\n", w, "Self", "%", w, "Total", "%", (int)mw,
+		"Module", "Function");
 	for (size_t i = 0; i < sec->nr; i++) {
 		uint32_t fn = sec->fns[i];
 		const struct fstat *st = &cg->fs.v[fn];
@@ -783,13 +865,13 @@ static void cg_print(FILE *f, const struct profile_meta *m, const struct cgraph 
 		if (sec->callers) {
 			l = links_of(cg->in, cg->nr, fn, &n);
 			for (size_t j = 0; j < n; j++)
-				cg_row(f, w, &cg->fs.v[l[j].peer], NULL, l[j].w, st->total);
+				cg_row(f, w, mw, &cg->fs.v[l[j].peer], NULL, l[j].w, st->total);
 		}
-		cg_row(f, w, st, &st->self, st->total, total);
+		cg_row(f, w, mw, st, &st->self, st->total, total);
 		if (sec->callees) {
 			l = links_of(cg->out, cg->nr, fn, &n);
 			for (size_t j = 0; j < n; j++)
-				cg_row(f, w, &cg->fs.v[l[j].peer], NULL, l[j].w, st->total);
+				cg_row(f, w, mw, &cg->fs.v[l[j].peer], NULL, l[j].w, st->total);
 		}
 	}
 }

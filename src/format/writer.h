@@ -59,7 +59,7 @@ struct writer {
 
 /* The writer called name, or NULL. */
 const struct writer *writer__find(const char *name);
-/* The writer whose extension ends path, or NULL. */
+/* The writer whose extension ends path (in any case: .SVG is .svg), or NULL. */
 const struct writer *writer__for_path(const char *path);
 /* Writers in table order, NULL-terminated. */
 const struct writer *const *writer__all(void);
@@ -118,6 +118,7 @@ extern const struct writer writer_folded;
 extern const struct writer writer_svg;
 extern const struct writer writer_svgz;
 extern const struct writer writer_pprof;
+extern const struct writer writer_pb; /* pprof uncompressed */
 extern const struct writer writer_speedscope;
 extern const struct writer writer_report;
 

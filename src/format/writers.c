@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,8 +19,8 @@
 #include "proc/safewrite.h"
 
 static const struct writer *const writers[] = {
-	&writer_folded,	    &writer_svg,    &writer_svgz, &writer_pprof,
-	&writer_speedscope, &writer_report, NULL,
+	&writer_folded, &writer_svg,	    &writer_svgz,   &writer_pprof,
+	&writer_pb,	&writer_speedscope, &writer_report, NULL,
 };
 
 static const struct diff_writer *const diff_writers[] = {
@@ -46,7 +47,8 @@ static bool ends_with(const char *s, const char *suffix)
 {
 	size_t ls = strlen(s), lx = strlen(suffix);
 
-	return ls >= lx && !strcmp(s + ls - lx, suffix);
+	/* CPU.SVG and cpu.Pb.Gz name formats too (a camera's or Windows' habit). */
+	return ls >= lx && !strcasecmp(s + ls - lx, suffix);
 }
 
 /* Longest matching ending wins: ".speedscope.json" before ".json". */

@@ -261,7 +261,8 @@ static void print_summary(const struct collector_stats *st, const struct profile
 
 	for (size_t i = 0; i < ARRAY_SIZE(lost); i++)
 		nlost += st->v[lost[i].stat];
-	sbuf_printf(&sb, "%" PRIu64 " samples in %.1f s, %" PRIu64 " lost", samples, secs, nlost);
+	sbuf_printf(&sb, "%" PRIu64 " sample%s in %.1f s, %" PRIu64 " lost", samples,
+		    plural_s(samples), secs, nlost);
 	if (nlost) {
 		const char *sep = " (";
 
@@ -403,7 +404,8 @@ static void status_update(struct status_line *sl, struct collector *col, const s
 		fprintf(stderr, " of %g s", o->duration);
 	if (o->interval) /* continuous mode: what became of the intervals */
 		sinks__status(ct, sinks, sizeof(sinks));
-	fprintf(stderr, ", %" PRIu64 " samples%s", st.v[STAT_SAMPLES], sinks);
+	fprintf(stderr, ", %" PRIu64 " sample%s%s", st.v[STAT_SAMPLES],
+		plural_s(st.v[STAT_SAMPLES]), sinks);
 	fflush(stderr);
 	sl->shown = true;
 }
@@ -913,9 +915,23 @@ int record__open(struct record *r)
 									       : r->o.unwind);
 		p_debug("user stacks walked with --unwind %s", r->rc.unwind_name);
 	}
-	if (!r->col || collector__attach(r->col, &em)) {
+	if (r->col && !r->ar && r->early_skips_attach && stop__requested()) {
+		/* Stopped during the load: no event is enabled at all (not even
+		 * for the attach's few milliseconds, a busy machine's samples). */
+		r->stopped_early = r->not_attached = true;
+	} else if (!r->col || collector__attach(r->col, &em)) {
 		p_errmsg(&em);
 		return 1;
+	}
+	/* Ctrl-C during the load (a second or more with -a on a busy machine):
+	 * the run ends now, with the profile written as perf record writes its
+	 * file, not after a first turn of sampling (nor after the kernel
+	 * symbols' read: record__stop detaches first). The events stop at once:
+	 * no sample after the request. Not with --alloc beside (its command is
+	 * launched already). */
+	if (!r->ar && !r->stopped_early && stop__requested()) {
+		r->stopped_early = true;
+		collector__detach(r->col);
 	}
 	/* --alloc --on-cpu: the allocator's targets found, its files probed,
 	 * its clock started, while every privilege is there; after the CPU's
@@ -946,7 +962,12 @@ int record__open(struct record *r)
 	 * pages back, an always-on agent's RSS is what it keeps, not its peak. */
 	malloc_trim(0);
 	collector__stats(r->col, &st);
-	describe_target(&r->o, &st);
+	if (r->stopped_early)
+		p_info("stopping on %s: it came while the BPF program was loading, before "
+		       "sampling started",
+		       strsignal(stop__requested()));
+	else
+		describe_target(&r->o, &st);
 	p_debug("start-up: %.0f ms to sampling: program load %.0f ms (map slots filled %s), "
 		"kernel ORC table %.0f ms, unwind tables %.0f ms",
 		(now_ns() - r->t_main) / NS_PER_MS_F, (st.open_ns - st.korc_ns) / NS_PER_MS_F,
@@ -980,7 +1001,10 @@ int record__start(struct record *r)
 			p_debug("no timer thread for -d (%s): the deadline is kept between drains",
 				strerror(-err));
 	}
-	if (r->ch.pid && r->ar && r->o.cmd_is_target) {
+	if (r->ch.pid && r->stopped_early && !(r->ar && r->o.cmd_is_target)) {
+		child__abort(&r->ch); /* never run: it exits without exec */
+		r->cmd_stopped = true;
+	} else if (r->ch.pid && r->ar && r->o.cmd_is_target) {
 		kill(r->ch.pid, SIGCONT); /* allocrun__launch's, stopped at its entry */
 	} else if (r->ch.pid) {
 		err = child__start(&r->ch);
@@ -995,6 +1019,8 @@ int record__start(struct record *r)
 
 int record__poll_notices(struct record *r, int timeout_ms)
 {
+	if (r->not_attached)
+		return 0; /* no ring to poll: nothing was ever sampled */
 	if (r->on_notice)
 		return collector__poll(r->col, timeout_ms, r->on_notice, r->notice_ctx);
 	return collector__poll(r->col, timeout_ms, record__on_proc_notice, &r->rc);
@@ -1186,14 +1212,16 @@ static int record__stop(struct record *r)
 	 * probes stay in until allocrun__free, nothing more is drained). */
 	if (r->ar)
 		allocrun__stop(r->ar);
-	ksyms_join(r, true); /* the last drain asks for names */
-	if (stop__requested())
+	if (stop__requested() && !r->stopped_early)
 		p_info("stopping on %s", strsignal(stop__requested()));
 	else if (r->targets_gone && r->o.nr_pids == 1)
 		p_info("process %u exited: stopping", r->o.pids[0]);
 	else if (r->targets_gone)
 		p_info("all %zu processes exited: stopping", r->o.nr_pids);
 	collector__detach(r->col);
+	/* After the detach: sampling does not go on while kallsyms is read
+	 * (up to a second on a busy machine, after a Ctrl-C in the load). */
+	ksyms_join(r, true); /* the last drain asks for names */
 	/* Stopped by -d's timer while a drain ran late: sampling ended there. */
 	if (collector__stopped_at_deadline(r->col, &at) && at < r->t_stop)
 		r->t_stop = at;
@@ -1218,6 +1246,7 @@ int record__run(struct record *r)
 
 	if (!ret)
 		ret = record__setup(r);
+	r->early_skips_attach = true;
 	if (!ret)
 		ret = record__open(r);
 	if (!ret)
@@ -1248,9 +1277,10 @@ int record__finish_continuous(struct record *r)
 	if (err)
 		p_err("out of memory");
 	collector__stats(r->col, &st);
-	p_info("%" PRIu64 " samples in %.1f s, %" PRIu64 " lost, %" PRIu64 " intervals",
-	       st.v[STAT_SAMPLES], (r->t_stop - r->t_start) / NS_PER_SEC_F, record__lost(&st),
-	       r->ct.intervals);
+	p_info("%" PRIu64 " sample%s in %.1f s, %" PRIu64 " lost, %" PRIu64 " interval%s",
+	       st.v[STAT_SAMPLES], plural_s(st.v[STAT_SAMPLES]),
+	       (r->t_stop - r->t_start) / NS_PER_SEC_F, record__lost(&st), r->ct.intervals,
+	       plural_s(r->ct.intervals));
 	if (r->o.offcpu)
 		record__offcpu_summary(&st, NULL, r->o.offcpu_min_ns);
 	print_unwind_summary(&r->rc, &st); /* -v: the whole run's, as in one-shot mode */
@@ -1394,9 +1424,14 @@ int record__write(struct record *r)
 		record__offcpu_summary(&st, rc->prof, r->o.offcpu_min_ns);
 	print_unwind_summary(rc, &st);
 	print_python_threads(rc, &st);
-	if (profile__total(rc->prof) == 0 && profile__total_offcpu(rc->prof) == 0)
+	if (r->stopped_early)
+		p_info("stopped before sampling started: the profile is written all the same, as "
+		       "perf record writes its file%s",
+		       r->ch.pid ? "; the command was not started" : "");
+	else if (profile__total(rc->prof) == 0 && profile__total_offcpu(rc->prof) == 0)
 		p_warn("no samples were collected: was the target idle?");
-	print_child_exit(&r->ch, r->cmd_stopped, &r->o);
+	if (!r->stopped_early)
+		print_child_exit(&r->ch, r->cmd_stopped, &r->o);
 
 	profile__sort(rc->prof);
 	stop__writing(true);

@@ -141,6 +141,12 @@ struct record {
 	 * when every one has exited (targets_gone), as perf record does. */
 	int *target_fds;
 	bool targets_gone;
+	/* A stop request (Ctrl-C) came during the load, before "sampling ...":
+	 * the command is not started, the run ends as soon as it can. */
+	bool stopped_early;
+	/* ... before the attach: no event was ever enabled (record__run only:
+	 * top's loop polls the collector's ring, which the attach makes). */
+	bool early_skips_attach, not_attached;
 	bool *cpus; /* -C, NULL: all */
 	int nr_cpus;
 	int *cgroup_fds;

@@ -63,7 +63,7 @@ int scope__pids(const char **paths, const int *fds, size_t n, uint32_t *pids, si
 	*nr = got;
 	if (!what)
 		return 0;
-	p_info("%zu processes looked at for %s", got, what);
+	p_info("%zu process%s looked at for %s", got, got == 1 ? "" : "es", what);
 	if (!got) {
 		p_err("no process in %s", n ? "the cgroups" : "/proc");
 		p_hint("the files are found through the processes that map them: start one first");

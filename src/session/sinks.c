@@ -428,9 +428,10 @@ void sinks__summary(struct continuous *ct, const struct options *o)
 		if (ps.too_large)
 			snprintf(large, sizeof(large), " (%" PRIu64 " with a response too large)",
 				 ps.too_large);
-		p_info("pushed %" PRIu64 " profiles to %s, %" PRIu64 " attempts failed%s, %" PRIu64
-		       " dropped",
-		       ps.sent, url, ps.failed, large, ps.dropped);
+		p_info("pushed %" PRIu64 " profile%s to %s, %" PRIu64
+		       " attempt%s failed%s, %" PRIu64 " dropped",
+		       ps.sent, plural_s(ps.sent), url, ps.failed, plural_s(ps.failed), large,
+		       ps.dropped);
 	}
 	for (int k = 0; k < SINK_KINDS; k++) {
 		struct store_stats ss;
@@ -440,6 +441,7 @@ void sinks__summary(struct continuous *ct, const struct options *o)
 		store__stats(ct->store[k], &ss);
 		p_info("%" PRIu64 " %s written to %s (%u kept, %" PRIu64 " bytes), %" PRIu64
 		       " failed",
-		       ss.written, kinds[k].many, o->output_dir, ss.files, ss.bytes, ss.errors);
+		       ss.written, ss.written == 1 ? kinds[k].one : kinds[k].many, o->output_dir,
+		       ss.files, ss.bytes, ss.errors);
 	}
 }

@@ -694,7 +694,7 @@ def leaf(stack):
 
 
 def sampled_seconds(stderr):
-    m = re.search(r"(\d+) samples in ([0-9.]+) s", stderr)
+    m = re.search(r"(\d+) samples? in ([0-9.]+) s", stderr)
     assert m, f"no summary line in stderr:\n{stderr}"
     return int(m.group(1)), float(m.group(2))
 
@@ -968,7 +968,7 @@ class Sampled:
                 if not cpu0 and "sampling" in line:
                     cpu0 = {pid: cpu_seconds(pid) for pid in pids}
                     started.set()
-                elif cpu0 and not self.cpu and re.search(r"\d+ samples in [0-9.]+ s", line):
+                elif cpu0 and not self.cpu and re.search(r"\d+ samples? in [0-9.]+ s", line):
                     self.cpu = {pid: cpu_seconds(pid) - cpu0[pid] for pid in pids}
             proc.wait()
             reader.join()

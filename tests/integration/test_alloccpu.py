@@ -50,7 +50,7 @@ def _bpfprof(args, on_sampling=None, timeout=120, env=None):
                 marks.add("start")
                 if on_sampling:
                     on_sampling()
-            elif "end" not in marks and re.search(r"\d+ samples in [0-9.]+ s", line):
+            elif "end" not in marks and re.search(r"\d+ samples? in [0-9.]+ s", line):
                 marks.add("end")
                 if on_sampling:
                     on_sampling(end=True)

@@ -40,7 +40,7 @@ def stored(dir_):
 
 
 def summary_samples(stderr):
-    m = re.search(r"(\d+) samples in [0-9.]+ s, (\d+) lost, (\d+) intervals", stderr)
+    m = re.search(r"(\d+) samples? in [0-9.]+ s, (\d+) lost, (\d+) intervals?", stderr)
     assert m, stderr
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
@@ -101,7 +101,7 @@ def test_drains_leave_hot_stacks_in_the_kernel(tmp_path):
         p = Sampled(["-p", w.pid, "-d", 120, "-v", "--addresses", "-o", out], [w.pid],
                     until_cpu=8, timeout=180)
     drains, flips, new_keys = drain_stats(p.stderr)
-    samples = int(re.search(r"(\d+) samples in", p.stderr).group(1))
+    samples = int(re.search(r"(\d+) samples? in", p.stderr).group(1))
     assert drains >= 8 and flips == 1, p.stderr  # only the last drain empties the maps
     # Each distinct key is stored once: about as many new keys as the profile
     # has distinct stacks (with --addresses a leaf address is its own
@@ -132,7 +132,7 @@ def test_hot_slots_count_exactly():
             p = Sampled(["-p", w.pid, "-d", 120, "-v"], [w.pid], env=env, until_cpu=4,
                         timeout=180)
         folded = parse_folded(p.stdout)
-        samples = int(re.search(r"(\d+) samples in", p.stderr).group(1))
+        samples = int(re.search(r"(\d+) samples? in", p.stderr).group(1))
         n = total(folded)
         assert "accounting mismatch" not in p.stderr, p.stderr
         assert n == samples, (name, n, samples)
@@ -165,7 +165,7 @@ def test_hot_slots_emptied_with_their_buffer_set():
                     [w.pid], until_cpu=6, timeout=180,
                     env=dict(os.environ, BPFPROF_TEST_ALWAYS_FLIP="1"))
     drains, flips, _ = drain_stats(p.stderr)
-    m = re.search(r"(\d+) samples in [0-9.]+ s, (\d+) lost", p.stderr)
+    m = re.search(r"(\d+) samples? in [0-9.]+ s, (\d+) lost", p.stderr)
     samples, lost = int(m.group(1)), int(m.group(2))
     assert flips >= 3, p.stderr  # both sets back in use after being emptied
     assert_most(hot_hits(p.stderr), samples, "samples in hot slots " + p.stderr, share=0.3)
@@ -181,7 +181,7 @@ def test_small_maps_flip_when_half_full():
     with Workload(path, 60), Workload(wl("busy"), 60):
         p = run_bpfprof(["-a", "-d", 6, "-v", "--max-entries", 64, "--max-stacks", 64])
     drains, flips, new_keys = drain_stats(p.stderr)
-    m = re.search(r"(\d+) samples in [0-9.]+ s, (\d+) lost", p.stderr)
+    m = re.search(r"(\d+) samples? in [0-9.]+ s, (\d+) lost", p.stderr)
     samples, lost = int(m.group(1)), int(m.group(2))
     assert flips >= 2, p.stderr  # the syscall workload's kernel stacks fill 16 keys fast
     assert hot_hits(p.stderr) > 0, p.stderr  # slots emptied and claimed again at flips
@@ -230,7 +230,7 @@ def test_full_disk_keeps_agent_running(tmp_path):
             p = run_bpfprof(["-a", "--interval", 1, "--output-dir", d, "-d", 8, "-v"],
                             check=False)
         assert p.returncode == 0, p.stderr
-        m = re.search(r"(\d+) profiles written to .* (\d+) failed", p.stderr)
+        m = re.search(r"(\d+) profiles? written to .* (\d+) failed", p.stderr)
         assert m, p.stderr
         assert int(m.group(2)) > 0, "the disk never filled up: make the tmpfs smaller"
         assert "failed" in p.stderr and "No space left on device" in p.stderr

@@ -95,7 +95,7 @@ def _cgroup_filter(tmp_path, cg):
             f.write(str(inside.pid))
         out = tmp_path / "c.json"
         p, err = start_count(["--cgroup", cg, "-d", "60", "bp_a", "bp_b", "bp_slow", "-o", out])
-        assert "1 processes looked at" in err, err
+        assert "1 process looked at" in err, err
         inside.send_signal(signal.SIGUSR1)
         outside.send_signal(signal.SIGUSR1)
         own = own_counts(inside.communicate(timeout=60)[0])
@@ -197,7 +197,7 @@ def test_kernel_function_counts_or_refuses(tmp_path):
 
 def test_kernel_pattern_matching_nothing():
     p = run_bpfprof(["count", "-k", "no_such_kfn_*", "-p", os.getpid()], check=False)
-    assert p.returncode == 1 and "no kernel function matches 'no_such_kfn_*'" in p.stderr
+    assert p.returncode == 2 and "no kernel function matches 'no_such_kfn_*'" in p.stderr
 
 
 # --- --interval ----------------------------------------------------------------------------

@@ -150,8 +150,9 @@ def test_unknown_output_ending_is_a_usage_error_before_sampling(tmp_path):
             assert err == (f"bpfprof: cannot tell the format of {tmp_path / name} from its "
                            f"ending '{os.path.splitext(name)[1]}'"), p.stderr
             assert hint.startswith("HINT: end the name in .folded .collapsed .stacks .svg .svgz "
-                                   ".pb.gz .pprof .speedscope.json .json .txt .report, or "
-                                   "choose with -f folded|svg|svgz|pprof|speedscope|report"), hint
+                                   ".pb.gz .pprof .pb .speedscope.json .json .txt .report, or "
+                                   "choose with -f folded|svg|svgz|pprof|pb|speedscope|report"), \
+                hint
         # -f decides whatever the name; no ending (or a number) is folded.
         for name, argv in [("profile", []), ("run.1", []), ("x.png", ["-f", "svg"])]:
             run_bpfprof(["-p", w.pid, "-d", "1", "-o", tmp_path / name] + argv)
@@ -488,8 +489,11 @@ def test_demo_report_shows_modules_and_pids(tmp_path):
     rows = [ln for ln in text.split("by self samples")[1].split("Samples by process")[0]
             .splitlines() if re.match(r"\s*[\d,]+\s+[\d.]+\s", ln)]
     assert rows, text
-    # Self % Total % Module Function, the module 12 columns wide.
-    cols = [re.match(r"\s*[\d,]+\s+[\d.]+\s+[\d,]+\s+[\d.]+  (.{12})  (.*)$", ln)
+    # Self % Total % Module Function, the module as wide as the header says (12-40).
+    head = next(ln for ln in text.splitlines() if "  Module " in ln)
+    mw = head.index("Function") - head.index("Module") - 2
+    assert 12 <= mw <= 40, head
+    cols = [re.match(r"\s*[\d,]+\s+[\d.]+\s+[\d,]+\s+[\d.]+  (.{%d})  (.*)$" % mw, ln)
             for ln in rows]
     assert all(cols), rows
     # (Other programs on the machine may have a leaf_a too, and [unknown] has no file.)

@@ -206,7 +206,7 @@ def test_http_clients_cannot_take_the_descriptors_interval_files_need(tmp_path):
     assert fds is not None and abs(fds + 2 - real) <= 4, (fds, real)  # + selfstat's two
     assert metric(text, "bpfprof_max_fds") == limit
     files = [f for f in os.listdir(out) if f.startswith("bpfprof-") and ".tmp." not in f]
-    m = re.search(r"(\d+) profiles written to .*?, (\d+) failed", stderr)
+    m = re.search(r"(\d+) profiles? written to .*?, (\d+) failed", stderr)
     assert m and int(m.group(2)) == 0 and int(m.group(1)) == len(files) >= 11, stderr
     assert (c1 - c0) / 8 < 0.25, f"agent used {(c1 - c0) / 8:.2f} of a core"
     assert len(stderr.splitlines()) < 12, stderr
@@ -351,7 +351,7 @@ def test_kernel_throttling_is_reported_and_counted():
         err = head + proc.communicate(timeout=120)[1]
         c1 = cpu_seconds(w.pid)
     assert proc.returncode == 0, err
-    m = re.search(r"(\d+) samples in ([0-9.]+) s, (\d+) lost, (\d+) not taken \(throttled\)", err)
+    m = re.search(r"(\d+) samples? in ([0-9.]+) s, (\d+) lost, (\d+) not taken \(throttled\)", err)
     assert m, err
     taken, not_taken = int(m.group(1)), int(m.group(4))
     # At most one sample per tick (HZ <= 1000) while throttled: half or more gone.
@@ -377,7 +377,7 @@ def test_no_throttling_reported_at_a_normal_rate():
     with Workload(wl("busy"), 30):
         p = run_bpfprof(["-a", "-F", 99, "-d", 3, "-o", "/dev/null"])
     assert "warning: the kernel took" not in p.stderr, p.stderr
-    m = re.search(r"(\d+) samples in [0-9.]+ s, \d+ lost(?:, (\d+) not taken)?", p.stderr)
+    m = re.search(r"(\d+) samples? in [0-9.]+ s, \d+ lost(?:, (\d+) not taken)?", p.stderr)
     assert m and int(m.group(2) or 0) < 0.01 * int(m.group(1)), p.stderr
 
 
@@ -505,13 +505,13 @@ def run_measured(args, jits, timeout=120):
     c2 = None
     for line in proc.stderr:
         err += line
-        if c2 is None and re.search(r"\d+ samples in [0-9.]+ s", line):
+        if c2 is None and re.search(r"\d+ samples? in [0-9.]+ s", line):
             c2 = cpu()  # the last drain is done: sampling is over
     _, status, ru = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     assert proc.returncode == 0, err
     m = re.search(r"end of sampling to written profile: ([0-9.]+) ms", err)
-    d = re.search(r"\d+ samples in ([0-9.]+) s", err)
+    d = re.search(r"\d+ samples? in ([0-9.]+) s", err)
     assert m and d and c2 is not None, err
     return err, ru.ru_maxrss, float(m.group(1)) / 1000, float(d.group(1)), (c1 - c0, c2 - c1)
 

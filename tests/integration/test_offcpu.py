@@ -130,7 +130,7 @@ def test_known_waits_per_thread(tmp_path):
     assert proc.returncode == 0, head + tail
     stderr = head + tail
     prof = pprof.decode(out.read_bytes())
-    window = float(re.search(r"samples in ([0-9.]+) s", stderr).group(1))
+    window = float(re.search(r"samples? in ([0-9.]+) s", stderr).group(1))
     off = by_thread(prof, "off_cpu")
     on = by_thread(prof, "samples")
     # period: the longest a wait lasts. The wait in progress when the

@@ -23,8 +23,13 @@ from conftest import SIGMAS, Sampled, Workload, run_bpfprof, wl, assert_most, as
 
 # A row of the call graph: a function's line (self, %, total, %) or an edge
 # (samples, %) with its name indented by four more columns.
-ROW = re.compile(r"^ *(?:(?P<self>[\d,]+) +(?P<selfp>[\d.]+) +)?(?P<val>[\d,]+) +"
-                 r"(?P<pct>[\d.]+)  (?P<mod>.{12})  (?P<edge>    )?(?P<name>\S.*)$")
+# The Module column is as wide as its names (12 to 40 columns): its section's
+# header says (the last header line in text).
+def row_re(text):
+    head = [ln for ln in text.splitlines() if "  Module " in ln][-1]
+    mw = head.index("Function") - head.index("Module") - 2
+    return re.compile(r"^ *(?:(?P<self>[\d,]+) +(?P<selfp>[\d.]+) +)?(?P<val>[\d,]+) +"
+                      r"(?P<pct>[\d.]+)  (?P<mod>.{%d})  (?P<edge>    )?(?P<name>\S.*)$" % mw)
 DASHES = "-" * 79
 
 
@@ -36,7 +41,10 @@ def graph(text):
     """{name: {"self", "total", "callers": {name: samples}, "callees": {...}}}
     from report's call graph blocks."""
     out = {}
-    for block in text.split(DASHES + "\n")[1:]:
+    chunks = text.split(DASHES + "\n")
+    for before, block in zip(chunks, chunks[1:]):
+        if "  Module " in before:
+            ROW = row_re(before)
         callers, callees, me = {}, {}, None
         for line in block.splitlines():
             m = ROW.match(line)
@@ -295,7 +303,7 @@ def test_heap_call_graph(heap):
     """-g in use: the kept site under sites() with all of it."""
     pb, truth = heap
     text = report("--view", "inuse-space", "-g", pb)
-    assert re.search(r"^Call graph of the top \d+ functions by total memory in use, bytes:$",
+    assert re.search(r"^Call graph of the top \d+ functions? by total memory in use, bytes:$",
                      text, re.M), text
     g = graph(text)
     assert "site_keep" in g and "sites" in g, text

@@ -35,7 +35,7 @@ from benchlib import free_port  # noqa: E402
 FREQ = 99  # bpfprof's default -F
 MAX_RATE = "/proc/sys/kernel/perf_event_max_sample_rate"
 
-SUMMARY = re.compile(r"bpfprof: (\d+) samples in [0-9.]+ s, (\d+) lost(?: \([^)]*\))?"
+SUMMARY = re.compile(r"bpfprof: (\d+) samples? in [0-9.]+ s, (\d+) lost(?: \([^)]*\))?"
                      r"(?:, (\d+) not taken \(([^)]*)\))?")
 WARNING = re.compile(r"warning: the kernel took (\d+) of (\d+) samples \((\d+) Hz per CPU, "
                      r"not (\d+)\): (\d+) not taken, counted as lost \(([^)]*)\)")

@@ -49,7 +49,7 @@ def stored(d):
 
 
 def summary_written(stderr):
-    m = re.search(r"(\d+) profiles written to .* (\d+) failed", stderr)
+    m = re.search(r"(\d+) profiles? written to .* (\d+) failed", stderr)
     assert m, stderr
     return int(m.group(1)), int(m.group(2))
 

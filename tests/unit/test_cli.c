@@ -238,6 +238,15 @@ static void test_output_options(void **state)
 	assert_ptr_equal(writer__diff_for_path("d.svg"), writer__find_diff("svg"));
 	assert_ptr_equal(writer__diff_for_path("d.txt"), writer__find_diff("report"));
 	assert_null(writer__diff_for_path("d.folded"));
+	/* Endings in any case (CPU.SVG was refused); .pb is pprof uncompressed,
+	 * .pb.gz still the gzipped one (the longest ending wins). */
+	assert_ptr_equal(writer__for_path("CPU.SVG"), writer__find("svg"));
+	assert_ptr_equal(writer__for_path("a.Pb.Gz"), writer__find("pprof"));
+	assert_ptr_equal(writer__for_path("a.pb"), &writer_pb);
+	assert_ptr_equal(writer__for_path("a.PB"), &writer_pb);
+	assert_ptr_equal(writer__for_path("a.Speedscope.JSON"), writer__find("speedscope"));
+	assert_ptr_equal(writer__diff_for_path("D.SVG"), writer__find_diff("svg"));
+	assert_null(writer__for_path("a.pbx"));
 }
 
 static void test_offcpu_options(void **state)
@@ -346,8 +355,8 @@ static void test_output_endings(void **state)
 	assert_string_equal(err.msg, "cannot tell the format of /tmp/x.png from its ending '.png'");
 	assert_string_equal(err.hint,
 			    "end the name in .folded .collapsed .stacks .svg .svgz .pb.gz "
-			    ".pprof .speedscope.json .json .txt .report, or choose with "
-			    "-f folded|svg|svgz|pprof|speedscope|report (a name without "
+			    ".pprof .pb .speedscope.json .json .txt .report, or choose with "
+			    "-f folded|svg|svgz|pprof|pb|speedscope|report (a name without "
 			    "an ending is folded)");
 	assert_int_equal(cli__pick_writer("gif", NULL, &w, &err), CLI_USAGE);
 	assert_non_null(strstr(err.msg, "unknown format 'gif'"));

@@ -133,6 +133,82 @@ static void test_report_shortens_only_cxx(void **state)
 	profile__free(p);
 }
 
+/* The column of "Function" in the header line above needle: where every row's name starts. */
+static size_t function_column(const char *text, const char *needle)
+{
+	const char *head = NULL, *h, *row = strstr(text, needle);
+
+	for (h = strstr(text, "Module"); h && h < row; h = strstr(h + 1, "Module"))
+		head = h;
+	assert_non_null(head);
+	while (head > text && head[-1] != '\n')
+		head--;
+	return (size_t)(strstr(head, "Function") - head);
+}
+
+/* The columns before needle on its line; needle must be in text. */
+static size_t column_of(const char *text, const char *needle)
+{
+	const char *at = strstr(text, needle), *line;
+	size_t cols = 0;
+
+	assert_non_null(at);
+	for (line = at; line > text && line[-1] != '\n'; line--)
+		;
+	for (; line < at; line++)
+		cols += ((unsigned char)*line & 0xc0) != 0x80;
+	return cols;
+}
+
+/*
+ * The Module column is as wide as its names (it cut them at 12 columns:
+ * libstdc++.so.6.0.30 read "libstdc++.so"), up to 40, past which a name is
+ * cut in its middle: its start and its version both stay. Rows stay aligned
+ * under the header, in the tables and in the call graph.
+ */
+static void test_report_module_column_fits_names(void **state)
+{
+	static const char longmod[] =
+		"/opt/app/lib/libvery_long_vendor_library_name_for_tests.so.1.2.3";
+	struct profile *p = profile__new();
+	struct out_opts o = { .top = 0 };
+	char *text;
+
+	FX(p, "app", 1, 0, 60, FX_USER("main"),
+	   { FRAME_USER, "std::locale::locale()",
+	     "/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30" });
+	FX(p, "app", 1, 0, 30, FX_USER("main"), { FRAME_USER, "vendor_work", longmod });
+	FX(p, "app", 1, 0, 10, FX_USER("main"), FX_LIB("read"));
+	profile__sort(p);
+	text = fx_write(&writer_report, p, &o, NULL);
+	/* Whole, then the Function column 40 wide with the long one cut. */
+	assert_non_null(strstr(text, "  libstdc++.so.6.0.30"));
+	assert_non_null(
+		strstr(text, "  libvery_long_vendor_\u2026_for_tests.so.1.2.3  vendor_work\n"));
+	assert_null(strstr(text, "libstdc++.so  "));
+	assert_int_equal(function_column(text, "vendor_work"), column_of(text, "vendor_work"));
+	assert_int_equal(column_of(text, "std::locale::locale()"), column_of(text, "vendor_work"));
+	assert_int_equal(column_of(text, "read\n"), column_of(text, "vendor_work"));
+	free(text);
+
+	/* Only short modules shown: the column keeps its 12 columns. */
+	o.top = 1;
+	text = fx_write(&writer_report, p, &o, NULL);
+	assert_non_null(strstr(text, "%  Module        Function\n"));
+	free(text);
+
+	/* The call graph: callees of main with their modules, aligned. */
+	o.top = 0;
+	o.callees = "main";
+	text = fx_write(&writer_report, p, &o, NULL);
+	assert_non_null(strstr(text, "  libstdc++.so.6.0.30"));
+	assert_int_equal(function_column(text, "main\n"), column_of(text, "main\n"));
+	assert_int_equal(column_of(text, "vendor_work"), column_of(text, "main\n") + 4);
+	assert_int_equal(column_of(text, "std::locale"), column_of(text, "main\n") + 4);
+	free(text);
+	profile__free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -141,6 +217,7 @@ int main(void)
 		cmocka_unit_test(test_report_empty),
 		cmocka_unit_test(test_diff_report_golden),
 		cmocka_unit_test(test_report_shortens_only_cxx),
+		cmocka_unit_test(test_report_module_column_fits_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

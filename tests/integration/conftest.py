@@ -757,7 +757,20 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-class Workload:
+class Reaped:
+    """A process a test started (self.proc, a Popen) as a context: leaving
+    it kills the process if it still runs, and reaps it."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+class Workload(Reaped):
     """Starts a workload process; kills it on exit."""
 
     def __init__(self, *argv, cpu=None):
@@ -768,14 +781,6 @@ class Workload:
         self.pid = self.proc.pid
         time.sleep(0.3)  # let it reach its hot loop
         assert self.proc.poll() is None, f"workload {argv} died at start"
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
 
 
 def wait_attached(proc, timeout=60):
@@ -1053,7 +1058,7 @@ def kill_all(*procs, timeout=30):
             p.wait(timeout=timeout)
 
 
-class Stoppable:
+class Stoppable(Reaped):
     """A bpfprof run a test started: self.proc (its stderr a pipe) and
     self.head (what wait_attached read of it), set by the subclass. stop()
     ends it with SIGINT and returns its whole stderr; leaving the context
@@ -1066,11 +1071,3 @@ class Stoppable:
             _, err = self.proc.communicate(timeout=60)
             self.stderr = self.head + err
         return self.stderr
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()

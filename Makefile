@@ -272,15 +272,18 @@ $(OUT)/workloads/goalloc-stripped: $(GOALLOC_SRCS) | $(OUT)/workloads
 $(OUT)/workloads/goalloc-nomemprof: $(GOALLOC_SRCS) | $(OUT)/workloads
 	$(call msg,GO,$@)
 	$(Q)cd tests/workloads/goalloc && $(GO) build -tags nomemprof -o $(abspath $@) .
+# gobucket: the runtime's bucket list forged, a package goforge and gowalk
+# share (a local module: their go.mod replaces it by its directory, offline).
+GOBUCKET_SRCS := tests/workloads/gobucket/gobucket.go tests/workloads/gobucket/go.mod
 # A tenant's Go program that forges the profile buckets bpfprof --alloc reads.
 GO_WORKLOADS += $(OUT)/workloads/goforge
-$(OUT)/workloads/goforge: tests/workloads/goforge/main.go tests/workloads/goforge/go.mod | $(OUT)/workloads
+$(OUT)/workloads/goforge: tests/workloads/goforge/main.go tests/workloads/goforge/go.mod $(GOBUCKET_SRCS) | $(OUT)/workloads
 	$(call msg,GO,$@)
 	$(Q)cd tests/workloads/goforge && $(GO) build -o $(abspath $@) .
 # Go programs for review9's F1 (a bucket list that cannot be walked to its
 # end) and F2 (an exit right after the last allocations).
 GO_WORKLOADS += $(OUT)/workloads/gowalk $(OUT)/workloads/goexit
-$(OUT)/workloads/gowalk: tests/workloads/gowalk/main.go tests/workloads/gowalk/go.mod | $(OUT)/workloads
+$(OUT)/workloads/gowalk: tests/workloads/gowalk/main.go tests/workloads/gowalk/go.mod $(GOBUCKET_SRCS) | $(OUT)/workloads
 	$(call msg,GO,$@)
 	$(Q)cd tests/workloads/gowalk && $(GO) build -o $(abspath $@) .
 $(OUT)/workloads/goexit: tests/workloads/goexit/main.go tests/workloads/goexit/go.mod | $(OUT)/workloads

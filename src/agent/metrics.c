@@ -75,6 +75,50 @@ bool metrics__healthy(const struct metrics_snapshot *s, uint64_t now, char *why,
 #define GAUGE(name, help, fmt, v)                                                                  \
 	sbuf_printf(out, "# HELP " name " " help "\n# TYPE " name " gauge\n" name " " fmt "\n", v)
 
+/* One value of a labelled counter: NAME{KEY="label"} value. */
+struct label_value {
+	const char *label;
+	uint64_t value;
+};
+
+static int counter_head(struct sbuf *out, const char *name, const char *help)
+{
+	return sbuf_printf(out, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+}
+
+static int counter_value(struct sbuf *out, const char *name, const char *key, const char *label,
+			 uint64_t value)
+{
+	return sbuf_printf(out, "%s{%s=\"%s\"} %" PRIu64 "\n", name, key, label, value);
+}
+
+/* A counter with one label: its HELP and TYPE, then a line per value, in order. */
+static int labelled_counter(struct sbuf *out, const char *name, const char *help, const char *key,
+			    const struct label_value *v, size_t n)
+{
+	int err = counter_head(out, name, help);
+
+	for (size_t i = 0; i < n; i++)
+		err |= counter_value(out, name, key, v[i].label, v[i].value);
+	return err;
+}
+
+/* LABELLED_COUNTER(name, help, key, { "label", value }, ...) */
+#define LABELLED_COUNTER(name, help, key, ...)                                                     \
+	labelled_counter(out, name, help, key, (const struct label_value[]){ __VA_ARGS__ },        \
+			 ARRAY_SIZE(((const struct label_value[]){ __VA_ARGS__ })))
+
+/* The same of an array of n values, labels[i] naming values[i]. */
+static int labelled_array(struct sbuf *out, const char *name, const char *help, const char *key,
+			  const char *const *labels, const uint64_t *values, size_t n)
+{
+	int err = counter_head(out, name, help);
+
+	for (size_t i = 0; i < n; i++)
+		err |= counter_value(out, name, key, labels[i], values[i]);
+	return err;
+}
+
 int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out)
 {
 	static const char *const lost[METRICS_ALLOC_LOST_NR] = {
@@ -87,35 +131,21 @@ int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out)
 	};
 	int err = 0;
 
-	err |= sbuf_printf(
-		out,
-		"# HELP bpfprof_alloc_calls_total Allocator calls the probes saw (alloc: the targets' allocations, free: their frees, other: calls of processes not profiled).\n"
-		"# TYPE bpfprof_alloc_calls_total counter\n"
-		"bpfprof_alloc_calls_total{kind=\"alloc\"} %" PRIu64 "\n"
-		"bpfprof_alloc_calls_total{kind=\"free\"} %" PRIu64 "\n"
-		"bpfprof_alloc_calls_total{kind=\"other\"} %" PRIu64 "\n",
-		a->calls, a->frees, a->others);
-	err |= sbuf_printf(
-		out,
-		"# HELP bpfprof_alloc_samples_total Sampled allocations recorded, by source (libc: the C library's allocator, go: the Go runtime's own samples).\n"
-		"# TYPE bpfprof_alloc_samples_total counter\n"
-		"bpfprof_alloc_samples_total{source=\"libc\"} %" PRIu64 "\n"
-		"bpfprof_alloc_samples_total{source=\"go\"} %" PRIu64 "\n",
-		a->samples_libc, a->samples_go);
-	err |= sbuf_printf(
-		out,
-		"# HELP bpfprof_alloc_frees_matched_total Frees of sampled blocks, by source.\n"
-		"# TYPE bpfprof_alloc_frees_matched_total counter\n"
-		"bpfprof_alloc_frees_matched_total{source=\"libc\"} %" PRIu64 "\n"
-		"bpfprof_alloc_frees_matched_total{source=\"go\"} %" PRIu64 "\n",
-		a->freed_libc, a->freed_go);
-	err |= sbuf_printf(
-		out,
-		"# HELP bpfprof_alloc_lost_total What the allocator probes lost, by reason (ring_full, no_stack, no_return, memory: sampled allocations not recorded; live_full: recorded, not followed in use; no_thread: calls not counted).\n"
-		"# TYPE bpfprof_alloc_lost_total counter\n");
-	for (int i = 0; i < METRICS_ALLOC_LOST_NR; i++)
-		err |= sbuf_printf(out, "bpfprof_alloc_lost_total{reason=\"%s\"} %" PRIu64 "\n",
-				   lost[i], a->lost[i]);
+	err |= LABELLED_COUNTER(
+		"bpfprof_alloc_calls_total",
+		"Allocator calls the probes saw (alloc: the targets' allocations, free: their frees, other: calls of processes not profiled).",
+		"kind", { "alloc", a->calls }, { "free", a->frees }, { "other", a->others });
+	err |= LABELLED_COUNTER(
+		"bpfprof_alloc_samples_total",
+		"Sampled allocations recorded, by source (libc: the C library's allocator, go: the Go runtime's own samples).",
+		"source", { "libc", a->samples_libc }, { "go", a->samples_go });
+	err |= LABELLED_COUNTER("bpfprof_alloc_frees_matched_total",
+				"Frees of sampled blocks, by source.", "source",
+				{ "libc", a->freed_libc }, { "go", a->freed_go });
+	err |= labelled_array(
+		out, "bpfprof_alloc_lost_total",
+		"What the allocator probes lost, by reason (ring_full, no_stack, no_return, memory: sampled allocations not recorded; live_full: recorded, not followed in use; no_thread: calls not counted).",
+		"reason", lost, a->lost, METRICS_ALLOC_LOST_NR);
 	err |= GAUGE("bpfprof_alloc_live_blocks",
 		     "Sampled blocks in use at the last walk of the live table.", "%" PRIu64,
 		     a->live_blocks);
@@ -123,12 +153,10 @@ int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out)
 		     "Estimated bytes in use at the last walk of the live table.", "%" PRIu64,
 		     a->inuse_bytes);
 	err |= GAUGE("bpfprof_alloc_probes", "Allocator probes attached.", "%" PRIu64, a->probes);
-	err |= sbuf_printf(
-		out,
-		"# HELP bpfprof_alloc_live_dropped_total Live-table entries dropped, by reason (exited: their process ended).\n"
-		"# TYPE bpfprof_alloc_live_dropped_total counter\n"
-		"bpfprof_alloc_live_dropped_total{reason=\"exited\"} %" PRIu64 "\n",
-		a->live_dropped_exited);
+	err |= LABELLED_COUNTER(
+		"bpfprof_alloc_live_dropped_total",
+		"Live-table entries dropped, by reason (exited: their process ended).", "reason",
+		{ "exited", a->live_dropped_exited });
 	err |= COUNTER(
 		"bpfprof_alloc_aggs_evicted_total",
 		"Samples of the run-long totals folded into their process's [other stacks] for room.",
@@ -144,26 +172,19 @@ int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out)
 			[METRICS_GO_LOST_EXITED] = "exited",
 		};
 
-		err |= sbuf_printf(
-			out,
-			"# HELP bpfprof_alloc_go_samples_lost_total Go's sampled allocations not counted, by reason (refused: their bucket forged or unreadable; tables_full: their bucket not kept, the bucket tables or a process's share of them full; exited: their bucket first seen once its process had exited).\n"
-			"# TYPE bpfprof_alloc_go_samples_lost_total counter\n");
-		for (int i = 0; i < METRICS_GO_LOST_NR; i++)
-			err |= sbuf_printf(
-				out,
-				"bpfprof_alloc_go_samples_lost_total{reason=\"%s\"} %" PRIu64 "\n",
-				go_lost[i], a->go_lost[i]);
+		err |= labelled_array(
+			out, "bpfprof_alloc_go_samples_lost_total",
+			"Go's sampled allocations not counted, by reason (refused: their bucket forged or unreadable; tables_full: their bucket not kept, the bucket tables or a process's share of them full; exited: their bucket first seen once its process had exited).",
+			"reason", go_lost, a->go_lost, METRICS_GO_LOST_NR);
 		err |= COUNTER(
 			"bpfprof_alloc_go_samples_unnamed_total",
 			"Go's sampled allocations counted without their stack ([no stack]): their bucket's stack past its process's share of the stack table.",
 			a->go_unnamed);
-		err |= sbuf_printf(
-			out,
-			"# HELP bpfprof_alloc_go_buckets_lost_total Go profile buckets not read whole, by reason (refused: not a memory-profile bucket, or unreadable; stack_share: kept without their stack, past their process's share of the stack table or all Go processes').\n"
-			"# TYPE bpfprof_alloc_go_buckets_lost_total counter\n"
-			"bpfprof_alloc_go_buckets_lost_total{reason=\"refused\"} %" PRIu64 "\n"
-			"bpfprof_alloc_go_buckets_lost_total{reason=\"stack_share\"} %" PRIu64 "\n",
-			a->go_bkts_refused, a->go_bkts_unnamed);
+		err |= LABELLED_COUNTER(
+			"bpfprof_alloc_go_buckets_lost_total",
+			"Go profile buckets not read whole, by reason (refused: not a memory-profile bucket, or unreadable; stack_share: kept without their stack, past their process's share of the stack table or all Go processes').",
+			"reason", { "refused", a->go_bkts_refused },
+			{ "stack_share", a->go_bkts_unnamed });
 		err |= COUNTER(
 			"bpfprof_alloc_go_reads_failed_total",
 			"Reads of a Go bucket or of a polled bucket list's head that failed (the last values kept).",
@@ -172,14 +193,10 @@ int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out)
 			"bpfprof_alloc_go_list_cap_total",
 			"Walks of a polled bucket list stopped at its process's cap on buckets (its newer buckets not counted).",
 			a->go_list_over);
-		err |= sbuf_printf(
-			out,
-			"# HELP bpfprof_alloc_go_processes_lost_total Polled Go processes whose last allocations were lost, by reason (ended: between two polls; other_image: their pid went to another image, exec or reuse).\n"
-			"# TYPE bpfprof_alloc_go_processes_lost_total counter\n"
-			"bpfprof_alloc_go_processes_lost_total{reason=\"ended\"} %" PRIu64 "\n"
-			"bpfprof_alloc_go_processes_lost_total{reason=\"other_image\"} %" PRIu64
-			"\n",
-			a->go_poll_ended, a->go_other);
+		err |= LABELLED_COUNTER(
+			"bpfprof_alloc_go_processes_lost_total",
+			"Polled Go processes whose last allocations were lost, by reason (ended: between two polls; other_image: their pid went to another image, exec or reuse).",
+			"reason", { "ended", a->go_poll_ended }, { "other_image", a->go_other });
 		err |= GAUGE("bpfprof_alloc_go_buckets", "Go profile buckets kept now.", "%" PRIu64,
 			     a->go_buckets);
 		err |= GAUGE("bpfprof_alloc_go_stacks",
@@ -247,18 +264,12 @@ int metrics__render(const struct metrics_snapshot *s, uint64_t now, struct sbuf 
 	int err = 0;
 
 	err |= COUNTER("bpfprof_samples_total", "Samples taken (counted or lost).", s->samples);
-	err |= sbuf_printf(
-		out,
-		"# HELP bpfprof_lost_samples_total Samples the kernel could not count, by reason.\n"
-		"# TYPE bpfprof_lost_samples_total counter\n"
-		"bpfprof_lost_samples_total{reason=\"stack_map_full\"} %" PRIu64 "\n"
-		"bpfprof_lost_samples_total{reason=\"count_map_full\"} %" PRIu64 "\n"
-		"bpfprof_lost_samples_total{reason=\"stack_store_failed\"} %" PRIu64 "\n"
-		"bpfprof_lost_samples_total{reason=\"other\"} %" PRIu64 "\n"
-		"bpfprof_lost_samples_total{reason=\"throttled\"} %" PRIu64 "\n"
-		"bpfprof_lost_samples_total{reason=\"timer_late\"} %" PRIu64 "\n",
-		s->lost_stacks_full, s->lost_counts_full, s->lost_stack_err, s->lost_other,
-		s->lost_throttled, s->lost_timer_late);
+	err |= LABELLED_COUNTER(
+		"bpfprof_lost_samples_total", "Samples the kernel could not count, by reason.",
+		"reason", { "stack_map_full", s->lost_stacks_full },
+		{ "count_map_full", s->lost_counts_full },
+		{ "stack_store_failed", s->lost_stack_err }, { "other", s->lost_other },
+		{ "throttled", s->lost_throttled }, { "timer_late", s->lost_timer_late });
 	/* Measured every 15 s (the first after a second): left out until then. */
 	if (s->effective_hz >= 0)
 		err |= GAUGE("bpfprof_effective_sample_frequency_hertz",
@@ -286,38 +297,24 @@ int metrics__render(const struct metrics_snapshot *s, uint64_t now, struct sbuf 
 		       "JVM leaf frames whose return address was taken from the stack's top "
 		       "(a prologue, a frameless stub).",
 		       s->jvm_leaf_guesses);
-	err |= sbuf_printf(
-		out,
-		"# HELP bpfprof_jvm_walk_ends_total Walks through a JVM's frames by how they left them (call_stub: handed back to the native walker; the others end the stack there).\n"
-		"# TYPE bpfprof_jvm_walk_ends_total counter\n"
-		"bpfprof_jvm_walk_ends_total{reason=\"call_stub\"} %" PRIu64 "\n"
-		"bpfprof_jvm_walk_ends_total{reason=\"no_blob\"} %" PRIu64 "\n"
-		"bpfprof_jvm_walk_ends_total{reason=\"bad_frame\"} %" PRIu64 "\n"
-		"bpfprof_jvm_walk_ends_total{reason=\"return_address\"} %" PRIu64 "\n"
-		"bpfprof_jvm_walk_ends_total{reason=\"interpreter_frame\"} %" PRIu64 "\n"
-		"bpfprof_jvm_walk_ends_total{reason=\"unreadable\"} %" PRIu64 "\n"
-		"bpfprof_jvm_walk_ends_total{reason=\"read_budget\"} %" PRIu64 "\n",
-		s->jvm_ends[0], s->jvm_ends[1], s->jvm_ends[2], s->jvm_ends[3], s->jvm_ends[4],
-		s->jvm_ends[5], s->jvm_ends[6]);
-	err |= sbuf_printf(
-		out,
-		"# HELP bpfprof_python_thread_states_total Samples in Python's interpreter loop, by where their thread's state was found (not_found: shown without their Python frames).\n"
-		"# TYPE bpfprof_python_thread_states_total counter\n"
-		"bpfprof_python_thread_states_total{found=\"cpu_cache\"} %" PRIu64 "\n"
-		"bpfprof_python_thread_states_total{found=\"thread_data\"} %" PRIu64 "\n"
-		"bpfprof_python_thread_states_total{found=\"thread_list\"} %" PRIu64 "\n"
-		"bpfprof_python_thread_states_total{found=\"not_found\"} %" PRIu64 "\n",
-		s->py_ts_cached, s->py_ts_tls, s->py_ts_search, s->py_ts_miss);
+	err |= LABELLED_COUNTER(
+		"bpfprof_jvm_walk_ends_total",
+		"Walks through a JVM's frames by how they left them (call_stub: handed back to the native walker; the others end the stack there).",
+		"reason", { "call_stub", s->jvm_ends[0] }, { "no_blob", s->jvm_ends[1] },
+		{ "bad_frame", s->jvm_ends[2] }, { "return_address", s->jvm_ends[3] },
+		{ "interpreter_frame", s->jvm_ends[4] }, { "unreadable", s->jvm_ends[5] },
+		{ "read_budget", s->jvm_ends[6] });
+	err |= LABELLED_COUNTER(
+		"bpfprof_python_thread_states_total",
+		"Samples in Python's interpreter loop, by where their thread's state was found (not_found: shown without their Python frames).",
+		"found", { "cpu_cache", s->py_ts_cached }, { "thread_data", s->py_ts_tls },
+		{ "thread_list", s->py_ts_search }, { "not_found", s->py_ts_miss });
 	if (s->offcpu) {
-		err |= sbuf_printf(
-			out,
-			"# HELP bpfprof_offcpu_waits_total Waits of target threads (--off-cpu), by what became of them.\n"
-			"# TYPE bpfprof_offcpu_waits_total counter\n"
-			"bpfprof_offcpu_waits_total{result=\"counted\"} %" PRIu64 "\n"
-			"bpfprof_offcpu_waits_total{result=\"shorter_than_min\"} %" PRIu64 "\n"
-			"bpfprof_offcpu_waits_total{result=\"lost\"} %" PRIu64 "\n"
-			"bpfprof_offcpu_waits_total{result=\"evicted\"} %" PRIu64 "\n",
-			s->offcpu_counted, s->offcpu_short, s->offcpu_lost, s->offcpu_evicted);
+		err |= LABELLED_COUNTER(
+			"bpfprof_offcpu_waits_total",
+			"Waits of target threads (--off-cpu), by what became of them.", "result",
+			{ "counted", s->offcpu_counted }, { "shorter_than_min", s->offcpu_short },
+			{ "lost", s->offcpu_lost }, { "evicted", s->offcpu_evicted });
 		err |= sbuf_printf(
 			out,
 			"# HELP bpfprof_offcpu_seconds_total Off-CPU time counted in profiles.\n"

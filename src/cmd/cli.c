@@ -773,13 +773,10 @@ static int parse_output_option(int c, const char *arg, struct options *o, struct
 		o->no_debuginfod = true;
 		break;
 	case OPT_LISTEN: {
-		struct sockaddr_storage ss;
-		socklen_t len;
-
 		if (!*arg)
 			return usage_err(em, "empty --listen");
 		/* At once, as the other options: not after the BPF load. */
-		if (httpd__parse_listen(arg, &ss, &len)) {
+		if (httpd__parse_listen(arg, &o->listen_addr, &o->listen_len)) {
 			usage_err(
 				em,
 				"invalid --listen '%s': expected [ADDR:]PORT (6060, 0.0.0.0:6060, [::1]:6060)",
@@ -939,7 +936,12 @@ int cli__check_command(const char *name, struct errmsg *em)
 		usage_err(em, "cannot run '%s': %s", name, strerror(-err));
 		return CLI_USAGE;
 	}
-	/* execvp's search: an empty entry is the current directory */
+	/*
+	 * execvp's search: an empty entry is the current directory. Not shared
+	 * with the exec (proc/child.c calls execvp): libc does not export its
+	 * search, and execv of a path found here would lose execvp's own ways
+	 * (/bin/sh for a script without #!, going on past EACCES) and look twice.
+	 */
 	if (!path)
 		path = "/bin:/usr/bin";
 	for (dir = path;; dir = end + 1) {

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "format/writer.h"
 
@@ -62,6 +63,9 @@ struct options {
 	const char *app_name;	/* --app-name (default "bpfprof") */
 	const char *token_file; /* --token-file */
 	const char *listen;	/* --listen [ADDR:]PORT */
+	/* --listen's address, parsed once with the options (httpd__parse_listen) */
+	struct sockaddr_storage listen_addr;
+	socklen_t listen_len;
 	const char *debuginfod; /* --debuginfod URLS (else $DEBUGINFOD_URLS) */
 	bool no_debuginfod;	/* --no-debuginfod */
 	const char **cgroups;	/* --cgroup PATH (repeatable) */

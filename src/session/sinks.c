@@ -119,20 +119,18 @@ static int open_stores(struct continuous *ct, const struct options *o, unsigned 
 
 /*
  * --listen: where the endpoints are, as URLs to paste (the start line says
- * only "Ctrl-C to stop"). From the address --listen names, ADDR defaulted.
+ * only "Ctrl-C to stop"). From the address --listen names, ADDR defaulted
+ * (parsed with the options).
  */
-static void say_listening(const char *listen, bool cpu, bool heap)
+static void say_listening(const struct options *o, bool cpu, bool heap)
 {
 	char host[NI_MAXHOST], port[NI_MAXSERV];
-	struct sockaddr_storage ss;
-	socklen_t len;
 	bool v6;
 
-	if (httpd__parse_listen(listen, &ss, &len) ||
-	    getnameinfo((struct sockaddr *)&ss, len, host, sizeof(host), port, sizeof(port),
-			NI_NUMERICHOST | NI_NUMERICSERV))
+	if (getnameinfo((const struct sockaddr *)&o->listen_addr, o->listen_len, host, sizeof(host),
+			port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV))
 		return;
-	v6 = ss.ss_family == AF_INET6;
+	v6 = o->listen_addr.ss_family == AF_INET6;
 	p_info("serving on http://%s%s%s:%s: %s%s/metrics, /healthz", v6 ? "[" : "", host,
 	       v6 ? "]" : "", port, cpu ? "/debug/pprof/profile?seconds=N, " : "",
 	       heap ? "/debug/pprof/heap, /debug/pprof/allocs, " : "");
@@ -214,7 +212,7 @@ int sinks__open_kinds(struct continuous *ct, const struct options *o, unsigned w
 			p_err("--listen: %s", em.msg);
 			return 2;
 		}
-		say_listening(o->listen, want & SINK_BIT(SINK_CPU), want & SINK_BIT(SINK_HEAP));
+		say_listening(o, want & SINK_BIT(SINK_CPU), want & SINK_BIT(SINK_HEAP));
 	}
 	return 0;
 }

@@ -172,6 +172,10 @@ const char *srcline__string(struct srcline_strs *st, Dwarf_Attribute *attr)
 #define NOALT_SHSTRTAB "\0.shstrtab\0.debug_line\0.debug_str"
 enum { NOALT_NAME_SHSTRTAB = 1, NOALT_NAME_LINE = 11, NOALT_NAME_STR = 23 };
 
+/* Shared by every Dwarf of the run. libdw fills caches of a Dwarf it reads
+ * (its unit tree, abbreviations) and is not thread-safe as built by default:
+ * fine while all DWARF is read on one thread (the main loop's symbolizer,
+ * annotate); a second thread reading DWARF needs an empty one of its own. */
 static Dwarf *noalt_dw;
 static pthread_once_t noalt_once = PTHREAD_ONCE_INIT;
 

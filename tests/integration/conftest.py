@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / os.environ.get("OUT", "build")
 BPFPROF = OUT / "bpfprof"
 WORKLOADS = OUT / "workloads"
+WORKLOAD_SOURCES = ROOT / "tests" / "workloads"  # scripts run as they are (Lisp)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 sys.path.insert(0, str(ROOT / "tools"))
@@ -571,6 +572,49 @@ def start_libc_copies(d, n, more=(), **kw):
                             stdout=subprocess.PIPE, text=True, start_new_session=True, **kw)
 
 
+def tenant_copy(src, d):
+    """src copied into the tenant's directory d (its mode kept), the
+    tenant's own: the copy's path."""
+    pw = tenant()
+    dst = Path(d) / Path(src).name
+    shutil.copy2(src, dst)
+    os.chown(dst, pw.pw_uid, pw.pw_gid)
+    return dst
+
+
+def tenant_sbcl(d, script, *args):
+    """Debian's sbcl running the Lisp workload `script` (tests/workloads/,
+    copied into the tenant's directory d) as the tenant, with args: its
+    Popen (stdout a pipe, text)."""
+    exe = sbcl()
+    path = tenant_copy(WORKLOAD_SOURCES / script, d)
+    return subprocess.Popen(as_tenant([exe, "--script", path] + list(args)),
+                            stdout=subprocess.PIPE, text=True)
+
+
+def alloc_failed_attach_then_sbcl(d, out, **env):
+    """bpfprof --alloc -v -o out -d 3 -p FAKE,SBCL, one SBCL slot
+    (BPFPROF_TEST_ALLOC_SBCL_SLOTS=1) and the variables env: FAKE the
+    tenant's fakesbcl_attach (copied into its directory d: an SBCL runtime
+    whose attach fails), SBCL Debian's sbcl running lispbench.lisp's list
+    after it in -p; both run 8 s (past bpfprof -p's start on a loaded host)
+    and are killed after. Its CompletedProcess (it exited 0)."""
+    exe = sbcl()
+    fake = tenant_copy(wl("fakesbcl_attach"), d)
+    procs = []
+    try:
+        procs.append(subprocess.Popen(as_tenant([fake, "8"]), stdout=subprocess.PIPE, text=True))
+        procs.append(subprocess.Popen([exe, "--script", WORKLOAD_SOURCES / "lispbench.lisp",
+                                       "list", "8"], stdout=subprocess.PIPE, text=True))
+        f, s = procs
+        assert Lines(f.stdout).readline(60, "the tenant's fake's ready line").strip() == "ready"
+        env = dict(os.environ, BPFPROF_TEST_ALLOC_SBCL_SLOTS="1", **env)
+        return run_bpfprof(["--alloc", "-v", "-o", out, "-d", "3", "-p", f"{f.pid},{s.pid}"],
+                           timeout=60, env=env)
+    finally:
+        kill_all(*procs)
+
+
 def as_tenant(argv):
     """argv, to be run as the tenant: its uid, gid and groups, no capabilities."""
     tenant()
@@ -713,7 +757,20 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-class Workload:
+class Reaped:
+    """A process a test started (self.proc, a Popen) as a context: leaving
+    it kills the process if it still runs, and reaps it."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+class Workload(Reaped):
     """Starts a workload process; kills it on exit."""
 
     def __init__(self, *argv, cpu=None):
@@ -724,14 +781,6 @@ class Workload:
         self.pid = self.proc.pid
         time.sleep(0.3)  # let it reach its hot loop
         assert self.proc.poll() is None, f"workload {argv} died at start"
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
 
 
 def wait_attached(proc, timeout=60):
@@ -1000,7 +1049,16 @@ def metrics(port):
     raise AssertionError("no /metrics")
 
 
-class Stoppable:
+def kill_all(*procs, timeout=30):
+    """Kills each process (a Popen, or None) that still runs, and reaps it."""
+    for p in procs:
+        if p is not None:
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=timeout)
+
+
+class Stoppable(Reaped):
     """A bpfprof run a test started: self.proc (its stderr a pipe) and
     self.head (what wait_attached read of it), set by the subclass. stop()
     ends it with SIGINT and returns its whole stderr; leaving the context
@@ -1013,11 +1071,3 @@ class Stoppable:
             _, err = self.proc.communicate(timeout=60)
             self.stderr = self.head + err
         return self.stderr
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()

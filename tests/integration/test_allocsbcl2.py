@@ -16,13 +16,10 @@ sampling itself).
 """
 import json
 import math
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
-from conftest import SIGMAS, Lines, as_tenant, folded_sum, run_bpfprof, sbcl, tenant, wl
+from conftest import SIGMAS, alloc_failed_attach_then_sbcl, folded_sum, run_bpfprof, sbcl
 
 LISPBENCH = str(Path(__file__).resolve().parents[1] / "workloads" / "lispbench.lisp")
 LISPTHREADS = str(Path(__file__).resolve().parents[1] / "workloads" / "lispthreads.lisp")
@@ -58,25 +55,8 @@ def test_failed_attach_gives_the_slot_back(tenant_dir):
     """One slot: the tenant's runtime (first in -p) fails to attach, the real
     sbcl after it is probed (not "no slot left") and its Lisp allocations
     are in the profile."""
-    exe = sbcl()
-    pw = tenant()
-    fake = tenant_dir / "fakesbcl_attach"
-    shutil.copy2(wl("fakesbcl_attach"), fake)
-    os.chown(fake, pw.pw_uid, pw.pw_gid)
-    f = subprocess.Popen(as_tenant([fake, "8"]), stdout=subprocess.PIPE, text=True)
-    # 8 s of Lisp: past bpfprof -p's start on a loaded host
-    s = subprocess.Popen([exe, "--script", LISPBENCH, "list", "8"], stdout=subprocess.PIPE,
-                         text=True)
     out = tenant_dir.parent / "attach.pb.gz"
-    try:
-        assert Lines(f.stdout).readline(60, "the tenant's fake's ready line").strip() == "ready"
-        env = dict(os.environ, BPFPROF_TEST_ALLOC_SBCL_SLOTS="1")
-        r = run_bpfprof(["--alloc", "-v", "-o", out, "-d", "3", "-p", f"{f.pid},{s.pid}"],
-                        timeout=60, env=env)
-    finally:
-        for p in (f, s):
-            p.kill()
-            p.wait(timeout=30)
+    r = alloc_failed_attach_then_sbcl(tenant_dir, out)
     fails = [l for l in r.stderr.splitlines() if "fakesbcl_attach" in l and "not probed" in l]
     assert fails, r.stderr  # the fake's attach did fail
     assert "no slot left" not in r.stderr, r.stderr

@@ -18,24 +18,20 @@ default mode).
   mode /debug/pprof/heap answers within the budget's reach and each
   interval's file says its unnamed frames in its note.
 """
-import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
-from conftest import BPFPROF, ROOT, as_tenant, parse_folded, run_bpfprof, sbcl, tenant, wait_for, wl
+from conftest import (BPFPROF, ROOT, alloc_failed_attach_then_sbcl, kill_all, parse_folded,
+                      tenant_sbcl, wait_for)
 import pprof
 
 sys.path.insert(0, str(ROOT / "tools"))
 from benchlib import free_port  # noqa: E402
 
-WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
-LISPBENCH = str(WORKLOADS / "lispbench.lisp")
 WRITE_MS = 500  # ALLOCRUN_SBCL_WRITE_MS
 
 
@@ -45,24 +41,8 @@ def test_failed_attach_leaves_no_probe_perf_mode(tenant_dir):
     (its loop calls alloc with 1 MB, a large object at every call, and no
     malloc); the real sbcl after it is probed in the slot and its Lisp
     allocations are there."""
-    exe = sbcl()
-    pw = tenant()
-    fake = tenant_dir / "fakesbcl_attach"
-    shutil.copy2(wl("fakesbcl_attach"), fake)
-    os.chown(fake, pw.pw_uid, pw.pw_gid)
-    f = subprocess.Popen(as_tenant([fake, "8"]), stdout=subprocess.PIPE, text=True)
-    s = subprocess.Popen([exe, "--script", LISPBENCH, "list", "8"], stdout=subprocess.PIPE,
-                         text=True)
     out = tenant_dir.parent / f"{tenant_dir.name}-perf.folded"
-    try:
-        assert f.stdout.readline().strip() == "ready"
-        env = dict(os.environ, BPFPROF_TEST_ALLOC_SBCL_SLOTS="1", BPFPROF_TEST_ALLOC_MODE="perf")
-        r = run_bpfprof(["--alloc", "-v", "-o", out, "-d", "3", "-p", f"{f.pid},{s.pid}"],
-                        timeout=60, env=env)
-    finally:
-        for p in (f, s):
-            p.kill()
-            p.communicate(timeout=30)
+    r = alloc_failed_attach_then_sbcl(tenant_dir, out, BPFPROF_TEST_ALLOC_MODE="perf")
     try:
         folded = parse_folded(out.read_text())
     finally:
@@ -83,13 +63,7 @@ def test_write_names_lisp_frames_within_a_budget(tenant_dir):
     500 ms of it; all the frames named took 8.5 s past it here); frames past
     the budget are "[unnamed: SBCL]", their number said; frames named before
     it are in the profile by name (LISPPATHS::LEAF)."""
-    exe = sbcl()
-    pw = tenant()
-    script = tenant_dir / "lisppaths.lisp"
-    shutil.copy2(WORKLOADS / "lisppaths.lisp", script)
-    os.chown(script, pw.pw_uid, pw.pw_gid)
-    lisp = subprocess.Popen(as_tenant([exe, "--script", script, "14", "40"]),
-                            stdout=subprocess.PIPE, text=True)
+    lisp = tenant_sbcl(tenant_dir, "lisppaths.lisp", "14", "40")
     out = tenant_dir.parent / f"{tenant_dir.name}-paths.folded"
     duration = 4
     b = None
@@ -108,11 +82,7 @@ def test_write_names_lisp_frames_within_a_budget(tenant_dir):
         b.wait(timeout=120)
         after = time.monotonic() - t_in - duration
     finally:
-        if b and b.poll() is None:
-            b.kill()
-            b.wait(timeout=30)
-        lisp.kill()
-        lisp.communicate(timeout=30)
+        kill_all(b, lisp)
     try:
         text = out.read_text()
     finally:
@@ -144,13 +114,7 @@ def test_heap_request_within_the_budget(tenant_dir, tmp_path):
     interval files whose frames were cut say so in their note
     (sbcl_unnamed_frames=N), /metrics counts them
     (bpfprof_alloc_sbcl_unnamed_frames_total)."""
-    exe = sbcl()
-    pw = tenant()
-    script = tenant_dir / "lisppaths.lisp"
-    shutil.copy2(WORKLOADS / "lisppaths.lisp", script)
-    os.chown(script, pw.pw_uid, pw.pw_gid)
-    lisp = subprocess.Popen(as_tenant([exe, "--script", script, "14", "60"]),
-                            stdout=subprocess.PIPE, text=True)
+    lisp = tenant_sbcl(tenant_dir, "lisppaths.lisp", "14", "60")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     b = None
@@ -178,11 +142,7 @@ def test_heap_request_within_the_budget(tenant_dir, tmp_path):
         b.send_signal(signal.SIGINT)
         _, err = b.communicate(timeout=60)
     finally:
-        if b and b.poll() is None:
-            b.kill()
-            b.communicate(timeout=30)
-        lisp.kill()
-        lisp.communicate(timeout=30)
+        kill_all(b, lisp)
     print(f"/debug/pprof/heap {took:.2f} s, /healthz {health_took:.2f} s")
     assert status == 200 and health == 200, err[-3000:]
     heap = pprof.decode(body)

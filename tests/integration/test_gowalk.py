@@ -19,42 +19,54 @@ at its probing (descriptors short: BPFPROF_TEST_GO_IDENT_FAIL) is read at
 its first poll; its allocations are polled and counted (before the fix:
 none, silently - its polling off for the whole run).
 """
+import contextlib
 import json
 import os
 import re
 import signal
 import subprocess
 import time
+import types
 
 import pytest
 
 import pprof
-from conftest import BPFPROF, Waiting, alloc_attach, cgroup_v2, into_cgroup, wait_for, wl
+from conftest import (BPFPROF, Waiting, alloc_attach, cgroup_v2, into_cgroup, kill_all, wait_for,
+                      wl)
 from test_allocgo import check_against_runtime, go_counts
+
+
+@contextlib.contextmanager
+def _beside(prog, errpath, args, pid_key=None):
+    """bpfprof ARGS (and -p the pid named pid_key in the workload's first
+    line, a JSON object) beside the workload PROG (a Popen, its stdout a
+    pipe), bpfprof's stderr to errpath: yields run (run.first: that line;
+    run.bp: bpfprof's Popen) for the test to see bpfprof through; both killed
+    if still running after. Then run.stderr is bpfprof's stderr, and
+    bpfprof must have exited 0."""
+    run = types.SimpleNamespace(first=None, bp=None, stderr=None)
+    try:
+        run.first = json.loads(prog.stdout.readline())
+        with open(errpath, "w") as err:
+            if pid_key:
+                args = args + ["-p", run.first[pid_key]]
+            run.bp = subprocess.Popen([str(BPFPROF)] + [str(a) for a in args], stderr=err)
+            yield run
+    finally:
+        kill_all(prog, run.bp)
+    run.stderr = errpath.read_text()
+    assert run.bp.returncode == 0, run.stderr
 
 
 def _walk_run(tmp_path, tail):
     """(bpfprof's CPU seconds, its stderr) for a 10 s -p run on gowalk 8000 TAIL."""
     prog = subprocess.Popen([wl("gowalk"), "8000", tail, "30"], stdout=subprocess.PIPE,
                             text=True)
-    bp = None
-    errpath = tmp_path / f"{tail}.err"
-    try:
-        pid = json.loads(prog.stdout.readline())["pid"]
-        with open(errpath, "w") as err:
-            bp = subprocess.Popen([str(BPFPROF), "--alloc", "-v", "-d", "10", "-o",
-                                   str(tmp_path / f"{tail}.pb.gz"), "-p", str(pid)],
-                                  stderr=err)
-            _, status, ru = os.wait4(bp.pid, 0)
-            bp.returncode = os.waitstatus_to_exitcode(status)
-    finally:
-        for p in (prog, bp):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
-    stderr = errpath.read_text()
-    assert bp.returncode == 0, stderr
-    return ru.ru_utime + ru.ru_stime, stderr
+    with _beside(prog, tmp_path / f"{tail}.err",
+                 ["--alloc", "-v", "-d", "10", "-o", tmp_path / f"{tail}.pb.gz"], "pid") as run:
+        _, status, ru = os.wait4(run.bp.pid, 0)
+        run.bp.returncode = os.waitstatus_to_exitcode(status)
+    return ru.ru_utime + ru.ru_stime, run.stderr
 
 
 def _polled(stderr):
@@ -97,32 +109,22 @@ def _site1(path):
 def test_go_exit_last_drain_counted(tmp_path, run):
     out = tmp_path / "cg.pb.gz"
     errpath = tmp_path / "stderr"
-    bp = prog = None
     with cgroup_v2("bpfprof-goexit") as cg:
-        try:
-            prog = subprocess.Popen([wl("goexit"), "2000", "400", "5000"],
-                                    stdout=subprocess.PIPE, text=True,
-                                    preexec_fn=into_cgroup(cg))
-            pid = json.loads(prog.stdout.readline())["waiting"]
-            with open(errpath, "w") as err:
-                bp = subprocess.Popen([str(BPFPROF), "--alloc", "-v", "--cgroup", cg,
-                                       "-d", "300", "-o", str(out)], stderr=err)
-                wait_for(lambda: f"in {pid}" in errpath.read_text()
-                         and re.search(r"debug: \d+ probes in", errpath.read_text()),
-                         timeout=120, what="goexit probed")
-                os.kill(pid, signal.SIGUSR1)
-                truth = json.loads(prog.communicate(timeout=60)[0])
-                assert prog.returncode == 0
-                time.sleep(0.5)  # a few drains
-                bp.send_signal(signal.SIGINT)
-                bp.wait(timeout=60)
-        finally:
-            for p in (prog, bp):
-                if p is not None and p.poll() is None:
-                    p.kill()
-                    p.wait()
-    stderr = errpath.read_text()
-    assert bp.returncode == 0, stderr
+        prog = subprocess.Popen([wl("goexit"), "2000", "400", "5000"], stdout=subprocess.PIPE,
+                                text=True, preexec_fn=into_cgroup(cg))
+        with _beside(prog, errpath,
+                     ["--alloc", "-v", "--cgroup", cg, "-d", "300", "-o", out]) as run:
+            pid = run.first["waiting"]
+            wait_for(lambda: f"in {pid}" in errpath.read_text()
+                     and re.search(r"debug: \d+ probes in", errpath.read_text()),
+                     timeout=120, what="goexit probed")
+            os.kill(pid, signal.SIGUSR1)
+            truth = json.loads(prog.communicate(timeout=60)[0])
+            assert prog.returncode == 0
+            time.sleep(0.5)  # a few drains
+            run.bp.send_signal(signal.SIGINT)
+            run.bp.wait(timeout=60)
+    stderr = run.stderr
     objs, space = _site1(out)
     # every allocation sampled with weight 1: the profile is exact. All of
     # site1's own ones share one bucket (read before the exit: 2013 of them
@@ -158,24 +160,14 @@ def test_go_list_grown_while_resumed(tmp_path, monkeypatch):
     prog = subprocess.Popen([wl("gowalk"), "8100", "cycle", "30", "4", "20", "20"],
                             stdout=subprocess.PIPE, text=True)
     errpath = tmp_path / "stderr"
-    bp = None
-    try:
-        pid = json.loads(prog.stdout.readline())["pid"]
-        with open(errpath, "w") as err:
-            bp = subprocess.Popen([str(BPFPROF), "--alloc", "-v", "-d", "4", "-o",
-                                   str(tmp_path / "grow.pb.gz"), "-p", str(pid)], stderr=err)
-            wait_for(lambda: "profiling allocations of" in errpath.read_text(),
-                     timeout=120, what="the probes in")
-            os.kill(pid, signal.SIGUSR1)
-            total = json.loads(prog.stdout.readline())["total"]
-            bp.wait(timeout=60)
-    finally:
-        for p in (prog, bp):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
-    stderr = errpath.read_text()
-    assert bp.returncode == 0, stderr
+    with _beside(prog, errpath, ["--alloc", "-v", "-d", "4", "-o", tmp_path / "grow.pb.gz"],
+                 "pid") as run:
+        wait_for(lambda: "profiling allocations of" in errpath.read_text(),
+                 timeout=120, what="the probes in")
+        os.kill(run.first["pid"], signal.SIGUSR1)
+        total = json.loads(prog.stdout.readline())["total"]
+        run.bp.wait(timeout=60)
+    stderr = run.stderr
     assert total == 8180
     kept, refused = _polled(stderr)
     assert kept == total and refused == 0, (kept, refused, total, stderr)

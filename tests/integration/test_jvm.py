@@ -13,7 +13,6 @@ launcher's JavaMain through the interpreter frame of main by frame pointers;
 without it the BPF walker steps through JIT and interpreter frames
 (test_jvmwalk.py, test_jvmuser.py, test_jvm4.py).
 """
-import os
 import re
 import select
 import shutil
@@ -23,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (Sampled, Workload, as_tenant, assert_few, assert_most, assert_share,
-                      frames_of, parse_folded, wl)
+from conftest import (Reaped, Sampled, Workload, as_tenant, assert_few, assert_most,
+                      assert_share, frames_of, parse_folded, tenant_copy, wl)
 
 JAVA = Path(__file__).resolve().parents[1] / "workloads" / "java"
 NAME_MAX = 2 * 200 + 8  # HS_NAME_MAX
@@ -48,7 +47,7 @@ def classes(tmp_path_factory):
     return d
 
 
-class JavaHot:
+class JavaHot(Reaped):
     """java [OPTIONS] JavaHot SECONDS (or main), returned once it printed
     "warm" (its methods compiled), then given a few seconds more."""
 
@@ -64,14 +63,6 @@ class JavaHot:
                 return
             assert self.proc.poll() is None, "java exited"
         raise AssertionError("JavaHot never warmed up")
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
 
 
 def user_frames(stack):
@@ -151,16 +142,6 @@ def test_inlined_java_methods_are_frames_of_their_own(classes):
     assert m and int(m.group(1)) > 0, p.stderr
 
 
-def tenant_copy(tenant_dir, name):
-    """The workload as the tenant's own file (its copy, its owner)."""
-    import pwd
-    dst = tenant_dir / name
-    shutil.copy2(wl(name), dst)
-    pw = pwd.getpwnam("bpfprof-tenant")
-    os.chown(dst, pw.pw_uid, pw.pw_gid)
-    return dst
-
-
 def test_a_fake_jvm_gets_bounded_names_and_no_hang(tenant_dir):
     """The tenant's fakejvm exports gHotSpotVMStructs and its kin with an
     OpenJDK 17 layout and points them at a code cache made to hurt, which
@@ -170,7 +151,7 @@ def test_a_fake_jvm_gets_bounded_names_and_no_hang(tenant_dir):
     longer than a walk may take. bpfprof names the first thread with a cut,
     printable name, leaves the other unnamed, and writes the profile
     promptly."""
-    exe = tenant_copy(tenant_dir, "fakejvm")
+    exe = tenant_copy(wl("fakejvm"), tenant_dir)
     with Workload(*as_tenant([exe, "hostile", "120"])) as w:
         p = Sampled(["-v", "-p", w.pid, "-d", 60], [w.pid], until_cpu=4, timeout=120)
     folded = {s: c for s, c in parse_folded(p.stdout).items() if s.startswith("fakejvm;")}
@@ -191,7 +172,7 @@ def test_a_jvm_of_an_unknown_layout_warns_once_and_names_nothing(tenant_dir):
     """Two processes of a 'JVM' whose tables lack CodeBlob::_name: exactly
     one warning naming what is missing, no Java names (native frames only,
     never a wrong name)."""
-    exe = tenant_copy(tenant_dir, "fakejvm")
+    exe = tenant_copy(wl("fakejvm"), tenant_dir)
     with Workload(*as_tenant([exe, "unknown", "120"])) as w1, \
             Workload(*as_tenant([exe, "unknown", "120"])) as w2:
         p = Sampled(["-v", "-p", f"{w1.pid},{w2.pid}", "-d", 60], [w1.pid, w2.pid],
@@ -209,7 +190,7 @@ def test_endless_jvm_tables_are_read_within_their_caps(tenant_dir):
     200 ms), one warning that says so, the profile written promptly: the
     run ends once the spinning threads had their CPU, not after a walk of
     the whole table."""
-    exe = tenant_copy(tenant_dir, "fakejvm")
+    exe = tenant_copy(wl("fakejvm"), tenant_dir)
     with Workload(*as_tenant([exe, "tables", "120"])) as w:
         t0 = time.monotonic()
         p = Sampled(["-v", "-p", w.pid, "-d", 60], [w.pid], until_cpu=3, timeout=120)

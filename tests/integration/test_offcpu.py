@@ -21,8 +21,8 @@ import urllib.request
 from pathlib import Path
 
 import pprof
-from conftest import (BPFPROF, cgroup2_root, cpu_seconds, parse_folded, run_bpfprof, uwl,
-                      wait_attached, wl)
+from conftest import (BPFPROF, Reaped, cgroup2_root, cpu_seconds, parse_folded, run_bpfprof,
+                      uwl, wait_attached, wl)
 
 FREQ = 99
 WINDOW = 5.0
@@ -31,7 +31,7 @@ WINDOW = 5.0
 LONG = 120
 
 
-class Waits:
+class Waits(Reaped):
     """tests/workloads/waits in one of its modes; .tids: its threads' ids as it
     printed them (sleeper, reader, spinner / holder, waiter / ...)."""
 
@@ -42,14 +42,6 @@ class Waits:
         assert line.startswith("ready"), f"waits did not start: {line!r}"
         self.tids = [int(t) for t in line.split()[1:]]
         self.pid = self.proc.pid
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
 
 
 def index_of(p, name):

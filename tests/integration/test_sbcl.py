@@ -14,15 +14,13 @@ it (LISPHOT::ALPHA-WORK, SB-VM::GENERIC-+ for assembly routines).
 """
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 from conftest import (BPFPROF, Sampled, Workload, as_tenant, assert_few, assert_most, assert_share,
-                      frames_of, parse_folded, sbcl, uwl, wait_attached, wl)
+                      frames_of, metrics, parse_folded, sbcl, tenant_copy, uwl, wait_attached, wl)
 
 LISP = Path(__file__).resolve().parents[1] / "workloads" / "lisphot.lisp"
 FREQ = 99
@@ -99,16 +97,6 @@ def test_lisp_functions_named_with_their_shares():
     assert not [l for l in p.stderr.splitlines() if "warning" in l], p.stderr
 
 
-def metrics(port):
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            return urllib.request.urlopen(base + "/metrics", timeout=1).read().decode()
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError("no /metrics")
-
-
 def test_a_rule_the_walker_cannot_follow_goes_on_with_frame_pointers(tmp_path):
     """uw_switch: trampolines keep a frame pointer under a CFA expression the
     walker does not know; one runs its callee on an mmap()ed stack. Both
@@ -162,16 +150,6 @@ def test_a_rule_the_walker_cannot_follow_goes_on_with_frame_pointers(tmp_path):
 # --- the tenant's fake SBCL ---------------------------------------------------
 
 
-def tenant_copy(tenant_dir, name):
-    """The workload as the tenant's own file (its copy, its owner)."""
-    import pwd
-    dst = tenant_dir / name
-    shutil.copy2(wl(name), dst)
-    pw = pwd.getpwnam("bpfprof-tenant")
-    os.chown(dst, pw.pw_uid, pw.pw_gid)
-    return dst
-
-
 def test_a_fake_sbcl_runtime_gets_bounded_names_and_no_hang(tenant_dir):
     """The tenant's fakesbcl exports the runtime's variables and points them
     at a hostile heap that it rewrites all the time: a cyclic name list, a
@@ -179,7 +157,7 @@ def test_a_fake_sbcl_runtime_gets_bounded_names_and_no_hang(tenant_dir):
     code object behind 4096 tiny objects. bpfprof names its two spinning
     threads from that heap without hanging or crashing: every name within
     SBCL_NAME_MAX bytes of valid UTF-8, the profile written promptly."""
-    exe = tenant_copy(tenant_dir, "fakesbcl")
+    exe = tenant_copy(wl("fakesbcl"), tenant_dir)
     with Workload(*as_tenant([exe, "120"])) as w:
         p = Sampled(["-v", "-p", w.pid, "-d", 60], [w.pid], until_cpu=3, timeout=120)
     folded = {s: c for s, c in parse_folded(p.stdout).items() if s.startswith("fakesbcl;")}
@@ -195,7 +173,7 @@ def test_an_sbcl_of_an_unknown_version_warns_once_per_runtime(tenant_dir):
     """Two processes of a runtime that says it is SBCL 9.9.9 (no layout for
     it): exactly one warning naming the version, and no Lisp names at all
     (the frames stay unnamed, never a wrong name)."""
-    exe = tenant_copy(tenant_dir, "fakesbcl_new")
+    exe = tenant_copy(wl("fakesbcl_new"), tenant_dir)
     with Workload(*as_tenant([exe, "120"])) as w1, Workload(*as_tenant([exe, "120"])) as w2:
         p = Sampled(["-v", "-p", f"{w1.pid},{w2.pid}", "-d", 60], [w1.pid, w2.pid],
                     until_cpu=3, timeout=120)

@@ -16,7 +16,6 @@ Tenant programs are copied into a directory the tenant owns and run as the
 tenant (conftest's as_tenant)."""
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,9 +24,9 @@ import urllib.request
 
 import pytest
 
-from conftest import (BPFPROF, ROOT, TENANT, Sampled, as_tenant, assert_count, assert_most,
-                      command_cpu, count_with, cpu_seconds, metric, parse_folded, run_bpfprof,
-                      sampled_seconds, sysctl_lock, tenant, wait_attached, wl)
+from conftest import (BPFPROF, ROOT, TENANT, Reaped, Sampled, as_tenant, assert_count,
+                      assert_most, command_cpu, count_with, cpu_seconds, metric, parse_folded,
+                      run_bpfprof, sampled_seconds, sysctl_lock, tenant_copy, wait_attached, wl)
 
 sys.path.insert(0, str(ROOT / "tools"))
 from benchlib import free_port  # noqa: E402
@@ -41,16 +40,7 @@ WARNING = re.compile(r"warning: the kernel took (\d+) of (\d+) samples \((\d+) H
                      r"not (\d+)\): (\d+) not taken, counted as lost \(([^)]*)\)")
 
 
-def tenant_copy(tenant_dir, name):
-    """Workload `name`, the tenant's own program: a copy in its directory."""
-    pw = tenant()
-    dst = tenant_dir / name
-    shutil.copy2(wl(name), dst)
-    os.chown(dst, pw.pw_uid, pw.pw_gid)
-    return dst
-
-
-class TenantProcess:
+class TenantProcess(Reaped):
     """argv run as the tenant until the end of the with block."""
 
     def __init__(self, argv):
@@ -58,14 +48,6 @@ class TenantProcess:
         self.pid = self.proc.pid  # setpriv execs the program: the same pid
         time.sleep(0.3)
         assert self.proc.poll() is None, f"{argv} died at start"
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
 
 
 def figures(stderr):
@@ -94,7 +76,7 @@ def test_short_threads_counted_under_p(tenant_dir, ms):
     after the other: -p counts samples as its CPU time says, all in the
     threads' work, and says nothing of throttling. (Per-task events: 0 of
     ~600 samples for 5 ms threads, half for 20 ms, "N not taken (throttled)".)"""
-    prog = tenant_copy(tenant_dir, "shortthreads")
+    prog = tenant_copy(wl("shortthreads"), tenant_dir)
     with TenantProcess([prog, 300, ms]) as w:
         p = Sampled(["-p", w.pid, "-d", 300], [w.pid], until_cpu=6, timeout=360)
     n, _ = sampled_seconds(p.stderr)
@@ -110,7 +92,7 @@ def test_short_tasks_counted_under_command(tenant_dir, tmp_path, ms, mode):
     """-- COMMAND, the command the tenant's (run as it by setpriv): its short
     threads, or the short processes it forks one after the other, counted as
     the command's CPU time (its rusage, children included) says."""
-    prog = tenant_copy(tenant_dir, "shortthreads")
+    prog = tenant_copy(wl("shortthreads"), tenant_dir)
     out = tmp_path / "cmd.folded"
     p = run_bpfprof(["-d", 300, "-o", out, "--"] + as_tenant([prog, 8, ms, mode]), timeout=360)
     n, not_taken, _ = figures(p.stderr)
@@ -159,7 +141,7 @@ def test_default_rate_never_warns(tenant_dir, load):
     and the measurement's own error is not a shortfall. With a workload the
     -a and the -p run of each round run at once (the same 2 s, load and
     checks each; the other profiler is only more load)."""
-    prog = tenant_copy(tenant_dir, "busy")
+    prog = tenant_copy(wl("busy"), tenant_dir)
     argv = {None: None, "busy": [prog, 600], "half idle": ["/usr/bin/python3", "-c", HALF_IDLE]}[load]
     with shared_rate():
         w = TenantProcess(argv) if argv else None
@@ -194,7 +176,7 @@ def test_real_throttling_warns_and_adds_up(tenant_dir):
     samples + not taken = what it should have had, the warning's rate is the
     share taken, and the summary and the warning agree."""
     freq = 2000
-    prog = tenant_copy(tenant_dir, "busy")
+    prog = tenant_copy(wl("busy"), tenant_dir)
     with TenantProcess([prog, 60]), sysctl_lock():
         with open(MAX_RATE) as f:
             old = f.read().strip()

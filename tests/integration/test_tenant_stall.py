@@ -15,8 +15,8 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from conftest import (BPFPROF, ROOT, Workload, as_tenant, assert_count_at_least, cpu_seconds,
-                      parse_folded, total, uwl, wait_attached)
+from conftest import (BPFPROF, ROOT, Reaped, Workload, as_tenant, assert_count_at_least,
+                      cpu_seconds, parse_folded, total, uwl, wait_attached)
 
 sys.path.insert(0, str(ROOT / "tools"))
 from benchlib import make_fake_python, make_go_lookalike  # noqa: E402  (shared with the soak)
@@ -39,7 +39,7 @@ def lookalike_go(d, name, mib=8):
     return Path(make_go_lookalike(Path(d) / name, mib, TENANT))
 
 
-class TenantProc:
+class TenantProc(Reaped):
     """A program the tenant runs (as_tenant), killed at the end."""
 
     def __init__(self, *argv, settle=0.3):
@@ -48,16 +48,8 @@ class TenantProc:
         time.sleep(settle)
         assert self.proc.poll() is None, f"{argv} died at start"
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-
-
-class Agent:
+class Agent(Reaped):
     """Root's bpfprof, timed from its "sampling" line; killed if a test leaves it."""
 
     def __init__(self, args, wrap=()):
@@ -79,14 +71,6 @@ class Agent:
         took = time.monotonic() - self.t0
         assert self.proc.returncode == 0, self.head + err
         return took, out, self.head + err
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
 
 
 # The last drain, symbolization and the write after the duration or the

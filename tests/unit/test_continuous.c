@@ -315,6 +315,12 @@ static void test_continuous_options(void **state)
 	assert_int_equal(cli__parse(7, argv, &o, &err), CLI_OK);
 	assert_int_equal(o.nr_cgroups, 2);
 	assert_string_equal(o.cgroups[1], "/b");
+	/* --listen's address kept as parsed (say_listening's URL is from it) */
+	assert_int_equal(o.listen_len, sizeof(struct sockaddr_in));
+	assert_int_equal(o.listen_addr.ss_family, AF_INET);
+	assert_int_equal(ntohs(((struct sockaddr_in *)&o.listen_addr)->sin_port), 6060);
+	assert_int_equal(ntohl(((struct sockaddr_in *)&o.listen_addr)->sin_addr.s_addr),
+			 INADDR_LOOPBACK);
 	options__free(&o);
 	assert_int_equal(cli__parse_size("512K", &v), 0);
 	assert_int_equal(v, 512 * 1024);

@@ -1,3 +1,7 @@
 module goforge
 
 go 1.19
+
+require gobucket v0.0.0
+
+replace gobucket => ../gobucket

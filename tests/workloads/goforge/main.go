@@ -38,61 +38,54 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
-	_ "unsafe"
+
+	"gobucket"
 )
 
 //go:linkname setprofilebucket runtime.setprofilebucket
 func setprofilebucket(p unsafe.Pointer, b uintptr)
 
-//go:linkname mbuckets runtime.mbuckets
-var mbuckets uintptr
-
 func list(secs float64, wrap bool) {
 	debug.SetGCPercent(-1)
 	const n = 20000
-	words := make([]uint64, n*(6+1+16))
-	addr := func(i int) uintptr { return uintptr(unsafe.Pointer(&words[i*23])) }
+	l := gobucket.New(n)
+	pc := func(i int) uint64 { return 0xdead0000 + uint64(i) + uint64(os.Getpid())<<32 } // distinct a process
+	l.Chain(n, l.Addr(3), pc)                                                            // a cycle
 	for i := 0; i < n; i++ {
-		w := words[i*23 : (i+1)*23]
-		w[2], w[4], w[5], w[6] = 1, 4096, 1, 0xdead0000+uint64(i)+uint64(os.Getpid())<<32 // distinct a process
+		w := l.Bucket(i)
 		if i == 7 {
-			w[2] = 2 // another type
+			w[gobucket.Type] = 2 // another type
 		}
 		if i == 9 {
-			w[5] = 1 << 40 // nstk huge
+			w[gobucket.Nstk] = 1 << 40 // nstk huge
 		}
 		if !wrap {
 			w[7], w[8], w[9], w[10] = 1<<62, 1<<63, ^uint64(0), 1 // active: frees past allocs
 			w[11] = ^uint64(0) - 5                                // future[0].allocs: sums wrap
 		}
-		if i+1 < n {
-			w[1] = uint64(addr(i + 1))
-		} else {
-			w[1] = uint64(addr(3)) // a cycle
-		}
 	}
-	atomic.StoreUintptr(&mbuckets, addr(0))
+	gobucket.SetHead(l.Addr(0))
 	start := time.Now()
 	end := start.Add(time.Duration(secs * float64(time.Second)))
 	for time.Now().Before(end) {
 		for i := 0; i < n; i++ {
+			w := l.Bucket(i)
 			if wrap {
 				if time.Since(start) > 2*time.Second {
-					words[i*23+7] = 1 << 63 // active.allocs: 2^63 more, each bucket
+					w[7] = 1 << 63 // active.allocs: 2^63 more, each bucket
 				}
 				continue
 			}
-			words[i*23+12] += 1000 // future[0].frees, and future[1].allocs: counts that move
-			words[i*23+15]++
+			w[12] += 1000 // future[0].frees, and future[1].allocs: counts that move
+			w[15]++
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	fmt.Printf("{\"list\": %d}\n", n)
-	runtime.KeepAlive(words)
+	runtime.KeepAlive(l)
 }
 
 var keep [][]byte

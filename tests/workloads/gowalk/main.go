@@ -23,14 +23,11 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
-)
 
-//go:linkname mbuckets runtime.mbuckets
-var mbuckets uintptr
+	"gobucket"
+)
 
 func main() {
 	runtime.MemProfileRate = 0
@@ -38,8 +35,6 @@ func main() {
 	n, _ := strconv.Atoi(os.Args[1])
 	tail := os.Args[2]
 	secs, _ := strconv.ParseFloat(os.Args[3], 64)
-	// a bucket of Go 1.19's layout: next, allnext, type (1: memProfile),
-	// hash, size, nstk, stack[1], then its memRecord (zeros)
 	add, every, times := 0, 0, 0
 	if len(os.Args) > 6 {
 		add, _ = strconv.Atoi(os.Args[4])
@@ -47,21 +42,17 @@ func main() {
 		times, _ = strconv.Atoi(os.Args[6])
 	}
 	total := n + add*times
-	words := make([]uint64, total*23)
-	addr := func(i int) uintptr { return uintptr(unsafe.Pointer(&words[i*23])) }
-	for i := 0; i < n; i++ {
-		w := words[i*23 : (i+1)*23]
-		w[2], w[4], w[5], w[6] = 1, 4096, 1, 0x401000+uint64(i)
-		w[7] = 1
-		if i+1 < n {
-			w[1] = uint64(addr(i + 1))
-		} else if tail == "cycle" {
-			w[1] = uint64(addr(3))
-		} else {
-			w[1] = 0xdead0000
-		}
+	l := gobucket.New(total)
+	pc := func(i int) uint64 { return 0x401000 + uint64(i) }
+	end := uintptr(0xdead0000)
+	if tail == "cycle" {
+		end = l.Addr(3)
 	}
-	atomic.StoreUintptr(&mbuckets, addr(0))
+	l.Chain(n, end, pc)
+	for i := 0; i < n; i++ {
+		l.Bucket(i)[gobucket.Active] = 1
+	}
+	gobucket.SetHead(l.Addr(0))
 	fmt.Printf("{\"pid\": %d}\n", os.Getpid())
 	if add > 0 { // bpfprof attached: SIGUSR1
 		ch := make(chan os.Signal, 1)
@@ -71,16 +62,13 @@ func main() {
 	for t, i := 0, n; t < times; t++ {
 		time.Sleep(time.Duration(every) * time.Millisecond)
 		for j := 0; j < add; j, i = j+1, i+1 {
-			w := words[i*23 : (i+1)*23]
-			w[2], w[4], w[5], w[6] = 1, 4096, 1, 0x401000+uint64(i)
-			w[7] = 1
-			w[1] = uint64(atomic.LoadUintptr(&mbuckets))
-			atomic.StoreUintptr(&mbuckets, addr(i))
+			l.Set(i, pc(i), gobucket.Head())[gobucket.Active] = 1
+			gobucket.SetHead(l.Addr(i))
 		}
 	}
 	if add > 0 {
 		fmt.Printf("{\"total\": %d}\n", total)
 	}
 	time.Sleep(time.Duration(secs * float64(time.Second)))
-	runtime.KeepAlive(words)
+	runtime.KeepAlive(l)
 }

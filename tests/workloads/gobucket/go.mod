@@ -1,0 +1,3 @@
+module gobucket
+
+go 1.19

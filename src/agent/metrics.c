@@ -155,15 +155,17 @@ int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out)
 				go_lost[i], a->go_lost[i]);
 		err |= COUNTER(
 			"bpfprof_alloc_go_samples_unnamed_total",
-			"Go's sampled allocations counted without their stack ([no stack]): their bucket's stack past its process's share of the stack table.",
+			"Go's sampled allocations counted without their stack ([no stack]): their bucket's stack past its process's, its cgroup's or all Go processes' share of the stack table.",
 			a->go_unnamed);
 		err |= sbuf_printf(
 			out,
-			"# HELP bpfprof_alloc_go_buckets_lost_total Go profile buckets not read whole, by reason (refused: not a memory-profile bucket, or unreadable; stack_share: kept without their stack, past their process's share of the stack table or all Go processes').\n"
+			"# HELP bpfprof_alloc_go_buckets_lost_total Go profile buckets not read whole, by reason (refused: not a memory-profile bucket, or unreadable; stack_share: kept without their stack, past their process's share of the stack table or all Go processes'; cgroup_share: the same, past their cgroup's share, -a and --cgroup).\n"
 			"# TYPE bpfprof_alloc_go_buckets_lost_total counter\n"
 			"bpfprof_alloc_go_buckets_lost_total{reason=\"refused\"} %" PRIu64 "\n"
-			"bpfprof_alloc_go_buckets_lost_total{reason=\"stack_share\"} %" PRIu64 "\n",
-			a->go_bkts_refused, a->go_bkts_unnamed);
+			"bpfprof_alloc_go_buckets_lost_total{reason=\"stack_share\"} %" PRIu64 "\n"
+			"bpfprof_alloc_go_buckets_lost_total{reason=\"cgroup_share\"} %" PRIu64
+			"\n",
+			a->go_bkts_refused, a->go_bkts_unnamed, a->go_bkts_cgroup);
 		err |= COUNTER(
 			"bpfprof_alloc_go_reads_failed_total",
 			"Reads of a Go bucket or of a polled bucket list's head that failed (the last values kept).",
@@ -191,6 +193,12 @@ int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out)
 		err |= GAUGE("bpfprof_alloc_go_stacks_process_max",
 			     "Stacks one Go process's buckets may hold.", "%" PRIu64,
 			     a->go_stacks_proc);
+		if (a->go_stacks_cgroup)
+			err |= GAUGE(
+				"bpfprof_alloc_go_stacks_cgroup_max",
+				"Stacks one cgroup's Go buckets may hold together (-a, --cgroup; "
+				"the root cgroup's: no such cap).",
+				"%" PRIu64, a->go_stacks_cgroup);
 	}
 	if (a->all) {
 		err |= GAUGE("bpfprof_alloc_files_probed",

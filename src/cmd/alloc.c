@@ -300,6 +300,10 @@ static void report_counters(const struct allocrun_stats *st)
 			       "stopped at its process's cap of %d buckets",
 			       st->go_stk_over, st->go_stacks_proc, st->go_stacks_max,
 			       st->go_unnamed, st->go_read_fails, st->go_list_over, 8192);
+		if (st->go_cg_over)
+			p_info("Go: %" PRIu64 " of those buckets past their cgroup's share of the "
+			       "stack table (%zu stacks the Go processes of one cgroup together)",
+			       st->go_cg_over, st->go_stacks_cgroup);
 		if (st->go_poll_ended || st->go_other)
 			p_info("Go: %" PRIu64 " polled processes ended between polls: their "
 			       "allocations of up to one drain (100 ms; 1 s with more than %d "

@@ -195,6 +195,8 @@ struct allocrun_stats {
 	uint64_t go_read_fails;	     /* reads of bucket records or a polled list's head failed */
 	uint64_t go_list_over;	     /* walks of a polled list stopped at its process's cap */
 	uint64_t sbcl_write_unnamed; /* SBCL frames left unnamed by a profile's write: its budget */
+	uint64_t go_cg_over;	     /* of go_stk_over: past their cgroup's share (-a, --cgroup) */
+	size_t go_stacks_cgroup;     /* stacks one cgroup's Go buckets may hold; 0: no such share */
 };
 void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);
 

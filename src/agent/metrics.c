@@ -171,6 +171,10 @@ int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out)
 			"Reads of a Go bucket or of a polled bucket list's head that failed (the last values kept).",
 			a->go_read_fails);
 		err |= COUNTER(
+			"bpfprof_alloc_go_reads_skipped_total",
+			"Reads of Go buckets' in-use counts not tried: a process's batch stopped after 64 failed pieces (the last values kept; its next batch starts at the first one not tried).",
+			a->go_reads_skipped);
+		err |= COUNTER(
 			"bpfprof_alloc_go_list_cap_total",
 			"Walks of a polled bucket list stopped at its process's cap on buckets (its newer buckets not counted).",
 			a->go_list_over);

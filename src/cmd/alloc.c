@@ -300,6 +300,11 @@ static void report_counters(const struct allocrun_stats *st)
 			       "stopped at its process's cap of %d buckets",
 			       st->go_stk_over, st->go_stacks_proc, st->go_stacks_max,
 			       st->go_unnamed, st->go_read_fails, st->go_list_over, 8192);
+		if (st->go_reads_skipped)
+			p_info("Go: %" PRIu64 " reads of buckets' in-use counts not tried (a "
+			       "process's batch stopped after %d failed pieces; the next one "
+			       "starts where it stopped): their last values kept",
+			       st->go_reads_skipped, 64);
 		if (st->go_cg_over)
 			p_info("Go: %" PRIu64 " of those buckets past their cgroup's share of the "
 			       "stack table (%zu stacks the Go processes of one cgroup together)",

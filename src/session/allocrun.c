@@ -166,6 +166,9 @@ struct goproc {
 	 * the probing's time, the image read at the first go_same that can (a
 	 * process started since: another) */
 	bool ident_late;
+	/* its in-use reads' first bucket: where the last one stopped (ptab__read_memv_from's
+	 * bound), so that the buckets left unread are not always the same */
+	size_t inuse_from;
 };
 #define ALLOC_GO_POLL_STEPS 4096 /* new buckets a walk of a polled list reads (then resumed) */
 #define GO_LIVE		    0
@@ -355,7 +358,8 @@ struct allocrun {
 	 * (go_stk_take): share_key -> struct gocg; each tgid of go_stk is
 	 * charged to its cgroup's (the one it was in at its first stack) */
 	struct htab *go_cg;
-	uint64_t go_cg_over; /* of go_stk_over: past their cgroup's share */
+	uint64_t go_cg_over;	   /* of go_stk_over: past their cgroup's share */
+	uint64_t go_reads_skipped; /* in-use reads not tried: a batch's failed pieces' bound */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -1195,7 +1199,8 @@ static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n, 
 	struct gobkt **bs = malloc(n * sizeof(*bs));
 	const struct alloc_go_bkey **ks = malloc(n * sizeof(*ks));
 	struct pproc *p;
-	size_t m = 0;
+	size_t m = 0, first = 0, stop = 0;
+	ssize_t got;
 
 	if (same && bs && ks && addrs && act && ok && !ptab__get(r->ptab, &id, &p)) {
 		for (size_t i = 0; i < n; i++)
@@ -1205,11 +1210,18 @@ static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n, 
 				addrs[m++] = refs[i].k->b + refs[i].b->active_off;
 			}
 		n = m;
-		if (n && ptab__read_memv(r->ptab, p, addrs, n, rec, act, ok) > 0)
+		first = g && n ? g->inuse_from % n : 0;
+		got = n ? ptab__read_memv_from(r->ptab, p, addrs, n, rec, act, ok, first, &stop)
+			: 0;
+		if (got >= 0 && stop < n) /* not tried: the last values kept */
+			r->go_reads_skipped = sat_add(r->go_reads_skipped, n - stop);
+		if (got > 0)
 			for (size_t i = 0; i < n; i++) {
 				const uint64_t *a = act + i * (rec / 8);
 				uint64_t total = 0;
 
+				if (!ok[i] && (i + n - first) % n >= stop)
+					continue; /* not tried (counted above) */
 				if (!ok[i]) {
 					r->go_read_fails++; /* the last values kept */
 					continue;
@@ -1237,6 +1249,8 @@ static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n, 
 					go_count_n(r, ks[i], bs[i]->comm, bs[i], d);
 				}
 			}
+		if (g && n) /* the next read from the first bucket not tried (or from here) */
+			g->inuse_from = stop < n ? (first + stop) % n : first;
 		ptab__put(r->ptab, p);
 		r->go_bkt_reads += n;
 	}
@@ -4066,6 +4080,7 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 		.go_list_over = r->go_list_over,
 		.go_cg_over = r->go_cg_over,
 		.go_stacks_cgroup = r->all ? go_stk_cap_cgroup() : 0,
+		.go_reads_skipped = r->go_reads_skipped,
 	};
 	stacktab__stats(r->stacks, &st->stacks);
 	allocprof__counters(r->ap, st->c);
@@ -4119,6 +4134,7 @@ void allocrun__metrics(struct allocrun *r, struct metrics_alloc *m)
 	m->go_bkts_unnamed = r->go_stk_over - MIN(r->go_cg_over, r->go_stk_over);
 	m->go_bkts_cgroup = r->go_cg_over;
 	m->go_stacks_cgroup = r->all ? go_stk_cap_cgroup() : 0;
+	m->go_reads_skipped = r->go_reads_skipped;
 	m->go_read_fails = r->go_read_fails;
 	m->go_list_over = r->go_list_over;
 	m->go_poll_ended = r->go_poll_ended;

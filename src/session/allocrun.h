@@ -197,6 +197,7 @@ struct allocrun_stats {
 	uint64_t sbcl_write_unnamed; /* SBCL frames left unnamed by a profile's write: its budget */
 	uint64_t go_cg_over;	     /* of go_stk_over: past their cgroup's share (-a, --cgroup) */
 	size_t go_stacks_cgroup;     /* stacks one cgroup's Go buckets may hold; 0: no such share */
+	uint64_t go_reads_skipped;   /* in-use reads not tried: a batch stopped at its failures */
 };
 void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);
 

@@ -272,7 +272,9 @@ static void test_go_cgroup_lines(void **state)
 	a.go_bkts_unnamed = 15356;
 	a.go_bkts_cgroup = 16380;
 	a.go_stacks_cgroup = 16384;
+	a.go_reads_skipped = 4096;
 	assert_int_equal(metrics__render_alloc(&a, &sb), 0);
+	assert_non_null(strstr(sb.buf, "\nbpfprof_alloc_go_reads_skipped_total 4096\n"));
 	assert_non_null(strstr(
 		sb.buf, "\nbpfprof_alloc_go_buckets_lost_total{reason=\"stack_share\"} 15356\n"
 			"bpfprof_alloc_go_buckets_lost_total{reason=\"cgroup_share\"} 16380\n"));

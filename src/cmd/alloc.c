@@ -331,8 +331,9 @@ static void report_counters(const struct allocrun_stats *st)
 		       st->sbcl_unnamed, ALLOCRUN_SBCL_NAME_STACKS, ALLOCRUN_SBCL_NAME_MS,
 		       ALLOCRUN_SBCL_WRITE_MS);
 	if (st->sbcl_write_unnamed)
-		p_warn("SBCL: %" PRIu64 " Lisp frames written as \"%s\": a profile's write names "
-		       "SBCL's frames for at most %d ms",
+		p_warn("SBCL: %" PRIu64 " Lisp frames written as \"%s\": the profiles written in "
+		       "one turn name SBCL's frames for at most %d ms between them, each of N "
+		       "SBCL processes for at most 1/(N+1) of that",
 		       st->sbcl_write_unnamed, SYM_LISP_UNNAMED, ALLOCRUN_SBCL_WRITE_MS);
 	if (st->all) {
 		report_files(st);

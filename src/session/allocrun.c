@@ -360,6 +360,7 @@ struct allocrun {
 	struct htab *go_cg;
 	uint64_t go_cg_over;	   /* of go_stk_over: past their cgroup's share */
 	uint64_t go_reads_skipped; /* in-use reads not tried: a batch's failed pieces' bound */
+	uint64_t sbcl_turn_ns;	   /* this turn's takes' time (allocrun__tick begins a turn) */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -3102,6 +3103,7 @@ uint64_t allocrun__tick(struct allocrun *r, uint64_t now)
 	if (r->guard_threaded && pthread_mutex_trylock(&r->lock))
 		return now_ns() + 10 * NS_PER_MS;
 	r->noted_now = 0;
+	r->sbcl_turn_ns = 0; /* a turn of the loop: its takes share one naming budget */
 	sbcl_drain_begins(r);
 	allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
 	go_drain(r, now);
@@ -3189,6 +3191,7 @@ bool allocrun__targets_gone(struct allocrun *r)
 void allocrun__stop(struct allocrun *r)
 {
 	guard_join(r);
+	r->sbcl_turn_ns = 0; /* the last take's budget its own */
 	/* Nothing more from here (--alloc --on-cpu writes the CPU profile
 	 * first: its calls would be counted, its frees matched, the ring fill). */
 	allocprof__pause(r->ap);
@@ -3901,10 +3904,13 @@ static int take(struct allocrun *r, struct profile *prof, unsigned what);
 
 /*
  * A take names the SBCL frames its drains left (sbcl_name_now) within a
- * budget of its own (ALLOCRUN_SBCL_WRITE_MS): a tenant's Lisp code making
- * many distinct stacks cannot stall an interval's file or a heap request;
- * the frames past it are SYM_LISP_UNNAMED, counted (sbcl_write_unnamed)
- * and said in the profile's note (sbcl_unnamed_frames=N).
+ * budget (ALLOCRUN_SBCL_WRITE_MS) that the takes of one turn of the loop
+ * share (an interval's file, the live heap's tick, heap requests: what one
+ * take spent, the next has not), each SBCL process an equal share of it
+ * (symbolizer__lisp_budget): a tenant's Lisp code making many distinct
+ * stacks cannot stall a turn, nor leave another SBCL process unnamed; the
+ * frames past it are SYM_LISP_UNNAMED, counted (sbcl_write_unnamed) and
+ * said in the profile's note (sbcl_unnamed_frames=N).
  */
 int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 {
@@ -3913,7 +3919,8 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 	struct profile_meta *m;
 	size_t n;
 
-	symbolizer__lisp_deadline(r->sym, 0);
+	r->sbcl_turn_ns = sat_add(r->sbcl_turn_ns, symbolizer__lisp_used(r->sym));
+	symbolizer__lisp_budget(r->sym, 0);
 	unnamed = symbolizer__lisp_unnamed(r->sym) - unnamed;
 	r->sbcl_write_unnamed += unnamed;
 	if (err || !unnamed)
@@ -3943,7 +3950,9 @@ static int take(struct allocrun *r, struct profile *prof, unsigned what)
 		allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
 		go_drain(r, now_ns());
 	}
-	symbolizer__lisp_deadline(r->sym, now_ns() + sbcl_write_ns());
+	/* what this turn's takes left of the budget (none: 1 ns, every frame unnamed) */
+	symbolizer__lisp_budget(
+		r->sym, MAX(sbcl_write_ns() - MIN(r->sbcl_turn_ns, sbcl_write_ns()), (uint64_t)1));
 	guard_view(r, &gv); /* the guard's thread may switch meanwhile: one instant of it */
 	now = r->t1 ? r->t1 : gv.now;
 	allocprof__counters(r->ap, c);

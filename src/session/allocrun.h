@@ -48,8 +48,9 @@
 /* SBCL's names read as its samples come: per drain (100 ms), at most so
  * many new (process, stack) and so much time naming; past them a sample's
  * Lisp frames are named when the profile is written
- * (allocrun_stats.sbcl_unnamed), for at most ALLOCRUN_SBCL_WRITE_MS a
- * profile (a take: an interval's file, /debug/pprof/heap), then named
+ * (allocrun_stats.sbcl_unnamed), for at most ALLOCRUN_SBCL_WRITE_MS of
+ * naming a turn of the loop (its takes together: an interval's file,
+ * /debug/pprof/heap), each of N SBCL processes 1/(N+1) of it, then named
  * SYM_LISP_UNNAMED (allocrun_stats.sbcl_write_unnamed) */
 #define ALLOCRUN_SBCL_NAME_STACKS 4096
 #define ALLOCRUN_SBCL_NAME_MS	  250

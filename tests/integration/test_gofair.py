@@ -147,7 +147,11 @@ def test_one_cgroups_forgers_leave_the_others_go_named(tmp_path, tenant_dir):
     # the honest program named: its sites, its runtime's own bytes within 10%
     # (test_allocgo's checks but in use: under --cgroup an exited process's
     # buckets are let go, it holds nothing)
-    check_alloc_sites(json_line(hout, "memprof")["sites"], go_sites(p, hpid))
+    truth, ours = json_line(hout, "memprof")["sites"], go_sites(p, hpid)
+    print(f"main.makeBytes alloc_space: ours {ours.get('main.makeBytes', [0, 0])[1]}, the "
+          f"runtime's {truth['main.makeBytes'][2]:.0f}; [no stack] "
+          f"{ours.get('[no stack]', [0, 0])[1]}")
+    check_alloc_sites(truth, ours)
     # the tenant's cgroup within its share (the honest goalloc not started yet)
     assert metric(during, "bpfprof_alloc_go_stacks_cgroup_max") == CG_STACKS, during
     assert metric(during, "bpfprof_alloc_go_stacks_max") == GO_STACKS, during
@@ -157,6 +161,8 @@ def test_one_cgroups_forgers_leave_the_others_go_named(tmp_path, tenant_dir):
     # processes' own shares allowed, but CG_STACKS), else past their own
     lost = metric(after, "bpfprof_alloc_go_buckets_lost_total", 'reason="cgroup_share"')
     own = metric(after, "bpfprof_alloc_go_buckets_lost_total", 'reason="stack_share"')
+    print(f"go_stacks {metric(during, 'bpfprof_alloc_go_stacks')}, lost cgroup_share {lost}, "
+          f"stack_share {own}")
     assert lost >= FORGERS * PROC_STACKS - CG_STACKS, after
     assert abs(lost + own - (FORGERS * FLOOD - CG_STACKS)) <= 64, after
     assert "its Go buckets past its cgroup's share of the stack table (%d stacks the Go " \

@@ -4230,14 +4230,9 @@ static int start_all(struct allocrun *r)
 	}
 	free(r->pids); /* targets_gone: never, for -a */
 	r->pids = NULL;
-	p_info("profiling allocations of %s (%zu files), one sample every %" PRIu64
-	       " bytes on average; %s",
-	       o->nr_cgroups ? "the cgroups' processes" : "every process", r->nr_held, r->period,
-	       o->alloc_budget ? "the guard holds the calls under --alloc-budget" : "no guard");
-	if (o->alloc_budget)
-		p_debug("--alloc-budget %" PRIu64 " calls/s across the CPUs", o->alloc_budget);
-	p_info("probes: %s", allocprof__mode(r->ap));
-	/* The probes in (kept while the processes were looked at), the run at once. */
+	/* The probes in (kept while the processes were looked at), the run at once;
+	 * "profiling" said once they are (a caller waiting for it may start the
+	 * workload: its first calls were not seen when it was said before). */
 	if (allocprof__probes_on(r->ap, &em))
 		p_warn("the allocator's probes not all attached: %s",
 		       errmsg_said(&em) ? em.msg : "(no reason given)");
@@ -4245,6 +4240,13 @@ static int start_all(struct allocrun *r)
 		p_err("no probe could be attached");
 		return 1;
 	}
+	p_info("profiling allocations of %s (%zu files), one sample every %" PRIu64
+	       " bytes on average; %s",
+	       o->nr_cgroups ? "the cgroups' processes" : "every process", r->nr_held, r->period,
+	       o->alloc_budget ? "the guard holds the calls under --alloc-budget" : "no guard");
+	if (o->alloc_budget)
+		p_debug("--alloc-budget %" PRIu64 " calls/s across the CPUs", o->alloc_budget);
+	p_info("probes: %s", allocprof__mode(r->ap));
 	p_debug("%zu probes in", allocprof__probes(r->ap));
 	load_cost(r);
 	run_start(r);

@@ -280,6 +280,12 @@ GO_WORKLOADS += $(OUT)/workloads/goforge
 $(OUT)/workloads/goforge: tests/workloads/goforge/main.go tests/workloads/goforge/go.mod $(GOBUCKET_SRCS) | $(OUT)/workloads
 	$(call msg,GO,$@)
 	$(Q)cd tests/workloads/goforge && $(GO) build -o $(abspath $@) .
+# A tenant's Go program handing the probed path thousands of forged buckets
+# with stacks of their own (test_gofair: one cgroup's share of Go's stacks).
+GO_WORKLOADS += $(OUT)/workloads/goflood
+$(OUT)/workloads/goflood: tests/workloads/goflood/main.go tests/workloads/goflood/go.mod | $(OUT)/workloads
+	$(call msg,GO,$@)
+	$(Q)cd tests/workloads/goflood && $(GO) build -o $(abspath $@) .
 # Go programs for review9's F1 (a bucket list that cannot be walked to its
 # end) and F2 (an exit right after the last allocations).
 GO_WORKLOADS += $(OUT)/workloads/gowalk $(OUT)/workloads/goexit

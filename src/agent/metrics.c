@@ -178,17 +178,22 @@ int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out)
 			"reason", go_lost, a->go_lost, METRICS_GO_LOST_NR);
 		err |= COUNTER(
 			"bpfprof_alloc_go_samples_unnamed_total",
-			"Go's sampled allocations counted without their stack ([no stack]): their bucket's stack past its process's share of the stack table.",
+			"Go's sampled allocations counted without their stack ([no stack]): their bucket's stack past its process's, its cgroup's or all Go processes' share of the stack table.",
 			a->go_unnamed);
 		err |= LABELLED_COUNTER(
 			"bpfprof_alloc_go_buckets_lost_total",
-			"Go profile buckets not read whole, by reason (refused: not a memory-profile bucket, or unreadable; stack_share: kept without their stack, past their process's share of the stack table or all Go processes').",
+			"Go profile buckets not read whole, by reason (refused: not a memory-profile bucket, or unreadable; stack_share: kept without their stack, past their process's share of the stack table or all Go processes'; cgroup_share: the same, past their cgroup's share, -a and --cgroup).",
 			"reason", { "refused", a->go_bkts_refused },
-			{ "stack_share", a->go_bkts_unnamed });
+			{ "stack_share", a->go_bkts_unnamed },
+			{ "cgroup_share", a->go_bkts_cgroup });
 		err |= COUNTER(
 			"bpfprof_alloc_go_reads_failed_total",
 			"Reads of a Go bucket or of a polled bucket list's head that failed (the last values kept).",
 			a->go_read_fails);
+		err |= COUNTER(
+			"bpfprof_alloc_go_reads_skipped_total",
+			"Reads of Go buckets' in-use counts not tried: a process's batch stopped after 64 failed pieces (the last values kept; its next batch starts at the first one not tried).",
+			a->go_reads_skipped);
 		err |= COUNTER(
 			"bpfprof_alloc_go_list_cap_total",
 			"Walks of a polled bucket list stopped at its process's cap on buckets (its newer buckets not counted).",
@@ -208,6 +213,12 @@ int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out)
 		err |= GAUGE("bpfprof_alloc_go_stacks_process_max",
 			     "Stacks one Go process's buckets may hold.", "%" PRIu64,
 			     a->go_stacks_proc);
+		if (a->go_stacks_cgroup)
+			err |= GAUGE(
+				"bpfprof_alloc_go_stacks_cgroup_max",
+				"Stacks one cgroup's Go buckets may hold together (-a, --cgroup; "
+				"the root cgroup's: no such cap).",
+				"%" PRIu64, a->go_stacks_cgroup);
 	}
 	if (a->all) {
 		err |= GAUGE("bpfprof_alloc_files_probed",

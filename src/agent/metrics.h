@@ -79,6 +79,9 @@ struct metrics_alloc {
 	uint64_t go_buckets, go_stacks; /* kept now; stacks they hold */
 	uint64_t go_stacks_max, go_stacks_proc; /* ... at most: all Go processes', one's */
 	uint64_t sbcl_unnamed_frames; /* SBCL frames a profile's write left unnamed (its budget) */
+	uint64_t go_bkts_cgroup;      /* buckets kept without their stack: their cgroup's share */
+	uint64_t go_stacks_cgroup; /* stacks one cgroup's Go buckets may hold (0: no such share) */
+	uint64_t go_reads_skipped; /* in-use reads not tried: a batch stopped at its failures */
 };
 
 struct metrics_snapshot {

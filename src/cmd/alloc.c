@@ -301,6 +301,15 @@ static void report_counters(const struct allocrun_stats *st)
 			       "stopped at its process's cap of %d buckets",
 			       st->go_stk_over, st->go_stacks_proc, st->go_stacks_max,
 			       st->go_unnamed, st->go_read_fails, st->go_list_over, 8192);
+		if (st->go_reads_skipped)
+			p_info("Go: %" PRIu64 " reads of buckets' in-use counts not tried (a "
+			       "process's batch stopped after %d failed pieces; the next one "
+			       "starts where it stopped): their last values kept",
+			       st->go_reads_skipped, 64);
+		if (st->go_cg_over)
+			p_info("Go: %" PRIu64 " of those buckets past their cgroup's share of the "
+			       "stack table (%zu stacks the Go processes of one cgroup together)",
+			       st->go_cg_over, st->go_stacks_cgroup);
 		if (st->go_poll_ended || st->go_other)
 			p_info("Go: %" PRIu64 " polled processes ended between polls: their "
 			       "allocations of up to one drain (100 ms; 1 s with more than %d "
@@ -323,8 +332,9 @@ static void report_counters(const struct allocrun_stats *st)
 		       st->sbcl_unnamed, ALLOCRUN_SBCL_NAME_STACKS, ALLOCRUN_SBCL_NAME_MS,
 		       ALLOCRUN_SBCL_WRITE_MS);
 	if (st->sbcl_write_unnamed)
-		p_warn("SBCL: %" PRIu64 " Lisp frames written as \"%s\": a profile's write names "
-		       "SBCL's frames for at most %d ms",
+		p_warn("SBCL: %" PRIu64 " Lisp frames written as \"%s\": the profiles written in "
+		       "one turn name SBCL's frames for at most %d ms between them, each of N "
+		       "SBCL processes for at most 1/(N+1) of that",
 		       st->sbcl_write_unnamed, SYM_LISP_UNNAMED, ALLOCRUN_SBCL_WRITE_MS);
 	if (st->all) {
 		report_files(st);

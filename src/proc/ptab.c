@@ -1570,40 +1570,53 @@ ssize_t ptab__read_mem(struct ptab *t, struct pproc *p, uint64_t addr, void *buf
 ssize_t ptab__read_memv(struct ptab *t, struct pproc *p, const uint64_t *addrs, size_t n,
 			size_t len, void *bufs, bool *ok)
 {
+	return ptab__read_memv_from(t, p, addrs, n, len, bufs, ok, 0, NULL);
+}
+
+ssize_t ptab__read_memv_from(struct ptab *t, struct pproc *p, const uint64_t *addrs, size_t n,
+			     size_t len, void *bufs, bool *ok, size_t first, size_t *stop)
+{
 	enum { PIECES = 1024 };
 	struct iovec local[PIECES], remote[PIECES];
 	size_t i = 0, got = 0, fails = 0;
 	ssize_t r;
 
+	if (stop)
+		*stop = 0;
 	if (!len || len > 4096)
 		return -E2BIG;
+	if (first >= n)
+		first = 0;
 	for (size_t j = 0; j < n; j++)
 		ok[j] = false;
+		/* i counts the pieces from first: piece (first + i) % n (AT(i)) */
+#define AT(k) ((first + (k)) % n)
 	/* the checks (blocked mounts): a piece that fails them alone, by ptab__read_mem */
 	/* each failed piece costs a call (of up to PIECES pieces): bounded, the rest not read */
 	while (i < n && fails < PTAB_MEMV_FAILS) {
 		size_t m = 0;
 
-		while (i + m < n && m < PIECES) {
-			uint64_t a = addrs[i + m];
+		/* a call's pieces do not wrap (its buffers in the caller's order) */
+		while (i + m < n && m < PIECES && (!m || AT(i + m) == AT(i) + m)) {
+			uint64_t a = addrs[AT(i + m)];
 			bool blocked = a + len < a;
 
 			for (size_t b = 0; !blocked && p->blocked_known && b < p->nr_blocked; b++)
 				blocked = a < p->blocked[b].end && a + len > p->blocked[b].start;
 			if (blocked || !p->blocked_known)
 				break;
-			local[m] = (struct iovec){ .iov_base = (char *)bufs + (i + m) * len,
+			local[m] = (struct iovec){ .iov_base = (char *)bufs + AT(i + m) * len,
 						   .iov_len = len };
 			remote[m] =
 				(struct iovec){ .iov_base = (void *)(uintptr_t)a, .iov_len = len };
 			m++;
 		}
 		if (!m) { /* the first piece alone: ptab__read_mem checks (and loads the list) */
-			r = ptab__read_mem(t, p, addrs[i], (char *)bufs + i * len, len);
+			r = ptab__read_mem(t, p, addrs[AT(i)], (char *)bufs + AT(i) * len, len);
 			if (r == -ESRCH)
-				return got ? (ssize_t)got : r;
+				goto gone;
 			if (r == (ssize_t)len) {
-				ok[i] = true;
+				ok[AT(i)] = true;
 				got++;
 			} else {
 				fails++;
@@ -1614,12 +1627,12 @@ ssize_t ptab__read_memv(struct ptab *t, struct pproc *p, const uint64_t *addrs, 
 		r = process_vm_readv((pid_t)p->id.pid, local, (unsigned long)m, remote,
 				     (unsigned long)m, 0);
 		if (r < 0 && errno == ESRCH)
-			return got ? (ssize_t)got : -ESRCH;
+			goto gone;
 		if (r < 0)
 			r = 0;
 		/* whole pieces read, then the one that stopped it (skipped) */
 		for (size_t k = 0; k < (size_t)r / len; k++)
-			ok[i + k] = true;
+			ok[AT(i + k)] = true;
 		got += (size_t)r / len;
 		i += (size_t)r / len;
 		if ((size_t)r / len < m) {
@@ -1627,7 +1640,14 @@ ssize_t ptab__read_memv(struct ptab *t, struct pproc *p, const uint64_t *addrs, 
 			fails++;
 		}
 	}
+#undef AT
+	if (stop)
+		*stop = i;
 	return (ssize_t)got;
+gone:
+	if (stop)
+		*stop = i;
+	return got ? (ssize_t)got : -ESRCH;
 }
 
 /* --- mapped files ----------------------------------------------------------------- */

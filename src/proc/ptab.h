@@ -246,6 +246,14 @@ ssize_t ptab__read_mem(struct ptab *t, struct pproc *p, uint64_t addr, void *buf
  * quadratic).
  */
 #define PTAB_MEMV_FAILS 64
+/*
+ * ptab__read_memv from piece first on (first < n), wrapping around to piece 0: the pieces
+ * left unread by the bound are then not always the same ones when the caller starts the next
+ * read where this one stopped. *stop (if not NULL): how many pieces, counted from first, were
+ * tried (n: all; piece (first + k) % n for k >= *stop was not, its ok false).
+ */
+ssize_t ptab__read_memv_from(struct ptab *t, struct pproc *p, const uint64_t *addrs, size_t n,
+			     size_t len, void *bufs, bool *ok, size_t first, size_t *stop);
 ssize_t ptab__read_memv(struct ptab *t, struct pproc *p, const uint64_t *addrs, size_t n,
 			size_t len, void *bufs, bool *ok);
 

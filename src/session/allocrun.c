@@ -166,6 +166,9 @@ struct goproc {
 	 * the probing's time, the image read at the first go_same that can (a
 	 * process started since: another) */
 	bool ident_late;
+	/* its in-use reads' first bucket: where the last one stopped (ptab__read_memv_from's
+	 * bound), so that the buckets left unread are not always the same */
+	size_t inuse_from;
 };
 #define ALLOC_GO_POLL_STEPS 4096 /* new buckets a walk of a polled list reads (then resumed) */
 #define GO_LIVE		    0
@@ -351,6 +354,13 @@ struct allocrun {
 	uint64_t go_bkts_refused; /* buckets refused (not a bucket, unreadable), both paths */
 	uint64_t go_read_fails; /* reads of buckets' records or a polled list's head that failed */
 	uint64_t go_list_over;	/* polled lists' buckets past their process's cap */
+	/* -a, --cgroup: the stack table's share of one cgroup's Go buckets
+	 * (go_stk_take): share_key -> struct gocg; each tgid of go_stk is
+	 * charged to its cgroup's (the one it was in at its first stack) */
+	struct htab *go_cg;
+	uint64_t go_cg_over;	   /* of go_stk_over: past their cgroup's share */
+	uint64_t go_reads_skipped; /* in-use reads not tried: a batch's failed pieces' bound */
+	uint64_t sbcl_turn_ns;	   /* this turn's takes' time (allocrun__tick begins a turn) */
 };
 
 /* 1 / P(an allocation of size bytes is sampled), as pprof scales heap profiles. */
@@ -765,53 +775,147 @@ static size_t go_stk_cap_proc(void)
 	return n > ALLOC_GO_BUCKETS_PROC ? ALLOC_GO_BUCKETS_PROC : n ? n : 1;
 }
 
-/* Whether a bucket of process tgid may hold a stack of the table (then
- * charged to it). Not: its share (or Go's) spent, counted and said; the
- * bucket is kept without its stack, its samples counted as [no stack]. */
-static bool go_stk_take(struct allocrun *r, uint32_t tgid, const char *comm)
+/* -a, --cgroup: the share of one cgroup's Go processes together (half of
+ * Go's): a tenant's forgers, however many processes, leave the other half
+ * to the other cgroups' Go processes. The root cgroup ("": the host's own
+ * processes; a tenant cannot move there) has none of its own. */
+static size_t go_stk_cap_cgroup(void)
 {
-	struct htab_entry *e = r->go_stk ? htab__find(r->go_stk, &tgid, sizeof(tgid)) : NULL;
-	size_t n = e ? (size_t)(uintptr_t)e->value : 0;
+	return go_stk_cap() / 2 ? go_stk_cap() / 2 : 1;
+}
+
+/* A process's charge (go_stk's values): its stacks, and the cgroup they are
+ * also charged to (go_cg: key -> stacks; "": none, -p, --, the root cgroup).
+ * Kept with no stack while its process's buckets are (go_drop lets go):
+ * a process refused its first stack reads its cgroup once. */
+struct gocharge {
+	size_t n;
+	char key[];
+};
+
+static void share_key(struct allocrun *r, uint32_t pid, char *key, size_t size);
+
+static size_t go_cg_count(const struct allocrun *r, const char *key)
+{
+	struct htab_entry *e = key[0] && r->go_cg ? htab__find(r->go_cg, key, strlen(key)) : NULL;
+
+	return e ? (size_t)(uintptr_t)e->value : 0;
+}
+
+/* go_cg's count of key (not ""), plus delta (+1, -1); removed at 0. */
+static bool go_cg_add(struct allocrun *r, const char *key, int delta)
+{
+	struct htab_entry *e;
+	size_t n;
 	bool created;
 
-	if (r->go_stk_n >= go_stk_cap() || n >= go_stk_cap_proc()) {
-		if (!r->go_stk_over++) {
+	if (!key[0])
+		return true;
+	if (!r->go_cg && !(r->go_cg = htab__new()))
+		return false;
+	e = delta > 0 ? htab__upsert(r->go_cg, key, strlen(key), &created)
+		      : htab__find(r->go_cg, key, strlen(key));
+	if (!e)
+		return delta < 0;
+	n = (size_t)(uintptr_t)e->value;
+	if (delta < 0 && n <= 1)
+		htab__remove(r->go_cg, key, strlen(key));
+	else
+		e->value = (void *)(uintptr_t)(delta > 0 ? n + 1 : n - 1);
+	return true;
+}
+
+/* Process tgid's charge, made (its cgroup read: -a, --cgroup) if new;
+ * NULL without memory. */
+static struct gocharge *go_charge(struct allocrun *r, uint32_t tgid)
+{
+	struct htab_entry *e = r->go_stk ? htab__find(r->go_stk, &tgid, sizeof(tgid)) : NULL;
+	char key[512]; /* as the files' shares (probe_file) */
+	struct gocharge *c;
+	bool created;
+
+	if (e)
+		return e->value;
+	key[0] = '\0';
+	if (r->all)
+		share_key(r, tgid, key, sizeof(key));
+	c = calloc(1, sizeof(*c) + strlen(key) + 1);
+	if (!c || (!r->go_stk && !(r->go_stk = htab__new())) ||
+	    !(e = htab__upsert(r->go_stk, &tgid, sizeof(tgid), &created))) {
+		free(c);
+		return NULL;
+	}
+	memcpy(c->key, key, strlen(key) + 1);
+	e->value = c;
+	return c;
+}
+
+/* Process tgid's charge let go (its buckets gone: go_drop, go_inuse's sweep)
+ * once it holds no stack. */
+static void go_charge_drop(struct allocrun *r, uint32_t tgid)
+{
+	struct htab_entry *e = r->go_stk ? htab__find(r->go_stk, &tgid, sizeof(tgid)) : NULL;
+	struct gocharge *c = e ? e->value : NULL;
+
+	if (c && !c->n)
+		free(htab__remove(r->go_stk, &tgid, sizeof(tgid)));
+}
+
+/* Whether a bucket of process tgid may hold a stack of the table (then
+ * charged to it and to its cgroup). Not: its share (its own, its cgroup's,
+ * or Go's) spent, counted and said; the bucket is kept without its stack,
+ * its samples counted as [no stack]. */
+static bool go_stk_take(struct allocrun *r, uint32_t tgid, const char *comm)
+{
+	struct gocharge *c = go_charge(r, tgid);
+	size_t n = c ? c->n : 0;
+	bool cg_full = c && n < go_stk_cap_proc() && c->key[0] &&
+		       go_cg_count(r, c->key) >= go_stk_cap_cgroup();
+
+	if (r->go_stk_n >= go_stk_cap() || n >= go_stk_cap_proc() || cg_full) {
+		if (cg_full)
+			r->go_cg_over++;
+		if (cg_full && r->go_cg_over == 1)
+			p_warn("process %u (%s) of cgroup %s: its Go buckets past its cgroup's "
+			       "share of the stack table (%zu stacks the Go processes of one cgroup "
+			       "together, of the %zu of all Go processes): their samples counted "
+			       "without their stack ([no stack]), counted "
+			       "(bpfprof_alloc_go_buckets_lost_total{reason=\"cgroup_share\"})",
+			       tgid, comm, c->key, go_stk_cap_cgroup(), go_stk_cap());
+		r->go_stk_over++;
+		if (!cg_full && r->go_stk_over - r->go_cg_over == 1) {
 			p_warn("process %u (%s): its Go buckets past %s share of the stack table "
-			       "(%zu stacks a process, %zu all Go processes): their samples "
-			       "counted without their stack ([no stack]), counted "
+			       "(%zu stacks a process, %zu all Go processes): their samples counted "
+			       "without their stack ([no stack]), counted "
 			       "(bpfprof_alloc_go_buckets_lost_total{reason=\"stack_share\"})",
 			       tgid, comm, n >= go_stk_cap_proc() ? "its" : "the Go processes'",
 			       go_stk_cap_proc(), go_stk_cap());
 		}
 		return false;
 	}
-	if (!e && (r->go_stk || (r->go_stk = htab__new())))
-		e = htab__upsert(r->go_stk, &tgid, sizeof(tgid), &created);
-	if (!e) {
+	if (!c || !go_cg_add(r, c->key, 1)) {
 		r->oom++;
 		return false;
 	}
-	e->value = (void *)(uintptr_t)(n + 1);
+	c->n++;
 	r->go_stk_n++;
 	return true;
 }
 
-/* A stack charged to process tgid given back (go_stk_take); and released
- * from the table when put (a bucket's reference). */
+/* A stack charged to process tgid given back (go_stk_take), to its cgroup's
+ * share too; and released from the table when put (a bucket's reference). */
 static void go_stk_give(struct allocrun *r, uint32_t tgid, uint64_t stack, bool put)
 {
 	struct htab_entry *e = r->go_stk ? htab__find(r->go_stk, &tgid, sizeof(tgid)) : NULL;
-	size_t n = e ? (size_t)(uintptr_t)e->value : 0;
+	struct gocharge *c = e ? e->value : NULL;
 
 	if (put && stack)
 		stacktab__put(r->stacks, stack);
-	if (!n)
+	if (!c || !c->n)
 		return;
 	r->go_stk_n--;
-	if (n == 1)
-		htab__remove(r->go_stk, &tgid, sizeof(tgid));
-	else
-		e->value = (void *)(uintptr_t)(n - 1);
+	go_cg_add(r, c->key, -1);
+	c->n--;
 }
 
 /* A Go bucket's layout: the one its probe's cookie named (the key's pad). */
@@ -1096,7 +1200,8 @@ static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n, 
 	struct gobkt **bs = malloc(n * sizeof(*bs));
 	const struct alloc_go_bkey **ks = malloc(n * sizeof(*ks));
 	struct pproc *p;
-	size_t m = 0;
+	size_t m = 0, first = 0, stop = 0;
+	ssize_t got;
 
 	if (same && bs && ks && addrs && act && ok && !ptab__get(r->ptab, &id, &p)) {
 		for (size_t i = 0; i < n; i++)
@@ -1106,11 +1211,18 @@ static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n, 
 				addrs[m++] = refs[i].k->b + refs[i].b->active_off;
 			}
 		n = m;
-		if (n && ptab__read_memv(r->ptab, p, addrs, n, rec, act, ok) > 0)
+		first = g && n ? g->inuse_from % n : 0;
+		got = n ? ptab__read_memv_from(r->ptab, p, addrs, n, rec, act, ok, first, &stop)
+			: 0;
+		if (got >= 0 && stop < n) /* not tried: the last values kept */
+			r->go_reads_skipped = sat_add(r->go_reads_skipped, n - stop);
+		if (got > 0)
 			for (size_t i = 0; i < n; i++) {
 				const uint64_t *a = act + i * (rec / 8);
 				uint64_t total = 0;
 
+				if (!ok[i] && (i + n - first) % n >= stop)
+					continue; /* not tried (counted above) */
 				if (!ok[i]) {
 					r->go_read_fails++; /* the last values kept */
 					continue;
@@ -1138,6 +1250,8 @@ static void go_inuse_read(struct allocrun *r, struct gobkt_ref *refs, size_t n, 
 					go_count_n(r, ks[i], bs[i]->comm, bs[i], d);
 				}
 			}
+		if (g && n) /* the next read from the first bucket not tried (or from here) */
+			g->inuse_from = stop < n ? (first + stop) % n : first;
 		ptab__put(r->ptab, p);
 		r->go_bkt_reads += n;
 	}
@@ -1378,6 +1492,7 @@ static void go_inuse(struct allocrun *r, struct htab *into, bool sweep, bool big
 		if (b && b->stack)
 			go_stk_give(r, del[i].tgid, b->stack, true);
 		free(b);
+		go_charge_drop(r, del[i].tgid);
 	}
 	free(del);
 }
@@ -1422,6 +1537,8 @@ static void go_drop(struct allocrun *r, const uint32_t *tgids, size_t n)
 			go_stk_give(r, del[i].tgid, b->stack, true);
 		free(b);
 	}
+	for (size_t i = 0; i < n; i++)
+		go_charge_drop(r, tgids[i]);
 	free(del);
 }
 
@@ -2986,6 +3103,7 @@ uint64_t allocrun__tick(struct allocrun *r, uint64_t now)
 	if (r->guard_threaded && pthread_mutex_trylock(&r->lock))
 		return now_ns() + 10 * NS_PER_MS;
 	r->noted_now = 0;
+	r->sbcl_turn_ns = 0; /* a turn of the loop: its takes share one naming budget */
 	sbcl_drain_begins(r);
 	allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
 	go_drain(r, now);
@@ -3073,6 +3191,7 @@ bool allocrun__targets_gone(struct allocrun *r)
 void allocrun__stop(struct allocrun *r)
 {
 	guard_join(r);
+	r->sbcl_turn_ns = 0; /* the last take's budget its own */
 	/* Nothing more from here (--alloc --on-cpu writes the CPU profile
 	 * first: its calls would be counted, its frees matched, the ring fill). */
 	allocprof__pause(r->ap);
@@ -3785,10 +3904,13 @@ static int take(struct allocrun *r, struct profile *prof, unsigned what);
 
 /*
  * A take names the SBCL frames its drains left (sbcl_name_now) within a
- * budget of its own (ALLOCRUN_SBCL_WRITE_MS): a tenant's Lisp code making
- * many distinct stacks cannot stall an interval's file or a heap request;
- * the frames past it are SYM_LISP_UNNAMED, counted (sbcl_write_unnamed)
- * and said in the profile's note (sbcl_unnamed_frames=N).
+ * budget (ALLOCRUN_SBCL_WRITE_MS) that the takes of one turn of the loop
+ * share (an interval's file, the live heap's tick, heap requests: what one
+ * take spent, the next has not), each SBCL process an equal share of it
+ * (symbolizer__lisp_budget): a tenant's Lisp code making many distinct
+ * stacks cannot stall a turn, nor leave another SBCL process unnamed; the
+ * frames past it are SYM_LISP_UNNAMED, counted (sbcl_write_unnamed) and
+ * said in the profile's note (sbcl_unnamed_frames=N).
  */
 int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 {
@@ -3797,7 +3919,8 @@ int allocrun__take(struct allocrun *r, struct profile *prof, unsigned what)
 	struct profile_meta *m;
 	size_t n;
 
-	symbolizer__lisp_deadline(r->sym, 0);
+	r->sbcl_turn_ns = sat_add(r->sbcl_turn_ns, symbolizer__lisp_used(r->sym));
+	symbolizer__lisp_budget(r->sym, 0);
 	unnamed = symbolizer__lisp_unnamed(r->sym) - unnamed;
 	r->sbcl_write_unnamed += unnamed;
 	if (err || !unnamed)
@@ -3827,7 +3950,9 @@ static int take(struct allocrun *r, struct profile *prof, unsigned what)
 		allocprof__drain(r->ap, on_event, r, ALLOC_DRAIN_MAX);
 		go_drain(r, now_ns());
 	}
-	symbolizer__lisp_deadline(r->sym, now_ns() + sbcl_write_ns());
+	/* what this turn's takes left of the budget (none: 1 ns, every frame unnamed) */
+	symbolizer__lisp_budget(
+		r->sym, MAX(sbcl_write_ns() - MIN(r->sbcl_turn_ns, sbcl_write_ns()), (uint64_t)1));
 	guard_view(r, &gv); /* the guard's thread may switch meanwhile: one instant of it */
 	now = r->t1 ? r->t1 : gv.now;
 	allocprof__counters(r->ap, c);
@@ -3962,6 +4087,9 @@ void allocrun__stats(struct allocrun *r, struct allocrun_stats *st)
 		.go_bkts_refused = r->go_bkts_refused,
 		.go_read_fails = r->go_read_fails,
 		.go_list_over = r->go_list_over,
+		.go_cg_over = r->go_cg_over,
+		.go_stacks_cgroup = r->all ? go_stk_cap_cgroup() : 0,
+		.go_reads_skipped = r->go_reads_skipped,
 	};
 	stacktab__stats(r->stacks, &st->stacks);
 	allocprof__counters(r->ap, st->c);
@@ -4012,7 +4140,10 @@ void allocrun__metrics(struct allocrun *r, struct metrics_alloc *m)
 	m->go_lost[METRICS_GO_LOST_EXITED] = r->go_bkt_gone;
 	m->go_unnamed = r->go_unnamed;
 	m->go_bkts_refused = r->go_bkts_refused;
-	m->go_bkts_unnamed = r->go_stk_over;
+	m->go_bkts_unnamed = r->go_stk_over - MIN(r->go_cg_over, r->go_stk_over);
+	m->go_bkts_cgroup = r->go_cg_over;
+	m->go_stacks_cgroup = r->all ? go_stk_cap_cgroup() : 0;
+	m->go_reads_skipped = r->go_reads_skipped;
 	m->go_read_fails = r->go_read_fails;
 	m->go_list_over = r->go_list_over;
 	m->go_poll_ended = r->go_poll_ended;
@@ -4099,14 +4230,9 @@ static int start_all(struct allocrun *r)
 	}
 	free(r->pids); /* targets_gone: never, for -a */
 	r->pids = NULL;
-	p_info("profiling allocations of %s (%zu files), one sample every %" PRIu64
-	       " bytes on average; %s",
-	       o->nr_cgroups ? "the cgroups' processes" : "every process", r->nr_held, r->period,
-	       o->alloc_budget ? "the guard holds the calls under --alloc-budget" : "no guard");
-	if (o->alloc_budget)
-		p_debug("--alloc-budget %" PRIu64 " calls/s across the CPUs", o->alloc_budget);
-	p_info("probes: %s", allocprof__mode(r->ap));
-	/* The probes in (kept while the processes were looked at), the run at once. */
+	/* The probes in (kept while the processes were looked at), the run at once;
+	 * "profiling" said once they are (a caller waiting for it may start the
+	 * workload: its first calls were not seen when it was said before). */
 	if (allocprof__probes_on(r->ap, &em))
 		p_warn("the allocator's probes not all attached: %s",
 		       errmsg_said(&em) ? em.msg : "(no reason given)");
@@ -4114,6 +4240,13 @@ static int start_all(struct allocrun *r)
 		p_err("no probe could be attached");
 		return 1;
 	}
+	p_info("profiling allocations of %s (%zu files), one sample every %" PRIu64
+	       " bytes on average; %s",
+	       o->nr_cgroups ? "the cgroups' processes" : "every process", r->nr_held, r->period,
+	       o->alloc_budget ? "the guard holds the calls under --alloc-budget" : "no guard");
+	if (o->alloc_budget)
+		p_debug("--alloc-budget %" PRIu64 " calls/s across the CPUs", o->alloc_budget);
+	p_info("probes: %s", allocprof__mode(r->ap));
 	p_debug("%zu probes in", allocprof__probes(r->ap));
 	load_cost(r);
 	run_start(r);
@@ -4275,7 +4408,11 @@ void allocrun__free(struct allocrun *r)
 		free(b);
 	}
 	htab__free(r->gob);
+	pos = 0;
+	for (struct htab_entry *e; r->go_stk && (e = htab__next(r->go_stk, &pos));)
+		free(e->value);
 	htab__free(r->go_stk);
+	htab__free(r->go_cg);
 	free(r->new_bkts);
 	pos = 0;
 	for (struct htab_entry *e; (e = htab__next(r->comms, &pos));)

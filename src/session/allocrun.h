@@ -48,8 +48,9 @@
 /* SBCL's names read as its samples come: per drain (100 ms), at most so
  * many new (process, stack) and so much time naming; past them a sample's
  * Lisp frames are named when the profile is written
- * (allocrun_stats.sbcl_unnamed), for at most ALLOCRUN_SBCL_WRITE_MS a
- * profile (a take: an interval's file, /debug/pprof/heap), then named
+ * (allocrun_stats.sbcl_unnamed), for at most ALLOCRUN_SBCL_WRITE_MS of
+ * naming a turn of the loop (its takes together: an interval's file,
+ * /debug/pprof/heap), each of N SBCL processes 1/(N+1) of it, then named
  * SYM_LISP_UNNAMED (allocrun_stats.sbcl_write_unnamed) */
 #define ALLOCRUN_SBCL_NAME_STACKS 4096
 #define ALLOCRUN_SBCL_NAME_MS	  250
@@ -195,6 +196,9 @@ struct allocrun_stats {
 	uint64_t go_read_fails;	     /* reads of bucket records or a polled list's head failed */
 	uint64_t go_list_over;	     /* walks of a polled list stopped at its process's cap */
 	uint64_t sbcl_write_unnamed; /* SBCL frames left unnamed by a profile's write: its budget */
+	uint64_t go_cg_over;	     /* of go_stk_over: past their cgroup's share (-a, --cgroup) */
+	size_t go_stacks_cgroup;     /* stacks one cgroup's Go buckets may hold; 0: no such share */
+	uint64_t go_reads_skipped;   /* in-use reads not tried: a batch stopped at its failures */
 };
 void allocrun__stats(struct allocrun *ar, struct allocrun_stats *st);
 

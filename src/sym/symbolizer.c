@@ -161,6 +161,8 @@ struct symproc {
 	uint64_t sbcl_try_ns;
 	uint64_t sbcl_gen; /* the drain (gen + lisp_drains + 1) sbcl__new_drain was last called for
 			    */
+	/* its time naming Lisp frames in budget lisp_window (symbolizer__lisp_deadline) */
+	uint64_t lisp_window, lisp_spent;
 	/* HotSpot: the JVM found in it (lang/hotspot.c), and its code blobs' names. */
 	struct hotspot_proc *jvm;
 	int jvm_err; /* of the last probe: 0 not tried (or found), -ENOENT no JVM, ... */
@@ -211,9 +213,12 @@ struct symbolizer {
 	uint64_t lisp_drains; /* symbolizer__lisp_drain: drains of SBCL names alone */
 	size_t file_bytes, pmap_bytes, freed_bytes;
 	uint64_t lisp_over_budget, lisp_walked;
-	/* symbolizer__lisp_deadline: SBCL's names read until then (0: always),
-	 * and the frames given SYM_LISP_UNNAMED past it */
-	uint64_t lisp_until, lisp_unnamed;
+	/* symbolizer__lisp_budget: the time SBCL's names may take to read (0:
+	 * no bound), the time they took, the frames given SYM_LISP_UNNAMED
+	 * past it; each SBCL process's share of it (the budget over the SBCL
+	 * processes known when it was set, and one more), in budget lisp_window */
+	uint64_t lisp_budget, lisp_used, lisp_unnamed;
+	uint64_t lisp_share, lisp_window;
 	uint64_t lookups, unknown, debug_files, jit_names, lisp_names, java_names, images_lost,
 		images_mapped, lisp_gc_held;
 	uint64_t kernel_reloads, evicted_procs, evicted_files;
@@ -1759,9 +1764,37 @@ static void sbcl_drain(struct symbolizer *s, struct symproc *p)
 	}
 }
 
+static const char *lisp_name_read(struct symbolizer *s, struct symproc *p, uint64_t addr);
+
 /* The Lisp function at addr of an SBCL process (lang/sbcl.c), or NULL; the
- * runtime is looked for at the process's first frame in code of no ELF file. */
+ * runtime is looked for at the process's first frame in code of no ELF file.
+ * Under a deadline, an SBCL process past its share of the budget is not read
+ * either (its frames SYM_LISP_UNNAMED): a tenant's many stacks leave the
+ * other processes theirs, whichever come first. */
 static const char *lisp_name(struct symbolizer *s, struct symproc *p, uint64_t addr)
+{
+	const char *name;
+	uint64_t t0;
+
+	if (!s->lisp_budget)
+		return lisp_name_read(s, p, addr);
+	if (p->lisp_window != s->lisp_window) {
+		p->lisp_window = s->lisp_window;
+		p->lisp_spent = 0;
+	}
+	if (p->sbcl && p->lisp_spent >= s->lisp_share) {
+		s->lisp_unnamed++;
+		return SYM_LISP_UNNAMED;
+	}
+	t0 = now_ns();
+	name = lisp_name_read(s, p, addr);
+	t0 = now_ns() - t0;
+	p->lisp_spent += t0;
+	s->lisp_used += t0;
+	return name;
+}
+
+static const char *lisp_name_read(struct symbolizer *s, struct symproc *p, uint64_t addr)
 {
 	const char *name;
 	char why[256];
@@ -1770,7 +1803,7 @@ static const char *lisp_name(struct symbolizer *s, struct symproc *p, uint64_t a
 
 	/* The caller's budget spent: no read, of a heap known to be SBCL's or
 	 * to find one (another process's frames go on to perf maps, ...). */
-	if (s->lisp_until && now_ns() >= s->lisp_until) {
+	if (s->lisp_budget && s->lisp_used >= s->lisp_budget) {
 		if (!p->sbcl)
 			return NULL;
 		s->lisp_unnamed++;
@@ -2812,9 +2845,29 @@ void symbolizer__drain_begin(struct symbolizer *s)
 		sbcl_drain(s, e->value);
 }
 
-void symbolizer__lisp_deadline(struct symbolizer *s, uint64_t deadline)
+void symbolizer__lisp_budget(struct symbolizer *s, uint64_t ns)
 {
-	s->lisp_until = deadline;
+	struct htab_entry *e;
+	size_t pos = 0, n = 0;
+
+	s->lisp_budget = ns;
+	s->lisp_used = 0;
+	if (!ns)
+		return;
+	while ((e = htab__next(s->procs, &pos))) {
+		const struct symproc *p = e->value;
+
+		n += p->sbcl && !p->dead;
+	}
+	/* one share more: an SBCL process not known as one yet (its runtime's
+	 * first name in this write: the drains' budget spent on another's) */
+	s->lisp_share = ns / (n + 1);
+	s->lisp_window++;
+}
+
+uint64_t symbolizer__lisp_used(const struct symbolizer *s)
+{
+	return s->lisp_used;
 }
 
 uint64_t symbolizer__lisp_unnamed(const struct symbolizer *s)

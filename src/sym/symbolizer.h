@@ -324,20 +324,25 @@ void symbolizer__drain_begin(struct symbolizer *s);
  */
 void symbolizer__lisp_drain(struct symbolizer *s);
 
-/* The name of an SBCL frame past symbolizer__lisp_deadline (kind FRAME_LISP). */
+/* The name of an SBCL frame past symbolizer__lisp_budget (kind FRAME_LISP). */
 #define SYM_LISP_UNNAMED "[unnamed: SBCL]"
 
 /*
- * SBCL's Lisp functions named until deadline (now_ns(); 0: no deadline,
- * the default): past it, a frame in the Lisp code of a process whose SBCL
- * heap is known is named SYM_LISP_UNNAMED without a read (its kept name is
- * not checked either), and counted (symbolizer__lisp_unnamed); a process
- * not yet known as SBCL's is not looked at for one. A name costs reads of
- * the process's heap (0.05-0.5 ms, its runtime's first some 50 ms): a
- * tenant's many distinct Lisp stacks cannot hold the caller (bpfprof
- * --alloc's profile writes) past its budget.
+ * SBCL's Lisp functions named for at most ns of reading (0: no bound, the
+ * default; set again: a new budget): past it, a frame in the Lisp code of a
+ * process whose SBCL heap is known is named SYM_LISP_UNNAMED without a read
+ * (its kept name is not checked either), and counted
+ * (symbolizer__lisp_unnamed); a process not yet known as SBCL's is not
+ * looked at for one. A name costs reads of the process's heap (0.05-0.5 ms,
+ * its runtime's first some 50 ms): a tenant's many distinct Lisp stacks
+ * cannot hold the caller (bpfprof --alloc's profile writes) past its
+ * budget. Each of the N SBCL processes known when it is set gets ns / (N +
+ * 1) of it (the share left for a process not known yet): one with many
+ * stacks cannot spend the others', whichever order their frames come in.
  */
-void symbolizer__lisp_deadline(struct symbolizer *s, uint64_t deadline);
+void symbolizer__lisp_budget(struct symbolizer *s, uint64_t ns);
+/* The time spent reading names since the budget was set. */
+uint64_t symbolizer__lisp_used(const struct symbolizer *s);
 /* The frames named SYM_LISP_UNNAMED so far. */
 uint64_t symbolizer__lisp_unnamed(const struct symbolizer *s);
 

@@ -256,6 +256,35 @@ static void test_go_lines(void **state)
 	sbuf_free(&sb);
 }
 
+/* -a, --cgroup: the buckets past their cgroup's share of Go's stacks, apart
+ * from those past their process's or Go's, and that share; without it
+ * (-p), no cgroup line. */
+static void test_go_cgroup_lines(void **state)
+{
+	struct metrics_alloc a = filled;
+	struct sbuf sb = { 0 };
+
+	(void)state;
+	a.go = true;
+	a.go_bkts_unnamed = 15356;
+	a.go_bkts_cgroup = 16380;
+	a.go_stacks_cgroup = 16384;
+	a.go_reads_skipped = 4096;
+	assert_int_equal(metrics__render_alloc(&a, &sb), 0);
+	assert_non_null(strstr(sb.buf, "\nbpfprof_alloc_go_reads_skipped_total 4096\n"));
+	assert_non_null(strstr(
+		sb.buf, "\nbpfprof_alloc_go_buckets_lost_total{reason=\"stack_share\"} 15356\n"
+			"bpfprof_alloc_go_buckets_lost_total{reason=\"cgroup_share\"} 16380\n"));
+	assert_non_null(strstr(sb.buf, "\nbpfprof_alloc_go_stacks_cgroup_max 16384\n"));
+	assert_non_null(strstr(sb.buf, "\n# TYPE bpfprof_alloc_go_stacks_cgroup_max gauge\n"));
+	sbuf_free(&sb);
+	memset(&sb, 0, sizeof(sb));
+	a.go_stacks_cgroup = 0;
+	assert_int_equal(metrics__render_alloc(&a, &sb), 0);
+	assert_null(strstr(sb.buf, "bpfprof_alloc_go_stacks_cgroup_max"));
+	sbuf_free(&sb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -264,6 +293,7 @@ int main(void)
 		cmocka_unit_test(test_no_scan_no_file_lines),
 		cmocka_unit_test(test_render_has_them_with_alloc_only),
 		cmocka_unit_test(test_go_lines),
+		cmocka_unit_test(test_go_cgroup_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -292,6 +292,45 @@ static void test_read_memv_fails_bounded(void **state)
 	ptab__free(t);
 }
 
+/* The bound's unread pieces are said (stop), and a read from where the last one stopped
+ * reads them (review9 L3: they were always the same ones, the last), wrapping around. */
+static void test_read_memv_from_rotates(void **state)
+{
+	enum { N = PTAB_MEMV_FAILS + 4 };
+	struct ptab *t = ptab__new(NULL);
+	static uint64_t addrs[N];
+	static char bufs[N][8];
+	static bool ok[N];
+	char word[8] = "readable";
+	struct pproc *p;
+	size_t stop = 7;
+
+	(void)state;
+	p = get_self(t);
+	for (size_t i = 0; i < N; i++) /* PTAB_MEMV_FAILS unmapped, then 4 readable */
+		addrs[i] = i < PTAB_MEMV_FAILS ? 8 : (uintptr_t)word;
+	assert_int_equal(ptab__read_memv_from(t, p, addrs, N, 8, bufs, ok, 0, &stop), 0);
+	assert_int_equal(stop, PTAB_MEMV_FAILS); /* the 4 readable ones not tried */
+	for (size_t i = 0; i < N; i++)
+		assert_false(ok[i]);
+	/* from there: the 4 read, then the failures (wrapped to 0) to the end */
+	assert_int_equal(ptab__read_memv_from(t, p, addrs, N, 8, bufs, ok, stop, &stop), 4);
+	assert_int_equal(stop, N);
+	for (size_t i = 0; i < N; i++)
+		assert_true(ok[i] == (i >= PTAB_MEMV_FAILS));
+	assert_memory_equal(bufs[N - 1], word, 8);
+	/* from N - 2: 2 read, the failures from 0, the bound before N - 4 and N - 3 */
+	assert_int_equal(ptab__read_memv_from(t, p, addrs, N, 8, bufs, ok, N - 2, &stop), 2);
+	assert_int_equal(stop, 2 + PTAB_MEMV_FAILS);
+	assert_true(ok[N - 2] && ok[N - 1]);
+	assert_false(ok[N - 4] || ok[N - 3]);
+	/* first past n: from 0; the plain call is from 0 */
+	assert_int_equal(ptab__read_memv_from(t, p, addrs, N, 8, bufs, ok, N + 5, &stop), 0);
+	assert_int_equal(stop, PTAB_MEMV_FAILS);
+	ptab__put(t, p);
+	ptab__free(t);
+}
+
 /* --- liveness: pidfds answer for processes asked about before ---------------------- */
 
 /* A child that waits to be killed, and its id (start time in ns, as samples have it). */
@@ -1096,6 +1135,7 @@ int main(void)
 		cmocka_unit_test(test_notice_devices_are_learned_from_a_process_read_both_ways),
 		cmocka_unit_test(test_read_mem_is_bounded),
 		cmocka_unit_test(test_read_memv_fails_bounded),
+		cmocka_unit_test(test_read_memv_from_rotates),
 		cmocka_unit_test(test_a_process_in_the_host_root_is_told_apart),
 		cmocka_unit_test(test_own_mount_table_is_read_again_only_when_changed),
 		cmocka_unit_test(test_a_running_process_is_answered_by_its_pidfd),

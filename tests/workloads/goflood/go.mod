@@ -1,0 +1,3 @@
+module goflood
+
+go 1.19

@@ -162,8 +162,9 @@ int metrics__render_alloc(const struct metrics_alloc *a, struct sbuf *out)
 		"Samples of the run-long totals folded into their process's [other stacks] for room.",
 		a->aggs_evicted);
 	err |= COUNTER("bpfprof_alloc_sbcl_unnamed_frames_total",
-		       "SBCL frames written as [unnamed: SBCL]: past a profile's time for naming "
-		       "Lisp functions (500 ms a profile written).",
+		       "SBCL frames written as [unnamed: SBCL]: past the time for naming "
+		       "Lisp functions (500 ms a turn of the main loop, shared by the SBCL "
+		       "processes).",
 		       a->sbcl_unnamed_frames);
 	if (a->go) {
 		static const char *const go_lost[METRICS_GO_LOST_NR] = {

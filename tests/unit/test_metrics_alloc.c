@@ -80,7 +80,7 @@ static const char golden[] =
 	"# HELP bpfprof_alloc_aggs_evicted_total Samples of the run-long totals folded into their process's [other stacks] for room.\n"
 	"# TYPE bpfprof_alloc_aggs_evicted_total counter\n"
 	"bpfprof_alloc_aggs_evicted_total 3\n"
-	"# HELP bpfprof_alloc_sbcl_unnamed_frames_total SBCL frames written as [unnamed: SBCL]: past a profile's time for naming Lisp functions (500 ms a profile written).\n"
+	"# HELP bpfprof_alloc_sbcl_unnamed_frames_total SBCL frames written as [unnamed: SBCL]: past the time for naming Lisp functions (500 ms a turn of the main loop, shared by the SBCL processes).\n"
 	"# TYPE bpfprof_alloc_sbcl_unnamed_frames_total counter\n"
 	"bpfprof_alloc_sbcl_unnamed_frames_total 5\n"
 	"# HELP bpfprof_alloc_files_probed Files whose allocator functions are probed (-a, --cgroup).\n"

@@ -761,6 +761,23 @@ static void test_collector_opts(struct collector_test_opts *t)
 	t->no_hot_slots = getenv("BPFPROF_TEST_NO_HOT_SLOTS") != NULL;
 }
 
+/*
+ * Tests: BPFPROF_TEST_LOAD_DELAY_MS=N makes the load last N ms longer (at
+ * its end, before the attach), so that a test's Ctrl-C lands during it
+ * however fast the machine loads. A stop request ends the wait.
+ */
+static void test_load_delay(void)
+{
+	const char *v = getenv("BPFPROF_TEST_LOAD_DELAY_MS");
+	uint64_t until;
+
+	if (!v)
+		return;
+	until = now_ns() + strtoull(v, NULL, 10) * NS_PER_MS;
+	while (!stop__requested() && now_ns() < until)
+		usleep(5000);
+}
+
 /* A one-shot run waits at most this long at its end for debug files being fetched. */
 #define DEBUGINFOD_END_WAIT_MS 10000
 
@@ -915,6 +932,7 @@ int record__open(struct record *r)
 									       : r->o.unwind);
 		p_debug("user stacks walked with --unwind %s", r->rc.unwind_name);
 	}
+	test_load_delay();
 	if (r->col && !r->ar && r->early_skips_attach && stop__requested()) {
 		/* Stopped during the load: no event is enabled at all (not even
 		 * for the attach's few milliseconds, a busy machine's samples). */

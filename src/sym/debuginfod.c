@@ -365,7 +365,6 @@ static void server_failed(struct debuginfod *d, struct server *sv, const char *w
 
 enum outcome { GOT, NOT_THERE, FAILED, REJECTED };
 
-/* Whether the file name in the cache holds an ELF file of build id id. */
 /*
  * Whether the fetched file is an ELF file of that build id. Only its build
  * id is read: a dwz file (a relocatable file of DWARF alone, which elfsym

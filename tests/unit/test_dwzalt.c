@@ -15,6 +15,7 @@
  */
 #include "testutil.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -431,6 +432,76 @@ static void test_link_escapes(void **state)
 	attack_link("hostok", "%s/%s.dwz", true, 1);
 }
 
+static size_t open_fds(void)
+{
+	struct dirent *e;
+	size_t n = 0;
+	DIR *d = opendir("/proc/self/fd");
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/*
+ * review10 M2: a held dwz file is pinned (a descriptor kept open), so once
+ * it is unlinked its inode number cannot go to another file, whose link
+ * names the same build id, and be served the held DWARF without a byte of
+ * it read. Another tenant's directory p2: b naming "common.dwz", files
+ * made there until one gets the unlinked file's inode (ext4 gives it at
+ * once when it is free) or 200 tries.
+ */
+static void test_held_file_pinned(void **state)
+{
+	char root[256], path[400], name[400];
+	struct dwinline *d, *d2;
+	struct stat st, st2;
+	size_t fds;
+	int s, tries, got = 0;
+
+	(void)state;
+	if (!have_fixture())
+		return;
+	make_root("reuse", root, sizeof(root));
+	sh("mkdir %s/p2 && cp %s %s/p2/b", root, fixture_path("dwz/b"), root);
+	snprintf(path, sizeof(path), "%s/p/common.dwz", root);
+	assert_int_equal(stat(path, &st), 0);
+	fds = open_fds();
+	d = open_in(root, "p/a", NULL, &s, NULL);
+	assert_int_equal(s, 0);
+	assert_int_equal(dwzalt__held(), 1);
+	assert_int_equal(open_fds(), fds + 1); /* its descriptor, kept */
+	assert_int_equal(unlink(path), 0);
+	for (tries = 0; tries < 200 && !got; tries++) {
+		int fd;
+
+		snprintf(name, sizeof(name), "%s/p2/g%d", root, tries);
+		fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		assert_true(fd >= 0);
+		/* As large as the held file, zeros (not ELF). */
+		assert_int_equal(ftruncate(fd, st.st_size), 0);
+		assert_int_equal(fstat(fd, &st2), 0);
+		close(fd);
+		got = st2.st_ino == st.st_ino;
+	}
+	print_message("inode %s after %d files\n", got ? "reused" : "not reused", tries);
+	if (got)
+		sh("mv %s %s/p2/common.dwz", name, root);
+	else
+		sh("truncate -s %lld %s/p2/common.dwz", (long long)st.st_size, root);
+	assert_false(got);
+	d2 = open_in(root, "p2/b", NULL, &s, NULL);
+	if (s == 0)
+		fail_msg("b was given the held dwz file (inode %s)", got ? "reused" : "not reused");
+	assert_int_equal(s, -ENOEXEC);
+	dwinline__free(d2);
+	dwinline__free(d);
+	assert_int_equal(dwzalt__held(), 0);
+	assert_int_equal(open_fds(), fds);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -439,6 +510,7 @@ int main(void)
 		cmocka_unit_test(test_dwz_file_counts_in_the_cap),
 		cmocka_unit_test(test_attacks),
 		cmocka_unit_test(test_link_escapes),
+		cmocka_unit_test(test_held_file_pinned),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

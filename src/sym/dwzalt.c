@@ -41,6 +41,24 @@ struct dwzalt {
 /* Held files: a few (one per dwz'd package in use); a list is enough. */
 static struct dwzalt *held;
 static size_t nr_held;
+
+/*
+ * Files refused after a read (another build id, not ELF or DWARF libdw reads
+ * safely, debug sections over the room asked with): remembered for the run,
+ * by what the file is, so a file many others name (a tenant's bomb) is read
+ * once, not once per file naming it. A ring: the oldest verdict goes first.
+ */
+struct refusal {
+	uint64_t dev, ino;
+	int64_t size, mtime_ns, ctime_ns;
+	uint8_t id[BUILD_ID_MAX];
+	size_t id_len;
+	int err;
+	size_t bytes; /* -EFBIG: the room it needs (more room: read again) */
+};
+static struct refusal refused[DWZALT_MAX_REFUSED];
+static size_t nr_refused, next_refused;
+static size_t files_read;
 static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* .gnu_debugaltlink's name and build id; -EINVAL if unreadable, 1 if none. */
@@ -82,6 +100,56 @@ static struct dwzalt *held_find(const struct stat *st, const uint8_t *id, size_t
 		    !memcmp(a->id, id, id_len))
 			return a;
 	return NULL;
+}
+
+static bool same_file(const struct refusal *r, const struct stat *st, const uint8_t *id,
+		      size_t id_len)
+{
+	return r->dev == (uint64_t)st->st_dev && r->ino == (uint64_t)st->st_ino &&
+	       r->size == (int64_t)st->st_size && r->mtime_ns == ns(st->st_mtim) &&
+	       r->ctime_ns == ns(st->st_ctim) && r->id_len == id_len && !memcmp(r->id, id, id_len);
+}
+
+/* A verdict kept for this file: its -errno, or 0 (none; read it). Under held_lock. */
+static int refusal_find(const struct stat *st, const uint8_t *id, size_t id_len, size_t max_bytes)
+{
+	for (size_t i = 0; i < nr_refused; i++) {
+		const struct refusal *r = &refused[i];
+
+		if (!same_file(r, st, id, id_len))
+			continue;
+		if (r->err == -EFBIG && r->bytes <= max_bytes)
+			return 0;
+		return r->err;
+	}
+	return 0;
+}
+
+static void refusal_add(const struct stat *st, const uint8_t *id, size_t id_len, int err,
+			size_t bytes)
+{
+	struct refusal *r = NULL;
+
+	pthread_mutex_lock(&held_lock);
+	for (size_t i = 0; i < nr_refused && !r; i++)
+		if (same_file(&refused[i], st, id, id_len))
+			r = &refused[i];
+	if (!r) {
+		r = &refused[next_refused];
+		next_refused = (next_refused + 1) % DWZALT_MAX_REFUSED;
+		if (nr_refused < DWZALT_MAX_REFUSED)
+			nr_refused++;
+	}
+	*r = (struct refusal){ .dev = (uint64_t)st->st_dev,
+			       .ino = (uint64_t)st->st_ino,
+			       .size = (int64_t)st->st_size,
+			       .mtime_ns = ns(st->st_mtim),
+			       .ctime_ns = ns(st->st_ctim),
+			       .id_len = id_len,
+			       .err = err,
+			       .bytes = bytes };
+	memcpy(r->id, id, id_len);
+	pthread_mutex_unlock(&held_lock);
 }
 
 static void alt_free(struct dwzalt *a)
@@ -142,7 +210,10 @@ static int adopt(int fd, const char *path, const uint8_t *id, size_t id_len, siz
 	}
 	if (a)
 		a->refs++;
+	err = a ? 0 : refusal_find(&st, id, id_len, max_bytes);
 	pthread_mutex_unlock(&held_lock);
+	if (err)
+		return err;
 	if (a) {
 		if (room)
 			room(ctx, a->bytes);
@@ -164,7 +235,9 @@ static int adopt(int fd, const char *path, const uint8_t *id, size_t id_len, siz
 	a->id_len = id_len;
 	a->refs = 1;
 	snprintf(a->path, sizeof(a->path), "%s", path);
+	bytes = 0;
 	a->elf = elffile__begin(fd);
+	__atomic_add_fetch(&files_read, 1, __ATOMIC_RELAXED);
 	err = -ENOEXEC;
 	if (!a->elf || elf_kind(a->elf) != ELF_K_ELF)
 		goto out_free;
@@ -215,6 +288,8 @@ static int adopt(int fd, const char *path, const uint8_t *id, size_t id_len, siz
 	*out = a;
 	return 0;
 out_free:
+	if (err == -ENOEXEC || err == -ESTALE || err == -EFBIG)
+		refusal_add(&st, id, id_len, err, bytes);
 	alt_free(a);
 	return err;
 }
@@ -331,6 +406,11 @@ void dwzalt__strs(const struct dwzalt *a, struct srcline_strs *st)
 const char *dwzalt__path(const struct dwzalt *a)
 {
 	return a ? a->path : "";
+}
+
+size_t dwzalt__reads(void)
+{
+	return __atomic_load_n(&files_read, __ATOMIC_RELAXED);
 }
 
 size_t dwzalt__held(void)

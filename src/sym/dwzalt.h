@@ -41,6 +41,11 @@ struct dwzalt;
 
 /* dwz files held at once (each with an open descriptor). */
 #define DWZALT_MAX_HELD 256
+/*
+ * Refused files remembered (by device, inode, size, mtime, ctime and the
+ * build id asked for): one is not read again in the run while it is the same.
+ */
+#define DWZALT_MAX_REFUSED 256
 
 struct dwzalt_query {
 	const struct safe_root *roots[2]; /* looked in, in order; NULL or fd -1: skipped */
@@ -80,5 +85,7 @@ void dwzalt__strs(const struct dwzalt *a, struct srcline_strs *st);
 const char *dwzalt__path(const struct dwzalt *a);
 /* Files held now (for tests: 0 once every reference is put). */
 size_t dwzalt__held(void);
+/* Candidate files read so far (their ELF begun), held or refused (for tests). */
+size_t dwzalt__reads(void);
 
 #endif

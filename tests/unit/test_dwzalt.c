@@ -502,6 +502,53 @@ static void test_held_file_pinned(void **state)
 	assert_int_equal(open_fds(), fds);
 }
 
+/*
+ * review10 S1: a refused dwz file is read once in the run, not once per file
+ * naming it (a tenant's bomb named by many small binaries), while it is the
+ * same file; changed (touched), it is read again.
+ */
+static void test_refusal_remembered(void **state)
+{
+	static const char *const kinds[] = { "buildid", "garbage" };
+	char root[256];
+	struct dwinline *d;
+	size_t reads;
+	int st;
+
+	(void)state;
+	if (!have_fixture())
+		return;
+	for (size_t k = 0; k < 2; k++) {
+		int want = k ? -ENOEXEC : -ESTALE;
+		char name[32];
+
+		snprintf(name, sizeof(name), "refused-%s", kinds[k]);
+		make_root(name, root, sizeof(root));
+		if (k)
+			sh("head -c 100000 /dev/zero > %s/p/common.dwz", root);
+		else
+			sh(FLIP_BUILD_ID "%s/p/common.dwz", root);
+		reads = dwzalt__reads();
+		for (int i = 0; i < 4; i++) {
+			d = open_in(root, i % 2 ? "p/b" : "p/a", NULL, &st, NULL);
+			assert_int_equal(st, want);
+			dwinline__free(d);
+		}
+		if (dwzalt__reads() != reads + 1)
+			fail_msg("%s: read %zu times for 4 files naming it", kinds[k],
+				 dwzalt__reads() - reads);
+		/* Another file now (its times changed): read again, once. */
+		sh("sleep 0.01; touch %s/p/common.dwz", root);
+		for (int i = 0; i < 2; i++) {
+			d = open_in(root, "p/a", NULL, &st, NULL);
+			assert_int_equal(st, want);
+			dwinline__free(d);
+		}
+		assert_int_equal(dwzalt__reads(), reads + 2);
+		assert_int_equal(dwzalt__held(), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -511,6 +558,7 @@ int main(void)
 		cmocka_unit_test(test_attacks),
 		cmocka_unit_test(test_link_escapes),
 		cmocka_unit_test(test_held_file_pinned),
+		cmocka_unit_test(test_refusal_remembered),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

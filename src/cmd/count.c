@@ -191,13 +191,15 @@ static void count_usage(FILE *f)
 		"\n"
 		"Output:\n"
 		"  -o, --output FILE       write here (atomically) instead of stdout\n"
-		"  -f, --format NAME       table (default), json (also from a FILE ending .json):\n"
+		"  -f, --format NAME       table (default), json (also from a FILE ending .json, in\n"
+		"                          any case, as every ending here):\n"
 		"                          {\"functions\": [{\"function\", \"module\", \"calls\",\n"
 		"                          \"total_ns\", \"min_ns\", \"max_ns\", \"hist\", \"callers\"}]},\n"
 		"                          or pprof (also from .pb.gz or .pprof; for go tool pprof):\n"
 		"                          sample types calls/count and time/nanoseconds, one sample\n"
 		"                          per (function, caller) edge, the function's time split\n"
-		"                          among its callers by their calls\n"
+		"                          among its callers by their calls; or pb (also from .pb):\n"
+		"                          the same profile.proto, not gzipped\n"
 		"      --callers N         caller lines per function in the table (default 5, 0 none)\n"
 		"      --hist              each function's latency histogram in the table\n"
 		"      --all-functions     list functions never called too\n"
@@ -264,11 +266,22 @@ static bool parse_num(const char *s, double lo, double hi, double *out)
 	return true;
 }
 
-static bool ends_with(const char *s, const char *suffix)
+/*
+ * The format -o FILE's ending names, as record's (writer__for_path: in any
+ * case, the longest ending wins): .json (and .speedscope.json) json,
+ * .pb.gz/.pprof pprof, .pb pb; else the table.
+ */
+static const char *format_for_path(const char *path)
 {
-	size_t n = s ? strlen(s) : 0, k = strlen(suffix);
+	const struct writer *w = path ? writer__for_path(path) : NULL;
 
-	return n > k && !strcmp(s + n - k, suffix);
+	if (w == &writer_speedscope)
+		return "json";
+	if (w == &writer_pprof)
+		return "pprof";
+	if (w == &writer_pb)
+		return "pb";
+	return "table";
 }
 
 /* 0 go on, 1 --help, 2 usage error. */
@@ -330,8 +343,9 @@ static int parse(int argc, char **argv, struct count *c)
 			break;
 		case 'f':
 			if (strcmp(optarg, "table") && strcmp(optarg, "json") &&
-			    strcmp(optarg, "pprof"))
-				return usage("unknown --format '%s': table, json or pprof", optarg);
+			    strcmp(optarg, "pprof") && strcmp(optarg, "pb"))
+				return usage("unknown --format '%s': table, json, pprof or pb",
+					     optarg);
 			c->format = optarg;
 			break;
 		case OPT_MAX_FUNCS:
@@ -410,10 +424,7 @@ static int parse(int argc, char **argv, struct count *c)
 	if (!c->pat_hits)
 		return usage("%s", "out of memory");
 	if (!c->format)
-		c->format = ends_with(c->output, ".json") ? "json"
-			    : ends_with(c->output, ".pb.gz") || ends_with(c->output, ".pprof")
-				    ? "pprof"
-				    : "table";
+		c->format = format_for_path(c->output);
 	return 0;
 }
 
@@ -1182,14 +1193,18 @@ write:
 			final ? "the end, after " : "", c->seconds);
 	if (!strcmp(c->format, "json")) {
 		err = counttab__write_json(f, fns, c->nr_fns, c->seconds);
-	} else if (!strcmp(c->format, "pprof")) {
+	} else if (!strcmp(c->format, "pprof") || !strcmp(c->format, "pb")) {
 		uint8_t *pb;
 		size_t pblen;
 
 		err = pprof__encode_count(fns, c->nr_fns, (uint64_t)(c->seconds * NS_PER_SEC_F),
 					  &pb, &pblen);
 		if (!err) {
-			err = writer__gzip(f, pb, pblen);
+			/* pb: profile.proto as is (go tool pprof reads it too). */
+			if (!strcmp(c->format, "pb"))
+				err = fwrite(pb, 1, pblen, f) == pblen ? 0 : -EIO;
+			else
+				err = writer__gzip(f, pb, pblen);
 			free(pb);
 		}
 	} else

@@ -109,10 +109,12 @@ static int check_match(const struct profile *p, const char *opt, const char *pat
 }
 
 /*
- * Whether stdin brings a profile nobody named: a pipe or socket (perf script |
- * bpfprof report), or a file that is not empty (bpfprof report < cpu.folded).
- * Not a terminal, nor /dev/null or another device: CI runs with stdin on
+ * Whether stdin brings a profile nobody named: a pipe (perf script | bpfprof
+ * report), or a file that is not empty (bpfprof report < cpu.folded). Not a
+ * terminal, nor /dev/null or another device: CI runs with stdin on
  * /dev/null, and there "no input files" must be said, not an empty report.
+ * Nor a socket: ssh's or a supervisor's stdin stays open and would be
+ * waited on forever.
  */
 static bool stdin_brings_input(void)
 {
@@ -120,7 +122,7 @@ static bool stdin_brings_input(void)
 
 	if (fstat(STDIN_FILENO, &st))
 		return false;
-	if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))
+	if (S_ISFIFO(st.st_mode))
 		return true;
 	return S_ISREG(st.st_mode) && st.st_size > 0;
 }

@@ -3,6 +3,7 @@
 #include "sym/dwzalt.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <limits.h>
 #include <pthread.h>
@@ -21,6 +22,13 @@
 struct dwzalt {
 	struct dwzalt *next;
 	uint64_t dev, ino;
+	/* What the file was when read: a held file is shared only while it still is. */
+	int64_t size, mtime_ns, ctime_ns;
+	/*
+	 * Kept open while held: the inode cannot be freed, so its number cannot
+	 * be reused by another file (another tenant's) while this is shared.
+	 */
+	int fd;
 	uint8_t id[BUILD_ID_MAX];
 	size_t id_len;
 	size_t refs;
@@ -32,6 +40,25 @@ struct dwzalt {
 
 /* Held files: a few (one per dwz'd package in use); a list is enough. */
 static struct dwzalt *held;
+static size_t nr_held;
+
+/*
+ * Files refused after a read (another build id, not ELF or DWARF libdw reads
+ * safely, debug sections over the room asked with): remembered for the run,
+ * by what the file is, so a file many others name (a tenant's bomb) is read
+ * once, not once per file naming it. A ring: the oldest verdict goes first.
+ */
+struct refusal {
+	uint64_t dev, ino;
+	int64_t size, mtime_ns, ctime_ns;
+	uint8_t id[BUILD_ID_MAX];
+	size_t id_len;
+	int err;
+	size_t bytes; /* -EFBIG: the room it needs (more room: read again) */
+};
+static struct refusal refused[DWZALT_MAX_REFUSED];
+static size_t nr_refused, next_refused;
+static size_t files_read;
 static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* .gnu_debugaltlink's name and build id; -EINVAL if unreadable, 1 if none. */
@@ -59,13 +86,70 @@ static int read_link(Elf *elf, char name[ALTLINK_NAME_MAX], uint8_t id[BUILD_ID_
 	return 1;
 }
 
-static struct dwzalt *held_find(uint64_t dev, uint64_t ino, const uint8_t *id, size_t id_len)
+static int64_t ns(struct timespec t)
+{
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static struct dwzalt *held_find(const struct stat *st, const uint8_t *id, size_t id_len)
 {
 	for (struct dwzalt *a = held; a; a = a->next)
-		if (a->dev == dev && a->ino == ino && a->id_len == id_len &&
+		if (a->dev == (uint64_t)st->st_dev && a->ino == (uint64_t)st->st_ino &&
+		    a->size == (int64_t)st->st_size && a->mtime_ns == ns(st->st_mtim) &&
+		    a->ctime_ns == ns(st->st_ctim) && a->id_len == id_len &&
 		    !memcmp(a->id, id, id_len))
 			return a;
 	return NULL;
+}
+
+static bool same_file(const struct refusal *r, const struct stat *st, const uint8_t *id,
+		      size_t id_len)
+{
+	return r->dev == (uint64_t)st->st_dev && r->ino == (uint64_t)st->st_ino &&
+	       r->size == (int64_t)st->st_size && r->mtime_ns == ns(st->st_mtim) &&
+	       r->ctime_ns == ns(st->st_ctim) && r->id_len == id_len && !memcmp(r->id, id, id_len);
+}
+
+/* A verdict kept for this file: its -errno, or 0 (none; read it). Under held_lock. */
+static int refusal_find(const struct stat *st, const uint8_t *id, size_t id_len, size_t max_bytes)
+{
+	for (size_t i = 0; i < nr_refused; i++) {
+		const struct refusal *r = &refused[i];
+
+		if (!same_file(r, st, id, id_len))
+			continue;
+		if (r->err == -EFBIG && r->bytes <= max_bytes)
+			return 0;
+		return r->err;
+	}
+	return 0;
+}
+
+static void refusal_add(const struct stat *st, const uint8_t *id, size_t id_len, int err,
+			size_t bytes)
+{
+	struct refusal *r = NULL;
+
+	pthread_mutex_lock(&held_lock);
+	for (size_t i = 0; i < nr_refused && !r; i++)
+		if (same_file(&refused[i], st, id, id_len))
+			r = &refused[i];
+	if (!r) {
+		r = &refused[next_refused];
+		next_refused = (next_refused + 1) % DWZALT_MAX_REFUSED;
+		if (nr_refused < DWZALT_MAX_REFUSED)
+			nr_refused++;
+	}
+	*r = (struct refusal){ .dev = (uint64_t)st->st_dev,
+			       .ino = (uint64_t)st->st_ino,
+			       .size = (int64_t)st->st_size,
+			       .mtime_ns = ns(st->st_mtim),
+			       .ctime_ns = ns(st->st_ctim),
+			       .id_len = id_len,
+			       .err = err,
+			       .bytes = bytes };
+	memcpy(r->id, id, id_len);
+	pthread_mutex_unlock(&held_lock);
 }
 
 static void alt_free(struct dwzalt *a)
@@ -75,6 +159,8 @@ static void alt_free(struct dwzalt *a)
 	if (a->dw)
 		dwarf_end(a->dw);
 	elffile__end(a->elf, NULL);
+	if (a->fd >= 0)
+		close(a->fd);
 	free(a);
 }
 
@@ -105,7 +191,7 @@ static int adopt(int fd, const char *path, const uint8_t *id, size_t id_len, siz
 		 void (*room)(void *ctx, size_t bytes), void *ctx, struct dwzalt **out)
 {
 	uint8_t got[BUILD_ID_MAX];
-	struct dwzalt *a;
+	struct dwzalt *a, *b;
 	struct stat st;
 	bool has_info;
 	size_t bytes;
@@ -116,7 +202,7 @@ static int adopt(int fd, const char *path, const uint8_t *id, size_t id_len, siz
 	if (!S_ISREG(st.st_mode))
 		return -EINVAL;
 	pthread_mutex_lock(&held_lock);
-	a = held_find((uint64_t)st.st_dev, (uint64_t)st.st_ino, id, id_len);
+	a = held_find(&st, id, id_len);
 	if (a && a->bytes > max_bytes) {
 		/* Held for a file with more room than this one has. */
 		pthread_mutex_unlock(&held_lock);
@@ -124,7 +210,10 @@ static int adopt(int fd, const char *path, const uint8_t *id, size_t id_len, siz
 	}
 	if (a)
 		a->refs++;
+	err = a ? 0 : refusal_find(&st, id, id_len, max_bytes);
 	pthread_mutex_unlock(&held_lock);
+	if (err)
+		return err;
 	if (a) {
 		if (room)
 			room(ctx, a->bytes);
@@ -138,11 +227,17 @@ static int adopt(int fd, const char *path, const uint8_t *id, size_t id_len, siz
 		return -ENOMEM;
 	a->dev = (uint64_t)st.st_dev;
 	a->ino = (uint64_t)st.st_ino;
+	a->size = (int64_t)st.st_size;
+	a->mtime_ns = ns(st.st_mtim);
+	a->ctime_ns = ns(st.st_ctim);
+	a->fd = -1;
 	memcpy(a->id, id, id_len);
 	a->id_len = id_len;
 	a->refs = 1;
 	snprintf(a->path, sizeof(a->path), "%s", path);
+	bytes = 0;
 	a->elf = elffile__begin(fd);
+	__atomic_add_fetch(&files_read, 1, __ATOMIC_RELAXED);
 	err = -ENOEXEC;
 	if (!a->elf || elf_kind(a->elf) != ELF_K_ELF)
 		goto out_free;
@@ -167,12 +262,34 @@ static int adopt(int fd, const char *path, const uint8_t *id, size_t id_len, siz
 	/* libdw has read every section it uses: fd is the caller's again. */
 	elf_cntl(a->elf, ELF_C_FDDONE);
 	pthread_mutex_lock(&held_lock);
+	/* Read meanwhile by another caller: share that one (one copy held). */
+	if ((b = held_find(&st, id, id_len))) {
+		b->refs++;
+		pthread_mutex_unlock(&held_lock);
+		alt_free(a);
+		*out = b;
+		return 0;
+	}
+	if (nr_held >= DWZALT_MAX_HELD) {
+		pthread_mutex_unlock(&held_lock);
+		err = -EMFILE;
+		goto out_free;
+	}
+	a->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (a->fd < 0) {
+		err = -errno;
+		pthread_mutex_unlock(&held_lock);
+		goto out_free;
+	}
 	a->next = held;
 	held = a;
+	nr_held++;
 	pthread_mutex_unlock(&held_lock);
 	*out = a;
 	return 0;
 out_free:
+	if (err == -ENOEXEC || err == -ESTALE || err == -EFBIG)
+		refusal_add(&st, id, id_len, err, bytes);
 	alt_free(a);
 	return err;
 }
@@ -262,6 +379,7 @@ void dwzalt__put(struct dwzalt *a)
 		for (struct dwzalt **p = &held; *p; p = &(*p)->next)
 			if (*p == a) {
 				*p = a->next;
+				nr_held--;
 				break;
 			}
 	pthread_mutex_unlock(&held_lock);
@@ -288,6 +406,11 @@ void dwzalt__strs(const struct dwzalt *a, struct srcline_strs *st)
 const char *dwzalt__path(const struct dwzalt *a)
 {
 	return a ? a->path : "";
+}
+
+size_t dwzalt__reads(void)
+{
+	return __atomic_load_n(&files_read, __ATOMIC_RELAXED);
 }
 
 size_t dwzalt__held(void)

@@ -17,10 +17,13 @@
  * in each root, then from a fetch callback: debuginfod), and accepts a file
  * only if its NT_GNU_BUILD_ID is the one the link names.
  *
- * Shared: a file is read once per (device, inode, build id) and held while a
- * Dwarf uses it (refcounted; the last dwzalt__put frees it). Its DWARF is
- * given an empty dwz file of its own (a crafted dwz file naming another is not
- * followed).
+ * Shared: a file is read once per (device, inode, size, mtime, ctime, build
+ * id) and held while a Dwarf uses it (refcounted; the last dwzalt__put frees
+ * it), with a descriptor of it kept open: the inode cannot be freed and its
+ * number given to another (a tenant's) file that would then be served this
+ * one's DWARF. At most DWZALT_MAX_HELD files (descriptors) are held; past
+ * that a new one is not read (-EMFILE). Its DWARF is given an empty dwz file
+ * of its own (a crafted dwz file naming another is not followed).
  */
 #ifndef BPFPROF_DWZALT_H
 #define BPFPROF_DWZALT_H
@@ -35,6 +38,14 @@
 #include "sym/srcline.h"
 
 struct dwzalt;
+
+/* dwz files held at once (each with an open descriptor). */
+#define DWZALT_MAX_HELD 256
+/*
+ * Refused files remembered (by device, inode, size, mtime, ctime and the
+ * build id asked for): one is not read again in the run while it is the same.
+ */
+#define DWZALT_MAX_REFUSED 256
 
 struct dwzalt_query {
 	const struct safe_root *roots[2]; /* looked in, in order; NULL or fd -1: skipped */
@@ -74,5 +85,7 @@ void dwzalt__strs(const struct dwzalt *a, struct srcline_strs *st);
 const char *dwzalt__path(const struct dwzalt *a);
 /* Files held now (for tests: 0 once every reference is put). */
 size_t dwzalt__held(void);
+/* Candidate files read so far (their ELF begun), held or refused (for tests). */
+size_t dwzalt__reads(void);
 
 #endif

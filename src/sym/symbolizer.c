@@ -2122,8 +2122,8 @@ static void dwarf_open(struct symbolizer *s, struct symproc *p, const struct pro
 	struct dwarf_room room = { .s = s, .f = f };
 	struct dwzalt_query alt = { 0 };
 	struct safe_root root, roots[2];
-	const struct safe_cred *readers[1];
-	struct safe_cred owner;
+	const struct safe_cred *readers[2];
+	struct safe_cred owner, holder;
 	struct mfile *mf;
 	int err, dfd = -1;
 
@@ -2161,8 +2161,27 @@ static void dwarf_open(struct symbolizer *s, struct symproc *p, const struct pro
 						sizeof(found), &droot, dpath));
 		alt.path = droot >= 0 ? dpath : NULL;
 		alt.link_root = droot;
-		if (dfd < 0)
+		if (dfd >= 0) {
+			struct stat dst;
+
+			/*
+			 * The link is the debug file's bytes, which its owner (a
+			 * tenant, with its own mount namespace over DEBUG_DIR)
+			 * chose: the dwz file must be readable by that owner too,
+			 * not only by the binary's (root's, for /usr/bin) (rule 1).
+			 */
+			if (fstat(dfd, &dst)) {
+				close(dfd);
+				dfd = -1;
+			} else {
+				holder = (struct safe_cred){ .uid = dst.st_uid, .gid = dst.st_gid };
+				readers[1] = &holder;
+				alt.nr_readers = 2;
+			}
+		} else {
+			/* debuginfod's: chosen by the binary's build id, read as its owner. */
 			dfd = fetched_dwarf_fd(s, f);
+		}
 		if (dfd >= 0) {
 			f->dwi = dwinline__open_fd_alt(dfd, DWINLINE_MAX_BYTES, dwarf_room, &room,
 						       &alt);

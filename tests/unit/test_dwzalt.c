@@ -15,6 +15,7 @@
  */
 #include "testutil.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -431,6 +432,123 @@ static void test_link_escapes(void **state)
 	attack_link("hostok", "%s/%s.dwz", true, 1);
 }
 
+static size_t open_fds(void)
+{
+	struct dirent *e;
+	size_t n = 0;
+	DIR *d = opendir("/proc/self/fd");
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/*
+ * review10 M2: a held dwz file is pinned (a descriptor kept open), so once
+ * it is unlinked its inode number cannot go to another file, whose link
+ * names the same build id, and be served the held DWARF without a byte of
+ * it read. Another tenant's directory p2: b naming "common.dwz", files
+ * made there until one gets the unlinked file's inode (ext4 gives it at
+ * once when it is free) or 200 tries.
+ */
+static void test_held_file_pinned(void **state)
+{
+	char root[256], path[400], name[400];
+	struct dwinline *d, *d2;
+	struct stat st, st2;
+	size_t fds;
+	int s, tries, got = 0;
+
+	(void)state;
+	if (!have_fixture())
+		return;
+	make_root("reuse", root, sizeof(root));
+	sh("mkdir %s/p2 && cp %s %s/p2/b", root, fixture_path("dwz/b"), root);
+	snprintf(path, sizeof(path), "%s/p/common.dwz", root);
+	assert_int_equal(stat(path, &st), 0);
+	fds = open_fds();
+	d = open_in(root, "p/a", NULL, &s, NULL);
+	assert_int_equal(s, 0);
+	assert_int_equal(dwzalt__held(), 1);
+	assert_int_equal(open_fds(), fds + 1); /* its descriptor, kept */
+	assert_int_equal(unlink(path), 0);
+	for (tries = 0; tries < 200 && !got; tries++) {
+		int fd;
+
+		snprintf(name, sizeof(name), "%s/p2/g%d", root, tries);
+		fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		assert_true(fd >= 0);
+		/* As large as the held file, zeros (not ELF). */
+		assert_int_equal(ftruncate(fd, st.st_size), 0);
+		assert_int_equal(fstat(fd, &st2), 0);
+		close(fd);
+		got = st2.st_ino == st.st_ino;
+	}
+	print_message("inode %s after %d files\n", got ? "reused" : "not reused", tries);
+	if (got)
+		sh("mv %s %s/p2/common.dwz", name, root);
+	else
+		sh("truncate -s %lld %s/p2/common.dwz", (long long)st.st_size, root);
+	assert_false(got);
+	d2 = open_in(root, "p2/b", NULL, &s, NULL);
+	if (s == 0)
+		fail_msg("b was given the held dwz file (inode %s)", got ? "reused" : "not reused");
+	assert_int_equal(s, -ENOEXEC);
+	dwinline__free(d2);
+	dwinline__free(d);
+	assert_int_equal(dwzalt__held(), 0);
+	assert_int_equal(open_fds(), fds);
+}
+
+/*
+ * review10 S1: a refused dwz file is read once in the run, not once per file
+ * naming it (a tenant's bomb named by many small binaries), while it is the
+ * same file; changed (touched), it is read again.
+ */
+static void test_refusal_remembered(void **state)
+{
+	static const char *const kinds[] = { "buildid", "garbage" };
+	char root[256];
+	struct dwinline *d;
+	size_t reads;
+	int st;
+
+	(void)state;
+	if (!have_fixture())
+		return;
+	for (size_t k = 0; k < 2; k++) {
+		int want = k ? -ENOEXEC : -ESTALE;
+		char name[32];
+
+		snprintf(name, sizeof(name), "refused-%s", kinds[k]);
+		make_root(name, root, sizeof(root));
+		if (k)
+			sh("head -c 100000 /dev/zero > %s/p/common.dwz", root);
+		else
+			sh(FLIP_BUILD_ID "%s/p/common.dwz", root);
+		reads = dwzalt__reads();
+		for (int i = 0; i < 4; i++) {
+			d = open_in(root, i % 2 ? "p/b" : "p/a", NULL, &st, NULL);
+			assert_int_equal(st, want);
+			dwinline__free(d);
+		}
+		if (dwzalt__reads() != reads + 1)
+			fail_msg("%s: read %zu times for 4 files naming it", kinds[k],
+				 dwzalt__reads() - reads);
+		/* Another file now (its times changed): read again, once. */
+		sh("sleep 0.01; touch %s/p/common.dwz", root);
+		for (int i = 0; i < 2; i++) {
+			d = open_in(root, "p/a", NULL, &st, NULL);
+			assert_int_equal(st, want);
+			dwinline__free(d);
+		}
+		assert_int_equal(dwzalt__reads(), reads + 2);
+		assert_int_equal(dwzalt__held(), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -439,6 +557,8 @@ int main(void)
 		cmocka_unit_test(test_dwz_file_counts_in_the_cap),
 		cmocka_unit_test(test_attacks),
 		cmocka_unit_test(test_link_escapes),
+		cmocka_unit_test(test_held_file_pinned),
+		cmocka_unit_test(test_refusal_remembered),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -101,7 +101,7 @@ def test_pprof_format_option(tmp_path):
     e = edges(pprof.decode(out.read_bytes()))
     assert e[("bp_b", "main")][0] == 250
     p = run_bpfprof(["count", "-f", "bogus", "bp_b", "--", wl("countwork"), "calls"], check=False)
-    assert p.returncode == 2 and "table, json or pprof" in p.stderr
+    assert p.returncode == 2 and "table, json, pprof or pb" in p.stderr
 
 
 # --- -a and --cgroup with -- COMMAND: every process (of the cgroups) while it runs ------------

@@ -18,8 +18,7 @@ import re
 import pytest
 
 from conftest import (Sampled, Workload, as_tenant, assert_few, assert_most, frames_of,
-                      parse_folded, wl)
-from test_jvm import tenant_copy
+                      parse_folded, tenant_copy, wl)
 
 # The interpreter frame named by the Method* it holds at fp - 24 (its "_[0]").
 CHAIN = ["spin_via", "StubRoutines (1)_[j]", "com.example.Fake.work_[0]",
@@ -86,7 +85,7 @@ def test_hostile_fake_jvm_walk_is_bounded_and_counted(tenant_dir):
     loop), another in an nmethod whose tables a third thread rewrites. The
     walker takes no Java frame it cannot check: every stack of the two
     spinning threads is its leaf alone; the profile is written promptly."""
-    exe = tenant_copy(tenant_dir, "fakejvm")
+    exe = tenant_copy(wl("fakejvm"), tenant_dir)
     with Workload(*as_tenant([exe, "hostile", "60"])) as w:
         p = Sampled(["-v", "-p", w.pid, "-d", 30], [w.pid], until_cpu=3, timeout=90)
     v = jvm_line(p.stderr)
